@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/doctor"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Say which modes this kernel supports (and why not), which programs are installed, and whether `run` can work",
+		Long: `Probe the kernel in throwaway namespaces (nothing in the root namespace changes), list
+every mode as available or not with the reason, every program vnetlab uses with its
+version, and bpffs. Exits non-zero when the default experiment (vnetlab run) cannot run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := doctor.Run()
+			if output == "json" {
+				if err := printJSON(r); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(r)
+			}
+			if !r.DefaultRunnable {
+				return fmt.Errorf("the default experiment cannot run: %s", r.Why)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func printDoctor(r *doctor.Report) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "kernel\t%s\n\n", r.Kernel)
+	fmt.Fprintln(tw, "MODE\tAVAILABLE\tDETAIL")
+	for _, m := range r.Modes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, yesNo(m.Available), m.Detail)
+	}
+	fmt.Fprintln(tw, "\nPROGRAM\tVERSION\tNEEDED FOR")
+	for _, p := range r.Programs {
+		v := p.Version
+		if p.Path == "" {
+			v = "MISSING (apt-get install " + p.Package + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, v, p.Needed)
+	}
+	fmt.Fprintf(tw, "\nbpffs\t%s\n", r.BPFFS.Detail)
+	for _, n := range r.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
+	ok := "yes"
+	if !r.DefaultRunnable {
+		ok = "no: " + r.Why
+	}
+	fmt.Fprintf(tw, "default experiment runnable\t%s\n", ok)
+	tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

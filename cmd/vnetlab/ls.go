@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+)
+
+func newLsCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "ls [LAB]",
+		Short: "List labs with their nodes, pods, namespaces, addresses and test paths",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var labs []*lab.State
+			if len(args) == 1 {
+				st, err := lab.Load(args[0])
+				if err != nil {
+					return err
+				}
+				labs = []*lab.State{st}
+			} else {
+				var err error
+				if labs, err = lab.List(); err != nil {
+					return err
+				}
+			}
+			switch output {
+			case "json":
+				if labs == nil {
+					labs = []*lab.State{}
+				}
+				return printJSON(labs)
+			case "table", "":
+				if len(labs) == 0 {
+					fmt.Println("no labs (start one with `vnetlab up --mode veth-routed`)")
+					return nil
+				}
+				printLabs(os.Stdout, labs, true)
+				return nil
+			}
+			return fmt.Errorf("-o %q: want table or json", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printLabs(w io.Writer, labs []*lab.State, detail bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAB\tMODE\tSTATUS\tWHO\tNAMESPACE\tADDRESS\tNOTE")
+	for _, st := range labs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%s\n", st.Name, st.Mode, st.Status, facts(st))
+		for _, n := range st.Nodes {
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\tuplink %s, default via ext\n", n.Name, n.NS, n.IP, n.Uplink)
+		}
+		if st.Ext != "" {
+			fmt.Fprintf(tw, "\t\t\text\t%s\t\t\"outside\" namespace\n", st.Ext)
+		}
+		for i, p := range st.Pods {
+			if !detail && i >= 5 {
+				fmt.Fprintf(tw, "\t\t\t... %d more pods\t\t\t\n", len(st.Pods)-i)
+				break
+			}
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\t%s, gw %s\n", p.Name, p.NS, p.IP, p.Ifname, st.Gateway)
+		}
+		var paths []string
+		for k := range st.Paths {
+			paths = append(paths, k)
+		}
+		sort.Strings(paths)
+		for _, k := range paths {
+			e := st.Paths[k]
+			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, e.Target, e.Note)
+		}
+	}
+	tw.Flush()
+}
+
+func facts(st *lab.State) string {
+	var f []string
+	for k, v := range st.Facts {
+		f = append(f, k+"="+v)
+	}
+	sort.Strings(f)
+	return strings.Join(f, " ")
+}

@@ -1,0 +1,73 @@
+// Command vnetlab builds Linux virtual network data paths in namespaces,
+// measures them side by side and explains the differences.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// exitError carries a specific exit code (exec passes the command's through).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	fmt.Fprintf(os.Stderr, "vnetlab: %v\n", err)
+	os.Exit(1)
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "vnetlab",
+		Short: "Build every Linux virtual network data path in namespaces and measure them side by side",
+		Long: `vnetlab builds container/VM network data paths (veth, bridge, macvlan, Docker NAT, ...)
+inside network namespaces it creates, measures them with real tools (iperf3, ...),
+and removes everything afterwards. The root namespace is never changed.
+
+Typical session:
+  vnetlab doctor                          # what this kernel and machine can do
+  vnetlab run                             # seed 002's podIP row, one table
+  vnetlab up --name lab1 --mode bridge    # a lab to poke at
+  vnetlab exec lab1 pod-b -- ping -c1 192.168.10.10
+  vnetlab down lab1
+  vnetlab clean                           # remove anything left by a crash`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newUpCmd(), newDownCmd(), newLsCmd(), newExecCmd(), newCleanCmd(), newDoctorCmd(), newRunCmd())
+	return root
+}
+
+func requireRoot() error {
+	if os.Geteuid() != 0 {
+		return errors.New("vnetlab creates network namespaces and needs root: run it with sudo")
+	}
+	return nil
+}
+
+// stderrf prints progress lines to stderr so stdout stays machine-readable.
+func stderrf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/doctor"
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/scenario"
+)
+
+// commit is set at build time.
+var commit = ""
+
+func newRunCmd() *cobra.Command {
+	var (
+		modes, tests, paths         []string
+		eng, file, out, rate, cidr  string
+		dur                         time.Duration
+		repeat, warmup, streams, sz int
+		pods                        int
+		opts                        []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
+		Short: "Measure a matrix of modes x paths x tests, print a table and write a results JSON",
+		Long: `Bring one lab up per mode, run every test from pod-b to pod-a (or as the path says),
+repeat in interleaved rounds (A B C A B C ...), print a table, write a versioned results
+JSON (docs/results-json.md) and tear every lab down, also on Ctrl-C.
+
+Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
+iperf3; modes this kernel lacks are listed as skipped with the reason.
+
+Examples:
+  vnetlab run
+  vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			spec := runner.Spec{Duration: 5 * time.Second, Repeat: 3, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
+			modeNames := doctor.DefaultModes
+			testNames := []string{"tcp_stream"}
+			output := ""
+			podCount := lab.DefaultPods
+			var variants []runner.ModeVariant
+			if file != "" {
+				sc, err := scenario.Load(file)
+				if err != nil {
+					return err
+				}
+				variants = sc.Modes
+				if sc.Mode != "" {
+					variants = append(variants, runner.ModeVariant{Label: sc.Mode, Mode: sc.Mode, Options: sc.Options})
+				}
+				if len(sc.Tests) > 0 {
+					testNames = sc.Tests
+				}
+				if len(sc.Paths) > 0 {
+					spec.Paths = sc.Paths
+				}
+				spec.Engine, spec.Rate, output = sc.Engine, sc.Rate, sc.Output
+				spec.Duration = sc.DurationValue(spec.Duration)
+				setInt(&spec.Repeat, sc.Repeat)
+				setInt(&spec.Warmup, sc.Warmup)
+				setInt(&spec.Streams, sc.Streams)
+				setInt(&spec.Size, sc.Size)
+				setInt(&podCount, sc.PodCount)
+				spec.Pods = sc.Pods
+				if sc.PodCIDR != "" {
+					spec.PodCIDR = sc.PodCIDR
+				}
+			}
+			f := cmd.Flags()
+			if f.Changed("modes") || variants == nil {
+				if f.Changed("modes") {
+					modeNames = modes
+				}
+				extra := map[string]string{}
+				if err := parseOptions(opts, extra); err != nil {
+					return err
+				}
+				variants = nil
+				for _, m := range modeNames {
+					variants = append(variants, runner.ModeVariant{Label: m, Mode: m, Options: extra})
+				}
+			}
+			if f.Changed("tests") {
+				testNames = tests
+			}
+			if f.Changed("paths") {
+				spec.Paths = paths
+			}
+			if f.Changed("engine") {
+				spec.Engine = eng
+			}
+			if f.Changed("duration") {
+				spec.Duration = dur
+			}
+			if f.Changed("repeat") {
+				spec.Repeat = repeat
+			}
+			if f.Changed("warmup") {
+				spec.Warmup = warmup
+			}
+			if f.Changed("streams") {
+				spec.Streams = streams
+			}
+			if f.Changed("size") {
+				spec.Size = sz
+			}
+			if f.Changed("rate") {
+				spec.Rate = rate
+			}
+			if f.Changed("pod-cidr") {
+				spec.PodCIDR = cidr
+			}
+			if f.Changed("pods") {
+				podCount, spec.Pods = pods, nil
+			}
+			if f.Changed("output") {
+				output = out
+			}
+			spec.Modes = variants
+			for _, t := range testNames {
+				tt, err := engine.ParseTest(strings.TrimSpace(t))
+				if err != nil {
+					return err
+				}
+				spec.Tests = append(spec.Tests, tt)
+			}
+			if err := checkPrograms(spec); err != nil {
+				return err
+			}
+			if spec.Pods == nil {
+				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR)
+				if err != nil {
+					return err
+				}
+				spec.Pods = p
+			}
+			meta := runner.Metadata(version, commit, os.Args)
+			meta.Scenario = file
+			meta.Start = time.Now().UTC()
+			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+			res, err := runner.Run(cmd.Context(), spec, newProgress())
+			if res != nil {
+				skipped := res.Metadata.Skipped
+				res.Metadata = meta
+				res.Metadata.Skipped = skipped
+				res.Metadata.End = time.Now().UTC()
+			}
+			if err != nil && (res == nil || len(res.Cells) == 0) {
+				return err
+			}
+			report.Table(os.Stdout, res, false)
+			if output != "" {
+				if werr := results.Write(output, res); werr != nil {
+					return werr
+				}
+				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
+			}
+			if err != nil {
+				return err
+			}
+			var failed []string
+			for _, c := range res.Cells {
+				if c.Valid == 0 {
+					failed = append(failed, c.Mode+"/"+c.Path+"/"+c.Test)
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%d cells have no valid sample (%s): see the errors above and in the results JSON", len(failed), strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
+	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
+	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin")
+	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
+	f.DurationVar(&dur, "duration", 5*time.Second, "length of each sample")
+	f.IntVar(&repeat, "repeat", 3, "samples per cell, taken in interleaved rounds")
+	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
+	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
+	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
+	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
+	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
+	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
+	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
+	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
+	return cmd
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// checkPrograms refuses to start when an engine's program is missing, before
+// anything is built.
+func checkPrograms(spec runner.Spec) error {
+	for _, t := range spec.Tests {
+		en := spec.Engine
+		if en == "" {
+			en = engine.DefaultFor(t)
+		}
+		d, err := engine.Get(en)
+		if err != nil {
+			return err
+		}
+		if p, ok := d.(interface{ Programs() []string }); ok {
+			for _, prog := range p.Programs() {
+				if _, err := exec.LookPath(prog); err != nil {
+					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, en, t, prog)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+func newUpCmd() *cobra.Command {
+	var (
+		name, mode, file, cidr string
+		pods                   int
+		opts                   []string
+		output                 string
+	)
+	cmd := &cobra.Command{
+		Use:   "up [--name LAB] --mode MODE [--pods N] | up -f scenario.yaml",
+		Short: "Build a lab: a node namespace, its uplink, and pods attached by a mode",
+		Long: `Build a lab. A node is a network namespace with an uplink (eth0) to an "external"
+namespace that holds its default route; pods are namespaces attached to the node by a
+mode. Defaults follow seed 002: pods pod-a 192.168.10.10 and pod-b 192.168.10.11.
+
+Modes:
+` + modeList() + `
+("vnetlab doctor" says which of them this kernel supports.)
+
+Examples:
+  vnetlab up --mode veth-routed
+  vnetlab up --name big --mode bridge --pods 200
+  vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
+  vnetlab up -f scenarios/lab-bridge.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			spec := lab.Spec{Name: "lab", Mode: mode, PodCIDR: cidr, Options: map[string]string{}}
+			count := lab.DefaultPods
+			if file != "" {
+				sc, err := scenario.Load(file)
+				if err != nil {
+					return err
+				}
+				if sc.Mode == "" && len(sc.Modes) == 1 {
+					sc.Mode, sc.Options = sc.Modes[0].Mode, sc.Modes[0].Options
+				}
+				if sc.Mode == "" {
+					return fmt.Errorf("%s: `up` builds one lab: give `mode:` (the file lists %d modes: use `vnetlab run -f`)", file, len(sc.Modes))
+				}
+				spec.Mode = sc.Mode
+				if sc.Name != "" {
+					spec.Name = sc.Name
+				}
+				if sc.PodCIDR != "" {
+					spec.PodCIDR = sc.PodCIDR
+				}
+				for k, v := range sc.Options {
+					spec.Options[k] = v
+				}
+				spec.Pods = sc.Pods
+				if sc.PodCount != nil {
+					count = *sc.PodCount
+				}
+			}
+			f := cmd.Flags()
+			if f.Changed("name") {
+				spec.Name = name
+			}
+			if f.Changed("mode") {
+				spec.Mode = mode
+			}
+			if f.Changed("pods") {
+				count, spec.Pods = pods, nil
+			}
+			if spec.Mode == "" {
+				return fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
+			}
+			if spec.PodCIDR == "" {
+				spec.PodCIDR = lab.DefaultPodCIDR
+			}
+			if err := parseOptions(opts, spec.Options); err != nil {
+				return err
+			}
+			if spec.Pods == nil {
+				p, err := lab.DefaultPodSpecs(count, spec.PodCIDR)
+				if err != nil {
+					return err
+				}
+				spec.Pods = p
+			}
+			start := time.Now()
+			l, err := lab.Up(cmd.Context(), spec, stderrf)
+			if err != nil {
+				return err
+			}
+			defer l.Release()
+			if output == "json" {
+				return printJSON(l.State)
+			}
+			fmt.Fprintf(os.Stdout, "lab %s is up: mode %s, %d pods, %.2fs\n", l.State.Name, l.State.Mode, len(l.State.Pods), time.Since(start).Seconds())
+			printLabs(os.Stdout, []*lab.State{l.State}, len(l.State.Pods) <= 10)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "lab", "lab name (up to 15 characters: a-z, 0-9, -)")
+	f.StringVar(&mode, "mode", "", "how pods are attached: "+strings.Join(topo.Names(), ", "))
+	f.IntVar(&pods, "pods", lab.DefaultPods, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
+	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
+	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
+	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func parseOptions(opts []string, into map[string]string) error {
+	for _, o := range opts {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--option %q: want key=value", o)
+		}
+		into[k] = v
+	}
+	return nil
+}
+
+func modeList() string {
+	var b strings.Builder
+	for _, n := range topo.Names() {
+		m, _ := topo.Get(n)
+		fmt.Fprintf(&b, "  %-12s %s\n", n, m.Summary())
+	}
+	return b.String()
+}

@@ -1,0 +1,128 @@
+// Package doctor inspects the machine: which modes this kernel supports,
+// which programs are installed, and whether the default experiment can run.
+package doctor
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// Report is what `vnetlab doctor` prints.
+type Report struct {
+	Kernel   string    `json:"kernel"`
+	Root     bool      `json:"root"`
+	Modes    []Item    `json:"modes"`
+	Programs []Program `json:"programs"`
+	BPFFS    Item      `json:"bpffs"`
+	Notes    []string  `json:"notes,omitempty"`
+	// DefaultRunnable is false when plain `vnetlab run` cannot run.
+	DefaultRunnable bool   `json:"default_experiment_runnable"`
+	Why             string `json:"why_not,omitempty"`
+}
+
+// Item is a yes/no with a reason.
+type Item struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+}
+
+// Program is an external program vnetlab may run.
+type Program struct {
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Needed   string `json:"needed_for"`
+	Package  string `json:"debian_package"`
+	Required bool   `json:"required"`
+}
+
+// Programs vnetlab uses, the version flag to ask, and what needs them.
+var programs = []struct {
+	name, flag, needed, pkg string
+	required                bool
+}{
+	{"iperf3", "--version", "tcp_stream, udp_stream (default experiment)", "iperf3", true},
+	{"iptables-restore", "--version", "modes' NAT/forward rules, iptables Services", "iptables", true},
+	{"sockperf", "--version", "sockperf engine (rr validation)", "sockperf", false},
+	{"nft", "--version", "nftables Services", "nftables", false},
+	{"ovs-vswitchd", "--version", "ovs modes", "openvswitch-switch", false},
+	{"ethtool", "--version", "offload settings (ovs, tap)", "ethtool", false},
+}
+
+// DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
+var DefaultModes = []string{"veth-routed", "bridge", "macvlan", "ipvlan"}
+
+// Run inspects the machine.
+func Run() *Report {
+	r := &Report{Root: os.Geteuid() == 0}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		r.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	for _, n := range topo.Names() {
+		m, _ := topo.Get(n)
+		it := Item{Name: n, Available: true, Detail: m.Summary()}
+		if !r.Root {
+			it.Available, it.Detail = false, "cannot probe the kernel without root"
+		} else if err := topo.Available(m); err != nil {
+			it.Available, it.Detail = false, err.Error()
+		}
+		r.Modes = append(r.Modes, it)
+	}
+	for _, p := range programs {
+		pr := Program{Name: p.name, Needed: p.needed, Package: p.pkg, Required: p.required}
+		if path, err := exec.LookPath(p.name); err == nil {
+			pr.Path = path
+			out, _ := exec.Command(path, p.flag).CombinedOutput()
+			pr.Version = firstVersion(string(out))
+		}
+		r.Programs = append(r.Programs, pr)
+	}
+	r.BPFFS = bpffs()
+	r.DefaultRunnable, r.Why = defaultRunnable(r)
+	return r
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)
+
+func firstVersion(s string) string {
+	line := strings.SplitN(strings.TrimSpace(s), "\n", 2)[0]
+	if v := versionRE.FindString(line); v != "" {
+		return v
+	}
+	return line
+}
+
+func bpffs() Item {
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/bpf", &fs); err == nil && fs.Type == unix.BPF_FS_MAGIC {
+		return Item{Name: "bpffs", Available: true, Detail: "mounted at /sys/fs/bpf"}
+	}
+	return Item{Name: "bpffs", Available: true, Detail: "not mounted: vnetlab mounts it at /sys/fs/bpf when an eBPF mode needs it"}
+}
+
+func defaultRunnable(r *Report) (bool, string) {
+	if !r.Root {
+		return false, "not root"
+	}
+	for _, p := range r.Programs {
+		if p.Required && p.Path == "" {
+			return false, p.Name + " is missing: apt-get install " + p.Package
+		}
+	}
+	for _, m := range r.Modes {
+		for _, d := range DefaultModes {
+			if m.Name == d && m.Available {
+				return true, ""
+			}
+		}
+	}
+	return false, "none of the default modes is available"
+}

@@ -1,0 +1,121 @@
+// Package engine runs one measurement between two namespaces. Each engine
+// (iperf3, sockperf, the built-in rr engine) is a Driver in its own file.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Test names, with netperf's meaning.
+type Test string
+
+const (
+	TCPStream Test = "tcp_stream" // bulk TCP, Gbit/s
+	UDPStream Test = "udp_stream" // bulk UDP, Gbit/s received, with loss
+	TCPRR     Test = "tcp_rr"     // request/response on one connection, transactions/s
+	UDPRR     Test = "udp_rr"     // request/response over UDP, transactions/s
+	TCPCRR    Test = "tcp_crr"    // connect, request, response, close: connections/s
+)
+
+// AllTests in display order.
+var AllTests = []Test{TCPStream, UDPStream, TCPRR, UDPRR, TCPCRR}
+
+// Unit returns the unit a test's value is reported in.
+func (t Test) Unit() string {
+	switch t {
+	case TCPStream, UDPStream:
+		return "Gbit/s"
+	case TCPCRR:
+		return "conn/s"
+	default:
+		return "trans/s"
+	}
+}
+
+// ParseTest validates a test name.
+func ParseTest(s string) (Test, error) {
+	for _, t := range AllTests {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	var n []string
+	for _, t := range AllTests {
+		n = append(n, string(t))
+	}
+	return "", fmt.Errorf("unknown test %q (known: %s)", s, strings.Join(n, ", "))
+}
+
+// Target says where to run: server namespace, client namespace, address to dial.
+type Target struct {
+	ServerNS string
+	ClientNS string
+	Addr     string
+}
+
+// Spec is what to measure.
+type Spec struct {
+	Test     Test
+	Duration time.Duration
+	Streams  int    // parallel streams (iperf3 -P)
+	Size     int    // rr/crr request and response size in bytes
+	Rate     string // UDP target rate ("" or "max" = unlimited)
+}
+
+// Result is one sample.
+type Result struct {
+	Value       float64            `json:"value"`
+	Retransmits int                `json:"retransmits,omitempty"`
+	LossPct     float64            `json:"loss_pct,omitempty"`
+	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
+	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
+	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
+	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+}
+
+// Driver is one measurement engine.
+type Driver interface {
+	Name() string
+	Supports(t Test) bool
+	// Run starts the server in target.ServerNS, runs the client in
+	// target.ClientNS, stops both, and returns the parsed result.
+	Run(ctx context.Context, target Target, spec Spec) (Result, error)
+}
+
+var drivers = map[string]Driver{}
+
+// Register adds a driver (from each driver file's init).
+func Register(d Driver) { drivers[d.Name()] = d }
+
+// Get returns a driver by name.
+func Get(name string) (Driver, error) {
+	d, ok := drivers[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown engine %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return d, nil
+}
+
+// Names lists registered engines.
+func Names() []string {
+	var n []string
+	for k := range drivers {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// DefaultFor picks the engine for a test when --engine is not given.
+func DefaultFor(t Test) string {
+	switch t {
+	case TCPStream, UDPStream:
+		return "iperf3"
+	default:
+		return "rr"
+	}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/proc"
+)
+
+// Iperf3Port is where the iperf3 server listens (its default).
+const Iperf3Port = 5201
+
+// iperf3 drives `iperf3 -s -1` in the server namespace and `iperf3 -c -J`
+// in the client namespace; one server per sample, so samples never share state.
+type iperf3 struct{}
+
+func init() { Register(iperf3{}) }
+
+func (iperf3) Name() string { return "iperf3" }
+func (iperf3) Supports(t Test) bool { return t == TCPStream || t == UDPStream }
+
+func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
+	if !d.Supports(spec.Test) {
+		return Result{}, fmt.Errorf("iperf3 does not run %s", spec.Test)
+	}
+	port := strconv.Itoa(Iperf3Port)
+	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
+	srv := proc.Command(ctx, tg.ServerNS, "iperf3", "-s", "-1", "-p", port, "--forceflush")
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		return Result{}, err
+	}
+	if err := srv.Start(); err != nil {
+		return Result{}, fmt.Errorf("start iperf3 server: %w", err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	if err := waitForLine(stdout, "Server listening", 5*time.Second); err != nil {
+		return Result{}, fmt.Errorf("iperf3 server in %s: %w", tg.ServerNS, err)
+	}
+	go io.Copy(io.Discard, stdout)
+
+	secs := spec.Duration.Seconds()
+	if secs < 1 {
+		secs = 1
+	}
+	args := []string{"-c", tg.Addr, "-p", port, "-J", "-t", strconv.FormatFloat(secs, 'f', -1, 64)}
+	if spec.Streams > 1 {
+		args = append(args, "-P", strconv.Itoa(spec.Streams))
+	}
+	if spec.Test == UDPStream {
+		rate := spec.Rate
+		if rate == "" || rate == "max" {
+			rate = "0" // unlimited
+		}
+		args = append(args, "-u", "-b", rate)
+	}
+	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
+	defer cancel()
+	out, err := proc.Command(cctx, tg.ClientNS, "iperf3", args...).Output()
+	if err != nil {
+		if msg := iperf3Error(out); msg != "" {
+			return Result{}, fmt.Errorf("iperf3 client: %s", msg)
+		}
+		return Result{}, err
+	}
+	return ParseIperf3(out, spec.Test)
+}
+
+// waitForLine reads r until a line contains want, or the timeout passes.
+func waitForLine(r io.Reader, want string, timeout time.Duration) error {
+	found := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), want) {
+				found <- nil
+				return
+			}
+		}
+		found <- fmt.Errorf("exited before printing %q", want)
+	}()
+	select {
+	case err := <-found:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("no %q after %s", want, timeout)
+	}
+}
+
+type iperf3JSON struct {
+	Error string `json:"error"`
+	End   struct {
+		SumSent struct {
+			Bytes         float64 `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Retransmits   int     `json:"retransmits"`
+		} `json:"sum_sent"`
+		SumReceived struct {
+			Bytes         float64 `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+		Sum struct { // UDP
+			Bytes         float64 `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+			LostPercent   float64 `json:"lost_percent"`
+			Packets       float64 `json:"packets"`
+			LostPackets   float64 `json:"lost_packets"`
+		} `json:"sum"`
+	} `json:"end"`
+}
+
+func iperf3Error(out []byte) string {
+	var j iperf3JSON
+	if json.Unmarshal(out, &j) == nil {
+		return j.Error
+	}
+	return ""
+}
+
+// ParseIperf3 turns `iperf3 -J` client output into a Result: TCP uses the
+// receiver's rate, UDP the received rate (sent rate minus loss).
+func ParseIperf3(out []byte, t Test) (Result, error) {
+	var j iperf3JSON
+	if err := json.Unmarshal(out, &j); err != nil {
+		return Result{}, fmt.Errorf("iperf3 output is not JSON: %w", err)
+	}
+	if j.Error != "" {
+		return Result{}, fmt.Errorf("iperf3: %s", j.Error)
+	}
+	var r Result
+	if t == UDPStream {
+		s := j.End.Sum
+		r.LossPct = s.LostPercent
+		r.Value = s.BitsPerSecond * (1 - s.LostPercent/100) / 1e9
+		r.Bytes = s.Bytes * (1 - s.LostPercent/100)
+		if j.End.SumReceived.BitsPerSecond > 0 { // iperf3 >= 3.8 reports the receiver side
+			r.Value = j.End.SumReceived.BitsPerSecond / 1e9
+			r.Bytes = j.End.SumReceived.Bytes
+		}
+	} else {
+		r.Value = j.End.SumReceived.BitsPerSecond / 1e9
+		r.Bytes = j.End.SumReceived.Bytes
+		r.Retransmits = j.End.SumSent.Retransmits
+	}
+	if r.Value <= 0 {
+		return r, fmt.Errorf("iperf3 reported no data received")
+	}
+	return r, nil
+}
+
+// Programs lists what must be installed.
+func (iperf3) Programs() []string { return []string{"iperf3"} }

@@ -1,0 +1,495 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// Underlay: the link between each node's eth0 and the "external" namespace.
+var underlay = mustCIDR("10.10.0.0/24")
+
+const (
+	extIPIndex   = 1  // 10.10.0.1: the node's default gateway, in the ext namespace
+	nodeIPOffset = 10 // node i gets 10.10.0.(11+i)
+	nodeName     = "node"
+)
+
+func mustCIDR(s string) *net.IPNet { _, n, _ := net.ParseCIDR(s); return n }
+
+// Lab is a lab this process holds the lock of.
+type Lab struct {
+	State   *State
+	journal *Journal
+	lock    *os.File
+}
+
+// Release drops the lock (the lab stays up).
+func (l *Lab) Release() {
+	if l.journal != nil {
+		l.journal.Close()
+	}
+	if l.lock != nil {
+		l.lock.Close()
+	}
+}
+
+// Journal gives access to the lab's journal (to record processes, pins, ...).
+func (l *Lab) Journal() *Journal { return l.journal }
+
+// Progress receives one line per step of a long operation.
+type Progress func(format string, args ...any)
+
+// Up validates spec and builds the lab. On any failure, or if ctx is
+// cancelled, everything already built is removed before returning.
+func Up(ctx context.Context, spec Spec, say Progress) (*Lab, error) {
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if _, pn, _ := net.ParseCIDR(spec.PodCIDR); pn.Contains(underlay.IP) || underlay.Contains(pn.IP) {
+		return nil, fmt.Errorf("address clash: pod_cidr %s overlaps vnetlab's node underlay %s: pick another pod_cidr", spec.PodCIDR, underlay)
+	}
+	mode, _ := topo.Get(spec.Mode)
+	l, err := reserve(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := build(ctx, l, mode, say); err != nil {
+		l.journal.Close()
+		_ = teardown(l.State.Name, say)
+		l.lock.Close()
+		return nil, err
+	}
+	l.State.Status = "ready"
+	if err := writeState(l.State); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// reserve creates the lab directory (atomic: a taken name fails) and locks it.
+func reserve(spec Spec) (*Lab, error) {
+	unlock, err := globalLock()
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", StateRoot, err)
+	}
+	defer unlock()
+	dir := labDir(spec.Name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			owner := ""
+			if st, lerr := Load(spec.Name); lerr == nil {
+				owner = fmt.Sprintf(" (mode %s, created %s)", st.Mode, st.Created.Format(time.RFC3339))
+			}
+			return nil, fmt.Errorf("lab %q already exists%s: choose another --name or run `vnetlab down %s`", spec.Name, owner, spec.Name)
+		}
+		return nil, err
+	}
+	lock, err := lockDir(dir, false)
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	j, err := openJournal(spec.Name)
+	if err != nil {
+		lock.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	st := &State{Name: spec.Name, Mode: spec.Mode, Status: "building", Created: time.Now().UTC(),
+		OwnerPID: os.Getpid(), Spec: spec, Ext: nsName(spec.Name, "ext")}
+	if err := writeState(st); err != nil {
+		lock.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Lab{State: st, journal: j, lock: lock}, nil
+}
+
+func nsName(lab, who string) string { return NSPrefix + lab + "-" + who }
+
+// createNS journals, then creates, a marked namespace.
+func (l *Lab) createNS(name string) error {
+	if err := l.journal.Record(KindNetns, name); err != nil {
+		return err
+	}
+	return nsutil.Create(name, Mark(l.State.Name))
+}
+
+func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
+	st := l.State
+	spec := st.Spec
+	node := NodeState{Name: nodeName, NS: nsName(spec.Name, nodeName), IP: topo.NthIP(underlay, nodeIPOffset+1).String(), Uplink: "eth0"}
+	st.Nodes = []NodeState{node}
+	for _, n := range []string{st.Ext, node.NS} {
+		if err := l.createNS(n); err != nil {
+			return err
+		}
+	}
+	_, podNet, _ := net.ParseCIDR(spec.PodCIDR)
+	pods := spec.Pods
+	if p, ok := mode.(topo.Podless); ok && p.Podless() {
+		pods = nil
+	}
+	say("creating %d pod namespaces", len(pods))
+	if err := l.createPodNamespaces(ctx, pods); err != nil {
+		return err
+	}
+	for _, p := range pods {
+		st.Pods = append(st.Pods, PodState{Name: p.Name, NS: nsName(spec.Name, p.Name), IP: p.IP, Node: nodeName, Ifname: "eth0"})
+	}
+	if err := writeState(st); err != nil {
+		return err
+	}
+
+	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: node.Uplink,
+		NodeIP: net.ParseIP(node.IP).To4(), ExtIP: topo.NthIP(underlay, extIPIndex)}
+	var err error
+	if env.Node, err = openNS(node.NS); err != nil {
+		return err
+	}
+	defer env.Node.H.Close()
+	if env.Ext, err = openNS(st.Ext); err != nil {
+		return err
+	}
+	defer env.Ext.H.Close()
+	if err := wireUplink(env); err != nil {
+		return err
+	}
+	for _, p := range st.Pods {
+		ns, err := openNS(p.NS)
+		if err != nil {
+			return err
+		}
+		defer ns.H.Close()
+		env.Pods = append(env.Pods, &topo.Pod{NS: ns, Pod: p.Name, IP: net.ParseIP(p.IP).To4(), Ifname: p.Ifname})
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	say("wiring %d pods: mode %s", len(env.Pods), mode.Name())
+	if err := mode.Build(env); err != nil {
+		return fmt.Errorf("mode %s: %w", mode.Name(), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	env.DefaultPaths()
+	st.Gateway, st.Paths, st.Facts = env.Gateway, env.Paths, env.Facts
+	return nil
+}
+
+// createPodNamespaces creates pod namespaces with a few workers: namespace
+// creation is mostly kernel work, so two cores are kept busy.
+func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
+	// Journal first, sequentially (one writer), then create in parallel.
+	for _, p := range pods {
+		if err := l.journal.Record(KindNetns, nsName(l.State.Name, p.Name)); err != nil {
+			return err
+		}
+	}
+	work := make(chan string)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				if err := nsutil.Create(n, Mark(l.State.Name)); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, p := range pods {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- nsName(l.State.Name, p.Name)
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+func openNS(name string) (topo.NS, error) {
+	h, err := nsutil.Handle(name)
+	if err != nil {
+		return topo.NS{}, err
+	}
+	return topo.NS{Name: name, H: h}, nil
+}
+
+// wireUplink joins the node's eth0 to the external namespace and gives the
+// node a default route there, like a real host's eth0 (DESIGN.md: without a
+// default route proxy_arp never answers for the pods' gateway).
+func wireUplink(env *topo.Env) error {
+	extFD, err := nsutil.FD(env.Ext.Name)
+	if err != nil {
+		return err
+	}
+	defer extFD.Close()
+	peer := "node" // the ext end is named after the node it leads to
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: env.Uplink, MTU: 1500}, PeerName: peer, PeerNamespace: netlink.NsFd(int(extFD))}
+	if err := env.Node.H.LinkAdd(v); err != nil {
+		return fmt.Errorf("node uplink veth: %w", err)
+	}
+	prefix := maskOnes(underlay)
+	set := func(h *netlink.Handle, name string, ip net.IP) error {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return err
+		}
+		if err := h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(prefix, 32)}}); err != nil {
+			return fmt.Errorf("address %s on %s: %w", ip, name, err)
+		}
+		return h.LinkSetUp(l)
+	}
+	if err := set(env.Node.H, env.Uplink, env.NodeIP); err != nil {
+		return err
+	}
+	if err := set(env.Ext.H, peer, env.ExtIP); err != nil {
+		return err
+	}
+	if err := env.Node.H.RouteAdd(&netlink.Route{Gw: env.ExtIP}); err != nil {
+		return fmt.Errorf("node default route: %w", err)
+	}
+	// The ext namespace routes replies for the pod network back to the node.
+	if err := env.Ext.H.RouteAdd(&netlink.Route{Dst: env.PodNet, Gw: env.NodeIP}); err != nil {
+		return fmt.Errorf("ext route to pods: %w", err)
+	}
+	return nil
+}
+
+// Open locks an existing lab for exclusive use (run, svc changes).
+func Open(name string) (*Lab, error) {
+	st, err := Load(name)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(labDir(name), false)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
+	}
+	j, err := openJournal(name)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return &Lab{State: st, journal: j, lock: lock}, nil
+}
+
+// Down removes one lab. It waits for nothing: a lab in use is refused.
+func Down(name string, say Progress) error {
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	if err := ValidName("lab", name); err != nil {
+		return err
+	}
+	if _, err := os.Stat(labDir(name)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no lab named %q (see `vnetlab ls`)", name)
+	}
+	lock, err := lockDir(labDir(name), false)
+	if err != nil {
+		return fmt.Errorf("lab %s is in use by another vnetlab process (%v): wait for it, or stop it and run `vnetlab clean`", name, err)
+	}
+	defer lock.Close()
+	return teardown(name, say)
+}
+
+// teardown stops the lab's processes, removes its pins and namespaces (only
+// those carrying its mark), then its state directory.
+func teardown(name string, say Progress) error {
+	entries := readJournal(name)
+	var errs []string
+	// 1. processes we started (by PID + start time), newest first.
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].kind != KindProc {
+			continue
+		}
+		f := strings.Fields(entries[i].value)
+		if len(f) != 2 {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[0])
+		start, _ := strconv.ParseUint(f[1], 10, 64)
+		proc.Stop(pid, start, 2*time.Second)
+	}
+	// 2. pins
+	for _, e := range entries {
+		if e.kind == KindPin {
+			if err := os.RemoveAll(e.value); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	_ = os.RemoveAll(filepath.Join(BPFRoot, name))
+	// 3. namespaces, after stopping any process still living inside them.
+	seen := map[string]bool{}
+	var nss []string
+	for _, e := range entries {
+		if e.kind == KindNetns && !seen[e.value] {
+			seen[e.value] = true
+			nss = append(nss, e.value)
+		}
+	}
+	if err := deleteNamespaces(name, nss); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := os.RemoveAll(labDir(name)); err != nil {
+		errs = append(errs, err.Error())
+	}
+	say("lab %s removed (%d namespaces)", name, len(nss))
+	if len(errs) > 0 {
+		return fmt.Errorf("lab %s: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func deleteNamespaces(lab string, nss []string) error {
+	var errs []string
+	for _, n := range nss {
+		if !nsutil.Exists(n) {
+			continue
+		}
+		if !nsutil.IsNamespace(n) {
+			// Killed between creating the mount point and mounting it.
+			_ = os.Remove(nsutil.Path(n))
+			continue
+		}
+		// Journaled by this lab and marked by it (or killed before the mark was set).
+		if got := LabOfMark(nsutil.Mark(n)); got != lab && got != "" {
+			// Not ours (or someone reused the name): never touch it.
+			errs = append(errs, fmt.Sprintf("namespace %s is not marked as lab %s's; left alone", n, lab))
+			continue
+		}
+		stopProcsIn(n)
+		if err := nsutil.Delete(n); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// stopProcsIn stops processes living in a namespace vnetlab created (an
+// iperf3 server left by a killed `run`, for instance): each by its PID.
+func stopProcsIn(ns string) {
+	ino, err := nsutil.Inode(nsutil.Path(ns))
+	if err != nil {
+		return
+	}
+	for _, pid := range proc.InNamespace(ino) {
+		if start, err := proc.StartTime(pid); err == nil {
+			proc.Stop(pid, start, time.Second)
+		}
+	}
+}
+
+// CleanReport says what clean did.
+type CleanReport struct {
+	Labs       []string `json:"labs_removed"`
+	Orphans    []string `json:"orphan_namespaces_removed"`
+	Busy       []string `json:"labs_in_use_skipped"`
+	PinsPruned []string `json:"pins_removed"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// Clean removes every lab no live vnetlab process is using, then any namespace
+// marked as vnetlab's whose lab has no state left (a crash between steps).
+func Clean(say Progress) (*CleanReport, error) {
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	rep := &CleanReport{}
+	unlock, err := globalLock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ents, _ := os.ReadDir(filepath.Join(StateRoot, "labs"))
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		lock, err := lockDir(labDir(e.Name()), false)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			rep.Busy = append(rep.Busy, e.Name())
+			say("lab %s is in use by a running vnetlab; skipped", e.Name())
+			continue
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
+		if err := teardown(e.Name(), say); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+		lock.Close()
+		rep.Labs = append(rep.Labs, e.Name())
+	}
+	live := map[string]bool{}
+	for _, b := range rep.Busy {
+		live[b] = true
+	}
+	nsEnts, _ := os.ReadDir(nsutil.Dir)
+	for _, e := range nsEnts {
+		if !strings.HasPrefix(e.Name(), NSPrefix) {
+			continue
+		}
+		owner := LabOfMark(nsutil.Mark(e.Name()))
+		if owner == "" || live[owner] {
+			continue
+		}
+		stopProcsIn(e.Name())
+		if err := nsutil.Delete(e.Name()); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
+		rep.Orphans = append(rep.Orphans, e.Name())
+	}
+	pins, _ := os.ReadDir(BPFRoot)
+	for _, p := range pins {
+		if live[p.Name()] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(BPFRoot, p.Name())); err == nil {
+			rep.PinsPruned = append(rep.PinsPruned, p.Name())
+		}
+	}
+	if len(rep.Errors) > 0 {
+		return rep, errors.New(strings.Join(rep.Errors, "; "))
+	}
+	return rep, nil
+}

@@ -1,0 +1,169 @@
+// Package lab owns the lifecycle of a lab: validation, building it in
+// namespaces vnetlab creates, the state directory, locking, and cleanup.
+package lab
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// Defaults from seed 002: pod-a 192.168.10.10, pod-b 192.168.10.11 in 192.168.10.0/24.
+const (
+	DefaultPodCIDR  = "192.168.10.0/24"
+	DefaultFirstPod = 10 // host offset of the first pod address
+	DefaultPods     = 2
+	MaxNameLen      = 15 // IFNAMSIZ-1: names may end up in interface names
+)
+
+// Spec says what to build. It comes from flags or a scenario file.
+type Spec struct {
+	Name    string            `json:"name"`
+	Mode    string            `json:"mode"`
+	Pods    []PodSpec         `json:"pods"`
+	PodCIDR string            `json:"pod_cidr"`
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// PodSpec is one pod: its name and address.
+type PodSpec struct {
+	Name string `json:"name"`
+	IP   string `json:"ip"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// ValidName checks a lab or pod name: short enough for an interface name,
+// and made of characters safe in namespace and interface names.
+func ValidName(kind, n string) error {
+	if n == "" {
+		return fmt.Errorf("%s name is empty", kind)
+	}
+	if len(n) > MaxNameLen {
+		return fmt.Errorf("%s name %q is %d characters; the limit is %d (Linux interface names): choose a shorter name", kind, n, len(n), MaxNameLen)
+	}
+	if !nameRE.MatchString(n) {
+		return fmt.Errorf("%s name %q: use lower-case letters, digits and '-' (not at the ends)", kind, n)
+	}
+	return nil
+}
+
+// PodName returns the default name of the i-th pod: pod-a, pod-b, ..., pod-z, pod-aa, ...
+func PodName(i int) string {
+	s := ""
+	for i >= 0 {
+		s = string(rune('a'+i%26)) + s
+		i = i/26 - 1
+	}
+	return "pod-" + s
+}
+
+// DefaultPodSpecs makes n pods named pod-a.. with addresses from .10 upwards.
+func DefaultPodSpecs(n int, cidr string) ([]PodSpec, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("pod count %d is negative: use --pods 0 or more", n)
+	}
+	_, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("pod_cidr %q is not a CIDR (example: %s)", cidr, DefaultPodCIDR)
+	}
+	ones, bits := ipnet.Mask.Size()
+	hosts := (1 << (bits - ones)) - 2
+	if DefaultFirstPod+n-1 > hosts {
+		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up): use a larger pod_cidr", n, cidr, DefaultFirstPod)
+	}
+	pods := make([]PodSpec, n)
+	for i := range pods {
+		pods[i] = PodSpec{Name: PodName(i), IP: topo.NthIP(ipnet, DefaultFirstPod+i).String()}
+	}
+	return pods, nil
+}
+
+// Validate checks everything that can be checked before touching the kernel,
+// so that bad input never leaves anything half-built.
+func (s *Spec) Validate() error {
+	if err := ValidName("lab", s.Name); err != nil {
+		return err
+	}
+	m, err := topo.Get(s.Mode)
+	if err != nil {
+		return err
+	}
+	if s.PodCIDR == "" {
+		s.PodCIDR = DefaultPodCIDR
+	}
+	_, ipnet, err := net.ParseCIDR(s.PodCIDR)
+	if err != nil || ipnet.IP.To4() == nil {
+		return fmt.Errorf("pod_cidr %q is not an IPv4 CIDR (example: %s)", s.PodCIDR, DefaultPodCIDR)
+	}
+	gw := topo.NthIP(ipnet, 1)
+	bcast := topo.NthIP(ipnet, (1<<(32-maskOnes(ipnet)))-1)
+	seenName := map[string]bool{}
+	seenIP := map[string]string{}
+	for _, p := range s.Pods {
+		if err := ValidName("pod", p.Name); err != nil {
+			return err
+		}
+		if p.Name == "node" || p.Name == "ext" {
+			return fmt.Errorf("pod name %q is reserved for the lab's node namespaces: choose another", p.Name)
+		}
+		if seenName[p.Name] {
+			return fmt.Errorf("pod name %q is used twice", p.Name)
+		}
+		seenName[p.Name] = true
+		ip := net.ParseIP(p.IP).To4()
+		if ip == nil {
+			return fmt.Errorf("pod %s: address %q is not an IPv4 address", p.Name, p.IP)
+		}
+		if !ipnet.Contains(ip) {
+			return fmt.Errorf("pod %s: address %s is outside pod_cidr %s", p.Name, ip, s.PodCIDR)
+		}
+		if ip.Equal(ipnet.IP) || ip.Equal(bcast) {
+			return fmt.Errorf("pod %s: address %s is the network or broadcast address of %s", p.Name, ip, s.PodCIDR)
+		}
+		if ip.Equal(gw) {
+			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, s.PodCIDR)
+		}
+		if other, ok := seenIP[ip.String()]; ok {
+			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
+		}
+		seenIP[ip.String()] = p.Name
+	}
+	if np, ok := m.(interface{ MinPods() int }); ok && len(s.Pods) < np.MinPods() {
+		return fmt.Errorf("mode %s needs at least %d pods (got %d)", s.Mode, np.MinPods(), len(s.Pods))
+	}
+	for k := range s.Options {
+		if !knownOption(m, k) {
+			return fmt.Errorf("mode %s has no option %q%s", s.Mode, k, optionHint(m))
+		}
+	}
+	return topo.Available(m)
+}
+
+func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }
+
+func knownOption(m topo.Mode, k string) bool {
+	if o, ok := m.(topo.Optioned); ok {
+		for _, opt := range o.Options() {
+			if opt.Name == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func optionHint(m topo.Mode) string {
+	o, ok := m.(topo.Optioned)
+	if !ok || len(o.Options()) == 0 {
+		return " (it takes no options)"
+	}
+	var n []string
+	for _, opt := range o.Options() {
+		n = append(n, opt.Name)
+	}
+	return " (known: " + strings.Join(n, ", ") + ")"
+}

@@ -1,0 +1,250 @@
+package lab
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// StateRoot holds one directory per lab. It is on tmpfs, like /run/netns,
+// so it disappears at reboot together with the namespaces it describes.
+var StateRoot = envOr("VNETLAB_STATE_DIR", "/run/vnetlab")
+
+// BPFRoot is where a lab's pinned eBPF objects live (one directory per lab).
+var BPFRoot = "/sys/fs/bpf/vnetlab"
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// NSPrefix starts every namespace name vnetlab creates.
+const NSPrefix = "vnl-"
+
+// Mark is the ownership mark written as each namespace's loopback alias.
+func Mark(lab string) string { return "vnetlab lab=" + lab }
+
+// LabOfMark returns the lab named by a mark, or "" when it is not vnetlab's.
+func LabOfMark(mark string) string {
+	if !strings.HasPrefix(mark, "vnetlab lab=") {
+		return ""
+	}
+	return strings.TrimPrefix(mark, "vnetlab lab=")
+}
+
+// State is what `ls` shows and `down` needs; written as state.json.
+type State struct {
+	Name     string                   `json:"name"`
+	Mode     string                   `json:"mode"`
+	Status   string                   `json:"status"` // building, ready
+	Created  time.Time                `json:"created"`
+	OwnerPID int                      `json:"owner_pid"`
+	Spec     Spec                     `json:"spec"`
+	Nodes    []NodeState              `json:"nodes"`
+	Ext      string                   `json:"ext_ns"`
+	Pods     []PodState               `json:"pods"`
+	Gateway  string                   `json:"gateway,omitempty"`
+	Paths    map[string]topo.Endpoint `json:"paths,omitempty"`
+	Facts    map[string]string        `json:"facts,omitempty"`
+}
+
+// NodeState describes a node namespace.
+type NodeState struct {
+	Name   string `json:"name"`
+	NS     string `json:"ns"`
+	IP     string `json:"ip"`
+	Uplink string `json:"uplink"`
+}
+
+// PodState describes a pod namespace.
+type PodState struct {
+	Name   string `json:"name"`
+	NS     string `json:"ns"`
+	IP     string `json:"ip"`
+	Node   string `json:"node"`
+	Ifname string `json:"ifname"`
+}
+
+// NSName returns the namespace of a pod or node by its short name.
+func (s *State) NSName(who string) (string, error) {
+	if who == "node" || who == "ext" {
+		if who == "ext" {
+			return s.Ext, nil
+		}
+		if len(s.Nodes) > 0 {
+			return s.Nodes[0].NS, nil
+		}
+	}
+	for _, n := range s.Nodes {
+		if n.Name == who {
+			return n.NS, nil
+		}
+	}
+	for _, p := range s.Pods {
+		if p.Name == who {
+			return p.NS, nil
+		}
+	}
+	var names []string
+	for _, n := range s.Nodes {
+		names = append(names, n.Name)
+	}
+	for _, p := range s.Pods {
+		names = append(names, p.Name)
+	}
+	return "", fmt.Errorf("lab %s has no pod or node %q (has: %s)", s.Name, who, strings.Join(names, ", "))
+}
+
+func labDir(name string) string { return filepath.Join(StateRoot, "labs", name) }
+
+func writeState(st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(labDir(st.Name), "state.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(labDir(st.Name), "state.json"))
+}
+
+// Load reads a lab's state.
+func Load(name string) (*State, error) {
+	if err := ValidName("lab", name); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(labDir(name), "state.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no lab named %q (see `vnetlab ls`)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("lab %s: corrupt state (%v): run `vnetlab clean`", name, err)
+	}
+	return &st, nil
+}
+
+// List returns the state of every lab, sorted by name.
+func List() ([]*State, error) {
+	ents, err := os.ReadDir(filepath.Join(StateRoot, "labs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*State
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		st, err := Load(e.Name())
+		if err != nil {
+			st = &State{Name: e.Name(), Status: "broken: " + err.Error()}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Journal records every object before it is created, so that `clean` can
+// remove it even if vnetlab is killed halfway through building it.
+type Journal struct{ f *os.File }
+
+// Entry kinds.
+const (
+	KindNetns = "netns" // a namespace name
+	KindProc  = "proc"  // "PID STARTTIME": a process vnetlab started and must stop
+	KindPin   = "pin"   // a bpffs path
+)
+
+func openJournal(name string) (*Journal, error) {
+	f, err := os.OpenFile(filepath.Join(labDir(name), "journal"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{f: f}, nil
+}
+
+// Record appends one object.
+func (j *Journal) Record(kind, value string) error {
+	_, err := fmt.Fprintf(j.f, "%s %s\n", kind, value)
+	return err
+}
+
+// RecordProc records a process we started, identified by PID and start time.
+func (j *Journal) RecordProc(pid int, start uint64) error {
+	return j.Record(KindProc, strconv.Itoa(pid)+" "+strconv.FormatUint(start, 10))
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+type journalEntry struct{ kind, value string }
+
+func readJournal(name string) []journalEntry {
+	f, err := os.Open(filepath.Join(labDir(name), "journal"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []journalEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok {
+			out = append(out, journalEntry{k, v})
+		}
+	}
+	return out
+}
+
+// lockFile takes an exclusive flock on the lab directory. With wait=false a
+// lab in use by another live vnetlab process is reported, not waited for.
+func lockDir(dir string, wait bool) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// globalLock serialises creating and removing lab directories.
+func globalLock() (func(), error) {
+	if err := os.MkdirAll(filepath.Join(StateRoot, "labs"), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(StateRoot, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+}

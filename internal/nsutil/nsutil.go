@@ -1,0 +1,211 @@
+// Package nsutil creates, enters and removes named network namespaces the way
+// `ip netns` does (a bind mount under /run/netns), without forking ip.
+package nsutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Dir is where named namespaces live (same place as iproute2 uses).
+const Dir = "/run/netns"
+
+// Path returns the bind-mount path of a named namespace.
+func Path(name string) string { return filepath.Join(Dir, name) }
+
+// Exists reports whether a named namespace file exists.
+func Exists(name string) bool {
+	_, err := os.Stat(Path(name))
+	return err == nil
+}
+
+// Create makes a new named namespace, brings its loopback up and writes mark
+// as the loopback's alias (vnetlab's ownership mark, readable with `ip link`).
+// The calling goroutine's thread is restored to its original namespace.
+func Create(name, mark string) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	ns, err := netns.NewNamed(name)
+	if err != nil {
+		netns.Set(orig)
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	defer ns.Close()
+	// The thread is now inside the new namespace: bring lo up while here.
+	lo, lerr := netlink.LinkByName("lo")
+	if lerr == nil && mark != "" {
+		lerr = netlink.LinkSetAlias(lo, mark)
+	}
+	if lerr == nil {
+		lerr = netlink.LinkSetUp(lo)
+	}
+	if err := netns.Set(orig); err != nil {
+		// The thread is stuck in the wrong namespace: never reuse it.
+		runtime.Goexit()
+	}
+	return lerr
+}
+
+// Delete unmounts and removes a named namespace. Missing namespaces are not an error.
+func Delete(name string) error {
+	p := Path(name)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount %s: %w", p, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Do runs fn with the calling thread inside the named namespace.
+func Do(name string, fn func() error) error {
+	target, err := netns.GetFromPath(Path(name))
+	if err != nil {
+		return fmt.Errorf("open namespace %s: %w", name, err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(target); err != nil {
+		return fmt.Errorf("enter namespace %s: %w", name, err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		runtime.Goexit()
+	}
+	return ferr
+}
+
+// Mark returns the ownership mark (loopback alias) of a named namespace.
+func Mark(name string) string {
+	var alias string
+	_ = Do(name, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			alias = lo.Attrs().Alias
+		}
+		return err
+	})
+	return alias
+}
+
+// Scratch runs fn in a fresh anonymous namespace that disappears afterwards
+// (used to probe kernel features without touching any real namespace).
+func Scratch(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		return fmt.Errorf("create scratch namespace: %w", err)
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		runtime.Goexit()
+	}
+	ns.Close()
+	return ferr
+}
+
+// Handle opens a netlink handle bound to the named namespace. Close it when done.
+func Handle(name string) (*netlink.Handle, error) {
+	ns, err := netns.GetFromPath(Path(name))
+	if err != nil {
+		return nil, fmt.Errorf("open namespace %s: %w", name, err)
+	}
+	defer ns.Close()
+	return netlink.NewHandleAt(ns)
+}
+
+// Inode identifies a namespace; processes whose /proc/PID/ns/net has the same
+// inode live inside it.
+func Inode(path string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// Sysctl writes a value under /proc/sys inside the named namespace
+// (net.* sysctls are per namespace; the root namespace is never touched).
+func Sysctl(ns, key, value string) error {
+	return Do(ns, func() error { return WriteSysctl(key, value) })
+}
+
+// WriteSysctl writes key (dotted or slashed) in the current thread's namespace.
+func WriteSysctl(key, value string) error {
+	p := sysctlPath(key)
+	if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
+		return fmt.Errorf("sysctl %s=%s: %w", key, value, err)
+	}
+	return nil
+}
+
+// ReadSysctl reads a sysctl inside the named namespace.
+func ReadSysctl(ns, key string) (string, error) {
+	var out string
+	err := Do(ns, func() error {
+		b, err := os.ReadFile(sysctlPath(key))
+		out = string(trimNL(b))
+		return err
+	})
+	return out, err
+}
+
+func sysctlPath(key string) string {
+	b := []byte(key)
+	// dots separate components, except inside interface names which we never use with dots
+	for i := range b {
+		if b[i] == '.' {
+			b[i] = '/'
+		}
+	}
+	return filepath.Join("/proc/sys", string(b))
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// FD opens the namespace file (for netlink attributes that take an fd).
+func FD(name string) (netns.NsHandle, error) {
+	return netns.GetFromPath(Path(name))
+}
+
+// IsNamespace reports whether the named path is a mounted namespace (nsfs).
+func IsNamespace(name string) bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(Path(name), &fs); err != nil {
+		return false
+	}
+	return fs.Type == unix.NSFS_MAGIC
+}

@@ -1,0 +1,146 @@
+// Package proc starts programs inside network namespaces and stops them by PID,
+// checking the PID still names the process we started (start time), never by name.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+)
+
+// Command builds an exec.Cmd that will run inside namespace ns ("" = the
+// caller's). Processes die with vnetlab (Pdeathsig) unless Detach is called.
+func Command(ctx context.Context, ns string, name string, args ...string) *Cmd {
+	c := exec.CommandContext(ctx, name, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGKILL) }
+	return &Cmd{Cmd: c, NS: ns}
+}
+
+// Cmd is an exec.Cmd bound to a namespace.
+type Cmd struct {
+	*exec.Cmd
+	NS string
+}
+
+// Detach lets the process outlive vnetlab (for lab daemons recorded in the journal).
+func (c *Cmd) Detach() { c.SysProcAttr.Pdeathsig = 0 }
+
+// Start starts the process inside its namespace: the fork happens from a
+// thread that has entered the namespace, so the child inherits it.
+func (c *Cmd) Start() error {
+	if c.NS == "" {
+		return c.Cmd.Start()
+	}
+	return nsutil.Do(c.NS, func() error { return c.Cmd.Start() })
+}
+
+// Run starts and waits.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns stdout; stderr is folded into the error.
+func (c *Cmd) Output() ([]byte, error) {
+	var out, errb bytes.Buffer
+	c.Stdout = &out
+	c.Stderr = &errb
+	err := c.Run()
+	if err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = strings.TrimSpace(out.String())
+		}
+		if len(msg) > 400 {
+			msg = msg[:400] + "..."
+		}
+		return out.Bytes(), fmt.Errorf("%s: %w: %s", c.Path, err, msg)
+	}
+	return out.Bytes(), nil
+}
+
+// StartTime returns the process start time in clock ticks since boot
+// (field 22 of /proc/PID/stat); together with the PID it names one process.
+func StartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// comm may contain spaces: fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Alive reports whether pid still names the process started at startTime.
+func Alive(pid int, startTime uint64) bool {
+	st, err := StartTime(pid)
+	return err == nil && st == startTime
+}
+
+// Stop sends SIGTERM, waits up to grace, then SIGKILL; only if pid still is
+// the process identified by startTime.
+func Stop(pid int, startTime uint64, grace time.Duration) {
+	if !Alive(pid, startTime) {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !Alive(pid, startTime) || isZombie(pid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if Alive(pid, startTime) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && len(b) > i+2 && b[i+2] == 'Z'
+}
+
+// InNamespace lists PIDs whose network namespace has the given inode: these
+// processes live inside a namespace vnetlab created.
+func InNamespace(inode uint64) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		ino, err := nsutil.Inode(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if err == nil && ino == inode {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,189 @@
+// Package runner runs a measurement matrix: it brings one lab up per mode,
+// runs every cell (mode x path x test) in interleaved rounds, and tears the
+// labs down whatever happens.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// ModeVariant is a mode with options, labelled for the table (e.g.
+// "bridge" and "bridge-nf-off" are both mode bridge).
+type ModeVariant struct {
+	Label   string            `yaml:"name" json:"name"`
+	Mode    string            `yaml:"mode" json:"mode"`
+	Options map[string]string `yaml:"options" json:"options,omitempty"`
+}
+
+// Spec is a whole run.
+type Spec struct {
+	Modes    []ModeVariant
+	Paths    []string
+	Tests    []engine.Test
+	Engine   string // "" = default per test
+	Duration time.Duration
+	Repeat   int
+	Warmup   int
+	Streams  int
+	Size     int
+	Rate     string
+	Pods     []lab.PodSpec
+	PodCIDR  string
+}
+
+// Progress is told about each step; Sample is called before each sample.
+type Progress interface {
+	Begin(total int)
+	Sample(i int, label string)
+	Note(format string, args ...any)
+	End()
+}
+
+type cellRun struct {
+	cell   *results.Cell
+	target engine.Target
+	driver engine.Driver
+	label  string
+}
+
+// Run executes spec and returns the filled results (metadata is the caller's).
+func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
+	if spec.Repeat < 1 {
+		return nil, fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
+	}
+	if spec.Warmup < 0 {
+		return nil, fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
+	}
+	if spec.Duration < time.Second {
+		return nil, fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	}
+	out := &results.File{SchemaVersion: results.SchemaVersion}
+	var labs []*lab.Lab
+	defer func() {
+		for _, l := range labs {
+			name := l.State.Name
+			l.Release()
+			if err := lab.Down(name, nil); err != nil {
+				prog.Note("warning: %v", err)
+			}
+		}
+	}()
+	runID := fmt.Sprintf("r%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
+	var cells []*cellRun
+	for i, mv := range spec.Modes {
+		m, err := topo.Get(mv.Mode)
+		if err != nil {
+			return nil, err
+		}
+		if err := topo.Available(m); err != nil {
+			out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: err.Error()})
+			prog.Note("skipping %s: %v", mv.Label, err)
+			continue
+		}
+		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, i), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options}
+		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
+		l, err := lab.Up(ctx, ls, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mv.Label, err)
+		}
+		labs = append(labs, l)
+		for _, path := range spec.Paths {
+			ep, ok := l.State.Paths[path]
+			if !ok {
+				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+				continue
+			}
+			for _, t := range spec.Tests {
+				en := spec.Engine
+				if en == "" {
+					en = engine.DefaultFor(t)
+				}
+				d, err := engine.Get(en)
+				if err != nil {
+					return nil, err
+				}
+				if !d.Supports(t) {
+					return nil, fmt.Errorf("engine %s does not run %s", en, t)
+				}
+				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
+				out.Cells = append(out.Cells, c)
+				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
+					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
+			}
+		}
+	}
+	if len(cells) == 0 {
+		return out, fmt.Errorf("nothing to run: every mode was skipped")
+	}
+	rounds := spec.Warmup + spec.Repeat
+	prog.Begin(rounds * len(cells))
+	n := 0
+	for r := 0; r < rounds; r++ {
+		for _, c := range cells {
+			if err := ctx.Err(); err != nil {
+				prog.End()
+				return out, err
+			}
+			n++
+			label := c.label
+			if r < spec.Warmup {
+				label += " (warmup)"
+			}
+			prog.Sample(n, label)
+			es := engine.Spec{Test: engine.Test(c.cell.Test), Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+			start := time.Now().UTC()
+			res, err := c.driver.Run(ctx, c.target, es)
+			if r < spec.Warmup {
+				continue
+			}
+			s := results.Sample{Result: res, Valid: err == nil, Start: start}
+			if err != nil {
+				s.Error = err.Error()
+				prog.Note("sample failed: %s: %v", c.label, err)
+			}
+			c.cell.Samples = append(c.cell.Samples, s)
+		}
+	}
+	prog.End()
+	for _, c := range out.Cells {
+		Summarize(c)
+	}
+	return out, nil
+}
+
+// Summarize fills median/min/max and counts from the valid samples.
+func Summarize(c *results.Cell) {
+	v := c.Values()
+	c.Valid = len(v)
+	c.Failed = len(c.Samples) - len(v)
+	if len(v) == 0 {
+		return
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	c.Min, c.Max = s[0], s[len(s)-1]
+	if len(s)%2 == 1 {
+		c.Median = s[len(s)/2]
+	} else {
+		c.Median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+}
+
+func pathNames(m map[string]topo.Endpoint) string {
+	var n []string
+	for k := range m {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,270 @@
+// Package scenario reads scenario YAML files: everything the flags of `up`
+// and `run` can say, in a file (documented in docs/scenarios.md).
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// Scenario is one file.
+type Scenario struct {
+	Description string               `yaml:"description"`
+	Seed        string               `yaml:"seed"`
+	Name        string               `yaml:"name"`
+	Mode        string               `yaml:"mode"`
+	Modes       []runner.ModeVariant `yaml:"-"`
+	Pods        []lab.PodSpec        `yaml:"-"`
+	PodCount    *int                 `yaml:"-"`
+	PodCIDR     string               `yaml:"pod_cidr"`
+	Options     map[string]string    `yaml:"options"`
+	Paths       []string             `yaml:"paths"`
+	Tests       []string             `yaml:"tests"`
+	Engine      string               `yaml:"engine"`
+	Duration    string               `yaml:"duration"`
+	Repeat      *int                 `yaml:"repeat"`
+	Warmup      *int                 `yaml:"warmup"`
+	Streams     *int                 `yaml:"streams"`
+	Size        *int                 `yaml:"size"`
+	Rate        string               `yaml:"rate"`
+	Output      string               `yaml:"output"`
+
+	file string
+	root *yaml.Node
+}
+
+// raw mirrors Scenario with the polymorphic fields left as nodes.
+type raw struct {
+	Scenario `yaml:",inline"`
+	RawModes yaml.Node `yaml:"modes"`
+	RawPods  yaml.Node `yaml:"pods"`
+}
+
+// Load reads and validates a scenario file. Errors name the file, the line
+// and the field.
+func Load(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	return Parse(path, b)
+}
+
+var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// Parse reads a scenario from bytes (path is used in messages).
+func Parse(path string, b []byte) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, yamlErr(path, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty scenario file", path)
+	}
+	var r raw
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&r); err != nil {
+		return nil, yamlErr(path, err)
+	}
+	s := r.Scenario
+	s.file, s.root = path, root.Content[0]
+	if err := s.decodeModes(&r.RawModes); err != nil {
+		return nil, err
+	}
+	if err := s.decodePods(&r.RawPods); err != nil {
+		return nil, err
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func yamlErr(path string, err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		detail := m[2]
+		if f := regexp.MustCompile(`field (\S+) not found in type`).FindStringSubmatch(detail); f != nil {
+			detail = fmt.Sprintf("unknown field %q (see docs/scenarios.md for the fields)", f[1])
+		}
+		return fmt.Errorf("%s:%s: %s", path, m[1], detail)
+	}
+	return fmt.Errorf("%s: %s", path, msg)
+}
+
+// errAt formats an error at the line of a top-level key (and list item).
+func (s *Scenario) errAt(key string, idx int, format string, args ...any) error {
+	line := s.line(key, idx)
+	field := key
+	if idx >= 0 {
+		field = fmt.Sprintf("%s[%d]", key, idx)
+	}
+	return fmt.Errorf("%s:%d: field %s: %s", s.file, line, field, fmt.Sprintf(format, args...))
+}
+
+func (s *Scenario) line(key string, idx int) int {
+	if s.root == nil || s.root.Kind != yaml.MappingNode {
+		return 1
+	}
+	for i := 0; i+1 < len(s.root.Content); i += 2 {
+		if s.root.Content[i].Value != key {
+			continue
+		}
+		v := s.root.Content[i+1]
+		if idx >= 0 && v.Kind == yaml.SequenceNode && idx < len(v.Content) {
+			return v.Content[idx].Line
+		}
+		return s.root.Content[i].Line
+	}
+	return 1
+}
+
+func (s *Scenario) decodeModes(n *yaml.Node) error {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return fmt.Errorf("%s:%d: field modes: want a list of mode names or {name, mode, options}", s.file, n.Line)
+	}
+	for i, item := range n.Content {
+		var mv runner.ModeVariant
+		switch item.Kind {
+		case yaml.ScalarNode:
+			mv = runner.ModeVariant{Label: item.Value, Mode: item.Value}
+		case yaml.MappingNode:
+			if err := item.Decode(&mv); err != nil {
+				return yamlErr(s.file, err)
+			}
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				if k := item.Content[j].Value; k != "name" && k != "mode" && k != "options" {
+					return fmt.Errorf("%s:%d: field modes[%d]: unknown field %q (want name, mode, options)", s.file, item.Content[j].Line, i, k)
+				}
+			}
+			if mv.Mode == "" {
+				return fmt.Errorf("%s:%d: field modes[%d]: missing mode", s.file, item.Line, i)
+			}
+			if mv.Label == "" {
+				mv.Label = mv.Mode
+			}
+		default:
+			return fmt.Errorf("%s:%d: field modes[%d]: want a mode name or {name, mode, options}", s.file, item.Line, i)
+		}
+		s.Modes = append(s.Modes, mv)
+	}
+	return nil
+}
+
+func (s *Scenario) decodePods(n *yaml.Node) error {
+	switch n.Kind {
+	case 0:
+		return nil
+	case yaml.ScalarNode:
+		c, err := strconv.Atoi(n.Value)
+		if err != nil {
+			return fmt.Errorf("%s:%d: field pods: %q is not a number or a list of {name, ip}", s.file, n.Line, n.Value)
+		}
+		if c < 0 {
+			return fmt.Errorf("%s:%d: field pods: pod count %d is negative", s.file, n.Line, c)
+		}
+		s.PodCount = &c
+		return nil
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			var p lab.PodSpec
+			if item.Kind != yaml.MappingNode {
+				return fmt.Errorf("%s:%d: field pods[%d]: want {name: pod-a, ip: 192.168.10.10}", s.file, item.Line, i)
+			}
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				switch item.Content[j].Value {
+				case "name":
+					p.Name = item.Content[j+1].Value
+				case "ip":
+					p.IP = item.Content[j+1].Value
+				default:
+					return fmt.Errorf("%s:%d: field pods[%d]: unknown field %q (want name, ip)", s.file, item.Content[j].Line, i, item.Content[j].Value)
+				}
+			}
+			if p.Name == "" || p.IP == "" {
+				return fmt.Errorf("%s:%d: field pods[%d]: both name and ip are required", s.file, item.Line, i)
+			}
+			s.Pods = append(s.Pods, p)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s:%d: field pods: want a count or a list of {name, ip}", s.file, n.Line)
+}
+
+func (s *Scenario) validate() error {
+	if s.Mode != "" {
+		if _, err := topo.Get(s.Mode); err != nil {
+			return s.errAt("mode", -1, "%v", err)
+		}
+	}
+	for i, mv := range s.Modes {
+		if _, err := topo.Get(mv.Mode); err != nil {
+			return s.errAt("modes", i, "%v", err)
+		}
+	}
+	for i, t := range s.Tests {
+		if _, err := engine.ParseTest(t); err != nil {
+			return s.errAt("tests", i, "%v", err)
+		}
+	}
+	if s.Engine != "" {
+		if _, err := engine.Get(s.Engine); err != nil {
+			return s.errAt("engine", -1, "%v", err)
+		}
+	}
+	if s.Duration != "" {
+		if _, err := time.ParseDuration(s.Duration); err != nil {
+			return s.errAt("duration", -1, "%q is not a duration (example: 5s)", s.Duration)
+		}
+	}
+	for _, kv := range []struct {
+		key string
+		v   *int
+		min int
+	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
+		if kv.v != nil && *kv.v < kv.min {
+			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
+		}
+	}
+	if s.Name != "" {
+		if err := lab.ValidName("lab", s.Name); err != nil {
+			return s.errAt("name", -1, "%v", err)
+		}
+	}
+	for i, p := range s.Pods {
+		if err := lab.ValidName("pod", p.Name); err != nil {
+			return s.errAt("pods", i, "%v", err)
+		}
+	}
+	return nil
+}
+
+// DurationValue returns the parsed duration or def.
+func (s *Scenario) DurationValue(def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(s.Duration); err == nil {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,107 @@
+package topo
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
+)
+
+// bridge: seed 002 (002_8bf7239878caf2ac.txt) "bridge方式", flannel/docker0
+// style: pods' veths are ports of br0, which holds the gateway 192.168.10.1;
+// net.bridge.bridge-nf-call-iptables decides whether bridged packets cross
+// the node's netfilter hooks (the seed measured 65 on vs 77 Gbit/s off).
+type bridgeMode struct{}
+
+func init() { Register(bridgeMode{}) }
+
+func (bridgeMode) Name() string { return "bridge" }
+func (bridgeMode) Summary() string {
+	return "veth per pod on a Linux bridge holding the gateway .1 (seed 002, flannel); option bridge_nf_call_iptables"
+}
+func (bridgeMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter} }
+func (bridgeMode) MinPods() int               { return 2 }
+func (bridgeMode) Options() []Option {
+	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}}
+}
+
+func (bridgeMode) Build(env *Env) error {
+	nf, err := env.BoolOption("bridge_nf_call_iptables", true)
+	if err != nil {
+		return err
+	}
+	br, err := BridgeWithGateway(env, "br0", 32)
+	if err != nil {
+		return err
+	}
+	// ip route add 192.168.10.0/24 via 192.168.10.1 dev br0 scope link: the
+	// gateway is the node's own address, so this is a link route from it.
+	gw := NthIP(env.PodNet, 1)
+	if err := env.Node.H.RouteAdd(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: env.PodNet, Scope: netlink.SCOPE_LINK, Src: gw}); err != nil {
+		return fmt.Errorf("route to pods via br0: %w", err)
+	}
+	if err := AttachPodsToBridge(env, br, gw); err != nil {
+		return err
+	}
+	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf)); err != nil {
+		return err
+	}
+	env.Facts = map[string]string{"bridge_nf_call_iptables": onOffWord(nf)}
+	return nil
+}
+
+// BridgeWithGateway creates a bridge in the node holding the pods' gateway
+// (.1 of the pod network) with the given prefix length, up.
+func BridgeWithGateway(env *Env, name string, prefix int) (netlink.Link, error) {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
+	if err := env.Node.H.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	}
+	gw := NthIP(env.PodNet, 1)
+	if err := env.Node.H.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: gw, Mask: net.CIDRMask(prefix, 32)}}); err != nil {
+		return nil, fmt.Errorf("gateway %s on %s: %w", gw, name, err)
+	}
+	if err := env.Node.H.LinkSetUp(br); err != nil {
+		return nil, err
+	}
+	env.Gateway = gw.String()
+	return env.Node.H.LinkByName(name)
+}
+
+// AttachPodsToBridge gives each pod a veth whose node end is a bridge port,
+// the pod address and a default route via gw onlink.
+func AttachPodsToBridge(env *Env, br netlink.Link, gw net.IP) error {
+	for i, pod := range env.Pods {
+		host := HostIfname("veth-", pod.Pod, i)
+		l, err := VethToPod(env, pod, host)
+		if err != nil {
+			return err
+		}
+		if err := PodAddr(pod, env.Prefix(), gw, true); err != nil {
+			return err
+		}
+		if err := env.Node.H.LinkSetMaster(l, br); err != nil {
+			return fmt.Errorf("%s master %s: %w", host, br.Attrs().Name, err)
+		}
+		if err := env.Node.H.LinkSetUp(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func onOffWord(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

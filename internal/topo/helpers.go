@@ -1,0 +1,100 @@
+package topo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
+)
+
+// VethToPod creates a veth pair whose peer lands directly in the pod's
+// namespace as pod.Ifname; the host end (hostName) stays in the node.
+func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
+	podNS, err := nsutil.FD(pod.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer podNS.Close()
+	v := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: 1500},
+		PeerName:      pod.Ifname,
+		PeerNamespace: netlink.NsFd(int(podNS)),
+	}
+	if err := env.Node.H.LinkAdd(v); err != nil {
+		return nil, fmt.Errorf("veth %s <-> %s/%s: %w", hostName, pod.Pod, pod.Ifname, err)
+	}
+	host, err := env.Node.H.LinkByName(hostName)
+	if err != nil {
+		return nil, err
+	}
+	return host, nil
+}
+
+// PodAddr sets the pod's address (with the pod network's prefix), brings the
+// interface up and adds a default route via gw; onlink as in seed 002.
+func PodAddr(pod *Pod, prefix int, gw net.IP, onlink bool) error {
+	l, err := pod.H.LinkByName(pod.Ifname)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pod.Pod, err)
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(prefix, 32)}}
+	if err := pod.H.AddrAdd(l, addr); err != nil {
+		return fmt.Errorf("%s: address %s: %w", pod.Pod, addr.IPNet, err)
+	}
+	if err := pod.H.LinkSetUp(l); err != nil {
+		return err
+	}
+	if gw == nil {
+		return nil
+	}
+	r := &netlink.Route{LinkIndex: l.Attrs().Index, Gw: gw}
+	if onlink {
+		r.Flags = int(netlink.FLAG_ONLINK)
+	}
+	if err := pod.H.RouteAdd(r); err != nil {
+		return fmt.Errorf("%s: default route via %s: %w", pod.Pod, gw, err)
+	}
+	return nil
+}
+
+// IptablesRestore loads rules into a namespace in one transaction, the way
+// kube-proxy and dockerd do (iptables-restore --noflush).
+func IptablesRestore(ns string, rules string) error {
+	c := proc.Command(context.Background(), ns, "iptables-restore", "--noflush")
+	c.Stdin = bytes.NewBufferString(rules)
+	if _, err := c.Output(); err != nil {
+		return fmt.Errorf("iptables-restore in %s: %w", ns, err)
+	}
+	return nil
+}
+
+// Sysctls sets several sysctls inside one namespace.
+func Sysctls(ns string, kv ...string) error {
+	return nsutil.Do(ns, func() error {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if err := nsutil.WriteSysctl(kv[i], kv[i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Prefix returns the pod network's prefix length.
+func (e *Env) Prefix() int {
+	ones, _ := e.PodNet.Mask.Size()
+	return ones
+}
+
+// NthIP returns the n-th address of a network (1 = first host).
+func NthIP(n *net.IPNet, i int) net.IP {
+	ip := n.IP.To4()
+	v := uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
+	v += uint32(i)
+	return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4()
+}

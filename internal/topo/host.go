@@ -1,0 +1,21 @@
+package topo
+
+import "github.com/vnetlab/vnetlab/internal/kernel"
+
+// host: client and server both in the node, over loopback. The ceiling of
+// every same-host path (seed 000's "loopback 49.2 Gbit/s", seed 004's
+// physical->physical baseline).
+type hostMode struct{}
+
+func init() { Register(hostMode{}) }
+
+func (hostMode) Name() string               { return "host" }
+func (hostMode) Summary() string            { return "client and server in the node over loopback: the same-host ceiling (seeds 000, 004)" }
+func (hostMode) Requires() []kernel.Feature { return nil }
+func (hostMode) Podless() bool              { return true }
+
+func (hostMode) Build(env *Env) error {
+	env.Paths = map[string]Endpoint{"pod": {ServerNS: env.Node.Name, ClientNS: env.Node.Name, Target: "127.0.0.1",
+		Note: "node -> node over loopback (no pods)"}}
+	return nil
+}

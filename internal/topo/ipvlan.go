@@ -1,0 +1,34 @@
+package topo
+
+import (
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
+)
+
+// ipvlan: seed 002 (002_8bf7239878caf2ac.txt) "ipvlan" and seed 001: like
+// macvlan, but every child shares the parent's MAC; l2 or l3 mode. Gated on
+// CONFIG_IPVLAN: on kernels without it the mode is reported unavailable.
+type ipvlanMode struct{}
+
+func init() { Register(ipvlanMode{}) }
+
+func (ipvlanMode) Name() string { return "ipvlan" }
+func (ipvlanMode) Summary() string {
+	return "ipvlan children of the node uplink + node shim with gateway and MASQUERADE (seeds 001, 002); option ipvlan_mode l2|l3"
+}
+func (ipvlanMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Ipvlan} }
+func (ipvlanMode) MinPods() int               { return 2 }
+func (ipvlanMode) Options() []Option {
+	return []Option{{Name: "ipvlan_mode", Default: "l2", Help: "l2 (children switched by the parent) or l3 (routed by the parent)"}}
+}
+
+func (ipvlanMode) Build(env *Env) error {
+	mode := netlink.IPVLAN_MODE_L2
+	if env.Option("ipvlan_mode", "l2") == "l3" {
+		mode = netlink.IPVLAN_MODE_L3
+	}
+	return buildSubInterfaces(env, func(name string, parent int) netlink.Link {
+		return &netlink.IPVlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent}, Mode: mode}
+	}, "ipvl-shim")
+}

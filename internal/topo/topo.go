@@ -1,0 +1,150 @@
+// Package topo wires pods to nodes. Each mode lives in its own file and
+// follows the recipe of the seed article it comes from (named in a comment).
+package topo
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
+)
+
+// Mode builds one data path between pods and their node.
+type Mode interface {
+	Name() string
+	// Summary is one line for --help and doctor.
+	Summary() string
+	// Requires lists the kernel features the mode cannot work without.
+	Requires() []kernel.Feature
+	// Build wires env.Pods to env.Node; the namespaces already exist.
+	Build(env *Env) error
+}
+
+// NS is a namespace vnetlab created, with a netlink handle bound to it.
+type NS struct {
+	Name string // namespace name under /run/netns
+	H    *netlink.Handle
+}
+
+// Pod is one pod namespace to be attached.
+type Pod struct {
+	NS
+	Pod    string // pod name (pod-a)
+	IP     net.IP
+	Ifname string // interface inside the pod (eth0)
+}
+
+// Endpoint says where a test's server runs, where its client runs and which
+// address the client dials, for one path (pod, service, published, ...).
+type Endpoint struct {
+	ServerNS string `json:"server_ns"`
+	ClientNS string `json:"client_ns"`
+	Target   string `json:"target"`
+	// Note explains the path in one line (shown by ls and in reports).
+	Note string `json:"note,omitempty"`
+}
+
+// Env is what a mode gets to build with and what it reports back.
+type Env struct {
+	Lab     string
+	Node    NS
+	NodeIP  net.IP // node's uplink address (eth0)
+	Uplink  string // node's uplink interface name
+	Ext     NS     // the "outside world" namespace holding the node's default route
+	ExtIP   net.IP
+	Pods    []*Pod
+	PodNet  *net.IPNet
+	Options map[string]string
+
+	// Outputs.
+	Gateway string              // pods' default gateway
+	Paths   map[string]Endpoint // filled by the mode (DefaultPaths if left empty)
+	Facts   map[string]string   // anything else worth showing (published ports, ...)
+}
+
+// Option returns a mode option or its default.
+func (e *Env) Option(key, def string) string {
+	if v, ok := e.Options[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// BoolOption parses on/off/true/false options.
+func (e *Env) BoolOption(key string, def bool) (bool, error) {
+	v := strings.ToLower(e.Option(key, ""))
+	switch v {
+	case "":
+		return def, nil
+	case "on", "true", "yes", "1":
+		return true, nil
+	case "off", "false", "no", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("option %s=%q: want on or off", key, v)
+}
+
+// DefaultPaths: the server is the first pod, the client the second, dialing the pod IP.
+func (e *Env) DefaultPaths() {
+	if e.Paths == nil {
+		e.Paths = map[string]Endpoint{}
+	}
+	if _, ok := e.Paths["pod"]; ok || len(e.Pods) < 2 {
+		return
+	}
+	e.Paths["pod"] = Endpoint{ServerNS: e.Pods[0].Name, ClientNS: e.Pods[1].Name, Target: e.Pods[0].IP.String(),
+		Note: fmt.Sprintf("%s -> %s by pod IP", e.Pods[1].Pod, e.Pods[0].Pod)}
+}
+
+var registry = map[string]Mode{}
+
+// Register adds a mode; called from each mode file's init.
+func Register(m Mode) { registry[m.Name()] = m }
+
+// Get returns a mode by name.
+func Get(name string) (Mode, error) {
+	m, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown mode %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return m, nil
+}
+
+// Names lists all known modes, sorted.
+func Names() []string {
+	var n []string
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Available returns nil if the kernel has every feature the mode needs.
+func Available(m Mode) error {
+	for _, f := range m.Requires() {
+		if err := kernel.Check(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Option documents one mode option (scenario `options:` / `--option k=v`).
+type Option struct {
+	Name, Default, Help string
+}
+
+// Optioned is implemented by modes that take options.
+type Optioned interface {
+	Options() []Option
+}
+
+// Podless is implemented by modes that attach no pods (host).
+type Podless interface {
+	Podless() bool
+}

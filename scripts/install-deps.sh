@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what vnetlab needs on Debian 12, only what is missing: Debian
+# packages (apt-get) and Go modules (go mod download). Run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# program -> Debian package
+declare -A need=(
+  [iperf3]=iperf3 [sockperf]=sockperf [iptables-restore]=iptables [nft]=nftables
+  [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
+  [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
+)
+missing=()
+for prog in "${!need[@]}"; do
+  command -v "$prog" >/dev/null 2>&1 || [ -x "/usr/sbin/$prog" ] || missing+=("${need[$prog]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+  echo "installing Debian packages: $pkgs"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+  # openvswitch-switch's postinst may start the system's OVS daemons; vnetlab runs its
+  # own in a private directory and never uses the system's.
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "Go 1.26 or newer is needed (https://go.dev/doc/install); Debian 12's golang package is too old" >&2
+  exit 1
+fi
+go mod download
