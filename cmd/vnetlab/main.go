@@ -57,8 +57,15 @@ Typical session:
 		Version:       version,
 	}
 	root.AddCommand(newUpCmd(), newDownCmd(), newLsCmd(), newExecCmd(), newCleanCmd(), newDoctorCmd(), newRunCmd())
+	for _, mk := range extraCommands {
+		root.AddCommand(mk())
+	}
 	return root
 }
+
+// extraCommands lets each verb's file register itself (svc, ep, report, ...)
+// with an init function, so verbs can be added without editing this file.
+var extraCommands []func() *cobra.Command
 
 func requireRoot() error {
 	if os.Geteuid() != 0 {

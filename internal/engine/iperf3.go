@@ -22,7 +22,7 @@ type iperf3 struct{}
 
 func init() { Register(iperf3{}) }
 
-func (iperf3) Name() string { return "iperf3" }
+func (iperf3) Name() string         { return "iperf3" }
 func (iperf3) Supports(t Test) bool { return t == TCPStream || t == UDPStream }
 
 func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {

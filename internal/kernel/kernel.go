@@ -19,15 +19,15 @@ import (
 type Feature string
 
 const (
-	Veth         Feature = "veth"
-	Bridge       Feature = "bridge"
-	BrNetfilter  Feature = "br_netfilter"
-	Macvlan      Feature = "macvlan"
-	Ipvlan       Feature = "ipvlan"
-	Vxlan        Feature = "vxlan"
-	Tun          Feature = "tun"
-	OVSDatapath  Feature = "openvswitch"
-	Nftables     Feature = "nf_tables"
+	Veth        Feature = "veth"
+	Bridge      Feature = "bridge"
+	BrNetfilter Feature = "br_netfilter"
+	Macvlan     Feature = "macvlan"
+	Ipvlan      Feature = "ipvlan"
+	Vxlan       Feature = "vxlan"
+	Tun         Feature = "tun"
+	OVSDatapath Feature = "openvswitch"
+	Nftables    Feature = "nf_tables"
 )
 
 // config names the kernel option behind each feature, for error messages.

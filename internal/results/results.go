@@ -69,6 +69,42 @@ type Cell struct {
 	Max         float64           `json:"max"`
 	Valid       int               `json:"valid_samples"`
 	Failed      int               `json:"failed_samples"`
+
+	// Statistics over valid samples (issue 3; filled by internal/stats).
+	Mean     float64            `json:"mean,omitempty"`
+	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
+	CIMethod string             `json:"ci_method,omitempty"`  // "bootstrap-median" or "student-t-mean"
+	CV       float64            `json:"cv,omitempty"`         // coefficient of variation (stddev/mean)
+	Noisy    bool               `json:"noisy,omitempty"`      // CV above the run's threshold
+	Latency  map[string]float64 `json:"latency_us,omitempty"` // median over samples of p50, p90, p99, p99.9 (rr/crr)
+	CPU      *CPUCost           `json:"cpu,omitempty"`
+	// Comparison with the baseline cell (same path, provider, test; first mode).
+	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
+}
+
+// CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs
+// deltas around each sample (medians over valid samples).
+type CPUCost struct {
+	UserSec    float64 `json:"user_s"`
+	SystemSec  float64 `json:"system_s"`
+	SoftirqSec float64 `json:"softirq_s"`
+	// PerGB: CPU-seconds per GB moved (streams); PerKTrans: per 1000 transactions (rr/crr).
+	PerGB         float64 `json:"cpu_s_per_gb,omitempty"`
+	PerKTrans     float64 `json:"cpu_s_per_1k_trans,omitempty"`
+	NetRxPerTrans float64 `json:"net_rx_softirqs_per_trans,omitempty"`
+	NetTxPerTrans float64 `json:"net_tx_softirqs_per_trans,omitempty"`
+	NetRxPerGB    float64 `json:"net_rx_softirqs_per_gb,omitempty"`
+}
+
+// Comparison of a cell with its baseline.
+type Comparison struct {
+	Baseline    string    `json:"baseline"`   // the baseline cell's mode
+	Ratio       float64   `json:"ratio"`      // median / baseline median
+	RatioCI95   []float64 `json:"ratio_ci95"` // bootstrap CI of the ratio of medians
+	Test        string    `json:"test"`       // "mann-whitney-u"
+	PValue      float64   `json:"p_value"`
+	Significant bool      `json:"significant"` // p < 0.05
+	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline"
 }
 
 // Sample is one measurement; a failed one keeps its error and is never counted.
@@ -77,6 +113,19 @@ type Sample struct {
 	Valid bool      `json:"valid"`
 	Error string    `json:"error,omitempty"`
 	Start time.Time `json:"start"`
+	// Whole-machine CPU time spent during the sample, by class (seconds), and
+	// softirqs raised (issue 3).
+	CPU *SampleCPU `json:"cpu,omitempty"`
+}
+
+// SampleCPU is the /proc/stat and /proc/softirqs delta over one sample.
+type SampleCPU struct {
+	UserSec    float64 `json:"user_s"`
+	SystemSec  float64 `json:"system_s"`
+	SoftirqSec float64 `json:"softirq_s"`
+	IdleSec    float64 `json:"idle_s"`
+	NetRx      uint64  `json:"net_rx"`
+	NetTx      uint64  `json:"net_tx"`
 }
 
 // Key identifies a cell across files (for compare).

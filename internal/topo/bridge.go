@@ -21,8 +21,10 @@ func (bridgeMode) Name() string { return "bridge" }
 func (bridgeMode) Summary() string {
 	return "veth per pod on a Linux bridge holding the gateway .1 (seed 002, flannel); option bridge_nf_call_iptables"
 }
-func (bridgeMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter} }
-func (bridgeMode) MinPods() int               { return 2 }
+func (bridgeMode) Requires() []kernel.Feature {
+	return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter}
+}
+func (bridgeMode) MinPods() int { return 2 }
 func (bridgeMode) Options() []Option {
 	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}}
 }

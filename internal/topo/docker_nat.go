@@ -31,8 +31,10 @@ func (dockerNAT) Name() string { return "docker-nat" }
 func (dockerNAT) Summary() string {
 	return "Docker bridge network: docker0 + MASQUERADE + published-port DNAT, userland-proxy=false (seeds 000, 004)"
 }
-func (dockerNAT) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter} }
-func (dockerNAT) MinPods() int               { return 2 }
+func (dockerNAT) Requires() []kernel.Feature {
+	return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter}
+}
+func (dockerNAT) MinPods() int { return 2 }
 func (dockerNAT) Options() []Option {
 	return []Option{{Name: "publish", Default: DefaultPublished, Help: "node ports published to the first pod (tcp and udp), comma-separated"}}
 }

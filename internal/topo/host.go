@@ -9,8 +9,10 @@ type hostMode struct{}
 
 func init() { Register(hostMode{}) }
 
-func (hostMode) Name() string               { return "host" }
-func (hostMode) Summary() string            { return "client and server in the node over loopback: the same-host ceiling (seeds 000, 004)" }
+func (hostMode) Name() string { return "host" }
+func (hostMode) Summary() string {
+	return "client and server in the node over loopback: the same-host ceiling (seeds 000, 004)"
+}
 func (hostMode) Requires() []kernel.Feature { return nil }
 func (hostMode) Podless() bool              { return true }
 
