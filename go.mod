@@ -19,5 +19,6 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
+	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 )

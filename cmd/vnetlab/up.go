@@ -96,7 +96,11 @@ Examples:
 				spec.Pods = p
 			}
 			start := time.Now()
-			l, err := lab.Up(cmd.Context(), spec, stderrf)
+			var say lab.Progress
+			if isTerminal(os.Stderr) {
+				say = stderrf
+			}
+			l, err := lab.Up(cmd.Context(), spec, say)
 			if err != nil {
 				return err
 			}

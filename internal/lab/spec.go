@@ -135,9 +135,15 @@ func (s *Spec) Validate() error {
 	if np, ok := m.(interface{ MinPods() int }); ok && len(s.Pods) < np.MinPods() {
 		return fmt.Errorf("mode %s needs at least %d pods (got %d)", s.Mode, np.MinPods(), len(s.Pods))
 	}
-	for k := range s.Options {
-		if !knownOption(m, k) {
+	for k, v := range s.Options {
+		opt, ok := findOption(m, k)
+		if !ok {
 			return fmt.Errorf("mode %s has no option %q%s", s.Mode, k, optionHint(m))
+		}
+		if opt.Check != nil {
+			if err := opt.Check(v); err != nil {
+				return err
+			}
 		}
 	}
 	return topo.Available(m)
@@ -145,15 +151,15 @@ func (s *Spec) Validate() error {
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }
 
-func knownOption(m topo.Mode, k string) bool {
+func findOption(m topo.Mode, k string) (topo.Option, bool) {
 	if o, ok := m.(topo.Optioned); ok {
 		for _, opt := range o.Options() {
 			if opt.Name == k {
-				return true
+				return opt, true
 			}
 		}
 	}
-	return false
+	return topo.Option{}, false
 }
 
 func optionHint(m topo.Mode) string {

@@ -78,7 +78,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			}
 		}
 	}()
-	runID := fmt.Sprintf("r%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
+	runID := fmt.Sprintf("run%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
 	var cells []*cellRun
 	for i, mv := range spec.Modes {
 		m, err := topo.Get(mv.Mode)

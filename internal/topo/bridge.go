@@ -26,7 +26,7 @@ func (bridgeMode) Requires() []kernel.Feature {
 }
 func (bridgeMode) MinPods() int { return 2 }
 func (bridgeMode) Options() []Option {
-	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}}
+	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching", Check: OnOff}}
 }
 
 func (bridgeMode) Build(env *Env) error {

@@ -85,7 +85,7 @@ func (e *Env) BoolOption(key string, def bool) (bool, error) {
 	case "off", "false", "no", "0":
 		return false, nil
 	}
-	return false, fmt.Errorf("option %s=%q: want on or off", key, v)
+	return false, fmt.Errorf("option %s=%q: want on or off", key, e.Options[key])
 }
 
 // DefaultPaths: the server is the first pod, the client the second, dialing the pod IP.
@@ -137,6 +137,14 @@ func Available(m Mode) error {
 // Option documents one mode option (scenario `options:` / `--option k=v`).
 type Option struct {
 	Name, Default, Help string
+	// Check validates a value before anything is built (nil: any value).
+	Check func(string) error
+}
+
+// OnOff checks on/off style option values.
+func OnOff(v string) error {
+	_, err := (&Env{Options: map[string]string{"x": v}}).BoolOption("x", false)
+	return err
 }
 
 // Optioned is implemented by modes that take options.
