@@ -63,7 +63,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", msg, c.want)
 			}
 			assertGone(t, "e2bad")
-			if ns := labNamespaces("run"); len(ns) > 0 {
+			if ns := namespacesWithPrefix("vnl-run"); len(ns) > 0 {
 				t.Errorf("run left namespaces: %v", ns)
 			}
 		})

@@ -94,11 +94,13 @@ func up(t *testing.T, name string, args ...string) {
 }
 
 // labNamespaces lists namespaces of a lab still present under /run/netns.
-func labNamespaces(name string) []string {
+func labNamespaces(name string) []string { return namespacesWithPrefix("vnl-" + name + "-") }
+
+func namespacesWithPrefix(prefix string) []string {
 	ents, _ := os.ReadDir("/run/netns")
 	var out []string
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "vnl-"+name+"-") {
+		if strings.HasPrefix(e.Name(), prefix) {
 			out = append(out, e.Name())
 		}
 	}
