@@ -27,7 +27,8 @@ func newRunCmd() *cobra.Command {
 		eng, file, out, rate, cidr  string
 		dur                         time.Duration
 		repeat, warmup, streams, sz int
-		pods                        int
+		pods, nodes                 int
+		underlayRate                string
 		opts                        []string
 	)
 	cmd := &cobra.Command{
@@ -43,6 +44,7 @@ iperf3; modes this kernel lacks are listed as skipped with the reason.
 Examples:
   vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
+  vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
   vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,6 +79,8 @@ Examples:
 				setInt(&spec.Streams, sc.Streams)
 				setInt(&spec.Size, sc.Size)
 				setInt(&podCount, sc.PodCount)
+				setInt(&spec.Nodes, sc.Nodes)
+				spec.UnderlayRate = sc.UnderlayRate
 				spec.Pods = sc.Pods
 				if sc.PodCIDR != "" {
 					spec.PodCIDR = sc.PodCIDR
@@ -129,6 +133,12 @@ Examples:
 			if f.Changed("pods") {
 				podCount, spec.Pods = pods, nil
 			}
+			if f.Changed("nodes") {
+				spec.Nodes = nodes
+			}
+			if f.Changed("underlay-rate") {
+				spec.UnderlayRate = underlayRate
+			}
 			if f.Changed("output") {
 				output = out
 			}
@@ -144,7 +154,7 @@ Examples:
 				return err
 			}
 			if spec.Pods == nil {
-				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR)
+				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR, spec.Nodes)
 				if err != nil {
 					return err
 				}
@@ -198,6 +208,8 @@ Examples:
 	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
 	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
+	f.IntVar(&nodes, "nodes", 1, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
+	f.StringVar(&underlayRate, "underlay-rate", "", "tbf rate on the node-to-node underlay, e.g. 10gbit")
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")

@@ -39,6 +39,9 @@ type Spec struct {
 	Rate     string
 	Pods     []lab.PodSpec
 	PodCIDR  string
+	// Nodes (2: cross-host) and the underlay's tbf rate.
+	Nodes        int
+	UnderlayRate string
 }
 
 // Progress is told about each step; Sample is called before each sample.
@@ -90,7 +93,8 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Note("skipping %s: %v", mv.Label, err)
 			continue
 		}
-		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, i), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options}
+		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, i), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options,
+			Nodes: spec.Nodes, UnderlayRate: spec.UnderlayRate}
 		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
 		l, err := lab.Up(ctx, ls, nil)
 		if err != nil {

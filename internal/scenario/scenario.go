@@ -22,25 +22,27 @@ import (
 
 // Scenario is one file.
 type Scenario struct {
-	Description string               `yaml:"description"`
-	Seed        string               `yaml:"seed"`
-	Name        string               `yaml:"name"`
-	Mode        string               `yaml:"mode"`
-	Modes       []runner.ModeVariant `yaml:"-"`
-	Pods        []lab.PodSpec        `yaml:"-"`
-	PodCount    *int                 `yaml:"-"`
-	PodCIDR     string               `yaml:"pod_cidr"`
-	Options     map[string]string    `yaml:"options"`
-	Paths       []string             `yaml:"paths"`
-	Tests       []string             `yaml:"tests"`
-	Engine      string               `yaml:"engine"`
-	Duration    string               `yaml:"duration"`
-	Repeat      *int                 `yaml:"repeat"`
-	Warmup      *int                 `yaml:"warmup"`
-	Streams     *int                 `yaml:"streams"`
-	Size        *int                 `yaml:"size"`
-	Rate        string               `yaml:"rate"`
-	Output      string               `yaml:"output"`
+	Description  string               `yaml:"description"`
+	Seed         string               `yaml:"seed"`
+	Name         string               `yaml:"name"`
+	Mode         string               `yaml:"mode"`
+	Modes        []runner.ModeVariant `yaml:"-"`
+	Pods         []lab.PodSpec        `yaml:"-"`
+	PodCount     *int                 `yaml:"-"`
+	PodCIDR      string               `yaml:"pod_cidr"`
+	Nodes        *int                 `yaml:"nodes"`
+	UnderlayRate string               `yaml:"underlay_rate"`
+	Options      map[string]string    `yaml:"options"`
+	Paths        []string             `yaml:"paths"`
+	Tests        []string             `yaml:"tests"`
+	Engine       string               `yaml:"engine"`
+	Duration     string               `yaml:"duration"`
+	Repeat       *int                 `yaml:"repeat"`
+	Warmup       *int                 `yaml:"warmup"`
+	Streams      *int                 `yaml:"streams"`
+	Size         *int                 `yaml:"size"`
+	Rate         string               `yaml:"rate"`
+	Output       string               `yaml:"output"`
 
 	file string
 	root *yaml.Node
@@ -243,7 +245,7 @@ func (s *Scenario) validate() error {
 		key string
 		v   *int
 		min int
-	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
+	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"nodes", s.Nodes, 1}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
