@@ -19,8 +19,11 @@ demo: deps build
 
 # Every test, for real: namespaces, iperf3 traffic, eBPF programs. Needs root.
 # -p 1: packages run one at a time, as tests build labs and measure.
+# The root namespace is snapshotted before and checked after the whole suite.
 test: deps build
+	$(GO) run ./tools/rootns save /tmp/vnetlab-rootns-before.json
 	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...
+	$(GO) run ./tools/rootns check /tmp/vnetlab-rootns-before.json
 
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build

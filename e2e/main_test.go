@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/rootns"
 )
 
 var bin string
@@ -35,10 +37,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	before := rootSnapshot()
+	before := rootns.Snapshot()
 	code := m.Run()
-	after := rootSnapshot()
-	if d := diffSnapshots(before, after); d != "" {
+	after := rootns.Snapshot()
+	if d := rootns.Diff(before, after); d != "" {
 		fmt.Printf("FAIL: the root namespace changed during the e2e tests:\n%s\n", d)
 		code = 1
 	}

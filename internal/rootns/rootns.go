@@ -1,4 +1,7 @@
-package e2e
+// Package rootns snapshots the root network namespace (links, addresses,
+// routes, rules, iptables, nftables, net.* sysctls) so tests can prove vnetlab
+// left it exactly as it found it.
+package rootns
 
 import (
 	"fmt"
@@ -9,9 +12,9 @@ import (
 	"strings"
 )
 
-// rootSnapshot records the root namespace's links, addresses, routes, rules,
+// Snapshot records the root namespace's links, addresses, routes, rules,
 // firewall and net.* sysctls, without counters that change by themselves.
-func rootSnapshot() map[string]string {
+func Snapshot() map[string]string {
 	s := map[string]string{}
 	run := func(key string, args ...string) {
 		out, err := exec.Command(args[0], args[1:]...).Output()
@@ -31,6 +34,16 @@ func rootSnapshot() map[string]string {
 	s["iptables"] = counters.ReplaceAllString(dropComments(s["iptables"]), "[0:0]")
 	s["sysctl"] = dropDynamic(s["sysctl"])
 	s["links"] = linkState.ReplaceAllString(s["links"], "")
+	// vnetlab's own namespaces: any that appear during the suite were left behind.
+	var ns []string
+	if ents, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "vnl-") {
+				ns = append(ns, e.Name())
+			}
+		}
+	}
+	s["vnetlab-namespaces"] = strings.Join(ns, "\n")
 	return s
 }
 
@@ -63,18 +76,12 @@ func dropDynamic(s string) string {
 	return strings.Join(keep, "\n")
 }
 
-func diffSnapshots(a, b map[string]string) string {
+// Diff describes what differs between two snapshots; "" when nothing changed.
+func Diff(a, b map[string]string) string {
 	var out []string
 	for k, va := range a {
 		if vb := b[k]; va != vb {
 			out = append(out, fmt.Sprintf("--- %s before\n%s\n+++ %s after\n%s", k, clip(va), k, clip(vb)))
-		}
-	}
-	if ents, _ := os.ReadDir("/run/netns"); len(ents) > 0 {
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "vnl-") {
-				out = append(out, "namespace left behind: "+e.Name())
-			}
 		}
 	}
 	return strings.Join(out, "\n")
