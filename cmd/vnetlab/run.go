@@ -29,6 +29,8 @@ func newRunCmd() *cobra.Command {
 		repeat, warmup, streams, sz int
 		pods                        int
 		opts                        []string
+		cvThreshold                 float64
+		baseline, ciMethod          string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
@@ -78,6 +80,10 @@ Examples:
 				setInt(&spec.Size, sc.Size)
 				setInt(&podCount, sc.PodCount)
 				spec.Pods = sc.Pods
+				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
+				if sc.CVThreshold != nil {
+					spec.Summary.CVThreshold = *sc.CVThreshold
+				}
 				if sc.PodCIDR != "" {
 					spec.PodCIDR = sc.PodCIDR
 				}
@@ -132,6 +138,21 @@ Examples:
 			if f.Changed("output") {
 				output = out
 			}
+			if f.Changed("cv-threshold") {
+				spec.Summary.CVThreshold = cvThreshold
+			}
+			if f.Changed("baseline") {
+				spec.Summary.Baseline = baseline
+			}
+			if f.Changed("ci-method") {
+				spec.Summary.CIMethod = ciMethod
+			}
+			if spec.Summary.CVThreshold == 0 {
+				spec.Summary.CVThreshold = runner.DefaultCVThreshold
+			}
+			if spec.Summary.CIMethod == "" {
+				spec.Summary.CIMethod = runner.CIMethods[0]
+			}
 			spec.Modes = variants
 			for _, t := range testNames {
 				tt, err := engine.ParseTest(strings.TrimSpace(t))
@@ -141,6 +162,9 @@ Examples:
 				spec.Tests = append(spec.Tests, tt)
 			}
 			if err := checkPrograms(spec); err != nil {
+				return err
+			}
+			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
 			if spec.Pods == nil {
@@ -153,7 +177,11 @@ Examples:
 			meta := runner.Metadata(version, commit, os.Args)
 			meta.Scenario = file
 			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+				CVThreshold: spec.Summary.CVThreshold, CIMethod: spec.Summary.CIMethod, Baseline: spec.Summary.Baseline}
+			if meta.Settings.Baseline == "" && len(spec.Modes) > 0 {
+				meta.Settings.Baseline = spec.Modes[0].Label
+			}
 			res, err := runner.Run(cmd.Context(), spec, newProgress())
 			if res != nil {
 				skipped := res.Metadata.Skipped
@@ -201,6 +229,9 @@ Examples:
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
+	f.Float64Var(&cvThreshold, "cv-threshold", runner.DefaultCVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")
+	f.StringVar(&baseline, "baseline", "", "mode every cell is compared with (default: the first of --modes)")
+	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
 	return cmd
 }
