@@ -17,7 +17,7 @@ func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
 			VsBaseline: &results.Comparison{Baseline: "host", Ratio: 1, Verdict: "baseline", MinPValue: 0.1}},
 		{Mode: "bridge", Path: "pod", Test: "tcp_stream", Unit: "Gbit/s", Valid: 3, Failed: 1, Median: 15, CI95: []float64{10, 16}, CV: 0.25, Noisy: true,
 			CIMethod: "bootstrap-median", CPU: &results.CPUCost{PerGB: 0.7},
-			Samples: []results.Sample{{Valid: true}, {Valid: false, Error: "iperf3 client: refused"}, {Valid: true}, {Valid: true}},
+			Samples:    []results.Sample{{Valid: true}, {Valid: false, Error: "iperf3 client: refused"}, {Valid: true}, {Valid: true}},
 			VsBaseline: &results.Comparison{Baseline: "host", Ratio: 0.75, RatioCI95: []float64{0.5, 0.8}, Verdict: "~", PValue: 0.1, MinPValue: 0.1}},
 		{Mode: "host", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 0, Failed: 2},
 	}
