@@ -39,6 +39,10 @@ func newRunCmd() *cobra.Command {
 repeat in interleaved rounds (A B C A B C ...), print a table, write a versioned results
 JSON (docs/results-json.md) and tear every lab down, also on Ctrl-C.
 
+Each cell shows its median, a 95% CI, the CV (NOISY above --cv-threshold), the ratio to
+the baseline mode with a Mann-Whitney verdict ("~" = not significant; needs 4 or more
+samples per side) and its CPU cost per GB or per 1000 transactions (docs/statistics.md).
+
 Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
 iperf3; modes this kernel lacks are listed as skipped with the reason.
 
