@@ -30,6 +30,8 @@ func newRunCmd() *cobra.Command {
 		pods, nodes                 int
 		underlayRate                string
 		opts                        []string
+		cvThreshold                 float64
+		baseline, ciMethod          string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
@@ -37,6 +39,10 @@ func newRunCmd() *cobra.Command {
 		Long: `Bring one lab up per mode, run every test from pod-b to pod-a (or as the path says),
 repeat in interleaved rounds (A B C A B C ...), print a table, write a versioned results
 JSON (docs/results-json.md) and tear every lab down, also on Ctrl-C.
+
+Each cell shows its median, a 95% CI, the CV (NOISY above --cv-threshold), the ratio to
+the baseline mode with a Mann-Whitney verdict ("~" = not significant; needs 4 or more
+samples per side) and its CPU cost per GB or per 1000 transactions (docs/statistics.md).
 
 Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
 iperf3; modes this kernel lacks are listed as skipped with the reason.
@@ -51,7 +57,7 @@ Examples:
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			spec := runner.Spec{Duration: 5 * time.Second, Repeat: 3, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
+			spec := runner.Spec{Duration: 4 * time.Second, Repeat: 5, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
 			modeNames := doctor.DefaultModes
 			testNames := []string{"tcp_stream"}
 			output := ""
@@ -82,6 +88,10 @@ Examples:
 				setInt(&spec.Nodes, sc.Nodes)
 				spec.UnderlayRate = sc.UnderlayRate
 				spec.Pods = sc.Pods
+				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
+				if sc.CVThreshold != nil {
+					spec.Summary.CVThreshold = *sc.CVThreshold
+				}
 				if sc.PodCIDR != "" {
 					spec.PodCIDR = sc.PodCIDR
 				}
@@ -142,6 +152,21 @@ Examples:
 			if f.Changed("output") {
 				output = out
 			}
+			if f.Changed("cv-threshold") {
+				spec.Summary.CVThreshold = cvThreshold
+			}
+			if f.Changed("baseline") {
+				spec.Summary.Baseline = baseline
+			}
+			if f.Changed("ci-method") {
+				spec.Summary.CIMethod = ciMethod
+			}
+			if spec.Summary.CVThreshold == 0 {
+				spec.Summary.CVThreshold = runner.DefaultCVThreshold
+			}
+			if spec.Summary.CIMethod == "" {
+				spec.Summary.CIMethod = runner.CIMethods[0]
+			}
 			spec.Modes = variants
 			for _, t := range testNames {
 				tt, err := engine.ParseTest(strings.TrimSpace(t))
@@ -151,6 +176,9 @@ Examples:
 				spec.Tests = append(spec.Tests, tt)
 			}
 			if err := checkPrograms(spec); err != nil {
+				return err
+			}
+			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
 			if spec.Pods == nil {
@@ -163,7 +191,11 @@ Examples:
 			meta := runner.Metadata(version, commit, os.Args)
 			meta.Scenario = file
 			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+				CVThreshold: spec.Summary.CVThreshold, CIMethod: spec.Summary.CIMethod, Baseline: spec.Summary.Baseline}
+			if meta.Settings.Baseline == "" && len(spec.Modes) > 0 {
+				meta.Settings.Baseline = spec.Modes[0].Label
+			}
 			res, err := runner.Run(cmd.Context(), spec, newProgress())
 			if res != nil {
 				skipped := res.Metadata.Skipped
@@ -201,8 +233,8 @@ Examples:
 	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
 	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin")
 	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
-	f.DurationVar(&dur, "duration", 5*time.Second, "length of each sample")
-	f.IntVar(&repeat, "repeat", 3, "samples per cell, taken in interleaved rounds")
+	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
+	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
 	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
 	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
@@ -213,6 +245,9 @@ Examples:
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
+	f.Float64Var(&cvThreshold, "cv-threshold", runner.DefaultCVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")
+	f.StringVar(&baseline, "baseline", "", "mode every cell is compared with (default: the first of --modes)")
+	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
 	return cmd
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -42,6 +44,10 @@ type Spec struct {
 	// Nodes (2: cross-host) and the underlay's tbf rate.
 	Nodes        int
 	UnderlayRate string
+	Summary      SummaryOptions // CV threshold, CI method, baseline mode
+	// LabPrefix starts every lab name ("r" when empty; tests use their own
+	// prefix so concurrent test runs never clash).
+	LabPrefix string
 }
 
 // Progress is told about each step; Sample is called before each sample.
@@ -61,14 +67,8 @@ type cellRun struct {
 
 // Run executes spec and returns the filled results (metadata is the caller's).
 func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
-	if spec.Repeat < 1 {
-		return nil, fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
-	}
-	if spec.Warmup < 0 {
-		return nil, fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
-	}
-	if spec.Duration < time.Second {
-		return nil, fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	if err := CheckSpec(spec); err != nil {
+		return nil, err
 	}
 	out := &results.File{SchemaVersion: results.SchemaVersion}
 	var labs []*lab.Lab
@@ -81,7 +81,11 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			}
 		}
 	}()
-	runID := fmt.Sprintf("run%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
+	prefix := spec.LabPrefix
+	if prefix == "" {
+		prefix = "run"
+	}
+	runID := fmt.Sprintf("%s%04d", prefix, rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
 	var cells []*cellRun
 	for i, mv := range spec.Modes {
 		m, err := topo.Get(mv.Mode)
@@ -146,11 +150,11 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Sample(n, label)
 			es := engine.Spec{Test: engine.Test(c.cell.Test), Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
 			start := time.Now().UTC()
-			res, err := c.driver.Run(ctx, c.target, es)
+			res, usage, err := measure(ctx, c.driver, c.target, es)
 			if r < spec.Warmup {
 				continue
 			}
-			s := results.Sample{Result: res, Valid: err == nil, Start: start}
+			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {
 				s.Error = err.Error()
 				prog.Note("sample failed: %s: %v", c.label, err)
@@ -159,28 +163,44 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		}
 	}
 	prog.End()
-	for _, c := range out.Cells {
-		Summarize(c)
-	}
+	Analyze(out.Cells, spec.Summary)
 	return out, nil
 }
 
-// Summarize fills median/min/max and counts from the valid samples.
-func Summarize(c *results.Cell) {
-	v := c.Values()
-	c.Valid = len(v)
-	c.Failed = len(c.Samples) - len(v)
-	if len(v) == 0 {
-		return
+// CheckSpec refuses a bad spec before anything is built.
+func CheckSpec(spec Spec) error {
+	if spec.Repeat < 1 {
+		return fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	c.Min, c.Max = s[0], s[len(s)-1]
-	if len(s)%2 == 1 {
-		c.Median = s[len(s)/2]
-	} else {
-		c.Median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	if spec.Warmup < 0 {
+		return fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
 	}
+	if spec.Duration < time.Second {
+		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	}
+	return checkSummary(spec)
+}
+
+// checkSummary refuses bad summary options before any lab is built.
+func checkSummary(spec Spec) error {
+	o := spec.Summary
+	if o.CVThreshold < 0 {
+		return fmt.Errorf("cv threshold must be 0 or more (got %g)", o.CVThreshold)
+	}
+	if o.CIMethod != "" && !slices.Contains(CIMethods, o.CIMethod) {
+		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(CIMethods, ", "))
+	}
+	if o.Baseline == "" {
+		return nil
+	}
+	var labels []string
+	for _, m := range spec.Modes {
+		if m.Label == o.Baseline {
+			return nil
+		}
+		labels = append(labels, m.Label)
+	}
+	return fmt.Errorf("baseline %q is not one of the modes in this run (%s): pick one of them", o.Baseline, strings.Join(labels, ", "))
 }
 
 func pathNames(m map[string]topo.Endpoint) string {

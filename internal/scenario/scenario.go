@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Scenario struct {
 	Size         *int                 `yaml:"size"`
 	Rate         string               `yaml:"rate"`
 	Output       string               `yaml:"output"`
+	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 
 	file string
 	root *yaml.Node
@@ -249,6 +253,12 @@ func (s *Scenario) validate() error {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
+	}
+	if s.CVThreshold != nil && *s.CVThreshold < 0 {
+		return s.errAt("cv_threshold", -1, "%g is negative (example: 0.10 for 10%%)", *s.CVThreshold)
+	}
+	if s.CIMethod != "" && !slices.Contains(runner.CIMethods, s.CIMethod) {
+		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(runner.CIMethods, ", "))
 	}
 	if s.Name != "" {
 		if err := lab.ValidName("lab", s.Name); err != nil {
