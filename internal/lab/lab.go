@@ -160,7 +160,8 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	}
 
 	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: node.Uplink,
-		NodeIP: net.ParseIP(node.IP).To4(), ExtIP: topo.NthIP(underlay, extIPIndex)}
+		NodeIP: net.ParseIP(node.IP).To4(), ExtIP: topo.NthIP(underlay, extIPIndex),
+		StateDir: labDir(spec.Name), Track: l.trackProc}
 	var err error
 	if env.Node, err = openNS(node.NS); err != nil {
 		return err
@@ -238,6 +239,16 @@ func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
 		return first
 	}
 	return ctx.Err()
+}
+
+// trackProc journals a daemon a mode started (ovs-vswitchd, the tap switch):
+// teardown stops it by PID and start time, also after `up` was killed.
+func (l *Lab) trackProc(pid int) error {
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		return fmt.Errorf("process %d exited right after it started: %w", pid, err)
+	}
+	return l.journal.RecordProc(pid, start)
 }
 
 func openNS(name string) (topo.NS, error) {

@@ -58,17 +58,20 @@ type Skipped struct {
 type Cell struct {
 	Mode        string            `json:"mode"`
 	ModeOptions map[string]string `json:"mode_options,omitempty"`
-	Path        string            `json:"path"`
-	Provider    string            `json:"provider"`
-	Test        string            `json:"test"`
-	Engine      string            `json:"engine"`
-	Unit        string            `json:"unit"`
-	Samples     []Sample          `json:"samples"`
-	Median      float64           `json:"median"`
-	Min         float64           `json:"min"`
-	Max         float64           `json:"max"`
-	Valid       int               `json:"valid_samples"`
-	Failed      int               `json:"failed_samples"`
+	// ModeFacts is how the lab was built on this machine (e.g. the Open
+	// vSwitch datapath: "datapath": "netdev"), from the lab's state.
+	ModeFacts map[string]string `json:"mode_facts,omitempty"`
+	Path      string            `json:"path"`
+	Provider  string            `json:"provider"`
+	Test      string            `json:"test"`
+	Engine    string            `json:"engine"`
+	Unit      string            `json:"unit"`
+	Samples   []Sample          `json:"samples"`
+	Median    float64           `json:"median"`
+	Min       float64           `json:"min"`
+	Max       float64           `json:"max"`
+	Valid     int               `json:"valid_samples"`
+	Failed    int               `json:"failed_samples"`
 
 	// Statistics over valid samples (issue 3; filled by internal/stats).
 	Mean     float64            `json:"mean,omitempty"`
