@@ -58,20 +58,17 @@ type Skipped struct {
 type Cell struct {
 	Mode        string            `json:"mode"`
 	ModeOptions map[string]string `json:"mode_options,omitempty"`
-	// ModeFacts is how the lab was built on this machine (e.g. the Open
-	// vSwitch datapath: "datapath": "netdev"), from the lab's state.
-	ModeFacts map[string]string `json:"mode_facts,omitempty"`
-	Path      string            `json:"path"`
-	Provider  string            `json:"provider"`
-	Test      string            `json:"test"`
-	Engine    string            `json:"engine"`
-	Unit      string            `json:"unit"`
-	Samples   []Sample          `json:"samples"`
-	Median    float64           `json:"median"`
-	Min       float64           `json:"min"`
-	Max       float64           `json:"max"`
-	Valid     int               `json:"valid_samples"`
-	Failed    int               `json:"failed_samples"`
+	Path        string            `json:"path"`
+	Provider    string            `json:"provider"`
+	Test        string            `json:"test"`
+	Engine      string            `json:"engine"`
+	Unit        string            `json:"unit"`
+	Samples     []Sample          `json:"samples"`
+	Median      float64           `json:"median"`
+	Min         float64           `json:"min"`
+	Max         float64           `json:"max"`
+	Valid       int               `json:"valid_samples"`
+	Failed      int               `json:"failed_samples"`
 
 	// Statistics over valid samples (issue 3; filled by internal/stats).
 	Mean     float64            `json:"mean,omitempty"`
@@ -83,6 +80,10 @@ type Cell struct {
 	CPU      *CPUCost           `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
+
+	// ModeFacts is how the lab was built on this machine (e.g. the Open
+	// vSwitch datapath, "datapath": "netdev"), from the lab's state.
+	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs
