@@ -166,7 +166,8 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 		return err
 	}
 
-	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: topo.NthIP(underlay, extIPIndex)}
+	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: topo.NthIP(underlay, extIPIndex),
+		StateDir: labDir(spec.Name), Track: l.trackProc}
 	var err error
 	if env.Ext, err = openNS(st.Ext); err != nil {
 		return err
@@ -281,6 +282,16 @@ func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
 		return first
 	}
 	return ctx.Err()
+}
+
+// trackProc journals a daemon a mode started (ovs-vswitchd, the tap switch):
+// teardown stops it by PID and start time, also after `up` was killed.
+func (l *Lab) trackProc(pid int) error {
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		return fmt.Errorf("process %d exited right after it started: %w", pid, err)
+	}
+	return l.journal.RecordProc(pid, start)
 }
 
 func openNS(name string) (topo.NS, error) {

@@ -84,6 +84,10 @@ type Cell struct {
 	CPU      *CPUCost           `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
+
+	// ModeFacts is how the lab was built on this machine (e.g. the Open
+	// vSwitch datapath, "datapath": "netdev"), from the lab's state.
+	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs

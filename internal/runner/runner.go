@@ -123,7 +123,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				if !d.Supports(t) {
 					return nil, fmt.Errorf("engine %s does not run %s", en, t)
 				}
-				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
+				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
 				out.Cells = append(out.Cells, c)
 				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
 					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})

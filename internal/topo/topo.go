@@ -76,6 +76,12 @@ type Env struct {
 	PodNet   *net.IPNet
 	Options  map[string]string
 
+	// StateDir is the lab's own directory (daemons' sockets, databases, logs).
+	StateDir string
+	// Track journals a process the mode started and leaves running, so that
+	// down and clean stop it by PID (set by internal/lab; see StartDaemon).
+	Track func(pid int) error
+
 	// Outputs.
 	Gateway string              // pods' default gateway
 	Paths   map[string]Endpoint // filled by the mode (DefaultPaths if left empty)
@@ -140,14 +146,30 @@ func Names() []string {
 	return n
 }
 
-// Available returns nil if the kernel has every feature the mode needs.
+// Available returns nil if the kernel has every feature the mode needs (and,
+// for modes that also need programs, those are installed).
 func Available(m Mode) error {
 	for _, f := range m.Requires() {
 		if err := kernel.Check(f); err != nil {
 			return err
 		}
 	}
+	if u, ok := m.(Usable); ok {
+		return u.Usable()
+	}
 	return nil
+}
+
+// Usable is implemented by modes whose availability depends on more than
+// kernel features (installed programs, a datapath).
+type Usable interface {
+	Usable() error
+}
+
+// Detailed is implemented by modes that say how they will be built on this
+// machine (doctor shows it, e.g. which Open vSwitch datapath).
+type Detailed interface {
+	Detail() string
 }
 
 // Option documents one mode option (scenario `options:` / `--option k=v`).
