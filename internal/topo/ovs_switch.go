@@ -187,8 +187,10 @@ func waitLink(h *netlink.Handle, name string, timeout time.Duration) (netlink.Li
 // ovsOptions are the options both same-host ovs modes take.
 func ovsOptions() []Option {
 	return []Option{
-		{Name: "datapath", Default: "auto", Help: "auto (kernel if the openvswitch module exists, else netdev), system or netdev"},
-		{Name: "userspace_tso", Default: "off", Help: "netdev only: on = OVS userspace TSO (64 KB segments through vswitchd, offloads left on); off = TX checksum offload off on veths (DESIGN.md)"},
+		{Name: "datapath", Default: "auto", Help: "auto (kernel if the openvswitch module exists, else netdev), system or netdev",
+			Check: func(v string) error { _, err := ChooseDatapath(v); return err }},
+		{Name: "userspace_tso", Default: "off", Help: "netdev only: on = OVS userspace TSO (64 KB segments through vswitchd, offloads left on); off = TX checksum offload off on veths (DESIGN.md)",
+			Check: OnOff},
 	}
 }
 
