@@ -25,6 +25,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		modes, tests, paths         []string
 		eng, file, out, rate, cidr  string
+		reportDir                   string
 		dur                         time.Duration
 		repeat, warmup, streams, sz int
 		pods                        int
@@ -43,7 +44,7 @@ iperf3; modes this kernel lacks are listed as skipped with the reason.
 Examples:
   vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
-  vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -143,6 +144,9 @@ Examples:
 			if err := checkPrograms(spec); err != nil {
 				return err
 			}
+			if err := checkReportDir(reportDir); err != nil {
+				return err
+			}
 			if spec.Pods == nil {
 				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR)
 				if err != nil {
@@ -170,6 +174,11 @@ Examples:
 					return werr
 				}
 				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
+			}
+			if reportDir != "" {
+				if rerr := writeReport(reportDir, res); rerr != nil {
+					return fmt.Errorf("--report %s: %w", reportDir, rerr)
+				}
 			}
 			if err != nil {
 				return err
@@ -202,6 +211,7 @@ Examples:
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
 	return cmd
 }
 
