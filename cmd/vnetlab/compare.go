@@ -71,7 +71,11 @@ Examples:
 						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.Key, d.Pct, d.P))
 					}
 				}
-				return fmt.Errorf("%d cells regressed by more than %g%%: %s", len(reg), threshold, strings.Join(names, ", "))
+				noun := "cells"
+				if len(reg) == 1 {
+					noun = "cell"
+				}
+				return fmt.Errorf("%d %s regressed by more than %g%%: %s", len(reg), noun, threshold, strings.Join(names, ", "))
 			}
 			fmt.Fprintf(os.Stderr, "no cell got significantly worse by more than %g%%\n", threshold)
 			return nil
