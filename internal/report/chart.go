@@ -158,6 +158,8 @@ func (c *BarChart) layout() *scene {
 				add(shape{kind: "line", x: hi, y: cy - 5, x2: hi, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
 				end = math.Max(end, hi)
 			}
+			// A white backing keeps the value readable over grid and ceiling lines.
+			add(shape{kind: "rect", x: end + 4, y: cy - 7, w: textWidth(fmtValue(b.Value), 11) + 4, h: 14, fill: "#ffffff"})
 			add(shape{kind: "text", x: end + 6, y: cy + 4, text: fmtValue(b.Value), size: 11, anchor: "start", fill: "#222"})
 			y += barHeight + barGap
 		}

@@ -136,6 +136,11 @@ func TestSeedVerdict(t *testing.T) {
 	if _, v, _ := seedVerdict(base, base, 77.0/66); v != "disagrees (ours 1.00 vs seed 1.17)" {
 		t.Errorf("ratio 1.00 vs seed 1.17: got %q", v)
 	}
+	// A CI that holds both 1.00 and the seed's ratio agrees only weakly.
+	wide := cellWith("bridge", 6, 14, 10, 11.7, 8)
+	if _, v, _ := seedVerdict(wide, base, 77.0/66); v != "agrees, weakly: our CI also holds 1.00 (no difference)" {
+		t.Errorf("wide CI: got %q", v)
+	}
 	// One sample a side: no CI, so ±5% decides.
 	one, b1 := cellWith("macvlan", 10.3), cellWith("veth-routed", 10)
 	if ours, v, _ := seedVerdict(one, b1, 1.0); v != "agrees" || !strings.Contains(ours, "no CI") {

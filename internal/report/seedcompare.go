@@ -69,7 +69,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 		sv.Baseline = fmt.Sprintf("ratios are to the seed's \"%s\" (%s %s) and to our %s (%s %s)",
 			baseRow.What, fmtValue(baseRow.Value), t.Unit, cellName(base), fmtValue(base.Median), base.Unit)
 	}
-	counts := map[string]int{}
+	counts, weak := map[string]int{}, 0
 	for i, r := range t.Rows {
 		rv := SeedRowView{What: r.What, SeedValue: fmtValue(r.Value), SeedRatio: fmt.Sprintf("%.2f", r.Value/baseRow.Value), Note: r.Note}
 		c := matched[i]
@@ -99,11 +99,18 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 			}
 		}
 		counts[rv.Class]++
+		if strings.HasPrefix(rv.Verdict, "agrees, weakly") {
+			weak++
+		}
 		sv.Rows = append(sv.Rows, rv)
 	}
 	var sum []string
 	if n := counts["agree"]; n > 0 {
-		sum = append(sum, fmt.Sprintf("%d agree", n))
+		a := fmt.Sprintf("%d agree", n)
+		if weak > 0 {
+			a += fmt.Sprintf(" (%d only weakly: too noisy to tell a difference)", weak)
+		}
+		sum = append(sum, a)
 	}
 	if n := counts["disagree"]; n > 0 {
 		sum = append(sum, fmt.Sprintf("%d disagree", n))
@@ -128,7 +135,13 @@ func seedVerdict(c, base *results.Cell, seedRatio float64) (ours, verdict, class
 	}
 	// Compare at the two decimals shown, so a printed match never reads as a disagreement.
 	sr := math.Round(seedRatio*100) / 100
-	if sr >= math.Round(lo*100)/100 && sr <= math.Round(hi*100)/100 {
+	in := func(x float64) bool { return x >= math.Round(lo*100)/100 && x <= math.Round(hi*100)/100 }
+	if in(sr) {
+		// An interval wide enough to hold both "no difference" and a seed
+		// difference agrees with anything: say so.
+		if math.Abs(sr-1) >= seedTolerance && in(1) {
+			return ours, "agrees, weakly: our CI also holds 1.00 (no difference)", "agree"
+		}
 		return ours, "agrees", "agree"
 	}
 	return ours, fmt.Sprintf("disagrees (ours %.2f vs seed %.2f)", r, seedRatio), "disagree"
