@@ -141,6 +141,9 @@ func TestSeedVerdict(t *testing.T) {
 	if _, v, _ := seedVerdict(wide, base, 77.0/66); v != "agrees, weakly: our CI also holds 1.00 (no difference)" {
 		t.Errorf("wide CI: got %q", v)
 	}
+	if _, v, _ := seedVerdict(wide, base, 1.0); v != "agrees, weakly: our CI is too wide to tell" {
+		t.Errorf("wide CI, seed 1.00: got %q", v)
+	}
 	// One sample a side: no CI, so ±5% decides.
 	one, b1 := cellWith("macvlan", 10.3), cellWith("veth-routed", 10)
 	if ours, v, _ := seedVerdict(one, b1, 1.0); v != "agrees" || !strings.Contains(ours, "no CI") {

@@ -12,6 +12,10 @@ import (
 // no confidence interval (fewer than two samples on a side).
 const seedTolerance = 0.05
 
+// maxUsefulCISpread: a CI whose high end is more than 1.5 times its low end
+// (wider than about ±20%) cannot tell the seeds' differences apart.
+const maxUsefulCISpread = 1.5
+
 // SeedView is one seed table beside this run.
 type SeedView struct {
 	Table    *SeedTable
@@ -27,6 +31,7 @@ type SeedRowView struct {
 	Ours, OurValue, OurRatio   string
 	Verdict                    string
 	Class                      string // agree, disagree, baseline, none
+	Weak                       bool   // agrees only because our CI is wide
 	Note                       string
 }
 
@@ -100,6 +105,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 		}
 		counts[rv.Class]++
 		if strings.HasPrefix(rv.Verdict, "agrees, weakly") {
+			rv.Weak = true
 			weak++
 		}
 		sv.Rows = append(sv.Rows, rv)
@@ -108,7 +114,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 	if n := counts["agree"]; n > 0 {
 		a := fmt.Sprintf("%d agree", n)
 		if weak > 0 {
-			a += fmt.Sprintf(" (%d only weakly: too noisy to tell a difference)", weak)
+			a += fmt.Sprintf(" (%d only weakly: our interval is too wide to test the seed)", weak)
 		}
 		sum = append(sum, a)
 	}
@@ -141,6 +147,9 @@ func seedVerdict(c, base *results.Cell, seedRatio float64) (ours, verdict, class
 		// difference agrees with anything: say so.
 		if math.Abs(sr-1) >= seedTolerance && in(1) {
 			return ours, "agrees, weakly: our CI also holds 1.00 (no difference)", "agree"
+		}
+		if lo > 0 && hi/lo > maxUsefulCISpread {
+			return ours, "agrees, weakly: our CI is too wide to tell", "agree"
 		}
 		return ours, "agrees", "agree"
 	}
