@@ -25,6 +25,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		modes, tests, paths         []string
 		eng, file, out, rate, cidr  string
+		reportDir                   string
 		dur                         time.Duration
 		repeat, warmup, streams, sz int
 		pods, nodes                 int
@@ -51,7 +52,7 @@ Examples:
   vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
-  vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -181,6 +182,9 @@ Examples:
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
+			if err := checkReportDir(reportDir); err != nil {
+				return err
+			}
 			if spec.Pods == nil {
 				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR, spec.Nodes)
 				if err != nil {
@@ -212,6 +216,11 @@ Examples:
 					return werr
 				}
 				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
+			}
+			if reportDir != "" {
+				if rerr := writeReport(reportDir, res); rerr != nil {
+					return fmt.Errorf("--report %s: %w", reportDir, rerr)
+				}
 			}
 			if err != nil {
 				return err
@@ -249,6 +258,7 @@ Examples:
 	f.StringVar(&baseline, "baseline", "", "mode every cell is compared with (default: the first of --modes)")
 	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
 	return cmd
 }
 
