@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
@@ -21,3 +22,5 @@ require (
 	github.com/stretchr/testify v1.11.1 // indirect
 	golang.org/x/text v0.23.0 // indirect
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go
