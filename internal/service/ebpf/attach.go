@@ -265,11 +265,34 @@ func (p *Plane) detach(ep Endpoint) error {
 			errs = append(errs, err)
 		}
 	}
-	// tcx: a pinned link with no other reference is detached when unpinned.
+	if ep.Hook == HookTCX {
+		// Detach explicitly: dropping the pin alone detaches only after
+		// bpffs frees the inode (an RCU grace period later).
+		for _, name := range []string{"from_pod", "to_pod"} {
+			if err := detachTCX(filepath.Join(dir, name)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+func detachTCX(pin string) error {
+	l, err := link.LoadPinnedLink(pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open link %s: %w", pin, err)
+	}
+	defer l.Close()
+	if err := l.Detach(); err != nil {
+		return fmt.Errorf("detach %s: %w", pin, err)
+	}
+	return nil
 }
 
 func detachTC(ep Endpoint) error {
