@@ -31,17 +31,20 @@ import (
 
 const testPort = 5201
 
-// testLab is a veth-routed lab with pods a, b, c, d and an echo server in
-// each pod (TCP and UDP on testPort) that answers "<pod> <peer address>".
+// testLab is a veth-routed lab with pods a, b, c, d and, if asked, an echo
+// server in each pod (TCP and UDP on testPort) that answers "<pod> <peer>".
 type testLab struct {
 	st      *lab.State
 	journal func(path string)
 }
 
-func upLab(t *testing.T, name string) *testLab {
+func upLab(t *testing.T, name string, echo bool) *testLab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, eBPF)")
+	}
+	if Root != lab.BPFRoot {
+		t.Fatalf("pin root %s is not internal/lab's %s: teardown would miss the pins", Root, lab.BPFRoot)
 	}
 	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR)
 	if err != nil {
@@ -63,7 +66,9 @@ func upLab(t *testing.T, name string) *testLab {
 	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
 	t.Cleanup(l.Release)
 	for _, p := range l.State.Pods {
-		serve(t, p.NS, p.Name)
+		if echo {
+			serve(t, p.NS, p.Name)
+		}
 	}
 	return tl
 }
@@ -321,7 +326,7 @@ func countAttached(t *testing.T, tl *testLab, pod string, pl Placement) int {
 // through the clusterIP reach pod-a and the replies carry the clusterIP;
 // pod-a reaching its own service (hairpin) works.
 func TestClusterIPOnLab(t *testing.T) {
-	tl := upLab(t, "bpc")
+	tl := upLab(t, "bpc", true)
 	p := openPlane(t, tl)
 	a := tl.addr("pod-a")
 	for _, proto := range []Proto{TCP, UDP} {
@@ -406,7 +411,7 @@ func TestClusterIPOnLab(t *testing.T) {
 // Plane (a later CLI process) changes the running lab through the pins; a
 // service deleted under a running stream breaks nothing else.
 func TestBackendsPinsAndDelete(t *testing.T) {
-	tl := upLab(t, "bpb")
+	tl := upLab(t, "bpb", true)
 	p1 := openPlane(t, tl)
 	b := tl.pod("pod-b")
 	attach(t, tl, p1, "pod-b", InPod)
