@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	actOK   = 0 // TC_ACT_OK
-	actShot = 2 // TC_ACT_SHOT
+	actOK   = 0xffffffff // TC_ACT_UNSPEC (-1): pass on to the next program, or the stack
+	actShot = 2          // TC_ACT_SHOT
 )
 
 var (
@@ -75,7 +75,7 @@ func run(t *testing.T, prog *ebpf.Program, in []byte) (uint32, []byte) {
 func mustOK(t *testing.T, ret uint32) {
 	t.Helper()
 	if ret != actOK {
-		t.Fatalf("return code %d, want TC_ACT_OK", ret)
+		t.Fatalf("return code %d, want TC_ACT_UNSPEC (pass on)", int32(ret))
 	}
 }
 
