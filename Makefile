@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test bench-up clean-labs
+.PHONY: build deps demo test bench-up clean-labs generate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vnetlab ./cmd/vnetlab
@@ -31,3 +31,8 @@ bench-up: build
 
 clean-labs: build
 	./bin/vnetlab clean
+
+# Recompiles bpf/*.c into the committed internal/service/ebpf/service_bpfel.{go,o}
+# (needs clang 14 and libbpf-dev; building vnetlab itself does not).
+generate:
+	$(GO) generate ./internal/service/ebpf
