@@ -522,10 +522,13 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_from_pod: packets leaving a pod. */
-static __always_inline int lb_from_pod(struct __sk_buff *skb)
+/* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
+ * program that also routes, like host.h's, parses once). p describes the
+ * packet as it was: the caller compares p->daddr with the header afterwards
+ * to learn whether the destination was translated. */
+static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *pp)
 {
-	struct lb_pkt p;
+	struct lb_pkt p = *pp;
 	struct lb_svc_key sk = {};
 	struct lb_ct_key fk = {};
 	struct lb_svc *svc;
@@ -533,8 +536,6 @@ static __always_inline int lb_from_pod(struct __sk_buff *skb)
 	struct lb_backend be;
 	__u8 hairpin;
 
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
 	if (p.proto == IPPROTO_ICMP) {
 		/* A hairpinned pod's error about its own flow goes the reply way. */
 		if (p.daddr == LB_HAIRPIN_IP)
@@ -639,28 +640,46 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_to_pod: packets arriving at a pod. */
-static __always_inline int lb_to_pod(struct __sk_buff *skb)
+/* lb_from_pod: packets leaving a pod. */
+static __always_inline int lb_from_pod(struct __sk_buff *skb)
 {
 	struct lb_pkt p;
-	struct lb_ct *ct;
-	struct lb_ct_key rk = {};
 
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_OK;
-	if (p.proto == IPPROTO_ICMP)
-		return lb_icmp_rnat(skb, &p);
-	rk.saddr = p.saddr;
-	rk.daddr = p.daddr;
-	rk.sport = p.sport;
-	rk.dport = p.dport;
-	rk.proto = p.proto;
+	return lb_from_pod_pkt(skb, &p);
+}
+
+/* lb_to_pod_pkt: packets arriving at a pod (or replies leaving their
+ * backend, for host routing), already parsed by lb_parse. */
+static __always_inline int lb_to_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *p)
+{
+	struct lb_ct *ct;
+	struct lb_ct_key rk = {};
+
+	if (p->proto == IPPROTO_ICMP)
+		return lb_icmp_rnat(skb, p);
+	rk.saddr = p->saddr;
+	rk.daddr = p->daddr;
+	rk.sport = p->sport;
+	rk.dport = p->dport;
+	rk.proto = p->proto;
 	rk.dir = LB_CT_REV;
 	ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
 	if (!ct)
 		return TC_ACT_OK;
-	lb_frag_remember(&p);
-	return lb_rnat(skb, &p, ct);
+	lb_frag_remember(p);
+	return lb_rnat(skb, p, ct);
+}
+
+/* lb_to_pod: packets arriving at a pod. */
+static __always_inline int lb_to_pod(struct __sk_buff *skb)
+{
+	struct lb_pkt p;
+
+	if (lb_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	return lb_to_pod_pkt(skb, &p);
 }
 
 #endif /* VNETLAB_LB_H */

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* service.c: vnetlab's Service data plane as two tc programs (lb.h has the logic). */
+/* service.c: vnetlab's Service data plane as tc programs (lb.h has the
+ * translation, host.h the delivery to pods). */
 #include "lb.h"
+#include "host.h"
 
 /* A packet passed or translated goes on to the next program on the hook
  * (tcx: TCX_NEXT; cls_bpf: the next filter), or to the stack when there is
@@ -10,11 +12,21 @@ static __always_inline int lb_verdict(int ret)
 	return ret == TC_ACT_OK ? TC_ACT_UNSPEC : ret;
 }
 
-/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress. */
+/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress.
+ * A translated packet whose backend is a sibling on the same L2 segment
+ * (macvlan-ebpf) is addressed to the backend's MAC: it never crosses the node. */
 SEC("tc")
 int from_pod(struct __sk_buff *skb)
 {
-	return lb_verdict(lb_from_pod(skb));
+	struct lb_pkt p;
+	int ret;
+
+	if (lb_parse(skb, &p) != LB_GO)
+		return TC_ACT_UNSPEC;
+	ret = lb_from_pod_pkt(skb, &p);
+	if (ret == TC_ACT_OK)
+		pod_set_dmac(skb, p.daddr);
+	return lb_verdict(ret);
 }
 
 /* Packets arriving at a pod: pod eth0 ingress, or the node-side veth's egress. */
@@ -22,6 +34,15 @@ SEC("tc")
 int to_pod(struct __sk_buff *skb)
 {
 	return lb_verdict(lb_to_pod(skb));
+}
+
+/* veth-ebpf: the node end of a pod's veth, ingress. Service translation,
+ * then bpf_redirect_peer into the destination pod (TC_ACT_REDIRECT), or on
+ * to the node's stack. Its egress carries to_pod. */
+SEC("tc")
+int host_from_pod(struct __sk_buff *skb)
+{
+	return lb_verdict(host_from_pod_route(skb));
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

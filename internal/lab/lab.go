@@ -167,7 +167,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	}
 
 	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: topo.NthIP(underlay, extIPIndex),
-		StateDir: labDir(spec.Name), Track: l.trackProc}
+		StateDir: labDir(spec.Name), Track: l.trackProc, TrackPin: func(p string) error { return l.journal.Record(KindPin, p) }}
 	var err error
 	if env.Ext, err = openNS(st.Ext); err != nil {
 		return err

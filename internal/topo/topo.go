@@ -81,6 +81,9 @@ type Env struct {
 	// Track journals a process the mode started and leaves running, so that
 	// down and clean stop it by PID (set by internal/lab; see StartDaemon).
 	Track func(pid int) error
+	// TrackPin journals a bpffs path a mode pinned (eBPF modes), so that
+	// down and clean remove it.
+	TrackPin func(path string) error
 
 	// Outputs.
 	Gateway string              // pods' default gateway

@@ -31,15 +31,19 @@ const (
 	// NodeSide: on the node end of the pod's veth: from_pod at ingress,
 	// to_pod at egress (Cilium's place; the pod's namespace is untouched).
 	NodeSide Placement = "node"
+	// Routed: NodeSide plus host routing (mode veth-ebpf): host_from_pod at
+	// ingress translates, then delivers packets for pods in the lab's route
+	// map with bpf_redirect_peer; to_pod at egress. See hostroute.go.
+	Routed Placement = "routed"
 )
 
-// ParsePlacement reads "pod" or "node".
+// ParsePlacement reads "pod", "node" or "routed".
 func ParsePlacement(s string) (Placement, error) {
 	switch Placement(s) {
-	case InPod, NodeSide:
+	case InPod, NodeSide, Routed:
 		return Placement(s), nil
 	}
-	return "", fmt.Errorf("placement %q: want pod (the pod's eth0) or node (the node end of its veth)", s)
+	return "", fmt.Errorf("placement %q: want pod (the pod's eth0), node (the node end of its veth) or routed (node end, with host routing)", s)
 }
 
 // Hook is how programs are attached.
@@ -150,11 +154,15 @@ func (p *Plane) AttachEndpoint(ns, ifname string, pl Placement) (Endpoint, error
 		return Endpoint{}, err
 	}
 	from, to := hooks(pl)
+	fromProg := p.objs.FromPod
+	if pl == Routed {
+		fromProg = p.objs.HostFromPod
+	}
 	progs := []struct {
 		name string
 		prog *ebpf.Program
 		at   ebpf.AttachType
-	}{{"from_pod", p.objs.FromPod, from}, {"to_pod", p.objs.ToPod, to}}
+	}{{"from_pod", fromProg, from}, {"to_pod", p.objs.ToPod, to}}
 	for _, pr := range progs {
 		pin := filepath.Join(dir, pr.name)
 		var err error
@@ -260,6 +268,9 @@ func (p *Plane) DetachEndpoint(ns, ifname string) error {
 func (p *Plane) detach(ep Endpoint) error {
 	dir := filepath.Join(p.epRoot(), epDirName(ep.NS, ep.Ifname, ep.Placement, ep.Hook))
 	var errs []error
+	if err := p.delRoutesOf(ep); err != nil {
+		errs = append(errs, err)
+	}
 	if ep.Hook == HookTC {
 		if err := detachTC(ep); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -77,18 +77,28 @@ type serviceLbSvcKey struct {
 	Pad   uint8
 }
 
+type servicePodRoute struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Mac     [6]uint8
+	NodeMac [6]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	serviceMapLbBackends  = "lb_backends"
-	serviceMapLbConntrack = "lb_conntrack"
-	serviceMapLbFrags     = "lb_frags"
-	serviceMapLbMeta      = "lb_meta"
-	serviceMapLbServices  = "lb_services"
-	serviceMapLbStats     = "lb_stats"
-	serviceProgFromPod    = "from_pod"
-	serviceProgToPod      = "to_pod"
+	serviceMapHostStats    = "host_stats"
+	serviceMapLbBackends   = "lb_backends"
+	serviceMapLbConntrack  = "lb_conntrack"
+	serviceMapLbFrags      = "lb_frags"
+	serviceMapLbMeta       = "lb_meta"
+	serviceMapLbServices   = "lb_services"
+	serviceMapLbStats      = "lb_stats"
+	serviceMapPodRoutes    = "pod_routes"
+	serviceProgFromPod     = "from_pod"
+	serviceProgHostFromPod = "host_from_pod"
+	serviceProgToPod       = "to_pod"
 )
 
 // loadService returns the embedded CollectionSpec for service.
@@ -133,20 +143,23 @@ type serviceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceProgramSpecs struct {
-	FromPod *ebpf.ProgramSpec `ebpf:"from_pod"`
-	ToPod   *ebpf.ProgramSpec `ebpf:"to_pod"`
+	FromPod     *ebpf.ProgramSpec `ebpf:"from_pod"`
+	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
+	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
 }
 
 // serviceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceMapSpecs struct {
+	HostStats   *ebpf.MapSpec `ebpf:"host_stats"`
 	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.MapSpec `ebpf:"lb_frags"`
 	LbMeta      *ebpf.MapSpec `ebpf:"lb_meta"`
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
+	PodRoutes   *ebpf.MapSpec `ebpf:"pod_routes"`
 }
 
 // serviceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -175,22 +188,26 @@ func (o *serviceObjects) Close() error {
 //
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type serviceMaps struct {
+	HostStats   *ebpf.Map `ebpf:"host_stats"`
 	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
 	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.Map `ebpf:"lb_frags"`
 	LbMeta      *ebpf.Map `ebpf:"lb_meta"`
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
+	PodRoutes   *ebpf.Map `ebpf:"pod_routes"`
 }
 
 func (m *serviceMaps) Close() error {
 	return _ServiceClose(
+		m.HostStats,
 		m.LbBackends,
 		m.LbConntrack,
 		m.LbFrags,
 		m.LbMeta,
 		m.LbServices,
 		m.LbStats,
+		m.PodRoutes,
 	)
 }
 
@@ -204,13 +221,15 @@ type serviceVariables struct {
 //
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type servicePrograms struct {
-	FromPod *ebpf.Program `ebpf:"from_pod"`
-	ToPod   *ebpf.Program `ebpf:"to_pod"`
+	FromPod     *ebpf.Program `ebpf:"from_pod"`
+	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
+	ToPod       *ebpf.Program `ebpf:"to_pod"`
 }
 
 func (p *servicePrograms) Close() error {
 	return _ServiceClose(
 		p.FromPod,
+		p.HostFromPod,
 		p.ToPod,
 	)
 }

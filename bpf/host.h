@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * host.h: delivering a pod's packets without the node's IP stack.
+ *
+ * pod_routes maps a pod's IPv4 address to how it is reached:
+ *
+ *   - veth-ebpf (Cilium's "BPF host routing"): ifindex is the node end of
+ *     the pod's veth. host_route() at the node end of the *sender's* veth
+ *     (tc ingress) decrements the TTL, rewrites the MACs as the node's
+ *     router would (destination: the pod's eth0; source: the node end of
+ *     its veth) and calls bpf_redirect_peer(ifindex): the packet goes
+ *     straight to the ingress of the destination pod's eth0, with no
+ *     routing, netfilter or backlog queue in the node.
+ *   - macvlan-ebpf: ifindex is 0, the pod is a sibling on the same macvlan
+ *     parent. pod_set_dmac() puts its MAC on a packet whose destination the
+ *     Service translation changed, so the macvlan delivers it to the
+ *     backend pod directly (instead of to the node's gateway shim).
+ *
+ * Everything else (the node, the outside world, unknown addresses, TTL
+ * about to expire, non-IPv4) goes to the node's stack as before.
+ */
+#ifndef VNETLAB_HOST_H
+#define VNETLAB_HOST_H
+
+#include "lb.h"
+
+#define HOST_MAX_PODS (1 << 16)
+
+struct pod_route {
+	__u32 ifindex;    /* node end of the pod's veth (0: same L2 segment) */
+	__u8 mac[6];      /* the pod's interface */
+	__u8 node_mac[6]; /* the node end of its veth: source of delivered frames */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HOST_MAX_PODS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32); /* the pod's IPv4 address */
+	__type(value, struct pod_route);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} pod_routes SEC(".maps");
+
+enum {
+	HOST_STAT_REDIRECT = 0, /* delivered with bpf_redirect_peer */
+	HOST_STAT_STACK = 1,    /* not a pod here: left to the node's stack */
+	HOST_STAT_TTL = 2,      /* TTL would expire: left to the stack (ICMP time exceeded) */
+	HOST_STAT_L2 = 3,       /* destination MAC set to a translated packet's backend */
+	HOST_STAT_MAX = 4,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HOST_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} host_stats SEC(".maps");
+
+static __always_inline void host_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&host_stats, &what);
+	if (v)
+		*v += 1;
+}
+
+#define IP_TTL_OFF (IP_OFF + 8)
+
+/* host_route: deliver an IPv4 packet to a pod of this node with
+ * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK). */
+static __always_inline int host_route(struct __sk_buff *skb)
+{
+	struct iphdr ip;
+	struct pod_route *r;
+	__be16 old_word, new_word;
+	__u8 macs[12];
+
+	if (skb->protocol != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	if (bpf_skb_load_bytes(skb, IP_OFF, &ip, sizeof(ip)) < 0 || ip.version != 4 || ip.ihl < 5)
+		return TC_ACT_OK;
+	r = bpf_map_lookup_elem(&pod_routes, &ip.daddr);
+	if (!r || !r->ifindex) {
+		host_count(HOST_STAT_STACK);
+		return TC_ACT_OK;
+	}
+	if (ip.ttl <= 1) {
+		host_count(HOST_STAT_TTL);
+		return TC_ACT_OK;
+	}
+	/* TTL - 1, as the node's forwarding would do. The header checksum sees
+	 * TTL and protocol as one 16-bit word. */
+	old_word = *(__be16 *)&ip.ttl;
+	ip.ttl--;
+	new_word = *(__be16 *)&ip.ttl;
+	if (bpf_l3_csum_replace(skb, IP_CSUM_OFF, old_word, new_word, sizeof(new_word)) < 0 ||
+	    bpf_skb_store_bytes(skb, IP_TTL_OFF, &ip.ttl, 1, 0) < 0)
+		goto fail;
+	__builtin_memcpy(macs, r->mac, 6);
+	__builtin_memcpy(macs + 6, r->node_mac, 6);
+	if (bpf_skb_store_bytes(skb, 0, macs, sizeof(macs), 0) < 0)
+		goto fail;
+	host_count(HOST_STAT_REDIRECT);
+	return bpf_redirect_peer(r->ifindex, 0);
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* pod_set_dmac: after a translation changed the destination (before: the
+ * address lb_parse saw), address the frame to the new destination's MAC
+ * when it is a pod on the same L2 segment (macvlan-ebpf). */
+static __always_inline void pod_set_dmac(struct __sk_buff *skb, __be32 before)
+{
+	struct pod_route *r;
+	__be32 daddr;
+
+	if (bpf_skb_load_bytes(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0 || daddr == before)
+		return;
+	r = bpf_map_lookup_elem(&pod_routes, &daddr);
+	if (!r || r->ifindex)
+		return;
+	if (bpf_skb_store_bytes(skb, 0, r->mac, 6, 0) == 0)
+		host_count(HOST_STAT_L2);
+}
+
+/* host_from_pod_route: the node end of a pod's veth, tc ingress (veth-ebpf).
+ * Service translation first (a clusterIP costs one more hash lookup, no
+ * extra hop), then the reverse translation of replies leaving a backend:
+ * redirect_peer skips the client's veth, where to_pod would have done it.
+ * Then delivery. */
+static __always_inline int host_from_pod_route(struct __sk_buff *skb)
+{
+	struct lb_pkt p;
+	__be32 daddr;
+	int ret;
+
+	if (lb_parse(skb, &p) == LB_GO) {
+		ret = lb_from_pod_pkt(skb, &p);
+		if (ret != TC_ACT_OK)
+			return ret;
+		if (bpf_skb_load_bytes(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0)
+			return TC_ACT_OK;
+		if (daddr == p.daddr) {
+			ret = lb_to_pod_pkt(skb, &p);
+			if (ret != TC_ACT_OK)
+				return ret;
+		}
+	}
+	return host_route(skb);
+}
+
+#endif /* VNETLAB_HOST_H */
