@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/topo"
@@ -460,7 +461,15 @@ func teardown(name string, say Progress) error {
 		}
 	}
 	_ = os.RemoveAll(filepath.Join(BPFRoot, name))
-	// 3. namespaces, after stopping any process still living inside them.
+	// 3. cgroups: their processes (vnetlab's clients) stopped, then rmdir.
+	for _, e := range entries {
+		if e.kind == KindCgroup {
+			if err := cgroup.Remove(e.value); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	// 4. namespaces, after stopping any process still living inside them.
 	seen := map[string]bool{}
 	var nss []string
 	for _, e := range entries {
@@ -530,6 +539,7 @@ type CleanReport struct {
 	Orphans    []string `json:"orphan_namespaces_removed"`
 	Busy       []string `json:"labs_in_use_skipped"`
 	PinsPruned []string `json:"pins_removed"`
+	Cgroups    []string `json:"orphan_cgroups_removed,omitempty"`
 	Errors     []string `json:"errors,omitempty"`
 }
 
@@ -585,6 +595,22 @@ func Clean(say Progress) (*CleanReport, error) {
 			continue
 		}
 		rep.Orphans = append(rep.Orphans, e.Name())
+	}
+	cgs, _ := cgroup.Labs()
+	for _, cg := range cgs {
+		if live[cg] {
+			continue
+		}
+		if _, err := os.Stat(labDir(cg)); err == nil {
+			continue // a lab that is still there (its teardown failed above)
+		}
+		if path, err := cgroup.LabPath(cg); err == nil {
+			if err := cgroup.Remove(path); err != nil {
+				rep.Errors = append(rep.Errors, err.Error())
+			} else {
+				rep.Cgroups = append(rep.Cgroups, cg)
+			}
+		}
 	}
 	pins, _ := os.ReadDir(BPFRoot)
 	for _, p := range pins {

@@ -172,6 +172,9 @@ const (
 	KindNetns = "netns" // a namespace name
 	KindProc  = "proc"  // "PID STARTTIME": a process vnetlab started and must stop
 	KindPin   = "pin"   // a bpffs path
+	// KindCgroup: a cgroup v2 directory (socket-level Services); removed
+	// once its processes are stopped.
+	KindCgroup = "cgroup"
 )
 
 func openJournal(name string) (*Journal, error) {

@@ -28,15 +28,36 @@ func Command(ctx context.Context, ns string, name string, args ...string) *Cmd {
 // Cmd is an exec.Cmd bound to a namespace.
 type Cmd struct {
 	*exec.Cmd
-	NS string
+	NS     string
+	cgroup *os.File
 }
 
 // Detach lets the process outlive vnetlab (for lab daemons recorded in the journal).
 func (c *Cmd) Detach() { c.SysProcAttr.Pdeathsig = 0 }
 
+// InCgroup makes the process start inside a cgroup v2 directory (clone3
+// with CLONE_INTO_CGROUP: it never runs a single instruction elsewhere),
+// e.g. a lab's cgroup, where socket-level Service programs act.
+func (c *Cmd) InCgroup(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	if c.cgroup != nil {
+		c.cgroup.Close()
+	}
+	c.cgroup = f
+	c.SysProcAttr.UseCgroupFD = true
+	c.SysProcAttr.CgroupFD = int(f.Fd())
+	return nil
+}
+
 // Start starts the process inside its namespace: the fork happens from a
 // thread that has entered the namespace, so the child inherits it.
 func (c *Cmd) Start() error {
+	if c.cgroup != nil {
+		defer func() { c.cgroup.Close(); c.cgroup = nil }()
+	}
 	if c.NS == "" {
 		return c.Cmd.Start()
 	}

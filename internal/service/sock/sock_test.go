@@ -1,0 +1,370 @@
+package sock
+
+// Integration tests on real labs (names start with "fa"): clients run as
+// separate processes (this test binary, re-executed: see client_test.go)
+// started straight into the lab's cgroup inside a pod's namespace.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/service/ebpf"
+)
+
+const (
+	port    = 5201
+	svcAddr = "10.96.0.100:5201"
+)
+
+var vip = netip.MustParseAddr("10.96.0.100")
+
+type sockLab struct {
+	l     *lab.Lab
+	p     *Plane
+	cg    string
+	downs func()
+}
+
+func (s *sockLab) pod(name string) lab.PodState {
+	for _, p := range s.l.State.Pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pod " + name)
+}
+
+// upSockLab builds a lab of mode with echo servers in each pod, opens the
+// socket plane and attaches it to the lab's cgroup, journaling everything.
+func upSockLab(t *testing.T, prefix, mode string) *sockLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (namespaces, eBPF, cgroups)")
+	}
+	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)
+	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods}, nil)
+	if err != nil {
+		t.Fatalf("up %s: %v", mode, err)
+	}
+	s := &sockLab{l: l}
+	downed := false
+	s.downs = func() {
+		if downed {
+			return
+		}
+		downed = true
+		if s.p != nil {
+			s.p.Close()
+		}
+		l.Release()
+		if err := lab.Down(name, nil); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	}
+	t.Cleanup(s.downs)
+	for _, p := range l.State.Pods {
+		serve(t, p.NS, p.Name)
+	}
+	// Journal first where possible: the cgroup's path is known before it exists.
+	cg, err := cgroup.LabPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Journal().Record(lab.KindCgroup, cg); err != nil {
+		t.Fatal(err)
+	}
+	s.p, err = Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.p.Created() {
+		_ = l.Journal().Record(lab.KindPin, c)
+	}
+	a, err := s.p.Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range a.Pins {
+		_ = l.Journal().Record(lab.KindPin, pin)
+	}
+	if a.Cgroup != cg || !a.CgroupCreated {
+		t.Fatalf("attachment %+v: want a new cgroup %s", a, cg)
+	}
+	s.cg = cg
+	return s
+}
+
+// serve runs TCP and UDP echo servers in a namespace, answering "<pod> <peer>".
+func serve(t *testing.T, ns, pod string) {
+	t.Helper()
+	var (
+		ln net.Listener
+		pc net.PacketConn
+	)
+	err := nsutil.Do(ns, func() error {
+		var err error
+		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); pc.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				if _, err := r.ReadString('\n'); err != nil {
+					return
+				}
+				fmt.Fprintf(c, "%s %s\n", pod, c.RemoteAddr())
+				_, _ = io.Copy(io.Discard, r)
+			}()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo([]byte(fmt.Sprintf("%s %s\n", pod, from)), from)
+		}
+	}()
+}
+
+// client runs this test binary as a client (client_test.go) in a pod's
+// namespace; inCgroup starts it inside the lab's cgroup.
+func (s *sockLab) client(t *testing.T, pod, how, addr string, inCgroup bool) (clientResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := proc.Command(ctx, s.pod(pod).NS, os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), clientEnv+"="+how, clientAddrEnv+"="+addr)
+	if inCgroup {
+		if err := c.InCgroup(s.cg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := c.Output()
+	var r clientResult
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		if err == nil {
+			err = fmt.Errorf("client output %q: %v", out, jerr)
+		}
+		return r, err
+	}
+	if r.Error != "" {
+		return r, errors.New(r.Error)
+	}
+	if inCgroup && !strings.HasSuffix(r.Cgroup, "/"+cgroup.Sub+"/"+s.l.State.Name) {
+		t.Fatalf("the client ran in cgroup %q, not the lab's", r.Cgroup)
+	}
+	return r, err
+}
+
+func (s *sockLab) addService(t *testing.T, proto ebpf.Proto, backends ...string) {
+	t.Helper()
+	var bs []ebpf.Backend
+	for _, b := range backends {
+		bs = append(bs, ebpf.Backend{IP: netip.MustParseAddr(s.pod(b).IP), Port: port})
+	}
+	if err := s.p.AddService(ebpf.Service{VIP: vip, Port: port, Proto: proto, Backends: bs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSocketServices: on macvlan (where node-side rules never see pod
+// traffic) and veth-routed, with no tc program anywhere: TCP, connected
+// and unconnected UDP through a clusterIP, from processes in the lab's
+// cgroup; the backend sees the client's own address (no NAT on the wire);
+// recvfrom and getpeername say clusterIP; hairpin; three backends; a
+// Service without backends refused; processes outside the cgroup untouched.
+func TestSocketServices(t *testing.T) {
+	for _, mode := range []string{"macvlan", "veth-routed"} {
+		t.Run(mode, func(t *testing.T) {
+			s := upSockLab(t, "fas", mode)
+			s.addService(t, ebpf.TCP, "pod-a")
+			s.addService(t, ebpf.UDP, "pod-a")
+			b, a := s.pod("pod-b"), s.pod("pod-a")
+
+			r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
+			if err != nil || r.Pod != "pod-a" || !strings.HasPrefix(r.SeenAs, b.IP+":") || r.Peer != svcAddr {
+				t.Fatalf("tcp: %+v, %v (want pod-a seeing %s, getpeername %s)", r, err, b.IP, svcAddr)
+			}
+			r, err = s.client(t, "pod-b", "udp", svcAddr, true)
+			if err != nil || r.Pod != "pod-a" || r.From != svcAddr || !strings.HasPrefix(r.SeenAs, b.IP+":") {
+				t.Fatalf("unconnected udp: %+v, %v (want pod-a answering from %s)", r, err, svcAddr)
+			}
+			r, err = s.client(t, "pod-b", "udp-connected", svcAddr, true)
+			if err != nil || r.Pod != "pod-a" || r.Peer != svcAddr {
+				t.Fatalf("connected udp: %+v, %v", r, err)
+			}
+			// Hairpin: the socket connects to its own pod directly.
+			r, err = s.client(t, "pod-a", "tcp", svcAddr, true)
+			if err != nil || r.Pod != "pod-a" || !strings.HasPrefix(r.SeenAs, a.IP+":") || r.Peer != svcAddr {
+				t.Fatalf("hairpin tcp: %+v, %v", r, err)
+			}
+			r, err = s.client(t, "pod-a", "udp", svcAddr, true)
+			if err != nil || r.Pod != "pod-a" || r.From != svcAddr {
+				t.Fatalf("hairpin udp: %+v, %v", r, err)
+			}
+			// Pod IPs are untouched.
+			if r, err = s.client(t, "pod-b", "tcp", a.IP+":5201", true); err != nil || r.Peer != a.IP+":5201" {
+				t.Fatalf("pod IP from the cgroup: %+v, %v", r, err)
+			}
+			// Outside the lab's cgroup nothing is translated: the clusterIP
+			// leads nowhere (it is no address in the lab).
+			if r, err := s.client(t, "pod-b", "tcp", svcAddr, false); err == nil {
+				t.Fatalf("a process outside the lab's cgroup reached the clusterIP: %+v", r)
+			}
+			st, _ := s.p.SockStats()
+			tc, _ := s.p.Stats()
+			t.Logf("socket stats %+v; tc stats %+v", st, tc)
+			if st.Connects != 3 || st.Sends < 2 || st.Reverse < 5 {
+				t.Fatalf("socket stats %+v", st)
+			}
+			if tc.DNAT+tc.RNAT != 0 {
+				t.Fatalf("packets were translated on the wire: %+v", tc)
+			}
+
+			// Three backends all get connections; then no backends: refused.
+			if err := s.p.DelService(vip, port, ebpf.TCP); err != nil {
+				t.Fatal(err)
+			}
+			s.addService(t, ebpf.TCP, "pod-a", "pod-c", "pod-d")
+			hits := map[string]int{}
+			for i := 0; i < 24; i++ {
+				r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
+				if err != nil {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+				hits[r.Pod]++
+			}
+			t.Logf("24 connections over 3 backends: %v", hits)
+			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
+				if hits[p] == 0 {
+					t.Fatalf("backend %s got no connection: %v", p, hits)
+				}
+			}
+			if err := s.p.DelService(vip, port, ebpf.TCP); err != nil {
+				t.Fatal(err)
+			}
+			s.addService(t, ebpf.TCP)
+			if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
+				t.Fatalf("a Service without backends: %+v, %v (want EPERM)", r, err)
+			}
+		})
+	}
+}
+
+// TestSocketServicesLeaveNothing: detach works, and down removes the
+// cgroup, the pins, the links and the programs.
+func TestSocketServicesLeaveNothing(t *testing.T) {
+	s := upSockLab(t, "fax", "macvlan")
+	name := s.l.State.Name
+	var links []link.ID
+	progs := map[cebpf.ProgramID]bool{}
+	for _, h := range []string{"connect4", "sendmsg4", "recvmsg4", "getpeername4"} {
+		l, err := link.LoadPinnedLink(ebpf.PinDir(name)+"/sock/"+h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := l.Info()
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, info.ID)
+		progs[info.Program] = true
+	}
+	if _, err := s.p.Attach(); err == nil {
+		t.Fatal("a second Attach succeeded")
+	}
+	// Detach, and the clusterIP is no longer translated; attach again.
+	s.addService(t, ebpf.TCP, "pod-a")
+	if err := s.p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if s.p.Attached() {
+		t.Fatal("still attached after Detach")
+	}
+	if _, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil {
+		t.Fatal("translated after Detach")
+	}
+	if _, err := s.p.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("after attaching again: %+v, %v", r, err)
+	}
+	// A process left running in the cgroup: down stops it.
+	c := proc.Command(context.Background(), s.pod("pod-b").NS, "sleep", "60")
+	if err := c.InCgroup(s.cg); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go c.Wait()
+	s.downs()
+	if _, err := os.Stat(s.cg); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cgroup %s left after down", s.cg)
+	}
+	if _, err := os.Stat(ebpf.PinDir(name)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pins left in %s", ebpf.PinDir(name))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, id := range links {
+			if l, err := link.NewFromID(id); err == nil {
+				l.Close()
+				left = append(left, fmt.Sprintf("link %d", id))
+			}
+		}
+		for id := range progs {
+			if p, err := cebpf.NewProgramFromID(id); err == nil {
+				p.Close()
+				left = append(left, fmt.Sprintf("program %d", id))
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still in the kernel after down: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
