@@ -82,7 +82,7 @@ func compareCells(o, n *results.Cell) *Delta {
 	}
 	om, nm := median(ov), median(nv)
 	d.Pct = (nm/om - 1) * 100
-	if lo, hi, ok := RatioCI(nv, ov, d.Key+"/compare"); ok {
+	if lo, hi, ok := RatioCI(nv, ov); ok {
 		d.PctLo, d.PctHi, d.HasCI = (lo-1)*100, (hi-1)*100, true
 	}
 	d.P = Significance(ov, nv)

@@ -204,14 +204,14 @@ func TestChartHasBarsAndErrorBars(t *testing.T) {
 
 func TestStats(t *testing.T) {
 	v := []float64{10, 11, 9, 10.5, 9.5, 10.2, 9.8}
-	lo, hi, ok := MedianCI(v, "x")
+	lo, hi, ok := MedianCI(v)
 	if !ok || lo > 10 || hi < 10 || lo < 9 || hi > 11 {
 		t.Errorf("median CI [%v, %v] should hold the median 10 within the data", lo, hi)
 	}
-	if _, _, ok := MedianCI([]float64{1, 2}, "x"); ok {
+	if _, _, ok := MedianCI([]float64{1, 2}); ok {
 		t.Error("a CI from 2 values")
 	}
-	rlo, rhi, ok := RatioCI(v, v, "y")
+	rlo, rhi, ok := RatioCI(v, v)
 	if !ok || rlo > 1 || rhi < 1 {
 		t.Errorf("ratio CI of a set with itself [%v, %v] should hold 1", rlo, rhi)
 	}

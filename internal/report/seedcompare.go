@@ -132,7 +132,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 // seed's ratio lies inside our ratio's 95% CI (or within ±5% without a CI).
 func seedVerdict(c, base *results.Cell, seedRatio float64) (ours, verdict, class string) {
 	r := c.Median / base.Median
-	lo, hi, ok := RatioCI(c.Values(), base.Values(), c.Key()+"/seed/"+base.Key())
+	lo, hi, ok := RatioCI(c.Values(), base.Values())
 	if ok {
 		ours = fmt.Sprintf("%.2f [%.2f, %.2f]", r, lo, hi)
 	} else {

@@ -171,7 +171,7 @@ func cellCI(c *results.Cell) (lo, hi float64, method string, ok bool) {
 		}
 		return c.CI95[0], c.CI95[1], m, true
 	}
-	lo, hi, ok = MedianCI(c.Values(), c.Key())
+	lo, hi, ok = MedianCI(c.Values())
 	return lo, hi, "bootstrap-median (report)", ok
 }
 
@@ -280,7 +280,7 @@ func ratioText(c, ceil *results.Cell) string {
 		return "1 (ceiling)"
 	}
 	s := fmt.Sprintf("%.2f", r)
-	if lo, hi, ok := RatioCI(c.Values(), ceil.Values(), c.Key()+"/ceiling"); ok {
+	if lo, hi, ok := RatioCI(c.Values(), ceil.Values()); ok {
 		s += fmt.Sprintf(" [%.2f, %.2f]", lo, hi)
 	}
 	return s
