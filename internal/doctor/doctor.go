@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -88,8 +89,29 @@ func Run() *Report {
 		r.Programs = append(r.Programs, pr)
 	}
 	r.BPFFS = bpffs()
+	r.Notes = append(r.Notes, ebpfNotes(r)...)
 	r.DefaultRunnable, r.Why = defaultRunnable(r)
 	return r
+}
+
+// ebpfNotes says what the eBPF fast paths change for the node's own tools
+// (Cilium's documentation says the same of its BPF host routing).
+func ebpfNotes(r *Report) []string {
+	var notes []string
+	for _, m := range r.Modes {
+		switch {
+		case m.Name == "veth-ebpf" && m.Available:
+			notes = append(notes, topo.NodeNetfilterNote)
+		case m.Name == "macvlan-ebpf" && m.Available:
+			notes = append(notes, "macvlan-ebpf: clusterIP packets are translated in the client pod and addressed to the backend's MAC: they never reach the node, so its iptables/nftables and conntrack do not see Service traffic either")
+		}
+	}
+	if root, err := cgroup.Root(); err != nil {
+		notes = append(notes, "ebpf-sock (socket-level Services): unavailable: "+err.Error())
+	} else {
+		notes = append(notes, "ebpf-sock (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
+	}
+	return notes
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)

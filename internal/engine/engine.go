@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // Test names, with netperf's meaning.
@@ -55,6 +57,20 @@ type Target struct {
 	ServerNS string
 	ClientNS string
 	Addr     string
+	// ClientCgroup, when set, is the cgroup v2 directory the client process
+	// starts in (socket-level Services act on the lab's cgroup only).
+	ClientCgroup string
+}
+
+// ClientCommand is the client's command, in the target's namespace and cgroup.
+func (tg Target) ClientCommand(ctx context.Context, name string, args ...string) (*proc.Cmd, error) {
+	c := proc.Command(ctx, tg.ClientNS, name, args...)
+	if tg.ClientCgroup != "" {
+		if err := c.InCgroup(tg.ClientCgroup); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Spec is what to measure.

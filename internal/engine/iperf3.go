@@ -62,8 +62,12 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
 	defer cancel()
+	client, err := tg.ClientCommand(cctx, "iperf3", args...)
+	if err != nil {
+		return Result{}, err
+	}
 	MeasureStart(ctx)
-	out, err := proc.Command(cctx, tg.ClientNS, "iperf3", args...).Output()
+	out, err := client.Output()
 	MeasureEnd(ctx)
 	if err != nil {
 		if msg := iperf3Error(out); msg != "" {

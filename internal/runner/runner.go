@@ -126,7 +126,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
 				out.Cells = append(out.Cells, c)
 				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
-					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
+					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 			}
 		}
 	}

@@ -55,6 +55,9 @@ type Endpoint struct {
 	ServerNS string `json:"server_ns"`
 	ClientNS string `json:"client_ns"`
 	Target   string `json:"target"`
+	// ClientCgroup: the client runs in this cgroup v2 directory (the lab's,
+	// for socket-level Services).
+	ClientCgroup string `json:"client_cgroup,omitempty"`
 	// Note explains the path in one line (shown by ls and in reports).
 	Note string `json:"note,omitempty"`
 }

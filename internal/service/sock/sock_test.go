@@ -22,6 +22,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -51,9 +52,10 @@ func (s *sockLab) pod(name string) lab.PodState {
 	panic("no pod " + name)
 }
 
-// upSockLab builds a lab of mode with echo servers in each pod, opens the
+// upSockLab builds a lab of mode (with echo servers in each pod on port
+// 5201, iperf3's, if echo), opens the
 // socket plane and attaches it to the lab's cgroup, journaling everything.
-func upSockLab(t *testing.T, prefix, mode string) *sockLab {
+func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, eBPF, cgroups)")
@@ -84,7 +86,9 @@ func upSockLab(t *testing.T, prefix, mode string) *sockLab {
 	}
 	t.Cleanup(s.downs)
 	for _, p := range l.State.Pods {
-		serve(t, p.NS, p.Name)
+		if echo {
+			serve(t, p.NS, p.Name)
+		}
 	}
 	// Journal first where possible: the cgroup's path is known before it exists.
 	cg, err := cgroup.LabPath(name)
@@ -213,7 +217,7 @@ func (s *sockLab) addService(t *testing.T, proto ebpf.Proto, backends ...string)
 func TestSocketServices(t *testing.T) {
 	for _, mode := range []string{"macvlan", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
-			s := upSockLab(t, "fas", mode)
+			s := upSockLab(t, "fas", mode, true)
 			s.addService(t, ebpf.TCP, "pod-a")
 			s.addService(t, ebpf.UDP, "pod-a")
 			b, a := s.pod("pod-b"), s.pod("pod-a")
@@ -291,7 +295,7 @@ func TestSocketServices(t *testing.T) {
 // TestSocketServicesLeaveNothing: detach works, and down removes the
 // cgroup, the pins, the links and the programs.
 func TestSocketServicesLeaveNothing(t *testing.T) {
-	s := upSockLab(t, "fax", "macvlan")
+	s := upSockLab(t, "fax", "macvlan", true)
 	name := s.l.State.Name
 	var links []link.ID
 	progs := map[cebpf.ProgramID]bool{}
@@ -366,5 +370,31 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 			t.Fatalf("still in the kernel after down: %v", left)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestIperf3ThroughSocketService: the engines' client starts in the lab's
+// cgroup (engine.Target.ClientCgroup) and reaches a clusterIP on macvlan,
+// where nothing but the socket programs could translate it.
+func TestIperf3ThroughSocketService(t *testing.T) {
+	s := upSockLab(t, "fai", "macvlan", false)
+	a := s.pod("pod-a")
+	be := ebpf.Backend{IP: netip.MustParseAddr(a.IP), Port: engine.Iperf3Port}
+	if err := s.p.AddService(ebpf.Service{VIP: vip, Port: engine.Iperf3Port, Proto: ebpf.TCP, Backends: []ebpf.Backend{be}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := engine.Get("iperf3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := engine.Target{ServerNS: a.NS, ClientNS: s.pod("pod-b").NS, Addr: vip.String(), ClientCgroup: s.cg}
+	res, err := d.Run(context.Background(), tg, engine.Spec{Test: engine.TCPStream, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.p.SockStats()
+	t.Logf("iperf3 via %s: %.2f Gbit/s; socket stats %+v", vip, res.Value, st)
+	if res.Value <= 0 || st.Connects < 2 {
+		t.Fatalf("result %+v, socket stats %+v: want iperf3's control and data connections translated", res, st)
 	}
 }
