@@ -33,6 +33,7 @@ clean-labs: build
 	./bin/vnetlab clean
 
 # Recompiles bpf/*.c into the committed internal/service/ebpf/service_bpfel.{go,o}
-# (needs clang 14 and libbpf-dev; building vnetlab itself does not).
+# and internal/service/sock/sock_bpfel.{go,o} (needs clang 14 and libbpf-dev;
+# building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/service/ebpf
+	$(GO) generate ./internal/service/ebpf ./internal/service/sock

@@ -53,8 +53,7 @@ func (s *sockLab) pod(name string) lab.PodState {
 }
 
 // upSockLab builds a lab of mode (with echo servers in each pod on port
-// 5201, iperf3's, if echo), opens the
-// socket plane and attaches it to the lab's cgroup, journaling everything.
+// 5201, iperf3's, if echo) and gives it socket-level Services (Setup).
 func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -90,28 +89,12 @@ func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 			serve(t, p.NS, p.Name)
 		}
 	}
-	// Journal first where possible: the cgroup's path is known before it exists.
-	cg, err := cgroup.LabPath(name)
+	var a Attachment
+	s.p, a, err = Setup(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Journal().Record(lab.KindCgroup, cg); err != nil {
-		t.Fatal(err)
-	}
-	s.p, err = Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range s.p.Created() {
-		_ = l.Journal().Record(lab.KindPin, c)
-	}
-	a, err := s.p.Attach()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pin := range a.Pins {
-		_ = l.Journal().Record(lab.KindPin, pin)
-	}
+	cg, _ := cgroup.LabPath(name)
 	if a.Cgroup != cg || !a.CgroupCreated {
 		t.Fatalf("attachment %+v: want a new cgroup %s", a, cg)
 	}
