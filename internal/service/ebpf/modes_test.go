@@ -160,6 +160,14 @@ func TestVethEBPFLab(t *testing.T) {
 	fwd := iptablesPackets(t, node, "filter", "FORWARD")
 	before, _ := p.HostStats()
 	podTraffic(t, tl)
+	// An ICMP error from the backend (port unreachable) is translated back
+	// at the backend's veth and delivered: the client's socket hears it.
+	if err := p.AddService(Service{VIP: vip, Port: 5301, Proto: UDP, Backends: []Backend{{IP: tl.addr("pod-a"), Port: 5399}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := udpRefused(tl.pod("pod-b").NS, closedAddr); err != nil || !ok {
+		t.Fatalf("udp to a closed backend port: refused=%v, %v", ok, err)
+	}
 	if ttl := pingTTL(t, tl.pod("pod-b").NS, tl.pod("pod-a").IP); ttl != 63 {
 		t.Fatalf("ping pod-b -> pod-a: reply TTL %d, want 63 (64 minus one routing hop)", ttl)
 	}
@@ -178,7 +186,7 @@ func TestVethEBPFLab(t *testing.T) {
 	if hs, _ := p.HostStats(); hs.Stack == after.Stack {
 		t.Fatalf("host stats %+v: traffic to the node and beyond was not left to the stack", hs)
 	}
-	if st, _ := p.Stats(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 || st.Hairpin == 0 {
+	if st, _ := p.Stats(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 || st.Hairpin == 0 || st.ICMP == 0 {
 		t.Fatalf("service stats %+v", st)
 	}
 
