@@ -3,7 +3,8 @@
 //
 //	VNETLAB_BENCH=1 go test -count=1 -v ./internal/service/bench/
 //
-// tcp_stream (iperf3), tcp_rr (sockperf ping-pong, one connection) and tcp_crr (connect, 1 byte each
+// tcp_stream (iperf3), tcp_rr (sockperf ping-pong, one connection, client
+// and server pinned to one CPU: see pin) and tcp_crr (connect, 1 byte each
 // way, close: a Go client process) from pod-b to pod-a, pod IP and
 // clusterIP, on host, veth-routed, veth-ebpf, macvlan and macvlan-ebpf, the
 // clusterIP through the tc programs (veth-ebpf, macvlan-ebpf) or at the
@@ -15,8 +16,8 @@
 // until the rr engine and the Service paths are on main.
 //
 // VNETLAB_BENCH_SECS (2), VNETLAB_BENCH_ROUNDS (5), VNETLAB_BENCH_TESTS
-// (tcp_stream,tcp_rr,tcp_crr), VNETLAB_BENCH_CPUS (unset: sockperf not
-// pinned; "0,1": server on CPU 0, client on CPU 1).
+// (tcp_stream,tcp_rr,tcp_crr), VNETLAB_BENCH_CPUS ("1,1": sockperf's server
+// and client CPUs; "none": unpinned).
 package bench
 
 import (
@@ -157,7 +158,7 @@ func TestBenchFastPaths(t *testing.T) {
 				}
 				line += fmt.Sprintf("  vs veth-routed %.2fx [%.2f, %.2f] p=%.3f", stats.Median(vs)/stats.Median(base), rlo, rhi, p)
 			}
-			t.Log(line)
+			t.Log(line + fmt.Sprintf("  samples %.4g", vs))
 		}
 	}
 }
@@ -356,15 +357,20 @@ func crrLoop(addr string, d time.Duration) (int, time.Duration, error) {
 	return n, time.Since(start), nil
 }
 
-// pin runs sockperf under taskset when VNETLAB_BENCH_CPUS="server,client"
-// is set (e.g. "0,1"). Left to the scheduler a ping-pong here is bimodal
-// (about 60k/s when both share a CPU, 15-25k/s across CPUs); pinned, it is
-// at the mercy of whatever else runs on those CPUs (measured: 5k/s and
-// less on this shared 2-CPU machine). Unpinned is the default.
+// pin runs sockperf's server and client under taskset, both on CPU 1 by
+// default (VNETLAB_BENCH_CPUS="server,client"; "none": unpinned). Left to
+// the scheduler a ping-pong here is bimodal (about 60k/s when both happen
+// to share a CPU, 17k/s across CPUs: IPI wake-ups), and the median says
+// more about the scheduler than the path. On one CPU the rate is the
+// inverse of the whole transaction's CPU work: the path's cost, with a CV
+// under 1% on a quiet machine (measured). Across CPUs ("0,1") it is at the
+// mercy of whatever else runs on the two (5k/s and less, measured under
+// load).
 func pin(who int, args ...string) []string {
-	s, c, ok := strings.Cut(os.Getenv("VNETLAB_BENCH_CPUS"), ",")
+	v := envStr("VNETLAB_BENCH_CPUS", "1,1")
+	s, c, ok := strings.Cut(v, ",")
 	if !ok {
-		return args
+		return args // "none"
 	}
 	return append([]string{"taskset", "-c", []string{s, c}[who]}, args...)
 }
