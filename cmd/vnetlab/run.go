@@ -16,6 +16,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // commit is set at build time.
@@ -29,6 +30,8 @@ func newRunCmd() *cobra.Command {
 		repeat, warmup, streams, sz int
 		pods                        int
 		opts                        []string
+		providers                   []string
+		extraSvc                    []int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
@@ -43,6 +46,8 @@ iperf3; modes this kernel lacks are listed as skipped with the reason.
 Examples:
   vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
+  vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
+  vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,6 +83,10 @@ Examples:
 				setInt(&spec.Size, sc.Size)
 				setInt(&podCount, sc.PodCount)
 				spec.Pods = sc.Pods
+				spec.Providers, spec.Services, spec.ExtraServices = sc.Providers, sc.Services, sc.ExtraServices
+				if sc.Provider != "" && len(sc.Providers) == 0 {
+					spec.Providers = []string{sc.Provider}
+				}
 				if sc.PodCIDR != "" {
 					spec.PodCIDR = sc.PodCIDR
 				}
@@ -132,6 +141,15 @@ Examples:
 			if f.Changed("output") {
 				output = out
 			}
+			if f.Changed("providers") {
+				spec.Providers = providers
+			}
+			if f.Changed("extra-services") {
+				spec.ExtraServices = extraSvc
+			}
+			if err := checkServiceRun(spec); err != nil {
+				return err
+			}
 			spec.Modes = variants
 			for _, t := range testNames {
 				tt, err := engine.ParseTest(strings.TrimSpace(t))
@@ -177,7 +195,11 @@ Examples:
 			var failed []string
 			for _, c := range res.Cells {
 				if c.Valid == 0 {
-					failed = append(failed, c.Mode+"/"+c.Path+"/"+c.Test)
+					name := c.Mode + "/" + c.Path + "/" + c.Test
+					if c.Provider != "" {
+						name = fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, c.Provider, c.Test)
+					}
+					failed = append(failed, name)
 				}
 			}
 			if len(failed) > 0 {
@@ -189,7 +211,9 @@ Examples:
 	f := cmd.Flags()
 	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
 	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin")
+	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin")
+	f.StringSliceVar(&providers, "providers", []string{service.DefaultProvider}, "service path providers: "+strings.Join(service.Names(), ", "))
+	f.IntSliceVar(&extraSvc, "extra-services", []int{0}, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
 	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
 	f.DurationVar(&dur, "duration", 5*time.Second, "length of each sample")
 	f.IntVar(&repeat, "repeat", 3, "samples per cell, taken in interleaved rounds")
@@ -230,6 +254,40 @@ func checkPrograms(spec runner.Spec) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkServiceRun validates the service path's settings before anything is built.
+func checkServiceRun(spec runner.Spec) error {
+	hasService := false
+	for _, p := range spec.Paths {
+		if p == runner.ServicePath {
+			hasService = true
+		}
+	}
+	for _, p := range spec.Providers {
+		if _, err := service.Get(p); err != nil {
+			return err
+		}
+	}
+	for _, n := range spec.ExtraServices {
+		if n < 0 || n > service.MaxExtra {
+			return fmt.Errorf("--extra-services %d: want 0 to %d", n, service.MaxExtra)
+		}
+	}
+	for _, s := range spec.Services {
+		if err := s.Check(); err != nil {
+			return err
+		}
+	}
+	if hasService {
+		return nil
+	}
+	custom := len(spec.Services) > 0 || len(spec.ExtraServices) > 1 || (len(spec.ExtraServices) == 1 && spec.ExtraServices[0] != 0) ||
+		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
+	if custom {
+		return fmt.Errorf("providers and services apply to the service path: add it with --paths pod,service")
 	}
 	return nil
 }

@@ -10,13 +10,18 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func newUpCmd() *cobra.Command {
 	var (
+		providerFlag           string
+		extraFlag              int
 		name, mode, file, cidr string
-		pods                   int
+		provider               string
+		pods, extraSvc         int
+		svcSpecs               []service.Spec
 		opts                   []string
 		output                 string
 	)
@@ -35,6 +40,7 @@ Examples:
   vnetlab up --mode veth-routed
   vnetlab up --name big --mode bridge --pods 200
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
+  vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000
   vnetlab up -f scenarios/lab-bridge.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,6 +74,13 @@ Examples:
 				if sc.PodCount != nil {
 					count = *sc.PodCount
 				}
+				provider, svcSpecs = sc.Provider, sc.Services
+				if len(sc.ExtraServices) > 1 {
+					return fmt.Errorf("%s: extra_services lists %d counts; `up` builds one lab: give one number (lists are for `vnetlab run -f`)", file, len(sc.ExtraServices))
+				}
+				if len(sc.ExtraServices) == 1 {
+					extraSvc = sc.ExtraServices[0]
+				}
 			}
 			f := cmd.Flags()
 			if f.Changed("name") {
@@ -78,6 +91,15 @@ Examples:
 			}
 			if f.Changed("pods") {
 				count, spec.Pods = pods, nil
+			}
+			if f.Changed("provider") {
+				provider = providerFlag
+			}
+			if f.Changed("extra-services") {
+				extraSvc = extraFlag
+			}
+			if err := checkServiceFlags(provider, spec.Mode, extraSvc, len(svcSpecs) > 0); err != nil {
+				return err
 			}
 			if spec.Mode == "" {
 				return fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
@@ -101,6 +123,14 @@ Examples:
 				return err
 			}
 			defer l.Release()
+			if provider != "" {
+				if err := upServices(l, provider, extraSvc, svcSpecs); err != nil {
+					name := l.State.Name
+					l.Release()
+					_ = lab.Down(name, nil) // nothing half-built
+					return err
+				}
+			}
 			if output == "json" {
 				return printJSON(l.State)
 			}
@@ -117,6 +147,8 @@ Examples:
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.StringVar(&providerFlag, "provider", "", "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.IntVar(&extraFlag, "extra-services", 0, "with --provider: this many generated services too (lookup cost at scale)")
 	return cmd
 }
 
@@ -138,4 +170,38 @@ func modeList() string {
 		fmt.Fprintf(&b, "  %-12s %s\n", n, m.Summary())
 	}
 	return b.String()
+}
+
+// checkServiceFlags validates --provider/--extra-services before anything is built.
+func checkServiceFlags(provider, mode string, extra int, haveSpecs bool) error {
+	if provider == "" {
+		if extra != 0 || haveSpecs {
+			return fmt.Errorf("services need a provider: add --provider (%s)", strings.Join(service.Names(), ", "))
+		}
+		return nil
+	}
+	if extra < 0 || extra > service.MaxExtra {
+		return fmt.Errorf("--extra-services %d: want 0 to %d", extra, service.MaxExtra)
+	}
+	if mode == "" {
+		return nil // reported by the caller
+	}
+	return service.Check(provider, mode)
+}
+
+// upServices loads the lab's services with provider and reports the load time.
+func upServices(l *lab.Lab, provider string, extra int, specs []service.Spec) error {
+	c, err := service.NewConfig(l.State, provider, extra, specs)
+	if err != nil {
+		return err
+	}
+	stderrf("loading %d services with %s", c.Count(), provider)
+	if err := service.Apply(l.State, nil, c); err != nil {
+		return err
+	}
+	if err := c.Save(l.State.Name); err != nil {
+		return err
+	}
+	stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", provider, c.Count(), c.LoadSeconds, l.State.Name)
+	return nil
 }

@@ -50,8 +50,9 @@ type Settings struct {
 
 // Skipped names a matrix entry that could not run, and why.
 type Skipped struct {
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
+	Mode     string `json:"mode"`
+	Provider string `json:"provider,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // Cell is one matrix entry: mode x path x provider x test.
@@ -69,6 +70,13 @@ type Cell struct {
 	Max         float64           `json:"max"`
 	Valid       int               `json:"valid_samples"`
 	Failed      int               `json:"failed_samples"`
+
+	// Service path (issue 4): generated services loaded besides the tested
+	// ones, the provider's load time, and why the cell is expected to fail
+	// when the kernel dictates it (bridge with nf-call off).
+	ExtraServices  int     `json:"extra_services,omitempty"`
+	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
+	Note           string  `json:"note,omitempty"`
 
 	// Statistics over valid samples (issue 3; filled by internal/stats).
 	Mean     float64            `json:"mean,omitempty"`
@@ -130,7 +138,11 @@ type SampleCPU struct {
 
 // Key identifies a cell across files (for compare).
 func (c *Cell) Key() string {
-	return fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
+	k := fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
+	if c.ExtraServices > 0 {
+		k += fmt.Sprintf("|+%d", c.ExtraServices)
+	}
+	return k
 }
 
 // Values returns the values of valid samples.

@@ -14,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -39,6 +40,12 @@ type Spec struct {
 	Rate     string
 	Pods     []lab.PodSpec
 	PodCIDR  string
+
+	// Service path (path "service"): one lab per mode x provider x count of
+	// extra services; the pod paths get a lab of their own without services.
+	Providers     []string       // default: service.DefaultProvider
+	ExtraServices []int          // default: [0]
+	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
 }
 
 // Progress is told about each step; Sample is called before each sample.
@@ -80,7 +87,62 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	}()
 	runID := fmt.Sprintf("r%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
 	var cells []*cellRun
-	for i, mv := range spec.Modes {
+	upLab := func(mv ModeVariant) (*lab.Lab, error) {
+		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, len(labs)), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options}
+		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
+		l, err := lab.Up(ctx, ls, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mv.Label, err)
+		}
+		labs = append(labs, l)
+		return l, nil
+	}
+	addCells := func(mv ModeVariant, path string, ep topo.Endpoint, proto *results.Cell) error {
+		for _, t := range spec.Tests {
+			en := spec.Engine
+			if en == "" {
+				en = engine.DefaultFor(t)
+			}
+			d, err := engine.Get(en)
+			if err != nil {
+				return err
+			}
+			if !d.Supports(t) {
+				return fmt.Errorf("engine %s does not run %s", en, t)
+			}
+			c := *proto
+			c.Mode, c.ModeOptions, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, path, string(t), en, t.Unit()
+			out.Cells = append(out.Cells, &c)
+			label := fmt.Sprintf("%s/%s/%s", mv.Label, path, t)
+			if c.Provider != "" {
+				label = fmt.Sprintf("%s/%s(%s", mv.Label, path, c.Provider)
+				if c.ExtraServices > 0 {
+					label += fmt.Sprintf("+%d", c.ExtraServices)
+				}
+				label += ")/" + string(t)
+			}
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: label,
+				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
+		}
+		return nil
+	}
+	var plainPaths []string
+	servicePath := false
+	for _, p := range spec.Paths {
+		if p == ServicePath {
+			servicePath = true
+		} else {
+			plainPaths = append(plainPaths, p)
+		}
+	}
+	providers, extras := spec.Providers, spec.ExtraServices
+	if len(providers) == 0 {
+		providers = []string{service.DefaultProvider}
+	}
+	if len(extras) == 0 {
+		extras = []int{0}
+	}
+	for _, mv := range spec.Modes {
 		m, err := topo.Get(mv.Mode)
 		if err != nil {
 			return nil, err
@@ -90,35 +152,45 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Note("skipping %s: %v", mv.Label, err)
 			continue
 		}
-		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, i), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options}
-		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
-		l, err := lab.Up(ctx, ls, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", mv.Label, err)
+		if len(plainPaths) > 0 {
+			l, err := upLab(mv)
+			if err != nil {
+				return nil, err
+			}
+			for _, path := range plainPaths {
+				ep, ok := l.State.Paths[path]
+				if !ok {
+					out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+					continue
+				}
+				if err := addCells(mv, path, ep, &results.Cell{}); err != nil {
+					return nil, err
+				}
+			}
 		}
-		labs = append(labs, l)
-		for _, path := range spec.Paths {
-			ep, ok := l.State.Paths[path]
-			if !ok {
-				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+		if !servicePath {
+			continue
+		}
+		for _, p := range providers {
+			if err := service.Check(p, mv.Mode); err != nil {
+				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: p, Reason: err.Error()})
+				prog.Note("skipping %s with %s: %v", mv.Label, p, err)
 				continue
 			}
-			for _, t := range spec.Tests {
-				en := spec.Engine
-				if en == "" {
-					en = engine.DefaultFor(t)
-				}
-				d, err := engine.Get(en)
+			for _, n := range extras {
+				l, err := upLab(mv)
 				if err != nil {
 					return nil, err
 				}
-				if !d.Supports(t) {
-					return nil, fmt.Errorf("engine %s does not run %s", en, t)
+				ep, cell, err := loadServices(l, p, n, spec.Services, mv, prog)
+				if err != nil {
+					out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: p, Reason: err.Error()})
+					prog.Note("skipping %s with %s: %v", mv.Label, p, err)
+					continue
 				}
-				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
-				out.Cells = append(out.Cells, c)
-				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
-					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
+				if err := addCells(mv, ServicePath, ep, cell); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -186,4 +258,37 @@ func pathNames(m map[string]topo.Endpoint) string {
 	}
 	sort.Strings(n)
 	return fmt.Sprint(n)
+}
+
+// ServicePath is the path through a clusterIP: the second pod dials
+// service.DefaultVIP, whose backend is the first pod.
+const ServicePath = "service"
+
+// loadServices loads the service path's services (and n generated ones) into
+// a lab with provider, and returns the path and the cell fields it fixes.
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, *results.Cell, error) {
+	st := l.State
+	c, err := service.NewConfig(st, provider, n, specs)
+	if err != nil {
+		return topo.Endpoint{}, nil, err
+	}
+	if err := service.Apply(st, nil, c); err != nil {
+		return topo.Endpoint{}, nil, err
+	}
+	if err := c.Save(st.Name); err != nil {
+		return topo.Endpoint{}, nil, err
+	}
+	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
+	server, client, err := service.Path(st)
+	if err != nil {
+		return topo.Endpoint{}, nil, err
+	}
+	cell := &results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
+		Note: service.Caveat(provider, mv.Mode, mv.Options)}
+	if cell.Note != "" {
+		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
+	}
+	ep := topo.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
+		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
+	return ep, cell, nil
 }
