@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test bench-up clean-labs
+.PHONY: build deps demo test bench-up clean-labs generate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vnetlab ./cmd/vnetlab
@@ -19,8 +19,11 @@ demo: deps build
 
 # Every test, for real: namespaces, iperf3 traffic, eBPF programs. Needs root.
 # -p 1: packages run one at a time, as tests build labs and measure.
+# The root namespace is snapshotted before and checked after the whole suite.
 test: deps build
+	$(GO) run ./tools/rootns save /tmp/vnetlab-rootns-before.json
 	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...
+	$(GO) run ./tools/rootns check /tmp/vnetlab-rootns-before.json
 
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build
@@ -28,3 +31,8 @@ bench-up: build
 
 clean-labs: build
 	./bin/vnetlab clean
+
+# Recompiles bpf/*.c into the committed internal/service/ebpf/service_bpfel.{go,o}
+# (needs clang 14 and libbpf-dev; building vnetlab itself does not).
+generate:
+	$(GO) generate ./internal/service/ebpf

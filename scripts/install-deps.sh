@@ -9,11 +9,14 @@ declare -A need=(
   [iperf3]=iperf3 [sockperf]=sockperf [iptables-restore]=iptables [nft]=nftables
   [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
   [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
+  [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/report tests)
 )
 missing=()
 for prog in "${!need[@]}"; do
   command -v "$prog" >/dev/null 2>&1 || [ -x "/usr/sbin/$prog" ] || missing+=("${need[$prog]}")
 done
+# A font for chromium to draw the report's text with (minimal images have none).
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
   echo "installing Debian packages: $pkgs"

@@ -77,7 +77,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 				fmt.Fprintf(tw, "\t\t\t... %d more pods\t\t\t\n", len(st.Pods)-i)
 				break
 			}
-			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\t%s, gw %s\n", p.Name, p.NS, p.IP, p.Ifname, st.Gateway)
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\ton %s, %s, gw %s\n", p.Name, p.NS, p.IP, p.Node, p.Ifname, st.Gateway)
 		}
 		var paths []string
 		for k := range st.Paths {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -73,6 +74,9 @@ func requireRoot() error {
 	}
 	return nil
 }
+
+// isTerminal reports whether f is a terminal (progress goes there only).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // stderrf prints progress lines to stderr so stdout stays machine-readable.
 func stderrf(format string, args ...any) {

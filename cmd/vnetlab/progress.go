@@ -2,17 +2,85 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
-// lineProgress prints one line per sample (plain output, fine for CI logs).
-type lineProgress struct{ total int }
-
-func newProgress() *lineProgress { return &lineProgress{} }
-
-func (p *lineProgress) Begin(total int) { p.total = total }
-func (p *lineProgress) Sample(i int, label string) {
-	fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", i, p.total, label)
+// newProgress picks a progress bar for a terminal and plain lines otherwise
+// (CI logs, pipes), both on stderr so stdout keeps only the table.
+func newProgress() runner.Progress {
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		return &barProgress{w: os.Stderr}
+	}
+	return &lineProgress{w: os.Stderr}
 }
-func (p *lineProgress) Note(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+// lineProgress prints one line per sample with a simple ETA (average sample
+// time so far times samples left).
+type lineProgress struct {
+	w     io.Writer
+	total int
+	begun time.Time
+}
+
+func (p *lineProgress) Begin(total int) { p.total, p.begun = total, time.Now() }
+
+func (p *lineProgress) Sample(i int, label string) {
+	eta := ""
+	if done := i - 1; done > 0 {
+		left := time.Since(p.begun) / time.Duration(done) * time.Duration(p.total-done)
+		eta = fmt.Sprintf(" (eta %s)", left.Round(time.Second))
+	}
+	fmt.Fprintf(p.w, "[%d/%d] %s%s\n", i, p.total, label, eta)
+}
+
+func (p *lineProgress) Note(format string, args ...any) { fmt.Fprintf(p.w, format+"\n", args...) }
 func (p *lineProgress) End()                            {}
+
+// barProgress is one redrawn line: samples done, current cell, ETA.
+type barProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func (p *barProgress) Begin(total int) {
+	p.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionFullWidth(),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
+	)
+}
+
+// Sample i is about to start: i-1 are done.
+func (p *barProgress) Sample(i int, label string) {
+	if p.bar == nil {
+		return
+	}
+	p.bar.Describe(label)
+	_ = p.bar.Set(i - 1)
+}
+
+// Note clears the bar, prints the line, and lets the next Sample redraw it.
+func (p *barProgress) Note(format string, args ...any) {
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+func (p *barProgress) End() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		p.bar = nil
+	}
+}

@@ -26,12 +26,16 @@ func newRunCmd() *cobra.Command {
 	var (
 		modes, tests, paths         []string
 		eng, file, out, rate, cidr  string
+		reportDir                   string
 		dur                         time.Duration
 		repeat, warmup, streams, sz int
-		pods                        int
+		pods, nodes                 int
+		underlayRate                string
 		opts                        []string
 		providers                   []string
 		extraSvc                    []int
+		cvThreshold                 float64
+		baseline, ciMethod          string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
@@ -39,6 +43,10 @@ func newRunCmd() *cobra.Command {
 		Long: `Bring one lab up per mode, run every test from pod-b to pod-a (or as the path says),
 repeat in interleaved rounds (A B C A B C ...), print a table, write a versioned results
 JSON (docs/results-json.md) and tear every lab down, also on Ctrl-C.
+
+Each cell shows its median, a 95% CI, the CV (NOISY above --cv-threshold), the ratio to
+the baseline mode with a Mann-Whitney verdict ("~" = not significant; needs 4 or more
+samples per side) and its CPU cost per GB or per 1000 transactions (docs/statistics.md).
 
 Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
 iperf3; modes this kernel lacks are listed as skipped with the reason.
@@ -48,13 +56,14 @@ Examples:
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
-  vnetlab run -f scenarios/seed-002-pod-modes.yaml`,
+  vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			spec := runner.Spec{Duration: 5 * time.Second, Repeat: 3, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
+			spec := runner.Spec{Duration: 4 * time.Second, Repeat: 5, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
 			modeNames := doctor.DefaultModes
 			testNames := []string{"tcp_stream"}
 			output := ""
@@ -82,10 +91,16 @@ Examples:
 				setInt(&spec.Streams, sc.Streams)
 				setInt(&spec.Size, sc.Size)
 				setInt(&podCount, sc.PodCount)
+				setInt(&spec.Nodes, sc.Nodes)
+				spec.UnderlayRate = sc.UnderlayRate
 				spec.Pods = sc.Pods
 				spec.Providers, spec.Services, spec.ExtraServices = sc.Providers, sc.Services, sc.ExtraServices
 				if sc.Provider != "" && len(sc.Providers) == 0 {
 					spec.Providers = []string{sc.Provider}
+				}
+				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
+				if sc.CVThreshold != nil {
+					spec.Summary.CVThreshold = *sc.CVThreshold
 				}
 				if sc.PodCIDR != "" {
 					spec.PodCIDR = sc.PodCIDR
@@ -138,6 +153,12 @@ Examples:
 			if f.Changed("pods") {
 				podCount, spec.Pods = pods, nil
 			}
+			if f.Changed("nodes") {
+				spec.Nodes = nodes
+			}
+			if f.Changed("underlay-rate") {
+				spec.UnderlayRate = underlayRate
+			}
 			if f.Changed("output") {
 				output = out
 			}
@@ -150,6 +171,21 @@ Examples:
 			if err := checkServiceRun(spec); err != nil {
 				return err
 			}
+			if f.Changed("cv-threshold") {
+				spec.Summary.CVThreshold = cvThreshold
+			}
+			if f.Changed("baseline") {
+				spec.Summary.Baseline = baseline
+			}
+			if f.Changed("ci-method") {
+				spec.Summary.CIMethod = ciMethod
+			}
+			if spec.Summary.CVThreshold == 0 {
+				spec.Summary.CVThreshold = runner.DefaultCVThreshold
+			}
+			if spec.Summary.CIMethod == "" {
+				spec.Summary.CIMethod = runner.CIMethods[0]
+			}
 			spec.Modes = variants
 			for _, t := range testNames {
 				tt, err := engine.ParseTest(strings.TrimSpace(t))
@@ -161,8 +197,14 @@ Examples:
 			if err := checkPrograms(spec); err != nil {
 				return err
 			}
+			if err := runner.CheckSpec(spec); err != nil {
+				return err
+			}
+			if err := checkReportDir(reportDir); err != nil {
+				return err
+			}
 			if spec.Pods == nil {
-				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR)
+				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR, spec.Nodes)
 				if err != nil {
 					return err
 				}
@@ -171,7 +213,11 @@ Examples:
 			meta := runner.Metadata(version, commit, os.Args)
 			meta.Scenario = file
 			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+				CVThreshold: spec.Summary.CVThreshold, CIMethod: spec.Summary.CIMethod, Baseline: spec.Summary.Baseline}
+			if meta.Settings.Baseline == "" && len(spec.Modes) > 0 {
+				meta.Settings.Baseline = spec.Modes[0].Label
+			}
 			res, err := runner.Run(cmd.Context(), spec, newProgress())
 			if res != nil {
 				skipped := res.Metadata.Skipped
@@ -188,6 +234,11 @@ Examples:
 					return werr
 				}
 				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
+			}
+			if reportDir != "" {
+				if rerr := writeReport(reportDir, res); rerr != nil {
+					return fmt.Errorf("--report %s: %w", reportDir, rerr)
+				}
 			}
 			if err != nil {
 				return err
@@ -215,17 +266,23 @@ Examples:
 	f.StringSliceVar(&providers, "providers", []string{service.DefaultProvider}, "service path providers: "+strings.Join(service.Names(), ", "))
 	f.IntSliceVar(&extraSvc, "extra-services", []int{0}, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
 	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
-	f.DurationVar(&dur, "duration", 5*time.Second, "length of each sample")
-	f.IntVar(&repeat, "repeat", 3, "samples per cell, taken in interleaved rounds")
+	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
+	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
 	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
 	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
 	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
+	f.IntVar(&nodes, "nodes", 1, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
+	f.StringVar(&underlayRate, "underlay-rate", "", "tbf rate on the node-to-node underlay, e.g. 10gbit")
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
+	f.Float64Var(&cvThreshold, "cv-threshold", runner.DefaultCVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")
+	f.StringVar(&baseline, "baseline", "", "mode every cell is compared with (default: the first of --modes)")
+	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
 	return cmd
 }
 

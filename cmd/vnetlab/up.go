@@ -20,8 +20,10 @@ func newUpCmd() *cobra.Command {
 		extraFlag              int
 		name, mode, file, cidr string
 		provider               string
-		pods, extraSvc         int
+		extraSvc               int
 		svcSpecs               []service.Spec
+		pods, nodes            int
+		underlayRate           string
 		opts                   []string
 		output                 string
 	)
@@ -41,6 +43,7 @@ Examples:
   vnetlab up --name big --mode bridge --pods 200
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
   vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000
+  vnetlab up --name x --mode vxlan --nodes 2 --underlay-rate 10gbit
   vnetlab up -f scenarios/lab-bridge.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,6 +74,10 @@ Examples:
 					spec.Options[k] = v
 				}
 				spec.Pods = sc.Pods
+				setInt(&spec.Nodes, sc.Nodes)
+				if sc.UnderlayRate != "" {
+					spec.UnderlayRate = sc.UnderlayRate
+				}
 				if sc.PodCount != nil {
 					count = *sc.PodCount
 				}
@@ -101,6 +108,12 @@ Examples:
 			if err := checkServiceFlags(provider, spec.Mode, extraSvc, len(svcSpecs) > 0); err != nil {
 				return err
 			}
+			if f.Changed("nodes") {
+				spec.Nodes = nodes
+			}
+			if f.Changed("underlay-rate") {
+				spec.UnderlayRate = underlayRate
+			}
 			if spec.Mode == "" {
 				return fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
 			}
@@ -111,14 +124,18 @@ Examples:
 				return err
 			}
 			if spec.Pods == nil {
-				p, err := lab.DefaultPodSpecs(count, spec.PodCIDR)
+				p, err := lab.DefaultPodSpecs(count, spec.PodCIDR, spec.NodeCount())
 				if err != nil {
 					return err
 				}
 				spec.Pods = p
 			}
 			start := time.Now()
-			l, err := lab.Up(cmd.Context(), spec, stderrf)
+			var say lab.Progress
+			if isTerminal(os.Stderr) {
+				say = stderrf
+			}
+			l, err := lab.Up(cmd.Context(), spec, say)
 			if err != nil {
 				return err
 			}
@@ -143,6 +160,8 @@ Examples:
 	f.StringVar(&name, "name", "lab", "lab name (up to 15 characters: a-z, 0-9, -)")
 	f.StringVar(&mode, "mode", "", "how pods are attached: "+strings.Join(topo.Names(), ", "))
 	f.IntVar(&pods, "pods", lab.DefaultPods, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
+	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: host, bridge, host-gw, vxlan)")
+	f.StringVar(&underlayRate, "underlay-rate", "", "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")

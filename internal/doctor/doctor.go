@@ -73,6 +73,8 @@ func Run() *Report {
 			it.Available, it.Detail = false, "cannot probe the kernel without root"
 		} else if err := topo.Available(m); err != nil {
 			it.Available, it.Detail = false, err.Error()
+		} else if d, ok := m.(topo.Detailed); ok {
+			it.Detail += "; " + d.Detail()
 		}
 		r.Modes = append(r.Modes, it)
 	}

@@ -62,7 +62,9 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
 	defer cancel()
+	MeasureStart(ctx)
 	out, err := proc.Command(cctx, tg.ClientNS, "iperf3", args...).Output()
+	MeasureEnd(ctx)
 	if err != nil {
 		if msg := iperf3Error(out); msg != "" {
 			return Result{}, fmt.Errorf("iperf3 client: %s", msg)

@@ -136,9 +136,16 @@ func (l *Lab) createNS(name string) error {
 func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	st := l.State
 	spec := st.Spec
-	node := NodeState{Name: nodeName, NS: nsName(spec.Name, nodeName), IP: topo.NthIP(underlay, nodeIPOffset+1).String(), Uplink: "eth0"}
-	st.Nodes = []NodeState{node}
-	for _, n := range []string{st.Ext, node.NS} {
+	nNodes := spec.NodeCount()
+	for i := 0; i < nNodes; i++ {
+		name := nodeName
+		if nNodes > 1 {
+			name = fmt.Sprintf("%s%d", nodeName, i+1)
+		}
+		st.Nodes = append(st.Nodes, NodeState{Name: name, NS: nsName(spec.Name, name),
+			IP: topo.NthIP(underlay, nodeIPOffset+1+i).String(), Uplink: "eth0"})
+	}
+	for _, n := range append([]string{st.Ext}, nodeNamespaces(st)...) {
 		if err := l.createNS(n); err != nil {
 			return err
 		}
@@ -152,34 +159,45 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	if err := l.createPodNamespaces(ctx, pods); err != nil {
 		return err
 	}
-	for _, p := range pods {
-		st.Pods = append(st.Pods, PodState{Name: p.Name, NS: nsName(spec.Name, p.Name), IP: p.IP, Node: nodeName, Ifname: "eth0"})
+	for i, p := range pods {
+		st.Pods = append(st.Pods, PodState{Name: p.Name, NS: nsName(spec.Name, p.Name), IP: p.IP, Node: st.Nodes[spec.PodNode(i)].Name, Ifname: "eth0"})
 	}
 	if err := writeState(st); err != nil {
 		return err
 	}
 
-	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: node.Uplink,
-		NodeIP: net.ParseIP(node.IP).To4(), ExtIP: topo.NthIP(underlay, extIPIndex)}
+	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: topo.NthIP(underlay, extIPIndex),
+		StateDir: labDir(spec.Name), Track: l.trackProc}
 	var err error
-	if env.Node, err = openNS(node.NS); err != nil {
-		return err
-	}
-	defer env.Node.H.Close()
 	if env.Ext, err = openNS(st.Ext); err != nil {
 		return err
 	}
 	defer env.Ext.H.Close()
-	if err := wireUplink(env); err != nil {
+	parts := splitNet(podNet, nNodes)
+	for i, ns := range st.Nodes {
+		h, err := openNS(ns.NS)
+		if err != nil {
+			return err
+		}
+		defer h.H.Close()
+		env.Nodes = append(env.Nodes, &topo.Node{NS: h, Node: ns.Name, IP: net.ParseIP(ns.IP).To4(), PodNet: parts[i]})
+	}
+	env.Node, env.NodeIP = env.Nodes[0].NS, env.Nodes[0].IP
+	if err := wireUplinks(env); err != nil {
 		return err
 	}
-	for _, p := range st.Pods {
+	if nNodes > 1 {
+		if err := wireUnderlay(env, spec.UnderlayRate); err != nil {
+			return err
+		}
+	}
+	for i, p := range st.Pods {
 		ns, err := openNS(p.NS)
 		if err != nil {
 			return err
 		}
 		defer ns.H.Close()
-		env.Pods = append(env.Pods, &topo.Pod{NS: ns, Pod: p.Name, IP: net.ParseIP(p.IP).To4(), Ifname: p.Ifname})
+		env.Pods = append(env.Pods, &topo.Pod{NS: ns, Pod: p.Name, IP: net.ParseIP(p.IP).To4(), Ifname: p.Ifname, Node: spec.PodNode(i)})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -194,6 +212,32 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	env.DefaultPaths()
 	st.Gateway, st.Paths, st.Facts = env.Gateway, env.Paths, env.Facts
 	return nil
+}
+
+func nodeNamespaces(st *State) []string {
+	var out []string
+	for _, n := range st.Nodes {
+		out = append(out, n.NS)
+	}
+	return out
+}
+
+// splitNet divides n into parts equal subnets (the per-node pod networks).
+func splitNet(n *net.IPNet, parts int) []*net.IPNet {
+	if parts <= 1 {
+		return []*net.IPNet{n}
+	}
+	ones, bits := n.Mask.Size()
+	extra := 0
+	for 1<<extra < parts {
+		extra++
+	}
+	size := 1 << (bits - ones - extra)
+	var out []*net.IPNet
+	for i := 0; i < parts; i++ {
+		out = append(out, &net.IPNet{IP: topo.NthIP(n, i*size), Mask: net.CIDRMask(ones+extra, bits)})
+	}
+	return out
 }
 
 // createPodNamespaces creates pod namespaces with a few workers: namespace
@@ -240,6 +284,16 @@ func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
 	return ctx.Err()
 }
 
+// trackProc journals a daemon a mode started (ovs-vswitchd, the tap switch):
+// teardown stops it by PID and start time, also after `up` was killed.
+func (l *Lab) trackProc(pid int) error {
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		return fmt.Errorf("process %d exited right after it started: %w", pid, err)
+	}
+	return l.journal.RecordProc(pid, start)
+}
+
 func openNS(name string) (topo.NS, error) {
 	h, err := nsutil.Handle(name)
 	if err != nil {
@@ -248,45 +302,98 @@ func openNS(name string) (topo.NS, error) {
 	return topo.NS{Name: name, H: h}, nil
 }
 
-// wireUplink joins the node's eth0 to the external namespace and gives the
-// node a default route there, like a real host's eth0 (DESIGN.md: without a
-// default route proxy_arp never answers for the pods' gateway).
-func wireUplink(env *topo.Env) error {
+// wireUplinks joins each node's eth0 to the external namespace, whose bridge
+// lan0 holds 10.10.0.1, the nodes' default gateway, like a real host's eth0
+// on a LAN (DESIGN.md: without a default route proxy_arp never answers for the
+// pods' gateway).
+func wireUplinks(env *topo.Env) error {
 	extFD, err := nsutil.FD(env.Ext.Name)
 	if err != nil {
 		return err
 	}
 	defer extFD.Close()
-	peer := "node" // the ext end is named after the node it leads to
-	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: env.Uplink, MTU: 1500}, PeerName: peer, PeerNamespace: netlink.NsFd(int(extFD))}
-	if err := env.Node.H.LinkAdd(v); err != nil {
-		return fmt.Errorf("node uplink veth: %w", err)
-	}
 	prefix := maskOnes(underlay)
-	set := func(h *netlink.Handle, name string, ip net.IP) error {
-		l, err := h.LinkByName(name)
+	lan := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "lan0"}}
+	if err := env.Ext.H.LinkAdd(lan); err != nil {
+		return fmt.Errorf("ext bridge: %w", err)
+	}
+	if err := setAddrUp(env.Ext.H, "lan0", env.ExtIP, prefix); err != nil {
+		return err
+	}
+	for _, n := range env.Nodes {
+		peer := n.Node // the ext end is named after the node it leads to
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: env.Uplink, MTU: 1500}, PeerName: peer, PeerNamespace: netlink.NsFd(int(extFD))}
+		if err := n.H.LinkAdd(v); err != nil {
+			return fmt.Errorf("%s uplink veth: %w", n.Node, err)
+		}
+		if err := setAddrUp(n.H, env.Uplink, n.IP, prefix); err != nil {
+			return err
+		}
+		pl, err := env.Ext.H.LinkByName(peer)
 		if err != nil {
 			return err
 		}
-		if err := h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(prefix, 32)}}); err != nil {
-			return fmt.Errorf("address %s on %s: %w", ip, name, err)
+		if err := env.Ext.H.LinkSetMaster(pl, lan); err != nil {
+			return err
 		}
-		return h.LinkSetUp(l)
-	}
-	if err := set(env.Node.H, env.Uplink, env.NodeIP); err != nil {
-		return err
-	}
-	if err := set(env.Ext.H, peer, env.ExtIP); err != nil {
-		return err
-	}
-	if err := env.Node.H.RouteAdd(&netlink.Route{Gw: env.ExtIP}); err != nil {
-		return fmt.Errorf("node default route: %w", err)
-	}
-	// The ext namespace routes replies for the pod network back to the node.
-	if err := env.Ext.H.RouteAdd(&netlink.Route{Dst: env.PodNet, Gw: env.NodeIP}); err != nil {
-		return fmt.Errorf("ext route to pods: %w", err)
+		if err := env.Ext.H.LinkSetUp(pl); err != nil {
+			return err
+		}
+		if err := n.H.RouteAdd(&netlink.Route{Gw: env.ExtIP}); err != nil {
+			return fmt.Errorf("%s default route: %w", n.Node, err)
+		}
+		// The ext namespace routes replies for each node's pods back to it.
+		if err := env.Ext.H.RouteAdd(&netlink.Route{Dst: n.PodNet, Gw: n.IP}); err != nil {
+			return fmt.Errorf("ext route to %s's pods: %w", n.Node, err)
+		}
 	}
 	return nil
+}
+
+// Node-to-node underlay (--nodes 2): a veth between node1 and node2 (eth1),
+// 10.20.0.1 and 10.20.0.2, optionally shaped with tbf to mimic the seeds' 10GbE.
+var underlayNet = mustCIDR("10.20.0.0/24")
+
+const underlayIf = "eth1"
+
+func wireUnderlay(env *topo.Env, rate string) error {
+	if len(env.Nodes) != 2 {
+		return fmt.Errorf("the underlay joins exactly 2 nodes (got %d)", len(env.Nodes))
+	}
+	a, b := env.Nodes[0], env.Nodes[1]
+	bFD, err := nsutil.FD(b.Name)
+	if err != nil {
+		return err
+	}
+	defer bFD.Close()
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: underlayIf, MTU: 1500}, PeerName: underlayIf, PeerNamespace: netlink.NsFd(int(bFD))}
+	if err := a.H.LinkAdd(v); err != nil {
+		return fmt.Errorf("underlay veth: %w", err)
+	}
+	for i, n := range env.Nodes {
+		n.UnderlayIP = topo.NthIP(underlayNet, i+1)
+		if err := setAddrUp(n.H, underlayIf, n.UnderlayIP, maskOnes(underlayNet)); err != nil {
+			return err
+		}
+		if rate != "" {
+			if err := shape(n.H, underlayIf, rate); err != nil {
+				return err
+			}
+		}
+	}
+	env.Underlay = underlayIf
+	return nil
+}
+
+func setAddrUp(h *netlink.Handle, name string, ip net.IP, prefix int) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(prefix, 32)}}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", ip, name, err)
+	}
+	return h.LinkSetUp(l)
 }
 
 // Open locks an existing lab for exclusive use (run, svc changes).

@@ -26,7 +26,27 @@ type Spec struct {
 	Pods    []PodSpec         `json:"pods"`
 	PodCIDR string            `json:"pod_cidr"`
 	Options map[string]string `json:"options,omitempty"`
+	// Nodes is the number of node namespaces (0 or 1: one node). With 2, the
+	// nodes are joined by a veth underlay and pods alternate between them.
+	Nodes        int    `json:"nodes,omitempty"`
+	UnderlayRate string `json:"underlay_rate,omitempty"` // tbf rate on the underlay, e.g. 10gbit
 }
+
+// MaxNodes is how many nodes a lab can have (one underlay veth joins two).
+const MaxNodes = 2
+
+// NodeCount returns the number of nodes (at least 1).
+func (s *Spec) NodeCount() int {
+	if s.Nodes < 1 {
+		return 1
+	}
+	return s.Nodes
+}
+
+// PodNode returns the index of the node pod i is placed on: pods alternate
+// between nodes (pod-a on node1, pod-b on node2, ...), so that the default
+// client (pod-b) and server (pod-a) are on different hosts.
+func (s *Spec) PodNode(i int) int { return i % s.NodeCount() }
 
 // PodSpec is one pod: its name and address.
 type PodSpec struct {
@@ -61,8 +81,9 @@ func PodName(i int) string {
 	return "pod-" + s
 }
 
-// DefaultPodSpecs makes n pods named pod-a.. with addresses from .10 upwards.
-func DefaultPodSpecs(n int, cidr string) ([]PodSpec, error) {
+// DefaultPodSpecs makes n pods named pod-a.. with addresses from .10 upwards
+// (of each node's share of the pod network when there are several nodes).
+func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("pod count %d is negative: use --pods 0 or more", n)
 	}
@@ -70,14 +91,19 @@ func DefaultPodSpecs(n int, cidr string) ([]PodSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod_cidr %q is not a CIDR (example: %s)", cidr, DefaultPodCIDR)
 	}
-	ones, bits := ipnet.Mask.Size()
+	if nodes < 1 {
+		nodes = 1
+	}
+	parts := splitNet(ipnet, nodes)
+	ones, bits := parts[0].Mask.Size()
 	hosts := (1 << (bits - ones)) - 2
-	if DefaultFirstPod+n-1 > hosts {
-		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up): use a larger pod_cidr", n, cidr, DefaultFirstPod)
+	perNode := (n + nodes - 1) / nodes
+	if DefaultFirstPod+perNode-1 > hosts {
+		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up of each node's share): use a larger pod_cidr", n, cidr, DefaultFirstPod)
 	}
 	pods := make([]PodSpec, n)
 	for i := range pods {
-		pods[i] = PodSpec{Name: PodName(i), IP: topo.NthIP(ipnet, DefaultFirstPod+i).String()}
+		pods[i] = PodSpec{Name: PodName(i), IP: topo.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes).String()}
 	}
 	return pods, nil
 }
@@ -132,12 +158,43 @@ func (s *Spec) Validate() error {
 		}
 		seenIP[ip.String()] = p.Name
 	}
+	if s.Nodes < 0 || s.Nodes > MaxNodes {
+		return fmt.Errorf("nodes %d: a lab has 1 or %d nodes", s.Nodes, MaxNodes)
+	}
+	if s.NodeCount() > 1 {
+		if ch, ok := m.(topo.CrossHost); !ok || !ch.CrossHost() {
+			return fmt.Errorf("mode %s is same-host only: --nodes %d works with %s", s.Mode, s.Nodes, strings.Join(topo.CrossHostModes(), ", "))
+		}
+		parts := splitNet(ipnet, s.NodeCount())
+		for i, p := range s.Pods {
+			if n := s.PodNode(i); !parts[n].Contains(net.ParseIP(p.IP)) {
+				return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, n+1, s.PodCIDR, parts[n], p.IP)
+			}
+		}
+	}
+	if mn, ok := m.(interface{ MinNodes() int }); ok && s.NodeCount() < mn.MinNodes() {
+		return fmt.Errorf("mode %s joins nodes: use --nodes %d", s.Mode, mn.MinNodes())
+	}
+	if s.UnderlayRate != "" {
+		if s.NodeCount() < 2 {
+			return fmt.Errorf("--underlay-rate shapes the link between nodes: it needs --nodes 2")
+		}
+		if _, err := ParseRate(s.UnderlayRate); err != nil {
+			return err
+		}
+	}
 	if np, ok := m.(interface{ MinPods() int }); ok && len(s.Pods) < np.MinPods() {
 		return fmt.Errorf("mode %s needs at least %d pods (got %d)", s.Mode, np.MinPods(), len(s.Pods))
 	}
-	for k := range s.Options {
-		if !knownOption(m, k) {
+	for k, v := range s.Options {
+		opt, ok := findOption(m, k)
+		if !ok {
 			return fmt.Errorf("mode %s has no option %q%s", s.Mode, k, optionHint(m))
+		}
+		if opt.Check != nil {
+			if err := opt.Check(v); err != nil {
+				return err
+			}
 		}
 	}
 	return topo.Available(m)
@@ -145,15 +202,15 @@ func (s *Spec) Validate() error {
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }
 
-func knownOption(m topo.Mode, k string) bool {
+func findOption(m topo.Mode, k string) (topo.Option, bool) {
 	if o, ok := m.(topo.Optioned); ok {
 		for _, opt := range o.Options() {
 			if opt.Name == k {
-				return true
+				return opt, true
 			}
 		}
 	}
-	return false
+	return topo.Option{}, false
 }
 
 func optionHint(m topo.Mode) string {

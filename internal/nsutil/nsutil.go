@@ -74,10 +74,14 @@ func Delete(name string) error {
 }
 
 // Do runs fn with the calling thread inside the named namespace.
-func Do(name string, fn func() error) error {
-	target, err := netns.GetFromPath(Path(name))
+func Do(name string, fn func() error) error { return DoPath(Path(name), fn) }
+
+// DoPath runs fn with the calling thread inside the namespace bound at path
+// (a /run/netns entry, or /proc/PID/ns/net).
+func DoPath(path string, fn func() error) error {
+	target, err := netns.GetFromPath(path)
 	if err != nil {
-		return fmt.Errorf("open namespace %s: %w", name, err)
+		return fmt.Errorf("open namespace %s: %w", path, err)
 	}
 	defer target.Close()
 	runtime.LockOSThread()
@@ -88,7 +92,7 @@ func Do(name string, fn func() error) error {
 	}
 	defer orig.Close()
 	if err := netns.Set(target); err != nil {
-		return fmt.Errorf("enter namespace %s: %w", name, err)
+		return fmt.Errorf("enter namespace %s: %w", path, err)
 	}
 	ferr := fn()
 	if err := netns.Set(orig); err != nil {

@@ -46,6 +46,10 @@ type Settings struct {
 	Warmup   int    `json:"warmup"`
 	Streams  int    `json:"streams,omitempty"`
 	Size     int    `json:"size,omitempty"`
+	// How the cells were summarised (issue 3).
+	CVThreshold float64 `json:"cv_threshold,omitempty"` // a cell with a larger cv is "noisy"
+	Baseline    string  `json:"baseline,omitempty"`     // mode every cell is compared with
+	CIMethod    string  `json:"ci_method,omitempty"`    // "bootstrap-median" or "student-t-mean"
 }
 
 // Skipped names a matrix entry that could not run, and why.
@@ -88,6 +92,12 @@ type Cell struct {
 	CPU      *CPUCost           `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
+	// A service cell compared with its mode's pod cell (clusterIP/podIP).
+	VsPod *Comparison `json:"vs_pod,omitempty"`
+
+	// ModeFacts is how the lab was built on this machine (e.g. the Open
+	// vSwitch datapath, "datapath": "netdev"), from the lab's state.
+	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs
@@ -95,13 +105,17 @@ type Cell struct {
 type CPUCost struct {
 	UserSec    float64 `json:"user_s"`
 	SystemSec  float64 `json:"system_s"`
+	IRQSec     float64 `json:"irq_s"`
 	SoftirqSec float64 `json:"softirq_s"`
+	BusySec    float64 `json:"busy_s"`  // user + system + irq + softirq
+	Samples    int     `json:"samples"` // valid samples that had CPU counters
 	// PerGB: CPU-seconds per GB moved (streams); PerKTrans: per 1000 transactions (rr/crr).
 	PerGB         float64 `json:"cpu_s_per_gb,omitempty"`
 	PerKTrans     float64 `json:"cpu_s_per_1k_trans,omitempty"`
 	NetRxPerTrans float64 `json:"net_rx_softirqs_per_trans,omitempty"`
 	NetTxPerTrans float64 `json:"net_tx_softirqs_per_trans,omitempty"`
 	NetRxPerGB    float64 `json:"net_rx_softirqs_per_gb,omitempty"`
+	NetTxPerGB    float64 `json:"net_tx_softirqs_per_gb,omitempty"`
 }
 
 // Comparison of a cell with its baseline.
@@ -112,7 +126,12 @@ type Comparison struct {
 	Test        string    `json:"test"`       // "mann-whitney-u"
 	PValue      float64   `json:"p_value"`
 	Significant bool      `json:"significant"` // p < 0.05
-	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline"
+	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a"
+	// MinPValue is the smallest p the test could give with these sample
+	// counts (Mann-Whitney: 2/C(n1+n2,n1)); above 0.05 no verdict is possible.
+	MinPValue float64 `json:"min_p_value"`
+	WelchP    float64 `json:"welch_p_value,omitempty"` // Welch t on the means, for reference
+	Note      string  `json:"note,omitempty"`          // why there is no verdict ("n/a")
 }
 
 // Sample is one measurement; a failed one keeps its error and is never counted.
@@ -128,13 +147,22 @@ type Sample struct {
 
 // SampleCPU is the /proc/stat and /proc/softirqs delta over one sample.
 type SampleCPU struct {
-	UserSec    float64 `json:"user_s"`
+	UserSec    float64 `json:"user_s"` // user + nice
 	SystemSec  float64 `json:"system_s"`
+	IRQSec     float64 `json:"irq_s"`
 	SoftirqSec float64 `json:"softirq_s"`
-	IdleSec    float64 `json:"idle_s"`
+	IdleSec    float64 `json:"idle_s"` // idle + iowait
+	StealSec   float64 `json:"steal_s,omitempty"`
 	NetRx      uint64  `json:"net_rx"`
 	NetTx      uint64  `json:"net_tx"`
+	WallSec    float64 `json:"wall_s"`
+	// Window says what the counters cover: "client" (the engine reported
+	// its client's run) or "run" (the whole engine run, server start included).
+	Window string `json:"window"`
 }
+
+// BusySec is user + system + irq + softirq.
+func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSec + c.SoftirqSec }
 
 // Key identifies a cell across files (for compare).
 func (c *Cell) Key() string {

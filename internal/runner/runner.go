@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -40,6 +42,13 @@ type Spec struct {
 	Rate     string
 	Pods     []lab.PodSpec
 	PodCIDR  string
+	// Nodes (2: cross-host) and the underlay's tbf rate.
+	Nodes        int
+	UnderlayRate string
+	Summary      SummaryOptions // CV threshold, CI method, baseline mode
+	// LabPrefix starts every lab name ("r" when empty; tests use their own
+	// prefix so concurrent test runs never clash).
+	LabPrefix string
 
 	// Service path (path "service"): one lab per mode x provider x count of
 	// extra services; the pod paths get a lab of their own without services.
@@ -65,14 +74,8 @@ type cellRun struct {
 
 // Run executes spec and returns the filled results (metadata is the caller's).
 func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
-	if spec.Repeat < 1 {
-		return nil, fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
-	}
-	if spec.Warmup < 0 {
-		return nil, fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
-	}
-	if spec.Duration < time.Second {
-		return nil, fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	if err := CheckSpec(spec); err != nil {
+		return nil, err
 	}
 	out := &results.File{SchemaVersion: results.SchemaVersion}
 	var labs []*lab.Lab
@@ -85,10 +88,15 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			}
 		}
 	}()
-	runID := fmt.Sprintf("r%04d", rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
+	prefix := spec.LabPrefix
+	if prefix == "" {
+		prefix = "run"
+	}
+	runID := fmt.Sprintf("%s%04d", prefix, rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
 	var cells []*cellRun
 	upLab := func(mv ModeVariant) (*lab.Lab, error) {
-		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, len(labs)), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options}
+		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, len(labs)), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options,
+			Nodes: spec.Nodes, UnderlayRate: spec.UnderlayRate}
 		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
 		l, err := lab.Up(ctx, ls, nil)
 		if err != nil {
@@ -97,7 +105,9 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		labs = append(labs, l)
 		return l, nil
 	}
-	addCells := func(mv ModeVariant, path string, ep topo.Endpoint, proto *results.Cell) error {
+	// addCells adds a cell per test for one path of a lab; proto carries
+	// the fields the path fixes (provider, services).
+	addCells := func(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoint, proto results.Cell) error {
 		for _, t := range spec.Tests {
 			en := spec.Engine
 			if en == "" {
@@ -110,18 +120,10 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			if !d.Supports(t) {
 				return fmt.Errorf("engine %s does not run %s", en, t)
 			}
-			c := *proto
-			c.Mode, c.ModeOptions, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, path, string(t), en, t.Unit()
+			c := proto
+			c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), en, t.Unit()
 			out.Cells = append(out.Cells, &c)
-			label := fmt.Sprintf("%s/%s/%s", mv.Label, path, t)
-			if c.Provider != "" {
-				label = fmt.Sprintf("%s/%s(%s", mv.Label, path, c.Provider)
-				if c.ExtraServices > 0 {
-					label += fmt.Sprintf("+%d", c.ExtraServices)
-				}
-				label += ")/" + string(t)
-			}
-			cells = append(cells, &cellRun{cell: &c, driver: d, label: label,
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
 				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
 		}
 		return nil
@@ -163,7 +165,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 					out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
 					continue
 				}
-				if err := addCells(mv, path, ep, &results.Cell{}); err != nil {
+				if err := addCells(mv, l, path, ep, results.Cell{}); err != nil {
 					return nil, err
 				}
 			}
@@ -171,6 +173,8 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		if !servicePath {
 			continue
 		}
+		// One lab per provider and count: providers cannot share a node (the
+		// first to DNAT wins), and each count is a different table to search.
 		for _, p := range providers {
 			if err := service.Check(p, mv.Mode); err != nil {
 				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: p, Reason: err.Error()})
@@ -188,7 +192,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 					prog.Note("skipping %s with %s: %v", mv.Label, p, err)
 					continue
 				}
-				if err := addCells(mv, ServicePath, ep, cell); err != nil {
+				if err := addCells(mv, l, ServicePath, ep, cell); err != nil {
 					return nil, err
 				}
 			}
@@ -214,11 +218,11 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Sample(n, label)
 			es := engine.Spec{Test: engine.Test(c.cell.Test), Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
 			start := time.Now().UTC()
-			res, err := c.driver.Run(ctx, c.target, es)
+			res, usage, err := measure(ctx, c.driver, c.target, es)
 			if r < spec.Warmup {
 				continue
 			}
-			s := results.Sample{Result: res, Valid: err == nil, Start: start}
+			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {
 				s.Error = err.Error()
 				prog.Note("sample failed: %s: %v", c.label, err)
@@ -227,28 +231,44 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		}
 	}
 	prog.End()
-	for _, c := range out.Cells {
-		Summarize(c)
-	}
+	Analyze(out.Cells, spec.Summary)
 	return out, nil
 }
 
-// Summarize fills median/min/max and counts from the valid samples.
-func Summarize(c *results.Cell) {
-	v := c.Values()
-	c.Valid = len(v)
-	c.Failed = len(c.Samples) - len(v)
-	if len(v) == 0 {
-		return
+// CheckSpec refuses a bad spec before anything is built.
+func CheckSpec(spec Spec) error {
+	if spec.Repeat < 1 {
+		return fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	c.Min, c.Max = s[0], s[len(s)-1]
-	if len(s)%2 == 1 {
-		c.Median = s[len(s)/2]
-	} else {
-		c.Median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	if spec.Warmup < 0 {
+		return fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
 	}
+	if spec.Duration < time.Second {
+		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	}
+	return checkSummary(spec)
+}
+
+// checkSummary refuses bad summary options before any lab is built.
+func checkSummary(spec Spec) error {
+	o := spec.Summary
+	if o.CVThreshold < 0 {
+		return fmt.Errorf("cv threshold must be 0 or more (got %g)", o.CVThreshold)
+	}
+	if o.CIMethod != "" && !slices.Contains(CIMethods, o.CIMethod) {
+		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(CIMethods, ", "))
+	}
+	if o.Baseline == "" {
+		return nil
+	}
+	var labels []string
+	for _, m := range spec.Modes {
+		if m.Label == o.Baseline {
+			return nil
+		}
+		labels = append(labels, m.Label)
+	}
+	return fmt.Errorf("baseline %q is not one of the modes in this run (%s): pick one of them", o.Baseline, strings.Join(labels, ", "))
 }
 
 func pathNames(m map[string]topo.Endpoint) string {
@@ -264,26 +284,37 @@ func pathNames(m map[string]topo.Endpoint) string {
 // service.DefaultVIP, whose backend is the first pod.
 const ServicePath = "service"
 
+func cellLabel(c *results.Cell) string {
+	if c.Provider == "" {
+		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
+	}
+	p := c.Provider
+	if c.ExtraServices > 0 {
+		p += fmt.Sprintf("+%d", c.ExtraServices)
+	}
+	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
+}
+
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
-func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, *results.Cell, error) {
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, results.Cell, error) {
 	st := l.State
 	c, err := service.NewConfig(st, provider, n, specs)
 	if err != nil {
-		return topo.Endpoint{}, nil, err
+		return topo.Endpoint{}, results.Cell{}, err
 	}
 	if err := service.Apply(st, nil, c); err != nil {
-		return topo.Endpoint{}, nil, err
+		return topo.Endpoint{}, results.Cell{}, err
 	}
 	if err := c.Save(st.Name); err != nil {
-		return topo.Endpoint{}, nil, err
+		return topo.Endpoint{}, results.Cell{}, err
 	}
 	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
 	server, client, err := service.Path(st)
 	if err != nil {
-		return topo.Endpoint{}, nil, err
+		return topo.Endpoint{}, results.Cell{}, err
 	}
-	cell := &results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
+	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
 		Note: service.Caveat(provider, mv.Mode, mv.Options)}
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)

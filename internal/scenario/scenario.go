@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,25 +24,30 @@ import (
 
 // Scenario is one file.
 type Scenario struct {
-	Description string               `yaml:"description"`
-	Seed        string               `yaml:"seed"`
-	Name        string               `yaml:"name"`
-	Mode        string               `yaml:"mode"`
-	Modes       []runner.ModeVariant `yaml:"-"`
-	Pods        []lab.PodSpec        `yaml:"-"`
-	PodCount    *int                 `yaml:"-"`
-	PodCIDR     string               `yaml:"pod_cidr"`
-	Options     map[string]string    `yaml:"options"`
-	Paths       []string             `yaml:"paths"`
-	Tests       []string             `yaml:"tests"`
-	Engine      string               `yaml:"engine"`
-	Duration    string               `yaml:"duration"`
-	Repeat      *int                 `yaml:"repeat"`
-	Warmup      *int                 `yaml:"warmup"`
-	Streams     *int                 `yaml:"streams"`
-	Size        *int                 `yaml:"size"`
-	Rate        string               `yaml:"rate"`
-	Output      string               `yaml:"output"`
+	Description  string               `yaml:"description"`
+	Seed         string               `yaml:"seed"`
+	Name         string               `yaml:"name"`
+	Mode         string               `yaml:"mode"`
+	Modes        []runner.ModeVariant `yaml:"-"`
+	Pods         []lab.PodSpec        `yaml:"-"`
+	PodCount     *int                 `yaml:"-"`
+	PodCIDR      string               `yaml:"pod_cidr"`
+	Nodes        *int                 `yaml:"nodes"`
+	UnderlayRate string               `yaml:"underlay_rate"`
+	Options      map[string]string    `yaml:"options"`
+	Paths        []string             `yaml:"paths"`
+	Tests        []string             `yaml:"tests"`
+	Engine       string               `yaml:"engine"`
+	Duration     string               `yaml:"duration"`
+	Repeat       *int                 `yaml:"repeat"`
+	Warmup       *int                 `yaml:"warmup"`
+	Streams      *int                 `yaml:"streams"`
+	Size         *int                 `yaml:"size"`
+	Rate         string               `yaml:"rate"`
+	Output       string               `yaml:"output"`
+	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string         `yaml:"provider"`
@@ -250,10 +256,16 @@ func (s *Scenario) validate() error {
 		key string
 		v   *int
 		min int
-	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
+	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"nodes", s.Nodes, 1}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
+	}
+	if s.CVThreshold != nil && *s.CVThreshold < 0 {
+		return s.errAt("cv_threshold", -1, "%g is negative (example: 0.10 for 10%%)", *s.CVThreshold)
+	}
+	if s.CIMethod != "" && !slices.Contains(runner.CIMethods, s.CIMethod) {
+		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(runner.CIMethods, ", "))
 	}
 	if s.Name != "" {
 		if err := lab.ValidName("lab", s.Name); err != nil {

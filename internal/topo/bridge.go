@@ -26,13 +26,18 @@ func (bridgeMode) Requires() []kernel.Feature {
 }
 func (bridgeMode) MinPods() int { return 2 }
 func (bridgeMode) Options() []Option {
-	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}}
+	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching", Check: OnOff}}
 }
+
+func (bridgeMode) CrossHost() bool { return true }
 
 func (bridgeMode) Build(env *Env) error {
 	nf, err := env.BoolOption("bridge_nf_call_iptables", true)
 	if err != nil {
 		return err
+	}
+	if len(env.Nodes) > 1 {
+		return buildBridgeAcrossNodes(env, nf)
 	}
 	br, err := BridgeWithGateway(env, "br0", 32)
 	if err != nil {
@@ -106,4 +111,44 @@ func onOffWord(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// buildBridgeAcrossNodes: seed 003 (003_9b52356141afa5f9.txt) "no
+// encapsulation" across hosts: on each node br0 enslaves the underlay NIC and
+// the pods' veths, so pods of both nodes share one L2 segment. Each node's br0
+// holds that node's gateway address (.1 of its share) with the whole pod
+// network's prefix; pods use the whole prefix too, so they reach each other
+// directly at L2.
+func buildBridgeAcrossNodes(env *Env, nf bool) error {
+	for i := range env.Nodes {
+		sub := env.ForNode(i)
+		gw := NthIP(sub.PodNet, 1)
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
+		if err := sub.Node.H.LinkAdd(br); err != nil {
+			return fmt.Errorf("%s: bridge br0: %w", env.Nodes[i].Node, err)
+		}
+		if err := sub.Node.H.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: gw, Mask: env.PodNet.Mask}}); err != nil {
+			return err
+		}
+		if err := sub.Node.H.LinkSetUp(br); err != nil {
+			return err
+		}
+		up, err := sub.Node.H.LinkByName(env.Underlay)
+		if err != nil {
+			return err
+		}
+		if err := sub.Node.H.LinkSetMaster(up, br); err != nil {
+			return fmt.Errorf("%s: underlay into br0: %w", env.Nodes[i].Node, err)
+		}
+		sub.PodNet = env.PodNet // pods see the whole network as on-link
+		if err := AttachPodsToBridge(sub, br, gw); err != nil {
+			return err
+		}
+		if err := Sysctls(sub.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf)); err != nil {
+			return err
+		}
+	}
+	env.Gateway = "per node: .1 of its share"
+	env.Facts = map[string]string{"bridge_nf_call_iptables": onOffWord(nf), "underlay": "enslaved in br0 on both nodes"}
+	return nil
 }

@@ -36,7 +36,8 @@ func (dockerNAT) Requires() []kernel.Feature {
 }
 func (dockerNAT) MinPods() int { return 2 }
 func (dockerNAT) Options() []Option {
-	return []Option{{Name: "publish", Default: DefaultPublished, Help: "node ports published to the first pod (tcp and udp), comma-separated"}}
+	return []Option{{Name: "publish", Default: DefaultPublished, Help: "node ports published to the first pod (tcp and udp), comma-separated",
+		Check: func(v string) error { _, err := parsePorts(v); return err }}}
 }
 
 func (dockerNAT) Build(env *Env) error {

@@ -20,8 +20,12 @@ func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
 		return nil, err
 	}
 	defer podNS.Close()
+	mtu := pod.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
 	v := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: 1500},
+		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu},
 		PeerName:      pod.Ifname,
 		PeerNamespace: netlink.NsFd(int(podNS)),
 	}

@@ -1,6 +1,10 @@
 package topo
 
-import "github.com/vnetlab/vnetlab/internal/kernel"
+import (
+	"fmt"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
+)
 
 // host: client and server both in the node, over loopback. The ceiling of
 // every same-host path (seed 000's "loopback 49.2 Gbit/s", seed 004's
@@ -15,8 +19,16 @@ func (hostMode) Summary() string {
 }
 func (hostMode) Requires() []kernel.Feature { return nil }
 func (hostMode) Podless() bool              { return true }
+func (hostMode) CrossHost() bool            { return true }
 
 func (hostMode) Build(env *Env) error {
+	if len(env.Nodes) > 1 {
+		// Node-to-node over the underlay: the cross-host baseline (seed 003's em1-em1).
+		a, b := env.Nodes[0], env.Nodes[1]
+		env.Paths = map[string]Endpoint{"pod": {ServerNS: a.Name, ClientNS: b.Name, Target: a.UnderlayIP.String(),
+			Note: fmt.Sprintf("%s -> %s over the underlay (no pods)", b.Node, a.Node)}}
+		return nil
+	}
 	env.Paths = map[string]Endpoint{"pod": {ServerNS: env.Node.Name, ClientNS: env.Node.Name, Target: "127.0.0.1",
 		Note: "node -> node over loopback (no pods)"}}
 	return nil

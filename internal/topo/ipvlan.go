@@ -1,6 +1,8 @@
 package topo
 
 import (
+	"fmt"
+
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/kernel"
@@ -20,7 +22,13 @@ func (ipvlanMode) Summary() string {
 func (ipvlanMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Ipvlan} }
 func (ipvlanMode) MinPods() int               { return 2 }
 func (ipvlanMode) Options() []Option {
-	return []Option{{Name: "ipvlan_mode", Default: "l2", Help: "l2 (children switched by the parent) or l3 (routed by the parent)"}}
+	return []Option{{Name: "ipvlan_mode", Default: "l2", Help: "l2 (children switched by the parent) or l3 (routed by the parent)",
+		Check: func(v string) error {
+			if v != "l2" && v != "l3" {
+				return fmt.Errorf("option ipvlan_mode=%q: want l2 or l3", v)
+			}
+			return nil
+		}}}
 }
 
 func (ipvlanMode) Build(env *Env) error {

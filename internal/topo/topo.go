@@ -36,6 +36,17 @@ type Pod struct {
 	Pod    string // pod name (pod-a)
 	IP     net.IP
 	Ifname string // interface inside the pod (eth0)
+	Node   int    // index in Env.Nodes of the node it is attached to
+	MTU    int    // link MTU (0: 1500)
+}
+
+// Node is one emulated host.
+type Node struct {
+	NS
+	Node       string     // node name (node, or node1, node2 with --nodes 2)
+	IP         net.IP     // uplink (eth0) address
+	UnderlayIP net.IP     // address on the node-to-node underlay (eth1), multi-node only
+	PodNet     *net.IPNet // this node's share of the pod network
 }
 
 // Endpoint says where a test's server runs, where its client runs and which
@@ -50,15 +61,26 @@ type Endpoint struct {
 
 // Env is what a mode gets to build with and what it reports back.
 type Env struct {
-	Lab     string
-	Node    NS
-	NodeIP  net.IP // node's uplink address (eth0)
-	Uplink  string // node's uplink interface name
-	Ext     NS     // the "outside world" namespace holding the node's default route
-	ExtIP   net.IP
-	Pods    []*Pod
-	PodNet  *net.IPNet
-	Options map[string]string
+	Lab    string
+	Node   NS     // the (first) node; same-host modes build everything here
+	NodeIP net.IP // node's uplink address (eth0)
+	// Nodes lists every node; with --nodes 2 they are joined by a veth underlay
+	// (Underlay names its interface in each node). Modes that can span nodes
+	// implement CrossHost.
+	Nodes    []*Node
+	Underlay string
+	Uplink   string // node's uplink interface name
+	Ext      NS     // the "outside world" namespace holding the node's default route
+	ExtIP    net.IP
+	Pods     []*Pod
+	PodNet   *net.IPNet
+	Options  map[string]string
+
+	// StateDir is the lab's own directory (daemons' sockets, databases, logs).
+	StateDir string
+	// Track journals a process the mode started and leaves running, so that
+	// down and clean stop it by PID (set by internal/lab; see StartDaemon).
+	Track func(pid int) error
 
 	// Outputs.
 	Gateway string              // pods' default gateway
@@ -85,7 +107,7 @@ func (e *Env) BoolOption(key string, def bool) (bool, error) {
 	case "off", "false", "no", "0":
 		return false, nil
 	}
-	return false, fmt.Errorf("option %s=%q: want on or off", key, v)
+	return false, fmt.Errorf("option %s=%q: want on or off", key, e.Options[key])
 }
 
 // DefaultPaths: the server is the first pod, the client the second, dialing the pod IP.
@@ -124,19 +146,43 @@ func Names() []string {
 	return n
 }
 
-// Available returns nil if the kernel has every feature the mode needs.
+// Available returns nil if the kernel has every feature the mode needs (and,
+// for modes that also need programs, those are installed).
 func Available(m Mode) error {
 	for _, f := range m.Requires() {
 		if err := kernel.Check(f); err != nil {
 			return err
 		}
 	}
+	if u, ok := m.(Usable); ok {
+		return u.Usable()
+	}
 	return nil
+}
+
+// Usable is implemented by modes whose availability depends on more than
+// kernel features (installed programs, a datapath).
+type Usable interface {
+	Usable() error
+}
+
+// Detailed is implemented by modes that say how they will be built on this
+// machine (doctor shows it, e.g. which Open vSwitch datapath).
+type Detailed interface {
+	Detail() string
 }
 
 // Option documents one mode option (scenario `options:` / `--option k=v`).
 type Option struct {
 	Name, Default, Help string
+	// Check validates a value before anything is built (nil: any value).
+	Check func(string) error
+}
+
+// OnOff checks on/off style option values.
+func OnOff(v string) error {
+	_, err := (&Env{Options: map[string]string{"x": v}}).BoolOption("x", false)
+	return err
 }
 
 // Optioned is implemented by modes that take options.
@@ -144,7 +190,39 @@ type Optioned interface {
 	Options() []Option
 }
 
+// CrossHost is implemented by modes that can span several nodes (--nodes 2).
+type CrossHost interface {
+	CrossHost() bool
+}
+
+// ForNode returns a view of env restricted to node i and its pods, so that a
+// cross-host mode can reuse same-host building blocks per node.
+func (e *Env) ForNode(i int) *Env {
+	n := e.Nodes[i]
+	sub := *e
+	sub.Node, sub.NodeIP, sub.PodNet = n.NS, n.IP, n.PodNet
+	sub.Pods = nil
+	for _, p := range e.Pods {
+		if p.Node == i {
+			sub.Pods = append(sub.Pods, p)
+		}
+	}
+	sub.Paths, sub.Facts = nil, nil
+	return &sub
+}
+
 // Podless is implemented by modes that attach no pods (host).
 type Podless interface {
 	Podless() bool
+}
+
+// CrossHostModes lists the modes that can span nodes.
+func CrossHostModes() []string {
+	var n []string
+	for _, name := range Names() {
+		if ch, ok := registry[name].(CrossHost); ok && ch.CrossHost() {
+			n = append(n, name)
+		}
+	}
+	return n
 }

@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lb.h: vnetlab's Service load balancer for tc (clsact, direct action).
+ *
+ * A header so that other vnetlab programs (the veth-ebpf mode) can fold the
+ * same translation into their own tc programs and share the pinned maps
+ * (pinned by name under /sys/fs/bpf/vnetlab/<lab>/).
+ *
+ * Two entry points:
+ *   lb_from_pod(skb)  packets leaving a pod: DNAT clusterIP:port -> backend
+ *                     (pod eth0 egress, or node-side veth ingress);
+ *   lb_to_pod(skb)    packets arriving at a pod: reverse NAT backend -> clusterIP
+ *                     (pod eth0 ingress, or node-side veth egress).
+ *
+ * Conntrack: one LRU hash holds two entries per flow. The forward entry
+ * (client:cport -> vip:vport) pins the flow to its backend; the reverse entry
+ * is keyed by the reply tuple exactly as it will arrive (backend:bport ->
+ * client:cport), so a reply costs one lookup.
+ *
+ * Hairpin (a pod reaching its own Service and landing on itself): the
+ * packet would arrive with source == destination == the pod's own address
+ * and the pod's kernel drops it as a martian (accept_local=0). So its source
+ * is rewritten to LB_HAIRPIN_IP (like kube-proxy's masquerade, like Cilium's
+ * 169.254.42.1). The pod answers LB_HAIRPIN_IP through its default route,
+ * i.e. out of its eth0, where lb_from_pod sees the reply (both placements),
+ * recognises the hairpin address and rewrites it back to vip:vport ->
+ * pod:cport. The node then routes it back into the pod.
+ *
+ * All reads use bpf_skb_load_bytes (works on non-linear skbs, no pointer
+ * bounds for the verifier to doubt); writes use bpf_skb_store_bytes and the
+ * checksum helpers, which also handle CHECKSUM_PARTIAL skbs from local
+ * sockets and GSO packets.
+ */
+#ifndef VNETLAB_LB_H
+#define VNETLAB_LB_H
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* 169.254.42.1: source address of hairpinned connections (network order
+ * built from host order so the constant reads naturally). */
+#define LB_HAIRPIN_IP bpf_htonl(0xa9fe2a01)
+
+#define LB_MAX_SERVICES (1 << 18)
+#define LB_MAX_BACKENDS (1 << 20)
+#define LB_MAX_FLOWS    (1 << 17) /* conntrack entries: two per flow */
+#define LB_MAX_FRAGS    4096
+
+/* Maps use network byte order for addresses and ports, as in the packet. */
+struct lb_svc_key {
+	__be32 vip;
+	__be16 port;
+	__u8 proto; /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 pad;
+};
+
+struct lb_svc {
+	__u32 id;     /* from lb_meta, never reused */
+	__u16 count;  /* backends in slots 0..count-1 */
+	__u16 flags;
+};
+
+struct lb_backend_key {
+	__u32 svc_id;
+	__u32 slot;
+};
+
+struct lb_backend {
+	__be32 ip;
+	__be16 port;
+	__u16 pad;
+};
+
+enum { LB_CT_FWD = 1, LB_CT_REV = 2 };
+enum { LB_CT_HAIRPIN = 1 };
+
+struct lb_ct_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
+	__u16 pad;
+};
+
+/* FWD: addr:port = backend. REV: addr:port = vip:vport, client = the pod
+ * that opened the flow (the destination to restore after a hairpin). */
+struct lb_ct {
+	__be32 addr;
+	__be16 port;
+	__u8 flags;
+	__u8 pad;
+	__be32 client;
+	__u32 svc_id;
+};
+
+struct lb_frag_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 id;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct lb_frag {
+	__be16 sport;
+	__be16 dport;
+};
+
+/* Counters, summed over CPUs by `vnetlab svc ls`. */
+enum {
+	LB_STAT_DNAT = 0,      /* packets translated clusterIP -> backend */
+	LB_STAT_RNAT = 1,      /* packets translated back backend -> clusterIP */
+	LB_STAT_CT_NEW = 2,    /* conntrack misses: new flows given a backend */
+	LB_STAT_NO_BACKEND = 3,/* dropped: service without backends */
+	LB_STAT_ICMP = 4,      /* ICMP errors whose quoted packet was translated */
+	LB_STAT_FRAG = 5,      /* non-first fragments translated */
+	LB_STAT_HAIRPIN = 6,   /* new flows whose backend is the client itself */
+	LB_STAT_ERROR = 7,     /* dropped: a rewrite helper failed */
+	LB_STAT_MAX = 8,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_MAX_SERVICES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb_svc_key);
+	__type(value, struct lb_svc);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_MAX_BACKENDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb_backend_key);
+	__type(value, struct lb_backend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FLOWS);
+	__type(key, struct lb_ct_key);
+	__type(value, struct lb_ct);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_conntrack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FRAGS);
+	__type(key, struct lb_frag_key);
+	__type(value, struct lb_frag);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_frags SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_stats SEC(".maps");
+
+/* Slot 0: the next service id (written by vnetlab's Go side only; ids are
+ * never reused so conntrack entries of a deleted service cannot match). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_meta SEC(".maps");
+
+static __always_inline void lb_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&lb_stats, &what);
+	if (v)
+		*v += 1;
+}
+
+/* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
+#define ICMP_DEST_UNREACH   3
+#define ICMP_SOURCE_QUENCH  4
+#define ICMP_TIME_EXCEEDED  11
+#define ICMP_PARAMETERPROB  12
+struct lb_icmphdr {
+	__u8 type;
+	__u8 code;
+	__sum16 checksum;
+	__be32 rest;
+};
+
+/* Offsets inside the IPv4 header and the L4 headers. */
+#define IP_OFF       ETH_HLEN
+#define IP_CSUM_OFF  (IP_OFF + 10)
+#define IP_SADDR_OFF (IP_OFF + 12)
+#define IP_DADDR_OFF (IP_OFF + 16)
+#define TCP_CSUM     16
+#define UDP_CSUM     6
+#define ICMP_CSUM    2
+
+#define IP_MF     0x2000
+#define IP_OFFSET 0x1fff
+
+/* A parsed IPv4 TCP/UDP packet (or an ICMP one: ports are then zero). */
+struct lb_pkt {
+	__be32 saddr, daddr;
+	__be16 sport, dport;
+	__be16 id;
+	__u8 proto;
+	__u8 has_l4;   /* the L4 header is in this packet (not a later fragment) */
+	__u8 first_frag;
+	__u8 tcp_syn;
+	__u32 l4off;   /* from the start of the frame */
+};
+
+enum { LB_PASS = 0, LB_GO = 1 };
+
+/* lb_parse fills p for IPv4 TCP, UDP and ICMP. Anything else, and anything
+ * truncated or malformed, is LB_PASS: left untouched. A later fragment is
+ * LB_GO only when its first fragment was seen (ports from lb_frags). */
+static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
+{
+	struct iphdr ip;
+	__u16 frag;
+
+	if (skb->protocol != bpf_htons(ETH_P_IP))
+		return LB_PASS;
+	if (bpf_skb_load_bytes(skb, IP_OFF, &ip, sizeof(ip)) < 0)
+		return LB_PASS;
+	if (ip.version != 4 || ip.ihl < 5)
+		return LB_PASS;
+	if (ip.protocol != IPPROTO_TCP && ip.protocol != IPPROTO_UDP && ip.protocol != IPPROTO_ICMP)
+		return LB_PASS;
+	p->saddr = ip.saddr;
+	p->daddr = ip.daddr;
+	p->proto = ip.protocol;
+	p->id = ip.id;
+	p->l4off = IP_OFF + ip.ihl * 4;
+	p->sport = p->dport = 0;
+	p->tcp_syn = 0;
+	p->has_l4 = 1;
+	frag = bpf_ntohs(ip.frag_off);
+	p->first_frag = (frag & IP_MF) && !(frag & IP_OFFSET);
+	if (frag & IP_OFFSET) {
+		/* No L4 header here: take the ports the first fragment left. */
+		struct lb_frag_key fk = { .saddr = ip.saddr, .daddr = ip.daddr, .id = ip.id, .proto = ip.protocol };
+		struct lb_frag *f;
+
+		if (ip.protocol == IPPROTO_ICMP)
+			return LB_PASS;
+		f = bpf_map_lookup_elem(&lb_frags, &fk);
+		if (!f)
+			return LB_PASS;
+		p->sport = f->sport;
+		p->dport = f->dport;
+		p->has_l4 = 0;
+		return LB_GO;
+	}
+	if (ip.protocol == IPPROTO_ICMP)
+		return LB_GO; /* lb_icmp_quote reads (and bounds) the rest */
+	if (ip.protocol == IPPROTO_TCP) {
+		__u8 hdr[20];
+		/* The whole fixed header must be there: the checksum is at 16. */
+		if (bpf_skb_load_bytes(skb, p->l4off, hdr, sizeof(hdr)) < 0)
+			return LB_PASS;
+		p->sport = *(__be16 *)&hdr[0];
+		p->dport = *(__be16 *)&hdr[2];
+		p->tcp_syn = (hdr[13] & 0x02) != 0; /* SYN (and SYN-ACK) */
+	} else {
+		__be16 h[4];
+		if (bpf_skb_load_bytes(skb, p->l4off, h, sizeof(h)) < 0)
+			return LB_PASS;
+		p->sport = h[0];
+		p->dport = h[1];
+	}
+	return LB_GO;
+}
+
+/* The first fragment of a translated datagram leaves its ports for the
+ * fragments that follow (same source, destination, id and protocol). */
+static __always_inline void lb_frag_remember(const struct lb_pkt *p)
+{
+	struct lb_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->id, .proto = p->proto };
+	struct lb_frag f = { .sport = p->sport, .dport = p->dport };
+
+	if (p->first_frag)
+		bpf_map_update_elem(&lb_frags, &fk, &f, BPF_ANY);
+}
+
+static __always_inline __u32 lb_l4_csum_off(const struct lb_pkt *p)
+{
+	return p->l4off + (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM);
+}
+
+static __always_inline __u64 lb_l4_flags(const struct lb_pkt *p)
+{
+	/* A UDP checksum of zero means "none": it must stay zero. */
+	return p->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+}
+
+/* Rewrites the IPv4 source (addr_off = IP_SADDR_OFF) or destination address,
+ * fixing the IP checksum and, when the L4 header is here, the TCP/UDP one
+ * (the address is part of their pseudo-header). */
+static __always_inline int lb_set_addr(struct __sk_buff *skb, const struct lb_pkt *p, __u32 addr_off, __be32 from, __be32 to)
+{
+	if (from == to)
+		return 0;
+	if (p->has_l4 && (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP)) {
+		if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), from, to, BPF_F_PSEUDO_HDR | lb_l4_flags(p) | sizeof(to)) < 0)
+			return -1;
+	}
+	if (bpf_l3_csum_replace(skb, IP_CSUM_OFF, from, to, sizeof(to)) < 0)
+		return -1;
+	return bpf_skb_store_bytes(skb, addr_off, &to, sizeof(to), 0);
+}
+
+/* Rewrites the source (port_off 0) or destination (2) port. */
+static __always_inline int lb_set_port(struct __sk_buff *skb, const struct lb_pkt *p, __u32 port_off, __be16 from, __be16 to)
+{
+	if (from == to || !p->has_l4)
+		return 0;
+	if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), from, to, lb_l4_flags(p) | sizeof(to)) < 0)
+		return -1;
+	return bpf_skb_store_bytes(skb, p->l4off + port_off, &to, sizeof(to), 0);
+}
+
+static __always_inline __u32 lb_hash(const struct lb_pkt *p)
+{
+	/* murmur3's finaliser over the 5-tuple: the same flow always lands on
+	 * the same backend, even if its conntrack entry was evicted. */
+	__u32 h = p->saddr ^ (p->daddr * 0x9e3779b1) ^ (((__u32)p->sport << 16) | p->dport) ^ p->proto;
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+/* lb_rnat undoes the translation on a packet of the reply direction:
+ * backend:bport -> vip:vport, and for a hairpin LB_HAIRPIN_IP -> the pod. */
+static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
+{
+	if (lb_set_addr(skb, p, IP_SADDR_OFF, p->saddr, ct->addr) < 0 ||
+	    lb_set_port(skb, p, 0, p->sport, ct->port) < 0)
+		goto fail;
+	if ((ct->flags & LB_CT_HAIRPIN) && lb_set_addr(skb, p, IP_DADDR_OFF, p->daddr, ct->client) < 0)
+		goto fail;
+	lb_count(LB_STAT_RNAT);
+	if (!p->has_l4)
+		lb_count(LB_STAT_FRAG);
+	return TC_ACT_OK;
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* ICMP errors quote the packet that caused them (IP header + 8 bytes). An
+ * error about a translated flow must be translated too, or the client's
+ * socket never hears of it: the quoted packet is rewritten like the flow,
+ * with the ICMP checksum (no pseudo-header) and the quoted IP header's
+ * checksum fixed. The quoted TCP/UDP checksum is left alone: the quote is
+ * usually truncated and no kernel checks it. */
+struct lb_icmp_err {
+	__u32 in_ip;    /* offset of the quoted IP header */
+	__u32 in_l4;    /* offset of the quoted L4 header */
+	__be32 saddr, daddr;
+	__be16 sport, dport;
+	__u8 proto;
+};
+
+static __always_inline int lb_icmp_quote(struct __sk_buff *skb, const struct lb_pkt *p, struct lb_icmp_err *e)
+{
+	struct lb_icmphdr ih;
+	struct iphdr in;
+	__be16 ports[2];
+
+	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
+		return LB_PASS;
+	if (ih.type != ICMP_DEST_UNREACH && ih.type != ICMP_TIME_EXCEEDED &&
+	    ih.type != ICMP_PARAMETERPROB && ih.type != ICMP_SOURCE_QUENCH)
+		return LB_PASS; /* echo and friends: not about a flow */
+	e->in_ip = p->l4off + sizeof(ih);
+	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
+		return LB_PASS;
+	if (in.version != 4 || in.ihl < 5 || (in.protocol != IPPROTO_TCP && in.protocol != IPPROTO_UDP))
+		return LB_PASS;
+	e->in_l4 = e->in_ip + in.ihl * 4;
+	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
+		return LB_PASS;
+	e->saddr = in.saddr;
+	e->daddr = in.daddr;
+	e->sport = ports[0];
+	e->dport = ports[1];
+	e->proto = in.protocol;
+	return LB_GO;
+}
+
+/* Rewrites one quoted address (off: 12 source, 16 destination in the quoted header). */
+static __always_inline int lb_icmp_set_addr(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_icmp_err *e,
+					    __u32 off, __be32 from, __be32 to)
+{
+	__u16 old_csum, new_csum;
+
+	if (from == to)
+		return 0;
+	if (bpf_skb_load_bytes(skb, e->in_ip + 10, &old_csum, 2) < 0 ||
+	    bpf_l3_csum_replace(skb, e->in_ip + 10, from, to, sizeof(to)) < 0 ||
+	    bpf_skb_load_bytes(skb, e->in_ip + 10, &new_csum, 2) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_ip + off, &to, sizeof(to), 0) < 0)
+		return -1;
+	/* The ICMP checksum covers the quote: the address and its header checksum. */
+	if (bpf_l4_csum_replace(skb, p->l4off + ICMP_CSUM, from, to, sizeof(to)) < 0 ||
+	    bpf_l4_csum_replace(skb, p->l4off + ICMP_CSUM, old_csum, new_csum, 2) < 0)
+		return -1;
+	return 0;
+}
+
+static __always_inline int lb_icmp_set_port(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_icmp_err *e,
+					    __u32 off, __be16 from, __be16 to)
+{
+	if (from == to)
+		return 0;
+	if (bpf_skb_store_bytes(skb, e->in_l4 + off, &to, sizeof(to), 0) < 0 ||
+	    bpf_l4_csum_replace(skb, p->l4off + ICMP_CSUM, from, to, sizeof(to)) < 0)
+		return -1;
+	return 0;
+}
+
+/* The outer header of an ICMP packet: only the IP checksum covers it. */
+static __always_inline int lb_icmp_set_outer(struct __sk_buff *skb, __u32 off, __be32 from, __be32 to)
+{
+	if (from == to)
+		return 0;
+	if (bpf_l3_csum_replace(skb, IP_CSUM_OFF, from, to, sizeof(to)) < 0)
+		return -1;
+	return bpf_skb_store_bytes(skb, off, &to, sizeof(to), 0);
+}
+
+/* An ICMP error travelling towards the client about client -> backend
+ * (e.g. port unreachable from the backend): the quote becomes
+ * client -> vip:vport again; an outer source equal to the backend too. */
+static __always_inline int lb_icmp_rnat(struct __sk_buff *skb, const struct lb_pkt *p)
+{
+	struct lb_icmp_err e;
+	struct lb_ct *ct;
+	struct lb_ct_key k = {};
+
+	if (lb_icmp_quote(skb, p, &e) != LB_GO)
+		return TC_ACT_OK;
+	/* The quote is client -> backend; its reply direction is the REV key. */
+	k.saddr = e.daddr;
+	k.daddr = e.saddr;
+	k.sport = e.dport;
+	k.dport = e.sport;
+	k.proto = e.proto;
+	k.dir = LB_CT_REV;
+	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
+	if (!ct)
+		return TC_ACT_OK;
+	if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, ct->addr) < 0 ||
+	    lb_icmp_set_port(skb, p, &e, 2, e.dport, ct->port) < 0)
+		goto fail;
+	if (p->saddr == e.daddr && lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, ct->addr) < 0)
+		goto fail;
+	if (ct->flags & LB_CT_HAIRPIN) {
+		if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->client) < 0)
+			goto fail;
+		if (p->daddr == LB_HAIRPIN_IP && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->client) < 0)
+			goto fail;
+	}
+	lb_count(LB_STAT_ICMP);
+	return TC_ACT_OK;
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* An ICMP error sent by the client about a reply it got from vip:vport
+ * (e.g. port unreachable for a UDP reply): the quote vip:vport -> client
+ * becomes backend:bport -> client, the outer destination the backend. */
+static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_pkt *p)
+{
+	struct lb_icmp_err e;
+	struct lb_ct *ct;
+	struct lb_ct_key k = {};
+
+	if (lb_icmp_quote(skb, p, &e) != LB_GO)
+		return TC_ACT_OK;
+	k.saddr = e.daddr;
+	k.daddr = e.saddr;
+	k.sport = e.dport;
+	k.dport = e.sport;
+	k.proto = e.proto;
+	k.dir = LB_CT_FWD;
+	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
+	if (!ct)
+		return TC_ACT_OK;
+	if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->addr) < 0 ||
+	    lb_icmp_set_port(skb, p, &e, 0, e.sport, ct->port) < 0)
+		goto fail;
+	if (p->daddr == e.saddr && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->addr) < 0)
+		goto fail;
+	if (ct->flags & LB_CT_HAIRPIN) {
+		if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, LB_HAIRPIN_IP) < 0)
+			goto fail;
+		if (lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, LB_HAIRPIN_IP) < 0)
+			goto fail;
+	}
+	lb_count(LB_STAT_ICMP);
+	return TC_ACT_OK;
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* lb_from_pod: packets leaving a pod. */
+static __always_inline int lb_from_pod(struct __sk_buff *skb)
+{
+	struct lb_pkt p;
+	struct lb_svc_key sk = {};
+	struct lb_ct_key fk = {};
+	struct lb_svc *svc;
+	struct lb_ct *ct;
+	struct lb_backend be;
+	__u8 hairpin;
+
+	if (lb_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	if (p.proto == IPPROTO_ICMP) {
+		/* A hairpinned pod's error about its own flow goes the reply way. */
+		if (p.daddr == LB_HAIRPIN_IP)
+			return lb_icmp_rnat(skb, &p);
+		return lb_icmp_dnat(skb, &p);
+	}
+
+	if (p.daddr == LB_HAIRPIN_IP) {
+		/* A pod answering a hairpinned connection: translate it back here,
+		 * before the node routes it (the address means nothing outside). */
+		struct lb_ct_key rk = { .saddr = p.saddr, .daddr = p.daddr, .sport = p.sport, .dport = p.dport,
+					.proto = p.proto, .dir = LB_CT_REV };
+		ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
+		if (!ct)
+			return TC_ACT_OK;
+		lb_frag_remember(&p);
+		return lb_rnat(skb, &p, ct);
+	}
+
+	sk.vip = p.daddr;
+	sk.port = p.dport;
+	sk.proto = p.proto;
+	svc = bpf_map_lookup_elem(&lb_services, &sk);
+	if (!svc)
+		return TC_ACT_OK;
+	if (svc->count == 0) {
+		/* Like kube-proxy's REJECT for a Service without endpoints. */
+		lb_count(LB_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+
+	fk.saddr = p.saddr;
+	fk.daddr = p.daddr;
+	fk.sport = p.sport;
+	fk.dport = p.dport;
+	fk.proto = p.proto;
+	fk.dir = LB_CT_FWD;
+	ct = bpf_map_lookup_elem(&lb_conntrack, &fk);
+	if (ct && ct->svc_id == svc->id && !p.tcp_syn) {
+		be.ip = ct->addr;
+		be.port = ct->port;
+		hairpin = ct->flags & LB_CT_HAIRPIN;
+	} else {
+		struct lb_backend_key bk = { .svc_id = svc->id };
+		struct lb_backend *b;
+		struct lb_ct fwd = {}, rev = {};
+		struct lb_ct_key rk = {};
+
+		if (ct && ct->svc_id == svc->id) {
+			/* A SYN of a flow we know (a retransmission, or the tuple
+			 * reused): keep its backend, refresh both entries. */
+			be.ip = ct->addr;
+			be.port = ct->port;
+		} else {
+			bk.slot = lb_hash(&p) % svc->count;
+			b = bpf_map_lookup_elem(&lb_backends, &bk);
+			if (!b) {
+				lb_count(LB_STAT_NO_BACKEND);
+				return TC_ACT_SHOT;
+			}
+			be.ip = b->ip;
+			be.port = b->port;
+			lb_count(LB_STAT_CT_NEW);
+		}
+		hairpin = be.ip == p.saddr;
+		if (hairpin && (!ct || ct->svc_id != svc->id))
+			lb_count(LB_STAT_HAIRPIN);
+
+		fwd.addr = be.ip;
+		fwd.port = be.port;
+		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
+		fwd.client = p.saddr;
+		fwd.svc_id = svc->id;
+		rk.saddr = be.ip;
+		rk.daddr = hairpin ? LB_HAIRPIN_IP : p.saddr;
+		rk.sport = be.port;
+		rk.dport = p.sport;
+		rk.proto = p.proto;
+		rk.dir = LB_CT_REV;
+		rev.addr = p.daddr;
+		rev.port = p.dport;
+		rev.flags = fwd.flags;
+		rev.client = p.saddr;
+		rev.svc_id = svc->id;
+		/* Reverse entry first: a reply can never find the flow half-made. */
+		bpf_map_update_elem(&lb_conntrack, &rk, &rev, BPF_ANY);
+		bpf_map_update_elem(&lb_conntrack, &fk, &fwd, BPF_ANY);
+	}
+
+	lb_frag_remember(&p);
+	if (lb_set_addr(skb, &p, IP_DADDR_OFF, p.daddr, be.ip) < 0 ||
+	    lb_set_port(skb, &p, 2, p.dport, be.port) < 0)
+		goto fail;
+	if (hairpin && lb_set_addr(skb, &p, IP_SADDR_OFF, p.saddr, LB_HAIRPIN_IP) < 0)
+		goto fail;
+	lb_count(LB_STAT_DNAT);
+	if (!p.has_l4)
+		lb_count(LB_STAT_FRAG);
+	return TC_ACT_OK;
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* lb_to_pod: packets arriving at a pod. */
+static __always_inline int lb_to_pod(struct __sk_buff *skb)
+{
+	struct lb_pkt p;
+	struct lb_ct *ct;
+	struct lb_ct_key rk = {};
+
+	if (lb_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	if (p.proto == IPPROTO_ICMP)
+		return lb_icmp_rnat(skb, &p);
+	rk.saddr = p.saddr;
+	rk.daddr = p.daddr;
+	rk.sport = p.sport;
+	rk.dport = p.dport;
+	rk.proto = p.proto;
+	rk.dir = LB_CT_REV;
+	ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
+	if (!ct)
+		return TC_ACT_OK;
+	lb_frag_remember(&p);
+	return lb_rnat(skb, &p, ct);
+}
+
+#endif /* VNETLAB_LB_H */

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+func init() { extraCommands = append(extraCommands, newCompareCmd) }
+
+func newCompareCmd() *cobra.Command {
+	var failOn string
+	cmd := &cobra.Command{
+		Use:   "compare old.json new.json [--fail-on-regression 5%]",
+		Short: "Compare two results files cell by cell: delta, its 95% CI and significance (like benchstat)",
+		Long: `Match cells by mode|path|provider|test and print, per cell, the old and new medians,
+the delta in percent with its 95% CI (bootstrap of the ratio of medians, from the raw
+samples) and a Mann-Whitney U p-value. "~" marks a difference that is not significant
+(p >= 0.05). Cells found in only one file are listed.
+
+--fail-on-regression P exits non-zero when a cell got significantly worse by more than
+P percent (Gbit/s, trans/s and conn/s: lower is worse; latency: higher is worse), or
+failed in new but not in old: a gate for CI.
+
+Examples:
+  vnetlab compare before.json after.json
+  vnetlab compare main.json branch.json --fail-on-regression 5%`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("compare needs two results files: vnetlab compare old.json new.json")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			threshold := -1.0
+			if cmd.Flags().Changed("fail-on-regression") {
+				v, err := report.ParsePercent(failOn)
+				if err != nil {
+					return fmt.Errorf("--fail-on-regression: %w", err)
+				}
+				threshold = v
+			}
+			old, err := results.Read(args[0])
+			if err != nil {
+				return err
+			}
+			new, err := results.Read(args[1])
+			if err != nil {
+				return err
+			}
+			c := report.Compare(old, new)
+			if len(c.Deltas) == 0 {
+				report.PrintComparison(os.Stdout, c, args[0], args[1])
+				return fmt.Errorf("no cell is in both files: nothing to compare (cells match by mode|path|provider|test)")
+			}
+			report.PrintComparison(os.Stdout, c, args[0], args[1])
+			if threshold < 0 {
+				return nil
+			}
+			if reg := c.Regressions(threshold); len(reg) > 0 {
+				var names []string
+				for _, d := range reg {
+					if d.Verdict == "FAILED in new" {
+						names = append(names, d.Key+" (failed)")
+					} else {
+						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.Key, d.Pct, d.P))
+					}
+				}
+				noun := "cells"
+				if len(reg) == 1 {
+					noun = "cell"
+				}
+				return fmt.Errorf("%d %s regressed by more than %g%%: %s", len(reg), noun, threshold, strings.Join(names, ", "))
+			}
+			fmt.Fprintf(os.Stderr, "no cell got significantly worse by more than %g%%\n", threshold)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&failOn, "fail-on-regression", "", "exit non-zero when a cell is significantly worse by more than this (e.g. 5%)")
+	return cmd
+}

@@ -1,0 +1,86 @@
+package lab
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+func TestPodNames(t *testing.T) {
+	for i, want := range map[int]string{0: "pod-a", 1: "pod-b", 25: "pod-z", 26: "pod-aa", 27: "pod-ab", 199: "pod-gr"} {
+		if got := PodName(i); got != want {
+			t.Errorf("PodName(%d) = %s, want %s", i, got, want)
+		}
+	}
+}
+
+func TestDefaultPodSpecs(t *testing.T) {
+	p, err := DefaultPodSpecs(2, DefaultPodCIDR, 1)
+	if err != nil || p[0] != (PodSpec{"pod-a", "192.168.10.10"}) || p[1] != (PodSpec{"pod-b", "192.168.10.11"}) {
+		t.Fatalf("seed 002 defaults: %v %v", p, err)
+	}
+	// Two nodes: each node's share is a /25; pods alternate.
+	p, err = DefaultPodSpecs(3, DefaultPodCIDR, 2)
+	if err != nil || p[0].IP != "192.168.10.10" || p[1].IP != "192.168.10.138" || p[2].IP != "192.168.10.11" {
+		t.Fatalf("two nodes: %v %v", p, err)
+	}
+	if _, err := DefaultPodSpecs(245, DefaultPodCIDR, 1); err != nil {
+		t.Errorf("245 pods (.10-.254) fit a /24: %v", err)
+	}
+	if _, err := DefaultPodSpecs(246, DefaultPodCIDR, 1); err == nil {
+		t.Error("246 pods do not fit a /24")
+	}
+}
+
+func TestSplitNet(t *testing.T) {
+	_, n, _ := net.ParseCIDR("192.168.10.0/24")
+	parts := splitNet(n, 2)
+	if parts[0].String() != "192.168.10.0/25" || parts[1].String() != "192.168.10.128/25" {
+		t.Errorf("split: %v", parts)
+	}
+	if splitNet(n, 1)[0] != n {
+		t.Error("one part is the network itself")
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	base := func() Spec {
+		p, _ := DefaultPodSpecs(2, DefaultPodCIDR, 1)
+		return Spec{Name: "ok", Mode: "bridge", Pods: p, PodCIDR: DefaultPodCIDR}
+	}
+	cases := []struct {
+		mut  func(*Spec)
+		want string
+	}{
+		{func(s *Spec) { s.Name = "Bad_Name" }, "use lower-case letters"},
+		{func(s *Spec) { s.Name = "sixteen-chars-xx" }, "is 16 characters; the limit is 15"},
+		{func(s *Spec) { s.Pods[1].IP = s.Pods[0].IP }, "address clash: pods pod-a and pod-b"},
+		{func(s *Spec) { s.Pods[0].IP = "192.168.10.1" }, "the pods' gateway address"},
+		{func(s *Spec) { s.Pods[0].IP = "10.1.1.1" }, "outside pod_cidr"},
+		{func(s *Spec) { s.Pods[0].IP = "192.168.10.255" }, "network or broadcast"},
+		{func(s *Spec) { s.Pods[1].Name = "pod-a" }, `pod name "pod-a" is used twice`},
+		{func(s *Spec) { s.Pods[1].Name = "node" }, "reserved"},
+		{func(s *Spec) { s.Pods = s.Pods[:1] }, "needs at least 2 pods"},
+		{func(s *Spec) { s.PodCIDR = "nope" }, "is not an IPv4 CIDR"},
+		{func(s *Spec) { s.Mode = "ovs-kernel-x" }, "unknown mode"},
+	}
+	for _, c := range cases {
+		s := base()
+		c.mut(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]uint64{"10gbit": 10e9, "500mbit": 500e6, "100kbit": 100e3, "1e9": 1e9} {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%s) = %d, %v", in, got, err)
+		}
+	}
+	if _, err := ParseRate("fast"); err == nil {
+		t.Error("fast is not a rate")
+	}
+}

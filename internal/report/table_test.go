@@ -1,0 +1,42 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
+	f := &results.File{SchemaVersion: 1}
+	f.Metadata.Settings = results.Settings{Baseline: "host", CVThreshold: 0.1, CIMethod: "bootstrap-median"}
+	f.Cells = []*results.Cell{
+		{Mode: "host", Path: "pod", Test: "tcp_stream", Unit: "Gbit/s", Valid: 3, Median: 20, CI95: []float64{19, 21}, CV: 0.02,
+			CIMethod: "bootstrap-median", CPU: &results.CPUCost{PerGB: 0.5},
+			VsBaseline: &results.Comparison{Baseline: "host", Ratio: 1, Verdict: "baseline", MinPValue: 0.1}},
+		{Mode: "bridge", Path: "pod", Test: "tcp_stream", Unit: "Gbit/s", Valid: 3, Failed: 1, Median: 15, CI95: []float64{10, 16}, CV: 0.25, Noisy: true,
+			CIMethod: "bootstrap-median", CPU: &results.CPUCost{PerGB: 0.7},
+			Samples:    []results.Sample{{Valid: true}, {Valid: false, Error: "iperf3 client: refused"}, {Valid: true}, {Valid: true}},
+			VsBaseline: &results.Comparison{Baseline: "host", Ratio: 0.75, RatioCI95: []float64{0.5, 0.8}, Verdict: "~", PValue: 0.1, MinPValue: 0.1}},
+		{Mode: "host", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 0, Failed: 2},
+	}
+	var b bytes.Buffer
+	Table(&b, f, false)
+	out := b.String()
+	for _, want := range []string{
+		"VS HOST", "[19.00, 21.00]", "25.0% NOISY", "0.750x [0.500, 0.800] ~", "0.700 s/GB",
+		"3 + 1 FAILED", "0 + 2 FAILED", "FAILED bridge/pod/tcp_stream sample 2: iperf3 client: refused",
+		"percentile bootstrap of the median", "Mann-Whitney U",
+		"cannot reach p < 0.05 with 3 vs 3 samples (smallest possible p 0.10)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "tcp_rr") && strings.Count(line, "FAILED") != 2 {
+			t.Errorf("a cell without valid samples must say FAILED as its median: %q", line)
+		}
+	}
+}

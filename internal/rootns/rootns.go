@@ -1,0 +1,95 @@
+// Package rootns snapshots the root network namespace (links, addresses,
+// routes, rules, iptables, nftables, net.* sysctls) so tests can prove vnetlab
+// left it exactly as it found it.
+package rootns
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Snapshot records the root namespace's links, addresses, routes, rules,
+// firewall and net.* sysctls, without counters that change by themselves.
+func Snapshot() map[string]string {
+	s := map[string]string{}
+	run := func(key string, args ...string) {
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		if err != nil {
+			s[key] = "error: " + err.Error()
+			return
+		}
+		s[key] = string(out)
+	}
+	run("links", "ip", "-o", "link", "show")
+	run("addrs", "ip", "-o", "addr", "show")
+	run("routes", "ip", "route", "show", "table", "all")
+	run("rules", "ip", "rule", "show")
+	run("iptables", "iptables-save")
+	run("nft", "nft", "list", "ruleset")
+	run("sysctl", "sysctl", "-a", "-r", `^net\.`)
+	s["iptables"] = counters.ReplaceAllString(dropComments(s["iptables"]), "[0:0]")
+	s["sysctl"] = dropDynamic(s["sysctl"])
+	s["links"] = linkState.ReplaceAllString(s["links"], "")
+	// vnetlab's own namespaces: any that appear during the suite were left behind.
+	var ns []string
+	if ents, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "vnl-") {
+				ns = append(ns, e.Name())
+			}
+		}
+	}
+	s["vnetlab-namespaces"] = strings.Join(ns, "\n")
+	return s
+}
+
+var (
+	counters  = regexp.MustCompile(`\[\d+:\d+\]`)
+	linkState = regexp.MustCompile(`\\\s+link/.*`)
+)
+
+func dropComments(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// dynamic sysctls change on their own (counters, random seeds, entropy).
+var dynamic = regexp.MustCompile(`^net\.(netfilter\.nf_conntrack_count|ipv4\.tcp_fastopen_key|ipv6\.conf\..*\.stable_secret|core\.netdev_rss_key|ipv4\.route\.gc_.*|ipv6\.route\.gc_.*|netfilter\.nf_conntrack_buckets|nf_conntrack_max|netfilter\.nf_conntrack_max)\b`)
+
+func dropDynamic(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !dynamic.MatchString(l) {
+			keep = append(keep, l)
+		}
+	}
+	sort.Strings(keep)
+	return strings.Join(keep, "\n")
+}
+
+// Diff describes what differs between two snapshots; "" when nothing changed.
+func Diff(a, b map[string]string) string {
+	var out []string
+	for k, va := range a {
+		if vb := b[k]; va != vb {
+			out = append(out, fmt.Sprintf("--- %s before\n%s\n+++ %s after\n%s", k, clip(va), k, clip(vb)))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func clip(s string) string {
+	if len(s) > 3000 {
+		return s[:3000] + "..."
+	}
+	return s
+}

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// flaky runs the real iperf3 driver but fails every third call, so each of
+// two interleaved cells (A B A B A B) gets one failed sample: calls 3 (A) and
+// 6 (B).
+type flaky struct {
+	real engine.Driver
+	mu   sync.Mutex
+	n    int
+}
+
+func (f *flaky) Name() string                { return "st-flaky" }
+func (f *flaky) Supports(t engine.Test) bool { return f.real.Supports(t) }
+func (f *flaky) Run(ctx context.Context, tg engine.Target, s engine.Spec) (engine.Result, error) {
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	f.mu.Unlock()
+	if n%3 == 0 {
+		return engine.Result{}, errors.New("st-flaky: deliberate failure")
+	}
+	return f.real.Run(ctx, tg, s)
+}
+
+type quiet struct{ t *testing.T }
+
+func (q quiet) Begin(int)                       {}
+func (q quiet) Sample(i int, l string)          { q.t.Logf("sample %d %s", i, l) }
+func (q quiet) Note(format string, args ...any) { q.t.Logf(format, args...) }
+func (q quiet) End()                            {}
+
+const testLabPrefix = "sti" // this test's labs only, so cleanup never touches others
+
+func requireLabs(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed")
+	}
+	// Whatever happens (even a failed assertion mid-run), remove our labs.
+	t.Cleanup(func() {
+		states, _ := lab.List()
+		for _, st := range states {
+			if strings.HasPrefix(st.Name, testLabPrefix) {
+				_ = lab.Down(st.Name, nil)
+			}
+		}
+	})
+}
+
+// A real run over two labs: statistics, CPU blocks, the baseline comparison,
+// and a failed sample that is kept, marked, and not counted.
+func TestRunHostVethWithFailedSamples(t *testing.T) {
+	requireLabs(t)
+	real, err := engine.Get("iperf3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine.Register(&flaky{real: real})
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{
+		Modes:     []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
+		Paths:     []string{"pod"},
+		Tests:     []engine.Test{engine.TCPStream},
+		Engine:    "st-flaky",
+		Duration:  time.Second,
+		Repeat:    3,
+		Streams:   1,
+		Size:      1,
+		Pods:      pods,
+		PodCIDR:   lab.DefaultPodCIDR,
+		LabPrefix: testLabPrefix,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := Run(ctx, spec, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(f.Cells))
+	}
+	for _, c := range f.Cells {
+		if c.Valid != 2 || c.Failed != 1 || len(c.Samples) != 3 {
+			t.Fatalf("%s: valid=%d failed=%d samples=%d, want 2/1/3", c.Mode, c.Valid, c.Failed, len(c.Samples))
+		}
+		var good []float64
+		for _, s := range c.Samples {
+			if s.Valid {
+				good = append(good, s.Value)
+				if s.CPU == nil || s.CPU.Window != "client" {
+					t.Errorf("%s: valid sample without a client CPU window: %+v", c.Mode, s.CPU)
+				}
+			} else if s.Error == "" {
+				t.Errorf("%s: failed sample without its error", c.Mode)
+			}
+		}
+		// The failed sample (value 0) must not pull the median down.
+		if want := (good[0] + good[1]) / 2; c.Median != want || c.Min == 0 {
+			t.Errorf("%s: median %g min %g, want median %g of the valid samples only", c.Mode, c.Median, c.Min, want)
+		}
+		if len(c.CI95) != 2 || c.CI95[0] > c.Median || c.CI95[1] < c.Median {
+			t.Errorf("%s: ci95 %v does not bracket the median %g", c.Mode, c.CI95, c.Median)
+		}
+		if c.CPU == nil || c.CPU.SystemSec+c.CPU.SoftirqSec <= 0 || c.CPU.PerGB <= 0 || c.CPU.Samples != 2 {
+			t.Errorf("%s: cpu block %+v, want positive system+softirq and s/GB over 2 samples", c.Mode, c.CPU)
+		}
+		if c.VsBaseline == nil || c.VsBaseline.Baseline != "host" {
+			t.Fatalf("%s: no comparison with host: %+v", c.Mode, c.VsBaseline)
+		}
+	}
+	if v := f.Cells[0].VsBaseline.Verdict; v != "baseline" {
+		t.Errorf("host verdict %q, want baseline", v)
+	}
+	// 2 vs 2 samples: the smallest possible Mann-Whitney p is 2/6, so "~".
+	if v := f.Cells[1].VsBaseline; v.Verdict != "~" || v.MinPValue < 0.3 {
+		t.Errorf("veth-routed with 2 vs 2 samples: %+v, want ~", v)
+	}
+
+	// The JSON keeps the failed sample, marked; the table shows it.
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := results.Write(path, f); err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := back.Cells[1].Samples[2]
+	if failed.Valid || !strings.Contains(failed.Error, "deliberate") {
+		t.Errorf("JSON sample 3 of veth-routed: valid=%v error=%q, want failed", failed.Valid, failed.Error)
+	}
+	var buf bytes.Buffer
+	report.Table(&buf, back, false)
+	out := buf.String()
+	for _, want := range []string{"2 + 1 FAILED", "FAILED veth-routed/pod/tcp_stream sample 3", "baseline", "s/GB", "cannot reach p < 0.05"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseFull(t *testing.T) {
+	s, err := Parse("full.yaml", []byte(`
+description: seed 002 podIP row
+name: lab1
+modes:
+  - veth-routed
+  - {name: bridge-nf-off, mode: bridge, options: {bridge_nf_call_iptables: "off"}}
+pods:
+  - {name: pod-a, ip: 192.168.10.10}
+  - {name: pod-b, ip: 192.168.10.11}
+tests: [tcp_stream]
+duration: 2s
+repeat: 4
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Modes) != 2 || s.Modes[1].Label != "bridge-nf-off" || s.Modes[1].Mode != "bridge" || s.Modes[1].Options["bridge_nf_call_iptables"] != "off" {
+		t.Errorf("modes: %+v", s.Modes)
+	}
+	if len(s.Pods) != 2 || s.Pods[1].IP != "192.168.10.11" || *s.Repeat != 4 || s.DurationValue(0).Seconds() != 2 {
+		t.Errorf("parsed: %+v", s)
+	}
+}
+
+func TestPodCount(t *testing.T) {
+	s, err := Parse("c.yaml", []byte("mode: bridge\npods: 7\n"))
+	if err != nil || s.PodCount == nil || *s.PodCount != 7 {
+		t.Fatalf("pods: 7 -> %v, %v", s, err)
+	}
+}
+
+// Every validation error names the file, the line and the field.
+func TestErrorsNameLineAndField(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"mode: bridge\npods: [\n", "x.yaml:"},
+		{"mode: bridge\nrepeet: 3\n", `x.yaml:2: unknown field "repeet"`},
+		{"name: a\n\nmode: warp\n", `x.yaml:3: field mode: unknown mode "warp"`},
+		{"modes:\n  - bridge\n  - warp\n", `x.yaml:3: field modes[1]: unknown mode "warp"`},
+		{"modes:\n  - {mode: bridge, nf: off}\n", `x.yaml:2: field modes[0]: unknown field "nf"`},
+		{"mode: bridge\ntests: [tcp_stream, tcp_nope]\n", `x.yaml:2: field tests[1]: unknown test "tcp_nope"`},
+		{"mode: bridge\nduration: fast\n", `x.yaml:2: field duration: "fast" is not a duration`},
+		{"mode: bridge\nrepeat: 0\n", `x.yaml:2: field repeat: 0 is below the minimum 1`},
+		{"mode: bridge\npods: -2\n", `x.yaml:2: field pods: pod count -2 is negative`},
+		{"mode: bridge\npods:\n  - {name: pod-a}\n", `x.yaml:3: field pods[0]: both name and ip are required`},
+		{"mode: bridge\nname: this-name-is-too-long\n", `x.yaml:2: field name: lab name "this-name-is-too-long" is 21 characters`},
+		{"mode: bridge\nrepeat: many\n", `x.yaml:2: cannot unmarshal`},
+		{"", "x.yaml: empty scenario file"},
+	}
+	for _, c := range cases {
+		_, err := Parse("x.yaml", []byte(c.body))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.body, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error spans lines: %q", c.body, err)
+		}
+	}
+}
+
+// The example scenarios shipped in scenarios/ all parse.
+func TestShippedScenariosParse(t *testing.T) {
+	files, _ := filepath.Glob("../../scenarios/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no scenarios found")
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	if _, err := Load("no-such-file.yaml"); err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}

@@ -1,0 +1,91 @@
+package ebpf
+
+// A documented benchmark, not a test (no timing assertions here):
+//
+//	VNETLAB_BENCH=1 go test -count=1 -run Bench -v ./internal/service/ebpf/
+//
+// iperf3 TCP, one stream, pod-b -> pod-a on veth-routed: pod IP without
+// programs, pod IP and clusterIP with the programs in the pod (eth0) or on
+// the node side (veth); rounds interleaved, medians printed.
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+)
+
+func TestBenchIperf3ClusterIP(t *testing.T) {
+	if os.Getenv("VNETLAB_BENCH") == "" {
+		t.Skip("benchmark: set VNETLAB_BENCH=1 (VNETLAB_BENCH_SECS, VNETLAB_BENCH_ROUNDS)")
+	}
+	secs, rounds := envInt("VNETLAB_BENCH_SECS", 2), envInt("VNETLAB_BENCH_ROUNDS", 3)
+	tl := upLab(t, "bpn", false)
+	p := openPlane(t, tl)
+	a, b := tl.pod("pod-a"), tl.pod("pod-b")
+	// iperf3 dials the clusterIP on its own port: 10.96.0.100:5201 -> pod-a:5201.
+	if err := p.AddService(Service{VIP: vip, Port: engine.Iperf3Port, Proto: TCP, Backends: []Backend{{IP: tl.addr("pod-a"), Port: engine.Iperf3Port}}}); err != nil {
+		t.Fatal(err)
+	}
+	type config struct {
+		name   string
+		pl     Placement // "" = no programs
+		target string
+	}
+	configs := []config{
+		{"podIP, no programs", "", a.IP},
+		{"podIP, programs in pod", InPod, a.IP},
+		{"clusterIP, programs in pod", InPod, vip.String()},
+		{"podIP, programs on node veth", NodeSide, a.IP},
+		{"clusterIP, programs on node veth", NodeSide, vip.String()},
+	}
+	drv, err := engine.Get("iperf3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]float64{}
+	for r := 0; r < rounds; r++ {
+		for _, c := range configs {
+			if c.pl != "" {
+				attach(t, tl, p, "pod-b", c.pl)
+			}
+			res, err := drv.Run(context.Background(), engine.Target{ServerNS: a.NS, ClientNS: b.NS, Addr: c.target},
+				engine.Spec{Test: engine.TCPStream, Duration: time.Duration(secs) * time.Second})
+			if c.pl != "" {
+				ns, ifn := tl.endpoint("pod-b", c.pl)
+				if derr := p.DetachEndpoint(ns, ifn); derr != nil {
+					t.Fatal(derr)
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			got[c.name] = append(got[c.name], res.Value)
+		}
+	}
+	base := median(got[configs[0].name])
+	for _, c := range configs {
+		m := median(got[c.name])
+		t.Logf("%-34s median %6.2f Gbit/s  (%.2f of podIP without programs)  samples %v", c.name, m, m/base, got[c.name])
+	}
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

@@ -1,0 +1,522 @@
+package ebpf
+
+// Integration tests on a real veth-routed lab (names start with "bp"):
+// TCP and UDP through a clusterIP, three backends, hairpin, a service
+// deleted under a running connection, pins reused by a later process.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+const testPort = 5201
+
+// testLab is a veth-routed lab with pods a, b, c, d and, if asked, an echo
+// server in each pod (TCP and UDP on testPort) that answers "<pod> <peer>".
+type testLab struct {
+	st      *lab.State
+	journal func(path string)
+}
+
+func upLab(t *testing.T, name string, echo bool) *testLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (namespaces, eBPF)")
+	}
+	if Root != lab.BPFRoot {
+		t.Fatalf("pin root %s is not internal/lab's %s: teardown would miss the pins", Root, lab.BPFRoot)
+	}
+	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = fmt.Sprintf("%s%d", name, os.Getpid()%10000)
+	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: "veth-routed", Pods: pods}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lab.Down(name, nil); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		if _, err := os.Stat(PinDir(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pins left in %s after down", PinDir(name))
+		}
+	})
+	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
+	t.Cleanup(l.Release)
+	for _, p := range l.State.Pods {
+		if echo {
+			serve(t, p.NS, p.Name)
+		}
+	}
+	return tl
+}
+
+func (tl *testLab) pod(name string) lab.PodState {
+	for _, p := range tl.st.Pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pod " + name)
+}
+
+func (tl *testLab) addr(name string) netip.Addr { return netip.MustParseAddr(tl.pod(name).IP) }
+
+// hostIf is the node end of a pod's veth (as veth-routed names it).
+func (tl *testLab) hostIf(name string) string {
+	for i, p := range tl.st.Pods {
+		if p.Name == name {
+			return topo.HostIfname("veth-", p.Name, i)
+		}
+	}
+	panic("no pod " + name)
+}
+
+// endpoint says where a pod's programs go for a placement.
+func (tl *testLab) endpoint(pod string, pl Placement) (ns, ifname string) {
+	if pl == InPod {
+		return tl.pod(pod).NS, "eth0"
+	}
+	return tl.st.Nodes[0].NS, tl.hostIf(pod)
+}
+
+func openPlane(t *testing.T, tl *testLab) *Plane {
+	t.Helper()
+	p, err := Open(tl.st.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Created() {
+		tl.journal(c)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func attach(t *testing.T, tl *testLab, p *Plane, pod string, pl Placement) {
+	t.Helper()
+	ns, ifn := tl.endpoint(pod, pl)
+	ep, err := p.AttachEndpoint(ns, ifn, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range ep.Pins {
+		tl.journal(pin)
+	}
+}
+
+// serve runs TCP and UDP echo servers inside namespace ns: a socket belongs
+// to the namespace it was created in, whichever thread uses it later.
+func serve(t *testing.T, ns, pod string) {
+	t.Helper()
+	var (
+		ln net.Listener
+		pc net.PacketConn
+	)
+	err := nsutil.Do(ns, func() error {
+		var err error
+		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", testPort)); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", testPort))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); pc.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				if _, err := r.ReadString('\n'); err != nil {
+					return
+				}
+				fmt.Fprintf(c, "%s %s\n", pod, c.RemoteAddr())
+				_, _ = io.Copy(io.Discard, r) // a stream, until the client stops
+			}()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_ = n
+			_, _ = pc.WriteTo([]byte(fmt.Sprintf("%s %s\n", pod, from)), from)
+		}
+	}()
+}
+
+// answer is what a server said: its pod name and the peer address it saw.
+type answer struct{ pod, peer string }
+
+func parseAnswer(s string) (answer, error) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return answer{}, fmt.Errorf("bad answer %q", s)
+	}
+	return answer{f[0], f[1]}, nil
+}
+
+// dialTCP connects from namespace ns, says hello and reads the answer. The
+// returned conn stays open (the caller closes it).
+func dialTCP(ns, addr string) (net.Conn, answer, error) {
+	var c net.Conn
+	err := nsutil.Do(ns, func() error {
+		var err error
+		c, err = net.DialTimeout("tcp4", addr, 3*time.Second)
+		return err
+	})
+	if err != nil {
+		return nil, answer{}, err
+	}
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(c, "hello\n"); err != nil {
+		c.Close()
+		return nil, answer{}, err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		c.Close()
+		return nil, answer{}, err
+	}
+	a, err := parseAnswer(line)
+	_ = c.SetDeadline(time.Time{})
+	return c, a, err
+}
+
+func tcpOnce(ns, addr string) (answer, error) {
+	c, a, err := dialTCP(ns, addr)
+	if c != nil {
+		c.Close()
+	}
+	return a, err
+}
+
+// udpOnce sends one datagram from an unconnected socket in ns and returns
+// the answer and the address the answer came from (the clusterIP, if the
+// reverse NAT works).
+func udpOnce(ns, addr string) (answer, string, error) {
+	var pc net.PacketConn
+	err := nsutil.Do(ns, func() error {
+		var err error
+		pc, err = net.ListenPacket("udp4", ":0")
+		return err
+	})
+	if err != nil {
+		return answer{}, "", err
+	}
+	defer pc.Close()
+	to, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return answer{}, "", err
+	}
+	buf := make([]byte, 512)
+	for try := 0; try < 3; try++ { // UDP: the first datagram may wait for ARP
+		if _, err := pc.WriteTo([]byte("hello\n"), to); err != nil {
+			return answer{}, "", err
+		}
+		_ = pc.SetReadDeadline(time.Now().Add(time.Second))
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			continue
+		}
+		a, err := parseAnswer(string(buf[:n]))
+		return a, from.String(), err
+	}
+	return answer{}, "", fmt.Errorf("no UDP answer from %s", addr)
+}
+
+var (
+	svcAddr    = "10.96.0.100:5201"
+	closedAddr = "10.96.0.100:5301" // udp -> pod-a:5399, where nothing listens
+)
+
+// udpRefused sends from a connected UDP socket and reports whether the
+// socket heard "connection refused": the backend's ICMP port unreachable
+// reaches it only if its quoted packet was translated back to the clusterIP.
+func udpRefused(ns, addr string) (bool, error) {
+	var c net.Conn
+	if err := nsutil.Do(ns, func() error {
+		var err error
+		c, err = net.Dial("udp4", addr)
+		return err
+	}); err != nil {
+		return false, err
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	for try := 0; try < 3; try++ {
+		if _, err := c.Write([]byte("anyone?")); err != nil {
+			return errors.Is(err, syscall.ECONNREFUSED), nil
+		}
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := c.Read(buf)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// countAttached asks the kernel how many programs sit on a pod's endpoint
+// interface: tcx links on both sides plus cls_bpf filters under clsact.
+func countAttached(t *testing.T, tl *testLab, pod string, pl Placement) int {
+	t.Helper()
+	ns, ifn := tl.endpoint(pod, pl)
+	n := 0
+	err := nsutil.Do(ns, func() error {
+		l, err := netlink.LinkByName(ifn)
+		if err != nil {
+			return err
+		}
+		for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
+			r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: at})
+			if err != nil {
+				return err
+			}
+			n += len(r.Programs)
+		}
+		for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+			fs, err := netlink.FilterList(l, parent)
+			if err != nil {
+				continue // no clsact qdisc
+			}
+			n += len(fs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestClusterIPOnLab: for each placement and hook, TCP and UDP from pod-b
+// through the clusterIP reach pod-a and the replies carry the clusterIP;
+// pod-a reaching its own service (hairpin) works.
+func TestClusterIPOnLab(t *testing.T) {
+	tl := upLab(t, "bpc", true)
+	p := openPlane(t, tl)
+	a := tl.addr("pod-a")
+	for _, proto := range []Proto{TCP, UDP} {
+		if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: proto, Backends: []Backend{{IP: a, Port: testPort}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.AddService(Service{VIP: vip, Port: 5301, Proto: UDP, Backends: []Backend{{IP: a, Port: 5399}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range []Placement{InPod, NodeSide} {
+		for _, hook := range []Hook{HookTCX, HookTC} {
+			t.Run(string(pl)+"-"+string(hook), func(t *testing.T) {
+				p.Hook = hook
+				for _, pod := range []string{"pod-a", "pod-b"} {
+					attach(t, tl, p, pod, pl)
+				}
+				for _, pod := range []string{"pod-a", "pod-b"} {
+					if n := countAttached(t, tl, pod, pl); n != 2 {
+						t.Fatalf("%s: %d programs attached, want 2", pod, n)
+					}
+				}
+				defer func() {
+					for _, pod := range []string{"pod-a", "pod-b"} {
+						ns, ifn := tl.endpoint(pod, pl)
+						if err := p.DetachEndpoint(ns, ifn); err != nil {
+							t.Errorf("detach: %v", err)
+						}
+						if n := countAttached(t, tl, pod, pl); n != 0 {
+							t.Errorf("%s: %d programs still attached after detach", pod, n)
+						}
+					}
+				}()
+				eps, err := p.ListEndpoints()
+				if err != nil || len(eps) != 2 || !eps[0].Attached || eps[0].Hook != hook || eps[0].Placement != pl {
+					t.Fatalf("ListEndpoints = %+v, %v", eps, err)
+				}
+				b := tl.pod("pod-b")
+				ans, err := tcpOnce(b.NS, svcAddr)
+				if err != nil {
+					t.Fatalf("tcp via clusterIP: %v", err)
+				}
+				if ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, b.IP+":") {
+					t.Fatalf("tcp: answer %+v, want pod-a seeing %s", ans, b.IP)
+				}
+				ans, from, err := udpOnce(b.NS, svcAddr)
+				if err != nil {
+					t.Fatalf("udp via clusterIP: %v", err)
+				}
+				if ans.pod != "pod-a" || from != svcAddr {
+					t.Fatalf("udp: answer %+v from %s, want pod-a from %s", ans, from, svcAddr)
+				}
+				if ok, err := udpRefused(b.NS, closedAddr); err != nil || !ok {
+					t.Fatalf("udp to a closed backend port: refused=%v, %v (ICMP error not translated?)", ok, err)
+				}
+				// Hairpin: pod-a -> its own service -> itself, seen from 169.254.42.1.
+				ans, err = tcpOnce(tl.pod("pod-a").NS, svcAddr)
+				if err != nil {
+					t.Fatalf("hairpin tcp: %v", err)
+				}
+				if ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, HairpinIP+":") {
+					t.Fatalf("hairpin tcp: answer %+v, want pod-a seeing %s", ans, HairpinIP)
+				}
+				ans, from, err = udpOnce(tl.pod("pod-a").NS, svcAddr)
+				if err != nil || ans.pod != "pod-a" || from != svcAddr {
+					t.Fatalf("hairpin udp: answer %+v from %s, %v", ans, from, err)
+				}
+			})
+		}
+	}
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats: %+v", st)
+	if st.Errors != 0 || st.Hairpin == 0 || st.DNAT == 0 || st.RNAT == 0 || st.ICMP < 4 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestBackendsPinsAndDelete: three backends all get connections; a second
+// Plane (a later CLI process) changes the running lab through the pins; a
+// service deleted under a running stream breaks nothing else.
+func TestBackendsPinsAndDelete(t *testing.T) {
+	tl := upLab(t, "bpb", true)
+	p1 := openPlane(t, tl)
+	b := tl.pod("pod-b")
+	attach(t, tl, p1, "pod-b", InPod)
+	p1.Close()
+
+	// A later process: same maps (pinned), programs still attached.
+	p := openPlane(t, tl)
+	if len(p.Created()) != 0 {
+		t.Fatalf("second Open created %v: the pins were not reused", p.Created())
+	}
+	var backends []Backend
+	for _, pod := range []string{"pod-a", "pod-c", "pod-d"} {
+		backends = append(backends, Backend{IP: tl.addr(pod), Port: testPort})
+	}
+	if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: TCP, Backends: backends}); err != nil {
+		t.Fatal(err)
+	}
+	eps, err := p.ListEndpoints()
+	if err != nil || len(eps) != 1 || eps[0].NS != b.NS {
+		t.Fatalf("endpoints seen by a second process: %+v, %v", eps, err)
+	}
+
+	hits := map[string]int{}
+	for i := 0; i < 30; i++ {
+		ans, err := tcpOnce(b.NS, svcAddr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		hits[ans.pod]++
+	}
+	t.Logf("30 connections to %s over 3 backends: %v", svcAddr, hits)
+	for _, pod := range []string{"pod-a", "pod-c", "pod-d"} {
+		if hits[pod] == 0 {
+			t.Fatalf("backend %s got no connection: %v", pod, hits)
+		}
+	}
+	flows, err := p.Flows(0)
+	if err != nil || len(flows) < 30 {
+		t.Fatalf("conntrack: %d flows, %v", len(flows), err)
+	}
+
+	// A stream runs while its service is deleted.
+	c, _, err := dialTCP(b.NS, svcAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg      sync.WaitGroup
+		written atomic.Int64
+		werr    error
+	)
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		chunk := make([]byte, 64<<10)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			n, err := c.Write(chunk)
+			written.Add(int64(n))
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				werr = err
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	before := written.Load()
+	if err := p.DelService(vip, testPort, TCP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	c.Close()
+	t.Logf("stream: %d bytes before the delete, %d in all (write error: %v)", before, written.Load(), werr)
+	if before == 0 {
+		t.Fatal("the stream carried nothing before the delete")
+	}
+	err = nsutil.Do(b.NS, func() error {
+		c, err := net.DialTimeout("tcp4", svcAddr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if err == nil {
+		t.Fatal("a deleted service still answers")
+	}
+	// Everything else still works: pod IP, and the service once re-added.
+	if ans, err := tcpOnce(b.NS, tl.pod("pod-c").IP+":5201"); err != nil || ans.pod != "pod-c" {
+		t.Fatalf("pod IP after the delete: %+v, %v", ans, err)
+	}
+	if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: TCP, Backends: backends[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if ans, err := tcpOnce(b.NS, svcAddr); err != nil || ans.pod != "pod-a" {
+		t.Fatalf("re-added service: %+v, %v", ans, err)
+	}
+	if st, _ := p.Stats(); st.Errors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -1,0 +1,97 @@
+package topo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+)
+
+// ovs-internal: seed 003 (003_9b52356141afa5f9.txt) "ovs / ns - ns（patch-port）",
+// which really uses internal ports:
+//
+//	ovs-vsctl add-port ovsbr ns1 -- set interface ns1 type=internal
+//	ip link set ns1 netns ns1
+//
+// Each pod's eth0 is an internal port of ovsbr moved into the pod: no veth.
+// On the kernel datapath an internal port is an openvswitch netdev. On the
+// netdev datapath it is a TAP device whose file descriptor ovs-vswitchd
+// holds: moving the device to another namespace keeps that descriptor
+// working (frames still flow; measured), while vswitchd's by-name ioctls on
+// it fail from then on (its log says "No such device"; harmless here). If
+// vswitchd restarted it would recreate the ports in the node, so vnetlab
+// never restarts it. These TAPs have no checksum offload unless
+// userspace_tso=on, so nothing needs switching off.
+type ovsInternal struct{}
+
+func init() { Register(ovsInternal{}) }
+
+func (ovsInternal) Name() string { return "ovs-internal" }
+func (ovsInternal) Summary() string {
+	return "Open vSwitch internal port moved into each pod as eth0, no veth (seed 003 \"patch-port\"); options datapath, userspace_tso"
+}
+func (ovsInternal) Requires() []kernel.Feature { return []kernel.Feature{kernel.Tun} }
+func (ovsInternal) Usable() error              { return OVSInstalled() }
+func (ovsInternal) Detail() string             { return DatapathDetail() }
+func (ovsInternal) MinPods() int               { return 2 }
+func (ovsInternal) Options() []Option          { return ovsOptions() }
+
+func (ovsInternal) Build(env *Env) error {
+	sw, tso, err := ovsBridge(env)
+	if err != nil {
+		return err
+	}
+	gw := NthIP(env.PodNet, 1)
+	var args, ports []string
+	for i, pod := range env.Pods {
+		port := HostIfname("ovs-", pod.Pod, i)
+		ports = append(ports, port)
+		if len(args) > 0 {
+			args = append(args, "--")
+		}
+		args = append(args, "add-port", "ovsbr", port, "--", "set", "interface", port, "type=internal")
+	}
+	if _, err := sw.Vsctl(args...); err != nil {
+		return err
+	}
+	for i, pod := range env.Pods {
+		l, err := waitLink(env.Node.H, ports[i], 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if err := moveToPod(env, l, pod); err != nil {
+			return err
+		}
+		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
+			return err
+		}
+	}
+	env.Facts["offload"] = ovsOffloadFact(sw.Datapath, tso, false)
+	env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+	return nil
+}
+
+// moveToPod moves a node interface into the pod's namespace, renamed to the
+// pod's interface name (ip link set X netns POD; ip -n POD link set X name eth0).
+func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
+	fd, err := nsutil.FD(pod.Name)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	name := l.Attrs().Name
+	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
+		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
+	}
+	in, err := pod.H.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", name, pod.Pod, err)
+	}
+	if err := pod.H.LinkSetName(in, pod.Ifname); err != nil {
+		return fmt.Errorf("rename %s to %s in %s: %w", name, pod.Ifname, pod.Pod, err)
+	}
+	return nil
+}
