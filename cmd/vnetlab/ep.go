@@ -39,7 +39,7 @@ func (f *epFlags) register(cmd *cobra.Command, withPlacement bool) {
 	fl.StringVar(&f.ifname, "ifname", "", "interface inside the pod (with --netns)")
 	fl.StringVar(&f.netns, "netns", "", "pod namespace: a path (/var/run/netns/NAME) or a name")
 	if withPlacement {
-		fl.StringVar(&f.placement, "placement", "", "pod or host (default: by mode; host for veth modes, pod for macvlan/ipvlan)")
+		fl.StringVar(&f.placement, "placement", "", "pod or node (default: by mode; node for veth modes, pod for macvlan/ipvlan)")
 	}
 }
 
@@ -54,8 +54,8 @@ func (f *epFlags) check() error {
 	if f.netns != "" && f.ifname == "" {
 		return fmt.Errorf("--netns needs --ifname (the pod's interface, e.g. eth0)")
 	}
-	if f.placement != "" && f.placement != service.PlacementPod && f.placement != service.PlacementHost {
-		return fmt.Errorf("--placement %q: want pod or host", f.placement)
+	if f.placement != "" && f.placement != service.PlacementPod && f.placement != service.PlacementNode {
+		return fmt.Errorf("--placement %q: want pod or node", f.placement)
 	}
 	return nil
 }

@@ -78,7 +78,8 @@ func newSvcAddCmd() *cobra.Command {
 					return err
 				}
 			}
-			return withServices(args[0], func(st *lab.State, c *service.Config) (string, error) {
+			hint := ""
+			err = withServices(args[0], func(st *lab.State, c *service.Config) (string, error) {
 				if err := chooseProvider(st, c, provider); err != nil {
 					return "", err
 				}
@@ -93,12 +94,15 @@ func newSvcAddCmd() *cobra.Command {
 				if err := c.Add(s); err != nil {
 					return "", err
 				}
-				msg := fmt.Sprintf("service %s -> %s added", s, backendList(s.Backends))
 				if c.Provider == "ebpf" && len(c.Endpoints) == 0 {
-					msg += fmt.Sprintf("\nno endpoints yet: attach the programs where traffic enters, e.g. `vnetlab ep add %s --pod %s`", st.Name, clientPod(st))
+					hint = fmt.Sprintf("no endpoints yet: attach the programs where traffic enters, e.g. `vnetlab ep add %s --pod %s`", st.Name, clientPod(st))
 				}
-				return msg, nil
+				return fmt.Sprintf("service %s -> %s added", s, backendList(s.Backends)), nil
 			})
+			if err == nil && hint != "" {
+				fmt.Println(hint)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -31,7 +31,7 @@ type Config struct {
 
 // Endpoint is where the ebpf provider attaches its programs: a pod's
 // interface, seen from inside the pod ("pod") or at the node end of its veth
-// ("host"), as seed 002's `mustang ep add --ifname eth0 --netns PATH`.
+// ("node"), as seed 002's `mustang ep add --ifname eth0 --netns PATH`.
 type Endpoint struct {
 	Pod       string `json:"pod,omitempty"`
 	NS        string `json:"netns"`
@@ -42,7 +42,7 @@ type Endpoint struct {
 // Placements of eBPF programs.
 const (
 	PlacementPod  = "pod"  // tc on the pod's own interface (macvlan/ipvlan: seed 002 ipvlan+eBPF)
-	PlacementHost = "host" // tc on the node end of the pod's veth (seed 002 veth+eBPF)
+	PlacementNode = "node" // tc on the node end of the pod's veth (seed 002 veth+eBPF)
 )
 
 // FileName is the services file inside a lab's state directory.

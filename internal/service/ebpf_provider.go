@@ -2,58 +2,38 @@ package service
 
 import (
 	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 )
 
-// ebpf: vnetlab's own eBPF Service data plane (package internal/service/ebpf:
-// tc clsact programs doing DNAT with a BPF conntrack and reverse NAT, maps
-// pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only adapts it to
-// the Provider interface: services go into its maps, endpoints say where its
-// programs are attached. Placement follows seed 002: on the node end of each
-// pod's veth (veth+eBPF), inside the pods for macvlan/ipvlan (ipvlan+eBPF).
+// ebpf: vnetlab's own eBPF Service data plane (internal/service/ebpf, design
+// in bpf/README.md: tc programs doing DNAT with a BPF conntrack and reverse
+// NAT, maps pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only
+// adapts it to the Provider interface: services go into its maps (one hash
+// lookup whatever their number), endpoints say where its programs sit.
+// Placement follows seed 002: on the node end of each pod's veth (veth+eBPF)
+// or, for macvlan/ipvlan pods, on the pod's own interface (ipvlan+eBPF).
 type ebpfProvider struct{}
 
 func init() { Register(ebpfProvider{}) }
 
-// EBPFDataPlane is what this provider needs from the eBPF package.
-type EBPFDataPlane interface {
-	// AddService adds a service or replaces its backends.
-	AddService(s Service) error
-	DelService(k Key) error
-	ListServices() ([]Key, error)
-	// AttachEndpoint attaches the programs for the pod whose interface is
-	// ifname in namespace ns: on that interface (PlacementPod) or on the node
-	// end of its veth (PlacementHost). Attaching twice is not an error.
-	AttachEndpoint(ns, ifname, placement string) error
-	DetachEndpoint(ns, ifname string) error
-	ListEndpoints() ([]Endpoint, error)
-	Close() error
-}
-
-// OpenEBPF opens (creating and pinning on first use) a lab's eBPF data plane.
-//
-// TODO(bpf): set by internal/service/ebpf once branch bpf is merged, e.g. in
-// ebpf_open.go: `func init() { OpenEBPF = func(l string) (EBPFDataPlane, error) { return ebpf.Open(l) } }`
-// with a small adapter if its method signatures differ. Until then the
-// provider reports itself unavailable instead of pretending.
-var OpenEBPF func(labName string) (EBPFDataPlane, error)
-
 func (ebpfProvider) Name() string { return "ebpf" }
 func (ebpfProvider) Summary() string {
-	return "vnetlab's eBPF data plane: tc programs, hash service map, BPF conntrack + reverse NAT (seed 002's mustang, open)"
+	return "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"
 }
 
 // ebpfPlacement is where programs go for each mode (seed 002).
 var ebpfPlacement = map[string]string{
-	"veth-routed": PlacementHost, "bridge": PlacementHost, "docker-nat": PlacementHost,
+	"veth-routed": PlacementNode, "bridge": PlacementNode, "docker-nat": PlacementNode,
 	"macvlan": PlacementPod, "ipvlan": PlacementPod,
 }
 
 func (ebpfProvider) Supports(mode string) string {
-	if OpenEBPF == nil {
-		return "vnetlab's eBPF data plane (internal/service/ebpf) is not part of this build yet"
-	}
 	if mode == "host" {
 		return "mode host has no pods to put behind a clusterIP"
 	}
@@ -61,6 +41,14 @@ func (ebpfProvider) Supports(mode string) string {
 		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan)"
 	}
 	return ""
+}
+
+// PlacementFor returns where eBPF programs go in a lab of this mode.
+func PlacementFor(mode string) string {
+	if p, ok := ebpfPlacement[mode]; ok {
+		return p
+	}
+	return PlacementNode
 }
 
 // DefaultEndpoints attaches programs for every pod of the lab, as a CNI does
@@ -73,91 +61,176 @@ func DefaultEndpoints(st *lab.State) []Endpoint {
 	return out
 }
 
-// PlacementFor returns where eBPF programs go in a lab of this mode.
-func PlacementFor(mode string) string {
-	if p, ok := ebpfPlacement[mode]; ok {
-		return p
-	}
-	return PlacementHost
-}
-
 func (p ebpfProvider) Install(st *lab.State, c *Config) error { return p.sync(st, c) }
 
-// Update makes the maps and attachments match c (the maps are the truth,
-// so old is not needed).
+// Update makes the maps and attachments match c; the maps themselves say
+// what is loaded, so old is not needed.
 func (p ebpfProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (ebpfProvider) sync(st *lab.State, c *Config) error {
-	dp, err := OpenEBPF(st.Name)
+	pl, err := ebpf.Open(st.Name)
 	if err != nil {
 		return err
 	}
-	defer dp.Close()
+	defer pl.Close()
+	have, err := pl.ListServices()
+	if err != nil {
+		return err
+	}
+	loaded := map[Key]string{}
+	for _, s := range have {
+		loaded[Key{s.VIP, s.Port, s.Proto.String()}] = ebpfBackendsKey(s.Backends)
+	}
 	want := map[Key]bool{}
+	var add []ebpf.Service
 	for _, s := range c.All() {
+		es := toEBPF(s)
 		want[s.Key()] = true
-		if err := dp.AddService(s); err != nil {
-			return fmt.Errorf("add %s: %w", s, err)
+		if b, ok := loaded[s.Key()]; ok {
+			if b == ebpfBackendsKey(es.Backends) {
+				continue
+			}
+			// Backends changed: the maps have no replace, so for a moment
+			// new flows of this service are not translated.
+			if err := pl.DelService(es.VIP, es.Port, es.Proto); err != nil {
+				return err
+			}
 		}
+		add = append(add, es)
 	}
-	have, err := dp.ListServices()
-	if err != nil {
-		return err
-	}
-	for _, k := range have {
-		if !want[k] {
-			if err := dp.DelService(k); err != nil {
-				return fmt.Errorf("delete %s: %w", k, err)
+	for _, s := range have {
+		if !want[Key{s.VIP, s.Port, s.Proto.String()}] {
+			if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
+				return err
 			}
 		}
 	}
-	wantEP := map[[2]string]bool{}
-	for _, e := range c.Endpoints {
-		wantEP[[2]string{e.NS, e.Ifname}] = true
-		if err := dp.AttachEndpoint(e.NS, e.Ifname, e.Placement); err != nil {
-			return fmt.Errorf("attach %s/%s: %w", e.NS, e.Ifname, err)
-		}
+	if err := pl.AddServices(add); err != nil {
+		return err
 	}
-	attached, err := dp.ListEndpoints()
+	return syncEndpoints(st, pl, c.Endpoints)
+}
+
+// syncEndpoints attaches the programs for c's endpoints and detaches others.
+func syncEndpoints(st *lab.State, pl *ebpf.Plane, eps []Endpoint) error {
+	attached, err := pl.ListEndpoints()
 	if err != nil {
 		return err
 	}
-	for _, e := range attached {
-		if !wantEP[[2]string{e.NS, e.Ifname}] {
-			if err := dp.DetachEndpoint(e.NS, e.Ifname); err != nil {
-				return fmt.Errorf("detach %s/%s: %w", e.NS, e.Ifname, err)
+	type where struct{ ns, ifname, placement string }
+	have := map[where]bool{}
+	for _, a := range attached {
+		have[where{a.NS, a.Ifname, string(a.Placement)}] = true
+	}
+	want := map[where]bool{}
+	for _, e := range eps {
+		ns, ifname, err := attachPoint(st, e)
+		if err != nil {
+			return err
+		}
+		w := where{ns, ifname, e.Placement}
+		want[w] = true
+		if have[w] {
+			continue
+		}
+		if _, err := pl.AttachEndpoint(ns, ifname, ebpf.Placement(e.Placement)); err != nil {
+			return err
+		}
+	}
+	for _, a := range attached {
+		if !want[where{a.NS, a.Ifname, string(a.Placement)}] {
+			if err := pl.DetachEndpoint(a.NS, a.Ifname); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
-	if OpenEBPF == nil {
-		return nil
+// attachPoint is the interface carrying a pod's programs: its own, or the
+// node end of its veth (found through the veth's peer index).
+func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
+	if e.Placement == PlacementPod {
+		return e.NS, e.Ifname, nil
 	}
-	dp, err := OpenEBPF(st.Name)
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
-	eps, err := dp.ListEndpoints()
-	if err != nil {
-		return err
-	}
-	for _, e := range eps {
-		if err := dp.DetachEndpoint(e.NS, e.Ifname); err != nil {
+	var peer int
+	err = nsutil.Do(e.NS, func() error {
+		l, err := netlink.LinkByName(e.Ifname)
+		if err != nil {
 			return err
 		}
+		v, ok := l.(*netlink.Veth)
+		if !ok {
+			return fmt.Errorf("%s is a %s, not a veth: use placement pod", e.Ifname, l.Type())
+		}
+		peer, err = netlink.VethPeerIndex(v)
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("pod %s: node end of %s: %w", e.Pod, e.Ifname, err)
 	}
-	keys, err := dp.ListServices()
+	node := ""
+	for _, p := range st.Pods {
+		if p.NS == e.NS {
+			node = p.Node
+		}
+	}
+	for _, n := range st.Nodes {
+		if n.Name == node {
+			ns = n.NS
+		}
+	}
+	if ns == "" {
+		if ns, err = nodeNS(st); err != nil {
+			return "", "", err
+		}
+	}
+	h, err := nsutil.Handle(ns)
+	if err != nil {
+		return "", "", err
+	}
+	defer h.Close()
+	l, err := h.LinkByIndex(peer)
+	if err != nil {
+		return "", "", fmt.Errorf("pod %s: node end of %s (index %d) in %s: %w", e.Pod, e.Ifname, peer, ns, err)
+	}
+	return ns, l.Attrs().Name, nil
+}
+
+func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
+	pl, err := ebpf.Open(st.Name)
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := dp.DelService(k); err != nil {
+	defer pl.Close()
+	if err := syncEndpoints(st, pl, nil); err != nil {
+		return err
+	}
+	have, err := pl.ListServices()
+	if err != nil {
+		return err
+	}
+	for _, s := range have {
+		if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func toEBPF(s Service) ebpf.Service {
+	proto, _ := ebpf.ParseProto(s.Proto)
+	es := ebpf.Service{VIP: s.VIP, Port: s.Port, Proto: proto}
+	for _, b := range s.Backends {
+		es.Backends = append(es.Backends, ebpf.Backend{IP: b.IP, Port: b.Port})
+	}
+	return es
+}
+
+func ebpfBackendsKey(bs []ebpf.Backend) string {
+	k := ""
+	for _, b := range bs {
+		k += netip.AddrPortFrom(b.IP, b.Port).String() + ","
+	}
+	return k
 }
