@@ -171,7 +171,9 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 	if baseline == "" {
 		baseline = cells[0].Mode
 	}
-	key := func(c *results.Cell) string { return fmt.Sprintf("%s|%s|%s|%d", c.Path, c.Provider, c.Test, c.ExtraServices) }
+	key := func(c *results.Cell) string {
+		return fmt.Sprintf("%s|%s|%s|%d", c.Path, c.Provider, c.Test, c.ExtraServices)
+	}
 	base := map[string]*results.Cell{}
 	for _, c := range cells {
 		if c.Mode == baseline {

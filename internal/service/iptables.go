@@ -47,10 +47,10 @@ func (iptablesProvider) Caveat(mode string, options map[string]string) string {
 const iptablesChunk = 2000
 
 func (iptablesProvider) Install(st *lab.State, c *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
+	return eachNode(st, func(ns string) error { return iptablesInstall(ns, st, c) })
+}
+
+func iptablesInstall(ns string, st *lab.State, c *Config) error {
 	svcs := c.All()
 	w := newIptablesWriter(st, c)
 	if err := topo.IptablesRestore(ns, w.base()); err != nil {
@@ -77,10 +77,10 @@ func (iptablesProvider) Install(st *lab.State, c *Config) error {
 // change gets new chains (their names hash the backends too), so the switch
 // is atomic.
 func (iptablesProvider) Update(st *lab.State, old, c *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
+	return eachNode(st, func(ns string) error { return iptablesUpdate(ns, st, old, c) })
+}
+
+func iptablesUpdate(ns string, st *lab.State, old, c *Config) error {
 	oldSvcs, newSvcs := old.All(), c.All()
 	had, want := iptablesChainSet(oldSvcs), iptablesChainSet(newSvcs)
 	var added, removed []Service
@@ -112,10 +112,10 @@ func (iptablesProvider) Update(st *lab.State, old, c *Config) error {
 }
 
 func (iptablesProvider) Remove(st *lab.State, c *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
+	return eachNode(st, func(ns string) error { return iptablesRemove(ns, c) })
+}
+
+func iptablesRemove(ns string, c *Config) error {
 	// From the config (iptables-save does not survive 100k services); if the
 	// lab holds something else (an interrupted install), list what is there.
 	if err := topo.IptablesRestore(ns, iptablesRemoval(baseJumps, iptablesChainList(c.All()))); err == nil {

@@ -42,10 +42,10 @@ func (nftablesProvider) Caveat(mode string, options map[string]string) string {
 const nftChunk = 25000
 
 func (nftablesProvider) Install(st *lab.State, c *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
+	return eachNode(st, func(ns string) error { return nftInstall(ns, st, c) })
+}
+
+func nftInstall(ns string, st *lab.State, c *Config) error {
 	w := nftWriter{podCIDR: st.Spec.PodCIDR}
 	if err := nftLoad(ns, w.base()); err != nil {
 		return err
@@ -65,10 +65,10 @@ func (nftablesProvider) Install(st *lab.State, c *Config) error {
 // service whose backends change gets new chains (their names hash the
 // backends), so its element switches atomically.
 func (nftablesProvider) Update(st *lab.State, old, c *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
+	return eachNode(st, func(ns string) error { return nftUpdate(ns, st, old, c) })
+}
+
+func nftUpdate(ns string, st *lab.State, old, c *Config) error {
 	oldSvcs, newSvcs := old.All(), c.All()
 	had, want := nftChainSet(oldSvcs), nftChainSet(newSvcs)
 	var added, removed []Service
@@ -111,12 +111,10 @@ func (nftablesProvider) Update(st *lab.State, old, c *Config) error {
 }
 
 func (p nftablesProvider) Remove(st *lab.State, _ *Config) error {
-	ns, err := nodeNS(st)
-	if err != nil {
-		return err
-	}
-	// "add" first: deleting a table that does not exist is an error.
-	return nftLoad(ns, fmt.Sprintf("add table ip %s\ndelete table ip %s\n", NftTable, NftTable))
+	return eachNode(st, func(ns string) error {
+		// "add" first: deleting a table that does not exist is an error.
+		return nftLoad(ns, fmt.Sprintf("add table ip %s\ndelete table ip %s\n", NftTable, NftTable))
+	})
 }
 
 func nftLoad(ns, script string) error {

@@ -118,12 +118,26 @@ func Apply(st *lab.State, old, c *Config) error {
 	return nil
 }
 
-// nodeNS is the namespace node-level rules go into.
+// nodeNS is the first node's namespace.
 func nodeNS(st *lab.State) (string, error) {
 	if len(st.Nodes) == 0 {
 		return "", fmt.Errorf("lab %s has no node", st.Name)
 	}
 	return st.Nodes[0].NS, nil
+}
+
+// eachNode runs fn for every node's namespace: node-level rules go on every
+// node, as kube-proxy runs on each.
+func eachNode(st *lab.State, fn func(ns string) error) error {
+	if len(st.Nodes) == 0 {
+		return fmt.Errorf("lab %s has no node", st.Name)
+	}
+	for _, n := range st.Nodes {
+		if err := fn(n.NS); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Path is the service path's endpoint: the second pod dials DefaultVIP,
