@@ -86,9 +86,19 @@ type daemon struct {
 	comm  string
 }
 
+// nodeDaemons lists the processes running in the lab's node namespaces.
 func nodeDaemons(t *testing.T, l *lab.Lab) []daemon {
 	t.Helper()
-	ino, err := nsutil.Inode(nsutil.Path(l.State.Nodes[0].NS))
+	var out []daemon
+	for _, n := range l.State.Nodes {
+		out = append(out, daemonsIn(t, n.NS)...)
+	}
+	return out
+}
+
+func daemonsIn(t *testing.T, ns string) []daemon {
+	t.Helper()
+	ino, err := nsutil.Inode(nsutil.Path(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +171,14 @@ func downAndCheck(t *testing.T, l *lab.Lab, ds []daemon) {
 			t.Errorf("%s (pid %d) still running after down", d.comm, d.pid)
 		}
 	}
-	for _, ns := range append([]string{l.State.Ext, l.State.Nodes[0].NS}, l.State.Pods[0].NS, l.State.Pods[1].NS) {
+	nss := []string{l.State.Ext}
+	for _, n := range l.State.Nodes {
+		nss = append(nss, n.NS)
+	}
+	for _, p := range l.State.Pods {
+		nss = append(nss, p.NS)
+	}
+	for _, ns := range nss {
 		if nsutil.Exists(ns) {
 			t.Errorf("namespace %s left after down", ns)
 		}
