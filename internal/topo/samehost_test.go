@@ -138,9 +138,14 @@ func journaled(t *testing.T, l *lab.Lab, ds []daemon) []string {
 }
 
 // stream runs a 1 s iperf3 TCP stream over the lab's pod path.
-func stream(t *testing.T, l *lab.Lab) {
+func stream(t *testing.T, l *lab.Lab) { t.Helper(); streamPath(t, l, "pod") }
+
+func streamPath(t *testing.T, l *lab.Lab, path string) {
 	t.Helper()
-	ep := l.State.Paths["pod"]
+	ep, ok := l.State.Paths[path]
+	if !ok {
+		t.Fatalf("%s has no path %q: %v", l.State.Mode, path, l.State.Paths)
+	}
 	d, _ := engine.Get("iperf3")
 	r, err := d.Run(context.Background(), engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target},
 		engine.Spec{Test: engine.TCPStream, Duration: time.Second})
@@ -334,4 +339,15 @@ func TestOVSBadDatapath(t *testing.T) {
 			t.Errorf("datapath=%s: failed up left its state directory", val)
 		}
 	}
+}
+
+// host's "published" path (seed 004's docker --net=host reached from
+// another host): the client runs in ext, the server in the node.
+func TestHostPublishedPath(t *testing.T) {
+	l := upLab(t, "o2-hostpub", "host", nil)
+	ep := l.State.Paths["published"]
+	if ep.ClientNS != l.State.Ext || ep.ServerNS != l.State.Nodes[0].NS || ep.Target != l.State.Nodes[0].IP {
+		t.Errorf("published path %+v: want ext -> %s at %s", ep, l.State.Nodes[0].NS, l.State.Nodes[0].IP)
+	}
+	streamPath(t, l, "published")
 }
