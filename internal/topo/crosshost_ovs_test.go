@@ -7,6 +7,7 @@ package topo_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -146,6 +148,14 @@ func TestOVSAcrossNodes(t *testing.T) {
 			}
 			ping(t, l.State.Pods[1].NS, l.State.Pods[0].IP)
 			ping(t, l.State.Pods[0].NS, "10.10.0.1") // through node1 to the ext namespace
+			// A full-MTU frame, unfragmented, crosses too (with vxlan: the outer
+			// packet fills the underlay's 1500 exactly).
+			fullPing(t, l.State.Pods[1].NS, l.State.Pods[0].IP, wantMTU)
+			if vxlan {
+				if mtu := nodeLink(t, l, 0, "ovsbr").Attrs().MTU; mtu != topo.VxlanMTU {
+					t.Errorf("node1 ovsbr (the gateway) mtu %d, want %d", mtu, topo.VxlanMTU)
+				}
+			}
 
 			before := txBytes(t, l, 1, "eth1")
 			vxBefore := 0
@@ -171,6 +181,15 @@ func TestOVSAcrossNodes(t *testing.T) {
 			}
 			downAndCheck(t, l, ds)
 		})
+	}
+}
+
+// fullPing pings with DF set and packets of exactly mtu bytes.
+func fullPing(t *testing.T, ns, addr string, mtu int) {
+	t.Helper()
+	out, err := proc.Command(context.Background(), ns, "ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "do", "-s", strconv.Itoa(mtu-28), addr).Output()
+	if err != nil || !strings.Contains(string(out), " 0% packet loss") {
+		t.Errorf("ping -M do -s %d %s from %s: %v\n%s", mtu-28, addr, ns, err, out)
 	}
 }
 
@@ -206,12 +225,21 @@ func netlinkAddrs(ns, ifname string) (string, error) {
 	return strings.Join(out, ","), err
 }
 
-// encap needs two nodes and a known value; both fail before anything stays.
+// encap needs two nodes, a known value and no userspace TSO; each fails
+// before anything stays.
 func TestOVSBadEncap(t *testing.T) {
-	pods, _ := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, 1)
-	for val, want := range map[string]string{"vxlan": "add --nodes 2", "gre": "want none or vxlan"} {
-		name := "o2-badenc"
-		_, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: "ovs", Pods: pods, Options: map[string]string{"encap": val}}, nil)
+	for _, c := range []struct {
+		opts  map[string]string
+		nodes int
+		want  string
+	}{
+		{map[string]string{"encap": "vxlan"}, 1, "add --nodes 2"},
+		{map[string]string{"encap": "gre"}, 2, "want none or vxlan"},
+		{map[string]string{"encap": "vxlan", "datapath": "netdev", "userspace_tso": "on"}, 2, "do not go together"},
+	} {
+		name, val, want := "o2-badenc", fmt.Sprint(c.opts), c.want
+		pods, _ := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, c.nodes)
+		_, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: "ovs", Pods: pods, Options: c.opts, Nodes: c.nodes}, nil)
 		if err == nil {
 			_ = lab.Down(name, nil)
 			t.Fatalf("encap=%s on one node: up succeeded", val)
@@ -222,7 +250,7 @@ func TestOVSBadEncap(t *testing.T) {
 		if _, serr := os.Stat(filepath.Join(lab.StateRoot, "labs", name)); serr == nil {
 			t.Errorf("encap=%s: failed up left its state directory", val)
 		}
-		if nsutil.Exists(lab.NSPrefix + name + "-node") {
+		if nsutil.Exists(lab.NSPrefix+name+"-node") || nsutil.Exists(lab.NSPrefix+name+"-node1") {
 			t.Errorf("encap=%s: failed up left its node namespace", val)
 		}
 	}

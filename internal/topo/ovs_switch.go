@@ -231,6 +231,11 @@ func ovsSettings(env *Env) (ovsConfig, error) {
 	if c.Encap != EncapNone && len(env.Nodes) < 2 {
 		return c, fmt.Errorf("option encap=%s tunnels between nodes: add --nodes 2", c.Encap)
 	}
+	if c.Encap == EncapVxlan && c.TSO {
+		// Measured with Open vSwitch 3.1: vswitchd logs "Tunneling packets
+		// with HW offload flags is not supported: packet dropped" and TCP stalls.
+		return c, errors.New("options userspace_tso=on and encap=vxlan do not go together: Open vSwitch's userspace tunnels drop TSO packets; drop one of them")
+	}
 	return c, nil
 }
 
