@@ -240,7 +240,7 @@ Examples:
 	f := cmd.Flags()
 	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
 	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin")
+	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
 	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
 	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
