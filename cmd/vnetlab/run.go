@@ -211,8 +211,8 @@ func setInt(dst *int, v *int) {
 	}
 }
 
-// checkPrograms refuses to start when an engine's program is missing, before
-// anything is built.
+// checkPrograms refuses to start when an engine's program is missing or it
+// cannot do what the flags ask (engine.Check), before anything is built.
 func checkPrograms(spec runner.Spec) error {
 	for _, t := range spec.Tests {
 		en := spec.Engine
@@ -221,6 +221,13 @@ func checkPrograms(spec runner.Spec) error {
 		}
 		d, err := engine.Get(en)
 		if err != nil {
+			return err
+		}
+		if !d.Supports(t) {
+			return fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", en, t, engine.DefaultFor(t))
+		}
+		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+		if err := engine.Check(d, es); err != nil {
 			return err
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {
