@@ -81,7 +81,7 @@ func (d sockperf) Run(ctx context.Context, tg Target, spec Spec) (Result, error)
 var (
 	ansiRE        = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 	spValidRE     = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
-	spAvgRE       = regexp.MustCompile(`avg-(?:rtt|lat)=([0-9.]+)`)
+	spAvgRE       = regexp.MustCompile(`avg-(?:rtt|latency)=([0-9.]+)`)
 	spDroppedRE   = regexp.MustCompile(`# dropped messages = (\d+)`)
 	spPercentRE   = regexp.MustCompile(`percentile ([0-9.]+) =\s*([0-9.]+)`)
 	spFullRTTNote = "Round trip"

@@ -67,7 +67,7 @@ func Run(cfg ClientConfig) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	sa, family, err := sockaddr(cfg.Addr)
+	sa, family, err := sockaddr(cfg.Addr, false)
 	if err != nil {
 		return nil, err
 	}

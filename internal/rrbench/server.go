@@ -9,7 +9,6 @@
 package rrbench
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -52,7 +51,7 @@ type Server struct {
 	cfg  ServerConfig
 	fd   int
 	mu   sync.Mutex
-	conn map[int]bool // open TCP connections, shut down by Close
+	conn int // the TCP connection being served, or -1
 	done bool
 }
 
@@ -61,7 +60,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	sa, family, err := sockaddr(cfg.Addr)
+	sa, family, err := sockaddr(cfg.Addr, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +84,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 		}
 	}
-	return &Server{cfg: cfg, fd: fd, conn: map[int]bool{}}, nil
+	return &Server{cfg: cfg, fd: fd, conn: -1}, nil
 }
 
 // Port returns the bound port (useful with port 0).
@@ -121,8 +120,8 @@ func (s *Server) Close() {
 	s.done = true
 	// shutdown, not close: close does not wake a thread blocked in accept/recv.
 	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
-	for fd := range s.conn {
-		_ = unix.Shutdown(fd, unix.SHUT_RDWR)
+	if s.conn >= 0 {
+		_ = unix.Shutdown(s.conn, unix.SHUT_RDWR)
 	}
 }
 
@@ -132,49 +131,64 @@ func (s *Server) closed() bool {
 	return s.done
 }
 
-// serveTCP accepts connections, one goroutine each: tcp_rr has one long
-// connection, tcp_crr one short connection after another.
+// serveTCP serves one connection at a time in this goroutine, like
+// netperf's netserver: tcp_rr is one long connection, tcp_crr one short
+// connection after another, and a goroutine per connection would cost a
+// hand-off (and an allocation) per crr transaction. One server serves one
+// client; the rr engine starts a server per sample.
 func (s *Server) serveTCP() error {
 	defer unix.Close(s.fd)
+	buf := make([]byte, s.cfg.Size)
 	for {
-		nfd, _, err := unix.Accept4(s.fd, unix.SOCK_CLOEXEC)
-		if s.closed() {
-			if err == nil {
-				unix.Close(nfd)
-			}
-			return nil
+		// accept4 without a peer address: unix.Accept4 allocates one per call.
+		r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s.fd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+		nfd := int(r)
+		if e == unix.EINTR || e == unix.ECONNABORTED {
+			continue
 		}
-		if err != nil {
-			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
-				continue
-			}
-			return fmt.Errorf("accept: %w", err)
+		if !s.setConn(nfd, e == 0) {
+			return nil // closed
+		}
+		if e != 0 {
+			return fmt.Errorf("accept: %w", e)
 		}
 		_ = unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		s.mu.Lock()
-		s.conn[nfd] = true
-		s.mu.Unlock()
-		go s.echoTCP(nfd)
+		s.echoTCP(nfd, buf)
+		s.setConn(-1, false)
+		unix.Close(nfd)
 	}
+}
+
+// setConn records the connection being served (so Close can shut it
+// down); it reports false, closing fd, once the server is closed.
+func (s *Server) setConn(fd int, valid bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		if valid {
+			unix.Close(fd)
+		}
+		return false
+	}
+	s.conn = -1
+	if valid {
+		s.conn = fd
+	}
+	return true
 }
 
 // echoTCP reads a request of Size bytes and writes Size bytes back, until
 // the client closes (EOF) or resets (crr clients close with RST). The
 // server never closes first, so it never holds TIME_WAIT.
-func (s *Server) echoTCP(fd int) {
-	buf := make([]byte, s.cfg.Size)
+func (s *Server) echoTCP(fd int, buf []byte) {
 	for n := 1; ; n++ {
 		if readFull(fd, buf) != nil || writeFull(fd, buf) != nil {
-			break
+			return
 		}
 		if n%yieldEvery == 0 {
 			runtime.Gosched() // see yielder in client.go
 		}
 	}
-	s.mu.Lock()
-	delete(s.conn, fd)
-	s.mu.Unlock()
-	unix.Close(fd)
 }
 
 // serveUDP echoes each datagram to its sender. recvfrom/sendto are called

@@ -16,14 +16,15 @@ import (
 // into EAGAIN + epoll_wait + a goroutine switch, two extra system calls per
 // transaction that netperf and sockperf do not pay.
 
-// sockaddr parses "ip:port" (no host names: labs dial addresses).
-func sockaddr(hostport string) (unix.Sockaddr, int, error) {
+// sockaddr parses "ip:port" (no host names: labs dial addresses); port 0
+// only for a listener (any free port).
+func sockaddr(hostport string, listen bool) (unix.Sockaddr, int, error) {
 	host, ps, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return nil, 0, fmt.Errorf("address %q: want IP:PORT (%v)", hostport, err)
 	}
 	port, err := strconv.Atoi(ps)
-	if err != nil || port < 1 || port > 65535 {
+	if err != nil || port < 0 || port > 65535 || (port == 0 && !listen) {
 		return nil, 0, fmt.Errorf("address %q: port must be 1-65535", hostport)
 	}
 	ip := net.ParseIP(host)
