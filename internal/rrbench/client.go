@@ -160,12 +160,12 @@ func runUDP(cfg ClientConfig, sa unix.Sockaddr, family int, h *Histogram, rep *R
 	for n := uint64(1); ; n++ {
 		binary.LittleEndian.PutUint64(seq[:], n)
 		copy(req, seq[:])
-		if _, err := unix.Write(fd, req); err != nil {
+		if _, err := send(fd, req); err != nil {
 			return 0, fmt.Errorf("send request %d: %w", n, err)
 		}
 		answered := false
 		for {
-			got, err := unix.Read(fd, resp)
+			got, err := recv(fd, resp)
 			if err == unix.EINTR {
 				continue
 			}

@@ -7,11 +7,12 @@ import (
 	"net"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// The loops use raw, blocking socket fds (socket/connect/read/write system
+// The loops use raw, blocking socket fds (socket/connect/sendto/recvfrom system
 // calls) instead of net.Conn: Go's netpoller would turn every blocking read
 // into EAGAIN + epoll_wait + a goroutine switch, two extra system calls per
 // transaction that netperf and sockperf do not pay.
@@ -81,10 +82,30 @@ func connect(fd int, sa unix.Sockaddr) error {
 	return err
 }
 
+// recv and send are recvfrom/sendto without an address, as sockperf
+// calls them: read/write on a socket also pass through the VFS layer,
+// measured here at ~0.4 us more per round trip.
+func recv(fd int, b []byte) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// send never raises SIGPIPE (MSG_NOSIGNAL): a vanished peer is an error.
+func send(fd int, b []byte) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
 // readFull reads exactly len(b) bytes; a peer that closes mid-way is io.ErrUnexpectedEOF.
 func readFull(fd int, b []byte) error {
 	for got := 0; got < len(b); {
-		n, err := unix.Read(fd, b[got:])
+		n, err := recv(fd, b[got:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -105,7 +126,7 @@ func readFull(fd int, b []byte) error {
 // writeFull writes all of b.
 func writeFull(fd int, b []byte) error {
 	for sent := 0; sent < len(b); {
-		n, err := unix.Write(fd, b[sent:])
+		n, err := send(fd, b[sent:])
 		if err == unix.EINTR {
 			continue
 		}
