@@ -262,15 +262,15 @@ Examples:
 	f := cmd.Flags()
 	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
 	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin")
+	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&providers, "providers", []string{service.DefaultProvider}, "service path providers: "+strings.Join(service.Names(), ", "))
 	f.IntSliceVar(&extraSvc, "extra-services", []int{0}, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
-	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
+	f.StringVar(&eng, "engine", "", "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
 	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
 	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
 	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
-	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
+	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
 	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
 	f.IntVar(&nodes, "nodes", 1, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
@@ -292,8 +292,8 @@ func setInt(dst *int, v *int) {
 	}
 }
 
-// checkPrograms refuses to start when an engine's program is missing, before
-// anything is built.
+// checkPrograms refuses to start when an engine's program is missing or it
+// cannot do what the flags ask (engine.Check), before anything is built.
 func checkPrograms(spec runner.Spec) error {
 	for _, t := range spec.Tests {
 		en := spec.Engine
@@ -302,6 +302,13 @@ func checkPrograms(spec runner.Spec) error {
 		}
 		d, err := engine.Get(en)
 		if err != nil {
+			return err
+		}
+		if !d.Supports(t) {
+			return fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", en, t, engine.DefaultFor(t))
+		}
+		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+		if err := engine.Check(d, es); err != nil {
 			return err
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {

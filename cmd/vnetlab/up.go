@@ -160,7 +160,7 @@ Examples:
 	f.StringVar(&name, "name", "lab", "lab name (up to 15 characters: a-z, 0-9, -)")
 	f.StringVar(&mode, "mode", "", "how pods are attached: "+strings.Join(topo.Names(), ", "))
 	f.IntVar(&pods, "pods", lab.DefaultPods, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
-	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: host, bridge, host-gw, vxlan)")
+	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(topo.CrossHostModes(), ", ")+")")
 	f.StringVar(&underlayRate, "underlay-rate", "", "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")

@@ -63,7 +63,7 @@ type Spec struct {
 	Duration time.Duration
 	Streams  int    // parallel streams (iperf3 -P)
 	Size     int    // rr/crr request and response size in bytes
-	Rate     string // UDP target rate ("" or "max" = unlimited)
+	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
 }
 
 // Result is one sample.
@@ -84,6 +84,20 @@ type Driver interface {
 	// Run starts the server in target.ServerNS, runs the client in
 	// target.ClientNS, stops both, and returns the parsed result.
 	Run(ctx context.Context, target Target, spec Spec) (Result, error)
+}
+
+// Checker is implemented by drivers that reject some specs (a size or rate
+// the tool cannot do) before any lab is built.
+type Checker interface {
+	Check(spec Spec) error
+}
+
+// Check runs d's Checker, if it has one.
+func Check(d Driver, spec Spec) error {
+	if c, ok := d.(Checker); ok {
+		return c.Check(spec)
+	}
+	return nil
 }
 
 var drivers = map[string]Driver{}
