@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
 // Protocols a service may use.
@@ -25,7 +27,7 @@ const DefaultVIP = "10.96.0.100"
 // EnginePorts are the ports vnetlab's engines listen on (iperf3 5201,
 // sockperf 11111, the built-in rr engine 7001): the service path has one
 // service per port and protocol, each leading to the server pod.
-var EnginePorts = []uint16{5201, 11111, 7001}
+var EnginePorts = []uint16{engine.Iperf3Port, engine.SockperfPort, engine.RRPort}
 
 // Service is clusterIP:port/proto in front of its backends.
 type Service struct {
