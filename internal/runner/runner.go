@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -112,18 +113,11 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				continue
 			}
 			for _, t := range spec.Tests {
-				en := spec.Engine
-				if en == "" {
-					en = engine.DefaultFor(t)
-				}
-				d, err := engine.Get(en)
+				d, err := engine.For(spec.Engine, t)
 				if err != nil {
 					return nil, err
 				}
-				if !d.Supports(t) {
-					return nil, fmt.Errorf("engine %s does not run %s", en, t)
-				}
-				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
+				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: d.Name(), Unit: t.Unit()}
 				out.Cells = append(out.Cells, c)
 				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
 					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
@@ -178,7 +172,33 @@ func CheckSpec(spec Spec) error {
 	if spec.Duration < time.Second {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
 	}
+	if err := checkEngines(spec); err != nil {
+		return err
+	}
 	return checkSummary(spec)
+}
+
+// checkEngines refuses, before anything is built, a test no engine can run
+// with these settings or whose program is not installed.
+func checkEngines(spec Spec) error {
+	for _, t := range spec.Tests {
+		d, err := engine.For(spec.Engine, t)
+		if err != nil {
+			return err
+		}
+		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+		if err := engine.Check(d, es); err != nil {
+			return err
+		}
+		if p, ok := d.(interface{ Programs() []string }); ok {
+			for _, prog := range p.Programs() {
+				if _, err := exec.LookPath(prog); err != nil {
+					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, d.Name(), t, prog)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // checkSummary refuses bad summary options before any lab is built.
