@@ -118,6 +118,9 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 					return nil, err
 				}
 				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: d.Name(), Unit: t.Unit()}
+				if spec.Nodes > 1 {
+					c.Nodes = spec.Nodes
+				}
 				out.Cells = append(out.Cells, c)
 				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
 					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
