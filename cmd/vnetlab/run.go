@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -194,9 +193,6 @@ Examples:
 				}
 				spec.Tests = append(spec.Tests, tt)
 			}
-			if err := checkPrograms(spec); err != nil {
-				return err
-			}
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
@@ -290,36 +286,6 @@ func setInt(dst *int, v *int) {
 	if v != nil {
 		*dst = *v
 	}
-}
-
-// checkPrograms refuses to start when an engine's program is missing or it
-// cannot do what the flags ask (engine.Check), before anything is built.
-func checkPrograms(spec runner.Spec) error {
-	for _, t := range spec.Tests {
-		en := spec.Engine
-		if en == "" {
-			en = engine.DefaultFor(t)
-		}
-		d, err := engine.Get(en)
-		if err != nil {
-			return err
-		}
-		if !d.Supports(t) {
-			return fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", en, t, engine.DefaultFor(t))
-		}
-		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
-		if err := engine.Check(d, es); err != nil {
-			return err
-		}
-		if p, ok := d.(interface{ Programs() []string }); ok {
-			for _, prog := range p.Programs() {
-				if _, err := exec.LookPath(prog); err != nil {
-					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, en, t, prog)
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // checkServiceRun validates the service path's settings before anything is built.

@@ -133,3 +133,19 @@ func DefaultFor(t Test) string {
 		return "rr"
 	}
 }
+
+// For resolves the engine that runs test t: name, or the test's default when
+// name is empty. It fails when that engine does not run t.
+func For(name string, t Test) (Driver, error) {
+	if name == "" {
+		name = DefaultFor(t)
+	}
+	d, err := Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Supports(t) {
+		return nil, fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", name, t, DefaultFor(t))
+	}
+	return d, nil
+}

@@ -98,6 +98,8 @@ type Cell struct {
 	// ModeFacts is how the lab was built on this machine (e.g. the Open
 	// vSwitch datapath, "datapath": "netdev"), from the lab's state.
 	ModeFacts map[string]string `json:"mode_facts,omitempty"`
+	// Nodes is 2 when the lab spanned two nodes (run --nodes 2), else 0.
+	Nodes int `json:"nodes,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -109,19 +110,15 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	// the fields the path fixes (provider, services).
 	addCells := func(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoint, proto results.Cell) error {
 		for _, t := range spec.Tests {
-			en := spec.Engine
-			if en == "" {
-				en = engine.DefaultFor(t)
-			}
-			d, err := engine.Get(en)
+			d, err := engine.For(spec.Engine, t)
 			if err != nil {
 				return err
 			}
-			if !d.Supports(t) {
-				return fmt.Errorf("engine %s does not run %s", en, t)
-			}
 			c := proto
-			c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), en, t.Unit()
+			c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
+			if spec.Nodes > 1 {
+				c.Nodes = spec.Nodes
+			}
 			out.Cells = append(out.Cells, &c)
 			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
 				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}})
@@ -246,7 +243,33 @@ func CheckSpec(spec Spec) error {
 	if spec.Duration < time.Second {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
 	}
+	if err := checkEngines(spec); err != nil {
+		return err
+	}
 	return checkSummary(spec)
+}
+
+// checkEngines refuses, before anything is built, a test no engine can run
+// with these settings or whose program is not installed.
+func checkEngines(spec Spec) error {
+	for _, t := range spec.Tests {
+		d, err := engine.For(spec.Engine, t)
+		if err != nil {
+			return err
+		}
+		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+		if err := engine.Check(d, es); err != nil {
+			return err
+		}
+		if p, ok := d.(interface{ Programs() []string }); ok {
+			for _, prog := range p.Programs() {
+				if _, err := exec.LookPath(prog); err != nil {
+					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, d.Name(), t, prog)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // checkSummary refuses bad summary options before any lab is built.
