@@ -225,6 +225,7 @@ Examples:
 				return err
 			}
 			report.Table(os.Stdout, res, false)
+			report.Summary(os.Stdout, res)
 			if output != "" {
 				if werr := results.Write(output, res); werr != nil {
 					return werr
