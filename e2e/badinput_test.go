@@ -48,6 +48,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			before := len(namespacesWithPrefix("vnl-run"))
 			r := vnetlabEnv(t, c.env, c.args...)
 			if r.code == 0 {
 				t.Fatalf("exit 0; stdout %q", r.stdout)
@@ -63,7 +64,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", msg, c.want)
 			}
 			assertGone(t, "e2bad")
-			if ns := namespacesWithPrefix("vnl-run"); len(ns) > 0 {
+			if ns := namespacesWithPrefix("vnl-run"); len(ns) > before {
 				t.Errorf("run left namespaces: %v", ns)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,9 +174,12 @@ func TestLabInUseIsNotRemoved(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "in use by another vnetlab process") {
 		t.Errorf("down of a lab in use: exit %d, %q", r.code, r.stderr)
 	}
-	r = must(t, "clean")
-	if !strings.Contains(r.stdout, "skipped 1 labs in use") {
-		t.Errorf("clean did not report the busy lab: %q", r.stdout)
+	r = must(t, "clean", "-o", "json")
+	var rep struct {
+		Busy []string `json:"labs_in_use_skipped"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !slices.Contains(rep.Busy, lab) {
+		t.Errorf("clean did not report %s as in use: %q (%v)", lab, r.stdout, err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("the run was disturbed: %v", err)

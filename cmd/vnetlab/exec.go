@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
@@ -36,6 +37,15 @@ func newExecCmd() *cobra.Command {
 				return err
 			}
 			c := proc.Command(cmd.Context(), ns, path, args[3:]...)
+			// Socket-level Services (ebpf-sock) act for processes in the
+			// lab's cgroup: commands run there when it exists.
+			if cg, err := cgroup.LabPath(st.Name); err == nil {
+				if _, err := os.Stat(cg); err == nil {
+					if err := c.InCgroup(cg); err != nil {
+						return err
+					}
+				}
+			}
 			c.SysProcAttr.Setpgid = false // stay in the terminal's process group
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 			err = c.Run()

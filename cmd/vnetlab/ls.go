@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 func newLsCmd() *cobra.Command {
@@ -87,6 +88,9 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 		for _, k := range paths {
 			e := st.Paths[k]
 			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, e.Target, e.Note)
+		}
+		if c, err := service.Load(st.Name); err == nil && c.Provider != "" {
+			fmt.Fprintf(tw, "\t\t\tservices\t\t\t%s, %s (vnetlab svc ls %s)\n", c.Provider, countWords(c), st.Name)
 		}
 	}
 	tw.Flush()

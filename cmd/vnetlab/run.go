@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // commit is set at build time.
@@ -31,6 +31,8 @@ func newRunCmd() *cobra.Command {
 		pods, nodes                 int
 		underlayRate                string
 		opts                        []string
+		providers                   []string
+		extraSvc                    []int
 		cvThreshold                 float64
 		baseline, ciMethod          string
 	)
@@ -51,6 +53,8 @@ iperf3; modes this kernel lacks are listed as skipped with the reason.
 Examples:
   vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
+  vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
+  vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
 		Args: cobra.NoArgs,
@@ -89,6 +93,10 @@ Examples:
 				setInt(&spec.Nodes, sc.Nodes)
 				spec.UnderlayRate = sc.UnderlayRate
 				spec.Pods = sc.Pods
+				spec.Providers, spec.Services, spec.ExtraServices = sc.Providers, sc.Services, sc.ExtraServices
+				if sc.Provider != "" && len(sc.Providers) == 0 {
+					spec.Providers = []string{sc.Provider}
+				}
 				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
 				if sc.CVThreshold != nil {
 					spec.Summary.CVThreshold = *sc.CVThreshold
@@ -153,6 +161,15 @@ Examples:
 			if f.Changed("output") {
 				output = out
 			}
+			if f.Changed("providers") {
+				spec.Providers = providers
+			}
+			if f.Changed("extra-services") {
+				spec.ExtraServices = extraSvc
+			}
+			if err := checkServiceRun(spec); err != nil {
+				return err
+			}
 			if f.Changed("cv-threshold") {
 				spec.Summary.CVThreshold = cvThreshold
 			}
@@ -175,9 +192,6 @@ Examples:
 					return err
 				}
 				spec.Tests = append(spec.Tests, tt)
-			}
-			if err := checkPrograms(spec); err != nil {
-				return err
 			}
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
@@ -211,6 +225,7 @@ Examples:
 				return err
 			}
 			report.Table(os.Stdout, res, false)
+			report.Summary(os.Stdout, res)
 			if output != "" {
 				if werr := results.Write(output, res); werr != nil {
 					return werr
@@ -228,7 +243,11 @@ Examples:
 			var failed []string
 			for _, c := range res.Cells {
 				if c.Valid == 0 {
-					failed = append(failed, c.Mode+"/"+c.Path+"/"+c.Test)
+					name := c.Mode + "/" + c.Path + "/" + c.Test
+					if c.Provider != "" {
+						name = fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, c.Provider, c.Test)
+					}
+					failed = append(failed, name)
 				}
 			}
 			if len(failed) > 0 {
@@ -240,13 +259,15 @@ Examples:
 	f := cmd.Flags()
 	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
 	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP); docker-nat also has published, published-local, published-hairpin")
-	f.StringVar(&eng, "engine", "", "engine for every test (default: iperf3 for streams, rr for rr/crr)")
+	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
+	f.StringSliceVar(&providers, "providers", []string{service.DefaultProvider}, "service path providers: "+strings.Join(service.Names(), ", ")+" (default: iptables; ebpf for veth-ebpf and macvlan-ebpf)")
+	f.IntSliceVar(&extraSvc, "extra-services", []int{0}, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
+	f.StringVar(&eng, "engine", "", "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
 	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
 	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
 	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
-	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr)")
+	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
 	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
 	f.IntVar(&nodes, "nodes", 1, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
@@ -268,25 +289,36 @@ func setInt(dst *int, v *int) {
 	}
 }
 
-// checkPrograms refuses to start when an engine's program is missing, before
-// anything is built.
-func checkPrograms(spec runner.Spec) error {
-	for _, t := range spec.Tests {
-		en := spec.Engine
-		if en == "" {
-			en = engine.DefaultFor(t)
+// checkServiceRun validates the service path's settings before anything is built.
+func checkServiceRun(spec runner.Spec) error {
+	hasService := false
+	for _, p := range spec.Paths {
+		if p == runner.ServicePath {
+			hasService = true
 		}
-		d, err := engine.Get(en)
-		if err != nil {
+	}
+	for _, p := range spec.Providers {
+		if _, err := service.Get(p); err != nil {
 			return err
 		}
-		if p, ok := d.(interface{ Programs() []string }); ok {
-			for _, prog := range p.Programs() {
-				if _, err := exec.LookPath(prog); err != nil {
-					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, en, t, prog)
-				}
-			}
+	}
+	for _, n := range spec.ExtraServices {
+		if n < 0 || n > service.MaxExtra {
+			return fmt.Errorf("--extra-services %d: want 0 to %d", n, service.MaxExtra)
 		}
+	}
+	for _, s := range spec.Services {
+		if err := s.Check(); err != nil {
+			return err
+		}
+	}
+	if hasService {
+		return nil
+	}
+	custom := len(spec.Services) > 0 || len(spec.ExtraServices) > 1 || (len(spec.ExtraServices) == 1 && spec.ExtraServices[0] != 0) ||
+		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
+	if custom {
+		return fmt.Errorf("providers and services apply to the service path: add it with --paths pod,service")
 	}
 	return nil
 }

@@ -10,12 +10,18 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func newUpCmd() *cobra.Command {
 	var (
+		providerFlag           string
+		extraFlag              int
 		name, mode, file, cidr string
+		provider               string
+		extraSvc               int
+		svcSpecs               []service.Spec
 		pods, nodes            int
 		underlayRate           string
 		opts                   []string
@@ -36,6 +42,7 @@ Examples:
   vnetlab up --mode veth-routed
   vnetlab up --name big --mode bridge --pods 200
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
+  vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000
   vnetlab up --name x --mode vxlan --nodes 2 --underlay-rate 10gbit
   vnetlab up -f scenarios/lab-bridge.yaml`,
 		Args: cobra.NoArgs,
@@ -74,6 +81,13 @@ Examples:
 				if sc.PodCount != nil {
 					count = *sc.PodCount
 				}
+				provider, svcSpecs = sc.Provider, sc.Services
+				if len(sc.ExtraServices) > 1 {
+					return fmt.Errorf("%s: extra_services lists %d counts; `up` builds one lab: give one number (lists are for `vnetlab run -f`)", file, len(sc.ExtraServices))
+				}
+				if len(sc.ExtraServices) == 1 {
+					extraSvc = sc.ExtraServices[0]
+				}
 			}
 			f := cmd.Flags()
 			if f.Changed("name") {
@@ -84,6 +98,15 @@ Examples:
 			}
 			if f.Changed("pods") {
 				count, spec.Pods = pods, nil
+			}
+			if f.Changed("provider") {
+				provider = providerFlag
+			}
+			if f.Changed("extra-services") {
+				extraSvc = extraFlag
+			}
+			if err := checkServiceFlags(provider, spec.Mode, extraSvc, len(svcSpecs) > 0); err != nil {
+				return err
 			}
 			if f.Changed("nodes") {
 				spec.Nodes = nodes
@@ -117,6 +140,14 @@ Examples:
 				return err
 			}
 			defer l.Release()
+			if provider != "" {
+				if err := upServices(l, provider, extraSvc, svcSpecs); err != nil {
+					name := l.State.Name
+					l.Release()
+					_ = lab.Down(name, nil) // nothing half-built
+					return err
+				}
+			}
 			if output == "json" {
 				return printJSON(l.State)
 			}
@@ -129,12 +160,14 @@ Examples:
 	f.StringVar(&name, "name", "lab", "lab name (up to 15 characters: a-z, 0-9, -)")
 	f.StringVar(&mode, "mode", "", "how pods are attached: "+strings.Join(topo.Names(), ", "))
 	f.IntVar(&pods, "pods", lab.DefaultPods, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
-	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: host, bridge, host-gw, vxlan)")
+	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(topo.CrossHostModes(), ", ")+")")
 	f.StringVar(&underlayRate, "underlay-rate", "", "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
 	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.StringVar(&providerFlag, "provider", "", "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.IntVar(&extraFlag, "extra-services", 0, "with --provider: this many generated services too (lookup cost at scale)")
 	return cmd
 }
 
@@ -156,4 +189,38 @@ func modeList() string {
 		fmt.Fprintf(&b, "  %-12s %s\n", n, m.Summary())
 	}
 	return b.String()
+}
+
+// checkServiceFlags validates --provider/--extra-services before anything is built.
+func checkServiceFlags(provider, mode string, extra int, haveSpecs bool) error {
+	if provider == "" {
+		if extra != 0 || haveSpecs {
+			return fmt.Errorf("services need a provider: add --provider (%s)", strings.Join(service.Names(), ", "))
+		}
+		return nil
+	}
+	if extra < 0 || extra > service.MaxExtra {
+		return fmt.Errorf("--extra-services %d: want 0 to %d", extra, service.MaxExtra)
+	}
+	if mode == "" {
+		return nil // reported by the caller
+	}
+	return service.Check(provider, mode)
+}
+
+// upServices loads the lab's services with provider and reports the load time.
+func upServices(l *lab.Lab, provider string, extra int, specs []service.Spec) error {
+	c, err := service.NewConfig(l.State, provider, extra, specs)
+	if err != nil {
+		return err
+	}
+	stderrf("loading %d services with %s", c.Count(), provider)
+	if err := service.Apply(l.State, nil, c); err != nil {
+		return err
+	}
+	if err := c.Save(l.State.Name); err != nil {
+		return err
+	}
+	stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", provider, c.Count(), c.LoadSeconds, l.State.Name)
+	return nil
 }

@@ -79,7 +79,7 @@ type Spec struct {
 	Duration time.Duration
 	Streams  int    // parallel streams (iperf3 -P)
 	Size     int    // rr/crr request and response size in bytes
-	Rate     string // UDP target rate ("" or "max" = unlimited)
+	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
 }
 
 // Result is one sample.
@@ -100,6 +100,20 @@ type Driver interface {
 	// Run starts the server in target.ServerNS, runs the client in
 	// target.ClientNS, stops both, and returns the parsed result.
 	Run(ctx context.Context, target Target, spec Spec) (Result, error)
+}
+
+// Checker is implemented by drivers that reject some specs (a size or rate
+// the tool cannot do) before any lab is built.
+type Checker interface {
+	Check(spec Spec) error
+}
+
+// Check runs d's Checker, if it has one.
+func Check(d Driver, spec Spec) error {
+	if c, ok := d.(Checker); ok {
+		return c.Check(spec)
+	}
+	return nil
 }
 
 var drivers = map[string]Driver{}
@@ -134,4 +148,20 @@ func DefaultFor(t Test) string {
 	default:
 		return "rr"
 	}
+}
+
+// For resolves the engine that runs test t: name, or the test's default when
+// name is empty. It fails when that engine does not run t.
+func For(name string, t Test) (Driver, error) {
+	if name == "" {
+		name = DefaultFor(t)
+	}
+	d, err := Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Supports(t) {
+		return nil, fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", name, t, DefaultFor(t))
+	}
+	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +55,9 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 		args = append(args, "-P", strconv.Itoa(spec.Streams))
 	}
 	if spec.Test == UDPStream {
-		rate := spec.Rate
-		if rate == "" || rate == "max" {
-			rate = "0" // unlimited
+		rate, err := iperf3Rate(spec.Rate)
+		if err != nil {
+			return Result{}, err
 		}
 		args = append(args, "-u", "-b", rate)
 	}
@@ -76,6 +77,29 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	return ParseIperf3(out, spec.Test)
+}
+
+// Check validates the UDP rate before any lab is built.
+func (iperf3) Check(spec Spec) error {
+	_, err := iperf3Rate(spec.Rate)
+	return err
+}
+
+var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKmMgGtT]?$`)
+
+// iperf3Rate maps --rate to iperf3's -b: "max" (or "" or "0") is -b 0, no
+// limit: the sender runs as fast as it can and the loss % says how much the
+// path or the receiver dropped. Otherwise bits/s with an optional K/M/G/T
+// suffix, e.g. 500M or 2.5G.
+func iperf3Rate(rate string) (string, error) {
+	switch rate {
+	case "", "max", "0":
+		return "0", nil
+	}
+	if !rateRE.MatchString(rate) {
+		return "", fmt.Errorf("rate %q: use max or bits per second like 500M, 2.5G (iperf3 -b syntax)", rate)
+	}
+	return rate, nil
 }
 
 // waitForLine reads r until a line contains want, or the timeout passes.

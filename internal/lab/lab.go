@@ -461,12 +461,20 @@ func teardown(name string, say Progress) error {
 		}
 	}
 	_ = os.RemoveAll(filepath.Join(BPFRoot, name))
-	// 3. cgroups: their processes (vnetlab's clients) stopped, then rmdir.
+	// 3. cgroups: their processes (vnetlab's clients) stopped, then rmdir;
+	// the lab's own path too, in case its journal entry was never written.
+	cgs := map[string]bool{}
+	if p, err := cgroup.LabPath(name); err == nil {
+		cgs[p] = true
+	}
 	for _, e := range entries {
 		if e.kind == KindCgroup {
-			if err := cgroup.Remove(e.value); err != nil {
-				errs = append(errs, err.Error())
-			}
+			cgs[e.value] = true
+		}
+	}
+	for p := range cgs {
+		if err := cgroup.Remove(p); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	// 4. namespaces, after stopping any process still living inside them.

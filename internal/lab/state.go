@@ -109,6 +109,10 @@ func (s *State) NSName(who string) (string, error) {
 
 func labDir(name string) string { return filepath.Join(StateRoot, "labs", name) }
 
+// Dir is a lab's state directory (other packages keep their files there,
+// e.g. the services of internal/service).
+func Dir(name string) string { return labDir(name) }
+
 func writeState(st *State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -183,6 +187,18 @@ func openJournal(name string) (*Journal, error) {
 		return nil, err
 	}
 	return &Journal{f: f}, nil
+}
+
+// Record journals one object of lab name from a process that does not hold
+// its *Lab (a provider given only the state): appends are atomic, so this
+// is safe next to the holder's own journal.
+func Record(name, kind, value string) error {
+	j, err := openJournal(name)
+	if err != nil {
+		return fmt.Errorf("lab %s journal: %w", name, err)
+	}
+	defer j.Close()
+	return j.Record(kind, value)
 }
 
 // Record appends one object.

@@ -198,13 +198,12 @@ func findCell(mode string, r SeedRow, test string, cells []*results.Cell) *resul
 	return best
 }
 
-// nodesOf reads how many nodes a cell spans (mode option "nodes", default 1).
+// nodesOf reads how many nodes a cell spans (default 1).
 func nodesOf(c *results.Cell) int {
-	n := 1
-	if v, ok := c.ModeOptions["nodes"]; ok {
-		fmt.Sscanf(v, "%d", &n)
+	if c.Nodes > 1 {
+		return c.Nodes
 	}
-	return n
+	return 1
 }
 
 func rowCellName(r SeedRow, test string) string {

@@ -15,21 +15,34 @@ import (
 
 // Table prints one row per cell (median, 95% CI, CV, comparison with the
 // baseline, CPU cost, samples), then a legend saying which methods made those
-// numbers, and every failed sample with its error.
+// numbers, and every failed sample with its error. A run with a service path
+// also shows each cell's provider, its generated services and "vs pod": the
+// service cell over the same mode's pod cell (seed 002's clusterIP/podIP).
 func Table(w io.Writer, f *results.File, markdown bool) {
 	baseline := f.Metadata.Settings.Baseline
 	if baseline == "" && len(f.Cells) > 0 {
 		baseline = f.Cells[0].Mode
 	}
-	hasLatency := false
+	hasLatency, svc := false, false
 	for _, c := range f.Cells {
 		if len(c.Latency) > 0 {
 			hasLatency = true
 		}
+		if c.Provider != "" {
+			svc = true
+		}
 	}
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
-	header := table.Row{"mode", "path", "test", "median", "95% CI", "CV", "vs " + baseline, "CPU cost"}
+	header := table.Row{"mode", "path"}
+	if svc {
+		header = append(header, "provider", "+services")
+	}
+	header = append(header, "test", "median", "95% CI", "CV", "vs "+baseline)
+	if svc {
+		header = append(header, "vs pod")
+	}
+	header = append(header, "CPU cost")
 	if hasLatency {
 		header = append(header, "p50/p99 us")
 	}
@@ -39,11 +52,31 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		if c.Failed > 0 {
 			n += fmt.Sprintf(" + %d FAILED", c.Failed)
 		}
-		row := table.Row{c.Mode, c.Path, c.Test}
+		row := table.Row{c.Mode, c.Path}
+		if svc {
+			extra := ""
+			if c.Provider != "" {
+				extra = fmt.Sprint(c.ExtraServices)
+			}
+			row = append(row, c.Provider, extra)
+		}
+		row = append(row, c.Test)
 		if c.Valid == 0 {
-			row = append(row, "FAILED", "", "", "", "")
+			row = append(row, "FAILED", "", "", "")
 		} else {
-			row = append(row, num(c.Median), ci(c.CI95), cv(c), vs(c.VsBaseline), cpuCost(c.CPU))
+			row = append(row, num(c.Median), ci(c.CI95), cv(c), vs(c.VsBaseline))
+		}
+		if svc {
+			if c.Valid == 0 || c.Provider == "" {
+				row = append(row, "")
+			} else {
+				row = append(row, vs(c.VsPod))
+			}
+		}
+		if c.Valid == 0 {
+			row = append(row, "")
+		} else {
+			row = append(row, cpuCost(c.CPU))
 		}
 		if hasLatency {
 			row = append(row, latency(c.Latency))
@@ -57,16 +90,42 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		t.Render()
 	}
 	legend(w, f, baseline)
+	if svc {
+		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
+	}
+	notes := map[string]bool{}
+	for _, c := range f.Cells {
+		if n := fmt.Sprintf("note %s/%s(%s): %s", c.Mode, c.Path, c.Provider, c.Note); c.Note != "" && !notes[n] {
+			notes[n] = true
+			fmt.Fprintln(w, n)
+		}
+	}
 	for _, s := range f.Metadata.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", s.Mode, s.Reason)
+		who := s.Mode
+		if s.Provider != "" {
+			who += " with " + s.Provider
+		}
+		fmt.Fprintf(w, "skipped %s: %s\n", who, s.Reason)
 	}
 	for _, c := range f.Cells {
 		for i, s := range c.Samples {
 			if !s.Valid {
-				fmt.Fprintf(w, "FAILED %s/%s/%s sample %d: %s\n", c.Mode, c.Path, c.Test, i+1, s.Error)
+				fmt.Fprintf(w, "FAILED %s sample %d: %s\n", sampleCellName(c), i+1, s.Error)
 			}
 		}
 	}
+}
+
+// sampleCellName is mode/path/test, with the provider and generated services of a service cell.
+func sampleCellName(c *results.Cell) string {
+	if c.Provider == "" {
+		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
+	}
+	p := c.Provider
+	if c.ExtraServices > 0 {
+		p += fmt.Sprintf("+%d", c.ExtraServices)
+	}
+	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
 }
 
 // legend says how every column was computed, and warns when the sample

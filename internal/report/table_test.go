@@ -40,3 +40,30 @@ func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryHasSeed002Shape(t *testing.T) {
+	cell := func(mode, path, prov string, v float64) *results.Cell {
+		return &results.Cell{Mode: mode, Path: path, Provider: prov, Test: "tcp_stream", Unit: "Gbit/s", Median: v, Valid: 1}
+	}
+	f := &results.File{Cells: []*results.Cell{
+		cell("veth-routed", "pod", "", 15.1), cell("veth-routed", "service", "iptables", 14.2), cell("veth-routed", "service", "ebpf", 15.0),
+		cell("bridge", "pod", "", 14.9), {Mode: "bridge", Path: "service", Provider: "iptables", Test: "tcp_stream", Valid: 0, Failed: 3},
+	}}
+	var b strings.Builder
+	Summary(&b, f)
+	out := b.String()
+	for _, want := range []string{"clusterIP iptables", "clusterIP ebpf", "15.1", "14.2", "FAILED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// The bridge row has no ebpf cell: a dash, not a number from another row.
+	if !strings.Contains(out, "│ bridge      │ 14.9  │ FAILED             │ -") {
+		t.Errorf("bridge row:\n%s", out)
+	}
+	b.Reset()
+	Summary(&b, &results.File{Cells: []*results.Cell{cell("host", "pod", "", 20)}})
+	if b.Len() != 0 {
+		t.Errorf("a run without service cells prints a summary:\n%s", b.String())
+	}
+}

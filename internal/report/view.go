@@ -138,6 +138,9 @@ func HigherIsBetter(unit string) bool {
 // series names a cell within its mode: its path, and provider if any.
 func series(c *results.Cell) string {
 	if c.Provider != "" {
+		if c.ExtraServices > 0 {
+			return fmt.Sprintf("%s/%s+%d", c.Path, c.Provider, c.ExtraServices)
+		}
 		return c.Path + "/" + c.Provider
 	}
 	return c.Path

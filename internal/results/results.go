@@ -54,8 +54,9 @@ type Settings struct {
 
 // Skipped names a matrix entry that could not run, and why.
 type Skipped struct {
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
+	Mode     string `json:"mode"`
+	Provider string `json:"provider,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // Cell is one matrix entry: mode x path x provider x test.
@@ -74,6 +75,13 @@ type Cell struct {
 	Valid       int               `json:"valid_samples"`
 	Failed      int               `json:"failed_samples"`
 
+	// Service path (issue 4): generated services loaded besides the tested
+	// ones, the provider's load time, and why the cell is expected to fail
+	// when the kernel dictates it (bridge with nf-call off).
+	ExtraServices  int     `json:"extra_services,omitempty"`
+	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
+	Note           string  `json:"note,omitempty"`
+
 	// Statistics over valid samples (issue 3; filled by internal/stats).
 	Mean     float64            `json:"mean,omitempty"`
 	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
@@ -84,10 +92,14 @@ type Cell struct {
 	CPU      *CPUCost           `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
+	// A service cell compared with its mode's pod cell (clusterIP/podIP).
+	VsPod *Comparison `json:"vs_pod,omitempty"`
 
 	// ModeFacts is how the lab was built on this machine (e.g. the Open
 	// vSwitch datapath, "datapath": "netdev"), from the lab's state.
 	ModeFacts map[string]string `json:"mode_facts,omitempty"`
+	// Nodes is 2 when the lab spanned two nodes (run --nodes 2), else 0.
+	Nodes int `json:"nodes,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs
@@ -156,7 +168,11 @@ func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSe
 
 // Key identifies a cell across files (for compare).
 func (c *Cell) Key() string {
-	return fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
+	k := fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
+	if c.ExtraServices > 0 {
+		k += fmt.Sprintf("|+%d", c.ExtraServices)
+	}
+	return k
 }
 
 // Values returns the values of valid samples.

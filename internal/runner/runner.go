@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -48,6 +50,12 @@ type Spec struct {
 	// LabPrefix starts every lab name ("r" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
+
+	// Service path (path "service"): one lab per mode x provider x count of
+	// extra services; the pod paths get a lab of their own without services.
+	Providers     []string       // default: service.DefaultProvider
+	ExtraServices []int          // default: [0]
+	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
 }
 
 // Progress is told about each step; Sample is called before each sample.
@@ -87,7 +95,50 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	}
 	runID := fmt.Sprintf("%s%04d", prefix, rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
 	var cells []*cellRun
-	for i, mv := range spec.Modes {
+	upLab := func(mv ModeVariant) (*lab.Lab, error) {
+		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, len(labs)), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options,
+			Nodes: spec.Nodes, UnderlayRate: spec.UnderlayRate}
+		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
+		l, err := lab.Up(ctx, ls, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mv.Label, err)
+		}
+		labs = append(labs, l)
+		return l, nil
+	}
+	// addCells adds a cell per test for one path of a lab; proto carries
+	// the fields the path fixes (provider, services).
+	addCells := func(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoint, proto results.Cell) error {
+		for _, t := range spec.Tests {
+			d, err := engine.For(spec.Engine, t)
+			if err != nil {
+				return err
+			}
+			c := proto
+			c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
+			if spec.Nodes > 1 {
+				c.Nodes = spec.Nodes
+			}
+			out.Cells = append(out.Cells, &c)
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
+				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
+		}
+		return nil
+	}
+	var plainPaths []string
+	servicePath := false
+	for _, p := range spec.Paths {
+		if p == ServicePath {
+			servicePath = true
+		} else {
+			plainPaths = append(plainPaths, p)
+		}
+	}
+	extras := spec.ExtraServices
+	if len(extras) == 0 {
+		extras = []int{0}
+	}
+	for _, mv := range spec.Modes {
 		m, err := topo.Get(mv.Mode)
 		if err != nil {
 			return nil, err
@@ -97,36 +148,51 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Note("skipping %s: %v", mv.Label, err)
 			continue
 		}
-		ls := lab.Spec{Name: fmt.Sprintf("%s-%d", runID, i), Mode: mv.Mode, Pods: spec.Pods, PodCIDR: spec.PodCIDR, Options: mv.Options,
-			Nodes: spec.Nodes, UnderlayRate: spec.UnderlayRate}
-		prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
-		l, err := lab.Up(ctx, ls, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", mv.Label, err)
+		if len(plainPaths) > 0 {
+			l, err := upLab(mv)
+			if err != nil {
+				return nil, err
+			}
+			for _, path := range plainPaths {
+				ep, ok := l.State.Paths[path]
+				if !ok {
+					out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+					continue
+				}
+				if err := addCells(mv, l, path, ep, results.Cell{}); err != nil {
+					return nil, err
+				}
+			}
 		}
-		labs = append(labs, l)
-		for _, path := range spec.Paths {
-			ep, ok := l.State.Paths[path]
-			if !ok {
-				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+		if !servicePath {
+			continue
+		}
+		// One lab per provider and count: providers cannot share a node (the
+		// first to DNAT wins), and each count is a different table to search.
+		providers := spec.Providers
+		if len(providers) == 0 {
+			providers = []string{service.DefaultProviderFor(mv.Mode)}
+		}
+		for _, p := range providers {
+			if err := service.Check(p, mv.Mode); err != nil {
+				out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: p, Reason: err.Error()})
+				prog.Note("skipping %s with %s: %v", mv.Label, p, err)
 				continue
 			}
-			for _, t := range spec.Tests {
-				en := spec.Engine
-				if en == "" {
-					en = engine.DefaultFor(t)
-				}
-				d, err := engine.Get(en)
+			for _, n := range extras {
+				l, err := upLab(mv)
 				if err != nil {
 					return nil, err
 				}
-				if !d.Supports(t) {
-					return nil, fmt.Errorf("engine %s does not run %s", en, t)
+				ep, cell, err := loadServices(l, p, n, spec.Services, mv, prog)
+				if err != nil {
+					out.Metadata.Skipped = append(out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: p, Reason: err.Error()})
+					prog.Note("skipping %s with %s: %v", mv.Label, p, err)
+					continue
 				}
-				c := &results.Cell{Mode: mv.Label, ModeOptions: mv.Options, ModeFacts: l.State.Facts, Path: path, Test: string(t), Engine: en, Unit: t.Unit()}
-				out.Cells = append(out.Cells, c)
-				cells = append(cells, &cellRun{cell: c, driver: d, label: fmt.Sprintf("%s/%s/%s", mv.Label, path, t),
-					target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
+				if err := addCells(mv, l, ServicePath, ep, cell); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -178,7 +244,33 @@ func CheckSpec(spec Spec) error {
 	if spec.Duration < time.Second {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
 	}
+	if err := checkEngines(spec); err != nil {
+		return err
+	}
 	return checkSummary(spec)
+}
+
+// checkEngines refuses, before anything is built, a test no engine can run
+// with these settings or whose program is not installed.
+func checkEngines(spec Spec) error {
+	for _, t := range spec.Tests {
+		d, err := engine.For(spec.Engine, t)
+		if err != nil {
+			return err
+		}
+		es := engine.Spec{Test: t, Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
+		if err := engine.Check(d, es); err != nil {
+			return err
+		}
+		if p, ok := d.(interface{ Programs() []string }); ok {
+			for _, prog := range p.Programs() {
+				if _, err := exec.LookPath(prog); err != nil {
+					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, d.Name(), t, prog)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // checkSummary refuses bad summary options before any lab is built.
@@ -210,4 +302,52 @@ func pathNames(m map[string]topo.Endpoint) string {
 	}
 	sort.Strings(n)
 	return fmt.Sprint(n)
+}
+
+// ServicePath is the path through a clusterIP: the second pod dials
+// service.DefaultVIP, whose backend is the first pod.
+const ServicePath = "service"
+
+func cellLabel(c *results.Cell) string {
+	if c.Provider == "" {
+		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
+	}
+	p := c.Provider
+	if c.ExtraServices > 0 {
+		p += fmt.Sprintf("+%d", c.ExtraServices)
+	}
+	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
+}
+
+// loadServices loads the service path's services (and n generated ones) into
+// a lab with provider, and returns the path and the cell fields it fixes.
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, results.Cell, error) {
+	st := l.State
+	c, err := service.NewConfig(st, provider, n, specs)
+	if err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	if err := service.Apply(st, nil, c); err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	if err := c.Save(st.Name); err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
+	server, client, err := service.Path(st)
+	if err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
+		Note: service.Caveat(provider, mv.Mode, mv.Options)}
+	if cell.Note != "" {
+		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
+	}
+	ep := topo.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
+		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
+	// Socket-level Services act only for clients in the lab's cgroup.
+	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	return ep, cell, nil
 }

@@ -39,6 +39,25 @@ func Analyze(cells []*results.Cell, o SummaryOptions) {
 		SummarizeWith(c, o)
 	}
 	CompareToBaseline(cells, o.Baseline)
+	CompareToPod(cells)
+}
+
+// CompareToPod fills VsPod for every service cell that has a pod cell of the
+// same mode and test: the price of the clusterIP (seed 002's table).
+func CompareToPod(cells []*results.Cell) {
+	pod := map[string]*results.Cell{}
+	for _, c := range cells {
+		if c.Path == "pod" && c.Provider == "" {
+			pod[c.Mode+"|"+c.Test] = c
+		}
+	}
+	for _, c := range cells {
+		c.VsPod = nil
+		if b, ok := pod[c.Mode+"|"+c.Test]; ok && c.Provider != "" {
+			c.VsPod = compare(c, b)
+			c.VsPod.Baseline = b.Mode + "/pod"
+		}
+	}
 }
 
 // Summarize fills a cell's statistics with the default options.
@@ -152,7 +171,9 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 	if baseline == "" {
 		baseline = cells[0].Mode
 	}
-	key := func(c *results.Cell) string { return c.Path + "|" + c.Provider + "|" + c.Test }
+	key := func(c *results.Cell) string {
+		return fmt.Sprintf("%s|%s|%s|%d", c.Path, c.Provider, c.Test, c.ExtraServices)
+	}
 	base := map[string]*results.Cell{}
 	for _, c := range cells {
 		if c.Mode == baseline {

@@ -18,6 +18,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -47,6 +48,12 @@ type Scenario struct {
 	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
 	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
 	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
+	// Services (issue 4): provider for `up`, providers for `run`, the
+	// services themselves and how many generated ones come with them.
+	Provider      string         `yaml:"provider"`
+	Providers     []string       `yaml:"providers"`
+	Services      []service.Spec `yaml:"services"`
+	ExtraServices IntList        `yaml:"extra_services"`
 
 	file string
 	root *yaml.Node
@@ -270,6 +277,47 @@ func (s *Scenario) validate() error {
 			return s.errAt("pods", i, "%v", err)
 		}
 	}
+	if s.Provider != "" {
+		if _, err := service.Get(s.Provider); err != nil {
+			return s.errAt("provider", -1, "%v", err)
+		}
+	}
+	for i, p := range s.Providers {
+		if _, err := service.Get(p); err != nil {
+			return s.errAt("providers", i, "%v", err)
+		}
+	}
+	for i, sv := range s.Services {
+		if err := sv.Check(); err != nil {
+			return s.errAt("services", i, "%v", err)
+		}
+	}
+	for i, n := range s.ExtraServices {
+		if n < 0 || n > service.MaxExtra {
+			return s.errAt("extra_services", i, "%d: want 0 to %d", n, service.MaxExtra)
+		}
+	}
+	return nil
+}
+
+// IntList is a number or a list of numbers (extra_services: 1000, or [0, 1000, 10000]).
+type IntList []int
+
+// UnmarshalYAML accepts a scalar or a sequence.
+func (l *IntList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var v int
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: %q is not a number", n.Line, n.Value)
+		}
+		*l = IntList{v}
+		return nil
+	}
+	var v []int
+	if err := n.Decode(&v); err != nil {
+		return fmt.Errorf("line %d: want a number or a list of numbers", n.Line)
+	}
+	*l = v
 	return nil
 }
 

@@ -1,10 +1,13 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func TestParseFull(t *testing.T) {
@@ -91,4 +94,47 @@ func unwrapAll(err error) error {
 		}
 		err = u.Unwrap()
 	}
+}
+
+// The shipped scenarios name options their modes take, with valid values,
+// and only cross-host modes where they ask for two nodes: a typo there would
+// otherwise surface only minutes into a run.
+func TestShippedScenariosModeOptions(t *testing.T) {
+	files, _ := filepath.Glob("../../scenarios/*.yaml")
+	for _, f := range files {
+		s, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mv := range s.Modes {
+			m, err := topo.Get(mv.Mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Nodes != nil && *s.Nodes > 1 {
+				if ch, ok := m.(topo.CrossHost); !ok || !ch.CrossHost() {
+					t.Errorf("%s: mode %s is same-host only but the scenario has nodes: %d", f, mv.Mode, *s.Nodes)
+				}
+			}
+			for k, v := range mv.Options {
+				if err := checkOption(m, k, v); err != nil {
+					t.Errorf("%s: %s: %v", f, mv.Label, err)
+				}
+			}
+		}
+	}
+}
+
+func checkOption(m topo.Mode, k, v string) error {
+	if o, ok := m.(topo.Optioned); ok {
+		for _, opt := range o.Options() {
+			if opt.Name == k {
+				if opt.Check == nil {
+					return nil
+				}
+				return opt.Check(v)
+			}
+		}
+	}
+	return fmt.Errorf("mode %s has no option %q", m.Name(), k)
 }

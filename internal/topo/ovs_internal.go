@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -31,7 +32,7 @@ func init() { Register(ovsInternal{}) }
 
 func (ovsInternal) Name() string { return "ovs-internal" }
 func (ovsInternal) Summary() string {
-	return "Open vSwitch internal port moved into each pod as eth0, no veth (seed 003 \"patch-port\"); options datapath, userspace_tso"
+	return "Open vSwitch internal port moved into each pod as eth0, no veth (seed 003 \"patch-port\"); --nodes 2 too; options datapath, userspace_tso, encap"
 }
 func (ovsInternal) Requires() []kernel.Feature { return []kernel.Feature{kernel.Tun} }
 func (ovsInternal) Usable() error              { return OVSInstalled() }
@@ -39,12 +40,32 @@ func (ovsInternal) Detail() string             { return DatapathDetail() }
 func (ovsInternal) MinPods() int               { return 2 }
 func (ovsInternal) Options() []Option          { return ovsOptions() }
 
+func (ovsInternal) CrossHost() bool { return true }
+
 func (ovsInternal) Build(env *Env) error {
-	sw, tso, err := ovsBridge(env)
+	if len(env.Nodes) > 1 {
+		if err := buildOVSAcrossNodes(env, attachInternalPorts); err != nil {
+			return err
+		}
+		env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+		return nil
+	}
+	sw, c, err := ovsBridge(env)
 	if err != nil {
 		return err
 	}
-	gw := NthIP(env.PodNet, 1)
+	if err := attachInternalPorts(env, sw, NthIP(env.PodNet, 1), false); err != nil {
+		return err
+	}
+	env.Facts["offload"] = ovsOffloadFact(c, false)
+	env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+	return nil
+}
+
+// attachInternalPorts adds an internal port of ovsbr per pod of env and moves
+// it into the pod as its eth0, with a default route via gw. Internal ports
+// have no offloads to switch off (txOff is unused).
+func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 	var args, ports []string
 	for i, pod := range env.Pods {
 		port := HostIfname("ovs-", pod.Pod, i)
@@ -65,12 +86,19 @@ func (ovsInternal) Build(env *Env) error {
 		if err := moveToPod(env, l, pod); err != nil {
 			return err
 		}
+		if pod.MTU != 0 {
+			in, err := pod.H.LinkByName(pod.Ifname)
+			if err != nil {
+				return err
+			}
+			if err := pod.H.LinkSetMTU(in, pod.MTU); err != nil {
+				return fmt.Errorf("%s: mtu %d: %w", pod.Pod, pod.MTU, err)
+			}
+		}
 		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
 			return err
 		}
 	}
-	env.Facts["offload"] = ovsOffloadFact(sw.Datapath, tso, false)
-	env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
 	return nil
 }
 

@@ -98,6 +98,11 @@ func StartOVS(env *Env, ns, dir, datapath string, userspaceTSO bool) (*OVSSwitch
 		return nil, err
 	}
 	s := &OVSSwitch{NS: ns, Dir: dir, Datapath: datapath}
+	// Daemons' stdout/stderr go beside their files (ovs/, ovs-node1/, ...).
+	logDir, err := filepath.Rel(env.StateDir, dir)
+	if err != nil {
+		return nil, err
+	}
 	db := filepath.Join(dir, "conf.db")
 	if _, err := s.command("ovsdb-tool", "create", db, OVSSchema).Output(); err != nil {
 		return nil, fmt.Errorf("ovsdb-tool create: %w", err)
@@ -105,7 +110,7 @@ func StartOVS(env *Env, ns, dir, datapath string, userspaceTSO bool) (*OVSSwitch
 	dbd, err := env.StartDaemon(s.command("ovsdb-server", db,
 		"--remote=punix:"+s.path("db.sock"), "--unixctl="+s.path("ovsdb-server.ctl"),
 		"--pidfile="+s.path("ovsdb-server.pid"), "--log-file="+s.path("ovsdb-server.log"),
-		"-vsyslog:off", "-vconsole:err"), "ovs/ovsdb-server.out")
+		"-vsyslog:off", "-vconsole:err"), filepath.Join(logDir, "ovsdb-server.out"))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +125,7 @@ func StartOVS(env *Env, ns, dir, datapath string, userspaceTSO bool) (*OVSSwitch
 	}
 	s.vswitchd, err = env.StartDaemon(s.command("ovs-vswitchd", "unix:"+s.path("db.sock"),
 		"--unixctl="+s.path("ovs-vswitchd.ctl"), "--pidfile="+s.path("ovs-vswitchd.pid"),
-		"--log-file="+s.path("ovs-vswitchd.log"), "-vsyslog:off", "-vconsole:err"), "ovs/ovs-vswitchd.out")
+		"--log-file="+s.path("ovs-vswitchd.log"), "-vsyslog:off", "-vconsole:err"), filepath.Join(logDir, "ovs-vswitchd.out"))
 	if err != nil {
 		return nil, err
 	}
@@ -184,50 +189,100 @@ func waitLink(h *netlink.Handle, name string, timeout time.Duration) (netlink.Li
 	}
 }
 
-// ovsOptions are the options both same-host ovs modes take.
+// ovsOptions are the options both ovs modes take.
 func ovsOptions() []Option {
 	return []Option{
 		{Name: "datapath", Default: "auto", Help: "auto (kernel if the openvswitch module exists, else netdev), system or netdev",
 			Check: func(v string) error { _, err := ChooseDatapath(v); return err }},
 		{Name: "userspace_tso", Default: "off", Help: "netdev only: on = OVS userspace TSO (64 KB segments through vswitchd, offloads left on); off = TX checksum offload off on veths (DESIGN.md)",
 			Check: OnOff},
+		{Name: "encap", Default: "none", Help: "with --nodes 2: none = the underlay eth1 is a port of ovsbr (one L2 segment); vxlan = an OVS vxlan port (VNI 1) to the other node, pods' MTU 1450 (seed 003's empty VXLAN rows)",
+			Check: checkEncap},
 	}
 }
 
-// ovsBridge is the shared start of the ovs modes: a private switch on the
-// node, bridge ovsbr whose local port holds the pods' gateway (.1, like br0
-// in seed 002's bridge mode), and the datapath fact results record. tso
-// says whether OVS userspace TSO is on.
-func ovsBridge(env *Env) (sw *OVSSwitch, tso bool, err error) {
-	dp, err := ChooseDatapath(env.Option("datapath", "auto"))
+// ovsConfig is what the ovs options resolve to.
+type ovsConfig struct {
+	Datapath string
+	TSO      bool // OVS userspace TSO (netdev only)
+	Encap    string
+}
+
+// TxOff says whether the pods' veths need TX checksum offload off: on the
+// netdev datapath, unless userspace TSO handles partial checksums.
+func (c ovsConfig) TxOff() bool { return c.Datapath == DatapathNetdev && !c.TSO }
+
+func ovsSettings(env *Env) (ovsConfig, error) {
+	var c ovsConfig
+	var err error
+	if c.Datapath, err = ChooseDatapath(env.Option("datapath", "auto")); err != nil {
+		return c, err
+	}
+	if c.TSO, err = env.BoolOption("userspace_tso", false); err != nil {
+		return c, err
+	}
+	if c.TSO && c.Datapath != DatapathNetdev {
+		return c, errors.New("option userspace_tso=on applies to the netdev datapath only: add datapath=netdev")
+	}
+	c.Encap = env.Option("encap", EncapNone)
+	if err := checkEncap(c.Encap); err != nil {
+		return c, err
+	}
+	if c.Encap != EncapNone && len(env.Nodes) < 2 {
+		return c, fmt.Errorf("option encap=%s tunnels between nodes: add --nodes 2", c.Encap)
+	}
+	if c.Encap == EncapVxlan && c.TSO {
+		// Measured with Open vSwitch 3.1: vswitchd logs "Tunneling packets
+		// with HW offload flags is not supported: packet dropped" and TCP stalls.
+		return c, errors.New("options userspace_tso=on and encap=vxlan do not go together: Open vSwitch's userspace tunnels drop TSO packets; drop one of them")
+	}
+	return c, nil
+}
+
+// ovsBridge is the shared start of the same-host ovs modes: a private
+// switch on the node, bridge ovsbr whose local port holds the pods' gateway
+// (.1, like br0 in seed 002's bridge mode), and the facts results record.
+func ovsBridge(env *Env) (*OVSSwitch, ovsConfig, error) {
+	c, err := ovsSettings(env)
 	if err != nil {
-		return nil, false, err
+		return nil, c, err
 	}
-	if tso, err = env.BoolOption("userspace_tso", false); err != nil {
-		return nil, false, err
-	}
-	if tso && dp != DatapathNetdev {
-		return nil, false, errors.New("option userspace_tso=on applies to the netdev datapath only: add datapath=netdev")
-	}
-	sw, err = StartOVS(env, env.Node.Name, filepath.Join(env.StateDir, "ovs"), dp, tso)
+	gw := &net.IPNet{IP: NthIP(env.PodNet, 1), Mask: env.PodNet.Mask}
+	sw, err := ovsNodeBridge(env, filepath.Join(env.StateDir, "ovs"), c, gw, 0)
 	if err != nil {
-		return nil, false, err
+		return nil, c, err
+	}
+	env.Gateway = gw.IP.String()
+	env.Facts = map[string]string{"datapath": c.Datapath, "ovs_dir": sw.Dir, "userspace_tso": onOffWord(c.TSO)}
+	return sw, c, nil
+}
+
+// ovsNodeBridge starts a private switch in env.Node with its files in dir
+// and adds bridge ovsbr, its local port up with address gw (and MTU mtu if
+// not 0), routing on.
+func ovsNodeBridge(env *Env, dir string, c ovsConfig, gw *net.IPNet, mtu int) (*OVSSwitch, error) {
+	sw, err := StartOVS(env, env.Node.Name, dir, c.Datapath, c.TSO)
+	if err != nil {
+		return nil, err
 	}
 	br, err := sw.AddBridge(env, "ovsbr")
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	gw := NthIP(env.PodNet, 1)
-	if err := env.Node.H.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: gw, Mask: env.PodNet.Mask}}); err != nil {
-		return nil, false, fmt.Errorf("gateway %s on ovsbr: %w", gw, err)
+	if mtu != 0 {
+		// Through OVS, which otherwise resets a local port's MTU to its ports' minimum.
+		if _, err := sw.Vsctl("set", "interface", "ovsbr", fmt.Sprintf("mtu_request=%d", mtu)); err != nil {
+			return nil, err
+		}
+	}
+	if err := env.Node.H.AddrAdd(br, &netlink.Addr{IPNet: gw}); err != nil {
+		return nil, fmt.Errorf("gateway %s on ovsbr: %w", gw.IP, err)
 	}
 	if err := env.Node.H.LinkSetUp(br); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	env.Gateway = gw.String()
-	env.Facts = map[string]string{"datapath": dp, "ovs_dir": sw.Dir, "userspace_tso": onOffWord(tso)}
-	return sw, tso, nil
+	return sw, nil
 }

@@ -86,9 +86,19 @@ type daemon struct {
 	comm  string
 }
 
+// nodeDaemons lists the processes running in the lab's node namespaces.
 func nodeDaemons(t *testing.T, l *lab.Lab) []daemon {
 	t.Helper()
-	ino, err := nsutil.Inode(nsutil.Path(l.State.Nodes[0].NS))
+	var out []daemon
+	for _, n := range l.State.Nodes {
+		out = append(out, daemonsIn(t, n.NS)...)
+	}
+	return out
+}
+
+func daemonsIn(t *testing.T, ns string) []daemon {
+	t.Helper()
+	ino, err := nsutil.Inode(nsutil.Path(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +138,14 @@ func journaled(t *testing.T, l *lab.Lab, ds []daemon) []string {
 }
 
 // stream runs a 1 s iperf3 TCP stream over the lab's pod path.
-func stream(t *testing.T, l *lab.Lab) {
+func stream(t *testing.T, l *lab.Lab) { t.Helper(); streamPath(t, l, "pod") }
+
+func streamPath(t *testing.T, l *lab.Lab, path string) {
 	t.Helper()
-	ep := l.State.Paths["pod"]
+	ep, ok := l.State.Paths[path]
+	if !ok {
+		t.Fatalf("%s has no path %q: %v", l.State.Mode, path, l.State.Paths)
+	}
 	d, _ := engine.Get("iperf3")
 	r, err := d.Run(context.Background(), engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target},
 		engine.Spec{Test: engine.TCPStream, Duration: time.Second})
@@ -161,7 +176,14 @@ func downAndCheck(t *testing.T, l *lab.Lab, ds []daemon) {
 			t.Errorf("%s (pid %d) still running after down", d.comm, d.pid)
 		}
 	}
-	for _, ns := range append([]string{l.State.Ext, l.State.Nodes[0].NS}, l.State.Pods[0].NS, l.State.Pods[1].NS) {
+	nss := []string{l.State.Ext}
+	for _, n := range l.State.Nodes {
+		nss = append(nss, n.NS)
+	}
+	for _, p := range l.State.Pods {
+		nss = append(nss, p.NS)
+	}
+	for _, ns := range nss {
 		if nsutil.Exists(ns) {
 			t.Errorf("namespace %s left after down", ns)
 		}
@@ -317,4 +339,15 @@ func TestOVSBadDatapath(t *testing.T) {
 			t.Errorf("datapath=%s: failed up left its state directory", val)
 		}
 	}
+}
+
+// host's "published" path (seed 004's docker --net=host reached from
+// another host): the client runs in ext, the server in the node.
+func TestHostPublishedPath(t *testing.T) {
+	l := upLab(t, "o2-hostpub", "host", nil)
+	ep := l.State.Paths["published"]
+	if ep.ClientNS != l.State.Ext || ep.ServerNS != l.State.Nodes[0].NS || ep.Target != l.State.Nodes[0].IP {
+		t.Errorf("published path %+v: want ext -> %s at %s", ep, l.State.Nodes[0].NS, l.State.Nodes[0].IP)
+	}
+	streamPath(t, l, "published")
 }

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/proc"
+)
+
+// These tests build real labs (namespaces, veths) named en<tag><pid> and
+// run real traffic between their pods. They assert behaviour, not speed:
+// rates only have to be positive, or within a generous factor of sockperf.
+
+// TestMain gives the rr engine a vnetlab binary to start in the pods: the
+// test binary has no rr-server. `make test` sets VNETLAB_BIN; otherwise
+// build one.
+func TestMain(m *testing.M) {
+	if os.Getenv("VNETLAB_BIN") != "" || os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "vnetlab-engine-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin := filepath.Join(dir, "vnetlab")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vnetlab/vnetlab/cmd/vnetlab").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build vnetlab for the rr engine: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("VNETLAB_BIN", bin)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// upLab builds a two-pod lab of the given mode, torn down when the test ends.
+func upLab(t *testing.T, tag, mode string) (Target, *lab.State) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	pods, err := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("en%s%d", tag, os.Getpid()%10000)
+	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods, PodCIDR: lab.DefaultPodCIDR}, nil)
+	if err != nil {
+		t.Fatalf("lab up %s (%s): %v", name, mode, err)
+	}
+	t.Cleanup(func() {
+		l.Release()
+		if err := lab.Down(name, nil); err != nil {
+			t.Errorf("lab down %s: %v", name, err)
+		}
+	})
+	ep, ok := l.State.Paths["pod"]
+	if !ok {
+		t.Fatalf("lab %s has no pod path", name)
+	}
+	return Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}, l.State
+}
+
+func run(t *testing.T, engine string, tg Target, spec Spec) Result {
+	t.Helper()
+	d, err := Get(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Duration == 0 {
+		spec.Duration = 2 * time.Second
+	}
+	r, err := d.Run(context.Background(), tg, spec)
+	if err != nil {
+		t.Fatalf("%s %s: %v", engine, spec.Test, err)
+	}
+	t.Logf("%s %s size %d: %.4g %s, latency us %v, loss %.3f%%", engine, spec.Test, spec.Size, r.Value, spec.Test.Unit(), r.Latency, r.LossPct)
+	if r.Value <= 0 {
+		t.Fatalf("%s %s: no rate (%+v)", engine, spec.Test, r)
+	}
+	if spec.Test == TCPRR || spec.Test == UDPRR || spec.Test == TCPCRR {
+		if r.Transfers <= 0 {
+			t.Fatalf("%s %s: no transactions (%+v)", engine, spec.Test, r)
+		}
+		checkLatencyOrder(t, engine+" "+string(spec.Test), r.Latency)
+	}
+	return r
+}
+
+// timeWait counts TIME_WAIT TCP sockets in namespace ns.
+func timeWait(t *testing.T, ns string) int {
+	t.Helper()
+	out, err := proc.Command(context.Background(), ns, "ss", "-Htan", "state", "time-wait").Output()
+	if err != nil {
+		t.Fatalf("ss in %s: %v", ns, err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestVethRouted(t *testing.T) {
+	tg, st := upLab(t, "veth", "veth-routed")
+
+	t.Run("rr", func(t *testing.T) {
+		for _, test := range []Test{TCPRR, UDPRR, TCPCRR} {
+			r := run(t, "rr", tg, Spec{Test: test, Size: 1})
+			if r.Errors != 0 {
+				t.Errorf("%s: %d errors", test, r.Errors)
+			}
+		}
+	})
+
+	// Three crr samples back to back on the same pods: with RST closes no
+	// TIME_WAIT builds up, so the rate holds (netperf-style FIN closes took
+	// this machine from 9.6k/s to 0.3k/s).
+	t.Run("crr-repeat", func(t *testing.T) {
+		before := timeWait(t, tg.ClientNS) // the rr subtest's tcp_rr left one
+		var rates []float64
+		for i := 0; i < 3; i++ {
+			r := run(t, "rr", tg, Spec{Test: TCPCRR, Size: 1})
+			if r.Errors != 0 {
+				t.Fatalf("run %d: %d connect errors", i+1, r.Errors)
+			}
+			rates = append(rates, r.Value)
+		}
+		t.Logf("crr rates: %.0f %.0f %.0f conn/s", rates[0], rates[1], rates[2])
+		if rates[2] < 0.5*rates[0] {
+			t.Errorf("third crr run %.0f conn/s fell below half the first (%.0f): TIME_WAIT collapse?", rates[2], rates[0])
+		}
+		after := timeWait(t, tg.ClientNS)
+		t.Logf("TIME_WAIT sockets in the client pod: %d before, %d after %.0f crr connections", before, after, (rates[0]+rates[1]+rates[2])*2)
+		if after > before {
+			t.Errorf("crr left %d TIME_WAIT sockets in the client pod (want 0)", after-before)
+		}
+		// The check above can see TIME_WAIT: a tcp_rr client closes with FIN
+		// and keeps its one connection in TIME_WAIT.
+		run(t, "rr", tg, Spec{Test: TCPRR, Size: 1, Duration: time.Second})
+		if n := timeWait(t, tg.ClientNS); n != after+1 {
+			t.Errorf("ss saw %d TIME_WAIT sockets after a FIN-closed tcp_rr connection, want %d", n, after+1)
+		}
+	})
+
+	t.Run("connect-errors-fail-the-sample", func(t *testing.T) {
+		// Dial the client pod itself, where nothing listens on the rr port.
+		bad := tg
+		bad.Addr = st.Pods[1].IP
+		d, _ := Get("rr")
+		_, err := d.Run(context.Background(), bad, Spec{Test: TCPCRR, Size: 1, Duration: time.Second})
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("crr against a closed port: err = %v, want connection refused", err)
+		}
+	})
+
+	t.Run("sockperf", func(t *testing.T) {
+		run(t, "sockperf", tg, Spec{Test: UDPRR, Size: 14, Duration: time.Second})
+	})
+
+	t.Run("iperf3-udp-rate", func(t *testing.T) {
+		r := run(t, "iperf3", tg, Spec{Test: UDPStream, Rate: "100M", Duration: time.Second})
+		if r.Value > 0.15 {
+			t.Errorf("--rate 100M received %.3f Gbit/s: the rate limit was not applied", r.Value)
+		}
+		r = run(t, "iperf3", tg, Spec{Test: UDPStream, Rate: "max", Duration: time.Second})
+		if r.Value <= 0.15 {
+			t.Logf("max rate only %.3f Gbit/s (busy machine?)", r.Value)
+		}
+	})
+}
+
+// TestRRAgainstSockperf: the built-in engine's tcp_rr against sockperf's
+// ping-pong on the same path, same 14-byte messages (sockperf's minimum),
+// in interleaved rounds. The issue's target is 10% on host; 2 s samples on
+// a shared 2-core machine can only check a generous 0.5x-2x, on the best
+// sample of each (the least disturbed). As a benchmark (docs/engines.md):
+//
+//	VNETLAB_COMPARE=10x5s go test -count=1 -v -run TestRRAgainstSockperf ./internal/engine
+func TestRRAgainstSockperf(t *testing.T) {
+	rounds, dur := 3, 2*time.Second
+	if v := os.Getenv("VNETLAB_COMPARE"); v != "" {
+		r, d, ok := strings.Cut(v, "x")
+		n, err1 := strconv.Atoi(r)
+		dd, err2 := time.ParseDuration(d)
+		if !ok || err1 != nil || err2 != nil || n < 1 {
+			t.Fatalf("VNETLAB_COMPARE=%q: want ROUNDSxDURATION, e.g. 10x5s", v)
+		}
+		rounds, dur = n, dd
+	}
+	for _, mode := range []string{"host", "veth-routed"} {
+		t.Run(mode, func(t *testing.T) {
+			tg, _ := upLab(t, "cmp", mode)
+			var rr, sp, rrP50, spP50 []float64
+			for round := 0; round < rounds; round++ {
+				a := run(t, "rr", tg, Spec{Test: TCPRR, Size: 14, Duration: dur})
+				b := run(t, "sockperf", tg, Spec{Test: TCPRR, Size: 14, Duration: dur})
+				rr, sp = append(rr, a.Value), append(sp, b.Value)
+				rrP50, spP50 = append(rrP50, a.Latency["p50"]), append(spP50, b.Latency["p50"])
+			}
+			best := slices.Max(rr) / slices.Max(sp)
+			t.Logf("%s tcp_rr size 14, %d x %s: rr median %.0f best %.0f /s; sockperf median %.0f best %.0f /s; "+
+				"ratio rr/sockperf: medians %.3f, best %.3f; p50 us: rr %.2f, sockperf %.2f",
+				mode, rounds, dur, median(rr), slices.Max(rr), median(sp), slices.Max(sp),
+				median(rr)/median(sp), best, median(rrP50), median(spP50))
+			if best < 0.5 || best > 2 {
+				t.Errorf("%s: rr engine best %.0f/s vs sockperf best %.0f/s: ratio %.2f outside 0.5-2", mode, slices.Max(rr), slices.Max(sp), best)
+			}
+		})
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

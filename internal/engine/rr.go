@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/rrbench"
+)
+
+// RRPort is where the built-in rr server listens (docker-nat publishes it).
+const RRPort = 7001
+
+// rr is vnetlab's own request/response engine (internal/rrbench), with
+// netperf's TCP_RR, UDP_RR and TCP_CRR semantics. Its server and client are
+// this very binary (`vnetlab rr-server` / `vnetlab rr-client`), started in
+// the server and client namespaces; one server per sample.
+//
+// tcp_crr differs from netperf on purpose: the client closes with RST
+// (SO_LINGER 0), so no TIME_WAIT sockets pile up from sample to sample
+// (see runCRR in internal/rrbench). A sample with any connect error is
+// invalid.
+type rr struct{}
+
+func init() { Register(rr{}) }
+
+func (rr) Name() string { return "rr" }
+func (rr) Supports(t Test) bool {
+	return t == TCPRR || t == UDPRR || t == TCPCRR
+}
+
+// Programs: the engine needs only vnetlab itself.
+func (rr) Programs() []string {
+	if p, err := SelfBinary(); err == nil {
+		return []string{p}
+	}
+	return nil
+}
+
+// SelfBinary is the vnetlab executable that runs rr-server and rr-client in
+// the pods: $VNETLAB_BIN if set, else the running executable. Under `go
+// test` the running executable is a test binary, which has no rr-server.
+func SelfBinary() (string, error) {
+	if p := os.Getenv("VNETLAB_BIN"); p != "" {
+		return p, nil
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the vnetlab executable: %w", err)
+	}
+	if strings.HasSuffix(p, ".test") {
+		return "", fmt.Errorf("the rr engine runs `vnetlab rr-server` in the pods, but %s is a test binary: set VNETLAB_BIN to a built vnetlab (make build; make test sets it)", p)
+	}
+	return p, nil
+}
+
+func rrArgs(t Test) (proto, mode string) {
+	switch t {
+	case UDPRR:
+		return "udp", "rr"
+	case TCPCRR:
+		return "tcp", "crr"
+	}
+	return "tcp", "rr"
+}
+
+func (d rr) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
+	if !d.Supports(spec.Test) {
+		return Result{}, fmt.Errorf("the rr engine does not run %s", spec.Test)
+	}
+	self, err := SelfBinary()
+	if err != nil {
+		return Result{}, err
+	}
+	size := spec.Size
+	if size < 1 {
+		size = 1
+	}
+	proto, mode := rrArgs(spec.Test)
+	port := strconv.Itoa(RRPort)
+	stop, err := startServer(ctx, tg.ServerNS, rrbench.ReadyPrefix, self,
+		"rr-server", "--proto", proto, "--port", port, "--size", strconv.Itoa(size))
+	if err != nil {
+		return Result{}, err
+	}
+	defer stop()
+
+	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
+	defer cancel()
+	client, err := tg.ClientCommand(cctx, self, "rr-client", "--proto", proto, "--mode", mode,
+		"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
+		"--size", strconv.Itoa(size), "-o", "json")
+	if err != nil {
+		return Result{}, err
+	}
+	MeasureStart(ctx)
+	out, err := client.Output()
+	MeasureEnd(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("rr-client: %w", err)
+	}
+	return ParseRR(out)
+}
+
+// ParseRR turns `rr-client -o json` output into a Result. A crr sample with
+// connect errors comes back with its numbers and an error (invalid sample).
+func ParseRR(out []byte) (Result, error) {
+	rep, err := rrbench.ParseReport(out)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		Value:     rep.Rate,
+		Transfers: float64(rep.Transactions),
+		Errors:    int(rep.Errors),
+		Latency:   map[string]float64{},
+	}
+	for _, k := range []string{"p50", "p90", "p99", "p99.9", "mean"} {
+		if v, ok := rep.Latency[k]; ok {
+			r.Latency[k] = v
+		}
+	}
+	if sent := rep.Transactions + rep.Lost; rep.Lost > 0 {
+		r.LossPct = 100 * float64(rep.Lost) / float64(sent)
+	}
+	if rep.Errors > 0 {
+		return r, fmt.Errorf("%d connect/exchange errors in the sample (first: %s): sample invalid", rep.Errors, rep.FirstError)
+	}
+	if rep.Transactions == 0 {
+		return r, fmt.Errorf("rr-client completed no transaction")
+	}
+	return r, nil
+}

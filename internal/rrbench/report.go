@@ -1,0 +1,49 @@
+package rrbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ReadyPrefix starts the line rr-server prints once it accepts clients.
+const ReadyPrefix = "rr-server ready"
+
+// ParseReport reads `rr-client -o json` output.
+func ParseReport(b []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("rr-client output is not its JSON report: %w", err)
+	}
+	if r.Proto == "" || r.Mode == "" {
+		return nil, fmt.Errorf("rr-client output has no proto/mode: not an rr-client report")
+	}
+	if r.Transactions > 0 && len(r.Latency) == 0 {
+		return nil, fmt.Errorf("rr-client report has %d transactions but no latency", r.Transactions)
+	}
+	return &r, nil
+}
+
+// Text is the human-readable report.
+func (r *Report) Text() string {
+	var b strings.Builder
+	unit := "trans/s"
+	if r.Mode == "crr" {
+		unit = "conn/s"
+	}
+	fmt.Fprintf(&b, "%s_%s size %d B: %d in %.3f s = %.1f %s", r.Proto, r.Mode, r.Size, r.Transactions, r.Seconds, r.Rate, unit)
+	if r.Errors > 0 {
+		fmt.Fprintf(&b, ", %d errors (first: %s)", r.Errors, r.FirstError)
+	}
+	if r.Proto == "udp" {
+		fmt.Fprintf(&b, ", %d lost", r.Lost)
+	}
+	b.WriteString("\nlatency us:")
+	for _, k := range LatencyKeys {
+		if v, ok := r.Latency[k]; ok {
+			fmt.Fprintf(&b, " %s %.1f", k, v)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}

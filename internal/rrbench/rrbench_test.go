@@ -1,0 +1,191 @@
+package rrbench
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+)
+
+func TestHistogramPercentiles(t *testing.T) {
+	var h Histogram
+	for i := 1; i <= 10000; i++ { // 1 us .. 10 ms
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	s := h.Summary()
+	want := map[string]float64{"min": 1, "mean": 5000.5, "p50": 5000, "p90": 9000, "p99": 9900, "p99.9": 9990, "max": 10000}
+	for k, w := range want {
+		if got := s[k]; math.Abs(got-w)/w > 1.0/128 {
+			t.Errorf("%s = %.3f us, want %.3f within 1/128", k, got, w)
+		}
+	}
+	// min, mean and max are exact.
+	for _, k := range []string{"min", "mean", "max"} {
+		if s[k] != want[k] {
+			t.Errorf("%s = %v, want exactly %v", k, s[k], want[k])
+		}
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	prev := -1
+	for _, v := range []uint64{0, 1, 127, 128, 129, 255, 256, 257, 1000, 1 << 20, 1<<20 + 1, 123456789, 1 << 40, 1<<41 - 1} {
+		i := bucketOf(v)
+		if i < prev {
+			t.Errorf("bucketOf(%d) = %d, below the previous value's %d", v, i, prev)
+		}
+		prev = i
+		lo, hi := bucketRange(i)
+		if v < lo || v >= hi {
+			t.Errorf("value %d in bucket %d [%d, %d)", v, i, lo, hi)
+		}
+		if v >= subCount && float64(hi-lo)/float64(lo) > 1.0/subCount {
+			t.Errorf("bucket %d [%d, %d) wider than 1/%d", i, lo, hi, subCount)
+		}
+	}
+	if i := bucketOf(math.MaxUint64); i != histBuckets-1 {
+		t.Errorf("huge values go to bucket %d, want the last (%d)", i, histBuckets-1)
+	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+}
+
+// inScratch runs fn in a throwaway network namespace with loopback up:
+// sockets made there stay there, whichever thread uses them later.
+func inScratch(t *testing.T, fn func()) {
+	t.Helper()
+	needRoot(t)
+	err := nsutil.Scratch(func() error {
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("lo up: %v: %s", err, out)
+		}
+		fn()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func serve(t *testing.T, proto string, size int) (addr string) {
+	t.Helper()
+	srv, err := Listen(ServerConfig{Proto: proto, Addr: "127.0.0.1:0", Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "127.0.0.1:" + strconv.Itoa(srv.Port())
+}
+
+func checkOrdered(t *testing.T, lat map[string]float64) {
+	t.Helper()
+	prev := 0.0
+	for _, k := range []string{"min", "p50", "p90", "p99", "p99.9", "max"} {
+		v, ok := lat[k]
+		if !ok || v <= 0 {
+			t.Fatalf("latency %s missing or not positive: %v", k, lat)
+		}
+		if v < prev {
+			t.Errorf("latency not ordered: %s = %v below the previous %v (%v)", k, v, prev, lat)
+		}
+		prev = v
+	}
+	if lat["mean"] < lat["min"] || lat["mean"] > lat["max"] {
+		t.Errorf("mean %v outside [min, max] (%v)", lat["mean"], lat)
+	}
+}
+
+// Each mode on loopback, with the allocation count of client and server
+// together: the loops must not allocate per transaction.
+func TestLoopbackNoAllocation(t *testing.T) {
+	for _, c := range []struct{ proto, mode string }{{"tcp", "rr"}, {"udp", "rr"}, {"tcp", "crr"}} {
+		t.Run(c.proto+"_"+c.mode, func(t *testing.T) {
+			inScratch(t, func() {
+				addr := serve(t, c.proto, 32)
+				cfg := ClientConfig{Proto: c.proto, Mode: c.mode, Addr: addr, Size: 32, Duration: 500 * time.Millisecond}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				rep, err := Run(cfg)
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				allocs := after.Mallocs - before.Mallocs
+				t.Logf("%s: %.0f/s, %d transactions, %d allocations, latency %v", c.proto+"_"+c.mode, rep.Rate, rep.Transactions, allocs, rep.Latency)
+				if rep.Transactions == 0 || rep.Rate <= 0 || rep.Errors != 0 || rep.Lost != 0 {
+					t.Fatalf("bad report: %+v", rep)
+				}
+				checkOrdered(t, rep.Latency)
+				// Setup allocates a few dozen objects; per-transaction allocation would be thousands.
+				if allocs > 200 || allocs*10 > rep.Transactions {
+					t.Errorf("%d allocations for %d transactions: the hot loop allocates", allocs, rep.Transactions)
+				}
+			})
+		})
+	}
+}
+
+// A dropped UDP request must cost one timeout, be counted lost, and never
+// hang the client. iptables in the scratch namespace drops every 50th request.
+func TestUDPLossDoesNotHang(t *testing.T) {
+	inScratch(t, func() {
+		if out, err := exec.Command("iptables", "-A", "INPUT", "-p", "udp", "--dport", "1:65535", "-m", "statistic",
+			"--mode", "nth", "--every", "50", "--packet", "0", "-j", "DROP").CombinedOutput(); err != nil {
+			t.Skipf("iptables statistic match unavailable: %v: %s", err, out)
+		}
+		addr := serve(t, "udp", 1)
+		rep, err := Run(ClientConfig{Proto: "udp", Mode: "rr", Addr: addr, Size: 1, Duration: 300 * time.Millisecond, Timeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d answered, %d lost in %.2f s", rep.Transactions, rep.Lost, rep.Seconds)
+		if rep.Lost == 0 || rep.Transactions == 0 {
+			t.Errorf("want answered and lost requests, got %+v", rep)
+		}
+	})
+}
+
+func TestClientErrors(t *testing.T) {
+	inScratch(t, func() {
+		// Nothing listens: tcp fails at connect, crr counts errors then fails, udp sees ECONNREFUSED.
+		for _, c := range []struct{ proto, mode, want string }{
+			{"tcp", "rr", "connection refused"},
+			{"tcp", "crr", "no connection"},
+			{"udp", "rr", "connection refused"},
+		} {
+			_, err := Run(ClientConfig{Proto: c.proto, Mode: c.mode, Addr: "127.0.0.1:9", Size: 1, Duration: 100 * time.Millisecond})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %s against a closed port: err = %v, want %q", c.proto, c.mode, err, c.want)
+			}
+		}
+	})
+	for _, cfg := range []ClientConfig{
+		{Proto: "sctp", Mode: "rr", Addr: "127.0.0.1:1", Size: 1, Duration: time.Second},
+		{Proto: "udp", Mode: "crr", Addr: "127.0.0.1:1", Size: 1, Duration: time.Second},
+		{Proto: "tcp", Mode: "rr", Addr: "localhost:1", Size: 1, Duration: time.Second},
+		{Proto: "udp", Mode: "rr", Addr: "127.0.0.1:1", Size: 70000, Duration: time.Second},
+	} {
+		if _, err := Run(cfg); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+// Package rrbench is vnetlab's request/response benchmark with netperf's
+// TCP_RR, UDP_RR and TCP_CRR semantics: a server that answers every
+// request of Size bytes with Size bytes, and a client that measures
+// transactions per second and per-transaction latency. Both run as the
+// hidden `vnetlab rr-server` / `vnetlab rr-client` commands inside pods.
+//
+// The hot loops use blocking system calls on raw fds, one goroutine per
+// side, and do not allocate (a test checks it).
+package rrbench
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ServerConfig says what to serve.
+type ServerConfig struct {
+	Proto string // "tcp" or "udp"
+	Addr  string // listen address, IP:PORT (":7001" = every IPv4 address)
+	Size  int    // request and response size in bytes
+}
+
+func (c ServerConfig) check() error {
+	if c.Proto != "tcp" && c.Proto != "udp" {
+		return fmt.Errorf("proto %q: use tcp or udp", c.Proto)
+	}
+	return checkSize(c.Proto, c.Size)
+}
+
+func checkSize(proto string, size int) error {
+	max := 1 << 20
+	if proto == "udp" {
+		max = 65507 // largest IPv4 UDP payload
+	}
+	if size < 1 || size > max {
+		return fmt.Errorf("size %d: use 1 to %d bytes for %s", size, max, proto)
+	}
+	return nil
+}
+
+// yieldEvery: the server has no clock in its loop, so it passes through
+// the scheduler every yieldEvery transactions (a few ms at most rates).
+const yieldEvery = 32
+
+// Server is a listening rr server.
+type Server struct {
+	cfg  ServerConfig
+	fd   int
+	mu   sync.Mutex
+	conn int // the TCP connection being served, or -1
+	done bool
+}
+
+// Listen binds and (TCP) listens; the server is ready for clients when it returns.
+func Listen(cfg ServerConfig) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	sa, family, err := sockaddr(cfg.Addr, true)
+	if err != nil {
+		return nil, err
+	}
+	typ := unix.SOCK_STREAM
+	if cfg.Proto == "udp" {
+		typ = unix.SOCK_DGRAM
+	}
+	fd, err := socket(family, typ)
+	if err != nil {
+		return nil, err
+	}
+	// A server started right after the previous sample's must not fail to bind.
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind %s/%s: %w", cfg.Proto, cfg.Addr, err)
+	}
+	if typ == unix.SOCK_STREAM {
+		if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		}
+	}
+	return &Server{cfg: cfg, fd: fd, conn: -1}, nil
+}
+
+// Port returns the bound port (useful with port 0).
+func (s *Server) Port() int {
+	sa, err := unix.Getsockname(s.fd)
+	if err != nil {
+		return 0
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return 0
+}
+
+// Serve answers clients until Close; it returns nil after Close.
+func (s *Server) Serve() error {
+	if s.cfg.Proto == "udp" {
+		return s.serveUDP()
+	}
+	return s.serveTCP()
+}
+
+// Close wakes every blocked call (shutdown) and makes Serve return.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.done = true
+	// shutdown, not close: close does not wake a thread blocked in accept/recv.
+	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
+	if s.conn >= 0 {
+		_ = unix.Shutdown(s.conn, unix.SHUT_RDWR)
+	}
+}
+
+func (s *Server) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+// serveTCP serves one connection at a time in this goroutine, like
+// netperf's netserver: tcp_rr is one long connection, tcp_crr one short
+// connection after another, and a goroutine per connection would cost a
+// hand-off (and an allocation) per crr transaction. One server serves one
+// client; the rr engine starts a server per sample.
+func (s *Server) serveTCP() error {
+	defer unix.Close(s.fd)
+	buf := make([]byte, s.cfg.Size)
+	for {
+		// accept4 without a peer address: unix.Accept4 allocates one per call.
+		r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s.fd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+		nfd := int(r)
+		if e == unix.EINTR || e == unix.ECONNABORTED {
+			continue
+		}
+		if !s.setConn(nfd, e == 0) {
+			return nil // closed
+		}
+		if e != 0 {
+			return fmt.Errorf("accept: %w", e)
+		}
+		_ = unix.SetsockoptInt(nfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		s.echoTCP(nfd, buf)
+		s.setConn(-1, false)
+		unix.Close(nfd)
+	}
+}
+
+// setConn records the connection being served (so Close can shut it
+// down); it reports false, closing fd, once the server is closed.
+func (s *Server) setConn(fd int, valid bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		if valid {
+			unix.Close(fd)
+		}
+		return false
+	}
+	s.conn = -1
+	if valid {
+		s.conn = fd
+	}
+	return true
+}
+
+// echoTCP reads a request of Size bytes and writes Size bytes back, until
+// the client closes (EOF) or resets (crr clients close with RST). The
+// server never closes first, so it never holds TIME_WAIT.
+func (s *Server) echoTCP(fd int, buf []byte) {
+	for n := 1; ; n++ {
+		if readFull(fd, buf) != nil || writeFull(fd, buf) != nil {
+			return
+		}
+		if n%yieldEvery == 0 {
+			runtime.Gosched() // see yielder in client.go
+		}
+	}
+}
+
+// serveUDP echoes each datagram to its sender. recvfrom/sendto are called
+// directly with a reused sockaddr buffer: x/sys/unix.Recvfrom allocates a
+// Sockaddr per packet.
+func (s *Server) serveUDP() error {
+	defer unix.Close(s.fd)
+	buf := make([]byte, s.cfg.Size)
+	var from unix.RawSockaddrAny
+	pkts := 0
+	for {
+		fromLen := uint32(unix.SizeofSockaddrAny)
+		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+			0, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fromLen)))
+		if s.closed() {
+			return nil
+		}
+		if e != 0 {
+			if e == unix.EINTR || e == unix.ECONNREFUSED {
+				continue
+			}
+			return fmt.Errorf("recvfrom: %w", e)
+		}
+		if fromLen == 0 { // shutdown wakes recvfrom with 0 bytes and no sender
+			continue
+		}
+		_, _, _ = unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), n,
+			0, uintptr(unsafe.Pointer(&from)), uintptr(fromLen))
+		if pkts++; pkts%yieldEvery == 0 {
+			runtime.Gosched()
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+)
+
+// Config is a lab's services.json: which provider realises its services,
+// the services themselves, how many generated ones come with them, and (for
+// ebpf) the endpoints its programs are attached to.
+type Config struct {
+	Provider string `json:"provider"`
+	// Installed is true once the provider's objects (chains, programs) are in the lab.
+	Installed bool      `json:"installed"`
+	Services  []Service `json:"services"`
+	// Extra generated services (Generated(0..Extra-1)), kept as a count so
+	// that 100k services do not fill the file or `svc ls`.
+	Extra     int        `json:"extra_services,omitempty"`
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// LoadSeconds is how long the provider took to load the last change.
+	LoadSeconds float64 `json:"last_load_s,omitempty"`
+}
+
+// Endpoint is where the ebpf provider attaches its programs: a pod's
+// interface, seen from inside the pod ("pod") or at the node end of its veth
+// ("node"), as seed 002's `mustang ep add --ifname eth0 --netns PATH`.
+type Endpoint struct {
+	Pod       string `json:"pod,omitempty"`
+	NS        string `json:"netns"`
+	Ifname    string `json:"ifname"`
+	Placement string `json:"placement"`
+}
+
+// Placements of eBPF programs.
+const (
+	PlacementPod  = "pod"  // tc on the pod's own interface (macvlan/ipvlan: seed 002 ipvlan+eBPF)
+	PlacementNode = "node" // tc on the node end of the pod's veth (seed 002 veth+eBPF)
+	// PlacementRouted: the node end of the pod's veth with host routing
+	// (mode veth-ebpf: translation, then bpf_redirect_peer; docs/ebpf.md).
+	PlacementRouted = "routed"
+)
+
+// FileName is the services file inside a lab's state directory.
+const FileName = "services.json"
+
+func path(labName string) string { return filepath.Join(lab.Dir(labName), FileName) }
+
+// Load reads a lab's services (an empty config when it has none yet).
+func Load(labName string) (*Config, error) {
+	b, err := os.ReadFile(path(labName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("lab %s: corrupt %s (%v): fix or remove it", labName, FileName, err)
+	}
+	return &c, nil
+}
+
+// Save writes a lab's services atomically.
+func (c *Config) Save(labName string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path(labName) + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path(labName))
+}
+
+// Clone returns a deep copy (the "old" side of an update).
+func (c *Config) Clone() *Config {
+	n := *c
+	n.Services = make([]Service, len(c.Services))
+	for i, s := range c.Services {
+		s.Backends = append([]Backend(nil), s.Backends...)
+		n.Services[i] = s
+	}
+	n.Endpoints = append([]Endpoint(nil), c.Endpoints...)
+	return &n
+}
+
+// All returns the configured services followed by the generated ones.
+func (c *Config) All() []Service {
+	out := make([]Service, 0, len(c.Services)+c.Extra)
+	for i := 0; i < c.Extra; i++ {
+		out = append(out, Generated(i))
+	}
+	return append(out, c.Services...)
+}
+
+// Count is the number of services the provider loads.
+func (c *Config) Count() int { return len(c.Services) + c.Extra }
+
+// Find returns the index of a configured service, or -1.
+func (c *Config) Find(k Key) int {
+	for i, s := range c.Services {
+		if s.Key() == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Add appends a service; a second service with the same clusterIP, port and
+// protocol is refused.
+func (c *Config) Add(s Service) error {
+	if c.Find(s.Key()) >= 0 {
+		return fmt.Errorf("service %s already exists: delete it first (`vnetlab svc del LAB --service %s`)", s, s)
+	}
+	c.Services = append(c.Services, s)
+	return nil
+}
+
+// Del removes a service.
+func (c *Config) Del(k Key) error {
+	i := c.Find(k)
+	if i < 0 {
+		var have []string
+		for _, s := range c.Services {
+			if s.VIP == k.VIP && s.Port == k.Port {
+				have = append(have, s.String())
+			}
+		}
+		hint := "see `vnetlab svc ls LAB`"
+		if len(have) > 0 {
+			hint = "this port has " + strings.Join(have, ", ")
+		}
+		return fmt.Errorf("no service %s (%s)", k, hint)
+	}
+	c.Services = append(c.Services[:i], c.Services[i+1:]...)
+	return nil
+}
+
+// Resolve turns backend specs (addresses or pod names) into backends of a
+// service on port svcPort. Backends must be pods of the lab: vnetlab sends
+// traffic only into namespaces it created.
+func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("a service needs at least one backend (--backend 192.168.10.10:5201 or --backend pod-a)")
+	}
+	var out []Backend
+	seen := map[netip.AddrPort]bool{}
+	for _, b := range specs {
+		var pod *lab.PodState
+		for i := range st.Pods {
+			if st.Pods[i].Name == b.Host || st.Pods[i].IP == b.Host {
+				pod = &st.Pods[i]
+			}
+		}
+		if pod == nil {
+			return nil, fmt.Errorf("backend %s is not a pod of lab %s (pods: %s): vnetlab only sends traffic to its own pods", b.Host, st.Name, podList(st))
+		}
+		port := b.Port
+		if port == 0 {
+			port = svcPort
+		}
+		be := Backend{IP: netip.MustParseAddr(pod.IP), Port: port, Pod: pod.Name}
+		ap := netip.AddrPortFrom(be.IP, be.Port)
+		if seen[ap] {
+			return nil, fmt.Errorf("backend %s is given twice", ap)
+		}
+		seen[ap] = true
+		out = append(out, be)
+	}
+	return out, nil
+}
+
+func podList(st *lab.State) string {
+	var p []string
+	for _, pod := range st.Pods {
+		p = append(p, pod.Name+"="+pod.IP)
+	}
+	if len(p) == 0 {
+		return "none"
+	}
+	return strings.Join(p, ", ")
+}
+
+// CheckVIP refuses clusterIPs that would shadow the lab's own addresses or
+// the generated range.
+func CheckVIP(st *lab.State, vip netip.Addr) error {
+	if pfx, err := netip.ParsePrefix(st.Spec.PodCIDR); err == nil && pfx.Contains(vip) {
+		return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12)", vip, pfx)
+	}
+	if GeneratedRange.Contains(vip) || GeneratedBackendRange.Contains(vip) {
+		return fmt.Errorf("clusterIP %s is in %s/%s, reserved for --extra-services: use another address", vip, GeneratedRange, GeneratedBackendRange)
+	}
+	for _, n := range st.Nodes {
+		if n.IP == vip.String() {
+			return fmt.Errorf("clusterIP %s is node %s's address: use another address", vip, n.Name)
+		}
+	}
+	if gw := st.Gateway; gw == vip.String() {
+		return fmt.Errorf("clusterIP %s is the pods' gateway: use another address", vip)
+	}
+	return nil
+}
+
+// Validate checks a whole config against a lab (for scenario files and
+// configs written by hand): addresses, duplicates, backends.
+func (c *Config) Validate(st *lab.State) error {
+	if c.Extra < 0 || c.Extra > MaxExtra {
+		return fmt.Errorf("extra services %d: want 0 to %d (the generated range %s has room for that many)", c.Extra, MaxExtra, GeneratedRange)
+	}
+	seen := map[Key]bool{}
+	for _, s := range c.Services {
+		if s.Proto != TCP && s.Proto != UDP {
+			return fmt.Errorf("service %s: unknown protocol %q: use tcp or udp", s, s.Proto)
+		}
+		if !s.VIP.Is4() || s.Port == 0 {
+			return fmt.Errorf("service %s: clusterIP must be IPv4 and port 1-65535", s)
+		}
+		if err := CheckVIP(st, s.VIP); err != nil {
+			return fmt.Errorf("service %s: %v", s, err)
+		}
+		if seen[s.Key()] {
+			return fmt.Errorf("service %s is defined twice", s)
+		}
+		seen[s.Key()] = true
+		if len(s.Backends) == 0 {
+			return fmt.Errorf("service %s has no backends", s)
+		}
+		for _, b := range s.Backends {
+			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Port); err != nil {
+				return fmt.Errorf("service %s: %v", s, err)
+			}
+		}
+	}
+	if c.Provider != "" {
+		if _, err := Get(c.Provider); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sorted returns the configured services ordered by clusterIP, port, protocol.
+func (c *Config) Sorted() []Service {
+	out := append([]Service(nil), c.Services...)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.VIP != b.VIP {
+			return a.VIP.Less(b.VIP)
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Proto < b.Proto
+	})
+	return out
+}
+
+// EngineServices are the service path's services: DefaultVIP on every engine
+// port, TCP and UDP, each leading to the server pod on the same port.
+func EngineServices(server lab.PodState) []Service {
+	var out []Service
+	ip := netip.MustParseAddr(server.IP)
+	for _, p := range EnginePorts {
+		for _, proto := range []string{TCP, UDP} {
+			out = append(out, Service{VIP: netip.MustParseAddr(DefaultVIP), Port: p, Proto: proto,
+				Backends: []Backend{{IP: ip, Port: p, Pod: server.Name}}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,291 @@
+package service
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/service/ebpf"
+)
+
+// ebpf: vnetlab's own eBPF Service data plane (internal/service/ebpf, design
+// in bpf/README.md: tc programs doing DNAT with a BPF conntrack and reverse
+// NAT, maps pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only
+// adapts it to the Provider interface: services go into its maps (one hash
+// lookup whatever their number), endpoints say where its programs sit.
+// Placement follows seed 002: on the node end of each pod's veth (veth+eBPF)
+// or, for macvlan/ipvlan pods, on the pod's own interface (ipvlan+eBPF).
+type ebpfProvider struct{}
+
+func init() { Register(ebpfProvider{}) }
+
+func (ebpfProvider) Name() string { return "ebpf" }
+func (ebpfProvider) Summary() string {
+	return "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"
+}
+
+// ebpfPlacement is where programs go for each mode (seed 002).
+var ebpfPlacement = map[string]string{
+	"veth-routed": PlacementNode, "bridge": PlacementNode, "docker-nat": PlacementNode,
+	"macvlan": PlacementPod, "ipvlan": PlacementPod,
+	"veth-ebpf": PlacementRouted, "macvlan-ebpf": PlacementPod,
+}
+
+// modeOwnsPrograms: the eBPF modes attach the programs to every pod when
+// they build the lab (with host routing, or the backends' MACs); the
+// provider only fills the Service maps, and `ep add/del` attach and detach
+// the mode's way.
+var modeOwnsPrograms = map[string]bool{"veth-ebpf": true, "macvlan-ebpf": true}
+
+// adoptModeEndpoints adds to c the endpoints an eBPF mode attached when it
+// built the lab, so that the provider's first sync keeps them.
+func adoptModeEndpoints(st *lab.State, c *Config) {
+	have := map[[2]string]bool{}
+	for _, e := range c.Endpoints {
+		have[[2]string{e.NS, e.Ifname}] = true
+	}
+	for _, e := range DefaultEndpoints(st) {
+		if !have[[2]string{e.NS, e.Ifname}] {
+			c.Endpoints = append(c.Endpoints, e)
+		}
+	}
+}
+
+// ModeOwnsPrograms says whether a mode attaches vnetlab's eBPF programs
+// itself (veth-ebpf, macvlan-ebpf).
+func ModeOwnsPrograms(mode string) bool { return modeOwnsPrograms[mode] }
+
+func (ebpfProvider) Supports(mode string) string {
+	if mode == "host" {
+		return "mode host has no pods to put behind a clusterIP"
+	}
+	if _, ok := ebpfPlacement[mode]; !ok {
+		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan, veth-ebpf, macvlan-ebpf)"
+	}
+	return ""
+}
+
+// PlacementFor returns where eBPF programs go in a lab of this mode.
+func PlacementFor(mode string) string {
+	if p, ok := ebpfPlacement[mode]; ok {
+		return p
+	}
+	return PlacementNode
+}
+
+// DefaultEndpoints attaches programs for every pod of the lab, as a CNI does
+// when pods are created (`up --provider ebpf`, `run`).
+func DefaultEndpoints(st *lab.State) []Endpoint {
+	var out []Endpoint
+	for _, p := range st.Pods {
+		out = append(out, Endpoint{Pod: p.Name, NS: p.NS, Ifname: p.Ifname, Placement: PlacementFor(st.Mode)})
+	}
+	return out
+}
+
+func (p ebpfProvider) Install(st *lab.State, c *Config) error { return p.sync(st, c) }
+
+// Update makes the maps and attachments match c; the maps themselves say
+// what is loaded, so old is not needed.
+func (p ebpfProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
+
+func (ebpfProvider) sync(st *lab.State, c *Config) error {
+	pl, err := ebpf.Open(st.Name)
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	if err := syncServices(pl, c); err != nil {
+		return err
+	}
+	return syncEndpoints(st, pl, c.Endpoints)
+}
+
+// syncServices makes the Service maps hold c's services (shared by the tc
+// programs and the socket ones).
+func syncServices(pl *ebpf.Plane, c *Config) error {
+	have, err := pl.ListServices()
+	if err != nil {
+		return err
+	}
+	loaded := map[Key]string{}
+	for _, s := range have {
+		loaded[Key{s.VIP, s.Port, s.Proto.String()}] = ebpfBackendsKey(s.Backends)
+	}
+	want := map[Key]bool{}
+	var add []ebpf.Service
+	for _, s := range c.All() {
+		es := toEBPF(s)
+		want[s.Key()] = true
+		if b, ok := loaded[s.Key()]; ok {
+			if b == ebpfBackendsKey(es.Backends) {
+				continue
+			}
+			// Backends changed: the maps have no replace, so for a moment
+			// new flows of this service are not translated.
+			if err := pl.DelService(es.VIP, es.Port, es.Proto); err != nil {
+				return err
+			}
+		}
+		add = append(add, es)
+	}
+	for _, s := range have {
+		if !want[Key{s.VIP, s.Port, s.Proto.String()}] {
+			if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
+				return err
+			}
+		}
+	}
+	return pl.AddServices(add)
+}
+
+// syncEndpoints attaches the programs for c's endpoints and detaches others.
+func syncEndpoints(st *lab.State, pl *ebpf.Plane, eps []Endpoint) error {
+	attached, err := pl.ListEndpoints()
+	if err != nil {
+		return err
+	}
+	type where struct{ ns, ifname, placement string }
+	have := map[where]bool{}
+	for _, a := range attached {
+		have[where{a.NS, a.Ifname, string(a.Placement)}] = true
+	}
+	want := map[where]bool{}
+	for _, e := range eps {
+		ns, ifname, err := attachPoint(st, e)
+		if err != nil {
+			return err
+		}
+		w := where{ns, ifname, e.Placement}
+		want[w] = true
+		if have[w] {
+			continue
+		}
+		if err := attach(st, pl, e, ns, ifname); err != nil {
+			return err
+		}
+	}
+	for _, a := range attached {
+		if !want[where{a.NS, a.Ifname, string(a.Placement)}] {
+			if err := pl.DetachEndpoint(a.NS, a.Ifname); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// attach puts a pod's programs in place: plain translation, or the eBPF
+// modes' way (host routing for veth-ebpf, the pod's MAC for macvlan-ebpf).
+func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error {
+	var err error
+	switch {
+	case e.Placement == PlacementRouted:
+		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
+	case st.Mode == "macvlan-ebpf" && e.Placement == PlacementPod:
+		_, err = pl.AttachPodL2(e.NS, e.Ifname)
+	default:
+		_, err = pl.AttachEndpoint(ns, ifname, ebpf.Placement(e.Placement))
+	}
+	return err
+}
+
+// attachPoint is the interface carrying a pod's programs: its own, or the
+// node end of its veth (found through the veth's peer index).
+func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
+	if e.Placement == PlacementPod {
+		return e.NS, e.Ifname, nil
+	}
+	var peer int
+	err = nsutil.Do(e.NS, func() error {
+		l, err := netlink.LinkByName(e.Ifname)
+		if err != nil {
+			return err
+		}
+		v, ok := l.(*netlink.Veth)
+		if !ok {
+			return fmt.Errorf("%s is a %s, not a veth: use placement pod", e.Ifname, l.Type())
+		}
+		peer, err = netlink.VethPeerIndex(v)
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("pod %s: node end of %s: %w", e.Pod, e.Ifname, err)
+	}
+	node := ""
+	for _, p := range st.Pods {
+		if p.NS == e.NS {
+			node = p.Node
+		}
+	}
+	for _, n := range st.Nodes {
+		if n.Name == node {
+			ns = n.NS
+		}
+	}
+	if ns == "" {
+		if ns, err = nodeNS(st); err != nil {
+			return "", "", err
+		}
+	}
+	h, err := nsutil.Handle(ns)
+	if err != nil {
+		return "", "", err
+	}
+	defer h.Close()
+	l, err := h.LinkByIndex(peer)
+	if err != nil {
+		return "", "", fmt.Errorf("pod %s: node end of %s (index %d) in %s: %w", e.Pod, e.Ifname, peer, ns, err)
+	}
+	return ns, l.Attrs().Name, nil
+}
+
+func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
+	pl, err := ebpf.Open(st.Name)
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	// The eBPF modes' programs are the mode's: back to what it built.
+	var keep []Endpoint
+	if ModeOwnsPrograms(st.Mode) {
+		keep = DefaultEndpoints(st)
+	}
+	if err := syncEndpoints(st, pl, keep); err != nil {
+		return err
+	}
+	return delServices(pl)
+}
+
+func delServices(pl *ebpf.Plane) error {
+	have, err := pl.ListServices()
+	if err != nil {
+		return err
+	}
+	for _, s := range have {
+		if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toEBPF(s Service) ebpf.Service {
+	proto, _ := ebpf.ParseProto(s.Proto)
+	es := ebpf.Service{VIP: s.VIP, Port: s.Port, Proto: proto}
+	for _, b := range s.Backends {
+		es.Backends = append(es.Backends, ebpf.Backend{IP: b.IP, Port: b.Port})
+	}
+	return es
+}
+
+func ebpfBackendsKey(bs []ebpf.Backend) string {
+	k := ""
+	for _, b := range bs {
+		k += netip.AddrPortFrom(b.IP, b.Port).String() + ","
+	}
+	return k
+}

@@ -1,0 +1,448 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// Integration tests: real labs (names start with "sv"), real kernel NAT,
+// real sockets. A socket belongs to the namespace it was created in, so the
+// servers and clients are goroutines of this test whose sockets are made
+// inside the pods' namespaces.
+
+const vip = DefaultVIP
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	for _, p := range []string{"iptables-restore", "nft"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s not installed", p)
+		}
+	}
+}
+
+// skipSocketLevel: these tests' clients are goroutines of the test, and a
+// socket-level provider (ebpf-sock) acts only for processes started in the
+// lab's cgroup; internal/runner's TestRunEBPFFastPaths runs it for real.
+func skipSocketLevel(t *testing.T, p string) {
+	t.Helper()
+	if _, ok := registry[p].(ClientPlacer); ok {
+		t.Skipf("%s translates only for processes in the lab's cgroup (tested in internal/runner)", p)
+	}
+}
+
+// newLab brings a lab up and removes it when the test ends, also on failure.
+func newLab(t *testing.T, name, mode string, pods int, opts map[string]string) *lab.State {
+	t.Helper()
+	ps, err := lab.DefaultPodSpecs(pods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lab.Down(name, nil) // a previous run killed halfway
+	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: ps, PodCIDR: lab.DefaultPodCIDR, Options: opts}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := l.State
+	l.Release()
+	t.Cleanup(func() {
+		if err := lab.Down(name, nil); err != nil {
+			t.Errorf("down %s: %v", name, err)
+		}
+	})
+	return st
+}
+
+// load applies c to the lab and saves it, as the CLI does.
+func load(t *testing.T, st *lab.State, old, c *Config) {
+	t.Helper()
+	if err := Apply(st, old, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Save(st.Name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pod(st *lab.State, name string) lab.PodState {
+	for _, p := range st.Pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pod " + name)
+}
+
+// server is a TCP and UDP echo server in a pod that counts TCP accepts.
+type server struct{ accepts atomic.Int64 }
+
+func serve(t *testing.T, ns string, port int) *server {
+	t.Helper()
+	s := &server{}
+	var (
+		ln net.Listener
+		pc net.PacketConn
+	)
+	err := nsutil.Do(ns, func() error {
+		var err error
+		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); pc.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepts.Add(1)
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo(buf[:n], from)
+		}
+	}()
+	return s
+}
+
+func dial(ns, network, addr string, timeout time.Duration) (net.Conn, error) {
+	var c net.Conn
+	err := nsutil.Do(ns, func() error {
+		var err error
+		c, err = net.DialTimeout(network, addr, timeout)
+		return err
+	})
+	return c, err
+}
+
+// echo sends a line on c and expects it back.
+func echo(c net.Conn, msg string) error {
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return err
+	}
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != msg {
+		return fmt.Errorf("echo: sent %q, got %q", msg, buf)
+	}
+	return nil
+}
+
+// roundTrip dials addr from ns and echoes once. For UDP the socket is
+// connected, so the reply only arrives if its source is the address dialed:
+// replies must be reverse-NATed to the clusterIP.
+func roundTrip(ns, network, addr string) error {
+	c, err := dial(ns, network, addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return echo(c, "vnetlab "+network)
+}
+
+// TCP and UDP through the clusterIP, and hairpin (a pod reaching itself
+// through its service), for every provider and mode of issue 4.
+func TestClusterIPProvidersModes(t *testing.T) {
+	requireRoot(t)
+	modes := map[string]string{"veth-routed": "vr", "bridge": "br", "docker-nat": "dn", "macvlan": "mv"}
+	for _, p := range Names() {
+		for mode, short := range modes {
+			t.Run(p+"/"+mode, func(t *testing.T) {
+				skipSocketLevel(t, p)
+				st := newLab(t, "sv-"+p[:3]+"-"+short, mode, 2, nil)
+				c, err := NewConfig(st, p, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				load(t, st, nil, c)
+				a, b := pod(st, "pod-a"), pod(st, "pod-b")
+				serve(t, a.NS, 5201)
+				if err := roundTrip(b.NS, "tcp4", a.IP+":5201"); err != nil {
+					t.Fatalf("pod IP (control): %v", err)
+				}
+				for _, network := range []string{"tcp4", "udp4"} {
+					if err := roundTrip(b.NS, network, vip+":5201"); err != nil {
+						t.Errorf("%s pod-b -> %s:5201 -> pod-a: %v", network, vip, err)
+					}
+				}
+				err = roundTrip(a.NS, "tcp4", vip+":5201")
+				if mode != "bridge" || p == "ebpf" {
+					if err != nil {
+						t.Errorf("hairpin pod-a -> %s:5201 -> pod-a: %v", vip, err)
+					}
+					return
+				}
+				// A Linux bridge never sends a frame back out of the port it came
+				// in on, and br_netfilter hands the DNATed packet back to the
+				// bridge: hairpin needs the port in hairpin mode (kubelet's
+				// --hairpin-mode=hairpin-veth; docker-nat sets it, bridge does not).
+				if err == nil {
+					t.Errorf("hairpin on a bridge without hairpin ports worked: the kernel behaviour this test documents changed")
+				}
+				setHairpin(t, st, "pod-a")
+				if err := roundTrip(a.NS, "tcp4", vip+":5201"); err != nil {
+					t.Errorf("hairpin with pod-a's port in hairpin mode: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// setHairpin puts a pod's bridge port in hairpin mode.
+func setHairpin(t *testing.T, st *lab.State, podName string) {
+	t.Helper()
+	h, err := nsutil.Handle(st.Nodes[0].NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for i, p := range st.Pods {
+		if p.Name == podName {
+			l, err := h.LinkByName(topo.HostIfname("veth-", p.Name, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.LinkSetHairpin(l, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// With bridge-nf-call-iptables=0 the kernel bridges the backend's replies
+// past netfilter: iptables and nftables clusterIPs must fail (and say why
+// in their caveat), while the pod IP and the ebpf provider keep working.
+func TestBridgeNfCallOffBreaksNetfilterProviders(t *testing.T) {
+	requireRoot(t)
+	opts := map[string]string{"bridge_nf_call_iptables": "off"}
+	for _, p := range Names() {
+		t.Run(p, func(t *testing.T) {
+			skipSocketLevel(t, p)
+			st := newLab(t, "sv-nfoff-"+p[:3], "bridge", 2, opts)
+			c, err := NewConfig(st, p, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, nil, c)
+			a, b := pod(st, "pod-a"), pod(st, "pod-b")
+			serve(t, a.NS, 5201)
+			if err := roundTrip(b.NS, "tcp4", a.IP+":5201"); err != nil {
+				t.Fatalf("pod IP (control): %v", err)
+			}
+			err = roundTrip(b.NS, "tcp4", vip+":5201")
+			caveat := Caveat(p, "bridge", opts)
+			t.Logf("%s clusterIP with nf-call off: %v", p, err)
+			switch p {
+			case "iptables", "nftables":
+				if err == nil {
+					t.Errorf("%s clusterIP worked with bridge_nf_call_iptables=off: replies cannot be reverse-NATed, so something is wrong with the test", p)
+				}
+				if caveat == "" {
+					t.Errorf("%s: no caveat explains the failure", p)
+				}
+			default:
+				if err != nil || caveat != "" {
+					t.Errorf("%s does not need netfilter: err %v, caveat %q", p, err, caveat)
+				}
+			}
+		})
+	}
+}
+
+// Three backends all receive connections; the distribution is logged.
+func TestThreeBackendsShareConnections(t *testing.T) {
+	requireRoot(t)
+	const conns = 60
+	for _, p := range Names() {
+		t.Run(p, func(t *testing.T) {
+			skipSocketLevel(t, p)
+			st := newLab(t, "sv-3be-"+p[:3], "veth-routed", 4, nil)
+			c := &Config{Provider: p}
+			spec := Spec{Service: vip + ":80/tcp", Backends: []string{"pod-a:5201", "pod-b:5201", "pod-c:5201"}}
+			s, err := spec.Build(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Add(s); err != nil {
+				t.Fatal(err)
+			}
+			if p == "ebpf" {
+				c.Endpoints = DefaultEndpoints(st)
+			}
+			load(t, st, nil, c)
+			var servers []*server
+			for _, name := range []string{"pod-a", "pod-b", "pod-c"} {
+				servers = append(servers, serve(t, pod(st, name).NS, 5201))
+			}
+			client := pod(st, "pod-d")
+			for i := 0; i < conns; i++ {
+				if err := roundTrip(client.NS, "tcp4", vip+":80"); err != nil {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+			}
+			var dist []string
+			total := int64(0)
+			for i, s := range servers {
+				n := s.accepts.Load()
+				total += n
+				dist = append(dist, fmt.Sprintf("%s=%d", []string{"pod-a", "pod-b", "pod-c"}[i], n))
+				// P(a backend gets none of 60 at 1/3 each) = 3 * (2/3)^60, about 1e-10.
+				if n == 0 {
+					t.Errorf("%s got no connection", []string{"pod-a", "pod-b", "pod-c"}[i])
+				}
+			}
+			t.Logf("%s: %d connections to %s:80 -> %s", p, conns, vip, strings.Join(dist, " "))
+			if total != conns {
+				t.Errorf("backends accepted %d connections, the client made %d", total, conns)
+			}
+		})
+	}
+}
+
+// Deleting a service while a connection through it is open crashes
+// nothing: the update succeeds, new connections fail, the lab stays usable
+// (the service comes back). iptables and nftables keep the open connection
+// (its conntrack entry holds the NAT); ebpf stops translating at once.
+func TestDeleteServiceDuringConnection(t *testing.T) {
+	requireRoot(t)
+	for _, p := range Names() {
+		t.Run(p, func(t *testing.T) {
+			skipSocketLevel(t, p)
+			st := newLab(t, "sv-del-"+p[:3], "veth-routed", 2, nil)
+			c, err := NewConfig(st, p, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, nil, c)
+			a, b := pod(st, "pod-a"), pod(st, "pod-b")
+			serve(t, a.NS, 5201)
+			conn, err := dial(b.NS, "tcp4", vip+":5201", 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := echo(conn, "before"); err != nil {
+				t.Fatal(err)
+			}
+			key := Key{netip.MustParseAddr(vip), 5201, TCP}
+			old := c.Clone()
+			if err := c.Del(key); err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, old, c)
+			err = echo(conn, "after")
+			t.Logf("%s: open connection after its service was deleted: %v", p, err)
+			if p != "ebpf" && err != nil {
+				t.Errorf("%s: the open connection broke: %v (conntrack should keep its NAT)", p, err)
+			}
+			if err := roundTrip(b.NS, "tcp4", vip+":5201"); err == nil {
+				t.Errorf("%s: a new connection to a deleted service succeeded", p)
+			}
+			old = c.Clone()
+			s, err := Spec{Service: key.String(), Backends: []string{"pod-a"}}.Build(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Add(s); err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, old, c)
+			if err := roundTrip(b.NS, "tcp4", vip+":5201"); err != nil {
+				t.Errorf("%s: service added back, but: %v", p, err)
+			}
+		})
+	}
+}
+
+// 10k generated services load (times logged), the tested service still
+// answers behind them, and adding one more is a small update.
+func TestTenThousandServicesLoad(t *testing.T) {
+	requireRoot(t)
+	for _, p := range Names() {
+		t.Run(p, func(t *testing.T) {
+			skipSocketLevel(t, p)
+			st := newLab(t, "sv-10k-"+p[:3], "veth-routed", 2, nil)
+			c, err := NewConfig(st, p, 10000, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, nil, c)
+			install := c.LoadSeconds
+			a, b := pod(st, "pod-a"), pod(st, "pod-b")
+			serve(t, a.NS, 5201)
+			if err := roundTrip(b.NS, "tcp4", vip+":5201"); err != nil {
+				t.Fatalf("behind 10k services: %v", err)
+			}
+			old := c.Clone()
+			s, err := Spec{Service: "10.96.0.200:80", Backends: []string{"pod-a:5201"}}.Build(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Add(s); err != nil {
+				t.Fatal(err)
+			}
+			load(t, st, old, c)
+			if err := roundTrip(b.NS, "tcp4", "10.96.0.200:80"); err != nil {
+				t.Errorf("service added to 10k: %v", err)
+			}
+			t.Logf("%s: %d services loaded in %.2fs; one more added in %.2fs", p, old.Count(), install, c.LoadSeconds)
+		})
+	}
+}
+
+// A failed install leaves nothing behind and says what failed.
+func TestInstallFailureLeavesNothing(t *testing.T) {
+	requireRoot(t)
+	st := newLab(t, "sv-fail", "veth-routed", 2, nil)
+	c, err := NewConfig(st, "iptables", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *st
+	bad.Spec.PodCIDR = "192.168.10.0/99" // makes iptables-restore reject the service chains
+	if err := Apply(&bad, nil, c); err == nil || !strings.Contains(err.Error(), "iptables-restore") {
+		t.Fatalf("install with a broken rule: %v", err)
+	}
+	if c.Installed {
+		t.Error("config marked installed after a failed install")
+	}
+	chains, jumps, err := kubeChains(st.Nodes[0].NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chains)+len(jumps) != 0 {
+		t.Errorf("left behind: chains %v, jumps %v", chains, jumps)
+	}
+}

@@ -1,0 +1,110 @@
+package service
+
+import (
+	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/service/sock"
+)
+
+// ebpf-sock: Services translated at the socket (internal/service/sock,
+// bpf/sock.c; docs/ebpf.md), Cilium's socket-level load balancer: cgroup
+// connect4/sendmsg4/recvmsg4/getpeername4 programs on the lab's own cgroup
+// rewrite a clusterIP when a socket connects or sends, so no packet ever
+// carries it: no DNAT, no conntrack, and any mode works, macvlan included.
+// Only processes started in the lab's cgroup are translated: ClientCgroup
+// says where (the runner's engines and `vnetlab exec` start clients there).
+type sockProvider struct{}
+
+// SockProvider is the socket-level provider's name.
+const SockProvider = "ebpf-sock"
+
+func init() { Register(sockProvider{}) }
+
+func (sockProvider) Name() string { return SockProvider }
+func (sockProvider) Summary() string {
+	return "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"
+}
+
+func (sockProvider) Supports(mode string) string {
+	if mode == "host" {
+		return "mode host has no pods to put behind a clusterIP"
+	}
+	return ""
+}
+
+// ClientCgroup is the cgroup a client must start in to use the Services.
+func (sockProvider) ClientCgroup(st *lab.State) (string, error) { return cgroup.LabPath(st.Name) }
+
+func (p sockProvider) Install(st *lab.State, c *Config) error { return p.sync(st, c) }
+
+func (p sockProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
+
+func (sockProvider) sync(st *lab.State, c *Config) error {
+	// Journal the cgroup before it exists (down removes it, and the lab's
+	// pins go with its bpffs directory).
+	cg, err := cgroup.LabPath(st.Name)
+	if err != nil {
+		return err
+	}
+	if err := lab.Record(st.Name, lab.KindCgroup, cg); err != nil {
+		return err
+	}
+	pl, err := sock.Open(st.Name)
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	if err := recordPins(st.Name, pl.Created()); err != nil {
+		return err
+	}
+	if !pl.Attached() {
+		a, err := pl.Attach()
+		if err != nil {
+			return err
+		}
+		if err := recordPins(st.Name, a.Pins); err != nil {
+			return err
+		}
+	}
+	return syncServices(pl.Plane, c)
+}
+
+func recordPins(name string, pins []string) error {
+	for _, p := range pins {
+		if err := lab.Record(name, lab.KindPin, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sockProvider) Remove(st *lab.State, _ *Config) error {
+	pl, err := sock.Open(st.Name)
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	if err := pl.Detach(); err != nil {
+		return err
+	}
+	return delServices(pl.Plane)
+}
+
+// ClientPlacer is implemented by providers whose Services act only for
+// clients started in a given cgroup (socket-level ones).
+type ClientPlacer interface {
+	ClientCgroup(st *lab.State) (string, error)
+}
+
+// ClientCgroup returns the cgroup the service path's client must start in
+// with this provider ("" when anywhere will do).
+func ClientCgroup(st *lab.State, provider string) (string, error) {
+	p, err := Get(provider)
+	if err != nil {
+		return "", err
+	}
+	if cp, ok := p.(ClientPlacer); ok {
+		return cp.ClientCgroup(st)
+	}
+	return "", nil
+}
