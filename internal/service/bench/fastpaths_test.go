@@ -11,9 +11,10 @@
 // socket (ebpf-sock on veth-routed and macvlan: clients in the lab's
 // cgroup). Rounds interleaved; medians with bootstrap 95% CIs, ratios to
 // veth-routed with their CIs and Mann-Whitney p, whole-machine CPU seconds
-// per GB (streams) or per 1000 transactions. It stands in for `vnetlab run
-// --tests tcp_stream,tcp_rr,tcp_crr --paths pod,service --providers ...`
-// until the rr engine and the Service paths are on main.
+// per GB (streams) or per 1000 transactions. `vnetlab run --paths
+// pod,service --providers ebpf,ebpf-sock` measures the same paths with the
+// built-in engines; this adds sockperf pinned to one CPU (the steadiest
+// tcp_rr here) and the macvlan-ebpf rows in one matrix.
 //
 // VNETLAB_BENCH_SECS (2), VNETLAB_BENCH_ROUNDS (5), VNETLAB_BENCH_TESTS
 // (tcp_stream,tcp_rr,tcp_crr), VNETLAB_BENCH_CPUS ("1,1": sockperf's server
