@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +201,11 @@ func TestRRAgainstSockperf(t *testing.T) {
 		}
 		rounds, dur = n, dd
 	}
+	// Unpinned, sockperf's rate flips between about 17k/s and 60k/s with where
+	// the scheduler puts its two processes on these 2 cores; both engines are
+	// compared on one CPU (every process started from here inherits it).
+	restore := pinProcessToCPU(t, 0)
+	defer restore()
 	for _, mode := range []string{"host", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
 			tg, _ := upLab(t, "cmp", mode)
@@ -215,8 +221,8 @@ func TestRRAgainstSockperf(t *testing.T) {
 				"ratio rr/sockperf: medians %.3f, best %.3f; p50 us: rr %.2f, sockperf %.2f",
 				mode, rounds, dur, median(rr), slices.Max(rr), median(sp), slices.Max(sp),
 				median(rr)/median(sp), best, median(rrP50), median(spP50))
-			if best < 0.5 || best > 2 {
-				t.Errorf("%s: rr engine best %.0f/s vs sockperf best %.0f/s: ratio %.2f outside 0.5-2", mode, slices.Max(rr), slices.Max(sp), best)
+			if best < 0.8 || best > 1.25 {
+				t.Errorf("%s: rr engine best %.0f/s vs sockperf best %.0f/s: ratio %.2f outside 0.8-1.25", mode, slices.Max(rr), slices.Max(sp), best)
 			}
 		})
 	}
@@ -229,4 +235,32 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// pinProcessToCPU sets the affinity of every thread of this process to one
+// CPU, so children inherit it; the returned func restores the old masks.
+func pinProcessToCPU(t *testing.T, cpu int) func() {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[int]unix.CPUSet{}
+	var one unix.CPUSet
+	one.Set(cpu)
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var m unix.CPUSet
+		if unix.SchedGetaffinity(tid, &m) == nil && unix.SchedSetaffinity(tid, &one) == nil {
+			old[tid] = m
+		}
+	}
+	return func() {
+		for tid, m := range old {
+			_ = unix.SchedSetaffinity(tid, &m)
+		}
+	}
 }
