@@ -108,7 +108,15 @@ func daemonsIn(t *testing.T, ns string) []daemon {
 		if err != nil {
 			continue
 		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		// A process that has just exec'd shows an empty cmdline until the kernel
+		// has laid out its arguments (its parent already saw exec succeed).
+		var b []byte
+		for try := 0; try < 100 && len(b) == 0; try++ {
+			if try > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			b, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		}
 		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		comm := filepath.Base(argv[0])
 		if len(argv) > 1 && argv[1] == "tap-switch" {
