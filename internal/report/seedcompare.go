@@ -37,11 +37,11 @@ type SeedRowView struct {
 
 // compareSeeds builds a view for every seed table that has a cell besides
 // its baseline in this run; the string says why none is shown when none is.
-func compareSeeds(cells []*results.Cell) ([]*SeedView, string) {
+func compareSeeds(cells []*results.Cell, skipped ...results.Skipped) ([]*SeedView, string) {
 	var out []*SeedView
 	for i := range SeedTables {
 		t := &SeedTables[i]
-		if sv := compareSeed(t, cells); sv != nil {
+		if sv := compareSeed(t, cells, skipped); sv != nil {
 			out = append(out, sv)
 		}
 	}
@@ -51,7 +51,7 @@ func compareSeeds(cells []*results.Cell) ([]*SeedView, string) {
 	return out, ""
 }
 
-func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
+func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped) *SeedView {
 	matched := make([]*results.Cell, len(t.Rows))
 	standIn := make([]string, len(t.Rows))
 	others := false // a row beside the baseline is in the run: something to compare
@@ -84,6 +84,12 @@ func compareSeed(t *SeedTable, cells []*results.Cell) *SeedView {
 			rv.Note = ""
 		case c == nil:
 			rv.Ours, rv.Verdict, rv.Class = rowCellName(r, t.Test), "not in this run", "none"
+			for _, sk := range skipped {
+				if sk.Mode == r.Mode && (sk.Provider == "" || sk.Provider == r.Provider) {
+					rv.Verdict = "skipped: " + sk.Reason
+					break
+				}
+			}
 		default:
 			rv.Ours = cellName(c)
 			if standIn[i] != "" {

@@ -153,7 +153,7 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	tooFew := map[string]float64{}
 	for _, c := range f.Cells {
 		v := c.VsBaseline
-		if v != nil && v.Verdict != "baseline" && v.MinPValue >= stats.Alpha {
+		if v != nil && v.Verdict != "baseline" && v.Verdict != "n/a" && v.MinPValue >= stats.Alpha {
 			base := 0
 			for _, b := range f.Cells {
 				if b.Mode == v.Baseline && b.Path == c.Path && b.Provider == c.Provider && b.Test == c.Test {

@@ -96,7 +96,7 @@ func Build(f *results.File) *Doc {
 			d.CPU = append(d.CPU, cv)
 		}
 	}
-	d.Seeds, d.NoSeeds = compareSeeds(f.Cells)
+	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	for _, c := range f.Cells {
 		if c.Noisy {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s is noisy (CV %.1f%%): its differences are less certain than its interval suggests", cellName(c), c.CV*100))
@@ -292,6 +292,9 @@ func ratioText(c, ceil *results.Cell) string {
 func baselineText(vb *results.Comparison) string {
 	if vb.Verdict == "baseline" {
 		return "baseline"
+	}
+	if vb.Verdict == "n/a" {
+		return "n/a (" + vb.Note + ")"
 	}
 	s := fmt.Sprintf("%.2f", vb.Ratio)
 	if len(vb.RatioCI95) == 2 {
