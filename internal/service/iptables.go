@@ -81,19 +81,7 @@ func (iptablesProvider) Update(st *lab.State, old, c *Config) error {
 }
 
 func iptablesUpdate(ns string, st *lab.State, old, c *Config) error {
-	oldSvcs, newSvcs := old.All(), c.All()
-	had, want := iptablesChainSet(oldSvcs), iptablesChainSet(newSvcs)
-	var added, removed []Service
-	for _, s := range newSvcs {
-		if !had[svcChain(s)] {
-			added = append(added, s)
-		}
-	}
-	for _, s := range oldSvcs {
-		if !want[svcChain(s)] {
-			removed = append(removed, s)
-		}
-	}
+	added, removed, had, want := iptablesChains.diff(old.All(), c.All())
 	var stale []string
 	for ch := range had {
 		if !want[ch] {
@@ -164,21 +152,13 @@ func sepChain(s Service, b Backend) string {
 	return "KUBE-SEP-" + chainHash(portName(s), s.Proto, b.String())
 }
 
-func iptablesChainSet(svcs []Service) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range svcs {
-		m[svcChain(s)] = true
-		for _, b := range s.Backends {
-			m[sepChain(s, b)] = true
-		}
-	}
-	return m
-}
+// iptablesChains: KUBE-SVC-* per service, KUBE-SEP-* per backend.
+var iptablesChains = chainNaming{service: svcChain, backend: sepChain}
 
 // iptablesChainList: every chain of svcs plus the fixed ones.
 func iptablesChainList(svcs []Service) []string {
 	out := []string{"KUBE-SERVICES", "KUBE-MARK-MASQ", "KUBE-POSTROUTING"}
-	for ch := range iptablesChainSet(svcs) {
+	for ch := range iptablesChains.set(svcs) {
 		out = append(out, ch)
 	}
 	return out

@@ -84,3 +84,40 @@ func endpointCount(svcs []Service) int {
 	}
 	return n
 }
+
+// chainNaming is how a netfilter provider names a service's chains: one for
+// the service, one per backend. Both providers diff configurations by it.
+type chainNaming struct {
+	service func(Service) string
+	backend func(Service, Backend) string
+}
+
+// set lists every chain of svcs.
+func (n chainNaming) set(svcs []Service) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range svcs {
+		m[n.service(s)] = true
+		for _, b := range s.Backends {
+			m[n.backend(s, b)] = true
+		}
+	}
+	return m
+}
+
+// diff returns the services whose chain is new in next and those whose chain
+// is gone from prev, with both chain sets. Chain names hash the backends, so a
+// changed service is both removed (old chains) and added (new chains).
+func (n chainNaming) diff(prev, next []Service) (added, removed []Service, had, want map[string]bool) {
+	had, want = n.set(prev), n.set(next)
+	for _, s := range next {
+		if !had[n.service(s)] {
+			added = append(added, s)
+		}
+	}
+	for _, s := range prev {
+		if !want[n.service(s)] {
+			removed = append(removed, s)
+		}
+	}
+	return added, removed, had, want
+}

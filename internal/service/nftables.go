@@ -69,19 +69,7 @@ func (nftablesProvider) Update(st *lab.State, old, c *Config) error {
 }
 
 func nftUpdate(ns string, st *lab.State, old, c *Config) error {
-	oldSvcs, newSvcs := old.All(), c.All()
-	had, want := nftChainSet(oldSvcs), nftChainSet(newSvcs)
-	var added, removed []Service
-	for _, s := range newSvcs {
-		if !had[nftSvcChain(s)] {
-			added = append(added, s)
-		}
-	}
-	for _, s := range oldSvcs {
-		if !want[nftSvcChain(s)] {
-			removed = append(removed, s)
-		}
-	}
+	added, removed, had, want := nftChains.diff(old.All(), c.All())
 	w := nftWriter{podCIDR: st.Spec.PodCIDR}
 	var b strings.Builder
 	if len(added) <= nftChunk {
@@ -139,16 +127,8 @@ func nftEndpointChain(s Service, b Backend) string {
 	return fmt.Sprintf("endpoint-%s-%s/%s/%d__%s/%d", chainHash(portName(s), s.Proto, b.String())[:8], s.VIP, s.Proto, s.Port, b.IP, b.Port)
 }
 
-func nftChainSet(svcs []Service) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range svcs {
-		m[nftSvcChain(s)] = true
-		for _, b := range s.Backends {
-			m[nftEndpointChain(s, b)] = true
-		}
-	}
-	return m
-}
+// nftChains: service-* per service, endpoint-* per backend.
+var nftChains = chainNaming{service: nftSvcChain, backend: nftEndpointChain}
 
 // nftWriter writes nft's flat command syntax (the form kube-proxy's knftables writes).
 type nftWriter struct{ podCIDR string }
