@@ -173,14 +173,7 @@ func newEpLsCmd() *cobra.Command {
 		Short: "List the pods the ebpf provider's programs are attached to",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: want table or json", output)
-			}
-			st, err := lab.Load(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := service.Load(st.Name)
+			st, c, err := readServices(args[0], output)
 			if err != nil {
 				return err
 			}

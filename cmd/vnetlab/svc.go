@@ -149,14 +149,7 @@ func newSvcLsCmd() *cobra.Command {
 		Short: "List a lab's services, their backends and provider (-o json for scripts)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: want table or json", output)
-			}
-			st, err := lab.Load(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := service.Load(st.Name)
+			st, c, err := readServices(args[0], output)
 			if err != nil {
 				return err
 			}
@@ -177,6 +170,20 @@ func newSvcLsCmd() *cobra.Command {
 // withServices runs change on a lab's services under the lab's lock, applies
 // the result with the provider and saves it; on any error the lab and its
 // services.json stay as they were.
+// readServices loads a lab and its services for a read-only listing, after
+// checking the -o value (table or json).
+func readServices(name, output string) (*lab.State, *service.Config, error) {
+	if output != "table" && output != "json" {
+		return nil, nil, fmt.Errorf("-o %q: want table or json", output)
+	}
+	st, err := lab.Load(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := service.Load(st.Name)
+	return st, c, err
+}
+
 func withServices(name string, change func(*lab.State, *service.Config) (string, error)) error {
 	l, err := lab.Open(name)
 	if err != nil {
