@@ -3,13 +3,13 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,50 +89,8 @@ func pod(st *lab.State, name string) lab.PodState {
 	panic("no pod " + name)
 }
 
-// server is a TCP and UDP echo server in a pod that counts TCP accepts.
-type server struct{ accepts atomic.Int64 }
-
-func serve(t *testing.T, ns string, port int) *server {
-	t.Helper()
-	s := &server{}
-	var (
-		ln net.Listener
-		pc net.PacketConn
-	)
-	err := nsutil.Do(ns, func() error {
-		var err error
-		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close(); pc.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.accepts.Add(1)
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
-		}
-	}()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo(buf[:n], from)
-		}
-	}()
-	return s
-}
+// serve runs the shared TCP/UDP echo servers (counting accepts) in namespace ns.
+func serve(t *testing.T, ns string, port int) *testnet.Server { return testnet.Serve(t, ns, port, "") }
 
 func dial(ns, network, addr string, timeout time.Duration) (net.Conn, error) {
 	var c net.Conn
@@ -302,7 +260,7 @@ func TestThreeBackendsShareConnections(t *testing.T) {
 				c.Endpoints = DefaultEndpoints(st)
 			}
 			load(t, st, nil, c)
-			var servers []*server
+			var servers []*testnet.Server
 			for _, name := range []string{"pod-a", "pod-b", "pod-c"} {
 				servers = append(servers, serve(t, pod(st, name).NS, 5201))
 			}
@@ -315,7 +273,7 @@ func TestThreeBackendsShareConnections(t *testing.T) {
 			var dist []string
 			total := int64(0)
 			for i, s := range servers {
-				n := s.accepts.Load()
+				n := s.Accepts.Load()
 				total += n
 				dist = append(dist, fmt.Sprintf("%s=%d", []string{"pod-a", "pod-b", "pod-c"}[i], n))
 				// P(a backend gets none of 60 at 1/3 each) = 3 * (2/3)^60, about 1e-10.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"io"
 	"net"
 	"net/netip"
@@ -127,55 +128,8 @@ func attach(t *testing.T, tl *testLab, p *Plane, pod string, pl Placement) {
 	}
 }
 
-// serve runs TCP and UDP echo servers inside namespace ns: a socket belongs
-// to the namespace it was created in, whichever thread uses it later.
-func serve(t *testing.T, ns, pod string) {
-	t.Helper()
-	var (
-		ln net.Listener
-		pc net.PacketConn
-	)
-	err := nsutil.Do(ns, func() error {
-		var err error
-		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", testPort)); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", testPort))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close(); pc.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				if _, err := r.ReadString('\n'); err != nil {
-					return
-				}
-				fmt.Fprintf(c, "%s %s\n", pod, c.RemoteAddr())
-				_, _ = io.Copy(io.Discard, r) // a stream, until the client stops
-			}()
-		}
-	}()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_ = n
-			_, _ = pc.WriteTo([]byte(fmt.Sprintf("%s %s\n", pod, from)), from)
-		}
-	}()
-}
+// serve runs the shared TCP/UDP servers answering "<pod> <peer>" in namespace ns.
+func serve(t *testing.T, ns, pod string) { testnet.Serve(t, ns, testPort, pod) }
 
 // answer is what a server said: its pod name and the peer address it saw.
 type answer struct{ pod, peer string }

@@ -5,13 +5,11 @@ package sock
 // started straight into the lab's cgroup inside a pod's namespace.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"net/netip"
 	"os"
 	"strings"
@@ -24,7 +22,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 )
@@ -102,53 +99,8 @@ func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 	return s
 }
 
-// serve runs TCP and UDP echo servers in a namespace, answering "<pod> <peer>".
-func serve(t *testing.T, ns, pod string) {
-	t.Helper()
-	var (
-		ln net.Listener
-		pc net.PacketConn
-	)
-	err := nsutil.Do(ns, func() error {
-		var err error
-		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close(); pc.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				if _, err := r.ReadString('\n'); err != nil {
-					return
-				}
-				fmt.Fprintf(c, "%s %s\n", pod, c.RemoteAddr())
-				_, _ = io.Copy(io.Discard, r)
-			}()
-		}
-	}()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo([]byte(fmt.Sprintf("%s %s\n", pod, from)), from)
-		}
-	}()
-}
+// serve runs the shared TCP/UDP servers answering "<pod> <peer>" in namespace ns.
+func serve(t *testing.T, ns, pod string) { testnet.Serve(t, ns, port, pod) }
 
 // client runs this test binary as a client (client_test.go) in a pod's
 // namespace; inCgroup starts it inside the lab's cgroup.
