@@ -11,10 +11,12 @@
  *     its veth) and calls bpf_redirect_peer(ifindex): the packet goes
  *     straight to the ingress of the destination pod's eth0, with no
  *     routing, netfilter or backlog queue in the node.
- *   - macvlan-ebpf: ifindex is 0, the pod is a sibling on the same macvlan
- *     parent. pod_set_dmac() puts its MAC on a packet whose destination the
- *     Service translation changed, so the macvlan delivers it to the
- *     backend pod directly (instead of to the node's gateway shim).
+ *   - macvlan-ebpf, and the ebpf provider on bridge modes: ifindex is 0,
+ *     the pod is a sibling on the same L2 segment (macvlan parent, bridge).
+ *     pod_set_dmac() puts its MAC on a packet whose destination the Service
+ *     translation changed, so the macvlan or bridge delivers it to the
+ *     backend pod directly (instead of to the node's gateway), as it does
+ *     a packet sent to the pod's own IP.
  *
  * Everything else (the node, the outside world, unknown addresses, TTL
  * about to expire, non-IPv4) goes to the node's stack as before.
@@ -107,15 +109,18 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* pod_set_dmac: after a translation changed the destination (before: the
- * address lb_parse saw), address the frame to the new destination's MAC
- * when it is a pod on the same L2 segment (macvlan-ebpf). */
-static __always_inline void pod_set_dmac(struct __sk_buff *skb, __be32 before)
+/* pod_set_dmac: after a translation changed the destination (p: the
+ * packet as lb_parse saw it), address the frame to the new destination's
+ * MAC when it is a pod on the same L2 segment (macvlan-ebpf, or ports of one
+ * bridge): the segment delivers it without the node's routing. Not for a
+ * hairpin (the backend is the sender): a bridge never sends a frame back
+ * out of the port it came from, the node routes it back instead. */
+static __always_inline void pod_set_dmac(struct __sk_buff *skb, const struct lb_pkt *p)
 {
 	struct pod_route *r;
 	__be32 daddr;
 
-	if (bpf_skb_load_bytes(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0 || daddr == before)
+	if (bpf_skb_load_bytes(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0 || daddr == p->daddr || daddr == p->saddr)
 		return;
 	r = bpf_map_lookup_elem(&pod_routes, &daddr);
 	if (!r || r->ifindex)

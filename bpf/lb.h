@@ -26,10 +26,11 @@
  * recognises the hairpin address and rewrites it back to vip:vport ->
  * pod:cport. The node then routes it back into the pod.
  *
- * All reads use bpf_skb_load_bytes (works on non-linear skbs, no pointer
- * bounds for the verifier to doubt); writes use bpf_skb_store_bytes and the
- * checksum helpers, which also handle CHECKSUM_PARTIAL skbs from local
- * sockets and GSO packets.
+ * Headers are read straight from the packet when they are in its linear
+ * part, with bpf_skb_load_bytes otherwise (lb_load); writes use
+ * bpf_skb_store_bytes and the checksum helpers, which also handle
+ * CHECKSUM_PARTIAL skbs from local sockets and GSO packets, and unclone only
+ * the bytes they write.
  */
 #ifndef VNETLAB_LB_H
 #define VNETLAB_LB_H
@@ -168,6 +169,46 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_stats SEC(".maps");
 
+/* Prefilters: most packets a pod sends or receives concern no Service, and
+ * each hash lookup that proves it costs a cache miss (the key changes with
+ * every connection's port). Two arrays (lookups inlined by the verifier,
+ * one cache line each) say when a lookup can be skipped:
+ *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there;
+ *   lb_bports[port]: backends listening on that port, the source port of
+ *     every reply to reverse-NAT.
+ * The Go side counts up and down as it adds and deletes Services. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_vip16 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_bports SEC(".maps");
+
+static __always_inline int lb_maybe_vip(__be32 addr)
+{
+	__u32 k = bpf_ntohl(addr) >> 16;
+	__u32 *n = bpf_map_lookup_elem(&lb_vip16, &k);
+
+	return n && *n;
+}
+
+static __always_inline int lb_maybe_backend_port(__be16 port)
+{
+	__u32 k = bpf_ntohs(port);
+	__u32 *n = bpf_map_lookup_elem(&lb_bports, &k);
+
+	return n && *n;
+}
+
 /* Slot 0: the next service id (written by vnetlab's Go side only; ids are
  * never reused so conntrack entries of a deleted service cannot match). */
 struct {
@@ -214,14 +255,32 @@ struct lb_pkt {
 	__be32 saddr, daddr;
 	__be16 sport, dport;
 	__be16 id;
+	__u16 ip_check; /* the header checksum, as in the packet */
 	__u8 proto;
 	__u8 has_l4;   /* the L4 header is in this packet (not a later fragment) */
 	__u8 first_frag;
-	__u8 tcp_syn;
+	__u8 tcp_syn;  /* SYN set (a SYN or a SYN-ACK) */
+	__u8 tcp_ack;  /* ACK set */
+	__u8 tcp_rst;  /* RST set: the flow ends here */
 	__u32 l4off;   /* from the start of the frame */
 };
 
 enum { LB_PASS = 0, LB_GO = 1 };
+
+/* lb_load copies len bytes at off: straight from the linear data when they
+ * are there (most packets: one helper call less per header, and lb_parse
+ * runs on every packet of every endpoint), else with bpf_skb_load_bytes
+ * (non-linear skbs). Reads only: a direct write would make the verifier
+ * unclone every packet. */
+#define lb_load(skb, off, dst, len) ({                                          \
+	void *__d = (void *)(long)(skb)->data, *__e = (void *)(long)(skb)->data_end; \
+	int __r = 0;                                                            \
+	if (__d + (off) + (len) <= __e)                                         \
+		__builtin_memcpy(dst, __d + (off), len);                        \
+	else                                                                    \
+		__r = bpf_skb_load_bytes(skb, off, dst, len);                   \
+	__r;                                                                    \
+})
 
 /* lb_parse fills p for IPv4 TCP, UDP and ICMP. Anything else, and anything
  * truncated or malformed, is LB_PASS: left untouched. A later fragment is
@@ -233,7 +292,7 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 
 	if (skb->protocol != bpf_htons(ETH_P_IP))
 		return LB_PASS;
-	if (bpf_skb_load_bytes(skb, IP_OFF, &ip, sizeof(ip)) < 0)
+	if (lb_load(skb, IP_OFF, &ip, sizeof(ip)) < 0)
 		return LB_PASS;
 	if (ip.version != 4 || ip.ihl < 5)
 		return LB_PASS;
@@ -243,9 +302,12 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	p->daddr = ip.daddr;
 	p->proto = ip.protocol;
 	p->id = ip.id;
+	p->ip_check = ip.check;
 	p->l4off = IP_OFF + ip.ihl * 4;
 	p->sport = p->dport = 0;
 	p->tcp_syn = 0;
+	p->tcp_ack = 0;
+	p->tcp_rst = 0;
 	p->has_l4 = 1;
 	frag = bpf_ntohs(ip.frag_off);
 	p->first_frag = (frag & IP_MF) && !(frag & IP_OFFSET);
@@ -269,14 +331,16 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	if (ip.protocol == IPPROTO_TCP) {
 		__u8 hdr[20];
 		/* The whole fixed header must be there: the checksum is at 16. */
-		if (bpf_skb_load_bytes(skb, p->l4off, hdr, sizeof(hdr)) < 0)
+		if (lb_load(skb, p->l4off, hdr, sizeof(hdr)) < 0)
 			return LB_PASS;
 		p->sport = *(__be16 *)&hdr[0];
 		p->dport = *(__be16 *)&hdr[2];
-		p->tcp_syn = (hdr[13] & 0x02) != 0; /* SYN (and SYN-ACK) */
+		p->tcp_syn = (hdr[13] & 0x02) != 0;
+		p->tcp_ack = (hdr[13] & 0x10) != 0;
+		p->tcp_rst = (hdr[13] & 0x04) != 0;
 	} else {
 		__be16 h[4];
-		if (bpf_skb_load_bytes(skb, p->l4off, h, sizeof(h)) < 0)
+		if (lb_load(skb, p->l4off, h, sizeof(h)) < 0)
 			return LB_PASS;
 		p->sport = h[0];
 		p->dport = h[1];
@@ -332,6 +396,68 @@ static __always_inline int lb_set_port(struct __sk_buff *skb, const struct lb_pk
 	return bpf_skb_store_bytes(skb, p->l4off + port_off, &to, sizeof(to), 0);
 }
 
+/* One's complement arithmetic (RFC 1071/1624) on 32-bit partial sums, as
+ * the kernel's csum_add and csum_fold. */
+static __always_inline __u32 lb_csum_add(__u32 a, __u32 b)
+{
+	a += b;
+	return a + (a < b);
+}
+
+static __always_inline __u16 lb_csum_fold(__u32 s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (__u16)s;
+}
+
+/* What a translation makes of a packet's addresses and ports. */
+struct lb_tuple {
+	__be32 saddr, daddr;
+	__be16 sport, dport;
+};
+
+/* lb_rewrite gives packet p the addresses and ports of to.
+ *
+ * The common case (TCP/UDP, IPv4 header without options, not a later
+ * fragment) is done with three helper calls instead of up to eight: the
+ * header checksum, the addresses and the ports are then 14 contiguous bytes
+ * (IP offsets 10..23), written by one store with the header checksum
+ * computed here (RFC 1624); the TCP/UDP checksum takes two calls, because
+ * only the addresses are in its pseudo-header (for a CHECKSUM_PARTIAL
+ * packet from a local socket the kernel must apply the address change and
+ * not the port change, and only the helper knows which packet is which).
+ * Every other packet takes the field-by-field path. */
+static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_tuple *to)
+{
+	struct {
+		__u16 check;
+		__be32 saddr, daddr;
+		__be16 sport, dport;
+	} __attribute__((packed)) w;
+	__u32 addrs, ports;
+
+	if (!p->has_l4 || p->l4off != IP_OFF + 20 || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)) {
+		if (lb_set_addr(skb, p, IP_SADDR_OFF, p->saddr, to->saddr) < 0 ||
+		    lb_set_addr(skb, p, IP_DADDR_OFF, p->daddr, to->daddr) < 0 ||
+		    lb_set_port(skb, p, 0, p->sport, to->sport) < 0 ||
+		    lb_set_port(skb, p, 2, p->dport, to->dport) < 0)
+			return -1;
+		return 0;
+	}
+	addrs = lb_csum_add(lb_csum_add(~p->saddr, to->saddr), lb_csum_add(~p->daddr, to->daddr));
+	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
+	if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, addrs, BPF_F_PSEUDO_HDR | lb_l4_flags(p)) < 0 ||
+	    bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, ports, lb_l4_flags(p)) < 0)
+		return -1;
+	w.check = ~lb_csum_fold(lb_csum_add((__u16)~p->ip_check, addrs));
+	w.saddr = to->saddr;
+	w.daddr = to->daddr;
+	w.sport = to->sport;
+	w.dport = to->dport;
+	return bpf_skb_store_bytes(skb, IP_CSUM_OFF, &w, sizeof(w), 0);
+}
+
 static __always_inline __u32 lb_hash(const struct lb_pkt *p)
 {
 	/* murmur3's finaliser over the 5-tuple: the same flow always lands on
@@ -349,10 +475,11 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
  * backend:bport -> vip:vport, and for a hairpin LB_HAIRPIN_IP -> the pod. */
 static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
 {
-	if (lb_set_addr(skb, p, IP_SADDR_OFF, p->saddr, ct->addr) < 0 ||
-	    lb_set_port(skb, p, 0, p->sport, ct->port) < 0)
-		goto fail;
-	if ((ct->flags & LB_CT_HAIRPIN) && lb_set_addr(skb, p, IP_DADDR_OFF, p->daddr, ct->client) < 0)
+	struct lb_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
+
+	if (ct->flags & LB_CT_HAIRPIN)
+		to.daddr = ct->client;
+	if (lb_rewrite(skb, p, &to) < 0)
 		goto fail;
 	lb_count(LB_STAT_RNAT);
 	if (!p->has_l4)
@@ -361,6 +488,39 @@ static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p
 fail:
 	lb_count(LB_STAT_ERROR);
 	return TC_ACT_SHOT;
+}
+
+/* A TCP RST ends its flow: both conntrack entries go at once, so the next
+ * flows reuse them while they are still in cache instead of the LRU
+ * evicting cold ones (a connection-rate test opens ~10k flows a second). A
+ * FIN is left to the LRU: ACKs follow it. Keys are built before the first
+ * delete (which may free what ct points to). */
+static __always_inline void lb_ct_close(const struct lb_ct_key *fk, const struct lb_ct_key *rk)
+{
+	bpf_map_delete_elem(&lb_conntrack, rk);
+	bpf_map_delete_elem(&lb_conntrack, fk);
+}
+
+/* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
+static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
+{
+	struct lb_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
+				.proto = p->proto, .dir = LB_CT_FWD };
+	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
+				.proto = p->proto, .dir = LB_CT_REV };
+
+	lb_ct_close(&fk, &rk);
+}
+
+/* lb_rnat_pkt: reverse NAT of a reply whose entry is ct, then, for a RST,
+ * the end of the flow. */
+static __always_inline int lb_rnat_pkt(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
+{
+	int ret = lb_rnat(skb, p, ct);
+
+	if (ret == TC_ACT_OK && p->tcp_rst)
+		lb_ct_close_reply(p, ct);
+	return ret;
 }
 
 /* ICMP errors quote the packet that caused them (IP header + 8 bytes). An
@@ -522,6 +682,47 @@ fail:
 	return TC_ACT_SHOT;
 }
 
+/* lb_rev_key: the reply tuple of flow p translated to be, as replies
+ * arrive (to LB_HAIRPIN_IP for a hairpin). */
+static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt *p, const struct lb_backend *be, __u8 hairpin)
+{
+	rk->saddr = be->ip;
+	rk->daddr = hairpin ? LB_HAIRPIN_IP : p->saddr;
+	rk->sport = be->port;
+	rk->dport = p->sport;
+	rk->proto = p->proto;
+	rk->dir = LB_CT_REV;
+}
+
+/* lb_forget_stale: a pod opens a flow straight to a backend with the very
+ * tuple a translated flow had after translation (it reused the source port
+ * of an earlier connection to the Service). That earlier flow is over, but
+ * its reverse entry would still turn this flow's replies into the
+ * clusterIP's, and the pod would drop them: forget it. Only first packets
+ * are checked (a TCP SYN; any UDP datagram, UDP has no first), and only
+ * towards ports where some backend listens. */
+static __always_inline void lb_forget_stale(const struct lb_pkt *p)
+{
+	struct lb_ct_key rk = {};
+
+	if (p->proto == IPPROTO_TCP) {
+		if (!p->tcp_syn || p->tcp_ack)
+			return;
+	} else if (p->proto != IPPROTO_UDP) {
+		return;
+	}
+	if (!lb_maybe_backend_port(p->dport))
+		return;
+	rk.saddr = p->daddr;
+	rk.daddr = p->saddr;
+	rk.sport = p->dport;
+	rk.dport = p->sport;
+	rk.proto = p->proto;
+	rk.dir = LB_CT_REV;
+	if (bpf_map_lookup_elem(&lb_conntrack, &rk))
+		bpf_map_delete_elem(&lb_conntrack, &rk);
+}
+
 /* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
  * program that also routes, like host.h's, parses once). p describes the
  * packet as it was: the caller compares p->daddr with the header afterwards
@@ -533,7 +734,9 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 	struct lb_ct_key fk = {};
 	struct lb_svc *svc;
 	struct lb_ct *ct;
+	struct lb_ct_key rk = {};
 	struct lb_backend be;
+	struct lb_tuple to;
 	__u8 hairpin;
 
 	if (p.proto == IPPROTO_ICMP) {
@@ -552,15 +755,21 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		if (!ct)
 			return TC_ACT_OK;
 		lb_frag_remember(&p);
-		return lb_rnat(skb, &p, ct);
+		return lb_rnat_pkt(skb, &p, ct);
 	}
 
+	if (!lb_maybe_vip(p.daddr)) {
+		lb_forget_stale(&p);
+		return TC_ACT_OK;
+	}
 	sk.vip = p.daddr;
 	sk.port = p.dport;
 	sk.proto = p.proto;
 	svc = bpf_map_lookup_elem(&lb_services, &sk);
-	if (!svc)
+	if (!svc) {
+		lb_forget_stale(&p);
 		return TC_ACT_OK;
+	}
 	if (svc->count == 0) {
 		/* Like kube-proxy's REJECT for a Service without endpoints. */
 		lb_count(LB_STAT_NO_BACKEND);
@@ -573,8 +782,11 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 	fk.dport = p.dport;
 	fk.proto = p.proto;
 	fk.dir = LB_CT_FWD;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &fk);
-	if (ct && ct->svc_id == svc->id && !p.tcp_syn) {
+	/* A SYN starts a flow: the hash picks its backend, the one a known flow
+	 * (a retransmitted SYN) already has unless the Service changed since,
+	 * so its entry need not be looked up (a cold miss per connection). */
+	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb_conntrack, &fk);
+	if (ct && ct->svc_id == svc->id) {
 		be.ip = ct->addr;
 		be.port = ct->port;
 		hairpin = ct->flags & LB_CT_HAIRPIN;
@@ -582,39 +794,26 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		struct lb_backend_key bk = { .svc_id = svc->id };
 		struct lb_backend *b;
 		struct lb_ct fwd = {}, rev = {};
-		struct lb_ct_key rk = {};
 
-		if (ct && ct->svc_id == svc->id) {
-			/* A SYN of a flow we know (a retransmission, or the tuple
-			 * reused): keep its backend, refresh both entries. */
-			be.ip = ct->addr;
-			be.port = ct->port;
-		} else {
-			bk.slot = lb_hash(&p) % svc->count;
-			b = bpf_map_lookup_elem(&lb_backends, &bk);
-			if (!b) {
-				lb_count(LB_STAT_NO_BACKEND);
-				return TC_ACT_SHOT;
-			}
-			be.ip = b->ip;
-			be.port = b->port;
-			lb_count(LB_STAT_CT_NEW);
+		bk.slot = lb_hash(&p) % svc->count;
+		b = bpf_map_lookup_elem(&lb_backends, &bk);
+		if (!b) {
+			lb_count(LB_STAT_NO_BACKEND);
+			return TC_ACT_SHOT;
 		}
+		be.ip = b->ip;
+		be.port = b->port;
+		lb_count(LB_STAT_CT_NEW);
 		hairpin = be.ip == p.saddr;
-		if (hairpin && (!ct || ct->svc_id != svc->id))
+		if (hairpin)
 			lb_count(LB_STAT_HAIRPIN);
 
+		lb_rev_key(&rk, &p, &be, hairpin);
 		fwd.addr = be.ip;
 		fwd.port = be.port;
 		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
 		fwd.client = p.saddr;
 		fwd.svc_id = svc->id;
-		rk.saddr = be.ip;
-		rk.daddr = hairpin ? LB_HAIRPIN_IP : p.saddr;
-		rk.sport = be.port;
-		rk.dport = p.sport;
-		rk.proto = p.proto;
-		rk.dir = LB_CT_REV;
 		rev.addr = p.daddr;
 		rev.port = p.dport;
 		rev.flags = fwd.flags;
@@ -626,14 +825,19 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 	}
 
 	lb_frag_remember(&p);
-	if (lb_set_addr(skb, &p, IP_DADDR_OFF, p.daddr, be.ip) < 0 ||
-	    lb_set_port(skb, &p, 2, p.dport, be.port) < 0)
-		goto fail;
-	if (hairpin && lb_set_addr(skb, &p, IP_SADDR_OFF, p.saddr, LB_HAIRPIN_IP) < 0)
+	to.saddr = hairpin ? LB_HAIRPIN_IP : p.saddr;
+	to.daddr = be.ip;
+	to.sport = p.sport;
+	to.dport = be.port;
+	if (lb_rewrite(skb, &p, &to) < 0)
 		goto fail;
 	lb_count(LB_STAT_DNAT);
 	if (!p.has_l4)
 		lb_count(LB_STAT_FRAG);
+	if (p.tcp_rst) {
+		lb_rev_key(&rk, &p, &be, hairpin);
+		lb_ct_close(&fk, &rk);
+	}
 	return TC_ACT_OK;
 fail:
 	lb_count(LB_STAT_ERROR);
@@ -659,6 +863,8 @@ static __always_inline int lb_to_pod_pkt(struct __sk_buff *skb, const struct lb_
 
 	if (p->proto == IPPROTO_ICMP)
 		return lb_icmp_rnat(skb, p);
+	if (!lb_maybe_backend_port(p->sport))
+		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
 	rk.saddr = p->saddr;
 	rk.daddr = p->daddr;
 	rk.sport = p->sport;
@@ -669,7 +875,7 @@ static __always_inline int lb_to_pod_pkt(struct __sk_buff *skb, const struct lb_
 	if (!ct)
 		return TC_ACT_OK;
 	lb_frag_remember(p);
-	return lb_rnat(skb, p, ct);
+	return lb_rnat_pkt(skb, p, ct);
 }
 
 /* lb_to_pod: packets arriving at a pod. */

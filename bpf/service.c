@@ -14,7 +14,8 @@ static __always_inline int lb_verdict(int ret)
 
 /* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress.
  * A translated packet whose backend is a sibling on the same L2 segment
- * (macvlan-ebpf) is addressed to the backend's MAC: it never crosses the node. */
+ * (macvlan-ebpf, bridge ports) is addressed to the backend's MAC: it never
+ * crosses the node's routing. */
 SEC("tc")
 int from_pod(struct __sk_buff *skb)
 {
@@ -25,7 +26,7 @@ int from_pod(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	ret = lb_from_pod_pkt(skb, &p);
 	if (ret == TC_ACT_OK)
-		pod_set_dmac(skb, p.daddr);
+		pod_set_dmac(skb, &p);
 	return lb_verdict(ret);
 }
 

@@ -179,7 +179,8 @@ func syncEndpoints(st *lab.State, pl *ebpf.Plane, eps []Endpoint) error {
 }
 
 // attach puts a pod's programs in place: plain translation, or the eBPF
-// modes' way (host routing for veth-ebpf, the pod's MAC for macvlan-ebpf).
+// modes' way (host routing for veth-ebpf, the pod's MAC for macvlan-ebpf),
+// or on a bridge port with the pod's MAC (bridge, docker-nat).
 func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error {
 	var err error
 	switch {
@@ -187,10 +188,29 @@ func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error 
 		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
 	case st.Mode == "macvlan-ebpf" && e.Placement == PlacementPod:
 		_, err = pl.AttachPodL2(e.NS, e.Ifname)
+	case e.Placement == PlacementNode && isBridgePort(ns, ifname):
+		_, err = pl.AttachBridgePort(ns, e.NS, e.Ifname)
 	default:
 		_, err = pl.AttachEndpoint(ns, ifname, ebpf.Placement(e.Placement))
 	}
 	return err
+}
+
+// isBridgePort says whether ifname in ns is enslaved to a Linux bridge
+// (modes bridge and docker-nat): translated packets are then switched to
+// their backend (ebpf.AttachBridgePort).
+func isBridgePort(ns, ifname string) bool {
+	h, err := nsutil.Handle(ns)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil || l.Attrs().MasterIndex == 0 {
+		return false
+	}
+	m, err := h.LinkByIndex(l.Attrs().MasterIndex)
+	return err == nil && m.Type() == "bridge"
 }
 
 // attachPoint is the interface carrying a pod's programs: its own, or the

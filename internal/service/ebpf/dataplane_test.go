@@ -140,6 +140,14 @@ func TestServiceDNATAndReverse(t *testing.T) {
 			rep := ipv4{src: podA, dst: podB, proto: c.proto, sport: 5201, dport: sport, tcpFlags: c.flags | tcpACK, payload: c.data, udpNoCsum: c.nocs}
 			ret, out = run(t, p.objs.ToPod, rep.bytes())
 			mustOK(t, ret)
+			if c.flags&tcpRST != 0 {
+				// A RST ends the flow: its entries are gone, nothing is
+				// translated back any more.
+				if !bytes.Equal(out, rep.bytes()) {
+					t.Fatal("a packet after the client's RST was reverse-NATed: the flow's entries outlived it")
+				}
+				return
+			}
 			expect(t, out, vip, 5201, podB, sport)
 			mustValid(t, out)
 		})
@@ -148,8 +156,111 @@ func TestServiceDNATAndReverse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.DNAT != uint64(len(cases)) || st.RNAT != uint64(len(cases)) || st.Errors != 0 {
-		t.Fatalf("stats %+v: want %d DNAT, %d RNAT, 0 errors", st, len(cases), len(cases))
+	if st.DNAT != uint64(len(cases)) || st.RNAT != uint64(len(cases)-1) || st.Errors != 0 {
+		t.Fatalf("stats %+v: want %d DNAT, %d RNAT (none after the RST), 0 errors", st, len(cases), len(cases)-1)
+	}
+}
+
+// The backend's RST is translated back, and ends the flow: neither
+// direction is translated from its entries afterwards (a later SYN is a new
+// flow, with new entries).
+func TestBackendRSTEndsFlow(t *testing.T) {
+	p := testPlane(t)
+	oneBackend(t, p)
+	syn := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 41000, dport: 5201, tcpFlags: tcpSYN}
+	_, out := run(t, p.objs.FromPod, syn.bytes())
+	expect(t, out, podB, 41000, podA, 5201)
+	rst := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpRST | tcpACK}
+	ret, out := run(t, p.objs.ToPod, rst.bytes())
+	mustOK(t, ret)
+	expect(t, out, vip, 5201, podB, 41000)
+	mustValid(t, out)
+	late := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpACK}
+	if _, out = run(t, p.objs.ToPod, late.bytes()); !bytes.Equal(out, late.bytes()) {
+		t.Fatal("a reply after the backend's RST was reverse-NATed: the flow's entries outlived it")
+	}
+	var n int
+	var k serviceLbCtKey
+	var v serviceLbCt
+	for it := p.objs.LbConntrack.Iterate(); it.Next(&k, &v); {
+		n++
+	}
+	if n != 0 {
+		t.Fatalf("%d conntrack entries left after the RST, want 0", n)
+	}
+	// The same tuple again: a new flow.
+	_, out = run(t, p.objs.FromPod, syn.bytes())
+	expect(t, out, podB, 41000, podA, 5201)
+	_, out = run(t, p.objs.ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpSYN | tcpACK}.bytes())
+	expect(t, out, vip, 5201, podB, 41000)
+}
+
+// A pod that reuses, for a direct connection to a backend, the source port
+// of an earlier connection to the Service gets its replies untouched: its
+// SYN (or UDP datagram) towards the backend retires the old flow's reverse
+// entry, which would otherwise rewrite them to the clusterIP.
+func TestDirectFlowRetiresStaleReverseEntry(t *testing.T) {
+	p := testPlane(t)
+	oneBackend(t, p)
+	for _, proto := range []uint8{protoTCP, protoUDP} {
+		flags := uint8(0)
+		if proto == protoTCP {
+			flags = tcpSYN
+		}
+		// The old flow, through the clusterIP, left its entries (no RST).
+		_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: vip, proto: proto, sport: 42000, dport: 5201, tcpFlags: flags}.bytes())
+		expect(t, out, podB, 42000, podA, 5201)
+		// Now straight to the backend, same ports.
+		direct := ipv4{src: podB, dst: podA, proto: proto, sport: 42000, dport: 5201, tcpFlags: flags}
+		if _, out = run(t, p.objs.FromPod, direct.bytes()); !bytes.Equal(out, direct.bytes()) {
+			t.Fatalf("proto %d: a direct packet was changed", proto)
+		}
+		reply := ipv4{src: podA, dst: podB, proto: proto, sport: 5201, dport: 42000, tcpFlags: flags | tcpACK}
+		if _, out = run(t, p.objs.ToPod, reply.bytes()); !bytes.Equal(out, reply.bytes()) {
+			d, _ := decode(out)
+			t.Fatalf("proto %d: the direct flow's reply was rewritten to %s:%d", proto, d.src, d.sport)
+		}
+	}
+}
+
+// The prefilters count: two Services sharing a /16 and a backend port, one
+// deleted, the other still translated both ways; both deleted, the counts
+// are back to zero and nothing is translated.
+func TestPrefiltersCount(t *testing.T) {
+	p := testPlane(t)
+	other := ipOf("10.96.7.7")
+	for _, v := range []netip.Addr{vip, other} {
+		if err := p.AddService(Service{VIP: v, Port: 80, Proto: TCP, Backends: []Backend{{IP: podA, Port: 8080}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(m *ebpf.Map, k uint32) uint32 {
+		t.Helper()
+		var n uint32
+		if err := m.Lookup(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n, m := count(p.objs.LbVip16, 10<<8|96), count(p.objs.LbBports, 8080); n != 2 || m != 2 {
+		t.Fatalf("counts after two services: clusterIPs in 10.96/16 %d, backends on 8080 %d, want 2 and 2", n, m)
+	}
+	if err := p.DelService(vip, 80, TCP); err != nil {
+		t.Fatal(err)
+	}
+	_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: other, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
+	expect(t, out, podB, 43000, podA, 8080)
+	_, out = run(t, p.objs.ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 8080, dport: 43000, tcpFlags: tcpSYN | tcpACK}.bytes())
+	expect(t, out, other, 80, podB, 43000)
+	if err := p.DelService(other, 80, TCP); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(p.objs.LbVip16, 10<<8|96), count(p.objs.LbBports, 8080); n != 0 || m != 0 {
+		t.Fatalf("counts after deleting both: %d and %d, want 0", n, m)
+	}
+	in := ipv4{src: podB, dst: other, proto: protoTCP, sport: 43001, dport: 80, tcpFlags: tcpSYN}.bytes()
+	if _, out = run(t, p.objs.FromPod, in); !bytes.Equal(in, out) {
+		t.Fatal("a deleted service is still translated")
 	}
 }
 

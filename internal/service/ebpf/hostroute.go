@@ -2,8 +2,8 @@ package ebpf
 
 // Host routing (bpf/host.h): the lab's pod_routes map says how each pod is
 // reached without the node's stack. Modes veth-ebpf and macvlan-ebpf fill
-// it when they build a lab; `vnetlab ep add` calls the same functions for a
-// pod added later.
+// it when they build a lab, the ebpf provider on bridge modes when it
+// attaches; `vnetlab ep add` calls the same functions for a pod added later.
 
 import (
 	"bytes"
@@ -25,7 +25,9 @@ type PodRoute struct {
 	MAC net.HardwareAddr `json:"mac"` // the pod's interface
 	// HostIfindex is the node end of the pod's veth in the node's namespace
 	// (the bpf_redirect_peer target) and HostMAC its address; 0 for a pod
-	// on the same L2 segment as its peers (macvlan), reached by MAC alone.
+	// on the same L2 segment as its peers (macvlan, bridge), reached by MAC
+	// alone. On a bridge, HostMAC is still the pod's port (so that
+	// detaching the port finds the route).
 	HostIfindex int              `json:"host_ifindex,omitempty"`
 	HostMAC     net.HardwareAddr `json:"host_mac,omitempty"`
 }
@@ -133,19 +135,7 @@ func readPodLink(podNS, podIf string) (podLink, error) {
 // in nodeNS. That node end gets host_from_pod (ingress) and to_pod
 // (egress), and each IPv4 address of the pod a route to it.
 func (p *Plane) AttachHostRouting(nodeNS, podNS, podIf string) (Endpoint, error) {
-	pod, err := readPodLink(podNS, podIf)
-	if err != nil {
-		return Endpoint{}, err
-	}
-	var host netlink.Link
-	err = nsutil.DoPath(nsPath(nodeNS), func() error {
-		var err error
-		host, err = netlink.LinkByIndex(pod.peerIndex)
-		if err != nil || host.Type() != "veth" || host.Attrs().ParentIndex != pod.index {
-			return fmt.Errorf("%s in %s is not a veth whose other end is in %s: host routing needs one (mode veth-ebpf)", podIf, podNS, nodeNS)
-		}
-		return nil
-	})
+	pod, host, err := nodeEnd(nodeNS, podNS, podIf, "host routing needs one (mode veth-ebpf)")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -156,6 +146,52 @@ func (p *Plane) AttachHostRouting(nodeNS, podNS, podIf string) (Endpoint, error)
 	for _, ip := range pod.addrs {
 		r := PodRoute{IP: ip, MAC: pod.mac, HostIfindex: host.Attrs().Index, HostMAC: host.Attrs().HardwareAddr}
 		if err := p.AddRoute(r); err != nil {
+			_ = p.detach(ep)
+			return Endpoint{}, err
+		}
+	}
+	return ep, nil
+}
+
+// nodeEnd reads a pod's interface and the node end of its veth (why says
+// what needs a veth, for the error).
+func nodeEnd(nodeNS, podNS, podIf, why string) (podLink, netlink.Link, error) {
+	pod, err := readPodLink(podNS, podIf)
+	if err != nil {
+		return pod, nil, err
+	}
+	var host netlink.Link
+	err = nsutil.DoPath(nsPath(nodeNS), func() error {
+		var err error
+		host, err = netlink.LinkByIndex(pod.peerIndex)
+		if err != nil || host.Type() != "veth" || host.Attrs().ParentIndex != pod.index {
+			return fmt.Errorf("%s in %s is not a veth whose other end is in %s: %s", podIf, podNS, nodeNS, why)
+		}
+		return nil
+	})
+	return pod, host, err
+}
+
+// AttachBridgePort puts the Service programs on the node end of a pod's
+// veth that is a bridge port (modes bridge, docker-nat) and the pod's
+// addresses and MAC in the route map, marked with the port's MAC: a packet
+// translated for a backend on the same bridge is addressed to the backend's
+// MAC and switched to it, as a packet sent to the pod's IP is, instead of
+// being routed by the node (and crossing br_netfilter twice).
+func (p *Plane) AttachBridgePort(nodeNS, podNS, podIf string) (Endpoint, error) {
+	pod, host, err := nodeEnd(nodeNS, podNS, podIf, "the bridge placement needs one")
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if host.Attrs().MasterIndex == 0 {
+		return Endpoint{}, fmt.Errorf("%s in %s is not a bridge port: use placement node", host.Attrs().Name, nodeNS)
+	}
+	ep, err := p.AttachEndpoint(nodeNS, host.Attrs().Name, NodeSide)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	for _, ip := range pod.addrs {
+		if err := p.AddRoute(PodRoute{IP: ip, MAC: pod.mac, HostMAC: host.Attrs().HardwareAddr}); err != nil {
 			_ = p.detach(ep)
 			return Endpoint{}, err
 		}
@@ -188,7 +224,7 @@ func (p *Plane) AttachPodL2(podNS, podIf string) (Endpoint, error) {
 // delRoutesOf removes the routes that lead to an endpoint being detached:
 // a stale route would redirect to an interface index that may be reused.
 func (p *Plane) delRoutesOf(ep Endpoint) error {
-	if ep.Placement != Routed && ep.Placement != InPod {
+	if ep.Placement != Routed && ep.Placement != InPod && ep.Placement != NodeSide {
 		return nil
 	}
 	var link netlink.Link
@@ -207,6 +243,7 @@ func (p *Plane) delRoutesOf(ep Endpoint) error {
 	for _, r := range routes {
 		mine := ep.Placement == Routed && r.HostIfindex == link.Attrs().Index
 		mine = mine || (ep.Placement == InPod && r.HostIfindex == 0 && bytes.Equal(r.MAC, link.Attrs().HardwareAddr))
+		mine = mine || (ep.Placement == NodeSide && r.HostIfindex == 0 && bytes.Equal(r.HostMAC, link.Attrs().HardwareAddr))
 		if mine {
 			if err := p.DelRoute(r.IP); err != nil && !errors.Is(err, ErrNotFound) {
 				return err

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -405,6 +406,28 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	flows, err := p.Flows(0)
 	if err != nil || len(flows) < 30 {
 		t.Fatalf("conntrack: %d flows, %v", len(flows), err)
+	}
+
+	// A lab made by a build without the prefilter arrays: the next Open
+	// creates them and counts the Services already loaded, so programs
+	// attached from now on (using the new arrays) translate at once.
+	p.Close()
+	for _, m := range []string{"lb_vip16", "lb_bports"} {
+		if err := os.Remove(filepath.Join(PinDir(tl.st.Name), m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = openPlane(t, tl)
+	if len(p.Created()) != 2 {
+		t.Fatalf("Open after removing the prefilters created %v, want the two arrays", p.Created())
+	}
+	ns, ifn := tl.endpoint("pod-b", InPod)
+	if err := p.DetachEndpoint(ns, ifn); err != nil {
+		t.Fatal(err)
+	}
+	attach(t, tl, p, "pod-b", InPod)
+	if ans, err := tcpOnce(b.NS, svcAddr); err != nil {
+		t.Fatalf("service after the prefilters were rebuilt: %+v, %v", ans, err)
 	}
 
 	// A stream runs while its service is deleted.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -83,6 +84,12 @@ func Open(lab string) (*Plane, error) {
 		return nil, fmt.Errorf("ebpf: load service programs: %w", err)
 	}
 	p.created = append(p.created, fresh...)
+	if slices.Contains(fresh, filepath.Join(dir, "lb_vip16")) && !slices.Contains(fresh, filepath.Join(dir, "lb_services")) {
+		if err := p.rebuildFilters(); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("ebpf: lab %s: prefilters: %w", lab, err)
+		}
+	}
 	return p, nil
 }
 

@@ -90,11 +90,13 @@ type servicePodRoute struct {
 const (
 	serviceMapHostStats    = "host_stats"
 	serviceMapLbBackends   = "lb_backends"
+	serviceMapLbBports     = "lb_bports"
 	serviceMapLbConntrack  = "lb_conntrack"
 	serviceMapLbFrags      = "lb_frags"
 	serviceMapLbMeta       = "lb_meta"
 	serviceMapLbServices   = "lb_services"
 	serviceMapLbStats      = "lb_stats"
+	serviceMapLbVip16      = "lb_vip16"
 	serviceMapPodRoutes    = "pod_routes"
 	serviceProgFromPod     = "from_pod"
 	serviceProgHostFromPod = "host_from_pod"
@@ -154,11 +156,13 @@ type serviceProgramSpecs struct {
 type serviceMapSpecs struct {
 	HostStats   *ebpf.MapSpec `ebpf:"host_stats"`
 	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
+	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.MapSpec `ebpf:"lb_frags"`
 	LbMeta      *ebpf.MapSpec `ebpf:"lb_meta"`
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
+	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
 	PodRoutes   *ebpf.MapSpec `ebpf:"pod_routes"`
 }
 
@@ -190,11 +194,13 @@ func (o *serviceObjects) Close() error {
 type serviceMaps struct {
 	HostStats   *ebpf.Map `ebpf:"host_stats"`
 	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
+	LbBports    *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.Map `ebpf:"lb_frags"`
 	LbMeta      *ebpf.Map `ebpf:"lb_meta"`
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
+	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
 	PodRoutes   *ebpf.Map `ebpf:"pod_routes"`
 }
 
@@ -202,11 +208,13 @@ func (m *serviceMaps) Close() error {
 	return _ServiceClose(
 		m.HostStats,
 		m.LbBackends,
+		m.LbBports,
 		m.LbConntrack,
 		m.LbFrags,
 		m.LbMeta,
 		m.LbServices,
 		m.LbStats,
+		m.LbVip16,
 		m.PodRoutes,
 	)
 }

@@ -148,12 +148,18 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 	if err != nil {
 		return err
 	}
+	// Prefilters first: a Service must never be in the map while the
+	// programs' prefilter still says its clusterIP has none.
+	if err := p.countFilters(ss, +1); err != nil {
+		return err
+	}
 	added := 0
 	defer func() {
 		if err != nil { // all or nothing
 			for _, s := range ss[:added] {
 				_ = p.DelService(s.VIP, s.Port, s.Proto)
 			}
+			_ = p.countFilters(ss[added:], -1)
 		}
 	}()
 	for i := range ss {
@@ -225,11 +231,64 @@ func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 		}
 		return err
 	}
+	gone := Service{VIP: vip, Port: port, Proto: proto}
+	for slot := uint32(0); slot < uint32(v.Count); slot++ {
+		var b serviceLbBackend
+		if err := p.objs.LbBackends.Lookup(&serviceLbBackendKey{SvcId: v.Id, Slot: slot}, &b); err == nil {
+			gone.Backends = append(gone.Backends, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
+		}
+	}
 	if err := p.objs.LbServices.Delete(&k); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
 	p.delBackends(v.Id, int(v.Count))
+	return p.countFilters([]Service{gone}, -1)
+}
+
+// countFilters adds delta (+1 or -1) per Service to the programs'
+// prefilters (bpf/lb.h): lb_vip16 counts clusterIPs per /16, lb_bports
+// backends per port. Counts, not bits, so that deleting one Service never
+// hides another in the same /16 or on the same port.
+func (p *Plane) countFilters(ss []Service, delta int64) error {
+	vips, ports := map[uint32]int64{}, map[uint32]int64{}
+	for _, s := range ss {
+		v4 := s.VIP.As4()
+		vips[uint32(v4[0])<<8|uint32(v4[1])] += delta
+		for _, b := range s.Backends {
+			ports[uint32(b.Port)] += delta
+		}
+	}
+	if err := addCounts(p.objs.LbVip16, vips); err != nil {
+		return fmt.Errorf("clusterIP prefilter: %w", err)
+	}
+	if err := addCounts(p.objs.LbBports, ports); err != nil {
+		return fmt.Errorf("backend port prefilter: %w", err)
+	}
 	return nil
+}
+
+func addCounts(m *ebpf.Map, deltas map[uint32]int64) error {
+	for k, d := range deltas {
+		var v uint32
+		if err := m.Lookup(&k, &v); err != nil {
+			return err
+		}
+		n := max(int64(v)+d, 0)
+		if err := m.Update(&k, uint32(n), ebpf.UpdateAny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildFilters recounts the prefilters from the Services (a lab made by
+// a vnetlab build that had none: its maps are kept, the arrays are new).
+func (p *Plane) rebuildFilters() error {
+	ss, err := p.ListServices()
+	if err != nil {
+		return err
+	}
+	return p.countFilters(ss, +1)
 }
 
 // ListServices returns every Service, sorted by clusterIP, port, protocol.

@@ -97,11 +97,13 @@ type sockSockRevVal struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	sockMapLbBackends        = "lb_backends"
+	sockMapLbBports          = "lb_bports"
 	sockMapLbConntrack       = "lb_conntrack"
 	sockMapLbFrags           = "lb_frags"
 	sockMapLbMeta            = "lb_meta"
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
+	sockMapLbVip16           = "lb_vip16"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
@@ -163,11 +165,13 @@ type sockProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockMapSpecs struct {
 	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
+	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.MapSpec `ebpf:"lb_frags"`
 	LbMeta      *ebpf.MapSpec `ebpf:"lb_meta"`
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
+	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
 	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
 	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
 }
@@ -199,11 +203,13 @@ func (o *sockObjects) Close() error {
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockMaps struct {
 	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
+	LbBports    *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags     *ebpf.Map `ebpf:"lb_frags"`
 	LbMeta      *ebpf.Map `ebpf:"lb_meta"`
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
+	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
 	SockRev     *ebpf.Map `ebpf:"sock_rev"`
 	SockStats   *ebpf.Map `ebpf:"sock_stats"`
 }
@@ -211,11 +217,13 @@ type sockMaps struct {
 func (m *sockMaps) Close() error {
 	return _SockClose(
 		m.LbBackends,
+		m.LbBports,
 		m.LbConntrack,
 		m.LbFrags,
 		m.LbMeta,
 		m.LbServices,
 		m.LbStats,
+		m.LbVip16,
 		m.SockRev,
 		m.SockStats,
 	)
