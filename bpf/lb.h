@@ -420,7 +420,7 @@ struct lb_tuple {
 /* lb_rewrite gives packet p the addresses and ports of to.
  *
  * The common case (TCP/UDP, IPv4 header without options, not a later
- * fragment) is done with three helper calls instead of up to eight: the
+ * fragment) is done with two or three helper calls instead of up to eight: the
  * header checksum, the addresses and the ports are then 14 contiguous bytes
  * (IP offsets 10..23), written by one store with the header checksum
  * computed here (RFC 1624); the TCP/UDP checksum takes two calls, because
@@ -447,7 +447,10 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 	}
 	addrs = lb_csum_add(lb_csum_add(~p->saddr, to->saddr), lb_csum_add(~p->daddr, to->daddr));
 	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, addrs, BPF_F_PSEUDO_HDR | lb_l4_flags(p)) < 0 ||
+	if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, addrs, BPF_F_PSEUDO_HDR | lb_l4_flags(p)) < 0)
+		return -1;
+	/* Most Services keep the port (port == targetPort): one call less. */
+	if ((p->sport != to->sport || p->dport != to->dport) &&
 	    bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, ports, lb_l4_flags(p)) < 0)
 		return -1;
 	w.check = ~lb_csum_fold(lb_csum_add((__u16)~p->ip_check, addrs));

@@ -250,8 +250,10 @@ func TestPrefiltersCount(t *testing.T) {
 	}
 	_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: other, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
 	expect(t, out, podB, 43000, podA, 8080)
+	mustValid(t, out)
 	_, out = run(t, p.objs.ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 8080, dport: 43000, tcpFlags: tcpSYN | tcpACK}.bytes())
 	expect(t, out, other, 80, podB, 43000)
+	mustValid(t, out)
 	if err := p.DelService(other, 80, TCP); err != nil {
 		t.Fatal(err)
 	}
