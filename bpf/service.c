@@ -12,12 +12,23 @@ static __always_inline int lb_verdict(int ret)
 	return ret == TC_ACT_OK ? TC_ACT_UNSPEC : ret;
 }
 
-/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress.
- * A translated packet whose backend is a sibling on the same L2 segment
- * (macvlan-ebpf, bridge ports) is addressed to the backend's MAC: it never
- * crosses the node's routing. */
+/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress. */
 SEC("tc")
 int from_pod(struct __sk_buff *skb)
+{
+	struct lb_pkt p;
+
+	if (lb_parse(skb, &p) != LB_GO)
+		return TC_ACT_UNSPEC;
+	return lb_verdict(lb_from_pod_pkt(skb, &p));
+}
+
+/* from_pod for pods on a shared L2 segment (macvlan-ebpf, bridge ports): a
+ * translated packet whose backend is a sibling on the segment is addressed
+ * to the backend's MAC, so it never crosses the node's routing. A program of
+ * its own so that the other endpoints skip the route lookup. */
+SEC("tc")
+int from_pod_l2(struct __sk_buff *skb)
 {
 	struct lb_pkt p;
 	int ret;

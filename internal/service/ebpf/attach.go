@@ -117,6 +117,12 @@ func hooks(pl Placement) (fromPod, toPod ebpf.AttachType) {
 // AttachEndpoint puts from_pod and to_pod on interface ifname of namespace
 // ns at placement pl. An interface is an endpoint at most once.
 func (p *Plane) AttachEndpoint(ns, ifname string, pl Placement) (Endpoint, error) {
+	return p.attachEndpoint(ns, ifname, pl, false)
+}
+
+// attachEndpoint attaches; l2 picks from_pod_l2 (translated packets
+// addressed to a sibling backend's MAC: AttachPodL2, AttachBridgePort).
+func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoint, error) {
 	if _, err := ParsePlacement(string(pl)); err != nil {
 		return Endpoint{}, err
 	}
@@ -155,8 +161,11 @@ func (p *Plane) AttachEndpoint(ns, ifname string, pl Placement) (Endpoint, error
 	}
 	from, to := hooks(pl)
 	fromProg := p.objs.FromPod
-	if pl == Routed {
+	switch {
+	case pl == Routed:
 		fromProg = p.objs.HostFromPod
+	case l2:
+		fromProg = p.objs.FromPodL2
 	}
 	progs := []struct {
 		name string

@@ -186,7 +186,7 @@ func (p *Plane) AttachBridgePort(nodeNS, podNS, podIf string) (Endpoint, error) 
 	if host.Attrs().MasterIndex == 0 {
 		return Endpoint{}, fmt.Errorf("%s in %s is not a bridge port: use placement node", host.Attrs().Name, nodeNS)
 	}
-	ep, err := p.AttachEndpoint(nodeNS, host.Attrs().Name, NodeSide)
+	ep, err := p.attachEndpoint(nodeNS, host.Attrs().Name, NodeSide, true)
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -208,7 +208,7 @@ func (p *Plane) AttachPodL2(podNS, podIf string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	ep, err := p.AttachEndpoint(podNS, podIf, InPod)
+	ep, err := p.attachEndpoint(podNS, podIf, InPod, true)
 	if err != nil {
 		return Endpoint{}, err
 	}

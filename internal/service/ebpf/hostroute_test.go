@@ -224,9 +224,10 @@ func TestHostRouteService(t *testing.T) {
 	}
 }
 
-// macvlan-ebpf: from_pod addresses a translated packet to its backend's MAC
-// when the backend is a same-segment pod (route without ifindex); anything
-// untranslated keeps its MAC.
+// macvlan-ebpf and bridge ports: from_pod_l2 addresses a translated packet
+// to its backend's MAC when the backend is a same-segment pod (route without
+// ifindex); anything untranslated, a hairpin, and every packet through the
+// plain from_pod keep their MACs.
 func TestFromPodL2Rewrite(t *testing.T) {
 	p := testPlane(t)
 	oneBackend(t, p)
@@ -234,7 +235,7 @@ func TestFromPodL2Rewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40000, dport: 5201, payload: []byte("x")}.bytes()
-	ret, out := run(t, p.objs.FromPod, in)
+	ret, out := run(t, p.objs.FromPodL2, in)
 	mustOK(t, ret)
 	if !bytes.Equal(out[0:6], macA) || !bytes.Equal(out[6:12], in[6:12]) || ttlOf(out) != ttlOf(in) {
 		t.Fatalf("MACs %s <- %s TTL %d: want %s <- the sender's, TTL untouched", net.HardwareAddr(out[0:6]), net.HardwareAddr(out[6:12]), ttlOf(out), macA)
@@ -242,7 +243,7 @@ func TestFromPodL2Rewrite(t *testing.T) {
 	expect(t, out, podB, 40000, podA, 5201)
 	mustValid(t, out)
 	in = ipv4{src: podB, dst: podA, proto: protoUDP, sport: 40000, dport: 5201}.bytes()
-	ret, out = run(t, p.objs.FromPod, in)
+	ret, out = run(t, p.objs.FromPodL2, in)
 	mustOK(t, ret)
 	if !bytes.Equal(in, out) {
 		t.Fatal("an untranslated packet changed")
@@ -252,9 +253,23 @@ func TestFromPodL2Rewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	in = ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40002, dport: 5201}.bytes()
-	_, out = run(t, p.objs.FromPod, in)
+	_, out = run(t, p.objs.FromPodL2, in)
 	if !bytes.Equal(out[0:12], in[0:12]) {
 		t.Fatal("from_pod rewrote MACs for a veth pod")
+	}
+	// The plain from_pod (veth-routed endpoints) never looks routes up.
+	if err := p.AddRoute(PodRoute{IP: podA, MAC: macA}); err != nil {
+		t.Fatal(err)
+	}
+	in = ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40003, dport: 5201}.bytes()
+	if _, out = run(t, p.objs.FromPod, in); !bytes.Equal(out[0:12], in[0:12]) {
+		t.Fatal("from_pod (not _l2) rewrote MACs")
+	}
+	// A hairpin (pod-a to its own service) goes through the node: a bridge
+	// never sends a frame back out of the port it came in on.
+	in = ipv4{src: podA, dst: vip, proto: protoUDP, sport: 40004, dport: 5201}.bytes()
+	if _, out = run(t, p.objs.FromPodL2, in); !bytes.Equal(out[0:12], in[0:12]) {
+		t.Fatal("from_pod_l2 addressed a hairpin to the pod's own MAC")
 	}
 	if hs, _ := p.HostStats(); hs.L2 != 1 || hs.Redirected != 0 {
 		t.Fatalf("host stats %+v", hs)

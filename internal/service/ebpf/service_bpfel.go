@@ -99,6 +99,7 @@ const (
 	serviceMapLbVip16      = "lb_vip16"
 	serviceMapPodRoutes    = "pod_routes"
 	serviceProgFromPod     = "from_pod"
+	serviceProgFromPodL2   = "from_pod_l2"
 	serviceProgHostFromPod = "host_from_pod"
 	serviceProgToPod       = "to_pod"
 )
@@ -146,6 +147,7 @@ type serviceSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceProgramSpecs struct {
 	FromPod     *ebpf.ProgramSpec `ebpf:"from_pod"`
+	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
 	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
 }
@@ -230,6 +232,7 @@ type serviceVariables struct {
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type servicePrograms struct {
 	FromPod     *ebpf.Program `ebpf:"from_pod"`
+	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
 	ToPod       *ebpf.Program `ebpf:"to_pod"`
 }
@@ -237,6 +240,7 @@ type servicePrograms struct {
 func (p *servicePrograms) Close() error {
 	return _ServiceClose(
 		p.FromPod,
+		p.FromPodL2,
 		p.HostFromPod,
 		p.ToPod,
 	)
