@@ -232,12 +232,9 @@ func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 		return err
 	}
 	gone := Service{VIP: vip, Port: port, Proto: proto}
-	for slot := uint32(0); slot < uint32(v.Count); slot++ {
-		var b serviceLbBackend
-		if err := p.objs.LbBackends.Lookup(&serviceLbBackendKey{SvcId: v.Id, Slot: slot}, &b); err == nil {
-			gone.Backends = append(gone.Backends, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
-		}
-	}
+	// Its backend ports leave the prefilter with it (a slot already gone
+	// just counts for nothing).
+	gone.Backends, _ = p.backendsOf(v)
 	if err := p.objs.LbServices.Delete(&k); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
@@ -291,6 +288,20 @@ func (p *Plane) rebuildFilters() error {
 	return p.countFilters(ss, +1)
 }
 
+// backendsOf reads a Service's backends, slot by slot; on a missing slot it
+// returns those read so far and the error.
+func (p *Plane) backendsOf(v serviceLbSvc) ([]Backend, error) {
+	var out []Backend
+	for slot := uint32(0); slot < uint32(v.Count); slot++ {
+		var b serviceLbBackend
+		if err := p.objs.LbBackends.Lookup(&serviceLbBackendKey{SvcId: v.Id, Slot: slot}, &b); err != nil {
+			return out, fmt.Errorf("backend slot %d: %w", slot, err)
+		}
+		out = append(out, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
+	}
+	return out, nil
+}
+
 // ListServices returns every Service, sorted by clusterIP, port, protocol.
 func (p *Plane) ListServices() ([]Service, error) {
 	var (
@@ -301,13 +312,9 @@ func (p *Plane) ListServices() ([]Service, error) {
 	it := p.objs.LbServices.Iterate()
 	for it.Next(&k, &v) {
 		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id}
-		for slot := uint32(0); slot < uint32(v.Count); slot++ {
-			bk := serviceLbBackendKey{SvcId: v.Id, Slot: slot}
-			var b serviceLbBackend
-			if err := p.objs.LbBackends.Lookup(&bk, &b); err != nil {
-				return nil, fmt.Errorf("service %s: backend slot %d: %w", s, slot, err)
-			}
-			s.Backends = append(s.Backends, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
+		var err error
+		if s.Backends, err = p.backendsOf(v); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s, err)
 		}
 		out = append(out, s)
 	}
