@@ -42,6 +42,7 @@
 #include <linux/in.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 /* 169.254.42.1: source address of hairpinned connections (network order
  * built from host order so the constant reads naturally). */
@@ -256,6 +257,7 @@ struct lb_pkt {
 	__be16 sport, dport;
 	__be16 id;
 	__u16 ip_check; /* the header checksum, as in the packet */
+	__u16 l4_check; /* the TCP/UDP checksum field, as in the packet */
 	__u8 proto;
 	__u8 has_l4;   /* the L4 header is in this packet (not a later fragment) */
 	__u8 first_frag;
@@ -308,6 +310,7 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	p->tcp_syn = 0;
 	p->tcp_ack = 0;
 	p->tcp_rst = 0;
+	p->l4_check = 0;
 	p->has_l4 = 1;
 	frag = bpf_ntohs(ip.frag_off);
 	p->first_frag = (frag & IP_MF) && !(frag & IP_OFFSET);
@@ -338,12 +341,14 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 		p->tcp_syn = (hdr[13] & 0x02) != 0;
 		p->tcp_ack = (hdr[13] & 0x10) != 0;
 		p->tcp_rst = (hdr[13] & 0x04) != 0;
+		p->l4_check = *(__u16 *)&hdr[16];
 	} else {
 		__be16 h[4];
 		if (lb_load(skb, p->l4off, h, sizeof(h)) < 0)
 			return LB_PASS;
 		p->sport = h[0];
 		p->dport = h[1];
+		p->l4_check = h[3];
 	}
 	return LB_GO;
 }
@@ -417,27 +422,53 @@ struct lb_tuple {
 	__be16 sport, dport;
 };
 
+/* The kernel's sk_buff, as much as lb_rewrite reads: how the TCP/UDP
+ * checksum stands (CO-RE: the offset comes from the running kernel's BTF;
+ * bpf_cast_to_kern_ctx costs nothing, the verifier turns it into a move). */
+struct sk_buff___vnetlab {
+	__u8 ip_summed:2;
+} __attribute__((preserve_access_index));
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+enum { LB_CSUM_NONE = 0, LB_CSUM_UNNECESSARY = 1, LB_CSUM_COMPLETE = 2, LB_CSUM_PARTIAL = 3 };
+
+static __always_inline int lb_ip_summed(struct __sk_buff *skb)
+{
+	struct sk_buff___vnetlab *k = bpf_cast_to_kern_ctx(skb);
+
+	return BPF_CORE_READ_BITFIELD(k, ip_summed);
+}
+
 /* lb_rewrite gives packet p the addresses and ports of to.
  *
  * The common case (TCP/UDP, IPv4 header without options, not a later
- * fragment) is done with two or three helper calls instead of up to eight: the
- * header checksum, the addresses and the ports are then 14 contiguous bytes
- * (IP offsets 10..23), written by one store with the header checksum
- * computed here (RFC 1624); the TCP/UDP checksum takes two calls, because
- * only the addresses are in its pseudo-header (for a CHECKSUM_PARTIAL
- * packet from a local socket the kernel must apply the address change and
- * not the port change, and only the helper knows which packet is which).
- * Every other packet takes the field-by-field path. */
+ * fragment, the checksum not CHECKSUM_COMPLETE) takes one helper call: the
+ * header checksum, the addresses, the ports and the TCP/UDP checksum lie
+ * in 18 (UDP) or 28 (TCP) contiguous bytes from IP offset 10, written by
+ * one store with both checksums computed here (RFC 1624). The TCP/UDP one
+ * follows the kernel's inet_proto_csum_replace rules: for CHECKSUM_PARTIAL
+ * (a local socket's packet; the field holds the pseudo-header sum, the
+ * device or the stack completes it) only the address change applies, else
+ * addresses and ports; a UDP checksum of 0 ("none") stays 0 and a computed
+ * 0 is sent as 0xffff. CHECKSUM_COMPLETE (skb->csum must follow) and every
+ * other packet take the helpers, field by field. */
 static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_tuple *to)
 {
 	struct {
 		__u16 check;
 		__be32 saddr, daddr;
 		__be16 sport, dport;
+		__u8 mid[12];   /* TCP: sequence, ack, offset, flags, window; UDP: length */
+		__u16 l4_check; /* TCP: at mid + 12; UDP: at mid + 2 */
 	} __attribute__((packed)) w;
-	__u32 addrs, ports;
+	__u32 addrs, ports, len;
+	__u16 l4;
+	int summed;
 
-	if (!p->has_l4 || p->l4off != IP_OFF + 20 || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)) {
+	summed = lb_ip_summed(skb);
+	if (!p->has_l4 || p->l4off != IP_OFF + 20 || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP) ||
+	    summed == LB_CSUM_COMPLETE) {
 		if (lb_set_addr(skb, p, IP_SADDR_OFF, p->saddr, to->saddr) < 0 ||
 		    lb_set_addr(skb, p, IP_DADDR_OFF, p->daddr, to->daddr) < 0 ||
 		    lb_set_port(skb, p, 0, p->sport, to->sport) < 0 ||
@@ -447,18 +478,33 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 	}
 	addrs = lb_csum_add(lb_csum_add(~p->saddr, to->saddr), lb_csum_add(~p->daddr, to->daddr));
 	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	if (bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, addrs, BPF_F_PSEUDO_HDR | lb_l4_flags(p)) < 0)
-		return -1;
-	/* Most Services keep the port (port == targetPort): one call less. */
-	if ((p->sport != to->sport || p->dport != to->dport) &&
-	    bpf_l4_csum_replace(skb, lb_l4_csum_off(p), 0, ports, lb_l4_flags(p)) < 0)
-		return -1;
+	l4 = p->l4_check;
+	if (p->proto == IPPROTO_UDP && l4 == 0) {
+		/* no checksum: stays none */
+	} else if (summed == LB_CSUM_PARTIAL) {
+		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
+	} else {
+		l4 = ~lb_csum_fold(lb_csum_add(lb_csum_add((__u16)~l4, addrs), ports));
+	}
+	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
+		l4 = 0xffff;
 	w.check = ~lb_csum_fold(lb_csum_add((__u16)~p->ip_check, addrs));
 	w.saddr = to->saddr;
 	w.daddr = to->daddr;
 	w.sport = to->sport;
 	w.dport = to->dport;
-	return bpf_skb_store_bytes(skb, IP_CSUM_OFF, &w, sizeof(w), 0);
+	if (p->proto == IPPROTO_TCP) {
+		if (lb_load(skb, p->l4off + 4, w.mid, 12) < 0)
+			return -1;
+		w.l4_check = l4;
+		len = sizeof(w);
+	} else {
+		if (lb_load(skb, p->l4off + 4, w.mid, 2) < 0)
+			return -1;
+		*(__u16 *)&w.mid[2] = l4;
+		len = 18;
+	}
+	return bpf_skb_store_bytes(skb, IP_CSUM_OFF, &w, len, 0);
 }
 
 static __always_inline __u32 lb_hash(const struct lb_pkt *p)

@@ -497,3 +497,56 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestChecksumsCompletedInSoftware: packets from a pod's own sockets carry
+// CHECKSUM_PARTIAL (the TCP/UDP field holds only the pseudo-header sum, to
+// be completed by the device), and lb_rewrite updates that field itself
+// (bpf/lb.h). Between veths nobody ever completes it, so a wrong sum would
+// pass unnoticed. With TX checksum offload off on the node ends of the
+// veths, the node's stack completes every checksum in software after the
+// programs ran (ingress translation, egress reverse NAT), and the pods
+// verify them: TCP and UDP, with and without a port change, work only if
+// the sums were right.
+func TestChecksumsCompletedInSoftware(t *testing.T) {
+	tl := upLab(t, "bck", true)
+	p := openPlane(t, tl)
+	a := tl.addr("pod-a")
+	for _, proto := range []Proto{TCP, UDP} {
+		for _, port := range []uint16{testPort, 5302} {
+			if err := p.AddService(Service{VIP: vip, Port: port, Proto: proto, Backends: []Backend{{IP: a, Port: testPort}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, pod := range []string{"pod-a", "pod-b"} {
+		attach(t, tl, p, pod, NodeSide)
+		if err := topo.SetTxChecksum(tl.st.Nodes[0].NS, tl.hostIf(pod), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := tl.pod("pod-b")
+	for _, target := range []string{svcAddr, vip.String() + ":5302"} {
+		ans, err := tcpOnce(b.NS, target)
+		if err != nil || ans.pod != "pod-a" {
+			t.Fatalf("tcp pod-b -> %s with checksums completed in software: %+v, %v", target, ans, err)
+		}
+		ans, from, err := udpOnce(b.NS, target)
+		if err != nil || ans.pod != "pod-a" || from != target {
+			t.Fatalf("udp pod-b -> %s with checksums completed in software: %+v from %s, %v", target, ans, from, err)
+		}
+	}
+	// A stream: 64 KB segments are cut and checksummed in software too.
+	c, _, err := dialTCP(b.NS, svcAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := make([]byte, 1<<20)
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(chunk); err != nil {
+		t.Fatalf("1 MB through the clusterIP with checksums completed in software: %v", err)
+	}
+	if st, _ := p.Stats(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
