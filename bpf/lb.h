@@ -28,9 +28,10 @@
  *
  * Headers are read straight from the packet when they are in its linear
  * part, with bpf_skb_load_bytes otherwise (lb_load); writes use
- * bpf_skb_store_bytes and the checksum helpers, which also handle
- * CHECKSUM_PARTIAL skbs from local sockets and GSO packets, and unclone only
- * the bytes they write.
+ * bpf_skb_store_bytes (and, off the common path, the checksum helpers),
+ * which unclone only the bytes they write. lb_rewrite computes checksums
+ * itself, following the skb's ip_summed (CHECKSUM_PARTIAL packets from local
+ * sockets and GSO packets carry only the pseudo-header sum).
  */
 #ifndef VNETLAB_LB_H
 #define VNETLAB_LB_H
