@@ -1,9 +1,7 @@
 package service
 
 import (
-	"context"
 	"fmt"
-	"github.com/vnetlab/vnetlab/internal/testnet"
 	"io"
 	"net"
 	"net/netip"
@@ -16,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/service/ebpf"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -48,26 +47,13 @@ func skipSocketLevel(t *testing.T, p string) {
 	}
 }
 
-// newLab brings a lab up and removes it when the test ends, also on failure.
+// newLab brings a lab up and removes it when the test ends, also on
+// failure. Its lock is released at once: Apply takes it, as the CLI does.
 func newLab(t *testing.T, name, mode string, pods int, opts map[string]string) *lab.State {
 	t.Helper()
-	ps, err := lab.DefaultPodSpecs(pods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = lab.Down(name, nil) // a previous run killed halfway
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: ps, PodCIDR: lab.DefaultPodCIDR, Options: opts}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := l.State
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode, PodCIDR: lab.DefaultPodCIDR, Options: opts}, pods)
 	l.Release()
-	t.Cleanup(func() {
-		if err := lab.Down(name, nil); err != nil {
-			t.Errorf("down %s: %v", name, err)
-		}
-	})
-	return st
+	return l.State
 }
 
 // load applies c to the lab and saves it, as the CLI does.
@@ -79,6 +65,23 @@ func load(t *testing.T, st *lab.State, old, c *Config) {
 	if err := c.Save(st.Name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// servedLab is the setup most tests here share: a two-pod lab of mode with
+// provider p loaded (the engine-port services plus extra generated ones)
+// and pod-a serving TCP/UDP on 5201. It returns the lab, its config and the
+// server and client pods.
+func servedLab(t *testing.T, name, mode, p string, extra int, opts map[string]string) (*lab.State, *Config, lab.PodState, lab.PodState) {
+	t.Helper()
+	st := newLab(t, name, mode, 2, opts)
+	c, err := NewConfig(st, p, extra, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load(t, st, nil, c)
+	a, b := pod(st, "pod-a"), pod(st, "pod-b")
+	serve(t, a.NS, 5201)
+	return st, c, a, b
 }
 
 func pod(st *lab.State, name string) lab.PodState {
@@ -140,14 +143,7 @@ func TestClusterIPProvidersModes(t *testing.T) {
 		for mode, short := range modes {
 			t.Run(p+"/"+mode, func(t *testing.T) {
 				skipSocketLevel(t, p)
-				st := newLab(t, "sv-"+p[:3]+"-"+short, mode, 2, nil)
-				c, err := NewConfig(st, p, 0, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				load(t, st, nil, c)
-				a, b := pod(st, "pod-a"), pod(st, "pod-b")
-				serve(t, a.NS, 5201)
+				st, _, a, b := servedLab(t, "sv-"+p[:3]+"-"+short, mode, p, 0, nil)
 				if err := roundTrip(b.NS, "tcp4", a.IP+":5201"); err != nil {
 					t.Fatalf("pod IP (control): %v", err)
 				}
@@ -159,7 +155,7 @@ func TestClusterIPProvidersModes(t *testing.T) {
 				if p == "ebpf" && (mode == "bridge" || mode == "docker-nat") {
 					checkSwitchedToBackend(t, st)
 				}
-				err = roundTrip(a.NS, "tcp4", vip+":5201")
+				err := roundTrip(a.NS, "tcp4", vip+":5201")
 				if mode != "bridge" || p == "ebpf" {
 					if err != nil {
 						t.Errorf("hairpin pod-a -> %s:5201 -> pod-a: %v", vip, err)
@@ -229,18 +225,11 @@ func TestBridgeNfCallOffBreaksNetfilterProviders(t *testing.T) {
 	for _, p := range Names() {
 		t.Run(p, func(t *testing.T) {
 			skipSocketLevel(t, p)
-			st := newLab(t, "sv-nfoff-"+p[:3], "bridge", 2, opts)
-			c, err := NewConfig(st, p, 0, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			load(t, st, nil, c)
-			a, b := pod(st, "pod-a"), pod(st, "pod-b")
-			serve(t, a.NS, 5201)
+			_, _, a, b := servedLab(t, "sv-nfoff-"+p[:3], "bridge", p, 0, opts)
 			if err := roundTrip(b.NS, "tcp4", a.IP+":5201"); err != nil {
 				t.Fatalf("pod IP (control): %v", err)
 			}
-			err = roundTrip(b.NS, "tcp4", vip+":5201")
+			err := roundTrip(b.NS, "tcp4", vip+":5201")
 			caveat := Caveat(p, "bridge", opts)
 			t.Logf("%s clusterIP with nf-call off: %v", p, err)
 			switch p {
@@ -319,14 +308,7 @@ func TestDeleteServiceDuringConnection(t *testing.T) {
 	for _, p := range Names() {
 		t.Run(p, func(t *testing.T) {
 			skipSocketLevel(t, p)
-			st := newLab(t, "sv-del-"+p[:3], "veth-routed", 2, nil)
-			c, err := NewConfig(st, p, 0, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			load(t, st, nil, c)
-			a, b := pod(st, "pod-a"), pod(st, "pod-b")
-			serve(t, a.NS, 5201)
+			st, c, _, b := servedLab(t, "sv-del-"+p[:3], "veth-routed", p, 0, nil)
 			conn, err := dial(b.NS, "tcp4", vip+":5201", 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -372,15 +354,8 @@ func TestTenThousandServicesLoad(t *testing.T) {
 	for _, p := range Names() {
 		t.Run(p, func(t *testing.T) {
 			skipSocketLevel(t, p)
-			st := newLab(t, "sv-10k-"+p[:3], "veth-routed", 2, nil)
-			c, err := NewConfig(st, p, 10000, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			load(t, st, nil, c)
+			st, c, _, b := servedLab(t, "sv-10k-"+p[:3], "veth-routed", p, 10000, nil)
 			install := c.LoadSeconds
-			a, b := pod(st, "pod-a"), pod(st, "pod-b")
-			serve(t, a.NS, 5201)
 			if err := roundTrip(b.NS, "tcp4", vip+":5201"); err != nil {
 				t.Fatalf("behind 10k services: %v", err)
 			}

@@ -6,10 +6,8 @@ package ebpf
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"github.com/vnetlab/vnetlab/internal/testnet"
 	"io"
 	"net"
 	"net/netip"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -48,25 +47,15 @@ func upLab(t *testing.T, name string, echo bool) *testLab {
 	if Root != lab.BPFRoot {
 		t.Fatalf("pin root %s is not internal/lab's %s: teardown would miss the pins", Root, lab.BPFRoot)
 	}
-	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	name = fmt.Sprintf("%s%d", name, os.Getpid()%10000)
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: "veth-routed", Pods: pods}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Registered before UpLab's teardown, so it runs after it.
 	t.Cleanup(func() {
-		if err := lab.Down(name, nil); err != nil {
-			t.Errorf("down: %v", err)
-		}
 		if _, err := os.Stat(PinDir(name)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("pins left in %s after down", PinDir(name))
 		}
 	})
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 4)
 	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
-	t.Cleanup(l.Release)
 	for _, p := range l.State.Pods {
 		if echo {
 			serve(t, p.NS, p.Name)

@@ -23,30 +23,14 @@ import (
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // upModeLab builds a 4-pod lab of an eBPF mode with echo servers in every
 // pod; down runs when the test ends, pass or fail.
 func upModeLab(t *testing.T, prefix, mode string) *testLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, eBPF)")
-	}
-	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods}, nil)
-	if err != nil {
-		t.Fatalf("up %s: %v", mode, err)
-	}
-	t.Cleanup(func() {
-		l.Release()
-		if err := lab.Down(name, nil); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
+	l, _ := testnet.UpLab(t, lab.Spec{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000), Mode: mode}, 4)
 	for _, p := range l.State.Pods {
 		serve(t, p.NS, p.Name)
 	}
@@ -281,28 +265,15 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 	}
 	for _, mode := range []string{"veth-ebpf", "macvlan-ebpf"} {
 		t.Run(mode, func(t *testing.T) {
-			pods, _ := lab.DefaultPodSpecs(3, lab.DefaultPodCIDR, 1)
 			name := fmt.Sprintf("fac%d", os.Getpid()%10000)
-			l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			downed := false
-			t.Cleanup(func() {
-				l.Release()
-				if !downed {
-					_ = lab.Down(name, nil)
-				}
-			})
+			l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode}, 3)
 			links, progs := labLinksAndPrograms(t, name)
 			if len(links) != 6 || len(progs) < 2 {
 				t.Fatalf("lab %s: %d links, %d programs pinned; want 6 links (2 per pod)", name, len(links), len(progs))
 			}
-			l.Release()
-			if err := lab.Down(name, nil); err != nil {
-				t.Fatal(err)
+			if down(); t.Failed() {
+				t.FailNow()
 			}
-			downed = true
 			if _, err := os.Stat(PinDir(name)); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("pins left in %s", PinDir(name))
 			}

@@ -53,32 +53,16 @@ func (s *sockLab) pod(name string) lab.PodState {
 // 5201, iperf3's, if echo) and gives it socket-level Services (Setup).
 func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, eBPF, cgroups)")
-	}
-	pods, err := lab.DefaultPodSpecs(4, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods}, nil)
-	if err != nil {
-		t.Fatalf("up %s: %v", mode, err)
-	}
+	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode}, 4)
 	s := &sockLab{l: l}
-	downed := false
+	// The plane closes before the lab goes (tests also take it down early).
 	s.downs = func() {
-		if downed {
-			return
-		}
-		downed = true
 		if s.p != nil {
 			s.p.Close()
+			s.p = nil
 		}
-		l.Release()
-		if err := lab.Down(name, nil); err != nil {
-			t.Errorf("down: %v", err)
-		}
+		down()
 	}
 	t.Cleanup(s.downs)
 	for _, p := range l.State.Pods {
@@ -86,8 +70,8 @@ func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 			serve(t, p.NS, p.Name)
 		}
 	}
-	var a Attachment
-	s.p, a, err = Setup(l)
+	p, a, err := Setup(l)
+	s.p = p
 	if err != nil {
 		t.Fatal(err)
 	}
