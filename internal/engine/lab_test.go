@@ -15,6 +15,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // These tests build real labs (namespaces, veths) named en<tag><pid> and
@@ -47,24 +48,8 @@ func TestMain(m *testing.M) {
 // upLab builds a two-pod lab of the given mode, torn down when the test ends.
 func upLab(t *testing.T, tag, mode string) (Target, *lab.State) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds network namespaces")
-	}
-	pods, err := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	name := fmt.Sprintf("en%s%d", tag, os.Getpid()%10000)
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods, PodCIDR: lab.DefaultPodCIDR}, nil)
-	if err != nil {
-		t.Fatalf("lab up %s (%s): %v", name, mode, err)
-	}
-	t.Cleanup(func() {
-		l.Release()
-		if err := lab.Down(name, nil); err != nil {
-			t.Errorf("lab down %s: %v", name, err)
-		}
-	})
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode, PodCIDR: lab.DefaultPodCIDR}, 2)
 	ep, ok := l.State.Paths["pod"]
 	if !ok {
 		t.Fatalf("lab %s has no pod path", name)

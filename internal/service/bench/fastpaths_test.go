@@ -43,6 +43,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 	"github.com/vnetlab/vnetlab/internal/service/sock"
 	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // Ports: the clusterIP's backends listen on ports of their own, so that a
@@ -168,12 +169,7 @@ func TestBenchFastPaths(t *testing.T) {
 // (the pod path's server), both for the pod IP and the clusterIP's ports.
 func upLab(t *testing.T, name, mode string) *lab.Lab {
 	t.Helper()
-	pods, _ := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, 1)
-	l, err := lab.Up(context.Background(), lab.Spec{Name: name, Mode: mode, Pods: pods}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Release(); _ = lab.Down(name, nil) })
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode}, 2)
 	ns := l.State.Paths["pod"].ServerNS
 	for _, p := range []int{rrPort, rrSvcPort} {
 		args := pin(0, "sockperf", "server", "--tcp", "-i", "0.0.0.0", "-p", strconv.Itoa(p))
