@@ -21,7 +21,7 @@ const ebpfLabPrefix = "far" // this file's labs only
 // clients the engines start in the lab's cgroup: on macvlan nothing else
 // could reach the clusterIP, so a valid sample proves the translation).
 func TestRunEBPFFastPaths(t *testing.T) {
-	requireServiceLabs(t)
+	requireLabs(t, svcLabPrefix)
 	t.Cleanup(func() {
 		states, _ := lab.List()
 		for _, st := range states {

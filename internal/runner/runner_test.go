@@ -49,7 +49,11 @@ func (q quiet) End()                            {}
 
 const testLabPrefix = "sti" // this test's labs only, so cleanup never touches others
 
-func requireLabs(t *testing.T) {
+// requireLabs skips without root or iperf3 and, whatever happens (even a
+// failed assertion mid-run), removes the labs whose names start with prefix
+// when the test ends: each test file has its own, so cleanup never touches
+// others.
+func requireLabs(t *testing.T, prefix string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces")
@@ -57,11 +61,10 @@ func requireLabs(t *testing.T) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed")
 	}
-	// Whatever happens (even a failed assertion mid-run), remove our labs.
 	t.Cleanup(func() {
 		states, _ := lab.List()
 		for _, st := range states {
-			if strings.HasPrefix(st.Name, testLabPrefix) {
+			if strings.HasPrefix(st.Name, prefix) {
 				_ = lab.Down(st.Name, nil)
 			}
 		}
@@ -71,7 +74,7 @@ func requireLabs(t *testing.T) {
 // A real run over two labs: statistics, CPU blocks, the baseline comparison,
 // and a failed sample that is kept, marked, and not counted.
 func TestRunHostVethWithFailedSamples(t *testing.T) {
-	requireLabs(t)
+	requireLabs(t, testLabPrefix)
 	real, err := engine.Get("iperf3")
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,29 +17,11 @@ import (
 
 const svcLabPrefix = "svr" // this file's labs only
 
-func requireServiceLabs(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds network namespaces")
-	}
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed")
-	}
-	t.Cleanup(func() {
-		states, _ := lab.List()
-		for _, st := range states {
-			if strings.HasPrefix(st.Name, svcLabPrefix) {
-				_ = lab.Down(st.Name, nil)
-			}
-		}
-	})
-}
-
 // Seed 002's table as one run: pod path and service path per provider, with
 // and without 1000 generated services; every service cell gets its provider,
 // its count, a load time and a comparison with the pod cell.
 func TestRunServicePathProviders(t *testing.T) {
-	requireServiceLabs(t)
+	requireLabs(t, svcLabPrefix)
 	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +94,7 @@ func (dialEngine) Run(ctx context.Context, tg engine.Target, s engine.Spec) (eng
 // Bridge with nf-call off: the netfilter provider's cell fails, plainly,
 // with the kernel's reason as its note; the ebpf cell works.
 func TestRunReportsNfCallOffFailure(t *testing.T) {
-	requireServiceLabs(t)
+	requireLabs(t, svcLabPrefix)
 	engine.Register(dialEngine{})
 	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
 	if err != nil {
