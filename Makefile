@@ -33,7 +33,7 @@ clean-labs: build
 	./bin/vnetlab clean
 
 # Recompiles bpf/*.c into the committed internal/service/ebpf/service_bpfel.{go,o}
-# and internal/service/sock/sock_bpfel.{go,o} (needs clang 14 and libbpf-dev;
+# internal/service/sock/sock_bpfel.{go,o} and internal/profile/profile_bpfel.{go,o} (needs clang 14 and libbpf-dev;
 # building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/service/ebpf ./internal/service/sock
+	$(GO) generate ./internal/service/ebpf ./internal/service/sock ./internal/profile

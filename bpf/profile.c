@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+// vnetlab's CPU profiler (internal/profile): a perf_event program run on
+// every CPU's cpu-clock tick that counts (process, kernel stack, user stack)
+// triples, and raw tracepoint programs that count data-path events.
+// Raw tracepoints, not tracepoints: they attach by name, so tracefs need not
+// be mounted (this kernel has no kprobes and refuses fentry).
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#define MAX_STACK_DEPTH 127
+#define COMM_LEN 16
+#define EEXIST 17
+
+// Event counters, indexed like profile.go's eventNames.
+enum event {
+	EV_NETIF_RX,
+	EV_NETIF_RECEIVE_SKB,
+	EV_NET_DEV_QUEUE,
+	EV_NET_DEV_XMIT,
+	EV_NAPI_POLL,
+	EV_FIB_LOOKUP,
+	EV_DROP,
+	EV_SOFTIRQ_NET_RX,
+	EV_SOFTIRQ_NET_TX,
+	EV_NET_RX_NS,
+	EV_SAMPLE_LOST,
+	EV_MAX,
+};
+
+#define NET_TX_SOFTIRQ 2
+#define NET_RX_SOFTIRQ 3
+
+struct sample_key {
+	__u32 pid; // thread group id; 0 = the idle task
+	__s32 kstack; // < 0: no kernel stack (the CPU was in user space)
+	__s32 ustack; // < 0: no user stack
+	__u32 pad;
+	char comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 32768);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sample_key);
+	__type(value, __u64);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} events SEC(".maps");
+
+// kfree_skb drops by enum skb_drop_reason.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+// When this CPU's NET_RX softirq started (ns), for EV_NET_RX_NS.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rx_start SEC(".maps");
+
+// The inode number of the root network namespace (the profiler's own):
+// packets on its devices are not counted, vnetlab's labs never use it (and
+// other programs' loopback traffic would blur the counts). 0: count all.
+volatile const __u32 root_netns_ino = 0;
+
+// Only the fields read, relocated against the kernel's BTF (CO-RE).
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+struct net_device {
+	struct {
+		struct net *net;
+	} nd_net;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	struct net_device *dev;
+} __attribute__((preserve_access_index));
+
+static __always_inline void count(__u32 ev, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&events, &ev);
+	if (v)
+		*v += n;
+}
+
+static __always_inline int in_lab(struct sk_buff *skb)
+{
+	struct net_device *dev;
+
+	if (!root_netns_ino)
+		return 1;
+	dev = BPF_CORE_READ(skb, dev);
+	if (!dev)
+		return 1; // no device (a socket-level drop): cannot tell, count it
+	return BPF_CORE_READ(dev, nd_net.net, ns.inum) != root_netns_ino;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	struct sample_key k = {};
+	__u64 one = 1, *v;
+
+	k.pid = bpf_get_current_pid_tgid() >> 32;
+	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
+	k.ustack = k.pid ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	if (k.kstack == -EEXIST || k.ustack == -EEXIST)
+		count(EV_SAMPLE_LOST, 1); // stack map full or a hash collision
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	v = bpf_map_lookup_elem(&samples, &k);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else if (bpf_map_update_elem(&samples, &k, &one, BPF_NOEXIST))
+		count(EV_SAMPLE_LOST, 1);
+	return 0;
+}
+
+#define SKB_EVENT(prog, ev)                                      \
+	SEC("raw_tracepoint")                                    \
+	int prog(struct bpf_raw_tracepoint_args *ctx)            \
+	{                                                        \
+		if (in_lab((struct sk_buff *)ctx->args[0]))      \
+			count(ev, 1);                            \
+		return 0;                                        \
+	}
+
+SKB_EVENT(tp_netif_rx, EV_NETIF_RX)
+SKB_EVENT(tp_netif_receive_skb, EV_NETIF_RECEIVE_SKB)
+SKB_EVENT(tp_net_dev_queue, EV_NET_DEV_QUEUE)
+SKB_EVENT(tp_net_dev_xmit, EV_NET_DEV_XMIT)
+
+SEC("raw_tracepoint")
+int tp_napi_poll(struct bpf_raw_tracepoint_args *ctx)
+{
+	count(EV_NAPI_POLL, 1);
+	return 0;
+}
+
+SEC("raw_tracepoint")
+int tp_fib_table_lookup(struct bpf_raw_tracepoint_args *ctx)
+{
+	count(EV_FIB_LOOKUP, 1);
+	return 0;
+}
+
+// kfree_skb(skb, location, reason, rx_sk)
+SEC("raw_tracepoint")
+int tp_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 reason = ctx->args[2];
+	__u64 one = 1, *v;
+
+	if (!in_lab((struct sk_buff *)ctx->args[0]))
+		return 0;
+	count(EV_DROP, 1);
+	v = bpf_map_lookup_elem(&drops, &reason);
+	if (v)
+		*v += 1;
+	else
+		bpf_map_update_elem(&drops, &reason, &one, BPF_NOEXIST);
+	return 0;
+}
+
+// softirq_entry(vec_nr), softirq_exit(vec_nr)
+SEC("raw_tracepoint")
+int tp_softirq_entry(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 vec = ctx->args[0], zero = 0;
+	__u64 *start;
+
+	if (vec == NET_TX_SOFTIRQ)
+		count(EV_SOFTIRQ_NET_TX, 1);
+	if (vec != NET_RX_SOFTIRQ)
+		return 0;
+	count(EV_SOFTIRQ_NET_RX, 1);
+	start = bpf_map_lookup_elem(&rx_start, &zero);
+	if (start)
+		*start = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("raw_tracepoint")
+int tp_softirq_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 vec = ctx->args[0], zero = 0;
+	__u64 *start;
+
+	if (vec != NET_RX_SOFTIRQ)
+		return 0;
+	start = bpf_map_lookup_elem(&rx_start, &zero);
+	if (start && *start) {
+		count(EV_NET_RX_NS, bpf_ktime_get_ns() - *start);
+		*start = 0;
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,360 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultHz is the sampling rate per CPU: a prime, so that sampling does not
+// beat with the kernel's periodic timers.
+const DefaultHz = 997
+
+// eventNames are the counters of bpf/profile.c's enum event, in its order.
+var eventNames = []string{
+	EventNetifRx, EventNetifReceiveSkb, EventNetDevQueue, EventNetDevXmit,
+	EventNapiPoll, EventFibLookup, EventDrop, EventSoftirqNetRx, EventSoftirqNetTx,
+	eventNetRxNs, eventSampleLost,
+}
+
+// Event names, as written in results (profile.events).
+const (
+	EventNetifRx         = "netif_rx"          // backlog enqueues (veth, tun, loopback)
+	EventNetifReceiveSkb = "netif_receive_skb" // packets entering the stack of a device
+	EventNetDevQueue     = "net_dev_queue"     // dev_queue_xmit calls
+	EventNetDevXmit      = "net_dev_xmit"      // driver transmits
+	EventNapiPoll        = "napi_poll"
+	EventFibLookup       = "fib_table_lookup"
+	EventDrop            = "kfree_skb"         // packets dropped (any reason)
+	EventSoftirqNetRx    = "softirq_net_rx"    // NET_RX softirq runs
+	EventSoftirqNetTx    = "softirq_net_tx"
+	eventNetRxNs         = "net_rx_softirq_ns" // time spent in NET_RX softirqs
+	eventSampleLost      = "samples_lost"      // stack map collisions or full maps
+)
+
+// rawTracepoints are the data-path events counted: tracepoint name and the
+// program that counts it. Raw tracepoints attach by name (no tracefs).
+func rawTracepoints(o *profileObjects) []struct {
+	name string
+	prog *ebpf.Program
+} {
+	return []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"netif_rx", o.TpNetifRx},
+		{"netif_receive_skb", o.TpNetifReceiveSkb},
+		{"net_dev_queue", o.TpNetDevQueue},
+		{"net_dev_xmit", o.TpNetDevXmit},
+		{"napi_poll", o.TpNapiPoll},
+		{"fib_table_lookup", o.TpFibTableLookup},
+		{"kfree_skb", o.TpKfreeSkb},
+		{"softirq_entry", o.TpSoftirqEntry},
+		{"softirq_exit", o.TpSoftirqExit},
+	}
+}
+
+// Sampler samples every CPU's stacks on a cpu-clock timer and counts
+// data-path tracepoints between Start and Stop. Everything it holds is a
+// file descriptor of this process (perf events, programs, maps, raw
+// tracepoint links, nothing pinned): if the process dies, even by kill -9,
+// the kernel detaches it all.
+type Sampler struct {
+	objs   profileObjects
+	perf   []int // one cpu-clock perf event per CPU, the BPF program attached
+	links  []link.Link
+	hz     int
+	syms   *Kallsyms
+	start  time.Time
+	active bool
+}
+
+// Open loads the programs and opens one disabled sampling event per CPU.
+// hz <= 0 means DefaultHz.
+func Open(hz int) (*Sampler, error) {
+	if hz <= 0 {
+		hz = DefaultHz
+	}
+	syms, err := LoadKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := loadProfile()
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["root_netns_ino"].Set(uint32(st.Ino)); err != nil {
+		return nil, err
+	}
+	s := &Sampler{hz: hz, syms: syms}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return nil, fmt.Errorf("load the profiler's eBPF programs: %w", err)
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, c := range cpus {
+		fd, err := openCPUClock(c, hz)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.perf = append(s.perf, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, s.objs.OnSample.FD()); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("attach the sampling program to CPU %d: %w", c, err)
+		}
+	}
+	return s, nil
+}
+
+// Hz is the sampling rate per CPU.
+func (s *Sampler) Hz() int { return s.hz }
+
+// Symbols is the kernel symbol table the sampler resolves stacks with.
+func (s *Sampler) Symbols() *Kallsyms { return s.syms }
+
+func openCPUClock(cpu, hz int) (int, error) {
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: uint64(time.Second) / uint64(hz), // period in ns of CPU clock
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("open a cpu-clock sampling event on CPU %d: %w (needs root and perf_event_paranoid <= 1 or CAP_PERFMON)", cpu, err)
+	}
+	return fd, nil
+}
+
+// onlineCPUs parses /sys/devices/system/cpu/online ("0-1,4").
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, err
+	}
+	return parseCPUList(strings.TrimSpace(string(b)))
+}
+
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("CPU list %q: %w", s, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Start attaches the tracepoints and enables sampling.
+func (s *Sampler) Start() error {
+	if s.active {
+		return errors.New("profile: Start called twice")
+	}
+	for _, tp := range rawTracepoints(&s.objs) {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: tp.prog})
+		if err != nil {
+			s.detach()
+			return fmt.Errorf("attach raw tracepoint %s: %w", tp.name, err)
+		}
+		s.links = append(s.links, l)
+	}
+	for _, fd := range s.perf {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			s.detach()
+			return fmt.Errorf("enable sampling: %w", err)
+		}
+	}
+	s.start, s.active = time.Now(), true
+	return nil
+}
+
+// detach stops sampling and removes the tracepoints.
+func (s *Sampler) detach() {
+	for _, fd := range s.perf {
+		_ = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+	for _, l := range s.links {
+		l.Close()
+	}
+	s.links = nil
+}
+
+// Stop disables sampling, reads what was collected since Start, resolves it
+// to symbols and empties the maps for the next window.
+func (s *Sampler) Stop() (*Profile, error) {
+	if !s.active {
+		return nil, errors.New("profile: Stop without Start")
+	}
+	s.detach()
+	s.active = false
+	p := &Profile{Hz: s.hz, CPUs: len(s.perf), WallSec: time.Since(s.start).Seconds(),
+		Events: map[string]uint64{}, Drops: map[string]uint64{}}
+	if err := s.readSamples(p); err != nil {
+		return nil, err
+	}
+	if err := s.readEvents(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *Sampler) readSamples(p *Profile) error {
+	frames := map[int32][]string{} // stack id -> names, root first
+	stack := func(id int32, user bool) ([]string, error) {
+		if id < 0 {
+			return nil, nil
+		}
+		if f, ok := frames[id]; ok {
+			return f, nil
+		}
+		var ips [127]uint64
+		if err := s.objs.Stacks.Lookup(uint32(id), &ips); err != nil {
+			return nil, fmt.Errorf("read stack %d: %w", id, err)
+		}
+		var f []string
+		if user {
+			f = []string{UserFrame} // user stacks are not symbolised (yet)
+		} else {
+			f = s.syms.Stack(ips[:])
+		}
+		frames[id] = f
+		return f, nil
+	}
+	var (
+		k     profileSampleKey
+		n     uint64
+		keys  []profileSampleKey
+		agg   = map[string]*Stack{}
+		order []string
+	)
+	it := s.objs.Samples.Iterate()
+	for it.Next(&k, &n) {
+		keys = append(keys, k)
+		kf, err := stack(k.Kstack, false)
+		if err != nil {
+			return err
+		}
+		uf, err := stack(k.Ustack, true)
+		if err != nil {
+			return err
+		}
+		comm := unix.ByteSliceToString(toBytes(k.Comm[:]))
+		if k.Pid == 0 {
+			comm = IdleComm
+		}
+		all := append(append([]string{}, uf...), kf...)
+		key := comm + ";" + strings.Join(all, ";")
+		if st, ok := agg[key]; ok {
+			st.Count += n
+			continue
+		}
+		agg[key] = &Stack{Comm: comm, Frames: all, Count: n}
+		order = append(order, key)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	for _, key := range order {
+		p.Stacks = append(p.Stacks, *agg[key])
+	}
+	for i := range keys {
+		_ = s.objs.Samples.Delete(&keys[i])
+	}
+	for id := range frames {
+		_ = s.objs.Stacks.Delete(uint32(id))
+	}
+	return nil
+}
+
+func toBytes(c []int8) []byte {
+	b := make([]byte, len(c))
+	for i, v := range c {
+		b[i] = byte(v)
+	}
+	return b
+}
+
+func (s *Sampler) readEvents(p *Profile) error {
+	ncpu := ebpf.MustPossibleCPU()
+	vals := make([]uint64, ncpu)
+	zero := make([]uint64, ncpu)
+	for i, name := range eventNames {
+		if err := s.objs.Events.Lookup(uint32(i), &vals); err != nil {
+			return fmt.Errorf("read event %s: %w", name, err)
+		}
+		var sum uint64
+		for _, v := range vals {
+			sum += v
+		}
+		switch name {
+		case eventNetRxNs:
+			p.NetRxSoftirqSec = float64(sum) / 1e9
+		case eventSampleLost:
+			p.Lost = sum
+		default:
+			p.Events[name] = sum
+		}
+		if err := s.objs.Events.Put(uint32(i), zero); err != nil {
+			return err
+		}
+	}
+	reasons := dropReasonNames()
+	var (
+		reason uint32
+		keys   []uint32
+	)
+	it := s.objs.Drops.Iterate()
+	for it.Next(&reason, &vals) {
+		var sum uint64
+		for _, v := range vals {
+			sum += v
+		}
+		p.Drops[reasons.name(reason)] += sum
+		keys = append(keys, reason)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read drops: %w", err)
+	}
+	for _, r := range keys {
+		_ = s.objs.Drops.Delete(r)
+	}
+	return nil
+}
+
+// Close stops sampling and releases every program, map and event.
+func (s *Sampler) Close() error {
+	s.detach()
+	for _, fd := range s.perf {
+		unix.Close(fd)
+	}
+	s.perf = nil
+	return s.objs.Close()
+}

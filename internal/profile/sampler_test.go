@@ -1,0 +1,89 @@
+package profile
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// The sampler on this machine: a window sees this process's busy loop and
+// loopback traffic, and nothing stays counted into the next window.
+func TestSamplerWindow(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	s, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	busy(t, 500*time.Millisecond)
+	p, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Samples() < 100 {
+		t.Fatalf("%d samples in 0.5 s of a busy loop at %d Hz", p.Samples(), p.Hz)
+	}
+	var kernel bool
+	for _, st := range p.Stacks {
+		for _, f := range st.Kernel() {
+			if f == "tcp_sendmsg" {
+				kernel = true
+			}
+		}
+	}
+	if !kernel {
+		t.Errorf("no stack through tcp_sendmsg while writing to a TCP socket; top stacks: %v", p.Stacks[:min(5, len(p.Stacks))])
+	}
+	t.Logf("%d samples, %d stacks, events %v, drops %v", p.Samples(), len(p.Stacks), p.Events, p.Drops)
+
+	// The next window starts empty.
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Samples() > p.Samples()/2 {
+		t.Errorf("an empty window has %d samples after a window of %d: maps not cleared", q.Samples(), p.Samples())
+	}
+}
+
+// busy writes to a loopback TCP connection for d.
+func busy(t *testing.T, d time.Duration) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 1<<16)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				c.Close()
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 1<<14)
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
