@@ -3,7 +3,8 @@
 // every CPU's cpu-clock tick that counts (process, kernel stack, user stack)
 // triples, and raw tracepoint programs that count data-path events.
 // Raw tracepoints, not tracepoints: they attach by name, so tracefs need not
-// be mounted (this kernel has no kprobes and refuses fentry).
+// be mounted (this kernel has no kprobes and refuses fentry). NET_RX/NET_TX
+// softirqs are not counted here: /proc/softirqs has them for free.
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -23,15 +24,9 @@ enum event {
 	EV_NAPI_POLL,
 	EV_FIB_LOOKUP,
 	EV_DROP,
-	EV_SOFTIRQ_NET_RX,
-	EV_SOFTIRQ_NET_TX,
-	EV_NET_RX_NS,
 	EV_SAMPLE_LOST,
 	EV_MAX,
 };
-
-#define NET_TX_SOFTIRQ 2
-#define NET_RX_SOFTIRQ 3
 
 struct sample_key {
 	__u32 pid; // thread group id; 0 = the idle task
@@ -69,14 +64,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
-
-// When this CPU's NET_RX softirq started (ns), for EV_NET_RX_NS.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} rx_start SEC(".maps");
 
 // The inode number of the root network namespace (the profiler's own):
 // packets on its devices are not counted, vnetlab's labs never use it (and
@@ -184,40 +171,6 @@ int tp_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		*v += 1;
 	else
 		bpf_map_update_elem(&drops, &reason, &one, BPF_NOEXIST);
-	return 0;
-}
-
-// softirq_entry(vec_nr), softirq_exit(vec_nr)
-SEC("raw_tracepoint")
-int tp_softirq_entry(struct bpf_raw_tracepoint_args *ctx)
-{
-	__u32 vec = ctx->args[0], zero = 0;
-	__u64 *start;
-
-	if (vec == NET_TX_SOFTIRQ)
-		count(EV_SOFTIRQ_NET_TX, 1);
-	if (vec != NET_RX_SOFTIRQ)
-		return 0;
-	count(EV_SOFTIRQ_NET_RX, 1);
-	start = bpf_map_lookup_elem(&rx_start, &zero);
-	if (start)
-		*start = bpf_ktime_get_ns();
-	return 0;
-}
-
-SEC("raw_tracepoint")
-int tp_softirq_exit(struct bpf_raw_tracepoint_args *ctx)
-{
-	__u32 vec = ctx->args[0], zero = 0;
-	__u64 *start;
-
-	if (vec != NET_RX_SOFTIRQ)
-		return 0;
-	start = bpf_map_lookup_elem(&rx_start, &zero);
-	if (start && *start) {
-		count(EV_NET_RX_NS, bpf_ktime_get_ns() - *start);
-		*start = 0;
-	}
 	return 0;
 }
 

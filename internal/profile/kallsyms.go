@@ -16,7 +16,13 @@ type Kallsyms struct {
 	addrs []uint64
 	names []string
 	all   map[string]uint64 // every symbol (data too), for Address
+	jit   uint64            // addresses from here up, outside any named function, are JIT-compiled BPF
 }
+
+// BPFFrame names an address in JIT-compiled BPF (a tc program, a
+// tracepoint program): kallsyms lists them only with bpf_jit_kallsyms, and
+// then only under their tags.
+const BPFFrame = "[bpf]"
 
 // LoadKallsyms reads /proc/kallsyms. Addresses read as zero when
 // kptr_restrict hides them from this process: that is an error.
@@ -64,7 +70,7 @@ func ParseKallsyms(r io.Reader) (*Kallsyms, error) {
 		return nil, err
 	}
 	sort.SliceStable(syms, func(i, j int) bool { return syms[i].addr < syms[j].addr })
-	k := &Kallsyms{all: all}
+	k := &Kallsyms{all: all, jit: all["_einittext"]}
 	for _, s := range syms {
 		k.addrs = append(k.addrs, s.addr)
 		k.names = append(k.names, s.name)
@@ -85,6 +91,12 @@ func (k *Kallsyms) Name(ip uint64) string {
 	i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > ip }) - 1
 	if i < 0 {
 		return fmt.Sprintf("0x%x", ip)
+	}
+	if k.jit != 0 && ip > k.jit && (k.names[i] == "_einittext" || k.names[i] == "ftrace_trampoline") {
+		return BPFFrame
+	}
+	if strings.HasPrefix(k.names[i], "bpf_prog_") {
+		return BPFFrame
 	}
 	return FunctionName(k.names[i])
 }

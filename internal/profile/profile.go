@@ -10,20 +10,19 @@ import "sort"
 
 // Frame names used besides kernel functions.
 const (
-	UserFrame = "[user]" // the user-space part of a stack (not symbolised)
+	UserFrame = "[user]"  // the user-space part of a stack (not symbolised)
 	IdleComm  = "swapper" // pid 0: the idle task
 )
 
 // Profile is what was sampled over one or more windows.
 type Profile struct {
-	Hz              int               `json:"hz"`   // samples per second per CPU
-	CPUs            int               `json:"cpus"` // CPUs sampled
-	WallSec         float64           `json:"wall_s"`
-	Stacks          []Stack           `json:"stacks"`
-	Events          map[string]uint64 `json:"events"`
-	Drops           map[string]uint64 `json:"drops,omitempty"` // by drop reason
-	NetRxSoftirqSec float64           `json:"net_rx_softirq_s"`
-	Lost            uint64            `json:"samples_lost,omitempty"`
+	Hz      int               `json:"hz"`   // samples per second per CPU
+	CPUs    int               `json:"cpus"` // CPUs sampled
+	WallSec float64           `json:"wall_s"`
+	Stacks  []Stack           `json:"stacks"`
+	Events  map[string]uint64 `json:"events"`
+	Drops   map[string]uint64 `json:"drops,omitempty"` // by drop reason
+	Lost    uint64            `json:"samples_lost,omitempty"`
 }
 
 // Stack is one distinct stack and how many samples hit it.
@@ -70,7 +69,6 @@ func (p *Profile) Add(q *Profile) {
 		p.Drops = map[string]uint64{}
 	}
 	p.WallSec += q.WallSec
-	p.NetRxSoftirqSec += q.NetRxSoftirqSec
 	p.Lost += q.Lost
 	for k, v := range q.Events {
 		p.Events[k] += v

@@ -28,7 +28,6 @@ type profileSampleKey struct {
 const (
 	profileMapDrops              = "drops"
 	profileMapEvents             = "events"
-	profileMapRxStart            = "rx_start"
 	profileMapSamples            = "samples"
 	profileMapStacks             = "stacks"
 	profileProgOnSample          = "on_sample"
@@ -39,8 +38,6 @@ const (
 	profileProgTpNetDevXmit      = "tp_net_dev_xmit"
 	profileProgTpNetifReceiveSkb = "tp_netif_receive_skb"
 	profileProgTpNetifRx         = "tp_netif_rx"
-	profileProgTpSoftirqEntry    = "tp_softirq_entry"
-	profileProgTpSoftirqExit     = "tp_softirq_exit"
 	profileVarRootNetnsIno       = "root_netns_ino"
 )
 
@@ -94,8 +91,6 @@ type profileProgramSpecs struct {
 	TpNetDevXmit      *ebpf.ProgramSpec `ebpf:"tp_net_dev_xmit"`
 	TpNetifReceiveSkb *ebpf.ProgramSpec `ebpf:"tp_netif_receive_skb"`
 	TpNetifRx         *ebpf.ProgramSpec `ebpf:"tp_netif_rx"`
-	TpSoftirqEntry    *ebpf.ProgramSpec `ebpf:"tp_softirq_entry"`
-	TpSoftirqExit     *ebpf.ProgramSpec `ebpf:"tp_softirq_exit"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
@@ -104,7 +99,6 @@ type profileProgramSpecs struct {
 type profileMapSpecs struct {
 	Drops   *ebpf.MapSpec `ebpf:"drops"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
-	RxStart *ebpf.MapSpec `ebpf:"rx_start"`
 	Samples *ebpf.MapSpec `ebpf:"samples"`
 	Stacks  *ebpf.MapSpec `ebpf:"stacks"`
 }
@@ -138,7 +132,6 @@ func (o *profileObjects) Close() error {
 type profileMaps struct {
 	Drops   *ebpf.Map `ebpf:"drops"`
 	Events  *ebpf.Map `ebpf:"events"`
-	RxStart *ebpf.Map `ebpf:"rx_start"`
 	Samples *ebpf.Map `ebpf:"samples"`
 	Stacks  *ebpf.Map `ebpf:"stacks"`
 }
@@ -147,7 +140,6 @@ func (m *profileMaps) Close() error {
 	return _ProfileClose(
 		m.Drops,
 		m.Events,
-		m.RxStart,
 		m.Samples,
 		m.Stacks,
 	)
@@ -172,8 +164,6 @@ type profilePrograms struct {
 	TpNetDevXmit      *ebpf.Program `ebpf:"tp_net_dev_xmit"`
 	TpNetifReceiveSkb *ebpf.Program `ebpf:"tp_netif_receive_skb"`
 	TpNetifRx         *ebpf.Program `ebpf:"tp_netif_rx"`
-	TpSoftirqEntry    *ebpf.Program `ebpf:"tp_softirq_entry"`
-	TpSoftirqExit     *ebpf.Program `ebpf:"tp_softirq_exit"`
 }
 
 func (p *profilePrograms) Close() error {
@@ -186,8 +176,6 @@ func (p *profilePrograms) Close() error {
 		p.TpNetDevXmit,
 		p.TpNetifReceiveSkb,
 		p.TpNetifRx,
-		p.TpSoftirqEntry,
-		p.TpSoftirqExit,
 	)
 }
 

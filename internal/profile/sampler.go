@@ -21,8 +21,7 @@ const DefaultHz = 997
 // eventNames are the counters of bpf/profile.c's enum event, in its order.
 var eventNames = []string{
 	EventNetifRx, EventNetifReceiveSkb, EventNetDevQueue, EventNetDevXmit,
-	EventNapiPoll, EventFibLookup, EventDrop, EventSoftirqNetRx, EventSoftirqNetTx,
-	eventNetRxNs, eventSampleLost,
+	EventNapiPoll, EventFibLookup, EventDrop, eventSampleLost,
 }
 
 // Event names, as written in results (profile.events).
@@ -33,11 +32,8 @@ const (
 	EventNetDevXmit      = "net_dev_xmit"      // driver transmits
 	EventNapiPoll        = "napi_poll"
 	EventFibLookup       = "fib_table_lookup"
-	EventDrop            = "kfree_skb"         // packets dropped (any reason)
-	EventSoftirqNetRx    = "softirq_net_rx"    // NET_RX softirq runs
-	EventSoftirqNetTx    = "softirq_net_tx"
-	eventNetRxNs         = "net_rx_softirq_ns" // time spent in NET_RX softirqs
-	eventSampleLost      = "samples_lost"      // stack map collisions or full maps
+	EventDrop            = "kfree_skb"    // packets dropped (any reason)
+	eventSampleLost      = "samples_lost" // stack map collisions or full maps
 )
 
 // rawTracepoints are the data-path events counted: tracepoint name and the
@@ -57,8 +53,6 @@ func rawTracepoints(o *profileObjects) []struct {
 		{"napi_poll", o.TpNapiPoll},
 		{"fib_table_lookup", o.TpFibTableLookup},
 		{"kfree_skb", o.TpKfreeSkb},
-		{"softirq_entry", o.TpSoftirqEntry},
-		{"softirq_exit", o.TpSoftirqExit},
 	}
 }
 
@@ -314,12 +308,9 @@ func (s *Sampler) readEvents(p *Profile) error {
 		for _, v := range vals {
 			sum += v
 		}
-		switch name {
-		case eventNetRxNs:
-			p.NetRxSoftirqSec = float64(sum) / 1e9
-		case eventSampleLost:
+		if name == eventSampleLost {
 			p.Lost = sum
-		default:
+		} else {
 			p.Events[name] = sum
 		}
 		if err := s.objs.Events.Put(uint32(i), zero); err != nil {
