@@ -54,10 +54,11 @@ type EventRate struct {
 
 // A summary keeps the TopFunctions functions with the most self samples
 // and every function on the stack in at least MinInclusiveShare of the data
-// path's samples.
+// path's samples: a function absent from a summary was on fewer stacks
+// than that (explain says so).
 const (
 	TopFunctions      = 40
-	MinInclusiveShare = 0.01
+	MinInclusiveShare = 0.002
 )
 
 // Summarize attributes p's samples to stages and functions and divides by
