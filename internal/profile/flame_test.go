@@ -69,3 +69,27 @@ func TestOutputsOfARecordedProfile(t *testing.T) {
 		t.Error("folded stacks lack ip_forward")
 	}
 }
+
+func TestFoldedRoundTrip(t *testing.T) {
+	r := loadRecorded(t, "tcp_rr-bridge")
+	var b bytes.Buffer
+	if err := WriteFolded(&b, &r.Profile); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ReadFolded(&b, r.Hz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Compact()
+	r.Compact()
+	if q.Samples() != r.Samples() || len(q.Stacks) != len(r.Stacks) {
+		t.Fatalf("round trip: %d samples in %d stacks, want %d in %d", q.Samples(), len(q.Stacks), r.Samples(), len(r.Stacks))
+	}
+	a := Summarize(&r.Profile, DefaultRules, 1000, "transaction")
+	c := Summarize(q, DefaultRules, 1000, "transaction")
+	for _, st := range a.Stages {
+		if c.Stage(st.Stage).Samples != st.Samples {
+			t.Errorf("stage %s: %d samples after the round trip, %d before", st.Stage, c.Stage(st.Stage).Samples, st.Samples)
+		}
+	}
+}
