@@ -32,7 +32,7 @@ struct sample_key {
 	__u32 pid; // thread group id; 0 = the idle task
 	__s32 kstack; // < 0: no kernel stack (the CPU was in user space)
 	__s32 ustack; // < 0: no user stack
-	__u32 pad;
+	__u32 lab; // 1: the task is in a network namespace other than the root one (a lab's)
 	char comm[COMM_LEN];
 };
 
@@ -89,6 +89,14 @@ struct sk_buff {
 	struct net_device *dev;
 } __attribute__((preserve_access_index));
 
+struct nsproxy {
+	struct net *net_ns;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct nsproxy *nsproxy;
+} __attribute__((preserve_access_index));
+
 static __always_inline void count(__u32 ev, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&events, &ev);
@@ -111,10 +119,14 @@ static __always_inline int in_lab(struct sk_buff *skb)
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct sample_key k = {};
 	__u64 one = 1, *v;
+	__u32 ino;
 
 	k.pid = bpf_get_current_pid_tgid() >> 32;
+	ino = BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
+	k.lab = root_netns_ino && ino && ino != root_netns_ino;
 	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	k.ustack = k.pid ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 	if (k.kstack == -EEXIST || k.ustack == -EEXIST)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,6 +36,8 @@ func newRunCmd() *cobra.Command {
 		extraSvc                    []int
 		cvThreshold                 float64
 		baseline, ciMethod          string
+		profileOn                   bool
+		profileDir                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
@@ -56,7 +59,8 @@ Examples:
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
-  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
+  vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --profile -o r.json && vnetlab explain r.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -98,6 +102,7 @@ Examples:
 					spec.Providers = []string{sc.Provider}
 				}
 				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
+				spec.Profile, spec.ProfileDir = sc.Profile, sc.ProfileDir
 				if sc.CVThreshold != nil {
 					spec.Summary.CVThreshold = *sc.CVThreshold
 				}
@@ -160,6 +165,15 @@ Examples:
 			}
 			if f.Changed("output") {
 				output = out
+			}
+			if f.Changed("profile") {
+				spec.Profile = profileOn
+			}
+			if f.Changed("profile-dir") {
+				spec.ProfileDir, spec.Profile = profileDir, true
+			}
+			if spec.Profile && spec.ProfileDir == "" {
+				spec.ProfileDir = defaultProfileDir(output)
 			}
 			if f.Changed("providers") {
 				spec.Providers = providers
@@ -226,6 +240,9 @@ Examples:
 			}
 			report.Table(os.Stdout, res, false)
 			report.Summary(os.Stdout, res)
+			if spec.Profile {
+				relativeProfileDirs(res, output)
+			}
 			if output != "" {
 				if werr := results.Write(output, res); werr != nil {
 					return werr
@@ -280,7 +297,35 @@ Examples:
 	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
+	f.BoolVar(&profileOn, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with `vnetlab explain`)")
+	f.StringVar(&profileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
 	return cmd
+}
+
+// defaultProfileDir: beside the results file (r.json -> r.profile/), else
+// vnetlab-profile/ in the working directory.
+func defaultProfileDir(output string) string {
+	if output == "" {
+		return "vnetlab-profile"
+	}
+	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+}
+
+// relativeProfileDirs makes each cell's profile dir relative to the results
+// file's directory, so that the file and its profiles can move together.
+func relativeProfileDirs(res *results.File, output string) {
+	base := "."
+	if output != "" {
+		base = filepath.Dir(output)
+	}
+	for _, c := range res.Cells {
+		if c.Profile == nil || c.Profile.Dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
+			c.Profile.Dir = filepath.ToSlash(rel)
+		}
+	}
 }
 
 func setInt(dst *int, v *int) {

@@ -19,7 +19,7 @@ func Write(w io.Writer, e *Explanation) error {
 	}
 	fmt.Fprintf(tw, "stage\t%s\t%s\tdelta\t\n", e.B.Label, e.A.Label)
 	for _, d := range e.Stages {
-		if d.A == 0 && d.B == 0 {
+		if math.Abs(d.A) < 0.005 && math.Abs(d.B) < 0.005 {
 			continue
 		}
 		mark := ""
@@ -80,7 +80,7 @@ func num(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	if math.Abs(v) < 0.01 {
-		return fmt.Sprintf("%.1e", v)
+		return "<0.01"
 	}
 	return fmt.Sprintf("%.3g", v)
 }

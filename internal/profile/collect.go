@@ -112,12 +112,13 @@ func UnitOf(rateUnit string) string {
 	return "MB"
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9.+-]+`)
 
-// FileName makes a cell key a file name ("veth-routed|pod||tcp_rr" ->
-// "veth-routed_pod_tcp_rr").
+// FileName makes a cell key a file name: each run of characters other than
+// letters, digits, ".", "+" and "-" becomes one "_" ("veth-routed|pod||tcp_rr"
+// -> "veth-routed_pod_tcp_rr").
 func FileName(key string) string {
-	return strings.Trim(unsafeName.ReplaceAllString(strings.ReplaceAll(key, "|", "_"), "_"), "_")
+	return strings.Trim(unsafeName.ReplaceAllString(key, "_"), "_")
 }
 
 // Files are the files written for one cell, relative to the profile dir.
@@ -183,8 +184,11 @@ func ReadFolded(r io.Reader, hz int) (*Profile, error) {
 		}
 		frames := strings.Split(line[:sp], ";")
 		st := Stack{Comm: frames[0], Count: n}
+		if c, ok := strings.CutSuffix(st.Comm, LabSuffix); ok {
+			st.Comm, st.Lab = c, true
+		}
 		for _, fr := range frames[1:] {
-			if fr == "[user "+st.Comm+"]" {
+			if fr == "[user "+st.Process()+"]" {
 				fr = UserFrame
 			}
 			st.Frames = append(st.Frames, fr)

@@ -93,3 +93,14 @@ func TestFoldedRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestFileName(t *testing.T) {
+	for key, want := range map[string]string{
+		"veth-routed|pod||tcp_rr":                     "veth-routed_pod_tcp_rr",
+		"veth-routed|service|iptables|tcp_crr|+10000": "veth-routed_service_iptables_tcp_crr_+10000",
+	} {
+		if got := FileName(key); got != want {
+			t.Errorf("FileName(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func WritePprof(w io.Writer, p *Profile, r *Rules) error {
 		frames := FunctionFrames(st)
 		s := &profile.Sample{
 			Value: []int64{int64(st.Count), int64(st.Count) * period},
-			Label: map[string][]string{"comm": {st.Comm}, "stage": {r.Attribute(st)}},
+			Label: map[string][]string{"comm": {st.Process()}, "stage": {r.Attribute(st)}},
 		}
 		for i := len(frames) - 1; i >= 0; i-- { // leaf first
 			s.Location = append(s.Location, loc(frames[i]))
@@ -54,11 +54,12 @@ func WritePprof(w io.Writer, p *Profile, r *Rules) error {
 }
 
 // WriteFolded writes p as folded stacks, one "comm;root;...;leaf count" line
-// per distinct stack (FlameGraph's flamegraph.pl, speedscope, inferno).
+// per distinct stack (FlameGraph's flamegraph.pl, speedscope, inferno); the
+// comm of a process in a lab's namespace ends in LabSuffix.
 func WriteFolded(w io.Writer, p *Profile) error {
 	lines := make([]string, 0, len(p.Stacks))
 	for _, st := range p.Stacks {
-		lines = append(lines, fmt.Sprintf("%s %d", strings.Join(append([]string{st.Comm}, FunctionFrames(st)...), ";"), st.Count))
+		lines = append(lines, fmt.Sprintf("%s %d", strings.Join(append([]string{st.Process()}, FunctionFrames(st)...), ";"), st.Count))
 	}
 	sort.Strings(lines)
 	for _, l := range lines {

@@ -27,7 +27,10 @@ type Profile struct {
 
 // Stack is one distinct stack and how many samples hit it.
 type Stack struct {
-	Comm   string   `json:"comm"`
+	Comm string `json:"comm"`
+	// Lab: the task was in a network namespace other than the root one
+	// (a lab's pod or node: the test's engines).
+	Lab    bool     `json:"lab,omitempty"`
 	Frames []string `json:"frames"` // root first; UserFrame first when the process was in or came from user space
 	Count  uint64   `json:"count"`
 }
@@ -97,8 +100,20 @@ func (p *Profile) Compact() {
 	p.Stacks = out
 }
 
+// Process names the task: its comm, with LabSuffix when it ran in a lab.
+func (s Stack) Process() string {
+	if s.Lab {
+		return s.Comm + LabSuffix
+	}
+	return s.Comm
+}
+
+// LabSuffix marks a process in a lab's namespace in folded stacks and
+// flame graphs ("iperf3@lab").
+const LabSuffix = "@lab"
+
 func stackKey(s Stack) string {
-	k := s.Comm
+	k := s.Process()
 	for _, f := range s.Frames {
 		k += ";" + f
 	}

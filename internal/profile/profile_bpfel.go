@@ -18,7 +18,7 @@ type profileSampleKey struct {
 	Pid    uint32
 	Kstack int32
 	Ustack int32
-	Pad    uint32
+	Lab    uint32
 	Comm   [16]int8
 }
 

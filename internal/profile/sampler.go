@@ -265,12 +265,13 @@ func (s *Sampler) readSamples(p *Profile) error {
 			comm = IdleComm
 		}
 		all := append(append([]string{}, uf...), kf...)
-		key := comm + ";" + strings.Join(all, ";")
-		if st, ok := agg[key]; ok {
-			st.Count += n
+		st := Stack{Comm: comm, Lab: k.Lab != 0, Frames: all, Count: n}
+		key := stackKey(st)
+		if a, ok := agg[key]; ok {
+			a.Count += n
 			continue
 		}
-		agg[key] = &Stack{Comm: comm, Frames: all, Count: n}
+		agg[key] = &st
 		order = append(order, key)
 	}
 	if err := it.Err(); err != nil {

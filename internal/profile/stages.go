@@ -35,7 +35,6 @@ type Rules struct {
 	exact    map[string]int
 	prefixes []prefixRule // longest first
 	comms    map[string]int
-	engines  map[string]bool // comms of the engine stage: processes that run the test
 
 	mu    sync.Mutex
 	cache map[string]int // function -> stage index, -1 for none
@@ -60,7 +59,7 @@ func mustParseRules(text string) *Rules {
 // ParseRules reads the stages.rules format. A pattern claimed by two stages
 // is an error.
 func ParseRules(text string) (*Rules, error) {
-	r := &Rules{exact: map[string]int{}, comms: map[string]int{}, engines: map[string]bool{}, cache: map[string]int{}}
+	r := &Rules{exact: map[string]int{}, comms: map[string]int{}, cache: map[string]int{}}
 	seen := map[string]string{}
 	ids := map[string]bool{StageKernelOther: true, StageOther: true}
 	for n, line := range strings.Split(text, "\n") {
@@ -97,9 +96,6 @@ func ParseRules(text string) (*Rules, error) {
 			switch {
 			case strings.HasPrefix(p, "comm="):
 				r.comms[strings.TrimPrefix(p, "comm=")] = st
-				if r.Stages[st].ID == "engine" {
-					r.engines[strings.TrimPrefix(p, "comm=")] = true
-				}
 			case strings.HasSuffix(p, "*"):
 				r.prefixes = append(r.prefixes, prefixRule{strings.TrimSuffix(p, "*"), st})
 			default:
@@ -132,16 +128,17 @@ func (r *Rules) match(fn string) int {
 	return st
 }
 
-// IsEngine says whether comm is a process that runs the test.
-func (r *Rules) IsEngine(comm string) bool { return r.engines[comm] }
-
 // Attribute is the stage ID of a stack (see stages.rules).
 func (r *Rules) Attribute(s Stack) string {
 	kernel := s.Kernel()
-	engine := r.IsEngine(s.Comm)
+	comm, named := r.comms[s.Comm]
+	engine := s.Lab || named
 	if len(kernel) == 0 {
-		if st, ok := r.comms[s.Comm]; ok {
-			return r.Stages[st].ID
+		switch {
+		case named:
+			return r.Stages[comm].ID
+		case s.Lab:
+			return "engine"
 		}
 		return StageOther
 	}

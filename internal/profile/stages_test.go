@@ -29,6 +29,13 @@ func loadRecorded(t *testing.T, name string) *recorded {
 
 func stack(comm string, frames ...string) Stack { return Stack{Comm: comm, Frames: frames, Count: 1} }
 
+// labStack is a stack of a process in a lab's namespace.
+func labStack(comm string, frames ...string) Stack {
+	s := stack(comm, frames...)
+	s.Lab = true
+	return s
+}
+
 func TestAttributeInnermostClaimedFrame(t *testing.T) {
 	r := DefaultRules
 	for _, c := range []struct {
@@ -36,30 +43,33 @@ func TestAttributeInnermostClaimedFrame(t *testing.T) {
 		want string
 	}{
 		// a helper leaf goes to the caller that a rule claims
-		{stack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "tcp_sendmsg", "tcp_sendmsg_locked", "_raw_spin_unlock_irqrestore"), "tcp_udp"},
-		{stack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_recvfrom", "_copy_to_iter"), "syscall"},
-		{stack("vnetlab", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb_one_core", "ip_rcv", "ip_rcv_finish_core", "ip_route_input_noref", "ip_route_input_slow", "fib_table_lookup"), "routing"},
-		{stack("vnetlab", "net_rx_action", "__napi_poll", "process_backlog", "ip_forward"), "routing"},
+		{labStack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "tcp_sendmsg", "tcp_sendmsg_locked", "_raw_spin_unlock_irqrestore"), "tcp_udp"},
+		{labStack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_recvfrom", "_copy_to_iter"), "syscall"},
+		{labStack("vnetlab", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "__netif_receive_skb_one_core", "ip_rcv", "ip_rcv_finish_core", "ip_route_input_noref", "ip_route_input_slow", "fib_table_lookup"), "routing"},
+		{labStack("vnetlab", "net_rx_action", "__napi_poll", "process_backlog", "ip_forward"), "routing"},
 		// a longer prefix wins: br_nf_* over br_*
 		{stack("ksoftirqd/0", "net_rx_action", "br_handle_frame", "br_nf_pre_routing", "memcpy"), "br_netfilter"},
 		{stack("ksoftirqd/0", "net_rx_action", "br_handle_frame", "br_handle_frame_finish"), "bridge"},
 		{stack("ksoftirqd/0", "net_rx_action", "nf_hook_slow", "nf_conntrack_in", "__nf_conntrack_find_get"), "conntrack"},
 		{stack("ksoftirqd/0", "net_rx_action", "nf_hook_slow", "nft_do_chain_ipv4", "nft_do_chain"), "tables"},
-		{stack("vnetlab", "dev_hard_start_xmit", "macvlan_start_xmit", "kmem_cache_free"), "macvlan"},
+		{labStack("vnetlab", "dev_hard_start_xmit", "macvlan_start_xmit", "kmem_cache_free"), "macvlan"},
 		{stack("swapper", "common_startup_64", "cpu_startup_entry", "do_idle", "default_idle", "pv_native_safe_halt"), "idle"},
 		// softirq work on an idle CPU is the data path
 		{stack("swapper", "do_idle", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "veth_poll"), "veth"},
 		// user-space samples: by process
-		{stack("iperf3", UserFrame), "engine"},
+		{labStack("iperf3", UserFrame), "engine"},
 		{stack("ovs-vswitchd", UserFrame), "ovs"},
 		{stack("compile", UserFrame), StageOther},
 		// a compiler's read() is not the data path, a test engine's is
 		{stack("compile", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "ksys_read", "vfs_read", "filemap_read"), StageOther},
-		{stack("sockperf", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "asm_exc_page_fault", "handle_mm_fault"), "syscall"},
-		{stack("sockperf", UserFrame, "asm_exc_page_fault", "handle_mm_fault"), StageKernelOther},
+		{labStack("sockperf", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "asm_exc_page_fault", "handle_mm_fault"), "syscall"},
+		{labStack("sockperf", UserFrame, "asm_exc_page_fault", "handle_mm_fault"), StageKernelOther},
 		// a net frame makes any process's stack the data path
 		{stack("compile", UserFrame, "asm_sysvec_apic_timer_interrupt", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "enqueue_to_backlog"), "veth"},
-		{stack("vnetlab", "tcp_v4_rcv", BPFFrame), "tc_bpf"},
+		{labStack("vnetlab", "tcp_v4_rcv", BPFFrame), "tc_bpf"},
+		// a process outside the labs loading a BPF program is not the data path
+		{stack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_bpf", "__sys_bpf", "bpf_check"), StageOther},
+		{stack("vnetlab", UserFrame), StageOther},
 	} {
 		if got := r.Attribute(c.st); got != c.want {
 			t.Errorf("%s %s: stage %s, want %s", c.st.Comm, strings.Join(c.st.Frames, ";"), got, c.want)

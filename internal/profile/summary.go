@@ -23,6 +23,10 @@ type Summary struct {
 	Events     []EventRate    `json:"events"`
 	Drops      []EventRate    `json:"drops,omitempty"`
 	Lost       uint64         `json:"samples_lost,omitempty"`
+	// Files are the cell's stacks (pprof, folded, flame graph) in Dir
+	// (run --profile-dir; relative to the results file's directory).
+	Dir   string `json:"dir,omitempty"`
+	Files *Files `json:"files,omitempty"`
 }
 
 // StageCost is one stage's share.
@@ -153,12 +157,12 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 }
 
 // FunctionFrames is a stack's frames for function statistics: the user part
-// named by its process ("[user iperf3]").
+// named by its process ("[user iperf3@lab]").
 func FunctionFrames(st Stack) []string {
 	out := make([]string, 0, len(st.Frames))
 	for _, f := range st.Frames {
 		if f == UserFrame {
-			f = "[user " + st.Comm + "]"
+			f = "[user " + st.Process() + "]"
 		}
 		out = append(out, f)
 	}

@@ -56,6 +56,13 @@ type Spec struct {
 	Providers     []string       // default: service.DefaultProvider
 	ExtraServices []int          // default: [0]
 	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
+
+	// Profile samples every measured window's CPU stacks and data-path
+	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
+	// ProfileDir where each cell's pprof, folded stacks and flame graph go.
+	Profile    bool
+	ProfileHz  int
+	ProfileDir string
 }
 
 // Progress is told about each step; Sample is called before each sample.
@@ -199,6 +206,13 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if len(cells) == 0 {
 		return out, fmt.Errorf("nothing to run: every mode was skipped")
 	}
+	col, err := openProfiler(spec)
+	if err != nil {
+		return out, err
+	}
+	if col != nil {
+		defer col.Close()
+	}
 	rounds := spec.Warmup + spec.Repeat
 	prog.Begin(rounds * len(cells))
 	n := 0
@@ -216,9 +230,16 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			prog.Sample(n, label)
 			es := engine.Spec{Test: engine.Test(c.cell.Test), Duration: spec.Duration, Streams: spec.Streams, Size: spec.Size, Rate: spec.Rate}
 			start := time.Now().UTC()
-			res, usage, err := measure(ctx, c.driver, c.target, es)
+			sampler := col
+			if r < spec.Warmup {
+				sampler = nil
+			}
+			res, usage, prof, err := measure(ctx, c.driver, c.target, es, sampler)
 			if r < spec.Warmup {
 				continue
+			}
+			if err == nil && col != nil {
+				col.Add(c.cell.Key(), prof, workUnits(res, c.cell.Unit))
 			}
 			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {
@@ -230,6 +251,11 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	}
 	prog.End()
 	Analyze(out.Cells, spec.Summary)
+	if col != nil {
+		if err := finishProfiles(col, out.Cells, spec.ProfileDir); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }
 
