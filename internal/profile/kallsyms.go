@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,11 +96,15 @@ func (k *Kallsyms) Name(ip uint64) string {
 	if k.jit != 0 && ip > k.jit && (k.names[i] == "_einittext" || k.names[i] == "ftrace_trampoline") {
 		return BPFFrame
 	}
-	if strings.HasPrefix(k.names[i], "bpf_prog_") {
+	if jitName.MatchString(k.names[i]) {
 		return BPFFrame
 	}
 	return FunctionName(k.names[i])
 }
+
+// jitName is how kallsyms lists a JIT-compiled program (bpf_jit_kallsyms):
+// bpf_prog_TAG_NAME; bpf_prog_load and friends are kernel functions.
+var jitName = regexp.MustCompile(`^bpf_prog_[0-9a-f]{16}`)
 
 // FunctionName strips compiler clone suffixes from a symbol.
 func FunctionName(sym string) string {

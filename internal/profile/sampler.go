@@ -113,6 +113,17 @@ func Open(hz int) (*Sampler, error) {
 			return nil, fmt.Errorf("attach the sampling program to CPU %d: %w", c, err)
 		}
 	}
+	// Attach and detach the tracepoints once: the library probes kernel
+	// features on first use (loading test programs), which must not happen
+	// inside the first measured window.
+	if err := s.Start(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := s.Stop(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
