@@ -109,23 +109,9 @@ Examples:
 // writeExplainFlame draws pair.B's data-path stacks, against pair.A when diff.
 func writeExplainFlame(out, resultsPath string, pair explain.Pair, diff bool) error {
 	load := func(c *results.Cell) (*profile.Profile, float64, error) {
-		s := c.Profile
-		if s == nil || s.Files == nil {
-			return nil, 0, fmt.Errorf("cell %s has no profile files: run it with --profile", explain.Label(c))
-		}
-		path := filepath.Join(filepath.Dir(resultsPath), s.Dir, s.Files.Folded)
-		fh, err := os.Open(path)
+		p, us, err := profile.LoadStacks(filepath.Dir(resultsPath), c.Profile)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w (the profile files live beside the results file: keep the two together)", err)
-		}
-		defer fh.Close()
-		p, err := profile.ReadFolded(fh, s.Hz)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", path, err)
-		}
-		us := 0.0
-		if s.Units > 0 && s.Hz > 0 {
-			us = 1e6 / float64(s.Hz) / s.Units
+			return nil, 0, fmt.Errorf("cell %s: %w", explain.Label(c), err)
 		}
 		return p, us, nil
 	}

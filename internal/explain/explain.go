@@ -74,7 +74,7 @@ type Explanation struct {
 	RateA    float64        `json:"rate_a"`
 	RateB    float64        `json:"rate_b"`
 	RateUnit string         `json:"rate_unit"`
-	TotalA   float64        `json:"data_path_us_a"` // profiler's own stage left out
+	TotalA   float64        `json:"data_path_us_a"`
 	TotalB   float64        `json:"data_path_us_b"`
 	Stages   []StageDiff    `json:"stages"`
 	Events   []EventDiff    `json:"events"`
@@ -129,9 +129,7 @@ func usPerSample(p *profile.Summary) float64 { return 1e6 / float64(p.Hz) / p.Un
 
 // counted: the stages that are the data path's cost (the profiler's own
 // tracepoint programs are not: they would not run without --profile).
-func counted(c profile.StageCost) bool {
-	return (c.Kind == profile.KindNet || c.Kind == profile.KindTask) && c.Stage != "profiler"
-}
+func counted(c profile.StageCost) bool { return profile.Counted(c.Kind) }
 
 func (e *Explanation) stages() {
 	pa, pb := e.A.P, e.B.P
@@ -165,7 +163,7 @@ func (e *Explanation) stages() {
 	}
 	for _, id := range order {
 		ca, cb := pa.Stage(id), pb.Stage(id)
-		if id != "profiler" && (counted(ca) || counted(cb)) {
+		if counted(ca) || counted(cb) {
 			e.TotalA += ca.US
 			e.TotalB += cb.US
 		}

@@ -2,6 +2,8 @@ package explain
 
 import (
 	"fmt"
+
+	"github.com/vnetlab/vnetlab/internal/profile"
 	"io"
 	"math"
 	"strings"
@@ -27,10 +29,10 @@ func Write(w io.Writer, e *Explanation) error {
 			mark = "*"
 		}
 		note := ""
-		switch d.Stage {
-		case "profiler":
-			note = "  (the profiler's own tracepoint programs: not counted)"
-		case "idle", "other":
+		switch kind := e.kind(d.Stage); {
+		case kind == profile.KindOverhead:
+			note = "  (the profiler's own work: not counted)"
+		case !profile.Counted(kind):
 			note = "  (not counted)"
 		}
 		fmt.Fprintf(tw, "%s\t%8.2f\t%8.2f\t%+8.2f%s\t%s\n", d.Name, d.B, d.A, d.Delta, mark, note)
@@ -83,4 +85,12 @@ func num(v float64) string {
 		return "<0.01"
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// kind is a stage's kind on either side.
+func (e *Explanation) kind(stage string) string {
+	if k := e.A.P.Stage(stage).Kind; k != "" {
+		return k
+	}
+	return e.B.P.Stage(stage).Kind
 }

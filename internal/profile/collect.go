@@ -197,3 +197,27 @@ func ReadFolded(r io.Reader, hz int) (*Profile, error) {
 	}
 	return p, nil
 }
+
+// LoadStacks reads a summary's folded stacks back (for flame graphs drawn
+// after the run), from resultsDir (the results file's directory), and the
+// µs per unit one sample stands for.
+func LoadStacks(resultsDir string, s *Summary) (*Profile, float64, error) {
+	if s == nil || s.Files == nil {
+		return nil, 0, fmt.Errorf("no profile files: run with --profile")
+	}
+	path := filepath.Join(resultsDir, s.Dir, s.Files.Folded)
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w (the profile files live beside the results file: keep the two together)", err)
+	}
+	defer fh.Close()
+	p, err := ReadFolded(fh, s.Hz)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	us := 0.0
+	if s.Units > 0 && s.Hz > 0 {
+		us = 1e6 / float64(s.Hz) / s.Units
+	}
+	return p, us, nil
+}

@@ -62,7 +62,7 @@ func (n *flameNode) sorted() []*flameNode {
 func dataPathTree(p *Profile, r *Rules) *flameNode {
 	root := &flameNode{name: "all"}
 	for _, st := range p.Stacks {
-		if k := r.Kind(r.Attribute(st)); k != KindNet && k != KindTask {
+		if k := r.Kind(r.Attribute(st)); !Counted(k) {
 			continue
 		}
 		root.value += st.Count

@@ -104,3 +104,27 @@ func TestFileName(t *testing.T) {
 		}
 	}
 }
+
+func TestStageBars(t *testing.T) {
+	var rows []BarRow
+	for _, m := range []string{"veth-routed", "macvlan", "bridge"} {
+		r := loadRecorded(t, "tcp_rr-"+m)
+		rows = append(rows, BarRow{m, Summarize(&r.Profile, DefaultRules, r.Transactions, "transaction")})
+	}
+	rows = append(rows, BarRow{Label: "host"})
+	var b bytes.Buffer
+	if err := WriteStageBars(&b, rows, DefaultRules); err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b.Bytes(), new(struct{})); err != nil {
+		t.Fatalf("stage bars are not well-formed XML: %v", err)
+	}
+	for _, want := range []string{"<title>bridge — br_netfilter: ", "<title>veth-routed — routing/forwarding: ", "not profiled", "µs/transaction"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("stage bars lack %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "— not the data path") || strings.Contains(b.String(), "— idle") {
+		t.Error("stage bars draw idle or other processes")
+	}
+}

@@ -16,7 +16,12 @@ const (
 	KindNet  = "net"
 	KindTask = "task"
 	KindIdle = "idle"
+	// KindOverhead is the profiler's own cost: not the data path's.
+	KindOverhead = "overhead"
 )
+
+// Counted says whether a stage kind is the data path's cost.
+func Counted(kind string) bool { return kind == KindNet || kind == KindTask }
 
 // Stages every profile may have besides those of the rules.
 const (
@@ -74,8 +79,8 @@ func ParseRules(text string) (*Rules, error) {
 			if len(f) < 4 {
 				return nil, fmt.Errorf("stages line %d: want \"stage ID KIND Name\"", n+1)
 			}
-			if f[2] != KindNet && f[2] != KindTask && f[2] != KindIdle {
-				return nil, fmt.Errorf("stages line %d: kind %q is not net, task or idle", n+1, f[2])
+			if f[2] != KindNet && f[2] != KindTask && f[2] != KindIdle && f[2] != KindOverhead {
+				return nil, fmt.Errorf("stages line %d: kind %q is not net, task, idle or overhead", n+1, f[2])
 			}
 			if ids[f[1]] {
 				return nil, fmt.Errorf("stages line %d: stage %q defined twice", n+1, f[1])

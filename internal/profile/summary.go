@@ -33,7 +33,7 @@ type Summary struct {
 type StageCost struct {
 	Stage   string  `json:"stage"`
 	Name    string  `json:"name"`
-	Kind    string  `json:"kind,omitempty"` // net, task, idle; empty for "other"
+	Kind    string  `json:"kind,omitempty"` // net, task (the data path), idle, overhead (the profiler); empty for "other"
 	Samples uint64  `json:"samples"`
 	US      float64 `json:"us_per_unit"`
 	Share   float64 `json:"share"` // of the data path's samples (0 for idle and other)
@@ -89,7 +89,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 		id := r.Attribute(st)
 		byStage[id] += st.Count
 		kind := r.Kind(id)
-		if kind != KindNet && kind != KindTask {
+		if !Counted(kind) {
 			continue
 		}
 		s.DataPath += st.Count
@@ -112,7 +112,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 			continue
 		}
 		c := StageCost{Stage: id, Name: r.Name(id), Kind: r.Kind(id), Samples: n, US: perUnitUS(n)}
-		if c.Kind == KindNet || c.Kind == KindTask {
+		if Counted(c.Kind) {
 			c.Share = float64(n) / float64(s.DataPath)
 			s.DataPathUS += c.US
 		}
