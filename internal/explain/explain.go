@@ -282,7 +282,7 @@ func (e *Explanation) sentence() string {
 		}
 		for _, ev := range stageEvents[d.Stage] {
 			if x, ok := e.event(ev); ok {
-				why = append(why, fmt.Sprintf("%s %.2g vs %.2g per %s", ev, x.B, x.A, unit))
+				why = append(why, fmt.Sprintf("%s %s vs %s per %s", ev, num(x.B), num(x.A), unit))
 			}
 		}
 		if len(why) > 0 {

@@ -23,8 +23,8 @@ type FlameOptions struct {
 	Unit        string // "transaction", "MB"
 	Width       int    // pixels; 0: 1200
 	// Base, when set, makes a differential flame graph: the shape is this
-	// profile's, the colour the change of each frame's inclusive µs per
-	// unit against Base (red: more than Base, blue: less).
+	// profile's, the colour the relative change of each frame's inclusive
+	// µs per unit against Base (red: more than Base, blue: less).
 	Base            *Profile
 	BaseUSPerSample float64
 	BaseTitle       string
@@ -148,8 +148,9 @@ func (f *flame) node(n, base *flameNode, path []string, x float64, d int) {
 		if base != nil {
 			baseUS = float64(base.value) * f.o.BaseUSPerSample
 		}
-		delta := float64(n.value)*f.o.USPerSample - baseUS
-		fill = diffColor(delta)
+		us := float64(n.value) * f.o.USPerSample
+		delta := us - baseUS
+		fill = diffColor(delta, max(us, baseUS))
 		info += fmt.Sprintf("; %s %.2f µs/%s (%+.2f)", f.o.BaseTitle, baseUS, f.o.Unit, delta)
 	} else if st := f.r.match(n.name); st >= 0 {
 		info += " [" + f.r.Stages[st].Name + "]"
@@ -206,9 +207,13 @@ func (f *flame) stageColor(name string) string {
 }
 
 // diffColor: white for no change, red for more µs than the base, blue for
-// less, saturating at 1 µs per unit.
-func diffColor(delta float64) string {
-	t := math.Min(math.Abs(delta)/1.0, 1)
+// less, as deep as the change is large relative to the frame's cost (a
+// frame only in this profile is fully red; a trunk 10% dearer, pale).
+func diffColor(delta, of float64) string {
+	t := 0.0
+	if of > 0 {
+		t = math.Min(math.Abs(delta)/of, 1)
+	}
 	v := int(255 - 175*t)
 	if delta > 0 {
 		return fmt.Sprintf("rgb(255,%d,%d)", v, v)
