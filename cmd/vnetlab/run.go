@@ -250,7 +250,11 @@ Examples:
 				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
 			}
 			if reportDir != "" {
-				if rerr := writeReport(reportDir, res); rerr != nil {
+				resultsDir := "."
+				if output != "" {
+					resultsDir = filepath.Dir(output)
+				}
+				if rerr := writeReport(reportDir, res, resultsDir); rerr != nil {
 					return fmt.Errorf("--report %s: %w", reportDir, rerr)
 				}
 			}

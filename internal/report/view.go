@@ -25,6 +25,7 @@ type Doc struct {
 	Skipped  []results.Skipped
 	Tests    []*TestView
 	CPU      []*CPUView
+	Profiles []*ProfileView // where the CPU goes (run --profile)
 	Seeds    []*SeedView
 	NoSeeds  string // why no seed table is shown
 	Warnings []string
