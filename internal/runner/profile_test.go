@@ -104,3 +104,77 @@ func TestProfileShowsKnownStructure(t *testing.T) {
 		t.Errorf("bridge with bridge_nf_call_iptables off: %d samples in br_netfilter's path into iptables", n)
 	}
 }
+
+// The iptables provider at 10k extra Services walks its chains for every
+// new connection: the filter tables are the largest stage of a tcp_crr
+// connection, larger than with the ebpf provider, where they stay small.
+func TestProfileServiceTablesAtScale(t *testing.T) {
+	requireLabs(t, profLabPrefix)
+	if os.Getenv("VNETLAB_BIN") == "" {
+		t.Skip("the rr engine runs `vnetlab rr-client`: set VNETLAB_BIN")
+	}
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}}, Paths: []string{ServicePath},
+		Tests: []engine.Test{engine.TCPCRR}, Duration: time.Second, Repeat: 1, Size: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
+		Providers: []string{"iptables", "ebpf"}, ExtraServices: []int{10000}, LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, spec, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]profile.StageCost{}
+	largest := map[string]string{}
+	for _, c := range res.Cells {
+		if c.Profile == nil {
+			t.Fatalf("%s: no profile", c.Provider)
+		}
+		tables[c.Provider] = c.Profile.Stage("tables")
+		var top profile.StageCost
+		for _, s := range c.Profile.Stages {
+			if profile.Counted(s.Kind) && s.US > top.US {
+				top = s
+			}
+		}
+		largest[c.Provider] = top.Stage
+		t.Logf("%s+10000: tables %.1f µs/connection (%.0f%% of %.1f µs), largest stage %s", c.Provider, tables[c.Provider].US, 100*tables[c.Provider].Share, c.Profile.DataPathUS, top.Stage)
+	}
+	if largest["iptables"] != "tables" {
+		t.Errorf("iptables at 10k Services: largest stage %s, want the filter tables", largest["iptables"])
+	}
+	if tables["ebpf"].US*3 > tables["iptables"].US {
+		t.Errorf("tables per connection: ebpf %.2f µs, iptables %.2f µs: want ebpf's under a third", tables["ebpf"].US, tables["iptables"].US)
+	}
+}
+
+// tap-naive moves one frame per read() and write() on the tun device: its
+// profile has the tun driver's read and write paths.
+func TestProfileTapNaive(t *testing.T) {
+	requireLabs(t, profLabPrefix)
+	if os.Getenv("VNETLAB_BIN") == "" {
+		t.Skip("the tap modes' switch runs `vnetlab tapswitch`: set VNETLAB_BIN")
+	}
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Modes: []ModeVariant{{Label: "tap-naive", Mode: "tap-naive"}}, Paths: []string{"pod"},
+		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Streams: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
+		LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
+	res, err := Run(context.Background(), spec, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cells[0]
+	if c.Profile == nil {
+		t.Fatal("no profile")
+	}
+	read, write := frameSamples(t, c, "tun_chr_read_iter", "tun_put_user"), frameSamples(t, c, "tun_chr_write_iter", "tun_get_user")
+	t.Logf("tap-naive: tun/tap stage %.1f µs/MB, read path %d, write path %d samples", c.Profile.Stage("tun").US, read, write)
+	if read == 0 || write == 0 {
+		t.Errorf("tap-naive: tun read path %d samples, write path %d: want both", read, write)
+	}
+}
