@@ -20,6 +20,22 @@ const profLabPrefix = "stp"
 // frame into the IP hooks.
 var brNFIntoIptables = []string{"br_nf_hook_thresh", "br_nf_pre_routing_finish", "br_nf_forward_finish", "setup_pre_routing"}
 
+// profiledLabs skips without root, iperf3 or VNETLAB_BIN (the rr engine
+// runs `vnetlab rr-client`, the tap modes `vnetlab tapswitch`), removes this
+// file's labs at the end, and returns the default pods.
+func profiledLabs(t *testing.T) []lab.PodSpec {
+	t.Helper()
+	requireLabs(t, profLabPrefix)
+	if os.Getenv("VNETLAB_BIN") == "" {
+		t.Skip("the rr engine and the tap switch run the vnetlab binary: set VNETLAB_BIN")
+	}
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
 // frameSamples counts the data-path samples of a cell's folded stacks that
 // have a frame with one of the prefixes.
 func frameSamples(t *testing.T, c *results.Cell, prefixes ...string) uint64 {
@@ -50,14 +66,7 @@ func frameSamples(t *testing.T, c *results.Cell, prefixes ...string) uint64 {
 // veth-routed and not for macvlan; br_netfilter's hooks on a bridge with
 // bridge_nf_call_iptables on, and not with it off.
 func TestProfileShowsKnownStructure(t *testing.T) {
-	requireLabs(t, profLabPrefix)
-	if os.Getenv("VNETLAB_BIN") == "" {
-		t.Skip("the rr engine runs `vnetlab rr-client`: set VNETLAB_BIN")
-	}
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := profiledLabs(t)
 	dir := t.TempDir()
 	spec := Spec{
 		Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}, {Label: "macvlan", Mode: "macvlan"},
@@ -109,14 +118,7 @@ func TestProfileShowsKnownStructure(t *testing.T) {
 // new connection: the filter tables are the largest stage of a tcp_crr
 // connection, larger than with the ebpf provider, where they stay small.
 func TestProfileServiceTablesAtScale(t *testing.T) {
-	requireLabs(t, profLabPrefix)
-	if os.Getenv("VNETLAB_BIN") == "" {
-		t.Skip("the rr engine runs `vnetlab rr-client`: set VNETLAB_BIN")
-	}
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := profiledLabs(t)
 	spec := Spec{Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}}, Paths: []string{ServicePath},
 		Tests: []engine.Test{engine.TCPCRR}, Duration: time.Second, Repeat: 1, Size: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		Providers: []string{"iptables", "ebpf"}, ExtraServices: []int{10000}, LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
@@ -153,14 +155,7 @@ func TestProfileServiceTablesAtScale(t *testing.T) {
 // tap-naive moves one frame per read() and write() on the tun device: its
 // profile has the tun driver's read and write paths.
 func TestProfileTapNaive(t *testing.T) {
-	requireLabs(t, profLabPrefix)
-	if os.Getenv("VNETLAB_BIN") == "" {
-		t.Skip("the tap modes' switch runs `vnetlab tapswitch`: set VNETLAB_BIN")
-	}
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := profiledLabs(t)
 	spec := Spec{Modes: []ModeVariant{{Label: "tap-naive", Mode: "tap-naive"}}, Paths: []string{"pod"},
 		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Streams: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
