@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // kill -9 in the middle of a window leaves nothing attached: every program
-// was held by the process's file descriptors (perf events, raw tracepoint
+// was held by the process's file descriptors (perf events, tracepoint
 // links), none pinned, so the kernel frees them all.
 func TestNothingStaysAfterKill(t *testing.T) {
 	if os.Geteuid() != 0 {

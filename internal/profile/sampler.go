@@ -36,30 +36,17 @@ const (
 	eventSampleLost      = "samples_lost" // stack map collisions or full maps
 )
 
-// rawTracepoints are the data-path events counted: tracepoint name and the
-// program that counts it. Raw tracepoints attach by name (no tracefs).
-func rawTracepoints(o *profileObjects) []struct {
-	name string
-	prog *ebpf.Program
-} {
-	return []struct {
-		name string
-		prog *ebpf.Program
-	}{
-		{"netif_rx", o.TpNetifRx},
-		{"netif_receive_skb", o.TpNetifReceiveSkb},
-		{"net_dev_queue", o.TpNetDevQueue},
-		{"net_dev_xmit", o.TpNetDevXmit},
-		{"napi_poll", o.TpNapiPoll},
-		{"fib_table_lookup", o.TpFibTableLookup},
-		{"kfree_skb", o.TpKfreeSkb},
-	}
+// tracepoints are the programs counting data-path events; each names its
+// tracepoint in its section (tp_btf/NAME) and attaches by that name.
+func tracepoints(o *profileObjects) []*ebpf.Program {
+	return []*ebpf.Program{o.TpNetifRx, o.TpNetifReceiveSkb, o.TpNetDevQueue, o.TpNetDevXmit,
+		o.TpNapiPoll, o.TpFibTableLookup, o.TpKfreeSkb}
 }
 
 // Sampler samples every CPU's stacks on a cpu-clock timer and counts
 // data-path tracepoints between Start and Stop. Everything it holds is a
-// file descriptor of this process (perf events, programs, maps, raw
-// tracepoint links, nothing pinned): if the process dies, even by kill -9,
+// file descriptor of this process (perf events, programs, maps, tracepoint
+// links, nothing pinned): if the process dies, even by kill -9,
 // the kernel detaches it all.
 type Sampler struct {
 	objs   profileObjects
@@ -183,11 +170,11 @@ func (s *Sampler) Start() error {
 	if s.active {
 		return errors.New("profile: Start called twice")
 	}
-	for _, tp := range rawTracepoints(&s.objs) {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: tp.prog})
+	for _, prog := range tracepoints(&s.objs) {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			s.detach()
-			return fmt.Errorf("attach raw tracepoint %s: %w", tp.name, err)
+			return fmt.Errorf("attach tracepoint program %s: %w", prog, err)
 		}
 		s.links = append(s.links, l)
 	}
