@@ -22,6 +22,7 @@ type ProfileView struct {
 	Sentences []string
 	Cells     []ProfileCellView
 	Missing   string // why flame graphs are absent (profile files not found)
+	Overhead  string // what the profiler's own programs cost in these cells
 	rows      []profile.BarRow
 }
 
@@ -58,6 +59,7 @@ func buildProfiles(f *results.File, resultsDir string) []*ProfileView {
 			}
 		}
 		v.rows = rows
+		v.Overhead = overheadNote(rows)
 		var b bytes.Buffer
 		if err := profile.WriteStageBars(&b, rows, profile.DefaultRules); err == nil {
 			v.Bars = template.HTML(b.String()) // built from escaped text by package profile
@@ -163,5 +165,37 @@ func markdownProfiles(w io.Writer, views []*ProfileView) {
 		for _, s := range v.Sentences {
 			fmt.Fprintf(w, "%s\n\n", s)
 		}
+		if v.Overhead != "" {
+			fmt.Fprintf(w, "%s.\n\n", v.Overhead)
+		}
 	}
+}
+
+// overheadNote states the profiler's own measured cost in the cells (its
+// tracepoint programs' stage), smallest and largest share of the data path.
+func overheadNote(rows []profile.BarRow) string {
+	lo, hi, n := 0.0, 0.0, 0
+	for _, r := range rows {
+		if r.S == nil || r.S.DataPathUS <= 0 {
+			continue
+		}
+		var own float64
+		for _, c := range r.S.Stages {
+			if c.Kind == profile.KindOverhead {
+				own += c.US
+			}
+		}
+		share := own / r.S.DataPathUS
+		if n == 0 || share < lo {
+			lo = share
+		}
+		if n == 0 || share > hi {
+			hi = share
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The profiler's own tracepoint programs cost %.1f%% to %.1f%% on top of the data path's CPU in these cells (measured, not counted above); its effect on the rate: docs/profiling.md#overhead", 100*lo, 100*hi)
 }
