@@ -20,8 +20,6 @@
 // Event counters, indexed like profile.go's eventNames.
 enum event {
 	EV_NETIF_RX,
-	EV_NETIF_RECEIVE_SKB,
-	EV_NET_DEV_QUEUE,
 	EV_NET_DEV_XMIT,
 	EV_NAPI_POLL,
 	EV_FIB_LOOKUP,
@@ -154,9 +152,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;                                    \
 	}
 
+// Two per-packet events only: each costs every packet a call (netif_receive_skb
+// and net_dev_queue came in the same counts as these two in every mode).
 SKB_EVENT(netif_rx, EV_NETIF_RX)
-SKB_EVENT(netif_receive_skb, EV_NETIF_RECEIVE_SKB)
-SKB_EVENT(net_dev_queue, EV_NET_DEV_QUEUE)
 SKB_EVENT(net_dev_xmit, EV_NET_DEV_XMIT)
 
 SEC("tp_btf/napi_poll")

@@ -232,7 +232,7 @@ func only(x, y *profile.Summary) []OnlyFunction {
 var stageEvents = map[string][]string{
 	"routing": {profile.EventFibLookup},
 	"veth":    {profile.EventNetifRx},
-	"netdev":  {profile.EventNetDevXmit, profile.EventNetifReceiveSkb},
+	"netdev":  {profile.EventNetDevXmit},
 	"napi":    {profile.EventNapiPoll},
 	"macvlan": {profile.EventNetDevXmit},
 }

@@ -26,19 +26,17 @@ type profileSampleKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapDrops              = "drops"
-	profileMapEvents             = "events"
-	profileMapSamples            = "samples"
-	profileMapStacks             = "stacks"
-	profileProgOnSample          = "on_sample"
-	profileProgTpFibTableLookup  = "tp_fib_table_lookup"
-	profileProgTpKfreeSkb        = "tp_kfree_skb"
-	profileProgTpNapiPoll        = "tp_napi_poll"
-	profileProgTpNetDevQueue     = "tp_net_dev_queue"
-	profileProgTpNetDevXmit      = "tp_net_dev_xmit"
-	profileProgTpNetifReceiveSkb = "tp_netif_receive_skb"
-	profileProgTpNetifRx         = "tp_netif_rx"
-	profileVarRootNetnsIno       = "root_netns_ino"
+	profileMapDrops             = "drops"
+	profileMapEvents            = "events"
+	profileMapSamples           = "samples"
+	profileMapStacks            = "stacks"
+	profileProgOnSample         = "on_sample"
+	profileProgTpFibTableLookup = "tp_fib_table_lookup"
+	profileProgTpKfreeSkb       = "tp_kfree_skb"
+	profileProgTpNapiPoll       = "tp_napi_poll"
+	profileProgTpNetDevXmit     = "tp_net_dev_xmit"
+	profileProgTpNetifRx        = "tp_netif_rx"
+	profileVarRootNetnsIno      = "root_netns_ino"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -83,14 +81,12 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	OnSample          *ebpf.ProgramSpec `ebpf:"on_sample"`
-	TpFibTableLookup  *ebpf.ProgramSpec `ebpf:"tp_fib_table_lookup"`
-	TpKfreeSkb        *ebpf.ProgramSpec `ebpf:"tp_kfree_skb"`
-	TpNapiPoll        *ebpf.ProgramSpec `ebpf:"tp_napi_poll"`
-	TpNetDevQueue     *ebpf.ProgramSpec `ebpf:"tp_net_dev_queue"`
-	TpNetDevXmit      *ebpf.ProgramSpec `ebpf:"tp_net_dev_xmit"`
-	TpNetifReceiveSkb *ebpf.ProgramSpec `ebpf:"tp_netif_receive_skb"`
-	TpNetifRx         *ebpf.ProgramSpec `ebpf:"tp_netif_rx"`
+	OnSample         *ebpf.ProgramSpec `ebpf:"on_sample"`
+	TpFibTableLookup *ebpf.ProgramSpec `ebpf:"tp_fib_table_lookup"`
+	TpKfreeSkb       *ebpf.ProgramSpec `ebpf:"tp_kfree_skb"`
+	TpNapiPoll       *ebpf.ProgramSpec `ebpf:"tp_napi_poll"`
+	TpNetDevXmit     *ebpf.ProgramSpec `ebpf:"tp_net_dev_xmit"`
+	TpNetifRx        *ebpf.ProgramSpec `ebpf:"tp_netif_rx"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
@@ -156,14 +152,12 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	OnSample          *ebpf.Program `ebpf:"on_sample"`
-	TpFibTableLookup  *ebpf.Program `ebpf:"tp_fib_table_lookup"`
-	TpKfreeSkb        *ebpf.Program `ebpf:"tp_kfree_skb"`
-	TpNapiPoll        *ebpf.Program `ebpf:"tp_napi_poll"`
-	TpNetDevQueue     *ebpf.Program `ebpf:"tp_net_dev_queue"`
-	TpNetDevXmit      *ebpf.Program `ebpf:"tp_net_dev_xmit"`
-	TpNetifReceiveSkb *ebpf.Program `ebpf:"tp_netif_receive_skb"`
-	TpNetifRx         *ebpf.Program `ebpf:"tp_netif_rx"`
+	OnSample         *ebpf.Program `ebpf:"on_sample"`
+	TpFibTableLookup *ebpf.Program `ebpf:"tp_fib_table_lookup"`
+	TpKfreeSkb       *ebpf.Program `ebpf:"tp_kfree_skb"`
+	TpNapiPoll       *ebpf.Program `ebpf:"tp_napi_poll"`
+	TpNetDevXmit     *ebpf.Program `ebpf:"tp_net_dev_xmit"`
+	TpNetifRx        *ebpf.Program `ebpf:"tp_netif_rx"`
 }
 
 func (p *profilePrograms) Close() error {
@@ -172,9 +166,7 @@ func (p *profilePrograms) Close() error {
 		p.TpFibTableLookup,
 		p.TpKfreeSkb,
 		p.TpNapiPoll,
-		p.TpNetDevQueue,
 		p.TpNetDevXmit,
-		p.TpNetifReceiveSkb,
 		p.TpNetifRx,
 	)
 }
