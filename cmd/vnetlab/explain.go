@@ -66,6 +66,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if flame != "" && len(pairs) != 1 {
+				return fmt.Errorf("--flamegraph draws one cell: name it with --cells A,B (and --test when the run has several)")
+			}
 			var all []*explain.Explanation
 			for i, p := range pairs {
 				e, err := explain.Compare(p.A, p.B)
@@ -91,9 +94,6 @@ Examples:
 			}
 			if flame == "" {
 				return nil
-			}
-			if len(pairs) != 1 && cells == "" {
-				return fmt.Errorf("--flamegraph draws one cell: name it with --cells A,B (and --test when the run has several)")
 			}
 			return writeExplainFlame(flame, args[0], pairs[0], cells != "")
 		},
