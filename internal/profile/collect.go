@@ -199,13 +199,17 @@ func ReadFolded(r io.Reader, hz int) (*Profile, error) {
 }
 
 // LoadStacks reads a summary's folded stacks back (for flame graphs drawn
-// after the run), from resultsDir (the results file's directory), and the
-// µs per unit one sample stands for.
+// after the run), from its Dir (relative to resultsDir, the results file's
+// directory, unless absolute), and the µs per unit one sample stands for.
 func LoadStacks(resultsDir string, s *Summary) (*Profile, float64, error) {
 	if s == nil || s.Files == nil {
 		return nil, 0, fmt.Errorf("no profile files: run with --profile")
 	}
-	path := filepath.Join(resultsDir, s.Dir, s.Files.Folded)
+	dir := s.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(resultsDir, dir)
+	}
+	path := filepath.Join(dir, s.Files.Folded)
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w (the profile files live beside the results file: keep the two together)", err)
