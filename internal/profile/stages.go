@@ -18,6 +18,8 @@ const (
 	KindIdle = "idle"
 	// KindOverhead is the profiler's own cost: not the data path's.
 	KindOverhead = "overhead"
+	// KindControl is configuration work (any frame decides): not the data path's.
+	KindControl = "control"
 )
 
 // Counted says whether a stage kind is the data path's cost.
@@ -79,8 +81,10 @@ func ParseRules(text string) (*Rules, error) {
 			if len(f) < 4 {
 				return nil, fmt.Errorf("stages line %d: want \"stage ID KIND Name\"", n+1)
 			}
-			if f[2] != KindNet && f[2] != KindTask && f[2] != KindIdle && f[2] != KindOverhead {
-				return nil, fmt.Errorf("stages line %d: kind %q is not net, task, idle or overhead", n+1, f[2])
+			switch f[2] {
+			case KindNet, KindTask, KindIdle, KindOverhead, KindControl:
+			default:
+				return nil, fmt.Errorf("stages line %d: kind %q is not net, task, idle, overhead or control", n+1, f[2])
 			}
 			if ids[f[1]] {
 				return nil, fmt.Errorf("stages line %d: stage %q defined twice", n+1, f[1])
@@ -155,6 +159,9 @@ func (r *Rules) Attribute(s Stack) string {
 		}
 		if st < 0 {
 			continue
+		}
+		if r.Stages[st].Kind == KindControl {
+			return r.Stages[st].ID
 		}
 		if leaf < 0 {
 			leaf = st

@@ -67,8 +67,11 @@ func TestAttributeInnermostClaimedFrame(t *testing.T) {
 		// a net frame makes any process's stack the data path
 		{stack("compile", UserFrame, "asm_sysvec_apic_timer_interrupt", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "enqueue_to_backlog"), "veth"},
 		{labStack("vnetlab", "tcp_v4_rcv", BPFFrame), "tc_bpf"},
-		// a process outside the labs loading a BPF program is not the data path
-		{stack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_bpf", "__sys_bpf", "bpf_check"), StageOther},
+		// loading a BPF program, tearing a namespace down: configuration, even
+		// where the innermost frame is packet code
+		{stack("vnetlab", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_bpf", "__sys_bpf", "bpf_check"), "control"},
+		{stack("kworker/u8:1", "ret_from_fork", "kthread", "worker_thread", "cleanup_net", "unregister_netdevice_many_notify", "veth_dellink"), "control"},
+		{labStack("iptables-restor", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_setsockopt", "nf_setsockopt", "do_ipt_set_ctl", "translate_table"), "control"},
 		{stack("vnetlab", UserFrame), StageOther},
 	} {
 		if got := r.Attribute(c.st); got != c.want {
