@@ -296,11 +296,16 @@ func (e *Explanation) sentence() string {
 	default:
 		s += "; no stage differs beyond sampling noise"
 	}
-	var rest []string
+	var offset []StageDiff
 	for _, d := range e.Stages {
 		if d.Significant && (d.Delta > 0) != (delta > 0) {
-			rest = append(rest, fmt.Sprintf("%+.2f µs %s", d.Delta, d.Name))
+			offset = append(offset, d)
 		}
+	}
+	sort.Slice(offset, func(i, j int) bool { return math.Abs(offset[i].Delta) > math.Abs(offset[j].Delta) })
+	var rest []string
+	for _, d := range offset {
+		rest = append(rest, fmt.Sprintf("%+.2f µs %s", d.Delta, d.Name))
 	}
 	if len(rest) > 0 {
 		s += "; partly offset by " + strings.Join(rest, ", ")
