@@ -140,8 +140,12 @@ func (r *Rules) match(fn string) int {
 // Attribute is the stage ID of a stack (see stages.rules).
 func (r *Rules) Attribute(s Stack) string {
 	kernel := s.Kernel()
+	// A process is the test's when it runs in a lab's namespace; comm=
+	// rules name the stage of such processes' user time (ovs-vswitchd runs
+	// in the node).
 	comm, named := r.comms[s.Comm]
-	engine := s.Lab || named
+	named = named && s.Lab
+	engine := s.Lab
 	if len(kernel) == 0 {
 		switch {
 		case named:

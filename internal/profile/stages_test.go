@@ -58,7 +58,8 @@ func TestAttributeInnermostClaimedFrame(t *testing.T) {
 		{stack("swapper", "do_idle", "handle_softirqs", "net_rx_action", "__napi_poll", "process_backlog", "veth_poll"), "veth"},
 		// user-space samples: by process
 		{labStack("iperf3", UserFrame), "engine"},
-		{stack("ovs-vswitchd", UserFrame), "ovs"},
+		{labStack("ovs-vswitchd", UserFrame), "ovs"},
+		{stack("ovs-vswitchd", UserFrame), StageOther}, // not a lab's (a system daemon)
 		{stack("compile", UserFrame), StageOther},
 		// a compiler's read() is not the data path, a test engine's is
 		{stack("compile", UserFrame, "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "ksys_read", "vfs_read", "filemap_read"), StageOther},
