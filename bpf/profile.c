@@ -32,7 +32,7 @@ struct sample_key {
 	__u32 pid; // thread group id; 0 = the idle task
 	__s32 kstack; // < 0: no kernel stack (the CPU was in user space)
 	__s32 ustack; // < 0: no user stack
-	__u32 lab; // 1: the task is in a network namespace other than the root one (a lab's)
+	__u32 lab; // 1: the task is in a lab's network namespace (lab_ns)
 	char comm[COMM_LEN];
 };
 
@@ -65,7 +65,24 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-// The inode number of the root network namespace (the profiler's own):
+// The network namespaces of the labs being measured (inode numbers), and
+// settings[0] = 1 when that set is in use: then only packets on their
+// devices and only their processes count (other labs on the machine do not).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} lab_netns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} settings SEC(".maps");
+
+// Without that set: the inode number of the root network namespace (the profiler's own):
 // packets on its devices are not counted, vnetlab's labs never use it (and
 // other programs' loopback traffic would blur the counts). 0: count all.
 volatile const __u32 root_netns_ino = 0;
@@ -104,17 +121,26 @@ static __always_inline void count(__u32 ev, __u64 n)
 		*v += n;
 }
 
+// lab_ns: is the network namespace with this inode one being measured?
+static __always_inline int lab_ns(__u32 ino)
+{
+	__u32 zero = 0, *use_set = bpf_map_lookup_elem(&settings, &zero);
+
+	if (use_set && *use_set)
+		return bpf_map_lookup_elem(&lab_netns, &ino) != NULL;
+	if (!root_netns_ino)
+		return 1;
+	return ino && ino != root_netns_ino;
+}
+
 // in_lab: skb is a typed kernel pointer (tp_btf), read directly.
 static __always_inline int in_lab(struct sk_buff *skb)
 {
-	struct net_device *dev;
+	struct net_device *dev = skb->dev;
 
-	if (!root_netns_ino)
-		return 1;
-	dev = skb->dev;
 	if (!dev)
 		return 1; // no device (a socket-level drop): cannot tell, count it
-	return dev->nd_net.net->ns.inum != root_netns_ino;
+	return lab_ns(dev->nd_net.net->ns.inum);
 }
 
 SEC("perf_event")
@@ -127,7 +153,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	k.pid = bpf_get_current_pid_tgid() >> 32;
 	ino = BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
-	k.lab = root_netns_ino && ino && ino != root_netns_ino;
+	k.lab = ino && lab_ns(ino);
 	k.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	k.ustack = k.pid ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 	if (k.kstack == -EEXIST || k.ustack == -EEXIST)

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
 // Collector profiles the measured windows of a run: one Sampler, a profile
@@ -45,8 +47,23 @@ type Window struct {
 	running bool
 }
 
-// Window returns a new window on the collector's sampler.
-func (c *Collector) Window() *Window { return &Window{s: c.s} }
+// Window returns a new window on the collector's sampler, counting only
+// the given network namespaces (names under /run/netns: the lab's) as the
+// test's; none: every namespace but the root one.
+func (c *Collector) Window(netns ...string) *Window {
+	w := &Window{s: c.s}
+	var inodes []uint32
+	for _, name := range netns {
+		ino, err := nsutil.Inode(nsutil.Path(name))
+		if err != nil {
+			w.err = fmt.Errorf("profile: namespace %s: %w", name, err)
+			return w
+		}
+		inodes = append(inodes, uint32(ino))
+	}
+	w.err = c.s.SetLabNamespaces(inodes)
+	return w
+}
 
 // Start starts sampling (the first call only).
 func (w *Window) Start() {

@@ -28,7 +28,9 @@ type profileSampleKey struct {
 const (
 	profileMapDrops             = "drops"
 	profileMapEvents            = "events"
+	profileMapLabNetns          = "lab_netns"
 	profileMapSamples           = "samples"
+	profileMapSettings          = "settings"
 	profileMapStacks            = "stacks"
 	profileProgOnSample         = "on_sample"
 	profileProgTpFibTableLookup = "tp_fib_table_lookup"
@@ -93,10 +95,12 @@ type profileProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileMapSpecs struct {
-	Drops   *ebpf.MapSpec `ebpf:"drops"`
-	Events  *ebpf.MapSpec `ebpf:"events"`
-	Samples *ebpf.MapSpec `ebpf:"samples"`
-	Stacks  *ebpf.MapSpec `ebpf:"stacks"`
+	Drops    *ebpf.MapSpec `ebpf:"drops"`
+	Events   *ebpf.MapSpec `ebpf:"events"`
+	LabNetns *ebpf.MapSpec `ebpf:"lab_netns"`
+	Samples  *ebpf.MapSpec `ebpf:"samples"`
+	Settings *ebpf.MapSpec `ebpf:"settings"`
+	Stacks   *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // profileVariableSpecs contains global variables before they are loaded into the kernel.
@@ -126,17 +130,21 @@ func (o *profileObjects) Close() error {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profileMaps struct {
-	Drops   *ebpf.Map `ebpf:"drops"`
-	Events  *ebpf.Map `ebpf:"events"`
-	Samples *ebpf.Map `ebpf:"samples"`
-	Stacks  *ebpf.Map `ebpf:"stacks"`
+	Drops    *ebpf.Map `ebpf:"drops"`
+	Events   *ebpf.Map `ebpf:"events"`
+	LabNetns *ebpf.Map `ebpf:"lab_netns"`
+	Samples  *ebpf.Map `ebpf:"samples"`
+	Settings *ebpf.Map `ebpf:"settings"`
+	Stacks   *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *profileMaps) Close() error {
 	return _ProfileClose(
 		m.Drops,
 		m.Events,
+		m.LabNetns,
 		m.Samples,
+		m.Settings,
 		m.Stacks,
 	)
 }

@@ -116,6 +116,34 @@ func Open(hz int) (*Sampler, error) {
 // Hz is the sampling rate per CPU.
 func (s *Sampler) Hz() int { return s.hz }
 
+// SetLabNamespaces restricts what counts as the labs' to these network
+// namespaces (inode numbers): packets on their devices, processes in them.
+// None: every namespace but the root one.
+func (s *Sampler) SetLabNamespaces(inodes []uint32) error {
+	var (
+		k    uint32
+		keys []uint32
+	)
+	it := s.objs.LabNetns.Iterate()
+	var v uint8
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		_ = s.objs.LabNetns.Delete(k)
+	}
+	for _, ino := range inodes {
+		if err := s.objs.LabNetns.Put(ino, uint8(1)); err != nil {
+			return fmt.Errorf("profile: lab namespaces: %w", err)
+		}
+	}
+	use := uint32(0)
+	if len(inodes) > 0 {
+		use = 1
+	}
+	return s.objs.Settings.Put(uint32(0), use)
+}
+
 // Symbols is the kernel symbol table the sampler resolves stacks with.
 func (s *Sampler) Symbols() *Kallsyms { return s.syms }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sampler on this machine: a window sees this process's busy loop and
@@ -85,5 +87,54 @@ func busy(t *testing.T, d time.Duration) {
 		if _, err := c.Write(buf); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Naming the namespaces decides what counts: loopback traffic of the root
+// namespace counts once the root namespace is named, and this process's
+// stacks become a lab's.
+func TestSamplerLabNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	s, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		t.Fatal(err)
+	}
+	window := func(inodes []uint32) *Profile {
+		if err := s.SetLabNamespaces(inodes); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		busy(t, 300*time.Millisecond)
+		p, err := s.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lab := func(p *Profile) (n uint64) {
+		for _, st := range p.Stacks {
+			if st.Lab {
+				n += st.Count
+			}
+		}
+		return n
+	}
+	root := window([]uint32{uint32(st.Ino)})
+	if root.Events[EventNetifRx] == 0 || lab(root) == 0 {
+		t.Errorf("root namespace named: %d loopback enqueues, %d lab samples; want both", root.Events[EventNetifRx], lab(root))
+	}
+	none := window(nil)
+	if none.Events[EventNetifRx] >= root.Events[EventNetifRx] || lab(none) >= lab(root) {
+		t.Errorf("nothing named: %d enqueues and %d lab samples, not fewer than with the root named (%d, %d)",
+			none.Events[EventNetifRx], lab(none), root.Events[EventNetifRx], lab(root))
 	}
 }

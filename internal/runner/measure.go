@@ -47,11 +47,12 @@ func (w *cpuWindow) End() {
 // the driver's client run when the driver reports it, else the whole Run
 // (server start and stop included: a few ms of CPU per sample, the same for
 // every mode). usage is nil only when /proc could not be read. With col,
-// the window's profile too (nil when the driver reported no window).
-func measure(ctx context.Context, d engine.Driver, tg engine.Target, spec engine.Spec, col *profile.Collector) (engine.Result, *results.SampleCPU, *profile.Profile, error) {
+// the window's profile too (nil when the driver reported no window),
+// counting the namespaces netns as the test's.
+func measure(ctx context.Context, d engine.Driver, tg engine.Target, spec engine.Spec, col *profile.Collector, netns []string) (engine.Result, *results.SampleCPU, *profile.Profile, error) {
 	w := &cpuWindow{}
 	if col != nil {
-		w.prof = col.Window()
+		w.prof = col.Window(netns...)
 	}
 	before, berr := cpu.Take()
 	res, err := d.Run(engine.WithWindow(ctx, w), tg, spec)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -25,6 +26,19 @@ func openProfiler(spec Spec) (*profile.Collector, error) {
 		return nil, fmt.Errorf("--profile: %w", err)
 	}
 	return c, nil
+}
+
+// labNamespaces are a lab's network namespaces: its nodes', its pods' and
+// the external one.
+func labNamespaces(l *lab.Lab) []string {
+	ns := []string{l.State.Ext}
+	for _, n := range l.State.Nodes {
+		ns = append(ns, n.NS)
+	}
+	for _, p := range l.State.Pods {
+		ns = append(ns, p.NS)
+	}
+	return ns
 }
 
 // workUnits is the work a sample did in the profile's unit: transactions or

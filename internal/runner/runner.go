@@ -78,6 +78,7 @@ type cellRun struct {
 	target engine.Target
 	driver engine.Driver
 	label  string
+	netns  []string // the lab's namespaces: what a profile counts as the test's
 }
 
 // Run executes spec and returns the filled results (metadata is the caller's).
@@ -127,7 +128,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				c.Nodes = spec.Nodes
 			}
 			out.Cells = append(out.Cells, &c)
-			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c), netns: labNamespaces(l),
 				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 		}
 		return nil
@@ -234,7 +235,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 			if r < spec.Warmup {
 				sampler = nil
 			}
-			res, usage, prof, err := measure(ctx, c.driver, c.target, es, sampler)
+			res, usage, prof, err := measure(ctx, c.driver, c.target, es, sampler, c.netns)
 			if r < spec.Warmup {
 				continue
 			}
