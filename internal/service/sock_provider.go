@@ -25,11 +25,10 @@ func (sockProvider) Summary() string {
 	return "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"
 }
 
+// Supports: any mode with pods (no packet carries the clusterIP).
 func (sockProvider) Supports(mode string) string {
-	if mode == "host" {
-		return "mode host has no pods to put behind a clusterIP"
-	}
-	return ""
+	_, why := podMode(mode)
+	return why
 }
 
 // ClientCgroup is the cgroup a client must start in to use the Services.
