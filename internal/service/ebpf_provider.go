@@ -6,13 +6,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
-// ebpf: vnetlab's own eBPF Service data plane (internal/service/ebpf, design
+// ebpf: vnetlab's own eBPF Service data plane (internal/dataplane/ebpf, design
 // in bpf/README.md: tc programs doing DNAT with a BPF conntrack and reverse
 // NAT, maps pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only
 // adapts it to the Provider interface: services go into its maps (one hash

@@ -2,11 +2,11 @@ package service
 
 import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/service/sock"
 )
 
-// ebpf-sock: Services translated at the socket (internal/service/sock,
+// ebpf-sock: Services translated at the socket (internal/dataplane/sock,
 // bpf/sock.c; docs/ebpf.md), Cilium's socket-level load balancer: cgroup
 // connect4/sendmsg4/recvmsg4/getpeername4 programs on the lab's own cgroup
 // rewrite a clusterIP when a socket connects or sends, so no packet ever

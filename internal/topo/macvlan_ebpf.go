@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -30,19 +31,11 @@ func buildMacvlanEBPF(env *Env) error {
 	if err := buildMacvlan(env); err != nil {
 		return err
 	}
-	dp, err := openEBPF(env)
+	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+		return dp.AttachPodL2(pod.Name, pod.Ifname)
+	})
 	if err != nil {
 		return err
-	}
-	defer dp.Close()
-	for _, pod := range env.Pods {
-		pins, err := dp.AttachPodL2(pod.Name, pod.Ifname)
-		if terr := env.trackPins(pins); err == nil {
-			err = terr
-		}
-		if err != nil {
-			return err
-		}
 	}
 	env.Facts["services"] = "ebpf, on each pod's eth0 (vnetlab svc add); backends reached by MAC"
 	return nil

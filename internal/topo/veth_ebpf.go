@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -33,19 +34,11 @@ func buildVethEBPF(env *Env) error {
 	if err := buildVethRouted(env); err != nil {
 		return err
 	}
-	dp, err := openEBPF(env)
+	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+		return dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
+	})
 	if err != nil {
 		return err
-	}
-	defer dp.Close()
-	for _, pod := range env.Pods {
-		pins, err := dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
-		if terr := env.trackPins(pins); err == nil {
-			err = terr
-		}
-		if err != nil {
-			return err
-		}
 	}
 	env.Facts = map[string]string{
 		"pod_to_pod": "bpf_redirect_peer from the sender's node-side veth into the receiver (node netfilter bypassed)",
