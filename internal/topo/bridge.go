@@ -19,7 +19,7 @@ func init() {
 		Seeds:    []Seed{SeedPodModes, SeedBridgeOVS},
 		Summary:  "veth per pod on a Linux bridge holding the gateway .1 (seed 002, flannel); option bridge_nf_call_iptables",
 		Requires: []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter},
-		Options: []Option{{Name: bridgeNF, Default: "on", Check: OnOff,
+		Options: []Option{{Name: bridgeNF, Default: "on", Check: OnOff(bridgeNF),
 			Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}},
 		Build:     buildBridge,
 		CrossHost: true,

@@ -229,8 +229,10 @@ type Option struct {
 	Check func(string) error
 }
 
-// OnOff checks on/off style option values.
-func OnOff(v string) error {
-	_, err := ParseOnOff("x", v, false)
-	return err
+// OnOff checks the values of the on/off option named key.
+func OnOff(key string) func(string) error {
+	return func(v string) error {
+		_, err := ParseOnOff(key, v, false)
+		return err
+	}
 }

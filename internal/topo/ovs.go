@@ -35,7 +35,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Veth},
 		Usable:   OVSInstalled,
 		Detail:   DatapathDetail,
-		Options: append(ovsOptions(), Option{Name: "linux_bridge", Default: "off", Check: OnOff,
+		Options: append(ovsOptions(), Option{Name: "linux_bridge", Default: "off", Check: OnOff("linux_bridge"),
 			Help: "on: pods' veths on a Linux bridge qbr0 joined to ovsbr by the veth pair qvb0/qvo0 (seed 003's ovs-bridge, OpenStack hybrid plug)"}),
 		Build: buildOVS,
 		// With --nodes 2 each node runs its own switch (ovs_cross.go).
