@@ -68,7 +68,7 @@ func Select(f *results.File, names []string, test string) ([]Pair, error) {
 		}
 	}
 	if len(pairs) == 0 {
-		return nil, fmt.Errorf("no profiled cell has a profiled baseline (%s) cell to compare with: run with --profile, or name two cells with --cells A,B", base)
+		return nil, fmt.Errorf("no profiled cell has a profiled baseline (%s) cell to compare with: run with --profile, or name two cells with --cells A,B (cells: %s)", base, strings.Join(labels(cells), ", "))
 	}
 	return pairs, nil
 }
