@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -12,14 +11,7 @@ import (
 // The sampler on this machine: a window sees this process's busy loop and
 // loopback traffic, and nothing stays counted into the next window.
 func TestSamplerWindow(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	s, err := Open(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSampler(t)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,44 +49,12 @@ func TestSamplerWindow(t *testing.T) {
 	}
 }
 
-// busy writes to a loopback TCP connection for d.
-func busy(t *testing.T, d time.Duration) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		buf := make([]byte, 1<<16)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				c.Close()
-				return
-			}
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	buf := make([]byte, 1<<14)
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		if _, err := c.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// busy keeps this process sending over loopback TCP for d.
+func busy(t *testing.T, d time.Duration) { loopbackStream(t, d) }
 
-// Naming the namespaces decides what counts: loopback traffic of the root
-// namespace counts once the root namespace is named, and this process's
-// stacks become a lab's; with no real namespace named, nothing does (other
-// labs on the machine included).
-func TestSamplerLabNamespaces(t *testing.T) {
+// openSampler opens a sampler for the test, closed at its end (root only).
+func openSampler(t *testing.T) *Sampler {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
@@ -102,7 +62,16 @@ func TestSamplerLabNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Naming the namespaces decides what counts: loopback traffic of the root
+// namespace counts once the root namespace is named, and this process's
+// stacks become a lab's; with no real namespace named, nothing does (other
+// labs on the machine included).
+func TestSamplerLabNamespaces(t *testing.T) {
+	s := openSampler(t)
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
 		t.Fatal(err)
