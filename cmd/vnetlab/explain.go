@@ -35,9 +35,10 @@ Default: every profiled cell against the run's baseline cell of the same path, p
 and test. --cells A,B compares B against A (names: a mode, MODE/PATH/PROVIDER as the table
 shows it, or mode|path|provider|test).
 
---flamegraph out.svg writes B's flame graph (the data path's stacks) as SVG, or with
---cells A,B the differential one: B's shape, red where B spends more µs per unit than A,
-blue where less (needs the profile files run wrote beside the results).
+--flamegraph out.svg writes B's differential flame graph against A as SVG: B's shape (the
+data path's stacks), red where B spends more µs per unit than A, blue where less, hover
+titles with both values (needs the profile files run wrote beside the results; each
+cell's plain flame graph is already there, and in the report).
 
 Examples:
   vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --repeat 3 --profile -o r.json
@@ -95,19 +96,19 @@ Examples:
 			if flame == "" {
 				return nil
 			}
-			return writeExplainFlame(flame, args[0], pairs[0], cells != "")
+			return writeExplainFlame(flame, args[0], pairs[0])
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cells, "cells", "", "two cells A,B: explain B against A (default: each cell against the baseline)")
 	f.StringVar(&test, "test", "", "only this test (tcp_rr, tcp_stream, ...)")
-	f.StringVar(&flame, "flamegraph", "", "write B's flame graph here (SVG); differential against A with --cells")
+	f.StringVar(&flame, "flamegraph", "", "write B's differential flame graph against A here (SVG)")
 	f.StringVarP(&format, "output", "o", "text", "text or json")
 	return cmd
 }
 
-// writeExplainFlame draws pair.B's data-path stacks, against pair.A when diff.
-func writeExplainFlame(out, resultsPath string, pair explain.Pair, diff bool) error {
+// writeExplainFlame draws pair.B's data-path stacks against pair.A's.
+func writeExplainFlame(out, resultsPath string, pair explain.Pair) error {
 	load := func(c *results.Cell) (*profile.Profile, float64, error) {
 		p, us, err := profile.LoadStacks(filepath.Dir(resultsPath), c.Profile)
 		if err != nil {
@@ -119,16 +120,12 @@ func writeExplainFlame(out, resultsPath string, pair explain.Pair, diff bool) er
 	if err != nil {
 		return err
 	}
-	o := profile.FlameOptions{USPerSample: usB, Unit: pair.B.Profile.Unit,
-		Title: fmt.Sprintf("%s %s: data-path CPU per %s", explain.Label(pair.B), pair.B.Test, pair.B.Profile.Unit)}
-	if diff {
-		pa, usA, err := load(pair.A)
-		if err != nil {
-			return err
-		}
-		o.Base, o.BaseUSPerSample, o.BaseTitle = pa, usA, explain.Label(pair.A)
-		o.Title = fmt.Sprintf("%s vs %s %s: red = more µs per %s than %s, blue = less", explain.Label(pair.B), explain.Label(pair.A), pair.B.Test, o.Unit, explain.Label(pair.A))
+	pa, usA, err := load(pair.A)
+	if err != nil {
+		return err
 	}
+	o := profile.FlameOptions{USPerSample: usB, Unit: pair.B.Profile.Unit, Base: pa, BaseUSPerSample: usA, BaseTitle: explain.Label(pair.A)}
+	o.Title = fmt.Sprintf("%s vs %s %s: red = more µs per %s than %s, blue = less", explain.Label(pair.B), explain.Label(pair.A), pair.B.Test, o.Unit, explain.Label(pair.A))
 	fh, err := os.Create(out)
 	if err != nil {
 		return err
