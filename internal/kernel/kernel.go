@@ -57,8 +57,16 @@ func missing(f Feature, cause error) error {
 	if f == OVSDatapath {
 		name = "Open vSwitch datapath"
 	}
-	return fmt.Errorf("kernel has no %s support (%s): %v", name, config[f], cause)
+	return missingError{fmt.Sprintf("kernel has no %s support (%s): %v", name, config[f], cause)}
 }
+
+// missingError says the kernel lacks a feature (as opposed to a probe that
+// failed for another reason).
+type missingError struct{ msg string }
+
+func (e missingError) Error() string { return e.msg }
+
+func isMissing(err error) bool { return errors.As(err, &missingError{}) }
 
 func probeAll() {
 	results = map[Feature]error{}

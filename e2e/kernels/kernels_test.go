@@ -1,0 +1,163 @@
+// Package kernels proves vnetlab on a stock distribution kernel: Debian 12's
+// 6.12 is booted under qemu with this build of vnetlab and test binaries
+// inside an initramfs; each guest test is reported here as a subtest. It
+// covers what this machine's kernel cannot run (ipvlan, the Open vSwitch
+// kernel datapath, netkit). Under emulation only correctness counts.
+package kernels
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/vm"
+)
+
+// GuestEnv tells the guest tests they run on a kernel that has every
+// feature: a mode reported unavailable there fails instead of skipping.
+const GuestEnv = "VNETLAB_KERNEL_GUEST"
+
+// guestBinaries are the test packages run inside the guest and which of
+// their tests (go test -run patterns).
+var guestBinaries = []struct{ name, pkg, run string }{
+	{"kernel", "./internal/kernel", "."},
+	{"e2e", "./e2e", "^(TestIpvlanKnownButGated)$"},
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// goBuild runs go with a static build (the guest has this machine's libc, but
+// static binaries need nothing at all).
+func goBuild(t *testing.T, args ...string) {
+	t.Helper()
+	c := exec.Command("go", args...)
+	c.Dir = repoRoot()
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func TestDebian612(t *testing.T) { testKernel(t, "6.12") }
+
+func testKernel(t *testing.T, series string) {
+	if os.Geteuid() != 0 {
+		t.Skip("the stock-kernel tests need root (apt-get download into the cache, the guest's labs): skipped")
+	}
+	if err := vm.Usable(); err != nil {
+		t.Skipf("cannot boot a guest kernel here: %v", err)
+	}
+	start := time.Now()
+	progress := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "kernels %s [%5.1fs] %s\n", series, time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	ctx := context.Background()
+	k, err := vm.FetchDebian(ctx, series, vm.DefaultCache(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress("kernel %s (%s)", k.Release, k.Root)
+
+	dir := t.TempDir()
+	g := vm.Guest{Env: map[string]string{GuestEnv: "1", "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m"}
+	if g.Vnetlab = os.Getenv("VNETLAB_BIN"); g.Vnetlab == "" {
+		g.Vnetlab = filepath.Join(dir, "vnetlab")
+		goBuild(t, "build", "-o", g.Vnetlab, "./cmd/vnetlab")
+	}
+	for _, b := range guestBinaries {
+		path := filepath.Join(dir, b.name+".test")
+		goBuild(t, "test", "-c", "-o", path, b.pkg)
+		g.Binaries = append(g.Binaries, vm.GuestBinary{Name: b.name, Path: path, Run: b.run})
+	}
+	progress("built vnetlab and %d guest test binaries", len(g.Binaries))
+
+	initrd := filepath.Join(dir, "initrd")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.BuildGuest(k, g, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(initrd)
+	progress("initramfs %d MB; booting under qemu (TCG: software emulation)", fi.Size()>>20)
+
+	boot := vm.Boot{Kernel: k.Vmlinuz(), Initrd: initrd, MemMB: 2048, CPUs: 2, Timeout: 10 * time.Minute,
+		Append: "console=ttyS0 quiet panic=-1 random.trust_cpu=on"}
+	console := &consoleLog{progress: progress}
+	bootErr := boot.Run(ctx, console)
+	console.flush()
+	progress("guest powered off")
+	if d := os.Getenv("VNETLAB_KERNEL_CONSOLE"); d != "" {
+		_ = os.WriteFile(d, []byte(console.all.String()), 0o644)
+	}
+	runs := vm.ParseConsole(console.all.String())
+	if bootErr != nil || len(runs) != len(guestBinaries) {
+		t.Fatalf("guest: %v; %d of %d test binaries ran; console:\n%s", bootErr, len(runs), len(guestBinaries), console.all.String())
+	}
+	for _, r := range runs {
+		for _, gt := range r.Tests {
+			t.Run(r.Name+"/"+gt.Name, func(t *testing.T) {
+				switch gt.Status {
+				case vm.Pass:
+				case vm.Skip:
+					t.Skipf("skipped in the guest:\n%s", gt.Output)
+				default:
+					t.Errorf("%s in the guest (kernel %s):\n%s", gt.Status, k.Release, gt.Output)
+				}
+			})
+		}
+		if err := r.Problem(); err != nil {
+			t.Errorf("%v; its output:\n%s", err, r.Log)
+		}
+	}
+	if t.Failed() {
+		t.Logf("guest console:\n%s", console.all.String())
+	}
+}
+
+// consoleLog keeps the guest's console and prints test progress lines as
+// they arrive.
+type consoleLog struct {
+	all      strings.Builder
+	partial  string
+	progress func(string, ...any)
+}
+
+func (c *consoleLog) Write(p []byte) (int, error) {
+	c.all.Write(p)
+	s := c.partial + string(p)
+	lines := strings.Split(s, "\n")
+	c.partial = lines[len(lines)-1]
+	for _, l := range lines[:len(lines)-1] {
+		c.show(l)
+	}
+	return len(p), nil
+}
+
+func (c *consoleLog) flush() { c.show(c.partial); c.partial = "" }
+
+func (c *consoleLog) show(l string) {
+	l = strings.TrimRight(l, "\r")
+	if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "=== RUN") || strings.Contains(l, vm.MarkBegin) ||
+		strings.Contains(l, vm.MarkEnd) || strings.HasPrefix(l, "vnetlab guest") || strings.Contains(l, "Kernel panic") {
+		c.progress("guest: %s", l)
+	}
+}
+
+var _ io.Writer = (*consoleLog)(nil)
+var _ = bufio.ScanLines
