@@ -29,7 +29,7 @@ const GuestEnv = "VNETLAB_KERNEL_GUEST"
 // their tests (go test -run patterns).
 var guestBinaries = []struct{ name, pkg, run string }{
 	{"kernel", "./internal/kernel", "."},
-	{"e2e", "./e2e", "^(TestIpvlanKnownButGated)$"},
+	{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream)$"},
 }
 
 func repoRoot() string {
@@ -70,12 +70,23 @@ func testKernel(t *testing.T, series string) {
 	progress("kernel %s (%s)", k.Release, k.Root)
 
 	dir := t.TempDir()
-	g := vm.Guest{Env: map[string]string{GuestEnv: "1", "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m"}
+	g := vm.Guest{Env: map[string]string{GuestEnv: "1", "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m",
+		Before: []string{"vnetlab doctor"}}
 	if g.Vnetlab = os.Getenv("VNETLAB_BIN"); g.Vnetlab == "" {
 		g.Vnetlab = filepath.Join(dir, "vnetlab")
 		goBuild(t, "build", "-o", g.Vnetlab, "./cmd/vnetlab")
 	}
+	// Debugging: VNETLAB_KERNEL_BEFORE="cmd1;cmd2" runs commands in the guest
+	// first; VNETLAB_KERNEL_RUN narrows every guest binary's -run pattern.
+	for _, c := range strings.Split(os.Getenv("VNETLAB_KERNEL_BEFORE"), ";") {
+		if c = strings.TrimSpace(c); c != "" {
+			g.Before = append(g.Before, c)
+		}
+	}
 	for _, b := range guestBinaries {
+		if r := os.Getenv("VNETLAB_KERNEL_RUN"); r != "" {
+			b.run = r
+		}
 		path := filepath.Join(dir, b.name+".test")
 		goBuild(t, "test", "-c", "-o", path, b.pkg)
 		g.Binaries = append(g.Binaries, vm.GuestBinary{Name: b.name, Path: path, Run: b.run})
@@ -154,7 +165,7 @@ func (c *consoleLog) flush() { c.show(c.partial); c.partial = "" }
 func (c *consoleLog) show(l string) {
 	l = strings.TrimRight(l, "\r")
 	if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "=== RUN") || strings.Contains(l, vm.MarkBegin) ||
-		strings.Contains(l, vm.MarkEnd) || strings.HasPrefix(l, "vnetlab guest") || strings.Contains(l, "Kernel panic") {
+		strings.Contains(l, vm.MarkEnd) || strings.HasPrefix(l, "    --- ") || strings.HasPrefix(l, "vnetlab guest") || strings.Contains(l, "Kernel panic") {
 		c.progress("guest: %s", l)
 	}
 }

@@ -114,6 +114,11 @@ func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
 	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
 		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
 	}
+	return renameInPod(pod, name)
+}
+
+// renameInPod renames the pod's link name to the pod's interface name.
+func renameInPod(pod *Pod, name string) error {
 	in, err := pod.H.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("%s in %s: %w", name, pod.Pod, err)

@@ -32,10 +32,7 @@ var GuestFiles = []string{
 // their dependencies): networking, netfilter, Open vSwitch, the virtual
 // devices vnetlab builds, and crc32c (libcrc32c's soft dependency).
 var GuestModules = []string{
-	"kernel/net/ipv4/", "kernel/net/ipv6/", "kernel/net/netfilter/", "kernel/net/bridge/",
-	"kernel/net/openvswitch/", "kernel/net/sched/", "kernel/net/8021q/", "kernel/net/802/",
-	"kernel/net/llc/", "kernel/net/packet/", "kernel/net/core/", "kernel/net/sctp/",
-	"kernel/drivers/net/ipvlan/", "kernel/drivers/net/vxlan/",
+	"kernel/net/", "kernel/drivers/net/ipvlan/", "kernel/drivers/net/vxlan/",
 	"veth", "macvlan", "macvtap", "tun", "dummy", "ifb", "geneve", "netkit",
 	"crc32c_generic", "crc32c_intel", "libcrc32c",
 }
@@ -53,6 +50,7 @@ type Guest struct {
 	Binaries []GuestBinary     // run in order
 	Env      map[string]string // exported before the runs
 	Timeout  string            // each binary's -test.timeout (e.g. "8m")
+	Before   []string          // shell commands run first, their output on the console (e.g. vnetlab doctor)
 }
 
 // GuestInit is the guest's /init, run by bash (Debian's busybox shell would
@@ -78,10 +76,12 @@ echo 3 > /proc/sys/kernel/printk
 ip link set lo up
 hostname vnetlab-guest
 # Device nodes whose modules load on first open (/dev/net/tun), as
-# systemd-tmpfiles makes them on a booted system.
-kmod static-nodes --format=tmpfiles | while read -r type path mode _ _ _ dev; do
-  case "$type" in c*) mkdir -p "${path%/*}"; mknod -m "$mode" "$path" c "${dev%%:*}" "${dev##*:}" ;; esac
-done
+# systemd-tmpfiles makes them on a booted system (modules.devname).
+while read -r _ path dev; do
+  case "$dev" in c*:*) dev=${dev#c}; mkdir -p "/dev/${path%/*}"; mknod -m 0666 "/dev/$path" c "${dev%%:*}" "${dev##*:}" ;; esac
+done < "/lib/modules/$(uname -r)/modules.devname"
+# Loaded on hosts that run Docker or Kubernetes; bridge mode needs it.
+modprobe br_netfilter
 modprobe crc32c
 echo "vnetlab guest: kernel $(uname -r), $(nproc) CPUs"
 cd /root
@@ -93,6 +93,9 @@ cd /root
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "export %s=%q\n", k, g.Env[k])
+	}
+	for _, c := range g.Before {
+		fmt.Fprintf(&b, "echo '# %s'\n%s 2>&1\n", c, c)
 	}
 	for _, bin := range g.Binaries {
 		fmt.Fprintf(&b, "echo %s %s\n", MarkBegin, bin.Name)

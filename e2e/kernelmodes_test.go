@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// GuestKernelEnv is set by the stock-kernel harness (e2e/kernels) when these
+// tests run inside its qemu guest, whose kernel has every feature vnetlab
+// uses: there a mode reported unavailable is a failure, not a skip.
+const GuestKernelEnv = "VNETLAB_KERNEL_GUEST"
+
+type doctorMode struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+}
+
+// doctorModes is `vnetlab doctor -o json`'s view of each mode.
+func doctorModes(t *testing.T) map[string]doctorMode {
+	t.Helper()
+	d := vnetlab(t, "doctor", "-o", "json")
+	var rep struct {
+		Modes []doctorMode `json:"modes"`
+	}
+	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, d.stdout)
+	}
+	out := map[string]doctorMode{}
+	for _, m := range rep.Modes {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// needMode skips the test when doctor says mode is unavailable here (or its
+// detail lacks want), with doctor's reason; on the guest kernel it fails.
+func needMode(t *testing.T, modes map[string]doctorMode, mode, want string) {
+	t.Helper()
+	m, ok := modes[mode]
+	switch {
+	case !ok:
+		t.Fatalf("doctor does not list %s", mode)
+	case m.Available && strings.Contains(m.Detail, want):
+		return
+	case os.Getenv(GuestKernelEnv) != "":
+		t.Fatalf("the guest kernel has everything %s needs, but doctor says: available=%v %q", mode, m.Available, m.Detail)
+	default:
+		t.Skipf("%s not usable on this kernel: %s", mode, m.Detail)
+	}
+}
+
+// The seed rows this machine's kernel may lack (ipvlan, the Open vSwitch
+// kernel datapath) and veth-ebpf: built, pod-to-pod and pod-to-gateway
+// ping, a short iperf3 stream through `run`, clean teardown. The stock-kernel
+// harness runs them on a kernel that has them all.
+func TestKernelModes(t *testing.T) {
+	modes := doctorModes(t)
+	for _, c := range []struct {
+		name, mode, want string
+		opts             []string
+		paths            string
+	}{
+		{"ipvlan-l2", "ipvlan", "", []string{"ipvlan_mode=l2"}, "pod,service"},
+		{"ipvlan-l3", "ipvlan", "", []string{"ipvlan_mode=l3"}, "pod,service"},
+		{"ovs-system", "ovs", "datapath system", []string{"datapath=system"}, "pod"},
+		{"ovs-internal-system", "ovs-internal", "datapath system", []string{"datapath=system"}, "pod"},
+		{"veth-ebpf", "veth-ebpf", "", nil, "pod,service"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			needMode(t, modes, c.mode, c.want)
+			args := []string{"--mode", c.mode}
+			for _, o := range c.opts {
+				args = append(args, "--option", o)
+			}
+			name := "e2k-" + strings.ReplaceAll(c.name, "-system", "")
+			name = name[:min(len(name), 15)]
+			up(t, name, args...)
+			l := lsLab(t, name)
+			ping(t, name, "pod-b", l.Pods[0].IP)
+			ping(t, name, "pod-a", l.Pods[1].IP)
+			gw := l.Gateway
+			if c.mode == "veth-ebpf" {
+				gw = l.Nodes[0].IP // the gateway is a proxy_arp answer only, as in veth-routed
+			}
+			ping(t, name, "pod-b", gw)
+			must(t, "down", name)
+			assertGone(t, name)
+
+			run := []string{"run", "--modes", c.mode, "--paths", c.paths, "--duration", "1s", "--repeat", "1", "-o", t.TempDir() + "/r.json"}
+			if strings.Contains(c.paths, "service") && c.mode == "ipvlan" {
+				run = append(run, "--providers", "iptables,nftables,ebpf")
+			}
+			for _, o := range c.opts {
+				run = append(run, "--option", o)
+			}
+			r := must(t, run...)
+			if strings.Contains(r.stdout, "FAILED") || !strings.Contains(r.stdout, c.mode) {
+				t.Errorf("run %v: a cell failed or is missing:\n%s\n%s", run, r.stdout, r.stderr)
+			}
+		})
+	}
+}
