@@ -47,7 +47,7 @@ func (ovsInternal) Build(env *Env) error {
 		if err := buildOVSAcrossNodes(env, attachInternalPorts); err != nil {
 			return err
 		}
-		env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+		env.Facts["ports"] = internalPortsFact(env.Facts["datapath"], env.Pods[0].Ifname)
 		return nil
 	}
 	sw, c, err := ovsBridge(env)
@@ -58,8 +58,16 @@ func (ovsInternal) Build(env *Env) error {
 		return err
 	}
 	env.Facts["offload"] = ovsOffloadFact(c, false)
-	env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+	env.Facts["ports"] = internalPortsFact(sw.Datapath, env.Pods[0].Ifname)
 	return nil
+}
+
+// internalPortsFact says how the pods' interfaces are named.
+func internalPortsFact(datapath, ifname string) string {
+	if datapath == DatapathKernel {
+		return "internal ports ovs-<pod> moved into the pods, alternative name " + ifname + " (kernel datapath: renaming would detach them)"
+	}
+	return "internal ports ovs-<pod> renamed " + ifname + " in the pods"
 }
 
 // attachInternalPorts adds an internal port of ovsbr per pod of env and moves
@@ -83,7 +91,12 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 		if err != nil {
 			return err
 		}
-		if err := moveToPod(env, l, pod); err != nil {
+		if sw.Datapath == DatapathKernel {
+			err = moveToPodAltname(env, l, pod)
+		} else {
+			err = moveToPod(env, l, pod)
+		}
+		if err != nil {
 			return err
 		}
 		if pod.MTU != 0 {
@@ -115,6 +128,33 @@ func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
 		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
 	}
 	return renameInPod(pod, name)
+}
+
+// moveToPodAltname moves an internal port of the kernel datapath into the
+// pod keeping its name, and gives it the pod's interface name as an
+// alternative name (kernel 5.5+), which every by-name lookup accepts.
+// Renaming it would break it: the kernel datapath reports its ports under the
+// devices' current names, and ovs-vswitchd, which knows the port by its
+// database name, then finds an unknown "eth0" (it logs "received packet on
+// unassociated datapath port") and recreates the port it lost in the node.
+func moveToPodAltname(env *Env, l netlink.Link, pod *Pod) error {
+	fd, err := nsutil.FD(pod.Name)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	name := l.Attrs().Name
+	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
+		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
+	}
+	in, err := pod.H.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", name, pod.Pod, err)
+	}
+	if err := pod.H.LinkAddAltName(in, pod.Ifname); err != nil {
+		return fmt.Errorf("altname %s for %s in %s: %w", pod.Ifname, name, pod.Pod, err)
+	}
+	return nil
 }
 
 // renameInPod renames the pod's link name to the pod's interface name.
