@@ -6,7 +6,6 @@
 package kernels
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -121,23 +120,35 @@ func testKernel(t *testing.T, series string) {
 		t.Fatalf("guest: %v; %d of %d test binaries ran; console:\n%s", bootErr, len(runs), len(guestBinaries), console.all.String())
 	}
 	for _, r := range runs {
-		for _, gt := range r.Tests {
-			t.Run(r.Name+"/"+gt.Name, func(t *testing.T) {
-				switch gt.Status {
-				case vm.Pass:
-				case vm.Skip:
-					t.Skipf("skipped in the guest:\n%s", gt.Output)
-				default:
-					t.Errorf("%s in the guest (kernel %s):\n%s", gt.Status, k.Release, gt.Output)
-				}
-			})
-		}
+		t.Run(r.Name, func(t *testing.T) { mirror(t, k.Release, r.Tests, "") })
 		if err := r.Problem(); err != nil {
 			t.Errorf("%v; its output:\n%s", err, r.Log)
 		}
 	}
 	if t.Failed() {
 		t.Logf("guest console:\n%s", console.all.String())
+	}
+}
+
+// mirror reports the guest tests under parent (a name prefix, "" for the
+// top level) as subtests of t, nested as they were in the guest, with the
+// guest's result: PASS, FAIL (with its output), SKIP (with the reason).
+func mirror(t *testing.T, release string, tests []vm.GuestTest, parent string) {
+	for _, gt := range tests {
+		rest, ok := strings.CutPrefix(gt.Name, parent)
+		if !ok || rest == "" || strings.Contains(rest, "/") {
+			continue // not a direct child of parent
+		}
+		t.Run(rest, func(t *testing.T) {
+			mirror(t, release, tests, gt.Name+"/")
+			switch gt.Status {
+			case vm.Pass:
+			case vm.Skip:
+				t.Skipf("skipped in the guest:\n%s", gt.Output)
+			default:
+				t.Errorf("%s in the guest (kernel %s):\n%s", gt.Status, release, gt.Output)
+			}
+		})
 	}
 }
 
@@ -171,4 +182,3 @@ func (c *consoleLog) show(l string) {
 }
 
 var _ io.Writer = (*consoleLog)(nil)
-var _ = bufio.ScanLines

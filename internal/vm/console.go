@@ -24,81 +24,100 @@ const (
 	Incomplete Status = "INCOMPLETE" // started, never finished (panic, timeout, guest died)
 )
 
-// GuestTest is one top-level test of a guest test binary.
+// GuestTest is one test of a guest test binary, a subtest named with its
+// parents ("TestModes/ipvlan").
 type GuestTest struct {
 	Name   string
 	Status Status
-	Output string // its lines, subtests included
+	Output string // its lines, its subtests' included
 }
 
 // GuestRun is one test binary's run inside the guest.
 type GuestRun struct {
 	Name  string
-	Exit  int  // the binary's exit code
-	Ended bool // the end marker was seen (the guest did not die first)
-	Tests []GuestTest
-	Log   string // every line of its output
+	Exit  int         // the binary's exit code
+	Ended bool        // the end marker was seen (the guest did not die first)
+	Tests []GuestTest // in the order they started
+	Log   string      // every line of its output
 }
 
 var (
-	runLine    = regexp.MustCompile(`^=== RUN\s+(\S+)`)
-	resultLine = regexp.MustCompile(`^--- (PASS|FAIL|SKIP): (\S+)`)
+	// === RUN, === NAME, === CONT, === PAUSE name
+	eventLine  = regexp.MustCompile(`^=== (RUN|NAME|CONT|PAUSE)\s+(\S+)`)
+	resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
 )
 
 // ParseConsole reads a guest's serial console: the runs between the markers
-// and, in each, the top-level tests with their results and output. Lines
-// outside the markers (kernel messages, /init's progress) are ignored.
+// and, in each, every test (`go test -v` output) with its result and its
+// output. Lines outside the markers (kernel messages, /init's progress) are
+// ignored; lines inside go to the test that last started or was named (and
+// its parents).
 func ParseConsole(console string) []GuestRun {
 	var runs []GuestRun
 	var cur *GuestRun
-	var test *GuestTest
-	var log, out strings.Builder
-	finishTest := func() {
-		if test != nil {
-			test.Output = out.String()
-			cur.Tests = append(cur.Tests, *test)
-			test = nil
-			out.Reset()
+	var tests []*GuestTest
+	byName := map[string]*GuestTest{}
+	outs := map[string]*strings.Builder{}
+	var log strings.Builder
+	current := ""
+	finish := func() {
+		for _, t := range tests {
+			t.Output = outs[t.Name].String()
+			cur.Tests = append(cur.Tests, *t)
+		}
+		cur.Log = log.String()
+	}
+	write := func(name, line string) {
+		for name != "" {
+			if b, ok := outs[name]; ok {
+				b.WriteString(line + "\n")
+			}
+			i := strings.LastIndex(name, "/")
+			if i < 0 {
+				break
+			}
+			name = name[:i]
 		}
 	}
 	for _, line := range strings.Split(strings.ReplaceAll(console, "\r", ""), "\n") {
 		trimmed := strings.TrimSpace(line)
 		if name, ok := strings.CutPrefix(trimmed, MarkBegin+" "); ok {
 			runs = append(runs, GuestRun{Name: strings.TrimSpace(name)})
-			cur, test = &runs[len(runs)-1], nil
+			cur, tests, current = &runs[len(runs)-1], nil, ""
+			byName, outs = map[string]*GuestTest{}, map[string]*strings.Builder{}
 			log.Reset()
-			out.Reset()
 			continue
 		}
 		if cur == nil {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(trimmed, MarkEnd+" "); ok {
-			finishTest()
 			cur.Ended = true
 			if _, code, ok := strings.Cut(rest, "exit="); ok {
 				cur.Exit, _ = strconv.Atoi(strings.TrimSpace(code))
 			}
-			cur.Log = log.String()
+			finish()
 			cur = nil
 			continue
 		}
 		log.WriteString(line + "\n")
-		if m := runLine.FindStringSubmatch(line); m != nil && !strings.Contains(m[1], "/") {
-			finishTest() // the previous test never reported: stays incomplete
-			test = &GuestTest{Name: m[1], Status: Incomplete}
+		if m := eventLine.FindStringSubmatch(line); m != nil {
+			current = m[2]
+			if m[1] == "RUN" && byName[current] == nil {
+				t := &GuestTest{Name: current, Status: Incomplete}
+				tests = append(tests, t)
+				byName[current], outs[current] = t, &strings.Builder{}
+			}
 		}
-		if test != nil {
-			out.WriteString(line + "\n")
+		if m := resultLine.FindStringSubmatch(line); m != nil && byName[m[2]] != nil {
+			byName[m[2]].Status = Status(m[1])
+			write(m[2], line)
+			continue
 		}
-		if m := resultLine.FindStringSubmatch(line); m != nil && test != nil && m[2] == test.Name {
-			test.Status = Status(m[1])
-			finishTest()
-		}
+		write(current, line)
 	}
 	if cur != nil { // the guest stopped inside a run
-		finishTest()
-		cur.Log = log.String()
+		finish()
 	}
 	return runs
 }

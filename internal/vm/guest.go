@@ -78,7 +78,7 @@ hostname vnetlab-guest
 # Device nodes whose modules load on first open (/dev/net/tun), as
 # systemd-tmpfiles makes them on a booted system (modules.devname).
 while read -r _ path dev; do
-  case "$dev" in c*:*) dev=${dev#c}; mkdir -p "/dev/${path%/*}"; mknod -m 0666 "/dev/$path" c "${dev%%:*}" "${dev##*:}" ;; esac
+  case "$dev" in c*:*) dev=${dev#c}; [ -e "/dev/$path" ] && continue; mkdir -p "/dev/${path%/*}"; mknod -m 0666 "/dev/$path" c "${dev%%:*}" "${dev##*:}" ;; esac
 done < "/lib/modules/$(uname -r)/modules.devname"
 # Loaded on hosts that run Docker or Kubernetes; bridge mode needs it.
 modprobe br_netfilter
@@ -148,6 +148,7 @@ func BuildGuest(k *Kernel, g Guest, w io.Writer) error {
 	r.Data("/etc/passwd", []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
 	r.Data("/etc/group", []byte("root:x:0:\n"), 0o644)
 	r.Data("/etc/hosts", []byte("127.0.0.1 localhost\n"), 0o644)
+	r.Data("/etc/resolv.conf", nil, 0o644) // no network; OVS warns when it is missing
 	if _, err := r.Modules(k, GuestModules); err != nil {
 		return err
 	}
