@@ -103,3 +103,18 @@ func TestKernelModes(t *testing.T) {
 		})
 	}
 }
+
+// doctor says when the CPU is emulated (the stock-kernel harness's qemu
+// guest runs under TCG), and only then.
+func TestDoctorSaysWhenEmulated(t *testing.T) {
+	var rep struct {
+		Emulation string `json:"emulation"`
+	}
+	d := must(t, "doctor", "-o", "json")
+	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if guest := os.Getenv(GuestKernelEnv) != ""; guest != (rep.Emulation != "") {
+		t.Errorf("in the qemu guest: %v; doctor's emulation: %q", guest, rep.Emulation)
+	}
+}

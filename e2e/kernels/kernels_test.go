@@ -28,7 +28,7 @@ const GuestEnv = "VNETLAB_KERNEL_GUEST"
 // their tests (go test -run patterns).
 var guestBinaries = []struct{ name, pkg, run string }{
 	{"kernel", "./internal/kernel", "."},
-	{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream)$"},
+	{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"},
 }
 
 func repoRoot() string {

@@ -95,7 +95,7 @@ cd /root
 		fmt.Fprintf(&b, "export %s=%q\n", k, g.Env[k])
 	}
 	for _, c := range g.Before {
-		fmt.Fprintf(&b, "echo '# %s'\n%s 2>&1\n", c, c)
+		fmt.Fprintf(&b, "echo %s\n%s 2>&1\n", shellQuote("# "+c), c)
 	}
 	for _, bin := range g.Binaries {
 		fmt.Fprintf(&b, "echo %s %s\n", MarkBegin, bin.Name)
@@ -105,6 +105,9 @@ cd /root
 	b.WriteString("poweroff -f\n")
 	return b.String()
 }
+
+// shellQuote quotes s for bash as one word.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // BuildGuest writes the guest's initramfs: programs, data files, modules,
 // vnetlab, the test binaries and /init.
