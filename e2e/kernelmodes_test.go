@@ -53,7 +53,7 @@ func needMode(t *testing.T, modes map[string]doctorMode, mode, want string) {
 }
 
 // The seed rows this machine's kernel may lack (ipvlan, the Open vSwitch
-// kernel datapath) and veth-ebpf: built, pod-to-pod and pod-to-gateway
+// kernel datapath, netkit) and veth-ebpf: built, pod-to-pod and pod-to-gateway
 // ping, a short iperf3 stream through `run`, clean teardown. The stock-kernel
 // harness runs them on a kernel that has them all.
 func TestKernelModes(t *testing.T) {
@@ -68,6 +68,7 @@ func TestKernelModes(t *testing.T) {
 		{"ovs-system", "ovs", "datapath system", []string{"datapath=system"}, "pod"},
 		{"ovs-internal-system", "ovs-internal", "datapath system", []string{"datapath=system"}, "pod"},
 		{"veth-ebpf", "veth-ebpf", "", nil, "pod,service"},
+		{"netkit", "netkit", "", nil, "pod,service"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			needMode(t, modes, c.mode, c.want)
@@ -82,8 +83,8 @@ func TestKernelModes(t *testing.T) {
 			ping(t, name, "pod-b", l.Pods[0].IP)
 			ping(t, name, "pod-a", l.Pods[1].IP)
 			gw := l.Gateway
-			if c.mode == "veth-ebpf" {
-				gw = l.Nodes[0].IP // the gateway is a proxy_arp answer only, as in veth-routed
+			if c.mode == "veth-ebpf" || c.mode == "netkit" {
+				gw = l.Nodes[0].IP // the routed modes' gateway is a name for the node's end, not an address
 			}
 			ping(t, name, "pod-b", gw)
 			must(t, "down", name)
@@ -110,9 +111,9 @@ func TestDoctorSaysWhenEmulated(t *testing.T) {
 	var rep struct {
 		Emulation string `json:"emulation"`
 	}
-	d := must(t, "doctor", "-o", "json")
+	d := vnetlab(t, "doctor", "-o", "json")
 	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil {
-		t.Fatal(err)
+		t.Fatalf("doctor -o json: %v\n%s", err, d.stdout)
 	}
 	if guest := os.Getenv(GuestKernelEnv) != ""; guest != (rep.Emulation != "") {
 		t.Errorf("in the qemu guest: %v; doctor's emulation: %q", guest, rep.Emulation)

@@ -28,6 +28,7 @@ const (
 	Tun         Feature = "tun"
 	OVSDatapath Feature = "openvswitch"
 	Nftables    Feature = "nf_tables"
+	Netkit      Feature = "netkit"
 )
 
 // config names the kernel option behind each feature, for error messages.
@@ -35,6 +36,7 @@ var config = map[Feature]string{
 	Veth: "CONFIG_VETH", Bridge: "CONFIG_BRIDGE", BrNetfilter: "CONFIG_BRIDGE_NETFILTER",
 	Macvlan: "CONFIG_MACVLAN", Ipvlan: "CONFIG_IPVLAN", Vxlan: "CONFIG_VXLAN",
 	Tun: "CONFIG_TUN", OVSDatapath: "CONFIG_OPENVSWITCH", Nftables: "CONFIG_NF_TABLES",
+	Netkit: "CONFIG_NETKIT, kernel 6.7+",
 }
 
 var (
@@ -97,6 +99,9 @@ func probeAll() {
 			results[OVSDatapath] = nil
 		}
 		results[Nftables] = probeNftables()
+		nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: "probenk0"}, Mode: netlink.NETKIT_MODE_L3}
+		nk.SetPeerAttrs(&netlink.LinkAttrs{Name: "probenk1"})
+		results[Netkit] = wrap(Netkit, netlink.LinkAdd(nk))
 		return nil
 	})
 }

@@ -19,7 +19,7 @@ func TestProbesDoNotFailOnEachOther(t *testing.T) {
 		}
 	}
 	if os.Getenv("VNETLAB_KERNEL_GUEST") != "" {
-		for _, f := range []Feature{Veth, Bridge, Macvlan, Ipvlan, Vxlan, Tun, OVSDatapath, Nftables} {
+		for _, f := range []Feature{Veth, Bridge, Macvlan, Ipvlan, Vxlan, Tun, OVSDatapath, Nftables, Netkit} {
 			if err := Check(f); err != nil {
 				t.Errorf("the guest kernel has %s, the probe says: %v", f, err)
 			}

@@ -13,7 +13,8 @@ import (
 // netfilterModes: where pods' clusterIP traffic crosses the node's stack.
 // macvlan/ipvlan: the pods' default route leads to the node's shim (seed
 // 002), so node rules see it (and the shim's MASQUERADE brings replies back).
-var netfilterModes = map[string]bool{"veth-routed": true, "bridge": true, "docker-nat": true, "macvlan": true, "ipvlan": true}
+// netkit: routed by the node like veth-routed.
+var netfilterModes = map[string]bool{"veth-routed": true, "bridge": true, "docker-nat": true, "macvlan": true, "ipvlan": true, "netkit": true}
 
 func netfilterSupports(mode string) string {
 	if mode == "host" {
@@ -27,7 +28,7 @@ func netfilterSupports(mode string) string {
 		return "macvlan-ebpf is macvlan with vnetlab's eBPF Services built in: use --provider ebpf (or mode macvlan for iptables/nftables)"
 	}
 	if !netfilterModes[mode] {
-		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan)"
+		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan, netkit)"
 	}
 	return ""
 }
