@@ -91,12 +91,7 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 		if err != nil {
 			return err
 		}
-		if sw.Datapath == DatapathKernel {
-			err = moveToPodAltname(env, l, pod)
-		} else {
-			err = moveToPod(env, l, pod)
-		}
-		if err != nil {
+		if err := moveToPod(env, l, pod, sw.Datapath == DatapathKernel); err != nil {
 			return err
 		}
 		if pod.MTU != 0 {
@@ -116,8 +111,15 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 }
 
 // moveToPod moves a node interface into the pod's namespace, renamed to the
-// pod's interface name (ip link set X netns POD; ip -n POD link set X name eth0).
-func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
+// pod's interface name (ip link set X netns POD; ip -n POD link set X name
+// eth0), or with keepName, keeping its name and given the pod's interface
+// name as an alternative name (kernel 5.5+), which by-name lookups accept.
+// Internal ports of the kernel datapath need keepName: the datapath reports
+// its ports under the devices' current names, so after a rename
+// ovs-vswitchd, which knows the port by its database name, finds an unknown
+// "eth0" (it logs "received packet on unassociated datapath port") and
+// recreates the port it lost in the node.
+func moveToPod(env *Env, l netlink.Link, pod *Pod, keepName bool) error {
 	fd, err := nsutil.FD(pod.Name)
 	if err != nil {
 		return err
@@ -127,25 +129,8 @@ func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
 	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
 		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
 	}
-	return renameInPod(pod, name)
-}
-
-// moveToPodAltname moves an internal port of the kernel datapath into the
-// pod keeping its name, and gives it the pod's interface name as an
-// alternative name (kernel 5.5+), which every by-name lookup accepts.
-// Renaming it would break it: the kernel datapath reports its ports under the
-// devices' current names, and ovs-vswitchd, which knows the port by its
-// database name, then finds an unknown "eth0" (it logs "received packet on
-// unassociated datapath port") and recreates the port it lost in the node.
-func moveToPodAltname(env *Env, l netlink.Link, pod *Pod) error {
-	fd, err := nsutil.FD(pod.Name)
-	if err != nil {
-		return err
-	}
-	defer fd.Close()
-	name := l.Attrs().Name
-	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
-		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
+	if !keepName {
+		return renameInPod(pod, name)
 	}
 	in, err := pod.H.LinkByName(name)
 	if err != nil {
