@@ -12,6 +12,20 @@ import (
 // uses: there a mode reported unavailable is a failure, not a skip.
 const GuestKernelEnv = "VNETLAB_KERNEL_GUEST"
 
+// GuestLacksEnv lists, comma-separated, the modes (and "ebpf": vnetlab's tc
+// programs) the guest kernel lacks: there they must be reported unavailable.
+const GuestLacksEnv = "VNETLAB_KERNEL_LACKS"
+
+// guestLacks says whether the harness's guest kernel lacks name.
+func guestLacks(name string) bool {
+	for _, l := range strings.Split(os.Getenv(GuestLacksEnv), ",") {
+		if l == name {
+			return true
+		}
+	}
+	return false
+}
+
 type doctorMode struct {
 	Name      string `json:"name"`
 	Available bool   `json:"available"`
@@ -43,6 +57,11 @@ func needMode(t *testing.T, modes map[string]doctorMode, mode, want string) {
 	switch {
 	case !ok:
 		t.Fatalf("doctor does not list %s", mode)
+	case guestLacks(mode):
+		if m.Available {
+			t.Fatalf("the guest kernel lacks what %s needs, but doctor says it is available: %q", mode, m.Detail)
+		}
+		t.Skipf("the guest kernel lacks %s; doctor says: %s", mode, m.Detail)
 	case m.Available && strings.Contains(m.Detail, want):
 		return
 	case os.Getenv(GuestKernelEnv) != "":
@@ -95,6 +114,9 @@ func TestKernelModes(t *testing.T) {
 			providers := []string{"iptables"} // run's default
 			if strings.Contains(c.paths, "service") && c.mode == "ipvlan" {
 				providers = []string{"iptables", "nftables", "ebpf"} // seed 002's ipvlan rows
+				if guestLacks("ebpf") {
+					providers = providers[:2]
+				}
 			}
 			if c.mode == "veth-ebpf" {
 				providers = []string{"ebpf"} // its own default

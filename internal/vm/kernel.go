@@ -33,8 +33,14 @@ func (k *Kernel) Vmlinuz() string { return filepath.Join(k.Root, "boot", "vmlinu
 func (k *Kernel) ModuleDir() string { return filepath.Join(k.Root, "lib", "modules", k.Release) }
 
 // DebianPackagePattern is the apt-cache search pattern of Debian 12's stock
-// kernel packages of one series (e.g. "6.12"); unsigned: the image is the same.
+// kernel packages of one series: "6.1" (bookworm's own kernel,
+// linux-image-6.1.0-N-amd64) or a newer one such as "6.12" (from
+// bookworm-security/backports, linux-image-6.12.N+deb12-amd64). Unsigned: the
+// image is the same.
 func DebianPackagePattern(series string) string {
+	if series == "6.1" {
+		return `^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$`
+	}
 	return `^linux-image-` + strings.ReplaceAll(series, ".", `\.`) + `\.[0-9]+\+deb12-amd64-unsigned$`
 }
 

@@ -27,6 +27,13 @@ linux-image-6.12.99+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs
 	if p := DebianPackagePattern("6.12"); p != `^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$` {
 		t.Errorf("pattern %s", p)
 	}
+	old := "linux-image-6.1.0-9-amd64-unsigned - Linux 6.1\nlinux-image-6.1.0-56-amd64-unsigned - Linux 6.1\n"
+	if got, _ := NewestPackage(old); got != "linux-image-6.1.0-56-amd64-unsigned" || ReleaseOf(got) != "6.1.0-56-amd64" {
+		t.Errorf("6.1: %q %q", got, ReleaseOf(got))
+	}
+	if p := DebianPackagePattern("6.1"); p != `^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$` {
+		t.Errorf("pattern %s", p)
+	}
 }
 
 func TestParseLdd(t *testing.T) {
