@@ -25,9 +25,9 @@ test: deps build
 	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...
 	$(GO) run ./tools/rootns check /tmp/vnetlab-rootns-before.json
 
-# vnetlab on Debian 12's stock 6.12 kernel under qemu (software emulation:
-# correctness only): the modes this machine's kernel lacks (ipvlan, the Open
-# vSwitch kernel datapath, netkit), each guest test reported as a subtest.
+# vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software
+# emulation: correctness only): the modes this machine's kernel lacks (ipvlan,
+# the Open vSwitch kernel datapath, netkit), each guest test reported as a subtest.
 # The kernel package is cached in ~/.cache/vnetlab/kernels. Needs root.
 test-kernels: deps build
 	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -count=1 -v -timeout 20m ./e2e/kernels/
