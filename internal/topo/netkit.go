@@ -12,18 +12,20 @@ import (
 // 169.254.10.24 onlink, a /32 route per pod in the node, ip_forward on,
 // FORWARD accepting pod traffic. Created through netlink: Debian 12's
 // iproute2 cannot set a netkit's mode or its peer's name.
-type netkitMode struct{}
-
-func init() { Register(netkitMode{}) }
-
-func (netkitMode) Name() string { return "netkit" }
-func (netkitMode) Summary() string {
-	return "netkit pair per pod in L3 mode (Cilium's veth replacement, kernel 6.7+) routed by the node: /32 routes, gw 169.254.10.24 onlink"
+func init() {
+	Register(Mode{
+		Name:     Netkit,
+		Seeds:    []Seed{SeedPodModes},
+		Summary:  "netkit pair per pod in L3 mode (Cilium's veth replacement, kernel 6.7+) routed by the node: /32 routes, gw 169.254.10.24 onlink",
+		Requires: []kernel.Feature{kernel.Netkit},
+		Build:    buildNetkit,
+		// Routed by the node like veth-routed: node rules see clusterIP
+		// traffic. vnetlab's tc programs are not wired to netkit's hooks.
+		Services: Services{Reach: ReachNodeNetfilter},
+	})
 }
-func (netkitMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Netkit} }
-func (netkitMode) MinPods() int               { return 2 }
 
-func (netkitMode) Build(env *Env) error {
+func buildNetkit(env *Env) error {
 	if err := buildRouted(env, "nk-", NetkitToPod, false); err != nil {
 		return err
 	}
