@@ -88,6 +88,7 @@ func TestKernelModes(t *testing.T) {
 		{"ovs-internal-system", "ovs-internal", "datapath system", []string{"datapath=system"}, "pod"},
 		{"veth-ebpf", "veth-ebpf", "", nil, "pod,service"},
 		{"netkit", "netkit", "", nil, "pod,service"},
+		{"netkit-ebpf", "netkit-ebpf", "", nil, "pod,service"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			needMode(t, modes, c.mode, c.want)
@@ -102,7 +103,7 @@ func TestKernelModes(t *testing.T) {
 			ping(t, name, "pod-b", l.Pods[0].IP)
 			ping(t, name, "pod-a", l.Pods[1].IP)
 			gw := l.Gateway
-			if c.mode == "veth-ebpf" || c.mode == "netkit" {
+			if c.mode != "ipvlan" && !strings.HasPrefix(c.mode, "ovs") {
 				gw = l.Nodes[0].IP // the routed modes' gateway is a name for the node's end, not an address
 			}
 			ping(t, name, "pod-b", gw)
@@ -118,8 +119,8 @@ func TestKernelModes(t *testing.T) {
 					providers = providers[:2]
 				}
 			}
-			if c.mode == "veth-ebpf" {
-				providers = []string{"ebpf"} // its own default
+			if strings.HasSuffix(c.mode, "-ebpf") {
+				providers = []string{"ebpf"} // their own default
 			} else {
 				run = append(run, "--providers", strings.Join(providers, ","))
 			}

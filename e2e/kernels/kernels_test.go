@@ -34,10 +34,13 @@ const (
 type guestBinary struct{ name, pkg, run string }
 
 // probeTests: the kernel probes; modeTests: the modes this machine's kernel
-// lacks, doctor, and the modes it has (on the guest kernel too).
+// lacks, doctor, and the modes it has (on the guest kernel too);
+// netkitDataPlane: netkit-ebpf's fast path.
 var (
 	probeTests = guestBinary{"kernel", "./internal/kernel", "."}
 	modeTests  = guestBinary{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"}
+	// netkit-ebpf's fast path taken (the node's FORWARD chain stays still).
+	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/ebpf", "^TestNetkitEBPFLab$"}
 )
 
 func repoRoot() string {
@@ -58,7 +61,7 @@ func goBuild(t *testing.T, args ...string) {
 }
 
 // Debian 12's newest kernel series (bookworm-security): everything vnetlab uses.
-func TestDebian612(t *testing.T) { testKernel(t, "6.12", nil, probeTests, modeTests) }
+func TestDebian612(t *testing.T) { testKernel(t, "6.12", nil, probeTests, modeTests, netkitDataPlane) }
 
 // Debian 12's own kernel (what a default install runs): no netkit (6.7+),
 // and vnetlab's tc programs need 6.2+ (bpf_cast_to_kern_ctx), so no eBPF
@@ -67,7 +70,7 @@ func TestDebian612(t *testing.T) { testKernel(t, "6.12", nil, probeTests, modeTe
 func TestDebian61(t *testing.T) {
 	e2e := modeTests
 	e2e.run = "^(TestIpvlanKnownButGated|TestKernelModes)$"
-	testKernel(t, "6.1", []string{"netkit", "veth-ebpf", "macvlan-ebpf", "ebpf"}, probeTests, e2e)
+	testKernel(t, "6.1", []string{"netkit", "netkit-ebpf", "veth-ebpf", "macvlan-ebpf", "ebpf"}, probeTests, e2e)
 }
 
 func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...guestBinary) {

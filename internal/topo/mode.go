@@ -18,6 +18,7 @@ const (
 	Macvlan     = "macvlan"
 	MacvlanEBPF = "macvlan-ebpf"
 	Netkit      = "netkit"
+	NetkitEBPF  = "netkit-ebpf"
 	OVS         = "ovs"
 	OVSInternal = "ovs-internal"
 	TapNaive    = "tap-naive"

@@ -37,8 +37,17 @@ func buildNetkit(env *Env) error {
 // node, the peer in the pod as pod.Ifname (created there under that name,
 // as veth peers are).
 func NetkitToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
+	return netkitToPod(env, pod, hostName, netlink.NETKIT_MODE_L3)
+}
+
+// netkitL2ToPod is NetkitToPod in L2 mode: Ethernet headers and MACs, ARP.
+func netkitL2ToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
+	return netkitToPod(env, pod, hostName, netlink.NETKIT_MODE_L2)
+}
+
+func netkitToPod(env *Env, pod *Pod, hostName string, mode netlink.NetkitMode) (netlink.Link, error) {
 	return pairToPod(env, pod, hostName, func(mtu int, podNS netlink.NsFd) netlink.Link {
-		nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: hostName, MTU: mtu}, Mode: netlink.NETKIT_MODE_L3,
+		nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: hostName, MTU: mtu}, Mode: mode,
 			Policy: netlink.NETKIT_POLICY_FORWARD, PeerPolicy: netlink.NETKIT_POLICY_FORWARD}
 		nk.SetPeerAttrs(&netlink.LinkAttrs{Name: pod.Ifname, MTU: mtu, Namespace: podNS})
 		return nk
