@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -32,10 +31,7 @@ func buildNetkitEBPF(env *Env) error {
 	if err := buildRouted(env, "nk-", netkitL2ToPod, true); err != nil {
 		return err
 	}
-	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
-		return dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
-	})
-	if err != nil {
+	if err := attachHostRouting(env); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{
