@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -53,7 +54,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			c := report.Compare(old, new)
+			c := analysis.Diff(old, new)
 			if len(c.Deltas) == 0 {
 				report.PrintComparison(os.Stdout, c, args[0], args[1])
 				return fmt.Errorf("no cell is in both files: nothing to compare (cells match by mode|path|provider|test)")
@@ -65,10 +66,10 @@ Examples:
 			if reg := c.Regressions(threshold); len(reg) > 0 {
 				var names []string
 				for _, d := range reg {
-					if d.Verdict == "FAILED in new" {
-						names = append(names, d.Key+" (failed)")
+					if d.Lost {
+						names = append(names, d.ID.Key()+" (failed)")
 					} else {
-						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.Key, d.Pct, d.P))
+						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.ID.Key(), d.Pct(), d.P))
 					}
 				}
 				noun := "cells"

@@ -42,7 +42,7 @@ func TestRunServicePathProviders(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range res.Cells {
 		if c.Valid != 1 {
-			t.Errorf("%s: %d valid samples: %+v", cellLabel(c), c.Valid, c.Samples)
+			t.Errorf("%s: %d valid samples: %+v", c.ID(), c.Valid, c.Samples)
 		}
 		if c.Path == "pod" {
 			if c.Provider != "" || c.VsPod != nil {
@@ -52,7 +52,7 @@ func TestRunServicePathProviders(t *testing.T) {
 		}
 		seen[fmt.Sprintf("%s+%d", c.Provider, c.ExtraServices)] = true
 		if c.ServiceLoadSec <= 0 || c.VsPod == nil || c.VsPod.Ratio <= 0 {
-			t.Errorf("%s: load %.3fs, vs pod %+v", cellLabel(c), c.ServiceLoadSec, c.VsPod)
+			t.Errorf("%s: load %.3fs, vs pod %+v", c.ID(), c.ServiceLoadSec, c.VsPod)
 		}
 	}
 	for _, k := range []string{"iptables+0", "iptables+1000", "nftables+0", "nftables+1000", "ebpf+0", "ebpf+1000"} {
