@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // vnetlabBin is the binary under test: $VNETLAB_BIN (make test sets it), or
@@ -42,7 +43,7 @@ func runVnetlab(t *testing.T, bin string, args ...string) (stdout, stderr string
 }
 
 func cellOf(mode, test, unit string, vals ...float64) *results.Cell {
-	c := &results.Cell{Mode: mode, Path: "pod", Test: test, Unit: unit, Valid: len(vals)}
+	c := &results.Cell{Mode: mode, Path: "pod", Test: test, Unit: unit, Valid: len(vals), Median: stats.Median(vals)}
 	for _, v := range vals {
 		s := results.Sample{Valid: true}
 		s.Value = v

@@ -31,7 +31,7 @@ func (s Status) Problem() bool { return s == Failed || s == WorkedUnexpectedly }
 
 // StatusOf judges a cell from its samples and the run's prediction.
 func StatusOf(c *results.Cell) Status {
-	valid := len(c.Values()) > 0
+	valid := c.Valid > 0 || len(c.Values()) > 0 // a file stripped of samples keeps valid_samples
 	switch {
 	case c.ExpectedToFail() && valid:
 		return WorkedUnexpectedly

@@ -31,13 +31,14 @@ type BarGroup struct {
 
 // Bar is one value with its interval.
 type Bar struct {
-	Color  int    // index into the palette (and Legend)
-	Tip    string // tooltip text
-	Value  float64
-	Parts  []float64 // stacked charts: values per part, summing to Value
-	Lo, Hi float64   // 95% CI, when HasCI
-	HasCI  bool
-	Failed bool // no valid sample: drawn as a "FAILED" label, not a zero bar
+	Color    int    // index into the palette (and Legend)
+	Tip      string // tooltip text
+	Value    float64
+	Parts    []float64 // stacked charts: values per part, summing to Value
+	Lo, Hi   float64   // 95% CI, when HasCI
+	HasCI    bool
+	Failed   bool // no valid sample: drawn as its Tip, not as a zero bar
+	Expected bool // the failure was predicted: drawn grey, not red
 }
 
 // RefLine is a labelled vertical line across the plot.
@@ -136,7 +137,11 @@ func (c *BarChart) layout() *scene {
 		for _, b := range g.Bars {
 			cy := y + barHeight/2
 			if b.Failed {
-				add(shape{kind: "text", x: left + 4, y: cy + 4, text: b.Tip + ": FAILED (no valid sample)", size: 11, anchor: "start", fill: "#b00020", bold: true})
+				color := "#b00020"
+				if b.Expected {
+					color = "#666666"
+				}
+				add(shape{kind: "text", x: left + 4, y: cy + 4, text: b.Tip, size: 11, anchor: "start", fill: color, bold: true})
 				y += barHeight + barGap
 				continue
 			}

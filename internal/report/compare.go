@@ -13,8 +13,6 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // ParsePercent reads "5%" or "5" as 5.
@@ -64,17 +62,6 @@ func PrintComparison(w io.Writer, fd *analysis.FileDiff, oldName, newName string
 	for _, x := range fd.OnlyNew {
 		fmt.Fprintf(w, "only in new: %s\n", x.ID().Key())
 	}
-}
-
-func medianText(c *results.Cell) string {
-	v := c.Values()
-	switch {
-	case len(v) > 0:
-		return fmtValue(stats.Median(v))
-	case analysis.StatusOf(c) == analysis.FailedAsExpected:
-		return "failed (expected)"
-	}
-	return "FAILED"
 }
 
 func nCount(d *analysis.Delta) string {

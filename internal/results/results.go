@@ -127,10 +127,10 @@ type CPUCost struct {
 
 // Comparison of a cell with its baseline.
 type Comparison struct {
-	Baseline    string    `json:"baseline"`   // the baseline cell's mode
-	Ratio       float64   `json:"ratio"`      // median / baseline median
+	Baseline    string    `json:"baseline"`             // the baseline cell's mode
+	Ratio       float64   `json:"ratio"`                // median / baseline median
 	RatioCI95   []float64 `json:"ratio_ci95,omitempty"` // bootstrap CI of the ratio of medians (2+ valid samples a side)
-	Test        string    `json:"test"`       // "mann-whitney-u"
+	Test        string    `json:"test"`                 // "mann-whitney-u"
 	PValue      float64   `json:"p_value"`
 	Significant bool      `json:"significant"` // p < 0.05
 	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a" (analysis.Verdict)
