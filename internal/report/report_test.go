@@ -80,6 +80,8 @@ func TestReportContent(t *testing.T) {
 		"| veth-routed | pod | 16.1 | [15.8, 16.3] |",
 		"0.70 [0.69, 0.72]", // veth-routed / host with the CI of the ratio
 		"| macvlan | service(iptables) | FAILED |",
+		// Predicted by the run (its note), so a result: said so, with the prediction.
+		"| bridge-nf-off | service(iptables) | failed as expected |  |  | 0 (5 failed) |  |  | expected to fail: bridge_nf_call_iptables=off",
 		"**ipvlan**: kernel has no ipvlan support (CONFIG_IPVLAN)",
 		"| veth, clusterIP | 66.0 | 1.00 | veth-routed/service(iptables)/tcp_stream | 15.8 Gbit/s | 0.98 [0.92, 1.00] | agrees |",
 		"disagrees (ours 1.01 vs seed 1.17)", // bridge nf-off: the seed's +17% is not here
@@ -188,6 +190,9 @@ func TestChartHasBarsAndErrorBars(t *testing.T) {
 	}
 	if !strings.Contains(svg, "service(iptables): FAILED (no valid sample)") {
 		t.Error("the failed cell is not labelled in the chart")
+	}
+	if !strings.Contains(svg, `fill="#666666" font-weight="bold">service(iptables): failed as expected (no valid sample)`) {
+		t.Error("the predicted failure is not labelled, in grey, in the chart")
 	}
 	b, err := ch.PNG()
 	if err != nil {

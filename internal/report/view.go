@@ -261,7 +261,7 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 	case analysis.Failed:
 		notes = append(notes, firstError(c))
 	case analysis.FailedAsExpected:
-		notes = append(notes, c.Note+" ("+firstError(c)+")")
+		notes = append(notes, c.Note, firstError(c))
 	case analysis.WorkedUnexpectedly:
 		notes = append(notes, "predicted to fail, yet measured: "+c.Note)
 	}
@@ -293,6 +293,17 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 	}
 	cv.Notes = strings.Join(notes, "; ")
 	return cv
+}
+
+// Class is the CSS class of the cell's median in the HTML report.
+func (cv *CellView) Class() string {
+	switch cv.Status {
+	case analysis.Failed:
+		return "failed"
+	case analysis.FailedAsExpected:
+		return "expected"
+	}
+	return ""
 }
 
 // medianText is a cell's median as the run recorded it (computed from the
