@@ -1,10 +1,15 @@
 package report
 
 // Bar charts with 95% CI error bars. go-chart draws neither grouped bars nor
-// error bars, so the layout is done here, once, as a list of shapes (a
-// scene); svg.go writes the scene as hand-made SVG (inline in the HTML, and
-// as .svg files) and png.go paints the same scene through go-chart's raster
-// renderer (its embedded Roboto font and freetype), so both formats agree.
+// error bars. gonum/plot draws both, but not this chart (tried, v0.17): its
+// error bars sit on the category's centre, not on their bar (bars are offset
+// in page units, error bars placed in data units); every series
+// takes a slot in every group, so a mode without a service cell shows a gap;
+// and its SVG has no per-bar tooltips or in-chart "FAILED" labels. So the
+// layout is done here, once, as a list of shapes (a scene); svg.go writes the
+// scene as hand-made SVG (inline in the HTML, and as .svg files) and png.go
+// paints the same scene through go-chart's raster renderer (its embedded
+// Roboto font and freetype), so both formats agree.
 
 import (
 	"fmt"
