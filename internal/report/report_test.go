@@ -86,7 +86,7 @@ func TestReportContent(t *testing.T) {
 		"| veth, clusterIP | 66.0 | 1.00 | veth-routed/service(iptables)/tcp_stream | 15.8 Gbit/s | 0.98 [0.92, 1.00] | agrees |",
 		"disagrees (ours 1.01 vs seed 1.17)", // bridge nf-off: the seed's +17% is not here
 		"disagrees (ours 0.83 vs seed 0.88)", // seed 001
-		"| ipvlan, podIP | 83.0 | 1.26 | ipvlan pod tcp_stream |  |  | skipped: kernel has no ipvlan support (CONFIG_IPVLAN) |",
+		"| ipvlan, podIP | 83.0 | 1.26 | ipvlan/pod/tcp_stream |  |  | skipped: kernel has no ipvlan support (CONFIG_IPVLAN) |",
 		"CPU-seconds per 1k transactions",
 		"`vnetlab run -f scenarios/seed-002-pod-modes.yaml --repeat 5 --report 'out dir'`",
 	} {

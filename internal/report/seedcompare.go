@@ -213,13 +213,11 @@ func nodesOf(c *results.Cell) int {
 	return 1
 }
 
+// rowCellName names the cell a seed row wants, as the run would name it.
 func rowCellName(r SeedRow, test string) string {
-	s := r.Mode + " " + r.Path
-	if r.Provider != "" {
-		s += "/" + r.Provider
-	}
+	s := results.CellID{Mode: r.Mode, Path: r.Path, Provider: r.Provider, Test: test}.String()
 	if r.Nodes > 1 {
 		s += fmt.Sprintf(" (%d nodes)", r.Nodes)
 	}
-	return s + " " + test
+	return s
 }
