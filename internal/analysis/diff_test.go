@@ -29,8 +29,9 @@ func TestDiff(t *testing.T) {
 	}
 	reg, lost, predicted, both := fd.Deltas[0], fd.Deltas[1], fd.Deltas[2], fd.Deltas[3]
 	// 5 vs 5 apart: p = 2/C(10,5) = 2/252; ratio exactly 0.8.
-	near(t, "pct", reg.Pct(), -20, 1e-9)
-	near(t, "p", reg.P, 2.0/252, 1e-12)
+	if !within(reg.Pct(), -20, 1e-9) || !within(reg.P, 2.0/252, 1e-12) {
+		t.Errorf("delta %g%% p %g, want -20%% and 2/252", reg.Pct(), reg.P)
+	}
 	if reg.Verdict != Worse || !reg.Measured() {
 		t.Errorf("-20%%: verdict %v measured %v", reg.Verdict, reg.Measured())
 	}
