@@ -26,7 +26,9 @@ samples) and a Mann-Whitney U p-value. "~" marks a difference that is not signif
 
 --fail-on-regression P exits non-zero when a cell got significantly worse by more than
 P percent (Gbit/s, trans/s and conn/s: lower is worse; latency: higher is worse), or
-failed in new but not in old: a gate for CI.
+failed in new but not in old: a gate for CI. A cell the new run predicted would fail
+(its note, e.g. iptables on a bridge with bridge_nf_call_iptables=off) is shown
+"failed as expected" and is no regression.
 
 Examples:
   vnetlab compare before.json after.json
