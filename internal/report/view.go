@@ -1,7 +1,7 @@
 package report
 
-// view.go turns a results file into what the Markdown and HTML documents
-// show, so both say exactly the same thing.
+// view.go turns a results file into what the terminal table and the
+// Markdown and HTML documents show, so they all say exactly the same thing.
 
 import (
 	"fmt"
@@ -14,11 +14,12 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // CeilingMode is the mode whose cell is every test's ceiling: client and
 // server in one namespace over loopback.
-const CeilingMode = "host"
+const CeilingMode = topo.Host
 
 // Doc is a whole report. The terminal table (table.go) and the documents
 // (markdown.go, the HTML template) render from it, so they say the same thing.
