@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/topo"
@@ -18,12 +17,20 @@ const nodeName = "node"
 
 func nsName(lab, who string) string { return NSPrefix + lab + "-" + who }
 
+// nsSysctls are set in every namespace of a lab as it is created, before
+// any interface exists. addr_gen_mode 1 (none): interfaces get no IPv6
+// link-local address, so they send no IPv6 DAD, router solicitation or
+// MLD report. vnetlab's labs are IPv4; at 1000 pods on one bridge those
+// multicasts, each flooded to every port, made wiring the pods cost
+// n^2 frames (measured: bridge, 1000 pods, 6.2 s -> 1.9 s).
+var nsSysctls = []string{"net.ipv6.conf.default.addr_gen_mode", "1"}
+
 // createNS journals, then creates, a marked namespace.
 func (l *Lab) createNS(name string) error {
 	if err := l.journal.Record(KindNetns, name); err != nil {
 		return err
 	}
-	return nsutil.Create(name, Mark(l.State.Name))
+	return nsutil.Create(name, Mark(l.State.Name), nsSysctls...)
 }
 
 // build creates the lab's namespaces and lets the mode wire them; Up
@@ -135,48 +142,20 @@ func splitNet(n *net.IPNet, parts int) []*net.IPNet {
 	return out
 }
 
-// createPodNamespaces creates pod namespaces with a few workers: namespace
-// creation is mostly kernel work, so two cores are kept busy.
+// createPodNamespaces journals every pod namespace, then creates them
+// several at a time: creating one is kernel work that waits in places (RCU
+// grace periods), and concurrent waits overlap.
 func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
-	// Journal first, sequentially (one writer), then create in parallel.
-	for _, p := range pods {
-		if err := l.journal.Record(KindNetns, nsName(l.State.Name, p.Name)); err != nil {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = nsName(l.State.Name, p.Name)
+		// Journal first, sequentially (one writer): clean finds them all.
+		if err := l.journal.Record(KindNetns, names[i]); err != nil {
 			return err
 		}
 	}
-	work := make(chan string)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range work {
-				if err := nsutil.Create(n, Mark(l.State.Name)); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, p := range pods {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- nsName(l.State.Name, p.Name)
-	}
-	close(work)
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
+	mark := Mark(l.State.Name)
+	return inParallel(ctx, names, func(n string) error { return nsutil.Create(n, mark, nsSysctls...) })
 }
 
 func openNS(name string) (topo.NS, error) {

@@ -71,12 +71,10 @@ func Clean(say Progress) (*CleanReport, error) {
 		if owner == "" || live[owner] {
 			continue
 		}
-		stopProcsIn(e.Name())
-		if err := nsutil.Delete(e.Name()); err != nil {
-			rep.Errors = append(rep.Errors, err.Error())
-			continue
-		}
 		rep.Orphans = append(rep.Orphans, e.Name())
+	}
+	if err := removeNamespaces(rep.Orphans); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
 	}
 	cgs, _ := cgroup.Labs()
 	for _, cg := range cgs {

@@ -4,6 +4,7 @@ package lab
 // namespaces), and only what carries its mark.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -101,8 +102,17 @@ func teardown(name string, say Progress) error {
 	return nil
 }
 
+// deleteNamespaces removes the lab's namespaces in three passes: check
+// them all (still a namespace, marked as this lab's), stop any process
+// living in them (one pass over /proc), then unmount them all. Unmounting
+// is all a deletion takes from us: the kernel frees a namespace once
+// nothing holds it, asynchronously, and frees namespaces released together
+// in one batch (one RCU grace period and one pass unregistering their
+// devices, rather than one each). Checks come first because reading a mark
+// needs the RTNL lock, which that cleanup holds for long stretches.
 func deleteNamespaces(lab string, nss []string) error {
 	var errs []string
+	var ours []string
 	for _, n := range nss {
 		if !nsutil.Exists(n) {
 			continue
@@ -118,10 +128,10 @@ func deleteNamespaces(lab string, nss []string) error {
 			errs = append(errs, fmt.Sprintf("namespace %s is not marked as lab %s's; left alone", n, lab))
 			continue
 		}
-		stopProcsIn(n)
-		if err := nsutil.Delete(n); err != nil {
-			errs = append(errs, err.Error())
-		}
+		ours = append(ours, n)
+	}
+	if err := removeNamespaces(ours); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -129,16 +139,23 @@ func deleteNamespaces(lab string, nss []string) error {
 	return nil
 }
 
-// stopProcsIn stops processes living in a namespace vnetlab created (an
-// iperf3 server left by a killed `run`, for instance): each by its PID.
-func stopProcsIn(ns string) {
-	ino, err := nsutil.Inode(nsutil.Path(ns))
-	if err != nil {
-		return
-	}
-	for _, pid := range proc.InNamespace(ino) {
-		if start, err := proc.StartTime(pid); err == nil {
-			proc.Stop(pid, start, time.Second)
+// removeNamespaces stops the processes living in namespaces vnetlab
+// created (an iperf3 server left by a killed `run`, for instance), each by
+// its PID, then unmounts the namespaces, several at a time: each unmount
+// waits for an RCU grace period, and concurrent waits share one.
+func removeNamespaces(nss []string) error {
+	inodes := map[uint64]bool{}
+	for _, n := range nss {
+		if ino, err := nsutil.Inode(nsutil.Path(n)); err == nil {
+			inodes[ino] = true
 		}
 	}
+	for _, pids := range proc.InNamespaces(inodes) {
+		for _, pid := range pids {
+			if start, err := proc.StartTime(pid); err == nil {
+				proc.Stop(pid, start, time.Second)
+			}
+		}
+	}
+	return inParallel(context.Background(), nss, nsutil.Delete)
 }

@@ -18,11 +18,17 @@ type topoPlane struct{}
 
 func (topoPlane) Probe() error { return Probe() }
 
+// Open opens the plane a mode attaches to every pod of a new lab with. It
+// uses tc (clsact + cls_bpf): each tcx attach, and each detach, waits for
+// an RCU grace period while holding RTNL (kernel/bpf/tcx.c), two per pod
+// each way, serialised; measured here, veth-ebpf with 1000 pods took 45 s
+// to build and 40 s to remove. cls_bpf waits at most for an expedited one.
 func (topoPlane) Open(lab string) (topo.EBPFLab, error) {
 	p, err := Open(lab)
 	if err != nil {
 		return nil, err
 	}
+	p.Hook = HookTC
 	return topoLab{p}, nil
 }
 
