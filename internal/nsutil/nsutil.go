@@ -142,13 +142,16 @@ func Scratch(fn func() error) error {
 }
 
 // Handle opens a netlink handle bound to the named namespace. Close it when done.
+// It speaks rtnetlink only (links, addresses, routes, neighbours, qdiscs):
+// one socket, where a handle for every family would hold three, per pod of
+// a lab that keeps one handle per pod open while it builds.
 func Handle(name string) (*netlink.Handle, error) {
 	ns, err := netns.GetFromPath(Path(name))
 	if err != nil {
 		return nil, fmt.Errorf("open namespace %s: %w", name, err)
 	}
 	defer ns.Close()
-	return netlink.NewHandleAt(ns)
+	return netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 }
 
 // Inode identifies a namespace; processes whose /proc/PID/ns/net has the same

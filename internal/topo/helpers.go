@@ -25,8 +25,8 @@ func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
 		mtu = 1500
 	}
 	// One queue each way, given explicitly: a veth asked for none gets one
-	// per CPU, then trims them to one, and each trim waits for an RCU grace
-	// period (measured: about half of wiring a pod on this 2-CPU machine).
+	// per CPU, then trims them to one in use, and each trim waits for an
+	// RCU grace period (veth_init_queues), twice per pod.
 	v := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu, NumTxQueues: 1, NumRxQueues: 1},
 		PeerName:      pod.Ifname,
