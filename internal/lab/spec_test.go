@@ -106,7 +106,8 @@ func TestValidateBridgePortLimit(t *testing.T) {
 		}
 	}
 	for _, s := range []Spec{spec("bridge", 1024, 1, nil), spec("bridge", 2046, 2, nil), spec("veth-routed", 5000, 1, nil), spec("ovs", 1024, 1, nil)} {
-		if err := topo.CheckPodCount(s.Mode, len(s.Pods), s.NodeCount(), s.Options); err != nil {
+		m, _ := topo.Get(s.Mode)
+		if err := m.CheckPodCount(len(s.Pods), s.NodeCount(), s.Options); err != nil {
 			t.Errorf("%s, %d pods, %d nodes: refused: %v", s.Mode, len(s.Pods), s.NodeCount(), err)
 		}
 	}
