@@ -2,9 +2,10 @@
 # Lab build and teardown at scale: for each mode and pod count, times
 # `vnetlab up --pods N` and `vnetlab down` and counts what is left
 # (namespaces, state directory, bpffs pins). down returns once the
-# namespaces are unmounted; the kernel frees them in the background (a
-# few seconds for 1000), so a case that follows at once shares the CPUs
-# with that.
+# namespaces are unmounted; the kernel frees them in the background, so
+# before the next case the script waits until the machine's count of
+# network namespaces stops falling ("settle s", a machine-wide and so
+# approximate view of that background work).
 #
 #   scripts/bench-up.sh                      every mode x 200 1000 5000 pods
 #   PODS="200 1000" scripts/bench-up.sh bridge veth-routed
@@ -32,6 +33,19 @@ if [ ${#modes[@]} -eq 0 ]; then
 fi
 
 now() { date +%s.%N; }
+# Live network namespaces, dying ones included (the kernel's slab count).
+netns_count() { awk '$1 == "net_namespace" { print $2 }' /proc/slabinfo; }
+# settle waits (up to a minute) until that count stops falling.
+settle() {
+	local prev cur i
+	prev=$(netns_count)
+	for i in $(seq 60); do
+		sleep 1
+		cur=$(netns_count)
+		[ "$cur" -ge "$((prev - 2))" ] && return
+		prev=$cur
+	done
+}
 leftovers() {
 	local ns state pins
 	ns=$(ip netns list | grep -c "^vnl-$name-")
@@ -40,7 +54,7 @@ leftovers() {
 	echo "$((ns + state + pins))"
 }
 
-printf '%-13s %6s %5s %8s %8s %9s\n' mode pods nodes "up s" "down s" leftovers
+printf '%-13s %6s %5s %8s %8s %8s %9s\n' mode pods nodes "up s" "down s" "settle s" leftovers
 status=0
 for mode in "${modes[@]}"; do
 	for n in $pods_list; do
@@ -65,10 +79,12 @@ for mode in "${modes[@]}"; do
 		t1=$(now)
 		"$bin" down "$name" >/dev/null || status=1
 		t2=$(now)
+		settle
+		t3=$(now)
 		left=$(leftovers)
 		[ "$left" = 0 ] || status=1
-		awk -v m="$mode" -v n="$n" -v k="$nodes" -v a="$t0" -v b="$t1" -v c="$t2" -v l="$left" \
-			'BEGIN { printf "%-13s %6d %5d %8.2f %8.2f %9d\n", m, n, k, b-a, c-b, l }'
+		awk -v m="$mode" -v n="$n" -v k="$nodes" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v l="$left" \
+			'BEGIN { printf "%-13s %6d %5d %8.2f %8.2f %8.0f %9d\n", m, n, k, b-a, c-b, d-c, l }'
 	done
 done
 exit $status
