@@ -4,8 +4,8 @@
 # (namespaces, state directory, bpffs pins). down returns once the
 # namespaces are unmounted; the kernel frees them in the background, so
 # before the next case the script waits until the machine's count of
-# network namespaces stops falling ("settle s", a machine-wide and so
-# approximate view of that background work).
+# network namespaces is back where it was, or stops falling ("settle s", a
+# machine-wide and so approximate view of that background work).
 #
 #   scripts/bench-up.sh                      every mode x 200 1000 5000 pods
 #   PODS="200 1000" scripts/bench-up.sh bridge veth-routed
@@ -35,15 +35,18 @@ fi
 now() { date +%s.%N; }
 # Live network namespaces, dying ones included (the kernel's slab count).
 netns_count() { awk '$1 == "net_namespace" { print $2 }' /proc/slabinfo; }
-# settle waits (up to a minute) until that count stops falling.
+# settle waits (up to a minute) until that count is back near $1, what it
+# was before up, or has not fallen for 5 s (others' namespaces come and go).
 settle() {
-	local prev cur i
+	local flat=0 prev cur i
 	prev=$(netns_count)
-	for i in $(seq 60); do
-		sleep 1
+	for i in $(seq 600); do
 		cur=$(netns_count)
-		[ "$cur" -ge "$((prev - 2))" ] && return
+		[ "$cur" -le "$(($1 + 10))" ] && return
+		if [ "$cur" -ge "$prev" ]; then flat=$((flat + 1)); else flat=0; fi
+		[ "$flat" -ge 50 ] && return
 		prev=$cur
+		sleep 0.1
 	done
 }
 leftovers() {
@@ -64,6 +67,7 @@ for mode in "${modes[@]}"; do
 			printf '%-13s %6s %5s  skip: attaches no pods\n' "$mode" "$n" "-"
 			continue
 		fi
+		before=$(netns_count)
 		t0=$(now)
 		if ! err=$("$bin" up --name "$name" --mode "$mode" --pods "$n" --nodes "$nodes" --pod-cidr "$cidr" 2>&1 >/dev/null); then
 			t1=$(now)
@@ -79,12 +83,12 @@ for mode in "${modes[@]}"; do
 		t1=$(now)
 		"$bin" down "$name" >/dev/null || status=1
 		t2=$(now)
-		settle
+		settle "$before"
 		t3=$(now)
 		left=$(leftovers)
 		[ "$left" = 0 ] || status=1
 		awk -v m="$mode" -v n="$n" -v k="$nodes" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v l="$left" \
-			'BEGIN { printf "%-13s %6d %5d %8.2f %8.2f %8.0f %9d\n", m, n, k, b-a, c-b, d-c, l }'
+			'BEGIN { printf "%-13s %6d %5d %8.2f %8.2f %8.1f %9d\n", m, n, k, b-a, c-b, d-c, l }'
 	done
 done
 exit $status
