@@ -222,7 +222,15 @@ func attachTC(ns string, ifindex int, name string, prog *ebpf.Program, at ebpf.A
 	if err := h.FilterAdd(f); err != nil {
 		return fmt.Errorf("cls_bpf filter: %w", err)
 	}
-	return prog.Pin(pin)
+	// Pin a clone: a Program is pinned at one path at a time, and pinning
+	// it again moves the pin, so every endpoint but the last would lose its
+	// record.
+	c, err := prog.Clone()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Pin(pin)
 }
 
 func tcParent(at ebpf.AttachType) uint32 {
