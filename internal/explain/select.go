@@ -11,9 +11,10 @@ import (
 type Pair struct{ A, B *results.Cell }
 
 // matches says whether name designates c: its label (mode, or
-// mode/path/provider+N), its mode, or its key (mode|path|provider|test).
+// mode/path/provider+N), its mode, its name (mode/series/test) or its key
+// (mode|path|provider|test).
 func matches(c *results.Cell, name string) bool {
-	return name == Label(c) || name == c.Mode || name == c.Key()
+	return name == Label(c) || name == c.Mode || name == c.ID().Key() || name == c.ID().String()
 }
 
 // Select picks the pairs to explain. With two names: those two cells, per

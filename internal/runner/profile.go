@@ -56,7 +56,7 @@ func finishProfiles(col *profile.Collector, cells []*results.Cell, dir string) e
 		dir = "."
 	}
 	for _, c := range cells {
-		p, units := col.Cell(c.Key())
+		p, units := col.Cell(c.ID().Key())
 		if p == nil {
 			continue
 		}
@@ -70,9 +70,9 @@ func finishProfiles(col *profile.Collector, cells []*results.Cell, dir string) e
 		if c.Provider != "" {
 			title = fmt.Sprintf("%s %s(%s) %s: data-path CPU per %s", c.Mode, c.Path, c.Provider, c.Test, unit)
 		}
-		files, err := profile.WriteFiles(dir, profile.FileName(c.Key()), title, p, profile.DefaultRules, usPer, unit)
+		files, err := profile.WriteFiles(dir, profile.FileName(c.ID().Key()), title, p, profile.DefaultRules, usPer, unit)
 		if err != nil {
-			return fmt.Errorf("profile of %s: %w", c.Key(), err)
+			return fmt.Errorf("profile of %s: %w", c.ID(), err)
 		}
 		c.Profile.Dir, c.Profile.Files = filepath.ToSlash(dir), &files
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -128,7 +129,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				c.Nodes = spec.Nodes
 			}
 			out.Cells = append(out.Cells, &c)
-			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c), netns: labNamespaces(l),
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: c.ID().String(), netns: labNamespaces(l),
 				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 		}
 		return nil
@@ -240,7 +241,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				continue
 			}
 			if err == nil && col != nil {
-				col.Add(c.cell.Key(), prof, workUnits(res, c.cell.Unit))
+				col.Add(c.cell.ID().Key(), prof, workUnits(res, c.cell.Unit))
 			}
 			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {
@@ -251,7 +252,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		}
 	}
 	prog.End()
-	Analyze(out.Cells, spec.Summary)
+	analysis.Analyze(out.Cells, spec.Summary)
 	if col != nil {
 		if err := finishProfiles(col, out.Cells, spec.ProfileDir); err != nil {
 			return out, err
@@ -334,17 +335,6 @@ func pathNames(m map[string]topo.Endpoint) string {
 // ServicePath is the path through a clusterIP: the second pod dials
 // service.DefaultVIP, whose backend is the first pod.
 const ServicePath = "service"
-
-func cellLabel(c *results.Cell) string {
-	if c.Provider == "" {
-		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
-	}
-	p := c.Provider
-	if c.ExtraServices > 0 {
-		p += fmt.Sprintf("+%d", c.ExtraServices)
-	}
-	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
-}
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
