@@ -245,7 +245,7 @@ func lockDir(dir string, wait bool) (*os.File, error) {
 	if !wait {
 		how |= unix.LOCK_NB
 	}
-	if err := unix.Flock(int(f.Fd()), how); err != nil {
+	if err := flock(f, how); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -261,9 +261,18 @@ func globalLock() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := flock(f, unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return func() { _ = flock(f, unix.LOCK_UN); f.Close() }, nil
+}
+
+// flock waits again after EINTR: a signal may interrupt a blocking lock.
+func flock(f *os.File, how int) error {
+	for {
+		if err := unix.Flock(int(f.Fd()), how); err != unix.EINTR {
+			return err
+		}
+	}
 }

@@ -36,26 +36,65 @@ func frame(hdr []byte, dst, src byte, payload string) []byte {
 	return append(f, payload...)
 }
 
-// recv reads one frame from a peer, or nil if none comes within 200 ms.
+// recv reads the frame a peer is expected to get, waiting up to 5 s: the
+// wait only costs time when the switch is broken.
 func recv(t *testing.T, fd int) []byte {
 	t.Helper()
+	return recvWithin(t, fd, 5*time.Second)
+}
+
+// stray reads a frame a peer must not get, or nil. Its short wait can only
+// let a misdirected frame go unseen, never fail a correct switch.
+func stray(t *testing.T, fd int) []byte {
+	t.Helper()
+	return recvWithin(t, fd, 200*time.Millisecond)
+}
+
+// recvWithin polls again after EINTR (the Go runtime's preemption signals
+// interrupt poll), until the frame comes or the wait is over.
+func recvWithin(t *testing.T, fd int, wait time.Duration) []byte {
+	t.Helper()
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 200)
-	if err != nil || n == 0 {
-		return nil
+	for end := time.Now().Add(wait); ; {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
 	}
 	buf := make([]byte, 70000)
-	m, err := unix.Read(fd, buf)
-	if err != nil {
-		t.Fatal(err)
+	for {
+		m, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf[:m]
 	}
-	return buf[:m]
 }
 
 func send(t *testing.T, fd int, f []byte) {
 	t.Helper()
-	if _, err := unix.Write(fd, f); err != nil {
-		t.Fatal(err)
+	for {
+		_, err := unix.Write(fd, f)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 }
 
@@ -72,7 +111,7 @@ func TestLearnAndFlood(t *testing.T) {
 			t.Errorf("port %d: flooded frame = %x, want %x", p, got, ab)
 		}
 	}
-	if got := recv(t, peer[0]); got != nil {
+	if got := stray(t, peer[0]); got != nil {
 		t.Errorf("a frame came back to its ingress port: %x", got)
 	}
 	// B answers from port 1: A was learned on port 0, so only port 0 gets it.
@@ -81,7 +120,7 @@ func TestLearnAndFlood(t *testing.T) {
 	if got := recv(t, peer[0]); !bytes.Equal(got, ba) {
 		t.Errorf("port 0: %x, want %x", got, ba)
 	}
-	if got := recv(t, peer[2]); got != nil {
+	if got := stray(t, peer[2]); got != nil {
 		t.Errorf("port 2 got a frame for a learned MAC: %x", got)
 	}
 	// Now B is known too: A -> B goes to port 1 only.
@@ -89,7 +128,7 @@ func TestLearnAndFlood(t *testing.T) {
 	if got := recv(t, peer[1]); !bytes.Equal(got, ab) {
 		t.Errorf("port 1: %x, want %x", got, ab)
 	}
-	if got := recv(t, peer[2]); got != nil {
+	if got := stray(t, peer[2]); got != nil {
 		t.Errorf("port 2 got a frame for a learned MAC: %x", got)
 	}
 	// Broadcast (ARP) from port 2 floods to 0 and 1.
