@@ -1,4 +1,5 @@
-// Package report turns a results file into tables (and, later, documents).
+// Package report turns a results file into the terminal table, the
+// Markdown and HTML documents and their charts, and run-to-run comparisons.
 package report
 
 import (

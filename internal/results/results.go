@@ -82,7 +82,8 @@ type Cell struct {
 	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
 	Note           string  `json:"note,omitempty"`
 
-	// Statistics over valid samples (issue 3; filled by internal/stats).
+	// Statistics over valid samples (issue 3), computed from Samples by the
+	// run's analysis (docs/statistics.md).
 	Mean     float64            `json:"mean,omitempty"`
 	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
 	CIMethod string             `json:"ci_method,omitempty"`  // "bootstrap-median" or "student-t-mean"

@@ -47,7 +47,7 @@ type Spec struct {
 	Nodes        int
 	UnderlayRate string
 	Summary      SummaryOptions // CV threshold, CI method, baseline mode
-	// LabPrefix starts every lab name ("r" when empty; tests use their own
+	// LabPrefix starts every lab name ("run" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
 

@@ -9,7 +9,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// bridge: seed 002 (002_8bf7239878caf2ac.txt) "bridge方式", flannel/docker0
+// bridge: seed 002 (same-host pod connection modes, podIP vs clusterIP) "bridge方式", flannel/docker0
 // style: pods' veths are ports of br0, which holds the gateway 192.168.10.1;
 // net.bridge.bridge-nf-call-iptables decides whether bridged packets cross
 // the node's netfilter hooks (the seed measured 65 on vs 77 Gbit/s off).
@@ -113,7 +113,7 @@ func onOffWord(b bool) string {
 	return "off"
 }
 
-// buildBridgeAcrossNodes: seed 003 (003_9b52356141afa5f9.txt) "no
+// buildBridgeAcrossNodes: seed 003 (bridge vs Open vSwitch vs KVM, same host and across hosts) "no
 // encapsulation" across hosts: on each node br0 enslaves the underlay NIC and
 // the pods' veths, so pods of both nodes share one L2 segment. Each node's br0
 // holds that node's gateway address (.1 of its share) with the whole pod

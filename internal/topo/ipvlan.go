@@ -8,7 +8,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// ipvlan: seed 002 (002_8bf7239878caf2ac.txt) "ipvlan" and seed 001: like
+// ipvlan: seed 002 (same-host pod connection modes, podIP vs clusterIP) "ipvlan" and seed 001: like
 // macvlan, but every child shares the parent's MAC; l2 or l3 mode. Gated on
 // CONFIG_IPVLAN: on kernels without it the mode is reported unavailable.
 type ipvlanMode struct{}

@@ -10,7 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
-// macvlan: seed 002 (002_8bf7239878caf2ac.txt) "macvlan", bridge mode: each
+// macvlan: seed 002 (same-host pod connection modes, podIP vs clusterIP) "macvlan", bridge mode: each
 // pod's eth0 is a macvlan child of the node's uplink (the seed's eno2; here
 // the node's own eth0, never the machine's). One more child stays in the node
 // as a shim holding the gateway 192.168.10.1, and a MASQUERADE rule makes

@@ -17,7 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/tapswitch"
 )
 
-// tap-naive and tap-offload: seed 000 (000_d5130325cfb7815d.txt) "tun/tap"
+// tap-naive and tap-offload: seed 000 (Linux virtual network interfaces) "tun/tap"
 // and its qemu-kvm bridge picture: a VM's NIC is a TAP whose other end is a
 // user process (qemu) reading and writing /dev/net/tun, and VMs meet on a
 // bridge. Here each pod's eth0 is a TAP (the pod plays the guest kernel) and

@@ -9,7 +9,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// veth-routed: seed 002 (002_8bf7239878caf2ac.txt) "veth方式", Calico's way:
+// veth-routed: seed 002 (same-host pod connection modes, podIP vs clusterIP) "veth方式", Calico's way:
 // each pod has a /24 address and a default route via 169.254.10.24 onlink;
 // the node end of the veth answers ARP for it (proxy_arp) and the node routes
 // to each pod with a /32 route; ip_forward on; FORWARD accepts pod traffic.
