@@ -200,10 +200,7 @@ func withServices(name string, change func(*lab.State, *service.Config) (string,
 	if err != nil {
 		return err
 	}
-	if err := service.Apply(st, old, c); err != nil {
-		return err
-	}
-	if err := c.Save(st.Name); err != nil {
+	if err := service.Commit(st, old, c); err != nil {
 		return err
 	}
 	fmt.Printf("%s: lab %s, provider %s, %s, loaded in %.2fs\n", msg, st.Name, c.Provider, countWords(c), c.LoadSeconds)

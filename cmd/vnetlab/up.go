@@ -215,10 +215,7 @@ func upServices(l *lab.Lab, provider string, extra int, specs []service.Spec) er
 		return err
 	}
 	stderrf("loading %d services with %s", c.Count(), provider)
-	if err := service.Apply(l.State, nil, c); err != nil {
-		return err
-	}
-	if err := c.Save(l.State.Name); err != nil {
+	if err := service.Commit(l.State, nil, c); err != nil {
 		return err
 	}
 	stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", provider, c.Count(), c.LoadSeconds, l.State.Name)

@@ -323,14 +323,8 @@ func cellLabel(c *results.Cell) string {
 // a lab with provider, and returns the path and the cell fields it fixes.
 func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, results.Cell, error) {
 	st := l.State
-	c, err := service.NewConfig(st, provider, n, specs)
+	c, err := service.Setup(st, provider, n, specs)
 	if err != nil {
-		return topo.Endpoint{}, results.Cell{}, err
-	}
-	if err := service.Apply(st, nil, c); err != nil {
-		return topo.Endpoint{}, results.Cell{}, err
-	}
-	if err := c.Save(st.Name); err != nil {
 		return topo.Endpoint{}, results.Cell{}, err
 	}
 	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
