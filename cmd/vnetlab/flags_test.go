@@ -127,7 +127,7 @@ func TestUpFileThenFlags(t *testing.T) {
 		t.Errorf("up -f with flags: %q, %v", got, err)
 	}
 	for body, want := range map[string]string{
-		"modes: [bridge, macvlan]\n":                 "`up` builds one lab",
+		"modes: [bridge, macvlan]\n":                "`up` builds one lab",
 		"mode: bridge\nextra_services: [0, 1000]\n": "give one number",
 	} {
 		if _, err := resolveUp(t, "-f", writeScenario(t, body)); err == nil || !strings.Contains(err.Error(), want) {

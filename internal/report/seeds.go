@@ -7,12 +7,12 @@ package report
 
 // SeedTable is one experiment of one seed.
 type SeedTable struct {
-	Seed   string // "002": the article, SeedArticles[Seed]
-	Title  string
-	Test   string // vnetlab test
-	Unit   string
-	Setup  string // how the seed measured: why its absolute numbers differ from ours
-	Rows   []SeedRow
+	Seed  string // "002": the article, SeedArticles[Seed]
+	Title string
+	Test  string // vnetlab test
+	Unit  string
+	Setup string // how the seed measured: why its absolute numbers differ from ours
+	Rows  []SeedRow
 }
 
 // SeedRow is one published number and the vnetlab cell that reproduces it.
