@@ -9,11 +9,24 @@ import (
 )
 
 // Each port is one end of a SOCK_SEQPACKET pair: like a TAP, it keeps frame
-// boundaries (one frame per read and per write). The test holds the other ends.
+// boundaries (one frame per read and per write). The test holds the other
+// ends. Cleanup closes the test's ends first, which stops every port
+// goroutine (EOF), and the switch's ends only once they have stopped: a
+// goroutine still reading a closed descriptor number would read whatever
+// the next test opens under that number.
 func newSwitch(t *testing.T, n, vnetHdr int) (*Switch, []int) {
 	t.Helper()
 	s := &Switch{VnetHdr: vnetHdr, Buf: NaiveFrame + vnetHdr}
 	var peers []int
+	t.Cleanup(func() {
+		for _, fd := range peers {
+			unix.Close(fd)
+		}
+		s.ports.Wait()
+		for _, p := range s.Ports {
+			unix.Close(p.FD)
+		}
+	})
 	for i := 0; i < n; i++ {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -21,7 +34,6 @@ func newSwitch(t *testing.T, n, vnetHdr int) (*Switch, []int) {
 		}
 		s.Ports = append(s.Ports, &Port{Name: string(rune('a' + i)), FD: fds[0]})
 		peers = append(peers, fds[1])
-		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	}
 	return s, peers
 }
@@ -50,51 +62,41 @@ func stray(t *testing.T, fd int) []byte {
 	return recvWithin(t, fd, 200*time.Millisecond)
 }
 
-// recvWithin polls again after EINTR (the Go runtime's preemption signals
-// interrupt poll), until the frame comes or the wait is over.
+// recvWithin polls until the frame comes or the wait is over.
 func recvWithin(t *testing.T, fd int, wait time.Duration) []byte {
 	t.Helper()
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for end := time.Now().Add(wait); ; {
+	for end := time.Now().Add(wait); fds[0].Revents == 0; {
 		left := time.Until(end)
 		if left <= 0 {
 			return nil
 		}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
+		if err := retry(func() (err error) { _, err = unix.Poll(fds, int(left.Milliseconds())+1); return }); err != nil {
 			t.Fatal(err)
-		}
-		if n > 0 {
-			break
 		}
 	}
 	buf := make([]byte, 70000)
-	for {
-		m, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buf[:m]
+	var m int
+	if err := retry(func() (err error) { m, err = unix.Read(fd, buf); return }); err != nil {
+		t.Fatal(err)
 	}
+	return buf[:m]
 }
 
 func send(t *testing.T, fd int, f []byte) {
 	t.Helper()
+	if err := retry(func() (err error) { _, err = unix.Write(fd, f); return }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retry calls a system call again while a signal interrupts it (EINTR:
+// the Go runtime's preemption signals interrupt poll, for one).
+func retry(call func() error) error {
 	for {
-		_, err := unix.Write(fd, f)
-		if err == unix.EINTR {
-			continue
+		if err := call(); err != unix.EINTR {
+			return err
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return
 	}
 }
 
@@ -143,7 +145,8 @@ func TestLearnAndFlood(t *testing.T) {
 		t.Errorf("floods = %d, want 2 (unknown unicast, broadcast)", s.Floods.Load())
 	}
 	// A port going away (its TAP removed) stops the switch with an error.
-	unix.Close(peer[1])
+	// (shutdown, not close: the descriptor stays the test's until cleanup.)
+	unix.Shutdown(peer[1], unix.SHUT_RDWR)
 	select {
 	case err := <-done:
 		if err == nil {
