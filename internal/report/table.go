@@ -20,10 +20,7 @@ import (
 // also shows each cell's provider, its generated services and "vs pod": the
 // service cell over the same mode's pod cell (seed 002's clusterIP/podIP).
 func Table(w io.Writer, f *results.File, markdown bool) {
-	baseline := f.Metadata.Settings.Baseline
-	if baseline == "" && len(f.Cells) > 0 {
-		baseline = f.Cells[0].Mode
-	}
+	baseline := results.Baseline(f.Cells, f.Metadata.Settings.Baseline)
 	hasLatency, svc := false, false
 	for _, c := range f.Cells {
 		if len(c.Latency) > 0 {

@@ -167,6 +167,16 @@ type SampleCPU struct {
 // BusySec is user + system + irq + softirq.
 func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSec + c.SoftirqSec }
 
+// Baseline is the mode label every cell is compared with: baseline when
+// given (--baseline), else the first cell's mode (the first mode of the run
+// that ran).
+func Baseline(cells []*Cell, baseline string) string {
+	if baseline == "" && len(cells) > 0 {
+		return cells[0].Mode
+	}
+	return baseline
+}
+
 // Key identifies a cell across files (for compare).
 func (c *Cell) Key() string {
 	k := fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)

@@ -176,21 +176,6 @@ func (p *plan) teardown() {
 	}
 }
 
-// baseline is the mode label every cell is compared with: the one asked
-// for, else the first mode that runs.
-func (p *plan) baseline() string {
-	if b := p.spec.Summary.Baseline; b != "" {
-		return b
-	}
-	if len(p.out.Cells) > 0 {
-		return p.out.Cells[0].Mode
-	}
-	if len(p.spec.Modes) > 0 {
-		return p.spec.Modes[0].Label
-	}
-	return ""
-}
-
 func pathNames(m map[string]topo.Endpoint) string {
 	var n []string
 	for k := range m {

@@ -35,7 +35,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if err := p.build(ctx); err != nil {
 		return nil, err
 	}
-	spec.Summary.Baseline = p.baseline()
+	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
 	p.out.Metadata.Settings = spec.settings()
 	if len(p.cells) == 0 {
 		return p.out, fmt.Errorf("nothing to run: every mode was skipped")

@@ -168,9 +168,7 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 	if len(cells) == 0 {
 		return
 	}
-	if baseline == "" {
-		baseline = cells[0].Mode
-	}
+	baseline = results.Baseline(cells, baseline)
 	key := func(c *results.Cell) string {
 		return fmt.Sprintf("%s|%s|%s|%d", c.Path, c.Provider, c.Test, c.ExtraServices)
 	}
