@@ -84,25 +84,21 @@ func connect(fd int, sa unix.Sockaddr) error {
 
 // recv and send are recvfrom/sendto without an address, as sockperf
 // calls them: read/write on a socket also pass through the VFS layer,
-// measured here at ~0.4 us more per round trip. Both call again after
-// EINTR (a signal, such as the Go runtime's preemption, interrupts them).
+// measured here at ~0.4 us more per round trip.
 func recv(fd int, b []byte) (int, error) {
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
-		switch e {
-		case 0:
-			return int(r), nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, e
-	}
+	return syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
 }
 
 // send never raises SIGPIPE (MSG_NOSIGNAL): a vanished peer is an error.
 func send(fd int, b []byte) (int, error) {
+	return syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+}
+
+// syscall6 makes a system call, again after EINTR (a signal, such as the Go
+// runtime's preemption, interrupts it), and returns its result or errno.
+func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+		r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
 		switch e {
 		case 0:
 			return int(r), nil
