@@ -103,7 +103,7 @@ func reserve(spec Spec) (*Lab, error) {
 		}
 		return nil, err
 	}
-	lock, err := lockDir(dir, false)
+	lock, err := lockDir(dir)
 	if err != nil {
 		os.Remove(dir)
 		return nil, err
@@ -403,7 +403,7 @@ func Open(name string) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(labDir(name), false)
+	lock, err := lockDir(labDir(name))
 	if err != nil {
 		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
 	}
@@ -426,7 +426,7 @@ func Down(name string, say Progress) error {
 	if _, err := os.Stat(labDir(name)); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no lab named %q (see `vnetlab ls`)", name)
 	}
-	lock, err := lockDir(labDir(name), false)
+	lock, err := lockDir(labDir(name))
 	if err != nil {
 		return fmt.Errorf("lab %s is in use by another vnetlab process (%v): wait for it, or stop it and run `vnetlab clean`", name, err)
 	}
@@ -568,7 +568,7 @@ func Clean(say Progress) (*CleanReport, error) {
 		if !e.IsDir() {
 			continue
 		}
-		lock, err := lockDir(labDir(e.Name()), false)
+		lock, err := lockDir(labDir(e.Name()))
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			rep.Busy = append(rep.Busy, e.Name())
 			say("lab %s is in use by a running vnetlab; skipped", e.Name())

@@ -234,18 +234,15 @@ func readJournal(name string) []journalEntry {
 	return out
 }
 
-// lockFile takes an exclusive flock on the lab directory. With wait=false a
-// lab in use by another live vnetlab process is reported, not waited for.
-func lockDir(dir string, wait bool) (*os.File, error) {
+// lockDir takes an exclusive flock on the lab directory without waiting: a
+// lab in use by another live vnetlab process is reported (EWOULDBLOCK), not
+// waited for.
+func lockDir(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	how := unix.LOCK_EX
-	if !wait {
-		how |= unix.LOCK_NB
-	}
-	if err := flock(f, how); err != nil {
+	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		return nil, err
 	}
