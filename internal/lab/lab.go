@@ -305,8 +305,9 @@ func openNS(name string) (topo.NS, error) {
 
 // wireUplinks joins each node's eth0 to the external namespace, whose bridge
 // lan0 holds 10.10.0.1, the nodes' default gateway, like a real host's eth0
-// on a LAN (DESIGN.md: without a default route proxy_arp never answers for the
-// pods' gateway).
+// on a LAN. The default route matters: without one (measured) proxy_arp
+// never answers for the pods' gateway and clusterIP traffic fails with
+// "No route to host" (docs/labs.md).
 func wireUplinks(env *topo.Env) error {
 	extFD, err := nsutil.FD(env.Ext.Name)
 	if err != nil {
