@@ -1,5 +1,7 @@
 package report
 
+import "github.com/vnetlab/vnetlab/internal/topo"
+
 // The seeds' published numbers (the five seed articles, docs/seeds.md),
 // keyed to vnetlab's cells. Absolute numbers differ by machine,
 // so each table is compared as ratios to its own first row (the seed's
@@ -7,7 +9,7 @@ package report
 
 // SeedTable is one experiment of one seed.
 type SeedTable struct {
-	Seed  string // "002": the article, SeedArticles[Seed]
+	Seed  topo.Seed // the article (docs/seeds.md)
 	Title string
 	Test  string // vnetlab test
 	Unit  string
@@ -28,22 +30,13 @@ type SeedRow struct {
 	Note     string
 }
 
-// SeedArticles are the seed articles' titles by number (docs/seeds.md).
-var SeedArticles = map[string]string{
-	"000": "Linux virtual network interfaces",
-	"001": "container network latency: veth vs ipvlan/macvlan",
-	"002": "same-host pod connection modes, podIP vs clusterIP",
-	"003": "bridge vs Open vSwitch vs KVM, same host and across hosts",
-	"004": "Docker bridge vs host mode",
-}
-
 // Article names the table's seed article by number and title.
-func (t SeedTable) Article() string { return "seed " + t.Seed + ", “" + SeedArticles[t.Seed] + "”" }
+func (t SeedTable) Article() string { return "seed " + t.Seed.Number + ", “" + t.Seed.Title + "”" }
 
 // SeedTables is every published number vnetlab can put beside its own.
 var SeedTables = []SeedTable{
 	{
-		Seed: "000", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedInterfaces, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Linux virtual interfaces: loopback, veth, docker0, published ports (iperf3, same host)",
 		Setup: "iperf3, one stream, 10 s, once each, on the author's laptop with Docker",
 		Rows: []SeedRow{
@@ -58,7 +51,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "001", Test: "tcp_rr", Unit: "trans/s",
+		Seed: topo.SeedLatency, Test: "tcp_rr", Unit: "trans/s",
 		Title: "Container latency: host vs veth container (netperf TCP_RR)",
 		Setup: "netperf TCP_RR, 1-byte request/response, 10 s, mean of 3 runs, across a physical LAN to a netserver on a second machine",
 		Rows: []SeedRow{
@@ -68,7 +61,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "002", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedPodModes, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Same-host pod connection modes, podIP vs clusterIP (the seed's summary table)",
 		Setup: "iperf3, one stream, 10 s, once each, pod-b to pod-a on one host; clusterIP = one iptables DNAT rule, or the author's tc eBPF DNAT",
 		Rows: []SeedRow{
@@ -88,7 +81,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, TCP",
 		Setup: "iperf (v2) -P 3 -t 300, TCP, CentOS 7.3 on a Dell R730; VMs are qemu-kvm with virtio",
 		Rows: []SeedRow{
@@ -101,7 +94,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Test: "udp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300, server-side (received) rate",
 		Rows: []SeedRow{
@@ -114,7 +107,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), TCP",
 		Setup: "iperf (v2) -P 3 -t 300 across a 10GbE switch; the seed's VXLAN rows are empty",
 		Rows: []SeedRow{
@@ -127,7 +120,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Test: "udp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300 across a 10GbE switch, server-side (received) rate",
 		Rows: []SeedRow{
@@ -138,7 +131,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "004", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker bridge mode on one host: container IP vs published port",
 		Setup: "iperf3, one stream, Docker 17.05 on CentOS 7.3",
 		Rows: []SeedRow{
@@ -149,7 +142,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "004", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker host vs bridge mode across a 10GbE link",
 		Setup: "iperf3, one stream, across a 10GbE switch: every case ran at line rate",
 		Rows: []SeedRow{
