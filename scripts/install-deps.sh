@@ -10,6 +10,8 @@ declare -A need=(
   [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
   [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
   [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/report tests)
+  # e2e/kernels boots Debian's stock kernel under qemu with these programs in its initramfs
+  [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [depmod]=kmod [xz]=xz-utils
 )
 missing=()
 for prog in "${!need[@]}"; do

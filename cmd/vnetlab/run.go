@@ -68,6 +68,9 @@ Examples:
 				return err
 			}
 			meta := runner.Metadata(version, commit, os.Args)
+			if meta.Emulation != "" {
+				fmt.Fprintf(os.Stderr, "warning: %s\n", meta.Emulation)
+			}
 			meta.Scenario = r.file
 			meta.Start = time.Now().UTC()
 			res, err := runner.Run(cmd.Context(), spec, newProgress())
