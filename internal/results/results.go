@@ -84,9 +84,13 @@ type Cell struct {
 	ExtraServices  int     `json:"extra_services,omitempty"`
 	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
 	Note           string  `json:"note,omitempty"`
+	// Placement is where the platform put the pods (see CellID); "" for labs.
+	Placement string `json:"placement,omitempty"`
+	// Status is the cell's outcome set by internal/analysis: "ok", "failed",
+	// "failed-as-expected" (Note predicted it) or "worked-unexpectedly".
+	Status string `json:"status,omitempty"`
 
-	// Statistics over valid samples (issue 3), computed from Samples by the
-	// run's analysis (docs/statistics.md).
+	// Statistics over valid samples (filled by internal/analysis).
 	Mean     float64            `json:"mean,omitempty"`
 	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
 	CIMethod string             `json:"ci_method,omitempty"`  // "bootstrap-median" or "student-t-mean"
@@ -126,13 +130,13 @@ type CPUCost struct {
 
 // Comparison of a cell with its baseline.
 type Comparison struct {
-	Baseline    string    `json:"baseline"`   // the baseline cell's mode
-	Ratio       float64   `json:"ratio"`      // median / baseline median
-	RatioCI95   []float64 `json:"ratio_ci95"` // bootstrap CI of the ratio of medians
-	Test        string    `json:"test"`       // "mann-whitney-u"
+	Baseline    string    `json:"baseline"`             // the baseline cell's mode
+	Ratio       float64   `json:"ratio"`                // median / baseline median
+	RatioCI95   []float64 `json:"ratio_ci95,omitempty"` // bootstrap CI of the ratio of medians (2+ valid samples a side)
+	Test        string    `json:"test"`                 // "mann-whitney-u"
 	PValue      float64   `json:"p_value"`
 	Significant bool      `json:"significant"` // p < 0.05
-	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a"
+	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a" (analysis.Verdict)
 	// MinPValue is the smallest p the test could give with these sample
 	// counts (Mann-Whitney: 2/C(n1+n2,n1)); above 0.05 no verdict is possible.
 	MinPValue float64 `json:"min_p_value"`
@@ -180,14 +184,10 @@ func Baseline(cells []*Cell, baseline string) string {
 	return baseline
 }
 
-// Key identifies a cell across files (for compare).
-func (c *Cell) Key() string {
-	k := fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
-	if c.ExtraServices > 0 {
-		k += fmt.Sprintf("|+%d", c.ExtraServices)
-	}
-	return k
-}
+// ExpectedToFail says the run predicted this cell would fail: Note holds
+// why (the kernel dictates it, e.g. iptables on a bridge with
+// bridge_nf_call_iptables=off).
+func (c *Cell) ExpectedToFail() bool { return c.Note != "" }
 
 // Values returns the values of valid samples.
 func (c *Cell) Values() []float64 {

@@ -159,7 +159,7 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoin
 			c.Nodes = p.spec.Nodes
 		}
 		p.out.Cells = append(p.out.Cells, &c)
-		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
+		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(),
 			target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 	}
 	return nil
@@ -183,17 +183,6 @@ func pathNames(m map[string]topo.Endpoint) string {
 	}
 	sort.Strings(n)
 	return fmt.Sprint(n)
-}
-
-func cellLabel(c *results.Cell) string {
-	if c.Provider == "" {
-		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
-	}
-	p := c.Provider
-	if c.ExtraServices > 0 {
-		p += fmt.Sprintf("+%d", c.ExtraServices)
-	}
-	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
 }
 
 // loadServices loads the service path's services (and n generated ones) into

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -43,7 +44,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if err := execute(ctx, spec, p.cells, prog); err != nil {
 		return p.out, err
 	}
-	Analyze(p.out.Cells, spec.Summary)
+	analysis.Analyze(p.out.Cells, spec.Summary)
 	return p.out, nil
 }
 
