@@ -2,17 +2,17 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -23,23 +23,16 @@ import (
 // commit is set at build time.
 var commit = ""
 
+// runFlags are run's flags. Those that set a field of the runner's spec are
+// bound to it, with runner.DefaultSpec's values as their defaults.
+type runFlags struct {
+	spec                    runner.Spec
+	modes, tests, opts      []string
+	file, output, reportDir string
+}
+
 func newRunCmd() *cobra.Command {
-	var (
-		modes, tests, paths         []string
-		eng, file, out, rate, cidr  string
-		reportDir                   string
-		dur                         time.Duration
-		repeat, warmup, streams, sz int
-		pods, nodes                 int
-		underlayRate                string
-		opts                        []string
-		providers                   []string
-		extraSvc                    []int
-		cvThreshold                 float64
-		baseline, ciMethod          string
-		profileOn                   bool
-		profileDir                  string
-	)
+	var r runFlags
 	cmd := &cobra.Command{
 		Use:   "run [--modes M,...] [--tests T,...] [--repeat N] [-o results.json] | run -f scenario.yaml",
 		Short: "Measure a matrix of modes x paths x tests, print a table and write a results JSON",
@@ -67,176 +60,26 @@ Examples:
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			spec := runner.Spec{Duration: 4 * time.Second, Repeat: 5, Streams: 1, Size: 1, PodCIDR: lab.DefaultPodCIDR, Paths: []string{"pod"}}
-			modeNames := doctor.DefaultModes
-			testNames := []string{"tcp_stream"}
-			output := ""
-			podCount := lab.DefaultPods
-			var variants []runner.ModeVariant
-			if file != "" {
-				sc, err := scenario.Load(file)
-				if err != nil {
-					return err
-				}
-				variants = sc.Modes
-				if sc.Mode != "" {
-					variants = append(variants, runner.ModeVariant{Label: sc.Mode, Mode: sc.Mode, Options: sc.Options})
-				}
-				if len(sc.Tests) > 0 {
-					testNames = sc.Tests
-				}
-				if len(sc.Paths) > 0 {
-					spec.Paths = sc.Paths
-				}
-				spec.Engine, spec.Rate, output = sc.Engine, sc.Rate, sc.Output
-				spec.Duration = sc.DurationValue(spec.Duration)
-				setInt(&spec.Repeat, sc.Repeat)
-				setInt(&spec.Warmup, sc.Warmup)
-				setInt(&spec.Streams, sc.Streams)
-				setInt(&spec.Size, sc.Size)
-				setInt(&podCount, sc.PodCount)
-				setInt(&spec.Nodes, sc.Nodes)
-				spec.UnderlayRate = sc.UnderlayRate
-				spec.Pods = sc.Pods
-				spec.Providers, spec.Services, spec.ExtraServices = sc.Providers, sc.Services, sc.ExtraServices
-				if sc.Provider != "" && len(sc.Providers) == 0 {
-					spec.Providers = []string{sc.Provider}
-				}
-				spec.Summary.Baseline, spec.Summary.CIMethod = sc.Baseline, sc.CIMethod
-				spec.Profile, spec.ProfileDir = sc.Profile, sc.ProfileDir
-				if sc.CVThreshold != nil {
-					spec.Summary.CVThreshold = *sc.CVThreshold
-				}
-				if sc.PodCIDR != "" {
-					spec.PodCIDR = sc.PodCIDR
-				}
-			}
-			f := cmd.Flags()
-			if f.Changed("modes") || variants == nil {
-				if f.Changed("modes") {
-					modeNames = modes
-				}
-				extra := map[string]string{}
-				if err := parseOptions(opts, extra); err != nil {
-					return err
-				}
-				variants = nil
-				for _, m := range modeNames {
-					variants = append(variants, runner.ModeVariant{Label: m, Mode: m, Options: extra})
-				}
-			}
-			if f.Changed("tests") {
-				testNames = tests
-			}
-			if f.Changed("paths") {
-				spec.Paths = paths
-			}
-			if f.Changed("engine") {
-				spec.Engine = eng
-			}
-			if f.Changed("duration") {
-				spec.Duration = dur
-			}
-			if f.Changed("repeat") {
-				spec.Repeat = repeat
-			}
-			if f.Changed("warmup") {
-				spec.Warmup = warmup
-			}
-			if f.Changed("streams") {
-				spec.Streams = streams
-			}
-			if f.Changed("size") {
-				spec.Size = sz
-			}
-			if f.Changed("rate") {
-				spec.Rate = rate
-			}
-			if f.Changed("pod-cidr") {
-				spec.PodCIDR = cidr
-			}
-			if f.Changed("pods") {
-				podCount, spec.Pods = pods, nil
-			}
-			if f.Changed("nodes") {
-				spec.Nodes = nodes
-			}
-			if f.Changed("underlay-rate") {
-				spec.UnderlayRate = underlayRate
-			}
-			if f.Changed("output") {
-				output = out
-			}
-			if f.Changed("profile") {
-				spec.Profile = profileOn
-			}
-			if f.Changed("profile-dir") {
-				spec.ProfileDir, spec.Profile = profileDir, true
-			}
-			if spec.Profile && spec.ProfileDir == "" {
-				spec.ProfileDir = defaultProfileDir(output)
-			}
-			if f.Changed("providers") {
-				spec.Providers = providers
-			}
-			if f.Changed("extra-services") {
-				spec.ExtraServices = extraSvc
-			}
-			if err := checkServiceRun(spec); err != nil {
+			spec, output, err := r.resolve(cmd.Flags())
+			if err != nil {
 				return err
-			}
-			if f.Changed("cv-threshold") {
-				spec.Summary.CVThreshold = cvThreshold
-			}
-			if f.Changed("baseline") {
-				spec.Summary.Baseline = baseline
-			}
-			if f.Changed("ci-method") {
-				spec.Summary.CIMethod = ciMethod
-			}
-			if spec.Summary.CVThreshold == 0 {
-				spec.Summary.CVThreshold = runner.DefaultCVThreshold
-			}
-			if spec.Summary.CIMethod == "" {
-				spec.Summary.CIMethod = runner.CIMethods[0]
-			}
-			spec.Modes = variants
-			for _, t := range testNames {
-				tt, err := engine.ParseTest(strings.TrimSpace(t))
-				if err != nil {
-					return err
-				}
-				spec.Tests = append(spec.Tests, tt)
 			}
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
-			if err := checkReportDir(reportDir); err != nil {
+			if err := checkReportDir(r.reportDir); err != nil {
 				return err
-			}
-			if spec.Pods == nil {
-				p, err := lab.DefaultPodSpecs(podCount, spec.PodCIDR, spec.Nodes)
-				if err != nil {
-					return err
-				}
-				spec.Pods = p
 			}
 			meta := runner.Metadata(version, commit, os.Args)
 			if meta.Emulation != "" {
 				fmt.Fprintf(os.Stderr, "warning: %s\n", meta.Emulation)
 			}
-			meta.Scenario = file
+			meta.Scenario = r.file
 			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
-				CVThreshold: spec.Summary.CVThreshold, CIMethod: spec.Summary.CIMethod, Baseline: spec.Summary.Baseline}
-			if meta.Settings.Baseline == "" && len(spec.Modes) > 0 {
-				meta.Settings.Baseline = spec.Modes[0].Label
-			}
 			res, err := runner.Run(cmd.Context(), spec, newProgress())
 			if res != nil {
-				skipped := res.Metadata.Skipped
+				meta.Settings, meta.Skipped = res.Metadata.Settings, res.Metadata.Skipped
 				res.Metadata = meta
-				res.Metadata.Skipped = skipped
 				res.Metadata.End = time.Now().UTC()
 			}
 			if err != nil && (res == nil || len(res.Cells) == 0) {
@@ -253,13 +96,9 @@ Examples:
 				}
 				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
 			}
-			if reportDir != "" {
-				resultsDir := "."
-				if output != "" {
-					resultsDir = filepath.Dir(output)
-				}
-				if rerr := writeReport(reportDir, res, resultsDir); rerr != nil {
-					return fmt.Errorf("--report %s: %w", reportDir, rerr)
+			if r.reportDir != "" {
+				if rerr := writeReport(r.reportDir, res, resultsDir(output)); rerr != nil {
+					return fmt.Errorf("--report %s: %w", r.reportDir, rerr)
 				}
 			}
 			if err != nil {
@@ -269,65 +108,137 @@ Examples:
 			return analysis.Problems(res.Cells)
 		},
 	}
-	f := cmd.Flags()
-	f.StringSliceVar(&modes, "modes", doctor.DefaultModes, "modes to compare, in table order (the first is the baseline)")
-	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringSliceVar(&paths, "paths", []string{"pod"}, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
-	f.StringSliceVar(&providers, "providers", []string{service.DefaultProvider}, "service path providers: "+strings.Join(service.Names(), ", ")+" (default: iptables; ebpf for veth-ebpf and macvlan-ebpf)")
-	f.IntSliceVar(&extraSvc, "extra-services", []int{0}, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
-	f.StringVar(&eng, "engine", "", "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
-	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
-	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
-	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
-	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
-	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
-	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
-	f.IntVar(&pods, "pods", lab.DefaultPods, "pods per lab")
-	f.IntVar(&nodes, "nodes", 1, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
-	f.StringVar(&underlayRate, "underlay-rate", "", "tbf rate on the node-to-node underlay, e.g. 10gbit")
-	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
-	f.StringArrayVar(&opts, "option", nil, "mode option key=value for every mode (repeatable)")
-	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
-	f.Float64Var(&cvThreshold, "cv-threshold", runner.DefaultCVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")
-	f.StringVar(&baseline, "baseline", "", "mode every cell is compared with (default: the first of --modes)")
-	f.StringVar(&ciMethod, "ci-method", runner.CIMethods[0], "95% CI of each cell: bootstrap-median or student-t-mean")
-	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
-	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
-	f.BoolVar(&profileOn, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with `vnetlab explain`)")
-	f.StringVar(&profileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
+	r.register(cmd.Flags())
 	return cmd
 }
 
-// defaultProfileDir: beside the results file (r.json -> r.profile/), else
-// vnetlab-profile/ in the working directory.
-func defaultProfileDir(output string) string {
-	if output == "" {
-		return "vnetlab-profile"
+func (r *runFlags) register(f *pflag.FlagSet) {
+	def := runner.DefaultSpec()
+	var defModes, defTests []string
+	for _, m := range def.Modes {
+		defModes = append(defModes, m.Label)
 	}
-	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+	for _, t := range def.Tests {
+		defTests = append(defTests, string(t))
+	}
+	s := &r.spec
+	f.StringSliceVar(&r.modes, "modes", defModes, "modes to compare, in table order (the first is the baseline)")
+	f.StringSliceVar(&r.tests, "tests", defTests, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
+	f.StringSliceVar(&s.Paths, "paths", def.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
+	f.StringSliceVar(&s.Providers, "providers", def.Providers, "service path providers: "+strings.Join(service.Names(), ", ")+" (default: iptables; ebpf for veth-ebpf and macvlan-ebpf)")
+	f.IntSliceVar(&s.ExtraServices, "extra-services", def.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
+	f.StringVar(&s.Engine, "engine", def.Engine, "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
+	f.DurationVar(&s.Duration, "duration", def.Duration, "length of each sample")
+	f.IntVar(&s.Repeat, "repeat", def.Repeat, "samples per cell, taken in interleaved rounds")
+	f.IntVar(&s.Warmup, "warmup", def.Warmup, "rounds run first and discarded")
+	f.IntVar(&s.Streams, "streams", def.Streams, "parallel streams (iperf3 -P)")
+	f.IntVar(&s.Size, "size", def.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
+	f.StringVar(&s.Rate, "rate", def.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+	f.IntVar(&s.PodCount, "pods", def.PodCount, "pods per lab")
+	f.IntVar(&s.Nodes, "nodes", def.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
+	f.StringVar(&s.UnderlayRate, "underlay-rate", def.UnderlayRate, "tbf rate on the node-to-node underlay, e.g. 10gbit")
+	f.StringVar(&s.PodCIDR, "pod-cidr", def.PodCIDR, "pod network")
+	f.StringArrayVar(&r.opts, "option", nil, "mode option key=value for every mode (repeatable)")
+	f.StringVarP(&r.output, "output", "o", "", "write the results JSON here")
+	f.Float64Var(&s.Summary.CVThreshold, "cv-threshold", def.Summary.CVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")
+	f.StringVar(&s.Summary.Baseline, "baseline", def.Summary.Baseline, "mode every cell is compared with (default: the first of --modes)")
+	f.StringVar(&s.Summary.CIMethod, "ci-method", def.Summary.CIMethod, "95% CI of each cell: bootstrap-median or student-t-mean")
+	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
+	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with `vnetlab explain`)")
+	f.StringVar(&s.ProfileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
 }
 
-// relativeProfileDirs makes each cell's profile dir relative to the results
-// file's directory, so that the file and its profiles can move together.
-func relativeProfileDirs(res *results.File, output string) {
-	base := "."
-	if output != "" {
-		base = filepath.Dir(output)
-	}
-	for _, c := range res.Cells {
-		if c.Profile == nil || c.Profile.Dir == "" {
-			continue
+// resolve says what `run` measures and where its results go: the defaults
+// (runner.DefaultSpec), the scenario file over them, then every flag given.
+func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
+	spec, output := runner.DefaultSpec(), ""
+	if r.file != "" {
+		sc, err := scenario.Load(r.file)
+		if err != nil {
+			return spec, "", err
 		}
-		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
-			c.Profile.Dir = filepath.ToSlash(rel)
+		spec, output = sc.RunSpec(spec), sc.Output
+	}
+	var err error
+	flag := r.spec
+	f.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "modes":
+			spec.Modes = runner.Variants(r.modes, nil)
+		case "tests":
+			spec.Tests = nil
+			for _, t := range r.tests {
+				tt, perr := engine.ParseTest(strings.TrimSpace(t))
+				if perr != nil && err == nil {
+					err = perr
+				}
+				spec.Tests = append(spec.Tests, tt)
+			}
+		case "output":
+			output = r.output
+		case "paths":
+			spec.Paths = flag.Paths
+		case "providers":
+			spec.Providers = flag.Providers
+		case "extra-services":
+			spec.ExtraServices = flag.ExtraServices
+		case "engine":
+			spec.Engine = flag.Engine
+		case "duration":
+			spec.Duration = flag.Duration
+		case "repeat":
+			spec.Repeat = flag.Repeat
+		case "warmup":
+			spec.Warmup = flag.Warmup
+		case "streams":
+			spec.Streams = flag.Streams
+		case "size":
+			spec.Size = flag.Size
+		case "rate":
+			spec.Rate = flag.Rate
+		case "pods":
+			spec.PodCount, spec.Pods = flag.PodCount, nil
+		case "nodes":
+			spec.Nodes = flag.Nodes
+		case "underlay-rate":
+			spec.UnderlayRate = flag.UnderlayRate
+		case "pod-cidr":
+			spec.PodCIDR = flag.PodCIDR
+		case "cv-threshold":
+			spec.Summary.CVThreshold = flag.Summary.CVThreshold
+		case "baseline":
+			spec.Summary.Baseline = flag.Summary.Baseline
+		case "ci-method":
+			spec.Summary.CIMethod = flag.Summary.CIMethod
+		case "profile":
+			spec.Profile = flag.Profile
+		case "profile-dir":
+			spec.ProfileDir, spec.Profile = flag.ProfileDir, true
+		}
+	})
+	if err != nil {
+		return spec, "", err
+	}
+	if spec.Profile && spec.ProfileDir == "" {
+		spec.ProfileDir = defaultProfileDir(output)
+	}
+	// --option applies to every mode, over the options a scenario gives it.
+	if len(r.opts) > 0 {
+		extra := map[string]string{}
+		if err := parseOptions(r.opts, extra); err != nil {
+			return spec, "", err
+		}
+		for i, mv := range spec.Modes {
+			o := maps.Clone(mv.Options)
+			if o == nil {
+				o = map[string]string{}
+			}
+			maps.Copy(o, extra)
+			spec.Modes[i].Options = o
 		}
 	}
-}
-
-func setInt(dst *int, v *int) {
-	if v != nil {
-		*dst = *v
-	}
+	return spec, output, checkServiceRun(spec)
 }
 
 // checkServiceRun validates the service path's settings before anything is built.
@@ -362,4 +273,36 @@ func checkServiceRun(spec runner.Spec) error {
 		return fmt.Errorf("providers and services apply to the service path: add it with --paths pod,service")
 	}
 	return nil
+}
+
+// defaultProfileDir: beside the results file (r.json -> r.profile/), else
+// vnetlab-profile/ in the working directory.
+func defaultProfileDir(output string) string {
+	if output == "" {
+		return "vnetlab-profile"
+	}
+	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+}
+
+// resultsDir is the directory of the results file ("." without one): the
+// cells' profile dirs are relative to it.
+func resultsDir(output string) string {
+	if output == "" {
+		return "."
+	}
+	return filepath.Dir(output)
+}
+
+// relativeProfileDirs makes each cell's profile dir relative to the results
+// file's directory, so that the file and its profiles can move together.
+func relativeProfileDirs(res *results.File, output string) {
+	base := resultsDir(output)
+	for _, c := range res.Cells {
+		if c.Profile == nil || c.Profile.Dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
+			c.Profile.Dir = filepath.ToSlash(rel)
+		}
+	}
 }

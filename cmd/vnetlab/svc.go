@@ -167,9 +167,6 @@ func newSvcLsCmd() *cobra.Command {
 	return cmd
 }
 
-// withServices runs change on a lab's services under the lab's lock, applies
-// the result with the provider and saves it; on any error the lab and its
-// services.json stay as they were.
 // readServices loads a lab and its services for a read-only listing, after
 // checking the -o value (table or json).
 func readServices(name, output string) (*lab.State, *service.Config, error) {
@@ -184,6 +181,9 @@ func readServices(name, output string) (*lab.State, *service.Config, error) {
 	return st, c, err
 }
 
+// withServices runs change on a lab's services under the lab's lock, applies
+// the result with the provider and saves it; on any error the lab and its
+// services.json stay as they were.
 func withServices(name string, change func(*lab.State, *service.Config) (string, error)) error {
 	l, err := lab.Open(name)
 	if err != nil {
@@ -200,10 +200,7 @@ func withServices(name string, change func(*lab.State, *service.Config) (string,
 	if err != nil {
 		return err
 	}
-	if err := service.Apply(st, old, c); err != nil {
-		return err
-	}
-	if err := c.Save(st.Name); err != nil {
+	if err := service.Commit(st, old, c); err != nil {
 		return err
 	}
 	fmt.Printf("%s: lab %s, provider %s, %s, loaded in %.2fs\n", msg, st.Name, c.Provider, countWords(c), c.LoadSeconds)

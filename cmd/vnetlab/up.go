@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/scenario"
@@ -14,19 +15,16 @@ import (
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
+// upFlags are up's flags. Those that set a field of the lab's spec are
+// bound to it, with scenario.DefaultLab's values as their defaults.
+type upFlags struct {
+	lab          scenario.Lab
+	opts         []string
+	file, output string
+}
+
 func newUpCmd() *cobra.Command {
-	var (
-		providerFlag           string
-		extraFlag              int
-		name, mode, file, cidr string
-		provider               string
-		extraSvc               int
-		svcSpecs               []service.Spec
-		pods, nodes            int
-		underlayRate           string
-		opts                   []string
-		output                 string
-	)
+	var u upFlags
 	cmd := &cobra.Command{
 		Use:   "up [--name LAB] --mode MODE [--pods N] | up -f scenario.yaml",
 		Short: "Build a lab: a node namespace, its uplink, and pods attached by a mode",
@@ -50,105 +48,29 @@ Examples:
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			spec := lab.Spec{Name: "lab", Mode: mode, PodCIDR: cidr, Options: map[string]string{}}
-			count := lab.DefaultPods
-			if file != "" {
-				sc, err := scenario.Load(file)
-				if err != nil {
-					return err
-				}
-				if sc.Mode == "" && len(sc.Modes) == 1 {
-					sc.Mode, sc.Options = sc.Modes[0].Mode, sc.Modes[0].Options
-				}
-				if sc.Mode == "" {
-					return fmt.Errorf("%s: `up` builds one lab: give `mode:` (the file lists %d modes: use `vnetlab run -f`)", file, len(sc.Modes))
-				}
-				spec.Mode = sc.Mode
-				if sc.Name != "" {
-					spec.Name = sc.Name
-				}
-				if sc.PodCIDR != "" {
-					spec.PodCIDR = sc.PodCIDR
-				}
-				for k, v := range sc.Options {
-					spec.Options[k] = v
-				}
-				spec.Pods = sc.Pods
-				setInt(&spec.Nodes, sc.Nodes)
-				if sc.UnderlayRate != "" {
-					spec.UnderlayRate = sc.UnderlayRate
-				}
-				if sc.PodCount != nil {
-					count = *sc.PodCount
-				}
-				provider, svcSpecs = sc.Provider, sc.Services
-				if len(sc.ExtraServices) > 1 {
-					return fmt.Errorf("%s: extra_services lists %d counts; `up` builds one lab: give one number (lists are for `vnetlab run -f`)", file, len(sc.ExtraServices))
-				}
-				if len(sc.ExtraServices) == 1 {
-					extraSvc = sc.ExtraServices[0]
-				}
-			}
-			f := cmd.Flags()
-			if f.Changed("name") {
-				spec.Name = name
-			}
-			if f.Changed("mode") {
-				spec.Mode = mode
-			}
-			if f.Changed("pods") {
-				count, spec.Pods = pods, nil
-			}
-			if f.Changed("provider") {
-				provider = providerFlag
-			}
-			if f.Changed("extra-services") {
-				extraSvc = extraFlag
-			}
-			if err := checkServiceFlags(provider, spec.Mode, extraSvc, len(svcSpecs) > 0); err != nil {
+			want, err := u.resolve(cmd.Flags())
+			if err != nil {
 				return err
-			}
-			if f.Changed("nodes") {
-				spec.Nodes = nodes
-			}
-			if f.Changed("underlay-rate") {
-				spec.UnderlayRate = underlayRate
-			}
-			if spec.Mode == "" {
-				return fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
-			}
-			if spec.PodCIDR == "" {
-				spec.PodCIDR = lab.DefaultPodCIDR
-			}
-			if err := parseOptions(opts, spec.Options); err != nil {
-				return err
-			}
-			if spec.Pods == nil {
-				p, err := lab.DefaultPodSpecs(count, spec.PodCIDR, spec.NodeCount())
-				if err != nil {
-					return err
-				}
-				spec.Pods = p
 			}
 			start := time.Now()
 			var say lab.Progress
 			if isTerminal(os.Stderr) {
 				say = stderrf
 			}
-			l, err := lab.Up(cmd.Context(), spec, say)
+			l, err := lab.Up(cmd.Context(), want.Spec, say)
 			if err != nil {
 				return err
 			}
 			defer l.Release()
-			if provider != "" {
-				if err := upServices(l, provider, extraSvc, svcSpecs); err != nil {
+			if want.Provider != "" {
+				if err := upServices(l, want.Provider, want.Extra, want.Services); err != nil {
 					name := l.State.Name
 					l.Release()
 					_ = lab.Down(name, nil) // nothing half-built
 					return err
 				}
 			}
-			if output == "json" {
+			if u.output == "json" {
 				return printJSON(l.State)
 			}
 			fmt.Fprintf(os.Stdout, "lab %s is up: mode %s, %d pods, %.2fs\n", l.State.Name, l.State.Mode, len(l.State.Pods), time.Since(start).Seconds())
@@ -156,19 +78,77 @@ Examples:
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&name, "name", "lab", "lab name (up to 15 characters: a-z, 0-9, -)")
-	f.StringVar(&mode, "mode", "", "how pods are attached: "+strings.Join(topo.Names(), ", "))
-	f.IntVar(&pods, "pods", lab.DefaultPods, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
-	f.IntVar(&nodes, "nodes", 1, "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(topo.CrossHostModes(), ", ")+")")
-	f.StringVar(&underlayRate, "underlay-rate", "", "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
-	f.StringVar(&cidr, "pod-cidr", lab.DefaultPodCIDR, "pod network")
-	f.StringArrayVar(&opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
-	f.StringVarP(&file, "file", "f", "", "scenario YAML (flags given too override it)")
-	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.StringVar(&providerFlag, "provider", "", "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
-	f.IntVar(&extraFlag, "extra-services", 0, "with --provider: this many generated services too (lookup cost at scale)")
+	u.register(cmd.Flags())
 	return cmd
+}
+
+func (u *upFlags) register(f *pflag.FlagSet) {
+	def := scenario.DefaultLab()
+	s := &u.lab
+	f.StringVar(&s.Spec.Name, "name", def.Spec.Name, "lab name (up to 15 characters: a-z, 0-9, -)")
+	f.StringVar(&s.Spec.Mode, "mode", def.Spec.Mode, "how pods are attached: "+strings.Join(topo.Names(), ", "))
+	f.IntVar(&s.PodCount, "pods", def.PodCount, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
+	f.IntVar(&s.Spec.Nodes, "nodes", def.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(topo.CrossHostModes(), ", ")+")")
+	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", def.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
+	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", def.Spec.PodCIDR, "pod network")
+	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
+	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
+	f.StringVarP(&u.output, "output", "o", "table", "table or json")
+	f.StringVar(&s.Provider, "provider", def.Provider, "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.IntVar(&s.Extra, "extra-services", def.Extra, "with --provider: this many generated services too (lookup cost at scale)")
+}
+
+// resolve says what `up` builds: the defaults (scenario.DefaultLab), the
+// scenario file over them, then every flag given.
+func (u *upFlags) resolve(f *pflag.FlagSet) (scenario.Lab, error) {
+	want := scenario.DefaultLab()
+	if u.file != "" {
+		sc, err := scenario.Load(u.file)
+		if err != nil {
+			return want, err
+		}
+		if want, err = sc.LabSpec(want); err != nil {
+			return want, err
+		}
+	}
+	flag := u.lab
+	f.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "name":
+			want.Spec.Name = flag.Spec.Name
+		case "mode":
+			want.Spec.Mode = flag.Spec.Mode
+		case "pods":
+			want.PodCount, want.Spec.Pods = flag.PodCount, nil
+		case "nodes":
+			want.Spec.Nodes = flag.Spec.Nodes
+		case "underlay-rate":
+			want.Spec.UnderlayRate = flag.Spec.UnderlayRate
+		case "pod-cidr":
+			want.Spec.PodCIDR = flag.Spec.PodCIDR
+		case "provider":
+			want.Provider = flag.Provider
+		case "extra-services":
+			want.Extra = flag.Extra
+		}
+	})
+	if err := checkServiceFlags(want.Provider, want.Spec.Mode, want.Extra, len(want.Services) > 0); err != nil {
+		return want, err
+	}
+	if want.Spec.Mode == "" {
+		return want, fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
+	}
+	if err := parseOptions(u.opts, want.Spec.Options); err != nil {
+		return want, err
+	}
+	if want.Spec.Pods == nil {
+		p, err := lab.DefaultPodSpecs(want.PodCount, want.Spec.PodCIDR, want.Spec.NodeCount())
+		if err != nil {
+			return want, err
+		}
+		want.Spec.Pods = p
+	}
+	return want, nil
 }
 
 func parseOptions(opts []string, into map[string]string) error {
@@ -214,10 +194,7 @@ func upServices(l *lab.Lab, provider string, extra int, specs []service.Spec) er
 		return err
 	}
 	stderrf("loading %d services with %s", c.Count(), provider)
-	if err := service.Apply(l.State, nil, c); err != nil {
-		return err
-	}
-	if err := c.Save(l.State.Name); err != nil {
+	if err := service.Commit(l.State, nil, c); err != nil {
 		return err
 	}
 	stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", provider, c.Count(), c.LoadSeconds, l.State.Name)

@@ -125,12 +125,7 @@ func cpuCost(samples []results.Sample) *results.CPUCost {
 // the cell of mode baseline (or the first cell's mode when baseline is "")
 // with the same path, provider, generated services, placement and test.
 func CompareToBaseline(cells []*results.Cell, baseline string) {
-	if len(cells) == 0 {
-		return
-	}
-	if baseline == "" {
-		baseline = cells[0].Mode
-	}
+	baseline = results.Baseline(cells, baseline)
 	withoutMode := func(c *results.Cell) results.CellID {
 		id := c.ID()
 		id.Mode = ""

@@ -1,17 +1,11 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
-	"strings"
-	"time"
-
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // Iperf3Port is where the iperf3 server listens (its default).
@@ -27,59 +21,35 @@ func (iperf3) Name() string         { return "iperf3" }
 func (iperf3) Supports(t Test) bool { return t == TCPStream || t == UDPStream }
 
 func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
-	if !d.Supports(spec.Test) {
-		return Result{}, fmt.Errorf("iperf3 does not run %s", spec.Test)
-	}
-	port := strconv.Itoa(Iperf3Port)
-	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
-	srv := proc.Command(ctx, tg.ServerNS, "iperf3", "-s", "-1", "-p", port, "--forceflush")
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		return Result{}, err
-	}
-	if err := srv.Start(); err != nil {
-		return Result{}, fmt.Errorf("start iperf3 server: %w", err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	if err := waitForLine(stdout, "Server listening", 5*time.Second); err != nil {
-		return Result{}, fmt.Errorf("iperf3 server in %s: %w", tg.ServerNS, err)
-	}
-	go io.Copy(io.Discard, stdout)
+	return runTool(ctx, d, tg, spec)
+}
 
-	secs := spec.Duration.Seconds()
-	if secs < 1 {
-		secs = 1
-	}
+func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
+	port := strconv.Itoa(Iperf3Port)
+	secs := max(spec.Duration.Seconds(), 1)
 	// --connect-timeout: a path that cannot carry a connection at all (a
 	// clusterIP on a bridge with nf-call off) fails in 5 s with iperf3's own
-	// "unable to connect" instead of hanging until the deadline below.
-	args := []string{"-c", tg.Addr, "-p", port, "-J", "-t", strconv.FormatFloat(secs, 'f', -1, 64), "--connect-timeout", "5000"}
+	// "unable to connect" instead of hanging until the client is killed.
+	client := []string{"iperf3", "-c", tg.Addr, "-p", port, "-J", "-t", strconv.FormatFloat(secs, 'f', -1, 64), "--connect-timeout", "5000"}
 	if spec.Streams > 1 {
-		args = append(args, "-P", strconv.Itoa(spec.Streams))
+		client = append(client, "-P", strconv.Itoa(spec.Streams))
 	}
 	if spec.Test == UDPStream {
 		rate, err := iperf3Rate(spec.Rate)
 		if err != nil {
-			return Result{}, err
+			return invocation{}, err
 		}
-		args = append(args, "-u", "-b", rate)
+		client = append(client, "-u", "-b", rate)
 	}
-	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
-	defer cancel()
-	client, err := tg.ClientCommand(cctx, "iperf3", args...)
-	if err != nil {
-		return Result{}, err
-	}
-	MeasureStart(ctx)
-	out, err := client.Output()
-	MeasureEnd(ctx)
-	if err != nil {
-		if msg := iperf3Error(out); msg != "" {
-			return Result{}, fmt.Errorf("iperf3 client: %s", msg)
-		}
-		return Result{}, err
-	}
-	return ParseIperf3(out, spec.Test)
+	return invocation{
+		// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
+		server: []string{"iperf3", "-s", "-1", "-p", port, "--forceflush"},
+		ready:  "Server listening",
+		client: client,
+		runs:   spec.Duration,
+		parse:  func(out []byte) (Result, error) { return ParseIperf3(out, spec.Test) },
+		failed: "iperf3 client", explain: iperf3Error,
+	}, nil
 }
 
 // Check validates the UDP rate before any lab is built.
@@ -103,27 +73,6 @@ func iperf3Rate(rate string) (string, error) {
 		return "", fmt.Errorf("rate %q: use max or bits per second like 500M, 2.5G (iperf3 -b syntax)", rate)
 	}
 	return rate, nil
-}
-
-// waitForLine reads r until a line contains want, or the timeout passes.
-func waitForLine(r io.Reader, want string, timeout time.Duration) error {
-	found := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), want) {
-				found <- nil
-				return
-			}
-		}
-		found <- fmt.Errorf("exited before printing %q", want)
-	}()
-	select {
-	case err := <-found:
-		return err
-	case <-time.After(timeout):
-		return fmt.Errorf("no %q after %s", want, timeout)
-	}
 }
 
 type iperf3JSON struct {

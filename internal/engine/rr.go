@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/vnetlab/vnetlab/internal/rrbench"
 )
@@ -69,41 +68,27 @@ func rrArgs(t Test) (proto, mode string) {
 }
 
 func (d rr) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
-	if !d.Supports(spec.Test) {
-		return Result{}, fmt.Errorf("the rr engine does not run %s", spec.Test)
-	}
+	return runTool(ctx, d, tg, spec)
+}
+
+func (rr) invocation(tg Target, spec Spec) (invocation, error) {
 	self, err := SelfBinary()
 	if err != nil {
-		return Result{}, err
+		return invocation{}, err
 	}
-	size := spec.Size
-	if size < 1 {
-		size = 1
-	}
+	size := strconv.Itoa(max(spec.Size, 1))
 	proto, mode := rrArgs(spec.Test)
 	port := strconv.Itoa(RRPort)
-	stop, err := startServer(ctx, tg.ServerNS, rrbench.ReadyPrefix, self,
-		"rr-server", "--proto", proto, "--port", port, "--size", strconv.Itoa(size))
-	if err != nil {
-		return Result{}, err
-	}
-	defer stop()
-
-	cctx, cancel := context.WithTimeout(ctx, spec.Duration+20*time.Second)
-	defer cancel()
-	client, err := tg.ClientCommand(cctx, self, "rr-client", "--proto", proto, "--mode", mode,
-		"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
-		"--size", strconv.Itoa(size), "-o", "json")
-	if err != nil {
-		return Result{}, err
-	}
-	MeasureStart(ctx)
-	out, err := client.Output()
-	MeasureEnd(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("rr-client: %w", err)
-	}
-	return ParseRR(out)
+	return invocation{
+		server: []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size},
+		ready:  rrbench.ReadyPrefix,
+		client: []string{self, "rr-client", "--proto", proto, "--mode", mode,
+			"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
+			"--size", size, "-o", "json"},
+		runs:   spec.Duration,
+		parse:  ParseRR,
+		failed: "rr-client",
+	}, nil
 }
 
 // ParseRR turns `rr-client -o json` output into a Result. A crr sample with

@@ -42,44 +42,26 @@ func (sockperf) Check(spec Spec) error {
 }
 
 func (d sockperf) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
-	if !d.Supports(spec.Test) {
-		return Result{}, fmt.Errorf("sockperf does not run %s", spec.Test)
-	}
-	if err := d.Check(spec); err != nil {
-		return Result{}, err
-	}
+	return runTool(ctx, d, tg, spec)
+}
+
+func (sockperf) invocation(tg Target, spec Spec) (invocation, error) {
 	port := strconv.Itoa(SockperfPort)
 	var proto []string
 	if spec.Test == TCPRR {
 		proto = []string{"--tcp"}
 	}
-	// "to block on socket" is printed once its sockets are bound (and listening).
-	stop, err := startServer(ctx, tg.ServerNS, "to block on socket", "sockperf",
-		append([]string{"server", "-i", "0.0.0.0", "-p", port}, proto...)...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer stop()
-
-	secs := int(math.Ceil(spec.Duration.Seconds())) // -t takes whole seconds
-	if secs < 1 {
-		secs = 1
-	}
-	args := append([]string{"ping-pong", "-i", tg.Addr, "-p", port, "-t", strconv.Itoa(secs),
-		"-m", strconv.Itoa(spec.Size), "--full-rtt"}, proto...)
-	cctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+20*time.Second)
-	defer cancel()
-	client, err := tg.ClientCommand(cctx, "sockperf", args...)
-	if err != nil {
-		return Result{}, err
-	}
-	MeasureStart(ctx)
-	out, err := client.Output()
-	MeasureEnd(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("sockperf client: %w", err)
-	}
-	return ParseSockperf(out)
+	secs := max(int(math.Ceil(spec.Duration.Seconds())), 1) // -t takes whole seconds
+	return invocation{
+		server: append([]string{"sockperf", "server", "-i", "0.0.0.0", "-p", port}, proto...),
+		// printed once its sockets are bound (and listening)
+		ready: "to block on socket",
+		client: append([]string{"sockperf", "ping-pong", "-i", tg.Addr, "-p", port, "-t", strconv.Itoa(secs),
+			"-m", strconv.Itoa(spec.Size), "--full-rtt"}, proto...),
+		runs:   time.Duration(secs) * time.Second,
+		parse:  ParseSockperf,
+		failed: "sockperf client",
+	}, nil
 }
 
 var (

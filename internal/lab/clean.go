@@ -42,7 +42,7 @@ func Clean(say Progress) (*CleanReport, error) {
 		if !e.IsDir() {
 			continue
 		}
-		lock, err := lockDir(labDir(e.Name()), false)
+		lock, err := lockDir(labDir(e.Name()))
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			rep.Busy = append(rep.Busy, e.Name())
 			say("lab %s is in use by a running vnetlab; skipped", e.Name())

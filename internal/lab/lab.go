@@ -83,7 +83,7 @@ func reserve(spec Spec) (*Lab, error) {
 		}
 		return nil, err
 	}
-	lock, err := lockDir(dir, false)
+	lock, err := lockDir(dir)
 	if err != nil {
 		os.Remove(dir)
 		return nil, err
@@ -120,7 +120,7 @@ func Open(name string) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(labDir(name), false)
+	lock, err := lockDir(labDir(name))
 	if err != nil {
 		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
 	}

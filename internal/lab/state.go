@@ -234,18 +234,15 @@ func readJournal(name string) []journalEntry {
 	return out
 }
 
-// lockFile takes an exclusive flock on the lab directory. With wait=false a
-// lab in use by another live vnetlab process is reported, not waited for.
-func lockDir(dir string, wait bool) (*os.File, error) {
+// lockDir takes an exclusive flock on the lab directory without waiting: a
+// lab in use by another live vnetlab process is reported (EWOULDBLOCK), not
+// waited for.
+func lockDir(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	how := unix.LOCK_EX
-	if !wait {
-		how |= unix.LOCK_NB
-	}
-	if err := unix.Flock(int(f.Fd()), how); err != nil {
+	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -261,9 +258,18 @@ func globalLock() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := flock(f, unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return func() { _ = flock(f, unix.LOCK_UN); f.Close() }, nil
+}
+
+// flock waits again after EINTR: a signal may interrupt a blocking lock.
+func flock(f *os.File, how int) error {
+	for {
+		if err := unix.Flock(int(f.Fd()), how); err != unix.EINTR {
+			return err
+		}
+	}
 }

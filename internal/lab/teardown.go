@@ -29,7 +29,7 @@ func Down(name string, say Progress) error {
 	if _, err := os.Stat(labDir(name)); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no lab named %q (see `vnetlab ls`)", name)
 	}
-	lock, err := lockDir(labDir(name), false)
+	lock, err := lockDir(labDir(name))
 	if err != nil {
 		return fmt.Errorf("lab %s is in use by another vnetlab process (%v): wait for it, or stop it and run `vnetlab clean`", name, err)
 	}

@@ -84,7 +84,7 @@ func Markdown(w io.Writer, d *Doc) {
 	p("Absolute numbers differ by machine, so each seed number is shown as a ratio to the seed's own baseline, beside our ratio between the same two cells. \"agrees\" means the seed's ratio lies inside our ratio's 95%% CI (within ±5%% when we have no CI).\n\n")
 	for _, s := range d.Seeds {
 		p("### %s\n\n", mdEsc(s.Heading))
-		p("Seed: `shared/seeds/%s`, %s (%s). %s.\n\n", s.Table.Source, s.Table.Test, s.Table.Unit, mdEsc(s.Table.Setup))
+		p("From %s: %s (%s). %s.\n\n", mdEsc(s.Table.Article()), s.Table.Test, s.Table.Unit, mdEsc(s.Table.Setup))
 		p("%s.\n\n", capitalize(s.Baseline))
 		mdRow(w, []string{"seed case", "seed " + s.Table.Unit, "seed ratio", "our cell", "ours", "our ratio [95% CI]", "verdict"})
 		mdRow(w, dashes(7))

@@ -63,7 +63,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 	if !others {
 		return nil
 	}
-	sv := &SeedView{Table: t, Heading: fmt.Sprintf("Seed %s: %s", t.Seed, t.Title)}
+	sv := &SeedView{Table: t, Heading: fmt.Sprintf("Seed %s: %s", t.Seed.Number, t.Title)}
 	base, baseRow := matched[0], t.Rows[0]
 	baseOK := base != nil && base.Valid > 0 && base.Median != 0
 	switch {

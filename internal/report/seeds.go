@@ -1,19 +1,20 @@
 package report
 
-// The seeds' published numbers (shared/seeds/INDEX.md and the originals
-// beside it), keyed to vnetlab's cells. Absolute numbers differ by machine,
+import "github.com/vnetlab/vnetlab/internal/topo"
+
+// The seeds' published numbers (the five seed articles, docs/seeds.md),
+// keyed to vnetlab's cells. Absolute numbers differ by machine,
 // so each table is compared as ratios to its own first row (the seed's
 // baseline), against our ratio between the same two cells.
 
 // SeedTable is one experiment of one seed.
 type SeedTable struct {
-	Seed   string // "002"
-	Source string // file under shared/seeds
-	Title  string
-	Test   string // vnetlab test
-	Unit   string
-	Setup  string // how the seed measured: why its absolute numbers differ from ours
-	Rows   []SeedRow
+	Seed  topo.Seed // the article (docs/seeds.md)
+	Title string
+	Test  string // vnetlab test
+	Unit  string
+	Setup string // how the seed measured: why its absolute numbers differ from ours
+	Rows  []SeedRow
 }
 
 // SeedRow is one published number and the vnetlab cell that reproduces it.
@@ -29,10 +30,13 @@ type SeedRow struct {
 	Note     string
 }
 
+// Article names the table's seed article by number and title.
+func (t SeedTable) Article() string { return "seed " + t.Seed.Number + ", “" + t.Seed.Title + "”" }
+
 // SeedTables is every published number vnetlab can put beside its own.
 var SeedTables = []SeedTable{
 	{
-		Seed: "000", Source: "000_d5130325cfb7815d.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedInterfaces, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Linux virtual interfaces: loopback, veth, docker0, published ports (iperf3, same host)",
 		Setup: "iperf3, one stream, 10 s, once each, on the author's laptop with Docker",
 		Rows: []SeedRow{
@@ -47,7 +51,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "001", Source: "001_360863d2de88c2b6.txt", Test: "tcp_rr", Unit: "trans/s",
+		Seed: topo.SeedLatency, Test: "tcp_rr", Unit: "trans/s",
 		Title: "Container latency: host vs veth container (netperf TCP_RR)",
 		Setup: "netperf TCP_RR, 1-byte request/response, 10 s, mean of 3 runs, across a physical LAN to a netserver on a second machine",
 		Rows: []SeedRow{
@@ -57,7 +61,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "002", Source: "002_8bf7239878caf2ac.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedPodModes, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Same-host pod connection modes, podIP vs clusterIP (the seed's summary table)",
 		Setup: "iperf3, one stream, 10 s, once each, pod-b to pod-a on one host; clusterIP = one iptables DNAT rule, or the author's tc eBPF DNAT",
 		Rows: []SeedRow{
@@ -77,7 +81,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Source: "003_9b52356141afa5f9.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, TCP",
 		Setup: "iperf (v2) -P 3 -t 300, TCP, CentOS 7.3 on a Dell R730; VMs are qemu-kvm with virtio",
 		Rows: []SeedRow{
@@ -90,7 +94,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Source: "003_9b52356141afa5f9.txt", Test: "udp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300, server-side (received) rate",
 		Rows: []SeedRow{
@@ -103,7 +107,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Source: "003_9b52356141afa5f9.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), TCP",
 		Setup: "iperf (v2) -P 3 -t 300 across a 10GbE switch; the seed's VXLAN rows are empty",
 		Rows: []SeedRow{
@@ -116,7 +120,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "003", Source: "003_9b52356141afa5f9.txt", Test: "udp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300 across a 10GbE switch, server-side (received) rate",
 		Rows: []SeedRow{
@@ -127,7 +131,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "004", Source: "004_04d70fdc545b4057.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker bridge mode on one host: container IP vs published port",
 		Setup: "iperf3, one stream, Docker 17.05 on CentOS 7.3",
 		Rows: []SeedRow{
@@ -138,7 +142,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: "004", Source: "004_04d70fdc545b4057.txt", Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker host vs bridge mode across a 10GbE link",
 		Setup: "iperf3, one stream, across a 10GbE switch: every case ran at line rate",
 		Rows: []SeedRow{

@@ -92,12 +92,9 @@ type CPURow struct {
 
 // Build makes the report's content from a results file.
 func Build(f *results.File) *Doc {
-	d := &Doc{Title: "vnetlab report", Skipped: f.Metadata.Skipped, Baseline: f.Metadata.Settings.Baseline}
+	d := &Doc{Title: "vnetlab report", Skipped: f.Metadata.Skipped, Baseline: results.Baseline(f.Cells, f.Metadata.Settings.Baseline)}
 	if f.Metadata.Scenario != "" {
 		d.Title += ": " + f.Metadata.Scenario
-	}
-	if d.Baseline == "" && len(f.Cells) > 0 {
-		d.Baseline = f.Cells[0].Mode
 	}
 	d.Meta = metadata(f.Metadata)
 	byTest := map[string][]*results.Cell{}

@@ -180,6 +180,16 @@ type SampleCPU struct {
 // BusySec is user + system + irq + softirq.
 func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSec + c.SoftirqSec }
 
+// Baseline is the mode label every cell is compared with: baseline when
+// given (--baseline), else the first cell's mode (the first mode of the run
+// that ran).
+func Baseline(cells []*Cell, baseline string) string {
+	if baseline == "" && len(cells) > 0 {
+		return cells[0].Mode
+	}
+	return baseline
+}
+
 // ExpectedToFail says the run predicted this cell would fail: Note holds
 // why (the kernel dictates it, e.g. iptables on a bridge with
 // bridge_nf_call_iptables=off).

@@ -166,9 +166,6 @@ func runUDP(cfg ClientConfig, sa unix.Sockaddr, family int, h *Histogram, rep *R
 		answered := false
 		for {
 			got, err := recv(fd, resp)
-			if err == unix.EINTR {
-				continue
-			}
 			if isTimeout(err) {
 				break
 			}

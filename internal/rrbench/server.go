@@ -215,7 +215,8 @@ func (s *Server) serveUDP() error {
 		if fromLen == 0 { // shutdown wakes recvfrom with 0 bytes and no sender
 			continue
 		}
-		_, _, _ = unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), n,
+		// A failed echo is a lost response, counted by the client.
+		_, _ = syscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), n,
 			0, uintptr(unsafe.Pointer(&from)), uintptr(fromLen))
 		if pkts++; pkts%yieldEvery == 0 {
 			runtime.Gosched()

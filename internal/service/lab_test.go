@@ -59,10 +59,7 @@ func newLab(t *testing.T, name, mode string, pods int, opts map[string]string) *
 // load applies c to the lab and saves it, as the CLI does.
 func load(t *testing.T, st *lab.State, old, c *Config) {
 	t.Helper()
-	if err := Apply(st, old, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Save(st.Name); err != nil {
+	if err := Commit(st, old, c); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,11 +71,10 @@ func load(t *testing.T, st *lab.State, old, c *Config) {
 func servedLab(t *testing.T, name, mode, p string, extra int, opts map[string]string) (*lab.State, *Config, lab.PodState, lab.PodState) {
 	t.Helper()
 	st := newLab(t, name, mode, 2, opts)
-	c, err := NewConfig(st, p, extra, nil)
+	c, err := Setup(st, p, extra, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	load(t, st, nil, c)
 	a, b := pod(st, "pod-a"), pod(st, "pod-b")
 	serve(t, a.NS, 5201)
 	return st, c, a, b

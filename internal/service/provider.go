@@ -114,8 +114,17 @@ func Check(provider, mode string) error {
 	return nil
 }
 
+// Commit applies c to the lab (from old, nil the first time) and saves it
+// as the lab's services.json.
+func Commit(st *lab.State, old, c *Config) error {
+	if err := Apply(st, old, c); err != nil {
+		return err
+	}
+	return c.Save(st.Name)
+}
+
 // Apply makes the lab match c with c's provider: Install the first time,
-// Update from old afterwards. It records the load time in c (the caller
+// Update from old afterwards. It records the load time in c (Commit also
 // saves c).
 func Apply(st *lab.State, old, c *Config) error {
 	if c.Provider == "" {

@@ -55,6 +55,16 @@ func (s Spec) Build(st *lab.State) (Service, error) {
 	return Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: be}, nil
 }
 
+// Setup loads a new lab's services (`up --provider`, `run`'s service path):
+// NewConfig, then Commit.
+func Setup(st *lab.State, provider string, extra int, specs []Spec) (*Config, error) {
+	c, err := NewConfig(st, provider, extra, specs)
+	if err != nil {
+		return nil, err
+	}
+	return c, Commit(st, nil, c)
+}
+
 // NewConfig builds the services of a lab brought up with a provider (`up
 // --provider`, `run`): the scenario's services, or else the service path's
 // (DefaultVIP on the engine ports, to the first pod); extra generated

@@ -46,6 +46,9 @@ type Switch struct {
 
 	mu  sync.RWMutex
 	fdb map[[6]byte]int // MAC -> port index
+	// ports counts the port goroutines, so that a test can wait for them to
+	// stop before it closes their descriptors (which the kernel then reuses).
+	ports sync.WaitGroup
 	// Floods counts frames sent to every other port.
 	Floods atomic.Uint64
 }
@@ -63,7 +66,11 @@ func (s *Switch) Run() error {
 	s.fdb = map[[6]byte]int{}
 	errc := make(chan error, len(s.Ports))
 	for i := range s.Ports {
-		go func(i int) { errc <- s.serve(i) }(i)
+		s.ports.Add(1)
+		go func(i int) {
+			defer s.ports.Done()
+			errc <- s.serve(i)
+		}(i)
 	}
 	return <-errc
 }

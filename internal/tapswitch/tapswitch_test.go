@@ -9,11 +9,24 @@ import (
 )
 
 // Each port is one end of a SOCK_SEQPACKET pair: like a TAP, it keeps frame
-// boundaries (one frame per read and per write). The test holds the other ends.
+// boundaries (one frame per read and per write). The test holds the other
+// ends. Cleanup closes the test's ends first, which stops every port
+// goroutine (EOF), and the switch's ends only once they have stopped: a
+// goroutine still reading a closed descriptor number would read whatever
+// the next test opens under that number.
 func newSwitch(t *testing.T, n, vnetHdr int) (*Switch, []int) {
 	t.Helper()
 	s := &Switch{VnetHdr: vnetHdr, Buf: NaiveFrame + vnetHdr}
 	var peers []int
+	t.Cleanup(func() {
+		for _, fd := range peers {
+			unix.Close(fd)
+		}
+		s.ports.Wait()
+		for _, p := range s.Ports {
+			unix.Close(p.FD)
+		}
+	})
 	for i := 0; i < n; i++ {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -21,7 +34,6 @@ func newSwitch(t *testing.T, n, vnetHdr int) (*Switch, []int) {
 		}
 		s.Ports = append(s.Ports, &Port{Name: string(rune('a' + i)), FD: fds[0]})
 		peers = append(peers, fds[1])
-		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	}
 	return s, peers
 }
@@ -36,17 +48,36 @@ func frame(hdr []byte, dst, src byte, payload string) []byte {
 	return append(f, payload...)
 }
 
-// recv reads one frame from a peer, or nil if none comes within 200 ms.
+// recv reads the frame a peer is expected to get, waiting up to 5 s: the
+// wait only costs time when the switch is broken.
 func recv(t *testing.T, fd int) []byte {
 	t.Helper()
+	return recvWithin(t, fd, 5*time.Second)
+}
+
+// stray reads a frame a peer must not get, or nil. Its short wait can only
+// let a misdirected frame go unseen, never fail a correct switch.
+func stray(t *testing.T, fd int) []byte {
+	t.Helper()
+	return recvWithin(t, fd, 200*time.Millisecond)
+}
+
+// recvWithin polls until the frame comes or the wait is over.
+func recvWithin(t *testing.T, fd int, wait time.Duration) []byte {
+	t.Helper()
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 200)
-	if err != nil || n == 0 {
-		return nil
+	for end := time.Now().Add(wait); fds[0].Revents == 0; {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		if err := retry(func() (err error) { _, err = unix.Poll(fds, int(left.Milliseconds())+1); return }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	buf := make([]byte, 70000)
-	m, err := unix.Read(fd, buf)
-	if err != nil {
+	var m int
+	if err := retry(func() (err error) { m, err = unix.Read(fd, buf); return }); err != nil {
 		t.Fatal(err)
 	}
 	return buf[:m]
@@ -54,8 +85,18 @@ func recv(t *testing.T, fd int) []byte {
 
 func send(t *testing.T, fd int, f []byte) {
 	t.Helper()
-	if _, err := unix.Write(fd, f); err != nil {
+	if err := retry(func() (err error) { _, err = unix.Write(fd, f); return }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// retry calls a system call again while a signal interrupts it (EINTR:
+// the Go runtime's preemption signals interrupt poll, for one).
+func retry(call func() error) error {
+	for {
+		if err := call(); err != unix.EINTR {
+			return err
+		}
 	}
 }
 
@@ -72,7 +113,7 @@ func TestLearnAndFlood(t *testing.T) {
 			t.Errorf("port %d: flooded frame = %x, want %x", p, got, ab)
 		}
 	}
-	if got := recv(t, peer[0]); got != nil {
+	if got := stray(t, peer[0]); got != nil {
 		t.Errorf("a frame came back to its ingress port: %x", got)
 	}
 	// B answers from port 1: A was learned on port 0, so only port 0 gets it.
@@ -81,7 +122,7 @@ func TestLearnAndFlood(t *testing.T) {
 	if got := recv(t, peer[0]); !bytes.Equal(got, ba) {
 		t.Errorf("port 0: %x, want %x", got, ba)
 	}
-	if got := recv(t, peer[2]); got != nil {
+	if got := stray(t, peer[2]); got != nil {
 		t.Errorf("port 2 got a frame for a learned MAC: %x", got)
 	}
 	// Now B is known too: A -> B goes to port 1 only.
@@ -89,7 +130,7 @@ func TestLearnAndFlood(t *testing.T) {
 	if got := recv(t, peer[1]); !bytes.Equal(got, ab) {
 		t.Errorf("port 1: %x, want %x", got, ab)
 	}
-	if got := recv(t, peer[2]); got != nil {
+	if got := stray(t, peer[2]); got != nil {
 		t.Errorf("port 2 got a frame for a learned MAC: %x", got)
 	}
 	// Broadcast (ARP) from port 2 floods to 0 and 1.
@@ -104,7 +145,8 @@ func TestLearnAndFlood(t *testing.T) {
 		t.Errorf("floods = %d, want 2 (unknown unicast, broadcast)", s.Floods.Load())
 	}
 	// A port going away (its TAP removed) stops the switch with an error.
-	unix.Close(peer[1])
+	// (shutdown, not close: the descriptor stays the test's until cleanup.)
+	unix.Shutdown(peer[1], unix.SHUT_RDWR)
 	select {
 	case err := <-done:
 		if err == nil {

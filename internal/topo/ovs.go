@@ -20,7 +20,7 @@ import (
 // holds the pods' gateway, as br0 does in the bridge mode. On the netdev
 // datapath the pods' TX checksum offload is switched off, else vswitchd
 // forwards TCP segments whose checksum nobody filled in and the receiver
-// drops them (DESIGN.md: 0 -> 1.33 Gbit/s), unless userspace_tso=on.
+// drops them (docs/labs.md: 0 -> 1.33 Gbit/s), unless userspace_tso=on.
 //
 // linux_bridge=on is the seed's "ovs-bridge" (em1 - - - vtep - ovsbr -
 // bridge), OpenStack's hybrid plug: pods' veths are ports of a Linux bridge

@@ -11,7 +11,7 @@ import (
 )
 
 // ovs and ovs-internal across nodes (--nodes 2): seed 003
-// (003_9b52356141afa5f9.txt) "不同宿主": every host runs its own Open
+// (seed 003, bridge vs Open vSwitch vs KVM, same host and across hosts) "不同宿主": every host runs its own Open
 // vSwitch, here a private ovsdb-server + ovs-vswitchd pair per node
 // namespace with its files in ovs-node1/, ovs-node2/ of the lab directory.
 // Pods of both nodes share one L2 segment, as in the cross-host bridge mode:

@@ -11,7 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
-// ovs-internal: seed 003 (003_9b52356141afa5f9.txt) "ovs / ns - ns（patch-port）",
+// ovs-internal: seed 003 (bridge vs Open vSwitch vs KVM, same host and across hosts) "ovs / ns - ns（patch-port）",
 // which really uses internal ports:
 //
 //	ovs-vsctl add-port ovsbr ns1 -- set interface ns1 type=internal

@@ -229,7 +229,7 @@ func udpRefused(ns, addr string) (bool, error) {
 		if _, err := c.Write([]byte("anyone?")); err != nil {
 			return errors.Is(err, syscall.ECONNREFUSED), nil
 		}
-		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		_, err := c.Read(buf)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return true, nil

@@ -82,7 +82,7 @@ func runClient(how, addr string) (r clientResult) {
 				return fail(err)
 			}
 			if how == "udp-connected" {
-				_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 			}
 			line, err := bufio.NewReader(c).ReadString('\n')
 			if err == nil {
@@ -111,7 +111,7 @@ func runClient(how, addr string) (r clientResult) {
 			if _, err := pc.WriteTo([]byte("hello\n"), to); err != nil {
 				return fail(err)
 			}
-			_ = pc.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
+			_ = pc.SetReadDeadline(time.Now().Add(2 * time.Second))
 			n, from, err := pc.ReadFrom(buf) // recvfrom: recvmsg4 restores the clusterIP
 			if err != nil {
 				continue

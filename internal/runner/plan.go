@@ -1,0 +1,214 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// plan is what a run measures, once its labs are up: a cell per mode x
+// path (x provider x count of extra services) x test, each with its driver
+// and the namespaces to run it between. What cannot run is recorded in
+// out's Skipped.
+type plan struct {
+	spec  Spec
+	pods  []lab.PodSpec
+	runID string
+	prog  Progress
+	labs  []*lab.Lab
+	out   *results.File
+	cells []*cellRun
+}
+
+type cellRun struct {
+	cell   *results.Cell
+	target engine.Target
+	driver engine.Driver
+	label  string
+	netns  []string // the lab's namespaces: what a profile counts as the test's
+}
+
+func newPlan(spec Spec, prog Progress) (*plan, error) {
+	pods, err := spec.podSpecs()
+	if err != nil {
+		return nil, err
+	}
+	prefix := spec.LabPrefix
+	if prefix == "" {
+		prefix = "run"
+	}
+	runID := fmt.Sprintf("%s%04d", prefix, rand.New(rand.NewSource(time.Now().UnixNano()^int64(os.Getpid()))).Intn(10000))
+	return &plan{spec: spec, pods: pods, runID: runID, prog: prog, out: &results.File{SchemaVersion: results.SchemaVersion}}, nil
+}
+
+// build brings up the labs and lists the cells: per mode, one lab for the
+// pod paths, and one per provider and count of extra services for the
+// service path (providers cannot share a node: the first to DNAT wins; and
+// each count is a different table to search).
+func (p *plan) build(ctx context.Context) error {
+	var plainPaths []string
+	servicePath := false
+	for _, path := range p.spec.Paths {
+		if path == ServicePath {
+			servicePath = true
+		} else {
+			plainPaths = append(plainPaths, path)
+		}
+	}
+	extras := p.spec.ExtraServices
+	if len(extras) == 0 {
+		extras = []int{0}
+	}
+	for _, mv := range p.spec.Modes {
+		m, err := topo.Get(mv.Mode)
+		if err != nil {
+			return err
+		}
+		if err := topo.Available(m); err != nil {
+			p.skip(mv, "", err)
+			continue
+		}
+		if len(plainPaths) > 0 {
+			l, err := p.upLab(ctx, mv)
+			if err != nil {
+				return err
+			}
+			for _, path := range plainPaths {
+				ep, ok := l.State.Paths[path]
+				if !ok {
+					p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+					continue
+				}
+				if err := p.addCells(mv, l, path, ep, results.Cell{}); err != nil {
+					return err
+				}
+			}
+		}
+		if !servicePath {
+			continue
+		}
+		providers := p.spec.Providers
+		if len(providers) == 0 {
+			providers = []string{service.DefaultProviderFor(mv.Mode)}
+		}
+		for _, prov := range providers {
+			if err := service.Check(prov, mv.Mode); err != nil {
+				p.skip(mv, prov, err)
+				continue
+			}
+			for _, n := range extras {
+				l, err := p.upLab(ctx, mv)
+				if err != nil {
+					return err
+				}
+				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, p.prog)
+				if err != nil {
+					p.skip(mv, prov, err)
+					continue
+				}
+				if err := p.addCells(mv, l, ServicePath, ep, cell); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// skip records a mode (with a provider) that cannot run, and says so.
+func (p *plan) skip(mv ModeVariant, provider string, why error) {
+	p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: provider, Reason: why.Error()})
+	if provider == "" {
+		p.prog.Note("skipping %s: %v", mv.Label, why)
+	} else {
+		p.prog.Note("skipping %s with %s: %v", mv.Label, provider, why)
+	}
+}
+
+func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
+	ls := lab.Spec{Name: fmt.Sprintf("%s-%d", p.runID, len(p.labs)), Mode: mv.Mode, Pods: p.pods, PodCIDR: p.spec.PodCIDR, Options: mv.Options,
+		Nodes: p.spec.Nodes, UnderlayRate: p.spec.UnderlayRate}
+	p.prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
+	l, err := lab.Up(ctx, ls, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mv.Label, err)
+	}
+	p.labs = append(p.labs, l)
+	return l, nil
+}
+
+// addCells adds a cell per test for one path of a lab; proto carries the
+// fields the path fixes (provider, services).
+func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoint, proto results.Cell) error {
+	for _, t := range p.spec.Tests {
+		d, err := engine.For(p.spec.Engine, t)
+		if err != nil {
+			return err
+		}
+		c := proto
+		c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
+		if p.spec.Nodes > 1 {
+			c.Nodes = p.spec.Nodes
+		}
+		p.out.Cells = append(p.out.Cells, &c)
+		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(), netns: labNamespaces(l),
+			target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
+	}
+	return nil
+}
+
+// teardown removes every lab the plan brought up.
+func (p *plan) teardown() {
+	for _, l := range p.labs {
+		name := l.State.Name
+		l.Release()
+		if err := lab.Down(name, nil); err != nil {
+			p.prog.Note("warning: %v", err)
+		}
+	}
+}
+
+func pathNames(m map[string]topo.Endpoint) string {
+	var n []string
+	for k := range m {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return fmt.Sprint(n)
+}
+
+// loadServices loads the service path's services (and n generated ones) into
+// a lab with provider, and returns the path and the cell fields it fixes.
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, results.Cell, error) {
+	st := l.State
+	c, err := service.Setup(st, provider, n, specs)
+	if err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
+	server, client, err := service.Path(st)
+	if err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
+		Note: service.Caveat(provider, mv.Mode, mv.Options)}
+	if cell.Note != "" {
+		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
+	}
+	ep := topo.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
+		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
+	// Socket-level Services act only for clients in the lab's cgroup.
+	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
+		return topo.Endpoint{}, results.Cell{}, err
+	}
+	return ep, cell, nil
+}

@@ -1,0 +1,180 @@
+package runner
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/doctor"
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/service"
+)
+
+// ModeVariant is a mode with options, labelled for the table (e.g.
+// "bridge" and "bridge-nf-off" are both mode bridge).
+type ModeVariant struct {
+	Label   string            `yaml:"name" json:"name"`
+	Mode    string            `yaml:"mode" json:"mode"`
+	Options map[string]string `yaml:"options" json:"options,omitempty"`
+}
+
+// Variants labels each mode with its own name, all with the same options.
+func Variants(modes []string, options map[string]string) []ModeVariant {
+	var out []ModeVariant
+	for _, m := range modes {
+		out = append(out, ModeVariant{Label: m, Mode: m, Options: options})
+	}
+	return out
+}
+
+// Spec is a whole run.
+type Spec struct {
+	Modes    []ModeVariant
+	Paths    []string
+	Tests    []engine.Test
+	Engine   string // "" = default per test
+	Duration time.Duration
+	Repeat   int
+	Warmup   int
+	Streams  int
+	Size     int
+	Rate     string
+	// Pods, or else PodCount pods numbered from .10 of PodCIDR
+	// (lab.DefaultPodSpecs).
+	Pods     []lab.PodSpec
+	PodCount int
+	PodCIDR  string
+	// Nodes (2: cross-host) and the underlay's tbf rate.
+	Nodes        int
+	UnderlayRate string
+	Summary      SummaryOptions // CV threshold, CI method, baseline mode
+	// LabPrefix starts every lab name ("run" when empty; tests use their own
+	// prefix so concurrent test runs never clash).
+	LabPrefix string
+
+	// Service path (path "service"): one lab per mode x provider x count of
+	// extra services; the pod paths get a lab of their own without services.
+	Providers     []string       // default: service.DefaultProviderFor(mode)
+	ExtraServices []int          // default: [0]
+	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
+
+	// Profile samples every measured window's CPU stacks and data-path
+	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
+	// ProfileDir where each cell's pprof, folded stacks and flame graph go.
+	Profile    bool
+	ProfileHz  int
+	ProfileDir string
+}
+
+// DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
+// (doctor.DefaultModes) with iperf3's tcp_stream, 5 samples of 4 s, between
+// the two default pods. Flags and scenario files start from it.
+func DefaultSpec() Spec {
+	return Spec{
+		Modes:         Variants(doctor.DefaultModes, nil),
+		Paths:         []string{"pod"},
+		Tests:         []engine.Test{engine.TCPStream},
+		Duration:      4 * time.Second,
+		Repeat:        5,
+		Streams:       1,
+		Size:          1,
+		Rate:          "max",
+		PodCount:      lab.DefaultPods,
+		PodCIDR:       lab.DefaultPodCIDR,
+		Nodes:         1,
+		ExtraServices: []int{0},
+		Summary:       SummaryOptions{CVThreshold: DefaultCVThreshold, CIMethod: CIMethods[0]},
+	}
+}
+
+// ServicePath is the path through a clusterIP: the second pod dials
+// service.DefaultVIP, whose backend is the first pod.
+const ServicePath = "service"
+
+// podSpecs are the pods of every lab of the run.
+func (s Spec) podSpecs() ([]lab.PodSpec, error) {
+	if s.Pods != nil {
+		return s.Pods, nil
+	}
+	return lab.DefaultPodSpecs(s.PodCount, s.PodCIDR, s.Nodes)
+}
+
+// engineSpec is what one sample of test t measures.
+func (s Spec) engineSpec(t engine.Test) engine.Spec {
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate}
+}
+
+// settings are the parameters recorded in the results file.
+func (s Spec) settings() results.Settings {
+	return results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
+		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline}
+}
+
+// CheckSpec refuses a bad spec before anything is built.
+func CheckSpec(spec Spec) error {
+	if spec.Repeat < 1 {
+		return fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
+	}
+	if spec.Warmup < 0 {
+		return fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
+	}
+	if spec.Duration < time.Second {
+		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	}
+	if err := checkEngines(spec); err != nil {
+		return err
+	}
+	if err := checkSummary(spec); err != nil {
+		return err
+	}
+	_, err := spec.podSpecs()
+	return err
+}
+
+// checkEngines refuses, before anything is built, a test no engine can run
+// with these settings or whose program is not installed.
+func checkEngines(spec Spec) error {
+	for _, t := range spec.Tests {
+		d, err := engine.For(spec.Engine, t)
+		if err != nil {
+			return err
+		}
+		if err := engine.Check(d, spec.engineSpec(t)); err != nil {
+			return err
+		}
+		if p, ok := d.(interface{ Programs() []string }); ok {
+			for _, prog := range p.Programs() {
+				if _, err := exec.LookPath(prog); err != nil {
+					return fmt.Errorf("%s is not installed (needed by the %s engine for %s): apt-get install %s", prog, d.Name(), t, prog)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkSummary refuses bad summary options before any lab is built.
+func checkSummary(spec Spec) error {
+	o := spec.Summary
+	if o.CVThreshold < 0 {
+		return fmt.Errorf("cv threshold must be 0 or more (got %g)", o.CVThreshold)
+	}
+	if o.CIMethod != "" && !slices.Contains(CIMethods, o.CIMethod) {
+		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(CIMethods, ", "))
+	}
+	if o.Baseline == "" {
+		return nil
+	}
+	var labels []string
+	for _, m := range spec.Modes {
+		if m.Label == o.Baseline {
+			return nil
+		}
+		labels = append(labels, m.Label)
+	}
+	return fmt.Errorf("baseline %q is not one of the modes in this run (%s): pick one of them", o.Baseline, strings.Join(labels, ", "))
+}

@@ -1,0 +1,133 @@
+package scenario
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/service"
+)
+
+// RunSpec is the run the file describes for `run -f`: spec (the defaults,
+// runner.DefaultSpec) with every field the file sets replaced.
+func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
+	modes := s.Modes
+	if s.Mode != "" {
+		modes = append(modes, runner.ModeVariant{Label: s.Mode, Mode: s.Mode, Options: s.Options})
+	}
+	if len(modes) > 0 {
+		spec.Modes = modes
+	}
+	if len(s.Tests) > 0 {
+		spec.Tests = nil
+		for _, t := range s.Tests {
+			spec.Tests = append(spec.Tests, engine.Test(t)) // checked by Parse
+		}
+	}
+	if len(s.Paths) > 0 {
+		spec.Paths = s.Paths
+	}
+	setString(&spec.Engine, s.Engine)
+	setString(&spec.Rate, s.Rate)
+	spec.Duration = s.DurationValue(spec.Duration)
+	setInt(&spec.Repeat, s.Repeat)
+	setInt(&spec.Warmup, s.Warmup)
+	setInt(&spec.Streams, s.Streams)
+	setInt(&spec.Size, s.Size)
+	if s.Pods != nil {
+		spec.Pods = s.Pods
+	}
+	setInt(&spec.PodCount, s.PodCount)
+	setString(&spec.PodCIDR, s.PodCIDR)
+	setInt(&spec.Nodes, s.Nodes)
+	setString(&spec.UnderlayRate, s.UnderlayRate)
+	switch {
+	case len(s.Providers) > 0:
+		spec.Providers = s.Providers
+	case s.Provider != "":
+		spec.Providers = []string{s.Provider}
+	}
+	if len(s.Services) > 0 {
+		spec.Services = s.Services
+	}
+	if len(s.ExtraServices) > 0 {
+		spec.ExtraServices = s.ExtraServices
+	}
+	setString(&spec.Summary.Baseline, s.Baseline)
+	setString(&spec.Summary.CIMethod, s.CIMethod)
+	if s.CVThreshold != nil {
+		spec.Summary.CVThreshold = *s.CVThreshold
+	}
+	if s.Profile || s.ProfileDir != "" {
+		spec.Profile = true
+	}
+	setString(&spec.ProfileDir, s.ProfileDir)
+	return spec
+}
+
+// Lab is what `up` builds: one lab and the Services loaded into it.
+type Lab struct {
+	Spec     lab.Spec
+	PodCount int            // pods when Spec.Pods is empty (lab.DefaultPodSpecs)
+	Provider string         // "": no Services
+	Extra    int            // generated Services loaded besides Services
+	Services []service.Spec // default: the service path's (service.NewConfig)
+}
+
+// DefaultLab is a plain `vnetlab up --mode M`: lab "lab" with seed 002's
+// two pods.
+func DefaultLab() Lab {
+	return Lab{Spec: lab.Spec{Name: "lab", PodCIDR: lab.DefaultPodCIDR, Options: map[string]string{}}, PodCount: lab.DefaultPods}
+}
+
+// LabSpec is the lab the file describes for `up -f`: l (the defaults) with
+// every field the file sets replaced. `up` builds one lab, so a file that
+// lists several modes or counts of extra services is refused.
+func (s *Scenario) LabSpec(l Lab) (Lab, error) {
+	mode, options := s.Mode, s.Options
+	if mode == "" && len(s.Modes) == 1 {
+		mode, options = s.Modes[0].Mode, s.Modes[0].Options
+	}
+	if mode == "" {
+		return l, fmt.Errorf("%s: `up` builds one lab: give `mode:` (the file lists %d modes: use `vnetlab run -f`)", s.file, len(s.Modes))
+	}
+	if len(s.ExtraServices) > 1 {
+		return l, fmt.Errorf("%s: extra_services lists %d counts; `up` builds one lab: give one number (lists are for `vnetlab run -f`)", s.file, len(s.ExtraServices))
+	}
+	l.Spec.Mode = mode
+	l.Spec.Options = maps.Clone(l.Spec.Options)
+	if l.Spec.Options == nil {
+		l.Spec.Options = map[string]string{}
+	}
+	maps.Copy(l.Spec.Options, options)
+	setString(&l.Spec.Name, s.Name)
+	setString(&l.Spec.PodCIDR, s.PodCIDR)
+	if s.Pods != nil {
+		l.Spec.Pods = s.Pods
+	}
+	setInt(&l.PodCount, s.PodCount)
+	setInt(&l.Spec.Nodes, s.Nodes)
+	setString(&l.Spec.UnderlayRate, s.UnderlayRate)
+	setString(&l.Provider, s.Provider)
+	if len(s.Services) > 0 {
+		l.Services = s.Services
+	}
+	if len(s.ExtraServices) == 1 {
+		l.Extra = s.ExtraServices[0]
+	}
+	return l, nil
+}
+
+func setString(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
+	}
+}
