@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -34,7 +37,7 @@ server is published on a 127.0.0.1 port.
   vnetlab kube down k`,
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
-		newKubeImageCmd(), newKubePauseCmd(), newKubeForwardCmd())
+		newKubeImageCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd())
 	return cmd
 }
 
@@ -217,4 +220,33 @@ func newKubeForwardCmd() *cobra.Command {
 	cmd.Flags().StringVar(&ns, "ns", "", "the control plane's namespace")
 	cmd.Flags().StringVar(&to, "to", "", "the API server's address in it")
 	return cmd
+}
+
+// newKubeGuardCmd runs a program and kills it when its own stdin closes: a
+// command started through the Kubernetes API's exec keeps running after the
+// stream ends, so `kube run` starts every engine process under the guard and
+// ends it by closing the stream.
+func newKubeGuardCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "guard -- PROGRAM [ARGS...]",
+		Short:  "Run a program until stdin closes (kube run's exec wrapper)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := exec.Command(args[0], args[1:]...)
+			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+			if err := c.Start(); err != nil {
+				return err
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			go func() { _, _ = io.Copy(io.Discard, os.Stdin); _ = c.Process.Kill() }()
+			err := <-done
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return exitError{code: ee.ExitCode()}
+			}
+			return err
+		},
+	}
 }

@@ -69,6 +69,7 @@ const (
 	FactVersion    = "version"
 	FactProxy      = "proxy"
 	FactImage      = "image"
+	FactCNI        = "cni"
 )
 
 // Validate says what is wrong with a spec and how to fix it.
@@ -182,7 +183,7 @@ func preflight() error {
 func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
-	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy}
+	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: "bridge+host-local"}
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
