@@ -37,7 +37,7 @@ server is published on a 127.0.0.1 port.
   vnetlab kube down k`,
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
-		newKubeImageCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd())
+		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd())
 	return cmd
 }
 
@@ -215,7 +215,7 @@ func newKubeForwardCmd() *cobra.Command {
 		Short:  "Serve a cluster's API server on the listening socket given as fd 3 (started by kube up)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE:   func(cmd *cobra.Command, _ []string) error { return cluster.Forward(ns, to) },
+		RunE:   func(cmd *cobra.Command, _ []string) error { return cluster.Forward(cmd.Context(), ns, to) },
 	}
 	cmd.Flags().StringVar(&ns, "ns", "", "the control plane's namespace")
 	cmd.Flags().StringVar(&to, "to", "", "the API server's address in it")

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // Iperf3Port is where the iperf3 server listens (its default).
@@ -32,7 +30,7 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	}
 	port := strconv.Itoa(Iperf3Port)
 	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
-	srv := proc.Command(ctx, tg.ServerNS, "iperf3", "-s", "-1", "-p", port, "--forceflush")
+	srv := tg.command(ctx, tg.ServerNS, "iperf3", "-s", "-1", "-p", port, "--forceflush")
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
 		return Result{}, err
@@ -40,7 +38,7 @@ func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	if err := srv.Start(); err != nil {
 		return Result{}, fmt.Errorf("start iperf3 server: %w", err)
 	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	defer func() { srv.Kill(); _ = srv.Wait() }()
 	if err := waitForLine(stdout, "Server listening", 5*time.Second); err != nil {
 		return Result{}, fmt.Errorf("iperf3 server in %s: %w", tg.ServerNS, err)
 	}

@@ -82,7 +82,7 @@ func (d rr) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	}
 	proto, mode := rrArgs(spec.Test)
 	port := strconv.Itoa(RRPort)
-	stop, err := startServer(ctx, tg.ServerNS, rrbench.ReadyPrefix, self,
+	stop, err := startServer(ctx, tg, tg.ServerNS, rrbench.ReadyPrefix, self,
 		"rr-server", "--proto", proto, "--port", port, "--size", strconv.Itoa(size))
 	if err != nil {
 		return Result{}, err

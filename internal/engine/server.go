@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // serverReadyTimeout: how long a server may take to print its ready line.
@@ -18,18 +16,18 @@ const serverReadyTimeout = 5 * time.Second
 // startServer starts a server program in namespace ns and waits until it
 // prints a line containing ready. stop kills it (by its PID) and waits.
 // If the server dies first, the error carries what it printed.
-func startServer(ctx context.Context, ns, ready, name string, args ...string) (stop func(), err error) {
-	srv := proc.Command(ctx, ns, name, args...)
+func startServer(ctx context.Context, tg Target, ns, ready, name string, args ...string) (stop func(), err error) {
+	srv := tg.command(ctx, ns, name, args...)
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	stderr := &syncBuffer{}
-	srv.Stderr = stderr
+	srv.SetStderr(stderr)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", name, ns, err)
 	}
-	stop = func() { _ = srv.Process.Kill(); _ = srv.Wait() }
+	stop = func() { srv.Kill(); _ = srv.Wait() }
 	if err := waitForLine(stdout, ready, serverReadyTimeout); err != nil {
 		stop()
 		msg := strings.TrimSpace(stderr.String())

@@ -54,7 +54,7 @@ func (d sockperf) Run(ctx context.Context, tg Target, spec Spec) (Result, error)
 		proto = []string{"--tcp"}
 	}
 	// "to block on socket" is printed once its sockets are bound (and listening).
-	stop, err := startServer(ctx, tg.ServerNS, "to block on socket", "sockperf",
+	stop, err := startServer(ctx, tg, tg.ServerNS, "to block on socket", "sockperf",
 		append([]string{"server", "-i", "0.0.0.0", "-p", port}, proto...)...)
 	if err != nil {
 		return Result{}, err

@@ -37,6 +37,31 @@ type Metadata struct {
 	End         time.Time         `json:"end"`
 	Settings    Settings          `json:"settings"`
 	Skipped     []Skipped         `json:"skipped,omitempty"`
+	// Cluster is the Kubernetes cluster a `kube run` measured.
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster describes a measured Kubernetes cluster, each fact with how it
+// was found (HowDetected, by field name).
+type Cluster struct {
+	Name          string            `json:"name"`
+	ServerVersion string            `json:"server_version"`
+	Nodes         []ClusterNode     `json:"nodes"`
+	CNI           string            `json:"cni"`
+	KubeProxyMode string            `json:"kube_proxy_mode"`
+	Image         string            `json:"image"`
+	Namespace     string            `json:"namespace"`
+	HowDetected   map[string]string `json:"how_detected"`
+}
+
+// ClusterNode describes one node a run used.
+type ClusterNode struct {
+	Name             string `json:"name"`
+	Kernel           string `json:"kernel"`
+	OS               string `json:"os"`
+	ContainerRuntime string `json:"container_runtime"`
+	Kubelet          string `json:"kubelet"`
+	InternalIP       string `json:"internal_ip"`
 }
 
 // Settings are the run parameters that shape every sample.
@@ -81,6 +106,10 @@ type Cell struct {
 	ExtraServices  int     `json:"extra_services,omitempty"`
 	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
 	Note           string  `json:"note,omitempty"`
+	// Kubernetes (kube run): where the platform put the pods, and the nodes.
+	Placement  string `json:"placement,omitempty"`
+	ClientNode string `json:"client_node,omitempty"`
+	ServerNode string `json:"server_node,omitempty"`
 
 	// Statistics over valid samples (issue 3; filled by internal/stats).
 	Mean     float64            `json:"mean,omitempty"`

@@ -199,6 +199,41 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if len(cells) == 0 {
 		return out, fmt.Errorf("nothing to run: every mode was skipped")
 	}
+	if err := execute(ctx, spec, cells, prog); err != nil {
+		return out, err
+	}
+	Analyze(out.Cells, spec.Summary)
+	return out, nil
+}
+
+// Planned is one cell ready to measure: where (target) and with what (driver).
+type Planned struct {
+	Cell   *results.Cell
+	Target engine.Target
+	Driver engine.Driver
+}
+
+// Execute measures cells planned elsewhere (the pods of `vnetlab kube run`)
+// in the same interleaved rounds as a lab run, then computes the statistics.
+func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) error {
+	if err := CheckSpec(spec); err != nil {
+		return err
+	}
+	var runs []*cellRun
+	var all []*results.Cell
+	for _, c := range cells {
+		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: cellLabel(c.Cell)})
+		all = append(all, c.Cell)
+	}
+	if err := execute(ctx, spec, runs, prog); err != nil {
+		return err
+	}
+	Analyze(all, spec.Summary)
+	return nil
+}
+
+// execute runs every cell in interleaved rounds (warmup rounds discarded).
+func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress) error {
 	rounds := spec.Warmup + spec.Repeat
 	prog.Begin(rounds * len(cells))
 	n := 0
@@ -206,7 +241,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		for _, c := range cells {
 			if err := ctx.Err(); err != nil {
 				prog.End()
-				return out, err
+				return err
 			}
 			n++
 			label := c.label
@@ -229,8 +264,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 		}
 	}
 	prog.End()
-	Analyze(out.Cells, spec.Summary)
-	return out, nil
+	return nil
 }
 
 // CheckSpec refuses a bad spec before anything is built.
@@ -309,14 +343,18 @@ func pathNames(m map[string]topo.Endpoint) string {
 const ServicePath = "service"
 
 func cellLabel(c *results.Cell) string {
+	path := c.Path
+	if c.Placement != "" {
+		path += "@" + c.Placement
+	}
 	if c.Provider == "" {
-		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
+		return fmt.Sprintf("%s/%s/%s", c.Mode, path, c.Test)
 	}
 	p := c.Provider
 	if c.ExtraServices > 0 {
 		p += fmt.Sprintf("+%d", c.ExtraServices)
 	}
-	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
+	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, path, p, c.Test)
 }
 
 // loadServices loads the service path's services (and n generated ones) into

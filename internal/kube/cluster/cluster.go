@@ -245,6 +245,9 @@ func (b *builder) build(ctx context.Context) error {
 	if err := b.recordSysctls(); err != nil {
 		return err
 	}
+	if err := b.recordMachinePaths(); err != nil {
+		return err
+	}
 	for _, n := range b.nodes {
 		if err := b.startNode(ctx, n, img.Ref, tarPath, internal); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
@@ -456,6 +459,29 @@ func (b *builder) recordSysctls() error {
 			}
 		}
 		if err := b.l.Journal().Record(lab.KindSysctl, s+" "+v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Paths kubelet and containerd use whatever their configuration says.
+var machinePaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd"}
+
+// recordMachinePaths journals the fixed paths the daemons will create, when
+// they do not exist yet and no other local cluster could be using them.
+func (b *builder) recordMachinePaths() error {
+	others, _ := List()
+	for _, o := range others {
+		if o.Name != b.spec.Name {
+			return nil
+		}
+	}
+	for _, p := range machinePaths {
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if err := b.l.Journal().Record(lab.KindDir, p); err != nil {
 			return err
 		}
 	}

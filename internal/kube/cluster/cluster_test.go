@@ -74,10 +74,16 @@ func needCluster(t *testing.T) kubernetes.Interface {
 	return cs
 }
 
+// machineState is what a cluster must leave as it found: the sysctls kubelet
+// changes and whether the fixed paths the daemons use exist.
 func sysctls() map[string]string {
 	out := map[string]string{}
 	for _, s := range rootns.KubeletSysctls {
 		out[s], _ = lab.ReadSysctl(s)
+	}
+	for _, p := range machinePaths {
+		_, err := os.Stat(p)
+		out[p] = fmt.Sprint(err == nil)
 	}
 	return out
 }
@@ -87,7 +93,7 @@ func leftovers(st *lab.State, before map[string]string) string {
 	var left []string
 	for k, v := range sysctls() {
 		if before[k] != v {
-			left = append(left, fmt.Sprintf("sysctl %s=%s (was %s)", k, v, before[k]))
+			left = append(left, fmt.Sprintf("%s=%s (was %s)", k, v, before[k]))
 		}
 	}
 	ents, _ := os.ReadDir(nsutil.Dir)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
@@ -12,14 +13,19 @@ import (
 // loopback (handed over as file descriptor 3 by `kube up`): each connection
 // is dialed from inside the control-plane namespace. The root namespace gets
 // a listening socket, nothing else (no link, route or rule).
-func Forward(ns, to string) error {
+// It returns when ctx ends (SIGTERM from teardown).
+func Forward(ctx context.Context, ns, to string) error {
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
 		return err
 	}
+	go func() { <-ctx.Done(); ln.Close() }()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		go func() {

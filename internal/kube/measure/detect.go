@@ -9,27 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
-
-// ClusterFacts is what a run records about the cluster it measured, each
-// with how it was found.
-type ClusterFacts struct {
-	ServerVersion string            `json:"server_version"`
-	Nodes         []NodeFacts       `json:"nodes"`
-	CNI           string            `json:"cni"`
-	KubeProxyMode string            `json:"kube_proxy_mode"`
-	How           map[string]string `json:"how_detected"`
-}
-
-// NodeFacts describes one node a run used.
-type NodeFacts struct {
-	Name             string `json:"name"`
-	Kernel           string `json:"kernel"`
-	OS               string `json:"os"`
-	ContainerRuntime string `json:"container_runtime"`
-	Kubelet          string `json:"kubelet"`
-	InternalIP       string `json:"internal_ip"`
-}
 
 // CNI DaemonSets known by name in kube-system (or their own namespaces).
 var cniDaemonSets = map[string]string{
@@ -42,10 +24,10 @@ var proxyModeRE = regexp.MustCompile(`(?m)^mode:\s*"?([a-z]*)"?`)
 
 // Detect fills what it can find through the API; known (a local cluster's
 // own facts) wins over detection.
-func (s *Session) Detect(ctx context.Context, known map[string]string) ClusterFacts {
-	f := ClusterFacts{ServerVersion: s.Version, How: map[string]string{"server_version": "GET /version"}}
+func (s *Session) Detect(ctx context.Context, known map[string]string) *results.Cluster {
+	f := &results.Cluster{ServerVersion: s.Version, Namespace: s.Namespace, HowDetected: map[string]string{"server_version": "GET /version"}}
 	for _, n := range s.Nodes {
-		nf := NodeFacts{Name: n.Name, Kernel: n.Status.NodeInfo.KernelVersion, OS: n.Status.NodeInfo.OSImage,
+		nf := results.ClusterNode{Name: n.Name, Kernel: n.Status.NodeInfo.KernelVersion, OS: n.Status.NodeInfo.OSImage,
 			ContainerRuntime: n.Status.NodeInfo.ContainerRuntimeVersion, Kubelet: n.Status.NodeInfo.KubeletVersion}
 		for _, a := range n.Status.Addresses {
 			if a.Type == "InternalIP" {
@@ -54,16 +36,16 @@ func (s *Session) Detect(ctx context.Context, known map[string]string) ClusterFa
 		}
 		f.Nodes = append(f.Nodes, nf)
 	}
-	f.How["nodes"] = "node status (nodeInfo)"
+	f.HowDetected["nodes"] = "node status (nodeInfo)"
 	if v := known["cni"]; v != "" {
-		f.CNI, f.How["cni"] = v, "the local cluster's configuration (vnetlab kube up)"
+		f.CNI, f.HowDetected["cni"] = v, "the local cluster's configuration (vnetlab kube up)"
 	} else {
-		f.CNI, f.How["cni"] = detectCNI(ctx, s.Client)
+		f.CNI, f.HowDetected["cni"] = detectCNI(ctx, s.Client)
 	}
 	if v := known["proxy"]; v != "" {
-		f.KubeProxyMode, f.How["kube_proxy_mode"] = v, "the local cluster's configuration (vnetlab kube up --proxy)"
+		f.KubeProxyMode, f.HowDetected["kube_proxy_mode"] = v, "the local cluster's configuration (vnetlab kube up --proxy)"
 	} else {
-		f.KubeProxyMode, f.How["kube_proxy_mode"] = detectProxyMode(ctx, s.Client)
+		f.KubeProxyMode, f.HowDetected["kube_proxy_mode"] = detectProxyMode(ctx, s.Client)
 	}
 	return f
 }

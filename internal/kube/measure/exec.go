@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"sync"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
 // GuardArgs starts a program under `vnetlab kube guard` in the image: the
@@ -48,7 +51,16 @@ type PodProcess struct {
 }
 
 // Command prepares name args in pod (its only container), under the guard.
-func (e *Exec) Command(ctx context.Context, pod, name string, args ...string) *PodProcess {
+// A program given by its path on this machine (the rr engine's vnetlab) is
+// run from the image's /usr/bin.
+func (e *Exec) Command(ctx context.Context, pod, name string, args ...string) engine.Process {
+	return e.command(ctx, pod, name, args...)
+}
+
+func (e *Exec) command(ctx context.Context, pod, name string, args ...string) *PodProcess {
+	if strings.Contains(name, "/") {
+		name = "/usr/bin/" + path.Base(name)
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	r, w := io.Pipe()
 	return &PodProcess{e: e, pod: pod, argv: append(append(append([]string{}, GuardArgs...), name), args...),
@@ -62,6 +74,9 @@ func (p *PodProcess) StdoutPipe() (io.ReadCloser, error) {
 	go func() { <-p.done; w.Close() }()
 	return r, nil
 }
+
+// SetStderr sends the command's stderr to w.
+func (p *PodProcess) SetStderr(w io.Writer) { p.Stderr = w }
 
 // Start opens the exec stream.
 func (p *PodProcess) Start() error {
