@@ -121,6 +121,14 @@ type builder struct {
 	pki   pki
 	nodes []node
 	say   func(string, ...any)
+	// daemons started, checked alive once the cluster is up
+	daemons []daemon
+}
+
+type daemon struct {
+	name  string
+	pid   int
+	start uint64
 }
 
 // Up builds and starts a cluster and waits until its nodes are Ready. On
@@ -219,7 +227,7 @@ func (b *builder) build(ctx context.Context) error {
 	if err := b.l.Save(); err != nil {
 		return err
 	}
-	if err := b.startControlPlane(ctx, cpNS, internal); err != nil {
+	if err := b.startControlPlane(cpNS); err != nil {
 		return err
 	}
 	cs, err := Client(external)
@@ -231,6 +239,9 @@ func (b *builder) build(ctx context.Context) error {
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil
 	}); err != nil {
+		return err
+	}
+	if err := b.startControllers(internal); err != nil {
 		return err
 	}
 	img, err := image.Build(b.self)
@@ -254,9 +265,22 @@ func (b *builder) build(ctx context.Context) error {
 		}
 	}
 	b.say("waiting for %d nodes to be Ready", len(b.nodes))
-	return waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
+	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
 		return readyNodes(ctx, cs) == len(b.nodes)
-	})
+	}); err != nil {
+		return err
+	}
+	return b.checkDaemons()
+}
+
+// checkDaemons fails when a daemon has exited since it started.
+func (b *builder) checkDaemons() error {
+	for _, d := range b.daemons {
+		if !proc.Alive(d.pid, d.start) {
+			return fmt.Errorf("%s exited: see %s", d.name, b.logPath(d.name))
+		}
+	}
+	return nil
 }
 
 // wire builds the control plane's bridge and each node's uplink, routes to
@@ -392,6 +416,8 @@ func (b *builder) startDaemon(c *proc.Cmd, name string) error {
 	if err := b.l.TrackProc(c.Process.Pid); err != nil {
 		return fmt.Errorf("%s: %w (see %s)", name, err, b.logPath(name))
 	}
+	start, _ := proc.StartTime(c.Process.Pid)
+	b.daemons = append(b.daemons, daemon{name: name, pid: c.Process.Pid, start: start})
 	go c.Wait() // reap it if it exits while we are still here
 	return nil
 }
@@ -402,8 +428,8 @@ func (b *builder) daemon(ns, name, path string, args ...string) error {
 
 func (b *builder) k8s(name string) string { return filepath.Join(b.bin, name) }
 
-func (b *builder) startControlPlane(ctx context.Context, ns, kubeconfig string) error {
-	b.say("control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+func (b *builder) startControlPlane(ns string) error {
+	b.say("control plane: etcd, kube-apiserver; then kube-controller-manager, kube-scheduler")
 	etcd, _ := exec.LookPath("etcd")
 	if err := b.daemon(ns, "etcd", etcd, "--name", "etcd", "--data-dir", filepath.Join(b.dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
@@ -425,6 +451,14 @@ func (b *builder) startControlPlane(ctx context.Context, ns, kubeconfig string) 
 		"--kubelet-preferred-address-types", "InternalIP", "--profiling=false"); err != nil {
 		return err
 	}
+	return nil
+}
+
+// startControllers starts the controller-manager and the scheduler once the
+// API server answers (they exit when it refuses their first request).
+func (b *builder) startControllers(kubeconfig string) error {
+	p := b.pki
+	ns := b.l.State.Ext
 	common := []string{"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--profiling=false"}
 	if err := b.daemon(ns, "kube-controller-manager", b.k8s(binaries.ControllerManager), append(common,

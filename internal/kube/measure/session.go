@@ -179,7 +179,20 @@ func CreateNamespace(ctx context.Context, cs kubernetes.Interface) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("create namespace: %v", err)
 	}
-	return got.Name, nil
+	// Pods are refused until the controller-manager gives the namespace its
+	// default ServiceAccount.
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		_, err := cs.CoreV1().ServiceAccounts(got.Name).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return got.Name, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			DeleteNamespace(cs, got.Name)
+			return "", fmt.Errorf("namespace %s has no default ServiceAccount after %s (%v): is the cluster's controller-manager running?", got.Name, readyTimeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // DeleteNamespace deletes a run's namespace without waiting for its pods to
