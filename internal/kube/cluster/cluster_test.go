@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,7 +51,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testState = st
+	// Held while the tests run: a `vnetlab clean` in a test skips this cluster.
+	hold, err := lab.Open(testCluster)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lock cluster: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	hold.Release()
 	if err := Down(testCluster, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "kube down: %v\n", err)
 		code = 1
@@ -88,11 +96,12 @@ func sysctls() map[string]string {
 	return out
 }
 
-// leftovers says what a removed cluster left on the machine ("" = nothing).
+// leftovers says what a removed cluster left on the machine ("" = nothing);
+// before == nil skips the machine-wide state (another cluster is running).
 func leftovers(st *lab.State, before map[string]string) string {
 	var left []string
 	for k, v := range sysctls() {
-		if before[k] != v {
+		if before != nil && before[k] != v {
 			left = append(left, fmt.Sprintf("%s=%s (was %s)", k, v, before[k]))
 		}
 	}
@@ -216,5 +225,41 @@ func TestPodAndServiceReachable(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "src="+running.Status.PodIP) {
 		t.Errorf("conntrack in %s shows no translation of %s to %s:\n%s", client, svc.Spec.ClusterIP, running.Status.PodIP, out)
+	}
+}
+
+// A `kube up` killed with SIGKILL once its first node's daemons run leaves
+// nothing after `vnetlab clean`.
+func TestCleanAfterKilledUp(t *testing.T) {
+	needCluster(t)
+	const name = "vkk"
+	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "up", "--name", name, "--nodes", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(lab.Dir(name), "journal")
+	// kill once kubelet is journaled (etcd, apiserver, forwarder, controllers, containerd, kubelet).
+	err := waitFor(context.Background(), 2*time.Minute, "kube up to start its node's kubelet", func() bool {
+		b, _ := os.ReadFile(journal)
+		return strings.Count(string(b), lab.KindProc+" ") >= 7
+	})
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &lab.State{Name: name, Nodes: []lab.NodeState{{Name: NodeName(name, 1)}}}
+	if msg := leftovers(st, nil); msg == "" {
+		t.Fatal("a killed kube up left nothing to clean: the test did not kill it midway")
+	}
+	out, err := exec.Command(os.Getenv("VNETLAB_BIN"), "clean").CombinedOutput()
+	if err != nil {
+		t.Fatalf("clean: %v: %s", err, out)
+	}
+	if msg := leftovers(st, nil); msg != "" {
+		t.Errorf("after clean: %s", msg)
+	}
+	if _, err := Load(testCluster); err != nil {
+		t.Errorf("clean removed the cluster in use: %v", err)
 	}
 }
