@@ -132,6 +132,10 @@ func tarLayer(files map[string]string) ([]byte, string, error) {
 	sort.Strings(paths)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	// iperf3 keeps each stream's buffer in a file under /tmp.
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777}); err != nil {
+		return nil, "", err
+	}
 	dirs := map[string]bool{}
 	h := sha256.New()
 	for _, p := range paths {
