@@ -222,3 +222,26 @@ func writeTokenKubeconfig(t *testing.T, cs kubernetes.Interface, path string) {
 		t.Fatal(err)
 	}
 }
+
+// A `kube run` killed with SIGKILL leaves its labelled namespace; `kube
+// clean` deletes it.
+func TestKubeCleanAfterKilledRun(t *testing.T) {
+	cs := needCluster(t)
+	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "run", "--cluster", testCluster, "--paths", "pod",
+		"--placements", "same-node", "--tests", "tcp_rr", "--repeat", "20", "--duration", "5s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err := waitFor(context.Background(), 2*time.Minute, "kube run's namespace", func() bool { return len(labelledNamespaces(t, cs)) > 0 })
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := vnetlab(t, time.Minute, "kube", "clean", "--cluster", testCluster); err != nil {
+		t.Fatalf("kube clean: %v\n%s", err, out)
+	}
+	if left := labelledNamespaces(t, cs); len(left) > 0 {
+		t.Errorf("kube clean left %v", left)
+	}
+}
