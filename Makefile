@@ -34,8 +34,8 @@ bench-up: build
 clean-labs: build
 	./bin/vnetlab clean
 
-# Recompiles bpf/*.c into the committed internal/service/ebpf/service_bpfel.{go,o}
-# and internal/service/sock/sock_bpfel.{go,o} (needs clang 14 and libbpf-dev;
+# Recompiles bpf/*.c into the committed internal/dataplane/ebpf/service_bpfel.{go,o}
+# and internal/dataplane/sock/sock_bpfel.{go,o} (needs clang 14 and libbpf-dev;
 # building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/service/ebpf ./internal/service/sock
+	$(GO) generate ./internal/dataplane/ebpf ./internal/dataplane/sock

@@ -184,9 +184,8 @@ func parseOptions(opts []string, into map[string]string) error {
 
 func modeList() string {
 	var b strings.Builder
-	for _, n := range topo.Names() {
-		m, _ := topo.Get(n)
-		fmt.Fprintf(&b, "  %-12s %s\n", n, m.Summary())
+	for _, m := range topo.All() {
+		fmt.Fprintf(&b, "  %-12s %s\n", m.Name, m.Summary)
 	}
 	return b.String()
 }

@@ -58,7 +58,7 @@ var programs = []struct {
 }
 
 // DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
-var DefaultModes = []string{"veth-routed", "bridge", "macvlan", "ipvlan"}
+var DefaultModes = []string{topo.VethRouted, topo.Bridge, topo.Macvlan, topo.Ipvlan}
 
 // Run inspects the machine.
 func Run() *Report {
@@ -67,15 +67,14 @@ func Run() *Report {
 	if unix.Uname(&u) == nil {
 		r.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	for _, n := range topo.Names() {
-		m, _ := topo.Get(n)
-		it := Item{Name: n, Available: true, Detail: m.Summary()}
+	for _, m := range topo.All() {
+		it := Item{Name: m.Name, Available: true, Detail: m.Summary}
 		if !r.Root {
 			it.Available, it.Detail = false, "cannot probe the kernel without root"
 		} else if err := topo.Available(m); err != nil {
 			it.Available, it.Detail = false, err.Error()
-		} else if d, ok := m.(topo.Detailed); ok {
-			it.Detail += "; " + d.Detail()
+		} else if m.Detail != nil {
+			it.Detail += "; " + m.Detail()
 		}
 		r.Modes = append(r.Modes, it)
 	}
@@ -98,12 +97,9 @@ func Run() *Report {
 // (Cilium's documentation says the same of its BPF host routing).
 func ebpfNotes(r *Report) []string {
 	var notes []string
-	for _, m := range r.Modes {
-		switch {
-		case m.Name == "veth-ebpf" && m.Available:
-			notes = append(notes, topo.NodeNetfilterNote)
-		case m.Name == "macvlan-ebpf" && m.Available:
-			notes = append(notes, "macvlan-ebpf: clusterIP packets are translated in the client pod and addressed to the backend's MAC: they never reach the node, so its iptables/nftables and conntrack do not see Service traffic either")
+	for _, it := range r.Modes {
+		if m, err := topo.Get(it.Name); err == nil && it.Available && m.Services.NodeNote != "" {
+			notes = append(notes, m.Services.NodeNote)
 		}
 	}
 	if root, err := cgroup.Root(); err != nil {

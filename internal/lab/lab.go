@@ -153,7 +153,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	}
 	_, podNet, _ := net.ParseCIDR(spec.PodCIDR)
 	pods := spec.Pods
-	if p, ok := mode.(topo.Podless); ok && p.Podless() {
+	if mode.Podless {
 		pods = nil
 	}
 	say("creating %d pod namespaces", len(pods))
@@ -203,9 +203,9 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	say("wiring %d pods: mode %s", len(env.Pods), mode.Name())
+	say("wiring %d pods: mode %s", len(env.Pods), mode.Name)
 	if err := mode.Build(env); err != nil {
-		return fmt.Errorf("mode %s: %w", mode.Name(), err)
+		return fmt.Errorf("mode %s: %w", mode.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -162,7 +162,7 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("nodes %d: a lab has 1 or %d nodes", s.Nodes, MaxNodes)
 	}
 	if s.NodeCount() > 1 {
-		if ch, ok := m.(topo.CrossHost); !ok || !ch.CrossHost() {
+		if !m.CrossHost {
 			return fmt.Errorf("mode %s is same-host only: --nodes %d works with %s", s.Mode, s.Nodes, strings.Join(topo.CrossHostModes(), ", "))
 		}
 		parts := splitNet(ipnet, s.NodeCount())
@@ -172,8 +172,8 @@ func (s *Spec) Validate() error {
 			}
 		}
 	}
-	if mn, ok := m.(interface{ MinNodes() int }); ok && s.NodeCount() < mn.MinNodes() {
-		return fmt.Errorf("mode %s joins nodes: use --nodes %d", s.Mode, mn.MinNodes())
+	if s.NodeCount() < m.MinNodes {
+		return fmt.Errorf("mode %s joins nodes: use --nodes %d", s.Mode, m.MinNodes)
 	}
 	if s.UnderlayRate != "" {
 		if s.NodeCount() < 2 {
@@ -183,11 +183,11 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
-	if np, ok := m.(interface{ MinPods() int }); ok && len(s.Pods) < np.MinPods() {
-		return fmt.Errorf("mode %s needs at least %d pods (got %d)", s.Mode, np.MinPods(), len(s.Pods))
+	if len(s.Pods) < m.MinPods {
+		return fmt.Errorf("mode %s needs at least %d pods (got %d)", s.Mode, m.MinPods, len(s.Pods))
 	}
 	for k, v := range s.Options {
-		opt, ok := findOption(m, k)
+		opt, ok := m.Option(k)
 		if !ok {
 			return fmt.Errorf("mode %s has no option %q%s", s.Mode, k, optionHint(m))
 		}
@@ -202,24 +202,12 @@ func (s *Spec) Validate() error {
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }
 
-func findOption(m topo.Mode, k string) (topo.Option, bool) {
-	if o, ok := m.(topo.Optioned); ok {
-		for _, opt := range o.Options() {
-			if opt.Name == k {
-				return opt, true
-			}
-		}
-	}
-	return topo.Option{}, false
-}
-
 func optionHint(m topo.Mode) string {
-	o, ok := m.(topo.Optioned)
-	if !ok || len(o.Options()) == 0 {
+	if len(m.Options) == 0 {
 		return " (it takes no options)"
 	}
 	var n []string
-	for _, opt := range o.Options() {
+	for _, opt := range m.Options {
 		n = append(n, opt.Name)
 	}
 	return " (known: " + strings.Join(n, ", ") + ")"

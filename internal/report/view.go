@@ -12,11 +12,12 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // CeilingMode is the mode whose cell is every test's ceiling: client and
 // server in one namespace over loopback.
-const CeilingMode = "host"
+const CeilingMode = topo.Host
 
 // Doc is a whole report.
 type Doc struct {

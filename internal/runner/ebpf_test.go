@@ -11,7 +11,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/report"
-	_ "github.com/vnetlab/vnetlab/internal/service/ebpf" // the eBPF modes' data plane
 )
 
 const ebpfLabPrefix = "far" // this file's labs only

@@ -112,7 +112,7 @@ func TestShippedScenariosModeOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s.Nodes != nil && *s.Nodes > 1 {
-				if ch, ok := m.(topo.CrossHost); !ok || !ch.CrossHost() {
+				if !m.CrossHost {
 					t.Errorf("%s: mode %s is same-host only but the scenario has nodes: %d", f, mv.Mode, *s.Nodes)
 				}
 			}
@@ -126,15 +126,11 @@ func TestShippedScenariosModeOptions(t *testing.T) {
 }
 
 func checkOption(m topo.Mode, k, v string) error {
-	if o, ok := m.(topo.Optioned); ok {
-		for _, opt := range o.Options() {
-			if opt.Name == k {
-				if opt.Check == nil {
-					return nil
-				}
-				return opt.Check(v)
-			}
+	if opt, ok := m.Option(k); ok {
+		if opt.Check == nil {
+			return nil
 		}
+		return opt.Check(v)
 	}
-	return fmt.Errorf("mode %s has no option %q", m.Name(), k)
+	return fmt.Errorf("mode %s has no option %q", m.Name, k)
 }

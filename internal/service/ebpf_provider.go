@@ -6,12 +6,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
-// ebpf: vnetlab's own eBPF Service data plane (internal/service/ebpf, design
+// ebpf: vnetlab's own eBPF Service data plane (internal/dataplane/ebpf, design
 // in bpf/README.md: tc programs doing DNAT with a BPF conntrack and reverse
 // NAT, maps pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only
 // adapts it to the Provider interface: services go into its maps (one hash
@@ -27,18 +28,14 @@ func (ebpfProvider) Summary() string {
 	return "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"
 }
 
-// ebpfPlacement is where programs go for each mode (seed 002).
-var ebpfPlacement = map[string]string{
-	"veth-routed": PlacementNode, "bridge": PlacementNode, "docker-nat": PlacementNode,
-	"macvlan": PlacementPod, "ipvlan": PlacementPod,
-	"veth-ebpf": PlacementRouted, "macvlan-ebpf": PlacementPod,
+// ebpfPlacement is the endpoint placement of each way the mode says the
+// programs attach (seed 002).
+var ebpfPlacement = map[topo.EBPFAttach]string{
+	topo.EBPFNodeVeth:    PlacementNode,
+	topo.EBPFPodIf:       PlacementPod,
+	topo.EBPFHostRouting: PlacementRouted,
+	topo.EBPFPodL2:       PlacementPod,
 }
-
-// modeOwnsPrograms: the eBPF modes attach the programs to every pod when
-// they build the lab (with host routing, or the backends' MACs); the
-// provider only fills the Service maps, and `ep add/del` attach and detach
-// the mode's way.
-var modeOwnsPrograms = map[string]bool{"veth-ebpf": true, "macvlan-ebpf": true}
 
 // adoptModeEndpoints adds to c the endpoints an eBPF mode attached when it
 // built the lab, so that the provider's first sync keeps them.
@@ -55,22 +52,32 @@ func adoptModeEndpoints(st *lab.State, c *Config) {
 }
 
 // ModeOwnsPrograms says whether a mode attaches vnetlab's eBPF programs
-// itself (veth-ebpf, macvlan-ebpf).
-func ModeOwnsPrograms(mode string) bool { return modeOwnsPrograms[mode] }
+// itself when it builds the lab (with host routing, or the backends' MACs):
+// the provider then only fills the Service maps, and `ep add/del` attach and
+// detach the mode's way.
+func ModeOwnsPrograms(mode string) bool {
+	m, err := topo.Get(mode)
+	return err == nil && m.OwnsDataPlane()
+}
 
 func (ebpfProvider) Supports(mode string) string {
-	if mode == "host" {
-		return "mode host has no pods to put behind a clusterIP"
+	m, why := podMode(mode)
+	if why != "" {
+		return why
 	}
-	if _, ok := ebpfPlacement[mode]; !ok {
-		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan, veth-ebpf, macvlan-ebpf)"
+	if m.Services.EBPF == topo.EBPFNotWired {
+		return notWired(func(m topo.Mode) bool { return m.Services.EBPF != topo.EBPFNotWired })
 	}
 	return ""
 }
 
 // PlacementFor returns where eBPF programs go in a lab of this mode.
 func PlacementFor(mode string) string {
-	if p, ok := ebpfPlacement[mode]; ok {
+	m, err := topo.Get(mode)
+	if err != nil {
+		return PlacementNode
+	}
+	if p, ok := ebpfPlacement[m.Services.EBPF]; ok {
 		return p
 	}
 	return PlacementNode
@@ -186,7 +193,7 @@ func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error 
 	switch {
 	case e.Placement == PlacementRouted:
 		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
-	case st.Mode == "macvlan-ebpf" && e.Placement == PlacementPod:
+	case e.Placement == PlacementPod && ebpfAttach(st.Mode) == topo.EBPFPodL2:
 		_, err = pl.AttachPodL2(e.NS, e.Ifname)
 	case e.Placement == PlacementNode && isBridgePort(ns, ifname):
 		_, err = pl.AttachBridgePort(ns, e.NS, e.Ifname)
@@ -194,6 +201,11 @@ func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error 
 		_, err = pl.AttachEndpoint(ns, ifname, ebpf.Placement(e.Placement))
 	}
 	return err
+}
+
+func ebpfAttach(mode string) topo.EBPFAttach {
+	m, _ := topo.Get(mode)
+	return m.Services.EBPF
 }
 
 // isBridgePort says whether ifname in ns is enslaved to a Linux bridge

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )

@@ -5,47 +5,39 @@ import (
 	"encoding/base32"
 	"fmt"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // What iptables and nftables share: kube-proxy runs either in the node's
 // namespace, so clusterIP traffic must reach the node's netfilter hooks.
 
-// netfilterModes: where pods' clusterIP traffic crosses the node's stack.
-// macvlan/ipvlan: the pods' default route leads to the node's shim (seed
-// 002), so node rules see it (and the shim's MASQUERADE brings replies back).
-var netfilterModes = map[string]bool{"veth-routed": true, "bridge": true, "docker-nat": true, "macvlan": true, "ipvlan": true}
-
+// netfilterSupports: the mode's pods' clusterIP traffic must cross the
+// node's stack (topo.ReachNodeNetfilter), and the mode must not say why not.
 func netfilterSupports(mode string) string {
-	if mode == "host" {
-		return "mode host has no pods to put behind a clusterIP"
+	m, why := podMode(mode)
+	if why != "" {
+		return why
 	}
-	switch mode {
-	case "veth-ebpf":
-		// Cilium's BPF host routing likewise needs its eBPF kube-proxy replacement.
-		return "veth-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, so a backend's replies would never be translated back to the clusterIP: use --provider ebpf (folded into the same programs) or ebpf-sock"
-	case "macvlan-ebpf":
-		return "macvlan-ebpf is macvlan with vnetlab's eBPF Services built in: use --provider ebpf (or mode macvlan for iptables/nftables)"
+	if m.Services.NoNetfilter != "" {
+		return m.Services.NoNetfilter
 	}
-	if !netfilterModes[mode] {
-		return "not wired for this mode yet (works with: veth-routed, bridge, docker-nat, macvlan, ipvlan)"
+	if m.Services.Reach != topo.ReachNodeNetfilter {
+		return notWired(func(m topo.Mode) bool {
+			return m.Services.Reach == topo.ReachNodeNetfilter && m.Services.NoNetfilter == ""
+		})
 	}
 	return ""
 }
 
-// netfilterCaveat: with bridge-nf-call-iptables=0 the backend's replies are
-// switched by the bridge straight to the client without crossing netfilter,
-// so conntrack never turns their source back into the clusterIP; the client
-// sees a reply from the pod IP and resets it. The kernel decides this; vnetlab
-// reports it rather than hiding it.
+// netfilterCaveat: the mode knows when the kernel will break netfilter
+// Services (bridge with bridge_nf_call_iptables=off).
 func netfilterCaveat(mode string, options map[string]string) string {
-	if mode != "bridge" {
+	m, err := topo.Get(mode)
+	if err != nil || m.Services.NetfilterCaveat == nil {
 		return ""
 	}
-	switch strings.ToLower(options["bridge_nf_call_iptables"]) {
-	case "off", "0", "false", "no":
-		return "expected to fail: bridge_nf_call_iptables=off, so replies are bridged past netfilter and never reverse-NATed to the clusterIP (seed 002: the switch must stay on for clusterIP)"
-	}
-	return ""
+	return m.Services.NetfilterCaveat(options)
 }
 
 // chainHash is kube-proxy's way of naming per-service chains: a hash of the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Provider realises a lab's services in its namespaces, one file per
@@ -68,6 +69,24 @@ func Names() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// podMode returns the lab's mode, or why a Service cannot exist in it
+// (unknown, or no pods to put behind a clusterIP).
+func podMode(name string) (topo.Mode, string) {
+	m, err := topo.Get(name)
+	if err != nil {
+		return m, err.Error()
+	}
+	if m.Podless {
+		return m, "mode " + name + " has no pods to put behind a clusterIP"
+	}
+	return m, ""
+}
+
+// notWired says which modes a provider works with, those for which works is true.
+func notWired(works func(topo.Mode) bool) string {
+	return "not wired for this mode yet (works with: " + strings.Join(topo.NamesWhere(works), ", ") + ")"
 }
 
 // Caveat returns why provider's services are expected to fail in a lab of

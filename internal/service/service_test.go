@@ -231,3 +231,49 @@ func TestCaveat(t *testing.T) {
 		}
 	}
 }
+
+// TestProvidersAskTheMode: what each provider accepts, and where eBPF
+// programs go, follow the modes' descriptors (seed 002's table, plus the
+// modes no packet-level provider is wired for yet).
+func TestProvidersAskTheMode(t *testing.T) {
+	for _, c := range []struct {
+		mode                string
+		netfilter, ebpf     bool
+		placement           string
+		ownsPrograms, podL2 bool
+	}{
+		{"veth-routed", true, true, PlacementNode, false, false},
+		{"bridge", true, true, PlacementNode, false, false},
+		{"docker-nat", true, true, PlacementNode, false, false},
+		{"macvlan", true, true, PlacementPod, false, false},
+		{"ipvlan", true, true, PlacementPod, false, false},
+		{"veth-ebpf", false, true, PlacementRouted, true, false},
+		{"macvlan-ebpf", false, true, PlacementPod, true, true},
+		{"ovs", false, false, PlacementNode, false, false},
+		{"vxlan", false, false, PlacementNode, false, false},
+	} {
+		for _, p := range []string{"iptables", "nftables"} {
+			if err := Check(p, c.mode); (err == nil) != c.netfilter {
+				t.Errorf("%s on %s: %v, want works=%v", p, c.mode, err, c.netfilter)
+			}
+		}
+		if err := Check("ebpf", c.mode); (err == nil) != c.ebpf {
+			t.Errorf("ebpf on %s: %v, want works=%v", c.mode, err, c.ebpf)
+		}
+		if err := Check(SockProvider, c.mode); err != nil {
+			t.Errorf("%s on %s: %v", SockProvider, c.mode, err)
+		}
+		if got := PlacementFor(c.mode); got != c.placement {
+			t.Errorf("placement for %s: %s, want %s", c.mode, got, c.placement)
+		}
+		if got := ModeOwnsPrograms(c.mode); got != c.ownsPrograms {
+			t.Errorf("%s owns its eBPF programs: %v, want %v", c.mode, got, c.ownsPrograms)
+		}
+		if got := ebpfAttach(c.mode) == "pod-l2"; got != c.podL2 {
+			t.Errorf("%s attaches by MAC: %v, want %v", c.mode, got, c.podL2)
+		}
+	}
+	if err := Check("iptables", "ovs"); err == nil || !strings.Contains(err.Error(), "works with: bridge, docker-nat, ipvlan, macvlan, veth-routed") {
+		t.Errorf("iptables on ovs: %v, want the modes it works with", err)
+	}
+}

@@ -2,11 +2,11 @@ package service
 
 import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/service/sock"
 )
 
-// ebpf-sock: Services translated at the socket (internal/service/sock,
+// ebpf-sock: Services translated at the socket (internal/dataplane/sock,
 // bpf/sock.c; docs/ebpf.md), Cilium's socket-level load balancer: cgroup
 // connect4/sendmsg4/recvmsg4/getpeername4 programs on the lab's own cgroup
 // rewrite a clusterIP when a socket connects or sends, so no packet ever
@@ -25,11 +25,10 @@ func (sockProvider) Summary() string {
 	return "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"
 }
 
+// Supports: any mode with pods (no packet carries the clusterIP).
 func (sockProvider) Supports(mode string) string {
-	if mode == "host" {
-		return "mode host has no pods to put behind a clusterIP"
-	}
-	return ""
+	_, why := podMode(mode)
+	return why
 }
 
 // ClientCgroup is the cgroup a client must start in to use the Services.

@@ -9,30 +9,41 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// bridge: seed 002 (002_8bf7239878caf2ac.txt) "bridge方式", flannel/docker0
+// bridge: seed 002's "bridge方式", flannel/docker0
 // style: pods' veths are ports of br0, which holds the gateway 192.168.10.1;
 // net.bridge.bridge-nf-call-iptables decides whether bridged packets cross
 // the node's netfilter hooks (the seed measured 65 on vs 77 Gbit/s off).
-type bridgeMode struct{}
-
-func init() { Register(bridgeMode{}) }
-
-func (bridgeMode) Name() string { return "bridge" }
-func (bridgeMode) Summary() string {
-	return "veth per pod on a Linux bridge holding the gateway .1 (seed 002, flannel); option bridge_nf_call_iptables"
+func init() {
+	Register(Mode{
+		Name:     Bridge,
+		Seeds:    []Seed{SeedPodModes, SeedBridgeOVS},
+		Summary:  "veth per pod on a Linux bridge holding the gateway .1 (seed 002, flannel); option bridge_nf_call_iptables",
+		Requires: []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter},
+		Options: []Option{{Name: bridgeNF, Default: "on", Check: OnOff(bridgeNF),
+			Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}},
+		Build:     buildBridge,
+		CrossHost: true,
+		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth,
+			NetfilterCaveat: bridgeNetfilterCaveat},
+	})
 }
-func (bridgeMode) Requires() []kernel.Feature {
-	return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter}
-}
-func (bridgeMode) MinPods() int { return 2 }
-func (bridgeMode) Options() []Option {
-	return []Option{{Name: "bridge_nf_call_iptables", Default: "on", Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching", Check: OnOff}}
+
+const bridgeNF = "bridge_nf_call_iptables"
+
+// bridgeNetfilterCaveat: with bridge-nf-call-iptables=0 the backend's
+// replies are switched by the bridge straight to the client without
+// crossing netfilter, so conntrack never turns their source back into the
+// clusterIP; the client sees a reply from the pod IP and resets it. The
+// kernel decides this; vnetlab reports it rather than hiding it.
+func bridgeNetfilterCaveat(options map[string]string) string {
+	if on, err := ParseOnOff(bridgeNF, options[bridgeNF], true); err == nil && !on {
+		return "expected to fail: bridge_nf_call_iptables=off, so replies are bridged past netfilter and never reverse-NATed to the clusterIP (seed 002: the switch must stay on for clusterIP)"
+	}
+	return ""
 }
 
-func (bridgeMode) CrossHost() bool { return true }
-
-func (bridgeMode) Build(env *Env) error {
-	nf, err := env.BoolOption("bridge_nf_call_iptables", true)
+func buildBridge(env *Env) error {
+	nf, err := env.BoolOption(bridgeNF, true)
 	if err != nil {
 		return err
 	}
@@ -113,8 +124,7 @@ func onOffWord(b bool) string {
 	return "off"
 }
 
-// buildBridgeAcrossNodes: seed 003 (003_9b52356141afa5f9.txt) "no
-// encapsulation" across hosts: on each node br0 enslaves the underlay NIC and
+// buildBridgeAcrossNodes: seed 003's "no encapsulation" across hosts: on each node br0 enslaves the underlay NIC and
 // the pods' veths, so pods of both nodes share one L2 segment. Each node's br0
 // holds that node's gateway address (.1 of its share) with the whole pod
 // network's prefix; pods use the whole prefix too, so they reach each other

@@ -19,28 +19,24 @@ import (
 // MASQUERADE of locally sourced packets leaving on docker0 fixes the source;
 // ports are in hairpin mode so a container can reach its own published port.
 // (With the default userland-proxy=true dockerd runs docker-proxy instead.)
-type dockerNAT struct{}
-
-func init() { Register(dockerNAT{}) }
+func init() {
+	Register(Mode{
+		Name:     DockerNAT,
+		Seeds:    []Seed{SeedInterfaces, SeedDocker},
+		Summary:  "Docker bridge network: docker0 + MASQUERADE + published-port DNAT, userland-proxy=false (seeds 000, 004)",
+		Requires: []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter},
+		Options: []Option{{Name: "publish", Default: DefaultPublished, Help: "node ports published to the first pod (tcp and udp), comma-separated",
+			Check: func(v string) error { _, err := parsePorts(v); return err }}},
+		Build:    buildDockerNAT,
+		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
+	})
+}
 
 // DefaultPublished are the ports vnetlab's engines listen on
 // (iperf3 5201, sockperf 11111, the built-in rr engine 7001).
 const DefaultPublished = "5201,11111,7001"
 
-func (dockerNAT) Name() string { return "docker-nat" }
-func (dockerNAT) Summary() string {
-	return "Docker bridge network: docker0 + MASQUERADE + published-port DNAT, userland-proxy=false (seeds 000, 004)"
-}
-func (dockerNAT) Requires() []kernel.Feature {
-	return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter}
-}
-func (dockerNAT) MinPods() int { return 2 }
-func (dockerNAT) Options() []Option {
-	return []Option{{Name: "publish", Default: DefaultPublished, Help: "node ports published to the first pod (tcp and udp), comma-separated",
-		Check: func(v string) error { _, err := parsePorts(v); return err }}}
-}
-
-func (dockerNAT) Build(env *Env) error {
+func buildDockerNAT(env *Env) error {
 	ports, err := parsePorts(env.Option("publish", DefaultPublished))
 	if err != nil {
 		return err

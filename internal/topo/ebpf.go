@@ -1,48 +1,18 @@
 package topo
 
-import "errors"
+import "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
-// EBPF is vnetlab's eBPF data plane as the eBPF modes (veth-ebpf,
-// macvlan-ebpf) use it. internal/service/ebpf sets it from its init: this
-// package cannot import that one, whose tests build labs through here.
-// Programs that build labs import it (cmd/vnetlab does).
-var EBPF EBPFDataPlane
+// What the eBPF modes (veth-ebpf, macvlan-ebpf) share: vnetlab's eBPF data
+// plane (internal/dataplane/ebpf), which they attach to every pod as they
+// build the lab.
 
-// EBPFDataPlane opens a lab's data plane (maps pinned in the lab's bpffs
-// directory, created on first use).
-type EBPFDataPlane interface {
-	// Probe says whether this kernel loads the programs (nil: yes).
-	Probe() error
-	Open(lab string) (EBPFLab, error)
-}
+// ebpfUsable is the eBPF modes' Usable: the kernel loads the programs.
+func ebpfUsable() error { return ebpf.Probe() }
 
-// EBPFLab is one lab's open data plane. Attach* return the bpffs paths
-// they pinned (to journal); Created the ones Open pinned.
-type EBPFLab interface {
-	// AttachHostRouting: programs on the node end (in nodeNS) of the veth
-	// whose pod end is podIf in podNS, and a route to the pod.
-	AttachHostRouting(nodeNS, podNS, podIf string) ([]string, error)
-	// AttachPodL2: programs on the pod's own interface and its MAC in the
-	// route map (same-segment pods: macvlan).
-	AttachPodL2(podNS, podIf string) ([]string, error)
-	Created() []string
-	Close() error
-}
-
-// ebpfUsable is the Usable of the eBPF modes.
-func ebpfUsable() error {
-	if EBPF == nil {
-		return errors.New("this vnetlab build has no eBPF data plane (internal/service/ebpf is not linked in)")
-	}
-	return EBPF.Probe()
-}
-
-// openEBPF opens the lab's data plane and journals what Open pinned.
-func openEBPF(env *Env) (EBPFLab, error) {
-	if err := ebpfUsable(); err != nil {
-		return nil, err
-	}
-	dp, err := EBPF.Open(env.Lab)
+// openEBPF opens the lab's data plane (maps pinned in the lab's bpffs
+// directory, created on first use) and journals what Open pinned.
+func openEBPF(env *Env) (*ebpf.Plane, error) {
+	dp, err := ebpf.Open(env.Lab)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +21,26 @@ func openEBPF(env *Env) (EBPFLab, error) {
 		return nil, err
 	}
 	return dp, nil
+}
+
+// attachEach attaches the data plane to every pod with attach and journals
+// the bpffs paths it pinned.
+func attachEach(env *Env, attach func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error)) error {
+	dp, err := openEBPF(env)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	for _, pod := range env.Pods {
+		ep, err := attach(dp, pod)
+		if terr := env.trackPins(ep.Pins); err == nil {
+			err = terr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *Env) trackPins(pins []string) error {

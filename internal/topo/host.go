@@ -1,27 +1,22 @@
 package topo
 
-import (
-	"fmt"
-
-	"github.com/vnetlab/vnetlab/internal/kernel"
-)
+import "fmt"
 
 // host: client and server both in the node, over loopback. The ceiling of
 // every same-host path (seed 000's "loopback 49.2 Gbit/s", seed 004's
 // physical->physical baseline).
-type hostMode struct{}
-
-func init() { Register(hostMode{}) }
-
-func (hostMode) Name() string { return "host" }
-func (hostMode) Summary() string {
-	return "client and server in the node over loopback: the same-host ceiling (seeds 000, 004)"
+func init() {
+	Register(Mode{
+		Name:      Host,
+		Seeds:     []Seed{SeedInterfaces, SeedLatency, SeedBridgeOVS, SeedDocker},
+		Summary:   "client and server in the node over loopback: the same-host ceiling (seeds 000, 004)",
+		Build:     buildHost,
+		Podless:   true,
+		CrossHost: true,
+	})
 }
-func (hostMode) Requires() []kernel.Feature { return nil }
-func (hostMode) Podless() bool              { return true }
-func (hostMode) CrossHost() bool            { return true }
 
-func (hostMode) Build(env *Env) error {
+func buildHost(env *Env) error {
 	if len(env.Nodes) > 1 {
 		// Node-to-node over the underlay: the cross-host baseline (seed 003's em1-em1).
 		a, b := env.Nodes[0], env.Nodes[1]

@@ -12,20 +12,19 @@ import (
 // bridging across hosts: each node has its own pod subnet on a local bridge
 // (cni0, gateway .1 of the subnet) and a route to the other node's pod subnet
 // via that node's underlay address. No encapsulation, no shared L2.
-type hostGW struct{}
-
-func init() { Register(hostGW{}) }
-
-func (hostGW) Name() string { return "host-gw" }
-func (hostGW) Summary() string {
-	return "cross-host (--nodes 2): per-node pod subnet on cni0, routes to the other node's pods via its underlay IP (flannel host-gw)"
+func init() {
+	Register(Mode{
+		Name:      HostGW,
+		Seeds:     []Seed{SeedBridgeOVS},
+		Summary:   "cross-host (--nodes 2): per-node pod subnet on cni0, routes to the other node's pods via its underlay IP (flannel host-gw)",
+		Requires:  []kernel.Feature{kernel.Veth, kernel.Bridge},
+		Build:     buildHostGW,
+		MinNodes:  2,
+		CrossHost: true,
+	})
 }
-func (hostGW) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth, kernel.Bridge} }
-func (hostGW) MinPods() int               { return 2 }
-func (hostGW) MinNodes() int              { return 2 }
-func (hostGW) CrossHost() bool            { return true }
 
-func (hostGW) Build(env *Env) error {
+func buildHostGW(env *Env) error {
 	if len(env.Nodes) < 2 {
 		return fmt.Errorf("host-gw routes between nodes: use --nodes 2")
 	}

@@ -8,30 +8,31 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// ipvlan: seed 002 (002_8bf7239878caf2ac.txt) "ipvlan" and seed 001: like
+// ipvlan: seed 002's "ipvlan" and seed 001: like
 // macvlan, but every child shares the parent's MAC; l2 or l3 mode. Gated on
 // CONFIG_IPVLAN: on kernels without it the mode is reported unavailable.
-type ipvlanMode struct{}
-
-func init() { Register(ipvlanMode{}) }
-
-func (ipvlanMode) Name() string { return "ipvlan" }
-func (ipvlanMode) Summary() string {
-	return "ipvlan children of the node uplink + node shim with gateway and MASQUERADE (seeds 001, 002); option ipvlan_mode l2|l3"
+func init() {
+	Register(Mode{
+		Name:     Ipvlan,
+		Seeds:    []Seed{SeedLatency, SeedPodModes},
+		Summary:  "ipvlan children of the node uplink + node shim with gateway and MASQUERADE (seeds 001, 002); option ipvlan_mode l2|l3",
+		Requires: []kernel.Feature{kernel.Ipvlan},
+		Options: []Option{{Name: "ipvlan_mode", Default: "l2", Help: "l2 (children switched by the parent) or l3 (routed by the parent)",
+			Check: func(v string) error {
+				if v != "l2" && v != "l3" {
+					return fmt.Errorf("option ipvlan_mode=%q: want l2 or l3", v)
+				}
+				return nil
+			}}},
+		Build: buildIpvlan,
+		// The pods' default route leads to the node's shim (seed 002), so
+		// node rules see clusterIP traffic (and the shim's MASQUERADE
+		// brings replies back); eBPF translates on the pod's own eth0.
+		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFPodIf},
+	})
 }
-func (ipvlanMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Ipvlan} }
-func (ipvlanMode) MinPods() int               { return 2 }
-func (ipvlanMode) Options() []Option {
-	return []Option{{Name: "ipvlan_mode", Default: "l2", Help: "l2 (children switched by the parent) or l3 (routed by the parent)",
-		Check: func(v string) error {
-			if v != "l2" && v != "l3" {
-				return fmt.Errorf("option ipvlan_mode=%q: want l2 or l3", v)
-			}
-			return nil
-		}}}
-}
 
-func (ipvlanMode) Build(env *Env) error {
+func buildIpvlan(env *Env) error {
 	mode := netlink.IPVLAN_MODE_L2
 	if env.Option("ipvlan_mode", "l2") == "l3" {
 		mode = netlink.IPVLAN_MODE_L3

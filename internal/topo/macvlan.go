@@ -10,27 +10,28 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
-// macvlan: seed 002 (002_8bf7239878caf2ac.txt) "macvlan", bridge mode: each
+// macvlan: seed 002's "macvlan", bridge mode: each
 // pod's eth0 is a macvlan child of the node's uplink (the seed's eno2; here
 // the node's own eth0, never the machine's). One more child stays in the node
 // as a shim holding the gateway 192.168.10.1, and a MASQUERADE rule makes
 // replies come back through the node, so clusterIP traffic crosses the
 // node's stack. Pod-to-pod traffic never does.
-type macvlanMode struct{}
-
-func init() { Register(macvlanMode{}) }
+func init() {
+	Register(Mode{
+		Name:     Macvlan,
+		Seeds:    []Seed{SeedLatency, SeedPodModes},
+		Summary:  "macvlan bridge-mode children of the node uplink + node shim with gateway and MASQUERADE (seed 002)",
+		Requires: []kernel.Feature{kernel.Macvlan},
+		Build:    buildMacvlan,
+		// As ipvlan: clusterIP traffic reaches the node through the shim.
+		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFPodIf},
+	})
+}
 
 // MacvlanShim is the node-side macvlan holding the gateway.
 const MacvlanShim = "mv-shim"
 
-func (macvlanMode) Name() string { return "macvlan" }
-func (macvlanMode) Summary() string {
-	return "macvlan bridge-mode children of the node uplink + node shim with gateway and MASQUERADE (seed 002)"
-}
-func (macvlanMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Macvlan} }
-func (macvlanMode) MinPods() int               { return 2 }
-
-func (macvlanMode) Build(env *Env) error {
+func buildMacvlan(env *Env) error {
 	return buildSubInterfaces(env, func(name string, parent int) netlink.Link {
 		return &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent}, Mode: netlink.MACVLAN_MODE_BRIDGE}
 	}, MacvlanShim)

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -12,35 +13,29 @@ import (
 // pod's MAC: Service traffic never reaches the node (plain macvlan sends
 // it to the shim, through the node's iptables and back, seed 002's
 // 83 -> 62 Gbit/s). Replies are translated back at the client's eth0.
-type macvlanEBPF struct{}
-
-func init() { Register(macvlanEBPF{}) }
-
-func (macvlanEBPF) Name() string { return "macvlan-ebpf" }
-func (macvlanEBPF) Summary() string {
-	return "macvlan + tc eBPF on each pod's eth0: clusterIP translated in the pod and sent to the backend's MAC, never through the node (seed 002 ipvlan+eBPF, on macvlan)"
+func init() {
+	Register(Mode{
+		Name:     MacvlanEBPF,
+		Seeds:    []Seed{SeedPodModes},
+		Summary:  "macvlan + tc eBPF on each pod's eth0: clusterIP translated in the pod and sent to the backend's MAC, never through the node (seed 002 ipvlan+eBPF, on macvlan)",
+		Requires: []kernel.Feature{kernel.Macvlan},
+		Usable:   ebpfUsable,
+		Build:    buildMacvlanEBPF,
+		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFPodL2,
+			NoNetfilter: "macvlan-ebpf is macvlan with vnetlab's eBPF Services built in: use --provider ebpf (or mode macvlan for iptables/nftables)",
+			NodeNote:    "macvlan-ebpf: clusterIP packets are translated in the client pod and addressed to the backend's MAC: they never reach the node, so its iptables/nftables and conntrack do not see Service traffic either"},
+	})
 }
-func (macvlanEBPF) Requires() []kernel.Feature { return []kernel.Feature{kernel.Macvlan} }
-func (macvlanEBPF) MinPods() int               { return 2 }
-func (macvlanEBPF) Usable() error              { return ebpfUsable() }
 
-func (macvlanEBPF) Build(env *Env) error {
-	if err := (macvlanMode{}).Build(env); err != nil {
+func buildMacvlanEBPF(env *Env) error {
+	if err := buildMacvlan(env); err != nil {
 		return err
 	}
-	dp, err := openEBPF(env)
+	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+		return dp.AttachPodL2(pod.Name, pod.Ifname)
+	})
 	if err != nil {
 		return err
-	}
-	defer dp.Close()
-	for _, pod := range env.Pods {
-		pins, err := dp.AttachPodL2(pod.Name, pod.Ifname)
-		if terr := env.trackPins(pins); err == nil {
-			err = terr
-		}
-		if err != nil {
-			return err
-		}
 	}
 	env.Facts["services"] = "ebpf, on each pod's eth0 (vnetlab svc add); backends reached by MAC"
 	return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// ovs: seed 003 (003_9b52356141afa5f9.txt) "ovs / ns - ns（veth）":
+// ovs: seed 003's "ovs / ns - ns（veth）":
 //
 //	ovs-vsctl add-br ovsbr
 //	ip link add ns1-veth-in type veth peer name ns1-veth-out
@@ -27,27 +27,23 @@ import (
 // qbr0, joined to ovsbr by the veth pair qvb0/qvo0, so every frame crosses
 // both switches (and the node's iptables, bridge-nf-call-iptables being on
 // in a new namespace: the reason OpenStack plugged VMs this way).
-type ovsMode struct{}
-
-func init() { Register(ovsMode{}) }
-
-func (ovsMode) Name() string { return "ovs" }
-func (ovsMode) Summary() string {
-	return "veth per pod as ports of an Open vSwitch bridge holding the gateway .1 (seed 003); --nodes 2: underlay or vxlan port; options datapath, userspace_tso, encap"
+func init() {
+	Register(Mode{
+		Name:     OVS,
+		Seeds:    []Seed{SeedBridgeOVS},
+		Summary:  "veth per pod as ports of an Open vSwitch bridge holding the gateway .1 (seed 003); --nodes 2: underlay or vxlan port; options datapath, userspace_tso, encap",
+		Requires: []kernel.Feature{kernel.Veth},
+		Usable:   OVSInstalled,
+		Detail:   DatapathDetail,
+		Options: append(ovsOptions(), Option{Name: "linux_bridge", Default: "off", Check: OnOff("linux_bridge"),
+			Help: "on: pods' veths on a Linux bridge qbr0 joined to ovsbr by the veth pair qvb0/qvo0 (seed 003's ovs-bridge, OpenStack hybrid plug)"}),
+		Build: buildOVS,
+		// With --nodes 2 each node runs its own switch (ovs_cross.go).
+		CrossHost: true,
+	})
 }
-func (ovsMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth} }
-func (ovsMode) Usable() error              { return OVSInstalled() }
-func (ovsMode) Detail() string             { return DatapathDetail() }
-func (ovsMode) MinPods() int               { return 2 }
-func (ovsMode) Options() []Option {
-	return append(ovsOptions(), Option{Name: "linux_bridge", Default: "off", Check: OnOff,
-		Help: "on: pods' veths on a Linux bridge qbr0 joined to ovsbr by the veth pair qvb0/qvo0 (seed 003's ovs-bridge, OpenStack hybrid plug)"})
-}
 
-// CrossHost: with --nodes 2 each node runs its own switch (ovs_cross.go).
-func (ovsMode) CrossHost() bool { return true }
-
-func (ovsMode) Build(env *Env) error {
+func buildOVS(env *Env) error {
 	hybrid, err := env.BoolOption("linux_bridge", false)
 	if err != nil {
 		return err

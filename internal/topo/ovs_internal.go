@@ -26,23 +26,21 @@ import (
 // vswitchd restarted it would recreate the ports in the node, so vnetlab
 // never restarts it. These TAPs have no checksum offload unless
 // userspace_tso=on, so nothing needs switching off.
-type ovsInternal struct{}
-
-func init() { Register(ovsInternal{}) }
-
-func (ovsInternal) Name() string { return "ovs-internal" }
-func (ovsInternal) Summary() string {
-	return "Open vSwitch internal port moved into each pod as eth0, no veth (seed 003 \"patch-port\"); --nodes 2 too; options datapath, userspace_tso, encap"
+func init() {
+	Register(Mode{
+		Name:      OVSInternal,
+		Seeds:     []Seed{SeedBridgeOVS},
+		Summary:   "Open vSwitch internal port moved into each pod as eth0, no veth (seed 003 \"patch-port\"); --nodes 2 too; options datapath, userspace_tso, encap",
+		Requires:  []kernel.Feature{kernel.Tun},
+		Usable:    OVSInstalled,
+		Detail:    DatapathDetail,
+		Options:   ovsOptions(),
+		Build:     buildOVSInternal,
+		CrossHost: true,
+	})
 }
-func (ovsInternal) Requires() []kernel.Feature { return []kernel.Feature{kernel.Tun} }
-func (ovsInternal) Usable() error              { return OVSInstalled() }
-func (ovsInternal) Detail() string             { return DatapathDetail() }
-func (ovsInternal) MinPods() int               { return 2 }
-func (ovsInternal) Options() []Option          { return ovsOptions() }
 
-func (ovsInternal) CrossHost() bool { return true }
-
-func (ovsInternal) Build(env *Env) error {
+func buildOVSInternal(env *Env) error {
 	if len(env.Nodes) > 1 {
 		if err := buildOVSAcrossNodes(env, attachInternalPorts); err != nil {
 			return err

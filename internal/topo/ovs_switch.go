@@ -195,7 +195,7 @@ func ovsOptions() []Option {
 		{Name: "datapath", Default: "auto", Help: "auto (kernel if the openvswitch module exists, else netdev), system or netdev",
 			Check: func(v string) error { _, err := ChooseDatapath(v); return err }},
 		{Name: "userspace_tso", Default: "off", Help: "netdev only: on = OVS userspace TSO (64 KB segments through vswitchd, offloads left on); off = TX checksum offload off on veths (DESIGN.md)",
-			Check: OnOff},
+			Check: OnOff("userspace_tso")},
 		{Name: "encap", Default: "none", Help: "with --nodes 2: none = the underlay eth1 is a port of ovsbr (one L2 segment); vxlan = an OVS vxlan port (VNI 1) to the other node, pods' MTU 1450 (seed 003's empty VXLAN rows)",
 			Check: checkEncap},
 	}

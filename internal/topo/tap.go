@@ -17,7 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/tapswitch"
 )
 
-// tap-naive and tap-offload: seed 000 (000_d5130325cfb7815d.txt) "tun/tap"
+// tap-naive and tap-offload: seed 000's "tun/tap"
 // and its qemu-kvm bridge picture: a VM's NIC is a TAP whose other end is a
 // user process (qemu) reading and writing /dev/net/tun, and VMs meet on a
 // bridge. Here each pod's eth0 is a TAP (the pod plays the guest kernel) and
@@ -38,32 +38,32 @@ import (
 //     TUNSETVNETHDRSZ 12, TUNSETOFFLOAD(CSUM|TSO4|TSO6): a TCP frame of up
 //     to 64 KB with a partial checksum crosses per system call, its
 //     virtio_net_hdr passed through unchanged.
-type tapMode struct{ offload bool }
-
 func init() {
-	Register(tapMode{offload: false})
-	Register(tapMode{offload: true})
+	Register(Mode{
+		Name:     TapNaive,
+		Seeds:    []Seed{SeedInterfaces},
+		Summary:  "TAP per pod + vnetlab's userspace switch, one 1500-MTU frame per read/write (seed 000's tun program)",
+		Requires: []kernel.Feature{kernel.Tun},
+		Usable:   tapUsable,
+		Build:    tapMode{offload: false}.build,
+	})
+	Register(Mode{
+		Name:     TapOffload,
+		Seeds:    []Seed{SeedInterfaces, SeedBridgeOVS},
+		Summary:  "TAP per pod + vnetlab's userspace switch, IFF_VNET_HDR + TSO: 64 KB frames per syscall (seed 000, qemu virtio-net)",
+		Requires: []kernel.Feature{kernel.Tun},
+		Usable:   tapUsable,
+		Build:    tapMode{offload: true}.build,
+	})
 }
+
+// tapMode is what the two tap modes' builds differ by.
+type tapMode struct{ offload bool }
 
 // TapGateway is the node's port on the tap switch, holding the gateway.
 const TapGateway = "tap-gw"
 
-func (m tapMode) Name() string {
-	if m.offload {
-		return "tap-offload"
-	}
-	return "tap-naive"
-}
-
-func (m tapMode) Summary() string {
-	if m.offload {
-		return "TAP per pod + vnetlab's userspace switch, IFF_VNET_HDR + TSO: 64 KB frames per syscall (seed 000, qemu virtio-net)"
-	}
-	return "TAP per pod + vnetlab's userspace switch, one 1500-MTU frame per read/write (seed 000's tun program)"
-}
-func (tapMode) Requires() []kernel.Feature { return []kernel.Feature{kernel.Tun} }
-func (tapMode) MinPods() int               { return 2 }
-func (tapMode) Usable() error {
+func tapUsable() error {
 	_, err := TapSwitchBinary()
 	return err
 }
@@ -84,7 +84,7 @@ func TapSwitchBinary() (string, error) {
 	return exe, nil
 }
 
-func (m tapMode) Build(env *Env) error {
+func (m tapMode) build(env *Env) error {
 	exe, err := TapSwitchBinary()
 	if err != nil {
 		return err

@@ -5,24 +5,10 @@ package topo
 import (
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/vnetlab/vnetlab/internal/kernel"
 )
-
-// Mode builds one data path between pods and their node.
-type Mode interface {
-	Name() string
-	// Summary is one line for --help and doctor.
-	Summary() string
-	// Requires lists the kernel features the mode cannot work without.
-	Requires() []kernel.Feature
-	// Build wires env.Pods to env.Node; the namespaces already exist.
-	Build(env *Env) error
-}
 
 // NS is a namespace vnetlab created, with a netlink handle bound to it.
 type NS struct {
@@ -69,7 +55,7 @@ type Env struct {
 	NodeIP net.IP // node's uplink address (eth0)
 	// Nodes lists every node; with --nodes 2 they are joined by a veth underlay
 	// (Underlay names its interface in each node). Modes that can span nodes
-	// implement CrossHost.
+	// say so (Mode.CrossHost).
 	Nodes    []*Node
 	Underlay string
 	Uplink   string // node's uplink interface name
@@ -104,8 +90,12 @@ func (e *Env) Option(key, def string) string {
 
 // BoolOption parses on/off/true/false options.
 func (e *Env) BoolOption(key string, def bool) (bool, error) {
-	v := strings.ToLower(e.Option(key, ""))
-	switch v {
+	return ParseOnOff(key, e.Option(key, ""), def)
+}
+
+// ParseOnOff parses an on/off option value ("": def).
+func ParseOnOff(key, v string, def bool) (bool, error) {
+	switch strings.ToLower(v) {
 	case "":
 		return def, nil
 	case "on", "true", "yes", "1":
@@ -113,7 +103,7 @@ func (e *Env) BoolOption(key string, def bool) (bool, error) {
 	case "off", "false", "no", "0":
 		return false, nil
 	}
-	return false, fmt.Errorf("option %s=%q: want on or off", key, e.Options[key])
+	return false, fmt.Errorf("option %s=%q: want on or off", key, v)
 }
 
 // DefaultPaths: the server is the first pod, the client the second, dialing the pod IP.
@@ -126,79 +116,6 @@ func (e *Env) DefaultPaths() {
 	}
 	e.Paths["pod"] = Endpoint{ServerNS: e.Pods[0].Name, ClientNS: e.Pods[1].Name, Target: e.Pods[0].IP.String(),
 		Note: fmt.Sprintf("%s -> %s by pod IP", e.Pods[1].Pod, e.Pods[0].Pod)}
-}
-
-var registry = map[string]Mode{}
-
-// Register adds a mode; called from each mode file's init.
-func Register(m Mode) { registry[m.Name()] = m }
-
-// Get returns a mode by name.
-func Get(name string) (Mode, error) {
-	m, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown mode %q (known: %s)", name, strings.Join(Names(), ", "))
-	}
-	return m, nil
-}
-
-// Names lists all known modes, sorted.
-func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
-
-// Available returns nil if the kernel has every feature the mode needs (and,
-// for modes that also need programs, those are installed).
-func Available(m Mode) error {
-	for _, f := range m.Requires() {
-		if err := kernel.Check(f); err != nil {
-			return err
-		}
-	}
-	if u, ok := m.(Usable); ok {
-		return u.Usable()
-	}
-	return nil
-}
-
-// Usable is implemented by modes whose availability depends on more than
-// kernel features (installed programs, a datapath).
-type Usable interface {
-	Usable() error
-}
-
-// Detailed is implemented by modes that say how they will be built on this
-// machine (doctor shows it, e.g. which Open vSwitch datapath).
-type Detailed interface {
-	Detail() string
-}
-
-// Option documents one mode option (scenario `options:` / `--option k=v`).
-type Option struct {
-	Name, Default, Help string
-	// Check validates a value before anything is built (nil: any value).
-	Check func(string) error
-}
-
-// OnOff checks on/off style option values.
-func OnOff(v string) error {
-	_, err := (&Env{Options: map[string]string{"x": v}}).BoolOption("x", false)
-	return err
-}
-
-// Optioned is implemented by modes that take options.
-type Optioned interface {
-	Options() []Option
-}
-
-// CrossHost is implemented by modes that can span several nodes (--nodes 2).
-type CrossHost interface {
-	CrossHost() bool
 }
 
 // ForNode returns a view of env restricted to node i and its pods, so that a
@@ -215,20 +132,4 @@ func (e *Env) ForNode(i int) *Env {
 	}
 	sub.Paths, sub.Facts = nil, nil
 	return &sub
-}
-
-// Podless is implemented by modes that attach no pods (host).
-type Podless interface {
-	Podless() bool
-}
-
-// CrossHostModes lists the modes that can span nodes.
-func CrossHostModes() []string {
-	var n []string
-	for _, name := range Names() {
-		if ch, ok := registry[name].(CrossHost); ok && ch.CrossHost() {
-			n = append(n, name)
-		}
-	}
-	return n
 }

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -14,38 +15,30 @@ import (
 // no netfilter, no backlog queue in the node. Everything else (the node,
 // the outside world) still goes through the node's stack. bpf/host.h and
 // docs/ebpf.md have the details.
-type vethEBPF struct{}
-
-func init() { Register(vethEBPF{}) }
-
-func (vethEBPF) Name() string { return "veth-ebpf" }
-func (vethEBPF) Summary() string {
-	return "veth-routed + tc eBPF on the node-side veths: pod-to-pod via bpf_redirect_peer (Cilium's BPF host routing), Services translated in the same program (seed 002 veth+eBPF)"
+func init() {
+	Register(Mode{
+		Name:     VethEBPF,
+		Seeds:    []Seed{SeedPodModes},
+		Summary:  "veth-routed + tc eBPF on the node-side veths: pod-to-pod via bpf_redirect_peer (Cilium's BPF host routing), Services translated in the same program (seed 002 veth+eBPF)",
+		Requires: []kernel.Feature{kernel.Veth},
+		Usable:   ebpfUsable,
+		Build:    buildVethEBPF,
+		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
+			// Cilium's BPF host routing likewise needs its eBPF kube-proxy replacement.
+			NoNetfilter: "veth-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, so a backend's replies would never be translated back to the clusterIP: use --provider ebpf (folded into the same programs) or ebpf-sock",
+			NodeNote:    "veth-ebpf: pod-to-pod packets are redirected from one pod's veth straight into the other pod (bpf_redirect_peer): the node's iptables/nftables (FORWARD, conntrack, LOG, policy) never see them, as with Cilium's BPF host routing; traffic to the node or the outside world still crosses the node's stack"},
+	})
 }
-func (vethEBPF) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth} }
-func (vethEBPF) MinPods() int               { return 2 }
-func (vethEBPF) Usable() error              { return ebpfUsable() }
 
-// NodeNetfilterNote is what doctor and the docs say about the fast path.
-const NodeNetfilterNote = "veth-ebpf: pod-to-pod packets are redirected from one pod's veth straight into the other pod (bpf_redirect_peer): the node's iptables/nftables (FORWARD, conntrack, LOG, policy) never see them, as with Cilium's BPF host routing; traffic to the node or the outside world still crosses the node's stack"
-
-func (vethEBPF) Build(env *Env) error {
-	if err := (vethRouted{}).Build(env); err != nil {
+func buildVethEBPF(env *Env) error {
+	if err := buildVethRouted(env); err != nil {
 		return err
 	}
-	dp, err := openEBPF(env)
+	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+		return dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
+	})
 	if err != nil {
 		return err
-	}
-	defer dp.Close()
-	for _, pod := range env.Pods {
-		pins, err := dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
-		if terr := env.trackPins(pins); err == nil {
-			err = terr
-		}
-		if err != nil {
-			return err
-		}
 	}
 	env.Facts = map[string]string{
 		"pod_to_pod": "bpf_redirect_peer from the sender's node-side veth into the receiver (node netfilter bypassed)",

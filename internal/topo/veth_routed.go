@@ -9,25 +9,25 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
-// veth-routed: seed 002 (002_8bf7239878caf2ac.txt) "veth方式", Calico's way:
+// veth-routed: seed 002's "veth方式", Calico's way:
 // each pod has a /24 address and a default route via 169.254.10.24 onlink;
 // the node end of the veth answers ARP for it (proxy_arp) and the node routes
 // to each pod with a /32 route; ip_forward on; FORWARD accepts pod traffic.
-type vethRouted struct{}
-
-func init() { Register(vethRouted{}) }
+func init() {
+	Register(Mode{
+		Name:     VethRouted,
+		Seeds:    []Seed{SeedLatency, SeedPodModes},
+		Summary:  "veth per pod routed by the node: proxy_arp, /32 routes, gw 169.254.10.24 onlink (seed 002, Calico)",
+		Requires: []kernel.Feature{kernel.Veth},
+		Build:    buildVethRouted,
+		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
+	})
+}
 
 // VethGateway is the seed's link-local gateway (Calico uses 169.254.1.1).
 const VethGateway = "169.254.10.24"
 
-func (vethRouted) Name() string { return "veth-routed" }
-func (vethRouted) Summary() string {
-	return "veth per pod routed by the node: proxy_arp, /32 routes, gw 169.254.10.24 onlink (seed 002, Calico)"
-}
-func (vethRouted) Requires() []kernel.Feature { return []kernel.Feature{kernel.Veth} }
-func (vethRouted) MinPods() int               { return 2 }
-
-func (vethRouted) Build(env *Env) error {
+func buildVethRouted(env *Env) error {
 	gw := net.ParseIP(VethGateway).To4()
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err

@@ -16,27 +16,24 @@ import (
 // its VTEP address onlink on flannel.1, with a static ARP entry and a static
 // FDB entry pointing that VTEP's MAC at the other node's underlay address,
 // exactly what flanneld programs. Pod MTU is 1450 (50 bytes of VXLAN header).
-type vxlanMode struct{}
-
-func init() { Register(vxlanMode{}) }
+func init() {
+	Register(Mode{
+		Name:      Vxlan,
+		Seeds:     []Seed{SeedBridgeOVS},
+		Summary:   "cross-host (--nodes 2): kernel VXLAN overlay with static FDB/ARP, per-node subnets on cni0 (flannel vxlan; seed 003's empty rows)",
+		Requires:  []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.Vxlan},
+		Build:     buildVxlan,
+		MinNodes:  2,
+		CrossHost: true,
+	})
+}
 
 // VxlanMTU leaves room for the outer Ethernet+IP+UDP+VXLAN headers.
 const VxlanMTU = 1450
 
-func (vxlanMode) Name() string { return "vxlan" }
-func (vxlanMode) Summary() string {
-	return "cross-host (--nodes 2): kernel VXLAN overlay with static FDB/ARP, per-node subnets on cni0 (flannel vxlan; seed 003's empty rows)"
-}
-func (vxlanMode) Requires() []kernel.Feature {
-	return []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.Vxlan}
-}
-func (vxlanMode) MinPods() int    { return 2 }
-func (vxlanMode) MinNodes() int   { return 2 }
-func (vxlanMode) CrossHost() bool { return true }
-
 func vtepMAC(i int) net.HardwareAddr { return net.HardwareAddr{0x02, 0x76, 0x78, 0, 0, byte(i + 1)} }
 
-func (vxlanMode) Build(env *Env) error {
+func buildVxlan(env *Env) error {
 	if len(env.Nodes) < 2 {
 		return fmt.Errorf("vxlan joins nodes: use --nodes 2")
 	}

@@ -36,12 +36,12 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cpu"
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
-	"github.com/vnetlab/vnetlab/internal/service/sock"
 	"github.com/vnetlab/vnetlab/internal/stats"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 )

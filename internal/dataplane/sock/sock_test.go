@@ -9,21 +9,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vnetlab/vnetlab/internal/testnet"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/testnet"
+
 	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
 )
 
 const (

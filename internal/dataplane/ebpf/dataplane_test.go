@@ -1,4 +1,4 @@
-package ebpf
+package ebpf_test
 
 // BPF_PROG_TEST_RUN tests: crafted frames through from_pod / to_pod, checked
 // field by field and with an independent checksum routine (packet_test.go).
@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -24,24 +26,17 @@ var (
 	vip     = ipOf("10.96.0.100")
 	podA    = ipOf("192.168.10.10") // the backend
 	podB    = ipOf("192.168.10.11") // the client
-	hairpin = ipOf(HairpinIP)
+	hairpin = ipOf(dp.HairpinIP)
 )
 
 // testPlane loads the programs with private, unpinned maps.
-func testPlane(t *testing.T) *Plane {
+func testPlane(t *testing.T) *dp.Plane {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF_PROG_LOAD)")
 	}
-	spec, err := loadService()
+	p, err := dp.LoadPrivate()
 	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range spec.Maps {
-		m.Pinning = ebpf.PinNone
-	}
-	p := &Plane{lab: "unit"}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			t.Fatalf("verifier: %+v", ve)
@@ -53,10 +48,10 @@ func testPlane(t *testing.T) *Plane {
 }
 
 // oneBackend adds 10.96.0.100:5201 tcp and udp -> pod-a:5201.
-func oneBackend(t *testing.T, p *Plane) {
+func oneBackend(t *testing.T, p *dp.Plane) {
 	t.Helper()
-	for _, proto := range []Proto{TCP, UDP} {
-		s := Service{VIP: vip, Port: 5201, Proto: proto, Backends: []Backend{{IP: podA, Port: 5201}}}
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		s := dp.Service{VIP: vip, Port: 5201, Proto: proto, Backends: []dp.Backend{{IP: podA, Port: 5201}}}
 		if err := p.AddService(s); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +120,7 @@ func TestServiceDNATAndReverse(t *testing.T) {
 			sport := uint16(40000 + i)
 			req := ipv4{src: podB, dst: vip, proto: c.proto, sport: sport, dport: 5201, tcpFlags: c.flags, payload: c.data, udpNoCsum: c.nocs, id: 1}
 			in := req.bytes()
-			ret, out := run(t, p.objs.FromPod, in)
+			ret, out := run(t, p.Objects().FromPod, in)
 			mustOK(t, ret)
 			expect(t, out, podB, sport, podA, 5201)
 			mustValid(t, out)
@@ -138,7 +133,7 @@ func TestServiceDNATAndReverse(t *testing.T) {
 			}
 			// The reply, as the backend sends it, arrives at the client.
 			rep := ipv4{src: podA, dst: podB, proto: c.proto, sport: 5201, dport: sport, tcpFlags: c.flags | tcpACK, payload: c.data, udpNoCsum: c.nocs}
-			ret, out = run(t, p.objs.ToPod, rep.bytes())
+			ret, out = run(t, p.Objects().ToPod, rep.bytes())
 			mustOK(t, ret)
 			if c.flags&tcpRST != 0 {
 				// A RST ends the flow: its entries are gone, nothing is
@@ -168,30 +163,30 @@ func TestBackendRSTEndsFlow(t *testing.T) {
 	p := testPlane(t)
 	oneBackend(t, p)
 	syn := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 41000, dport: 5201, tcpFlags: tcpSYN}
-	_, out := run(t, p.objs.FromPod, syn.bytes())
+	_, out := run(t, p.Objects().FromPod, syn.bytes())
 	expect(t, out, podB, 41000, podA, 5201)
 	rst := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpRST | tcpACK}
-	ret, out := run(t, p.objs.ToPod, rst.bytes())
+	ret, out := run(t, p.Objects().ToPod, rst.bytes())
 	mustOK(t, ret)
 	expect(t, out, vip, 5201, podB, 41000)
 	mustValid(t, out)
 	late := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpACK}
-	if _, out = run(t, p.objs.ToPod, late.bytes()); !bytes.Equal(out, late.bytes()) {
+	if _, out = run(t, p.Objects().ToPod, late.bytes()); !bytes.Equal(out, late.bytes()) {
 		t.Fatal("a reply after the backend's RST was reverse-NATed: the flow's entries outlived it")
 	}
 	var n int
-	var k serviceLbCtKey
-	var v serviceLbCt
-	for it := p.objs.LbConntrack.Iterate(); it.Next(&k, &v); {
+	var k dp.CtKey
+	var v dp.Ct
+	for it := p.Objects().LbConntrack.Iterate(); it.Next(&k, &v); {
 		n++
 	}
 	if n != 0 {
 		t.Fatalf("%d conntrack entries left after the RST, want 0", n)
 	}
 	// The same tuple again: a new flow.
-	_, out = run(t, p.objs.FromPod, syn.bytes())
+	_, out = run(t, p.Objects().FromPod, syn.bytes())
 	expect(t, out, podB, 41000, podA, 5201)
-	_, out = run(t, p.objs.ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpSYN | tcpACK}.bytes())
+	_, out = run(t, p.Objects().ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpSYN | tcpACK}.bytes())
 	expect(t, out, vip, 5201, podB, 41000)
 }
 
@@ -208,15 +203,15 @@ func TestDirectFlowRetiresStaleReverseEntry(t *testing.T) {
 			flags = tcpSYN
 		}
 		// The old flow, through the clusterIP, left its entries (no RST).
-		_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: vip, proto: proto, sport: 42000, dport: 5201, tcpFlags: flags}.bytes())
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: proto, sport: 42000, dport: 5201, tcpFlags: flags}.bytes())
 		expect(t, out, podB, 42000, podA, 5201)
 		// Now straight to the backend, same ports.
 		direct := ipv4{src: podB, dst: podA, proto: proto, sport: 42000, dport: 5201, tcpFlags: flags}
-		if _, out = run(t, p.objs.FromPod, direct.bytes()); !bytes.Equal(out, direct.bytes()) {
+		if _, out = run(t, p.Objects().FromPod, direct.bytes()); !bytes.Equal(out, direct.bytes()) {
 			t.Fatalf("proto %d: a direct packet was changed", proto)
 		}
 		reply := ipv4{src: podA, dst: podB, proto: proto, sport: 5201, dport: 42000, tcpFlags: flags | tcpACK}
-		if _, out = run(t, p.objs.ToPod, reply.bytes()); !bytes.Equal(out, reply.bytes()) {
+		if _, out = run(t, p.Objects().ToPod, reply.bytes()); !bytes.Equal(out, reply.bytes()) {
 			d, _ := decode(out)
 			t.Fatalf("proto %d: the direct flow's reply was rewritten to %s:%d", proto, d.src, d.sport)
 		}
@@ -230,7 +225,7 @@ func TestPrefiltersCount(t *testing.T) {
 	p := testPlane(t)
 	other := ipOf("10.96.7.7")
 	for _, v := range []netip.Addr{vip, other} {
-		if err := p.AddService(Service{VIP: v, Port: 80, Proto: TCP, Backends: []Backend{{IP: podA, Port: 8080}}}); err != nil {
+		if err := p.AddService(dp.Service{VIP: v, Port: 80, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 8080}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,26 +237,26 @@ func TestPrefiltersCount(t *testing.T) {
 		}
 		return n
 	}
-	if n, m := count(p.objs.LbVip16, 10<<8|96), count(p.objs.LbBports, 8080); n != 2 || m != 2 {
+	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != 2 || m != 2 {
 		t.Fatalf("counts after two services: clusterIPs in 10.96/16 %d, backends on 8080 %d, want 2 and 2", n, m)
 	}
-	if err := p.DelService(vip, 80, TCP); err != nil {
+	if err := p.DelService(vip, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: other, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
+	_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: other, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
 	expect(t, out, podB, 43000, podA, 8080)
 	mustValid(t, out)
-	_, out = run(t, p.objs.ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 8080, dport: 43000, tcpFlags: tcpSYN | tcpACK}.bytes())
+	_, out = run(t, p.Objects().ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 8080, dport: 43000, tcpFlags: tcpSYN | tcpACK}.bytes())
 	expect(t, out, other, 80, podB, 43000)
 	mustValid(t, out)
-	if err := p.DelService(other, 80, TCP); err != nil {
+	if err := p.DelService(other, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count(p.objs.LbVip16, 10<<8|96), count(p.objs.LbBports, 8080); n != 0 || m != 0 {
+	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != 0 || m != 0 {
 		t.Fatalf("counts after deleting both: %d and %d, want 0", n, m)
 	}
 	in := ipv4{src: podB, dst: other, proto: protoTCP, sport: 43001, dport: 80, tcpFlags: tcpSYN}.bytes()
-	if _, out = run(t, p.objs.FromPod, in); !bytes.Equal(in, out) {
+	if _, out = run(t, p.Objects().FromPod, in); !bytes.Equal(in, out) {
 		t.Fatal("a deleted service is still translated")
 	}
 }
@@ -280,7 +275,7 @@ func TestUDPChecksumNeverBecomesZero(t *testing.T) {
 			continue
 		}
 		req := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40000, dport: 5201, payload: pl}
-		ret, out := run(t, p.objs.FromPod, req.bytes())
+		ret, out := run(t, p.Objects().FromPod, req.bytes())
 		mustOK(t, ret)
 		d, _ := decode(out)
 		if got := binary.BigEndian.Uint16(d.l4[6:]); got != 0xffff {
@@ -333,7 +328,7 @@ func TestUntouched(t *testing.T) {
 	shortOK := map[string]bool{"eth-only": true, "half-ip-header": true}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, prog := range []*ebpf.Program{p.objs.FromPod, p.objs.ToPod} {
+			for _, prog := range []*ebpf.Program{p.Objects().FromPod, p.Objects().ToPod} {
 				if shortOK[name] {
 					if _, _, err := prog.Test(in); errors.Is(err, unix.EINVAL) {
 						t.Logf("%d-byte IPv4 frame: the kernel refuses to test-run it (EINVAL)", len(in))
@@ -358,7 +353,7 @@ func TestIPOptions(t *testing.T) {
 	oneBackend(t, p)
 	opts := []byte{1, 1, 1, 0} // NOP NOP NOP EOL: ihl 6
 	req := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 40000, dport: 5201, tcpFlags: tcpSYN, options: opts}
-	ret, out := run(t, p.objs.FromPod, req.bytes())
+	ret, out := run(t, p.Objects().FromPod, req.bytes())
 	mustOK(t, ret)
 	expect(t, out, podB, 40000, podA, 5201)
 	mustValid(t, out)
@@ -366,7 +361,7 @@ func TestIPOptions(t *testing.T) {
 		t.Fatal("options lost")
 	}
 	rep := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 40000, tcpFlags: tcpSYN | tcpACK, options: opts}
-	ret, out = run(t, p.objs.ToPod, rep.bytes())
+	ret, out = run(t, p.Objects().ToPod, rep.bytes())
 	mustOK(t, ret)
 	expect(t, out, vip, 5201, podB, 40000)
 	mustValid(t, out)
@@ -380,7 +375,7 @@ func TestFragments(t *testing.T) {
 	oneBackend(t, p)
 	first := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40000, dport: 5201, id: 4242, frag: 0x2000, payload: bytes.Repeat([]byte{7}, 16)}
 	in := first.bytes()
-	ret, out := run(t, p.objs.FromPod, in)
+	ret, out := run(t, p.Objects().FromPod, in)
 	mustOK(t, ret)
 	expect(t, out, podB, 40000, podA, 5201)
 	if err := checkIP(out); err != nil {
@@ -398,7 +393,7 @@ func TestFragments(t *testing.T) {
 
 	later := ipv4{src: podB, dst: vip, proto: protoUDP, id: 4242, frag: 3, noL4: true, payload: []byte("rest of the datagram")}
 	in = later.bytes()
-	ret, out = run(t, p.objs.FromPod, in)
+	ret, out = run(t, p.Objects().FromPod, in)
 	mustOK(t, ret)
 	if d, _ := decode(out); d.dst != podA || d.src != podB {
 		t.Fatalf("later fragment: %s -> %s, want -> %s", d.src, d.dst, podA)
@@ -412,11 +407,11 @@ func TestFragments(t *testing.T) {
 
 	// Replies, fragmented too.
 	rfirst := ipv4{src: podA, dst: podB, proto: protoUDP, sport: 5201, dport: 40000, id: 77, frag: 0x2000, payload: []byte("12345678")}
-	ret, out = run(t, p.objs.ToPod, rfirst.bytes())
+	ret, out = run(t, p.Objects().ToPod, rfirst.bytes())
 	mustOK(t, ret)
 	expect(t, out, vip, 5201, podB, 40000)
 	rlater := ipv4{src: podA, dst: podB, proto: protoUDP, id: 77, frag: 1, noL4: true, payload: []byte("tail")}
-	ret, out = run(t, p.objs.ToPod, rlater.bytes())
+	ret, out = run(t, p.Objects().ToPod, rlater.bytes())
 	mustOK(t, ret)
 	if d, _ := decode(out); d.src != vip {
 		t.Fatalf("later reply fragment from %s, want %s", d.src, vip)
@@ -453,14 +448,14 @@ func TestICMPErrors(t *testing.T) {
 	p := testPlane(t)
 	oneBackend(t, p)
 	req := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40000, dport: 5201, payload: []byte("x")}
-	ret, _ := run(t, p.objs.FromPod, req.bytes())
+	ret, _ := run(t, p.Objects().FromPod, req.bytes())
 	mustOK(t, ret)
 
 	// The backend's port is closed: it answers port unreachable quoting the
 	// translated packet pod-b:40000 -> pod-a:5201.
 	atBackend := ipv4{src: podB, dst: podA, proto: protoUDP, sport: 40000, dport: 5201, payload: []byte("x")}
 	unreach := icmpError(3, 3, podA, podB, atBackend)
-	ret, out := run(t, p.objs.ToPod, unreach.bytes())
+	ret, out := run(t, p.Objects().ToPod, unreach.bytes())
 	mustOK(t, ret)
 	if d, _ := decode(out); d.src != vip || d.dst != podB {
 		t.Fatalf("outer header %s -> %s, want %s -> %s", d.src, d.dst, vip, podB)
@@ -474,7 +469,7 @@ func TestICMPErrors(t *testing.T) {
 	// error quotes vip:5201 -> pod-b:40000 and must reach the backend.
 	atClient := ipv4{src: vip, dst: podB, proto: protoUDP, sport: 5201, dport: 40000, payload: []byte("y")}
 	back := icmpError(3, 3, podB, vip, atClient)
-	ret, out = run(t, p.objs.FromPod, back.bytes())
+	ret, out = run(t, p.Objects().FromPod, back.bytes())
 	mustOK(t, ret)
 	if d, _ := decode(out); d.src != podB || d.dst != podA {
 		t.Fatalf("outer header %s -> %s, want %s -> %s", d.src, d.dst, podB, podA)
@@ -494,25 +489,25 @@ func TestHairpin(t *testing.T) {
 	p := testPlane(t)
 	oneBackend(t, p)
 	req := ipv4{src: podA, dst: vip, proto: protoTCP, sport: 41000, dport: 5201, tcpFlags: tcpSYN}
-	ret, out := run(t, p.objs.FromPod, req.bytes())
+	ret, out := run(t, p.Objects().FromPod, req.bytes())
 	mustOK(t, ret)
 	expect(t, out, hairpin, 41000, podA, 5201)
 	mustValid(t, out)
 	// to_pod (pod-a's ingress) must leave it alone: it is not a reply.
-	ret, out2 := run(t, p.objs.ToPod, out)
+	ret, out2 := run(t, p.Objects().ToPod, out)
 	mustOK(t, ret)
 	if !bytes.Equal(out, out2) {
 		t.Fatal("to_pod changed a hairpinned request")
 	}
 	rep := ipv4{src: podA, dst: hairpin, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpSYN | tcpACK}
-	ret, out = run(t, p.objs.FromPod, rep.bytes())
+	ret, out = run(t, p.Objects().FromPod, rep.bytes())
 	mustOK(t, ret)
 	expect(t, out, vip, 5201, podA, 41000)
 	mustValid(t, out)
 
 	// An ICMP error from pod-a about the hairpinned flow goes back the same way.
 	quoted := ipv4{src: hairpin, dst: podA, proto: protoTCP, sport: 41000, dport: 5201, tcpFlags: tcpSYN}
-	ret, out = run(t, p.objs.FromPod, icmpError(3, 3, podA, hairpin, quoted).bytes())
+	ret, out = run(t, p.Objects().FromPod, icmpError(3, 3, podA, hairpin, quoted).bytes())
 	mustOK(t, ret)
 	if d, _ := decode(out); d.src != vip || d.dst != podA {
 		t.Fatalf("outer header %s -> %s, want %s -> %s", d.src, d.dst, vip, podA)
@@ -531,18 +526,18 @@ func TestHairpin(t *testing.T) {
 // service on the same address ignores the old flows.
 func TestBackendsAndLifecycle(t *testing.T) {
 	p := testPlane(t)
-	backends := []Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5201}, {IP: ipOf("192.168.10.13"), Port: 5201}}
-	if err := p.AddService(Service{VIP: vip, Port: 5201, Proto: TCP, Backends: backends}); err != nil {
+	backends := []dp.Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5201}, {IP: ipOf("192.168.10.13"), Port: 5201}}
+	if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: backends}); err != nil {
 		t.Fatal(err)
 	}
 	hits := map[netip.Addr]int{}
 	for i := 0; i < 300; i++ {
 		sport := uint16(30000 + i)
-		_, out := run(t, p.objs.FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
 		d, _ := decode(out)
 		hits[d.dst]++
 		// Later packets of the flow go to the same backend.
-		_, out = run(t, p.objs.FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpACK}.bytes())
+		_, out = run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpACK}.bytes())
 		if d2, _ := decode(out); d2.dst != d.dst {
 			t.Fatalf("flow %d moved from %s to %s", sport, d.dst, d2.dst)
 		}
@@ -554,30 +549,30 @@ func TestBackendsAndLifecycle(t *testing.T) {
 	}
 	t.Logf("300 flows over 3 backends: %v", hits)
 
-	if err := p.DelService(vip, 5201, TCP); err != nil {
+	if err := p.DelService(vip, 5201, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
 	in := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 30000, dport: 5201, tcpFlags: tcpACK}.bytes()
-	ret, out := run(t, p.objs.FromPod, in)
+	ret, out := run(t, p.Objects().FromPod, in)
 	mustOK(t, ret)
 	if !bytes.Equal(in, out) {
 		t.Fatal("a deleted service is still translated")
 	}
 	other := ipOf("192.168.10.20")
-	if err := p.AddService(Service{VIP: vip, Port: 5201, Proto: TCP, Backends: []Backend{{IP: other, Port: 80}}}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{{IP: other, Port: 80}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, out = run(t, p.objs.FromPod, in)
+	_, out = run(t, p.Objects().FromPod, in)
 	expect(t, out, podB, 30000, other, 80)
 	mustValid(t, out)
 }
 
 func TestNoBackendsDrops(t *testing.T) {
 	p := testPlane(t)
-	if err := p.AddService(Service{VIP: vip, Port: 5201, Proto: TCP}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP}); err != nil {
 		t.Fatal(err)
 	}
-	ret, _ := run(t, p.objs.FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 5201, tcpFlags: tcpSYN}.bytes())
+	ret, _ := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 5201, tcpFlags: tcpSYN}.bytes())
 	if ret != actShot {
 		t.Fatalf("return code %d, want TC_ACT_SHOT for a service without backends", ret)
 	}
@@ -588,33 +583,33 @@ func TestNoBackendsDrops(t *testing.T) {
 
 func TestServiceValidation(t *testing.T) {
 	p := testPlane(t)
-	ok := Service{VIP: vip, Port: 5201, Proto: TCP, Backends: []Backend{{IP: podA, Port: 5201}}}
+	ok := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 5201}}}
 	if err := p.AddService(ok); err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]Service{
+	bad := map[string]dp.Service{
 		"duplicate":        ok,
-		"ipv6-vip":         {VIP: ipOf("fd00::1"), Port: 1, Proto: TCP},
-		"port-0":           {VIP: vip, Port: 0, Proto: TCP},
+		"ipv6-vip":         {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP},
+		"port-0":           {VIP: vip, Port: 0, Proto: dp.TCP},
 		"sctp":             {VIP: vip, Port: 1, Proto: 132},
-		"backend-port-0":   {VIP: vip, Port: 2, Proto: TCP, Backends: []Backend{{IP: podA}}},
-		"backend-twice":    {VIP: vip, Port: 3, Proto: TCP, Backends: []Backend{{IP: podA, Port: 1}, {IP: podA, Port: 1}}},
-		"backend-not-ipv4": {VIP: vip, Port: 4, Proto: TCP, Backends: []Backend{{Port: 1}}},
+		"backend-port-0":   {VIP: vip, Port: 2, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA}}},
+		"backend-twice":    {VIP: vip, Port: 3, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 1}, {IP: podA, Port: 1}}},
+		"backend-not-ipv4": {VIP: vip, Port: 4, Proto: dp.TCP, Backends: []dp.Backend{{Port: 1}}},
 	}
 	for name, s := range bad {
 		if err := p.AddService(s); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if err := p.AddService(ok); !errors.Is(err, ErrExists) {
+	if err := p.AddService(ok); !errors.Is(err, dp.ErrExists) {
 		t.Errorf("duplicate: %v, want ErrExists", err)
 	}
 	// All or nothing: one bad service in a batch adds none.
-	batch := []Service{{VIP: vip, Port: 6000, Proto: UDP, Backends: ok.Backends}, {VIP: vip, Port: 0, Proto: UDP}}
+	batch := []dp.Service{{VIP: vip, Port: 6000, Proto: dp.UDP, Backends: ok.Backends}, {VIP: vip, Port: 0, Proto: dp.UDP}}
 	if err := p.AddServices(batch); err == nil {
 		t.Error("bad batch accepted")
 	}
-	if err := p.DelService(vip, 6000, UDP); !errors.Is(err, ErrNotFound) {
+	if err := p.DelService(vip, 6000, dp.UDP); !errors.Is(err, dp.ErrNotFound) {
 		t.Errorf("after a bad batch: %v, want ErrNotFound", err)
 	}
 	list, err := p.ListServices()

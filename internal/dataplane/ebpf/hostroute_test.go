@@ -1,4 +1,4 @@
-package ebpf
+package ebpf_test
 
 // BPF_PROG_TEST_RUN tests of host routing (bpf/host.h): host_from_pod's
 // redirect decision, MAC and TTL rewrite with a valid IP checksum (checked
@@ -11,6 +11,8 @@ import (
 	"errors"
 	"net"
 	"testing"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,10 +27,10 @@ var (
 )
 
 // routedPlane has routes to pod-a (ifindex 41) and pod-b (ifindex 42).
-func routedPlane(t *testing.T) *Plane {
+func routedPlane(t *testing.T) *dp.Plane {
 	t.Helper()
 	p := testPlane(t)
-	for _, r := range []PodRoute{
+	for _, r := range []dp.PodRoute{
 		{IP: podA, MAC: macA, HostIfindex: 41, HostMAC: nodeMacA},
 		{IP: podB, MAC: macB, HostIfindex: 42, HostMAC: nodeMacB},
 	} {
@@ -66,7 +68,7 @@ func TestHostRoutePodToPod(t *testing.T) {
 	payload := []byte("pod to pod, no node stack")
 	for _, proto := range []uint8{protoTCP, protoUDP} {
 		in := ipv4{src: podB, dst: podA, proto: proto, sport: 40000, dport: 5201, tcpFlags: tcpPSH | tcpACK, payload: payload}.bytes()
-		ret, out := run(t, p.objs.HostFromPod, in)
+		ret, out := run(t, p.Objects().HostFromPod, in)
 		delivered(t, ret, in, out, macA, nodeMacA)
 		// Only the MACs, the TTL and the IP checksum changed.
 		a, b := append([]byte(nil), in[12:]...), append([]byte(nil), out[12:]...)
@@ -79,11 +81,11 @@ func TestHostRoutePodToPod(t *testing.T) {
 	}
 	// The other direction uses the other route.
 	in := ipv4{src: podA, dst: podB, proto: protoTCP, sport: 5201, dport: 40000, tcpFlags: tcpACK}.bytes()
-	ret, out := run(t, p.objs.HostFromPod, in)
+	ret, out := run(t, p.Objects().HostFromPod, in)
 	delivered(t, ret, in, out, macB, nodeMacB)
 	// Other IPv4 protocols are routed too (the translation only parses TCP, UDP, ICMP).
 	in = ipv4{src: podB, dst: podA, proto: 132, raw: make([]byte, 16)}.bytes()
-	ret, out = run(t, p.objs.HostFromPod, in)
+	ret, out = run(t, p.Objects().HostFromPod, in)
 	if ret != actRedirect || ttlOf(out) != 63 || checkIP(out) != nil {
 		t.Fatalf("SCTP: return %d, TTL %d, %v", int32(ret), ttlOf(out), checkIP(out))
 	}
@@ -101,7 +103,7 @@ func TestHostRouteTTLChecksum(t *testing.T) {
 		in[ethLen+8] = byte(ttl)
 		binary.BigEndian.PutUint16(in[ethLen+10:], 0)
 		binary.BigEndian.PutUint16(in[ethLen+10:], checksum(in[ethLen:ethLen+20]))
-		ret, out := run(t, p.objs.HostFromPod, in)
+		ret, out := run(t, p.Objects().HostFromPod, in)
 		if ret != actRedirect || int(ttlOf(out)) != ttl-1 {
 			t.Fatalf("ttl %d: return %d, ttl after %d", ttl, int32(ret), ttlOf(out))
 		}
@@ -144,7 +146,7 @@ func TestHostRouteLeavesToStack(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			ret, out, err := p.objs.HostFromPod.Test(in)
+			ret, out, err := p.Objects().HostFromPod.Test(in)
 			if name == "half-ip-header" && errors.Is(err, unix.EINVAL) {
 				return // the kernel refuses to test-run it (see TestUntouched)
 			}
@@ -183,18 +185,18 @@ func TestHostRouteService(t *testing.T) {
 	for _, proto := range []uint8{protoTCP, protoUDP} {
 		req := ipv4{src: podB, dst: vip, proto: proto, sport: 40001, dport: 5201, tcpFlags: tcpSYN, payload: []byte("svc")}
 		in := req.bytes()
-		ret, out := run(t, p.objs.HostFromPod, in)
+		ret, out := run(t, p.Objects().HostFromPod, in)
 		delivered(t, ret, in, out, macA, nodeMacA)
 		expect(t, out, podB, 40001, podA, 5201)
 
 		rep := ipv4{src: podA, dst: podB, proto: proto, sport: 5201, dport: 40001, tcpFlags: tcpSYN | tcpACK, payload: []byte("ok")}
 		in = rep.bytes()
-		ret, out = run(t, p.objs.HostFromPod, in)
+		ret, out = run(t, p.Objects().HostFromPod, in)
 		delivered(t, ret, in, out, macB, nodeMacB)
 		expect(t, out, vip, 5201, podB, 40001)
 		// to_pod at pod-b's veth egress (a reply that took the stack) must
 		// not translate it a second time.
-		ret, out2 := run(t, p.objs.ToPod, out)
+		ret, out2 := run(t, p.Objects().ToPod, out)
 		mustOK(t, ret)
 		if !bytes.Equal(out, out2) {
 			t.Fatal("to_pod translated an already translated reply")
@@ -203,18 +205,18 @@ func TestHostRouteService(t *testing.T) {
 	// Hairpin: pod-a to its own service lands in pod-a, from 169.254.42.1,
 	// and its answer comes back from the clusterIP.
 	in := ipv4{src: podA, dst: vip, proto: protoTCP, sport: 41000, dport: 5201, tcpFlags: tcpSYN}.bytes()
-	ret, out := run(t, p.objs.HostFromPod, in)
+	ret, out := run(t, p.Objects().HostFromPod, in)
 	delivered(t, ret, in, out, macA, nodeMacA)
 	expect(t, out, hairpin, 41000, podA, 5201)
 	in = ipv4{src: podA, dst: hairpin, proto: protoTCP, sport: 5201, dport: 41000, tcpFlags: tcpSYN | tcpACK}.bytes()
-	ret, out = run(t, p.objs.HostFromPod, in)
+	ret, out = run(t, p.Objects().HostFromPod, in)
 	delivered(t, ret, in, out, macA, nodeMacA)
 	expect(t, out, vip, 5201, podA, 41000)
 	// A service without backends is still dropped.
-	if err := p.AddService(Service{VIP: vip, Port: 9, Proto: TCP}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: 9, Proto: dp.TCP}); err != nil {
 		t.Fatal(err)
 	}
-	ret, _ = run(t, p.objs.HostFromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 9, tcpFlags: tcpSYN}.bytes())
+	ret, _ = run(t, p.Objects().HostFromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 9, tcpFlags: tcpSYN}.bytes())
 	if ret != actShot {
 		t.Fatalf("return %d, want TC_ACT_SHOT for a service without backends", int32(ret))
 	}
@@ -231,11 +233,11 @@ func TestHostRouteService(t *testing.T) {
 func TestFromPodL2Rewrite(t *testing.T) {
 	p := testPlane(t)
 	oneBackend(t, p)
-	if err := p.AddRoute(PodRoute{IP: podA, MAC: macA}); err != nil {
+	if err := p.AddRoute(dp.PodRoute{IP: podA, MAC: macA}); err != nil {
 		t.Fatal(err)
 	}
 	in := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40000, dport: 5201, payload: []byte("x")}.bytes()
-	ret, out := run(t, p.objs.FromPodL2, in)
+	ret, out := run(t, p.Objects().FromPodL2, in)
 	mustOK(t, ret)
 	if !bytes.Equal(out[0:6], macA) || !bytes.Equal(out[6:12], in[6:12]) || ttlOf(out) != ttlOf(in) {
 		t.Fatalf("MACs %s <- %s TTL %d: want %s <- the sender's, TTL untouched", net.HardwareAddr(out[0:6]), net.HardwareAddr(out[6:12]), ttlOf(out), macA)
@@ -243,32 +245,32 @@ func TestFromPodL2Rewrite(t *testing.T) {
 	expect(t, out, podB, 40000, podA, 5201)
 	mustValid(t, out)
 	in = ipv4{src: podB, dst: podA, proto: protoUDP, sport: 40000, dport: 5201}.bytes()
-	ret, out = run(t, p.objs.FromPodL2, in)
+	ret, out = run(t, p.Objects().FromPodL2, in)
 	mustOK(t, ret)
 	if !bytes.Equal(in, out) {
 		t.Fatal("an untranslated packet changed")
 	}
 	// A veth route (with an ifindex) is host routing's, not an L2 neighbour.
-	if err := p.AddRoute(PodRoute{IP: podA, MAC: macA, HostIfindex: 7, HostMAC: nodeMacA}); err != nil {
+	if err := p.AddRoute(dp.PodRoute{IP: podA, MAC: macA, HostIfindex: 7, HostMAC: nodeMacA}); err != nil {
 		t.Fatal(err)
 	}
 	in = ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40002, dport: 5201}.bytes()
-	_, out = run(t, p.objs.FromPodL2, in)
+	_, out = run(t, p.Objects().FromPodL2, in)
 	if !bytes.Equal(out[0:12], in[0:12]) {
 		t.Fatal("from_pod rewrote MACs for a veth pod")
 	}
 	// The plain from_pod (veth-routed endpoints) never looks routes up.
-	if err := p.AddRoute(PodRoute{IP: podA, MAC: macA}); err != nil {
+	if err := p.AddRoute(dp.PodRoute{IP: podA, MAC: macA}); err != nil {
 		t.Fatal(err)
 	}
 	in = ipv4{src: podB, dst: vip, proto: protoUDP, sport: 40003, dport: 5201}.bytes()
-	if _, out = run(t, p.objs.FromPod, in); !bytes.Equal(out[0:12], in[0:12]) {
+	if _, out = run(t, p.Objects().FromPod, in); !bytes.Equal(out[0:12], in[0:12]) {
 		t.Fatal("from_pod (not _l2) rewrote MACs")
 	}
 	// A hairpin (pod-a to its own service) goes through the node: a bridge
 	// never sends a frame back out of the port it came in on.
 	in = ipv4{src: podA, dst: vip, proto: protoUDP, sport: 40004, dport: 5201}.bytes()
-	if _, out = run(t, p.objs.FromPodL2, in); !bytes.Equal(out[0:12], in[0:12]) {
+	if _, out = run(t, p.Objects().FromPodL2, in); !bytes.Equal(out[0:12], in[0:12]) {
 		t.Fatal("from_pod_l2 addressed a hairpin to the pod's own MAC")
 	}
 	if hs, _ := p.HostStats(); hs.L2 != 1 || hs.Redirected != 0 {
@@ -278,7 +280,7 @@ func TestFromPodL2Rewrite(t *testing.T) {
 
 func TestPodRouteAPI(t *testing.T) {
 	p := routedPlane(t)
-	bad := []PodRoute{
+	bad := []dp.PodRoute{
 		{IP: ipOf("fd00::1"), MAC: macA},
 		{IP: podA, MAC: net.HardwareAddr{1, 2, 3}},
 		{IP: podA, MAC: macA, HostIfindex: 3},
@@ -295,11 +297,11 @@ func TestPodRouteAPI(t *testing.T) {
 	if err := p.DelRoute(podA); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.DelRoute(podA); !errors.Is(err, ErrNotFound) {
+	if err := p.DelRoute(podA); !errors.Is(err, dp.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	in := ipv4{src: podB, dst: podA, proto: protoUDP, sport: 1, dport: 2}.bytes()
-	ret, out := run(t, p.objs.HostFromPod, in)
+	ret, out := run(t, p.Objects().HostFromPod, in)
 	mustOK(t, ret)
 	if !bytes.Equal(in, out) {
 		t.Fatal("a deleted route is still used")

@@ -1,8 +1,8 @@
-package ebpf
+package ebpf_test
 
 // A documented benchmark, not a test (no timing assertions here):
 //
-//	VNETLAB_BENCH=1 go test -count=1 -run Bench -v ./internal/service/ebpf/
+//	VNETLAB_BENCH=1 go test -count=1 -run Bench -v ./internal/dataplane/ebpf/
 //
 // iperf3 TCP, one stream, pod-b -> pod-a on veth-routed: pod IP without
 // programs, pod IP and clusterIP with the programs in the pod (eth0) or on
@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+
 	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
@@ -28,20 +30,20 @@ func TestBenchIperf3ClusterIP(t *testing.T) {
 	p := openPlane(t, tl)
 	a, b := tl.pod("pod-a"), tl.pod("pod-b")
 	// iperf3 dials the clusterIP on its own port: 10.96.0.100:5201 -> pod-a:5201.
-	if err := p.AddService(Service{VIP: vip, Port: engine.Iperf3Port, Proto: TCP, Backends: []Backend{{IP: tl.addr("pod-a"), Port: engine.Iperf3Port}}}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: engine.Iperf3Port, Proto: dp.TCP, Backends: []dp.Backend{{IP: tl.addr("pod-a"), Port: engine.Iperf3Port}}}); err != nil {
 		t.Fatal(err)
 	}
 	type config struct {
 		name   string
-		pl     Placement // "" = no programs
+		pl     dp.Placement // "" = no programs
 		target string
 	}
 	configs := []config{
 		{"podIP, no programs", "", a.IP},
-		{"podIP, programs in pod", InPod, a.IP},
-		{"clusterIP, programs in pod", InPod, vip.String()},
-		{"podIP, programs on node veth", NodeSide, a.IP},
-		{"clusterIP, programs on node veth", NodeSide, vip.String()},
+		{"podIP, programs in pod", dp.InPod, a.IP},
+		{"clusterIP, programs in pod", dp.InPod, vip.String()},
+		{"podIP, programs on node veth", dp.NodeSide, a.IP},
+		{"clusterIP, programs on node veth", dp.NodeSide, vip.String()},
 	}
 	drv, err := engine.Get("iperf3")
 	if err != nil {

@@ -1,4 +1,4 @@
-package ebpf
+package ebpf_test
 
 // Integration tests of the eBPF modes (lab names start with "fa"): real
 // veth-ebpf and macvlan-ebpf labs, pod-to-pod and pod-to-service over TCP
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -38,10 +40,10 @@ func upModeLab(t *testing.T, prefix, mode string) *testLab {
 }
 
 // addEchoServices: 10.96.0.100:5201 tcp and udp -> pod-a:5201.
-func addEchoServices(t *testing.T, tl *testLab, p *Plane) {
+func addEchoServices(t *testing.T, tl *testLab, p *dp.Plane) {
 	t.Helper()
-	for _, proto := range []Proto{TCP, UDP} {
-		if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: proto, Backends: []Backend{{IP: tl.addr("pod-a"), Port: testPort}}}); err != nil {
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: proto, Backends: []dp.Backend{{IP: tl.addr("pod-a"), Port: testPort}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,8 +110,8 @@ func podTraffic(t *testing.T, tl *testLab) {
 	}
 	// Hairpin: pod-a reaches its own service, seen from 169.254.42.1.
 	ans, err := tcpOnce(a.NS, svcAddr)
-	if err != nil || ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, HairpinIP+":") {
-		t.Fatalf("hairpin tcp: %+v, %v (want pod-a seeing %s)", ans, err, HairpinIP)
+	if err != nil || ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, dp.HairpinIP+":") {
+		t.Fatalf("hairpin tcp: %+v, %v (want pod-a seeing %s)", ans, err, dp.HairpinIP)
 	}
 	ans, from, err := udpOnce(a.NS, svcAddr)
 	if err != nil || ans.pod != "pod-a" || from != svcAddr {
@@ -128,7 +130,7 @@ func TestVethEBPFLab(t *testing.T) {
 	p := openPlane(t, tl)
 	addEchoServices(t, tl, p)
 	for _, pod := range tl.st.Pods {
-		if n := countAttached(t, tl, pod.Name, Routed); n != 2 {
+		if n := countAttached(t, tl, pod.Name, dp.Routed); n != 2 {
 			t.Fatalf("%s: %d programs on the node end of its veth, want 2", pod.Name, n)
 		}
 	}
@@ -137,7 +139,7 @@ func TestVethEBPFLab(t *testing.T) {
 		t.Fatalf("routes %+v, %v: want one per pod", routes, err)
 	}
 	eps, err := p.ListEndpoints()
-	if err != nil || len(eps) != 4 || eps[0].Placement != Routed || !eps[0].Attached {
+	if err != nil || len(eps) != 4 || eps[0].Placement != dp.Routed || !eps[0].Attached {
 		t.Fatalf("endpoints %+v, %v", eps, err)
 	}
 
@@ -146,7 +148,7 @@ func TestVethEBPFLab(t *testing.T) {
 	podTraffic(t, tl)
 	// An ICMP error from the backend (port unreachable) is translated back
 	// at the backend's veth and delivered: the client's socket hears it.
-	if err := p.AddService(Service{VIP: vip, Port: 5301, Proto: UDP, Backends: []Backend{{IP: tl.addr("pod-a"), Port: 5399}}}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: 5301, Proto: dp.UDP, Backends: []dp.Backend{{IP: tl.addr("pod-a"), Port: 5399}}}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := udpRefused(tl.pod("pod-b").NS, closedAddr); err != nil || !ok {
@@ -217,7 +219,7 @@ func TestMacvlanEBPFLab(t *testing.T) {
 	p := openPlane(t, tl)
 	addEchoServices(t, tl, p)
 	for _, pod := range tl.st.Pods {
-		if n := countAttached(t, tl, pod.Name, InPod); n != 2 {
+		if n := countAttached(t, tl, pod.Name, dp.InPod); n != 2 {
 			t.Fatalf("%s: %d programs on its eth0, want 2", pod.Name, n)
 		}
 	}
@@ -274,8 +276,8 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 			if down(); t.Failed() {
 				t.FailNow()
 			}
-			if _, err := os.Stat(PinDir(name)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("pins left in %s", PinDir(name))
+			if _, err := os.Stat(dp.PinDir(name)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("pins left in %s", dp.PinDir(name))
 			}
 			for _, ns := range l.State.Pods {
 				if nsutil.Exists(ns.NS) {
@@ -303,13 +305,13 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 func labLinksAndPrograms(t *testing.T, name string) (links []link.ID, progs map[ebpf.ProgramID]bool) {
 	t.Helper()
 	progs = map[ebpf.ProgramID]bool{}
-	eps, err := os.ReadDir(PinDir(name) + "/endpoints")
+	eps, err := os.ReadDir(dp.PinDir(name) + "/endpoints")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range eps {
 		for _, prog := range []string{"from_pod", "to_pod"} {
-			l, err := link.LoadPinnedLink(PinDir(name)+"/endpoints/"+e.Name()+"/"+prog, nil)
+			l, err := link.LoadPinnedLink(dp.PinDir(name)+"/endpoints/"+e.Name()+"/"+prog, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

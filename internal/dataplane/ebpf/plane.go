@@ -2,7 +2,10 @@
 // bpf/service.c (clusterIP:port -> backend DNAT with a BPF conntrack and
 // reverse NAT, see bpf/lb.h for the design), their maps pinned per lab under
 // /sys/fs/bpf/vnetlab/<lab>/ so that a later CLI process changes a running
-// lab, and their attachment to pod interfaces.
+// lab, and their attachment to pod interfaces; also the eBPF modes' host
+// routing (hostroute.go). internal/topo's eBPF modes (veth-ebpf,
+// macvlan-ebpf) attach it as they build a lab; internal/service's ebpf
+// provider fills its Service maps.
 package ebpf
 
 import (
@@ -11,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -127,4 +131,34 @@ func mountBPFFS() error {
 		return fmt.Errorf("ebpf: mount bpffs at %s (mount -t bpf bpf %s): %w", BPFFS, BPFFS, err)
 	}
 	return nil
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// Probe loads the programs once, with tiny private maps, to learn whether
+// this kernel accepts them (doctor, and modes before a lab is built).
+func Probe() error {
+	probeOnce.Do(func() {
+		spec, err := loadService()
+		if err != nil {
+			probeErr = err
+			return
+		}
+		for _, m := range spec.Maps {
+			m.Pinning = ebpf.PinNone
+			if m.Type != ebpf.Array && m.Type != ebpf.PerCPUArray {
+				m.MaxEntries = 1
+			}
+		}
+		var objs serviceObjects
+		if err := spec.LoadAndAssign(&objs, nil); err != nil {
+			probeErr = fmt.Errorf("this kernel does not load vnetlab's eBPF programs: %w", err)
+			return
+		}
+		objs.Close()
+	})
+	return probeErr
 }

@@ -1,8 +1,8 @@
-package ebpf
+package ebpf_test
 
 // A documented benchmark, not a test (no timing assertions here):
 //
-//	VNETLAB_BENCH=1 VNETLAB_BIN=$PWD/bin/vnetlab go test -count=1 -run BenchProgramCost -v ./internal/service/ebpf/
+//	VNETLAB_BENCH=1 VNETLAB_BIN=$PWD/bin/vnetlab go test -count=1 -run BenchProgramCost -v ./internal/dataplane/ebpf/
 //
 // What the Service programs cost on real traffic, per packet and per
 // transaction: the kernel's own BPF run-time statistics (BPF_ENABLE_STATS,
@@ -19,6 +19,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -51,12 +53,12 @@ func TestBenchProgramCost(t *testing.T) {
 	p := openPlane(t, tl)
 	a, b := tl.pod("pod-a"), tl.pod("pod-b")
 	for _, port := range []uint16{engine.RRPort, engine.Iperf3Port} {
-		if err := p.AddService(Service{VIP: vip, Port: port, Proto: TCP, Backends: []Backend{{IP: tl.addr("pod-a"), Port: port}}}); err != nil {
+		if err := p.AddService(dp.Service{VIP: vip, Port: port, Proto: dp.TCP, Backends: []dp.Backend{{IP: tl.addr("pod-a"), Port: port}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, pod := range []string{"pod-a", "pod-b"} {
-		attach(t, tl, p, pod, NodeSide)
+		attach(t, tl, p, pod, dp.NodeSide)
 	}
 
 	type cell struct {
@@ -82,15 +84,15 @@ func TestBenchProgramCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f0, fd0 := progRuns(t, p.objs.FromPod)
-			t0, td0 := progRuns(t, p.objs.ToPod)
+			f0, fd0 := progRuns(t, p.Objects().FromPod)
+			t0, td0 := progRuns(t, p.Objects().ToPod)
 			res, err := d.Run(context.Background(), engine.Target{ServerNS: a.NS, ClientNS: b.NS, Addr: c.target},
 				engine.Spec{Test: c.test, Duration: time.Duration(secs) * time.Second})
 			if err != nil {
 				t.Fatalf("%s to %s: %v", c.test, c.target, err)
 			}
-			f1, fd1 := progRuns(t, p.objs.FromPod)
-			t1, td1 := progRuns(t, p.objs.ToPod)
+			f1, fd1 := progRuns(t, p.Objects().FromPod)
+			t1, td1 := progRuns(t, p.Objects().ToPod)
 			units := res.Transfers // connections (crr)
 			if c.test == engine.TCPStream {
 				units = res.Bytes / (1 << 20) // MiB

@@ -1,4 +1,4 @@
-package ebpf
+package ebpf_test
 
 // Hand-made packets and an independent checksum routine (RFC 1071), so the
 // tests never trust the programs' own arithmetic.

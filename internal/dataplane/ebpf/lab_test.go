@@ -1,4 +1,4 @@
-package ebpf
+package ebpf_test
 
 // Integration tests on a real veth-routed lab (names start with "bp"):
 // TCP and UDP through a clusterIP, three backends, hairpin, a service
@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -44,14 +46,14 @@ func upLab(t *testing.T, name string, echo bool) *testLab {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, eBPF)")
 	}
-	if Root != lab.BPFRoot {
-		t.Fatalf("pin root %s is not internal/lab's %s: teardown would miss the pins", Root, lab.BPFRoot)
+	if dp.Root != lab.BPFRoot {
+		t.Fatalf("pin root %s is not internal/lab's %s: teardown would miss the pins", dp.Root, lab.BPFRoot)
 	}
 	name = fmt.Sprintf("%s%d", name, os.Getpid()%10000)
 	// Registered before UpLab's teardown, so it runs after it.
 	t.Cleanup(func() {
-		if _, err := os.Stat(PinDir(name)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("pins left in %s after down", PinDir(name))
+		if _, err := os.Stat(dp.PinDir(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pins left in %s after down", dp.PinDir(name))
 		}
 	})
 	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 4)
@@ -86,16 +88,16 @@ func (tl *testLab) hostIf(name string) string {
 }
 
 // endpoint says where a pod's programs go for a placement.
-func (tl *testLab) endpoint(pod string, pl Placement) (ns, ifname string) {
-	if pl == InPod {
+func (tl *testLab) endpoint(pod string, pl dp.Placement) (ns, ifname string) {
+	if pl == dp.InPod {
 		return tl.pod(pod).NS, "eth0"
 	}
 	return tl.st.Nodes[0].NS, tl.hostIf(pod)
 }
 
-func openPlane(t *testing.T, tl *testLab) *Plane {
+func openPlane(t *testing.T, tl *testLab) *dp.Plane {
 	t.Helper()
-	p, err := Open(tl.st.Name)
+	p, err := dp.Open(tl.st.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func openPlane(t *testing.T, tl *testLab) *Plane {
 	return p
 }
 
-func attach(t *testing.T, tl *testLab, p *Plane, pod string, pl Placement) {
+func attach(t *testing.T, tl *testLab, p *dp.Plane, pod string, pl dp.Placement) {
 	t.Helper()
 	ns, ifn := tl.endpoint(pod, pl)
 	ep, err := p.AttachEndpoint(ns, ifn, pl)
@@ -235,7 +237,7 @@ func udpRefused(ns, addr string) (bool, error) {
 
 // countAttached asks the kernel how many programs sit on a pod's endpoint
 // interface: tcx links on both sides plus cls_bpf filters under clsact.
-func countAttached(t *testing.T, tl *testLab, pod string, pl Placement) int {
+func countAttached(t *testing.T, tl *testLab, pod string, pl dp.Placement) int {
 	t.Helper()
 	ns, ifn := tl.endpoint(pod, pl)
 	n := 0
@@ -273,16 +275,16 @@ func TestClusterIPOnLab(t *testing.T) {
 	tl := upLab(t, "bpc", true)
 	p := openPlane(t, tl)
 	a := tl.addr("pod-a")
-	for _, proto := range []Proto{TCP, UDP} {
-		if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: proto, Backends: []Backend{{IP: a, Port: testPort}}}); err != nil {
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: proto, Backends: []dp.Backend{{IP: a, Port: testPort}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.AddService(Service{VIP: vip, Port: 5301, Proto: UDP, Backends: []Backend{{IP: a, Port: 5399}}}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: 5301, Proto: dp.UDP, Backends: []dp.Backend{{IP: a, Port: 5399}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pl := range []Placement{InPod, NodeSide} {
-		for _, hook := range []Hook{HookTCX, HookTC} {
+	for _, pl := range []dp.Placement{dp.InPod, dp.NodeSide} {
+		for _, hook := range []dp.Hook{dp.HookTCX, dp.HookTC} {
 			t.Run(string(pl)+"-"+string(hook), func(t *testing.T) {
 				p.Hook = hook
 				for _, pod := range []string{"pod-a", "pod-b"} {
@@ -331,8 +333,8 @@ func TestClusterIPOnLab(t *testing.T) {
 				if err != nil {
 					t.Fatalf("hairpin tcp: %v", err)
 				}
-				if ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, HairpinIP+":") {
-					t.Fatalf("hairpin tcp: answer %+v, want pod-a seeing %s", ans, HairpinIP)
+				if ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, dp.HairpinIP+":") {
+					t.Fatalf("hairpin tcp: answer %+v, want pod-a seeing %s", ans, dp.HairpinIP)
 				}
 				ans, from, err = udpOnce(tl.pod("pod-a").NS, svcAddr)
 				if err != nil || ans.pod != "pod-a" || from != svcAddr {
@@ -358,7 +360,7 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	tl := upLab(t, "bpb", true)
 	p1 := openPlane(t, tl)
 	b := tl.pod("pod-b")
-	attach(t, tl, p1, "pod-b", InPod)
+	attach(t, tl, p1, "pod-b", dp.InPod)
 	p1.Close()
 
 	// A later process: same maps (pinned), programs still attached.
@@ -366,11 +368,11 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	if len(p.Created()) != 0 {
 		t.Fatalf("second Open created %v: the pins were not reused", p.Created())
 	}
-	var backends []Backend
+	var backends []dp.Backend
 	for _, pod := range []string{"pod-a", "pod-c", "pod-d"} {
-		backends = append(backends, Backend{IP: tl.addr(pod), Port: testPort})
+		backends = append(backends, dp.Backend{IP: tl.addr(pod), Port: testPort})
 	}
-	if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: TCP, Backends: backends}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: dp.TCP, Backends: backends}); err != nil {
 		t.Fatal(err)
 	}
 	eps, err := p.ListEndpoints()
@@ -402,7 +404,7 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	// attached from now on (using the new arrays) translate at once.
 	p.Close()
 	for _, m := range []string{"lb_vip16", "lb_bports"} {
-		if err := os.Remove(filepath.Join(PinDir(tl.st.Name), m)); err != nil {
+		if err := os.Remove(filepath.Join(dp.PinDir(tl.st.Name), m)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -410,11 +412,11 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	if len(p.Created()) != 2 {
 		t.Fatalf("Open after removing the prefilters created %v, want the two arrays", p.Created())
 	}
-	ns, ifn := tl.endpoint("pod-b", InPod)
+	ns, ifn := tl.endpoint("pod-b", dp.InPod)
 	if err := p.DetachEndpoint(ns, ifn); err != nil {
 		t.Fatal(err)
 	}
-	attach(t, tl, p, "pod-b", InPod)
+	attach(t, tl, p, "pod-b", dp.InPod)
 	if ans, err := tcpOnce(b.NS, svcAddr); err != nil {
 		t.Fatalf("service after the prefilters were rebuilt: %+v, %v", ans, err)
 	}
@@ -451,7 +453,7 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	before := written.Load()
-	if err := p.DelService(vip, testPort, TCP); err != nil {
+	if err := p.DelService(vip, testPort, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -476,7 +478,7 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	if ans, err := tcpOnce(b.NS, tl.pod("pod-c").IP+":5201"); err != nil || ans.pod != "pod-c" {
 		t.Fatalf("pod IP after the delete: %+v, %v", ans, err)
 	}
-	if err := p.AddService(Service{VIP: vip, Port: testPort, Proto: TCP, Backends: backends[:1]}); err != nil {
+	if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: dp.TCP, Backends: backends[:1]}); err != nil {
 		t.Fatal(err)
 	}
 	if ans, err := tcpOnce(b.NS, svcAddr); err != nil || ans.pod != "pod-a" {
@@ -500,15 +502,15 @@ func TestChecksumsCompletedInSoftware(t *testing.T) {
 	tl := upLab(t, "bck", true)
 	p := openPlane(t, tl)
 	a := tl.addr("pod-a")
-	for _, proto := range []Proto{TCP, UDP} {
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
 		for _, port := range []uint16{testPort, 5302} {
-			if err := p.AddService(Service{VIP: vip, Port: port, Proto: proto, Backends: []Backend{{IP: a, Port: testPort}}}); err != nil {
+			if err := p.AddService(dp.Service{VIP: vip, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a, Port: testPort}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, pod := range []string{"pod-a", "pod-b"} {
-		attach(t, tl, p, pod, NodeSide)
+		attach(t, tl, p, pod, dp.NodeSide)
 		if err := topo.SetTxChecksum(tl.st.Nodes[0].NS, tl.hostIf(pod), false); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@
 // It works in every mode, macvlan included, for the processes started in
 // the lab's cgroup (proc.Cmd.InCgroup(plane.Cgroup())).
 //
-// Services are the tc data plane's (internal/service/ebpf): the same
+// Services are the tc data plane's (internal/dataplane/ebpf): the same
 // pinned maps, so Plane embeds an ebpf.Plane for AddService and friends.
 package sock
 
@@ -19,7 +19,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/service/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 )
 
 // Plane is a lab's socket-level Service translation, opened by one process.
