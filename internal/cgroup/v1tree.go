@@ -37,20 +37,37 @@ func V1Hierarchies() ([]string, error) {
 	return out, sc.Err()
 }
 
-// CreateV1Tree makes <hierarchy>/vnetlab/<rel> in every v1 hierarchy and
-// records each leaf (before making it). In cpuset, each new level gets its parent's
-// cpus and mems (a new cpuset is empty and refuses tasks).
-func CreateV1Tree(rel string, record func(path string) error) error {
+// KubeSub is the directory, in every hierarchy, holding the cgroup roots of
+// local Kubernetes nodes (apart from the labs' cgroups under Sub).
+const KubeSub = "vnetlab-kube"
+
+// KubeHierarchies are where a node's cgroup tree lives: every v1 hierarchy
+// and, on a hybrid host, the unified one (runc mirrors its cgroups there).
+func KubeHierarchies() ([]string, error) {
 	hs, err := V1Hierarchies()
+	if err != nil || len(hs) == 0 {
+		return hs, err
+	}
+	if root, err := Root(); err == nil {
+		hs = append(hs, root)
+	}
+	return hs, nil
+}
+
+// CreateKubeTree makes <hierarchy>/vnetlab-kube/<rel> in every hierarchy of
+// KubeHierarchies and records each leaf (before making it). In cpuset, each new level gets its parent's
+// cpus and mems (a new cpuset is empty and refuses tasks).
+func CreateKubeTree(rel string, record func(path string) error) error {
+	hs, err := KubeHierarchies()
 	if err != nil {
 		return err
 	}
 	for _, h := range hs {
-		if err := record(filepath.Join(h, Sub, rel)); err != nil {
+		if err := record(filepath.Join(h, KubeSub, rel)); err != nil {
 			return err
 		}
 		dir := h
-		for _, part := range strings.Split(filepath.Join(Sub, rel), "/") {
+		for _, part := range strings.Split(filepath.Join(KubeSub, rel), "/") {
 			parent := dir
 			dir = filepath.Join(dir, part)
 			if _, err := os.Stat(dir); err == nil {
@@ -71,12 +88,12 @@ func CreateV1Tree(rel string, record func(path string) error) error {
 	return nil
 }
 
-// RemoveV1Tree kills every process in a cgroup v1 tree under a hierarchy's
-// vnetlab directory (the containers of a local cluster's node: only vnetlab's
+// RemoveKubeTree kills every process in a cgroup tree under a hierarchy's
+// vnetlab-kube directory (the containers of a local cluster's node: only vnetlab's
 // cluster put processes there), then removes the directories, deepest first.
-func RemoveV1Tree(path string) error {
-	if !underV1Vnetlab(path) {
-		return fmt.Errorf("cgroup %s is not under a v1 hierarchy's %s directory: left alone", path, Sub)
+func RemoveKubeTree(path string) error {
+	if !underKubeSub(path) {
+		return fmt.Errorf("cgroup %s is not under a hierarchy's %s directory: left alone", path, KubeSub)
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -106,7 +123,7 @@ func RemoveV1Tree(path string) error {
 			}
 		}
 		if err == nil {
-			_ = unix.Rmdir(filepath.Dir(path)) // vnetlab's directory, once empty
+			_ = unix.Rmdir(filepath.Dir(path)) // vnetlab-kube, once empty
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -114,13 +131,13 @@ func RemoveV1Tree(path string) error {
 	return fmt.Errorf("remove cgroup %s: %w", path, err)
 }
 
-func underV1Vnetlab(path string) bool {
-	hs, err := V1Hierarchies()
+func underKubeSub(path string) bool {
+	hs, err := KubeHierarchies()
 	if err != nil {
 		return false
 	}
 	for _, h := range hs {
-		if rel, err := filepath.Rel(filepath.Join(h, Sub), filepath.Clean(path)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(filepath.Join(h, KubeSub), filepath.Clean(path)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			return true
 		}
 	}

@@ -477,10 +477,10 @@ func teardown(name string, say Progress) error {
 			errs = append(errs, err.Error())
 		}
 	}
-	// cgroup v1 trees (a local Kubernetes node's containers).
+	// cgroup trees (a local Kubernetes node's containers).
 	for _, e := range entries {
-		if e.kind == KindCgroupV1 {
-			if err := cgroup.RemoveV1Tree(e.value); err != nil {
+		if e.kind == KindCgroupTree {
+			if err := cgroup.RemoveKubeTree(e.value); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}

@@ -179,10 +179,10 @@ const (
 	// KindCgroup: a cgroup v2 directory (socket-level Services); removed
 	// once its processes are stopped.
 	KindCgroup = "cgroup"
-	// KindCgroupV1 "PATH": a cgroup v1 tree under a hierarchy's vnetlab
+	// KindCgroupTree "PATH": a cgroup tree under a hierarchy's vnetlab-kube
 	// directory (a local Kubernetes node's cgroup root): its processes are
 	// killed and its directories removed.
-	KindCgroupV1 = "cgroup-v1"
+	KindCgroupTree = "cgroup-tree"
 	// KindSysctl "NAME VALUE": a machine-wide sysctl a daemon vnetlab started
 	// changes (kubelet), with the value to restore once that daemon is stopped.
 	KindSysctl = "sysctl"

@@ -529,14 +529,14 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 			return err
 		}
 	}
-	data := map[string]string{"Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.Sub + "/" + n.name,
+	data := map[string]string{"Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
 		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String()}
 	for name, t := range map[string]*template.Template{"containerd.toml": containerdTmpl, "cni/10-vnetlab.conflist": cniTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl} {
 		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
 			return err
 		}
 	}
-	if err := cgroup.CreateV1Tree(n.name, func(p string) error { return b.l.Journal().Record(lab.KindCgroupV1, p) }); err != nil {
+	if err := cgroup.CreateKubeTree(n.name, func(p string) error { return b.l.Journal().Record(lab.KindCgroupTree, p) }); err != nil {
 		return err
 	}
 	containerd, _ := exec.LookPath("containerd")

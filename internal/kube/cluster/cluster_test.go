@@ -117,11 +117,11 @@ func leftovers(st *lab.State, before map[string]string) string {
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), lab.Dir(st.Name)) {
 		left = append(left, "mounts under "+lab.Dir(st.Name))
 	}
-	hs, _ := cgroup.V1Hierarchies()
+	hs, _ := cgroup.KubeHierarchies()
 	for _, h := range hs {
 		for _, n := range st.Nodes {
-			if _, err := os.Stat(filepath.Join(h, cgroup.Sub, n.Name)); err == nil {
-				left = append(left, "cgroup "+filepath.Join(h, cgroup.Sub, n.Name))
+			if _, err := os.Stat(filepath.Join(h, cgroup.KubeSub, n.Name)); err == nil {
+				left = append(left, "cgroup "+filepath.Join(h, cgroup.KubeSub, n.Name))
 			}
 		}
 	}
