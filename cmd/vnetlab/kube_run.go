@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
@@ -126,32 +124,7 @@ Examples:
 			runErr := runner.Execute(ctx, spec, planned, newProgress())
 			res.Metadata = meta
 			res.Metadata.End = time.Now().UTC()
-			report.Table(os.Stdout, res, false)
-			report.Summary(os.Stdout, res)
-			if out != "" {
-				if err := results.Write(out, res); err != nil {
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "results written to %s\n", out)
-			}
-			if reportDir != "" {
-				if err := writeReport(reportDir, res); err != nil {
-					return fmt.Errorf("--report %s: %w", reportDir, err)
-				}
-			}
-			if runErr != nil {
-				return runErr
-			}
-			var failed []string
-			for _, c := range res.Cells {
-				if c.Valid == 0 {
-					failed = append(failed, fmt.Sprintf("%s@%s/%s", c.Path, c.Placement, c.Test))
-				}
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d cells have no valid sample (%s): see the errors above and in the results JSON", len(failed), strings.Join(failed, ", "))
-			}
-			return nil
+			return emitResults(res, out, reportDir, runErr)
 		},
 	}
 	cf.add(cmd)

@@ -11,7 +11,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
@@ -224,36 +223,7 @@ Examples:
 			if err != nil && (res == nil || len(res.Cells) == 0) {
 				return err
 			}
-			report.Table(os.Stdout, res, false)
-			report.Summary(os.Stdout, res)
-			if output != "" {
-				if werr := results.Write(output, res); werr != nil {
-					return werr
-				}
-				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
-			}
-			if reportDir != "" {
-				if rerr := writeReport(reportDir, res); rerr != nil {
-					return fmt.Errorf("--report %s: %w", reportDir, rerr)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			var failed []string
-			for _, c := range res.Cells {
-				if c.Valid == 0 {
-					name := c.Mode + "/" + c.Path + "/" + c.Test
-					if c.Provider != "" {
-						name = fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, c.Provider, c.Test)
-					}
-					failed = append(failed, name)
-				}
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d cells have no valid sample (%s): see the errors above and in the results JSON", len(failed), strings.Join(failed, ", "))
-			}
-			return nil
+			return emitResults(res, output, reportDir, err)
 		},
 	}
 	f := cmd.Flags()
