@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // GuardArgs starts a program under `vnetlab kube guard` in the image: the
@@ -134,14 +135,7 @@ func (p *PodProcess) Output() ([]byte, error) {
 	go func() { <-p.ctx.Done(); p.Kill() }()
 	err := p.Wait()
 	if err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = strings.TrimSpace(out.String())
-		}
-		if len(msg) > 400 {
-			msg = msg[:400] + "..."
-		}
-		return out.Bytes(), fmt.Errorf("%s in pod %s: %w: %s", p.argv[len(GuardArgs)], p.pod, err, msg)
+		return out.Bytes(), fmt.Errorf("%s in pod %s: %w: %s", p.argv[len(GuardArgs)], p.pod, err, proc.Said(errb.String(), out.String()))
 	}
 	return out.Bytes(), nil
 }
