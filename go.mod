@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
+	github.com/cavaliergopher/cpio v1.0.1
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/jedib0t/go-pretty/v6 v6.8.3

@@ -40,7 +40,11 @@ version, and bpffs. Exits non-zero when the default experiment (vnetlab run) can
 
 func printDoctor(r *doctor.Report) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "kernel\t%s\n\n", r.Kernel)
+	fmt.Fprintf(tw, "kernel\t%s\n", r.Kernel)
+	if r.Emulation != "" {
+		fmt.Fprintf(tw, "emulation\t%s\n", r.Emulation)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODE\tAVAILABLE\tDETAIL")
 	for _, m := range r.Modes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, yesNo(m.Available), m.Detail)

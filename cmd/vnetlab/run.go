@@ -206,6 +206,9 @@ Examples:
 				spec.Pods = p
 			}
 			meta := runner.Metadata(version, commit, os.Args)
+			if meta.Emulation != "" {
+				fmt.Fprintf(os.Stderr, "warning: %s\n", meta.Emulation)
+			}
 			meta.Scenario = file
 			meta.Start = time.Now().UTC()
 			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,

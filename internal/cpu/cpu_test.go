@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -110,5 +111,27 @@ func TestTakeSeesWork(t *testing.T) {
 	d := after.Sub(before)
 	if d.BusySec() <= 0 || d.NetRx == 0 {
 		t.Errorf("300 ms of loopback TCP left busy=%gs net_rx=%d", d.BusySec(), d.NetRx)
+	}
+}
+
+func TestEmulation(t *testing.T) {
+	if EmulationOf("QEMU TCG CPU version 2.5+") == "" {
+		t.Error("qemu TCG not seen as emulation")
+	}
+	for _, m := range []string{"AMD EPYC", "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "QEMU Virtual CPU version 2.5+", ""} {
+		if e := EmulationOf(m); e != "" {
+			t.Errorf("%q seen as emulation: %s", m, e)
+		}
+	}
+	f, err := os.CreateTemp(t.TempDir(), "cpuinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: QEMU TCG CPU version 2.5+\n")
+	old := CPUInfoPath
+	CPUInfoPath = f.Name()
+	defer func() { CPUInfoPath = old }()
+	if Emulation() == "" || Model() != "QEMU TCG CPU version 2.5+" {
+		t.Errorf("Model() = %q, Emulation() = %q", Model(), Emulation())
 	}
 }

@@ -11,17 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Report is what `vnetlab doctor` prints.
 type Report struct {
-	Kernel   string    `json:"kernel"`
-	Root     bool      `json:"root"`
-	Modes    []Item    `json:"modes"`
-	Programs []Program `json:"programs"`
-	BPFFS    Item      `json:"bpffs"`
-	Notes    []string  `json:"notes,omitempty"`
+	Kernel string `json:"kernel"`
+	// Emulation is set when the CPU is emulated in software (qemu TCG).
+	Emulation string    `json:"emulation,omitempty"`
+	Root      bool      `json:"root"`
+	Modes     []Item    `json:"modes"`
+	Programs  []Program `json:"programs"`
+	BPFFS     Item      `json:"bpffs"`
+	Notes     []string  `json:"notes,omitempty"`
 	// DefaultRunnable is false when plain `vnetlab run` cannot run.
 	DefaultRunnable bool   `json:"default_experiment_runnable"`
 	Why             string `json:"why_not,omitempty"`
@@ -67,6 +70,7 @@ func Run() *Report {
 	if unix.Uname(&u) == nil {
 		r.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
+	r.Emulation = cpu.Emulation()
 	for _, m := range topo.All() {
 		it := Item{Name: m.Name, Available: true, Detail: m.Summary}
 		if !r.Root {

@@ -28,6 +28,7 @@ const (
 	Tun         Feature = "tun"
 	OVSDatapath Feature = "openvswitch"
 	Nftables    Feature = "nf_tables"
+	Netkit      Feature = "netkit"
 )
 
 // config names the kernel option behind each feature, for error messages.
@@ -35,6 +36,7 @@ var config = map[Feature]string{
 	Veth: "CONFIG_VETH", Bridge: "CONFIG_BRIDGE", BrNetfilter: "CONFIG_BRIDGE_NETFILTER",
 	Macvlan: "CONFIG_MACVLAN", Ipvlan: "CONFIG_IPVLAN", Vxlan: "CONFIG_VXLAN",
 	Tun: "CONFIG_TUN", OVSDatapath: "CONFIG_OPENVSWITCH", Nftables: "CONFIG_NF_TABLES",
+	Netkit: "CONFIG_NETKIT, kernel 6.7+",
 }
 
 var (
@@ -57,29 +59,38 @@ func missing(f Feature, cause error) error {
 	if f == OVSDatapath {
 		name = "Open vSwitch datapath"
 	}
-	return fmt.Errorf("kernel has no %s support (%s): %v", name, config[f], cause)
+	return missingError{fmt.Sprintf("kernel has no %s support (%s): %v", name, config[f], cause)}
 }
+
+// missingError says the kernel lacks a feature (as opposed to a probe that
+// failed for another reason).
+type missingError struct{ msg string }
+
+func (e missingError) Error() string { return e.msg }
+
+func isMissing(err error) bool { return errors.As(err, &missingError{}) }
 
 func probeAll() {
 	results = map[Feature]error{}
 	_ = nsutil.Scratch(func() error {
 		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}
 		results[Veth] = wrap(Veth, netlink.LinkAdd(veth))
-		parent, _ := netlink.LinkByName("probe0")
 		results[Bridge] = wrap(Bridge, netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "probebr"}}))
 		if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
-			results[BrNetfilter] = missing(BrNetfilter, errors.New("no net.bridge.bridge-nf-call-iptables sysctl"))
+			results[BrNetfilter] = brNetfilterMissing()
 		} else {
 			results[BrNetfilter] = nil
 		}
-		if parent == nil {
-			results[Macvlan] = missing(Macvlan, errors.New("no veth to use as parent"))
-			results[Ipvlan] = results[Macvlan]
-		} else {
-			idx := parent.Attrs().Index
-			results[Macvlan] = wrap(Macvlan, netlink.LinkAdd(&netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "probemv", ParentIndex: idx}, Mode: netlink.MACVLAN_MODE_BRIDGE}))
-			results[Ipvlan] = wrap(Ipvlan, netlink.LinkAdd(&netlink.IPVlan{LinkAttrs: netlink.LinkAttrs{Name: "probeipv", ParentIndex: idx}, Mode: netlink.IPVLAN_MODE_L2}))
-		}
+		// macvlan and ipvlan each get a parent of their own: a device that
+		// has macvlan children cannot take ipvlan ones ("device or resource
+		// busy"), which is no sign of a kernel without ipvlan.
+		results[Macvlan] = probeChild(Macvlan, "probe0", func(idx int) netlink.Link {
+			return &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "probemv", ParentIndex: idx}, Mode: netlink.MACVLAN_MODE_BRIDGE}
+		})
+		_ = netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe2"}, PeerName: "probe3"})
+		results[Ipvlan] = probeChild(Ipvlan, "probe2", func(idx int) netlink.Link {
+			return &netlink.IPVlan{LinkAttrs: netlink.LinkAttrs{Name: "probeipv", ParentIndex: idx}, Mode: netlink.IPVLAN_MODE_L2}
+		})
 		results[Vxlan] = wrap(Vxlan, netlink.LinkAdd(&netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "probevx"}, VxlanId: 42, Port: 4789}))
 		results[Tun] = wrap(Tun, netlink.LinkAdd(&netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: "probetap"}, Mode: netlink.TUNTAP_MODE_TAP}))
 		if _, err := netlink.GenlFamilyGet("ovs_datapath"); err != nil {
@@ -88,8 +99,34 @@ func probeAll() {
 			results[OVSDatapath] = nil
 		}
 		results[Nftables] = probeNftables()
+		nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: "probenk0"}, Mode: netlink.NETKIT_MODE_L3}
+		nk.SetPeerAttrs(&netlink.LinkAttrs{Name: "probenk1"})
+		results[Netkit] = wrap(Netkit, netlink.LinkAdd(nk))
 		return nil
 	})
+}
+
+// brNetfilterMissing says why the bridge netfilter sysctls are absent: a
+// kernel without it, or a module not loaded (stock kernels build it as one;
+// Docker and kube-proxy setups load it). vnetlab does not load it: that
+// would send the machine's own bridged traffic through its iptables.
+func brNetfilterMissing() error {
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	dep, _ := os.ReadFile("/lib/modules/" + unix.ByteSliceToString(u.Release[:]) + "/modules.dep")
+	if strings.Contains(string(dep), "/br_netfilter.ko") {
+		return fmt.Errorf("the br_netfilter module is not loaded (no net.bridge.bridge-nf-call-iptables sysctl): load it with modprobe br_netfilter, as Docker and Kubernetes hosts do")
+	}
+	return missing(BrNetfilter, errors.New("no net.bridge.bridge-nf-call-iptables sysctl"))
+}
+
+// probeChild adds a child link of the named parent veth.
+func probeChild(f Feature, parentName string, child func(parent int) netlink.Link) error {
+	parent, err := netlink.LinkByName(parentName)
+	if err != nil {
+		return missing(f, errors.New("no veth to use as parent"))
+	}
+	return wrap(f, netlink.LinkAdd(child(parent.Attrs().Index)))
 }
 
 func wrap(f Feature, err error) error {

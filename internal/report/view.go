@@ -98,6 +98,9 @@ func Build(f *results.File) *Doc {
 		}
 	}
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
+	if e := f.Metadata.Emulation; e != "" {
+		d.Warnings = append(d.Warnings, "measured under "+e)
+	}
 	for _, c := range f.Cells {
 		if c.Noisy {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s is noisy (CV %.1f%%): its differences are less certain than its interval suggests", cellName(c), c.CV*100))
@@ -382,6 +385,7 @@ func metadata(m results.Metadata) []KV {
 		add("CPUs", fmt.Sprintf("%d", m.CPUs))
 	}
 	add("CPU model", m.CPUModel)
+	add("emulation", m.Emulation)
 	v := m.Vnetlab
 	if m.Commit != "" {
 		v += " (commit " + shortCommit(m.Commit) + ")"

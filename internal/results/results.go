@@ -24,11 +24,14 @@ type File struct {
 
 // Metadata describes the machine and the run.
 type Metadata struct {
-	Vnetlab     string            `json:"vnetlab_version"`
-	Commit      string            `json:"commit,omitempty"`
-	Kernel      string            `json:"kernel"`
-	CPUs        int               `json:"cpus"`
-	CPUModel    string            `json:"cpu_model,omitempty"`
+	Vnetlab  string `json:"vnetlab_version"`
+	Commit   string `json:"commit,omitempty"`
+	Kernel   string `json:"kernel"`
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model,omitempty"`
+	// Emulation is set when the CPU was emulated in software (qemu TCG):
+	// the run proves correctness only; its numbers mean nothing.
+	Emulation   string            `json:"emulation,omitempty"`
 	Hostname    string            `json:"hostname,omitempty"`
 	Tools       map[string]string `json:"tools"`
 	CommandLine []string          `json:"command_line"`

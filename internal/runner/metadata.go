@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"runtime"
@@ -9,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -20,26 +20,12 @@ func Metadata(version, commit string, args []string) results.Metadata {
 		m.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	m.Hostname, _ = os.Hostname()
-	m.CPUModel = cpuModel()
+	m.CPUModel = cpu.Model()
+	m.Emulation = cpu.Emulation()
 	for _, t := range [][]string{{"iperf3", "--version"}, {"sockperf", "--version"}, {"iptables", "--version"}, {"nft", "--version"}} {
 		if out, err := exec.Command(t[0], t[1:]...).CombinedOutput(); err == nil {
 			m.Tools[t[0]] = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
 		}
 	}
 	return m
-}
-
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }

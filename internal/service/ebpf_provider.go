@@ -226,7 +226,7 @@ func isBridgePort(ns, ifname string) bool {
 }
 
 // attachPoint is the interface carrying a pod's programs: its own, or the
-// node end of its veth (found through the veth's peer index).
+// node end of its veth (found through the veth's peer index) or netkit.
 func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
 	if e.Placement == PlacementPod {
 		return e.NS, e.Ifname, nil
@@ -237,12 +237,15 @@ func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
 		if err != nil {
 			return err
 		}
-		v, ok := l.(*netlink.Veth)
-		if !ok {
-			return fmt.Errorf("%s is a %s, not a veth: use placement pod", e.Ifname, l.Type())
+		switch v := l.(type) {
+		case *netlink.Veth:
+			peer, err = netlink.VethPeerIndex(v)
+			return err
+		case *netlink.Netkit: // its link attribute is the primary's index
+			peer = v.Attrs().ParentIndex
+			return nil
 		}
-		peer, err = netlink.VethPeerIndex(v)
-		return err
+		return fmt.Errorf("%s is a %s, not a veth: use placement pod", e.Ifname, l.Type())
 	})
 	if err != nil {
 		return "", "", fmt.Errorf("pod %s: node end of %s: %w", e.Pod, e.Ifname, err)

@@ -251,6 +251,7 @@ func TestProvidersAskTheMode(t *testing.T) {
 		{"macvlan-ebpf", false, true, PlacementPod, true, true},
 		{"ovs", false, false, PlacementNode, false, false},
 		{"vxlan", false, false, PlacementNode, false, false},
+		{"netkit", true, false, PlacementNode, false, false},
 	} {
 		for _, p := range []string{"iptables", "nftables"} {
 			if err := Check(p, c.mode); (err == nil) != c.netfilter {
@@ -273,7 +274,7 @@ func TestProvidersAskTheMode(t *testing.T) {
 			t.Errorf("%s attaches by MAC: %v, want %v", c.mode, got, c.podL2)
 		}
 	}
-	if err := Check("iptables", "ovs"); err == nil || !strings.Contains(err.Error(), "works with: bridge, docker-nat, ipvlan, macvlan, veth-routed") {
+	if err := Check("iptables", "ovs"); err == nil || !strings.Contains(err.Error(), "works with: bridge, docker-nat, ipvlan, macvlan, netkit, veth-routed") {
 		t.Errorf("iptables on ovs: %v, want the modes it works with", err)
 	}
 }

@@ -15,6 +15,14 @@ import (
 // VethToPod creates a veth pair whose peer lands directly in the pod's
 // namespace as pod.Ifname; the host end (hostName) stays in the node.
 func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
+	return pairToPod(env, pod, hostName, func(mtu int, podNS netlink.NsFd) netlink.Link {
+		return &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName, MTU: mtu}, PeerName: pod.Ifname, PeerNamespace: podNS}
+	})
+}
+
+// pairToPod adds the device pair pair returns (given the pod's MTU and
+// namespace), and returns its node end hostName.
+func pairToPod(env *Env, pod *Pod, hostName string, pair func(mtu int, podNS netlink.NsFd) netlink.Link) (netlink.Link, error) {
 	podNS, err := nsutil.FD(pod.Name)
 	if err != nil {
 		return nil, err
@@ -24,19 +32,11 @@ func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
 	if mtu == 0 {
 		mtu = 1500
 	}
-	v := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: hostName, MTU: mtu},
-		PeerName:      pod.Ifname,
-		PeerNamespace: netlink.NsFd(int(podNS)),
+	l := pair(mtu, netlink.NsFd(int(podNS)))
+	if err := env.Node.H.LinkAdd(l); err != nil {
+		return nil, fmt.Errorf("%s %s <-> %s/%s: %w", l.Type(), hostName, pod.Pod, pod.Ifname, err)
 	}
-	if err := env.Node.H.LinkAdd(v); err != nil {
-		return nil, fmt.Errorf("veth %s <-> %s/%s: %w", hostName, pod.Pod, pod.Ifname, err)
-	}
-	host, err := env.Node.H.LinkByName(hostName)
-	if err != nil {
-		return nil, err
-	}
-	return host, nil
+	return env.Node.H.LinkByName(hostName)
 }
 
 // PodAddr sets the pod's address (with the pod network's prefix), brings the

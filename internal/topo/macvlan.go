@@ -46,15 +46,22 @@ func buildSubInterfaces(env *Env, child func(name string, parent int) netlink.Li
 		return err
 	}
 	gw := NthIP(env.PodNet, 1)
-	for _, pod := range env.Pods {
+	for i, pod := range env.Pods {
 		fd, err := nsutil.FD(pod.Name)
 		if err != nil {
 			return err
 		}
-		l := child(pod.Ifname, up.Attrs().Index)
+		// Created straight into the pod under a name the node does not have,
+		// then renamed there: kernels before 6.13 or so check the new name in
+		// the node's namespace, where eth0 is the uplink ("file exists").
+		tmp := HostIfname("sub-", pod.Pod, i)
+		l := child(tmp, up.Attrs().Index)
 		l.Attrs().Namespace = netlink.NsFd(int(fd))
 		err = env.Node.H.LinkAdd(l)
 		fd.Close()
+		if err == nil {
+			err = renameInPod(pod, tmp)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %s in %s: %w", l.Type(), pod.Ifname, pod.Pod, err)
 		}

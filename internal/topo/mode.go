@@ -17,6 +17,8 @@ const (
 	Ipvlan      = "ipvlan"
 	Macvlan     = "macvlan"
 	MacvlanEBPF = "macvlan-ebpf"
+	Netkit      = "netkit"
+	NetkitEBPF  = "netkit-ebpf"
 	OVS         = "ovs"
 	OVSInternal = "ovs-internal"
 	TapNaive    = "tap-naive"

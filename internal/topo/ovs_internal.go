@@ -45,7 +45,7 @@ func buildOVSInternal(env *Env) error {
 		if err := buildOVSAcrossNodes(env, attachInternalPorts); err != nil {
 			return err
 		}
-		env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+		env.Facts["ports"] = internalPortsFact(env.Facts["datapath"], env.Pods[0].Ifname)
 		return nil
 	}
 	sw, c, err := ovsBridge(env)
@@ -56,8 +56,16 @@ func buildOVSInternal(env *Env) error {
 		return err
 	}
 	env.Facts["offload"] = ovsOffloadFact(c, false)
-	env.Facts["ports"] = "internal ports ovs-<pod> renamed " + env.Pods[0].Ifname + " in the pods"
+	env.Facts["ports"] = internalPortsFact(sw.Datapath, env.Pods[0].Ifname)
 	return nil
+}
+
+// internalPortsFact says how the pods' interfaces are named.
+func internalPortsFact(datapath, ifname string) string {
+	if datapath == DatapathKernel {
+		return "internal ports ovs-<pod> moved into the pods, alternative name " + ifname + " (kernel datapath: renaming would detach them)"
+	}
+	return "internal ports ovs-<pod> renamed " + ifname + " in the pods"
 }
 
 // attachInternalPorts adds an internal port of ovsbr per pod of env and moves
@@ -81,7 +89,7 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 		if err != nil {
 			return err
 		}
-		if err := moveToPod(env, l, pod); err != nil {
+		if err := moveToPod(env, l, pod, sw.Datapath == DatapathKernel); err != nil {
 			return err
 		}
 		if pod.MTU != 0 {
@@ -101,8 +109,15 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 }
 
 // moveToPod moves a node interface into the pod's namespace, renamed to the
-// pod's interface name (ip link set X netns POD; ip -n POD link set X name eth0).
-func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
+// pod's interface name (ip link set X netns POD; ip -n POD link set X name
+// eth0), or with keepName, keeping its name and given the pod's interface
+// name as an alternative name (kernel 5.5+), which by-name lookups accept.
+// Internal ports of the kernel datapath need keepName: the datapath reports
+// its ports under the devices' current names, so after a rename
+// ovs-vswitchd, which knows the port by its database name, finds an unknown
+// "eth0" (it logs "received packet on unassociated datapath port") and
+// recreates the port it lost in the node.
+func moveToPod(env *Env, l netlink.Link, pod *Pod, keepName bool) error {
 	fd, err := nsutil.FD(pod.Name)
 	if err != nil {
 		return err
@@ -112,6 +127,21 @@ func moveToPod(env *Env, l netlink.Link, pod *Pod) error {
 	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
 		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
 	}
+	if !keepName {
+		return renameInPod(pod, name)
+	}
+	in, err := pod.H.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", name, pod.Pod, err)
+	}
+	if err := pod.H.LinkAddAltName(in, pod.Ifname); err != nil {
+		return fmt.Errorf("altname %s for %s in %s: %w", pod.Ifname, name, pod.Pod, err)
+	}
+	return nil
+}
+
+// renameInPod renames the pod's link name to the pod's interface name.
+func renameInPod(pod *Pod, name string) error {
 	in, err := pod.H.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("%s in %s: %w", name, pod.Pod, err)

@@ -27,7 +27,14 @@ func init() {
 // VethGateway is the seed's link-local gateway (Calico uses 169.254.1.1).
 const VethGateway = "169.254.10.24"
 
-func buildVethRouted(env *Env) error {
+func buildVethRouted(env *Env) error { return buildRouted(env, "veth-", VethToPod, true) }
+
+// buildRouted is the routed plumbing of veth-routed and netkit: a pair per
+// pod made by link (its node end named prefix+pod), the pod's default route
+// via VethGateway onlink, a /32 route per pod in the node, ip_forward on,
+// FORWARD accepting pod traffic. proxyARP: the node end answers ARP for the
+// gateway (veth; an L3 netkit has no ARP).
+func buildRouted(env *Env, prefix string, link func(*Env, *Pod, string) (netlink.Link, error), proxyARP bool) error {
 	gw := net.ParseIP(VethGateway).To4()
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
@@ -38,8 +45,8 @@ func buildVethRouted(env *Env) error {
 	}
 	var kv []string
 	for i, pod := range env.Pods {
-		host := HostIfname("veth-", pod.Pod, i)
-		l, err := VethToPod(env, pod, host)
+		host := HostIfname(prefix, pod.Pod, i)
+		l, err := link(env, pod, host)
 		if err != nil {
 			return err
 		}
@@ -49,8 +56,10 @@ func buildVethRouted(env *Env) error {
 		if err := env.Node.H.LinkSetUp(l); err != nil {
 			return err
 		}
-		// proxy_delay 0 as Calico sets it: otherwise the first ARP reply waits up to 0.8 s.
-		kv = append(kv, "net.ipv4.conf."+host+".proxy_arp", "1", "net.ipv4.neigh."+host+".proxy_delay", "0")
+		if proxyARP {
+			// proxy_delay 0 as Calico sets it: otherwise the first ARP reply waits up to 0.8 s.
+			kv = append(kv, "net.ipv4.conf."+host+".proxy_arp", "1", "net.ipv4.neigh."+host+".proxy_delay", "0")
+		}
 		// ip route add 192.168.10.10 dev veth-pod-a scope link
 		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK}
 		if err := env.Node.H.RouteAdd(r); err != nil {

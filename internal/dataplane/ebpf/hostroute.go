@@ -164,8 +164,10 @@ func nodeEnd(nodeNS, podNS, podIf, why string) (podLink, netlink.Link, error) {
 	err = nsutil.DoPath(nsPath(nodeNS), func() error {
 		var err error
 		host, err = netlink.LinkByIndex(pod.peerIndex)
-		if err != nil || host.Type() != "veth" || host.Attrs().ParentIndex != pod.index {
-			return fmt.Errorf("%s in %s is not a veth whose other end is in %s: %s", podIf, podNS, nodeNS, why)
+		// A netkit pair (L2 mode) is wired like a veth: its primary's tc
+		// ingress sees what the pod sends, bpf_redirect_peer reaches the pod.
+		if err != nil || (host.Type() != "veth" && host.Type() != "netkit") || host.Attrs().ParentIndex != pod.index {
+			return fmt.Errorf("%s in %s is not a veth (or netkit) whose other end is in %s: %s", podIf, podNS, nodeNS, why)
 		}
 		return nil
 	})

@@ -81,6 +81,9 @@ func (tl *testLab) addr(name string) netip.Addr { return netip.MustParseAddr(tl.
 func (tl *testLab) hostIf(name string) string {
 	for i, p := range tl.st.Pods {
 		if p.Name == name {
+			if strings.HasPrefix(tl.st.Mode, topo.Netkit) {
+				return topo.HostIfname("nk-", p.Name, i)
+			}
 			return topo.HostIfname("veth-", p.Name, i)
 		}
 	}

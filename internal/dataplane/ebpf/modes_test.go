@@ -26,6 +26,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/testnet"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // upModeLab builds a 4-pod lab of an eBPF mode with echo servers in every
@@ -124,14 +125,32 @@ func podTraffic(t *testing.T, tl *testLab) {
 // through a router, and the node's FORWARD chain sees none of it while
 // bpf_redirect_peer's counter rises. Traffic to the node and beyond still
 // takes the stack.
-func TestVethEBPFLab(t *testing.T) {
-	tl := upModeLab(t, "fav", "veth-ebpf")
+func TestVethEBPFLab(t *testing.T) { testHostRoutingLab(t, "fav", topo.VethEBPF) }
+
+// TestNetkitEBPFLab: the same on netkit pairs (kernel 6.7+; the
+// stock-kernel harness runs it on Debian's 6.12 under qemu).
+func TestNetkitEBPFLab(t *testing.T) {
+	m, err := topo.Get(topo.NetkitEBPF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.Available(m); err != nil {
+		if os.Getenv("VNETLAB_KERNEL_GUEST") != "" && !strings.Contains(os.Getenv("VNETLAB_KERNEL_LACKS"), topo.NetkitEBPF) {
+			t.Fatalf("the guest kernel has netkit: %v", err)
+		}
+		t.Skipf("netkit-ebpf unavailable here: %v", err)
+	}
+	testHostRoutingLab(t, "fan", topo.NetkitEBPF)
+}
+
+func testHostRoutingLab(t *testing.T, prefix, mode string) {
+	tl := upModeLab(t, prefix, mode)
 	node := tl.st.Nodes[0].NS
 	p := openPlane(t, tl)
 	addEchoServices(t, tl, p)
 	for _, pod := range tl.st.Pods {
 		if n := countAttached(t, tl, pod.Name, dp.Routed); n != 2 {
-			t.Fatalf("%s: %d programs on the node end of its veth, want 2", pod.Name, n)
+			t.Fatalf("%s: %d programs on the node end of its pair, want 2", pod.Name, n)
 		}
 	}
 	routes, err := p.Routes()

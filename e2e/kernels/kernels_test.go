@@ -1,0 +1,207 @@
+// Package kernels proves vnetlab on a stock distribution kernel: Debian 12's
+// 6.12 is booted under qemu with this build of vnetlab and test binaries
+// inside an initramfs; each guest test is reported here as a subtest. It
+// covers what this machine's kernel cannot run (ipvlan, the Open vSwitch
+// kernel datapath, netkit). Under emulation only correctness counts.
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/vm"
+)
+
+// GuestEnv tells the guest tests they run in this harness's guest, on a
+// kernel that has every feature but those GuestLacksEnv lists: a mode
+// reported unavailable there fails instead of skipping, and one it lacks
+// must be reported unavailable.
+const (
+	GuestEnv      = "VNETLAB_KERNEL_GUEST"
+	GuestLacksEnv = "VNETLAB_KERNEL_LACKS"
+)
+
+// guestBinary is a test package run inside the guest and which of its tests
+// (a go test -run pattern).
+type guestBinary struct{ name, pkg, run string }
+
+// probeTests: the kernel probes; modeTests: the modes this machine's kernel
+// lacks, doctor, and the modes it has (on the guest kernel too);
+// netkitDataPlane: netkit-ebpf's fast path.
+var (
+	probeTests = guestBinary{"kernel", "./internal/kernel", "."}
+	modeTests  = guestBinary{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"}
+	// netkit-ebpf's fast path taken (the node's FORWARD chain stays still).
+	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/ebpf", "^TestNetkitEBPFLab$"}
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// goBuild runs go with a static build (the guest has this machine's libc, but
+// static binaries need nothing at all).
+func goBuild(t *testing.T, args ...string) {
+	t.Helper()
+	c := exec.Command("go", args...)
+	c.Dir = repoRoot()
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Debian 12's newest kernel series (bookworm-security): everything vnetlab uses.
+func TestDebian612(t *testing.T) { testKernel(t, "6.12", nil, probeTests, modeTests, netkitDataPlane) }
+
+// Debian 12's own kernel (what a default install runs): no netkit (6.7+),
+// and vnetlab's tc programs need 6.2+ (bpf_cast_to_kern_ctx), so no eBPF
+// modes and no ebpf Service provider: doctor must say so. The modes that
+// pass on 6.12 are not run again, except those with kernel-specific code.
+func TestDebian61(t *testing.T) {
+	e2e := modeTests
+	e2e.run = "^(TestIpvlanKnownButGated|TestKernelModes)$"
+	testKernel(t, "6.1", []string{"netkit", "netkit-ebpf", "veth-ebpf", "macvlan-ebpf", "ebpf"}, probeTests, e2e)
+}
+
+func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...guestBinary) {
+	if os.Geteuid() != 0 {
+		t.Skip("the stock-kernel tests need root (apt-get download into the cache, the guest's labs): skipped")
+	}
+	if err := vm.Usable(); err != nil {
+		t.Skipf("cannot boot a guest kernel here: %v", err)
+	}
+	start := time.Now()
+	progress := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "kernels %s [%5.1fs] %s\n", series, time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	ctx := context.Background()
+	k, err := vm.FetchDebian(ctx, series, vm.DefaultCache(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress("kernel %s (%s)", k.Release, k.Root)
+
+	dir := t.TempDir()
+	g := vm.Guest{Env: map[string]string{GuestEnv: "1", GuestLacksEnv: strings.Join(lacks, ","), "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m",
+		Before: []string{"vnetlab doctor"}}
+	if g.Vnetlab = os.Getenv("VNETLAB_BIN"); g.Vnetlab == "" {
+		g.Vnetlab = filepath.Join(dir, "vnetlab")
+		goBuild(t, "build", "-o", g.Vnetlab, "./cmd/vnetlab")
+	}
+	// Debugging: VNETLAB_KERNEL_BEFORE="cmd1;cmd2" runs commands in the guest
+	// first; VNETLAB_KERNEL_RUN narrows every guest binary's -run pattern.
+	for _, c := range strings.Split(os.Getenv("VNETLAB_KERNEL_BEFORE"), ";") {
+		if c = strings.TrimSpace(c); c != "" {
+			g.Before = append(g.Before, c)
+		}
+	}
+	for _, b := range guestBinaries {
+		if r := os.Getenv("VNETLAB_KERNEL_RUN"); r != "" {
+			b.run = r
+		}
+		path := filepath.Join(dir, b.name+".test")
+		goBuild(t, "test", "-c", "-o", path, b.pkg)
+		g.Binaries = append(g.Binaries, vm.GuestBinary{Name: b.name, Path: path, Run: b.run})
+	}
+	progress("built vnetlab and %d guest test binaries", len(g.Binaries))
+
+	initrd := filepath.Join(dir, "initrd")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.BuildGuest(k, g, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(initrd)
+	progress("initramfs %d MB; booting under qemu (TCG: software emulation)", fi.Size()>>20)
+
+	boot := vm.Boot{Kernel: k.Vmlinuz(), Initrd: initrd, MemMB: 2048, CPUs: 2, Timeout: 10 * time.Minute,
+		Append: "console=ttyS0 quiet panic=-1 random.trust_cpu=on"}
+	console := &consoleLog{progress: progress}
+	bootErr := boot.Run(ctx, console)
+	console.flush()
+	progress("guest powered off")
+	if d := os.Getenv("VNETLAB_KERNEL_CONSOLE"); d != "" {
+		_ = os.WriteFile(d, []byte(console.all.String()), 0o644)
+	}
+	runs := vm.ParseConsole(console.all.String())
+	if bootErr != nil || len(runs) != len(guestBinaries) {
+		t.Fatalf("guest: %v; %d of %d test binaries ran; console:\n%s", bootErr, len(runs), len(guestBinaries), console.all.String())
+	}
+	for _, r := range runs {
+		t.Run(r.Name, func(t *testing.T) { mirror(t, k.Release, r.Tests, "") })
+		if err := r.Problem(); err != nil {
+			t.Errorf("%v; its output:\n%s", err, r.Log)
+		}
+	}
+	if t.Failed() {
+		t.Logf("guest console:\n%s", console.all.String())
+	}
+}
+
+// mirror reports the guest tests under parent (a name prefix, "" for the
+// top level) as subtests of t, nested as they were in the guest, with the
+// guest's result: PASS, FAIL (with its output), SKIP (with the reason).
+func mirror(t *testing.T, release string, tests []vm.GuestTest, parent string) {
+	for _, gt := range tests {
+		rest, ok := strings.CutPrefix(gt.Name, parent)
+		if !ok || rest == "" || strings.Contains(rest, "/") {
+			continue // not a direct child of parent
+		}
+		t.Run(rest, func(t *testing.T) {
+			mirror(t, release, tests, gt.Name+"/")
+			switch gt.Status {
+			case vm.Pass:
+			case vm.Skip:
+				t.Skipf("skipped in the guest:\n%s", gt.Output)
+			default:
+				t.Errorf("%s in the guest (kernel %s):\n%s", gt.Status, release, gt.Output)
+			}
+		})
+	}
+}
+
+// consoleLog keeps the guest's console and prints test progress lines as
+// they arrive.
+type consoleLog struct {
+	all      strings.Builder
+	partial  string
+	progress func(string, ...any)
+}
+
+func (c *consoleLog) Write(p []byte) (int, error) {
+	c.all.Write(p)
+	s := c.partial + string(p)
+	lines := strings.Split(s, "\n")
+	c.partial = lines[len(lines)-1]
+	for _, l := range lines[:len(lines)-1] {
+		c.show(l)
+	}
+	return len(p), nil
+}
+
+func (c *consoleLog) flush() { c.show(c.partial); c.partial = "" }
+
+func (c *consoleLog) show(l string) {
+	l = strings.TrimRight(l, "\r")
+	if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "=== RUN") || strings.Contains(l, vm.MarkBegin) ||
+		strings.Contains(l, vm.MarkEnd) || strings.HasPrefix(l, "    --- ") || strings.HasPrefix(l, "vnetlab guest") || strings.Contains(l, "Kernel panic") {
+		c.progress("guest: %s", l)
+	}
+}
+
+var _ io.Writer = (*consoleLog)(nil)
