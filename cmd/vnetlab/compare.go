@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -25,7 +26,9 @@ samples) and a Mann-Whitney U p-value. "~" marks a difference that is not signif
 
 --fail-on-regression P exits non-zero when a cell got significantly worse by more than
 P percent (Gbit/s, trans/s and conn/s: lower is worse; latency: higher is worse), or
-failed in new but not in old: a gate for CI.
+failed in new but not in old: a gate for CI. A cell the new run predicted would fail
+(its note, e.g. iptables on a bridge with bridge_nf_call_iptables=off) is shown
+"failed as expected" and is no regression.
 
 Examples:
   vnetlab compare before.json after.json
@@ -53,7 +56,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			c := report.Compare(old, new)
+			c := analysis.Diff(old, new)
 			if len(c.Deltas) == 0 {
 				report.PrintComparison(os.Stdout, c, args[0], args[1])
 				return fmt.Errorf("no cell is in both files: nothing to compare (cells match by mode|path|provider|test)")
@@ -65,10 +68,10 @@ Examples:
 			if reg := c.Regressions(threshold); len(reg) > 0 {
 				var names []string
 				for _, d := range reg {
-					if d.Verdict == "FAILED in new" {
-						names = append(names, d.Key+" (failed)")
+					if d.Lost {
+						names = append(names, d.ID.Key()+" (failed)")
 					} else {
-						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.Key, d.Pct, d.P))
+						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.ID.Key(), d.Pct(), d.P))
 					}
 				}
 				noun := "cells"

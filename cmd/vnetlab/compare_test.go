@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // vnetlabBin is the binary under test: $VNETLAB_BIN (make test sets it), or
@@ -42,7 +43,7 @@ func runVnetlab(t *testing.T, bin string, args ...string) (stdout, stderr string
 }
 
 func cellOf(mode, test, unit string, vals ...float64) *results.Cell {
-	c := &results.Cell{Mode: mode, Path: "pod", Test: test, Unit: unit, Valid: len(vals)}
+	c := &results.Cell{Mode: mode, Path: "pod", Test: test, Unit: unit, Valid: len(vals), Median: stats.Median(vals)}
 	for _, v := range vals {
 		s := results.Sample{Valid: true}
 		s.Value = v
@@ -51,17 +52,25 @@ func cellOf(mode, test, unit string, vals ...float64) *results.Cell {
 	return c
 }
 
+// predictedFailure is bridge-nf-off's clusterIP cell: the run says it fails.
+func predictedFailure() *results.Cell {
+	return &results.Cell{Mode: "bridge-nf-off", Path: "service", Provider: "iptables", Test: "tcp_stream", Unit: "Gbit/s",
+		Note: "expected to fail: bridge_nf_call_iptables=off", Failed: 1, Samples: []results.Sample{{Error: "iperf3: unable to connect to server"}}}
+}
+
 // Two synthetic runs: veth-routed tcp_stream clearly regressed (-20%),
-// bridge tcp_rr unchanged but noisy.
+// bridge tcp_rr unchanged but noisy, and a cell failing, as predicted, in both.
 func writeCompareFiles(t *testing.T) (oldPath, newPath string) {
 	dir := t.TempDir()
 	old := &results.File{SchemaVersion: 1, Cells: []*results.Cell{
 		cellOf("veth-routed", "tcp_stream", "Gbit/s", 10, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.03),
 		cellOf("bridge", "tcp_rr", "trans/s", 30000, 36000, 28000, 34000, 31000, 37000, 29000, 33000),
+		predictedFailure(),
 	}}
 	new := &results.File{SchemaVersion: 1, Cells: []*results.Cell{
 		cellOf("veth-routed", "tcp_stream", "Gbit/s", 8, 8.1, 7.9, 8.05, 7.95, 8.02, 7.98, 8.03),
 		cellOf("bridge", "tcp_rr", "trans/s", 32000, 29500, 35500, 30500, 36500, 28500, 33500, 31500),
+		predictedFailure(),
 	}}
 	oldPath, newPath = filepath.Join(dir, "old.json"), filepath.Join(dir, "new.json")
 	if err := results.Write(oldPath, old); err != nil {
@@ -83,7 +92,7 @@ func TestCompareCommand(t *testing.T) {
 	}
 	lines := map[string]string{}
 	for _, l := range strings.Split(out, "\n") {
-		for _, k := range []string{"veth-routed|pod||tcp_stream", "bridge|pod||tcp_rr"} {
+		for _, k := range []string{"veth-routed|pod||tcp_stream", "bridge|pod||tcp_rr", "bridge-nf-off|service|iptables|tcp_stream"} {
 			if strings.Contains(l, k) {
 				lines[k] = l
 			}
@@ -94,6 +103,9 @@ func TestCompareCommand(t *testing.T) {
 	}
 	if l := lines["bridge|pod||tcp_rr"]; !strings.Contains(l, " ~ ") {
 		t.Errorf("noisy unchanged cell line: %q, want ~", l)
+	}
+	if l := lines["bridge-nf-off|service|iptables|tcp_stream"]; !strings.Contains(l, "failed as expected in both") {
+		t.Errorf("predicted failure line: %q, want it said", l)
 	}
 
 	_, errOut, code = runVnetlab(t, bin, "compare", oldPath, newPath, "--fail-on-regression", "5%")

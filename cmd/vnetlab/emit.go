@@ -3,15 +3,15 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // emitResults prints the table and summary of a finished run, writes the
 // results JSON and the report when asked, and returns runErr, or an error
-// naming the cells that got no valid sample.
+// naming the cells that failed unexpectedly.
 func emitResults(res *results.File, output, reportDir string, runErr error) error {
 	report.Table(os.Stdout, res, false)
 	report.Summary(os.Stdout, res)
@@ -29,21 +29,6 @@ func emitResults(res *results.File, output, reportDir string, runErr error) erro
 	if runErr != nil {
 		return runErr
 	}
-	var failed []string
-	for _, c := range res.Cells {
-		if c.Valid == 0 {
-			name := c.Mode + "/" + c.Path + "/" + c.Test
-			if c.Provider != "" {
-				name = fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, c.Provider, c.Test)
-			}
-			if c.Placement != "" {
-				name += "@" + c.Placement
-			}
-			failed = append(failed, name)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d cells have no valid sample (%s): see the errors above and in the results JSON", len(failed), strings.Join(failed, ", "))
-	}
-	return nil
+	// A cell that failed as the run predicted is a result, not an error.
+	return analysis.Problems(res.Cells)
 }

@@ -1,10 +1,15 @@
 package report
 
 // Bar charts with 95% CI error bars. go-chart draws neither grouped bars nor
-// error bars, so the layout is done here, once, as a list of shapes (a
-// scene); svg.go writes the scene as hand-made SVG (inline in the HTML, and
-// as .svg files) and png.go paints the same scene through go-chart's raster
-// renderer (its embedded Roboto font and freetype), so both formats agree.
+// error bars. gonum/plot draws both, but not this chart (tried, v0.17): its
+// error bars sit on the category's centre, not on their bar (bars are offset
+// in page units, error bars placed in data units); every series
+// takes a slot in every group, so a mode without a service cell shows a gap;
+// and its SVG has no per-bar tooltips or in-chart "FAILED" labels. So the
+// layout is done here, once, as a list of shapes (a scene); svg.go writes the
+// scene as hand-made SVG (inline in the HTML, and as .svg files) and png.go
+// paints the same scene through go-chart's raster renderer (its embedded
+// Roboto font and freetype), so both formats agree.
 
 import (
 	"fmt"
@@ -31,13 +36,14 @@ type BarGroup struct {
 
 // Bar is one value with its interval.
 type Bar struct {
-	Color  int    // index into the palette (and Legend)
-	Tip    string // tooltip text
-	Value  float64
-	Parts  []float64 // stacked charts: values per part, summing to Value
-	Lo, Hi float64   // 95% CI, when HasCI
-	HasCI  bool
-	Failed bool // no valid sample: drawn as a "FAILED" label, not a zero bar
+	Color    int    // index into the palette (and Legend)
+	Tip      string // tooltip text
+	Value    float64
+	Parts    []float64 // stacked charts: values per part, summing to Value
+	Lo, Hi   float64   // 95% CI, when HasCI
+	HasCI    bool
+	Failed   bool // no valid sample: drawn as its Tip, not as a zero bar
+	Expected bool // the failure was predicted: drawn grey, not red
 }
 
 // RefLine is a labelled vertical line across the plot.
@@ -136,7 +142,11 @@ func (c *BarChart) layout() *scene {
 		for _, b := range g.Bars {
 			cy := y + barHeight/2
 			if b.Failed {
-				add(shape{kind: "text", x: left + 4, y: cy + 4, text: b.Tip + ": FAILED (no valid sample)", size: 11, anchor: "start", fill: "#b00020", bold: true})
+				color := "#b00020"
+				if b.Expected {
+					color = "#666666"
+				}
+				add(shape{kind: "text", x: left + 4, y: cy + 4, text: b.Tip, size: 11, anchor: "start", fill: color, bold: true})
 				y += barHeight + barGap
 				continue
 			}

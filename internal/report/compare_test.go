@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 func mkCell(mode, path, provider, test, unit string, vals ...float64) *results.Cell {
@@ -15,7 +17,7 @@ func mkCell(mode, path, provider, test, unit string, vals ...float64) *results.C
 		s.Value = v
 		c.Samples = append(c.Samples, s)
 	}
-	c.Valid, c.Median = len(vals), median(vals)
+	c.Valid, c.Median = len(vals), stats.Median(vals)
 	return c
 }
 
@@ -37,22 +39,22 @@ func compareFiles() (old, new *results.File) {
 }
 
 func TestCompareVerdicts(t *testing.T) {
-	c := Compare(compareFiles())
+	c := analysis.Diff(compareFiles())
 	if len(c.Deltas) != 2 || len(c.OnlyOld) != 1 || len(c.OnlyNew) != 1 {
 		t.Fatalf("deltas %d, only old %d, only new %d; want 2, 1, 1", len(c.Deltas), len(c.OnlyOld), len(c.OnlyNew))
 	}
 	reg, noisy := c.Deltas[0], c.Deltas[1]
-	if reg.Verdict != "worse" || !reg.Significant || reg.Pct > -19 || reg.Pct < -21 {
-		t.Errorf("regressed cell: verdict %q, significant %v, delta %.1f%%; want worse, true, -20%%", reg.Verdict, reg.Significant, reg.Pct)
+	if reg.Verdict != analysis.Worse || !reg.Significant() || reg.Pct() > -19 || reg.Pct() < -21 {
+		t.Errorf("regressed cell: verdict %v, significant %v, delta %.1f%%; want worse, true, -20%%", reg.Verdict, reg.Significant(), reg.Pct())
 	}
-	if !reg.HasCI || reg.PctHi > -15 || reg.PctLo < -25 {
-		t.Errorf("regressed cell CI [%.1f, %.1f]%%: want around -20%%", reg.PctLo, reg.PctHi)
+	if lo, hi := reg.PctCI(); !reg.HasCI || hi > -15 || lo < -25 {
+		t.Errorf("regressed cell CI [%.1f, %.1f]%%: want around -20%%", lo, hi)
 	}
-	if noisy.Verdict != "~" || noisy.Significant {
-		t.Errorf("noisy unchanged cell: verdict %q (p=%.3f), want ~", noisy.Verdict, noisy.P)
+	if noisy.Verdict != analysis.Same || noisy.Significant() {
+		t.Errorf("noisy unchanged cell: verdict %v (p=%.3f), want ~", noisy.Verdict, noisy.P)
 	}
-	if !noisy.HasCI || noisy.PctLo > 0 || noisy.PctHi < 0 {
-		t.Errorf("noisy cell CI [%.1f, %.1f]%% should hold 0", noisy.PctLo, noisy.PctHi)
+	if lo, hi := noisy.PctCI(); !noisy.HasCI || lo > 0 || hi < 0 {
+		t.Errorf("noisy cell CI [%.1f, %.1f]%% should hold 0", lo, hi)
 	}
 	if r := c.Regressions(5); len(r) != 1 || r[0] != reg {
 		t.Errorf("regressions over 5%%: %v", r)
@@ -73,12 +75,12 @@ func TestCompareVerdicts(t *testing.T) {
 func TestCompareDirection(t *testing.T) {
 	old := &results.File{Cells: []*results.Cell{mkCell("host", "pod", "", "lat", "us", 20, 20.1, 19.9, 20.05, 19.95)}}
 	new := &results.File{Cells: []*results.Cell{mkCell("host", "pod", "", "lat", "us", 25, 25.1, 24.9, 25.05, 24.95)}}
-	if d := Compare(old, new).Deltas[0]; d.Verdict != "worse" {
-		t.Errorf("latency up 25%%: verdict %q, want worse", d.Verdict)
+	if d := analysis.Diff(old, new).Deltas[0]; d.Verdict != analysis.Worse {
+		t.Errorf("latency up 25%%: verdict %v, want worse", d.Verdict)
 	}
 	old.Cells[0].Unit, new.Cells[0].Unit = "Gbit/s", "Gbit/s"
-	if d := Compare(old, new).Deltas[0]; d.Verdict != "better" {
-		t.Errorf("throughput up 25%%: verdict %q, want better", d.Verdict)
+	if d := analysis.Diff(old, new).Deltas[0]; d.Verdict != analysis.Better {
+		t.Errorf("throughput up 25%%: verdict %v, want better", d.Verdict)
 	}
 }
 

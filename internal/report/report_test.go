@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"flag"
 	"image/png"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // go test ./internal/report -run Golden -update rewrites the golden files.
@@ -76,15 +76,17 @@ func TestReportContent(t *testing.T) {
 	Markdown(&b, Build(loadFixture(t)))
 	md := b.String()
 	for _, want := range []string{
-		"Ceiling = host pod (loopback in one namespace): 22.8 Gbit/s",
+		"Ceiling = host/pod/tcp_stream (loopback in one namespace): 22.8 Gbit/s",
 		"| veth-routed | pod | 16.1 | [15.8, 16.3] |",
 		"0.70 [0.69, 0.72]", // veth-routed / host with the CI of the ratio
-		"| macvlan | service/iptables | FAILED |",
+		"| macvlan | service(iptables) | FAILED |",
+		// Predicted by the run (its note), so a result: said so, with the prediction.
+		"| bridge-nf-off | service(iptables) | failed as expected |  |  | 0 (5 failed) |  |  | expected to fail: bridge_nf_call_iptables=off",
 		"**ipvlan**: kernel has no ipvlan support (CONFIG_IPVLAN)",
-		"| veth, clusterIP | 66.0 | 1.00 | veth-routed service/iptables tcp_stream | 15.8 Gbit/s | 0.98 [0.92, 1.00] | agrees |",
+		"| veth, clusterIP | 66.0 | 1.00 | veth-routed/service(iptables)/tcp_stream | 15.8 Gbit/s | 0.98 [0.92, 1.00] | agrees |",
 		"disagrees (ours 1.01 vs seed 1.17)", // bridge nf-off: the seed's +17% is not here
 		"disagrees (ours 0.83 vs seed 0.88)", // seed 001
-		"| ipvlan, podIP | 83.0 | 1.26 | ipvlan pod tcp_stream |  |  | skipped: kernel has no ipvlan support (CONFIG_IPVLAN) |",
+		"| ipvlan, podIP | 83.0 | 1.26 | ipvlan/pod/tcp_stream |  |  | skipped: kernel has no ipvlan support (CONFIG_IPVLAN) |",
 		"CPU-seconds per 1k transactions",
 		"`vnetlab run -f scenarios/seed-002-pod-modes.yaml --repeat 5 --report 'out dir'`",
 	} {
@@ -123,7 +125,7 @@ func cellWith(mode string, vals ...float64) *results.Cell {
 		c.Samples = append(c.Samples, results.Sample{Valid: true})
 		c.Samples[len(c.Samples)-1].Value = v
 	}
-	c.Median, c.Valid = median(vals), len(vals)
+	c.Median, c.Valid = stats.Median(vals), len(vals)
 	return c
 }
 
@@ -186,8 +188,11 @@ func TestChartHasBarsAndErrorBars(t *testing.T) {
 	if n := strings.Count(svg, `class="ci"`); n != 21 {
 		t.Errorf("%d CI lines, want 21", n)
 	}
-	if !strings.Contains(svg, "service/iptables: FAILED (no valid sample)") {
+	if !strings.Contains(svg, "service(iptables): FAILED (no valid sample)") {
 		t.Error("the failed cell is not labelled in the chart")
+	}
+	if !strings.Contains(svg, `fill="#666666" font-weight="bold">service(iptables): failed as expected (no valid sample)`) {
+		t.Error("the predicted failure is not labelled, in grey, in the chart")
 	}
 	b, err := ch.PNG()
 	if err != nil {
@@ -199,32 +204,6 @@ func TestChartHasBarsAndErrorBars(t *testing.T) {
 	}
 	if n := countColor(img, palette[0], 8); n < 5000 {
 		t.Errorf("PNG has %d pixels of the bar colour, want a chart", n)
-	}
-}
-
-func TestStats(t *testing.T) {
-	v := []float64{10, 11, 9, 10.5, 9.5, 10.2, 9.8}
-	lo, hi, ok := MedianCI(v)
-	if !ok || lo > 10 || hi < 10 || lo < 9 || hi > 11 {
-		t.Errorf("median CI [%v, %v] should hold the median 10 within the data", lo, hi)
-	}
-	if _, _, ok := MedianCI([]float64{1, 2}); ok {
-		t.Error("a CI from 2 values")
-	}
-	rlo, rhi, ok := RatioCI(v, v)
-	if !ok || rlo > 1 || rhi < 1 {
-		t.Errorf("ratio CI of a set with itself [%v, %v] should hold 1", rlo, rhi)
-	}
-	a := []float64{10, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 10.03}
-	b := []float64{8, 8.1, 7.9, 8.05, 7.95, 8.02, 7.98, 8.03}
-	if p := Significance(a, b); p > 0.001 {
-		t.Errorf("fully separated 8 vs 8: p = %v, want < 0.001 (exact: 2/C(16,8) = 0.000155)", p)
-	}
-	if p := Significance(a[:3], b[:3]); math.Abs(p-0.1) > 1e-9 {
-		t.Errorf("fully separated 3 vs 3: p = %v, want 0.1 (2/C(6,3))", p)
-	}
-	if p := Significance(a, a); p != 1 {
-		t.Errorf("identical sets: p = %v, want 1", p)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -69,10 +70,10 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 	case base == nil:
 		sv.Baseline = fmt.Sprintf("our baseline cell (%s) is not in this run: no ratios can be compared", rowCellName(baseRow, t.Test))
 	case !baseOK:
-		sv.Baseline = fmt.Sprintf("our baseline cell (%s) has no valid sample: no ratios can be compared", cellName(base))
+		sv.Baseline = fmt.Sprintf("our baseline cell (%s) has no valid sample: no ratios can be compared", base.ID().String())
 	default:
 		sv.Baseline = fmt.Sprintf("ratios are to the seed's \"%s\" (%s %s) and to our %s (%s %s)",
-			baseRow.What, fmtValue(baseRow.Value), t.Unit, cellName(base), fmtValue(base.Median), base.Unit)
+			baseRow.What, fmtValue(baseRow.Value), t.Unit, base.ID().String(), fmtValue(base.Median), base.Unit)
 	}
 	counts, weak := map[string]int{}, 0
 	for i, r := range t.Rows {
@@ -91,7 +92,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 				}
 			}
 		default:
-			rv.Ours = cellName(c)
+			rv.Ours = c.ID().String()
 			if standIn[i] != "" {
 				rv.Ours += fmt.Sprintf(" (stands in for %s)", r.Mode)
 			}
@@ -137,9 +138,9 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 // seedVerdict compares our ratio c/base with the seed's: it agrees when the
 // seed's ratio lies inside our ratio's 95% CI (or within ±5% without a CI).
 func seedVerdict(c, base *results.Cell, seedRatio float64) (ours, verdict, class string) {
-	r := c.Median / base.Median
-	lo, hi, ok := RatioCI(c.Values(), base.Values())
-	if ok {
+	cmp := analysis.Compare(c.Values(), base.Values(), analysis.HigherIsBetter(c.Unit))
+	r, lo, hi := cmp.Ratio, cmp.RatioCI[0], cmp.RatioCI[1]
+	if cmp.HasCI {
 		ours = fmt.Sprintf("%.2f [%.2f, %.2f]", r, lo, hi)
 	} else {
 		ours = fmt.Sprintf("%.2f (no CI)", r)
@@ -212,13 +213,11 @@ func nodesOf(c *results.Cell) int {
 	return 1
 }
 
+// rowCellName names the cell a seed row wants, as the run would name it.
 func rowCellName(r SeedRow, test string) string {
-	s := r.Mode + " " + r.Path
-	if r.Provider != "" {
-		s += "/" + r.Provider
-	}
+	s := results.CellID{Mode: r.Mode, Path: r.Path, Provider: r.Provider, Test: test}.String()
 	if r.Nodes > 1 {
 		s += fmt.Sprintf(" (%d nodes)", r.Nodes)
 	}
-	return s + " " + test
+	return s
 }

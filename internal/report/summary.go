@@ -37,11 +37,7 @@ func Summary(w io.Writer, f *results.File) {
 		}
 		add(&modes, "m", c.Mode)
 		add(&tests, "t", c.Test)
-		v := "FAILED"
-		if c.Valid > 0 {
-			v = fmtValue(c.Median)
-		}
-		val[key{c.Mode, c.Test, col}] = v
+		val[key{c.Mode, c.Test, col}] = medianText(c)
 	}
 	if !hasService {
 		return

@@ -1,4 +1,8 @@
-// Package report turns a results file into tables (and, later, documents).
+// Package report turns a results file into what people read: the terminal
+// table (table.go), the seed-002 summary (summary.go), the comparison of two
+// files (compare.go) and the Markdown/HTML documents with charts. All of them
+// render the view model built in view.go; the numbers come from
+// internal/analysis.
 package report
 
 import (
@@ -9,6 +13,7 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
 )
@@ -19,18 +24,11 @@ import (
 // also shows each cell's provider, its generated services and "vs pod": the
 // service cell over the same mode's pod cell (seed 002's clusterIP/podIP).
 func Table(w io.Writer, f *results.File, markdown bool) {
-	baseline := f.Metadata.Settings.Baseline
-	if baseline == "" && len(f.Cells) > 0 {
-		baseline = f.Cells[0].Mode
-	}
+	d := Build(f)
 	hasLatency, svc := false, false
-	for _, c := range f.Cells {
-		if len(c.Latency) > 0 {
-			hasLatency = true
-		}
-		if c.Provider != "" {
-			svc = true
-		}
+	for _, c := range d.Cells {
+		hasLatency = hasLatency || c.Latency != ""
+		svc = svc || c.ID.Provider != ""
 	}
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
@@ -38,50 +36,37 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	if svc {
 		header = append(header, "provider", "+services")
 	}
-	header = append(header, "test", "median", "95% CI", "CV", "vs "+baseline)
+	header = append(header, "test", "median", "95% CI", "CV", "vs "+d.Baseline)
 	if svc {
 		header = append(header, "vs pod")
 	}
 	header = append(header, "CPU cost")
 	if hasLatency {
-		header = append(header, "p50/p99 us")
+		header = append(header, "latency µs")
 	}
 	t.AppendHeader(append(header, "unit", "samples"))
-	for _, c := range f.Cells {
-		n := fmt.Sprintf("%d", c.Valid)
-		if c.Failed > 0 {
-			n += fmt.Sprintf(" + %d FAILED", c.Failed)
-		}
-		row := table.Row{c.Mode, c.Path}
+	for _, c := range d.Cells {
+		row := table.Row{c.Mode, c.ID.Path}
 		if svc {
 			extra := ""
-			if c.Provider != "" {
-				extra = fmt.Sprint(c.ExtraServices)
+			if c.ID.Provider != "" {
+				extra = fmt.Sprint(c.ID.ExtraServices)
 			}
-			row = append(row, c.Provider, extra)
+			row = append(row, c.ID.Provider, extra)
 		}
-		row = append(row, c.Test)
-		if c.Valid == 0 {
-			row = append(row, "FAILED", "", "", "")
-		} else {
-			row = append(row, num(c.Median), ci(c.CI95), cv(c), vs(c.VsBaseline))
+		cvText := c.CV
+		if c.Noisy {
+			cvText += " NOISY"
 		}
+		row = append(row, c.ID.Test, c.Median, c.CI, cvText, c.Baseline)
 		if svc {
-			if c.Valid == 0 || c.Provider == "" {
-				row = append(row, "")
-			} else {
-				row = append(row, vs(c.VsPod))
-			}
+			row = append(row, c.VsPod)
 		}
-		if c.Valid == 0 {
-			row = append(row, "")
-		} else {
-			row = append(row, cpuCost(c.CPU))
-		}
+		row = append(row, c.CPU)
 		if hasLatency {
-			row = append(row, latency(c.Latency))
+			row = append(row, c.Latency)
 		}
-		t.AppendRow(append(row, c.Unit, n))
+		t.AppendRow(append(row, c.Cell.Unit, c.N))
 	}
 	t.SetStyle(table.StyleLight)
 	if markdown {
@@ -89,17 +74,11 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	} else {
 		t.Render()
 	}
-	legend(w, f, baseline)
+	legend(w, f, d.Baseline)
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}
-	notes := map[string]bool{}
-	for _, c := range f.Cells {
-		if n := fmt.Sprintf("note %s/%s(%s): %s", c.Mode, c.Path, c.Provider, c.Note); c.Note != "" && !notes[n] {
-			notes[n] = true
-			fmt.Fprintln(w, n)
-		}
-	}
+	outcomes(w, d)
 	for _, s := range f.Metadata.Skipped {
 		who := s.Mode
 		if s.Provider != "" {
@@ -107,25 +86,29 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		}
 		fmt.Fprintf(w, "skipped %s: %s\n", who, s.Reason)
 	}
-	for _, c := range f.Cells {
-		for i, s := range c.Samples {
+}
+
+// outcomes prints, under the table, the run's predictions and what became of
+// them, then every failed sample of a cell that was not predicted to fail.
+func outcomes(w io.Writer, d *Doc) {
+	for _, c := range d.Cells {
+		switch c.Status {
+		case analysis.FailedAsExpected:
+			fmt.Fprintf(w, "failed as expected %s: %s (%s)\n", c.ID, c.Cell.Note, firstError(c.Cell))
+		case analysis.WorkedUnexpectedly:
+			fmt.Fprintf(w, "WORKED UNEXPECTEDLY %s: %d valid samples, yet the run predicted: %s\n", c.ID, c.Cell.Valid, c.Cell.Note)
+		}
+	}
+	for _, c := range d.Cells {
+		if c.Status == analysis.FailedAsExpected {
+			continue
+		}
+		for i, s := range c.Cell.Samples {
 			if !s.Valid {
-				fmt.Fprintf(w, "FAILED %s sample %d: %s\n", sampleCellName(c), i+1, s.Error)
+				fmt.Fprintf(w, "FAILED %s sample %d: %s\n", c.ID, i+1, s.Error)
 			}
 		}
 	}
-}
-
-// sampleCellName is mode/path/test, with the provider and generated services of a service cell.
-func sampleCellName(c *results.Cell) string {
-	if c.Provider == "" {
-		return fmt.Sprintf("%s/%s/%s", c.Mode, c.Path, c.Test)
-	}
-	p := c.Provider
-	if c.ExtraServices > 0 {
-		p += fmt.Sprintf("+%d", c.ExtraServices)
-	}
-	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, c.Path, p, c.Test)
 }
 
 // legend says how every column was computed, and warns when the sample
@@ -140,7 +123,7 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	}
 	thr := f.Metadata.Settings.CVThreshold
 	if thr == 0 {
-		thr = 0.10
+		thr = analysis.DefaultCVThreshold
 	}
 	ciText := fmt.Sprintf("percentile bootstrap of the median (%d resamples, fixed seed)", stats.Resamples)
 	if method == stats.MethodStudentTMean {
@@ -150,18 +133,22 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	fmt.Fprintf(w, "vs %s: ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05: faster/slower, \"~\" = not significant.\n", baseline)
 	fmt.Fprintln(w, "CPU cost: whole-machine user+system+irq+softirq seconds per GB received (streams) or per 1000 transactions (rr/crr); rx/t = NET_RX softirqs per transaction.")
 	// Sample counts that cannot give p < 0.05, reported rather than hidden.
+	valid := map[results.CellID]int{}
+	for _, c := range f.Cells {
+		valid[c.ID()] = c.Valid
+	}
 	tooFew := map[string]float64{}
 	for _, c := range f.Cells {
 		v := c.VsBaseline
-		if v != nil && v.Verdict != "baseline" && v.Verdict != "n/a" && v.MinPValue >= stats.Alpha {
-			base := 0
-			for _, b := range f.Cells {
-				if b.Mode == v.Baseline && b.Path == c.Path && b.Provider == c.Provider && b.Test == c.Test {
-					base = b.Valid
-				}
-			}
-			tooFew[fmt.Sprintf("%d vs %d", c.Valid, base)] = v.MinPValue
+		if v == nil || v.MinPValue < stats.Alpha {
+			continue
 		}
+		if verdict := analysis.ParseVerdict(v.Verdict); verdict == analysis.Baseline || verdict == analysis.NoVerdict {
+			continue
+		}
+		base := c.ID()
+		base.Mode = v.Baseline
+		tooFew[fmt.Sprintf("%d vs %d", c.Valid, valid[base])] = v.MinPValue
 	}
 	if len(tooFew) > 0 {
 		var parts []string
@@ -173,67 +160,16 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	}
 }
 
-func ci(v []float64) string {
-	if len(v) != 2 {
-		return "-"
-	}
-	return fmt.Sprintf("[%s, %s]", num(v[0]), num(v[1]))
-}
-
-func cv(c *results.Cell) string {
-	if c.Valid < 2 {
-		return "-"
-	}
-	s := fmt.Sprintf("%.1f%%", c.CV*100)
-	if c.Noisy {
-		s += " NOISY"
-	}
-	return s
-}
-
-func vs(v *results.Comparison) string {
-	switch {
-	case v == nil:
-		return "-"
-	case v.Verdict == "baseline" || v.Verdict == "n/a":
-		return v.Verdict
-	}
-	s := fmt.Sprintf("%.3fx", v.Ratio)
-	if len(v.RatioCI95) == 2 {
-		s += fmt.Sprintf(" [%.3f, %.3f]", v.RatioCI95[0], v.RatioCI95[1])
-	}
-	return s + " " + v.Verdict
-}
-
-func cpuCost(c *results.CPUCost) string {
+// cpuText is a cell's CPU cost per unit of work.
+func cpuText(c *results.CPUCost) string {
 	switch {
 	case c == nil:
-		return "-"
+		return ""
 	case c.PerGB > 0:
 		return fmt.Sprintf("%.3f s/GB", c.PerGB)
 	case c.PerKTrans > 0:
 		return fmt.Sprintf("%.3f s/1k, %.1f rx/t", c.PerKTrans, c.NetRxPerTrans)
 	default:
 		return fmt.Sprintf("%.2f s busy", c.BusySec)
-	}
-}
-
-func latency(l map[string]float64) string {
-	p50, ok1 := l["p50"]
-	p99, ok2 := l["p99"]
-	if !ok1 || !ok2 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f/%.1f", p50, p99)
-}
-
-func num(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 100:
-		return fmt.Sprintf("%.1f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
 	}
 }

@@ -1,7 +1,7 @@
 package report
 
-// view.go turns a results file into what the Markdown and HTML documents
-// show, so both say exactly the same thing.
+// view.go turns a results file into what the terminal table and the
+// Markdown and HTML documents show, so they all say exactly the same thing.
 
 import (
 	"fmt"
@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -19,12 +21,15 @@ import (
 // server in one namespace over loopback.
 const CeilingMode = topo.Host
 
-// Doc is a whole report.
+// Doc is a whole report. The terminal table (table.go) and the documents
+// (markdown.go, the HTML template) render from it, so they say the same thing.
 type Doc struct {
 	Title    string
 	Meta     []KV
 	Skipped  []results.Skipped
-	Tests    []*TestView
+	Baseline string      // the mode every cell's VsBaseline is against
+	Cells    []*CellView // every cell, in the results file's order
+	Tests    []*TestView // the same cells by test, grouped by mode
 	CPU      []*CPUView
 	Seeds    []*SeedView
 	NoSeeds  string // why no seed table is shown
@@ -50,15 +55,20 @@ type TestView struct {
 // CellView is one cell, formatted.
 type CellView struct {
 	Cell     *results.Cell
+	ID       results.CellID
+	Status   analysis.Status
 	Mode     string
-	Series   string // path, with the provider when there is one
-	Median   string
+	Series   string // path, with the provider and generated services when there are (CellID.Series)
+	Median   string // the median, or "FAILED" / "failed as expected"
 	CI       string // "[lo, hi]" or ""
 	CIMethod string
-	CV       string
+	CV       string // "4.2%", "" below 2 samples
+	Noisy    bool
 	N        string
 	Ceiling  string // ratio to the ceiling with its CI
 	Baseline string // ratio to the run's baseline with its verdict
+	VsPod    string // a service cell over its mode's pod cell, with its verdict
+	CPU      string // CPU cost per GB or per 1k transactions
 	Latency  string // p50 / p99 in us
 	Notes    string
 }
@@ -81,21 +91,31 @@ type CPURow struct {
 
 // Build makes the report's content from a results file.
 func Build(f *results.File) *Doc {
-	d := &Doc{Title: "vnetlab report", Skipped: f.Metadata.Skipped}
+	d := &Doc{Title: "vnetlab report", Skipped: f.Metadata.Skipped, Baseline: f.Metadata.Settings.Baseline}
 	if f.Metadata.Scenario != "" {
 		d.Title += ": " + f.Metadata.Scenario
+	}
+	if d.Baseline == "" && len(f.Cells) > 0 {
+		d.Baseline = f.Cells[0].Mode
 	}
 	d.Meta = metadata(f.Metadata)
 	byTest := map[string][]*results.Cell{}
 	for _, c := range f.Cells {
 		byTest[c.Test] = append(byTest[c.Test], c)
 	}
+	views := map[*results.Cell]*CellView{}
 	for _, t := range testOrder(f.Cells) {
 		tv := buildTest(t, byTest[t])
+		for _, cv := range tv.Cells {
+			views[cv.Cell] = cv
+		}
 		d.Tests = append(d.Tests, tv)
 		if cv := buildCPU(t, byTest[t]); cv != nil {
 			d.CPU = append(d.CPU, cv)
 		}
+	}
+	for _, c := range f.Cells {
+		d.Cells = append(d.Cells, views[c])
 	}
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
@@ -103,7 +123,7 @@ func Build(f *results.File) *Doc {
 	}
 	for _, c := range f.Cells {
 		if c.Noisy {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("%s is noisy (CV %.1f%%): its differences are less certain than its interval suggests", cellName(c), c.CV*100))
+			d.Warnings = append(d.Warnings, fmt.Sprintf("%s is noisy (CV %.1f%%): its differences are less certain than its interval suggests", c.ID(), c.CV*100))
 		}
 	}
 	return d
@@ -129,31 +149,6 @@ func testOrder(cells []*results.Cell) []string {
 	return out
 }
 
-// HigherIsBetter tells the direction of a unit (throughput and rates up,
-// latency down).
-func HigherIsBetter(unit string) bool {
-	switch strings.ToLower(unit) {
-	case "us", "µs", "ms", "s", "ns":
-		return false
-	}
-	return true
-}
-
-// series names a cell within its mode: its path, and provider if any.
-func series(c *results.Cell) string {
-	if c.Provider != "" {
-		if c.ExtraServices > 0 {
-			return fmt.Sprintf("%s/%s+%d", c.Path, c.Provider, c.ExtraServices)
-		}
-		return c.Path + "/" + c.Provider
-	}
-	return c.Path
-}
-
-func cellName(c *results.Cell) string {
-	return fmt.Sprintf("%s %s %s", c.Mode, series(c), c.Test)
-}
-
 // ceilingOf finds the host cell of a test (prefer path pod, no provider).
 func ceilingOf(cells []*results.Cell) *results.Cell {
 	var best *results.Cell
@@ -168,8 +163,8 @@ func ceilingOf(cells []*results.Cell) *results.Cell {
 	return best
 }
 
-// cellCI is the cell's 95% CI: the run's own when present, else a bootstrap
-// of the median computed here.
+// cellCI is the cell's 95% CI: the run's own when present, else (files
+// written before runs recorded one) the run's default method computed here.
 func cellCI(c *results.Cell) (lo, hi float64, method string, ok bool) {
 	if len(c.CI95) == 2 {
 		m := c.CIMethod
@@ -178,8 +173,8 @@ func cellCI(c *results.Cell) (lo, hi float64, method string, ok bool) {
 		}
 		return c.CI95[0], c.CI95[1], m, true
 	}
-	lo, hi, ok = MedianCI(c.Values())
-	return lo, hi, "bootstrap-median (report)", ok
+	lo, hi, ok = analysis.CI(c.Values(), analysis.CIMethods[0])
+	return lo, hi, analysis.CIMethods[0] + " (report)", ok
 }
 
 func buildTest(test string, cells []*results.Cell) *TestView {
@@ -187,7 +182,7 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 	if len(cells) > 0 {
 		tv.Unit = cells[0].Unit
 	}
-	tv.HigherBetter = HigherIsBetter(tv.Unit)
+	tv.HigherBetter = analysis.HigherIsBetter(tv.Unit)
 	ceil := ceilingOf(cells)
 	switch {
 	case ceil == nil:
@@ -196,7 +191,7 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 		tv.Ceiling = "the host cell failed: no ratio to the ceiling"
 	default:
 		tv.HasCeiling = true
-		tv.Ceiling = fmt.Sprintf("ceiling = %s %s (loopback in one namespace): %s %s", ceil.Mode, series(ceil), fmtValue(ceil.Median), ceil.Unit)
+		tv.Ceiling = fmt.Sprintf("ceiling = %s (loopback in one namespace): %s %s", ceil.ID(), fmtValue(ceil.Median), ceil.Unit)
 	}
 	ch := &BarChart{Title: fmt.Sprintf("%s (%s), median and 95%% CI", test, tv.Unit), Unit: tv.Unit}
 	if !tv.HigherBetter {
@@ -208,7 +203,7 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 	seriesIdx := map[string]int{}
 	groupIdx := map[string]int{}
 	for _, c := range cells {
-		s := series(c)
+		s := c.ID().Series()
 		if _, ok := seriesIdx[s]; !ok {
 			seriesIdx[s] = len(ch.Legend)
 			ch.Legend = append(ch.Legend, s)
@@ -226,49 +221,26 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 		if groupIdx[a.Mode] != groupIdx[b.Mode] {
 			return groupIdx[a.Mode] < groupIdx[b.Mode]
 		}
-		return seriesIdx[series(a)] < seriesIdx[series(b)]
+		return seriesIdx[a.ID().Series()] < seriesIdx[b.ID().Series()]
 	})
+	if !tv.HasCeiling {
+		ceil = nil
+	}
 	for _, c := range sorted {
-		cv := &CellView{Cell: c, Mode: c.Mode, Series: series(c), N: fmt.Sprintf("%d", c.Valid)}
-		if c.Failed > 0 {
-			cv.N += fmt.Sprintf(" (%d failed)", c.Failed)
-		}
-		bar := Bar{Color: seriesIdx[cv.Series], Failed: c.Valid == 0, Tip: cv.Series}
-		var notes []string
-		if c.Valid == 0 {
-			cv.Median = "FAILED"
-			notes = append(notes, firstError(c))
-		} else {
-			cv.Median = fmtValue(c.Median)
+		cv := cellView(c, ceil)
+		tv.HasBaseline = tv.HasBaseline || cv.Baseline != ""
+		tv.HasLatency = tv.HasLatency || cv.Latency != ""
+		tv.Cells = append(tv.Cells, cv)
+		bar := Bar{Color: seriesIdx[cv.Series], Failed: c.Valid == 0, Expected: cv.Status == analysis.FailedAsExpected,
+			Tip: fmt.Sprintf("%s: %s (no valid sample)", cv.Series, cv.Median)}
+		if c.Valid > 0 {
 			bar.Value = c.Median
-			bar.Tip = fmt.Sprintf("%s %s: %s %s (n=%d)", c.Mode, cv.Series, fmtValue(c.Median), c.Unit, c.Valid)
-			if lo, hi, m, ok := cellCI(c); ok {
-				cv.CI, cv.CIMethod = fmt.Sprintf("[%s, %s]", fmtValue(lo), fmtValue(hi)), m
+			bar.Tip = fmt.Sprintf("%s %s: %s %s (n=%d)", c.Mode, cv.Series, cv.Median, c.Unit, c.Valid)
+			if lo, hi, _, ok := cellCI(c); ok {
 				bar.Lo, bar.Hi, bar.HasCI = lo, hi, true
 				bar.Tip += fmt.Sprintf(", 95%% CI %s", cv.CI)
-			} else {
-				cv.CIMethod = "too few samples for a CI"
-			}
-			if c.CV > 0 {
-				cv.CV = fmt.Sprintf("%.1f%%", c.CV*100)
-			}
-			if tv.HasCeiling {
-				cv.Ceiling = ratioText(c, ceil)
 			}
 		}
-		if c.Noisy {
-			notes = append(notes, "noisy")
-		}
-		if vb := c.VsBaseline; vb != nil {
-			tv.HasBaseline = true
-			cv.Baseline = baselineText(vb)
-		}
-		if l := c.Latency; len(l) > 0 {
-			tv.HasLatency = true
-			cv.Latency = latencyText(l)
-		}
-		cv.Notes = strings.Join(notes, "; ")
-		tv.Cells = append(tv.Cells, cv)
 		gi := len(ch.Groups) - 1
 		if gi < 0 || ch.Groups[gi].Label != c.Mode {
 			ch.Groups = append(ch.Groups, BarGroup{Label: c.Mode})
@@ -280,35 +252,106 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 	return tv
 }
 
+// cellView formats one cell; ceil is its test's ceiling cell, or nil.
+func cellView(c *results.Cell, ceil *results.Cell) *CellView {
+	id := c.ID()
+	cv := &CellView{Cell: c, ID: id, Status: analysis.StatusOf(c), Mode: c.Mode, Series: id.Series(), N: fmt.Sprintf("%d", c.Valid),
+		Median: medianText(c), Noisy: c.Noisy}
+	if c.Failed > 0 {
+		cv.N += fmt.Sprintf(" (%d failed)", c.Failed)
+	}
+	var notes []string
+	switch cv.Status {
+	case analysis.Failed:
+		notes = append(notes, firstError(c))
+	case analysis.FailedAsExpected:
+		notes = append(notes, c.Note, firstError(c))
+	case analysis.WorkedUnexpectedly:
+		notes = append(notes, "predicted to fail, yet measured: "+c.Note)
+	}
+	if c.Valid > 0 {
+		if lo, hi, m, ok := cellCI(c); ok {
+			cv.CI, cv.CIMethod = fmt.Sprintf("[%s, %s]", fmtValue(lo), fmtValue(hi)), m
+		} else {
+			cv.CIMethod = "too few samples for a CI"
+		}
+		if c.CV > 0 {
+			cv.CV = fmt.Sprintf("%.1f%%", c.CV*100)
+		}
+		if ceil != nil {
+			cv.Ceiling = ratioText(c, ceil)
+		}
+		cv.CPU = cpuText(c.CPU)
+	}
+	if c.Noisy {
+		notes = append(notes, "noisy")
+	}
+	if vb := c.VsBaseline; vb != nil {
+		cv.Baseline = comparisonText(vb)
+	}
+	if vp := c.VsPod; vp != nil && c.Valid > 0 {
+		cv.VsPod = comparisonText(vp)
+	}
+	if l := c.Latency; len(l) > 0 {
+		cv.Latency = latencyText(l)
+	}
+	cv.Notes = strings.Join(notes, "; ")
+	return cv
+}
+
+// Class is the CSS class of the cell's median in the HTML report.
+func (cv *CellView) Class() string {
+	switch cv.Status {
+	case analysis.Failed:
+		return "failed"
+	case analysis.FailedAsExpected:
+		return "expected"
+	}
+	return ""
+}
+
+// medianText is a cell's median as the run recorded it (computed from the
+// samples when the file has no statistics), or what became of the cell.
+func medianText(c *results.Cell) string {
+	v := c.Values()
+	switch {
+	case c.Valid > 0:
+		return fmtValue(c.Median)
+	case len(v) > 0:
+		return fmtValue(stats.Median(v))
+	case analysis.StatusOf(c) == analysis.FailedAsExpected:
+		return "failed as expected"
+	}
+	return "FAILED"
+}
+
 // ratioText is median/ceiling median with the bootstrap CI of that ratio.
 func ratioText(c, ceil *results.Cell) string {
-	r := c.Median / ceil.Median
 	if c == ceil {
 		return "1 (ceiling)"
 	}
-	s := fmt.Sprintf("%.2f", r)
-	if lo, hi, ok := RatioCI(c.Values(), ceil.Values()); ok {
-		s += fmt.Sprintf(" [%.2f, %.2f]", lo, hi)
+	r := analysis.Compare(c.Values(), ceil.Values(), analysis.HigherIsBetter(c.Unit))
+	s := fmt.Sprintf("%.2f", r.Ratio)
+	if r.HasCI {
+		s += fmt.Sprintf(" [%.2f, %.2f]", r.RatioCI[0], r.RatioCI[1])
 	}
 	return s
 }
 
-func baselineText(vb *results.Comparison) string {
-	if vb.Verdict == "baseline" {
+// comparisonText is a recorded comparison (vs baseline, vs pod): ratio, its
+// CI, the verdict and p.
+func comparisonText(vb *results.Comparison) string {
+	switch analysis.ParseVerdict(vb.Verdict) {
+	case analysis.Baseline:
 		return "baseline"
-	}
-	if vb.Verdict == "n/a" {
+	case analysis.NoVerdict:
 		return "n/a (" + vb.Note + ")"
 	}
 	s := fmt.Sprintf("%.2f", vb.Ratio)
 	if len(vb.RatioCI95) == 2 {
 		s += fmt.Sprintf(" [%.2f, %.2f]", vb.RatioCI95[0], vb.RatioCI95[1])
 	}
-	v := vb.Verdict
-	if v == "" {
-		v = "~"
-	}
-	s += " " + v
+	s += " " + analysis.ParseVerdict(vb.Verdict).ResultsWord()
 	if vb.Test != "" && !math.IsNaN(vb.PValue) {
 		s += fmt.Sprintf(" (p=%.3f)", vb.PValue)
 	}
@@ -357,14 +400,14 @@ func buildCPU(test string, cells []*results.Cell) *CPUView {
 		if total > 0 {
 			parts = []float64{per * c.CPU.UserSec / total, per * c.CPU.SystemSec / total, per * c.CPU.SoftirqSec / total}
 		}
-		row := CPURow{Mode: c.Mode, Series: series(c), User: fmtValue(parts[0]), System: fmtValue(parts[1]), Softirq: fmtValue(parts[2]), Total: fmtValue(per)}
+		row := CPURow{Mode: c.Mode, Series: c.ID().Series(), User: fmtValue(parts[0]), System: fmtValue(parts[1]), Softirq: fmtValue(parts[2]), Total: fmtValue(per)}
 		if softirqs > 0 {
 			row.Softirqs = fmtValue(softirqs)
 		}
 		cv.Rows = append(cv.Rows, row)
 		label := c.Mode
-		if series(c) != "pod" {
-			label += " " + series(c)
+		if s := c.ID().Series(); s != "pod" {
+			label += " " + s
 		}
 		cv.Chart.Groups = append(cv.Chart.Groups, BarGroup{Label: label, Bars: []Bar{{Value: per, Parts: parts,
 			Tip: fmt.Sprintf("%s: %s CPU-s per %s (user %s, system %s, softirq %s)", label, fmtValue(per), perName, row.User, row.System, row.Softirq)}}})

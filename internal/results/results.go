@@ -109,12 +109,16 @@ type Cell struct {
 	ExtraServices  int     `json:"extra_services,omitempty"`
 	ServiceLoadSec float64 `json:"service_load_s,omitempty"`
 	Note           string  `json:"note,omitempty"`
-	// Kubernetes (kube run): where the platform put the pods, and the nodes.
-	Placement  string `json:"placement,omitempty"`
+	// Placement is where the platform put the pods (see CellID); "" for labs.
+	Placement string `json:"placement,omitempty"`
+	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
 	ClientNode string `json:"client_node,omitempty"`
 	ServerNode string `json:"server_node,omitempty"`
+	// Status is the cell's outcome set by internal/analysis: "ok", "failed",
+	// "failed-as-expected" (Note predicted it) or "worked-unexpectedly".
+	Status string `json:"status,omitempty"`
 
-	// Statistics over valid samples (issue 3; filled by internal/stats).
+	// Statistics over valid samples (filled by internal/analysis).
 	Mean     float64            `json:"mean,omitempty"`
 	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
 	CIMethod string             `json:"ci_method,omitempty"`  // "bootstrap-median" or "student-t-mean"
@@ -154,13 +158,13 @@ type CPUCost struct {
 
 // Comparison of a cell with its baseline.
 type Comparison struct {
-	Baseline    string    `json:"baseline"`   // the baseline cell's mode
-	Ratio       float64   `json:"ratio"`      // median / baseline median
-	RatioCI95   []float64 `json:"ratio_ci95"` // bootstrap CI of the ratio of medians
-	Test        string    `json:"test"`       // "mann-whitney-u"
+	Baseline    string    `json:"baseline"`             // the baseline cell's mode
+	Ratio       float64   `json:"ratio"`                // median / baseline median
+	RatioCI95   []float64 `json:"ratio_ci95,omitempty"` // bootstrap CI of the ratio of medians (2+ valid samples a side)
+	Test        string    `json:"test"`                 // "mann-whitney-u"
 	PValue      float64   `json:"p_value"`
 	Significant bool      `json:"significant"` // p < 0.05
-	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a"
+	Verdict     string    `json:"verdict"`     // "faster", "slower", "~" (not significant), "baseline", "n/a" (analysis.Verdict)
 	// MinPValue is the smallest p the test could give with these sample
 	// counts (Mann-Whitney: 2/C(n1+n2,n1)); above 0.05 no verdict is possible.
 	MinPValue float64 `json:"min_p_value"`
@@ -198,14 +202,10 @@ type SampleCPU struct {
 // BusySec is user + system + irq + softirq.
 func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSec + c.SoftirqSec }
 
-// Key identifies a cell across files (for compare).
-func (c *Cell) Key() string {
-	k := fmt.Sprintf("%s|%s|%s|%s", c.Mode, c.Path, c.Provider, c.Test)
-	if c.ExtraServices > 0 {
-		k += fmt.Sprintf("|+%d", c.ExtraServices)
-	}
-	return k
-}
+// ExpectedToFail says the run predicted this cell would fail: Note holds
+// why (the kernel dictates it, e.g. iptables on a bridge with
+// bridge_nf_call_iptables=off).
+func (c *Cell) ExpectedToFail() bool { return c.Note != "" }
 
 // Values returns the values of valid samples.
 func (c *Cell) Values() []float64 {

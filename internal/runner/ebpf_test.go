@@ -62,7 +62,7 @@ func TestRunEBPFFastPaths(t *testing.T) {
 		}
 		delete(want, k)
 		if c.Valid != 1 {
-			t.Errorf("%s: %d valid samples: %+v", cellLabel(c), c.Valid, c.Samples)
+			t.Errorf("%s: %d valid samples: %+v", c.ID(), c.Valid, c.Samples)
 		}
 	}
 	if len(want) != 0 {

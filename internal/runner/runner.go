@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -120,7 +121,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 				c.Nodes = spec.Nodes
 			}
 			out.Cells = append(out.Cells, &c)
-			cells = append(cells, &cellRun{cell: &c, driver: d, label: cellLabel(&c),
+			cells = append(cells, &cellRun{cell: &c, driver: d, label: c.ID().String(),
 				target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 		}
 		return nil
@@ -202,7 +203,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if err := execute(ctx, spec, cells, prog); err != nil {
 		return out, err
 	}
-	Analyze(out.Cells, spec.Summary)
+	analysis.Analyze(out.Cells, spec.Summary)
 	return out, nil
 }
 
@@ -222,13 +223,13 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 	var runs []*cellRun
 	var all []*results.Cell
 	for _, c := range cells {
-		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: cellLabel(c.Cell)})
+		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: c.Cell.ID().String()})
 		all = append(all, c.Cell)
 	}
 	if err := execute(ctx, spec, runs, prog); err != nil {
 		return err
 	}
-	Analyze(all, spec.Summary)
+	analysis.Analyze(all, spec.Summary)
 	return nil
 }
 
@@ -341,21 +342,6 @@ func pathNames(m map[string]topo.Endpoint) string {
 // ServicePath is the path through a clusterIP: the second pod dials
 // service.DefaultVIP, whose backend is the first pod.
 const ServicePath = "service"
-
-func cellLabel(c *results.Cell) string {
-	path := c.Path
-	if c.Placement != "" {
-		path += "@" + c.Placement
-	}
-	if c.Provider == "" {
-		return fmt.Sprintf("%s/%s/%s", c.Mode, path, c.Test)
-	}
-	p := c.Provider
-	if c.ExtraServices > 0 {
-		p += fmt.Sprintf("+%d", c.ExtraServices)
-	}
-	return fmt.Sprintf("%s/%s(%s)/%s", c.Mode, path, p, c.Test)
-}
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.

@@ -159,7 +159,7 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 	var buf bytes.Buffer
 	report.Table(&buf, back, false)
 	out := buf.String()
-	for _, want := range []string{"2 + 1 FAILED", "FAILED veth-routed/pod/tcp_stream sample 3", "baseline", "s/GB", "cannot reach p < 0.05"} {
+	for _, want := range []string{"2 (1 failed)", "FAILED veth-routed/pod/tcp_stream sample 3", "baseline", "s/GB", "cannot reach p < 0.05"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -42,7 +43,7 @@ func TestRunServicePathProviders(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range res.Cells {
 		if c.Valid != 1 {
-			t.Errorf("%s: %d valid samples: %+v", cellLabel(c), c.Valid, c.Samples)
+			t.Errorf("%s: %d valid samples: %+v", c.ID(), c.Valid, c.Samples)
 		}
 		if c.Path == "pod" {
 			if c.Provider != "" || c.VsPod != nil {
@@ -52,7 +53,7 @@ func TestRunServicePathProviders(t *testing.T) {
 		}
 		seen[fmt.Sprintf("%s+%d", c.Provider, c.ExtraServices)] = true
 		if c.ServiceLoadSec <= 0 || c.VsPod == nil || c.VsPod.Ratio <= 0 {
-			t.Errorf("%s: load %.3fs, vs pod %+v", cellLabel(c), c.ServiceLoadSec, c.VsPod)
+			t.Errorf("%s: load %.3fs, vs pod %+v", c.ID(), c.ServiceLoadSec, c.VsPod)
 		}
 	}
 	for _, k := range []string{"iptables+0", "iptables+1000", "nftables+0", "nftables+1000", "ebpf+0", "ebpf+1000"} {
@@ -91,8 +92,9 @@ func (dialEngine) Run(ctx context.Context, tg engine.Target, s engine.Spec) (eng
 	return engine.Result{Value: 1}, nil
 }
 
-// Bridge with nf-call off: the netfilter provider's cell fails, plainly,
-// with the kernel's reason as its note; the ebpf cell works.
+// Bridge with nf-call off: the netfilter provider's cell fails, as the run
+// predicts, with the kernel's reason as its note: a result, not an error. The
+// ebpf cell works.
 func TestRunReportsNfCallOffFailure(t *testing.T) {
 	requireLabs(t, svcLabPrefix)
 	engine.Register(dialEngine{})
@@ -113,8 +115,8 @@ func TestRunReportsNfCallOffFailure(t *testing.T) {
 	for _, c := range res.Cells {
 		switch c.Provider {
 		case "iptables":
-			if c.Valid != 0 || c.Failed != 1 || c.Note == "" {
-				t.Errorf("iptables on bridge nf-call off: valid %d failed %d note %q; want a failure and its reason", c.Valid, c.Failed, c.Note)
+			if c.Valid != 0 || c.Failed != 1 || c.Note == "" || c.Status != "failed-as-expected" {
+				t.Errorf("iptables on bridge nf-call off: valid %d failed %d note %q status %q; want a predicted failure and its reason", c.Valid, c.Failed, c.Note, c.Status)
 			}
 		case "ebpf":
 			if c.Valid != 1 || c.Note != "" {
@@ -122,8 +124,11 @@ func TestRunReportsNfCallOffFailure(t *testing.T) {
 			}
 		}
 	}
+	if err := analysis.Problems(res.Cells); err != nil {
+		t.Errorf("a predicted failure made the run fail: %v", err)
+	}
 	out := buf.String()
-	if !strings.Contains(out, "FAILED bridge-nf-off/service(iptables)/tcp_stream") || !strings.Contains(out, "bridge_nf_call_iptables=off") {
-		t.Errorf("the table does not show the failure and its reason:\n%s", out)
+	if !strings.Contains(out, "failed as expected bridge-nf-off/service(iptables)/tcp_stream: expected to fail: bridge_nf_call_iptables=off") {
+		t.Errorf("the table does not show the predicted failure and its reason:\n%s", out)
 	}
 }

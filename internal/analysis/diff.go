@@ -1,0 +1,97 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// Delta is one cell present in two results files: New compared with Old
+// (Old is the reference), in the manner of benchstat.
+type Delta struct {
+	ID       results.CellID
+	Unit     string
+	Old, New *results.Cell
+	Comparison
+	// Lost: the cell has no valid sample in new, had some in old, and new
+	// did not predict it: a regression whatever the threshold.
+	Lost bool
+}
+
+// Pct is the change of the median in percent: (new/old - 1) * 100.
+func (d *Delta) Pct() float64 { return (d.Ratio - 1) * 100 }
+
+// PctCI is the 95% interval of Pct, when HasCI.
+func (d *Delta) PctCI() (lo, hi float64) { return (d.RatioCI[0] - 1) * 100, (d.RatioCI[1] - 1) * 100 }
+
+// Measured says the two sides could be compared, so Pct means something;
+// otherwise Note says why not.
+func (d *Delta) Measured() bool { return d.Verdict != NoVerdict }
+
+// FileDiff is the whole comparison of two files.
+type FileDiff struct {
+	Deltas  []*Delta
+	OnlyOld []*results.Cell
+	OnlyNew []*results.Cell
+}
+
+// Diff matches the cells of two files by CellID, in old's order.
+func Diff(old, new *results.File) *FileDiff {
+	fd := &FileDiff{}
+	newBy := map[results.CellID]*results.Cell{}
+	for _, c := range new.Cells {
+		newBy[c.ID()] = c
+	}
+	seen := map[results.CellID]bool{}
+	for _, o := range old.Cells {
+		n, ok := newBy[o.ID()]
+		if !ok {
+			fd.OnlyOld = append(fd.OnlyOld, o)
+			continue
+		}
+		seen[o.ID()] = true
+		fd.Deltas = append(fd.Deltas, diffCells(o, n))
+	}
+	for _, c := range new.Cells {
+		if !seen[c.ID()] {
+			fd.OnlyNew = append(fd.OnlyNew, c)
+		}
+	}
+	return fd
+}
+
+func diffCells(o, n *results.Cell) *Delta {
+	d := &Delta{ID: o.ID(), Unit: o.Unit, Old: o, New: n}
+	ov, nv := o.Values(), n.Values()
+	d.Comparison = Comparison{P: math.NaN(), WelchP: math.NaN(), MinP: 1}
+	switch {
+	case len(ov) == 0 && len(nv) == 0 && StatusOf(n) == FailedAsExpected:
+		d.Note = "failed as expected in both"
+	case len(ov) == 0 && len(nv) == 0:
+		d.Note = "failed in both"
+	case len(ov) == 0:
+		d.Note = "failed in old"
+	case len(nv) == 0 && StatusOf(n) == FailedAsExpected:
+		d.Note = "failed as expected in new"
+	case len(nv) == 0:
+		d.Note, d.Lost = "FAILED in new", true
+	case o.Unit != n.Unit:
+		d.Note = fmt.Sprintf("units differ (%s vs %s)", o.Unit, n.Unit)
+	default:
+		d.Comparison = Compare(nv, ov, HigherIsBetter(d.Unit))
+	}
+	return d
+}
+
+// Regressions are the cells significantly worse by more than pct percent,
+// and the cells lost in new.
+func (fd *FileDiff) Regressions(pct float64) []*Delta {
+	var out []*Delta
+	for _, d := range fd.Deltas {
+		if d.Lost || (d.Verdict == Worse && math.Abs(d.Pct()) > pct) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
