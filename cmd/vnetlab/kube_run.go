@@ -114,8 +114,7 @@ Examples:
 						return err
 					}
 					c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
-						Test: string(t), Engine: d.Name(), Unit: t.Unit(),
-						Note: fmt.Sprintf("pod %s on %s -> %s (pod %s on %s)", ep.ClientPod, ep.ClientNode, ep.Addr, ep.ServerPod, ep.ServerNode)}
+						Test: string(t), Engine: d.Name(), Unit: t.Unit()}
 					res.Cells = append(res.Cells, c)
 					planned = append(planned, runner.Planned{Cell: c, Driver: d,
 						Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
