@@ -31,8 +31,11 @@ import (
 // its content, so a rebuilt vnetlab gets a new tag.
 const Repository = "vnetlab.local/vnetlab"
 
+// VnetlabPath is where the image holds vnetlab (whatever its name here).
+const VnetlabPath = "/usr/bin/vnetlab"
+
 // Entrypoint makes a container idle until stopped (and reap children as PID 1).
-var Entrypoint = []string{"/usr/bin/vnetlab", "kube", "pause"}
+var Entrypoint = []string{VnetlabPath, "kube", "pause"}
 
 // Programs besides vnetlab that go into the image (the engines' tools).
 var Programs = []string{"iperf3", "sockperf"}
@@ -46,7 +49,7 @@ type Image struct {
 // Build collects the files and makes the image; self is the vnetlab
 // executable to put in it.
 func Build(self string) (*Image, error) {
-	files := map[string]string{"/usr/bin/vnetlab": self} // path in image -> path on this machine
+	files := map[string]string{VnetlabPath: self} // path in image -> path on this machine
 	progs := []string{self}
 	for _, p := range Programs {
 		path, err := exec.LookPath(p)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -25,7 +26,7 @@ import (
 // guard kills the program when its stdin closes, which is what ending an
 // exec stream does (a process started through the API's exec otherwise keeps
 // running after the stream ends).
-var GuardArgs = []string{"/usr/bin/vnetlab", "kube", "guard", "--"}
+var GuardArgs = []string{image.VnetlabPath, "kube", "guard", "--"}
 
 // Exec runs commands in pods through the API server's exec subresource.
 type Exec struct {
@@ -52,14 +53,16 @@ type PodProcess struct {
 }
 
 // Command prepares name args in pod (its only container), under the guard.
-// A program given by its path on this machine (the rr engine's vnetlab) is
-// run from the image's /usr/bin.
+// A program given by its path on this machine runs from the image's
+// /usr/bin; this vnetlab (the rr engine's), as the image's vnetlab.
 func (e *Exec) Command(ctx context.Context, pod, name string, args ...string) engine.Process {
 	return e.command(ctx, pod, name, args...)
 }
 
 func (e *Exec) command(ctx context.Context, pod, name string, args ...string) *PodProcess {
-	if strings.Contains(name, "/") {
+	if self, err := engine.SelfBinary(); err == nil && name == self {
+		name = image.VnetlabPath
+	} else if strings.Contains(name, "/") {
 		name = "/usr/bin/" + path.Base(name)
 	}
 	cctx, cancel := context.WithCancel(ctx)
