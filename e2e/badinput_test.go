@@ -38,6 +38,7 @@ func TestBadInput(t *testing.T) {
 		{"address clash", nil, []string{"up", "-f", clash}, "address clash: pods pod-a and pod-b both have 192.168.10.10"},
 		{"gateway clash", nil, []string{"up", "--name", "e2bad", "--mode", "bridge", "--pod-cidr", "10.10.0.0/16"}, "address clash: pod_cidr 10.10.0.0/16 overlaps"},
 		{"too many pods", nil, []string{"up", "--name", "e2bad", "--mode", "bridge", "--pods", "300"}, "300 pods do not fit in 192.168.10.0/24"},
+		{"bridge port limit", nil, []string{"up", "--name", "e2bad", "--mode", "bridge", "--pods", "1025", "--pod-cidr", "10.128.0.0/16"}, "mode bridge holds at most 1024 pods here, not 1025: each pod is a port of the Linux bridge br0, which holds at most 1024 ports"},
 		{"unknown option", nil, []string{"up", "--name", "e2bad", "--mode", "bridge", "--option", "nope=1"}, `mode bridge has no option "nope"`},
 		{"bad option value", nil, []string{"up", "--name", "e2bad", "--mode", "bridge", "--option", "bridge_nf_call_iptables=maybe"}, "want on or off"},
 		{"down unknown lab", nil, []string{"down", "e2nosuch"}, `no lab named "e2nosuch"`},

@@ -197,6 +197,9 @@ func (s *Spec) Validate() error {
 			}
 		}
 	}
+	if err := m.CheckPodCount(len(s.Pods), s.NodeCount(), s.Options); err != nil {
+		return err
+	}
 	return topo.Available(m)
 }
 

@@ -1,9 +1,14 @@
 package lab
 
 import (
+	"context"
+	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func TestPodNames(t *testing.T) {
@@ -71,6 +76,49 @@ func TestValidateRejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want %q, got %v", c.want, err)
 		}
+	}
+}
+
+// A Linux bridge holds 1024 ports: more pods than that are refused by
+// Validate, before Up builds anything, with the reason and what to do.
+func TestValidateBridgePortLimit(t *testing.T) {
+	spec := func(mode string, pods, nodes int, opts map[string]string) Spec {
+		p, err := DefaultPodSpecs(pods, "10.128.0.0/16", nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Spec{Name: "ok", Mode: mode, Pods: p, PodCIDR: "10.128.0.0/16", Nodes: nodes, Options: opts}
+	}
+	refused := []struct {
+		spec Spec
+		want string
+	}{
+		{spec("bridge", 1025, 1, nil), "mode bridge holds at most 1024 pods here, not 1025: each pod is a port of the Linux bridge br0"},
+		{spec("docker-nat", 1025, 1, nil), "at most 1024 pods"},
+		{spec("bridge", 2047, 2, nil), "at most 2046 pods here, not 2047"}, // each node's br0 holds eth1 too
+		{spec("host-gw", 2049, 2, nil), "at most 2048 pods"},
+		{spec("ovs", 1024, 1, map[string]string{"linux_bridge": "on"}), "at most 1023 pods"},
+	}
+	for _, c := range refused {
+		err := c.spec.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "use --pods") {
+			t.Errorf("%s, %d pods, %d nodes: want %q and what to do, got %v", c.spec.Mode, len(c.spec.Pods), c.spec.NodeCount(), c.want, err)
+		}
+	}
+	for _, s := range []Spec{spec("bridge", 1024, 1, nil), spec("bridge", 2046, 2, nil), spec("veth-routed", 5000, 1, nil), spec("ovs", 1024, 1, nil)} {
+		m, _ := topo.Get(s.Mode)
+		if err := m.CheckPodCount(len(s.Pods), s.NodeCount(), s.Options); err != nil {
+			t.Errorf("%s, %d pods, %d nodes: refused: %v", s.Mode, len(s.Pods), s.NodeCount(), err)
+		}
+	}
+	// Up refuses before it reserves anything: no state directory.
+	s := spec("bridge", 1025, 1, nil)
+	s.Name = "e2portlimit"
+	if _, err := Up(context.Background(), s, nil); err == nil {
+		t.Fatal("Up built 1025 pods on one bridge")
+	}
+	if _, err := os.Stat(labDir(s.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused lab left its state directory: %v", err)
 	}
 }
 

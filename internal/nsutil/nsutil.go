@@ -26,10 +26,11 @@ func Exists(name string) bool {
 	return err == nil
 }
 
-// Create makes a new named namespace, brings its loopback up and writes mark
-// as the loopback's alias (vnetlab's ownership mark, readable with `ip link`).
+// Create makes a new named namespace, writes sysctls (key, value, key,
+// value, ...) inside it, brings its loopback up and writes mark as the
+// loopback's alias (vnetlab's ownership mark, readable with `ip link`).
 // The calling goroutine's thread is restored to its original namespace.
-func Create(name, mark string) error {
+func Create(name, mark string, sysctls ...string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
@@ -43,13 +44,17 @@ func Create(name, mark string) error {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	defer ns.Close()
-	// The thread is now inside the new namespace: bring lo up while here.
+	// The thread is now inside the new namespace: mark and configure it
+	// while here.
 	lo, lerr := netlink.LinkByName("lo")
 	if lerr == nil && mark != "" {
 		lerr = netlink.LinkSetAlias(lo, mark)
 	}
 	if lerr == nil {
 		lerr = netlink.LinkSetUp(lo)
+	}
+	for i := 0; i+1 < len(sysctls) && lerr == nil; i += 2 {
+		lerr = WriteSysctl(sysctls[i], sysctls[i+1])
 	}
 	if err := netns.Set(orig); err != nil {
 		// The thread is stuck in the wrong namespace: never reuse it.
@@ -137,13 +142,16 @@ func Scratch(fn func() error) error {
 }
 
 // Handle opens a netlink handle bound to the named namespace. Close it when done.
+// It speaks rtnetlink only (links, addresses, routes, neighbours, qdiscs):
+// one socket, where a handle for every family would hold three, per pod of
+// a lab that keeps one handle per pod open while it builds.
 func Handle(name string) (*netlink.Handle, error) {
 	ns, err := netns.GetFromPath(Path(name))
 	if err != nil {
 		return nil, fmt.Errorf("open namespace %s: %w", name, err)
 	}
 	defer ns.Close()
-	return netlink.NewHandleAt(ns)
+	return netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 }
 
 // Inode identifies a namespace; processes whose /proc/PID/ns/net has the same

@@ -22,6 +22,7 @@ import (
 func init() {
 	Register(Mode{
 		Name:     DockerNAT,
+		MaxPods:  bridgePorts("docker0", ""),
 		Seeds:    []Seed{SeedInterfaces, SeedDocker},
 		Summary:  "Docker bridge network: docker0 + MASQUERADE + published-port DNAT, userland-proxy=false (seeds 000, 004)",
 		Requires: []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.BrNetfilter},

@@ -16,7 +16,11 @@ import (
 // namespace as pod.Ifname; the host end (hostName) stays in the node.
 func VethToPod(env *Env, pod *Pod, hostName string) (netlink.Link, error) {
 	return pairToPod(env, pod, hostName, func(mtu int, podNS netlink.NsFd) netlink.Link {
-		return &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName, MTU: mtu}, PeerName: pod.Ifname, PeerNamespace: podNS}
+		// One queue each way, given explicitly: a veth asked for none gets
+		// one per CPU, then trims them to one in use, and each trim waits
+		// for an RCU grace period (veth_init_queues), twice per pod.
+		return &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName, MTU: mtu, NumTxQueues: 1, NumRxQueues: 1},
+			PeerName: pod.Ifname, PeerNamespace: podNS}
 	})
 }
 

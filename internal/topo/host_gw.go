@@ -15,6 +15,7 @@ import (
 func init() {
 	Register(Mode{
 		Name:      HostGW,
+		MaxPods:   bridgePorts("cni0", ""),
 		Seeds:     []Seed{SeedBridgeOVS},
 		Summary:   "cross-host (--nodes 2): per-node pod subnet on cni0, routes to the other node's pods via its underlay IP (flannel host-gw)",
 		Requires:  []kernel.Feature{kernel.Veth, kernel.Bridge},

@@ -31,7 +31,7 @@ func buildMacvlanEBPF(env *Env) error {
 	if err := buildMacvlan(env); err != nil {
 		return err
 	}
-	err := attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+	err := attachEach(env, podsHook, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
 		return dp.AttachPodL2(pod.Name, pod.Ifname)
 	})
 	if err != nil {

@@ -58,6 +58,10 @@ type Mode struct {
 	CrossHost bool
 	// Podless: the mode attaches no pods (host: tests run in the nodes).
 	Podless bool
+	// MaxPods says how many pods a kernel limit lets the mode hold with the
+	// given nodes and options, and why; nil: none below what a pod CIDR
+	// holds (see limits.go).
+	MaxPods PodLimit
 	// Services says how a clusterIP reaches the mode's pods.
 	Services Services
 }

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
@@ -31,7 +32,8 @@ func buildNetkitEBPF(env *Env) error {
 	if err := buildRouted(env, "nk-", netkitL2ToPod, true); err != nil {
 		return err
 	}
-	if err := attachHostRouting(env); err != nil {
+	// tcx, as its summary says: netkit-ebpf has not been measured with tc.
+	if err := attachHostRouting(env, ebpf.HookTCX); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{

@@ -29,7 +29,14 @@ import (
 // in a new namespace: the reason OpenStack plugged VMs this way).
 func init() {
 	Register(Mode{
-		Name:     OVS,
+		Name: OVS,
+		// linux_bridge=on: pods on qbr0, with the veth qvb0 to Open vSwitch.
+		MaxPods: func(nodes int, opts map[string]string) (int, string) {
+			if on, err := (&Env{Options: opts}).BoolOption("linux_bridge", false); err != nil || !on {
+				return 0, ""
+			}
+			return bridgePorts("qbr0", "the veth qvb0 to Open vSwitch")(nodes, opts)
+		},
 		Seeds:    []Seed{SeedBridgeOVS},
 		Summary:  "veth per pod as ports of an Open vSwitch bridge holding the gateway .1 (seed 003); --nodes 2: underlay or vxlan port; options datapath, userspace_tso, encap",
 		Requires: []kernel.Feature{kernel.Veth},

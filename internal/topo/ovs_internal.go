@@ -124,6 +124,9 @@ func moveToPod(env *Env, l netlink.Link, pod *Pod, keepName bool) error {
 	}
 	defer fd.Close()
 	name := l.Attrs().Name
+	// The kernel's move waits for rcu_barrier() under RTNL
+	// (__dev_change_net_namespace): one grace period or more per pod, the
+	// bulk of building this mode with many pods.
 	if err := env.Node.H.LinkSetNsFd(l, int(fd)); err != nil {
 		return fmt.Errorf("move %s into %s: %w", name, pod.Pod, err)
 	}

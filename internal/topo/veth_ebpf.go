@@ -32,8 +32,8 @@ func init() {
 
 // attachHostRouting puts the host-routing programs on the node end of every
 // pod's pair (veth, netkit) and routes to the pods in the data plane.
-func attachHostRouting(env *Env) error {
-	return attachEach(env, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
+func attachHostRouting(env *Env, hook ebpf.Hook) error {
+	return attachEach(env, hook, func(dp *ebpf.Plane, pod *Pod) (ebpf.Endpoint, error) {
 		return dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
 	})
 }
@@ -42,7 +42,7 @@ func buildVethEBPF(env *Env) error {
 	if err := buildVethRouted(env); err != nil {
 		return err
 	}
-	if err := attachHostRouting(env); err != nil {
+	if err := attachHostRouting(env, podsHook); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{

@@ -19,6 +19,7 @@ import (
 func init() {
 	Register(Mode{
 		Name:      Vxlan,
+		MaxPods:   bridgePorts("cni0", ""),
 		Seeds:     []Seed{SeedBridgeOVS},
 		Summary:   "cross-host (--nodes 2): kernel VXLAN overlay with static FDB/ARP, per-node subnets on cni0 (flannel vxlan; seed 003's empty rows)",
 		Requires:  []kernel.Feature{kernel.Veth, kernel.Bridge, kernel.Vxlan},

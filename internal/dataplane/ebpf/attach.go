@@ -222,7 +222,15 @@ func attachTC(ns string, ifindex int, name string, prog *ebpf.Program, at ebpf.A
 	if err := h.FilterAdd(f); err != nil {
 		return fmt.Errorf("cls_bpf filter: %w", err)
 	}
-	return prog.Pin(pin)
+	// Pin a clone: a Program is pinned at one path at a time, and pinning
+	// it again moves the pin, so every endpoint but the last would lose its
+	// record.
+	c, err := prog.Clone()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Pin(pin)
 }
 
 func tcParent(at ebpf.AttachType) uint32 {
@@ -341,14 +349,31 @@ func detachTC(ep Endpoint) error {
 	return nil
 }
 
+// findEndpoint looks for ifname in ns under each placement and hook: a few
+// stats rather than a listing, which would make attaching n pods read n
+// endpoints n times.
 func (p *Plane) findEndpoint(ns, ifname string) (Endpoint, bool) {
-	eps, _ := p.ListEndpoints()
-	for _, ep := range eps {
-		if ep.NS == ns && ep.Ifname == ifname {
-			return ep, true
+	for _, pl := range []Placement{InPod, NodeSide, Routed} {
+		for _, h := range []Hook{HookTCX, HookTC} {
+			name := epDirName(ns, ifname, pl, h)
+			if _, err := os.Stat(filepath.Join(p.epRoot(), name)); err == nil {
+				return p.endpointAt(name)
+			}
 		}
 	}
 	return Endpoint{}, false
+}
+
+// endpointAt reads the endpoint recorded in directory name of epRoot.
+func (p *Plane) endpointAt(name string) (Endpoint, bool) {
+	ep, ok := parseEpDir(name)
+	if !ok {
+		return Endpoint{}, false
+	}
+	dir := filepath.Join(p.epRoot(), name)
+	ep.Pins = []string{dir, filepath.Join(dir, "from_pod"), filepath.Join(dir, "to_pod")}
+	ep.Attached = attached(ep)
+	return ep, true
 }
 
 // ListEndpoints lists the lab's endpoints, read from its pin directory.
@@ -362,14 +387,9 @@ func (p *Plane) ListEndpoints() ([]Endpoint, error) {
 	}
 	var out []Endpoint
 	for _, e := range ents {
-		ep, ok := parseEpDir(e.Name())
-		if !ok {
-			continue
+		if ep, ok := p.endpointAt(e.Name()); ok {
+			out = append(out, ep)
 		}
-		dir := filepath.Join(p.epRoot(), e.Name())
-		ep.Pins = []string{dir, filepath.Join(dir, "from_pod"), filepath.Join(dir, "to_pod")}
-		ep.Attached = attached(ep)
-		out = append(out, ep)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].NS != out[j].NS {

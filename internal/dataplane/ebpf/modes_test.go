@@ -20,7 +20,6 @@ import (
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -278,8 +277,8 @@ func TestMacvlanEBPFLab(t *testing.T) {
 	}
 }
 
-// TestEBPFModesLeaveNothing: after down, the programs and links the lab
-// used are gone from the kernel, and so are its pins.
+// TestEBPFModesLeaveNothing: after down, the programs the lab used are
+// gone from the kernel, and so are its pins.
 func TestEBPFModesLeaveNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -288,9 +287,9 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			name := fmt.Sprintf("fac%d", os.Getpid()%10000)
 			l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode}, 3)
-			links, progs := labLinksAndPrograms(t, name)
-			if len(links) != 6 || len(progs) < 2 {
-				t.Fatalf("lab %s: %d links, %d programs pinned; want 6 links (2 per pod)", name, len(links), len(progs))
+			pins, progs := labPrograms(t, name)
+			if pins != 6 || len(progs) < 2 {
+				t.Fatalf("lab %s: %d program pins, %d programs; want 6 pins (2 per pod)", name, pins, len(progs))
 			}
 			if down(); t.Failed() {
 				t.FailNow()
@@ -303,10 +302,10 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 					t.Fatalf("namespace %s left", ns.NS)
 				}
 			}
-			// Links and programs are freed asynchronously (RCU): wait a little.
+			// Programs are freed asynchronously (RCU): wait a little.
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				left := stillLoaded(links, progs)
+				left := stillLoaded(progs)
 				if len(left) == 0 {
 					break
 				}
@@ -319,9 +318,10 @@ func TestEBPFModesLeaveNothing(t *testing.T) {
 	}
 }
 
-// labLinksAndPrograms reads the IDs of the links pinned in a lab's
-// directory and of the programs behind them.
-func labLinksAndPrograms(t *testing.T, name string) (links []link.ID, progs map[ebpf.ProgramID]bool) {
+// labPrograms reads the programs the eBPF modes pinned in a lab's
+// directory: they attach every pod with tc (cls_bpf; tcx would wait for an
+// RCU grace period per attach), whose endpoints pin the programs.
+func labPrograms(t *testing.T, name string) (pins int, progs map[ebpf.ProgramID]bool) {
 	t.Helper()
 	progs = map[ebpf.ProgramID]bool{}
 	eps, err := os.ReadDir(dp.PinDir(name) + "/endpoints")
@@ -329,31 +329,32 @@ func labLinksAndPrograms(t *testing.T, name string) (links []link.ID, progs map[
 		t.Fatal(err)
 	}
 	for _, e := range eps {
+		if !strings.HasSuffix(e.Name(), "@"+string(dp.HookTC)) {
+			t.Fatalf("endpoint %s: want the tc hook", e.Name())
+		}
 		for _, prog := range []string{"from_pod", "to_pod"} {
-			l, err := link.LoadPinnedLink(dp.PinDir(name)+"/endpoints/"+e.Name()+"/"+prog, nil)
+			p, err := ebpf.LoadPinnedProgram(dp.PinDir(name)+"/endpoints/"+e.Name()+"/"+prog, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			info, err := l.Info()
-			l.Close()
+			info, err := p.Info()
+			p.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
-			links = append(links, info.ID)
-			progs[info.Program] = true
+			id, ok := info.ID()
+			if !ok {
+				t.Fatal("program info without an ID")
+			}
+			pins++
+			progs[id] = true
 		}
 	}
-	return links, progs
+	return pins, progs
 }
 
-func stillLoaded(links []link.ID, progs map[ebpf.ProgramID]bool) []string {
+func stillLoaded(progs map[ebpf.ProgramID]bool) []string {
 	var left []string
-	for _, id := range links {
-		if l, err := link.NewFromID(id); err == nil {
-			l.Close()
-			left = append(left, fmt.Sprintf("link %d", id))
-		}
-	}
 	for id := range progs {
 		if p, err := ebpf.NewProgramFromID(id); err == nil {
 			p.Close()
