@@ -10,6 +10,8 @@ declare -A need=(
   [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
   [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
   [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/report tests)
+  # `vnetlab kube up`: a local Kubernetes cluster's etcd, container runtime and CNI plugins
+  [etcd]=etcd-server [containerd]=containerd [runc]=runc
   # e2e/kernels boots Debian's stock kernel under qemu with these programs in its initramfs
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [depmod]=kmod [xz]=xz-utils
 )
@@ -17,6 +19,7 @@ missing=()
 for prog in "${!need[@]}"; do
   command -v "$prog" >/dev/null 2>&1 || [ -x "/usr/sbin/$prog" ] || missing+=("${need[$prog]}")
 done
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 # A font for chromium to draw the report's text with (minimal images have none).
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -11,10 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/report"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -85,27 +82,10 @@ Examples:
 			if err != nil && (res == nil || len(res.Cells) == 0) {
 				return err
 			}
-			report.Table(os.Stdout, res, false)
-			report.Summary(os.Stdout, res)
 			if spec.Profile {
 				relativeProfileDirs(res, output)
 			}
-			if output != "" {
-				if werr := results.Write(output, res); werr != nil {
-					return werr
-				}
-				fmt.Fprintf(os.Stderr, "results written to %s\n", output)
-			}
-			if r.reportDir != "" {
-				if rerr := writeReport(r.reportDir, res, resultsDir(output)); rerr != nil {
-					return fmt.Errorf("--report %s: %w", r.reportDir, rerr)
-				}
-			}
-			if err != nil {
-				return err
-			}
-			// A cell that failed as the run predicted is a result, not an error.
-			return analysis.Problems(res.Cells)
+			return emitResults(res, output, r.reportDir, err)
 		},
 	}
 	r.register(cmd.Flags())

@@ -60,17 +60,24 @@ type Target struct {
 	// ClientCgroup, when set, is the cgroup v2 directory the client process
 	// starts in (socket-level Services act on the lab's cgroup only).
 	ClientCgroup string
+	// Starter, when set, runs the programs instead of this machine's
+	// namespaces; ServerNS and ClientNS then name what it understands (the
+	// pods of `vnetlab kube run`).
+	Starter Starter
 }
 
 // ClientCommand is the client's command, in the target's namespace and cgroup.
-func (tg Target) ClientCommand(ctx context.Context, name string, args ...string) (*proc.Cmd, error) {
+func (tg Target) ClientCommand(ctx context.Context, name string, args ...string) (Process, error) {
+	if tg.Starter != nil {
+		return tg.Starter.Command(ctx, tg.ClientNS, name, args...), nil
+	}
 	c := proc.Command(ctx, tg.ClientNS, name, args...)
 	if tg.ClientCgroup != "" {
 		if err := c.InCgroup(tg.ClientCgroup); err != nil {
 			return nil, err
 		}
 	}
-	return c, nil
+	return localProcess{c}, nil
 }
 
 // Spec is what to measure.

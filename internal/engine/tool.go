@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // The engines that run a program on each side (iperf3, sockperf, rr) share
@@ -56,7 +54,7 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	stop, err := startServer(ctx, tg.ServerNS, inv.ready, inv.server[0], inv.server[1:]...)
+	stop, err := startServer(ctx, tg, tg.ServerNS, inv.ready, inv.server[0], inv.server[1:]...)
 	if err != nil {
 		return Result{}, err
 	}
@@ -85,21 +83,22 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 // serverReadyTimeout: how long a server may take to print its ready line.
 const serverReadyTimeout = 5 * time.Second
 
-// startServer starts a server program in namespace ns and waits until it
-// prints a line containing ready. stop kills it (by its PID) and waits.
+// startServer starts a server program in ns (a namespace, or what
+// tg.Starter understands) and waits until it prints a line containing
+// ready. stop kills it (by its PID) and waits.
 // If the server dies first, the error carries what it printed.
-func startServer(ctx context.Context, ns, ready, name string, args ...string) (stop func(), err error) {
-	srv := proc.Command(ctx, ns, name, args...)
+func startServer(ctx context.Context, tg Target, ns, ready, name string, args ...string) (stop func(), err error) {
+	srv := tg.command(ctx, ns, name, args...)
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	stderr := &syncBuffer{}
-	srv.Stderr = stderr
+	srv.SetStderr(stderr)
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", name, ns, err)
 	}
-	stop = func() { _ = srv.Process.Kill(); _ = srv.Wait() }
+	stop = func() { srv.Kill(); _ = srv.Wait() }
 	if err := waitForLine(stdout, ready, serverReadyTimeout); err != nil {
 		stop()
 		msg := strings.TrimSpace(stderr.String())

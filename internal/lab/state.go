@@ -179,6 +179,16 @@ const (
 	// KindCgroup: a cgroup v2 directory (socket-level Services); removed
 	// once its processes are stopped.
 	KindCgroup = "cgroup"
+	// KindCgroupTree "PATH": a cgroup tree under a hierarchy's vnetlab-kube
+	// directory (a local Kubernetes node's cgroup root): its processes are
+	// killed and its directories removed.
+	KindCgroupTree = "cgroup-tree"
+	// KindSysctl "NAME VALUE": a machine-wide sysctl a daemon vnetlab started
+	// changes (kubelet), with the value to restore once that daemon is stopped.
+	KindSysctl = "sysctl"
+	// KindDir "PATH": a directory outside the lab's state directory that
+	// vnetlab made (or a daemon it started made) and removes.
+	KindDir = "dir"
 )
 
 func openJournal(name string) (*Journal, error) {

@@ -80,6 +80,14 @@ func teardown(name string, say Progress) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	// cgroup trees (a local Kubernetes node's containers).
+	for _, e := range entries {
+		if e.kind == KindCgroupTree {
+			if err := cgroup.RemoveKubeTree(e.value); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
 	// 4. namespaces, after stopping any process still living inside them.
 	seen := map[string]bool{}
 	var nss []string
@@ -92,8 +100,26 @@ func teardown(name string, say Progress) error {
 	if err := deleteNamespaces(name, nss); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if err := os.RemoveAll(labDir(name)); err != nil {
+	// 5. what daemons mounted under the state directory (container
+	// snapshots, pod network namespaces, volumes), then the directory: never
+	// removed through a mount that is still there.
+	for _, e := range entries {
+		if e.kind == KindDir {
+			if err := removeDir(e.value); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if err := removeDir(labDir(name)); err != nil {
 		errs = append(errs, err.Error())
+	}
+	// 6. machine-wide sysctls a daemon changed, back to what they were.
+	for _, e := range entries {
+		if e.kind == KindSysctl {
+			if err := restoreSysctl(e.value); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
 	}
 	say("lab %s removed (%d namespaces)", name, len(nss))
 	if len(errs) > 0 {

@@ -79,16 +79,22 @@ func (c *Cmd) Output() ([]byte, error) {
 	c.Stderr = &errb
 	err := c.Run()
 	if err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = strings.TrimSpace(out.String())
-		}
-		if len(msg) > 400 {
-			msg = msg[:400] + "..."
-		}
-		return out.Bytes(), fmt.Errorf("%s: %w: %s", c.Path, err, msg)
+		return out.Bytes(), fmt.Errorf("%s: %w: %s", c.Path, err, Said(errb.String(), out.String()))
 	}
 	return out.Bytes(), nil
+}
+
+// Said is what a failed program said, for its error: its stderr, else its
+// stdout, trimmed and cut at 400 bytes.
+func Said(stderr, stdout string) string {
+	msg := strings.TrimSpace(stderr)
+	if msg == "" {
+		msg = strings.TrimSpace(stdout)
+	}
+	if len(msg) > 400 {
+		msg = msg[:400] + "..."
+	}
+	return msg
 }
 
 // StartTime returns the process start time in clock ticks since boot

@@ -46,7 +46,11 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	}
 	t.AppendHeader(append(header, "unit", "samples"))
 	for _, c := range d.Cells {
-		row := table.Row{c.Mode, c.ID.Path}
+		path := c.ID.Path
+		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
+			path += "@" + c.ID.Placement
+		}
+		row := table.Row{c.Mode, path}
 		if svc {
 			extra := ""
 			if c.ID.Provider != "" {

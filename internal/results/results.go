@@ -41,6 +41,31 @@ type Metadata struct {
 	End         time.Time         `json:"end"`
 	Settings    Settings          `json:"settings"`
 	Skipped     []Skipped         `json:"skipped,omitempty"`
+	// Cluster is the Kubernetes cluster a `kube run` measured.
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster describes a measured Kubernetes cluster, each fact with how it
+// was found (HowDetected, by field name).
+type Cluster struct {
+	Name          string            `json:"name"`
+	ServerVersion string            `json:"server_version"`
+	Nodes         []ClusterNode     `json:"nodes"`
+	CNI           string            `json:"cni"`
+	KubeProxyMode string            `json:"kube_proxy_mode"`
+	Image         string            `json:"image"`
+	Namespace     string            `json:"namespace"`
+	HowDetected   map[string]string `json:"how_detected"`
+}
+
+// ClusterNode describes one node a run used.
+type ClusterNode struct {
+	Name             string `json:"name"`
+	Kernel           string `json:"kernel"`
+	OS               string `json:"os"`
+	ContainerRuntime string `json:"container_runtime"`
+	Kubelet          string `json:"kubelet"`
+	InternalIP       string `json:"internal_ip"`
 }
 
 // Settings are the run parameters that shape every sample.
@@ -87,6 +112,9 @@ type Cell struct {
 	Note           string  `json:"note,omitempty"`
 	// Placement is where the platform put the pods (see CellID); "" for labs.
 	Placement string `json:"placement,omitempty"`
+	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
+	ClientNode string `json:"client_node,omitempty"`
+	ServerNode string `json:"server_node,omitempty"`
 	// Status is the cell's outcome set by internal/analysis: "ok", "failed",
 	// "failed-as-expected" (Note predicted it) or "worked-unexpectedly".
 	Status string `json:"status,omitempty"`

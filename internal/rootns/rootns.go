@@ -1,5 +1,6 @@
 // Package rootns snapshots the root network namespace (links, addresses,
-// routes, rules, iptables, nftables, net.* sysctls) so tests can prove vnetlab
+// routes, rules, iptables, nftables, net.* sysctls and the machine-wide
+// sysctls kubelet changes) so tests can prove vnetlab
 // left it exactly as it found it.
 package rootns
 
@@ -31,6 +32,9 @@ func Snapshot() map[string]string {
 	run("iptables", "iptables-save")
 	run("nft", "nft", "list", "ruleset")
 	run("sysctl", "sysctl", "-a", "-r", `^net\.`)
+	// Machine-wide sysctls a kubelet changes at start (`vnetlab kube up`
+	// records and restores them).
+	run("kubelet-sysctls", append([]string{"sysctl"}, KubeletSysctls...)...)
 	s["iptables"] = counters.ReplaceAllString(dropComments(s["iptables"]), "[0:0]")
 	s["sysctl"] = dropDynamic(s["sysctl"])
 	s["links"] = linkState.ReplaceAllString(s["links"], "")
@@ -46,6 +50,9 @@ func Snapshot() map[string]string {
 	s["vnetlab-namespaces"] = strings.Join(ns, "\n")
 	return s
 }
+
+// KubeletSysctls are the machine-wide sysctls kubelet sets when it starts.
+var KubeletSysctls = []string{"kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory"}
 
 var (
 	counters  = regexp.MustCompile(`\[\d+:\d+\]`)

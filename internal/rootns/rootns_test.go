@@ -22,3 +22,12 @@ func TestSnapshotIsStable(t *testing.T) {
 		t.Errorf("two snapshots in a row differ (a dynamic value is not filtered):\n%s", d)
 	}
 }
+
+func TestSnapshotHasKubeletSysctls(t *testing.T) {
+	s := Snapshot()["kubelet-sysctls"]
+	for _, name := range KubeletSysctls {
+		if !strings.Contains(s, name+" = ") {
+			t.Errorf("snapshot misses %s: %q", name, s)
+		}
+	}
+}

@@ -61,6 +61,34 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	return p.out, nil
 }
 
+// Planned is one cell ready to measure: where (target) and with what (driver).
+type Planned struct {
+	Cell   *results.Cell
+	Target engine.Target
+	Driver engine.Driver
+}
+
+// Execute measures cells planned elsewhere (the pods of `vnetlab kube run`)
+// in the same interleaved rounds as a lab run, then computes the statistics.
+func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) error {
+	if err := CheckSpec(spec); err != nil {
+		return err
+	}
+	var runs []*cellRun
+	var all []*results.Cell
+	for _, c := range cells {
+		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: c.Cell.ID().String()})
+		all = append(all, c.Cell)
+	}
+	// Not profiled: the pods' namespaces are the platform's (kube run has
+	// no --profile).
+	if err := execute(ctx, spec, runs, prog, nil); err != nil {
+		return err
+	}
+	analysis.Analyze(all, spec.Summary)
+	return nil
+}
+
 // execute runs Warmup + Repeat rounds, each one sample of every cell in
 // turn (A B C A B C ...), so that slow drifts of the machine touch every
 // cell alike; warm-up samples are discarded. With col, each valid sample's

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/image"
+)
+
+func init() { extraCommands = append(extraCommands, newKubeCmd) }
+
+func newKubeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kube",
+		Short: "A real multi-node Kubernetes in namespaces on this machine (up, down, ls, kubeconfig, load, image)",
+		Long: `vnetlab kube runs a real Kubernetes on this machine, as kind does, without a
+container registry: etcd, kube-apiserver, kube-controller-manager and kube-scheduler in a
+control-plane namespace; each node (containerd + runc, kubelet, kube-proxy, CNI bridge +
+host-local) in its own network namespace. The Kubernetes binaries are built once from the
+Go module proxy and cached under ~/.cache/vnetlab/kube (the first time takes about 10
+minutes on 2 cores). The root namespace keeps its links, routes and firewall; the API
+server is published on a 127.0.0.1 port.
+
+  vnetlab kube up --name k --nodes 2
+  kubectl --kubeconfig "$(vnetlab kube kubeconfig k)" get nodes -o wide
+  vnetlab kube down k`,
+	}
+	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
+		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd())
+	return cmd
+}
+
+func newKubeUpCmd() *cobra.Command {
+	spec := cluster.Spec{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local Kubernetes cluster whose control plane and nodes live in namespaces",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			start := time.Now()
+			st, err := cluster.Up(cmd.Context(), spec, stderrf)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("cluster %s up in %s: %d nodes Ready, kube-proxy %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
+				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactServer])
+			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
+	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
+	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "kube-proxy mode: iptables or nftables")
+	return cmd
+}
+
+func newKubeDownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "down CLUSTER [CLUSTER...]",
+		Short: "Remove a local cluster: processes, containers, cgroups, mounts, namespaces, state; restore kubelet's sysctls",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			for _, n := range args {
+				start := time.Now()
+				if err := cluster.Down(n, nil); err != nil {
+					return err
+				}
+				fmt.Printf("cluster %s removed in %s\n", n, time.Since(start).Round(100*time.Millisecond))
+			}
+			return nil
+		},
+	}
+}
+
+func newKubeLsCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List local clusters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cs, err := cluster.List()
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return printJSON(cs)
+			}
+			fmt.Printf("%-12s %-10s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "PROXY", "API SERVER", "CREATED")
+			for _, c := range cs {
+				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), c.Facts[cluster.FactProxy], c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func newKubeKubeconfigCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig CLUSTER",
+		Short: "Print the path of a local cluster's kubeconfig (for kubectl --kubeconfig)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := cluster.Load(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Println(st.Facts[cluster.FactKubeconfig])
+			return nil
+		},
+	}
+}
+
+func newKubeLoadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "load CLUSTER IMAGE.tar...",
+		Short: "Import image archives (docker or OCI tarballs) into every node of a local cluster",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			if err := cluster.LoadImages(cmd.Context(), args[0], args[1:]); err != nil {
+				return err
+			}
+			fmt.Printf("loaded %d archives into cluster %s\n", len(args)-1, args[0])
+			return nil
+		},
+	}
+}
+
+func newKubeImageCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "image -o FILE.tar",
+		Short: "Write vnetlab's measuring image (vnetlab, iperf3, sockperf and their libraries) as a tarball",
+		Long: `Write vnetlab's image for clusters without a registry: load it with
+"vnetlab kube load CLUSTER FILE.tar", "kind load image-archive FILE.tar" or
+"ctr -n k8s.io images import FILE.tar" on each node. It prints the image reference.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("say where to write the image: -o FILE.tar")
+			}
+			self, err := engine.SelfBinary()
+			if err != nil {
+				return err
+			}
+			img, err := image.Build(self)
+			if err != nil {
+				return err
+			}
+			if err := img.Write(out); err != nil {
+				return err
+			}
+			fmt.Println(img.Ref)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the tarball to write")
+	return cmd
+}
+
+// newKubePauseCmd is the image's entrypoint: the pod sandbox and the
+// measuring pods' idle process. As PID 1 it reaps orphans; it exits on
+// SIGTERM or SIGINT.
+func newKubePauseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "pause",
+		Short:  "Wait until stopped, reaping children (the image's entrypoint)",
+		Hidden: true,
+		Args:   cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sig := make(chan os.Signal, 4)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+			for s := range sig {
+				if s != syscall.SIGCHLD {
+					return nil
+				}
+				for {
+					var ws unix.WaitStatus
+					if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); pid <= 0 || err != nil {
+						break
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newKubeForwardCmd() *cobra.Command {
+	var ns, to string
+	cmd := &cobra.Command{
+		Use:    "forward",
+		Short:  "Serve a cluster's API server on the listening socket given as fd 3 (started by kube up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(cmd *cobra.Command, _ []string) error { return cluster.Forward(cmd.Context(), ns, to) },
+	}
+	cmd.Flags().StringVar(&ns, "ns", "", "the control plane's namespace")
+	cmd.Flags().StringVar(&to, "to", "", "the API server's address in it")
+	return cmd
+}
+
+// newKubeGuardCmd runs a program and kills it when its own stdin closes: a
+// command started through the Kubernetes API's exec keeps running after the
+// stream ends, so `kube run` starts every engine process under the guard and
+// ends it by closing the stream.
+func newKubeGuardCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "guard -- PROGRAM [ARGS...]",
+		Short:  "Run a program until stdin closes (kube run's exec wrapper)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := exec.Command(args[0], args[1:]...)
+			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+			if err := c.Start(); err != nil {
+				return err
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			go func() { _, _ = io.Copy(io.Discard, os.Stdin); _ = c.Process.Kill() }()
+			err := <-done
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return exitError{code: ee.ExitCode()}
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,265 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/rootns"
+)
+
+// One 2-node cluster serves every test of this package (bringing one up
+// takes seconds with the binaries cached, about 10 minutes the first time).
+const testCluster = "vkt"
+
+var (
+	testState *lab.State
+	skipWhy   string
+)
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Geteuid() != 0:
+		skipWhy = "a local cluster needs root (namespaces, containers)"
+	case os.Getenv("VNETLAB_BIN") == "":
+		skipWhy = "a local cluster runs `vnetlab kube forward` and puts vnetlab in its image: set VNETLAB_BIN to a built vnetlab (make test does)"
+	}
+	if skipWhy != "" {
+		os.Exit(m.Run())
+	}
+	before := sysctls()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	st, err := Up(ctx, Spec{Name: testCluster, Nodes: 2, Proxy: "iptables"}, func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube up: %v\n", err)
+		os.Exit(1)
+	}
+	testState = st
+	// Held while the tests run: a `vnetlab clean` in a test skips this cluster.
+	hold, err := lab.Open(testCluster)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lock cluster: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	hold.Release()
+	if err := Down(testCluster, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "kube down: %v\n", err)
+		code = 1
+	}
+	if msg := leftovers(st, before); msg != "" {
+		fmt.Fprintf(os.Stderr, "kube down left: %s\n", msg)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func needCluster(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+	cs, err := Client(testState.Facts[FactKubeconfig])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// machineState is what a cluster must leave as it found: the sysctls kubelet
+// changes and whether the fixed paths the daemons use exist.
+func sysctls() map[string]string {
+	out := map[string]string{}
+	for _, s := range rootns.KubeletSysctls {
+		out[s], _ = lab.ReadSysctl(s)
+	}
+	for _, p := range machinePaths {
+		_, err := os.Stat(p)
+		out[p] = fmt.Sprint(err == nil)
+	}
+	return out
+}
+
+// leftovers says what a removed cluster left on the machine ("" = nothing);
+// before == nil skips the machine-wide state (another cluster is running).
+func leftovers(st *lab.State, before map[string]string) string {
+	var left []string
+	for k, v := range sysctls() {
+		if before != nil && before[k] != v {
+			left = append(left, fmt.Sprintf("%s=%s (was %s)", k, v, before[k]))
+		}
+	}
+	ents, _ := os.ReadDir(nsutil.Dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), lab.NSName(st.Name, "")) {
+			left = append(left, "namespace "+e.Name())
+		}
+	}
+	if _, err := os.Stat(lab.Dir(st.Name)); err == nil {
+		left = append(left, "state directory "+lab.Dir(st.Name))
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), lab.Dir(st.Name)) {
+		left = append(left, "mounts under "+lab.Dir(st.Name))
+	}
+	hs, _ := cgroup.KubeHierarchies()
+	for _, h := range hs {
+		for _, n := range st.Nodes {
+			if _, err := os.Stat(filepath.Join(h, cgroup.KubeSub, n.Name)); err == nil {
+				left = append(left, "cgroup "+filepath.Join(h, cgroup.KubeSub, n.Name))
+			}
+		}
+	}
+	for _, pid := range processesMentioning(lab.Dir(st.Name)) {
+		left = append(left, fmt.Sprintf("process %d", pid))
+	}
+	return strings.Join(left, "; ")
+}
+
+// processesMentioning lists processes whose command line names dir (every
+// daemon of a cluster is started with paths under its state directory).
+func processesMentioning(dir string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestNodesReadyThroughForwarder(t *testing.T) {
+	cs := needCluster(t)
+	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 || readyNodes(context.Background(), cs) != 2 {
+		t.Fatalf("want 2 Ready nodes through %s, got %d nodes", testState.Facts[FactServer], len(nodes.Items))
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != testState.Facts[FactVersion] {
+		t.Errorf("server version %v (%v), want %s", v, err, testState.Facts[FactVersion])
+	}
+}
+
+// A server pod on node 2 answers a connection from node 1's namespace on its
+// pod IP (cross-node routing) and through a ClusterIP Service (kube-proxy),
+// and conntrack in node 1 shows the Service's translation.
+func TestPodAndServiceReachable(t *testing.T) {
+	cs := needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "vkt-test-"}}
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	server := testState.Nodes[1].Name
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "srv", Labels: map[string]string{"app": "srv"}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": server},
+			Containers: []corev1.Container{{Name: "iperf3", Image: testState.Facts[FactImage], ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/usr/bin/iperf3", "-s", "-p", "5201"}}}}}
+	if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "srv"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "srv"},
+		Ports: []corev1.ServicePort{{Port: 5201, TargetPort: intstr.FromInt32(5201)}}}}
+	svc, err = cs.CoreV1().Services(ns.Name).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running *corev1.Pod
+	if err := waitFor(ctx, 2*time.Minute, "the server pod to run", func() bool {
+		p, err := cs.CoreV1().Pods(ns.Name).Get(ctx, "srv", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			running = p
+			return true
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if running.Spec.NodeName != server || !podCIDR(2).Contains(net.ParseIP(running.Status.PodIP)) {
+		t.Fatalf("pod on %s with IP %s, want node %s and an IP in %s", running.Spec.NodeName, running.Status.PodIP, server, podCIDR(2))
+	}
+	client := testState.Nodes[0].NS
+	for _, addr := range []string{running.Status.PodIP, svc.Spec.ClusterIP} {
+		// kube-proxy programs the Service a moment after the pod is ready.
+		if err := waitFor(ctx, time.Minute, "a connection to "+addr+" from "+client, func() bool {
+			return nsutil.Do(client, func() error {
+				c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5201"), 3*time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err
+			}) == nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := proc.Command(ctx, client, "conntrack", "-L", "-p", "tcp", "-d", svc.Spec.ClusterIP).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "src="+running.Status.PodIP) {
+		t.Errorf("conntrack in %s shows no translation of %s to %s:\n%s", client, svc.Spec.ClusterIP, running.Status.PodIP, out)
+	}
+}
+
+// A `kube up` killed with SIGKILL once its first node's daemons run leaves
+// nothing after `vnetlab clean`.
+func TestCleanAfterKilledUp(t *testing.T) {
+	needCluster(t)
+	const name = "vkk"
+	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "up", "--name", name, "--nodes", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(lab.Dir(name), "journal")
+	// kill once kubelet is journaled (etcd, apiserver, forwarder, controllers, containerd, kubelet).
+	err := waitFor(context.Background(), 2*time.Minute, "kube up to start its node's kubelet", func() bool {
+		b, _ := os.ReadFile(journal)
+		return strings.Count(string(b), lab.KindProc+" ") >= 7
+	})
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &lab.State{Name: name, Nodes: []lab.NodeState{{Name: NodeName(name, 1)}}}
+	if msg := leftovers(st, nil); msg == "" {
+		t.Fatal("a killed kube up left nothing to clean: the test did not kill it midway")
+	}
+	out, err := exec.Command(os.Getenv("VNETLAB_BIN"), "clean").CombinedOutput()
+	if err != nil {
+		t.Fatalf("clean: %v: %s", err, out)
+	}
+	if msg := leftovers(st, nil); msg != "" {
+		t.Errorf("after clean: %s", msg)
+	}
+	if _, err := Load(testCluster); err != nil {
+		t.Errorf("clean removed the cluster in use: %v", err)
+	}
+}

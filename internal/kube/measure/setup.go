@@ -1,0 +1,171 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Options say what to set up in the cluster.
+type Options struct {
+	Kubeconfig, Context string
+	Paths               []string // pod, service, host
+	Placements          []string // same-node, cross-node
+	Nodes               []string // server node, client node for cross-node; "" = pick
+	Image               string
+	PullPolicy          corev1.PullPolicy
+}
+
+// Validate refuses unknown paths and placements before the cluster is touched.
+func (o Options) Validate() error {
+	for _, p := range o.Paths {
+		if !slices.Contains([]string{PathPod, PathService, PathHost}, p) {
+			return fmt.Errorf("unknown path %q for a cluster (known: pod, service, host)", p)
+		}
+	}
+	for _, p := range o.Placements {
+		if !slices.Contains([]string{SameNode, CrossNode}, p) {
+			return fmt.Errorf("unknown placement %q (known: same-node, cross-node)", p)
+		}
+	}
+	if len(o.Paths) == 0 || len(o.Placements) == 0 {
+		return fmt.Errorf("give at least one path and one placement")
+	}
+	if len(o.Nodes) > 2 {
+		return fmt.Errorf("--nodes names at most two nodes: the server's and the cross-node client's")
+	}
+	return nil
+}
+
+// Endpoint is one measured path: who dials whom, where they run.
+type Endpoint struct {
+	Path, Placement        string
+	ServerPod, ClientPod   string
+	ServerNode, ClientNode string
+	Addr                   string
+}
+
+// Session is a set-up namespace in a cluster; Close deletes it.
+type Session struct {
+	Client    *kubernetes.Clientset
+	Config    *rest.Config
+	Namespace string
+	Version   string
+	Nodes     []corev1.Node
+	Endpoints []Endpoint
+	Exec      *Exec
+}
+
+// Close deletes the session's namespace (also after Ctrl-C).
+func (s *Session) Close() error {
+	if s == nil || s.Namespace == "" {
+		return nil
+	}
+	return DeleteNamespace(s.Client, s.Namespace)
+}
+
+// Setup checks the cluster, creates the namespace, pods and Services, and
+// waits until the pods run. On failure the namespace is already deleted.
+func Setup(ctx context.Context, o Options, say func(string, ...any)) (*Session, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cs, cfg, version, err := Connect(ctx, o.Kubeconfig, o.Context)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckRBAC(ctx, cs); err != nil {
+		return nil, err
+	}
+	nodes, err := PickNodes(ctx, cs, o.Nodes, slices.Contains(o.Placements, CrossNode))
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Client: cs, Config: cfg, Version: version, Nodes: nodes}
+	if s.Namespace, err = CreateNamespace(ctx, cs); err != nil {
+		return nil, err
+	}
+	s.Exec = &Exec{Client: cs, Config: cfg, Namespace: s.Namespace}
+	if err := s.populate(ctx, o, say); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pod names: a server on the first node, a client beside it and one on the
+// second node; "host-" pods are the hostNetwork pair.
+func podName(host bool, role string) string {
+	if host {
+		return "host-" + role
+	}
+	return role
+}
+
+func (s *Session) populate(ctx context.Context, o Options, say func(string, ...any)) error {
+	server := s.Nodes[0].Name
+	clientOn := map[string]string{SameNode: server}
+	if len(s.Nodes) > 1 {
+		clientOn[CrossNode] = s.Nodes[1].Name
+	}
+	var specs []PodSpec
+	hosts := []bool{}
+	if slices.Contains(o.Paths, PathPod) || slices.Contains(o.Paths, PathService) {
+		hosts = append(hosts, false)
+	}
+	if slices.Contains(o.Paths, PathHost) {
+		hosts = append(hosts, true)
+	}
+	for _, h := range hosts {
+		specs = append(specs, PodSpec{Name: podName(h, "server"), Node: server, HostNetwork: h, Server: !h})
+		for _, pl := range o.Placements {
+			// hostNetwork pods of one node share its namespace: one client there.
+			specs = append(specs, PodSpec{Name: podName(h, "client-"+pl), Node: clientOn[pl], HostNetwork: h})
+		}
+	}
+	say("namespace %s: %d pods on %s", s.Namespace, len(specs), strings.Join(nodeNames(s.Nodes), ", "))
+	var names []string
+	for _, p := range specs {
+		if err := CreatePod(ctx, s.Client, s.Namespace, o.Image, o.PullPolicy, p); err != nil {
+			return err
+		}
+		names = append(names, p.Name)
+	}
+	clusterIP := ""
+	if slices.Contains(o.Paths, PathService) {
+		var err error
+		if clusterIP, err = CreateService(ctx, s.Client, s.Namespace, podName(false, "server")); err != nil {
+			return err
+		}
+	}
+	pods, err := WaitRunning(ctx, s.Client, s.Namespace, names, o.Image)
+	if err != nil {
+		return err
+	}
+	for _, path := range o.Paths {
+		for _, pl := range o.Placements {
+			host := path == PathHost
+			srv, cli := pods[podName(host, "server")], pods[podName(host, "client-"+pl)]
+			addr := srv.Status.PodIP
+			if path == PathService {
+				addr = clusterIP
+			}
+			s.Endpoints = append(s.Endpoints, Endpoint{Path: path, Placement: pl, ServerPod: srv.Name, ClientPod: cli.Name,
+				ServerNode: srv.Spec.NodeName, ClientNode: cli.Spec.NodeName, Addr: addr})
+		}
+	}
+	return nil
+}
+
+func nodeNames(ns []corev1.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return out
+}
