@@ -41,8 +41,8 @@ bench-up: build
 clean-labs: build
 	./bin/vnetlab clean
 
-# Recompiles bpf/*.c into the committed internal/dataplane/ebpf/service_bpfel.{go,o}
-# and internal/dataplane/sock/sock_bpfel.{go,o} (needs clang 14 and libbpf-dev;
-# building vnetlab itself does not).
+# Recompiles bpf/*.c into the committed internal/dataplane/ebpf/service_bpfel.{go,o},
+# internal/dataplane/sock/sock_bpfel.{go,o} and internal/profile/profile_bpfel.{go,o}
+# (needs clang 14 and libbpf-dev; building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/dataplane/ebpf ./internal/dataplane/sock
+	$(GO) generate ./internal/dataplane/ebpf ./internal/dataplane/sock ./internal/profile

@@ -22,7 +22,7 @@ func emitResults(res *results.File, output, reportDir string, runErr error) erro
 		fmt.Fprintf(os.Stderr, "results written to %s\n", output)
 	}
 	if reportDir != "" {
-		if err := writeReport(reportDir, res); err != nil {
+		if err := writeReport(reportDir, res, resultsDir(output)); err != nil {
 			return fmt.Errorf("--report %s: %w", reportDir, err)
 		}
 	}

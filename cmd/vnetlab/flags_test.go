@@ -138,3 +138,28 @@ func TestUpFileThenFlags(t *testing.T) {
 		t.Errorf("up without a mode: %v", err)
 	}
 }
+
+// --profile puts the stacks beside the results (r.json -> r.profile);
+// --profile-dir implies --profile; a scenario's profile: true does too.
+func TestRunProfileFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		dir  string
+	}{
+		{[]string{"--profile", "-o", "out/r.json"}, "out/r.profile"},
+		{[]string{"--profile"}, "vnetlab-profile"},
+		{[]string{"--profile-dir", "p", "-o", "r.json"}, "p"},
+		{[]string{"-f", writeScenario(t, "profile: true\noutput: s.json\n")}, "s.profile"},
+	} {
+		spec, _, err := resolveRun(t, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !spec.Profile || spec.ProfileDir != c.dir {
+			t.Errorf("%v: profile %v, dir %q; want on, %q", c.args, spec.Profile, spec.ProfileDir, c.dir)
+		}
+	}
+	if spec, _, _ := resolveRun(t, "-o", "r.json"); spec.Profile || spec.ProfileDir != "" {
+		t.Errorf("without --profile: profile %v, dir %q", spec.Profile, spec.ProfileDir)
+	}
+}

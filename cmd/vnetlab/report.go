@@ -43,16 +43,17 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return writeReport(dir, f)
+			return writeReport(dir, f, filepath.Dir(args[0]))
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "output", "o", "", "directory to write report.md, report.html and the charts into")
 	return cmd
 }
 
-// writeReport is shared with run --report.
-func writeReport(dir string, f *results.File) error {
-	files, err := report.Write(dir, f)
+// writeReport is shared with run --report; resultsDir is where the results
+// file is (the profiles' files are relative to it).
+func writeReport(dir string, f *results.File, resultsDir string) error {
+	files, err := report.Write(dir, f, resultsDir)
 	if err != nil {
 		return err
 	}

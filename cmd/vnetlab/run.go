@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -49,7 +51,8 @@ Examples:
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
-  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
+  vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
+  vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --profile -o r.json && vnetlab explain r.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -79,6 +82,9 @@ Examples:
 			}
 			if err != nil && (res == nil || len(res.Cells) == 0) {
 				return err
+			}
+			if spec.Profile {
+				relativeProfileDirs(res, output)
 			}
 			return emitResults(res, output, r.reportDir, err)
 		},
@@ -120,6 +126,8 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.Summary.CIMethod, "ci-method", def.Summary.CIMethod, "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
+	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with `vnetlab explain`)")
+	f.StringVar(&s.ProfileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
 }
 
 // resolve says what `run` measures and where its results go: the defaults
@@ -184,10 +192,17 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Summary.Baseline = flag.Summary.Baseline
 		case "ci-method":
 			spec.Summary.CIMethod = flag.Summary.CIMethod
+		case "profile":
+			spec.Profile = flag.Profile
+		case "profile-dir":
+			spec.ProfileDir, spec.Profile = flag.ProfileDir, true
 		}
 	})
 	if err != nil {
 		return spec, "", err
+	}
+	if spec.Profile && spec.ProfileDir == "" {
+		spec.ProfileDir = defaultProfileDir(output)
 	}
 	// --option applies to every mode, over the options a scenario gives it.
 	if len(r.opts) > 0 {
@@ -239,4 +254,36 @@ func checkServiceRun(spec runner.Spec) error {
 		return fmt.Errorf("providers and services apply to the service path: add it with --paths pod,service")
 	}
 	return nil
+}
+
+// defaultProfileDir: beside the results file (r.json -> r.profile/), else
+// vnetlab-profile/ in the working directory.
+func defaultProfileDir(output string) string {
+	if output == "" {
+		return "vnetlab-profile"
+	}
+	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+}
+
+// resultsDir is the directory of the results file ("." without one): the
+// cells' profile dirs are relative to it.
+func resultsDir(output string) string {
+	if output == "" {
+		return "."
+	}
+	return filepath.Dir(output)
+}
+
+// relativeProfileDirs makes each cell's profile dir relative to the results
+// file's directory, so that the file and its profiles can move together.
+func relativeProfileDirs(res *results.File, output string) {
+	base := resultsDir(output)
+	for _, c := range res.Cells {
+		if c.Profile == nil || c.Profile.Dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
+			c.Profile.Dir = filepath.ToSlash(rel)
+		}
+	}
 }

@@ -141,7 +141,7 @@ var externalRef = regexp.MustCompile(`(?i)(?:\b(?:src|href|action|poster|srcset|
 
 func TestHTMLInChromium(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Write(dir, loadFixture(t)); err != nil {
+	if _, err := Write(dir, loadFixture(t), ""); err != nil {
 		t.Fatal(err)
 	}
 	page := filepath.Join(dir, "report.html")

@@ -76,6 +76,7 @@ func Markdown(w io.Writer, d *Doc) {
 		}
 	}
 
+	markdownProfiles(w, d.Profiles)
 	p("## Beside the seeds\n\n")
 	if len(d.Seeds) == 0 {
 		p("%s.\n\n", capitalize(d.NoSeeds))

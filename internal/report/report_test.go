@@ -209,7 +209,7 @@ func TestChartHasBarsAndErrorBars(t *testing.T) {
 
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
-	files, err := Write(dir, loadFixture(t))
+	files, err := Write(dir, loadFixture(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestWriteFiles(t *testing.T) {
 			t.Errorf("%s: %v", w, err)
 		}
 	}
-	if _, err := Write(filepath.Join(dir, "empty"), &results.File{SchemaVersion: 1}); err == nil {
+	if _, err := Write(filepath.Join(dir, "empty"), &results.File{SchemaVersion: 1}, ""); err == nil {
 		t.Error("an empty results file gave a report")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "empty")); err == nil {

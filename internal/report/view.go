@@ -31,6 +31,7 @@ type Doc struct {
 	Cells    []*CellView // every cell, in the results file's order
 	Tests    []*TestView // the same cells by test, grouped by mode
 	CPU      []*CPUView
+	Profiles []*ProfileView // where the CPU goes (run --profile)
 	Seeds    []*SeedView
 	NoSeeds  string // why no seed table is shown
 	Warnings []string

@@ -12,12 +12,15 @@ import (
 // Write renders the report of f into dir: report.md, report.html (one
 // self-contained file) and each chart as .svg and .png. Everything is
 // rendered in memory first, so a failure leaves no half-written report.
-// It returns the files written.
-func Write(dir string, f *results.File) ([]string, error) {
+// It returns the files written. resultsDir is the directory of the results
+// file, where the profiled cells' stacks are (run --profile); "" when there
+// is none (no flame graphs then).
+func Write(dir string, f *results.File, resultsDir string) ([]string, error) {
 	if len(f.Cells) == 0 {
 		return nil, fmt.Errorf("the results file has no cells: nothing to report (was the run interrupted before its first sample?)")
 	}
 	d := Build(f)
+	d.Profiles = buildProfiles(f, resultsDir)
 	files := map[string][]byte{}
 	var order []string
 	put := func(name string, b []byte) {

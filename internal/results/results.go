@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
 // SchemaVersion grows only when a field changes meaning; new fields are added
@@ -136,6 +137,11 @@ type Cell struct {
 	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 	// Nodes is 2 when the lab spanned two nodes (run --nodes 2), else 0.
 	Nodes int `json:"nodes,omitempty"`
+
+	// Profile is where the cell's CPU went (run --profile, issue 14): by
+	// stage, by kernel function and data-path events, per unit of work,
+	// over its valid samples' measured windows.
+	Profile *profile.Summary `json:"profile,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs

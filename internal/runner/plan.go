@@ -34,6 +34,7 @@ type cellRun struct {
 	target engine.Target
 	driver engine.Driver
 	label  string
+	netns  []string // the lab's namespaces: what a profile counts as the test's
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {
@@ -159,7 +160,7 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoin
 			c.Nodes = p.spec.Nodes
 		}
 		p.out.Cells = append(p.out.Cells, &c)
-		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(),
+		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(), netns: labNamespaces(l),
 			target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
 	}
 	return nil

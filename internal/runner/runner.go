@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -41,10 +42,22 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	if len(p.cells) == 0 {
 		return p.out, fmt.Errorf("nothing to run: every mode was skipped")
 	}
-	if err := execute(ctx, spec, p.cells, prog); err != nil {
+	col, err := openProfiler(spec)
+	if err != nil {
+		return p.out, err
+	}
+	if col != nil {
+		defer col.Close()
+	}
+	if err := execute(ctx, spec, p.cells, prog, col); err != nil {
 		return p.out, err
 	}
 	analysis.Analyze(p.out.Cells, spec.Summary)
+	if col != nil {
+		if err := finishProfiles(col, p.out.Cells, spec.ProfileDir); err != nil {
+			return p.out, err
+		}
+	}
 	return p.out, nil
 }
 
@@ -67,7 +80,9 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: c.Cell.ID().String()})
 		all = append(all, c.Cell)
 	}
-	if err := execute(ctx, spec, runs, prog); err != nil {
+	// Not profiled: the pods' namespaces are the platform's (kube run has
+	// no --profile).
+	if err := execute(ctx, spec, runs, prog, nil); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
@@ -76,8 +91,9 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 
 // execute runs Warmup + Repeat rounds, each one sample of every cell in
 // turn (A B C A B C ...), so that slow drifts of the machine touch every
-// cell alike; warm-up samples are discarded.
-func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress) error {
+// cell alike; warm-up samples are discarded. With col, each valid sample's
+// measured window is profiled into its cell's profile.
+func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, col *profile.Collector) error {
 	rounds := spec.Warmup + spec.Repeat
 	prog.Begin(rounds * len(cells))
 	defer prog.End()
@@ -94,9 +110,16 @@ func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress) er
 			}
 			prog.Sample(n, label)
 			start := time.Now().UTC()
-			res, usage, err := measure(ctx, c.driver, c.target, spec.engineSpec(engine.Test(c.cell.Test)))
+			sampler := col
+			if r < spec.Warmup {
+				sampler = nil
+			}
+			res, usage, prof, err := measure(ctx, c.driver, c.target, spec.engineSpec(engine.Test(c.cell.Test)), sampler, c.netns)
 			if r < spec.Warmup {
 				continue
+			}
+			if err == nil && col != nil {
+				col.Add(c.cell.ID().Key(), prof, workUnits(res, c.cell.Unit))
 			}
 			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {

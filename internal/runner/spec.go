@@ -61,6 +61,13 @@ type Spec struct {
 	Providers     []string       // default: service.DefaultProviderFor(mode)
 	ExtraServices []int          // default: [0]
 	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
+
+	// Profile samples every measured window's CPU stacks and data-path
+	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
+	// ProfileDir where each cell's pprof, folded stacks and flame graph go.
+	Profile    bool
+	ProfileHz  int
+	ProfileDir string
 }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row

@@ -60,6 +60,10 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	if s.CVThreshold != nil {
 		spec.Summary.CVThreshold = *s.CVThreshold
 	}
+	if s.Profile || s.ProfileDir != "" {
+		spec.Profile = true
+	}
+	setString(&spec.ProfileDir, s.ProfileDir)
 	return spec
 }
 

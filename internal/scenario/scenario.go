@@ -54,6 +54,10 @@ type Scenario struct {
 	Providers     []string       `yaml:"providers"`
 	Services      []service.Spec `yaml:"services"`
 	ExtraServices IntList        `yaml:"extra_services"`
+	// Profile: sample where the CPU goes in every measured window (run
+	// --profile); ProfileDir: where each cell's stacks are written.
+	Profile    bool   `yaml:"profile"`
+	ProfileDir string `yaml:"profile_dir"`
 
 	file string
 	root *yaml.Node

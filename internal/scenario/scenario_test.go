@@ -23,9 +23,14 @@ pods:
 tests: [tcp_stream]
 duration: 2s
 repeat: 4
+profile: true
+profile_dir: prof
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !s.Profile || s.ProfileDir != "prof" {
+		t.Errorf("profile: %v, profile_dir %q", s.Profile, s.ProfileDir)
 	}
 	if len(s.Modes) != 2 || s.Modes[1].Label != "bridge-nf-off" || s.Modes[1].Mode != "bridge" || s.Modes[1].Options["bridge_nf_call_iptables"] != "off" {
 		t.Errorf("modes: %+v", s.Modes)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/explain"
+	"github.com/vnetlab/vnetlab/internal/profile"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+func init() { extraCommands = append(extraCommands, newExplainCmd) }
+
+func newExplainCmd() *cobra.Command {
+	var (
+		cells, test, flame, format string
+	)
+	cmd := &cobra.Command{
+		Use:   "explain results.json [--cells A,B] [--test T] [--flamegraph out.svg]",
+		Short: "Say where two profiled cells spend their CPU differently: by stage, event and function, with the numbers",
+		Long: `Read a results file written by "run --profile" and put two cells side by side: CPU time
+per unit of work (µs per transaction, connection or MB, all CPUs) by stage of the data path
+(syscall+copy, TCP/UDP, IP, routing/forwarding, netfilter, bridge, veth/backlog, ...), the
+data-path events per unit that differ (backlog enqueues, transmits, FIB lookups, drops),
+the kernel functions seen on one side only, and one sentence that cites those numbers.
+A stage difference is marked * and may enter the sentence only when it is at least two
+standard deviations of sampling noise from zero.
+
+Default: every profiled cell against the run's baseline cell of the same path, provider
+and test. --cells A,B compares B against A (names: a mode, MODE/PATH/PROVIDER as the table
+shows it, or mode|path|provider|test).
+
+--flamegraph out.svg writes B's differential flame graph against A as SVG: B's shape (the
+data path's stacks), red where B spends more µs per unit than A, blue where less, hover
+titles with both values (needs the profile files run wrote beside the results; each
+cell's plain flame graph is already there, and in the report).
+
+Examples:
+  vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --repeat 3 --profile -o r.json
+  vnetlab explain r.json
+  vnetlab explain r.json --cells macvlan,veth-routed --flamegraph veth-vs-macvlan.svg
+  vnetlab explain r.json -o json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("explain needs one results file: vnetlab explain results.json")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return fmt.Errorf("-o %s: want text or json", format)
+			}
+			f, err := results.Read(args[0])
+			if err != nil {
+				return err
+			}
+			var names []string
+			if cells != "" {
+				names = strings.Split(cells, ",")
+			}
+			pairs, err := explain.Select(f, names, test)
+			if err != nil {
+				return err
+			}
+			if flame != "" && len(pairs) != 1 {
+				return fmt.Errorf("--flamegraph draws one cell: name it with --cells A,B (and --test when the run has several)")
+			}
+			var all []*explain.Explanation
+			for i, p := range pairs {
+				e, err := explain.Compare(p.A, p.B)
+				if err != nil {
+					return err
+				}
+				all = append(all, e)
+				if format == "text" {
+					if i > 0 {
+						fmt.Println()
+					}
+					if err := explain.Write(os.Stdout, e); err != nil {
+						return err
+					}
+				}
+			}
+			if format == "json" {
+				b, err := json.MarshalIndent(all, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Println(string(b))
+			}
+			if flame == "" {
+				return nil
+			}
+			return writeExplainFlame(flame, args[0], pairs[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cells, "cells", "", "two cells A,B: explain B against A (default: each cell against the baseline)")
+	f.StringVar(&test, "test", "", "only this test (tcp_rr, tcp_stream, ...)")
+	f.StringVar(&flame, "flamegraph", "", "write B's differential flame graph against A here (SVG)")
+	f.StringVarP(&format, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// writeExplainFlame draws pair.B's data-path stacks against pair.A's.
+func writeExplainFlame(out, resultsPath string, pair explain.Pair) error {
+	load := func(c *results.Cell) (*profile.Profile, float64, error) {
+		p, us, err := profile.LoadStacks(filepath.Dir(resultsPath), c.Profile)
+		if err != nil {
+			return nil, 0, fmt.Errorf("cell %s: %w", explain.Label(c), err)
+		}
+		return p, us, nil
+	}
+	pb, usB, err := load(pair.B)
+	if err != nil {
+		return err
+	}
+	pa, usA, err := load(pair.A)
+	if err != nil {
+		return err
+	}
+	o := profile.FlameOptions{USPerSample: usB, Unit: pair.B.Profile.Unit, Base: pa, BaseUSPerSample: usA, BaseTitle: explain.Label(pair.A)}
+	o.Title = fmt.Sprintf("%s vs %s %s: red = more µs per %s than %s, blue = less", explain.Label(pair.B), explain.Label(pair.A), pair.B.Test, o.Unit, explain.Label(pair.A))
+	fh, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := profile.WriteFlameGraph(fh, pb, profile.DefaultRules, o); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "flame graph written to %s\n", out)
+	return nil
+}
