@@ -52,7 +52,10 @@ Examples:
 			if err != nil {
 				return err
 			}
-			spec := runner.Spec{Duration: dur, Repeat: repeat, Warmup: warmup, Streams: streams, Size: sz, Rate: rate, Engine: eng}
+			// The measurement settings of a lab run; the lab ones (modes, pods) stay unused.
+			spec := runner.DefaultSpec()
+			spec.Duration, spec.Repeat, spec.Warmup, spec.Streams, spec.Size, spec.Rate, spec.Engine = dur, repeat, warmup, streams, sz, rate, eng
+			spec.Tests = nil
 			for _, t := range tests {
 				tt, err := engine.ParseTest(t)
 				if err != nil {
