@@ -155,7 +155,7 @@ func Probe() error {
 		}
 		var objs serviceObjects
 		if err := spec.LoadAndAssign(&objs, nil); err != nil {
-			probeErr = fmt.Errorf("this kernel does not load vnetlab's eBPF programs: %w", err)
+			probeErr = fmt.Errorf("this kernel does not load vnetlab's eBPF programs (they need Linux 6.2 or newer): %w", err)
 			return
 		}
 		objs.Close()
