@@ -41,5 +41,5 @@ func main() {
 		fmt.Printf("FAIL: the root namespace changed during the test suite:\n%s\n", d)
 		os.Exit(1)
 	}
-	fmt.Println("root namespace unchanged: links, addresses, routes, rules, iptables, nftables, net.* sysctls")
+	fmt.Println("root namespace unchanged: links, addresses, routes, rules, iptables, nftables, net.* sysctls, the sysctls kubelet sets")
 }
