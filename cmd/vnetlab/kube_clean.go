@@ -18,7 +18,7 @@ type clusterFlags struct {
 func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
-	cmd.Flags().StringVar(&f.cluster, "cluster", "", "a local cluster made by `vnetlab kube up` (instead of --kubeconfig)")
+	cmd.Flags().StringVar(&f.cluster, "cluster", "", "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
 }
 
 // resolve returns the kubeconfig path and the local cluster's facts (nil
