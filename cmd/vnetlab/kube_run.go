@@ -19,13 +19,13 @@ import (
 
 func newKubeRunCmd() *cobra.Command {
 	var (
-		cf                          clusterFlags
-		paths, placements, nodes    []string
-		tests                       []string
-		eng, out, reportDir, img    string
-		label, rate                 string
-		dur                         time.Duration
-		repeat, warmup, streams, sz int
+		cf                       clusterFlags
+		paths, placements, nodes []string
+		tests                    []string
+		out, reportDir, img      string
+		label                    string
+		// The measurement settings of a lab run; the lab ones (modes, pods) stay unused.
+		spec = runner.DefaultSpec()
 	)
 	cmd := &cobra.Command{
 		Use:   "run (--kubeconfig PATH [--context C] | --cluster NAME) [--paths pod,service,host] [--placements same-node,cross-node]",
@@ -52,16 +52,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			// The measurement settings of a lab run; the lab ones (modes, pods) stay unused.
-			spec := runner.DefaultSpec()
-			spec.Duration, spec.Repeat, spec.Warmup, spec.Streams, spec.Size, spec.Rate, spec.Engine = dur, repeat, warmup, streams, sz, rate, eng
-			spec.Tests = nil
-			for _, t := range tests {
-				tt, err := engine.ParseTest(t)
-				if err != nil {
-					return err
-				}
-				spec.Tests = append(spec.Tests, tt)
+			if spec.Tests, err = parseTests(tests); err != nil {
+				return err
 			}
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
@@ -134,15 +126,8 @@ Examples:
 	f.StringSliceVar(&paths, "paths", []string{measure.PathPod, measure.PathService, measure.PathHost}, "paths: pod (pod IP), service (ClusterIP), host (hostNetwork pods: node to node)")
 	f.StringSliceVar(&placements, "placements", []string{measure.SameNode, measure.CrossNode}, "placements: same-node, cross-node")
 	f.StringSliceVar(&nodes, "nodes", nil, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
-	f.StringSliceVar(&tests, "tests", []string{"tcp_stream"}, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
-	f.StringVar(&eng, "engine", "", "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr)")
-	f.DurationVar(&dur, "duration", 4*time.Second, "length of each sample")
-	f.IntVar(&repeat, "repeat", 5, "samples per cell, taken in interleaved rounds")
-	f.IntVar(&warmup, "warmup", 0, "rounds run first and discarded")
-	f.IntVar(&streams, "streams", 1, "parallel streams (iperf3 -P)")
-	f.IntVar(&sz, "size", 1, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
-	f.StringVar(&rate, "rate", "max", "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
-	f.StringVar(&img, "image", "", "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own, see `vnetlab kube image`)")
+	registerMeasureFlags(f, &spec, &tests)
+	f.StringVar(&img, "image", "", "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
 	f.StringVar(&label, "label", "", "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
 	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
 	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")

@@ -95,26 +95,16 @@ Examples:
 
 func (r *runFlags) register(f *pflag.FlagSet) {
 	def := runner.DefaultSpec()
-	var defModes, defTests []string
+	var defModes []string
 	for _, m := range def.Modes {
 		defModes = append(defModes, m.Label)
 	}
-	for _, t := range def.Tests {
-		defTests = append(defTests, string(t))
-	}
 	s := &r.spec
 	f.StringSliceVar(&r.modes, "modes", defModes, "modes to compare, in table order (the first is the baseline)")
-	f.StringSliceVar(&r.tests, "tests", defTests, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
+	registerMeasureFlags(f, s, &r.tests)
 	f.StringSliceVar(&s.Paths, "paths", def.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&s.Providers, "providers", def.Providers, "service path providers: "+strings.Join(service.Names(), ", ")+" (default: iptables; ebpf for veth-ebpf and macvlan-ebpf)")
 	f.IntSliceVar(&s.ExtraServices, "extra-services", def.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
-	f.StringVar(&s.Engine, "engine", def.Engine, "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
-	f.DurationVar(&s.Duration, "duration", def.Duration, "length of each sample")
-	f.IntVar(&s.Repeat, "repeat", def.Repeat, "samples per cell, taken in interleaved rounds")
-	f.IntVar(&s.Warmup, "warmup", def.Warmup, "rounds run first and discarded")
-	f.IntVar(&s.Streams, "streams", def.Streams, "parallel streams (iperf3 -P)")
-	f.IntVar(&s.Size, "size", def.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
-	f.StringVar(&s.Rate, "rate", def.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.IntVar(&s.PodCount, "pods", def.PodCount, "pods per lab")
 	f.IntVar(&s.Nodes, "nodes", def.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
 	f.StringVar(&s.UnderlayRate, "underlay-rate", def.UnderlayRate, "tbf rate on the node-to-node underlay, e.g. 10gbit")
@@ -126,8 +116,41 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.Summary.CIMethod, "ci-method", def.Summary.CIMethod, "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
-	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with `vnetlab explain`)")
+	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with vnetlab explain)")
 	f.StringVar(&s.ProfileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
+}
+
+// registerMeasureFlags binds the flags that say how each cell is measured
+// (tests, engine, sample length, rounds, stream settings) to s, with the
+// defaults of runner.DefaultSpec; run and kube run share them. The tests
+// land in tests as typed (parseTests reads them).
+func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
+	def := runner.DefaultSpec()
+	var defTests []string
+	for _, t := range def.Tests {
+		defTests = append(defTests, string(t))
+	}
+	f.StringSliceVar(tests, "tests", defTests, "tests: tcp_stream, udp_stream, tcp_rr, udp_rr, tcp_crr")
+	f.StringVar(&s.Engine, "engine", def.Engine, "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
+	f.DurationVar(&s.Duration, "duration", def.Duration, "length of each sample")
+	f.IntVar(&s.Repeat, "repeat", def.Repeat, "samples per cell, taken in interleaved rounds")
+	f.IntVar(&s.Warmup, "warmup", def.Warmup, "rounds run first and discarded")
+	f.IntVar(&s.Streams, "streams", def.Streams, "parallel streams (iperf3 -P)")
+	f.IntVar(&s.Size, "size", def.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
+	f.StringVar(&s.Rate, "rate", def.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+}
+
+// parseTests reads --tests; the first unknown name is the error.
+func parseTests(names []string) ([]engine.Test, error) {
+	var out []engine.Test
+	for _, t := range names {
+		tt, err := engine.ParseTest(strings.TrimSpace(t))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tt)
+	}
+	return out, nil
 }
 
 // resolve says what `run` measures and where its results go: the defaults
@@ -148,13 +171,9 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 		case "modes":
 			spec.Modes = runner.Variants(r.modes, nil)
 		case "tests":
-			spec.Tests = nil
-			for _, t := range r.tests {
-				tt, perr := engine.ParseTest(strings.TrimSpace(t))
-				if perr != nil && err == nil {
-					err = perr
-				}
-				spec.Tests = append(spec.Tests, tt)
+			var perr error
+			if spec.Tests, perr = parseTests(r.tests); perr != nil && err == nil {
+				err = perr
 			}
 		case "output":
 			output = r.output
