@@ -2,7 +2,8 @@ package service
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,12 +64,7 @@ func Get(name string) (Provider, error) {
 
 // Names lists the providers, sorted.
 func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // podMode returns the lab's mode, or why a Service cannot exist in it

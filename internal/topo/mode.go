@@ -2,7 +2,8 @@ package topo
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/kernel"
@@ -167,12 +168,7 @@ func Get(name string) (Mode, error) {
 
 // Names lists all known modes, sorted.
 func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
+	return slices.Sorted(maps.Keys(registry))
 }
 
 // All returns every mode, sorted by name.
