@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -315,11 +316,19 @@ func cmdGC(args *skel.CmdArgs) error {
 			}
 		}
 	}
-	if err := invoke.DelegateGC(context.Background(), conf.IPAM.Type, args.StdinData, nil); err != nil {
-		var te *types.Error
-		if !errors.As(err, &te) || te.Code != types.ErrIncompatibleCNIVersion {
-			return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
-		}
+	// Only an IPAM plugin that speaks this version has GC (Debian's
+	// host-local stops at 1.0.0: its addresses go with each DEL).
+	ctx := context.Background()
+	path, err := invoke.FindInPath(conf.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH")))
+	if err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
+	}
+	vi, err := invoke.GetVersionInfo(ctx, path, nil)
+	if err != nil || !slices.Contains(vi.SupportedVersions(), conf.CNIVersion) {
+		return nil
+	}
+	if err := invoke.DelegateGC(ctx, conf.IPAM.Type, args.StdinData, nil); err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
 	}
 	return nil
 }

@@ -83,10 +83,14 @@ func newRig(t *testing.T, mode, options string) *rig {
 	if r.nodeH, err = nsutil.Handle(r.node); err != nil {
 		t.Fatal(err)
 	}
-	// The node's own address (a real node's eth0): the source of its
-	// packets to pods.
+	// The node's own address and default route (a real node's eth0): the
+	// source of its packets to pods, and what proxy_arp needs to answer
+	// for the pods' gateway (docs/labs.md).
 	up := upVeth(t, r.nodeH, "eth0")
 	if err := r.nodeH.AddrAdd(up, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 76, 0, 1), Mask: net.CIDRMask(24, 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.nodeH.RouteAdd(&netlink.Route{LinkIndex: up.Attrs().Index, Gw: net.IPv4(10, 76, 0, 254)}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -293,7 +297,7 @@ func blockDefaultRoute(t *testing.T, pod string) {
 	}
 	defer h.Close()
 	d := upVeth(t, h, "blocker")
-	if err := h.RouteAdd(&netlink.Route{LinkIndex: d.Attrs().Index, Scope: netlink.SCOPE_LINK}); err != nil {
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: d.Attrs().Index, Scope: netlink.SCOPE_LINK, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}); err != nil {
 		t.Fatal(err)
 	}
 }
