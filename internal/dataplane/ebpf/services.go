@@ -371,7 +371,8 @@ type Flow struct {
 	Hairpin bool           `json:"hairpin,omitempty"`
 }
 
-// Flows lists the conntrack's forward entries (at most limit; 0 = all).
+// Flows lists the flows in the conntrack (at most limit; 0 = all), from
+// their reply entries (the forward direction keeps no state: bpf/lb.h).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
 	var (
 		k   serviceLbCtKey
@@ -380,14 +381,16 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 	)
 	it := p.objs.LbConntrack.Iterate()
 	for it.Next(&k, &v) {
-		if k.Dir != ctFwd {
+		if k.Dir != ctRev {
 			continue
 		}
+		// Reply key: backend:bport -> client:cport (the hairpin address
+		// for a hairpin, whose client is in the value).
 		out = append(out, Flow{
-			Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
-			Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
+			Client:  netip.AddrPortFrom(addrOf(v.Client), portOf(k.Dport)),
+			Service: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
 			Proto:   Proto(k.Proto),
-			Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
+			Backend: netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
 			Hairpin: v.Flags&ctHairpin != 0,
 		})
 		if limit > 0 && len(out) >= limit {
@@ -399,6 +402,6 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 
 // Mirrors of bpf/lb.h's enums.
 const (
-	ctFwd     = 1
+	ctRev     = 2
 	ctHairpin = 1
 )
