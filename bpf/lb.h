@@ -12,12 +12,10 @@
  *   lb_to_pod(skb)    packets arriving at a pod: reverse NAT backend -> clusterIP
  *                     (pod eth0 ingress, or node-side veth egress).
  *
- * Conntrack: one LRU hash holds one entry per flow, keyed by the reply
- * tuple exactly as it will arrive (backend:bport -> client:cport), so a
- * reply costs one lookup. The forward direction needs no state: a Service's
- * backends never change under its id (vnetlab replaces a Service with a new
- * id, never edits it), so the hash of the 5-tuple that picked a flow's
- * backend at its first packet picks the same backend for every later one.
+ * Conntrack: one LRU hash holds two entries per flow. The forward entry
+ * (client:cport -> vip:vport) pins the flow to its backend; the reverse entry
+ * is keyed by the reply tuple exactly as it will arrive (backend:bport ->
+ * client:cport), so a reply costs one lookup.
  *
  * Hairpin (a pod reaching its own Service and landing on itself): the
  * packet would arrive with source == destination == the pod's own address
@@ -81,8 +79,6 @@ struct lb_backend {
 	__u16 pad;
 };
 
-/* LB_CT_FWD entries (client:cport -> vip:vport) were written by builds
- * before the forward direction became stateless; none is written now. */
 enum { LB_CT_FWD = 1, LB_CT_REV = 2 };
 enum { LB_CT_HAIRPIN = 1 };
 
@@ -96,8 +92,8 @@ struct lb_ct_key {
 	__u16 pad;
 };
 
-/* REV: addr:port = vip:vport, client = the pod that opened the flow (the
- * destination to restore after a hairpin). */
+/* FWD: addr:port = backend. REV: addr:port = vip:vport, client = the pod
+ * that opened the flow (the destination to restore after a hairpin). */
 struct lb_ct {
 	__be32 addr;
 	__be16 port;
@@ -525,35 +521,6 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
 	return h;
 }
 
-/* lb_rev_key: the reply tuple of flow p translated to be, as replies
- * arrive (to LB_HAIRPIN_IP for a hairpin). */
-static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt *p, const struct lb_backend *be, __u8 hairpin)
-{
-	rk->saddr = be->ip;
-	rk->daddr = hairpin ? LB_HAIRPIN_IP : p->saddr;
-	rk->sport = be->port;
-	rk->dport = p->sport;
-	rk->proto = p->proto;
-	rk->dir = LB_CT_REV;
-}
-
-/* lb_pick: the backend of flow p (client -> vip:vport) of Service svc
- * (count > 0): slot hash(5-tuple) % count. A Service's slots never change
- * under its id, so every packet of a flow gets the same answer. */
-static __always_inline int lb_pick(const struct lb_pkt *p, const struct lb_svc *svc, struct lb_backend *be)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_backend *b;
-
-	bk.slot = lb_hash(p) % svc->count;
-	b = bpf_map_lookup_elem(&lb_backends, &bk);
-	if (!b)
-		return -1;
-	be->ip = b->ip;
-	be->port = b->port;
-	return 0;
-}
-
 /* lb_rnat undoes the translation on a packet of the reply direction:
  * backend:bport -> vip:vport, and for a hairpin LB_HAIRPIN_IP -> the pod. */
 static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
@@ -573,22 +540,26 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* A TCP RST ends its flow: its conntrack entry goes at once, so the next
- * flows reuse it while it is still in cache instead of the LRU evicting
- * cold ones (a connection-rate test opens ~10k flows a second). A FIN is
- * left to the LRU: ACKs follow it. */
-static __always_inline void lb_ct_close(const struct lb_ct_key *rk)
+/* A TCP RST ends its flow: both conntrack entries go at once, so the next
+ * flows reuse them while they are still in cache instead of the LRU
+ * evicting cold ones (a connection-rate test opens ~10k flows a second). A
+ * FIN is left to the LRU: ACKs follow it. Keys are built before the first
+ * delete (which may free what ct points to). */
+static __always_inline void lb_ct_close(const struct lb_ct_key *fk, const struct lb_ct_key *rk)
 {
 	bpf_map_delete_elem(&lb_conntrack, rk);
+	bpf_map_delete_elem(&lb_conntrack, fk);
 }
 
 /* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
-static __always_inline void lb_ct_close_reply(const struct lb_pkt *p)
+static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
 {
+	struct lb_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
+				.proto = p->proto, .dir = LB_CT_FWD };
 	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
 				.proto = p->proto, .dir = LB_CT_REV };
 
-	lb_ct_close(&rk);
+	lb_ct_close(&fk, &rk);
 }
 
 /* lb_rnat_pkt: reverse NAT of a reply whose entry is ct, then, for a RST,
@@ -598,7 +569,7 @@ static __always_inline int lb_rnat_pkt(struct __sk_buff *skb, const struct lb_pk
 	int ret = lb_rnat(skb, p, ct);
 
 	if (ret == TC_ACT_OK && p->tcp_rst)
-		lb_ct_close_reply(p);
+		lb_ct_close_reply(p, ct);
 	return ret;
 }
 
@@ -725,47 +696,30 @@ fail:
 
 /* An ICMP error sent by the client about a reply it got from vip:vport
  * (e.g. port unreachable for a UDP reply): the quote vip:vport -> client
- * becomes backend:bport -> client, the outer destination the backend. The
- * backend is the flow's hash pick; the flow's reverse entry proves it was
- * translated. */
+ * becomes backend:bport -> client, the outer destination the backend. */
 static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_pkt *p)
 {
 	struct lb_icmp_err e;
-	struct lb_svc_key sk = {};
-	struct lb_ct_key rk = {};
-	struct lb_pkt q = {};
-	struct lb_backend be;
-	struct lb_svc *svc;
-	__u8 hairpin;
+	struct lb_ct *ct;
+	struct lb_ct_key k = {};
 
 	if (lb_icmp_quote(skb, p, &e) != LB_GO)
 		return TC_ACT_OK;
-	if (!lb_maybe_vip(e.saddr))
+	k.saddr = e.daddr;
+	k.daddr = e.saddr;
+	k.sport = e.dport;
+	k.dport = e.sport;
+	k.proto = e.proto;
+	k.dir = LB_CT_FWD;
+	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
+	if (!ct)
 		return TC_ACT_OK;
-	sk.vip = e.saddr;
-	sk.port = e.sport;
-	sk.proto = e.proto;
-	svc = bpf_map_lookup_elem(&lb_services, &sk);
-	if (!svc || svc->count == 0)
-		return TC_ACT_OK;
-	/* The flow the quoted reply belongs to: client:cport -> vip:vport. */
-	q.saddr = e.daddr;
-	q.daddr = e.saddr;
-	q.sport = e.dport;
-	q.dport = e.sport;
-	q.proto = e.proto;
-	if (lb_pick(&q, svc, &be) < 0)
-		return TC_ACT_OK;
-	hairpin = be.ip == q.saddr;
-	lb_rev_key(&rk, &q, &be, hairpin);
-	if (!bpf_map_lookup_elem(&lb_conntrack, &rk))
-		return TC_ACT_OK;
-	if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, be.ip) < 0 ||
-	    lb_icmp_set_port(skb, p, &e, 0, e.sport, be.port) < 0)
+	if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->addr) < 0 ||
+	    lb_icmp_set_port(skb, p, &e, 0, e.sport, ct->port) < 0)
 		goto fail;
-	if (p->daddr == e.saddr && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, be.ip) < 0)
+	if (p->daddr == e.saddr && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->addr) < 0)
 		goto fail;
-	if (hairpin) {
+	if (ct->flags & LB_CT_HAIRPIN) {
 		if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, LB_HAIRPIN_IP) < 0)
 			goto fail;
 		if (lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, LB_HAIRPIN_IP) < 0)
@@ -776,6 +730,18 @@ static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_p
 fail:
 	lb_count(LB_STAT_ERROR);
 	return TC_ACT_SHOT;
+}
+
+/* lb_rev_key: the reply tuple of flow p translated to be, as replies
+ * arrive (to LB_HAIRPIN_IP for a hairpin). */
+static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt *p, const struct lb_backend *be, __u8 hairpin)
+{
+	rk->saddr = be->ip;
+	rk->daddr = hairpin ? LB_HAIRPIN_IP : p->saddr;
+	rk->sport = be->port;
+	rk->dport = p->sport;
+	rk->proto = p->proto;
+	rk->dir = LB_CT_REV;
 }
 
 /* lb_forget_stale: a pod opens a flow straight to a backend with the very
@@ -815,6 +781,7 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 {
 	struct lb_pkt p = *pp;
 	struct lb_svc_key sk = {};
+	struct lb_ct_key fk = {};
 	struct lb_svc *svc;
 	struct lb_ct *ct;
 	struct lb_ct_key rk = {};
@@ -859,28 +826,52 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		return TC_ACT_SHOT;
 	}
 
-	if (lb_pick(&p, svc, &be) < 0) {
-		lb_count(LB_STAT_NO_BACKEND);
-		return TC_ACT_SHOT;
-	}
-	hairpin = be.ip == p.saddr;
-	lb_rev_key(&rk, &p, &be, hairpin);
-	/* The reply's entry: written without looking at a SYN (a new flow),
-	 * else only when it is missing (evicted; UDP's first datagram) or was
-	 * left by an earlier Service. */
-	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb_conntrack, &rk);
-	if (!ct || ct->svc_id != svc->id || ct->addr != p.daddr || ct->port != p.dport) {
-		struct lb_ct rev = {};
+	fk.saddr = p.saddr;
+	fk.daddr = p.daddr;
+	fk.sport = p.sport;
+	fk.dport = p.dport;
+	fk.proto = p.proto;
+	fk.dir = LB_CT_FWD;
+	/* A SYN starts a flow: the hash picks its backend, the one a known flow
+	 * (a retransmitted SYN) already has unless the Service changed since,
+	 * so its entry need not be looked up (a cold miss per connection). */
+	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb_conntrack, &fk);
+	if (ct && ct->svc_id == svc->id) {
+		be.ip = ct->addr;
+		be.port = ct->port;
+		hairpin = ct->flags & LB_CT_HAIRPIN;
+	} else {
+		struct lb_backend_key bk = { .svc_id = svc->id };
+		struct lb_backend *b;
+		struct lb_ct fwd = {}, rev = {};
 
+		bk.slot = lb_hash(&p) % svc->count;
+		b = bpf_map_lookup_elem(&lb_backends, &bk);
+		if (!b) {
+			lb_count(LB_STAT_NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		be.ip = b->ip;
+		be.port = b->port;
 		lb_count(LB_STAT_CT_NEW);
+		hairpin = be.ip == p.saddr;
 		if (hairpin)
 			lb_count(LB_STAT_HAIRPIN);
+
+		lb_rev_key(&rk, &p, &be, hairpin);
+		fwd.addr = be.ip;
+		fwd.port = be.port;
+		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
+		fwd.client = p.saddr;
+		fwd.svc_id = svc->id;
 		rev.addr = p.daddr;
 		rev.port = p.dport;
-		rev.flags = hairpin ? LB_CT_HAIRPIN : 0;
+		rev.flags = fwd.flags;
 		rev.client = p.saddr;
 		rev.svc_id = svc->id;
+		/* Reverse entry first: a reply can never find the flow half-made. */
 		bpf_map_update_elem(&lb_conntrack, &rk, &rev, BPF_ANY);
+		bpf_map_update_elem(&lb_conntrack, &fk, &fwd, BPF_ANY);
 	}
 
 	lb_frag_remember(&p);
@@ -893,8 +884,10 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 	lb_count(LB_STAT_DNAT);
 	if (!p.has_l4)
 		lb_count(LB_STAT_FRAG);
-	if (p.tcp_rst)
-		lb_ct_close(&rk);
+	if (p.tcp_rst) {
+		lb_rev_key(&rk, &p, &be, hairpin);
+		lb_ct_close(&fk, &rk);
+	}
 	return TC_ACT_OK;
 fail:
 	lb_count(LB_STAT_ERROR);

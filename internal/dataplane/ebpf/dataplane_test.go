@@ -618,87 +618,6 @@ func TestServiceValidation(t *testing.T) {
 	}
 }
 
-// ctEntries counts the conntrack's entries by direction.
-func ctEntries(t *testing.T, p *dp.Plane) (fwd, rev int) {
-	t.Helper()
-	var k dp.CtKey
-	var v dp.Ct
-	it := p.Objects().LbConntrack.Iterate()
-	for it.Next(&k, &v) {
-		switch k.Dir {
-		case 1:
-			fwd++
-		case 2:
-			rev++
-		}
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return fwd, rev
-}
-
-// The forward direction keeps no state: a flow has one conntrack entry (the
-// reply's), every packet of the flow gets the backend its first packet got
-// (the hash of its 5-tuple; a Service's slots never change under its id),
-// and a flow whose entry was evicted gets it back from its next packet, so
-// its replies are still translated.
-func TestOneEntryPerFlow(t *testing.T) {
-	p := testPlane(t)
-	backends := []dp.Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5202}, {IP: ipOf("192.168.10.13"), Port: 5203}}
-	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
-		if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: proto, Backends: backends}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const flows = 40
-	for i := 0; i < flows; i++ {
-		sport := uint16(31000 + i)
-		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
-		first, _ := decode(out)
-		mustValid(t, out)
-		if fwd, rev := ctEntries(t, p); fwd != 0 || rev != i+1 {
-			t.Fatalf("after %d SYNs: %d forward and %d reply entries, want 0 and %d", i+1, fwd, rev, i+1)
-		}
-		// Evict the flow's entry: the next packet still goes to the same
-		// backend and puts the entry back; the reply is translated.
-		rk := dp.CtKey{Saddr: be32(first.dst), Daddr: be32(podB), Sport: be16(first.dport), Dport: be16(sport), Proto: protoTCP, Dir: 2}
-		if err := p.Objects().LbConntrack.Delete(&rk); err != nil {
-			t.Fatalf("flow %d: its reply entry: %v", i, err)
-		}
-		for _, flags := range []uint8{tcpACK, tcpPSH | tcpACK} {
-			_, out = run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: flags, payload: []byte("q")}.bytes())
-			if d, _ := decode(out); d.dst != first.dst || d.dport != first.dport {
-				t.Fatalf("flow %d moved from %s:%d to %s:%d", i, first.dst, first.dport, d.dst, d.dport)
-			}
-		}
-		_, out = run(t, p.Objects().ToPod, ipv4{src: first.dst, dst: podB, proto: protoTCP, sport: first.dport, dport: sport, tcpFlags: tcpACK}.bytes())
-		expect(t, out, vip, 5201, podB, sport)
-		mustValid(t, out)
-	}
-	// UDP: the first datagram makes the entry, later ones find it.
-	for i := 0; i < 3; i++ {
-		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoUDP, sport: 32000, dport: 5201, payload: []byte{byte(i)}}.bytes())
-		mustValid(t, out)
-	}
-	if fwd, rev := ctEntries(t, p); fwd != 0 || rev != flows+1 {
-		t.Fatalf("%d forward and %d reply entries, want 0 and %d", fwd, rev, flows+1)
-	}
-	if st, _ := p.Stats(); st.NewFlows != 2*flows+1 {
-		t.Fatalf("stats %+v: want %d new entries (a SYN each, an eviction each, one UDP flow)", st, 2*flows+1)
-	}
-	// Flows lists them from the reply entries.
-	fl, err := p.Flows(0)
-	if err != nil || len(fl) != flows+1 {
-		t.Fatalf("Flows: %d, %v; want %d", len(fl), err, flows+1)
-	}
-	for _, f := range fl {
-		if f.Client.Addr() != podB || f.Service.Addr() != vip || f.Service.Port() != 5201 {
-			t.Fatalf("flow %+v", f)
-		}
-	}
-}
-
 // An ICMP error from the client quoting a clusterIP reply of no translated
 // flow (no reply entry, or a Service that does not exist) is left alone.
 func TestICMPErrorWithoutFlowUntouched(t *testing.T) {
@@ -719,12 +638,4 @@ func TestICMPErrorWithoutFlowUntouched(t *testing.T) {
 	if st, _ := p.Stats(); st.ICMP != 0 || st.Errors != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-}
-
-// be32 and be16: an address and a port as the maps hold them (network order in memory).
-func be32(a netip.Addr) uint32 { b := a.As4(); return binary.NativeEndian.Uint32(b[:]) }
-func be16(p uint16) uint16 {
-	var b [2]byte
-	binary.BigEndian.PutUint16(b[:], p)
-	return binary.NativeEndian.Uint16(b[:])
 }

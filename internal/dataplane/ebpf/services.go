@@ -371,8 +371,7 @@ type Flow struct {
 	Hairpin bool           `json:"hairpin,omitempty"`
 }
 
-// Flows lists the flows in the conntrack (at most limit; 0 = all), from
-// their reply entries (the forward direction keeps no state: bpf/lb.h).
+// Flows lists the conntrack's forward entries (at most limit; 0 = all).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
 	var (
 		k   serviceLbCtKey
@@ -381,16 +380,14 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 	)
 	it := p.objs.LbConntrack.Iterate()
 	for it.Next(&k, &v) {
-		if k.Dir != ctRev {
+		if k.Dir != ctFwd {
 			continue
 		}
-		// Reply key: backend:bport -> client:cport (the hairpin address
-		// for a hairpin, whose client is in the value).
 		out = append(out, Flow{
-			Client:  netip.AddrPortFrom(addrOf(v.Client), portOf(k.Dport)),
-			Service: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
+			Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
+			Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
 			Proto:   Proto(k.Proto),
-			Backend: netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
+			Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
 			Hairpin: v.Flags&ctHairpin != 0,
 		})
 		if limit > 0 && len(out) >= limit {
@@ -402,6 +399,6 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 
 // Mirrors of bpf/lb.h's enums.
 const (
-	ctRev     = 2
+	ctFwd     = 1
 	ctHairpin = 1
 )
