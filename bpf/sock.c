@@ -50,9 +50,9 @@ struct {
 
 /* A connected socket's one peer: backend ip:port stands for vip:vport.
  * Socket local storage, not a hash: it is freed when the socket closes, so
- * a connection-rate test never fills the table and makes every connect()
- * evict an old entry from an LRU (measured: sock_rev inserts cost 1+ µs
- * once its 64k entries were used, about 6 s into a 10k/s test). */
+ * a connection-rate test never fills a table whose every insert must then
+ * evict an old entry (sock_rev holds 64k: full after ~6 s of a 10k/s
+ * test; nothing deletes its entries, as no hook sees a socket close). */
 struct sock_peer {
 	__be32 backend;
 	__be32 vip;
