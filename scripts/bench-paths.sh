@@ -3,7 +3,7 @@
 # its target, from ONE interleaved run (scenarios/bench-paths.yaml), then the
 # engine rows of scripts/bench-engine.sh when it exists (same line format).
 #
-#   make bench-paths                          # build, run (~8 min here), print the rows
+#   make bench-paths                          # build, run (3.5 min here), print the rows
 #   REPEAT=8 scripts/bench-paths.sh           # more samples per cell
 #   RESULTS=old.json scripts/bench-paths.sh   # print the rows of an earlier run again
 #   OUT=after.json scripts/bench-paths.sh     # where the run's results go
