@@ -139,6 +139,8 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
 	f.IntVar(&s.Streams, "streams", def.Streams, "parallel streams (iperf3 -P)")
 	f.IntVar(&s.Size, "size", def.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
 	f.StringVar(&s.Rate, "rate", def.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+	s.CPUAffinity = def.CPUAffinity
+	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
 }
 
 // parseTests reads --tests; the first unknown name is the error.
@@ -198,6 +200,8 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Size = flag.Size
 		case "rate":
 			spec.Rate = flag.Rate
+		case "cpu-affinity":
+			spec.CPUAffinity = flag.CPUAffinity
 		case "pods":
 			spec.PodCount, spec.Pods = flag.PodCount, nil
 		case "nodes":

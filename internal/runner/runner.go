@@ -98,6 +98,11 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 // measured window is profiled into its cell's profile.
 func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, col *profile.Collector) error {
 	rounds := spec.Warmup + spec.Repeat
+	for _, c := range cells {
+		if p := spec.pins(engine.Test(c.cell.Test)); p.Pinned {
+			c.cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
+		}
+	}
 	prog.Begin(rounds * len(cells))
 	defer prog.End()
 	n := 0

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -44,6 +45,12 @@ type Spec struct {
 	Streams  int
 	Size     int
 	Rate     string
+	// CPUAffinity pins every engine's client and server (--cpu-affinity).
+	CPUAffinity affinity.Setting
+	// CPUsElsewhere: the engines run on other machines (kube run's nodes),
+	// so CPUAffinity is not checked against this machine's CPUs and its
+	// auto means unpinned (vnetlab does not know the nodes' CPUs).
+	CPUsElsewhere bool
 	// Pods, or else PodCount pods numbered from .10 of PodCIDR
 	// (lab.DefaultPodSpecs).
 	Pods     []lab.PodSpec
@@ -115,6 +122,7 @@ func DefaultSpec() Spec {
 		Streams:       1,
 		Size:          1,
 		Rate:          "max",
+		CPUAffinity:   affinity.MustParse(affinity.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
 		Nodes:         1,
@@ -137,13 +145,24 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 
 // engineSpec is what one sample of test t measures.
 func (s Spec) engineSpec(t engine.Test) engine.Spec {
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
+}
+
+// pins says where test t's client and server run (affinity.Setting.Resolve).
+func (s Spec) pins(t engine.Test) affinity.Pins {
+	if s.CPUsElsewhere {
+		p, _ := s.CPUAffinity.Explicit()
+		return p
+	}
+	allowed, _ := affinity.Allowed() // checked by CheckSpec
+	return s.CPUAffinity.Resolve(t.RequestResponse(), allowed)
 }
 
 // settings are the parameters recorded in the results file.
 func (s Spec) settings() results.Settings {
 	return results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
-		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline}
+		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
+		CPUAffinity: s.CPUAffinity.String()}
 }
 
 // CheckSpec refuses a bad spec before anything is built.
@@ -156,6 +175,15 @@ func CheckSpec(spec Spec) error {
 	}
 	if spec.Duration < time.Second {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+	}
+	if !spec.CPUsElsewhere {
+		allowed, err := affinity.Allowed()
+		if err != nil {
+			return err
+		}
+		if err := spec.CPUAffinity.Check(allowed); err != nil {
+			return err
+		}
 	}
 	if err := checkEngines(spec); err != nil {
 		return err
