@@ -14,10 +14,8 @@
  *
  * The Services are lb.h's maps (lb_services, lb_backends), pinned in the
  * lab's bpffs directory and shared with the tc programs: one `svc add`
- * serves both. Which backend stands for which clusterIP is remembered in
- * the socket itself (sock_peer, socket local storage) for a connected
- * socket, freed with it; and per socket cookie and backend in sock_rev for
- * an unconnected UDP socket, which may send to several Services.
+ * serves both. sock_rev remembers, per socket (cookie), which backend
+ * stands for which clusterIP.
  */
 #include "lb.h"
 
@@ -47,26 +45,6 @@ struct {
 	__type(value, struct sock_rev_val);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_rev SEC(".maps");
-
-/* A connected socket's one peer: backend ip:port stands for vip:vport.
- * Socket local storage, not a hash: it is freed when the socket closes, so
- * a connection-rate test never fills a table whose every insert must then
- * evict an old entry (sock_rev holds 64k: full after ~6 s of a 10k/s
- * test; nothing deletes its entries, as no hook sees a socket close). */
-struct sock_peer {
-	__be32 backend;
-	__be32 vip;
-	__be16 bport;
-	__be16 vport;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock_peer);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_peer SEC(".maps");
 
 enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
@@ -105,8 +83,7 @@ static __always_inline __u32 sock_mix(__u64 c)
 }
 
 /* sock_xlate rewrites the destination of ctx when it is a Service, picking
- * the backend in slot seed % count, and remembers it for the way back: in
- * the socket (connected, cookie 0) or in sock_rev under cookie. */
+ * the backend in slot seed % count, and remembers it for the way back. */
 static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie)
 {
 	struct lb_svc_key k = {};
@@ -134,27 +111,12 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
 	}
-	if (!cookie) {
-		struct bpf_sock *sk = ctx->sk;
-		struct sock_peer *peer;
-
-		if (!sk)
-			return SOCK_MISS;
-		peer = bpf_sk_storage_get(&sock_peer, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (!peer)
-			return SOCK_MISS; /* out of memory: leave the call as it was */
-		peer->backend = b->ip;
-		peer->bport = b->port;
-		peer->vip = k.vip;
-		peer->vport = k.port;
-	} else {
-		rk.cookie = cookie;
-		rk.addr = b->ip;
-		rk.port = b->port;
-		rv.vip = k.vip;
-		rv.port = k.port;
-		bpf_map_update_elem(&sock_rev, &rk, &rv, BPF_ANY);
-	}
+	rk.cookie = cookie;
+	rk.addr = b->ip;
+	rk.port = b->port;
+	rv.vip = k.vip;
+	rv.port = k.port;
+	bpf_map_update_elem(&sock_rev, &rk, &rv, BPF_ANY);
 	ctx->user_ip4 = b->ip;
 	ctx->user_port = (__u32)b->port;
 	return SOCK_XLATED;
@@ -165,19 +127,8 @@ static __always_inline void sock_rev_xlate(struct bpf_sock_addr *ctx)
 {
 	struct sock_rev_key rk = {};
 	struct sock_rev_val *rv;
-	struct sock_peer *peer;
-	struct bpf_sock *sk = ctx->sk;
 	__u32 port = ctx->user_port;
 
-	if (sk) {
-		peer = bpf_sk_storage_get(&sock_peer, sk, 0, 0);
-		if (peer && peer->backend == ctx->user_ip4 && peer->bport == (__be16)port) {
-			ctx->user_ip4 = peer->vip;
-			ctx->user_port = (__u32)peer->vport;
-			sock_count(SOCK_STAT_REV);
-			return;
-		}
-	}
 	rk.cookie = bpf_get_socket_cookie(ctx);
 	rk.addr = ctx->user_ip4;
 	rk.port = (__be16)port;
@@ -207,9 +158,8 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 
 	if (!proto)
 		return 1;
-	/* A new connection: a fresh random backend, as kube-proxy does,
-	 * remembered in the socket (cookie 0). */
-	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0);
+	/* A new connection: a fresh random backend, as kube-proxy does. */
+	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), bpf_get_socket_cookie(ctx));
 	if (r == SOCK_REJECT)
 		return 0;
 	if (r == SOCK_XLATED)

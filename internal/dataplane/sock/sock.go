@@ -38,12 +38,11 @@ type Plane struct {
 type objects struct {
 	sockPrograms
 	SockRev   *cebpf.Map `ebpf:"sock_rev"`
-	SockPeer  *cebpf.Map `ebpf:"sock_peer"`
 	SockStats *cebpf.Map `ebpf:"sock_stats"`
 }
 
 func (o *objects) Close() error {
-	return errors.Join(o.sockPrograms.Close(), o.SockRev.Close(), o.SockPeer.Close(), o.SockStats.Close())
+	return errors.Join(o.sockPrograms.Close(), o.SockRev.Close(), o.SockStats.Close())
 }
 
 // hooks: pin name, program, attach type.
@@ -78,7 +77,7 @@ func Open(lab string) (*Plane, error) {
 		svc.Close()
 		return nil, err
 	}
-	for _, name := range []string{"sock_rev", "sock_peer", "sock_stats"} {
+	for _, name := range []string{"sock_rev", "sock_stats"} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}

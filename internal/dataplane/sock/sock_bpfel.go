@@ -77,14 +77,6 @@ type sockLbSvcKey struct {
 	Pad   uint8
 }
 
-type sockSockPeer struct {
-	_       structs.HostLayout
-	Backend uint32
-	Vip     uint32
-	Bport   uint16
-	Vport   uint16
-}
-
 type sockSockRevKey struct {
 	_      structs.HostLayout
 	Cookie uint64
@@ -112,7 +104,6 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
-	sockMapSockPeer          = "sock_peer"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
@@ -181,7 +172,6 @@ type sockMapSpecs struct {
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
-	SockPeer    *ebpf.MapSpec `ebpf:"sock_peer"`
 	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
 	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
 }
@@ -220,7 +210,6 @@ type sockMaps struct {
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
-	SockPeer    *ebpf.Map `ebpf:"sock_peer"`
 	SockRev     *ebpf.Map `ebpf:"sock_rev"`
 	SockStats   *ebpf.Map `ebpf:"sock_stats"`
 }
@@ -235,7 +224,6 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
-		m.SockPeer,
 		m.SockRev,
 		m.SockStats,
 	)
