@@ -1,7 +1,7 @@
 #!/bin/sh
 # Issue 16's table: every data-path row as a ratio with its bootstrap 95% CI and
 # its target, from ONE interleaved run (scenarios/bench-paths.yaml), then the
-# engine rows of scripts/bench-engine.sh when it exists (same line format).
+# engine rows of scripts/bench-engine.sh (built-in rr/crr against C references).
 #
 #   make bench-paths                          # build, run (3.5 min here), print the rows
 #   REPEAT=8 scripts/bench-paths.sh           # more samples per cell
@@ -41,7 +41,9 @@ done
 
 # The engine rows (built-in rr/crr against a C reference, pinned) come from
 # their own script, printing lines in the same format.
-if [ -x scripts/bench-engine.sh ]; then
+if [ -n "${RESULTS:-}" ]; then
+	echo "(engine rows: measured, not read from $OUT: scripts/bench-engine.sh)"
+elif [ -x scripts/bench-engine.sh ]; then
 	echo
 	scripts/bench-engine.sh
 else
