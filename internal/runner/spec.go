@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -75,6 +76,37 @@ type Spec struct {
 	Profile    bool
 	ProfileHz  int
 	ProfileDir string
+
+	// Cells, when set, keeps only the matrix cells whose name
+	// (results.CellID.String(), e.g. "veth-routed/service(ebpf+10000)/tcp_crr")
+	// matches one of these path.Match patterns ("*" stops at "/"), and builds
+	// only the labs those cells need: a benchmark picks its rows out of a
+	// matrix without measuring the rest.
+	Cells []string
+}
+
+// Wants says whether the cell named id is measured (Cells).
+func (s Spec) Wants(id results.CellID) bool {
+	if len(s.Cells) == 0 {
+		return true
+	}
+	name := id.String()
+	for _, pat := range s.Cells {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCells refuses a malformed pattern before anything is built.
+func checkCells(cells []string) error {
+	for _, pat := range cells {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("cells pattern %q is malformed (%v): use names like veth-routed/service(ebpf+10000)/tcp_crr, * within one part", pat, err)
+		}
+	}
+	return nil
 }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
@@ -157,6 +189,9 @@ func CheckSpec(spec Spec) error {
 		return err
 	}
 	if err := checkSummary(spec); err != nil {
+		return err
+	}
+	if err := checkCells(spec.Cells); err != nil {
 		return err
 	}
 	_, err := spec.podSpecs()

@@ -68,6 +68,9 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 		spec.Profile = true
 	}
 	setString(&spec.ProfileDir, s.ProfileDir)
+	if len(s.Cells) > 0 {
+		spec.Cells = s.Cells
+	}
 	return spec
 }
 

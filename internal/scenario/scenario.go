@@ -60,6 +60,8 @@ type Scenario struct {
 	// --profile); ProfileDir: where each cell's stacks are written.
 	Profile    bool   `yaml:"profile"`
 	ProfileDir string `yaml:"profile_dir"`
+	// Cells keeps only the matrix cells matching these patterns (run only).
+	Cells []string `yaml:"cells"`
 
 	file string
 	root *yaml.Node
