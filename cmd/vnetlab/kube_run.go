@@ -25,6 +25,7 @@ type kubeRunFlags struct {
 	cf                               clusterFlags
 	paths, placements, nodes, tests  []string
 	out, reportDir, img, label, file string
+	readyTimeout                     time.Duration
 	spec                             runner.Spec // only the measurement settings are used
 }
 
@@ -89,12 +90,13 @@ func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	f.StringVarP(&r.out, "output", "o", "", "write the results JSON here")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML with a kube: section (flags given too override it)")
+	f.DurationVar(&r.readyTimeout, "ready-timeout", measure.DefaultReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
 }
 
 // resolve: the defaults, the scenario file over them, then every flag given.
 func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 	k := &kubeRun{spec: runner.DefaultSpec(), scenario: r.file,
-		opts: measure.Options{Paths: measure.Paths, Placements: measure.Placements}}
+		opts: measure.Options{Paths: measure.Paths, Placements: measure.Placements, ReadyTimeout: measure.DefaultReadyTimeout}}
 	if r.file != "" {
 		sc, err := scenario.Load(r.file)
 		if err != nil {
@@ -113,6 +115,7 @@ func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 			k.opts.Placements = sk.Placements
 		}
 		k.opts.Nodes, k.opts.Image, k.label = sk.Nodes, sk.Image, sk.Label
+		k.opts.ReadyTimeout = sk.ReadyTimeoutValue()
 	}
 	var err error
 	f.Visit(func(fl *pflag.Flag) {
@@ -134,6 +137,8 @@ func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 			k.opts.Nodes = r.nodes
 		case "image":
 			k.opts.Image = r.img
+		case "ready-timeout":
+			k.opts.ReadyTimeout = r.readyTimeout
 		case "label":
 			k.label = r.label
 		case "output":

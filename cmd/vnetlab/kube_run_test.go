@@ -34,7 +34,8 @@ func TestKubeRunDefaults(t *testing.T) {
 	}
 	def := runner.DefaultSpec()
 	if k.cf.cluster != "k" || !slices.Equal(k.opts.Paths, measure.Paths) || !slices.Equal(k.opts.Placements, measure.Placements) ||
-		k.spec.Repeat != def.Repeat || k.spec.Duration != def.Duration || !slices.Equal(k.spec.Tests, def.Tests) || k.out != "" {
+		k.spec.Repeat != def.Repeat || k.spec.Duration != def.Duration || !slices.Equal(k.spec.Tests, def.Tests) || k.out != "" ||
+		k.opts.ReadyTimeout != measure.DefaultReadyTimeout {
 		t.Errorf("defaults: %+v", k)
 	}
 }
@@ -54,6 +55,7 @@ kube:
   nodes: [n1, n2]
   image: reg/img:1
   label: lab-cluster
+  ready_timeout: 40s
 `)
 	k, err := resolveKubeRun(t, "-f", file)
 	if err != nil {
@@ -62,18 +64,18 @@ kube:
 	if k.cf.cluster != "k" || !slices.Equal(k.opts.Paths, []string{"pod", "service"}) || !slices.Equal(k.opts.Placements, []string{"cross-node"}) ||
 		!slices.Equal(k.opts.Nodes, []string{"n1", "n2"}) || k.opts.Image != "reg/img:1" || k.label != "lab-cluster" ||
 		k.spec.Repeat != 3 || k.spec.Duration != 2*time.Second || !slices.Equal(k.spec.Tests, []engine.Test{engine.TCPRR}) ||
-		k.out != "file.json" || k.reportDir != "file-report" || k.scenario != file {
+		k.out != "file.json" || k.reportDir != "file-report" || k.scenario != file || k.opts.ReadyTimeout != 40*time.Second {
 		t.Errorf("from the file: %+v", k)
 	}
 	k, err = resolveKubeRun(t, "-f", file, "--kubeconfig", "/kc", "--context", "prod", "--paths", "host", "--placements", "same-node",
-		"--nodes", "a", "--image", "other:2", "--label", "prod", "--tests", "tcp_crr", "--repeat", "7", "--duration", "1s", "-o", "x.json", "--report", "r")
+		"--nodes", "a", "--image", "other:2", "--label", "prod", "--tests", "tcp_crr", "--repeat", "7", "--duration", "1s", "-o", "x.json", "--report", "r", "--ready-timeout", "5s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.cf.cluster != "" || k.cf.kubeconfig != "/kc" || k.cf.context != "prod" || !slices.Equal(k.opts.Paths, []string{"host"}) ||
 		!slices.Equal(k.opts.Placements, []string{"same-node"}) || !slices.Equal(k.opts.Nodes, []string{"a"}) || k.opts.Image != "other:2" ||
 		k.label != "prod" || k.spec.Repeat != 7 || k.spec.Duration != time.Second || !slices.Equal(k.spec.Tests, []engine.Test{engine.TCPCRR}) ||
-		k.out != "x.json" || k.reportDir != "r" {
+		k.out != "x.json" || k.reportDir != "r" || k.opts.ReadyTimeout != 5*time.Second {
 		t.Errorf("flags over the file: %+v", k)
 	}
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -22,6 +23,14 @@ type Kube struct {
 	Nodes      []string `yaml:"nodes"`      // server node, cross-node client node
 	Image      string   `yaml:"image"`
 	Label      string   `yaml:"label"` // the cluster's name in tables and results
+	// ReadyTimeout: how long the measuring pods may take to be Ready.
+	ReadyTimeout string `yaml:"ready_timeout"`
+}
+
+// ReadyTimeoutValue is ready_timeout, or 0 (the default) when not set.
+func (k *Kube) ReadyTimeoutValue() time.Duration {
+	d, _ := time.ParseDuration(k.ReadyTimeout) // checked by Parse
+	return d
 }
 
 // labOnly are the top-level fields that describe labs; a cluster run has no
@@ -58,6 +67,11 @@ func (s *Scenario) validateKube() error {
 			return s.kubeErrAt("placements", i, "%v", err)
 		}
 	}
+	if k.ReadyTimeout != "" {
+		if d, err := time.ParseDuration(k.ReadyTimeout); err != nil || d <= 0 {
+			return s.kubeErrAt("ready_timeout", -1, "%q is not a positive duration (example: 2m)", k.ReadyTimeout)
+		}
+	}
 	if len(k.Nodes) > 2 {
 		return s.kubeErrAt("nodes", -1, "%d nodes: name at most two, the server's and the cross-node client's", len(k.Nodes))
 	}
@@ -75,7 +89,7 @@ func (s *Scenario) validateKube() error {
 }
 
 // kubeFields are the fields of a kube: section, for messages.
-var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label"}
+var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
 func (s *Scenario) IsKube() bool { return s.Kube != nil }

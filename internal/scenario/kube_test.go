@@ -25,6 +25,7 @@ kube:
   nodes: [k-node2, k-node1]
   image: vnetlab.local/vnetlab:x
   label: local
+  ready_timeout: 30s
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,8 @@ kube:
 	}
 	k := s.Kube
 	if k.Cluster != "k" || !slices.Equal(k.Paths, []string{"pod", "service"}) || !slices.Equal(k.Placements, []string{"same-node"}) ||
-		!slices.Equal(k.Nodes, []string{"k-node2", "k-node1"}) || k.Image != "vnetlab.local/vnetlab:x" || k.Label != "local" {
+		!slices.Equal(k.Nodes, []string{"k-node2", "k-node1"}) || k.Image != "vnetlab.local/vnetlab:x" || k.Label != "local" ||
+		k.ReadyTimeoutValue() != 30*time.Second {
 		t.Errorf("kube: %+v", k)
 	}
 	spec := s.RunSpec(runner.DefaultSpec())
@@ -63,6 +65,7 @@ func TestKubeErrorsNameLineAndField(t *testing.T) {
 		{"kube:\n  cluster: K_1\n", `x.yaml:2: field kube.cluster: cluster name "K_1"`},
 		{"kube:\n  nodes: [a, b, c]\n", `x.yaml:2: field kube.nodes: 3 nodes: name at most two`},
 		{"kube:\n  paths: []\n", `x.yaml:2: field kube.paths: empty list`},
+		{"kube:\n  cluster: k\n  ready_timeout: soon\n", `x.yaml:3: field kube.ready_timeout: "soon" is not a positive duration`},
 		{"kube:\n  nodes: a\n", `x.yaml:2: cannot unmarshal`},
 		{"tests: [tcp_rr]\nmodes: [bridge]\nkube: {cluster: k}\n", `x.yaml:2: field modes: a file with kube: measures a cluster and modes describes labs`},
 		{"paths: [pod]\nkube: {cluster: k}\n", `x.yaml:1: field paths: a file with kube: measures a cluster`},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,7 @@ type Options struct {
 	Nodes               []string // server node, client node for cross-node; "" = pick
 	Image               string
 	PullPolicy          corev1.PullPolicy
+	ReadyTimeout        time.Duration // how long the pods may take to be Ready (0: DefaultReadyTimeout)
 }
 
 // The paths and placements a cluster run knows, in table order.
@@ -165,7 +167,7 @@ func (s *Session) populate(ctx context.Context, o Options, say func(string, ...a
 			return err
 		}
 	}
-	pods, err := WaitRunning(ctx, s.Client, s.Namespace, names, o.Image)
+	pods, err := WaitReady(ctx, s.Client, s.Namespace, names, o.Image, o.ReadyTimeout)
 	if err != nil {
 		return err
 	}
