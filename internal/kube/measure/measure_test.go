@@ -48,7 +48,8 @@ func TestWaitReadyTimeoutNamesPodAndReason(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "vnetlab",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}}
 	ready := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client-same-node", Namespace: "vnetlab-x"}, Spec: corev1.PodSpec{NodeName: "n1"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}}}
 	now := metav1.Now()
 	ev := func(name, reason, msg string, at metav1.Time) *corev1.Event {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vnetlab-x"}, InvolvedObject: corev1.ObjectReference{Name: "server"},

@@ -309,7 +309,7 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, ns string, names []
 				if err := podFailure(p, image); err != nil {
 					return nil, err
 				}
-				if isPodReady(p) && p.Status.PodIP != "" {
+				if readyFor(p) >= readySettle && p.Status.PodIP != "" {
 					out[p.Name] = p
 				}
 			}
@@ -334,13 +334,19 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, ns string, names []
 	}
 }
 
-func isPodReady(p *corev1.Pod) bool {
+// readySettle: how long a pod must have been Ready before it is used, so
+// that a container that exits right after starting (an --image whose
+// entrypoint does not stay up) is reported as such, not as a failed sample.
+const readySettle = 2 * time.Second
+
+// readyFor is how long the pod has been Ready (0 when it is not).
+func readyFor(p *corev1.Pod) time.Duration {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return max(time.Since(c.LastTransitionTime.Time), time.Nanosecond)
 		}
 	}
-	return false
+	return 0
 }
 
 // notReady is the one-line error for pods still not Ready after the wait:
