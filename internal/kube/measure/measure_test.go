@@ -57,7 +57,8 @@ func TestWaitReadyTimeoutNamesPodAndReason(t *testing.T) {
 	}
 	cs := fake.NewClientset(pending, ready,
 		ev("e1", "FailedCreatePodSandBox", "old", metav1.NewTime(now.Add(-time.Minute))),
-		ev("e2", "FailedCreatePodSandBox", "failed to setup network:\n no IP addresses available in range set", now))
+		ev("e2", "FailedCreatePodSandBox", "failed to setup network:\n no IP addresses available in range set", now),
+		ev("e3", "MissingClusterDNS", "kubelet does not have ClusterDNS IP configured", metav1.NewTime(now.Add(time.Second))))
 	start := time.Now()
 	_, err := WaitReady(context.Background(), cs, "vnetlab-x", []string{"server", "client-same-node"}, "img", time.Second)
 	if err == nil {

@@ -396,13 +396,21 @@ func lastWarning(cs kubernetes.Interface, ns, pod string) string {
 	if err != nil {
 		return ""
 	}
+	// The newest warning, preferring failures ("FailedCreatePodSandBox",
+	// "BackOff", ...) to advice such as "MissingClusterDNS".
 	var last *corev1.Event
+	rank := func(e *corev1.Event) int {
+		if strings.HasPrefix(e.Reason, "Failed") || e.Reason == "BackOff" || e.Reason == "Unhealthy" {
+			return 1
+		}
+		return 0
+	}
 	for i := range list.Items {
 		e := &list.Items[i]
 		if e.Type != corev1.EventTypeWarning {
 			continue
 		}
-		if last == nil || eventTime(e).After(eventTime(last)) {
+		if last == nil || rank(e) > rank(last) || (rank(e) == rank(last) && eventTime(e).After(eventTime(last))) {
 			last = e
 		}
 	}
