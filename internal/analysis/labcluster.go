@@ -96,6 +96,8 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 	} else {
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
+	// Why the same shape still differs (measured: docs/kubernetes.md).
+	note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
 	if clusterFile == new {
 		return mapped, own, note, true
 	}
