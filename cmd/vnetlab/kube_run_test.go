@@ -104,3 +104,22 @@ func TestKubeRunFileErrors(t *testing.T) {
 		t.Errorf("run -f of a kube file: %v", err)
 	}
 }
+
+// run -f takes the file's report directory unless --report is given.
+func TestRunFileReport(t *testing.T) {
+	file := writeScenario(t, "modes: [bridge]\nreport: from-file\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"-f", file}, "from-file"}, {[]string{"-f", file, "--report", "flag"}, "flag"}} {
+		var r runFlags
+		f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		r.register(f)
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.resolve(f); err != nil || r.reportDir != c.want {
+			t.Errorf("%v: report dir %q, %v; want %q", c.args, r.reportDir, err, c.want)
+		}
+	}
+}
