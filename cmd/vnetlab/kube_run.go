@@ -159,6 +159,8 @@ func (k *kubeRun) execute(ctx context.Context) error {
 		return err
 	}
 	spec := k.spec
+	// The engines run on the nodes, whose CPUs this machine does not know.
+	spec.CPUsElsewhere = true
 	if err := runner.CheckSpec(spec); err != nil {
 		return err
 	}
@@ -190,7 +192,8 @@ func (k *kubeRun) execute(ctx context.Context) error {
 	meta := runner.Metadata(version, commit, os.Args)
 	meta.Scenario = k.scenario
 	meta.Start = time.Now().UTC()
-	meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+	meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+		CPUAffinity: spec.CPUAffinity.String()}
 	s, err := measure.Setup(ctx, opts, stderrf)
 	if err != nil {
 		return err

@@ -68,14 +68,14 @@ kube:
 		t.Errorf("from the file: %+v", k)
 	}
 	k, err = resolveKubeRun(t, "-f", file, "--kubeconfig", "/kc", "--context", "prod", "--paths", "host", "--placements", "same-node",
-		"--nodes", "a", "--image", "other:2", "--label", "prod", "--tests", "tcp_crr", "--repeat", "7", "--duration", "1s", "-o", "x.json", "--report", "r", "--ready-timeout", "5s")
+		"--nodes", "a", "--image", "other:2", "--label", "prod", "--tests", "tcp_crr", "--repeat", "7", "--duration", "1s", "-o", "x.json", "--report", "r", "--ready-timeout", "5s", "--cpu-affinity", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.cf.cluster != "" || k.cf.kubeconfig != "/kc" || k.cf.context != "prod" || !slices.Equal(k.opts.Paths, []string{"host"}) ||
 		!slices.Equal(k.opts.Placements, []string{"same-node"}) || !slices.Equal(k.opts.Nodes, []string{"a"}) || k.opts.Image != "other:2" ||
 		k.label != "prod" || k.spec.Repeat != 7 || k.spec.Duration != time.Second || !slices.Equal(k.spec.Tests, []engine.Test{engine.TCPCRR}) ||
-		k.out != "x.json" || k.reportDir != "r" || k.opts.ReadyTimeout != 5*time.Second {
+		k.out != "x.json" || k.reportDir != "r" || k.opts.ReadyTimeout != 5*time.Second || k.spec.CPUAffinity.String() != "1" {
 		t.Errorf("flags over the file: %+v", k)
 	}
 }

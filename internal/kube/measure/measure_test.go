@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -114,4 +116,22 @@ func TestPodFailureMessages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A program pinned through the exec starter runs under the guard's --cpu;
+// an unpinned one under the plain guard.
+func TestCommandOnCPU(t *testing.T) {
+	e := &Exec{}
+	p := e.CommandOnCPU(context.Background(), "pod-a", 1, "sockperf", "server", "--tcp").(*PodProcess)
+	if got := strings.Join(p.argv, " "); got != "/usr/bin/vnetlab kube guard --cpu 1 -- sockperf server --tcp" {
+		t.Errorf("pinned argv %q", got)
+	}
+	if p.prog != "sockperf" {
+		t.Errorf("program %q", p.prog)
+	}
+	p = e.Command(context.Background(), "pod-a", "sockperf", "server").(*PodProcess)
+	if got := strings.Join(p.argv, " "); got != "/usr/bin/vnetlab kube guard -- sockperf server" {
+		t.Errorf("unpinned argv %q", got)
+	}
+	var _ engine.CPUStarter = e
 }
