@@ -80,12 +80,12 @@ func (s Spec) Validate() error {
 	if s.Nodes < 1 || s.Nodes > maxNodes {
 		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
 	}
-	for _, m := range ProxyModes {
+	for _, m := range append(ProxyModes, VnetlabProxies...) {
 		if s.Proxy == m {
 			return nil
 		}
 	}
-	return fmt.Errorf("--proxy %q: kube-proxy modes are %s", s.Proxy, strings.Join(ProxyModes, ", "))
+	return fmt.Errorf("--proxy %q: kube-proxy modes are %s; vnetlab's own: %s", s.Proxy, strings.Join(ProxyModes, ", "), strings.Join(VnetlabProxies, ", "))
 }
 
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
@@ -523,14 +523,14 @@ func (b *builder) recordMachinePaths() error {
 }
 
 func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
-	b.say("node %s: containerd, kubelet, kube-proxy", n.name)
+	b.say("node %s: containerd, kubelet, %s", n.name, proxyProcess(b.spec.Proxy))
 	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}
 	}
 	data := map[string]string{"Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String()}
+		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": CNIBridge}
 	for name, t := range map[string]*template.Template{"containerd.toml": containerdTmpl, "cni/10-vnetlab.conflist": cniTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl} {
 		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
 			return err
@@ -555,7 +555,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		"--node-ip", n.ip.String()); err != nil {
 		return err
 	}
-	return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
+	return b.startProxy(n, kubeconfig)
 }
 
 // ImportImage loads an image archive into a node's containerd (the
