@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -80,7 +81,7 @@ func (s Spec) Validate() error {
 	if s.Nodes < 1 || s.Nodes > maxNodes {
 		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
 	}
-	for _, m := range append(ProxyModes, VnetlabProxies...) {
+	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
 		if s.Proxy == m {
 			return nil
 		}
