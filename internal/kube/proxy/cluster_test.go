@@ -144,6 +144,14 @@ func kns(t *testing.T, cs kubernetes.Interface) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Pods need the namespace's default ServiceAccount, which the
+	// controller-manager adds a moment later.
+	if err := waitFor(time.Minute, func() bool {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(testCtx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		t.Fatalf("namespace %s never got its default ServiceAccount", ns.Name)
+	}
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
