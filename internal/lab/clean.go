@@ -94,7 +94,8 @@ func Clean(say Progress) (*CleanReport, error) {
 	}
 	pins, _ := os.ReadDir(BPFRoot)
 	for _, p := range pins {
-		if live[p.Name()] {
+		// "LAB_NODE": a local cluster node's Service maps (kube/cluster.ProxyPlane).
+		if owner, _, _ := strings.Cut(p.Name(), "_"); live[owner] {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(BPFRoot, p.Name())); err == nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -86,12 +87,17 @@ func (s Spec) Validate() error {
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
-	for _, m := range ProxyModes {
+	if slices.Contains(VnetlabProxies, s.Proxy) && s.CNI == CNIVnetlab {
+		// The proxy attaches its programs to the pods' ports on the bridge
+		// CNI's cni0; vnetlab's CNI modes have no such bridge yet.
+		return fmt.Errorf("--proxy %s works with --cni bridge only for now: drop --cni vnetlab, or use --proxy iptables or nftables with it", s.Proxy)
+	}
+	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
 		if s.Proxy == m {
 			return nil
 		}
 	}
-	return fmt.Errorf("--proxy %q: kube-proxy modes are %s", s.Proxy, strings.Join(ProxyModes, ", "))
+	return fmt.Errorf("--proxy %q: kube-proxy modes are %s; vnetlab's own: %s", s.Proxy, strings.Join(ProxyModes, ", "), strings.Join(VnetlabProxies, ", "))
 }
 
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
@@ -529,7 +535,7 @@ func (b *builder) recordMachinePaths() error {
 }
 
 func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
-	b.say("node %s: containerd, kubelet, kube-proxy", n.name)
+	b.say("node %s: containerd, kubelet, %s", n.name, proxyProcess(b.spec.Proxy))
 	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
@@ -540,7 +546,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		return err
 	}
 	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String()}
+		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
 	if b.spec.CNI == CNIVnetlab {
 		if err := b.writeVnetlabCNI(n); err != nil {
@@ -573,7 +579,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		"--node-ip", n.ip.String()); err != nil {
 		return err
 	}
-	return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
+	return b.startProxy(n, kubeconfig)
 }
 
 // ImportImage loads an image archive into a node's containerd (the

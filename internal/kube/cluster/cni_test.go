@@ -36,6 +36,10 @@ func TestSpecValidateCNI(t *testing.T) {
 			t.Errorf("%+v: %v, want an error containing %q", c.spec, err, c.want)
 		}
 	}
+	both := Spec{Name: "k", Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab}
+	if err := both.Validate(); err == nil || !strings.Contains(err.Error(), "--cni bridge only") {
+		t.Errorf("%+v: %v, want an error saying the proxy needs --cni bridge", both, err)
+	}
 	ok := Spec{Name: "k", Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("%+v: %v", ok, err)

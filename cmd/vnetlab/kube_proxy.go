@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/kube/proxy"
+)
+
+func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoamiCmd) }
+
+// newKubeProxyCmd is vnetlab's Service proxy for one node, started by
+// `kube up --proxy vnetlab-ebpf` in each node's namespace instead of
+// kube-proxy (docs/kubernetes-proxy.md).
+func newKubeProxyCmd() *cobra.Command {
+	var c proxy.Config
+	cmd := &cobra.Command{
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0]",
+		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf starts it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			for flag, v := range map[string]string{"--kubeconfig": c.Kubeconfig, "--node": c.Node, "--netns": c.NetNS, "--plane": c.Plane, "--bridge": c.Bridge} {
+				if v == "" {
+					return fmt.Errorf("%s is empty: kube-proxy needs --kubeconfig, --node, --netns, --plane and --bridge", flag)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			c.Logf = func(f string, a ...any) {
+				fmt.Fprintf(os.Stderr, "%s "+f+"\n", append([]any{time.Now().Format("15:04:05.000")}, a...)...)
+			}
+			return proxy.Run(ctx, c)
+		},
+	}
+	cmd.Flags().StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster's API server")
+	cmd.Flags().StringVar(&c.Node, "node", "", "this node's Kubernetes name (for internalTrafficPolicy Local)")
+	cmd.Flags().StringVar(&c.NetNS, "netns", "", "this node's network namespace (a name under /run/netns); run the proxy inside it")
+	cmd.Flags().StringVar(&c.Plane, "plane", "", "the node's pin directory name under /sys/fs/bpf/vnetlab")
+	cmd.Flags().StringVar(&c.Bridge, "bridge", "cni0", "the CNI's bridge, whose ports (the pods' veths) get the programs")
+	return cmd
+}
+
+// newKubeWhoamiCmd answers every TCP connection and UDP datagram with the
+// host name (a pod's name): the tests' backends, which say who served.
+func newKubeWhoamiCmd() *cobra.Command {
+	var tcp, udp []int
+	cmd := &cobra.Command{
+		Use:    "whoami [--tcp PORT]... [--udp PORT]...",
+		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			host, _ := os.Hostname()
+			msg := []byte(host + "\n")
+			errc := make(chan error, len(tcp)+len(udp))
+			for _, p := range tcp {
+				ln, err := net.Listen("tcp4", ":"+strconv.Itoa(p))
+				if err != nil {
+					return err
+				}
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							errc <- err
+							return
+						}
+						_, _ = c.Write(msg)
+						c.Close()
+					}
+				}()
+			}
+			for _, p := range udp {
+				pc, err := net.ListenPacket("udp4", ":"+strconv.Itoa(p))
+				if err != nil {
+					return err
+				}
+				go func() {
+					buf := make([]byte, 2048)
+					for {
+						_, from, err := pc.ReadFrom(buf)
+						if err != nil {
+							errc <- err
+							return
+						}
+						_, _ = pc.WriteTo(msg, from)
+					}
+				}()
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-errc:
+				return err
+			}
+		},
+	}
+	cmd.Flags().IntSliceVar(&tcp, "tcp", nil, "TCP port to answer on (repeatable)")
+	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
+	return cmd
+}

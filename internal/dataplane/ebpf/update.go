@@ -1,0 +1,53 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// UpdateService replaces the backends of an existing Service in place: its
+// id stays, so flows already in the conntrack keep their backend (a flow
+// to a backend that remains is never moved), and new flows pick among the
+// new backends. Used by `vnetlab kube-proxy` for EndpointSlice changes; a
+// delete and add would give the Service a new id and move every flow.
+func (p *Plane) UpdateService(s Service) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	k := svcKey(s.VIP, s.Port, s.Proto)
+	var v serviceLbSvc
+	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("service %s: %w", s, ErrNotFound)
+		}
+		return fmt.Errorf("service %s: %w", s, err)
+	}
+	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
+	old.Backends, _ = p.backendsOf(v)
+	// The new backends' ports enter the prefilter before any packet can be
+	// sent to them; the old ones leave it last.
+	if err := p.countFilters([]Service{{VIP: s.VIP, Backends: s.Backends}}, +1); err != nil {
+		return err
+	}
+	for slot, b := range s.Backends {
+		bk := serviceLbBackendKey{SvcId: v.Id, Slot: uint32(slot)}
+		bv := serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}
+		if err := p.objs.LbBackends.Update(&bk, &bv, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("service %s: backend map: %w", s, err)
+		}
+	}
+	// The count changes once the slots it covers are filled (growing) and
+	// before the slots beyond it go (shrinking).
+	nv := serviceLbSvc{Id: v.Id, Count: uint16(len(s.Backends))}
+	if err := p.objs.LbServices.Update(&k, &nv, ebpf.UpdateExist); err != nil {
+		return fmt.Errorf("service %s: service map: %w", s, err)
+	}
+	for slot := len(s.Backends); slot < int(v.Count); slot++ {
+		_ = p.objs.LbBackends.Delete(&serviceLbBackendKey{SvcId: v.Id, Slot: uint32(slot)})
+	}
+	// countFilters also counted the clusterIP's /16 once more above: the
+	// old entry takes it back with its backends.
+	return p.countFilters([]Service{old}, -1)
+}

@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
+	"github.com/vnetlab/vnetlab/internal/lab"
+)
+
+// VnetlabProxies are the --proxy values that run `vnetlab kube-proxy`
+// (internal/kube/proxy) on each node instead of kube-proxy.
+var VnetlabProxies = []string{"vnetlab-ebpf"}
+
+// IsVnetlabProxy says whether a cluster's nodes run vnetlab's proxy.
+func IsVnetlabProxy(mode string) bool { return slices.Contains(VnetlabProxies, mode) }
+
+// PodBridge is the bridge the bridge CNI configuration (configs.go) puts pods on.
+const PodBridge = "cni0"
+
+// ProxyPlane is the pin directory (under /sys/fs/bpf/vnetlab) of a node's
+// Service maps: the cluster's name, '_', the node's suffix ("k_node1").
+// '_' is never in a lab name, so `vnetlab clean` keeps it while the
+// cluster lives (internal/lab's clean) and `kube down` removes it (journal).
+func ProxyPlane(cluster, node string) string {
+	return cluster + "_" + strings.TrimPrefix(node, cluster+"-")
+}
+
+func proxyProcess(mode string) string {
+	if IsVnetlabProxy(mode) {
+		return "vnetlab kube-proxy (" + mode + ")"
+	}
+	return "kube-proxy"
+}
+
+// startProxy starts the node's Service proxy: kube-proxy in its mode, or
+// vnetlab's (its maps and programs journaled as pins, so teardown removes
+// them after stopping it).
+func (b *builder) startProxy(n node, kubeconfig string) error {
+	if !IsVnetlabProxy(b.spec.Proxy) {
+		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
+	}
+	plane := ProxyPlane(b.spec.Name, n.name)
+	if err := b.l.Journal().Record(lab.KindPin, filepath.Join(lab.BPFRoot, plane)); err != nil {
+		return err
+	}
+	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, "kube-proxy", "--kubeconfig", kubeconfig,
+		"--node", n.name, "--netns", n.ns, "--plane", plane, "--bridge", PodBridge)
+}

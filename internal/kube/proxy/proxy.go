@@ -1,0 +1,204 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+)
+
+// Config is one node's proxy.
+type Config struct {
+	Kubeconfig string
+	Node       string // the node's Kubernetes name (internalTrafficPolicy Local)
+	NetNS      string // the node's network namespace (name under /run/netns); the process runs in it
+	Plane      string // the pin directory name of the node's maps (cluster.ProxyPlane)
+	Bridge     string // the CNI's bridge: its ports are the pods' node-side veths
+	Logf       func(string, ...any)
+}
+
+// byService indexes EndpointSlices by their Service (namespace/name).
+const byService = "service"
+
+func sliceService(obj any) ([]string, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	name := es.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil, nil
+	}
+	return []string{es.Namespace + "/" + name}, nil
+}
+
+// Run follows the API server and keeps the node's maps in step until ctx
+// ends. The maps and programs stay when it returns: a restarted proxy
+// picks them up and changes only what changed meanwhile (kube-proxy leaves
+// its rules the same way).
+func Run(ctx context.Context, c Config) error {
+	logf := c.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	// Informers only watch: the default client rate limit would slow the
+	// first listing and every relist after an API server restart.
+	rc.QPS, rc.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	plane, err := ebpf.Open(c.Plane)
+	if err != nil {
+		return err
+	}
+	defer plane.Close()
+	syncer, err := NewSyncer(plane)
+	if err != nil {
+		return err
+	}
+	logf("maps %s: %d entries from before", plane.Dir(), syncer.Len())
+
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	svcInf := factory.Core().V1().Services()
+	epInf := factory.Discovery().V1().EndpointSlices()
+	if err := epInf.Informer().AddIndexers(cache.Indexers{byService: sliceService}); err != nil {
+		return err
+	}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer queue.ShutDown()
+	enqueue := func(key string) {
+		if key != "" {
+			queue.Add(key)
+		}
+	}
+	svcKey := func(obj any) {
+		k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err == nil {
+			enqueue(k)
+		}
+	}
+	sliceKey := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if ks, _ := sliceService(obj); len(ks) == 1 {
+			enqueue(ks[0])
+		}
+	}
+	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: svcKey, UpdateFunc: func(_, n any) { svcKey(n) }, DeleteFunc: svcKey,
+	}); err != nil {
+		return err
+	}
+	if _, err := epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: sliceKey, UpdateFunc: func(_, n any) { sliceKey(n) }, DeleteFunc: sliceKey,
+	}); err != nil {
+		return err
+	}
+
+	links := &linkWatcher{plane: plane, ns: c.NetNS, bridge: c.Bridge, logf: logf}
+	linkErr := make(chan error, 1)
+	go func() { linkErr <- links.run(ctx) }()
+
+	start := time.Now()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the informer of %v never synced: %w", typ, ctx.Err())
+		}
+	}
+	sync := func(key string) (Changes, error) {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return Changes{}, nil
+		}
+		svc, err := svcInf.Lister().Services(ns).Get(name)
+		if apierrors.IsNotFound(err) {
+			return syncer.Sync(key, nil)
+		}
+		if err != nil {
+			return Changes{}, err
+		}
+		objs, err := epInf.Informer().GetIndexer().ByIndex(byService, key)
+		if err != nil {
+			return Changes{}, err
+		}
+		eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+		for _, o := range objs {
+			eps = append(eps, o.(*discoveryv1.EndpointSlice))
+		}
+		want, notes := Translate(svc, eps, c.Node)
+		for _, n := range notes {
+			logf("service %s: %s", key, n)
+		}
+		return syncer.Sync(key, want)
+	}
+	// First full sync from the listing, then entries nobody claims go.
+	var total Changes
+	for _, o := range svcInf.Informer().GetStore().List() {
+		k, _ := cache.MetaNamespaceKeyFunc(o)
+		ch, err := sync(k)
+		total.add(ch)
+		if err != nil {
+			logf("service %s: %v", k, err)
+		}
+	}
+	pruned, err := syncer.Prune()
+	total.add(pruned)
+	if err != nil {
+		logf("prune: %v", err)
+	}
+	logf("synced %d entries (+%d ~%d -%d) in %s", syncer.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
+
+	go func() {
+		select {
+		case <-ctx.Done():
+		case err := <-linkErr:
+			if err != nil {
+				logf("link watcher: %v", err)
+			}
+		}
+		queue.ShutDown()
+	}()
+	for {
+		key, quit := queue.Get()
+		if quit {
+			break
+		}
+		t0 := time.Now()
+		ch, err := sync(key)
+		if err != nil {
+			logf("service %s: %v (retrying)", key, err)
+			queue.AddRateLimited(key)
+		} else {
+			queue.Forget(key)
+		}
+		if ch.Total() > 0 {
+			logf("service %s: +%d ~%d -%d in %s", key, ch.Added, ch.Updated, ch.Deleted, time.Since(t0).Round(time.Microsecond))
+		}
+		queue.Done(key)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	select {
+	case err := <-linkErr:
+		return err
+	default:
+		return nil
+	}
+}

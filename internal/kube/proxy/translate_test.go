@@ -1,0 +1,204 @@
+package proxy
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+)
+
+// Builders in the style of kube-proxy's own table tests.
+
+func svcOf(ip string, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, ClusterIPs: []string{ip}, Ports: ports}}
+}
+
+func sport(name string, port int32, proto corev1.Protocol, target intstr.IntOrString) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, Protocol: proto, TargetPort: target}
+}
+
+type ep struct {
+	ip                          string
+	node                        string
+	ready, serving, terminating *bool
+}
+
+func b(v bool) *bool { return &v }
+
+func sliceOf(name string, ports []discoveryv1.EndpointPort, eps ...ep) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: "s"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: ports}
+	for _, e := range eps {
+		x := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: e.ready, Serving: e.serving, Terminating: e.terminating}}
+		if e.node != "" {
+			x.NodeName = &e.node
+		}
+		es.Endpoints = append(es.Endpoints, x)
+	}
+	return es
+}
+
+func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointPort {
+	return discoveryv1.EndpointPort{Name: &name, Port: &port, Protocol: &proto}
+}
+
+func key(s string) Key {
+	ap, proto, _ := strings.Cut(s, "/")
+	a := netip.MustParseAddrPort(ap)
+	p, _ := ebpf.ParseProto(proto)
+	return Key{VIP: a.Addr(), Port: a.Port(), Proto: p}
+}
+
+func bes(ss ...string) []ebpf.Backend {
+	var out []ebpf.Backend
+	for _, s := range ss {
+		a := netip.MustParseAddrPort(s)
+		out = append(out, ebpf.Backend{IP: a.Addr(), Port: a.Port()})
+	}
+	return out
+}
+
+func TestTranslate(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	cases := []struct {
+		name   string
+		svc    *corev1.Service
+		slices []*discoveryv1.EndpointSlice
+		want   map[string][]string
+		notes  int
+	}{{
+		name:   "one port, one ready endpoint",
+		svc:    svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(8080))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 8080, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)})},
+		want:   map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:8080"}},
+	}, {
+		name: "TCP and UDP on the same port number",
+		svc:  svcOf("10.96.0.10", sport("dns-tcp", 53, corev1.ProtocolTCP, intstr.FromInt32(5353)), sport("dns", 53, corev1.ProtocolUDP, intstr.FromInt32(5353))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("dns-tcp", 5353, corev1.ProtocolTCP), eport("dns", 5353, corev1.ProtocolUDP)},
+			ep{ip: "10.244.1.5"}, ep{ip: "10.244.2.7", ready: b(true)})},
+		want: map[string][]string{"10.96.0.10:53/tcp": {"10.244.1.5:5353", "10.244.2.7:5353"}, "10.96.0.10:53/udp": {"10.244.1.5:5353", "10.244.2.7:5353"}},
+	}, {
+		name: "several ports map to their own target ports",
+		svc:  svcOf("10.96.0.10", sport("http", 80, corev1.ProtocolTCP, intstr.FromInt32(8080)), sport("https", 443, corev1.ProtocolTCP, intstr.FromInt32(8443))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("http", 8080, corev1.ProtocolTCP), eport("https", 8443, corev1.ProtocolTCP)},
+			ep{ip: "10.244.1.5", ready: b(true)})},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:8080"}, "10.96.0.10:443/tcp": {"10.244.1.5:8443"}},
+	}, {
+		name: "named targetPort resolved per endpoint: two slices, two numbers",
+		svc:  svcOf("10.96.0.10", sport("web", 80, corev1.ProtocolTCP, intstr.FromString("http"))),
+		slices: []*discoveryv1.EndpointSlice{
+			sliceOf("a", []discoveryv1.EndpointPort{eport("web", 8080, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)}),
+			sliceOf("b", []discoveryv1.EndpointPort{eport("web", 9090, corev1.ProtocolTCP)}, ep{ip: "10.244.2.7", ready: b(true)}),
+		},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:8080", "10.244.2.7:9090"}},
+	}, {
+		name: "only ready endpoints",
+		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)},
+			ep{ip: "10.244.1.5", ready: b(true)}, ep{ip: "10.244.1.6", ready: b(false)},
+			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:80"}},
+	}, {
+		name: "no ready endpoint: serving terminating ones (kube-proxy's fallback)",
+		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)},
+			ep{ip: "10.244.1.6", ready: b(false), serving: b(false), terminating: b(true)},
+			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.7:80"}},
+	}, {
+		name: "no endpoints: the entry without backends (traffic dropped, not passed on)",
+		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+		want: map[string][]string{"10.96.0.10:80/tcp": nil},
+	}, {
+		name: "internalTrafficPolicy Local keeps this node's endpoints",
+		svc: func() *corev1.Service {
+			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.InternalTrafficPolicy = &local
+			return s
+		}(),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)},
+			ep{ip: "10.244.1.5", node: "me", ready: b(true)}, ep{ip: "10.244.2.5", node: "other", ready: b(true)}, ep{ip: "10.244.2.6", ready: b(true)})},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:80"}},
+	}, {
+		name: "internalTrafficPolicy Local, no local endpoint: no backends",
+		svc: func() *corev1.Service {
+			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.InternalTrafficPolicy = &local
+			return s
+		}(),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.2.5", node: "other", ready: b(true)})},
+		want:   map[string][]string{"10.96.0.10:80/tcp": nil},
+	}, {
+		name: "a backend in two slices counts once; unnamed ports match unnamed",
+		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+		slices: []*discoveryv1.EndpointSlice{
+			sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)}),
+			sliceOf("b", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)}),
+			sliceOf("c", []discoveryv1.EndpointPort{eport("other", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.9", ready: b(true)}),
+		},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:80"}},
+	}, {
+		name:   "UDP Service port does not take TCP slice ports",
+		svc:    svcOf("10.96.0.10", sport("", 53, corev1.ProtocolUDP, intstr.FromInt32(53))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 53, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)})},
+		want:   map[string][]string{"10.96.0.10:53/udp": nil},
+	}, {
+		name:  "SCTP skipped with a note",
+		svc:   svcOf("10.96.0.10", sport("", 80, corev1.ProtocolSCTP, intstr.FromInt32(80))),
+		want:  map[string][]string{},
+		notes: 1,
+	}, {
+		name: "headless: nothing",
+		svc:  svcOf("None", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+	}, {
+		name: "ExternalName: nothing",
+		svc: func() *corev1.Service {
+			s := svcOf("", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.Type = corev1.ServiceTypeExternalName
+			return s
+		}(),
+	}, {
+		name: "IPv6 slices and clusterIPs skipped",
+		svc: func() *corev1.Service {
+			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.ClusterIPs = append(s.Spec.ClusterIPs, "fd00::10")
+			return s
+		}(),
+		slices: []*discoveryv1.EndpointSlice{func() *discoveryv1.EndpointSlice {
+			es := sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "fd00::5", ready: b(true)})
+			es.AddressType = discoveryv1.AddressTypeIPv6
+			return es
+		}()},
+		want:  map[string][]string{"10.96.0.10:80/tcp": nil},
+		notes: 1,
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, notes := Translate(c.svc, c.slices, "me")
+			var want Entries
+			if c.want != nil {
+				want = Entries{}
+				for k, v := range c.want {
+					want[key(k)] = bes(v...)
+				}
+			}
+			if len(got) == 0 && len(want) == 0 {
+				got, want = nil, nil
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("entries:\n got %v\nwant %v", got, want)
+			}
+			if len(notes) != c.notes {
+				t.Errorf("notes %q, want %d", notes, c.notes)
+			}
+		})
+	}
+}
