@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-kernels bench-up clean-labs generate
+.PHONY: build deps demo test test-kernels bench-up bench-paths clean-labs generate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vnetlab ./cmd/vnetlab
@@ -37,6 +37,11 @@ test-kernels: deps build
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build
 	./scripts/bench-up.sh
+
+# Benchmark: issue 16's table (eBPF paths against macvlan, loopback and their pod
+# IP), one interleaved run, each row a ratio with its 95% CI and target.
+bench-paths: build
+	./scripts/bench-paths.sh
 
 clean-labs: build
 	./bin/vnetlab clean

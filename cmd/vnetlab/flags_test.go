@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -80,6 +81,26 @@ output: from-file.json
 	}
 	if spec.Pods != nil || spec.PodCount != 5 || len(spec.Modes) != 1 || spec.Modes[0].Mode != "host" {
 		t.Errorf("--pods 5 --modes host: pods %v count %d modes %+v", spec.Pods, spec.PodCount, spec.Modes)
+	}
+}
+
+// --cpu-affinity over the file's cpu_affinity; a bad value fails the parse.
+func TestRunCPUAffinity(t *testing.T) {
+	file := writeScenario(t, "mode: veth-routed\ncpu_affinity: none\n")
+	spec, _, err := resolveRun(t, "-f", file)
+	if err != nil || spec.CPUAffinity.String() != "none" {
+		t.Errorf("file: %q %v, want none", spec.CPUAffinity, err)
+	}
+	spec, _, err = resolveRun(t, "-f", file, "--cpu-affinity", "0,1")
+	if err != nil || spec.CPUAffinity.String() != "0,1" {
+		t.Errorf("flag over file: %q %v, want 0,1", spec.CPUAffinity, err)
+	}
+	var r runFlags
+	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	f.SetOutput(io.Discard)
+	r.register(f)
+	if err := f.Parse([]string{"--cpu-affinity", "one"}); err == nil || !strings.Contains(err.Error(), `"one" is not a CPU number`) {
+		t.Errorf("--cpu-affinity one: %v", err)
 	}
 }
 

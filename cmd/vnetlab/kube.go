@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
@@ -229,15 +230,20 @@ func newKubeForwardCmd() *cobra.Command {
 // stream ends, so `kube run` starts every engine process under the guard and
 // ends it by closing the stream.
 func newKubeGuardCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "guard -- PROGRAM [ARGS...]",
+	cpu := -1
+	cmd := &cobra.Command{
+		Use:    "guard [--cpu N] -- PROGRAM [ARGS...]",
 		Short:  "Run a program until stdin closes (kube run's exec wrapper)",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := exec.Command(args[0], args[1:]...)
 			c.Stdout, c.Stderr = os.Stdout, os.Stderr
-			if err := c.Start(); err != nil {
+			start := c.Start
+			if cpu >= 0 { // --cpu-affinity for a program without its own option (sockperf)
+				start = func() error { return affinity.StartOn(cpu, c.Start) }
+			}
+			if err := start(); err != nil {
 				return err
 			}
 			done := make(chan error, 1)
@@ -251,6 +257,8 @@ func newKubeGuardCmd() *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().IntVar(&cpu, "cpu", -1, "start the program pinned to this CPU (-1: unpinned)")
+	return cmd
 }
 
 // newKubeResolveCmd resolves a name the way a program in a pod does: the

@@ -55,6 +55,8 @@ Examples:
 			if spec.Tests, err = parseTests(tests); err != nil {
 				return err
 			}
+			// The engines run on the nodes, whose CPUs this machine does not know.
+			spec.CPUsElsewhere = true
 			if err := runner.CheckSpec(spec); err != nil {
 				return err
 			}
@@ -84,7 +86,8 @@ Examples:
 			}
 			meta := runner.Metadata(version, commit, os.Args)
 			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size}
+			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+				CPUAffinity: spec.CPUAffinity.String()}
 			s, err := measure.Setup(ctx, opts, stderrf)
 			if err != nil {
 				return err

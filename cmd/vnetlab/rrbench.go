@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/rrbench"
 )
 
@@ -21,8 +22,8 @@ func init() { extraCommands = append(extraCommands, newRRServerCmd, newRRClientC
 
 func newRRServerCmd() *cobra.Command {
 	var (
-		proto, bind string
-		port, size  int
+		proto, bind     string
+		port, size, cpu int
 	)
 	cmd := &cobra.Command{
 		Use:    "rr-server --proto tcp|udp [--port 7001] [--size 1]",
@@ -30,6 +31,9 @@ func newRRServerCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := pinSelf(cpu); err != nil {
+				return err
+			}
 			srv, err := rrbench.Listen(rrbench.ServerConfig{Proto: proto, Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Size: size})
 			if err != nil {
 				return err
@@ -47,13 +51,23 @@ func newRRServerCmd() *cobra.Command {
 	f.StringVar(&bind, "bind", "0.0.0.0", "address to listen on")
 	f.IntVar(&port, "port", 7001, "port to listen on (0 = any)")
 	f.IntVar(&size, "size", 1, "request and response size in bytes")
+	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	return cmd
+}
+
+// pinSelf pins the whole process to cpu (-1: leave it to the scheduler).
+func pinSelf(cpu int) error {
+	if cpu < 0 {
+		return nil
+	}
+	return affinity.PinSelf(cpu)
 }
 
 func newRRClientCmd() *cobra.Command {
 	var (
 		cfg    rrbench.ClientConfig
 		output string
+		cpu    int
 	)
 	cmd := &cobra.Command{
 		Use:   "rr-client --proto tcp|udp --addr IP:PORT [--mode rr|crr] [--duration 2s] [--size 1] [-o json|text]",
@@ -66,6 +80,9 @@ TIME_WAIT piles up across samples (netperf TCP_CRR closes with FIN).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "json" && output != "text" {
 				return fmt.Errorf("-o %q: use json or text", output)
+			}
+			if err := pinSelf(cpu); err != nil {
+				return err
 			}
 			rep, err := rrbench.Run(cfg)
 			if err != nil {
@@ -86,6 +103,7 @@ TIME_WAIT piles up across samples (netperf TCP_CRR closes with FIN).`,
 	f.DurationVar(&cfg.Duration, "duration", 2*time.Second, "how long to run")
 	f.DurationVar(&cfg.Timeout, "timeout", rrbench.DefaultUDPTimeout, "UDP: wait this long for a response, then count the request lost")
 	f.StringVarP(&output, "output", "o", "text", "json or text")
+	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	_ = cmd.MarkFlagRequired("addr")
 	return cmd
 }

@@ -117,6 +117,7 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
 	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with vnetlab explain)")
+	f.StringSliceVar(&s.Cells, "cells", nil, "measure only the matrix cells whose names match these patterns (mode/path/test as the table names them, e.g. veth-routed/service(ebpf+10000)/tcp_crr; * within one part); labs no such cell needs are not built")
 	f.StringVar(&s.ProfileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
 }
 
@@ -138,6 +139,8 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
 	f.IntVar(&s.Streams, "streams", def.Streams, "parallel streams (iperf3 -P)")
 	f.IntVar(&s.Size, "size", def.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
 	f.StringVar(&s.Rate, "rate", def.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+	s.CPUAffinity = def.CPUAffinity
+	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
 }
 
 // parseTests reads --tests; the first unknown name is the error.
@@ -197,6 +200,8 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Size = flag.Size
 		case "rate":
 			spec.Rate = flag.Rate
+		case "cpu-affinity":
+			spec.CPUAffinity = flag.CPUAffinity
 		case "pods":
 			spec.PodCount, spec.Pods = flag.PodCount, nil
 		case "nodes":
@@ -215,6 +220,8 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Profile = flag.Profile
 		case "profile-dir":
 			spec.ProfileDir, spec.Profile = flag.ProfileDir, true
+		case "cells":
+			spec.Cells = flag.Cells
 		}
 	})
 	if err != nil {

@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/topo"
@@ -93,6 +95,9 @@ func Run() *Report {
 	}
 	r.BPFFS = bpffs()
 	r.Notes = append(r.Notes, ebpfNotes(r)...)
+	if n := cpuNote(); n != "" {
+		r.Notes = append(r.Notes, n)
+	}
 	r.DefaultRunnable, r.Why = defaultRunnable(r)
 	return r
 }
@@ -112,6 +117,21 @@ func ebpfNotes(r *Report) []string {
 		notes = append(notes, "ebpf-sock (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
 	}
 	return notes
+}
+
+// cpuNote warns, on a machine with few CPUs, what an unpinned rr/crr run
+// measures, and what run does about it by default.
+func cpuNote() string {
+	allowed, err := affinity.Allowed()
+	if err != nil {
+		return ""
+	}
+	w := affinity.UnpinnedWarning("rr/crr tests run", len(allowed))
+	if w == "" {
+		return ""
+	}
+	last := allowed[len(allowed)-1]
+	return fmt.Sprintf("CPUs %s: %s (run's default, --cpu-affinity auto, puts their client and server on CPU %d; kube run leaves them unpinned unless told)", affinity.FormatList(allowed), w, last)
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)

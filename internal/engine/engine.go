@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -22,6 +23,10 @@ const (
 	UDPRR     Test = "udp_rr"     // request/response over UDP, transactions/s
 	TCPCRR    Test = "tcp_crr"    // connect, request, response, close: connections/s
 )
+
+// RequestResponse reports whether t is a request/response test (rr, crr):
+// the tests whose rate follows where the scheduler puts client and server.
+func (t Test) RequestResponse() bool { return t == TCPRR || t == UDPRR || t == TCPCRR }
 
 // AllTests in display order.
 var AllTests = []Test{TCPStream, UDPStream, TCPRR, UDPRR, TCPCRR}
@@ -68,14 +73,22 @@ type Target struct {
 
 // ClientCommand is the client's command, in the target's namespace and cgroup.
 func (tg Target) ClientCommand(ctx context.Context, name string, args ...string) (Process, error) {
+	return tg.clientCommand(ctx, noCPU, name, args...)
+}
+
+// clientCommand is ClientCommand started on cpu (noCPU: anywhere).
+func (tg Target) clientCommand(ctx context.Context, cpu int, name string, args ...string) (Process, error) {
 	if tg.Starter != nil {
-		return tg.Starter.Command(ctx, tg.ClientNS, name, args...), nil
+		return tg.starterCommand(ctx, tg.ClientNS, cpu, name, args...)
 	}
 	c := proc.Command(ctx, tg.ClientNS, name, args...)
 	if tg.ClientCgroup != "" {
 		if err := c.InCgroup(tg.ClientCgroup); err != nil {
 			return nil, err
 		}
+	}
+	if cpu != noCPU {
+		c.PinTo(cpu)
 	}
 	return localProcess{c}, nil
 }
@@ -87,6 +100,9 @@ type Spec struct {
 	Streams  int    // parallel streams (iperf3 -P)
 	Size     int    // rr/crr request and response size in bytes
 	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
+	// CPU pins the client and the server (--cpu-affinity); the zero
+	// value leaves them to the scheduler.
+	CPU affinity.Pins
 }
 
 // Result is one sample.

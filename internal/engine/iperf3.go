@@ -34,6 +34,12 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 	if spec.Streams > 1 {
 		client = append(client, "-P", strconv.Itoa(spec.Streams))
 	}
+	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
+	server := []string{"iperf3", "-s", "-1", "-p", port, "--forceflush"}
+	if spec.CPU.Pinned { // iperf3's own -A on each side
+		client = append(client, "-A", strconv.Itoa(spec.CPU.Client))
+		server = append(server, "-A", strconv.Itoa(spec.CPU.Server))
+	}
 	if spec.Test == UDPStream {
 		rate, err := iperf3Rate(spec.Rate)
 		if err != nil {
@@ -42,8 +48,7 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 		client = append(client, "-u", "-b", rate)
 	}
 	return invocation{
-		// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
-		server: []string{"iperf3", "-s", "-1", "-p", port, "--forceflush"},
+		server: server,
 		ready:  "Server listening",
 		client: client,
 		runs:   spec.Duration,

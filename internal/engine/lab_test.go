@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/testnet"
@@ -191,16 +192,15 @@ func TestRRAgainstSockperf(t *testing.T) {
 	}
 	// Unpinned, sockperf's rate flips between about 17k/s and 60k/s with where
 	// the scheduler puts its two processes on these 2 cores; both engines are
-	// compared on one CPU (every process started from here inherits it).
-	restore := pinProcessToCPU(t, 0)
-	defer restore()
+	// compared with client and server on one CPU.
+	one := affinity.Pins{Pinned: true, Client: 0, Server: 0}
 	for _, mode := range []string{"host", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
 			tg, _ := upLab(t, "cmp", mode)
 			var rr, sp, rrP50, spP50 []float64
 			for round := 0; round < rounds; round++ {
-				a := run(t, "rr", tg, Spec{Test: TCPRR, Size: 14, Duration: dur})
-				b := run(t, "sockperf", tg, Spec{Test: TCPRR, Size: 14, Duration: dur})
+				a := run(t, "rr", tg, Spec{Test: TCPRR, Size: 14, Duration: dur, CPU: one})
+				b := run(t, "sockperf", tg, Spec{Test: TCPRR, Size: 14, Duration: dur, CPU: one})
 				rr, sp = append(rr, a.Value), append(sp, b.Value)
 				rrP50, spP50 = append(rrP50, a.Latency["p50"]), append(spP50, b.Latency["p50"])
 			}
@@ -225,30 +225,144 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// pinProcessToCPU sets the affinity of every thread of this process to one
-// CPU, so children inherit it; the returned func restores the old masks.
-func pinProcessToCPU(t *testing.T, cpu int) func() {
-	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
+// TestCPUAffinity: with --cpu-affinity C,S every engine's client runs on
+// CPU C and its server on CPU S, every thread of them, while they run. A
+// watcher reads Cpus_allowed_list of each thread of the processes in the
+// lab's two namespaces (the last reading of each thread counts: iperf3
+// pins itself a moment after it starts).
+func TestCPUAffinity(t *testing.T) {
+	allowed, err := affinity.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := map[int]unix.CPUSet{}
-	var one unix.CPUSet
-	one.Set(cpu)
-	for _, e := range tasks {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	if len(allowed) < 2 {
+		t.Skip("needs two CPUs to tell the client's from the server's")
+	}
+	pins := affinity.Pins{Pinned: true, Client: allowed[0], Server: allowed[1]}
+	tg, _ := upLab(t, "cpu", "veth-routed")
+	cases := []struct {
+		engine string
+		test   Test
+		size   int
+		comm   string
+	}{
+		{"rr", TCPRR, 1, "vnetlab"},
+		{"rr", TCPCRR, 1, "vnetlab"},
+		{"sockperf", TCPRR, 14, "sockperf"},
+		{"iperf3", TCPStream, 0, "iperf3"},
+	}
+	for _, c := range cases {
+		t.Run(c.engine+"-"+string(c.test), func(t *testing.T) {
+			w := watchNamespaces(t, c.comm, map[string]int{tg.ClientNS: pins.Client, tg.ServerNS: pins.Server})
+			run(t, c.engine, tg, Spec{Test: c.test, Size: c.size, Duration: 2 * time.Second, CPU: pins})
+			w.stop()
+			for _, ns := range []string{tg.ClientNS, tg.ServerNS} {
+				if w.threads[ns] == 0 {
+					t.Errorf("saw no %s thread in %s while the sample ran", c.comm, ns)
+				}
+			}
+			for _, bad := range w.wrong {
+				t.Error(bad)
+			}
+			t.Logf("%s %s: checked %d client and %d server threads", c.engine, c.test, w.threads[tg.ClientNS], w.threads[tg.ServerNS])
+		})
+	}
+	// none leaves them where the scheduler likes: the mask is the machine's.
+	t.Run("unpinned", func(t *testing.T) {
+		w := watchNamespaces(t, "vnetlab", map[string]int{tg.ClientNS: -1, tg.ServerNS: -1})
+		run(t, "rr", tg, Spec{Test: TCPRR, Size: 1, Duration: time.Second})
+		w.stop()
+		for _, bad := range w.wrong {
+			t.Error(bad)
 		}
-		var m unix.CPUSet
-		if unix.SchedGetaffinity(tid, &m) == nil && unix.SchedSetaffinity(tid, &one) == nil {
-			old[tid] = m
+		if w.threads[tg.ClientNS] == 0 {
+			t.Error("saw no client thread")
+		}
+	})
+}
+
+// nsWatcher polls the threads of the processes named comm in namespaces.
+type nsWatcher struct {
+	done    chan struct{}
+	stopped chan struct{}
+	threads map[string]int // namespace -> threads seen
+	wrong   []string
+}
+
+// watchNamespaces checks, every 20 ms until stop, that each thread of a
+// process named comm in one of the namespaces may run on exactly the
+// namespace's CPU (-1: on every CPU vnetlab may use).
+func watchNamespaces(t *testing.T, comm string, want map[string]int) *nsWatcher {
+	t.Helper()
+	allowed, _ := affinity.Allowed()
+	inode := map[string]string{} // "net:[INODE]" -> namespace
+	for ns := range want {
+		var st unix.Stat_t
+		if err := unix.Stat("/run/netns/"+ns, &st); err != nil {
+			t.Fatal(err)
+		}
+		inode[fmt.Sprintf("net:[%d]", st.Ino)] = ns
+	}
+	w := &nsWatcher{done: make(chan struct{}), stopped: make(chan struct{}), threads: map[string]int{}}
+	last := map[string]string{} // thread status path -> its last Cpus_allowed_list
+	nsOf := map[string]string{}
+	go func() {
+		defer close(w.stopped)
+		for {
+			procs, _ := os.ReadDir("/proc")
+			for _, p := range procs {
+				if _, err := strconv.Atoi(p.Name()); err != nil {
+					continue
+				}
+				b, err := os.ReadFile("/proc/" + p.Name() + "/comm")
+				if err != nil || strings.TrimSpace(string(b)) != comm {
+					continue
+				}
+				link, err := os.Readlink("/proc/" + p.Name() + "/ns/net")
+				ns, ok := inode[link]
+				if err != nil || !ok {
+					continue
+				}
+				tasks, _ := os.ReadDir("/proc/" + p.Name() + "/task")
+				for _, task := range tasks {
+					path := "/proc/" + p.Name() + "/task/" + task.Name() + "/status"
+					if list, err := cpusAllowed(path); err == nil {
+						last[path], nsOf[path] = list, ns
+					}
+				}
+			}
+			select {
+			case <-w.done:
+				for path, list := range last {
+					ns := nsOf[path]
+					w.threads[ns]++
+					exp := affinity.FormatList(allowed)
+					if cpu := want[ns]; cpu >= 0 {
+						exp = strconv.Itoa(cpu)
+					}
+					if list != exp {
+						w.wrong = append(w.wrong, fmt.Sprintf("%s (%s in %s) may run on CPUs %s, want %s", path, comm, ns, list, exp))
+					}
+				}
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *nsWatcher) stop() { close(w.done); <-w.stopped }
+
+func cpusAllowed(statusPath string) (string, error) {
+	b, err := os.ReadFile(statusPath)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v), nil
 		}
 	}
-	return func() {
-		for tid, m := range old {
-			_ = unix.SchedSetaffinity(tid, &m)
-		}
-	}
+	return "", fmt.Errorf("%s: no Cpus_allowed_list", statusPath)
 }

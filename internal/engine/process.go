@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -24,12 +25,38 @@ type Starter interface {
 	Command(ctx context.Context, where, name string, args ...string) Process
 }
 
-// command starts name in where (a namespace, or what tg.Starter understands).
-func (tg Target) command(ctx context.Context, where, name string, args ...string) Process {
+// CPUStarter is a Starter that can also start a program pinned to one CPU
+// (Kubernetes exec does it with `vnetlab kube guard --cpu`).
+type CPUStarter interface {
+	Starter
+	CommandOnCPU(ctx context.Context, where string, cpu int, name string, args ...string) Process
+}
+
+// noCPU: start the program wherever the scheduler likes.
+const noCPU = -1
+
+// command starts name in where (a namespace, or what tg.Starter
+// understands), on cpu unless it is noCPU.
+func (tg Target) command(ctx context.Context, where string, cpu int, name string, args ...string) (Process, error) {
 	if tg.Starter != nil {
-		return tg.Starter.Command(ctx, where, name, args...)
+		return tg.starterCommand(ctx, where, cpu, name, args...)
 	}
-	return localProcess{proc.Command(ctx, where, name, args...)}
+	c := proc.Command(ctx, where, name, args...)
+	if cpu != noCPU {
+		c.PinTo(cpu)
+	}
+	return localProcess{c}, nil
+}
+
+func (tg Target) starterCommand(ctx context.Context, where string, cpu int, name string, args ...string) (Process, error) {
+	if cpu == noCPU {
+		return tg.Starter.Command(ctx, where, name, args...), nil
+	}
+	cs, ok := tg.Starter.(CPUStarter)
+	if !ok {
+		return nil, fmt.Errorf("cannot pin %s to CPU %d where it runs: use --cpu-affinity none", name, cpu)
+	}
+	return cs.CommandOnCPU(ctx, where, cpu, name, args...), nil
 }
 
 // localProcess is a process in one of this machine's namespaces.

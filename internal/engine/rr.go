@@ -79,12 +79,18 @@ func (rr) invocation(tg Target, spec Spec) (invocation, error) {
 	size := strconv.Itoa(max(spec.Size, 1))
 	proto, mode := rrArgs(spec.Test)
 	port := strconv.Itoa(RRPort)
+	server := []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size}
+	client := []string{self, "rr-client", "--proto", proto, "--mode", mode,
+		"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
+		"--size", size, "-o", "json"}
+	if spec.CPU.Pinned { // each side pins itself: the same in a pod as here
+		server = append(server, "--cpu", strconv.Itoa(spec.CPU.Server))
+		client = append(client, "--cpu", strconv.Itoa(spec.CPU.Client))
+	}
 	return invocation{
-		server: []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size},
+		server: server,
 		ready:  rrbench.ReadyPrefix,
-		client: []string{self, "rr-client", "--proto", proto, "--mode", mode,
-			"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
-			"--size", size, "-o", "json"},
+		client: client,
 		runs:   spec.Duration,
 		parse:  ParseRR,
 		failed: "rr-client",

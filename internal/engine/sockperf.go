@@ -58,9 +58,10 @@ func (sockperf) invocation(tg Target, spec Spec) (invocation, error) {
 		ready: "to block on socket",
 		client: append([]string{"sockperf", "ping-pong", "-i", tg.Addr, "-p", port, "-t", strconv.Itoa(secs),
 			"-m", strconv.Itoa(spec.Size), "--full-rtt"}, proto...),
-		runs:   time.Duration(secs) * time.Second,
-		parse:  ParseSockperf,
-		failed: "sockperf client",
+		runs:        time.Duration(secs) * time.Second,
+		parse:       ParseSockperf,
+		failed:      "sockperf client",
+		starterPins: true, // sockperf 3.7's ping-pong has no affinity option
 	}, nil
 }
 

@@ -30,6 +30,11 @@ type invocation struct {
 	// when set, finds the tool's own reason in its output ("" if none).
 	failed  string
 	explain func(out []byte) string
+	// starterPins: the tool has no option to pin itself (sockperf), so
+	// the starter pins its processes to spec.CPU (affinity.StartOn here,
+	// kube guard --cpu in a pod). Tools that pin themselves (iperf3 -A,
+	// rr --cpu) get spec.CPU in their arguments instead.
+	starterPins bool
 }
 
 // tool is a Driver built on runTool.
@@ -54,7 +59,11 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	stop, err := startServer(ctx, tg, tg.ServerNS, inv.ready, inv.server[0], inv.server[1:]...)
+	serverCPU, clientCPU := noCPU, noCPU
+	if inv.starterPins && spec.CPU.Pinned {
+		serverCPU, clientCPU = spec.CPU.Server, spec.CPU.Client
+	}
+	stop, err := startServer(ctx, tg, tg.ServerNS, serverCPU, inv.ready, inv.server[0], inv.server[1:]...)
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,7 +71,7 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 
 	cctx, cancel := context.WithTimeout(ctx, inv.runs+clientGrace)
 	defer cancel()
-	client, err := tg.ClientCommand(cctx, inv.client[0], inv.client[1:]...)
+	client, err := tg.clientCommand(cctx, clientCPU, inv.client[0], inv.client[1:]...)
 	if err != nil {
 		return Result{}, err
 	}
@@ -84,11 +93,14 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 const serverReadyTimeout = 5 * time.Second
 
 // startServer starts a server program in ns (a namespace, or what
-// tg.Starter understands) and waits until it prints a line containing
-// ready. stop kills it (by its PID) and waits.
+// tg.Starter understands), on cpu unless it is noCPU, and waits until it
+// prints a line containing ready. stop kills it (by its PID) and waits.
 // If the server dies first, the error carries what it printed.
-func startServer(ctx context.Context, tg Target, ns, ready, name string, args ...string) (stop func(), err error) {
-	srv := tg.command(ctx, ns, name, args...)
+func startServer(ctx context.Context, tg Target, ns string, cpu int, ready, name string, args ...string) (stop func(), err error) {
+	srv, err := tg.command(ctx, ns, cpu, name, args...)
+	if err != nil {
+		return nil, err
+	}
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
 		return nil, err

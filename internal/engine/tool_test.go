@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/affinity"
 )
 
 // What each driver hands the shared skeleton: the commands on both sides,
@@ -54,6 +56,38 @@ func TestInvocations(t *testing.T) {
 			t.Errorf("%s %s: runs %s (want %s), parse set %v, failed %q", c.engine, c.spec.Test, inv.runs, c.runs, inv.parse != nil, inv.failed)
 		}
 	}
+	// --cpu-affinity: iperf3 and rr pin themselves (their own option on each
+	// side), sockperf, which has none, is pinned by whoever starts it.
+	pins := affinity.Pins{Pinned: true, Client: 0, Server: 1}
+	pinned := []struct {
+		engine         string
+		test           Test
+		server, client string
+		starter        bool
+	}{
+		{"iperf3", TCPStream, "-A 1", "-A 0", false},
+		{"rr", TCPRR, "--cpu 1", "--cpu 0", false},
+		{"sockperf", TCPRR, "", "", true},
+	}
+	for _, c := range pinned {
+		d, _ := Get(c.engine)
+		inv, err := d.(tool).invocation(tg, Spec{Test: c.test, Duration: time.Second, Size: 14, CPU: pins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, client := strings.Join(inv.server, " "), strings.Join(inv.client, " ")
+		if c.server != "" && (!strings.HasSuffix(server, " "+c.server) || !strings.HasSuffix(client, " "+c.client)) {
+			t.Errorf("%s pinned: server %q, client %q; want them to end in %q / %q", c.engine, server, client, c.server, c.client)
+		}
+		if inv.starterPins != c.starter {
+			t.Errorf("%s: pinned by its starter %v, want %v", c.engine, inv.starterPins, c.starter)
+		}
+		unpinned, _ := d.(tool).invocation(tg, Spec{Test: c.test, Duration: time.Second, Size: 14})
+		if u := strings.Join(unpinned.client, " "); strings.Contains(u, "-A") || strings.Contains(u, "--cpu") {
+			t.Errorf("%s unpinned client pins: %q", c.engine, u)
+		}
+	}
+
 	// Every registered engine that starts programs goes through the skeleton.
 	for _, n := range Names() {
 		d, _ := Get(n)

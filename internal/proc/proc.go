@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -30,7 +31,12 @@ type Cmd struct {
 	*exec.Cmd
 	NS     string
 	cgroup *os.File
+	cpu    int // 1 + the CPU to start on; 0: anywhere
 }
+
+// PinTo makes the process start pinned to one CPU: it inherits the mask
+// before its first instruction, every thread it starts too.
+func (c *Cmd) PinTo(cpu int) { c.cpu = cpu + 1 }
 
 // Detach lets the process outlive vnetlab (for lab daemons recorded in the journal).
 func (c *Cmd) Detach() { c.SysProcAttr.Pdeathsig = 0 }
@@ -58,10 +64,14 @@ func (c *Cmd) Start() error {
 	if c.cgroup != nil {
 		defer func() { c.cgroup.Close(); c.cgroup = nil }()
 	}
-	if c.NS == "" {
-		return c.Cmd.Start()
+	start := c.Cmd.Start
+	if c.cpu > 0 {
+		start = func() error { return affinity.StartOn(c.cpu-1, c.Cmd.Start) }
 	}
-	return nsutil.Do(c.NS, func() error { return c.Cmd.Start() })
+	if c.NS == "" {
+		return start()
+	}
+	return nsutil.Do(c.NS, start)
 }
 
 // Run starts and waits.

@@ -230,3 +230,41 @@ func TestWriteFiles(t *testing.T) {
 		t.Error("a refused report left a directory behind")
 	}
 }
+
+// The report says where each test's engines ran, and warns about
+// request/response cells measured unpinned on a machine with few CPUs only.
+func TestCPUAffinityShownAndWarned(t *testing.T) {
+	f := loadFixture(t)
+	f.Metadata.Settings.CPUAffinity = "auto"
+	for _, c := range f.Cells {
+		if c.Test == "tcp_rr" {
+			c.CPUAffinity = &results.CPUAffinity{Client: 1, Server: 1}
+		}
+	}
+	d := Build(f)
+	row := ""
+	for _, kv := range d.Meta {
+		if kv.Key == "CPU affinity" {
+			row = kv.Value
+		}
+	}
+	if row != "auto: tcp_stream unpinned; tcp_rr client CPU 1, server CPU 1" {
+		t.Errorf("CPU affinity row %q", row)
+	}
+	for _, w := range d.Warnings {
+		if strings.Contains(w, "unpinned") {
+			t.Errorf("pinned tcp_rr warned: %s", w)
+		}
+	}
+	unpinned := loadFixture(t)
+	for cpus, want := range map[int]bool{2: true, 4: true, 16: false} {
+		unpinned.Metadata.CPUs = cpus
+		got := false
+		for _, w := range Build(unpinned).Warnings {
+			got = got || strings.Contains(w, "tcp_rr ran unpinned on")
+		}
+		if got != want {
+			t.Errorf("unpinned tcp_rr on %d CPUs: warned %v, want %v", cpus, got, want)
+		}
+	}
+}

@@ -79,6 +79,14 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		t.Render()
 	}
 	legend(w, f, d.Baseline)
+	for _, kv := range d.Meta {
+		if kv.Key == "CPU affinity" {
+			fmt.Fprintf(w, "CPU affinity: %s.\n", kv.Value)
+		}
+	}
+	if u := unpinnedWarning(f); u != "" {
+		fmt.Fprintf(w, "warning: %s\n", u)
+	}
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}

@@ -6,10 +6,12 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -96,7 +98,7 @@ func Build(f *results.File) *Doc {
 	if f.Metadata.Scenario != "" {
 		d.Title += ": " + f.Metadata.Scenario
 	}
-	d.Meta = metadata(f.Metadata)
+	d.Meta = metadata(f.Metadata, f.Cells)
 	byTest := map[string][]*results.Cell{}
 	for _, c := range f.Cells {
 		byTest[c.Test] = append(byTest[c.Test], c)
@@ -118,6 +120,9 @@ func Build(f *results.File) *Doc {
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
 		d.Warnings = append(d.Warnings, "measured under "+e)
+	}
+	if w := unpinnedWarning(f); w != "" {
+		d.Warnings = append(d.Warnings, w)
 	}
 	for _, c := range f.Cells {
 		if c.Noisy {
@@ -413,7 +418,7 @@ func buildCPU(test string, cells []*results.Cell) *CPUView {
 	return cv
 }
 
-func metadata(m results.Metadata) []KV {
+func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	var kv []KV
 	add := func(k, v string) {
 		if v != "" {
@@ -461,7 +466,49 @@ func metadata(m results.Metadata) []KV {
 		set += fmt.Sprintf(", size %d B", s.Size)
 	}
 	add("settings", set)
+	add("CPU affinity", cpuAffinity(m.Settings.CPUAffinity, cells))
 	return kv
+}
+
+// cpuAffinity says where each test's engines ran: "auto: tcp_rr client CPU
+// 1, server CPU 1; tcp_stream unpinned".
+func cpuAffinity(setting string, cells []*results.Cell) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		where := "unpinned"
+		if a := c.CPUAffinity; a != nil {
+			where = affinity.Pins{Pinned: true, Client: a.Client, Server: a.Server}.Describe()
+		}
+		if k := c.Test + " " + where; !seen[k] {
+			seen[k] = true
+			parts = append(parts, k)
+		}
+	}
+	out := strings.Join(parts, "; ")
+	if setting != "" {
+		out = setting + ": " + out
+	}
+	return out
+}
+
+// unpinnedWarning: request/response cells a lab run measured unpinned on a
+// machine with few CPUs (a cluster's nodes are not this machine: no
+// warning from its CPU count).
+func unpinnedWarning(f *results.File) string {
+	if f.Metadata.Cluster != nil {
+		return ""
+	}
+	var tests []string
+	for _, c := range f.Cells {
+		if c.CPUAffinity == nil && engine.Test(c.Test).RequestResponse() && !slices.Contains(tests, c.Test) {
+			tests = append(tests, c.Test)
+		}
+	}
+	if len(tests) == 0 {
+		return ""
+	}
+	return affinity.UnpinnedWarning(strings.Join(tests, ", ")+" ran", f.Metadata.CPUs)
 }
 
 func shortCommit(c string) string {

@@ -79,6 +79,15 @@ type Settings struct {
 	CVThreshold float64 `json:"cv_threshold,omitempty"` // a cell with a larger cv is "noisy"
 	Baseline    string  `json:"baseline,omitempty"`     // mode every cell is compared with
 	CIMethod    string  `json:"ci_method,omitempty"`    // "bootstrap-median" or "student-t-mean"
+	// CPUAffinity is --cpu-affinity as given ("auto", "none", "1", "0,1");
+	// each cell records where its engine actually ran.
+	CPUAffinity string `json:"cpu_affinity,omitempty"`
+}
+
+// CPUAffinity is where a cell's client and server were pinned.
+type CPUAffinity struct {
+	Client int `json:"client"`
+	Server int `json:"server"`
 }
 
 // Skipped names a matrix entry that could not run, and why.
@@ -137,6 +146,9 @@ type Cell struct {
 	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 	// Nodes is 2 when the lab spanned two nodes (run --nodes 2), else 0.
 	Nodes int `json:"nodes,omitempty"`
+	// CPUAffinity: the CPUs the engine's client and server were pinned to;
+	// nil when the scheduler placed them (files before --cpu-affinity too).
+	CPUAffinity *CPUAffinity `json:"cpu_affinity,omitempty"`
 
 	// Profile is where the cell's CPU went (run --profile, issue 14): by
 	// stage, by kernel function and data-path events, per unit of work,

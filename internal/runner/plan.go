@@ -77,7 +77,7 @@ func (p *plan) build(ctx context.Context) error {
 			p.skip(mv, "", err)
 			continue
 		}
-		if len(plainPaths) > 0 {
+		if p.anyWanted(mv.Label, plainPaths, "", 0) {
 			l, err := p.upLab(ctx, mv)
 			if err != nil {
 				return err
@@ -106,6 +106,9 @@ func (p *plan) build(ctx context.Context) error {
 				continue
 			}
 			for _, n := range extras {
+				if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n) {
+					continue
+				}
 				l, err := p.upLab(ctx, mv)
 				if err != nil {
 					return err
@@ -122,6 +125,19 @@ func (p *plan) build(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// anyWanted says whether a lab for these paths would hold a cell the spec
+// measures (Spec.Cells): labs that would hold none are not built.
+func (p *plan) anyWanted(mode string, paths []string, provider string, extra int) bool {
+	for _, path := range paths {
+		for _, t := range p.spec.Tests {
+			if p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Test: string(t)}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // skip records a mode (with a provider) that cannot run, and says so.
@@ -156,6 +172,9 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoin
 		}
 		c := proto
 		c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
+		if !p.spec.Wants(c.ID()) {
+			continue
+		}
 		if p.spec.Nodes > 1 {
 			c.Nodes = p.spec.Nodes
 		}

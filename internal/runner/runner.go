@@ -39,6 +39,9 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	}
 	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
 	p.out.Metadata.Settings = spec.settings()
+	if len(p.cells) == 0 && len(spec.Cells) > 0 {
+		return p.out, fmt.Errorf("nothing to run: no cell of the matrix matches --cells %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
+	}
 	if len(p.cells) == 0 {
 		return p.out, fmt.Errorf("nothing to run: every mode was skipped")
 	}
@@ -95,6 +98,11 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 // measured window is profiled into its cell's profile.
 func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, col *profile.Collector) error {
 	rounds := spec.Warmup + spec.Repeat
+	for _, c := range cells {
+		if p := spec.pins(engine.Test(c.cell.Test)); p.Pinned {
+			c.cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
+		}
+	}
 	prog.Begin(rounds * len(cells))
 	defer prog.End()
 	n := 0

@@ -165,3 +165,30 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 		}
 	}
 }
+
+// Cells picks cells out of the matrix by name; "*" stays within one part.
+func TestSpecWantsCells(t *testing.T) {
+	all := Spec{}
+	id := results.CellID{Mode: "veth-routed", Path: "service", Provider: "ebpf", ExtraServices: 10000, Test: "tcp_crr"}
+	if !all.Wants(id) {
+		t.Fatal("a spec without cells must want every cell")
+	}
+	s := Spec{Cells: []string{"veth-routed/service(ebpf+*)/tcp_crr", "host/pod/tcp_rr"}}
+	for _, c := range []struct {
+		id   results.CellID
+		want bool
+	}{
+		{id, true},
+		{results.CellID{Mode: "veth-routed", Path: "service", Provider: "ebpf", Test: "tcp_crr"}, false},
+		{results.CellID{Mode: "veth-routed", Path: "service", Provider: "ebpf-sock", ExtraServices: 10000, Test: "tcp_crr"}, false},
+		{results.CellID{Mode: "host", Path: "pod", Test: "tcp_rr"}, true},
+		{results.CellID{Mode: "host", Path: "pod", Test: "tcp_stream"}, false},
+	} {
+		if got := s.Wants(c.id); got != c.want {
+			t.Errorf("Wants(%s) = %v, want %v", c.id, got, c.want)
+		}
+	}
+	if err := checkCells([]string{"veth-routed/[pod/tcp_rr"}); err == nil {
+		t.Error("a malformed pattern was accepted")
+	}
+}

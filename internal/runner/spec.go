@@ -3,10 +3,12 @@ package runner
 import (
 	"fmt"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -43,6 +45,12 @@ type Spec struct {
 	Streams  int
 	Size     int
 	Rate     string
+	// CPUAffinity pins every engine's client and server (--cpu-affinity).
+	CPUAffinity affinity.Setting
+	// CPUsElsewhere: the engines run on other machines (kube run's nodes),
+	// so CPUAffinity is not checked against this machine's CPUs and its
+	// auto means unpinned (vnetlab does not know the nodes' CPUs).
+	CPUsElsewhere bool
 	// Pods, or else PodCount pods numbered from .10 of PodCIDR
 	// (lab.DefaultPodSpecs).
 	Pods     []lab.PodSpec
@@ -68,6 +76,37 @@ type Spec struct {
 	Profile    bool
 	ProfileHz  int
 	ProfileDir string
+
+	// Cells, when set, keeps only the matrix cells whose name
+	// (results.CellID.String(), e.g. "veth-routed/service(ebpf+10000)/tcp_crr")
+	// matches one of these path.Match patterns ("*" stops at "/"), and builds
+	// only the labs those cells need: a benchmark picks its rows out of a
+	// matrix without measuring the rest.
+	Cells []string
+}
+
+// Wants says whether the cell named id is measured (Cells).
+func (s Spec) Wants(id results.CellID) bool {
+	if len(s.Cells) == 0 {
+		return true
+	}
+	name := id.String()
+	for _, pat := range s.Cells {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCells refuses a malformed pattern before anything is built.
+func checkCells(cells []string) error {
+	for _, pat := range cells {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("cells pattern %q is malformed (%v): use names like veth-routed/service(ebpf+10000)/tcp_crr, * within one part", pat, err)
+		}
+	}
+	return nil
 }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
@@ -83,6 +122,7 @@ func DefaultSpec() Spec {
 		Streams:       1,
 		Size:          1,
 		Rate:          "max",
+		CPUAffinity:   affinity.MustParse(affinity.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
 		Nodes:         1,
@@ -105,13 +145,24 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 
 // engineSpec is what one sample of test t measures.
 func (s Spec) engineSpec(t engine.Test) engine.Spec {
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
+}
+
+// pins says where test t's client and server run (affinity.Setting.Resolve).
+func (s Spec) pins(t engine.Test) affinity.Pins {
+	if s.CPUsElsewhere {
+		p, _ := s.CPUAffinity.Explicit()
+		return p
+	}
+	allowed, _ := affinity.Allowed() // checked by CheckSpec
+	return s.CPUAffinity.Resolve(t.RequestResponse(), allowed)
 }
 
 // settings are the parameters recorded in the results file.
 func (s Spec) settings() results.Settings {
 	return results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
-		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline}
+		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
+		CPUAffinity: s.CPUAffinity.String()}
 }
 
 // CheckSpec refuses a bad spec before anything is built.
@@ -125,10 +176,22 @@ func CheckSpec(spec Spec) error {
 	if spec.Duration < time.Second {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
 	}
+	if !spec.CPUsElsewhere {
+		allowed, err := affinity.Allowed()
+		if err != nil {
+			return err
+		}
+		if err := spec.CPUAffinity.Check(allowed); err != nil {
+			return err
+		}
+	}
 	if err := checkEngines(spec); err != nil {
 		return err
 	}
 	if err := checkSummary(spec); err != nil {
+		return err
+	}
+	if err := checkCells(spec.Cells); err != nil {
 		return err
 	}
 	_, err := spec.podSpecs()

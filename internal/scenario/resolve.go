@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -31,6 +32,9 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	}
 	setString(&spec.Engine, s.Engine)
 	setString(&spec.Rate, s.Rate)
+	if s.CPUAffinity != "" {
+		spec.CPUAffinity, _ = affinity.Parse(s.CPUAffinity) // checked by Parse
+	}
 	spec.Duration = s.DurationValue(spec.Duration)
 	setInt(&spec.Repeat, s.Repeat)
 	setInt(&spec.Warmup, s.Warmup)
@@ -64,6 +68,9 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 		spec.Profile = true
 	}
 	setString(&spec.ProfileDir, s.ProfileDir)
+	if len(s.Cells) > 0 {
+		spec.Cells = s.Cells
+	}
 	return spec
 }
 

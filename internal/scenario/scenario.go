@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -44,6 +45,7 @@ type Scenario struct {
 	Streams      *int                 `yaml:"streams"`
 	Size         *int                 `yaml:"size"`
 	Rate         string               `yaml:"rate"`
+	CPUAffinity  string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
 	Output       string               `yaml:"output"`
 	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
 	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
@@ -58,6 +60,8 @@ type Scenario struct {
 	// --profile); ProfileDir: where each cell's stacks are written.
 	Profile    bool   `yaml:"profile"`
 	ProfileDir string `yaml:"profile_dir"`
+	// Cells keeps only the matrix cells matching these patterns (run only).
+	Cells []string `yaml:"cells"`
 
 	file string
 	root *yaml.Node
@@ -263,6 +267,11 @@ func (s *Scenario) validate() error {
 	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"nodes", s.Nodes, 1}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
+		}
+	}
+	if s.CPUAffinity != "" {
+		if _, err := affinity.Parse(s.CPUAffinity); err != nil {
+			return s.errAt("cpu_affinity", -1, "%v", err)
 		}
 	}
 	if s.CVThreshold != nil && *s.CVThreshold < 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
@@ -40,6 +41,19 @@ profile_dir: prof
 	}
 }
 
+// cpu_affinity takes what --cpu-affinity takes, a bare number too.
+func TestCPUAffinity(t *testing.T) {
+	for body, want := range map[string]string{"cpu_affinity: 1": "1", "cpu_affinity: 0,1": "0,1", `cpu_affinity: "none"`: "none", "repeat: 3": "auto"} {
+		s, err := Parse("a.yaml", []byte("mode: bridge\n"+body+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if got := s.RunSpec(runner.DefaultSpec()).CPUAffinity.String(); got != want {
+			t.Errorf("%s: cpu affinity %q, want %q", body, got, want)
+		}
+	}
+}
+
 func TestPodCount(t *testing.T) {
 	s, err := Parse("c.yaml", []byte("mode: bridge\npods: 7\n"))
 	if err != nil || s.PodCount == nil || *s.PodCount != 7 {
@@ -63,6 +77,7 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"mode: bridge\nname: this-name-is-too-long\n", `x.yaml:2: field name: lab name "this-name-is-too-long" is 21 characters`},
 		{"mode: bridge\nrepeat: many\n", `x.yaml:2: cannot unmarshal`},
 		{"", "x.yaml: empty scenario file"},
+		{"mode: bridge\ncpu_affinity: 0,1,2\n", `x.yaml:2: field cpu_affinity: --cpu-affinity "0,1,2": give one CPU`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.body))

@@ -617,3 +617,25 @@ func TestServiceValidation(t *testing.T) {
 		t.Fatalf("ListServices = %+v, %v", list, err)
 	}
 }
+
+// An ICMP error from the client quoting a clusterIP reply of no translated
+// flow (no reply entry, or a Service that does not exist) is left alone.
+func TestICMPErrorWithoutFlowUntouched(t *testing.T) {
+	p := testPlane(t)
+	oneBackend(t, p)
+	for name, quote := range map[string]ipv4{
+		"no-flow":    {src: vip, dst: podB, proto: protoUDP, sport: 5201, dport: 40001, payload: []byte("y")},
+		"no-service": {src: vip, dst: podB, proto: protoUDP, sport: 5999, dport: 40001, payload: []byte("y")},
+		"not-a-vip":  {src: ipOf("10.10.0.1"), dst: podB, proto: protoUDP, sport: 5201, dport: 40001, payload: []byte("y")},
+	} {
+		in := icmpError(3, 3, podB, quote.src, quote).bytes()
+		ret, out := run(t, p.Objects().FromPod, in)
+		mustOK(t, ret)
+		if !bytes.Equal(in, out) {
+			t.Fatalf("%s: an ICMP error about no translated flow was changed", name)
+		}
+	}
+	if st, _ := p.Stats(); st.ICMP != 0 || st.Errors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

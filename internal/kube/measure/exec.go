@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -40,6 +41,7 @@ type PodProcess struct {
 	e       *Exec
 	pod     string
 	argv    []string
+	prog    string // the program, for errors
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stdin   *io.PipeWriter
@@ -59,6 +61,15 @@ func (e *Exec) Command(ctx context.Context, pod, name string, args ...string) en
 	return e.command(ctx, pod, name, args...)
 }
 
+// CommandOnCPU is Command with the program started pinned to cpu (the
+// guard's --cpu), for --cpu-affinity with tools that cannot pin themselves.
+func (e *Exec) CommandOnCPU(ctx context.Context, pod string, cpu int, name string, args ...string) engine.Process {
+	p := e.command(ctx, pod, name, args...)
+	guard := append(append([]string{}, GuardArgs[:len(GuardArgs)-1]...), "--cpu", strconv.Itoa(cpu), "--")
+	p.argv = append(guard, p.argv[len(GuardArgs):]...)
+	return p
+}
+
 func (e *Exec) command(ctx context.Context, pod, name string, args ...string) *PodProcess {
 	if self, err := engine.SelfBinary(); err == nil && name == self {
 		name = image.VnetlabPath
@@ -67,7 +78,7 @@ func (e *Exec) command(ctx context.Context, pod, name string, args ...string) *P
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	r, w := io.Pipe()
-	return &PodProcess{e: e, pod: pod, argv: append(append(append([]string{}, GuardArgs...), name), args...),
+	return &PodProcess{e: e, pod: pod, prog: name, argv: append(append(append([]string{}, GuardArgs...), name), args...),
 		ctx: cctx, cancel: cancel, stdin: w, stdinR: r, done: make(chan struct{})}
 }
 
@@ -138,7 +149,7 @@ func (p *PodProcess) Output() ([]byte, error) {
 	go func() { <-p.ctx.Done(); p.Kill() }()
 	err := p.Wait()
 	if err != nil {
-		return out.Bytes(), fmt.Errorf("%s in pod %s: %w: %s", p.argv[len(GuardArgs)], p.pod, err, proc.Said(errb.String(), out.String()))
+		return out.Bytes(), fmt.Errorf("%s in pod %s: %w: %s", p.prog, p.pod, err, proc.Said(errb.String(), out.String()))
 	}
 	return out.Bytes(), nil
 }

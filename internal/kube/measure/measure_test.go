@@ -1,10 +1,13 @@
 package measure
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -35,4 +38,22 @@ func TestPodFailureNamesTheFix(t *testing.T) {
 	if err := podFailure(p, "x"); err != nil {
 		t.Errorf("a pod still being created is not a failure: %v", err)
 	}
+}
+
+// A program pinned through the exec starter runs under the guard's --cpu;
+// an unpinned one under the plain guard.
+func TestCommandOnCPU(t *testing.T) {
+	e := &Exec{}
+	p := e.CommandOnCPU(context.Background(), "pod-a", 1, "sockperf", "server", "--tcp").(*PodProcess)
+	if got := strings.Join(p.argv, " "); got != "/usr/bin/vnetlab kube guard --cpu 1 -- sockperf server --tcp" {
+		t.Errorf("pinned argv %q", got)
+	}
+	if p.prog != "sockperf" {
+		t.Errorf("program %q", p.prog)
+	}
+	p = e.Command(context.Background(), "pod-a", "sockperf", "server").(*PodProcess)
+	if got := strings.Join(p.argv, " "); got != "/usr/bin/vnetlab kube guard -- sockperf server" {
+		t.Errorf("unpinned argv %q", got)
+	}
+	var _ engine.CPUStarter = e
 }

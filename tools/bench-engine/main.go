@@ -1,0 +1,217 @@
+// Command bench-engine measures what the built-in rr engine costs against
+// C references on one veth-routed lab, client and server pinned to one CPU,
+// in interleaved rounds: tcp_rr against sockperf ping-pong, tcp_crr against
+// tools/crr-ref/crr.c. It prints one line per row, the ratio built-in /
+// reference of the medians with its bootstrap 95% CI (internal/stats):
+//
+//	engine tcp_rr / sockperf  0.950 [0.930, 0.970]
+//
+// Run it through scripts/bench-engine.sh, which builds vnetlab and the C
+// reference; it builds a lab, so run it under the machine's lab lock.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/stats"
+)
+
+// crrRefPort is where the C reference server listens.
+const crrRefPort = 7002
+
+func main() {
+	var (
+		repeat   = flag.Int("repeat", 7, "interleaved rounds (samples per engine); 5 or more")
+		duration = flag.Duration("duration", 2*time.Second, "length of each sample")
+		cpu      = flag.Int("cpu", -1, "CPU for client and server (default: the last CPU this process may use)")
+		crrRef   = flag.String("crr-ref", "", "the compiled tools/crr-ref/crr.c")
+		rows     = flag.String("rows", "rr,crr", "rows to measure: rr (tcp_rr / sockperf), crr (tcp_crr / C reference)")
+		name     = flag.String("lab", "bench-eng", "lab name")
+	)
+	flag.Parse()
+	if err := run(*repeat, *duration, *cpu, *crrRef, *rows, *name); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-engine:", err)
+		os.Exit(1)
+	}
+}
+
+// sampler measures one sample of one engine.
+type sampler func(ctx context.Context, tg engine.Target) (float64, error)
+
+type row struct {
+	label        string
+	builtin, ref sampler
+	builtV, refV []float64
+	builtE, refE int
+}
+
+func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) error {
+	if repeat < 5 {
+		return fmt.Errorf("--repeat %d: use 5 or more (a ratio's CI needs samples)", repeat)
+	}
+	if _, err := engine.SelfBinary(); err != nil {
+		return err
+	}
+	allowed, err := affinity.Allowed()
+	if err != nil {
+		return err
+	}
+	if cpu < 0 {
+		cpu = allowed[len(allowed)-1]
+	}
+	setting := affinity.MustParse(strconv.Itoa(cpu))
+	if err := setting.Check(allowed); err != nil {
+		return err
+	}
+	pins, _ := setting.Explicit()
+	var todo []*row
+	for _, w := range strings.Split(which, ",") {
+		switch w {
+		case "rr": // sockperf's messages carry a 14-byte header: both send 14 bytes
+			todo = append(todo, &row{label: "tcp_rr / sockperf",
+				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
+		case "crr":
+			if crrRef == "" {
+				return fmt.Errorf("row crr needs --crr-ref (the compiled tools/crr-ref/crr.c)")
+			}
+			todo = append(todo, &row{label: "tcp_crr / C reference",
+				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: crrRefSample(crrRef, 1, dur, pins)})
+		default:
+			return fmt.Errorf("--rows %q: use rr, crr or rr,crr", which)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ps, err := lab.DefaultPodSpecs(2, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		return err
+	}
+	l, err := lab.Up(ctx, lab.Spec{Name: name, Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Pods: ps}, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		l.Release()
+		if err := lab.Down(name, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-engine: down %s: %v (run vnetlab clean)\n", name, err)
+		}
+	}()
+	ep := l.State.Paths["pod"]
+	tg := engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}
+	fmt.Fprintf(os.Stderr, "bench-engine: veth-routed, client and server on CPU %d, %d interleaved rounds of %s\n", cpu, repeat, dur)
+
+	// Rounds A B A B ...; within a row the order alternates each round so
+	// that neither engine always runs right after the other.
+	for r := 0; r < repeat; r++ {
+		for _, rw := range todo {
+			first, second := &sideRun{rw.builtin, &rw.builtV, &rw.builtE}, &sideRun{rw.ref, &rw.refV, &rw.refE}
+			if r%2 == 1 {
+				first, second = second, first
+			}
+			for _, s := range []*sideRun{first, second} {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				v, err := s.sample(ctx, tg)
+				if err != nil {
+					*s.errs++
+					fmt.Fprintf(os.Stderr, "bench-engine: %s round %d: sample failed: %v\n", rw.label, r+1, err)
+					continue
+				}
+				*s.vals = append(*s.vals, v)
+			}
+		}
+	}
+	for _, rw := range todo {
+		if len(rw.builtV) < 2 || len(rw.refV) < 2 {
+			fmt.Printf("engine %s  n/a (valid samples: built-in %d, reference %d)\n", rw.label, len(rw.builtV), len(rw.refV))
+			continue
+		}
+		ratio := stats.Median(rw.builtV) / stats.Median(rw.refV)
+		lo, hi, _ := stats.RatioOfMediansCI(rw.builtV, rw.refV)
+		fmt.Printf("engine %s  %.3f [%.3f, %.3f]\n", rw.label, ratio, lo, hi)
+		fmt.Fprintf(os.Stderr, "  %s: built-in median %.0f/s (CV %.1f%%, %s), reference median %.0f/s (CV %.1f%%, %s)\n",
+			rw.label, stats.Median(rw.builtV), 100*stats.CV(rw.builtV), list(rw.builtV),
+			stats.Median(rw.refV), 100*stats.CV(rw.refV), list(rw.refV))
+	}
+	return nil
+}
+
+type sideRun struct {
+	sample sampler
+	vals   *[]float64
+	errs   *int
+}
+
+func list(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, strconv.FormatFloat(x, 'f', 0, 64))
+	}
+	return strings.Join(s, " ")
+}
+
+// engineSample runs one sample of a registered engine.
+func engineSample(name string, t engine.Test, size int, dur time.Duration, pins affinity.Pins) sampler {
+	return func(ctx context.Context, tg engine.Target) (float64, error) {
+		d, err := engine.Get(name)
+		if err != nil {
+			return 0, err
+		}
+		r, err := d.Run(ctx, tg, engine.Spec{Test: t, Duration: dur, Size: size, CPU: pins})
+		return r.Value, err
+	}
+}
+
+var crrRateRE = regexp.MustCompile(`rate ([0-9.]+) errors (\d+)`)
+
+// crrRefSample runs the C reference: its server in the server namespace,
+// its client in the client namespace, both started pinned.
+func crrRefSample(bin string, size int, dur time.Duration, pins affinity.Pins) sampler {
+	return func(ctx context.Context, tg engine.Target) (float64, error) {
+		port, sz := strconv.Itoa(crrRefPort), strconv.Itoa(size)
+		srv := proc.Command(ctx, tg.ServerNS, bin, "server", port, sz)
+		srv.PinTo(pins.Server)
+		out, err := srv.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
+		if err := srv.Start(); err != nil {
+			return 0, err
+		}
+		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+		sc := bufio.NewScanner(out)
+		if !sc.Scan() || !strings.Contains(sc.Text(), "crr-ref ready") {
+			return 0, fmt.Errorf("crr reference server did not start")
+		}
+		// The reference has no timeouts of its own: a dead server must not hang the benchmark.
+		cctx, cancel := context.WithTimeout(ctx, dur+20*time.Second)
+		defer cancel()
+		cli := proc.Command(cctx, tg.ClientNS, bin, "client", tg.Addr, port, sz, strconv.FormatFloat(dur.Seconds(), 'f', -1, 64))
+		cli.PinTo(pins.Client)
+		text, err := cli.Output()
+		if err != nil {
+			return 0, err
+		}
+		m := crrRateRE.FindStringSubmatch(string(text))
+		if m == nil {
+			return 0, fmt.Errorf("crr reference printed %q", text)
+		}
+		return strconv.ParseFloat(m[1], 64)
+	}
+}
