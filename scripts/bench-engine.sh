@@ -3,8 +3,8 @@
 # veth-routed lab, client and server pinned to one CPU, interleaved rounds,
 # one line per row with the ratio built-in / reference and its bootstrap 95% CI:
 #
-#   engine tcp_rr / sockperf  0.950 [0.930, 0.970]
-#   engine tcp_crr / C reference  0.900 [0.870, 0.930]
+#   engine tcp_rr / sockperf  0.950 [0.930, 0.970]  target >= 0.98  SHORT
+#   engine tcp_crr / C reference  0.990 [0.970, 1.010]  target >= 0.98  UNRESOLVED
 #
 # It builds a lab: run it under the machine's lab lock, e.g.
 #   flock -o /tmp/vnetlab-labs.lock scripts/bench-engine.sh [--repeat 7] [--duration 2s] [--cpu 1] [--rows rr,crr]

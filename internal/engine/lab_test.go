@@ -240,14 +240,15 @@ func TestCPUAffinity(t *testing.T) {
 	}
 	pins := affinity.Pins{Pinned: true, Client: allowed[0], Server: allowed[1]}
 	tg, _ := upLab(t, "cpu", "veth-routed")
+	self := selfComm(t)
 	cases := []struct {
 		engine string
 		test   Test
 		size   int
 		comm   string
 	}{
-		{"rr", TCPRR, 1, "vnetlab"},
-		{"rr", TCPCRR, 1, "vnetlab"},
+		{"rr", TCPRR, 1, self},
+		{"rr", TCPCRR, 1, self},
 		{"sockperf", TCPRR, 14, "sockperf"},
 		{"iperf3", TCPStream, 0, "iperf3"},
 	}
@@ -269,7 +270,7 @@ func TestCPUAffinity(t *testing.T) {
 	}
 	// none leaves them where the scheduler likes: the mask is the machine's.
 	t.Run("unpinned", func(t *testing.T) {
-		w := watchNamespaces(t, "vnetlab", map[string]int{tg.ClientNS: -1, tg.ServerNS: -1})
+		w := watchNamespaces(t, self, map[string]int{tg.ClientNS: -1, tg.ServerNS: -1})
 		run(t, "rr", tg, Spec{Test: TCPRR, Size: 1, Duration: time.Second})
 		w.stop()
 		for _, bad := range w.wrong {
@@ -279,6 +280,21 @@ func TestCPUAffinity(t *testing.T) {
 			t.Error("saw no client thread")
 		}
 	})
+}
+
+// selfComm is the command name (/proc/PID/comm) of the rr engine's
+// processes: the vnetlab binary's file name, cut at 15 bytes.
+func selfComm(t *testing.T) string {
+	t.Helper()
+	bin, err := SelfBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := filepath.Base(bin)
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	return comm
 }
 
 // nsWatcher polls the threads of the processes named comm in namespaces.

@@ -1,6 +1,7 @@
 package rrbench
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
@@ -189,4 +192,97 @@ func TestClientErrors(t *testing.T) {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}
+}
+
+// A crr server that stops answering must cost each connection one deadline
+// (the watchdog shuts the stuck socket down), be counted as errors, and
+// never hang the client: first a response that never comes, then a connect
+// that never completes (the listener's accept queue is full, so its SYNs
+// are dropped).
+func TestCRRDeadlineWithoutSocketTimeouts(t *testing.T) {
+	old := tcpTimeout
+	tcpTimeout = 300 * time.Millisecond
+	defer func() { tcpTimeout = old }()
+	inScratch(t, func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(fd, 0); err != nil { // never accepted: one connection fills the queue
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(fd)
+		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		start := time.Now()
+		_, err = Run(ClientConfig{Proto: "tcp", Mode: "crr", Addr: addr, Size: 1, Duration: time.Second})
+		took := time.Since(start)
+		t.Logf("after %s: %v", took.Round(time.Millisecond), err)
+		if err == nil || !strings.Contains(err.Error(), "read response: EOF") || !strings.Contains(err.Error(), "timed out after 300ms") {
+			t.Errorf("err = %v, want the first error to be the response timing out", err)
+		}
+		// 1 s of sample, then at most one deadline more (plus the watcher's period).
+		if took > time.Second+2*tcpTimeout {
+			t.Errorf("took %s for a 1 s sample with a %s deadline", took, tcpTimeout)
+		}
+		// Was the stuck connect cut too? Errors are counted per connection.
+		rep, err := runErrors(addr)
+		if err != nil || rep < 3 {
+			t.Errorf("errors %d (%v): want about one per deadline", rep, err)
+		}
+	})
+}
+
+// runErrors counts a crr sample's errors against addr (it must fail).
+func runErrors(addr string) (uint64, error) {
+	rep := &Report{}
+	sa, family, err := sockaddr(addr, false)
+	if err != nil {
+		return 0, err
+	}
+	_, err = runCRR(ClientConfig{Proto: "tcp", Mode: "crr", Addr: addr, Size: 1, Duration: time.Second}, sa, family, new(Histogram), rep)
+	if err == nil {
+		return rep.Errors, fmt.Errorf("no error")
+	}
+	return rep.Errors, nil
+}
+
+// TCP_NODELAY is set once on the listener and every accepted connection
+// inherits it (no setsockopt per crr connection).
+func TestAcceptedConnectionsInheritNoDelay(t *testing.T) {
+	inScratch(t, func() {
+		srv, err := Listen(ServerConfig{Proto: "tcp", Addr: "127.0.0.1:0", Size: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve() }()
+		defer func() { srv.Close(); <-done }()
+		sa, family, _ := sockaddr("127.0.0.1:"+strconv.Itoa(srv.Port()), false)
+		fd, err := socket(family, unix.SOCK_STREAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		b := []byte{1}
+		if err := connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFull(fd, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := readFull(fd, b); err != nil { // answered: the server holds the connection now
+			t.Fatal(err)
+		}
+		srv.mu.Lock()
+		conn := srv.conn
+		srv.mu.Unlock()
+		v, err := unix.GetsockoptInt(conn, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		if err != nil || v == 0 {
+			t.Errorf("accepted connection: TCP_NODELAY = %d (%v), want it set", v, err)
+		}
+	})
 }

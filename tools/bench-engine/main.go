@@ -4,7 +4,7 @@
 // tools/crr-ref/crr.c. It prints one line per row, the ratio built-in /
 // reference of the medians with its bootstrap 95% CI (internal/stats):
 //
-//	engine tcp_rr / sockperf  0.950 [0.930, 0.970]
+//	engine tcp_rr / sockperf  0.950 [0.930, 0.970]  target >= 0.98  SHORT
 //
 // Run it through scripts/bench-engine.sh, which builds vnetlab and the C
 // reference; it builds a lab, so run it under the machine's lab lock.
@@ -24,11 +24,15 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/stats"
 )
+
+// engineTarget is issue 16's: the engine costs no more than 2% against C.
+var engineTarget = analysis.Target{Value: 0.98}
 
 // crrRefPort is where the C reference server listens.
 const crrRefPort = 7002
@@ -143,8 +147,9 @@ func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) err
 			continue
 		}
 		ratio := stats.Median(rw.builtV) / stats.Median(rw.refV)
-		lo, hi, _ := stats.RatioOfMediansCI(rw.builtV, rw.refV)
-		fmt.Printf("engine %s  %.3f [%.3f, %.3f]\n", rw.label, ratio, lo, hi)
+		lo, hi, ok := stats.RatioOfMediansCI(rw.builtV, rw.refV)
+		fmt.Printf("engine %s  %.3f [%.3f, %.3f]  target %s  %s\n", rw.label, ratio, lo, hi, engineTarget,
+			analysis.Judge(ratio, [2]float64{lo, hi}, ok, engineTarget))
 		fmt.Fprintf(os.Stderr, "  %s: built-in median %.0f/s (CV %.1f%%, %s), reference median %.0f/s (CV %.1f%%, %s)\n",
 			rw.label, stats.Median(rw.builtV), 100*stats.CV(rw.builtV), list(rw.builtV),
 			stats.Median(rw.refV), 100*stats.CV(rw.refV), list(rw.refV))
