@@ -6,8 +6,9 @@ require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/cilium/ebpf v0.22.0
+	github.com/containernetworking/cni v1.2.3
 	github.com/google/go-containerregistry v0.22.1
-	github.com/google/pprof v0.0.0-20240227163752-401108e1b7e7
+	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8
 	github.com/jedib0t/go-pretty/v6 v6.8.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

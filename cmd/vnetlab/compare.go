@@ -69,9 +69,9 @@ Examples:
 				var names []string
 				for _, d := range reg {
 					if d.Lost {
-						names = append(names, d.ID.Key()+" (failed)")
+						names = append(names, d.Name()+" (failed)")
 					} else {
-						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.ID.Key(), d.Pct(), d.P))
+						names = append(names, fmt.Sprintf("%s (%+.1f%%, p=%.3f)", d.Name(), d.Pct(), d.P))
 					}
 				}
 				noun := "cells"

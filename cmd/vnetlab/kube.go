@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func init() { extraCommands = append(extraCommands, newKubeCmd) }
@@ -59,8 +61,8 @@ func newKubeUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("cluster %s up in %s: %d nodes Ready, kube-proxy %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
+			fmt.Printf("cluster %s up in %s: %d nodes Ready, kube-proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
+				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactCNI], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
@@ -68,6 +70,8 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "kube-proxy mode: iptables or nftables")
+	cmd.Flags().StringVar(&spec.CNI, "cni", cluster.CNIBridge, "CNI plugin wiring the pods: bridge (Debian's bridge + host-local) or vnetlab (vnetlab's modes, docs/cni.md)")
+	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(topo.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -15,20 +16,35 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/scenario"
 )
 
+// kubeRunFlags are kube run's flags; the measurement ones are bound to spec
+// with runner.DefaultSpec's values as their defaults.
+type kubeRunFlags struct {
+	cf                               clusterFlags
+	paths, placements, nodes, tests  []string
+	out, reportDir, img, label, file string
+	readyTimeout                     time.Duration
+	spec                             runner.Spec // only the measurement settings are used
+}
+
+// kubeRun is what one kube run does, from the defaults, the scenario file
+// and the flags.
+type kubeRun struct {
+	cf        clusterFlags
+	spec      runner.Spec
+	opts      measure.Options
+	out       string
+	reportDir string
+	label     string
+	scenario  string
+}
+
 func newKubeRunCmd() *cobra.Command {
-	var (
-		cf                       clusterFlags
-		paths, placements, nodes []string
-		tests                    []string
-		out, reportDir, img      string
-		label                    string
-		// The measurement settings of a lab run; the lab ones (modes, pods) stay unused.
-		spec = runner.DefaultSpec()
-	)
+	var r kubeRunFlags
 	cmd := &cobra.Command{
-		Use:   "run (--kubeconfig PATH [--context C] | --cluster NAME) [--paths pod,service,host] [--placements same-node,cross-node]",
+		Use:   "run (--kubeconfig PATH [--context C] | --cluster NAME) [--paths pod,service,host] [--placements same-node,cross-node] | run -f scenario.yaml",
 		Short: "Measure a Kubernetes cluster's pod, Service and host paths, same-node and cross-node",
 		Long: `Measure a real cluster with the engines of a lab run (iperf3, rr, sockperf), in the same
 interleaved rounds with the same statistics and results JSON. vnetlab creates its own
@@ -42,99 +58,176 @@ The image is vnetlab's own (vnetlab, iperf3, sockperf): a local cluster (--clust
 it loaded automatically; for another cluster, load "vnetlab kube image -o vnetlab.tar"
 into its nodes or push it to a registry and pass --image.
 
+A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
+flags given with -f override it.
+
 Examples:
   vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
-  vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json`,
+  vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
+  vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			kubeconfig, local, err := cf.resolve()
+			run, err := r.resolve(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			if spec.Tests, err = parseTests(tests); err != nil {
-				return err
-			}
-			// The engines run on the nodes, whose CPUs this machine does not know.
-			spec.CPUsElsewhere = true
-			if err := runner.CheckSpec(spec); err != nil {
-				return err
-			}
-			if err := checkReportDir(reportDir); err != nil {
-				return err
-			}
-			opts := measure.Options{Kubeconfig: kubeconfig, Context: cf.context, Paths: paths, Placements: placements, Nodes: nodes,
-				Image: img, PullPolicy: corev1.PullIfNotPresent}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if opts.Image == "" {
-				if opts.Image, err = vnetlabImage(ctx, cf.cluster); err != nil {
-					return err
-				}
-				// No registry has it: a node without it fails at once (ErrImageNeverPull).
-				opts.PullPolicy = corev1.PullNever
-			}
-			if label == "" {
-				label = cf.cluster
-				if label == "" {
-					label = "cluster"
-					if cf.context != "" {
-						label = cf.context
-					}
-				}
-			}
-			meta := runner.Metadata(version, commit, os.Args)
-			meta.Start = time.Now().UTC()
-			meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
-				CPUAffinity: spec.CPUAffinity.String()}
-			s, err := measure.Setup(ctx, opts, stderrf)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				if cerr := s.Close(); cerr != nil {
-					stderrf("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", s.Namespace, cerr)
-				}
-			}()
-			var known map[string]string
-			if local != nil {
-				known = map[string]string{"cni": local[cluster.FactCNI], "proxy": local[cluster.FactProxy]}
-			}
-			meta.Cluster = s.Detect(ctx, known)
-			meta.Cluster.Name, meta.Cluster.Image = label, opts.Image
-			res := &results.File{SchemaVersion: results.SchemaVersion}
-			var planned []runner.Planned
-			for _, ep := range s.Endpoints {
-				for _, t := range spec.Tests {
-					d, err := engine.For(spec.Engine, t)
-					if err != nil {
-						return err
-					}
-					c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
-						Test: string(t), Engine: d.Name(), Unit: t.Unit()}
-					res.Cells = append(res.Cells, c)
-					planned = append(planned, runner.Planned{Cell: c, Driver: d,
-						Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
-				}
-			}
-			runErr := runner.Execute(ctx, spec, planned, newProgress())
-			res.Metadata = meta
-			res.Metadata.End = time.Now().UTC()
-			return emitResults(res, out, reportDir, runErr)
+			return run.execute(cmd.Context())
 		},
 	}
-	cf.add(cmd)
-	f := cmd.Flags()
-	f.StringSliceVar(&paths, "paths", []string{measure.PathPod, measure.PathService, measure.PathHost}, "paths: pod (pod IP), service (ClusterIP), host (hostNetwork pods: node to node)")
-	f.StringSliceVar(&placements, "placements", []string{measure.SameNode, measure.CrossNode}, "placements: same-node, cross-node")
-	f.StringSliceVar(&nodes, "nodes", nil, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
-	registerMeasureFlags(f, &spec, &tests)
-	f.StringVar(&img, "image", "", "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
-	f.StringVar(&label, "label", "", "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
-	f.StringVarP(&out, "output", "o", "", "write the results JSON here")
-	f.StringVar(&reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")
+	r.register(cmd)
 	return cmd
+}
+
+func (r *kubeRunFlags) register(cmd *cobra.Command) {
+	r.cf.add(cmd)
+	f := cmd.Flags()
+	f.StringSliceVar(&r.paths, "paths", measure.Paths, "paths: pod (pod IP), service (ClusterIP), host (hostNetwork pods: node to node)")
+	f.StringSliceVar(&r.placements, "placements", measure.Placements, "placements: same-node, cross-node")
+	f.StringSliceVar(&r.nodes, "nodes", nil, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
+	registerMeasureFlags(f, &r.spec, &r.tests)
+	f.StringVar(&r.img, "image", "", "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
+	f.StringVar(&r.label, "label", "", "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
+	f.StringVarP(&r.out, "output", "o", "", "write the results JSON here")
+	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")
+	f.StringVarP(&r.file, "file", "f", "", "scenario YAML with a kube: section (flags given too override it)")
+	f.DurationVar(&r.readyTimeout, "ready-timeout", measure.DefaultReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
+}
+
+// resolve: the defaults, the scenario file over them, then every flag given.
+func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
+	k := &kubeRun{spec: runner.DefaultSpec(), scenario: r.file,
+		opts: measure.Options{Paths: measure.Paths, Placements: measure.Placements, ReadyTimeout: measure.DefaultReadyTimeout}}
+	if r.file != "" {
+		sc, err := scenario.Load(r.file)
+		if err != nil {
+			return nil, err
+		}
+		if err := sc.ForKube(); err != nil {
+			return nil, err
+		}
+		k.spec, k.out, k.reportDir = sc.RunSpec(k.spec), sc.Output, sc.Report
+		sk := sc.Kube
+		k.cf = clusterFlags{cluster: sk.Cluster, kubeconfig: sk.Kubeconfig, context: sk.Context}
+		if len(sk.Paths) > 0 {
+			k.opts.Paths = sk.Paths
+		}
+		if len(sk.Placements) > 0 {
+			k.opts.Placements = sk.Placements
+		}
+		k.opts.Nodes, k.opts.Image, k.label = sk.Nodes, sk.Image, sk.Label
+		k.opts.ReadyTimeout = sk.ReadyTimeoutValue()
+	}
+	var err error
+	f.Visit(func(fl *pflag.Flag) {
+		if ok, ferr := applyMeasureFlag(fl.Name, &k.spec, r.spec, r.tests); ok {
+			if ferr != nil && err == nil {
+				err = ferr
+			}
+			return
+		}
+		switch fl.Name {
+		// A cluster on the command line replaces the file's as a whole.
+		case "cluster", "kubeconfig", "context":
+			k.cf = r.cf
+		case "paths":
+			k.opts.Paths = r.paths
+		case "placements":
+			k.opts.Placements = r.placements
+		case "nodes":
+			k.opts.Nodes = r.nodes
+		case "image":
+			k.opts.Image = r.img
+		case "ready-timeout":
+			k.opts.ReadyTimeout = r.readyTimeout
+		case "label":
+			k.label = r.label
+		case "output":
+			k.out = r.out
+		case "report":
+			k.reportDir = r.reportDir
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (k *kubeRun) execute(ctx context.Context) error {
+	kubeconfig, local, err := k.cf.resolve()
+	if err != nil {
+		return err
+	}
+	spec := k.spec
+	// The engines run on the nodes, whose CPUs this machine does not know.
+	spec.CPUsElsewhere = true
+	if err := runner.CheckSpec(spec); err != nil {
+		return err
+	}
+	if err := checkReportDir(k.reportDir); err != nil {
+		return err
+	}
+	opts := k.opts
+	opts.Kubeconfig, opts.Context, opts.PullPolicy = kubeconfig, k.cf.context, corev1.PullIfNotPresent
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if opts.Image == "" {
+		if opts.Image, err = vnetlabImage(ctx, k.cf.cluster); err != nil {
+			return err
+		}
+		// No registry has it: a node without it fails at once (ErrImageNeverPull).
+		opts.PullPolicy = corev1.PullNever
+	}
+	label := k.label
+	if label == "" {
+		label = k.cf.cluster
+		if label == "" {
+			label = "cluster"
+			if k.cf.context != "" {
+				label = k.cf.context
+			}
+		}
+	}
+	meta := runner.Metadata(version, commit, os.Args)
+	meta.Scenario = k.scenario
+	meta.Start = time.Now().UTC()
+	meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
+		CPUAffinity: spec.CPUAffinity.String()}
+	s, err := measure.Setup(ctx, opts, stderrf)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil {
+			stderrf("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", s.Namespace, cerr)
+		}
+	}()
+	var known map[string]string
+	if local != nil {
+		known = map[string]string{"cni": local[cluster.FactCNI], "proxy": local[cluster.FactProxy]}
+	}
+	meta.Cluster = s.Detect(ctx, known)
+	meta.Cluster.Name, meta.Cluster.Image = label, opts.Image
+	res := &results.File{SchemaVersion: results.SchemaVersion}
+	var planned []runner.Planned
+	for _, ep := range s.Endpoints {
+		for _, t := range spec.Tests {
+			d, err := engine.For(spec.Engine, t)
+			if err != nil {
+				return err
+			}
+			c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
+				Test: string(t), Engine: d.Name(), Unit: t.Unit()}
+			res.Cells = append(res.Cells, c)
+			planned = append(planned, runner.Planned{Cell: c, Driver: d,
+				Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
+		}
+	}
+	runErr := runner.Execute(ctx, spec, planned, newProgress())
+	res.Metadata = meta
+	res.Metadata.End = time.Now().UTC()
+	return emitResults(res, k.out, k.reportDir, runErr)
 }
 
 // vnetlabImage is this vnetlab's image reference; a local cluster gets the

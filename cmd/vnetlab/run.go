@@ -143,6 +143,36 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
 }
 
+// applyMeasureFlag copies the measurement flag name, given on the command
+// line, from flag (the values registerMeasureFlags bound) into spec; false
+// when name is not one of them.
+func applyMeasureFlag(name string, spec *runner.Spec, flag runner.Spec, tests []string) (bool, error) {
+	var err error
+	switch name {
+	case "tests":
+		spec.Tests, err = parseTests(tests)
+	case "engine":
+		spec.Engine = flag.Engine
+	case "duration":
+		spec.Duration = flag.Duration
+	case "repeat":
+		spec.Repeat = flag.Repeat
+	case "warmup":
+		spec.Warmup = flag.Warmup
+	case "streams":
+		spec.Streams = flag.Streams
+	case "size":
+		spec.Size = flag.Size
+	case "rate":
+		spec.Rate = flag.Rate
+	case "cpu-affinity":
+		spec.CPUAffinity = flag.CPUAffinity
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
 // parseTests reads --tests; the first unknown name is the error.
 func parseTests(names []string) ([]engine.Test, error) {
 	var out []engine.Test
@@ -165,19 +195,26 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 		if err != nil {
 			return spec, "", err
 		}
+		if err := sc.ForLabs("run"); err != nil {
+			return spec, "", err
+		}
 		spec, output = sc.RunSpec(spec), sc.Output
+		if r.reportDir == "" {
+			r.reportDir = sc.Report
+		}
 	}
 	var err error
 	flag := r.spec
 	f.Visit(func(fl *pflag.Flag) {
+		if ok, ferr := applyMeasureFlag(fl.Name, &spec, flag, r.tests); ok {
+			if ferr != nil && err == nil {
+				err = ferr
+			}
+			return
+		}
 		switch fl.Name {
 		case "modes":
 			spec.Modes = runner.Variants(r.modes, nil)
-		case "tests":
-			var perr error
-			if spec.Tests, perr = parseTests(r.tests); perr != nil && err == nil {
-				err = perr
-			}
 		case "output":
 			output = r.output
 		case "paths":
@@ -186,22 +223,6 @@ func (r *runFlags) resolve(f *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Providers = flag.Providers
 		case "extra-services":
 			spec.ExtraServices = flag.ExtraServices
-		case "engine":
-			spec.Engine = flag.Engine
-		case "duration":
-			spec.Duration = flag.Duration
-		case "repeat":
-			spec.Repeat = flag.Repeat
-		case "warmup":
-			spec.Warmup = flag.Warmup
-		case "streams":
-			spec.Streams = flag.Streams
-		case "size":
-			spec.Size = flag.Size
-		case "rate":
-			spec.Rate = flag.Rate
-		case "cpu-affinity":
-			spec.CPUAffinity = flag.CPUAffinity
 		case "pods":
 			spec.PodCount, spec.Pods = flag.PodCount, nil
 		case "nodes":

@@ -29,32 +29,49 @@ func (d *Delta) PctCI() (lo, hi float64) { return (d.RatioCI[0] - 1) * 100, (d.R
 // otherwise Note says why not.
 func (d *Delta) Measured() bool { return d.Verdict != NoVerdict }
 
+// Name is how a comparison table names the delta: the cell's key, or both
+// keys when a lab cell was matched with a cluster's ("old ~ new").
+func (d *Delta) Name() string {
+	if d.Old != nil && d.New != nil && d.Old.ID() != d.New.ID() {
+		return d.Old.ID().Key() + " ~ " + d.New.ID().Key()
+	}
+	return d.ID.Key()
+}
+
 // FileDiff is the whole comparison of two files.
 type FileDiff struct {
 	Deltas  []*Delta
 	OnlyOld []*results.Cell
 	OnlyNew []*results.Cell
+	// Note says how cells were matched when that was not by their own IDs
+	// (a lab file against a cluster's).
+	Note string
 }
 
-// Diff matches the cells of two files by CellID, in old's order.
+// Diff matches the cells of two files by CellID, in old's order. A lab file
+// and a cluster file (kube run) are matched by what their cells measure
+// (labcluster.go).
 func Diff(old, new *results.File) *FileDiff {
 	fd := &FileDiff{}
+	oldID, newID, note, _ := labClusterIDs(old, new)
+	fd.Note = note
 	newBy := map[results.CellID]*results.Cell{}
 	for _, c := range new.Cells {
-		newBy[c.ID()] = c
+		newBy[newID(c)] = c
 	}
 	seen := map[results.CellID]bool{}
 	for _, o := range old.Cells {
-		n, ok := newBy[o.ID()]
+		id := oldID(o)
+		n, ok := newBy[id]
 		if !ok {
 			fd.OnlyOld = append(fd.OnlyOld, o)
 			continue
 		}
-		seen[o.ID()] = true
+		seen[id] = true
 		fd.Deltas = append(fd.Deltas, diffCells(o, n))
 	}
 	for _, c := range new.Cells {
-		if !seen[c.ID()] {
+		if !seen[newID(c)] {
 			fd.OnlyNew = append(fd.OnlyNew, c)
 		}
 	}

@@ -17,8 +17,14 @@ import (
 // Dir is where named namespaces live (same place as iproute2 uses).
 const Dir = "/run/netns"
 
-// Path returns the bind-mount path of a named namespace.
-func Path(name string) string { return filepath.Join(Dir, name) }
+// Path returns the bind-mount path of a named namespace; an absolute path
+// (a CNI runtime's netns, /proc/PID/ns/net) is returned as it is.
+func Path(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(Dir, name)
+}
 
 // Exists reports whether a named namespace file exists.
 func Exists(name string) bool {

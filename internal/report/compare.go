@@ -31,7 +31,7 @@ func PrintComparison(w io.Writer, fd *analysis.FileDiff, oldName, newName string
 	t.AppendHeader(table.Row{"cell", "old", "new", "unit", "delta", "95% CI", "p", "n", "verdict"})
 	small := false
 	for _, d := range fd.Deltas {
-		row := table.Row{d.ID.Key(), medianText(d.Old), medianText(d.New), d.Unit}
+		row := table.Row{d.Name(), medianText(d.Old), medianText(d.New), d.Unit}
 		if !d.Measured() {
 			row = append(row, "", "", "", nCount(d), d.Note)
 		} else {
@@ -51,6 +51,9 @@ func PrintComparison(w io.Writer, fd *analysis.FileDiff, oldName, newName string
 	}
 	t.SetStyle(table.StyleLight)
 	fmt.Fprintf(w, "old: %s\nnew: %s\n", oldName, newName)
+	if fd.Note != "" {
+		fmt.Fprintln(w, fd.Note)
+	}
 	t.Render()
 	fmt.Fprintln(w, `"~": not significant (Mann-Whitney U, p >= 0.05); delta = new median / old median - 1, CI by bootstrap of that ratio.`)
 	if small {

@@ -10,7 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// Summary prints seed 002's table shape: one row per mode, pod IP beside
+// Summary prints seed 002's table shape: one row per mode (and placement), pod IP beside
 // clusterIP per provider, medians, for each test of a run that measured
 // both paths. It prints nothing for runs without a service path.
 func Summary(w io.Writer, f *results.File) {
@@ -32,12 +32,21 @@ func Summary(w io.Writer, f *results.File) {
 		col := "podIP"
 		if c.Path == "service" {
 			hasService = true
-			col = "clusterIP " + c.Provider
-			add(&providers, "p", c.Provider)
+			prov := c.Provider
+			if prov == "" && f.Metadata.Cluster != nil {
+				prov = f.Metadata.Cluster.KubeProxyMode // a cluster's Services: its kube-proxy
+			}
+			col = "clusterIP " + prov
+			add(&providers, "p", prov)
 		}
-		add(&modes, "m", c.Mode)
+		// A cluster run measures each path at two placements: a row each.
+		row := c.Mode
+		if c.Placement != "" {
+			row += "@" + c.Placement
+		}
+		add(&modes, "m", row)
 		add(&tests, "t", c.Test)
-		val[key{c.Mode, c.Test, col}] = medianText(c)
+		val[key{row, c.Test, col}] = medianText(c)
 	}
 	if !hasService {
 		return

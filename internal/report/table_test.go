@@ -62,6 +62,18 @@ func TestSummaryHasSeed002Shape(t *testing.T) {
 	if !strings.Contains(out, "│ bridge      │ 14.9  │ FAILED             │ -") {
 		t.Errorf("bridge row:\n%s", out)
 	}
+	// A cluster run: a row per placement, its kube-proxy mode as the provider.
+	at := func(c *results.Cell, placement string) *results.Cell { c.Placement = placement; return c }
+	b.Reset()
+	Summary(&b, &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{KubeProxyMode: "nftables"}}, Cells: []*results.Cell{
+		at(cell("k", "pod", "", 11.8), "same-node"), at(cell("k", "service", "", 12.3), "same-node"),
+		at(cell("k", "pod", "", 10.5), "cross-node"), at(cell("k", "service", "", 9.86), "cross-node")}})
+	out = b.String()
+	for _, want := range []string{"clusterIP nftables", "│ k@same-node  │ 11.8  │ 12.3", "│ k@cross-node │ 10.5  │ 9.86"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cluster summary lacks %q:\n%s", want, out)
+		}
+	}
 	b.Reset()
 	Summary(&b, &results.File{Cells: []*results.Cell{cell("host", "pod", "", 20)}})
 	if b.Len() != 0 {

@@ -93,6 +93,9 @@ func DefaultLab() Lab {
 // every field the file sets replaced. `up` builds one lab, so a file that
 // lists several modes or counts of extra services is refused.
 func (s *Scenario) LabSpec(l Lab) (Lab, error) {
+	if err := s.ForLabs("up"); err != nil {
+		return l, err
+	}
 	mode, options := s.Mode, s.Options
 	if mode == "" && len(s.Modes) == 1 {
 		mode, options = s.Modes[0].Mode, s.Modes[0].Options

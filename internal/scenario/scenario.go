@@ -47,6 +47,7 @@ type Scenario struct {
 	Rate         string               `yaml:"rate"`
 	CPUAffinity  string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
 	Output       string               `yaml:"output"`
+	Report       string               `yaml:"report"`       // also write the report into this directory
 	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
 	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
 	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
@@ -62,6 +63,8 @@ type Scenario struct {
 	ProfileDir string `yaml:"profile_dir"`
 	// Cells keeps only the matrix cells matching these patterns (run only).
 	Cells []string `yaml:"cells"`
+	// Kube makes the file a cluster run (`vnetlab kube run -f`, kube.go).
+	Kube *Kube `yaml:"kube"`
 
 	file string
 	root *yaml.Node
@@ -124,8 +127,12 @@ func yamlErr(path string, err error) error {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		detail := m[2]
-		if f := regexp.MustCompile(`field (\S+) not found in type`).FindStringSubmatch(detail); f != nil {
-			detail = fmt.Sprintf("unknown field %q (see docs/scenarios.md for the fields)", f[1])
+		if f := regexp.MustCompile(`field (\S+) not found in type (\S+)`).FindStringSubmatch(detail); f != nil {
+			name := f[1]
+			if f[2] == "scenario.Kube" {
+				name = "kube." + name
+			}
+			detail = fmt.Sprintf("unknown field %q (see docs/scenarios.md for the fields)", name)
 		}
 		return fmt.Errorf("%s:%s: %s", path, m[1], detail)
 	}
@@ -310,7 +317,7 @@ func (s *Scenario) validate() error {
 			return s.errAt("extra_services", i, "%d: want 0 to %d", n, service.MaxExtra)
 		}
 	}
-	return nil
+	return s.validateKube()
 }
 
 // IntList is a number or a list of numbers (extra_services: 1000, or [0, 1000, 10000]).

@@ -29,6 +29,7 @@ func init() {
 		Options: []Option{{Name: bridgeNF, Default: "on", Check: OnOff(bridgeNF),
 			Help: "on: bridged packets traverse iptables (needed for clusterIP); off: pure L2 switching"}},
 		Build:     buildBridge,
+		Attach:    bridgeAttach,
 		CrossHost: true,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth,
 			NetfilterCaveat: bridgeNetfilterCaveat},
@@ -57,24 +58,57 @@ func buildBridge(env *Env) error {
 	if len(env.Nodes) > 1 {
 		return buildBridgeAcrossNodes(env, nf)
 	}
-	br, err := BridgeWithGateway(env, "br0", 32)
-	if err != nil {
-		return err
-	}
-	// ip route add 192.168.10.0/24 via 192.168.10.1 dev br0 scope link: the
-	// gateway is the node's own address, so this is a link route from it.
-	gw := NthIP(env.PodNet, 1)
-	if err := env.Node.H.RouteAdd(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: env.PodNet, Scope: netlink.SCOPE_LINK, Src: gw}); err != nil {
-		return fmt.Errorf("route to pods via br0: %w", err)
-	}
-	if err := AttachPodsToBridge(env, br, gw); err != nil {
-		return err
-	}
-	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf)); err != nil {
+	if err := AttachAll(bridgeAttach)(env); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{"bridge_nf_call_iptables": onOffWord(nf)}
 	return nil
+}
+
+// bridgeName is the node's bridge of mode bridge.
+const bridgeName = "br0"
+
+// bridgeAttach is mode bridge on one node, a pod at a time.
+var bridgeAttach = &Attach{
+	Node: func(env *Env) error {
+		nf, err := env.BoolOption(bridgeNF, true)
+		if err != nil {
+			return err
+		}
+		gw := NthIP(env.PodNet, 1)
+		if _, err := env.Node.H.LinkByName(bridgeName); err != nil {
+			br, err := BridgeWithGateway(env, bridgeName, 32)
+			if err != nil {
+				return err
+			}
+			// ip route add 192.168.10.0/24 via 192.168.10.1 dev br0 scope link: the
+			// gateway is the node's own address, so this is a link route from it.
+			if err := env.Node.H.RouteAdd(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: env.PodNet, Scope: netlink.SCOPE_LINK, Src: gw}); err != nil {
+				return fmt.Errorf("route to pods via %s: %w", bridgeName, err)
+			}
+		}
+		env.Gateway = gw.String()
+		return Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf))
+	},
+	Pod: func(env *Env, pod *Pod, i int) error {
+		br, err := env.Node.H.LinkByName(bridgeName)
+		if err != nil {
+			return fmt.Errorf("bridge %s in %s: %w", bridgeName, env.Node.Name, err)
+		}
+		return attachPodToBridge(env, pod, i, br, NthIP(env.PodNet, 1))
+	},
+	Detach: func(env *Env, pod *Pod) error { return deleteHostLink(env, pod.HostIfname("veth-", 0)) },
+	Check: func(env *Env, pod *Pod) error {
+		host, err := checkPodLink(env, pod, pod.HostIfname("veth-", 0), "veth")
+		if err != nil {
+			return err
+		}
+		br, err := env.Node.H.LinkByName(bridgeName)
+		if err != nil || host.Attrs().MasterIndex != br.Attrs().Index {
+			return fmt.Errorf("%s of %s is not a port of %s", host.Attrs().Name, pod.Pod, bridgeName)
+		}
+		return nil
+	},
 }
 
 // BridgeWithGateway creates a bridge in the node holding the pods' gateway
@@ -99,22 +133,27 @@ func BridgeWithGateway(env *Env, name string, prefix int) (netlink.Link, error) 
 // the pod address and a default route via gw onlink.
 func AttachPodsToBridge(env *Env, br netlink.Link, gw net.IP) error {
 	for i, pod := range env.Pods {
-		host := HostIfname("veth-", pod.Pod, i)
-		l, err := VethToPod(env, pod, host)
-		if err != nil {
-			return err
-		}
-		if err := PodAddr(pod, env.Prefix(), gw, true); err != nil {
-			return err
-		}
-		if err := env.Node.H.LinkSetMaster(l, br); err != nil {
-			return fmt.Errorf("%s master %s: %w", host, br.Attrs().Name, err)
-		}
-		if err := env.Node.H.LinkSetUp(l); err != nil {
+		if err := attachPodToBridge(env, pod, i, br, gw); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// attachPodToBridge gives one pod a veth whose node end is a port of br.
+func attachPodToBridge(env *Env, pod *Pod, i int, br netlink.Link, gw net.IP) error {
+	host := pod.HostIfname("veth-", i)
+	l, err := VethToPod(env, pod, host)
+	if err != nil {
+		return err
+	}
+	if err := PodAddr(pod, env.Prefix(), gw, true); err != nil {
+		return err
+	}
+	if err := env.Node.H.LinkSetMaster(l, br); err != nil {
+		return fmt.Errorf("%s master %s: %w", host, br.Attrs().Name, err)
+	}
+	return env.Node.H.LinkSetUp(l)
 }
 
 func onOff(b bool) string {

@@ -81,6 +81,21 @@ func IptablesRestore(ns string, rules string) error {
 	return nil
 }
 
+// ensureRule appends a rule to chain of table in namespace ns unless it is
+// there already (iptables -C), so that adding pods one by one does not
+// repeat it.
+func ensureRule(ns, table, chain string, rule ...string) error {
+	check := append([]string{"-t", table, "-C", chain}, rule...)
+	if _, err := proc.Command(context.Background(), ns, "iptables", check...).Output(); err == nil {
+		return nil
+	}
+	add := append([]string{"-t", table, "-I", chain}, rule...)
+	if _, err := proc.Command(context.Background(), ns, "iptables", add...).Output(); err != nil {
+		return fmt.Errorf("iptables in %s: %w", ns, err)
+	}
+	return nil
+}
+
 // Sysctls sets several sysctls inside one namespace.
 func Sysctls(ns string, kv ...string) error {
 	return nsutil.Do(ns, func() error {

@@ -49,7 +49,11 @@ type Mode struct {
 	// Options the mode takes (scenario `options:` / `--option k=v`).
 	Options []Option
 	// Build wires env.Pods to env.Node; the namespaces already exist.
+	// Register sets AttachAll(Attach) when the mode has Attach and no Build.
 	Build func(env *Env) error
+	// Attach wires and unwires one pod at a time (attach.go): the modes the
+	// CNI plugin offers; nil for modes that only build whole labs.
+	Attach *Attach
 	// MinNodes: nodes the mode needs (0: one).
 	MinNodes int
 	// MinPods: pods the mode needs; Register sets DefaultMinPods (a server
@@ -145,6 +149,9 @@ var registry = map[string]Mode{}
 // Register adds a mode; called from each mode file's init. A duplicate or
 // incomplete mode is a programming error: it panics at start-up.
 func Register(m Mode) {
+	if m.Build == nil && m.Attach != nil {
+		m.Build = AttachAll(m.Attach)
+	}
 	if m.Name == "" || m.Build == nil || m.Summary == "" {
 		panic(fmt.Sprintf("topo: mode %q needs a name, a summary and a build function", m.Name))
 	}

@@ -26,7 +26,7 @@ func init() {
 }
 
 func buildNetkit(env *Env) error {
-	if err := buildRouted(env, "nk-", NetkitToPod, false); err != nil {
+	if err := buildRouted(env, "nk-", "netkit", NetkitToPod, false); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{"device": "netkit, L3 mode, policy forward (no programs attached)"}

@@ -29,7 +29,7 @@ func init() {
 }
 
 func buildNetkitEBPF(env *Env) error {
-	if err := buildRouted(env, "nk-", netkitL2ToPod, true); err != nil {
+	if err := buildRouted(env, "nk-", "netkit", netkitL2ToPod, true); err != nil {
 		return err
 	}
 	// tcx, as its summary says: netkit-ebpf has not been measured with tc.

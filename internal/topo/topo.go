@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 )
 
 // NS is a namespace vnetlab created, with a netlink handle bound to it.
@@ -24,6 +26,9 @@ type Pod struct {
 	Ifname string // interface inside the pod (eth0)
 	Node   int    // index in Env.Nodes of the node it is attached to
 	MTU    int    // link MTU (0: 1500)
+	// HostIf names the node end of the pod's link ("": from the mode's
+	// prefix and Pod, see HostIfname); the CNI plugin sets it.
+	HostIf string
 }
 
 // Node is one emulated host.
@@ -78,6 +83,8 @@ type Env struct {
 	Gateway string              // pods' default gateway
 	Paths   map[string]Endpoint // filled by the mode (DefaultPaths if left empty)
 	Facts   map[string]string   // anything else worth showing (published ports, ...)
+
+	plane *ebpf.Plane // opened by dataPlane, released by Close
 }
 
 // Option returns a mode option or its default.

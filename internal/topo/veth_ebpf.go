@@ -1,6 +1,10 @@
 package topo
 
 import (
+	"errors"
+	"fmt"
+	"os"
+
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 )
@@ -23,6 +27,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Veth},
 		Usable:   ebpfUsable,
 		Build:    buildVethEBPF,
+		Attach:   vethEBPF,
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
 			// Cilium's BPF host routing likewise needs its eBPF kube-proxy replacement.
 			NoNetfilter: "veth-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, so a backend's replies would never be translated back to the clusterIP: use --provider ebpf (folded into the same programs) or ebpf-sock",
@@ -38,11 +43,111 @@ func attachHostRouting(env *Env, hook ebpf.Hook) error {
 	})
 }
 
-func buildVethEBPF(env *Env) error {
-	if err := buildVethRouted(env); err != nil {
+// vethEBPF is veth-routed's wiring plus the host-routing programs on each
+// pod's node end (a pod added to a running node gets them as it is wired).
+var vethEBPF = &Attach{
+	Node: func(env *Env) error {
+		if err := vethRouted.Node(env); err != nil {
+			return err
+		}
+		_, err := env.dataPlane(podsHook)
+		return err
+	},
+	Pod: func(env *Env, pod *Pod, i int) error {
+		if err := vethRouted.Pod(env, pod, i); err != nil {
+			return err
+		}
+		dp, err := env.dataPlane(podsHook)
+		if err != nil {
+			return err
+		}
+		ep, err := dp.AttachHostRouting(env.Node.Name, pod.Name, pod.Ifname)
+		if terr := env.trackPins(ep.Pins); err == nil {
+			err = terr
+		}
+		return err
+	},
+	Detach: func(env *Env, pod *Pod) error {
+		host := pod.HostIfname("veth-", 0)
+		if _, err := os.Stat(ebpf.PinDir(env.Lab)); err == nil {
+			dp, err := env.dataPlane(podsHook)
+			if err != nil {
+				return err
+			}
+			// Programs and routes first, while the node end still exists
+			// (its index names the routes to drop).
+			if eps, err := dp.ListEndpoints(); err == nil {
+				for _, ep := range eps {
+					if ep.NS == env.Node.Name && ep.Ifname == host {
+						if err := dp.DetachEndpoint(ep.NS, ep.Ifname); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			if err := dropStaleRoutes(env, dp); err != nil {
+				return err
+			}
+		}
+		return vethRouted.Detach(env, pod)
+	},
+	Check: func(env *Env, pod *Pod) error {
+		if err := vethRouted.Check(env, pod); err != nil {
+			return err
+		}
+		dp, err := env.dataPlane(podsHook)
+		if err != nil {
+			return err
+		}
+		host := pod.HostIfname("veth-", 0)
+		eps, err := dp.ListEndpoints()
+		if err != nil {
+			return err
+		}
+		attached := false
+		for _, ep := range eps {
+			attached = attached || (ep.NS == env.Node.Name && ep.Ifname == host && ep.Attached)
+		}
+		if !attached {
+			return fmt.Errorf("%s of %s has no host-routing programs", host, pod.Pod)
+		}
+		routes, err := dp.Routes()
+		if err != nil {
+			return err
+		}
+		for _, r := range routes {
+			if r.IP.String() == pod.IP.String() && r.HostIfindex > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no host route to %s in the data plane of %s", pod.IP, env.Lab)
+	},
+}
+
+// dropStaleRoutes removes host routes through node ends that no longer
+// exist (a pod removed while its routes stayed): their index could be
+// reused by another pod's veth.
+func dropStaleRoutes(env *Env, dp *ebpf.Plane) error {
+	routes, err := dp.Routes()
+	if err != nil {
 		return err
 	}
-	if err := attachHostRouting(env, podsHook); err != nil {
+	for _, r := range routes {
+		if r.HostIfindex == 0 {
+			continue
+		}
+		if _, err := env.Node.H.LinkByIndex(r.HostIfindex); err == nil {
+			continue
+		}
+		if err := dp.DelRoute(r.IP); err != nil && !errors.Is(err, ebpf.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+func buildVethEBPF(env *Env) error {
+	if err := AttachAll(vethEBPF)(env); err != nil {
 		return err
 	}
 	env.Facts = map[string]string{

@@ -19,7 +19,7 @@ func init() {
 		Seeds:    []Seed{SeedLatency, SeedPodModes},
 		Summary:  "veth per pod routed by the node: proxy_arp, /32 routes, gw 169.254.10.24 onlink (seed 002, Calico)",
 		Requires: []kernel.Feature{kernel.Veth},
-		Build:    buildVethRouted,
+		Attach:   vethRouted,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
 	})
 }
@@ -27,30 +27,23 @@ func init() {
 // VethGateway is the seed's link-local gateway (Calico uses 169.254.1.1).
 const VethGateway = "169.254.10.24"
 
-func buildVethRouted(env *Env) error { return buildRouted(env, "veth-", VethToPod, true) }
+// vethRouted is veth-routed's per-pod wiring, shared with veth-ebpf.
+var vethRouted = routed("veth-", "veth", VethToPod, true)
 
-// buildRouted is the routed plumbing of veth-routed and netkit: a pair per
-// pod made by link (its node end named prefix+pod), the pod's default route
-// via VethGateway onlink, a /32 route per pod in the node, ip_forward on,
+// routed is the routed plumbing of veth-routed and netkit: a pair per pod
+// (a kind link) made by link (its node end named prefix+pod), the pod's default route via
+// VethGateway onlink, a /32 route per pod in the node, ip_forward on,
 // FORWARD accepting pod traffic. proxyARP: the node end answers ARP for the
 // gateway (veth; an L3 netkit has no ARP).
-func buildRouted(env *Env, prefix string, link func(*Env, *Pod, string) (netlink.Link, error), proxyARP bool) error {
-	gw := net.ParseIP(VethGateway).To4()
-	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
-		return err
-	}
-	// seed: iptables -I FORWARD -s 192.168.0.0/16 -d 192.168.0.0/16 -j ACCEPT
-	if err := IptablesRestore(env.Node.Name, fmt.Sprintf("*filter\n-I FORWARD -s %s -d %s -j ACCEPT\nCOMMIT\n", env.PodNet, env.PodNet)); err != nil {
-		return err
-	}
-	var kv []string
-	for i, pod := range env.Pods {
-		host := HostIfname(prefix, pod.Pod, i)
+func routed(prefix, kind string, link func(*Env, *Pod, string) (netlink.Link, error), proxyARP bool) *Attach {
+	a := &Attach{Node: routedNode, Detach: func(env *Env, pod *Pod) error { return deleteHostLink(env, pod.HostIfname(prefix, 0)) }}
+	a.Pod = func(env *Env, pod *Pod, i int) error {
+		host := pod.HostIfname(prefix, i)
 		l, err := link(env, pod, host)
 		if err != nil {
 			return err
 		}
-		if err := PodAddr(pod, env.Prefix(), gw, true); err != nil {
+		if err := PodAddr(pod, env.Prefix(), net.ParseIP(VethGateway).To4(), true); err != nil {
 			return err
 		}
 		if err := env.Node.H.LinkSetUp(l); err != nil {
@@ -58,19 +51,44 @@ func buildRouted(env *Env, prefix string, link func(*Env, *Pod, string) (netlink
 		}
 		if proxyARP {
 			// proxy_delay 0 as Calico sets it: otherwise the first ARP reply waits up to 0.8 s.
-			kv = append(kv, "net.ipv4.conf."+host+".proxy_arp", "1", "net.ipv4.neigh."+host+".proxy_delay", "0")
+			if err := Sysctls(env.Node.Name, "net.ipv4.conf."+host+".proxy_arp", "1", "net.ipv4.neigh."+host+".proxy_delay", "0"); err != nil {
+				return err
+			}
 		}
 		// ip route add 192.168.10.10 dev veth-pod-a scope link
 		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK}
 		if err := env.Node.H.RouteAdd(r); err != nil {
 			return fmt.Errorf("route to %s: %w", pod.Pod, err)
 		}
+		env.Gateway = VethGateway
+		return nil
 	}
-	if err := Sysctls(env.Node.Name, kv...); err != nil {
+	a.Check = func(env *Env, pod *Pod) error {
+		host, err := checkPodLink(env, pod, pod.HostIfname(prefix, 0), kind)
+		if err != nil {
+			return err
+		}
+		rs, err := env.Node.H.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(32, 32)}, LinkIndex: host.Attrs().Index}, netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
+		if err != nil || len(rs) == 0 {
+			return fmt.Errorf("no route to %s via %s in the node", pod.IP, host.Attrs().Name)
+		}
+		return nil
+	}
+	return a
+}
+
+// buildRouted builds a whole lab with routed's plumbing (netkit modes).
+func buildRouted(env *Env, prefix, kind string, link func(*Env, *Pod, string) (netlink.Link, error), proxyARP bool) error {
+	return AttachAll(routed(prefix, kind, link, proxyARP))(env)
+}
+
+// routedNode: ip_forward on, and FORWARD accepting pod-to-pod traffic.
+func routedNode(env *Env) error {
+	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
-	env.Gateway = VethGateway
-	return nil
+	// seed: iptables -I FORWARD -s 192.168.0.0/16 -d 192.168.0.0/16 -j ACCEPT
+	return ensureRule(env.Node.Name, "filter", "FORWARD", "-s", env.PodNet.String(), "-d", env.PodNet.String(), "-j", "ACCEPT")
 }
 
 // HostIfname names the node end of a pod's link: prefix+pod when it fits in

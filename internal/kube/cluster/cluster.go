@@ -60,6 +60,9 @@ type Spec struct {
 	Name  string
 	Nodes int
 	Proxy string
+	// CNI wires the pods: CNIBridge ("" too) or CNIVnetlab with CNIMode
+	// (cni.go).
+	CNI, CNIMode string
 }
 
 // Facts keys of a cluster's lab state.
@@ -79,6 +82,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Nodes < 1 || s.Nodes > maxNodes {
 		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
+	}
+	if err := s.validateCNI(); err != nil {
+		return err
 	}
 	for _, m := range ProxyModes {
 		if s.Proxy == m {
@@ -197,7 +203,7 @@ func preflight() error {
 func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
-	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: "bridge+host-local", FactDNS: dnsIP.String()}
+	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact(), FactDNS: dnsIP.String()}
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
@@ -543,9 +549,21 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 			return err
 		}
 	}
-	data := map[string]string{"Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
+	binDir, err := b.cniBinDir()
+	if err != nil {
+		return err
+	}
+	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
 		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String()}
-	for name, t := range map[string]*template.Template{"containerd.toml": containerdTmpl, "cni/10-vnetlab.conflist": cniTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl} {
+	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
+	if b.spec.CNI == CNIVnetlab {
+		if err := b.writeVnetlabCNI(n); err != nil {
+			return err
+		}
+	} else {
+		files["cni/10-vnetlab.conflist"] = cniTmpl
+	}
+	for name, t := range files {
 		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ state = "{{.Dir}}/containerd/state"
         SystemdCgroup = false
         Root = "{{.Dir}}/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "{{.CNIBinDir}}"
     conf_dir = "{{.Dir}}/cni"
 `))
 

@@ -4,18 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -243,5 +248,185 @@ func TestKubeCleanAfterKilledRun(t *testing.T) {
 	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube clean left %v", left)
+	}
+}
+
+// Bad input: pods that never become Ready. A container that exits at once
+// (an --image whose entrypoint does not stay up) is reported as soon as it
+// exits; a pod whose sandbox is never created (here: the node's pod IP range
+// is used up) after --ready-timeout. Each: exit 1, one last line naming the
+// pod, what it is doing and the fix, no namespace left.
+func TestKubeRunPodsNeverReady(t *testing.T) {
+	cs := needCluster(t)
+	run := []string{"kube", "run", "--cluster", testCluster, "--paths", "pod", "--placements", "same-node", "--tests", "tcp_rr",
+		"--repeat", "1", "--duration", "1s"}
+	check := func(t *testing.T, limit time.Duration, args []string, want ...string) {
+		t.Helper()
+		start := time.Now()
+		out, err := vnetlab(t, limit, append(run, args...)...)
+		var ee *exec.ExitError
+		if err == nil || !asExit(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("want exit 1, got %v:\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := lines[len(lines)-1]
+		for _, w := range want {
+			if !strings.Contains(last, w) {
+				t.Errorf("last line %q does not say %q:\n%s", last, w, out)
+			}
+		}
+		t.Logf("after %s: %s", time.Since(start).Round(time.Second), last)
+		if left := labelledNamespaces(t, cs); len(left) > 0 {
+			t.Errorf("namespaces left: %v", left)
+		}
+	}
+	t.Run("container exits", func(t *testing.T) {
+		ref := loadExitingImage(t)
+		// Whichever of the two pods is seen first is named.
+		check(t, 2*time.Minute, []string{"--image", ref}, " on "+testState.Nodes[0].Name+": container exited (Completed, code 0)", "keep its entrypoint running")
+	})
+	t.Run("pod IP range used up", func(t *testing.T) {
+		exhaustPodIPs(t, cs, testState.Nodes[0].Name)
+		check(t, 2*time.Minute, []string{"--ready-timeout", "15s"}, "not Ready after 15s", "phase Pending", "FailedCreatePodSandBox",
+			"no IP addresses available", "--ready-timeout")
+	})
+}
+
+// loadExitingImage loads into every node vnetlab's image with an entrypoint
+// that exits at once (`vnetlab --help`) and returns its reference.
+func loadExitingImage(t *testing.T) string {
+	t.Helper()
+	img, err := image.Build(os.Getenv("VNETLAB_BIN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.Image.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Entrypoint = []string{image.VnetlabPath, "--help"}
+	if img.Image, err = mutate.ConfigFile(img.Image, cfg); err != nil {
+		t.Fatal(err)
+	}
+	img.Ref = "vnetlab.local/exits-at-once:1"
+	tar := filepath.Join(t.TempDir(), "exits.tar")
+	if err := img.Write(tar); err != nil {
+		t.Fatal(err)
+	}
+	if err := LoadImages(context.Background(), testCluster, []string{tar}); err != nil {
+		t.Fatal(err)
+	}
+	return img.Ref
+}
+
+// exhaustPodIPs reserves every free address of a node's host-local range
+// (a file per address, as host-local keeps them) until the test ends, so
+// that no new pod on the node gets a sandbox. It first waits until the
+// earlier runs' pods have released theirs (their namespaces are deleted
+// without waiting), or a late release would free an address.
+func exhaustPodIPs(t *testing.T, cs kubernetes.Interface, node string) {
+	t.Helper()
+	dir := filepath.Join(lab0Dir(), node, "cni-ipam", "vnetlab")
+	ipFiles := func() int {
+		n := 0
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if net.ParseIP(e.Name()) != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if err := waitFor(context.Background(), 90*time.Second, "the earlier runs' pods to release their addresses", func() bool {
+		pods, err := cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return false
+		}
+		live := 0
+		for _, p := range pods.Items {
+			if p.Labels[measure.LabelKey] == measure.LabelValue {
+				return false
+			}
+			if !p.Spec.HostNetwork {
+				live++
+			}
+		}
+		return ipFiles() == live
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := filepath.Glob(filepath.Join(lab0Dir(), node, "cni", "*.conflist"))
+	if err != nil || len(conf) != 1 {
+		t.Fatalf("CNI config of %s: %v %v", node, conf, err)
+	}
+	b, err := os.ReadFile(conf[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"subnet":\s*"([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no subnet in %s", conf[0])
+	}
+	_, subnet, err := net.ParseCIDR(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	t.Cleanup(func() {
+		for _, f := range made {
+			os.Remove(f)
+		}
+	})
+	ones, bits := subnet.Mask.Size()
+	base := subnet.IP.To4()
+	for i := 1; i < 1<<(bits-ones)-1; i++ {
+		ip := net.IPv4(base[0], base[1], base[2]+byte(i>>8), base[3]+byte(i))
+		f := filepath.Join(dir, ip.String())
+		if _, err := os.Stat(f); err == nil {
+			continue
+		}
+		if err := os.WriteFile(f, []byte("vnetlab-test-reserved\neth0"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, f)
+	}
+	t.Logf("reserved %d addresses of %s in %s", len(made), subnet, dir)
+}
+
+// A scenario with a kube: section drives a whole kube run: the file names
+// the cluster, path, placement, samples and output; a flag given too
+// overrides the file's tests.
+func TestKubeRunScenario(t *testing.T) {
+	needCluster(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.json")
+	file := filepath.Join(dir, "s.yaml")
+	body := "description: one same-node pod cell\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\noutput: " + out +
+		"\nkube:\n  cluster: " + testCluster + "\n  paths: [pod]\n  placements: [same-node]\n  label: from-file\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "-f", file, "--tests", "tcp_crr")
+	if err != nil {
+		t.Fatalf("kube run -f: %v\n%s", err, log)
+	}
+	f, err := results.Read(out)
+	if err != nil {
+		t.Fatalf("the file's output: %v\n%s", err, log)
+	}
+	if len(f.Cells) != 1 {
+		t.Fatalf("%d cells, want the file's one", len(f.Cells))
+	}
+	c := f.Cells[0]
+	if c.Mode != "from-file" || c.Path != measure.PathPod || c.Placement != measure.SameNode || c.Test != "tcp_crr" || c.Valid != 2 || c.Median <= 0 {
+		t.Errorf("cell %s %s@%s %s: %d valid, median %g; want from-file pod@same-node tcp_crr (the flag over the file's tcp_rr), 2 valid",
+			c.Mode, c.Path, c.Placement, c.Test, c.Valid, c.Median)
+	}
+	if c.ServerNode != testState.Nodes[0].Name || c.ClientNode != c.ServerNode {
+		t.Errorf("same-node cell ran on %s and %s", c.ServerNode, c.ClientNode)
+	}
+	if f.Metadata.Scenario != file || f.Metadata.Settings.Repeat != 2 || f.Metadata.Settings.Duration != "1s" {
+		t.Errorf("metadata: scenario %q, settings %+v", f.Metadata.Scenario, f.Metadata.Settings)
 	}
 }

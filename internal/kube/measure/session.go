@@ -39,7 +39,8 @@ const (
 	CrossNode   = "cross-node"
 )
 
-// Bounded waits: each failure is reported within these.
+// Bounded waits: each failure is reported within these (and the pods'
+// Options.ReadyTimeout).
 const (
 	apiTimeout   = 10 * time.Second
 	readyTimeout = 2 * time.Minute
@@ -155,7 +156,10 @@ func PickNodes(ctx context.Context, cs kubernetes.Interface, named []string, cro
 			}
 		}
 	}
-	if cross && (len(out) < 2 || out[0].Name == out[1].Name) {
+	if cross && len(named) > 0 && (len(out) < 2 || out[0].Name == out[1].Name) {
+		return nil, fmt.Errorf("cross-node needs two different nodes and --nodes names only %s: name two of %s, or use --placements same-node", out[0].Name, strings.Join(names, ", "))
+	}
+	if cross && len(out) < 2 {
 		return nil, fmt.Errorf("cross-node needs two Ready schedulable nodes and the cluster has %d (%s): use --placements same-node", len(names), strings.Join(names, ", "))
 	}
 	return out, nil
@@ -280,22 +284,32 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, pod string)
 	return got.Spec.ClusterIP, nil
 }
 
-// WaitRunning waits until every pod runs, and fails early with the reason a
-// pod cannot start (an image the node cannot get, a crash).
-func WaitRunning(ctx context.Context, cs kubernetes.Interface, ns string, names []string, image string) (map[string]*corev1.Pod, error) {
-	deadline := time.Now().Add(readyTimeout)
+// DefaultReadyTimeout bounds the wait for the measuring pods to be Ready.
+const DefaultReadyTimeout = 2 * time.Minute
+
+// WaitReady waits until every pod is Ready with an IP, and fails early with
+// the reason a pod cannot start (an image the node cannot get, an exit).
+// After timeout it names the first pod still not Ready, its phase, its
+// container's state and the namespace's last warning about it.
+func WaitReady(ctx context.Context, cs kubernetes.Interface, ns string, names []string, image string, timeout time.Duration) (map[string]*corev1.Pod, error) {
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	deadline := time.Now().Add(timeout)
 	for {
 		out := map[string]*corev1.Pod{}
+		all := map[string]*corev1.Pod{}
 		lctx, cancel := context.WithTimeout(ctx, apiTimeout)
 		list, err := cs.CoreV1().Pods(ns).List(lctx, metav1.ListOptions{})
 		cancel()
 		if err == nil {
 			for i := range list.Items {
 				p := &list.Items[i]
+				all[p.Name] = p
 				if err := podFailure(p, image); err != nil {
 					return nil, err
 				}
-				if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				if readyFor(p) >= readySettle && p.Status.PodIP != "" {
 					out[p.Name] = p
 				}
 			}
@@ -310,7 +324,7 @@ func WaitRunning(ctx context.Context, cs kubernetes.Interface, ns string, names 
 					waiting = append(waiting, n)
 				}
 			}
-			return nil, fmt.Errorf("pods %s not running after %s: see `kubectl -n %s describe pods`", strings.Join(waiting, ", "), readyTimeout, ns)
+			return nil, notReady(cs, ns, all[waiting[0]], waiting, timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -320,24 +334,133 @@ func WaitRunning(ctx context.Context, cs kubernetes.Interface, ns string, names 
 	}
 }
 
+// readySettle: how long a pod must have been Ready before it is used, so
+// that a container that exits right after starting (an --image whose
+// entrypoint does not stay up) is reported as such, not as a failed sample.
+const readySettle = 2 * time.Second
+
+// readyFor is how long the pod has been Ready (0 when it is not).
+func readyFor(p *corev1.Pod) time.Duration {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return max(time.Since(c.LastTransitionTime.Time), time.Nanosecond)
+		}
+	}
+	return 0
+}
+
+// notReady is the one-line error for pods still not Ready after the wait:
+// what the first one is doing and what the cluster last said about it.
+func notReady(cs kubernetes.Interface, ns string, p *corev1.Pod, waiting []string, timeout time.Duration) error {
+	name := waiting[0]
+	others := ""
+	if len(waiting) > 1 {
+		others = fmt.Sprintf(" (and %d more: %s)", len(waiting)-1, strings.Join(waiting[1:], ", "))
+	}
+	state := "not created"
+	if p != nil {
+		state = "phase " + string(p.Status.Phase)
+		if p.Spec.NodeName != "" {
+			name += " on " + p.Spec.NodeName
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			switch {
+			case c.State.Waiting != nil:
+				state += fmt.Sprintf(", container %s waiting (%s)", c.Name, c.State.Waiting.Reason)
+			case c.State.Running != nil && !c.Ready:
+				state += fmt.Sprintf(", container %s running but not ready", c.Name)
+			}
+		}
+		if len(p.Status.ContainerStatuses) == 0 {
+			for _, c := range p.Status.Conditions {
+				if c.Status != corev1.ConditionTrue && c.Reason != "" {
+					state += fmt.Sprintf(", %s: %s", c.Type, c.Reason)
+					break
+				}
+			}
+		}
+		if ev := lastWarning(cs, ns, p.Name); ev != "" {
+			state += ", last event " + ev
+		}
+	}
+	return fmt.Errorf("pod %s not Ready after %s%s: %s: fix what the event says (kubectl -n %s describe pod %s), or wait longer with --ready-timeout",
+		name, timeout, others, state, ns, waiting[0])
+}
+
+// lastWarning is the newest Warning event about a pod, as "Reason: message"
+// on one line ("" when there is none or events cannot be read).
+func lastWarning(cs kubernetes.Interface, ns, pod string) string {
+	lctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	list, err := cs.CoreV1().Events(ns).List(lctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	if err != nil {
+		return ""
+	}
+	// The newest warning, preferring failures ("FailedCreatePodSandBox",
+	// "BackOff", ...) to advice such as "MissingClusterDNS".
+	var last *corev1.Event
+	rank := func(e *corev1.Event) int {
+		if strings.HasPrefix(e.Reason, "Failed") || e.Reason == "BackOff" || e.Reason == "Unhealthy" {
+			return 1
+		}
+		return 0
+	}
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		if last == nil || rank(e) > rank(last) || (rank(e) == rank(last) && eventTime(e).After(eventTime(last))) {
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	msg := oneLine(last.Message)
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return last.Reason + ": " + msg
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return e.CreationTimestamp.Time
+}
+
 // podFailure is the reason a pod will not start, or nil while it may.
 func podFailure(p *corev1.Pod, image string) error {
+	where := p.Name
+	if p.Spec.NodeName != "" {
+		where += " on " + p.Spec.NodeName
+	}
 	for _, c := range p.Status.ContainerStatuses {
-		w := c.State.Waiting
-		if w != nil {
+		if w := c.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
 				return fmt.Errorf("node %s cannot get image %s (%s): load it into every node (`vnetlab kube image -o vnetlab.tar`, then `vnetlab kube load CLUSTER vnetlab.tar` or `kind load image-archive vnetlab.tar`), or push it to a registry and pass --image", p.Spec.NodeName, image, w.Reason)
-			case "CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError":
-				return fmt.Errorf("pod %s on %s cannot start (%s: %s)", p.Name, p.Spec.NodeName, w.Reason, w.Message)
+			case "CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError", "RunContainerError", "StartError":
+				return fmt.Errorf("pod %s cannot start its container (%s: %s): fix the image (--image) or the node's runtime (kubectl -n %s describe pod %s)", where, w.Reason, oneLine(w.Message), p.Namespace, p.Name)
 			}
 		}
 		if t := c.State.Terminated; t != nil {
-			return fmt.Errorf("pod %s on %s exited (%s, code %d): the image's entrypoint must stay up (vnetlab kube pause)", p.Name, p.Spec.NodeName, t.Reason, t.ExitCode)
+			why := fmt.Sprintf("%s, code %d", t.Reason, t.ExitCode)
+			if m := oneLine(t.Message); m != "" {
+				why += ": " + m
+			}
+			return fmt.Errorf("pod %s: container exited (%s) before the run: the image must keep its entrypoint running (vnetlab's image runs `vnetlab kube pause`; `vnetlab kube image` writes it)", where, why)
 		}
 	}
 	if p.Status.Phase == corev1.PodFailed {
-		return fmt.Errorf("pod %s failed: %s", p.Name, p.Status.Message)
+		return fmt.Errorf("pod %s failed (%s: %s): the node refused it; free the node or choose others with --nodes", where, p.Status.Reason, oneLine(p.Status.Message))
 	}
 	return nil
 }
+
+// oneLine folds a message from the cluster onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,18 +20,41 @@ type Options struct {
 	Nodes               []string // server node, client node for cross-node; "" = pick
 	Image               string
 	PullPolicy          corev1.PullPolicy
+	ReadyTimeout        time.Duration // how long the pods may take to be Ready (0: DefaultReadyTimeout)
+}
+
+// The paths and placements a cluster run knows, in table order.
+var (
+	Paths      = []string{PathPod, PathService, PathHost}
+	Placements = []string{SameNode, CrossNode}
+)
+
+// CheckPath refuses a path a cluster run does not know.
+func CheckPath(p string) error {
+	if !slices.Contains(Paths, p) {
+		return fmt.Errorf("unknown path %q for a cluster (known: %s)", p, strings.Join(Paths, ", "))
+	}
+	return nil
+}
+
+// CheckPlacement refuses an unknown placement.
+func CheckPlacement(p string) error {
+	if !slices.Contains(Placements, p) {
+		return fmt.Errorf("unknown placement %q (known: %s)", p, strings.Join(Placements, ", "))
+	}
+	return nil
 }
 
 // Validate refuses unknown paths and placements before the cluster is touched.
 func (o Options) Validate() error {
 	for _, p := range o.Paths {
-		if !slices.Contains([]string{PathPod, PathService, PathHost}, p) {
-			return fmt.Errorf("unknown path %q for a cluster (known: pod, service, host)", p)
+		if err := CheckPath(p); err != nil {
+			return err
 		}
 	}
 	for _, p := range o.Placements {
-		if !slices.Contains([]string{SameNode, CrossNode}, p) {
-			return fmt.Errorf("unknown placement %q (known: same-node, cross-node)", p)
+		if err := CheckPlacement(p); err != nil {
+			return err
 		}
 	}
 	if len(o.Paths) == 0 || len(o.Placements) == 0 {
@@ -143,7 +167,7 @@ func (s *Session) populate(ctx context.Context, o Options, say func(string, ...a
 			return err
 		}
 	}
-	pods, err := WaitRunning(ctx, s.Client, s.Namespace, names, o.Image)
+	pods, err := WaitReady(ctx, s.Client, s.Namespace, names, o.Image, o.ReadyTimeout)
 	if err != nil {
 		return err
 	}

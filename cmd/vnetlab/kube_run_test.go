@@ -1,0 +1,125 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/runner"
+)
+
+func resolveKubeRun(t *testing.T, args ...string) (*kubeRun, error) {
+	t.Helper()
+	var r kubeRunFlags
+	cmd := &cobra.Command{}
+	r.register(cmd)
+	f := cmd.Flags()
+	if err := f.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return r.resolve(f)
+}
+
+// No file: the flags' defaults (every path and placement, runner.DefaultSpec).
+func TestKubeRunDefaults(t *testing.T) {
+	k, err := resolveKubeRun(t, "--cluster", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := runner.DefaultSpec()
+	if k.cf.cluster != "k" || !slices.Equal(k.opts.Paths, measure.Paths) || !slices.Equal(k.opts.Placements, measure.Placements) ||
+		k.spec.Repeat != def.Repeat || k.spec.Duration != def.Duration || !slices.Equal(k.spec.Tests, def.Tests) || k.out != "" ||
+		k.opts.ReadyTimeout != measure.DefaultReadyTimeout {
+		t.Errorf("defaults: %+v", k)
+	}
+}
+
+// The file says everything; each flag given overrides its part of it.
+func TestKubeRunFileThenFlags(t *testing.T) {
+	file := writeScenario(t, `
+tests: [tcp_rr]
+repeat: 3
+duration: 2s
+output: file.json
+report: file-report
+kube:
+  cluster: k
+  paths: [pod, service]
+  placements: [cross-node]
+  nodes: [n1, n2]
+  image: reg/img:1
+  label: lab-cluster
+  ready_timeout: 40s
+`)
+	k, err := resolveKubeRun(t, "-f", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.cf.cluster != "k" || !slices.Equal(k.opts.Paths, []string{"pod", "service"}) || !slices.Equal(k.opts.Placements, []string{"cross-node"}) ||
+		!slices.Equal(k.opts.Nodes, []string{"n1", "n2"}) || k.opts.Image != "reg/img:1" || k.label != "lab-cluster" ||
+		k.spec.Repeat != 3 || k.spec.Duration != 2*time.Second || !slices.Equal(k.spec.Tests, []engine.Test{engine.TCPRR}) ||
+		k.out != "file.json" || k.reportDir != "file-report" || k.scenario != file || k.opts.ReadyTimeout != 40*time.Second {
+		t.Errorf("from the file: %+v", k)
+	}
+	k, err = resolveKubeRun(t, "-f", file, "--kubeconfig", "/kc", "--context", "prod", "--paths", "host", "--placements", "same-node",
+		"--nodes", "a", "--image", "other:2", "--label", "prod", "--tests", "tcp_crr", "--repeat", "7", "--duration", "1s", "-o", "x.json", "--report", "r", "--ready-timeout", "5s", "--cpu-affinity", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.cf.cluster != "" || k.cf.kubeconfig != "/kc" || k.cf.context != "prod" || !slices.Equal(k.opts.Paths, []string{"host"}) ||
+		!slices.Equal(k.opts.Placements, []string{"same-node"}) || !slices.Equal(k.opts.Nodes, []string{"a"}) || k.opts.Image != "other:2" ||
+		k.label != "prod" || k.spec.Repeat != 7 || k.spec.Duration != time.Second || !slices.Equal(k.spec.Tests, []engine.Test{engine.TCPCRR}) ||
+		k.out != "x.json" || k.reportDir != "r" || k.opts.ReadyTimeout != 5*time.Second || k.spec.CPUAffinity.String() != "1" {
+		t.Errorf("flags over the file: %+v", k)
+	}
+}
+
+// Wrong kind of file, bad values: one line naming the problem.
+func TestKubeRunFileErrors(t *testing.T) {
+	lab := writeScenario(t, "modes: [bridge]\n")
+	if _, err := resolveKubeRun(t, "-f", lab); err == nil || !strings.Contains(err.Error(), "has no kube: section") {
+		t.Errorf("lab file: %v", err)
+	}
+	bad := writeScenario(t, "kube:\n  cluster: k\n  placements: [far]\n")
+	if _, err := resolveKubeRun(t, "-f", bad); err == nil || !strings.Contains(err.Error(), "field kube.placements[0]: unknown placement") {
+		t.Errorf("bad placement: %v", err)
+	}
+	if _, err := resolveKubeRun(t, "--cluster", "k", "--tests", "tcp_nope"); err == nil || !strings.Contains(err.Error(), "tcp_nope") {
+		t.Errorf("bad test: %v", err)
+	}
+	kube := writeScenario(t, "kube: {cluster: k}\n")
+	var r runFlags
+	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	r.register(f)
+	if err := f.Parse([]string{"-f", kube}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.resolve(f); err == nil || !strings.Contains(err.Error(), "vnetlab kube run -f") {
+		t.Errorf("run -f of a kube file: %v", err)
+	}
+}
+
+// run -f takes the file's report directory unless --report is given.
+func TestRunFileReport(t *testing.T) {
+	file := writeScenario(t, "modes: [bridge]\nreport: from-file\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"-f", file}, "from-file"}, {[]string{"-f", file, "--report", "flag"}, "flag"}} {
+		var r runFlags
+		f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		r.register(f)
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.resolve(f); err != nil || r.reportDir != c.want {
+			t.Errorf("%v: report dir %q, %v; want %q", c.args, r.reportDir, err, c.want)
+		}
+	}
+}

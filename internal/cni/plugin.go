@@ -1,0 +1,344 @@
+// Package cni is vnetlab's CNI plugin (spec 1.0: ADD, DEL, CHECK,
+// VERSION; 1.1: STATUS, GC): kubelet's container runtime calls it for every
+// pod and it wires the pod with one of vnetlab's own modes (internal/topo,
+// the same code that builds labs), its address from a delegated IPAM
+// plugin (host-local). The vnetlab binary is the plugin when it runs under
+// the name vnetlab-cni (a link in a CNI bin directory). docs/cni.md.
+package cni
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// BinaryName is the name under which the vnetlab binary acts as the plugin
+// (the conflist's "type").
+const BinaryName = "vnetlab-cni"
+
+// errPluginNotAvailable is CNI 1.1's STATUS code "plugin not available"
+// (the library's v1.2 lacks the constant).
+const errPluginNotAvailable uint = 50
+
+// hostIfPrefix starts the node end of every pod link the plugin makes.
+const hostIfPrefix = "vnl"
+
+// Main runs the plugin: the CNI_* environment says what to do, stdin holds
+// the configuration, stdout gets the result or a CNI error.
+func Main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, Status: cmdStatus, GC: cmdGC},
+		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"),
+		"vnetlab-cni: pods wired by vnetlab's modes ("+strings.Join(topo.AttachModes(), ", ")+")")
+}
+
+// HostIfname is the node end of a pod's link: derived from the container
+// and its interface alone, so that a DEL finds what an ADD made (also one
+// that failed half-way) without any other record.
+func HostIfname(containerID, ifname string) string {
+	h := sha256.Sum256([]byte(containerID + "/" + ifname))
+	return hostIfPrefix + hex.EncodeToString(h[:])[:11]
+}
+
+// noRollback: a failed ADD leaves what it made (tests use it to play an ADD
+// killed half-way, which DEL must clean).
+var noRollback bool
+
+// attachment is one pod being handled: the mode's view of node and pod.
+type attachment struct {
+	conf *NetConf
+	mode topo.Mode
+	env  *topo.Env
+	pod  *topo.Pod
+}
+
+func (a *attachment) close() {
+	a.env.Close()
+	if a.env.Node.H != nil {
+		a.env.Node.H.Close()
+	}
+	if a.pod.H != nil {
+		a.pod.H.Close()
+	}
+}
+
+// open parses the configuration, takes the node's lock and opens the node
+// (and, when needPod, the pod's namespace). The caller closes and unlocks.
+func open(args *skel.CmdArgs, needPod bool) (*attachment, func(), error) {
+	conf, mode, err := parseConf(args.StdinData)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err := lock(conf)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := &attachment{conf: conf, mode: mode,
+		env: &topo.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir},
+		pod: &topo.Pod{Pod: "container " + short(args.ContainerID), Ifname: args.IfName, MTU: conf.MTU, HostIf: HostIfname(args.ContainerID, args.IfName)}}
+	a.env.Node.Name, a.pod.Name = conf.NodeNetns, args.Netns
+	done := func() { a.close(); unlock() }
+	if a.env.Node.H, err = nsutil.Handle(conf.NodeNetns); err != nil {
+		done()
+		return nil, nil, configError("nodeNetns", "%q: %v", conf.NodeNetns, err)
+	}
+	if needPod || args.Netns != "" {
+		if a.pod.H, err = nsutil.Handle(args.Netns); err != nil && needPod {
+			done()
+			return nil, nil, types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("vnetlab-cni: pod network namespace %q: %v", args.Netns, err), "")
+		}
+	}
+	return a, done, nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// lock serialises the plugin's runs on one node: kubelet adds pods in
+// parallel and a mode's node step (a bridge, a rule) must happen once.
+func lock(conf *NetConf) (func(), error) {
+	if err := os.MkdirAll(conf.StateDir, 0o755); err != nil {
+		return nil, configError("stateDir", "%v", err)
+	}
+	name := strings.NewReplacer("/", "_").Replace(strings.TrimPrefix(conf.NodeNetns, "/")) + ".lock"
+	f, err := os.OpenFile(filepath.Join(conf.StateDir, name), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, types.NewError(types.ErrIOFailure, "vnetlab-cni: lock: "+err.Error(), "")
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, types.NewError(types.ErrIOFailure, "vnetlab-cni: lock: "+err.Error(), "")
+	}
+	return func() { f.Close() }, nil
+}
+
+// cniError keeps a CNI error as it is and wraps anything else in code with
+// what the plugin was doing.
+func cniError(code uint, what string, err error) error {
+	var te *types.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return types.NewError(code, "vnetlab-cni: "+what+": "+err.Error(), "")
+}
+
+func cmdAdd(args *skel.CmdArgs) error {
+	a, done, err := open(args, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := a.env.Node.H.LinkByName(a.pod.HostIf); err == nil {
+		return types.NewError(types.ErrInternal, fmt.Sprintf("vnetlab-cni: %s interface %s is wired already (node end %s): DEL it first", a.pod.Pod, args.IfName, a.pod.HostIf), "")
+	}
+	ctx := context.Background()
+	r, err := invoke.DelegateAdd(ctx, a.conf.IPAM.Type, args.StdinData, nil)
+	if err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
+	}
+	res, err := types100.NewResultFromResult(r)
+	if err == nil {
+		err = a.takeAddress(res)
+	}
+	if err == nil {
+		if err = a.mode.Attach.Node(a.env); err == nil {
+			err = a.mode.Attach.Pod(a.env, a.pod, 0)
+		}
+		if err != nil {
+			err = fmt.Errorf("mode %s: %w", a.mode.Name, err)
+		}
+	}
+	if err == nil {
+		err = a.fillResult(res, args.Netns)
+	}
+	if err != nil {
+		if !noRollback {
+			// Nothing half-wired stays: the pod's link, its programs and
+			// its address go back.
+			_ = a.mode.Attach.Detach(a.env, a.pod)
+			_ = invoke.DelegateDel(ctx, a.conf.IPAM.Type, args.StdinData, nil)
+		}
+		return cniError(types.ErrInternal, "ADD", err)
+	}
+	res.DNS = a.conf.DNS
+	return types.PrintResult(res, a.conf.CNIVersion)
+}
+
+// takeAddress sets the pod's address and the node's pod network from the
+// IPAM result (its first IPv4 address).
+func (a *attachment) takeAddress(res *types100.Result) error {
+	for _, ip := range res.IPs {
+		if ip.Address.IP.To4() != nil {
+			a.pod.IP = ip.Address.IP.To4()
+			a.env.PodNet = &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask).To4(), Mask: ip.Address.Mask}
+			return nil
+		}
+	}
+	return fmt.Errorf("IPAM plugin %s gave no IPv4 address (vnetlab's modes are IPv4)", a.conf.IPAM.Type)
+}
+
+// fillResult describes what the mode made: the node end, the pod's
+// interface, its address with the mode's gateway, a default route.
+func (a *attachment) fillResult(res *types100.Result, netns string) error {
+	host, err := a.env.Node.H.LinkByName(a.pod.HostIf)
+	if err != nil {
+		return err
+	}
+	l, err := a.pod.H.LinkByName(a.pod.Ifname)
+	if err != nil {
+		return err
+	}
+	gw := net.ParseIP(a.env.Gateway).To4()
+	res.Interfaces = []*types100.Interface{
+		{Name: a.pod.HostIf, Mac: host.Attrs().HardwareAddr.String()},
+		{Name: a.pod.Ifname, Mac: l.Attrs().HardwareAddr.String(), Sandbox: netns},
+	}
+	res.IPs = []*types100.IPConfig{{Address: net.IPNet{IP: a.pod.IP, Mask: a.env.PodNet.Mask}, Gateway: gw, Interface: types100.Int(1)}}
+	res.Routes = []*types.Route{{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: gw}}
+	return nil
+}
+
+func cmdDel(args *skel.CmdArgs) error {
+	a, done, err := open(args, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := a.mode.Attach.Detach(a.env, a.pod); err != nil {
+		return cniError(types.ErrInternal, "DEL", fmt.Errorf("mode %s: %w", a.mode.Name, err))
+	}
+	if err := invoke.DelegateDel(context.Background(), a.conf.IPAM.Type, args.StdinData, nil); err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
+	}
+	return nil
+}
+
+func cmdCheck(args *skel.CmdArgs) error {
+	a, done, err := open(args, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if a.conf.PrevResult == nil {
+		return configError("prevResult", "missing: CHECK needs the result of the ADD")
+	}
+	prev, err := types100.NewResultFromResult(a.conf.PrevResult)
+	if err != nil {
+		return configError("prevResult", "%v", err)
+	}
+	if err := a.takeAddress(prev); err != nil {
+		return configError("prevResult", "%v", err)
+	}
+	if err := invoke.DelegateCheck(context.Background(), a.conf.IPAM.Type, args.StdinData, nil); err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
+	}
+	if err := a.mode.Attach.Check(a.env, a.pod); err != nil {
+		return cniError(types.ErrInternal, "CHECK", fmt.Errorf("mode %s: %w", a.mode.Name, err))
+	}
+	return nil
+}
+
+// cmdStatus (CNI 1.1): ready when the kernel can build the mode and the
+// IPAM plugin is installed.
+func cmdStatus(args *skel.CmdArgs) error {
+	conf, mode, err := parseConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if err := topo.Available(mode); err != nil {
+		return types.NewError(errPluginNotAvailable, fmt.Sprintf("vnetlab-cni: mode %s: %v", mode.Name, err), "")
+	}
+	if _, err := invoke.FindInPath(conf.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); err != nil {
+		return types.NewError(errPluginNotAvailable, fmt.Sprintf("vnetlab-cni: IPAM plugin %s: %v", conf.IPAM.Type, err), "")
+	}
+	return nil
+}
+
+// cmdGC (CNI 1.1): unwires every pod link of the node that belongs to no
+// valid attachment, then lets the IPAM plugin collect its addresses.
+func cmdGC(args *skel.CmdArgs) error {
+	conf, mode, err := parseConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	unlock, err := lock(conf)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	h, err := nsutil.Handle(conf.NodeNetns)
+	if err != nil {
+		return configError("nodeNetns", "%q: %v", conf.NodeNetns, err)
+	}
+	env := &topo.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir, Node: topo.NS{Name: conf.NodeNetns, H: h}}
+	defer h.Close()
+	defer env.Close()
+	valid := map[string]bool{}
+	for _, v := range conf.ValidAttachments {
+		valid[HostIfname(v.ContainerID, v.IfName)] = true
+	}
+	links, err := h.LinkList()
+	if err != nil {
+		return cniError(types.ErrInternal, "GC", err)
+	}
+	for _, l := range links {
+		name := l.Attrs().Name
+		if ours(l) && !valid[name] {
+			if err := mode.Attach.Detach(env, &topo.Pod{Pod: name, HostIf: name}); err != nil {
+				return cniError(types.ErrInternal, "GC", err)
+			}
+		}
+	}
+	// Only an IPAM plugin that speaks this version has GC (Debian's
+	// host-local stops at 1.0.0: its addresses go with each DEL).
+	ctx := context.Background()
+	path, err := invoke.FindInPath(conf.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH")))
+	if err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
+	}
+	vi, err := invoke.GetVersionInfo(ctx, path, nil)
+	if err != nil || !slices.Contains(vi.SupportedVersions(), conf.CNIVersion) {
+		return nil
+	}
+	if err := invoke.DelegateGC(ctx, conf.IPAM.Type, args.StdinData, nil); err != nil {
+		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
+	}
+	return nil
+}
+
+// ours: a node end the plugin named (vnl + 11 hex digits).
+func ours(l netlink.Link) bool {
+	n := l.Attrs().Name
+	if len(n) != len(hostIfPrefix)+11 || !strings.HasPrefix(n, hostIfPrefix) {
+		return false
+	}
+	_, err := hex.DecodeString(n[len(hostIfPrefix):] + "0")
+	return err == nil
+}

@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/cni"
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/topo"
+)
+
+// The CNI plugins a cluster's pods can be wired by (kube up --cni).
+const (
+	// CNIBridge is Debian's bridge + host-local plugins (the default).
+	CNIBridge = "bridge"
+	// CNIVnetlab is vnetlab's own plugin (internal/cni) wiring pods with
+	// the mode --cni-mode names.
+	CNIVnetlab = "vnetlab"
+)
+
+// CNIs lists --cni's values.
+var CNIs = []string{CNIBridge, CNIVnetlab}
+
+// DefaultCNIMode is --cni-mode's default with --cni vnetlab.
+const DefaultCNIMode = topo.VethRouted
+
+// systemCNIDir holds Debian's plugins; never written to.
+const systemCNIDir = "/usr/lib/cni"
+
+// validateCNI checks --cni and --cni-mode.
+func (s Spec) validateCNI() error {
+	switch s.CNI {
+	case "", CNIBridge:
+		if s.CNIMode != "" {
+			return fmt.Errorf("--cni-mode %s: modes are vnetlab's plugin's: add --cni vnetlab", s.CNIMode)
+		}
+		return nil
+	case CNIVnetlab:
+		m, err := topo.Get(s.cniMode())
+		if err != nil || m.Attach == nil {
+			return fmt.Errorf("--cni-mode %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(topo.AttachModes(), ", "))
+		}
+		if err := topo.Available(m); err != nil {
+			return fmt.Errorf("--cni-mode %s: %v (vnetlab doctor says more)", m.Name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("--cni %q: choose %s", s.CNI, strings.Join(CNIs, " or "))
+}
+
+func (s Spec) cniMode() string {
+	if s.CNIMode == "" {
+		return DefaultCNIMode
+	}
+	return s.CNIMode
+}
+
+// cniFact is FactCNI's value: which plugin wires the pods.
+func (s Spec) cniFact() string {
+	if s.CNI == CNIVnetlab {
+		return "vnetlab " + s.cniMode() + " + host-local"
+	}
+	return "bridge+host-local"
+}
+
+// NodePlane is the eBPF data plane (bpffs directory under
+// /sys/fs/bpf/vnetlab) of node i of cluster k: veth-ebpf's host routing
+// attaches there, and a Service proxy programming the same tc programs
+// must use the same one.
+func NodePlane(k string, i int) string { return NodeName(k, i) }
+
+// cniBinDir prepares the directory containerd runs CNI plugins from: with
+// vnetlab's plugin, the cluster's own directory of links (vnetlab-cni to
+// this vnetlab binary; loopback, host-local, portmap to Debian's), so that
+// nothing is installed into the system's plugin directory.
+func (b *builder) cniBinDir() (string, error) {
+	if b.spec.CNI != CNIVnetlab {
+		return systemCNIDir, nil
+	}
+	dir := filepath.Join(b.dir, "cni-bin")
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	links := map[string]string{cni.BinaryName: b.self}
+	for _, p := range []string{"loopback", "host-local", "portmap"} {
+		links[p] = filepath.Join(systemCNIDir, p)
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// writeVnetlabCNI writes node n's conflist for vnetlab's plugin, and
+// journals its eBPF plane (NodePlane: the node's name) for teardown.
+func (b *builder) writeVnetlabCNI(n node) error {
+	plane := n.name
+	if err := b.l.Journal().Record(lab.KindPin, ebpf.PinDir(plane)); err != nil {
+		return err
+	}
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "vnetlab",
+		"plugins": []any{
+			map[string]any{"type": cni.BinaryName, "mode": b.spec.cniMode(), "nodeNetns": n.ns, "plane": plane,
+				"stateDir": filepath.Join(n.dir, "cni-state"),
+				"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "cni-ipam"),
+					"ranges": [][]map[string]string{{{"subnet": n.pods.String()}}}}},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	data, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.dir, "cni", "10-vnetlab.conflist"), data, 0o644)
+}

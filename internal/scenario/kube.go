@@ -1,0 +1,158 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/lab"
+)
+
+// Kube is a scenario's `kube:` section: what the flags of `vnetlab kube run`
+// say about the cluster and where the pods go. The measurement settings
+// (tests, duration, repeat, ...) stay at the top level, shared with `run`.
+type Kube struct {
+	Cluster    string   `yaml:"cluster"`    // a local cluster (vnetlab kube up)
+	Kubeconfig string   `yaml:"kubeconfig"` // or any cluster's kubeconfig ...
+	Context    string   `yaml:"context"`    // ... and context
+	Paths      []string `yaml:"paths"`      // pod, service, host
+	Placements []string `yaml:"placements"` // same-node, cross-node
+	Nodes      []string `yaml:"nodes"`      // server node, cross-node client node
+	Image      string   `yaml:"image"`
+	Label      string   `yaml:"label"` // the cluster's name in tables and results
+	// ReadyTimeout: how long the measuring pods may take to be Ready.
+	ReadyTimeout string `yaml:"ready_timeout"`
+}
+
+// ReadyTimeoutValue is ready_timeout, or 0 (the default) when not set.
+func (k *Kube) ReadyTimeoutValue() time.Duration {
+	d, _ := time.ParseDuration(k.ReadyTimeout) // checked by Parse
+	return d
+}
+
+// labOnly are the top-level fields that describe labs; a cluster run has no
+// use for them, so a file with `kube:` that sets one is refused rather than
+// silently ignoring it.
+var labOnly = []string{"name", "mode", "modes", "options", "pods", "pod_cidr", "nodes", "underlay_rate", "paths",
+	"provider", "providers", "services", "extra_services", "profile", "profile_dir", "cells"}
+
+func (s *Scenario) validateKube() error {
+	k := s.Kube
+	if k == nil {
+		return nil
+	}
+	for _, key := range labOnly {
+		if s.has(key) {
+			return s.errAt(key, -1, "a file with kube: measures a cluster and %s describes labs: move it under kube: if it is one of its fields (%s), else remove it", key, strings.Join(kubeFields, ", "))
+		}
+	}
+	if k.Cluster != "" && (k.Kubeconfig != "" || k.Context != "") {
+		return s.kubeErrAt("cluster", -1, "give either cluster (a local cluster) or kubeconfig/context, not both")
+	}
+	if k.Cluster != "" {
+		if err := lab.ValidName("cluster", k.Cluster); err != nil {
+			return s.kubeErrAt("cluster", -1, "%v", err)
+		}
+	}
+	for i, p := range k.Paths {
+		if err := measure.CheckPath(p); err != nil {
+			return s.kubeErrAt("paths", i, "%v", err)
+		}
+	}
+	for i, p := range k.Placements {
+		if err := measure.CheckPlacement(p); err != nil {
+			return s.kubeErrAt("placements", i, "%v", err)
+		}
+	}
+	if k.ReadyTimeout != "" {
+		if d, err := time.ParseDuration(k.ReadyTimeout); err != nil || d <= 0 {
+			return s.kubeErrAt("ready_timeout", -1, "%q is not a positive duration (example: 2m)", k.ReadyTimeout)
+		}
+	}
+	if len(k.Nodes) > 2 {
+		return s.kubeErrAt("nodes", -1, "%d nodes: name at most two, the server's and the cross-node client's", len(k.Nodes))
+	}
+	for i, n := range k.Nodes {
+		if strings.TrimSpace(n) == "" {
+			return s.kubeErrAt("nodes", i, "empty node name")
+		}
+	}
+	for _, key := range []string{"paths", "placements"} {
+		if n := s.kubeNode(key); n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+			return s.kubeErrAt(key, -1, "empty list: give at least one (or leave the field out for all)")
+		}
+	}
+	return nil
+}
+
+// kubeFields are the fields of a kube: section, for messages.
+var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout"}
+
+// IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
+func (s *Scenario) IsKube() bool { return s.Kube != nil }
+
+// ForLabs refuses a cluster scenario where a lab one is needed (`run -f`, `up -f`).
+func (s *Scenario) ForLabs(verb string) error {
+	if s.Kube != nil {
+		return fmt.Errorf("%s describes a cluster run (it has kube:): run it with `vnetlab kube run -f %s`, not `vnetlab %s -f`", s.file, s.file, verb)
+	}
+	return nil
+}
+
+// ForKube refuses a lab scenario where a cluster one is needed.
+func (s *Scenario) ForKube() error {
+	if s.Kube == nil {
+		return fmt.Errorf("%s has no kube: section (it describes labs): run it with `vnetlab run -f %s`, or add kube: {cluster: NAME}", s.file, s.file)
+	}
+	return nil
+}
+
+// has says whether the file sets a top-level key.
+func (s *Scenario) has(key string) bool {
+	if s.root == nil || s.root.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(s.root.Content); i += 2 {
+		if s.root.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// kubeNode is the value node of kube.KEY, or nil.
+func (s *Scenario) kubeNode(key string) *yaml.Node {
+	if s.root == nil || s.root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(s.root.Content); i += 2 {
+		if s.root.Content[i].Value != "kube" || s.root.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		m := s.root.Content[i+1]
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if m.Content[j].Value == key {
+				return m.Content[j+1]
+			}
+		}
+	}
+	return nil
+}
+
+// kubeErrAt formats an error at the line of kube.KEY (and list item).
+func (s *Scenario) kubeErrAt(key string, idx int, format string, args ...any) error {
+	line, field := s.line("kube", -1), "kube."+key
+	if n := s.kubeNode(key); n != nil {
+		line = n.Line
+		if idx >= 0 && n.Kind == yaml.SequenceNode && idx < len(n.Content) {
+			line = n.Content[idx].Line
+		}
+	}
+	if idx >= 0 {
+		field = fmt.Sprintf("%s[%d]", field, idx)
+	}
+	return fmt.Errorf("%s:%d: field %s: %s", s.file, line, field, fmt.Sprintf(format, args...))
+}

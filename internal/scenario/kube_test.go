@@ -1,0 +1,85 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/runner"
+)
+
+func TestParseKube(t *testing.T) {
+	s, err := Parse("k.yaml", []byte(`
+description: pod, Service and host paths of a local cluster
+tests: [tcp_stream, tcp_crr]
+duration: 2s
+repeat: 3
+output: k.json
+report: k-report
+kube:
+  cluster: k
+  paths: [pod, service]
+  placements: [same-node]
+  nodes: [k-node2, k-node1]
+  image: vnetlab.local/vnetlab:x
+  label: local
+  ready_timeout: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsKube() || s.ForKube() != nil || s.ForLabs("run") == nil {
+		t.Fatalf("a kube: file is a cluster run: IsKube %v", s.IsKube())
+	}
+	k := s.Kube
+	if k.Cluster != "k" || !slices.Equal(k.Paths, []string{"pod", "service"}) || !slices.Equal(k.Placements, []string{"same-node"}) ||
+		!slices.Equal(k.Nodes, []string{"k-node2", "k-node1"}) || k.Image != "vnetlab.local/vnetlab:x" || k.Label != "local" ||
+		k.ReadyTimeoutValue() != 30*time.Second {
+		t.Errorf("kube: %+v", k)
+	}
+	spec := s.RunSpec(runner.DefaultSpec())
+	if spec.Duration != 2*time.Second || spec.Repeat != 3 || !slices.Equal(spec.Tests, []engine.Test{engine.TCPStream, engine.TCPCRR}) {
+		t.Errorf("measurement settings: %v %d %v", spec.Duration, spec.Repeat, spec.Tests)
+	}
+	if s.Output != "k.json" || s.Report != "k-report" {
+		t.Errorf("output %q, report %q", s.Output, s.Report)
+	}
+	if _, err := s.LabSpec(DefaultLab()); err == nil || !strings.Contains(err.Error(), "vnetlab kube run -f k.yaml") {
+		t.Errorf("up -f of a kube file: %v", err)
+	}
+	lab, err := Parse("l.yaml", []byte("mode: bridge\n"))
+	if err != nil || lab.IsKube() || lab.ForKube() == nil || !strings.Contains(lab.ForKube().Error(), "vnetlab run -f l.yaml") {
+		t.Errorf("a lab file under kube run: %v", err)
+	}
+}
+
+// Errors in a kube: section name the file, the line and kube.FIELD, in one line.
+func TestKubeErrorsNameLineAndField(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"kube:\n  cluster: k\n  clustr: k\n", `x.yaml:3: unknown field "kube.clustr"`},
+		{"kube:\n  cluster: k\n  paths: [pod, nodeport]\n", `x.yaml:3: field kube.paths[1]: unknown path "nodeport" for a cluster (known: pod, service, host)`},
+		{"kube:\n  placements:\n    - same-node\n    - far\n", `x.yaml:4: field kube.placements[1]: unknown placement "far"`},
+		{"kube:\n  cluster: k\n  kubeconfig: /x\n", `x.yaml:2: field kube.cluster: give either cluster`},
+		{"kube:\n  cluster: K_1\n", `x.yaml:2: field kube.cluster: cluster name "K_1"`},
+		{"kube:\n  nodes: [a, b, c]\n", `x.yaml:2: field kube.nodes: 3 nodes: name at most two`},
+		{"kube:\n  paths: []\n", `x.yaml:2: field kube.paths: empty list`},
+		{"kube:\n  cluster: k\n  ready_timeout: soon\n", `x.yaml:3: field kube.ready_timeout: "soon" is not a positive duration`},
+		{"kube:\n  nodes: a\n", `x.yaml:2: cannot unmarshal`},
+		{"tests: [tcp_rr]\nmodes: [bridge]\nkube: {cluster: k}\n", `x.yaml:2: field modes: a file with kube: measures a cluster and modes describes labs`},
+		{"paths: [pod]\nkube: {cluster: k}\n", `x.yaml:1: field paths: a file with kube: measures a cluster`},
+		{"kube: {cluster: k}\nrepeat: 0\n", `x.yaml:2: field repeat: 0 is below the minimum 1`},
+		{"kube: {cluster: k}\ntests: [tcp_nope]\n", `x.yaml:2: field tests[0]: unknown test "tcp_nope"`},
+		{"kube: k\n", `x.yaml:1: cannot unmarshal`},
+	}
+	for _, c := range cases {
+		_, err := Parse("x.yaml", []byte(c.body))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.body, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error spans lines: %q", c.body, err)
+		}
+	}
+}
