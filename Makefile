@@ -16,7 +16,7 @@ deps:
 demo: deps build
 	./bin/vnetlab doctor
 	./bin/vnetlab run
-	@echo "Next: a real 2-node Kubernetes in namespaces, measured the same way (the first kube up builds Kubernetes: ~10 min):"
+	@echo "Next: a real 2-node Kubernetes in namespaces, measured the same way (the first kube up builds Kubernetes and CoreDNS: ~12 min):"
 	@echo "  sudo ./bin/vnetlab kube up --name k && sudo ./bin/vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr"
 
 # Every test, for real: namespaces, iperf3 traffic, eBPF programs. Needs root.

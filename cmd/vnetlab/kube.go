@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,9 +32,9 @@ func newKubeCmd() *cobra.Command {
 		Long: `vnetlab kube runs a real Kubernetes on this machine, as kind does, without a
 container registry: etcd, kube-apiserver, kube-controller-manager and kube-scheduler in a
 control-plane namespace; each node (containerd + runc, kubelet, kube-proxy, CNI bridge +
-host-local) in its own network namespace. The Kubernetes binaries are built once from the
-Go module proxy and cached under ~/.cache/vnetlab/kube (the first time takes about 10
-minutes on 2 cores). The root namespace keeps its links, routes and firewall; the API
+host-local) in its own network namespace; CoreDNS serves cluster DNS as the kube-dns
+Service. The Kubernetes binaries and CoreDNS are built once from the Go module proxy and
+cached under ~/.cache/vnetlab/kube (the first time takes about 12 minutes on 2 cores). The root namespace keeps its links, routes and firewall; the API
 server is published on a 127.0.0.1 port.
 
   vnetlab kube up --name k --nodes 2
@@ -40,7 +42,7 @@ server is published on a 127.0.0.1 port.
   vnetlab kube down k`,
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
-		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd())
+		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeForwardCmd(), newKubeResolveCmd())
 	return cmd
 }
 
@@ -59,8 +61,8 @@ func newKubeUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("cluster %s up in %s: %d nodes Ready, proxy %s, CNI %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactCNI], st.Facts[cluster.FactServer])
+			fmt.Printf("cluster %s up in %s: %d nodes Ready, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
+				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactCNI], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
@@ -261,4 +263,32 @@ func newKubeGuardCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&cpu, "cpu", -1, "start the program pinned to this CPU (-1: unpinned)")
 	return cmd
+}
+
+// newKubeResolveCmd resolves a name the way a program in a pod does: the
+// stub resolver reads the pod's /etc/resolv.conf (kubelet's clusterDNS,
+// search list, ndots), and every query goes over UDP (a test of the
+// cluster DNS's UDP path: no silent fallback to TCP).
+func newKubeResolveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "resolve NAME",
+		Short:  "Print the IPv4 addresses of NAME as /etc/resolv.conf resolves it, over UDP",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "udp", addr)
+			}}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ips, err := r.LookupIP(ctx, "ip4", args[0])
+			if err != nil {
+				return err
+			}
+			for _, ip := range ips {
+				fmt.Println(ip)
+			}
+			return nil
+		},
+	}
 }

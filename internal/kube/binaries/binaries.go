@@ -18,12 +18,8 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Version is the Kubernetes release vnetlab's local clusters run.
@@ -51,87 +47,46 @@ var Commands = []string{APIServer, ControllerManager, Scheduler, Kubelet, KubePr
 // CacheDir is where built releases are kept: ~/.cache/vnetlab/kube/<version>
 // (or $VNETLAB_KUBE_CACHE/<version>).
 func CacheDir() (string, error) {
-	if d := os.Getenv("VNETLAB_KUBE_CACHE"); d != "" {
-		return filepath.Join(d, Version), nil
-	}
-	base, err := os.UserCacheDir()
+	root, err := cacheRoot()
 	if err != nil {
-		return "", fmt.Errorf("no cache directory for the Kubernetes binaries (%v): set VNETLAB_KUBE_CACHE", err)
+		return "", err
 	}
-	return filepath.Join(base, "vnetlab", "kube", Version), nil
+	return filepath.Join(root, Version), nil
+}
+
+func kubernetes() (module, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return module{}, err
+	}
+	var pkgs []string
+	for _, c := range Commands {
+		pkgs = append(pkgs, "k8s.io/kubernetes/cmd/"+c)
+	}
+	return module{what: "Kubernetes " + Version + " (" + strings.Join(Commands, ", ") + ")", dir: dir,
+		files: map[string][]byte{"go.mod": pinnedMod, "go.sum": pinnedSum}, pkgs: pkgs, outputs: Commands,
+		ldflags: ldflags(), estimate: "about 10 minutes on 2 cores"}, nil
 }
 
 // Cached returns the directory holding every command, or "" when they are not
 // all built yet.
 func Cached() (string, error) {
-	dir, err := CacheDir()
+	m, err := kubernetes()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "bin")
-	for _, c := range Commands {
-		if fi, err := os.Stat(filepath.Join(bin, c)); err != nil || fi.Mode()&0o111 == 0 {
-			return "", nil
-		}
-	}
-	return bin, nil
+	return m.cached(), nil
 }
 
 // Ensure returns the directory of the built commands, building them first if
 // they are not cached (about 10 minutes on 2 cores with a cold Go build cache,
 // under a minute with a warm one).
 func Ensure(ctx context.Context, say func(string, ...any)) (string, error) {
-	if bin, err := Cached(); err != nil || bin != "" {
-		return bin, err
-	}
-	goTool, err := exec.LookPath("go")
+	m, err := kubernetes()
 	if err != nil {
-		return "", fmt.Errorf("the Kubernetes %s binaries are not built yet and building them needs the Go toolchain (go 1.26+) in PATH: install Go, or run once as a user who has it", Version)
-	}
-	dir, _ := CacheDir()
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), pinnedMod, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.sum"), pinnedSum, 0o644); err != nil {
-		return "", err
-	}
-	tmp := filepath.Join(dir, "bin.building")
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	args := []string{"build", "-trimpath", "-ldflags", ldflags(), "-o", tmp + "/"}
-	for _, c := range Commands {
-		args = append(args, "k8s.io/kubernetes/cmd/"+c)
-	}
-	say("building Kubernetes %s (%s) from the Go module proxy into %s: the first time takes about 10 minutes on 2 cores", Version, strings.Join(Commands, ", "), dir)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		msg := strings.TrimSpace(string(out))
-		if len(msg) > 800 {
-			msg = "..." + msg[len(msg)-800:]
-		}
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", fmt.Errorf("building Kubernetes %s failed (%v): %s", Version, err, msg)
-	}
-	bin := filepath.Join(dir, "bin")
-	_ = os.RemoveAll(bin)
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	say("built Kubernetes %s in %s", Version, time.Since(start).Round(time.Second))
-	return bin, nil
+	return m.ensure(ctx, say)
 }
 
 // ldflags stamps the release into the binaries (without it they report v0.0.0

@@ -133,6 +133,8 @@ type builder struct {
 	pki   pki
 	nodes []node
 	say   func(string, ...any)
+	// CoreDNS's image and its archive
+	dnsRef, dnsTar string
 	// daemons started, checked alive once the cluster is up
 	daemons []daemon
 }
@@ -163,11 +165,15 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err != nil {
 		return nil, err
 	}
+	dnsRef, dnsTar, err := coreDNSImage(ctx, say)
+	if err != nil {
+		return nil, err
+	}
 	l, err := lab.Reserve(spec.Name, lab.KubeMode)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{l: l, spec: spec, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say}
+	b := &builder{l: l, spec: spec, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar}
 	if err := b.build(ctx); err != nil {
 		say("removing the half-built cluster %s", spec.Name)
 		_ = l.Teardown(nil)
@@ -203,7 +209,7 @@ func preflight() error {
 func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
-	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact()}
+	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact(), FactDNS: dnsIP.String()}
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
@@ -256,6 +262,10 @@ func (b *builder) build(ctx context.Context) error {
 	if err := b.startControllers(internal); err != nil {
 		return err
 	}
+	// Scheduled as soon as a node is Ready.
+	if err := createDNS(ctx, cs, b.dnsRef); err != nil {
+		return err
+	}
 	img, err := image.Build(b.self)
 	if err != nil {
 		return err
@@ -280,6 +290,16 @@ func (b *builder) build(ctx context.Context) error {
 	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
 		return readyNodes(ctx, cs) == len(b.nodes)
 	}); err != nil {
+		return err
+	}
+	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, dnsIP)
+	servers := func() []string { return []string{net.JoinHostPort(dnsIP.String(), "53")} }
+	if slices.Contains(VnetlabProxies, b.spec.Proxy) {
+		// vnetlab's proxy translates ClusterIPs for pods only, not for
+		// traffic the node itself sends: ask CoreDNS's pods directly.
+		servers = func() []string { return dnsEndpoints(ctx, cs) }
+	}
+	if err := waitDNS(ctx, b.nodes[0].ns, servers); err != nil {
 		return err
 	}
 	return b.checkDaemons()
@@ -546,7 +566,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		return err
 	}
 	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ip.String(), "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
+		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
 	if b.spec.CNI == CNIVnetlab {
 		if err := b.writeVnetlabCNI(n); err != nil {
@@ -571,8 +591,10 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	if err := waitFor(ctx, 30*time.Second, "containerd's socket "+sock, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
 		return err
 	}
-	if err := ImportImage(ctx, sock, tarPath); err != nil {
-		return err
+	for _, t := range []string{tarPath, b.dnsTar} {
+		if err := ImportImage(ctx, sock, t); err != nil {
+			return err
+		}
 	}
 	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), "--config", filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"), "--hostname-override", n.name,

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -147,8 +148,12 @@ func TestVnetlabCNICluster(t *testing.T) {
 			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
 		}
 	}
-	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes.
+	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
+	// (CoreDNS's pods are scaled away too).
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(dnsNamespace).Patch(ctx, dnsName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, 2*time.Minute, "the pods' links to go from the nodes", func() bool {

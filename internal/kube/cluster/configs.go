@@ -103,7 +103,9 @@ serializeImagePulls: false
 evictionHard: {memory.available: "1%", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-clusterDomain: cluster.local
+# Pods (dnsPolicy ClusterFirst) resolve through the kube-dns Service.
+clusterDNS: [{{.DNS}}]
+clusterDomain: {{.Domain}}
 `))
 
 var kubeProxyTmpl = template.Must(template.New("kube-proxy").Parse(`apiVersion: kubeproxy.config.k8s.io/v1alpha1

@@ -68,30 +68,52 @@ func Build(self string) (*Image, error) {
 			files[lib] = lib
 		}
 	}
-	layer, sum, err := tarLayer(files)
+	im, sum, err := assemble(files, Entrypoint)
 	if err != nil {
 		return nil, err
+	}
+	im.Ref = Repository + ":" + sum[:12]
+	return im, nil
+}
+
+// Program builds an image of one static program: file (on this machine) at
+// path in the image, run as the entrypoint; ref names it.
+func Program(ref, file, path string) (*Image, error) {
+	im, _, err := assemble(map[string]string{path: file}, []string{path})
+	if err != nil {
+		return nil, err
+	}
+	im.Ref = ref
+	return im, nil
+}
+
+// assemble makes a one-layer image of files (path in image -> path on this
+// machine) and returns it with a hash of the layer's content.
+func assemble(files map[string]string, entrypoint []string) (*Image, string, error) {
+	layer, sum, err := tarLayer(files)
+	if err != nil {
+		return nil, "", err
 	}
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil })
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	img, err := mutate.AppendLayers(empty.Image, l)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Entrypoint = Entrypoint
+	cfg.Config.Entrypoint = entrypoint
 	cfg.Config.Env = []string{"PATH=/usr/bin:/bin"}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return &Image{Ref: Repository + ":" + sum[:12], Image: img}, nil
+	return &Image{Image: img}, sum, nil
 }
 
 // Write writes the image as a docker tarball (what `ctr images import` reads).

@@ -1,0 +1,98 @@
+package binaries
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// module is a pinned Go module of vnetlab's own whose commands are built once
+// into dir/bin and kept there.
+type module struct {
+	what     string            // e.g. "Kubernetes v1.37.2", for messages
+	dir      string            // cache directory of this version
+	files    map[string][]byte // the module's source: go.mod, go.sum, ...
+	pkgs     []string          // packages to build, in one `go build`
+	outputs  []string          // file names the build leaves in bin
+	ldflags  string
+	estimate string // how long a first build takes, for the message
+}
+
+// cached returns dir/bin when every output is there, or "".
+func (m module) cached() string {
+	bin := filepath.Join(m.dir, "bin")
+	for _, c := range m.outputs {
+		if fi, err := os.Stat(filepath.Join(bin, c)); err != nil || fi.Mode()&0o111 == 0 {
+			return ""
+		}
+	}
+	return bin
+}
+
+// ensure builds the module's commands unless they are cached and returns
+// their directory. The build writes to bin.building and renames it, so an
+// interrupted build never looks finished.
+func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, error) {
+	if bin := m.cached(); bin != "" {
+		return bin, nil
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("%s is not built yet and building it needs the Go toolchain (go 1.26+) in PATH: install Go, or run once as a user who has it", m.what)
+	}
+	src := filepath.Join(m.dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	for name, b := range m.files {
+		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	tmp := filepath.Join(m.dir, "bin.building")
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return "", err
+	}
+	args := append([]string{"build", "-trimpath", "-ldflags", m.ldflags, "-o", tmp + "/"}, m.pkgs...)
+	say("building %s from the Go module proxy into %s: the first time takes %s", m.what, m.dir, m.estimate)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, goTool, args...)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 800 {
+			msg = "..." + msg[len(msg)-800:]
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("building %s failed (%v): %s", m.what, err, msg)
+	}
+	bin := filepath.Join(m.dir, "bin")
+	_ = os.RemoveAll(bin)
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", err
+	}
+	say("built %s in %s", m.what, time.Since(start).Round(time.Second))
+	return bin, nil
+}
+
+// cacheRoot is ~/.cache/vnetlab/kube (or $VNETLAB_KUBE_CACHE).
+func cacheRoot() (string, error) {
+	if d := os.Getenv("VNETLAB_KUBE_CACHE"); d != "" {
+		return d, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory for the Kubernetes binaries (%v): set VNETLAB_KUBE_CACHE", err)
+	}
+	return filepath.Join(base, "vnetlab", "kube"), nil
+}
