@@ -16,11 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/rootns"
 )
 
 // One 2-node cluster serves every test of this package (bringing one up
@@ -42,7 +40,7 @@ func TestMain(m *testing.M) {
 	if skipWhy != "" {
 		os.Exit(m.Run())
 	}
-	before := sysctls()
+	before := MachineState()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	st, err := Up(ctx, Spec{Name: testCluster, Nodes: 2, Proxy: "iptables"}, func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
 	cancel()
@@ -63,7 +61,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "kube down: %v\n", err)
 		code = 1
 	}
-	if msg := leftovers(st, before); msg != "" {
+	if msg := Leftovers(st, before); msg != "" {
 		fmt.Fprintf(os.Stderr, "kube down left: %s\n", msg)
 		code = 1
 	}
@@ -80,72 +78,6 @@ func needCluster(t *testing.T) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// machineState is what a cluster must leave as it found: the sysctls kubelet
-// changes and whether the fixed paths the daemons use exist.
-func sysctls() map[string]string {
-	out := map[string]string{}
-	for _, s := range rootns.KubeletSysctls {
-		out[s], _ = lab.ReadSysctl(s)
-	}
-	for _, p := range machinePaths {
-		_, err := os.Stat(p)
-		out[p] = fmt.Sprint(err == nil)
-	}
-	return out
-}
-
-// leftovers says what a removed cluster left on the machine ("" = nothing);
-// before == nil skips the machine-wide state (another cluster is running).
-func leftovers(st *lab.State, before map[string]string) string {
-	var left []string
-	for k, v := range sysctls() {
-		if before != nil && before[k] != v {
-			left = append(left, fmt.Sprintf("%s=%s (was %s)", k, v, before[k]))
-		}
-	}
-	ents, _ := os.ReadDir(nsutil.Dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), lab.NSName(st.Name, "")) {
-			left = append(left, "namespace "+e.Name())
-		}
-	}
-	if _, err := os.Stat(lab.Dir(st.Name)); err == nil {
-		left = append(left, "state directory "+lab.Dir(st.Name))
-	}
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(b), lab.Dir(st.Name)) {
-		left = append(left, "mounts under "+lab.Dir(st.Name))
-	}
-	hs, _ := cgroup.KubeHierarchies()
-	for _, h := range hs {
-		for _, n := range st.Nodes {
-			if _, err := os.Stat(filepath.Join(h, cgroup.KubeSub, n.Name)); err == nil {
-				left = append(left, "cgroup "+filepath.Join(h, cgroup.KubeSub, n.Name))
-			}
-		}
-	}
-	for _, pid := range processesMentioning(lab.Dir(st.Name)) {
-		left = append(left, fmt.Sprintf("process %d", pid))
-	}
-	return strings.Join(left, "; ")
-}
-
-// processesMentioning lists processes whose command line names dir (every
-// daemon of a cluster is started with paths under its state directory).
-func processesMentioning(dir string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), dir) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func TestNodesReadyThroughForwarder(t *testing.T) {
@@ -249,14 +181,14 @@ func TestCleanAfterKilledUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &lab.State{Name: name, Nodes: []lab.NodeState{{Name: NodeName(name, 1)}}}
-	if msg := leftovers(st, nil); msg == "" {
+	if msg := Leftovers(st, nil); msg == "" {
 		t.Fatal("a killed kube up left nothing to clean: the test did not kill it midway")
 	}
 	out, err := exec.Command(os.Getenv("VNETLAB_BIN"), "clean").CombinedOutput()
 	if err != nil {
 		t.Fatalf("clean: %v: %s", err, out)
 	}
-	if msg := leftovers(st, nil); msg != "" {
+	if msg := Leftovers(st, nil); msg != "" {
 		t.Errorf("after clean: %s", msg)
 	}
 	if _, err := Load(testCluster); err != nil {

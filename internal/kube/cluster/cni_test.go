@@ -69,7 +69,7 @@ func TestVnetlabCNICluster(t *testing.T) {
 			t.Errorf("kube down: %v", err)
 		}
 		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
-		if msg := leftovers(st, nil); msg != "" {
+		if msg := Leftovers(st, nil); msg != "" {
 			t.Errorf("kube down left: %s", msg)
 		}
 		for i := range st.Nodes {

@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 		fmt.Fprintf(os.Stderr, "cluster %s (--proxy vnetlab-ebpf): up in %s, down in %s\n", testCluster, upTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
-		if left := leftovers(upState); left != "" {
+		if left := cluster.Leftovers(upState, nil); left != "" {
 			fmt.Fprintf(os.Stderr, "kube down left: %s\n", left)
 			code = 1
 		}
@@ -96,45 +96,6 @@ func needCluster(t *testing.T) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// leftovers says what `kube down` left of the cluster and its proxies.
-func leftovers(st *lab.State) string {
-	var left []string
-	for _, n := range st.Nodes {
-		p := filepath.Join(ebpf.Root, cluster.ProxyPlane(st.Name, n.Name))
-		if _, err := os.Stat(p); err == nil {
-			left = append(left, "pins "+p)
-		}
-	}
-	ents, _ := os.ReadDir(nsutil.Dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), lab.NSName(st.Name, "")) {
-			left = append(left, "namespace "+e.Name())
-		}
-	}
-	if _, err := os.Stat(lab.Dir(st.Name)); err == nil {
-		left = append(left, "state directory "+lab.Dir(st.Name))
-	}
-	for _, pid := range processesMentioning(lab.Dir(st.Name)) {
-		left = append(left, fmt.Sprintf("process %d", pid))
-	}
-	return strings.Join(left, "; ")
-}
-
-func processesMentioning(s string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), s) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // kns makes a Kubernetes namespace for one test, deleted at its end.
@@ -375,7 +336,7 @@ func TestClusterIPThroughEBPF(t *testing.T) {
 			}
 		}
 	}
-	for _, pid := range processesMentioning("kube-proxy.yaml") {
+	for _, pid := range cluster.ProcessesMentioning("kube-proxy.yaml") {
 		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), lab.Dir(testCluster)) {
 			t.Errorf("a kube-proxy runs for the cluster (pid %d)", pid)
 		}
@@ -580,7 +541,7 @@ func TestProxyResyncsAfterAPIServerRestart(t *testing.T) {
 // apiServer finds the cluster's kube-apiserver and its command line.
 func apiServer(t *testing.T) (int, []string) {
 	t.Helper()
-	for _, pid := range processesMentioning(lab.Dir(testCluster)) {
+	for _, pid := range cluster.ProcessesMentioning(lab.Dir(testCluster)) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
