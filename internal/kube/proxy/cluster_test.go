@@ -530,10 +530,13 @@ func TestProxyResyncsAfterAPIServerRestart(t *testing.T) {
 	if err := cs.CoreV1().Services(ns).Delete(testCtx, "old", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The proxies' and the EndpointSlice controller's watches come back on
+	// client-go's backoff (doubling from 0.8 s, jittered up to twice that):
+	// after 14 s away their next try can be half a minute off, one after the other.
 	fresh := mk("fresh")
-	mustWho(t, cli, "tcp", hostport(fresh.Spec.ClusterIP, 80), "srv", 30*time.Second)
+	mustWho(t, cli, "tcp", hostport(fresh.Spec.ClusterIP, 80), "srv", 2*time.Minute)
 	p1 := plane(t, 1)
-	if err := waitFor(30*time.Second, func() bool { _, ok := entry(t, p1, old.Spec.ClusterIP, 80, ebpf.TCP); return !ok }); err != nil {
+	if err := waitFor(2*time.Minute, func() bool { _, ok := entry(t, p1, old.Spec.ClusterIP, 80, ebpf.TCP); return !ok }); err != nil {
 		t.Errorf("the Service deleted after the restart is still in node 1's maps")
 	}
 }
