@@ -3,6 +3,8 @@ package profile
 import (
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/affinity"
 )
 
 func TestKallsymsNames(t *testing.T) {
@@ -40,11 +42,11 @@ ffffffffa0001000 t bpf_prog_6deef7357e7b4530_on_sample	[bpf]
 }
 
 func TestParseCPUList(t *testing.T) {
-	got, err := parseCPUList("0-1,4")
+	got, err := affinity.ParseList("0-1,4")
 	if err != nil || len(got) != 3 || got[2] != 4 {
-		t.Errorf("parseCPUList: %v %v", got, err)
+		t.Errorf("affinity.ParseList: %v %v", got, err)
 	}
-	if _, err := parseCPUList("a-b"); err == nil {
-		t.Error("parseCPUList(a-b) accepted")
+	if _, err := affinity.ParseList("a-b"); err == nil {
+		t.Error("affinity.ParseList(a-b) accepted")
 	}
 }

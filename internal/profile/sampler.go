@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/affinity"
 )
 
 // DefaultHz is the sampling rate per CPU: a prime, so that sampling does not
@@ -168,28 +168,7 @@ func onlineCPUs() ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseCPUList(strings.TrimSpace(string(b)))
-}
-
-func parseCPUList(s string) ([]int, error) {
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("CPU list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("CPU list %q: %w", s, err)
-			}
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
+	return affinity.ParseList(string(b))
 }
 
 // Start attaches the tracepoints and enables sampling.
