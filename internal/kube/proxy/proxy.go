@@ -12,8 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
-
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 )
 
 // Config is one node's proxy.
@@ -23,8 +21,22 @@ type Config struct {
 	NetNS      string // the node's network namespace (name under /run/netns); the process runs in it
 	Plane      string // the pin directory name of the node's maps (cluster.ProxyPlane)
 	Bridge     string // the CNI's bridge: its ports are the pods' node-side veths
-	Logf       func(string, ...any)
+	// Mode is the data plane: ModeEBPF ("" too: tc programs on the pods'
+	// veths) or ModeSock (socket programs on Cgroup, no tc program).
+	Mode string
+	// Cgroup is the node's cgroup v2 directory (its pods are below it).
+	// ModeSock attaches the socket programs there for every socket;
+	// ModeEBPF, when set, for the sockets of the node's own network
+	// namespace (its processes, hostNetwork pods), not the pods' (tc's).
+	Cgroup string
+	Logf   func(string, ...any)
 }
+
+// The data planes Run can drive (kube up's --proxy values).
+const (
+	ModeEBPF = "vnetlab-ebpf"
+	ModeSock = "vnetlab-sock"
+)
 
 // byService indexes EndpointSlices by their Service (namespace/name).
 const byService = "service"
@@ -61,16 +73,16 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	plane, err := ebpf.Open(c.Plane)
+	planes, err := openPlanes(c, logf)
 	if err != nil {
 		return err
 	}
-	defer plane.Close()
-	syncer, err := NewSyncer(plane)
+	defer planes.Close()
+	syncer, err := NewSyncer(planes.services)
 	if err != nil {
 		return err
 	}
-	logf("maps %s: %d entries from before", plane.Dir(), syncer.Len())
+	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), syncer.Len())
 
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	svcInf := factory.Core().V1().Services()
@@ -110,9 +122,11 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 
-	links := &linkWatcher{plane: plane, ns: c.NetNS, bridge: c.Bridge, logf: logf}
 	linkErr := make(chan error, 1)
-	go func() { linkErr <- links.run(ctx) }()
+	if planes.tc != nil {
+		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, logf: logf}
+		go func() { linkErr <- links.run(ctx) }()
+	}
 
 	start := time.Now()
 	factory.Start(ctx.Done())
