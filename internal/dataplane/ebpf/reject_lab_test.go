@@ -104,3 +104,25 @@ func TestNoBackendsRefusedOnLab(t *testing.T) {
 		})
 	}
 }
+
+// The same on a veth-ebpf lab: host_from_pod passes the reject's redirect
+// on (the pod's own veth, out of the node end it came in on).
+func TestNoBackendsRefusedVethEBPF(t *testing.T) {
+	tl := upModeLab(t, "brv", topo.VethEBPF)
+	p := openPlane(t, tl)
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: proto}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, proto := range []string{"tcp4", "udp4"} {
+		took, err := refusedIn(tl.pod("pod-b").NS, proto, svcAddr)
+		if err != nil || took > time.Second {
+			t.Fatalf("%s to a Service without backends: %v after %s, want connection refused at once", proto, err, took)
+		}
+		t.Logf("%s: connection refused after %s", proto, took.Round(time.Microsecond))
+	}
+	if st, _ := p.Stats(); st.Rejects != 2 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want 2 rejects", st)
+	}
+}
