@@ -8,7 +8,6 @@ import (
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 )
 
-
 // A Service without backends answers a TCP SYN and a UDP datagram with an
 // ICMP port unreachable from the clusterIP to the client (kube-proxy's
 // REJECT), built in place of the packet: valid checksums, the MACs
