@@ -46,7 +46,7 @@ func sameBackends(a, b []ebpf.Backend) bool { return slices.Equal(a, b) }
 //     terminating (kube-proxy's fallback), so a rollout never drops
 //     connections it could serve;
 //   - internalTrafficPolicy Local: only endpoints on this node (none: the
-//     entry stays, without backends, and its traffic is dropped);
+//     entry stays, without backends, and its clients are refused);
 //   - a backend given twice (by two slices) counts once.
 //
 // Notes say what was skipped and why (one line each).

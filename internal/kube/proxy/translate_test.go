@@ -114,7 +114,7 @@ func TestTranslate(t *testing.T) {
 			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
 		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.7:80"}},
 	}, {
-		name: "no endpoints: the entry without backends (traffic dropped, not passed on)",
+		name: "no endpoints: the entry without backends (clients refused, not passed on)",
 		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
 		want: map[string][]string{"10.96.0.10:80/tcp": nil},
 	}, {
