@@ -208,7 +208,7 @@ func TestNodeToClusterIPThroughEBPF(t *testing.T) {
 }
 
 // vnetlab-sock: TCP and UDP on one port, a second port, a named
-// targetPort; pods on both nodes and a node's own process; proof it is the
+// targetPort; pods on both nodes, hairpin and a node's own process; proof it is the
 // socket plane (its counters, the entries in both nodes' maps, no tc
 // program on any pod veth, no kube-proxy).
 func TestClusterIPThroughSock(t *testing.T) {
@@ -226,6 +226,8 @@ func TestClusterIPThroughSock(t *testing.T) {
 			t.Errorf("client %d: %s:8080 answered: only the Service's ports may be translated", i+1, vip)
 		}
 	}
+	// Hairpin: natural with sockets (the pod connects to its own address).
+	mustWho(t, podNetns(t, ips["srv"]), "tcp", hostport(vip, 80), "srv", 10*time.Second)
 	for node := 1; node <= 2; node++ {
 		if got, err := nodeWho(node, "tcp", hostport(vip, 81)); err != nil || got != "srv" {
 			t.Errorf("node %d's process -> %s: %q (%v), want srv", node, hostport(vip, 81), got, err)
