@@ -61,12 +61,15 @@ it loaded automatically; for another cluster, load "vnetlab kube image -o vnetla
 into its nodes or push it to a registry and pass --image.
 
 A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
-flags given with -f override it.
+flags given with -f override it. With kube.clusters it names several configurations
+(CNI x proxy): each gets a local cluster brought up, measured and removed in turn, into one
+results file (cells CONFIG/path@placement/test; docs/kubernetes.md).
 
 Examples:
   vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
   vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
-  vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k`,
+  vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k
+  vnetlab kube run -f scenarios/kube-proxies.yaml -o kube-proxies.json --report kube-proxies-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run, err := r.resolve(cmd.Flags())
