@@ -161,6 +161,16 @@ func (k *kubeRun) measureConfig(ctx context.Context, c scenario.KubeCluster, spe
 // proxy carries one made after them, measures the pod and service paths
 // with tests again (cells +n), and deletes the Services.
 func measureWithExtra(ctx context.Context, s *measure.Session, label, proxy string, n int, spec runner.Spec, tests []engine.Test, paths []string, res *results.File) error {
+	var measured []string
+	for _, p := range paths {
+		if p != measure.PathHost { // the node-to-node path has no Service to load
+			measured = append(measured, p)
+		}
+	}
+	if len(measured) == 0 {
+		stderrf("no extra Services: kube.paths has no pod or service path to measure with them")
+		return nil
+	}
 	stderrf("creating %d extra Services (each with one EndpointSlice) with %d workers", n, measure.ExtraWorkers)
 	ex, err := measure.CreateExtraServices(ctx, s.Config, n, stderrf)
 	if err != nil {
@@ -180,15 +190,6 @@ func measureWithExtra(ctx context.Context, s *measure.Session, label, proxy stri
 		return err
 	}
 	stderrf("the proxy carried a Service created after them %s later", took.Round(100*time.Millisecond))
-	var measured []string
-	for _, p := range paths {
-		if p != measure.PathHost { // the node-to-node path has no Service to load
-			measured = append(measured, p)
-		}
-	}
-	if len(measured) == 0 {
-		return nil
-	}
 	planned, err := planCells(s, spec.Engine, tests, label, proxy, n, measured)
 	if err != nil {
 		return err

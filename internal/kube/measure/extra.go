@@ -249,7 +249,16 @@ func progressEvery(d time.Duration, f func()) (stop func()) {
 func (s *Session) WaitProgrammed(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	const name = "sentinel"
-	server, client := podName(false, "server"), podName(false, "client-"+SameNode)
+	server, client := podName(false, "server"), ""
+	for _, ep := range s.Endpoints {
+		if ep.Path != PathHost {
+			client = ep.ClientPod
+			break
+		}
+	}
+	if client == "" {
+		return 0, fmt.Errorf("no pod or service path to carry a probe: measure extra Services with kube.paths pod or service")
+	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelKey: LabelValue}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"vnetlab.pod": server},
 			Ports: []corev1.ServicePort{{Name: "rr", Protocol: corev1.ProtocolTCP, Port: 7001, TargetPort: intstr.FromInt32(7001)}}}}
