@@ -154,13 +154,15 @@ func (k *kubeRun) measureConfig(ctx context.Context, c scenario.KubeCluster, spe
 	if n == 0 {
 		return cl, nil
 	}
-	return cl, measureWithExtra(ctx, s, c.Name, c.Proxy, n, spec, extraTests, opts.Paths, res)
+	return cl, measureWithExtra(ctx, s, c.Name, c.Proxy, n, spec, extraTests, opts.Paths, res, ours)
 }
 
 // measureWithExtra creates n Services through the API, waits until the
 // proxy carries one made after them, measures the pod and service paths
-// with tests again (cells +n), and deletes the Services.
-func measureWithExtra(ctx context.Context, s *measure.Session, label, proxy string, n int, spec runner.Spec, tests []engine.Test, paths []string, res *results.File) error {
+// with tests again (cells +n), and deletes the Services, unless the
+// cluster goes right after (clusterGoes): deleting 10000 Services one by one
+// takes minutes on this machine and the cluster's removal takes them all.
+func measureWithExtra(ctx context.Context, s *measure.Session, label, proxy string, n int, spec runner.Spec, tests []engine.Test, paths []string, res *results.File, clusterGoes bool) error {
 	var measured []string
 	for _, p := range paths {
 		if p != measure.PathHost { // the node-to-node path has no Service to load
@@ -178,6 +180,10 @@ func measureWithExtra(ctx context.Context, s *measure.Session, label, proxy stri
 	}
 	stderrf("created %d Services and %d EndpointSlices in %s: %.0f Services/s", n, n, ex.Took.Round(100*time.Millisecond), ex.Rate())
 	defer func() {
+		if clusterGoes {
+			stderrf("the %d extra Services go with the cluster", n)
+			return
+		}
 		took, err := ex.Delete(stderrf)
 		if err != nil {
 			stderrf("warning: deleting the extra Services (namespace %s): %v (run `vnetlab kube clean`)", ex.Namespace, err)
