@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
@@ -87,6 +88,10 @@ func (k *kubeRun) executeTable(ctx context.Context) error {
 	if runErr == nil && len(failed) > 0 {
 		runErr = fmt.Errorf("configuration(s) %s failed (above, and under skipped in the results)", strings.Join(failed, ", "))
 	}
+	// Once over every configuration's cells: each compared with the first
+	// configuration's (vs baseline), and the cells of an interrupted one
+	// summarised too.
+	analysis.Analyze(res.Cells, spec.Summary)
 	res.Metadata = meta
 	res.Metadata.End = time.Now().UTC()
 	return emitResults(res, k.out, k.reportDir, runErr)

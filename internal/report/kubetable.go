@@ -103,7 +103,7 @@ func configTable(w io.Writer, t *ConfigTable) {
 	tw := table.NewWriter()
 	tw.SetOutputMirror(w)
 	tw.SetStyle(table.StyleLight)
-	tw.SetTitle("configurations: medians, clusterIP/podIP [95% CI]")
+	tw.SetTitle("configurations: medians, clusterIP/podIP [95%% CI]")
 	var hdr table.Row
 	for _, h := range t.Header {
 		hdr = append(hdr, h)
