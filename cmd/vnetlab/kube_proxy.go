@@ -23,7 +23,7 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0] [--node-ip IP] [--uplink eth0]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +48,8 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.NetNS, "netns", "", "this node's network namespace (a name under /run/netns); run the proxy inside it")
 	cmd.Flags().StringVar(&c.Plane, "plane", "", "the node's pin directory name under /sys/fs/bpf/vnetlab")
 	cmd.Flags().StringVar(&c.Bridge, "bridge", "cni0", "the CNI's bridge, whose ports (the pods' veths) get the programs")
+	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's IPv4 address NodePorts answer on (default: the Node's InternalIP)")
+	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	return cmd
 }
 
