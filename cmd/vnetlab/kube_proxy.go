@@ -56,17 +56,18 @@ func newKubeProxyCmd() *cobra.Command {
 // newKubeWhoamiCmd answers every TCP connection and UDP datagram with the
 // host name (a pod's name): the tests' backends, which say who served.
 func newKubeWhoamiCmd() *cobra.Command {
-	var tcp, udp []int
+	var tcp, udp, tcpPeer []int
 	cmd := &cobra.Command{
-		Use:    "whoami [--tcp PORT]... [--udp PORT]...",
+		Use:    "whoami [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]...",
 		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _ := os.Hostname()
 			msg := []byte(host + "\n")
-			errc := make(chan error, len(tcp)+len(udp))
-			for _, p := range tcp {
+			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer))
+			for i, p := range append(tcp, tcpPeer...) {
+				peer := i >= len(tcp) // also say who asked: NodePort tests check the client's address
 				ln, err := net.Listen("tcp4", ":"+strconv.Itoa(p))
 				if err != nil {
 					return err
@@ -78,7 +79,11 @@ func newKubeWhoamiCmd() *cobra.Command {
 							errc <- err
 							return
 						}
-						_, _ = c.Write(msg)
+						if peer {
+							_, _ = c.Write([]byte(host + " " + c.RemoteAddr().String() + "\n"))
+						} else {
+							_, _ = c.Write(msg)
+						}
 						c.Close()
 					}
 				}()
@@ -112,5 +117,6 @@ func newKubeWhoamiCmd() *cobra.Command {
 	}
 	cmd.Flags().IntSliceVar(&tcp, "tcp", nil, "TCP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
+	cmd.Flags().IntSliceVar(&tcpPeer, "tcp-peer", nil, "TCP port to answer on with the host name and the client's address:port (repeatable)")
 	return cmd
 }

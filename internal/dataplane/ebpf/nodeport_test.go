@@ -21,7 +21,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
-
 var (
 	nodeIP    = ipOf("10.250.0.2")
 	client    = ipOf("10.250.0.1")
