@@ -20,6 +20,7 @@ import (
 // with a JSON body {"service":{"namespace","name"},"localEndpoints":N,
 // "serviceProxyHealthy":true} and the count in X-Load-Balancing-Endpoint-Weight.
 type healthServers struct {
+	host string // "" = every address (the node's); tests: loopback
 	logf func(string, ...any)
 	mu   sync.Mutex
 	m    map[string]*healthServer // by Service (namespace/name)
@@ -50,7 +51,7 @@ func (h *healthServers) Set(name string, port uint16, local int) error {
 	if port == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(int(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(h.host, strconv.Itoa(int(port))))
 	if err != nil {
 		return fmt.Errorf("healthCheckNodePort %d: %w", port, err)
 	}

@@ -5,9 +5,11 @@ package proxy_test
 // outside every node, as an external client or load balancer would be.
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -179,12 +181,22 @@ func TestNodePortClusterPolicy(t *testing.T) {
 }
 
 // health asks a healthCheckNodePort from outside: status and localEndpoints.
+// The connection is made on this goroutine's thread, inside the namespace
+// (net/http's client would dial from another thread: another namespace).
 func health(addr string) (int, float64, error) {
 	var code int
 	var n float64
 	err := nsutil.DoPath(outside(), func() error {
-		c := http.Client{Timeout: 2 * time.Second}
-		r, err := c.Get("http://" + addr + "/healthz")
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.0\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+			return err
+		}
+		r, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			return err
 		}
@@ -194,7 +206,7 @@ func health(addr string) (int, float64, error) {
 			LocalEndpoints float64 `json:"localEndpoints"`
 		}
 		if err := json.Unmarshal(b, &m); err != nil {
-			return fmt.Errorf("body %q: %w", b, err)
+			return fmt.Errorf("status %d, body %q: %w", r.StatusCode, b, err)
 		}
 		code, n = r.StatusCode, m.LocalEndpoints
 		return nil

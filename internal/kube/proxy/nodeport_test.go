@@ -127,9 +127,10 @@ func TestHealthServers(t *testing.T) {
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	h := newHealthServers(t.Logf)
+	h.host = "127.0.0.1" // this test runs in the machine's namespace: loopback only
 	defer h.Close()
 	get := func(port uint16) (int, map[string]any, error) {
-		c := http.Client{Timeout: 2 * time.Second}
+		c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}} // loopback, never a proxy
 		r, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
 		if err != nil {
 			return 0, nil, err
