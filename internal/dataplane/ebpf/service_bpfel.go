@@ -13,6 +13,22 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type serviceLbAffinity struct {
+	_      structs.HostLayout
+	LastNs uint64
+	Ip     uint32
+	Port   uint16
+	Pad    uint16
+	Slot   uint32
+	Pad2   uint32
+}
+
+type serviceLbAffinityKey struct {
+	_      structs.HostLayout
+	Client uint32
+	SvcId  uint32
+}
+
 type serviceLbBackend struct {
 	_    structs.HostLayout
 	Ip   uint32
@@ -63,10 +79,11 @@ type serviceLbFragKey struct {
 }
 
 type serviceLbSvc struct {
-	_     structs.HostLayout
-	Id    uint32
-	Count uint16
-	Flags uint16
+	_               structs.HostLayout
+	Id              uint32
+	Count           uint16
+	Flags           uint16
+	AffinityTimeout uint32
 }
 
 type serviceLbSvcKey struct {
@@ -100,6 +117,7 @@ type servicePodRoute struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	serviceMapHostStats    = "host_stats"
+	serviceMapLbAffinity   = "lb_affinity"
 	serviceMapLbBackends   = "lb_backends"
 	serviceMapLbBports     = "lb_bports"
 	serviceMapLbConntrack  = "lb_conntrack"
@@ -174,6 +192,7 @@ type serviceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceMapSpecs struct {
 	HostStats   *ebpf.MapSpec `ebpf:"host_stats"`
+	LbAffinity  *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
@@ -214,6 +233,7 @@ func (o *serviceObjects) Close() error {
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type serviceMaps struct {
 	HostStats   *ebpf.Map `ebpf:"host_stats"`
+	LbAffinity  *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
 	LbBports    *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
@@ -230,6 +250,7 @@ type serviceMaps struct {
 func (m *serviceMaps) Close() error {
 	return _ServiceClose(
 		m.HostStats,
+		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
 		m.LbConntrack,

@@ -172,7 +172,7 @@ func Run(ctx context.Context, c Config) error {
 			want = Entries{}
 		}
 		maps.Copy(want, np)
-		ch, err := syncer.Sync(key, want)
+		ch, err := syncer.SyncWith(key, want, SessionAffinity(svc))
 		port, local := HealthCheck(svc, eps, c.Node)
 		return ch, errors.Join(err, health.Set(key, port, local))
 	}
