@@ -46,5 +46,6 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 		return err
 	}
 	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, "kube-proxy", "--kubeconfig", kubeconfig,
-		"--node", n.name, "--netns", n.ns, "--plane", plane, "--bridge", PodBridge)
+		"--node", n.name, "--netns", n.ns, "--plane", plane, "--bridge", PodBridge,
+		"--node-ip", n.ip.String(), "--uplink", uplink)
 }

@@ -2,11 +2,16 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -23,7 +28,11 @@ type Config struct {
 	NetNS      string // the node's network namespace (name under /run/netns); the process runs in it
 	Plane      string // the pin directory name of the node's maps (cluster.ProxyPlane)
 	Bridge     string // the CNI's bridge: its ports are the pods' node-side veths
-	Logf       func(string, ...any)
+	// NodeIP is the node's address NodePorts answer on ("": the Node's
+	// InternalIP from the API); Uplink the interface that carries it, which
+	// gets the NodePort programs ("": NodePorts only for the node's pods).
+	NodeIP, Uplink string
+	Logf           func(string, ...any)
 }
 
 // byService indexes EndpointSlices by their Service (namespace/name).
@@ -71,6 +80,18 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	logf("maps %s: %d entries from before", plane.Dir(), syncer.Len())
+	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
+	if err != nil {
+		return err
+	}
+	if c.Uplink != "" {
+		if _, err := plane.AttachUplink(c.NetNS, c.Uplink); err != nil {
+			return err
+		}
+		logf("NodePorts on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	}
+	health := newHealthServers(logf)
+	defer health.Close()
 
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	svcInf := factory.Core().V1().Services()
@@ -128,6 +149,7 @@ func Run(ctx context.Context, c Config) error {
 		}
 		svc, err := svcInf.Lister().Services(ns).Get(name)
 		if apierrors.IsNotFound(err) {
+			_ = health.Set(key, 0, 0)
 			return syncer.Sync(key, nil)
 		}
 		if err != nil {
@@ -142,10 +164,17 @@ func Run(ctx context.Context, c Config) error {
 			eps = append(eps, o.(*discoveryv1.EndpointSlice))
 		}
 		want, notes := Translate(svc, eps, c.Node)
-		for _, n := range notes {
+		np, npNotes := TranslateNodePorts(svc, eps, c.Node, nodeIP)
+		for _, n := range append(notes, npNotes...) {
 			logf("service %s: %s", key, n)
 		}
-		return syncer.SyncWith(key, want, SessionAffinity(svc))
+		if len(np) > 0 && want == nil {
+			want = Entries{}
+		}
+		maps.Copy(want, np)
+		ch, err := syncer.SyncWith(key, want, SessionAffinity(svc))
+		port, local := HealthCheck(svc, eps, c.Node)
+		return ch, errors.Join(err, health.Set(key, port, local))
 	}
 	// First full sync from the listing, then entries nobody claims go.
 	var total Changes
@@ -200,5 +229,32 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	default:
 		return nil
+	}
+}
+
+// resolveNodeIP is the node's IPv4 address: given, or the Node object's
+// InternalIP (kubelet registers the node a moment after it starts).
+func resolveNodeIP(ctx context.Context, cs kubernetes.Interface, node, given string) (netip.Addr, error) {
+	if given != "" {
+		a, err := netip.ParseAddr(given)
+		if err != nil || !a.Is4() {
+			return netip.Addr{}, fmt.Errorf("--node-ip %q: want the node's IPv4 address", given)
+		}
+		return a, nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err == nil {
+			for _, a := range n.Status.Addresses {
+				if ip, perr := netip.ParseAddr(a.Address); a.Type == corev1.NodeInternalIP && perr == nil && ip.Is4() {
+					return ip, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return netip.Addr{}, fmt.Errorf("node %s has no IPv4 InternalIP (%v): give it with --node-ip", node, err)
+		}
+		time.Sleep(time.Second)
 	}
 }
