@@ -3,6 +3,7 @@
  * translation, host.h the delivery to pods). */
 #include "lb.h"
 #include "host.h"
+#include "nodeport.h"
 
 /* A packet passed or translated goes on to the next program on the hook
  * (tcx: TCX_NEXT; cls_bpf: the next filter), or to the stack when there is
@@ -55,6 +56,20 @@ SEC("tc")
 int host_from_pod(struct __sk_buff *skb)
 {
 	return lb_verdict(host_from_pod_route(skb));
+}
+
+/* NodePort Services (nodeport.h): the node's uplink (eth0), ingress. */
+SEC("tc")
+int nodeport_in(struct __sk_buff *skb)
+{
+	return lb_verdict(np_from_wire(skb));
+}
+
+/* The node's uplink, egress: replies of local backends to NodePort clients. */
+SEC("tc")
+int nodeport_out(struct __sk_buff *skb)
+{
+	return lb_verdict(np_to_wire(skb));
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

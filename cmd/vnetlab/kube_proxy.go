@@ -23,7 +23,7 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0] [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,6 +54,8 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.NetNS, "netns", "", "this node's network namespace (a name under /run/netns); run the proxy inside it")
 	cmd.Flags().StringVar(&c.Plane, "plane", "", "the node's pin directory name under /sys/fs/bpf/vnetlab")
 	cmd.Flags().StringVar(&c.Bridge, "bridge", "cni0", "the CNI's bridge, whose ports (the pods' veths) get the programs")
+	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's IPv4 address NodePorts answer on (default: the Node's InternalIP)")
+	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
 	return cmd
@@ -62,17 +64,18 @@ func newKubeProxyCmd() *cobra.Command {
 // newKubeWhoamiCmd answers every TCP connection and UDP datagram with the
 // host name (a pod's name): the tests' backends, which say who served.
 func newKubeWhoamiCmd() *cobra.Command {
-	var tcp, udp []int
+	var tcp, udp, tcpPeer []int
 	cmd := &cobra.Command{
-		Use:    "whoami [--tcp PORT]... [--udp PORT]...",
+		Use:    "whoami [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]...",
 		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _ := os.Hostname()
 			msg := []byte(host + "\n")
-			errc := make(chan error, len(tcp)+len(udp))
-			for _, p := range tcp {
+			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer))
+			for i, p := range append(tcp, tcpPeer...) {
+				peer := i >= len(tcp) // also say who asked: NodePort tests check the client's address
 				ln, err := net.Listen("tcp4", ":"+strconv.Itoa(p))
 				if err != nil {
 					return err
@@ -84,7 +87,11 @@ func newKubeWhoamiCmd() *cobra.Command {
 							errc <- err
 							return
 						}
-						_, _ = c.Write(msg)
+						if peer {
+							_, _ = c.Write([]byte(host + " " + c.RemoteAddr().String() + "\n"))
+						} else {
+							_, _ = c.Write(msg)
+						}
 						c.Close()
 					}
 				}()
@@ -118,5 +125,6 @@ func newKubeWhoamiCmd() *cobra.Command {
 	}
 	cmd.Flags().IntSliceVar(&tcp, "tcp", nil, "TCP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
+	cmd.Flags().IntSliceVar(&tcpPeer, "tcp-peer", nil, "TCP port to answer on with the host name and the client's address:port (repeatable)")
 	return cmd
 }

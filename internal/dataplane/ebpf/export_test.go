@@ -30,3 +30,6 @@ func LoadPrivate() (*Plane, error) {
 	}
 	return p, nil
 }
+
+// NpCt is a NodePort conntrack value (bpf/nodeport.h).
+type NpCt = serviceNpCt

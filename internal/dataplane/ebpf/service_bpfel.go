@@ -94,6 +94,17 @@ type serviceLbSvcKey struct {
 	Pad   uint8
 }
 
+type serviceNpCt struct {
+	_        structs.HostLayout
+	Addr     uint32
+	Client   uint32
+	Port     uint16
+	Cport    uint16
+	SnatPort uint16
+	Flags    uint16
+	SvcId    uint32
+}
+
 type servicePodRoute struct {
 	_       structs.HostLayout
 	Ifindex uint32
@@ -115,10 +126,14 @@ const (
 	serviceMapLbServices   = "lb_services"
 	serviceMapLbStats      = "lb_stats"
 	serviceMapLbVip16      = "lb_vip16"
+	serviceMapNpConntrack  = "np_conntrack"
+	serviceMapNpStats      = "np_stats"
 	serviceMapPodRoutes    = "pod_routes"
 	serviceProgFromPod     = "from_pod"
 	serviceProgFromPodL2   = "from_pod_l2"
 	serviceProgHostFromPod = "host_from_pod"
+	serviceProgNodeportIn  = "nodeport_in"
+	serviceProgNodeportOut = "nodeport_out"
 	serviceProgToPod       = "to_pod"
 )
 
@@ -167,6 +182,8 @@ type serviceProgramSpecs struct {
 	FromPod     *ebpf.ProgramSpec `ebpf:"from_pod"`
 	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
+	NodeportIn  *ebpf.ProgramSpec `ebpf:"nodeport_in"`
+	NodeportOut *ebpf.ProgramSpec `ebpf:"nodeport_out"`
 	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
 }
 
@@ -184,6 +201,8 @@ type serviceMapSpecs struct {
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
+	NpConntrack *ebpf.MapSpec `ebpf:"np_conntrack"`
+	NpStats     *ebpf.MapSpec `ebpf:"np_stats"`
 	PodRoutes   *ebpf.MapSpec `ebpf:"pod_routes"`
 }
 
@@ -223,6 +242,8 @@ type serviceMaps struct {
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
+	NpConntrack *ebpf.Map `ebpf:"np_conntrack"`
+	NpStats     *ebpf.Map `ebpf:"np_stats"`
 	PodRoutes   *ebpf.Map `ebpf:"pod_routes"`
 }
 
@@ -238,6 +259,8 @@ func (m *serviceMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.NpConntrack,
+		m.NpStats,
 		m.PodRoutes,
 	)
 }
@@ -255,6 +278,8 @@ type servicePrograms struct {
 	FromPod     *ebpf.Program `ebpf:"from_pod"`
 	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
+	NodeportIn  *ebpf.Program `ebpf:"nodeport_in"`
+	NodeportOut *ebpf.Program `ebpf:"nodeport_out"`
 	ToPod       *ebpf.Program `ebpf:"to_pod"`
 }
 
@@ -263,6 +288,8 @@ func (p *servicePrograms) Close() error {
 		p.FromPod,
 		p.FromPodL2,
 		p.HostFromPod,
+		p.NodeportIn,
+		p.NodeportOut,
 		p.ToPod,
 	)
 }

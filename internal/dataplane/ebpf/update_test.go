@@ -69,3 +69,100 @@ func TestUpdateServiceInPlace(t *testing.T) {
 		t.Errorf("update of a missing Service: %v, want ErrNotFound", err)
 	}
 }
+
+// ctCount counts the conntrack's forward and reverse entries.
+func ctCount(t *testing.T, p *dp.Plane) (fwd, rev int) {
+	t.Helper()
+	var k dp.CtKey
+	var v dp.Ct
+	it := p.Objects().LbConntrack.Iterate()
+	for it.Next(&k, &v) {
+		switch k.Dir {
+		case 1:
+			fwd++
+		case 2:
+			rev++
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return fwd, rev
+}
+
+// UpdateService rewrites a Service's slots under live TCP flows (another
+// order, one backend more): no flow moves to another backend, new flows
+// spread over all the new backends, and a second update keeps those too.
+// The client's ICMP error about a reply still reaches the flow's backend.
+func TestUpdateServiceKeepsLiveFlows(t *testing.T) {
+	p := testPlane(t)
+	bs := []dp.Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5201}, {IP: ipOf("192.168.10.13"), Port: 5201}}
+	s := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: bs}
+	if err := p.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+	const flows = 90
+	first := map[uint16]netip.Addr{}
+	for i := 0; i < flows; i++ {
+		sport := uint16(31000 + i)
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		d, _ := decode(out)
+		first[sport] = d.dst
+		_, out = run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpACK, payload: []byte("x")}.bytes())
+		expect(t, out, podB, sport, d.dst, 5201)
+		mustValid(t, out)
+	}
+	if fwd, rev := ctCount(t, p); fwd != flows || rev != flows {
+		t.Fatalf("%d forward and %d reverse entries, want %d each", fwd, rev, flows)
+	}
+
+	// The client's ICMP error about a reply: the quote vip:5201 -> client
+	// becomes backend:5201 -> client, sent to the backend.
+	sport := uint16(31000)
+	quoted := ipv4{src: vip, dst: podB, proto: protoTCP, sport: 5201, dport: sport, tcpFlags: tcpACK}
+	ret, out := run(t, p.Objects().FromPod, icmpError(3, 3, podB, vip, quoted).bytes())
+	mustOK(t, ret)
+	if d, _ := decode(out); d.dst != first[sport] {
+		t.Fatalf("ICMP error sent to %s, want the flow's backend %s", d.dst, first[sport])
+	}
+	if qs, qsp, qd, qdp := checkICMP(t, out); qs != first[sport] || qsp != 5201 || qd != podB || qdp != sport {
+		t.Fatalf("quote %s:%d -> %s:%d, want %s:5201 -> %s:%d", qs, qsp, qd, qdp, first[sport], podB, sport)
+	}
+
+	s.Backends = []dp.Backend{bs[2], bs[0], {IP: ipOf("192.168.10.14"), Port: 5201}, bs[1]}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for sp, be := range first {
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpACK}.bytes())
+		if d, _ := decode(out); d.dst != be {
+			moved++
+		}
+	}
+	if moved != 0 {
+		t.Fatalf("%d of %d live flows moved to another backend by the update", moved, flows)
+	}
+	hits := map[netip.Addr]int{}
+	after := map[uint16]netip.Addr{}
+	for i := 0; i < 200; i++ {
+		sp := uint16(33000 + i)
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		d, _ := decode(out)
+		hits[d.dst]++
+		after[sp] = d.dst
+	}
+	if len(hits) != 4 {
+		t.Fatalf("new flows after the update went to %v, want all four backends", hits)
+	}
+	s.Backends = []dp.Backend{bs[1], bs[0], bs[2], {IP: ipOf("192.168.10.14"), Port: 5201}}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	for sp, be := range after {
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpACK}.bytes())
+		if d, _ := decode(out); d.dst != be {
+			t.Fatalf("flow %d moved from %s to %s by the second update", sp, be, d.dst)
+		}
+	}
+}

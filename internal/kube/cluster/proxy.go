@@ -56,7 +56,7 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 	}
 	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, "kube-proxy", "--kubeconfig", kubeconfig,
 		"--node", n.name, "--netns", n.ns, "--plane", plane, "--bridge", PodBridge,
-		"--mode", b.spec.Proxy, "--cgroup", cg)
+		"--node-ip", n.ip.String(), "--uplink", uplink, "--mode", b.spec.Proxy, "--cgroup", cg)
 }
 
 // NodeCgroup is a node's directory in the unified (cgroup v2) hierarchy:

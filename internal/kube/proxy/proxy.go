@@ -2,11 +2,16 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -29,7 +34,11 @@ type Config struct {
 	// ModeEBPF, when set, for the sockets of the node's own network
 	// namespace (its processes, hostNetwork pods), not the pods' (tc's).
 	Cgroup string
-	Logf   func(string, ...any)
+	// NodeIP is the node's address NodePorts answer on ("": the Node's
+	// InternalIP from the API); Uplink the interface that carries it, which
+	// gets the NodePort programs ("": NodePorts only for the node's pods).
+	NodeIP, Uplink string
+	Logf           func(string, ...any)
 }
 
 // The data planes Run can drive (kube up's --proxy values).
@@ -83,6 +92,23 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), syncer.Len())
+	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.Uplink != "" && planes.tc == nil:
+		// The NodePort programs are the tc plane's; the socket plane's
+		// entries for nodeIP:nodePort serve the node's own sockets only.
+		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
+	case c.Uplink != "":
+		if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
+			return err
+		}
+		logf("NodePorts on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	}
+	health := newHealthServers(logf)
+	defer health.Close()
 
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	svcInf := factory.Core().V1().Services()
@@ -142,6 +168,7 @@ func Run(ctx context.Context, c Config) error {
 		}
 		svc, err := svcInf.Lister().Services(ns).Get(name)
 		if apierrors.IsNotFound(err) {
+			_ = health.Set(key, 0, 0)
 			return syncer.Sync(key, nil)
 		}
 		if err != nil {
@@ -156,10 +183,17 @@ func Run(ctx context.Context, c Config) error {
 			eps = append(eps, o.(*discoveryv1.EndpointSlice))
 		}
 		want, notes := Translate(svc, eps, c.Node)
-		for _, n := range notes {
+		np, npNotes := TranslateNodePorts(svc, eps, c.Node, nodeIP)
+		for _, n := range append(notes, npNotes...) {
 			logf("service %s: %s", key, n)
 		}
-		return syncer.SyncWith(key, want, SessionAffinity(svc))
+		if len(np) > 0 && want == nil {
+			want = Entries{}
+		}
+		maps.Copy(want, np)
+		ch, err := syncer.SyncWith(key, want, SessionAffinity(svc))
+		port, local := HealthCheck(svc, eps, c.Node)
+		return ch, errors.Join(err, health.Set(key, port, local))
 	}
 	// First full sync from the listing, then entries nobody claims go.
 	var total Changes
@@ -214,5 +248,32 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	default:
 		return nil
+	}
+}
+
+// resolveNodeIP is the node's IPv4 address: given, or the Node object's
+// InternalIP (kubelet registers the node a moment after it starts).
+func resolveNodeIP(ctx context.Context, cs kubernetes.Interface, node, given string) (netip.Addr, error) {
+	if given != "" {
+		a, err := netip.ParseAddr(given)
+		if err != nil || !a.Is4() {
+			return netip.Addr{}, fmt.Errorf("--node-ip %q: want the node's IPv4 address", given)
+		}
+		return a, nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err == nil {
+			for _, a := range n.Status.Addresses {
+				if ip, perr := netip.ParseAddr(a.Address); a.Type == corev1.NodeInternalIP && perr == nil && ip.Is4() {
+					return ip, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return netip.Addr{}, fmt.Errorf("node %s has no IPv4 InternalIP (%v): give it with --node-ip", node, err)
+		}
+		time.Sleep(time.Second)
 	}
 }

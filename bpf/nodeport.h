@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * nodeport.h: NodePort Services on a node's uplink (its eth0), as
+ * kube-proxy's KUBE-NODEPORTS does them, over lb.h's Service maps.
+ *
+ * A NodePort is an lb_services entry whose address is the node's own IP
+ * (key {node IP, nodePort, proto}); the Go side (internal/kube/proxy) puts
+ * there the endpoints the Service's externalTrafficPolicy allows: Local ->
+ * this node's only, Cluster -> all. Pods reaching nodeIP:nodePort are
+ * translated by lb.h's from_pod like any clusterIP; traffic from outside
+ * arrives at the uplink and meets these two programs:
+ *
+ *   np_from_wire (uplink ingress): DNAT nodeIP:nodePort -> backend. When
+ *     the backend's route leaves through the uplink again (a pod on another
+ *     node: only with policy Cluster) the source is SNATed to the node IP
+ *     and a port of NP_SNAT_MIN.., so the reply comes back here, and the
+ *     packet is sent straight out (bpf_redirect_neigh): handed to the stack
+ *     it would die as a martian (a local source address arriving from
+ *     outside). Replies to SNATed flows arrive here too and are translated
+ *     back to nodeIP:nodePort -> client and sent out the same way.
+ *   np_to_wire (uplink egress): replies of local backends leaving towards
+ *     the client: backend:bport -> nodeIP:nodePort (the client's address
+ *     was never touched: policy Local keeps it, as kube-proxy does).
+ *
+ * Conntrack of its own (np_conntrack; an entry also needs the client's
+ * port), keyed like lb_conntrack's: FWD {client:cport -> nodeIP:nodePort},
+ * REV as the reply arrives: {backend:bport -> client:cport}, or for a
+ * SNATed flow {backend:bport -> nodeIP:snatport}.
+ */
+#ifndef VNETLAB_NODEPORT_H
+#define VNETLAB_NODEPORT_H
+
+#include "lb.h"
+
+/* SNAT source ports: above the nodePort range (30000-32767) and the
+ * kernel's default ephemeral range (32768-60999), so they meet neither a
+ * nodePort nor (usually) the node's own connections. A REV key includes
+ * the backend's address and port: 4536 concurrent flows per backend. */
+#define NP_SNAT_MIN   61000
+#define NP_SNAT_N     4536
+#define NP_SNAT_TRIES 8
+
+enum { NP_CT_SNAT = 1 };
+
+struct np_ct {
+	__be32 addr;      /* FWD: backend; REV: the node IP the client addressed */
+	__be32 client;    /* REV: the client */
+	__be16 port;      /* FWD: backend port; REV: the nodePort */
+	__be16 cport;     /* REV: the client's port */
+	__be16 snat_port; /* FWD: the source port given to a SNATed flow (0: none) */
+	__u16 flags;      /* NP_CT_SNAT */
+	__u32 svc_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FLOWS);
+	__type(key, struct lb_ct_key);
+	__type(value, struct np_ct);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} np_conntrack SEC(".maps");
+
+enum {
+	NP_STAT_DNAT = 0,       /* packets translated nodeIP:nodePort -> backend */
+	NP_STAT_RNAT = 1,       /* replies translated back */
+	NP_STAT_NEW = 2,        /* new flows given a backend */
+	NP_STAT_SNAT = 3,       /* of those, SNATed to the node IP (backend elsewhere) */
+	NP_STAT_NO_BACKEND = 4, /* dropped: no endpoint (policy Local: none on this node) */
+	NP_STAT_NO_PORT = 5,    /* dropped: no free SNAT port after NP_SNAT_TRIES */
+	NP_STAT_ERROR = 6,      /* dropped: a rewrite helper failed */
+	NP_STAT_MAX = 7,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NP_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} np_stats SEC(".maps");
+
+static __always_inline void np_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&np_stats, &what);
+	if (v)
+		*v += 1;
+}
+
+/* np_remote says whether the route to dst leaves through the interface the
+ * packet came in on (a pod on another node), from the node's own FIB. A
+ * failed lookup (no route, forwarding off) reads as "not remote": the
+ * packet goes to the stack, which decides. */
+static __always_inline int np_remote(struct __sk_buff *skb, const struct lb_pkt *p, __be32 dst)
+{
+	struct bpf_fib_lookup f = {};
+	long r;
+
+	f.family = 2; /* AF_INET */
+	f.l4_protocol = p->proto;
+	f.ipv4_src = p->saddr;
+	f.ipv4_dst = dst;
+	f.ifindex = skb->ifindex;
+	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return 0;
+	return f.ifindex == skb->ifindex;
+}
+
+/* A RST ends a flow: both entries go (as lb_ct_close). */
+static __always_inline void np_close(const struct lb_ct_key *fk, const struct lb_ct_key *rk)
+{
+	bpf_map_delete_elem(&np_conntrack, rk);
+	bpf_map_delete_elem(&np_conntrack, fk);
+}
+
+/* np_new_flow picks a backend for a new flow and writes its two entries
+ * (reverse first: a reply never finds the flow half-made). */
+static __always_inline int np_new_flow(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_svc *svc,
+				       const struct lb_ct_key *fk, struct np_ct *fwd)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb_ct_key rk = {};
+	struct np_ct rev = {};
+	struct lb_backend *b;
+	__u32 h = lb_hash(p);
+	int i;
+
+	bk.slot = h % svc->count;
+	b = bpf_map_lookup_elem(&lb_backends, &bk);
+	if (!b)
+		return -1;
+	fwd->addr = b->ip;
+	fwd->port = b->port;
+	fwd->svc_id = svc->id;
+	fwd->snat_port = 0;
+	fwd->flags = 0;
+	fwd->client = 0;
+	fwd->cport = 0;
+	rev.addr = p->daddr;
+	rev.port = p->dport;
+	rev.client = p->saddr;
+	rev.cport = p->sport;
+	rev.svc_id = svc->id;
+	rk.saddr = fwd->addr;
+	rk.sport = fwd->port;
+	rk.proto = p->proto;
+	rk.dir = LB_CT_REV;
+	if (!np_remote(skb, p, fwd->addr)) {
+		rk.daddr = p->saddr;
+		rk.dport = p->sport;
+		bpf_map_update_elem(&np_conntrack, &rk, &rev, BPF_ANY);
+	} else {
+		/* A port whose reverse key is free: a few tries from the flow's
+		 * hash, then give up (dropped, counted). */
+		rev.flags = NP_CT_SNAT;
+		fwd->flags = NP_CT_SNAT;
+		rk.daddr = p->daddr;
+		for (i = 0; i < NP_SNAT_TRIES; i++) {
+			rk.dport = bpf_htons(NP_SNAT_MIN + (h + i * 1031) % NP_SNAT_N);
+			if (bpf_map_update_elem(&np_conntrack, &rk, &rev, BPF_NOEXIST) == 0) {
+				fwd->snat_port = rk.dport;
+				break;
+			}
+		}
+		if (!fwd->snat_port) {
+			np_count(NP_STAT_NO_PORT);
+			return -1;
+		}
+		np_count(NP_STAT_SNAT);
+	}
+	bpf_map_update_elem(&np_conntrack, fk, fwd, BPF_ANY);
+	np_count(NP_STAT_NEW);
+	return 0;
+}
+
+/* np_snat_reply: a reply to a SNATed flow (backend:bport -> nodeIP:snatport)
+ * becomes nodeIP:nodePort -> client:cport and goes straight back out.
+ * Returns -1 when p is no such reply. */
+static __always_inline int np_snat_reply(struct __sk_buff *skb, const struct lb_pkt *p)
+{
+	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
+				.proto = p->proto, .dir = LB_CT_REV };
+	struct lb_ct_key fk = { .proto = p->proto, .dir = LB_CT_FWD };
+	struct lb_tuple to;
+	struct np_ct *ct;
+
+	ct = bpf_map_lookup_elem(&np_conntrack, &rk);
+	if (!ct || !(ct->flags & NP_CT_SNAT))
+		return -1;
+	to.saddr = ct->addr;
+	to.sport = ct->port;
+	to.daddr = ct->client;
+	to.dport = ct->cport;
+	if (lb_rewrite(skb, p, &to) < 0) {
+		np_count(NP_STAT_ERROR);
+		return TC_ACT_SHOT;
+	}
+	np_count(NP_STAT_RNAT);
+	if (p->tcp_rst) {
+		fk.saddr = to.daddr;
+		fk.daddr = to.saddr;
+		fk.sport = to.dport;
+		fk.dport = to.sport;
+		np_close(&fk, &rk);
+	}
+	return bpf_redirect_neigh(skb->ifindex, NULL, 0, 0);
+}
+
+/* np_from_wire: packets arriving at the node's uplink. */
+static __always_inline int np_from_wire(struct __sk_buff *skb)
+{
+	struct lb_svc_key sk = {};
+	struct lb_ct_key fk = {};
+	struct lb_ct_key rk = {};
+	struct lb_tuple to;
+	struct np_ct flow;
+	struct lb_svc *svc;
+	struct np_ct *ct;
+	struct lb_pkt p;
+	int ret;
+
+	/* ICMP, later fragments, anything not IPv4 TCP/UDP: left to the stack. */
+	if (lb_parse(skb, &p) != LB_GO || p.proto == IPPROTO_ICMP || !p.has_l4)
+		return TC_ACT_OK;
+	if (bpf_ntohs(p.dport) >= NP_SNAT_MIN) {
+		ret = np_snat_reply(skb, &p);
+		if (ret >= 0)
+			return ret;
+	}
+	if (!lb_maybe_vip(p.daddr))
+		return TC_ACT_OK;
+	sk.vip = p.daddr;
+	sk.port = p.dport;
+	sk.proto = p.proto;
+	svc = bpf_map_lookup_elem(&lb_services, &sk);
+	if (!svc)
+		return TC_ACT_OK;
+	if (svc->count == 0) {
+		/* kube-proxy drops too (policy Local without a local endpoint). */
+		np_count(NP_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	fk.saddr = p.saddr;
+	fk.daddr = p.daddr;
+	fk.sport = p.sport;
+	fk.dport = p.dport;
+	fk.proto = p.proto;
+	fk.dir = LB_CT_FWD;
+	/* Always looked up, SYNs too: a retransmitted SYN must keep its SNAT port. */
+	ct = bpf_map_lookup_elem(&np_conntrack, &fk);
+	if (ct && ct->svc_id == svc->id) {
+		flow = *ct;
+	} else if (np_new_flow(skb, &p, svc, &fk, &flow) < 0) {
+		np_count(NP_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	to.saddr = p.saddr;
+	to.sport = p.sport;
+	to.daddr = flow.addr;
+	to.dport = flow.port;
+	if (flow.flags & NP_CT_SNAT) {
+		to.saddr = p.daddr;
+		to.sport = flow.snat_port;
+	}
+	if (lb_rewrite(skb, &p, &to) < 0) {
+		np_count(NP_STAT_ERROR);
+		return TC_ACT_SHOT;
+	}
+	np_count(NP_STAT_DNAT);
+	if (p.tcp_rst) {
+		rk.saddr = to.daddr;
+		rk.daddr = to.saddr;
+		rk.sport = to.dport;
+		rk.dport = to.sport;
+		rk.proto = p.proto;
+		rk.dir = LB_CT_REV;
+		np_close(&fk, &rk);
+	}
+	if (flow.flags & NP_CT_SNAT)
+		return bpf_redirect_neigh(skb->ifindex, NULL, 0, 0);
+	return TC_ACT_OK;
+}
+
+/* np_to_wire: packets leaving the node's uplink; replies of local backends
+ * to a NodePort's clients are translated back (SNATed flows' replies never
+ * pass here: they arrive at the uplink and leave by redirect). */
+static __always_inline int np_to_wire(struct __sk_buff *skb)
+{
+	struct lb_ct_key rk = {};
+	struct lb_ct_key fk = {};
+	struct lb_tuple to;
+	struct np_ct *ct;
+	struct lb_pkt p;
+
+	if (lb_parse(skb, &p) != LB_GO || p.proto == IPPROTO_ICMP || !p.has_l4)
+		return TC_ACT_OK;
+	if (!lb_maybe_backend_port(p.sport))
+		return TC_ACT_OK;
+	rk.saddr = p.saddr;
+	rk.daddr = p.daddr;
+	rk.sport = p.sport;
+	rk.dport = p.dport;
+	rk.proto = p.proto;
+	rk.dir = LB_CT_REV;
+	ct = bpf_map_lookup_elem(&np_conntrack, &rk);
+	if (!ct || (ct->flags & NP_CT_SNAT))
+		return TC_ACT_OK;
+	to.saddr = ct->addr;
+	to.sport = ct->port;
+	to.daddr = p.daddr;
+	to.dport = p.dport;
+	if (lb_rewrite(skb, &p, &to) < 0) {
+		np_count(NP_STAT_ERROR);
+		return TC_ACT_SHOT;
+	}
+	np_count(NP_STAT_RNAT);
+	if (p.tcp_rst) {
+		fk.saddr = p.daddr;
+		fk.daddr = to.saddr;
+		fk.sport = p.dport;
+		fk.dport = to.sport;
+		fk.proto = p.proto;
+		fk.dir = LB_CT_FWD;
+		np_close(&fk, &rk);
+	}
+	return TC_ACT_OK;
+}
+
+#endif /* VNETLAB_NODEPORT_H */
