@@ -221,17 +221,28 @@ func podLinks(st *lab.State) string {
 // DNAT counter rises, same-node traffic is delivered by bpf_redirect_peer,
 // no kube-proxy runs. Pods reach each other and a ClusterIP (TCP and UDP)
 // on the same node and across nodes; `kube down` leaves nothing.
-func TestVethEBPFWithEBPFProxy(t *testing.T) {
+// VNETLAB_CNI_PROXY_MODES=veth-routed,bridge runs the same with those modes
+// too (the proxy then attaches its programs to the CNI's vnl... veths).
+func TestVnetlabCNIWithEBPFProxy(t *testing.T) {
 	needCluster(t)
-	const name = "vke"
+	modes := []string{topo.VethEBPF}
+	if m := os.Getenv("VNETLAB_CNI_PROXY_MODES"); m != "" {
+		modes = append(modes, strings.Split(m, ",")...)
+	}
+	for i, mode := range modes {
+		t.Run(mode, func(t *testing.T) { cniWithEBPFProxy(t, fmt.Sprintf("vke%d", i), mode) })
+	}
+}
+
+func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab, CNIMode: topo.VethEBPF}, t.Logf)
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kube up --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf: %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("kube up --cni vnetlab --cni-mode %s --proxy vnetlab-ebpf: %s", mode, time.Since(start).Round(100*time.Millisecond))
 	defer func() {
 		if err := Down(name, nil); err != nil {
 			t.Errorf("kube down: %v", err)
@@ -313,17 +324,22 @@ func TestVethEBPFWithEBPFProxy(t *testing.T) {
 	if after.DNAT < before.DNAT+4 || after.RNAT < before.RNAT+4 {
 		t.Errorf("node 1's plane translated %d packets and %d replies: the ClusterIPs did not go through the CNI's plane", after.DNAT-before.DNAT, after.RNAT-before.RNAT)
 	}
-	if hostAfter.Redirected <= hostBefore.Redirected {
-		t.Errorf("no packet was delivered by bpf_redirect_peer on node 1")
+	// One program set per pod: with veth-ebpf the CNI's (host routing,
+	// the proxy attached nothing), else the proxy's on the CNI's veths.
+	want := ebpf.NodeSide
+	if mode == topo.VethEBPF {
+		want = ebpf.Routed
+		if hostAfter.Redirected <= hostBefore.Redirected {
+			t.Errorf("no packet was delivered by bpf_redirect_peer on node 1")
+		}
 	}
-	// One program set per pod, the CNI's: the proxy attached nothing.
 	eps, err := plane.ListEndpoints()
 	if err != nil || len(eps) < 2 {
-		t.Fatalf("node 1's endpoints: %v (%v), want the CNI's on each of its pods", eps, err)
+		t.Fatalf("node 1's endpoints: %v (%v), want one on each of its pods", eps, err)
 	}
 	for _, ep := range eps {
-		if ep.Placement != ebpf.Routed || !strings.HasPrefix(ep.Ifname, cni.HostIfPrefix) {
-			t.Errorf("endpoint %s placement %s on node 1: only the CNI's host-routing programs belong there", ep.Ifname, ep.Placement)
+		if ep.Placement != want || !strings.HasPrefix(ep.Ifname, cni.HostIfPrefix) {
+			t.Errorf("endpoint %s placement %s on node 1, want %s on the CNI's %s... veths", ep.Ifname, ep.Placement, want, cni.HostIfPrefix)
 		}
 	}
 	for _, pid := range ProcessesMentioning("kube-proxy.yaml") {
