@@ -68,18 +68,29 @@ func TestSpecValidateCNI(t *testing.T) {
 // veth-routed: pods get addresses from their node's range, reach each other
 // on the same node and across nodes, reach a ClusterIP through kube-proxy;
 // deleting the pods unwires them (kubelet's DEL), and `kube down` leaves
-// nothing.
+// nothing. VNETLAB_CNI_KUBEPROXY_MODES=veth-ebpf,bridge runs the same with
+// those modes too (veth-ebpf: a same-node ClusterIP backend's replies go
+// back through kube-proxy's conntrack, bpf/host.h's host_via_stack).
 func TestVnetlabCNICluster(t *testing.T) {
 	needCluster(t)
-	const name = "vkc"
+	modes := []string{topo.VethRouted}
+	if m := os.Getenv("VNETLAB_CNI_KUBEPROXY_MODES"); m != "" {
+		modes = append(modes, strings.Split(m, ",")...)
+	}
+	for i, mode := range modes {
+		t.Run(mode, func(t *testing.T) { vnetlabCNICluster(t, fmt.Sprintf("vkc%d", i), mode) })
+	}
+}
+
+func vnetlabCNICluster(t *testing.T, name, mode string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab, CNIMode: topo.VethRouted}, t.Logf)
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kube up --cni vnetlab --cni-mode veth-routed: %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("kube up --cni vnetlab --cni-mode %s: %s", mode, time.Since(start).Round(100*time.Millisecond))
 	defer func() {
 		start := time.Now()
 		if err := Down(name, nil); err != nil {
@@ -95,7 +106,7 @@ func TestVnetlabCNICluster(t *testing.T) {
 			}
 		}
 	}()
-	if st.Facts[FactCNI] != "vnetlab veth-routed + host-local" {
+	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
 	cs, err := Client(st.Facts[FactKubeconfig])
