@@ -65,8 +65,12 @@ struct lb_svc_key {
 struct lb_svc {
 	__u32 id;     /* from lb_meta, never reused */
 	__u16 count;  /* backends in slots 0..count-1 */
-	__u16 flags;
+	__u16 flags;  /* LB_SVC_* */
+	__u32 affinity_timeout; /* seconds a client keeps its backend (LB_SVC_AFFINITY) */
 };
+
+/* lb_svc.flags */
+#define LB_SVC_AFFINITY 0x1 /* sessionAffinity ClientIP: lb_affinity first */
 
 struct lb_backend_key {
 	__u32 svc_id;
@@ -126,7 +130,8 @@ enum {
 	LB_STAT_FRAG = 5,      /* non-first fragments translated */
 	LB_STAT_HAIRPIN = 6,   /* new flows whose backend is the client itself */
 	LB_STAT_ERROR = 7,     /* dropped: a rewrite helper failed */
-	LB_STAT_MAX = 8,
+	LB_STAT_REJECT = 8,    /* answered with ICMP port unreachable: service without backends */
+	LB_STAT_MAX = 9,
 };
 
 struct {
@@ -773,6 +778,216 @@ static __always_inline void lb_forget_stale(const struct lb_pkt *p)
 		bpf_map_delete_elem(&lb_conntrack, &rk);
 }
 
+/* sessionAffinity ClientIP: a client's new flows to a Service go to the
+ * backend its last new flow got, unless that was longer than the Service's
+ * affinity_timeout ago or the backend left the Service (its slot no longer
+ * holds it). Consulted only when a flow gets its backend (a SYN, a flow the
+ * conntrack does not know): established flows follow the conntrack. */
+#define LB_MAX_AFFINITY (1 << 16)
+
+struct lb_affinity_key {
+	__be32 client;
+	__u32 svc_id;
+};
+
+struct lb_affinity {
+	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
+	__be32 ip;     /* the backend, and the slot it had */
+	__be16 port;
+	__u16 pad;
+	__u32 slot;
+	__u32 pad2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct lb_affinity_key);
+	__type(value, struct lb_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_affinity SEC(".maps");
+
+/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
+static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb_affinity *a = bpf_map_lookup_elem(&lb_affinity, ak);
+	struct lb_backend *b;
+
+	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL || a->slot >= svc->count)
+		return -1;
+	bk.slot = a->slot;
+	b = bpf_map_lookup_elem(&lb_backends, &bk);
+	if (!b || b->ip != a->ip || b->port != a->port)
+		return -1;
+	return a->slot;
+}
+
+static __always_inline void lb_affinity_remember(const struct lb_affinity_key *ak, const struct lb_backend *b, __u32 slot, __u64 now)
+{
+	struct lb_affinity a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
+
+	bpf_map_update_elem(&lb_affinity, ak, &a, BPF_ANY);
+}
+
+/* A Service without backends refuses at once, as kube-proxy's REJECT does:
+ * a TCP SYN or a UDP datagram becomes, in place, an ICMP port unreachable
+ * from the clusterIP to the client, quoting the packet's IP header and its
+ * first L4 bytes, and goes back where it came from (bpf_redirect: out of
+ * the node-side veth it entered, or into the pod's eth0 it was leaving).
+ * The client's kernel turns it into ECONNREFUSED for a connecting TCP
+ * socket and a connected UDP one. Other packets (a flow's later segments,
+ * later fragments) are dropped and counted as before.
+ *
+ * The packet grows by 28 bytes (new IP + ICMP header, bpf_skb_adjust_room
+ * after the MAC header: the old IP header stays where it is and becomes the
+ * quote) and is cut after 20 (TCP) or 8 (UDP) quoted L4 bytes. A packet
+ * from a local socket is CHECKSUM_PARTIAL: its csum_start still points at
+ * the L4 header, now the quote, and a device without checksum offload
+ * would "complete" the quoted checksum field, changing the ICMP message
+ * after its checksum was computed. So that field gets the value such a
+ * completion leaves unchanged (F = ~fold(sum + F), i.e. F = -sum/2 in
+ * one's complement arithmetic, 2 being invertible mod 0xffff): the bytes
+ * sent are final either way. Nobody checks a quoted checksum. */
+#define LB_REJ_TCP_QUOTE 20
+#define LB_REJ_UDP_QUOTE 8
+#define LB_REJ_GROW      28 /* IP header + ICMP header */
+
+struct lb_rej {
+	__u8 pad[2]; /* so that the IP headers are 4-byte aligned on the stack */
+	__u8 eth[ETH_HLEN];
+	struct iphdr ip;
+	struct lb_icmphdr icmp;
+	struct iphdr qip;
+	__u8 ql4[LB_REJ_TCP_QUOTE];
+};
+
+/* The kernel's sk_buff fields that locate a pending checksum completion. */
+struct sk_buff___vnetlab_csum {
+	__u16 csum_start;  /* from skb->head */
+	__u16 csum_offset; /* from csum_start */
+	__u16 mac_header;  /* from skb->head: where the frame starts under tc */
+} __attribute__((preserve_access_index));
+
+/* lb_csum_pending: the frame offset where a CHECKSUM_PARTIAL packet's
+ * checksum sum starts, and the field's offset from there. */
+static __always_inline void lb_csum_pending(struct __sk_buff *skb, __u32 *start, __u32 *field)
+{
+	struct sk_buff___vnetlab_csum *k = bpf_cast_to_kern_ctx(skb);
+
+	*start = (__u32)BPF_CORE_READ(k, csum_start) - (__u32)BPF_CORE_READ(k, mac_header);
+	*field = BPF_CORE_READ(k, csum_offset);
+}
+
+static __always_inline __u32 lb_sum16(const void *buf, const int words)
+{
+	const __u16 *w = buf;
+	__u32 s = 0;
+
+#pragma unroll
+	for (int i = 0; i < words; i++)
+		s += w[i];
+	return s;
+}
+
+/* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
+ * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
+static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
+{
+	struct lb_rej r = {};
+	__u32 q, len, start, field, sum;
+	int summed;
+
+	if (p->proto == IPPROTO_TCP) {
+		if (!p->tcp_syn || p->tcp_ack)
+			goto drop;
+		q = LB_REJ_TCP_QUOTE;
+	} else if (p->proto == IPPROTO_UDP) {
+		q = LB_REJ_UDP_QUOTE;
+	} else {
+		goto drop;
+	}
+	/* No IP options (the quote is a fixed 20 bytes), an L4 header here. */
+	if (!p->has_l4 || p->l4off != IP_OFF + sizeof(struct iphdr))
+		goto drop;
+	summed = lb_ip_summed(skb);
+	if (summed == LB_CSUM_COMPLETE)
+		goto drop; /* skb->csum would have to follow every byte: not from a pod */
+	if (summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != p->l4off || field != (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
+			goto drop;
+	}
+	if (bpf_skb_load_bytes(skb, 0, &r.eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &r.eth[0], 6) < 0 ||
+	    bpf_skb_load_bytes(skb, IP_OFF, &r.qip, sizeof(r.qip)) < 0)
+		goto drop;
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_TCP_QUOTE) < 0)
+			goto drop;
+	} else if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_UDP_QUOTE) < 0) {
+		goto drop;
+	}
+	r.eth[12] = 0x08; /* ETH_P_IP */
+	r.eth[13] = 0x00;
+
+	if (summed == LB_CSUM_PARTIAL) {
+		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&r.ql4[TCP_CSUM] : (__u16 *)&r.ql4[UDP_CSUM];
+		__u32 rest, f;
+
+		*field16 = 0;
+		rest = q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+		rest %= 0xffff;
+		f = ((0xffff - rest) * 0x8000) % 0xffff;
+		*field16 = f ? f : 0xffff;
+	}
+
+	r.ip.version = 4;
+	r.ip.ihl = 5;
+	r.ip.tos = 0xc0; /* internetwork control, as the kernel's ICMP errors */
+	r.ip.tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct lb_icmphdr) + sizeof(struct iphdr) + q);
+	r.ip.ttl = 64;
+	r.ip.protocol = IPPROTO_ICMP;
+	r.ip.saddr = p->daddr;
+	r.ip.daddr = p->saddr;
+	r.ip.check = ~lb_csum_fold(lb_sum16(&r.ip, sizeof(r.ip) / 2));
+	r.icmp.type = ICMP_DEST_UNREACH;
+	r.icmp.code = 3; /* port unreachable */
+	sum = lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
+	sum += q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+	r.icmp.checksum = ~lb_csum_fold(sum);
+
+	/* From here on the packet is changed: a failure drops it. */
+	if (bpf_skb_adjust_room(skb, LB_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+		goto drop;
+	len = ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + q;
+	if (bpf_skb_change_tail(skb, len, 0) < 0)
+		goto fail;
+	if (summed == LB_CSUM_PARTIAL) {
+		/* The completion must now fall on the quoted field (checked, not assumed). */
+		lb_csum_pending(skb, &start, &field);
+		if (start != ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr))
+			goto fail;
+	}
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_TCP_QUOTE, 0) < 0)
+			goto fail;
+	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_UDP_QUOTE, 0) < 0) {
+		goto fail;
+	}
+	lb_count(LB_STAT_REJECT);
+	/* Back to the client: at the node-side veth's ingress (the packet came
+	 * in there) out of it again; at the pod's eth0 egress (a local packet:
+	 * no ingress interface) into the pod's own stack. The MACs are swapped,
+	 * so the frame is addressed to the pod's eth0 either way. */
+	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+drop:
+	lb_count(LB_STAT_NO_BACKEND);
+	return TC_ACT_SHOT;
+fail:
+	lb_count(LB_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
 /* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
  * program that also routes, like host.h's, parses once). p describes the
  * packet as it was: the caller compares p->daddr with the header afterwards
@@ -820,11 +1035,8 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		lb_forget_stale(&p);
 		return TC_ACT_OK;
 	}
-	if (svc->count == 0) {
-		/* Like kube-proxy's REJECT for a Service without endpoints. */
-		lb_count(LB_STAT_NO_BACKEND);
-		return TC_ACT_SHOT;
-	}
+	if (svc->count == 0)
+		return lb_reject(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
 
 	fk.saddr = p.saddr;
 	fk.daddr = p.daddr;
@@ -842,15 +1054,24 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb_backend_key bk = { .svc_id = svc->id };
+		struct lb_affinity_key ak = { .client = p.saddr, .svc_id = svc->id };
 		struct lb_backend *b;
 		struct lb_ct fwd = {}, rev = {};
+		__u64 now = 0;
+		int slot = -1;
 
-		bk.slot = lb_hash(&p) % svc->count;
+		if (svc->flags & LB_SVC_AFFINITY) {
+			now = bpf_ktime_get_ns();
+			slot = lb_affinity_slot(svc, &ak, now);
+		}
+		bk.slot = slot >= 0 ? (__u32)slot : lb_hash(&p) % svc->count;
 		b = bpf_map_lookup_elem(&lb_backends, &bk);
 		if (!b) {
 			lb_count(LB_STAT_NO_BACKEND);
 			return TC_ACT_SHOT;
 		}
+		if (svc->flags & LB_SVC_AFFINITY)
+			lb_affinity_remember(&ak, b, bk.slot, now);
 		be.ip = b->ip;
 		be.port = b->port;
 		lb_count(LB_STAT_CT_NEW);

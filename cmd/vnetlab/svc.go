@@ -62,9 +62,6 @@ func newSvcAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(backends) == 0 {
-				return fmt.Errorf("no --backend given: a service needs at least one (example: --backend 192.168.10.10:5201 or --backend pod-a)")
-			}
 			var specs []service.BackendSpec
 			for _, b := range backends {
 				bs, err := service.ParseBackend(b)
@@ -86,9 +83,14 @@ func newSvcAddCmd() *cobra.Command {
 				if err := service.CheckVIP(st, key.VIP); err != nil {
 					return "", err
 				}
-				be, err := service.Resolve(st, specs, key.Port)
-				if err != nil {
-					return "", err
+				if len(specs) == 0 && !service.KeepsEmptyServices(c.Provider) {
+					return "", fmt.Errorf("no --backend given: a service of provider %s needs at least one (example: --backend 192.168.10.10:5201 or --backend pod-a; only the ebpf provider keeps a Service without backends, refusing its clients)", c.Provider)
+				}
+				var be []service.Backend
+				if len(specs) > 0 {
+					if be, err = service.Resolve(st, specs, key.Port); err != nil {
+						return "", err
+					}
 				}
 				s := service.Service{VIP: key.VIP, Port: key.Port, Proto: key.Proto, Backends: be}
 				if err := c.Add(s); err != nil {
@@ -96,6 +98,9 @@ func newSvcAddCmd() *cobra.Command {
 				}
 				if c.Provider == "ebpf" && len(c.Endpoints) == 0 && !service.ModeOwnsPrograms(st.Mode) {
 					hint = fmt.Sprintf("no endpoints yet: attach the programs where traffic enters, e.g. `vnetlab ep add %s --pod %s`", st.Name, clientPod(st))
+				}
+				if len(s.Backends) == 0 {
+					return fmt.Sprintf("service %s added without backends: its clients are refused (ICMP port unreachable) until one is added", s), nil
 				}
 				return fmt.Sprintf("service %s -> %s added", s, backendList(s.Backends)), nil
 			})
@@ -107,7 +112,7 @@ func newSvcAddCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&svc, "service", "", "clusterIP:port, optionally /tcp or /udp (tcp by default)")
-	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT or POD:PORT (port defaults to the service's); repeatable")
+	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT or POD:PORT (port defaults to the service's); repeatable; none: only with the ebpf provider, whose programs refuse the Service's clients")
 	f.StringVar(&provider, "provider", "", "iptables, nftables or ebpf (only when the lab has no services yet; default iptables)")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/service"
 )
@@ -97,5 +98,40 @@ func TestSvcEpCLI(t *testing.T) {
 	}
 	if n := count(); n != 6 {
 		t.Errorf("after add and del: %d services, want 6", n)
+	}
+}
+
+// With the ebpf provider a Service may have no backends, as in Kubernetes:
+// its clients are refused at once (the programs' ICMP port unreachable).
+func TestSvcWithoutBackendsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	bin := vnetlabBin(t)
+	const lab = "sv-rej"
+	runVnetlab(t, bin, "down", lab) // a previous run killed halfway
+	if _, e, code := runVnetlab(t, bin, "up", "--name", lab, "--mode", "veth-ebpf", "--provider", "ebpf"); code != 0 {
+		t.Fatalf("up: %s", e)
+	}
+	t.Cleanup(func() {
+		if _, e, code := runVnetlab(t, bin, "down", lab); code != 0 {
+			t.Errorf("down: %s", e)
+		}
+	})
+	o, e, code := runVnetlab(t, bin, "svc", "add", lab, "--service", "10.96.0.9:80")
+	if code != 0 || !strings.Contains(o, "10.96.0.9:80/tcp added without backends") {
+		t.Fatalf("svc add without --backend on the ebpf provider: exit %d: %s%s", code, o, e)
+	}
+	start := time.Now()
+	_, e, code = runVnetlab(t, bin, "exec", lab, "pod-b", "--", "bash", "-c", "exec 3<>/dev/tcp/10.96.0.9/80")
+	took := time.Since(start)
+	if code == 0 || !strings.Contains(e, "Connection refused") {
+		t.Fatalf("connect to a Service without backends: exit %d, stderr %q; want connection refused", code, e)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("refused after %s (the vnetlab exec included): want at once", took)
+	}
+	if _, e, code := runVnetlab(t, bin, "svc", "add", lab, "--service", "10.96.0.9:81", "--backend", "pod-a:5201"); code != 0 {
+		t.Fatalf("svc add with a backend: %s", e)
 	}
 }

@@ -146,6 +146,12 @@ func (c *Config) Del(k Key) error {
 	return nil
 }
 
+// KeepsEmptyServices says whether provider p realises a Service without
+// backends as Kubernetes does (its clients refused at once): the ebpf
+// provider's programs answer with ICMP port unreachable (bpf/README.md);
+// the others have no rule for it, so they refuse such a Service.
+func KeepsEmptyServices(p string) bool { return p == "ebpf" }
+
 // Resolve turns backend specs (addresses or pod names) into backends of a
 // service on port svcPort. Backends must be pods of the lab: vnetlab sends
 // traffic only into namespaces it created.
@@ -232,7 +238,7 @@ func (c *Config) Validate(st *lab.State) error {
 			return fmt.Errorf("service %s is defined twice", s)
 		}
 		seen[s.Key()] = true
-		if len(s.Backends) == 0 {
+		if len(s.Backends) == 0 && !KeepsEmptyServices(c.Provider) {
 			return fmt.Errorf("service %s has no backends", s)
 		}
 		for _, b := range s.Backends {

@@ -113,8 +113,17 @@ func TestConfigRules(t *testing.T) {
 	if err := c.Validate(st); err == nil {
 		t.Error("Validate accepted too many extra services")
 	}
-	// Clone is deep: changing the copy leaves the original.
 	c.Extra = 0
+	// A Service without backends: only the ebpf provider keeps one (its
+	// programs refuse the clients); the netfilter providers have no rule for it.
+	empty := &Config{Services: []Service{{VIP: netip.MustParseAddr("10.96.0.2"), Port: 80, Proto: TCP}}}
+	for p, ok := range map[string]bool{"ebpf": true, "iptables": false, "nftables": false} {
+		empty.Provider = p
+		if err := empty.Validate(st); (err == nil) != ok {
+			t.Errorf("provider %s, a Service without backends: %v (want accepted %v)", p, err, ok)
+		}
+	}
+	// Clone is deep: changing the copy leaves the original.
 	old := c.Clone()
 	c.Services[0].Backends[0].Port = 1
 	if old.Services[0].Backends[0].Port != 80 {

@@ -567,20 +567,6 @@ func TestBackendsAndLifecycle(t *testing.T) {
 	mustValid(t, out)
 }
 
-func TestNoBackendsDrops(t *testing.T) {
-	p := testPlane(t)
-	if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP}); err != nil {
-		t.Fatal(err)
-	}
-	ret, _ := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 5201, tcpFlags: tcpSYN}.bytes())
-	if ret != actShot {
-		t.Fatalf("return code %d, want TC_ACT_SHOT for a service without backends", ret)
-	}
-	if st, _ := p.Stats(); st.NoBackend != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-}
-
 func TestServiceValidation(t *testing.T) {
 	p := testPlane(t)
 	ok := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 5201}}}

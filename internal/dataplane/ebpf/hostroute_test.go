@@ -212,16 +212,22 @@ func TestHostRouteService(t *testing.T) {
 	ret, out = run(t, p.Objects().HostFromPod, in)
 	delivered(t, ret, in, out, macA, nodeMacA)
 	expect(t, out, vip, 5201, podA, 41000)
-	// A service without backends is still dropped.
+	// A service without backends: a SYN is refused (turned into an ICMP
+	// port unreachable sent back, not host-routed), a later segment dropped.
 	if err := p.AddService(dp.Service{VIP: vip, Port: 9, Proto: dp.TCP}); err != nil {
 		t.Fatal(err)
 	}
-	ret, _ = run(t, p.Objects().HostFromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 9, tcpFlags: tcpSYN}.bytes())
+	ret, out = run(t, p.Objects().HostFromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 9, tcpFlags: tcpSYN}.bytes())
+	if d, _ := decode(out); ret != actRedirect || d.proto != protoICM || d.src != vip || d.dst != podB {
+		t.Fatalf("return %d, packet %+v: want the SYN sent back as ICMP from the clusterIP", int32(ret), d)
+	}
+	checkICMP(t, out)
+	ret, _ = run(t, p.Objects().HostFromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 1, dport: 9, tcpFlags: tcpACK}.bytes())
 	if ret != actShot {
-		t.Fatalf("return %d, want TC_ACT_SHOT for a service without backends", int32(ret))
+		t.Fatalf("return %d, want TC_ACT_SHOT for a later segment to a service without backends", int32(ret))
 	}
 	st, _ := p.Stats()
-	if st.DNAT != 3 || st.RNAT != 3 || st.Errors != 0 {
+	if st.DNAT != 3 || st.RNAT != 3 || st.Errors != 0 || st.Rejects != 1 || st.NoBackend != 1 {
 		t.Fatalf("stats %+v: want 3 DNAT, 3 reverse NAT", st)
 	}
 }

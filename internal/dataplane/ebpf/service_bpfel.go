@@ -22,6 +22,22 @@ type serviceHostFlow struct {
 	Proto uint32
 }
 
+type serviceLbAffinity struct {
+	_      structs.HostLayout
+	LastNs uint64
+	Ip     uint32
+	Port   uint16
+	Pad    uint16
+	Slot   uint32
+	Pad2   uint32
+}
+
+type serviceLbAffinityKey struct {
+	_      structs.HostLayout
+	Client uint32
+	SvcId  uint32
+}
+
 type serviceLbBackend struct {
 	_    structs.HostLayout
 	Ip   uint32
@@ -72,10 +88,11 @@ type serviceLbFragKey struct {
 }
 
 type serviceLbSvc struct {
-	_     structs.HostLayout
-	Id    uint32
-	Count uint16
-	Flags uint16
+	_               structs.HostLayout
+	Id              uint32
+	Count           uint16
+	Flags           uint16
+	AffinityTimeout uint32
 }
 
 type serviceLbSvcKey struct {
@@ -100,6 +117,7 @@ const (
 	serviceMapHostStats      = "host_stats"
 	serviceMapHostViaStack   = "host_via_stack"
 	serviceMapHostViaStackOn = "host_via_stack_on"
+	serviceMapLbAffinity     = "lb_affinity"
 	serviceMapLbBackends     = "lb_backends"
 	serviceMapLbBports       = "lb_bports"
 	serviceMapLbConntrack    = "lb_conntrack"
@@ -172,6 +190,7 @@ type serviceMapSpecs struct {
 	HostStats      *ebpf.MapSpec `ebpf:"host_stats"`
 	HostViaStack   *ebpf.MapSpec `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.MapSpec `ebpf:"host_via_stack_on"`
+	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
@@ -212,6 +231,7 @@ type serviceMaps struct {
 	HostStats      *ebpf.Map `ebpf:"host_stats"`
 	HostViaStack   *ebpf.Map `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.Map `ebpf:"host_via_stack_on"`
+	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
@@ -228,6 +248,7 @@ func (m *serviceMaps) Close() error {
 		m.HostStats,
 		m.HostViaStack,
 		m.HostViaStackOn,
+		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
 		m.LbConntrack,

@@ -58,6 +58,25 @@ type Service struct {
 	Proto    Proto      `json:"proto"`
 	Backends []Backend  `json:"backends"`
 	ID       uint32     `json:"id"`
+	// Affinity is Kubernetes' sessionAffinity ClientIP: a client's new
+	// flows keep the backend of its last one for this many seconds after
+	// it (0: none, every flow is placed by its hash).
+	Affinity uint32 `json:"affinity_seconds,omitempty"`
+}
+
+// MaxAffinity is the longest affinity timeout (Kubernetes' limit, a day).
+const MaxAffinity = 86400
+
+// Mirror of bpf/lb.h's LB_SVC_AFFINITY.
+const svcAffinity = 0x1
+
+// value is the Service map's value for s with id.
+func (s Service) value(id uint32) serviceLbSvc {
+	v := serviceLbSvc{Id: id, Count: uint16(len(s.Backends)), AffinityTimeout: s.Affinity}
+	if s.Affinity > 0 {
+		v.Flags |= svcAffinity
+	}
+	return v
 }
 
 func (s Service) String() string {
@@ -81,6 +100,9 @@ func (s Service) Validate() error {
 	}
 	if s.Proto != TCP && s.Proto != UDP {
 		return fmt.Errorf("service %s: protocol must be tcp or udp", s)
+	}
+	if s.Affinity > MaxAffinity {
+		return fmt.Errorf("service %s: affinity timeout %ds: at most %d (a day)", s, s.Affinity, MaxAffinity)
 	}
 	if len(s.Backends) > MaxBackends {
 		return fmt.Errorf("service %s: %d backends, at most %d", s, len(s.Backends), MaxBackends)
@@ -175,7 +197,7 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 			}
 		}
 		k := svcKey(s.VIP, s.Port, s.Proto)
-		v := serviceLbSvc{Id: id, Count: uint16(len(s.Backends))}
+		v := s.value(id)
 		if uerr := p.objs.LbServices.Update(&k, &v, ebpf.UpdateNoExist); uerr != nil {
 			p.delBackends(id, len(s.Backends))
 			if errors.Is(uerr, ebpf.ErrKeyExist) {
@@ -312,6 +334,9 @@ func (p *Plane) ListServices() ([]Service, error) {
 	it := p.objs.LbServices.Iterate()
 	for it.Next(&k, &v) {
 		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id}
+		if v.Flags&svcAffinity != 0 {
+			s.Affinity = v.AffinityTimeout
+		}
 		var err error
 		if s.Backends, err = p.backendsOf(v); err != nil {
 			return nil, fmt.Errorf("service %s: %w", s, err)
@@ -345,11 +370,16 @@ type Stats struct {
 	Frags     uint64 `json:"fragments"`         // non-first fragments translated
 	Hairpin   uint64 `json:"hairpin_flows"`     // flows whose backend is the client itself
 	Errors    uint64 `json:"rewrite_err_drops"` // a rewrite helper failed (should stay 0)
+
+	// A TCP SYN or UDP datagram to a Service without backends answered
+	// with ICMP port unreachable (kube-proxy's REJECT); NoBackend counts
+	// the packets that could not be answered (a flow's later segments).
+	Rejects uint64 `json:"no_backend_rejects"`
 }
 
 // Stats reads the counters.
 func (p *Plane) Stats() (Stats, error) {
-	var v [8]uint64
+	var v [9]uint64
 	for i := range v {
 		var per []uint64
 		if err := p.objs.LbStats.Lookup(uint32(i), &per); err != nil {
@@ -359,7 +389,7 @@ func (p *Plane) Stats() (Stats, error) {
 			v[i] += x
 		}
 	}
-	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7]}, nil
+	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
 }
 
 // Flow is one conntrack entry in the forward direction.

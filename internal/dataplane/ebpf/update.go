@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// UpdateService replaces the backends of an existing Service in place: its
+// UpdateService replaces the backends (and the affinity) of an existing Service in place: its
 // id stays, so flows already in the conntrack keep their backend (a flow
 // to a backend that remains is never moved), and new flows pick among the
 // new backends. Used by `vnetlab kube-proxy` for EndpointSlice changes; a
@@ -40,7 +40,7 @@ func (p *Plane) UpdateService(s Service) error {
 	}
 	// The count changes once the slots it covers are filled (growing) and
 	// before the slots beyond it go (shrinking).
-	nv := serviceLbSvc{Id: v.Id, Count: uint16(len(s.Backends))}
+	nv := s.value(v.Id)
 	if err := p.objs.LbServices.Update(&k, &nv, ebpf.UpdateExist); err != nil {
 		return fmt.Errorf("service %s: service map: %w", s, err)
 	}

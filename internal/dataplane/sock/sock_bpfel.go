@@ -13,6 +13,22 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type sockLbAffinity struct {
+	_      structs.HostLayout
+	LastNs uint64
+	Ip     uint32
+	Port   uint16
+	Pad    uint16
+	Slot   uint32
+	Pad2   uint32
+}
+
+type sockLbAffinityKey struct {
+	_      structs.HostLayout
+	Client uint32
+	SvcId  uint32
+}
+
 type sockLbBackend struct {
 	_    structs.HostLayout
 	Ip   uint32
@@ -63,10 +79,11 @@ type sockLbFragKey struct {
 }
 
 type sockLbSvc struct {
-	_     structs.HostLayout
-	Id    uint32
-	Count uint16
-	Flags uint16
+	_               structs.HostLayout
+	Id              uint32
+	Count           uint16
+	Flags           uint16
+	AffinityTimeout uint32
 }
 
 type sockLbSvcKey struct {
@@ -96,6 +113,7 @@ type sockSockRevVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	sockMapLbAffinity        = "lb_affinity"
 	sockMapLbBackends        = "lb_backends"
 	sockMapLbBports          = "lb_bports"
 	sockMapLbConntrack       = "lb_conntrack"
@@ -164,6 +182,7 @@ type sockProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockMapSpecs struct {
+	LbAffinity  *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
@@ -202,6 +221,7 @@ func (o *sockObjects) Close() error {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockMaps struct {
+	LbAffinity  *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
 	LbBports    *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
@@ -216,6 +236,7 @@ type sockMaps struct {
 
 func (m *sockMaps) Close() error {
 	return _SockClose(
+		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
 		m.LbConntrack,

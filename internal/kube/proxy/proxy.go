@@ -179,7 +179,7 @@ func Run(ctx context.Context, c Config) error {
 		for _, n := range notes {
 			logf("service %s: %s", key, n)
 		}
-		return syncer.Sync(key, want)
+		return syncer.SyncWith(key, want, SessionAffinity(svc))
 	}
 	// First full sync from the listing, then entries nobody claims go.
 	var total Changes

@@ -40,6 +40,8 @@ type Syncer struct {
 	owner map[Key]string
 	// bySvc: each Service's entries.
 	bySvc map[string]Entries
+	// affinity: the session affinity timeout of an installed entry (0: none).
+	affinity map[Key]uint32
 }
 
 // NewSyncer reads the plane's current entries.
@@ -48,16 +50,25 @@ func NewSyncer(p Plane) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the Service map: %w", err)
 	}
-	s := &Syncer{plane: p, installed: map[Key][]ebpf.Backend{}, owner: map[Key]string{}, bySvc: map[string]Entries{}}
+	s := &Syncer{plane: p, installed: map[Key][]ebpf.Backend{}, owner: map[Key]string{}, bySvc: map[string]Entries{}, affinity: map[Key]uint32{}}
 	for _, e := range ss {
-		s.installed[Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto}] = e.Backends
+		k := Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto}
+		s.installed[k] = e.Backends
+		if e.Affinity > 0 {
+			s.affinity[k] = e.Affinity
+		}
 	}
 	return s, nil
 }
 
 // Sync makes Service name's entries (namespace/name) in the maps equal to
-// want (nil or empty: the Service is gone).
-func (s *Syncer) Sync(name string, want Entries) (Changes, error) {
+// want (nil or empty: the Service is gone), without session affinity.
+func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.SyncWith(name, want, 0) }
+
+// SyncWith is Sync for a Service whose entries all carry a session
+// affinity timeout (seconds, SessionAffinity; 0: none). An entry whose
+// affinity changed is updated in place, like one whose backends did.
+func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
 	var ch Changes
 	var errs []error
 	for k := range s.bySvc[name] {
@@ -81,7 +92,7 @@ func (s *Syncer) Sync(name string, want Entries) (Changes, error) {
 			continue
 		}
 		have, ok := s.installed[k]
-		svc := ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs}
+		svc := ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs, Affinity: affinity}
 		switch {
 		case !ok:
 			if err := s.plane.AddService(svc); err != nil {
@@ -89,7 +100,7 @@ func (s *Syncer) Sync(name string, want Entries) (Changes, error) {
 				continue
 			}
 			ch.Added++
-		case !sameBackends(have, bs):
+		case !sameBackends(have, bs) || s.affinity[k] != affinity:
 			if err := s.plane.UpdateService(svc); err != nil {
 				errs = append(errs, err)
 				continue
@@ -98,6 +109,11 @@ func (s *Syncer) Sync(name string, want Entries) (Changes, error) {
 		}
 		s.installed[k] = bs
 		s.owner[k] = name
+		if affinity > 0 {
+			s.affinity[k] = affinity
+		} else {
+			delete(s.affinity, k)
+		}
 	}
 	if len(want) == 0 {
 		delete(s.bySvc, name)
@@ -113,6 +129,7 @@ func (s *Syncer) del(k Key) error {
 	}
 	delete(s.installed, k)
 	delete(s.owner, k)
+	delete(s.affinity, k)
 	return nil
 }
 

@@ -12,7 +12,19 @@ import (
 // fakePlane records the calls the syncer makes.
 type fakePlane struct {
 	m     map[Key][]ebpf.Backend
+	aff   map[Key]uint32 // session affinity of the entries that have one
 	calls []string
+}
+
+func (f *fakePlane) setAffinity(k Key, sec uint32) {
+	if f.aff == nil {
+		f.aff = map[Key]uint32{}
+	}
+	if sec == 0 {
+		delete(f.aff, k)
+		return
+	}
+	f.aff[k] = sec
 }
 
 func (f *fakePlane) AddService(s ebpf.Service) error {
@@ -21,6 +33,7 @@ func (f *fakePlane) AddService(s ebpf.Service) error {
 		return ebpf.ErrExists
 	}
 	f.m[k] = s.Backends
+	f.setAffinity(k, s.Affinity)
 	f.calls = append(f.calls, "add "+k.String())
 	return nil
 }
@@ -31,6 +44,7 @@ func (f *fakePlane) UpdateService(s ebpf.Service) error {
 		return ebpf.ErrNotFound
 	}
 	f.m[k] = s.Backends
+	f.setAffinity(k, s.Affinity)
 	f.calls = append(f.calls, "update "+k.String())
 	return nil
 }
@@ -41,6 +55,7 @@ func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto ebpf.Proto) er
 		return ebpf.ErrNotFound
 	}
 	delete(f.m, k)
+	f.setAffinity(k, 0)
 	f.calls = append(f.calls, "del "+k.String())
 	return nil
 }
@@ -48,7 +63,7 @@ func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto ebpf.Proto) er
 func (f *fakePlane) ListServices() ([]ebpf.Service, error) {
 	var out []ebpf.Service
 	for k, v := range f.m {
-		out = append(out, ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v})
+		out = append(out, ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v, Affinity: f.aff[k]})
 	}
 	return out, nil
 }
@@ -163,4 +178,49 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// A Service's session affinity travels with its entries: set, changed and
+// removed in place (same entries, an update each), nothing when unchanged,
+// and a restarted proxy finds it in the maps and leaves it.
+func TestSyncAffinity(t *testing.T) {
+	f := &fakePlane{m: map[Key][]ebpf.Backend{}}
+	s, _ := NewSyncer(f)
+	two := entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"}, "10.96.0.1:53/udp", []string{"10.244.1.5:53"})
+	steps := []struct {
+		affinity uint32
+		calls    []string
+	}{
+		{10800, []string{"add 10.96.0.1:80/tcp", "add 10.96.0.1:53/udp"}},
+		{10800, nil},
+		{2, []string{"update 10.96.0.1:80/tcp", "update 10.96.0.1:53/udp"}},
+		{0, []string{"update 10.96.0.1:80/tcp", "update 10.96.0.1:53/udp"}},
+		{0, nil},
+		{30, []string{"update 10.96.0.1:80/tcp", "update 10.96.0.1:53/udp"}},
+	}
+	for i, st := range steps {
+		f.calls = nil
+		if _, err := s.SyncWith("ns/a", two, st.affinity); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(sorted(f.calls)) != fmt.Sprint(sorted(st.calls)) {
+			t.Errorf("step %d (affinity %d): calls %v, want %v", i, st.affinity, f.calls, st.calls)
+		}
+		for k := range two {
+			if f.aff[k] != st.affinity {
+				t.Errorf("step %d: %s has affinity %d, want %d", i, k, f.aff[k], st.affinity)
+			}
+		}
+	}
+	restarted, err := NewSyncer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.calls = nil
+	if _, err := restarted.SyncWith("ns/a", two, 30); err != nil || len(f.calls) != 0 {
+		t.Errorf("restarted proxy: calls %v, %v; want none (affinity 30 already there)", f.calls, err)
+	}
+	if _, err := restarted.Sync("ns/a", nil); err != nil || len(f.aff) != 0 {
+		t.Errorf("Service gone: affinity left %v, %v", f.aff, err)
+	}
 }

@@ -46,7 +46,7 @@ func sameBackends(a, b []ebpf.Backend) bool { return slices.Equal(a, b) }
 //     terminating (kube-proxy's fallback), so a rollout never drops
 //     connections it could serve;
 //   - internalTrafficPolicy Local: only endpoints on this node (none: the
-//     entry stays, without backends, and its traffic is dropped);
+//     entry stays, without backends, and its clients are refused);
 //   - a backend given twice (by two slices) counts once.
 //
 // Notes say what was skipped and why (one line each).
@@ -88,6 +88,26 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 		}
 	}
 	return out, notes
+}
+
+// DefaultAffinityTimeout is Kubernetes' default sessionAffinityConfig
+// clientIP timeoutSeconds (3 hours).
+const DefaultAffinityTimeout = 10800
+
+// SessionAffinity is the affinity timeout (seconds) of every entry of the
+// Service: sessionAffinity ClientIP -> sessionAffinityConfig.clientIP.
+// timeoutSeconds, or 10800 when not given (the API defaults it too); None
+// or unset -> 0 (no affinity). A value outside 1..86400 (the API refuses
+// it) is clamped into that range.
+func SessionAffinity(svc *corev1.Service) uint32 {
+	if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return 0
+	}
+	c := svc.Spec.SessionAffinityConfig
+	if c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+		return DefaultAffinityTimeout
+	}
+	return uint32(min(max(*c.ClientIP.TimeoutSeconds, 1), ebpf.MaxAffinity))
 }
 
 func protoOf(p corev1.Protocol) (ebpf.Proto, bool) {

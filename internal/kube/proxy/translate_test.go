@@ -114,7 +114,7 @@ func TestTranslate(t *testing.T) {
 			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
 		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.7:80"}},
 	}, {
-		name: "no endpoints: the entry without backends (traffic dropped, not passed on)",
+		name: "no endpoints: the entry without backends (clients refused, not passed on)",
 		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
 		want: map[string][]string{"10.96.0.10:80/tcp": nil},
 	}, {
@@ -198,6 +198,36 @@ func TestTranslate(t *testing.T) {
 			}
 			if len(notes) != c.notes {
 				t.Errorf("notes %q, want %d", notes, c.notes)
+			}
+		})
+	}
+}
+
+func TestSessionAffinity(t *testing.T) {
+	secs := func(v int32) *corev1.SessionAffinityConfig {
+		return &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &v}}
+	}
+	for _, c := range []struct {
+		name     string
+		affinity corev1.ServiceAffinity
+		config   *corev1.SessionAffinityConfig
+		want     uint32
+	}{
+		{"unset", "", nil, 0},
+		{"None", corev1.ServiceAffinityNone, nil, 0},
+		{"None ignores a config", corev1.ServiceAffinityNone, secs(60), 0},
+		{"ClientIP, no config: the default 3 hours", corev1.ServiceAffinityClientIP, nil, 10800},
+		{"ClientIP, config without clientIP", corev1.ServiceAffinityClientIP, &corev1.SessionAffinityConfig{}, 10800},
+		{"ClientIP, 2 s", corev1.ServiceAffinityClientIP, secs(2), 2},
+		{"ClientIP, a day", corev1.ServiceAffinityClientIP, secs(86400), 86400},
+		{"ClientIP, over a day: clamped", corev1.ServiceAffinityClientIP, secs(100000), 86400},
+		{"ClientIP, 0: clamped to 1", corev1.ServiceAffinityClientIP, secs(0), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = c.affinity, c.config
+			if got := SessionAffinity(s); got != c.want {
+				t.Errorf("affinity %d, want %d", got, c.want)
 			}
 		})
 	}

@@ -1,0 +1,183 @@
+package proxy_test
+
+// Service semantics on the wire through vnetlab's eBPF proxy: no ready
+// endpoint -> refused at once, sessionAffinity ClientIP, hairpin.
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+)
+
+// refusedAfter tries addr from namespace ns (TCP: connect; UDP: send and
+// read on a connected socket) and returns how long until ECONNREFUSED, or
+// what happened instead within 3 s.
+func refusedAfter(ns, proto, addr string) (time.Duration, error) {
+	var took time.Duration
+	err := nsutil.DoPath(ns, func() error {
+		start := time.Now()
+		c, err := net.DialTimeout(proto, addr, 3*time.Second)
+		if proto == "tcp" {
+			took = time.Since(start)
+			if err == nil {
+				c.Close()
+				return errors.New("connected")
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		buf := make([]byte, 64)
+		for {
+			if _, err = c.Write([]byte("?")); err == nil {
+				_, err = c.Read(buf)
+			}
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			took = time.Since(start)
+			return err
+		}
+	})
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		return took, nil
+	}
+	if err == nil {
+		err = errors.New("answered")
+	}
+	return took, err
+}
+
+// A Service whose selector matches no pod: its entries are in the node's
+// maps without backends, and a client pod's TCP connect and connected UDP
+// socket get "connection refused" at once (the programs' ICMP port
+// unreachable), not a timeout, as with kube-proxy's REJECT.
+func TestNoEndpointRefused(t *testing.T) {
+	cs := needCluster(t)
+	ns := kns(t, cs)
+	ips := runPods(t, cs, ns, clientPod("cli", 1))
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "nobody"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "nobody"}, Ports: []corev1.ServicePort{
+			{Name: "t", Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "u", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)},
+		}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := svc.Spec.ClusterIP
+	p1 := plane(t, 1)
+	if err := waitFor(30*time.Second, func() bool {
+		tcp, ok1 := entry(t, p1, vip, 80, ebpf.TCP)
+		udp, ok2 := entry(t, p1, vip, 53, ebpf.UDP)
+		return ok1 && ok2 && len(tcp.Backends) == 0 && len(udp.Backends) == 0
+	}); err != nil {
+		t.Fatal("the Service's entries never reached node 1's maps")
+	}
+	before, _ := p1.Stats()
+	cli := podNetns(t, ips["cli"])
+	for _, c := range []struct{ proto, addr string }{{"tcp", hostport(vip, 80)}, {"udp", hostport(vip, 53)}} {
+		for i := 0; i < 3; i++ {
+			took, err := refusedAfter(cli, c.proto, c.addr)
+			if err != nil {
+				t.Fatalf("%s %s without endpoints: %v after %s, want connection refused", c.proto, c.addr, err, took)
+			}
+			if took > time.Second {
+				t.Fatalf("%s %s refused after %s, want within 1 s", c.proto, c.addr, took)
+			}
+			t.Logf("%s %s: connection refused after %s", c.proto, c.addr, took.Round(time.Microsecond))
+		}
+	}
+	after, _ := p1.Stats()
+	if after.Rejects < before.Rejects+6 {
+		t.Errorf("node 1 rejected %d packets, want 6: the refusals did not come from its programs", after.Rejects-before.Rejects)
+	}
+}
+
+// sessionAffinity ClientIP with three backends: 20 connections from one
+// client pod all reach the same backend; the Service set back to None,
+// they spread again.
+func TestSessionAffinityClientIP(t *testing.T) {
+	cs := needCluster(t)
+	ns := kns(t, cs)
+	lbl := map[string]string{"app": "sticky"}
+	ips := runPods(t, cs, ns, whoamiPod("srv-a", 1, lbl), whoamiPod("srv-b", 2, lbl), whoamiPod("srv-c", 2, lbl), clientPod("cli", 1))
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"},
+		Spec: corev1.ServiceSpec{Selector: lbl, SessionAffinity: corev1.ServiceAffinityClientIP,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := svc.Spec.ClusterIP
+	p1 := plane(t, 1)
+	settled := func(affinity uint32) func() bool {
+		return func() bool {
+			s, ok := entry(t, p1, vip, 80, ebpf.TCP)
+			return ok && len(s.Backends) == 3 && s.Affinity == affinity
+		}
+	}
+	if err := waitFor(30*time.Second, settled(10800)); err != nil {
+		s, _ := entry(t, p1, vip, 80, ebpf.TCP)
+		t.Fatalf("node 1's entry %+v: want 3 backends, affinity 10800 s (the default)", s)
+	}
+	cli := podNetns(t, ips["cli"])
+	answers := func(n int) map[string]int {
+		seen := map[string]int{}
+		for range n {
+			w, err := who(cli, "tcp", hostport(vip, 80))
+			if err != nil {
+				w = "error: " + err.Error()
+			}
+			seen[w]++
+		}
+		return seen
+	}
+	if got := answers(20); len(got) != 1 {
+		t.Fatalf("20 connections with sessionAffinity ClientIP: %v, want one backend", got)
+	} else {
+		t.Logf("sessionAffinity ClientIP: %v", got)
+	}
+	patch := []byte(`{"spec":{"sessionAffinity":"None","sessionAffinityConfig":null}}`)
+	if _, err := cs.CoreV1().Services(ns).Patch(testCtx, "sticky", "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(30*time.Second, settled(0)); err != nil {
+		t.Fatal("node 1's entry kept its affinity after the Service went back to None")
+	}
+	got := answers(20)
+	if len(got) < 2 || got["srv-a"]+got["srv-b"]+got["srv-c"] != 20 {
+		t.Fatalf("sessionAffinity None: %v, want 20 answers from more than one backend", got)
+	}
+	t.Logf("sessionAffinity None: %v", got)
+}
+
+// Hairpin: a pod reaching its own Service's clusterIP, the only endpoint
+// being itself, is answered by itself (TCP, on the wire).
+func TestHairpinThroughService(t *testing.T) {
+	cs := needCluster(t)
+	ns := kns(t, cs)
+	lbl := map[string]string{"app": "self"}
+	ips := runPods(t, cs, ns, whoamiPod("self", 1, lbl))
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "self"},
+		Spec: corev1.ServiceSpec{Selector: lbl, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := plane(t, 1)
+	before, _ := p1.Stats()
+	mustWho(t, podNetns(t, ips["self"]), "tcp", hostport(svc.Spec.ClusterIP, 80), "self", 30*time.Second)
+	if after, _ := p1.Stats(); after.Hairpin <= before.Hairpin {
+		t.Errorf("node 1 counted no hairpin flow (%d before, %d after)", before.Hairpin, after.Hairpin)
+	}
+}
