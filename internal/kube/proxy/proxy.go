@@ -48,7 +48,11 @@ func (c Config) PodLinks() (string, error) {
 		set = append(set, "--programs-by-cni")
 	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("say how the pods' veths are found with exactly one of --bridge NAME (ports of the CNI's bridge), --veth-prefix P (veths named P...) or --programs-by-cni (the CNI attaches the programs); got %d (%s)", len(set), strings.Join(set, ", "))
+		got := "none"
+		if len(set) > 1 {
+			got = strings.Join(set, " and ")
+		}
+		return "", fmt.Errorf("say how the pods' veths are found with exactly one of --bridge NAME (ports of the CNI's bridge), --veth-prefix P (veths named P...) or --programs-by-cni (the CNI attaches the programs); got %s", got)
 	}
 	return set[0], nil
 }
