@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-kernels bench-up bench-paths clean-labs generate
+.PHONY: build deps demo test test-kernels bench-up bench-paths bench-kube clean-labs generate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vnetlab ./cmd/vnetlab
@@ -42,6 +42,11 @@ bench-up: build
 # IP), one interleaved run, each row a ratio with its 95% CI and target.
 bench-paths: build
 	./scripts/bench-paths.sh
+
+# Issue 13's table: kube-proxy iptables/nftables vs vnetlab's proxies on local
+# clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).
+bench-kube: build
+	./scripts/bench-kube.sh
 
 clean-labs: build
 	./bin/vnetlab clean

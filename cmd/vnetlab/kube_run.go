@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,7 @@ type kubeRun struct {
 	reportDir string
 	label     string
 	scenario  string
+	table     *scenario.Kube // kube.clusters: several local clusters, one after the other (kube_table.go)
 }
 
 func newKubeRunCmd() *cobra.Command {
@@ -59,12 +61,15 @@ it loaded automatically; for another cluster, load "vnetlab kube image -o vnetla
 into its nodes or push it to a registry and pass --image.
 
 A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
-flags given with -f override it.
+flags given with -f override it. With kube.clusters it names several configurations
+(CNI x proxy): each gets a local cluster brought up, measured and removed in turn, into one
+results file (cells CONFIG/path@placement/test; docs/kubernetes.md).
 
 Examples:
   vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
   vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
-  vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k`,
+  vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k
+  vnetlab kube run -f scenarios/kube-proxies.yaml -o kube-proxies.json --report kube-proxies-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run, err := r.resolve(cmd.Flags())
@@ -116,6 +121,9 @@ func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 		}
 		k.opts.Nodes, k.opts.Image, k.label = sk.Nodes, sk.Image, sk.Label
 		k.opts.ReadyTimeout = sk.ReadyTimeoutValue()
+		if sk.Tabled() {
+			k.table = sk
+		}
 	}
 	var err error
 	f.Visit(func(fl *pflag.Flag) {
@@ -150,10 +158,20 @@ func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.table != nil {
+		for _, name := range []string{"cluster", "kubeconfig", "context", "nodes", "label"} {
+			if f.Changed(name) {
+				return nil, fmt.Errorf("--%s: %s names its clusters in kube.clusters and brings each up itself: drop --%s, or edit the file", name, r.file, name)
+			}
+		}
+	}
 	return k, nil
 }
 
 func (k *kubeRun) execute(ctx context.Context) error {
+	if k.table != nil {
+		return k.executeTable(ctx)
+	}
 	kubeconfig, local, err := k.cf.resolve()
 	if err != nil {
 		return err
@@ -210,19 +228,12 @@ func (k *kubeRun) execute(ctx context.Context) error {
 	meta.Cluster = s.Detect(ctx, known)
 	meta.Cluster.Name, meta.Cluster.Image = label, opts.Image
 	res := &results.File{SchemaVersion: results.SchemaVersion}
-	var planned []runner.Planned
-	for _, ep := range s.Endpoints {
-		for _, t := range spec.Tests {
-			d, err := engine.For(spec.Engine, t)
-			if err != nil {
-				return err
-			}
-			c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
-				Test: string(t), Engine: d.Name(), Unit: t.Unit()}
-			res.Cells = append(res.Cells, c)
-			planned = append(planned, runner.Planned{Cell: c, Driver: d,
-				Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
-		}
+	planned, err := planCells(s, spec.Engine, spec.Tests, label, "", 0, nil)
+	if err != nil {
+		return err
+	}
+	for _, p := range planned {
+		res.Cells = append(res.Cells, p.Cell)
 	}
 	runErr := runner.Execute(ctx, spec, planned, newProgress())
 	res.Metadata = meta
@@ -265,4 +276,32 @@ func vnetlabImage(ctx context.Context, local string) (string, error) {
 	}
 	stderrf("loading image %s into cluster %s", img.Ref, local)
 	return img.Ref, cluster.LoadImages(ctx, local, []string{tmp.Name()})
+}
+
+// planCells is a cell per endpoint of the session (of the given paths; nil:
+// all) and test, named label/path@placement/test, with extra generated
+// Services present besides the measured one; provider, when given, names
+// the service cells' proxy as a lab's service cells name theirs
+// (label/service(provider+extra)@placement/test).
+func planCells(s *measure.Session, eng string, tests []engine.Test, label, provider string, extra int, paths []string) ([]runner.Planned, error) {
+	var planned []runner.Planned
+	for _, ep := range s.Endpoints {
+		if paths != nil && !slices.Contains(paths, ep.Path) {
+			continue
+		}
+		for _, t := range tests {
+			d, err := engine.For(eng, t)
+			if err != nil {
+				return nil, err
+			}
+			c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
+				Test: string(t), Engine: d.Name(), Unit: t.Unit(), ExtraServices: extra}
+			if ep.Path == measure.PathService {
+				c.Provider = provider
+			}
+			planned = append(planned, runner.Planned{Cell: c, Driver: d,
+				Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
+		}
+	}
+	return planned, nil
 }

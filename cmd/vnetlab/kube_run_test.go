@@ -123,3 +123,30 @@ func TestRunFileReport(t *testing.T) {
 		}
 	}
 }
+
+// A file with kube.clusters brings up its own clusters: the flags that name
+// one cluster are refused with it; measurement flags still override it.
+func TestKubeRunTableFlags(t *testing.T) {
+	file := writeScenario(t, `
+tests: [tcp_crr]
+repeat: 2
+kube:
+  paths: [pod, service]
+  clusters:
+    - {name: ipt, proxy: iptables}
+    - {name: nft, proxy: nftables, extra_services: 10}
+`)
+	k, err := resolveKubeRun(t, "-f", file, "--repeat", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.table == nil || len(k.table.Clusters) != 2 || k.spec.Repeat != 4 || k.table.ExtraFor(k.table.Clusters[1]) != 10 {
+		t.Errorf("table run: %+v", k)
+	}
+	for _, flag := range [][]string{{"--cluster", "k"}, {"--kubeconfig", "/x"}, {"--nodes", "a,b"}, {"--label", "x"}} {
+		_, err := resolveKubeRun(t, append([]string{"-f", file}, flag...)...)
+		if err == nil || !strings.Contains(err.Error(), flag[0]+": "+file+" names its clusters in kube.clusters") {
+			t.Errorf("%v with a table file: %v", flag, err)
+		}
+	}
+}

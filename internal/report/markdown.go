@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,15 @@ func Markdown(w io.Writer, d *Doc) {
 		p("> warning: %s\n\n", mdEsc(wn))
 	}
 
+	if c := d.Configs; c != nil {
+		p("## Configurations\n\nOne row per cluster configuration and placement: medians, and clusterIP/podIP as the ratio of medians with its bootstrap 95%% CI (`vnetlab ratio`). Each configuration ran on its own cluster, one after the other; with extra Services, both cells were measured in the same rounds with them present.\n\n")
+		mdRow(w, slices.Clone(c.Header))
+		mdRow(w, dashes(len(c.Header)))
+		for _, r := range c.Rows {
+			mdRow(w, slices.Clone(r))
+		}
+		p("\n")
+	}
 	for _, t := range d.Tests {
 		p("## %s (%s)\n\n", t.Test, mdEsc(t.Unit))
 		p("![%s](%s.svg)\n\n", t.Test, t.File)

@@ -14,6 +14,10 @@ import (
 // clusterIP per provider, medians, for each test of a run that measured
 // both paths. It prints nothing for runs without a service path.
 func Summary(w io.Writer, f *results.File) {
+	if t := buildConfigTable(f); t != nil { // several clusters: a row per configuration
+		configTable(w, t)
+		return
+	}
 	type key struct{ mode, test, col string }
 	val := map[key]string{}
 	var modes, tests, providers []string

@@ -37,6 +37,7 @@ type Doc struct {
 	Seeds    []*SeedView
 	NoSeeds  string // why no seed table is shown
 	Warnings []string
+	Configs  *ConfigTable // a kube run over several clusters (kubetable.go)
 }
 
 // KV is one metadata line.
@@ -99,6 +100,7 @@ func Build(f *results.File) *Doc {
 		d.Title += ": " + f.Metadata.Scenario
 	}
 	d.Meta = metadata(f.Metadata, f.Cells)
+	d.Configs = buildConfigTable(f)
 	byTest := map[string][]*results.Cell{}
 	for _, c := range f.Cells {
 		byTest[c.Test] = append(byTest[c.Test], c)

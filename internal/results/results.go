@@ -43,6 +43,10 @@ type Metadata struct {
 	Skipped     []Skipped         `json:"skipped,omitempty"`
 	// Cluster is the Kubernetes cluster a `kube run` measured.
 	Cluster *Cluster `json:"cluster,omitempty"`
+	// Clusters are the configurations of a `kube run` over several local
+	// clusters (kube.clusters), each Name being its cells' mode; Cluster is
+	// then unset.
+	Clusters []Cluster `json:"clusters,omitempty"`
 }
 
 // Cluster describes a measured Kubernetes cluster, each fact with how it

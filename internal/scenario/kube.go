@@ -25,6 +25,12 @@ type Kube struct {
 	Label      string   `yaml:"label"` // the cluster's name in tables and results
 	// ReadyTimeout: how long the measuring pods may take to be Ready.
 	ReadyTimeout string `yaml:"ready_timeout"`
+	// Clusters: several configurations measured one after the other, each
+	// on a local cluster of its own (kubetable.go); ExtraServices Services
+	// created through the API before ExtraTests are measured again.
+	Clusters      []KubeCluster `yaml:"clusters"`
+	ExtraServices int           `yaml:"extra_services"`
+	ExtraTests    []string      `yaml:"extra_tests"`
 }
 
 // ReadyTimeoutValue is ready_timeout, or 0 (the default) when not set.
@@ -85,11 +91,12 @@ func (s *Scenario) validateKube() error {
 			return s.kubeErrAt(key, -1, "empty list: give at least one (or leave the field out for all)")
 		}
 	}
-	return nil
+	return s.validateClusters()
 }
 
 // kubeFields are the fields of a kube: section, for messages.
-var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout"}
+var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout",
+	"clusters", "extra_services", "extra_tests"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
 func (s *Scenario) IsKube() bool { return s.Kube != nil }

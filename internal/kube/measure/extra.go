@@ -1,0 +1,300 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+)
+
+// ExtraWorkers is how many API calls the extra Services are created and
+// deleted with at once: enough to keep a local API server busy, few enough
+// not to trip its max-in-flight limits.
+const ExtraWorkers = 32
+
+// extraEndpointNet holds the extra Services' endpoints: one address each
+// from the benchmarking range (RFC 2544), which no pod or node has, so a
+// proxy programs a real backend and no packet is ever sent there.
+var extraEndpointNet = netip.MustParseAddr("198.18.0.1")
+
+// Extra is a namespace of extra Services made by CreateExtraServices.
+type Extra struct {
+	cs        kubernetes.Interface
+	Namespace string
+	Count     int
+	Took      time.Duration
+}
+
+// Rate is Services per second (each with its EndpointSlice).
+func (e *Extra) Rate() float64 { return float64(e.Count) / e.Took.Seconds() }
+
+// extraClient is a client for bulk work: the default client-go rate limit
+// (5 requests/s, burst 10) would make 10k Services take over an hour.
+func extraClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, 0 // no client-side limit; the server's flow control still applies
+	c.Timeout = apiTimeout
+	return kubernetes.NewForConfig(c)
+}
+
+// CreateExtraServices creates n ClusterIP Services in a labelled namespace
+// of their own, each selector-less with one EndpointSlice holding one
+// ready endpoint (what a proxy programs as a Service with a backend, like
+// the measured one), with ExtraWorkers calls at once. say reports progress
+// every few seconds. On failure what was made is deleted.
+func CreateExtraServices(ctx context.Context, cfg *rest.Config, n int, say func(string, ...any)) (*Extra, error) {
+	cs, err := extraClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := CreateNamespace(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	e := &Extra{cs: cs, Namespace: ns, Count: n}
+	start := time.Now()
+	var done atomic.Int64
+	stop := progressEvery(5*time.Second, func() {
+		say("extra Services: %d/%d created (%.0f/s)", done.Load(), n, float64(done.Load())/time.Since(start).Seconds())
+	})
+	err = parallel(ctx, n, func(i int) error {
+		if err := createExtra(ctx, cs, ns, i); err != nil {
+			return err
+		}
+		done.Add(1)
+		return nil
+	})
+	stop()
+	e.Took = time.Since(start)
+	if err != nil {
+		e.Delete(say)
+		return nil, fmt.Errorf("creating %d extra Services: %v", n, err)
+	}
+	return e, nil
+}
+
+func createExtra(ctx context.Context, cs kubernetes.Interface, ns string, i int) error {
+	name := fmt.Sprintf("extra-%05d", i)
+	labels := map[string]string{LabelKey: LabelValue}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := retryAPI(ctx, func(c context.Context) error {
+		_, err := cs.CoreV1().Services(ns).Create(c, svc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("service %s: %v", name, err)
+	}
+	b := extraEndpointNet.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(i)
+	addr := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	ready, port, proto, portName := true, int32(8080), corev1.ProtocolTCP, "tcp"
+	eps := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelKey: LabelValue,
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "vnetlab"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Protocol: &proto, Port: &port}},
+	}
+	if _, err := retryAPI(ctx, func(c context.Context) error {
+		_, err := cs.DiscoveryV1().EndpointSlices(ns).Create(c, eps, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("endpointslice %s: %v", name, err)
+	}
+	return nil
+}
+
+// Delete removes the extra Services and their slices, then the namespace,
+// and waits until the namespace is gone (so the proxies have dropped them
+// before the next measurement); it works after ctx was cancelled.
+func (e *Extra) Delete(say func(string, ...any)) (time.Duration, error) {
+	if e == nil {
+		return 0, nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
+	list, err := e.cs.CoreV1().Services(e.Namespace).List(lctx, metav1.ListOptions{})
+	lcancel()
+	if err == nil {
+		var done atomic.Int64
+		stop := progressEvery(5*time.Second, func() { say("extra Services: %d/%d deleted", done.Load(), len(list.Items)) })
+		err = parallel(ctx, len(list.Items), func(i int) error {
+			_, err := retryAPI(ctx, func(c context.Context) error {
+				err := e.cs.CoreV1().Services(e.Namespace).Delete(c, list.Items[i].Name, metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			})
+			done.Add(1)
+			return err
+		})
+		stop()
+	}
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	_ = e.cs.DiscoveryV1().EndpointSlices(e.Namespace).DeleteCollection(dctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	dcancel()
+	if nerr := DeleteNamespace(e.cs, e.Namespace); nerr != nil && err == nil {
+		err = nerr
+	}
+	for err == nil {
+		_, gerr := e.cs.CoreV1().Namespaces().Get(ctx, e.Namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(gerr) {
+			break
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("namespace %s still there after %s", e.Namespace, time.Since(start).Round(time.Second))
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return time.Since(start), err
+}
+
+// parallel runs do(0..n-1) on ExtraWorkers goroutines; the first error
+// stops the handing out of new work and is returned.
+func parallel(ctx context.Context, n int, do func(int) error) error {
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range min(ExtraWorkers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := do(i); err != nil {
+					once.Do(func() { firstErr = err })
+					next.Store(int64(n)) // hand out nothing more
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return firstErr
+}
+
+// retryAPI makes one API call with its own deadline, retrying a few times
+// when the server asks to (429, 5xx, timeouts): a busy local API server
+// sheds load that way under bulk creation.
+func retryAPI(ctx context.Context, call func(context.Context) error) (int, error) {
+	var err error
+	for attempt := 1; ; attempt++ {
+		c, cancel := context.WithTimeout(ctx, apiTimeout)
+		err = call(c)
+		cancel()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return attempt, nil
+		}
+		retriable := apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+		if !retriable || attempt == 5 || ctx.Err() != nil {
+			return attempt, err
+		}
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+}
+
+// progressEvery calls f every d until the returned stop is called.
+func progressEvery(d time.Duration, f func()) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// WaitProgrammed creates one more Service in front of the server pod, after
+// the extra ones, and waits until a TCP connection to it from a client pod
+// works: a proxy applies the changes it has seen in one sync, so when the
+// newest Service carries traffic the extra Services are in the data plane
+// too (kube-proxy iptables rewrites them all; nothing is measured while it
+// still does). It returns how long that took.
+func (s *Session) WaitProgrammed(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	const name = "sentinel"
+	server, client := podName(false, "server"), ""
+	for _, ep := range s.Endpoints {
+		if ep.Path != PathHost {
+			client = ep.ClientPod
+			break
+		}
+	}
+	if client == "" {
+		return 0, fmt.Errorf("no pod or service path to carry a probe: measure extra Services with kube.paths pod or service")
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelKey: LabelValue}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"vnetlab.pod": server},
+			Ports: []corev1.ServicePort{{Name: "rr", Protocol: corev1.ProtocolTCP, Port: 7001, TargetPort: intstr.FromInt32(7001)}}}}
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	got, err := s.Client.CoreV1().Services(s.Namespace).Create(cctx, svc, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("create service %s: %v", name, err)
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), apiTimeout)
+		defer dcancel()
+		_ = s.Client.CoreV1().Services(s.Namespace).Delete(dctx, name, metav1.DeleteOptions{})
+	}()
+	self, err := engine.SelfBinary()
+	if err != nil {
+		return 0, err
+	}
+	srv := s.Exec.Command(ctx, server, self, "rr-server", "--proto", "tcp", "--port", "7001")
+	if err := srv.Start(); err != nil {
+		return 0, fmt.Errorf("rr-server in pod %s: %v", server, err)
+	}
+	defer func() { srv.Kill(); _ = srv.Wait() }()
+	addr := got.Spec.ClusterIP + ":7001"
+	var last error
+	for time.Since(start) < timeout {
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		_, last = s.Exec.Command(actx, client, self, "rr-client", "--proto", "tcp", "--addr", addr, "--mode", "crr", "--duration", "1s").Output()
+		acancel()
+		if last == nil {
+			return time.Since(start), nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		time.Sleep(time.Second)
+	}
+	return 0, fmt.Errorf("Service %s (%s) created after the extra Services carried no connection within %s (last: %v): the proxy is still programming them, or dropped them", name, addr, timeout, last)
+}
