@@ -51,7 +51,7 @@ int to_pod(struct __sk_buff *skb)
 
 /* veth-ebpf: the node end of a pod's veth, ingress. Service translation,
  * then bpf_redirect_peer into the destination pod (TC_ACT_REDIRECT), or on
- * to the node's stack. Its egress carries to_pod. */
+ * to the node's stack. Its egress carries host_to_pod. */
 SEC("tc")
 int host_from_pod(struct __sk_buff *skb)
 {
@@ -70,6 +70,14 @@ SEC("tc")
 int nodeport_out(struct __sk_buff *skb)
 {
 	return lb_verdict(np_to_wire(skb));
+}
+
+/* veth-ebpf: the node end of a pod's veth, egress: to_pod, and notes the
+ * flows the node's stack forwarded between two pods of this node (host.h). */
+SEC("tc")
+int host_to_pod(struct __sk_buff *skb)
+{
+	return lb_verdict(host_to_pod_route(skb));
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

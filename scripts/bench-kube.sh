@@ -8,6 +8,7 @@
 #
 #   make bench-kube                           # build, run (25-30 min here), print the rows
 #   REPEAT=3 scripts/bench-kube.sh            # fewer samples per cell
+#   DURATION=2s scripts/bench-kube.sh         # shorter samples (the file says 3s)
 #   RESULTS=old.json scripts/bench-kube.sh    # print the rows of an earlier run again
 #   OUT=after.json REPORT=dir scripts/bench-kube.sh
 set -eu
@@ -21,7 +22,7 @@ else
 	echo "machine load before the run: $(uptime)"
 	# --cpu-affinity auto: tcp_rr/tcp_crr client and server pinned to one CPU
 	# (the clusters are local, their pods run on this machine's CPUs).
-	"$BIN" kube run -f scenarios/kube-proxies.yaml --cpu-affinity auto ${REPEAT:+--repeat "$REPEAT"} -o "$OUT" --report "$REPORT"
+	"$BIN" kube run -f scenarios/kube-proxies.yaml --cpu-affinity auto ${REPEAT:+--repeat "$REPEAT"} ${DURATION:+--duration "$DURATION"} -o "$OUT" --report "$REPORT"
 	echo "machine load after the run: $(uptime)"
 fi
 

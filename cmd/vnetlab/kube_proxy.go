@@ -23,16 +23,16 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR [--bridge cni0] [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			for flag, v := range map[string]string{"--kubeconfig": c.Kubeconfig, "--node": c.Node, "--netns": c.NetNS, "--plane": c.Plane, "--bridge": c.Bridge} {
+			for flag, v := range map[string]string{"--kubeconfig": c.Kubeconfig, "--node": c.Node, "--netns": c.NetNS, "--plane": c.Plane} {
 				if v == "" {
-					return fmt.Errorf("%s is empty: kube-proxy needs --kubeconfig, --node, --netns, --plane and --bridge", flag)
+					return fmt.Errorf("%s is empty: kube-proxy needs --kubeconfig, --node, --netns and --plane", flag)
 				}
 			}
 			if c.Mode != proxy.ModeEBPF && c.Mode != proxy.ModeSock {
@@ -40,6 +40,9 @@ func newKubeProxyCmd() *cobra.Command {
 			}
 			if c.Mode == proxy.ModeSock && c.Cgroup == "" {
 				return fmt.Errorf("--mode %s needs --cgroup: the node's cgroup v2 directory, which holds its pods", proxy.ModeSock)
+			}
+			if _, err := c.PodLinks(); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
@@ -53,7 +56,9 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Node, "node", "", "this node's Kubernetes name (for internalTrafficPolicy Local)")
 	cmd.Flags().StringVar(&c.NetNS, "netns", "", "this node's network namespace (a name under /run/netns); run the proxy inside it")
 	cmd.Flags().StringVar(&c.Plane, "plane", "", "the node's pin directory name under /sys/fs/bpf/vnetlab")
-	cmd.Flags().StringVar(&c.Bridge, "bridge", "cni0", "the CNI's bridge, whose ports (the pods' veths) get the programs")
+	cmd.Flags().StringVar(&c.Bridge, "bridge", "", "the CNI's bridge, whose ports (the pods' veths) get the programs (Debian's bridge plugin: cni0)")
+	cmd.Flags().StringVar(&c.VethPrefix, "veth-prefix", "", "the pods' node-side veths are those named with this prefix (vnetlab's CNI: vnl)")
+	cmd.Flags().BoolVar(&c.ByCNI, "programs-by-cni", false, "the CNI attaches the programs itself (vnetlab's veth-ebpf): only fill the Service maps of --plane")
 	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's IPv4 address NodePorts answer on (default: the Node's InternalIP)")
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")

@@ -41,6 +41,10 @@ const errPluginNotAvailable uint = 50
 // hostIfPrefix starts the node end of every pod link the plugin makes.
 const hostIfPrefix = "vnl"
 
+// HostIfPrefix is hostIfPrefix for vnetlab's Service proxy, which finds
+// the pods' node ends by it (kube-proxy --veth-prefix).
+const HostIfPrefix = hostIfPrefix
+
 // Main runs the plugin: the CNI_* environment says what to do, stdin holds
 // the configuration, stdout gets the result or a CNI error.
 func Main() {

@@ -160,10 +160,10 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		return Endpoint{}, err
 	}
 	from, to := hooks(pl)
-	fromProg := p.objs.FromPod
+	fromProg, toProg := p.objs.FromPod, p.objs.ToPod
 	switch {
 	case pl == Routed:
-		fromProg = p.objs.HostFromPod
+		fromProg, toProg = p.objs.HostFromPod, p.objs.HostToPod
 	case l2:
 		fromProg = p.objs.FromPodL2
 	}
@@ -171,7 +171,7 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		name string
 		prog *ebpf.Program
 		at   ebpf.AttachType
-	}{{"from_pod", fromProg, from}, {"to_pod", p.objs.ToPod, to}}
+	}{{"from_pod", fromProg, from}, {"to_pod", toProg, to}}
 	for _, pr := range progs {
 		pin := filepath.Join(dir, pr.name)
 		var err error

@@ -313,3 +313,47 @@ func TestPodRouteAPI(t *testing.T) {
 		t.Fatal("a deleted route is still used")
 	}
 }
+
+// kube-proxy on a veth-ebpf node: a client pod's packet to a clusterIP goes
+// to the node's stack (no Service in the maps), whose DNAT sends it to a
+// backend pod of the same node through that pod's node end (host_to_pod at
+// egress). The backend's replies must then go back through the stack (its
+// conntrack restores the clusterIP), not be redirected to the client. A
+// flow between the two pods that host routing carried is still redirected.
+func TestHostRouteRepliesOfStackNAT(t *testing.T) {
+	p := routedPlane(t)
+	for _, proto := range []uint8{protoTCP, protoUDP} {
+		// Before any such flow: a reply is redirected as ever.
+		rep := ipv4{src: podA, dst: podB, proto: proto, sport: 5201, dport: 40002, tcpFlags: tcpSYN | tcpACK}.bytes()
+		ret, out := run(t, p.Objects().HostFromPod, rep)
+		delivered(t, ret, rep, out, macB, nodeMacB)
+		// The stack forwards pod-b's first packet (after its DNAT) to pod-a.
+		first := ipv4{src: podB, dst: podA, proto: proto, sport: 40002, dport: 5201, tcpFlags: tcpSYN}.bytes()
+		ret, out = run(t, p.Objects().HostToPod, first)
+		mustOK(t, ret)
+		if !bytes.Equal(first, out) {
+			t.Fatal("host_to_pod changed a packet it has no translation for")
+		}
+		// Its replies now go to the stack, untouched.
+		for i := 0; i < 2; i++ {
+			ret, out = run(t, p.Objects().HostFromPod, rep)
+			mustOK(t, ret)
+			if !bytes.Equal(rep, out) {
+				t.Fatalf("proto %d: a reply of a flow the stack forwarded was changed", proto)
+			}
+		}
+		// A mid-flow TCP packet through the stack (no SYN) notes nothing,
+		// and other flows between the pods are still host-routed.
+		mid := ipv4{src: podB, dst: podA, proto: proto, sport: 40003, dport: 5201, tcpFlags: tcpACK}.bytes()
+		if proto == protoTCP {
+			run(t, p.Objects().HostToPod, mid)
+		}
+		other := ipv4{src: podA, dst: podB, proto: proto, sport: 5201, dport: 40003, tcpFlags: tcpACK}.bytes()
+		ret, out = run(t, p.Objects().HostFromPod, other)
+		delivered(t, ret, other, out, macB, nodeMacB)
+	}
+	hs, _ := p.HostStats()
+	if hs.Stack != 4 || hs.Redirected != 4 {
+		t.Fatalf("host stats %+v: want 4 replies left to the stack, 4 redirected", hs)
+	}
+}

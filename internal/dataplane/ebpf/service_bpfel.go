@@ -13,6 +13,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type serviceHostFlow struct {
+	_     structs.HostLayout
+	Saddr uint32
+	Daddr uint32
+	Sport uint16
+	Dport uint16
+	Proto uint32
+}
+
 type serviceLbAffinity struct {
 	_      structs.HostLayout
 	LastNs uint64
@@ -116,25 +125,28 @@ type servicePodRoute struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	serviceMapHostStats    = "host_stats"
-	serviceMapLbAffinity   = "lb_affinity"
-	serviceMapLbBackends   = "lb_backends"
-	serviceMapLbBports     = "lb_bports"
-	serviceMapLbConntrack  = "lb_conntrack"
-	serviceMapLbFrags      = "lb_frags"
-	serviceMapLbMeta       = "lb_meta"
-	serviceMapLbServices   = "lb_services"
-	serviceMapLbStats      = "lb_stats"
-	serviceMapLbVip16      = "lb_vip16"
-	serviceMapNpConntrack  = "np_conntrack"
-	serviceMapNpStats      = "np_stats"
-	serviceMapPodRoutes    = "pod_routes"
-	serviceProgFromPod     = "from_pod"
-	serviceProgFromPodL2   = "from_pod_l2"
-	serviceProgHostFromPod = "host_from_pod"
-	serviceProgNodeportIn  = "nodeport_in"
-	serviceProgNodeportOut = "nodeport_out"
-	serviceProgToPod       = "to_pod"
+	serviceMapHostStats      = "host_stats"
+	serviceMapHostViaStack   = "host_via_stack"
+	serviceMapHostViaStackOn = "host_via_stack_on"
+	serviceMapLbAffinity     = "lb_affinity"
+	serviceMapLbBackends     = "lb_backends"
+	serviceMapLbBports       = "lb_bports"
+	serviceMapLbConntrack    = "lb_conntrack"
+	serviceMapLbFrags        = "lb_frags"
+	serviceMapLbMeta         = "lb_meta"
+	serviceMapLbServices     = "lb_services"
+	serviceMapLbStats        = "lb_stats"
+	serviceMapLbVip16        = "lb_vip16"
+	serviceMapNpConntrack    = "np_conntrack"
+	serviceMapNpStats        = "np_stats"
+	serviceMapPodRoutes      = "pod_routes"
+	serviceProgFromPod       = "from_pod"
+	serviceProgFromPodL2     = "from_pod_l2"
+	serviceProgHostFromPod   = "host_from_pod"
+	serviceProgHostToPod     = "host_to_pod"
+	serviceProgNodeportIn    = "nodeport_in"
+	serviceProgNodeportOut   = "nodeport_out"
+	serviceProgToPod         = "to_pod"
 )
 
 // loadService returns the embedded CollectionSpec for service.
@@ -182,6 +194,7 @@ type serviceProgramSpecs struct {
 	FromPod     *ebpf.ProgramSpec `ebpf:"from_pod"`
 	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
+	HostToPod   *ebpf.ProgramSpec `ebpf:"host_to_pod"`
 	NodeportIn  *ebpf.ProgramSpec `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.ProgramSpec `ebpf:"nodeport_out"`
 	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
@@ -191,19 +204,21 @@ type serviceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceMapSpecs struct {
-	HostStats   *ebpf.MapSpec `ebpf:"host_stats"`
-	LbAffinity  *ebpf.MapSpec `ebpf:"lb_affinity"`
-	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
-	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
-	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
-	LbFrags     *ebpf.MapSpec `ebpf:"lb_frags"`
-	LbMeta      *ebpf.MapSpec `ebpf:"lb_meta"`
-	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
-	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
-	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
-	NpConntrack *ebpf.MapSpec `ebpf:"np_conntrack"`
-	NpStats     *ebpf.MapSpec `ebpf:"np_stats"`
-	PodRoutes   *ebpf.MapSpec `ebpf:"pod_routes"`
+	HostStats      *ebpf.MapSpec `ebpf:"host_stats"`
+	HostViaStack   *ebpf.MapSpec `ebpf:"host_via_stack"`
+	HostViaStackOn *ebpf.MapSpec `ebpf:"host_via_stack_on"`
+	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
+	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
+	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
+	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
+	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
+	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
+	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
+	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
+	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
+	NpConntrack    *ebpf.MapSpec `ebpf:"np_conntrack"`
+	NpStats        *ebpf.MapSpec `ebpf:"np_stats"`
+	PodRoutes      *ebpf.MapSpec `ebpf:"pod_routes"`
 }
 
 // serviceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -232,24 +247,28 @@ func (o *serviceObjects) Close() error {
 //
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type serviceMaps struct {
-	HostStats   *ebpf.Map `ebpf:"host_stats"`
-	LbAffinity  *ebpf.Map `ebpf:"lb_affinity"`
-	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
-	LbBports    *ebpf.Map `ebpf:"lb_bports"`
-	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
-	LbFrags     *ebpf.Map `ebpf:"lb_frags"`
-	LbMeta      *ebpf.Map `ebpf:"lb_meta"`
-	LbServices  *ebpf.Map `ebpf:"lb_services"`
-	LbStats     *ebpf.Map `ebpf:"lb_stats"`
-	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
-	NpConntrack *ebpf.Map `ebpf:"np_conntrack"`
-	NpStats     *ebpf.Map `ebpf:"np_stats"`
-	PodRoutes   *ebpf.Map `ebpf:"pod_routes"`
+	HostStats      *ebpf.Map `ebpf:"host_stats"`
+	HostViaStack   *ebpf.Map `ebpf:"host_via_stack"`
+	HostViaStackOn *ebpf.Map `ebpf:"host_via_stack_on"`
+	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
+	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
+	LbBports       *ebpf.Map `ebpf:"lb_bports"`
+	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
+	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
+	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
+	LbServices     *ebpf.Map `ebpf:"lb_services"`
+	LbStats        *ebpf.Map `ebpf:"lb_stats"`
+	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
+	NpConntrack    *ebpf.Map `ebpf:"np_conntrack"`
+	NpStats        *ebpf.Map `ebpf:"np_stats"`
+	PodRoutes      *ebpf.Map `ebpf:"pod_routes"`
 }
 
 func (m *serviceMaps) Close() error {
 	return _ServiceClose(
 		m.HostStats,
+		m.HostViaStack,
+		m.HostViaStackOn,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
@@ -278,6 +297,7 @@ type servicePrograms struct {
 	FromPod     *ebpf.Program `ebpf:"from_pod"`
 	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
+	HostToPod   *ebpf.Program `ebpf:"host_to_pod"`
 	NodeportIn  *ebpf.Program `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.Program `ebpf:"nodeport_out"`
 	ToPod       *ebpf.Program `ebpf:"to_pod"`
@@ -288,6 +308,7 @@ func (p *servicePrograms) Close() error {
 		p.FromPod,
 		p.FromPodL2,
 		p.HostFromPod,
+		p.HostToPod,
 		p.NodeportIn,
 		p.NodeportOut,
 		p.ToPod,

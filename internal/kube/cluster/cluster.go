@@ -87,11 +87,6 @@ func (s Spec) Validate() error {
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
-	if slices.Contains(VnetlabProxies, s.Proxy) && s.CNI == CNIVnetlab {
-		// The proxy attaches its programs to the pods' ports on the bridge
-		// CNI's cni0; vnetlab's CNI modes have no such bridge yet.
-		return fmt.Errorf("--proxy %s works with --cni bridge only for now: drop --cni vnetlab, or use --proxy iptables or nftables with it", s.Proxy)
-	}
 	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
 		if s.Proxy == m {
 			return nil

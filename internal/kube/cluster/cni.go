@@ -69,9 +69,10 @@ func (s Spec) cniFact() string {
 
 // NodePlane is the eBPF data plane (bpffs directory under
 // /sys/fs/bpf/vnetlab) of node i of cluster k: veth-ebpf's host routing
-// attaches there, and a Service proxy programming the same tc programs
-// must use the same one.
-func NodePlane(k string, i int) string { return NodeName(k, i) }
+// attaches there, and vnetlab's Service proxy fills the Service maps of the
+// same one (ProxyPlane), so that a node has one plane: with veth-ebpf the
+// programs the CNI put on the pods translate the proxy's Services.
+func NodePlane(k string, i int) string { return ProxyPlane(k, NodeName(k, i)) }
 
 // cniBinDir prepares the directory containerd runs CNI plugins from: with
 // vnetlab's plugin, the cluster's own directory of links (vnetlab-cni to
@@ -101,9 +102,9 @@ func (b *builder) cniBinDir() (string, error) {
 }
 
 // writeVnetlabCNI writes node n's conflist for vnetlab's plugin, and
-// journals its eBPF plane (NodePlane: the node's name) for teardown.
+// journals its eBPF plane (NodePlane) for teardown.
 func (b *builder) writeVnetlabCNI(n node) error {
-	plane := n.name
+	plane := ProxyPlane(b.spec.Name, n.name)
 	if err := b.l.Journal().Record(lab.KindPin, ebpf.PinDir(plane)); err != nil {
 		return err
 	}

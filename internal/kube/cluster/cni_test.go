@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,13 +39,28 @@ func TestSpecValidateCNI(t *testing.T) {
 			t.Errorf("%+v: %v, want an error containing %q", c.spec, err, c.want)
 		}
 	}
-	both := Spec{Name: "k", Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab}
-	if err := both.Validate(); err == nil || !strings.Contains(err.Error(), "--cni bridge only") {
-		t.Errorf("%+v: %v, want an error saying the proxy needs --cni bridge", both, err)
+	// Every mode of vnetlab's plugin with every proxy, and where the proxy
+	// finds the pods.
+	for _, mode := range topo.AttachModes() {
+		for _, proxy := range append([]string{"iptables", "nftables"}, VnetlabProxies...) {
+			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: CNIVnetlab, CNIMode: mode}
+			if err := ok.Validate(); err != nil {
+				t.Errorf("%+v: %v", ok, err)
+			}
+		}
 	}
-	ok := Spec{Name: "k", Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("%+v: %v", ok, err)
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{}, "--bridge " + PodBridge},
+		{Spec{CNI: CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: CNIVnetlab, CNIMode: topo.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: CNIVnetlab, CNIMode: topo.VethEBPF}, "--programs-by-cni"},
+	} {
+		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
+			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)
+		}
 	}
 }
 
@@ -51,18 +68,29 @@ func TestSpecValidateCNI(t *testing.T) {
 // veth-routed: pods get addresses from their node's range, reach each other
 // on the same node and across nodes, reach a ClusterIP through kube-proxy;
 // deleting the pods unwires them (kubelet's DEL), and `kube down` leaves
-// nothing.
+// nothing. VNETLAB_CNI_KUBEPROXY_MODES=veth-ebpf,bridge runs the same with
+// those modes too (veth-ebpf: a same-node ClusterIP backend's replies go
+// back through kube-proxy's conntrack, bpf/host.h's host_via_stack).
 func TestVnetlabCNICluster(t *testing.T) {
 	needCluster(t)
-	const name = "vkc"
+	modes := []string{topo.VethRouted}
+	if m := os.Getenv("VNETLAB_CNI_KUBEPROXY_MODES"); m != "" {
+		modes = append(modes, strings.Split(m, ",")...)
+	}
+	for i, mode := range modes {
+		t.Run(mode, func(t *testing.T) { vnetlabCNICluster(t, fmt.Sprintf("vkc%d", i), mode) })
+	}
+}
+
+func vnetlabCNICluster(t *testing.T, name, mode string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab, CNIMode: topo.VethRouted}, t.Logf)
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kube up --cni vnetlab --cni-mode veth-routed: %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("kube up --cni vnetlab --cni-mode %s: %s", mode, time.Since(start).Round(100*time.Millisecond))
 	defer func() {
 		start := time.Now()
 		if err := Down(name, nil); err != nil {
@@ -78,7 +106,7 @@ func TestVnetlabCNICluster(t *testing.T) {
 			}
 		}
 	}()
-	if st.Facts[FactCNI] != "vnetlab veth-routed + host-local" {
+	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
 	cs, err := Client(st.Facts[FactKubeconfig])
@@ -195,4 +223,185 @@ func podLinks(st *lab.State) string {
 		}
 	}
 	return strings.Join(left, ", ")
+}
+
+// vnetlab's CNI in mode veth-ebpf with vnetlab's eBPF Service proxy: one
+// eBPF plane per node. The CNI's host-routing programs on every pod are the
+// only programs (placement routed), the proxy fills the Service maps of
+// that same plane, and the ClusterIPs are translated there: the plane's
+// DNAT counter rises, same-node traffic is delivered by bpf_redirect_peer,
+// no kube-proxy runs. Pods reach each other and a ClusterIP (TCP and UDP)
+// on the same node and across nodes; `kube down` leaves nothing.
+// VNETLAB_CNI_PROXY_MODES=veth-routed,bridge runs the same with those modes
+// too (the proxy then attaches its programs to the CNI's vnl... veths).
+func TestVnetlabCNIWithEBPFProxy(t *testing.T) {
+	needCluster(t)
+	modes := []string{topo.VethEBPF}
+	if m := os.Getenv("VNETLAB_CNI_PROXY_MODES"); m != "" {
+		modes = append(modes, strings.Split(m, ",")...)
+	}
+	for i, mode := range modes {
+		t.Run(mode, func(t *testing.T) { cniWithEBPFProxy(t, fmt.Sprintf("vke%d", i), mode) })
+	}
+}
+
+func cniWithEBPFProxy(t *testing.T, name, mode string) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube up --cni vnetlab --cni-mode %s --proxy vnetlab-ebpf: %s", mode, time.Since(start).Round(100*time.Millisecond))
+	defer func() {
+		if err := Down(name, nil); err != nil {
+			t.Errorf("kube down: %v", err)
+		}
+		if msg := Leftovers(st, nil); msg != "" {
+			t.Errorf("kube down left: %s", msg)
+		}
+	}()
+	cs, err := Client(st.Facts[FactKubeconfig])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ebpf-test"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, time.Minute, "the namespace's default ServiceAccount", func() bool {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	pod := func(name string, node int, args ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": st.Nodes[node-1].Name}, TerminationGracePeriodSeconds: &zero,
+				Containers: []corev1.Container{{Name: "c", Image: st.Facts[FactImage], ImagePullPolicy: corev1.PullNever}}}}
+		if len(args) > 0 {
+			p.Spec.Containers[0].Command = append([]string{image.VnetlabPath}, args...)
+		}
+		return p
+	}
+	whoami := []string{"whoami", "--tcp", "8080", "--udp", "5353"}
+	for _, p := range []*corev1.Pod{pod("srv1", 1, whoami...), pod("srv2", 2, whoami...), pod("cli", 1)} {
+		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vips := map[string]string{}
+	for _, s := range []string{"srv1", "srv2"} {
+		svc, err := cs.CoreV1().Services(ns.Name).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": s}, Ports: []corev1.ServicePort{
+				{Name: "tcp", Port: 80, TargetPort: intstr.FromInt32(8080)},
+				{Name: "udp", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vips[s] = svc.Spec.ClusterIP
+	}
+	ips := map[string]string{}
+	for _, s := range []string{"srv1", "srv2", "cli"} {
+		ips[s] = waitPod(ctx, t, cs, ns.Name, s, corev1.PodRunning).Status.PodIP
+	}
+	cli := podNetnsHolding(t, st.Name, ips["cli"])
+	plane, err := ebpf.Open(NodePlane(name, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Close()
+	before, _ := plane.Stats()
+	hostBefore, _ := plane.HostStats()
+	for _, c := range []struct{ what, proto, addr, want string }{
+		{"same-node pod IP", "tcp", net.JoinHostPort(ips["srv1"], "8080"), "srv1"},
+		{"cross-node pod IP", "tcp", net.JoinHostPort(ips["srv2"], "8080"), "srv2"},
+		{"same-node ClusterIP", "tcp", net.JoinHostPort(vips["srv1"], "80"), "srv1"},
+		{"same-node ClusterIP", "udp", net.JoinHostPort(vips["srv1"], "53"), "srv1"},
+		{"cross-node ClusterIP", "tcp", net.JoinHostPort(vips["srv2"], "80"), "srv2"},
+		{"cross-node ClusterIP", "udp", net.JoinHostPort(vips["srv2"], "53"), "srv2"},
+	} {
+		var got string
+		var err error
+		// The proxy programs a Service a moment after its endpoint is ready.
+		if waitFor(ctx, 30*time.Second, c.what, func() bool { got, err = whoAnswers(cli, c.proto, c.addr); return err == nil && got == c.want }) != nil {
+			t.Errorf("%s %s %s from cli: answered %q (%v), want %q", c.what, c.proto, c.addr, got, err, c.want)
+		}
+	}
+	after, _ := plane.Stats()
+	hostAfter, _ := plane.HostStats()
+	if after.DNAT < before.DNAT+4 || after.RNAT < before.RNAT+4 {
+		t.Errorf("node 1's plane translated %d packets and %d replies: the ClusterIPs did not go through the CNI's plane", after.DNAT-before.DNAT, after.RNAT-before.RNAT)
+	}
+	// One program set per pod: with veth-ebpf the CNI's (host routing,
+	// the proxy attached nothing), else the proxy's on the CNI's veths.
+	want := ebpf.NodeSide
+	if mode == topo.VethEBPF {
+		want = ebpf.Routed
+		if hostAfter.Redirected <= hostBefore.Redirected {
+			t.Errorf("no packet was delivered by bpf_redirect_peer on node 1")
+		}
+	}
+	eps, err := plane.ListEndpoints()
+	if err != nil || len(eps) < 2 {
+		t.Fatalf("node 1's endpoints: %v (%v), want one on each of its pods", eps, err)
+	}
+	for _, ep := range eps {
+		if ep.Placement != want || !strings.HasPrefix(ep.Ifname, cni.HostIfPrefix) {
+			t.Errorf("endpoint %s placement %s on node 1, want %s on the CNI's %s... veths", ep.Ifname, ep.Placement, want, cni.HostIfPrefix)
+		}
+	}
+	for _, pid := range ProcessesMentioning("kube-proxy.yaml") {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), lab.Dir(name)) {
+			t.Errorf("a kube-proxy runs for the cluster (pid %d)", pid)
+		}
+	}
+}
+
+// podNetnsHolding finds the network namespace (under the cluster's
+// containerd state) of the pod with address ip.
+func podNetnsHolding(t *testing.T, cluster, ip string) string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(lab.Dir(cluster), "*", "containerd", "state", "*", "netns", "*"))
+	for _, p := range paths {
+		found := false
+		_ = nsutil.DoPath(p, func() error {
+			addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+			for _, a := range addrs {
+				found = found || a.IP.String() == ip
+			}
+			return err
+		})
+		if found {
+			return p
+		}
+	}
+	t.Fatalf("no pod network namespace holds %s", ip)
+	return ""
+}
+
+// whoAnswers asks addr (tcp or udp) from namespace ns which pod answers (a
+// whoami backend).
+func whoAnswers(ns, proto, addr string) (string, error) {
+	var out string
+	err := nsutil.DoPath(ns, func() error {
+		c, err := net.DialTimeout(proto, addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if proto == "udp" {
+			if _, err := c.Write([]byte("?")); err != nil {
+				return err
+			}
+		}
+		buf := make([]byte, 256)
+		n, err := c.Read(buf)
+		out = strings.TrimSpace(string(buf[:n]))
+		return err
+	})
+	return out, err
 }

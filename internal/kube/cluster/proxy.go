@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // VnetlabProxies are the --proxy values that run `vnetlab kube-proxy`
@@ -54,9 +56,9 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, "kube-proxy", "--kubeconfig", kubeconfig,
-		"--node", n.name, "--netns", n.ns, "--plane", plane, "--bridge", PodBridge,
-		"--node-ip", n.ip.String(), "--uplink", uplink, "--mode", b.spec.Proxy, "--cgroup", cg)
+	args := append([]string{"kube-proxy", "--kubeconfig", kubeconfig, "--node", n.name, "--netns", n.ns, "--plane", plane}, append(b.spec.proxyPodLinks(), "--node-ip", n.ip.String(), "--uplink", uplink)...)
+	args = append(args, "--mode", b.spec.Proxy, "--cgroup", cg)
+	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, args...)
 }
 
 // NodeCgroup is a node's directory in the unified (cgroup v2) hierarchy:
@@ -108,4 +110,20 @@ func (b *builder) nodeQuery(ctx context.Context, n node, server, name string) ([
 		}
 	}
 	return ips, nil
+}
+
+// proxyPodLinks tells vnetlab's proxy where the CNI put the pods: the ports
+// of the bridge CNI's cni0; vnetlab's CNI's node ends (vnl..., veth-routed
+// and bridge: the proxy attaches its programs to them); or, with veth-ebpf,
+// nothing to attach: the CNI's host-routing programs on every pod are the
+// Service programs, and the proxy fills the maps of the same plane
+// (NodePlane = ProxyPlane), so each node runs one eBPF program per pod.
+func (s Spec) proxyPodLinks() []string {
+	switch {
+	case s.CNI != CNIVnetlab:
+		return []string{"--bridge", PodBridge}
+	case s.cniMode() == topo.VethEBPF:
+		return []string{"--programs-by-cni"}
+	}
+	return []string{"--veth-prefix", cni.HostIfPrefix}
 }

@@ -15,10 +15,6 @@ func TestProxyChoice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "vnetlab-ebpf") {
 		t.Errorf("--proxy ipvs: %v, want a refusal naming the choices", err)
 	}
-	err = (Spec{Name: "k", Nodes: 2, Proxy: "vnetlab-sock", CNI: CNIVnetlab, CNIMode: "veth-routed"}).Validate()
-	if err == nil || strings.Contains(err.Error(), "\n") {
-		t.Errorf("--proxy vnetlab-sock --cni vnetlab: %v, want a one-line refusal", err)
-	}
 	if !IsVnetlabProxy("vnetlab-ebpf") || !IsVnetlabProxy("vnetlab-sock") || IsVnetlabProxy("iptables") {
 		t.Error("IsVnetlabProxy")
 	}

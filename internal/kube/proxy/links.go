@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -13,14 +14,17 @@ import (
 
 // linkWatcher puts the Service programs on every pod's node-side veth: the
 // ports of the CNI's bridge (Debian's bridge plugin makes one veth per pod
-// and enslaves its node end). A pod's packets to a clusterIP are
+// and enslaves its node end), or the veths whose name starts with prefix
+// (vnetlab's CNI names every pod's node end vnl+hex, in veth-routed and
+// bridge modes alike). A pod's packets to a clusterIP are
 // translated as they enter the node, its replies translated back as they
 // leave it (ebpf.NodeSide). Netlink notifications bring new pods; the
 // process runs in the node's namespace, so the socket listens there.
 type linkWatcher struct {
 	plane  *ebpf.Plane
 	ns     string
-	bridge string
+	bridge string // one of bridge and prefix is set
+	prefix string
 	logf   func(string, ...any)
 	// attached: node-side veth names carrying the programs, by ifindex.
 	attached map[int]string
@@ -98,17 +102,27 @@ func (w *linkWatcher) adopt() error {
 	return nil
 }
 
-// consider attaches the programs to a veth that is a port of the bridge.
-func (w *linkWatcher) consider(l netlink.Link) {
+// podVeth says whether l is a pod's node-side veth: a port of the bridge,
+// or a veth named with the prefix.
+func (w *linkWatcher) podVeth(l netlink.Link) bool {
 	a := l.Attrs()
-	if l.Type() != "veth" || a.MasterIndex == 0 {
-		return
+	if l.Type() != "veth" {
+		return false
 	}
-	if _, done := w.attached[a.Index]; done {
-		return
+	if w.prefix != "" {
+		return strings.HasPrefix(a.Name, w.prefix)
+	}
+	if a.MasterIndex == 0 {
+		return false
 	}
 	master, err := netlink.LinkByIndex(a.MasterIndex)
-	if err != nil || master.Attrs().Name != w.bridge {
+	return err == nil && master.Attrs().Name == w.bridge
+}
+
+// consider attaches the programs to a pod's node-side veth.
+func (w *linkWatcher) consider(l netlink.Link) {
+	a := l.Attrs()
+	if _, done := w.attached[a.Index]; done || !w.podVeth(l) {
 		return
 	}
 	// A name reused by a new veth (the old one's pins are stale).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,14 @@ type Config struct {
 	Node       string // the node's Kubernetes name (internalTrafficPolicy Local)
 	NetNS      string // the node's network namespace (name under /run/netns); the process runs in it
 	Plane      string // the pin directory name of the node's maps (cluster.ProxyPlane)
-	Bridge     string // the CNI's bridge: its ports are the pods' node-side veths
+	// The pods' node-side veths, which get the programs, are found by one
+	// of (PodLinks says which is set):
+	Bridge     string // the CNI's bridge: its ports (Debian's bridge plugin: cni0)
+	VethPrefix string // the start of their names (vnetlab's CNI: "vnl")
+	// ByCNI: the CNI puts the programs on the pods itself (vnetlab's
+	// veth-ebpf: its host-routing programs translate Services too): the
+	// proxy only fills the Service maps of the plane the CNI attached.
+	ByCNI bool
 	// Mode is the data plane: ModeEBPF ("" too: tc programs on the pods'
 	// veths) or ModeSock (socket programs on Cgroup, no tc program).
 	Mode string
@@ -46,6 +54,29 @@ const (
 	ModeEBPF = "vnetlab-ebpf"
 	ModeSock = "vnetlab-sock"
 )
+
+// PodLinks checks that exactly one way to find the pods' veths is set and
+// says which ("" and an error naming the flags otherwise).
+func (c Config) PodLinks() (string, error) {
+	var set []string
+	if c.Bridge != "" {
+		set = append(set, "--bridge "+c.Bridge)
+	}
+	if c.VethPrefix != "" {
+		set = append(set, "--veth-prefix "+c.VethPrefix)
+	}
+	if c.ByCNI {
+		set = append(set, "--programs-by-cni")
+	}
+	if len(set) != 1 {
+		got := "none"
+		if len(set) > 1 {
+			got = strings.Join(set, " and ")
+		}
+		return "", fmt.Errorf("say how the pods' veths are found with exactly one of --bridge NAME (ports of the CNI's bridge), --veth-prefix P (veths named P...) or --programs-by-cni (the CNI attaches the programs); got %s", got)
+	}
+	return set[0], nil
+}
 
 // byService indexes EndpointSlices by their Service (namespace/name).
 const byService = "service"
@@ -148,9 +179,14 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 
+	how, err := c.PodLinks()
+	if err != nil {
+		return err
+	}
+	logf("pods' programs: %s", how)
 	linkErr := make(chan error, 1)
-	if planes.tc != nil {
-		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, logf: logf}
+	if !c.ByCNI && planes.tc != nil {
+		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
 		go func() { linkErr <- links.run(ctx) }()
 	}
 
