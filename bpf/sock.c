@@ -16,6 +16,12 @@
  * lab's bpffs directory and shared with the tc programs: one `svc add`
  * serves both. sock_rev remembers, per socket (cookie), which backend
  * stands for which clusterIP.
+ *
+ * only_netns: when set (at load time), connect4 and sendmsg4 translate only
+ * sockets of that network namespace (its cookie). A Kubernetes node with
+ * the tc programs on its pods' veths attaches these to the node's whole
+ * cgroup for its own processes and hostNetwork pods, and leaves the pods
+ * (their own namespaces) to tc: no connection is translated twice.
  */
 #include "lb.h"
 
@@ -67,6 +73,14 @@ static __always_inline void sock_count(__u32 what)
 	__u64 *v = bpf_map_lookup_elem(&sock_stats, &what);
 	if (v)
 		*v += 1;
+}
+
+volatile const __u64 only_netns = 0;
+
+/* sock_mine: whether this socket's connect/sendmsg is ours to translate. */
+static __always_inline int sock_mine(struct bpf_sock_addr *ctx)
+{
+	return only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns;
 }
 
 enum { SOCK_MISS = 0, SOCK_XLATED = 1, SOCK_REJECT = 2 };
@@ -156,7 +170,7 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	__u8 proto = sock_proto(ctx);
 	int r;
 
-	if (!proto)
+	if (!proto || !sock_mine(ctx))
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
 	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), bpf_get_socket_cookie(ctx));
@@ -173,7 +187,7 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	__u64 cookie;
 	int r;
 
-	if (sock_proto(ctx) != IPPROTO_UDP)
+	if (sock_proto(ctx) != IPPROTO_UDP || !sock_mine(ctx))
 		return 1;
 	/* One backend per socket (hash of its cookie): a client's datagrams
 	 * and the replies it waits for stay with one backend. */

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
@@ -17,6 +18,7 @@ func newExecCmd() *cobra.Command {
 		Use:   "exec LAB POD|node|ext -- CMD [ARGS...]",
 		Short: "Run a command inside a pod's (or the node's) network namespace",
 		Example: `  vnetlab exec lab pod-b -- ping -c 3 192.168.10.10
+  vnetlab exec k k-node1 -- nc -zv 10.96.0.1 443   # a local cluster's node (in its cgroup too)
   vnetlab exec lab node -- ip route
   vnetlab exec lab node -- iptables-save`,
 		Args: cobra.MinimumNArgs(3),
@@ -43,6 +45,19 @@ func newExecCmd() *cobra.Command {
 				if _, err := os.Stat(cg); err == nil {
 					if err := c.InCgroup(cg); err != nil {
 						return err
+					}
+				}
+			}
+			// A local cluster's node: its own processes are in its cgroup,
+			// where vnetlab's proxies translate ClusterIPs.
+			for _, n := range st.Nodes {
+				if st.Mode == lab.KubeMode && n.NS == ns {
+					if cg, err := cluster.NodeCgroup(n.Name); err == nil {
+						if _, err := os.Stat(cg); err == nil {
+							if err := c.InCgroup(cg); err != nil {
+								return err
+							}
+						}
 					}
 				}
 			}

@@ -69,7 +69,7 @@ func newKubeUpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
-	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "Service proxy: kube-proxy mode iptables or nftables, or vnetlab-ebpf (vnetlab kube-proxy, no kube-proxy process)")
+	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "Service proxy: kube-proxy mode iptables or nftables, or vnetlab's own (vnetlab kube-proxy, no kube-proxy process): vnetlab-ebpf (tc programs on the pods' veths) or vnetlab-sock (socket programs on the node's cgroup)")
 	cmd.Flags().StringVar(&spec.CNI, "cni", cluster.CNIBridge, "CNI plugin wiring the pods: bridge (Debian's bridge + host-local) or vnetlab (vnetlab's modes, docs/cni.md)")
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(topo.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
@@ -268,20 +268,29 @@ func newKubeGuardCmd() *cobra.Command {
 // newKubeResolveCmd resolves a name the way a program in a pod does: the
 // stub resolver reads the pod's /etc/resolv.conf (kubelet's clusterDNS,
 // search list, ndots), and every query goes over UDP (a test of the
-// cluster DNS's UDP path: no silent fallback to TCP).
+// cluster DNS's UDP path: no silent fallback to TCP). With --server it
+// asks that server once for the absolute name (kube up's DNS check, run
+// as a process of a node).
 func newKubeResolveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "resolve NAME",
-		Short:  "Print the IPv4 addresses of NAME as /etc/resolv.conf resolves it, over UDP",
+	var server string
+	cmd := &cobra.Command{
+		Use:    "resolve [--server HOST:PORT] NAME",
+		Short:  "Print the IPv4 addresses of NAME as /etc/resolv.conf resolves it (or --server answers), over UDP",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "udp", addr)
-			}}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			ips, err := r.LookupIP(ctx, "ip4", args[0])
+			var ips []net.IP
+			var err error
+			if server != "" {
+				ips, err = cluster.QueryA(ctx, "", server, args[0])
+			} else {
+				r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, addr string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, "udp", addr)
+				}}
+				ips, err = r.LookupIP(ctx, "ip4", args[0])
+			}
 			if err != nil {
 				return err
 			}
@@ -291,4 +300,6 @@ func newKubeResolveCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&server, "server", "", "ask this DNS server (host:port) for the absolute NAME instead of /etc/resolv.conf's")
+	return cmd
 }

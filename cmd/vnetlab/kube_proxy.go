@@ -18,13 +18,13 @@ import (
 func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoamiCmd) }
 
 // newKubeProxyCmd is vnetlab's Service proxy for one node, started by
-// `kube up --proxy vnetlab-ebpf` in each node's namespace instead of
-// kube-proxy (docs/kubernetes-proxy.md).
+// `kube up --proxy vnetlab-ebpf|vnetlab-sock` in each node's namespace
+// instead of kube-proxy (docs/kubernetes-proxy.md).
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0]",
-		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf starts it)",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
+		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -34,6 +34,12 @@ func newKubeProxyCmd() *cobra.Command {
 				if v == "" {
 					return fmt.Errorf("%s is empty: kube-proxy needs --kubeconfig, --node, --netns and --plane", flag)
 				}
+			}
+			if c.Mode != proxy.ModeEBPF && c.Mode != proxy.ModeSock {
+				return fmt.Errorf("--mode %q: use %s (tc programs on the pods' veths) or %s (socket programs on --cgroup)", c.Mode, proxy.ModeEBPF, proxy.ModeSock)
+			}
+			if c.Mode == proxy.ModeSock && c.Cgroup == "" {
+				return fmt.Errorf("--mode %s needs --cgroup: the node's cgroup v2 directory, which holds its pods", proxy.ModeSock)
 			}
 			if _, err := c.PodLinks(); err != nil {
 				return err
@@ -55,6 +61,8 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&c.ByCNI, "programs-by-cni", false, "the CNI attaches the programs itself (vnetlab's veth-ebpf): only fill the Service maps of --plane")
 	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's IPv4 address NodePorts answer on (default: the Node's InternalIP)")
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
+	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
+	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
 	return cmd
 }
 

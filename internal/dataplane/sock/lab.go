@@ -10,7 +10,11 @@ import (
 // before it exists and every pin, so that down and clean remove them even
 // if this process dies halfway. Clients started in Attachment.Cgroup
 // (proc.Cmd.InCgroup, engine.Target.ClientCgroup) are translated.
-func Setup(l *lab.Lab) (*Plane, Attachment, error) {
+func Setup(l *lab.Lab) (*Plane, Attachment, error) { return setup(l, 0) }
+
+// setup is Setup, for the sockets of one network namespace only when
+// netnsCookie is not 0 (OpenNetnsOnly).
+func setup(l *lab.Lab, netnsCookie uint64) (*Plane, Attachment, error) {
 	name := l.State.Name
 	cg, err := cgroup.LabPath(name)
 	if err != nil {
@@ -19,7 +23,7 @@ func Setup(l *lab.Lab) (*Plane, Attachment, error) {
 	if err := l.Journal().Record(lab.KindCgroup, cg); err != nil {
 		return nil, Attachment{}, err
 	}
-	p, err := Open(name)
+	p, err := open(name, netnsCookie)
 	if err != nil {
 		return nil, Attachment{}, err
 	}

@@ -14,9 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"unsafe"
 
 	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
@@ -66,7 +69,20 @@ func (p *Plane) hooks() []struct {
 // Open loads the programs and the lab's maps (pinned under
 // /sys/fs/bpf/vnetlab/<lab>/, created on first use, shared with the tc
 // data plane). Nothing is attached until Attach.
-func Open(lab string) (*Plane, error) {
+func Open(lab string) (*Plane, error) { return open(lab, 0) }
+
+// OpenNetnsOnly is Open with programs that translate only the sockets of
+// one network namespace (its cookie, NetnsCookie): a Kubernetes node's own
+// processes and hostNetwork pods, when the node's pods (each in a
+// namespace of its own) are left to the tc programs.
+func OpenNetnsOnly(lab string, netnsCookie uint64) (*Plane, error) {
+	if netnsCookie == 0 {
+		return nil, errors.New("sock: a network namespace cookie is never 0")
+	}
+	return open(lab, netnsCookie)
+}
+
+func open(lab string, netnsCookie uint64) (*Plane, error) {
 	svc, err := ebpf.Open(lab)
 	if err != nil {
 		return nil, err
@@ -81,6 +97,10 @@ func Open(lab string) (*Plane, error) {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}
+	}
+	if err := spec.Variables["only_netns"].Set(netnsCookie); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("sock: %w", err)
 	}
 	err = spec.LoadAndAssign(&p.objs, &cebpf.CollectionOptions{Maps: cebpf.MapOptions{PinPath: svc.Dir()}})
 	if err != nil {
@@ -129,12 +149,43 @@ func (p *Plane) Attach() (Attachment, error) {
 	if err != nil {
 		return Attachment{}, err
 	}
-	a := Attachment{Cgroup: cg, CgroupCreated: created}
-	fail := func(err error) (Attachment, error) {
-		_ = p.Detach()
+	a, err := p.attach(cg)
+	if err != nil {
 		if created {
 			_ = cgroup.Remove(cg)
 		}
+		return Attachment{}, err
+	}
+	a.CgroupCreated = created
+	return a, nil
+}
+
+// AttachCgroup attaches the four programs to a cgroup v2 directory that
+// exists and is not the root (e.g. a Kubernetes node's, which holds its
+// pods): they act for every process in it and its descendants. The pinned
+// links (under the plane's directory, Attachment.Pins) outlive this
+// process; Detach, or removing the plane's directory, takes them off.
+func (p *Plane) AttachCgroup(dir string) (Attachment, error) {
+	if p.Attached() {
+		return Attachment{}, fmt.Errorf("socket-level Services of %s are already attached (pins under %s)", p.lab, p.linkDir())
+	}
+	root, err := cgroup.Root()
+	if err != nil {
+		return Attachment{}, err
+	}
+	if rel, err := filepath.Rel(root, filepath.Clean(dir)); err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return Attachment{}, fmt.Errorf("sock: %s is not a cgroup below the cgroup v2 root %s: vnetlab never attaches to the root (every process of the machine) or outside it", dir, root)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil || st.IsDir() {
+		return Attachment{}, fmt.Errorf("sock: %s is not a cgroup v2 directory (no cgroup.procs)", dir)
+	}
+	return p.attach(dir)
+}
+
+func (p *Plane) attach(cg string) (Attachment, error) {
+	a := Attachment{Cgroup: cg}
+	fail := func(err error) (Attachment, error) {
+		_ = p.Detach()
 		return Attachment{}, err
 	}
 	if err := os.MkdirAll(p.linkDir(), 0o700); err != nil {
@@ -155,6 +206,24 @@ func (p *Plane) Attach() (Attachment, error) {
 		a.Pins = append(a.Pins, pin)
 	}
 	return a, nil
+}
+
+// NetnsCookie is the cookie of the calling thread's network namespace (the
+// value bpf_get_netns_cookie gives its sockets).
+func NetnsCookie() (uint64, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	var v uint64
+	l := uint32(unsafe.Sizeof(v))
+	// SO_NETNS_COOKIE (Linux 5.14) is not in x/sys/unix yet.
+	const soNetnsCookie = 71
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soNetnsCookie, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
+		return 0, fmt.Errorf("getsockopt SO_NETNS_COOKIE: %w", e)
+	}
+	return v, nil
 }
 
 // Attached reports whether the programs are on the lab's cgroup.

@@ -128,6 +128,7 @@ const (
 	sockProgSockGetpeername4 = "sock_getpeername4"
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
+	sockVarOnlyNetns         = "only_netns"
 )
 
 // loadSock returns the embedded CollectionSpec for sock.
@@ -199,6 +200,7 @@ type sockMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockVariableSpecs struct {
+	OnlyNetns *ebpf.VariableSpec `ebpf:"only_netns"`
 }
 
 // sockObjects contains all objects after they have been loaded into the kernel.
@@ -254,6 +256,7 @@ func (m *sockMaps) Close() error {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockVariables struct {
+	OnlyNetns *ebpf.Variable `ebpf:"only_netns"`
 }
 
 // sockPrograms contains all programs after they have been loaded into the kernel.

@@ -24,6 +24,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -316,5 +317,64 @@ func TestIperf3ThroughSocketService(t *testing.T) {
 	t.Logf("iperf3 via %s: %.2f Gbit/s; socket stats %+v", vip, res.Value, st)
 	if res.Value <= 0 || st.Connects < 2 {
 		t.Fatalf("result %+v, socket stats %+v: want iperf3's control and data connections translated", res, st)
+	}
+}
+
+// TestNetnsOnly: programs loaded for one network namespace (a Kubernetes
+// node's own, with vnetlab-ebpf) translate the sockets of that namespace
+// and leave alone those of another namespace in the same cgroup (the pods,
+// which the tc programs serve).
+func TestNetnsOnly(t *testing.T) {
+	name := fmt.Sprintf("fan%d", os.Getpid()%10000)
+	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 3)
+	s := &sockLab{l: l}
+	t.Cleanup(func() {
+		if s.p != nil {
+			s.p.Close()
+		}
+		down()
+	})
+	serve(t, s.pod("pod-a").NS, "pod-a")
+	var cookie uint64
+	if err := nsutil.Do(s.pod("pod-b").NS, func() (err error) { cookie, err = NetnsCookie(); return }); err != nil {
+		t.Fatal(err)
+	}
+	var mine uint64
+	if err := nsutil.Do(s.pod("pod-c").NS, func() (err error) { mine, err = NetnsCookie(); return }); err != nil || mine == cookie || cookie == 0 {
+		t.Fatalf("netns cookies: pod-b %d, pod-c %d (%v): want two different, non-zero", cookie, mine, err)
+	}
+	p, a, err := setup(l, cookie)
+	s.p = p
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cg = a.Cgroup
+	s.addService(t, ebpf.TCP, "pod-a")
+	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("pod-b (the namespace the programs serve): %+v, %v, want pod-a", r, err)
+	}
+	if r, err := s.client(t, "pod-c", "tcp", svcAddr, true); err == nil {
+		t.Fatalf("pod-c (another namespace, same cgroup) was translated: %+v", r)
+	}
+	if st, _ := p.SockStats(); st.Connects != 1 {
+		t.Fatalf("socket stats %+v: want exactly pod-b's connect translated", st)
+	}
+	if _, err := OpenNetnsOnly(name, 0); err == nil {
+		t.Fatal("OpenNetnsOnly accepted cookie 0")
+	}
+	root, err := cgroup.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Open(name + "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { q.Close(); _ = os.RemoveAll(q.Dir()) }()
+	for _, bad := range []string{root, "/tmp", root + "/.."} {
+		if _, err := q.AttachCgroup(bad); err == nil {
+			_ = q.Detach()
+			t.Fatalf("AttachCgroup(%s) accepted", bad)
+		}
 	}
 }

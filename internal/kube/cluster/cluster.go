@@ -152,6 +152,12 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err := preflight(); err != nil {
 		return nil, err
 	}
+	if IsVnetlabProxy(spec.Proxy) {
+		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
+		if _, err := cgroup.Root(); err != nil {
+			return nil, fmt.Errorf("--proxy %s: %w", spec.Proxy, err)
+		}
+	}
 	self, err := engine.SelfBinary()
 	if err != nil {
 		return nil, err
@@ -288,13 +294,14 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, dnsIP)
-	servers := func() []string { return []string{net.JoinHostPort(dnsIP.String(), "53")} }
-	if slices.Contains(VnetlabProxies, b.spec.Proxy) {
-		// vnetlab's proxy translates ClusterIPs for pods only, not for
-		// traffic the node itself sends: ask CoreDNS's pods directly.
-		servers = func() []string { return dnsEndpoints(ctx, cs) }
+	query := func(server, name string) ([]net.IP, error) { return QueryA(ctx, b.nodes[0].ns, server, name) }
+	if IsVnetlabProxy(b.spec.Proxy) {
+		// vnetlab's proxy translates ClusterIPs for the sockets of the
+		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
+		// namespace): ask from a process of the node.
+		query = func(server, name string) ([]net.IP, error) { return b.nodeQuery(ctx, b.nodes[0], server, name) }
 	}
-	if err := waitDNS(ctx, b.nodes[0].ns, servers); err != nil {
+	if err := waitDNS(ctx, query); err != nil {
 		return err
 	}
 	return b.checkDaemons()

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -189,23 +188,21 @@ func coreDNSPod(ref string, labels map[string]string) corev1.PodSpec {
 	}
 }
 
-// waitDNS waits until cluster DNS answers, over UDP from a node's namespace,
-// the kubernetes Service's name with its ClusterIP, asked of any of servers()
-// (host:port).
-func waitDNS(ctx context.Context, nodeNS string, servers func() []string) error {
+// waitDNS waits until cluster DNS answers, over UDP to its ClusterIP, the
+// kubernetes Service's name with its ClusterIP; query asks server (host:port)
+// for a name from one of the nodes (QueryA in its namespace, or a process of
+// the node: nodeQuery).
+func waitDNS(ctx context.Context, query func(server, name string) ([]net.IP, error)) error {
 	name := "kubernetes.default.svc." + ClusterDomain + "."
-	last := errors.New("no ready CoreDNS endpoint yet")
+	server := net.JoinHostPort(dnsIP.String(), "53")
+	last := errors.New("no answer yet")
 	err := waitFor(ctx, dnsWait, "cluster DNS", func() bool {
-		for _, server := range servers() {
-			ips, err := QueryA(ctx, nodeNS, server, name)
-			if err == nil && !slices.ContainsFunc(ips, kubernetesIP.Equal) {
-				err = fmt.Errorf("%s answered %v, want %s", server, ips, kubernetesIP)
-			}
-			if last = err; err == nil {
-				return true
-			}
+		ips, err := query(server, name)
+		if err == nil && !slices.ContainsFunc(ips, kubernetesIP.Equal) {
+			err = fmt.Errorf("%s answered %v, want %s", server, ips, kubernetesIP)
 		}
-		return false
+		last = err
+		return err == nil
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("cluster DNS did not answer %s at %s within %s (last: %v): see `kubectl -n %s describe pods -l k8s-app=%s` and their logs",
@@ -214,37 +211,21 @@ func waitDNS(ctx context.Context, nodeNS string, servers func() []string) error 
 	return err
 }
 
-// dnsEndpoints lists the ready addresses (host:53) of the kube-dns Service's
-// EndpointSlices.
-func dnsEndpoints(ctx context.Context, cs kubernetes.Interface) []string {
-	list, err := cs.DiscoveryV1().EndpointSlices(dnsNamespace).List(ctx,
-		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + dnsService})
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, sl := range list.Items {
-		for _, ep := range sl.Endpoints {
-			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-				for _, a := range ep.Addresses {
-					out = append(out, net.JoinHostPort(a, "53"))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// QueryA asks server (host:port) over UDP, from network namespace ns, for the
-// A records of the absolute name.
+// QueryA asks server (host:port) over UDP, from network namespace ns (""
+// for the caller's own), for the A records of the absolute name.
 func QueryA(ctx context.Context, ns, server, name string) ([]net.IP, error) {
 	var conn net.Conn
-	// The socket belongs to the namespace it was made in, whichever thread uses it.
-	if err := nsutil.Do(ns, func() error {
+	dial := func() error {
 		var err error
 		conn, err = (&net.Dialer{}).DialContext(ctx, "udp", server)
 		return err
-	}); err != nil {
+	}
+	// The socket belongs to the namespace it was made in, whichever thread uses it.
+	if ns != "" {
+		if err := nsutil.Do(ns, dial); err != nil {
+			return nil, err
+		}
+	} else if err := dial(); err != nil {
 		return nil, err
 	}
 	defer conn.Close()

@@ -1,10 +1,13 @@
 package proxy_test
 
 // Tests on a real local cluster whose nodes run `vnetlab kube-proxy`
-// (kube up --proxy vnetlab-ebpf): real pods, traffic from a client pod's
-// network namespace to a Service's clusterIP, answered by whoami backends
-// that say which pod served. The cluster comes up once, on the first test
-// that needs it, and goes down in TestMain, which then checks nothing is left.
+// (kube up --proxy vnetlab-ebpf, then vnetlab-sock): real pods, traffic from
+// a client pod's network namespace to a Service's clusterIP, answered by
+// whoami backends that say which pod served. The cluster comes up on the
+// first test that needs it; a test that needs the other proxy takes it down
+// (checking nothing is left) and brings it up with that one (the tests of
+// sock_cluster_test.go run last, so the package brings up two clusters);
+// the last goes down in TestMain, which checks again.
 
 import (
 	"context"
@@ -19,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,15 +32,20 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
-const testCluster = "vkp"
+// testCluster is the cluster up: its name says its proxy (clusterNames).
+var testCluster = "vkp"
+
+var clusterNames = map[string]string{proxy.ModeEBPF: "vkp", proxy.ModeSock: "vks"}
 
 var (
-	upOnce   sync.Once
+	upMu     sync.Mutex
+	upProxy  string // the proxy of the cluster up (or that failed to come up)
 	upErr    error
 	upState  *lab.State
 	upHold   *lab.Lab
@@ -47,6 +56,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if w := strings.Fields(os.Getenv(whoEnv)); len(w) == 2 {
+		os.Exit(whoChild(w[0], w[1]))
+	}
 	switch {
 	case os.Geteuid() != 0:
 		skipWhy = "a local cluster needs root (namespaces, containers)"
@@ -54,42 +66,73 @@ func TestMain(m *testing.M) {
 		skipWhy = "a local cluster puts vnetlab in its image and runs it as the proxy: set VNETLAB_BIN to a built vnetlab (make test does)"
 	}
 	code := m.Run()
-	if upState != nil {
-		upHold.Release()
-		start := time.Now()
-		if err := cluster.Down(testCluster, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "kube down: %v\n", err)
-			code = 1
-		}
-		fmt.Fprintf(os.Stderr, "cluster %s (--proxy vnetlab-ebpf): up in %s, down in %s\n", testCluster, upTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
-		if left := cluster.Leftovers(upState, nil); left != "" {
-			fmt.Fprintf(os.Stderr, "kube down left: %s\n", left)
-			code = 1
-		}
+	if err := downCluster(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
-// needCluster brings the cluster up once and returns a client.
-func needCluster(t *testing.T) kubernetes.Interface {
+// downCluster takes the cluster down (if up) and says what it left.
+func downCluster() error {
+	if upState == nil {
+		return nil
+	}
+	links := nodeCgroupLinks()
+	if upHold != nil {
+		upHold.Release()
+	}
+	start := time.Now()
+	err := cluster.Down(testCluster, nil)
+	fmt.Fprintf(os.Stderr, "cluster %s (--proxy %s): up in %s, down in %s\n", testCluster, upProxy, upTook.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	left := cluster.Leftovers(upState, nil)
+	for _, id := range links {
+		if l, err := link.NewFromID(id); err == nil {
+			l.Close()
+			left += fmt.Sprintf("; bpf link %d (socket program on a node's cgroup)", id)
+		}
+	}
+	upState, upHold = nil, nil
+	if err != nil {
+		return fmt.Errorf("kube down: %w", err)
+	}
+	if left != "" {
+		return fmt.Errorf("kube down left: %s", strings.TrimPrefix(left, "; "))
+	}
+	return nil
+}
+
+// needCluster brings the cluster up with vnetlab-ebpf and returns a client.
+func needCluster(t *testing.T) kubernetes.Interface { return needProxy(t, proxy.ModeEBPF) }
+
+// needProxy brings the cluster up with --proxy mode (taking down one with
+// another proxy first) and returns a client.
+func needProxy(t *testing.T, mode string) kubernetes.Interface {
 	t.Helper()
 	if skipWhy != "" {
 		t.Skip(skipWhy)
 	}
-	upOnce.Do(func() {
+	upMu.Lock()
+	if upProxy != mode {
+		if err := downCluster(); err != nil {
+			upMu.Unlock()
+			t.Fatal(err)
+		}
+		upProxy, testCluster = mode, clusterNames[mode]
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
 		start := time.Now()
-		upState, upErr = cluster.Up(ctx, cluster.Spec{Name: testCluster, Nodes: 2, Proxy: "vnetlab-ebpf"}, t.Logf)
+		upState, upErr = cluster.Up(ctx, cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}, t.Logf)
+		cancel()
 		upTook = time.Since(start)
 		if upErr == nil {
 			// Held while the tests run: a `vnetlab clean` elsewhere skips it;
 			// also the journal the restarted API server goes into.
 			upHold, upErr = lab.Open(testCluster)
 		}
-	})
+	}
+	upMu.Unlock()
 	if upErr != nil {
-		t.Fatalf("kube up --proxy vnetlab-ebpf: %v", upErr)
+		t.Fatalf("kube up --proxy %s: %v", mode, upErr)
 	}
 	cs, err := cluster.Client(upState.Facts[cluster.FactKubeconfig])
 	if err != nil {
@@ -209,27 +252,44 @@ func podNetns(t *testing.T, ip string) string {
 	return ""
 }
 
-// who asks addr (tcp or udp) from namespace ns which pod answers.
+// who asks addr (tcp or udp) from a pod's namespace ns which pod answers.
+// With vnetlab-sock the question comes from a process in the pod's cgroup
+// (whoIn), where the socket programs act; else from this process's thread
+// in the namespace.
 func who(ns, proto, addr string) (string, error) {
+	if upProxy == proxy.ModeSock {
+		cg, err := podCgroup(ns)
+		if err != nil {
+			return "", err
+		}
+		return whoIn(ns, cg, proto, addr)
+	}
 	var out string
 	err := nsutil.DoPath(ns, func() error {
-		c, err := net.DialTimeout(proto, addr, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		if proto == "udp" {
-			if _, err := c.Write([]byte("?")); err != nil {
-				return err
-			}
-		}
-		buf := make([]byte, 256)
-		n, err := c.Read(buf)
-		out = strings.TrimSpace(string(buf[:n]))
+		var err error
+		out, err = ask(proto, addr)
 		return err
 	})
 	return out, err
+}
+
+// ask connects to addr (tcp or udp: a connected socket), sends a datagram
+// if udp, and returns the answer.
+func ask(proto, addr string) (string, error) {
+	c, err := net.DialTimeout(proto, addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if proto == "udp" {
+		if _, err := c.Write([]byte("?")); err != nil {
+			return "", err
+		}
+	}
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	return strings.TrimSpace(string(buf[:n])), err
 }
 
 // mustWho waits (up to limit) until addr is answered by want.
@@ -325,6 +385,13 @@ func TestClusterIPThroughEBPF(t *testing.T) {
 	if after.DNAT < before.DNAT+3 || after.RNAT <= before.RNAT {
 		t.Errorf("node 1's programs translated %d packets and %d replies during the test: the clusterIP did not go through them", after.DNAT-before.DNAT, after.RNAT-before.RNAT)
 	}
+	noKubeProxy(t, vip)
+}
+
+// noKubeProxy fails unless the nodes have no kube-proxy rule (none naming
+// vip either) and no kube-proxy runs for the cluster.
+func noKubeProxy(t *testing.T, vip string) {
+	t.Helper()
 	for node := 1; node <= 2; node++ {
 		for _, argv := range [][]string{{"iptables-save"}, {"nft", "list", "ruleset"}} {
 			out, err := proc.Command(testCtx, nodeNS(node), argv[0], argv[1:]...).Output()
@@ -346,8 +413,9 @@ func TestClusterIPThroughEBPF(t *testing.T) {
 // Two backends; one leaves the Service (its label removed, as a rollout
 // or a failing readiness does): new connections go to the other only,
 // and when it comes back, to both again.
-func TestEndpointRemovedTrafficMoves(t *testing.T) {
-	cs := needCluster(t)
+func TestEndpointRemovedTrafficMoves(t *testing.T) { endpointRemovedTrafficMoves(t, needCluster(t)) }
+
+func endpointRemovedTrafficMoves(t *testing.T, cs kubernetes.Interface) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "pair"}
 	ips := runPods(t, cs, ns, whoamiPod("srv-a", 2, lbl), whoamiPod("srv-b", 1, lbl), clientPod("cli", 1))

@@ -18,8 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
-
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 )
 
 // Config is one node's proxy.
@@ -36,12 +34,26 @@ type Config struct {
 	// veth-ebpf: its host-routing programs translate Services too): the
 	// proxy only fills the Service maps of the plane the CNI attached.
 	ByCNI bool
+	// Mode is the data plane: ModeEBPF ("" too: tc programs on the pods'
+	// veths) or ModeSock (socket programs on Cgroup, no tc program).
+	Mode string
+	// Cgroup is the node's cgroup v2 directory (its pods are below it).
+	// ModeSock attaches the socket programs there for every socket;
+	// ModeEBPF, when set, for the sockets of the node's own network
+	// namespace (its processes, hostNetwork pods), not the pods' (tc's).
+	Cgroup string
 	// NodeIP is the node's address NodePorts answer on ("": the Node's
 	// InternalIP from the API); Uplink the interface that carries it, which
 	// gets the NodePort programs ("": NodePorts only for the node's pods).
 	NodeIP, Uplink string
 	Logf           func(string, ...any)
 }
+
+// The data planes Run can drive (kube up's --proxy values).
+const (
+	ModeEBPF = "vnetlab-ebpf"
+	ModeSock = "vnetlab-sock"
+)
 
 // PodLinks checks that exactly one way to find the pods' veths is set and
 // says which ("" and an error naming the flags otherwise).
@@ -101,22 +113,27 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	plane, err := ebpf.Open(c.Plane)
+	planes, err := openPlanes(c, logf)
 	if err != nil {
 		return err
 	}
-	defer plane.Close()
-	syncer, err := NewSyncer(plane)
+	defer planes.Close()
+	syncer, err := NewSyncer(planes.services)
 	if err != nil {
 		return err
 	}
-	logf("maps %s: %d entries from before", plane.Dir(), syncer.Len())
+	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), syncer.Len())
 	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
 	if err != nil {
 		return err
 	}
-	if c.Uplink != "" {
-		if _, err := plane.AttachUplink(c.NetNS, c.Uplink); err != nil {
+	switch {
+	case c.Uplink != "" && planes.tc == nil:
+		// The NodePort programs are the tc plane's; the socket plane's
+		// entries for nodeIP:nodePort serve the node's own sockets only.
+		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
+	case c.Uplink != "":
+		if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
 			return err
 		}
 		logf("NodePorts on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
@@ -168,8 +185,8 @@ func Run(ctx context.Context, c Config) error {
 	}
 	logf("pods' programs: %s", how)
 	linkErr := make(chan error, 1)
-	if !c.ByCNI {
-		links := &linkWatcher{plane: plane, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
+	if !c.ByCNI && planes.tc != nil {
+		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
 		go func() { linkErr <- links.run(ctx) }()
 	}
 

@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
+)
+
+// planes are what one node's proxy drives: the Service maps (one Plane for
+// the sync, whichever programs read them), the tc programs on the pods'
+// veths (ModeEBPF) and the socket programs on the node's cgroup. Both kinds
+// of program read the same pinned maps, so one sync serves both.
+type planes struct {
+	services Plane
+	dir      string
+	tc       *ebpf.Plane // nil in ModeSock: no program on any veth
+	sock     *sock.Plane // nil when no cgroup is given (ModeEBPF)
+}
+
+func (c Config) mode() string {
+	if c.Mode == "" {
+		return ModeEBPF
+	}
+	return c.Mode
+}
+
+func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
+	switch c.mode() {
+	case ModeEBPF:
+		tc, err := ebpf.Open(c.Plane)
+		if err != nil {
+			return nil, err
+		}
+		p := &planes{services: tc, dir: tc.Dir(), tc: tc}
+		if c.Cgroup != "" {
+			// The node's own sockets only: the pods' connections are the tc
+			// programs' (translated once, on the wire).
+			cookie, err := sock.NetnsCookie()
+			if err == nil {
+				p.sock, err = sock.OpenNetnsOnly(c.Plane, cookie)
+			}
+			if err == nil {
+				err = attachSock(p.sock, c.Cgroup, logf)
+			}
+			if err != nil {
+				p.Close()
+				return nil, fmt.Errorf("socket programs for the node's own processes: %w", err)
+			}
+		}
+		return p, nil
+	case ModeSock:
+		if c.Cgroup == "" {
+			return nil, errors.New("--proxy vnetlab-sock needs --cgroup (the node's cgroup v2 directory, holding its pods)")
+		}
+		s, err := sock.Open(c.Plane)
+		if err != nil {
+			return nil, err
+		}
+		p := &planes{services: s, dir: s.Dir(), sock: s}
+		if err := attachSock(s, c.Cgroup, logf); err != nil {
+			p.Close()
+			return nil, err
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("--mode %q: vnetlab kube-proxy drives %s or %s", c.Mode, ModeEBPF, ModeSock)
+}
+
+// attachSock puts the socket programs on the node's cgroup, or keeps those
+// a previous proxy of this node left there (pinned links; they read the
+// same maps, so its connections see no gap).
+func attachSock(s *sock.Plane, cgroup string, logf func(string, ...any)) error {
+	if s.Attached() {
+		logf("socket programs on %s: kept from before (%s)", cgroup, filepath.Join(s.Dir(), "sock"))
+		return nil
+	}
+	if _, err := os.Stat(cgroup); err != nil {
+		return fmt.Errorf("the node's cgroup: %w", err)
+	}
+	a, err := s.AttachCgroup(cgroup)
+	if err != nil {
+		return err
+	}
+	logf("socket programs attached to cgroup %s (links pinned under %s)", a.Cgroup, a.Pins[0])
+	return nil
+}
+
+func (p *planes) Close() error {
+	var errs []error
+	if p.sock != nil {
+		errs = append(errs, p.sock.Close())
+	}
+	if p.tc != nil {
+		errs = append(errs, p.tc.Close())
+	}
+	return errors.Join(errs...)
+}
