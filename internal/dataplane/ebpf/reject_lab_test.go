@@ -1,58 +1,14 @@
 package ebpf_test
 
 import (
-	"errors"
-	"net"
-	"syscall"
 	"testing"
 	"time"
 
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 	"github.com/vnetlab/vnetlab/internal/topo"
 )
-
-// refusedIn connects (TCP) or sends and reads on a connected socket (UDP)
-// from namespace ns and returns how long until ECONNREFUSED; an error if
-// anything else happened within 3 s.
-func refusedIn(ns, proto, addr string) (time.Duration, error) {
-	var took time.Duration
-	err := nsutil.Do(ns, func() error {
-		start := time.Now()
-		c, err := net.DialTimeout(proto, addr, 3*time.Second)
-		if proto == "tcp4" {
-			took = time.Since(start)
-			if err == nil {
-				c.Close()
-				return errors.New("connected")
-			}
-			if !errors.Is(err, syscall.ECONNREFUSED) {
-				return err
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		buf := make([]byte, 64)
-		for {
-			if _, err = c.Write([]byte("anyone?")); err == nil {
-				_, err = c.Read(buf)
-			}
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
-			took = time.Since(start)
-			if !errors.Is(err, syscall.ECONNREFUSED) {
-				return errors.Join(errors.New("not refused"), err)
-			}
-			return nil
-		}
-	})
-	return took, err
-}
 
 // A Service without backends refuses at once on a real lab, in each
 // placement (and with checksums completed in software on the node's
@@ -88,7 +44,7 @@ func TestNoBackendsRefusedOnLab(t *testing.T) {
 			}
 			before, _ := p.Stats()
 			for _, proto := range []string{"tcp4", "udp4"} {
-				took, err := refusedIn(b.NS, proto, svcAddr)
+				took, err := refused(b.NS, proto, svcAddr)
 				if err != nil {
 					t.Fatalf("%s to a Service without backends: %v (after %s), want connection refused", proto, err, took)
 				}
@@ -116,7 +72,7 @@ func TestNoBackendsRefusedVethEBPF(t *testing.T) {
 		}
 	}
 	for _, proto := range []string{"tcp4", "udp4"} {
-		took, err := refusedIn(tl.pod("pod-b").NS, proto, svcAddr)
+		took, err := refused(tl.pod("pod-b").NS, proto, svcAddr)
 		if err != nil || took > time.Second {
 			t.Fatalf("%s to a Service without backends: %v after %s, want connection refused at once", proto, err, took)
 		}
@@ -125,4 +81,9 @@ func TestNoBackendsRefusedVethEBPF(t *testing.T) {
 	if st, _ := p.Stats(); st.Rejects != 2 || st.Errors != 0 {
 		t.Fatalf("stats %+v: want 2 rejects", st)
 	}
+}
+
+// refused: testnet.RefusedAfter from namespace ns.
+func refused(ns, proto, addr string) (time.Duration, error) {
+	return testnet.RefusedAfter(func(f func() error) error { return nsutil.Do(ns, f) }, proto, addr)
 }

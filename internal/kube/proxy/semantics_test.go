@@ -4,9 +4,6 @@ package proxy_test
 // endpoint -> refused at once, sessionAffinity ClientIP, hairpin.
 
 import (
-	"errors"
-	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,49 +13,8 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
-
-// refusedAfter tries addr from namespace ns (TCP: connect; UDP: send and
-// read on a connected socket) and returns how long until ECONNREFUSED, or
-// what happened instead within 3 s.
-func refusedAfter(ns, proto, addr string) (time.Duration, error) {
-	var took time.Duration
-	err := nsutil.DoPath(ns, func() error {
-		start := time.Now()
-		c, err := net.DialTimeout(proto, addr, 3*time.Second)
-		if proto == "tcp" {
-			took = time.Since(start)
-			if err == nil {
-				c.Close()
-				return errors.New("connected")
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		buf := make([]byte, 64)
-		for {
-			if _, err = c.Write([]byte("?")); err == nil {
-				_, err = c.Read(buf)
-			}
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
-			took = time.Since(start)
-			return err
-		}
-	})
-	if err != nil && errors.Is(err, syscall.ECONNREFUSED) {
-		return took, nil
-	}
-	if err == nil {
-		err = errors.New("answered")
-	}
-	return took, err
-}
 
 // A Service whose selector matches no pod: its entries are in the node's
 // maps without backends, and a client pod's TCP connect and connected UDP
@@ -89,7 +45,7 @@ func TestNoEndpointRefused(t *testing.T) {
 	cli := podNetns(t, ips["cli"])
 	for _, c := range []struct{ proto, addr string }{{"tcp", hostport(vip, 80)}, {"udp", hostport(vip, 53)}} {
 		for i := 0; i < 3; i++ {
-			took, err := refusedAfter(cli, c.proto, c.addr)
+			took, err := refused(cli, c.proto, c.addr)
 			if err != nil {
 				t.Fatalf("%s %s without endpoints: %v after %s, want connection refused", c.proto, c.addr, err, took)
 			}
@@ -180,4 +136,9 @@ func TestHairpinThroughService(t *testing.T) {
 	if after, _ := p1.Stats(); after.Hairpin <= before.Hairpin {
 		t.Errorf("node 1 counted no hairpin flow (%d before, %d after)", before.Hairpin, after.Hairpin)
 	}
+}
+
+// refused: testnet.RefusedAfter from namespace ns.
+func refused(ns, proto, addr string) (time.Duration, error) {
+	return testnet.RefusedAfter(func(f func() error) error { return nsutil.DoPath(ns, f) }, proto, addr)
 }
