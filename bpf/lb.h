@@ -780,10 +780,11 @@ static __always_inline void lb_forget_stale(const struct lb_pkt *p)
 
 /* sessionAffinity ClientIP: a client's new flows to a Service go to the
  * backend its last new flow got, unless that was longer than the Service's
- * affinity_timeout ago or the backend left the Service (its slot no longer
- * holds it). Consulted only when a flow gets its backend (a SYN, a flow the
- * conntrack does not know): established flows follow the conntrack. */
+ * affinity_timeout ago or the backend left the Service (no slot holds it).
+ * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
+ * does not know): established flows follow the conntrack. */
 #define LB_MAX_AFFINITY (1 << 16)
+#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
 
 struct lb_affinity_key {
 	__be32 client;
@@ -814,13 +815,25 @@ static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const stru
 	struct lb_affinity *a = bpf_map_lookup_elem(&lb_affinity, ak);
 	struct lb_backend *b;
 
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL || a->slot >= svc->count)
+	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
 		return -1;
-	bk.slot = a->slot;
-	b = bpf_map_lookup_elem(&lb_backends, &bk);
-	if (!b || b->ip != a->ip || b->port != a->port)
-		return -1;
-	return a->slot;
+	if (a->slot < svc->count) {
+		bk.slot = a->slot;
+		b = bpf_map_lookup_elem(&lb_backends, &bk);
+		if (b && b->ip == a->ip && b->port == a->port)
+			return a->slot;
+	}
+	/* UpdateService keeps remaining backends in their slots, except one
+	 * beyond a shrunk count, which moves into a freed slot: look for it. */
+	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
+		if (i >= svc->count)
+			break;
+		bk.slot = i;
+		b = bpf_map_lookup_elem(&lb_backends, &bk);
+		if (b && b->ip == a->ip && b->port == a->port)
+			return i;
+	}
+	return -1;
 }
 
 static __always_inline void lb_affinity_remember(const struct lb_affinity_key *ak, const struct lb_backend *b, __u32 slot, __u64 now)

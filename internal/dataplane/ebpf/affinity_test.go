@@ -107,3 +107,59 @@ func TestSessionAffinity(t *testing.T) {
 		t.Fatal("an affinity timeout over a day was accepted")
 	}
 }
+
+// A backend that stays keeps its clients when the others change, also when
+// it has to move to another slot (the Service shrank below its slot): the
+// program finds it where UpdateService put it.
+func TestSessionAffinityAcrossEndpointChanges(t *testing.T) {
+	p := testPlane(t)
+	a, b, c := dp.Backend{IP: ipOf("192.168.10.20"), Port: 80}, dp.Backend{IP: ipOf("192.168.10.21"), Port: 80}, dp.Backend{IP: ipOf("192.168.10.22"), Port: 80}
+	s := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{a, b, c}, Affinity: 60}
+	if err := p.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+	sport := uint16(40000)
+	connect := func(client netip.Addr) netip.Addr {
+		t.Helper()
+		sport++
+		ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		mustOK(t, ret)
+		mustValid(t, out)
+		d, _ := decode(out)
+		return d.dst
+	}
+	// A client that got c, the backend in the last slot.
+	var client netip.Addr
+	for i := 1; i < 200 && !client.IsValid(); i++ {
+		ip := netip.AddrFrom4([4]byte{192, 168, 11, byte(i)})
+		if connect(ip) == c.IP {
+			client = ip
+		}
+	}
+	if !client.IsValid() {
+		t.Fatal("no client of 199 got the third backend")
+	}
+	// a leaves: c moves from slot 2 into slot 0; b stays in slot 1.
+	s.Backends = []dp.Backend{b, c}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	if ss, _ := p.ListServices(); len(ss[0].Backends) != 2 || ss[0].Backends[0] != c || ss[0].Backends[1] != b {
+		t.Fatalf("slots after a left: %v, want [%s %s]", ss[0].Backends, c, b)
+	}
+	for range 10 {
+		if got := connect(client); got != c.IP {
+			t.Fatalf("after another backend left, a new flow of the client went to %s, not its %s", got, c.IP)
+		}
+	}
+	// A new backend joins: nobody moves.
+	s.Backends = []dp.Backend{a, b, c}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if got := connect(client); got != c.IP {
+			t.Fatalf("after a backend joined, a new flow of the client went to %s, not its %s", got, c.IP)
+		}
+	}
+}

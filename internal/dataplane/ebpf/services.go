@@ -1,6 +1,7 @@
 package ebpf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,6 +51,14 @@ type Backend struct {
 }
 
 func (b Backend) String() string { return netip.AddrPortFrom(b.IP, b.Port).String() }
+
+// CompareBackends orders backends by address, then port.
+func CompareBackends(a, b Backend) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
 
 // Service is clusterIP:port/proto -> backends. ID is assigned by AddService.
 type Service struct {

@@ -26,6 +26,7 @@ func (p *Plane) UpdateService(s Service) error {
 	}
 	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
 	old.Backends, _ = p.backendsOf(v)
+	s.Backends = StableSlots(old.Backends, s.Backends)
 	// The new backends' ports enter the prefilter before any packet can be
 	// sent to them; the old ones leave it last.
 	if err := p.countFilters([]Service{{VIP: s.VIP, Backends: s.Backends}}, +1); err != nil {
@@ -50,4 +51,39 @@ func (p *Plane) UpdateService(s Service) error {
 	// countFilters also counted the clusterIP's /16 once more above: the
 	// old entry takes it back with its backends.
 	return p.countFilters([]Service{old}, -1)
+}
+
+// StableSlots orders backends `want` so that each one that was already in
+// `old` keeps its slot where the new count allows: a client whose
+// sessionAffinity remembers a slot keeps its backend across endpoint
+// changes, as with kube-proxy. Slots are dense (a new flow takes slot
+// hash % count), so a backend in a slot beyond the new count moves into a
+// freed one; new backends fill the rest.
+func StableSlots(old, want []Backend) []Backend {
+	in := make(map[Backend]bool, len(want))
+	for _, b := range want {
+		if in[b] {
+			return want // a backend listed twice (weighted by hand): as given
+		}
+		in[b] = true
+	}
+	out := make([]Backend, len(want))
+	filled := make([]bool, len(want))
+	placed := make(map[Backend]bool, len(want))
+	for slot, b := range old {
+		if slot < len(out) && in[b] && !placed[b] {
+			out[slot], filled[slot], placed[b] = b, true, true
+		}
+	}
+	free := 0
+	for _, b := range want {
+		if placed[b] {
+			continue
+		}
+		for filled[free] {
+			free++
+		}
+		out[free], filled[free], placed[b] = b, true, true
+	}
+	return out
 }

@@ -166,3 +166,28 @@ func TestUpdateServiceKeepsLiveFlows(t *testing.T) {
 		}
 	}
 }
+
+// StableSlots keeps every remaining backend in its slot when the count
+// allows, so a sessionAffinity client's remembered slot still holds its
+// backend after an endpoint change.
+func TestStableSlots(t *testing.T) {
+	b := func(last byte) dp.Backend {
+		return dp.Backend{IP: netip.AddrFrom4([4]byte{10, 244, 1, last}), Port: 80}
+	}
+	for _, c := range []struct {
+		name            string
+		old, want, slot []dp.Backend
+	}{
+		{"new Service", nil, []dp.Backend{b(1), b(2)}, []dp.Backend{b(1), b(2)}},
+		{"one added: the others stay", []dp.Backend{b(3), b(1)}, []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(3), b(1), b(2)}},
+		{"middle one removed: the last moves into its slot", []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(1), b(3)}, []dp.Backend{b(1), b(3)}},
+		{"first removed, one added", []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(2), b(3), b(4)}, []dp.Backend{b(4), b(2), b(3)}},
+		{"all replaced", []dp.Backend{b(1), b(2)}, []dp.Backend{b(7), b(8)}, []dp.Backend{b(7), b(8)}},
+		{"emptied", []dp.Backend{b(1)}, nil, []dp.Backend{}},
+		{"listed twice: as given", []dp.Backend{b(2), b(1)}, []dp.Backend{b(1), b(1), b(2)}, []dp.Backend{b(1), b(1), b(2)}},
+	} {
+		if got := dp.StableSlots(c.old, c.want); !reflect.DeepEqual(got, c.slot) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.slot)
+		}
+	}
+}

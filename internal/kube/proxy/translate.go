@@ -8,7 +8,6 @@
 package proxy
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -32,8 +31,12 @@ func (k Key) String() string { return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.
 // sorted (so that two computations of the same state compare equal).
 type Entries map[Key][]ebpf.Backend
 
-// Equal says whether two backend lists (sorted) are the same.
-func sameBackends(a, b []ebpf.Backend) bool { return slices.Equal(a, b) }
+// sameBackends says whether two backend lists hold the same backends. b is
+// sorted (Translate's); a may be in the maps' slot order, which
+// UpdateService keeps stable rather than sorted.
+func sameBackends(a, b []ebpf.Backend) bool {
+	return slices.Equal(slices.SortedFunc(slices.Values(a), ebpf.CompareBackends), b)
+}
 
 // Translate computes the entries of one Service on node `node` from the
 // Service and its EndpointSlices, as kube-proxy does:
@@ -154,12 +157,7 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 	if len(ready) == 0 {
 		ready = terminating
 	}
-	slices.SortFunc(ready, func(a, b ebpf.Backend) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Port, b.Port)
-	})
+	slices.SortFunc(ready, ebpf.CompareBackends)
 	return slices.Compact(ready)
 }
 
