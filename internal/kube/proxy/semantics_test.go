@@ -4,6 +4,10 @@ package proxy_test
 // endpoint -> refused at once, sessionAffinity ClientIP, hairpin.
 
 import (
+	"errors"
+	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,6 +120,77 @@ func TestSessionAffinityClientIP(t *testing.T) {
 		t.Fatalf("sessionAffinity None: %v, want 20 answers from more than one backend", got)
 	}
 	t.Logf("sessionAffinity None: %v", got)
+}
+
+// An established flow keeps its backend while the Service's other
+// endpoints change around it (one joins, another leaves): a connected UDP
+// socket in a client pod is answered by the same pod throughout, as with
+// kube-proxy, whose conntrack entries of remaining endpoints stay.
+func TestEstablishedFlowKeepsItsBackend(t *testing.T) {
+	cs := needCluster(t)
+	ns := kns(t, cs)
+	lbl := map[string]string{"app": "keep"}
+	ips := runPods(t, cs, ns, whoamiPod("keep-a", 1, lbl), whoamiPod("keep-b", 2, lbl), clientPod("cli", 1))
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "keep"},
+		Spec: corev1.ServiceSpec{Selector: lbl, Ports: []corev1.ServicePort{{Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("dns")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := svc.Spec.ClusterIP
+	p1 := plane(t, 1)
+	backends := func(n int) func() bool {
+		return func() bool { s, ok := entry(t, p1, vip, 53, ebpf.UDP); return ok && len(s.Backends) == n }
+	}
+	if err := waitFor(30*time.Second, backends(2)); err != nil {
+		t.Fatal("node 1's entry never got the 2 backends")
+	}
+	var c net.Conn
+	if err := nsutil.DoPath(podNetns(t, ips["cli"]), func() (err error) {
+		c, err = net.Dial("udp4", hostport(vip, 53))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// ask sends one datagram on the flow and returns who answered (a lost
+	// datagram is asked again, up to 10 s).
+	ask := func() string {
+		t.Helper()
+		buf := make([]byte, 256)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := c.Write([]byte("?")); err != nil && !errors.Is(err, syscall.EINTR) {
+				t.Fatal(err)
+			}
+			n, err := c.Read(buf)
+			if err == nil {
+				return strings.TrimSpace(string(buf[:n]))
+			}
+		}
+		t.Fatal("the flow got no answer in 10 s")
+		return ""
+	}
+	kept := ask()
+	other := map[string]string{"keep-a": "keep-b", "keep-b": "keep-a"}[kept]
+	if other == "" {
+		t.Fatalf("answered by %q, not a backend", kept)
+	}
+	runPods(t, cs, ns, whoamiPod("keep-c", 2, lbl))
+	if err := waitFor(30*time.Second, backends(3)); err != nil {
+		t.Fatal("node 1's entry never got the third backend")
+	}
+	unlabel := []byte(`{"metadata":{"labels":{"app":"gone"}}}`)
+	if _, err := cs.CoreV1().Pods(ns).Patch(testCtx, other, "application/strategic-merge-patch+json", unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(30*time.Second, backends(2)); err != nil {
+		t.Fatalf("node 1's entry kept %s after its label went", other)
+	}
+	for i := range 20 {
+		if got := ask(); got != kept {
+			t.Fatalf("datagram %d of the flow answered by %s, not its %s, after the endpoints changed", i, got, kept)
+		}
+	}
 }
 
 // Hairpin: a pod reaching its own Service's clusterIP, the only endpoint
