@@ -22,13 +22,8 @@ func TestSessionAffinity(t *testing.T) {
 	sport := uint16(30000)
 	// connect sends one SYN from a new source port; returns its backend.
 	connect := func(client netip.Addr) netip.Addr {
-		t.Helper()
 		sport++
-		ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
-		mustOK(t, ret)
-		mustValid(t, out)
-		d, _ := decode(out)
-		return d.dst
+		return synBackend(t, p, client, sport)
 	}
 	spread := func(n int) map[netip.Addr]int {
 		seen := map[netip.Addr]int{}
@@ -120,13 +115,8 @@ func TestSessionAffinityAcrossEndpointChanges(t *testing.T) {
 	}
 	sport := uint16(40000)
 	connect := func(client netip.Addr) netip.Addr {
-		t.Helper()
 		sport++
-		ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
-		mustOK(t, ret)
-		mustValid(t, out)
-		d, _ := decode(out)
-		return d.dst
+		return synBackend(t, p, client, sport)
 	}
 	// A client that got c, the backend in the last slot.
 	var client netip.Addr
@@ -162,4 +152,15 @@ func TestSessionAffinityAcrossEndpointChanges(t *testing.T) {
 			t.Fatalf("after a backend joined, a new flow of the client went to %s, not its %s", got, c.IP)
 		}
 	}
+}
+
+// synBackend sends one SYN from client:sport to the Service at vip:5201
+// through from_pod and returns the backend it was sent to.
+func synBackend(t *testing.T, p *dp.Plane, client netip.Addr, sport uint16) netip.Addr {
+	t.Helper()
+	ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+	mustOK(t, ret)
+	mustValid(t, out)
+	d, _ := decode(out)
+	return d.dst
 }
