@@ -173,14 +173,19 @@ static __always_inline int np_new_flow(struct __sk_buff *skb, const struct lb_pk
 	return 0;
 }
 
+/* np_key: a conntrack key of one direction of a flow (pad zeroed). */
+static __always_inline struct lb_ct_key np_key(__be32 saddr, __be32 daddr, __be16 sport, __be16 dport, __u8 proto, __u8 dir)
+{
+	return (struct lb_ct_key){ .saddr = saddr, .daddr = daddr, .sport = sport, .dport = dport, .proto = proto, .dir = dir };
+}
+
 /* np_snat_reply: a reply to a SNATed flow (backend:bport -> nodeIP:snatport)
  * becomes nodeIP:nodePort -> client:cport and goes straight back out.
  * Returns -1 when p is no such reply. */
 static __always_inline int np_snat_reply(struct __sk_buff *skb, const struct lb_pkt *p)
 {
-	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
-				.proto = p->proto, .dir = LB_CT_REV };
-	struct lb_ct_key fk = { .proto = p->proto, .dir = LB_CT_FWD };
+	struct lb_ct_key rk = np_key(p->saddr, p->daddr, p->sport, p->dport, p->proto, LB_CT_REV);
+	struct lb_ct_key fk;
 	struct lb_tuple to;
 	struct np_ct *ct;
 
@@ -197,10 +202,7 @@ static __always_inline int np_snat_reply(struct __sk_buff *skb, const struct lb_
 	}
 	np_count(NP_STAT_RNAT);
 	if (p->tcp_rst) {
-		fk.saddr = to.daddr;
-		fk.daddr = to.saddr;
-		fk.sport = to.dport;
-		fk.dport = to.sport;
+		fk = np_key(to.daddr, to.saddr, to.dport, to.sport, p->proto, LB_CT_FWD);
 		np_close(&fk, &rk);
 	}
 	return bpf_redirect_neigh(skb->ifindex, NULL, 0, 0);
@@ -240,12 +242,7 @@ static __always_inline int np_from_wire(struct __sk_buff *skb)
 		np_count(NP_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	fk.saddr = p.saddr;
-	fk.daddr = p.daddr;
-	fk.sport = p.sport;
-	fk.dport = p.dport;
-	fk.proto = p.proto;
-	fk.dir = LB_CT_FWD;
+	fk = np_key(p.saddr, p.daddr, p.sport, p.dport, p.proto, LB_CT_FWD);
 	/* Always looked up, SYNs too: a retransmitted SYN must keep its SNAT port. */
 	ct = bpf_map_lookup_elem(&np_conntrack, &fk);
 	if (ct && ct->svc_id == svc->id) {
@@ -268,12 +265,7 @@ static __always_inline int np_from_wire(struct __sk_buff *skb)
 	}
 	np_count(NP_STAT_DNAT);
 	if (p.tcp_rst) {
-		rk.saddr = to.daddr;
-		rk.daddr = to.saddr;
-		rk.sport = to.dport;
-		rk.dport = to.sport;
-		rk.proto = p.proto;
-		rk.dir = LB_CT_REV;
+		rk = np_key(to.daddr, to.saddr, to.dport, to.sport, p.proto, LB_CT_REV);
 		np_close(&fk, &rk);
 	}
 	if (flow.flags & NP_CT_SNAT)
@@ -296,12 +288,7 @@ static __always_inline int np_to_wire(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (!lb_maybe_backend_port(p.sport))
 		return TC_ACT_OK;
-	rk.saddr = p.saddr;
-	rk.daddr = p.daddr;
-	rk.sport = p.sport;
-	rk.dport = p.dport;
-	rk.proto = p.proto;
-	rk.dir = LB_CT_REV;
+	rk = np_key(p.saddr, p.daddr, p.sport, p.dport, p.proto, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&np_conntrack, &rk);
 	if (!ct || (ct->flags & NP_CT_SNAT))
 		return TC_ACT_OK;
@@ -315,12 +302,7 @@ static __always_inline int np_to_wire(struct __sk_buff *skb)
 	}
 	np_count(NP_STAT_RNAT);
 	if (p.tcp_rst) {
-		fk.saddr = p.daddr;
-		fk.daddr = to.saddr;
-		fk.sport = p.dport;
-		fk.dport = to.sport;
-		fk.proto = p.proto;
-		fk.dir = LB_CT_FWD;
+		fk = np_key(p.daddr, to.saddr, p.dport, to.sport, p.proto, LB_CT_FWD);
 		np_close(&fk, &rk);
 	}
 	return TC_ACT_OK;
