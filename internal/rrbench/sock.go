@@ -139,7 +139,7 @@ func writeFull(fd int, b []byte) error {
 	return nil
 }
 
-// isTimeout: a blocking call hit SO_RCVTIMEO/SO_SNDTIMEO.
+// isTimeout: a blocking call hit SO_RCVTIMEO/SO_SNDTIMEO (or the client's deadline).
 func isTimeout(err error) bool {
 	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINPROGRESS)
 }
