@@ -426,3 +426,48 @@ func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 		}
 	})
 }
+
+// A request that does not fit the socket buffers of a peer that never
+// reads: the raw, non-blocking first try of send comes back with EAGAIN,
+// and the ordinary blocking send must take over and wait (here until the
+// socket is shut down, as the watchdog would), neither fail nor spin.
+func TestFullBufferFallsBackToABlockingSend(t *testing.T) {
+	inScratch(t, func() {
+		lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(lfd)
+		_ = unix.SetsockoptInt(lfd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) // inherited by the connection
+		if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(lfd, 1); err != nil { // never accepted, never read
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(lfd)
+		fd, err := socket(unix.AF_INET, unix.SOCK_STREAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096)
+		if err := connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		const wait = time.Second
+		go func() { time.Sleep(wait); _ = unix.Shutdown(fd, unix.SHUT_RDWR) }()
+		before := blockingSends.Load()
+		start := time.Now()
+		err = writeFull(fd, make([]byte, 1<<20))
+		took := time.Since(start)
+		n := blockingSends.Load() - before
+		t.Logf("after %s, %d blocking sends: %v", took.Round(time.Millisecond), n, err)
+		if n == 0 {
+			t.Errorf("no blocking send: the raw non-blocking send never found the buffer full")
+		}
+		if err == nil || took < wait*9/10 {
+			t.Errorf("send of 1 MiB to a peer that never reads returned %v after %s: want it to wait until the shutdown (%s)", err, took, wait)
+		}
+	})
+}
