@@ -129,6 +129,7 @@ const (
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
 	sockVarOnlyNetns         = "only_netns"
+	sockVarPodsViaTc         = "pods_via_tc"
 )
 
 // loadSock returns the embedded CollectionSpec for sock.
@@ -201,6 +202,7 @@ type sockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockVariableSpecs struct {
 	OnlyNetns *ebpf.VariableSpec `ebpf:"only_netns"`
+	PodsViaTc *ebpf.VariableSpec `ebpf:"pods_via_tc"`
 }
 
 // sockObjects contains all objects after they have been loaded into the kernel.
@@ -257,6 +259,7 @@ func (m *sockMaps) Close() error {
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockVariables struct {
 	OnlyNetns *ebpf.Variable `ebpf:"only_netns"`
+	PodsViaTc *ebpf.Variable `ebpf:"pods_via_tc"`
 }
 
 // sockPrograms contains all programs after they have been loaded into the kernel.

@@ -343,7 +343,7 @@ func TestNetnsOnly(t *testing.T) {
 	if err := nsutil.Do(s.pod("pod-c").NS, func() (err error) { mine, err = NetnsCookie(); return }); err != nil || mine == cookie || cookie == 0 {
 		t.Fatalf("netns cookies: pod-b %d, pod-c %d (%v): want two different, non-zero", cookie, mine, err)
 	}
-	p, a, err := setup(l, cookie)
+	p, a, err := setup(l, cookie, false)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
