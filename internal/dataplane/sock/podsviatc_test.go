@@ -22,21 +22,8 @@ import (
 // sessionAffinity; the namespace the programs were loaded for (a node's
 // own, here pod-c's) keeps the socket programs' behaviour (EPERM).
 func TestPodsViaTC(t *testing.T) {
-	name := fmt.Sprintf("fat%d", os.Getpid()%10000)
-	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 3)
-	s := &sockLab{l: l}
-	t.Cleanup(func() {
-		if s.p != nil {
-			s.p.Close()
-		}
-		down()
-	})
-	serve(t, s.pod("pod-a").NS, "pod-a")
-	var node uint64
-	if err := nsutil.Do(s.pod("pod-c").NS, func() (err error) { node, err = NetnsCookie(); return }); err != nil {
-		t.Fatal(err)
-	}
-	p, a, err := setup(l, node, true)
+	s := upNetnsLab(t, "fat")
+	p, a, err := setup(s.l, s.netnsCookie(t, "pod-c"), true)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
@@ -97,4 +84,32 @@ func TestPodsViaTC(t *testing.T) {
 	if ss2.Connects != ss.Connects || ts2.DNAT <= ts.DNAT {
 		t.Fatalf("socket stats %+v, tc stats %+v (before: %+v, %+v): want the affinity Service's packets translated by tc, not the connect", ss2, ts2, ss, ts)
 	}
+}
+
+// upNetnsLab builds a veth-routed lab of three pods, pod-a serving, for
+// programs loaded for one network namespace (setup with a cookie); the
+// plane in s.p closes before the lab goes.
+func upNetnsLab(t *testing.T, prefix string) *sockLab {
+	t.Helper()
+	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)
+	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 3)
+	s := &sockLab{l: l}
+	t.Cleanup(func() {
+		if s.p != nil {
+			s.p.Close()
+		}
+		down()
+	})
+	serve(t, s.pod("pod-a").NS, "pod-a")
+	return s
+}
+
+// netnsCookie is the cookie of pod's network namespace (never 0).
+func (s *sockLab) netnsCookie(t *testing.T, pod string) uint64 {
+	t.Helper()
+	var c uint64
+	if err := nsutil.Do(s.pod(pod).NS, func() (err error) { c, err = NetnsCookie(); return }); err != nil || c == 0 {
+		t.Fatalf("netns cookie of %s: %d, %v", pod, c, err)
+	}
+	return c
 }
