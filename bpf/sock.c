@@ -28,7 +28,8 @@
  *               room for (or a storage the kernel could not allocate).
  *
  * only_netns: when set (at load time), connect4 and sendmsg4 translate only
- * sockets of that network namespace (its cookie). A Kubernetes node with
+ * sockets of that network namespace (its cookie), or, with pods_via_tc,
+ * also the pods' sockets (see there). A Kubernetes node with
  * the tc programs on its pods' veths attaches these to the node's whole
  * cgroup for its own processes and hostNetwork pods, and leaves the pods
  * (their own namespaces) to tc: no connection is translated twice.
@@ -137,10 +138,25 @@ static __always_inline void sock_count(__u32 what)
 
 volatile const __u64 only_netns = 0;
 
-/* sock_mine: whether this socket's connect/sendmsg is ours to translate. */
+/* pods_via_tc (with only_netns; `vnetlab kube-proxy --socket-lb`): the
+ * sockets of the other namespaces below the cgroup, the pods, whose veths
+ * carry the tc programs, are translated too (Cilium's socket LB: no
+ * per-packet NAT, no conntrack), except where only the tc programs behave
+ * as Kubernetes defines it: a Service without endpoints (tc answers with
+ * ICMP port unreachable, i.e. ECONNREFUSED; a socket program can only fail
+ * the call with EPERM) and sessionAffinity ClientIP (tc's lb_affinity).
+ * Those calls go on untranslated and tc translates their packets. */
+volatile const __u32 pods_via_tc = 0;
+
+enum { SOCK_NOT_MINE = 0, SOCK_MINE = 1, SOCK_MINE_TC_BEHIND = 2 };
+
+/* sock_mine: whether this socket's connect/sendmsg is ours to translate,
+ * and whether the tc programs are behind it. */
 static __always_inline int sock_mine(struct bpf_sock_addr *ctx)
 {
-	return only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns;
+	if (only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns)
+		return SOCK_MINE;
+	return pods_via_tc ? SOCK_MINE_TC_BEHIND : SOCK_NOT_MINE;
 }
 
 enum { SOCK_MISS = 0, SOCK_XLATED = 1, SOCK_REJECT = 2 };
@@ -227,7 +243,7 @@ enum { SOCK_PEER = 0, SOCK_DEST = 1 };
 /* sock_xlate rewrites the destination of ctx when it is a Service, picking
  * the backend in slot seed % count, and remembers it for the way back
  * (how: SOCK_PEER for connect, SOCK_DEST for an unconnected sendto). */
-static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int how)
+static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how)
 {
 	struct lb_svc_key k = {};
 	struct lb_backend_key bk = {};
@@ -241,6 +257,8 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 	svc = bpf_map_lookup_elem(&lb_services, &k);
 	if (!svc)
 		return SOCK_MISS;
+	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY)))
+		return SOCK_MISS; /* tc's (pods_via_tc) */
 	if (svc->count == 0) {
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
@@ -325,12 +343,15 @@ SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
 	__u8 proto = sock_proto(ctx);
-	int r;
+	int mine, r;
 
-	if (!proto || !sock_mine(ctx))
+	if (!proto)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
-	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, SOCK_PEER);
+	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER);
 	if (r == SOCK_REJECT)
 		return 0;
 	if (r == SOCK_XLATED)
@@ -342,14 +363,17 @@ SEC("cgroup/sendmsg4")
 int sock_sendmsg4(struct bpf_sock_addr *ctx)
 {
 	__u64 cookie;
-	int r;
+	int mine, r;
 
-	if (sock_proto(ctx) != IPPROTO_UDP || !sock_mine(ctx))
+	if (sock_proto(ctx) != IPPROTO_UDP)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* One backend per socket (hash of its cookie): a client's datagrams
 	 * and the replies it waits for stay with one backend. */
 	cookie = bpf_get_socket_cookie(ctx);
-	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, SOCK_DEST);
+	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST);
 	if (r == SOCK_REJECT)
 		return 0;
 	if (r == SOCK_XLATED)

@@ -94,28 +94,6 @@ type sockLbSvcKey struct {
 	Pad   uint8
 }
 
-type sockSockConn struct {
-	_       structs.HostLayout
-	Cookie  uint64
-	Backend uint32
-	Vip     uint32
-	Bport   uint16
-	Vport   uint16
-	Pad     uint32
-}
-
-type sockSockDestSet struct {
-	_ structs.HostLayout
-	D [4]struct {
-		_       structs.HostLayout
-		Backend uint32
-		Vip     uint32
-		Bport   uint16
-		Vport   uint16
-	}
-	Spilled uint32
-}
-
 type sockSockRevKey struct {
 	_      structs.HostLayout
 	Cookie uint64
@@ -144,8 +122,6 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
-	sockMapSockConns         = "sock_conns"
-	sockMapSockDests         = "sock_dests"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
@@ -153,6 +129,7 @@ const (
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
 	sockVarOnlyNetns         = "only_netns"
+	sockVarPodsViaTc         = "pods_via_tc"
 )
 
 // loadSock returns the embedded CollectionSpec for sock.
@@ -216,8 +193,6 @@ type sockMapSpecs struct {
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
-	SockConns   *ebpf.MapSpec `ebpf:"sock_conns"`
-	SockDests   *ebpf.MapSpec `ebpf:"sock_dests"`
 	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
 	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
 }
@@ -227,6 +202,7 @@ type sockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockVariableSpecs struct {
 	OnlyNetns *ebpf.VariableSpec `ebpf:"only_netns"`
+	PodsViaTc *ebpf.VariableSpec `ebpf:"pods_via_tc"`
 }
 
 // sockObjects contains all objects after they have been loaded into the kernel.
@@ -258,8 +234,6 @@ type sockMaps struct {
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
-	SockConns   *ebpf.Map `ebpf:"sock_conns"`
-	SockDests   *ebpf.Map `ebpf:"sock_dests"`
 	SockRev     *ebpf.Map `ebpf:"sock_rev"`
 	SockStats   *ebpf.Map `ebpf:"sock_stats"`
 }
@@ -275,8 +249,6 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
-		m.SockConns,
-		m.SockDests,
 		m.SockRev,
 		m.SockStats,
 	)
@@ -287,6 +259,7 @@ func (m *sockMaps) Close() error {
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockVariables struct {
 	OnlyNetns *ebpf.Variable `ebpf:"only_netns"`
+	PodsViaTc *ebpf.Variable `ebpf:"pods_via_tc"`
 }
 
 // sockPrograms contains all programs after they have been loaded into the kernel.

@@ -24,7 +24,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -325,25 +324,13 @@ func TestIperf3ThroughSocketService(t *testing.T) {
 // and leave alone those of another namespace in the same cgroup (the pods,
 // which the tc programs serve).
 func TestNetnsOnly(t *testing.T) {
-	name := fmt.Sprintf("fan%d", os.Getpid()%10000)
-	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 3)
-	s := &sockLab{l: l}
-	t.Cleanup(func() {
-		if s.p != nil {
-			s.p.Close()
-		}
-		down()
-	})
-	serve(t, s.pod("pod-a").NS, "pod-a")
-	var cookie uint64
-	if err := nsutil.Do(s.pod("pod-b").NS, func() (err error) { cookie, err = NetnsCookie(); return }); err != nil {
-		t.Fatal(err)
+	s := upNetnsLab(t, "fan")
+	l, name := s.l, s.l.State.Name
+	cookie, mine := s.netnsCookie(t, "pod-b"), s.netnsCookie(t, "pod-c")
+	if mine == cookie {
+		t.Fatalf("netns cookies: pod-b %d, pod-c %d: want two different", cookie, mine)
 	}
-	var mine uint64
-	if err := nsutil.Do(s.pod("pod-c").NS, func() (err error) { mine, err = NetnsCookie(); return }); err != nil || mine == cookie || cookie == 0 {
-		t.Fatalf("netns cookies: pod-b %d, pod-c %d (%v): want two different, non-zero", cookie, mine, err)
-	}
-	p, a, err := setup(l, cookie)
+	p, a, err := setup(l, cookie, false)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
