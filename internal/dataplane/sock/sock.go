@@ -40,12 +40,14 @@ type Plane struct {
 // maps come in as the programs' dependencies, from the lab's pins.
 type objects struct {
 	sockPrograms
-	SockRev   *cebpf.Map `ebpf:"sock_rev"`
+	SockConns *cebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
+	SockDests *cebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
+	SockRev   *cebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
 	SockStats *cebpf.Map `ebpf:"sock_stats"`
 }
 
 func (o *objects) Close() error {
-	return errors.Join(o.sockPrograms.Close(), o.SockRev.Close(), o.SockStats.Close())
+	return errors.Join(o.sockPrograms.Close(), o.SockConns.Close(), o.SockDests.Close(), o.SockRev.Close(), o.SockStats.Close())
 }
 
 // hooks: pin name, program, attach type.
@@ -106,7 +108,7 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		svc.Close()
 		return nil, err
 	}
-	for _, name := range []string{"sock_rev", "sock_stats"} {
+	for _, name := range []string{"sock_conns", "sock_dests", "sock_rev", "sock_stats"} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}

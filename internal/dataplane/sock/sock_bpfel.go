@@ -94,6 +94,28 @@ type sockLbSvcKey struct {
 	Pad   uint8
 }
 
+type sockSockConn struct {
+	_       structs.HostLayout
+	Cookie  uint64
+	Backend uint32
+	Vip     uint32
+	Bport   uint16
+	Vport   uint16
+	Pad     uint32
+}
+
+type sockSockDestSet struct {
+	_ structs.HostLayout
+	D [4]struct {
+		_       structs.HostLayout
+		Backend uint32
+		Vip     uint32
+		Bport   uint16
+		Vport   uint16
+	}
+	Spilled uint32
+}
+
 type sockSockRevKey struct {
 	_      structs.HostLayout
 	Cookie uint64
@@ -122,6 +144,8 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
+	sockMapSockConns         = "sock_conns"
+	sockMapSockDests         = "sock_dests"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
@@ -193,6 +217,8 @@ type sockMapSpecs struct {
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
+	SockConns   *ebpf.MapSpec `ebpf:"sock_conns"`
+	SockDests   *ebpf.MapSpec `ebpf:"sock_dests"`
 	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
 	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
 }
@@ -234,6 +260,8 @@ type sockMaps struct {
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
+	SockConns   *ebpf.Map `ebpf:"sock_conns"`
+	SockDests   *ebpf.Map `ebpf:"sock_dests"`
 	SockRev     *ebpf.Map `ebpf:"sock_rev"`
 	SockStats   *ebpf.Map `ebpf:"sock_stats"`
 }
@@ -249,6 +277,8 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.SockConns,
+		m.SockDests,
 		m.SockRev,
 		m.SockStats,
 	)
