@@ -14,11 +14,22 @@
  *
  * The Services are lb.h's maps (lb_services, lb_backends), pinned in the
  * lab's bpffs directory and shared with the tc programs: one `svc add`
- * serves both. sock_rev remembers, per socket (cookie), which backend
- * stands for which clusterIP.
+ * serves both. The way back (getpeername, recvfrom) needs to know which
+ * backend stands for which clusterIP, per socket, without a hash insert
+ * per connection (an LRU insert, with its locks and evictions, was most
+ * of a translated connect's cost):
+ *   sock_conns  connected sockets (connect4): an array indexed by the
+ *               socket's cookie, one plain store; an entry is good while
+ *               its cookie is the socket's (see SOCK_CONNS).
+ *   sock_dests  unconnected UDP sockets (sendmsg4): socket local storage,
+ *               up to SOCK_DESTS pairs, created by the socket's first
+ *               datagram to a Service and freed with the socket.
+ *   sock_rev    an LRU keyed by socket cookie, for what sock_dests has no
+ *               room for (or a storage the kernel could not allocate).
  *
  * only_netns: when set (at load time), connect4 and sendmsg4 translate only
- * sockets of that network namespace (its cookie). A Kubernetes node with
+ * sockets of that network namespace (its cookie), or, with pods_via_tc,
+ * also the pods' sockets (see there). A Kubernetes node with
  * the tc programs on its pods' veths attaches these to the node's whole
  * cgroup for its own processes and hostNetwork pods, and leaves the pods
  * (their own namespaces) to tc: no connection is translated twice.
@@ -52,6 +63,56 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_rev SEC(".maps");
 
+/* sock_conns: the peer of each connected socket, at index cookie %
+ * SOCK_CONNS. Socket cookies come from one counter (handed out to CPUs
+ * in batches of 4096), so an entry is overwritten only after about
+ * SOCK_CONNS newer sockets were given a cookie: it lives like an LRU entry
+ * of a map that size, but costs a store, not an insert and an eviction.
+ * A socket whose entry was reused sees its backend in getpeername(). */
+#define SOCK_CONNS (1 << 18)
+
+struct sock_conn {
+	__u64 cookie; /* 0: never used */
+	__be32 backend;
+	__be32 vip;
+	__be16 bport;
+	__be16 vport;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SOCK_CONNS);
+	__type(key, __u32);
+	__type(value, struct sock_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock_conns SEC(".maps");
+
+/* sock_dests: an unconnected UDP socket's {backend -> clusterIP} pairs, one
+ * per backend it sent to (one per Service: sendmsg4 picks the same backend
+ * of a Service for the whole socket). backend 0 = free. */
+#define SOCK_DESTS 4
+
+struct sock_dest {
+	__be32 backend;
+	__be32 vip;
+	__be16 bport;
+	__be16 vport;
+};
+
+struct sock_dest_set {
+	struct sock_dest d[SOCK_DESTS];
+	__u32 spilled; /* pairs beyond SOCK_DESTS went to sock_rev */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock_dest_set);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock_dests SEC(".maps");
+
 enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
 	SOCK_STAT_SENDMSG = 1,    /* unconnected UDP datagrams translated */
@@ -77,10 +138,25 @@ static __always_inline void sock_count(__u32 what)
 
 volatile const __u64 only_netns = 0;
 
-/* sock_mine: whether this socket's connect/sendmsg is ours to translate. */
+/* pods_via_tc (with only_netns; `vnetlab kube-proxy --socket-lb`): the
+ * sockets of the other namespaces below the cgroup, the pods, whose veths
+ * carry the tc programs, are translated too (Cilium's socket LB: no
+ * per-packet NAT, no conntrack), except where only the tc programs behave
+ * as Kubernetes defines it: a Service without endpoints (tc answers with
+ * ICMP port unreachable, i.e. ECONNREFUSED; a socket program can only fail
+ * the call with EPERM) and sessionAffinity ClientIP (tc's lb_affinity).
+ * Those calls go on untranslated and tc translates their packets. */
+volatile const __u32 pods_via_tc = 0;
+
+enum { SOCK_NOT_MINE = 0, SOCK_MINE = 1, SOCK_MINE_TC_BEHIND = 2 };
+
+/* sock_mine: whether this socket's connect/sendmsg is ours to translate,
+ * and whether the tc programs are behind it. */
 static __always_inline int sock_mine(struct bpf_sock_addr *ctx)
 {
-	return only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns;
+	if (only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns)
+		return SOCK_MINE;
+	return pods_via_tc ? SOCK_MINE_TC_BEHIND : SOCK_NOT_MINE;
 }
 
 enum { SOCK_MISS = 0, SOCK_XLATED = 1, SOCK_REJECT = 2 };
@@ -96,14 +172,81 @@ static __always_inline __u32 sock_mix(__u64 c)
 	return h;
 }
 
+/* sock_rev_spill remembers a pair in sock_rev (see sock_dests). */
+static __always_inline void sock_rev_spill(__u64 cookie, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
+{
+	struct sock_rev_key rk = {};
+	struct sock_rev_val rv = {};
+
+	rk.cookie = cookie;
+	rk.addr = backend;
+	rk.port = bport;
+	rv.vip = vip;
+	rv.port = vport;
+	bpf_map_update_elem(&sock_rev, &rk, &rv, BPF_ANY);
+}
+
+/* sock_remember_peer: connect() gives a socket one peer, replacing any
+ * earlier one (a reconnected UDP socket hears only its new peer). */
+static __always_inline void sock_remember_peer(struct bpf_sock_addr *ctx, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
+	struct sock_conn *c = bpf_map_lookup_elem(&sock_conns, &i);
+
+	if (!c)
+		return;
+	c->cookie = cookie;
+	c->backend = backend;
+	c->bport = bport;
+	c->vip = vip;
+	c->vport = vport;
+}
+
+/* sock_remember_dest: sendto() adds a pair to an unconnected socket's
+ * (or refreshes its clusterIP: last writer wins, as in sock_rev). After
+ * the first datagram to a Service, the next ones find their pair. */
+static __always_inline void sock_remember_dest(struct bpf_sock_addr *ctx, __u64 cookie, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
+{
+	struct sock_dest_set *s = bpf_sk_storage_get(&sock_dests, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	int i;
+
+	if (!s) {
+		sock_rev_spill(cookie, backend, bport, vip, vport);
+		return;
+	}
+#pragma unroll
+	for (i = 0; i < SOCK_DESTS; i++) {
+		struct sock_dest *d = &s->d[i];
+
+		if (d->backend == backend && d->bport == bport) {
+			if (d->vip != vip || d->vport != vport) {
+				d->vip = vip;
+				d->vport = vport;
+			}
+			return;
+		}
+		if (d->backend == 0) {
+			d->backend = backend;
+			d->bport = bport;
+			d->vip = vip;
+			d->vport = vport;
+			return;
+		}
+	}
+	s->spilled = 1;
+	sock_rev_spill(cookie, backend, bport, vip, vport);
+}
+
+enum { SOCK_PEER = 0, SOCK_DEST = 1 };
+
 /* sock_xlate rewrites the destination of ctx when it is a Service, picking
- * the backend in slot seed % count, and remembers it for the way back. */
-static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie)
+ * the backend in slot seed % count, and remembers it for the way back
+ * (how: SOCK_PEER for connect, SOCK_DEST for an unconnected sendto). */
+static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how)
 {
 	struct lb_svc_key k = {};
 	struct lb_backend_key bk = {};
-	struct sock_rev_key rk = {};
-	struct sock_rev_val rv = {};
 	struct lb_backend *b;
 	struct lb_svc *svc;
 	__u32 port = ctx->user_port;
@@ -114,6 +257,8 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 	svc = bpf_map_lookup_elem(&lb_services, &k);
 	if (!svc)
 		return SOCK_MISS;
+	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY)))
+		return SOCK_MISS; /* tc's (pods_via_tc) */
 	if (svc->count == 0) {
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
@@ -125,27 +270,57 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
 	}
-	rk.cookie = cookie;
-	rk.addr = b->ip;
-	rk.port = b->port;
-	rv.vip = k.vip;
-	rv.port = k.port;
-	bpf_map_update_elem(&sock_rev, &rk, &rv, BPF_ANY);
+	if (how == SOCK_PEER)
+		sock_remember_peer(ctx, b->ip, b->port, k.vip, k.port);
+	else
+		sock_remember_dest(ctx, cookie, b->ip, b->port, k.vip, k.port);
 	ctx->user_ip4 = b->ip;
 	ctx->user_port = (__u32)b->port;
 	return SOCK_XLATED;
 }
 
-/* sock_rev_xlate reports a backend's address as its clusterIP. */
+/* sock_rev_xlate reports a backend's address as its clusterIP: the
+ * connected peer in sock_conns, else the socket's sock_dests, else
+ * sock_rev for what did not fit there. */
 static __always_inline void sock_rev_xlate(struct bpf_sock_addr *ctx)
 {
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
+	struct sock_conn *c = bpf_map_lookup_elem(&sock_conns, &i);
+	struct sock_dest_set *s;
 	struct sock_rev_key rk = {};
 	struct sock_rev_val *rv;
-	__u32 port = ctx->user_port;
+	__be32 addr = ctx->user_ip4;
+	__be16 port = (__be16)ctx->user_port;
+	int j;
 
-	rk.cookie = bpf_get_socket_cookie(ctx);
-	rk.addr = ctx->user_ip4;
-	rk.port = (__be16)port;
+	if (c && c->cookie == cookie && c->backend == addr && c->bport == port) {
+		ctx->user_ip4 = c->vip;
+		ctx->user_port = (__u32)c->vport;
+		sock_count(SOCK_STAT_REV);
+		return;
+	}
+	s = bpf_sk_storage_get(&sock_dests, ctx->sk, 0, 0);
+	if (s) {
+#pragma unroll
+		for (j = 0; j < SOCK_DESTS; j++) {
+			struct sock_dest *d = &s->d[j];
+
+			if (d->backend == 0)
+				break;
+			if (d->backend == addr && d->bport == port) {
+				ctx->user_ip4 = d->vip;
+				ctx->user_port = (__u32)d->vport;
+				sock_count(SOCK_STAT_REV);
+				return;
+			}
+		}
+		if (!s->spilled)
+			return;
+	}
+	rk.cookie = cookie;
+	rk.addr = addr;
+	rk.port = port;
 	rv = bpf_map_lookup_elem(&sock_rev, &rk);
 	if (!rv)
 		return;
@@ -168,12 +343,15 @@ SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
 	__u8 proto = sock_proto(ctx);
-	int r;
+	int mine, r;
 
-	if (!proto || !sock_mine(ctx))
+	if (!proto)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
-	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), bpf_get_socket_cookie(ctx));
+	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER);
 	if (r == SOCK_REJECT)
 		return 0;
 	if (r == SOCK_XLATED)
@@ -185,14 +363,17 @@ SEC("cgroup/sendmsg4")
 int sock_sendmsg4(struct bpf_sock_addr *ctx)
 {
 	__u64 cookie;
-	int r;
+	int mine, r;
 
-	if (sock_proto(ctx) != IPPROTO_UDP || !sock_mine(ctx))
+	if (sock_proto(ctx) != IPPROTO_UDP)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* One backend per socket (hash of its cookie): a client's datagrams
 	 * and the replies it waits for stay with one backend. */
 	cookie = bpf_get_socket_cookie(ctx);
-	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie);
+	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST);
 	if (r == SOCK_REJECT)
 		return 0;
 	if (r == SOCK_XLATED)

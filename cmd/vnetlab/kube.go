@@ -62,7 +62,7 @@ func newKubeUpCmd() *cobra.Command {
 				return err
 			}
 			fmt.Printf("cluster %s up in %s: %d nodes Ready, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), st.Facts[cluster.FactProxy], st.Facts[cluster.FactCNI], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
+				len(st.Nodes), cluster.ProxyText(st.Facts), st.Facts[cluster.FactCNI], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
@@ -70,6 +70,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "Service proxy: kube-proxy mode iptables or nftables, or vnetlab's own (vnetlab kube-proxy, no kube-proxy process): vnetlab-ebpf (tc programs on the pods' veths) or vnetlab-sock (socket programs on the node's cgroup)")
+	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy vnetlab-ebpf: also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	cmd.Flags().StringVar(&spec.CNI, "cni", cluster.CNIBridge, "CNI plugin wiring the pods: bridge (Debian's bridge + host-local) or vnetlab (vnetlab's modes, docs/cni.md)")
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(topo.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
@@ -112,7 +113,7 @@ func newKubeLsCmd() *cobra.Command {
 			}
 			fmt.Printf("%-12s %-10s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "PROXY", "API SERVER", "CREATED")
 			for _, c := range cs {
-				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), c.Facts[cluster.FactProxy], c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
+				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.ProxyText(c.Facts), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
 			}
 			return nil
 		},

@@ -23,7 +23,7 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,6 +40,9 @@ func newKubeProxyCmd() *cobra.Command {
 			}
 			if c.Mode == proxy.ModeSock && c.Cgroup == "" {
 				return fmt.Errorf("--mode %s needs --cgroup: the node's cgroup v2 directory, which holds its pods", proxy.ModeSock)
+			}
+			if c.SocketLB && (c.Mode != proxy.ModeEBPF || c.Cgroup == "") {
+				return fmt.Errorf("--socket-lb needs --mode %s and --cgroup (with %s every socket is translated already)", proxy.ModeEBPF, proxy.ModeSock)
 			}
 			if _, err := c.PodLinks(); err != nil {
 				return err
@@ -63,6 +66,7 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
+	cmd.Flags().BoolVar(&c.SocketLB, "socket-lb", false, "with --mode "+proxy.ModeEBPF+": the socket programs on --cgroup translate the pods' connect()/sendmsg() too (Cilium's socket LB: no per-packet NAT for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	return cmd
 }
 

@@ -24,6 +24,8 @@ type KubeCluster struct {
 	CNIMode string `yaml:"cni_mode"`
 	Proxy   string `yaml:"proxy"` // kube up --proxy (default iptables)
 	Nodes   int    `yaml:"nodes"` // default 2
+	// SocketLB: kube up --socket-lb (with proxy vnetlab-ebpf).
+	SocketLB bool `yaml:"socket_lb"`
 	// ExtraServices overrides kube.extra_services for this configuration
 	// (0: none).
 	ExtraServices *int `yaml:"extra_services"`
@@ -31,7 +33,7 @@ type KubeCluster struct {
 
 // Spec is what `kube up` builds for the configuration.
 func (c KubeCluster) Spec() cluster.Spec {
-	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode}
+	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode, SocketLB: c.SocketLB}
 }
 
 // DefaultExtraTests are the tests measured again with kube.extra_services
@@ -141,7 +143,9 @@ func (s *Scenario) validateClusters() error {
 		// and proxy that do not work together), said before anything runs.
 		if err := c.Spec().Validate(); err != nil {
 			field := "cni_mode"
-			if strings.HasPrefix(err.Error(), "--proxy") {
+			if strings.Contains(err.Error(), "--socket-lb") {
+				field = "socket_lb"
+			} else if strings.HasPrefix(err.Error(), "--proxy") {
 				field = "proxy"
 			} else if strings.HasPrefix(err.Error(), "--nodes") {
 				field = "nodes"

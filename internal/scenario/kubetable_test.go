@@ -19,7 +19,7 @@ kube:
       cni_mode: veth-routed
       proxy: nftables
       extra_services: 0
-    - {name: bridge-ebpf, proxy: vnetlab-ebpf, nodes: 2, extra_services: 10000}
+    - {name: bridge-ebpf, proxy: vnetlab-ebpf, nodes: 2, extra_services: 10000, socket_lb: true}
 `
 
 func TestParseKubeClusters(t *testing.T) {
@@ -38,6 +38,9 @@ func TestParseKubeClusters(t *testing.T) {
 	}
 	if b.Cluster != "kr" || b.CNI != "vnetlab" || b.CNIMode != "veth-routed" || b.Proxy != "nftables" {
 		t.Errorf("second: %+v", b)
+	}
+	if a.SocketLB || !c.SocketLB || !c.Spec().SocketLB {
+		t.Errorf("socket_lb: %v %v (spec %v), want false true true", a.SocketLB, c.SocketLB, c.Spec().SocketLB)
 	}
 	if k.ExtraFor(a) != 100 || k.ExtraFor(b) != 0 || k.ExtraFor(c) != 10000 {
 		t.Errorf("extra services: %d %d %d, want 100 0 10000", k.ExtraFor(a), k.ExtraFor(b), k.ExtraFor(c))
@@ -71,6 +74,7 @@ func TestKubeClustersErrors(t *testing.T) {
 		{head + "    - {name: a, nodes: 1}\n", `x.yaml:3: field kube.clusters[0].nodes: cross-node needs 2 nodes`},
 		{head + "    - {name: a, nodes: 9}\n", `x.yaml:3: field kube.clusters[0].nodes: --nodes 9: a local cluster has 1 to 8 nodes`},
 		{head + "    - {name: a, extra_services: -1}\n", `x.yaml:3: field kube.clusters[0].extra_services: -1: give 0 to 50000 Services`},
+		{head + "    - {name: a, proxy: nftables, socket_lb: true}\n", `x.yaml:3: field kube.clusters[0].socket_lb: --proxy nftables with --socket-lb: socket LB is an option of --proxy vnetlab-ebpf`},
 		{head + "    - {name: a, prxy: nftables}\n", `x.yaml:3: unknown field "prxy"`},
 		{"kube:\n  clusters: []\n", `x.yaml:2: field kube.clusters: empty list`},
 		{"kube:\n  cluster: k\n  extra_services: 10\n", `x.yaml:3: field kube.extra_services: applies to the configurations of kube.clusters`},

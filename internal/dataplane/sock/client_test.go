@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -20,7 +21,7 @@ import (
 )
 
 const (
-	clientEnv     = "VNETLAB_SOCK_CLIENT" // tcp, udp (unconnected), udp-connected
+	clientEnv     = "VNETLAB_SOCK_CLIENT" // tcp, udp (unconnected), udp-connected, udp-many, udp-reconnect
 	clientAddrEnv = "VNETLAB_SOCK_ADDR"
 )
 
@@ -31,7 +32,9 @@ type clientResult struct {
 	From   string `json:"from,omitempty"`   // recvfrom's source (unconnected UDP)
 	Peer   string `json:"peer,omitempty"`   // getpeername (connected sockets)
 	Cgroup string `json:"cgroup,omitempty"` // the client's cgroup v2 path
-	Error  string `json:"error,omitempty"`
+	// udp-many: "pod@source" of each answer, in the order of the addresses.
+	Answers []string `json:"answers,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -123,8 +126,121 @@ func runClient(how, addr string) (r clientResult) {
 			return r
 		}
 		return fail(fmt.Errorf("no UDP answer from %s", addr))
+	case "udp-many":
+		if err := udpMany(strings.Split(addr, ","), &r); err != nil {
+			return fail(err)
+		}
+		return r
+	case "udp-reconnect":
+		if err := udpReconnect(strings.Split(addr, ","), &r); err != nil {
+			return fail(err)
+		}
+		return r
 	}
 	return fail(fmt.Errorf("unknown client %q", how))
+}
+
+// udpMany sends from one unconnected UDP socket to each address, twice
+// round, and requires every answer to come from the address asked
+// (recvfrom: recvmsg4 restores each clusterIP, however many the socket
+// talks to).
+func udpMany(addrs []string, r *clientResult) error {
+	pc, err := net.ListenPacket("udp4", ":0")
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	asked := map[string]bool{}
+	for _, a := range addrs {
+		asked[a] = true
+	}
+	buf := make([]byte, 512)
+	for round := 0; round < 2; round++ {
+		for _, a := range addrs {
+			to, err := net.ResolveUDPAddr("udp4", a)
+			if err != nil {
+				return err
+			}
+			got := ""
+			for try := 0; try < 3 && got == ""; try++ { // the first datagram may wait for ARP
+				if _, err := pc.WriteTo([]byte("hello\n"), to); err != nil {
+					return err
+				}
+				deadline := time.Now().Add(time.Second)
+				for got == "" {
+					_ = pc.SetReadDeadline(deadline)
+					n, from, err := pc.ReadFrom(buf)
+					if err != nil {
+						break // timeout: send again
+					}
+					if !asked[from.String()] {
+						return fmt.Errorf("asked %s, an answer came from %s (no clusterIP)", a, from)
+					}
+					if from.String() != a {
+						continue // late answer to an earlier try
+					}
+					f := strings.Fields(string(buf[:n]))
+					if len(f) != 2 {
+						return fmt.Errorf("bad answer %q", buf[:n])
+					}
+					got = f[0] + "@" + from.String()
+				}
+			}
+			if got == "" {
+				return fmt.Errorf("no UDP answer from %s", a)
+			}
+			if round == 1 {
+				r.Answers = append(r.Answers, got)
+			}
+		}
+	}
+	return nil
+}
+
+// udpReconnect connects one UDP socket to each address in turn and talks
+// to the last one: getpeername and the answer follow the new peer.
+func udpReconnect(addrs []string, r *clientResult) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "udp")
+	defer f.Close()
+	for _, a := range addrs {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil {
+			return err
+		}
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}); err != nil {
+			return fmt.Errorf("connect %s: %w", a, err)
+		}
+	}
+	c, err := net.FilePacketConn(f)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if r.Peer, err = getpeername(c.(syscall.Conn)); err != nil {
+		return err
+	}
+	buf := make([]byte, 512)
+	for try := 0; try < 3; try++ {
+		if _, err := c.(*net.UDPConn).Write([]byte("hello\n")); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.(*net.UDPConn).Read(buf)
+		if err != nil {
+			continue
+		}
+		fs := strings.Fields(string(buf[:n]))
+		if len(fs) != 2 {
+			return fmt.Errorf("bad answer %q", buf[:n])
+		}
+		r.Pod, r.SeenAs = fs[0], fs[1]
+		return nil
+	}
+	return fmt.Errorf("no answer from %s", addrs[len(addrs)-1])
 }
 
 // getpeername asks the kernel (Go's RemoteAddr may be what it dialed).

@@ -10,11 +10,12 @@ import (
 // before it exists and every pin, so that down and clean remove them even
 // if this process dies halfway. Clients started in Attachment.Cgroup
 // (proc.Cmd.InCgroup, engine.Target.ClientCgroup) are translated.
-func Setup(l *lab.Lab) (*Plane, Attachment, error) { return setup(l, 0) }
+func Setup(l *lab.Lab) (*Plane, Attachment, error) { return setup(l, 0, false) }
 
 // setup is Setup, for the sockets of one network namespace only when
-// netnsCookie is not 0 (OpenNetnsOnly).
-func setup(l *lab.Lab, netnsCookie uint64) (*Plane, Attachment, error) {
+// netnsCookie is not 0 (OpenNetnsOnly), and the tc programs behind for the
+// other namespaces with podsViaTC (OpenPodsViaTC).
+func setup(l *lab.Lab, netnsCookie uint64, podsViaTC bool) (*Plane, Attachment, error) {
 	name := l.State.Name
 	cg, err := cgroup.LabPath(name)
 	if err != nil {
@@ -23,7 +24,7 @@ func setup(l *lab.Lab, netnsCookie uint64) (*Plane, Attachment, error) {
 	if err := l.Journal().Record(lab.KindCgroup, cg); err != nil {
 		return nil, Attachment{}, err
 	}
-	p, err := open(name, netnsCookie)
+	p, err := open(name, netnsCookie, podsViaTC)
 	if err != nil {
 		return nil, Attachment{}, err
 	}

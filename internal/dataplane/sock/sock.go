@@ -40,12 +40,14 @@ type Plane struct {
 // maps come in as the programs' dependencies, from the lab's pins.
 type objects struct {
 	sockPrograms
-	SockRev   *cebpf.Map `ebpf:"sock_rev"`
+	SockConns *cebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
+	SockDests *cebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
+	SockRev   *cebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
 	SockStats *cebpf.Map `ebpf:"sock_stats"`
 }
 
 func (o *objects) Close() error {
-	return errors.Join(o.sockPrograms.Close(), o.SockRev.Close(), o.SockStats.Close())
+	return errors.Join(o.sockPrograms.Close(), o.SockConns.Close(), o.SockDests.Close(), o.SockRev.Close(), o.SockStats.Close())
 }
 
 // hooks: pin name, program, attach type.
@@ -69,7 +71,7 @@ func (p *Plane) hooks() []struct {
 // Open loads the programs and the lab's maps (pinned under
 // /sys/fs/bpf/vnetlab/<lab>/, created on first use, shared with the tc
 // data plane). Nothing is attached until Attach.
-func Open(lab string) (*Plane, error) { return open(lab, 0) }
+func Open(lab string) (*Plane, error) { return open(lab, 0, false) }
 
 // OpenNetnsOnly is Open with programs that translate only the sockets of
 // one network namespace (its cookie, NetnsCookie): a Kubernetes node's own
@@ -79,10 +81,23 @@ func OpenNetnsOnly(lab string, netnsCookie uint64) (*Plane, error) {
 	if netnsCookie == 0 {
 		return nil, errors.New("sock: a network namespace cookie is never 0")
 	}
-	return open(lab, netnsCookie)
+	return open(lab, netnsCookie, false)
 }
 
-func open(lab string, netnsCookie uint64) (*Plane, error) {
+// OpenPodsViaTC is OpenNetnsOnly whose programs also translate the sockets
+// of every other namespace below the cgroup they are attached to: the
+// pods of a Kubernetes node whose veths carry the tc programs (socket LB,
+// `vnetlab kube-proxy --socket-lb`). A Service without endpoints or with
+// sessionAffinity is left to the tc programs there (bpf/sock.c's
+// pods_via_tc): they refuse and pin clients as Kubernetes defines it.
+func OpenPodsViaTC(lab string, netnsCookie uint64) (*Plane, error) {
+	if netnsCookie == 0 {
+		return nil, errors.New("sock: a network namespace cookie is never 0")
+	}
+	return open(lab, netnsCookie, true)
+}
+
+func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 	svc, err := ebpf.Open(lab)
 	if err != nil {
 		return nil, err
@@ -93,12 +108,20 @@ func open(lab string, netnsCookie uint64) (*Plane, error) {
 		svc.Close()
 		return nil, err
 	}
-	for _, name := range []string{"sock_rev", "sock_stats"} {
+	for _, name := range []string{"sock_conns", "sock_dests", "sock_rev", "sock_stats"} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}
 	}
-	if err := spec.Variables["only_netns"].Set(netnsCookie); err != nil {
+	var viaTC uint32
+	if podsViaTC {
+		viaTC = 1
+	}
+	err = spec.Variables["only_netns"].Set(netnsCookie)
+	if err == nil {
+		err = spec.Variables["pods_via_tc"].Set(viaTC)
+	}
+	if err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("sock: %w", err)
 	}

@@ -94,6 +94,28 @@ type sockLbSvcKey struct {
 	Pad   uint8
 }
 
+type sockSockConn struct {
+	_       structs.HostLayout
+	Cookie  uint64
+	Backend uint32
+	Vip     uint32
+	Bport   uint16
+	Vport   uint16
+	Pad     uint32
+}
+
+type sockSockDestSet struct {
+	_ structs.HostLayout
+	D [4]struct {
+		_       structs.HostLayout
+		Backend uint32
+		Vip     uint32
+		Bport   uint16
+		Vport   uint16
+	}
+	Spilled uint32
+}
+
 type sockSockRevKey struct {
 	_      structs.HostLayout
 	Cookie uint64
@@ -122,6 +144,8 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
+	sockMapSockConns         = "sock_conns"
+	sockMapSockDests         = "sock_dests"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
@@ -129,6 +153,7 @@ const (
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
 	sockVarOnlyNetns         = "only_netns"
+	sockVarPodsViaTc         = "pods_via_tc"
 )
 
 // loadSock returns the embedded CollectionSpec for sock.
@@ -192,6 +217,8 @@ type sockMapSpecs struct {
 	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
+	SockConns   *ebpf.MapSpec `ebpf:"sock_conns"`
+	SockDests   *ebpf.MapSpec `ebpf:"sock_dests"`
 	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
 	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
 }
@@ -201,6 +228,7 @@ type sockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockVariableSpecs struct {
 	OnlyNetns *ebpf.VariableSpec `ebpf:"only_netns"`
+	PodsViaTc *ebpf.VariableSpec `ebpf:"pods_via_tc"`
 }
 
 // sockObjects contains all objects after they have been loaded into the kernel.
@@ -232,6 +260,8 @@ type sockMaps struct {
 	LbServices  *ebpf.Map `ebpf:"lb_services"`
 	LbStats     *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
+	SockConns   *ebpf.Map `ebpf:"sock_conns"`
+	SockDests   *ebpf.Map `ebpf:"sock_dests"`
 	SockRev     *ebpf.Map `ebpf:"sock_rev"`
 	SockStats   *ebpf.Map `ebpf:"sock_stats"`
 }
@@ -247,6 +277,8 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.SockConns,
+		m.SockDests,
 		m.SockRev,
 		m.SockStats,
 	)
@@ -257,6 +289,7 @@ func (m *sockMaps) Close() error {
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockVariables struct {
 	OnlyNetns *ebpf.Variable `ebpf:"only_netns"`
+	PodsViaTc *ebpf.Variable `ebpf:"pods_via_tc"`
 }
 
 // sockPrograms contains all programs after they have been loaded into the kernel.

@@ -24,7 +24,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -325,25 +324,13 @@ func TestIperf3ThroughSocketService(t *testing.T) {
 // and leave alone those of another namespace in the same cgroup (the pods,
 // which the tc programs serve).
 func TestNetnsOnly(t *testing.T) {
-	name := fmt.Sprintf("fan%d", os.Getpid()%10000)
-	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 3)
-	s := &sockLab{l: l}
-	t.Cleanup(func() {
-		if s.p != nil {
-			s.p.Close()
-		}
-		down()
-	})
-	serve(t, s.pod("pod-a").NS, "pod-a")
-	var cookie uint64
-	if err := nsutil.Do(s.pod("pod-b").NS, func() (err error) { cookie, err = NetnsCookie(); return }); err != nil {
-		t.Fatal(err)
+	s := upNetnsLab(t, "fan")
+	l, name := s.l, s.l.State.Name
+	cookie, mine := s.netnsCookie(t, "pod-b"), s.netnsCookie(t, "pod-c")
+	if mine == cookie {
+		t.Fatalf("netns cookies: pod-b %d, pod-c %d: want two different", cookie, mine)
 	}
-	var mine uint64
-	if err := nsutil.Do(s.pod("pod-c").NS, func() (err error) { mine, err = NetnsCookie(); return }); err != nil || mine == cookie || cookie == 0 {
-		t.Fatalf("netns cookies: pod-b %d, pod-c %d (%v): want two different, non-zero", cookie, mine, err)
-	}
-	p, a, err := setup(l, cookie)
+	p, a, err := setup(l, cookie, false)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
@@ -377,4 +364,74 @@ func TestNetnsOnly(t *testing.T) {
 			t.Fatalf("AttachCgroup(%s) accepted", bad)
 		}
 	}
+}
+
+// revEntries counts sock_rev's entries (pairs the sockets' own storage had
+// no room for).
+func (s *sockLab) revEntries(t *testing.T) int {
+	t.Helper()
+	var (
+		k  sockSockRevKey
+		v  sockSockRevVal
+		n  int
+		it = s.p.objs.SockRev.Iterate()
+	)
+	for it.Next(&k, &v) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSocketReverseState: the way back without an LRU insert. Connected
+// sockets (sock_conns, by cookie) leave nothing in sock_rev; one
+// unconnected UDP socket talking to six Services (six backends: more than
+// its socket storage, sock_dests, holds) hears each answer from the right
+// clusterIP, the two beyond the storage's four through sock_rev; a UDP
+// socket connected to one Service and then another reports (and talks to)
+// the second.
+func TestSocketReverseState(t *testing.T) {
+	s := upSockLab(t, "fap", "veth-routed", true)
+	const services = 6
+	var addrs, want []string
+	for i := 0; i < services; i++ {
+		pod := []string{"pod-a", "pod-c"}[i%2]
+		bport := port + 1 + i
+		testnet.Serve(t, s.pod(pod).NS, bport, pod)
+		v := netip.AddrFrom4([4]byte{10, 96, 1, byte(i + 1)})
+		be := ebpf.Backend{IP: netip.MustParseAddr(s.pod(pod).IP), Port: uint16(bport)}
+		if err := s.p.AddService(ebpf.Service{VIP: v, Port: 80, Proto: ebpf.UDP, Backends: []ebpf.Backend{be}}); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, v.String()+":80")
+		want = append(want, pod+"@"+v.String()+":80")
+	}
+	s.addService(t, ebpf.TCP, "pod-a")
+
+	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Peer != svcAddr {
+		t.Fatalf("tcp: %+v, %v", r, err)
+	}
+	if r, err := s.client(t, "pod-b", "udp-connected", addrs[0], true); err != nil || r.Peer != addrs[0] {
+		t.Fatalf("connected udp: %+v, %v", r, err)
+	}
+	if n := s.revEntries(t); n != 0 {
+		t.Fatalf("sock_rev holds %d entries after connected sockets only: want 0 (sock_conns has them)", n)
+	}
+
+	r, err := s.client(t, "pod-b", "udp-many", strings.Join(addrs, ","), true)
+	if err != nil || strings.Join(r.Answers, " ") != strings.Join(want, " ") {
+		t.Fatalf("one unconnected socket, %d Services: %+v, %v; want answers %v", services, r, err, want)
+	}
+	if n := s.revEntries(t); n != services-4 {
+		t.Fatalf("sock_rev holds %d entries: want %d (what four storage slots cannot hold)", n, services-4)
+	}
+
+	r, err = s.client(t, "pod-b", "udp-reconnect", addrs[0]+","+addrs[1], true)
+	if err != nil || r.Peer != addrs[1] || r.Pod != "pod-c" {
+		t.Fatalf("udp reconnected from %s to %s: %+v, %v (want peer %s, answered by pod-c)", addrs[0], addrs[1], r, err, addrs[1])
+	}
+	st, _ := s.p.SockStats()
+	t.Logf("socket stats %+v", st)
 }

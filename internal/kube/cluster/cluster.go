@@ -64,6 +64,9 @@ type Spec struct {
 	// CNI wires the pods: CNIBridge ("" too) or CNIVnetlab with CNIMode
 	// (cni.go).
 	CNI, CNIMode string
+	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
+	// translate the pods' connections too (proxy.Config.SocketLB).
+	SocketLB bool
 }
 
 // Facts keys of a cluster's lab state.
@@ -74,7 +77,17 @@ const (
 	FactProxy      = "proxy"
 	FactImage      = "image"
 	FactCNI        = "cni"
+	FactSocketLB   = "socket_lb" // "true" with --socket-lb
 )
+
+// ProxyText is a cluster's proxy as its facts say, for people: "vnetlab-ebpf
+// + socket LB" with --socket-lb.
+func ProxyText(facts map[string]string) string {
+	if facts[FactSocketLB] == "true" {
+		return facts[FactProxy] + " + socket LB"
+	}
+	return facts[FactProxy]
+}
 
 // Validate says what is wrong with a spec and how to fix it.
 func (s Spec) Validate() error {
@@ -86,6 +99,9 @@ func (s Spec) Validate() error {
 	}
 	if err := s.validateCNI(); err != nil {
 		return err
+	}
+	if s.SocketLB && s.Proxy != "vnetlab-ebpf" {
+		return fmt.Errorf("--proxy %s with --socket-lb: socket LB is an option of --proxy vnetlab-ebpf (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy)
 	}
 	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
 		if s.Proxy == m {
@@ -211,6 +227,9 @@ func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
 	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact(), FactDNS: dnsIP.String()}
+	if b.spec.SocketLB {
+		st.Facts[FactSocketLB] = "true"
+	}
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
@@ -557,7 +576,7 @@ func (b *builder) recordMachinePaths() error {
 }
 
 func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
-	b.say("node %s: containerd, kubelet, %s", n.name, proxyProcess(b.spec.Proxy))
+	b.say("node %s: containerd, kubelet, %s", n.name, b.spec.proxyProcess())
 	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err

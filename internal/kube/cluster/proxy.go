@@ -34,9 +34,12 @@ func ProxyPlane(cluster, node string) string {
 	return cluster + "_" + strings.TrimPrefix(node, cluster+"-")
 }
 
-func proxyProcess(mode string) string {
-	if IsVnetlabProxy(mode) {
-		return "vnetlab kube-proxy (" + mode + ")"
+func (s Spec) proxyProcess() string {
+	switch {
+	case s.SocketLB:
+		return "vnetlab kube-proxy (" + s.Proxy + ", socket LB)"
+	case IsVnetlabProxy(s.Proxy):
+		return "vnetlab kube-proxy (" + s.Proxy + ")"
 	}
 	return "kube-proxy"
 }
@@ -58,6 +61,9 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 	}
 	args := append([]string{"kube-proxy", "--kubeconfig", kubeconfig, "--node", n.name, "--netns", n.ns, "--plane", plane}, append(b.spec.proxyPodLinks(), "--node-ip", n.ip.String(), "--uplink", uplink)...)
 	args = append(args, "--mode", b.spec.Proxy, "--cgroup", cg)
+	if b.spec.SocketLB {
+		args = append(args, "--socket-lb")
+	}
 	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, args...)
 }
 

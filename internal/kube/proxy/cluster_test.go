@@ -41,7 +41,15 @@ import (
 // testCluster is the cluster up: its name says its proxy (clusterNames).
 var testCluster = "vkp"
 
-var clusterNames = map[string]string{proxy.ModeEBPF: "vkp", proxy.ModeSock: "vks"}
+var clusterNames = map[string]string{proxy.ModeEBPF: "vkp", proxy.ModeSock: "vks", modeSocketLB: "vkl"}
+
+// modeSocketLB is needProxy's name for --proxy vnetlab-ebpf --socket-lb.
+const modeSocketLB = proxy.ModeEBPF + "+socket-lb"
+
+// inPodCgroup: the proxy of the cluster up has socket programs acting on
+// the pods' sockets, so a question must come from a process in a pod's
+// cgroup (who).
+func inPodCgroup() bool { return upProxy == proxy.ModeSock || upProxy == modeSocketLB }
 
 var (
 	upMu     sync.Mutex
@@ -121,7 +129,11 @@ func needProxy(t *testing.T, mode string) kubernetes.Interface {
 		upProxy, testCluster = mode, clusterNames[mode]
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		start := time.Now()
-		upState, upErr = cluster.Up(ctx, cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}, t.Logf)
+		spec := cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}
+		if mode == modeSocketLB {
+			spec.Proxy, spec.SocketLB = proxy.ModeEBPF, true
+		}
+		upState, upErr = cluster.Up(ctx, spec, t.Logf)
 		cancel()
 		upTook = time.Since(start)
 		if upErr == nil {
@@ -253,11 +265,11 @@ func podNetns(t *testing.T, ip string) string {
 }
 
 // who asks addr (tcp or udp) from a pod's namespace ns which pod answers.
-// With vnetlab-sock the question comes from a process in the pod's cgroup
-// (whoIn), where the socket programs act; else from this process's thread
-// in the namespace.
+// With socket programs acting on pods (inPodCgroup) the question comes
+// from a process in the pod's cgroup (whoIn); else from this process's
+// thread in the namespace.
 func who(ns, proto, addr string) (string, error) {
-	if upProxy == proxy.ModeSock {
+	if inPodCgroup() {
 		cg, err := podCgroup(ns)
 		if err != nil {
 			return "", err

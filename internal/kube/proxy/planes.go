@@ -37,11 +37,16 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		}
 		p := &planes{services: tc, dir: tc.Dir(), tc: tc}
 		if c.Cgroup != "" {
-			// The node's own sockets only: the pods' connections are the tc
-			// programs' (translated once, on the wire).
+			// The node's own sockets; the pods' too with SocketLB, else the
+			// pods' connections are the tc programs' (translated once, on
+			// the wire).
+			open := sock.OpenNetnsOnly
+			if c.SocketLB {
+				open = sock.OpenPodsViaTC
+			}
 			cookie, err := sock.NetnsCookie()
 			if err == nil {
-				p.sock, err = sock.OpenNetnsOnly(c.Plane, cookie)
+				p.sock, err = open(c.Plane, cookie)
 			}
 			if err == nil {
 				err = attachSock(p.sock, c.Cgroup, logf)

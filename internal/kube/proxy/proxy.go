@@ -42,6 +42,12 @@ type Config struct {
 	// ModeEBPF, when set, for the sockets of the node's own network
 	// namespace (its processes, hostNetwork pods), not the pods' (tc's).
 	Cgroup string
+	// SocketLB (ModeEBPF, with Cgroup): the socket programs translate the
+	// pods' connect()/sendmsg() too (Cilium's socket LB), so their
+	// connections carry the backend's address on the wire and the tc
+	// programs find nothing to translate; Services without endpoints or
+	// with sessionAffinity stay the tc programs' (bpf/sock.c pods_via_tc).
+	SocketLB bool
 	// NodeIP is the node's address NodePorts answer on ("": the Node's
 	// InternalIP from the API); Uplink the interface that carries it, which
 	// gets the NodePort programs ("": NodePorts only for the node's pods).

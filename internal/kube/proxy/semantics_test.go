@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -68,8 +69,9 @@ func TestNoEndpointRefused(t *testing.T) {
 // sessionAffinity ClientIP with three backends: 20 connections from one
 // client pod all reach the same backend; the Service set back to None,
 // they spread again.
-func TestSessionAffinityClientIP(t *testing.T) {
-	cs := needCluster(t)
+func TestSessionAffinityClientIP(t *testing.T) { sessionAffinityClientIP(t, needCluster(t)) }
+
+func sessionAffinityClientIP(t *testing.T, cs kubernetes.Interface) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "sticky"}
 	ips := runPods(t, cs, ns, whoamiPod("srv-a", 1, lbl), whoamiPod("srv-b", 2, lbl), whoamiPod("srv-c", 2, lbl), clientPod("cli", 1))
