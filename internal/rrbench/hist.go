@@ -13,7 +13,7 @@ import (
 type Histogram struct {
 	counts   [histBuckets]uint64
 	n        uint64
-	sum      float64 // ns, for an exact mean
+	sum      uint64 // ns, for an exact mean (integer: no float add per record)
 	min, max uint64
 }
 
@@ -60,7 +60,7 @@ func (h *Histogram) Record(d time.Duration) {
 		h.max = v
 	}
 	h.n++
-	h.sum += float64(v)
+	h.sum += v
 }
 
 // Count is the number of recorded values.
@@ -71,7 +71,7 @@ func (h *Histogram) Mean() float64 {
 	if h.n == 0 {
 		return math.NaN()
 	}
-	return h.sum / float64(h.n)
+	return float64(h.sum) / float64(h.n)
 }
 
 // Min and Max in nanoseconds (exact).

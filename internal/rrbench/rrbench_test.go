@@ -277,12 +277,197 @@ func TestAcceptedConnectionsInheritNoDelay(t *testing.T) {
 		if err := readFull(fd, b); err != nil { // answered: the server holds the connection now
 			t.Fatal(err)
 		}
-		srv.mu.Lock()
-		conn := srv.conn
-		srv.mu.Unlock()
+		conn := int(srv.conn.Load())
 		v, err := unix.GetsockoptInt(conn, unix.IPPROTO_TCP, unix.TCP_NODELAY)
 		if err != nil || v == 0 {
 			t.Errorf("accepted connection: TCP_NODELAY = %d (%v), want it set", v, err)
+		}
+
+	})
+}
+
+// signalStorm sends SIGURG (the Go runtime's preemption signal, harmless
+// otherwise) to thread tid every millisecond until stop is closed: what
+// sysmon does, every 10 ms, to a goroutine blocked in a raw system call.
+// A blocking socket call with a timeout fails with EINTR on each one.
+func signalStorm(tid int, stop <-chan struct{}) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			_ = unix.Tgkill(unix.Getpid(), tid, unix.SIGURG)
+		}
+	}
+}
+
+// A tcp_rr or udp_rr client whose server stops answering must fail within
+// its timeout, even when signals interrupt its blocked receive a thousand
+// times a second (each EINTR must not restart the wait): against a TCP
+// listener that never accepts (the kernel completes the handshake and
+// queues the request, nobody answers) and a UDP socket that never reads.
+func TestDeadPeerTimesOutUnderSignals(t *testing.T) {
+	old := tcpTimeout
+	tcpTimeout = 2 * time.Second
+	defer func() { tcpTimeout = old }()
+	for _, c := range []struct {
+		proto   string
+		typ     int
+		timeout time.Duration // the client's wait for an answer
+		want    string
+	}{
+		{"tcp", unix.SOCK_STREAM, tcpTimeout, "read response 1: timed out after 2s"},
+		{"udp", unix.SOCK_DGRAM, time.Second, "no response from"},
+	} {
+		t.Run(c.proto, func(t *testing.T) {
+			inScratch(t, func() {
+				fd, err := unix.Socket(unix.AF_INET, c.typ|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(fd)
+				if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+					t.Fatal(err)
+				}
+				if c.typ == unix.SOCK_STREAM {
+					if err := unix.Listen(fd, 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sa, _ := unix.Getsockname(fd)
+				addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+				// The client runs here, on inScratch's locked thread (in the
+				// scratch namespace): the storm's target. A wait that
+				// signals keep restarting never ends: the guard then fails
+				// the test binary instead of letting it hang.
+				guard := time.AfterFunc(c.timeout+15*time.Second, func() {
+					panic(fmt.Sprintf("%s client still waiting %s after its %s timeout: signals restarted the wait", c.proto, c.timeout+15*time.Second, c.timeout))
+				})
+				defer guard.Stop()
+				stop := make(chan struct{})
+				go signalStorm(unix.Gettid(), stop)
+				before := interruptions.Load()
+				start := time.Now()
+				_, err = Run(ClientConfig{Proto: c.proto, Mode: "rr", Addr: addr, Size: 1, Duration: 500 * time.Millisecond, Timeout: c.timeout})
+				close(stop)
+				took := time.Since(start)
+				n := interruptions.Load() - before
+				t.Logf("after %s, %d interrupted calls: %v", took.Round(time.Millisecond), n, err)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("err = %v, want %q", err, c.want)
+				}
+				if took < c.timeout*9/10 || took > c.timeout+3*time.Second {
+					t.Errorf("failed after %s, want about its %s timeout", took.Round(time.Millisecond), c.timeout)
+				}
+				if c.proto == "udp" && n < 100 { // the raw, deadline-kept receive (rawio.go)
+					t.Errorf("only %d interrupted calls: the storm did not reach the client's wait", n)
+				}
+			})
+		})
+	}
+}
+
+// A client or server blocked in a receive must not hold up a
+// stop-the-world (a raw system call without a socket timeout would: it
+// holds its P and signals restart it), or a garbage collection started
+// meanwhile would stop the whole process until the peer answers.
+func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
+	old := tcpTimeout
+	tcpTimeout = 3 * time.Second
+	defer func() { tcpTimeout = old }()
+	inScratch(t, func() {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(fd, 1); err != nil { // never accepted, never answered
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(fd)
+		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		gcTook := make(chan time.Duration, 1)
+		go func() {
+			time.Sleep(time.Second) // the client is blocked in its receive by now
+			start := time.Now()
+			runtime.GC()
+			gcTook <- time.Since(start)
+		}()
+		_, err = Run(ClientConfig{Proto: "tcp", Mode: "rr", Addr: addr, Size: 1, Duration: time.Second})
+		if err == nil {
+			t.Fatal("a client whose server never answers succeeded")
+		}
+		took := <-gcTook
+		t.Logf("runtime.GC took %s while the client waited; client: %v", took, err)
+		if took > time.Second {
+			t.Errorf("runtime.GC took %s while the client was blocked: the raw receive held up the stop-the-world", took)
+		}
+
+		// The same for the server, blocked in its receive on a connected, silent client.
+		srvAddr, _, _ := sockaddr(serve(t, "tcp", 1), false)
+		cfd, err := socket(unix.AF_INET, unix.SOCK_STREAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(cfd)
+		if err := connect(cfd, srvAddr); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // the server has accepted and waits for a request
+		start := time.Now()
+		runtime.GC()
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("runtime.GC took %s while the server was blocked: its raw receive held up the stop-the-world", took)
+		}
+	})
+}
+
+// A request that does not fit the socket buffers of a peer that never
+// reads: the raw, non-blocking first try of send comes back with EAGAIN,
+// and the ordinary blocking send must take over and wait (here until the
+// socket is shut down, as the watchdog would), neither fail nor spin.
+func TestFullBufferFallsBackToABlockingSend(t *testing.T) {
+	inScratch(t, func() {
+		lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(lfd)
+		_ = unix.SetsockoptInt(lfd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) // inherited by the connection
+		if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Listen(lfd, 1); err != nil { // never accepted, never read
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(lfd)
+		fd, err := socket(unix.AF_INET, unix.SOCK_STREAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096)
+		if err := connect(fd, sa); err != nil {
+			t.Fatal(err)
+		}
+		const wait = time.Second
+		go func() { time.Sleep(wait); _ = unix.Shutdown(fd, unix.SHUT_RDWR) }()
+		before := blockingSends.Load()
+		start := time.Now()
+		err = writeFull(fd, make([]byte, 1<<20))
+		took := time.Since(start)
+		n := blockingSends.Load() - before
+		t.Logf("after %s, %d blocking sends: %v", took.Round(time.Millisecond), n, err)
+		if n == 0 {
+			t.Errorf("no blocking send: the raw non-blocking send never found the buffer full")
+		}
+		if err == nil || took < wait*9/10 {
+			t.Errorf("send of 1 MiB to a peer that never reads returned %v after %s: want it to wait until the shutdown (%s)", err, took, wait)
 		}
 	})
 }

@@ -4,14 +4,15 @@
 // transactions per second and per-transaction latency. Both run as the
 // hidden `vnetlab rr-server` / `vnetlab rr-client` commands inside pods.
 //
-// The hot loops use blocking system calls on raw fds, one goroutine per
-// side, and do not allocate (a test checks it).
+// The hot loops use blocking system calls on raw fds (the udp_rr client:
+// raw system calls, see rawio.go), one goroutine per side, one clock
+// read per transaction, no lock, and do not allocate (a test checks it).
 package rrbench
 
 import (
 	"fmt"
 	"sync"
-	"time"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,12 +45,18 @@ func checkSize(proto string, size int) error {
 
 // Server is a listening rr server.
 type Server struct {
-	cfg  ServerConfig
-	fd   int
+	cfg ServerConfig
+	fd  int
+	// The serving loop takes no lock: conn and done are atomics. Close
+	// takes mu while it shuts the connection down, and a connection's end
+	// that finds Close at work (conn is connClosing) takes mu too, so the
+	// loop never closes a descriptor Close is shutting down.
 	mu   sync.Mutex
-	conn int // the TCP connection being served, or -1
-	done bool
+	conn atomic.Int64 // the TCP connection being served, -1, or connClosing
+	done atomic.Bool
 }
+
+const connClosing = -2
 
 // Listen binds and (TCP) listens; the server is ready for clients when it returns.
 func Listen(cfg ServerConfig) (*Server, error) {
@@ -83,7 +90,9 @@ func Listen(cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 		}
 	}
-	return &Server{cfg: cfg, fd: fd, conn: -1}, nil
+	srv := &Server{cfg: cfg, fd: fd}
+	srv.conn.Store(-1)
+	return srv, nil
 }
 
 // Port returns the bound port (useful with port 0).
@@ -114,21 +123,24 @@ func (s *Server) Serve() error {
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if s.done.Swap(true) {
 		return
 	}
-	s.done = true
 	// shutdown, not close: close does not wake a thread blocked in accept/recv.
 	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
-	if s.conn >= 0 {
-		_ = unix.Shutdown(s.conn, unix.SHUT_RDWR)
+	if c := s.conn.Load(); c >= 0 && s.conn.CompareAndSwap(c, connClosing) {
+		_ = unix.Shutdown(int(c), unix.SHUT_RDWR)
 	}
 }
 
-func (s *Server) closed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.done
+// endConn closes the connection fd once Close cannot be shutting it down.
+func (s *Server) endConn(fd int) {
+	if !s.conn.CompareAndSwap(int64(fd), -1) {
+		s.mu.Lock() // Close marked it: wait until its shutdown is done
+		s.conn.Store(-1)
+		s.mu.Unlock()
+	}
+	closeRaw(fd)
 }
 
 // serveTCP serves one connection at a time in this goroutine, like
@@ -139,42 +151,27 @@ func (s *Server) closed() bool {
 func (s *Server) serveTCP() error {
 	defer unix.Close(s.fd)
 	buf := make([]byte, s.cfg.Size)
-	y := yielder{last: time.Now()} // across connections: see echoTCP
+	clk := startClock()
+	var y yielder // across connections: see echoTCP
 	for {
 		// accept4 without a peer address: unix.Accept4 allocates one per call.
 		r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s.fd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
 		nfd := int(r)
-		if e == unix.EINTR || e == unix.ECONNABORTED {
-			continue
-		}
-		if !s.setConn(nfd, e == 0) {
-			return nil // closed
-		}
 		if e != 0 {
+			if s.done.Load() {
+				return nil
+			}
+			if e == unix.EINTR || e == unix.ECONNABORTED {
+				continue
+			}
 			return fmt.Errorf("accept: %w", e)
 		}
-		s.echoTCP(nfd, buf, &y)
-		s.setConn(-1, false)
-		unix.Close(nfd)
-	}
-}
-
-// setConn records the connection being served (so Close can shut it
-// down); it reports false, closing fd, once the server is closed.
-func (s *Server) setConn(fd int, valid bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
-		if valid {
-			unix.Close(fd)
+		s.conn.Store(int64(nfd)) // so that Close can shut it down
+		if !s.done.Load() {
+			s.echoTCP(nfd, buf, clk, &y)
 		}
-		return false
+		s.endConn(nfd)
 	}
-	s.conn = -1
-	if valid {
-		s.conn = fd
-	}
-	return true
 }
 
 // echoTCP reads a request of Size bytes and writes Size bytes back, until
@@ -186,12 +183,9 @@ func (s *Server) setConn(fd int, valid bool) bool {
 // sleeps and 1.4 futex calls per crr connection). By time, not by count:
 // a clock read costs less than the thread wake-up each yield causes, and
 // a count is too often at high rates and too rare at low ones.
-func (s *Server) echoTCP(fd int, buf []byte, y *yielder) {
-	for {
-		if readFull(fd, buf) != nil || writeFull(fd, buf) != nil {
-			return
-		}
-		y.maybe(time.Now())
+func (s *Server) echoTCP(fd int, buf []byte, clk clock, y *yielder) {
+	for readFull(fd, buf) == nil && writeFull(fd, buf) == nil {
+		y.maybe(clk.now())
 	}
 }
 
@@ -202,26 +196,24 @@ func (s *Server) serveUDP() error {
 	defer unix.Close(s.fd)
 	buf := make([]byte, s.cfg.Size)
 	var from unix.RawSockaddrAny
-	y := yielder{last: time.Now()}
+	clk := startClock()
+	var y yielder
 	for {
 		fromLen := uint32(unix.SizeofSockaddrAny)
 		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 			0, uintptr(unsafe.Pointer(&from)), uintptr(unsafe.Pointer(&fromLen)))
-		if s.closed() {
-			return nil
-		}
-		if e != 0 {
-			if e == unix.EINTR || e == unix.ECONNREFUSED {
+		if e != 0 || fromLen == 0 { // shutdown wakes recvfrom with 0 bytes and no sender
+			if s.done.Load() {
+				return nil
+			}
+			if e == 0 || e == unix.EINTR || e == unix.ECONNREFUSED {
 				continue
 			}
 			return fmt.Errorf("recvfrom: %w", e)
 		}
-		if fromLen == 0 { // shutdown wakes recvfrom with 0 bytes and no sender
-			continue
-		}
 		// A failed echo is a lost response, counted by the client.
 		_, _ = syscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), n,
 			0, uintptr(unsafe.Pointer(&from)), uintptr(fromLen))
-		y.maybe(time.Now())
+		y.maybe(clk.now())
 	}
 }
