@@ -204,21 +204,9 @@ func TestCRRDeadlineWithoutSocketTimeouts(t *testing.T) {
 	tcpTimeout = 300 * time.Millisecond
 	defer func() { tcpTimeout = old }()
 	inScratch(t, func() {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(fd)
-		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Listen(fd, 0); err != nil { // never accepted: one connection fills the queue
-			t.Fatal(err)
-		}
-		sa, _ := unix.Getsockname(fd)
-		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		addr := unacceptedListener(t, 0) // one connection fills the queue
 		start := time.Now()
-		_, err = Run(ClientConfig{Proto: "tcp", Mode: "crr", Addr: addr, Size: 1, Duration: time.Second})
+		_, err := Run(ClientConfig{Proto: "tcp", Mode: "crr", Addr: addr, Size: 1, Duration: time.Second})
 		took := time.Since(start)
 		t.Logf("after %s: %v", took.Round(time.Millisecond), err)
 		if err == nil || !strings.Contains(err.Error(), "read response: EOF") || !strings.Contains(err.Error(), "timed out after 300ms") {
@@ -378,19 +366,7 @@ func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 	tcpTimeout = 3 * time.Second
 	defer func() { tcpTimeout = old }()
 	inScratch(t, func() {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(fd)
-		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Listen(fd, 1); err != nil { // never accepted, never answered
-			t.Fatal(err)
-		}
-		sa, _ := unix.Getsockname(fd)
-		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		addr := unacceptedListener(t, 1) // never accepted, never answered
 		gcTook := make(chan time.Duration, 1)
 		go func() {
 			time.Sleep(time.Second) // the client is blocked in its receive by now
@@ -398,7 +374,7 @@ func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 			runtime.GC()
 			gcTook <- time.Since(start)
 		}()
-		_, err = Run(ClientConfig{Proto: "tcp", Mode: "rr", Addr: addr, Size: 1, Duration: time.Second})
+		_, err := Run(ClientConfig{Proto: "tcp", Mode: "rr", Addr: addr, Size: 1, Duration: time.Second})
 		if err == nil {
 			t.Fatal("a client whose server never answers succeeded")
 		}
@@ -470,4 +446,26 @@ func TestFullBufferFallsBackToABlockingSend(t *testing.T) {
 			t.Errorf("send of 1 MiB to a peer that never reads returned %v after %s: want it to wait until the shutdown (%s)", err, took, wait)
 		}
 	})
+}
+
+// unacceptedListener is a TCP listener on 127.0.0.1 with the given backlog
+// that never accepts (closed when the test ends); its address.
+func unacceptedListener(t *testing.T, backlog int) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, backlog); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 }
