@@ -11,12 +11,12 @@ package ebpf_test
 import (
 	"context"
 	"os"
-	"sort"
-	"strconv"
 	"testing"
 	"time"
 
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 )
@@ -25,7 +25,7 @@ func TestBenchIperf3ClusterIP(t *testing.T) {
 	if os.Getenv("VNETLAB_BENCH") == "" {
 		t.Skip("benchmark: set VNETLAB_BENCH=1 (VNETLAB_BENCH_SECS, VNETLAB_BENCH_ROUNDS)")
 	}
-	secs, rounds := envInt("VNETLAB_BENCH_SECS", 2), envInt("VNETLAB_BENCH_ROUNDS", 3)
+	secs, rounds := testnet.EnvInt("VNETLAB_BENCH_SECS", 2), testnet.EnvInt("VNETLAB_BENCH_ROUNDS", 3)
 	tl := upLab(t, "bpn", false)
 	p := openPlane(t, tl)
 	a, b := tl.pod("pod-a"), tl.pod("pod-b")
@@ -69,25 +69,9 @@ func TestBenchIperf3ClusterIP(t *testing.T) {
 			got[c.name] = append(got[c.name], res.Value)
 		}
 	}
-	base := median(got[configs[0].name])
+	base := stats.Median(got[configs[0].name])
 	for _, c := range configs {
-		m := median(got[c.name])
+		m := stats.Median(got[c.name])
 		t.Logf("%-34s median %6.2f Gbit/s  (%.2f of podIP without programs)  samples %v", c.name, m, m/base, got[c.name])
 	}
-}
-
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -42,12 +44,12 @@ func TestBenchProgramCost(t *testing.T) {
 	if os.Getenv("VNETLAB_BENCH") == "" {
 		t.Skip("benchmark: set VNETLAB_BENCH=1 (VNETLAB_BENCH_SECS, VNETLAB_BENCH_ROUNDS)")
 	}
-	secs, rounds := envInt("VNETLAB_BENCH_SECS", 2), envInt("VNETLAB_BENCH_ROUNDS", 3)
-	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	secs, rounds := testnet.EnvInt("VNETLAB_BENCH_SECS", 2), testnet.EnvInt("VNETLAB_BENCH_ROUNDS", 3)
+	runTime, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
 		t.Skipf("BPF run-time statistics: %v", err)
 	}
-	defer stats.Close()
+	defer runTime.Close()
 
 	tl := upLab(t, "bpc", false)
 	p := openPlane(t, tl)
@@ -122,7 +124,7 @@ func TestBenchProgramCost(t *testing.T) {
 			unit = "MiB"
 		}
 		// Each packet passes one from_pod and one to_pod: half the runs each.
-		perUnit := median(runs) / 2 * (median(from) + median(to)) / 1000
-		t.Logf("%-10s %-14s %10.1f %8.1f/%-4s %7.0f ns %7.0f ns %10.2f µs/%s", c.test, c.target, median(rate), median(runs), unit, median(from), median(to), perUnit, unit)
+		perUnit := stats.Median(runs) / 2 * (stats.Median(from) + stats.Median(to)) / 1000
+		t.Logf("%-10s %-14s %10.1f %8.1f/%-4s %7.0f ns %7.0f ns %10.2f µs/%s", c.test, c.target, stats.Median(rate), stats.Median(runs), unit, stats.Median(from), stats.Median(to), perUnit, unit)
 	}
 }

@@ -18,8 +18,6 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -29,18 +27,20 @@ import (
 	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 func TestBenchSockCost(t *testing.T) {
 	if os.Getenv("VNETLAB_BENCH") == "" {
 		t.Skip("benchmark: set VNETLAB_BENCH=1 (VNETLAB_BENCH_SECS, VNETLAB_BENCH_ROUNDS)")
 	}
-	secs, rounds := envInt("VNETLAB_BENCH_SECS", 2), envInt("VNETLAB_BENCH_ROUNDS", 3)
-	stats, err := cebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	secs, rounds := testnet.EnvInt("VNETLAB_BENCH_SECS", 2), testnet.EnvInt("VNETLAB_BENCH_ROUNDS", 3)
+	runTime, err := cebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
 		t.Skipf("BPF run-time statistics: %v", err)
 	}
-	defer stats.Close()
+	defer runTime.Close()
 
 	s := upSockLab(t, "fab", "veth-routed", false)
 	a, b := s.pod("pod-a"), s.pod("pod-b")
@@ -99,22 +99,6 @@ func TestBenchSockCost(t *testing.T) {
 		for _, sm := range got[target] {
 			rate, conn, per = append(rate, sm.rate), append(conn, sm.connectNS), append(per, sm.bpfPerConn)
 		}
-		t.Logf("%-14s %10.0f %11.0f ns %15.0f ns   (rates %v)", target, median(rate), median(conn), median(per), rate)
+		t.Logf("%-14s %10.0f %11.0f ns %15.0f ns   (rates %v)", target, stats.Median(rate), stats.Median(conn), stats.Median(per), rate)
 	}
-}
-
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }

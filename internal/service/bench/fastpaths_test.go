@@ -90,7 +90,7 @@ func TestBenchFastPaths(t *testing.T) {
 	if os.Getenv("VNETLAB_BENCH") == "" {
 		t.Skip("benchmark: set VNETLAB_BENCH=1 (see the package comment)")
 	}
-	secs, rounds := envInt("VNETLAB_BENCH_SECS", 2), envInt("VNETLAB_BENCH_ROUNDS", 5)
+	secs, rounds := testnet.EnvInt("VNETLAB_BENCH_SECS", 2), testnet.EnvInt("VNETLAB_BENCH_ROUNDS", 5)
 	tests := strings.Split(envStr("VNETLAB_BENCH_TESTS", "tcp_stream,tcp_rr,tcp_crr"), ",")
 	rows := []struct{ label, mode, clusterIP string }{
 		{"host", "host", ""},
@@ -370,13 +370,6 @@ func pin(who int, args ...string) []string {
 		return args // "none"
 	}
 	return append([]string{"taskset", "-c", []string{s, c}[who]}, args...)
-}
-
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 func envStr(k, def string) string {
