@@ -2,7 +2,6 @@ package rrbench
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -124,36 +123,6 @@ func (s *timedSock) setTimeout(opt int, d time.Duration) error {
 	tv := unix.NsecToTimeval(max(d, time.Microsecond).Nanoseconds())
 	if err := unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, opt, &tv); err != nil {
 		return fmt.Errorf("set the socket timeout: %w", err)
-	}
-	return nil
-}
-
-// readFull reads exactly len(b) bytes; a peer that closes mid-way is io.ErrUnexpectedEOF.
-func (s *timedSock) readFull(b []byte) error {
-	for got := 0; got < len(b); {
-		n, err := s.recv(b[got:])
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if got == 0 {
-				return io.EOF
-			}
-			return io.ErrUnexpectedEOF
-		}
-		got += n
-	}
-	return nil
-}
-
-// writeFull writes all of b.
-func (s *timedSock) writeFull(b []byte) error {
-	for sent := 0; sent < len(b); {
-		n, err := s.send(b[sent:])
-		if err != nil {
-			return err
-		}
-		sent += n
 	}
 	return nil
 }
