@@ -76,29 +76,10 @@ func runClient(how, addr string) (r clientResult) {
 			return fail(err)
 		}
 		defer c.Close()
-		if r.Peer, err = getpeername(c.(syscall.Conn)); err != nil {
+		if err := askConnected(c, how == "udp-connected", &r); err != nil {
 			return fail(err)
 		}
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		for try := 0; try < 3; try++ { // UDP: the first datagram may wait for ARP
-			if _, err := fmt.Fprintf(c, "hello\n"); err != nil {
-				return fail(err)
-			}
-			if how == "udp-connected" {
-				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			}
-			line, err := bufio.NewReader(c).ReadString('\n')
-			if err == nil {
-				if err := answer(line); err != nil {
-					return fail(err)
-				}
-				return r
-			}
-			if how == "tcp" {
-				return fail(err)
-			}
-		}
-		return fail(fmt.Errorf("no answer from %s", addr))
+		return r
 	case "udp":
 		pc, err := net.ListenPacket("udp4", ":0")
 		if err != nil {
@@ -215,32 +196,41 @@ func udpReconnect(addrs []string, r *clientResult) error {
 			return fmt.Errorf("connect %s: %w", a, err)
 		}
 	}
-	c, err := net.FilePacketConn(f)
+	c, err := net.FileConn(f)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	return askConnected(c, true, r)
+}
+
+// askConnected asks a connected socket's peer who answers: getpeername into
+// r.Peer, then "hello" and the answer "<pod> <peer>" into r.Pod, r.SeenAs.
+// UDP tries three times (the first datagram may wait for ARP).
+func askConnected(c net.Conn, udp bool, r *clientResult) error {
+	var err error
 	if r.Peer, err = getpeername(c.(syscall.Conn)); err != nil {
 		return err
 	}
-	buf := make([]byte, 512)
 	for try := 0; try < 3; try++ {
-		if _, err := c.(*net.UDPConn).Write([]byte("hello\n")); err != nil {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := fmt.Fprintf(c, "hello\n"); err != nil {
 			return err
 		}
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		n, err := c.(*net.UDPConn).Read(buf)
-		if err != nil {
-			continue
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err == nil {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				return fmt.Errorf("bad answer %q", line)
+			}
+			r.Pod, r.SeenAs = f[0], f[1]
+			return nil
 		}
-		fs := strings.Fields(string(buf[:n]))
-		if len(fs) != 2 {
-			return fmt.Errorf("bad answer %q", buf[:n])
+		if !udp {
+			return err
 		}
-		r.Pod, r.SeenAs = fs[0], fs[1]
-		return nil
 	}
-	return fmt.Errorf("no answer from %s", addrs[len(addrs)-1])
+	return fmt.Errorf("no answer from %s", c.RemoteAddr())
 }
 
 // getpeername asks the kernel (Go's RemoteAddr may be what it dialed).
