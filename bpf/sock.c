@@ -220,10 +220,8 @@ static __always_inline void sock_remember_dest(struct bpf_sock_addr *ctx, __u64 
 		struct sock_dest *d = &s->d[i];
 
 		if (d->backend == backend && d->bport == bport) {
-			if (d->vip != vip || d->vport != vport) {
-				d->vip = vip;
-				d->vport = vport;
-			}
+			d->vip = vip;
+			d->vport = vport;
 			return;
 		}
 		if (d->backend == 0) {
