@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 func init() { extraCommands = append(extraCommands, newKubeCmd) }
@@ -72,7 +72,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "Service proxy: kube-proxy mode iptables or nftables, or vnetlab's own (vnetlab kube-proxy, no kube-proxy process): vnetlab-ebpf (tc programs on the pods' veths) or vnetlab-sock (socket programs on the node's cgroup)")
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy vnetlab-ebpf: also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	cmd.Flags().StringVar(&spec.CNI, "cni", cluster.CNIBridge, "CNI plugin wiring the pods: bridge (Debian's bridge + host-local) or vnetlab (vnetlab's modes, docs/cni.md)")
-	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(topo.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
+	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
 }
 
@@ -246,7 +246,7 @@ func newKubeGuardCmd() *cobra.Command {
 			c.Stdout, c.Stderr = os.Stdout, os.Stderr
 			start := c.Start
 			if cpu >= 0 { // --cpu-affinity for a program without its own option (sockperf)
-				start = func() error { return affinity.StartOn(cpu, c.Start) }
+				start = func() error { return cpupin.StartOn(cpu, c.Start) }
 			}
 			if err := start(); err != nil {
 				return err

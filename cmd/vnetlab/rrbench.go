@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/rrbench"
 )
 
@@ -60,7 +60,7 @@ func pinSelf(cpu int) error {
 	if cpu < 0 {
 		return nil
 	}
-	return affinity.PinSelf(cpu)
+	return cpupin.PinSelf(cpu)
 }
 
 func newRRClientCmd() *cobra.Command {

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // upFlags are up's flags. Those that set a field of the lab's spec are
@@ -86,9 +86,9 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	def := scenario.DefaultLab()
 	s := &u.lab
 	f.StringVar(&s.Spec.Name, "name", def.Spec.Name, "lab name (up to 15 characters: a-z, 0-9, -)")
-	f.StringVar(&s.Spec.Mode, "mode", def.Spec.Mode, "how pods are attached: "+strings.Join(topo.Names(), ", "))
+	f.StringVar(&s.Spec.Mode, "mode", def.Spec.Mode, "how pods are attached: "+strings.Join(modes.Names(), ", "))
 	f.IntVar(&s.PodCount, "pods", def.PodCount, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
-	f.IntVar(&s.Spec.Nodes, "nodes", def.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(topo.CrossHostModes(), ", ")+")")
+	f.IntVar(&s.Spec.Nodes, "nodes", def.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(modes.CrossHostModes(), ", ")+")")
 	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", def.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", def.Spec.PodCIDR, "pod network")
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
@@ -136,7 +136,7 @@ func (u *upFlags) resolve(f *pflag.FlagSet) (scenario.Lab, error) {
 		return want, err
 	}
 	if want.Spec.Mode == "" {
-		return want, fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(topo.Names(), ", "))
+		return want, fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(modes.Names(), ", "))
 	}
 	if err := parseOptions(u.opts, want.Spec.Options); err != nil {
 		return want, err
@@ -164,7 +164,7 @@ func parseOptions(opts []string, into map[string]string) error {
 
 func modeList() string {
 	var b strings.Builder
-	for _, m := range topo.All() {
+	for _, m := range modes.All() {
 		fmt.Fprintf(&b, "  %-12s %s\n", m.Name, m.Summary)
 	}
 	return b.String()

@@ -40,7 +40,7 @@ var (
 	probeTests = guestBinary{"kernel", "./internal/kernel", "."}
 	modeTests  = guestBinary{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"}
 	// netkit-ebpf's fast path taken (the node's FORWARD chain stays still).
-	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/ebpf", "^TestNetkitEBPFLab$"}
+	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/tcbpf", "^TestNetkitEBPFLab$"}
 )
 
 func repoRoot() string {

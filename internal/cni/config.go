@@ -9,14 +9,14 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // NetConf is the plugin's network configuration (one entry of a conflist),
 // documented in docs/cni.md.
 type NetConf struct {
 	types.NetConf
-	// Mode is the vnetlab mode that wires each pod (topo.AttachModes()).
+	// Mode is the vnetlab mode that wires each pod (modes.AttachModes()).
 	Mode string `json:"mode"`
 	// Options are the mode's options (as `vnetlab up --option k=v`).
 	Options map[string]string `json:"options,omitempty"`
@@ -46,37 +46,37 @@ func configError(field, format string, a ...any) error {
 
 // parseConf decodes and checks the configuration before anything is
 // touched: every error names the field and what would fix it.
-func parseConf(data []byte) (*NetConf, topo.Mode, error) {
+func parseConf(data []byte) (*NetConf, modes.Mode, error) {
 	conf := &NetConf{}
 	if err := json.Unmarshal(data, conf); err != nil {
-		return nil, topo.Mode{}, types.NewError(types.ErrDecodingFailure, "vnetlab-cni: the network configuration is not valid JSON: "+err.Error(), "")
+		return nil, modes.Mode{}, types.NewError(types.ErrDecodingFailure, "vnetlab-cni: the network configuration is not valid JSON: "+err.Error(), "")
 	}
 	if conf.CNIVersion == "" {
-		return nil, topo.Mode{}, configError("cniVersion", "missing: say which CNI version the configuration follows (e.g. \"1.0.0\")")
+		return nil, modes.Mode{}, configError("cniVersion", "missing: say which CNI version the configuration follows (e.g. \"1.0.0\")")
 	}
 	if conf.Mode == "" {
-		return nil, topo.Mode{}, configError("mode", "missing: choose one of %s", strings.Join(topo.AttachModes(), ", "))
+		return nil, modes.Mode{}, configError("mode", "missing: choose one of %s", strings.Join(modes.AttachModes(), ", "))
 	}
-	m, err := topo.Get(conf.Mode)
+	m, err := modes.Get(conf.Mode)
 	if err != nil || m.Attach == nil {
-		return nil, topo.Mode{}, configError("mode", "%q is not a mode the plugin wires pods with: choose one of %s", conf.Mode, strings.Join(topo.AttachModes(), ", "))
+		return nil, modes.Mode{}, configError("mode", "%q is not a mode the plugin wires pods with: choose one of %s", conf.Mode, strings.Join(modes.AttachModes(), ", "))
 	}
 	for k, v := range conf.Options {
 		o, ok := m.Option(k)
 		if !ok {
-			return nil, topo.Mode{}, configError("options."+k, "mode %s has no option %s", m.Name, k)
+			return nil, modes.Mode{}, configError("options."+k, "mode %s has no option %s", m.Name, k)
 		}
 		if o.Check != nil {
 			if err := o.Check(v); err != nil {
-				return nil, topo.Mode{}, configError("options."+k, "%v", err)
+				return nil, modes.Mode{}, configError("options."+k, "%v", err)
 			}
 		}
 	}
 	if conf.IPAM.Type == "" {
-		return nil, topo.Mode{}, configError("ipam.type", "missing: name an IPAM plugin, e.g. {\"type\": \"host-local\", \"ranges\": [[{\"subnet\": \"10.244.1.0/24\"}]]}")
+		return nil, modes.Mode{}, configError("ipam.type", "missing: name an IPAM plugin, e.g. {\"type\": \"host-local\", \"ranges\": [[{\"subnet\": \"10.244.1.0/24\"}]]}")
 	}
 	if conf.MTU < 0 || (conf.MTU > 0 && conf.MTU < 576) || conf.MTU > 65535 {
-		return nil, topo.Mode{}, configError("mtu", "%d: want 576 to 65535 (or leave it out: 1500)", conf.MTU)
+		return nil, modes.Mode{}, configError("mtu", "%d: want 576 to 65535 (or leave it out: 1500)", conf.MTU)
 	}
 	if conf.NodeNetns == "" {
 		conf.NodeNetns = selfNetns
@@ -88,16 +88,16 @@ func parseConf(data []byte) (*NetConf, topo.Mode, error) {
 		}
 	}
 	if filepath.Base(conf.Plane) != conf.Plane || strings.HasPrefix(conf.Plane, ".") {
-		return nil, topo.Mode{}, configError("plane", "%q: want a plain name (a directory under /sys/fs/bpf/vnetlab)", conf.Plane)
+		return nil, modes.Mode{}, configError("plane", "%q: want a plain name (a directory under /sys/fs/bpf/vnetlab)", conf.Plane)
 	}
 	if conf.StateDir == "" {
 		conf.StateDir = defaultStateDir
 	}
 	if !filepath.IsAbs(conf.StateDir) {
-		return nil, topo.Mode{}, configError("stateDir", "%q: want an absolute path", conf.StateDir)
+		return nil, modes.Mode{}, configError("stateDir", "%q: want an absolute path", conf.StateDir)
 	}
 	if err := version.ParsePrevResult(&conf.NetConf); err != nil {
-		return nil, topo.Mode{}, configError("prevResult", "%v", err)
+		return nil, modes.Mode{}, configError("prevResult", "%v", err)
 	}
 	return conf, m, nil
 }

@@ -1,6 +1,6 @@
 // Package cni is vnetlab's CNI plugin (spec 1.0: ADD, DEL, CHECK,
 // VERSION; 1.1: STATUS, GC): kubelet's container runtime calls it for every
-// pod and it wires the pod with one of vnetlab's own modes (internal/topo,
+// pod and it wires the pod with one of vnetlab's own modes (internal/modes,
 // the same code that builds labs), its address from a delegated IPAM
 // plugin (host-local). The vnetlab binary is the plugin when it runs under
 // the name vnetlab-cni (a link in a CNI bin directory). docs/cni.md.
@@ -26,8 +26,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // BinaryName is the name under which the vnetlab binary acts as the plugin
@@ -50,7 +50,7 @@ const HostIfPrefix = hostIfPrefix
 func Main() {
 	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, Status: cmdStatus, GC: cmdGC},
 		version.PluginSupports("0.4.0", "1.0.0", "1.1.0"),
-		"vnetlab-cni: pods wired by vnetlab's modes ("+strings.Join(topo.AttachModes(), ", ")+")")
+		"vnetlab-cni: pods wired by vnetlab's modes ("+strings.Join(modes.AttachModes(), ", ")+")")
 }
 
 // HostIfname is the node end of a pod's link: derived from the container
@@ -68,9 +68,9 @@ var noRollback bool
 // attachment is one pod being handled: the mode's view of node and pod.
 type attachment struct {
 	conf *NetConf
-	mode topo.Mode
-	env  *topo.Env
-	pod  *topo.Pod
+	mode modes.Mode
+	env  *modes.Env
+	pod  *modes.Pod
 }
 
 func (a *attachment) close() {
@@ -95,8 +95,8 @@ func open(args *skel.CmdArgs, needPod bool) (*attachment, func(), error) {
 		return nil, nil, err
 	}
 	a := &attachment{conf: conf, mode: mode,
-		env: &topo.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir},
-		pod: &topo.Pod{Pod: "container " + short(args.ContainerID), Ifname: args.IfName, MTU: conf.MTU, HostIf: HostIfname(args.ContainerID, args.IfName)}}
+		env: &modes.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir},
+		pod: &modes.Pod{Pod: "container " + short(args.ContainerID), Ifname: args.IfName, MTU: conf.MTU, HostIf: HostIfname(args.ContainerID, args.IfName)}}
 	a.env.Node.Name, a.pod.Name = conf.NodeNetns, args.Netns
 	done := func() { a.close(); unlock() }
 	if a.env.Node.H, err = nsutil.Handle(conf.NodeNetns); err != nil {
@@ -276,7 +276,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	if err := topo.Available(mode); err != nil {
+	if err := modes.Available(mode); err != nil {
 		return types.NewError(errPluginNotAvailable, fmt.Sprintf("vnetlab-cni: mode %s: %v", mode.Name, err), "")
 	}
 	if _, err := invoke.FindInPath(conf.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH"))); err != nil {
@@ -301,7 +301,7 @@ func cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return configError("nodeNetns", "%q: %v", conf.NodeNetns, err)
 	}
-	env := &topo.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir, Node: topo.NS{Name: conf.NodeNetns, H: h}}
+	env := &modes.Env{Lab: conf.Plane, Options: conf.Options, StateDir: conf.StateDir, Node: modes.NS{Name: conf.NodeNetns, H: h}}
 	defer h.Close()
 	defer env.Close()
 	valid := map[string]bool{}
@@ -315,7 +315,7 @@ func cmdGC(args *skel.CmdArgs) error {
 	for _, l := range links {
 		name := l.Attrs().Name
 		if ours(l) && !valid[name] {
-			if err := mode.Attach.Detach(env, &topo.Pod{Pod: name, HostIf: name}); err != nil {
+			if err := mode.Attach.Detach(env, &modes.Pod{Pod: name, HostIf: name}); err != nil {
 				return cniError(types.ErrInternal, "GC", err)
 			}
 		}

@@ -18,10 +18,10 @@ import (
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // The plugin under test is this test binary: run with CNI_COMMAND set (by
@@ -57,11 +57,11 @@ func newRig(t *testing.T, mode, options string) *rig {
 	if _, err := os.Stat("/usr/lib/cni/host-local"); err != nil {
 		t.Skip("needs host-local (Debian package containernetworking-plugins)")
 	}
-	m, err := topo.Get(mode)
+	m, err := modes.Get(mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := topo.Available(m); err != nil {
+	if err := modes.Available(m); err != nil {
 		t.Skipf("mode %s: %v", mode, err)
 	}
 	id := fmt.Sprintf("%d", time.Now().UnixNano()%1e8)
@@ -95,7 +95,7 @@ func newRig(t *testing.T, mode, options string) *rig {
 	}
 	t.Cleanup(func() {
 		r.nodeH.Close()
-		if err := ebpf.Remove(r.plane); err != nil {
+		if err := tcbpf.Remove(r.plane); err != nil {
 			t.Error(err)
 		}
 	})
@@ -187,8 +187,8 @@ func (r *rig) assertClean(what string) {
 	if a := r.allocations(); len(a) > 0 {
 		r.t.Errorf("%s: addresses still allocated: %v", what, a)
 	}
-	if _, err := os.Stat(ebpf.PinDir(r.plane)); err == nil {
-		dp, err := ebpf.Open(r.plane)
+	if _, err := os.Stat(tcbpf.PinDir(r.plane)); err == nil {
+		dp, err := tcbpf.Open(r.plane)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func cniCode(t *testing.T, err error) *types.Error {
 // Two pods on one node by each mode: addresses, pod-to-pod and node-to-pod
 // traffic, CHECK, CHECK noticing a broken link, DEL, and a repeated DEL.
 func TestAddCheckDel(t *testing.T) {
-	for _, mode := range []string{topo.VethRouted, topo.VethEBPF, topo.Bridge} {
+	for _, mode := range []string{modes.VethRouted, modes.VethEBPF, modes.Bridge} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t, mode, "")
 			a, b := r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
@@ -323,7 +323,7 @@ func upVeth(t *testing.T, h *netlink.Handle, name string) netlink.Link {
 // killed half-way (no rollback) leaves a half-wired pod that DEL, and a
 // repeated DEL, clean up.
 func TestFailedAdd(t *testing.T) {
-	for _, mode := range []string{topo.VethRouted, topo.VethEBPF, topo.Bridge} {
+	for _, mode := range []string{modes.VethRouted, modes.VethEBPF, modes.Bridge} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t, mode, "")
 			pod := r.newNS(r.node[:len(r.node)-4] + "pf")
@@ -357,7 +357,7 @@ func TestFailedAdd(t *testing.T) {
 
 // Bad configurations get a CNI error naming the field, and nothing is made.
 func TestBadConfig(t *testing.T) {
-	r := newRig(t, topo.VethRouted, "")
+	r := newRig(t, modes.VethRouted, "")
 	pod := r.newNS(r.node[:len(r.node)-4] + "pc")
 	args := &invoke.Args{Command: "ADD", ContainerID: "ctr-c", NetNS: nsutil.Path(pod), IfName: "eth0", Path: r.bin + ":/usr/lib/cni"}
 	plugin := filepath.Join(r.bin, BinaryName)
@@ -397,7 +397,7 @@ func TestBadConfig(t *testing.T) {
 
 // GC (CNI 1.1) removes the links of attachments that are no longer valid.
 func TestGC(t *testing.T) {
-	r := newRig(t, topo.VethRouted, "")
+	r := newRig(t, modes.VethRouted, "")
 	a, b := r.newNS(r.node[:len(r.node)-4]+"ga"), r.newNS(r.node[:len(r.node)-4]+"gb")
 	for _, p := range [][2]string{{"ctr-a", a}, {"ctr-b", b}} {
 		if _, err := r.add(p[0], p[1]); err != nil {

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // Report is what `vnetlab doctor` prints.
@@ -63,7 +63,7 @@ var programs = []struct {
 }
 
 // DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
-var DefaultModes = []string{topo.VethRouted, topo.Bridge, topo.Macvlan, topo.Ipvlan}
+var DefaultModes = []string{modes.VethRouted, modes.Bridge, modes.Macvlan, modes.Ipvlan}
 
 // Run inspects the machine.
 func Run() *Report {
@@ -73,11 +73,11 @@ func Run() *Report {
 		r.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	r.Emulation = cpu.Emulation()
-	for _, m := range topo.All() {
+	for _, m := range modes.All() {
 		it := Item{Name: m.Name, Available: true, Detail: m.Summary}
 		if !r.Root {
 			it.Available, it.Detail = false, "cannot probe the kernel without root"
-		} else if err := topo.Available(m); err != nil {
+		} else if err := modes.Available(m); err != nil {
 			it.Available, it.Detail = false, err.Error()
 		} else if m.Detail != nil {
 			it.Detail += "; " + m.Detail()
@@ -107,7 +107,7 @@ func Run() *Report {
 func ebpfNotes(r *Report) []string {
 	var notes []string
 	for _, it := range r.Modes {
-		if m, err := topo.Get(it.Name); err == nil && it.Available && m.Services.NodeNote != "" {
+		if m, err := modes.Get(it.Name); err == nil && it.Available && m.Services.NodeNote != "" {
 			notes = append(notes, m.Services.NodeNote)
 		}
 	}
@@ -122,16 +122,16 @@ func ebpfNotes(r *Report) []string {
 // cpuNote warns, on a machine with few CPUs, what an unpinned rr/crr run
 // measures, and what run does about it by default.
 func cpuNote() string {
-	allowed, err := affinity.Allowed()
+	allowed, err := cpupin.Allowed()
 	if err != nil {
 		return ""
 	}
-	w := affinity.UnpinnedWarning("rr/crr tests run", len(allowed))
+	w := cpupin.UnpinnedWarning("rr/crr tests run", len(allowed))
 	if w == "" {
 		return ""
 	}
 	last := allowed[len(allowed)-1]
-	return fmt.Sprintf("CPUs %s: %s (run's default, --cpu-affinity auto, puts their client and server on CPU %d; kube run leaves them unpinned unless told)", affinity.FormatList(allowed), w, last)
+	return fmt.Sprintf("CPUs %s: %s (run's default, --cpu-affinity auto, puts their client and server on CPU %d; kube run leaves them unpinned unless told)", cpupin.FormatList(allowed), w, last)
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)

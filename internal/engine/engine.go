@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -102,7 +102,7 @@ type Spec struct {
 	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
 	// CPU pins the client and the server (--cpu-affinity); the zero
 	// value leaves them to the scheduler.
-	CPU affinity.Pins
+	CPU cpupin.Pins
 }
 
 // Result is one sample.

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/testnet"
@@ -193,7 +193,7 @@ func TestRRAgainstSockperf(t *testing.T) {
 	// Unpinned, sockperf's rate flips between about 17k/s and 60k/s with where
 	// the scheduler puts its two processes on these 2 cores; both engines are
 	// compared with client and server on one CPU.
-	one := affinity.Pins{Pinned: true, Client: 0, Server: 0}
+	one := cpupin.Pins{Pinned: true, Client: 0, Server: 0}
 	for _, mode := range []string{"host", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
 			tg, _ := upLab(t, "cmp", mode)
@@ -231,14 +231,14 @@ func median(v []float64) float64 {
 // lab's two namespaces (the last reading of each thread counts: iperf3
 // pins itself a moment after it starts).
 func TestCPUAffinity(t *testing.T) {
-	allowed, err := affinity.Allowed()
+	allowed, err := cpupin.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(allowed) < 2 {
 		t.Skip("needs two CPUs to tell the client's from the server's")
 	}
-	pins := affinity.Pins{Pinned: true, Client: allowed[0], Server: allowed[1]}
+	pins := cpupin.Pins{Pinned: true, Client: allowed[0], Server: allowed[1]}
 	tg, _ := upLab(t, "cpu", "veth-routed")
 	self := selfComm(t)
 	cases := []struct {
@@ -310,7 +310,7 @@ type nsWatcher struct {
 // namespace's CPU (-1: on every CPU vnetlab may use).
 func watchNamespaces(t *testing.T, comm string, want map[string]int) *nsWatcher {
 	t.Helper()
-	allowed, _ := affinity.Allowed()
+	allowed, _ := cpupin.Allowed()
 	inode := map[string]string{} // "net:[INODE]" -> namespace
 	for ns := range want {
 		var st unix.Stat_t
@@ -352,7 +352,7 @@ func watchNamespaces(t *testing.T, comm string, want map[string]int) *nsWatcher 
 				for path, list := range last {
 					ns := nsOf[path]
 					w.threads[ns]++
-					exp := affinity.FormatList(allowed)
+					exp := cpupin.FormatList(allowed)
 					if cpu := want[ns]; cpu >= 0 {
 						exp = strconv.Itoa(cpu)
 					}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 )
 
 // What each driver hands the shared skeleton: the commands on both sides,
@@ -58,7 +58,7 @@ func TestInvocations(t *testing.T) {
 	}
 	// --cpu-affinity: iperf3 and rr pin themselves (their own option on each
 	// side), sockperf, which has none, is pinned by whoever starts it.
-	pins := affinity.Pins{Pinned: true, Client: 0, Server: 1}
+	pins := cpupin.Pins{Pinned: true, Client: 0, Server: 1}
 	pinned := []struct {
 		engine         string
 		test           Test

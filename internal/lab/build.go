@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // nodeName names the node namespace (node1, node2 with --nodes 2).
@@ -35,7 +35,7 @@ func (l *Lab) createNS(name string) error {
 
 // build creates the lab's namespaces and lets the mode wire them; Up
 // removes whatever it built if it fails.
-func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
+func build(ctx context.Context, l *Lab, mode modes.Mode, say Progress) error {
 	st := l.State
 	spec := st.Spec
 	nNodes := spec.NodeCount()
@@ -45,7 +45,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 			name = fmt.Sprintf("%s%d", nodeName, i+1)
 		}
 		st.Nodes = append(st.Nodes, NodeState{Name: name, NS: nsName(spec.Name, name),
-			IP: topo.NthIP(underlay, nodeIPOffset+1+i).String(), Uplink: "eth0"})
+			IP: modes.NthIP(underlay, nodeIPOffset+1+i).String(), Uplink: "eth0"})
 	}
 	for _, n := range append([]string{st.Ext}, nodeNamespaces(st)...) {
 		if err := l.createNS(n); err != nil {
@@ -68,7 +68,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 		return err
 	}
 
-	env := &topo.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: topo.NthIP(underlay, extIPIndex),
+	env := &modes.Env{Lab: spec.Name, PodNet: podNet, Options: spec.Options, Uplink: "eth0", ExtIP: modes.NthIP(underlay, extIPIndex),
 		StateDir: labDir(spec.Name), Track: l.trackProc, TrackPin: func(p string) error { return l.journal.Record(KindPin, p) }}
 	var err error
 	if env.Ext, err = openNS(st.Ext); err != nil {
@@ -82,7 +82,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 			return err
 		}
 		defer h.H.Close()
-		env.Nodes = append(env.Nodes, &topo.Node{NS: h, Node: ns.Name, IP: net.ParseIP(ns.IP).To4(), PodNet: parts[i]})
+		env.Nodes = append(env.Nodes, &modes.Node{NS: h, Node: ns.Name, IP: net.ParseIP(ns.IP).To4(), PodNet: parts[i]})
 	}
 	env.Node, env.NodeIP = env.Nodes[0].NS, env.Nodes[0].IP
 	if err := wireUplinks(env); err != nil {
@@ -99,7 +99,7 @@ func build(ctx context.Context, l *Lab, mode topo.Mode, say Progress) error {
 			return err
 		}
 		defer ns.H.Close()
-		env.Pods = append(env.Pods, &topo.Pod{NS: ns, Pod: p.Name, IP: net.ParseIP(p.IP).To4(), Ifname: p.Ifname, Node: spec.PodNode(i)})
+		env.Pods = append(env.Pods, &modes.Pod{NS: ns, Pod: p.Name, IP: net.ParseIP(p.IP).To4(), Ifname: p.Ifname, Node: spec.PodNode(i)})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -137,7 +137,7 @@ func splitNet(n *net.IPNet, parts int) []*net.IPNet {
 	size := 1 << (bits - ones - extra)
 	var out []*net.IPNet
 	for i := 0; i < parts; i++ {
-		out = append(out, &net.IPNet{IP: topo.NthIP(n, i*size), Mask: net.CIDRMask(ones+extra, bits)})
+		out = append(out, &net.IPNet{IP: modes.NthIP(n, i*size), Mask: net.CIDRMask(ones+extra, bits)})
 	}
 	return out
 }
@@ -158,10 +158,10 @@ func (l *Lab) createPodNamespaces(ctx context.Context, pods []PodSpec) error {
 	return inParallel(ctx, names, func(n string) error { return nsutil.Create(n, mark, nsSysctls...) })
 }
 
-func openNS(name string) (topo.NS, error) {
+func openNS(name string) (modes.NS, error) {
 	h, err := nsutil.Handle(name)
 	if err != nil {
-		return topo.NS{}, err
+		return modes.NS{}, err
 	}
-	return topo.NS{Name: name, H: h}, nil
+	return modes.NS{Name: name, H: h}, nil
 }

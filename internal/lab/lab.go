@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Lab is a lab this process holds the lock of.
@@ -47,7 +47,7 @@ func Up(ctx context.Context, spec Spec, say Progress) (*Lab, error) {
 	if _, pn, _ := net.ParseCIDR(spec.PodCIDR); pn.Contains(underlay.IP) || underlay.Contains(pn.IP) {
 		return nil, fmt.Errorf("address clash: pod_cidr %s overlaps vnetlab's node underlay %s: pick another pod_cidr", spec.PodCIDR, underlay)
 	}
-	mode, _ := topo.Get(spec.Mode)
+	mode, _ := modes.Get(spec.Mode)
 	l, err := reserve(spec)
 	if err != nil {
 		return nil, err

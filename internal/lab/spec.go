@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // Defaults from seed 002: pod-a 192.168.10.10, pod-b 192.168.10.11 in 192.168.10.0/24.
@@ -103,7 +103,7 @@ func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
 	}
 	pods := make([]PodSpec, n)
 	for i := range pods {
-		pods[i] = PodSpec{Name: PodName(i), IP: topo.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes).String()}
+		pods[i] = PodSpec{Name: PodName(i), IP: modes.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes).String()}
 	}
 	return pods, nil
 }
@@ -114,7 +114,7 @@ func (s *Spec) Validate() error {
 	if err := ValidName("lab", s.Name); err != nil {
 		return err
 	}
-	m, err := topo.Get(s.Mode)
+	m, err := modes.Get(s.Mode)
 	if err != nil {
 		return err
 	}
@@ -125,8 +125,8 @@ func (s *Spec) Validate() error {
 	if err != nil || ipnet.IP.To4() == nil {
 		return fmt.Errorf("pod_cidr %q is not an IPv4 CIDR (example: %s)", s.PodCIDR, DefaultPodCIDR)
 	}
-	gw := topo.NthIP(ipnet, 1)
-	bcast := topo.NthIP(ipnet, (1<<(32-maskOnes(ipnet)))-1)
+	gw := modes.NthIP(ipnet, 1)
+	bcast := modes.NthIP(ipnet, (1<<(32-maskOnes(ipnet)))-1)
 	seenName := map[string]bool{}
 	seenIP := map[string]string{}
 	for _, p := range s.Pods {
@@ -163,7 +163,7 @@ func (s *Spec) Validate() error {
 	}
 	if s.NodeCount() > 1 {
 		if !m.CrossHost {
-			return fmt.Errorf("mode %s is same-host only: --nodes %d works with %s", s.Mode, s.Nodes, strings.Join(topo.CrossHostModes(), ", "))
+			return fmt.Errorf("mode %s is same-host only: --nodes %d works with %s", s.Mode, s.Nodes, strings.Join(modes.CrossHostModes(), ", "))
 		}
 		parts := splitNet(ipnet, s.NodeCount())
 		for i, p := range s.Pods {
@@ -200,12 +200,12 @@ func (s *Spec) Validate() error {
 	if err := m.CheckPodCount(len(s.Pods), s.NodeCount(), s.Options); err != nil {
 		return err
 	}
-	return topo.Available(m)
+	return modes.Available(m)
 }
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }
 
-func optionHint(m topo.Mode) string {
+func optionHint(m modes.Mode) string {
 	if len(m.Options) == 0 {
 		return " (it takes no options)"
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 func TestPodNames(t *testing.T) {
@@ -106,7 +106,7 @@ func TestValidateBridgePortLimit(t *testing.T) {
 		}
 	}
 	for _, s := range []Spec{spec("bridge", 1024, 1, nil), spec("bridge", 2046, 2, nil), spec("veth-routed", 5000, 1, nil), spec("ovs", 1024, 1, nil)} {
-		m, _ := topo.Get(s.Mode)
+		m, _ := modes.Get(s.Mode)
 		if err := m.CheckPodCount(len(s.Pods), s.NodeCount(), s.Options); err != nil {
 			t.Errorf("%s, %d pods, %d nodes: refused: %v", s.Mode, len(s.Pods), s.NodeCount(), err)
 		}

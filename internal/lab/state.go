@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // StateRoot holds one directory per lab. It is on tmpfs, like /run/netns,
@@ -46,18 +46,18 @@ func LabOfMark(mark string) string {
 
 // State is what `ls` shows and `down` needs; written as state.json.
 type State struct {
-	Name     string                   `json:"name"`
-	Mode     string                   `json:"mode"`
-	Status   string                   `json:"status"` // building, ready
-	Created  time.Time                `json:"created"`
-	OwnerPID int                      `json:"owner_pid"`
-	Spec     Spec                     `json:"spec"`
-	Nodes    []NodeState              `json:"nodes"`
-	Ext      string                   `json:"ext_ns"`
-	Pods     []PodState               `json:"pods"`
-	Gateway  string                   `json:"gateway,omitempty"`
-	Paths    map[string]topo.Endpoint `json:"paths,omitempty"`
-	Facts    map[string]string        `json:"facts,omitempty"`
+	Name     string                    `json:"name"`
+	Mode     string                    `json:"mode"`
+	Status   string                    `json:"status"` // building, ready
+	Created  time.Time                 `json:"created"`
+	OwnerPID int                       `json:"owner_pid"`
+	Spec     Spec                      `json:"spec"`
+	Nodes    []NodeState               `json:"nodes"`
+	Ext      string                    `json:"ext_ns"`
+	Pods     []PodState                `json:"pods"`
+	Gateway  string                    `json:"gateway,omitempty"`
+	Paths    map[string]modes.Endpoint `json:"paths,omitempty"`
+	Facts    map[string]string         `json:"facts,omitempty"`
 }
 
 // NodeState describes a node namespace.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Underlay: the link between each node's eth0 and the "external" namespace.
@@ -29,7 +29,7 @@ func mustCIDR(s string) *net.IPNet { _, n, _ := net.ParseCIDR(s); return n }
 // on a LAN. The default route matters: without one (measured) proxy_arp
 // never answers for the pods' gateway and clusterIP traffic fails with
 // "No route to host".
-func wireUplinks(env *topo.Env) error {
+func wireUplinks(env *modes.Env) error {
 	extFD, err := nsutil.FD(env.Ext.Name)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ var underlayNet = mustCIDR("10.20.0.0/24")
 
 const underlayIf = "eth1"
 
-func wireUnderlay(env *topo.Env, rate string) error {
+func wireUnderlay(env *modes.Env, rate string) error {
 	if len(env.Nodes) != 2 {
 		return fmt.Errorf("the underlay joins exactly 2 nodes (got %d)", len(env.Nodes))
 	}
@@ -94,7 +94,7 @@ func wireUnderlay(env *topo.Env, rate string) error {
 		return fmt.Errorf("underlay veth: %w", err)
 	}
 	for i, n := range env.Nodes {
-		n.UnderlayIP = topo.NthIP(underlayNet, i+1)
+		n.UnderlayIP = modes.NthIP(underlayNet, i+1)
 		if err := setAddrUp(n.H, underlayIf, n.UnderlayIP, maskOnes(underlayNet)); err != nil {
 			return err
 		}

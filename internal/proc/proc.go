@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -66,7 +66,7 @@ func (c *Cmd) Start() error {
 	}
 	start := c.Cmd.Start
 	if c.cpu > 0 {
-		start = func() error { return affinity.StartOn(c.cpu-1, c.Cmd.Start) }
+		start = func() error { return cpupin.StartOn(c.cpu-1, c.Cmd.Start) }
 	}
 	if c.NS == "" {
 		return start()

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 )
 
 func TestKallsymsNames(t *testing.T) {
@@ -42,11 +42,11 @@ ffffffffa0001000 t bpf_prog_6deef7357e7b4530_on_sample	[bpf]
 }
 
 func TestParseCPUList(t *testing.T) {
-	got, err := affinity.ParseList("0-1,4")
+	got, err := cpupin.ParseList("0-1,4")
 	if err != nil || len(got) != 3 || got[2] != 4 {
-		t.Errorf("affinity.ParseList: %v %v", got, err)
+		t.Errorf("cpupin.ParseList: %v %v", got, err)
 	}
-	if _, err := affinity.ParseList("a-b"); err == nil {
-		t.Error("affinity.ParseList(a-b) accepted")
+	if _, err := cpupin.ParseList("a-b"); err == nil {
+		t.Error("cpupin.ParseList(a-b) accepted")
 	}
 }

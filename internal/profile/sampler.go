@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 )
 
 // DefaultHz is the sampling rate per CPU: a prime, so that sampling does not
@@ -168,7 +168,7 @@ func onlineCPUs() ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return affinity.ParseList(string(b))
+	return cpupin.ParseList(string(b))
 }
 
 // Start attaches the tracepoints and enables sampling.

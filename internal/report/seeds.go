@@ -1,6 +1,6 @@
 package report
 
-import "github.com/vnetlab/vnetlab/internal/topo"
+import "github.com/vnetlab/vnetlab/internal/modes"
 
 // The seeds' published numbers (the five seed articles, docs/seeds.md),
 // keyed to vnetlab's cells. Absolute numbers differ by machine,
@@ -9,7 +9,7 @@ import "github.com/vnetlab/vnetlab/internal/topo"
 
 // SeedTable is one experiment of one seed.
 type SeedTable struct {
-	Seed  topo.Seed // the article (docs/seeds.md)
+	Seed  modes.Seed // the article (docs/seeds.md)
 	Title string
 	Test  string // vnetlab test
 	Unit  string
@@ -36,7 +36,7 @@ func (t SeedTable) Article() string { return "seed " + t.Seed.Number + ", “" +
 // SeedTables is every published number vnetlab can put beside its own.
 var SeedTables = []SeedTable{
 	{
-		Seed: topo.SeedInterfaces, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedInterfaces, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Linux virtual interfaces: loopback, veth, docker0, published ports (iperf3, same host)",
 		Setup: "iperf3, one stream, 10 s, once each, on the author's laptop with Docker",
 		Rows: []SeedRow{
@@ -51,7 +51,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedLatency, Test: "tcp_rr", Unit: "trans/s",
+		Seed: modes.SeedLatency, Test: "tcp_rr", Unit: "trans/s",
 		Title: "Container latency: host vs veth container (netperf TCP_RR)",
 		Setup: "netperf TCP_RR, 1-byte request/response, 10 s, mean of 3 runs, across a physical LAN to a netserver on a second machine",
 		Rows: []SeedRow{
@@ -61,7 +61,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedPodModes, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedPodModes, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Same-host pod connection modes, podIP vs clusterIP (the seed's summary table)",
 		Setup: "iperf3, one stream, 10 s, once each, pod-b to pod-a on one host; clusterIP = one iptables DNAT rule, or the author's tc eBPF DNAT",
 		Rows: []SeedRow{
@@ -81,7 +81,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, TCP",
 		Setup: "iperf (v2) -P 3 -t 300, TCP, CentOS 7.3 on a Dell R730; VMs are qemu-kvm with virtio",
 		Rows: []SeedRow{
@@ -94,7 +94,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300, server-side (received) rate",
 		Rows: []SeedRow{
@@ -107,7 +107,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), TCP",
 		Setup: "iperf (v2) -P 3 -t 300 across a 10GbE switch; the seed's VXLAN rows are empty",
 		Rows: []SeedRow{
@@ -120,7 +120,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300 across a 10GbE switch, server-side (received) rate",
 		Rows: []SeedRow{
@@ -131,7 +131,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker bridge mode on one host: container IP vs published port",
 		Setup: "iperf3, one stream, Docker 17.05 on CentOS 7.3",
 		Rows: []SeedRow{
@@ -142,7 +142,7 @@ var SeedTables = []SeedTable{
 		},
 	},
 	{
-		Seed: topo.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
+		Seed: modes.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Docker host vs bridge mode across a 10GbE link",
 		Setup: "iperf3, one stream, across a 10GbE switch: every case ran at line rate",
 		Rows: []SeedRow{

@@ -11,17 +11,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // CeilingMode is the mode whose cell is every test's ceiling: client and
 // server in one namespace over loopback.
-const CeilingMode = topo.Host
+const CeilingMode = modes.Host
 
 // Doc is a whole report. The terminal table (table.go) and the documents
 // (markdown.go, the HTML template) render from it, so they say the same thing.
@@ -480,7 +480,7 @@ func cpuAffinity(setting string, cells []*results.Cell) string {
 	for _, c := range cells {
 		where := "unpinned"
 		if a := c.CPUAffinity; a != nil {
-			where = affinity.Pins{Pinned: true, Client: a.Client, Server: a.Server}.Describe()
+			where = cpupin.Pins{Pinned: true, Client: a.Client, Server: a.Server}.Describe()
 		}
 		if k := c.Test + " " + where; !seen[k] {
 			seen[k] = true
@@ -510,7 +510,7 @@ func unpinnedWarning(f *results.File) string {
 	if len(tests) == 0 {
 		return ""
 	}
-	return affinity.UnpinnedWarning(strings.Join(tests, ", ")+" ran", f.Metadata.CPUs)
+	return cpupin.UnpinnedWarning(strings.Join(tests, ", ")+" ran", f.Metadata.CPUs)
 }
 
 func shortCommit(c string) string {

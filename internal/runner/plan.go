@@ -10,9 +10,9 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/service"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // plan is what a run measures, once its labs are up: a cell per mode x
@@ -69,11 +69,11 @@ func (p *plan) build(ctx context.Context) error {
 		extras = []int{0}
 	}
 	for _, mv := range p.spec.Modes {
-		m, err := topo.Get(mv.Mode)
+		m, err := modes.Get(mv.Mode)
 		if err != nil {
 			return err
 		}
-		if err := topo.Available(m); err != nil {
+		if err := modes.Available(m); err != nil {
 			p.skip(mv, "", err)
 			continue
 		}
@@ -164,7 +164,7 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
 
 // addCells adds a cell per test for one path of a lab; proto carries the
 // fields the path fixes (provider, services).
-func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep topo.Endpoint, proto results.Cell) error {
+func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell) error {
 	for _, t := range p.spec.Tests {
 		d, err := engine.For(p.spec.Engine, t)
 		if err != nil {
@@ -196,7 +196,7 @@ func (p *plan) teardown() {
 	}
 }
 
-func pathNames(m map[string]topo.Endpoint) string {
+func pathNames(m map[string]modes.Endpoint) string {
 	var n []string
 	for k := range m {
 		n = append(n, k)
@@ -207,27 +207,27 @@ func pathNames(m map[string]topo.Endpoint) string {
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
-func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (topo.Endpoint, results.Cell, error) {
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (modes.Endpoint, results.Cell, error) {
 	st := l.State
 	c, err := service.Setup(st, provider, n, specs)
 	if err != nil {
-		return topo.Endpoint{}, results.Cell{}, err
+		return modes.Endpoint{}, results.Cell{}, err
 	}
 	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
 	server, client, err := service.Path(st)
 	if err != nil {
-		return topo.Endpoint{}, results.Cell{}, err
+		return modes.Endpoint{}, results.Cell{}, err
 	}
 	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
 		Note: service.Caveat(provider, mv.Mode, mv.Options)}
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}
-	ep := topo.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
+	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
 		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
 	// Socket-level Services act only for clients in the lab's cgroup.
 	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
-		return topo.Endpoint{}, results.Cell{}, err
+		return modes.Endpoint{}, results.Cell{}, err
 	}
 	return ep, cell, nil
 }

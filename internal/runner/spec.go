@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -46,7 +46,7 @@ type Spec struct {
 	Size     int
 	Rate     string
 	// CPUAffinity pins every engine's client and server (--cpu-affinity).
-	CPUAffinity affinity.Setting
+	CPUAffinity cpupin.Setting
 	// CPUsElsewhere: the engines run on other machines (kube run's nodes),
 	// so CPUAffinity is not checked against this machine's CPUs and its
 	// auto means unpinned (vnetlab does not know the nodes' CPUs).
@@ -122,7 +122,7 @@ func DefaultSpec() Spec {
 		Streams:       1,
 		Size:          1,
 		Rate:          "max",
-		CPUAffinity:   affinity.MustParse(affinity.Default),
+		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
 		Nodes:         1,
@@ -148,13 +148,13 @@ func (s Spec) engineSpec(t engine.Test) engine.Spec {
 	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
 }
 
-// pins says where test t's client and server run (affinity.Setting.Resolve).
-func (s Spec) pins(t engine.Test) affinity.Pins {
+// pins says where test t's client and server run (cpupin.Setting.Resolve).
+func (s Spec) pins(t engine.Test) cpupin.Pins {
 	if s.CPUsElsewhere {
 		p, _ := s.CPUAffinity.Explicit()
 		return p
 	}
-	allowed, _ := affinity.Allowed() // checked by CheckSpec
+	allowed, _ := cpupin.Allowed() // checked by CheckSpec
 	return s.CPUAffinity.Resolve(t.RequestResponse(), allowed)
 }
 
@@ -177,7 +177,7 @@ func CheckSpec(spec Spec) error {
 		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
 	}
 	if !spec.CPUsElsewhere {
-		allowed, err := affinity.Allowed()
+		allowed, err := cpupin.Allowed()
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 )
 
@@ -12,13 +12,13 @@ import (
 // on a cluster (kube run) the nodes' CPUs are not this machine's, and auto
 // leaves the engines unpinned there.
 func TestCPUAffinitySpec(t *testing.T) {
-	allowed, err := affinity.Allowed()
+	allowed, err := cpupin.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := allowed[len(allowed)-1]
 	spec := DefaultSpec()
-	spec.CPUAffinity = affinity.MustParse("4096")
+	spec.CPUAffinity = cpupin.MustParse("4096")
 	err = CheckSpec(spec)
 	if err == nil || !strings.Contains(err.Error(), "CPU 4096 is not one vnetlab may run on here") {
 		t.Errorf("CPU 4096: %v", err)
@@ -45,8 +45,8 @@ func TestCPUAffinitySpec(t *testing.T) {
 	if p := spec.engineSpec(engine.TCPCRR).CPU; p.Pinned {
 		t.Errorf("auto tcp_crr on a cluster: %+v, want unpinned", p)
 	}
-	spec.CPUAffinity = affinity.MustParse("0,1")
-	if p := spec.engineSpec(engine.UDPStream).CPU; p != (affinity.Pins{Pinned: true, Client: 0, Server: 1}) {
+	spec.CPUAffinity = cpupin.MustParse("0,1")
+	if p := spec.engineSpec(engine.UDPStream).CPU; p != (cpupin.Pins{Pinned: true, Client: 0, Server: 1}) {
 		t.Errorf("0,1 on a cluster: %+v", p)
 	}
 }

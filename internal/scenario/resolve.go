@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -33,7 +33,7 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	setString(&spec.Engine, s.Engine)
 	setString(&spec.Rate, s.Rate)
 	if s.CPUAffinity != "" {
-		spec.CPUAffinity, _ = affinity.Parse(s.CPUAffinity) // checked by Parse
+		spec.CPUAffinity, _ = cpupin.Parse(s.CPUAffinity) // checked by Parse
 	}
 	spec.Duration = s.DurationValue(spec.Duration)
 	setInt(&spec.Repeat, s.Repeat)

@@ -15,12 +15,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/service"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Scenario is one file.
@@ -243,12 +243,12 @@ func (s *Scenario) decodePods(n *yaml.Node) error {
 
 func (s *Scenario) validate() error {
 	if s.Mode != "" {
-		if _, err := topo.Get(s.Mode); err != nil {
+		if _, err := modes.Get(s.Mode); err != nil {
 			return s.errAt("mode", -1, "%v", err)
 		}
 	}
 	for i, mv := range s.Modes {
-		if _, err := topo.Get(mv.Mode); err != nil {
+		if _, err := modes.Get(mv.Mode); err != nil {
 			return s.errAt("modes", i, "%v", err)
 		}
 	}
@@ -277,7 +277,7 @@ func (s *Scenario) validate() error {
 		}
 	}
 	if s.CPUAffinity != "" {
-		if _, err := affinity.Parse(s.CPUAffinity); err != nil {
+		if _, err := cpupin.Parse(s.CPUAffinity); err != nil {
 			return s.errAt("cpu_affinity", -1, "%v", err)
 		}
 	}

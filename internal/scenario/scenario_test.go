@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func TestParseFull(t *testing.T) {
@@ -127,7 +127,7 @@ func TestShippedScenariosModeOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mv := range s.Modes {
-			m, err := topo.Get(mv.Mode)
+			m, err := modes.Get(mv.Mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestShippedScenariosModeOptions(t *testing.T) {
 	}
 }
 
-func checkOption(m topo.Mode, k, v string) error {
+func checkOption(m modes.Mode, k, v string) error {
 	if opt, ok := m.Option(k); ok {
 		if opt.Check == nil {
 			return nil

@@ -6,13 +6,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
-// ebpf: vnetlab's own eBPF Service data plane (internal/dataplane/ebpf, design
+// ebpf: vnetlab's own eBPF Service data plane (internal/dataplane/tcbpf, design
 // in bpf/README.md: tc programs doing DNAT with a BPF conntrack and reverse
 // NAT, maps pinned per lab under /sys/fs/bpf/vnetlab/LAB). This file only
 // adapts it to the Provider interface: services go into its maps (one hash
@@ -30,11 +30,11 @@ func (ebpfProvider) Summary() string {
 
 // ebpfPlacement is the endpoint placement of each way the mode says the
 // programs attach (seed 002).
-var ebpfPlacement = map[topo.EBPFAttach]string{
-	topo.EBPFNodeVeth:    PlacementNode,
-	topo.EBPFPodIf:       PlacementPod,
-	topo.EBPFHostRouting: PlacementRouted,
-	topo.EBPFPodL2:       PlacementPod,
+var ebpfPlacement = map[modes.EBPFAttach]string{
+	modes.EBPFNodeVeth:    PlacementNode,
+	modes.EBPFPodIf:       PlacementPod,
+	modes.EBPFHostRouting: PlacementRouted,
+	modes.EBPFPodL2:       PlacementPod,
 }
 
 // adoptModeEndpoints adds to c the endpoints an eBPF mode attached when it
@@ -56,7 +56,7 @@ func adoptModeEndpoints(st *lab.State, c *Config) {
 // the provider then only fills the Service maps, and `ep add/del` attach and
 // detach the mode's way.
 func ModeOwnsPrograms(mode string) bool {
-	m, err := topo.Get(mode)
+	m, err := modes.Get(mode)
 	return err == nil && m.OwnsDataPlane()
 }
 
@@ -65,15 +65,15 @@ func (ebpfProvider) Supports(mode string) string {
 	if why != "" {
 		return why
 	}
-	if m.Services.EBPF == topo.EBPFNotWired {
-		return notWired(func(m topo.Mode) bool { return m.Services.EBPF != topo.EBPFNotWired })
+	if m.Services.EBPF == modes.EBPFNotWired {
+		return notWired(func(m modes.Mode) bool { return m.Services.EBPF != modes.EBPFNotWired })
 	}
 	return ""
 }
 
 // PlacementFor returns where eBPF programs go in a lab of this mode.
 func PlacementFor(mode string) string {
-	m, err := topo.Get(mode)
+	m, err := modes.Get(mode)
 	if err != nil {
 		return PlacementNode
 	}
@@ -100,7 +100,7 @@ func (p ebpfProvider) Install(st *lab.State, c *Config) error { return p.sync(st
 func (p ebpfProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (ebpfProvider) sync(st *lab.State, c *Config) error {
-	pl, err := ebpf.Open(st.Name)
+	pl, err := tcbpf.Open(st.Name)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (ebpfProvider) sync(st *lab.State, c *Config) error {
 
 // syncServices makes the Service maps hold c's services (shared by the tc
 // programs and the socket ones).
-func syncServices(pl *ebpf.Plane, c *Config) error {
+func syncServices(pl *tcbpf.Plane, c *Config) error {
 	have, err := pl.ListServices()
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func syncServices(pl *ebpf.Plane, c *Config) error {
 		loaded[Key{s.VIP, s.Port, s.Proto.String()}] = ebpfBackendsKey(s.Backends)
 	}
 	want := map[Key]bool{}
-	var add []ebpf.Service
+	var add []tcbpf.Service
 	for _, s := range c.All() {
 		es := toEBPF(s)
 		want[s.Key()] = true
@@ -150,7 +150,7 @@ func syncServices(pl *ebpf.Plane, c *Config) error {
 }
 
 // syncEndpoints attaches the programs for c's endpoints and detaches others.
-func syncEndpoints(st *lab.State, pl *ebpf.Plane, eps []Endpoint) error {
+func syncEndpoints(st *lab.State, pl *tcbpf.Plane, eps []Endpoint) error {
 	attached, err := pl.ListEndpoints()
 	if err != nil {
 		return err
@@ -188,29 +188,29 @@ func syncEndpoints(st *lab.State, pl *ebpf.Plane, eps []Endpoint) error {
 // attach puts a pod's programs in place: plain translation, or the eBPF
 // modes' way (host routing for veth-ebpf, the pod's MAC for macvlan-ebpf),
 // or on a bridge port with the pod's MAC (bridge, docker-nat).
-func attach(st *lab.State, pl *ebpf.Plane, e Endpoint, ns, ifname string) error {
+func attach(st *lab.State, pl *tcbpf.Plane, e Endpoint, ns, ifname string) error {
 	var err error
 	switch {
 	case e.Placement == PlacementRouted:
 		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
-	case e.Placement == PlacementPod && ebpfAttach(st.Mode) == topo.EBPFPodL2:
+	case e.Placement == PlacementPod && ebpfAttach(st.Mode) == modes.EBPFPodL2:
 		_, err = pl.AttachPodL2(e.NS, e.Ifname)
 	case e.Placement == PlacementNode && isBridgePort(ns, ifname):
 		_, err = pl.AttachBridgePort(ns, e.NS, e.Ifname)
 	default:
-		_, err = pl.AttachEndpoint(ns, ifname, ebpf.Placement(e.Placement))
+		_, err = pl.AttachEndpoint(ns, ifname, tcbpf.Placement(e.Placement))
 	}
 	return err
 }
 
-func ebpfAttach(mode string) topo.EBPFAttach {
-	m, _ := topo.Get(mode)
+func ebpfAttach(mode string) modes.EBPFAttach {
+	m, _ := modes.Get(mode)
 	return m.Services.EBPF
 }
 
 // isBridgePort says whether ifname in ns is enslaved to a Linux bridge
 // (modes bridge and docker-nat): translated packets are then switched to
-// their backend (ebpf.AttachBridgePort).
+// their backend (tcbpf.AttachBridgePort).
 func isBridgePort(ns, ifname string) bool {
 	h, err := nsutil.Handle(ns)
 	if err != nil {
@@ -279,7 +279,7 @@ func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
 }
 
 func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
-	pl, err := ebpf.Open(st.Name)
+	pl, err := tcbpf.Open(st.Name)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
 	return delServices(pl)
 }
 
-func delServices(pl *ebpf.Plane) error {
+func delServices(pl *tcbpf.Plane) error {
 	have, err := pl.ListServices()
 	if err != nil {
 		return err
@@ -308,16 +308,16 @@ func delServices(pl *ebpf.Plane) error {
 	return nil
 }
 
-func toEBPF(s Service) ebpf.Service {
-	proto, _ := ebpf.ParseProto(s.Proto)
-	es := ebpf.Service{VIP: s.VIP, Port: s.Port, Proto: proto}
+func toEBPF(s Service) tcbpf.Service {
+	proto, _ := tcbpf.ParseProto(s.Proto)
+	es := tcbpf.Service{VIP: s.VIP, Port: s.Port, Proto: proto}
 	for _, b := range s.Backends {
-		es.Backends = append(es.Backends, ebpf.Backend{IP: b.IP, Port: b.Port})
+		es.Backends = append(es.Backends, tcbpf.Backend{IP: b.IP, Port: b.Port})
 	}
 	return es
 }
 
-func ebpfBackendsKey(bs []ebpf.Backend) string {
+func ebpfBackendsKey(bs []tcbpf.Backend) string {
 	k := ""
 	for _, b := range bs {
 		k += netip.AddrPortFrom(b.IP, b.Port).String() + ","

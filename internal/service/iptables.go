@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // iptables: kube-proxy's iptables mode (pkg/proxy/iptables/proxier.go) in
@@ -53,18 +53,18 @@ func (iptablesProvider) Install(st *lab.State, c *Config) error {
 func iptablesInstall(ns string, st *lab.State, c *Config) error {
 	svcs := c.All()
 	w := newIptablesWriter(st, c)
-	if err := topo.IptablesRestore(ns, w.base()); err != nil {
+	if err := modes.IptablesRestore(ns, w.base()); err != nil {
 		return err
 	}
 	// Chains first, then the rules leading to them: nothing refers to a chain
 	// before it is complete.
 	for i := 0; i < len(svcs); i += iptablesChunk {
-		if err := topo.IptablesRestore(ns, w.serviceChains(svcs[i:min(i+iptablesChunk, len(svcs))])); err != nil {
+		if err := modes.IptablesRestore(ns, w.serviceChains(svcs[i:min(i+iptablesChunk, len(svcs))])); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < len(svcs); i += iptablesChunk {
-		if err := topo.IptablesRestore(ns, w.dispatch(svcs[i:min(i+iptablesChunk, len(svcs))], nil, nil)); err != nil {
+		if err := modes.IptablesRestore(ns, w.dispatch(svcs[i:min(i+iptablesChunk, len(svcs))], nil, nil)); err != nil {
 			return err
 		}
 	}
@@ -90,13 +90,13 @@ func iptablesUpdate(ns string, st *lab.State, old, c *Config) error {
 	}
 	w := newIptablesWriter(st, c)
 	for i := 0; i < len(added); i += iptablesChunk {
-		if err := topo.IptablesRestore(ns, w.serviceChains(added[i:min(i+iptablesChunk, len(added))])); err != nil {
+		if err := modes.IptablesRestore(ns, w.serviceChains(added[i:min(i+iptablesChunk, len(added))])); err != nil {
 			return err
 		}
 	}
 	// -D must repeat the rule as it was written, comments included.
 	wOld := newIptablesWriter(st, old)
-	return topo.IptablesRestore(ns, w.dispatch(added, wOld.deletes(removed), stale))
+	return modes.IptablesRestore(ns, w.dispatch(added, wOld.deletes(removed), stale))
 }
 
 func (iptablesProvider) Remove(st *lab.State, c *Config) error {
@@ -106,7 +106,7 @@ func (iptablesProvider) Remove(st *lab.State, c *Config) error {
 func iptablesRemove(ns string, c *Config) error {
 	// From the config (iptables-save does not survive 100k services); if the
 	// lab holds something else (an interrupted install), list what is there.
-	if err := topo.IptablesRestore(ns, iptablesRemoval(baseJumps, iptablesChainList(c.All()))); err == nil {
+	if err := modes.IptablesRestore(ns, iptablesRemoval(baseJumps, iptablesChainList(c.All()))); err == nil {
 		return nil
 	}
 	chains, jumps, err := kubeChains(ns)
@@ -116,7 +116,7 @@ func iptablesRemove(ns string, c *Config) error {
 	if len(chains) == 0 && len(jumps) == 0 {
 		return nil
 	}
-	return topo.IptablesRestore(ns, iptablesRemoval(jumps, chains))
+	return modes.IptablesRestore(ns, iptablesRemoval(jumps, chains))
 }
 
 // baseJumps hook kube-proxy's chains into nat, as iptables-save prints them.

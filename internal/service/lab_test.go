@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/testnet"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // Integration tests: real labs (names start with "sv"), real kernel NAT,
@@ -180,7 +180,7 @@ func TestClusterIPProvidersModes(t *testing.T) {
 // moved, and the node routed none of it.
 func checkSwitchedToBackend(t *testing.T, st *lab.State) {
 	t.Helper()
-	pl, err := ebpf.Open(st.Name)
+	pl, err := tcbpf.Open(st.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func setHairpin(t *testing.T, st *lab.State, podName string) {
 	defer h.Close()
 	for i, p := range st.Pods {
 		if p.Name == podName {
-			l, err := h.LinkByName(topo.HostIfname("veth-", p.Name, i))
+			l, err := h.LinkByName(modes.HostIfname("veth-", p.Name, i))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // What iptables and nftables share: kube-proxy runs either in the node's
 // namespace, so clusterIP traffic must reach the node's netfilter hooks.
 
 // netfilterSupports: the mode's pods' clusterIP traffic must cross the
-// node's stack (topo.ReachNodeNetfilter), and the mode must not say why not.
+// node's stack (modes.ReachNodeNetfilter), and the mode must not say why not.
 func netfilterSupports(mode string) string {
 	m, why := podMode(mode)
 	if why != "" {
@@ -22,9 +22,9 @@ func netfilterSupports(mode string) string {
 	if m.Services.NoNetfilter != "" {
 		return m.Services.NoNetfilter
 	}
-	if m.Services.Reach != topo.ReachNodeNetfilter {
-		return notWired(func(m topo.Mode) bool {
-			return m.Services.Reach == topo.ReachNodeNetfilter && m.Services.NoNetfilter == ""
+	if m.Services.Reach != modes.ReachNodeNetfilter {
+		return notWired(func(m modes.Mode) bool {
+			return m.Services.Reach == modes.ReachNodeNetfilter && m.Services.NoNetfilter == ""
 		})
 	}
 	return ""
@@ -33,7 +33,7 @@ func netfilterSupports(mode string) string {
 // netfilterCaveat: the mode knows when the kernel will break netfilter
 // Services (bridge with bridge_nf_call_iptables=off).
 func netfilterCaveat(mode string, options map[string]string) string {
-	m, err := topo.Get(mode)
+	m, err := modes.Get(mode)
 	if err != nil || m.Services.NetfilterCaveat == nil {
 		return ""
 	}

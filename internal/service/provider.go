@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // Provider realises a lab's services in its namespaces, one file per
@@ -69,8 +69,8 @@ func Names() []string {
 
 // podMode returns the lab's mode, or why a Service cannot exist in it
 // (unknown, or no pods to put behind a clusterIP).
-func podMode(name string) (topo.Mode, string) {
-	m, err := topo.Get(name)
+func podMode(name string) (modes.Mode, string) {
+	m, err := modes.Get(name)
 	if err != nil {
 		return m, err.Error()
 	}
@@ -81,8 +81,8 @@ func podMode(name string) (topo.Mode, string) {
 }
 
 // notWired says which modes a provider works with, those for which works is true.
-func notWired(works func(topo.Mode) bool) string {
-	return "not wired for this mode yet (works with: " + strings.Join(topo.NamesWhere(works), ", ") + ")"
+func notWired(works func(modes.Mode) bool) string {
+	return "not wired for this mode yet (works with: " + strings.Join(modes.NamesWhere(works), ", ") + ")"
 }
 
 // Caveat returns why provider's services are expected to fail in a lab of

@@ -1,7 +1,7 @@
 // Package tapswitch is the userspace half of the tap modes: a tiny learning
 // L2 switch between TAP file descriptors, standing in for qemu's tap backend
 // plus the host bridge of seed 000 (every VM frame crosses a user process).
-// It runs as the hidden verb `vnetlab tap-switch`, started by internal/topo
+// It runs as the hidden verb `vnetlab tap-switch`, started by internal/modes
 // with the TAPs already open.
 package tapswitch
 

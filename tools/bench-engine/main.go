@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -70,14 +70,14 @@ func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) err
 	if _, err := engine.SelfBinary(); err != nil {
 		return err
 	}
-	allowed, err := affinity.Allowed()
+	allowed, err := cpupin.Allowed()
 	if err != nil {
 		return err
 	}
 	if cpu < 0 {
 		cpu = allowed[len(allowed)-1]
 	}
-	setting := affinity.MustParse(strconv.Itoa(cpu))
+	setting := cpupin.MustParse(strconv.Itoa(cpu))
 	if err := setting.Check(allowed); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func list(v []float64) string {
 }
 
 // engineSample runs one sample of a registered engine.
-func engineSample(name string, t engine.Test, size int, dur time.Duration, pins affinity.Pins) sampler {
+func engineSample(name string, t engine.Test, size int, dur time.Duration, pins cpupin.Pins) sampler {
 	return func(ctx context.Context, tg engine.Target) (float64, error) {
 		d, err := engine.Get(name)
 		if err != nil {
@@ -187,7 +187,7 @@ var crrRateRE = regexp.MustCompile(`rate ([0-9.]+) errors (\d+)`)
 
 // crrRefSample runs the C reference: its server in the server namespace,
 // its client in the client namespace, both started pinned.
-func crrRefSample(bin string, size int, dur time.Duration, pins affinity.Pins) sampler {
+func crrRefSample(bin string, size int, dur time.Duration, pins cpupin.Pins) sampler {
 	return func(ctx context.Context, tg engine.Target) (float64, error) {
 		port, sz := strconv.Itoa(crrRefPort), strconv.Itoa(size)
 		srv := proc.Command(ctx, tg.ServerNS, bin, "server", port, sz)

@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/affinity"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/cpupin"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/stats"
 	"github.com/vnetlab/vnetlab/internal/testnet"
@@ -36,7 +36,7 @@ func TestBenchSockCost(t *testing.T) {
 		t.Skip("benchmark: set VNETLAB_BENCH=1 (VNETLAB_BENCH_SECS, VNETLAB_BENCH_ROUNDS)")
 	}
 	secs, rounds := testnet.EnvInt("VNETLAB_BENCH_SECS", 2), testnet.EnvInt("VNETLAB_BENCH_ROUNDS", 3)
-	runTime, err := cebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	runTime, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
 		t.Skipf("BPF run-time statistics: %v", err)
 	}
@@ -44,8 +44,8 @@ func TestBenchSockCost(t *testing.T) {
 
 	s := upSockLab(t, "fab", "veth-routed", false)
 	a, b := s.pod("pod-a"), s.pod("pod-b")
-	be := ebpf.Backend{IP: netip.MustParseAddr(a.IP), Port: engine.RRPort}
-	if err := s.p.AddService(ebpf.Service{VIP: vip, Port: engine.RRPort, Proto: ebpf.TCP, Backends: []ebpf.Backend{be}}); err != nil {
+	be := tcbpf.Backend{IP: netip.MustParseAddr(a.IP), Port: engine.RRPort}
+	if err := s.p.AddService(tcbpf.Service{VIP: vip, Port: engine.RRPort, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{be}}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := engine.Get("rr")
@@ -58,7 +58,7 @@ func TestBenchSockCost(t *testing.T) {
 	got := map[string][]sample{}
 	for r := 0; r < rounds; r++ {
 		for _, target := range targets {
-			before := make([]cebpf.ProgramStats, len(progs))
+			before := make([]ebpf.ProgramStats, len(progs))
 			for i, h := range progs {
 				st, err := h.prog.Stats()
 				if err != nil {
@@ -69,7 +69,7 @@ func TestBenchSockCost(t *testing.T) {
 			res, err := d.Run(context.Background(),
 				engine.Target{ServerNS: a.NS, ClientNS: b.NS, Addr: target, ClientCgroup: s.cg},
 				engine.Spec{Test: engine.TCPCRR, Duration: time.Duration(secs) * time.Second,
-					CPU: affinity.Pins{Pinned: true, Client: 1, Server: 1}})
+					CPU: cpupin.Pins{Pinned: true, Client: 1, Server: 1}})
 			if err != nil {
 				t.Fatalf("tcp_crr to %s: %v", target, err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/testnet"
@@ -30,11 +30,11 @@ func TestPodsViaTC(t *testing.T) {
 	}
 	s.cg = a.Cgroup
 	for _, pod := range []string{"pod-a", "pod-b", "pod-c"} {
-		if _, err := p.AttachEndpoint(s.pod(pod).NS, "eth0", ebpf.InPod); err != nil {
+		if _, err := p.AttachEndpoint(s.pod(pod).NS, "eth0", tcbpf.InPod); err != nil {
 			t.Fatal(err)
 		}
 	}
-	counters := func() (Stats, ebpf.Stats) {
+	counters := func() (Stats, tcbpf.Stats) {
 		t.Helper()
 		ss, err := p.SockStats()
 		if err != nil {
@@ -47,7 +47,7 @@ func TestPodsViaTC(t *testing.T) {
 		return ss, ts
 	}
 
-	s.addService(t, ebpf.TCP, "pod-a")
+	s.addService(t, tcbpf.TCP, "pod-a")
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Pod != "pod-a" {
 		t.Fatalf("pod-b to the Service: %+v, %v, want pod-a", r, err)
 	}
@@ -57,7 +57,7 @@ func TestPodsViaTC(t *testing.T) {
 	}
 
 	// No endpoints: tc refuses (ICMP port unreachable -> ECONNREFUSED).
-	if err := p.UpdateService(ebpf.Service{VIP: vip, Port: port, Proto: ebpf.TCP}); err != nil {
+	if err := p.UpdateService(tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "connection refused") {
@@ -73,8 +73,8 @@ func TestPodsViaTC(t *testing.T) {
 	}
 
 	// sessionAffinity: tc's.
-	be := ebpf.Backend{IP: netip.MustParseAddr(s.pod("pod-a").IP), Port: port}
-	if err := p.UpdateService(ebpf.Service{VIP: vip, Port: port, Proto: ebpf.TCP, Backends: []ebpf.Backend{be}, Affinity: 60}); err != nil {
+	be := tcbpf.Backend{IP: netip.MustParseAddr(s.pod("pod-a").IP), Port: port}
+	if err := p.UpdateService(tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{be}, Affinity: 60}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Pod != "pod-a" {

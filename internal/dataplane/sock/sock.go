@@ -5,8 +5,8 @@
 // It works in every mode, macvlan included, for the processes started in
 // the lab's cgroup (proc.Cmd.InCgroup(plane.Cgroup())).
 //
-// Services are the tc data plane's (internal/dataplane/ebpf): the same
-// pinned maps, so Plane embeds an ebpf.Plane for AddService and friends.
+// Services are the tc data plane's (internal/dataplane/tcbpf): the same
+// pinned maps, so Plane embeds an tcbpf.Plane for AddService and friends.
 package sock
 
 import (
@@ -17,19 +17,19 @@ import (
 	"strings"
 	"unsafe"
 
-	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // Plane is a lab's socket-level Service translation, opened by one process.
 type Plane struct {
 	// The lab's Services (and the tc programs, which this package does not
 	// attach): AddService, DelService, ListServices, ...
-	*ebpf.Plane
+	*tcbpf.Plane
 
 	lab     string
 	objs    objects
@@ -40,10 +40,10 @@ type Plane struct {
 // maps come in as the programs' dependencies, from the lab's pins.
 type objects struct {
 	sockPrograms
-	SockConns *cebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
-	SockDests *cebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
-	SockRev   *cebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
-	SockStats *cebpf.Map `ebpf:"sock_stats"`
+	SockConns *ebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
+	SockDests *ebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
+	SockRev   *ebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
+	SockStats *ebpf.Map `ebpf:"sock_stats"`
 }
 
 func (o *objects) Close() error {
@@ -53,18 +53,18 @@ func (o *objects) Close() error {
 // hooks: pin name, program, attach type.
 func (p *Plane) hooks() []struct {
 	name string
-	prog *cebpf.Program
-	at   cebpf.AttachType
+	prog *ebpf.Program
+	at   ebpf.AttachType
 } {
 	return []struct {
 		name string
-		prog *cebpf.Program
-		at   cebpf.AttachType
+		prog *ebpf.Program
+		at   ebpf.AttachType
 	}{
-		{"connect4", p.objs.SockConnect4, cebpf.AttachCGroupInet4Connect},
-		{"sendmsg4", p.objs.SockSendmsg4, cebpf.AttachCGroupUDP4Sendmsg},
-		{"recvmsg4", p.objs.SockRecvmsg4, cebpf.AttachCGroupUDP4Recvmsg},
-		{"getpeername4", p.objs.SockGetpeername4, cebpf.AttachCgroupInet4GetPeername},
+		{"connect4", p.objs.SockConnect4, ebpf.AttachCGroupInet4Connect},
+		{"sendmsg4", p.objs.SockSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
+		{"recvmsg4", p.objs.SockRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
+		{"getpeername4", p.objs.SockGetpeername4, ebpf.AttachCgroupInet4GetPeername},
 	}
 }
 
@@ -98,7 +98,7 @@ func OpenPodsViaTC(lab string, netnsCookie uint64) (*Plane, error) {
 }
 
 func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
-	svc, err := ebpf.Open(lab)
+	svc, err := tcbpf.Open(lab)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +125,14 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		svc.Close()
 		return nil, fmt.Errorf("sock: %w", err)
 	}
-	err = spec.LoadAndAssign(&p.objs, &cebpf.CollectionOptions{Maps: cebpf.MapOptions{PinPath: svc.Dir()}})
+	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: svc.Dir()}})
 	if err != nil {
 		svc.Close()
-		var ve *cebpf.VerifierError
+		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("sock: the kernel's verifier rejected vnetlab's socket programs: %+v", ve)
 		}
-		if errors.Is(err, cebpf.ErrMapIncompatible) {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
 			return nil, fmt.Errorf("sock: lab %s's pinned maps were made by another vnetlab build (%v): recreate the lab", lab, err)
 		}
 		return nil, fmt.Errorf("sock: load socket programs: %w", err)

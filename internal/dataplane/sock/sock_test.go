@@ -17,11 +17,11 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/testnet"
 
-	cebpf "github.com/cilium/ebpf"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -117,13 +117,13 @@ func (s *sockLab) client(t *testing.T, pod, how, addr string, inCgroup bool) (cl
 	return r, err
 }
 
-func (s *sockLab) addService(t *testing.T, proto ebpf.Proto, backends ...string) {
+func (s *sockLab) addService(t *testing.T, proto tcbpf.Proto, backends ...string) {
 	t.Helper()
-	var bs []ebpf.Backend
+	var bs []tcbpf.Backend
 	for _, b := range backends {
-		bs = append(bs, ebpf.Backend{IP: netip.MustParseAddr(s.pod(b).IP), Port: port})
+		bs = append(bs, tcbpf.Backend{IP: netip.MustParseAddr(s.pod(b).IP), Port: port})
 	}
-	if err := s.p.AddService(ebpf.Service{VIP: vip, Port: port, Proto: proto, Backends: bs}); err != nil {
+	if err := s.p.AddService(tcbpf.Service{VIP: vip, Port: port, Proto: proto, Backends: bs}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -138,8 +138,8 @@ func TestSocketServices(t *testing.T) {
 	for _, mode := range []string{"macvlan", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
 			s := upSockLab(t, "fas", mode, true)
-			s.addService(t, ebpf.TCP, "pod-a")
-			s.addService(t, ebpf.UDP, "pod-a")
+			s.addService(t, tcbpf.TCP, "pod-a")
+			s.addService(t, tcbpf.UDP, "pod-a")
 			b, a := s.pod("pod-b"), s.pod("pod-a")
 
 			r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
@@ -183,10 +183,10 @@ func TestSocketServices(t *testing.T) {
 			}
 
 			// Three backends all get connections; then no backends: refused.
-			if err := s.p.DelService(vip, port, ebpf.TCP); err != nil {
+			if err := s.p.DelService(vip, port, tcbpf.TCP); err != nil {
 				t.Fatal(err)
 			}
-			s.addService(t, ebpf.TCP, "pod-a", "pod-c", "pod-d")
+			s.addService(t, tcbpf.TCP, "pod-a", "pod-c", "pod-d")
 			hits := map[string]int{}
 			for i := 0; i < 24; i++ {
 				r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
@@ -201,10 +201,10 @@ func TestSocketServices(t *testing.T) {
 					t.Fatalf("backend %s got no connection: %v", p, hits)
 				}
 			}
-			if err := s.p.DelService(vip, port, ebpf.TCP); err != nil {
+			if err := s.p.DelService(vip, port, tcbpf.TCP); err != nil {
 				t.Fatal(err)
 			}
-			s.addService(t, ebpf.TCP)
+			s.addService(t, tcbpf.TCP)
 			if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
 				t.Fatalf("a Service without backends: %+v, %v (want EPERM)", r, err)
 			}
@@ -218,9 +218,9 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 	s := upSockLab(t, "fax", "macvlan", true)
 	name := s.l.State.Name
 	var links []link.ID
-	progs := map[cebpf.ProgramID]bool{}
+	progs := map[ebpf.ProgramID]bool{}
 	for _, h := range []string{"connect4", "sendmsg4", "recvmsg4", "getpeername4"} {
-		l, err := link.LoadPinnedLink(ebpf.PinDir(name)+"/sock/"+h, nil)
+		l, err := link.LoadPinnedLink(tcbpf.PinDir(name)+"/sock/"+h, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 		t.Fatal("a second Attach succeeded")
 	}
 	// Detach, and the clusterIP is no longer translated; attach again.
-	s.addService(t, ebpf.TCP, "pod-a")
+	s.addService(t, tcbpf.TCP, "pod-a")
 	if err := s.p.Detach(); err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +265,8 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 	if _, err := os.Stat(s.cg); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("cgroup %s left after down", s.cg)
 	}
-	if _, err := os.Stat(ebpf.PinDir(name)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("pins left in %s", ebpf.PinDir(name))
+	if _, err := os.Stat(tcbpf.PinDir(name)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pins left in %s", tcbpf.PinDir(name))
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -278,7 +278,7 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 			}
 		}
 		for id := range progs {
-			if p, err := cebpf.NewProgramFromID(id); err == nil {
+			if p, err := ebpf.NewProgramFromID(id); err == nil {
 				p.Close()
 				left = append(left, fmt.Sprintf("program %d", id))
 			}
@@ -299,8 +299,8 @@ func TestSocketServicesLeaveNothing(t *testing.T) {
 func TestIperf3ThroughSocketService(t *testing.T) {
 	s := upSockLab(t, "fai", "macvlan", false)
 	a := s.pod("pod-a")
-	be := ebpf.Backend{IP: netip.MustParseAddr(a.IP), Port: engine.Iperf3Port}
-	if err := s.p.AddService(ebpf.Service{VIP: vip, Port: engine.Iperf3Port, Proto: ebpf.TCP, Backends: []ebpf.Backend{be}}); err != nil {
+	be := tcbpf.Backend{IP: netip.MustParseAddr(a.IP), Port: engine.Iperf3Port}
+	if err := s.p.AddService(tcbpf.Service{VIP: vip, Port: engine.Iperf3Port, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{be}}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := engine.Get("iperf3")
@@ -336,7 +336,7 @@ func TestNetnsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.cg = a.Cgroup
-	s.addService(t, ebpf.TCP, "pod-a")
+	s.addService(t, tcbpf.TCP, "pod-a")
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Pod != "pod-a" {
 		t.Fatalf("pod-b (the namespace the programs serve): %+v, %v, want pod-a", r, err)
 	}
@@ -401,14 +401,14 @@ func TestSocketReverseState(t *testing.T) {
 		bport := port + 1 + i
 		testnet.Serve(t, s.pod(pod).NS, bport, pod)
 		v := netip.AddrFrom4([4]byte{10, 96, 1, byte(i + 1)})
-		be := ebpf.Backend{IP: netip.MustParseAddr(s.pod(pod).IP), Port: uint16(bport)}
-		if err := s.p.AddService(ebpf.Service{VIP: v, Port: 80, Proto: ebpf.UDP, Backends: []ebpf.Backend{be}}); err != nil {
+		be := tcbpf.Backend{IP: netip.MustParseAddr(s.pod(pod).IP), Port: uint16(bport)}
+		if err := s.p.AddService(tcbpf.Service{VIP: v, Port: 80, Proto: tcbpf.UDP, Backends: []tcbpf.Backend{be}}); err != nil {
 			t.Fatal(err)
 		}
 		addrs = append(addrs, v.String()+":80")
 		want = append(want, pod+"@"+v.String()+":80")
 	}
-	s.addService(t, ebpf.TCP, "pod-a")
+	s.addService(t, tcbpf.TCP, "pod-a")
 
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err != nil || r.Peer != svcAddr {
 		t.Fatalf("tcp: %+v, %v", r, err)

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cni"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/topo"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // The CNI plugins a cluster's pods can be wired by (kube up --cni).
@@ -26,7 +26,7 @@ const (
 var CNIs = []string{CNIBridge, CNIVnetlab}
 
 // DefaultCNIMode is --cni-mode's default with --cni vnetlab.
-const DefaultCNIMode = topo.VethRouted
+const DefaultCNIMode = modes.VethRouted
 
 // systemCNIDir holds Debian's plugins; never written to.
 const systemCNIDir = "/usr/lib/cni"
@@ -40,11 +40,11 @@ func (s Spec) validateCNI() error {
 		}
 		return nil
 	case CNIVnetlab:
-		m, err := topo.Get(s.cniMode())
+		m, err := modes.Get(s.cniMode())
 		if err != nil || m.Attach == nil {
-			return fmt.Errorf("--cni-mode %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(topo.AttachModes(), ", "))
+			return fmt.Errorf("--cni-mode %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
 		}
-		if err := topo.Available(m); err != nil {
+		if err := modes.Available(m); err != nil {
 			return fmt.Errorf("--cni-mode %s: %v (vnetlab doctor says more)", m.Name, err)
 		}
 		return nil
@@ -105,7 +105,7 @@ func (b *builder) cniBinDir() (string, error) {
 // journals its eBPF plane (NodePlane) for teardown.
 func (b *builder) writeVnetlabCNI(n node) error {
 	plane := ProxyPlane(b.spec.Name, n.name)
-	if err := b.l.Journal().Record(lab.KindPin, ebpf.PinDir(plane)); err != nil {
+	if err := b.l.Journal().Record(lab.KindPin, tcbpf.PinDir(plane)); err != nil {
 		return err
 	}
 	conf := map[string]any{

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/cni"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 func TestSpecValidateCNI(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSpecValidateCNI(t *testing.T) {
 		want string
 	}{
 		{Spec{CNI: "flannel"}, `--cni "flannel"`},
-		{Spec{CNIMode: topo.VethRouted}, "add --cni vnetlab"},
+		{Spec{CNIMode: modes.VethRouted}, "add --cni vnetlab"},
 		{Spec{CNI: CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
 	} {
 		c.spec.Name, c.spec.Nodes, c.spec.Proxy = "k", 2, "iptables"
@@ -41,7 +41,7 @@ func TestSpecValidateCNI(t *testing.T) {
 	}
 	// Every mode of vnetlab's plugin with every proxy, and where the proxy
 	// finds the pods.
-	for _, mode := range topo.AttachModes() {
+	for _, mode := range modes.AttachModes() {
 		for _, proxy := range append([]string{"iptables", "nftables"}, VnetlabProxies...) {
 			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: CNIVnetlab, CNIMode: mode}
 			if err := ok.Validate(); err != nil {
@@ -55,8 +55,8 @@ func TestSpecValidateCNI(t *testing.T) {
 	}{
 		{Spec{}, "--bridge " + PodBridge},
 		{Spec{CNI: CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: CNIVnetlab, CNIMode: topo.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: CNIVnetlab, CNIMode: topo.VethEBPF}, "--programs-by-cni"},
+		{Spec{CNI: CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
 	} {
 		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
 			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)
@@ -73,7 +73,7 @@ func TestSpecValidateCNI(t *testing.T) {
 // back through kube-proxy's conntrack, bpf/host.h's host_via_stack).
 func TestVnetlabCNICluster(t *testing.T) {
 	needCluster(t)
-	modes := []string{topo.VethRouted}
+	modes := []string{modes.VethRouted}
 	if m := os.Getenv("VNETLAB_CNI_KUBEPROXY_MODES"); m != "" {
 		modes = append(modes, strings.Split(m, ",")...)
 	}
@@ -101,8 +101,8 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 			t.Errorf("kube down left: %s", msg)
 		}
 		for i := range st.Nodes {
-			if _, err := os.Stat(ebpf.PinDir(NodePlane(name, i+1))); err == nil {
-				t.Errorf("kube down left %s", ebpf.PinDir(NodePlane(name, i+1)))
+			if _, err := os.Stat(tcbpf.PinDir(NodePlane(name, i+1))); err == nil {
+				t.Errorf("kube down left %s", tcbpf.PinDir(NodePlane(name, i+1)))
 			}
 		}
 	}()
@@ -236,7 +236,7 @@ func podLinks(st *lab.State) string {
 // too (the proxy then attaches its programs to the CNI's vnl... veths).
 func TestVnetlabCNIWithEBPFProxy(t *testing.T) {
 	needCluster(t)
-	modes := []string{topo.VethEBPF}
+	modes := []string{modes.VethEBPF}
 	if m := os.Getenv("VNETLAB_CNI_PROXY_MODES"); m != "" {
 		modes = append(modes, strings.Split(m, ",")...)
 	}
@@ -308,7 +308,7 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 		ips[s] = waitPod(ctx, t, cs, ns.Name, s, corev1.PodRunning).Status.PodIP
 	}
 	cli := podNetnsHolding(t, st.Name, ips["cli"])
-	plane, err := ebpf.Open(NodePlane(name, 1))
+	plane, err := tcbpf.Open(NodePlane(name, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,9 +337,9 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	}
 	// One program set per pod: with veth-ebpf the CNI's (host routing,
 	// the proxy attached nothing), else the proxy's on the CNI's veths.
-	want := ebpf.NodeSide
-	if mode == topo.VethEBPF {
-		want = ebpf.Routed
+	want := tcbpf.NodeSide
+	if mode == modes.VethEBPF {
+		want = tcbpf.Routed
 		if hostAfter.Redirected <= hostBefore.Redirected {
 			t.Errorf("no packet was delivered by bpf_redirect_peer on node 1")
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/rootns"
@@ -53,7 +53,7 @@ func Leftovers(st *lab.State, before map[string]string) string {
 		left = append(left, "mounts under "+lab.Dir(st.Name))
 	}
 	for _, n := range st.Nodes {
-		if p := filepath.Join(ebpf.Root, ProxyPlane(st.Name, n.Name)); exists(p) {
+		if p := filepath.Join(tcbpf.Root, ProxyPlane(st.Name, n.Name)); exists(p) {
 			left = append(left, "pins "+p)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/topo"
 )
 
 // VnetlabProxies are the --proxy values that run `vnetlab kube-proxy`
@@ -128,7 +128,7 @@ func (s Spec) proxyPodLinks() []string {
 	switch {
 	case s.CNI != CNIVnetlab:
 		return []string{"--bridge", PodBridge}
-	case s.cniMode() == topo.VethEBPF:
+	case s.cniMode() == modes.VethEBPF:
 		return []string{"--programs-by-cni"}
 	}
 	return []string{"--veth-prefix", cni.HostIfPrefix}

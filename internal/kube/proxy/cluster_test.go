@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -315,9 +315,9 @@ func mustWho(t *testing.T, ns, proto, addr, want string, limit time.Duration) {
 }
 
 // plane opens node i's Service maps (pinned by its proxy).
-func plane(t *testing.T, node int) *ebpf.Plane {
+func plane(t *testing.T, node int) *tcbpf.Plane {
 	t.Helper()
-	p, err := ebpf.Open(cluster.ProxyPlane(testCluster, nodeName(node)))
+	p, err := tcbpf.Open(cluster.ProxyPlane(testCluster, nodeName(node)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func plane(t *testing.T, node int) *ebpf.Plane {
 	return p
 }
 
-func entry(t *testing.T, p *ebpf.Plane, vip string, port uint16, proto ebpf.Proto) (ebpf.Service, bool) {
+func entry(t *testing.T, p *tcbpf.Plane, vip string, port uint16, proto tcbpf.Proto) (tcbpf.Service, bool) {
 	t.Helper()
 	ss, err := p.ListServices()
 	if err != nil {
@@ -336,7 +336,7 @@ func entry(t *testing.T, p *ebpf.Plane, vip string, port uint16, proto ebpf.Prot
 			return s, true
 		}
 	}
-	return ebpf.Service{}, false
+	return tcbpf.Service{}, false
 }
 
 func nodeNS(i int) string { return lab.NSName(testCluster, fmt.Sprintf("node%d", i)) }
@@ -380,12 +380,12 @@ func TestClusterIPThroughEBPF(t *testing.T) {
 	srvIP := netip.MustParseAddr(ips["srv"])
 	for _, e := range []struct {
 		port   uint16
-		proto  ebpf.Proto
+		proto  tcbpf.Proto
 		target uint16
-	}{{80, ebpf.TCP, 8080}, {80, ebpf.UDP, 5353}, {81, ebpf.TCP, 8081}} {
+	}{{80, tcbpf.TCP, 8080}, {80, tcbpf.UDP, 5353}, {81, tcbpf.TCP, 8081}} {
 		for node := 1; node <= 2; node++ {
 			s, ok := entry(t, plane(t, node), vip, e.port, e.proto)
-			if !ok || len(s.Backends) != 1 || s.Backends[0] != (ebpf.Backend{IP: srvIP, Port: e.target}) {
+			if !ok || len(s.Backends) != 1 || s.Backends[0] != (tcbpf.Backend{IP: srvIP, Port: e.target}) {
 				t.Errorf("node %d's maps: %s:%d/%s = %v (present %v), want backend %s:%d", node, vip, e.port, e.proto, s.Backends, ok, srvIP, e.target)
 			}
 		}
@@ -616,7 +616,7 @@ func TestProxyResyncsAfterAPIServerRestart(t *testing.T) {
 	fresh := mk("fresh")
 	mustWho(t, cli, "tcp", hostport(fresh.Spec.ClusterIP, 80), "srv", 2*time.Minute)
 	p1 := plane(t, 1)
-	if err := waitFor(2*time.Minute, func() bool { _, ok := entry(t, p1, old.Spec.ClusterIP, 80, ebpf.TCP); return !ok }); err != nil {
+	if err := waitFor(2*time.Minute, func() bool { _, ok := entry(t, p1, old.Spec.ClusterIP, 80, tcbpf.TCP); return !ok }); err != nil {
 		t.Errorf("the Service deleted after the restart is still in node 1's maps")
 	}
 }

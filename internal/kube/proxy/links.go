@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // linkWatcher puts the Service programs on every pod's node-side veth: the
@@ -18,10 +18,10 @@ import (
 // (vnetlab's CNI names every pod's node end vnl+hex, in veth-routed and
 // bridge modes alike). A pod's packets to a clusterIP are
 // translated as they enter the node, its replies translated back as they
-// leave it (ebpf.NodeSide). Netlink notifications bring new pods; the
+// leave it (tcbpf.NodeSide). Netlink notifications bring new pods; the
 // process runs in the node's namespace, so the socket listens there.
 type linkWatcher struct {
-	plane  *ebpf.Plane
+	plane  *tcbpf.Plane
 	ns     string
 	bridge string // one of bridge and prefix is set
 	prefix string
@@ -131,9 +131,9 @@ func (w *linkWatcher) consider(l netlink.Link) {
 			w.gone(idx)
 		}
 	}
-	if _, err := w.plane.AttachEndpoint(w.ns, a.Name, ebpf.NodeSide); err != nil {
+	if _, err := w.plane.AttachEndpoint(w.ns, a.Name, tcbpf.NodeSide); err != nil {
 		_ = w.plane.DetachEndpoint(w.ns, a.Name)
-		if _, err = w.plane.AttachEndpoint(w.ns, a.Name, ebpf.NodeSide); err != nil {
+		if _, err = w.plane.AttachEndpoint(w.ns, a.Name, tcbpf.NodeSide); err != nil {
 			w.logf("attach %s: %v", a.Name, err)
 			return
 		}

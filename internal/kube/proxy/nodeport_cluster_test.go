@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -166,10 +166,10 @@ func TestNodePortClusterPolicy(t *testing.T) {
 	cli := podNetns(t, ips["cli"])
 	vip := svc.Spec.ClusterIP
 	mustWho(t, cli, "udp", hostport(vip, 53), "np-srv", 10*time.Second)
-	e0, _ := entry(t, p1, vip, 80, ebpf.TCP)
+	e0, _ := entry(t, p1, vip, 80, tcbpf.TCP)
 	patchType(t, cs, ns, "np", corev1.ServiceTypeClusterIP)
 	if err := waitFor(10*time.Second, func() bool {
-		_, ok := entry(t, p1, nip[1], uint16(tcpNP), ebpf.TCP)
+		_, ok := entry(t, p1, nip[1], uint16(tcpNP), tcbpf.TCP)
 		return !ok
 	}); err != nil {
 		t.Fatal("NodePort -> ClusterIP: node 1's maps still hold the node port")
@@ -180,7 +180,7 @@ func TestNodePortClusterPolicy(t *testing.T) {
 		}
 	}
 	mustWho(t, cli, "udp", hostport(vip, 53), "np-srv", time.Second)
-	if e1, ok := entry(t, p1, vip, 80, ebpf.TCP); !ok || e1.ID != e0.ID {
+	if e1, ok := entry(t, p1, vip, 80, tcbpf.TCP); !ok || e1.ID != e0.ID {
 		t.Errorf("the clusterIP entry changed with the type (id %d -> %d, present %v): its flows would move", e0.ID, e1.ID, ok)
 	}
 	svc = patchType(t, cs, ns, "np", corev1.ServiceTypeNodePort)
@@ -188,7 +188,7 @@ func TestNodePortClusterPolicy(t *testing.T) {
 	if got, err := whoWait(outside(), "tcp", hostport(nip[1], tcpNP), 10*time.Second); err != nil || !strings.HasPrefix(got, "np-srv ") {
 		t.Errorf("ClusterIP -> NodePort: %s:%d answered %q (%v)", nip[1], tcpNP, got, err)
 	}
-	if e2, ok := entry(t, p1, vip, 80, ebpf.TCP); !ok || e2.ID != e0.ID {
+	if e2, ok := entry(t, p1, vip, 80, tcbpf.TCP); !ok || e2.ID != e0.ID {
 		t.Errorf("the clusterIP entry changed with the type back (id %d -> %d)", e0.ID, e2.ID)
 	}
 }
@@ -256,7 +256,7 @@ func TestNodePortLocalPolicy(t *testing.T) {
 		t.Errorf("through node 2: answered %q, want loc-srv seeing the client 10.250.0.1", got)
 	}
 	p1 := plane(t, 1)
-	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, p1, nip[1], uint16(np), ebpf.TCP); return ok }); err != nil {
+	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, p1, nip[1], uint16(np), tcbpf.TCP); return ok }); err != nil {
 		t.Fatal("node 1's maps never got the node port's entry")
 	}
 	before, _ := p1.NodePortStats()
@@ -279,7 +279,7 @@ func TestNodePortLocalPolicy(t *testing.T) {
 		t.Error("LoadBalancer -> ClusterIP: node 2's health server still answers")
 	}
 	p2 := plane(t, 2)
-	if waitFor(10*time.Second, func() bool { _, ok := entry(t, p2, nip[2], uint16(np), ebpf.TCP); return !ok }) != nil {
+	if waitFor(10*time.Second, func() bool { _, ok := entry(t, p2, nip[2], uint16(np), tcbpf.TCP); return !ok }) != nil {
 		t.Error("LoadBalancer -> ClusterIP: node 2's maps still hold the node port")
 	}
 }

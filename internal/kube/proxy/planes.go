@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // planes are what one node's proxy drives: the Service maps (one Plane for
@@ -17,8 +17,8 @@ import (
 type planes struct {
 	services Plane
 	dir      string
-	tc       *ebpf.Plane // nil in ModeSock: no program on any veth
-	sock     *sock.Plane // nil when no cgroup is given (ModeEBPF)
+	tc       *tcbpf.Plane // nil in ModeSock: no program on any veth
+	sock     *sock.Plane  // nil when no cgroup is given (ModeEBPF)
 }
 
 func (c Config) mode() string {
@@ -31,7 +31,7 @@ func (c Config) mode() string {
 func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 	switch c.mode() {
 	case ModeEBPF:
-		tc, err := ebpf.Open(c.Plane)
+		tc, err := tcbpf.Open(c.Plane)
 		if err != nil {
 			return nil, err
 		}

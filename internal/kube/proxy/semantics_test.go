@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 )
@@ -40,8 +40,8 @@ func TestNoEndpointRefused(t *testing.T) {
 	vip := svc.Spec.ClusterIP
 	p1 := plane(t, 1)
 	if err := waitFor(30*time.Second, func() bool {
-		tcp, ok1 := entry(t, p1, vip, 80, ebpf.TCP)
-		udp, ok2 := entry(t, p1, vip, 53, ebpf.UDP)
+		tcp, ok1 := entry(t, p1, vip, 80, tcbpf.TCP)
+		udp, ok2 := entry(t, p1, vip, 53, tcbpf.UDP)
 		return ok1 && ok2 && len(tcp.Backends) == 0 && len(udp.Backends) == 0
 	}); err != nil {
 		t.Fatal("the Service's entries never reached node 1's maps")
@@ -85,12 +85,12 @@ func sessionAffinityClientIP(t *testing.T, cs kubernetes.Interface) {
 	p1 := plane(t, 1)
 	settled := func(affinity uint32) func() bool {
 		return func() bool {
-			s, ok := entry(t, p1, vip, 80, ebpf.TCP)
+			s, ok := entry(t, p1, vip, 80, tcbpf.TCP)
 			return ok && len(s.Backends) == 3 && s.Affinity == affinity
 		}
 	}
 	if err := waitFor(30*time.Second, settled(10800)); err != nil {
-		s, _ := entry(t, p1, vip, 80, ebpf.TCP)
+		s, _ := entry(t, p1, vip, 80, tcbpf.TCP)
 		t.Fatalf("node 1's entry %+v: want 3 backends, affinity 10800 s (the default)", s)
 	}
 	cli := podNetns(t, ips["cli"])
@@ -141,7 +141,7 @@ func TestEstablishedFlowKeepsItsBackend(t *testing.T) {
 	vip := svc.Spec.ClusterIP
 	p1 := plane(t, 1)
 	backends := func(n int) func() bool {
-		return func() bool { s, ok := entry(t, p1, vip, 53, ebpf.UDP); return ok && len(s.Backends) == n }
+		return func() bool { s, ok := entry(t, p1, vip, 53, tcbpf.UDP); return ok && len(s.Backends) == n }
 	}
 	if err := waitFor(30*time.Second, backends(2)); err != nil {
 		t.Fatal("node 1's entry never got the 2 backends")

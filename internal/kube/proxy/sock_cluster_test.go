@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -237,10 +237,10 @@ func TestClusterIPThroughSock(t *testing.T) {
 	if after.Connects < before.Connects+3 {
 		t.Errorf("node 1's socket programs translated %d connects, want >= 3 (cli1's TCP 80, UDP 80, TCP 81)", after.Connects-before.Connects)
 	}
-	srv := ebpf.Backend{IP: mustAddr(ips["srv"]), Port: 8080}
+	srv := tcbpf.Backend{IP: mustAddr(ips["srv"]), Port: 8080}
 	for node := 1; node <= 2; node++ {
 		p := plane(t, node)
-		if s, ok := entry(t, p, vip, 80, ebpf.TCP); !ok || len(s.Backends) != 1 || s.Backends[0] != srv {
+		if s, ok := entry(t, p, vip, 80, tcbpf.TCP); !ok || len(s.Backends) != 1 || s.Backends[0] != srv {
 			t.Errorf("node %d's maps: %s:80/tcp = %v (present %v), want %v", node, vip, s.Backends, ok, srv)
 		}
 		eps, err := p.ListEndpoints()
@@ -269,7 +269,7 @@ func TestNoEndpointRefusedThroughSock(t *testing.T) {
 	ns := kns(t, cs)
 	ips := runPods(t, cs, ns, clientPod("cli", 1))
 	vip := whoamiService(t, cs, ns, "nobody")
-	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, plane(t, 1), vip, 80, ebpf.TCP); return ok }); err != nil {
+	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, plane(t, 1), vip, 80, tcbpf.TCP); return ok }); err != nil {
 		t.Fatal("the Service never reached node 1's maps")
 	}
 	start := time.Now()

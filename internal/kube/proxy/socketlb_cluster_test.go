@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // vnetlab-ebpf --socket-lb (this file's tests run last: the cluster is
@@ -22,7 +22,7 @@ func TestSocketLB(t *testing.T) {
 	ips := runPods(t, cs, ns, whoamiPod("srv", 2, map[string]string{"app": "srv"}), clientPod("cli", 1))
 	vip := whoamiService(t, cs, ns, "srv")
 	cli := podNetns(t, ips["cli"])
-	tcStats := func() ebpf.Stats {
+	tcStats := func() tcbpf.Stats {
 		t.Helper()
 		st, err := plane(t, 1).Stats()
 		if err != nil {
@@ -43,7 +43,7 @@ func TestSocketLB(t *testing.T) {
 	}
 
 	nobody := whoamiService(t, cs, ns, "nobody")
-	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, plane(t, 1), nobody, 80, ebpf.TCP); return ok }); err != nil {
+	if err := waitFor(10*time.Second, func() bool { _, ok := entry(t, plane(t, 1), nobody, 80, tcbpf.TCP); return ok }); err != nil {
 		t.Fatal("the Service without endpoints never reached node 1's maps")
 	}
 	start := time.Now()

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
-// Plane is what the sync needs of a data plane (internal/dataplane/ebpf's
+// Plane is what the sync needs of a data plane (internal/dataplane/tcbpf's
 // Plane; a fake in the unit tests).
 type Plane interface {
-	AddService(ebpf.Service) error
-	UpdateService(ebpf.Service) error
-	DelService(vip netip.Addr, port uint16, proto ebpf.Proto) error
-	ListServices() ([]ebpf.Service, error)
+	AddService(tcbpf.Service) error
+	UpdateService(tcbpf.Service) error
+	DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error
+	ListServices() ([]tcbpf.Service, error)
 }
 
 // Changes counts what one sync did to the maps.
@@ -35,7 +35,7 @@ type Syncer struct {
 	plane Plane
 	// installed: what the maps hold (read from them at start, so a
 	// restarted proxy changes only what changed while it was away).
-	installed map[Key][]ebpf.Backend
+	installed map[Key][]tcbpf.Backend
 	// owner: which Service (namespace/name) an installed entry belongs to.
 	owner map[Key]string
 	// bySvc: each Service's entries.
@@ -50,7 +50,7 @@ func NewSyncer(p Plane) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the Service map: %w", err)
 	}
-	s := &Syncer{plane: p, installed: map[Key][]ebpf.Backend{}, owner: map[Key]string{}, bySvc: map[string]Entries{}, affinity: map[Key]uint32{}}
+	s := &Syncer{plane: p, installed: map[Key][]tcbpf.Backend{}, owner: map[Key]string{}, bySvc: map[string]Entries{}, affinity: map[Key]uint32{}}
 	for _, e := range ss {
 		k := Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto}
 		s.installed[k] = e.Backends
@@ -92,7 +92,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 			continue
 		}
 		have, ok := s.installed[k]
-		svc := ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs, Affinity: affinity}
+		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs, Affinity: affinity}
 		switch {
 		case !ok:
 			if err := s.plane.AddService(svc); err != nil {
@@ -124,7 +124,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 }
 
 func (s *Syncer) del(k Key) error {
-	if err := s.plane.DelService(k.VIP, k.Port, k.Proto); err != nil && !errors.Is(err, ebpf.ErrNotFound) {
+	if err := s.plane.DelService(k.VIP, k.Port, k.Proto); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
 		return err
 	}
 	delete(s.installed, k)

@@ -6,12 +6,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // fakePlane records the calls the syncer makes.
 type fakePlane struct {
-	m     map[Key][]ebpf.Backend
+	m     map[Key][]tcbpf.Backend
 	aff   map[Key]uint32 // session affinity of the entries that have one
 	calls []string
 }
@@ -27,10 +27,10 @@ func (f *fakePlane) setAffinity(k Key, sec uint32) {
 	f.aff[k] = sec
 }
 
-func (f *fakePlane) AddService(s ebpf.Service) error {
+func (f *fakePlane) AddService(s tcbpf.Service) error {
 	k := Key{s.VIP, s.Port, s.Proto}
 	if _, ok := f.m[k]; ok {
-		return ebpf.ErrExists
+		return tcbpf.ErrExists
 	}
 	f.m[k] = s.Backends
 	f.setAffinity(k, s.Affinity)
@@ -38,10 +38,10 @@ func (f *fakePlane) AddService(s ebpf.Service) error {
 	return nil
 }
 
-func (f *fakePlane) UpdateService(s ebpf.Service) error {
+func (f *fakePlane) UpdateService(s tcbpf.Service) error {
 	k := Key{s.VIP, s.Port, s.Proto}
 	if _, ok := f.m[k]; !ok {
-		return ebpf.ErrNotFound
+		return tcbpf.ErrNotFound
 	}
 	f.m[k] = s.Backends
 	f.setAffinity(k, s.Affinity)
@@ -49,10 +49,10 @@ func (f *fakePlane) UpdateService(s ebpf.Service) error {
 	return nil
 }
 
-func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto ebpf.Proto) error {
+func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error {
 	k := Key{vip, port, proto}
 	if _, ok := f.m[k]; !ok {
-		return ebpf.ErrNotFound
+		return tcbpf.ErrNotFound
 	}
 	delete(f.m, k)
 	f.setAffinity(k, 0)
@@ -60,10 +60,10 @@ func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto ebpf.Proto) er
 	return nil
 }
 
-func (f *fakePlane) ListServices() ([]ebpf.Service, error) {
-	var out []ebpf.Service
+func (f *fakePlane) ListServices() ([]tcbpf.Service, error) {
+	var out []tcbpf.Service
 	for k, v := range f.m {
-		out = append(out, ebpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v, Affinity: f.aff[k]})
+		out = append(out, tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v, Affinity: f.aff[k]})
 	}
 	return out, nil
 }
@@ -95,7 +95,7 @@ func TestSyncIsIncremental(t *testing.T) {
 		{"ns/b", nil, []string{"del 10.96.0.2:53/udp"}},                                                    // Service deleted
 		{"ns/c", entries("10.96.0.2:53/udp", []string{"10.244.1.7:53"}), []string{"add 10.96.0.2:53/udp"}}, // address reused
 	}
-	f := &fakePlane{m: map[Key][]ebpf.Backend{}}
+	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
 	s, err := NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestSyncIsIncremental(t *testing.T) {
 			t.Errorf("step %d: changes %+v, want %d", i, ch, len(st.calls))
 		}
 	}
-	want := map[Key][]ebpf.Backend{key("10.96.0.1:80/tcp"): nil, key("10.96.0.2:53/udp"): bes("10.244.1.7:53")}
+	want := map[Key][]tcbpf.Backend{key("10.96.0.1:80/tcp"): nil, key("10.96.0.2:53/udp"): bes("10.244.1.7:53")}
 	if !reflect.DeepEqual(f.m, want) {
 		t.Errorf("maps %v, want %v", f.m, want)
 	}
@@ -122,7 +122,7 @@ func TestSyncIsIncremental(t *testing.T) {
 // A restarted proxy finds the maps as the last one left them: it changes
 // only what differs, and Prune removes what no Service claims any more.
 func TestSyncAfterRestart(t *testing.T) {
-	f := &fakePlane{m: map[Key][]ebpf.Backend{
+	f := &fakePlane{m: map[Key][]tcbpf.Backend{
 		key("10.96.0.1:80/tcp"): bes("10.244.1.5:8080"),
 		key("10.96.0.2:80/tcp"): bes("10.244.1.6:8080"),
 		key("10.96.0.3:80/tcp"): bes("10.244.1.7:8080"),
@@ -149,7 +149,7 @@ func TestSyncAfterRestart(t *testing.T) {
 // Two Services never share an entry: the second is refused with an error
 // (and retried by the proxy), the first keeps it.
 func TestSyncRefusesATakenEntry(t *testing.T) {
-	f := &fakePlane{m: map[Key][]ebpf.Backend{}}
+	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
 	s, _ := NewSyncer(f)
 	if _, err := s.Sync("ns/a", entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"})); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func sorted(s []string) []string {
 // removed in place (same entries, an update each), nothing when unchanged,
 // and a restarted proxy finds it in the maps and leaves it.
 func TestSyncAffinity(t *testing.T) {
-	f := &fakePlane{m: map[Key][]ebpf.Backend{}}
+	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
 	s, _ := NewSyncer(f)
 	two := entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"}, "10.96.0.1:53/udp", []string{"10.244.1.5:53"})
 	steps := []struct {

@@ -15,27 +15,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // Key is one entry of the data plane's Service map: clusterIP:port/proto.
 type Key struct {
 	VIP   netip.Addr
 	Port  uint16
-	Proto ebpf.Proto
+	Proto tcbpf.Proto
 }
 
 func (k Key) String() string { return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto) }
 
 // Entries are a Service's desired map entries, each with its backends
 // sorted (so that two computations of the same state compare equal).
-type Entries map[Key][]ebpf.Backend
+type Entries map[Key][]tcbpf.Backend
 
 // sameBackends says whether two backend lists hold the same backends. b is
 // sorted (Translate's); a may be in the maps' slot order, which
 // UpdateService keeps stable rather than sorted.
-func sameBackends(a, b []ebpf.Backend) bool {
-	return slices.Equal(slices.SortedFunc(slices.Values(a), ebpf.CompareBackends), b)
+func sameBackends(a, b []tcbpf.Backend) bool {
+	return slices.Equal(slices.SortedFunc(slices.Values(a), tcbpf.CompareBackends), b)
 }
 
 // Translate computes the entries of one Service on node `node` from the
@@ -110,22 +110,22 @@ func SessionAffinity(svc *corev1.Service) uint32 {
 	if c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
 		return DefaultAffinityTimeout
 	}
-	return uint32(min(max(*c.ClientIP.TimeoutSeconds, 1), ebpf.MaxAffinity))
+	return uint32(min(max(*c.ClientIP.TimeoutSeconds, 1), tcbpf.MaxAffinity))
 }
 
-func protoOf(p corev1.Protocol) (ebpf.Proto, bool) {
+func protoOf(p corev1.Protocol) (tcbpf.Proto, bool) {
 	switch p {
 	case corev1.ProtocolTCP, "": // the API defaults it to TCP
-		return ebpf.TCP, true
+		return tcbpf.TCP, true
 	case corev1.ProtocolUDP:
-		return ebpf.UDP, true
+		return tcbpf.UDP, true
 	}
 	return 0, false
 }
 
 // backendsFor collects one Service port's backends from the slices.
-func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local bool) []ebpf.Backend {
-	var ready, terminating []ebpf.Backend
+func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local bool) []tcbpf.Backend {
+	var ready, terminating []tcbpf.Backend
 	for _, es := range eps {
 		if es.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -138,7 +138,7 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 			if local && (e.NodeName == nil || *e.NodeName != node) {
 				continue
 			}
-			var into *[]ebpf.Backend
+			var into *[]tcbpf.Backend
 			switch {
 			case isTrue(e.Conditions.Ready, true):
 				into = &ready
@@ -149,7 +149,7 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 			}
 			for _, s := range e.Addresses {
 				if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
-					*into = append(*into, ebpf.Backend{IP: a, Port: port})
+					*into = append(*into, tcbpf.Backend{IP: a, Port: port})
 				}
 			}
 		}
@@ -157,7 +157,7 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 	if len(ready) == 0 {
 		ready = terminating
 	}
-	slices.SortFunc(ready, ebpf.CompareBackends)
+	slices.SortFunc(ready, tcbpf.CompareBackends)
 	return slices.Compact(ready)
 }
 

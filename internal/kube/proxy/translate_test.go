@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // Builders in the style of kube-proxy's own table tests.
@@ -53,15 +53,15 @@ func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointP
 func key(s string) Key {
 	ap, proto, _ := strings.Cut(s, "/")
 	a := netip.MustParseAddrPort(ap)
-	p, _ := ebpf.ParseProto(proto)
+	p, _ := tcbpf.ParseProto(proto)
 	return Key{VIP: a.Addr(), Port: a.Port(), Proto: p}
 }
 
-func bes(ss ...string) []ebpf.Backend {
-	var out []ebpf.Backend
+func bes(ss ...string) []tcbpf.Backend {
+	var out []tcbpf.Backend
 	for _, s := range ss {
 		a := netip.MustParseAddrPort(s)
-		out = append(out, ebpf.Backend{IP: a.Addr(), Port: a.Port()})
+		out = append(out, tcbpf.Backend{IP: a.Addr(), Port: a.Port()})
 	}
 	return out
 }

@@ -36,8 +36,8 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/dataplane/ebpf"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -192,10 +192,10 @@ func upLab(t *testing.T, name, mode string) *lab.Lab {
 // returns the cgroup its clients must start in.
 func services(t *testing.T, l *lab.Lab, how string, backend netip.Addr) string {
 	t.Helper()
-	svcs := []ebpf.Service{
-		{VIP: vip, Port: engine.Iperf3Port, Proto: ebpf.TCP, Backends: []ebpf.Backend{{IP: backend, Port: engine.Iperf3Port}}},
-		{VIP: vip, Port: rrPort, Proto: ebpf.TCP, Backends: []ebpf.Backend{{IP: backend, Port: rrSvcPort}}},
-		{VIP: vip, Port: crrPort, Proto: ebpf.TCP, Backends: []ebpf.Backend{{IP: backend, Port: crrSvcPort}}},
+	svcs := []tcbpf.Service{
+		{VIP: vip, Port: engine.Iperf3Port, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{{IP: backend, Port: engine.Iperf3Port}}},
+		{VIP: vip, Port: rrPort, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{{IP: backend, Port: rrSvcPort}}},
+		{VIP: vip, Port: crrPort, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{{IP: backend, Port: crrSvcPort}}},
 	}
 	if how == "sock" {
 		p, a, err := sock.Setup(l)
@@ -208,7 +208,7 @@ func services(t *testing.T, l *lab.Lab, how string, backend netip.Addr) string {
 		}
 		return a.Cgroup
 	}
-	p, err := ebpf.Open(l.State.Name)
+	p, err := tcbpf.Open(l.State.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

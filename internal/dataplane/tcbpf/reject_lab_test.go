@@ -1,0 +1,89 @@
+package tcbpf_test
+
+import (
+	"testing"
+	"time"
+
+	dp "github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/testnet"
+)
+
+// A Service without backends refuses at once on a real lab, in each
+// placement (and with checksums completed in software on the node's
+// veths): a TCP connect and a connected UDP socket get ECONNREFUSED from
+// the programs' ICMP port unreachable, not a timeout.
+func TestNoBackendsRefusedOnLab(t *testing.T) {
+	tl := upLab(t, "brj", false)
+	p := openPlane(t, tl)
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: proto}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := tl.pod("pod-b")
+	for _, c := range []struct {
+		name  string
+		pl    dp.Placement
+		txOff bool
+	}{{"pod", dp.InPod, false}, {"node", dp.NodeSide, false}, {"node-tx-checksum-off", dp.NodeSide, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			attach(t, tl, p, "pod-b", c.pl)
+			defer func() {
+				ns, ifn := tl.endpoint("pod-b", c.pl)
+				if err := p.DetachEndpoint(ns, ifn); err != nil {
+					t.Error(err)
+				}
+			}()
+			if c.txOff {
+				if err := modes.SetTxChecksum(tl.st.Nodes[0].NS, tl.hostIf("pod-b"), false); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = modes.SetTxChecksum(tl.st.Nodes[0].NS, tl.hostIf("pod-b"), true) }()
+			}
+			before, _ := p.Stats()
+			for _, proto := range []string{"tcp4", "udp4"} {
+				took, err := refused(b.NS, proto, svcAddr)
+				if err != nil {
+					t.Fatalf("%s to a Service without backends: %v (after %s), want connection refused", proto, err, took)
+				}
+				if took > time.Second {
+					t.Fatalf("%s refused after %s, want at once", proto, took)
+				}
+				t.Logf("%s: connection refused after %s", proto, took.Round(time.Microsecond))
+			}
+			after, _ := p.Stats()
+			if after.Rejects < before.Rejects+2 || after.Errors != 0 {
+				t.Fatalf("stats %+v after %+v: want 2 more rejects, no errors", after, before)
+			}
+		})
+	}
+}
+
+// The same on a veth-ebpf lab: host_from_pod passes the reject's redirect
+// on (the pod's own veth, out of the node end it came in on).
+func TestNoBackendsRefusedVethEBPF(t *testing.T) {
+	tl := upModeLab(t, "brv", modes.VethEBPF)
+	p := openPlane(t, tl)
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip, Port: testPort, Proto: proto}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, proto := range []string{"tcp4", "udp4"} {
+		took, err := refused(tl.pod("pod-b").NS, proto, svcAddr)
+		if err != nil || took > time.Second {
+			t.Fatalf("%s to a Service without backends: %v after %s, want connection refused at once", proto, err, took)
+		}
+		t.Logf("%s: connection refused after %s", proto, took.Round(time.Microsecond))
+	}
+	if st, _ := p.Stats(); st.Rejects != 2 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want 2 rejects", st)
+	}
+}
+
+// refused: testnet.RefusedAfter from namespace ns.
+func refused(ns, proto, addr string) (time.Duration, error) {
+	return testnet.RefusedAfter(func(f func() error) error { return nsutil.Do(ns, f) }, proto, addr)
+}

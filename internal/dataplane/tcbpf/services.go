@@ -1,0 +1,443 @@
+package tcbpf
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Proto is a Service's L4 protocol (its IP protocol number).
+type Proto uint8
+
+const (
+	TCP Proto = 6
+	UDP Proto = 17
+)
+
+func (p Proto) String() string {
+	switch p {
+	case TCP:
+		return "tcp"
+	case UDP:
+		return "udp"
+	}
+	return fmt.Sprintf("proto-%d", uint8(p))
+}
+
+// ParseProto reads "tcp" or "udp".
+func ParseProto(s string) (Proto, error) {
+	switch strings.ToLower(s) {
+	case "tcp":
+		return TCP, nil
+	case "udp":
+		return UDP, nil
+	}
+	return 0, fmt.Errorf("protocol %q: want tcp or udp", s)
+}
+
+// MaxBackends is the most backends one Service may have (slots are u16).
+const MaxBackends = 65535
+
+// Backend is one pod address behind a Service.
+type Backend struct {
+	IP   netip.Addr `json:"ip"`
+	Port uint16     `json:"port"`
+}
+
+func (b Backend) String() string { return netip.AddrPortFrom(b.IP, b.Port).String() }
+
+// CompareBackends orders backends by address, then port.
+func CompareBackends(a, b Backend) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
+
+// Service is clusterIP:port/proto -> backends. ID is assigned by AddService.
+type Service struct {
+	VIP      netip.Addr `json:"vip"`
+	Port     uint16     `json:"port"`
+	Proto    Proto      `json:"proto"`
+	Backends []Backend  `json:"backends"`
+	ID       uint32     `json:"id"`
+	// Affinity is Kubernetes' sessionAffinity ClientIP: a client's new
+	// flows keep the backend of its last one for this many seconds after
+	// it (0: none, every flow is placed by its hash).
+	Affinity uint32 `json:"affinity_seconds,omitempty"`
+}
+
+// MaxAffinity is the longest affinity timeout (Kubernetes' limit, a day).
+const MaxAffinity = 86400
+
+// Mirror of bpf/lb.h's LB_SVC_AFFINITY.
+const svcAffinity = 0x1
+
+// value is the Service map's value for s with id.
+func (s Service) value(id uint32) serviceLbSvc {
+	v := serviceLbSvc{Id: id, Count: uint16(len(s.Backends)), AffinityTimeout: s.Affinity}
+	if s.Affinity > 0 {
+		v.Flags |= svcAffinity
+	}
+	return v
+}
+
+func (s Service) String() string {
+	return fmt.Sprintf("%s/%s", netip.AddrPortFrom(s.VIP, s.Port), s.Proto)
+}
+
+// ErrExists and ErrNotFound are returned (wrapped) by AddService and DelService.
+var (
+	ErrExists   = errors.New("service already exists")
+	ErrNotFound = errors.New("no such service")
+)
+
+// Validate checks what the data plane needs: IPv4 addresses, ports 1-65535,
+// tcp or udp, no duplicate backends.
+func (s Service) Validate() error {
+	if !s.VIP.Is4() {
+		return fmt.Errorf("service %s: the clusterIP must be an IPv4 address", s)
+	}
+	if s.Port == 0 {
+		return fmt.Errorf("service %s: port 0: use 1-65535", s)
+	}
+	if s.Proto != TCP && s.Proto != UDP {
+		return fmt.Errorf("service %s: protocol must be tcp or udp", s)
+	}
+	if s.Affinity > MaxAffinity {
+		return fmt.Errorf("service %s: affinity timeout %ds: at most %d (a day)", s, s.Affinity, MaxAffinity)
+	}
+	if len(s.Backends) > MaxBackends {
+		return fmt.Errorf("service %s: %d backends, at most %d", s, len(s.Backends), MaxBackends)
+	}
+	seen := map[Backend]bool{}
+	for _, b := range s.Backends {
+		if !b.IP.Is4() {
+			return fmt.Errorf("service %s: backend %s: must be an IPv4 address", s, b)
+		}
+		if b.Port == 0 {
+			return fmt.Errorf("service %s: backend %s: port 0: use 1-65535", s, b)
+		}
+		if seen[b] {
+			return fmt.Errorf("service %s: backend %s is listed twice", s, b)
+		}
+		seen[b] = true
+	}
+	return nil
+}
+
+// Network byte order, as the programs keep addresses and ports.
+func be32(a netip.Addr) uint32 { b := a.As4(); return binary.NativeEndian.Uint32(b[:]) }
+func be16(p uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], p)
+	return binary.NativeEndian.Uint16(b[:])
+}
+func addrOf(v uint32) netip.Addr {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
+}
+func portOf(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
+}
+
+func svcKey(vip netip.Addr, port uint16, proto Proto) serviceLbSvcKey {
+	return serviceLbSvcKey{Vip: be32(vip), Port: be16(port), Proto: uint8(proto)}
+}
+
+// AddService adds one Service; it fails (ErrExists) if vip:port/proto is taken.
+func (p *Plane) AddService(s Service) error { return p.AddServices([]Service{s}) }
+
+// AddServices adds many Services at once (thousands for scale tests): all
+// are validated first, so bad input adds none.
+func (p *Plane) AddServices(ss []Service) (err error) {
+	seen := map[serviceLbSvcKey]string{}
+	for _, s := range ss {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		k := svcKey(s.VIP, s.Port, s.Proto)
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("service %s is given twice", s)
+		}
+		seen[k] = s.String()
+		var v serviceLbSvc
+		if err := p.objs.LbServices.Lookup(&k, &v); err == nil {
+			return fmt.Errorf("service %s: %w (delete it first)", s, ErrExists)
+		}
+	}
+	id, err := p.nextIDs(uint32(len(ss)))
+	if err != nil {
+		return err
+	}
+	// Prefilters first: a Service must never be in the map while the
+	// programs' prefilter still says its clusterIP has none.
+	if err := p.countFilters(ss, +1); err != nil {
+		return err
+	}
+	added := 0
+	defer func() {
+		if err != nil { // all or nothing
+			for _, s := range ss[:added] {
+				_ = p.DelService(s.VIP, s.Port, s.Proto)
+			}
+			_ = p.countFilters(ss[added:], -1)
+		}
+	}()
+	for i := range ss {
+		s := ss[i]
+		// Backends first: the programs never see a count larger than the slots filled.
+		for slot, b := range s.Backends {
+			bk := serviceLbBackendKey{SvcId: id, Slot: uint32(slot)}
+			bv := serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}
+			if uerr := p.objs.LbBackends.Update(&bk, &bv, ebpf.UpdateAny); uerr != nil {
+				p.delBackends(id, slot)
+				err = fmt.Errorf("service %s: backend map: %w", s, uerr)
+				return err
+			}
+		}
+		k := svcKey(s.VIP, s.Port, s.Proto)
+		v := s.value(id)
+		if uerr := p.objs.LbServices.Update(&k, &v, ebpf.UpdateNoExist); uerr != nil {
+			p.delBackends(id, len(s.Backends))
+			if errors.Is(uerr, ebpf.ErrKeyExist) {
+				err = fmt.Errorf("service %s: %w", s, ErrExists)
+			} else {
+				err = fmt.Errorf("service %s: service map: %w", s, uerr)
+			}
+			return err
+		}
+		ss[i].ID = id
+		added++
+		id++
+	}
+	return nil
+}
+
+// nextIDs reserves n service ids from lb_meta. Ids are never reused, so
+// conntrack entries of a deleted Service never match its successor.
+func (p *Plane) nextIDs(n uint32) (uint32, error) {
+	var zero, next uint32
+	if err := p.objs.LbMeta.Lookup(&zero, &next); err != nil {
+		return 0, fmt.Errorf("service id counter: %w", err)
+	}
+	if next == 0 {
+		next = 1
+	}
+	if next+n < next {
+		return 0, fmt.Errorf("service ids exhausted: recreate the lab")
+	}
+	end := next + n
+	if err := p.objs.LbMeta.Update(&zero, &end, ebpf.UpdateAny); err != nil {
+		return 0, fmt.Errorf("service id counter: %w", err)
+	}
+	return next, nil
+}
+
+func (p *Plane) delBackends(id uint32, n int) {
+	for slot := 0; slot < n; slot++ {
+		bk := serviceLbBackendKey{SvcId: id, Slot: uint32(slot)}
+		_ = p.objs.LbBackends.Delete(&bk)
+	}
+}
+
+// DelService removes a Service. Its flows stop being translated at once;
+// their conntrack entries age out of the LRU.
+func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
+	k := svcKey(vip, port, proto)
+	var v serviceLbSvc
+	name := Service{VIP: vip, Port: port, Proto: proto}.String()
+	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("service %s: %w", name, ErrNotFound)
+		}
+		return err
+	}
+	gone := Service{VIP: vip, Port: port, Proto: proto}
+	// Its backend ports leave the prefilter with it (a slot already gone
+	// just counts for nothing).
+	gone.Backends, _ = p.backendsOf(v)
+	if err := p.objs.LbServices.Delete(&k); err != nil {
+		return fmt.Errorf("service %s: %w", name, err)
+	}
+	p.delBackends(v.Id, int(v.Count))
+	return p.countFilters([]Service{gone}, -1)
+}
+
+// countFilters adds delta (+1 or -1) per Service to the programs'
+// prefilters (bpf/lb.h): lb_vip16 counts clusterIPs per /16, lb_bports
+// backends per port. Counts, not bits, so that deleting one Service never
+// hides another in the same /16 or on the same port.
+func (p *Plane) countFilters(ss []Service, delta int64) error {
+	vips, ports := map[uint32]int64{}, map[uint32]int64{}
+	for _, s := range ss {
+		v4 := s.VIP.As4()
+		vips[uint32(v4[0])<<8|uint32(v4[1])] += delta
+		for _, b := range s.Backends {
+			ports[uint32(b.Port)] += delta
+		}
+	}
+	if err := addCounts(p.objs.LbVip16, vips); err != nil {
+		return fmt.Errorf("clusterIP prefilter: %w", err)
+	}
+	if err := addCounts(p.objs.LbBports, ports); err != nil {
+		return fmt.Errorf("backend port prefilter: %w", err)
+	}
+	return nil
+}
+
+func addCounts(m *ebpf.Map, deltas map[uint32]int64) error {
+	for k, d := range deltas {
+		var v uint32
+		if err := m.Lookup(&k, &v); err != nil {
+			return err
+		}
+		n := max(int64(v)+d, 0)
+		if err := m.Update(&k, uint32(n), ebpf.UpdateAny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildFilters recounts the prefilters from the Services (a lab made by
+// a vnetlab build that had none: its maps are kept, the arrays are new).
+func (p *Plane) rebuildFilters() error {
+	ss, err := p.ListServices()
+	if err != nil {
+		return err
+	}
+	return p.countFilters(ss, +1)
+}
+
+// backendsOf reads a Service's backends, slot by slot; on a missing slot it
+// returns those read so far and the error.
+func (p *Plane) backendsOf(v serviceLbSvc) ([]Backend, error) {
+	var out []Backend
+	for slot := uint32(0); slot < uint32(v.Count); slot++ {
+		var b serviceLbBackend
+		if err := p.objs.LbBackends.Lookup(&serviceLbBackendKey{SvcId: v.Id, Slot: slot}, &b); err != nil {
+			return out, fmt.Errorf("backend slot %d: %w", slot, err)
+		}
+		out = append(out, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
+	}
+	return out, nil
+}
+
+// ListServices returns every Service, sorted by clusterIP, port, protocol.
+func (p *Plane) ListServices() ([]Service, error) {
+	var (
+		k   serviceLbSvcKey
+		v   serviceLbSvc
+		out []Service
+	)
+	it := p.objs.LbServices.Iterate()
+	for it.Next(&k, &v) {
+		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id}
+		if v.Flags&svcAffinity != 0 {
+			s.Affinity = v.AffinityTimeout
+		}
+		var err error
+		if s.Backends, err = p.backendsOf(v); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s, err)
+		}
+		out = append(out, s)
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if c := a.VIP.Compare(b.VIP); c != 0 {
+			return c < 0
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Proto < b.Proto
+	})
+	return out, nil
+}
+
+// Stats are the programs' counters, summed over CPUs, since the lab's maps
+// were created.
+type Stats struct {
+	DNAT      uint64 `json:"dnat_packets"`      // clusterIP -> backend
+	RNAT      uint64 `json:"rnat_packets"`      // backend -> clusterIP (replies)
+	NewFlows  uint64 `json:"new_flows"`         // conntrack misses that picked a backend
+	NoBackend uint64 `json:"no_backend_drops"`  // packets to a Service without backends
+	ICMP      uint64 `json:"icmp_errors"`       // ICMP errors about a translated flow
+	Frags     uint64 `json:"fragments"`         // non-first fragments translated
+	Hairpin   uint64 `json:"hairpin_flows"`     // flows whose backend is the client itself
+	Errors    uint64 `json:"rewrite_err_drops"` // a rewrite helper failed (should stay 0)
+
+	// A TCP SYN or UDP datagram to a Service without backends answered
+	// with ICMP port unreachable (kube-proxy's REJECT); NoBackend counts
+	// the packets that could not be answered (a flow's later segments).
+	Rejects uint64 `json:"no_backend_rejects"`
+}
+
+// Stats reads the counters.
+func (p *Plane) Stats() (Stats, error) {
+	var v [9]uint64
+	for i := range v {
+		var per []uint64
+		if err := p.objs.LbStats.Lookup(uint32(i), &per); err != nil {
+			return Stats{}, fmt.Errorf("stats: %w", err)
+		}
+		for _, x := range per {
+			v[i] += x
+		}
+	}
+	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
+}
+
+// Flow is one conntrack entry in the forward direction.
+type Flow struct {
+	Client  netip.AddrPort `json:"client"`
+	Service netip.AddrPort `json:"service"`
+	Proto   Proto          `json:"proto"`
+	Backend netip.AddrPort `json:"backend"`
+	Hairpin bool           `json:"hairpin,omitempty"`
+}
+
+// Flows lists the conntrack's forward entries (at most limit; 0 = all).
+func (p *Plane) Flows(limit int) ([]Flow, error) {
+	var (
+		k   serviceLbCtKey
+		v   serviceLbCt
+		out []Flow
+	)
+	it := p.objs.LbConntrack.Iterate()
+	for it.Next(&k, &v) {
+		if k.Dir != ctFwd {
+			continue
+		}
+		out = append(out, Flow{
+			Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
+			Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
+			Proto:   Proto(k.Proto),
+			Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
+			Hairpin: v.Flags&ctHairpin != 0,
+		})
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, it.Err()
+}
+
+// Mirrors of bpf/lb.h's enums.
+const (
+	ctFwd     = 1
+	ctHairpin = 1
+)
