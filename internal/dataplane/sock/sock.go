@@ -146,7 +146,11 @@ func (p *Plane) Created() []string { return append([]string(nil), p.created...) 
 // Close releases this process's handles; attachments (pinned) stay.
 func (p *Plane) Close() error { return errors.Join(p.objs.Close(), p.Plane.Close()) }
 
-func (p *Plane) linkDir() string { return filepath.Join(p.Dir(), "sock") }
+// LinksDir holds, under a plane's pin directory, the socket programs'
+// cgroup links.
+const LinksDir = "sock"
+
+func (p *Plane) linkDir() string { return filepath.Join(p.Dir(), LinksDir) }
 
 // Attachment says where the programs went.
 type Attachment struct {

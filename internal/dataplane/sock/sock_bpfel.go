@@ -91,7 +91,7 @@ type sockLbSvcKey struct {
 	Vip   uint32
 	Port  uint16
 	Proto uint8
-	Pad   uint8
+	Scope uint8
 }
 
 type sockSockConn struct {
