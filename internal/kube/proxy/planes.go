@@ -16,6 +16,7 @@ import (
 // of program read the same pinned maps, so one sync serves both.
 type planes struct {
 	services Plane
+	flows    FlowCleaner // the tc programs' conntrack (empty with the socket plane alone)
 	dir      string
 	tc       *tcbpf.Plane // nil in ModeSock: no program on any veth
 	sock     *sock.Plane  // nil when no cgroup is given (ModeEBPF)
@@ -35,7 +36,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: tc, dir: tc.Dir(), tc: tc}
+		p := &planes{services: tc, flows: tc, dir: tc.Dir(), tc: tc}
 		if c.Cgroup != "" {
 			// The node's own sockets; the pods' too with SocketLB, else the
 			// pods' connections are the tc programs' (translated once, on
@@ -65,7 +66,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: s, dir: s.Dir(), sock: s}
+		p := &planes{services: s, flows: s, dir: s.Dir(), sock: s}
 		if err := attachSock(s, c.Cgroup, logf); err != nil {
 			p.Close()
 			return nil, err
@@ -80,7 +81,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 // same maps, so its connections see no gap).
 func attachSock(s *sock.Plane, cgroup string, logf func(string, ...any)) error {
 	if s.Attached() {
-		logf("socket programs on %s: kept from before (%s)", cgroup, filepath.Join(s.Dir(), "sock"))
+		logf("socket programs on %s: kept from before (%s)", cgroup, filepath.Join(s.Dir(), sock.LinksDir))
 		return nil
 	}
 	if _, err := os.Stat(cgroup); err != nil {

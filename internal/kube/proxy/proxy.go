@@ -2,22 +2,19 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // Config is one node's proxy.
@@ -84,20 +81,29 @@ func (c Config) PodLinks() (string, error) {
 	return set[0], nil
 }
 
-// byService indexes EndpointSlices by their Service (namespace/name).
-const byService = "service"
-
-func sliceService(obj any) ([]string, error) {
-	es, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, nil
+// LabelSelector is what the proxy's informers watch, Services and
+// EndpointSlices alike, as kube-proxy's do: objects without the label
+// service.kubernetes.io/service-proxy-name (a Service for another proxy:
+// kube-proxy serves one only when it names kube-proxy's own name, empty by
+// default, so never) and without service.kubernetes.io/headless (on the
+// slices of a headless Service). A Service or slice that gains such a
+// label leaves the watch, which the informer reports as a delete; it comes
+// back as an add when it loses it.
+func LabelSelector() labels.Selector {
+	sel := labels.NewSelector()
+	for _, l := range []string{proxyNameLabel, corev1.IsHeadlessService} {
+		r, err := labels.NewRequirement(l, selection.DoesNotExist, nil)
+		if err != nil {
+			panic(err) // constant, valid label names
+		}
+		sel = sel.Add(*r)
 	}
-	name := es.Labels[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{es.Namespace + "/" + name}, nil
+	return sel
 }
+
+// proxyNameLabel names the proxy that serves a Service (k8s.io/kubernetes'
+// pkg/proxy/apis.LabelServiceProxyName).
+const proxyNameLabel = "service.kubernetes.io/service-proxy-name"
 
 // Run follows the API server and keeps the node's maps in step until ctx
 // ends. The maps and programs stay when it returns: a restarted proxy
@@ -107,6 +113,10 @@ func Run(ctx context.Context, c Config) error {
 	logf := c.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	how, err := c.PodLinks()
+	if err != nil {
+		return err
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
@@ -124,11 +134,6 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer planes.Close()
-	syncer, err := NewSyncer(planes.services)
-	if err != nil {
-		return err
-	}
-	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), syncer.Len())
 	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
 	if err != nil {
 		return err
@@ -142,155 +147,74 @@ func Run(ctx context.Context, c Config) error {
 		if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
 			return err
 		}
-		logf("NodePorts on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+		if err := planes.tc.SetNodeIP(nodeIP); err != nil {
+			return err
+		}
+		logf("NodePorts and external IPs on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
 	}
 	health := newHealthServers(logf)
 	defer health.Close()
-
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	svcInf := factory.Core().V1().Services()
-	epInf := factory.Discovery().V1().EndpointSlices()
-	if err := epInf.Informer().AddIndexers(cache.Indexers{byService: sliceService}); err != nil {
-		return err
-	}
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-	defer queue.ShutDown()
-	enqueue := func(key string) {
-		if key != "" {
-			queue.Add(key)
-		}
-	}
-	svcKey := func(obj any) {
-		k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err == nil {
-			enqueue(k)
-		}
-	}
-	sliceKey := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if ks, _ := sliceService(obj); len(ks) == 1 {
-			enqueue(ks[0])
-		}
-	}
-	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: svcKey, UpdateFunc: func(_, n any) { svcKey(n) }, DeleteFunc: svcKey,
-	}); err != nil {
-		return err
-	}
-	if _, err := epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: sliceKey, UpdateFunc: func(_, n any) { sliceKey(n) }, DeleteFunc: sliceKey,
-	}); err != nil {
-		return err
-	}
-
-	how, err := c.PodLinks()
+	p, err := NewProxier(c.Node, nodeIP, planes.services, planes.flows, health, logf)
 	if err != nil {
 		return err
 	}
+	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), p.Len())
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelSelector().String()
+	}))
+	defer factory.Shutdown()
+	svcs, err := factory.Core().V1().Services().Informer().AddEventHandler(p.ServiceHandler())
+	if err != nil {
+		return err
+	}
+	slices, err := factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(p.SliceHandler())
+	if err != nil {
+		return err
+	}
+
 	logf("pods' programs: %s", how)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	linkErr := make(chan error, 1)
 	if !c.ByCNI && planes.tc != nil {
 		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
-		go func() { linkErr <- links.run(ctx) }()
+		go func() {
+			err := links.run(ctx)
+			if err != nil {
+				logf("link watcher: %v", err)
+			}
+			linkErr <- err
+			cancel()
+		}()
 	}
 
 	start := time.Now()
 	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("the informer of %v never synced: %w", typ, ctx.Err())
-		}
+	// The handlers' registrations: synced once each has seen the whole
+	// first listing, so the first Sync prunes nothing a Service claims.
+	if !cache.WaitForCacheSync(ctx.Done(), svcs.HasSynced, slices.HasSynced) {
+		return linkOr(linkErr, fmt.Errorf("the informers never synced: %w", ctx.Err()))
 	}
-	sync := func(key string) (Changes, error) {
-		ns, name, err := cache.SplitMetaNamespaceKey(key)
-		if err != nil {
-			return Changes{}, nil
-		}
-		svc, err := svcInf.Lister().Services(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			_ = health.Set(key, 0, 0)
-			return syncer.Sync(key, nil)
-		}
-		if err != nil {
-			return Changes{}, err
-		}
-		objs, err := epInf.Informer().GetIndexer().ByIndex(byService, key)
-		if err != nil {
-			return Changes{}, err
-		}
-		eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-		for _, o := range objs {
-			eps = append(eps, o.(*discoveryv1.EndpointSlice))
-		}
-		want, notes := Translate(svc, eps, c.Node)
-		np, npNotes := TranslateNodePorts(svc, eps, c.Node, nodeIP)
-		for _, n := range append(notes, npNotes...) {
-			logf("service %s: %s", key, n)
-		}
-		if len(np) > 0 && want == nil {
-			want = Entries{}
-		}
-		maps.Copy(want, np)
-		ch, err := syncer.SyncWith(key, want, SessionAffinity(svc))
-		port, local := HealthCheck(svc, eps, c.Node)
-		return ch, errors.Join(err, health.Set(key, port, local))
-	}
-	// First full sync from the listing, then entries nobody claims go.
-	var total Changes
-	for _, o := range svcInf.Informer().GetStore().List() {
-		k, _ := cache.MetaNamespaceKeyFunc(o)
-		ch, err := sync(k)
-		total.add(ch)
-		if err != nil {
-			logf("service %s: %v", k, err)
-		}
-	}
-	pruned, err := syncer.Prune()
-	total.add(pruned)
+	total, err := p.Sync()
 	if err != nil {
-		logf("prune: %v", err)
+		logf("first sync: %v (retrying)", err)
 	}
-	logf("synced %d entries (+%d ~%d -%d) in %s", syncer.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
+	logf("synced %d entries (+%d ~%d -%d) in %s", p.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
+	p.Loop(ctx)
+	return linkOr(linkErr, nil)
+}
 
-	go func() {
-		select {
-		case <-ctx.Done():
-		case err := <-linkErr:
-			if err != nil {
-				logf("link watcher: %v", err)
-			}
-		}
-		queue.ShutDown()
-	}()
-	for {
-		key, quit := queue.Get()
-		if quit {
-			break
-		}
-		t0 := time.Now()
-		ch, err := sync(key)
-		if err != nil {
-			logf("service %s: %v (retrying)", key, err)
-			queue.AddRateLimited(key)
-		} else {
-			queue.Forget(key)
-		}
-		if ch.Total() > 0 {
-			logf("service %s: +%d ~%d -%d in %s", key, ch.Added, ch.Updated, ch.Deleted, time.Since(t0).Round(time.Microsecond))
-		}
-		queue.Done(key)
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
+// linkOr is the link watcher's error if it stopped with one, else err.
+func linkOr(linkErr <-chan error, err error) error {
 	select {
-	case err := <-linkErr:
-		return err
+	case lerr := <-linkErr:
+		if lerr != nil {
+			return lerr
+		}
 	default:
-		return nil
 	}
+	return err
 }
 
 // resolveNodeIP is the node's IPv4 address: given, or the Node object's

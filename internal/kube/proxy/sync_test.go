@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -9,53 +10,74 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
-// fakePlane records the calls the syncer makes.
+// fakePlane records the calls the syncer makes, and checks the one order
+// the programs rely on: an entry marked HasExternal always has its
+// External entry.
 type fakePlane struct {
-	m     map[Key][]tcbpf.Backend
-	aff   map[Key]uint32 // session affinity of the entries that have one
-	calls []string
+	m      map[Key][]tcbpf.Backend
+	aff    map[Key]uint32 // session affinity of the entries that have one
+	marked map[Key]bool   // entries marked HasExternal
+	calls  []string
+	broken []string // times a mark pointed to no External entry
+	// ForgetUDPFlows: what each call was asked to keep.
+	forgot []map[netip.AddrPort][]tcbpf.Backend
 }
 
-func (f *fakePlane) setAffinity(k Key, sec uint32) {
+func newFakePlane() *fakePlane { return &fakePlane{m: map[Key][]tcbpf.Backend{}} }
+
+func keyOf(s tcbpf.Service) Key { return Key{s.VIP, s.Port, s.Proto, s.External} }
+
+func (f *fakePlane) set(k Key, s tcbpf.Service) {
+	f.m[k] = s.Backends
 	if f.aff == nil {
-		f.aff = map[Key]uint32{}
+		f.aff, f.marked = map[Key]uint32{}, map[Key]bool{}
 	}
-	if sec == 0 {
+	if s.Affinity == 0 {
 		delete(f.aff, k)
-		return
+	} else {
+		f.aff[k] = s.Affinity
 	}
-	f.aff[k] = sec
+	f.marked[k] = s.HasExternal
+	if s.HasExternal {
+		if _, ok := f.m[Key{k.VIP, k.Port, k.Proto, true}]; !ok {
+			f.broken = append(f.broken, "marked before its external entry: "+k.String())
+		}
+	}
 }
 
 func (f *fakePlane) AddService(s tcbpf.Service) error {
-	k := Key{s.VIP, s.Port, s.Proto}
+	k := keyOf(s)
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
-	f.m[k] = s.Backends
-	f.setAffinity(k, s.Affinity)
+	f.set(k, s)
 	f.calls = append(f.calls, "add "+k.String())
 	return nil
 }
 
 func (f *fakePlane) UpdateService(s tcbpf.Service) error {
-	k := Key{s.VIP, s.Port, s.Proto}
+	k := keyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
-	f.m[k] = s.Backends
-	f.setAffinity(k, s.Affinity)
+	f.set(k, s)
 	f.calls = append(f.calls, "update "+k.String())
 	return nil
 }
 
-func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error {
-	k := Key{vip, port, proto}
+func (f *fakePlane) DelEntry(s tcbpf.Service) error {
+	k := keyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
+	if k.External && f.marked[Key{k.VIP, k.Port, k.Proto, false}] {
+		if _, ok := f.m[Key{k.VIP, k.Port, k.Proto, false}]; ok {
+			f.broken = append(f.broken, "external entry deleted under its mark: "+k.String())
+		}
+	}
 	delete(f.m, k)
-	f.setAffinity(k, 0)
+	delete(f.aff, k)
+	delete(f.marked, k)
 	f.calls = append(f.calls, "del "+k.String())
 	return nil
 }
@@ -63,9 +85,14 @@ func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) e
 func (f *fakePlane) ListServices() ([]tcbpf.Service, error) {
 	var out []tcbpf.Service
 	for k, v := range f.m {
-		out = append(out, tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v, Affinity: f.aff[k]})
+		out = append(out, tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: v, Affinity: f.aff[k], HasExternal: f.marked[k]})
 	}
 	return out, nil
+}
+
+func (f *fakePlane) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
+	f.forgot = append(f.forgot, maps.Clone(keep))
+	return len(keep), nil
 }
 
 func entries(kv ...any) Entries {
@@ -95,7 +122,7 @@ func TestSyncIsIncremental(t *testing.T) {
 		{"ns/b", nil, []string{"del 10.96.0.2:53/udp"}},                                                    // Service deleted
 		{"ns/c", entries("10.96.0.2:53/udp", []string{"10.244.1.7:53"}), []string{"add 10.96.0.2:53/udp"}}, // address reused
 	}
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, err := NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +176,7 @@ func TestSyncAfterRestart(t *testing.T) {
 // Two Services never share an entry: the second is refused with an error
 // (and retried by the proxy), the first keeps it.
 func TestSyncRefusesATakenEntry(t *testing.T) {
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, _ := NewSyncer(f)
 	if _, err := s.Sync("ns/a", entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"})); err != nil {
 		t.Fatal(err)
@@ -184,7 +211,7 @@ func sorted(s []string) []string {
 // removed in place (same entries, an update each), nothing when unchanged,
 // and a restarted proxy finds it in the maps and leaves it.
 func TestSyncAffinity(t *testing.T) {
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, _ := NewSyncer(f)
 	two := entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"}, "10.96.0.1:53/udp", []string{"10.244.1.5:53"})
 	steps := []struct {
