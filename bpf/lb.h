@@ -819,11 +819,11 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_affinity SEC(".maps");
 
-/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
-static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
+/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
+ * none) keeps, or -1 (none, expired, or the backend left the Service). */
+static __always_inline int lb_affinity_keep(const struct lb_svc *svc, const struct lb_affinity *a, __u64 now)
 {
 	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_affinity *a = bpf_map_lookup_elem(&lb_affinity, ak);
 	struct lb_backend *b;
 
 	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
@@ -847,9 +847,21 @@ static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const stru
 	return -1;
 }
 
+/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
+static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
+{
+	return lb_affinity_keep(svc, bpf_map_lookup_elem(&lb_affinity, ak), now);
+}
+
+/* lb_affinity_of: what a client's new flow remembers (its backend, its slot, now). */
+static __always_inline struct lb_affinity lb_affinity_of(const struct lb_backend *b, __u32 slot, __u64 now)
+{
+	return (struct lb_affinity){ .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
+}
+
 static __always_inline void lb_affinity_remember(const struct lb_affinity_key *ak, const struct lb_backend *b, __u32 slot, __u64 now)
 {
-	struct lb_affinity a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
+	struct lb_affinity a = lb_affinity_of(b, slot, now);
 
 	bpf_map_update_elem(&lb_affinity, ak, &a, BPF_ANY);
 }

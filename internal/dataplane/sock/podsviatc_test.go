@@ -18,9 +18,10 @@ import (
 // connection to a Service with endpoints is translated at connect() (the
 // socket counter rises, tc translates nothing); a Service without
 // endpoints is the tc programs' (ECONNREFUSED from their ICMP port
-// unreachable, not the socket programs' EPERM), and so is a Service with
-// sessionAffinity; the namespace the programs were loaded for (a node's
-// own, here pod-c's) keeps the socket programs' behaviour (EPERM).
+// unreachable, not the socket programs' EPERM), and so are a Service with
+// sessionAffinity and a connected UDP socket; the namespace the programs
+// were loaded for (a node's own, here pod-c's) keeps the socket programs'
+// behaviour (EPERM).
 func TestPodsViaTC(t *testing.T) {
 	s := upNetnsLab(t, "fat")
 	p, a, err := setup(s.l, s.netnsCookie(t, "pod-c"), true)
@@ -54,6 +55,24 @@ func TestPodsViaTC(t *testing.T) {
 	ss, ts := counters()
 	if ss.Connects != 1 || ts.DNAT != 0 {
 		t.Fatalf("socket stats %+v, tc stats %+v: want the connect translated at the socket, no packet by tc", ss, ts)
+	}
+
+	// Connected UDP: tc's (a socket connected to a backend could never
+	// move when the backend goes; tc's conntrack entry can be forgotten).
+	// Unconnected UDP: the socket's (each datagram picks again).
+	s.addService(t, tcbpf.UDP, "pod-a")
+	if r, err := s.client(t, "pod-b", "udp-connected", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("pod-b to the UDP Service, connected: %+v, %v, want pod-a", r, err)
+	}
+	if ss2, ts2 := counters(); ss2.Connects != ss.Connects || ts2.DNAT == 0 {
+		t.Fatalf("socket stats %+v, tc stats %+v: want the connected UDP socket's datagram translated by tc, not its connect", ss2, ts2)
+	}
+	if r, err := s.client(t, "pod-b", "udp", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("pod-b to the UDP Service, unconnected: %+v, %v, want pod-a", r, err)
+	}
+	ss, ts = counters()
+	if ss.Sends == 0 {
+		t.Fatalf("socket stats %+v: want the unconnected datagram translated at the socket", ss)
 	}
 
 	// No endpoints: tc refuses (ICMP port unreachable -> ECONNREFUSED).

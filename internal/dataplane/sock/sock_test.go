@@ -132,8 +132,9 @@ func (s *sockLab) addService(t *testing.T, proto tcbpf.Proto, backends ...string
 // traffic) and veth-routed, with no tc program anywhere: TCP, connected
 // and unconnected UDP through a clusterIP, from processes in the lab's
 // cgroup; the backend sees the client's own address (no NAT on the wire);
-// recvfrom and getpeername say clusterIP; hairpin; three backends; a
-// Service without backends refused; processes outside the cgroup untouched.
+// recvfrom and getpeername say clusterIP; hairpin; three backends, and
+// with sessionAffinity one of them per client; a Service without backends
+// refused; processes outside the cgroup untouched.
 func TestSocketServices(t *testing.T) {
 	for _, mode := range []string{"macvlan", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
@@ -200,6 +201,26 @@ func TestSocketServices(t *testing.T) {
 				if hits[p] == 0 {
 					t.Fatalf("backend %s got no connection: %v", p, hits)
 				}
+			}
+			// sessionAffinity: a client (its network namespace: the socket
+			// has no source address yet at connect()) keeps its backend.
+			three := tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP, Affinity: 60}
+			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
+				three.Backends = append(three.Backends, tcbpf.Backend{IP: netip.MustParseAddr(s.pod(p).IP), Port: port})
+			}
+			if err := s.p.UpdateService(three); err != nil {
+				t.Fatal(err)
+			}
+			kept := map[string]int{}
+			for i := 0; i < 12; i++ {
+				r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
+				if err != nil {
+					t.Fatalf("affinity connection %d: %v", i, err)
+				}
+				kept[r.Pod]++
+			}
+			if len(kept) != 1 {
+				t.Fatalf("sessionAffinity: 12 connections of pod-b went to %v, want one backend", kept)
 			}
 			if err := s.p.DelService(vip, port, tcbpf.TCP); err != nil {
 				t.Fatal(err)

@@ -3,9 +3,11 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 
+	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
@@ -56,6 +58,9 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 				p.Close()
 				return nil, fmt.Errorf("socket programs for the node's own processes: %w", err)
 			}
+			// The node's own connected UDP sockets (a pod's is tc's, with
+			// --socket-lb too: bpf/sock.c's pods_via_tc).
+			p.flows = staleUDP{tc: tc, sock: p.sock, logf: logf}
 		}
 		return p, nil
 	case ModeSock:
@@ -66,7 +71,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: s, flows: s, dir: s.Dir(), sock: s}
+		p := &planes{services: s, flows: staleUDP{tc: s.Plane, sock: s, cgroup: c.Cgroup, logf: logf}, dir: s.Dir(), sock: s}
 		if err := attachSock(s, c.Cgroup, logf); err != nil {
 			p.Close()
 			return nil, err
@@ -104,4 +109,37 @@ func (p *planes) Close() error {
 		errs = append(errs, p.tc.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// staleUDP ends the UDP flows whose backend left their Service on every
+// plane of the node: the tc programs' conntrack entries (ForgetUDPFlows),
+// and the connected sockets the socket programs translated (EndStaleUDP),
+// in the node's own namespace and, below cgroup (ModeSock), its pods'.
+// A socket that cannot be ended (a kernel before 6.5) is logged, not
+// retried: the tc flows are what the proxy must not lose.
+type staleUDP struct {
+	tc     FlowCleaner
+	sock   *sock.Plane
+	cgroup string
+	logf   func(string, ...any)
+}
+
+func (s staleUDP) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
+	n, err := s.tc.ForgetUDPFlows(keep)
+	namespaces := []string{""} // the proxy runs in the node's namespace
+	if s.cgroup != "" {
+		pods, cerr := cgroup.NetNamespaces(s.cgroup)
+		if cerr != nil {
+			s.logf("connected UDP sockets: the pods' namespaces: %v", cerr)
+		}
+		namespaces = append(namespaces, pods...)
+	}
+	ended, serr := s.sock.EndStaleUDP(keep, namespaces)
+	if serr != nil {
+		s.logf("connected UDP sockets to a backend that left: %v", serr)
+	}
+	if ended > 0 {
+		s.logf("ended %d connected UDP sockets whose backend left their Service", ended)
+	}
+	return n, err
 }
