@@ -136,7 +136,7 @@ enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
 	SOCK_STAT_SENDMSG = 1,    /* unconnected UDP datagrams translated */
 	SOCK_STAT_REV = 2,        /* recvfrom()/getpeername() addresses translated back */
-	SOCK_STAT_NO_BACKEND = 3, /* refused: a Service without backends (EPERM) */
+	SOCK_STAT_NO_BACKEND = 3, /* refused: a Service without backends (ECONNREFUSED) */
 	SOCK_STAT_MAX = 4,
 };
 
@@ -162,8 +162,9 @@ volatile const __u64 only_netns = 0;
  * carry the tc programs, are translated too (Cilium's socket LB: no
  * per-packet NAT, no conntrack), except where only the tc programs behave
  * as Kubernetes defines it:
- *   - a Service without endpoints: tc answers with ICMP port unreachable,
- *     i.e. ECONNREFUSED; a socket program can only fail the call with EPERM;
+ *   - a Service without endpoints: tc answers the SYN or datagram with an
+ *     ICMP port unreachable, as kube-proxy's REJECT (a connected UDP
+ *     socket learns it at its send(), not at connect());
  *   - sessionAffinity ClientIP: keyed by the pod's address (tc's
  *     lb_affinity), as kube-proxy's;
  *   - connected UDP: a socket connected to a backend keeps it, and nothing
@@ -381,7 +382,20 @@ static __always_inline __u8 sock_proto(struct bpf_sock_addr *ctx)
 	return 0;
 }
 
-/* Return codes of sock_addr programs: 1 lets the call go on, 0 fails it (EPERM). */
+/* Return codes of sock_addr programs: 1 lets the call go on, 0 fails it
+ * (EPERM, unless the program set another error first). */
+
+/* sock_refuse fails the call as kube-proxy's REJECT makes it fail: a
+ * Service without endpoints is refused with ECONNREFUSED (bpf_set_retval,
+ * Linux 5.18; without it the call would fail with EPERM). */
+#define SOCK_ECONNREFUSED 111
+
+static __always_inline int sock_refuse(void)
+{
+	bpf_set_retval(-SOCK_ECONNREFUSED);
+	return 0;
+}
+
 SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
@@ -396,7 +410,7 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	/* A new connection: a fresh random backend, as kube-proxy does. */
 	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER);
 	if (r == SOCK_REJECT)
-		return 0;
+		return sock_refuse();
 	if (r == SOCK_XLATED)
 		sock_count(SOCK_STAT_CONNECT);
 	return 1;
@@ -418,7 +432,7 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	cookie = bpf_get_socket_cookie(ctx);
 	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST);
 	if (r == SOCK_REJECT)
-		return 0;
+		return sock_refuse();
 	if (r == SOCK_XLATED)
 		sock_count(SOCK_STAT_SENDMSG);
 	return 1;

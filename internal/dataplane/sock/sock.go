@@ -302,7 +302,7 @@ type Stats struct {
 	Connects  uint64 `json:"connects_translated"`  // connect() to a clusterIP
 	Sends     uint64 `json:"datagrams_translated"` // unconnected UDP sendto()
 	Reverse   uint64 `json:"addresses_restored"`   // recvfrom()/getpeername() answers
-	NoBackend uint64 `json:"no_backend_refusals"`  // EPERM: Service without backends
+	NoBackend uint64 `json:"no_backend_refusals"`  // ECONNREFUSED: Service without backends
 }
 
 // SockStats reads the counters.

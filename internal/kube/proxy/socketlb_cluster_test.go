@@ -15,7 +15,7 @@ import (
 // hairpin works. What only the tc programs do as Kubernetes defines it
 // stays theirs: a connected UDP socket (its flow must be able to move
 // when its backend goes), a Service without endpoints refuses with
-// ECONNREFUSED (the socket programs would fail connect() with EPERM),
+// ECONNREFUSED from the ICMP port unreachable of kube-proxy's REJECT,
 // sessionAffinity ClientIP pins a client to one backend.
 func TestSocketLB(t *testing.T) {
 	cs := needProxy(t, modeSocketLB)
@@ -62,7 +62,7 @@ func TestSocketLB(t *testing.T) {
 	}
 	t.Logf("a Service without endpoints: refused after %s (including the client process's start)", time.Since(start).Round(time.Millisecond))
 	if st := sockStats(t, 1); st.NoBackend != sockAfter.NoBackend {
-		t.Errorf("the socket programs refused %d connects (EPERM): a pod's Service without endpoints is the tc programs'", st.NoBackend-sockAfter.NoBackend)
+		t.Errorf("the socket programs refused %d connects: a pod's Service without endpoints is the tc programs'", st.NoBackend-sockAfter.NoBackend)
 	}
 	if st := tcStats(); st.Rejects <= tcAfter.Rejects {
 		t.Errorf("node 1's tc programs rejected nothing (%d before, %d after)", tcAfter.Rejects, st.Rejects)
