@@ -98,7 +98,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	if selected.WillRun == 0 {
 		return nil, fmt.Errorf("--focus %q with --skip %q selects none of e2e.test's %d specs: see `e2e.test --ginkgo.dry-run --ginkgo.v` in %s", spec.Focus, spec.Skip, selected.Total, e2eBin)
 	}
-	say("%d of e2e.test's %d specs selected (focus %s, skip %s)", selected.WillRun, selected.Total, spec.Focus, spec.Skip)
+	say("%d of e2e.test's %d specs selected (%s)", selected.WillRun, selected.Total, spec.selection())
 	imgDir, err := os.MkdirTemp("", "vnetlab-conformance-images-")
 	if err != nil {
 		return nil, err

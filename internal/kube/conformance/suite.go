@@ -64,12 +64,16 @@ var Suites = []Suite{
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
 }
 
+// smokeFocus selects each smoke spec by its whole name (ginkgo matches the
+// suite's description, a space and the name): the name, then only the
+// bracketed tags upstream appends ([LinuxOnly], [Conformance]), so that a
+// longer spec starting with the same words is left out.
 func smokeFocus() string {
 	q := make([]string, len(SmokeSpecs))
 	for i, s := range SmokeSpecs {
 		q[i] = regexp.QuoteMeta(s)
 	}
-	return strings.Join(q, "|")
+	return `(` + strings.Join(q, "|") + `)( \[[^]]+\])*$`
 }
 
 // SuiteNames lists --suite's values.
@@ -173,6 +177,17 @@ func (s Spec) Resolve() (Spec, error) {
 		s.ReportDir = "conformance/" + s.Name()
 	}
 	return s, nil
+}
+
+// selection says which specs were asked for: the suite, or the focus and
+// skip that replace its own.
+func (s Spec) selection() string {
+	for _, x := range Suites {
+		if x.Name == s.Suite && x.Focus == s.Focus && x.Skip == s.Skip {
+			return "suite " + s.Suite
+		}
+	}
+	return fmt.Sprintf("focus %s, skip %s", s.Focus, s.Skip)
 }
 
 // Name says what ran against what, for report directories and messages:

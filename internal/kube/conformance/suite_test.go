@@ -77,13 +77,16 @@ func TestResolveRefuses(t *testing.T) {
 func TestSmokeFocus(t *testing.T) {
 	re := regexp.MustCompile(smokeFocus())
 	for _, s := range SmokeSpecs {
-		if !re.MatchString(s + " [LinuxOnly]") {
+		s = "Kubernetes e2e suite " + s
+		if !re.MatchString(s) || !re.MatchString(s+" [LinuxOnly]") || !re.MatchString(s+" [LinuxOnly] [Conformance]") {
 			t.Errorf("the smoke focus misses %q", s)
 		}
 	}
 	for _, other := range []string{`[sig-network] Services should have session affinity timeout work for service with type clusterIP [LinuxOnly]`,
-		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a NodePort service`} {
-		if re.MatchString(other) {
+		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a NodePort service`,
+		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service with InternalTrafficPolicy set to Local`,
+		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service and client is hostNetwork`} {
+		if re.MatchString("Kubernetes e2e suite " + other) {
 			t.Errorf("the smoke focus selects %q", other)
 		}
 	}
