@@ -97,10 +97,15 @@ func testImages(list string) ([]testImage, error) {
 	return out, nil
 }
 
-// named sets an image's references: the first, and the others as aliases.
-func named(im *image.Image, refs []string) *image.Image {
+// assemble makes the image of c with its references: the first, and the
+// others as aliases.
+func assemble(c image.Content, refs []string) (*image.Image, error) {
+	im, _, err := image.Assemble(c)
+	if err != nil {
+		return nil, err
+	}
 	im.Ref, im.Aliases = refs[0], refs[1:]
-	return im
+	return im, nil
 }
 
 // busyboxLinks adds a link to busybox for each of its applets not already a
@@ -142,11 +147,7 @@ func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
 	}
-	im, _, err := image.Assemble(c)
-	if err != nil {
-		return nil, err
-	}
-	return named(im, refs), nil
+	return assemble(c, refs)
 }
 
 // busyboxImage: busybox and its applets, sh by default.
@@ -155,29 +156,18 @@ func busyboxImage(_ string, refs []string) (*image.Image, error) {
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
 	}
-	im, _, err := image.Assemble(c)
-	if err != nil {
-		return nil, err
-	}
-	return named(im, refs), nil
+	return assemble(c, refs)
 }
 
 // pauseImage: agnhost's pause, which waits for SIGTERM as upstream's pause
 // does.
 func pauseImage(e2eBin string, refs []string) (*image.Image, error) {
-	im, _, err := image.Assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
-		Entrypoint: []string{"/agnhost", "pause"}})
-	if err != nil {
-		return nil, err
-	}
-	return named(im, refs), nil
+	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+		Entrypoint: []string{"/agnhost", "pause"}}, refs)
 }
 
 // regressionImage: the one static program.
 func regressionImage(e2eBin string, refs []string) (*image.Image, error) {
-	im, err := image.Program(refs[0], filepath.Join(e2eBin, binaries.Regression74839), "/"+binaries.Regression74839)
-	if err != nil {
-		return nil, err
-	}
-	return named(im, refs), nil
+	path := "/" + binaries.Regression74839
+	return assemble(image.Content{Files: map[string]string{path: filepath.Join(e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
 }
