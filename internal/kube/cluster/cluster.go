@@ -111,6 +111,11 @@ func (s Spec) Validate() error {
 	return fmt.Errorf("--proxy %q: kube-proxy modes are %s; vnetlab's own: %s", s.Proxy, strings.Join(ProxyModes, ", "), strings.Join(VnetlabProxies, ", "))
 }
 
+// InternalKubeconfig is the kubeconfig of cluster k's own processes: the
+// API server at its address on the control-plane bridge, reachable from the
+// control plane's namespace (State.Ext) and the nodes'.
+func InternalKubeconfig(k string) string { return filepath.Join(lab.Dir(k), "kubeconfig-internal") }
+
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
 func NodeName(k string, i int) string { return fmt.Sprintf("%s-node%d", k, i) }
 
@@ -249,7 +254,7 @@ func (b *builder) build(ctx context.Context) error {
 	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, net.IPv4(127, 0, 0, 1), nthIP(mustCIDR(serviceCIDR), 1)}); err != nil {
 		return err
 	}
-	internal := filepath.Join(b.dir, "kubeconfig-internal")
+	internal := InternalKubeconfig(k)
 	if err := writeTemplate(internal, kubeconfigTmpl, map[string]string{"Cluster": k, "Server": fmt.Sprintf("https://%s:%d", apiIP, apiPort), "CA": b.pki.path("ca.crt"), "Token": b.pki.token}); err != nil {
 		return err
 	}
