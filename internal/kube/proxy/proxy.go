@@ -118,14 +118,7 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
-	}
-	// Informers only watch: the default client rate limit would slow the
-	// first listing and every relist after an API server restart.
-	rc.QPS, rc.Burst = 1000, 2000
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := newClient(c.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -138,19 +131,8 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case c.Uplink != "" && planes.tc == nil:
-		// The NodePort programs are the tc plane's; the socket plane's
-		// entries for nodeIP:nodePort serve the node's own sockets only.
-		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
-	case c.Uplink != "":
-		if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
-			return err
-		}
-		if err := planes.tc.SetNodeIP(nodeIP); err != nil {
-			return err
-		}
-		logf("NodePorts and external IPs on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	if err := c.attachUplink(planes, nodeIP, logf); err != nil {
+		return err
 	}
 	health := newHealthServers(logf)
 	defer health.Close()
@@ -203,6 +185,39 @@ func Run(ctx context.Context, c Config) error {
 	logf("synced %d entries (+%d ~%d -%d) in %s", p.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
 	p.Loop(ctx)
 	return linkOr(linkErr, nil)
+}
+
+// newClient is a client of the API server for informers.
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	// Informers only watch: the default client rate limit would slow the
+	// first listing and every relist after an API server restart.
+	rc.QPS, rc.Burst = 1000, 2000
+	return kubernetes.NewForConfig(rc)
+}
+
+// attachUplink puts the NodePort programs on the node's uplink and tells
+// them the node's IP (the tc plane's; the socket plane's node-port and
+// external-IP entries serve the node's own cgroup's sockets only).
+func (c Config) attachUplink(planes *planes, nodeIP netip.Addr, logf func(string, ...any)) error {
+	switch {
+	case c.Uplink == "":
+		return nil
+	case planes.tc == nil:
+		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
+		return nil
+	}
+	if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
+		return err
+	}
+	if err := planes.tc.SetNodeIP(nodeIP); err != nil {
+		return err
+	}
+	logf("NodePorts and external IPs on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	return nil
 }
 
 // linkOr is the link watcher's error if it stopped with one, else err.
