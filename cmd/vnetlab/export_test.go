@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/csv"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // export writes each format of a results file; compare --export junit
@@ -64,5 +68,46 @@ func TestExportCommand(t *testing.T) {
 	}
 	if _, errOut, code := runVnetlab(t, bin, "compare", oldPath, newPath, "--export", "junit"); code == 0 || !strings.Contains(errOut, "want FORMAT:FILE") {
 		t.Errorf("--export junit: exit %d, %q", code, errOut)
+	}
+}
+
+// history over nightly files: exit 0 on a stable history, 1 when the
+// newest two runs dropped 20% (--newest 2), with the cell named; a boundary
+// (another kernel) is printed.
+func TestHistoryCommand(t *testing.T) {
+	bin := vnetlabBin(t)
+	dir := t.TempDir()
+	base := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	write := func(i int, level float64, kernel string) {
+		c := cellOf("bridge", "tcp_crr", "conn/s", level*0.99, level*1.01, level, level*0.995, level*1.005)
+		f := &results.File{SchemaVersion: 1, Cells: []*results.Cell{c},
+			Metadata: results.Metadata{Vnetlab: "v1", Kernel: kernel, CPUs: 2, Start: base.Add(time.Duration(i) * 24 * time.Hour)}}
+		if err := results.Write(filepath.Join(dir, fmt.Sprintf("night-%02d.json", i)), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		write(i, 10000*(1+0.01*float64(i%3-1)), "6.18.0")
+	}
+	out, errOut, code := runVnetlab(t, bin, "history", dir, "--detect", "--newest", "2")
+	if code != 0 || !strings.Contains(out, "bridge/pod/tcp_crr (conn/s): 12 runs") || !strings.Contains(out, "no significant change") {
+		t.Errorf("stable history: exit %d, %s%s", code, out, errOut)
+	}
+	write(12, 8000, "6.18.0")
+	write(13, 8000, "6.18.0")
+	out, errOut, code = runVnetlab(t, bin, "history", dir, "--detect", "--newest", "2", "-o", filepath.Join(dir, "report"))
+	if code != 1 || !strings.Contains(errOut, "1 of 1 cells regressed significantly in the newest run: bridge/pod/tcp_crr (×0.8") {
+		t.Errorf("drop in the newest runs: exit %d, %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report", "history-bridge-pod-tcp_crr.svg")); err != nil {
+		t.Error(err)
+	}
+	write(14, 8000, "6.19.0")
+	out, _, _ = runVnetlab(t, bin, "history", dir)
+	if !strings.Contains(out, "boundary before run 15 (night-14.json): kernel 6.18.0 -> 6.19.0") {
+		t.Errorf("kernel boundary not printed:\n%s", out)
+	}
+	if _, errOut, code := runVnetlab(t, bin, "history", dir, "--across", "moon"); code == 0 || !strings.Contains(errOut, "use kernel, cpus or version") {
+		t.Errorf("--across moon: exit %d, %q", code, errOut)
 	}
 }
