@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -267,16 +266,5 @@ func (h *History) Write(dir string) ([]string, error) {
 		files[s.ChartFile()] = []byte(h.Chart(s).SVG(true))
 		order = append(order, s.ChartFile())
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("history directory: %w", err)
-	}
-	var written []string
-	for _, name := range order {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, files[name], 0o644); err != nil {
-			return written, err
-		}
-		written = append(written, p)
-	}
-	return written, nil
+	return report.WriteFiles(dir, order, files)
 }

@@ -151,15 +151,7 @@ func rangeTicks(lo, hi float64) []float64 {
 	}
 	span := hi - lo
 	lo, hi = lo-span*0.05, hi+span*0.05
-	raw := (hi - lo) / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*mag >= raw {
-			step = m * mag
-			break
-		}
-	}
+	step := niceStep(hi - lo)
 	var t []float64
 	for v := math.Floor(lo/step) * step; ; v += step {
 		t = append(t, math.Round(v/step)*step)
