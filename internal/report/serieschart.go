@@ -94,7 +94,7 @@ func (c *SeriesChart) layout() *scene {
 	}
 	add(shape{kind: "line", x: seriesLeft, y: top, x2: seriesLeft, y2: bottom, stroke: "#888", width: 1})
 	add(shape{kind: "line", x: seriesLeft, y: bottom, x2: seriesLeft + plotW, y2: bottom, stroke: "#888", width: 1})
-	add(shape{kind: "text", x: 14, y: top - 6, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
+	add(shape{kind: "text", x: 14, y: top - 14, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
 
 	for _, m := range c.Marks {
 		x := seriesLeft + step*float64(m.Before)
