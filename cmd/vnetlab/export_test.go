@@ -4,12 +4,16 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -109,5 +113,22 @@ func TestHistoryCommand(t *testing.T) {
 	}
 	if _, errOut, code := runVnetlab(t, bin, "history", dir, "--across", "moon"); code == 0 || !strings.Contains(errOut, "use kernel, cpus or version") {
 		t.Errorf("--across moon: exit %d, %q", code, errOut)
+	}
+}
+
+// run and kube run take --export, checked when the flags are parsed (before
+// any lab or cluster exists); kube run carries it to what it executes.
+func TestExportFlagOnRuns(t *testing.T) {
+	var r runFlags
+	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	f.SetOutput(io.Discard)
+	r.register(f)
+	if err := f.Parse([]string{"--export", "xml:r.xml"}); err == nil || !strings.Contains(err.Error(), `export format "xml" is unknown`) {
+		t.Errorf("run --export xml:r.xml: %v", err)
+	}
+	dir := t.TempDir()
+	k, err := resolveKubeRun(t, "--cluster", "k", "--export", "junit:"+dir+"/k.xml", "--export", "csv:"+dir+"/k.csv")
+	if err != nil || len(k.exports) != 2 || k.exports[1].Format != export.CSV {
+		t.Errorf("kube run --export: %v, %v", k.exports, err)
 	}
 }
