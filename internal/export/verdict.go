@@ -58,7 +58,7 @@ func CellVerdicts(f *results.File) []Verdict {
 		v := Verdict{Suite: SuiteRun, Name: c.ID().String(), Cell: c.ID(), Verdict: st.String(), Measurement: c.Unit}
 		switch st {
 		case analysis.OK:
-			v.Message = fmt.Sprintf("median %s %s over %d valid samples", num(c.Median), c.Unit, c.Valid)
+			v.Message = fmt.Sprintf("median %.6g %s over %d valid samples", c.Median, c.Unit, c.Valid)
 		case analysis.Failed:
 			v.Message = fmt.Sprintf("no valid sample out of %d%s", len(c.Samples), firstError(c))
 		case analysis.FailedAsExpected:
