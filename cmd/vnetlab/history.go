@@ -78,7 +78,7 @@ Examples:
 				if err != nil {
 					return err
 				}
-				stderrf("history written: %s (and %d charts in %s)", files[0], len(files)-1, dir)
+				stderrf("history written: %s (and %d chart files, .svg and .png, in %s)", files[0], len(files)-1, dir)
 			}
 			if reg := h.Regressions(); len(reg) > 0 {
 				var names []string
@@ -96,6 +96,6 @@ Examples:
 	f.StringSliceVar(&across, "across", nil, "boundary kinds detection may run across: kernel, cpus, version (never silently: the output names them)")
 	f.IntVar(&o.Newest, "newest", 1, "a worse change in this many newest runs fails the command")
 	f.Float64Var(&o.EDivisive.Alpha, "alpha", 0.05, "significance level of each change point's permutation test")
-	f.StringVarP(&dir, "output", "o", "", "write history.md and one SVG chart per cell into this directory")
+	f.StringVarP(&dir, "output", "o", "", "write history.md and one chart per cell (.svg and .png) into this directory")
 	return cmd
 }

@@ -186,7 +186,7 @@ func TestWriteAndLoad(t *testing.T) {
 	}
 	h := detect(t, loaded, Options{Cells: results.CellPatterns{"bridge/*/tcp_crr"}})
 	files, err := h.Write(filepath.Join(dir, "out"))
-	if err != nil || len(files) != 2 || filepath.Base(files[1]) != "history-bridge-pod-tcp_crr.svg" {
+	if err != nil || len(files) != 3 || filepath.Base(files[1]) != "history-bridge-pod-tcp_crr.svg" || filepath.Base(files[2]) != "history-bridge-pod-tcp_crr.png" {
 		t.Fatalf("Write: %v, %v", files, err)
 	}
 	svg, _ := os.ReadFile(files[1])

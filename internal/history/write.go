@@ -255,7 +255,7 @@ func levels(s *Series, cuts []int) []report.SeriesLevel {
 	return out
 }
 
-// Write renders history.md and a chart per series into dir (in memory
+// Write renders history.md and a chart per series (.svg and .png) into dir (in memory
 // first, so a failure leaves nothing half-written) and returns the files.
 func (h *History) Write(dir string) ([]string, error) {
 	var md bytes.Buffer
@@ -263,8 +263,14 @@ func (h *History) Write(dir string) ([]string, error) {
 	files := map[string][]byte{"history.md": md.Bytes()}
 	order := []string{"history.md"}
 	for _, s := range h.Series {
-		files[s.ChartFile()] = []byte(h.Chart(s).SVG(true))
-		order = append(order, s.ChartFile())
+		chart := h.Chart(s)
+		png, err := chart.PNG()
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", s.ChartFile(), err)
+		}
+		pngFile := strings.TrimSuffix(s.ChartFile(), ".svg") + ".png"
+		files[s.ChartFile()], files[pngFile] = []byte(chart.SVG(true)), png
+		order = append(order, s.ChartFile(), pngFile)
 	}
 	return report.WriteFiles(dir, order, files)
 }
