@@ -209,7 +209,7 @@ func (h *History) Chart(s *Series) *report.SeriesChart {
 		}
 		prevRun = pt.Run
 		cell := pt.Cell
-		sp := report.SeriesPoint{Label: h.Runs[pt.Run].Start().UTC().Format("01-02 15:04"), Failed: pt.Failed(),
+		sp := report.SeriesPoint{Label: h.pointLabel(pt.Run), Failed: pt.Failed(),
 			Tip: fmt.Sprintf("%s, %s: %s %s (n=%d)", runName(pt.Run), filepath.Base(h.Runs[pt.Run].File), pointText(pt), s.Unit, len(pt.Values))}
 		if !pt.Failed() {
 			sp.Value = cell.Median
@@ -228,6 +228,16 @@ func (h *History) Chart(s *Series) *report.SeriesChart {
 		c.Levels = levels(s, cuts)
 	}
 	return c
+}
+
+// pointLabel is a run's x-axis label: its number and its day, or its time
+// of day when every run is from one day.
+func (h *History) pointLabel(run int) string {
+	layout := "01-02"
+	if first, last := h.Runs[0].Start().UTC(), h.Runs[len(h.Runs)-1].Start().UTC(); first.YearDay() == last.YearDay() && first.Year() == last.Year() {
+		layout = "15:04"
+	}
+	return fmt.Sprintf("#%d %s", run+1, h.Runs[run].Start().UTC().Format(layout))
 }
 
 // levels is the pooled median of each segment between cuts.
