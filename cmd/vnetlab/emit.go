@@ -5,14 +5,15 @@ import (
 	"os"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // emitResults prints the table and summary of a finished run, writes the
-// results JSON and the report when asked, and returns runErr, or an error
-// naming the cells that failed unexpectedly.
-func emitResults(res *results.File, output, reportDir string, runErr error) error {
+// results JSON, the report and the exports when asked, and returns runErr,
+// or an error naming the cells that failed unexpectedly.
+func emitResults(res *results.File, output, reportDir string, exports export.Flag, runErr error) error {
 	report.Table(os.Stdout, res, false)
 	report.Summary(os.Stdout, res)
 	if output != "" {
@@ -25,6 +26,9 @@ func emitResults(res *results.File, output, reportDir string, runErr error) erro
 		if err := writeReport(reportDir, res, resultsDir(output)); err != nil {
 			return fmt.Errorf("--report %s: %w", reportDir, err)
 		}
+	}
+	if err := exports.Results(res); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return runErr

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
@@ -26,6 +27,7 @@ type kubeRunFlags struct {
 	cf                               clusterFlags
 	paths, placements, nodes, tests  []string
 	out, reportDir, img, label, file string
+	exports                          export.Flag
 	readyTimeout                     time.Duration
 	spec                             runner.Spec // only the measurement settings are used
 }
@@ -38,6 +40,7 @@ type kubeRun struct {
 	opts      measure.Options
 	out       string
 	reportDir string
+	exports   export.Flag
 	label     string
 	scenario  string
 	table     *scenario.Kube // kube.clusters: several local clusters, one after the other (kube_table.go)
@@ -94,6 +97,7 @@ func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.label, "label", "", "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
 	f.StringVarP(&r.out, "output", "o", "", "write the results JSON here")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")
+	export.AddFlag(f, &r.exports)
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML with a kube: section (flags given too override it)")
 	f.DurationVar(&r.readyTimeout, "ready-timeout", measure.DefaultReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
 }
@@ -125,6 +129,7 @@ func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
 			k.table = sk
 		}
 	}
+	k.exports = r.exports
 	var err error
 	f.Visit(func(fl *pflag.Flag) {
 		if ok, ferr := applyMeasureFlag(fl.Name, &k.spec, r.spec, r.tests); ok {
@@ -238,7 +243,7 @@ func (k *kubeRun) execute(ctx context.Context) error {
 	runErr := runner.Execute(ctx, spec, planned, newProgress())
 	res.Metadata = meta
 	res.Metadata.End = time.Now().UTC()
-	return emitResults(res, k.out, k.reportDir, runErr)
+	return emitResults(res, k.out, k.reportDir, k.exports, runErr)
 }
 
 // vnetlabImage is this vnetlab's image reference; a local cluster gets the

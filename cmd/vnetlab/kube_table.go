@@ -94,7 +94,7 @@ func (k *kubeRun) executeTable(ctx context.Context) error {
 	analysis.Analyze(res.Cells, spec.Summary)
 	res.Metadata = meta
 	res.Metadata.End = time.Now().UTC()
-	return emitResults(res, k.out, k.reportDir, runErr)
+	return emitResults(res, k.out, k.reportDir, k.exports, runErr)
 }
 
 func cniText(c scenario.KubeCluster) string {

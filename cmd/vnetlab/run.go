@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
@@ -27,6 +28,7 @@ type runFlags struct {
 	spec                    runner.Spec
 	modes, tests, opts      []string
 	file, output, reportDir string
+	exports                 export.Flag
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,7 +88,7 @@ Examples:
 			if spec.Profile {
 				relativeProfileDirs(res, output)
 			}
-			return emitResults(res, output, r.reportDir, err)
+			return emitResults(res, output, r.reportDir, r.exports, err)
 		},
 	}
 	r.register(cmd.Flags())
@@ -116,6 +118,7 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.Summary.CIMethod, "ci-method", def.Summary.CIMethod, "95% CI of each cell: bootstrap-median or student-t-mean")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
+	export.AddFlag(f, &r.exports)
 	f.BoolVar(&s.Profile, "profile", false, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with vnetlab explain)")
 	f.StringSliceVar(&s.Cells, "cells", nil, "measure only the matrix cells whose names match these patterns (mode/path/test as the table names them, e.g. veth-routed/service(ebpf+10000)/tcp_crr; * within one part); labs no such cell needs are not built")
 	f.StringVar(&s.ProfileDir, "profile-dir", "", "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os/exec"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -86,28 +85,10 @@ type Spec struct {
 }
 
 // Wants says whether the cell named id is measured (Cells).
-func (s Spec) Wants(id results.CellID) bool {
-	if len(s.Cells) == 0 {
-		return true
-	}
-	name := id.String()
-	for _, pat := range s.Cells {
-		if ok, _ := path.Match(pat, name); ok {
-			return true
-		}
-	}
-	return false
-}
+func (s Spec) Wants(id results.CellID) bool { return results.CellPatterns(s.Cells).Match(id) }
 
 // checkCells refuses a malformed pattern before anything is built.
-func checkCells(cells []string) error {
-	for _, pat := range cells {
-		if _, err := path.Match(pat, ""); err != nil {
-			return fmt.Errorf("cells pattern %q is malformed (%v): use names like veth-routed/service(ebpf+10000)/tcp_crr, * within one part", pat, err)
-		}
-	}
-	return nil
-}
+func checkCells(cells []string) error { return results.CellPatterns(cells).Check() }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
 // (doctor.DefaultModes) with iperf3's tcp_stream, 5 samples of 4 s, between
