@@ -20,6 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -62,16 +63,16 @@ func newKubeUpCmd() *cobra.Command {
 				return err
 			}
 			fmt.Printf("cluster %s up in %s: %d nodes Ready, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), cluster.ProxyText(st.Facts), st.Facts[cluster.FactCNI], st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
+				len(st.Nodes), cluster.Network(st).ProxyText(), cluster.Network(st).CNIText(), st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
-	cmd.Flags().StringVar(&spec.Proxy, "proxy", "iptables", "Service proxy: kube-proxy mode iptables or nftables, or vnetlab's own (vnetlab kube-proxy, no kube-proxy process): vnetlab-ebpf (tc programs on the pods' veths) or vnetlab-sock (socket programs on the node's cgroup)")
-	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy vnetlab-ebpf: also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
-	cmd.Flags().StringVar(&spec.CNI, "cni", cluster.CNIBridge, "CNI plugin wiring the pods: bridge (Debian's bridge + host-local) or vnetlab (vnetlab's modes, docs/cni.md)")
+	cmd.Flags().StringVar(&spec.Proxy, "proxy", network.DefaultProxy, network.ProxyHelp())
+	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
+	cmd.Flags().StringVar(&spec.CNI, "cni", network.CNIBridge, "CNI plugin wiring the pods: "+network.CNIBridge+" (Debian's bridge + host-local) or "+network.CNIVnetlab+" (vnetlab's modes, docs/cni.md)")
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
 }
@@ -113,7 +114,7 @@ func newKubeLsCmd() *cobra.Command {
 			}
 			fmt.Printf("%-12s %-10s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "PROXY", "API SERVER", "CREATED")
 			for _, c := range cs {
-				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.ProxyText(c.Facts), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
+				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.Network(c).ProxyText(), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
 			}
 			return nil
 		},

@@ -70,7 +70,7 @@ func (k *kubeRun) executeTable(ctx context.Context) error {
 			break
 		}
 		stderrf("configuration %d/%d %s: cluster %s, CNI %s, proxy %s, %d nodes (%s into the run)", i+1, n, c.Name, c.Cluster,
-			cniText(c), c.Proxy, c.Nodes, time.Since(meta.Start).Round(time.Second))
+			c.Spec().Network().CNIText(), c.Proxy, c.Nodes, time.Since(meta.Start).Round(time.Second))
 		cl, err := k.measureConfig(ctx, c, spec, extraTests, res)
 		if cl != nil {
 			meta.Clusters = append(meta.Clusters, *cl)
@@ -95,17 +95,6 @@ func (k *kubeRun) executeTable(ctx context.Context) error {
 	res.Metadata = meta
 	res.Metadata.End = time.Now().UTC()
 	return emitResults(res, k.out, k.reportDir, runErr)
-}
-
-func cniText(c scenario.KubeCluster) string {
-	if c.CNI == cluster.CNIVnetlab {
-		mode := c.CNIMode
-		if mode == "" {
-			mode = cluster.DefaultCNIMode
-		}
-		return "vnetlab " + mode
-	}
-	return c.CNI
 }
 
 // measureConfig measures one configuration: its cluster up (or reused),
@@ -143,7 +132,7 @@ func (k *kubeRun) measureConfig(ctx context.Context, c scenario.KubeCluster, spe
 			stderrf("warning: deleting namespace %s: %v", s.Namespace, cerr)
 		}
 	}()
-	cl := s.Detect(ctx, map[string]string{"cni": st.Facts[cluster.FactCNI], "proxy": cluster.ProxyText(st.Facts)})
+	cl := s.Detect(ctx, map[string]string{"cni": st.Facts[cluster.FactCNI], "proxy": cluster.Network(st).ProxyText()})
 	cl.Name, cl.Image = c.Name, opts.Image
 	planned, err := planCells(s, spec.Engine, spec.Tests, c.Name, c.Proxy, 0, nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
 
@@ -101,10 +102,10 @@ func (s *Scenario) validateClusters() error {
 			c.Cluster = fmt.Sprintf("kt%d", i+1)
 		}
 		if c.CNI == "" {
-			c.CNI = cluster.CNIBridge
+			c.CNI = network.CNIBridge
 		}
 		if c.Proxy == "" {
-			c.Proxy = "iptables"
+			c.Proxy = network.DefaultProxy
 		}
 		if c.Nodes == 0 {
 			c.Nodes = 2
@@ -123,12 +124,11 @@ func (s *Scenario) validateClusters() error {
 			return s.clusterErrAt(i, "cluster", "%q is also kube.clusters[%d]'s cluster: give each configuration its own cluster name", c.Cluster, j)
 		}
 		clusters[c.Cluster] = i
-		if !slices.Contains(cluster.CNIs, c.CNI) {
-			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(cluster.CNIs, ", "))
+		if !slices.Contains(network.CNIs, c.CNI) {
+			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(network.CNIs, ", "))
 		}
-		proxies := slices.Concat(cluster.ProxyModes, cluster.VnetlabProxies)
-		if !slices.Contains(proxies, c.Proxy) {
-			return s.clusterErrAt(i, "proxy", "unknown proxy %q (known: %s)", c.Proxy, strings.Join(proxies, ", "))
+		if _, err := network.GetProxy(c.Proxy); err != nil {
+			return s.clusterErrAt(i, "proxy", "%v", err)
 		}
 		if c.Nodes < 1 {
 			return s.clusterErrAt(i, "nodes", "%d is below the minimum 1", c.Nodes)

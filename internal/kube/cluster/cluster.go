@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -29,6 +28,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -53,16 +53,13 @@ const (
 	waitReady = 3 * time.Minute
 )
 
-// Proxy modes kube-proxy can run in.
-var ProxyModes = []string{"iptables", "nftables"}
-
 // Spec is what `kube up` builds.
 type Spec struct {
 	Name  string
 	Nodes int
-	Proxy string
-	// CNI wires the pods: CNIBridge ("" too) or CNIVnetlab with CNIMode
-	// (cni.go).
+	Proxy string // one of network.Proxies
+	// CNI wires the pods: network.CNIBridge ("" too) or network.CNIVnetlab
+	// with CNIMode (cni.go).
 	CNI, CNIMode string
 	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
 	// translate the pods' connections too (proxy.Config.SocketLB).
@@ -76,17 +73,47 @@ const (
 	FactVersion    = "version"
 	FactProxy      = "proxy"
 	FactImage      = "image"
-	FactCNI        = "cni"
-	FactSocketLB   = "socket_lb" // "true" with --socket-lb
+	FactCNI        = "cni"        // network.Network.CNIText(), for people
+	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
+	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab
+	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
 )
 
-// ProxyText is a cluster's proxy as its facts say, for people: "vnetlab-ebpf
-// + socket LB" with --socket-lb.
-func ProxyText(facts map[string]string) string {
-	if facts[FactSocketLB] == "true" {
-		return facts[FactProxy] + " + socket LB"
+// Network is the cluster's network as its facts say (clusters built before
+// the cni_plugin fact: read back from its text).
+func Network(st *lab.State) network.Network {
+	f := st.Facts
+	if f[FactCNIPlugin] == "" {
+		n := network.FromText(f[FactCNI], f[FactProxy])
+		n.SocketLB = f[FactSocketLB] == "true"
+		return n
 	}
-	return facts[FactProxy]
+	return network.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true"}
+}
+
+// Network is the network the spec builds (the default CNI and mode filled in).
+func (s Spec) Network() network.Network {
+	n := network.Network{CNI: s.CNI, Proxy: s.Proxy, SocketLB: s.SocketLB}
+	if n.CNI == "" {
+		n.CNI = network.CNIBridge
+	}
+	if n.CNI == network.CNIVnetlab {
+		n.CNIMode = s.cniMode()
+	}
+	return n
+}
+
+// networkFacts are the facts that record the spec's network.
+func (s Spec) networkFacts() map[string]string {
+	n := s.Network()
+	f := map[string]string{FactProxy: n.Proxy, FactCNI: n.CNIText(), FactCNIPlugin: n.CNI}
+	if n.CNIMode != "" {
+		f[FactCNIMode] = n.CNIMode
+	}
+	if n.SocketLB {
+		f[FactSocketLB] = "true"
+	}
+	return f
 }
 
 // Validate says what is wrong with a spec and how to fix it.
@@ -100,15 +127,14 @@ func (s Spec) Validate() error {
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
-	if s.SocketLB && s.Proxy != "vnetlab-ebpf" {
-		return fmt.Errorf("--proxy %s with --socket-lb: socket LB is an option of --proxy vnetlab-ebpf (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy)
+	p, err := network.GetProxy(s.Proxy)
+	if err != nil {
+		return fmt.Errorf("--proxy %q: %s", s.Proxy, network.ProxyHelp())
 	}
-	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
-		if s.Proxy == m {
-			return nil
-		}
+	if s.SocketLB && !p.SocketLB {
+		return fmt.Errorf("--proxy %s with --socket-lb: socket LB is an option of --proxy %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
 	}
-	return fmt.Errorf("--proxy %q: kube-proxy modes are %s; vnetlab's own: %s", s.Proxy, strings.Join(ProxyModes, ", "), strings.Join(VnetlabProxies, ", "))
+	return nil
 }
 
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
@@ -168,7 +194,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err := preflight(); err != nil {
 		return nil, err
 	}
-	if IsVnetlabProxy(spec.Proxy) {
+	if network.IsVnetlab(spec.Proxy) {
 		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
 		if _, err := cgroup.Root(); err != nil {
 			return nil, fmt.Errorf("--proxy %s: %w", spec.Proxy, err)
@@ -226,10 +252,8 @@ func preflight() error {
 func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
-	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact(), FactDNS: dnsIP.String()}
-	if b.spec.SocketLB {
-		st.Facts[FactSocketLB] = "true"
-	}
+	st.Facts = b.spec.networkFacts()
+	st.Facts[FactVersion], st.Facts[FactDNS] = binaries.Version, dnsIP.String()
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
@@ -314,7 +338,7 @@ func (b *builder) build(ctx context.Context) error {
 	}
 	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, dnsIP)
 	query := func(server, name string) ([]net.IP, error) { return QueryA(ctx, b.nodes[0].ns, server, name) }
-	if IsVnetlabProxy(b.spec.Proxy) {
+	if network.IsVnetlab(b.spec.Proxy) {
 		// vnetlab's proxy translates ClusterIPs for the sockets of the
 		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
 		// namespace): ask from a process of the node.
@@ -589,7 +613,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
 		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
-	if b.spec.CNI == CNIVnetlab {
+	if b.spec.CNI == network.CNIVnetlab {
 		if err := b.writeVnetlabCNI(n); err != nil {
 			return err
 		}
