@@ -7,6 +7,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 // clusterFlags choose a cluster: a kubeconfig (and context) or a local
@@ -21,9 +22,9 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
 }
 
-// resolve returns the kubeconfig path and the local cluster's facts (nil
+// resolve returns the kubeconfig path and the local cluster's network (nil
 // for another cluster).
-func (f *clusterFlags) resolve() (string, map[string]string, error) {
+func (f *clusterFlags) resolve() (string, *network.Network, error) {
 	if f.cluster == "" {
 		return f.kubeconfig, nil, nil
 	}
@@ -34,7 +35,8 @@ func (f *clusterFlags) resolve() (string, map[string]string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return st.Facts[cluster.FactKubeconfig], st.Facts, nil
+	n := cluster.Network(st)
+	return st.Facts[cluster.FactKubeconfig], &n, nil
 }
 
 func newKubeCleanCmd() *cobra.Command {

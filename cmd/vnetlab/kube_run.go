@@ -221,11 +221,7 @@ func (k *kubeRun) execute(ctx context.Context) error {
 			stderrf("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", s.Namespace, cerr)
 		}
 	}()
-	var known map[string]string
-	if local != nil {
-		known = map[string]string{"cni": local[cluster.FactCNI], "proxy": local[cluster.FactProxy]}
-	}
-	meta.Cluster = s.Detect(ctx, known)
+	meta.Cluster = s.Detect(ctx, local)
 	meta.Cluster.Name, meta.Cluster.Image = label, opts.Image
 	res := &results.File{SchemaVersion: results.SchemaVersion}
 	planned, err := planCells(s, spec.Engine, spec.Tests, label, "", 0, nil)

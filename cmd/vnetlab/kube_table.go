@@ -132,7 +132,8 @@ func (k *kubeRun) measureConfig(ctx context.Context, c scenario.KubeCluster, spe
 			stderrf("warning: deleting namespace %s: %v", s.Namespace, cerr)
 		}
 	}()
-	cl := s.Detect(ctx, map[string]string{"cni": st.Facts[cluster.FactCNI], "proxy": cluster.Network(st).ProxyText()})
+	net := cluster.Network(st)
+	cl := s.Detect(ctx, &net)
 	cl.Name, cl.Image = c.Name, opts.Image
 	planned, err := planCells(s, spec.Engine, spec.Tests, c.Name, c.Proxy, 0, nil)
 	if err != nil {
