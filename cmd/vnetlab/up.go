@@ -94,7 +94,7 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&u.output, "output", "o", "table", "table or json")
-	f.StringVar(&s.Provider, "provider", def.Provider, "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.StringVar(&s.Provider, "provider", def.Provider, "load Services with "+service.NameList()+": the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
 	f.IntVar(&s.Extra, "extra-services", def.Extra, "with --provider: this many generated services too (lookup cost at scale)")
 }
 
@@ -184,7 +184,11 @@ func checkServiceFlags(provider, mode string, extra int, haveSpecs bool) error {
 	if mode == "" {
 		return nil // reported by the caller
 	}
-	return service.Check(provider, mode)
+	m, err := modes.Get(mode)
+	if err != nil {
+		return err
+	}
+	return service.Check(provider, m)
 }
 
 // upServices loads the lab's services with provider and reports the load time.

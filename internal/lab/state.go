@@ -60,6 +60,11 @@ type State struct {
 	Facts    map[string]string         `json:"facts,omitempty"`
 }
 
+// ModeOf is the lab's mode, resolved from the name its state records (the
+// one place a stored lab's mode name becomes the mode; a cluster's, or a
+// mode this vnetlab lacks, is an error).
+func (s *State) ModeOf() (modes.Mode, error) { return modes.Get(s.Mode) }
+
 // NodeState describes a node namespace.
 type NodeState struct {
 	Name   string `json:"name"`

@@ -98,10 +98,10 @@ func (p *plan) build(ctx context.Context) error {
 		}
 		providers := p.spec.Providers
 		if len(providers) == 0 {
-			providers = []string{service.DefaultProviderFor(mv.Mode)}
+			providers = []string{service.DefaultProviderFor(m)}
 		}
 		for _, prov := range providers {
-			if err := service.Check(prov, mv.Mode); err != nil {
+			if err := service.Check(prov, m); err != nil {
 				p.skip(mv, prov, err)
 				continue
 			}
@@ -113,7 +113,7 @@ func (p *plan) build(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, p.prog)
+				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, m, p.prog)
 				if err != nil {
 					p.skip(mv, prov, err)
 					continue
@@ -207,7 +207,7 @@ func pathNames(m map[string]modes.Endpoint) string {
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
-func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (modes.Endpoint, results.Cell, error) {
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, m modes.Mode, prog Progress) (modes.Endpoint, results.Cell, error) {
 	st := l.State
 	c, err := service.Setup(st, provider, n, specs)
 	if err != nil {
@@ -219,7 +219,7 @@ func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv M
 		return modes.Endpoint{}, results.Cell{}, err
 	}
 	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
-		Note: service.Caveat(provider, mv.Mode, mv.Options)}
+		Note: service.Caveat(provider, m, mv.Options)}
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}

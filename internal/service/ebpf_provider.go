@@ -23,9 +23,9 @@ type ebpfProvider struct{}
 
 func init() { Register(ebpfProvider{}) }
 
-func (ebpfProvider) Name() string { return "ebpf" }
-func (ebpfProvider) Summary() string {
-	return "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"
+func (ebpfProvider) Info() Info {
+	return Info{Name: EBPF, Endpoints: true, ModePrograms: true, KeepsEmptyServices: true,
+		Summary: "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"}
 }
 
 // ebpfPlacement is the endpoint placement of each way the mode says the
@@ -51,18 +51,17 @@ func adoptModeEndpoints(st *lab.State, c *Config) {
 	}
 }
 
-// ModeOwnsPrograms says whether a mode attaches vnetlab's eBPF programs
-// itself when it builds the lab (with host routing, or the backends' MACs):
+// ownsPrograms says whether lab st's mode attached vnetlab's eBPF programs
+// itself when it built the lab (with host routing, or the backends' MACs):
 // the provider then only fills the Service maps, and `ep add/del` attach and
 // detach the mode's way.
-func ModeOwnsPrograms(mode string) bool {
-	m, err := modes.Get(mode)
+func ownsPrograms(st *lab.State) bool {
+	m, err := st.ModeOf()
 	return err == nil && m.OwnsDataPlane()
 }
 
-func (ebpfProvider) Supports(mode string) string {
-	m, why := podMode(mode)
-	if why != "" {
+func (ebpfProvider) Supports(m modes.Mode) string {
+	if why := podMode(m); why != "" {
 		return why
 	}
 	if m.Services.EBPF == modes.EBPFNotWired {
@@ -71,16 +70,19 @@ func (ebpfProvider) Supports(mode string) string {
 	return ""
 }
 
-// PlacementFor returns where eBPF programs go in a lab of this mode.
-func PlacementFor(mode string) string {
-	m, err := modes.Get(mode)
-	if err != nil {
-		return PlacementNode
-	}
+// PlacementFor returns where eBPF programs go in a lab of mode m.
+func PlacementFor(m modes.Mode) string {
 	if p, ok := ebpfPlacement[m.Services.EBPF]; ok {
 		return p
 	}
 	return PlacementNode
+}
+
+// labPlacement is PlacementFor lab st's mode (the node end for a mode this
+// vnetlab does not know).
+func labPlacement(st *lab.State) string {
+	m, _ := st.ModeOf()
+	return PlacementFor(m)
 }
 
 // DefaultEndpoints attaches programs for every pod of the lab, as a CNI does
@@ -88,7 +90,7 @@ func PlacementFor(mode string) string {
 func DefaultEndpoints(st *lab.State) []Endpoint {
 	var out []Endpoint
 	for _, p := range st.Pods {
-		out = append(out, Endpoint{Pod: p.Name, NS: p.NS, Ifname: p.Ifname, Placement: PlacementFor(st.Mode)})
+		out = append(out, Endpoint{Pod: p.Name, NS: p.NS, Ifname: p.Ifname, Placement: labPlacement(st)})
 	}
 	return out
 }
@@ -193,7 +195,7 @@ func attach(st *lab.State, pl *tcbpf.Plane, e Endpoint, ns, ifname string) error
 	switch {
 	case e.Placement == PlacementRouted:
 		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
-	case e.Placement == PlacementPod && ebpfAttach(st.Mode) == modes.EBPFPodL2:
+	case e.Placement == PlacementPod && ebpfAttach(st) == modes.EBPFPodL2:
 		_, err = pl.AttachPodL2(e.NS, e.Ifname)
 	case e.Placement == PlacementNode && isBridgePort(ns, ifname):
 		_, err = pl.AttachBridgePort(ns, e.NS, e.Ifname)
@@ -203,8 +205,8 @@ func attach(st *lab.State, pl *tcbpf.Plane, e Endpoint, ns, ifname string) error
 	return err
 }
 
-func ebpfAttach(mode string) modes.EBPFAttach {
-	m, _ := modes.Get(mode)
+func ebpfAttach(st *lab.State) modes.EBPFAttach {
+	m, _ := st.ModeOf()
 	return m.Services.EBPF
 }
 
@@ -286,7 +288,7 @@ func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
 	defer pl.Close()
 	// The eBPF modes' programs are the mode's: back to what it built.
 	var keep []Endpoint
-	if ModeOwnsPrograms(st.Mode) {
+	if ownsPrograms(st) {
 		keep = DefaultEndpoints(st)
 	}
 	if err := syncEndpoints(st, pl, keep); err != nil {

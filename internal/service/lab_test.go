@@ -148,11 +148,11 @@ func TestClusterIPProvidersModes(t *testing.T) {
 						t.Errorf("%s pod-b -> %s:5201 -> pod-a: %v", network, vip, err)
 					}
 				}
-				if p == "ebpf" && (mode == "bridge" || mode == "docker-nat") {
+				if p == EBPF && (mode == "bridge" || mode == "docker-nat") {
 					checkSwitchedToBackend(t, st)
 				}
 				err := roundTrip(a.NS, "tcp4", vip+":5201")
-				if mode != "bridge" || p == "ebpf" {
+				if mode != "bridge" || p == EBPF {
 					if err != nil {
 						t.Errorf("hairpin pod-a -> %s:5201 -> pod-a: %v", vip, err)
 					}
@@ -226,7 +226,7 @@ func TestBridgeNfCallOffBreaksNetfilterProviders(t *testing.T) {
 				t.Fatalf("pod IP (control): %v", err)
 			}
 			err := roundTrip(b.NS, "tcp4", vip+":5201")
-			caveat := Caveat(p, "bridge", opts)
+			caveat := Caveat(p, mode(t, "bridge"), opts)
 			t.Logf("%s clusterIP with nf-call off: %v", p, err)
 			switch p {
 			case "iptables", "nftables":
@@ -262,7 +262,7 @@ func TestThreeBackendsShareConnections(t *testing.T) {
 			if err := c.Add(s); err != nil {
 				t.Fatal(err)
 			}
-			if p == "ebpf" {
+			if i, _ := Describe(p); i.Endpoints {
 				c.Endpoints = DefaultEndpoints(st)
 			}
 			load(t, st, nil, c)

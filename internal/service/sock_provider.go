@@ -4,6 +4,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // ebpf-sock: Services translated at the socket (internal/dataplane/sock,
@@ -15,21 +16,15 @@ import (
 // says where (the runner's engines and `vnetlab exec` start clients there).
 type sockProvider struct{}
 
-// SockProvider is the socket-level provider's name.
-const SockProvider = "ebpf-sock"
-
 func init() { Register(sockProvider{}) }
 
-func (sockProvider) Name() string { return SockProvider }
-func (sockProvider) Summary() string {
-	return "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"
+func (sockProvider) Info() Info {
+	return Info{Name: EBPFSock, KeepsEmptyServices: true,
+		Summary: "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"}
 }
 
 // Supports: any mode with pods (no packet carries the clusterIP).
-func (sockProvider) Supports(mode string) string {
-	_, why := podMode(mode)
-	return why
-}
+func (sockProvider) Supports(m modes.Mode) string { return podMode(m) }
 
 // ClientCgroup is the cgroup a client must start in to use the Services.
 func (sockProvider) ClientCgroup(st *lab.State) (string, error) { return cgroup.LabPath(st.Name) }

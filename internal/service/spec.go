@@ -87,7 +87,7 @@ func NewConfig(st *lab.State, provider string, extra int, specs []Spec) (*Config
 			return nil, err
 		}
 	}
-	if provider == "ebpf" {
+	if i, err := Describe(provider); err == nil && i.Endpoints {
 		c.Endpoints = DefaultEndpoints(st)
 	}
 	return c, c.Validate(st)
