@@ -2,10 +2,11 @@ package service
 
 import (
 	"fmt"
-	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -113,43 +114,32 @@ func (ebpfProvider) sync(st *lab.State, c *Config) error {
 	return syncEndpoints(st, pl, c.Endpoints)
 }
 
-// syncServices makes the Service maps hold c's services (shared by the tc
-// programs and the socket ones).
-func syncServices(pl *tcbpf.Plane, c *Config) error {
-	have, err := pl.ListServices()
+// syncServices makes the Service maps (shared by the tc programs and the
+// socket ones) hold c's services, through the one reconciler Kubernetes'
+// proxy uses too (internal/dataplane/servicemap): only changed entries are
+// touched, and a Service whose backends changed is updated in place, so its
+// live flows keep their backends.
+func syncServices(pl servicemap.Plane, c *Config) error {
+	s, err := servicemap.NewSyncer(pl)
 	if err != nil {
 		return err
 	}
-	loaded := map[Key]string{}
-	for _, s := range have {
-		loaded[Key{s.VIP, s.Port, s.Proto.String()}] = ebpfBackendsKey(s.Backends)
+	want := servicemap.Entries{}
+	for _, sv := range c.All() {
+		es := toEBPF(sv)
+		want[servicemap.Key{VIP: es.VIP, Port: es.Port, Proto: es.Proto}] = slices.SortedFunc(slices.Values(es.Backends), tcbpf.CompareBackends)
 	}
-	want := map[Key]bool{}
-	var add []tcbpf.Service
-	for _, s := range c.All() {
-		es := toEBPF(s)
-		want[s.Key()] = true
-		if b, ok := loaded[s.Key()]; ok {
-			if b == ebpfBackendsKey(es.Backends) {
-				continue
-			}
-			// Backends changed: the maps have no replace, so for a moment
-			// new flows of this service are not translated.
-			if err := pl.DelService(es.VIP, es.Port, es.Proto); err != nil {
-				return err
-			}
-		}
-		add = append(add, es)
+	// One owner: the lab's services are one set; Prune deletes the entries
+	// the set no longer has.
+	if _, err := s.Sync(labServices, want); err != nil {
+		return err
 	}
-	for _, s := range have {
-		if !want[Key{s.VIP, s.Port, s.Proto.String()}] {
-			if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
-				return err
-			}
-		}
-	}
-	return pl.AddServices(add)
+	_, err = s.Prune()
+	return err
 }
+
+// labServices owns every entry of a lab's maps (servicemap.Syncer's owner).
+const labServices = "lab"
 
 // syncEndpoints attaches the programs for c's endpoints and detaches others.
 func syncEndpoints(st *lab.State, pl *tcbpf.Plane, eps []Endpoint) error {
@@ -294,20 +284,7 @@ func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
 	if err := syncEndpoints(st, pl, keep); err != nil {
 		return err
 	}
-	return delServices(pl)
-}
-
-func delServices(pl *tcbpf.Plane) error {
-	have, err := pl.ListServices()
-	if err != nil {
-		return err
-	}
-	for _, s := range have {
-		if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
-			return err
-		}
-	}
-	return nil
+	return syncServices(pl, &Config{})
 }
 
 func toEBPF(s Service) tcbpf.Service {
@@ -317,12 +294,4 @@ func toEBPF(s Service) tcbpf.Service {
 		es.Backends = append(es.Backends, tcbpf.Backend{IP: b.IP, Port: b.Port})
 	}
 	return es
-}
-
-func ebpfBackendsKey(bs []tcbpf.Backend) string {
-	k := ""
-	for _, b := range bs {
-		k += netip.AddrPortFrom(b.IP, b.Port).String() + ","
-	}
-	return k
 }

@@ -81,7 +81,7 @@ func (sockProvider) Remove(st *lab.State, _ *Config) error {
 	if err := pl.Detach(); err != nil {
 		return err
 	}
-	return delServices(pl.Plane)
+	return syncServices(pl.Plane, &Config{})
 }
 
 // ClientPlacer is implemented by providers whose Services act only for

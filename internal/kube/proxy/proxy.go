@@ -245,13 +245,13 @@ func Run(ctx context.Context, c Config) error {
 	for _, o := range svcInf.Informer().GetStore().List() {
 		k, _ := cache.MetaNamespaceKeyFunc(o)
 		ch, err := sync(k)
-		total.add(ch)
+		total.Add(ch)
 		if err != nil {
 			logf("service %s: %v", k, err)
 		}
 	}
 	pruned, err := syncer.Prune()
-	total.add(pruned)
+	total.Add(pruned)
 	if err != nil {
 		logf("prune: %v", err)
 	}
