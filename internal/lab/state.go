@@ -216,6 +216,16 @@ func Record(name, kind, value string) error {
 	return j.Record(kind, value)
 }
 
+// Recorder records, in lab's journal, paths about to be created under the
+// kinds down and clean remove (sock.Setup's Tracker).
+type Recorder string
+
+// Cgroup records a cgroup directory.
+func (r Recorder) Cgroup(path string) error { return Record(string(r), KindCgroup, path) }
+
+// Pin records a bpffs path.
+func (r Recorder) Pin(path string) error { return Record(string(r), KindPin, path) }
+
 // Record appends one object.
 func (j *Journal) Record(kind, value string) error {
 	_, err := fmt.Fprintf(j.f, "%s %s\n", kind, value)

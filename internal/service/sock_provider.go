@@ -34,42 +34,12 @@ func (p sockProvider) Install(st *lab.State, c *Config) error { return p.sync(st
 func (p sockProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (sockProvider) sync(st *lab.State, c *Config) error {
-	// Journal the cgroup before it exists (down removes it, and the lab's
-	// pins go with its bpffs directory).
-	cg, err := cgroup.LabPath(st.Name)
-	if err != nil {
-		return err
-	}
-	if err := lab.Record(st.Name, lab.KindCgroup, cg); err != nil {
-		return err
-	}
-	pl, err := sock.Open(st.Name)
+	pl, _, err := sock.Setup(st.Name, lab.Recorder(st.Name))
 	if err != nil {
 		return err
 	}
 	defer pl.Close()
-	if err := recordPins(st.Name, pl.Created()); err != nil {
-		return err
-	}
-	if !pl.Attached() {
-		a, err := pl.Attach()
-		if err != nil {
-			return err
-		}
-		if err := recordPins(st.Name, a.Pins); err != nil {
-			return err
-		}
-	}
 	return syncServices(pl.Plane, c)
-}
-
-func recordPins(name string, pins []string) error {
-	for _, p := range pins {
-		if err := lab.Record(name, lab.KindPin, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (sockProvider) Remove(st *lab.State, _ *Config) error {
