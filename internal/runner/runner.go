@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -40,7 +41,7 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
 	p.out.Metadata.Settings = spec.settings()
 	if len(p.cells) == 0 && len(spec.Cells) > 0 {
-		return p.out, fmt.Errorf("nothing to run: no cell of the matrix matches --cells %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
+		return p.out, field.Errorf("cells", "nothing to run: no cell of the matrix matches {cells} %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
 	}
 	if len(p.cells) == 0 {
 		return p.out, fmt.Errorf("nothing to run: every mode was skipped")

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
@@ -142,15 +144,12 @@ func (s *Scenario) validateClusters() error {
 		// What kube up itself refuses (a mode this machine lacks, a CNI
 		// and proxy that do not work together), said before anything runs.
 		if err := c.Spec().Validate(); err != nil {
-			field := "cni_mode"
-			if strings.Contains(err.Error(), "--socket-lb") {
-				field = "socket_lb"
-			} else if strings.HasPrefix(err.Error(), "--proxy") {
-				field = "proxy"
-			} else if strings.HasPrefix(err.Error(), "--nodes") {
-				field = "nodes"
+			key := "name"
+			var fe *field.Error
+			if errors.As(err, &fe) {
+				key = fe.Field
 			}
-			return s.clusterErrAt(i, field, "%v", err)
+			return s.clusterErrAt(i, key, "%v", field.Rendered(err, field.Key))
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
@@ -122,17 +123,17 @@ func (s Spec) Validate() error {
 		return err
 	}
 	if s.Nodes < 1 || s.Nodes > maxNodes {
-		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
+		return field.Errorf("nodes", "{nodes} %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
 	}
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
 	p, err := network.GetProxy(s.Proxy)
 	if err != nil {
-		return fmt.Errorf("--proxy %q: %s", s.Proxy, network.ProxyHelp())
+		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, network.ProxyHelp())
 	}
 	if s.SocketLB && !p.SocketLB {
-		return fmt.Errorf("--proxy %s with --socket-lb: socket LB is an option of --proxy %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
+		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if network.IsVnetlab(spec.Proxy) {
 		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
 		if _, err := cgroup.Root(); err != nil {
-			return nil, fmt.Errorf("--proxy %s: %w", spec.Proxy, err)
+			return nil, field.Errorf("proxy", "{proxy} %s: %v", spec.Proxy, err)
 		}
 	}
 	self, err := engine.SelfBinary()

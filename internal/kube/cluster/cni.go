@@ -2,13 +2,13 @@ package cluster
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -25,20 +25,20 @@ func (s Spec) validateCNI() error {
 	switch s.CNI {
 	case "", network.CNIBridge:
 		if s.CNIMode != "" {
-			return fmt.Errorf("--cni-mode %s: modes are vnetlab's plugin's: add --cni vnetlab", s.CNIMode)
+			return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's: add {cni} vnetlab", s.CNIMode)
 		}
 		return nil
 	case network.CNIVnetlab:
 		m, err := modes.Get(s.cniMode())
 		if err != nil || m.Attach == nil {
-			return fmt.Errorf("--cni-mode %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
+			return field.Errorf("cni_mode", "{cni_mode} %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
 		}
 		if err := modes.Available(m); err != nil {
-			return fmt.Errorf("--cni-mode %s: %v (vnetlab doctor says more)", m.Name, err)
+			return field.Errorf("cni_mode", "{cni_mode} %s: %v (vnetlab doctor says more)", m.Name, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("--cni %q: choose %s", s.CNI, strings.Join(network.CNIs, " or "))
+	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(network.CNIs, " or "))
 }
 
 func (s Spec) cniMode() string {
