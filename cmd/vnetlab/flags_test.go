@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/scenario"
 )
 
 func writeScenario(t *testing.T, body string) string {
@@ -25,7 +26,7 @@ func writeScenario(t *testing.T, body string) string {
 
 func resolveRun(t *testing.T, args ...string) (runner.Spec, string, error) {
 	t.Helper()
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	r.register(f)
 	if err := f.Parse(args); err != nil {
@@ -95,7 +96,7 @@ func TestRunCPUAffinity(t *testing.T) {
 	if err != nil || spec.CPUAffinity.String() != "0,1" {
 		t.Errorf("flag over file: %q %v, want 0,1", spec.CPUAffinity, err)
 	}
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	f.SetOutput(io.Discard)
 	r.register(f)
@@ -120,7 +121,7 @@ func TestRunBadFlags(t *testing.T) {
 
 func resolveUp(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var u upFlags
+	u := &upFlags{lab: scenario.DefaultLab(), output: "table"}
 	f := pflag.NewFlagSet("up", pflag.ContinueOnError)
 	u.register(f)
 	if err := f.Parse(args); err != nil {

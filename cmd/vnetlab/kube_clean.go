@@ -17,9 +17,9 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
-	cmd.Flags().StringVar(&f.cluster, "cluster", "", "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", f.kubeconfig, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&f.context, "context", f.context, "kubeconfig context (default: its current context)")
+	cmd.Flags().StringVar(&f.cluster, "cluster", f.cluster, "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
 }
 
 // resolve returns the kubeconfig path and the local cluster's network (nil

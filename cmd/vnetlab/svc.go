@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/service"
 )
 
@@ -31,31 +29,6 @@ the provider updates it in place, so its open connections keep their backends.`,
 	}
 	cmd.AddCommand(newSvcAddCmd(), newSvcLsCmd(), newSvcDelCmd())
 	return cmd
-}
-
-func providerList() string {
-	var b strings.Builder
-	for _, i := range service.Infos() {
-		fmt.Fprintf(&b, "  %-9s %s\n", i.Name, i.Summary)
-	}
-	return b.String()
-}
-
-// defaultProviders says which provider a lab gets when none is named.
-func defaultProviders() string {
-	byProvider := map[string][]string{}
-	for _, m := range modes.All() {
-		if p := service.DefaultProviderFor(m); p != service.DefaultProvider {
-			byProvider[p] = append(byProvider[p], m.Name)
-		}
-	}
-	s := service.DefaultProvider
-	for _, p := range service.Names() {
-		if ms := byProvider[p]; len(ms) > 0 {
-			s += "; " + p + " for " + strings.Join(ms, " and ")
-		}
-	}
-	return s
 }
 
 func newSvcAddCmd() *cobra.Command {
@@ -103,11 +76,6 @@ func newSvcAddCmd() *cobra.Command {
 	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT or POD:PORT (port defaults to the service's); repeatable; none: only with "+keepsEmpty()+", whose programs refuse the Service's clients")
 	f.StringVar(&provider, "provider", "", service.NameList()+" (only when the lab has no services yet; default "+defaultProviders()+")")
 	return cmd
-}
-
-// keepsEmpty names the providers that keep a Service without backends.
-func keepsEmpty() string {
-	return strings.Join(service.NamesWhere(func(i service.Info) bool { return i.KeepsEmptyServices }), " and ")
 }
 
 // serviceKey reads --service.

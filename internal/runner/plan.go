@@ -26,15 +26,7 @@ type plan struct {
 	prog  Progress
 	labs  []*lab.Lab
 	out   *results.File
-	cells []*cellRun
-}
-
-type cellRun struct {
-	cell   *results.Cell
-	target engine.Target
-	driver engine.Driver
-	label  string
-	netns  []string // the lab's namespaces: what a profile counts as the test's
+	cells []Planned
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {
@@ -162,27 +154,20 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
 	return l, nil
 }
 
-// addCells adds a cell per test for one path of a lab; proto carries the
-// fields the path fixes (provider, services).
+// addCells adds the cells of one path of a lab (Spec.Plan); proto carries
+// the fields the path fixes (provider, services).
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell) error {
-	for _, t := range p.spec.Tests {
-		d, err := engine.For(p.spec.Engine, t)
-		if err != nil {
-			return err
-		}
-		c := proto
-		c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
-		if !p.spec.Wants(c.ID()) {
-			continue
-		}
-		if p.spec.Nodes > 1 {
-			c.Nodes = p.spec.Nodes
-		}
-		p.out.Cells = append(p.out.Cells, &c)
-		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(), netns: labNamespaces(l),
-			target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
+	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
+	if p.spec.Nodes > 1 {
+		proto.Nodes = p.spec.Nodes
 	}
-	return nil
+	// The lab's namespaces: what a profile counts as the test's.
+	cells, err := p.spec.Plan(proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+	for _, c := range cells {
+		p.out.Cells = append(p.out.Cells, c.Cell)
+	}
+	p.cells = append(p.cells, cells...)
+	return err
 }
 
 // teardown removes every lab the plan brought up.

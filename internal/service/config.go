@@ -255,8 +255,8 @@ func CheckVIP(st *lab.State, vip netip.Addr) error {
 // Validate checks a whole config against a lab (for scenario files and
 // configs written by hand): addresses, duplicates, backends.
 func (c *Config) Validate(st *lab.State) error {
-	if c.Extra < 0 || c.Extra > MaxExtra {
-		return fmt.Errorf("extra services %d: want 0 to %d (the generated range %s has room for that many)", c.Extra, MaxExtra, GeneratedRange)
+	if err := CheckExtra(c.Extra); err != nil {
+		return fmt.Errorf("extra services %v", err)
 	}
 	seen := map[Key]bool{}
 	for _, s := range c.Services {
