@@ -40,7 +40,7 @@ func defaultProviders() string {
 	s := service.DefaultProvider
 	for _, p := range service.Names() {
 		if ms := byProvider[p]; len(ms) > 0 {
-			s += "; " + p + " for " + strings.Join(ms, " and ")
+			s += "; " + p + " for " + strings.Join(ms, ", ")
 		}
 	}
 	return s
