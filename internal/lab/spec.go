@@ -112,13 +112,25 @@ func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
 // Validate checks everything that can be checked before touching the kernel,
 // so that bad input never leaves anything half-built.
 func (s *Spec) Validate() error {
+	_, err := s.resolve()
+	return err
+}
+
+// resolve is Validate, which resolves the mode's name (the one place a
+// lab's mode name becomes its mode, for Up).
+func (s *Spec) resolve() (modes.Mode, error) {
 	if err := ValidName("lab", s.Name); err != nil {
-		return err
+		return modes.Mode{}, err
 	}
 	m, err := modes.Get(s.Mode)
 	if err != nil {
-		return err
+		return m, err
 	}
+	return m, s.check(m)
+}
+
+// check is Validate with the mode resolved.
+func (s *Spec) check(m modes.Mode) error {
 	if s.PodCIDR == "" {
 		s.PodCIDR = DefaultPodCIDR
 	}
