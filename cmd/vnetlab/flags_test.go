@@ -185,3 +185,18 @@ func TestRunProfileFlags(t *testing.T) {
 		t.Errorf("without --profile: profile %v, dir %q", spec.Profile, spec.ProfileDir)
 	}
 }
+
+// A field's bad value is named as the user gave it: the file's key when
+// the file set it, the flag when the command line did (or nobody did).
+func TestRunErrorsNameTheInput(t *testing.T) {
+	file := writeScenario(t, "mode: veth-routed\nduration: 500ms\nproviders: [nftables]\n")
+	if _, _, err := resolveRun(t, "-f", file); err == nil || !strings.Contains(err.Error(), "duration ("+file+") 500ms is too short") {
+		t.Errorf("from the file: %v", err)
+	}
+	if _, _, err := resolveRun(t, "-f", file, "--duration", "200ms"); err == nil || !strings.Contains(err.Error(), "--duration 200ms is too short") {
+		t.Errorf("from the flag: %v", err)
+	}
+	if _, _, err := resolveRun(t, "-f", file, "--duration", "2s"); err == nil || !strings.Contains(err.Error(), "add it with --paths pod,service") {
+		t.Errorf("a field the file does not set: %v", err)
+	}
+}

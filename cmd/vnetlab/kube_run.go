@@ -18,6 +18,7 @@ type kubeRunFlags struct {
 	cf                   clusterFlags
 	tests                []string
 	out, reportDir, file string
+	sc                   *scenario.Scenario // the file, once read
 }
 
 func newKubeRunFlags(spec bench.Spec, out, reportDir string) *kubeRunFlags {
@@ -63,7 +64,7 @@ Examples:
 			}
 			res, err := bench.Run(cmd.Context(), spec, provenance(r.file), newProgress(), stderrf)
 			if res == nil {
-				return inputErr(err, cmd.Flags(), r.file)
+				return inputErr(err, cmd.Flags(), r.sc)
 			}
 			return emitResults(res, r.out, r.reportDir, err)
 		},
@@ -92,6 +93,7 @@ func (r *kubeRunFlags) resolve(given *pflag.FlagSet) (bench.Spec, error) {
 	spec, out, report := bench.DefaultSpec(), "", ""
 	if r.file != "" {
 		sc, err := scenario.Load(r.file)
+		r.sc = sc
 		if err != nil {
 			return spec, err
 		}
@@ -124,5 +126,5 @@ func (r *kubeRunFlags) resolve(given *pflag.FlagSet) (bench.Spec, error) {
 			}
 		}
 	}
-	return spec, inputErr(spec.Validate(), given, r.file)
+	return spec, inputErr(spec.Validate(), given, r.sc)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/scenario"
 )
 
 // Flags over a scenario file over the defaults, written once for every
@@ -33,13 +34,14 @@ func overlay(from, to *pflag.FlagSet) error {
 	return err
 }
 
-// inputErr names the fields of err as the user gave them: as flags when a
-// flag set them or no scenario file was read, else as the file's keys.
-func inputErr(err error, given *pflag.FlagSet, file string) error {
+// inputErr names the fields of err as the user gave them: as the scenario
+// file's keys where the file (sc, nil: none) set them and no flag did, else
+// as flags.
+func inputErr(err error, given *pflag.FlagSet, sc *scenario.Scenario) error {
 	return field.Rendered(err, func(key string) string {
-		if flag := field.Flag(key); file == "" || given.Changed(flag[2:]) {
+		if flag := field.Flag(key); sc == nil || given.Changed(flag[2:]) || !sc.Sets(key) {
 			return flag
 		}
-		return key + " (" + file + ")"
+		return key + " (" + sc.File() + ")"
 	})
 }

@@ -17,6 +17,7 @@ type runFlags struct {
 	spec                    runner.Spec
 	modes, tests, opts      []string
 	file, output, reportDir string
+	sc                      *scenario.Scenario // the file, once read
 }
 
 // newRunFlags binds to spec, output and report dir (their values the flags' defaults).
@@ -67,7 +68,7 @@ Examples:
 			}
 			res, err := runner.Run(cmd.Context(), spec, provenance(r.file), newProgress())
 			if err != nil && (res == nil || len(res.Cells) == 0) {
-				return inputErr(err, cmd.Flags(), r.file)
+				return inputErr(err, cmd.Flags(), r.sc)
 			}
 			if spec.Profile {
 				relativeProfileDirs(res, output)
@@ -108,6 +109,7 @@ func (r *runFlags) resolve(given *pflag.FlagSet) (runner.Spec, string, error) {
 	spec, output, report := runner.DefaultSpec(), "", ""
 	if r.file != "" {
 		sc, err := scenario.Load(r.file)
+		r.sc = sc
 		if err != nil {
 			return spec, "", err
 		}
@@ -154,5 +156,5 @@ func (r *runFlags) resolve(given *pflag.FlagSet) (runner.Spec, string, error) {
 			spec.Modes[i].Options = o
 		}
 	}
-	return spec, w.output, inputErr(spec.Validate(), given, r.file)
+	return spec, w.output, inputErr(spec.Validate(), given, r.sc)
 }

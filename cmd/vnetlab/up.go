@@ -21,6 +21,7 @@ type upFlags struct {
 	lab          scenario.Lab
 	opts         []string
 	file, output string
+	sc           *scenario.Scenario // the file, once read
 }
 
 func newUpCmd() *cobra.Command {
@@ -59,7 +60,7 @@ Examples:
 			}
 			l, c, err := service.UpLab(cmd.Context(), want.Spec, want.Provider, want.Extra, want.Services, say)
 			if err != nil {
-				return inputErr(err, cmd.Flags(), u.file)
+				return inputErr(err, cmd.Flags(), u.sc)
 			}
 			defer l.Release()
 			if c != nil {
@@ -98,6 +99,7 @@ func (u *upFlags) resolve(given *pflag.FlagSet) (scenario.Lab, error) {
 	want := scenario.DefaultLab()
 	if u.file != "" {
 		sc, err := scenario.Load(u.file)
+		u.sc = sc
 		if err != nil {
 			return want, err
 		}
@@ -118,7 +120,7 @@ func (u *upFlags) resolve(given *pflag.FlagSet) (scenario.Lab, error) {
 	if err := parseOptions(u.opts, want.Spec.Options); err != nil {
 		return want, err
 	}
-	return want, inputErr(want.Validate(), given, u.file)
+	return want, inputErr(want.Validate(), given, u.sc)
 }
 
 func parseOptions(opts []string, into map[string]string) error {

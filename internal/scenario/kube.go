@@ -152,6 +152,13 @@ func (s *Scenario) ForKube() error {
 	return nil
 }
 
+// Sets says whether the file sets key, at the top level or in its kube:
+// section (where the input of a spec's field came from: field.Error).
+func (s *Scenario) Sets(key string) bool { return s.has(key) || s.kubeNode(key) != nil }
+
+// File is the file's path.
+func (s *Scenario) File() string { return s.file }
+
 // has says whether the file sets a top-level key.
 func (s *Scenario) has(key string) bool {
 	if s.root == nil || s.root.Kind != yaml.MappingNode {
