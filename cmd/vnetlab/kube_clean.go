@@ -7,7 +7,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 // clusterFlags choose a cluster: a kubeconfig (and context) or a local
@@ -22,21 +21,19 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.cluster, "cluster", f.cluster, "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
 }
 
-// resolve returns the kubeconfig path and the local cluster's network (nil
-// for another cluster).
-func (f *clusterFlags) resolve() (string, *network.Network, error) {
+// kubeconfigPath is the kubeconfig path the flags name (a local cluster's own).
+func (f *clusterFlags) kubeconfigPath() (string, error) {
 	if f.cluster == "" {
-		return f.kubeconfig, nil, nil
+		return f.kubeconfig, nil
 	}
 	if f.kubeconfig != "" || f.context != "" {
-		return "", nil, fmt.Errorf("give either --cluster or --kubeconfig/--context, not both")
+		return "", fmt.Errorf("give either --cluster or --kubeconfig/--context, not both")
 	}
 	st, err := cluster.Load(f.cluster)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	n := cluster.Network(st)
-	return st.Facts[cluster.FactKubeconfig], &n, nil
+	return st.Facts[cluster.FactKubeconfig], nil
 }
 
 func newKubeCleanCmd() *cobra.Command {
@@ -48,7 +45,7 @@ func newKubeCleanCmd() *cobra.Command {
 (kill -9) before it could delete its own. Nothing without the label is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kubeconfig, _, err := cf.resolve()
+			kubeconfig, err := cf.kubeconfigPath()
 			if err != nil {
 				return err
 			}
