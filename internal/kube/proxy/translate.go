@@ -2,7 +2,8 @@
 // one per node in place of kube-proxy: client-go informers on Services and
 // EndpointSlices, a pure translation of them into the entries of vnetlab's
 // eBPF Service maps (this file), an incremental sync of those entries into
-// the node's maps (sync.go), and the tc programs attached to every pod's
+// the node's maps (internal/dataplane/servicemap's Syncer, servicemap.go),
+// and the tc programs attached to every pod's
 // node-side veth as the CNI makes it (links.go). docs/kubernetes-proxy.md
 // says which Kubernetes semantics it implements.
 package proxy
