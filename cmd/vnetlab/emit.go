@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/export"
@@ -35,4 +37,36 @@ func emitResults(res *results.File, output, reportDir string, exports export.Fla
 	}
 	// A cell that failed as the run predicted is a result, not an error.
 	return analysis.Problems(res.Cells)
+}
+
+// defaultProfileDir: beside the results file (r.json -> r.profile/), else
+// vnetlab-profile/ in the working directory.
+func defaultProfileDir(output string) string {
+	if output == "" {
+		return "vnetlab-profile"
+	}
+	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+}
+
+// resultsDir is the directory of the results file ("." without one): the
+// cells' profile dirs are relative to it.
+func resultsDir(output string) string {
+	if output == "" {
+		return "."
+	}
+	return filepath.Dir(output)
+}
+
+// relativeProfileDirs makes each cell's profile dir relative to the results
+// file's directory, so that the file and its profiles can move together.
+func relativeProfileDirs(res *results.File, output string) {
+	base := resultsDir(output)
+	for _, c := range res.Cells {
+		if c.Profile == nil || c.Profile.Dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
+			c.Profile.Dir = filepath.ToSlash(rel)
+		}
+	}
 }

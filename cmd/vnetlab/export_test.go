@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/export"
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
 // export writes each format of a results file; compare --export junit
@@ -119,7 +122,7 @@ func TestHistoryCommand(t *testing.T) {
 // run and kube run take --export, checked when the flags are parsed (before
 // any lab or cluster exists); kube run carries it to what it executes.
 func TestExportFlagOnRuns(t *testing.T) {
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	f.SetOutput(io.Discard)
 	r.register(f)
@@ -127,7 +130,13 @@ func TestExportFlagOnRuns(t *testing.T) {
 		t.Errorf("run --export xml:r.xml: %v", err)
 	}
 	dir := t.TempDir()
-	k, err := resolveKubeRun(t, "--cluster", "k", "--export", "junit:"+dir+"/k.xml", "--export", "csv:"+dir+"/k.csv")
+	k := newKubeRunFlags(bench.DefaultSpec(), "", "")
+	cmd := &cobra.Command{}
+	k.register(cmd)
+	err := cmd.Flags().Parse([]string{"--cluster", "k", "--export", "junit:" + dir + "/k.xml", "--export", "csv:" + dir + "/k.csv"})
+	if err == nil {
+		_, err = k.resolve(cmd.Flags())
+	}
 	if err != nil || len(k.exports) != 2 || k.exports[1].Format != export.CSV {
 		t.Errorf("kube run --export: %v, %v", k.exports, err)
 	}

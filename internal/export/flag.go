@@ -48,13 +48,7 @@ func (f *Flag) Set(s string) error {
 	return nil
 }
 
-func (f *Flag) String() string {
-	var s []string
-	for _, t := range *f {
-		s = append(s, string(t.Format)+":"+t.File)
-	}
-	return strings.Join(s, ",")
-}
+func (f *Flag) String() string { return strings.Join(f.GetSlice(), ",") }
 
 // Type names the value in --help.
 func (f *Flag) Type() string { return "FORMAT:FILE" }
@@ -95,4 +89,27 @@ func (f Flag) each(render func(Target, *bytes.Buffer) error) error {
 		fmt.Fprintf(os.Stderr, "%s export written to %s\n", t.Format, t.File)
 	}
 	return nil
+}
+
+// Append, Replace and GetSlice make Flag a pflag.SliceValue, so that a
+// command that re-binds its flags (cmd/vnetlab's overlay) copies the
+// targets one by one instead of re-parsing their joined String.
+func (f *Flag) Append(s string) error { return f.Set(s) }
+
+func (f *Flag) Replace(ss []string) error {
+	*f = nil
+	for _, s := range ss {
+		if err := f.Set(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Flag) GetSlice() []string {
+	var s []string
+	for _, t := range *f {
+		s = append(s, string(t.Format)+":"+t.File)
+	}
+	return s
 }
