@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/conformance"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -56,8 +56,8 @@ It exits 1 when a spec fails. Suites (--suite):
 	f.StringVar(&spec.Skip, "skip", "", "a ginkgo skip regular expression instead of the suite's (default "+conformance.DefaultSkip+")")
 	f.StringVar(&spec.Cluster.Name, "name", conformance.DefaultCluster, "the cluster's name (removed at the end)")
 	f.IntVar(&spec.Cluster.Nodes, "nodes", conformance.DefaultNodes, "number of nodes")
-	f.StringVar(&spec.Cluster.Proxy, "proxy", conformance.DefaultProxy, "Service proxy, as kube up's --proxy: "+strings.Join(append(append([]string{}, cluster.ProxyModes...), cluster.VnetlabProxies...), ", "))
-	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy vnetlab-ebpf: translate the pods' connections at the socket too")
+	f.StringVar(&spec.Cluster.Proxy, "proxy", conformance.DefaultProxy, network.ProxyHelp())
+	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": translate the pods' connections at the socket too")
 	f.StringVar(&spec.Cluster.CNI, "cni", "", "CNI plugin, as kube up's --cni (default: vnetlab with vnetlab's proxies, bridge with kube-proxy)")
 	f.StringVar(&spec.Cluster.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+modes.VethEBPF+" when --cni is not given)")
 	f.IntVar(&spec.Procs, "procs", conformance.DefaultProcs, "ginkgo processes running specs in parallel")
@@ -68,9 +68,8 @@ It exits 1 when a spec fails. Suites (--suite):
 }
 
 func printConformance(r *conformance.Result) {
-	fmt.Printf("%s on a %d-node cluster, proxy %s, CNI %s %s\n", r.Spec.Suite, r.Spec.Cluster.Nodes,
-		cluster.ProxyText(map[string]string{cluster.FactProxy: r.Spec.Cluster.Proxy, cluster.FactSocketLB: fmt.Sprint(r.Spec.Cluster.SocketLB)}),
-		r.Spec.Cluster.CNI, r.Spec.Cluster.CNIMode)
+	n := r.Spec.Cluster.Network()
+	fmt.Printf("%s on a %d-node cluster, proxy %s, CNI %s\n", r.Spec.Suite, r.Spec.Cluster.Nodes, n.ProxyText(), n.CNIText())
 	for _, l := range r.Summary {
 		fmt.Println(l)
 	}

@@ -223,7 +223,7 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 	defer func() {
 		if err != nil { // all or nothing
 			for _, s := range ss[:added] {
-				_ = p.DelService(s.VIP, s.Port, s.Proto)
+				_ = p.DelEntry(s)
 			}
 			_ = p.countFilters(ss[added:], -1)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -91,7 +92,7 @@ const (
 	DefaultCluster = "conf"
 	DefaultNodes   = 3 // "NodePort and HealthCheckNodePort ... ExternalTrafficPolicy changes" needs 3
 	DefaultProcs   = 3 // ginkgo processes: measured fine on 2 vCPUs
-	DefaultProxy   = "vnetlab-ebpf"
+	DefaultProxy   = network.VnetlabEBPF
 	DefaultTimeout = 2 * time.Hour
 )
 
@@ -151,11 +152,11 @@ func (s Spec) Resolve() (Spec, error) {
 	if c.CNI == "" {
 		switch {
 		case c.CNIMode != "":
-			c.CNI = cluster.CNIVnetlab
-		case cluster.IsVnetlabProxy(c.Proxy):
-			c.CNI, c.CNIMode = cluster.CNIVnetlab, modes.VethEBPF
+			c.CNI = network.CNIVnetlab
+		case network.IsVnetlab(c.Proxy):
+			c.CNI, c.CNIMode = network.CNIVnetlab, modes.VethEBPF
 		default:
-			c.CNI = cluster.CNIBridge
+			c.CNI = network.CNIBridge
 		}
 	}
 	if err := c.Validate(); err != nil {

@@ -12,6 +12,12 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
+// FlowCleaner forgets the conntrack entries of UDP flows whose backend a
+// frontend no longer has (tcbpf.Plane.ForgetUDPFlows).
+type FlowCleaner interface {
+	ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error)
+}
+
 // planes are what one node's proxy drives: the Service maps (one Plane for
 // the sync, whichever programs read them), the tc programs on the pods'
 // veths (ModeEBPF) and the socket programs on the node's cgroup. Both kinds

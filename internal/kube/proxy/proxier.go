@@ -132,7 +132,7 @@ func (p *Proxier) Sync() (Changes, error) {
 	for _, key := range slices.Sorted(maps.Keys(touched)) {
 		t0 := time.Now()
 		ch, err := p.syncService(key)
-		total.add(ch)
+		total.Add(ch)
 		if err != nil {
 			p.failed[key] = true
 			errs = append(errs, err)
@@ -144,7 +144,7 @@ func (p *Proxier) Sync() (Changes, error) {
 	}
 	if !p.primed {
 		pruned, err := p.syncer.Prune()
-		total.add(pruned)
+		total.Add(pruned)
 		if err != nil {
 			errs = append(errs, err)
 			p.logf("prune: %v", err)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 // Config is one node's proxy.
@@ -52,10 +54,11 @@ type Config struct {
 	Logf           func(string, ...any)
 }
 
-// The data planes Run can drive (kube up's --proxy values).
+// The data planes Run can drive (kube up's --proxy values, named in
+// internal/kube/network).
 const (
-	ModeEBPF = "vnetlab-ebpf"
-	ModeSock = "vnetlab-sock"
+	ModeEBPF = network.VnetlabEBPF
+	ModeSock = network.VnetlabSock
 )
 
 // PodLinks checks that exactly one way to find the pods' veths is set and

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -25,8 +26,6 @@ type fakePlane struct {
 
 func newFakePlane() *fakePlane { return &fakePlane{m: map[Key][]tcbpf.Backend{}} }
 
-func keyOf(s tcbpf.Service) Key { return Key{s.VIP, s.Port, s.Proto, s.External} }
-
 func (f *fakePlane) set(k Key, s tcbpf.Service) {
 	f.m[k] = s.Backends
 	if f.aff == nil {
@@ -39,14 +38,14 @@ func (f *fakePlane) set(k Key, s tcbpf.Service) {
 	}
 	f.marked[k] = s.HasExternal
 	if s.HasExternal {
-		if _, ok := f.m[Key{k.VIP, k.Port, k.Proto, true}]; !ok {
+		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}]; !ok {
 			f.broken = append(f.broken, "marked before its external entry: "+k.String())
 		}
 	}
 }
 
 func (f *fakePlane) AddService(s tcbpf.Service) error {
-	k := keyOf(s)
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
@@ -56,7 +55,7 @@ func (f *fakePlane) AddService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) UpdateService(s tcbpf.Service) error {
-	k := keyOf(s)
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
@@ -66,12 +65,12 @@ func (f *fakePlane) UpdateService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) DelEntry(s tcbpf.Service) error {
-	k := keyOf(s)
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
-	if k.External && f.marked[Key{k.VIP, k.Port, k.Proto, false}] {
-		if _, ok := f.m[Key{k.VIP, k.Port, k.Proto, false}]; ok {
+	if k.External && f.marked[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}] {
+		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}]; ok {
 			f.broken = append(f.broken, "external entry deleted under its mark: "+k.String())
 		}
 	}
@@ -249,5 +248,58 @@ func TestSyncAffinity(t *testing.T) {
 	}
 	if _, err := restarted.Sync("ns/a", nil); err != nil || len(f.aff) != 0 {
 		t.Errorf("Service gone: affinity left %v, %v", f.aff, err)
+	}
+}
+
+// batchPlane takes many new entries in one call (servicemap.BatchPlane, as
+// tcbpf.Plane does) and records each call's entries.
+type batchPlane struct {
+	*fakePlane
+	batches [][]string
+}
+
+func (b *batchPlane) AddServices(ss []tcbpf.Service) error {
+	var names []string
+	for _, s := range ss {
+		if err := b.AddService(s); err != nil {
+			return err
+		}
+		names = append(names, servicemap.KeyOf(s).String())
+	}
+	b.batches = append(b.batches, names)
+	return nil
+}
+
+// With a plane that adds in batches, the new External entries still go in
+// before the entries marked to point to them: a batch of External entries,
+// then the marked ones (new in a batch, existing updated in place).
+func TestSyncBatchesExternalFirst(t *testing.T) {
+	b := &batchPlane{fakePlane: newFakePlane()}
+	s, err := NewSyncer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := entries("10.250.0.2:30080/tcp", []string{"10.244.2.5:8080"}, "10.250.0.2:30053/udp", []string{"10.244.2.5:53"})
+	if _, err := s.Sync("ns/s", cluster); err != nil {
+		t.Fatal(err)
+	}
+	local := maps.Clone(cluster)
+	maps.Copy(local, entries("10.250.0.2:30080/tcp (external)", nil, "10.250.0.2:30053/udp (external)", nil, "10.96.0.1:80/tcp", []string{"10.244.2.5:8080"}, "10.96.0.1:53/udp", []string{"10.244.2.5:53"}))
+	b.calls, b.batches = nil, nil
+	if _, err := s.Sync("ns/s", local); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.broken) > 0 {
+		t.Errorf("a mark before its External entry: %v (calls %v)", b.broken, b.calls)
+	}
+	want := [][]string{
+		{"10.250.0.2:30053/udp (external)", "10.250.0.2:30080/tcp (external)"},
+		{"10.96.0.1:53/udp", "10.96.0.1:80/tcp"},
+	}
+	if !reflect.DeepEqual(b.batches, want) {
+		t.Errorf("batches %v, want %v", b.batches, want)
+	}
+	if !b.marked[key("10.250.0.2:30080/tcp")] || !b.marked[key("10.250.0.2:30053/udp")] || b.marked[key("10.96.0.1:80/tcp")] {
+		t.Errorf("marks %v: want the node ports only", b.marked)
 	}
 }

@@ -53,7 +53,7 @@ func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointP
 // key reads Key.String's form: "10.96.0.1:80/tcp", with " (external)"
 // after an External entry's.
 func key(s string) Key {
-	s, ext := strings.CutSuffix(s, externalSuffix)
+	s, ext := strings.CutSuffix(s, " (external)")
 	ap, proto, _ := strings.Cut(s, "/")
 	a := netip.MustParseAddrPort(ap)
 	p, _ := tcbpf.ParseProto(proto)

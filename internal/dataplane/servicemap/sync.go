@@ -1,4 +1,11 @@
-package proxy
+// Package servicemap keeps a node's eBPF Service maps (the tc programs' and
+// the socket programs' alike) equal to the Services wanted, touching only
+// the entries that changed and updating a changed one in place: its id
+// stays, so the flows it already carries keep their backends. It is the one
+// reconciler: vnetlab's Kubernetes proxy (internal/kube/proxy) syncs each
+// Service it follows through it, a lab's ebpf and ebpf-sock providers
+// (internal/service) sync the lab's Services.
+package servicemap
 
 import (
 	"errors"
@@ -9,8 +16,49 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
+// Key is one entry of the data plane's Service map: the frontend
+// (clusterIP, node IP or external IP):port/proto, and for External entries
+// the clients outside the node only (tcbpf.Service.External).
+type Key struct {
+	VIP      netip.Addr
+	Port     uint16
+	Proto    tcbpf.Proto
+	External bool
+}
+
+// externalSuffix marks External entries in Key.String.
+const externalSuffix = " (external)"
+
+func (k Key) String() string {
+	s := fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto)
+	if k.External {
+		s += externalSuffix
+	}
+	return s
+}
+
+// Frontend is the address and port clients reach.
+func (k Key) Frontend() netip.AddrPort { return netip.AddrPortFrom(k.VIP, k.Port) }
+
+// KeyOf is the key of a map entry.
+func KeyOf(e tcbpf.Service) Key {
+	return Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto, External: e.External}
+}
+
+// Entries are a Service's desired map entries, each with its backends
+// sorted (so that two computations of the same state compare equal).
+type Entries map[Key][]tcbpf.Backend
+
+// sameBackends says whether two backend lists hold the same backends. b is
+// sorted (Translate's); a may be in the maps' slot order, which
+// UpdateService keeps stable rather than sorted.
+func sameBackends(a, b []tcbpf.Backend) bool {
+	return slices.Equal(slices.SortedFunc(slices.Values(a), tcbpf.CompareBackends), b)
+}
+
 // Plane is what the sync needs of a data plane (internal/dataplane/tcbpf's
-// Plane; a fake in the unit tests).
+// Plane, or sock's; a fake in the unit tests). A plane that also adds many
+// Services at once (BatchPlane) gets a sync's new entries in one call.
 type Plane interface {
 	AddService(tcbpf.Service) error
 	UpdateService(tcbpf.Service) error
@@ -18,10 +66,10 @@ type Plane interface {
 	ListServices() ([]tcbpf.Service, error)
 }
 
-// FlowCleaner forgets the conntrack entries of UDP flows whose backend a
-// frontend no longer has (tcbpf.Plane.ForgetUDPFlows).
-type FlowCleaner interface {
-	ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error)
+// BatchPlane adds many Services in one call (tcbpf.Plane.AddServices: a
+// lab's 100k generated Services load in one pass), all or none.
+type BatchPlane interface {
+	AddServices([]tcbpf.Service) error
 }
 
 // Changes counts what one sync did to the maps.
@@ -29,7 +77,8 @@ type Changes struct{ Added, Updated, Deleted int }
 
 func (c Changes) Total() int { return c.Added + c.Updated + c.Deleted }
 
-func (c *Changes) add(o Changes) {
+// Add counts o too.
+func (c *Changes) Add(o Changes) {
 	c.Added += o.Added
 	c.Updated += o.Updated
 	c.Deleted += o.Deleted
@@ -64,8 +113,7 @@ func NewSyncer(p Plane) (*Syncer, error) {
 	}
 	s := &Syncer{plane: p, installed: map[Key]installed{}, owner: map[Key]string{}, bySvc: map[string]Entries{}}
 	for _, e := range ss {
-		k := Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto, External: e.External}
-		s.installed[k] = installed{backends: e.Backends, affinity: e.Affinity, hasExternal: e.HasExternal}
+		s.installed[KeyOf(e)] = installed{backends: e.Backends, affinity: e.Affinity, hasExternal: e.HasExternal}
 	}
 	return s, nil
 }
@@ -84,38 +132,14 @@ func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.Syn
 func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
 	var ch Changes
 	var errs []error
-	for _, k := range sortedKeys(want) {
-		bs := want[k]
-		if o, taken := s.owner[k]; taken && o != name {
-			// The API refuses two Services on one clusterIP:port; this is a
-			// moment between a delete and a create seen out of order.
-			errs = append(errs, fmt.Errorf("%s: %s is Service %s's", name, k, o))
-			continue
-		}
-		ext := Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}
-		hasExt := !k.External && s.owner[ext] == name // written above, or before
-		if _, wanted := want[ext]; !wanted {
-			hasExt = false
-		}
-		have, ok := s.installed[k]
-		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, HasExternal: hasExt}
-		switch {
-		case !ok:
-			if err := s.plane.AddService(svc); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ch.Added++
-		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.hasExternal != hasExt:
-			if err := s.plane.UpdateService(svc); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ch.Updated++
-		}
-		s.installed[k] = installed{backends: bs, affinity: affinity, hasExternal: hasExt}
-		s.owner[k] = name
+	keys := sortedKeys(want)
+	split := 0 // keys[:split] are the External entries
+	for split < len(keys) && keys[split].External {
+		split++
 	}
+	// The External entries are written before the entries that point to them.
+	s.write(name, keys[:split], want, affinity, &ch, &errs)
+	s.write(name, keys[split:], want, affinity, &ch, &errs)
 	gone := Entries{}
 	for k := range s.bySvc[name] {
 		if _, keep := want[k]; !keep && s.owner[k] == name { // else another Service took it over since
@@ -123,7 +147,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		}
 	}
 	d, err := s.delete(gone)
-	ch.add(d)
+	ch.Add(d)
 	errs = append(errs, err)
 	if len(want) == 0 {
 		delete(s.bySvc, name)
@@ -131,6 +155,68 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		s.bySvc[name] = want
 	}
 	return ch, errors.Join(errs...)
+}
+
+// write makes the entries keys of Service name equal to want's: those
+// changed are updated in place, the new ones added (in one call when the
+// plane takes many).
+func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, ch *Changes, errs *[]error) {
+	var add []tcbpf.Service
+	for _, k := range keys {
+		bs := want[k]
+		if o, taken := s.owner[k]; taken && o != name {
+			// The API refuses two Services on one clusterIP:port; this is a
+			// moment between a delete and a create seen out of order.
+			*errs = append(*errs, fmt.Errorf("%s: %s is Service %s's", name, k, o))
+			continue
+		}
+		ext := Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}
+		hasExt := !k.External && s.owner[ext] == name // written before
+		if _, wanted := want[ext]; !wanted {
+			hasExt = false
+		}
+		have, ok := s.installed[k]
+		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, HasExternal: hasExt}
+		switch {
+		case !ok:
+			add = append(add, svc)
+			continue
+		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.hasExternal != hasExt:
+			if err := s.plane.UpdateService(svc); err != nil {
+				*errs = append(*errs, err)
+				continue
+			}
+			ch.Updated++
+		}
+		s.installed[k] = installed{backends: bs, affinity: affinity, hasExternal: hasExt}
+		s.owner[k] = name
+	}
+	for _, svc := range s.addAll(add, errs) {
+		k := KeyOf(svc)
+		s.installed[k] = installed{backends: want[k], affinity: affinity, hasExternal: svc.HasExternal}
+		s.owner[k] = name
+		ch.Added++
+	}
+}
+
+// addAll adds svcs to the maps, in one call when the plane takes many (if
+// that fails, one by one, so that each bad entry is named and the others
+// still go in), and returns those added.
+func (s *Syncer) addAll(svcs []tcbpf.Service, errs *[]error) []tcbpf.Service {
+	if b, ok := s.plane.(BatchPlane); ok && len(svcs) > 1 {
+		if err := b.AddServices(svcs); err == nil {
+			return svcs
+		}
+	}
+	var added []tcbpf.Service
+	for _, svc := range svcs {
+		if err := s.plane.AddService(svc); err != nil {
+			*errs = append(*errs, err)
+			continue
+		}
+		added = append(added, svc)
+	}
+	return added
 }
 
 // delete removes entries, those for every client first (their marks
@@ -174,8 +260,7 @@ func sortedKeys(es Entries) []Key {
 }
 
 func (s *Syncer) del(k Key) error {
-	e := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External}
-	if err := s.plane.DelEntry(e); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
+	if err := s.plane.DelEntry(tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External}); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
 		return err
 	}
 	delete(s.installed, k)
