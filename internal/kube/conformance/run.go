@@ -143,7 +143,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	}
 	switch {
 	case ctx.Err() != nil:
-		return r, ctx.Err()
+		return r, fmt.Errorf("interrupted (%w): the specs' reports so far are in %s; the cluster is removed", ctx.Err(), spec.ReportDir)
 	case rerr != nil:
 		return r, fmt.Errorf("%v; ginkgo: %v (its output: %s)", rerr, err, r.Report(GinkgoLog))
 	}
