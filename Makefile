@@ -41,10 +41,12 @@ test-kernels: deps build
 # SOCKET_LB=1, CNI, CNI_MODE, NODES, PROCS, FOCUS, SKIP, REPORT_DIR. Needs root; the
 # first run builds e2e.test (~10 min). Exits 1 when a spec fails.
 conformance: deps build
-	./bin/vnetlab kube conformance $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(PROXY)') \
-		$(if $(SOCKET_LB),--socket-lb) $(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') \
-		$(if $(NODES),--nodes '$(NODES)') $(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') \
-		$(if $(SKIP),--skip '$(SKIP)') $(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)')
+	./bin/vnetlab kube conformance $(strip $(CONFORMANCE_FLAGS))
+
+CONFORMANCE_FLAGS = $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(PROXY)') $(if $(SOCKET_LB),--socket-lb) \
+	$(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') $(if $(NODES),--nodes '$(NODES)') \
+	$(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') $(if $(SKIP),--skip '$(SKIP)') \
+	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)')
 
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build

@@ -71,9 +71,6 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	if spec.ReportDir, err = filepath.Abs(spec.ReportDir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(spec.ReportDir, 0o755); err != nil {
-		return nil, fmt.Errorf("report directory: %w", err)
-	}
 	r := &Result{Spec: spec}
 	step := func(what string, start time.Time) {
 		r.Steps = append(r.Steps, Step{What: what, Took: time.Since(start)})
@@ -109,6 +106,9 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 		return nil, err
 	}
 	step("images", start)
+	if err := os.MkdirAll(spec.ReportDir, 0o755); err != nil {
+		return nil, fmt.Errorf("report directory: %w", err)
+	}
 
 	start = time.Now()
 	say("bringing up cluster %s: %d nodes, proxy %s, CNI %s %s", spec.Cluster.Name, spec.Cluster.Nodes, spec.Cluster.Proxy, spec.Cluster.CNI, spec.Cluster.CNIMode)
@@ -143,7 +143,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	}
 	switch {
 	case ctx.Err() != nil:
-		return r, ctx.Err()
+		return r, fmt.Errorf("interrupted (%w): the specs' reports so far are in %s; the cluster is removed", ctx.Err(), spec.ReportDir)
 	case rerr != nil:
 		return r, fmt.Errorf("%v; ginkgo: %v (its output: %s)", rerr, err, r.Report(GinkgoLog))
 	}

@@ -49,7 +49,7 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	before := cluster.MachineState()
 	start := time.Now()
-	r, err := Run(ctx, Spec{Suite: Smoke, Cluster: cluster.Spec{Name: smokeCluster}, FlakeAttempts: 2, ReportDir: t.TempDir()}, t.Logf)
+	r, err := Run(ctx, Spec{Suite: Smoke, Cluster: cluster.Spec{Name: smokeCluster}, FlakeAttempts: 2, Timeout: 30 * time.Minute, ReportDir: t.TempDir()}, t.Logf)
 	if r != nil && r.Cluster != nil {
 		if left := cluster.Leftovers(r.Cluster, before); left != "" {
 			t.Errorf("the removed cluster left: %s", left)
