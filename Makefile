@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-kernels bench-up bench-paths bench-kube clean-labs generate
+.PHONY: build deps demo test test-kernels conformance bench-up bench-paths bench-kube clean-labs generate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/vnetlab ./cmd/vnetlab
@@ -33,6 +33,20 @@ test: deps build
 # The kernel package is cached in ~/.cache/vnetlab/kernels. Needs root.
 test-kernels: deps build
 	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -count=1 -v -timeout 20m ./e2e/kernels/
+
+# Upstream Kubernetes e2e specs on a fresh 3-node local cluster (docs/conformance.md):
+# by default the [sig-network] Services suite against vnetlab's CNI (veth-ebpf) and
+# eBPF proxy; PROXY=iptables is the stock kube-proxy baseline. Variables (each passed
+# only when set): SUITE (services, granular-services, conntrack, smoke), PROXY,
+# SOCKET_LB=1, CNI, CNI_MODE, NODES, PROCS, FOCUS, SKIP, REPORT_DIR. Needs root; the
+# first run builds e2e.test (~10 min). Exits 1 when a spec fails.
+conformance: deps build
+	./bin/vnetlab kube conformance $(strip $(CONFORMANCE_FLAGS))
+
+CONFORMANCE_FLAGS = $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(PROXY)') $(if $(SOCKET_LB),--socket-lb) \
+	$(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') $(if $(NODES),--nodes '$(NODES)') \
+	$(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') $(if $(SKIP),--skip '$(SKIP)') \
+	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)')
 
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build

@@ -59,8 +59,18 @@ struct lb_svc_key {
 	__be32 vip;
 	__be16 port;
 	__u8 proto; /* IPPROTO_TCP or IPPROTO_UDP */
-	__u8 pad;
+	__u8 scope; /* LB_SCOPE_*: which clients the entry serves */
 };
+
+/* lb_svc_key.scope. Every lookup is LB_SCOPE_ALL (pods, the node's own
+ * sockets, and clients outside the node), except nodeport_in's second one:
+ * a frontend whose entry carries LB_SVC_EXTERNAL (a NodePort or external
+ * IP of a Service with externalTrafficPolicy Local) has a second entry,
+ * LB_SCOPE_EXTERNAL, with only this node's endpoints, for clients outside
+ * the node; pods and the node itself reach every endpoint, as kube-proxy's
+ * short-circuit does. */
+#define LB_SCOPE_ALL      0
+#define LB_SCOPE_EXTERNAL 1
 
 struct lb_svc {
 	__u32 id;     /* from lb_meta, never reused */
@@ -71,6 +81,7 @@ struct lb_svc {
 
 /* lb_svc.flags */
 #define LB_SVC_AFFINITY 0x1 /* sessionAffinity ClientIP: lb_affinity first */
+#define LB_SVC_EXTERNAL 0x2 /* clients outside the node: the LB_SCOPE_EXTERNAL entry */
 
 struct lb_backend_key {
 	__u32 svc_id;
@@ -808,11 +819,11 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_affinity SEC(".maps");
 
-/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
-static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
+/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
+ * none) keeps, or -1 (none, expired, or the backend left the Service). */
+static __always_inline int lb_affinity_keep(const struct lb_svc *svc, const struct lb_affinity *a, __u64 now)
 {
 	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_affinity *a = bpf_map_lookup_elem(&lb_affinity, ak);
 	struct lb_backend *b;
 
 	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
@@ -836,11 +847,47 @@ static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const stru
 	return -1;
 }
 
+/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
+static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
+{
+	return lb_affinity_keep(svc, bpf_map_lookup_elem(&lb_affinity, ak), now);
+}
+
+/* lb_affinity_of: what a client's new flow remembers (its backend, its slot, now). */
+static __always_inline struct lb_affinity lb_affinity_of(const struct lb_backend *b, __u32 slot, __u64 now)
+{
+	return (struct lb_affinity){ .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
+}
+
 static __always_inline void lb_affinity_remember(const struct lb_affinity_key *ak, const struct lb_backend *b, __u32 slot, __u64 now)
 {
-	struct lb_affinity a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
+	struct lb_affinity a = lb_affinity_of(b, slot, now);
 
 	bpf_map_update_elem(&lb_affinity, ak, &a, BPF_ANY);
+}
+
+/* lb_pick_backend: the backend of a new flow p to svc: under sessionAffinity
+ * the one the client's last new flow got (and the affinity entry is
+ * refreshed), else the slot the flow's hash names. NULL when that slot is
+ * empty (never while the Go side keeps count <= the slots filled). Shared
+ * by from_pod and nodeport_in. */
+static __always_inline struct lb_backend *lb_pick_backend(const struct lb_svc *svc, const struct lb_pkt *p, __u32 hash)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb_affinity_key ak = { .client = p->saddr, .svc_id = svc->id };
+	struct lb_backend *b;
+	__u64 now = 0;
+	int slot = -1;
+
+	if (svc->flags & LB_SVC_AFFINITY) {
+		now = bpf_ktime_get_ns();
+		slot = lb_affinity_slot(svc, &ak, now);
+	}
+	bk.slot = slot >= 0 ? (__u32)slot : hash % svc->count;
+	b = bpf_map_lookup_elem(&lb_backends, &bk);
+	if (b && (svc->flags & LB_SVC_AFFINITY))
+		lb_affinity_remember(&ak, b, bk.slot, now);
+	return b;
 }
 
 /* A Service without backends refuses at once, as kube-proxy's REJECT does:
@@ -1066,25 +1113,13 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		be.port = ct->port;
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
-		struct lb_backend_key bk = { .svc_id = svc->id };
-		struct lb_affinity_key ak = { .client = p.saddr, .svc_id = svc->id };
-		struct lb_backend *b;
+		struct lb_backend *b = lb_pick_backend(svc, &p, lb_hash(&p));
 		struct lb_ct fwd = {}, rev = {};
-		__u64 now = 0;
-		int slot = -1;
 
-		if (svc->flags & LB_SVC_AFFINITY) {
-			now = bpf_ktime_get_ns();
-			slot = lb_affinity_slot(svc, &ak, now);
-		}
-		bk.slot = slot >= 0 ? (__u32)slot : lb_hash(&p) % svc->count;
-		b = bpf_map_lookup_elem(&lb_backends, &bk);
 		if (!b) {
 			lb_count(LB_STAT_NO_BACKEND);
 			return TC_ACT_SHOT;
 		}
-		if (svc->flags & LB_SVC_AFFINITY)
-			lb_affinity_remember(&ak, b, bk.slot, now);
 		be.ip = b->ip;
 		be.port = b->port;
 		lb_count(LB_STAT_CT_NEW);

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * nodeport.h: NodePort Services on a node's uplink (its eth0), as
- * kube-proxy's KUBE-NODEPORTS does them, over lb.h's Service maps.
+ * nodeport.h: NodePort Services and external IPs on a node's uplink (its
+ * eth0), as kube-proxy's KUBE-NODEPORTS and KUBE-EXT chains do them, over
+ * lb.h's Service maps.
  *
  * A NodePort is an lb_services entry whose address is the node's own IP
- * (key {node IP, nodePort, proto}); the Go side (internal/kube/proxy) puts
- * there the endpoints the Service's externalTrafficPolicy allows: Local ->
- * this node's only, Cluster -> all. Pods reaching nodeIP:nodePort are
- * translated by lb.h's from_pod like any clusterIP; traffic from outside
- * arrives at the uplink and meets these two programs:
+ * (key {node IP, nodePort, proto}), an external IP (spec.externalIPs) one
+ * whose address is that IP; the Go side (internal/kube/proxy) puts there
+ * every endpoint. Pods and the node's own sockets reaching them are
+ * translated like any clusterIP (lb.h's from_pod, sock.c); traffic from
+ * outside arrives at the uplink and meets these two programs. For a
+ * Service with externalTrafficPolicy Local the entry carries
+ * LB_SVC_EXTERNAL and outside clients use its LB_SCOPE_EXTERNAL entry,
+ * which holds this node's endpoints only (none: dropped, as kube-proxy).
+ * sessionAffinity ClientIP holds for outside clients too (lb_affinity,
+ * keyed by the client's address).
  *
  *   np_from_wire (uplink ingress): DNAT nodeIP:nodePort -> backend. When
  *     the backend's route leaves through the uplink again (a pod on another
  *     node: only with policy Cluster) the source is SNATed to the node IP
- *     and a port of NP_SNAT_MIN.., so the reply comes back here, and the
+ *     (np_node: an external IP is not the node's) and a port of
+ *     NP_SNAT_MIN.., so the reply comes back here, and the
  *     packet is sent straight out (bpf_redirect_neigh): handed to the stack
  *     it would die as a martian (a local source address arriving from
  *     outside). Replies to SNATed flows arrive here too and are translated
@@ -43,8 +50,8 @@
 enum { NP_CT_SNAT = 1 };
 
 struct np_ct {
-	__be32 addr;      /* FWD: backend; REV: the node IP the client addressed */
-	__be32 client;    /* REV: the client */
+	__be32 addr;      /* FWD: backend; REV: the address the client reached (node IP or external IP) */
+	__be32 client;    /* REV: the client; FWD: the source a SNATed flow gets (the node IP) */
 	__be16 port;      /* FWD: backend port; REV: the nodePort */
 	__be16 cport;     /* REV: the client's port */
 	__be16 snat_port; /* FWD: the source port given to a SNATed flow (0: none) */
@@ -78,6 +85,25 @@ struct {
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } np_stats SEC(".maps");
+
+/* The node's own IP (slot 0; written by the Go side with the NodePort
+ * programs): the source of SNATed flows. 0: the address the client
+ * reached, which is the node's for a NodePort. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __be32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} np_node SEC(".maps");
+
+static __always_inline __be32 np_snat_addr(const struct lb_pkt *p)
+{
+	__u32 zero = 0;
+	__be32 *ip = bpf_map_lookup_elem(&np_node, &zero);
+
+	return ip && *ip ? *ip : p->daddr;
+}
 
 static __always_inline void np_count(__u32 what)
 {
@@ -113,20 +139,19 @@ static __always_inline void np_close(const struct lb_ct_key *fk, const struct lb
 	bpf_map_delete_elem(&np_conntrack, fk);
 }
 
-/* np_new_flow picks a backend for a new flow and writes its two entries
- * (reverse first: a reply never finds the flow half-made). */
+/* np_new_flow picks a backend for a new flow (lb_pick_backend: the
+ * client's under sessionAffinity, else the hash's) and writes its two
+ * entries (reverse first: a reply never finds the flow half-made). */
 static __always_inline int np_new_flow(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_svc *svc,
 				       const struct lb_ct_key *fk, struct np_ct *fwd)
 {
-	struct lb_backend_key bk = { .svc_id = svc->id };
 	struct lb_ct_key rk = {};
 	struct np_ct rev = {};
 	struct lb_backend *b;
 	__u32 h = lb_hash(p);
 	int i;
 
-	bk.slot = h % svc->count;
-	b = bpf_map_lookup_elem(&lb_backends, &bk);
+	b = lb_pick_backend(svc, p, h);
 	if (!b)
 		return -1;
 	fwd->addr = b->ip;
@@ -154,7 +179,8 @@ static __always_inline int np_new_flow(struct __sk_buff *skb, const struct lb_pk
 		 * hash, then give up (dropped, counted). */
 		rev.flags = NP_CT_SNAT;
 		fwd->flags = NP_CT_SNAT;
-		rk.daddr = p->daddr;
+		fwd->client = np_snat_addr(p);
+		rk.daddr = fwd->client;
 		for (i = 0; i < NP_SNAT_TRIES; i++) {
 			rk.dport = bpf_htons(NP_SNAT_MIN + (h + i * 1031) % NP_SNAT_N);
 			if (bpf_map_update_elem(&np_conntrack, &rk, &rev, BPF_NOEXIST) == 0) {
@@ -237,6 +263,16 @@ static __always_inline int np_from_wire(struct __sk_buff *skb)
 	svc = bpf_map_lookup_elem(&lb_services, &sk);
 	if (!svc)
 		return TC_ACT_OK;
+	if (svc->flags & LB_SVC_EXTERNAL) {
+		/* externalTrafficPolicy Local: outside clients reach this node's
+		 * endpoints only (the entry is written before the flag is set). */
+		struct lb_svc *ext;
+
+		sk.scope = LB_SCOPE_EXTERNAL;
+		ext = bpf_map_lookup_elem(&lb_services, &sk);
+		if (ext)
+			svc = ext;
+	}
 	if (svc->count == 0) {
 		/* kube-proxy drops too (policy Local without a local endpoint). */
 		np_count(NP_STAT_NO_BACKEND);
@@ -256,7 +292,7 @@ static __always_inline int np_from_wire(struct __sk_buff *skb)
 	to.daddr = flow.addr;
 	to.dport = flow.port;
 	if (flow.flags & NP_CT_SNAT) {
-		to.saddr = p.daddr;
+		to.saddr = flow.client;
 		to.sport = flow.snat_port;
 	}
 	if (lb_rewrite(skb, &p, &to) < 0) {

@@ -113,11 +113,30 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_dests SEC(".maps");
 
+/* sock_affinity: sessionAffinity ClientIP at the socket. connect() comes
+ * before the source address is chosen, so a client is its network
+ * namespace (Cilium's socket LB does the same): a pod, whose one address
+ * kube-proxy would key on, or the node itself (its processes and
+ * hostNetwork pods share the node's address). Values as lb_affinity's. */
+struct sock_affinity_key {
+	__u64 netns; /* bpf_get_netns_cookie */
+	__u32 svc_id;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct sock_affinity_key);
+	__type(value, struct lb_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock_affinity SEC(".maps");
+
 enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
 	SOCK_STAT_SENDMSG = 1,    /* unconnected UDP datagrams translated */
 	SOCK_STAT_REV = 2,        /* recvfrom()/getpeername() addresses translated back */
-	SOCK_STAT_NO_BACKEND = 3, /* refused: a Service without backends (EPERM) */
+	SOCK_STAT_NO_BACKEND = 3, /* refused: a Service without backends (ECONNREFUSED) */
 	SOCK_STAT_MAX = 4,
 };
 
@@ -142,9 +161,17 @@ volatile const __u64 only_netns = 0;
  * sockets of the other namespaces below the cgroup, the pods, whose veths
  * carry the tc programs, are translated too (Cilium's socket LB: no
  * per-packet NAT, no conntrack), except where only the tc programs behave
- * as Kubernetes defines it: a Service without endpoints (tc answers with
- * ICMP port unreachable, i.e. ECONNREFUSED; a socket program can only fail
- * the call with EPERM) and sessionAffinity ClientIP (tc's lb_affinity).
+ * as Kubernetes defines it:
+ *   - a Service without endpoints: tc answers the SYN or datagram with an
+ *     ICMP port unreachable, as kube-proxy's REJECT (a connected UDP
+ *     socket learns it at its send(), not at connect());
+ *   - sessionAffinity ClientIP: keyed by the pod's address (tc's
+ *     lb_affinity), as kube-proxy's;
+ *   - connected UDP: a socket connected to a backend keeps it, and nothing
+ *     runs on its later send()s (sendmsg4 sees unconnected sockets only),
+ *     so it could never move when the backend goes; kube-proxy's conntrack
+ *     cleanup moves such a flow to a live backend, and so does the proxy's
+ *     ForgetUDPFlows on tc's conntrack.
  * Those calls go on untranslated and tc translates their packets. */
 volatile const __u32 pods_via_tc = 0;
 
@@ -245,9 +272,12 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 {
 	struct lb_svc_key k = {};
 	struct lb_backend_key bk = {};
+	struct sock_affinity_key ak = {};
 	struct lb_backend *b;
 	struct lb_svc *svc;
 	__u32 port = ctx->user_port;
+	__u64 now = 0;
+	int slot;
 
 	k.vip = ctx->user_ip4;
 	k.port = (__be16)port;
@@ -255,18 +285,34 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 	svc = bpf_map_lookup_elem(&lb_services, &k);
 	if (!svc)
 		return SOCK_MISS;
-	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY)))
-		return SOCK_MISS; /* tc's (pods_via_tc) */
+	/* tc's (pods_via_tc): what only per-packet translation does as
+	 * Kubernetes defines it (see pods_via_tc). */
+	if (mine == SOCK_MINE_TC_BEHIND &&
+	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
+		return SOCK_MISS;
 	if (svc->count == 0) {
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
 	}
 	bk.svc_id = svc->id;
 	bk.slot = seed % svc->count;
+	if (svc->flags & LB_SVC_AFFINITY) {
+		ak.netns = bpf_get_netns_cookie(ctx);
+		ak.svc_id = svc->id;
+		now = bpf_ktime_get_ns();
+		slot = lb_affinity_keep(svc, bpf_map_lookup_elem(&sock_affinity, &ak), now);
+		if (slot >= 0)
+			bk.slot = slot;
+	}
 	b = bpf_map_lookup_elem(&lb_backends, &bk);
 	if (!b) {
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
+	}
+	if (svc->flags & LB_SVC_AFFINITY) {
+		struct lb_affinity a = lb_affinity_of(b, bk.slot, now);
+
+		bpf_map_update_elem(&sock_affinity, &ak, &a, BPF_ANY);
 	}
 	if (how == SOCK_PEER)
 		sock_remember_peer(ctx, b->ip, b->port, k.vip, k.port);
@@ -336,7 +382,20 @@ static __always_inline __u8 sock_proto(struct bpf_sock_addr *ctx)
 	return 0;
 }
 
-/* Return codes of sock_addr programs: 1 lets the call go on, 0 fails it (EPERM). */
+/* Return codes of sock_addr programs: 1 lets the call go on, 0 fails it
+ * (EPERM, unless the program set another error first). */
+
+/* sock_refuse fails the call as kube-proxy's REJECT makes it fail: a
+ * Service without endpoints is refused with ECONNREFUSED (bpf_set_retval,
+ * Linux 5.18; without it the call would fail with EPERM). */
+#define SOCK_ECONNREFUSED 111
+
+static __always_inline int sock_refuse(void)
+{
+	bpf_set_retval(-SOCK_ECONNREFUSED);
+	return 0;
+}
+
 SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
@@ -351,7 +410,7 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	/* A new connection: a fresh random backend, as kube-proxy does. */
 	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER);
 	if (r == SOCK_REJECT)
-		return 0;
+		return sock_refuse();
 	if (r == SOCK_XLATED)
 		sock_count(SOCK_STAT_CONNECT);
 	return 1;
@@ -373,7 +432,7 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	cookie = bpf_get_socket_cookie(ctx);
 	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST);
 	if (r == SOCK_REJECT)
-		return 0;
+		return sock_refuse();
 	if (r == SOCK_XLATED)
 		sock_count(SOCK_STAT_SENDMSG);
 	return 1;
@@ -391,6 +450,110 @@ int sock_getpeername4(struct bpf_sock_addr *ctx)
 {
 	sock_rev_xlate(ctx);
 	return 1;
+}
+
+/*
+ * Connected UDP sockets whose backend left their Service. A socket
+ * connect4 translated talks to its backend's own address, and nothing runs
+ * on its later send()s (sendmsg4 sees unconnected sockets only), so it
+ * would keep a deleted pod's address forever, where kube-proxy's conntrack
+ * cleanup moves such a flow to a live backend. The nearest thing at the
+ * socket is Cilium's: terminate it (bpf_sock_destroy, kernel 6.5): the
+ * application sees ECONNABORTED and connects again, to a live backend.
+ *
+ * sock_terminate_udp walks the UDP sockets of the network namespace whose
+ * iterator is read (the Go side reads one per namespace the programs
+ * translate) and destroys each connected socket this plane translated
+ * (its sock_conns entry names its peer) whose clusterIP is a frontend of
+ * sock_keep and whose backend is not kept there. sock_keep: {vip, vport,
+ * 0, 0} marks a frontend under check, {vip, vport, backend, bport} a
+ * backend it keeps. Each destroyed socket writes its sock_ended to the
+ * iterator's output. TCP is left alone: kube-proxy keeps TCP flows too.
+ */
+struct sock_keep_key {
+	__be32 vip;
+	__be32 backend; /* 0: the frontend itself */
+	__be16 vport;
+	__be16 bport;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sock_keep_key);
+	__type(value, __u8);
+} sock_keep SEC(".maps"); /* not pinned: filled and read by one process at a time */
+
+struct sock_ended {
+	__be32 vip;
+	__be32 backend;
+	__be16 vport;
+	__be16 bport;
+};
+
+/* The kernel's types the iterator reads, as much as it reads (CO-RE:
+ * offsets from the running kernel's BTF). */
+struct sock_common {
+	unsigned short skc_family;
+	volatile unsigned char skc_state;
+	__be32 skc_daddr;
+	__be16 skc_dport;
+} __attribute__((preserve_access_index));
+
+struct sock {
+	struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
+
+struct udp_sock;
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__udp {
+	struct bpf_iter_meta *meta;
+	struct udp_sock *udp_sk;
+} __attribute__((preserve_access_index));
+
+extern int bpf_sock_destroy(struct sock_common *sk) __ksym;
+
+#define SOCK_AF_INET     2
+#define SOCK_ESTABLISHED 1 /* TCP_ESTABLISHED: a connected UDP socket */
+
+SEC("iter/udp")
+int sock_terminate_udp(struct bpf_iter__udp *ctx)
+{
+	struct sock *sk = (struct sock *)ctx->udp_sk;
+	struct sock_keep_key k = {};
+	struct sock_ended e = {};
+	struct sock_conn *c;
+	__u64 cookie;
+	__u32 i;
+
+	if (!sk || sk->__sk_common.skc_family != SOCK_AF_INET || sk->__sk_common.skc_state != SOCK_ESTABLISHED)
+		return 0;
+	cookie = bpf_get_socket_cookie(sk);
+	i = (__u32)cookie & (SOCK_CONNS - 1);
+	c = bpf_map_lookup_elem(&sock_conns, &i);
+	if (!c || c->cookie != cookie || c->backend != sk->__sk_common.skc_daddr || c->bport != sk->__sk_common.skc_dport)
+		return 0; /* not translated here (or its entry was reused) */
+	k.vip = c->vip;
+	k.vport = c->vport;
+	if (!bpf_map_lookup_elem(&sock_keep, &k))
+		return 0; /* a frontend not under check */
+	k.backend = c->backend;
+	k.bport = c->bport;
+	if (bpf_map_lookup_elem(&sock_keep, &k))
+		return 0; /* its backend stays */
+	e.vip = c->vip;
+	e.vport = c->vport;
+	e.backend = c->backend;
+	e.bport = c->bport;
+	if (bpf_sock_destroy((struct sock_common *)sk) == 0)
+		bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
+	return 0;
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

@@ -12,6 +12,8 @@ declare -A need=(
   [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/report tests)
   # `vnetlab kube up`: a local Kubernetes cluster's etcd, container runtime and CNI plugins
   [etcd]=etcd-server [containerd]=containerd [runc]=runc
+  # `make conformance` / `vnetlab kube conformance`: the tools upstream's agnhost test image holds
+  [nc.openbsd]=netcat-openbsd [curl]=curl [wget]=wget [ss]=iproute2 [dash]=dash
   # e2e/kernels boots Debian's stock kernel under qemu with these programs in its initramfs
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [depmod]=kmod [xz]=xz-utils
 )

@@ -73,16 +73,16 @@ func newKubeProxyCmd() *cobra.Command {
 // newKubeWhoamiCmd answers every TCP connection and UDP datagram with the
 // host name (a pod's name): the tests' backends, which say who served.
 func newKubeWhoamiCmd() *cobra.Command {
-	var tcp, udp, tcpPeer []int
+	var tcp, udp, tcpPeer, udpPort []int
 	cmd := &cobra.Command{
-		Use:    "whoami [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]...",
+		Use:    "whoami [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]... [--udp-port PORT]...",
 		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _ := os.Hostname()
 			msg := []byte(host + "\n")
-			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer))
+			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer)+len(udpPort))
 			for i, p := range append(tcp, tcpPeer...) {
 				peer := i >= len(tcp) // also say who asked: NodePort tests check the client's address
 				ln, err := net.Listen("tcp4", ":"+strconv.Itoa(p))
@@ -105,10 +105,14 @@ func newKubeWhoamiCmd() *cobra.Command {
 					}
 				}()
 			}
-			for _, p := range udp {
+			for i, p := range append(udp, udpPort...) {
 				pc, err := net.ListenPacket("udp4", ":"+strconv.Itoa(p))
 				if err != nil {
 					return err
+				}
+				msg := msg
+				if i >= len(udp) { // also say which port: target port tests
+					msg = []byte(host + " " + strconv.Itoa(p) + "\n")
 				}
 				go func() {
 					buf := make([]byte, 2048)
@@ -135,5 +139,6 @@ func newKubeWhoamiCmd() *cobra.Command {
 	cmd.Flags().IntSliceVar(&tcp, "tcp", nil, "TCP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&tcpPeer, "tcp-peer", nil, "TCP port to answer on with the host name and the client's address:port (repeatable)")
+	cmd.Flags().IntSliceVar(&udpPort, "udp-port", nil, "UDP port to answer on with the host name and that port (repeatable)")
 	return cmd
 }

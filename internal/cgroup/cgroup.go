@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,5 +167,39 @@ func Labs() ([]string, error) {
 			out = append(out, e.Name())
 		}
 	}
+	return out, err
+}
+
+// NetNamespaces lists the network namespaces of the processes in a cgroup
+// and every cgroup below it, one /proc/PID/ns/net path per namespace (a
+// Kubernetes node's cgroup: its pods' namespaces, and the node's own).
+func NetNamespaces(path string) ([]string, error) {
+	seen := map[uint64]bool{}
+	var out []string
+	err := filepath.WalkDir(path, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && dir != path {
+				return nil // a cgroup removed meanwhile
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		pids, err := Procs(dir)
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		for _, pid := range pids {
+			ns := fmt.Sprintf("/proc/%d/ns/net", pid)
+			var st unix.Stat_t
+			if unix.Stat(ns, &st) != nil || seen[st.Ino] {
+				continue
+			}
+			seen[st.Ino] = true
+			out = append(out, ns)
+		}
+		return nil
+	})
 	return out, err
 }

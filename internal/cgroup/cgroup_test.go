@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRootFromProcMounts(t *testing.T) {
@@ -45,5 +47,48 @@ func TestUnescape(t *testing.T) {
 	}
 	if got := unescape(`/odd\04`); got != `/odd\04` {
 		t.Fatalf("unescape = %q", got)
+	}
+}
+
+// NetNamespaces of this process's own cgroup holds this process's network
+// namespace, once, and no namespace twice.
+func TestNetNamespaces(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Skipf("no cgroup v2 here: %v", err)
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel string
+	for _, l := range strings.Split(string(b), "\n") {
+		if r, ok := strings.CutPrefix(l, "0::"); ok {
+			rel = r
+		}
+	}
+	nss, err := NetNamespaces(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &self); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]int{}
+	for _, ns := range nss {
+		var st unix.Stat_t
+		if err := unix.Stat(ns, &st); err != nil {
+			continue // its process ended since
+		}
+		seen[st.Ino]++
+	}
+	if seen[self.Ino] != 1 {
+		t.Errorf("this process's namespace listed %d times in %d namespaces of cgroup %s, want once", seen[self.Ino], len(nss), rel)
+	}
+	for ino, n := range seen {
+		if n > 1 {
+			t.Errorf("namespace %d listed %d times", ino, n)
+		}
 	}
 }

@@ -16,14 +16,34 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
-// Key is one entry of the data plane's Service map: clusterIP:port/proto.
+// Key is one entry of the data plane's Service map: the frontend
+// (clusterIP, node IP or external IP):port/proto, and for External entries
+// the clients outside the node only (tcbpf.Service.External).
 type Key struct {
-	VIP   netip.Addr
-	Port  uint16
-	Proto tcbpf.Proto
+	VIP      netip.Addr
+	Port     uint16
+	Proto    tcbpf.Proto
+	External bool
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto) }
+// externalSuffix marks External entries in Key.String.
+const externalSuffix = " (external)"
+
+func (k Key) String() string {
+	s := fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto)
+	if k.External {
+		s += externalSuffix
+	}
+	return s
+}
+
+// Frontend is the address and port clients reach.
+func (k Key) Frontend() netip.AddrPort { return netip.AddrPortFrom(k.VIP, k.Port) }
+
+// KeyOf is the key of a map entry.
+func KeyOf(e tcbpf.Service) Key {
+	return Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto, External: e.External}
+}
 
 // Entries are a Service's desired map entries, each with its backends
 // sorted (so that two computations of the same state compare equal).
@@ -42,7 +62,7 @@ func sameBackends(a, b []tcbpf.Backend) bool {
 type Plane interface {
 	AddService(tcbpf.Service) error
 	UpdateService(tcbpf.Service) error
-	DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error
+	DelEntry(tcbpf.Service) error
 	ListServices() ([]tcbpf.Service, error)
 }
 
@@ -64,6 +84,13 @@ func (c *Changes) Add(o Changes) {
 	c.Deleted += o.Deleted
 }
 
+// installed is what the maps hold for one entry.
+type installed struct {
+	backends    []tcbpf.Backend
+	affinity    uint32 // session affinity timeout (0: none)
+	hasExternal bool   // an External entry of the same frontend serves outside clients
+}
+
 // Syncer keeps the data plane's Service map equal to the union of the
 // Services' entries, touching only entries that changed: a Service's sync
 // costs its own entries, whatever the number of other Services.
@@ -71,13 +98,11 @@ type Syncer struct {
 	plane Plane
 	// installed: what the maps hold (read from them at start, so a
 	// restarted proxy changes only what changed while it was away).
-	installed map[Key][]tcbpf.Backend
+	installed map[Key]installed
 	// owner: which Service (namespace/name) an installed entry belongs to.
 	owner map[Key]string
 	// bySvc: each Service's entries.
 	bySvc map[string]Entries
-	// affinity: the session affinity timeout of an installed entry (0: none).
-	affinity map[Key]uint32
 }
 
 // NewSyncer reads the plane's current entries.
@@ -86,13 +111,9 @@ func NewSyncer(p Plane) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the Service map: %w", err)
 	}
-	s := &Syncer{plane: p, installed: map[Key][]tcbpf.Backend{}, owner: map[Key]string{}, bySvc: map[string]Entries{}, affinity: map[Key]uint32{}}
+	s := &Syncer{plane: p, installed: map[Key]installed{}, owner: map[Key]string{}, bySvc: map[string]Entries{}}
 	for _, e := range ss {
-		k := Key{VIP: e.VIP, Port: e.Port, Proto: e.Proto}
-		s.installed[k] = e.Backends
-		if e.Affinity > 0 {
-			s.affinity[k] = e.Affinity
-		}
+		s.installed[KeyOf(e)] = installed{backends: e.Backends, affinity: e.Affinity, hasExternal: e.HasExternal}
 	}
 	return s, nil
 }
@@ -103,54 +124,31 @@ func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.Syn
 
 // SyncWith is Sync for a Service whose entries all carry a session
 // affinity timeout (seconds, SessionAffinity; 0: none). An entry whose
-// affinity changed is updated in place, like one whose backends did.
+// affinity changed is updated in place, like one whose backends did. An
+// entry whose frontend also has an External entry is marked so
+// (tcbpf.Service.HasExternal). Writes come first, External entries before
+// the entries that point to them; deletes last, entries for every client
+// before External ones: the programs never follow a mark to nothing.
 func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
 	var ch Changes
 	var errs []error
+	keys := sortedKeys(want)
+	split := 0 // keys[:split] are the External entries
+	for split < len(keys) && keys[split].External {
+		split++
+	}
+	// The External entries are written before the entries that point to them.
+	s.write(name, keys[:split], want, affinity, &ch, &errs)
+	s.write(name, keys[split:], want, affinity, &ch, &errs)
+	gone := Entries{}
 	for k := range s.bySvc[name] {
-		if _, keep := want[k]; keep {
-			continue
+		if _, keep := want[k]; !keep && s.owner[k] == name { // else another Service took it over since
+			gone[k] = nil
 		}
-		if s.owner[k] != name {
-			continue // another Service took the entry over since
-		}
-		if err := s.del(k); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		ch.Deleted++
 	}
-	var add []tcbpf.Service
-	for k, bs := range want {
-		if o, taken := s.owner[k]; taken && o != name {
-			// The API refuses two Services on one clusterIP:port; this is a
-			// moment between a delete and a create seen out of order.
-			errs = append(errs, fmt.Errorf("%s: %s is Service %s's", name, k, o))
-			continue
-		}
-		have, ok := s.installed[k]
-		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs, Affinity: affinity}
-		switch {
-		case !ok:
-			add = append(add, svc)
-			continue
-		case !sameBackends(have, bs) || s.affinity[k] != affinity:
-			if err := s.plane.UpdateService(svc); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ch.Updated++
-		}
-		s.installed[k] = bs
-		s.owner[k] = name
-		s.setAffinity(k, affinity)
-	}
-	for _, svc := range s.addAll(add, &errs) {
-		k := Key{VIP: svc.VIP, Port: svc.Port, Proto: svc.Proto}
-		s.installed[k], s.owner[k] = want[k], name
-		s.setAffinity(k, affinity)
-		ch.Added++
-	}
+	d, err := s.delete(gone)
+	ch.Add(d)
+	errs = append(errs, err)
 	if len(want) == 0 {
 		delete(s.bySvc, name)
 	} else {
@@ -159,11 +157,45 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 	return ch, errors.Join(errs...)
 }
 
-func (s *Syncer) setAffinity(k Key, affinity uint32) {
-	if affinity > 0 {
-		s.affinity[k] = affinity
-	} else {
-		delete(s.affinity, k)
+// write makes the entries keys of Service name equal to want's: those
+// changed are updated in place, the new ones added (in one call when the
+// plane takes many).
+func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, ch *Changes, errs *[]error) {
+	var add []tcbpf.Service
+	for _, k := range keys {
+		bs := want[k]
+		if o, taken := s.owner[k]; taken && o != name {
+			// The API refuses two Services on one clusterIP:port; this is a
+			// moment between a delete and a create seen out of order.
+			*errs = append(*errs, fmt.Errorf("%s: %s is Service %s's", name, k, o))
+			continue
+		}
+		ext := Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}
+		hasExt := !k.External && s.owner[ext] == name // written before
+		if _, wanted := want[ext]; !wanted {
+			hasExt = false
+		}
+		have, ok := s.installed[k]
+		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, HasExternal: hasExt}
+		switch {
+		case !ok:
+			add = append(add, svc)
+			continue
+		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.hasExternal != hasExt:
+			if err := s.plane.UpdateService(svc); err != nil {
+				*errs = append(*errs, err)
+				continue
+			}
+			ch.Updated++
+		}
+		s.installed[k] = installed{backends: bs, affinity: affinity, hasExternal: hasExt}
+		s.owner[k] = name
+	}
+	for _, svc := range s.addAll(add, errs) {
+		k := KeyOf(svc)
+		s.installed[k] = installed{backends: want[k], affinity: affinity, hasExternal: svc.HasExternal}
+		s.owner[k] = name
+		ch.Added++
 	}
 }
 
@@ -187,26 +219,14 @@ func (s *Syncer) addAll(svcs []tcbpf.Service, errs *[]error) []tcbpf.Service {
 	return added
 }
 
-func (s *Syncer) del(k Key) error {
-	if err := s.plane.DelService(k.VIP, k.Port, k.Proto); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
-		return err
-	}
-	delete(s.installed, k)
-	delete(s.owner, k)
-	delete(s.affinity, k)
-	return nil
-}
-
-// Prune deletes the entries no Service claims: what the maps held from
-// before this proxy started and the API no longer has. Called once the
-// informers' first listing has been synced.
-func (s *Syncer) Prune() (Changes, error) {
+// delete removes entries, those for every client first (their marks
+// point to the External ones).
+func (s *Syncer) delete(es Entries) (Changes, error) {
 	var ch Changes
 	var errs []error
-	for k := range s.installed {
-		if _, ok := s.owner[k]; ok {
-			continue
-		}
+	keys := sortedKeys(es)
+	slices.Reverse(keys)
+	for _, k := range keys {
 		if err := s.del(k); err != nil {
 			errs = append(errs, err)
 			continue
@@ -214,6 +234,51 @@ func (s *Syncer) Prune() (Changes, error) {
 		ch.Deleted++
 	}
 	return ch, errors.Join(errs...)
+}
+
+// sortedKeys orders a Service's keys External first (so that an External
+// entry exists before its frontend's other entry points to it), then by
+// frontend: the map calls come in one order, whatever Go's map order.
+func sortedKeys(es Entries) []Key {
+	ks := make([]Key, 0, len(es))
+	for k := range es {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b Key) int {
+		if a.External != b.External {
+			if a.External {
+				return -1
+			}
+			return 1
+		}
+		if c := a.Frontend().Compare(b.Frontend()); c != 0 {
+			return c
+		}
+		return int(a.Proto) - int(b.Proto)
+	})
+	return ks
+}
+
+func (s *Syncer) del(k Key) error {
+	if err := s.plane.DelEntry(tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External}); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
+		return err
+	}
+	delete(s.installed, k)
+	delete(s.owner, k)
+	return nil
+}
+
+// Prune deletes the entries no Service claims: what the maps held from
+// before this proxy started and the API no longer has. Called once the
+// informers' first listing has been synced.
+func (s *Syncer) Prune() (Changes, error) {
+	orphans := Entries{}
+	for k := range s.installed {
+		if _, ok := s.owner[k]; !ok {
+			orphans[k] = nil
+		}
+	}
+	return s.delete(orphans)
 }
 
 // Len is the number of entries installed.

@@ -18,9 +18,10 @@ import (
 // connection to a Service with endpoints is translated at connect() (the
 // socket counter rises, tc translates nothing); a Service without
 // endpoints is the tc programs' (ECONNREFUSED from their ICMP port
-// unreachable, not the socket programs' EPERM), and so is a Service with
-// sessionAffinity; the namespace the programs were loaded for (a node's
-// own, here pod-c's) keeps the socket programs' behaviour (EPERM).
+// unreachable), and so are a Service with sessionAffinity and a connected
+// UDP socket; the namespace the programs were loaded for (a node's own,
+// here pod-c's) keeps the socket programs' behaviour (connect() refused
+// by them, also ECONNREFUSED).
 func TestPodsViaTC(t *testing.T) {
 	s := upNetnsLab(t, "fat")
 	p, a, err := setup(s.l.State.Name, lab.Recorder(s.l.State.Name), s.netnsCookie(t, "pod-c"), true)
@@ -56,6 +57,24 @@ func TestPodsViaTC(t *testing.T) {
 		t.Fatalf("socket stats %+v, tc stats %+v: want the connect translated at the socket, no packet by tc", ss, ts)
 	}
 
+	// Connected UDP: tc's (a socket connected to a backend could never
+	// move when the backend goes; tc's conntrack entry can be forgotten).
+	// Unconnected UDP: the socket's (each datagram picks again).
+	s.addService(t, tcbpf.UDP, "pod-a")
+	if r, err := s.client(t, "pod-b", "udp-connected", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("pod-b to the UDP Service, connected: %+v, %v, want pod-a", r, err)
+	}
+	if ss2, ts2 := counters(); ss2.Connects != ss.Connects || ts2.DNAT == 0 {
+		t.Fatalf("socket stats %+v, tc stats %+v: want the connected UDP socket's datagram translated by tc, not its connect", ss2, ts2)
+	}
+	if r, err := s.client(t, "pod-b", "udp", svcAddr, true); err != nil || r.Pod != "pod-a" {
+		t.Fatalf("pod-b to the UDP Service, unconnected: %+v, %v, want pod-a", r, err)
+	}
+	ss, ts = counters()
+	if ss.Sends == 0 {
+		t.Fatalf("socket stats %+v: want the unconnected datagram translated at the socket", ss)
+	}
+
 	// No endpoints: tc refuses (ICMP port unreachable -> ECONNREFUSED).
 	if err := p.UpdateService(tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP}); err != nil {
 		t.Fatal(err)
@@ -63,13 +82,13 @@ func TestPodsViaTC(t *testing.T) {
 	if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("pod-b to a Service without endpoints: %+v, %v: want connection refused (tc's reject)", r, err)
 	}
-	// The node's own namespace: the socket programs refuse (EPERM).
-	if r, err := s.client(t, "pod-c", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
-		t.Fatalf("pod-c (the programs' own namespace) to a Service without endpoints: %+v, %v: want EPERM", r, err)
+	// The node's own namespace: the socket programs refuse.
+	if r, err := s.client(t, "pod-c", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("pod-c (the programs' own namespace) to a Service without endpoints: %+v, %v: want ECONNREFUSED", r, err)
 	}
 	ss, ts = counters()
 	if ss.NoBackend != 1 || ts.Rejects < 1 {
-		t.Fatalf("socket stats %+v, tc stats %+v: want one EPERM (pod-c) and tc's reject (pod-b)", ss, ts)
+		t.Fatalf("socket stats %+v, tc stats %+v: want one refusal by the socket programs (pod-c) and tc's reject (pod-b)", ss, ts)
 	}
 
 	// sessionAffinity: tc's.

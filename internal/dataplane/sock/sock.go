@@ -33,13 +33,20 @@ type Plane struct {
 
 	lab     string
 	objs    objects
+	spec    *ebpf.CollectionSpec // for the socket iterator, loaded when first needed
 	created []string
 }
 
-// objects: the four programs and this package's own maps; the Service
-// maps come in as the programs' dependencies, from the lab's pins.
+// objects: the four hook programs and this package's own maps; the
+// Service maps come in as the programs' dependencies, from the lab's pins.
+// The UDP socket iterator (stale.go) needs a newer kernel than the hooks
+// (bpf_sock_destroy, 6.5) and is loaded apart, when first used.
 type objects struct {
-	sockPrograms
+	SockConnect4     *ebpf.Program `ebpf:"sock_connect4"`
+	SockGetpeername4 *ebpf.Program `ebpf:"sock_getpeername4"`
+	SockRecvmsg4     *ebpf.Program `ebpf:"sock_recvmsg4"`
+	SockSendmsg4     *ebpf.Program `ebpf:"sock_sendmsg4"`
+
 	SockConns *ebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
 	SockDests *ebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
 	SockRev   *ebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
@@ -47,7 +54,11 @@ type objects struct {
 }
 
 func (o *objects) Close() error {
-	return errors.Join(o.sockPrograms.Close(), o.SockConns.Close(), o.SockDests.Close(), o.SockRev.Close(), o.SockStats.Close())
+	var errs []error
+	for _, c := range []interface{ Close() error }{o.SockConnect4, o.SockGetpeername4, o.SockRecvmsg4, o.SockSendmsg4, o.SockConns, o.SockDests, o.SockRev, o.SockStats} {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // hooks: pin name, program, attach type.
@@ -108,7 +119,7 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		svc.Close()
 		return nil, err
 	}
-	for _, name := range []string{"sock_conns", "sock_dests", "sock_rev", "sock_stats"} {
+	for _, name := range []string{sockMapSockConns, sockMapSockDests, sockMapSockRev, sockMapSockStats, sockMapSockAffinity} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}
@@ -137,6 +148,7 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		}
 		return nil, fmt.Errorf("sock: load socket programs: %w", err)
 	}
+	p.spec = spec
 	return p, nil
 }
 
@@ -146,7 +158,11 @@ func (p *Plane) Created() []string { return append([]string(nil), p.created...) 
 // Close releases this process's handles; attachments (pinned) stay.
 func (p *Plane) Close() error { return errors.Join(p.objs.Close(), p.Plane.Close()) }
 
-func (p *Plane) linkDir() string { return filepath.Join(p.Dir(), "sock") }
+// LinksDir holds, under a plane's pin directory, the socket programs'
+// cgroup links.
+const LinksDir = "sock"
+
+func (p *Plane) linkDir() string { return filepath.Join(p.Dir(), LinksDir) }
 
 // Attachment says where the programs went.
 type Attachment struct {
@@ -286,7 +302,7 @@ type Stats struct {
 	Connects  uint64 `json:"connects_translated"`  // connect() to a clusterIP
 	Sends     uint64 `json:"datagrams_translated"` // unconnected UDP sendto()
 	Reverse   uint64 `json:"addresses_restored"`   // recvfrom()/getpeername() answers
-	NoBackend uint64 `json:"no_backend_refusals"`  // EPERM: Service without backends
+	NoBackend uint64 `json:"no_backend_refusals"`  // ECONNREFUSED: Service without backends
 }
 
 // SockStats reads the counters.

@@ -91,7 +91,14 @@ type sockLbSvcKey struct {
 	Vip   uint32
 	Port  uint16
 	Proto uint8
-	Pad   uint8
+	Scope uint8
+}
+
+type sockSockAffinityKey struct {
+	_     structs.HostLayout
+	Netns uint64
+	SvcId uint32
+	Pad   uint32
 }
 
 type sockSockConn struct {
@@ -114,6 +121,14 @@ type sockSockDestSet struct {
 		Vport   uint16
 	}
 	Spilled uint32
+}
+
+type sockSockKeepKey struct {
+	_       structs.HostLayout
+	Vip     uint32
+	Backend uint32
+	Vport   uint16
+	Bport   uint16
 }
 
 type sockSockRevKey struct {
@@ -144,14 +159,17 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
+	sockMapSockAffinity      = "sock_affinity"
 	sockMapSockConns         = "sock_conns"
 	sockMapSockDests         = "sock_dests"
+	sockMapSockKeep          = "sock_keep"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
 	sockProgSockConnect4     = "sock_connect4"
 	sockProgSockGetpeername4 = "sock_getpeername4"
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
+	sockProgSockTerminateUdp = "sock_terminate_udp"
 	sockVarOnlyNetns         = "only_netns"
 	sockVarPodsViaTc         = "pods_via_tc"
 )
@@ -202,25 +220,28 @@ type sockProgramSpecs struct {
 	SockGetpeername4 *ebpf.ProgramSpec `ebpf:"sock_getpeername4"`
 	SockRecvmsg4     *ebpf.ProgramSpec `ebpf:"sock_recvmsg4"`
 	SockSendmsg4     *ebpf.ProgramSpec `ebpf:"sock_sendmsg4"`
+	SockTerminateUdp *ebpf.ProgramSpec `ebpf:"sock_terminate_udp"`
 }
 
 // sockMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockMapSpecs struct {
-	LbAffinity  *ebpf.MapSpec `ebpf:"lb_affinity"`
-	LbBackends  *ebpf.MapSpec `ebpf:"lb_backends"`
-	LbBports    *ebpf.MapSpec `ebpf:"lb_bports"`
-	LbConntrack *ebpf.MapSpec `ebpf:"lb_conntrack"`
-	LbFrags     *ebpf.MapSpec `ebpf:"lb_frags"`
-	LbMeta      *ebpf.MapSpec `ebpf:"lb_meta"`
-	LbServices  *ebpf.MapSpec `ebpf:"lb_services"`
-	LbStats     *ebpf.MapSpec `ebpf:"lb_stats"`
-	LbVip16     *ebpf.MapSpec `ebpf:"lb_vip16"`
-	SockConns   *ebpf.MapSpec `ebpf:"sock_conns"`
-	SockDests   *ebpf.MapSpec `ebpf:"sock_dests"`
-	SockRev     *ebpf.MapSpec `ebpf:"sock_rev"`
-	SockStats   *ebpf.MapSpec `ebpf:"sock_stats"`
+	LbAffinity   *ebpf.MapSpec `ebpf:"lb_affinity"`
+	LbBackends   *ebpf.MapSpec `ebpf:"lb_backends"`
+	LbBports     *ebpf.MapSpec `ebpf:"lb_bports"`
+	LbConntrack  *ebpf.MapSpec `ebpf:"lb_conntrack"`
+	LbFrags      *ebpf.MapSpec `ebpf:"lb_frags"`
+	LbMeta       *ebpf.MapSpec `ebpf:"lb_meta"`
+	LbServices   *ebpf.MapSpec `ebpf:"lb_services"`
+	LbStats      *ebpf.MapSpec `ebpf:"lb_stats"`
+	LbVip16      *ebpf.MapSpec `ebpf:"lb_vip16"`
+	SockAffinity *ebpf.MapSpec `ebpf:"sock_affinity"`
+	SockConns    *ebpf.MapSpec `ebpf:"sock_conns"`
+	SockDests    *ebpf.MapSpec `ebpf:"sock_dests"`
+	SockKeep     *ebpf.MapSpec `ebpf:"sock_keep"`
+	SockRev      *ebpf.MapSpec `ebpf:"sock_rev"`
+	SockStats    *ebpf.MapSpec `ebpf:"sock_stats"`
 }
 
 // sockVariableSpecs contains global variables before they are loaded into the kernel.
@@ -251,19 +272,21 @@ func (o *sockObjects) Close() error {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockMaps struct {
-	LbAffinity  *ebpf.Map `ebpf:"lb_affinity"`
-	LbBackends  *ebpf.Map `ebpf:"lb_backends"`
-	LbBports    *ebpf.Map `ebpf:"lb_bports"`
-	LbConntrack *ebpf.Map `ebpf:"lb_conntrack"`
-	LbFrags     *ebpf.Map `ebpf:"lb_frags"`
-	LbMeta      *ebpf.Map `ebpf:"lb_meta"`
-	LbServices  *ebpf.Map `ebpf:"lb_services"`
-	LbStats     *ebpf.Map `ebpf:"lb_stats"`
-	LbVip16     *ebpf.Map `ebpf:"lb_vip16"`
-	SockConns   *ebpf.Map `ebpf:"sock_conns"`
-	SockDests   *ebpf.Map `ebpf:"sock_dests"`
-	SockRev     *ebpf.Map `ebpf:"sock_rev"`
-	SockStats   *ebpf.Map `ebpf:"sock_stats"`
+	LbAffinity   *ebpf.Map `ebpf:"lb_affinity"`
+	LbBackends   *ebpf.Map `ebpf:"lb_backends"`
+	LbBports     *ebpf.Map `ebpf:"lb_bports"`
+	LbConntrack  *ebpf.Map `ebpf:"lb_conntrack"`
+	LbFrags      *ebpf.Map `ebpf:"lb_frags"`
+	LbMeta       *ebpf.Map `ebpf:"lb_meta"`
+	LbServices   *ebpf.Map `ebpf:"lb_services"`
+	LbStats      *ebpf.Map `ebpf:"lb_stats"`
+	LbVip16      *ebpf.Map `ebpf:"lb_vip16"`
+	SockAffinity *ebpf.Map `ebpf:"sock_affinity"`
+	SockConns    *ebpf.Map `ebpf:"sock_conns"`
+	SockDests    *ebpf.Map `ebpf:"sock_dests"`
+	SockKeep     *ebpf.Map `ebpf:"sock_keep"`
+	SockRev      *ebpf.Map `ebpf:"sock_rev"`
+	SockStats    *ebpf.Map `ebpf:"sock_stats"`
 }
 
 func (m *sockMaps) Close() error {
@@ -277,8 +300,10 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.SockAffinity,
 		m.SockConns,
 		m.SockDests,
+		m.SockKeep,
 		m.SockRev,
 		m.SockStats,
 	)
@@ -300,6 +325,7 @@ type sockPrograms struct {
 	SockGetpeername4 *ebpf.Program `ebpf:"sock_getpeername4"`
 	SockRecvmsg4     *ebpf.Program `ebpf:"sock_recvmsg4"`
 	SockSendmsg4     *ebpf.Program `ebpf:"sock_sendmsg4"`
+	SockTerminateUdp *ebpf.Program `ebpf:"sock_terminate_udp"`
 }
 
 func (p *sockPrograms) Close() error {
@@ -308,6 +334,7 @@ func (p *sockPrograms) Close() error {
 		p.SockGetpeername4,
 		p.SockRecvmsg4,
 		p.SockSendmsg4,
+		p.SockTerminateUdp,
 	)
 }
 

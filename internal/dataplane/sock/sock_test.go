@@ -132,8 +132,9 @@ func (s *sockLab) addService(t *testing.T, proto tcbpf.Proto, backends ...string
 // traffic) and veth-routed, with no tc program anywhere: TCP, connected
 // and unconnected UDP through a clusterIP, from processes in the lab's
 // cgroup; the backend sees the client's own address (no NAT on the wire);
-// recvfrom and getpeername say clusterIP; hairpin; three backends; a
-// Service without backends refused; processes outside the cgroup untouched.
+// recvfrom and getpeername say clusterIP; hairpin; three backends, and
+// with sessionAffinity one of them per client; a Service without backends
+// refused; processes outside the cgroup untouched.
 func TestSocketServices(t *testing.T) {
 	for _, mode := range []string{"macvlan", "veth-routed"} {
 		t.Run(mode, func(t *testing.T) {
@@ -187,26 +188,43 @@ func TestSocketServices(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.addService(t, tcbpf.TCP, "pod-a", "pod-c", "pod-d")
-			hits := map[string]int{}
-			for i := 0; i < 24; i++ {
-				r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
-				if err != nil {
-					t.Fatalf("connection %d: %v", i, err)
+			// answers: who answered each of n connections of pod-b.
+			answers := func(n int) map[string]int {
+				hits := map[string]int{}
+				for i := 0; i < n; i++ {
+					r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
+					if err != nil {
+						t.Fatalf("connection %d: %v", i, err)
+					}
+					hits[r.Pod]++
 				}
-				hits[r.Pod]++
+				return hits
 			}
+			hits := answers(24)
 			t.Logf("24 connections over 3 backends: %v", hits)
 			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
 				if hits[p] == 0 {
 					t.Fatalf("backend %s got no connection: %v", p, hits)
 				}
 			}
+			// sessionAffinity: a client (its network namespace: the socket
+			// has no source address yet at connect()) keeps its backend.
+			three := tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP, Affinity: 60}
+			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
+				three.Backends = append(three.Backends, tcbpf.Backend{IP: netip.MustParseAddr(s.pod(p).IP), Port: port})
+			}
+			if err := s.p.UpdateService(three); err != nil {
+				t.Fatal(err)
+			}
+			if kept := answers(12); len(kept) != 1 {
+				t.Fatalf("sessionAffinity: 12 connections of pod-b went to %v, want one backend", kept)
+			}
 			if err := s.p.DelService(vip, port, tcbpf.TCP); err != nil {
 				t.Fatal(err)
 			}
 			s.addService(t, tcbpf.TCP)
-			if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
-				t.Fatalf("a Service without backends: %+v, %v (want EPERM)", r, err)
+			if r, err := s.client(t, "pod-b", "tcp", svcAddr, true); err == nil || !strings.Contains(err.Error(), "connection refused") {
+				t.Fatalf("a Service without backends: %+v, %v (want ECONNREFUSED, as kube-proxy's REJECT)", r, err)
 			}
 		})
 	}

@@ -86,7 +86,11 @@ func nsPath(ns string) string {
 	return nsutil.Path(ns)
 }
 
-func (p *Plane) epRoot() string { return filepath.Join(p.dir, "endpoints") }
+// EndpointsDir holds, under a plane's pin directory, the links of each
+// endpoint (pod interface) carrying the programs.
+const EndpointsDir = "endpoints"
+
+func (p *Plane) epRoot() string { return filepath.Join(p.dir, EndpointsDir) }
 
 // epDirName encodes one endpoint: escaped ns @ escaped ifname @ placement @ hook.
 func epDirName(ns, ifname string, pl Placement, h Hook) string {
@@ -171,7 +175,7 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		name string
 		prog *ebpf.Program
 		at   ebpf.AttachType
-	}{{"from_pod", fromProg, from}, {"to_pod", toProg, to}}
+	}{{serviceProgFromPod, fromProg, from}, {serviceProgToPod, toProg, to}}
 	for _, pr := range progs {
 		pin := filepath.Join(dir, pr.name)
 		var err error
@@ -296,7 +300,7 @@ func (p *Plane) detach(ep Endpoint) error {
 	if ep.Hook == HookTCX {
 		// Detach explicitly: dropping the pin alone detaches only after
 		// bpffs frees the inode (an RCU grace period later).
-		for _, name := range []string{"from_pod", "to_pod"} {
+		for _, name := range []string{serviceProgFromPod, serviceProgToPod} {
 			if err := detachTCX(filepath.Join(dir, name)); err != nil {
 				errs = append(errs, err)
 			}
@@ -371,7 +375,7 @@ func (p *Plane) endpointAt(name string) (Endpoint, bool) {
 		return Endpoint{}, false
 	}
 	dir := filepath.Join(p.epRoot(), name)
-	ep.Pins = []string{dir, filepath.Join(dir, "from_pod"), filepath.Join(dir, "to_pod")}
+	ep.Pins = []string{dir, filepath.Join(dir, serviceProgFromPod), filepath.Join(dir, serviceProgToPod)}
 	ep.Attached = attached(ep)
 	return ep, true
 }

@@ -88,7 +88,7 @@ func Open(lab string) (*Plane, error) {
 		return nil, fmt.Errorf("ebpf: load service programs: %w", err)
 	}
 	p.created = append(p.created, fresh...)
-	if slices.Contains(fresh, filepath.Join(dir, "lb_vip16")) && !slices.Contains(fresh, filepath.Join(dir, "lb_services")) {
+	if slices.Contains(fresh, filepath.Join(dir, serviceMapLbVip16)) && !slices.Contains(fresh, filepath.Join(dir, serviceMapLbServices)) {
 		if err := p.rebuildFilters(); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("ebpf: lab %s: prefilters: %w", lab, err)

@@ -100,7 +100,7 @@ type serviceLbSvcKey struct {
 	Vip   uint32
 	Port  uint16
 	Proto uint8
-	Pad   uint8
+	Scope uint8
 }
 
 type serviceNpCt struct {
@@ -138,6 +138,7 @@ const (
 	serviceMapLbStats        = "lb_stats"
 	serviceMapLbVip16        = "lb_vip16"
 	serviceMapNpConntrack    = "np_conntrack"
+	serviceMapNpNode         = "np_node"
 	serviceMapNpStats        = "np_stats"
 	serviceMapPodRoutes      = "pod_routes"
 	serviceProgFromPod       = "from_pod"
@@ -217,6 +218,7 @@ type serviceMapSpecs struct {
 	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
 	NpConntrack    *ebpf.MapSpec `ebpf:"np_conntrack"`
+	NpNode         *ebpf.MapSpec `ebpf:"np_node"`
 	NpStats        *ebpf.MapSpec `ebpf:"np_stats"`
 	PodRoutes      *ebpf.MapSpec `ebpf:"pod_routes"`
 }
@@ -260,6 +262,7 @@ type serviceMaps struct {
 	LbStats        *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
 	NpConntrack    *ebpf.Map `ebpf:"np_conntrack"`
+	NpNode         *ebpf.Map `ebpf:"np_node"`
 	NpStats        *ebpf.Map `ebpf:"np_stats"`
 	PodRoutes      *ebpf.Map `ebpf:"pod_routes"`
 }
@@ -279,6 +282,7 @@ func (m *serviceMaps) Close() error {
 		m.LbStats,
 		m.LbVip16,
 		m.NpConntrack,
+		m.NpNode,
 		m.NpStats,
 		m.PodRoutes,
 	)

@@ -71,13 +71,30 @@ type Service struct {
 	// flows keep the backend of its last one for this many seconds after
 	// it (0: none, every flow is placed by its hash).
 	Affinity uint32 `json:"affinity_seconds,omitempty"`
+	// External marks the entry that serves only clients outside the node
+	// (the uplink's nodeport_in), beside the frontend's entry for every
+	// client: a NodePort or external IP of a Service whose
+	// externalTrafficPolicy is Local holds this node's endpoints there and
+	// every endpoint in the other (pods and the node itself reach them all,
+	// as with kube-proxy). bpf/lb.h's LB_SCOPE_EXTERNAL.
+	External bool `json:"external,omitempty"`
+	// HasExternal (an entry for every client) tells nodeport_in to serve
+	// outside clients from the frontend's External entry, which must exist
+	// while it is set (LB_SVC_EXTERNAL).
+	HasExternal bool `json:"has_external,omitempty"`
 }
 
 // MaxAffinity is the longest affinity timeout (Kubernetes' limit, a day).
 const MaxAffinity = 86400
 
-// Mirror of bpf/lb.h's LB_SVC_AFFINITY.
-const svcAffinity = 0x1
+// Mirrors of bpf/lb.h's LB_SVC_* flags and LB_SCOPE_* values.
+const (
+	svcAffinity = 0x1
+	svcExternal = 0x2
+
+	scopeAll      = 0
+	scopeExternal = 1
+)
 
 // value is the Service map's value for s with id.
 func (s Service) value(id uint32) serviceLbSvc {
@@ -85,10 +102,25 @@ func (s Service) value(id uint32) serviceLbSvc {
 	if s.Affinity > 0 {
 		v.Flags |= svcAffinity
 	}
+	if s.HasExternal {
+		v.Flags |= svcExternal
+	}
 	return v
 }
 
+// key is the Service map's key of s.
+func (s Service) key() serviceLbSvcKey {
+	k := svcKey(s.VIP, s.Port, s.Proto)
+	if s.External {
+		k.Scope = scopeExternal
+	}
+	return k
+}
+
 func (s Service) String() string {
+	if s.External {
+		return fmt.Sprintf("%s/%s (external)", netip.AddrPortFrom(s.VIP, s.Port), s.Proto)
+	}
 	return fmt.Sprintf("%s/%s", netip.AddrPortFrom(s.VIP, s.Port), s.Proto)
 }
 
@@ -112,6 +144,9 @@ func (s Service) Validate() error {
 	}
 	if s.Affinity > MaxAffinity {
 		return fmt.Errorf("service %s: affinity timeout %ds: at most %d (a day)", s, s.Affinity, MaxAffinity)
+	}
+	if s.External && s.HasExternal {
+		return fmt.Errorf("service %s: an external entry cannot point to another", s)
 	}
 	if len(s.Backends) > MaxBackends {
 		return fmt.Errorf("service %s: %d backends, at most %d", s, len(s.Backends), MaxBackends)
@@ -165,7 +200,7 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 		if err := s.Validate(); err != nil {
 			return err
 		}
-		k := svcKey(s.VIP, s.Port, s.Proto)
+		k := s.key()
 		if _, dup := seen[k]; dup {
 			return fmt.Errorf("service %s is given twice", s)
 		}
@@ -188,7 +223,7 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 	defer func() {
 		if err != nil { // all or nothing
 			for _, s := range ss[:added] {
-				_ = p.DelService(s.VIP, s.Port, s.Proto)
+				_ = p.DelEntry(s)
 			}
 			_ = p.countFilters(ss[added:], -1)
 		}
@@ -205,7 +240,7 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 				return err
 			}
 		}
-		k := svcKey(s.VIP, s.Port, s.Proto)
+		k := s.key()
 		v := s.value(id)
 		if uerr := p.objs.LbServices.Update(&k, &v, ebpf.UpdateNoExist); uerr != nil {
 			p.delBackends(id, len(s.Backends))
@@ -250,19 +285,25 @@ func (p *Plane) delBackends(id uint32, n int) {
 	}
 }
 
-// DelService removes a Service. Its flows stop being translated at once;
-// their conntrack entries age out of the LRU.
+// DelService removes a Service (its entry for every client). Its flows
+// stop being translated at once; their conntrack entries age out of the LRU.
 func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
-	k := svcKey(vip, port, proto)
+	return p.DelEntry(Service{VIP: vip, Port: port, Proto: proto})
+}
+
+// DelEntry removes the entry s names (VIP, Port, Proto, External; the rest
+// of s is ignored), as DelService.
+func (p *Plane) DelEntry(s Service) error {
+	k := s.key()
 	var v serviceLbSvc
-	name := Service{VIP: vip, Port: port, Proto: proto}.String()
+	name := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}.String()
 	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("service %s: %w", name, ErrNotFound)
 		}
 		return err
 	}
-	gone := Service{VIP: vip, Port: port, Proto: proto}
+	gone := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
 	// Its backend ports leave the prefilter with it (a slot already gone
 	// just counts for nothing).
 	gone.Backends, _ = p.backendsOf(v)
@@ -342,7 +383,8 @@ func (p *Plane) ListServices() ([]Service, error) {
 	)
 	it := p.objs.LbServices.Iterate()
 	for it.Next(&k, &v) {
-		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id}
+		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id,
+			External: k.Scope == scopeExternal, HasExternal: v.Flags&svcExternal != 0}
 		if v.Flags&svcAffinity != 0 {
 			s.Affinity = v.AffinityTimeout
 		}
@@ -363,7 +405,10 @@ func (p *Plane) ListServices() ([]Service, error) {
 		if a.Port != b.Port {
 			return a.Port < b.Port
 		}
-		return a.Proto < b.Proto
+		if a.Proto != b.Proto {
+			return a.Proto < b.Proto
+		}
+		return !a.External && b.External
 	})
 	return out, nil
 }
@@ -436,8 +481,10 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 	return out, it.Err()
 }
 
-// Mirrors of bpf/lb.h's enums.
+// Mirrors of bpf/lb.h's and bpf/nodeport.h's enums.
 const (
 	ctFwd     = 1
+	ctRev     = 2
 	ctHairpin = 1
+	npSNAT    = 1
 )

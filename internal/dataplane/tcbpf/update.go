@@ -16,7 +16,7 @@ func (p *Plane) UpdateService(s Service) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	k := svcKey(s.VIP, s.Port, s.Proto)
+	k := s.key()
 	var v serviceLbSvc
 	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -24,7 +24,7 @@ func (p *Plane) UpdateService(s Service) error {
 		}
 		return fmt.Errorf("service %s: %w", s, err)
 	}
-	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
+	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}
 	old.Backends, _ = p.backendsOf(v)
 	s.Backends = StableSlots(old.Backends, s.Backends)
 	// The new backends' ports enter the prefilter before any packet can be

@@ -3,6 +3,7 @@ package tcbpf
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -20,10 +21,14 @@ import (
 // IP (AddService with VIP = node IP).
 
 func (p *Plane) uplinkDir(ns, ifname string, h Hook) string {
-	return filepath.Join(p.dir, "uplinks", epDirName(ns, ifname, "uplink", h))
+	return filepath.Join(p.dir, UplinksDir, epDirName(ns, ifname, "uplink", h))
 }
 
-var uplinkProgs = []string{"nodeport_in", "nodeport_out"}
+// UplinksDir holds, under a plane's pin directory, the NodePort programs'
+// links of each uplink.
+const UplinksDir = "uplinks"
+
+var uplinkProgs = []string{serviceProgNodeportIn, serviceProgNodeportOut}
 
 // AttachUplink puts the NodePort programs on interface ifname of namespace
 // ns. An uplink already carrying them (a restarted proxy) is left as it is.
@@ -75,6 +80,19 @@ func (p *Plane) AttachUplink(ns, ifname string) ([]string, error) {
 		pins = append(pins, pin)
 	}
 	return pins, nil
+}
+
+// SetNodeIP tells the NodePort programs the node's own address: the
+// source of flows they SNAT (a backend on another node), which is not the
+// address the client reached when that is an external IP.
+func (p *Plane) SetNodeIP(ip netip.Addr) error {
+	if !ip.Is4() {
+		return fmt.Errorf("node IP %s: want an IPv4 address", ip)
+	}
+	if err := p.objs.NpNode.Update(uint32(0), be32(ip), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("node IP map: %w", err)
+	}
+	return nil
 }
 
 // uplinkAttached: the pins exist and the interface is still there.

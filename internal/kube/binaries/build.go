@@ -13,11 +13,14 @@ import (
 // module is a pinned Go module of vnetlab's own whose commands are built once
 // into dir/bin and kept there.
 type module struct {
-	what     string            // e.g. "Kubernetes v1.37.2", for messages
-	dir      string            // cache directory of this version
-	files    map[string][]byte // the module's source: go.mod, go.sum, ...
-	pkgs     []string          // packages to build, in one `go build`
-	outputs  []string          // file names the build leaves in bin
+	what    string            // e.g. "Kubernetes v1.37.2", for messages
+	dir     string            // cache directory of this version
+	files   map[string][]byte // the module's source: go.mod, go.sum, ...
+	pkgs    []string          // packages to build, in one `go build`
+	outputs []string          // file names the build leaves in bin
+	// tests are test binaries built after pkgs (`go test -c`): file name in
+	// bin -> package. Their names belong in outputs too.
+	tests    map[string]string
 	ldflags  string
 	estimate string // how long a first build takes, for the message
 }
@@ -58,23 +61,28 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", err
 	}
-	args := append([]string{"build", "-trimpath", "-ldflags", m.ldflags, "-o", tmp + "/"}, m.pkgs...)
+	runs := [][]string{append([]string{"build", "-trimpath", "-ldflags", m.ldflags, "-o", tmp + "/"}, m.pkgs...)}
+	for file, pkg := range m.tests {
+		runs = append(runs, []string{"test", "-c", "-trimpath", "-ldflags", m.ldflags, "-o", filepath.Join(tmp, file), pkg})
+	}
 	say("building %s from the Go module proxy into %s: the first time takes %s", m.what, m.dir, m.estimate)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		msg := strings.TrimSpace(string(out))
-		if len(msg) > 800 {
-			msg = "..." + msg[len(msg)-800:]
+	for _, args := range runs {
+		cmd := exec.CommandContext(ctx, goTool, args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+			msg := strings.TrimSpace(string(out))
+			if len(msg) > 800 {
+				msg = "..." + msg[len(msg)-800:]
+			}
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return "", fmt.Errorf("building %s failed (%v): %s", m.what, err, msg)
 		}
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", fmt.Errorf("building %s failed (%v): %s", m.what, err, msg)
 	}
 	bin := filepath.Join(m.dir, "bin")
 	_ = os.RemoveAll(bin)

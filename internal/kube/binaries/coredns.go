@@ -33,12 +33,16 @@ var (
 // CoreDNSBuild identifies the CoreDNS build: its version and a hash of the
 // module's files, so that a changed plugin list is rebuilt rather than taken
 // from the cache.
-func CoreDNSBuild() string {
+func CoreDNSBuild() string { return buildID(CoreDNSVersion, corednsMod, corednsSum, corednsMain) }
+
+// buildID is a version and a hash of a pinned module's files: a cache
+// directory name that changes when the files do.
+func buildID(version string, files ...[]byte) string {
 	h := sha256.New()
-	for _, b := range [][]byte{corednsMod, corednsSum, corednsMain} {
+	for _, b := range files {
 		h.Write(b)
 	}
-	return CoreDNSVersion + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+	return version + "-" + hex.EncodeToString(h.Sum(nil))[:8]
 }
 
 func coreDNS() (module, error) {

@@ -144,7 +144,7 @@ func (b *builder) build(ctx context.Context) error {
 	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, net.IPv4(127, 0, 0, 1), modes.NthIP(mustCIDR(serviceCIDR), 1)}); err != nil {
 		return err
 	}
-	internal := filepath.Join(b.dir, "kubeconfig-internal")
+	internal := InternalKubeconfig(k)
 	if err := writeTemplate(internal, kubeconfigTmpl, map[string]string{"Cluster": k, "Server": fmt.Sprintf("https://%s:%d", apiIP, apiPort), "CA": b.pki.path("ca.crt"), "Token": b.pki.token}); err != nil {
 		return err
 	}

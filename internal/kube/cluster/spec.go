@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
@@ -91,6 +92,11 @@ func (s Spec) Validate() error {
 	}
 	return nil
 }
+
+// InternalKubeconfig is the kubeconfig of cluster k's own processes: the
+// API server at its address on the control-plane bridge, reachable from the
+// control plane's namespace (State.Ext) and the nodes'.
+func InternalKubeconfig(k string) string { return filepath.Join(lab.Dir(k), "kubeconfig-internal") }
 
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
 func NodeName(k string, i int) string { return fmt.Sprintf("%s-node%d", k, i) }

@@ -42,33 +42,52 @@ var Programs = []string{"iperf3", "sockperf"}
 
 // Image is a built image and its reference.
 type Image struct {
-	Ref   string
-	Image v1.Image
+	Ref string
+	// Aliases are further references to the same image (Write tags it
+	// with each).
+	Aliases []string
+	Image   v1.Image
+}
+
+// Content is what a one-layer image holds.
+type Content struct {
+	// Files: path in the image -> file on this machine (symlinks followed:
+	// the image holds the content at the path the program asks for).
+	Files map[string]string
+	// Links: path in the image -> symlink target.
+	Links           map[string]string
+	Entrypoint, Cmd []string
+}
+
+// AddLibraries adds the shared libraries of the given files (paths in the
+// image) as ldd lists them, each at its own path.
+func (c *Content) AddLibraries(programs ...string) {
+	for _, p := range programs {
+		out, err := exec.Command("ldd", c.Files[p]).Output()
+		if err != nil {
+			continue // a static program: ldd says "not a dynamic executable" and fails
+		}
+		for _, lib := range ParseLdd(string(out)) {
+			c.Files[lib] = lib
+		}
+	}
 }
 
 // Build collects the files and makes the image; self is the vnetlab
 // executable to put in it.
 func Build(self string) (*Image, error) {
-	files := map[string]string{VnetlabPath: self} // path in image -> path on this machine
-	progs := []string{self}
+	c := Content{Files: map[string]string{VnetlabPath: self}, Entrypoint: Entrypoint}
+	progs := []string{VnetlabPath}
 	for _, p := range Programs {
 		path, err := exec.LookPath(p)
 		if err != nil {
 			return nil, fmt.Errorf("the image needs %s and it is not installed: run scripts/install-deps.sh", p)
 		}
-		files["/usr/bin/"+p] = path
-		progs = append(progs, path)
+		c.Files["/usr/bin/"+p] = path
+		progs = append(progs, "/usr/bin/"+p)
 	}
-	for _, p := range progs {
-		out, err := exec.Command("ldd", p).Output()
-		if err != nil {
-			continue // a static program: ldd says "not a dynamic executable" and fails
-		}
-		for _, lib := range ParseLdd(string(out)) {
-			files[lib] = lib
-		}
-	}
-	im, sum, err := assemble(files, Entrypoint)
+	c.AddLibraries(progs...)
+	im, sum, err := Assemble(c)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +98,7 @@ func Build(self string) (*Image, error) {
 // Program builds an image of one static program: file (on this machine) at
 // path in the image, run as the entrypoint; ref names it.
 func Program(ref, file, path string) (*Image, error) {
-	im, _, err := assemble(map[string]string{path: file}, []string{path})
+	im, _, err := Assemble(Content{Files: map[string]string{path: file}, Entrypoint: []string{path}})
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +106,10 @@ func Program(ref, file, path string) (*Image, error) {
 	return im, nil
 }
 
-// assemble makes a one-layer image of files (path in image -> path on this
-// machine) and returns it with a hash of the layer's content.
-func assemble(files map[string]string, entrypoint []string) (*Image, string, error) {
-	layer, sum, err := tarLayer(files)
+// Assemble makes a one-layer image of c and returns it, without a
+// reference yet, with a hash of the layer's content.
+func Assemble(c Content) (*Image, string, error) {
+	layer, sum, err := tarLayer(c)
 	if err != nil {
 		return nil, "", err
 	}
@@ -108,7 +127,7 @@ func assemble(files map[string]string, entrypoint []string) (*Image, string, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Entrypoint = entrypoint
+	cfg.Config.Entrypoint, cfg.Config.Cmd = c.Entrypoint, c.Cmd
 	cfg.Config.Env = []string{"PATH=/usr/bin:/bin"}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return nil, "", err
@@ -116,14 +135,19 @@ func assemble(files map[string]string, entrypoint []string) (*Image, string, err
 	return &Image{Image: img}, sum, nil
 }
 
-// Write writes the image as a docker tarball (what `ctr images import` reads).
+// Write writes the image as a docker tarball (what `ctr images import`
+// reads), tagged with its reference and its aliases.
 func (im *Image) Write(path string) error {
-	tag, err := name.NewTag(im.Ref)
-	if err != nil {
-		return err
+	refs := map[name.Reference]v1.Image{}
+	for _, r := range append([]string{im.Ref}, im.Aliases...) {
+		tag, err := name.NewTag(r)
+		if err != nil {
+			return err
+		}
+		refs[tag] = im.Image
 	}
 	tmp := path + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, im.Image); err != nil {
+	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write image %s: %w", path, err)
 	}
@@ -146,12 +170,15 @@ func ParseLdd(out string) []string {
 	return libs
 }
 
-// tarLayer writes the files (symlinks followed: the image holds the content
-// at the path the program asks for) into an uncompressed tar, with the
-// directories they need, and returns it with a hash of its content.
-func tarLayer(files map[string]string) ([]byte, string, error) {
+// tarLayer writes c's files (symlinks followed) and links into an
+// uncompressed tar, with the directories they need, and returns it with a
+// hash of its content.
+func tarLayer(c Content) ([]byte, string, error) {
 	var paths []string
-	for p := range files {
+	for p := range c.Files {
+		paths = append(paths, p)
+	}
+	for p := range c.Links {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
@@ -174,11 +201,19 @@ func tarLayer(files map[string]string) ([]byte, string, error) {
 				return nil, "", err
 			}
 		}
-		b, err := os.ReadFile(files[p])
+		name := strings.TrimPrefix(p, "/")
+		if target, ok := c.Links[p]; ok {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777}); err != nil {
+				return nil, "", err
+			}
+			fmt.Fprintf(h, "%s\x00->%s\x00", p, target)
+			continue
+		}
+		b, err := os.ReadFile(c.Files[p])
 		if err != nil {
 			return nil, "", err
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: 0o755, Size: int64(len(b))}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(b))}); err != nil {
 			return nil, "", err
 		}
 		if _, err := tw.Write(b); err != nil {

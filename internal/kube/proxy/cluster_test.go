@@ -64,8 +64,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if w := strings.Fields(os.Getenv(whoEnv)); len(w) == 2 {
-		os.Exit(whoChild(w[0], w[1]))
+	if w := strings.Fields(os.Getenv(whoEnv)); len(w) == 3 {
+		os.Exit(whoChild(w[0], w[1], w[2]))
 	}
 	switch {
 	case os.Geteuid() != 0:
@@ -268,18 +268,22 @@ func podNetns(t *testing.T, ip string) string {
 // With socket programs acting on pods (inPodCgroup) the question comes
 // from a process in the pod's cgroup (whoIn); else from this process's
 // thread in the namespace.
-func who(ns, proto, addr string) (string, error) {
-	if inPodCgroup() {
+func who(ns, proto, addr string) (string, error) { return whoFrom(ns, proto, addr, 0) }
+
+// whoFrom is who from local port lport (0: any), as `nc -p` does: every
+// question a new socket, the same flow for a conntrack.
+func whoFrom(ns, proto, addr string, lport int) (string, error) {
+	if inPodCgroup() && ns != outside() {
 		cg, err := podCgroup(ns)
 		if err != nil {
 			return "", err
 		}
-		return whoIn(ns, cg, proto, addr)
+		return whoIn(ns, cg, proto, addr, lport)
 	}
 	var out string
 	err := nsutil.DoPath(ns, func() error {
 		var err error
-		out, err = ask(proto, addr)
+		out, err = askFrom(proto, addr, lport)
 		return err
 	})
 	return out, err
@@ -287,8 +291,19 @@ func who(ns, proto, addr string) (string, error) {
 
 // ask connects to addr (tcp or udp: a connected socket), sends a datagram
 // if udp, and returns the answer.
-func ask(proto, addr string) (string, error) {
-	c, err := net.DialTimeout(proto, addr, 2*time.Second)
+func ask(proto, addr string) (string, error) { return askFrom(proto, addr, 0) }
+
+// askFrom is ask from local port lport (0: any).
+func askFrom(proto, addr string, lport int) (string, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if lport != 0 {
+		if proto == "udp" {
+			d.LocalAddr = &net.UDPAddr{Port: lport}
+		} else {
+			d.LocalAddr = &net.TCPAddr{Port: lport}
+		}
+	}
+	c, err := d.Dial(proto, addr)
 	if err != nil {
 		return "", err
 	}

@@ -6,36 +6,78 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
-// TranslateNodePorts computes a Service's NodePort entries on node `node`
-// whose IP is nodeIP, as kube-proxy does: for type NodePort and
-// LoadBalancer (whose ports get nodePorts too), one entry per port with a
-// nodePort, keyed nodeIP:nodePort/proto (the data plane's uplink programs
-// and the pods' from_pod look them up like clusterIPs). Its backends:
-//   - externalTrafficPolicy Cluster: every endpoint (ready, else serving
-//     and terminating), as the clusterIP's; one on another node is reached
-//     with SNAT to the node IP (bpf/nodeport.h), as kube-proxy masquerades;
-//   - externalTrafficPolicy Local: this node's endpoints only, the client's
-//     address kept; none: the entry stays without backends and its packets
-//     are dropped (kube-proxy drops them too).
-func TranslateNodePorts(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIP netip.Addr) (Entries, []string) {
-	if !nodeIP.Is4() || !hasNodePorts(svc) {
+// TranslateExternal computes the entries of a Service's frontends for
+// traffic from outside the cluster, on node `node` whose IP is nodeIP, as
+// kube-proxy does:
+//   - node ports (type NodePort and LoadBalancer, whose ports get nodePorts
+//     too): nodeIP:nodePort/proto per port with a nodePort (none without
+//     an IPv4 nodeIP);
+//   - external IPs (spec.externalIPs, any type but ExternalName): each
+//     externalIP:port/proto, served on every node for traffic arriving
+//     there, from its pods and from its own processes (nothing checks that
+//     the address is the node's: the upstream e2e reaches one that is
+//     nobody's);
+//
+// each with every endpoint (ready, else serving and terminating), as the
+// clusterIP's but whatever its internalTrafficPolicy. With
+// externalTrafficPolicy Local each also gets an External entry holding
+// this node's endpoints only, which the uplink's nodeport_in serves to
+// clients outside the node (their address kept; none here: dropped, as
+// kube-proxy drops). Pods and the node's own processes keep the entry with
+// every endpoint, as kube-proxy's short-circuit sends them to any
+// endpoint. A backend on another node is reached with SNAT to the node IP
+// (bpf/nodeport.h), as kube-proxy masquerades.
+func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIP netip.Addr) (Entries, []string) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || isHeadless(svc) {
 		return nil, nil
 	}
 	var notes []string
+	var addrs []netip.Addr // the external IPs
+	for _, s := range svc.Spec.ExternalIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			notes = append(notes, fmt.Sprintf("externalIP %q skipped: the data plane is IPv4 only", s))
+			continue
+		}
+		addrs = append(addrs, a)
+	}
+	nodePorts := nodeIP.Is4() && hasNodePorts(svc)
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	out := Entries{}
 	for _, sp := range svc.Spec.Ports {
-		if sp.NodePort == 0 {
-			continue
-		}
+		var keys []Key
 		proto, ok := protoOf(sp.Protocol)
-		if !ok {
-			notes = append(notes, fmt.Sprintf("nodePort %d/%s skipped: the data plane does TCP and UDP", sp.NodePort, sp.Protocol))
+		if nodePorts && sp.NodePort != 0 {
+			if !ok {
+				notes = append(notes, fmt.Sprintf("nodePort %d/%s skipped: the data plane does TCP and UDP", sp.NodePort, sp.Protocol))
+			} else {
+				keys = append(keys, Key{VIP: nodeIP, Port: uint16(sp.NodePort), Proto: proto})
+			}
+		}
+		if ok {
+			for _, a := range addrs {
+				keys = append(keys, Key{VIP: a, Port: uint16(sp.Port), Proto: proto})
+			}
+		}
+		if len(keys) == 0 {
 			continue
 		}
-		out[Key{VIP: nodeIP, Port: uint16(sp.NodePort), Proto: proto}] = backendsFor(sp, eps, node, local)
+		all := backendsFor(sp, eps, node, false)
+		var here []tcbpf.Backend
+		if local {
+			here = backendsFor(sp, eps, node, true)
+		}
+		for _, k := range keys {
+			out[k] = all
+			if local {
+				k.External = true
+				out[k] = here
+			}
+		}
 	}
 	return out, notes
 }

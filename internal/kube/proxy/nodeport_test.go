@@ -30,7 +30,7 @@ func npSvc(typ corev1.ServiceType, pol corev1.ServiceExternalTrafficPolicy, hc i
 	return s
 }
 
-func TestTranslateNodePorts(t *testing.T) {
+func TestTranslateExternal(t *testing.T) {
 	cluster, local := corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal
 	ports := []discoveryv1.EndpointPort{eport("web", 8080, corev1.ProtocolTCP), eport("dns", 5353, corev1.ProtocolUDP)}
 	twoNodes := []*discoveryv1.EndpointSlice{sliceOf("a", ports,
@@ -39,6 +39,11 @@ func TestTranslateNodePorts(t *testing.T) {
 	elsewhere := []*discoveryv1.EndpointSlice{sliceOf("a", ports, ep{ip: "10.244.2.5", node: "other", ready: b(true)})}
 	sctp := npSvc(corev1.ServiceTypeNodePort, cluster, 0)
 	sctp.Spec.Ports[1].Protocol = corev1.ProtocolSCTP
+	withIPs := func(s *corev1.Service, ips ...string) *corev1.Service { s.Spec.ExternalIPs = ips; return s }
+	itpLocal := npSvc(corev1.ServiceTypeNodePort, cluster, 0)
+	itpLocal.Spec.InternalTrafficPolicy = new(corev1.ServiceInternalTrafficPolicyLocal)
+	headless := withIPs(npSvc(corev1.ServiceTypeClusterIP, "", 0), "203.0.113.250")
+	headless.Spec.ClusterIP, headless.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
 	cases := []struct {
 		name   string
 		svc    *corev1.Service
@@ -53,19 +58,38 @@ func TestTranslateNodePorts(t *testing.T) {
 		name: "NodePort, policy Cluster: every ready endpoint", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: twoNodes, nodeIP: "10.250.0.2",
 		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"}},
 	}, {
-		name: "NodePort, policy Local: this node's ready endpoints", svc: npSvc(corev1.ServiceTypeNodePort, local, 0), slices: twoNodes, nodeIP: "10.250.0.2",
-		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.1.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353"}},
+		name: "NodePort, policy Local: every endpoint for pods and the node, this node's ready ones for outside", svc: npSvc(corev1.ServiceTypeNodePort, local, 0), slices: twoNodes, nodeIP: "10.250.0.2",
+		want: map[string][]string{
+			"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"},
+			"10.250.0.2:30080/tcp (external)": {"10.244.1.5:8080"}, "10.250.0.2:30053/udp (external)": {"10.244.1.5:5353"}},
 	}, {
-		name: "policy Local, no endpoint here: entries without backends (dropped)", svc: npSvc(corev1.ServiceTypeNodePort, local, 0), slices: elsewhere, nodeIP: "10.250.0.2",
-		want: map[string][]string{"10.250.0.2:30080/tcp": nil, "10.250.0.2:30053/udp": nil},
+		name: "policy Local, no endpoint here: external entries without backends (dropped)", svc: npSvc(corev1.ServiceTypeNodePort, local, 0), slices: elsewhere, nodeIP: "10.250.0.2",
+		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.2.5:5353"},
+			"10.250.0.2:30080/tcp (external)": nil, "10.250.0.2:30053/udp (external)": nil},
 	}, {
-		name: "LoadBalancer: its node ports too", svc: npSvc(corev1.ServiceTypeLoadBalancer, local, 32000), slices: twoNodes, nodeIP: "10.250.0.3",
-		want: map[string][]string{"10.250.0.3:30080/tcp": {"10.244.1.5:8080"}, "10.250.0.3:30053/udp": {"10.244.1.5:5353"}},
+		name: "LoadBalancer: its node ports too", svc: npSvc(corev1.ServiceTypeLoadBalancer, cluster, 0), slices: twoNodes, nodeIP: "10.250.0.3",
+		want: map[string][]string{"10.250.0.3:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.3:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"}},
+	}, {
+		name: "internalTrafficPolicy Local does not apply to node ports", svc: itpLocal, slices: twoNodes, nodeIP: "10.250.0.2",
+		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"}},
 	}, {
 		name: "SCTP node port skipped with a note", svc: sctp, slices: twoNodes, nodeIP: "10.250.0.2",
 		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}}, notes: 1,
 	}, {
-		name: "no IPv4 node address: none", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: twoNodes, nodeIP: "",
+		name: "no IPv4 node address: no node ports", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: twoNodes, nodeIP: "",
+		want: map[string][]string{},
+	}, {
+		name: "external IPs of a ClusterIP Service: the Service's ports there, IPv6 skipped with a note", svc: withIPs(npSvc(corev1.ServiceTypeClusterIP, "", 0), "203.0.113.250", "2001:db8::1"), slices: twoNodes, nodeIP: "10.250.0.2",
+		want: map[string][]string{"203.0.113.250:80/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "203.0.113.250:53/udp": {"10.244.1.5:5353", "10.244.2.5:5353"}}, notes: 1,
+	}, {
+		name: "external IPs and node ports, policy Local", svc: withIPs(npSvc(corev1.ServiceTypeNodePort, local, 0), "203.0.113.7"), slices: twoNodes, nodeIP: "10.250.0.2",
+		want: map[string][]string{
+			"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"},
+			"10.250.0.2:30080/tcp (external)": {"10.244.1.5:8080"}, "10.250.0.2:30053/udp (external)": {"10.244.1.5:5353"},
+			"203.0.113.7:80/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "203.0.113.7:53/udp": {"10.244.1.5:5353", "10.244.2.5:5353"},
+			"203.0.113.7:80/tcp (external)": {"10.244.1.5:8080"}, "203.0.113.7:53/udp (external)": {"10.244.1.5:5353"}},
+	}, {
+		name: "headless: no external IPs either (kube-proxy skips the Service)", svc: headless, slices: twoNodes, nodeIP: "10.250.0.2",
 		want: map[string][]string{},
 	}}
 	for _, c := range cases {
@@ -74,7 +98,7 @@ func TestTranslateNodePorts(t *testing.T) {
 			if c.nodeIP != "" {
 				ip = netip.MustParseAddr(c.nodeIP)
 			}
-			got, notes := TranslateNodePorts(c.svc, c.slices, "me", ip)
+			got, notes := TranslateExternal(c.svc, c.slices, "me", ip)
 			want := Entries{}
 			for k, v := range c.want {
 				want[key(k)] = bes(v...)

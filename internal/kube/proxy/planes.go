@@ -3,12 +3,20 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 
+	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
+
+// FlowCleaner forgets the conntrack entries of UDP flows whose backend a
+// frontend no longer has (tcbpf.Plane.ForgetUDPFlows).
+type FlowCleaner interface {
+	ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error)
+}
 
 // planes are what one node's proxy drives: the Service maps (one Plane for
 // the sync, whichever programs read them), the tc programs on the pods'
@@ -16,6 +24,7 @@ import (
 // of program read the same pinned maps, so one sync serves both.
 type planes struct {
 	services Plane
+	flows    FlowCleaner // the tc programs' conntrack (empty with the socket plane alone)
 	dir      string
 	tc       *tcbpf.Plane // nil in ModeSock: no program on any veth
 	sock     *sock.Plane  // nil when no cgroup is given (ModeEBPF)
@@ -35,7 +44,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: tc, dir: tc.Dir(), tc: tc}
+		p := &planes{services: tc, flows: tc, dir: tc.Dir(), tc: tc}
 		if c.Cgroup != "" {
 			// The node's own sockets; the pods' too with SocketLB, else the
 			// pods' connections are the tc programs' (translated once, on
@@ -55,6 +64,9 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 				p.Close()
 				return nil, fmt.Errorf("socket programs for the node's own processes: %w", err)
 			}
+			// The node's own connected UDP sockets (a pod's is tc's, with
+			// --socket-lb too: bpf/sock.c's pods_via_tc).
+			p.flows = staleUDP{tc: tc, sock: p.sock, logf: logf}
 		}
 		return p, nil
 	case ModeSock:
@@ -65,7 +77,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: s, dir: s.Dir(), sock: s}
+		p := &planes{services: s, flows: staleUDP{tc: s.Plane, sock: s, cgroup: c.Cgroup, logf: logf}, dir: s.Dir(), sock: s}
 		if err := attachSock(s, c.Cgroup, logf); err != nil {
 			p.Close()
 			return nil, err
@@ -80,7 +92,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 // same maps, so its connections see no gap).
 func attachSock(s *sock.Plane, cgroup string, logf func(string, ...any)) error {
 	if s.Attached() {
-		logf("socket programs on %s: kept from before (%s)", cgroup, filepath.Join(s.Dir(), "sock"))
+		logf("socket programs on %s: kept from before (%s)", cgroup, filepath.Join(s.Dir(), sock.LinksDir))
 		return nil
 	}
 	if _, err := os.Stat(cgroup); err != nil {
@@ -103,4 +115,37 @@ func (p *planes) Close() error {
 		errs = append(errs, p.tc.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// staleUDP ends the UDP flows whose backend left their Service on every
+// plane of the node: the tc programs' conntrack entries (ForgetUDPFlows),
+// and the connected sockets the socket programs translated (EndStaleUDP),
+// in the node's own namespace and, below cgroup (ModeSock), its pods'.
+// A socket that cannot be ended (a kernel before 6.5) is logged, not
+// retried: the tc flows are what the proxy must not lose.
+type staleUDP struct {
+	tc     FlowCleaner
+	sock   *sock.Plane
+	cgroup string
+	logf   func(string, ...any)
+}
+
+func (s staleUDP) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
+	n, err := s.tc.ForgetUDPFlows(keep)
+	namespaces := []string{""} // the proxy runs in the node's namespace
+	if s.cgroup != "" {
+		pods, cerr := cgroup.NetNamespaces(s.cgroup)
+		if cerr != nil {
+			s.logf("connected UDP sockets: the pods' namespaces: %v", cerr)
+		}
+		namespaces = append(namespaces, pods...)
+	}
+	ended, serr := s.sock.EndStaleUDP(keep, namespaces)
+	if serr != nil {
+		s.logf("connected UDP sockets to a backend that left: %v", serr)
+	}
+	if ended > 0 {
+		s.logf("ended %d connected UDP sockets whose backend left their Service", ended)
+	}
+	return n, err
 }

@@ -2,22 +2,19 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
@@ -87,20 +84,29 @@ func (c Config) PodLinks() (string, error) {
 	return set[0], nil
 }
 
-// byService indexes EndpointSlices by their Service (namespace/name).
-const byService = "service"
-
-func sliceService(obj any) ([]string, error) {
-	es, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, nil
+// LabelSelector is what the proxy's informers watch, Services and
+// EndpointSlices alike, as kube-proxy's do: objects without the label
+// service.kubernetes.io/service-proxy-name (a Service for another proxy:
+// kube-proxy serves one only when it names kube-proxy's own name, empty by
+// default, so never) and without service.kubernetes.io/headless (on the
+// slices of a headless Service). A Service or slice that gains such a
+// label leaves the watch, which the informer reports as a delete; it comes
+// back as an add when it loses it.
+func LabelSelector() labels.Selector {
+	sel := labels.NewSelector()
+	for _, l := range []string{proxyNameLabel, corev1.IsHeadlessService} {
+		r, err := labels.NewRequirement(l, selection.DoesNotExist, nil)
+		if err != nil {
+			panic(err) // constant, valid label names
+		}
+		sel = sel.Add(*r)
 	}
-	name := es.Labels[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{es.Namespace + "/" + name}, nil
+	return sel
 }
+
+// proxyNameLabel names the proxy that serves a Service (k8s.io/kubernetes'
+// pkg/proxy/apis.LabelServiceProxyName).
+const proxyNameLabel = "service.kubernetes.io/service-proxy-name"
 
 // Run follows the API server and keeps the node's maps in step until ctx
 // ends. The maps and programs stay when it returns: a restarted proxy
@@ -111,14 +117,11 @@ func Run(ctx context.Context, c Config) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	how, err := c.PodLinks()
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
+		return err
 	}
-	// Informers only watch: the default client rate limit would slow the
-	// first listing and every relist after an API server restart.
-	rc.QPS, rc.Burst = 1000, 2000
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := newClient(c.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -127,173 +130,109 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer planes.Close()
-	syncer, err := NewSyncer(planes.services)
-	if err != nil {
-		return err
-	}
-	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), syncer.Len())
 	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
 	if err != nil {
 		return err
 	}
-	switch {
-	case c.Uplink != "" && planes.tc == nil:
-		// The NodePort programs are the tc plane's; the socket plane's
-		// entries for nodeIP:nodePort serve the node's own sockets only.
-		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
-	case c.Uplink != "":
-		if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
-			return err
-		}
-		logf("NodePorts on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	if err := c.attachUplink(planes, nodeIP, logf); err != nil {
+		return err
 	}
 	health := newHealthServers(logf)
 	defer health.Close()
-
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	svcInf := factory.Core().V1().Services()
-	epInf := factory.Discovery().V1().EndpointSlices()
-	if err := epInf.Informer().AddIndexers(cache.Indexers{byService: sliceService}); err != nil {
-		return err
-	}
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-	defer queue.ShutDown()
-	enqueue := func(key string) {
-		if key != "" {
-			queue.Add(key)
-		}
-	}
-	svcKey := func(obj any) {
-		k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err == nil {
-			enqueue(k)
-		}
-	}
-	sliceKey := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if ks, _ := sliceService(obj); len(ks) == 1 {
-			enqueue(ks[0])
-		}
-	}
-	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: svcKey, UpdateFunc: func(_, n any) { svcKey(n) }, DeleteFunc: svcKey,
-	}); err != nil {
-		return err
-	}
-	if _, err := epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: sliceKey, UpdateFunc: func(_, n any) { sliceKey(n) }, DeleteFunc: sliceKey,
-	}); err != nil {
-		return err
-	}
-
-	how, err := c.PodLinks()
+	p, err := NewProxier(c.Node, nodeIP, planes.services, planes.flows, health, logf)
 	if err != nil {
 		return err
 	}
+	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), p.Len())
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelSelector().String()
+	}))
+	defer factory.Shutdown()
+	svcs, err := factory.Core().V1().Services().Informer().AddEventHandler(p.ServiceHandler())
+	if err != nil {
+		return err
+	}
+	slices, err := factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(p.SliceHandler())
+	if err != nil {
+		return err
+	}
+
 	logf("pods' programs: %s", how)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	linkErr := make(chan error, 1)
 	if !c.ByCNI && planes.tc != nil {
 		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
-		go func() { linkErr <- links.run(ctx) }()
+		go func() {
+			err := links.run(ctx)
+			if err != nil {
+				logf("link watcher: %v", err)
+			}
+			linkErr <- err
+			cancel()
+		}()
 	}
 
 	start := time.Now()
 	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("the informer of %v never synced: %w", typ, ctx.Err())
-		}
+	// The handlers' registrations: synced once each has seen the whole
+	// first listing, so the first Sync prunes nothing a Service claims.
+	if !cache.WaitForCacheSync(ctx.Done(), svcs.HasSynced, slices.HasSynced) {
+		return linkOr(linkErr, fmt.Errorf("the informers never synced: %w", ctx.Err()))
 	}
-	sync := func(key string) (Changes, error) {
-		ns, name, err := cache.SplitMetaNamespaceKey(key)
-		if err != nil {
-			return Changes{}, nil
-		}
-		svc, err := svcInf.Lister().Services(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			_ = health.Set(key, 0, 0)
-			return syncer.Sync(key, nil)
-		}
-		if err != nil {
-			return Changes{}, err
-		}
-		objs, err := epInf.Informer().GetIndexer().ByIndex(byService, key)
-		if err != nil {
-			return Changes{}, err
-		}
-		eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-		for _, o := range objs {
-			eps = append(eps, o.(*discoveryv1.EndpointSlice))
-		}
-		want, notes := Translate(svc, eps, c.Node)
-		np, npNotes := TranslateNodePorts(svc, eps, c.Node, nodeIP)
-		for _, n := range append(notes, npNotes...) {
-			logf("service %s: %s", key, n)
-		}
-		if len(np) > 0 && want == nil {
-			want = Entries{}
-		}
-		maps.Copy(want, np)
-		ch, err := syncer.SyncWith(key, want, SessionAffinity(svc))
-		port, local := HealthCheck(svc, eps, c.Node)
-		return ch, errors.Join(err, health.Set(key, port, local))
-	}
-	// First full sync from the listing, then entries nobody claims go.
-	var total Changes
-	for _, o := range svcInf.Informer().GetStore().List() {
-		k, _ := cache.MetaNamespaceKeyFunc(o)
-		ch, err := sync(k)
-		total.Add(ch)
-		if err != nil {
-			logf("service %s: %v", k, err)
-		}
-	}
-	pruned, err := syncer.Prune()
-	total.Add(pruned)
+	total, err := p.Sync()
 	if err != nil {
-		logf("prune: %v", err)
+		logf("first sync: %v (retrying)", err)
 	}
-	logf("synced %d entries (+%d ~%d -%d) in %s", syncer.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
+	logf("synced %d entries (+%d ~%d -%d) in %s", p.Len(), total.Added, total.Updated, total.Deleted, time.Since(start).Round(time.Millisecond))
+	p.Loop(ctx)
+	return linkOr(linkErr, nil)
+}
 
-	go func() {
-		select {
-		case <-ctx.Done():
-		case err := <-linkErr:
-			if err != nil {
-				logf("link watcher: %v", err)
-			}
-		}
-		queue.ShutDown()
-	}()
-	for {
-		key, quit := queue.Get()
-		if quit {
-			break
-		}
-		t0 := time.Now()
-		ch, err := sync(key)
-		if err != nil {
-			logf("service %s: %v (retrying)", key, err)
-			queue.AddRateLimited(key)
-		} else {
-			queue.Forget(key)
-		}
-		if ch.Total() > 0 {
-			logf("service %s: +%d ~%d -%d in %s", key, ch.Added, ch.Updated, ch.Deleted, time.Since(t0).Round(time.Microsecond))
-		}
-		queue.Done(key)
+// newClient is a client of the API server for informers.
+func newClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	if ctx.Err() != nil {
+	// Informers only watch: the default client rate limit would slow the
+	// first listing and every relist after an API server restart.
+	rc.QPS, rc.Burst = 1000, 2000
+	return kubernetes.NewForConfig(rc)
+}
+
+// attachUplink puts the NodePort programs on the node's uplink and tells
+// them the node's IP (the tc plane's; the socket plane's node-port and
+// external-IP entries serve the node's own cgroup's sockets only).
+func (c Config) attachUplink(planes *planes, nodeIP netip.Addr, logf func(string, ...any)) error {
+	switch {
+	case c.Uplink == "":
+		return nil
+	case planes.tc == nil:
+		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
 		return nil
 	}
-	select {
-	case err := <-linkErr:
+	if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
 		return err
-	default:
-		return nil
 	}
+	if err := planes.tc.SetNodeIP(nodeIP); err != nil {
+		return err
+	}
+	logf("NodePorts and external IPs on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	return nil
+}
+
+// linkOr is the link watcher's error if it stopped with one, else err.
+func linkOr(linkErr <-chan error, err error) error {
+	select {
+	case lerr := <-linkErr:
+		if lerr != nil {
+			return lerr
+		}
+	default:
+	}
+	return err
 }
 
 // resolveNodeIP is the node's IPv4 address: given, or the Node object's

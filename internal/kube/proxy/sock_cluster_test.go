@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,12 +34,13 @@ import (
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
-// whoEnv makes this test binary a client (TestMain): "PROTO ADDR".
+// whoEnv makes this test binary a client (TestMain): "PROTO ADDR LOCALPORT".
 const whoEnv = "VNETLAB_TEST_WHO"
 
 // whoChild is the client process: ask, print the answer.
-func whoChild(proto, addr string) int {
-	out, err := ask(proto, addr)
+func whoChild(proto, addr, lport string) int {
+	port, _ := strconv.Atoi(lport)
+	out, err := askFrom(proto, addr, port)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -49,7 +51,7 @@ func whoChild(proto, addr string) int {
 
 // whoIn asks addr which pod answers from a process of this test binary
 // started in network namespace ns (a name or path) and cgroup cg.
-func whoIn(ns, cg, proto, addr string) (string, error) {
+func whoIn(ns, cg, proto, addr string, lport int) (string, error) {
 	ctx, cancel := context.WithTimeout(testCtx, 10*time.Second)
 	defer cancel()
 	exe, err := os.Executable()
@@ -57,7 +59,7 @@ func whoIn(ns, cg, proto, addr string) (string, error) {
 		return "", err
 	}
 	c := proc.Command(ctx, ns, exe)
-	c.Env = append(os.Environ(), whoEnv+"="+proto+" "+addr)
+	c.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d", whoEnv, proto, addr, lport))
 	if err := c.InCgroup(cg); err != nil {
 		return "", err
 	}
@@ -71,7 +73,7 @@ func nodeWho(i int, proto, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return whoIn(nodeNS(i), cg, proto, addr)
+	return whoIn(nodeNS(i), cg, proto, addr, 0)
 }
 
 // podCgroup is the cgroup v2 directory of a process living in the pod
@@ -192,7 +194,7 @@ func TestNodeToClusterIPThroughEBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := whoIn(cliNS, cg, "tcp", hostport(vip, 80)); err != nil || got != "srv" {
+	if got, err := whoIn(cliNS, cg, "tcp", hostport(vip, 80), 0); err != nil || got != "srv" {
 		t.Fatalf("pod cli (a process in its cgroup) -> %s: %q (%v), want srv", hostport(vip, 80), got, err)
 	}
 	tcAfter, err := plane(t, 1).Stats()
@@ -263,7 +265,7 @@ func TestEndpointRemovedThroughSock(t *testing.T) {
 }
 
 // A Service without a ready endpoint: the socket programs refuse connect()
-// at once (EPERM), where a client of vnetlab-ebpf waits for its timeout.
+// at once with ECONNREFUSED, as kube-proxy's REJECT makes it fail.
 func TestNoEndpointRefusedThroughSock(t *testing.T) {
 	cs := needProxy(t, proxy.ModeSock)
 	ns := kns(t, cs)
@@ -274,8 +276,8 @@ func TestNoEndpointRefusedThroughSock(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := who(podNetns(t, ips["cli"]), "tcp", hostport(vip, 80))
-	if err == nil || !strings.Contains(err.Error(), "operation not permitted") {
-		t.Fatalf("connect to a Service without endpoints: %v, want EPERM", err)
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("connect to a Service without endpoints: %v, want ECONNREFUSED", err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the refusal took %s", took)
@@ -291,3 +293,22 @@ func cgroupID(st os.FileInfo) uint64 {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// vnetlab-sock and a backend leaving: each question is a new socket whose
+// connect() picks among the live backends, so the flow from a fixed port
+// moves by itself (no conntrack anywhere); no NodePort from outside (no
+// program on the uplink).
+func TestUDPFlowMovesThroughSock(t *testing.T) {
+	udpFlowMoves(t, needProxy(t, proxy.ModeSock), false, false)
+}
+
+// vnetlab-sock and a changed target port: the next connect() takes the new one.
+func TestUDPTargetPortChangeThroughSock(t *testing.T) {
+	udpTargetPortChange(t, needProxy(t, proxy.ModeSock), false)
+}
+
+// vnetlab-sock and sessionAffinity ClientIP: the socket programs keep a
+// client (a pod: its network namespace) on one backend (sock_affinity).
+func TestSessionAffinityThroughSock(t *testing.T) {
+	sessionAffinityClientIP(t, needProxy(t, proxy.ModeSock))
+}

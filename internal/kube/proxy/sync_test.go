@@ -2,60 +2,81 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
-// fakePlane records the calls the syncer makes.
+// fakePlane records the calls the syncer makes, and checks the one order
+// the programs rely on: an entry marked HasExternal always has its
+// External entry.
 type fakePlane struct {
-	m     map[Key][]tcbpf.Backend
-	aff   map[Key]uint32 // session affinity of the entries that have one
-	calls []string
+	m      map[Key][]tcbpf.Backend
+	aff    map[Key]uint32 // session affinity of the entries that have one
+	marked map[Key]bool   // entries marked HasExternal
+	calls  []string
+	broken []string // times a mark pointed to no External entry
+	// ForgetUDPFlows: what each call was asked to keep.
+	forgot []map[netip.AddrPort][]tcbpf.Backend
 }
 
-func (f *fakePlane) setAffinity(k Key, sec uint32) {
+func newFakePlane() *fakePlane { return &fakePlane{m: map[Key][]tcbpf.Backend{}} }
+
+func (f *fakePlane) set(k Key, s tcbpf.Service) {
+	f.m[k] = s.Backends
 	if f.aff == nil {
-		f.aff = map[Key]uint32{}
+		f.aff, f.marked = map[Key]uint32{}, map[Key]bool{}
 	}
-	if sec == 0 {
+	if s.Affinity == 0 {
 		delete(f.aff, k)
-		return
+	} else {
+		f.aff[k] = s.Affinity
 	}
-	f.aff[k] = sec
+	f.marked[k] = s.HasExternal
+	if s.HasExternal {
+		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}]; !ok {
+			f.broken = append(f.broken, "marked before its external entry: "+k.String())
+		}
+	}
 }
 
 func (f *fakePlane) AddService(s tcbpf.Service) error {
-	k := Key{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
-	f.m[k] = s.Backends
-	f.setAffinity(k, s.Affinity)
+	f.set(k, s)
 	f.calls = append(f.calls, "add "+k.String())
 	return nil
 }
 
 func (f *fakePlane) UpdateService(s tcbpf.Service) error {
-	k := Key{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
-	f.m[k] = s.Backends
-	f.setAffinity(k, s.Affinity)
+	f.set(k, s)
 	f.calls = append(f.calls, "update "+k.String())
 	return nil
 }
 
-func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error {
-	k := Key{VIP: vip, Port: port, Proto: proto}
+func (f *fakePlane) DelEntry(s tcbpf.Service) error {
+	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
+	if k.External && f.marked[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}] {
+		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}]; ok {
+			f.broken = append(f.broken, "external entry deleted under its mark: "+k.String())
+		}
+	}
 	delete(f.m, k)
-	f.setAffinity(k, 0)
+	delete(f.aff, k)
+	delete(f.marked, k)
 	f.calls = append(f.calls, "del "+k.String())
 	return nil
 }
@@ -63,9 +84,14 @@ func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) e
 func (f *fakePlane) ListServices() ([]tcbpf.Service, error) {
 	var out []tcbpf.Service
 	for k, v := range f.m {
-		out = append(out, tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: v, Affinity: f.aff[k]})
+		out = append(out, tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: v, Affinity: f.aff[k], HasExternal: f.marked[k]})
 	}
 	return out, nil
+}
+
+func (f *fakePlane) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
+	f.forgot = append(f.forgot, maps.Clone(keep))
+	return len(keep), nil
 }
 
 func entries(kv ...any) Entries {
@@ -95,7 +121,7 @@ func TestSyncIsIncremental(t *testing.T) {
 		{"ns/b", nil, []string{"del 10.96.0.2:53/udp"}},                                                    // Service deleted
 		{"ns/c", entries("10.96.0.2:53/udp", []string{"10.244.1.7:53"}), []string{"add 10.96.0.2:53/udp"}}, // address reused
 	}
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, err := NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +175,7 @@ func TestSyncAfterRestart(t *testing.T) {
 // Two Services never share an entry: the second is refused with an error
 // (and retried by the proxy), the first keeps it.
 func TestSyncRefusesATakenEntry(t *testing.T) {
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, _ := NewSyncer(f)
 	if _, err := s.Sync("ns/a", entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"})); err != nil {
 		t.Fatal(err)
@@ -184,7 +210,7 @@ func sorted(s []string) []string {
 // removed in place (same entries, an update each), nothing when unchanged,
 // and a restarted proxy finds it in the maps and leaves it.
 func TestSyncAffinity(t *testing.T) {
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{}}
+	f := newFakePlane()
 	s, _ := NewSyncer(f)
 	two := entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"}, "10.96.0.1:53/udp", []string{"10.244.1.5:53"})
 	steps := []struct {
@@ -222,5 +248,58 @@ func TestSyncAffinity(t *testing.T) {
 	}
 	if _, err := restarted.Sync("ns/a", nil); err != nil || len(f.aff) != 0 {
 		t.Errorf("Service gone: affinity left %v, %v", f.aff, err)
+	}
+}
+
+// batchPlane takes many new entries in one call (servicemap.BatchPlane, as
+// tcbpf.Plane does) and records each call's entries.
+type batchPlane struct {
+	*fakePlane
+	batches [][]string
+}
+
+func (b *batchPlane) AddServices(ss []tcbpf.Service) error {
+	var names []string
+	for _, s := range ss {
+		if err := b.AddService(s); err != nil {
+			return err
+		}
+		names = append(names, servicemap.KeyOf(s).String())
+	}
+	b.batches = append(b.batches, names)
+	return nil
+}
+
+// With a plane that adds in batches, the new External entries still go in
+// before the entries marked to point to them: a batch of External entries,
+// then the marked ones (new in a batch, existing updated in place).
+func TestSyncBatchesExternalFirst(t *testing.T) {
+	b := &batchPlane{fakePlane: newFakePlane()}
+	s, err := NewSyncer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := entries("10.250.0.2:30080/tcp", []string{"10.244.2.5:8080"}, "10.250.0.2:30053/udp", []string{"10.244.2.5:53"})
+	if _, err := s.Sync("ns/s", cluster); err != nil {
+		t.Fatal(err)
+	}
+	local := maps.Clone(cluster)
+	maps.Copy(local, entries("10.250.0.2:30080/tcp (external)", nil, "10.250.0.2:30053/udp (external)", nil, "10.96.0.1:80/tcp", []string{"10.244.2.5:8080"}, "10.96.0.1:53/udp", []string{"10.244.2.5:53"}))
+	b.calls, b.batches = nil, nil
+	if _, err := s.Sync("ns/s", local); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.broken) > 0 {
+		t.Errorf("a mark before its External entry: %v (calls %v)", b.broken, b.calls)
+	}
+	want := [][]string{
+		{"10.250.0.2:30053/udp (external)", "10.250.0.2:30080/tcp (external)"},
+		{"10.96.0.1:53/udp", "10.96.0.1:80/tcp"},
+	}
+	if !reflect.DeepEqual(b.batches, want) {
+		t.Errorf("batches %v, want %v", b.batches, want)
+	}
+	if !b.marked[key("10.250.0.2:30080/tcp")] || !b.marked[key("10.250.0.2:30053/udp")] || b.marked[key("10.96.0.1:80/tcp")] {
+		t.Errorf("marks %v: want the node ports only", b.marked)
 	}
 }

@@ -44,10 +44,10 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
 		ips = []string{svc.Spec.ClusterIP}
 	}
+	if isHeadless(svc) {
+		return nil, nil // DNS names the pods, no proxying
+	}
 	for _, s := range ips {
-		if s == corev1.ClusterIPNone {
-			return nil, nil // headless: DNS names the pods, no proxying
-		}
 		a, err := netip.ParseAddr(s)
 		if err != nil || !a.Is4() {
 			notes = append(notes, fmt.Sprintf("clusterIP %q skipped: the data plane is IPv4 only", s))
@@ -72,6 +72,12 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 		}
 	}
 	return out, notes
+}
+
+// isHeadless: clusterIP None (DNS names the pods; kube-proxy skips such
+// Services altogether, their externalIPs too).
+func isHeadless(svc *corev1.Service) bool {
+	return svc.Spec.ClusterIP == corev1.ClusterIPNone || (len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIPs[0] == corev1.ClusterIPNone)
 }
 
 // DefaultAffinityTimeout is Kubernetes' default sessionAffinityConfig
@@ -107,6 +113,38 @@ func protoOf(p corev1.Protocol) (tcbpf.Proto, bool) {
 // backendsFor collects one Service port's backends from the slices.
 func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local bool) []tcbpf.Backend {
 	var ready, terminating []tcbpf.Backend
+	eachEndpoint(sp, eps, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
+		if local && (e.NodeName == nil || *e.NodeName != node) {
+			return
+		}
+		switch {
+		case isTrue(e.Conditions.Ready, true):
+			ready = append(ready, b)
+		case isTrue(e.Conditions.Serving, false) && isTrue(e.Conditions.Terminating, false):
+			terminating = append(terminating, b)
+		}
+	})
+	if len(ready) == 0 {
+		ready = terminating
+	}
+	return sortedBackends(ready)
+}
+
+// servingBackends are one Service port's serving endpoints on every node,
+// terminating or not (serving unset reads as ready).
+func servingBackends(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice) []tcbpf.Backend {
+	var out []tcbpf.Backend
+	eachEndpoint(sp, eps, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
+		if isTrue(e.Conditions.Serving, isTrue(e.Conditions.Ready, true)) {
+			out = append(out, b)
+		}
+	})
+	return sortedBackends(out)
+}
+
+// eachEndpoint calls fn with every IPv4 address of the slices' endpoints,
+// at the slice port of Service port sp.
+func eachEndpoint(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, fn func(*discoveryv1.Endpoint, tcbpf.Backend)) {
 	for _, es := range eps {
 		if es.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -115,31 +153,49 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 		if !ok {
 			continue
 		}
-		for _, e := range es.Endpoints {
-			if local && (e.NodeName == nil || *e.NodeName != node) {
-				continue
-			}
-			var into *[]tcbpf.Backend
-			switch {
-			case isTrue(e.Conditions.Ready, true):
-				into = &ready
-			case isTrue(e.Conditions.Serving, false) && isTrue(e.Conditions.Terminating, false):
-				into = &terminating
-			default:
-				continue
-			}
+		for i := range es.Endpoints {
+			e := &es.Endpoints[i]
 			for _, s := range e.Addresses {
 				if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
-					*into = append(*into, tcbpf.Backend{IP: a, Port: port})
+					fn(e, tcbpf.Backend{IP: a, Port: port})
 				}
 			}
 		}
 	}
-	if len(ready) == 0 {
-		ready = terminating
+}
+
+// sortedBackends sorts and drops duplicates (a backend given by two slices counts once).
+func sortedBackends(bs []tcbpf.Backend) []tcbpf.Backend {
+	slices.SortFunc(bs, tcbpf.CompareBackends)
+	return slices.Compact(bs)
+}
+
+// UDPFrontends are a Service's UDP frontends (every address:port a client
+// may reach it on: clusterIPs, node ports, external IPs) with the backends
+// their flows may keep: every serving endpoint, whatever the traffic
+// policies and the terminating state, as kube-proxy's conntrack cleanup
+// (pkg/proxy/conntrack) reads them, so that a policy change never cuts a
+// flow. A flow to any other backend is stale: its backend went away, or
+// the target port changed.
+func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIP netip.Addr) map[netip.AddrPort][]tcbpf.Backend {
+	out := map[netip.AddrPort][]tcbpf.Backend{}
+	for _, sp := range svc.Spec.Ports {
+		if sp.Protocol != corev1.ProtocolUDP {
+			continue
+		}
+		// The frontends are the translators' keys for this port alone.
+		one := *svc
+		one.Spec.Ports = []corev1.ServicePort{sp}
+		internal, _ := Translate(&one, nil, "")
+		external, _ := TranslateExternal(&one, nil, "", nodeIP)
+		serving := servingBackends(sp, eps)
+		for _, es := range []Entries{internal, external} {
+			for k := range es {
+				out[k.Frontend()] = serving
+			}
+		}
 	}
-	slices.SortFunc(ready, tcbpf.CompareBackends)
-	return slices.Compact(ready)
+	return out
 }
 
 // slicePort finds the slice's port for a Service port: same name, same

@@ -50,11 +50,14 @@ func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointP
 	return discoveryv1.EndpointPort{Name: &name, Port: &port, Protocol: &proto}
 }
 
+// key reads Key.String's form: "10.96.0.1:80/tcp", with " (external)"
+// after an External entry's.
 func key(s string) Key {
+	s, ext := strings.CutSuffix(s, " (external)")
 	ap, proto, _ := strings.Cut(s, "/")
 	a := netip.MustParseAddrPort(ap)
 	p, _ := tcbpf.ParseProto(proto)
-	return Key{VIP: a.Addr(), Port: a.Port(), Proto: p}
+	return Key{VIP: a.Addr(), Port: a.Port(), Proto: p, External: ext}
 }
 
 func bes(ss ...string) []tcbpf.Backend {

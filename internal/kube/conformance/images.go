@@ -1,0 +1,173 @@
+package conformance
+
+import (
+	"bufio"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
+	"github.com/vnetlab/vnetlab/internal/kube/image"
+)
+
+// The specs' pods run upstream's test images under their upstream names
+// (test/utils/image/manifest.go), with imagePullPolicy IfNotPresent: images
+// built here and imported into every node are never pulled. Each image is
+// made from programs built from the pinned module and Debian's, with the
+// shared libraries they load; e2e.test --list-images names the tags.
+
+// Repositories (without registry and tag) of the images built here.
+const (
+	agnhostRepo    = "e2e-test-images/agnhost"
+	busyboxRepo    = "e2e-test-images/busybox"
+	pauseRepo      = "pause"
+	regressionRepo = "e2e-test-images/regression-issue-74839"
+)
+
+// hostTools are the Debian programs agnhost's image holds besides agnhost
+// (upstream's is Alpine with these packages), by their name in the image.
+// The specs' jig runs them through a shell in the pods: `nc -v` (netcat-
+// openbsd's; busybox's has no -v), curl and wget, ss. The shell is dash:
+// busybox's ash would run its own nc and wget applets before $PATH's (and
+// its static wget crashes beside a shared glibc).
+var hostTools = []struct{ name, program, pkg string }{
+	{"sh", "dash", "dash"},
+	{"nc", "nc.openbsd", "netcat-openbsd"},
+	{"curl", "curl", "curl"},
+	{"wget", "wget", "wget"},
+	{"ss", "ss", "iproute2"},
+	{"ip", "ip", "iproute2"},
+}
+
+// busybox gives every other command the specs' shell lines use (seq, sleep,
+// dd, cat, timeout, ...), as upstream's Alpine and busybox images do.
+const busyboxPkg = "busybox-static"
+
+// testImage is one image to build and the references it carries.
+type testImage struct {
+	repo string
+	refs []string
+}
+
+// builders make each repository's image from the directory of the
+// end-to-end build's programs, with the given references.
+var builders = map[string]func(e2eBin string, refs []string) (*image.Image, error){
+	agnhostRepo:    agnhostImage,
+	busyboxRepo:    busyboxImage,
+	pauseRepo:      pauseImage,
+	regressionRepo: regressionImage,
+}
+
+// testImages picks, from e2e.test --list-images output, the images built
+// here, grouped by repository (agnhost's current and previous tags are one
+// image).
+func testImages(list string) ([]testImage, error) {
+	byRepo := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(list))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" {
+			continue
+		}
+		ref, err := name.ParseReference(l)
+		if err != nil {
+			return nil, fmt.Errorf("e2e.test --list-images printed %q, not an image reference", l)
+		}
+		repo := ref.Context().RepositoryStr()
+		if _, ok := builders[repo]; ok && !slices.Contains(byRepo[repo], l) {
+			byRepo[repo] = append(byRepo[repo], l)
+		}
+	}
+	var out []testImage
+	for repo, refs := range byRepo {
+		sort.Strings(refs)
+		out = append(out, testImage{repo: repo, refs: refs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].repo < out[j].repo })
+	for _, repo := range []string{agnhostRepo, busyboxRepo, pauseRepo} {
+		if _, ok := byRepo[repo]; !ok {
+			return nil, fmt.Errorf("e2e.test --list-images names no %s image: is it Kubernetes %s's e2e.test?", repo, binaries.Version)
+		}
+	}
+	return out, nil
+}
+
+// assemble makes the image of c with its references: the first, and the
+// others as aliases.
+func assemble(c image.Content, refs []string) (*image.Image, error) {
+	im, _, err := image.Assemble(c)
+	if err != nil {
+		return nil, err
+	}
+	im.Ref, im.Aliases = refs[0], refs[1:]
+	return im, nil
+}
+
+// busyboxLinks adds a link to busybox for each of its applets not already a
+// file of the image.
+func busyboxLinks(c *image.Content, dir string) error {
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		return fmt.Errorf("the test images need busybox (Debian package %s): run scripts/install-deps.sh", busyboxPkg)
+	}
+	c.Files[dir+"/busybox"] = bb
+	out, err := exec.Command(bb, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox --list: %v", err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		if _, ok := c.Files[dir+"/"+applet]; !ok && applet != "busybox" {
+			c.Links[dir+"/"+applet] = "busybox"
+		}
+	}
+	return nil
+}
+
+// agnhostImage: /agnhost as the entrypoint (pause by default, as upstream's),
+// the host tools with their libraries, busybox for the rest; /bin is
+// /usr/bin as on Debian.
+func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
+	var progs []string
+	for _, t := range hostTools {
+		p, err := exec.LookPath(t.program)
+		if err != nil {
+			return nil, fmt.Errorf("the agnhost test image needs %s (Debian package %s): run scripts/install-deps.sh", t.program, t.pkg)
+		}
+		c.Files["/usr/bin/"+t.name] = p
+		progs = append(progs, "/usr/bin/"+t.name)
+	}
+	c.AddLibraries(progs...)
+	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
+		return nil, err
+	}
+	return assemble(c, refs)
+}
+
+// busyboxImage: busybox and its applets, sh by default.
+func busyboxImage(_ string, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
+	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
+		return nil, err
+	}
+	return assemble(c, refs)
+}
+
+// pauseImage: agnhost's pause, which waits for SIGTERM as upstream's pause
+// does.
+func pauseImage(e2eBin string, refs []string) (*image.Image, error) {
+	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+		Entrypoint: []string{"/agnhost", "pause"}}, refs)
+}
+
+// regressionImage: the one static program.
+func regressionImage(e2eBin string, refs []string) (*image.Image, error) {
+	path := "/" + binaries.Regression74839
+	return assemble(image.Content{Files: map[string]string{path: filepath.Join(e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
+}

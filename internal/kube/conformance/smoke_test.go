@@ -1,0 +1,80 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+)
+
+// smokeCluster is the smoke test's cluster name (kube up's tests use others).
+const smokeCluster = "vconf"
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	switch {
+	case os.Geteuid() != 0:
+		t.Skip("a conformance run brings up a local cluster: it needs root")
+	case os.Getenv("VNETLAB_BIN") == "":
+		t.Skip("a local cluster runs `vnetlab kube forward` and puts vnetlab in its image: set VNETLAB_BIN to a built vnetlab (make test does)")
+	}
+}
+
+// A focus that selects no spec is refused before any cluster is made (the
+// first call builds e2e.test: about 10 minutes once Kubernetes is built).
+func TestRefusesFocusMatchingNothing(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	_, err := Run(ctx, Spec{Focus: `no spec is named like this`, Cluster: cluster.Spec{Name: smokeCluster}, ReportDir: t.TempDir()}, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "selects none of e2e.test's") {
+		t.Fatalf("Run with a focus matching nothing: %v, want a refusal", err)
+	}
+	if _, err := cluster.Load(smokeCluster); err == nil {
+		t.Errorf("cluster %s exists after a refused run", smokeCluster)
+	}
+}
+
+// TestSmoke runs the smoke suite, upstream's specs of the Service behaviours
+// a kube-proxy replacement most easily gets wrong, on a 3-node cluster with
+// vnetlab's CNI (veth-ebpf) and eBPF proxy: every spec runs and passes (a
+// spec that fails once is rerun; a pass then is logged as flaky), and the
+// cluster's removal leaves nothing behind.
+func TestSmoke(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	before := cluster.MachineState()
+	start := time.Now()
+	r, err := Run(ctx, Spec{Suite: Smoke, Cluster: cluster.Spec{Name: smokeCluster}, FlakeAttempts: 2, Timeout: 30 * time.Minute, ReportDir: t.TempDir()}, t.Logf)
+	if r != nil && r.Cluster != nil {
+		if left := cluster.Leftovers(r.Cluster, before); left != "" {
+			t.Errorf("the removed cluster left: %s", left)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s (%s in all: %v)", strings.Join(r.Summary, "; "), time.Since(start).Round(time.Second), r.Steps)
+	if r.WillRun != len(SmokeSpecs) {
+		t.Errorf("the smoke focus selected %d specs, want %d: has upstream renamed one?", r.WillRun, len(SmokeSpecs))
+	}
+	for _, want := range SmokeSpecs {
+		ran := false
+		for _, name := range r.Ran {
+			ran = ran || strings.HasPrefix(name, want)
+		}
+		if !ran {
+			t.Errorf("did not run: %s", want)
+		}
+	}
+	for _, f := range r.Flaky {
+		t.Logf("flaky (passed on a rerun): %s", f.Name)
+	}
+	for _, f := range r.Failed {
+		t.Errorf("%s %s after %s: %s: %s", strings.ToUpper(f.State), f.Name, f.RunTime.Round(time.Second), f.Location, f.Message)
+	}
+}

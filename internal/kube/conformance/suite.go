@@ -1,0 +1,207 @@
+// Package conformance runs upstream Kubernetes end-to-end specs against a
+// local cluster, as a CNI or Service proxy is judged: it builds e2e.test and
+// ginkgo from the pinned Kubernetes release (internal/kube/binaries), builds
+// the test images the specs run under their upstream names, brings up a
+// local cluster, loads the images, runs the specs in parallel, reports what
+// upstream's summary says and which specs failed, and removes the cluster.
+package conformance
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/modes"
+)
+
+// DefaultSkip leaves out what a local cluster cannot have (cloud load
+// balancers, IPv6, SCTP, DNS beyond the cluster's), what disrupts the other
+// specs running beside (Serial, Disruptive), what is slow, and features
+// behind gates (Feature:).
+const DefaultSkip = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|IPv6|SCTP|Feature:`
+
+// Suite is a named set of specs: a ginkgo focus and skip.
+type Suite struct {
+	Name, Focus, Skip, About string
+}
+
+// Suite names.
+const (
+	Services         = "services"
+	GranularServices = "granular-services"
+	Conntrack        = "conntrack"
+	Smoke            = "smoke"
+)
+
+// SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
+// Service behaviours a kube-proxy replacement most easily gets wrong, each
+// upstream's full name, plus plain ClusterIP and NodePort specs. Their
+// longest, the NodePort sessionAffinity timeout, takes about 140 s.
+var SmokeSpecs = []string{
+	`[sig-network] Services should serve a basic endpoint from pods`,
+	`[sig-network] Services should be able to create a functioning NodePort service`,
+	`[sig-network] Services should implement service.kubernetes.io/service-proxy-name`,
+	`[sig-network] Services should implement service.kubernetes.io/headless`,
+	`[sig-network] Services should be possible to connect to a service via ExternalIP when the external IP is not assigned to a node`,
+	`[sig-network] Services should implement NodePort and HealthCheckNodePort correctly when ExternalTrafficPolicy changes`,
+	`[sig-network] Services should have session affinity timeout work for NodePort service`,
+	`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service`,
+	`[sig-network] Conntrack should be able to cleanup conntrack entries when UDP service target port changes for a NodePort service`,
+}
+
+// Suites are the named suites (--suite).
+var Suites = []Suite{
+	{Name: Services, Focus: `\[sig-network\] Services`, Skip: DefaultSkip,
+		About: "every [sig-network] Services spec a local cluster can run (47 in v1.37.2)"},
+	{Name: GranularServices, Focus: `\[sig-network\] Networking Granular Checks: Services`, Skip: DefaultSkip,
+		About: "pod, node and endpoint to Service traffic over TCP, UDP and HTTP"},
+	{Name: Conntrack, Focus: `\[sig-network\] Conntrack`, Skip: DefaultSkip,
+		About: "UDP flows across backend changes, invalid conntrack state"},
+	{Name: Smoke, Focus: smokeFocus(), Skip: DefaultSkip,
+		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
+}
+
+// smokeFocus selects each smoke spec by its whole name (ginkgo matches the
+// suite's description, a space and the name): the name, then only the
+// bracketed tags upstream appends ([LinuxOnly], [Conformance]), so that a
+// longer spec starting with the same words is left out.
+func smokeFocus() string {
+	q := make([]string, len(SmokeSpecs))
+	for i, s := range SmokeSpecs {
+		q[i] = regexp.QuoteMeta(s)
+	}
+	return `(` + strings.Join(q, "|") + `)( \[[^]]+\])*$`
+}
+
+// SuiteNames lists --suite's values.
+func SuiteNames() []string {
+	var n []string
+	for _, s := range Suites {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Defaults of a run.
+const (
+	DefaultSuite   = Services
+	DefaultCluster = "conf"
+	DefaultNodes   = 3 // "NodePort and HealthCheckNodePort ... ExternalTrafficPolicy changes" needs 3
+	DefaultProcs   = 3 // ginkgo processes: measured fine on 2 vCPUs
+	DefaultProxy   = network.VnetlabEBPF
+	DefaultTimeout = 2 * time.Hour
+)
+
+// Spec is one conformance run.
+type Spec struct {
+	// Cluster is the local cluster to run against. An empty CNI means
+	// vnetlab's CNI when a mode is given, else vnetlab's CNI in mode
+	// veth-ebpf with vnetlab's proxies and Debian's bridge plugin with
+	// kube-proxy (the stock baseline).
+	Cluster cluster.Spec
+	// Suite names a preset focus and skip; Focus and Skip, when set,
+	// replace the preset's.
+	Suite, Focus, Skip string
+	// Procs is the number of ginkgo processes running specs in parallel.
+	Procs int
+	// FlakeAttempts > 1 reruns a failed spec up to that many times in all
+	// (ginkgo --flake-attempts); a spec that passes on a rerun is reported
+	// as flaky, not failed.
+	FlakeAttempts int
+	// ReportDir receives ginkgo's JSON and JUnit reports and its log.
+	ReportDir string
+	// Timeout bounds the specs' run (ginkgo --timeout).
+	Timeout time.Duration
+}
+
+// Resolve fills the defaults, applies the suite's focus and skip and checks
+// the result: one error naming the problem and the fix.
+func (s Spec) Resolve() (Spec, error) {
+	if s.Suite == "" {
+		s.Suite = DefaultSuite
+	}
+	i := slices.IndexFunc(Suites, func(x Suite) bool { return x.Name == s.Suite })
+	if i < 0 {
+		return s, fmt.Errorf("--suite %q: choose %s, or give --focus", s.Suite, strings.Join(SuiteNames(), ", "))
+	}
+	if s.Focus == "" {
+		s.Focus = Suites[i].Focus
+	}
+	if s.Skip == "" {
+		s.Skip = Suites[i].Skip
+	}
+	for flag, re := range map[string]string{"--focus": s.Focus, "--skip": s.Skip} {
+		if _, err := regexp.Compile(re); err != nil {
+			return s, fmt.Errorf("%s %q is not a regular expression (%v): brackets are escaped as \\[", flag, re, err)
+		}
+	}
+	c := &s.Cluster
+	if c.Name == "" {
+		c.Name = DefaultCluster
+	}
+	if c.Nodes == 0 {
+		c.Nodes = DefaultNodes
+	}
+	if c.Proxy == "" {
+		c.Proxy = DefaultProxy
+	}
+	if c.CNI == "" {
+		switch {
+		case c.CNIMode != "":
+			c.CNI = network.CNIVnetlab
+		case network.IsVnetlab(c.Proxy):
+			c.CNI, c.CNIMode = network.CNIVnetlab, modes.VethEBPF
+		default:
+			c.CNI = network.CNIBridge
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return s, err
+	}
+	if s.Procs == 0 {
+		s.Procs = DefaultProcs
+	}
+	if s.Procs < 1 {
+		return s, fmt.Errorf("--procs %d: at least one ginkgo process runs the specs", s.Procs)
+	}
+	if s.FlakeAttempts < 1 {
+		s.FlakeAttempts = 1
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.ReportDir == "" {
+		s.ReportDir = "conformance/" + s.Name()
+	}
+	return s, nil
+}
+
+// selection says which specs were asked for: the suite, or the focus and
+// skip that replace its own.
+func (s Spec) selection() string {
+	for _, x := range Suites {
+		if x.Name == s.Suite && x.Focus == s.Focus && x.Skip == s.Skip {
+			return "suite " + s.Suite
+		}
+	}
+	return fmt.Sprintf("focus %s, skip %s", s.Focus, s.Skip)
+}
+
+// Name says what ran against what, for report directories and messages:
+// "services-vnetlab-ebpf-socketlb-vnetlab-veth-ebpf".
+func (s Spec) Name() string {
+	c := s.Cluster
+	n := []string{s.Suite, c.Proxy}
+	if c.SocketLB {
+		n = append(n, "socketlb")
+	}
+	n = append(n, c.CNI)
+	if c.CNIMode != "" {
+		n = append(n, c.CNIMode)
+	}
+	return strings.Join(n, "-")
+}

@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The change trackers: the informers' handlers only record what changed
+// (the last state of each object, nil when it went), and Proxier.Sync
+// takes the records and applies them, as kube-proxy's Service and
+// endpoints change trackers do. Many changes of one object between two
+// syncs cost one sync.
+
+// serviceChanges records Services by namespace/name.
+type serviceChanges struct {
+	mu      sync.Mutex
+	pending map[string]*corev1.Service // nil: deleted
+}
+
+func (c *serviceChanges) record(obj any, gone bool) string {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, gone = t.Obj, true
+	}
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return ""
+	}
+	key := svc.Namespace + "/" + svc.Name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[string]*corev1.Service{}
+	}
+	if gone {
+		svc = nil
+	}
+	c.pending[key] = svc
+	return key
+}
+
+// take returns the records and forgets them.
+func (c *serviceChanges) take() map[string]*corev1.Service {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending
+	c.pending = nil
+	return p
+}
+
+// sliceChanges records EndpointSlices by their Service (namespace/name,
+// from the kubernetes.io/service-name label), then by slice name.
+type sliceChanges struct {
+	mu      sync.Mutex
+	pending map[string]map[string]*discoveryv1.EndpointSlice // nil: deleted
+}
+
+func (c *sliceChanges) record(obj any, gone bool) string {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, gone = t.Obj, true
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return ""
+	}
+	name := es.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return "" // not a Service's (kube-proxy ignores them too)
+	}
+	key := es.Namespace + "/" + name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[string]map[string]*discoveryv1.EndpointSlice{}
+	}
+	if c.pending[key] == nil {
+		c.pending[key] = map[string]*discoveryv1.EndpointSlice{}
+	}
+	if gone {
+		es = nil
+	}
+	c.pending[key][obj.(*discoveryv1.EndpointSlice).Name] = es
+	return key
+}
+
+func (c *sliceChanges) take() map[string]map[string]*discoveryv1.EndpointSlice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending
+	c.pending = nil
+	return p
+}

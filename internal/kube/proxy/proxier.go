@@ -1,0 +1,264 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+)
+
+// Proxier is one node's Service proxy, shaped like kube-proxy's nftables
+// proxier: the informers' handlers record changes in the change trackers
+// (changes.go), Sync applies them to the node's Service maps, and Loop runs
+// Sync whenever something was recorded. Sync needs no cluster: the unit
+// tests feed the handlers objects and read a fake Plane.
+type Proxier struct {
+	node   string     // the node's Kubernetes name (internalTrafficPolicy Local)
+	nodeIP netip.Addr // where NodePorts answer
+	syncer *Syncer
+	flows  FlowCleaner // the plane's conntrack (nil: none to clean)
+	health healthSetter
+	logf   func(string, ...any)
+
+	services serviceChanges
+	slices   sliceChanges
+	kick     chan struct{} // a change was recorded
+
+	// What the syncs applied: the Services, their slices by name, and
+	// their UDP frontends with the backends their flows may keep.
+	svcs   map[string]*corev1.Service
+	eps    map[string]map[string]*discoveryv1.EndpointSlice
+	udp    map[string]map[netip.AddrPort][]tcbpf.Backend
+	failed map[string]bool // Services whose last sync failed: synced again next time
+	// stale: UDP frontends that lost a backend, with those they keep,
+	// whose flows are still to be forgotten (kept when that failed).
+	stale  map[netip.AddrPort][]tcbpf.Backend
+	primed bool // the first sync (prune, every stale flow) is done
+}
+
+// healthSetter runs the healthCheckNodePort servers (healthServers).
+type healthSetter interface {
+	Set(name string, port uint16, local int) error
+}
+
+// NewProxier reads the plane's current entries (a restarted proxy changes
+// only what changed while it was away).
+func NewProxier(node string, nodeIP netip.Addr, plane Plane, flows FlowCleaner, health healthSetter, logf func(string, ...any)) (*Proxier, error) {
+	syncer, err := NewSyncer(plane)
+	if err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Proxier{node: node, nodeIP: nodeIP, syncer: syncer, flows: flows, health: health, logf: logf,
+		kick: make(chan struct{}, 1),
+		svcs: map[string]*corev1.Service{}, eps: map[string]map[string]*discoveryv1.EndpointSlice{},
+		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}, stale: map[netip.AddrPort][]tcbpf.Backend{}}, nil
+}
+
+// ServiceHandler and SliceHandler are the informers' event handlers: they
+// record the change and wake Loop.
+func (p *Proxier) ServiceHandler() cache.ResourceEventHandler {
+	return p.handler(p.services.record)
+}
+
+func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p.slices.record) }
+
+func (p *Proxier) handler(record func(obj any, gone bool) string) cache.ResourceEventHandlerFuncs {
+	note := func(obj any, gone bool) {
+		if record(obj, gone) == "" {
+			return
+		}
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { note(o, false) },
+		UpdateFunc: func(_, o any) { note(o, false) },
+		DeleteFunc: func(o any) { note(o, true) },
+	}
+}
+
+// Sync applies the changes recorded since the last Sync, and syncs again
+// the Services whose last sync failed: each Service touched gets its
+// entries translated and written (only what differs), its health check
+// server set, and the UDP flows to backends its frontends lost forgotten.
+// The first Sync, once the informers listed everything, also deletes the
+// entries no Service claims and every stale UDP flow (a restarted proxy's
+// maps). Changes counts the entries written.
+func (p *Proxier) Sync() (Changes, error) {
+	touched := map[string]bool{}
+	for key, svc := range p.services.take() {
+		touched[key] = true
+		if svc == nil {
+			delete(p.svcs, key)
+		} else {
+			p.svcs[key] = svc
+		}
+	}
+	for key, byName := range p.slices.take() {
+		touched[key] = true
+		if p.eps[key] == nil {
+			p.eps[key] = map[string]*discoveryv1.EndpointSlice{}
+		}
+		for name, es := range byName {
+			if es == nil {
+				delete(p.eps[key], name)
+			} else {
+				p.eps[key][name] = es
+			}
+		}
+		if len(p.eps[key]) == 0 {
+			delete(p.eps, key)
+		}
+	}
+	maps.Copy(touched, p.failed)
+	clear(p.failed)
+
+	var total Changes
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(touched)) {
+		t0 := time.Now()
+		ch, err := p.syncService(key)
+		total.Add(ch)
+		if err != nil {
+			p.failed[key] = true
+			errs = append(errs, err)
+			p.logf("service %s: %v (retrying)", key, err)
+		}
+		if p.primed && ch.Total() > 0 {
+			p.logf("service %s: +%d ~%d -%d in %s", key, ch.Added, ch.Updated, ch.Deleted, time.Since(t0).Round(time.Microsecond))
+		}
+	}
+	if !p.primed {
+		pruned, err := p.syncer.Prune()
+		total.Add(pruned)
+		if err != nil {
+			errs = append(errs, err)
+			p.logf("prune: %v", err)
+		}
+		for _, fes := range p.udp {
+			maps.Copy(p.stale, fes)
+		}
+		p.primed = true
+	}
+	if err := p.forget(); err != nil {
+		errs = append(errs, err)
+	}
+	return total, errors.Join(errs...)
+}
+
+// syncService syncs one Service (gone from svcs: deleted) and notes in
+// p.stale the UDP frontends that lost a backend.
+func (p *Proxier) syncService(key string) (Changes, error) {
+	svc := p.svcs[key]
+	if svc == nil {
+		herr := p.health.Set(key, 0, 0)
+		ch, err := p.syncer.Sync(key, nil)
+		if err == nil {
+			delete(p.udp, key) // its entries are gone: its flows are no longer translated
+		}
+		return ch, errors.Join(err, herr)
+	}
+	eps := slices.Collect(maps.Values(p.eps[key]))
+	slices.SortFunc(eps, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	want, notes := Translate(svc, eps, p.node)
+	ext, extNotes := TranslateExternal(svc, eps, p.node, p.nodeIP)
+	for _, n := range append(notes, extNotes...) {
+		p.logf("service %s: %s", key, n)
+	}
+	if len(ext) > 0 && want == nil {
+		want = Entries{}
+	}
+	maps.Copy(want, ext)
+	ch, err := p.syncer.SyncWith(key, want, SessionAffinity(svc))
+	port, local := HealthCheck(svc, eps, p.node)
+	herr := p.health.Set(key, port, local)
+	if err == nil {
+		now := UDPFrontends(svc, eps, p.nodeIP)
+		for fe, had := range p.udp[key] {
+			if bs, ok := now[fe]; ok && lost(had, bs) {
+				p.stale[fe] = bs
+			}
+		}
+		p.udp[key] = now
+	}
+	return ch, errors.Join(err, herr)
+}
+
+// lost says whether a backend of had is not in now (both sorted).
+func lost(had, now []tcbpf.Backend) bool {
+	for _, b := range had {
+		if _, found := slices.BinarySearchFunc(now, b, tcbpf.CompareBackends); !found {
+			return true
+		}
+	}
+	return false
+}
+
+// forget deletes the conntrack entries of UDP flows to a frontend of
+// p.stale whose backend it no longer has: their next datagram gets a live
+// backend. Kept for the next Sync when that fails.
+func (p *Proxier) forget() error {
+	if p.flows == nil || len(p.stale) == 0 {
+		return nil
+	}
+	n, err := p.flows.ForgetUDPFlows(p.stale)
+	if n > 0 {
+		p.logf("forgot %d UDP flows whose backend left their Service", n)
+	}
+	if err != nil {
+		p.logf("forget stale UDP flows: %v", err)
+		return err
+	}
+	clear(p.stale)
+	return nil
+}
+
+// Retry bounds of a failed sync (doubling in between).
+const (
+	minRetry = 100 * time.Millisecond
+	maxRetry = 30 * time.Second
+)
+
+// Loop syncs whenever a change is recorded, until ctx ends. A failed sync
+// is retried after a backoff (minRetry doubling to maxRetry), sooner if
+// another change comes.
+func (p *Proxier) Loop(ctx context.Context) {
+	var backoff time.Duration
+	var retry <-chan time.Time
+	if len(p.failed) > 0 || len(p.stale) > 0 { // the sync before failed
+		backoff = minRetry
+		retry = time.After(backoff)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		case <-retry:
+		}
+		retry = nil
+		if _, err := p.Sync(); err != nil {
+			backoff = min(max(2*backoff, minRetry), maxRetry)
+			retry = time.After(backoff)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+// Len is the number of entries installed.
+func (p *Proxier) Len() int { return p.syncer.Len() }
