@@ -26,6 +26,9 @@ func emitResults(res *results.File, output, reportDir string, exports export.Fla
 		for _, h := range checks {
 			fmt.Println("  " + h.String())
 		}
+		if len(checks) == 0 {
+			fmt.Println("  nothing to check: no pod cell has a host cell of its placement and test")
+		}
 	}
 	if output != "" {
 		if err := results.Write(output, res); err != nil {

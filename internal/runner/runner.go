@@ -82,7 +82,7 @@ type Planned struct {
 
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
 // kube run`) in the same interleaved rounds as a lab run, then computes the
-// statistics.
+// statistics; with meter (nil: none), each sample records its nodes' CPU.
 func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, meter NodeMeter) error {
 	if err := spec.Validate(); err != nil {
 		return err
