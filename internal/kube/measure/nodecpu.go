@@ -68,7 +68,7 @@ func (s *Session) StartNodeCPU(ctx context.Context) (*NodeCPU, error) {
 			m.Close()
 			return nil, fmt.Errorf("node %s: cpu agent: %v", n.Name, err)
 		}
-		a := &cpuAgent{p: p, lines: make(chan string, 1)}
+		a := &cpuAgent{p: p, lines: make(chan string, 8)} // room for late answers after a timeout
 		go func() {
 			defer close(a.lines)
 			sc := bufio.NewScanner(out)
