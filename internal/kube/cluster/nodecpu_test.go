@@ -50,9 +50,12 @@ func TestKubeRunNodeCPUAndTolerance(t *testing.T) {
 	cs := needCluster(t)
 	dir := t.TempDir()
 	out, junit := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml")
+	load := func() string { b, _ := os.ReadFile("/proc/loadavg"); return strings.TrimSpace(string(b)) }
+	t.Logf("load average before: %s", load())
 	log, runErr := vnetlab(t, 10*time.Minute, "kube", "run", "--cluster", testCluster, "--paths", "pod,host",
 		"--placements", "same-node,cross-node", "--tests", "tcp_stream", "--repeat", "4", "--duration", "1s",
 		"--tolerance", "0.1", "-o", out, "--export", "junit:"+junit)
+	t.Logf("load average after: %s", load())
 	t.Logf("kube run (exit %v):\n%s", runErr, log)
 	f, err := results.Read(out)
 	if err != nil {
