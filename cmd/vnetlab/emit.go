@@ -12,12 +12,24 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// emitResults prints the table and summary of a finished run, writes the
-// results JSON, the report and the exports when asked, and returns runErr,
-// or an error naming the cells that failed unexpectedly.
+// emitResults prints the table and summary of a finished run (and a kube
+// run's --tolerance checks), writes the results JSON, the report and the
+// exports when asked, and returns runErr, or an error naming the cells that
+// failed unexpectedly, or the pod cells below the tolerance.
 func emitResults(res *results.File, output, reportDir string, exports export.Flag, runErr error) error {
 	report.Table(os.Stdout, res, false)
 	report.Summary(os.Stdout, res)
+	var checks []analysis.HostCheck
+	if tol := res.Metadata.Settings.Tolerance; tol > 0 {
+		checks = analysis.HostChecks(res.Cells, tol)
+		fmt.Printf("\nTolerance %g: each pod cell against host (fails when p < 0.05 and the whole 95%% CI is under %.2f)\n", tol, 1-tol)
+		for _, h := range checks {
+			fmt.Println("  " + h.String())
+		}
+		if len(checks) == 0 {
+			fmt.Println("  nothing to check: no pod cell has a host cell of its placement and test")
+		}
+	}
 	if output != "" {
 		if err := results.Write(output, res); err != nil {
 			return err
@@ -36,7 +48,10 @@ func emitResults(res *results.File, output, reportDir string, exports export.Fla
 		return runErr
 	}
 	// A cell that failed as the run predicted is a result, not an error.
-	return analysis.Problems(res.Cells)
+	if err := analysis.Problems(res.Cells); err != nil {
+		return err
+	}
+	return analysis.ToleranceError(checks)
 }
 
 // defaultProfileDir: beside the results file (r.json -> r.profile/), else

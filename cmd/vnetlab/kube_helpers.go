@@ -1,7 +1,7 @@
 package main
 
 // The hidden kube verbs: what a cluster (kube forward) and vnetlab's image
-// (pause, guard, resolve) run, never typed by people.
+// (pause, guard, cpu-agent, resolve) run, never typed by people.
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
 )
 
 // newKubePauseCmd is the image's entrypoint: the pod sandbox and the
@@ -98,6 +99,19 @@ func newKubeGuardCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&cpu, "cpu", -1, "start the program pinned to this CPU (-1: unpinned)")
 	return cmd
+}
+
+// newKubeCPUAgentCmd answers each line on stdin with the node's CPU
+// counters (kube run's helper pods on a cluster's nodes); it exits when
+// stdin closes.
+func newKubeCPUAgentCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "cpu-agent",
+		Short:  "Print this node's /proc/stat counters for each line read (kube run's per-node CPU)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(cmd *cobra.Command, _ []string) error { return measure.ServeCPUAgent(os.Stdin, os.Stdout) },
+	}
 }
 
 // newKubeResolveCmd resolves a name the way a program in a pod does: the

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/scenario"
@@ -45,6 +46,13 @@ The image is vnetlab's own (vnetlab, iperf3, sockperf): a local cluster (--clust
 it loaded automatically; for another cluster, load "vnetlab kube image -o vnetlab.tar"
 into its nodes or push it to a registry and pass --image.
 
+Each sample also records each node's CPU (user, system, softirq), shown per unit of work
+under the table: on a local cluster from each node's cgroup, elsewhere from each node's
+/proc/stat through a hostNetwork helper pod (deleted with the namespace). --tolerance R
+fails the run (exit 1, and a failing case in --export junit:FILE) when a pod cell is
+significantly below its host cell by more than R: Mann-Whitney p < 0.05 and the whole
+95% CI of pod/host under 1-R (docs/kubernetes.md).
+
 A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
 flags given with -f override it. With kube.clusters it names several configurations
 (CNI x proxy): each gets a local cluster brought up, measured and removed in turn, into one
@@ -53,6 +61,7 @@ results file (cells CONFIG/path@placement/test; docs/kubernetes.md).
 Examples:
   vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
   vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
+  vnetlab kube run --cluster k --paths pod,host --tests tcp_stream --tolerance 0.1 --export junit:kube.xml
   vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k
   vnetlab kube run -f scenarios/kube-proxies.yaml -o kube-proxies.json --report kube-proxies-report`,
 		Args: cobra.NoArgs,
@@ -88,6 +97,7 @@ func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	f.StringVar(&r.reportDir, "report", r.reportDir, "also write the report (Markdown, HTML, charts) into this directory")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML with a kube: section (flags given too override it)")
 	export.AddFlag(f, &r.exports)
+	f.Float64Var(&s.Tolerance, "tolerance", s.Tolerance, "fail when the pod path is significantly below host by more than this ratio (0.1: 10%; p < 0.05 and the whole 95% CI of pod/host under 1-R)")
 	f.DurationVar(&s.Pods.ReadyTimeout, "ready-timeout", s.Pods.ReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
 }
 
@@ -122,6 +132,11 @@ func (r *kubeRunFlags) resolve(given *pflag.FlagSet) (bench.Spec, error) {
 		cluster = bench.Target{Local: r.cf.cluster, Kubeconfig: r.cf.kubeconfig, Context: r.cf.context}
 	}
 	spec.Cluster = cluster
+	if given.Changed("tolerance") {
+		if err := analysis.ValidateTolerance(spec.Tolerance); err != nil {
+			return spec, err
+		}
+	}
 	if len(spec.Configs) > 0 {
 		for _, name := range []string{"cluster", "kubeconfig", "context", "nodes", "label"} {
 			if given.Changed(name) {

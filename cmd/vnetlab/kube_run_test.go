@@ -165,3 +165,42 @@ kube:
 		}
 	}
 }
+
+// --tolerance and kube.tolerance: a ratio in (0, 1), refused in one line
+// otherwise, and only with both the pod and the host path measured.
+func TestKubeRunTolerance(t *testing.T) {
+	resolve := func(args ...string) (bench.Spec, error) {
+		r := newKubeRunFlags(bench.DefaultSpec(), "", "")
+		cmd := &cobra.Command{}
+		r.register(cmd)
+		if err := cmd.Flags().Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return r.resolve(cmd.Flags())
+	}
+	if s, err := resolve("--cluster", "k", "--tolerance", "0.1"); err != nil || s.Tolerance != 0.1 {
+		t.Errorf("--tolerance 0.1: %v, %v", s.Tolerance, err)
+	}
+	file := writeScenario(t, "kube:\n  cluster: k\n  tolerance: 0.25\n")
+	if s, err := resolve("-f", file); err != nil || s.Tolerance != 0.25 {
+		t.Errorf("kube.tolerance 0.25: %v, %v", s.Tolerance, err)
+	}
+	if s, err := resolve("-f", file, "--tolerance", "0.05"); err != nil || s.Tolerance != 0.05 {
+		t.Errorf("--tolerance over the file's: %v, %v", s.Tolerance, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "k", "--tolerance", "1.5"}, "--tolerance 1.5: want a ratio between 0 and 1"},
+		{[]string{"--cluster", "k", "--tolerance", "0"}, "--tolerance 0: want a ratio between 0 and 1"},
+		{[]string{"--cluster", "k", "--tolerance", "-0.2"}, "--tolerance -0.2: want a ratio between 0 and 1"},
+		{[]string{"--cluster", "k", "--tolerance", "0.1", "--paths", "pod,service"}, "measure both (--paths pod,host)"},
+		{[]string{"-f", writeScenario(t, "kube:\n  cluster: k\n  tolerance: 2\n")}, ":3: field kube.tolerance: 2: want a ratio between 0 and 1"},
+	} {
+		_, err := resolve(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one line with %q", tc.args, err, tc.want)
+		}
+	}
+}

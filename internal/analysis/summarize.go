@@ -81,16 +81,42 @@ func latency(samples []results.Sample) map[string]float64 {
 	return out
 }
 
-// cpuCost is the median over valid samples of each CPU figure. Ratios are
-// taken per sample first (each sample's CPU over its own bytes or
-// transactions), then the median: a long sample and a short one weigh the same.
+// cpuCost is the median over valid samples of each CPU figure, for the
+// cell and, in a cluster run, for each node. Ratios are taken per sample
+// first (each sample's CPU over its own bytes or transactions), then the
+// median: a long sample and a short one weigh the same.
 func cpuCost(samples []results.Sample) *results.CPUCost {
-	var user, sys, irq, sirq, busy, perGB, perK, rxT, txT, rxGB, txGB []float64
+	c := costOf(samples, func(s results.Sample) *results.SampleCPU { return s.CPU })
+	nodes := map[string]bool{}
 	for _, s := range samples {
-		if !s.Valid || s.CPU == nil {
+		for n := range s.NodeCPU {
+			nodes[n] = true
+		}
+	}
+	for n := range nodes {
+		nc := costOf(samples, func(s results.Sample) *results.SampleCPU { return s.NodeCPU[n] })
+		if nc == nil {
 			continue
 		}
-		c := s.CPU
+		if c == nil {
+			c = &results.CPUCost{}
+		}
+		if c.Nodes == nil {
+			c.Nodes = map[string]*results.CPUCost{}
+		}
+		c.Nodes[n] = nc
+	}
+	return c
+}
+
+// costOf is the medians of the counters pick finds in the valid samples.
+func costOf(samples []results.Sample, pick func(results.Sample) *results.SampleCPU) *results.CPUCost {
+	var user, sys, irq, sirq, busy, perGB, perK, rxT, txT, rxGB, txGB []float64
+	for _, s := range samples {
+		c := pick(s)
+		if !s.Valid || c == nil {
+			continue
+		}
 		user, sys, irq, sirq = append(user, c.UserSec), append(sys, c.SystemSec), append(irq, c.IRQSec), append(sirq, c.SoftirqSec)
 		busy = append(busy, c.BusySec())
 		if gb := s.Bytes / 1e9; gb > 0 {

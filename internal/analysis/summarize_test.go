@@ -145,3 +145,28 @@ func TestCompareToPod(t *testing.T) {
 		t.Errorf("vs pod on a pod cell (%+v) or a mode without pod cell (%+v)", pod.VsPod, other.VsPod)
 	}
 }
+
+// A cluster cell's CPU block has each node's medians and cost per unit
+// beside the cell's own; failed samples count for no node.
+func TestSummarizeNodeCPU(t *testing.T) {
+	c := cellOf("k", 10, 11, 12)
+	for i := range c.Samples {
+		c.Samples[i].Bytes = 2e9
+		c.Samples[i].CPU = &results.SampleCPU{SystemSec: 1}
+		c.Samples[i].NodeCPU = map[string]*results.SampleCPU{
+			"k-1": {UserSec: 0.2, SystemSec: 0.6 + float64(i)/10, SoftirqSec: 0.1},
+			"k-2": {SystemSec: 0.2},
+		}
+	}
+	bad := sample(0, false)
+	bad.NodeCPU = map[string]*results.SampleCPU{"k-1": {SystemSec: 100}}
+	c.Samples = append(c.Samples, bad)
+	Summarize(c, Options{})
+	n1, n2 := c.CPU.Nodes["k-1"], c.CPU.Nodes["k-2"]
+	if n1 == nil || n2 == nil || len(c.CPU.Nodes) != 2 {
+		t.Fatalf("nodes %+v", c.CPU.Nodes)
+	}
+	if n1.Samples != 3 || !within(n1.SystemSec, 0.7, 1e-9) || !within(n1.BusySec, 1.0, 1e-9) || !within(n1.PerGB, 0.5, 1e-9) || !within(n2.PerGB, 0.1, 1e-9) {
+		t.Errorf("k-1 %+v, k-2 %+v; want k-1 1.0 s busy (0.5 s/GB), k-2 0.1 s/GB", n1, n2)
+	}
+}

@@ -175,3 +175,11 @@ func (after Snapshot) Sub(before Snapshot) Delta {
 		NetTx:      cnt(after.NetTx, before.NetTx),
 	}
 }
+
+// FromTimes is a snapshot holding only user and system time (a cgroup's:
+// the kernel keeps no idle, irq or softirq time per cgroup), in ticks of
+// USER_HZ rounded to the nearest, so Sub works as on /proc/stat's.
+func FromTimes(at time.Time, user, system time.Duration) Snapshot {
+	ticks := func(d time.Duration) uint64 { return uint64(d.Seconds()*userHZ + 0.5) }
+	return Snapshot{At: at, User: ticks(user), System: ticks(system)}
+}

@@ -46,7 +46,8 @@ func formatList() string {
 // Results writes a results file in format: one CSV row per cell, the
 // OpenMetrics exposition of its cells, or a JUnit suite with a test case
 // per cell that fails when the cell's outcome contradicts the run's
-// prediction (what makes `run` exit 1).
+// prediction (what makes `run` exit 1), and, for a `kube run --tolerance`,
+// a suite with a case per pod cell against host.
 func Results(w io.Writer, format Format, f *results.File) error {
 	switch format {
 	case CSV:
@@ -54,7 +55,7 @@ func Results(w io.Writer, format Format, f *results.File) error {
 	case OpenMetrics:
 		return CellsOpenMetrics(w, f)
 	case JUnit:
-		return WriteJUnit(w, CellVerdicts(f))
+		return WriteJUnit(w, append(CellVerdicts(f), ToleranceVerdicts(f)...))
 	}
 	return fmt.Errorf("export format %q is unknown: use one of %s", format, formatList())
 }

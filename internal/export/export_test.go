@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/xml"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -32,8 +34,12 @@ func cell(id results.CellID, unit string, failed int, values ...float64) *result
 			r.Transfers = v * 2
 			r.Latency = map[string]float64{"p50": 30 + float64(i), "p99": 48 + float64(i)}
 		}
-		c.Samples = append(c.Samples, results.Sample{Result: r, Valid: true,
-			CPU: &results.SampleCPU{UserSec: 0.5, SystemSec: 1.1 + float64(i)/10, SoftirqSec: 0.3, WallSec: 2}})
+		s := results.Sample{Result: r, Valid: true,
+			CPU: &results.SampleCPU{UserSec: 0.5, SystemSec: 1.1 + float64(i)/10, SoftirqSec: 0.3, WallSec: 2}}
+		if id.Placement != "" { // a cluster cell: its nodes' CPU too
+			s.NodeCPU = map[string]*results.SampleCPU{"k-1": {UserSec: 0.2, SystemSec: 0.6, SoftirqSec: 0.2, WallSec: 2}, "k-2": {UserSec: 0.1, SystemSec: 0.3, WallSec: 2}}
+		}
+		c.Samples = append(c.Samples, s)
 	}
 	for range failed {
 		c.Samples = append(c.Samples, results.Sample{Error: "connect: no route to host"})
@@ -192,6 +198,12 @@ func TestOpenMetricsPassesPromtoolChecks(t *testing.T) {
 			return m.GetGauge().GetValue(), true
 		}
 		return 0, false
+	}
+	// The cluster cell's node k-1: 1 s busy per sample over 2x41000 transactions, 60% of it system.
+	k := results.CellID{Mode: "k", Path: "pod", Placement: "cross-node", Test: "tcp_rr"}
+	perTrans := f.Cells[3].CPU.Nodes["k-1"].PerKTrans / 1000
+	if got, ok := findNode(mfs, "vnetlab_cell_node_cpu_seconds_per_transaction", k, "k-1", "system"); !ok || math.Abs(got-0.6*perTrans) > 1e-12 {
+		t.Errorf("node k-1's system CPU per transaction: %g (found %v), want %g", got, ok, 0.6*perTrans)
 	}
 	for _, c := range f.Cells {
 		if c.Valid == 0 {
@@ -383,5 +395,59 @@ func TestFlag(t *testing.T) {
 	f = append(f, Target{Format: OpenMetrics, File: dir + "/r.om"})
 	if err := f.Compare(&analysis.FileDiff{}, 5); err == nil {
 		t.Error("compare wrote OpenMetrics")
+	}
+}
+
+// findNode is the value of family for the cell, node and CPU class.
+func findNode(mfs map[string]*dto.MetricFamily, family string, id results.CellID, node, class string) (float64, bool) {
+	mf, ok := mfs[family]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["node"] != node || labels["class"] != class || labels["placement"] != id.Placement || labels["mode"] != id.Mode || labels["test"] != id.Test {
+			continue
+		}
+		return m.GetGauge().GetValue(), true
+	}
+	return 0, false
+}
+
+// kube run --tolerance: a suite with one case per pod cell against its
+// host cell; the cell significantly below the floor fails, the one within
+// passes; a file without a tolerance has no such suite.
+func TestJUnitOfTolerance(t *testing.T) {
+	host := func(pl string) *results.Cell {
+		return cell(results.CellID{Mode: "k", Path: "host", Placement: pl, Test: "tcp_stream"}, "Gbit/s", 0, 20, 20.4, 19.8, 20.1, 20.2)
+	}
+	f := &results.File{SchemaVersion: results.SchemaVersion, Cells: []*results.Cell{
+		cell(results.CellID{Mode: "k", Path: "pod", Placement: "same-node", Test: "tcp_stream"}, "Gbit/s", 0, 12, 12.3, 11.8, 12.1, 12.2),
+		host("same-node"),
+		cell(results.CellID{Mode: "k", Path: "pod", Placement: "cross-node", Test: "tcp_stream"}, "Gbit/s", 0, 19.9, 20.1, 19.7, 20.3, 20),
+		host("cross-node"),
+	}}
+	analysis.Analyze(f.Cells, analysis.Options{})
+	var b bytes.Buffer
+	if err := Results(&b, JUnit, f); err != nil {
+		t.Fatal(err)
+	}
+	if p := parseJUnit(t, b.Bytes()); len(p.Suites) != 1 || p.Failures != 0 {
+		t.Fatalf("without --tolerance: %d suites, %d failures; want only the run's, none failing", len(p.Suites), p.Failures)
+	}
+	f.Metadata.Settings.Tolerance = 0.1
+	b.Reset()
+	if err := Results(&b, JUnit, f); err != nil {
+		t.Fatal(err)
+	}
+	p := parseJUnit(t, b.Bytes())
+	if len(p.Suites) != 2 || p.Suites[1].Name != "vnetlab "+SuiteTolerance || len(p.Suites[1].Cases) != 2 {
+		t.Fatalf("suites %+v, want the run's and a tolerance suite of 2 cases", p.Suites)
+	}
+	if got := failedCases(p); p.Failures != 1 || len(got) != 1 || got[0] != "k/pod@same-node/tcp_stream / host" {
+		t.Errorf("failures %d %v, want only the same-node pod cell (60%% of host)", p.Failures, got)
 	}
 }

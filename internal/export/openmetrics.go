@@ -128,6 +128,7 @@ func MetricFamilies(f *results.File) []*dto.MetricFamily {
 			if p.PerKTrans > 0 {
 				fs.add(namespace+"cell_cpu_seconds_per_transaction", "Whole-machine busy CPU time per transaction (median over samples)", "", p.PerKTrans/1000, cell)
 			}
+			nodeCPU(fs, p, cell)
 		}
 		keys := make([]string, 0, len(c.Latency))
 		for k := range c.Latency {
@@ -144,6 +145,41 @@ func MetricFamilies(f *results.File) []*dto.MetricFamily {
 		out[i] = fs.byName[n]
 	}
 	return out
+}
+
+// nodeCPU adds a cluster cell's CPU per unit of work on each node, by
+// class (user, system, softirq: the node's busy time per unit, split in
+// the proportions of its medians).
+func nodeCPU(fs *families, p *results.CPUCost, cell []*dto.LabelPair) {
+	nodes := make([]string, 0, len(p.Nodes))
+	for n := range p.Nodes {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		c := p.Nodes[n]
+		if c.BusySec == 0 {
+			continue
+		}
+		for _, per := range []struct {
+			name, help string
+			value      float64
+		}{
+			{"cell_node_cpu_seconds_per_byte", "A Kubernetes node's busy CPU time per byte moved, by class (median over samples)", c.PerGB / 1e9},
+			{"cell_node_cpu_seconds_per_transaction", "A Kubernetes node's busy CPU time per transaction, by class (median over samples)", c.PerKTrans / 1000},
+		} {
+			if per.value == 0 {
+				continue
+			}
+			k := per.value / c.BusySec
+			for _, cl := range []struct {
+				class string
+				sec   float64
+			}{{"user", c.UserSec}, {"system", c.SystemSec}, {"softirq", c.SoftirqSec}} {
+				fs.add(namespace+per.name, per.help, "", cl.sec*k, with(with(cell, "node", n), "class", cl.class))
+			}
+		}
+	}
 }
 
 // cellLabels are the cell's coordinates as labels, named as in the results JSON.

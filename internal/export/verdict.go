@@ -46,6 +46,8 @@ const (
 	SuiteRun     = "run"
 	SuiteCompare = "compare"
 	SuiteRatio   = "ratio"
+	// SuiteTolerance: kube run --tolerance, each pod cell against host.
+	SuiteTolerance = "tolerance"
 )
 
 // CellVerdicts judges every cell of a run as `run` does: a cell fails when
@@ -163,4 +165,28 @@ func RatioVerdict(r *analysis.CellRatio) Verdict {
 		v.Outcome = Skip
 	}
 	return v
+}
+
+// ToleranceVerdicts judges each pod cell against its host cell under the
+// run's --tolerance (none when the run had none), as `kube run` does:
+// SHORT (significantly below 1-R) fails, UNRESOLVED is skipped, MET passes.
+func ToleranceVerdicts(f *results.File) []Verdict {
+	tol := f.Metadata.Settings.Tolerance
+	if tol == 0 {
+		return nil
+	}
+	var out []Verdict
+	for _, h := range analysis.HostChecks(f.Cells, tol) {
+		v := Verdict{Suite: SuiteTolerance, Name: h.Pod.String() + " / host", Cell: h.Pod, Reference: h.Host.String(),
+			Verdict: h.Outcome.String(), Message: h.String(), Ratio: h.Perf, RatioCI: [2]float64{h.PerfLo, h.PerfHi}, HasCI: h.HasCI,
+			P: h.P, HasP: h.Note == "", Target: fmt.Sprintf(">= %.2f", 1-tol), Measurement: h.Unit}
+		switch h.Outcome {
+		case analysis.Short:
+			v.Outcome = Fail
+		case analysis.Unresolved:
+			v.Outcome = Skip
+		}
+		out = append(out, v)
+	}
+	return out
 }

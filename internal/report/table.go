@@ -90,6 +90,7 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}
+	nodeCPU(w, f)
 	outcomes(w, d)
 	for _, s := range f.Metadata.Skipped {
 		who := s.Mode
@@ -144,6 +145,9 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	fmt.Fprintf(w, "median of valid samples; 95%% CI: %s; CV = stddev/mean, NOISY above %.0f%%.\n", ciText, thr*100)
 	fmt.Fprintf(w, "vs %s: ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05: faster/slower, \"~\" = not significant.\n", baseline)
 	fmt.Fprintln(w, "CPU cost: whole-machine user+system+irq+softirq seconds per GB received (streams) or per 1000 transactions (rr/crr); rx/t = NET_RX softirqs per transaction.")
+	if c := f.Metadata.Cluster; c != nil && strings.HasPrefix(c.NodeCPU, results.NodeCPUProcStat) {
+		fmt.Fprintln(w, "CPU cost of this cluster's cells: the client's and server's nodes' /proc/stat, added (each machine once), not this machine's.")
+	}
 	// Sample counts that cannot give p < 0.05, reported rather than hidden.
 	valid := map[results.CellID]int{}
 	for _, c := range f.Cells {
@@ -184,4 +188,53 @@ func cpuText(c *results.CPUCost) string {
 	default:
 		return fmt.Sprintf("%.2f s busy", c.BusySec)
 	}
+}
+
+// nodeCPU prints each cluster cell's CPU per node per unit of work, split
+// into user, system and softirq, and how it was read.
+func nodeCPU(w io.Writer, f *results.File) {
+	var lines []string
+	for _, c := range f.Cells {
+		if c.CPU == nil || len(c.CPU.Nodes) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(c.CPU.Nodes))
+		for n := range c.CPU.Nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, n+" "+nodeCPUText(c.CPU.Nodes[n]))
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", c.ID(), strings.Join(parts, "; ")))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "CPU per node (user/system/softirq per unit of work):")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	for _, cl := range f.Metadata.Clusters {
+		if cl.NodeCPU != "" {
+			fmt.Fprintf(w, "  %s read by %s.\n", cl.Name, cl.NodeCPU)
+		}
+	}
+	if cl := f.Metadata.Cluster; cl != nil && cl.NodeCPU != "" {
+		fmt.Fprintf(w, "  read by %s.\n", cl.NodeCPU)
+	}
+}
+
+// nodeCPUText is one node's cost per unit: "0.210 s/GB (0.050+0.160+0.000)".
+func nodeCPUText(c *results.CPUCost) string {
+	per, unit := c.PerGB, "s/GB"
+	if per == 0 && c.PerKTrans > 0 {
+		per, unit = c.PerKTrans, "s/1k"
+	}
+	if per == 0 || c.BusySec == 0 {
+		return fmt.Sprintf("%.3f s busy (user %.3f, system %.3f, softirq %.3f)", c.BusySec, c.UserSec, c.SystemSec, c.SoftirqSec)
+	}
+	k := per / c.BusySec
+	return fmt.Sprintf("%.3f %s (user %.3f, system %.3f, softirq %.3f)", per, unit, c.UserSec*k, c.SystemSec*k, c.SoftirqSec*k)
 }

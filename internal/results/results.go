@@ -68,7 +68,19 @@ type Cluster struct {
 	Image         string            `json:"image"`
 	Namespace     string            `json:"namespace"`
 	HowDetected   map[string]string `json:"how_detected"`
+	// NodeCPU says how the cells' per-node CPU (Sample.NodeCPU) was read:
+	// NodeCPUCgroup or NodeCPUProcStat, and its limits; "" when it was not.
+	NodeCPU string `json:"node_cpu,omitempty"`
 }
+
+// How a cluster's per-node CPU is read (Cluster.NodeCPU starts with one).
+const (
+	// NodeCPUCgroup: a local cluster's nodes share this machine's
+	// /proc/stat, so each node's CPU is its cgroup's (cpu.stat).
+	NodeCPUCgroup = "cgroup"
+	// NodeCPUProcStat: each node's own /proc/stat, read by a helper pod.
+	NodeCPUProcStat = "proc-stat"
+)
 
 // Network is the cluster's network, structured; a cluster of a file written
 // before the structured fields has it read back from its texts.
@@ -116,6 +128,9 @@ type Settings struct {
 	// CPUAffinity is --cpu-affinity as given ("auto", "none", "1", "0,1");
 	// each cell records where its engine actually ran.
 	CPUAffinity string `json:"cpu_affinity,omitempty"`
+	// Tolerance is kube run --tolerance: a pod cell fails the run when it is
+	// significantly below its host cell by more than this ratio (0: not asked).
+	Tolerance float64 `json:"tolerance,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -206,6 +221,9 @@ type CPUCost struct {
 	NetTxPerTrans float64 `json:"net_tx_softirqs_per_trans,omitempty"`
 	NetRxPerGB    float64 `json:"net_rx_softirqs_per_gb,omitempty"`
 	NetTxPerGB    float64 `json:"net_tx_softirqs_per_gb,omitempty"`
+	// Nodes is what each Kubernetes node cost (kube run; Cluster.NodeCPU
+	// says how it was read), by node name.
+	Nodes map[string]*CPUCost `json:"nodes,omitempty"`
 }
 
 // Comparison of a cell with its baseline.
@@ -233,6 +251,9 @@ type Sample struct {
 	// Whole-machine CPU time spent during the sample, by class (seconds), and
 	// softirqs raised (issue 3).
 	CPU *SampleCPU `json:"cpu,omitempty"`
+	// NodeCPU is each Kubernetes node's CPU over the same window (kube run),
+	// by node name.
+	NodeCPU map[string]*SampleCPU `json:"node_cpu,omitempty"`
 }
 
 // SampleCPU is the /proc/stat and /proc/softirqs delta over one sample.
@@ -253,6 +274,20 @@ type SampleCPU struct {
 
 // BusySec is user + system + irq + softirq.
 func (c *SampleCPU) BusySec() float64 { return c.UserSec + c.SystemSec + c.IRQSec + c.SoftirqSec }
+
+// Add adds o's time and counts to c (the nodes of a remote cluster's cell:
+// separate machines, so their CPU adds up); the wall time is the longer.
+func (c *SampleCPU) Add(o *SampleCPU) {
+	c.UserSec += o.UserSec
+	c.SystemSec += o.SystemSec
+	c.IRQSec += o.IRQSec
+	c.SoftirqSec += o.SoftirqSec
+	c.IdleSec += o.IdleSec
+	c.StealSec += o.StealSec
+	c.NetRx += o.NetRx
+	c.NetTx += o.NetTx
+	c.WallSec = max(c.WallSec, o.WallSec)
+}
 
 // Baseline is the mode label every cell is compared with: baseline when
 // given (--baseline), else the first cell's mode (the first mode of the run

@@ -59,7 +59,7 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if col != nil {
 		defer col.Close()
 	}
-	if err := execute(ctx, spec, p.cells, prog, col); err != nil {
+	if err := execute(ctx, spec, p.cells, prog, col, nil); err != nil {
 		return p.out, err
 	}
 	analysis.Analyze(p.out.Cells, spec.Summary)
@@ -82,8 +82,8 @@ type Planned struct {
 
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
 // kube run`) in the same interleaved rounds as a lab run, then computes the
-// statistics.
-func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) error {
+// statistics; with meter (nil: none), each sample records its nodes' CPU.
+func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, meter NodeMeter) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 	}
 	// Not profiled: the pods' namespaces are the platform's (kube run has
 	// no --profile).
-	if err := execute(ctx, spec, cells, prog, nil); err != nil {
+	if err := execute(ctx, spec, cells, prog, nil, meter); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
@@ -103,8 +103,9 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 // execute runs Warmup + Repeat rounds, each one sample of every cell in
 // turn (A B C A B C ...), so that slow drifts of the machine touch every
 // cell alike; warm-up samples are discarded. With col, each valid sample's
-// measured window is profiled into its cell's profile.
-func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector) error {
+// measured window is profiled into its cell's profile; with meter, each
+// sample records its nodes' CPU.
+func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter) error {
 	rounds := spec.Warmup + spec.Repeat
 	for _, c := range cells {
 		if p := spec.pins(engine.Test(c.Cell.Test)); p.Pinned {
@@ -130,14 +131,14 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			if r < spec.Warmup {
 				sampler = nil
 			}
-			res, usage, prof, err := measure(ctx, c.Driver, c.Target, spec.engineSpec(c.Cell.ID()), sampler, c.NetNS)
+			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, meter)
 			if r < spec.Warmup {
 				continue
 			}
 			if err == nil && col != nil {
 				col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))
 			}
-			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
+			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes}
 			if err != nil {
 				s.Error = err.Error()
 				prog.Note("sample failed: %s: %v", c.Cell.ID(), err)

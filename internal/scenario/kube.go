@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
@@ -33,6 +34,8 @@ type Kube struct {
 	Clusters      []KubeCluster `yaml:"clusters"`
 	ExtraServices int           `yaml:"extra_services"`
 	ExtraTests    []string      `yaml:"extra_tests"`
+	// Tolerance: kube run --tolerance (nil: no check).
+	Tolerance *float64 `yaml:"tolerance"`
 }
 
 // BenchSpec is the cluster run the file describes for `kube run -f`: b
@@ -52,6 +55,9 @@ func (s *Scenario) BenchSpec(b bench.Spec) (bench.Spec, error) {
 		b.Pods.Placements = k.Placements
 	}
 	b.Pods.Nodes, b.Pods.Image, b.Label = k.Nodes, k.Image, k.Label
+	if k.Tolerance != nil {
+		b.Tolerance = *k.Tolerance
+	}
 	if d := k.ReadyTimeoutValue(); d > 0 {
 		b.Pods.ReadyTimeout = d
 	}
@@ -113,6 +119,11 @@ func (s *Scenario) validateKube() error {
 			return s.kubeErrAt("ready_timeout", -1, "%q is not a positive duration (example: 2m)", k.ReadyTimeout)
 		}
 	}
+	if k.Tolerance != nil {
+		if err := analysis.ValidateTolerance(*k.Tolerance); err != nil {
+			return s.kubeErrAt("tolerance", -1, "%g: want a ratio between 0 and 1 (0.1: the pod path may be up to 10%% below host)", *k.Tolerance)
+		}
+	}
 	if len(k.Nodes) > 2 {
 		return s.kubeErrAt("nodes", -1, "%d nodes: name at most two, the server's and the cross-node client's", len(k.Nodes))
 	}
@@ -131,7 +142,7 @@ func (s *Scenario) validateKube() error {
 
 // kubeFields are the fields of a kube: section, for messages.
 var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout",
-	"clusters", "extra_services", "extra_tests"}
+	"clusters", "extra_services", "extra_tests", "tolerance"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
 func (s *Scenario) IsKube() bool { return s.Kube != nil }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
@@ -39,6 +40,9 @@ type Spec struct {
 	Configs []Config
 	// ExtraTests are measured again with each configuration's extra Services.
 	ExtraTests []engine.Test
+	// Tolerance fails the run when a pod cell is significantly below its
+	// host cell by more than this ratio (analysis.HostChecks); 0: no check.
+	Tolerance float64
 }
 
 // Target is a local cluster (vnetlab kube up) or any cluster's kubeconfig
@@ -85,6 +89,14 @@ func (s Spec) Validate() error {
 	if err := s.measureSpec().Validate(); err != nil {
 		return err
 	}
+	if s.Tolerance != 0 {
+		if err := analysis.ValidateTolerance(s.Tolerance); err != nil {
+			return err
+		}
+		if !slices.Contains(s.Pods.Paths, measure.PathPod) || !slices.Contains(s.Pods.Paths, measure.PathHost) {
+			return fmt.Errorf("--tolerance compares the pod path with host: measure both (--paths pod,host)")
+		}
+	}
 	return s.Pods.Validate()
 }
 
@@ -95,6 +107,7 @@ func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progre
 		return nil, err
 	}
 	res := &results.File{SchemaVersion: results.SchemaVersion, Metadata: runner.Begin(prov, s.Measure)}
+	res.Metadata.Settings.Tolerance = s.Tolerance
 	var err error
 	if len(s.Configs) > 0 {
 		err = s.runTable(ctx, res, prog, say)
@@ -129,10 +142,11 @@ func plan(s *measure.Session, spec runner.Spec, label, provider string, extra in
 	return planned, nil
 }
 
-// measurePlanned adds the planned cells to res and measures them.
-func measurePlanned(ctx context.Context, spec runner.Spec, planned []runner.Planned, res *results.File, prog runner.Progress) error {
+// measurePlanned adds the planned cells to res and measures them, with
+// each node's CPU read by meter (nil: none).
+func measurePlanned(ctx context.Context, spec runner.Spec, planned []runner.Planned, res *results.File, prog runner.Progress, meter runner.NodeMeter) error {
 	for _, p := range planned {
 		res.Cells = append(res.Cells, p.Cell)
 	}
-	return runner.Execute(ctx, spec, planned, prog)
+	return runner.Execute(ctx, spec, planned, prog, meter)
 }

@@ -17,6 +17,7 @@ import (
 func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progress, say func(string, ...any)) error {
 	opts := s.Pods
 	opts.Kubeconfig, opts.Context, opts.PullPolicy = s.Cluster.Kubeconfig, s.Cluster.Context, corev1.PullIfNotPresent
+	opts.NodeCPUPods = s.Cluster.Local == "" // a local cluster's nodes are read from their cgroups
 	var local *network.Network
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
@@ -46,12 +47,15 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	label := s.label()
 	res.Metadata.Cluster = sess.Detect(ctx, local)
 	res.Metadata.Cluster.Name, res.Metadata.Cluster.Image = label, opts.Image
+	meter, how, stop := nodeMeter(ctx, sess, local != nil, say)
+	defer stop()
+	res.Metadata.Cluster.NodeCPU = how
 	spec := s.measureSpec()
 	planned, err := plan(sess, spec, label, "", 0, nil)
 	if err != nil {
 		return err
 	}
-	return measurePlanned(ctx, spec, planned, res, prog)
+	return measurePlanned(ctx, spec, planned, res, prog, meter)
 }
 
 // label names the cluster in its cells: Label, else the local cluster's

@@ -102,15 +102,18 @@ func (s Spec) measureConfig(ctx context.Context, c Config, res *results.File, pr
 	net := cluster.Network(st)
 	cl := sess.Detect(ctx, &net)
 	cl.Name, cl.Image = c.Name, opts.Image
+	meter, how, stop := nodeMeter(ctx, sess, true, say)
+	defer stop()
+	cl.NodeCPU = how
 	spec := s.measureSpec()
 	planned, err := plan(sess, spec, c.Name, c.Cluster.Proxy, 0, nil)
 	if err != nil {
 		return cl, err
 	}
-	if err := measurePlanned(ctx, spec, planned, res, prog); err != nil || c.Extra == 0 {
+	if err := measurePlanned(ctx, spec, planned, res, prog, meter); err != nil || c.Extra == 0 {
 		return cl, err
 	}
-	return cl, s.measureWithExtra(ctx, sess, c, res, prog, say, ours)
+	return cl, s.measureWithExtra(ctx, sess, c, res, prog, say, ours, meter)
 }
 
 // measureWithExtra creates c.Extra Services through the API, waits until
@@ -119,7 +122,7 @@ func (s Spec) measureConfig(ctx context.Context, c Config, res *results.File, pr
 // unless the cluster goes right after (clusterGoes): deleting 10000
 // Services one by one takes minutes on this machine and the cluster's
 // removal takes them all.
-func (s Spec) measureWithExtra(ctx context.Context, sess *measure.Session, c Config, res *results.File, prog runner.Progress, say func(string, ...any), clusterGoes bool) error {
+func (s Spec) measureWithExtra(ctx context.Context, sess *measure.Session, c Config, res *results.File, prog runner.Progress, say func(string, ...any), clusterGoes bool, meter runner.NodeMeter) error {
 	var measured []string
 	for _, p := range s.Pods.Paths {
 		if p != measure.PathHost { // the node-to-node path has no Service to load
@@ -163,7 +166,7 @@ func (s Spec) measureWithExtra(ctx context.Context, sess *measure.Session, c Con
 	for _, p := range planned {
 		p.Cell.ServiceLoadSec = (ex.Took + took).Seconds()
 	}
-	return measurePlanned(ctx, spec, planned, res, prog)
+	return measurePlanned(ctx, spec, planned, res, prog, meter)
 }
 
 // upOrReuse brings the configuration's cluster up, or reuses a local

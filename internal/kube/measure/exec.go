@@ -76,10 +76,14 @@ func (e *Exec) command(ctx context.Context, pod, name string, args ...string) *P
 	} else if strings.Contains(name, "/") {
 		name = "/usr/bin/" + path.Base(name)
 	}
+	return e.process(ctx, pod, name, append(append(append([]string{}, GuardArgs...), name), args...))
+}
+
+// process prepares argv in pod as it is (prog names it in errors).
+func (e *Exec) process(ctx context.Context, pod, prog string, argv []string) *PodProcess {
 	cctx, cancel := context.WithCancel(ctx)
 	r, w := io.Pipe()
-	return &PodProcess{e: e, pod: pod, prog: name, argv: append(append(append([]string{}, GuardArgs...), name), args...),
-		ctx: cctx, cancel: cancel, stdin: w, stdinR: r, done: make(chan struct{})}
+	return &PodProcess{e: e, pod: pod, prog: prog, argv: argv, ctx: cctx, cancel: cancel, stdin: w, stdinR: r, done: make(chan struct{})}
 }
 
 // StdoutPipe returns a reader of the command's output.

@@ -23,6 +23,9 @@ type Options struct {
 	Image               string
 	PullPolicy          corev1.PullPolicy
 	ReadyTimeout        time.Duration // how long the pods may take to be Ready (0: DefaultReadyTimeout)
+	// NodeCPUPods: a hostNetwork helper pod on each node, whose /proc/stat
+	// Session.NodeCPU reads (nodecpu.go).
+	NodeCPUPods bool
 }
 
 // The paths and placements a cluster run knows, in table order.
@@ -153,6 +156,9 @@ func (s *Session) populate(ctx context.Context, o Options, say func(string, ...a
 			// hostNetwork pods of one node share its namespace: one client there.
 			specs = append(specs, PodSpec{Name: podName(h, "client-"+pl), Node: clientOn[pl], HostNetwork: h})
 		}
+	}
+	if o.NodeCPUPods {
+		specs = append(specs, s.nodeCPUPods()...)
 	}
 	say("namespace %s: %d pods on %s", s.Namespace, len(specs), strings.Join(nodeNames(s.Nodes), ", "))
 	var names []string
