@@ -290,8 +290,12 @@ func Baseline(cells []*Cell, baseline string) string {
 // bridge_nf_call_iptables=off).
 func (c *Cell) ExpectedToFail() bool { return c.Note != "" }
 
-// Values returns the values of valid samples.
+// Values returns the values of valid samples; none when a knob of the
+// cell is not applied (its samples, if any, are not the knob's).
 func (c *Cell) Values() []float64 {
+	if c.NotApplied != "" {
+		return nil
+	}
 	var v []float64
 	for _, s := range c.Samples {
 		if s.Valid {

@@ -17,6 +17,7 @@ type cpuWindow struct {
 	start, end     cpu.Snapshot
 	started, ended bool
 	prof           *profile.Window // nil: not profiling
+	pkts           *packetWindow   // nil: no packet counts
 }
 
 func (w *cpuWindow) Start() {
@@ -25,6 +26,9 @@ func (w *cpuWindow) Start() {
 	}
 	if w.prof != nil {
 		w.prof.Start()
+	}
+	if w.pkts != nil {
+		w.pkts.Start()
 	}
 	if s, err := cpu.Take(); err == nil {
 		w.start, w.started = s, true
@@ -38,6 +42,9 @@ func (w *cpuWindow) End() {
 	if s, err := cpu.Take(); err == nil {
 		w.end, w.ended = s, true
 	}
+	if w.pkts != nil {
+		w.pkts.End()
+	}
 	if w.prof != nil {
 		w.prof.End()
 	}
@@ -48,9 +55,10 @@ func (w *cpuWindow) End() {
 // (server start and stop included: a few ms of CPU per sample, the same for
 // every mode). usage is nil only when /proc could not be read. With col,
 // the window's profile too (nil when the driver reported no window),
-// counting the namespaces netns as the test's.
-func measure(ctx context.Context, d engine.Driver, tg engine.Target, spec engine.Spec, col *profile.Collector, netns []string) (engine.Result, *results.SampleCPU, *profile.Profile, error) {
-	w := &cpuWindow{}
+// counting the namespaces netns as the test's. With pkts, the window's
+// packet counts are left in pkts.delta.
+func measure(ctx context.Context, d engine.Driver, tg engine.Target, spec engine.Spec, col *profile.Collector, netns []string, pkts *packetWindow) (engine.Result, *results.SampleCPU, *profile.Profile, error) {
+	w := &cpuWindow{pkts: pkts}
 	if col != nil {
 		w.prof = col.Window(netns...)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -84,6 +85,10 @@ func (s Spec) Validate() error {
 	}
 	if err := s.measureSpec().Validate(); err != nil {
 		return err
+	}
+	if s.Measure.SetsLinks() {
+		return field.Errorf("sweep", "%s set a lab's links; a cluster's links are its CNI's: kube run takes %s, %s and %s",
+			knob.LinkKnobNames(), knob.Size, knob.Streams, knob.Load)
 	}
 	return s.Pods.Validate()
 }
