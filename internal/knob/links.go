@@ -3,11 +3,13 @@ package knob
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -18,6 +20,20 @@ type Links struct {
 	GSO     int    `json:"gso_max_size,omitempty"`
 	GRO     int    `json:"gro_max_size,omitempty"`
 	Offload string `json:"offload,omitempty"`
+}
+
+// Check refuses a value out of its knob's range (0: not set), as a field
+// error naming the knob's key.
+func (l Links) Check() error {
+	for _, kv := range []struct {
+		n Name
+		v string
+	}{{MTU, strconv.Itoa(l.MTU)}, {GSO, strconv.Itoa(l.GSO)}, {GRO, strconv.Itoa(l.GRO)}, {Offload, l.Offload}} {
+		if err := CheckValue(kv.n, kv.v); err != nil {
+			return field.Errorf(string(kv.n), "{%s}: %v", kv.n, err)
+		}
+	}
+	return nil
 }
 
 // IsZero says no knob is set.

@@ -47,20 +47,20 @@ type Scenario struct {
 	Size         *int                 `yaml:"size"`
 	// The knobs (issue 26, docs/knobs.md): the links' settings and the
 	// load for every cell, and a sweep (sweep.go) giving cells their own.
-	MTU        *int       `yaml:"mtu"`
-	GSO        *int       `yaml:"gso"`
-	GRO        *int       `yaml:"gro"`
-	Offload    string     `yaml:"offload"`
-	Load       *int       `yaml:"load"`
-	Sweep      knob.Sweep `yaml:"-"`
-	SweepCross bool       `yaml:"sweep_cross"`
-	Rate         string               `yaml:"rate"`
-	CPUAffinity  string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
-	Output       string               `yaml:"output"`
-	Report       string               `yaml:"report"`       // also write the report into this directory
-	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
-	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
-	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
+	MTU         *int       `yaml:"mtu"`
+	GSO         *int       `yaml:"gso"`
+	GRO         *int       `yaml:"gro"`
+	Offload     string     `yaml:"offload"`
+	Load        *int       `yaml:"load"`
+	Sweep       knob.Sweep `yaml:"-"`
+	SweepCross  bool       `yaml:"sweep_cross"`
+	Rate        string     `yaml:"rate"`
+	CPUAffinity string     `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
+	Output      string     `yaml:"output"`
+	Report      string     `yaml:"report"`       // also write the report into this directory
+	Baseline    string     `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold *float64   `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod    string     `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string         `yaml:"provider"`
