@@ -2,8 +2,11 @@ package knob
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/safchain/ethtool"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
 // Offloads are set and read through github.com/safchain/ethtool (the
@@ -84,4 +87,37 @@ func readFeatures(ifname string) (map[string]string, error) {
 		out[f.Name] = state
 	}
 	return out, nil
+}
+
+// SetOffloads turns the features of o on or off on link in namespace ns
+// (what `ip netns exec NS ethtool -K LINK ...` does), and checks the
+// kernel kept them.
+func SetOffloads(ns, link string, o Offloads) error {
+	return nsutil.Do(ns, func() error {
+		if err := setFeatures(link, o); err != nil {
+			return fmt.Errorf("ethtool -K %s %s in %s: %w", link, o, ns, err)
+		}
+		got, err := readFeatures(link)
+		if err != nil {
+			return err
+		}
+		for _, name := range o.Names() {
+			if want := onOff(o[name]); !strings.HasPrefix(got[name], want) {
+				return fmt.Errorf("%s in %s: %s stays %s, not %s", link, ns, name, got[name], want)
+			}
+		}
+		return nil
+	})
+}
+
+// ReadOffloads is each feature's state on link in namespace ns, by short
+// name ("on", "off", "mixed", with " (fixed)" when the device cannot change it).
+func ReadOffloads(ns, link string) (map[string]string, error) {
+	var out map[string]string
+	err := nsutil.Do(ns, func() error {
+		var err error
+		out, err = readFeatures(link)
+		return err
+	})
+	return out, err
 }
