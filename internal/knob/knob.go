@@ -92,12 +92,20 @@ func NameList() string {
 	return strings.Join(n, ", ")
 }
 
+// Default is the value of a links' knob that leaves the links as the
+// mode built them (in a sweep: the untouched lab, e.g. mtu: [default, 9000]).
+const Default = "default"
+
 // Canonical checks v as a value of k and spells it one way.
 func (k Knob) Canonical(v string) (string, error) {
-	return k.canonical(strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	if k.Links && v == Default {
+		return Default, nil
+	}
+	return k.canonical(v)
 }
 
-// Int is a numeric knob's value (0 when v is not a number: checked before).
+// Int is a numeric knob's value (0 when v is not a number, as Default).
 func Int(v string) int {
 	n, _ := strconv.Atoi(v)
 	return n

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
@@ -31,7 +32,7 @@ func (s *Spec) set(n knob.Name, v string) {
 	case knob.GRO:
 		s.Links.GRO = knob.Int(v)
 	case knob.Offload:
-		s.Links.Offload = v
+		s.Links.Offload = strings.TrimPrefix(v, knob.Default)
 	case knob.Load:
 		s.Load = knob.Int(v)
 	default:
