@@ -14,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // CurveView is one test against one swept knob: its chart and, per line,
@@ -122,7 +123,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 				v := c.Values()
 				pt.Value = c.Median
 				if c.Valid == 0 { // a file without statistics
-					pt.Value = median(v)
+					pt.Value = stats.Median(v)
 				}
 				cell = fmtValue(pt.Value)
 				pt.Tip = fmt.Sprintf("%s %s=%s: %s %s (n=%d)", cl.Label, a.Key(), a.Values[vi], cell, unit, len(v))
@@ -175,15 +176,6 @@ func verdictWords(c analysis.Comparison) string {
 		return fmt.Sprintf("not significant, p=%.3f", c.P)
 	}
 	return fmt.Sprintf("%s, p=%.3f", c.Verdict.ResultsWord(), c.P)
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // InForceRow is what the knobs of one mode, path and point did: the links
