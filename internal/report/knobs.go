@@ -13,6 +13,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
 )
@@ -222,6 +223,8 @@ func buildInForce(f *results.File) []InForceRow {
 				}
 				if s := p.Receiver; s != nil {
 					r.ReceiverAvg = fmt.Sprintf("%.0f", s.AvgBytes)
+				} else if p.Note == pktstat.UnseenNote {
+					r.ReceiverAvg = "not seen: delivered past netif_receive_skb"
 				}
 			}
 			rows = append(rows, r)
