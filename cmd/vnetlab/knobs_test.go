@@ -32,9 +32,9 @@ func TestRunKnobBadInput(t *testing.T) {
 		}
 	}
 	for args, want := range map[string]string{
-		"--mtu 70000": "mtu 70000 is above 65535",
-		"--streams 0": "streams 0",
-		"--load 99":   "load 99 is above the maximum 64",
+		"--mtu 70000":   "mtu 70000 is above 65535",
+		"--streams 200": "--streams 200: use 1 to 128",
+		"--load 99":     "load 99 is above the maximum 64",
 	} {
 		_, _, err := resolveRun(t, strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -104,7 +104,8 @@ func (s Spec) linkGroups() []linkGroup {
 // checkKnobs refuses, before anything is built, a knob out of range,
 // a sweep that sweeps a knob twice, and BIG TCP on a kernel without it.
 func (s Spec) checkKnobs() error {
-	if s.Streams < 1 || s.Streams > knob.MaxStreams {
+	// Streams 0 (a spec's zero value) is one stream, as the engines read it.
+	if s.Streams < 0 || s.Streams > knob.MaxStreams {
 		return field.Errorf("streams", "{streams} %d: use 1 to %d", s.Streams, knob.MaxStreams)
 	}
 	if s.Size < 0 || s.Size > knob.MaxSize {
