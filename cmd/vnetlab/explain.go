@@ -18,7 +18,7 @@ func init() { extraCommands = append(extraCommands, newExplainCmd) }
 
 func newExplainCmd() *cobra.Command {
 	var (
-		cells, test, flame, format string
+		cells, test, flame, format, knobAxis string
 	)
 	cmd := &cobra.Command{
 		Use:   "explain results.json [--cells A,B] [--test T] [--flamegraph out.svg]",
@@ -44,7 +44,13 @@ Examples:
   vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --repeat 3 --profile -o r.json
   vnetlab explain r.json
   vnetlab explain r.json --cells macvlan,veth-routed --flamegraph veth-vs-macvlan.svg
-  vnetlab explain r.json -o json`,
+  vnetlab explain r.json -o json
+  vnetlab run --modes veth-routed,macvlan --sweep mtu=1500,9000 --profile -o mtu.json
+  vnetlab explain mtu.json --knob mtu     # why one mode gains more from MTU 9000 than another
+
+--knob AXIS[=VALUE] explains a swept knob instead: each mode's cell at each value of the
+axis (or VALUE) against the same mode's cell at the axis's first value, then one sentence
+per other mode saying why it gains more or less than the first (--cells A,B: those modes).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("explain needs one results file: vnetlab explain results.json")
@@ -62,6 +68,9 @@ Examples:
 			var names []string
 			if cells != "" {
 				names = strings.Split(cells, ",")
+			}
+			if knobAxis != "" {
+				return explainKnob(f, knobAxis, test, names, format)
 			}
 			pairs, err := explain.Select(f, names, test)
 			if err != nil {
@@ -104,7 +113,40 @@ Examples:
 	f.StringVar(&test, "test", "", "only this test (tcp_rr, tcp_stream, ...)")
 	f.StringVar(&flame, "flamegraph", "", "write B's differential flame graph against A here (SVG)")
 	f.StringVarP(&format, "output", "o", "text", "text or json")
+	f.StringVar(&knobAxis, "knob", "", "explain a swept knob: AXIS or AXIS=VALUE (e.g. mtu, mtu=9000, gso+gro): each mode's gain from it, and why one gains more")
 	return cmd
+}
+
+// explainKnob prints each mode's effect of a swept knob and the sentences
+// comparing the modes.
+func explainKnob(f *results.File, arg, test string, modes []string, format string) error {
+	axis, value, _ := strings.Cut(arg, "=")
+	pairs, err := explain.KnobPairs(f, axis, value, test, modes)
+	if err != nil {
+		return err
+	}
+	all, sentences, err := explain.KnobEffects(axis, pairs)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		b, err := json.MarshalIndent(map[string]any{"effects": all, "sentences": sentences}, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(b))
+		return nil
+	}
+	for _, e := range all {
+		if err := explain.Write(os.Stdout, e); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
+	for _, s := range sentences {
+		fmt.Println(s)
+	}
+	return nil
 }
 
 // writeExplainFlame draws pair.B's data-path stacks against pair.A's.

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
@@ -21,8 +22,11 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
 	f.DurationVar(&s.Duration, "duration", s.Duration, "length of each sample")
 	f.IntVar(&s.Repeat, "repeat", s.Repeat, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&s.Warmup, "warmup", s.Warmup, "rounds run first and discarded")
-	f.IntVar(&s.Streams, "streams", s.Streams, "parallel streams (iperf3 -P)")
-	f.IntVar(&s.Size, "size", s.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
+	f.IntVar(&s.Streams, "streams", s.Streams, "parallel streams (iperf3 -P), or concurrent flows of rr/crr tests")
+	f.IntVar(&s.Size, "size", s.Size, "bytes per request and response (rr, crr; sockperf needs 14 or more), per write (iperf3 -l), per datagram (udp_pps: default 64); 0: each engine's default")
+	f.IntVar(&s.Load, "load", s.Load, "streams saturating the path while rr/crr tests run (latency under load; 0: idle)")
+	f.Var(knob.AxesFlag{S: &s.Sweep}, "sweep", "a cell per value of a knob: KNOB=V1,V2,... (repeatable; knobs: "+knob.NameList()+"; gso+gro=... sets both; the first value of each is where the other sweeps are measured; docs/knobs.md)")
+	f.BoolVar(&s.Sweep.Cross, "sweep-cross", s.Sweep.Cross, "measure every combination of the sweeps' values, not one sweep at a time")
 	f.StringVar(&s.Rate, "rate", s.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
 }

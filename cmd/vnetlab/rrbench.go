@@ -22,8 +22,8 @@ func init() { extraCommands = append(extraCommands, newRRServerCmd, newRRClientC
 
 func newRRServerCmd() *cobra.Command {
 	var (
-		proto, bind     string
-		port, size, cpu int
+		proto, bind            string
+		port, size, cpu, flows int
 	)
 	cmd := &cobra.Command{
 		Use:    "rr-server --proto tcp|udp [--port 7001] [--size 1]",
@@ -34,7 +34,7 @@ func newRRServerCmd() *cobra.Command {
 			if err := pinSelf(cpu); err != nil {
 				return err
 			}
-			srv, err := rrbench.Listen(rrbench.ServerConfig{Proto: proto, Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Size: size})
+			srv, err := rrbench.Listen(rrbench.ServerConfig{Proto: proto, Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Size: size, Flows: flows})
 			if err != nil {
 				return err
 			}
@@ -51,6 +51,7 @@ func newRRServerCmd() *cobra.Command {
 	f.StringVar(&bind, "bind", "0.0.0.0", "address to listen on")
 	f.IntVar(&port, "port", 7001, "port to listen on (0 = any)")
 	f.IntVar(&size, "size", 1, "request and response size in bytes")
+	f.IntVar(&flows, "flows", 1, "TCP: clients connect this many flows at once (each served concurrently)")
 	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	return cmd
 }
@@ -102,6 +103,7 @@ TIME_WAIT piles up across samples (netperf TCP_CRR closes with FIN).`,
 	f.IntVar(&cfg.Size, "size", 1, "request and response size in bytes")
 	f.DurationVar(&cfg.Duration, "duration", 2*time.Second, "how long to run")
 	f.DurationVar(&cfg.Timeout, "timeout", rrbench.DefaultUDPTimeout, "UDP: wait this long for a response, then count the request lost")
+	f.IntVar(&cfg.Flows, "flows", 1, "run this many flows at once, each its own connection (the server needs --flows too)")
 	f.StringVarP(&output, "output", "o", "text", "json or text")
 	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	_ = cmd.MarkFlagRequired("addr")

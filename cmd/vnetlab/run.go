@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/export"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -93,6 +94,10 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
 	f.StringVar(&s.UnderlayRate, "underlay-rate", s.UnderlayRate, "tbf rate on the node-to-node underlay, e.g. 10gbit")
 	f.StringVar(&s.PodCIDR, "pod-cidr", s.PodCIDR, "pod network")
+	f.IntVar(&s.Links.MTU, "mtu", s.Links.MTU, "MTU of every link on the path (tunnels: the inner links get it minus the overhead); 0: the mode's own")
+	f.IntVar(&s.Links.GSO, "gso", s.Links.GSO, "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's")
+	f.IntVar(&s.Links.GRO, "gro", s.Links.GRO, "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's")
+	f.StringVar(&s.Links.Offload, "offload", s.Links.Offload, "ethtool features of every link on the path, e.g. gro:off+tso:off (features: "+knob.FeatureList()+")")
 	f.StringArrayVar(&r.opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&r.output, "output", "o", r.output, "write the results JSON here")
 	f.Float64Var(&s.Summary.CVThreshold, "cv-threshold", s.Summary.CVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")

@@ -18,9 +18,13 @@ const (
 	Failed                           // no valid sample, and none was predicted to fail
 	FailedAsExpected                 // no valid sample, as the run predicted
 	WorkedUnexpectedly               // predicted to fail, yet some samples are valid
+	// NotApplied: a knob of the cell is not in force (the kernel refused
+	// or ignored it; results.Cell.NotApplied): a result, never measured
+	// as if the knob were set.
+	NotApplied
 )
 
-var statusWords = []string{OK: "ok", Failed: "failed", FailedAsExpected: "failed-as-expected", WorkedUnexpectedly: "worked-unexpectedly"}
+var statusWords = []string{OK: "ok", Failed: "failed", FailedAsExpected: "failed-as-expected", WorkedUnexpectedly: "worked-unexpectedly", NotApplied: "not-applied"}
 
 // String is the status as the results file writes it (cells[].status).
 func (s Status) String() string { return statusWords[s] }
@@ -33,6 +37,8 @@ func (s Status) Problem() bool { return s == Failed || s == WorkedUnexpectedly }
 func StatusOf(c *results.Cell) Status {
 	valid := c.Valid > 0 || len(c.Values()) > 0 // a file stripped of samples keeps valid_samples
 	switch {
+	case c.NotApplied != "":
+		return NotApplied
 	case c.ExpectedToFail() && valid:
 		return WorkedUnexpectedly
 	case c.ExpectedToFail():

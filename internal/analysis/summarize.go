@@ -27,7 +27,12 @@ func Summarize(c *results.Cell, o Options) {
 	o = o.withDefaults()
 	v := c.Values()
 	c.Valid = len(v)
-	c.Failed = len(c.Samples) - len(v)
+	c.Failed = 0
+	for _, s := range c.Samples {
+		if !s.Valid {
+			c.Failed++
+		}
+	}
 	c.Status = StatusOf(c).String()
 	c.Median, c.Mean, c.Min, c.Max, c.CV, c.Noisy = 0, 0, 0, 0, 0, false
 	c.CI95, c.CIMethod, c.Latency, c.CPU = nil, "", nil, nil

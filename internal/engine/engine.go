@@ -20,6 +20,7 @@ type Test string
 const (
 	TCPStream Test = "tcp_stream" // bulk TCP, Gbit/s
 	UDPStream Test = "udp_stream" // bulk UDP, Gbit/s received, with loss
+	UDPPPS    Test = "udp_pps"    // small UDP datagrams: packets/s received, with loss
 	TCPRR     Test = "tcp_rr"     // request/response on one connection, transactions/s
 	UDPRR     Test = "udp_rr"     // request/response over UDP, transactions/s
 	TCPCRR    Test = "tcp_crr"    // connect, request, response, close: connections/s
@@ -30,13 +31,15 @@ const (
 func (t Test) RequestResponse() bool { return t == TCPRR || t == UDPRR || t == TCPCRR }
 
 // AllTests in display order.
-var AllTests = []Test{TCPStream, UDPStream, TCPRR, UDPRR, TCPCRR}
+var AllTests = []Test{TCPStream, UDPStream, UDPPPS, TCPRR, UDPRR, TCPCRR}
 
 // Unit returns the unit a test's value is reported in.
 func (t Test) Unit() string {
 	switch t {
 	case TCPStream, UDPStream:
 		return "Gbit/s"
+	case UDPPPS:
+		return "pkt/s"
 	case TCPCRR:
 		return "conn/s"
 	default:
@@ -98,9 +101,12 @@ func (tg Target) clientCommand(ctx context.Context, cpu int, name string, args .
 type Spec struct {
 	Test     Test
 	Duration time.Duration
-	Streams  int    // parallel streams (iperf3 -P)
-	Size     int    // rr/crr request and response size in bytes
+	Streams  int    // parallel streams (iperf3 -P), concurrent flows (rr, crr)
+	Size     int    // rr/crr request and response bytes, bytes per write (iperf3 -l); 0: the engine's default
 	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
+	// Load is how many streams saturate the path while an rr/crr test
+	// runs (load.go): latency under load; 0: idle.
+	Load int
 	// CPU pins the client and the server (--cpu-affinity); the zero
 	// value leaves them to the scheduler.
 	CPU cpupin.Pins
@@ -167,7 +173,7 @@ func Names() []string {
 // DefaultFor picks the engine for a test when --engine is not given.
 func DefaultFor(t Test) string {
 	switch t {
-	case TCPStream, UDPStream:
+	case TCPStream, UDPStream, UDPPPS:
 		return "iperf3"
 	default:
 		return "rr"

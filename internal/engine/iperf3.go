@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/vnetlab/vnetlab/internal/field"
 )
 
 // Iperf3Port is where the iperf3 server listens (its default).
@@ -18,7 +20,26 @@ type iperf3 struct{}
 func init() { Register(iperf3{}) }
 
 func (iperf3) Name() string         { return "iperf3" }
-func (iperf3) Supports(t Test) bool { return t == TCPStream || t == UDPStream }
+func (iperf3) Supports(t Test) bool { return t == TCPStream || t == UDPStream || t == UDPPPS }
+
+// UDP datagram sizes iperf3 takes (-l): its header needs 16 bytes, and an
+// IPv4 UDP payload is at most 65507.
+const (
+	iperf3MinUDPSize = 16
+	iperf3MaxUDPSize = 65507
+	// UDPPPSSize is udp_pps's datagram payload without a size: small
+	// datagrams, whose rate the per-packet costs bound.
+	UDPPPSSize = 64
+)
+
+// writeSize is iperf3's -l for spec: the size asked, udp_pps's default,
+// or 0 (iperf3's own: 128 KB for TCP, the path MTU's payload for UDP).
+func writeSize(spec Spec) int {
+	if spec.Size == 0 && spec.Test == UDPPPS {
+		return UDPPPSSize
+	}
+	return spec.Size
+}
 
 func (d iperf3) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
 	return runTool(ctx, d, tg, spec)
@@ -31,8 +52,15 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 	// clusterIP on a bridge with nf-call off) fails in 5 s with iperf3's own
 	// "unable to connect" instead of hanging until the client is killed.
 	client := []string{"iperf3", "-c", tg.Addr, "-p", port, "-J", "-t", strconv.FormatFloat(secs, 'f', -1, 64), "--connect-timeout", "5000"}
+	// -P: iperf3 before 3.16 (Debian 12 has 3.12) runs every stream in
+	// one thread per side; on this 2-CPU machine the client's and the
+	// server's threads already take both CPUs, so N processes would add
+	// no CPU to share out.
 	if spec.Streams > 1 {
 		client = append(client, "-P", strconv.Itoa(spec.Streams))
+	}
+	if l := writeSize(spec); l > 0 {
+		client = append(client, "-l", strconv.Itoa(l))
 	}
 	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
 	server := []string{"iperf3", "-s", "-1", "-p", port, "--forceflush"}
@@ -40,7 +68,7 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 		client = append(client, "-A", strconv.Itoa(spec.CPU.Client))
 		server = append(server, "-A", strconv.Itoa(spec.CPU.Server))
 	}
-	if spec.Test == UDPStream {
+	if spec.Test == UDPStream || spec.Test == UDPPPS {
 		rate, err := iperf3Rate(spec.Rate)
 		if err != nil {
 			return invocation{}, err
@@ -57,8 +85,11 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 	}, nil
 }
 
-// Check validates the UDP rate before any lab is built.
+// Check validates the UDP rate and datagram size before any lab is built.
 func (iperf3) Check(spec Spec) error {
+	if l := writeSize(spec); (spec.Test == UDPStream || spec.Test == UDPPPS) && l != 0 && (l < iperf3MinUDPSize || l > iperf3MaxUDPSize) {
+		return field.Errorf("size", "{size} %d: iperf3 sends UDP datagrams of %d to %d bytes", l, iperf3MinUDPSize, iperf3MaxUDPSize)
+	}
 	_, err := iperf3Rate(spec.Rate)
 	return err
 }
@@ -88,18 +119,19 @@ type iperf3JSON struct {
 			BitsPerSecond float64 `json:"bits_per_second"`
 			Retransmits   int     `json:"retransmits"`
 		} `json:"sum_sent"`
-		SumReceived struct {
-			Bytes         float64 `json:"bytes"`
-			BitsPerSecond float64 `json:"bits_per_second"`
-		} `json:"sum_received"`
-		Sum struct { // UDP
-			Bytes         float64 `json:"bytes"`
-			BitsPerSecond float64 `json:"bits_per_second"`
-			LostPercent   float64 `json:"lost_percent"`
-			Packets       float64 `json:"packets"`
-			LostPackets   float64 `json:"lost_packets"`
-		} `json:"sum"`
+		SumReceived iperf3Sum `json:"sum_received"`
+		Sum         iperf3Sum `json:"sum"` // UDP
 	} `json:"end"`
+}
+
+// iperf3Sum is one of iperf3's totals (UDP ones count datagrams).
+type iperf3Sum struct {
+	Seconds       float64 `json:"seconds"`
+	Bytes         float64 `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second"`
+	LostPercent   float64 `json:"lost_percent"`
+	Packets       float64 `json:"packets"`
+	LostPackets   float64 `json:"lost_packets"`
 }
 
 func iperf3Error(out []byte) string {
@@ -111,7 +143,8 @@ func iperf3Error(out []byte) string {
 }
 
 // ParseIperf3 turns `iperf3 -J` client output into a Result: TCP uses the
-// receiver's rate, UDP the received rate (sent rate minus loss).
+// receiver's rate, UDP the received rate (sent rate minus loss), udp_pps
+// the datagrams received per second (sent minus lost).
 func ParseIperf3(out []byte, t Test) (Result, error) {
 	var j iperf3JSON
 	if err := json.Unmarshal(out, &j); err != nil {
@@ -121,7 +154,17 @@ func ParseIperf3(out []byte, t Test) (Result, error) {
 		return Result{}, fmt.Errorf("iperf3: %s", j.Error)
 	}
 	var r Result
-	if t == UDPStream {
+	if t == UDPPPS {
+		s := j.End.SumReceived
+		if s.Seconds <= 0 || s.Packets <= 0 {
+			s = j.End.Sum
+		}
+		got := s.Packets - s.LostPackets
+		r.LossPct, r.Transfers, r.Bytes = s.LostPercent, got, s.Bytes
+		if s.Seconds > 0 {
+			r.Value = got / s.Seconds
+		}
+	} else if t == UDPStream {
 		s := j.End.Sum
 		r.LossPct = s.LostPercent
 		r.Value = s.BitsPerSecond * (1 - s.LostPercent/100) / 1e9

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/rrbench"
 )
 
@@ -32,12 +33,22 @@ func (rr) Supports(t Test) bool {
 	return t == TCPRR || t == UDPRR || t == TCPCRR
 }
 
-// Programs: the engine needs only vnetlab itself.
+// Programs: the engine needs only vnetlab itself, and iperf3 for a load
+// (checked in Check: only some specs have one).
 func (rr) Programs() []string {
 	if p, err := SelfBinary(); err == nil {
 		return []string{p}
 	}
 	return nil
+}
+
+// Check refuses concurrent flows beyond rr-client's limit, and a load
+// without iperf3 installed.
+func (rr) Check(spec Spec) error {
+	if spec.Streams > rrbench.MaxFlows {
+		return field.Errorf("streams", "{streams} %d: the rr engine runs up to %d flows at once", spec.Streams, rrbench.MaxFlows)
+	}
+	return checkLoad(spec)
 }
 
 // SelfBinary is the vnetlab executable that runs rr-server and rr-client in
@@ -86,6 +97,10 @@ func (rr) invocation(tg Target, spec Spec) (invocation, error) {
 	if spec.CPU.Pinned { // each side pins itself: the same in a pod as here
 		server = append(server, "--cpu", strconv.Itoa(spec.CPU.Server))
 		client = append(client, "--cpu", strconv.Itoa(spec.CPU.Client))
+	}
+	if spec.Streams > 1 { // concurrent flows, each its own connection
+		server = append(server, "--flows", strconv.Itoa(spec.Streams))
+		client = append(client, "--flows", strconv.Itoa(spec.Streams))
 	}
 	return invocation{
 		server: server,

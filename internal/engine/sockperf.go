@@ -35,12 +35,16 @@ func (sockperf) Name() string         { return "sockperf" }
 func (sockperf) Supports(t Test) bool { return t == TCPRR || t == UDPRR }
 func (sockperf) Programs() []string   { return []string{"sockperf"} }
 
-// Check refuses sizes sockperf cannot send, before anything is built.
+// Check refuses sizes sockperf cannot send, and concurrent flows (one
+// sockperf client is one flow), before anything is built.
 func (sockperf) Check(spec Spec) error {
 	if spec.Size < SockperfMinSize {
 		return field.Errorf("size", "sockperf sends at least %d bytes per message (its header), not %d: use {size} %d or more with {engine} sockperf", SockperfMinSize, spec.Size, SockperfMinSize)
 	}
-	return nil
+	if spec.Streams > 1 {
+		return field.Errorf("streams", "{streams} %d: sockperf runs one flow; use the rr engine (drop {engine}) for concurrent flows", spec.Streams)
+	}
+	return checkLoad(spec)
 }
 
 func (d sockperf) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {

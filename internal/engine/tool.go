@@ -59,6 +59,13 @@ func runTool(ctx context.Context, d tool, tg Target, spec Spec) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
+	if spec.Load > 0 && spec.Test.RequestResponse() {
+		stopLoad, err := startLoad(ctx, tg, spec)
+		if err != nil {
+			return Result{}, err
+		}
+		defer stopLoad()
+	}
 	serverCPU, clientCPU := noCPU, noCPU
 	if inv.starterPins && spec.CPU.Pinned {
 		serverCPU, clientCPU = spec.CPU.Server, spec.CPU.Client

@@ -84,7 +84,7 @@ type Explanation struct {
 }
 
 // Label names a cell for people: its mode, plus provider and Services when
-// it is a service cell.
+// it is a service cell, and its sweep's point when it has one.
 func Label(c *results.Cell) string {
 	l := c.Mode
 	if c.Path != "" && c.Path != "pod" {
@@ -95,6 +95,9 @@ func Label(c *results.Cell) string {
 	}
 	if c.ExtraServices > 0 {
 		l += fmt.Sprintf("+%d", c.ExtraServices)
+	}
+	if c.Point != "" {
+		l += "{" + c.Point + "}"
 	}
 	return l
 }

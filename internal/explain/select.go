@@ -63,7 +63,7 @@ func Select(f *results.File, names []string, test string) ([]Pair, error) {
 			continue
 		}
 		for _, a := range cells {
-			if a.Mode == base && a.Path == b.Path && a.Provider == b.Provider && a.Test == b.Test && a.ExtraServices == b.ExtraServices && a.Profile != nil {
+			if a.Mode == base && a.Path == b.Path && a.Provider == b.Provider && a.Test == b.Test && a.ExtraServices == b.ExtraServices && a.Point == b.Point && a.Profile != nil {
 				pairs = append(pairs, Pair{a, b})
 			}
 		}

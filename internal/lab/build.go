@@ -113,7 +113,7 @@ func build(ctx context.Context, l *Lab, mode modes.Mode, say Progress) error {
 	}
 	env.DefaultPaths()
 	st.Gateway, st.Paths, st.Facts = env.Gateway, env.Paths, env.Facts
-	return nil
+	return l.applyLinks(mode)
 }
 
 func nodeNamespaces(st *State) []string {

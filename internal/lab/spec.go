@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -31,6 +32,9 @@ type Spec struct {
 	// nodes are joined by a veth underlay and pods alternate between them.
 	Nodes        int    `json:"nodes,omitempty"`
 	UnderlayRate string `json:"underlay_rate,omitempty"` // tbf rate on the underlay, e.g. 10gbit
+	// Links are knobs set on every link of the lab once it is built
+	// (links.go): MTU, GSO/GRO sizes, offloads; zero: the mode's own.
+	Links knob.Links `json:"links,omitzero"`
 }
 
 // MaxNodes is how many nodes a lab can have (one underlay veth joins two).
@@ -124,6 +128,9 @@ func (s *Spec) resolve() (modes.Mode, error) {
 	}
 	m, err := modes.Get(s.Mode)
 	if err != nil {
+		return m, err
+	}
+	if err := s.Links.Check(); err != nil {
 		return m, err
 	}
 	return m, s.check(m)

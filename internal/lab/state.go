@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -58,6 +59,9 @@ type State struct {
 	Gateway  string                    `json:"gateway,omitempty"`
 	Paths    map[string]modes.Endpoint `json:"paths,omitempty"`
 	Facts    map[string]string         `json:"facts,omitempty"`
+	// Links is what Spec.Links asked of the lab's links and what the
+	// kernel kept (links.go); nil when the spec set none.
+	Links *knob.Proof `json:"links,omitempty"`
 }
 
 // ModeOf is the lab's mode, resolved from the name its state records (the

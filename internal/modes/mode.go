@@ -69,6 +69,9 @@ type Mode struct {
 	MaxPods PodLimit
 	// Services says how a clusterIP reaches the mode's pods.
 	Services Services
+	// Links says what the knobs that set the lab's links must respect
+	// (a tunnel's overhead, a userspace switch's frame size).
+	Links Links
 }
 
 // DefaultMinPods: a server pod and a client pod.

@@ -46,6 +46,8 @@ func init() {
 		Requires: []kernel.Feature{kernel.Tun},
 		Usable:   tapUsable,
 		Build:    tapMode{offload: false}.build,
+		Links: Links{MaxMTU: tapswitch.NaiveFrame - 18,
+			MaxMTUWhy: fmt.Sprintf("tap-naive's switch copies one frame of at most %d bytes per read (seed 000's program): a larger MTU would cut frames", tapswitch.NaiveFrame)},
 	})
 	Register(Mode{
 		Name:     TapOffload,

@@ -26,6 +26,7 @@ func init() {
 		Build:     buildVxlan,
 		MinNodes:  2,
 		CrossHost: true,
+		Links:     Links{Tunnel: 1500 - VxlanMTU},
 	})
 }
 

@@ -59,7 +59,7 @@ func colorOf(i int) string { return palette[i%len(palette)] }
 
 // shape is one drawing primitive of a scene.
 type shape struct {
-	kind           string // "rect", "line", "text"
+	kind           string // "rect", "line", "text", "poly"
 	x, y, w, h     float64
 	x2, y2         float64
 	fill, stroke   string
@@ -70,6 +70,8 @@ type shape struct {
 	anchor         string // "start", "middle", "end"
 	bold           bool
 	class, tooltip string
+	pts            []float64 // "poly": x, y pairs of a closed polygon
+	opacity        float64   // "poly": fill opacity (0: opaque)
 }
 
 // scene is a laid-out chart.

@@ -12,6 +12,8 @@ var htmlTemplate string
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	// The SVG is built from escaped text by this package (svg.go).
 	"svg":        func(c *BarChart) template.HTML { return template.HTML(c.SVG(false)) },
+	"curve":      func(c *CurveChart) template.HTML { return template.HTML(c.SVG(false)) },
+	"knobNote":   func(k string) string { return knobNotes[k] },
 	"capitalize": capitalize,
 	"ciMethods":  ciMethods,
 }).Parse(htmlTemplate))

@@ -71,6 +71,7 @@ func Markdown(w io.Writer, d *Doc) {
 		p("\n%s\n\n", ciMethods(t))
 	}
 
+	markdownKnobs(w, d)
 	if len(d.CPU) > 0 {
 		p("## CPU cost\n\nWhole-machine CPU time during each sample, by class, per unit of work (medians over samples; lower is better).\n\n")
 		for _, c := range d.CPU {

@@ -53,6 +53,22 @@ func (s *scene) png() ([]byte, error) {
 			r.MoveTo(px(sh.x), px(sh.y))
 			r.LineTo(px(sh.x2), px(sh.y2))
 			r.Stroke()
+		case "poly":
+			if len(sh.pts) < 6 {
+				continue
+			}
+			r.ResetStyle()
+			c := drawing.ColorFromHex(sh.fill[1:])
+			if sh.opacity > 0 {
+				c = c.WithAlpha(uint8(math.Round(255 * sh.opacity)))
+			}
+			r.SetFillColor(c)
+			r.MoveTo(px(sh.pts[0]), px(sh.pts[1]))
+			for i := 2; i+1 < len(sh.pts); i += 2 {
+				r.LineTo(px(sh.pts[i]), px(sh.pts[i+1]))
+			}
+			r.Close()
+			r.Fill()
 		case "text":
 			r.ResetStyle()
 			r.SetFont(font)

@@ -44,6 +44,16 @@ func (s *scene) svg(standalone bool) string {
 				continue
 			}
 			fmt.Fprintf(&b, `<line%s x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", class, f1(sh.x), f1(sh.y), f1(sh.x2), f1(sh.y2), sh.stroke, f1(sh.width), dash)
+		case "poly":
+			var pts []string
+			for i := 0; i+1 < len(sh.pts); i += 2 {
+				pts = append(pts, f1(sh.pts[i])+","+f1(sh.pts[i+1]))
+			}
+			op := ""
+			if sh.opacity > 0 {
+				op = fmt.Sprintf(` fill-opacity="%.2f"`, sh.opacity)
+			}
+			fmt.Fprintf(&b, `<polygon%s points="%s" fill="%s"%s/>`+"\n", class, strings.Join(pts, " "), sh.fill, op)
 		case "text":
 			weight := ""
 			if sh.bold {

@@ -38,6 +38,11 @@ type Doc struct {
 	NoSeeds  string // why no seed table is shown
 	Warnings []string
 	Configs  *ConfigTable // a kube run over several clusters (kubetable.go)
+	// The knobs (knobs.go): each test against each swept knob, which
+	// knobs took effect, rr latency idle and under load.
+	Curves    []*CurveView
+	InForce   []InForceRow
+	UnderLoad []LoadRow
 }
 
 // KV is one metadata line.
@@ -119,6 +124,7 @@ func Build(f *results.File) *Doc {
 	for _, c := range f.Cells {
 		d.Cells = append(d.Cells, views[c])
 	}
+	d.Curves, d.InForce, d.UnderLoad = buildCurves(f), buildInForce(f), buildUnderLoad(f)
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
 		d.Warnings = append(d.Warnings, "measured under "+e)
@@ -236,7 +242,7 @@ func buildTest(test string, cells []*results.Cell) *TestView {
 		tv.HasBaseline = tv.HasBaseline || cv.Baseline != ""
 		tv.HasLatency = tv.HasLatency || cv.Latency != ""
 		tv.Cells = append(tv.Cells, cv)
-		bar := Bar{Color: seriesIdx[cv.Series], Failed: c.Valid == 0, Expected: cv.Status == analysis.FailedAsExpected,
+		bar := Bar{Color: seriesIdx[cv.Series], Failed: c.Valid == 0, Expected: cv.Status == analysis.FailedAsExpected || cv.Status == analysis.NotApplied,
 			Tip: fmt.Sprintf("%s: %s (no valid sample)", cv.Series, cv.Median)}
 		if c.Valid > 0 {
 			bar.Value = c.Median
@@ -273,6 +279,8 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 		notes = append(notes, c.Note, firstError(c))
 	case analysis.WorkedUnexpectedly:
 		notes = append(notes, "predicted to fail, yet measured: "+c.Note)
+	case analysis.NotApplied:
+		notes = append(notes, "not applied: "+c.NotApplied)
 	}
 	if c.Valid > 0 {
 		if lo, hi, m, ok := cellCI(c); ok {
@@ -309,7 +317,7 @@ func (cv *CellView) Class() string {
 	switch cv.Status {
 	case analysis.Failed:
 		return "failed"
-	case analysis.FailedAsExpected:
+	case analysis.FailedAsExpected, analysis.NotApplied:
 		return "expected"
 	}
 	return ""
@@ -326,6 +334,8 @@ func medianText(c *results.Cell) string {
 		return fmtValue(stats.Median(v))
 	case analysis.StatusOf(c) == analysis.FailedAsExpected:
 		return "failed as expected"
+	case analysis.StatusOf(c) == analysis.NotApplied:
+		return "not applied"
 	}
 	return "FAILED"
 }
@@ -467,7 +477,24 @@ func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	if s.Size > 0 {
 		set += fmt.Sprintf(", size %d B", s.Size)
 	}
+	if l := s.Links.String(); l != "" {
+		set += ", links " + l
+	}
+	if s.Load > 0 {
+		set += fmt.Sprintf(", load %d streams", s.Load)
+	}
 	add("settings", set)
+	if sw := s.Sweep; sw != nil {
+		var axes []string
+		for _, a := range sw.Axes {
+			axes = append(axes, a.Key()+" "+strings.Join(a.Values, ", "))
+		}
+		how := "one at a time, the others at their first value"
+		if sw.Cross {
+			how = "every combination"
+		}
+		add("sweep", strings.Join(axes, "; ")+" ("+how+")")
+	}
 	add("CPU affinity", cpuAffinity(m.Settings.CPUAffinity, cells))
 	return kv
 }

@@ -56,6 +56,14 @@ func Write(dir string, f *results.File, resultsDir string) ([]string, error) {
 		}
 		put(n+".png", png)
 	}
+	for _, cv := range d.Curves {
+		put(cv.File+".svg", []byte(cv.Chart.SVG(true)))
+		png, err := cv.Chart.PNG()
+		if err != nil {
+			return nil, fmt.Errorf("render %s.png: %w", cv.File, err)
+		}
+		put(cv.File+".png", png)
+	}
 	return WriteFiles(dir, order, files)
 }
 

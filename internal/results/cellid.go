@@ -22,6 +22,10 @@ type CellID struct {
 	Path          string `json:"path"`           // pod, service, published, ...
 	Provider      string `json:"provider"`       // Service provider of a service path; "" otherwise
 	ExtraServices int    `json:"extra_services"` // generated Services loaded besides the tested ones
+	// Point is the cell's place in a sweep (issue 26): each swept knob's
+	// value, "streams=4" or "mtu=9000,gso+gro=65536" (knob.Point); "" in a
+	// run without a sweep, so files written before sweeps keep their keys.
+	Point string `json:"point"`
 	// Placement says where the two pods run when the platform chooses (the
 	// Kubernetes work fills it, e.g. "cross-node"); "" for vnetlab's labs.
 	Placement string `json:"placement"`
@@ -30,12 +34,13 @@ type CellID struct {
 
 // ID is the cell's identity.
 func (c *Cell) ID() CellID {
-	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Placement: c.Placement, Test: c.Test}
+	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Point: c.Point, Placement: c.Placement, Test: c.Test}
 }
 
 // Series names the cell within its mode and test: its path, with the
-// provider and generated services of a service path and the placement when
-// there is one: "pod", "service(iptables)", "service(nftables+1000)@cross-node".
+// provider and generated services of a service path, the placement and
+// the sweep's point when there are: "pod", "service(iptables)",
+// "service(nftables+1000)@cross-node", "pod{streams=4}".
 func (id CellID) Series() string {
 	s := id.Path
 	if id.Provider != "" || id.ExtraServices > 0 {
@@ -48,6 +53,9 @@ func (id CellID) Series() string {
 	if id.Placement != "" {
 		s += "@" + id.Placement
 	}
+	if id.Point != "" {
+		s += "{" + id.Point + "}"
+	}
 	return s
 }
 
@@ -58,8 +66,8 @@ func (id CellID) String() string {
 }
 
 // Key matches cells across files (compare): mode|path|provider|test, then
-// |+N for generated services and |@placement when set. Files written before
-// these fields existed give the same keys.
+// |+N for generated services, |@placement and |{point} when set. Files
+// written before these fields existed give the same keys.
 func (id CellID) Key() string {
 	k := strings.Join([]string{id.Mode, id.Path, id.Provider, id.Test}, "|")
 	if id.ExtraServices > 0 {
@@ -67,6 +75,9 @@ func (id CellID) Key() string {
 	}
 	if id.Placement != "" {
 		k += "|@" + id.Placement
+	}
+	if id.Point != "" {
+		k += "|{" + id.Point + "}"
 	}
 	return k
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
@@ -131,6 +133,11 @@ type Settings struct {
 	// Tolerance is kube run --tolerance: a pod cell fails the run when it is
 	// significantly below its host cell by more than this ratio (0: not asked).
 	Tolerance float64 `json:"tolerance,omitempty"`
+	// The knobs set for every cell (issue 26), and the sweep whose points
+	// the cells are (their point says each swept knob's value).
+	Links knob.Links  `json:"links,omitzero"`
+	Load  int         `json:"load,omitempty"`
+	Sweep *knob.Sweep `json:"sweep,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -170,6 +177,8 @@ type Cell struct {
 	Note           string  `json:"note,omitempty"`
 	// Placement is where the platform put the pods (see CellID); "" for labs.
 	Placement string `json:"placement,omitempty"`
+	// Point is the cell's place in a sweep (see CellID): "streams=4".
+	Point string `json:"point,omitempty"`
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
 	ClientNode string `json:"client_node,omitempty"`
 	ServerNode string `json:"server_node,omitempty"`
@@ -203,6 +212,18 @@ type Cell struct {
 	// stage, by kernel function and data-path events, per unit of work,
 	// over its valid samples' measured windows.
 	Profile *profile.Summary `json:"profile,omitempty"`
+
+	// The knobs' proof (issue 26). Links: what the knobs asked of the
+	// lab's links and every link as the kernel reports it (MTU, GSO/GRO
+	// sizes, offloads). Packets: the average packet at the sender's
+	// transmit and at the receiver's GRO over the valid samples.
+	Links   *knob.Proof    `json:"links,omitempty"`
+	Packets *pktstat.Proof `json:"packets,omitempty"`
+	// NotApplied says why the cell's knobs are not in force: the kernel
+	// refused or ignored one. Such a cell is never taken as measured with
+	// them: it has no samples, or (ignored, found in its packets) its
+	// samples are kept but it has no statistics (status "not-applied").
+	NotApplied string `json:"not_applied,omitempty"`
 }
 
 // CPUCost is what a cell cost the machine, from /proc/stat and /proc/softirqs
@@ -304,8 +325,12 @@ func Baseline(cells []*Cell, baseline string) string {
 // bridge_nf_call_iptables=off).
 func (c *Cell) ExpectedToFail() bool { return c.Note != "" }
 
-// Values returns the values of valid samples.
+// Values returns the values of valid samples; none when a knob of the
+// cell is not applied (its samples, if any, are not the knob's).
 func (c *Cell) Values() []float64 {
+	if c.NotApplied != "" {
+		return nil
+	}
 	var v []float64
 	for _, s := range c.Samples {
 		if s.Valid {

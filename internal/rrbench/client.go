@@ -19,6 +19,8 @@ type ClientConfig struct {
 	// Timeout: how long a UDP request waits for its response before it is
 	// counted as lost (and how long TCP waits before failing).
 	Timeout time.Duration
+	// Flows run at once, each its own connection (flows.go); 0 or 1: one.
+	Flows int
 }
 
 // DefaultUDPTimeout is long against a same-host round trip (tens of us) and
@@ -45,6 +47,9 @@ func (c *ClientConfig) check() error {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultUDPTimeout
 	}
+	if c.Flows < 0 || c.Flows > MaxFlows {
+		return fmt.Errorf("flows %d: use 1 to %d", c.Flows, MaxFlows)
+	}
 	return checkSize(c.Proto, c.Size)
 }
 
@@ -53,11 +58,12 @@ type Report struct {
 	Proto        string             `json:"proto"`
 	Mode         string             `json:"mode"`
 	Size         int                `json:"size"`
-	Seconds      float64            `json:"seconds"`      // first request to last response
-	Transactions uint64             `json:"transactions"` // completed request/response pairs (crr: connections)
-	Rate         float64            `json:"rate"`         // transactions (crr: connections) per second
-	Errors       uint64             `json:"errors"`       // crr: failed connects/exchanges
-	Lost         uint64             `json:"lost"`         // udp: requests unanswered within the timeout
+	Flows        int                `json:"flows,omitempty"` // flows at once, each its own connection
+	Seconds      float64            `json:"seconds"`         // first request to last response
+	Transactions uint64             `json:"transactions"`    // completed request/response pairs (crr: connections)
+	Rate         float64            `json:"rate"`            // transactions (crr: connections) per second
+	Errors       uint64             `json:"errors"`          // crr: failed connects/exchanges
+	Lost         uint64             `json:"lost"`            // udp: requests unanswered within the timeout
 	FirstError   string             `json:"first_error,omitempty"`
 	Latency      map[string]float64 `json:"latency_us,omitempty"` // min, mean, p50, p90, p99, p99.9, max
 }
@@ -73,15 +79,19 @@ func Run(cfg ClientConfig) (*Report, error) {
 	}
 	defer spareP()()
 	h := new(Histogram) // 35 KB: on the heap, allocated once
-	rep := &Report{Proto: cfg.Proto, Mode: cfg.Mode, Size: cfg.Size}
-	var elapsed time.Duration
+	rep := &Report{Proto: cfg.Proto, Mode: cfg.Mode, Size: cfg.Size, Flows: max(cfg.Flows, 1)}
+	run := loop(runTCP)
 	switch {
 	case cfg.Mode == "crr":
-		elapsed, err = runCRR(cfg, sa, family, h, rep)
+		run = runCRR
 	case cfg.Proto == "udp":
-		elapsed, err = runUDP(cfg, sa, family, h, rep)
-	default:
-		elapsed, err = runTCP(cfg, sa, family, h, rep)
+		run = runUDP
+	}
+	var elapsed time.Duration
+	if cfg.Flows > 1 {
+		elapsed, err = runFlows(cfg, sa, family, run, h, rep)
+	} else {
+		elapsed, err = run(cfg, sa, family, h, rep)
 	}
 	if err != nil {
 		return nil, err

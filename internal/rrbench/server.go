@@ -23,6 +23,9 @@ type ServerConfig struct {
 	Proto string // "tcp" or "udp"
 	Addr  string // listen address, IP:PORT (":7001" = every IPv4 address)
 	Size  int    // request and response size in bytes
+	// Flows: clients connect this many flows at once (TCP: each served
+	// in a goroutine of its own, serveFlows); 0 or 1: one at a time.
+	Flows int
 }
 
 func (c ServerConfig) check() error {
@@ -54,6 +57,8 @@ type Server struct {
 	mu   sync.Mutex
 	conn atomic.Int64 // the TCP connection being served, -1, or connClosing
 	done atomic.Bool
+	// flows are the connections serveFlows is serving (under mu).
+	flows map[int]bool
 }
 
 const connClosing = -2
@@ -113,8 +118,11 @@ func (s *Server) Port() int {
 // Serve answers clients until Close; it returns nil after Close.
 func (s *Server) Serve() error {
 	defer spareP()()
-	if s.cfg.Proto == "udp" {
+	switch {
+	case s.cfg.Proto == "udp":
 		return s.serveUDP()
+	case s.cfg.Flows > 1:
+		return s.serveFlows()
 	}
 	return s.serveTCP()
 }
@@ -130,6 +138,9 @@ func (s *Server) Close() {
 	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
 	if c := s.conn.Load(); c >= 0 && s.conn.CompareAndSwap(c, connClosing) {
 		_ = unix.Shutdown(int(c), unix.SHUT_RDWR)
+	}
+	for fd := range s.flows {
+		_ = unix.Shutdown(fd, unix.SHUT_RDWR)
 	}
 }
 

@@ -29,6 +29,7 @@ type cpuWindow struct {
 	nodeStart, nodeEnd map[string]cpu.Snapshot
 	started, ended     bool
 	prof               *profile.Window // nil: not profiling
+	pkts               *packetWindow   // nil: no packet counts
 	ctx                context.Context
 	meter              NodeMeter // nil: no nodes
 }
@@ -39,6 +40,9 @@ func (w *cpuWindow) Start() {
 	}
 	if w.prof != nil {
 		w.prof.Start()
+	}
+	if w.pkts != nil {
+		w.pkts.Start()
 	}
 	if s, err := cpu.Take(); err == nil {
 		w.start, w.started = s, true
@@ -53,6 +57,9 @@ func (w *cpuWindow) End() {
 	if s, err := cpu.Take(); err == nil {
 		w.end, w.ended = s, true
 		w.nodeEnd = w.takeNodes()
+	}
+	if w.pkts != nil {
+		w.pkts.End()
 	}
 	if w.prof != nil {
 		w.prof.End()
@@ -78,9 +85,10 @@ func (w *cpuWindow) takeNodes() map[string]cpu.Snapshot {
 // the same for every mode). usage is nil only when /proc could not be read.
 // With col, the window's profile too (nil when the driver reported no
 // window), counting p's namespaces as the test's. With meter, each node's
-// CPU over the same window goes into usage's sample (NodeCPU).
-func measure(ctx context.Context, p Planned, spec engine.Spec, col *profile.Collector, meter NodeMeter) (engine.Result, *results.SampleCPU, map[string]*results.SampleCPU, *profile.Profile, error) {
-	w := &cpuWindow{ctx: ctx, meter: meter}
+// CPU over the same window goes into usage's sample (NodeCPU). With pkts,
+// the window's packet counts are left in pkts.delta.
+func measure(ctx context.Context, p Planned, spec engine.Spec, col *profile.Collector, meter NodeMeter, pkts *packetWindow) (engine.Result, *results.SampleCPU, map[string]*results.SampleCPU, *profile.Profile, error) {
+	w := &cpuWindow{ctx: ctx, meter: meter, pkts: pkts}
 	if col != nil {
 		w.prof = col.Window(p.NetNS...)
 	}

@@ -56,7 +56,7 @@ func TestMeasureNodeCPU(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &stepMeter{machines: tc.machines}
 			p := Planned{Cell: &results.Cell{ClientNode: "a", ServerNode: "b"}, Driver: windowed{}}
-			_, usage, nodes, _, err := measure(context.Background(), p, engine.Spec{}, nil, m)
+			_, usage, nodes, _, err := measure(context.Background(), p, engine.Spec{}, nil, m, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -27,6 +28,8 @@ type plan struct {
 	labs  []*lab.Lab
 	out   *results.File
 	cells []Planned
+	// links is each lab's links as the kernel kept them (by lab name).
+	links map[string]*knob.Proof
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {
@@ -42,10 +45,11 @@ func newPlan(spec Spec, prog Progress) (*plan, error) {
 	return &plan{spec: spec, pods: pods, runID: runID, prog: prog, out: &results.File{SchemaVersion: results.SchemaVersion}}, nil
 }
 
-// build brings up the labs and lists the cells: per mode, one lab for the
-// pod paths, and one per provider and count of extra services for the
-// service path (providers cannot share a node: the first to DNAT wins; and
-// each count is a different table to search).
+// build brings up the labs and lists the cells: per mode and setting of
+// the links the sweep's points need (knob.Links: one lab each), one lab
+// for the pod paths, and one per provider and count of extra services for
+// the service path (providers cannot share a node: the first to DNAT
+// wins; and each count is a different table to search).
 func (p *plan) build(ctx context.Context) error {
 	var plainPaths []string
 	servicePath := false
@@ -69,63 +73,75 @@ func (p *plan) build(ctx context.Context) error {
 			p.skip(mv, "", err)
 			continue
 		}
-		if p.anyWanted(mv.Label, plainPaths, "", 0) {
-			l, err := p.upLab(ctx, mv)
-			if err != nil {
+		for _, g := range p.spec.linkGroups() {
+			if err := p.buildMode(ctx, mv, m, g, plainPaths, servicePath, extras); err != nil {
 				return err
-			}
-			for _, path := range plainPaths {
-				ep, ok := l.State.Paths[path]
-				if !ok {
-					p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
-					continue
-				}
-				if err := p.addCells(mv, l, path, ep, results.Cell{}); err != nil {
-					return err
-				}
-			}
-		}
-		if !servicePath {
-			continue
-		}
-		providers := p.spec.Providers
-		if len(providers) == 0 {
-			providers = []string{service.DefaultProviderFor(m)}
-		}
-		for _, prov := range providers {
-			if err := service.Check(prov, m); err != nil {
-				p.skip(mv, prov, err)
-				continue
-			}
-			for _, n := range extras {
-				if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n) {
-					continue
-				}
-				l, err := p.upLab(ctx, mv)
-				if err != nil {
-					return err
-				}
-				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, m, p.prog)
-				if err != nil {
-					p.skip(mv, prov, err)
-					continue
-				}
-				if err := p.addCells(mv, l, ServicePath, ep, cell); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
 }
 
-// anyWanted says whether a lab for these paths would hold a cell the spec
-// measures (Spec.Cells): labs that would hold none are not built.
-func (p *plan) anyWanted(mode string, paths []string, provider string, extra int) bool {
+// buildMode brings up mode mv's labs for one setting of the links.
+func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g linkGroup, plainPaths []string, servicePath bool, extras []int) error {
+	if p.anyWanted(mv.Label, plainPaths, "", 0, g.Points) {
+		l, err := p.upLab(ctx, mv, m, g.Links)
+		if err != nil {
+			return err
+		}
+		for _, path := range plainPaths {
+			ep, ok := l.State.Paths[path]
+			if !ok {
+				p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
+				continue
+			}
+			if err := p.addCells(mv, l, path, ep, results.Cell{}, g.Points); err != nil {
+				return err
+			}
+		}
+	}
+	if !servicePath {
+		return nil
+	}
+	providers := p.spec.Providers
+	if len(providers) == 0 {
+		providers = []string{service.DefaultProviderFor(m)}
+	}
+	for _, prov := range providers {
+		if err := service.Check(prov, m); err != nil {
+			p.skip(mv, prov, err)
+			continue
+		}
+		for _, n := range extras {
+			if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n, g.Points) {
+				continue
+			}
+			l, err := p.upLab(ctx, mv, m, g.Links)
+			if err != nil {
+				return err
+			}
+			ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, m, p.prog)
+			if err != nil {
+				p.skip(mv, prov, err)
+				continue
+			}
+			if err := p.addCells(mv, l, ServicePath, ep, cell, g.Points); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// anyWanted says whether a lab for these paths and points would hold a
+// cell the spec measures (Spec.Cells): labs that would hold none are not built.
+func (p *plan) anyWanted(mode string, paths []string, provider string, extra int, points []knob.Point) bool {
 	for _, path := range paths {
 		for _, t := range p.spec.Tests {
-			if p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Test: string(t)}) {
-				return true
+			for _, pt := range points {
+				if p.spec.appliesTo(pt, t) && p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Point: pt.String(), Test: string(t)}) {
+					return true
+				}
 			}
 		}
 	}
@@ -142,31 +158,46 @@ func (p *plan) skip(mv ModeVariant, provider string, why error) {
 	}
 }
 
-func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
+func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links knob.Links) (*lab.Lab, error) {
 	ls := lab.Spec{Name: fmt.Sprintf("%s-%d", p.runID, len(p.labs)), Mode: mv.Mode, Pods: p.pods, PodCIDR: p.spec.PodCIDR, Options: mv.Options,
-		Nodes: p.spec.Nodes, UnderlayRate: p.spec.UnderlayRate}
-	p.prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
+		Nodes: p.spec.Nodes, UnderlayRate: p.spec.UnderlayRate, Links: links}
+	what := mv.Label
+	if !links.IsZero() {
+		what += " with " + links.String()
+	}
+	p.prog.Note("bringing up %s (lab %s)", what, ls.Name)
 	l, err := lab.Up(ctx, ls, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", mv.Label, err)
 	}
 	p.labs = append(p.labs, l)
-	return l, nil
+	return l, p.proveLinks(l, m)
 }
 
-// addCells adds the cells of one path of a lab (Spec.Plan); proto carries
-// the fields the path fixes (provider, services).
-func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell) error {
+// addCells adds the cells of one path of a lab at the sweep's points it
+// was built for (Spec.Plan); proto carries the fields the path fixes
+// (provider, services). A lab whose links are not as its knobs asked has
+// its cells recorded "not applied", and not measured.
+func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell, points []knob.Point) error {
 	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
 	if p.spec.Nodes > 1 {
 		proto.Nodes = p.spec.Nodes
 	}
+	proto.Links = p.links[l.State.Name]
+	if proto.Links != nil {
+		proto.NotApplied = proto.Links.NotApplied
+	}
 	// The lab's namespaces: what a profile counts as the test's.
-	cells, err := p.spec.Plan(proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+	cells, err := p.spec.planPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
 	for _, c := range cells {
 		p.out.Cells = append(p.out.Cells, c.Cell)
+		if c.Cell.NotApplied == "" {
+			p.cells = append(p.cells, c)
+		}
 	}
-	p.cells = append(p.cells, cells...)
+	if proto.NotApplied != "" && len(cells) > 0 {
+		p.prog.Note("%s with %s: not applied, not measured: %s", mv.Label, l.State.Spec.Links, proto.NotApplied)
+	}
 	return err
 }
 

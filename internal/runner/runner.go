@@ -12,6 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -59,7 +60,11 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if col != nil {
 		defer col.Close()
 	}
-	if err := execute(ctx, spec, p.cells, prog, col, nil); err != nil {
+	pkts := openPackets(p)
+	if pkts != nil {
+		defer pkts.Close()
+	}
+	if err := execute(ctx, spec, p.cells, prog, col, nil, pkts); err != nil {
 		return p.out, err
 	}
 	analysis.Analyze(p.out.Cells, spec.Summary)
@@ -93,7 +98,7 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	}
 	// Not profiled: the pods' namespaces are the platform's (kube run has
 	// no --profile).
-	if err := execute(ctx, spec, cells, prog, nil, meter); err != nil {
+	if err := execute(ctx, spec, cells, prog, nil, meter, nil); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
@@ -104,8 +109,9 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 // turn (A B C A B C ...), so that slow drifts of the machine touch every
 // cell alike; warm-up samples are discarded. With col, each valid sample's
 // measured window is profiled into its cell's profile; with meter, each
-// sample records its nodes' CPU.
-func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter) error {
+// sample records its nodes' CPU; with pc, its packets are counted into its
+// cell's packet proof.
+func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) error {
 	rounds := spec.Warmup + spec.Repeat
 	for _, c := range cells {
 		if p := spec.pins(engine.Test(c.Cell.Test)); p.Pinned {
@@ -114,6 +120,8 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 	}
 	prog.Begin(rounds * len(cells))
 	defer prog.End()
+	totals := packetTotals{}
+	defer totals.prove(cells, spec)
 	n := 0
 	for r := 0; r < rounds; r++ {
 		for _, c := range cells {
@@ -131,9 +139,16 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			if r < spec.Warmup {
 				sampler = nil
 			}
-			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, meter)
+			var pw *packetWindow
+			if pc != nil {
+				pw = &packetWindow{c: pc}
+			}
+			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, meter, pw)
 			if r < spec.Warmup {
 				continue
+			}
+			if err == nil && pw != nil {
+				totals.add(c.Cell, pw.delta)
 			}
 			if err == nil && col != nil {
 				col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))

@@ -11,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -77,6 +78,15 @@ type Spec struct {
 	ProfileHz  int
 	ProfileDir string
 
+	// The knobs (issue 26, internal/knob; knobs.go): Streams and Size
+	// above, Links set on every link of each lab's path (a lab per
+	// distinct setting), Load streams saturating the path during rr/crr
+	// tests, and Sweep, whose points give each cell its own values of
+	// the knobs it sweeps (results.CellID.Point).
+	Links knob.Links
+	Load  int
+	Sweep knob.Sweep
+
 	// Cells, when set, keeps only the matrix cells whose name
 	// (results.CellID.String(), e.g. "veth-routed/service(ebpf+10000)/tcp_crr")
 	// matches one of these path.Match patterns ("*" stops at "/"), and builds
@@ -102,7 +112,6 @@ func DefaultSpec() Spec {
 		Duration:      4 * time.Second,
 		Repeat:        5,
 		Streams:       1,
-		Size:          1,
 		Rate:          "max",
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
@@ -126,31 +135,43 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 }
 
 // engineSpec is what one sample of the cell id measures: the spec's
-// settings for its test. (A sweep's value, a coordinate of the cell, goes
-// over them here.)
+// settings for its test, with the values of its sweep's point over them.
 func (s Spec) engineSpec(id results.CellID) engine.Spec {
+	s = s.at(pointOf(id))
 	t := engine.Test(id.Test)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t)}
 }
 
-// Plan is a cell per test of the spec at one target, each a copy of proto
-// (the coordinates the target fixes: mode, path, provider, placement, ...)
-// with its test, engine and unit; only the cells the spec wants (Cells).
-// Labs (plan.go) and clusters (internal/kube/bench) plan their cells here:
-// a coordinate the spec varies (a sweep's values) is crossed in here, once.
+// Plan is a cell per test of the spec and point of its sweep at one
+// target, each a copy of proto (the coordinates the target fixes: mode,
+// path, provider, placement, ...) with its test, point, engine and unit;
+// only the cells the spec wants (Cells). Labs (plan.go) and clusters
+// (internal/kube/bench) plan their cells here: a coordinate the spec
+// varies (a sweep's points) is crossed in here, once.
 func (s Spec) Plan(proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
+	return s.planPoints(s.Sweep.Points(), proto, target, netns)
+}
+
+// planPoints is Plan over some of the sweep's points (a lab's: those its
+// links were set for).
+func (s Spec) planPoints(points []knob.Point, proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
 	var out []Planned
 	for _, t := range s.Tests {
 		d, err := engine.For(s.Engine, t)
 		if err != nil {
 			return out, err
 		}
-		c := proto
-		c.Test, c.Engine, c.Unit = string(t), d.Name(), t.Unit()
-		if !s.Wants(c.ID()) {
-			continue
+		for _, pt := range points {
+			if !s.appliesTo(pt, t) {
+				continue
+			}
+			c := proto
+			c.Test, c.Point, c.Engine, c.Unit = string(t), pt.String(), d.Name(), t.Unit()
+			if !s.Wants(c.ID()) {
+				continue
+			}
+			out = append(out, Planned{Cell: &c, Target: target, Driver: d, NetNS: netns})
 		}
-		out = append(out, Planned{Cell: &c, Target: target, Driver: d, NetNS: netns})
 	}
 	return out, nil
 }
@@ -167,9 +188,13 @@ func (s Spec) pins(t engine.Test) cpupin.Pins {
 
 // settings are the parameters recorded in the results file.
 func (s Spec) settings() results.Settings {
-	return results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
+	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
-		CPUAffinity: s.CPUAffinity.String()}
+		CPUAffinity: s.CPUAffinity.String(), Links: s.Links, Load: s.Load}
+	if len(s.Sweep.Axes) > 0 {
+		st.Sweep = &s.Sweep
+	}
+	return st
 }
 
 // Validate refuses a bad spec before anything is built.
@@ -192,7 +217,7 @@ func (spec Spec) Validate() error {
 			return err
 		}
 	}
-	for _, check := range []func() error{func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
+	for _, check := range []func() error{spec.checkKnobs, func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
 		func() error { return checkCells(spec.Cells) }, spec.checkServicePath} {
 		if err := check(); err != nil {
 			return err
@@ -232,15 +257,18 @@ func (spec Spec) checkServicePath() error {
 }
 
 // checkEngines refuses, before anything is built, a test no engine can run
-// with these settings or whose program is not installed.
+// with these settings (at any point of the sweep) or whose program is not
+// installed.
 func checkEngines(spec Spec) error {
 	for _, t := range spec.Tests {
 		d, err := engine.For(spec.Engine, t)
 		if err != nil {
 			return err
 		}
-		if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t)})); err != nil {
-			return err
+		for _, pt := range spec.Sweep.Points() {
+			if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t), Point: pt.String()})); err != nil {
+				return err
+			}
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {
 			for _, prog := range p.Programs() {

@@ -43,6 +43,15 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	setInt(&spec.Warmup, s.Warmup)
 	setInt(&spec.Streams, s.Streams)
 	setInt(&spec.Size, s.Size)
+	setInt(&spec.Links.MTU, s.MTU)
+	setInt(&spec.Links.GSO, s.GSO)
+	setInt(&spec.Links.GRO, s.GRO)
+	setString(&spec.Links.Offload, s.Offload)
+	setInt(&spec.Load, s.Load)
+	if len(s.Sweep.Axes) > 0 {
+		spec.Sweep = s.Sweep
+	}
+	spec.Sweep.Cross = spec.Sweep.Cross || s.SweepCross
 	if s.Pods != nil {
 		spec.Pods = s.Pods
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -44,13 +45,22 @@ type Scenario struct {
 	Warmup       *int                 `yaml:"warmup"`
 	Streams      *int                 `yaml:"streams"`
 	Size         *int                 `yaml:"size"`
-	Rate         string               `yaml:"rate"`
-	CPUAffinity  string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
-	Output       string               `yaml:"output"`
-	Report       string               `yaml:"report"`       // also write the report into this directory
-	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
-	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
-	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
+	// The knobs (issue 26, docs/knobs.md): the links' settings and the
+	// load for every cell, and a sweep (sweep.go) giving cells their own.
+	MTU         *int       `yaml:"mtu"`
+	GSO         *int       `yaml:"gso"`
+	GRO         *int       `yaml:"gro"`
+	Offload     string     `yaml:"offload"`
+	Load        *int       `yaml:"load"`
+	Sweep       knob.Sweep `yaml:"-"`
+	SweepCross  bool       `yaml:"sweep_cross"`
+	Rate        string     `yaml:"rate"`
+	CPUAffinity string     `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
+	Output      string     `yaml:"output"`
+	Report      string     `yaml:"report"`       // also write the report into this directory
+	Baseline    string     `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold *float64   `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod    string     `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string         `yaml:"provider"`
@@ -75,6 +85,7 @@ type raw struct {
 	Scenario `yaml:",inline"`
 	RawModes yaml.Node `yaml:"modes"`
 	RawPods  yaml.Node `yaml:"pods"`
+	RawSweep yaml.Node `yaml:"sweep"`
 }
 
 // Load reads and validates a scenario file. Errors name the file, the line
@@ -110,6 +121,9 @@ func Parse(path string, b []byte) (*Scenario, error) {
 		return nil, err
 	}
 	if err := s.decodePods(&r.RawPods); err != nil {
+		return nil, err
+	}
+	if err := s.decodeSweep(&r.RawSweep); err != nil {
 		return nil, err
 	}
 	if err := s.validate(); err != nil {
@@ -275,6 +289,9 @@ func (s *Scenario) validate() error {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
+	}
+	if err := s.validateKnobs(); err != nil {
+		return err
 	}
 	if s.CPUAffinity != "" {
 		if _, err := cpupin.Parse(s.CPUAffinity); err != nil {

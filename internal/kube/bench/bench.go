@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -96,6 +97,10 @@ func (s Spec) Validate() error {
 		if !slices.Contains(s.Pods.Paths, measure.PathPod) || !slices.Contains(s.Pods.Paths, measure.PathHost) {
 			return fmt.Errorf("--tolerance compares the pod path with host: measure both (--paths pod,host)")
 		}
+	}
+	if s.Measure.SetsLinks() {
+		return field.Errorf("sweep", "%s set a lab's links; a cluster's links are its CNI's: kube run takes %s, %s and %s",
+			knob.LinkKnobNames(), knob.Size, knob.Streams, knob.Load)
 	}
 	return s.Pods.Validate()
 }

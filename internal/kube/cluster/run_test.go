@@ -430,3 +430,31 @@ func TestKubeRunScenario(t *testing.T) {
 		t.Errorf("metadata: scenario %q, settings %+v", f.Metadata.Scenario, f.Metadata.Settings)
 	}
 }
+
+// A sweep of streams on the cluster (issue 26): one cell per value, each
+// named by its point, every sample valid.
+func TestKubeRunSweepStreams(t *testing.T) {
+	needCluster(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "--cluster", testCluster, "--paths", "pod", "--placements", "same-node",
+		"--tests", "tcp_stream", "--sweep", "streams=1,4", "--repeat", "2", "--duration", "1s", "-o", out)
+	if err != nil {
+		t.Fatalf("kube run --sweep: %v\n%s", err, log)
+	}
+	f, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cells) != 2 {
+		t.Fatalf("%d cells, want one per value of streams", len(f.Cells))
+	}
+	for i, want := range []string{"streams=1", "streams=4"} {
+		c := f.Cells[i]
+		if c.Point != want || c.Valid != 2 || c.Median <= 0 {
+			t.Errorf("cell %d: point %q, %d valid, median %g; want %s with 2 valid samples", i, c.Point, c.Valid, c.Median, want)
+		}
+	}
+	if s := f.Metadata.Settings.Sweep; s == nil || len(s.Axes) != 1 || s.Axes[0].Key() != "streams" {
+		t.Errorf("settings' sweep: %+v", s)
+	}
+}

@@ -1,0 +1,187 @@
+// Package knob is the vocabulary of the knobs users turn (issue 26): a
+// message size, a number of streams, the links' MTU, their GSO and GRO
+// maximum sizes (BIG TCP), their offloads, and background load. Each knob
+// is named once here, with its range; a sweep (sweep.go) crosses several
+// values of knobs into points, each point a cell coordinate
+// (results.CellID.Point). Setting a lab's links and reading them back is
+// links.go; the runner maps a knob onto its spec's field.
+package knob
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Name is a knob's name, as flags, scenario keys and points spell it.
+type Name string
+
+// The knobs.
+const (
+	Size    Name = "size"    // rr/crr request and response bytes; stream write size (iperf3 -l)
+	Streams Name = "streams" // parallel streams (iperf3 -P); concurrent flows for rr/crr
+	MTU     Name = "mtu"     // every link on the path
+	GSO     Name = "gso"     // gso_max_size (and gso_ipv4_max_size) of every link on the path
+	GRO     Name = "gro"     // gro_max_size (and gro_ipv4_max_size) of every link on the path
+	Offload Name = "offload" // ethtool features of every link on the path
+	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
+)
+
+// Limits of the values (the kernel's where it has one).
+const (
+	MaxSize    = 1 << 20 // rr's largest message; UDP tests are held to 65507 by their engines
+	MaxStreams = 128
+	MinMTU     = 68    // IPv4's minimum (RFC 791)
+	MaxMTU     = 65535 // ETH_MAX_MTU: no Linux link takes more
+	// MaxGSO is GSO_MAX_SIZE since Linux 6.3 (8 x 65535): BIG TCP's ceiling.
+	MaxGSO = 524280
+	// LegacyGSO is the largest GSO/GRO packet without BIG TCP (GSO_LEGACY_MAX_SIZE).
+	LegacyGSO = 65536
+	MaxLoad   = 64
+)
+
+// Knob is one knob: its name, what it sets, its values' check, and
+// whether it is a setting of the lab's links (then each value needs a lab
+// of its own) or of the engine (cells of one lab differ in it).
+type Knob struct {
+	Name Name
+	Help string
+	// Links: set on every link of the lab's path (links.go), so a lab
+	// per value; otherwise the engine takes it per sample.
+	Links bool
+	// RequestResponseOnly: the knob changes only rr/crr tests (load);
+	// other tests are measured at its base value only.
+	RequestResponseOnly bool
+	// canonical checks a value and spells it one way ("" = invalid).
+	canonical func(string) (string, error)
+}
+
+// All are the knobs, in the order help and errors list them.
+var All = []Knob{
+	{Name: Size, Help: "bytes per request and response (rr, crr), per write (iperf3 -l), per datagram (udp_pps)", canonical: intIn(Size, 1, MaxSize, "")},
+	{Name: Streams, Help: "parallel streams (iperf3 -P, one iperf3 thread per side), or concurrent flows (rr, crr)", canonical: intIn(Streams, 1, MaxStreams, "")},
+	{Name: MTU, Help: "MTU of every link on the path (a tunnel's inner links get it minus the tunnel's overhead, as CNIs do)", Links: true,
+		canonical: intIn(MTU, MinMTU, MaxMTU, "the largest MTU Linux allows (ETH_MAX_MTU)")},
+	{Name: GSO, Help: "gso_max_size and gso_ipv4_max_size of every link on the path (above 65536: BIG TCP, Linux 6.3+ for IPv4)", Links: true,
+		canonical: intIn(GSO, 1, MaxGSO, "GSO_MAX_SIZE")},
+	{Name: GRO, Help: "gro_max_size and gro_ipv4_max_size of every link on the path (above 65536: BIG TCP)", Links: true,
+		canonical: intIn(GRO, 1, MaxGSO, "GSO_MAX_SIZE")},
+	{Name: Offload, Help: "ethtool features of every link on the path: " + FeatureList() + ", each :on or :off, joined by + (gro:off+tso:off)", Links: true,
+		canonical: canonicalOffload},
+	{Name: Load, Help: "streams (iperf3 -P) saturating the path while an rr/crr test runs: latency under load (0: idle)", RequestResponseOnly: true,
+		canonical: intIn(Load, 0, MaxLoad, "")},
+}
+
+// Get is the knob named n.
+func Get(n string) (Knob, error) {
+	for _, k := range All {
+		if string(k.Name) == n {
+			return k, nil
+		}
+	}
+	return Knob{}, fmt.Errorf("unknown knob %q (knobs: %s)", n, NameList())
+}
+
+// NameList is the knobs' names, comma-separated.
+func NameList() string {
+	var n []string
+	for _, k := range All {
+		n = append(n, string(k.Name))
+	}
+	return strings.Join(n, ", ")
+}
+
+// Default is the value of a links' knob that leaves the links as the
+// mode built them (in a sweep: the untouched lab, e.g. mtu: [default, 9000]).
+const Default = "default"
+
+// Canonical checks v as a value of k and spells it one way.
+func (k Knob) Canonical(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if k.Links && v == Default {
+		return Default, nil
+	}
+	return k.canonical(v)
+}
+
+// Int is a numeric knob's value (0 when v is not a number, as Default).
+func Int(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+func intIn(n Name, lo, hi int, hiWhat string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		x, err := strconv.Atoi(v)
+		if err != nil {
+			return "", fmt.Errorf("%s %q is not a whole number", n, v)
+		}
+		if x < lo {
+			return "", fmt.Errorf("%s %d is below the minimum %d", n, x, lo)
+		}
+		if x > hi {
+			if hiWhat != "" {
+				return "", fmt.Errorf("%s %d is above %d, %s", n, x, hi, hiWhat)
+			}
+			return "", fmt.Errorf("%s %d is above the maximum %d", n, x, hi)
+		}
+		return strconv.Itoa(x), nil
+	}
+}
+
+// CheckValue checks one value of knob named n (a plain flag or key, not a
+// sweep): "" or the knob's zero mean "not set".
+func CheckValue(n Name, v string) error {
+	k, err := Get(string(n))
+	if err != nil {
+		return err
+	}
+	if v == "" || v == "0" {
+		return nil
+	}
+	_, err = k.Canonical(v)
+	return err
+}
+
+// IsLinks says whether the knob named n is a setting of the lab's links.
+func IsLinks(n Name) bool {
+	k, err := Get(string(n))
+	return err == nil && k.Links
+}
+
+// linkKnobs are the names of the links' knobs.
+func linkKnobs() []Name {
+	var out []Name
+	for _, k := range All {
+		if k.Links {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// LinkKnobNames lists the links' knobs, comma-separated (for errors).
+func LinkKnobNames() string {
+	var s []string
+	for _, n := range linkKnobs() {
+		s = append(s, string(n))
+	}
+	return strings.Join(s, ", ")
+}
+
+// sortedNames orders knob names as All does.
+func sortedNames(ns []Name) []Name {
+	out := slices.Clone(ns)
+	slices.SortFunc(out, func(a, b Name) int { return index(a) - index(b) })
+	return out
+}
+
+func index(n Name) int {
+	for i, k := range All {
+		if k.Name == n {
+			return i
+		}
+	}
+	return len(All)
+}

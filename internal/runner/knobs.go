@@ -1,0 +1,157 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/kernel"
+	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// The knobs of a spec (issue 26): where each knob's value lands in the
+// spec (set), which points of the sweep a test takes (appliesTo), which
+// labs the points need (linkGroups) and the knobs' checks.
+
+// set puts value v of knob n into s: the one place a knob meets its field.
+func (s *Spec) set(n knob.Name, v string) {
+	switch n {
+	case knob.Size:
+		s.Size = knob.Int(v)
+	case knob.Streams:
+		s.Streams = knob.Int(v)
+	case knob.MTU:
+		s.Links.MTU = knob.Int(v)
+	case knob.GSO:
+		s.Links.GSO = knob.Int(v)
+	case knob.GRO:
+		s.Links.GRO = knob.Int(v)
+	case knob.Offload:
+		s.Links.Offload = strings.TrimPrefix(v, knob.Default)
+	case knob.Load:
+		s.Load = knob.Int(v)
+	default:
+		panic("runner: knob " + string(n) + " has no field in Spec.set")
+	}
+}
+
+// at is s with the point's values set.
+func (s Spec) at(p knob.Point) Spec {
+	for _, st := range p.Settings() {
+		s.set(st.Knob, st.Value)
+	}
+	return s
+}
+
+// pointOf is a cell's point (checked when it was planned).
+func pointOf(id results.CellID) knob.Point {
+	p, _ := knob.ParsePoint(id.Point)
+	return p
+}
+
+// appliesTo says whether test t is measured at point p: a point that moves
+// a knob t does not take (load, on a stream test) away from its axis's
+// base would measure t again as at the base.
+func (s Spec) appliesTo(p knob.Point, t engine.Test) bool {
+	for i, a := range s.Sweep.Axes {
+		if i >= len(p) || p[i].Value == a.Base() {
+			continue
+		}
+		for _, n := range a.Knobs {
+			if k, _ := knob.Get(string(n)); k.RequestResponseOnly && !t.RequestResponse() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// linkGroup is the points of the sweep that share one setting of the
+// lab's links: they share a lab.
+type linkGroup struct {
+	Links  knob.Links
+	Points []knob.Point
+}
+
+// SetsLinks says whether the spec sets a lab's links, plainly or in its
+// sweep (a cluster's links are its CNI's: kube run refuses it).
+func (s Spec) SetsLinks() bool {
+	g := s.linkGroups()
+	return len(g) > 1 || !g[0].Links.IsZero()
+}
+
+// linkGroups groups the sweep's points by the links they need, in the
+// points' order.
+func (s Spec) linkGroups() []linkGroup {
+	var out []linkGroup
+	for _, p := range s.Sweep.Points() {
+		l := s.at(p).Links
+		i := slices.IndexFunc(out, func(g linkGroup) bool { return g.Links == l })
+		if i < 0 {
+			out = append(out, linkGroup{Links: l})
+			i = len(out) - 1
+		}
+		out[i].Points = append(out[i].Points, p)
+	}
+	return out
+}
+
+// checkKnobs refuses, before anything is built, a knob out of range,
+// a sweep that sweeps a knob twice, and BIG TCP on a kernel without it.
+func (s Spec) checkKnobs() error {
+	// Streams 0 (a spec's zero value) is one stream, as the engines read it.
+	if s.Streams < 0 || s.Streams > knob.MaxStreams {
+		return field.Errorf("streams", "{streams} %d: use 1 to %d", s.Streams, knob.MaxStreams)
+	}
+	if s.Size < 0 || s.Size > knob.MaxSize {
+		return field.Errorf("size", "{size} %d: use 1 to %d bytes (0: each engine's default)", s.Size, knob.MaxSize)
+	}
+	if err := s.Links.Check(); err != nil {
+		return err
+	}
+	if err := knob.CheckValue(knob.Load, fmt.Sprint(s.Load)); err != nil {
+		return field.Errorf("load", "{load}: %v", err)
+	}
+	if err := s.Sweep.Check(); err != nil {
+		return field.Errorf("sweep", "{sweep}: %v", err)
+	}
+	groups := s.linkGroups()
+	for _, g := range groups {
+		if g.Links.GSO > knob.LegacyGSO || g.Links.GRO > knob.LegacyGSO {
+			if err := kernel.BigTCPIPv4(); err != nil {
+				key := knob.GSO
+				if g.Links.GSO <= knob.LegacyGSO {
+					key = knob.GRO
+				}
+				if s.Sweep.Sweeps(key) {
+					return field.Errorf("sweep", "{sweep} %s above %d is BIG TCP, which this kernel cannot do for IPv4 (%v): sweep %s up to %d", key, knob.LegacyGSO, err, key, knob.LegacyGSO)
+				}
+				return field.Errorf(string(key), "{%s} above %d is BIG TCP, which this kernel cannot do for IPv4 (%v): use %d or less", key, knob.LegacyGSO, err, knob.LegacyGSO)
+			}
+		}
+	}
+	return nil
+}
+
+// proveLinks records lab l's links as the kernel kept them, for its cells:
+// the proof the lab took when it set its knobs, else a read-back.
+func (p *plan) proveLinks(l *lab.Lab, m modes.Mode) error {
+	proof := l.State.Links
+	if proof == nil {
+		links, err := knob.Readback(l.State.LinkPath(m))
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.State.Name, err)
+		}
+		proof = &knob.Proof{Links: links}
+	}
+	if p.links == nil {
+		p.links = map[string]*knob.Proof{}
+	}
+	p.links[l.State.Name] = proof
+	return nil
+}
