@@ -47,7 +47,7 @@ rr_ref=$(compile tools/rr-ref/rr.c rr)
 crr_ref=$(compile tools/crr-ref/crr.c crr)
 bin="${VNETLAB_BIN:-}"
 if [ -z "$bin" ]; then
-	go build -o "$cache/vnetlab" ./cmd/vnetlab
+	CGO_ENABLED=0 go build -o "$cache/vnetlab" ./cmd/vnetlab # as make build
 	bin="$cache/vnetlab"
 fi
 go build -o "$cache/bench-engine" ./tools/bench-engine

@@ -98,15 +98,20 @@ func recv(fd int, b []byte) (int, error) {
 // A raw call must never block (a blocked raw call holds its P, and a
 // stop-the-world would wait for the peer), so a full buffer (EAGAIN) or a
 // signal falls back to the ordinary, blocking send.
-func send(fd int, b []byte) (int, error) {
+func send(fd int, b []byte) (int, error) { return sendTo(fd, b, nil, 0) }
+
+// sendTo is send to an address (to, toLen: a raw sockaddr; nil on a
+// connected socket), as the UDP server answers a datagram's sender.
+func sendTo(fd int, b []byte, to unsafe.Pointer, toLen uint32) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+		unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, uintptr(to), uintptr(toLen))
 	switch e {
 	case 0:
 		return int(r), nil
 	case unix.EAGAIN, unix.EINTR:
 		blockingSends.Add(1)
-		return syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+		return syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			unix.MSG_NOSIGNAL, uintptr(to), uintptr(toLen))
 	}
 	return 0, e
 }
