@@ -122,6 +122,12 @@ var blockingSends atomic.Uint64
 
 // syscall6 makes a system call, again after EINTR (a signal, such as the Go
 // runtime's preemption, interrupts it), and returns its result or errno.
+//
+// Its arguments may be pointers converted to uintptr: go:uintptrescapes
+// moves what they point to onto the heap, where a stack copy (syscall6 is
+// an ordinary function, its prologue may grow the stack) cannot move it.
+//
+//go:uintptrescapes
 func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
 	for {
 		r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)
