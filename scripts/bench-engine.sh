@@ -1,30 +1,54 @@
 #!/bin/sh
-# The built-in rr engine against C references (issue 16's engine rows): on one
-# veth-routed lab, client and server pinned to one CPU, interleaved rounds,
-# one line per row with the ratio built-in / reference and its bootstrap 95% CI:
+# The built-in rr engine against C references (issues 16 and 31): on one
+# veth-routed lab, client and server pinned to one CPU, interleaved rounds (the
+# order alternates each round), one line per row with the ratio of the medians
+# built-in / reference, its bootstrap 95% CI and issue 16's target, and the
+# machine's load averages before and after:
 #
-#   engine tcp_rr / sockperf  0.950 [0.930, 0.970]  target >= 0.98  SHORT
-#   engine tcp_crr / C reference  0.990 [0.970, 1.010]  target >= 0.98  UNRESOLVED
+#   engine tcp_rr / C reference  0.990 [0.975, 1.004]  target >= 0.98  UNRESOLVED
+#   engine udp_rr / C reference  ...
+#   engine tcp_crr / C reference  ...
 #
-# It builds a lab: run it under the machine's lab lock, e.g.
-#   flock -o /tmp/vnetlab-labs.lock scripts/bench-engine.sh [--repeat 7] [--duration 2s] [--cpu 1] [--rows rr,crr]
-# The C reference (tools/crr-ref/crr.c) is compiled with cc into
-# ${XDG_CACHE_HOME:-~/.cache}/vnetlab/crr-ref/ when its source changes; it is not part of make build.
+# Rows (--rows, comma-separated; default rr,udp,crr):
+#   rr        tcp_rr  against tools/rr-ref/rr.c tcp  (netperf's TCP_RR loop, 1 byte each way)
+#   udp       udp_rr  against tools/rr-ref/rr.c udp  (netperf's UDP_RR loop, 1 byte each way)
+#   crr       tcp_crr against tools/crr-ref/crr.c    (connect, 1 byte each way, close with RST)
+#   sockperf  tcp_rr  against sockperf ping-pong     (14-byte messages, sockperf's minimum)
+#
+# Usage (it builds a lab: run it under the machine's lock):
+#   flock /run/vnetlab-dev.lock scripts/bench-engine.sh [--repeat 7] [--duration 2s] [--cpu N] [--rows rr,udp,crr]
+#   scripts/bench-engine.sh --help
+# VNETLAB_BIN: the vnetlab whose engine is measured (default: built from this tree).
+# The C references are compiled with cc -O2 into
+# ${XDG_CACHE_HOME:-~/.cache}/vnetlab/bench-engine/ when their source changes;
+# they are not part of make build.
 set -eu
 cd "$(dirname "$0")/.."
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vnetlab/crr-ref"
+for a in "$@"; do
+	case $a in -h | -help | --help)
+		sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	esac
+done
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/vnetlab/bench-engine"
 mkdir -p "$cache"
-src=tools/crr-ref/crr.c
-sum=$(sha256sum "$src" | cut -c1-16)
-ref="$cache/crr-$sum"
-if [ ! -x "$ref" ]; then
-	${CC:-cc} -O2 -Wall -o "$ref.tmp" "$src"
-	mv "$ref.tmp" "$ref"
-fi
+
+# compile SRC NAME: prints the path of the binary built from SRC's current text.
+compile() {
+	out="$cache/$2-$(sha256sum "$1" | cut -c1-16)"
+	if [ ! -x "$out" ]; then
+		${CC:-cc} -O2 -Wall -o "$out.tmp" "$1"
+		mv "$out.tmp" "$out"
+	fi
+	echo "$out"
+}
+rr_ref=$(compile tools/rr-ref/rr.c rr)
+crr_ref=$(compile tools/crr-ref/crr.c crr)
 bin="${VNETLAB_BIN:-}"
 if [ -z "$bin" ]; then
-	go build -o "$cache/vnetlab" ./cmd/vnetlab
+	CGO_ENABLED=0 go build -o "$cache/vnetlab" ./cmd/vnetlab # as make build
 	bin="$cache/vnetlab"
 fi
 go build -o "$cache/bench-engine" ./tools/bench-engine
-VNETLAB_BIN="$bin" exec "$cache/bench-engine" --crr-ref "$ref" "$@"
+VNETLAB_BIN="$bin" exec "$cache/bench-engine" --rr-ref "$rr_ref" --crr-ref "$crr_ref" "$@"

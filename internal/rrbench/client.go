@@ -336,6 +336,40 @@ func (y *yielder) maybe(now time.Duration) {
 	}
 }
 
+// sparseYielder is a yielder for a loop that needs no clock of its own (the
+// servers): it reads the clock every few transactions, not every one (a
+// reading costs ~34 ns here, 0.3% of a loopback tcp_rr transaction). The
+// stride doubles while readings come less than yieldPeriod/16 apart and
+// halves when they come more than yieldPeriod/4 apart, so readings stay
+// 0.3-1.3 ms apart at any steady rate; at most maxStride transactions
+// pass unread, so a sudden slowdown is seen within a few strides.
+type sparseYielder struct {
+	y            yielder
+	clk          clock
+	last         time.Duration
+	left, stride int
+}
+
+const maxStride = 64
+
+func newSparseYielder(clk clock) *sparseYielder { return &sparseYielder{clk: clk, stride: 1} }
+
+// tick counts one transaction.
+func (s *sparseYielder) tick() {
+	if s.left--; s.left > 0 {
+		return
+	}
+	now := s.clk.now()
+	switch gap := now - s.last; {
+	case gap < yieldPeriod/16 && s.stride < maxStride:
+		s.stride *= 2
+	case gap > yieldPeriod/4 && s.stride > 1:
+		s.stride /= 2
+	}
+	s.last, s.left = now, s.stride
+	s.y.maybe(now)
+}
+
 // clock reads one monotonic clock per call: time since the loop started.
 // time.Now reads two (wall and monotonic: two vDSO clock_gettime calls);
 // time.Since of a time.Now with a monotonic reading reads only the

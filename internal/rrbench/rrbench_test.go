@@ -469,3 +469,25 @@ func unacceptedListener(t *testing.T, backlog int) string {
 	}
 	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 }
+
+// The servers' yielder reads the clock every few transactions: the stride
+// grows to maxStride while transactions come fast and falls back to 1 when
+// they come slowly, so a slowdown never leaves the loop long without a yield.
+func TestSparseYielderStride(t *testing.T) {
+	y := newSparseYielder(startClock())
+	for i := 0; i < 100*maxStride; i++ {
+		y.tick()
+	}
+	if y.stride != maxStride {
+		t.Fatalf("stride %d after fast transactions, want %d", y.stride, maxStride)
+	}
+	// Each transaction a third of a yield period: every reading comes more
+	// than a quarter apart, every reading halves the stride (126 ticks).
+	for i := 0; i < 4*maxStride && y.stride > 1; i++ {
+		time.Sleep(yieldPeriod / 3)
+		y.tick()
+	}
+	if y.stride != 1 {
+		t.Fatalf("stride %d after slow transactions, want 1", y.stride)
+	}
+}

@@ -162,8 +162,7 @@ func (s *Server) endConn(fd int) {
 func (s *Server) serveTCP() error {
 	defer unix.Close(s.fd)
 	buf := make([]byte, s.cfg.Size)
-	clk := startClock()
-	var y yielder // across connections: see echoTCP
+	y := newSparseYielder(startClock()) // across connections: see echoTCP
 	for {
 		// accept4 without a peer address: unix.Accept4 allocates one per call.
 		r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(s.fd), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
@@ -179,7 +178,7 @@ func (s *Server) serveTCP() error {
 		}
 		s.conn.Store(int64(nfd)) // so that Close can shut it down
 		if !s.done.Load() {
-			s.echoTCP(nfd, buf, clk, &y)
+			s.echoTCP(nfd, buf, y)
 		}
 		s.endConn(nfd)
 	}
@@ -191,12 +190,12 @@ func (s *Server) serveTCP() error {
 // connections: tcp_crr has one transaction per connection, and when the
 // server counted transactions per connection it never yielded (then sysmon
 // preempted it every 10 ms and woke every 20 us: measured, 0.75 sysmon
-// sleeps and 1.4 futex calls per crr connection). By time, not by count:
-// a clock read costs less than the thread wake-up each yield causes, and
-// a count is too often at high rates and too rare at low ones.
-func (s *Server) echoTCP(fd int, buf []byte, clk clock, y *yielder) {
+// sleeps and 1.4 futex calls per crr connection). By time, not by a fixed
+// count (too often at high rates, too rare at low ones), the clock read
+// every few transactions (sparseYielder).
+func (s *Server) echoTCP(fd int, buf []byte, y *sparseYielder) {
 	for readFull(fd, buf) == nil && writeFull(fd, buf) == nil {
-		y.maybe(clk.now())
+		y.tick()
 	}
 }
 
@@ -207,8 +206,7 @@ func (s *Server) serveUDP() error {
 	defer unix.Close(s.fd)
 	buf := make([]byte, s.cfg.Size)
 	var from unix.RawSockaddrAny
-	clk := startClock()
-	var y yielder
+	y := newSparseYielder(startClock())
 	for {
 		fromLen := uint32(unix.SizeofSockaddrAny)
 		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
@@ -223,8 +221,7 @@ func (s *Server) serveUDP() error {
 			return fmt.Errorf("recvfrom: %w", e)
 		}
 		// A failed echo is a lost response, counted by the client.
-		_, _ = syscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&buf[0])), n,
-			0, uintptr(unsafe.Pointer(&from)), uintptr(fromLen))
-		y.maybe(clk.now())
+		_, _ = sendTo(s.fd, buf[:n], unsafe.Pointer(&from), fromLen)
+		y.tick()
 	}
 }

@@ -98,15 +98,20 @@ func recv(fd int, b []byte) (int, error) {
 // A raw call must never block (a blocked raw call holds its P, and a
 // stop-the-world would wait for the peer), so a full buffer (EAGAIN) or a
 // signal falls back to the ordinary, blocking send.
-func send(fd int, b []byte) (int, error) {
+func send(fd int, b []byte) (int, error) { return sendTo(fd, b, nil, 0) }
+
+// sendTo is send to an address (to, toLen: a raw sockaddr; nil on a
+// connected socket), as the UDP server answers a datagram's sender.
+func sendTo(fd int, b []byte, to unsafe.Pointer, toLen uint32) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+		unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, uintptr(to), uintptr(toLen))
 	switch e {
 	case 0:
 		return int(r), nil
 	case unix.EAGAIN, unix.EINTR:
 		blockingSends.Add(1)
-		return syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL, 0, 0)
+		return syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			unix.MSG_NOSIGNAL, uintptr(to), uintptr(toLen))
 	}
 	return 0, e
 }
@@ -117,6 +122,12 @@ var blockingSends atomic.Uint64
 
 // syscall6 makes a system call, again after EINTR (a signal, such as the Go
 // runtime's preemption, interrupts it), and returns its result or errno.
+//
+// Its arguments may be pointers converted to uintptr: go:uintptrescapes
+// moves what they point to onto the heap, where a stack copy (syscall6 is
+// an ordinary function, its prologue may grow the stack) cannot move it.
+//
+//go:uintptrescapes
 func syscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (int, error) {
 	for {
 		r, _, e := unix.Syscall6(trap, a1, a2, a3, a4, a5, a6)

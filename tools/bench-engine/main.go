@@ -1,13 +1,15 @@
 // Command bench-engine measures what the built-in rr engine costs against
 // C references on one veth-routed lab, client and server pinned to one CPU,
-// in interleaved rounds: tcp_rr against sockperf ping-pong, tcp_crr against
-// tools/crr-ref/crr.c. It prints one line per row, the ratio built-in /
-// reference of the medians with its bootstrap 95% CI (internal/stats):
+// in interleaved rounds: tcp_rr and udp_rr against tools/rr-ref/rr.c
+// (netperf's TCP_RR and UDP_RR loop), tcp_crr against tools/crr-ref/crr.c,
+// and on request tcp_rr against sockperf ping-pong. It prints one line per
+// row, the ratio built-in / reference of the medians with its bootstrap 95%
+// CI (internal/stats), and the machine's load averages before and after:
 //
-//	engine tcp_rr / sockperf  0.950 [0.930, 0.970]  target >= 0.98  SHORT
+//	engine tcp_rr / C reference  0.950 [0.930, 0.970]  target >= 0.98  SHORT
 //
 // Run it through scripts/bench-engine.sh, which builds vnetlab and the C
-// reference; it builds a lab, so run it under the machine's lab lock.
+// references; it builds a lab, so run it under the machine's lab lock.
 package main
 
 import (
@@ -34,20 +36,21 @@ import (
 // engineTarget is issue 16's: the engine costs no more than 2% against C.
 var engineTarget = analysis.Target{Value: 0.98}
 
-// crrRefPort is where the C reference server listens.
-const crrRefPort = 7002
+// refPort is where a C reference server listens.
+const refPort = 7002
 
 func main() {
 	var (
 		repeat   = flag.Int("repeat", 7, "interleaved rounds (samples per engine); 5 or more")
 		duration = flag.Duration("duration", 2*time.Second, "length of each sample")
 		cpu      = flag.Int("cpu", -1, "CPU for client and server (default: the last CPU this process may use)")
-		crrRef   = flag.String("crr-ref", "", "the compiled tools/crr-ref/crr.c")
-		rows     = flag.String("rows", "rr,crr", "rows to measure: rr (tcp_rr / sockperf), crr (tcp_crr / C reference)")
+		rrRef    = flag.String("rr-ref", "", "the compiled tools/rr-ref/rr.c (rows rr and udp)")
+		crrRef   = flag.String("crr-ref", "", "the compiled tools/crr-ref/crr.c (row crr)")
+		rows     = flag.String("rows", "rr,udp,crr", "rows to measure: rr (tcp_rr / C), udp (udp_rr / C), crr (tcp_crr / C), sockperf (tcp_rr / sockperf, 14 bytes)")
 		name     = flag.String("lab", "bench-eng", "lab name")
 	)
 	flag.Parse()
-	if err := run(*repeat, *duration, *cpu, *crrRef, *rows, *name); err != nil {
+	if err := run(*repeat, *duration, *cpu, refs{rr: *rrRef, crr: *crrRef}, *rows, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-engine:", err)
 		os.Exit(1)
 	}
@@ -63,7 +66,10 @@ type row struct {
 	builtE, refE int
 }
 
-func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) error {
+// refs are the compiled C references.
+type refs struct{ rr, crr string }
+
+func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) error {
 	if repeat < 5 {
 		return fmt.Errorf("--repeat %d: use 5 or more (a ratio's CI needs samples)", repeat)
 	}
@@ -85,17 +91,27 @@ func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) err
 	var todo []*row
 	for _, w := range strings.Split(which, ",") {
 		switch w {
-		case "rr": // sockperf's messages carry a 14-byte header: both send 14 bytes
-			todo = append(todo, &row{label: "tcp_rr / sockperf",
-				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
+		case "rr", "udp": // netperf's default: 1-byte request and response
+			if ref.rr == "" {
+				return fmt.Errorf("row %s needs --rr-ref (the compiled tools/rr-ref/rr.c)", w)
+			}
+			t, proto := engine.TCPRR, "tcp"
+			if w == "udp" {
+				t, proto = engine.UDPRR, "udp"
+			}
+			todo = append(todo, &row{label: string(t) + " / C reference",
+				builtin: engineSample("rr", t, 1, dur, pins), ref: refSample("rr-ref", ref.rr, proto, 1, dur, pins)})
 		case "crr":
-			if crrRef == "" {
+			if ref.crr == "" {
 				return fmt.Errorf("row crr needs --crr-ref (the compiled tools/crr-ref/crr.c)")
 			}
 			todo = append(todo, &row{label: "tcp_crr / C reference",
-				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: crrRefSample(crrRef, 1, dur, pins)})
+				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: refSample("crr-ref", ref.crr, "", 1, dur, pins)})
+		case "sockperf": // sockperf's messages carry a 14-byte header: both send 14 bytes
+			todo = append(todo, &row{label: "tcp_rr / sockperf",
+				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
 		default:
-			return fmt.Errorf("--rows %q: use rr, crr or rr,crr", which)
+			return fmt.Errorf("--rows %q: use rr, udp, crr and sockperf, comma-separated", which)
 		}
 	}
 
@@ -117,7 +133,7 @@ func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) err
 	}()
 	ep := l.State.Paths["pod"]
 	tg := engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}
-	fmt.Fprintf(os.Stderr, "bench-engine: veth-routed, client and server on CPU %d, %d interleaved rounds of %s\n", cpu, repeat, dur)
+	fmt.Printf("bench-engine: veth-routed, client and server on CPU %d, %d interleaved rounds of %s; load average before: %s\n", cpu, repeat, dur, loadavg())
 
 	// Rounds A B A B ...; within a row the order alternates each round so
 	// that neither engine always runs right after the other.
@@ -141,6 +157,7 @@ func run(repeat int, dur time.Duration, cpu int, crrRef, which, name string) err
 			}
 		}
 	}
+	fmt.Printf("bench-engine: load average after: %s\n", loadavg())
 	for _, rw := range todo {
 		if len(rw.builtV) < 2 || len(rw.refV) < 2 {
 			fmt.Printf("engine %s  n/a (valid samples: built-in %d, reference %d)\n", rw.label, len(rw.builtV), len(rw.refV))
@@ -183,14 +200,29 @@ func engineSample(name string, t engine.Test, size int, dur time.Duration, pins 
 	}
 }
 
-var crrRateRE = regexp.MustCompile(`rate ([0-9.]+) errors (\d+)`)
+// loadavg is /proc/loadavg's first three fields (1, 5 and 15 minutes).
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
 
-// crrRefSample runs the C reference: its server in the server namespace,
-// its client in the client namespace, both started pinned.
-func crrRefSample(bin string, size int, dur time.Duration, pins cpupin.Pins) sampler {
+// refRateRE is the rate both C references print last.
+var refRateRE = regexp.MustCompile(`rate ([0-9.]+)`)
+
+// refSample runs a C reference (tools/rr-ref, tools/crr-ref): its server in
+// the server namespace, its client in the client namespace, both started
+// pinned. proto ("tcp", "udp") is the first argument of rr-ref; crr-ref has none.
+func refSample(name, bin, proto string, size int, dur time.Duration, pins cpupin.Pins) sampler {
 	return func(ctx context.Context, tg engine.Target) (float64, error) {
-		port, sz := strconv.Itoa(crrRefPort), strconv.Itoa(size)
-		srv := proc.Command(ctx, tg.ServerNS, bin, "server", port, sz)
+		port, sz := strconv.Itoa(refPort), strconv.Itoa(size)
+		var first []string
+		if proto != "" {
+			first = []string{proto}
+		}
+		srv := proc.Command(ctx, tg.ServerNS, bin, append(append([]string{"server"}, first...), port, sz)...)
 		srv.PinTo(pins.Server)
 		out, err := srv.StdoutPipe()
 		if err != nil {
@@ -201,21 +233,23 @@ func crrRefSample(bin string, size int, dur time.Duration, pins cpupin.Pins) sam
 		}
 		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 		sc := bufio.NewScanner(out)
-		if !sc.Scan() || !strings.Contains(sc.Text(), "crr-ref ready") {
-			return 0, fmt.Errorf("crr reference server did not start")
+		if !sc.Scan() || !strings.Contains(sc.Text(), name+" ready") {
+			return 0, fmt.Errorf("%s server did not start", name)
 		}
-		// The reference has no timeouts of its own: a dead server must not hang the benchmark.
+		// The references have no timeouts of their own: a dead server or a
+		// lost datagram must not hang the benchmark.
 		cctx, cancel := context.WithTimeout(ctx, dur+20*time.Second)
 		defer cancel()
-		cli := proc.Command(cctx, tg.ClientNS, bin, "client", tg.Addr, port, sz, strconv.FormatFloat(dur.Seconds(), 'f', -1, 64))
+		args := append(append([]string{"client"}, first...), tg.Addr, port, sz, strconv.FormatFloat(dur.Seconds(), 'f', -1, 64))
+		cli := proc.Command(cctx, tg.ClientNS, bin, args...)
 		cli.PinTo(pins.Client)
 		text, err := cli.Output()
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%s client: %w", name, err)
 		}
-		m := crrRateRE.FindStringSubmatch(string(text))
+		m := refRateRE.FindStringSubmatch(string(text))
 		if m == nil {
-			return 0, fmt.Errorf("crr reference printed %q", text)
+			return 0, fmt.Errorf("%s printed %q", name, text)
 		}
 		return strconv.ParseFloat(m[1], 64)
 	}
