@@ -96,9 +96,7 @@ func (s *Server) serveFlows() error {
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, s.cfg.Size)
-			clk := startClock()
-			var y yielder
-			s.echoTCP(nfd, buf, clk, &y)
+			s.echoTCP(nfd, buf, newSparseYielder(startClock()))
 			s.untrack(nfd)
 		}()
 	}
