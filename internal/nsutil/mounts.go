@@ -75,7 +75,7 @@ func ensureDir() error {
 // same entry elsewhere.
 func unmountCovered(p string) error {
 	for tries := 0; tries < 8; tries++ {
-		mounts, err := mountsAt(p)
+		mounts, err := MountsAt(p)
 		if err != nil || len(mounts) == 0 {
 			return err
 		}
@@ -163,8 +163,10 @@ func mountID(fd int) int {
 	return int(stx.Mnt_id)
 }
 
-func mountsAt(p string) ([]*mountinfo.Info, error) {
-	return mountinfo.GetMounts(mountinfo.SingleEntryFilter(p))
+// MountsAt lists every mount whose mount point is p, stacked or covered
+// ones too (mountinfo's SingleEntryFilter stops at the first).
+func MountsAt(p string) ([]*mountinfo.Info, error) {
+	return mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != p, false })
 }
 
 func mountByID(id int) (*mountinfo.Info, error) {
@@ -181,7 +183,7 @@ func mountByID(id int) (*mountinfo.Info, error) {
 // describeMounts says what is mounted at p and on what, for an error that
 // names the real reason an entry cannot go.
 func describeMounts(p string) string {
-	ms, err := mountsAt(p)
+	ms, err := MountsAt(p)
 	if err != nil {
 		return err.Error()
 	}
