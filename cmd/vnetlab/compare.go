@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -16,6 +17,7 @@ func init() { extraCommands = append(extraCommands, newCompareCmd) }
 
 func newCompareCmd() *cobra.Command {
 	var failOn string
+	var exports export.Flag
 	cmd := &cobra.Command{
 		Use:   "compare old.json new.json [--fail-on-regression 5%]",
 		Short: "Compare two results files cell by cell: delta, its 95% CI and significance (like benchstat)",
@@ -62,6 +64,9 @@ Examples:
 				return fmt.Errorf("no cell is in both files: nothing to compare (cells match by mode|path|provider|test)")
 			}
 			report.PrintComparison(os.Stdout, c, args[0], args[1])
+			if err := exports.Compare(c, threshold); err != nil {
+				return err
+			}
 			if threshold < 0 {
 				return nil
 			}
@@ -85,5 +90,6 @@ Examples:
 		},
 	}
 	cmd.Flags().StringVar(&failOn, "fail-on-regression", "", "exit non-zero when a cell is significantly worse by more than this (e.g. 5%)")
+	export.AddFlag(cmd.Flags(), &exports)
 	return cmd
 }

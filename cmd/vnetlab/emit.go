@@ -3,16 +3,19 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // emitResults prints the table and summary of a finished run, writes the
-// results JSON and the report when asked, and returns runErr, or an error
-// naming the cells that failed unexpectedly.
-func emitResults(res *results.File, output, reportDir string, runErr error) error {
+// results JSON, the report and the exports when asked, and returns runErr,
+// or an error naming the cells that failed unexpectedly.
+func emitResults(res *results.File, output, reportDir string, exports export.Flag, runErr error) error {
 	report.Table(os.Stdout, res, false)
 	report.Summary(os.Stdout, res)
 	if output != "" {
@@ -26,9 +29,44 @@ func emitResults(res *results.File, output, reportDir string, runErr error) erro
 			return fmt.Errorf("--report %s: %w", reportDir, err)
 		}
 	}
+	if err := exports.Results(res); err != nil {
+		return err
+	}
 	if runErr != nil {
 		return runErr
 	}
 	// A cell that failed as the run predicted is a result, not an error.
 	return analysis.Problems(res.Cells)
+}
+
+// defaultProfileDir: beside the results file (r.json -> r.profile/), else
+// vnetlab-profile/ in the working directory.
+func defaultProfileDir(output string) string {
+	if output == "" {
+		return "vnetlab-profile"
+	}
+	return strings.TrimSuffix(output, filepath.Ext(output)) + ".profile"
+}
+
+// resultsDir is the directory of the results file ("." without one): the
+// cells' profile dirs are relative to it.
+func resultsDir(output string) string {
+	if output == "" {
+		return "."
+	}
+	return filepath.Dir(output)
+}
+
+// relativeProfileDirs makes each cell's profile dir relative to the results
+// file's directory, so that the file and its profiles can move together.
+func relativeProfileDirs(res *results.File, output string) {
+	base := resultsDir(output)
+	for _, c := range res.Cells {
+		if c.Profile == nil || c.Profile.Dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(base, c.Profile.Dir); err == nil {
+			c.Profile.Dir = filepath.ToSlash(rel)
+		}
+	}
 }

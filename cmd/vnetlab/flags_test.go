@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/scenario"
 )
 
 func writeScenario(t *testing.T, body string) string {
@@ -25,7 +26,7 @@ func writeScenario(t *testing.T, body string) string {
 
 func resolveRun(t *testing.T, args ...string) (runner.Spec, string, error) {
 	t.Helper()
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	r.register(f)
 	if err := f.Parse(args); err != nil {
@@ -95,7 +96,7 @@ func TestRunCPUAffinity(t *testing.T) {
 	if err != nil || spec.CPUAffinity.String() != "0,1" {
 		t.Errorf("flag over file: %q %v, want 0,1", spec.CPUAffinity, err)
 	}
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	f.SetOutput(io.Discard)
 	r.register(f)
@@ -120,7 +121,7 @@ func TestRunBadFlags(t *testing.T) {
 
 func resolveUp(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var u upFlags
+	u := &upFlags{lab: scenario.DefaultLab(), output: "table"}
 	f := pflag.NewFlagSet("up", pflag.ContinueOnError)
 	u.register(f)
 	if err := f.Parse(args); err != nil {
@@ -182,5 +183,20 @@ func TestRunProfileFlags(t *testing.T) {
 	}
 	if spec, _, _ := resolveRun(t, "-o", "r.json"); spec.Profile || spec.ProfileDir != "" {
 		t.Errorf("without --profile: profile %v, dir %q", spec.Profile, spec.ProfileDir)
+	}
+}
+
+// A field's bad value is named as the user gave it: the file's key when
+// the file set it, the flag when the command line did (or nobody did).
+func TestRunErrorsNameTheInput(t *testing.T) {
+	file := writeScenario(t, "mode: veth-routed\nduration: 500ms\nproviders: [nftables]\n")
+	if _, _, err := resolveRun(t, "-f", file); err == nil || !strings.Contains(err.Error(), "duration ("+file+") 500ms is too short") {
+		t.Errorf("from the file: %v", err)
+	}
+	if _, _, err := resolveRun(t, "-f", file, "--duration", "200ms"); err == nil || !strings.Contains(err.Error(), "--duration 200ms is too short") {
+		t.Errorf("from the flag: %v", err)
+	}
+	if _, _, err := resolveRun(t, "-f", file, "--duration", "2s"); err == nil || !strings.Contains(err.Error(), "add it with --paths pod,service") {
+		t.Errorf("a field the file does not set: %v", err)
 	}
 }

@@ -16,25 +16,24 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context (default: its current context)")
-	cmd.Flags().StringVar(&f.cluster, "cluster", "", "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", f.kubeconfig, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&f.context, "context", f.context, "kubeconfig context (default: its current context)")
+	cmd.Flags().StringVar(&f.cluster, "cluster", f.cluster, "a local cluster made by vnetlab kube up (instead of --kubeconfig)")
 }
 
-// resolve returns the kubeconfig path and the local cluster's facts (nil
-// for another cluster).
-func (f *clusterFlags) resolve() (string, map[string]string, error) {
+// kubeconfigPath is the kubeconfig path the flags name (a local cluster's own).
+func (f *clusterFlags) kubeconfigPath() (string, error) {
 	if f.cluster == "" {
-		return f.kubeconfig, nil, nil
+		return f.kubeconfig, nil
 	}
 	if f.kubeconfig != "" || f.context != "" {
-		return "", nil, fmt.Errorf("give either --cluster or --kubeconfig/--context, not both")
+		return "", fmt.Errorf("give either --cluster or --kubeconfig/--context, not both")
 	}
 	st, err := cluster.Load(f.cluster)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	return st.Facts[cluster.FactKubeconfig], st.Facts, nil
+	return st.Facts[cluster.FactKubeconfig], nil
 }
 
 func newKubeCleanCmd() *cobra.Command {
@@ -46,7 +45,7 @@ func newKubeCleanCmd() *cobra.Command {
 (kill -9) before it could delete its own. Nothing without the label is touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kubeconfig, _, err := cf.resolve()
+			kubeconfig, err := cf.kubeconfigPath()
 			if err != nil {
 				return err
 			}

@@ -1,50 +1,35 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/export"
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 )
 
-// kubeRunFlags are kube run's flags; the measurement ones are bound to spec
-// with runner.DefaultSpec's values as their defaults.
+// kubeRunFlags are kube run's flags, bound to a bench.Spec (the
+// measurement ones to its runner spec) with the spec's values as their
+// defaults (overlay.go).
 type kubeRunFlags struct {
-	cf                               clusterFlags
-	paths, placements, nodes, tests  []string
-	out, reportDir, img, label, file string
-	readyTimeout                     time.Duration
-	spec                             runner.Spec // only the measurement settings are used
+	spec                 bench.Spec
+	cf                   clusterFlags
+	tests                []string
+	out, reportDir, file string
+	exports              export.Flag
+	sc                   *scenario.Scenario // the file, once read
 }
 
-// kubeRun is what one kube run does, from the defaults, the scenario file
-// and the flags.
-type kubeRun struct {
-	cf        clusterFlags
-	spec      runner.Spec
-	opts      measure.Options
-	out       string
-	reportDir string
-	label     string
-	scenario  string
-	table     *scenario.Kube // kube.clusters: several local clusters, one after the other (kube_table.go)
+func newKubeRunFlags(spec bench.Spec, out, reportDir string) *kubeRunFlags {
+	return &kubeRunFlags{spec: spec, out: out, reportDir: reportDir, tests: testNames(spec.Measure.Tests),
+		cf: clusterFlags{cluster: spec.Cluster.Local, kubeconfig: spec.Cluster.Kubeconfig, context: spec.Cluster.Context}}
 }
 
 func newKubeRunCmd() *cobra.Command {
-	var r kubeRunFlags
+	r := newKubeRunFlags(bench.DefaultSpec(), "", "")
 	cmd := &cobra.Command{
 		Use:   "run (--kubeconfig PATH [--context C] | --cluster NAME) [--paths pod,service,host] [--placements same-node,cross-node] | run -f scenario.yaml",
 		Short: "Measure a Kubernetes cluster's pod, Service and host paths, same-node and cross-node",
@@ -72,11 +57,18 @@ Examples:
   vnetlab kube run -f scenarios/kube-proxies.yaml -o kube-proxies.json --report kube-proxies-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run, err := r.resolve(cmd.Flags())
+			spec, err := r.resolve(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			return run.execute(cmd.Context())
+			if err := checkReportDir(r.reportDir); err != nil {
+				return err
+			}
+			res, err := bench.Run(cmd.Context(), spec, provenance(r.file), newProgress(), stderrf)
+			if res == nil {
+				return inputErr(err, cmd.Flags(), r.sc)
+			}
+			return emitResults(res, r.out, r.reportDir, r.exports, err)
 		},
 	}
 	r.register(cmd)
@@ -85,223 +77,57 @@ Examples:
 
 func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	r.cf.add(cmd)
-	f := cmd.Flags()
-	f.StringSliceVar(&r.paths, "paths", measure.Paths, "paths: pod (pod IP), service (ClusterIP), host (hostNetwork pods: node to node)")
-	f.StringSliceVar(&r.placements, "placements", measure.Placements, "placements: same-node, cross-node")
-	f.StringSliceVar(&r.nodes, "nodes", nil, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
-	registerMeasureFlags(f, &r.spec, &r.tests)
-	f.StringVar(&r.img, "image", "", "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
-	f.StringVar(&r.label, "label", "", "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
-	f.StringVarP(&r.out, "output", "o", "", "write the results JSON here")
-	f.StringVar(&r.reportDir, "report", "", "also write the report (Markdown, HTML, charts) into this directory")
+	f, s := cmd.Flags(), &r.spec
+	f.StringSliceVar(&s.Pods.Paths, "paths", s.Pods.Paths, "paths: pod (pod IP), service (ClusterIP), host (hostNetwork pods: node to node)")
+	f.StringSliceVar(&s.Pods.Placements, "placements", s.Pods.Placements, "placements: same-node, cross-node")
+	f.StringSliceVar(&s.Pods.Nodes, "nodes", s.Pods.Nodes, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
+	registerMeasureFlags(f, &s.Measure, &r.tests)
+	f.StringVar(&s.Pods.Image, "image", s.Pods.Image, "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
+	f.StringVar(&s.Label, "label", s.Label, "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
+	f.StringVarP(&r.out, "output", "o", r.out, "write the results JSON here")
+	f.StringVar(&r.reportDir, "report", r.reportDir, "also write the report (Markdown, HTML, charts) into this directory")
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML with a kube: section (flags given too override it)")
-	f.DurationVar(&r.readyTimeout, "ready-timeout", measure.DefaultReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
+	export.AddFlag(f, &r.exports)
+	f.DurationVar(&s.Pods.ReadyTimeout, "ready-timeout", s.Pods.ReadyTimeout, "how long the measuring pods may take to be Ready (a registry image may need longer to pull)")
 }
 
 // resolve: the defaults, the scenario file over them, then every flag given.
-func (r *kubeRunFlags) resolve(f *pflag.FlagSet) (*kubeRun, error) {
-	k := &kubeRun{spec: runner.DefaultSpec(), scenario: r.file,
-		opts: measure.Options{Paths: measure.Paths, Placements: measure.Placements, ReadyTimeout: measure.DefaultReadyTimeout}}
+func (r *kubeRunFlags) resolve(given *pflag.FlagSet) (bench.Spec, error) {
+	spec, out, report := bench.DefaultSpec(), "", ""
 	if r.file != "" {
 		sc, err := scenario.Load(r.file)
+		r.sc = sc
 		if err != nil {
-			return nil, err
+			return spec, err
 		}
-		if err := sc.ForKube(); err != nil {
-			return nil, err
+		if spec, err = sc.BenchSpec(spec); err != nil {
+			return spec, err
 		}
-		k.spec, k.out, k.reportDir = sc.RunSpec(k.spec), sc.Output, sc.Report
-		sk := sc.Kube
-		k.cf = clusterFlags{cluster: sk.Cluster, kubeconfig: sk.Kubeconfig, context: sk.Context}
-		if len(sk.Paths) > 0 {
-			k.opts.Paths = sk.Paths
-		}
-		if len(sk.Placements) > 0 {
-			k.opts.Placements = sk.Placements
-		}
-		k.opts.Nodes, k.opts.Image, k.label = sk.Nodes, sk.Image, sk.Label
-		k.opts.ReadyTimeout = sk.ReadyTimeoutValue()
-		if sk.Tabled() {
-			k.table = sk
-		}
+		out, report = sc.Output, sc.Report
 	}
+	w := newKubeRunFlags(spec, out, report)
+	cmd := &cobra.Command{}
+	w.register(cmd)
+	if err := overlay(given, cmd.Flags()); err != nil {
+		return spec, err
+	}
+	spec, r.out, r.reportDir = w.spec, w.out, w.reportDir
 	var err error
-	f.Visit(func(fl *pflag.Flag) {
-		if ok, ferr := applyMeasureFlag(fl.Name, &k.spec, r.spec, r.tests); ok {
-			if ferr != nil && err == nil {
-				err = ferr
-			}
-			return
-		}
-		switch fl.Name {
-		// A cluster on the command line replaces the file's as a whole.
-		case "cluster", "kubeconfig", "context":
-			k.cf = r.cf
-		case "paths":
-			k.opts.Paths = r.paths
-		case "placements":
-			k.opts.Placements = r.placements
-		case "nodes":
-			k.opts.Nodes = r.nodes
-		case "image":
-			k.opts.Image = r.img
-		case "ready-timeout":
-			k.opts.ReadyTimeout = r.readyTimeout
-		case "label":
-			k.label = r.label
-		case "output":
-			k.out = r.out
-		case "report":
-			k.reportDir = r.reportDir
-		}
-	})
-	if err != nil {
-		return nil, err
+	if spec.Measure.Tests, err = parseTests(w.tests); err != nil {
+		return spec, err
 	}
-	if k.table != nil {
+	// A cluster on the command line replaces the file's as a whole.
+	cluster := bench.Target{Local: w.cf.cluster, Kubeconfig: w.cf.kubeconfig, Context: w.cf.context}
+	if f := cmd.Flags(); f.Changed("cluster") || f.Changed("kubeconfig") || f.Changed("context") {
+		cluster = bench.Target{Local: r.cf.cluster, Kubeconfig: r.cf.kubeconfig, Context: r.cf.context}
+	}
+	spec.Cluster = cluster
+	if len(spec.Configs) > 0 {
 		for _, name := range []string{"cluster", "kubeconfig", "context", "nodes", "label"} {
-			if f.Changed(name) {
-				return nil, fmt.Errorf("--%s: %s names its clusters in kube.clusters and brings each up itself: drop --%s, or edit the file", name, r.file, name)
+			if given.Changed(name) {
+				return spec, fmt.Errorf("--%s: %s names its clusters in kube.clusters and brings each up itself: drop --%s, or edit the file", name, r.file, name)
 			}
 		}
 	}
-	return k, nil
-}
-
-func (k *kubeRun) execute(ctx context.Context) error {
-	if k.table != nil {
-		return k.executeTable(ctx)
-	}
-	kubeconfig, local, err := k.cf.resolve()
-	if err != nil {
-		return err
-	}
-	spec := k.spec
-	// The engines run on the nodes, whose CPUs this machine does not know.
-	spec.CPUsElsewhere = true
-	if err := runner.CheckSpec(spec); err != nil {
-		return err
-	}
-	if err := checkReportDir(k.reportDir); err != nil {
-		return err
-	}
-	opts := k.opts
-	opts.Kubeconfig, opts.Context, opts.PullPolicy = kubeconfig, k.cf.context, corev1.PullIfNotPresent
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	if opts.Image == "" {
-		if opts.Image, err = vnetlabImage(ctx, k.cf.cluster); err != nil {
-			return err
-		}
-		// No registry has it: a node without it fails at once (ErrImageNeverPull).
-		opts.PullPolicy = corev1.PullNever
-	}
-	label := k.label
-	if label == "" {
-		label = k.cf.cluster
-		if label == "" {
-			label = "cluster"
-			if k.cf.context != "" {
-				label = k.cf.context
-			}
-		}
-	}
-	meta := runner.Metadata(version, commit, os.Args)
-	meta.Scenario = k.scenario
-	meta.Start = time.Now().UTC()
-	meta.Settings = results.Settings{Duration: spec.Duration.String(), Repeat: spec.Repeat, Warmup: spec.Warmup, Streams: spec.Streams, Size: spec.Size,
-		CPUAffinity: spec.CPUAffinity.String()}
-	s, err := measure.Setup(ctx, opts, stderrf)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := s.Close(); cerr != nil {
-			stderrf("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", s.Namespace, cerr)
-		}
-	}()
-	var known map[string]string
-	if local != nil {
-		known = map[string]string{"cni": local[cluster.FactCNI], "proxy": local[cluster.FactProxy]}
-	}
-	meta.Cluster = s.Detect(ctx, known)
-	meta.Cluster.Name, meta.Cluster.Image = label, opts.Image
-	res := &results.File{SchemaVersion: results.SchemaVersion}
-	planned, err := planCells(s, spec.Engine, spec.Tests, label, "", 0, nil)
-	if err != nil {
-		return err
-	}
-	for _, p := range planned {
-		res.Cells = append(res.Cells, p.Cell)
-	}
-	runErr := runner.Execute(ctx, spec, planned, newProgress())
-	res.Metadata = meta
-	res.Metadata.End = time.Now().UTC()
-	return emitResults(res, k.out, k.reportDir, runErr)
-}
-
-// vnetlabImage is this vnetlab's image reference; a local cluster gets the
-// image imported into its nodes when it does not have it yet.
-func vnetlabImage(ctx context.Context, local string) (string, error) {
-	self, err := engine.SelfBinary()
-	if err != nil {
-		return "", err
-	}
-	img, err := image.Build(self)
-	if err != nil {
-		return "", err
-	}
-	if local == "" {
-		return img.Ref, nil
-	}
-	st, err := cluster.Load(local)
-	if err != nil {
-		return "", err
-	}
-	if st.Facts[cluster.FactImage] == img.Ref {
-		return img.Ref, nil
-	}
-	if err := requireRoot(); err != nil {
-		return "", fmt.Errorf("cluster %s lacks this vnetlab's image %s and loading it needs root: run as root, or `vnetlab kube load`", local, img.Ref)
-	}
-	tmp, err := os.CreateTemp("", "vnetlab-image-*.tar")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	if err := img.Write(tmp.Name()); err != nil {
-		return "", err
-	}
-	stderrf("loading image %s into cluster %s", img.Ref, local)
-	return img.Ref, cluster.LoadImages(ctx, local, []string{tmp.Name()})
-}
-
-// planCells is a cell per endpoint of the session (of the given paths; nil:
-// all) and test, named label/path@placement/test, with extra generated
-// Services present besides the measured one; provider, when given, names
-// the service cells' proxy as a lab's service cells name theirs
-// (label/service(provider+extra)@placement/test).
-func planCells(s *measure.Session, eng string, tests []engine.Test, label, provider string, extra int, paths []string) ([]runner.Planned, error) {
-	var planned []runner.Planned
-	for _, ep := range s.Endpoints {
-		if paths != nil && !slices.Contains(paths, ep.Path) {
-			continue
-		}
-		for _, t := range tests {
-			d, err := engine.For(eng, t)
-			if err != nil {
-				return nil, err
-			}
-			c := &results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode,
-				Test: string(t), Engine: d.Name(), Unit: t.Unit(), ExtraServices: extra}
-			if ep.Path == measure.PathService {
-				c.Provider = provider
-			}
-			planned = append(planned, runner.Planned{Cell: c, Driver: d,
-				Target: engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}})
-		}
-	}
-	return planned, nil
+	return spec, inputErr(spec.Validate(), given, r.sc)
 }

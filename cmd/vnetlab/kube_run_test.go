@@ -10,20 +10,35 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
+// kubeRun is what a kube run resolved to, as these tests look at it.
+type kubeRun struct {
+	cf                              clusterFlags
+	opts                            measure.Options
+	spec                            runner.Spec
+	out, reportDir, scenario, label string
+	table                           []bench.Config
+}
+
 func resolveKubeRun(t *testing.T, args ...string) (*kubeRun, error) {
 	t.Helper()
-	var r kubeRunFlags
+	r := newKubeRunFlags(bench.DefaultSpec(), "", "")
 	cmd := &cobra.Command{}
 	r.register(cmd)
 	f := cmd.Flags()
 	if err := f.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return r.resolve(f)
+	s, err := r.resolve(f)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeRun{cf: clusterFlags{cluster: s.Cluster.Local, kubeconfig: s.Cluster.Kubeconfig, context: s.Cluster.Context},
+		opts: s.Pods, spec: s.Measure, out: r.out, reportDir: r.reportDir, scenario: r.file, label: s.Label, table: s.Configs}, nil
 }
 
 // No file: the flags' defaults (every path and placement, runner.DefaultSpec).
@@ -94,7 +109,7 @@ func TestKubeRunFileErrors(t *testing.T) {
 		t.Errorf("bad test: %v", err)
 	}
 	kube := writeScenario(t, "kube: {cluster: k}\n")
-	var r runFlags
+	r := newRunFlags(runner.DefaultSpec(), "", "")
 	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	r.register(f)
 	if err := f.Parse([]string{"-f", kube}); err != nil {
@@ -112,7 +127,7 @@ func TestRunFileReport(t *testing.T) {
 		args []string
 		want string
 	}{{[]string{"-f", file}, "from-file"}, {[]string{"-f", file, "--report", "flag"}, "flag"}} {
-		var r runFlags
+		r := newRunFlags(runner.DefaultSpec(), "", "")
 		f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		r.register(f)
 		if err := f.Parse(c.args); err != nil {
@@ -140,7 +155,7 @@ kube:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.table == nil || len(k.table.Clusters) != 2 || k.spec.Repeat != 4 || k.table.ExtraFor(k.table.Clusters[1]) != 10 {
+	if len(k.table) != 2 || k.spec.Repeat != 4 || k.table[1].Extra != 10 {
 		t.Errorf("table run: %+v", k)
 	}
 	for _, flag := range [][]string{{"--cluster", "k"}, {"--kubeconfig", "/x"}, {"--nodes", "a,b"}, {"--label", "x"}} {

@@ -90,7 +90,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, e.Target, e.Note)
 		}
 		if c, err := service.Load(st.Name); err == nil && c.Provider != "" {
-			fmt.Fprintf(tw, "\t\t\tservices\t\t\t%s, %s (vnetlab svc ls %s)\n", c.Provider, countWords(c), st.Name)
+			fmt.Fprintf(tw, "\t\t\tservices\t\t\t%s, %s (vnetlab svc ls %s)\n", c.Provider, c.CountText(), st.Name)
 		}
 	}
 	tw.Flush()

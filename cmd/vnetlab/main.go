@@ -12,10 +12,20 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
-// version is set at build time (-ldflags "-X main.version=...").
-var version = "dev"
+// version and commit are set at build time (-ldflags "-X main.version=...").
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// provenance is what made this run, for its results' metadata.
+func provenance(scenario string) runner.Provenance {
+	return runner.Provenance{Version: version, Commit: commit, Args: os.Args, Scenario: scenario}
+}
 
 // exitError carries a specific exit code (exec passes the command's through).
 type exitError struct{ code int }

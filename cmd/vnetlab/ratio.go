@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -14,6 +15,7 @@ func init() { extraCommands = append(extraCommands, newRatioCmd) }
 
 func newRatioCmd() *cobra.Command {
 	var target, metric string
+	var exports export.Flag
 	cmd := &cobra.Command{
 		Use:   "ratio results.json NUM DEN [--target '>=1.00'] [--metric value|cpu-per-gb|cpu-per-1k]",
 		Short: "One cell over another of the same run: the ratio of medians, its bootstrap 95% CI, and whether it meets a target",
@@ -63,10 +65,11 @@ Examples:
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), r)
-			return nil
+			return exports.Ratio(r)
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "what the ratio must reach: >=R or <=R (e.g. >=0.97)")
+	export.AddFlag(cmd.Flags(), &exports)
 	cmd.Flags().StringVar(&metric, "metric", string(analysis.MetricValue), "what to divide: value (the test's number), cpu-per-gb, cpu-per-1k")
 	return cmd
 }

@@ -16,15 +16,16 @@ import (
 )
 
 // upFlags are up's flags. Those that set a field of the lab's spec are
-// bound to it, with scenario.DefaultLab's values as their defaults.
+// bound to it, with the spec's values as their defaults (overlay.go).
 type upFlags struct {
 	lab          scenario.Lab
 	opts         []string
 	file, output string
+	sc           *scenario.Scenario // the file, once read
 }
 
 func newUpCmd() *cobra.Command {
-	var u upFlags
+	u := &upFlags{lab: scenario.DefaultLab(), output: "table"}
 	cmd := &cobra.Command{
 		Use:   "up [--name LAB] --mode MODE [--pods N] | up -f scenario.yaml",
 		Short: "Build a lab: a node namespace, its uplink, and pods attached by a mode",
@@ -57,18 +58,13 @@ Examples:
 			if isTerminal(os.Stderr) {
 				say = stderrf
 			}
-			l, err := lab.Up(cmd.Context(), want.Spec, say)
+			l, c, err := service.UpLab(cmd.Context(), want.Spec, want.Provider, want.Extra, want.Services, say)
 			if err != nil {
-				return err
+				return inputErr(err, cmd.Flags(), u.sc)
 			}
 			defer l.Release()
-			if want.Provider != "" {
-				if err := upServices(l, want.Provider, want.Extra, want.Services); err != nil {
-					name := l.State.Name
-					l.Release()
-					_ = lab.Down(name, nil) // nothing half-built
-					return err
-				}
+			if c != nil {
+				stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", c.Provider, c.Count(), c.LoadSeconds, l.State.Name)
 			}
 			if u.output == "json" {
 				return printJSON(l.State)
@@ -83,27 +79,27 @@ Examples:
 }
 
 func (u *upFlags) register(f *pflag.FlagSet) {
-	def := scenario.DefaultLab()
 	s := &u.lab
-	f.StringVar(&s.Spec.Name, "name", def.Spec.Name, "lab name (up to 15 characters: a-z, 0-9, -)")
-	f.StringVar(&s.Spec.Mode, "mode", def.Spec.Mode, "how pods are attached: "+strings.Join(modes.Names(), ", "))
-	f.IntVar(&s.PodCount, "pods", def.PodCount, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
-	f.IntVar(&s.Spec.Nodes, "nodes", def.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(modes.CrossHostModes(), ", ")+")")
-	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", def.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
-	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", def.Spec.PodCIDR, "pod network")
+	f.StringVar(&s.Spec.Name, "name", s.Spec.Name, "lab name (up to 15 characters: a-z, 0-9, -)")
+	f.StringVar(&s.Spec.Mode, "mode", s.Spec.Mode, "how pods are attached: "+strings.Join(modes.Names(), ", "))
+	f.IntVar(&s.PodCount, "pods", s.PodCount, "number of pods (pod-a, pod-b, ...; addresses from .10 of --pod-cidr)")
+	f.IntVar(&s.Spec.Nodes, "nodes", s.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(modes.CrossHostModes(), ", ")+")")
+	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", s.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
+	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", s.Spec.PodCIDR, "pod network")
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
-	f.StringVarP(&u.output, "output", "o", "table", "table or json")
-	f.StringVar(&s.Provider, "provider", def.Provider, "load Services with iptables, nftables or ebpf: the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
-	f.IntVar(&s.Extra, "extra-services", def.Extra, "with --provider: this many generated services too (lookup cost at scale)")
+	f.StringVarP(&u.output, "output", "o", u.output, "table or json")
+	f.StringVar(&s.Provider, "provider", s.Provider, "load Services with "+service.NameList()+": the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.IntVar(&s.Extra, "extra-services", s.Extra, "with --provider: this many generated services too (lookup cost at scale)")
 }
 
 // resolve says what `up` builds: the defaults (scenario.DefaultLab), the
 // scenario file over them, then every flag given.
-func (u *upFlags) resolve(f *pflag.FlagSet) (scenario.Lab, error) {
+func (u *upFlags) resolve(given *pflag.FlagSet) (scenario.Lab, error) {
 	want := scenario.DefaultLab()
 	if u.file != "" {
 		sc, err := scenario.Load(u.file)
+		u.sc = sc
 		if err != nil {
 			return want, err
 		}
@@ -111,44 +107,20 @@ func (u *upFlags) resolve(f *pflag.FlagSet) (scenario.Lab, error) {
 			return want, err
 		}
 	}
-	flag := u.lab
-	f.Visit(func(fl *pflag.Flag) {
-		switch fl.Name {
-		case "name":
-			want.Spec.Name = flag.Spec.Name
-		case "mode":
-			want.Spec.Mode = flag.Spec.Mode
-		case "pods":
-			want.PodCount, want.Spec.Pods = flag.PodCount, nil
-		case "nodes":
-			want.Spec.Nodes = flag.Spec.Nodes
-		case "underlay-rate":
-			want.Spec.UnderlayRate = flag.Spec.UnderlayRate
-		case "pod-cidr":
-			want.Spec.PodCIDR = flag.Spec.PodCIDR
-		case "provider":
-			want.Provider = flag.Provider
-		case "extra-services":
-			want.Extra = flag.Extra
-		}
-	})
-	if err := checkServiceFlags(want.Provider, want.Spec.Mode, want.Extra, len(want.Services) > 0); err != nil {
+	w := &upFlags{lab: want, output: u.output}
+	fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
+	w.register(fs)
+	if err := overlay(given, fs); err != nil {
 		return want, err
 	}
-	if want.Spec.Mode == "" {
-		return want, fmt.Errorf("no mode given: use --mode (one of %s)", strings.Join(modes.Names(), ", "))
+	want = w.lab
+	if fs.Changed("pods") {
+		want.Spec.Pods = nil // a count replaces the file's list
 	}
 	if err := parseOptions(u.opts, want.Spec.Options); err != nil {
 		return want, err
 	}
-	if want.Spec.Pods == nil {
-		p, err := lab.DefaultPodSpecs(want.PodCount, want.Spec.PodCIDR, want.Spec.NodeCount())
-		if err != nil {
-			return want, err
-		}
-		want.Spec.Pods = p
-	}
-	return want, nil
+	return want, inputErr(want.Validate(), given, u.sc)
 }
 
 func parseOptions(opts []string, into map[string]string) error {
@@ -159,44 +131,5 @@ func parseOptions(opts []string, into map[string]string) error {
 		}
 		into[k] = v
 	}
-	return nil
-}
-
-func modeList() string {
-	var b strings.Builder
-	for _, m := range modes.All() {
-		fmt.Fprintf(&b, "  %-12s %s\n", m.Name, m.Summary)
-	}
-	return b.String()
-}
-
-// checkServiceFlags validates --provider/--extra-services before anything is built.
-func checkServiceFlags(provider, mode string, extra int, haveSpecs bool) error {
-	if provider == "" {
-		if extra != 0 || haveSpecs {
-			return fmt.Errorf("services need a provider: add --provider (%s)", strings.Join(service.Names(), ", "))
-		}
-		return nil
-	}
-	if extra < 0 || extra > service.MaxExtra {
-		return fmt.Errorf("--extra-services %d: want 0 to %d", extra, service.MaxExtra)
-	}
-	if mode == "" {
-		return nil // reported by the caller
-	}
-	return service.Check(provider, mode)
-}
-
-// upServices loads the lab's services with provider and reports the load time.
-func upServices(l *lab.Lab, provider string, extra int, specs []service.Spec) error {
-	c, err := service.NewConfig(l.State, provider, extra, specs)
-	if err != nil {
-		return err
-	}
-	stderrf("loading %d services with %s", c.Count(), provider)
-	if err := service.Commit(l.State, nil, c); err != nil {
-		return err
-	}
-	stderrf("provider %s: %d services loaded in %.2fs (see `vnetlab svc ls %s`)", provider, c.Count(), c.LoadSeconds, l.State.Name)
 	return nil
 }

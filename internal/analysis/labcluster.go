@@ -10,8 +10,8 @@ package analysis
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -21,22 +21,45 @@ const (
 	crossNode = "cross-node"
 )
 
-// cniShapes: for each CNI a cluster reports (results.Cluster.CNI, first
-// word before "+"), the lab mode with the same data path per placement.
-// Only shapes vnetlab builds the same way are listed.
+// cniShapes: for each CNI plugin a cluster reports (results.Cluster's
+// CNIPlugin), the lab mode with the same data path per placement. Only
+// shapes vnetlab builds the same way are listed; vnetlab's own plugin is
+// its mode (LabClusterShape).
 var cniShapes = map[string]map[string]string{
-	"bridge":  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
-	"flannel": {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
-	"calico":  {sameNode: "veth-routed", crossNode: "veth-routed"},
-	"kindnet": {sameNode: "veth-routed", crossNode: "veth-routed"},
+	network.CNIBridge: {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
+	"flannel":         {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
+	"calico":          {sameNode: "veth-routed", crossNode: "veth-routed"},
+	"kindnet":         {sameNode: "veth-routed", crossNode: "veth-routed"},
 }
 
 // LabClusterShape says, for the comparison of a lab and a cluster file, which
-// lab mode stands for the cluster's CNI per placement; "" when the CNI is
-// not one vnetlab knows.
-func LabClusterShape(cl *results.Cluster) map[string]string {
-	cni, _, _ := strings.Cut(cl.CNI, "+")
-	return cniShapes[cni]
+// lab mode stands for the cluster's CNI per placement; nil when the CNI is
+// not one vnetlab knows. vnetlab's plugin wires a node's pods with a lab
+// mode; across nodes the cluster routes each node's pod range to it
+// (docs/cni.md), which only its bridge mode has a lab for (host-gw).
+func LabClusterShape(n network.Network) map[string]string {
+	if n.CNI == network.CNIVnetlab {
+		cross := ""
+		if n.CNIMode == "bridge" {
+			cross = "host-gw"
+		}
+		return map[string]string{sameNode: n.CNIMode, crossNode: cross}
+	}
+	return cniShapes[n.CNI]
+}
+
+// labProvider is the lab Service provider with the data path of the
+// cluster's proxy ("" when no lab provider has it: vnetlab-ebpf's socket LB
+// is tc and socket programs at once).
+func labProvider(n network.Network) string {
+	p, err := network.GetProxy(n.Proxy)
+	switch {
+	case err != nil:
+		return n.Proxy // a kube-proxy mode vnetlab does not run: its lab name, if any, is the same
+	case n.SocketLB:
+		return ""
+	}
+	return p.LabProvider
 }
 
 // clusterEquivalent is the ID a lab cell would have in the cluster's file,
@@ -50,14 +73,15 @@ func clusterEquivalent(c *results.Cell, cl *results.Cluster, clusterLabel string
 	if c.ExtraServices != 0 {
 		return id, false
 	}
+	n := cl.Network()
 	switch {
 	case c.Mode == "host" && c.Path == "pod":
 		id.Path = "host"
-	case c.Mode != LabClusterShape(cl)[placement]:
+	case c.Mode != LabClusterShape(n)[placement]:
 		return id, false
 	case c.Path == "pod":
 		id.Path = "pod"
-	case c.Path == "service" && c.Provider == cl.KubeProxyMode:
+	case c.Path == "service" && c.Provider != "" && c.Provider == labProvider(n):
 		id.Path = "service"
 	default:
 		return id, false
@@ -90,14 +114,23 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 		return c.ID()
 	}
 	note = fmt.Sprintf("lab cells matched with cluster %s's by path: lab host = host (hostNetwork)", label)
-	if shape := LabClusterShape(cl); shape != nil {
-		note += fmt.Sprintf(", lab %s = pod@same-node, lab %s with 2 nodes = pod@cross-node, service(%s) = service (same shape as CNI %s)",
-			shape[sameNode], shape[crossNode], cl.KubeProxyMode, cl.CNI)
+	n := cl.Network()
+	if shape := LabClusterShape(n); shape != nil {
+		note += fmt.Sprintf(", lab %s = pod@same-node", shape[sameNode])
+		if shape[crossNode] != "" {
+			note += fmt.Sprintf(", lab %s with 2 nodes = pod@cross-node", shape[crossNode])
+		}
+		if p := labProvider(n); p != "" {
+			note += fmt.Sprintf(", service(%s) = service", p)
+		}
+		note += fmt.Sprintf(" (same shape as CNI %s, proxy %s)", cl.CNI, n.ProxyText())
 	} else {
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
-	// Why the same shape still differs (measured: docs/kubernetes.md).
-	note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
+	if n.CNI == network.CNIBridge && !network.IsVnetlab(n.Proxy) {
+		// Why the same shape still differs (measured: docs/kubernetes.md).
+		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
+	}
 	if clusterFile == new {
 		return mapped, own, note, true
 	}

@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -70,5 +72,76 @@ func TestDiffLabAgainstCluster(t *testing.T) {
 	cluster.Metadata.Cluster.CNI = "cilium"
 	if fd := Diff(lab, cluster); len(fd.Deltas) != 1 || !strings.Contains(fd.Note, `no lab mode has the shape of CNI "cilium"`) {
 		t.Errorf("cilium: %d deltas, note %q", len(fd.Deltas), fd.Note)
+	}
+}
+
+// The bug of issue 25: a cluster built with `kube up --cni vnetlab` had its
+// CNI written as text ("vnetlab veth-routed + host-local") and never matched
+// a lab mode. Through real files: the structured network pairs the lab's
+// veth-routed pod cell with the cluster's same-node pod path and the lab's
+// ebpf service cell with vnetlab-ebpf's Service path; a file written before
+// the structured fields (texts only, socket LB in the proxy's text) still
+// loads and pairs its pod cell, and none of its service cells (socket LB
+// has no lab provider).
+func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
+	at := func(c *results.Cell, path, provider, placement string) *results.Cell {
+		c.Path, c.Provider, c.Placement, c.Test = path, provider, placement, "tcp_crr"
+		return c
+	}
+	dir := t.TempDir()
+	write := func(name string, f *results.File) string {
+		f.SchemaVersion = results.SchemaVersion
+		p := filepath.Join(dir, name)
+		if err := results.Write(p, f); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	labPath := write("lab.json", &results.File{Cells: []*results.Cell{
+		at(cellOf("veth-routed", 10, 10, 10, 10), "pod", "", ""),
+		at(cellOf("veth-routed", 10, 10, 10, 10), "service", "ebpf", ""),
+		at(cellOf("veth-routed", 10, 10, 10, 10), "service", "iptables", ""),
+		at(cellOf("bridge", 10, 10, 10, 10), "pod", "", ""),
+	}})
+	clusterCells := func() []*results.Cell {
+		return []*results.Cell{
+			at(cellOf("k", 8, 8, 8, 8), "pod", "", "same-node"),
+			at(cellOf("k", 8, 8, 8, 8), "pod", "", "cross-node"),
+			at(cellOf("k", 8, 8, 8, 8), "service", "", "same-node"),
+		}
+	}
+	cl := &results.Cluster{Name: "k"}
+	cl.SetNetwork(network.Network{CNI: network.CNIVnetlab, CNIMode: "veth-routed", Proxy: network.VnetlabEBPF}, "")
+	newPath := write("cluster.json", &results.File{Metadata: results.Metadata{Cluster: cl}, Cells: clusterCells()})
+	oldPath := write("cluster-old.json", &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "k",
+		CNI: "vnetlab veth-routed + host-local", KubeProxyMode: "vnetlab-ebpf + socket LB"}}, Cells: clusterCells()})
+	read := func(p string) *results.File {
+		f, err := results.Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	names := func(fd *FileDiff) []string {
+		var got []string
+		for _, d := range fd.Deltas {
+			got = append(got, d.Name())
+		}
+		return got
+	}
+	fd := Diff(read(labPath), read(newPath))
+	want := []string{"veth-routed|pod||tcp_crr ~ k|pod||tcp_crr|@same-node", "veth-routed|service|ebpf|tcp_crr ~ k|service||tcp_crr|@same-node"}
+	if got := names(fd); !slices.Equal(got, want) {
+		t.Errorf("--cni vnetlab cluster: matched\n%s\nwant\n%s\nnote: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), fd.Note)
+	}
+	if !strings.Contains(fd.Note, "lab veth-routed = pod@same-node") || !strings.Contains(fd.Note, "service(ebpf) = service") {
+		t.Errorf("note: %q", fd.Note)
+	}
+	old := read(oldPath)
+	if n := old.Metadata.Cluster; n.CNIPlugin != network.CNIVnetlab || n.CNIMode != "veth-routed" || n.KubeProxyMode != network.VnetlabEBPF || !n.SocketLB {
+		t.Errorf("old file's cluster read as %+v", n)
+	}
+	if got := names(Diff(read(labPath), old)); !slices.Equal(got, want[:1]) {
+		t.Errorf("old file with socket LB: matched %q, want only %q", got, want[:1])
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/field"
 )
 
 // The words --cpu-affinity takes besides CPU numbers.
@@ -76,13 +78,13 @@ func Parse(s string) (Setting, error) {
 	}
 	parts := strings.Split(s, ",")
 	if len(parts) > 2 {
-		return Setting{}, fmt.Errorf("--cpu-affinity %q: give one CPU (client and server on it) or two (client,server), e.g. 1 or 0,1; or auto or none", s)
+		return Setting{}, field.Errorf("cpu_affinity", "{cpu_affinity} %q: give one CPU (client and server on it) or two (client,server), e.g. 1 or 0,1; or auto or none", s)
 	}
 	var cpus []int
 	for _, p := range parts {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 0 {
-			return Setting{}, fmt.Errorf("--cpu-affinity %q: %q is not a CPU number; use e.g. 1 (both on CPU 1), 0,1 (client 0, server 1), auto or none", s, strings.TrimSpace(p))
+			return Setting{}, field.Errorf("cpu_affinity", "{cpu_affinity} %q: %q is not a CPU number; use e.g. 1 (both on CPU 1), 0,1 (client 0, server 1), auto or none", s, strings.TrimSpace(p))
 		}
 		cpus = append(cpus, n)
 	}
@@ -147,7 +149,7 @@ func (s Setting) Check(allowed []int) error {
 	}
 	for _, c := range []int{p.Client, p.Server} {
 		if !slices.Contains(allowed, c) {
-			return fmt.Errorf("--cpu-affinity %s: CPU %d is not one vnetlab may run on here (%s): pick CPUs from that list, or auto or none", s, c, FormatList(allowed))
+			return field.Errorf("cpu_affinity", "{cpu_affinity} %s: CPU %d is not one vnetlab may run on here (%s): pick CPUs from that list, or auto or none", s, c, FormatList(allowed))
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // Report is what `vnetlab doctor` prints.
@@ -112,9 +113,9 @@ func ebpfNotes(r *Report) []string {
 		}
 	}
 	if root, err := cgroup.Root(); err != nil {
-		notes = append(notes, "ebpf-sock (socket-level Services): unavailable: "+err.Error())
+		notes = append(notes, service.EBPFSock+" (socket-level Services): unavailable: "+err.Error())
 	} else {
-		notes = append(notes, "ebpf-sock (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
+		notes = append(notes, service.EBPFSock+" (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
 	}
 	return notes
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -184,7 +185,7 @@ func For(name string, t Test) (Driver, error) {
 		return nil, err
 	}
 	if !d.Supports(t) {
-		return nil, fmt.Errorf("engine %s does not run %s: drop --engine to use the default (%s)", name, t, DefaultFor(t))
+		return nil, field.Errorf("engine", "engine %s does not run %s: drop {engine} to use the default (%s)", name, t, DefaultFor(t))
 	}
 	return d, nil
 }

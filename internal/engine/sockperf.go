@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/field"
 )
 
 // SockperfPort is sockperf's default port (docker-nat publishes it).
@@ -36,7 +38,7 @@ func (sockperf) Programs() []string   { return []string{"sockperf"} }
 // Check refuses sizes sockperf cannot send, before anything is built.
 func (sockperf) Check(spec Spec) error {
 	if spec.Size < SockperfMinSize {
-		return fmt.Errorf("sockperf sends at least %d bytes per message (its header), not %d: use --size %d or more with --engine sockperf", SockperfMinSize, spec.Size, SockperfMinSize)
+		return field.Errorf("size", "sockperf sends at least %d bytes per message (its header), not %d: use {size} %d or more with {engine} sockperf", SockperfMinSize, spec.Size, SockperfMinSize)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -41,13 +40,13 @@ func Up(ctx context.Context, spec Spec, say Progress) (*Lab, error) {
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	if err := spec.Validate(); err != nil {
+	mode, err := spec.resolve()
+	if err != nil {
 		return nil, err
 	}
 	if _, pn, _ := net.ParseCIDR(spec.PodCIDR); pn.Contains(underlay.IP) || underlay.Contains(pn.IP) {
 		return nil, fmt.Errorf("address clash: pod_cidr %s overlaps vnetlab's node underlay %s: pick another pod_cidr", spec.PodCIDR, underlay)
 	}
-	mode, _ := modes.Get(spec.Mode)
 	l, err := reserve(spec)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -85,7 +86,7 @@ func PodName(i int) string {
 // (of each node's share of the pod network when there are several nodes).
 func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("pod count %d is negative: use --pods 0 or more", n)
+		return nil, field.Errorf("pods", "pod count %d is negative: use {pods} 0 or more", n)
 	}
 	_, ipnet, err := net.ParseCIDR(cidr)
 	if err != nil {
@@ -111,13 +112,25 @@ func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
 // Validate checks everything that can be checked before touching the kernel,
 // so that bad input never leaves anything half-built.
 func (s *Spec) Validate() error {
+	_, err := s.resolve()
+	return err
+}
+
+// resolve is Validate, which resolves the mode's name (the one place a
+// lab's mode name becomes its mode, for Up).
+func (s *Spec) resolve() (modes.Mode, error) {
 	if err := ValidName("lab", s.Name); err != nil {
-		return err
+		return modes.Mode{}, err
 	}
 	m, err := modes.Get(s.Mode)
 	if err != nil {
-		return err
+		return m, err
 	}
+	return m, s.check(m)
+}
+
+// check is Validate with the mode resolved.
+func (s *Spec) check(m modes.Mode) error {
 	if s.PodCIDR == "" {
 		s.PodCIDR = DefaultPodCIDR
 	}
@@ -163,7 +176,7 @@ func (s *Spec) Validate() error {
 	}
 	if s.NodeCount() > 1 {
 		if !m.CrossHost {
-			return fmt.Errorf("mode %s is same-host only: --nodes %d works with %s", s.Mode, s.Nodes, strings.Join(modes.CrossHostModes(), ", "))
+			return field.Errorf("nodes", "mode %s is same-host only: {nodes} %d works with %s", s.Mode, s.Nodes, strings.Join(modes.CrossHostModes(), ", "))
 		}
 		parts := splitNet(ipnet, s.NodeCount())
 		for i, p := range s.Pods {
@@ -173,11 +186,11 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if s.NodeCount() < m.MinNodes {
-		return fmt.Errorf("mode %s joins nodes: use --nodes %d", s.Mode, m.MinNodes)
+		return field.Errorf("nodes", "mode %s joins nodes: use {nodes} %d", s.Mode, m.MinNodes)
 	}
 	if s.UnderlayRate != "" {
 		if s.NodeCount() < 2 {
-			return fmt.Errorf("--underlay-rate shapes the link between nodes: it needs --nodes 2")
+			return field.Errorf("underlay_rate", "{underlay_rate} shapes the link between nodes: it needs {nodes} 2")
 		}
 		if _, err := ParseRate(s.UnderlayRate); err != nil {
 			return err

@@ -60,6 +60,11 @@ type State struct {
 	Facts    map[string]string         `json:"facts,omitempty"`
 }
 
+// ModeOf is the lab's mode, resolved from the name its state records (the
+// one place a stored lab's mode name becomes the mode; a cluster's, or a
+// mode this vnetlab lacks, is an error).
+func (s *State) ModeOf() (modes.Mode, error) { return modes.Get(s.Mode) }
+
 // NodeState describes a node namespace.
 type NodeState struct {
 	Name   string `json:"name"`
@@ -210,6 +215,16 @@ func Record(name, kind, value string) error {
 	defer j.Close()
 	return j.Record(kind, value)
 }
+
+// Recorder records, in lab's journal, paths about to be created under the
+// kinds down and clean remove (sock.Setup's Tracker).
+type Recorder string
+
+// Cgroup records a cgroup directory.
+func (r Recorder) Cgroup(path string) error { return Record(string(r), KindCgroup, path) }
+
+// Pin records a bpffs path.
+func (r Recorder) Pin(path string) error { return Record(string(r), KindPin, path) }
 
 // Record appends one object.
 func (j *Journal) Record(kind, value string) error {

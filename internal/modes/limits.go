@@ -1,6 +1,10 @@
 package modes
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/vnetlab/vnetlab/internal/field"
+)
 
 // BridgeMaxPorts is how many ports a Linux bridge holds (BR_MAX_PORTS in
 // the kernel's net/bridge/br_private.h): enslaving one more fails with
@@ -42,6 +46,6 @@ func (m Mode) CheckPodCount(pods, nodes int, opts map[string]string) error {
 	if most == 0 || pods <= most {
 		return nil
 	}
-	return fmt.Errorf("mode %s holds at most %d pods here, not %d: %s; use --pods %d or fewer, or a routed mode without this limit (%s, %s)",
+	return field.Errorf("pods", "mode %s holds at most %d pods here, not %d: %s; use {pods} %d or fewer, or a routed mode without this limit (%s, %s)",
 		m.Name, most, pods, why, most, VethRouted, VethEBPF)
 }

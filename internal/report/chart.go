@@ -201,15 +201,7 @@ func niceTicks(max float64) []float64 {
 	if max <= 0 || math.IsNaN(max) || math.IsInf(max, 0) {
 		return []float64{0, 1}
 	}
-	raw := max / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*mag >= raw {
-			step = m * mag
-			break
-		}
-	}
+	step := niceStep(max)
 	var t []float64
 	for v := 0.0; ; v += step {
 		t = append(t, math.Round(v/step)*step)
@@ -218,6 +210,19 @@ func niceTicks(max float64) []float64 {
 		}
 	}
 	return t
+}
+
+// niceStep is the round step (1, 2, 2.5 or 5 times a power of ten) that
+// cuts span into about 5.
+func niceStep(span float64) float64 {
+	raw := span / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			return m * mag
+		}
+	}
+	return 10 * mag
 }
 
 // fmtTick prints an axis value with as many decimals as the tick step needs.

@@ -66,7 +66,7 @@ func buildConfigTable(f *results.File) *ConfigTable {
 	}
 	for _, cl := range f.Metadata.Clusters {
 		for _, pl := range placements {
-			row := []string{cl.Name, cl.CNI, cl.KubeProxyMode, pl}
+			row := []string{cl.Name, cl.CNI, cl.Network().ProxyText(), pl}
 			for _, col := range cols {
 				pod, svc := find(cl.Name, "pod", pl, col), find(cl.Name, "service", pl, col)
 				row = append(row, cellMedian(pod), cellMedian(svc), cellRatio(svc, pod))

@@ -170,3 +170,16 @@ func capitalize(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// MarkdownTable writes a table with every cell escaped, for sections other
+// packages write in the report's style (history).
+func MarkdownTable(w io.Writer, head []string, rows [][]string) {
+	mdRow(w, slices.Clone(head))
+	mdRow(w, dashes(len(head)))
+	for _, r := range rows {
+		mdRow(w, slices.Clone(r))
+	}
+}
+
+// FormatValue prints a value as the report's tables do (3 significant digits).
+func FormatValue(v float64) string { return fmtValue(v) }

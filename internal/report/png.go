@@ -13,8 +13,10 @@ import (
 const pngScale = 2
 
 // PNG paints the chart's scene through go-chart's raster renderer.
-func (c *BarChart) PNG() ([]byte, error) {
-	s := c.layout()
+func (c *BarChart) PNG() ([]byte, error) { return c.layout().png() }
+
+// png paints a laid-out chart (any kind).
+func (s *scene) png() ([]byte, error) {
 	w, h := int(math.Ceil(s.w*pngScale)), int(math.Ceil(s.h*pngScale))
 	r, err := chart.PNG(w, h)
 	if err != nil {

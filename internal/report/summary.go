@@ -38,7 +38,7 @@ func Summary(w io.Writer, f *results.File) {
 			hasService = true
 			prov := c.Provider
 			if prov == "" && f.Metadata.Cluster != nil {
-				prov = f.Metadata.Cluster.KubeProxyMode // a cluster's Services: its kube-proxy
+				prov = f.Metadata.Cluster.Network().ProxyText() // a cluster's Services: its proxy
 			}
 			col = "clusterIP " + prov
 			add(&providers, "p", prov)

@@ -8,8 +8,10 @@ import (
 
 // SVG writes the chart as an SVG document. standalone adds the XML namespace
 // a .svg file needs; SVG inlined in HTML does without it.
-func (c *BarChart) SVG(standalone bool) string {
-	s := c.layout()
+func (c *BarChart) SVG(standalone bool) string { return c.layout().svg(standalone) }
+
+// svg writes a laid-out chart (any kind) as SVG.
+func (s *scene) svg(standalone bool) string {
 	var b strings.Builder
 	ns := ""
 	if standalone {
@@ -36,6 +38,10 @@ func (c *BarChart) SVG(standalone bool) string {
 			dash := ""
 			if sh.dash {
 				dash = ` stroke-dasharray="4 3"`
+			}
+			if sh.tooltip != "" {
+				fmt.Fprintf(&b, `<line%s x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s><title>%s</title></line>`+"\n", class, f1(sh.x), f1(sh.y), f1(sh.x2), f1(sh.y2), sh.stroke, f1(sh.width), dash, esc(sh.tooltip))
+				continue
 			}
 			fmt.Fprintf(&b, `<line%s x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", class, f1(sh.x), f1(sh.y), f1(sh.x2), f1(sh.y2), sh.stroke, f1(sh.width), dash)
 		case "text":

@@ -56,6 +56,12 @@ func Write(dir string, f *results.File, resultsDir string) ([]string, error) {
 		}
 		put(n+".png", png)
 	}
+	return WriteFiles(dir, order, files)
+}
+
+// WriteFiles writes files (rendered in memory) into dir, creating it, in
+// order, and returns their paths.
+func WriteFiles(dir string, order []string, files map[string][]byte) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report directory: %w", err)
 	}

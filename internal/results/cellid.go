@@ -2,6 +2,9 @@ package results
 
 import (
 	"fmt"
+	"path"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -9,15 +12,20 @@ import (
 // results files is the same measurement, and within one run it names the cell
 // in progress lines, tables, reports and errors. It is comparable, so it can
 // key a map directly.
+//
+// Each field's json tag is the coordinate's name where cells are written
+// out field by field (the cell's own field in the results JSON, a CSV column,
+// an OpenMetrics label: Coordinates), so a coordinate added here reaches
+// every export without further edits.
 type CellID struct {
-	Mode          string // mode label (a scenario's "bridge-nf-off" is mode bridge)
-	Path          string // pod, service, published, ...
-	Provider      string // Service provider of a service path; "" otherwise
-	ExtraServices int    // generated Services loaded besides the tested ones
+	Mode          string `json:"mode"`           // mode label (a scenario's "bridge-nf-off" is mode bridge)
+	Path          string `json:"path"`           // pod, service, published, ...
+	Provider      string `json:"provider"`       // Service provider of a service path; "" otherwise
+	ExtraServices int    `json:"extra_services"` // generated Services loaded besides the tested ones
 	// Placement says where the two pods run when the platform chooses (the
 	// Kubernetes work fills it, e.g. "cross-node"); "" for vnetlab's labs.
-	Placement string
-	Test      string
+	Placement string `json:"placement"`
+	Test      string `json:"test"`
 }
 
 // ID is the cell's identity.
@@ -61,4 +69,117 @@ func (id CellID) Key() string {
 		k += "|@" + id.Placement
 	}
 	return k
+}
+
+// Coordinate is one field of a CellID, named as the results JSON names it.
+type Coordinate struct {
+	Name, Value string
+}
+
+// Coordinates are id's fields in declaration order, read by reflection so
+// that a field added to CellID (an IP family, a sweep value) is a column or
+// label of every export at once: a list kept beside the struct would be one
+// more place to forget.
+func (id CellID) Coordinates() []Coordinate {
+	v := reflect.ValueOf(id)
+	names := CoordinateNames()
+	out := make([]Coordinate, len(names))
+	for i, n := range names {
+		out[i] = Coordinate{Name: n, Value: formatCoordinate(v.Field(i))}
+	}
+	return out
+}
+
+// CoordinateNames are the names of CellID's fields (their json tags), in order.
+func CoordinateNames() []string {
+	t := reflect.TypeFor[CellID]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
+}
+
+// ParseCoordinates is the CellID whose Coordinates are values (by name);
+// a name CellID does not have is an error, a missing one stays zero.
+func ParseCoordinates(values map[string]string) (CellID, error) {
+	var id CellID
+	v := reflect.ValueOf(&id).Elem()
+	index := map[string]int{}
+	for i, n := range CoordinateNames() {
+		index[n] = i
+	}
+	for name, s := range values {
+		i, ok := index[name]
+		if !ok {
+			return id, fmt.Errorf("%q is not a cell coordinate (coordinates: %s)", name, strings.Join(CoordinateNames(), ", "))
+		}
+		if err := parseCoordinate(v.Field(i), s); err != nil {
+			return id, fmt.Errorf("coordinate %s: %w", name, err)
+		}
+	}
+	return id, nil
+}
+
+func formatCoordinate(f reflect.Value) string {
+	switch f.Kind() {
+	case reflect.String:
+		return f.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(f.Int(), 10)
+	case reflect.Bool:
+		return strconv.FormatBool(f.Bool())
+	}
+	return fmt.Sprint(f.Interface())
+}
+
+func parseCoordinate(f reflect.Value, s string) error {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	default:
+		return fmt.Errorf("cannot parse a %s", f.Kind())
+	}
+	return nil
+}
+
+// CellPatterns select cells by name (CellID.String(), e.g.
+// "veth-routed/service(ebpf+10000)/tcp_crr") with path.Match patterns: "*"
+// stops at "/". No pattern selects every cell.
+type CellPatterns []string
+
+// Match says whether the cell id is selected.
+func (p CellPatterns) Match(id CellID) bool {
+	if len(p) == 0 {
+		return true
+	}
+	name := id.String()
+	for _, pat := range p {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Check refuses a malformed pattern.
+func (p CellPatterns) Check() error {
+	for _, pat := range p {
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("cells pattern %q is malformed (%v): use names like veth-routed/service(ebpf+10000)/tcp_crr, * within one part", pat, err)
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
@@ -52,15 +53,44 @@ type Metadata struct {
 // Cluster describes a measured Kubernetes cluster, each fact with how it
 // was found (HowDetected, by field name).
 type Cluster struct {
-	Name          string            `json:"name"`
-	ServerVersion string            `json:"server_version"`
-	Nodes         []ClusterNode     `json:"nodes"`
-	CNI           string            `json:"cni"`
+	Name          string        `json:"name"`
+	ServerVersion string        `json:"server_version"`
+	Nodes         []ClusterNode `json:"nodes"`
+	// CNI is the CNI as people read it ("vnetlab veth-routed + host-local",
+	// "calico+cilium"); CNIPlugin and CNIMode are what it is, structured.
+	CNI       string `json:"cni"`
+	CNIPlugin string `json:"cni_plugin,omitempty"`
+	CNIMode   string `json:"cni_mode,omitempty"`
+	// KubeProxyMode is the Service proxy's name (internal/kube/network's,
+	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
 	KubeProxyMode string            `json:"kube_proxy_mode"`
+	SocketLB      bool              `json:"socket_lb,omitempty"`
 	Image         string            `json:"image"`
 	Namespace     string            `json:"namespace"`
 	HowDetected   map[string]string `json:"how_detected"`
 }
+
+// Network is the cluster's network, structured; a cluster of a file written
+// before the structured fields has it read back from its texts.
+func (c *Cluster) Network() network.Network {
+	if c.CNIPlugin == "" {
+		return network.FromText(c.CNI, c.KubeProxyMode)
+	}
+	return network.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
+}
+
+// SetNetwork records n; text, when not "", is the CNI as detected (else
+// n's own text).
+func (c *Cluster) SetNetwork(n network.Network, text string) {
+	if text == "" {
+		text = n.CNIText()
+	}
+	c.CNI, c.CNIPlugin, c.CNIMode, c.KubeProxyMode, c.SocketLB = text, n.CNI, n.CNIMode, n.Proxy, n.SocketLB
+}
+
+// upgrade fills the structured network fields of a cluster of a file
+// written before them.
+func (c *Cluster) upgrade() { c.SetNetwork(c.Network(), c.CNI) }
 
 // ClusterNode describes one node a run used.
 type ClusterNode struct {
@@ -271,6 +301,12 @@ func Read(path string) (*File, error) {
 	}
 	if f.SchemaVersion == 0 || f.SchemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d is not supported (this vnetlab reads up to %d)", path, f.SchemaVersion, SchemaVersion)
+	}
+	if f.Metadata.Cluster != nil {
+		f.Metadata.Cluster.upgrade()
+	}
+	for i := range f.Metadata.Clusters {
+		f.Metadata.Clusters[i].upgrade()
 	}
 	return &f, nil
 }

@@ -40,7 +40,7 @@ func TestRunEBPFFastPaths(t *testing.T) {
 	spec := Spec{Modes: []ModeVariant{{Label: "veth-ebpf", Mode: "veth-ebpf"}, {Label: "macvlan", Mode: "macvlan"}},
 		Paths: []string{"pod", ServicePath}, Tests: tests, Duration: time.Second, Repeat: 1, Pods: pods,
 		PodCIDR: lab.DefaultPodCIDR, Providers: []string{"ebpf", "ebpf-sock", "iptables"}, LabPrefix: ebpfLabPrefix}
-	res, err := Run(context.Background(), spec, quiet{t})
+	res, err := Run(context.Background(), spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -12,9 +13,20 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// Metadata describes this machine for the results file.
-func Metadata(version, commit string, args []string) results.Metadata {
-	m := results.Metadata{Vnetlab: version, Commit: commit, CPUs: runtime.NumCPU(), CommandLine: args, Tools: map[string]string{}}
+// Provenance is what made a run: the vnetlab binary (version, commit), its
+// command line and the scenario file, if any.
+type Provenance struct {
+	Version, Commit string
+	Args            []string
+	Scenario        string
+}
+
+// Begin is the metadata of a run that starts now: this machine, prov and
+// the spec's settings. Every run, of labs or clusters, starts its results
+// file here (the one place a file's metadata is assembled).
+func Begin(prov Provenance, spec Spec) results.Metadata {
+	m := results.Metadata{Vnetlab: prov.Version, Commit: prov.Commit, CPUs: runtime.NumCPU(), CommandLine: prov.Args,
+		Scenario: prov.Scenario, Tools: map[string]string{}, Settings: spec.settings(), Start: time.Now().UTC()}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		m.Kernel = unix.ByteSliceToString(u.Release[:])

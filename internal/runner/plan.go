@@ -26,15 +26,7 @@ type plan struct {
 	prog  Progress
 	labs  []*lab.Lab
 	out   *results.File
-	cells []*cellRun
-}
-
-type cellRun struct {
-	cell   *results.Cell
-	target engine.Target
-	driver engine.Driver
-	label  string
-	netns  []string // the lab's namespaces: what a profile counts as the test's
+	cells []Planned
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {
@@ -98,10 +90,10 @@ func (p *plan) build(ctx context.Context) error {
 		}
 		providers := p.spec.Providers
 		if len(providers) == 0 {
-			providers = []string{service.DefaultProviderFor(mv.Mode)}
+			providers = []string{service.DefaultProviderFor(m)}
 		}
 		for _, prov := range providers {
-			if err := service.Check(prov, mv.Mode); err != nil {
+			if err := service.Check(prov, m); err != nil {
 				p.skip(mv, prov, err)
 				continue
 			}
@@ -113,7 +105,7 @@ func (p *plan) build(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, p.prog)
+				ep, cell, err := loadServices(l, prov, n, p.spec.Services, mv, m, p.prog)
 				if err != nil {
 					p.skip(mv, prov, err)
 					continue
@@ -162,27 +154,20 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
 	return l, nil
 }
 
-// addCells adds a cell per test for one path of a lab; proto carries the
-// fields the path fixes (provider, services).
+// addCells adds the cells of one path of a lab (Spec.Plan); proto carries
+// the fields the path fixes (provider, services).
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell) error {
-	for _, t := range p.spec.Tests {
-		d, err := engine.For(p.spec.Engine, t)
-		if err != nil {
-			return err
-		}
-		c := proto
-		c.Mode, c.ModeOptions, c.ModeFacts, c.Path, c.Test, c.Engine, c.Unit = mv.Label, mv.Options, l.State.Facts, path, string(t), d.Name(), t.Unit()
-		if !p.spec.Wants(c.ID()) {
-			continue
-		}
-		if p.spec.Nodes > 1 {
-			c.Nodes = p.spec.Nodes
-		}
-		p.out.Cells = append(p.out.Cells, &c)
-		p.cells = append(p.cells, &cellRun{cell: &c, driver: d, label: c.ID().String(), netns: labNamespaces(l),
-			target: engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}})
+	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
+	if p.spec.Nodes > 1 {
+		proto.Nodes = p.spec.Nodes
 	}
-	return nil
+	// The lab's namespaces: what a profile counts as the test's.
+	cells, err := p.spec.Plan(proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+	for _, c := range cells {
+		p.out.Cells = append(p.out.Cells, c.Cell)
+	}
+	p.cells = append(p.cells, cells...)
+	return err
 }
 
 // teardown removes every lab the plan brought up.
@@ -207,7 +192,7 @@ func pathNames(m map[string]modes.Endpoint) string {
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
-func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, prog Progress) (modes.Endpoint, results.Cell, error) {
+func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, m modes.Mode, prog Progress) (modes.Endpoint, results.Cell, error) {
 	st := l.State
 	c, err := service.Setup(st, provider, n, specs)
 	if err != nil {
@@ -219,7 +204,7 @@ func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv M
 		return modes.Endpoint{}, results.Cell{}, err
 	}
 	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
-		Note: service.Caveat(provider, mv.Mode, mv.Options)}
+		Note: service.Caveat(provider, m, mv.Options)}
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}

@@ -76,7 +76,7 @@ func TestProfileShowsKnownStructure(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, spec, quiet{t})
+	res, err := Run(ctx, spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestProfileServiceTablesAtScale(t *testing.T) {
 		Providers: []string{"iptables", "ebpf"}, ExtraServices: []int{10000}, LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, spec, quiet{t})
+	res, err := Run(ctx, spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestProfileTapNaive(t *testing.T) {
 	spec := Spec{Modes: []ModeVariant{{Label: "tap-naive", Mode: "tap-naive"}}, Paths: []string{"pod"},
 		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Streams: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
-	res, err := Run(context.Background(), spec, quiet{t})
+	res, err := Run(context.Background(), spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -23,24 +24,30 @@ type Progress interface {
 	End()
 }
 
-// Run executes spec and returns the filled results: cells, skipped modes
-// and the settings (the machine's metadata is the caller's).
-func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
-	if err := CheckSpec(spec); err != nil {
+// Run executes spec and returns the filled results: the metadata (Begin:
+// this machine, prov, the settings, the modes skipped), the cells and
+// their statistics.
+func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*results.File, error) {
+	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	p, err := newPlan(spec, prog)
 	if err != nil {
 		return nil, err
 	}
+	p.out.Metadata = Begin(prov, spec)
+	if e := p.out.Metadata.Emulation; e != "" {
+		prog.Note("warning: %s", e)
+	}
+	defer func() { p.out.Metadata.End = time.Now().UTC() }()
 	defer p.teardown()
 	if err := p.build(ctx); err != nil {
-		return nil, err
+		return p.out, err
 	}
 	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
 	p.out.Metadata.Settings = spec.settings()
 	if len(p.cells) == 0 && len(spec.Cells) > 0 {
-		return p.out, fmt.Errorf("nothing to run: no cell of the matrix matches --cells %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
+		return p.out, field.Errorf("cells", "nothing to run: no cell of the matrix matches {cells} %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
 	}
 	if len(p.cells) == 0 {
 		return p.out, fmt.Errorf("nothing to run: every mode was skipped")
@@ -64,28 +71,29 @@ func Run(ctx context.Context, spec Spec, prog Progress) (*results.File, error) {
 	return p.out, nil
 }
 
-// Planned is one cell ready to measure: where (target) and with what (driver).
+// Planned is one cell ready to measure: where (Target), with what (Driver),
+// and which namespaces a profile counts as the test's (NetNS; nil: none).
 type Planned struct {
 	Cell   *results.Cell
 	Target engine.Target
 	Driver engine.Driver
+	NetNS  []string
 }
 
-// Execute measures cells planned elsewhere (the pods of `vnetlab kube run`)
-// in the same interleaved rounds as a lab run, then computes the statistics.
+// Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
+// kube run`) in the same interleaved rounds as a lab run, then computes the
+// statistics.
 func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) error {
-	if err := CheckSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		return err
 	}
-	var runs []*cellRun
 	var all []*results.Cell
 	for _, c := range cells {
-		runs = append(runs, &cellRun{cell: c.Cell, target: c.Target, driver: c.Driver, label: c.Cell.ID().String()})
 		all = append(all, c.Cell)
 	}
 	// Not profiled: the pods' namespaces are the platform's (kube run has
 	// no --profile).
-	if err := execute(ctx, spec, runs, prog, nil); err != nil {
+	if err := execute(ctx, spec, cells, prog, nil); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
@@ -96,11 +104,11 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress) err
 // turn (A B C A B C ...), so that slow drifts of the machine touch every
 // cell alike; warm-up samples are discarded. With col, each valid sample's
 // measured window is profiled into its cell's profile.
-func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, col *profile.Collector) error {
+func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector) error {
 	rounds := spec.Warmup + spec.Repeat
 	for _, c := range cells {
-		if p := spec.pins(engine.Test(c.cell.Test)); p.Pinned {
-			c.cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
+		if p := spec.pins(engine.Test(c.Cell.Test)); p.Pinned {
+			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}
 	prog.Begin(rounds * len(cells))
@@ -112,7 +120,7 @@ func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, co
 				return err
 			}
 			n++
-			label := c.label
+			label := c.Cell.ID().String()
 			if r < spec.Warmup {
 				label += " (warmup)"
 			}
@@ -122,19 +130,19 @@ func execute(ctx context.Context, spec Spec, cells []*cellRun, prog Progress, co
 			if r < spec.Warmup {
 				sampler = nil
 			}
-			res, usage, prof, err := measure(ctx, c.driver, c.target, spec.engineSpec(engine.Test(c.cell.Test)), sampler, c.netns)
+			res, usage, prof, err := measure(ctx, c.Driver, c.Target, spec.engineSpec(c.Cell.ID()), sampler, c.NetNS)
 			if r < spec.Warmup {
 				continue
 			}
 			if err == nil && col != nil {
-				col.Add(c.cell.ID().Key(), prof, workUnits(res, c.cell.Unit))
+				col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))
 			}
 			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage}
 			if err != nil {
 				s.Error = err.Error()
-				prog.Note("sample failed: %s: %v", c.label, err)
+				prog.Note("sample failed: %s: %v", c.Cell.ID(), err)
 			}
-			c.cell.Samples = append(c.cell.Samples, s)
+			c.Cell.Samples = append(c.Cell.Samples, s)
 		}
 	}
 	return nil

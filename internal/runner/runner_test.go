@@ -99,7 +99,7 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := Run(ctx, spec, quiet{t})
+	f, err := Run(ctx, spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}

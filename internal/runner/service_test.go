@@ -30,7 +30,7 @@ func TestRunServicePathProviders(t *testing.T) {
 	spec := Spec{Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}}, Paths: []string{"pod", ServicePath},
 		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		Providers: []string{"iptables", "nftables", "ebpf"}, ExtraServices: []int{0, 1000}, LabPrefix: svcLabPrefix}
-	res, err := Run(context.Background(), spec, quiet{t})
+	res, err := Run(context.Background(), spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestRunReportsNfCallOffFailure(t *testing.T) {
 	spec := Spec{Modes: []ModeVariant{{Label: "bridge-nf-off", Mode: "bridge", Options: map[string]string{"bridge_nf_call_iptables": "off"}}},
 		Paths: []string{ServicePath}, Tests: []engine.Test{engine.TCPStream}, Engine: "sv-dial", Duration: time.Second, Repeat: 1,
 		Pods: pods, PodCIDR: lab.DefaultPodCIDR, Providers: []string{"iptables", "ebpf"}, LabPrefix: svcLabPrefix}
-	res, err := Run(context.Background(), spec, quiet{t})
+	res, err := Run(context.Background(), spec, Provenance{}, quiet{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os/exec"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -86,28 +86,10 @@ type Spec struct {
 }
 
 // Wants says whether the cell named id is measured (Cells).
-func (s Spec) Wants(id results.CellID) bool {
-	if len(s.Cells) == 0 {
-		return true
-	}
-	name := id.String()
-	for _, pat := range s.Cells {
-		if ok, _ := path.Match(pat, name); ok {
-			return true
-		}
-	}
-	return false
-}
+func (s Spec) Wants(id results.CellID) bool { return results.CellPatterns(s.Cells).Match(id) }
 
 // checkCells refuses a malformed pattern before anything is built.
-func checkCells(cells []string) error {
-	for _, pat := range cells {
-		if _, err := path.Match(pat, ""); err != nil {
-			return fmt.Errorf("cells pattern %q is malformed (%v): use names like veth-routed/service(ebpf+10000)/tcp_crr, * within one part", pat, err)
-		}
-	}
-	return nil
-}
+func checkCells(cells []string) error { return results.CellPatterns(cells).Check() }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
 // (doctor.DefaultModes) with iperf3's tcp_stream, 5 samples of 4 s, between
@@ -143,9 +125,34 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 	return lab.DefaultPodSpecs(s.PodCount, s.PodCIDR, s.Nodes)
 }
 
-// engineSpec is what one sample of test t measures.
-func (s Spec) engineSpec(t engine.Test) engine.Spec {
+// engineSpec is what one sample of the cell id measures: the spec's
+// settings for its test. (A sweep's value, a coordinate of the cell, goes
+// over them here.)
+func (s Spec) engineSpec(id results.CellID) engine.Spec {
+	t := engine.Test(id.Test)
 	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
+}
+
+// Plan is a cell per test of the spec at one target, each a copy of proto
+// (the coordinates the target fixes: mode, path, provider, placement, ...)
+// with its test, engine and unit; only the cells the spec wants (Cells).
+// Labs (plan.go) and clusters (internal/kube/bench) plan their cells here:
+// a coordinate the spec varies (a sweep's values) is crossed in here, once.
+func (s Spec) Plan(proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
+	var out []Planned
+	for _, t := range s.Tests {
+		d, err := engine.For(s.Engine, t)
+		if err != nil {
+			return out, err
+		}
+		c := proto
+		c.Test, c.Engine, c.Unit = string(t), d.Name(), t.Unit()
+		if !s.Wants(c.ID()) {
+			continue
+		}
+		out = append(out, Planned{Cell: &c, Target: target, Driver: d, NetNS: netns})
+	}
+	return out, nil
 }
 
 // pins says where test t's client and server run (cpupin.Setting.Resolve).
@@ -154,7 +161,7 @@ func (s Spec) pins(t engine.Test) cpupin.Pins {
 		p, _ := s.CPUAffinity.Explicit()
 		return p
 	}
-	allowed, _ := cpupin.Allowed() // checked by CheckSpec
+	allowed, _ := cpupin.Allowed() // checked by Validate
 	return s.CPUAffinity.Resolve(t.RequestResponse(), allowed)
 }
 
@@ -165,16 +172,16 @@ func (s Spec) settings() results.Settings {
 		CPUAffinity: s.CPUAffinity.String()}
 }
 
-// CheckSpec refuses a bad spec before anything is built.
-func CheckSpec(spec Spec) error {
+// Validate refuses a bad spec before anything is built.
+func (spec Spec) Validate() error {
 	if spec.Repeat < 1 {
-		return fmt.Errorf("repeat must be 1 or more (got %d)", spec.Repeat)
+		return field.Errorf("repeat", "{repeat} must be 1 or more (got %d)", spec.Repeat)
 	}
 	if spec.Warmup < 0 {
-		return fmt.Errorf("warmup must be 0 or more (got %d)", spec.Warmup)
+		return field.Errorf("warmup", "{warmup} must be 0 or more (got %d)", spec.Warmup)
 	}
 	if spec.Duration < time.Second {
-		return fmt.Errorf("duration %s is too short: use 1s or more", spec.Duration)
+		return field.Errorf("duration", "{duration} %s is too short: use 1s or more", spec.Duration)
 	}
 	if !spec.CPUsElsewhere {
 		allowed, err := cpupin.Allowed()
@@ -185,17 +192,43 @@ func CheckSpec(spec Spec) error {
 			return err
 		}
 	}
-	if err := checkEngines(spec); err != nil {
-		return err
-	}
-	if err := checkSummary(spec); err != nil {
-		return err
-	}
-	if err := checkCells(spec.Cells); err != nil {
-		return err
+	for _, check := range []func() error{func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
+		func() error { return checkCells(spec.Cells) }, spec.checkServicePath} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	_, err := spec.podSpecs()
 	return err
+}
+
+// checkServicePath refuses bad service path settings, and settings that
+// only the service path uses when it is not measured.
+func (spec Spec) checkServicePath() error {
+	for _, p := range spec.Providers {
+		if _, err := service.Get(p); err != nil {
+			return err
+		}
+	}
+	for _, n := range spec.ExtraServices {
+		if err := service.CheckExtra(n); err != nil {
+			return field.Errorf("extra_services", "{extra_services} %v", err)
+		}
+	}
+	for _, s := range spec.Services {
+		if err := s.Check(); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(spec.Paths, ServicePath) {
+		return nil
+	}
+	custom := len(spec.Services) > 0 || len(spec.ExtraServices) > 1 || (len(spec.ExtraServices) == 1 && spec.ExtraServices[0] != 0) ||
+		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
+	if custom {
+		return field.Errorf("paths", "providers and services apply to the service path: add it with {paths} pod,service")
+	}
+	return nil
 }
 
 // checkEngines refuses, before anything is built, a test no engine can run
@@ -206,7 +239,7 @@ func checkEngines(spec Spec) error {
 		if err != nil {
 			return err
 		}
-		if err := engine.Check(d, spec.engineSpec(t)); err != nil {
+		if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t)})); err != nil {
 			return err
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {

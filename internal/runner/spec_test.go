@@ -6,6 +6,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // A CPU outside this machine's set is refused before anything is built;
@@ -19,34 +20,34 @@ func TestCPUAffinitySpec(t *testing.T) {
 	last := allowed[len(allowed)-1]
 	spec := DefaultSpec()
 	spec.CPUAffinity = cpupin.MustParse("4096")
-	err = CheckSpec(spec)
+	err = spec.Validate()
 	if err == nil || !strings.Contains(err.Error(), "CPU 4096 is not one vnetlab may run on here") {
 		t.Errorf("CPU 4096: %v", err)
 	}
 	spec.CPUsElsewhere = true
-	if err := CheckSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		t.Errorf("CPU 4096 on a cluster: %v (the nodes may have it)", err)
 	}
 
 	spec = DefaultSpec()
-	if err := CheckSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if p := spec.engineSpec(engine.TCPRR).CPU; !p.Pinned || p.Client != last || p.Server != last {
+	if p := spec.engineSpec(results.CellID{Test: string(engine.TCPRR)}).CPU; !p.Pinned || p.Client != last || p.Server != last {
 		t.Errorf("auto tcp_rr: %+v, want both on CPU %d", p, last)
 	}
-	if p := spec.engineSpec(engine.TCPStream).CPU; p.Pinned {
+	if p := spec.engineSpec(results.CellID{Test: string(engine.TCPStream)}).CPU; p.Pinned {
 		t.Errorf("auto tcp_stream: %+v, want unpinned", p)
 	}
 	if got := spec.settings().CPUAffinity; got != "auto" {
 		t.Errorf("settings record %q, want auto", got)
 	}
 	spec.CPUsElsewhere = true
-	if p := spec.engineSpec(engine.TCPCRR).CPU; p.Pinned {
+	if p := spec.engineSpec(results.CellID{Test: string(engine.TCPCRR)}).CPU; p.Pinned {
 		t.Errorf("auto tcp_crr on a cluster: %+v, want unpinned", p)
 	}
 	spec.CPUAffinity = cpupin.MustParse("0,1")
-	if p := spec.engineSpec(engine.UDPStream).CPU; p != (cpupin.Pins{Pinned: true, Client: 0, Server: 1}) {
+	if p := spec.engineSpec(results.CellID{Test: string(engine.UDPStream)}).CPU; p != (cpupin.Pins{Pinned: true, Client: 0, Server: 1}) {
 		t.Errorf("0,1 on a cluster: %+v", p)
 	}
 }

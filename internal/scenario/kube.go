@@ -7,6 +7,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
@@ -31,6 +33,39 @@ type Kube struct {
 	Clusters      []KubeCluster `yaml:"clusters"`
 	ExtraServices int           `yaml:"extra_services"`
 	ExtraTests    []string      `yaml:"extra_tests"`
+}
+
+// BenchSpec is the cluster run the file describes for `kube run -f`: b
+// (the defaults, bench.DefaultSpec) with every field the file sets
+// replaced; kube.clusters become the table's configurations.
+func (s *Scenario) BenchSpec(b bench.Spec) (bench.Spec, error) {
+	if err := s.ForKube(); err != nil {
+		return b, err
+	}
+	k := s.Kube
+	b.Measure = s.RunSpec(b.Measure)
+	b.Cluster = bench.Target{Local: k.Cluster, Kubeconfig: k.Kubeconfig, Context: k.Context}
+	if len(k.Paths) > 0 {
+		b.Pods.Paths = k.Paths
+	}
+	if len(k.Placements) > 0 {
+		b.Pods.Placements = k.Placements
+	}
+	b.Pods.Nodes, b.Pods.Image, b.Label = k.Nodes, k.Image, k.Label
+	if d := k.ReadyTimeoutValue(); d > 0 {
+		b.Pods.ReadyTimeout = d
+	}
+	if !k.Tabled() {
+		return b, nil
+	}
+	for _, c := range k.Clusters {
+		b.Configs = append(b.Configs, bench.Config{Name: c.Name, Cluster: c.Spec(), Extra: k.ExtraFor(c)})
+	}
+	b.ExtraTests = nil
+	for _, t := range k.ExtraTestList() {
+		b.ExtraTests = append(b.ExtraTests, engine.Test(t)) // checked by Parse
+	}
+	return b, nil
 }
 
 // ReadyTimeoutValue is ready_timeout, or 0 (the default) when not set.
@@ -116,6 +151,13 @@ func (s *Scenario) ForKube() error {
 	}
 	return nil
 }
+
+// Sets says whether the file sets key, at the top level or in its kube:
+// section (where the input of a spec's field came from: field.Error).
+func (s *Scenario) Sets(key string) bool { return s.has(key) || s.kubeNode(key) != nil }
+
+// File is the file's path.
+func (s *Scenario) File() string { return s.file }
 
 // has says whether the file sets a top-level key.
 func (s *Scenario) has(key string) bool {

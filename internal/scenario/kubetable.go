@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,8 +10,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
 
@@ -101,10 +104,10 @@ func (s *Scenario) validateClusters() error {
 			c.Cluster = fmt.Sprintf("kt%d", i+1)
 		}
 		if c.CNI == "" {
-			c.CNI = cluster.CNIBridge
+			c.CNI = network.CNIBridge
 		}
 		if c.Proxy == "" {
-			c.Proxy = "iptables"
+			c.Proxy = network.DefaultProxy
 		}
 		if c.Nodes == 0 {
 			c.Nodes = 2
@@ -123,12 +126,11 @@ func (s *Scenario) validateClusters() error {
 			return s.clusterErrAt(i, "cluster", "%q is also kube.clusters[%d]'s cluster: give each configuration its own cluster name", c.Cluster, j)
 		}
 		clusters[c.Cluster] = i
-		if !slices.Contains(cluster.CNIs, c.CNI) {
-			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(cluster.CNIs, ", "))
+		if !slices.Contains(network.CNIs, c.CNI) {
+			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(network.CNIs, ", "))
 		}
-		proxies := slices.Concat(cluster.ProxyModes, cluster.VnetlabProxies)
-		if !slices.Contains(proxies, c.Proxy) {
-			return s.clusterErrAt(i, "proxy", "unknown proxy %q (known: %s)", c.Proxy, strings.Join(proxies, ", "))
+		if _, err := network.GetProxy(c.Proxy); err != nil {
+			return s.clusterErrAt(i, "proxy", "%v", err)
 		}
 		if c.Nodes < 1 {
 			return s.clusterErrAt(i, "nodes", "%d is below the minimum 1", c.Nodes)
@@ -142,15 +144,12 @@ func (s *Scenario) validateClusters() error {
 		// What kube up itself refuses (a mode this machine lacks, a CNI
 		// and proxy that do not work together), said before anything runs.
 		if err := c.Spec().Validate(); err != nil {
-			field := "cni_mode"
-			if strings.Contains(err.Error(), "--socket-lb") {
-				field = "socket_lb"
-			} else if strings.HasPrefix(err.Error(), "--proxy") {
-				field = "proxy"
-			} else if strings.HasPrefix(err.Error(), "--nodes") {
-				field = "nodes"
+			key := "name"
+			var fe *field.Error
+			if errors.As(err, &fe) {
+				key = fe.Field
 			}
-			return s.clusterErrAt(i, field, "%v", err)
+			return s.clusterErrAt(i, key, "%v", field.Rendered(err, field.Key))
 		}
 	}
 	return nil

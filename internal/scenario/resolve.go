@@ -3,10 +3,13 @@ package scenario
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/service"
 )
@@ -81,6 +84,37 @@ type Lab struct {
 	Provider string         // "": no Services
 	Extra    int            // generated Services loaded besides Services
 	Services []service.Spec // default: the service path's (service.NewConfig)
+}
+
+// Validate refuses a bad `up` before anything is built (lab.Up checks the
+// lab's own spec), and gives a lab without a pod list its default pods.
+func (l *Lab) Validate() error {
+	if l.Provider == "" && (l.Extra != 0 || len(l.Services) > 0) {
+		return field.Errorf("provider", "services need a provider: add {provider} (%s)", service.NameList())
+	}
+	if l.Provider != "" {
+		if err := service.CheckExtra(l.Extra); err != nil {
+			return field.Errorf("extra_services", "{extra_services} %v", err)
+		}
+		if l.Spec.Mode != "" {
+			m, err := modes.Get(l.Spec.Mode)
+			if err != nil {
+				return err
+			}
+			if err := service.Check(l.Provider, m); err != nil {
+				return err
+			}
+		}
+	}
+	if l.Spec.Mode == "" {
+		return field.Errorf("mode", "no mode given: use {mode} (one of %s)", strings.Join(modes.Names(), ", "))
+	}
+	if l.Spec.Pods != nil {
+		return nil
+	}
+	var err error
+	l.Spec.Pods, err = lab.DefaultPodSpecs(l.PodCount, l.Spec.PodCIDR, l.Spec.NodeCount())
+	return err
 }
 
 // DefaultLab is a plain `vnetlab up --mode M`: lab "lab" with seed 002's

@@ -313,8 +313,8 @@ func (s *Scenario) validate() error {
 		}
 	}
 	for i, n := range s.ExtraServices {
-		if n < 0 || n > service.MaxExtra {
-			return s.errAt("extra_services", i, "%d: want 0 to %d", n, service.MaxExtra)
+		if err := service.CheckExtra(n); err != nil {
+			return s.errAt("extra_services", i, "%v", err)
 		}
 	}
 	return s.validateKube()

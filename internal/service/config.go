@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -126,6 +127,36 @@ func (c *Config) Add(s Service) error {
 	return nil
 }
 
+// AddBackends adds backends bs to the service k, and returns those it did
+// not have; a service that has them all is refused.
+func (c *Config) AddBackends(k Key, bs []Backend) ([]Backend, error) {
+	i := c.Find(k)
+	if i < 0 {
+		return nil, fmt.Errorf("no service %s", k)
+	}
+	s := &c.Services[i]
+	var added []Backend
+	for _, b := range bs {
+		if !slices.ContainsFunc(s.Backends, func(o Backend) bool { return o.IP == b.IP && o.Port == b.Port }) {
+			added = append(added, b)
+		}
+	}
+	if len(added) == 0 {
+		return nil, fmt.Errorf("service %s already exists with these backends (%s): add another backend, or delete it first (`vnetlab svc del LAB --service %s`)", k, BackendList(s.Backends), k)
+	}
+	s.Backends = append(s.Backends, added...)
+	return added, nil
+}
+
+// CountText says how many services c has: "6 services + 1000 generated".
+func (c *Config) CountText() string {
+	s := fmt.Sprintf("%d services", len(c.Services))
+	if c.Extra > 0 {
+		s += fmt.Sprintf(" + %d generated", c.Extra)
+	}
+	return s
+}
+
 // Del removes a service.
 func (c *Config) Del(k Key) error {
 	i := c.Find(k)
@@ -145,12 +176,6 @@ func (c *Config) Del(k Key) error {
 	c.Services = append(c.Services[:i], c.Services[i+1:]...)
 	return nil
 }
-
-// KeepsEmptyServices says whether provider p realises a Service without
-// backends as Kubernetes does (its clients refused at once): the ebpf
-// provider's programs answer with ICMP port unreachable (bpf/README.md);
-// the others have no rule for it, so they refuse such a Service.
-func KeepsEmptyServices(p string) bool { return p == "ebpf" }
 
 // Resolve turns backend specs (addresses or pod names) into backends of a
 // service on port svcPort. Backends must be pods of the lab: vnetlab sends
@@ -184,6 +209,16 @@ func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, err
 		out = append(out, be)
 	}
 	return out, nil
+}
+
+// keepsEmpty says whether provider p keeps a Service without backends
+// (Info.KeepsEmptyServices; the default provider's answer when unset).
+func keepsEmpty(p string) bool {
+	if p == "" {
+		p = DefaultProvider
+	}
+	i, err := Describe(p)
+	return err == nil && i.KeepsEmptyServices
 }
 
 func podList(st *lab.State) string {
@@ -220,8 +255,8 @@ func CheckVIP(st *lab.State, vip netip.Addr) error {
 // Validate checks a whole config against a lab (for scenario files and
 // configs written by hand): addresses, duplicates, backends.
 func (c *Config) Validate(st *lab.State) error {
-	if c.Extra < 0 || c.Extra > MaxExtra {
-		return fmt.Errorf("extra services %d: want 0 to %d (the generated range %s has room for that many)", c.Extra, MaxExtra, GeneratedRange)
+	if err := CheckExtra(c.Extra); err != nil {
+		return fmt.Errorf("extra services %v", err)
 	}
 	seen := map[Key]bool{}
 	for _, s := range c.Services {
@@ -238,7 +273,7 @@ func (c *Config) Validate(st *lab.State) error {
 			return fmt.Errorf("service %s is defined twice", s)
 		}
 		seen[s.Key()] = true
-		if len(s.Backends) == 0 && !KeepsEmptyServices(c.Provider) {
+		if len(s.Backends) == 0 && !keepsEmpty(c.Provider) {
 			return fmt.Errorf("service %s has no backends", s)
 		}
 		for _, b := range s.Backends {

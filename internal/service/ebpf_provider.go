@@ -2,10 +2,11 @@ package service
 
 import (
 	"fmt"
-	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -23,9 +24,9 @@ type ebpfProvider struct{}
 
 func init() { Register(ebpfProvider{}) }
 
-func (ebpfProvider) Name() string { return "ebpf" }
-func (ebpfProvider) Summary() string {
-	return "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"
+func (ebpfProvider) Info() Info {
+	return Info{Name: EBPF, Endpoints: true, ModePrograms: true, KeepsEmptyServices: true,
+		Summary: "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"}
 }
 
 // ebpfPlacement is the endpoint placement of each way the mode says the
@@ -51,18 +52,17 @@ func adoptModeEndpoints(st *lab.State, c *Config) {
 	}
 }
 
-// ModeOwnsPrograms says whether a mode attaches vnetlab's eBPF programs
-// itself when it builds the lab (with host routing, or the backends' MACs):
+// ownsPrograms says whether lab st's mode attached vnetlab's eBPF programs
+// itself when it built the lab (with host routing, or the backends' MACs):
 // the provider then only fills the Service maps, and `ep add/del` attach and
 // detach the mode's way.
-func ModeOwnsPrograms(mode string) bool {
-	m, err := modes.Get(mode)
+func ownsPrograms(st *lab.State) bool {
+	m, err := st.ModeOf()
 	return err == nil && m.OwnsDataPlane()
 }
 
-func (ebpfProvider) Supports(mode string) string {
-	m, why := podMode(mode)
-	if why != "" {
+func (ebpfProvider) Supports(m modes.Mode) string {
+	if why := podMode(m); why != "" {
 		return why
 	}
 	if m.Services.EBPF == modes.EBPFNotWired {
@@ -71,16 +71,19 @@ func (ebpfProvider) Supports(mode string) string {
 	return ""
 }
 
-// PlacementFor returns where eBPF programs go in a lab of this mode.
-func PlacementFor(mode string) string {
-	m, err := modes.Get(mode)
-	if err != nil {
-		return PlacementNode
-	}
+// PlacementFor returns where eBPF programs go in a lab of mode m.
+func PlacementFor(m modes.Mode) string {
 	if p, ok := ebpfPlacement[m.Services.EBPF]; ok {
 		return p
 	}
 	return PlacementNode
+}
+
+// labPlacement is PlacementFor lab st's mode (the node end for a mode this
+// vnetlab does not know).
+func labPlacement(st *lab.State) string {
+	m, _ := st.ModeOf()
+	return PlacementFor(m)
 }
 
 // DefaultEndpoints attaches programs for every pod of the lab, as a CNI does
@@ -88,7 +91,7 @@ func PlacementFor(mode string) string {
 func DefaultEndpoints(st *lab.State) []Endpoint {
 	var out []Endpoint
 	for _, p := range st.Pods {
-		out = append(out, Endpoint{Pod: p.Name, NS: p.NS, Ifname: p.Ifname, Placement: PlacementFor(st.Mode)})
+		out = append(out, Endpoint{Pod: p.Name, NS: p.NS, Ifname: p.Ifname, Placement: labPlacement(st)})
 	}
 	return out
 }
@@ -111,43 +114,32 @@ func (ebpfProvider) sync(st *lab.State, c *Config) error {
 	return syncEndpoints(st, pl, c.Endpoints)
 }
 
-// syncServices makes the Service maps hold c's services (shared by the tc
-// programs and the socket ones).
-func syncServices(pl *tcbpf.Plane, c *Config) error {
-	have, err := pl.ListServices()
+// syncServices makes the Service maps (shared by the tc programs and the
+// socket ones) hold c's services, through the one reconciler Kubernetes'
+// proxy uses too (internal/dataplane/servicemap): only changed entries are
+// touched, and a Service whose backends changed is updated in place, so its
+// live flows keep their backends.
+func syncServices(pl servicemap.Plane, c *Config) error {
+	s, err := servicemap.NewSyncer(pl)
 	if err != nil {
 		return err
 	}
-	loaded := map[Key]string{}
-	for _, s := range have {
-		loaded[Key{s.VIP, s.Port, s.Proto.String()}] = ebpfBackendsKey(s.Backends)
+	want := servicemap.Entries{}
+	for _, sv := range c.All() {
+		es := toEBPF(sv)
+		want[servicemap.Key{VIP: es.VIP, Port: es.Port, Proto: es.Proto}] = slices.SortedFunc(slices.Values(es.Backends), tcbpf.CompareBackends)
 	}
-	want := map[Key]bool{}
-	var add []tcbpf.Service
-	for _, s := range c.All() {
-		es := toEBPF(s)
-		want[s.Key()] = true
-		if b, ok := loaded[s.Key()]; ok {
-			if b == ebpfBackendsKey(es.Backends) {
-				continue
-			}
-			// Backends changed: the maps have no replace, so for a moment
-			// new flows of this service are not translated.
-			if err := pl.DelService(es.VIP, es.Port, es.Proto); err != nil {
-				return err
-			}
-		}
-		add = append(add, es)
+	// One owner: the lab's services are one set; Prune deletes the entries
+	// the set no longer has.
+	if _, err := s.Sync(labServices, want); err != nil {
+		return err
 	}
-	for _, s := range have {
-		if !want[Key{s.VIP, s.Port, s.Proto.String()}] {
-			if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
-				return err
-			}
-		}
-	}
-	return pl.AddServices(add)
+	_, err = s.Prune()
+	return err
 }
+
+// labServices owns every entry of a lab's maps (servicemap.Syncer's owner).
+const labServices = "lab"
 
 // syncEndpoints attaches the programs for c's endpoints and detaches others.
 func syncEndpoints(st *lab.State, pl *tcbpf.Plane, eps []Endpoint) error {
@@ -193,7 +185,7 @@ func attach(st *lab.State, pl *tcbpf.Plane, e Endpoint, ns, ifname string) error
 	switch {
 	case e.Placement == PlacementRouted:
 		_, err = pl.AttachHostRouting(ns, e.NS, e.Ifname)
-	case e.Placement == PlacementPod && ebpfAttach(st.Mode) == modes.EBPFPodL2:
+	case e.Placement == PlacementPod && ebpfAttach(st) == modes.EBPFPodL2:
 		_, err = pl.AttachPodL2(e.NS, e.Ifname)
 	case e.Placement == PlacementNode && isBridgePort(ns, ifname):
 		_, err = pl.AttachBridgePort(ns, e.NS, e.Ifname)
@@ -203,8 +195,8 @@ func attach(st *lab.State, pl *tcbpf.Plane, e Endpoint, ns, ifname string) error
 	return err
 }
 
-func ebpfAttach(mode string) modes.EBPFAttach {
-	m, _ := modes.Get(mode)
+func ebpfAttach(st *lab.State) modes.EBPFAttach {
+	m, _ := st.ModeOf()
 	return m.Services.EBPF
 }
 
@@ -286,26 +278,13 @@ func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
 	defer pl.Close()
 	// The eBPF modes' programs are the mode's: back to what it built.
 	var keep []Endpoint
-	if ModeOwnsPrograms(st.Mode) {
+	if ownsPrograms(st) {
 		keep = DefaultEndpoints(st)
 	}
 	if err := syncEndpoints(st, pl, keep); err != nil {
 		return err
 	}
-	return delServices(pl)
-}
-
-func delServices(pl *tcbpf.Plane) error {
-	have, err := pl.ListServices()
-	if err != nil {
-		return err
-	}
-	for _, s := range have {
-		if err := pl.DelService(s.VIP, s.Port, s.Proto); err != nil {
-			return err
-		}
-	}
-	return nil
+	return syncServices(pl, &Config{})
 }
 
 func toEBPF(s Service) tcbpf.Service {
@@ -315,12 +294,4 @@ func toEBPF(s Service) tcbpf.Service {
 		es.Backends = append(es.Backends, tcbpf.Backend{IP: b.IP, Port: b.Port})
 	}
 	return es
-}
-
-func ebpfBackendsKey(bs []tcbpf.Backend) string {
-	k := ""
-	for _, b := range bs {
-		k += netip.AddrPortFrom(b.IP, b.Port).String() + ","
-	}
-	return k
 }

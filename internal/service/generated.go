@@ -1,6 +1,9 @@
 package service
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // Generated services (--extra-services N) measure lookup cost at scale: N
 // dummy services in a range of their own, each with a backend in another
@@ -41,4 +44,13 @@ func nth(p netip.Prefix, i int) netip.Addr {
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	v += uint32(i)
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// CheckExtra says whether n generated services fit GeneratedRange (the
+// one range check; callers name the field: "N: want 0 to MAX ...").
+func CheckExtra(n int) error {
+	if n < 0 || n > MaxExtra {
+		return fmt.Errorf("%d: want 0 to %d (the generated range %s has room for that many)", n, MaxExtra, GeneratedRange)
+	}
+	return nil
 }

@@ -34,13 +34,12 @@ type iptablesProvider struct{}
 
 func init() { Register(iptablesProvider{}) }
 
-func (iptablesProvider) Name() string { return "iptables" }
-func (iptablesProvider) Summary() string {
-	return "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore"
+func (iptablesProvider) Info() Info {
+	return Info{Name: IPTables, Summary: "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore"}
 }
-func (iptablesProvider) Supports(mode string) string { return netfilterSupports(mode) }
-func (iptablesProvider) Caveat(mode string, options map[string]string) string {
-	return netfilterCaveat(mode, options)
+func (iptablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
+func (iptablesProvider) Caveat(m modes.Mode, options map[string]string) string {
+	return netfilterCaveat(m, options)
 }
 
 // iptablesChunk: services per iptables-restore when loading many.

@@ -14,9 +14,8 @@ import (
 
 // netfilterSupports: the mode's pods' clusterIP traffic must cross the
 // node's stack (modes.ReachNodeNetfilter), and the mode must not say why not.
-func netfilterSupports(mode string) string {
-	m, why := podMode(mode)
-	if why != "" {
+func netfilterSupports(m modes.Mode) string {
+	if why := podMode(m); why != "" {
 		return why
 	}
 	if m.Services.NoNetfilter != "" {
@@ -32,9 +31,8 @@ func netfilterSupports(mode string) string {
 
 // netfilterCaveat: the mode knows when the kernel will break netfilter
 // Services (bridge with bridge_nf_call_iptables=off).
-func netfilterCaveat(mode string, options map[string]string) string {
-	m, err := modes.Get(mode)
-	if err != nil || m.Services.NetfilterCaveat == nil {
+func netfilterCaveat(m modes.Mode, options map[string]string) string {
+	if m.Services.NetfilterCaveat == nil {
 		return ""
 	}
 	return m.Services.NetfilterCaveat(options)

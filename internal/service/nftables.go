@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -29,13 +30,12 @@ func init() { Register(nftablesProvider{}) }
 // NftTable is the table kube-proxy's nftables mode owns.
 const NftTable = "kube-proxy"
 
-func (nftablesProvider) Name() string { return "nftables" }
-func (nftablesProvider) Summary() string {
-	return "kube-proxy nftables mode: table ip kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"
+func (nftablesProvider) Info() Info {
+	return Info{Name: NFTables, Summary: "kube-proxy nftables mode: table ip kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"}
 }
-func (nftablesProvider) Supports(mode string) string { return netfilterSupports(mode) }
-func (nftablesProvider) Caveat(mode string, options map[string]string) string {
-	return netfilterCaveat(mode, options)
+func (nftablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
+func (nftablesProvider) Caveat(m modes.Mode, options map[string]string) string {
+	return netfilterCaveat(m, options)
 }
 
 // nftChunk: services per nft transaction when loading many. One transaction

@@ -11,16 +11,23 @@ import (
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
+// The providers' names (each registered from its own file).
+const (
+	IPTables = "iptables"
+	NFTables = "nftables"
+	EBPF     = "ebpf"
+	EBPFSock = "ebpf-sock"
+)
+
 // Provider realises a lab's services in its namespaces, one file per
-// provider (iptables.go, nftables.go, ebpf_provider.go).
+// provider (iptables.go, nftables.go, ebpf_provider.go, sock_provider.go).
 type Provider interface {
-	Name() string
-	// Summary is one line for --help.
-	Summary() string
+	// Info says what the provider is and what it can do.
+	Info() Info
 	// Supports returns "" when the provider can realise services in a lab of
 	// this mode, else why not. A mode where services are expected to break
 	// (bridge with bridge-nf-call-iptables=0) is supported: see Caveat.
-	Supports(mode string) string
+	Supports(m modes.Mode) string
 	// Install loads c into a lab holding none of the provider's objects yet.
 	Install(st *lab.State, c *Config) error
 	// Update changes the lab's objects from old (what Install or the last
@@ -30,20 +37,45 @@ type Provider interface {
 	Remove(st *lab.State, c *Config) error
 }
 
+// Info describes a provider: the CLI, the runner and the Service
+// transaction ask these fields, never the provider's name (as modes.Mode
+// does for modes).
+type Info struct {
+	Name string
+	// Summary is one line for --help.
+	Summary string
+	// Endpoints: its programs sit on the pods' interfaces, attached per pod
+	// (`ep add/del`; `up` and `run` attach every pod).
+	Endpoints bool
+	// ModePrograms: it fills the maps the programs of the eBPF modes
+	// (veth-ebpf, macvlan-ebpf) read: it is those modes' default provider,
+	// and their programs are its endpoints from the start.
+	ModePrograms bool
+	// KeepsEmptyServices: a Service without backends stays and its clients
+	// are refused at once, as in Kubernetes (ebpf: ICMP port unreachable,
+	// bpf/README.md; ebpf-sock: connect() fails with EPERM, bpf/sock.c).
+	// The others have no rule for it, so they refuse such a Service.
+	KeepsEmptyServices bool
+}
+
 // Caveater is implemented by providers that know when the kernel will break
 // their services on a lab that Supports accepts.
 type Caveater interface {
-	Caveat(mode string, options map[string]string) string
+	Caveat(m modes.Mode, options map[string]string) string
 }
 
 // DefaultProvider is kube-proxy's default mode.
-const DefaultProvider = "iptables"
+const DefaultProvider = IPTables
 
-// DefaultProviderFor is the provider a lab of this mode gets when none is
-// named: the eBPF modes come with vnetlab's eBPF Services built in.
-func DefaultProviderFor(mode string) string {
-	if ModeOwnsPrograms(mode) {
-		return "ebpf"
+// DefaultProviderFor is the provider a lab of mode m gets when none is
+// named: the eBPF modes come with the provider of their own programs.
+func DefaultProviderFor(m modes.Mode) string {
+	if m.OwnsDataPlane() {
+		for _, i := range Infos() {
+			if i.ModePrograms {
+				return i.Name
+			}
+		}
 	}
 	return DefaultProvider
 }
@@ -51,7 +83,7 @@ func DefaultProviderFor(mode string) string {
 var registry = map[string]Provider{}
 
 // Register adds a provider (from each provider file's init).
-func Register(p Provider) { registry[p.Name()] = p }
+func Register(p Provider) { registry[p.Info().Name] = p }
 
 // Get returns a provider by name.
 func Get(name string) (Provider, error) {
@@ -62,22 +94,54 @@ func Get(name string) (Provider, error) {
 	return p, nil
 }
 
+// Describe returns a provider's Info by name.
+func Describe(name string) (Info, error) {
+	p, err := Get(name)
+	if err != nil {
+		return Info{}, err
+	}
+	return p.Info(), nil
+}
+
 // Names lists the providers, sorted.
 func Names() []string {
 	return slices.Sorted(maps.Keys(registry))
 }
 
-// podMode returns the lab's mode, or why a Service cannot exist in it
-// (unknown, or no pods to put behind a clusterIP).
-func podMode(name string) (modes.Mode, string) {
-	m, err := modes.Get(name)
-	if err != nil {
-		return m, err.Error()
+// Infos lists every provider's Info, sorted by name.
+func Infos() []Info {
+	var out []Info
+	for _, n := range Names() {
+		out = append(out, registry[n].Info())
 	}
+	return out
+}
+
+// NamesWhere lists the providers (sorted) whose Info keep holds for.
+func NamesWhere(keep func(Info) bool) []string {
+	var n []string
+	for _, i := range Infos() {
+		if keep(i) {
+			n = append(n, i.Name)
+		}
+	}
+	return n
+}
+
+// NameList is the providers' names for a help text: "ebpf, ebpf-sock,
+// iptables or nftables".
+func NameList() string {
+	n := Names()
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+}
+
+// podMode says why a Service cannot exist in a lab of mode m ("" when it
+// can): no pods to put behind a clusterIP.
+func podMode(m modes.Mode) string {
 	if m.Podless {
-		return m, "mode " + name + " has no pods to put behind a clusterIP"
+		return "mode " + m.Name + " has no pods to put behind a clusterIP"
 	}
-	return m, ""
+	return ""
 }
 
 // notWired says which modes a provider works with, those for which works is true.
@@ -86,28 +150,38 @@ func notWired(works func(modes.Mode) bool) string {
 }
 
 // Caveat returns why provider's services are expected to fail in a lab of
-// this mode and options ("" when they should work).
-func Caveat(provider, mode string, options map[string]string) string {
+// mode m with options ("" when they should work).
+func Caveat(provider string, m modes.Mode, options map[string]string) string {
 	p, err := Get(provider)
 	if err != nil {
 		return ""
 	}
 	if c, ok := p.(Caveater); ok {
-		return c.Caveat(mode, options)
+		return c.Caveat(m, options)
 	}
 	return ""
 }
 
-// Check says whether provider can serve a lab of mode.
-func Check(provider, mode string) error {
+// Check says whether provider can serve a lab of mode m.
+func Check(provider string, m modes.Mode) error {
 	p, err := Get(provider)
 	if err != nil {
 		return err
 	}
-	if why := p.Supports(mode); why != "" {
-		return fmt.Errorf("provider %s does not work with mode %s: %s", provider, mode, why)
+	if why := p.Supports(m); why != "" {
+		return fmt.Errorf("provider %s does not work with mode %s: %s", provider, m.Name, why)
 	}
 	return nil
+}
+
+// CheckLab says whether provider can serve lab st (its mode as its state
+// names it).
+func CheckLab(provider string, st *lab.State) error {
+	m, err := st.ModeOf()
+	if err != nil {
+		return fmt.Errorf("lab %s: %w", st.Name, err)
+	}
+	return Check(provider, m)
 }
 
 // Commit applies c to the lab (from old, nil the first time) and saves it
@@ -126,11 +200,11 @@ func Apply(st *lab.State, old, c *Config) error {
 	if c.Provider == "" {
 		c.Provider = DefaultProvider
 	}
-	if err := Check(c.Provider, st.Mode); err != nil {
+	if err := CheckLab(c.Provider, st); err != nil {
 		return err
 	}
 	p, _ := Get(c.Provider)
-	if c.Provider == "ebpf" && ModeOwnsPrograms(st.Mode) && !c.Installed {
+	if p.Info().ModePrograms && ownsPrograms(st) && !c.Installed {
 		adoptModeEndpoints(st, c)
 	}
 	start := time.Now()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 func TestParseKey(t *testing.T) {
@@ -223,19 +224,30 @@ func TestNftShape(t *testing.T) {
 	}
 }
 
+// mode resolves a mode name, as the edges (flags, scenarios, a lab's state) do.
+func mode(t *testing.T, name string) modes.Mode {
+	t.Helper()
+	m, err := modes.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestCaveat(t *testing.T) {
-	if Caveat("iptables", "bridge", map[string]string{"bridge_nf_call_iptables": "off"}) == "" ||
-		Caveat("nftables", "bridge", map[string]string{"bridge_nf_call_iptables": "0"}) == "" {
+	bridge := mode(t, "bridge")
+	if Caveat("iptables", bridge, map[string]string{"bridge_nf_call_iptables": "off"}) == "" ||
+		Caveat("nftables", bridge, map[string]string{"bridge_nf_call_iptables": "0"}) == "" {
 		t.Error("no caveat for netfilter providers on a bridge with nf-call off")
 	}
-	if Caveat("iptables", "bridge", nil) != "" || Caveat("ebpf", "bridge", map[string]string{"bridge_nf_call_iptables": "off"}) != "" {
+	if Caveat("iptables", bridge, nil) != "" || Caveat("ebpf", bridge, map[string]string{"bridge_nf_call_iptables": "off"}) != "" {
 		t.Error("caveat where services work")
 	}
 	for _, p := range Names() {
-		if err := Check(p, "host"); err == nil {
+		if err := Check(p, mode(t, "host")); err == nil {
 			t.Errorf("provider %s accepts mode host, which has no pods", p)
 		}
-		if err := Check(p, "veth-routed"); err != nil {
+		if err := Check(p, mode(t, "veth-routed")); err != nil {
 			t.Errorf("provider %s: %v", p, err)
 		}
 	}
@@ -250,40 +262,69 @@ func TestProvidersAskTheMode(t *testing.T) {
 		netfilter, ebpf     bool
 		placement           string
 		ownsPrograms, podL2 bool
+		defaultProvider     string
 	}{
-		{"veth-routed", true, true, PlacementNode, false, false},
-		{"bridge", true, true, PlacementNode, false, false},
-		{"docker-nat", true, true, PlacementNode, false, false},
-		{"macvlan", true, true, PlacementPod, false, false},
-		{"ipvlan", true, true, PlacementPod, false, false},
-		{"veth-ebpf", false, true, PlacementRouted, true, false},
-		{"macvlan-ebpf", false, true, PlacementPod, true, true},
-		{"ovs", false, false, PlacementNode, false, false},
-		{"vxlan", false, false, PlacementNode, false, false},
-		{"netkit", true, false, PlacementNode, false, false},
+		{"veth-routed", true, true, PlacementNode, false, false, IPTables},
+		{"bridge", true, true, PlacementNode, false, false, IPTables},
+		{"docker-nat", true, true, PlacementNode, false, false, IPTables},
+		{"macvlan", true, true, PlacementPod, false, false, IPTables},
+		{"ipvlan", true, true, PlacementPod, false, false, IPTables},
+		{"veth-ebpf", false, true, PlacementRouted, true, false, EBPF},
+		{"macvlan-ebpf", false, true, PlacementPod, true, true, EBPF},
+		{"ovs", false, false, PlacementNode, false, false, IPTables},
+		{"vxlan", false, false, PlacementNode, false, false, IPTables},
+		{"netkit", true, false, PlacementNode, false, false, IPTables},
 	} {
+		m := mode(t, c.mode)
 		for _, p := range []string{"iptables", "nftables"} {
-			if err := Check(p, c.mode); (err == nil) != c.netfilter {
+			if err := Check(p, m); (err == nil) != c.netfilter {
 				t.Errorf("%s on %s: %v, want works=%v", p, c.mode, err, c.netfilter)
 			}
 		}
-		if err := Check("ebpf", c.mode); (err == nil) != c.ebpf {
+		if err := Check("ebpf", m); (err == nil) != c.ebpf {
 			t.Errorf("ebpf on %s: %v, want works=%v", c.mode, err, c.ebpf)
 		}
-		if err := Check(SockProvider, c.mode); err != nil {
-			t.Errorf("%s on %s: %v", SockProvider, c.mode, err)
+		if err := Check(EBPFSock, m); err != nil {
+			t.Errorf("%s on %s: %v", EBPFSock, c.mode, err)
 		}
-		if got := PlacementFor(c.mode); got != c.placement {
+		if got := PlacementFor(m); got != c.placement {
 			t.Errorf("placement for %s: %s, want %s", c.mode, got, c.placement)
 		}
-		if got := ModeOwnsPrograms(c.mode); got != c.ownsPrograms {
+		if got := m.OwnsDataPlane(); got != c.ownsPrograms {
 			t.Errorf("%s owns its eBPF programs: %v, want %v", c.mode, got, c.ownsPrograms)
 		}
-		if got := ebpfAttach(c.mode) == "pod-l2"; got != c.podL2 {
+		if got := m.Services.EBPF == modes.EBPFPodL2; got != c.podL2 {
 			t.Errorf("%s attaches by MAC: %v, want %v", c.mode, got, c.podL2)
 		}
+		if got := DefaultProviderFor(m); got != c.defaultProvider {
+			t.Errorf("default provider of %s: %s, want %s", c.mode, got, c.defaultProvider)
+		}
 	}
-	if err := Check("iptables", "ovs"); err == nil || !strings.Contains(err.Error(), "works with: bridge, docker-nat, ipvlan, macvlan, netkit, veth-routed") {
+	if err := Check("iptables", mode(t, "ovs")); err == nil || !strings.Contains(err.Error(), "works with: bridge, docker-nat, ipvlan, macvlan, netkit, veth-routed") {
 		t.Errorf("iptables on ovs: %v, want the modes it works with", err)
+	}
+}
+
+// What each provider can do is its descriptor's to say: both eBPF
+// providers keep a Service without backends (refusing its clients: ICMP
+// port unreachable, or EPERM at connect()), only ebpf's programs sit on
+// the pods (endpoints), and a Service without backends is refused by a
+// config of the netfilter providers.
+func TestProviderInfo(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		empty, endpoints bool
+	}{{IPTables, false, false}, {NFTables, false, false}, {EBPF, true, true}, {EBPFSock, true, false}} {
+		i, err := Describe(c.name)
+		if err != nil || i.Name != c.name || i.Summary == "" || i.KeepsEmptyServices != c.empty || i.Endpoints != c.endpoints {
+			t.Errorf("%s: %+v, %v; want keeps empty Services %v, endpoints %v", c.name, i, err, c.empty, c.endpoints)
+		}
+		empty := &Config{Provider: c.name, Services: []Service{{VIP: netip.MustParseAddr("10.96.0.9"), Port: 80, Proto: TCP}}}
+		if err := empty.Validate(testState()); (err == nil) != c.empty {
+			t.Errorf("%s: a Service without backends: %v, want accepted=%v", c.name, err, c.empty)
+		}
+	}
+	if got := NameList(); got != "ebpf, ebpf-sock, iptables or nftables" {
+		t.Errorf("NameList = %q", got)
 	}
 }

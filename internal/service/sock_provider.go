@@ -4,6 +4,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // ebpf-sock: Services translated at the socket (internal/dataplane/sock,
@@ -15,21 +16,15 @@ import (
 // says where (the runner's engines and `vnetlab exec` start clients there).
 type sockProvider struct{}
 
-// SockProvider is the socket-level provider's name.
-const SockProvider = "ebpf-sock"
-
 func init() { Register(sockProvider{}) }
 
-func (sockProvider) Name() string { return SockProvider }
-func (sockProvider) Summary() string {
-	return "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"
+func (sockProvider) Info() Info {
+	return Info{Name: EBPFSock, KeepsEmptyServices: true,
+		Summary: "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"}
 }
 
 // Supports: any mode with pods (no packet carries the clusterIP).
-func (sockProvider) Supports(mode string) string {
-	_, why := podMode(mode)
-	return why
-}
+func (sockProvider) Supports(m modes.Mode) string { return podMode(m) }
 
 // ClientCgroup is the cgroup a client must start in to use the Services.
 func (sockProvider) ClientCgroup(st *lab.State) (string, error) { return cgroup.LabPath(st.Name) }
@@ -39,42 +34,12 @@ func (p sockProvider) Install(st *lab.State, c *Config) error { return p.sync(st
 func (p sockProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (sockProvider) sync(st *lab.State, c *Config) error {
-	// Journal the cgroup before it exists (down removes it, and the lab's
-	// pins go with its bpffs directory).
-	cg, err := cgroup.LabPath(st.Name)
-	if err != nil {
-		return err
-	}
-	if err := lab.Record(st.Name, lab.KindCgroup, cg); err != nil {
-		return err
-	}
-	pl, err := sock.Open(st.Name)
+	pl, _, err := sock.Setup(st.Name, lab.Recorder(st.Name))
 	if err != nil {
 		return err
 	}
 	defer pl.Close()
-	if err := recordPins(st.Name, pl.Created()); err != nil {
-		return err
-	}
-	if !pl.Attached() {
-		a, err := pl.Attach()
-		if err != nil {
-			return err
-		}
-		if err := recordPins(st.Name, a.Pins); err != nil {
-			return err
-		}
-	}
 	return syncServices(pl.Plane, c)
-}
-
-func recordPins(name string, pins []string) error {
-	for _, p := range pins {
-		if err := lab.Record(name, lab.KindPin, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (sockProvider) Remove(st *lab.State, _ *Config) error {
@@ -86,7 +51,7 @@ func (sockProvider) Remove(st *lab.State, _ *Config) error {
 	if err := pl.Detach(); err != nil {
 		return err
 	}
-	return delServices(pl.Plane)
+	return syncServices(pl.Plane, &Config{})
 }
 
 // ClientPlacer is implemented by providers whose Services act only for

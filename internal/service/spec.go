@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -55,6 +56,30 @@ func (s Spec) Build(st *lab.State) (Service, error) {
 	return Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: be}, nil
 }
 
+// UpLab brings lab ls up (`vnetlab up`) and, with a provider, loads its
+// Services: specs (else the service path's) and extra generated ones. On
+// any failure nothing stays up. say reports the steps (nil: quiet).
+func UpLab(ctx context.Context, ls lab.Spec, provider string, extra int, specs []Spec, say lab.Progress) (*lab.Lab, *Config, error) {
+	l, err := lab.Up(ctx, ls, say)
+	if err != nil || provider == "" {
+		return l, nil, err
+	}
+	c, err := NewConfig(l.State, provider, extra, specs)
+	if err == nil {
+		if say != nil {
+			say("loading %d services with %s", c.Count(), provider)
+		}
+		err = Commit(l.State, nil, c)
+	}
+	if err != nil {
+		name := l.State.Name
+		l.Release()
+		_ = lab.Down(name, nil) // nothing half-built
+		return nil, nil, err
+	}
+	return l, c, nil
+}
+
 // Setup loads a new lab's services (`up --provider`, `run`'s service path):
 // NewConfig, then Commit.
 func Setup(st *lab.State, provider string, extra int, specs []Spec) (*Config, error) {
@@ -87,7 +112,7 @@ func NewConfig(st *lab.State, provider string, extra int, specs []Spec) (*Config
 			return nil, err
 		}
 	}
-	if provider == "ebpf" {
+	if i, err := Describe(provider); err == nil && i.Endpoints {
 		c.Endpoints = DefaultEndpoints(st)
 	}
 	return c, c.Validate(st)

@@ -23,7 +23,7 @@ import (
 // own, here pod-c's) keeps the socket programs' behaviour (EPERM).
 func TestPodsViaTC(t *testing.T) {
 	s := upNetnsLab(t, "fat")
-	p, a, err := setup(s.l, s.netnsCookie(t, "pod-c"), true)
+	p, a, err := setup(s.l.State.Name, lab.Recorder(s.l.State.Name), s.netnsCookie(t, "pod-c"), true)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 			serve(t, p.NS, p.Name)
 		}
 	}
-	p, a, err := Setup(l)
+	p, a, err := Setup(name, lab.Recorder(name))
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
@@ -325,12 +325,12 @@ func TestIperf3ThroughSocketService(t *testing.T) {
 // which the tc programs serve).
 func TestNetnsOnly(t *testing.T) {
 	s := upNetnsLab(t, "fan")
-	l, name := s.l, s.l.State.Name
+	name := s.l.State.Name
 	cookie, mine := s.netnsCookie(t, "pod-b"), s.netnsCookie(t, "pod-c")
 	if mine == cookie {
 		t.Fatalf("netns cookies: pod-b %d, pod-c %d: want two different", cookie, mine)
 	}
-	p, a, err := setup(l, cookie, false)
+	p, a, err := setup(name, lab.Recorder(name), cookie, false)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)

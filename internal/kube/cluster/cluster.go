@@ -13,13 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"text/template"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -27,105 +22,13 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
-
-// Addresses inside a cluster (each cluster has namespaces of its own, so
-// clusters can share them).
-var (
-	nodeNet     = mustCIDR("10.250.0.0/24") // the control plane's bridge and the nodes' eth0
-	clusterCIDR = mustCIDR("10.244.0.0/16") // node i's pods: 10.244.i.0/24
-	serviceCIDR = "10.96.0.0/16"
-	apiIP       = net.IPv4(10, 250, 0, 1)
-)
-
-const (
-	apiPort   = 6443
-	bridge    = "br0"
-	uplink    = "eth0"
-	cpWho     = "cp"
-	maxNodes  = 8
-	waitReady = 3 * time.Minute
-)
-
-// Proxy modes kube-proxy can run in.
-var ProxyModes = []string{"iptables", "nftables"}
-
-// Spec is what `kube up` builds.
-type Spec struct {
-	Name  string
-	Nodes int
-	Proxy string
-	// CNI wires the pods: CNIBridge ("" too) or CNIVnetlab with CNIMode
-	// (cni.go).
-	CNI, CNIMode string
-	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
-	// translate the pods' connections too (proxy.Config.SocketLB).
-	SocketLB bool
-}
-
-// Facts keys of a cluster's lab state.
-const (
-	FactKubeconfig = "kubeconfig"
-	FactServer     = "server"
-	FactVersion    = "version"
-	FactProxy      = "proxy"
-	FactImage      = "image"
-	FactCNI        = "cni"
-	FactSocketLB   = "socket_lb" // "true" with --socket-lb
-)
-
-// ProxyText is a cluster's proxy as its facts say, for people: "vnetlab-ebpf
-// + socket LB" with --socket-lb.
-func ProxyText(facts map[string]string) string {
-	if facts[FactSocketLB] == "true" {
-		return facts[FactProxy] + " + socket LB"
-	}
-	return facts[FactProxy]
-}
-
-// Validate says what is wrong with a spec and how to fix it.
-func (s Spec) Validate() error {
-	if err := lab.ValidName("cluster", s.Name); err != nil {
-		return err
-	}
-	if s.Nodes < 1 || s.Nodes > maxNodes {
-		return fmt.Errorf("--nodes %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
-	}
-	if err := s.validateCNI(); err != nil {
-		return err
-	}
-	if s.SocketLB && s.Proxy != "vnetlab-ebpf" {
-		return fmt.Errorf("--proxy %s with --socket-lb: socket LB is an option of --proxy vnetlab-ebpf (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy)
-	}
-	for _, m := range slices.Concat(ProxyModes, VnetlabProxies) {
-		if s.Proxy == m {
-			return nil
-		}
-	}
-	return fmt.Errorf("--proxy %q: kube-proxy modes are %s; vnetlab's own: %s", s.Proxy, strings.Join(ProxyModes, ", "), strings.Join(VnetlabProxies, ", "))
-}
-
-// NodeName is the Kubernetes name of node i (1-based) of cluster k.
-func NodeName(k string, i int) string { return fmt.Sprintf("%s-node%d", k, i) }
-
-func mustCIDR(s string) *net.IPNet { _, n, _ := net.ParseCIDR(s); return n }
-
-func nthIP(n *net.IPNet, i int) net.IP {
-	ip := make(net.IP, 4)
-	copy(ip, n.IP.To4())
-	v := int(ip[0])<<24 | int(ip[1])<<16 | int(ip[2])<<8 | int(ip[3]) + i
-	return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4()
-}
-
-func podCIDR(i int) *net.IPNet {
-	return &net.IPNet{IP: net.IPv4(10, 244, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)}
-}
 
 // node is one node being built.
 type node struct {
@@ -150,12 +53,6 @@ type builder struct {
 	daemons []daemon
 }
 
-type daemon struct {
-	name  string
-	pid   int
-	start uint64
-}
-
 // Up builds and starts a cluster and waits until its nodes are Ready. On
 // failure or Ctrl-C, everything already made is removed.
 func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, error) {
@@ -168,10 +65,10 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err := preflight(); err != nil {
 		return nil, err
 	}
-	if IsVnetlabProxy(spec.Proxy) {
+	if network.IsVnetlab(spec.Proxy) {
 		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
 		if _, err := cgroup.Root(); err != nil {
-			return nil, fmt.Errorf("--proxy %s: %w", spec.Proxy, err)
+			return nil, field.Errorf("proxy", "{proxy} %s: %v", spec.Proxy, err)
 		}
 	}
 	self, err := engine.SelfBinary()
@@ -226,13 +123,11 @@ func preflight() error {
 func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
-	st.Facts = map[string]string{FactVersion: binaries.Version, FactProxy: b.spec.Proxy, FactCNI: b.spec.cniFact(), FactDNS: dnsIP.String()}
-	if b.spec.SocketLB {
-		st.Facts[FactSocketLB] = "true"
-	}
+	st.Facts = b.spec.networkFacts()
+	st.Facts[FactVersion], st.Facts[FactDNS] = binaries.Version, dnsIP.String()
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
-		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: nthIP(nodeNet, 10+i), pods: podCIDR(i)}
+		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: modes.NthIP(nodeNet, 10+i), pods: podCIDR(i)}
 		n.dir = filepath.Join(b.dir, n.name)
 		b.nodes = append(b.nodes, n)
 		st.Nodes = append(st.Nodes, lab.NodeState{Name: n.name, NS: n.ns, IP: n.ip.String(), Uplink: uplink})
@@ -246,7 +141,7 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, net.IPv4(127, 0, 0, 1), nthIP(mustCIDR(serviceCIDR), 1)}); err != nil {
+	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, net.IPv4(127, 0, 0, 1), modes.NthIP(mustCIDR(serviceCIDR), 1)}); err != nil {
 		return err
 	}
 	internal := filepath.Join(b.dir, "kubeconfig-internal")
@@ -314,7 +209,7 @@ func (b *builder) build(ctx context.Context) error {
 	}
 	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, dnsIP)
 	query := func(server, name string) ([]net.IP, error) { return QueryA(ctx, b.nodes[0].ns, server, name) }
-	if IsVnetlabProxy(b.spec.Proxy) {
+	if network.IsVnetlab(b.spec.Proxy) {
 		// vnetlab's proxy translates ClusterIPs for the sockets of the
 		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
 		// namespace): ask from a process of the node.
@@ -324,315 +219,6 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	return b.checkDaemons()
-}
-
-// checkDaemons fails when a daemon has exited since it started.
-func (b *builder) checkDaemons() error {
-	for _, d := range b.daemons {
-		if !proc.Alive(d.pid, d.start) {
-			return fmt.Errorf("%s exited: see %s", d.name, b.logPath(d.name))
-		}
-	}
-	return nil
-}
-
-// wire builds the control plane's bridge and each node's uplink, routes to
-// every other node's pod range, and forwarding in the nodes.
-func (b *builder) wire(cpNS string) error {
-	if err := b.l.CreateNS(cpNS); err != nil {
-		return err
-	}
-	cp, err := nsutil.Handle(cpNS)
-	if err != nil {
-		return err
-	}
-	defer cp.Close()
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridge}}
-	if err := cp.LinkAdd(br); err != nil {
-		return fmt.Errorf("control-plane bridge: %w", err)
-	}
-	if err := addrUp(cp, bridge, apiIP); err != nil {
-		return err
-	}
-	cpFD, err := nsutil.FD(cpNS)
-	if err != nil {
-		return err
-	}
-	defer cpFD.Close()
-	for _, n := range b.nodes {
-		if err := b.l.CreateNS(n.ns); err != nil {
-			return err
-		}
-		h, err := nsutil.Handle(n.ns)
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: uplink, MTU: 1500}, PeerName: n.name, PeerNamespace: netlink.NsFd(int(cpFD))}
-		if err := h.LinkAdd(v); err != nil {
-			return fmt.Errorf("%s uplink: %w", n.name, err)
-		}
-		if err := addrUp(h, uplink, n.ip); err != nil {
-			return err
-		}
-		peer, err := cp.LinkByName(n.name)
-		if err != nil {
-			return err
-		}
-		if err := cp.LinkSetMaster(peer, br); err != nil {
-			return err
-		}
-		if err := cp.LinkSetUp(peer); err != nil {
-			return err
-		}
-		if err := h.RouteAdd(&netlink.Route{Gw: apiIP}); err != nil {
-			return fmt.Errorf("%s default route: %w", n.name, err)
-		}
-		if err := cp.RouteAdd(&netlink.Route{Dst: n.pods, Gw: n.ip}); err != nil {
-			return err
-		}
-		for _, o := range b.nodes {
-			if o.name != n.name {
-				if err := h.RouteAdd(&netlink.Route{Dst: o.pods, Gw: o.ip}); err != nil {
-					return fmt.Errorf("%s route to %s's pods: %w", n.name, o.name, err)
-				}
-			}
-		}
-		// Per-namespace sysctls: the node routes for its pods, and bridged
-		// pod-to-pod replies go through iptables/nftables so a Service's
-		// translation is undone (as on every kube-proxy node).
-		if err := nsutil.Do(n.ns, func() error {
-			for _, s := range []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"} {
-				if err := os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(s, ".", "/")), []byte("1"), 0o644); err != nil {
-					return fmt.Errorf("%s: %w", s, err)
-				}
-			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
-		}
-	}
-	return nil
-}
-
-func addrUp(h *netlink.Handle, name string, ip net.IP) error {
-	l, err := h.LinkByName(name)
-	if err != nil {
-		return err
-	}
-	ones, _ := nodeNet.Mask.Size()
-	if err := h.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(ones, 32)}}); err != nil {
-		return fmt.Errorf("address %s on %s: %w", ip, name, err)
-	}
-	return h.LinkSetUp(l)
-}
-
-// startForwarder listens on a free loopback port of the machine and hands
-// the socket to a detached `vnetlab kube forward` (no race for the port).
-func (b *builder) startForwarder(cpNS string) (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	c := proc.Command(context.Background(), "", b.self, "kube", "forward", "--ns", cpNS, "--to", fmt.Sprintf("%s:%d", apiIP, apiPort))
-	c.ExtraFiles = []*os.File{f}
-	if err := b.startDaemon(c, "forward"); err != nil {
-		return 0, err
-	}
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (b *builder) logPath(name string) string { return filepath.Join(b.dir, "logs", name+".log") }
-
-// startDaemon starts a detached daemon with its output in logs/NAME.log and
-// journals it (teardown stops it by PID).
-func (b *builder) startDaemon(c *proc.Cmd, name string) error {
-	if err := os.MkdirAll(filepath.Join(b.dir, "logs"), 0o755); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(b.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	c.Stdout, c.Stderr = logf, logf
-	c.Detach()
-	if err := c.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	if err := b.l.TrackProc(c.Process.Pid); err != nil {
-		return fmt.Errorf("%s: %w (see %s)", name, err, b.logPath(name))
-	}
-	start, _ := proc.StartTime(c.Process.Pid)
-	b.daemons = append(b.daemons, daemon{name: name, pid: c.Process.Pid, start: start})
-	go c.Wait() // reap it if it exits while we are still here
-	return nil
-}
-
-func (b *builder) daemon(ns, name, path string, args ...string) error {
-	return b.startDaemon(proc.Command(context.Background(), ns, path, args...), name)
-}
-
-func (b *builder) k8s(name string) string { return filepath.Join(b.bin, name) }
-
-func (b *builder) startControlPlane(ns string) error {
-	b.say("control plane: etcd, kube-apiserver; then kube-controller-manager, kube-scheduler")
-	etcd, _ := exec.LookPath("etcd")
-	if err := b.daemon(ns, "etcd", etcd, "--name", "etcd", "--data-dir", filepath.Join(b.dir, "etcd"),
-		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
-		"--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
-		"--initial-cluster", "etcd=http://127.0.0.1:2380"); err != nil {
-		return err
-	}
-	p := b.pki
-	if err := b.daemon(ns, "kube-apiserver", b.k8s(binaries.APIServer),
-		"--etcd-servers", "http://127.0.0.1:2379", "--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(apiPort),
-		"--advertise-address", apiIP.String(), "--service-cluster-ip-range", serviceCIDR,
-		"--cert-dir", filepath.Join(b.dir, "apiserver"),
-		"--tls-cert-file", p.path("apiserver.crt"), "--tls-private-key-file", p.path("apiserver.key"),
-		"--client-ca-file", p.path("ca.crt"), "--token-auth-file", p.path("tokens.csv"),
-		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file", p.path("sa.pub"), "--service-account-signing-key-file", p.path("sa.key"),
-		"--authorization-mode", "RBAC", "--allow-privileged",
-		// kubectl exec/logs: reach kubelets by address (node names do not resolve).
-		"--kubelet-preferred-address-types", "InternalIP", "--profiling=false"); err != nil {
-		return err
-	}
-	return nil
-}
-
-// startControllers starts the controller-manager and the scheduler once the
-// API server answers (they exit when it refuses their first request).
-func (b *builder) startControllers(kubeconfig string) error {
-	p := b.pki
-	ns := b.l.State.Ext
-	common := []string{"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-		"--leader-elect=false", "--bind-address", "127.0.0.1", "--profiling=false"}
-	if err := b.daemon(ns, "kube-controller-manager", b.k8s(binaries.ControllerManager), append(common,
-		"--service-account-private-key-file", p.path("sa.key"), "--root-ca-file", p.path("ca.crt"),
-		// Node pod ranges are the CNI configuration's, not allocated here.
-		"--allocate-node-cidrs=false", "--use-service-account-credentials=false")...); err != nil {
-		return err
-	}
-	return b.daemon(ns, "kube-scheduler", b.k8s(binaries.Scheduler), common...)
-}
-
-// recordSysctls journals the machine-wide sysctls kubelet changes, with the
-// values to restore: the machine's own, also when another local cluster's
-// kubelet already changed them.
-func (b *builder) recordSysctls() error {
-	orig := map[string]string{}
-	if others, err := lab.List(); err == nil {
-		for _, o := range others {
-			if o.Name != b.spec.Name && o.Mode == lab.KubeMode {
-				for k, v := range lab.JournalValues(o.Name, lab.KindSysctl) {
-					orig[k] = v
-				}
-			}
-		}
-	}
-	for _, s := range rootns.KubeletSysctls {
-		v, ok := orig[s]
-		if !ok {
-			var err error
-			if v, err = lab.ReadSysctl(s); err != nil {
-				return err
-			}
-		}
-		if err := b.l.Journal().Record(lab.KindSysctl, s+" "+v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Paths kubelet and containerd use whatever their configuration says.
-var machinePaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd"}
-
-// recordMachinePaths journals the fixed paths the daemons will create, when
-// they do not exist yet and no other local cluster could be using them.
-func (b *builder) recordMachinePaths() error {
-	others, _ := List()
-	for _, o := range others {
-		if o.Name != b.spec.Name {
-			return nil
-		}
-	}
-	for _, p := range machinePaths {
-		if _, err := os.Stat(p); err == nil {
-			continue
-		}
-		if err := b.l.Journal().Record(lab.KindDir, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
-	b.say("node %s: containerd, kubelet, %s", n.name, b.spec.proxyProcess())
-	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
-		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	binDir, err := b.cniBinDir()
-	if err != nil {
-		return err
-	}
-	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
-	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
-	if b.spec.CNI == CNIVnetlab {
-		if err := b.writeVnetlabCNI(n); err != nil {
-			return err
-		}
-	} else {
-		files["cni/10-vnetlab.conflist"] = cniTmpl
-	}
-	for name, t := range files {
-		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
-			return err
-		}
-	}
-	if err := cgroup.CreateKubeTree(n.name, func(p string) error { return b.l.Journal().Record(lab.KindCgroupTree, p) }); err != nil {
-		return err
-	}
-	containerd, _ := exec.LookPath("containerd")
-	if err := b.daemon(n.ns, n.name+"-containerd", containerd, "--config", filepath.Join(n.dir, "containerd.toml")); err != nil {
-		return err
-	}
-	sock := filepath.Join(n.dir, "containerd", "containerd.sock")
-	if err := waitFor(ctx, 30*time.Second, "containerd's socket "+sock, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
-		return err
-	}
-	for _, t := range []string{tarPath, b.dnsTar} {
-		if err := ImportImage(ctx, sock, t); err != nil {
-			return err
-		}
-	}
-	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), "--config", filepath.Join(n.dir, "kubelet.yaml"),
-		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"), "--hostname-override", n.name,
-		"--node-ip", n.ip.String()); err != nil {
-		return err
-	}
-	return b.startProxy(n, kubeconfig)
-}
-
-// ImportImage loads an image archive into a node's containerd (the
-// namespace kubelet's CRI uses).
-func ImportImage(ctx context.Context, sock, tarPath string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("import %s: %v: %s", tarPath, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // Client is a clientset for a kubeconfig file.
@@ -677,66 +263,4 @@ func waitFor(ctx context.Context, limit time.Duration, what string, ok func() bo
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// List returns the local clusters.
-func List() ([]*lab.State, error) {
-	all, err := lab.List()
-	var out []*lab.State
-	for _, s := range all {
-		if s.Mode == lab.KubeMode {
-			out = append(out, s)
-		}
-	}
-	return out, err
-}
-
-// Load returns a local cluster's state, refusing labs that are not clusters.
-func Load(name string) (*lab.State, error) {
-	st, err := lab.Load(name)
-	if err != nil {
-		return nil, fmt.Errorf("no local cluster named %q (see `vnetlab kube ls`)", name)
-	}
-	if st.Mode != lab.KubeMode {
-		return nil, fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: see `vnetlab kube ls`", name, st.Mode)
-	}
-	if st.Status != "ready" {
-		return nil, fmt.Errorf("cluster %s is %s: wait for `kube up` to finish, or remove it with `vnetlab kube down %s`", name, st.Status, name)
-	}
-	return st, nil
-}
-
-// Down removes a local cluster: its processes, containers, cgroups, mounts,
-// state and namespaces, and restores the sysctls kubelet changed.
-func Down(name string, say func(string, ...any)) error {
-	st, err := lab.Load(name)
-	if err != nil {
-		return fmt.Errorf("no local cluster named %q (see `vnetlab kube ls`)", name)
-	}
-	if st.Mode != lab.KubeMode {
-		return fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: remove it with `vnetlab down %s`", name, st.Mode, name)
-	}
-	return lab.Down(name, say)
-}
-
-// LoadImages imports image archives into every node of a local cluster.
-func LoadImages(ctx context.Context, name string, tars []string) error {
-	st, err := Load(name)
-	if err != nil {
-		return err
-	}
-	for _, t := range tars {
-		if _, err := os.Stat(t); err != nil {
-			return fmt.Errorf("image archive %s: %w", t, err)
-		}
-	}
-	for _, n := range st.Nodes {
-		sock := filepath.Join(lab.Dir(name), n.Name, "containerd", "containerd.sock")
-		for _, t := range tars {
-			if err := ImportImage(ctx, sock, t); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-		}
-	}
-	return nil
 }

@@ -2,28 +2,17 @@ package cluster
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
-
-// The CNI plugins a cluster's pods can be wired by (kube up --cni).
-const (
-	// CNIBridge is Debian's bridge + host-local plugins (the default).
-	CNIBridge = "bridge"
-	// CNIVnetlab is vnetlab's own plugin (internal/cni) wiring pods with
-	// the mode --cni-mode names.
-	CNIVnetlab = "vnetlab"
-)
-
-// CNIs lists --cni's values.
-var CNIs = []string{CNIBridge, CNIVnetlab}
 
 // DefaultCNIMode is --cni-mode's default with --cni vnetlab.
 const DefaultCNIMode = modes.VethRouted
@@ -34,22 +23,22 @@ const systemCNIDir = "/usr/lib/cni"
 // validateCNI checks --cni and --cni-mode.
 func (s Spec) validateCNI() error {
 	switch s.CNI {
-	case "", CNIBridge:
+	case "", network.CNIBridge:
 		if s.CNIMode != "" {
-			return fmt.Errorf("--cni-mode %s: modes are vnetlab's plugin's: add --cni vnetlab", s.CNIMode)
+			return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's: add {cni} vnetlab", s.CNIMode)
 		}
 		return nil
-	case CNIVnetlab:
+	case network.CNIVnetlab:
 		m, err := modes.Get(s.cniMode())
 		if err != nil || m.Attach == nil {
-			return fmt.Errorf("--cni-mode %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
+			return field.Errorf("cni_mode", "{cni_mode} %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
 		}
 		if err := modes.Available(m); err != nil {
-			return fmt.Errorf("--cni-mode %s: %v (vnetlab doctor says more)", m.Name, err)
+			return field.Errorf("cni_mode", "{cni_mode} %s: %v (vnetlab doctor says more)", m.Name, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("--cni %q: choose %s", s.CNI, strings.Join(CNIs, " or "))
+	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(network.CNIs, " or "))
 }
 
 func (s Spec) cniMode() string {
@@ -57,14 +46,6 @@ func (s Spec) cniMode() string {
 		return DefaultCNIMode
 	}
 	return s.CNIMode
-}
-
-// cniFact is FactCNI's value: which plugin wires the pods.
-func (s Spec) cniFact() string {
-	if s.CNI == CNIVnetlab {
-		return "vnetlab " + s.cniMode() + " + host-local"
-	}
-	return "bridge+host-local"
 }
 
 // NodePlane is the eBPF data plane (bpffs directory under
@@ -79,7 +60,7 @@ func NodePlane(k string, i int) string { return ProxyPlane(k, NodeName(k, i)) }
 // this vnetlab binary; loopback, host-local, portmap to Debian's), so that
 // nothing is installed into the system's plugin directory.
 func (b *builder) cniBinDir() (string, error) {
-	if b.spec.CNI != CNIVnetlab {
+	if b.spec.CNI != network.CNIVnetlab {
 		return systemCNIDir, nil
 	}
 	dir := filepath.Join(b.dir, "cni-bin")

@@ -20,6 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -32,7 +33,7 @@ func TestSpecValidateCNI(t *testing.T) {
 	}{
 		{Spec{CNI: "flannel"}, `--cni "flannel"`},
 		{Spec{CNIMode: modes.VethRouted}, "add --cni vnetlab"},
-		{Spec{CNI: CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
+		{Spec{CNI: network.CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
 	} {
 		c.spec.Name, c.spec.Nodes, c.spec.Proxy = "k", 2, "iptables"
 		if err := c.spec.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -42,8 +43,8 @@ func TestSpecValidateCNI(t *testing.T) {
 	// Every mode of vnetlab's plugin with every proxy, and where the proxy
 	// finds the pods.
 	for _, mode := range modes.AttachModes() {
-		for _, proxy := range append([]string{"iptables", "nftables"}, VnetlabProxies...) {
-			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: CNIVnetlab, CNIMode: mode}
+		for _, proxy := range network.ProxyNames() {
+			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: network.CNIVnetlab, CNIMode: mode}
 			if err := ok.Validate(); err != nil {
 				t.Errorf("%+v: %v", ok, err)
 			}
@@ -54,9 +55,9 @@ func TestSpecValidateCNI(t *testing.T) {
 		want string
 	}{
 		{Spec{}, "--bridge " + PodBridge},
-		{Spec{CNI: CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
+		{Spec{CNI: network.CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
 	} {
 		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
 			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)
@@ -86,7 +87,7 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: CNIVnetlab, CNIMode: mode}, t.Logf)
+	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: network.CNIVnetlab, CNIMode: mode}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -44,10 +45,10 @@ const (
 
 // dnsIP is the kube-dns Service's fixed ClusterIP: .10 of the service range,
 // by convention (kubelet's clusterDNS names it before the Service exists).
-var dnsIP = nthIP(mustCIDR(serviceCIDR), 10)
+var dnsIP = modes.NthIP(mustCIDR(serviceCIDR), 10)
 
 // kubernetesIP is the `kubernetes` Service's ClusterIP (the first of the range).
-var kubernetesIP = nthIP(mustCIDR(serviceCIDR), 1)
+var kubernetesIP = modes.NthIP(mustCIDR(serviceCIDR), 1)
 
 // corefile serves the cluster domain and reverse lookups from the API. No
 // forward plugin: the cluster's namespaces have no upstream nameserver, so

@@ -5,23 +5,16 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
-
-// VnetlabProxies are the --proxy values that run `vnetlab kube-proxy`
-// (internal/kube/proxy) on each node instead of kube-proxy.
-var VnetlabProxies = []string{"vnetlab-ebpf", "vnetlab-sock"}
-
-// IsVnetlabProxy says whether a cluster's nodes run vnetlab's proxy.
-func IsVnetlabProxy(mode string) bool { return slices.Contains(VnetlabProxies, mode) }
 
 // PodBridge is the bridge the bridge CNI configuration (configs.go) puts pods on.
 const PodBridge = "cni0"
@@ -38,7 +31,7 @@ func (s Spec) proxyProcess() string {
 	switch {
 	case s.SocketLB:
 		return "vnetlab kube-proxy (" + s.Proxy + ", socket LB)"
-	case IsVnetlabProxy(s.Proxy):
+	case network.IsVnetlab(s.Proxy):
 		return "vnetlab kube-proxy (" + s.Proxy + ")"
 	}
 	return "kube-proxy"
@@ -48,7 +41,7 @@ func (s Spec) proxyProcess() string {
 // vnetlab's (its maps and programs journaled as pins, so teardown removes
 // them after stopping it).
 func (b *builder) startProxy(n node, kubeconfig string) error {
-	if !IsVnetlabProxy(b.spec.Proxy) {
+	if !network.IsVnetlab(b.spec.Proxy) {
 		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
 	}
 	plane := ProxyPlane(b.spec.Name, n.name)
@@ -126,7 +119,7 @@ func (b *builder) nodeQuery(ctx context.Context, n node, server, name string) ([
 // (NodePlane = ProxyPlane), so each node runs one eBPF program per pod.
 func (s Spec) proxyPodLinks() []string {
 	switch {
-	case s.CNI != CNIVnetlab:
+	case s.CNI != network.CNIVnetlab:
 		return []string{"--bridge", PodBridge}
 	case s.cniMode() == modes.VethEBPF:
 		return []string{"--programs-by-cni"}

@@ -3,10 +3,12 @@ package cluster
 import (
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 func TestProxyChoice(t *testing.T) {
-	for _, p := range []string{"iptables", "nftables", "vnetlab-ebpf", "vnetlab-sock"} {
+	for _, p := range network.ProxyNames() {
 		if err := (Spec{Name: "k", Nodes: 2, Proxy: p}).Validate(); err != nil {
 			t.Errorf("--proxy %s: %v", p, err)
 		}
@@ -15,8 +17,11 @@ func TestProxyChoice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "vnetlab-ebpf") {
 		t.Errorf("--proxy ipvs: %v, want a refusal naming the choices", err)
 	}
-	if !IsVnetlabProxy("vnetlab-ebpf") || !IsVnetlabProxy("vnetlab-sock") || IsVnetlabProxy("iptables") {
-		t.Error("IsVnetlabProxy")
+	if !network.IsVnetlab("vnetlab-ebpf") || !network.IsVnetlab("vnetlab-sock") || network.IsVnetlab("iptables") {
+		t.Error("network.IsVnetlab")
+	}
+	if err := (Spec{Name: "k", Nodes: 2, Proxy: "iptables", SocketLB: true}).Validate(); err == nil || !strings.Contains(err.Error(), "--proxy vnetlab-ebpf") {
+		t.Errorf("--socket-lb with iptables: %v", err)
 	}
 	// '_' keeps a node's pins apart from any lab's (lab names have none).
 	if got := ProxyPlane("k", NodeName("k", 2)); got != "k_node2" {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -22,9 +23,9 @@ var cniDaemonSets = map[string]string{
 
 var proxyModeRE = regexp.MustCompile(`(?m)^mode:\s*"?([a-z]*)"?`)
 
-// Detect fills what it can find through the API; known (a local cluster's
-// own facts) wins over detection.
-func (s *Session) Detect(ctx context.Context, known map[string]string) *results.Cluster {
+// Detect fills what it can find through the API; local (a local cluster's
+// own network, as it was built) wins over detection.
+func (s *Session) Detect(ctx context.Context, local *network.Network) *results.Cluster {
 	f := &results.Cluster{ServerVersion: s.Version, Namespace: s.Namespace, HowDetected: map[string]string{"server_version": "GET /version"}}
 	for _, n := range s.Nodes {
 		nf := results.ClusterNode{Name: n.Name, Kernel: n.Status.NodeInfo.KernelVersion, OS: n.Status.NodeInfo.OSImage,
@@ -37,16 +38,16 @@ func (s *Session) Detect(ctx context.Context, known map[string]string) *results.
 		f.Nodes = append(f.Nodes, nf)
 	}
 	f.HowDetected["nodes"] = "node status (nodeInfo)"
-	if v := known["cni"]; v != "" {
-		f.CNI, f.HowDetected["cni"] = v, "the local cluster's configuration (vnetlab kube up)"
-	} else {
-		f.CNI, f.HowDetected["cni"] = detectCNI(ctx, s.Client)
+	if local != nil {
+		f.SetNetwork(*local, "")
+		f.HowDetected["cni"] = "the local cluster's configuration (vnetlab kube up)"
+		f.HowDetected["kube_proxy_mode"] = "the local cluster's configuration (vnetlab kube up --proxy)"
+		return f
 	}
-	if v := known["proxy"]; v != "" {
-		f.KubeProxyMode, f.HowDetected["kube_proxy_mode"] = v, "the local cluster's configuration (vnetlab kube up --proxy)"
-	} else {
-		f.KubeProxyMode, f.HowDetected["kube_proxy_mode"] = detectProxyMode(ctx, s.Client)
-	}
+	cni, howCNI := detectCNI(ctx, s.Client)
+	mode, howProxy := detectProxyMode(ctx, s.Client)
+	f.SetNetwork(network.FromText(cni, mode), cni)
+	f.HowDetected["cni"], f.HowDetected["kube_proxy_mode"] = howCNI, howProxy
 	return f
 }
 

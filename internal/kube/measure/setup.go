@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/vnetlab/vnetlab/internal/field"
 )
 
 // Options say what to set up in the cluster.
@@ -61,7 +63,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("give at least one path and one placement")
 	}
 	if len(o.Nodes) > 2 {
-		return fmt.Errorf("--nodes names at most two nodes: the server's and the cross-node client's")
+		return field.Errorf("nodes", "{nodes} names at most two nodes: the server's and the cross-node client's")
 	}
 	return nil
 }

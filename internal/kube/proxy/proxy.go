@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 // Config is one node's proxy.
@@ -55,10 +57,11 @@ type Config struct {
 	Logf           func(string, ...any)
 }
 
-// The data planes Run can drive (kube up's --proxy values).
+// The data planes Run can drive (kube up's --proxy values, named in
+// internal/kube/network).
 const (
-	ModeEBPF = "vnetlab-ebpf"
-	ModeSock = "vnetlab-sock"
+	ModeEBPF = network.VnetlabEBPF
+	ModeSock = network.VnetlabSock
 )
 
 // PodLinks checks that exactly one way to find the pods' veths is set and
@@ -242,13 +245,13 @@ func Run(ctx context.Context, c Config) error {
 	for _, o := range svcInf.Informer().GetStore().List() {
 		k, _ := cache.MetaNamespaceKeyFunc(o)
 		ch, err := sync(k)
-		total.add(ch)
+		total.Add(ch)
 		if err != nil {
 			logf("service %s: %v", k, err)
 		}
 	}
 	pruned, err := syncer.Prune()
-	total.add(pruned)
+	total.Add(pruned)
 	if err != nil {
 		logf("prune: %v", err)
 	}

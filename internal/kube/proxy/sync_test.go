@@ -28,7 +28,7 @@ func (f *fakePlane) setAffinity(k Key, sec uint32) {
 }
 
 func (f *fakePlane) AddService(s tcbpf.Service) error {
-	k := Key{s.VIP, s.Port, s.Proto}
+	k := Key{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
@@ -39,7 +39,7 @@ func (f *fakePlane) AddService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) UpdateService(s tcbpf.Service) error {
-	k := Key{s.VIP, s.Port, s.Proto}
+	k := Key{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
@@ -50,7 +50,7 @@ func (f *fakePlane) UpdateService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) DelService(vip netip.Addr, port uint16, proto tcbpf.Proto) error {
-	k := Key{vip, port, proto}
+	k := Key{VIP: vip, Port: port, Proto: proto}
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}

@@ -2,7 +2,8 @@
 // one per node in place of kube-proxy: client-go informers on Services and
 // EndpointSlices, a pure translation of them into the entries of vnetlab's
 // eBPF Service maps (this file), an incremental sync of those entries into
-// the node's maps (sync.go), and the tc programs attached to every pod's
+// the node's maps (internal/dataplane/servicemap's Syncer, servicemap.go),
+// and the tc programs attached to every pod's
 // node-side veth as the CNI makes it (links.go). docs/kubernetes-proxy.md
 // says which Kubernetes semantics it implements.
 package proxy
@@ -17,26 +18,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
-
-// Key is one entry of the data plane's Service map: clusterIP:port/proto.
-type Key struct {
-	VIP   netip.Addr
-	Port  uint16
-	Proto tcbpf.Proto
-}
-
-func (k Key) String() string { return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto) }
-
-// Entries are a Service's desired map entries, each with its backends
-// sorted (so that two computations of the same state compare equal).
-type Entries map[Key][]tcbpf.Backend
-
-// sameBackends says whether two backend lists hold the same backends. b is
-// sorted (Translate's); a may be in the maps' slot order, which
-// UpdateService keeps stable rather than sorted.
-func sameBackends(a, b []tcbpf.Backend) bool {
-	return slices.Equal(slices.SortedFunc(slices.Values(a), tcbpf.CompareBackends), b)
-}
 
 // Translate computes the entries of one Service on node `node` from the
 // Service and its EndpointSlices, as kube-proxy does:

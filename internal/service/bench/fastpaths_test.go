@@ -36,12 +36,12 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/stats"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 )
@@ -198,15 +198,20 @@ func services(t *testing.T, l *lab.Lab, how string, backend netip.Addr) string {
 		{VIP: vip, Port: crrPort, Proto: tcbpf.TCP, Backends: []tcbpf.Backend{{IP: backend, Port: crrSvcPort}}},
 	}
 	if how == "sock" {
-		p, a, err := sock.Setup(l)
+		// The ebpf-sock provider, as `vnetlab svc add --provider ebpf-sock` loads them.
+		c := &service.Config{Provider: service.EBPFSock}
+		for _, s := range svcs {
+			b := s.Backends[0]
+			c.Services = append(c.Services, service.Service{VIP: s.VIP, Port: s.Port, Proto: service.TCP, Backends: []service.Backend{{IP: b.IP, Port: b.Port}}})
+		}
+		if err := service.Commit(l.State, nil, c); err != nil {
+			t.Fatal(err)
+		}
+		cg, err := service.ClientCgroup(l.State, service.EBPFSock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
-		if err := p.AddServices(svcs); err != nil {
-			t.Fatal(err)
-		}
-		return a.Cgroup
+		return cg
 	}
 	p, err := tcbpf.Open(l.State.Name)
 	if err != nil {

@@ -1,15 +1,44 @@
-package proxy
+// Package servicemap keeps a node's eBPF Service maps (the tc programs' and
+// the socket programs' alike) equal to the Services wanted, touching only
+// the entries that changed and updating a changed one in place: its id
+// stays, so the flows it already carries keep their backends. It is the one
+// reconciler: vnetlab's Kubernetes proxy (internal/kube/proxy) syncs each
+// Service it follows through it, a lab's ebpf and ebpf-sock providers
+// (internal/service) sync the lab's Services.
+package servicemap
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
+// Key is one entry of the data plane's Service map: clusterIP:port/proto.
+type Key struct {
+	VIP   netip.Addr
+	Port  uint16
+	Proto tcbpf.Proto
+}
+
+func (k Key) String() string { return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto) }
+
+// Entries are a Service's desired map entries, each with its backends
+// sorted (so that two computations of the same state compare equal).
+type Entries map[Key][]tcbpf.Backend
+
+// sameBackends says whether two backend lists hold the same backends. b is
+// sorted (Translate's); a may be in the maps' slot order, which
+// UpdateService keeps stable rather than sorted.
+func sameBackends(a, b []tcbpf.Backend) bool {
+	return slices.Equal(slices.SortedFunc(slices.Values(a), tcbpf.CompareBackends), b)
+}
+
 // Plane is what the sync needs of a data plane (internal/dataplane/tcbpf's
-// Plane; a fake in the unit tests).
+// Plane, or sock's; a fake in the unit tests). A plane that also adds many
+// Services at once (BatchPlane) gets a sync's new entries in one call.
 type Plane interface {
 	AddService(tcbpf.Service) error
 	UpdateService(tcbpf.Service) error
@@ -17,12 +46,19 @@ type Plane interface {
 	ListServices() ([]tcbpf.Service, error)
 }
 
+// BatchPlane adds many Services in one call (tcbpf.Plane.AddServices: a
+// lab's 100k generated Services load in one pass), all or none.
+type BatchPlane interface {
+	AddServices([]tcbpf.Service) error
+}
+
 // Changes counts what one sync did to the maps.
 type Changes struct{ Added, Updated, Deleted int }
 
 func (c Changes) Total() int { return c.Added + c.Updated + c.Deleted }
 
-func (c *Changes) add(o Changes) {
+// Add counts o too.
+func (c *Changes) Add(o Changes) {
 	c.Added += o.Added
 	c.Updated += o.Updated
 	c.Deleted += o.Deleted
@@ -84,6 +120,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		}
 		ch.Deleted++
 	}
+	var add []tcbpf.Service
 	for k, bs := range want {
 		if o, taken := s.owner[k]; taken && o != name {
 			// The API refuses two Services on one clusterIP:port; this is a
@@ -95,11 +132,8 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, Backends: bs, Affinity: affinity}
 		switch {
 		case !ok:
-			if err := s.plane.AddService(svc); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ch.Added++
+			add = append(add, svc)
+			continue
 		case !sameBackends(have, bs) || s.affinity[k] != affinity:
 			if err := s.plane.UpdateService(svc); err != nil {
 				errs = append(errs, err)
@@ -109,11 +143,13 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		}
 		s.installed[k] = bs
 		s.owner[k] = name
-		if affinity > 0 {
-			s.affinity[k] = affinity
-		} else {
-			delete(s.affinity, k)
-		}
+		s.setAffinity(k, affinity)
+	}
+	for _, svc := range s.addAll(add, &errs) {
+		k := Key{VIP: svc.VIP, Port: svc.Port, Proto: svc.Proto}
+		s.installed[k], s.owner[k] = want[k], name
+		s.setAffinity(k, affinity)
+		ch.Added++
 	}
 	if len(want) == 0 {
 		delete(s.bySvc, name)
@@ -121,6 +157,34 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 		s.bySvc[name] = want
 	}
 	return ch, errors.Join(errs...)
+}
+
+func (s *Syncer) setAffinity(k Key, affinity uint32) {
+	if affinity > 0 {
+		s.affinity[k] = affinity
+	} else {
+		delete(s.affinity, k)
+	}
+}
+
+// addAll adds svcs to the maps, in one call when the plane takes many (if
+// that fails, one by one, so that each bad entry is named and the others
+// still go in), and returns those added.
+func (s *Syncer) addAll(svcs []tcbpf.Service, errs *[]error) []tcbpf.Service {
+	if b, ok := s.plane.(BatchPlane); ok && len(svcs) > 1 {
+		if err := b.AddServices(svcs); err == nil {
+			return svcs
+		}
+	}
+	var added []tcbpf.Service
+	for _, svc := range svcs {
+		if err := s.plane.AddService(svc); err != nil {
+			*errs = append(*errs, err)
+			continue
+		}
+		added = append(added, svc)
+	}
+	return added
 }
 
 func (s *Syncer) del(k Key) error {

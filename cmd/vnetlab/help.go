@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/service"
+)
+
+// Help texts built from the registries (modes, providers), so that a new
+// mode or provider appears in every --help without editing one.
+
+// modeList is one line per mode: name and summary.
+func modeList() string {
+	var b strings.Builder
+	for _, m := range modes.All() {
+		fmt.Fprintf(&b, "  %-12s %s\n", m.Name, m.Summary)
+	}
+	return b.String()
+}
+
+// providerList is one line per Service provider: name and summary.
+func providerList() string {
+	var b strings.Builder
+	for _, i := range service.Infos() {
+		fmt.Fprintf(&b, "  %-9s %s\n", i.Name, i.Summary)
+	}
+	return b.String()
+}
+
+// defaultProviders says which provider a lab gets when none is named.
+func defaultProviders() string {
+	byProvider := map[string][]string{}
+	for _, m := range modes.All() {
+		if p := service.DefaultProviderFor(m); p != service.DefaultProvider {
+			byProvider[p] = append(byProvider[p], m.Name)
+		}
+	}
+	s := service.DefaultProvider
+	for _, p := range service.Names() {
+		if ms := byProvider[p]; len(ms) > 0 {
+			s += "; " + p + " for " + strings.Join(ms, ", ")
+		}
+	}
+	return s
+}
+
+// keepsEmpty names the providers that keep a Service without backends.
+func keepsEmpty() string {
+	return strings.Join(service.NamesWhere(func(i service.Info) bool { return i.KeepsEmptyServices }), " and ")
+}

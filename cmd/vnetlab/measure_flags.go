@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/runner"
+)
+
+// The flags every measuring command (run, kube run) shares.
+
+// registerMeasureFlags binds the flags that say how each cell is measured
+// (tests, engine, sample length, rounds, stream settings) to s, its values
+// the defaults; run and kube run share them. The tests land in tests as
+// typed (parseTests reads them).
+func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
+	f.StringSliceVar(tests, "tests", *tests, "tests: "+strings.Join(testNames(engine.AllTests), ", "))
+	f.StringVar(&s.Engine, "engine", s.Engine, "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
+	f.DurationVar(&s.Duration, "duration", s.Duration, "length of each sample")
+	f.IntVar(&s.Repeat, "repeat", s.Repeat, "samples per cell, taken in interleaved rounds")
+	f.IntVar(&s.Warmup, "warmup", s.Warmup, "rounds run first and discarded")
+	f.IntVar(&s.Streams, "streams", s.Streams, "parallel streams (iperf3 -P)")
+	f.IntVar(&s.Size, "size", s.Size, "request and response size in bytes (rr, crr; sockperf needs 14 or more)")
+	f.StringVar(&s.Rate, "rate", s.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
+	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
+}
+
+func testNames(tests []engine.Test) []string {
+	var out []string
+	for _, t := range tests {
+		out = append(out, string(t))
+	}
+	return out
+}
+
+// parseTests reads --tests; the first unknown name is the error.
+func parseTests(names []string) ([]engine.Test, error) {
+	var out []engine.Test
+	for _, t := range names {
+		tt, err := engine.ParseTest(strings.TrimSpace(t))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tt)
+	}
+	return out, nil
+}

@@ -1,0 +1,138 @@
+// Package bench is `vnetlab kube run`: a cluster's pod, Service and host
+// paths measured by the lab runs' engines, in the same interleaved rounds
+// (runner.Execute), into the same results file. One cluster (single.go),
+// or a table of configurations, each a local cluster brought up, measured
+// with extra Services and removed in turn (table.go).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
+)
+
+// Spec is one `kube run`.
+type Spec struct {
+	// Measure is how each cell is measured (tests, engine, duration,
+	// repeat, ...: a lab run's settings; the lab fields are unused).
+	Measure runner.Spec
+	// Cluster is the cluster to measure; unused with Configs.
+	Cluster Target
+	// Pods says which paths and placements, on which nodes, with which
+	// image (the kubeconfig comes from Cluster or each configuration).
+	Pods measure.Options
+	// Label names the cluster in the cells ("": Cluster.Local, else its
+	// context, else "cluster"); unused with Configs.
+	Label string
+	// Configs: several configurations (a scenario's kube.clusters), each a
+	// local cluster of its own, measured one after the other into one
+	// results file, each Name being its cells' mode.
+	Configs []Config
+	// ExtraTests are measured again with each configuration's extra Services.
+	ExtraTests []engine.Test
+}
+
+// Target is a local cluster (vnetlab kube up) or any cluster's kubeconfig
+// and context.
+type Target struct {
+	Local               string
+	Kubeconfig, Context string
+}
+
+// Config is one configuration of a table: its name (the cells' mode), the
+// local cluster it runs on, and how many Services to create through the API
+// before ExtraTests are measured again (0: none).
+type Config struct {
+	Name    string
+	Cluster cluster.Spec
+	Extra   int
+}
+
+// DefaultSpec is a plain `kube run`: every path and placement, the lab
+// run's default measurement.
+func DefaultSpec() Spec {
+	return Spec{Measure: runner.DefaultSpec(),
+		Pods: measure.Options{Paths: measure.Paths, Placements: measure.Placements, ReadyTimeout: measure.DefaultReadyTimeout}}
+}
+
+// measureSpec is Measure as the run executes it: the engines run on the
+// nodes, whose CPUs are this machine's only for local clusters (a table's:
+// --cpu-affinity auto pins rr/crr there as in a lab run; a single run's
+// cluster may be anywhere).
+func (s Spec) measureSpec() runner.Spec {
+	m := s.Measure
+	m.CPUsElsewhere = len(s.Configs) == 0
+	return m
+}
+
+// Validate refuses a bad spec before anything is set up.
+func (s Spec) Validate() error {
+	if len(s.Configs) > 0 && os.Geteuid() != 0 {
+		return fmt.Errorf("kube.clusters brings up local clusters, which needs root: run it with sudo")
+	}
+	if s.Cluster.Local != "" && (s.Cluster.Kubeconfig != "" || s.Cluster.Context != "") {
+		return field.Errorf("cluster", "give either {cluster} or {kubeconfig}/{context}, not both")
+	}
+	if err := s.measureSpec().Validate(); err != nil {
+		return err
+	}
+	return s.Pods.Validate()
+}
+
+// Run measures the spec's cluster, or each of its configurations, and
+// returns the results file; say reports progress (the bar is prog's).
+func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progress, say func(string, ...any)) (*results.File, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	res := &results.File{SchemaVersion: results.SchemaVersion, Metadata: runner.Begin(prov, s.Measure)}
+	var err error
+	if len(s.Configs) > 0 {
+		err = s.runTable(ctx, res, prog, say)
+	} else {
+		err = s.runOne(ctx, res, prog, say)
+	}
+	res.Metadata.End = time.Now().UTC()
+	return res, err
+}
+
+// plan is a cell per endpoint of the session (of the given paths; nil: all)
+// and test, named label/path@placement/test, with extra generated Services
+// present besides the measured one; provider, when given, names the
+// service cells' proxy as a lab's service cells name theirs
+// (label/service(provider+extra)@placement/test).
+func plan(s *measure.Session, spec runner.Spec, label, provider string, extra int, paths []string) ([]runner.Planned, error) {
+	var planned []runner.Planned
+	for _, ep := range s.Endpoints {
+		if paths != nil && !slices.Contains(paths, ep.Path) {
+			continue
+		}
+		proto := results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode, ExtraServices: extra}
+		if ep.Path == measure.PathService {
+			proto.Provider = provider
+		}
+		cells, err := spec.Plan(proto, engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}, nil)
+		if err != nil {
+			return nil, err
+		}
+		planned = append(planned, cells...)
+	}
+	return planned, nil
+}
+
+// measurePlanned adds the planned cells to res and measures them.
+func measurePlanned(ctx context.Context, spec runner.Spec, planned []runner.Planned, res *results.File, prog runner.Progress) error {
+	for _, p := range planned {
+		res.Cells = append(res.Cells, p.Cell)
+	}
+	return runner.Execute(ctx, spec, planned, prog)
+}

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/rootns"
+)
+
+// recordSysctls journals the machine-wide sysctls kubelet changes, with the
+// values to restore: the machine's own, also when another local cluster's
+// kubelet already changed them.
+func (b *builder) recordSysctls() error {
+	orig := map[string]string{}
+	if others, err := lab.List(); err == nil {
+		for _, o := range others {
+			if o.Name != b.spec.Name && o.Mode == lab.KubeMode {
+				for k, v := range lab.JournalValues(o.Name, lab.KindSysctl) {
+					orig[k] = v
+				}
+			}
+		}
+	}
+	for _, s := range rootns.KubeletSysctls {
+		v, ok := orig[s]
+		if !ok {
+			var err error
+			if v, err = lab.ReadSysctl(s); err != nil {
+				return err
+			}
+		}
+		if err := b.l.Journal().Record(lab.KindSysctl, s+" "+v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Paths kubelet and containerd use whatever their configuration says.
+var machinePaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd"}
+
+// recordMachinePaths journals the fixed paths the daemons will create, when
+// they do not exist yet and no other local cluster could be using them.
+func (b *builder) recordMachinePaths() error {
+	others, _ := List()
+	for _, o := range others {
+		if o.Name != b.spec.Name {
+			return nil
+		}
+	}
+	for _, p := range machinePaths {
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if err := b.l.Journal().Record(lab.KindDir, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
+	b.say("node %s: containerd, kubelet, %s", n.name, b.spec.proxyProcess())
+	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	binDir, err := b.cniBinDir()
+	if err != nil {
+		return err
+	}
+	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
+		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
+	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
+	if b.spec.CNI == network.CNIVnetlab {
+		if err := b.writeVnetlabCNI(n); err != nil {
+			return err
+		}
+	} else {
+		files["cni/10-vnetlab.conflist"] = cniTmpl
+	}
+	for name, t := range files {
+		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
+			return err
+		}
+	}
+	if err := cgroup.CreateKubeTree(n.name, func(p string) error { return b.l.Journal().Record(lab.KindCgroupTree, p) }); err != nil {
+		return err
+	}
+	containerd, _ := exec.LookPath("containerd")
+	if err := b.daemon(n.ns, n.name+"-containerd", containerd, "--config", filepath.Join(n.dir, "containerd.toml")); err != nil {
+		return err
+	}
+	sock := filepath.Join(n.dir, "containerd", "containerd.sock")
+	if err := waitFor(ctx, 30*time.Second, "containerd's socket "+sock, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
+		return err
+	}
+	for _, t := range []string{tarPath, b.dnsTar} {
+		if err := ImportImage(ctx, sock, t); err != nil {
+			return err
+		}
+	}
+	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), "--config", filepath.Join(n.dir, "kubelet.yaml"),
+		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"), "--hostname-override", n.name,
+		"--node-ip", n.ip.String()); err != nil {
+		return err
+	}
+	return b.startProxy(n, kubeconfig)
+}
+
+// ImportImage loads an image archive into a node's containerd (the
+// namespace kubelet's CRI uses).
+func ImportImage(ctx context.Context, sock, tarPath string) error {
+	out, err := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import %s: %v: %s", tarPath, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/lab"
+)
+
+// Spec is what `kube up` builds.
+type Spec struct {
+	Name  string
+	Nodes int
+	Proxy string // one of network.Proxies
+	// CNI wires the pods: network.CNIBridge ("" too) or network.CNIVnetlab
+	// with CNIMode (cni.go).
+	CNI, CNIMode string
+	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
+	// translate the pods' connections too (proxy.Config.SocketLB).
+	SocketLB bool
+}
+
+// Facts keys of a cluster's lab state.
+const (
+	FactKubeconfig = "kubeconfig"
+	FactServer     = "server"
+	FactVersion    = "version"
+	FactProxy      = "proxy"
+	FactImage      = "image"
+	FactCNI        = "cni"        // network.Network.CNIText(), for people
+	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
+	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab
+	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
+)
+
+// Network is the cluster's network as its facts say (clusters built before
+// the cni_plugin fact: read back from its text).
+func Network(st *lab.State) network.Network {
+	f := st.Facts
+	if f[FactCNIPlugin] == "" {
+		n := network.FromText(f[FactCNI], f[FactProxy])
+		n.SocketLB = f[FactSocketLB] == "true"
+		return n
+	}
+	return network.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true"}
+}
+
+// Network is the network the spec builds (the default CNI and mode filled in).
+func (s Spec) Network() network.Network {
+	n := network.Network{CNI: s.CNI, Proxy: s.Proxy, SocketLB: s.SocketLB}
+	if n.CNI == "" {
+		n.CNI = network.CNIBridge
+	}
+	if n.CNI == network.CNIVnetlab {
+		n.CNIMode = s.cniMode()
+	}
+	return n
+}
+
+// networkFacts are the facts that record the spec's network.
+func (s Spec) networkFacts() map[string]string {
+	n := s.Network()
+	f := map[string]string{FactProxy: n.Proxy, FactCNI: n.CNIText(), FactCNIPlugin: n.CNI}
+	if n.CNIMode != "" {
+		f[FactCNIMode] = n.CNIMode
+	}
+	if n.SocketLB {
+		f[FactSocketLB] = "true"
+	}
+	return f
+}
+
+// Validate says what is wrong with a spec and how to fix it.
+func (s Spec) Validate() error {
+	if err := lab.ValidName("cluster", s.Name); err != nil {
+		return err
+	}
+	if s.Nodes < 1 || s.Nodes > maxNodes {
+		return field.Errorf("nodes", "{nodes} %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
+	}
+	if err := s.validateCNI(); err != nil {
+		return err
+	}
+	p, err := network.GetProxy(s.Proxy)
+	if err != nil {
+		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, network.ProxyHelp())
+	}
+	if s.SocketLB && !p.SocketLB {
+		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
+	}
+	return nil
+}
+
+// NodeName is the Kubernetes name of node i (1-based) of cluster k.
+func NodeName(k string, i int) string { return fmt.Sprintf("%s-node%d", k, i) }
