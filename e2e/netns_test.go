@@ -123,9 +123,15 @@ func TestNetnsLayouts(t *testing.T) {
 			// A new mount namespace; Go makes its mounts private, so
 			// nothing done in it propagates back.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+			// The network side of the root namespace is the machine's in
+			// the child too: compared here, around each case.
+			before := rootns.Snapshot()
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "--- PASS: TestNetnsLayoutInChild") {
 				t.Fatalf("case %s: %v\n%s", c, err, out)
+			}
+			if d := rootns.Diff(before, rootns.Snapshot()); d != "" {
+				t.Errorf("case %s changed the root namespace:\n%s", c, d)
 			}
 			t.Logf("case %s:\n%s", c, lines(string(out), "netns_test.go"))
 		})
