@@ -17,7 +17,9 @@ func newCleanCmd() *cobra.Command {
 started (by PID), eBPF pins under /sys/fs/bpf/vnetlab, namespaces, and state under
 /run/vnetlab. Objects are found through each lab's journal (written before each object is
 created) and the ownership mark on each namespace (its loopback alias "vnetlab lab=NAME");
-nothing without that mark is touched.`,
+nothing without that mark is touched, except stale "vnl-" entries of /run/netns that are
+no namespace any more (they cannot be entered: "Invalid argument"), which are removed,
+also when their namespace is still mounted beneath a later mount of /run/netns.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -31,7 +33,7 @@ nothing without that mark is touched.`,
 				return err
 			}
 			if rep != nil {
-				fmt.Printf("removed %d labs, %d orphan namespaces, %d pin directories", len(rep.Labs), len(rep.Orphans), len(rep.PinsPruned))
+				fmt.Printf("removed %d labs, %d orphan namespaces, %d stale namespace entries, %d pin directories", len(rep.Labs), len(rep.Orphans), len(rep.Stale), len(rep.PinsPruned))
 				if len(rep.Busy) > 0 {
 					fmt.Printf("; skipped %d labs in use: %v", len(rep.Busy), rep.Busy)
 				}

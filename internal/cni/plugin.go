@@ -26,6 +26,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
@@ -68,9 +69,11 @@ var noRollback bool
 // attachment is one pod being handled: the mode's view of node and pod.
 type attachment struct {
 	conf *NetConf
-	mode modes.Mode
-	env  *modes.Env
-	pod  *modes.Pod
+	// ipamConf is the configuration for the IPAM plugin (ipamConfig).
+	ipamConf []byte
+	mode     modes.Mode
+	env      *modes.Env
+	pod      *modes.Pod
 }
 
 func (a *attachment) close() {
@@ -99,6 +102,10 @@ func open(args *skel.CmdArgs, needPod bool) (*attachment, func(), error) {
 		pod: &modes.Pod{Pod: "container " + short(args.ContainerID), Ifname: args.IfName, MTU: conf.MTU, HostIf: HostIfname(args.ContainerID, args.IfName)}}
 	a.env.Node.Name, a.pod.Name = conf.NodeNetns, args.Netns
 	done := func() { a.close(); unlock() }
+	if a.ipamConf, err = ipamConfig(context.Background(), conf, args.StdinData); err != nil {
+		done()
+		return nil, nil, cniError(types.ErrIncompatibleCNIVersion, "IPAM plugin "+conf.IPAM.Type, err)
+	}
 	if a.env.Node.H, err = nsutil.Handle(conf.NodeNetns); err != nil {
 		done()
 		return nil, nil, configError("nodeNetns", "%q: %v", conf.NodeNetns, err)
@@ -163,7 +170,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		return types.NewError(types.ErrInternal, fmt.Sprintf("vnetlab-cni: %s interface %s is wired already (node end %s): DEL it first", a.pod.Pod, args.IfName, a.pod.HostIf), "")
 	}
 	ctx := context.Background()
-	r, err := invoke.DelegateAdd(ctx, a.conf.IPAM.Type, args.StdinData, nil)
+	r, err := invoke.DelegateAdd(ctx, a.conf.IPAM.Type, a.ipamConf, nil)
 	if err != nil {
 		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
 	}
@@ -187,7 +194,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 			// Nothing half-wired stays: the pod's link, its programs and
 			// its address go back.
 			_ = a.mode.Attach.Detach(a.env, a.pod)
-			_ = invoke.DelegateDel(ctx, a.conf.IPAM.Type, args.StdinData, nil)
+			_ = invoke.DelegateDel(ctx, a.conf.IPAM.Type, a.ipamConf, nil)
 		}
 		return cniError(types.ErrInternal, "ADD", err)
 	}
@@ -235,13 +242,38 @@ func cmdDel(args *skel.CmdArgs) error {
 		return err
 	}
 	defer done()
+	_, err = a.env.Node.H.LinkByName(a.pod.HostIf)
+	wired := err == nil
 	if err := a.mode.Attach.Detach(a.env, a.pod); err != nil {
 		return cniError(types.ErrInternal, "DEL", fmt.Errorf("mode %s: %w", a.mode.Name, err))
 	}
-	if err := invoke.DelegateDel(context.Background(), a.conf.IPAM.Type, args.StdinData, nil); err != nil {
+	if err := invoke.DelegateDel(context.Background(), a.conf.IPAM.Type, a.ipamConf, nil); err != nil {
 		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
 	}
+	if wired {
+		a.noteLastDel(args.ContainerID)
+	}
 	return nil
+}
+
+// noteLastDel says in the plugin's log (its stderr, which the runtime
+// keeps) what the node's last attachment leaves: the eBPF plane stays for
+// the next ADD, and GC removes it once no attachment uses it.
+func (a *attachment) noteLastDel(containerID string) {
+	if ls, err := a.env.Node.H.LinkList(); err != nil || slices.ContainsFunc(ls, ours) {
+		return
+	}
+	what := "nothing for GC"
+	if ents, err := os.ReadDir(tcbpf.PinDir(a.conf.Plane)); err == nil && a.mode.OwnsDataPlane() {
+		what = fmt.Sprintf("its eBPF plane %s (%d pins) for CNI GC, which removes it once no attachment uses it", tcbpf.PinDir(a.conf.Plane), len(ents))
+	}
+	logf("DEL of container %s, the last attachment on node %s (mode %s), leaves %s", short(containerID), a.conf.NodeNetns, a.mode.Name, what)
+}
+
+// logf writes one line to the plugin's log: stderr, which CNI reserves for
+// it (stdout carries the result).
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "vnetlab-cni: "+format+"\n", a...)
 }
 
 func cmdCheck(args *skel.CmdArgs) error {
@@ -260,7 +292,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 	if err := a.takeAddress(prev); err != nil {
 		return configError("prevResult", "%v", err)
 	}
-	if err := invoke.DelegateCheck(context.Background(), a.conf.IPAM.Type, args.StdinData, nil); err != nil {
+	if err := invoke.DelegateCheck(context.Background(), a.conf.IPAM.Type, a.ipamConf, nil); err != nil {
 		return cniError(types.ErrInternal, "IPAM plugin "+a.conf.IPAM.Type, err)
 	}
 	if err := a.mode.Attach.Check(a.env, a.pod); err != nil {
@@ -286,7 +318,8 @@ func cmdStatus(args *skel.CmdArgs) error {
 }
 
 // cmdGC (CNI 1.1): unwires every pod link of the node that belongs to no
-// valid attachment, then lets the IPAM plugin collect its addresses.
+// valid attachment, lets the IPAM plugin collect its addresses, and removes
+// the node's eBPF plane once nothing uses it (collectPlane).
 func cmdGC(args *skel.CmdArgs) error {
 	conf, mode, err := parseConf(args.StdinData)
 	if err != nil {
@@ -320,20 +353,58 @@ func cmdGC(args *skel.CmdArgs) error {
 			}
 		}
 	}
+	if err := collectPlane(env, conf, mode); err != nil {
+		return cniError(types.ErrInternal, "GC", err)
+	}
 	// Only an IPAM plugin that speaks this version has GC (Debian's
 	// host-local stops at 1.0.0: its addresses go with each DEL).
 	ctx := context.Background()
-	path, err := invoke.FindInPath(conf.IPAM.Type, filepath.SplitList(os.Getenv("CNI_PATH")))
+	supported, err := ipamVersions(ctx, conf)
 	if err != nil {
 		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
 	}
-	vi, err := invoke.GetVersionInfo(ctx, path, nil)
-	if err != nil || !slices.Contains(vi.SupportedVersions(), conf.CNIVersion) {
+	if !slices.Contains(supported, conf.CNIVersion) {
 		return nil
 	}
 	if err := invoke.DelegateGC(ctx, conf.IPAM.Type, args.StdinData, nil); err != nil {
 		return cniError(types.ErrInternal, "IPAM plugin "+conf.IPAM.Type, err)
 	}
+	return nil
+}
+
+// collectPlane removes the node's eBPF plane (of a mode that makes one)
+// when no pod link of the plugin is left on the node and nothing else uses
+// the plane (tcbpf's Users: a Service proxy sharing it, as kube up's
+// veth-ebpf nodes do, keeps it).
+func collectPlane(env *modes.Env, conf *NetConf, mode modes.Mode) error {
+	dir := tcbpf.PinDir(conf.Plane)
+	if _, err := os.Stat(dir); err != nil || !mode.OwnsDataPlane() {
+		return nil
+	}
+	links, err := env.Node.H.LinkList()
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(links, ours) {
+		return nil
+	}
+	dp, err := tcbpf.Open(conf.Plane)
+	if err != nil {
+		return err
+	}
+	users, err := dp.Users()
+	dp.Close()
+	if err != nil {
+		return err
+	}
+	if len(users) > 0 {
+		logf("GC: node %s has no attachment left; its eBPF plane %s stays, still used: %s", conf.NodeNetns, dir, strings.Join(users, ", "))
+		return nil
+	}
+	if err := tcbpf.Remove(conf.Plane); err != nil {
+		return err
+	}
+	logf("GC: node %s has no attachment left: removed its eBPF plane %s", conf.NodeNetns, dir)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cni
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
@@ -425,3 +427,106 @@ func TestGC(t *testing.T) {
 }
 
 func mustCIDR(s string) *net.IPNet { _, n, _ := net.ParseCIDR(s); return n }
+
+// What cnitool does, through libcni with one 1.1.0 configuration list:
+// ADD two pods in veth-ebpf mode, GC keeping both, DEL both, GC. The
+// node's eBPF plane stays while an attachment or another process uses it,
+// the last DEL says in the plugin's log that it leaves the plane for GC,
+// and the last GC removes it.
+func TestGCCollectsPlane(t *testing.T) {
+	r := newRig(t, modes.VethEBPF, "")
+	a, b := r.newNS(r.node[:len(r.node)-4]+"ca"), r.newNS(r.node[:len(r.node)-4]+"cb")
+	var log bytes.Buffer
+	cni := libcni.NewCNIConfigWithCacheDir([]string{r.bin, "/usr/lib/cni"}, filepath.Join(t.TempDir(), "cache"),
+		&invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: &log}, PluginDecoder: version.PluginDecoder{}})
+	plugin := strings.Replace(string(r.conf("")), `"cniVersion": "1.0.0", "name": "cnitest", `, "", 1)
+	list, err := libcni.ConfListFromBytes([]byte(`{"cniVersion": "1.1.0", "name": "cnitest", "plugins": [` + plugin + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cni.GetStatusNetworkList(ctx, list); err != nil {
+		t.Fatalf("STATUS: %v", err)
+	}
+	pods := map[string]string{"ctr-a": a, "ctr-b": b}
+	var ipB net.IP
+	for id, ns := range pods {
+		res, err := cni.AddNetworkList(ctx, list, rt(id, ns))
+		if err != nil {
+			t.Fatalf("ADD %s (configuration 1.1.0, host-local speaks 1.0.0): %v", id, err)
+		}
+		if id == "ctr-b" {
+			r100, err := types100.NewResultFromResult(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ipB = r100.IPs[0].Address.IP
+		}
+	}
+	if err := ping(a, ipB); err != nil {
+		t.Errorf("pod a -> pod b %s: %v", ipB, err)
+	}
+	planeLeft := func() bool { _, err := os.Stat(tcbpf.PinDir(r.plane)); return err == nil }
+	if !planeLeft() {
+		t.Fatalf("no eBPF plane %s after ADD in veth-ebpf mode", tcbpf.PinDir(r.plane))
+	}
+	gc := func(valid ...string) {
+		t.Helper()
+		args := &libcni.GCArgs{}
+		for _, id := range valid {
+			args.ValidAttachments = append(args.ValidAttachments, types.GCAttachment{ContainerID: id, IfName: "eth0"})
+		}
+		if err := cni.GCNetworkList(ctx, list, args); err != nil {
+			t.Fatalf("GC keeping %v: %v\nplugin log:\n%s", valid, err, log.String())
+		}
+	}
+	gc("ctr-a", "ctr-b")
+	if !planeLeft() || len(r.ourLinks()) != 2 {
+		t.Fatalf("GC with both attachments valid: plane there %v, links %v", planeLeft(), r.ourLinks())
+	}
+	if err := cni.DelNetworkList(ctx, list, rt("ctr-a", a)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "last attachment") {
+		t.Errorf("DEL of the first of two pods says it was the last:\n%s", log.String())
+	}
+	if err := cni.DelNetworkList(ctx, list, rt("ctr-b", b)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "leaves its eBPF plane " + tcbpf.PinDir(r.plane); !strings.Contains(log.String(), want) {
+		t.Errorf("the last DEL's log does not say %q:\n%s", want, log.String())
+	}
+	r.assertClean("after DEL")
+	if !planeLeft() {
+		t.Fatal("DEL removed the plane: it is GC's to remove")
+	}
+	// Another process holding the plane's maps (a Service proxy sharing
+	// the node's plane) keeps it: this test process, here.
+	dp, err := tcbpf.Open(r.plane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc()
+	dp.Close()
+	if !planeLeft() {
+		t.Fatal("GC removed a plane another process holds")
+	}
+	if want := fmt.Sprintf("process %d holds its maps", os.Getpid()); !strings.Contains(log.String(), want) {
+		t.Errorf("GC's log does not say %q:\n%s", want, log.String())
+	}
+	gc()
+	if planeLeft() {
+		t.Errorf("GC with no attachment left kept %s:\n%s", tcbpf.PinDir(r.plane), log.String())
+	}
+	if ents, err := os.ReadDir(tcbpf.Root); err == nil {
+		for _, e := range ents {
+			if e.Name() == r.plane {
+				t.Errorf("%s still holds plane %s", tcbpf.Root, e.Name())
+			}
+		}
+	}
+	if !strings.Contains(log.String(), "removed its eBPF plane") {
+		t.Errorf("GC's log does not say it removed the plane:\n%s", log.String())
+	}
+	t.Logf("plugin log:\n%s", log.String())
+}

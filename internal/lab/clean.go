@@ -17,8 +17,12 @@ import (
 
 // CleanReport says what clean did.
 type CleanReport struct {
-	Labs       []string `json:"labs_removed"`
-	Orphans    []string `json:"orphan_namespaces_removed"`
+	Labs    []string `json:"labs_removed"`
+	Orphans []string `json:"orphan_namespaces_removed"`
+	// Stale are vnl- entries of /run/netns that are no namespace any more
+	// ("Invalid argument" when entered): what an older vnetlab's down left
+	// when another tool had re-mounted /run/netns (nsutil's mounts.go).
+	Stale      []string `json:"stale_namespace_entries_removed"`
 	Busy       []string `json:"labs_in_use_skipped"`
 	PinsPruned []string `json:"pins_removed"`
 	Cgroups    []string `json:"orphan_cgroups_removed,omitempty"`
@@ -67,6 +71,12 @@ func Clean(say Progress) (*CleanReport, error) {
 		if !strings.HasPrefix(e.Name(), NSPrefix) {
 			continue
 		}
+		if !nsutil.IsNamespace(e.Name()) {
+			if !ofLiveLab(e.Name(), live) {
+				rep.Stale = append(rep.Stale, e.Name())
+			}
+			continue
+		}
 		owner := LabOfMark(nsutil.Mark(e.Name()))
 		if owner == "" || live[owner] {
 			continue
@@ -75,6 +85,11 @@ func Clean(say Progress) (*CleanReport, error) {
 	}
 	if err := removeNamespaces(rep.Orphans); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
+	}
+	for _, n := range rep.Stale {
+		if err := nsutil.Delete(n); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
 	}
 	cgs, _ := cgroup.Labs()
 	for _, cg := range cgs {
@@ -106,4 +121,15 @@ func Clean(say Progress) (*CleanReport, error) {
 		return rep, errors.New(strings.Join(rep.Errors, "; "))
 	}
 	return rep, nil
+}
+
+// ofLiveLab: an entry that may be a running lab's namespace being created
+// (its file exists before its mount): left alone.
+func ofLiveLab(entry string, live map[string]bool) bool {
+	for l := range live {
+		if strings.HasPrefix(entry, nsName(l, "")) {
+			return true
+		}
+	}
+	return false
 }

@@ -144,8 +144,12 @@ func deleteNamespaces(lab string, nss []string) error {
 			continue
 		}
 		if !nsutil.IsNamespace(n) {
-			// Killed between creating the mount point and mounting it.
-			_ = os.Remove(nsutil.Path(n))
+			// Killed between creating the mount point and mounting it, or
+			// a stale entry (its namespace still mounted beneath a later
+			// mount of /run/netns): nsutil.Delete removes both.
+			if err := nsutil.Delete(n); err != nil {
+				errs = append(errs, err.Error())
+			}
 			continue
 		}
 		// Journaled by this lab and marked by it (or killed before the mark was set).

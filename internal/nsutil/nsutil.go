@@ -1,5 +1,6 @@
 // Package nsutil creates, enters and removes named network namespaces the way
-// `ip netns` does (a bind mount under /run/netns), without forking ip.
+// `ip netns` does (a bind mount under /run/netns, which is a shared mount
+// point of its own: mounts.go), without forking ip.
 package nsutil
 
 import (
@@ -37,6 +38,9 @@ func Exists(name string) bool {
 // loopback's alias (vnetlab's ownership mark, readable with `ip link`).
 // The calling goroutine's thread is restored to its original namespace.
 func Create(name, mark string, sysctls ...string) error {
+	if err := ensureDir(); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
@@ -69,16 +73,36 @@ func Create(name, mark string, sysctls ...string) error {
 	return lerr
 }
 
-// Delete unmounts and removes a named namespace. Missing namespaces are not an error.
+// Delete unmounts and removes a named namespace. Missing namespaces are not
+// an error. A namespace mounted before another tool turned Dir into a mount
+// point is mounted twice, the copy on top and the original beneath: both go
+// (unmountCovered). An entry that cannot go says what holds it.
 func Delete(name string) error {
 	p := Path(name)
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("unmount %s: %w", p, err)
+	// MNT_DETACH: the mount goes now (and, by propagation, its copies in
+	// peer mount namespaces); the namespace is freed once nothing uses it.
+	for i := 0; i < 8; i++ {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+				break // no mount (left) at the path
+			}
+			return fmt.Errorf("unmount %s: %w (%s)", p, err, describeMounts(p))
+		}
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.Remove(p)
+	if errors.Is(err, unix.EBUSY) {
+		if err := unmountCovered(p); err != nil {
+			return err
+		}
+		err = os.Remove(p)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%w: still mounted: %s", err, describeMounts(p))
+		}
 		return err
 	}
 	return nil

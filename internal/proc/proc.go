@@ -187,3 +187,50 @@ func InNamespaces(inodes map[uint64]bool) map[uint64][]int {
 	}
 	return pids
 }
+
+// HoldingBPFMaps lists the processes, other than this one, holding a
+// descriptor of one of the eBPF maps ids (fdinfo's map_id): a running
+// program's user, such as a Service proxy filling the maps.
+func HoldingBPFMaps(ids map[uint32]bool) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if holdsMap(pid, ids) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func holdsMap(pid int, ids map[uint32]bool) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(dir + "/" + fd.Name()); err != nil || target != "anon_inode:bpf-map" {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "map_id:"); ok {
+				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil && ids[uint32(id)] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
 // Snapshot records the root namespace's links, addresses, routes, rules,
@@ -42,14 +44,25 @@ func Snapshot() map[string]string {
 	var ns []string
 	if ents, err := os.ReadDir("/run/netns"); err == nil {
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "vnl-") {
+			if strings.HasPrefix(e.Name(), nsPrefix) {
 				ns = append(ns, e.Name())
 			}
 		}
 	}
 	s["vnetlab-namespaces"] = strings.Join(ns, "\n")
+	// Their mounts too, also those beneath a later mount of /run/netns,
+	// which no listing shows. /run/netns itself may stay a mount point
+	// (iproute2 and vnetlab make it one and leave it): not compared.
+	mounts, err := nsutil.MountedEntries(nsPrefix)
+	if err != nil {
+		mounts = []string{"error: " + err.Error()}
+	}
+	s["vnetlab-namespace-mounts"] = strings.Join(mounts, "\n")
 	return s
 }
+
+// nsPrefix starts vnetlab's namespace names (lab.NSPrefix; this package stays below lab).
+const nsPrefix = "vnl-"
 
 // KubeletSysctls are the machine-wide sysctls kubelet sets when it starts.
 var KubeletSysctls = []string{"kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory"}

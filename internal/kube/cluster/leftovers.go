@@ -46,6 +46,14 @@ func Leftovers(st *lab.State, before map[string]string) string {
 			left = append(left, "namespace "+e.Name())
 		}
 	}
+	// Mounts of its namespaces, also beneath a later mount of /run/netns.
+	ms, err := nsutil.MountedEntries(lab.NSName(st.Name, ""))
+	if err != nil {
+		left = append(left, "mountinfo: "+err.Error())
+	}
+	for _, m := range ms {
+		left = append(left, "namespace mount "+m)
+	}
 	if _, err := os.Stat(lab.Dir(st.Name)); err == nil {
 		left = append(left, "state directory "+lab.Dir(st.Name))
 	}
