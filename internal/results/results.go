@@ -155,6 +155,8 @@ type Cell struct {
 	Note           string  `json:"note,omitempty"`
 	// Placement is where the platform put the pods (see CellID); "" for labs.
 	Placement string `json:"placement,omitempty"`
+	// Family is the IP family measured (see CellID): "" for IPv4, "ipv6".
+	Family string `json:"family,omitempty"`
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
 	ClientNode string `json:"client_node,omitempty"`
 	ServerNode string `json:"server_node,omitempty"`
