@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -31,6 +32,11 @@ type Spec struct {
 	// nodes are joined by a veth underlay and pods alternate between them.
 	Nodes        int    `json:"nodes,omitempty"`
 	UnderlayRate string `json:"underlay_rate,omitempty"` // tbf rate on the underlay, e.g. 10gbit
+	// Family is the pods' IP family: ipv4 ("" in state written before
+	// families existed), ipv6 or dual (family.go).
+	Family family.Family `json:"family,omitempty"`
+	// PodCIDR6 is the pods' IPv6 network (ipv6 and dual; DefaultPodCIDR6).
+	PodCIDR6 string `json:"pod_cidr6,omitempty"`
 }
 
 // MaxNodes is how many nodes a lab can have (one underlay veth joins two).
@@ -49,10 +55,12 @@ func (s *Spec) NodeCount() int {
 // client (pod-b) and server (pod-a) are on different hosts.
 func (s *Spec) PodNode(i int) int { return i % s.NodeCount() }
 
-// PodSpec is one pod: its name and address.
+// PodSpec is one pod: its name and addresses (IP6 in ipv6 and dual labs;
+// IP is empty in an ipv6 lab).
 type PodSpec struct {
 	Name string `json:"name"`
 	IP   string `json:"ip"`
+	IP6  string `json:"ip6,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -85,28 +93,41 @@ func PodName(i int) string {
 // DefaultPodSpecs makes n pods named pod-a.. with addresses from .10 upwards
 // (of each node's share of the pod network when there are several nodes).
 func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
-	if n < 0 {
-		return nil, field.Errorf("pods", "pod count %d is negative: use {pods} 0 or more", n)
-	}
 	_, ipnet, err := net.ParseCIDR(cidr)
 	if err != nil {
 		return nil, fmt.Errorf("pod_cidr %q is not a CIDR (example: %s)", cidr, DefaultPodCIDR)
+	}
+	addrs, err := podAddrs(n, ipnet, nodes)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]PodSpec, n)
+	for i := range pods {
+		pods[i] = PodSpec{Name: PodName(i), IP: addrs[i].String()}
+	}
+	return pods, nil
+}
+
+// podAddrs are the addresses of n pods in ipnet: from .10 upwards of each
+// node's share, pods alternating between nodes.
+func podAddrs(n int, ipnet *net.IPNet, nodes int) ([]net.IP, error) {
+	if n < 0 {
+		return nil, field.Errorf("pods", "pod count %d is negative: use {pods} 0 or more", n)
 	}
 	if nodes < 1 {
 		nodes = 1
 	}
 	parts := splitNet(ipnet, nodes)
 	ones, bits := parts[0].Mask.Size()
-	hosts := (1 << (bits - ones)) - 2
 	perNode := (n + nodes - 1) / nodes
-	if DefaultFirstPod+perNode-1 > hosts {
-		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up of each node's share): use a larger pod_cidr", n, cidr, DefaultFirstPod)
+	if hostBits := bits - ones; hostBits < 31 && DefaultFirstPod+perNode-1 > (1<<hostBits)-2 {
+		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up of each node's share): use a larger pod_cidr", n, ipnet, DefaultFirstPod)
 	}
-	pods := make([]PodSpec, n)
-	for i := range pods {
-		pods[i] = PodSpec{Name: PodName(i), IP: modes.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes).String()}
+	addrs := make([]net.IP, n)
+	for i := range addrs {
+		addrs[i] = modes.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes)
 	}
-	return pods, nil
+	return addrs, nil
 }
 
 // Validate checks everything that can be checked before touching the kernel,
@@ -134,6 +155,9 @@ func (s *Spec) check(m modes.Mode) error {
 	if s.PodCIDR == "" {
 		s.PodCIDR = DefaultPodCIDR
 	}
+	if err := s.checkFamily(m); err != nil {
+		return err
+	}
 	_, ipnet, err := net.ParseCIDR(s.PodCIDR)
 	if err != nil || ipnet.IP.To4() == nil {
 		return fmt.Errorf("pod_cidr %q is not an IPv4 CIDR (example: %s)", s.PodCIDR, DefaultPodCIDR)
@@ -153,6 +177,9 @@ func (s *Spec) check(m modes.Mode) error {
 			return fmt.Errorf("pod name %q is used twice", p.Name)
 		}
 		seenName[p.Name] = true
+		if !s.Family.HasIPv4() {
+			continue // checkPods6
+		}
 		ip := net.ParseIP(p.IP).To4()
 		if ip == nil {
 			return fmt.Errorf("pod %s: address %q is not an IPv4 address", p.Name, p.IP)
@@ -180,10 +207,13 @@ func (s *Spec) check(m modes.Mode) error {
 		}
 		parts := splitNet(ipnet, s.NodeCount())
 		for i, p := range s.Pods {
-			if n := s.PodNode(i); !parts[n].Contains(net.ParseIP(p.IP)) {
+			if n := s.PodNode(i); s.Family.HasIPv4() && !parts[n].Contains(net.ParseIP(p.IP)) {
 				return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, n+1, s.PodCIDR, parts[n], p.IP)
 			}
 		}
+	}
+	if err := s.checkPods6(); err != nil {
+		return err
 	}
 	if s.NodeCount() < m.MinNodes {
 		return field.Errorf("nodes", "mode %s joins nodes: use {nodes} %d", s.Mode, m.MinNodes)

@@ -56,6 +56,7 @@ type State struct {
 	Ext      string                    `json:"ext_ns"`
 	Pods     []PodState                `json:"pods"`
 	Gateway  string                    `json:"gateway,omitempty"`
+	Gateway6 string                    `json:"gateway6,omitempty"` // labs with IPv6
 	Paths    map[string]modes.Endpoint `json:"paths,omitempty"`
 	Facts    map[string]string         `json:"facts,omitempty"`
 }
@@ -71,6 +72,7 @@ type NodeState struct {
 	NS     string `json:"ns"`
 	IP     string `json:"ip"`
 	Uplink string `json:"uplink"`
+	IP6    string `json:"ip6,omitempty"` // uplink's IPv6 address (labs with IPv6)
 }
 
 // PodState describes a pod namespace.
@@ -80,6 +82,7 @@ type PodState struct {
 	IP     string `json:"ip"`
 	Node   string `json:"node"`
 	Ifname string `json:"ifname"`
+	IP6    string `json:"ip6,omitempty"` // labs with IPv6 (IP is empty in an ipv6 lab)
 }
 
 // NSName returns the namespace of a pod or node by its short name.
