@@ -88,3 +88,20 @@ func OfString(addr string) Family {
 	}
 	return IPv4
 }
+
+// String, Set and Type make *Family a command-line flag value (pflag.Value):
+// a bad family is refused where the flag is parsed.
+func (f *Family) String() string { return string(f.Or()) }
+
+// Set parses s into f.
+func (f *Family) Set(s string) error {
+	v, err := Parse(s)
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
+// Type names the flag's value in --help.
+func (f *Family) Type() string { return "family" }
