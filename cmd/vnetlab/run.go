@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/export"
+	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -93,6 +94,8 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
 	f.StringVar(&s.UnderlayRate, "underlay-rate", s.UnderlayRate, "tbf rate on the node-to-node underlay, e.g. 10gbit")
 	f.StringVar(&s.PodCIDR, "pod-cidr", s.PodCIDR, "pod network")
+	f.Var(&s.Family, "ip-family", ipFamilyHelp)
+	f.StringVar(&s.PodCIDR6, "pod-cidr6", s.PodCIDR6, "pods' IPv6 network with --ip-family ipv6 or dual (default "+lab.DefaultPodCIDR6+")")
 	f.StringArrayVar(&r.opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&r.output, "output", "o", r.output, "write the results JSON here")
 	f.Float64Var(&s.Summary.CVThreshold, "cv-threshold", s.Summary.CVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")

@@ -86,6 +86,8 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Spec.Nodes, "nodes", s.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(modes.CrossHostModes(), ", ")+")")
 	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", s.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", s.Spec.PodCIDR, "pod network")
+	f.Var(&s.Spec.Family, "ip-family", ipFamilyHelp)
+	f.StringVar(&s.Spec.PodCIDR6, "pod-cidr6", s.Spec.PodCIDR6, "pods' IPv6 network with --ip-family ipv6 or dual (default "+lab.DefaultPodCIDR6+")")
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&u.output, "output", "o", u.output, "table or json")

@@ -124,8 +124,10 @@ func (p *plan) build(ctx context.Context) error {
 func (p *plan) anyWanted(mode string, paths []string, provider string, extra int) bool {
 	for _, path := range paths {
 		for _, t := range p.spec.Tests {
-			if p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Test: string(t)}) {
-				return true
+			for _, f := range p.spec.Family.Measured() {
+				if p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Family: f.Cell(), Test: string(t)}) {
+					return true
+				}
 			}
 		}
 	}
@@ -143,8 +145,8 @@ func (p *plan) skip(mv ModeVariant, provider string, why error) {
 }
 
 func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
-	ls := lab.Spec{Name: fmt.Sprintf("%s-%d", p.runID, len(p.labs)), Mode: mv.Mode, Pods: p.pods, PodCIDR: p.spec.PodCIDR, Options: mv.Options,
-		Nodes: p.spec.Nodes, UnderlayRate: p.spec.UnderlayRate}
+	ls := p.spec.labSpec()
+	ls.Name, ls.Mode, ls.Pods, ls.Options = fmt.Sprintf("%s-%d", p.runID, len(p.labs)), mv.Mode, p.pods, mv.Options
 	p.prog.Note("bringing up %s (lab %s)", mv.Label, ls.Name)
 	l, err := lab.Up(ctx, ls, nil)
 	if err != nil {
@@ -154,20 +156,33 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant) (*lab.Lab, error) {
 	return l, nil
 }
 
-// addCells adds the cells of one path of a lab (Spec.Plan); proto carries
-// the fields the path fixes (provider, services).
+// addCells adds the cells of one path of a lab (Spec.Plan), one set per
+// IP family the lab measures, each dialing the path's address of its
+// family; proto carries the fields the path fixes (provider, services).
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell) error {
 	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
 	if p.spec.Nodes > 1 {
 		proto.Nodes = p.spec.Nodes
 	}
-	// The lab's namespaces: what a profile counts as the test's.
-	cells, err := p.spec.Plan(proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
-	for _, c := range cells {
-		p.out.Cells = append(p.out.Cells, c.Cell)
+	for _, f := range p.spec.Family.Measured() {
+		addr := ep.Addr(f)
+		if addr == "" {
+			p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: proto.Provider,
+				Reason: fmt.Sprintf("path %s of mode %s has no %s address", path, mv.Mode, f)})
+			continue
+		}
+		proto.Family = f.Cell()
+		// The lab's namespaces: what a profile counts as the test's.
+		cells, err := p.spec.Plan(proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: addr, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+		for _, c := range cells {
+			p.out.Cells = append(p.out.Cells, c.Cell)
+		}
+		p.cells = append(p.cells, cells...)
+		if err != nil {
+			return err
+		}
 	}
-	p.cells = append(p.cells, cells...)
-	return err
+	return nil
 }
 
 // teardown removes every lab the plan brought up.

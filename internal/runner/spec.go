@@ -10,6 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -59,7 +60,12 @@ type Spec struct {
 	// Nodes (2: cross-host) and the underlay's tbf rate.
 	Nodes        int
 	UnderlayRate string
-	Summary      SummaryOptions // CV threshold, CI method, baseline mode
+	// Family is the labs' IP family (--ip-family): a dual-stack lab's cells
+	// measure each family on the same pods (results.CellID.Family);
+	// PodCIDR6 the pods' IPv6 network.
+	Family   family.Family
+	PodCIDR6 string
+	Summary  SummaryOptions // CV threshold, CI method, baseline mode
 	// LabPrefix starts every lab name ("run" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
@@ -107,6 +113,7 @@ func DefaultSpec() Spec {
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
+		Family:        family.IPv4,
 		Nodes:         1,
 		ExtraServices: []int{0},
 		Summary:       SummaryOptions{CVThreshold: DefaultCVThreshold, CIMethod: CIMethods[0]},
@@ -122,7 +129,12 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 	if s.Pods != nil {
 		return s.Pods, nil
 	}
-	return lab.DefaultPodSpecs(s.PodCount, s.PodCIDR, s.Nodes)
+	return lab.PodsFor(s.PodCount, s.labSpec())
+}
+
+// labSpec is what every lab of the run shares: its networks and nodes.
+func (s Spec) labSpec() lab.Spec {
+	return lab.Spec{PodCIDR: s.PodCIDR, Nodes: s.Nodes, UnderlayRate: s.UnderlayRate, Family: s.Family, PodCIDR6: s.PodCIDR6}
 }
 
 // engineSpec is what one sample of the cell id measures: the spec's
@@ -130,7 +142,8 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 // over them here.)
 func (s Spec) engineSpec(id results.CellID) engine.Spec {
 	t := engine.Test(id.Test)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t)}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, CPU: s.pins(t),
+		Family: family.OfCell(id.Family)}
 }
 
 // Plan is a cell per test of the spec at one target, each a copy of proto
@@ -239,8 +252,10 @@ func checkEngines(spec Spec) error {
 		if err != nil {
 			return err
 		}
-		if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t)})); err != nil {
-			return err
+		for _, f := range spec.Family.Measured() {
+			if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t), Family: f.Cell()})); err != nil {
+				return err
+			}
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {
 			for _, prog := range p.Programs() {

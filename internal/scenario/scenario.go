@@ -17,6 +17,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -25,32 +26,36 @@ import (
 
 // Scenario is one file.
 type Scenario struct {
-	Description  string               `yaml:"description"`
-	Seed         string               `yaml:"seed"`
-	Name         string               `yaml:"name"`
-	Mode         string               `yaml:"mode"`
-	Modes        []runner.ModeVariant `yaml:"-"`
-	Pods         []lab.PodSpec        `yaml:"-"`
-	PodCount     *int                 `yaml:"-"`
-	PodCIDR      string               `yaml:"pod_cidr"`
-	Nodes        *int                 `yaml:"nodes"`
-	UnderlayRate string               `yaml:"underlay_rate"`
-	Options      map[string]string    `yaml:"options"`
-	Paths        []string             `yaml:"paths"`
-	Tests        []string             `yaml:"tests"`
-	Engine       string               `yaml:"engine"`
-	Duration     string               `yaml:"duration"`
-	Repeat       *int                 `yaml:"repeat"`
-	Warmup       *int                 `yaml:"warmup"`
-	Streams      *int                 `yaml:"streams"`
-	Size         *int                 `yaml:"size"`
-	Rate         string               `yaml:"rate"`
-	CPUAffinity  string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
-	Output       string               `yaml:"output"`
-	Report       string               `yaml:"report"`       // also write the report into this directory
-	Baseline     string               `yaml:"baseline"`     // mode label the others are compared with
-	CVThreshold  *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
-	CIMethod     string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
+	Description string               `yaml:"description"`
+	Seed        string               `yaml:"seed"`
+	Name        string               `yaml:"name"`
+	Mode        string               `yaml:"mode"`
+	Modes       []runner.ModeVariant `yaml:"-"`
+	Pods        []lab.PodSpec        `yaml:"-"`
+	PodCount    *int                 `yaml:"-"`
+	PodCIDR     string               `yaml:"pod_cidr"`
+	Nodes       *int                 `yaml:"nodes"`
+	// IPFamily: ipv4, ipv6 or dual (--ip-family); PodCIDR6 the pods' IPv6
+	// network (--pod-cidr6).
+	IPFamily     string            `yaml:"ip_family"`
+	PodCIDR6     string            `yaml:"pod_cidr6"`
+	UnderlayRate string            `yaml:"underlay_rate"`
+	Options      map[string]string `yaml:"options"`
+	Paths        []string          `yaml:"paths"`
+	Tests        []string          `yaml:"tests"`
+	Engine       string            `yaml:"engine"`
+	Duration     string            `yaml:"duration"`
+	Repeat       *int              `yaml:"repeat"`
+	Warmup       *int              `yaml:"warmup"`
+	Streams      *int              `yaml:"streams"`
+	Size         *int              `yaml:"size"`
+	Rate         string            `yaml:"rate"`
+	CPUAffinity  string            `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
+	Output       string            `yaml:"output"`
+	Report       string            `yaml:"report"`       // also write the report into this directory
+	Baseline     string            `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold  *float64          `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod     string            `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string         `yaml:"provider"`
@@ -275,6 +280,9 @@ func (s *Scenario) validate() error {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
+	}
+	if _, err := family.Parse(s.IPFamily); err != nil {
+		return s.errAt("ip_family", -1, "%v", err)
 	}
 	if s.CPUAffinity != "" {
 		if _, err := cpupin.Parse(s.CPUAffinity); err != nil {
