@@ -58,6 +58,10 @@ func sysctlsFor(f family.Family) []string {
 	return ipv6Sysctls
 }
 
+// CheckFamily is checkFamily on a copy of s: a run checks every mode's
+// labs against its family before it builds any.
+func (s Spec) CheckFamily(m modes.Mode) error { return s.checkFamily(m) }
+
 // checkFamily is Validate for the lab's families: the family is known, the
 // mode and kernel carry it, the networks are of the right family and size
 // and clash with nothing of the lab's own.

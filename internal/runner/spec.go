@@ -13,6 +13,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/service"
 )
@@ -206,7 +207,7 @@ func (spec Spec) Validate() error {
 		}
 	}
 	for _, check := range []func() error{func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
-		func() error { return checkCells(spec.Cells) }, spec.checkServicePath} {
+		func() error { return checkCells(spec.Cells) }, spec.checkServicePath, spec.checkFamily} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -240,6 +241,28 @@ func (spec Spec) checkServicePath() error {
 		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
 	if custom {
 		return field.Errorf("paths", "providers and services apply to the service path: add it with {paths} pod,service")
+	}
+	return nil
+}
+
+// checkFamily refuses, before any lab is built, a mode that lacks the
+// labs' IP family (a mode the kernel lacks is skipped by the plan, as
+// without a family) and the service path in a lab with IPv6.
+func (spec Spec) checkFamily() error {
+	for _, mv := range spec.Modes {
+		m, err := modes.Get(mv.Mode)
+		if err != nil {
+			return err
+		}
+		if spec.Family.HasIPv6() && modes.Available(m) != nil {
+			continue
+		}
+		if err := spec.labSpec().CheckFamily(m); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(spec.Paths, ServicePath) {
+		return service.CheckFamily(spec.Family)
 	}
 	return nil
 }

@@ -99,6 +99,9 @@ func (l *Lab) Validate() error {
 		if err := service.CheckExtra(l.Extra); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
+		if err := service.CheckFamily(l.Spec.Family); err != nil {
+			return err
+		}
 		if l.Spec.Mode != "" {
 			m, err := modes.Get(l.Spec.Mode)
 			if err != nil {
