@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+const familyLabPrefix = "stf" // this file's labs
+
+// A dual-stack run measures every test over each family on the same pods:
+// iperf3 -6, the rr engine's tcp_rr and tcp_crr over IPv6 as over IPv4,
+// in the host (loopback), veth-routed and bridge modes; each cell is named
+// by its family (veth-routed/pod/ipv6/tcp_rr) and every sample is valid.
+func TestRunDualStack(t *testing.T) {
+	requireLabs(t, familyLabPrefix)
+	spec := DefaultSpec()
+	spec.Modes = Variants([]string{"host", "veth-routed", "bridge"}, nil)
+	spec.Tests = []engine.Test{engine.TCPStream, engine.TCPRR, engine.TCPCRR}
+	spec.Family = family.Dual
+	spec.Duration, spec.Repeat = time.Second, 1
+	spec.LabPrefix = familyLabPrefix
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, err := Run(ctx, spec, Provenance{}, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*results.Cell{}
+	for _, c := range f.Cells {
+		got[c.ID().String()] = c
+	}
+	for _, m := range []string{"host", "veth-routed", "bridge"} {
+		for _, fam := range []string{"", "ipv6/"} {
+			for _, test := range spec.Tests {
+				name := m + "/pod/" + fam + string(test)
+				c, ok := got[name]
+				if !ok {
+					t.Errorf("no cell %s (have %d cells, skipped %v)", name, len(f.Cells), f.Metadata.Skipped)
+					continue
+				}
+				if c.Valid != 1 || c.Median <= 0 {
+					t.Errorf("%s: valid=%d median=%g, samples %+v", name, c.Valid, c.Median, c.Samples)
+				}
+			}
+		}
+	}
+	if len(f.Cells) != 18 {
+		t.Errorf("%d cells, want 18 (3 modes x 2 families x 3 tests)", len(f.Cells))
+	}
+}
+
+// A mode without IPv6 and Services over IPv6 are refused by Validate,
+// before any lab is built, with one line naming the fix.
+func TestRunRefusesFamily(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: probes the kernel's features")
+	}
+	spec := DefaultSpec()
+	spec.Family = family.IPv6
+	spec.Modes = Variants([]string{"docker-nat"}, nil)
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "mode docker-nat carries IPv4 only: use --ip-family ipv4, or a mode with IPv6 (") {
+		t.Errorf("docker-nat over IPv6: %v", err)
+	}
+	spec.Modes = Variants([]string{"veth-routed"}, nil)
+	if err := spec.Validate(); err != nil {
+		t.Errorf("veth-routed over IPv6: %v", err)
+	}
+	spec.Paths = []string{"pod", ServicePath}
+	for _, f := range []family.Family{family.IPv6, family.Dual} {
+		spec.Family = f
+		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an "+string(f)+" lab: use --ip-family ipv4") {
+			t.Errorf("service path over %s: %v", f, err)
+		}
+	}
+	spec.Family, spec.PodCIDR6 = family.IPv4, "fd00:1::/64"
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "--pod-cidr6 fd00:1::/64 is for IPv6 pods") {
+		t.Errorf("pod_cidr6 in an IPv4 run: %v", err)
+	}
+	states, _ := lab.List()
+	for _, st := range states {
+		if strings.HasPrefix(st.Name, "run") {
+			t.Errorf("a refused run left lab %s", st.Name)
+		}
+	}
+}
