@@ -55,6 +55,7 @@ Examples:
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
+  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_rr,tcp_crr -o r.json (each cell over IPv4 and IPv6: docs/labs.md)
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
   vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --profile -o r.json && vnetlab explain r.json`,
 		Args: cobra.NoArgs,

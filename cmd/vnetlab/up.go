@@ -43,6 +43,7 @@ Examples:
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
   vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000
   vnetlab up --name x --mode vxlan --nodes 2 --underlay-rate 10gbit
+  vnetlab up --name v6 --mode veth-routed --ip-family ipv6
   vnetlab up -f scenarios/lab-bridge.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -33,6 +33,12 @@ func TestIPv6Modes(t *testing.T) {
 				checkFamilies(t, l, fam)
 			})
 		}
+		if m.CrossHost && m.MinNodes < 2 { // and across two nodes, over the underlay's IPv6
+			t.Run(name+"/dual/2-nodes", func(t *testing.T) {
+				l := upFamilyLab(t, fmt.Sprintf("fam%dx", i), name, family.Dual, 2)
+				checkFamilies(t, l, family.Dual)
+			})
+		}
 	}
 }
 
