@@ -127,37 +127,16 @@ func (s *Spec) checkPods6() error {
 	if err != nil {
 		return err
 	}
-	gw := modes.NthIP(n, 1)
-	seen := map[string]string{}
+	if err := s.checkPodAddrs(n, "pod_cidr6", s.PodCIDR6, func(p PodSpec) string { return p.IP6 }); err != nil {
+		return err
+	}
 	for _, p := range s.Pods {
-		ip := net.ParseIP(p.IP6)
-		if ip == nil || ip.To4() != nil {
-			return fmt.Errorf("pod %s: address %q is not an IPv6 address (an IPv6 lab gives every pod one)", p.Name, p.IP6)
-		}
-		if !n.Contains(ip) {
-			return fmt.Errorf("pod %s: address %s is outside pod_cidr6 %s", p.Name, ip, s.PodCIDR6)
-		}
-		if ip.Equal(n.IP) {
-			return fmt.Errorf("pod %s: address %s is the subnet-router anycast address of %s", p.Name, ip, s.PodCIDR6)
-		}
-		if ip.Equal(gw) {
-			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, s.PodCIDR6)
-		}
-		if other, ok := seen[ip.String()]; ok {
-			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
-		}
-		seen[ip.String()] = p.Name
 		if !s.Family.HasIPv4() && p.IP != "" {
 			return field.Errorf("ip_family", "pod %s has the IPv4 address %s in an IPv6-only lab: use {ip_family} dual, or leave it out", p.Name, p.IP)
 		}
 	}
 	if s.NodeCount() > 1 {
-		parts := splitNet(n, s.NodeCount())
-		for i, p := range s.Pods {
-			if k := s.PodNode(i); !parts[k].Contains(net.ParseIP(p.IP6)) {
-				return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, k+1, s.PodCIDR6, parts[k], p.IP6)
-			}
-		}
+		return s.checkPlacement(n, s.PodCIDR6, func(p PodSpec) string { return p.IP6 })
 	}
 	return nil
 }

@@ -162,10 +162,7 @@ func (s *Spec) check(m modes.Mode) error {
 	if err != nil || ipnet.IP.To4() == nil {
 		return fmt.Errorf("pod_cidr %q is not an IPv4 CIDR (example: %s)", s.PodCIDR, DefaultPodCIDR)
 	}
-	gw := modes.NthIP(ipnet, 1)
-	bcast := modes.NthIP(ipnet, (1<<(32-maskOnes(ipnet)))-1)
 	seenName := map[string]bool{}
-	seenIP := map[string]string{}
 	for _, p := range s.Pods {
 		if err := ValidName("pod", p.Name); err != nil {
 			return err
@@ -177,26 +174,11 @@ func (s *Spec) check(m modes.Mode) error {
 			return fmt.Errorf("pod name %q is used twice", p.Name)
 		}
 		seenName[p.Name] = true
-		if !s.Family.HasIPv4() {
-			continue // checkPods6
+	}
+	if s.Family.HasIPv4() {
+		if err := s.checkPodAddrs(ipnet, "pod_cidr", s.PodCIDR, func(p PodSpec) string { return p.IP }); err != nil {
+			return err
 		}
-		ip := net.ParseIP(p.IP).To4()
-		if ip == nil {
-			return fmt.Errorf("pod %s: address %q is not an IPv4 address", p.Name, p.IP)
-		}
-		if !ipnet.Contains(ip) {
-			return fmt.Errorf("pod %s: address %s is outside pod_cidr %s", p.Name, ip, s.PodCIDR)
-		}
-		if ip.Equal(ipnet.IP) || ip.Equal(bcast) {
-			return fmt.Errorf("pod %s: address %s is the network or broadcast address of %s", p.Name, ip, s.PodCIDR)
-		}
-		if ip.Equal(gw) {
-			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, s.PodCIDR)
-		}
-		if other, ok := seenIP[ip.String()]; ok {
-			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
-		}
-		seenIP[ip.String()] = p.Name
 	}
 	if s.Nodes < 0 || s.Nodes > MaxNodes {
 		return fmt.Errorf("nodes %d: a lab has 1 or %d nodes", s.Nodes, MaxNodes)
@@ -205,10 +187,9 @@ func (s *Spec) check(m modes.Mode) error {
 		if !m.CrossHost {
 			return field.Errorf("nodes", "mode %s is same-host only: {nodes} %d works with %s", s.Mode, s.Nodes, strings.Join(modes.CrossHostModes(), ", "))
 		}
-		parts := splitNet(ipnet, s.NodeCount())
-		for i, p := range s.Pods {
-			if n := s.PodNode(i); s.Family.HasIPv4() && !parts[n].Contains(net.ParseIP(p.IP)) {
-				return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, n+1, s.PodCIDR, parts[n], p.IP)
+		if s.Family.HasIPv4() {
+			if err := s.checkPlacement(ipnet, s.PodCIDR, func(p PodSpec) string { return p.IP }); err != nil {
+				return err
 			}
 		}
 	}
@@ -244,6 +225,56 @@ func (s *Spec) check(m modes.Mode) error {
 		return err
 	}
 	return modes.Available(m)
+}
+
+// checkPodAddrs checks the pods' addresses of one family (addr picks a
+// pod's) in their network n, given as cidr in the field key: each is of
+// n's family, inside n, not reserved, not the pods' gateway (the first
+// address), not another pod's.
+func (s *Spec) checkPodAddrs(n *net.IPNet, key, cidr string, addr func(PodSpec) string) error {
+	fam, v6 := "IPv4", n.IP.To4() == nil
+	if v6 {
+		fam = "IPv6"
+	}
+	gw, bcast := modes.NthIP(n, 1), net.IP(nil)
+	if !v6 {
+		bcast = modes.NthIP(n, (1<<(32-maskOnes(n)))-1)
+	}
+	seen := map[string]string{}
+	for _, p := range s.Pods {
+		ip := net.ParseIP(addr(p))
+		if ip == nil || (ip.To4() == nil) != v6 {
+			return fmt.Errorf("pod %s: address %q is not an %s address", p.Name, addr(p), fam)
+		}
+		if !n.Contains(ip) {
+			return fmt.Errorf("pod %s: address %s is outside %s %s", p.Name, ip, key, cidr)
+		}
+		switch {
+		case v6 && ip.Equal(n.IP):
+			return fmt.Errorf("pod %s: address %s is the subnet-router anycast address of %s", p.Name, ip, cidr)
+		case !v6 && (ip.Equal(n.IP) || ip.Equal(bcast)):
+			return fmt.Errorf("pod %s: address %s is the network or broadcast address of %s", p.Name, ip, cidr)
+		case ip.Equal(gw):
+			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, cidr)
+		}
+		if other, ok := seen[ip.String()]; ok {
+			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
+		}
+		seen[ip.String()] = p.Name
+	}
+	return nil
+}
+
+// checkPlacement checks that each pod's address of one family (addr) is in
+// its node's share of n (cidr as given).
+func (s *Spec) checkPlacement(n *net.IPNet, cidr string, addr func(PodSpec) string) error {
+	parts := splitNet(n, s.NodeCount())
+	for i, p := range s.Pods {
+		if k := s.PodNode(i); !parts[k].Contains(net.ParseIP(addr(p))) {
+			return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, k+1, cidr, parts[k], addr(p))
+		}
+	}
+	return nil
 }
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }

@@ -4,8 +4,6 @@ package modes
 // Each mode's own IPv6 steps are in its NAME_ipv6.go.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net"
 
@@ -13,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // GatewayLL6 is the IPv6 gateway of routed pods (veth-routed, veth-ebpf):
@@ -88,26 +85,11 @@ func Forwarding6(ns string) error {
 
 // Ip6tablesRestore loads IPv6 rules into a namespace in one transaction
 // (ip6tables-restore --noflush), as IptablesRestore does for IPv4.
-func Ip6tablesRestore(ns string, rules string) error {
-	c := proc.Command(context.Background(), ns, "ip6tables-restore", "--noflush")
-	c.Stdin = bytes.NewBufferString(rules)
-	if _, err := c.Output(); err != nil {
-		return fmt.Errorf("ip6tables-restore in %s: %w", ns, err)
-	}
-	return nil
-}
+func Ip6tablesRestore(ns string, rules string) error { return restore(ns, "ip6tables-restore", rules) }
 
 // ensureRule6 is ensureRule for ip6tables.
 func ensureRule6(ns, table, chain string, rule ...string) error {
-	check := append([]string{"-t", table, "-C", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "ip6tables", check...).Output(); err == nil {
-		return nil
-	}
-	add := append([]string{"-t", table, "-I", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "ip6tables", add...).Output(); err != nil {
-		return fmt.Errorf("ip6tables in %s: %w", ns, err)
-	}
-	return nil
+	return ensureRuleWith("ip6tables", ns, table, chain, rule...)
 }
 
 // hasAddr says whether link in h holds ip (of ip's family).

@@ -76,11 +76,14 @@ func PodAddr(pod *Pod, prefix int, gw net.IP, onlink bool) error {
 
 // IptablesRestore loads rules into a namespace in one transaction, the way
 // kube-proxy and dockerd do (iptables-restore --noflush).
-func IptablesRestore(ns string, rules string) error {
-	c := proc.Command(context.Background(), ns, "iptables-restore", "--noflush")
+func IptablesRestore(ns string, rules string) error { return restore(ns, "iptables-restore", rules) }
+
+// restore loads rules with prog (iptables-restore or ip6tables-restore).
+func restore(ns, prog, rules string) error {
+	c := proc.Command(context.Background(), ns, prog, "--noflush")
 	c.Stdin = bytes.NewBufferString(rules)
 	if _, err := c.Output(); err != nil {
-		return fmt.Errorf("iptables-restore in %s: %w", ns, err)
+		return fmt.Errorf("%s in %s: %w", prog, ns, err)
 	}
 	return nil
 }
@@ -89,13 +92,18 @@ func IptablesRestore(ns string, rules string) error {
 // there already (iptables -C), so that adding pods one by one does not
 // repeat it.
 func ensureRule(ns, table, chain string, rule ...string) error {
+	return ensureRuleWith("iptables", ns, table, chain, rule...)
+}
+
+// ensureRuleWith is ensureRule with prog (iptables or ip6tables).
+func ensureRuleWith(prog, ns, table, chain string, rule ...string) error {
 	check := append([]string{"-t", table, "-C", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "iptables", check...).Output(); err == nil {
+	if _, err := proc.Command(context.Background(), ns, prog, check...).Output(); err == nil {
 		return nil
 	}
 	add := append([]string{"-t", table, "-I", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "iptables", add...).Output(); err != nil {
-		return fmt.Errorf("iptables in %s: %w", ns, err)
+	if _, err := proc.Command(context.Background(), ns, prog, add...).Output(); err != nil {
+		return fmt.Errorf("%s in %s: %w", prog, ns, err)
 	}
 	return nil
 }
