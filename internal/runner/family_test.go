@@ -15,15 +15,13 @@ import (
 
 const familyLabPrefix = "stf" // this file's labs
 
-// A dual-stack run measures every test over each family on the same pods:
-// iperf3 -6, the rr engine's tcp_rr and tcp_crr over IPv6 as over IPv4,
-// in the host (loopback), veth-routed and bridge modes; each cell is named
-// by its family (veth-routed/pod/ipv6/tcp_rr) and every sample is valid.
-func TestRunDualStack(t *testing.T) {
+// runDual runs one 1 s sample of each test on each path of each mode, in
+// dual-stack labs, and removes them when the test ends.
+func runDual(t *testing.T, modes, paths []string, tests ...engine.Test) (Spec, *results.File) {
+	t.Helper()
 	requireLabs(t, familyLabPrefix)
 	spec := DefaultSpec()
-	spec.Modes = Variants([]string{"host", "veth-routed", "bridge"}, nil)
-	spec.Tests = []engine.Test{engine.TCPStream, engine.TCPRR, engine.TCPCRR}
+	spec.Modes, spec.Paths, spec.Tests = Variants(modes, nil), paths, tests
 	spec.Family = family.Dual
 	spec.Duration, spec.Repeat = time.Second, 1
 	spec.LabPrefix = familyLabPrefix
@@ -33,6 +31,15 @@ func TestRunDualStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, f
+}
+
+// A dual-stack run measures every test over each family on the same pods:
+// iperf3 -6, the rr engine's tcp_rr and tcp_crr over IPv6 as over IPv4,
+// in the host (loopback), veth-routed and bridge modes; each cell is named
+// by its family (veth-routed/pod/ipv6/tcp_rr) and every sample is valid.
+func TestRunDualStack(t *testing.T) {
+	spec, f := runDual(t, []string{"host", "veth-routed", "bridge"}, []string{"pod"}, engine.TCPStream, engine.TCPRR, engine.TCPCRR)
 	got := map[string]*results.Cell{}
 	for _, c := range f.Cells {
 		got[c.ID().String()] = c
@@ -62,20 +69,7 @@ func TestRunDualStack(t *testing.T) {
 // no IPv6 counterpart, so published-local is measured over IPv4 only and
 // its IPv6 cell is listed as skipped.
 func TestRunDockerNATDualStack(t *testing.T) {
-	requireLabs(t, familyLabPrefix)
-	spec := DefaultSpec()
-	spec.Modes = Variants([]string{"docker-nat"}, nil)
-	spec.Paths = []string{"pod", "published", "published-hairpin", "published-local"}
-	spec.Tests = []engine.Test{engine.TCPCRR}
-	spec.Family = family.Dual
-	spec.Duration, spec.Repeat = time.Second, 1
-	spec.LabPrefix = familyLabPrefix
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	f, err := Run(ctx, spec, Provenance{}, quiet{t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f := runDual(t, []string{"docker-nat"}, []string{"pod", "published", "published-hairpin", "published-local"}, engine.TCPCRR)
 	var names []string
 	for _, c := range f.Cells {
 		names = append(names, c.ID().String())
