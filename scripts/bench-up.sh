@@ -13,12 +13,14 @@
 # A mode that cannot hold N pods (a Linux bridge has at most 1024 ports) or
 # that this kernel lacks is skipped with vnetlab's own reason; a build that
 # fails is reported as FAILED (exit status 1, as for leftovers). Env: BIN
-# (default bin/vnetlab), PODS, CIDR (default 10.128.0.0/16).
+# (default bin/vnetlab), PODS, CIDR (default 10.128.0.0/16), FAMILY (ipv4,
+# ipv6 or dual: --ip-family; a mode without it is skipped with the reason).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-bin/vnetlab}
 pods_list=${PODS:-200 1000 5000}
 cidr=${CIDR:-10.128.0.0/16}
+family=${FAMILY:-ipv4}
 name=bench$$
 # Modes that join two nodes (their pods alternate between them) and the
 # one that attaches no pods.
@@ -69,7 +71,7 @@ for mode in "${modes[@]}"; do
 		fi
 		before=$(netns_count)
 		t0=$(now)
-		if ! err=$("$bin" up --name "$name" --mode "$mode" --pods "$n" --nodes "$nodes" --pod-cidr "$cidr" 2>&1 >/dev/null); then
+		if ! err=$("$bin" up --name "$name" --mode "$mode" --pods "$n" --nodes "$nodes" --pod-cidr "$cidr" --ip-family "$family" 2>&1 >/dev/null); then
 			t1=$(now)
 			"$bin" down "$name" >/dev/null 2>&1
 			took=$(echo "$t1 - $t0" | bc)

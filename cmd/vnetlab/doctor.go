@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/doctor"
+	"github.com/vnetlab/vnetlab/internal/family"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -45,9 +47,9 @@ func printDoctor(r *doctor.Report) {
 		fmt.Fprintf(tw, "emulation\t%s\n", r.Emulation)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "MODE\tAVAILABLE\tDETAIL")
+	fmt.Fprintln(tw, "MODE\tAVAILABLE\tIP FAMILIES\tDETAIL")
 	for _, m := range r.Modes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, yesNo(m.Available), m.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, yesNo(m.Available), familyList(m.Families), m.Detail)
 	}
 	fmt.Fprintln(tw, "\nPROGRAM\tVERSION\tNEEDED FOR")
 	for _, p := range r.Programs {
@@ -74,4 +76,13 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// familyList is "ipv4,ipv6,dual".
+func familyList(fs []family.Family) string {
+	var n []string
+	for _, f := range fs {
+		n = append(n, string(f))
+	}
+	return strings.Join(n, ",")
 }

@@ -50,3 +50,6 @@ func defaultProviders() string {
 func keepsEmpty() string {
 	return strings.Join(service.NamesWhere(func(i service.Info) bool { return i.KeepsEmptyServices }), " and ")
 }
+
+// ipFamilyHelp is --ip-family's help (up, run).
+var ipFamilyHelp = "pods' IP family: ipv4, ipv6 or dual (dual-stack pods; run measures each family on them). Modes with IPv6: " + strings.Join(modes.IPv6Modes(), ", ")

@@ -68,7 +68,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 	for _, st := range labs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%s\n", st.Name, st.Mode, st.Status, facts(st))
 		for _, n := range st.Nodes {
-			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\tuplink %s, default via ext\n", n.Name, n.NS, n.IP, n.Uplink)
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\tuplink %s, default via ext\n", n.Name, n.NS, addrs(n.IP, n.IP6), n.Uplink)
 		}
 		if st.Ext != "" {
 			fmt.Fprintf(tw, "\t\t\text\t%s\t\t\"outside\" namespace\n", st.Ext)
@@ -78,7 +78,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 				fmt.Fprintf(tw, "\t\t\t... %d more pods\t\t\t\n", len(st.Pods)-i)
 				break
 			}
-			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\ton %s, %s, gw %s\n", p.Name, p.NS, p.IP, p.Node, p.Ifname, st.Gateway)
+			fmt.Fprintf(tw, "\t\t\t%s\t%s\t%s\ton %s, %s, gw %s\n", p.Name, p.NS, addrs(p.IP, p.IP6), p.Node, p.Ifname, addrs(st.Gateway, st.Gateway6))
 		}
 		var paths []string
 		for k := range st.Paths {
@@ -87,7 +87,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 		sort.Strings(paths)
 		for _, k := range paths {
 			e := st.Paths[k]
-			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, e.Target, e.Note)
+			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, addrs(e.Target, e.Target6), e.Note)
 		}
 		if c, err := service.Load(st.Name); err == nil && c.Provider != "" {
 			fmt.Fprintf(tw, "\t\t\tservices\t\t\t%s, %s (vnetlab svc ls %s)\n", c.Provider, c.CountText(), st.Name)
@@ -103,4 +103,15 @@ func facts(st *lab.State) string {
 	}
 	sort.Strings(f)
 	return strings.Join(f, " ")
+}
+
+// addrs is a thing's IPv4 and IPv6 addresses, those it has, comma-separated.
+func addrs(v4, v6 string) string {
+	switch {
+	case v4 == "":
+		return v6
+	case v6 == "":
+		return v4
+	}
+	return v4 + "," + v6
 }

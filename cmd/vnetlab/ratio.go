@@ -27,7 +27,8 @@ misses it) or UNRESOLVED (the CI holds the target: more repeats or a quieter mac
 
 Cells are named as run's progress lines name them: MODE/PATH/TEST, the service path with
 its provider and generated Services, e.g. veth-ebpf/pod/tcp_rr,
-veth-routed/service(ebpf)/tcp_crr, veth-routed/service(ebpf+10000)/tcp_crr.
+veth-routed/service(ebpf)/tcp_crr, veth-routed/service(ebpf+10000)/tcp_crr; an IPv6 cell
+(--ip-family ipv6 or dual) has its family before the test: veth-routed/pod/ipv6/tcp_rr.
 
 --metric cpu-per-gb divides each sample's busy CPU-seconds per GB instead (streams;
 lower is better: use --target '<=1.00'), cpu-per-1k per 1000 transactions (rr/crr).
@@ -35,6 +36,7 @@ The exit status is 0 whatever the outcome; a missing cell or metric exits 1.
 
 Examples:
   vnetlab ratio bench.json veth-ebpf/pod/tcp_rr macvlan/pod/tcp_rr --target '>=1.00'
+  vnetlab ratio dual.json veth-routed/pod/ipv6/tcp_rr veth-routed/pod/ipv4/tcp_rr
   vnetlab ratio bench.json veth-ebpf/pod/tcp_stream macvlan/pod/tcp_stream --metric cpu-per-gb --target '<=1.00'
   scripts/bench-paths.sh   # every row of issue 16's table, from one run`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
 	"github.com/vnetlab/vnetlab/internal/service"
@@ -55,6 +56,7 @@ Examples:
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
+  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_rr,tcp_crr -o r.json (each cell over IPv4 and IPv6: docs/labs.md)
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
   vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --profile -o r.json && vnetlab explain r.json`,
 		Args: cobra.NoArgs,
@@ -98,6 +100,8 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Links.GSO, "gso", s.Links.GSO, "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's")
 	f.IntVar(&s.Links.GRO, "gro", s.Links.GRO, "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's")
 	f.StringVar(&s.Links.Offload, "offload", s.Links.Offload, "ethtool features of every link on the path, e.g. gro:off+tso:off (features: "+knob.FeatureList()+")")
+	f.Var(&s.Family, "ip-family", ipFamilyHelp)
+	f.StringVar(&s.PodCIDR6, "pod-cidr6", s.PodCIDR6, "pods' IPv6 network with --ip-family ipv6 or dual (default "+lab.DefaultPodCIDR6+")")
 	f.StringArrayVar(&r.opts, "option", nil, "mode option key=value for every mode (repeatable)")
 	f.StringVarP(&r.output, "output", "o", r.output, "write the results JSON here")
 	f.Float64Var(&s.Summary.CVThreshold, "cv-threshold", s.Summary.CVThreshold, "flag a cell NOISY when its coefficient of variation (stddev/mean) is above this")

@@ -43,6 +43,7 @@ Examples:
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
   vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000
   vnetlab up --name x --mode vxlan --nodes 2 --underlay-rate 10gbit
+  vnetlab up --name v6 --mode veth-routed --ip-family ipv6
   vnetlab up -f scenarios/lab-bridge.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,6 +87,8 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Spec.Nodes, "nodes", s.Spec.NodeCount(), "node namespaces: 2 joins two nodes by a veth underlay and alternates pods between them (cross-host modes: "+strings.Join(modes.CrossHostModes(), ", ")+")")
 	f.StringVar(&s.Spec.UnderlayRate, "underlay-rate", s.Spec.UnderlayRate, "shape the node-to-node underlay with tbf, e.g. 10gbit (seeds 003/004's 10GbE)")
 	f.StringVar(&s.Spec.PodCIDR, "pod-cidr", s.Spec.PodCIDR, "pod network")
+	f.Var(&s.Spec.Family, "ip-family", ipFamilyHelp)
+	f.StringVar(&s.Spec.PodCIDR6, "pod-cidr6", s.Spec.PodCIDR6, "pods' IPv6 network with --ip-family ipv6 or dual (default "+lab.DefaultPodCIDR6+")")
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&u.output, "output", "o", u.output, "table or json")

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,11 +167,12 @@ func MetricValues(c *results.Cell, m Metric) ([]float64, error) {
 	return out, nil
 }
 
-// findCell is the cell of f named name (CellID.String()).
+// findCell is the cell of f named name (one of CellID.Names(): an IPv4
+// cell also answers to its name with "ipv4" written out).
 func findCell(f *results.File, name string) (*results.Cell, error) {
 	var names []string
 	for _, c := range f.Cells {
-		if c.ID().String() == name {
+		if slices.Contains(c.ID().Names(), name) {
 			return c, nil
 		}
 		names = append(names, c.ID().String())

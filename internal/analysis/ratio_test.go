@@ -113,3 +113,22 @@ func TestRatioOfErrors(t *testing.T) {
 		t.Error("unknown metric accepted")
 	}
 }
+
+// A ratio of the two families of one path names both sides alike
+// ("ipv6" and "ipv4" written out), the IPv4 cell keeping its old name.
+func TestRatioOfFamilies(t *testing.T) {
+	v4 := cellOf("veth-routed", 100, 101, 99, 100, 102)
+	v6 := cellOf("veth-routed", 90, 91, 89, 92, 90)
+	v6.Family = "ipv6"
+	f := &results.File{Cells: []*results.Cell{v4, v6}}
+	r, err := RatioOf(f, "veth-routed/pod/ipv6/tcp_stream", "veth-routed/pod/ipv4/tcp_stream", MetricValue, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !within(r.Ratio, 0.9, 1e-9) || r.Den.Family != "" || r.Num.Family != "ipv6" {
+		t.Errorf("ratio %v of %v over %v", r.Ratio, r.Num, r.Den)
+	}
+	if _, err := RatioOf(f, "veth-routed/pod/tcp_stream", "veth-routed/pod/ipv4/tcp_stream", MetricValue, nil); err != nil {
+		t.Errorf("the IPv4 cell by its old name: %v", err)
+	}
+}

@@ -154,7 +154,8 @@ func costOf(samples []results.Sample, pick func(results.Sample) *results.SampleC
 
 // CompareToBaseline fills VsBaseline for every cell that has a baseline cell:
 // the cell of mode baseline (or the first cell's mode when baseline is "")
-// with the same path, provider, generated services, placement and test.
+// with the same path, provider, generated services, placement, family and
+// test.
 func CompareToBaseline(cells []*results.Cell, baseline string) {
 	baseline = results.Baseline(cells, baseline)
 	withoutMode := func(c *results.Cell) results.CellID {
@@ -177,10 +178,11 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 }
 
 // CompareToPod fills VsPod for every service cell that has a pod cell of the
-// same mode, placement and test: the price of the clusterIP (seed 002's table).
+// same mode, placement, family and test: the price of the clusterIP (seed
+// 002's table).
 func CompareToPod(cells []*results.Cell) {
 	podOf := func(c *results.Cell) results.CellID {
-		return results.CellID{Mode: c.Mode, Path: "pod", Placement: c.Placement, Test: c.Test}
+		return results.CellID{Mode: c.Mode, Path: "pod", Placement: c.Placement, Family: c.Family, Test: c.Test}
 	}
 	pod := map[results.CellID]*results.Cell{}
 	for _, c := range cells {

@@ -14,6 +14,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/service"
 )
@@ -38,6 +40,9 @@ type Item struct {
 	Name      string `json:"name"`
 	Available bool   `json:"available"`
 	Detail    string `json:"detail"`
+	// Families a mode's labs can have here (--ip-family): ipv4, and ipv6
+	// and dual where the mode wires IPv6 and the kernel carries it.
+	Families []family.Family `json:"families,omitempty"`
 }
 
 // Program is an external program vnetlab may run.
@@ -83,6 +88,7 @@ func Run() *Report {
 		} else if m.Detail != nil {
 			it.Detail += "; " + m.Detail()
 		}
+		it.Families = modeFamilies(m, r.Root)
 		r.Modes = append(r.Modes, it)
 	}
 	for _, p := range programs {
@@ -170,4 +176,13 @@ func defaultRunnable(r *Report) (bool, string) {
 		}
 	}
 	return false, "none of the default modes is available"
+}
+
+// modeFamilies are the IP families m's labs can have on this machine (IPv6
+// needs the mode's wiring and, probed as root, a kernel that carries it).
+func modeFamilies(m modes.Mode, root bool) []family.Family {
+	if !m.IPv6 || (root && kernel.Check(kernel.IPv6) != nil) {
+		return []family.Family{family.IPv4}
+	}
+	return family.All
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
@@ -75,6 +76,9 @@ type Target struct {
 	Starter Starter
 }
 
+// IPv6 says whether the target's address is an IPv6 one.
+func (tg Target) IPv6() bool { return family.OfString(tg.Addr) == family.IPv6 }
+
 // ClientCommand is the client's command, in the target's namespace and cgroup.
 func (tg Target) ClientCommand(ctx context.Context, name string, args ...string) (Process, error) {
 	return tg.clientCommand(ctx, noCPU, name, args...)
@@ -110,6 +114,9 @@ type Spec struct {
 	// CPU pins the client and the server (--cpu-affinity); the zero
 	// value leaves them to the scheduler.
 	CPU cpupin.Pins
+	// Family is the IP family the target's address is of ("": IPv4), for
+	// a Checker that refuses one before any lab is built.
+	Family family.Family
 }
 
 // Result is one sample.

@@ -62,6 +62,9 @@ func (iperf3) invocation(tg Target, spec Spec) (invocation, error) {
 	if l := writeSize(spec); l > 0 {
 		client = append(client, "-l", strconv.Itoa(l))
 	}
+	if tg.IPv6() {
+		client = append(client, "-6")
+	}
 	// --forceflush: iperf3 block-buffers stdout into a pipe, hiding "Server listening".
 	server := []string{"iperf3", "-s", "-1", "-p", port, "--forceflush"}
 	if spec.CPU.Pinned { // iperf3's own -A on each side

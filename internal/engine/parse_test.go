@@ -178,3 +178,20 @@ func TestChecks(t *testing.T) {
 		}
 	}
 }
+
+// sockperf 3.7 (Debian 12's) cannot dial IPv6: such a cell is refused with
+// the engine to use instead; 3.8 and later are let through.
+func TestSockperfIPv6(t *testing.T) {
+	if v := parseSockperfVersion("sockperf, version 3.7-no.git\n   compiled 2021"); v != [2]int{3, 7} {
+		t.Fatalf("version %v", v)
+	}
+	err := sockperfIPv6Check([2]int{3, 7})
+	if err == nil || !strings.Contains(err.Error(), "sockperf 3.7 takes IPv4 addresses only") || !strings.Contains(err.Error(), "rr engine") {
+		t.Errorf("3.7: %v", err)
+	}
+	for _, v := range [][2]int{{3, 8}, {3, 10}, {4, 0}} {
+		if err := sockperfIPv6Check(v); err != nil {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+}

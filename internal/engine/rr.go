@@ -91,6 +91,9 @@ func (rr) invocation(tg Target, spec Spec) (invocation, error) {
 	proto, mode := rrArgs(spec.Test)
 	port := strconv.Itoa(RRPort)
 	server := []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size}
+	if tg.IPv6() { // an IPv6 socket; IPv4 keeps its own (no v4-mapped path on the server)
+		server = append(server, "--bind", "::")
+	}
 	client := []string{self, "rr-client", "--proto", proto, "--mode", mode,
 		"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
 		"--size", size, "-o", "json"}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 )
 
@@ -44,6 +45,9 @@ func (sockperf) Check(spec Spec) error {
 	if spec.Streams > 1 {
 		return field.Errorf("streams", "{streams} %d: sockperf runs one flow; use the rr engine (drop {engine}) for concurrent flows", spec.Streams)
 	}
+	if spec.Family.Or() == family.IPv6 {
+		return sockperfIPv6()
+	}
 	return checkLoad(spec)
 }
 
@@ -59,7 +63,7 @@ func (sockperf) invocation(tg Target, spec Spec) (invocation, error) {
 	}
 	secs := max(int(math.Ceil(spec.Duration.Seconds())), 1) // -t takes whole seconds
 	return invocation{
-		server: append([]string{"sockperf", "server", "-i", "0.0.0.0", "-p", port}, proto...),
+		server: append([]string{"sockperf", "server", "-i", sockperfAny(tg), "-p", port}, proto...),
 		// printed once its sockets are bound (and listening)
 		ready: "to block on socket",
 		client: append([]string{"sockperf", "ping-pong", "-i", tg.Addr, "-p", port, "-t", strconv.Itoa(secs),

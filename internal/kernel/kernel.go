@@ -29,6 +29,8 @@ const (
 	OVSDatapath Feature = "openvswitch"
 	Nftables    Feature = "nf_tables"
 	Netkit      Feature = "netkit"
+	// IPv6: new namespaces carry IPv6 (labs of --ip-family ipv6 or dual).
+	IPv6 Feature = "ipv6"
 )
 
 // config names the kernel option behind each feature, for error messages.
@@ -36,7 +38,7 @@ var config = map[Feature]string{
 	Veth: "CONFIG_VETH", Bridge: "CONFIG_BRIDGE", BrNetfilter: "CONFIG_BRIDGE_NETFILTER",
 	Macvlan: "CONFIG_MACVLAN", Ipvlan: "CONFIG_IPVLAN", Vxlan: "CONFIG_VXLAN",
 	Tun: "CONFIG_TUN", OVSDatapath: "CONFIG_OPENVSWITCH", Nftables: "CONFIG_NF_TABLES",
-	Netkit: "CONFIG_NETKIT, kernel 6.7+",
+	Netkit: "CONFIG_NETKIT, kernel 6.7+", IPv6: "CONFIG_IPV6",
 }
 
 var (
@@ -102,6 +104,7 @@ func probeAll() {
 		nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: "probenk0"}, Mode: netlink.NETKIT_MODE_L3}
 		nk.SetPeerAttrs(&netlink.LinkAttrs{Name: "probenk1"})
 		results[Netkit] = wrap(Netkit, netlink.LinkAdd(nk))
+		results[IPv6] = ipv6Disabled("/proc/sys") // this scratch namespace's view, as a lab's
 		return nil
 	})
 }

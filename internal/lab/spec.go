@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -35,6 +36,11 @@ type Spec struct {
 	// Links are knobs set on every link of the lab once it is built
 	// (links.go): MTU, GSO/GRO sizes, offloads; zero: the mode's own.
 	Links knob.Links `json:"links,omitzero"`
+	// Family is the pods' IP family: ipv4 ("" in state written before
+	// families existed), ipv6 or dual (family.go).
+	Family family.Family `json:"family,omitempty"`
+	// PodCIDR6 is the pods' IPv6 network (ipv6 and dual; DefaultPodCIDR6).
+	PodCIDR6 string `json:"pod_cidr6,omitempty"`
 }
 
 // MaxNodes is how many nodes a lab can have (one underlay veth joins two).
@@ -53,10 +59,12 @@ func (s *Spec) NodeCount() int {
 // client (pod-b) and server (pod-a) are on different hosts.
 func (s *Spec) PodNode(i int) int { return i % s.NodeCount() }
 
-// PodSpec is one pod: its name and address.
+// PodSpec is one pod: its name and addresses (IP6 in ipv6 and dual labs;
+// IP is empty in an ipv6 lab).
 type PodSpec struct {
 	Name string `json:"name"`
 	IP   string `json:"ip"`
+	IP6  string `json:"ip6,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -89,28 +97,41 @@ func PodName(i int) string {
 // DefaultPodSpecs makes n pods named pod-a.. with addresses from .10 upwards
 // (of each node's share of the pod network when there are several nodes).
 func DefaultPodSpecs(n int, cidr string, nodes int) ([]PodSpec, error) {
-	if n < 0 {
-		return nil, field.Errorf("pods", "pod count %d is negative: use {pods} 0 or more", n)
-	}
 	_, ipnet, err := net.ParseCIDR(cidr)
 	if err != nil {
 		return nil, fmt.Errorf("pod_cidr %q is not a CIDR (example: %s)", cidr, DefaultPodCIDR)
+	}
+	addrs, err := podAddrs(n, ipnet, nodes)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]PodSpec, n)
+	for i := range pods {
+		pods[i] = PodSpec{Name: PodName(i), IP: addrs[i].String()}
+	}
+	return pods, nil
+}
+
+// podAddrs are the addresses of n pods in ipnet: from .10 upwards of each
+// node's share, pods alternating between nodes.
+func podAddrs(n int, ipnet *net.IPNet, nodes int) ([]net.IP, error) {
+	if n < 0 {
+		return nil, field.Errorf("pods", "pod count %d is negative: use {pods} 0 or more", n)
 	}
 	if nodes < 1 {
 		nodes = 1
 	}
 	parts := splitNet(ipnet, nodes)
 	ones, bits := parts[0].Mask.Size()
-	hosts := (1 << (bits - ones)) - 2
 	perNode := (n + nodes - 1) / nodes
-	if DefaultFirstPod+perNode-1 > hosts {
-		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up of each node's share): use a larger pod_cidr", n, cidr, DefaultFirstPod)
+	if hostBits := bits - ones; hostBits < 31 && DefaultFirstPod+perNode-1 > (1<<hostBits)-2 {
+		return nil, fmt.Errorf("%d pods do not fit in %s (addresses .%d and up of each node's share): use a larger pod_cidr", n, ipnet, DefaultFirstPod)
 	}
-	pods := make([]PodSpec, n)
-	for i := range pods {
-		pods[i] = PodSpec{Name: PodName(i), IP: modes.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes).String()}
+	addrs := make([]net.IP, n)
+	for i := range addrs {
+		addrs[i] = modes.NthIP(parts[i%nodes], DefaultFirstPod+i/nodes)
 	}
-	return pods, nil
+	return addrs, nil
 }
 
 // Validate checks everything that can be checked before touching the kernel,
@@ -141,14 +162,14 @@ func (s *Spec) check(m modes.Mode) error {
 	if s.PodCIDR == "" {
 		s.PodCIDR = DefaultPodCIDR
 	}
+	if err := s.checkFamily(m); err != nil {
+		return err
+	}
 	_, ipnet, err := net.ParseCIDR(s.PodCIDR)
 	if err != nil || ipnet.IP.To4() == nil {
 		return fmt.Errorf("pod_cidr %q is not an IPv4 CIDR (example: %s)", s.PodCIDR, DefaultPodCIDR)
 	}
-	gw := modes.NthIP(ipnet, 1)
-	bcast := modes.NthIP(ipnet, (1<<(32-maskOnes(ipnet)))-1)
 	seenName := map[string]bool{}
-	seenIP := map[string]string{}
 	for _, p := range s.Pods {
 		if err := ValidName("pod", p.Name); err != nil {
 			return err
@@ -160,23 +181,11 @@ func (s *Spec) check(m modes.Mode) error {
 			return fmt.Errorf("pod name %q is used twice", p.Name)
 		}
 		seenName[p.Name] = true
-		ip := net.ParseIP(p.IP).To4()
-		if ip == nil {
-			return fmt.Errorf("pod %s: address %q is not an IPv4 address", p.Name, p.IP)
+	}
+	if s.Family.HasIPv4() {
+		if err := s.checkPodAddrs(ipnet, "pod_cidr", s.PodCIDR, func(p PodSpec) string { return p.IP }); err != nil {
+			return err
 		}
-		if !ipnet.Contains(ip) {
-			return fmt.Errorf("pod %s: address %s is outside pod_cidr %s", p.Name, ip, s.PodCIDR)
-		}
-		if ip.Equal(ipnet.IP) || ip.Equal(bcast) {
-			return fmt.Errorf("pod %s: address %s is the network or broadcast address of %s", p.Name, ip, s.PodCIDR)
-		}
-		if ip.Equal(gw) {
-			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, s.PodCIDR)
-		}
-		if other, ok := seenIP[ip.String()]; ok {
-			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
-		}
-		seenIP[ip.String()] = p.Name
 	}
 	if s.Nodes < 0 || s.Nodes > MaxNodes {
 		return fmt.Errorf("nodes %d: a lab has 1 or %d nodes", s.Nodes, MaxNodes)
@@ -185,12 +194,14 @@ func (s *Spec) check(m modes.Mode) error {
 		if !m.CrossHost {
 			return field.Errorf("nodes", "mode %s is same-host only: {nodes} %d works with %s", s.Mode, s.Nodes, strings.Join(modes.CrossHostModes(), ", "))
 		}
-		parts := splitNet(ipnet, s.NodeCount())
-		for i, p := range s.Pods {
-			if n := s.PodNode(i); !parts[n].Contains(net.ParseIP(p.IP)) {
-				return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, n+1, s.PodCIDR, parts[n], p.IP)
+		if s.Family.HasIPv4() {
+			if err := s.checkPlacement(ipnet, s.PodCIDR, func(p PodSpec) string { return p.IP }); err != nil {
+				return err
 			}
 		}
+	}
+	if err := s.checkPods6(); err != nil {
+		return err
 	}
 	if s.NodeCount() < m.MinNodes {
 		return field.Errorf("nodes", "mode %s joins nodes: use {nodes} %d", s.Mode, m.MinNodes)
@@ -221,6 +232,56 @@ func (s *Spec) check(m modes.Mode) error {
 		return err
 	}
 	return modes.Available(m)
+}
+
+// checkPodAddrs checks the pods' addresses of one family (addr picks a
+// pod's) in their network n, given as cidr in the field key: each is of
+// n's family, inside n, not reserved, not the pods' gateway (the first
+// address), not another pod's.
+func (s *Spec) checkPodAddrs(n *net.IPNet, key, cidr string, addr func(PodSpec) string) error {
+	fam, v6 := "IPv4", n.IP.To4() == nil
+	if v6 {
+		fam = "IPv6"
+	}
+	gw, bcast := modes.NthIP(n, 1), net.IP(nil)
+	if !v6 {
+		bcast = modes.NthIP(n, (1<<(32-maskOnes(n)))-1)
+	}
+	seen := map[string]string{}
+	for _, p := range s.Pods {
+		ip := net.ParseIP(addr(p))
+		if ip == nil || (ip.To4() == nil) != v6 {
+			return fmt.Errorf("pod %s: address %q is not an %s address", p.Name, addr(p), fam)
+		}
+		if !n.Contains(ip) {
+			return fmt.Errorf("pod %s: address %s is outside %s %s", p.Name, ip, key, cidr)
+		}
+		switch {
+		case v6 && ip.Equal(n.IP):
+			return fmt.Errorf("pod %s: address %s is the subnet-router anycast address of %s", p.Name, ip, cidr)
+		case !v6 && (ip.Equal(n.IP) || ip.Equal(bcast)):
+			return fmt.Errorf("pod %s: address %s is the network or broadcast address of %s", p.Name, ip, cidr)
+		case ip.Equal(gw):
+			return fmt.Errorf("address clash: pod %s has %s, the pods' gateway address in %s: pick another address", p.Name, ip, cidr)
+		}
+		if other, ok := seen[ip.String()]; ok {
+			return fmt.Errorf("address clash: pods %s and %s both have %s", other, p.Name, ip)
+		}
+		seen[ip.String()] = p.Name
+	}
+	return nil
+}
+
+// checkPlacement checks that each pod's address of one family (addr) is in
+// its node's share of n (cidr as given).
+func (s *Spec) checkPlacement(n *net.IPNet, cidr string, addr func(PodSpec) string) error {
+	parts := splitNet(n, s.NodeCount())
+	for i, p := range s.Pods {
+		if k := s.PodNode(i); !parts[k].Contains(net.ParseIP(addr(p))) {
+			return fmt.Errorf("pod %s is placed on node%d, whose share of %s is %s, but has address %s", p.Name, k+1, cidr, parts[k], addr(p))
+		}
+	}
+	return nil
 }
 
 func maskOnes(n *net.IPNet) int { o, _ := n.Mask.Size(); return o }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -21,7 +22,7 @@ func TestPodNames(t *testing.T) {
 
 func TestDefaultPodSpecs(t *testing.T) {
 	p, err := DefaultPodSpecs(2, DefaultPodCIDR, 1)
-	if err != nil || p[0] != (PodSpec{"pod-a", "192.168.10.10"}) || p[1] != (PodSpec{"pod-b", "192.168.10.11"}) {
+	if err != nil || p[0] != (PodSpec{Name: "pod-a", IP: "192.168.10.10"}) || p[1] != (PodSpec{Name: "pod-b", IP: "192.168.10.11"}) {
 		t.Fatalf("seed 002 defaults: %v %v", p, err)
 	}
 	// Two nodes: each node's share is a /25; pods alternate.
@@ -130,5 +131,73 @@ func TestParseRate(t *testing.T) {
 	}
 	if _, err := ParseRate("fast"); err == nil {
 		t.Error("fast is not a rate")
+	}
+}
+
+// Pods get an address of each of the lab's families: IPv4 from .10 of
+// pod_cidr, IPv6 from ::a of pod_cidr6, split between nodes as IPv4 is.
+func TestPodsFor(t *testing.T) {
+	p, err := PodsFor(2, Spec{Family: family.Dual})
+	if err != nil || p[0] != (PodSpec{Name: "pod-a", IP: "192.168.10.10", IP6: "fd00:10:244::a"}) || p[1].IP6 != "fd00:10:244::b" {
+		t.Fatalf("dual: %v %v", p, err)
+	}
+	p, err = PodsFor(3, Spec{Family: family.IPv6, Nodes: 2})
+	if err != nil || p[0].IP != "" || p[0].IP6 != "fd00:10:244::a" || p[1].IP6 != "fd00:10:244:0:8000::a" || p[2].IP6 != "fd00:10:244::b" {
+		t.Fatalf("ipv6, two nodes: %v %v", p, err)
+	}
+	if p, err = PodsFor(2, Spec{}); err != nil || p[0].IP6 != "" || p[0].IP != "192.168.10.10" {
+		t.Fatalf("no family is ipv4: %v %v", p, err)
+	}
+	if _, err := PodsFor(300, Spec{Family: family.IPv6, PodCIDR6: "fd00:1::/120"}); err == nil {
+		t.Error("300 pods fit a /120")
+	}
+	_, n, _ := net.ParseCIDR("fd00:10:244::/48")
+	if parts := splitNet(n, 2); parts[1].String() != "fd00:10:244:8000::/49" {
+		t.Errorf("split of a /48: %v", parts)
+	}
+}
+
+// Bad IP family input: one line naming the problem and the fix, before
+// anything is built.
+func TestValidateFamilyRejects(t *testing.T) {
+	dual := func() Spec {
+		p, _ := PodsFor(2, Spec{Family: family.Dual})
+		return Spec{Name: "ok", Mode: "veth-routed", Pods: p, Family: family.Dual}
+	}
+	v4 := func() Spec {
+		p, _ := PodsFor(2, Spec{})
+		return Spec{Name: "ok", Mode: "veth-routed", Pods: p}
+	}
+	cases := []struct {
+		base func() Spec
+		mut  func(*Spec)
+		want string
+	}{
+		{v4, func(s *Spec) { s.PodCIDR = "fd00:1::/64" }, "--pod-cidr fd00:1::/64 is an IPv6 network: give it as --pod-cidr6, with --ip-family ipv6 or dual"},
+		{v4, func(s *Spec) { s.PodCIDR6 = "fd00:1::/64" }, "--pod-cidr6 fd00:1::/64 is for IPv6 pods: add --ip-family ipv6 or dual"},
+		{v4, func(s *Spec) { s.Pods[0].IP6 = "fd00:10:244::a" }, "in an IPv4 lab: add --ip-family dual or ipv6"},
+		{v4, func(s *Spec) { s.Family = "ipv5" }, "--ip-family \"ipv5\" is not a family"},
+		{dual, func(s *Spec) { s.Mode = "netkit" }, "mode netkit carries IPv4 only: use --ip-family ipv4, or a mode with IPv6 ("},
+		{dual, func(s *Spec) { s.PodCIDR6 = "192.168.0.0/16" }, "--pod-cidr6 \"192.168.0.0/16\" is not an IPv6 CIDR"},
+		{dual, func(s *Spec) { s.PodCIDR6 = "fd00:10:244::/124" }, "--pod-cidr6 fd00:10:244::/124 is too small (a /124): use a /120 or shorter prefix"},
+		{dual, func(s *Spec) { s.PodCIDR6 = "fd00:10::/32" }, "address clash: --pod-cidr6 fd00:10::/32 overlaps vnetlab's node network fd00:10:10::/64"},
+		{dual, func(s *Spec) { s.Pods[1].IP6 = s.Pods[0].IP6 }, "address clash: pods pod-a and pod-b both have fd00:10:244::a"},
+		{dual, func(s *Spec) { s.Pods[0].IP6 = "fd00:10:244::1" }, "the pods' gateway address"},
+		{dual, func(s *Spec) { s.Pods[0].IP6 = "fd00:9::1" }, "outside pod_cidr6"},
+		{dual, func(s *Spec) { s.Pods[0].IP6 = "" }, "is not an IPv6 address"},
+		{dual, func(s *Spec) { s.Family = family.IPv6 }, "has the IPv4 address 192.168.10.10 in an IPv6-only lab: use --ip-family dual"},
+	}
+	for _, c := range cases {
+		s := c.base()
+		c.mut(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
+	for _, s := range []Spec{dual(), v4()} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s lab refused: %v", s.Family, err)
+		}
 	}
 }

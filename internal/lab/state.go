@@ -57,6 +57,7 @@ type State struct {
 	Ext      string                    `json:"ext_ns"`
 	Pods     []PodState                `json:"pods"`
 	Gateway  string                    `json:"gateway,omitempty"`
+	Gateway6 string                    `json:"gateway6,omitempty"` // labs with IPv6
 	Paths    map[string]modes.Endpoint `json:"paths,omitempty"`
 	Facts    map[string]string         `json:"facts,omitempty"`
 	// Links is what Spec.Links asked of the lab's links and what the
@@ -75,6 +76,7 @@ type NodeState struct {
 	NS     string `json:"ns"`
 	IP     string `json:"ip"`
 	Uplink string `json:"uplink"`
+	IP6    string `json:"ip6,omitempty"` // uplink's IPv6 address (labs with IPv6)
 }
 
 // PodState describes a pod namespace.
@@ -84,6 +86,7 @@ type PodState struct {
 	IP     string `json:"ip"`
 	Node   string `json:"node"`
 	Ifname string `json:"ifname"`
+	IP6    string `json:"ip6,omitempty"` // labs with IPv6 (IP is empty in an ipv6 lab)
 }
 
 // NSName returns the namespace of a pod or node by its short name.

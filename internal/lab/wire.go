@@ -70,6 +70,9 @@ func wireUplinks(env *modes.Env) error {
 			return fmt.Errorf("ext route to %s's pods: %w", n.Node, err)
 		}
 	}
+	if env.HasIPv6() {
+		return wireUplinks6(env)
+	}
 	return nil
 }
 
@@ -105,6 +108,9 @@ func wireUnderlay(env *modes.Env, rate string) error {
 		}
 	}
 	env.Underlay = underlayIf
+	if env.HasIPv6() {
+		return wireUnderlay6(env)
+	}
 	return nil
 }
 

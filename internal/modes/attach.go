@@ -103,7 +103,7 @@ func deleteHostLink(env *Env, name string) error {
 }
 
 // checkPodLink checks the node end hostIf (up, the type want) and the pod's own
-// interface (up, holding pod.IP); it returns the node end.
+// interface (up, holding pod.IP and pod.IP6); it returns the node end.
 func checkPodLink(env *Env, pod *Pod, hostIf, want string) (netlink.Link, error) {
 	host, err := env.Node.H.LinkByName(hostIf)
 	if err != nil {
@@ -125,14 +125,13 @@ func checkPodLink(env *Env, pod *Pod, hostIf, want string) (netlink.Link, error)
 	if host.Attrs().Index != l.Attrs().ParentIndex {
 		return nil, fmt.Errorf("%s in %s is not the peer of %s", pod.Ifname, pod.Pod, hostIf)
 	}
-	addrs, err := pod.H.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range addrs {
-		if a.IP.Equal(pod.IP) {
-			return host, nil
+	for _, ip := range []net.IP{pod.IP, pod.IP6} {
+		if ip == nil {
+			continue
+		}
+		if ok, err := hasAddr(pod.H, l, ip); err != nil || !ok {
+			return nil, fmt.Errorf("%s in %s lacks its address %s", pod.Ifname, pod.Pod, ip)
 		}
 	}
-	return nil, fmt.Errorf("%s in %s lacks its address %s", pod.Ifname, pod.Pod, pod.IP)
+	return host, nil
 }

@@ -33,6 +33,7 @@ func init() {
 		CrossHost: true,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth,
 			NetfilterCaveat: bridgeNetfilterCaveat},
+		IPv6: true,
 	})
 }
 
@@ -88,6 +89,11 @@ var bridgeAttach = &Attach{
 			}
 		}
 		env.Gateway = gw.String()
+		if env.HasIPv6() {
+			if err := bridgeNode6(env.Node.Name, nf); err != nil {
+				return err
+			}
+		}
 		return Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf))
 	},
 	Pod: func(env *Env, pod *Pod, i int) error {
@@ -122,6 +128,11 @@ func BridgeWithGateway(env *Env, name string, prefix int) (netlink.Link, error) 
 	if err := env.Node.H.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: gw, Mask: net.CIDRMask(prefix, 32)}}); err != nil {
 		return nil, fmt.Errorf("gateway %s on %s: %w", gw, name, err)
 	}
+	if env.HasIPv6() {
+		if err := bridgeGateway6(env, br); err != nil {
+			return nil, err
+		}
+	}
 	if err := env.Node.H.LinkSetUp(br); err != nil {
 		return nil, err
 	}
@@ -149,6 +160,11 @@ func attachPodToBridge(env *Env, pod *Pod, i int, br netlink.Link, gw net.IP) er
 	}
 	if err := PodAddr(pod, env.Prefix(), gw, true); err != nil {
 		return err
+	}
+	if pod.IP6 != nil {
+		if err := bridgePod6(env, pod); err != nil {
+			return err
+		}
 	}
 	if err := env.Node.H.LinkSetMaster(l, br); err != nil {
 		return fmt.Errorf("%s master %s: %w", host, br.Attrs().Name, err)
@@ -186,6 +202,13 @@ func buildBridgeAcrossNodes(env *Env, nf bool) error {
 		if err := sub.Node.H.AddrAdd(br, &netlink.Addr{IPNet: &net.IPNet{IP: gw, Mask: env.PodNet.Mask}}); err != nil {
 			return err
 		}
+		if env.HasIPv6() { // the node's gateway with the whole network's prefix, as for IPv4
+			sub.PodNet6 = &net.IPNet{IP: sub.PodNet6.IP, Mask: env.PodNet6.Mask}
+			if err := bridgeGateway6(sub, br); err != nil {
+				return err
+			}
+			sub.PodNet6 = env.PodNet6
+		}
 		if err := sub.Node.H.LinkSetUp(br); err != nil {
 			return err
 		}
@@ -202,6 +225,11 @@ func buildBridgeAcrossNodes(env *Env, nf bool) error {
 		}
 		if err := Sysctls(sub.Node.Name, "net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", onOff(nf)); err != nil {
 			return err
+		}
+		if env.HasIPv6() {
+			if err := bridgeNode6(sub.Node.Name, nf); err != nil {
+				return err
+			}
 		}
 	}
 	env.Gateway = "per node: .1 of its share"

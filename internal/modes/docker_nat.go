@@ -2,6 +2,7 @@ package modes
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,7 @@ func init() {
 			Check: func(v string) error { _, err := parsePorts(v); return err }}},
 		Build:    buildDockerNAT,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
+		IPv6:     true,
 	})
 }
 
@@ -63,40 +65,26 @@ func buildDockerNAT(env *Env) error {
 		"net.ipv4.conf.docker0.route_localnet", "1"); err != nil {
 		return err
 	}
-	target := env.Pods[0].IP.String()
-	var nat, filter strings.Builder
-	fmt.Fprintf(&nat, "*nat\n:DOCKER - [0:0]\n")
-	fmt.Fprintf(&nat, "-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER\n")
-	fmt.Fprintf(&nat, "-A OUTPUT -m addrtype --dst-type LOCAL -j DOCKER\n")
-	fmt.Fprintf(&nat, "-A POSTROUTING -s %s ! -o docker0 -j MASQUERADE\n", env.PodNet)
-	fmt.Fprintf(&nat, "-A POSTROUTING -o docker0 -m addrtype --src-type LOCAL -j MASQUERADE\n")
-	fmt.Fprintf(&filter, "*filter\n:DOCKER - [0:0]\n")
-	fmt.Fprintf(&filter, "-A FORWARD -o docker0 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n")
-	fmt.Fprintf(&filter, "-A FORWARD -o docker0 -j DOCKER\n")
-	fmt.Fprintf(&filter, "-A FORWARD -i docker0 ! -o docker0 -j ACCEPT\n")
-	fmt.Fprintf(&filter, "-A FORWARD -i docker0 -o docker0 -j ACCEPT\n")
-	for _, p := range ports {
-		for _, proto := range []string{"tcp", "udp"} {
-			fmt.Fprintf(&nat, "-A POSTROUTING -s %s/32 -d %s/32 -p %s --dport %d -j MASQUERADE\n", target, target, proto, p)
-			fmt.Fprintf(&nat, "-A DOCKER -p %s --dport %d -j DNAT --to-destination %s:%d\n", proto, p, target, p)
-			fmt.Fprintf(&filter, "-A DOCKER -d %s/32 ! -i docker0 -o docker0 -p %s --dport %d -j ACCEPT\n", target, proto, p)
+	server, client := env.Pods[0], env.Pods[1]
+	if server.IP != nil {
+		if err := IptablesRestore(env.Node.Name, dockerNATRules(env.PodNet, server.IP, ports)); err != nil {
+			return err
 		}
 	}
-	nat.WriteString("COMMIT\n")
-	filter.WriteString("COMMIT\n")
-	if err := IptablesRestore(env.Node.Name, nat.String()+filter.String()); err != nil {
-		return err
+	if server.IP6 != nil {
+		if err := dockerNAT6(env, server, ports); err != nil {
+			return err
+		}
 	}
-	node := env.NodeIP.String()
-	server, client := env.Pods[0], env.Pods[1]
+	node, node6 := env.NodeIP.String(), ipText(env.Nodes[0].IP6)
 	env.Paths = map[string]Endpoint{
-		"pod": {ServerNS: server.Name, ClientNS: client.Name, Target: target,
+		"pod": {ServerNS: server.Name, ClientNS: client.Name, Target: ipText(server.IP), Target6: ipText(server.IP6),
 			Note: fmt.Sprintf("%s -> %s by container IP (seed 004: 21.0 Gbit/s)", client.Pod, server.Pod)},
-		"published": {ServerNS: server.Name, ClientNS: env.Ext.Name, Target: node,
+		"published": {ServerNS: server.Name, ClientNS: env.Ext.Name, Target: node, Target6: node6,
 			Note: "another host -> node IP:published port (DNAT in PREROUTING)"},
 		"published-local": {ServerNS: server.Name, ClientNS: env.Node.Name, Target: "127.0.0.1",
 			Note: "node -> 127.0.0.1:published port (OUTPUT DNAT, route_localnet; seed 000: 34.9 Gbit/s)"},
-		"published-hairpin": {ServerNS: server.Name, ClientNS: client.Name, Target: node,
+		"published-hairpin": {ServerNS: server.Name, ClientNS: client.Name, Target: node, Target6: node6,
 			Note: fmt.Sprintf("%s -> node IP:published port -> %s (seed 004's slow path: 8.0 Gbit/s)", client.Pod, server.Pod)},
 	}
 	var ps []string
@@ -106,6 +94,43 @@ func buildDockerNAT(env *Env) error {
 	env.Facts = map[string]string{"published": strings.Join(ps, ",") + " -> " + server.Pod,
 		"localhost": "iptables hairpin NAT + route_localnet (dockerd --userland-proxy=false)"}
 	return nil
+}
+
+// dockerNATRules are the nat and filter tables dockerd writes, for the
+// family of target (the first container's address; podNet the
+// containers' network), for iptables-restore or ip6tables-restore.
+// 127.0.0.1 is published through route_localnet; IPv6 has no such thing
+// (a ::1-sourced packet never leaves the node), so its tables lack that
+// MASQUERADE and the published-local path has no IPv6 address.
+func dockerNATRules(podNet *net.IPNet, target net.IP, ports []int) string {
+	v6 := target.To4() == nil
+	host, to := "/32", target.String()
+	if v6 {
+		host, to = "/128", "["+to+"]"
+	}
+	var nat, filter strings.Builder
+	fmt.Fprintf(&nat, "*nat\n:DOCKER - [0:0]\n")
+	fmt.Fprintf(&nat, "-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER\n")
+	fmt.Fprintf(&nat, "-A OUTPUT -m addrtype --dst-type LOCAL -j DOCKER\n")
+	fmt.Fprintf(&nat, "-A POSTROUTING -s %s ! -o docker0 -j MASQUERADE\n", podNet)
+	if !v6 {
+		fmt.Fprintf(&nat, "-A POSTROUTING -o docker0 -m addrtype --src-type LOCAL -j MASQUERADE\n")
+	}
+	fmt.Fprintf(&filter, "*filter\n:DOCKER - [0:0]\n")
+	fmt.Fprintf(&filter, "-A FORWARD -o docker0 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n")
+	fmt.Fprintf(&filter, "-A FORWARD -o docker0 -j DOCKER\n")
+	fmt.Fprintf(&filter, "-A FORWARD -i docker0 ! -o docker0 -j ACCEPT\n")
+	fmt.Fprintf(&filter, "-A FORWARD -i docker0 -o docker0 -j ACCEPT\n")
+	for _, p := range ports {
+		for _, proto := range []string{"tcp", "udp"} {
+			fmt.Fprintf(&nat, "-A POSTROUTING -s %s%s -d %s%s -p %s --dport %d -j MASQUERADE\n", target, host, target, host, proto, p)
+			fmt.Fprintf(&nat, "-A DOCKER -p %s --dport %d -j DNAT --to-destination %s:%d\n", proto, p, to, p)
+			fmt.Fprintf(&filter, "-A DOCKER -d %s%s ! -i docker0 -o docker0 -p %s --dport %d -j ACCEPT\n", target, host, proto, p)
+		}
+	}
+	nat.WriteString("COMMIT\n")
+	filter.WriteString("COMMIT\n")
+	return nat.String() + filter.String()
 }
 
 func parsePorts(s string) ([]int, error) {

@@ -43,12 +43,16 @@ func pairToPod(env *Env, pod *Pod, hostName string, pair func(mtu int, podNS net
 	return env.Node.H.LinkByName(hostName)
 }
 
-// PodAddr sets the pod's address (with the pod network's prefix), brings the
-// interface up and adds a default route via gw; onlink as in seed 002.
+// PodAddr sets the pod's IPv4 address (with the pod network's prefix), brings
+// the interface up and adds a default route via gw; onlink as in seed 002.
+// A pod without one (an ipv6 lab) only gets its interface up.
 func PodAddr(pod *Pod, prefix int, gw net.IP, onlink bool) error {
 	l, err := pod.H.LinkByName(pod.Ifname)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pod.Pod, err)
+	}
+	if pod.IP == nil { // an IPv6-only pod (PodAddr6)
+		return pod.H.LinkSetUp(l)
 	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(prefix, 32)}}
 	if err := pod.H.AddrAdd(l, addr); err != nil {
@@ -72,11 +76,14 @@ func PodAddr(pod *Pod, prefix int, gw net.IP, onlink bool) error {
 
 // IptablesRestore loads rules into a namespace in one transaction, the way
 // kube-proxy and dockerd do (iptables-restore --noflush).
-func IptablesRestore(ns string, rules string) error {
-	c := proc.Command(context.Background(), ns, "iptables-restore", "--noflush")
+func IptablesRestore(ns string, rules string) error { return restore(ns, "iptables-restore", rules) }
+
+// restore loads rules with prog (iptables-restore or ip6tables-restore).
+func restore(ns, prog, rules string) error {
+	c := proc.Command(context.Background(), ns, prog, "--noflush")
 	c.Stdin = bytes.NewBufferString(rules)
 	if _, err := c.Output(); err != nil {
-		return fmt.Errorf("iptables-restore in %s: %w", ns, err)
+		return fmt.Errorf("%s in %s: %w", prog, ns, err)
 	}
 	return nil
 }
@@ -85,13 +92,18 @@ func IptablesRestore(ns string, rules string) error {
 // there already (iptables -C), so that adding pods one by one does not
 // repeat it.
 func ensureRule(ns, table, chain string, rule ...string) error {
+	return ensureRuleWith("iptables", ns, table, chain, rule...)
+}
+
+// ensureRuleWith is ensureRule with prog (iptables or ip6tables).
+func ensureRuleWith(prog, ns, table, chain string, rule ...string) error {
 	check := append([]string{"-t", table, "-C", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "iptables", check...).Output(); err == nil {
+	if _, err := proc.Command(context.Background(), ns, prog, check...).Output(); err == nil {
 		return nil
 	}
 	add := append([]string{"-t", table, "-I", chain}, rule...)
-	if _, err := proc.Command(context.Background(), ns, "iptables", add...).Output(); err != nil {
-		return fmt.Errorf("iptables in %s: %w", ns, err)
+	if _, err := proc.Command(context.Background(), ns, prog, add...).Output(); err != nil {
+		return fmt.Errorf("%s in %s: %w", prog, ns, err)
 	}
 	return nil
 }
@@ -114,10 +126,17 @@ func (e *Env) Prefix() int {
 	return ones
 }
 
-// NthIP returns the n-th address of a network (1 = first host).
+// NthIP returns the n-th address of a network (1 = first host), IPv4 or IPv6.
 func NthIP(n *net.IPNet, i int) net.IP {
 	ip := n.IP.To4()
-	v := uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
-	v += uint32(i)
-	return net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4()
+	if ip == nil {
+		ip = n.IP.To16()
+	}
+	out := append(net.IP(nil), ip...)
+	carry := uint64(i)
+	for b := len(out) - 1; b >= 0 && carry > 0; b-- {
+		v := uint64(out[b]) + carry
+		out[b], carry = byte(v), v>>8
+	}
+	return out
 }

@@ -22,6 +22,7 @@ func init() {
 		Build:     buildHostGW,
 		MinNodes:  2,
 		CrossHost: true,
+		IPv6:      true,
 	})
 }
 
@@ -40,6 +41,11 @@ func buildHostGW(env *Env) error {
 		}
 		if err := n.H.RouteAdd(&netlink.Route{Dst: peer.PodNet, Gw: peer.UnderlayIP, LinkIndex: l.Attrs().Index}); err != nil {
 			return fmt.Errorf("%s: route to %s via %s: %w", n.Node, peer.PodNet, peer.UnderlayIP, err)
+		}
+		if env.HasIPv6() {
+			if err := hostGWRoute6(n, peer, l); err != nil {
+				return err
+			}
 		}
 	}
 	env.Facts = map[string]string{"routes": fmt.Sprintf("%s via %s, %s via %s", env.Nodes[1].PodNet, env.Nodes[1].UnderlayIP, env.Nodes[0].PodNet, env.Nodes[0].UnderlayIP)}
@@ -65,7 +71,15 @@ func bridgePerNode(env *Env, name string) error {
 		if err := IptablesRestore(sub.Node.Name, fmt.Sprintf("*filter\n-I FORWARD -s %s -j ACCEPT\n-I FORWARD -d %s -j ACCEPT\nCOMMIT\n", env.PodNet, env.PodNet)); err != nil {
 			return err
 		}
+		if env.HasIPv6() {
+			if err := bridgePerNode6(sub.Node.Name, env.PodNet6); err != nil {
+				return err
+			}
+		}
 	}
 	env.Gateway = "per node: .1 of its subnet"
+	if env.HasIPv6() {
+		env.Gateway6 = "per node: ::1 of its subnet"
+	}
 	return nil
 }

@@ -25,6 +25,7 @@ func init() {
 		Build:    buildMacvlan,
 		// As ipvlan: clusterIP traffic reaches the node through the shim.
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFPodIf},
+		IPv6:     true,
 	})
 }
 
@@ -69,6 +70,11 @@ func buildSubInterfaces(env *Env, child func(name string, parent int) netlink.Li
 		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
 			return err
 		}
+		if pod.IP6 != nil {
+			if err := subInterfacePod6(env, pod); err != nil {
+				return err
+			}
+		}
 	}
 	shim := child(shimName, up.Attrs().Index)
 	if err := env.Node.H.LinkAdd(shim); err != nil {
@@ -79,6 +85,11 @@ func buildSubInterfaces(env *Env, child func(name string, parent int) netlink.Li
 	}
 	if err := env.Node.H.LinkSetUp(shim); err != nil {
 		return err
+	}
+	if env.HasIPv6() {
+		if err := subInterfaceShim6(env, shim); err != nil {
+			return err
+		}
 	}
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err

@@ -72,6 +72,10 @@ type Mode struct {
 	// Links says what the knobs that set the lab's links must respect
 	// (a tunnel's overhead, a userspace switch's frame size).
 	Links Links
+	// IPv6: the mode wires IPv6 pods too (--ip-family ipv6 and dual; its
+	// IPv6 wiring is in the mode's NAME_ipv6.go); false: IPv4 only, and
+	// up, run and doctor say so.
+	IPv6 bool
 }
 
 // DefaultMinPods: a server pod and a client pod.
@@ -204,6 +208,11 @@ func NamesWhere(keep func(Mode) bool) []string {
 // CrossHostModes lists the modes that can span nodes.
 func CrossHostModes() []string {
 	return NamesWhere(func(m Mode) bool { return m.CrossHost })
+}
+
+// IPv6Modes lists the modes that wire IPv6 pods (Mode.IPv6).
+func IPv6Modes() []string {
+	return NamesWhere(func(m Mode) bool { return m.IPv6 })
 }
 
 // Available returns nil if the kernel has every feature the mode needs (and,

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/family"
 )
 
 // NS is a namespace vnetlab created, with a netlink handle bound to it.
@@ -26,6 +27,9 @@ type Pod struct {
 	Ifname string // interface inside the pod (eth0)
 	Node   int    // index in Env.Nodes of the node it is attached to
 	MTU    int    // link MTU (0: 1500)
+	// IP6 is the pod's IPv6 address (ipv6 and dual labs; IP is nil in an
+	// ipv6 lab).
+	IP6 net.IP
 	// HostIf names the node end of the pod's link ("": from the mode's
 	// prefix and Pod, see HostIfname); the CNI plugin sets it.
 	HostIf string
@@ -38,6 +42,10 @@ type Node struct {
 	IP         net.IP     // uplink (eth0) address
 	UnderlayIP net.IP     // address on the node-to-node underlay (eth1), multi-node only
 	PodNet     *net.IPNet // this node's share of the pod network
+	// The IPv6 side (labs with IPv6): uplink and underlay addresses and
+	// this node's share of the IPv6 pod network.
+	IP6, UnderlayIP6 net.IP
+	PodNet6          *net.IPNet
 }
 
 // Endpoint says where a test's server runs, where its client runs and which
@@ -46,6 +54,9 @@ type Endpoint struct {
 	ServerNS string `json:"server_ns"`
 	ClientNS string `json:"client_ns"`
 	Target   string `json:"target"`
+	// Target6 is the address to dial over IPv6 (labs with IPv6; in an
+	// ipv6 lab Target is empty). Addr picks one by family.
+	Target6 string `json:"target6,omitempty"`
 	// ClientCgroup: the client runs in this cgroup v2 directory (the lab's,
 	// for socket-level Services).
 	ClientCgroup string `json:"client_cgroup,omitempty"`
@@ -69,6 +80,11 @@ type Env struct {
 	Pods     []*Pod
 	PodNet   *net.IPNet
 	Options  map[string]string
+	// Family is the lab's IP family; with IPv6, PodNet6 is the pods' IPv6
+	// network and ExtIP6 the nodes' IPv6 gateway (family.go).
+	Family  family.Family
+	PodNet6 *net.IPNet
+	ExtIP6  net.IP
 
 	// StateDir is the lab's own directory (daemons' sockets, databases, logs).
 	StateDir string
@@ -80,11 +96,14 @@ type Env struct {
 	TrackPin func(path string) error
 
 	// Outputs.
-	Gateway string              // pods' default gateway
-	Paths   map[string]Endpoint // filled by the mode (DefaultPaths if left empty)
-	Facts   map[string]string   // anything else worth showing (published ports, ...)
+	Gateway  string              // pods' default gateway
+	Gateway6 string              // pods' IPv6 default gateway (labs with IPv6)
+	Paths    map[string]Endpoint // filled by the mode (DefaultPaths if left empty)
+	Facts    map[string]string   // anything else worth showing (published ports, ...)
 
 	plane *tcbpf.Plane // opened by dataPlane, released by Close
+	// bridgeGW6 is the IPv6 gateway the bridge being built holds (bridge_ipv6.go).
+	bridgeGW6 net.IP
 }
 
 // Option returns a mode option or its default.
@@ -121,7 +140,7 @@ func (e *Env) DefaultPaths() {
 	if _, ok := e.Paths["pod"]; ok || len(e.Pods) < 2 {
 		return
 	}
-	e.Paths["pod"] = Endpoint{ServerNS: e.Pods[0].Name, ClientNS: e.Pods[1].Name, Target: e.Pods[0].IP.String(),
+	e.Paths["pod"] = Endpoint{ServerNS: e.Pods[0].Name, ClientNS: e.Pods[1].Name, Target: ipText(e.Pods[0].IP), Target6: ipText(e.Pods[0].IP6),
 		Note: fmt.Sprintf("%s -> %s by pod IP", e.Pods[1].Pod, e.Pods[0].Pod)}
 }
 
@@ -130,7 +149,7 @@ func (e *Env) DefaultPaths() {
 func (e *Env) ForNode(i int) *Env {
 	n := e.Nodes[i]
 	sub := *e
-	sub.Node, sub.NodeIP, sub.PodNet = n.NS, n.IP, n.PodNet
+	sub.Node, sub.NodeIP, sub.PodNet, sub.PodNet6 = n.NS, n.IP, n.PodNet, n.PodNet6
 	sub.Pods = nil
 	for _, p := range e.Pods {
 		if p.Node == i {

@@ -21,6 +21,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Veth},
 		Attach:   vethRouted,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
+		IPv6:     true,
 	})
 }
 
@@ -55,18 +56,34 @@ func routed(prefix, kind string, link func(*Env, *Pod, string) (netlink.Link, er
 				return err
 			}
 		}
+		if pod.IP6 != nil {
+			if err := routed6(env, pod, l); err != nil {
+				return err
+			}
+		}
+		env.Gateway = VethGateway
+		if pod.IP == nil {
+			return nil
+		}
 		// ip route add 192.168.10.10 dev veth-pod-a scope link
 		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK}
 		if err := env.Node.H.RouteAdd(r); err != nil {
 			return fmt.Errorf("route to %s: %w", pod.Pod, err)
 		}
-		env.Gateway = VethGateway
 		return nil
 	}
 	a.Check = func(env *Env, pod *Pod) error {
 		host, err := checkPodLink(env, pod, pod.HostIfname(prefix, 0), kind)
 		if err != nil {
 			return err
+		}
+		if pod.IP6 != nil {
+			if err := checkRouted6(env, pod, host); err != nil {
+				return err
+			}
+		}
+		if pod.IP == nil {
+			return nil
 		}
 		rs, err := env.Node.H.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: &net.IPNet{IP: pod.IP, Mask: net.CIDRMask(32, 32)}, LinkIndex: host.Attrs().Index}, netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
 		if err != nil || len(rs) == 0 {
@@ -86,6 +103,11 @@ func buildRouted(env *Env, prefix, kind string, link func(*Env, *Pod, string) (n
 func routedNode(env *Env) error {
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
+	}
+	if env.HasIPv6() {
+		if err := routedNode6(env); err != nil {
+			return err
+		}
 	}
 	// seed: iptables -I FORWARD -s 192.168.0.0/16 -d 192.168.0.0/16 -j ACCEPT
 	return ensureRule(env.Node.Name, "filter", "FORWARD", "-s", env.PodNet.String(), "-d", env.PodNet.String(), "-j", "ACCEPT")

@@ -27,6 +27,7 @@ func init() {
 		MinNodes:  2,
 		CrossHost: true,
 		Links:     Links{Tunnel: 1500 - VxlanMTU},
+		IPv6:      true,
 	})
 }
 
@@ -79,6 +80,11 @@ func buildVxlan(env *Env) error {
 		if err := n.H.NeighAppend(&netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
 			State: netlink.NUD_PERMANENT, HardwareAddr: vtepMAC(peerIdx), IP: peer.UnderlayIP}); err != nil {
 			return fmt.Errorf("%s: FDB for the peer VTEP: %w", n.Node, err)
+		}
+		if env.HasIPv6() {
+			if err := vxlanPeer6(n, peer, peerIdx, vx); err != nil {
+				return err
+			}
 		}
 	}
 	env.Facts = map[string]string{"vni": "1", "port": "4789", "mtu": fmt.Sprint(VxlanMTU)}

@@ -48,6 +48,9 @@ func Summary(w io.Writer, f *results.File) {
 		if c.Placement != "" {
 			row += "@" + c.Placement
 		}
+		if c.Family != "" {
+			row += " " + c.Family
+		}
 		add(&modes, "m", row)
 		add(&tests, "t", c.Test)
 		val[key{row, c.Test, col}] = medianText(c)

@@ -50,6 +50,9 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
 			path += "@" + c.ID.Placement
 		}
+		if c.ID.Family != "" { // an IPv6 cell (IPv4 is the default)
+			path += " " + c.ID.Family
+		}
 		row := table.Row{c.Mode, path}
 		if svc {
 			extra := ""

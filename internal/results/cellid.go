@@ -29,12 +29,16 @@ type CellID struct {
 	// Placement says where the two pods run when the platform chooses (the
 	// Kubernetes work fills it, e.g. "cross-node"); "" for vnetlab's labs.
 	Placement string `json:"placement"`
-	Test      string `json:"test"`
+	// Family is the IP family the cell measured (family.Family.Cell): ""
+	// for IPv4, so that files written before families existed keep their
+	// names and keys, "ipv6" for IPv6 (issue 27).
+	Family string `json:"family"`
+	Test   string `json:"test"`
 }
 
 // ID is the cell's identity.
 func (c *Cell) ID() CellID {
-	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Point: c.Point, Placement: c.Placement, Test: c.Test}
+	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
 }
 
 // Series names the cell within its mode and test: its path, with the
@@ -60,13 +64,32 @@ func (id CellID) Series() string {
 }
 
 // String is the name people read: mode/series/test, e.g.
-// "bridge/service(iptables+1000)/tcp_crr".
+// "bridge/service(iptables+1000)/tcp_crr", with the family before the
+// test when it is not IPv4: "veth-routed/pod/ipv6/tcp_rr".
 func (id CellID) String() string {
+	if id.Family != "" {
+		return strings.Join([]string{id.Mode, id.Series(), id.Family, id.Test}, "/")
+	}
 	return strings.Join([]string{id.Mode, id.Series(), id.Test}, "/")
 }
 
+// FamilyIPv4 is how a name spells an IPv4 cell's family where one is
+// written (String leaves it out): "veth-routed/pod/ipv4/tcp_rr".
+const FamilyIPv4 = "ipv4"
+
+// Names are the names that select the cell: String, and for an IPv4 cell
+// also the name with its family written out, so that a ratio of the two
+// families reads alike on both sides.
+func (id CellID) Names() []string {
+	if id.Family != "" {
+		return []string{id.String()}
+	}
+	v4 := strings.Join([]string{id.Mode, id.Series(), FamilyIPv4, id.Test}, "/")
+	return []string{id.String(), v4}
+}
+
 // Key matches cells across files (compare): mode|path|provider|test, then
-// |+N for generated services, |@placement and |{point} when set. Files
+// |+N for generated services, |@placement, |{point} and |family when set. Files
 // written before these fields existed give the same keys.
 func (id CellID) Key() string {
 	k := strings.Join([]string{id.Mode, id.Path, id.Provider, id.Test}, "|")
@@ -78,6 +101,9 @@ func (id CellID) Key() string {
 	}
 	if id.Point != "" {
 		k += "|{" + id.Point + "}"
+	}
+	if id.Family != "" {
+		k += "|" + id.Family
 	}
 	return k
 }
@@ -176,10 +202,11 @@ func (p CellPatterns) Match(id CellID) bool {
 	if len(p) == 0 {
 		return true
 	}
-	name := id.String()
-	for _, pat := range p {
-		if ok, _ := path.Match(pat, name); ok {
-			return true
+	for _, name := range id.Names() {
+		for _, pat := range p {
+			if ok, _ := path.Match(pat, name); ok {
+				return true
+			}
 		}
 	}
 	return false

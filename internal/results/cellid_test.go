@@ -56,3 +56,32 @@ func TestCellIDCoordinates(t *testing.T) {
 		t.Error("an unknown coordinate was accepted")
 	}
 }
+
+// An IPv6 cell names its family before the test and keys on it; an IPv4
+// cell keeps the name and key files written before families had, and also
+// answers to its name with ipv4 written out (ratio, --cells).
+func TestCellIDFamily(t *testing.T) {
+	v6 := CellID{Mode: "veth-routed", Path: "pod", Family: "ipv6", Test: "tcp_rr"}
+	if v6.String() != "veth-routed/pod/ipv6/tcp_rr" || v6.Key() != "veth-routed|pod||tcp_rr|ipv6" {
+		t.Errorf("ipv6 id %q key %q", v6, v6.Key())
+	}
+	v4 := v6
+	v4.Family = ""
+	if v4.String() != "veth-routed/pod/tcp_rr" || v4.Key() != "veth-routed|pod||tcp_rr" {
+		t.Errorf("ipv4 id %q key %q", v4, v4.Key())
+	}
+	if got := v4.Names(); len(got) != 2 || got[1] != "veth-routed/pod/ipv4/tcp_rr" {
+		t.Errorf("ipv4 names %v", got)
+	}
+	sel := CellPatterns{"*/pod/ipv4/*"}
+	if !sel.Match(v4) || sel.Match(v6) {
+		t.Errorf("%v selects ipv4 %v, ipv6 %v", sel, sel.Match(v4), sel.Match(v6))
+	}
+	if (CellPatterns{"veth-routed/pod/tcp_rr"}).Match(v6) {
+		t.Error("the IPv4 name selected the IPv6 cell")
+	}
+	svc := CellID{Mode: "veth-ebpf", Path: "service", Provider: "ebpf", Family: "ipv6", Test: "tcp_crr"}
+	if svc.String() != "veth-ebpf/service(ebpf)/ipv6/tcp_crr" {
+		t.Errorf("service id %q", svc)
+	}
+}

@@ -179,6 +179,8 @@ type Cell struct {
 	Placement string `json:"placement,omitempty"`
 	// Point is the cell's place in a sweep (see CellID): "streams=4".
 	Point string `json:"point,omitempty"`
+	// Family is the IP family measured (see CellID): "" for IPv4, "ipv6".
+	Family string `json:"family,omitempty"`
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
 	ClientNode string `json:"client_node,omitempty"`
 	ServerNode string `json:"server_node,omitempty"`

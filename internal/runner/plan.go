@@ -139,8 +139,10 @@ func (p *plan) anyWanted(mode string, paths []string, provider string, extra int
 	for _, path := range paths {
 		for _, t := range p.spec.Tests {
 			for _, pt := range points {
-				if p.spec.appliesTo(pt, t) && p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Point: pt.String(), Test: string(t)}) {
-					return true
+				for _, f := range p.spec.Family.Measured() {
+					if p.spec.appliesTo(pt, t) && p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Point: pt.String(), Family: f.Cell(), Test: string(t)}) {
+						return true
+					}
 				}
 			}
 		}
@@ -159,8 +161,8 @@ func (p *plan) skip(mv ModeVariant, provider string, why error) {
 }
 
 func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links knob.Links) (*lab.Lab, error) {
-	ls := lab.Spec{Name: fmt.Sprintf("%s-%d", p.runID, len(p.labs)), Mode: mv.Mode, Pods: p.pods, PodCIDR: p.spec.PodCIDR, Options: mv.Options,
-		Nodes: p.spec.Nodes, UnderlayRate: p.spec.UnderlayRate, Links: links}
+	ls := p.spec.labSpec()
+	ls.Name, ls.Mode, ls.Pods, ls.Options, ls.Links = fmt.Sprintf("%s-%d", p.runID, len(p.labs)), mv.Mode, p.pods, mv.Options, links
 	what := mv.Label
 	if !links.IsZero() {
 		what += " with " + links.String()
@@ -175,9 +177,10 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links kn
 }
 
 // addCells adds the cells of one path of a lab at the sweep's points it
-// was built for (Spec.Plan); proto carries the fields the path fixes
-// (provider, services). A lab whose links are not as its knobs asked has
-// its cells recorded "not applied", and not measured.
+// was built for (Spec.Plan), one set per IP family the lab measures, each
+// dialing the path's address of its family; proto carries the fields the
+// path fixes (provider, services). A lab whose links are not as its knobs
+// asked has its cells recorded "not applied", and not measured.
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell, points []knob.Point) error {
 	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
 	if p.spec.Nodes > 1 {
@@ -187,18 +190,32 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoi
 	if proto.Links != nil {
 		proto.NotApplied = proto.Links.NotApplied
 	}
-	// The lab's namespaces: what a profile counts as the test's.
-	cells, err := p.spec.planPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
-	for _, c := range cells {
-		p.out.Cells = append(p.out.Cells, c.Cell)
-		if c.Cell.NotApplied == "" {
-			p.cells = append(p.cells, c)
+	planned := 0
+	for _, f := range p.spec.Family.Measured() {
+		addr := ep.Addr(f)
+		if addr == "" {
+			p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Provider: proto.Provider,
+				Reason: fmt.Sprintf("path %s of mode %s has no %s address", path, mv.Mode, f)})
+			continue
+		}
+		proto.Family = f.Cell()
+		// The lab's namespaces: what a profile counts as the test's.
+		cells, err := p.spec.planPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: addr, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+		for _, c := range cells {
+			p.out.Cells = append(p.out.Cells, c.Cell)
+			if c.Cell.NotApplied == "" {
+				p.cells = append(p.cells, c)
+			}
+		}
+		planned += len(cells)
+		if err != nil {
+			return err
 		}
 	}
-	if proto.NotApplied != "" && len(cells) > 0 {
+	if proto.NotApplied != "" && planned > 0 {
 		p.prog.Note("%s with %s: not applied, not measured: %s", mv.Label, l.State.Spec.Links, proto.NotApplied)
 	}
-	return err
+	return nil
 }
 
 // teardown removes every lab the plan brought up.

@@ -10,9 +10,11 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/service"
 )
@@ -60,7 +62,12 @@ type Spec struct {
 	// Nodes (2: cross-host) and the underlay's tbf rate.
 	Nodes        int
 	UnderlayRate string
-	Summary      SummaryOptions // CV threshold, CI method, baseline mode
+	// Family is the labs' IP family (--ip-family): a dual-stack lab's cells
+	// measure each family on the same pods (results.CellID.Family);
+	// PodCIDR6 the pods' IPv6 network.
+	Family   family.Family
+	PodCIDR6 string
+	Summary  SummaryOptions // CV threshold, CI method, baseline mode
 	// LabPrefix starts every lab name ("run" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
@@ -116,6 +123,7 @@ func DefaultSpec() Spec {
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
+		Family:        family.IPv4,
 		Nodes:         1,
 		ExtraServices: []int{0},
 		Summary:       SummaryOptions{CVThreshold: DefaultCVThreshold, CIMethod: CIMethods[0]},
@@ -131,7 +139,12 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 	if s.Pods != nil {
 		return s.Pods, nil
 	}
-	return lab.DefaultPodSpecs(s.PodCount, s.PodCIDR, s.Nodes)
+	return lab.PodsFor(s.PodCount, s.labSpec())
+}
+
+// labSpec is what every lab of the run shares: its networks and nodes.
+func (s Spec) labSpec() lab.Spec {
+	return lab.Spec{PodCIDR: s.PodCIDR, Nodes: s.Nodes, UnderlayRate: s.UnderlayRate, Family: s.Family, PodCIDR6: s.PodCIDR6}
 }
 
 // engineSpec is what one sample of the cell id measures: the spec's
@@ -139,7 +152,8 @@ func (s Spec) podSpecs() ([]lab.PodSpec, error) {
 func (s Spec) engineSpec(id results.CellID) engine.Spec {
 	s = s.at(pointOf(id))
 	t := engine.Test(id.Test)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t)}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t),
+		Family: family.OfCell(id.Family)}
 }
 
 // Plan is a cell per test of the spec and point of its sweep at one
@@ -218,7 +232,7 @@ func (spec Spec) Validate() error {
 		}
 	}
 	for _, check := range []func() error{spec.checkKnobs, func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
-		func() error { return checkCells(spec.Cells) }, spec.checkServicePath} {
+		func() error { return checkCells(spec.Cells) }, spec.checkServicePath, spec.checkFamily} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -256,6 +270,28 @@ func (spec Spec) checkServicePath() error {
 	return nil
 }
 
+// checkFamily refuses, before any lab is built, a mode that lacks the
+// labs' IP family (a mode the kernel lacks is skipped by the plan, as
+// without a family) and the service path in a lab with IPv6.
+func (spec Spec) checkFamily() error {
+	for _, mv := range spec.Modes {
+		m, err := modes.Get(mv.Mode)
+		if err != nil {
+			return err
+		}
+		if spec.Family.HasIPv6() && modes.Available(m) != nil {
+			continue
+		}
+		if err := spec.labSpec().CheckFamily(m); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(spec.Paths, ServicePath) {
+		return service.CheckFamily(spec.Family)
+	}
+	return nil
+}
+
 // checkEngines refuses, before anything is built, a test no engine can run
 // with these settings (at any point of the sweep) or whose program is not
 // installed.
@@ -266,8 +302,10 @@ func checkEngines(spec Spec) error {
 			return err
 		}
 		for _, pt := range spec.Sweep.Points() {
-			if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t), Point: pt.String()})); err != nil {
-				return err
+			for _, f := range spec.Family.Measured() {
+				if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t), Point: pt.String(), Family: f.Cell()})); err != nil {
+					return err
+				}
 			}
 		}
 		if p, ok := d.(interface{ Programs() []string }); ok {

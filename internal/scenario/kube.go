@@ -83,7 +83,7 @@ func (k *Kube) ReadyTimeoutValue() time.Duration {
 // labOnly are the top-level fields that describe labs; a cluster run has no
 // use for them, so a file with `kube:` that sets one is refused rather than
 // silently ignoring it.
-var labOnly = []string{"name", "mode", "modes", "options", "pods", "pod_cidr", "nodes", "underlay_rate", "paths",
+var labOnly = []string{"name", "mode", "modes", "options", "pods", "pod_cidr", "ip_family", "pod_cidr6", "nodes", "underlay_rate", "paths",
 	"provider", "providers", "services", "extra_services", "profile", "profile_dir", "cells", "mtu", "gso", "gro", "offload"}
 
 func (s *Scenario) validateKube() error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -58,6 +59,8 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	setInt(&spec.PodCount, s.PodCount)
 	setString(&spec.PodCIDR, s.PodCIDR)
 	setInt(&spec.Nodes, s.Nodes)
+	setFamily(&spec.Family, s.IPFamily)
+	setString(&spec.PodCIDR6, s.PodCIDR6)
 	setString(&spec.UnderlayRate, s.UnderlayRate)
 	switch {
 	case len(s.Providers) > 0:
@@ -105,6 +108,9 @@ func (l *Lab) Validate() error {
 		if err := service.CheckExtra(l.Extra); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
+		if err := service.CheckFamily(l.Spec.Family); err != nil {
+			return err
+		}
 		if l.Spec.Mode != "" {
 			m, err := modes.Get(l.Spec.Mode)
 			if err != nil {
@@ -122,14 +128,14 @@ func (l *Lab) Validate() error {
 		return nil
 	}
 	var err error
-	l.Spec.Pods, err = lab.DefaultPodSpecs(l.PodCount, l.Spec.PodCIDR, l.Spec.NodeCount())
+	l.Spec.Pods, err = lab.PodsFor(l.PodCount, l.Spec)
 	return err
 }
 
 // DefaultLab is a plain `vnetlab up --mode M`: lab "lab" with seed 002's
 // two pods.
 func DefaultLab() Lab {
-	return Lab{Spec: lab.Spec{Name: "lab", PodCIDR: lab.DefaultPodCIDR, Options: map[string]string{}}, PodCount: lab.DefaultPods}
+	return Lab{Spec: lab.Spec{Name: "lab", PodCIDR: lab.DefaultPodCIDR, Family: family.IPv4, Options: map[string]string{}}, PodCount: lab.DefaultPods}
 }
 
 // LabSpec is the lab the file describes for `up -f`: l (the defaults) with
@@ -157,6 +163,8 @@ func (s *Scenario) LabSpec(l Lab) (Lab, error) {
 	maps.Copy(l.Spec.Options, options)
 	setString(&l.Spec.Name, s.Name)
 	setString(&l.Spec.PodCIDR, s.PodCIDR)
+	setFamily(&l.Spec.Family, s.IPFamily)
+	setString(&l.Spec.PodCIDR6, s.PodCIDR6)
 	if s.Pods != nil {
 		l.Spec.Pods = s.Pods
 	}
@@ -171,6 +179,13 @@ func (s *Scenario) LabSpec(l Lab) (Lab, error) {
 		l.Extra = s.ExtraServices[0]
 	}
 	return l, nil
+}
+
+// setFamily sets dst to the family v names, when it names one (checked by Parse).
+func setFamily(dst *family.Family, v string) {
+	if v != "" {
+		*dst, _ = family.Parse(v)
+	}
 }
 
 func setString(dst *string, v string) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -26,25 +27,29 @@ import (
 
 // Scenario is one file.
 type Scenario struct {
-	Description  string               `yaml:"description"`
-	Seed         string               `yaml:"seed"`
-	Name         string               `yaml:"name"`
-	Mode         string               `yaml:"mode"`
-	Modes        []runner.ModeVariant `yaml:"-"`
-	Pods         []lab.PodSpec        `yaml:"-"`
-	PodCount     *int                 `yaml:"-"`
-	PodCIDR      string               `yaml:"pod_cidr"`
-	Nodes        *int                 `yaml:"nodes"`
-	UnderlayRate string               `yaml:"underlay_rate"`
-	Options      map[string]string    `yaml:"options"`
-	Paths        []string             `yaml:"paths"`
-	Tests        []string             `yaml:"tests"`
-	Engine       string               `yaml:"engine"`
-	Duration     string               `yaml:"duration"`
-	Repeat       *int                 `yaml:"repeat"`
-	Warmup       *int                 `yaml:"warmup"`
-	Streams      *int                 `yaml:"streams"`
-	Size         *int                 `yaml:"size"`
+	Description string               `yaml:"description"`
+	Seed        string               `yaml:"seed"`
+	Name        string               `yaml:"name"`
+	Mode        string               `yaml:"mode"`
+	Modes       []runner.ModeVariant `yaml:"-"`
+	Pods        []lab.PodSpec        `yaml:"-"`
+	PodCount    *int                 `yaml:"-"`
+	PodCIDR     string               `yaml:"pod_cidr"`
+	Nodes       *int                 `yaml:"nodes"`
+	// IPFamily: ipv4, ipv6 or dual (--ip-family); PodCIDR6 the pods' IPv6
+	// network (--pod-cidr6).
+	IPFamily     string            `yaml:"ip_family"`
+	PodCIDR6     string            `yaml:"pod_cidr6"`
+	UnderlayRate string            `yaml:"underlay_rate"`
+	Options      map[string]string `yaml:"options"`
+	Paths        []string          `yaml:"paths"`
+	Tests        []string          `yaml:"tests"`
+	Engine       string            `yaml:"engine"`
+	Duration     string            `yaml:"duration"`
+	Repeat       *int              `yaml:"repeat"`
+	Warmup       *int              `yaml:"warmup"`
+	Streams      *int              `yaml:"streams"`
+	Size         *int              `yaml:"size"`
 	// The knobs (issue 26, docs/knobs.md): the links' settings and the
 	// load for every cell, and a sweep (sweep.go) giving cells their own.
 	MTU         *int       `yaml:"mtu"`
@@ -292,6 +297,9 @@ func (s *Scenario) validate() error {
 	}
 	if err := s.validateKnobs(); err != nil {
 		return err
+	}
+	if _, err := family.Parse(s.IPFamily); err != nil {
+		return s.errAt("ip_family", -1, "%v", err)
 	}
 	if s.CPUAffinity != "" {
 		if _, err := cpupin.Parse(s.CPUAffinity); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -174,11 +176,25 @@ func Check(provider string, m modes.Mode) error {
 	return nil
 }
 
-// CheckLab says whether provider can serve lab st (its mode as its state
-// names it).
+// CheckFamily refuses Services in a lab with IPv6 (ipv6 or dual): every
+// provider writes IPv4 rules and maps only so far (issue 27), and a
+// clusterIP that reached only some of a dual lab's families would measure
+// half a path.
+func CheckFamily(f family.Family) error {
+	if f.HasIPv6() {
+		return field.Errorf("ip_family", "Services are IPv4 only so far, not for an %s lab: use {ip_family} ipv4 with a provider or the service path, or measure the pod path alone", f)
+	}
+	return nil
+}
+
+// CheckLab says whether provider can serve lab st (its mode and family as
+// its state names them).
 func CheckLab(provider string, st *lab.State) error {
 	m, err := st.ModeOf()
 	if err != nil {
+		return fmt.Errorf("lab %s: %w", st.Name, err)
+	}
+	if err := CheckFamily(st.Spec.Family); err != nil {
 		return fmt.Errorf("lab %s: %w", st.Name, err)
 	}
 	return Check(provider, m)

@@ -60,6 +60,11 @@ func (s Spec) Build(st *lab.State) (Service, error) {
 // Services: specs (else the service path's) and extra generated ones. On
 // any failure nothing stays up. say reports the steps (nil: quiet).
 func UpLab(ctx context.Context, ls lab.Spec, provider string, extra int, specs []Spec, say lab.Progress) (*lab.Lab, *Config, error) {
+	if provider != "" {
+		if err := CheckFamily(ls.Family); err != nil {
+			return nil, nil, err
+		}
+	}
 	l, err := lab.Up(ctx, ls, say)
 	if err != nil || provider == "" {
 		return l, nil, err

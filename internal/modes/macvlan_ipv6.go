@@ -1,0 +1,30 @@
+package modes
+
+import "github.com/vishvananda/netlink"
+
+// macvlan over IPv6, as over IPv4 (seed 002's recipe, buildSubInterfaces):
+// each pod has its address with the IPv6 pod network's prefix and a default
+// route via ::1 of it, held by the node's shim; the node's ip6tables
+// MASQUERADE makes pod-to-pod replies come back through the node, as
+// iptables' does for IPv4. (ipvlan shares this code but says it lacks IPv6:
+// this kernel has no ipvlan to check it on.)
+
+// subInterfacePod6 gives a pod of buildSubInterfaces its IPv6 address and
+// default route via the shim's gateway.
+func subInterfacePod6(env *Env, pod *Pod) error {
+	return PodAddr6(pod, env.Prefix6(), NthIP(env.PodNet6, 1))
+}
+
+// subInterfaceShim6 gives the shim the pods' IPv6 gateway, turns IPv6
+// forwarding on and masquerades pod-to-pod IPv6 through the node.
+func subInterfaceShim6(env *Env, shim netlink.Link) error {
+	gw := NthIP(env.PodNet6, 1)
+	if err := AddrAdd6(env.Node.H, shim, gw, env.Prefix6()); err != nil {
+		return err
+	}
+	if err := Forwarding6(env.Node.Name); err != nil {
+		return err
+	}
+	env.Gateway6 = gw.String()
+	return Ip6tablesRestore(env.Node.Name, "*nat\n-A POSTROUTING -s "+env.PodNet6.String()+" -d "+env.PodNet6.String()+" -j MASQUERADE\nCOMMIT\n")
+}
