@@ -78,6 +78,23 @@ func restoreSysctl(entry string) error {
 	return nil
 }
 
+// sysctlHolder names another lab whose journal holds machine-wide sysctls
+// to restore ("" if none): a local cluster still up, whose kubelet needs
+// them as it set them. Its own teardown restores the machine's values
+// (it recorded them: kube/cluster's recordSysctls), so this one must not.
+func sysctlHolder(name string) string {
+	others, err := List()
+	if err != nil {
+		return ""
+	}
+	for _, o := range others {
+		if o.Name != name && len(JournalValues(o.Name, KindSysctl)) > 0 {
+			return o.Name
+		}
+	}
+	return ""
+}
+
 // removeDir unmounts everything mounted at or under dir (deepest first), then
 // removes it; with a mount left it refuses, so RemoveAll never walks into a
 // mounted file system.
