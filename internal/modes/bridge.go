@@ -232,6 +232,9 @@ func buildBridgeAcrossNodes(env *Env, nf bool) error {
 		}
 	}
 	env.Gateway = "per node: .1 of its share"
+	if env.HasIPv6() {
+		env.Gateway6 = "per node: ::1 of its share"
+	}
 	env.Facts = map[string]string{"bridge_nf_call_iptables": onOffWord(nf), "underlay": "enslaved in br0 on both nodes"}
 	return nil
 }
