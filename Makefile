@@ -25,6 +25,8 @@ demo: deps build
 
 # Every test, for real: namespaces, iperf3 traffic, eBPF programs. Needs root.
 # -p 1: packages run one at a time, as tests build labs and measure.
+# CGO_ENABLED=0 as `build`: the tests run the code as it ships, and the
+# standard library is compiled once, not again with cgo.
 # The root namespace is snapshotted before and checked after the whole suite,
 # so the suite needs the machine to itself: it takes TEST_LOCK, the lock every
 # other vnetlab test, lab or cluster run on this machine takes too
@@ -38,7 +40,7 @@ test: deps build
 # The suite itself, for a caller that already holds TEST_LOCK.
 test-locked:
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
-	{ VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...; code=$$?; \
+	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...; code=$$?; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software
