@@ -37,6 +37,9 @@ func ipText(ip net.IP) string {
 
 // Prefix6 returns the IPv6 pod network's prefix length.
 func (e *Env) Prefix6() int {
+	if e.PodNet6 == nil { // an IPv4 lab
+		return 0
+	}
 	ones, _ := e.PodNet6.Mask.Size()
 	return ones
 }

@@ -45,6 +45,7 @@ func init() {
 		Options: append(ovsOptions(), Option{Name: "linux_bridge", Default: "off", Check: OnOff("linux_bridge"),
 			Help: "on: pods' veths on a Linux bridge qbr0 joined to ovsbr by the veth pair qvb0/qvo0 (seed 003's ovs-bridge, OpenStack hybrid plug)"}),
 		Build: buildOVS,
+		IPv6:  true,
 		// With --nodes 2 each node runs its own switch (ovs_cross.go).
 		CrossHost: true,
 	})
@@ -135,7 +136,7 @@ func attachVethPorts(env *Env, sw *OVSSwitch, gw net.IP, txOff bool) error {
 		if err != nil {
 			return err
 		}
-		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
+		if err := ovsPodAddrs(env, pod, gw); err != nil {
 			return err
 		}
 		if err := env.Node.H.LinkSetUp(l); err != nil {

@@ -64,7 +64,7 @@ func buildOVSAcrossNodes(env *Env, attach ovsAttach) error {
 		sub := env.ForNode(i)
 		gw := NthIP(sub.PodNet, 1)
 		dir := filepath.Join(env.StateDir, "ovs-"+n.Node)
-		sw, err := ovsNodeBridge(sub, dir, c, &net.IPNet{IP: gw, Mask: env.PodNet.Mask}, mtu)
+		sw, err := ovsNodeBridge(sub, dir, c, &net.IPNet{IP: gw, Mask: env.PodNet.Mask}, env.Prefix6(), mtu)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Node, err)
 		}
@@ -78,12 +78,15 @@ func buildOVSAcrossNodes(env *Env, attach ovsAttach) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Node, err)
 		}
-		sub.PodNet = env.PodNet // pods see the whole network as on-link
+		sub.PodNet, sub.PodNet6 = env.PodNet, env.PodNet6 // pods see the whole network as on-link
 		if err := attach(sub, sw, gw, c.TxOff()); err != nil {
 			return fmt.Errorf("%s: %w", n.Node, err)
 		}
 	}
 	env.Gateway = "per node: .1 of its share"
+	if env.HasIPv6() {
+		env.Gateway6 = "per node: ::1 of its share"
+	}
 	env.Facts = map[string]string{"datapath": c.Datapath, "ovs_dir": strings.Join(dirs, ","),
 		"userspace_tso": onOffWord(c.TSO), "encap": c.Encap, "offload": ovsOffloadFact(c, c.TxOff())}
 	switch {

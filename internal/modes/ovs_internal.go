@@ -36,6 +36,7 @@ func init() {
 		Detail:    DatapathDetail,
 		Options:   ovsOptions(),
 		Build:     buildOVSInternal,
+		IPv6:      true,
 		CrossHost: true,
 	})
 }
@@ -101,7 +102,7 @@ func attachInternalPorts(env *Env, sw *OVSSwitch, gw net.IP, _ bool) error {
 				return fmt.Errorf("%s: mtu %d: %w", pod.Pod, pod.MTU, err)
 			}
 		}
-		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
+		if err := ovsPodAddrs(env, pod, gw); err != nil {
 			return err
 		}
 	}

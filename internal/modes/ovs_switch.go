@@ -248,7 +248,7 @@ func ovsBridge(env *Env) (*OVSSwitch, ovsConfig, error) {
 		return nil, c, err
 	}
 	gw := &net.IPNet{IP: NthIP(env.PodNet, 1), Mask: env.PodNet.Mask}
-	sw, err := ovsNodeBridge(env, filepath.Join(env.StateDir, "ovs"), c, gw, 0)
+	sw, err := ovsNodeBridge(env, filepath.Join(env.StateDir, "ovs"), c, gw, env.Prefix6(), 0)
 	if err != nil {
 		return nil, c, err
 	}
@@ -259,8 +259,9 @@ func ovsBridge(env *Env) (*OVSSwitch, ovsConfig, error) {
 
 // ovsNodeBridge starts a private switch in env.Node with its files in dir
 // and adds bridge ovsbr, its local port up with address gw (and MTU mtu if
-// not 0), routing on.
-func ovsNodeBridge(env *Env, dir string, c ovsConfig, gw *net.IPNet, mtu int) (*OVSSwitch, error) {
+// not 0), routing on. With IPv6 the local port also holds ::1 of env's IPv6
+// pod network with prefix6 (the whole lab's across nodes, as gw's mask).
+func ovsNodeBridge(env *Env, dir string, c ovsConfig, gw *net.IPNet, prefix6, mtu int) (*OVSSwitch, error) {
 	sw, err := StartOVS(env, env.Node.Name, dir, c.Datapath, c.TSO)
 	if err != nil {
 		return nil, err
@@ -284,5 +285,25 @@ func ovsNodeBridge(env *Env, dir string, c ovsConfig, gw *net.IPNet, mtu int) (*
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return nil, err
 	}
+	if env.HasIPv6() { // OVS switches by MAC: IPv6 needs only the gateway and forwarding
+		if err := bridgeGateway6(env, br, prefix6); err != nil {
+			return nil, err
+		}
+		if err := Forwarding6(env.Node.Name); err != nil {
+			return nil, err
+		}
+	}
 	return sw, nil
+}
+
+// ovsPodAddrs gives a pod on ovsbr its IPv4 address and default route via
+// gw, and its IPv6 ones via the local port's IPv6 gateway.
+func ovsPodAddrs(env *Env, pod *Pod, gw net.IP) error {
+	if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
+		return err
+	}
+	if pod.IP6 == nil {
+		return nil
+	}
+	return bridgePod6(env, pod)
 }

@@ -46,6 +46,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Tun},
 		Usable:   tapUsable,
 		Build:    tapMode{offload: false}.build,
+		IPv6:     true,
 		Links: Links{MaxMTU: tapswitch.NaiveFrame - 18,
 			MaxMTUWhy: fmt.Sprintf("tap-naive's switch copies one frame of at most %d bytes per read (seed 000's program): a larger MTU would cut frames", tapswitch.NaiveFrame)},
 	})
@@ -56,6 +57,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Tun},
 		Usable:   tapUsable,
 		Build:    tapMode{offload: true}.build,
+		IPv6:     true,
 	})
 }
 
@@ -121,6 +123,11 @@ func (m tapMode) build(env *Env) error {
 		if err := PodAddr(pod, env.Prefix(), gw, false); err != nil {
 			return err
 		}
+		if pod.IP6 != nil {
+			if err := PodAddr6(pod, env.Prefix6(), NthIP(env.PodNet6, 1)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := open(env.Node.Name, TapGateway, "node"); err != nil {
 		return err
@@ -137,6 +144,16 @@ func (m tapMode) build(env *Env) error {
 	}
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
+	}
+	if env.HasIPv6() { // the switch is L2: NDP floods as ARP does, nothing else differs
+		gw6 := NthIP(env.PodNet6, 1)
+		if err := AddrAdd6(env.Node.H, l, gw6, env.Prefix6()); err != nil {
+			return err
+		}
+		if err := Forwarding6(env.Node.Name); err != nil {
+			return err
+		}
+		env.Gateway6 = gw6.String()
 	}
 	args := []string{"tap-switch"}
 	for _, p := range ports {
