@@ -5,26 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
 )
-
-// GuestKernelEnv is set by the stock-kernel harness (e2e/kernels) when these
-// tests run inside its qemu guest, whose kernel has every feature vnetlab
-// uses: there a mode reported unavailable is a failure, not a skip.
-const GuestKernelEnv = "VNETLAB_KERNEL_GUEST"
-
-// GuestLacksEnv lists, comma-separated, the modes (and "ebpf": vnetlab's tc
-// programs) the guest kernel lacks: there they must be reported unavailable.
-const GuestLacksEnv = "VNETLAB_KERNEL_LACKS"
-
-// guestLacks says whether the harness's guest kernel lacks name.
-func guestLacks(name string) bool {
-	for _, l := range strings.Split(os.Getenv(GuestLacksEnv), ",") {
-		if l == name {
-			return true
-		}
-	}
-	return false
-}
 
 type doctorMode struct {
 	Name      string `json:"name"`
@@ -57,14 +40,14 @@ func needMode(t *testing.T, modes map[string]doctorMode, mode, want string) {
 	switch {
 	case !ok:
 		t.Fatalf("doctor does not list %s", mode)
-	case guestLacks(mode):
+	case kernel.GuestLacks(mode):
 		if m.Available {
 			t.Fatalf("the guest kernel lacks what %s needs, but doctor says it is available: %q", mode, m.Detail)
 		}
 		t.Skipf("the guest kernel lacks %s; doctor says: %s", mode, m.Detail)
 	case m.Available && strings.Contains(m.Detail, want):
 		return
-	case os.Getenv(GuestKernelEnv) != "":
+	case kernel.InGuest():
 		t.Fatalf("the guest kernel has everything %s needs, but doctor says: available=%v %q", mode, m.Available, m.Detail)
 	default:
 		t.Skipf("%s not usable on this kernel: %s", mode, m.Detail)
@@ -115,7 +98,7 @@ func TestKernelModes(t *testing.T) {
 			providers := []string{"iptables"} // run's default
 			if strings.Contains(c.paths, "service") && c.mode == "ipvlan" {
 				providers = []string{"iptables", "nftables", "ebpf"} // seed 002's ipvlan rows
-				if guestLacks("ebpf") {
+				if kernel.GuestLacks("ebpf") {
 					providers = providers[:2]
 				}
 			}
@@ -159,7 +142,7 @@ func TestDoctorSaysWhenEmulated(t *testing.T) {
 	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil {
 		t.Fatalf("doctor -o json: %v\n%s", err, d.stdout)
 	}
-	if guest := os.Getenv(GuestKernelEnv) != ""; guest != (rep.Emulation != "") {
+	if guest := kernel.InGuest(); guest != (rep.Emulation != "") {
 		t.Errorf("in the qemu guest: %v; doctor's emulation: %q", guest, rep.Emulation)
 	}
 }

@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/kernel"
 )
 
 type labJSON struct {
@@ -119,7 +120,7 @@ func TestIpvlanKnownButGated(t *testing.T) {
 		ping(t, "e2ipv", "pod-b", "192.168.10.10")
 		return
 	}
-	if os.Getenv(GuestKernelEnv) != "" {
+	if kernel.InGuest() {
 		t.Fatalf("the guest kernel has ipvlan, doctor says: %s", m.Detail)
 	}
 	if !strings.Contains(m.Detail, "kernel has no ipvlan support (CONFIG_IPVLAN)") {

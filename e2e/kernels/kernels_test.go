@@ -17,16 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/vm"
-)
-
-// GuestEnv tells the guest tests they run in this harness's guest, on a
-// kernel that has every feature but those GuestLacksEnv lists: a mode
-// reported unavailable there fails instead of skipping, and one it lacks
-// must be reported unavailable.
-const (
-	GuestEnv      = "VNETLAB_KERNEL_GUEST"
-	GuestLacksEnv = "VNETLAB_KERNEL_LACKS"
 )
 
 // guestBinary is a test package run inside the guest and which of its tests
@@ -35,12 +27,14 @@ type guestBinary struct{ name, pkg, run string }
 
 // probeTests: the kernel probes; modeTests: the modes this machine's kernel
 // lacks, doctor, and the modes it has (on the guest kernel too);
-// netkitDataPlane: netkit-ebpf's fast path.
+// netkitDataPlane: netkit-ebpf's fast path; ipv6Modes: those modes' IPv6.
 var (
 	probeTests = guestBinary{"kernel", "./internal/kernel", "."}
 	modeTests  = guestBinary{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"}
 	// netkit-ebpf's fast path taken (the node's FORWARD chain stays still).
 	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/tcbpf", "^TestNetkitEBPFLab$"}
+	// IPv6 and dual-stack pods in the modes this machine's kernel lacks.
+	ipv6Modes = guestBinary{"modes", "./internal/modes", "^TestIPv6Modes$/^(ipvlan|netkit)/"}
 )
 
 func repoRoot() string {
@@ -61,7 +55,9 @@ func goBuild(t *testing.T, args ...string) {
 }
 
 // Debian 12's newest kernel series (bookworm-security): everything vnetlab uses.
-func TestDebian612(t *testing.T) { testKernel(t, "6.12", nil, probeTests, modeTests, netkitDataPlane) }
+func TestDebian612(t *testing.T) {
+	testKernel(t, "6.12", nil, probeTests, modeTests, netkitDataPlane, ipv6Modes)
+}
 
 // Debian 12's own kernel (what a default install runs): no netkit (6.7+),
 // and vnetlab's tc programs need 6.2+ (bpf_cast_to_kern_ctx), so no eBPF
@@ -92,7 +88,7 @@ func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...gu
 	progress("kernel %s (%s)", k.Release, k.Root)
 
 	dir := t.TempDir()
-	g := vm.Guest{Env: map[string]string{GuestEnv: "1", GuestLacksEnv: strings.Join(lacks, ","), "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m",
+	g := vm.Guest{Env: map[string]string{kernel.GuestEnv: "1", kernel.GuestLacksEnv: strings.Join(lacks, ","), "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m",
 		Before: []string{"vnetlab doctor"}}
 	if g.Vnetlab = os.Getenv("VNETLAB_BIN"); g.Vnetlab == "" {
 		g.Vnetlab = filepath.Join(dir, "vnetlab")

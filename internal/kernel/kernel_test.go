@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"os"
-	"strings"
 	"testing"
 )
 
@@ -19,11 +18,10 @@ func TestProbesDoNotFailOnEachOther(t *testing.T) {
 			t.Errorf("%s: the probe itself failed, not the kernel: %v", f, err)
 		}
 	}
-	if os.Getenv("VNETLAB_KERNEL_GUEST") != "" {
-		lacks := "," + os.Getenv("VNETLAB_KERNEL_LACKS") + ","
+	if InGuest() {
 		for _, f := range []Feature{Veth, Bridge, Macvlan, Ipvlan, Vxlan, Tun, OVSDatapath, Nftables, Netkit} {
 			err := Check(f)
-			if strings.Contains(lacks, ","+string(f)+",") {
+			if GuestLacks(string(f)) {
 				if err == nil {
 					t.Errorf("the guest kernel lacks %s, the probe says it has it", f)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -23,6 +24,9 @@ func TestIPv6Modes(t *testing.T) {
 	for i, name := range modes.IPv6Modes() {
 		m, _ := modes.Get(name)
 		if err := modes.Available(m); err != nil {
+			if kernel.GuestHas(name) {
+				t.Errorf("%s: the stock-kernel guest has it, yet: %v", name, err)
+			}
 			t.Logf("%s: skipped: %v", name, err)
 			continue
 		}

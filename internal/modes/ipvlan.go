@@ -25,6 +25,8 @@ func init() {
 				return nil
 			}}},
 		Build: buildIpvlan,
+		// buildSubInterfaces' IPv6 (macvlan_ipv6.go), proven in the stock-kernel guest.
+		IPv6: true,
 		// The pods' default route leads to the node's shim (seed 002), so
 		// node rules see clusterIP traffic (and the shim's MASQUERADE
 		// brings replies back); eBPF translates on the pod's own eth0.

@@ -22,6 +22,9 @@ func init() {
 		// Routed by the node like veth-routed: node rules see clusterIP
 		// traffic. vnetlab's tc programs are not wired to netkit's hooks.
 		Services: Services{Reach: ReachNodeNetfilter},
+		// routed6, as veth-routed (an L3 netkit has no NDP: the neighbour is
+		// NOARP); proven on Debian's 6.12 under qemu, as this machine has no netkit.
+		IPv6: true,
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -134,7 +135,7 @@ func TestNetkitEBPFLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := modes.Available(m); err != nil {
-		if os.Getenv("VNETLAB_KERNEL_GUEST") != "" && !strings.Contains(os.Getenv("VNETLAB_KERNEL_LACKS"), modes.NetkitEBPF) {
+		if kernel.GuestHas(modes.NetkitEBPF) {
 			t.Fatalf("the guest kernel has netkit: %v", err)
 		}
 		t.Skipf("netkit-ebpf unavailable here: %v", err)
