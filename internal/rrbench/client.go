@@ -170,10 +170,11 @@ func runUDP(cfg ClientConfig, sa unix.Sockaddr, family int, h *Histogram, rep *R
 	defer lw.close() // before the socket is closed
 	// ended: the watcher ended the run (or a re-send of its failed).
 	ended := func(now time.Duration) (time.Duration, error) {
+		err := lw.failure()
 		rep.Lost += lw.lost.Load()
 		switch {
-		case lw.err != nil:
-			return 0, fmt.Errorf("send request %d: %w", h.Count()+1, lw.err)
+		case err != nil:
+			return 0, fmt.Errorf("send request %d: %w", h.Count()+1, err)
 		case h.Count() == 0:
 			return 0, fmt.Errorf("no response from %s within %s: is the server running?", cfg.Addr, cfg.Timeout)
 		}

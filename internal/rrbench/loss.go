@@ -32,7 +32,7 @@ type lossWatch struct {
 	end     time.Duration // the sample's duration: a loss after it ends the run
 	out     atomic.Uint64 // reqWord of the outstanding request, or lossEnded
 	lost    atomic.Uint64 // requests given up
-	err     error         // a re-send that failed (set before out becomes lossEnded)
+	err     error         // a re-send that failed (read after done: failure)
 	buf     []byte        // the watcher's own request buffer
 	stop    chan struct{}
 	done    chan struct{}
@@ -139,6 +139,14 @@ func (lw *lossWatch) run() {
 // wake gets the loop out of its receive (or send): a shut down socket
 // returns at once, from now on.
 func (lw *lossWatch) wake() { _ = unix.Shutdown(lw.fd, unix.SHUT_RDWR) }
+
+// failure is the error of a failed re-send, once the watcher has ended the
+// run (out is lossEnded, and not by the loop): it waits for the watcher to
+// return, which it does right after, so that its write of err is seen.
+func (lw *lossWatch) failure() error {
+	<-lw.done
+	return lw.err
+}
 
 // close stops the watcher; the socket may be closed after it returns.
 func (lw *lossWatch) close() {
