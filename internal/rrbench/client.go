@@ -1,7 +1,6 @@
 package rrbench
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"time"
@@ -41,8 +40,8 @@ func (c *ClientConfig) check() error {
 	if c.Mode == "crr" && c.Proto != "tcp" {
 		return fmt.Errorf("mode crr needs proto tcp (UDP has no connections)")
 	}
-	if c.Duration <= 0 {
-		return fmt.Errorf("duration %s: must be positive", c.Duration)
+	if c.Duration <= 0 || c.Duration > maxDuration {
+		return fmt.Errorf("duration %s: must be positive, at most %s", c.Duration, maxDuration)
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultUDPTimeout
@@ -150,76 +149,73 @@ func runTCP(cfg ClientConfig, sa unix.Sockaddr, family int, h *Histogram, rep *R
 
 // runUDP: netperf UDP_RR with one outstanding request. A request whose
 // response does not come within Timeout is counted lost and the next one is
-// sent (netperf would hang). The first bytes of each request carry a
-// sequence number, echoed back, so a late response is recognised and skipped.
+// sent (netperf would hang), by a watcher beside the loop (lossWatch): the
+// loop's receive has no timeout. Each request carries a sequence number,
+// echoed back, so a late response is recognised and skipped.
 func runUDP(cfg ClientConfig, sa unix.Sockaddr, family int, h *Histogram, rep *Report) (time.Duration, error) {
 	fd, err := socket(family, unix.SOCK_DGRAM)
 	if err != nil {
 		return 0, err
 	}
 	defer unix.Close(fd)
-	clk := startClock()
-	ts, err := newTimedSock(fd, clk, cfg.Timeout, true)
-	if err != nil {
-		return 0, err
-	}
 	// connect: read only the server's datagrams, and learn of a closed port (ECONNREFUSED).
 	if err := connect(fd, sa); err != nil {
 		return 0, fmt.Errorf("connect %s: %w", cfg.Addr, err)
 	}
 	req := make([]byte, cfg.Size)
 	resp := make([]byte, cfg.Size)
-	var seq [8]byte
-	t0 := clk.now()
-	start := t0
-	y := yielder{last: t0}
-	for n := uint64(1); ; n++ {
-		binary.LittleEndian.PutUint64(seq[:], n)
-		copy(req, seq[:])
-		ts.start(t0)
-		if _, err := ts.send(req); err != nil {
-			return 0, fmt.Errorf("send request %d: %w", n, err)
+	clk := startClock()
+	start := clk.now()
+	lw := startLossWatch(fd, clk, start, cfg)
+	defer lw.close() // before the socket is closed
+	// ended: the watcher ended the run (or a re-send of its failed).
+	ended := func(now time.Duration) (time.Duration, error) {
+		err := lw.failure()
+		rep.Lost += lw.lost.Load()
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("send request %d: %w", h.Count()+1, err)
+		case h.Count() == 0:
+			return 0, fmt.Errorf("no response from %s within %s: is the server running?", cfg.Addr, cfg.Timeout)
 		}
-		answered := false
+		return now - start, nil
+	}
+	y := yielder{last: start}
+	for w := lw.out.Load(); ; {
+		putWord(req, w)
+		if _, err := send(fd, req); err != nil {
+			if lw.out.Load() == lossEnded {
+				return ended(clk.now())
+			}
+			return 0, fmt.Errorf("send request %d: %w", h.Count()+1, err)
+		}
 		for {
-			got, err := ts.recv(resp)
-			if isTimeout(err) {
-				break
+			got, err := recv(fd, resp)
+			t1 := clk.now()
+			cur := lw.out.Load()
+			if cur == lossEnded {
+				return ended(t1)
 			}
 			if err != nil {
-				return 0, fmt.Errorf("read response %d: %w", n, err)
+				return 0, fmt.Errorf("read response %d: %w", h.Count()+1, err)
 			}
-			if got == len(req) && sameSeq(resp, req) {
-				answered = true
-				break
+			if got != len(resp) || !isAnswerTo(resp, cur) {
+				continue // a late answer to a request given up: wait on
 			}
-			// a late answer to an earlier (lost) request: wait on.
-		}
-		t1 := clk.now()
-		if answered {
-			h.Record(t1 - t0)
-		} else {
-			rep.Lost++
-		}
-		if t1 >= cfg.Duration {
-			if h.Count() == 0 {
-				return 0, fmt.Errorf("no response from %s within %s: is the server running?", cfg.Addr, cfg.Timeout)
+			next, ok := lw.answered(cur, t1, t1 >= cfg.Duration)
+			if !ok {
+				continue // given up just now: its re-send is outstanding
 			}
-			return t1 - start, nil
-		}
-		y.maybe(t1)
-		t0 = t1
-	}
-}
-
-func sameSeq(a, b []byte) bool {
-	n := min(len(a), len(b), 8)
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return false
+			h.Record(t1 - sentAt(cur))
+			if next == lossEnded {
+				rep.Lost += lw.lost.Load()
+				return t1 - start, nil
+			}
+			y.maybe(t1)
+			w = next
+			break
 		}
 	}
-	return true
 }
 
 // runCRR: netperf TCP_CRR, timing connect + request + response + close.

@@ -148,22 +148,119 @@ func TestLoopbackNoAllocation(t *testing.T) {
 	}
 }
 
-// A dropped UDP request must cost one timeout, be counted lost, and never
-// hang the client. iptables in the scratch namespace drops every 50th request.
+// A UDP datagram dropped in either direction must cost one timeout, be
+// counted lost exactly once, and never hang the client: iptables in the
+// scratch namespace drops every 100th datagram (requests and responses both
+// pass its INPUT chain on loopback), and the client's losses must equal the
+// rule's count. A response later than the timeout would count a loss the
+// rule did not make: 200 ms is far above any round trip here.
 func TestUDPLossDoesNotHang(t *testing.T) {
 	inScratch(t, func() {
 		if out, err := exec.Command("iptables", "-A", "INPUT", "-p", "udp", "--dport", "1:65535", "-m", "statistic",
-			"--mode", "nth", "--every", "50", "--packet", "0", "-j", "DROP").CombinedOutput(); err != nil {
+			"--mode", "nth", "--every", "100", "--packet", "0", "-j", "DROP").CombinedOutput(); err != nil {
 			t.Skipf("iptables statistic match unavailable: %v: %s", err, out)
 		}
 		addr := serve(t, "udp", 1)
-		rep, err := Run(ClientConfig{Proto: "udp", Mode: "rr", Addr: addr, Size: 1, Duration: time.Second, Timeout: 20 * time.Millisecond})
+		const timeout = 200 * time.Millisecond
+		rep, err := runGuarded(t, ClientConfig{Proto: "udp", Mode: "rr", Addr: addr, Size: 1, Duration: 1500 * time.Millisecond, Timeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d answered, %d lost in %.2f s", rep.Transactions, rep.Lost, rep.Seconds)
-		if rep.Lost == 0 || rep.Transactions == 0 {
-			t.Errorf("want answered and lost requests, got %+v", rep)
+		dropped := droppedByFirstRule(t)
+		t.Logf("%d answered, %d lost in %.2f s; iptables dropped %d; latency %v", rep.Transactions, rep.Lost, rep.Seconds, dropped, rep.Latency)
+		if rep.Transactions == 0 || dropped == 0 || rep.Lost != dropped {
+			t.Errorf("want answered requests and one loss per dropped datagram (%d), got %+v", dropped, rep)
+		}
+		// Each loss waited one timeout, and that wait stays in the elapsed time.
+		if waited := time.Duration(rep.Lost) * timeout; time.Duration(rep.Seconds*float64(time.Second)) < waited {
+			t.Errorf("%.2f s elapsed for %d losses of %s each", rep.Seconds, rep.Lost, timeout)
+		}
+	})
+}
+
+// droppedByFirstRule reads the packet count of the first rule of the
+// current namespace's INPUT chain.
+func droppedByFirstRule(t *testing.T) uint64 {
+	t.Helper()
+	out, err := exec.Command("iptables", "-L", "INPUT", "-n", "-v", "-x").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -L: %v: %s", err, out)
+	}
+	lines := strings.Split(string(out), "\n") // "Chain INPUT ...", the header, the rules
+	if len(lines) < 3 {
+		t.Fatalf("no rule in INPUT:\n%s", out)
+	}
+	n, err := strconv.ParseUint(strings.Fields(lines[2])[0], 10, 64)
+	if err != nil {
+		t.Fatalf("packet count of %q: %v", lines[2], err)
+	}
+	return n
+}
+
+// runGuarded runs the client on the calling thread (inScratch's, in the
+// scratch namespace) and fails the test binary, instead of letting it
+// hang, if the client has not returned 15 s after its sample should have.
+func runGuarded(t *testing.T, cfg ClientConfig) (*Report, error) {
+	t.Helper()
+	limit := cfg.Duration + cfg.Timeout + 15*time.Second
+	guard := time.AfterFunc(limit, func() {
+		panic(fmt.Sprintf("%s client still running after %s (a %s sample, timeout %s)", cfg.Proto, limit, cfg.Duration, cfg.Timeout))
+	})
+	defer guard.Stop()
+	return Run(cfg)
+}
+
+// The loss watcher sends the next request itself when one goes
+// unanswered: against a server that ignores the first 3 requests, the
+// client must give up exactly those 3 (each after one timeout), go on with
+// the 4th, time each transaction from its own send (not from a request
+// given up before it), and hang never.
+func TestUDPLossWatcherResends(t *testing.T) {
+	inScratch(t, func() {
+		const ignored, timeout = 3, 100 * time.Millisecond
+		fd, err := socket(unix.AF_INET, unix.SOCK_DGRAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := unix.Getsockname(fd)
+		var got, echoed int
+		served := make(chan struct{})
+		go func() { // ends when the socket is shut down below
+			defer close(served)
+			buf := make([]byte, 64)
+			for {
+				n, from, err := unix.Recvfrom(fd, buf, 0)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil || n == 0 {
+					return
+				}
+				if got++; got > ignored {
+					echoed++
+					_ = unix.Sendto(fd, buf[:n], 0, from)
+				}
+			}
+		}()
+		defer func() { _ = unix.Shutdown(fd, unix.SHUT_RDWR); <-served; unix.Close(fd) }()
+		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		rep, err := runGuarded(t, ClientConfig{Proto: "udp", Mode: "rr", Addr: addr, Size: 8, Duration: time.Second, Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d answered, %d lost in %.2f s, latency %v", rep.Transactions, rep.Lost, rep.Seconds, rep.Latency)
+		if rep.Lost != ignored || rep.Transactions == 0 {
+			t.Errorf("lost %d, answered %d: want exactly the %d ignored requests lost and the rest answered", rep.Lost, rep.Transactions, ignored)
+		}
+		if rep.Seconds < (ignored * timeout).Seconds() {
+			t.Errorf("%.2f s elapsed: the %d losses of %s each are missing from it", rep.Seconds, ignored, timeout)
+		}
+		// The 4th request's answer came ignored*timeout after the first send.
+		if max := rep.Latency["max"]; max >= float64(timeout.Microseconds()) {
+			t.Errorf("slowest transaction %.0f us: timed from a request given up before it", max)
 		}
 	})
 }
@@ -292,10 +389,12 @@ func signalStorm(tid int, stop <-chan struct{}) {
 }
 
 // A tcp_rr or udp_rr client whose server stops answering must fail within
-// its timeout, even when signals interrupt its blocked receive a thousand
-// times a second (each EINTR must not restart the wait): against a TCP
-// listener that never accepts (the kernel completes the handshake and
-// queues the request, nobody answers) and a UDP socket that never reads.
+// its timeout, even when signals hit its blocked receive a thousand times a
+// second (a receive without a socket timeout is restarted after each: the
+// watchdog's shutdown must still end it): against a TCP listener that never
+// accepts (the kernel completes the handshake and queues the request,
+// nobody answers) and a UDP socket that never reads (the loss watcher gives
+// the request up after its timeout, past the sample's 500 ms, and ends it).
 func TestDeadPeerTimesOutUnderSignals(t *testing.T) {
 	old := tcpTimeout
 	tcpTimeout = 2 * time.Second
@@ -327,30 +426,19 @@ func TestDeadPeerTimesOutUnderSignals(t *testing.T) {
 				sa, _ := unix.Getsockname(fd)
 				addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 				// The client runs here, on inScratch's locked thread (in the
-				// scratch namespace): the storm's target. A wait that
-				// signals keep restarting never ends: the guard then fails
-				// the test binary instead of letting it hang.
-				guard := time.AfterFunc(c.timeout+15*time.Second, func() {
-					panic(fmt.Sprintf("%s client still waiting %s after its %s timeout: signals restarted the wait", c.proto, c.timeout+15*time.Second, c.timeout))
-				})
-				defer guard.Stop()
+				// scratch namespace): the storm's target.
 				stop := make(chan struct{})
 				go signalStorm(unix.Gettid(), stop)
-				before := interruptions.Load()
 				start := time.Now()
-				_, err = Run(ClientConfig{Proto: c.proto, Mode: "rr", Addr: addr, Size: 1, Duration: 500 * time.Millisecond, Timeout: c.timeout})
+				_, err = runGuarded(t, ClientConfig{Proto: c.proto, Mode: "rr", Addr: addr, Size: 1, Duration: 500 * time.Millisecond, Timeout: c.timeout})
 				close(stop)
 				took := time.Since(start)
-				n := interruptions.Load() - before
-				t.Logf("after %s, %d interrupted calls: %v", took.Round(time.Millisecond), n, err)
+				t.Logf("after %s: %v", took.Round(time.Millisecond), err)
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("err = %v, want %q", err, c.want)
 				}
 				if took < c.timeout*9/10 || took > c.timeout+3*time.Second {
 					t.Errorf("failed after %s, want about its %s timeout", took.Round(time.Millisecond), c.timeout)
-				}
-				if c.proto == "udp" && n < 100 { // the raw, deadline-kept receive (rawio.go)
-					t.Errorf("only %d interrupted calls: the storm did not reach the client's wait", n)
 				}
 			})
 		})
@@ -360,28 +448,35 @@ func TestDeadPeerTimesOutUnderSignals(t *testing.T) {
 // A client or server blocked in a receive must not hold up a
 // stop-the-world (a raw system call without a socket timeout would: it
 // holds its P and signals restart it), or a garbage collection started
-// meanwhile would stop the whole process until the peer answers.
+// meanwhile would stop the whole process until the peer answers (for the
+// udp_rr client for good: its loss watcher stops with the world).
 func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 	old := tcpTimeout
 	tcpTimeout = 3 * time.Second
 	defer func() { tcpTimeout = old }()
 	inScratch(t, func() {
-		addr := unacceptedListener(t, 1) // never accepted, never answered
-		gcTook := make(chan time.Duration, 1)
-		go func() {
-			time.Sleep(time.Second) // the client is blocked in its receive by now
-			start := time.Now()
-			runtime.GC()
-			gcTook <- time.Since(start)
-		}()
-		_, err := Run(ClientConfig{Proto: "tcp", Mode: "rr", Addr: addr, Size: 1, Duration: time.Second})
-		if err == nil {
-			t.Fatal("a client whose server never answers succeeded")
-		}
-		took := <-gcTook
-		t.Logf("runtime.GC took %s while the client waited; client: %v", took, err)
-		if took > time.Second {
-			t.Errorf("runtime.GC took %s while the client was blocked: the raw receive held up the stop-the-world", took)
+		for _, c := range []struct {
+			proto, addr string
+		}{
+			{"tcp", unacceptedListener(t, 1)}, // never accepted, never answered
+			{"udp", silentUDP(t)},
+		} {
+			gcTook := make(chan time.Duration, 1)
+			go func() {
+				time.Sleep(time.Second) // the client is blocked in its receive by now
+				start := time.Now()
+				runtime.GC()
+				gcTook <- time.Since(start)
+			}()
+			_, err := Run(ClientConfig{Proto: c.proto, Mode: "rr", Addr: c.addr, Size: 1, Duration: time.Second, Timeout: 3 * time.Second})
+			if err == nil {
+				t.Fatalf("%s: a client whose server never answers succeeded", c.proto)
+			}
+			took := <-gcTook
+			t.Logf("%s: runtime.GC took %s while the client waited; client: %v", c.proto, took, err)
+			if took > time.Second {
+				t.Errorf("%s: runtime.GC took %s while the client was blocked: its receive held up the stop-the-world", c.proto, took)
+			}
 		}
 
 		// The same for the server, blocked in its receive on a connected, silent client.
@@ -401,6 +496,25 @@ func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 			t.Errorf("runtime.GC took %s while the server was blocked: its raw receive held up the stop-the-world", took)
 		}
 	})
+}
+
+// silentUDP is a UDP socket on 127.0.0.1 that never reads (closed when the
+// test ends); its address.
+func silentUDP(t *testing.T) string {
+	t.Helper()
+	fd, err := socket(unix.AF_INET, unix.SOCK_DGRAM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 }
 
 // A request that does not fit the socket buffers of a peer that never

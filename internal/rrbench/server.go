@@ -4,9 +4,9 @@
 // transactions per second and per-transaction latency. Both run as the
 // hidden `vnetlab rr-server` / `vnetlab rr-client` commands inside pods.
 //
-// The hot loops use blocking system calls on raw fds (the udp_rr client:
-// raw system calls, see rawio.go), one goroutine per side, one clock
-// read per transaction, no lock, and do not allocate (a test checks it).
+// The hot loops use blocking system calls on raw fds, one goroutine per
+// side, one clock read per transaction, no lock, and do not allocate (a
+// test checks it).
 package rrbench
 
 import (

@@ -1,13 +1,11 @@
 package rrbench
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -52,22 +50,6 @@ func socket(family, typ int) (int, error) {
 		return -1, fmt.Errorf("socket: %w", err)
 	}
 	return fd, nil
-}
-
-func setTimeouts(fd int, rcv, snd time.Duration) error {
-	if rcv > 0 {
-		tv := unix.NsecToTimeval(rcv.Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			return fmt.Errorf("SO_RCVTIMEO: %w", err)
-		}
-	}
-	if snd > 0 { // on Linux SO_SNDTIMEO also bounds a blocking connect()
-		tv := unix.NsecToTimeval(snd.Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-			return fmt.Errorf("SO_SNDTIMEO: %w", err)
-		}
-	}
-	return nil
 }
 
 // connect is a blocking connect that survives signals: after EINTR the
@@ -169,9 +151,4 @@ func writeFull(fd int, b []byte) error {
 		sent += n
 	}
 	return nil
-}
-
-// isTimeout: a blocking call hit SO_RCVTIMEO/SO_SNDTIMEO (or the client's deadline).
-func isTimeout(err error) bool {
-	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINPROGRESS)
 }
