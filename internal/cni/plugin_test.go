@@ -47,6 +47,8 @@ type rig struct {
 	cni           *libcni.CNIConfig
 	mode, options string
 	nodeH         *netlink.Handle
+	// ranges is host-local's "ranges" ("": one IPv4 range, rigSubnet).
+	ranges string
 }
 
 const rigSubnet = "10.77.1.0/24"
@@ -119,9 +121,13 @@ func (r *rig) newNS(name string) string {
 }
 
 func (r *rig) conf(extra string) []byte {
+	ranges := r.ranges
+	if ranges == "" {
+		ranges = fmt.Sprintf(`[[{"subnet": %q}]]`, rigSubnet)
+	}
 	return []byte(fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "cnitest", "type": %q, "mode": %q, "nodeNetns": %q, "plane": %q,
-  "stateDir": %q, %s "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]]}}`,
-		BinaryName, r.mode, r.node, r.plane, filepath.Join(r.ipamDir, "..", "state"), extra, r.ipamDir, rigSubnet))
+  "stateDir": %q, %s "ipam": {"type": "host-local", "dataDir": %q, "ranges": %s}}`,
+		BinaryName, r.mode, r.node, r.plane, filepath.Join(r.ipamDir, "..", "state"), extra, r.ipamDir, ranges))
 }
 
 func (r *rig) netconf() *libcni.NetworkConfig {
@@ -213,6 +219,7 @@ func (r *rig) run(command, conf string) (string, error) {
 	return string(out), err
 }
 
+// ping sends one echo request to ip (IPv4 or IPv6) from namespace ns.
 func ping(ns string, ip net.IP) error {
 	_, err := proc.Command(context.Background(), ns, "ping", "-c1", "-W3", ip.String()).Output()
 	return err
