@@ -29,15 +29,7 @@ func TestAddCheckDelDualStack(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t, mode, "")
 			r.ranges = dualRanges
-			a, b := r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
-			ra, err := r.add("ctr-a", a)
-			if err != nil {
-				t.Fatalf("ADD a: %v", err)
-			}
-			rb, err := r.add("ctr-b", b)
-			if err != nil {
-				t.Fatalf("ADD b: %v", err)
-			}
+			a, b, ra, rb := r.addTwo()
 			for who, res := range map[string][]string{"a": resultText(ra), "b": resultText(rb)} {
 				if len(res) != 4 || !strings.HasPrefix(res[0], "10.77.1.") || !strings.HasPrefix(res[1], "fd00:77:1::") ||
 					res[2] != "0.0.0.0/0" || res[3] != "::/0" {

@@ -219,6 +219,22 @@ func (r *rig) run(command, conf string) (string, error) {
 	return string(out), err
 }
 
+// addTwo makes two pod namespaces, pa and pb, and ADDs them as containers
+// ctr-a and ctr-b.
+func (r *rig) addTwo() (a, b string, ra, rb *types100.Result) {
+	r.t.Helper()
+	a, b = r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
+	ra, err := r.add("ctr-a", a)
+	if err != nil {
+		r.t.Fatalf("ADD a: %v", err)
+	}
+	rb, err = r.add("ctr-b", b)
+	if err != nil {
+		r.t.Fatalf("ADD b: %v", err)
+	}
+	return a, b, ra, rb
+}
+
 // ping sends one echo request to ip (IPv4 or IPv6) from namespace ns.
 func ping(ns string, ip net.IP) error {
 	_, err := proc.Command(context.Background(), ns, "ping", "-c1", "-W3", ip.String()).Output()
@@ -240,15 +256,7 @@ func TestAddCheckDel(t *testing.T) {
 	for _, mode := range []string{modes.VethRouted, modes.VethEBPF, modes.Bridge} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t, mode, "")
-			a, b := r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
-			ra, err := r.add("ctr-a", a)
-			if err != nil {
-				t.Fatalf("ADD a: %v", err)
-			}
-			rb, err := r.add("ctr-b", b)
-			if err != nil {
-				t.Fatalf("ADD b: %v", err)
-			}
+			a, b, ra, rb := r.addTwo()
 			ipA, ipB := ra.IPs[0].Address.IP, rb.IPs[0].Address.IP
 			if !mustCIDR(rigSubnet).Contains(ipA) || ipA.Equal(ipB) {
 				t.Fatalf("addresses %s and %s: want two of %s", ipA, ipB, rigSubnet)

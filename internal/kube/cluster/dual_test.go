@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -73,16 +71,10 @@ func TestDualStackCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := func(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
-		zero := int64(0)
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node}, RestartPolicy: restart, TerminationGracePeriodSeconds: &zero,
-				Containers: []corev1.Container{{Name: "c", Image: st.Facts[FactImage], ImagePullPolicy: corev1.PullNever, Command: append([]string{image.VnetlabPath}, args...)}}}}
-	}
 	n1, n2 := st.Nodes[0].Name, st.Nodes[1].Name
 	servers := map[string]int{"srv1": 1, "srv2": 2}
 	for s, i := range servers {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod(s, NodeName(name, i), corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001", "--bind", "::"), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, vnetlabPod(st.Facts[FactImage], s, NodeName(name, i), corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001", "--bind", "::"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,19 +106,8 @@ func TestDualStackCluster(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(aaaa, net.ParseIP(svc.Spec.ClusterIPs[1]).Equal) {
 		t.Errorf("AAAA srv2.dual-test: %v (%v), want %s", aaaa, err, svc.Spec.ClusterIPs[1])
 	}
-	// kube-proxy programs both ClusterIPs a moment after the endpoint is ready.
 	for _, vip := range svc.Spec.ClusterIPs {
-		if err := waitFor(ctx, time.Minute, "Service "+vip+" from node 1", func() bool {
-			return nsutil.Do(st.Nodes[0].NS, func() error {
-				c, err := net.DialTimeout("tcp", net.JoinHostPort(vip, "7001"), 3*time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			}) == nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		waitDial(ctx, t, st.Nodes[0].NS, net.JoinHostPort(vip, "7001"))
 	}
 	clients := map[string][2]string{}
 	for i, f := range []family.Family{family.IPv4, family.IPv6} {
@@ -139,16 +120,7 @@ func TestDualStackCluster(t *testing.T) {
 			clients[string(f)+"-"+c] = to
 		}
 	}
-	for c, to := range clients {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod(c, to[0], corev1.RestartPolicyNever, "rr-client", "--proto", "tcp", "--addr", net.JoinHostPort(to[1], "7001"), "--duration", "1s"), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for c, to := range clients {
-		if p := waitPod(ctx, t, cs, ns.Name, c, corev1.PodSucceeded); p.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
-		}
-	}
+	runClients(ctx, t, cs, ns.Name, st.Facts[FactImage], clients)
 	kubeRunDual(t, name)
 }
 
