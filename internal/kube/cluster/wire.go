@@ -12,7 +12,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/modes"
-
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
