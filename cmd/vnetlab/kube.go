@@ -52,8 +52,8 @@ func newKubeUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("cluster %s up in %s: %d nodes Ready, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), cluster.Network(st).ProxyText(), cluster.Network(st).CNIText(), st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
+			fmt.Printf("cluster %s up in %s: %d nodes Ready, %s, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
+				len(st.Nodes), cluster.Family(st), cluster.Network(st).ProxyText(), cluster.Network(st).CNIText(), st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
@@ -63,6 +63,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", network.DefaultProxy, network.ProxyHelp())
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	cmd.Flags().StringVar(&spec.CNI, "cni", network.CNIBridge, "CNI plugin wiring the pods: "+network.CNIBridge+" (Debian's bridge + host-local) or "+network.CNIVnetlab+" (vnetlab's modes, docs/cni.md)")
+	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with --proxy "+network.IPTables+" or "+network.NFTables+", and --cni "+network.CNIBridge+" or --cni "+network.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	return cmd
 }
@@ -102,9 +103,9 @@ func newKubeLsCmd() *cobra.Command {
 			if output == "json" {
 				return printJSON(cs)
 			}
-			fmt.Printf("%-12s %-10s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "PROXY", "API SERVER", "CREATED")
+			fmt.Printf("%-12s %-10s %-6s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "FAMILY", "PROXY", "API SERVER", "CREATED")
 			for _, c := range cs {
-				fmt.Printf("%-12s %-10s %-6d %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.Network(c).ProxyText(), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
+				fmt.Printf("%-12s %-10s %-6d %-6s %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.Family(c), cluster.Network(c).ProxyText(), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
 			}
 			return nil
 		},

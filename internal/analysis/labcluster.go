@@ -69,7 +69,8 @@ func clusterEquivalent(c *results.Cell, cl *results.Cluster, clusterLabel string
 	if c.Nodes > 1 {
 		placement = crossNode
 	}
-	id := results.CellID{Mode: clusterLabel, Placement: placement, Test: c.Test}
+	// Of the same family: a lab's IPv6 cell with the cluster's IPv6 cell.
+	id := results.CellID{Mode: clusterLabel, Placement: placement, Family: c.Family, Test: c.Test}
 	if c.ExtraServices != 0 {
 		return id, false
 	}

@@ -83,6 +83,31 @@ func TestDiffLabAgainstCluster(t *testing.T) {
 // the structured fields (texts only, socket LB in the proxy's text) still
 // loads and pairs its pod cell, and none of its service cells (socket LB
 // has no lab provider).
+// A dual-stack lab against a dual-stack cluster (kube run --ip-family
+// dual): each family's lab cell is matched with the cluster's cell of the
+// same family, never the other's.
+func TestDiffLabAgainstClusterByFamily(t *testing.T) {
+	cell := func(mode, path, placement, fam string, v float64) *results.Cell {
+		c := cellOf(mode, v, v, v, v)
+		c.Path, c.Placement, c.Family, c.Test = path, placement, fam, "tcp_rr"
+		return c
+	}
+	lab := &results.File{Cells: []*results.Cell{cell("bridge", "pod", "", "", 10), cell("bridge", "pod", "", "ipv6", 20)}}
+	cluster := &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "k", CNI: "bridge+host-local", KubeProxyMode: "iptables"}},
+		Cells: []*results.Cell{cell("k", "pod", "same-node", "ipv6", 16), cell("k", "pod", "same-node", "", 8)}}
+	fd := Diff(lab, cluster)
+	var got []string
+	for _, d := range fd.Deltas {
+		got = append(got, d.Name())
+		if !within(d.Pct(), -20, 1e-9) {
+			t.Errorf("%s: %g%%, want -20%% (each family against its own)", d.Name(), d.Pct())
+		}
+	}
+	if len(got) != 2 || len(fd.OnlyOld)+len(fd.OnlyNew) != 0 {
+		t.Errorf("matched %v, unmatched %d lab and %d cluster cells: want both families matched", got, len(fd.OnlyOld), len(fd.OnlyNew))
+	}
+}
+
 func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 	at := func(c *results.Cell, path, provider, placement string) *results.Cell {
 		c.Path, c.Provider, c.Placement, c.Test = path, provider, placement, "tcp_crr"

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
@@ -202,21 +203,38 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(res, a.conf.CNIVersion)
 }
 
-// takeAddress sets the pod's address and the node's pod network from the
-// IPAM result (its first IPv4 address).
+// takeAddress sets the pod's addresses and the node's pod networks from
+// the IPAM result: its first address of each family (host-local gives one
+// per range set: two with a range of each family), and the pod's family.
+// A mode without IPv6 wiring refuses an IPv6 address.
 func (a *attachment) takeAddress(res *types100.Result) error {
 	for _, ip := range res.IPs {
-		if ip.Address.IP.To4() != nil {
-			a.pod.IP = ip.Address.IP.To4()
-			a.env.PodNet = &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask).To4(), Mask: ip.Address.Mask}
-			return nil
+		net4 := &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask}
+		if v4 := ip.Address.IP.To4(); v4 != nil && a.pod.IP == nil {
+			a.pod.IP, a.env.PodNet = v4, &net.IPNet{IP: net4.IP.To4(), Mask: ip.Address.Mask}
+		} else if v4 == nil && a.pod.IP6 == nil {
+			a.pod.IP6, a.env.PodNet6 = ip.Address.IP, net4
 		}
 	}
-	return fmt.Errorf("IPAM plugin %s gave no IPv4 address (vnetlab's modes are IPv4)", a.conf.IPAM.Type)
+	switch {
+	case a.pod.IP == nil && a.pod.IP6 == nil:
+		return fmt.Errorf("IPAM plugin %s gave no address", a.conf.IPAM.Type)
+	case a.pod.IP == nil:
+		return fmt.Errorf("IPAM plugin %s gave an IPv6 address (%s) and no IPv4 one: vnetlab's modes wire IPv4 or dual-stack pods, not IPv6-only ones: add an IPv4 range", a.conf.IPAM.Type, a.pod.IP6)
+	case a.pod.IP6 != nil && !a.mode.IPv6:
+		return fmt.Errorf("IPAM plugin %s gave an IPv6 address (%s) and mode %s wires IPv4 pods only: drop the IPv6 range, or use a mode with IPv6 (%s)",
+			a.conf.IPAM.Type, a.pod.IP6, a.mode.Name, strings.Join(modes.IPv6Modes(), ", "))
+	case a.pod.IP6 == nil:
+		a.env.Family = family.IPv4
+	default:
+		a.env.Family = family.Dual
+	}
+	return nil
 }
 
 // fillResult describes what the mode made: the node end, the pod's
-// interface, its address with the mode's gateway, a default route.
+// interface, its address of each family with the mode's gateway, a default
+// route of each.
 func (a *attachment) fillResult(res *types100.Result, netns string) error {
 	host, err := a.env.Node.H.LinkByName(a.pod.HostIf)
 	if err != nil {
@@ -226,13 +244,34 @@ func (a *attachment) fillResult(res *types100.Result, netns string) error {
 	if err != nil {
 		return err
 	}
-	gw := net.ParseIP(a.env.Gateway).To4()
 	res.Interfaces = []*types100.Interface{
 		{Name: a.pod.HostIf, Mac: host.Attrs().HardwareAddr.String()},
 		{Name: a.pod.Ifname, Mac: l.Attrs().HardwareAddr.String(), Sandbox: netns},
 	}
-	res.IPs = []*types100.IPConfig{{Address: net.IPNet{IP: a.pod.IP, Mask: a.env.PodNet.Mask}, Gateway: gw, Interface: types100.Int(1)}}
-	res.Routes = []*types.Route{{Dst: net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, GW: gw}}
+	res.IPs, res.Routes = nil, nil
+	add := func(ip net.IP, pods *net.IPNet, gateway string, bits int) {
+		gw := net.ParseIP(gateway)
+		if bits == 32 {
+			gw = gw.To4()
+		}
+		// The prefix the mode gave the pod (veth-routed: a /128 for IPv6).
+		mask := pods.Mask
+		if addrs, err := a.pod.H.AddrList(l, netlink.FAMILY_ALL); err == nil {
+			for _, ad := range addrs {
+				if ad.IP.Equal(ip) {
+					mask = ad.Mask
+				}
+			}
+		}
+		res.IPs = append(res.IPs, &types100.IPConfig{Address: net.IPNet{IP: ip, Mask: mask}, Gateway: gw, Interface: types100.Int(1)})
+		res.Routes = append(res.Routes, &types.Route{Dst: net.IPNet{IP: make(net.IP, bits/8), Mask: net.CIDRMask(0, bits)}, GW: gw})
+	}
+	if a.pod.IP != nil {
+		add(a.pod.IP, a.env.PodNet, a.env.Gateway, 32)
+	}
+	if a.pod.IP6 != nil {
+		add(a.pod.IP6, a.env.PodNet6, a.env.Gateway6, 128)
+	}
 	return nil
 }
 

@@ -47,6 +47,8 @@ type rig struct {
 	cni           *libcni.CNIConfig
 	mode, options string
 	nodeH         *netlink.Handle
+	// ranges is host-local's "ranges" ("": one IPv4 range, rigSubnet).
+	ranges string
 }
 
 const rigSubnet = "10.77.1.0/24"
@@ -119,9 +121,13 @@ func (r *rig) newNS(name string) string {
 }
 
 func (r *rig) conf(extra string) []byte {
+	ranges := r.ranges
+	if ranges == "" {
+		ranges = fmt.Sprintf(`[[{"subnet": %q}]]`, rigSubnet)
+	}
 	return []byte(fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "cnitest", "type": %q, "mode": %q, "nodeNetns": %q, "plane": %q,
-  "stateDir": %q, %s "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]]}}`,
-		BinaryName, r.mode, r.node, r.plane, filepath.Join(r.ipamDir, "..", "state"), extra, r.ipamDir, rigSubnet))
+  "stateDir": %q, %s "ipam": {"type": "host-local", "dataDir": %q, "ranges": %s}}`,
+		BinaryName, r.mode, r.node, r.plane, filepath.Join(r.ipamDir, "..", "state"), extra, r.ipamDir, ranges))
 }
 
 func (r *rig) netconf() *libcni.NetworkConfig {
@@ -213,6 +219,23 @@ func (r *rig) run(command, conf string) (string, error) {
 	return string(out), err
 }
 
+// addTwo makes two pod namespaces, pa and pb, and ADDs them as containers
+// ctr-a and ctr-b.
+func (r *rig) addTwo() (a, b string, ra, rb *types100.Result) {
+	r.t.Helper()
+	a, b = r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
+	ra, err := r.add("ctr-a", a)
+	if err != nil {
+		r.t.Fatalf("ADD a: %v", err)
+	}
+	rb, err = r.add("ctr-b", b)
+	if err != nil {
+		r.t.Fatalf("ADD b: %v", err)
+	}
+	return a, b, ra, rb
+}
+
+// ping sends one echo request to ip (IPv4 or IPv6) from namespace ns.
 func ping(ns string, ip net.IP) error {
 	_, err := proc.Command(context.Background(), ns, "ping", "-c1", "-W3", ip.String()).Output()
 	return err
@@ -233,15 +256,7 @@ func TestAddCheckDel(t *testing.T) {
 	for _, mode := range []string{modes.VethRouted, modes.VethEBPF, modes.Bridge} {
 		t.Run(mode, func(t *testing.T) {
 			r := newRig(t, mode, "")
-			a, b := r.newNS(r.node[:len(r.node)-4]+"pa"), r.newNS(r.node[:len(r.node)-4]+"pb")
-			ra, err := r.add("ctr-a", a)
-			if err != nil {
-				t.Fatalf("ADD a: %v", err)
-			}
-			rb, err := r.add("ctr-b", b)
-			if err != nil {
-				t.Fatalf("ADD b: %v", err)
-			}
+			a, b, ra, rb := r.addTwo()
 			ipA, ipB := ra.IPs[0].Address.IP, rb.IPs[0].Address.IP
 			if !mustCIDR(rigSubnet).Contains(ipA) || ipA.Equal(ipB) {
 				t.Fatalf("addresses %s and %s: want two of %s", ipA, ipB, rigSubnet)

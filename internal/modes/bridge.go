@@ -90,6 +90,8 @@ var bridgeAttach = &Attach{
 		}
 		env.Gateway = gw.String()
 		if env.HasIPv6() {
+			// Also when an earlier pod's call made the bridge (the CNI plugin).
+			env.Gateway6 = NthIP(env.PodNet6, 1).String()
 			if err := bridgeNode6(env.Node.Name, nf); err != nil {
 				return err
 			}

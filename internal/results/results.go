@@ -184,6 +184,9 @@ type Cell struct {
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
 	ClientNode string `json:"client_node,omitempty"`
 	ServerNode string `json:"server_node,omitempty"`
+	// Addr is the address a Kubernetes cell's client dialed (kube run: the
+	// server's pod IP or the Service's ClusterIP of the cell's family).
+	Addr string `json:"addr,omitempty"`
 	// Status is the cell's outcome set by internal/analysis: "ok", "failed",
 	// "failed-as-expected" (Note predicted it) or "worked-unexpectedly".
 	Status string `json:"status,omitempty"`

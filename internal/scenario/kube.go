@@ -9,6 +9,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -36,6 +37,9 @@ type Kube struct {
 	ExtraTests    []string      `yaml:"extra_tests"`
 	// Tolerance: kube run --tolerance (nil: no check).
 	Tolerance *float64 `yaml:"tolerance"`
+	// IPFamily: kube run --ip-family; with clusters, each local cluster is
+	// brought up with it too (kube up --ip-family).
+	IPFamily string `yaml:"ip_family"`
 }
 
 // BenchSpec is the cluster run the file describes for `kube run -f`: b
@@ -61,11 +65,16 @@ func (s *Scenario) BenchSpec(b bench.Spec) (bench.Spec, error) {
 	if d := k.ReadyTimeoutValue(); d > 0 {
 		b.Pods.ReadyTimeout = d
 	}
+	if k.IPFamily != "" {
+		b.Pods.Family, _ = family.Parse(k.IPFamily) // checked by Parse
+	}
 	if !k.Tabled() {
 		return b, nil
 	}
 	for _, c := range k.Clusters {
-		b.Configs = append(b.Configs, bench.Config{Name: c.Name, Cluster: c.Spec(), Extra: k.ExtraFor(c)})
+		spec := c.Spec()
+		spec.Family = b.Pods.Family
+		b.Configs = append(b.Configs, bench.Config{Name: c.Name, Cluster: spec, Extra: k.ExtraFor(c)})
 	}
 	b.ExtraTests = nil
 	for _, t := range k.ExtraTestList() {
@@ -119,6 +128,9 @@ func (s *Scenario) validateKube() error {
 			return s.kubeErrAt("ready_timeout", -1, "%q is not a positive duration (example: 2m)", k.ReadyTimeout)
 		}
 	}
+	if _, err := family.Parse(k.IPFamily); err != nil {
+		return s.kubeErrAt("ip_family", -1, "%q: use ipv4, ipv6 or dual", k.IPFamily)
+	}
 	if k.Tolerance != nil {
 		if err := analysis.ValidateTolerance(*k.Tolerance); err != nil {
 			return s.kubeErrAt("tolerance", -1, "%g: want a ratio between 0 and 1 (0.1: the pod path may be up to 10%% below host)", *k.Tolerance)
@@ -141,7 +153,7 @@ func (s *Scenario) validateKube() error {
 }
 
 // kubeFields are the fields of a kube: section, for messages.
-var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout",
+var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout", "ip_family",
 	"clusters", "extra_services", "extra_tests", "tolerance"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
@@ -26,9 +28,13 @@ kube:
   image: vnetlab.local/vnetlab:x
   label: local
   ready_timeout: 30s
+  ip_family: dual
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := s.BenchSpec(bench.DefaultSpec()); err != nil || b.Pods.Family != family.Dual {
+		t.Errorf("kube.ip_family dual: the run measures %q (%v)", b.Pods.Family, err)
 	}
 	if !s.IsKube() || s.ForKube() != nil || s.ForLabs("run") == nil {
 		t.Fatalf("a kube: file is a cluster run: IsKube %v", s.IsKube())
@@ -66,6 +72,7 @@ func TestKubeErrorsNameLineAndField(t *testing.T) {
 		{"kube:\n  nodes: [a, b, c]\n", `x.yaml:2: field kube.nodes: 3 nodes: name at most two`},
 		{"kube:\n  paths: []\n", `x.yaml:2: field kube.paths: empty list`},
 		{"kube:\n  cluster: k\n  ready_timeout: soon\n", `x.yaml:3: field kube.ready_timeout: "soon" is not a positive duration`},
+		{"kube:\n  cluster: k\n  ip_family: ipv5\n", `x.yaml:3: field kube.ip_family: "ipv5": use ipv4, ipv6 or dual`},
 		{"kube:\n  nodes: a\n", `x.yaml:2: cannot unmarshal`},
 		{"tests: [tcp_rr]\nmodes: [bridge]\nkube: {cluster: k}\n", `x.yaml:2: field modes: a file with kube: measures a cluster and modes describes labs`},
 		{"paths: [pod]\nkube: {cluster: k}\n", `x.yaml:1: field paths: a file with kube: measures a cluster`},

@@ -134,7 +134,8 @@ func plan(s *measure.Session, spec runner.Spec, label, provider string, extra in
 		if paths != nil && !slices.Contains(paths, ep.Path) {
 			continue
 		}
-		proto := results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode, ExtraServices: extra}
+		proto := results.Cell{Mode: label, Path: ep.Path, Placement: ep.Placement, ClientNode: ep.ClientNode, ServerNode: ep.ServerNode, ExtraServices: extra,
+			Family: ep.Family.Cell(), Addr: ep.Addr}
 		if ep.Path == measure.PathService {
 			proto.Provider = provider
 		}

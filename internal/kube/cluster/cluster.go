@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,12 +36,17 @@ type node struct {
 	name, ns, dir string
 	ip            net.IP
 	pods          *net.IPNet
+	// ips and podRanges are the node's addresses and pod ranges of every
+	// family of the cluster, the primary first (ip and pods are IPv4's).
+	ips       []net.IP
+	podRanges []*net.IPNet
 }
 
 // builder holds what Up needs between steps.
 type builder struct {
 	l     *lab.Lab
 	spec  Spec
+	addrs addrPlan
 	dir   string
 	bin   string
 	self  string
@@ -87,7 +93,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{l: l, spec: spec, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar}
+	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: spec.Family.Or()}, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar}
 	if err := b.build(ctx); err != nil {
 		say("removing the half-built cluster %s", spec.Name)
 		_ = l.Teardown(nil)
@@ -124,13 +130,20 @@ func (b *builder) build(ctx context.Context) error {
 	st := b.l.State
 	k := b.spec.Name
 	st.Facts = b.spec.networkFacts()
-	st.Facts[FactVersion], st.Facts[FactDNS] = binaries.Version, dnsIP.String()
+	st.Facts[FactVersion], st.Facts[FactDNS] = binaries.Version, b.addrs.dnsIP().String()
+	// The namespaces get the family's sysctls (lab.CreateNS).
+	st.Spec.Family = b.addrs.fam
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
-		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: modes.NthIP(nodeNet, 10+i), pods: podCIDR(i)}
+		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: modes.NthIP(nodeNet, 10+i), pods: podCIDR(i),
+			ips: b.addrs.nodeIPs(i), podRanges: b.addrs.podCIDRs(i)}
 		n.dir = filepath.Join(b.dir, n.name)
 		b.nodes = append(b.nodes, n)
-		st.Nodes = append(st.Nodes, lab.NodeState{Name: n.name, NS: n.ns, IP: n.ip.String(), Uplink: uplink})
+		ns := lab.NodeState{Name: n.name, NS: n.ns, IP: n.ip.String(), Uplink: uplink}
+		if b.addrs.fam.HasIPv6() {
+			ns.IP6 = n.ips[len(n.ips)-1].String()
+		}
+		st.Nodes = append(st.Nodes, ns)
 	}
 	st.Ext = cpNS
 	if err := b.l.Save(); err != nil {
@@ -141,7 +154,7 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, net.IPv4(127, 0, 0, 1), modes.NthIP(mustCIDR(serviceCIDR), 1)}); err != nil {
+	if b.pki, err = writePKI(filepath.Join(b.dir, "pki"), []net.IP{apiIP, apiIP6, net.IPv4(127, 0, 0, 1), b.addrs.kubernetesIP()}); err != nil {
 		return err
 	}
 	internal := InternalKubeconfig(k)
@@ -178,7 +191,7 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	// Scheduled as soon as a node is Ready.
-	if err := createDNS(ctx, cs, b.dnsRef); err != nil {
+	if err := createDNS(ctx, cs, b.dnsRef, b.addrs.dnsIP()); err != nil {
 		return err
 	}
 	img, err := image.Build(b.self)
@@ -207,15 +220,20 @@ func (b *builder) build(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, dnsIP)
-	query := func(server, name string) ([]net.IP, error) { return QueryA(ctx, b.nodes[0].ns, server, name) }
+	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, b.addrs.dnsIP())
+	query := func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
+		return Query(ctx, b.nodes[0].ns, server, name, t)
+	}
 	if network.IsVnetlab(b.spec.Proxy) {
 		// vnetlab's proxy translates ClusterIPs for the sockets of the
 		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
 		// namespace): ask from a process of the node.
-		query = func(server, name string) ([]net.IP, error) { return b.nodeQuery(ctx, b.nodes[0], server, name) }
+		// (IPv4 only: Spec.validateFamily.)
+		query = func(server, name string, _ dnsmessage.Type) ([]net.IP, error) {
+			return b.nodeQuery(ctx, b.nodes[0], server, name)
+		}
 	}
-	if err := waitDNS(ctx, query); err != nil {
+	if err := waitDNS(ctx, b.addrs, query); err != nil {
 		return err
 	}
 	return b.checkDaemons()

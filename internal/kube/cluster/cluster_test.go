@@ -139,17 +139,7 @@ func TestPodAndServiceReachable(t *testing.T) {
 	client := testState.Nodes[0].NS
 	for _, addr := range []string{running.Status.PodIP, svc.Spec.ClusterIP} {
 		// kube-proxy programs the Service a moment after the pod is ready.
-		if err := waitFor(ctx, time.Minute, "a connection to "+addr+" from "+client, func() bool {
-			return nsutil.Do(client, func() error {
-				c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5201"), 3*time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			}) == nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		waitDial(ctx, t, client, net.JoinHostPort(addr, "5201"))
 	}
 	out, err := proc.Command(ctx, client, "conntrack", "-L", "-p", "tcp", "-d", svc.Spec.ClusterIP).Output()
 	if err != nil {
@@ -193,5 +183,23 @@ func TestCleanAfterKilledUp(t *testing.T) {
 	}
 	if _, err := Load(testCluster); err != nil {
 		t.Errorf("clean removed the cluster in use: %v", err)
+	}
+}
+
+// waitDial waits up to a minute until a TCP connection from namespace ns to
+// addr (host:port) succeeds: kube-proxy programs a Service a moment after
+// its endpoint is ready.
+func waitDial(ctx context.Context, t *testing.T, ns, addr string) {
+	t.Helper()
+	if err := waitFor(ctx, time.Minute, "a connection to "+addr+" from "+ns, func() bool {
+		return nsutil.Do(ns, func() error {
+			c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}) == nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +97,7 @@ func (b *builder) writeVnetlabCNI(n node) error {
 			map[string]any{"type": cni.BinaryName, "mode": b.spec.cniMode(), "nodeNetns": n.ns, "plane": plane,
 				"stateDir": filepath.Join(n.dir, "cni-state"),
 				"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "cni-ipam"),
-					"ranges": [][]map[string]string{{{"subnet": n.pods.String()}}}}},
+					"ranges": ipamRanges(n.podRanges)}},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 		},
 	}
@@ -105,4 +106,37 @@ func (b *builder) writeVnetlabCNI(n node) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(n.dir, "cni", "10-vnetlab.conflist"), data, 0o644)
+}
+
+// ipamRanges is host-local's "ranges" for a node's pod ranges: one range
+// set per family, so that each pod gets an address of each.
+func ipamRanges(nets []*net.IPNet) [][]map[string]string {
+	var r [][]map[string]string
+	for _, n := range nets {
+		r = append(r, []map[string]string{{"subnet": n.String()}})
+	}
+	return r
+}
+
+// ipamDefaultRoutes is a default route of each family of nets.
+func ipamDefaultRoutes(nets []*net.IPNet) []map[string]string {
+	var r []map[string]string
+	for _, n := range nets {
+		dst := "0.0.0.0/0"
+		if n.IP.To4() == nil {
+			dst = "::/0"
+		}
+		r = append(r, map[string]string{"dst": dst})
+	}
+	return r
+}
+
+// cniRanges and cniDefaultRoutes are ipamRanges and ipamDefaultRoutes as
+// JSON for the bridge plugin's template.
+func cniRanges(nets []*net.IPNet) string        { return jsonText(ipamRanges(nets)) }
+func cniDefaultRoutes(nets []*net.IPNet) string { return jsonText(ipamDefaultRoutes(nets)) }
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -120,10 +120,7 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 	}
 	img := st.Facts[FactImage]
 	pod := func(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
-		zero := int64(0)
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node}, RestartPolicy: restart, TerminationGracePeriodSeconds: &zero,
-				Containers: []corev1.Container{{Name: "c", Image: img, ImagePullPolicy: corev1.PullNever, Command: append([]string{image.VnetlabPath}, args...)}}}}
+		return vnetlabPod(img, name, node, restart, args...)
 	}
 	n1, n2 := st.Nodes[0].Name, st.Nodes[1].Name
 	servers := map[string]string{"srv1": n1, "srv2": n2}
@@ -149,34 +146,13 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 		}
 		ips[s] = p.Status.PodIP
 	}
-	// kube-proxy programs the Service a moment after its endpoint is ready.
-	if err := waitFor(ctx, time.Minute, "the Service from node 1", func() bool {
-		return nsutil.Do(st.Nodes[0].NS, func() error {
-			c, err := net.DialTimeout("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "7001"), 3*time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		}) == nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	clients := map[string][2]string{
+	waitDial(ctx, t, st.Nodes[0].NS, net.JoinHostPort(svc.Spec.ClusterIP, "7001"))
+	runClients(ctx, t, cs, ns.Name, img, map[string][2]string{
 		"same-node-podip":  {n1, ips["srv1"]},
 		"cross-node-podip": {n1, ips["srv2"]},
 		"cross-clusterip":  {n1, svc.Spec.ClusterIP},
 		"same-clusterip":   {n2, svc.Spec.ClusterIP},
-	}
-	for c, to := range clients {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod(c, to[0], corev1.RestartPolicyNever, "rr-client", "--proto", "tcp", "--addr", net.JoinHostPort(to[1], "7001"), "--duration", "1s"), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for c, to := range clients {
-		if p := waitPod(ctx, t, cs, ns.Name, c, corev1.PodSucceeded); p.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
-		}
-	}
+	})
 	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
 	// (CoreDNS's pods are scaled away too).
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
@@ -189,6 +165,32 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 		return podLinks(st) == ""
 	}); err != nil {
 		t.Errorf("%v: %s", err, podLinks(st))
+	}
+}
+
+// vnetlabPod is a pod of vnetlab's image img on node running vnetlab args,
+// labelled app=name.
+func vnetlabPod(img, name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
+	zero := int64(0)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node}, RestartPolicy: restart, TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{Name: "c", Image: img, ImagePullPolicy: corev1.PullNever, Command: append([]string{image.VnetlabPath}, args...)}}}}
+}
+
+// runClients runs an rr client pod per entry (name: {node, server
+// address}) to port 7001 for a second, and fails the test for each that
+// does not succeed.
+func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, img string, clients map[string][2]string) {
+	t.Helper()
+	for c, to := range clients {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, vnetlabPod(img, c, to[0], corev1.RestartPolicyNever, "rr-client", "--proto", "tcp", "--addr", net.JoinHostPort(to[1], "7001"), "--duration", "1s"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for c, to := range clients {
+		if p := waitPod(ctx, t, cs, ns, c, corev1.PodSucceeded); p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
+		}
 	}
 }
 

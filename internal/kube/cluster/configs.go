@@ -63,15 +63,16 @@ state = "{{.Dir}}/containerd/state"
     conf_dir = "{{.Dir}}/cni"
 `))
 
-// CNI: a bridge per node with host-local addresses from the node's pod range
-// (its state kept per node: the default directory is machine-wide).
+// CNI: a bridge per node with host-local addresses from the node's pod ranges,
+// one per family, and a default route of each (its state kept per node: the
+// default directory is machine-wide).
 var cniTmpl = template.Must(template.New("cni").Parse(`{
   "cniVersion": "0.4.0",
   "name": "vnetlab",
   "plugins": [
     {"type": "bridge", "bridge": "{{.Bridge}}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "dataDir": "{{.Dir}}/cni-ipam",
-              "ranges": [[{"subnet": "{{.PodCIDR}}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+              "ranges": {{.Ranges}}, "routes": {{.Routes}}}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }

@@ -20,7 +20,7 @@ func (b *builder) startControlPlane(ns string) error {
 	p := b.pki
 	if err := b.daemon(ns, "kube-apiserver", b.k8s(binaries.APIServer),
 		"--etcd-servers", "http://127.0.0.1:2379", "--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(apiPort),
-		"--advertise-address", apiIP.String(), "--service-cluster-ip-range", serviceCIDR,
+		"--advertise-address", b.addrs.apiAddress().String(), "--service-cluster-ip-range", b.addrs.serviceCIDRs(),
 		"--cert-dir", filepath.Join(b.dir, "apiserver"),
 		"--tls-cert-file", p.path("apiserver.crt"), "--tls-private-key-file", p.path("apiserver.key"),
 		"--client-ca-file", p.path("ca.crt"), "--token-auth-file", p.path("tokens.csv"),

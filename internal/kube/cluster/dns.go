@@ -24,7 +24,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -42,13 +41,6 @@ const (
 	// FactDNS is the Facts key of the kube-dns Service's ClusterIP.
 	FactDNS = "dns"
 )
-
-// dnsIP is the kube-dns Service's fixed ClusterIP: .10 of the service range,
-// by convention (kubelet's clusterDNS names it before the Service exists).
-var dnsIP = modes.NthIP(mustCIDR(serviceCIDR), 10)
-
-// kubernetesIP is the `kubernetes` Service's ClusterIP (the first of the range).
-var kubernetesIP = modes.NthIP(mustCIDR(serviceCIDR), 1)
 
 // corefile serves the cluster domain and reverse lookups from the API. No
 // forward plugin: the cluster's namespaces have no upstream nameserver, so
@@ -92,7 +84,7 @@ func coreDNSImage(ctx context.Context, say func(string, ...any)) (ref, tarPath s
 // createDNS creates CoreDNS's objects: its ServiceAccount with the rights the
 // kubernetes plugin needs, the Corefile, the Deployment and the kube-dns
 // Service.
-func createDNS(ctx context.Context, cs kubernetes.Interface, ref string) error {
+func createDNS(ctx context.Context, cs kubernetes.Interface, ref string, dnsIP net.IP) error {
 	labels := map[string]string{"k8s-app": dnsService}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: dnsName, Namespace: dnsNamespace}}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:" + dnsName}, Rules: []rbacv1.PolicyRule{
@@ -190,17 +182,19 @@ func coreDNSPod(ref string, labels map[string]string) corev1.PodSpec {
 }
 
 // waitDNS waits until cluster DNS answers, over UDP to its ClusterIP, the
-// kubernetes Service's name with its ClusterIP; query asks server (host:port)
-// for a name from one of the nodes (QueryA in its namespace, or a process of
-// the node: nodeQuery).
-func waitDNS(ctx context.Context, query func(server, name string) ([]net.IP, error)) error {
+// kubernetes Service's name with its ClusterIP (an A or AAAA record, of the
+// primary family); query asks server (host:port) for a name's records of a
+// type from one of the nodes (Query in its namespace, or a process of the
+// node: nodeQuery).
+func waitDNS(ctx context.Context, a addrPlan, query func(server, name string, t dnsmessage.Type) ([]net.IP, error)) error {
 	name := "kubernetes.default.svc." + ClusterDomain + "."
+	dnsIP, want := a.dnsIP(), a.kubernetesIP()
 	server := net.JoinHostPort(dnsIP.String(), "53")
 	last := errors.New("no answer yet")
 	err := waitFor(ctx, dnsWait, "cluster DNS", func() bool {
-		ips, err := query(server, name)
-		if err == nil && !slices.ContainsFunc(ips, kubernetesIP.Equal) {
-			err = fmt.Errorf("%s answered %v, want %s", server, ips, kubernetesIP)
+		ips, err := query(server, name, RecordType(want))
+		if err == nil && !slices.ContainsFunc(ips, want.Equal) {
+			err = fmt.Errorf("%s answered %v, want %s", server, ips, want)
 		}
 		last = err
 		return err == nil
@@ -212,9 +206,22 @@ func waitDNS(ctx context.Context, query func(server, name string) ([]net.IP, err
 	return err
 }
 
+// RecordType is the DNS record type of ip's family: A or AAAA.
+func RecordType(ip net.IP) dnsmessage.Type {
+	if ip.To4() == nil {
+		return dnsmessage.TypeAAAA
+	}
+	return dnsmessage.TypeA
+}
+
 // QueryA asks server (host:port) over UDP, from network namespace ns (""
 // for the caller's own), for the A records of the absolute name.
 func QueryA(ctx context.Context, ns, server, name string) ([]net.IP, error) {
+	return Query(ctx, ns, server, name, dnsmessage.TypeA)
+}
+
+// Query is QueryA for records of type t (A or AAAA).
+func Query(ctx context.Context, ns, server, name string, t dnsmessage.Type) ([]net.IP, error) {
 	var conn net.Conn
 	dial := func() error {
 		var err error
@@ -234,7 +241,7 @@ func QueryA(ctx context.Context, ns, server, name string) ([]net.IP, error) {
 	_, _ = rand.Read(idb[:])
 	id := binary.BigEndian.Uint16(idb[:])
 	q := dnsmessage.Message{Header: dnsmessage.Header{ID: id, RecursionDesired: true},
-		Questions: []dnsmessage.Question{{Name: dnsmessage.MustNewName(name), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}}}
+		Questions: []dnsmessage.Question{{Name: dnsmessage.MustNewName(name), Type: t, Class: dnsmessage.ClassINET}}}
 	packed, err := q.Pack()
 	if err != nil {
 		return nil, err
@@ -258,8 +265,11 @@ func QueryA(ctx context.Context, ns, server, name string) ([]net.IP, error) {
 		}
 		var ips []net.IP
 		for _, a := range m.Answers {
-			if r, ok := a.Body.(*dnsmessage.AResource); ok {
+			switch r := a.Body.(type) {
+			case *dnsmessage.AResource:
 				ips = append(ips, net.IP(r.A[:]))
+			case *dnsmessage.AAAAResource:
+				ips = append(ips, net.IP(r.AAAA[:]))
 			}
 		}
 		return ips, nil

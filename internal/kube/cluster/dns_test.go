@@ -35,7 +35,7 @@ func TestClusterDNS(t *testing.T) {
 	for _, p := range dns.Spec.Ports {
 		ports = append(ports, fmt.Sprintf("%s/%d", p.Protocol, p.Port))
 	}
-	if dns.Spec.ClusterIP != dnsIP.String() || !slices.Contains(ports, "UDP/53") || !slices.Contains(ports, "TCP/53") {
+	if dnsIP := (addrPlan{}).dnsIP(); dns.Spec.ClusterIP != dnsIP.String() || !slices.Contains(ports, "UDP/53") || !slices.Contains(ports, "TCP/53") {
 		t.Fatalf("kube-dns Service at %s with ports %v, want %s with UDP/53 and TCP/53", dns.Spec.ClusterIP, ports, dnsIP)
 	}
 	apiSvc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})

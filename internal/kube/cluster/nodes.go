@@ -80,8 +80,9 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	if err != nil {
 		return err
 	}
-	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "PodCIDR": n.pods.String(), "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ip.String(), "DNS": dnsIP.String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy, "ClusterCIDR": clusterCIDR.String(), "Bridge": PodBridge}
+	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
+		"IP": n.ips[0].String(), "DNS": b.addrs.dnsIP().String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy,
+		"ClusterCIDR": b.addrs.clusterCIDRs(), "Bridge": PodBridge, "Ranges": cniRanges(n.podRanges), "Routes": cniDefaultRoutes(n.podRanges)}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
 	if b.spec.CNI == network.CNIVnetlab {
 		if err := b.writeVnetlabCNI(n); err != nil {
@@ -113,7 +114,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	}
 	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), "--config", filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"), "--hostname-override", n.name,
-		"--node-ip", n.ip.String()); err != nil {
+		"--node-ip", join(n.ips)); err != nil {
 		return err
 	}
 	return b.startProxy(n, kubeconfig)

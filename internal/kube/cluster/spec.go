@@ -3,10 +3,14 @@ package cluster
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // Spec is what `kube up` builds.
@@ -20,6 +24,10 @@ type Spec struct {
 	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
 	// translate the pods' connections too (proxy.Config.SocketLB).
 	SocketLB bool
+	// Family (--ip-family): the IP families of the cluster's Service and
+	// pod ranges, node addresses and routes (ipv4 when unset; dual: IPv4
+	// primary, as kind's).
+	Family family.Family
 }
 
 // Facts keys of a cluster's lab state.
@@ -33,7 +41,11 @@ const (
 	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
 	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab
 	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
+	FactFamily     = "ip_family"  // family.Family; clusters built before it are ipv4
 )
+
+// Family is the cluster's IP family as its facts say.
+func Family(st *lab.State) family.Family { return family.Family(st.Facts[FactFamily]).Or() }
 
 // Network is the cluster's network as its facts say (clusters built before
 // the cni_plugin fact: read back from its text).
@@ -69,6 +81,7 @@ func (s Spec) networkFacts() map[string]string {
 	if n.SocketLB {
 		f[FactSocketLB] = "true"
 	}
+	f[FactFamily] = string(s.Family.Or())
 	return f
 }
 
@@ -90,7 +103,31 @@ func (s Spec) Validate() error {
 	if s.SocketLB && !p.SocketLB {
 		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
 	}
-	return nil
+	return s.validateFamily(p)
+}
+
+// validateFamily checks --ip-family against the proxy, the CNI's mode and
+// the kernel.
+func (s Spec) validateFamily(p network.Proxy) error {
+	f, err := family.Parse(string(s.Family))
+	if err != nil {
+		return field.Errorf("ip_family", "{ip_family} %q: use ipv4, ipv6 or dual", s.Family)
+	}
+	if !f.HasIPv6() {
+		return nil
+	}
+	if p.Vnetlab {
+		return field.Errorf("ip_family", "{proxy} %s with {ip_family} %s: needs IPv6 Services in vnetlab's proxy (issue 27): use {proxy} %s|%s", s.Proxy, f, network.IPTables, network.NFTables)
+	}
+	if s.CNI == network.CNIVnetlab {
+		if m, err := modes.Get(s.cniMode()); err == nil && !m.IPv6 {
+			return field.Errorf("ip_family", "{cni_mode} %s with {ip_family} %s: the mode wires IPv4 pods only: use {cni_mode} %s", m.Name, f, strings.Join(CNIModes6(), "|"))
+		}
+		if !f.HasIPv4() {
+			return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab's modes wire IPv4 or dual-stack pods, not IPv6-only ones: use {ip_family} dual, or {cni} %s", network.CNIVnetlab, f, network.CNIBridge)
+		}
+	}
+	return kernel.Check(kernel.IPv6)
 }
 
 // InternalKubeconfig is the kubeconfig of cluster k's own processes: the
@@ -100,3 +137,8 @@ func InternalKubeconfig(k string) string { return filepath.Join(lab.Dir(k), "kub
 
 // NodeName is the Kubernetes name of node i (1-based) of cluster k.
 func NodeName(k string, i int) string { return fmt.Sprintf("%s-node%d", k, i) }
+
+// CNIModes6 lists the modes vnetlab's CNI wires dual-stack pods with.
+func CNIModes6() []string {
+	return modes.NamesWhere(func(m modes.Mode) bool { return m.Attach != nil && m.IPv6 })
+}

@@ -8,12 +8,17 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
 // wire builds the control plane's bridge and each node's uplink, routes to
-// every other node's pod range, and forwarding in the nodes.
+// every other node's pod ranges, and forwarding in the nodes: of each family
+// of the cluster (the IPv4 side always: the nodes reach the API server on
+// apiIP).
 func (b *builder) wire(cpNS string) error {
 	if err := b.l.CreateNS(cpNS); err != nil {
 		return err
@@ -29,6 +34,15 @@ func (b *builder) wire(cpNS string) error {
 	}
 	if err := addrUp(cp, bridge, apiIP); err != nil {
 		return err
+	}
+	v6 := b.addrs.fam.HasIPv6()
+	if v6 {
+		if err := ipv6Enabled(cpNS, b.addrs.fam); err != nil {
+			return err
+		}
+		if err := addr6(cp, bridge, apiIP6); err != nil {
+			return err
+		}
 	}
 	cpFD, err := nsutil.FD(cpNS)
 	if err != nil {
@@ -47,6 +61,11 @@ func (b *builder) wire(cpNS string) error {
 		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: uplink, MTU: 1500}, PeerName: n.name, PeerNamespace: netlink.NsFd(int(cpFD))}
 		if err := h.LinkAdd(v); err != nil {
 			return fmt.Errorf("%s uplink: %w", n.name, err)
+		}
+		if v6 {
+			if err := ipv6Enabled(n.ns, b.addrs.fam); err != nil {
+				return err
+			}
 		}
 		if err := addrUp(h, uplink, n.ip); err != nil {
 			return err
@@ -74,11 +93,18 @@ func (b *builder) wire(cpNS string) error {
 				}
 			}
 		}
+		sysctls := []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"}
+		if v6 {
+			if err := b.wire6(cp, h, n); err != nil {
+				return err
+			}
+			sysctls = append(sysctls, "net.ipv6.conf.all.forwarding", "net.bridge.bridge-nf-call-ip6tables")
+		}
 		// Per-namespace sysctls: the node routes for its pods, and bridged
 		// pod-to-pod replies go through iptables/nftables so a Service's
 		// translation is undone (as on every kube-proxy node).
 		if err := nsutil.Do(n.ns, func() error {
-			for _, s := range []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"} {
+			for _, s := range sysctls {
 				if err := os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(s, ".", "/")), []byte("1"), 0o644); err != nil {
 					return fmt.Errorf("%s: %w", s, err)
 				}
@@ -101,4 +127,54 @@ func addrUp(h *netlink.Handle, name string, ip net.IP) error {
 		return fmt.Errorf("address %s on %s: %w", ip, name, err)
 	}
 	return h.LinkSetUp(l)
+}
+
+// wire6 is wire's IPv6 side for node n (h: its namespace; cp: the control
+// plane's): its eth0's IPv6 address, a default route via the bridge's, and
+// routes to every other node's IPv6 pods via that node.
+func (b *builder) wire6(cp, h *netlink.Handle, n node) error {
+	ip6, pods6 := n.ips[len(n.ips)-1], n.podRanges[len(n.podRanges)-1]
+	if err := addr6(h, uplink, ip6); err != nil {
+		return err
+	}
+	if err := h.RouteAdd(&netlink.Route{Gw: apiIP6, Family: unix.AF_INET6}); err != nil {
+		return fmt.Errorf("%s IPv6 default route: %w", n.name, err)
+	}
+	if err := cp.RouteAdd(&netlink.Route{Dst: pods6, Gw: ip6, Family: unix.AF_INET6}); err != nil {
+		return err
+	}
+	for _, o := range b.nodes {
+		if o.name != n.name {
+			if err := h.RouteAdd(&netlink.Route{Dst: o.podRanges[len(o.podRanges)-1], Gw: o.ips[len(o.ips)-1], Family: unix.AF_INET6}); err != nil {
+				return fmt.Errorf("%s IPv6 route to %s's pods: %w", n.name, o.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// addr6 gives link name an address of nodeNet6 (no duplicate address
+// detection: usable at once).
+func addr6(h *netlink.Handle, name string, ip net.IP) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	ones, _ := nodeNet6.Mask.Size()
+	return modes.AddrAdd6(h, l, ip, ones)
+}
+
+// ipv6Enabled refuses a namespace whose interfaces cannot hold IPv6
+// addresses (net.ipv6.conf.all.disable_ipv6 inherited as 1).
+func ipv6Enabled(ns string, f family.Family) error {
+	return nsutil.Do(ns, func() error {
+		v, err := os.ReadFile("/proc/sys/net/ipv6/conf/all/disable_ipv6")
+		if err != nil {
+			return fmt.Errorf("--ip-family %s: namespace %s has no IPv6 (%v): use --ip-family ipv4", f, ns, err)
+		}
+		if strings.TrimSpace(string(v)) != "0" {
+			return fmt.Errorf("--ip-family %s: IPv6 is disabled in namespace %s (net.ipv6.conf.all.disable_ipv6=%s): use --ip-family ipv4, or set net.ipv6.conf.default.disable_ipv6=0", f, ns, strings.TrimSpace(string(v)))
+		}
+		return nil
+	})
 }

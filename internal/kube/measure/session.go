@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vnetlab/vnetlab/internal/family"
 )
 
 // Label marks every namespace vnetlab creates in a cluster (`kube clean`
@@ -265,10 +267,16 @@ func CreatePod(ctx context.Context, cs kubernetes.Interface, ns, image string, p
 	return nil
 }
 
-// CreateService makes a ClusterIP Service in front of one pod and returns its IP.
-func CreateService(ctx context.Context, cs kubernetes.Interface, ns, pod string) (string, error) {
+// CreateService makes a ClusterIP Service in front of one pod and returns
+// its ClusterIPs: with a family that has IPv6, of every family the cluster
+// has (PreferDualStack).
+func CreateService(ctx context.Context, cs kubernetes.Interface, ns, pod string, f family.Family) ([]string, error) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: pod, Labels: map[string]string{LabelKey: LabelValue}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"vnetlab.pod": pod}}}
+	if f.HasIPv6() {
+		policy := corev1.IPFamilyPolicyPreferDualStack
+		svc.Spec.IPFamilyPolicy = &policy
+	}
 	for _, port := range enginePorts {
 		for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("%s-%d", strings.ToLower(string(proto)), port),
@@ -279,9 +287,12 @@ func CreateService(ctx context.Context, cs kubernetes.Interface, ns, pod string)
 	defer cancel()
 	got, err := cs.CoreV1().Services(ns).Create(cctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("create service %s: %v", pod, err)
+		return nil, fmt.Errorf("create service %s: %v", pod, err)
 	}
-	return got.Spec.ClusterIP, nil
+	if len(got.Spec.ClusterIPs) == 0 {
+		return []string{got.Spec.ClusterIP}, nil
+	}
+	return got.Spec.ClusterIPs, nil
 }
 
 // DefaultReadyTimeout bounds the wait for the measuring pods to be Ready.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 )
 
@@ -26,6 +27,9 @@ type Options struct {
 	// NodeCPUPods: a hostNetwork helper pod on each node, whose /proc/stat
 	// Session.NodeCPU reads (nodecpu.go).
 	NodeCPUPods bool
+	// Family (--ip-family) picks the pods' podIPs and the Service's
+	// clusterIPs of that family; dual measures each, as two cells.
+	Family family.Family
 }
 
 // The paths and placements a cluster run knows, in table order.
@@ -71,12 +75,14 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Endpoint is one measured path: who dials whom, where they run.
+// Endpoint is one measured path: who dials whom, where they run, over
+// which IP family.
 type Endpoint struct {
 	Path, Placement        string
 	ServerPod, ClientPod   string
 	ServerNode, ClientNode string
 	Addr                   string
+	Family                 family.Family
 }
 
 // Session is a set-up namespace in a cluster; Close deletes it.
@@ -168,10 +174,10 @@ func (s *Session) populate(ctx context.Context, o Options, say func(string, ...a
 		}
 		names = append(names, p.Name)
 	}
-	clusterIP := ""
+	var clusterIPs []string
 	if slices.Contains(o.Paths, PathService) {
 		var err error
-		if clusterIP, err = CreateService(ctx, s.Client, s.Namespace, podName(false, "server")); err != nil {
+		if clusterIPs, err = CreateService(ctx, s.Client, s.Namespace, podName(false, "server"), o.Family); err != nil {
 			return err
 		}
 	}
@@ -183,15 +189,46 @@ func (s *Session) populate(ctx context.Context, o Options, say func(string, ...a
 		for _, pl := range o.Placements {
 			host := path == PathHost
 			srv, cli := pods[podName(host, "server")], pods[podName(host, "client-"+pl)]
-			addr := srv.Status.PodIP
-			if path == PathService {
-				addr = clusterIP
+			// A cell per family, next to each other (the rounds interleave them).
+			for _, f := range o.Family.Measured() {
+				addr, err := podAddr(srv, f)
+				if path == PathService {
+					addr, err = serviceAddr(srv.Name, clusterIPs, f)
+				}
+				if err != nil {
+					return err
+				}
+				s.Endpoints = append(s.Endpoints, Endpoint{Path: path, Placement: pl, ServerPod: srv.Name, ClientPod: cli.Name,
+					ServerNode: srv.Spec.NodeName, ClientNode: cli.Spec.NodeName, Addr: addr, Family: f})
 			}
-			s.Endpoints = append(s.Endpoints, Endpoint{Path: path, Placement: pl, ServerPod: srv.Name, ClientPod: cli.Name,
-				ServerNode: srv.Spec.NodeName, ClientNode: cli.Spec.NodeName, Addr: addr})
 		}
 	}
 	return nil
+}
+
+// podAddr is p's address of family f, or what the cluster lacks.
+func podAddr(p *corev1.Pod, f family.Family) (string, error) {
+	var all []string
+	for _, ip := range p.Status.PodIPs {
+		if family.OfString(ip.IP) == f {
+			return ip.IP, nil
+		}
+		all = append(all, ip.IP)
+	}
+	return "", fmt.Errorf("--ip-family: pod %s has no %s address (podIPs %s): the cluster's pods are not %s (a local cluster: vnetlab kube up --ip-family dual)",
+		p.Name, f, strings.Join(all, ", "), f)
+}
+
+// serviceAddr is the Service's ClusterIP of family f, or what the cluster
+// lacks.
+func serviceAddr(name string, clusterIPs []string, f family.Family) (string, error) {
+	for _, ip := range clusterIPs {
+		if family.OfString(ip) == f {
+			return ip, nil
+		}
+	}
+	return "", fmt.Errorf("--ip-family: Service %s has no %s ClusterIP (clusterIPs %s): the cluster's Service range has no %s (kube-apiserver --service-cluster-ip-range; a local cluster: vnetlab kube up --ip-family dual)",
+		name, f, strings.Join(clusterIPs, ", "), f)
 }
 
 func nodeNames(ns []corev1.Node) []string {
