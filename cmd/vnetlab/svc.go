@@ -41,7 +41,8 @@ func newSvcAddCmd() *cobra.Command {
 		Short: "Add a service to a running lab, or backends to one of its services (seed 002: mustang svc add)",
 		Example: `  vnetlab svc add lab --service 10.96.0.100:5201 --backend 192.168.10.10:5201
   vnetlab svc add lab --service 10.96.0.100:5201/udp --backend pod-a --provider nftables
-  vnetlab svc add lab --service 10.96.0.101:80 --backend pod-a:5201 --backend pod-c:5201`,
+  vnetlab svc add lab --service 10.96.0.101:80 --backend pod-a:5201 --backend pod-c:5201
+  vnetlab svc add lab6 --service '[fd00:10:96::100]:5201' --backend pod-a   # a lab with IPv6 (iptables, nftables)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
