@@ -62,4 +62,8 @@ func TestIPFamilyFlags(t *testing.T) {
 	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "nftables"); err != nil {
 		t.Errorf("up --provider nftables over IPv6: %v", err)
 	}
+	v6svc := writeScenario(t, "mode: veth-routed\nip_family: dual\nprovider: iptables\nservices:\n  - {service: '[fd00:10:96::100]:80/udp', backends: [pod-a]}\n")
+	if _, err := resolveUp(t, "-f", v6svc); err != nil {
+		t.Errorf("up -f with an IPv6 Service in a dual lab: %v", err)
+	}
 }
