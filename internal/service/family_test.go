@@ -47,6 +47,9 @@ func TestResolveByFamily(t *testing.T) {
 			t.Errorf("Resolve(%s for %s) = %v, want %q", c.host, c.k, err, c.want)
 		}
 	}
+	if k, err := ParseKey(k6.String()); err != nil || k != k6 || k6.String() != "[fd00:10:96::100]:80/tcp" {
+		t.Errorf("an IPv6 key as svc ls prints it, %q, does not read back: %v, %v", k6, k, err)
+	}
 	if _, err := Resolve(testState(), []BackendSpec{{Host: "pod-a"}}, k6); err == nil || !strings.Contains(err.Error(), "has no ipv6 address") {
 		t.Errorf("pod without an IPv6 address behind an IPv6 clusterIP: %v", err)
 	}

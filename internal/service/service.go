@@ -55,7 +55,8 @@ type Key struct {
 	Proto string
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s:%d/%s", k.VIP, k.Port, k.Proto) }
+// String is the key as --service takes it: "10.96.0.100:5201/tcp", "[fd00:10:96::100]:5201/tcp".
+func (k Key) String() string { return netip.AddrPortFrom(k.VIP, k.Port).String() + "/" + k.Proto }
 
 // Key returns the service's identity.
 func (s Service) Key() Key { return Key{s.VIP, s.Port, s.Proto} }
