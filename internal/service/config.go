@@ -248,7 +248,7 @@ func podList(st *lab.State) string {
 	for _, pod := range st.Pods {
 		addrs := pod.IP
 		if pod.IP6 != "" {
-			addrs = strings.TrimPrefix(addrs+"/"+pod.IP6, "/")
+			addrs = strings.TrimPrefix(addrs+" "+pod.IP6, " ")
 		}
 		p = append(p, pod.Name+"="+addrs)
 	}
