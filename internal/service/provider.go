@@ -185,7 +185,7 @@ func Check(provider string, m modes.Mode) error {
 // measure half a path.
 func CheckFamily(provider string, f family.Family) error {
 	if i, err := Describe(provider); err == nil && f.HasIPv6() && !i.IPv6 {
-		return field.Errorf("ip_family", "provider %s serves IPv4 only so far, not an %s lab: use {ip_family} ipv4, or a provider with IPv6 (%s)", provider, f, strings.Join(NamesWhere(func(i Info) bool { return i.IPv6 }), ", "))
+		return field.Errorf("ip_family", "provider %s serves IPv4 only so far, not a lab with IPv6 (%s): use {ip_family} ipv4, or a provider with IPv6 (%s)", provider, f, strings.Join(NamesWhere(func(i Info) bool { return i.IPv6 }), ", "))
 	}
 	return nil
 }
