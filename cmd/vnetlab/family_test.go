@@ -14,7 +14,8 @@ import (
 
 // --ip-family and ip_family: the flag over the file over ipv4; up gives
 // the pods an address of each family; a bad family, and Services over
-// IPv6, are refused with the fix, named as the user gave them.
+// IPv6 with a provider without them, are refused with the fix, named as
+// the user gave them.
 func TestIPFamilyFlags(t *testing.T) {
 	if spec, _, err := resolveRun(t, "--modes", "veth-routed"); err != nil || spec.Family != family.IPv4 {
 		t.Errorf("default family: %q, %v", spec.Family, err)
@@ -26,9 +27,13 @@ func TestIPFamilyFlags(t *testing.T) {
 	if spec, _, err := resolveRun(t, "-f", file, "--ip-family", "dual"); err != nil || spec.Family != family.Dual {
 		t.Errorf("--ip-family dual over the file: %q, %v", spec.Family, err)
 	}
-	svc := writeScenario(t, "mode: veth-routed\nip_family: ipv6\npaths: [pod, service]\n")
-	if _, _, err := resolveRun(t, "-f", svc); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an ipv6 lab: use ip_family ("+svc+") ipv4") {
-		t.Errorf("service path over IPv6: %v", err)
+	svc := writeScenario(t, "mode: veth-routed\nip_family: ipv6\npaths: [pod, service]\nproviders: [ebpf-sock]\n")
+	if _, _, err := resolveRun(t, "-f", svc); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 (ipv6): use ip_family ("+svc+") ipv4, or a provider with IPv6 (") {
+		t.Errorf("service path over IPv6 with ebpf-sock: %v", err)
+	}
+	svc = writeScenario(t, "mode: veth-routed\nip_family: dual\npaths: [pod, service]\nproviders: [iptables, nftables]\n")
+	if _, _, err := resolveRun(t, "-f", svc); err != nil {
+		t.Errorf("service path over dual with iptables and nftables: %v", err)
 	}
 	if _, err := scenario.Load(writeScenario(t, "mode: bridge\nip_family: ipv5\n")); err == nil || !strings.Contains(err.Error(), `ip_family: IP family "ipv5": use ipv4, ipv6 or dual`) {
 		t.Errorf("ip_family ipv5: %v", err)
@@ -51,7 +56,14 @@ func TestIPFamilyFlags(t *testing.T) {
 	if err != nil || len(want.Spec.Pods) != 2 || want.Spec.Pods[0].IP != "192.168.10.10" || want.Spec.Pods[0].IP6 != "fd00:10:244::a" {
 		t.Errorf("up --ip-family dual: %+v, %v", want.Spec.Pods, err)
 	}
-	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "iptables"); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an ipv6 lab: use --ip-family ipv4") {
-		t.Errorf("up --provider over IPv6: %v", err)
+	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "ebpf-sock"); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 (ipv6): use --ip-family ipv4") {
+		t.Errorf("up --provider ebpf-sock over IPv6: %v", err)
+	}
+	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "nftables"); err != nil {
+		t.Errorf("up --provider nftables over IPv6: %v", err)
+	}
+	v6svc := writeScenario(t, "mode: veth-routed\nip_family: dual\nprovider: iptables\nservices:\n  - {service: '[fd00:10:96::100]:80/udp', backends: [pod-a]}\n")
+	if _, err := resolveUp(t, "-f", v6svc); err != nil {
+		t.Errorf("up -f with an IPv6 Service in a dual lab: %v", err)
 	}
 }

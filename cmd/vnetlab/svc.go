@@ -41,7 +41,8 @@ func newSvcAddCmd() *cobra.Command {
 		Short: "Add a service to a running lab, or backends to one of its services (seed 002: mustang svc add)",
 		Example: `  vnetlab svc add lab --service 10.96.0.100:5201 --backend 192.168.10.10:5201
   vnetlab svc add lab --service 10.96.0.100:5201/udp --backend pod-a --provider nftables
-  vnetlab svc add lab --service 10.96.0.101:80 --backend pod-a:5201 --backend pod-c:5201`,
+  vnetlab svc add lab --service 10.96.0.101:80 --backend pod-a:5201 --backend pod-c:5201
+  vnetlab svc add lab6 --service '[fd00:10:96::100]:5201' --backend pod-a   # a lab with IPv6 (iptables, nftables)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
@@ -157,7 +158,11 @@ func readServices(name, output string) (*lab.State, *service.Config, error) {
 
 func printServices(w io.Writer, st *lab.State, c *service.Config) {
 	if c.Provider == "" {
-		fmt.Fprintf(w, "lab %s has no services (add one: vnetlab svc add %s --service %s:5201 --backend %s)\n", st.Name, st.Name, service.DefaultVIP, firstPodIP(st))
+		vip := service.DefaultVIP + ":5201"
+		if !st.Spec.Family.HasIPv4() {
+			vip = "'[" + service.DefaultVIP6 + "]:5201'"
+		}
+		fmt.Fprintf(w, "lab %s has no services (add one: vnetlab svc add %s --service %s --backend %s)\n", st.Name, st.Name, vip, firstPodIP(st))
 		return
 	}
 	state := "loaded"
@@ -179,8 +184,11 @@ func printServices(w io.Writer, st *lab.State, c *service.Config) {
 }
 
 func firstPodIP(st *lab.State) string {
-	if len(st.Pods) > 0 {
+	if len(st.Pods) > 0 && st.Pods[0].IP != "" {
 		return st.Pods[0].IP + ":5201"
+	}
+	if len(st.Pods) > 0 {
+		return st.Pods[0].Name + ":5201" // an ipv6 lab: the pod stands for its IPv6 address
 	}
 	return "POD-IP:5201"
 }

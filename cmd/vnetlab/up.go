@@ -92,7 +92,7 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&u.output, "output", "o", u.output, "table or json")
-	f.StringVar(&s.Provider, "provider", s.Provider, "load Services with "+service.NameList()+": the scenario's services, or "+service.DefaultVIP+" on the engine ports -> the first pod")
+	f.StringVar(&s.Provider, "provider", s.Provider, "load Services with "+service.NameList()+": the scenario's services, or "+service.DefaultVIP+" (IPv6: "+service.DefaultVIP6+") on the engine ports -> the first pod")
 	f.IntVar(&s.Extra, "extra-services", s.Extra, "with --provider: this many generated services too (lookup cost at scale)")
 }
 

@@ -32,12 +32,15 @@ func Snapshot() map[string]string {
 	run("routes", "ip", "route", "show", "table", "all")
 	run("rules", "ip", "rule", "show")
 	run("iptables", "iptables-save")
+	run("ip6tables", "ip6tables-save") // IPv6 Services' rules (on nft's backend they show in "nft" too)
 	run("nft", "nft", "list", "ruleset")
 	run("sysctl", "sysctl", "-a", "-r", `^net\.`)
 	// Machine-wide sysctls a kubelet changes at start (`vnetlab kube up`
 	// records and restores them).
 	run("kubelet-sysctls", append([]string{"sysctl"}, KubeletSysctls...)...)
-	s["iptables"] = counters.ReplaceAllString(dropComments(s["iptables"]), "[0:0]")
+	for _, k := range []string{"iptables", "ip6tables"} {
+		s[k] = counters.ReplaceAllString(dropComments(s[k]), "[0:0]")
+	}
 	s["sysctl"] = dropDynamic(s["sysctl"])
 	s["links"] = linkState.ReplaceAllString(s["links"], "")
 	// vnetlab's own namespaces: any that appear during the suite were left behind.

@@ -110,10 +110,16 @@ func TestRunRefusesFamily(t *testing.T) {
 	spec.Paths = []string{"pod", ServicePath}
 	for _, f := range []family.Family{family.IPv6, family.Dual} {
 		spec.Family = f
-		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an "+string(f)+" lab: use --ip-family ipv4") {
-			t.Errorf("service path over %s: %v", f, err)
+		spec.Providers = []string{"iptables", "ebpf-sock"}
+		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 ("+string(f)+"): use --ip-family ipv4, or a provider with IPv6 (") {
+			t.Errorf("service path over %s with ebpf-sock: %v", f, err)
+		}
+		spec.Providers = []string{"iptables", "nftables"}
+		if err := spec.Validate(); err != nil {
+			t.Errorf("service path over %s with iptables and nftables: %v", f, err)
 		}
 	}
+	spec.Providers = nil
 	spec.Family, spec.PodCIDR6 = family.IPv4, "fd00:1::/64"
 	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "--pod-cidr6 fd00:1::/64 is for IPv6 pods") {
 		t.Errorf("pod_cidr6 in an IPv4 run: %v", err)

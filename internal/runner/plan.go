@@ -256,8 +256,19 @@ func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv M
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}
-	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
-		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
+	// The clusterIP of each family the lab has (EngineServices).
+	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS}
+	if st.Spec.Family.HasIPv4() {
+		ep.Target = service.DefaultVIP
+	}
+	if st.Spec.Family.HasIPv6() {
+		ep.Target6 = service.DefaultVIP6
+	}
+	vips := ep.Target + ep.Target6
+	if ep.Target != "" && ep.Target6 != "" {
+		vips = ep.Target + ", " + ep.Target6
+	}
+	ep.Note = fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, vips, server.Name, provider)
 	// Socket-level Services act only for clients in the lab's cgroup.
 	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
 		return modes.Endpoint{}, results.Cell{}, err

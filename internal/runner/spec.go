@@ -272,7 +272,8 @@ func (spec Spec) checkServicePath() error {
 
 // checkFamily refuses, before any lab is built, a mode that lacks the
 // labs' IP family (a mode the kernel lacks is skipped by the plan, as
-// without a family) and the service path in a lab with IPv6.
+// without a family) and the service path in a lab with IPv6 for a provider
+// without IPv6 Services.
 func (spec Spec) checkFamily() error {
 	for _, mv := range spec.Modes {
 		m, err := modes.Get(mv.Mode)
@@ -286,8 +287,20 @@ func (spec Spec) checkFamily() error {
 			return err
 		}
 	}
-	if slices.Contains(spec.Paths, ServicePath) {
-		return service.CheckFamily(spec.Family)
+	if !slices.Contains(spec.Paths, ServicePath) {
+		return nil
+	}
+	for _, mv := range spec.Modes {
+		m, _ := modes.Get(mv.Mode) // checked above
+		providers := spec.Providers
+		if len(providers) == 0 {
+			providers = []string{service.DefaultProviderFor(m)}
+		}
+		for _, p := range providers {
+			if err := service.CheckFamily(p, spec.Family); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func Add(name string, r AddRequest) (Result, error) {
 		var be []Backend
 		if len(r.Backends) > 0 {
 			var err error
-			if be, err = Resolve(st, r.Backends, r.Key.Port); err != nil {
+			if be, err = Resolve(st, r.Backends, r.Key); err != nil {
 				return "", err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
 
@@ -177,30 +178,44 @@ func (c *Config) Del(k Key) error {
 	return nil
 }
 
-// Resolve turns backend specs (addresses or pod names) into backends of a
-// service on port svcPort. Backends must be pods of the lab: vnetlab sends
-// traffic only into namespaces it created.
-func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, error) {
+// Resolve turns backend specs (addresses or pod names) into backends of
+// service k (their port is k's when a spec has none). Backends must be pods
+// of the lab: vnetlab sends traffic only into namespaces it created. A
+// Service has one family, its clusterIP's: a pod named stands for its
+// address of that family (a dual-stack Service is two, one per clusterIP).
+func Resolve(st *lab.State, specs []BackendSpec, k Key) ([]Backend, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("a service needs at least one backend (--backend 192.168.10.10:5201 or --backend pod-a)")
 	}
+	fam := family.Of(k.VIP)
 	var out []Backend
 	seen := map[netip.AddrPort]bool{}
 	for _, b := range specs {
+		if ip, err := netip.ParseAddr(b.Host); err == nil && family.Of(ip) != fam {
+			return nil, fmt.Errorf("backend %s is %s but clusterIP %s is %s: give the pod's %s address or its name", b.Host, family.Of(ip), k.VIP, fam, fam)
+		}
 		var pod *lab.PodState
 		for i := range st.Pods {
-			if st.Pods[i].Name == b.Host || st.Pods[i].IP == b.Host {
-				pod = &st.Pods[i]
+			if p := &st.Pods[i]; p.Name == b.Host || sameAddr(p.IP, b.Host) || sameAddr(p.IP6, b.Host) {
+				pod = p
 			}
 		}
 		if pod == nil {
 			return nil, fmt.Errorf("backend %s is not a pod of lab %s (pods: %s): vnetlab only sends traffic to its own pods", b.Host, st.Name, podList(st))
 		}
+		addr := pod.IP
+		if fam == family.IPv6 {
+			addr = pod.IP6
+		}
+		ip, err := netip.ParseAddr(addr)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: pod %s has no %s address for clusterIP %s (lab %s is %s)", b.Host, pod.Name, fam, k.VIP, st.Name, st.Spec.Family.Or())
+		}
 		port := b.Port
 		if port == 0 {
-			port = svcPort
+			port = k.Port
 		}
-		be := Backend{IP: netip.MustParseAddr(pod.IP), Port: port, Pod: pod.Name}
+		be := Backend{IP: ip, Port: port, Pod: pod.Name}
 		ap := netip.AddrPortFrom(be.IP, be.Port)
 		if seen[ap] {
 			return nil, fmt.Errorf("backend %s is given twice", ap)
@@ -209,6 +224,13 @@ func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, err
 		out = append(out, be)
 	}
 	return out, nil
+}
+
+// sameAddr: text a is the address b (IPv6 has several spellings).
+func sameAddr(a, b string) bool {
+	x, err1 := netip.ParseAddr(a)
+	y, err2 := netip.ParseAddr(b)
+	return err1 == nil && err2 == nil && x == y
 }
 
 // keepsEmpty says whether provider p keeps a Service without backends
@@ -224,7 +246,11 @@ func keepsEmpty(p string) bool {
 func podList(st *lab.State) string {
 	var p []string
 	for _, pod := range st.Pods {
-		p = append(p, pod.Name+"="+pod.IP)
+		addrs := pod.IP
+		if pod.IP6 != "" {
+			addrs = strings.TrimPrefix(addrs+" "+pod.IP6, " ")
+		}
+		p = append(p, pod.Name+"="+addrs)
 	}
 	if len(p) == 0 {
 		return "none"
@@ -235,18 +261,23 @@ func podList(st *lab.State) string {
 // CheckVIP refuses clusterIPs that would shadow the lab's own addresses or
 // the generated range.
 func CheckVIP(st *lab.State, vip netip.Addr) error {
-	if pfx, err := netip.ParsePrefix(st.Spec.PodCIDR); err == nil && pfx.Contains(vip) {
-		return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12)", vip, pfx)
+	if fam, lf := family.Of(vip), st.Spec.Family.Or(); !slices.Contains(lf.Measured(), fam) {
+		return fmt.Errorf("clusterIP %s is %s but lab %s is %s: use an %s clusterIP, or a lab with --ip-family %s or dual", vip, fam, st.Name, lf, lf.Measured()[0], fam)
+	}
+	for _, cidr := range []string{st.Spec.PodCIDR, st.Spec.PodCIDR6} {
+		if pfx, err := netip.ParsePrefix(cidr); err == nil && pfx.Contains(vip) {
+			return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12; %s for IPv6)", vip, pfx, DefaultVIP6)
+		}
 	}
 	if GeneratedRange.Contains(vip) || GeneratedBackendRange.Contains(vip) {
 		return fmt.Errorf("clusterIP %s is in %s/%s, reserved for --extra-services: use another address", vip, GeneratedRange, GeneratedBackendRange)
 	}
 	for _, n := range st.Nodes {
-		if n.IP == vip.String() {
+		if sameAddr(n.IP, vip.String()) || sameAddr(n.IP6, vip.String()) {
 			return fmt.Errorf("clusterIP %s is node %s's address: use another address", vip, n.Name)
 		}
 	}
-	if gw := st.Gateway; gw == vip.String() {
+	if sameAddr(st.Gateway, vip.String()) || sameAddr(st.Gateway6, vip.String()) {
 		return fmt.Errorf("clusterIP %s is the pods' gateway: use another address", vip)
 	}
 	return nil
@@ -258,13 +289,16 @@ func (c *Config) Validate(st *lab.State) error {
 	if err := CheckExtra(c.Extra); err != nil {
 		return fmt.Errorf("extra services %v", err)
 	}
+	if c.Extra > 0 && st.Spec.Family.HasIPv6() {
+		return fmt.Errorf("extra services are generated in %s (IPv4): an IPv6 clusterIP would not walk past them; use --extra-services 0 in lab %s (%s), or an ipv4 lab", GeneratedRange, st.Name, st.Spec.Family)
+	}
 	seen := map[Key]bool{}
 	for _, s := range c.Services {
 		if s.Proto != TCP && s.Proto != UDP {
 			return fmt.Errorf("service %s: unknown protocol %q: use tcp or udp", s, s.Proto)
 		}
-		if !s.VIP.Is4() || s.Port == 0 {
-			return fmt.Errorf("service %s: clusterIP must be IPv4 and port 1-65535", s)
+		if !s.VIP.IsValid() || s.Port == 0 {
+			return fmt.Errorf("service %s: clusterIP must be an address and port 1-65535", s)
 		}
 		if err := CheckVIP(st, s.VIP); err != nil {
 			return fmt.Errorf("service %s: %v", s, err)
@@ -277,7 +311,7 @@ func (c *Config) Validate(st *lab.State) error {
 			return fmt.Errorf("service %s has no backends", s)
 		}
 		for _, b := range s.Backends {
-			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Port); err != nil {
+			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Key()); err != nil {
 				return fmt.Errorf("service %s: %v", s, err)
 			}
 		}
@@ -306,15 +340,21 @@ func (c *Config) Sorted() []Service {
 	return out
 }
 
-// EngineServices are the service path's services: DefaultVIP on every engine
+// EngineServices are the service path's services in a lab of family f:
+// DefaultVIP (IPv4) and DefaultVIP6 (IPv6) as f has them, on every engine
 // port, TCP and UDP, each leading to the server pod on the same port.
-func EngineServices(server lab.PodState) []Service {
+func EngineServices(server lab.PodState, f family.Family) []Service {
 	var out []Service
-	ip := netip.MustParseAddr(server.IP)
-	for _, p := range EnginePorts {
-		for _, proto := range []string{TCP, UDP} {
-			out = append(out, Service{VIP: netip.MustParseAddr(DefaultVIP), Port: p, Proto: proto,
-				Backends: []Backend{{IP: ip, Port: p, Pod: server.Name}}})
+	for _, fam := range f.Measured() {
+		vip, ip := DefaultVIP, server.IP
+		if fam == family.IPv6 {
+			vip, ip = DefaultVIP6, server.IP6
+		}
+		for _, p := range EnginePorts {
+			for _, proto := range []string{TCP, UDP} {
+				out = append(out, Service{VIP: netip.MustParseAddr(vip), Port: p, Proto: proto,
+					Backends: []Backend{{IP: netip.MustParseAddr(ip), Port: p, Pod: server.Name}}})
+			}
 		}
 	}
 	return out

@@ -21,7 +21,8 @@ import (
 // backend. Hairpin (a pod reaching itself through its service) and traffic
 // from outside the pod network are marked (KUBE-MARK-MASQ) and masqueraded
 // in KUBE-POSTROUTING. Everything is loaded in bulk with
-// `iptables-restore --noflush`, never a command per rule.
+// `iptables-restore --noflush`, never a command per rule. IPv6 Services get
+// the same rules through ip6tables-restore (nfFamily), in a lab with IPv6.
 //
 // Measured limits of iptables-nft 1.8.9 shape how: one restore creating many
 // chains costs time quadratic in their number (10k services: 17 s of CPU in
@@ -35,7 +36,7 @@ type iptablesProvider struct{}
 func init() { Register(iptablesProvider{}) }
 
 func (iptablesProvider) Info() Info {
-	return Info{Name: IPTables, Summary: "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore"}
+	return Info{Name: IPTables, IPv6: true, Summary: "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore (ip6tables-restore for IPv6)"}
 }
 func (iptablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
 func (iptablesProvider) Caveat(m modes.Mode, options map[string]string) string {
@@ -46,24 +47,24 @@ func (iptablesProvider) Caveat(m modes.Mode, options map[string]string) string {
 const iptablesChunk = 2000
 
 func (iptablesProvider) Install(st *lab.State, c *Config) error {
-	return eachNode(st, func(ns string) error { return iptablesInstall(ns, st, c) })
+	return eachNodeFamily(st, func(ns string, f nfFamily) error { return iptablesInstall(ns, f, st, c) })
 }
 
-func iptablesInstall(ns string, st *lab.State, c *Config) error {
-	svcs := c.All()
-	w := newIptablesWriter(st, c)
-	if err := modes.IptablesRestore(ns, w.base()); err != nil {
+func iptablesInstall(ns string, f nfFamily, st *lab.State, c *Config) error {
+	svcs := f.of(c.All())
+	w := newIptablesWriter(st, c, f)
+	if err := f.restore(ns, w.base()); err != nil {
 		return err
 	}
 	// Chains first, then the rules leading to them: nothing refers to a chain
 	// before it is complete.
 	for i := 0; i < len(svcs); i += iptablesChunk {
-		if err := modes.IptablesRestore(ns, w.serviceChains(svcs[i:min(i+iptablesChunk, len(svcs))])); err != nil {
+		if err := f.restore(ns, w.serviceChains(svcs[i:min(i+iptablesChunk, len(svcs))])); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < len(svcs); i += iptablesChunk {
-		if err := modes.IptablesRestore(ns, w.dispatch(svcs[i:min(i+iptablesChunk, len(svcs))], nil, nil)); err != nil {
+		if err := f.restore(ns, w.dispatch(svcs[i:min(i+iptablesChunk, len(svcs))], nil, nil)); err != nil {
 			return err
 		}
 	}
@@ -76,46 +77,46 @@ func iptablesInstall(ns string, st *lab.State, c *Config) error {
 // change gets new chains (their names hash the backends too), so the switch
 // is atomic.
 func (iptablesProvider) Update(st *lab.State, old, c *Config) error {
-	return eachNode(st, func(ns string) error { return iptablesUpdate(ns, st, old, c) })
+	return eachNodeFamily(st, func(ns string, f nfFamily) error { return iptablesUpdate(ns, f, st, old, c) })
 }
 
-func iptablesUpdate(ns string, st *lab.State, old, c *Config) error {
-	added, removed, had, want := iptablesChains.diff(old.All(), c.All())
+func iptablesUpdate(ns string, f nfFamily, st *lab.State, old, c *Config) error {
+	added, removed, had, want := iptablesChains.diff(f.of(old.All()), f.of(c.All()))
 	var stale []string
 	for ch := range had {
 		if !want[ch] {
 			stale = append(stale, ch)
 		}
 	}
-	w := newIptablesWriter(st, c)
+	w := newIptablesWriter(st, c, f)
 	for i := 0; i < len(added); i += iptablesChunk {
-		if err := modes.IptablesRestore(ns, w.serviceChains(added[i:min(i+iptablesChunk, len(added))])); err != nil {
+		if err := f.restore(ns, w.serviceChains(added[i:min(i+iptablesChunk, len(added))])); err != nil {
 			return err
 		}
 	}
 	// -D must repeat the rule as it was written, comments included.
-	wOld := newIptablesWriter(st, old)
-	return modes.IptablesRestore(ns, w.dispatch(added, wOld.deletes(removed), stale))
+	wOld := newIptablesWriter(st, old, f)
+	return f.restore(ns, w.dispatch(added, wOld.deletes(removed), stale))
 }
 
 func (iptablesProvider) Remove(st *lab.State, c *Config) error {
-	return eachNode(st, func(ns string) error { return iptablesRemove(ns, c) })
+	return eachNodeFamily(st, func(ns string, f nfFamily) error { return iptablesRemove(ns, f, c) })
 }
 
-func iptablesRemove(ns string, c *Config) error {
+func iptablesRemove(ns string, f nfFamily, c *Config) error {
 	// From the config (iptables-save does not survive 100k services); if the
 	// lab holds something else (an interrupted install), list what is there.
-	if err := modes.IptablesRestore(ns, iptablesRemoval(baseJumps, iptablesChainList(c.All()))); err == nil {
+	if err := f.restore(ns, iptablesRemoval(baseJumps, iptablesChainList(f.of(c.All())))); err == nil {
 		return nil
 	}
-	chains, jumps, err := kubeChains(ns)
+	chains, jumps, err := kubeChains(ns, f)
 	if err != nil {
 		return err
 	}
 	if len(chains) == 0 && len(jumps) == 0 {
 		return nil
 	}
-	return modes.IptablesRestore(ns, iptablesRemoval(jumps, chains))
+	return f.restore(ns, iptablesRemoval(jumps, chains))
 }
 
 // baseJumps hook kube-proxy's chains into nat, as iptables-save prints them.
@@ -163,14 +164,15 @@ func iptablesChainList(svcs []Service) []string {
 	return out
 }
 
-// iptablesWriter writes the nat table in iptables-restore format.
+// iptablesWriter writes the nat table of one family in iptables-restore format.
 type iptablesWriter struct {
 	podCIDR  string
 	comments bool
+	f        nfFamily
 }
 
-func newIptablesWriter(st *lab.State, c *Config) iptablesWriter {
-	return iptablesWriter{podCIDR: st.Spec.PodCIDR, comments: endpointCount(c.All()) <= largeCluster}
+func newIptablesWriter(st *lab.State, c *Config, f nfFamily) iptablesWriter {
+	return iptablesWriter{podCIDR: f.podCIDR(st), comments: endpointCount(c.All()) <= largeCluster, f: f}
 }
 
 func (w iptablesWriter) comment(text string) string {
@@ -202,7 +204,7 @@ func (w iptablesWriter) serviceChains(svcs []Service) string {
 	for _, s := range svcs {
 		name, sc := portName(s), svcChain(s)
 		fmt.Fprintf(&chains, ":%s - [0:0]\n", sc)
-		fmt.Fprintf(&rules, "-A %s ! -s %s -d %s/32 -p %s%s -m %s --dport %d -j KUBE-MARK-MASQ\n", sc, w.podCIDR, s.VIP, s.Proto, w.comment(name+" cluster IP"), s.Proto, s.Port)
+		fmt.Fprintf(&rules, "-A %s ! -s %s -d %s/%d -p %s%s -m %s --dport %d -j KUBE-MARK-MASQ\n", sc, w.podCIDR, s.VIP, w.f.hostLen, s.Proto, w.comment(name+" cluster IP"), s.Proto, s.Port)
 		n := len(s.Backends)
 		for i, b := range s.Backends {
 			sep := sepChain(s, b)
@@ -212,7 +214,7 @@ func (w iptablesWriter) serviceChains(svcs []Service) string {
 			} else {
 				fmt.Fprintf(&rules, "-A %s%s -j %s\n", sc, w.comment(name+" -> "+b.String()), sep)
 			}
-			fmt.Fprintf(&rules, "-A %s -s %s/32%s -j KUBE-MARK-MASQ\n", sep, b.IP, w.comment(name))
+			fmt.Fprintf(&rules, "-A %s -s %s/%d%s -j KUBE-MARK-MASQ\n", sep, b.IP, w.f.hostLen, w.comment(name))
 			fmt.Fprintf(&rules, "-A %s -p %s%s -m %s -j DNAT --to-destination %s\n", sep, s.Proto, w.comment(name), s.Proto, b)
 		}
 	}
@@ -222,7 +224,7 @@ func (w iptablesWriter) serviceChains(svcs []Service) string {
 
 // dispatchRule is a service's rule in KUBE-SERVICES (without -A/-D).
 func (w iptablesWriter) dispatchRule(s Service) string {
-	return fmt.Sprintf("KUBE-SERVICES -d %s/32 -p %s%s -m %s --dport %d -j %s", s.VIP, s.Proto, w.comment(portName(s)+" cluster IP"), s.Proto, s.Port, svcChain(s))
+	return fmt.Sprintf("KUBE-SERVICES -d %s/%d -p %s%s -m %s --dport %d -j %s", s.VIP, w.f.hostLen, s.Proto, w.comment(portName(s)+" cluster IP"), s.Proto, s.Port, svcChain(s))
 }
 
 func (w iptablesWriter) deletes(svcs []Service) []string {
@@ -258,13 +260,14 @@ func (w iptablesWriter) dispatch(add []Service, deletes, stale []string) string 
 	return b.String()
 }
 
-// kubeChains lists the KUBE-* chains of the node's nat table and the rules
-// of the built-in chains that jump into them (from iptables-save; only used
-// to clean up after an interrupted install, where the config is no guide).
-func kubeChains(ns string) (chains, jumps []string, err error) {
-	out, err := proc.Command(context.Background(), ns, "iptables-save", "-t", "nat").Output()
+// kubeChains lists the KUBE-* chains of the node's nat table of family f
+// and the rules of the built-in chains that jump into them (from
+// iptables-save; only used to clean up after an interrupted install, where
+// the config is no guide).
+func kubeChains(ns string, f nfFamily) (chains, jumps []string, err error) {
+	out, err := proc.Command(context.Background(), ns, f.save, "-t", "nat").Output()
 	if err != nil {
-		return nil, nil, fmt.Errorf("iptables-save in %s: %w", ns, err)
+		return nil, nil, fmt.Errorf("%s in %s: %w", f.save, ns, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -51,7 +51,13 @@ func skipSocketLevel(t *testing.T, p string) {
 // failure. Its lock is released at once: Apply takes it, as the CLI does.
 func newLab(t *testing.T, name, mode string, pods int, opts map[string]string) *lab.State {
 	t.Helper()
-	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode, PodCIDR: lab.DefaultPodCIDR, Options: opts}, pods)
+	return newSpecLab(t, lab.Spec{Name: name, Mode: mode, PodCIDR: lab.DefaultPodCIDR, Options: opts}, pods)
+}
+
+// newSpecLab is newLab for any spec (an IP family, ...).
+func newSpecLab(t *testing.T, spec lab.Spec, pods int) *lab.State {
+	t.Helper()
+	l, _ := testnet.UpLab(t, spec, pods)
 	l.Release()
 	return l.State
 }
@@ -394,7 +400,7 @@ func TestInstallFailureLeavesNothing(t *testing.T) {
 	if c.Installed {
 		t.Error("config marked installed after a failed install")
 	}
-	chains, jumps, err := kubeChains(st.Nodes[0].NS)
+	chains, jumps, err := kubeChains(st.Nodes[0].NS, nfIPv4)
 	if err != nil {
 		t.Fatal(err)
 	}

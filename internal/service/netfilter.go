@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -110,4 +112,69 @@ func (n chainNaming) diff(prev, next []Service) (added, removed []Service, had, 
 		}
 	}
 	return added, removed, had, want
+}
+
+// nfFamily is what differs between a netfilter provider's IPv4 and IPv6
+// rules: the tools, the address words and the pod network. Each provider
+// writes both families through one code path with one of these, as
+// kube-proxy runs one proxier per family.
+type nfFamily struct {
+	fam family.Family
+	// restore loads iptables-restore text (iptables-restore or ip6tables-restore).
+	restore func(ns, rules string) error
+	save    string // iptables-save or ip6tables-save
+	hostLen int    // a single address's prefix length: 32 or 128
+	nft     string // nft's table family and address match: ip or ip6
+	nftAddr string // nft's address type: ipv4_addr or ipv6_addr
+}
+
+var (
+	nfIPv4 = nfFamily{fam: family.IPv4, restore: modes.IptablesRestore, save: "iptables-save", hostLen: 32, nft: "ip", nftAddr: "ipv4_addr"}
+	nfIPv6 = nfFamily{fam: family.IPv6, restore: modes.Ip6tablesRestore, save: "ip6tables-save", hostLen: 128, nft: "ip6", nftAddr: "ipv6_addr"}
+)
+
+// nfFamilies are the families of lab st, IPv4 first: a netfilter provider
+// writes the rules of each (an ipv4 lab's are exactly what they were
+// before IPv6 existed).
+func nfFamilies(st *lab.State) []nfFamily {
+	var out []nfFamily
+	for _, f := range st.Spec.Family.Measured() {
+		if f == family.IPv6 {
+			out = append(out, nfIPv6)
+		} else {
+			out = append(out, nfIPv4)
+		}
+	}
+	return out
+}
+
+// podCIDR is the lab's pod network of this family.
+func (f nfFamily) podCIDR(st *lab.State) string {
+	if f.fam == family.IPv6 {
+		return st.Spec.PodCIDR6
+	}
+	return st.Spec.PodCIDR
+}
+
+// of keeps the services of this family.
+func (f nfFamily) of(svcs []Service) []Service {
+	var out []Service
+	for _, s := range svcs {
+		if family.Of(s.VIP) == f.fam {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// eachNodeFamily runs fn for every node and every family of the lab.
+func eachNodeFamily(st *lab.State, fn func(ns string, f nfFamily) error) error {
+	return eachNode(st, func(ns string) error {
+		for _, f := range nfFamilies(st) {
+			if err := fn(ns, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

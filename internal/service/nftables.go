@@ -23,6 +23,12 @@ import (
 // difference, with the map elements swapped in one transaction (atomic:
 // packets see the old map or the new one; established connections keep
 // their conntrack NAT).
+//
+// IPv6 Services live in their own table, ip6 kube-proxy, written by the
+// same code (nfFamily) rather than in one inet table: as kube-proxy's
+// dual-stack (one proxier and table per family), each lookup is one map
+// keyed by its own address type, and an ipv4 lab's table is exactly what it
+// was before IPv6 (its measurements stay comparable).
 type nftablesProvider struct{}
 
 func init() { Register(nftablesProvider{}) }
@@ -31,7 +37,7 @@ func init() { Register(nftablesProvider{}) }
 const NftTable = "kube-proxy"
 
 func (nftablesProvider) Info() Info {
-	return Info{Name: NFTables, Summary: "kube-proxy nftables mode: table ip kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"}
+	return Info{Name: NFTables, IPv6: true, Summary: "kube-proxy nftables mode: table ip (and ip6) kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"}
 }
 func (nftablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
 func (nftablesProvider) Caveat(m modes.Mode, options map[string]string) string {
@@ -45,15 +51,15 @@ func (nftablesProvider) Caveat(m modes.Mode, options map[string]string) string {
 const nftChunk = 25000
 
 func (nftablesProvider) Install(st *lab.State, c *Config) error {
-	return eachNode(st, func(ns string) error { return nftInstall(ns, st, c) })
+	return eachNodeFamily(st, func(ns string, f nfFamily) error { return nftInstall(ns, f, st, c) })
 }
 
-func nftInstall(ns string, st *lab.State, c *Config) error {
-	w := nftWriter{podCIDR: st.Spec.PodCIDR}
+func nftInstall(ns string, f nfFamily, st *lab.State, c *Config) error {
+	w := nftWriter{podCIDR: f.podCIDR(st), f: f}
 	if err := nftLoad(ns, w.base()); err != nil {
 		return err
 	}
-	svcs := c.All()
+	svcs := f.of(c.All())
 	for i := 0; i < len(svcs); i += nftChunk {
 		chunk := svcs[i:min(i+nftChunk, len(svcs))]
 		if err := nftLoad(ns, w.serviceChains(chunk, nil)+w.elements("add", chunk)); err != nil {
@@ -68,12 +74,12 @@ func nftInstall(ns string, st *lab.State, c *Config) error {
 // service whose backends change gets new chains (their names hash the
 // backends), so its element switches atomically.
 func (nftablesProvider) Update(st *lab.State, old, c *Config) error {
-	return eachNode(st, func(ns string) error { return nftUpdate(ns, st, old, c) })
+	return eachNodeFamily(st, func(ns string, f nfFamily) error { return nftUpdate(ns, f, st, old, c) })
 }
 
-func nftUpdate(ns string, st *lab.State, old, c *Config) error {
-	added, removed, had, want := nftChains.diff(old.All(), c.All())
-	w := nftWriter{podCIDR: st.Spec.PodCIDR}
+func nftUpdate(ns string, f nfFamily, st *lab.State, old, c *Config) error {
+	added, removed, had, want := nftChains.diff(f.of(old.All()), f.of(c.All()))
+	w := nftWriter{podCIDR: f.podCIDR(st), f: f}
 	var b strings.Builder
 	if len(added) <= nftChunk {
 		b.WriteString(w.serviceChains(added, had)) // one run: nft reads the table once
@@ -88,11 +94,11 @@ func nftUpdate(ns string, st *lab.State, old, c *Config) error {
 	b.WriteString(w.elements("add", added))
 	// Service chains before the endpoint chains they jump to.
 	for _, s := range removed {
-		fmt.Fprintf(&b, "delete chain %s %s\n", nftT, nftSvcChain(s))
+		fmt.Fprintf(&b, "delete chain %s %s\n", w.table(), nftSvcChain(s))
 	}
 	for ch := range had {
 		if !want[ch] && strings.HasPrefix(ch, "endpoint-") {
-			fmt.Fprintf(&b, "delete chain %s %s\n", nftT, ch)
+			fmt.Fprintf(&b, "delete chain %s %s\n", w.table(), ch)
 		}
 	}
 	if b.Len() == 0 {
@@ -102,9 +108,10 @@ func nftUpdate(ns string, st *lab.State, old, c *Config) error {
 }
 
 func (p nftablesProvider) Remove(st *lab.State, _ *Config) error {
-	return eachNode(st, func(ns string) error {
+	return eachNodeFamily(st, func(ns string, f nfFamily) error {
 		// "add" first: deleting a table that does not exist is an error.
-		return nftLoad(ns, fmt.Sprintf("add table ip %s\ndelete table ip %s\n", NftTable, NftTable))
+		t := nftWriter{f: f}.table()
+		return nftLoad(ns, fmt.Sprintf("add table %s\ndelete table %s\n", t, t))
 	})
 }
 
@@ -117,24 +124,32 @@ func nftLoad(ns, script string) error {
 	return nil
 }
 
-// nftT is the table as nft commands name it.
-const nftT = "ip " + NftTable
-
 // nftSvcChain names a service's chain (kube-proxy: service-HASH-ns/name/proto/port);
 // the hash also covers the backends, so changing them switches chains.
 func nftSvcChain(s Service) string {
-	return fmt.Sprintf("service-%s-%s/%s/%d", chainHash(portName(s), s.Proto, backendsKey(s))[:8], s.VIP, s.Proto, s.Port)
+	return nftName(fmt.Sprintf("service-%s-%s/%s/%d", chainHash(portName(s), s.Proto, backendsKey(s))[:8], s.VIP, s.Proto, s.Port))
 }
 
 func nftEndpointChain(s Service, b Backend) string {
-	return fmt.Sprintf("endpoint-%s-%s/%s/%d__%s/%d", chainHash(portName(s), s.Proto, b.String())[:8], s.VIP, s.Proto, s.Port, b.IP, b.Port)
+	return nftName(fmt.Sprintf("endpoint-%s-%s/%s/%d__%s/%d", chainHash(portName(s), s.Proto, b.String())[:8], s.VIP, s.Proto, s.Port, b.IP, b.Port))
 }
+
+// nftName makes a chain name of text holding IPv6 addresses: nft takes no
+// colon in a name, so they become dots (as kube-proxy's chain names do).
+func nftName(text string) string { return strings.ReplaceAll(text, ":", ".") }
 
 // nftChains: service-* per service, endpoint-* per backend.
 var nftChains = chainNaming{service: nftSvcChain, backend: nftEndpointChain}
 
-// nftWriter writes nft's flat command syntax (the form kube-proxy's knftables writes).
-type nftWriter struct{ podCIDR string }
+// nftWriter writes nft's flat command syntax (the form kube-proxy's
+// knftables writes) for the table of one family.
+type nftWriter struct {
+	podCIDR string
+	f       nfFamily
+}
+
+// table is the family's table as nft commands name it: "ip kube-proxy".
+func (w nftWriter) table() string { return w.f.nft + " " + NftTable }
 
 // base replaces the table with kube-proxy's fixed chains and the empty map.
 func (w nftWriter) base() string {
@@ -144,7 +159,7 @@ func (w nftWriter) base() string {
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte('\n')
 	}
-	t := nftT
+	t := w.table()
 	add("table %s", t)
 	fmt.Fprintf(&b, "delete table %s\n", t)
 	add("table %s { comment \"rules for kube-proxy (vnetlab)\" ; }", t)
@@ -162,8 +177,8 @@ func (w nftWriter) base() string {
 	add("rule %s masquerading mark and %s == 0 return", t, masqMark)
 	add("rule %s masquerading mark set mark xor %s", t, masqMark)
 	add("rule %s masquerading masquerade fully-random", t)
-	add("map %s service-ips { type ipv4_addr . inet_proto . inet_service : verdict ; comment \"ClusterIP traffic\" ; }", t)
-	add("rule %s services ip daddr . meta l4proto . th dport vmap @service-ips", t)
+	add("map %s service-ips { type %s . inet_proto . inet_service : verdict ; comment \"ClusterIP traffic\" ; }", t, w.f.nftAddr)
+	add("rule %s services %s daddr . meta l4proto . th dport vmap @service-ips", t, w.f.nft)
 	return b.String()
 }
 
@@ -172,7 +187,7 @@ func (w nftWriter) base() string {
 func (w nftWriter) serviceChains(svcs []Service, have map[string]bool) string {
 	var b bytes.Buffer
 	b.Grow(len(svcs) * 600)
-	t := nftT
+	t, ip := w.table(), w.f.nft
 	for _, s := range svcs {
 		sc := nftSvcChain(s)
 		// Chains a rule jumps to must exist first: nft resolves names in order.
@@ -182,11 +197,11 @@ func (w nftWriter) serviceChains(svcs []Service, have map[string]bool) string {
 				continue
 			}
 			fmt.Fprintf(&b, "add chain %s %s\n", t, ec)
-			fmt.Fprintf(&b, "add rule %s %s ip saddr %s jump mark-for-masquerade\n", t, ec, be.IP)
+			fmt.Fprintf(&b, "add rule %s %s %s saddr %s jump mark-for-masquerade\n", t, ec, ip, be.IP)
 			fmt.Fprintf(&b, "add rule %s %s meta l4proto %s dnat to %s\n", t, ec, s.Proto, be)
 		}
 		fmt.Fprintf(&b, "add chain %s %s\n", t, sc)
-		fmt.Fprintf(&b, "add rule %s %s ip daddr %s %s dport %d ip saddr != %s jump mark-for-masquerade\n", t, sc, s.VIP, s.Proto, s.Port, w.podCIDR)
+		fmt.Fprintf(&b, "add rule %s %s %s daddr %s %s dport %d %s saddr != %s jump mark-for-masquerade\n", t, sc, ip, s.VIP, s.Proto, s.Port, ip, w.podCIDR)
 		if len(s.Backends) == 1 {
 			// kube-proxy skips the numgen map for one endpoint (kubernetes#140723):
 			// every anonymous map makes later loads slower.
@@ -211,7 +226,7 @@ func (w nftWriter) elements(verb string, svcs []Service) string {
 	var b bytes.Buffer
 	const batch = 1000
 	for i := 0; i < len(svcs); i += batch {
-		fmt.Fprintf(&b, "%s element %s service-ips {", verb, nftT)
+		fmt.Fprintf(&b, "%s element %s service-ips {", verb, w.table())
 		for j := i; j < i+batch && j < len(svcs); j++ {
 			s := svcs[j]
 			if j > i {

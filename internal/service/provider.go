@@ -58,6 +58,9 @@ type Info struct {
 	// bpf/README.md; ebpf-sock: connect() fails with EPERM, bpf/sock.c).
 	// The others have no rule for it, so they refuse such a Service.
 	KeepsEmptyServices bool
+	// IPv6: it realises IPv6 Services too, so it serves labs with IPv6
+	// (ipv6 and dual; CheckFamily).
+	IPv6 bool
 }
 
 // Caveater is implemented by providers that know when the kernel will break
@@ -176,13 +179,13 @@ func Check(provider string, m modes.Mode) error {
 	return nil
 }
 
-// CheckFamily refuses Services in a lab with IPv6 (ipv6 or dual): every
-// provider writes IPv4 rules and maps only so far (issue 27), and a
-// clusterIP that reached only some of a dual lab's families would measure
-// half a path.
-func CheckFamily(f family.Family) error {
-	if f.HasIPv6() {
-		return field.Errorf("ip_family", "Services are IPv4 only so far, not for an %s lab: use {ip_family} ipv4 with a provider or the service path, or measure the pod path alone", f)
+// CheckFamily refuses Services of provider in a lab with IPv6 (ipv6 or
+// dual) unless the provider writes IPv6 rules or maps (Info.IPv6; issue
+// 27): a clusterIP that reached only some of a dual lab's families would
+// measure half a path.
+func CheckFamily(provider string, f family.Family) error {
+	if i, err := Describe(provider); err == nil && f.HasIPv6() && !i.IPv6 {
+		return field.Errorf("ip_family", "provider %s serves IPv4 only so far, not a lab with IPv6 (%s): use {ip_family} ipv4, or a provider with IPv6 (%s)", provider, f, strings.Join(NamesWhere(func(i Info) bool { return i.IPv6 }), ", "))
 	}
 	return nil
 }
@@ -194,7 +197,7 @@ func CheckLab(provider string, st *lab.State) error {
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", st.Name, err)
 	}
-	if err := CheckFamily(st.Spec.Family); err != nil {
+	if err := CheckFamily(provider, st.Spec.Family); err != nil {
 		return fmt.Errorf("lab %s: %w", st.Name, err)
 	}
 	return Check(provider, m)

@@ -14,6 +14,8 @@ func TestParseKey(t *testing.T) {
 		"10.96.0.100:5201":     {netip.MustParseAddr("10.96.0.100"), 5201, TCP},
 		"10.96.0.100:5201/tcp": {netip.MustParseAddr("10.96.0.100"), 5201, TCP},
 		"10.96.0.100:53/UDP":   {netip.MustParseAddr("10.96.0.100"), 53, UDP},
+		"[fd00:10:96::100]:80": {netip.MustParseAddr("fd00:10:96::100"), 80, TCP},
+		"[fd00::1]:53/udp":     {netip.MustParseAddr("fd00::1"), 53, UDP},
 	}
 	for in, want := range good {
 		got, err := ParseKey(in)
@@ -22,14 +24,20 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"10.96.0.300:5201":     "not an IPv4 address",
+		"10.96.0.300:5201":     "not an IPv4 or IPv6 address",
+		"fd00::1:80":           "no port",
+		"[fd00::1:80":          "no closing ]",
+		"[fd00::1]80":          "want [ADDRESS]:PORT",
+		"[fe80::1%eth0]:80":    "without a zone",
+		"[::ffff:10.0.0.1]:80": "IPv4 addresses as IPv4",
+		"[fe80::1]:80":         "not a unicast",
+		"[::1]:80":             "not a unicast",
 		"10.96.0.100":          "no port",
 		"10.96.0.100:":         "empty port",
 		"10.96.0.100:0":        "1 to 65535",
 		"10.96.0.100:65536":    "1 to 65535",
 		"10.96.0.100:http":     "1 to 65535",
 		"10.96.0.100:80/sctp":  "unknown protocol",
-		"[fd00::1]:80":         "only IPv4",
 		"0.0.0.0:80":           "not a unicast",
 		"127.0.0.1:80":         "not a unicast",
 		"224.0.0.1:80":         "not a unicast",
@@ -49,10 +57,12 @@ func TestParseKey(t *testing.T) {
 
 func TestParseBackend(t *testing.T) {
 	for in, want := range map[string]BackendSpec{
-		"192.168.10.10:5201": {"192.168.10.10", 5201},
-		"pod-a:80":           {"pod-a", 80},
-		"pod-a":              {"pod-a", 0},
-		"192.168.10.10":      {"192.168.10.10", 0},
+		"192.168.10.10:5201":  {"192.168.10.10", 5201},
+		"pod-a:80":            {"pod-a", 80},
+		"pod-a":               {"pod-a", 0},
+		"192.168.10.10":       {"192.168.10.10", 0},
+		"[fd00:10:244::a]:80": {"fd00:10:244::a", 80},
+		"fd00:10:244::a":      {"fd00:10:244::a", 0},
 	} {
 		got, err := ParseBackend(in)
 		if err != nil || got != want {
@@ -77,7 +87,7 @@ func testState() *lab.State {
 func TestConfigRules(t *testing.T) {
 	st := testState()
 	c := &Config{}
-	be, err := Resolve(st, []BackendSpec{{Host: "pod-a"}, {Host: "192.168.10.11", Port: 8080}}, 80)
+	be, err := Resolve(st, []BackendSpec{{Host: "pod-a"}, {Host: "192.168.10.11", Port: 8080}}, Key{VIP: netip.MustParseAddr(vip), Port: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +105,14 @@ func TestConfigRules(t *testing.T) {
 		t.Errorf("deleting the udp twin of a tcp service should name the tcp one: %v", err)
 	}
 	for _, b := range []BackendSpec{{Host: "8.8.8.8"}, {Host: "pod-z"}} {
-		if _, err := Resolve(st, []BackendSpec{b}, 80); err == nil || !strings.Contains(err.Error(), "not a pod of lab") {
+		if _, err := Resolve(st, []BackendSpec{b}, Key{VIP: netip.MustParseAddr(vip), Port: 80}); err == nil || !strings.Contains(err.Error(), "not a pod of lab") {
 			t.Errorf("backend %s outside the lab: %v", b.Host, err)
 		}
 	}
-	if _, err := Resolve(st, []BackendSpec{{Host: "pod-a"}, {Host: "192.168.10.10"}}, 80); err == nil {
+	if _, err := Resolve(st, []BackendSpec{{Host: "pod-a"}, {Host: "192.168.10.10"}}, Key{VIP: netip.MustParseAddr(vip), Port: 80}); err == nil {
 		t.Error("the same backend twice was accepted")
 	}
-	if _, err := Resolve(st, nil, 80); err == nil {
+	if _, err := Resolve(st, nil, Key{VIP: netip.MustParseAddr(vip), Port: 80}); err == nil {
 		t.Error("a service without backends was accepted")
 	}
 	for vip, want := range map[string]string{"192.168.10.50": "inside the pod network", "10.97.0.5": "reserved", "10.10.0.11": "node", "169.254.10.24": "gateway"} {
@@ -168,7 +178,7 @@ func TestIptablesShape(t *testing.T) {
 	st := testState()
 	be := []Backend{{IP: netip.MustParseAddr("192.168.10.10"), Port: 80}, {IP: netip.MustParseAddr("192.168.10.11"), Port: 80}, {IP: netip.MustParseAddr("192.168.10.12"), Port: 80}}
 	s := Service{VIP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: TCP, Backends: be}
-	w := iptablesWriter{podCIDR: st.Spec.PodCIDR, comments: true}
+	w := iptablesWriter{podCIDR: st.Spec.PodCIDR, comments: true, f: nfIPv4}
 	chains := w.serviceChains([]Service{s})
 	for _, want := range []string{
 		"-m statistic --mode random --probability 0.33333333333 -j KUBE-SEP-",
@@ -204,7 +214,7 @@ func TestNftShape(t *testing.T) {
 	be := []Backend{{IP: netip.MustParseAddr("192.168.10.10"), Port: 80}, {IP: netip.MustParseAddr("192.168.10.11"), Port: 80}}
 	multi := Service{VIP: netip.MustParseAddr("10.96.0.1"), Port: 80, Proto: UDP, Backends: be}
 	single := Service{VIP: netip.MustParseAddr("10.96.0.2"), Port: 80, Proto: TCP, Backends: be[:1]}
-	w := nftWriter{podCIDR: st.Spec.PodCIDR}
+	w := nftWriter{podCIDR: st.Spec.PodCIDR, f: nfIPv4}
 	out := w.base() + w.serviceChains([]Service{multi, single}, nil) + w.elements("add", []Service{multi, single})
 	for _, want := range []string{
 		"rule ip kube-proxy services ip daddr . meta l4proto . th dport vmap @service-ips",
