@@ -31,7 +31,7 @@ func TestSpecValidateCNI(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{CNI: "flannel"}, `--cni "flannel"`},
+		{Spec{CNI: "calico"}, `--cni "calico"`},
 		{Spec{CNIMode: modes.VethRouted}, "add --cni vnetlab"},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
 	} {
@@ -58,6 +58,7 @@ func TestSpecValidateCNI(t *testing.T) {
 		{Spec{CNI: network.CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
+		{Spec{CNI: network.CNIFlannel}, "--bridge " + PodBridge},
 	} {
 		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
 			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)

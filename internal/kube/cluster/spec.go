@@ -14,9 +14,13 @@ type Spec struct {
 	Name  string
 	Nodes int
 	Proxy string // one of network.Proxies
-	// CNI wires the pods: network.CNIBridge ("" too) or network.CNIVnetlab
-	// with CNIMode (cni.go).
+	// CNI wires the pods: network.CNIBridge ("" too), network.CNIVnetlab
+	// with CNIMode (cni.go) or network.CNIFlannel with FlannelBackend
+	// (flannel.go).
 	CNI, CNIMode string
+	// FlannelBackend is flannel's backend, one of network.FlannelBackends
+	// ("" is the first).
+	FlannelBackend string
 	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
 	// translate the pods' connections too (proxy.Config.SocketLB).
 	SocketLB bool
@@ -31,7 +35,7 @@ const (
 	FactImage      = "image"
 	FactCNI        = "cni"        // network.Network.CNIText(), for people
 	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
-	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab
+	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab: its mode; with network.CNIFlannel: its backend
 	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
 )
 
@@ -53,8 +57,11 @@ func (s Spec) Network() network.Network {
 	if n.CNI == "" {
 		n.CNI = network.CNIBridge
 	}
-	if n.CNI == network.CNIVnetlab {
+	switch n.CNI {
+	case network.CNIVnetlab:
 		n.CNIMode = s.cniMode()
+	case network.CNIFlannel:
+		n.CNIMode = s.flannelBackend()
 	}
 	return n
 }

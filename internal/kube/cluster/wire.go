@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -68,7 +69,8 @@ func (b *builder) wire(cpNS string) error {
 			return err
 		}
 		for _, o := range b.nodes {
-			if o.name != n.name {
+			// flannel routes to the other nodes' pods itself.
+			if o.name != n.name && b.spec.CNI != network.CNIFlannel {
 				if err := h.RouteAdd(&netlink.Route{Dst: o.pods, Gw: o.ip}); err != nil {
 					return fmt.Errorf("%s route to %s's pods: %w", n.name, o.name, err)
 				}
