@@ -166,7 +166,10 @@ func createFlannel(ctx context.Context, cs kubernetes.Interface, ref, backend, r
 			_, err := cs.CoreV1().ServiceAccounts(flannelNamespace).Create(ctx, sa, metav1.CreateOptions{})
 			return err
 		}},
-		{"ClusterRole", func() error { _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); return err }},
+		{"ClusterRole", func() error {
+			_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			return err
+		}},
 		{"ClusterRoleBinding", func() error {
 			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
 			return err
