@@ -111,6 +111,29 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
+	cs, ns := podPaths(ctx, t, st)
+	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
+	// (CoreDNS's pods are scaled away too).
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(dnsNamespace).Patch(ctx, dnsName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 2*time.Minute, "the pods' links to go from the nodes", func() bool {
+		return podLinks(st) == ""
+	}); err != nil {
+		t.Errorf("%v: %s", err, podLinks(st))
+	}
+}
+
+// podPaths checks a cluster's pod paths in a namespace of its own (returned
+// with the cluster's client): servers on both nodes get addresses from their
+// node's range, and clients on node 1 reach the same-node and the
+// cross-node server by pod IP and node 2's server through its ClusterIP,
+// as does a client on node 2.
+func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Interface, string) {
+	t.Helper()
 	cs, err := Client(st.Facts[FactKubeconfig])
 	if err != nil {
 		t.Fatal(err)
@@ -178,19 +201,7 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
 		}
 	}
-	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
-	// (CoreDNS's pods are scaled away too).
-	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.AppsV1().Deployments(dnsNamespace).Patch(ctx, dnsName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, 2*time.Minute, "the pods' links to go from the nodes", func() bool {
-		return podLinks(st) == ""
-	}); err != nil {
-		t.Errorf("%v: %s", err, podLinks(st))
-	}
+	return cs, ns.Name
 }
 
 // waitPod waits until a pod is in phase want (or has failed) and returns it.
