@@ -85,29 +85,15 @@ func TestVnetlabCNICluster(t *testing.T) {
 }
 
 func vnetlabCNICluster(t *testing.T, name, mode string) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube up --cni vnetlab --cni-mode %s: %s", mode, time.Since(start).Round(100*time.Millisecond))
-	defer func() {
-		start := time.Now()
-		if err := Down(name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, func(st *lab.State) {
 		for i := range st.Nodes {
 			if _, err := os.Stat(tcbpf.PinDir(NodePlane(name, i+1))); err == nil {
 				t.Errorf("kube down left %s", tcbpf.PinDir(NodePlane(name, i+1)))
 			}
 		}
-	}()
+	})
 	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
@@ -202,6 +188,32 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Inte
 		}
 	}
 	return cs, ns.Name
+}
+
+// upTestCluster brings up a further cluster for one test and registers its
+// teardown, checked to leave nothing; check, if any, then looks further.
+func upTestCluster(ctx context.Context, t *testing.T, spec Spec, check func(st *lab.State)) *lab.State {
+	t.Helper()
+	start := time.Now()
+	st, err := Up(ctx, spec, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube up (%s, %s): %s", spec.Network().CNIText(), spec.Proxy, time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		start := time.Now()
+		if err := Down(spec.Name, nil); err != nil {
+			t.Errorf("kube down: %v", err)
+		}
+		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
+		if msg := Leftovers(st, nil); msg != "" {
+			t.Errorf("kube down left: %s", msg)
+		}
+		if check != nil {
+			check(st)
+		}
+	})
+	return st
 }
 
 // waitPod waits until a pod is in phase want (or has failed) and returns it.

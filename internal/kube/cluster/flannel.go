@@ -31,7 +31,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,38 +156,13 @@ func createFlannel(ctx context.Context, cs kubernetes.Interface, ref, backend, r
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-flannel-ds", Namespace: flannelNamespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: flannelPod(ref, runDir)}}}
-	steps := []struct {
-		what   string
-		create func() error
-	}{
-		{"Namespace", func() error { _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); return err }},
-		{"ServiceAccount", func() error {
-			_, err := cs.CoreV1().ServiceAccounts(flannelNamespace).Create(ctx, sa, metav1.CreateOptions{})
-			return err
-		}},
-		{"ClusterRole", func() error {
-			_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-			return err
-		}},
-		{"ClusterRoleBinding", func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-			return err
-		}},
-		{"ConfigMap", func() error {
-			_, err := cs.CoreV1().ConfigMaps(flannelNamespace).Create(ctx, cm, metav1.CreateOptions{})
-			return err
-		}},
-		{"DaemonSet", func() error {
-			_, err := cs.AppsV1().DaemonSets(flannelNamespace).Create(ctx, ds, metav1.CreateOptions{})
-			return err
-		}},
-	}
-	for _, s := range steps {
-		if err := s.create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("flannel: create the %s: %w", s.what, err)
-		}
-	}
-	return nil
+	return createAll("flannel",
+		create(ctx, "Namespace", cs.CoreV1().Namespaces(), ns),
+		create(ctx, "ServiceAccount", cs.CoreV1().ServiceAccounts(flannelNamespace), sa),
+		create(ctx, "ClusterRole", cs.RbacV1().ClusterRoles(), role),
+		create(ctx, "ClusterRoleBinding", cs.RbacV1().ClusterRoleBindings(), binding),
+		create(ctx, "ConfigMap", cs.CoreV1().ConfigMaps(flannelNamespace), cm),
+		create(ctx, "DaemonSet", cs.AppsV1().DaemonSets(flannelNamespace), ds))
 }
 
 // flannelPod is flanneld's pod: the node's network (hostNetwork: the node's

@@ -156,27 +156,13 @@ const flannelDevice = "flannel.1"
 
 func flannelCluster(t *testing.T, name, backend string) {
 	_, runFlannelBefore := os.Stat("/run/flannel")
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIFlannel, FlannelBackend: backend}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube up --cni flannel --flannel-backend %s: %s", backend, time.Since(start).Round(100*time.Millisecond))
-	defer func() {
-		start := time.Now()
-		if err := Down(name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIFlannel, FlannelBackend: backend}, func(*lab.State) {
 		if _, err := os.Stat("/run/flannel"); err == nil && runFlannelBefore != nil {
 			t.Error("the cluster made the machine's /run/flannel")
 		}
-	}()
+	})
 	if want := "flannel " + backend + " + bridge+host-local"; st.Facts[FactCNI] != want {
 		t.Errorf("fact cni = %q, want %q", st.Facts[FactCNI], want)
 	}
