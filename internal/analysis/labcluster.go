@@ -26,10 +26,10 @@ const (
 // shapes vnetlab builds the same way are listed; vnetlab's own plugin is
 // its mode (LabClusterShape).
 var cniShapes = map[string]map[string]string{
-	network.CNIBridge: {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
-	"flannel":         {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
-	"calico":          {sameNode: "veth-routed", crossNode: "veth-routed"},
-	"kindnet":         {sameNode: "veth-routed", crossNode: "veth-routed"},
+	network.CNIBridge:  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
+	network.CNIFlannel: {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
+	"calico":           {sameNode: "veth-routed", crossNode: "veth-routed"},
+	"kindnet":          {sameNode: "veth-routed", crossNode: "veth-routed"},
 }
 
 // LabClusterShape says, for the comparison of a lab and a cluster file, which
@@ -37,6 +37,8 @@ var cniShapes = map[string]map[string]string{
 // not one vnetlab knows. vnetlab's plugin wires a node's pods with a lab
 // mode; across nodes the cluster routes each node's pod range to it
 // (docs/cni.md), which only its bridge mode has a lab for (host-gw).
+// flannel's backend (a local cluster's, or "" when detected) chooses its
+// cross-node shape.
 func LabClusterShape(n network.Network) map[string]string {
 	if n.CNI == network.CNIVnetlab {
 		cross := ""
@@ -44,6 +46,10 @@ func LabClusterShape(n network.Network) map[string]string {
 			cross = "host-gw"
 		}
 		return map[string]string{sameNode: n.CNIMode, crossNode: cross}
+	}
+	if n.CNI == network.CNIFlannel && n.CNIMode == network.FlannelHostGW {
+		// cni0, and routes to each node's pod range via the node's address
+		return map[string]string{sameNode: "bridge", crossNode: "host-gw"}
 	}
 	return cniShapes[n.CNI]
 }

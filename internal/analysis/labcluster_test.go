@@ -145,3 +145,15 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 		t.Errorf("old file with socket LB: matched %q, want only %q", got, want[:1])
 	}
 }
+
+// flannel's backend chooses its cross-node lab: vxlan (also when the
+// backend is not known: flannel's default) or host-gw; same-node is cni0, the
+// lab's bridge, in both.
+func TestLabClusterShapeFlannel(t *testing.T) {
+	for backend, cross := range map[string]string{network.FlannelVXLAN: "vxlan", network.FlannelHostGW: "host-gw", "": "vxlan"} {
+		s := LabClusterShape(network.Network{CNI: network.CNIFlannel, CNIMode: backend})
+		if s[sameNode] != "bridge" || s[crossNode] != cross {
+			t.Errorf("flannel %q: %v, want bridge / %s", backend, s, cross)
+		}
+	}
+}
