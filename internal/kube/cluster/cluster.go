@@ -190,11 +190,6 @@ func (b *builder) build(ctx context.Context) error {
 	if err := createDNS(ctx, cs, b.dnsRef); err != nil {
 		return err
 	}
-	if b.flannelRef != "" {
-		if err := createFlannel(ctx, cs, b.flannelRef, b.spec.flannelBackend(), filepath.Join(b.dir, flannelRunDir)); err != nil {
-			return err
-		}
-	}
 	img, err := image.Build(b.self)
 	if err != nil {
 		return err

@@ -321,14 +321,18 @@ func (b *builder) writeFlannelCNI(ctx context.Context, n node) error {
 	return os.WriteFile(filepath.Join(n.dir, "cni", "10-flannel.conflist"), data, 0o644)
 }
 
-// startFlannel gives every node its podCIDR (flanneld's pods start on them
-// as soon as they register) and writes each node's CNI configuration once
-// its flanneld has taken its lease.
+// startFlannel gives every node its podCIDR, then creates flannel's
+// DaemonSet (so that no flanneld starts before its node has a podCIDR: it
+// would exit and wait out a crash-loop back-off), and writes each node's CNI
+// configuration once its flanneld has taken its lease.
 func (b *builder) startFlannel(ctx context.Context, cs kubernetes.Interface) error {
 	for _, n := range b.nodes {
 		if err := setPodCIDR(ctx, cs, n); err != nil {
 			return err
 		}
+	}
+	if err := createFlannel(ctx, cs, b.flannelRef, b.spec.flannelBackend(), filepath.Join(b.dir, flannelRunDir)); err != nil {
+		return err
 	}
 	b.say("waiting for flanneld (%s) on %d nodes", b.spec.flannelBackend(), len(b.nodes))
 	for _, n := range b.nodes {
