@@ -226,7 +226,7 @@ func setPodCIDR(ctx context.Context, cs kubernetes.Interface, n node) error {
 
 // flannelSubnet is what flanneld wrote in a node's subnet.env.
 type flannelSubnet struct {
-	Network, Subnet *net.IPNet // Subnet keeps its gateway's address (10.244.1.1/24)
+	Network, Subnet *net.IPNet
 	MTU             int
 	IPMasq          bool
 }
@@ -247,11 +247,10 @@ func parseSubnetEnv(text string) (flannelSubnet, error) {
 		case "FLANNEL_NETWORK":
 			_, s.Network, err = net.ParseCIDR(v)
 		case "FLANNEL_SUBNET":
-			var ip net.IP
-			ip, s.Subnet, err = net.ParseCIDR(v)
-			if err == nil {
-				s.Subnet.IP = ip
-			}
+			// flanneld writes the gateway's address (10.244.1.1/24);
+			// host-local refuses a subnet with host bits set, and
+			// flannel's plugin hands it the network (10.244.1.0/24).
+			_, s.Subnet, err = net.ParseCIDR(v)
 		case "FLANNEL_MTU":
 			s.MTU, err = strconv.Atoi(v)
 		case "FLANNEL_IPMASQ":

@@ -56,7 +56,7 @@ func TestParseSubnetEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Network.String() != "10.244.0.0/16" || s.Subnet.String() != "10.244.2.1/24" || s.MTU != 1450 || !s.IPMasq {
+	if s.Network.String() != "10.244.0.0/16" || s.Subnet.String() != "10.244.2.0/24" || s.MTU != 1450 || !s.IPMasq {
 		t.Errorf("parsed %+v", s)
 	}
 	for text, want := range map[string]string{
@@ -100,7 +100,7 @@ func TestFlannelConflist(t *testing.T) {
 		t.Fatalf("plugins %+v", conf.Plugins)
 	}
 	br := conf.Plugins[0]
-	if br.MTU != 1450 || br.IPAM.Type != "host-local" || br.IPAM.Subnet != "10.244.1.1/24" || br.IPAM.DataDir != "/x/cni-ipam" ||
+	if br.MTU != 1450 || br.IPAM.Type != "host-local" || br.IPAM.Subnet != "10.244.1.0/24" || br.IPAM.DataDir != "/x/cni-ipam" ||
 		len(br.IPAM.Routes) != 1 || br.IPAM.Routes[0].Dst != "10.244.0.0/16" {
 		t.Errorf("bridge %+v", br)
 	}
