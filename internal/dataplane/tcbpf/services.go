@@ -296,7 +296,7 @@ func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 func (p *Plane) DelEntry(s Service) error {
 	k := s.key()
 	var v serviceLbSvc
-	name := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}.String()
+	name := s.String()
 	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("service %s: %w", name, ErrNotFound)
