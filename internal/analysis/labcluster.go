@@ -133,8 +133,9 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 	} else {
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
-	if n.CNI == network.CNIBridge && !network.IsVnetlab(n.Proxy) {
-		// Why the same shape still differs (measured: docs/kubernetes.md).
+	if (n.CNI == network.CNIBridge || n.CNI == network.CNIFlannel) && !network.IsVnetlab(n.Proxy) {
+		// Why the same shape still differs (measured: docs/kubernetes.md);
+		// flannel's pods share a node on cni0 as the default CNI's do.
 		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
 	}
 	if clusterFile == new {

@@ -156,4 +156,12 @@ func TestLabClusterShapeFlannel(t *testing.T) {
 			t.Errorf("flannel %q: %v, want bridge / %s", backend, s, cross)
 		}
 	}
+	// flannel's pods on one node are bridged on cni0 past kube-proxy's rules,
+	// as the default CNI's are: compare says so.
+	cl := &results.Cluster{Name: "fl"}
+	cl.SetNetwork(network.Network{CNI: network.CNIFlannel, CNIMode: network.FlannelVXLAN, Proxy: "iptables"}, "")
+	lab := &results.File{Cells: []*results.Cell{cellOf("bridge", 10, 10, 10, 10)}}
+	if fd := Diff(lab, &results.File{Metadata: results.Metadata{Cluster: cl}}); !strings.Contains(fd.Note, "kube-proxy's netfilter rules") || !strings.Contains(fd.Note, "lab vxlan with 2 nodes = pod@cross-node") {
+		t.Errorf("flannel note: %q", fd.Note)
+	}
 }
