@@ -87,6 +87,12 @@ func (s Spec) Validate() error {
 	if s.Nodes < 1 || s.Nodes > maxNodes {
 		return field.Errorf("nodes", "{nodes} %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
 	}
+	// A node's name is also its uplink's name in the control plane's
+	// namespace (wire.go): an interface name.
+	if last := NodeName(s.Name, s.Nodes); len(last) > lab.MaxNameLen {
+		return fmt.Errorf("cluster name %q: its node names (%s) are interface names, at most %d characters: use a name of at most %d characters",
+			s.Name, last, lab.MaxNameLen, lab.MaxNameLen-(len(last)-len(s.Name)))
+	}
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
