@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -140,13 +139,7 @@ func TestPodAndServiceReachable(t *testing.T) {
 	for _, addr := range []string{running.Status.PodIP, svc.Spec.ClusterIP} {
 		// kube-proxy programs the Service a moment after the pod is ready.
 		if err := waitFor(ctx, time.Minute, "a connection to "+addr+" from "+client, func() bool {
-			return nsutil.Do(client, func() error {
-				c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5201"), 3*time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			}) == nil
+			return dialFrom(client, net.JoinHostPort(addr, "5201")) == nil
 		}); err != nil {
 			t.Fatal(err)
 		}

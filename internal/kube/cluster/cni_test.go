@@ -161,13 +161,7 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Inte
 	}
 	// kube-proxy programs the Service a moment after its endpoint is ready.
 	if err := waitFor(ctx, time.Minute, "the Service from node 1", func() bool {
-		return nsutil.Do(st.Nodes[0].NS, func() error {
-			c, err := net.DialTimeout("tcp", net.JoinHostPort(svc.Spec.ClusterIP, "7001"), 3*time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		}) == nil
+		return dialFrom(st.Nodes[0].NS, net.JoinHostPort(svc.Spec.ClusterIP, "7001")) == nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -429,4 +423,15 @@ func whoAnswers(ns, proto, addr string) (string, error) {
 		return err
 	})
 	return out, err
+}
+
+// dialFrom opens (and closes) a TCP connection to addr from namespace ns.
+func dialFrom(ns, addr string) error {
+	return nsutil.Do(ns, func() error {
+		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
 }
