@@ -62,9 +62,10 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", network.DefaultProxy, network.ProxyHelp())
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
-	cmd.Flags().StringVar(&spec.CNI, "cni", network.CNIBridge, "CNI plugin wiring the pods: "+network.CNIBridge+" (Debian's bridge + host-local) or "+network.CNIVnetlab+" (vnetlab's modes, docs/cni.md)")
+	cmd.Flags().StringVar(&spec.CNI, "cni", network.CNIBridge, "CNI plugin wiring the pods: "+network.CNIBridge+" (Debian's bridge + host-local), "+network.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+network.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")
 	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with --proxy "+network.IPTables+" or "+network.NFTables+", and --cni "+network.CNIBridge+" or --cni "+network.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
+	cmd.Flags().StringVar(&spec.FlannelBackend, "flannel-backend", "", "with --cni flannel: flannel's backend, "+strings.Join(network.FlannelBackends, " or ")+" (default "+network.FlannelBackends[0]+")")
 	return cmd
 }
 

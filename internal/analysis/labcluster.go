@@ -26,10 +26,10 @@ const (
 // shapes vnetlab builds the same way are listed; vnetlab's own plugin is
 // its mode (LabClusterShape).
 var cniShapes = map[string]map[string]string{
-	network.CNIBridge: {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
-	"flannel":         {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
-	"calico":          {sameNode: "veth-routed", crossNode: "veth-routed"},
-	"kindnet":         {sameNode: "veth-routed", crossNode: "veth-routed"},
+	network.CNIBridge:  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
+	network.CNIFlannel: {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
+	"calico":           {sameNode: "veth-routed", crossNode: "veth-routed"},
+	"kindnet":          {sameNode: "veth-routed", crossNode: "veth-routed"},
 }
 
 // LabClusterShape says, for the comparison of a lab and a cluster file, which
@@ -37,6 +37,8 @@ var cniShapes = map[string]map[string]string{
 // not one vnetlab knows. vnetlab's plugin wires a node's pods with a lab
 // mode; across nodes the cluster routes each node's pod range to it
 // (docs/cni.md), which only its bridge mode has a lab for (host-gw).
+// flannel's backend (a local cluster's, or "" when detected) chooses its
+// cross-node shape.
 func LabClusterShape(n network.Network) map[string]string {
 	if n.CNI == network.CNIVnetlab {
 		cross := ""
@@ -44,6 +46,10 @@ func LabClusterShape(n network.Network) map[string]string {
 			cross = "host-gw"
 		}
 		return map[string]string{sameNode: n.CNIMode, crossNode: cross}
+	}
+	if n.CNI == network.CNIFlannel && n.CNIMode == network.FlannelHostGW {
+		// cni0, and routes to each node's pod range via the node's address
+		return map[string]string{sameNode: "bridge", crossNode: "host-gw"}
 	}
 	return cniShapes[n.CNI]
 }
@@ -128,8 +134,9 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 	} else {
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
-	if n.CNI == network.CNIBridge && !network.IsVnetlab(n.Proxy) {
-		// Why the same shape still differs (measured: docs/kubernetes.md).
+	if (n.CNI == network.CNIBridge || n.CNI == network.CNIFlannel) && !network.IsVnetlab(n.Proxy) {
+		// Why the same shape still differs (measured: docs/kubernetes.md);
+		// flannel's pods share a node on cni0 as the default CNI's do.
 		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
 	}
 	if clusterFile == new {

@@ -170,3 +170,23 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 		t.Errorf("old file with socket LB: matched %q, want only %q", got, want[:1])
 	}
 }
+
+// flannel's backend chooses its cross-node lab: vxlan (also when the
+// backend is not known: flannel's default) or host-gw; same-node is cni0, the
+// lab's bridge, in both.
+func TestLabClusterShapeFlannel(t *testing.T) {
+	for backend, cross := range map[string]string{network.FlannelVXLAN: "vxlan", network.FlannelHostGW: "host-gw", "": "vxlan"} {
+		s := LabClusterShape(network.Network{CNI: network.CNIFlannel, CNIMode: backend})
+		if s[sameNode] != "bridge" || s[crossNode] != cross {
+			t.Errorf("flannel %q: %v, want bridge / %s", backend, s, cross)
+		}
+	}
+	// flannel's pods on one node are bridged on cni0 past kube-proxy's rules,
+	// as the default CNI's are: compare says so.
+	cl := &results.Cluster{Name: "fl"}
+	cl.SetNetwork(network.Network{CNI: network.CNIFlannel, CNIMode: network.FlannelVXLAN, Proxy: "iptables"}, "")
+	lab := &results.File{Cells: []*results.Cell{cellOf("bridge", 10, 10, 10, 10)}}
+	if fd := Diff(lab, &results.File{Metadata: results.Metadata{Cluster: cl}}); !strings.Contains(fd.Note, "kube-proxy's netfilter rules") || !strings.Contains(fd.Note, "lab vxlan with 2 nodes = pod@cross-node") {
+		t.Errorf("flannel note: %q", fd.Note)
+	}
+}

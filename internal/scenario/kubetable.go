@@ -25,8 +25,10 @@ type KubeCluster struct {
 	Cluster string `yaml:"cluster"` // the local cluster's name (default kt1, kt2, ... by position)
 	CNI     string `yaml:"cni"`     // kube up --cni (default bridge)
 	CNIMode string `yaml:"cni_mode"`
-	Proxy   string `yaml:"proxy"` // kube up --proxy (default iptables)
-	Nodes   int    `yaml:"nodes"` // default 2
+	// FlannelBackend: kube up --flannel-backend (with cni flannel).
+	FlannelBackend string `yaml:"flannel_backend"`
+	Proxy          string `yaml:"proxy"` // kube up --proxy (default iptables)
+	Nodes          int    `yaml:"nodes"` // default 2
 	// SocketLB: kube up --socket-lb (with proxy vnetlab-ebpf).
 	SocketLB bool `yaml:"socket_lb"`
 	// ExtraServices overrides kube.extra_services for this configuration
@@ -36,7 +38,7 @@ type KubeCluster struct {
 
 // Spec is what `kube up` builds for the configuration.
 func (c KubeCluster) Spec() cluster.Spec {
-	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode, SocketLB: c.SocketLB}
+	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode, FlannelBackend: c.FlannelBackend, SocketLB: c.SocketLB}
 }
 
 // DefaultExtraTests are the tests measured again with kube.extra_services

@@ -20,8 +20,11 @@ type module struct {
 	outputs []string          // file names the build leaves in bin
 	// tests are test binaries built after pkgs (`go test -c`): file name in
 	// bin -> package. Their names belong in outputs too.
-	tests    map[string]string
-	ldflags  string
+	tests   map[string]string
+	ldflags string
+	// cgo builds with cgo on (a static binary: ldflags then carry
+	// -extldflags -static); everything else builds without.
+	cgo      bool
 	estimate string // how long a first build takes, for the message
 }
 
@@ -52,6 +55,9 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 		return "", err
 	}
 	for name, b := range m.files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755); err != nil {
+			return "", err
+		}
 		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
 			return "", err
 		}
@@ -70,7 +76,11 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	for _, args := range runs {
 		cmd := exec.CommandContext(ctx, goTool, args...)
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+		cgo := "CGO_ENABLED=0"
+		if m.cgo {
+			cgo = "CGO_ENABLED=1"
+		}
+		cmd.Env = append(os.Environ(), cgo, "GOFLAGS=-mod=mod")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			_ = os.RemoveAll(tmp)

@@ -55,6 +55,8 @@ type builder struct {
 	say   func(string, ...any)
 	// CoreDNS's image and its archive
 	dnsRef, dnsTar string
+	// flannel's image and its archive, with --cni flannel
+	flannelRef, flannelTar string
 	// daemons started, checked alive once the cluster is up
 	daemons []daemon
 }
@@ -89,11 +91,18 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err != nil {
 		return nil, err
 	}
+	var flannelRef, flannelTar string
+	if spec.CNI == network.CNIFlannel {
+		if flannelRef, flannelTar, err = flannelImage(ctx, say); err != nil {
+			return nil, err
+		}
+	}
 	l, err := lab.Reserve(spec.Name, lab.KubeMode)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: spec.Family.Or()}, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar}
+	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: spec.Family.Or()}, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar,
+		flannelRef: flannelRef, flannelTar: flannelTar}
 	if err := b.build(ctx); err != nil {
 		say("removing the half-built cluster %s", spec.Name)
 		_ = l.Teardown(nil)
@@ -212,6 +221,11 @@ func (b *builder) build(ctx context.Context) error {
 	for _, n := range b.nodes {
 		if err := b.startNode(ctx, n, img.Ref, tarPath, internal); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
+	if b.flannelRef != "" {
+		if err := b.startFlannel(ctx, cs); err != nil {
+			return err
 		}
 	}
 	b.say("waiting for %d nodes to be Ready", len(b.nodes))

@@ -21,8 +21,11 @@ const DefaultCNIMode = modes.VethRouted
 // systemCNIDir holds Debian's plugins; never written to.
 const systemCNIDir = "/usr/lib/cni"
 
-// validateCNI checks --cni and --cni-mode.
+// validateCNI checks --cni, --cni-mode and --flannel-backend.
 func (s Spec) validateCNI() error {
+	if s.FlannelBackend != "" && s.CNI != network.CNIFlannel {
+		return field.Errorf("flannel_backend", "{flannel_backend} %s: backends are flannel's: add {cni} %s", s.FlannelBackend, network.CNIFlannel)
+	}
 	switch s.CNI {
 	case "", network.CNIBridge:
 		if s.CNIMode != "" {
@@ -38,8 +41,10 @@ func (s Spec) validateCNI() error {
 			return field.Errorf("cni_mode", "{cni_mode} %s: %v (vnetlab doctor says more)", m.Name, err)
 		}
 		return nil
+	case network.CNIFlannel:
+		return s.validateFlannel()
 	}
-	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(network.CNIs, " or "))
+	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(network.CNIs, ", "))
 }
 
 func (s Spec) cniMode() string {

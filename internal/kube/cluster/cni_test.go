@@ -31,7 +31,7 @@ func TestSpecValidateCNI(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{CNI: "flannel"}, `--cni "flannel"`},
+		{Spec{CNI: "calico"}, `--cni "calico"`},
 		{Spec{CNIMode: modes.VethRouted}, "add --cni vnetlab"},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
 	} {
@@ -58,6 +58,7 @@ func TestSpecValidateCNI(t *testing.T) {
 		{Spec{CNI: network.CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
 		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
+		{Spec{CNI: network.CNIFlannel}, "--bridge " + PodBridge},
 	} {
 		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
 			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)
@@ -84,32 +85,41 @@ func TestVnetlabCNICluster(t *testing.T) {
 }
 
 func vnetlabCNICluster(t *testing.T, name, mode string) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube up --cni vnetlab --cni-mode %s: %s", mode, time.Since(start).Round(100*time.Millisecond))
-	defer func() {
-		start := time.Now()
-		if err := Down(name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, func(st *lab.State) {
 		for i := range st.Nodes {
 			if _, err := os.Stat(tcbpf.PinDir(NodePlane(name, i+1))); err == nil {
 				t.Errorf("kube down left %s", tcbpf.PinDir(NodePlane(name, i+1)))
 			}
 		}
-	}()
+	})
 	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
+	cs, ns := podPaths(ctx, t, st)
+	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
+	// (CoreDNS's pods are scaled away too).
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(dnsNamespace).Patch(ctx, dnsName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 2*time.Minute, "the pods' links to go from the nodes", func() bool {
+		return podLinks(st) == ""
+	}); err != nil {
+		t.Errorf("%v: %s", err, podLinks(st))
+	}
+}
+
+// podPaths checks a cluster's pod paths in a namespace of its own (returned
+// with the cluster's client): servers on both nodes get addresses from their
+// node's range, and clients on node 1 reach the same-node and the
+// cross-node server by pod IP and node 2's server through its ClusterIP,
+// as does a client on node 2.
+func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Interface, string) {
+	t.Helper()
 	cs, err := Client(st.Facts[FactKubeconfig])
 	if err != nil {
 		t.Fatal(err)
@@ -119,13 +129,10 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 		t.Fatal(err)
 	}
 	img := st.Facts[FactImage]
-	pod := func(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
-		return vnetlabPod(img, name, node, restart, args...)
-	}
 	n1, n2 := st.Nodes[0].Name, st.Nodes[1].Name
 	servers := map[string]string{"srv1": n1, "srv2": n2}
 	for s, node := range servers {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pod(s, node, corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001"), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, vnetlabPod(img, s, node, corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,19 +160,33 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 		"cross-clusterip":  {n1, svc.Spec.ClusterIP},
 		"same-clusterip":   {n2, svc.Spec.ClusterIP},
 	})
-	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
-	// (CoreDNS's pods are scaled away too).
-	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+	return cs, ns.Name
+}
+
+// upTestCluster brings up a further cluster for one test and registers its
+// teardown, checked to leave nothing; check, if any, then looks further.
+func upTestCluster(ctx context.Context, t *testing.T, spec Spec, check func(st *lab.State)) *lab.State {
+	t.Helper()
+	start := time.Now()
+	st, err := Up(ctx, spec, t.Logf)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.AppsV1().Deployments(dnsNamespace).Patch(ctx, dnsName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, 2*time.Minute, "the pods' links to go from the nodes", func() bool {
-		return podLinks(st) == ""
-	}); err != nil {
-		t.Errorf("%v: %s", err, podLinks(st))
-	}
+	t.Logf("kube up (%s, %s): %s", spec.Network().CNIText(), spec.Proxy, time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		start := time.Now()
+		if err := Down(spec.Name, nil); err != nil {
+			t.Errorf("kube down: %v", err)
+		}
+		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
+		if msg := Leftovers(st, nil); msg != "" {
+			t.Errorf("kube down left: %s", msg)
+		}
+		if check != nil {
+			check(st)
+		}
+	})
+	return st
 }
 
 // vnetlabPod is a pod of vnetlab's image img on node running vnetlab args,

@@ -16,7 +16,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -105,41 +104,13 @@ func createDNS(ctx context.Context, cs kubernetes.Interface, ref string, dnsIP n
 			{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(53)},
 			{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9153, TargetPort: intstr.FromInt32(9153)},
 		}}}
-	steps := []struct {
-		what   string
-		create func() error
-	}{
-		{"ServiceAccount", func() error {
-			_, err := cs.CoreV1().ServiceAccounts(dnsNamespace).Create(ctx, sa, metav1.CreateOptions{})
-			return err
-		}},
-		{"ClusterRole", func() error {
-			_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-			return err
-		}},
-		{"ClusterRoleBinding", func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-			return err
-		}},
-		{"ConfigMap", func() error {
-			_, err := cs.CoreV1().ConfigMaps(dnsNamespace).Create(ctx, cm, metav1.CreateOptions{})
-			return err
-		}},
-		{"Service", func() error {
-			_, err := cs.CoreV1().Services(dnsNamespace).Create(ctx, svc, metav1.CreateOptions{})
-			return err
-		}},
-		{"Deployment", func() error {
-			_, err := cs.AppsV1().Deployments(dnsNamespace).Create(ctx, deploy, metav1.CreateOptions{})
-			return err
-		}},
-	}
-	for _, s := range steps {
-		if err := s.create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("cluster DNS: create the %s %s: %w", dnsName, s.what, err)
-		}
-	}
-	return nil
+	return createAll("cluster DNS",
+		create(ctx, dnsName+" ServiceAccount", cs.CoreV1().ServiceAccounts(dnsNamespace), sa),
+		create(ctx, dnsName+" ClusterRole", cs.RbacV1().ClusterRoles(), role),
+		create(ctx, dnsName+" ClusterRoleBinding", cs.RbacV1().ClusterRoleBindings(), binding),
+		create(ctx, dnsName+" ConfigMap", cs.CoreV1().ConfigMaps(dnsNamespace), cm),
+		create(ctx, dnsName+" Service", cs.CoreV1().Services(dnsNamespace), svc),
+		create(ctx, dnsName+" Deployment", cs.AppsV1().Deployments(dnsNamespace), deploy))
 }
 
 // coreDNSPod is CoreDNS's pod: the node's image (never pulled), the Corefile

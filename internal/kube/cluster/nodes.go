@@ -84,11 +84,14 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		"IP": n.ips[0].String(), "DNS": b.addrs.dnsIP().String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy,
 		"ClusterCIDR": b.addrs.clusterCIDRs(), "Bridge": PodBridge, "Ranges": cniRanges(n.podRanges), "Routes": cniDefaultRoutes(n.podRanges)}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
-	if b.spec.CNI == network.CNIVnetlab {
+	switch b.spec.CNI {
+	case network.CNIVnetlab:
 		if err := b.writeVnetlabCNI(n); err != nil {
 			return err
 		}
-	} else {
+	case network.CNIFlannel:
+		// written from flanneld's subnet.env once it runs (writeFlannelCNI)
+	default:
 		files["cni/10-vnetlab.conflist"] = cniTmpl
 	}
 	for name, t := range files {
@@ -107,7 +110,11 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	if err := waitFor(ctx, 30*time.Second, "containerd's socket "+sock, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
 		return err
 	}
-	for _, t := range []string{tarPath, b.dnsTar} {
+	tars := []string{tarPath, b.dnsTar}
+	if b.flannelTar != "" {
+		tars = append(tars, b.flannelTar)
+	}
+	for _, t := range tars {
 		if err := ImportImage(ctx, sock, t); err != nil {
 			return err
 		}

@@ -18,9 +18,13 @@ type Spec struct {
 	Name  string
 	Nodes int
 	Proxy string // one of network.Proxies
-	// CNI wires the pods: network.CNIBridge ("" too) or network.CNIVnetlab
-	// with CNIMode (cni.go).
+	// CNI wires the pods: network.CNIBridge ("" too), network.CNIVnetlab
+	// with CNIMode (cni.go) or network.CNIFlannel with FlannelBackend
+	// (flannel.go).
 	CNI, CNIMode string
+	// FlannelBackend is flannel's backend, one of network.FlannelBackends
+	// ("" is the first).
+	FlannelBackend string
 	// SocketLB (--socket-lb, with vnetlab-ebpf): the nodes' socket programs
 	// translate the pods' connections too (proxy.Config.SocketLB).
 	SocketLB bool
@@ -39,7 +43,7 @@ const (
 	FactImage      = "image"
 	FactCNI        = "cni"        // network.Network.CNIText(), for people
 	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
-	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab
+	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab: its mode; with network.CNIFlannel: its backend
 	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
 	FactFamily     = "ip_family"  // family.Family; clusters built before it are ipv4
 )
@@ -65,8 +69,11 @@ func (s Spec) Network() network.Network {
 	if n.CNI == "" {
 		n.CNI = network.CNIBridge
 	}
-	if n.CNI == network.CNIVnetlab {
+	switch n.CNI {
+	case network.CNIVnetlab:
 		n.CNIMode = s.cniMode()
+	case network.CNIFlannel:
+		n.CNIMode = s.flannelBackend()
 	}
 	return n
 }
@@ -93,6 +100,12 @@ func (s Spec) Validate() error {
 	if s.Nodes < 1 || s.Nodes > maxNodes {
 		return field.Errorf("nodes", "{nodes} %d: a local cluster has 1 to %d nodes", s.Nodes, maxNodes)
 	}
+	// A node's name is also its uplink's name in the control plane's
+	// namespace (wire.go): an interface name.
+	if last := NodeName(s.Name, s.Nodes); len(last) > lab.MaxNameLen {
+		return fmt.Errorf("cluster name %q: its node names (%s) are interface names, at most %d characters: use a name of at most %d characters",
+			s.Name, last, lab.MaxNameLen, lab.MaxNameLen-(len(last)-len(s.Name)))
+	}
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
@@ -118,6 +131,11 @@ func (s Spec) validateFamily(p network.Proxy) error {
 	}
 	if p.Vnetlab {
 		return field.Errorf("ip_family", "{proxy} %s with {ip_family} %s: needs IPv6 Services in vnetlab's proxy (issue 27): use {proxy} %s|%s", s.Proxy, f, network.IPTables, network.NFTables)
+	}
+	if s.CNI == network.CNIFlannel {
+		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its
+		// IPv4 subnet.env keys into the conflist so far.
+		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs flannel IPv4-only so far: use {ip_family} ipv4, or {cni} %s|%s", network.CNIFlannel, f, network.CNIBridge, network.CNIVnetlab)
 	}
 	if s.CNI == network.CNIVnetlab {
 		if m, err := modes.Get(s.cniMode()); err == nil && !m.IPv6 {

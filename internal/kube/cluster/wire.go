@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
@@ -87,7 +88,8 @@ func (b *builder) wire(cpNS string) error {
 			return err
 		}
 		for _, o := range b.nodes {
-			if o.name != n.name {
+			// flannel routes to the other nodes' pods itself.
+			if o.name != n.name && b.spec.CNI != network.CNIFlannel {
 				if err := h.RouteAdd(&netlink.Route{Dst: o.pods, Gw: o.ip}); err != nil {
 					return fmt.Errorf("%s route to %s's pods: %w", n.name, o.name, err)
 				}

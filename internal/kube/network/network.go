@@ -1,5 +1,6 @@
 // Package network names what makes a cluster's network: the CNI plugin that
-// wires its pods (with vnetlab's own, the mode it wires them with) and the
+// wires its pods (with vnetlab's own, the mode it wires them with; with
+// flannel, its backend) and the
 // Service proxy (with vnetlab-ebpf, whether the socket LB is on). The
 // cluster builder, vnetlab's proxy, scenario files, help texts and the
 // comparison of a cluster's results with a lab's ask this package, never a
@@ -19,10 +20,24 @@ const (
 	// CNIVnetlab is vnetlab's own plugin (internal/cni), wiring pods with
 	// one of its modes (Network.CNIMode).
 	CNIVnetlab = "vnetlab"
+	// CNIFlannel is flannel: flanneld (built from its Go module) on every
+	// node, with one of its backends (Network.CNIMode), and the bridge +
+	// host-local configuration flannel's CNI plugin generates.
+	CNIFlannel = "flannel"
 )
 
 // CNIs lists --cni's values, the default first.
-var CNIs = []string{CNIBridge, CNIVnetlab}
+var CNIs = []string{CNIBridge, CNIVnetlab, CNIFlannel}
+
+// flannel's backends a local cluster runs (kube up --flannel-backend): the
+// data paths vnetlab's vxlan and host-gw lab modes claim to reproduce.
+const (
+	FlannelVXLAN  = "vxlan"
+	FlannelHostGW = "host-gw"
+)
+
+// FlannelBackends lists --flannel-backend's values, the default first.
+var FlannelBackends = []string{FlannelVXLAN, FlannelHostGW}
 
 // The Service proxies a local cluster's nodes can run (kube up --proxy).
 const (
@@ -103,7 +118,8 @@ type Network struct {
 	// CNI is the plugin: CNIBridge or CNIVnetlab for a local cluster, the
 	// (first) detected one for another ("calico", "unknown").
 	CNI string
-	// CNIMode is the mode CNIVnetlab wires pods with ("" for other plugins).
+	// CNIMode is the plugin's variant: the mode CNIVnetlab wires pods with,
+	// CNIFlannel's backend ("" for other plugins).
 	CNIMode string
 	// Proxy is the Service proxy (one of Proxies, or kube-proxy's detected
 	// mode on another cluster, e.g. "ipvs").
@@ -113,13 +129,16 @@ type Network struct {
 }
 
 // CNIText is the CNI as people read it (the results' cni field, kube up's
-// line): "bridge+host-local", "vnetlab veth-routed + host-local".
+// line): "bridge+host-local", "vnetlab veth-routed + host-local",
+// "flannel vxlan + bridge+host-local".
 func (n Network) CNIText() string {
 	switch n.CNI {
 	case CNIBridge:
 		return "bridge+host-local"
 	case CNIVnetlab:
 		return "vnetlab " + n.CNIMode + " + host-local"
+	case CNIFlannel:
+		return "flannel " + n.CNIMode + " + bridge+host-local"
 	}
 	return n.CNI
 }
@@ -141,11 +160,12 @@ const socketLBSuffix = " + socket LB"
 func FromText(cni, proxy string) Network {
 	n := Network{Proxy: strings.TrimSuffix(proxy, socketLBSuffix), SocketLB: strings.HasSuffix(proxy, socketLBSuffix)}
 	// The plugin is the first word before "+" ("bridge+host-local",
-	// "calico+cilium": the first detected); vnetlab's names its mode next.
+	// "calico+cilium": the first detected); vnetlab's names its mode next,
+	// flannel its backend.
 	plugin, _, _ := strings.Cut(cni, "+")
 	n.CNI = strings.TrimSpace(plugin)
-	if f := strings.Fields(n.CNI); len(f) == 2 && f[0] == CNIVnetlab {
-		n.CNI, n.CNIMode = CNIVnetlab, f[1]
+	if f := strings.Fields(n.CNI); len(f) == 2 && (f[0] == CNIVnetlab || f[0] == CNIFlannel) {
+		n.CNI, n.CNIMode = f[0], f[1]
 	}
 	return n
 }

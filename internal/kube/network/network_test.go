@@ -12,6 +12,8 @@ func TestTextsReadBack(t *testing.T) {
 		{CNI: CNIBridge, Proxy: IPTables},
 		{CNI: CNIVnetlab, CNIMode: "veth-routed", Proxy: NFTables},
 		{CNI: CNIVnetlab, CNIMode: "veth-ebpf", Proxy: VnetlabEBPF, SocketLB: true},
+		{CNI: CNIFlannel, CNIMode: FlannelVXLAN, Proxy: IPTables},
+		{CNI: CNIFlannel, CNIMode: FlannelHostGW, Proxy: NFTables},
 		{CNI: "calico", Proxy: "ipvs"},
 	} {
 		if got := FromText(n.CNIText(), n.ProxyText()); got != n {
