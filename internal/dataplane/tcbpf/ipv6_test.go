@@ -402,3 +402,28 @@ func TestIPv6ICMPErrors(t *testing.T) {
 		t.Fatalf("stats %+v after %+v: want no ICMP translated, 2 cut quotes", after, before)
 	}
 }
+
+// A UDP checksum that computes to 0 after translation is sent as 0xffff
+// (0 would mean "none", illegal in IPv6).
+func TestIPv6UDPChecksumNeverBecomesZero(t *testing.T) {
+	p := testPlane(t)
+	oneBackend6(t, p)
+	for x := 0; x < 1<<16; x++ {
+		pl := []byte{byte(x >> 8), byte(x)}
+		after := ipv6{src: client6, dst: back6, proto: protoUDP, sport: 47000, dport: backPort6, payload: pl}.l4()
+		binary.BigEndian.PutUint16(after[6:], 0)
+		if csumFold(csumAdd(pseudo6(client6, back6, protoUDP, len(after)), after)) != 0 {
+			continue
+		}
+		req := ipv6{src: client6, dst: vip6, proto: protoUDP, sport: 47000, dport: svcPort6, payload: pl}
+		ret, out := run(t, p.Objects().FromPod, req.bytes())
+		mustOK(t, ret)
+		d := expect6(t, out, client6, 47000, back6, backPort6)
+		if got := binary.BigEndian.Uint16(d.l4[6:]); got != 0xffff {
+			t.Fatalf("checksum %#04x, want 0xffff", got)
+		}
+		mustValid6(t, out)
+		return
+	}
+	t.Fatal("found no payload whose translated checksum folds to zero")
+}
