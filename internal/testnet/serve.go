@@ -25,16 +25,28 @@ type Server struct {
 // with name "" they echo what they get.
 func Serve(t *testing.T, ns string, port int, name string) *Server {
 	t.Helper()
+	return serve(t, ns, port, name, "4")
+}
+
+// Serve6 is Serve over IPv6 (tcp6 and udp6 sockets).
+func Serve6(t *testing.T, ns string, port int, name string) *Server {
+	t.Helper()
+	return serve(t, ns, port, name, "6")
+}
+
+// serve is Serve on the tcp/udp networks of family ("4" or "6").
+func serve(t *testing.T, ns string, port int, name, family string) *Server {
+	t.Helper()
 	var (
 		ln net.Listener
 		pc net.PacketConn
 	)
 	err := nsutil.Do(ns, func() error {
 		var err error
-		if ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
+		if ln, err = net.Listen("tcp"+family, fmt.Sprintf(":%d", port)); err != nil {
 			return err
 		}
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		pc, err = net.ListenPacket("udp"+family, fmt.Sprintf(":%d", port))
 		return err
 	})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -43,6 +44,12 @@ type testLab struct {
 
 func upLab(t *testing.T, name string, echo bool) *testLab {
 	t.Helper()
+	return upLabFamily(t, name, echo, family.IPv4)
+}
+
+// upLabFamily is upLab with pods of family fam (dual: servers on both families).
+func upLabFamily(t *testing.T, name string, echo bool, fam family.Family) *testLab {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, eBPF)")
 	}
@@ -56,11 +63,14 @@ func upLab(t *testing.T, name string, echo bool) *testLab {
 			t.Errorf("pins left in %s after down", dp.PinDir(name))
 		}
 	})
-	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 4)
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed", Family: fam}, 4)
 	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
 	for _, p := range l.State.Pods {
-		if echo {
+		if echo && fam.HasIPv4() {
 			serve(t, p.NS, p.Name)
+		}
+		if echo && fam.HasIPv6() {
+			testnet.Serve6(t, p.NS, testPort, p.Name)
 		}
 	}
 	return tl
@@ -143,7 +153,7 @@ func dialTCP(ns, addr string) (net.Conn, answer, error) {
 	var c net.Conn
 	err := nsutil.Do(ns, func() error {
 		var err error
-		c, err = net.DialTimeout("tcp4", addr, 3*time.Second)
+		c, err = net.DialTimeout("tcp"+netFamily(addr), addr, 3*time.Second)
 		return err
 	})
 	if err != nil {
@@ -164,6 +174,14 @@ func dialTCP(ns, addr string) (net.Conn, answer, error) {
 	return c, a, err
 }
 
+// netFamily is "6" for an address:port in brackets (IPv6), else "4".
+func netFamily(addr string) string {
+	if strings.HasPrefix(addr, "[") {
+		return "6"
+	}
+	return "4"
+}
+
 func tcpOnce(ns, addr string) (answer, error) {
 	c, a, err := dialTCP(ns, addr)
 	if c != nil {
@@ -179,14 +197,14 @@ func udpOnce(ns, addr string) (answer, string, error) {
 	var pc net.PacketConn
 	err := nsutil.Do(ns, func() error {
 		var err error
-		pc, err = net.ListenPacket("udp4", ":0")
+		pc, err = net.ListenPacket("udp"+netFamily(addr), ":0")
 		return err
 	})
 	if err != nil {
 		return answer{}, "", err
 	}
 	defer pc.Close()
-	to, err := net.ResolveUDPAddr("udp4", addr)
+	to, err := net.ResolveUDPAddr("udp"+netFamily(addr), addr)
 	if err != nil {
 		return answer{}, "", err
 	}
@@ -218,7 +236,7 @@ func udpRefused(ns, addr string) (bool, error) {
 	var c net.Conn
 	if err := nsutil.Do(ns, func() error {
 		var err error
-		c, err = net.Dial("udp4", addr)
+		c, err = net.Dial("udp"+netFamily(addr), addr)
 		return err
 	}); err != nil {
 		return false, err
