@@ -465,10 +465,15 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* An ICMPv6 error travelling towards the client about client -> backend
- * (e.g. port unreachable from the backend): the quote becomes
- * client -> vip:vport again, an outer source equal to the backend too. */
-static __always_inline int lb6_icmp_rnat(struct __sk_buff *skb, const struct lb6_pkt *p)
+/* lb6_icmp translates an ICMPv6 error about a translated flow.
+ * dir LB_CT_REV: an error travelling towards the client about client ->
+ * backend (e.g. port unreachable from the backend): the quote becomes
+ * client -> vip:vport again, an outer source equal to the backend too.
+ * dir LB_CT_FWD: an error sent by the client about a reply it got from
+ * vip:vport: the quote becomes backend:bport -> client, an outer
+ * destination equal to the vip the backend. Either way the quote's reply
+ * direction is the conntrack key. */
+static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt *p, __u8 dir)
 {
 	struct lb6_icmp_err e;
 	struct lb6_ct_key k = {};
@@ -481,34 +486,13 @@ static __always_inline int lb6_icmp_rnat(struct __sk_buff *skb, const struct lb6
 	k.sport = e.dport;
 	k.dport = e.sport;
 	k.proto = e.proto;
-	k.dir = LB_CT_REV;
+	k.dir = dir;
 	ct = bpf_map_lookup_elem(&lb6_conntrack, &k);
 	if (!ct)
 		return TC_ACT_OK;
-	return lb6_icmp_xlate(skb, p, &e, 24, &e.daddr, 2, e.dport, ct,
-			      lb6_addr_eq(&p->saddr, &e.daddr) ? IP6_SADDR_OFF : 0, &p->saddr);
-}
-
-/* An ICMPv6 error sent by the client about a reply it got from vip:vport:
- * the quote vip:vport -> client becomes backend:bport -> client, an outer
- * destination equal to the vip the backend. */
-static __always_inline int lb6_icmp_dnat(struct __sk_buff *skb, const struct lb6_pkt *p)
-{
-	struct lb6_icmp_err e;
-	struct lb6_ct_key k = {};
-	struct lb6_ct *ct;
-
-	if (lb6_icmp_quote(skb, p, &e) != LB_GO)
-		return TC_ACT_OK;
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = LB_CT_FWD;
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &k);
-	if (!ct)
-		return TC_ACT_OK;
+	if (dir == LB_CT_REV)
+		return lb6_icmp_xlate(skb, p, &e, 24, &e.daddr, 2, e.dport, ct,
+				      lb6_addr_eq(&p->saddr, &e.daddr) ? IP6_SADDR_OFF : 0, &p->saddr);
 	return lb6_icmp_xlate(skb, p, &e, 8, &e.saddr, 0, e.sport, ct,
 			      lb6_addr_eq(&p->daddr, &e.saddr) ? IP6_SADDR_OFF + sizeof(struct lb6_addr) : 0, &p->daddr);
 }
@@ -537,6 +521,17 @@ static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
 		bpf_map_delete_elem(&lb6_conntrack, &rk);
 }
 
+/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port. */
+static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port)
+{
+	rk->saddr = *ip;
+	rk->daddr = p->saddr;
+	rk->sport = port;
+	rk->dport = p->sport;
+	rk->proto = p->proto;
+	rk->dir = LB_CT_REV;
+}
+
 /* lb6_from_pod_pkt: packets leaving a pod, parsed by lb6_parse. */
 static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
 {
@@ -550,7 +545,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	__be16 be_port;
 
 	if (p.proto == LB6_ICMP)
-		return lb6_icmp_dnat(skb, &p);
+		return lb6_icmp(skb, &p, LB_CT_FWD);
 	sk.vip = p.daddr;
 	sk.port = p.dport;
 	sk.proto = p.proto;
@@ -585,12 +580,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		be_ip = b->ip;
 		be_port = b->port;
 		lb6_count(LB6_STAT_CT_NEW);
-		rk.saddr = be_ip;
-		rk.daddr = p.saddr;
-		rk.sport = be_port;
-		rk.dport = p.sport;
-		rk.proto = p.proto;
-		rk.dir = LB_CT_REV;
+		lb6_rev_key(&rk, &p, &be_ip, be_port);
 		fwd.addr = be_ip;
 		fwd.port = be_port;
 		fwd.client = p.saddr;
@@ -616,12 +606,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	if (!p.has_l4)
 		lb6_count(LB6_STAT_FRAG);
 	if (p.tcp_rst) {
-		rk.saddr = be_ip;
-		rk.daddr = p.saddr;
-		rk.sport = be_port;
-		rk.dport = p.sport;
-		rk.proto = p.proto;
-		rk.dir = LB_CT_REV;
+		lb6_rev_key(&rk, &p, &be_ip, be_port);
 		lb6_ct_close(&fk, &rk);
 	}
 	return TC_ACT_OK;
@@ -634,7 +619,7 @@ static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb
 	struct lb6_ct *ct;
 
 	if (p->proto == LB6_ICMP)
-		return lb6_icmp_rnat(skb, p);
+		return lb6_icmp(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK;
 	rk.saddr = p->saddr;
