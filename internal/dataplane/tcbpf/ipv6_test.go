@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 
 	"github.com/cilium/ebpf"
@@ -426,4 +427,38 @@ func TestIPv6UDPChecksumNeverBecomesZero(t *testing.T) {
 		return
 	}
 	t.Fatal("found no payload whose translated checksum folds to zero")
+}
+
+// A dual-stack Service is two entries, one per clusterIP, and the one
+// reconciler (servicemap) writes, updates and deletes both on a real plane;
+// the IPv6 one translates.
+func TestDualStackServiceThroughServicemap(t *testing.T) {
+	p := testPlane(t)
+	sy, err := servicemap.NewSyncer(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k4 := servicemap.Key{VIP: vip, Port: svcPort6, Proto: dp.TCP}
+	k6 := servicemap.Key{VIP: vip6, Port: svcPort6, Proto: dp.TCP}
+	want := servicemap.Entries{
+		k4: {{IP: podA, Port: backPort6}},
+		k6: {{IP: back6, Port: backPort6}},
+	}
+	if ch, err := sy.Sync("default/web", want); err != nil || ch.Added != 2 {
+		t.Fatalf("sync: %+v, %v: want 2 added", ch, err)
+	}
+	_, out := run(t, p.Objects().FromPod, ipv6{src: client6, dst: vip6, proto: protoTCP, sport: 48000, dport: svcPort6, tcpFlags: tcpSYN}.bytes())
+	expect6(t, out, client6, 48000, back6, backPort6)
+	other := ipOf("fd00:10::c")
+	want[k6] = []dp.Backend{{IP: other, Port: backPort6}}
+	if ch, err := sy.Sync("default/web", want); err != nil || ch.Updated != 1 || ch.Total() != 1 {
+		t.Fatalf("resync: %+v, %v: want the IPv6 entry updated in place", ch, err)
+	}
+	list, err := p.ListServices()
+	if err != nil || len(list) != 2 || list[1].VIP != vip6 || list[1].Backends[0].IP != other {
+		t.Fatalf("ListServices = %+v, %v", list, err)
+	}
+	if ch, err := sy.Sync("default/web", nil); err != nil || ch.Deleted != 2 {
+		t.Fatalf("delete: %+v, %v: want 2 deleted", ch, err)
+	}
 }
