@@ -153,6 +153,11 @@ func TestIPv6ServiceLifecycle(t *testing.T) {
 	_, out := run(t, p.Objects().FromPod, ipv6{src: client6, dst: vip6, proto: protoTCP, sport: 42000, dport: svcPort6, tcpFlags: tcpSYN}.bytes())
 	expect6(t, out, client6, 42000, other, 80)
 	mustValid6(t, out)
+	flows, err := p.Flows(0)
+	if want := (dp.Flow{Client: netip.AddrPortFrom(client6, 42000), Service: netip.AddrPortFrom(vip6, svcPort6), Proto: dp.TCP,
+		Backend: netip.AddrPortFrom(other, 80)}); err != nil || len(flows) != 1 || flows[0] != want {
+		t.Fatalf("Flows = %+v, %v: want %+v", flows, err, want)
+	}
 	if err := p.DelService(vip6, svcPort6, dp.TCP); err != nil {
 		t.Fatal(err)
 	}

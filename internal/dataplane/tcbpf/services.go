@@ -496,27 +496,43 @@ type Flow struct {
 	Hairpin bool           `json:"hairpin,omitempty"`
 }
 
-// Flows lists the conntrack's forward entries (at most limit; 0 = all).
+// Flows lists the conntrack's forward entries, IPv4 then IPv6 (at most
+// limit; 0 = all).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
 	var (
 		k   serviceLbCtKey
 		v   serviceLbCt
 		out []Flow
 	)
+	full := func() bool { return limit > 0 && len(out) >= limit }
 	it := p.objs.LbConntrack.Iterate()
-	for it.Next(&k, &v) {
-		if k.Dir != ctFwd {
-			continue
+	for !full() && it.Next(&k, &v) {
+		if k.Dir == ctFwd {
+			out = append(out, Flow{
+				Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
+				Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
+				Proto:   Proto(k.Proto),
+				Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
+				Hairpin: v.Flags&ctHairpin != 0,
+			})
 		}
-		out = append(out, Flow{
-			Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
-			Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
-			Proto:   Proto(k.Proto),
-			Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
-			Hairpin: v.Flags&ctHairpin != 0,
-		})
-		if limit > 0 && len(out) >= limit {
-			break
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		k6 serviceLb6CtKey
+		v6 serviceLb6Ct
+	)
+	it = p.objs.Lb6Conntrack.Iterate()
+	for !full() && it.Next(&k6, &v6) {
+		if k6.Dir == ctFwd {
+			out = append(out, Flow{
+				Client:  netip.AddrPortFrom(addrOf6(k6.Saddr), portOf(k6.Sport)),
+				Service: netip.AddrPortFrom(addrOf6(k6.Daddr), portOf(k6.Dport)),
+				Proto:   Proto(k6.Proto),
+				Backend: netip.AddrPortFrom(addrOf6(v6.Addr), portOf(v6.Port)),
+			})
 		}
 	}
 	return out, it.Err()
