@@ -22,6 +22,9 @@ func UpLab(t *testing.T, spec lab.Spec, pods int) (l *lab.Lab, down func()) {
 		t.Skip("needs root (namespaces)")
 	}
 	ps, err := lab.DefaultPodSpecs(pods, lab.DefaultPodCIDR, 1)
+	if spec.Family.HasIPv6() { // pods with IPv6 addresses (and IPv4 ones in a dual lab)
+		ps, err = lab.PodsFor(pods, spec)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
