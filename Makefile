@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-kernels conformance bench-up bench-paths bench-kube clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -25,11 +25,21 @@ demo: deps build
 
 # Every test, for real: namespaces, iperf3 traffic, eBPF programs. Needs root.
 # -p 1: packages run one at a time, as tests build labs and measure.
-# The root namespace is snapshotted before and checked after the whole suite.
+# The root namespace is snapshotted before and checked after the whole suite,
+# so the suite needs the machine to itself: it takes TEST_LOCK, the lock every
+# other vnetlab test, lab or cluster run on this machine takes too
+# (docs/development.md); a second `make test` waits instead of seeing the
+# first one's namespaces come and go as changes.
+TEST_LOCK ?= /run/vnetlab-dev.lock
 test: deps build
-	$(GO) run ./tools/rootns save /tmp/vnetlab-rootns-before.json
-	VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...
-	$(GO) run ./tools/rootns check /tmp/vnetlab-rootns-before.json
+	@flock -n $(TEST_LOCK) true || echo "make test: waiting for $(TEST_LOCK): another vnetlab run on this machine holds it"
+	flock -w 3600 $(TEST_LOCK) $(MAKE) --no-print-directory test-locked
+
+# The suite itself, for a caller that already holds TEST_LOCK.
+test-locked:
+	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
+	{ VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...; code=$$?; \
+	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software
 # emulation: correctness only): the modes this machine's kernel lacks (ipvlan,

@@ -23,6 +23,7 @@ enum event {
 	EV_NET_DEV_XMIT,
 	EV_NAPI_POLL,
 	EV_FIB_LOOKUP,
+	EV_FIB6_LOOKUP,
 	EV_DROP,
 	EV_SAMPLE_LOST,
 	EV_MAX,
@@ -194,6 +195,14 @@ SEC("tp_btf/fib_table_lookup")
 int tp_fib_table_lookup(__u64 *ctx)
 {
 	count(EV_FIB_LOOKUP, 1);
+	return 0;
+}
+
+// IPv6 route lookups have their own tracepoint (fib_table_lookup is IPv4's).
+SEC("tp_btf/fib6_table_lookup")
+int tp_fib6_table_lookup(__u64 *ctx)
+{
+	count(EV_FIB6_LOOKUP, 1);
 	return 0;
 }
 

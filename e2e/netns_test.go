@@ -21,26 +21,17 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
-
-// ipNetns runs `ip netns ARGS` and fails the test on an error.
-func ipNetns(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("ip", append([]string{"netns"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip netns %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // probe adds an iproute2 namespace (not a vnetlab name) removed when the
 // test ends.
 func probe(t *testing.T, name string) {
 	t.Helper()
-	ipNetns(t, "add", name)
+	testnet.IPNetns(t, "add", name)
 	t.Cleanup(func() {
 		if _, err := os.Lstat(nsutil.Path(name)); err == nil {
-			ipNetns(t, "del", name)
+			testnet.IPNetns(t, "del", name)
 		}
 	})
 }
@@ -52,7 +43,7 @@ func assertNoTrace(t *testing.T, lab string) {
 	t.Helper()
 	assertGone(t, lab)
 	prefix := "vnl-" + lab + "-"
-	if out := ipNetns(t, "list"); strings.Contains(out, prefix) {
+	if out := testnet.IPNetns(t, "list"); strings.Contains(out, prefix) {
 		t.Errorf("ip netns list still shows lab %s:\n%s", lab, out)
 	}
 	ms, err := nsutil.MountedEntries(prefix)
@@ -71,7 +62,7 @@ func TestNetnsBesideIproute2(t *testing.T) {
 		before := rootns.Snapshot()
 		up(t, "e2nsa", "--mode", "veth-routed")
 		probe(t, probeName)
-		ipNetns(t, "del", probeName)
+		testnet.IPNetns(t, "del", probeName)
 		must(t, "down", "e2nsa")
 		assertNoTrace(t, "e2nsa")
 		if d := rootns.Diff(before, rootns.Snapshot()); d != "" {
@@ -84,8 +75,8 @@ func TestNetnsBesideIproute2(t *testing.T) {
 		up(t, "e2nsb", "--mode", "veth-routed")
 		must(t, "down", "e2nsb")
 		assertNoTrace(t, "e2nsb")
-		ipNetns(t, "exec", probeName, "true") // iproute2's namespace untouched
-		ipNetns(t, "del", probeName)
+		testnet.IPNetns(t, "exec", probeName, "true") // iproute2's namespace untouched
+		testnet.IPNetns(t, "del", probeName)
 		if d := rootns.Diff(before, rootns.Snapshot()); d != "" {
 			t.Errorf("the root namespace changed:\n%s", d)
 		}
@@ -194,13 +185,13 @@ func TestNetnsLayoutInChild(t *testing.T) {
 		if again := mountsOn(t, "/run", mountsAt(t, nsutil.Dir)); len(again) != 1 {
 			t.Errorf("ip netns add stacked another mount on %s: %s", nsutil.Dir, describe(again))
 		}
-		ipNetns(t, "del", "probe1")
+		testnet.IPNetns(t, "del", "probe1")
 		must(t, "down", lab)
 		assertNoTrace(t, lab)
 	case "older", "older-stale":
 		nss := olderLab(t, lab)
 		probe(t, "probe1")
-		ipNetns(t, "del", "probe1")
+		testnet.IPNetns(t, "del", "probe1")
 		// The issue's layout: each namespace mounted twice, the original
 		// on /run beneath the bind of /run/netns and its copy on that bind.
 		for _, n := range nss {

@@ -22,13 +22,7 @@ func emitResults(res *results.File, output, reportDir string, exports export.Fla
 	var checks []analysis.HostCheck
 	if tol := res.Metadata.Settings.Tolerance; tol > 0 {
 		checks = analysis.HostChecks(res.Cells, tol)
-		fmt.Printf("\nTolerance %g: each pod cell against host (fails when p < 0.05 and the whole 95%% CI is under %.2f)\n", tol, 1-tol)
-		for _, h := range checks {
-			fmt.Println("  " + h.String())
-		}
-		if len(checks) == 0 {
-			fmt.Println("  nothing to check: no pod cell has a host cell of its placement and test")
-		}
+		report.Tolerance(os.Stdout, tol, checks)
 	}
 	if output != "" {
 		if err := results.Write(output, res); err != nil {

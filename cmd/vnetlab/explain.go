@@ -19,9 +19,10 @@ func init() { extraCommands = append(extraCommands, newExplainCmd) }
 func newExplainCmd() *cobra.Command {
 	var (
 		cells, test, flame, format, knobAxis string
+		byFamily                             bool
 	)
 	cmd := &cobra.Command{
-		Use:   "explain results.json [--cells A,B] [--test T] [--flamegraph out.svg]",
+		Use:   "explain results.json [--cells A,B] [--test T] [--family] [--flamegraph out.svg]",
 		Short: "Say where two profiled cells spend their CPU differently: by stage, event and function, with the numbers",
 		Long: `Read a results file written by "run --profile" and put two cells side by side: CPU time
 per unit of work (µs per transaction, connection or MB, all CPUs) by stage of the data path
@@ -47,10 +48,18 @@ Examples:
   vnetlab explain r.json -o json
   vnetlab run --modes veth-routed,macvlan --sweep mtu=1500,9000 --profile -o mtu.json
   vnetlab explain mtu.json --knob mtu     # why one mode gains more from MTU 9000 than another
+  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_stream --profile -o v6.json
+  vnetlab explain v6.json --family        # where IPv6's extra (or saved) CPU goes, per mode
+  vnetlab explain v6.json --cells veth-routed/ipv4,veth-routed/ipv6   # the same, one mode
 
 --knob AXIS[=VALUE] explains a swept knob instead: each mode's cell at each value of the
 axis (or VALUE) against the same mode's cell at the axis's first value, then one sentence
-per other mode saying why it gains more or less than the first (--cells A,B: those modes).`,
+per other mode saying why it gains more or less than the first (--cells A,B: those modes).
+
+--family explains what IPv6 costs: each IPv6 cell of a dual-stack run (run --ip-family dual)
+against the same mode's IPv4 cell, measured on the same pods (--cells A,B: those modes).
+A cell's name carries its family: veth-routed/ipv6, veth-routed/pod/ipv6/tcp_rr; a mode's
+bare name is its IPv4 cell.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("explain needs one results file: vnetlab explain results.json")
@@ -72,7 +81,12 @@ per other mode saying why it gains more or less than the first (--cells A,B: tho
 			if knobAxis != "" {
 				return explainKnob(f, knobAxis, test, names, format)
 			}
-			pairs, err := explain.Select(f, names, test)
+			var pairs []explain.Pair
+			if byFamily {
+				pairs, err = explain.FamilyPairs(f, test, names)
+			} else {
+				pairs, err = explain.Select(f, names, test)
+			}
 			if err != nil {
 				return err
 			}
@@ -114,6 +128,8 @@ per other mode saying why it gains more or less than the first (--cells A,B: tho
 	f.StringVar(&flame, "flamegraph", "", "write B's differential flame graph against A here (SVG)")
 	f.StringVarP(&format, "output", "o", "text", "text or json")
 	f.StringVar(&knobAxis, "knob", "", "explain a swept knob: AXIS or AXIS=VALUE (e.g. mtu, mtu=9000, gso+gro): each mode's gain from it, and why one gains more")
+	f.BoolVar(&byFamily, "family", false, "explain what IPv6 costs: each IPv6 cell against the same mode's IPv4 cell (a run with --ip-family dual)")
+	cmd.MarkFlagsMutuallyExclusive("knob", "family")
 	return cmd
 }
 

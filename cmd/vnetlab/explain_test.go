@@ -34,6 +34,8 @@ func TestExplainVerb(t *testing.T) {
 		{"explain", data, "--test", "udp_rr"},
 		{"explain", data, "--flamegraph", filepath.Join(t.TempDir(), "x.svg")}, // two pairs: which one?
 		{"explain", "does-not-exist.json"},
+		{"explain", data, "--family"}, // an IPv4-only run
+		{"explain", data, "--family", "--knob", "mtu"},
 	} {
 		_, errOut, code := runVnetlab(t, bin, bad...)
 		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

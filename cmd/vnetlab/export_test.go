@@ -117,6 +117,9 @@ func TestHistoryCommand(t *testing.T) {
 	if _, errOut, code := runVnetlab(t, bin, "history", dir, "--across", "moon"); code == 0 || !strings.Contains(errOut, "use kernel, cpus or version") {
 		t.Errorf("--across moon: exit %d, %q", code, errOut)
 	}
+	if _, errOut, code := runVnetlab(t, bin, "history", dir, "--alpha", "1.5"); code == 0 || !strings.Contains(errOut, "--alpha 1.5: a significance level lies between 0 and 1") {
+		t.Errorf("--alpha 1.5: exit %d, %q", code, errOut)
+	}
 }
 
 // run and kube run take --export, checked when the flags are parsed (before

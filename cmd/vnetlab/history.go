@@ -54,6 +54,9 @@ Examples:
 			if o.Across, err = history.ParseKinds(across); err != nil {
 				return fmt.Errorf("--across: %w", err)
 			}
+			if a := o.EDivisive.Alpha; a <= 0 || a >= 1 {
+				return fmt.Errorf("--alpha %g: a significance level lies between 0 and 1, e.g. --alpha 0.05", a)
+			}
 			o.Cells = results.CellPatterns(cells)
 			if err := o.Cells.Check(); err != nil {
 				return fmt.Errorf("--cells: %w", err)

@@ -26,6 +26,15 @@ const (
 
 var statusWords = []string{OK: "ok", Failed: "failed", FailedAsExpected: "failed-as-expected", WorkedUnexpectedly: "worked-unexpectedly", NotApplied: "not-applied"}
 
+// Statuses are every status, in order: what an export lists per cell.
+func Statuses() []Status {
+	out := make([]Status, len(statusWords))
+	for i := range out {
+		out[i] = Status(i)
+	}
+	return out
+}
+
 // String is the status as the results file writes it (cells[].status).
 func (s Status) String() string { return statusWords[s] }
 

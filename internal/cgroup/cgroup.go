@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
@@ -192,11 +193,11 @@ func NetNamespaces(path string) ([]string, error) {
 		}
 		for _, pid := range pids {
 			ns := fmt.Sprintf("/proc/%d/ns/net", pid)
-			var st unix.Stat_t
-			if unix.Stat(ns, &st) != nil || seen[st.Ino] {
+			ino, err := nsutil.Inode(ns)
+			if err != nil || seen[ino] {
 				continue
 			}
-			seen[st.Ino] = true
+			seen[ino] = true
 			out = append(out, ns)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -84,8 +85,12 @@ type Explanation struct {
 }
 
 // Label names a cell for people: its mode, plus provider and Services when
-// it is a service cell, and its sweep's point when it has one.
-func Label(c *results.Cell) string {
+// it is a service cell, its sweep's point when it has one, and its family
+// when it is not IPv4 ("veth-routed/ipv6").
+func Label(c *results.Cell) string { return labelAs(c, c.Family) }
+
+// labelAs is c's label with the family written as fam ("" leaves it out).
+func labelAs(c *results.Cell, fam string) string {
 	l := c.Mode
 	if c.Path != "" && c.Path != "pod" {
 		l += "/" + c.Path
@@ -99,7 +104,20 @@ func Label(c *results.Cell) string {
 	if c.Point != "" {
 		l += "{" + c.Point + "}"
 	}
+	if fam != "" {
+		l += "/" + fam
+	}
 	return l
+}
+
+// sideLabels name a and b for their comparison: when only their families
+// differ, the IPv4 side says so too ("veth-routed/ipv4").
+func sideLabels(a, b *results.Cell) (string, string) {
+	if a.Family == b.Family {
+		return Label(a), Label(b)
+	}
+	fam := func(c *results.Cell) string { return string(family.OfCell(c.Family)) }
+	return labelAs(a, fam(a)), labelAs(b, fam(b))
 }
 
 // Compare explains b against a. Both cells need a profile over the same
@@ -114,8 +132,9 @@ func Compare(a, b *results.Cell) (*Explanation, error) {
 	if pa.Unit != pb.Unit {
 		return nil, fmt.Errorf("cells %s and %s are profiled per %s and per %s: compare cells of one kind of test", Label(a), Label(b), pa.Unit, pb.Unit)
 	}
+	la, lb := sideLabels(a, b)
 	e := &Explanation{Test: b.Test, Unit: pa.Unit,
-		A: Side{Label(a), a, pa}, B: Side{Label(b), b, pb},
+		A: Side{la, a, pa}, B: Side{lb, b, pb},
 		RateA: a.Median, RateB: b.Median, RateUnit: b.Unit}
 	if e.A.Label == e.B.Label {
 		e.A.Label, e.B.Label = e.A.Label+" ("+a.Test+")", e.B.Label+" ("+b.Test+")"
@@ -183,10 +202,22 @@ func (e *Explanation) stages() {
 }
 
 func (e *Explanation) events() {
-	for _, ev := range e.A.P.Events {
-		a, b := ev.PerUnit, e.B.P.Event(ev.Name).PerUnit
+	// A's events, then those only B counted (fib6_table_lookup against a
+	// profile of an IPv4 cell recorded before it was counted).
+	names := map[string]bool{}
+	var order []string
+	for _, p := range []*profile.Summary{e.A.P, e.B.P} {
+		for _, ev := range p.Events {
+			if !names[ev.Name] {
+				names[ev.Name] = true
+				order = append(order, ev.Name)
+			}
+		}
+	}
+	for _, name := range order {
+		a, b := e.A.P.Event(name).PerUnit, e.B.P.Event(name).PerUnit
 		if math.Abs(b-a) >= MinEventDelta || (a == 0) != (b == 0) {
-			e.Events = append(e.Events, EventDiff{ev.Name, a, b})
+			e.Events = append(e.Events, EventDiff{name, a, b})
 		}
 	}
 	for _, p := range []struct {
@@ -233,7 +264,7 @@ func only(x, y *profile.Summary) []OnlyFunction {
 
 // stageEvents: the events that measure a stage's work, cited beside it.
 var stageEvents = map[string][]string{
-	"routing": {profile.EventFibLookup},
+	"routing": {profile.EventFibLookup, profile.EventFib6Lookup},
 	"veth":    {profile.EventNetifRx},
 	"netdev":  {profile.EventNetDevXmit},
 	"napi":    {profile.EventNapiPoll},

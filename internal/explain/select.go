@@ -2,8 +2,10 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -11,10 +13,11 @@ import (
 type Pair struct{ A, B *results.Cell }
 
 // matches says whether name designates c: its label (mode, or
-// mode/path/provider+N), its mode, its name (mode/series/test) or its key
-// (mode|path|provider|test).
+// mode/path/provider+N, with /ipv4 or /ipv6 when written), its mode, its
+// names (mode/series[/family]/test) or its key (mode|path|provider|test).
 func matches(c *results.Cell, name string) bool {
-	return name == Label(c) || name == c.Mode || name == c.ID().Key() || name == c.ID().String()
+	return name == Label(c) || name == labelAs(c, string(family.OfCell(c.Family))) || name == c.Mode ||
+		name == c.ID().Key() || slices.Contains(c.ID().Names(), name)
 }
 
 // Select picks the pairs to explain. With two names: those two cells, per
@@ -63,7 +66,7 @@ func Select(f *results.File, names []string, test string) ([]Pair, error) {
 			continue
 		}
 		for _, a := range cells {
-			if a.Mode == base && a.Path == b.Path && a.Provider == b.Provider && a.Test == b.Test && a.ExtraServices == b.ExtraServices && a.Point == b.Point && a.Profile != nil {
+			if a.Mode == base && a.Path == b.Path && a.Provider == b.Provider && a.Test == b.Test && a.ExtraServices == b.ExtraServices && a.Point == b.Point && a.Family == b.Family && a.Profile != nil {
 				pairs = append(pairs, Pair{a, b})
 			}
 		}
@@ -79,6 +82,19 @@ func find(cells []*results.Cell, name, test string) (*results.Cell, error) {
 	for _, c := range cells {
 		if c.Test == test && matches(c, name) {
 			found = append(found, c)
+		}
+	}
+	if len(found) > 1 {
+		// A mode's name in a dual-stack run: the cell whose label it is
+		// exactly, the IPv4 one.
+		var exact []*results.Cell
+		for _, c := range found {
+			if Label(c) == name {
+				exact = append(exact, c)
+			}
+		}
+		if len(exact) == 1 {
+			found = exact
 		}
 	}
 	switch len(found) {

@@ -227,8 +227,8 @@ func TestOpenMetricsPassesPromtoolChecks(t *testing.T) {
 	for _, m := range st.GetMetric() {
 		ones += int(m.GetGauge().GetValue())
 	}
-	if len(st.GetMetric()) != 4*len(f.Cells) || ones != len(f.Cells) {
-		t.Errorf("status: %d series, %d set, want %d and %d", len(st.GetMetric()), ones, 4*len(f.Cells), len(f.Cells))
+	if len(st.GetMetric()) != len(analysis.Statuses())*len(f.Cells) || ones != len(f.Cells) {
+		t.Errorf("status: %d series, %d set, want %d and %d", len(st.GetMetric()), ones, len(analysis.Statuses())*len(f.Cells), len(f.Cells))
 	}
 }
 
@@ -449,5 +449,45 @@ func TestJUnitOfTolerance(t *testing.T) {
 	}
 	if got := failedCases(p); p.Failures != 1 || len(got) != 1 || got[0] != "k/pod@same-node/tcp_stream / host" {
 		t.Errorf("failures %d %v, want only the same-node pod cell (60%% of host)", p.Failures, got)
+	}
+}
+
+// A cell whose knob was not applied is neither ok nor failed: its status
+// series says not-applied, and its JUnit case passes with the kernel's reason.
+func TestNotAppliedCellInExports(t *testing.T) {
+	c := cell(results.CellID{Mode: "macvlan", Path: "pod", Point: "offload=tso:off", Test: "tcp_stream"}, "Gbit/s", 0)
+	c.NotApplied = "tso stays on, not off (the device cannot change it)"
+	f := &results.File{SchemaVersion: results.SchemaVersion, Cells: []*results.Cell{c}}
+	analysis.Analyze(f.Cells, analysis.Options{})
+	var b bytes.Buffer
+	if err := Results(&b, OpenMetrics, f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `status="not-applied"`) {
+		t.Fatalf("no not-applied status series:\n%s", b.String())
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := 0
+	for _, m := range mfs["vnetlab_cell_status"].GetMetric() {
+		if m.GetGauge().GetValue() != 1 {
+			continue
+		}
+		set++
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "status" && l.GetValue() != "not-applied" {
+				t.Errorf("a not-applied cell set status %s", l.GetValue())
+			}
+		}
+	}
+	if set != 1 {
+		t.Errorf("%d status series set to 1, want exactly the not-applied one", set)
+	}
+	vs := CellVerdicts(f)
+	if len(vs) != 1 || vs[0].Outcome == Fail || !strings.Contains(vs[0].Message, c.NotApplied) {
+		t.Errorf("verdict %+v, want a pass whose message says %q", vs, c.NotApplied)
 	}
 }

@@ -84,7 +84,7 @@ func MetricFamilies(f *results.File) []*dto.MetricFamily {
 	for _, c := range f.Cells {
 		cell := cellLabels(c.ID())
 		st := analysis.StatusOf(c)
-		for _, s := range []analysis.Status{analysis.OK, analysis.Failed, analysis.FailedAsExpected, analysis.WorkedUnexpectedly} {
+		for _, s := range analysis.Statuses() {
 			v := 0.0
 			if s == st {
 				v = 1

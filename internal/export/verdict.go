@@ -67,6 +67,8 @@ func CellVerdicts(f *results.File) []Verdict {
 			v.Message = "failed as predicted: " + c.Note
 		case analysis.WorkedUnexpectedly:
 			v.Message = "predicted to fail but measured: " + c.Note
+		case analysis.NotApplied:
+			v.Message = "not measured, a knob is not applied: " + c.NotApplied
 		}
 		if st.Problem() {
 			v.Outcome = Fail

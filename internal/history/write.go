@@ -49,15 +49,8 @@ func (h *History) Describe(s *Series, c Change) string {
 
 // method says how detection ran, for the report and the text output.
 func (h *History) method() string {
-	o := h.Options.EDivisive
-	perms, alpha := o.Permutations, o.Alpha
-	if perms == 0 {
-		perms = 999
-	}
-	if alpha == 0 {
-		alpha = stats.Alpha
-	}
-	s := fmt.Sprintf("E-Divisive means (Matteson & James 2014) over each run's median, %d permutations, significance p < %g", perms, alpha)
+	o := h.Options.EDivisive.WithDefaults()
+	s := fmt.Sprintf("E-Divisive means (Matteson & James 2014) over each run's median, %d permutations, significance p < %g", o.Permutations, o.Alpha)
 	var crossed []string
 	for _, b := range h.Boundaries {
 		if b.Crossed {

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,6 +78,23 @@ func restoreSysctl(entry string) error {
 	return nil
 }
 
+// sysctlHolder names another lab whose journal holds machine-wide sysctls
+// to restore ("" if none): a local cluster still up, whose kubelet needs
+// them as it set them. Its own teardown restores the machine's values
+// (it recorded them: kube/cluster's recordSysctls), so this one must not.
+func sysctlHolder(name string) string {
+	others, err := List()
+	if err != nil {
+		return ""
+	}
+	for _, o := range others {
+		if o.Name != name && len(JournalValues(o.Name, KindSysctl)) > 0 {
+			return o.Name
+		}
+	}
+	return ""
+}
+
 // removeDir unmounts everything mounted at or under dir (deepest first), then
 // removes it; with a mount left it refuses, so RemoveAll never walks into a
 // mounted file system.
@@ -102,32 +119,16 @@ func removeDir(dir string) error {
 
 // mountsUnder lists mount points at or under dir, deepest first.
 func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	dir = filepath.Clean(dir)
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 5 {
-			continue
-		}
-		mp := unescapeMount(fl[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
+	for _, m := range ms {
+		out = append(out, m.Mountpoint)
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
 }
 
 // JournalValues returns a lab's journal entries of one kind whose value is

@@ -113,12 +113,19 @@ func teardown(name string, say Progress) error {
 	if err := removeDir(labDir(name)); err != nil {
 		errs = append(errs, err.Error())
 	}
-	// 6. machine-wide sysctls a daemon changed, back to what they were.
+	// 6. machine-wide sysctls a daemon changed, back to what they were,
+	// unless another lab's daemon still runs with them (the last one restores).
+	holder := sysctlHolder(name)
 	for _, e := range entries {
-		if e.kind == KindSysctl {
-			if err := restoreSysctl(e.value); err != nil {
-				errs = append(errs, err.Error())
-			}
+		if e.kind != KindSysctl {
+			continue
+		}
+		if holder != "" {
+			say("lab %s: sysctl %s left as it is while lab %s runs (it restores it when it goes)", name, strings.Fields(e.value)[0], holder)
+			continue
+		}
+		if err := restoreSysctl(e.value); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	say("lab %s removed (%d namespaces)", name, len(nss))

@@ -129,7 +129,7 @@ func BridgeWithGateway(env *Env, name string, prefix int) (netlink.Link, error) 
 		return nil, fmt.Errorf("gateway %s on %s: %w", gw, name, err)
 	}
 	if env.HasIPv6() {
-		if err := bridgeGateway6(env, br); err != nil {
+		if err := bridgeGateway6(env, br, env.Prefix6()); err != nil {
 			return nil, err
 		}
 	}
@@ -203,11 +203,10 @@ func buildBridgeAcrossNodes(env *Env, nf bool) error {
 			return err
 		}
 		if env.HasIPv6() { // the node's gateway with the whole network's prefix, as for IPv4
-			sub.PodNet6 = &net.IPNet{IP: sub.PodNet6.IP, Mask: env.PodNet6.Mask}
-			if err := bridgeGateway6(sub, br); err != nil {
+			if err := bridgeGateway6(sub, br, env.Prefix6()); err != nil {
 				return err
 			}
-			sub.PodNet6 = env.PodNet6
+			sub.PodNet6 = env.PodNet6 // pods see the whole network as on-link
 		}
 		if err := sub.Node.H.LinkSetUp(br); err != nil {
 			return err
@@ -233,6 +232,9 @@ func buildBridgeAcrossNodes(env *Env, nf bool) error {
 		}
 	}
 	env.Gateway = "per node: .1 of its share"
+	if env.HasIPv6() {
+		env.Gateway6 = "per node: ::1 of its share"
+	}
 	env.Facts = map[string]string{"bridge_nf_call_iptables": onOffWord(nf), "underlay": "enslaved in br0 on both nodes"}
 	return nil
 }

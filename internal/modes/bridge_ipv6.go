@@ -11,10 +11,12 @@ import (
 // finds its neighbours on the bridge by NDP.
 
 // bridgeGateway6 gives br the pods' IPv6 gateway, the first address of
-// env's IPv6 pod network, with that network's prefix.
-func bridgeGateway6(env *Env, br netlink.Link) error {
+// env's IPv6 pod network, with prefix (that network's, or the whole lab's
+// when pods of several nodes share one segment), as BridgeWithGateway does
+// for IPv4.
+func bridgeGateway6(env *Env, br netlink.Link, prefix int) error {
 	gw := NthIP(env.PodNet6, 1)
-	if err := AddrAdd6(env.Node.H, br, gw, env.Prefix6()); err != nil {
+	if err := AddrAdd6(env.Node.H, br, gw, prefix); err != nil {
 		return err
 	}
 	env.bridgeGW6, env.Gateway6 = gw, gw.String()

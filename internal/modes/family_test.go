@@ -82,6 +82,9 @@ func checkFamilies(t *testing.T, l *lab.Lab, fam family.Family) {
 		}
 		ping(t, ep.ClientNS, ep.Addr(f))
 	}
+	if fam == family.Dual && st.Gateway != "" && st.Gateway6 == "" {
+		t.Errorf("the lab says its IPv4 gateway (%s) but not its IPv6 one", st.Gateway)
+	}
 	if !fam.HasIPv4() && ep.Target != "" {
 		t.Errorf("an IPv6 lab's path has an IPv4 target %s", ep.Target)
 	}

@@ -78,6 +78,19 @@ func PodAddr(pod *Pod, prefix int, gw net.IP, onlink bool) error {
 // kube-proxy and dockerd do (iptables-restore --noflush).
 func IptablesRestore(ns string, rules string) error { return restore(ns, "iptables-restore", rules) }
 
+// podForwardRules accept the pod network n's traffic in FORWARD, from and
+// to it: iptables-restore text for IPv4's n, ip6tables-restore for IPv6's.
+func podForwardRules(n *net.IPNet) string {
+	return fmt.Sprintf("*filter\n-I FORWARD -s %s -j ACCEPT\n-I FORWARD -d %s -j ACCEPT\nCOMMIT\n", n, n)
+}
+
+// podMasqueradeRules masquerade pod-to-pod traffic within n through the
+// node (seed: iptables -A POSTROUTING -t nat -s 192.168.10.0/24 -d
+// 192.168.10.0/24 -j MASQUERADE); restore text for n's family.
+func podMasqueradeRules(n *net.IPNet) string {
+	return fmt.Sprintf("*nat\n-A POSTROUTING -s %s -d %s -j MASQUERADE\nCOMMIT\n", n, n)
+}
+
 // restore loads rules with prog (iptables-restore or ip6tables-restore).
 func restore(ns, prog, rules string) error {
 	c := proc.Command(context.Background(), ns, prog, "--noflush")

@@ -68,7 +68,7 @@ func bridgePerNode(env *Env, name string) error {
 		if err := Sysctls(sub.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 			return err
 		}
-		if err := IptablesRestore(sub.Node.Name, fmt.Sprintf("*filter\n-I FORWARD -s %s -j ACCEPT\n-I FORWARD -d %s -j ACCEPT\nCOMMIT\n", env.PodNet, env.PodNet)); err != nil {
+		if err := IptablesRestore(sub.Node.Name, podForwardRules(env.PodNet)); err != nil {
 			return err
 		}
 		if env.HasIPv6() {

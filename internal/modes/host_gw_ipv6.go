@@ -21,8 +21,7 @@ func bridgePerNode6(ns string, podNet6 *net.IPNet) error {
 	if err := Forwarding6(ns); err != nil {
 		return err
 	}
-	n := podNet6.String()
-	return Ip6tablesRestore(ns, fmt.Sprintf("*filter\n-I FORWARD -s %s -j ACCEPT\n-I FORWARD -d %s -j ACCEPT\nCOMMIT\n", n, n))
+	return Ip6tablesRestore(ns, podForwardRules(podNet6))
 }
 
 // hostGWRoute6 routes the peer node's IPv6 share of the pods via its IPv6

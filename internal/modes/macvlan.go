@@ -94,9 +94,7 @@ func buildSubInterfaces(env *Env, child func(name string, parent int) netlink.Li
 	if err := Sysctls(env.Node.Name, "net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
-	// seed: iptables -A POSTROUTING -t nat -s 192.168.10.0/24 -d 192.168.10.0/24 -j MASQUERADE
-	rules := fmt.Sprintf("*nat\n-A POSTROUTING -s %s -d %s -j MASQUERADE\nCOMMIT\n", env.PodNet, env.PodNet)
-	if err := IptablesRestore(env.Node.Name, rules); err != nil {
+	if err := IptablesRestore(env.Node.Name, podMasqueradeRules(env.PodNet)); err != nil {
 		return err
 	}
 	env.Gateway = gw.String()

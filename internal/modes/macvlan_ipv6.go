@@ -26,5 +26,5 @@ func subInterfaceShim6(env *Env, shim netlink.Link) error {
 		return err
 	}
 	env.Gateway6 = gw.String()
-	return Ip6tablesRestore(env.Node.Name, "*nat\n-A POSTROUTING -s "+env.PodNet6.String()+" -d "+env.PodNet6.String()+" -j MASQUERADE\nCOMMIT\n")
+	return Ip6tablesRestore(env.Node.Name, podMasqueradeRules(env.PodNet6))
 }

@@ -169,17 +169,12 @@ func InNamespace(inode uint64) []int {
 // InNamespaces is InNamespace for several namespaces in one pass over /proc
 // (a lab of 1000 pods would otherwise read it 1000 times).
 func InNamespaces(inodes map[uint64]bool) map[uint64][]int {
-	ents, err := os.ReadDir("/proc")
+	others, err := otherPIDs()
 	if err != nil {
 		return nil
 	}
 	pids := map[uint64][]int{}
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
+	for _, pid := range others {
 		ino, err := nsutil.Inode(fmt.Sprintf("/proc/%d/ns/net", pid))
 		if err == nil && inodes[ino] {
 			pids[ino] = append(pids[ino], pid)
@@ -192,17 +187,12 @@ func InNamespaces(inodes map[uint64]bool) map[uint64][]int {
 // descriptor of one of the eBPF maps ids (fdinfo's map_id): a running
 // program's user, such as a Service proxy filling the maps.
 func HoldingBPFMaps(ids map[uint32]bool) []int {
-	ents, err := os.ReadDir("/proc")
+	others, err := otherPIDs()
 	if err != nil {
 		return nil
 	}
 	var out []int
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
+	for _, pid := range others {
 		if holdsMap(pid, ids) {
 			out = append(out, pid)
 		}
@@ -233,4 +223,21 @@ func holdsMap(pid int, ids map[uint32]bool) bool {
 		}
 	}
 	return false
+}
+
+// otherPIDs lists the machine's processes other than this one, as /proc
+// names them.
+func otherPIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	self := os.Getpid()
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }

@@ -26,19 +26,20 @@ type profileSampleKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	profileMapDrops             = "drops"
-	profileMapEvents            = "events"
-	profileMapLabNetns          = "lab_netns"
-	profileMapSamples           = "samples"
-	profileMapSettings          = "settings"
-	profileMapStacks            = "stacks"
-	profileProgOnSample         = "on_sample"
-	profileProgTpFibTableLookup = "tp_fib_table_lookup"
-	profileProgTpKfreeSkb       = "tp_kfree_skb"
-	profileProgTpNapiPoll       = "tp_napi_poll"
-	profileProgTpNetDevXmit     = "tp_net_dev_xmit"
-	profileProgTpNetifRx        = "tp_netif_rx"
-	profileVarRootNetnsIno      = "root_netns_ino"
+	profileMapDrops              = "drops"
+	profileMapEvents             = "events"
+	profileMapLabNetns           = "lab_netns"
+	profileMapSamples            = "samples"
+	profileMapSettings           = "settings"
+	profileMapStacks             = "stacks"
+	profileProgOnSample          = "on_sample"
+	profileProgTpFib6TableLookup = "tp_fib6_table_lookup"
+	profileProgTpFibTableLookup  = "tp_fib_table_lookup"
+	profileProgTpKfreeSkb        = "tp_kfree_skb"
+	profileProgTpNapiPoll        = "tp_napi_poll"
+	profileProgTpNetDevXmit      = "tp_net_dev_xmit"
+	profileProgTpNetifRx         = "tp_netif_rx"
+	profileVarRootNetnsIno       = "root_netns_ino"
 )
 
 // loadProfile returns the embedded CollectionSpec for profile.
@@ -83,12 +84,13 @@ type profileSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type profileProgramSpecs struct {
-	OnSample         *ebpf.ProgramSpec `ebpf:"on_sample"`
-	TpFibTableLookup *ebpf.ProgramSpec `ebpf:"tp_fib_table_lookup"`
-	TpKfreeSkb       *ebpf.ProgramSpec `ebpf:"tp_kfree_skb"`
-	TpNapiPoll       *ebpf.ProgramSpec `ebpf:"tp_napi_poll"`
-	TpNetDevXmit     *ebpf.ProgramSpec `ebpf:"tp_net_dev_xmit"`
-	TpNetifRx        *ebpf.ProgramSpec `ebpf:"tp_netif_rx"`
+	OnSample          *ebpf.ProgramSpec `ebpf:"on_sample"`
+	TpFib6TableLookup *ebpf.ProgramSpec `ebpf:"tp_fib6_table_lookup"`
+	TpFibTableLookup  *ebpf.ProgramSpec `ebpf:"tp_fib_table_lookup"`
+	TpKfreeSkb        *ebpf.ProgramSpec `ebpf:"tp_kfree_skb"`
+	TpNapiPoll        *ebpf.ProgramSpec `ebpf:"tp_napi_poll"`
+	TpNetDevXmit      *ebpf.ProgramSpec `ebpf:"tp_net_dev_xmit"`
+	TpNetifRx         *ebpf.ProgramSpec `ebpf:"tp_netif_rx"`
 }
 
 // profileMapSpecs contains maps before they are loaded into the kernel.
@@ -160,17 +162,19 @@ type profileVariables struct {
 //
 // It can be passed to loadProfileObjects or ebpf.CollectionSpec.LoadAndAssign.
 type profilePrograms struct {
-	OnSample         *ebpf.Program `ebpf:"on_sample"`
-	TpFibTableLookup *ebpf.Program `ebpf:"tp_fib_table_lookup"`
-	TpKfreeSkb       *ebpf.Program `ebpf:"tp_kfree_skb"`
-	TpNapiPoll       *ebpf.Program `ebpf:"tp_napi_poll"`
-	TpNetDevXmit     *ebpf.Program `ebpf:"tp_net_dev_xmit"`
-	TpNetifRx        *ebpf.Program `ebpf:"tp_netif_rx"`
+	OnSample          *ebpf.Program `ebpf:"on_sample"`
+	TpFib6TableLookup *ebpf.Program `ebpf:"tp_fib6_table_lookup"`
+	TpFibTableLookup  *ebpf.Program `ebpf:"tp_fib_table_lookup"`
+	TpKfreeSkb        *ebpf.Program `ebpf:"tp_kfree_skb"`
+	TpNapiPoll        *ebpf.Program `ebpf:"tp_napi_poll"`
+	TpNetDevXmit      *ebpf.Program `ebpf:"tp_net_dev_xmit"`
+	TpNetifRx         *ebpf.Program `ebpf:"tp_netif_rx"`
 }
 
 func (p *profilePrograms) Close() error {
 	return _ProfileClose(
 		p.OnSample,
+		p.TpFib6TableLookup,
 		p.TpFibTableLookup,
 		p.TpKfreeSkb,
 		p.TpNapiPoll,

@@ -20,7 +20,7 @@ const DefaultHz = 997
 
 // eventNames are the counters of bpf/profile.c's enum event, in its order.
 var eventNames = []string{
-	EventNetifRx, EventNetDevXmit, EventNapiPoll, EventFibLookup, EventDrop, eventSampleLost,
+	EventNetifRx, EventNetDevXmit, EventNapiPoll, EventFibLookup, EventFib6Lookup, EventDrop, eventSampleLost,
 }
 
 // Event names, as written in results (profile.events).
@@ -29,14 +29,15 @@ const (
 	EventNetDevXmit = "net_dev_xmit" // driver transmits: one per device a packet leaves
 	EventNapiPoll   = "napi_poll"
 	EventFibLookup  = "fib_table_lookup"
-	EventDrop       = "kfree_skb"    // packets dropped (any reason)
-	eventSampleLost = "samples_lost" // stack map collisions or full maps
+	EventFib6Lookup = "fib6_table_lookup" // IPv6's route lookups
+	EventDrop       = "kfree_skb"         // packets dropped (any reason)
+	eventSampleLost = "samples_lost"      // stack map collisions or full maps
 )
 
 // tracepoints are the programs counting data-path events; each names its
 // tracepoint in its section (tp_btf/NAME) and attaches by that name.
 func tracepoints(o *profileObjects) []*ebpf.Program {
-	return []*ebpf.Program{o.TpNetifRx, o.TpNetDevXmit, o.TpNapiPoll, o.TpFibTableLookup, o.TpKfreeSkb}
+	return []*ebpf.Program{o.TpNetifRx, o.TpNetDevXmit, o.TpNapiPoll, o.TpFibTableLookup, o.TpFib6TableLookup, o.TpKfreeSkb}
 }
 
 // Sampler samples every CPU's stacks on a cpu-clock timer and counts

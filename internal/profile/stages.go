@@ -102,6 +102,9 @@ func ParseRules(text string) (*Rules, error) {
 				return nil, fmt.Errorf("stages line %d: %q is claimed by %s and %s", n+1, p, prev, r.Stages[st].ID)
 			}
 			seen[p] = r.Stages[st].ID
+			if i := strings.IndexByte(p, '*'); i >= 0 && i != len(p)-1 {
+				return nil, fmt.Errorf("stages line %d: %q: a * may only end a pattern (a prefix)", n+1, p)
+			}
 			switch {
 			case strings.HasPrefix(p, "comm="):
 				r.comms[strings.TrimPrefix(p, "comm=")] = st

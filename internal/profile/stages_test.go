@@ -88,6 +88,7 @@ func TestParseRulesRejects(t *testing.T) {
 		"stage a fast A",                       // unknown kind
 		"stage a net A\nstage a net B",         // stage twice
 		"stage a net",                          // no name
+		"stage a net A\n iptable_*_hook",       // * inside a pattern matches nothing
 	} {
 		if _, err := ParseRules(text); err == nil {
 			t.Errorf("ParseRules(%q) accepted", text)

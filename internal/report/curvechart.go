@@ -85,13 +85,7 @@ func (c *CurveChart) layout() *scene {
 	step := plotW / float64(max(len(c.X), 1))
 	xOf := func(i int) float64 { return curveLeft + step*(float64(i)+0.5) }
 
-	for _, t := range ticks {
-		y := yOf(t)
-		add(shape{kind: "line", x: curveLeft, y: y, x2: curveLeft + plotW, y2: y, stroke: "#e3e3e3", width: 1})
-		add(shape{kind: "text", x: curveLeft - 6, y: y + 4, text: fmtTick(t, ticks[1]-ticks[0]), size: 11, anchor: "end", fill: "#555"})
-	}
-	add(shape{kind: "line", x: curveLeft, y: top, x2: curveLeft, y2: bottom, stroke: "#888", width: 1})
-	add(shape{kind: "line", x: curveLeft, y: bottom, x2: curveLeft + plotW, y2: bottom, stroke: "#888", width: 1})
+	addValueAxes(add, curveLeft, plotW, top, bottom, ticks, yOf)
 	add(shape{kind: "text", x: 14, y: top - 8, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
 	for i, v := range c.X {
 		add(shape{kind: "text", x: xOf(i), y: bottom + 16, text: v, size: 11, anchor: "middle", fill: "#555"})
@@ -130,9 +124,7 @@ func (c *CurveChart) layout() *scene {
 			case p.Missing:
 				continue
 			case p.Failed:
-				y := bottom - 8
-				add(shape{kind: "line", x: xOf(i) - 4, y: y - 4, x2: xOf(i) + 4, y2: y + 4, stroke: "#b00020", width: 2, tooltip: p.Tip})
-				add(shape{kind: "line", x: xOf(i) - 4, y: y + 4, x2: xOf(i) + 4, y2: y - 4, stroke: "#b00020", width: 2, tooltip: p.Tip})
+				addFailedCross(add, xOf(i), bottom, p.Tip)
 				continue
 			}
 			if prev >= 0 {

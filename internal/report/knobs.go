@@ -15,7 +15,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // CurveView is one test against one swept knob: its chart and, per line,
@@ -122,10 +121,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 				pt.Failed, pt.Tip, cell = true, fmt.Sprintf("%s=%s: %s", a.Key(), a.Values[vi], firstError(c)), "FAILED"
 			default:
 				v := c.Values()
-				pt.Value = c.Median
-				if c.Valid == 0 { // a file without statistics
-					pt.Value = stats.Median(v)
-				}
+				pt.Value = medianOf(c)
 				cell = fmtValue(pt.Value)
 				pt.Tip = fmt.Sprintf("%s %s=%s: %s %s (n=%d)", cl.Label, a.Key(), a.Values[vi], cell, unit, len(v))
 				if lo, hi, _, ok := cellCI(c); ok {

@@ -87,13 +87,7 @@ func (c *SeriesChart) layout() *scene {
 	step := plotW / float64(max(n, 1))
 	xOf := func(i int) float64 { return seriesLeft + step*(float64(i)+0.5) }
 
-	for _, t := range ticks {
-		y := yOf(t)
-		add(shape{kind: "line", x: seriesLeft, y: y, x2: seriesLeft + plotW, y2: y, stroke: "#e3e3e3", width: 1})
-		add(shape{kind: "text", x: seriesLeft - 6, y: y + 4, text: fmtTick(t, ticks[1]-ticks[0]), size: 11, anchor: "end", fill: "#555"})
-	}
-	add(shape{kind: "line", x: seriesLeft, y: top, x2: seriesLeft, y2: bottom, stroke: "#888", width: 1})
-	add(shape{kind: "line", x: seriesLeft, y: bottom, x2: seriesLeft + plotW, y2: bottom, stroke: "#888", width: 1})
+	addValueAxes(add, seriesLeft, plotW, top, bottom, ticks, yOf)
 	add(shape{kind: "text", x: 14, y: top - 14, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
 
 	for _, m := range c.Marks {
@@ -113,9 +107,7 @@ func (c *SeriesChart) layout() *scene {
 	for i, p := range c.Points {
 		x := xOf(i)
 		if p.Failed {
-			y := bottom - 8
-			add(shape{kind: "line", x: x - 4, y: y - 4, x2: x + 4, y2: y + 4, stroke: "#b00020", width: 2, tooltip: p.Tip})
-			add(shape{kind: "line", x: x - 4, y: y + 4, x2: x + 4, y2: y - 4, stroke: "#b00020", width: 2, tooltip: p.Tip})
+			addFailedCross(add, x, bottom, p.Tip)
 			continue
 		}
 		if p.HasCI {
@@ -137,6 +129,26 @@ func (c *SeriesChart) layout() *scene {
 	}
 	s.h = bottom + 30
 	return s
+}
+
+// addValueAxes draws a value-against-position plot's frame, shared by the
+// series and curve charts: a grid line and label per tick, the y and x axes.
+func addValueAxes(add func(shape), left, plotW, top, bottom float64, ticks []float64, yOf func(float64) float64) {
+	for _, t := range ticks {
+		y := yOf(t)
+		add(shape{kind: "line", x: left, y: y, x2: left + plotW, y2: y, stroke: "#e3e3e3", width: 1})
+		add(shape{kind: "text", x: left - 6, y: y + 4, text: fmtTick(t, ticks[1]-ticks[0]), size: 11, anchor: "end", fill: "#555"})
+	}
+	add(shape{kind: "line", x: left, y: top, x2: left, y2: bottom, stroke: "#888", width: 1})
+	add(shape{kind: "line", x: left, y: bottom, x2: left + plotW, y2: bottom, stroke: "#888", width: 1})
+}
+
+// addFailedCross marks a point with no valid sample: a red cross at the
+// plot's bottom, at x.
+func addFailedCross(add func(shape), x, bottom float64, tip string) {
+	y := bottom - 8
+	add(shape{kind: "line", x: x - 4, y: y - 4, x2: x + 4, y2: y + 4, stroke: "#b00020", width: 2, tooltip: tip})
+	add(shape{kind: "line", x: x - 4, y: y + 4, x2: x + 4, y2: y - 4, stroke: "#b00020", width: 2, tooltip: tip})
 }
 
 // rangeTicks are round values covering [lo, hi] with a margin, not from 0:

@@ -323,15 +323,20 @@ func (cv *CellView) Class() string {
 	return ""
 }
 
-// medianText is a cell's median as the run recorded it (computed from the
-// samples when the file has no statistics), or what became of the cell.
+// medianOf is a cell's median as the run recorded it, computed from the
+// samples when the file has no statistics.
+func medianOf(c *results.Cell) float64 {
+	if c.Valid > 0 {
+		return c.Median
+	}
+	return stats.Median(c.Values())
+}
+
+// medianText is medianOf a cell with samples, or what became of the cell.
 func medianText(c *results.Cell) string {
-	v := c.Values()
 	switch {
-	case c.Valid > 0:
-		return fmtValue(c.Median)
-	case len(v) > 0:
-		return fmtValue(stats.Median(v))
+	case c.Valid > 0 || len(c.Values()) > 0:
+		return fmtValue(medianOf(c))
 	case analysis.StatusOf(c) == analysis.FailedAsExpected:
 		return "failed as expected"
 	case analysis.StatusOf(c) == analysis.NotApplied:

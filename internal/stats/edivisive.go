@@ -45,7 +45,9 @@ type EDivisiveOptions struct {
 	Seed         uint64  // the shuffles' seed (default Seed: the same series gives the same answer)
 }
 
-func (o EDivisiveOptions) withDefaults() EDivisiveOptions {
+// WithDefaults is o with every zero (or negative) field at its default:
+// what EDivisive runs with.
+func (o EDivisiveOptions) WithDefaults() EDivisiveOptions {
 	if o.MinSize < 2 {
 		o.MinSize = 2
 	}
@@ -74,7 +76,7 @@ type ChangePoint struct {
 
 // EDivisive finds the significant change points of xs, in index order.
 func EDivisive(xs []float64, o EDivisiveOptions) []ChangePoint {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	n := len(xs)
 	var found []ChangePoint
 	r := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))

@@ -26,15 +26,11 @@ type Key struct {
 	External bool
 }
 
-// externalSuffix marks External entries in Key.String.
-const externalSuffix = " (external)"
+func (k Key) String() string { return k.entry().String() }
 
-func (k Key) String() string {
-	s := fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.VIP, k.Port), k.Proto)
-	if k.External {
-		s += externalSuffix
-	}
-	return s
+// entry is the map entry k names, without backends (what DelEntry takes).
+func (k Key) entry() tcbpf.Service {
+	return tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External}
 }
 
 // Frontend is the address and port clients reach.
@@ -260,7 +256,7 @@ func sortedKeys(es Entries) []Key {
 }
 
 func (s *Syncer) del(k Key) error {
-	if err := s.plane.DelEntry(tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External}); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
+	if err := s.plane.DelEntry(k.entry()); err != nil && !errors.Is(err, tcbpf.ErrNotFound) {
 		return err
 	}
 	delete(s.installed, k)

@@ -299,7 +299,7 @@ func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 // of s is ignored), as DelService.
 func (p *Plane) DelEntry(s Service) error {
 	m := p.mapsOf(s.VIP)
-	name := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}.String()
+	name := s.String()
 	v, err := m.lookup(s)
 	if err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {

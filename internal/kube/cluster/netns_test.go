@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // A 1-node cluster beside iproute2 (issue 24): `ip netns add` before kube
@@ -23,19 +23,11 @@ import (
 func TestKubeBesideIproute2(t *testing.T) {
 	needCluster(t)
 	const name = "vkn"
-	ip := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("ip", append([]string{"netns"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip netns %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
 	first, during := fmt.Sprintf("kprobe%d", os.Getpid()), fmt.Sprintf("kprobe%db", os.Getpid())
 	for _, p := range []string{first, during} {
 		t.Cleanup(func() {
 			if _, err := os.Lstat(nsutil.Path(p)); err == nil {
-				ip("del", p)
+				testnet.IPNetns(t, "del", p)
 			}
 		})
 	}
@@ -48,7 +40,7 @@ func TestKubeBesideIproute2(t *testing.T) {
 		return s
 	}
 	before := snapshot()
-	ip("add", first)
+	testnet.IPNetns(t, "add", first)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	st, err := Up(ctx, Spec{Name: name, Nodes: 1, Proxy: "iptables"}, t.Logf)
@@ -58,19 +50,19 @@ func TestKubeBesideIproute2(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	ip("add", during)
-	ip("del", during)
+	testnet.IPNetns(t, "add", during)
+	testnet.IPNetns(t, "del", during)
 	if err := Down(name, nil); err != nil {
 		t.Errorf("kube down: %v", err)
 	}
 	if msg := Leftovers(st, nil); msg != "" {
 		t.Errorf("kube down left: %s", msg)
 	}
-	if out := ip("list"); strings.Contains(out, lab.NSName(name, "")) {
+	if out := testnet.IPNetns(t, "list"); strings.Contains(out, lab.NSName(name, "")) {
 		t.Errorf("ip netns list still shows the cluster:\n%s", out)
 	}
-	ip("exec", first, "true")
-	ip("del", first)
+	testnet.IPNetns(t, "exec", first, "true")
+	testnet.IPNetns(t, "del", first)
 	if d := rootns.Diff(before, snapshot()); d != "" {
 		t.Errorf("the root namespace changed:\n%s", d)
 	}

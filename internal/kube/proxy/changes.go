@@ -21,9 +21,7 @@ type serviceChanges struct {
 }
 
 func (c *serviceChanges) record(obj any, gone bool) string {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, gone = t.Obj, true
-	}
+	obj, gone = unwrapDeleted(obj, gone)
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return ""
@@ -58,9 +56,7 @@ type sliceChanges struct {
 }
 
 func (c *sliceChanges) record(obj any, gone bool) string {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, gone = t.Obj, true
-	}
+	obj, gone = unwrapDeleted(obj, gone)
 	es, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return ""
@@ -79,9 +75,10 @@ func (c *sliceChanges) record(obj any, gone bool) string {
 		c.pending[key] = map[string]*discoveryv1.EndpointSlice{}
 	}
 	if gone {
-		es = nil
+		c.pending[key][es.Name] = nil
+	} else {
+		c.pending[key][es.Name] = es
 	}
-	c.pending[key][obj.(*discoveryv1.EndpointSlice).Name] = es
 	return key
 }
 
@@ -91,4 +88,13 @@ func (c *sliceChanges) take() map[string]map[string]*discoveryv1.EndpointSlice {
 	p := c.pending
 	c.pending = nil
 	return p
+}
+
+// unwrapDeleted takes the object out of an informer's tombstone (a delete
+// whose final state the watch missed): it is gone.
+func unwrapDeleted(obj any, gone bool) (any, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj, true
+	}
+	return obj, gone
 }
