@@ -512,21 +512,27 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 
 // TestChecksumsCompletedInSoftware: packets from a pod's own sockets carry
 // CHECKSUM_PARTIAL (the TCP/UDP field holds only the pseudo-header sum, to
-// be completed by the device), and lb_rewrite updates that field itself
-// (bpf/lb.h). Between veths nobody ever completes it, so a wrong sum would
-// pass unnoticed. With TX checksum offload off on the node ends of the
-// veths, the node's stack completes every checksum in software after the
-// programs ran (ingress translation, egress reverse NAT), and the pods
-// verify them: TCP and UDP, with and without a port change, work only if
-// the sums were right.
+// be completed by the device), and lb_rewrite/lb6_rewrite update that field
+// themselves (bpf/lb.h, bpf/lb6.h). Between veths nobody ever completes it,
+// so a wrong sum would pass unnoticed. With TX checksum offload off on the
+// node ends of the veths, the node's stack completes every checksum in
+// software after the programs ran (ingress translation, egress reverse
+// NAT), and the pods verify them: TCP and UDP, with and without a port
+// change, over IPv4 and IPv6 (a dual-stack lab), work only if the sums
+// were right.
 func TestChecksumsCompletedInSoftware(t *testing.T) {
-	tl := upLab(t, "bck", true)
+	tl := upLabFamily(t, "bck", true, family.Dual)
 	p := openPlane(t, tl)
-	a := tl.addr("pod-a")
+	a4, a6 := tl.addr("pod-a"), netip.MustParseAddr(tl.pod("pod-a").IP6)
 	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
 		for _, port := range []uint16{testPort, 5302} {
-			if err := p.AddService(dp.Service{VIP: vip, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a, Port: testPort}}}); err != nil {
-				t.Fatal(err)
+			for _, s := range []dp.Service{
+				{VIP: vip, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a4, Port: testPort}}},
+				{VIP: vip6, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a6, Port: testPort}}},
+			} {
+				if err := p.AddService(s); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -537,7 +543,8 @@ func TestChecksumsCompletedInSoftware(t *testing.T) {
 		}
 	}
 	b := tl.pod("pod-b")
-	for _, target := range []string{svcAddr, vip.String() + ":5302"} {
+	svc6 := netip.AddrPortFrom(vip6, testPort).String()
+	for _, target := range []string{svcAddr, vip.String() + ":5302", svc6, netip.AddrPortFrom(vip6, 5302).String()} {
 		ans, err := tcpOnce(b.NS, target)
 		if err != nil || ans.pod != "pod-a" {
 			t.Fatalf("tcp pod-b -> %s with checksums completed in software: %+v, %v", target, ans, err)
@@ -548,17 +555,23 @@ func TestChecksumsCompletedInSoftware(t *testing.T) {
 		}
 	}
 	// A stream: 64 KB segments are cut and checksummed in software too.
-	c, _, err := dialTCP(b.NS, svcAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	chunk := make([]byte, 1<<20)
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write(chunk); err != nil {
-		t.Fatalf("1 MB through the clusterIP with checksums completed in software: %v", err)
+	for _, target := range []string{svcAddr, svc6} {
+		c, _, err := dialTCP(b.NS, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<20)
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Write(chunk)
+		c.Close()
+		if err != nil {
+			t.Fatalf("1 MB through %s with checksums completed in software: %v", target, err)
+		}
 	}
 	if st, _ := p.Stats(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if st, _ := p.Stats6(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 {
+		t.Fatalf("IPv6 stats %+v", st)
 	}
 }
