@@ -91,7 +91,8 @@ func TestRunDockerNATDualStack(t *testing.T) {
 	}
 }
 
-// A mode without IPv6 and Services over IPv6 are refused by Validate,
+// A mode without IPv6 and Services over IPv6 of a provider without IPv6
+// (ebpf has it) are refused by Validate,
 // before any lab is built, with one line naming the fix.
 func TestRunRefusesFamily(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -110,9 +111,14 @@ func TestRunRefusesFamily(t *testing.T) {
 	spec.Paths = []string{"pod", ServicePath}
 	for _, f := range []family.Family{family.IPv6, family.Dual} {
 		spec.Family = f
-		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an "+string(f)+" lab: use --ip-family ipv4") {
-			t.Errorf("service path over %s: %v", f, err)
+		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "provider iptables serves IPv4 Services only so far, and the lab is "+string(f)+": use --provider ebpf, or --ip-family ipv4") {
+			t.Errorf("service path over %s with iptables: %v", f, err)
 		}
+		spec.Providers = []string{"ebpf"}
+		if err := spec.Validate(); err != nil {
+			t.Errorf("service path over %s with ebpf: %v", f, err)
+		}
+		spec.Providers = nil
 	}
 	spec.Family, spec.PodCIDR6 = family.IPv4, "fd00:1::/64"
 	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "--pod-cidr6 fd00:1::/64 is for IPv6 pods") {

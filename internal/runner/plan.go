@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -256,8 +257,18 @@ func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv M
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}
-	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS, Target: service.DefaultVIP,
-		Note: fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, service.DefaultVIP, server.Name, provider)}
+	// Each family's cells dial the clusterIP of their family.
+	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS}
+	var vips []string
+	if st.Spec.Family.HasIPv4() {
+		ep.Target = service.DefaultVIP
+		vips = append(vips, ep.Target)
+	}
+	if st.Spec.Family.HasIPv6() {
+		ep.Target6 = service.DefaultVIP6
+		vips = append(vips, ep.Target6)
+	}
+	ep.Note = fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, strings.Join(vips, " or "), server.Name, provider)
 	// Socket-level Services act only for clients in the lab's cgroup.
 	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
 		return modes.Endpoint{}, results.Cell{}, err

@@ -272,7 +272,7 @@ func (spec Spec) checkServicePath() error {
 
 // checkFamily refuses, before any lab is built, a mode that lacks the
 // labs' IP family (a mode the kernel lacks is skipped by the plan, as
-// without a family) and the service path in a lab with IPv6.
+// without a family) and, on the service path, a provider that lacks it.
 func (spec Spec) checkFamily() error {
 	for _, mv := range spec.Modes {
 		m, err := modes.Get(mv.Mode)
@@ -285,9 +285,18 @@ func (spec Spec) checkFamily() error {
 		if err := spec.labSpec().CheckFamily(m); err != nil {
 			return err
 		}
-	}
-	if slices.Contains(spec.Paths, ServicePath) {
-		return service.CheckFamily(spec.Family)
+		if !slices.Contains(spec.Paths, ServicePath) {
+			continue
+		}
+		providers := spec.Providers
+		if len(providers) == 0 {
+			providers = []string{service.DefaultProviderFor(m)}
+		}
+		for _, prov := range providers {
+			if err := service.CheckFamily(prov, spec.Family); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

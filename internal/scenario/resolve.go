@@ -108,7 +108,7 @@ func (l *Lab) Validate() error {
 		if err := service.CheckExtra(l.Extra); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
-		if err := service.CheckFamily(l.Spec.Family); err != nil {
+		if err := service.CheckFamily(l.Provider, l.Spec.Family); err != nil {
 			return err
 		}
 		if l.Spec.Mode != "" {

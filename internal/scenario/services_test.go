@@ -22,7 +22,7 @@ func TestServiceFields(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{"mode: bridge\nprovider: ipvs\n", `x.yaml:2: field provider: unknown provider "ipvs"`},
 		{"mode: bridge\nproviders: [iptables, ipvs]\n", `x.yaml:2: field providers[1]: unknown provider "ipvs"`},
-		{"mode: bridge\nservices:\n  - {service: 10.96.0.300:80, backends: [pod-a]}\n", `x.yaml:3: field services[0]: service "10.96.0.300:80": "10.96.0.300" is not an IPv4 address`},
+		{"mode: bridge\nservices:\n  - {service: 10.96.0.300:80, backends: [pod-a]}\n", `x.yaml:3: field services[0]: service "10.96.0.300:80": "10.96.0.300" is not an IPv4 or IPv6 address`},
 		{"mode: bridge\nservices:\n  - {service: 10.96.0.1:80}\n", `x.yaml:3: field services[0]: service 10.96.0.1:80 has no backends`},
 		{"mode: bridge\nservices:\n  - {service: 10.96.0.1:80, backends: [\"pod-a:0\"]}\n", `field services[0]: backend "pod-a:0"`},
 		{"mode: bridge\nextra_services: [0, -5]\n", `x.yaml:2: field extra_services[1]: -5: want 0 to`},

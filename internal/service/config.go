@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
 
@@ -177,30 +178,40 @@ func (c *Config) Del(k Key) error {
 	return nil
 }
 
-// Resolve turns backend specs (addresses or pod names) into backends of a
-// service on port svcPort. Backends must be pods of the lab: vnetlab sends
-// traffic only into namespaces it created.
-func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, error) {
+// Resolve turns backend specs (addresses or pod names) into backends of
+// service k: a pod name stands for the pod's address of k's family.
+// Backends must be pods of the lab: vnetlab sends traffic only into
+// namespaces it created.
+func Resolve(st *lab.State, specs []BackendSpec, k Key) ([]Backend, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("a service needs at least one backend (--backend 192.168.10.10:5201 or --backend pod-a)")
 	}
+	fam := family.Of(k.VIP)
 	var out []Backend
 	seen := map[netip.AddrPort]bool{}
 	for _, b := range specs {
+		addr, _ := netip.ParseAddr(b.Host)
+		if addr.IsValid() && family.Of(addr) != fam {
+			return nil, fmt.Errorf("backend %s is %s, service %s is %s: a Service has one family (a dual-stack Service is two, one per clusterIP)", b.Host, family.Of(addr), k, fam)
+		}
 		var pod *lab.PodState
 		for i := range st.Pods {
-			if st.Pods[i].Name == b.Host || st.Pods[i].IP == b.Host {
-				pod = &st.Pods[i]
+			if p := &st.Pods[i]; p.Name == b.Host || (addr.IsValid() && (sameAddr(p.IP, addr) || sameAddr(p.IP6, addr))) {
+				pod = p
 			}
 		}
 		if pod == nil {
 			return nil, fmt.Errorf("backend %s is not a pod of lab %s (pods: %s): vnetlab only sends traffic to its own pods", b.Host, st.Name, podList(st))
 		}
+		ip, ok := podAddr(*pod, fam)
+		if !ok {
+			return nil, fmt.Errorf("backend %s: pod %s has no %s address (lab %s is %s): use a clusterIP of the lab's family", b.Host, pod.Name, fam, st.Name, st.Spec.Family.Or())
+		}
 		port := b.Port
 		if port == 0 {
-			port = svcPort
+			port = k.Port
 		}
-		be := Backend{IP: netip.MustParseAddr(pod.IP), Port: port, Pod: pod.Name}
+		be := Backend{IP: ip, Port: port, Pod: pod.Name}
 		ap := netip.AddrPortFrom(be.IP, be.Port)
 		if seen[ap] {
 			return nil, fmt.Errorf("backend %s is given twice", ap)
@@ -209,6 +220,33 @@ func Resolve(st *lab.State, specs []BackendSpec, svcPort uint16) ([]Backend, err
 		out = append(out, be)
 	}
 	return out, nil
+}
+
+// sameAddr says whether text (a pod's address as its state writes it,
+// maybe "") is a.
+func sameAddr(text string, a netip.Addr) bool {
+	b, err := netip.ParseAddr(text)
+	return err == nil && b == a
+}
+
+// podAddr is pod's address of family f, if it has one.
+func podAddr(pod lab.PodState, f family.Family) (netip.Addr, bool) {
+	text := pod.IP
+	if f == family.IPv6 {
+		text = pod.IP6
+	}
+	a, err := netip.ParseAddr(text)
+	return a, err == nil
+}
+
+// checkEmpty6 refuses an IPv6 Service without backends: the ebpf programs
+// drop its clients' packets (counted) instead of refusing them with ICMPv6
+// port unreachable, as they do over IPv4 (bpf/lb6.h).
+func checkEmpty6(k Key, backends int) error {
+	if backends == 0 && k.VIP.Is6() {
+		return fmt.Errorf("service %s has no backends: an IPv6 Service needs at least one so far (its clients would wait for nothing, not be refused): add --backend POD", k)
+	}
+	return nil
 }
 
 // keepsEmpty says whether provider p keeps a Service without backends
@@ -232,21 +270,26 @@ func podList(st *lab.State) string {
 	return strings.Join(p, ", ")
 }
 
-// CheckVIP refuses clusterIPs that would shadow the lab's own addresses or
-// the generated range.
+// CheckVIP refuses clusterIPs of a family the lab lacks, and those that
+// would shadow the lab's own addresses or the generated range.
 func CheckVIP(st *lab.State, vip netip.Addr) error {
-	if pfx, err := netip.ParsePrefix(st.Spec.PodCIDR); err == nil && pfx.Contains(vip) {
-		return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12)", vip, pfx)
+	if f, lf := family.Of(vip), st.Spec.Family.Or(); (f == family.IPv6 && !lf.HasIPv6()) || (f == family.IPv4 && !lf.HasIPv4()) {
+		return fmt.Errorf("clusterIP %s is %s, lab %s is %s: use a clusterIP of the lab's family (up the lab with --ip-family dual for both)", vip, f, st.Name, lf)
+	}
+	for _, cidr := range []string{st.Spec.PodCIDR, st.Spec.PodCIDR6} {
+		if pfx, err := netip.ParsePrefix(cidr); err == nil && pfx.Contains(vip) {
+			return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12; kind's for IPv6 fd00:10:96::/112)", vip, pfx)
+		}
 	}
 	if GeneratedRange.Contains(vip) || GeneratedBackendRange.Contains(vip) {
 		return fmt.Errorf("clusterIP %s is in %s/%s, reserved for --extra-services: use another address", vip, GeneratedRange, GeneratedBackendRange)
 	}
 	for _, n := range st.Nodes {
-		if n.IP == vip.String() {
+		if sameAddr(n.IP, vip) || sameAddr(n.IP6, vip) {
 			return fmt.Errorf("clusterIP %s is node %s's address: use another address", vip, n.Name)
 		}
 	}
-	if gw := st.Gateway; gw == vip.String() {
+	if sameAddr(st.Gateway, vip) || sameAddr(st.Gateway6, vip) {
 		return fmt.Errorf("clusterIP %s is the pods' gateway: use another address", vip)
 	}
 	return nil
@@ -263,8 +306,8 @@ func (c *Config) Validate(st *lab.State) error {
 		if s.Proto != TCP && s.Proto != UDP {
 			return fmt.Errorf("service %s: unknown protocol %q: use tcp or udp", s, s.Proto)
 		}
-		if !s.VIP.Is4() || s.Port == 0 {
-			return fmt.Errorf("service %s: clusterIP must be IPv4 and port 1-65535", s)
+		if _, err := parseIP(s.VIP.String()); err != nil || s.Port == 0 {
+			return fmt.Errorf("service %s: clusterIP must be a unicast IPv4 or IPv6 address and port 1-65535", s)
 		}
 		if err := CheckVIP(st, s.VIP); err != nil {
 			return fmt.Errorf("service %s: %v", s, err)
@@ -276,8 +319,11 @@ func (c *Config) Validate(st *lab.State) error {
 		if len(s.Backends) == 0 && !keepsEmpty(c.Provider) {
 			return fmt.Errorf("service %s has no backends", s)
 		}
+		if err := checkEmpty6(s.Key(), len(s.Backends)); err != nil {
+			return err
+		}
 		for _, b := range s.Backends {
-			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Port); err != nil {
+			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Key()); err != nil {
 				return fmt.Errorf("service %s: %v", s, err)
 			}
 		}
@@ -306,15 +352,25 @@ func (c *Config) Sorted() []Service {
 	return out
 }
 
-// EngineServices are the service path's services: DefaultVIP on every engine
-// port, TCP and UDP, each leading to the server pod on the same port.
+// EngineServices are the service path's services: DefaultVIP (and
+// DefaultVIP6 when the server has an IPv6 address, DefaultVIP6 alone in an
+// ipv6 lab) on every engine port, TCP and UDP, each leading to the server
+// pod on the same port.
 func EngineServices(server lab.PodState) []Service {
 	var out []Service
-	ip := netip.MustParseAddr(server.IP)
-	for _, p := range EnginePorts {
-		for _, proto := range []string{TCP, UDP} {
-			out = append(out, Service{VIP: netip.MustParseAddr(DefaultVIP), Port: p, Proto: proto,
-				Backends: []Backend{{IP: ip, Port: p, Pod: server.Name}}})
+	for _, vip := range []struct {
+		addr string
+		fam  family.Family
+	}{{DefaultVIP, family.IPv4}, {DefaultVIP6, family.IPv6}} {
+		ip, ok := podAddr(server, vip.fam)
+		if !ok {
+			continue
+		}
+		for _, p := range EnginePorts {
+			for _, proto := range []string{TCP, UDP} {
+				out = append(out, Service{VIP: netip.MustParseAddr(vip.addr), Port: p, Proto: proto,
+					Backends: []Backend{{IP: ip, Port: p, Pod: server.Name}}})
+			}
 		}
 	}
 	return out

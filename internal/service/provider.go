@@ -58,6 +58,9 @@ type Info struct {
 	// bpf/README.md; ebpf-sock: connect() fails with EPERM, bpf/sock.c).
 	// The others have no rule for it, so they refuse such a Service.
 	KeepsEmptyServices bool
+	// IPv6: its Services work over IPv6 too (clusterIPs and backends of
+	// an ipv6 or dual lab's pods); the others are refused in such a lab.
+	IPv6 bool
 }
 
 // Caveater is implemented by providers that know when the kernel will break
@@ -176,15 +179,18 @@ func Check(provider string, m modes.Mode) error {
 	return nil
 }
 
-// CheckFamily refuses Services in a lab with IPv6 (ipv6 or dual): every
-// provider writes IPv4 rules and maps only so far (issue 27), and a
-// clusterIP that reached only some of a dual lab's families would measure
-// half a path.
-func CheckFamily(f family.Family) error {
-	if f.HasIPv6() {
-		return field.Errorf("ip_family", "Services are IPv4 only so far, not for an %s lab: use {ip_family} ipv4 with a provider or the service path, or measure the pod path alone", f)
+// CheckFamily refuses provider's Services in a lab with IPv6 (ipv6 or
+// dual) unless the provider serves IPv6 (Info.IPv6): the others write IPv4
+// rules only so far (issue 27), and a clusterIP that reached only some of a
+// dual lab's families would measure half a path.
+func CheckFamily(provider string, f family.Family) error {
+	if !f.HasIPv6() {
+		return nil
 	}
-	return nil
+	if i, err := Describe(provider); err == nil && i.IPv6 {
+		return nil
+	}
+	return field.Errorf("ip_family", "provider %s serves IPv4 Services only so far, and the lab is %s: use {provider} %s, or {ip_family} ipv4, or measure the pod path alone", provider, f, strings.Join(NamesWhere(func(i Info) bool { return i.IPv6 }), " or "))
 }
 
 // CheckLab says whether provider can serve lab st (its mode and family as
@@ -194,7 +200,7 @@ func CheckLab(provider string, st *lab.State) error {
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", st.Name, err)
 	}
-	if err := CheckFamily(st.Spec.Family); err != nil {
+	if err := CheckFamily(provider, st.Spec.Family); err != nil {
 		return fmt.Errorf("lab %s: %w", st.Name, err)
 	}
 	return Check(provider, m)

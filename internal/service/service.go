@@ -24,6 +24,10 @@ const (
 // 10.96.0.100 -j DNAT"); `run` dials it on the service path.
 const DefaultVIP = "10.96.0.100"
 
+// DefaultVIP6 is the service path's IPv6 clusterIP (labs with IPv6), in
+// the service range kind gives IPv6 clusters (fd00:10:96::/112).
+const DefaultVIP6 = "fd00:10:96::100"
+
 // EnginePorts are the ports vnetlab's engines listen on (iperf3 5201,
 // sockperf 11111, the built-in rr engine 7001): the service path has one
 // service per port and protocol, each leading to the server pod.
@@ -51,7 +55,8 @@ type Key struct {
 	Proto string
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s:%d/%s", k.VIP, k.Port, k.Proto) }
+// String is "10.96.0.100:80/tcp", or "[fd00:10:96::100]:80/tcp" (ParseKey reads both).
+func (k Key) String() string { return netip.AddrPortFrom(k.VIP, k.Port).String() + "/" + k.Proto }
 
 // Key returns the service's identity.
 func (s Service) Key() Key { return Key{s.VIP, s.Port, s.Proto} }
@@ -61,9 +66,10 @@ func (s Service) String() string { return s.Key().String() }
 func (b Backend) String() string { return netip.AddrPortFrom(b.IP, b.Port).String() }
 
 // ParseKey reads "10.96.0.100:5201", "10.96.0.100:5201/tcp" or ".../udp"
-// (tcp when no protocol is given, as in Kubernetes).
+// (tcp when no protocol is given, as in Kubernetes); an IPv6 clusterIP is
+// written in brackets: "[fd00:10:96::100]:5201/tcp".
 func ParseKey(s string) (Key, error) {
-	const example = "example: 10.96.0.100:5201/tcp"
+	const example = "example: 10.96.0.100:5201/tcp or [fd00:10:96::100]:5201/tcp"
 	hostport, proto := s, TCP
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		hostport, proto = s[:i], strings.ToLower(s[i+1:])
@@ -78,7 +84,7 @@ func ParseKey(s string) (Key, error) {
 	if port == "" {
 		return Key{}, fmt.Errorf("service %q: no port (%s)", s, example)
 	}
-	ip, err := parseIPv4(host)
+	ip, err := parseIP(host)
 	if err != nil {
 		return Key{}, fmt.Errorf("service %q: %v (%s)", s, err, example)
 	}
@@ -92,13 +98,15 @@ func ParseKey(s string) (Key, error) {
 // BackendSpec is a backend as the user wrote it: an address or a pod name,
 // with an optional port (the service's port when left out).
 type BackendSpec struct {
-	Host string // IPv4 address or pod name
+	Host string // IP address or pod name
 	Port uint16 // 0: same as the service
 }
 
-// ParseBackend reads "192.168.10.10:5201", "pod-a:5201", "192.168.10.10" or "pod-a".
+// ParseBackend reads "192.168.10.10:5201", "[fd00:10:244::a]:5201",
+// "pod-a:5201", "192.168.10.10" or "pod-a" (a pod name stands for its
+// address of the Service's family).
 func ParseBackend(s string) (BackendSpec, error) {
-	const example = "example: 192.168.10.10:5201 or pod-a:5201"
+	const example = "example: 192.168.10.10:5201, [fd00:10:244::a]:5201 or pod-a:5201"
 	host, port, err := splitHostPort(s)
 	if err != nil {
 		return BackendSpec{}, fmt.Errorf("backend %q: %v (%s)", s, err, example)
@@ -108,7 +116,7 @@ func ParseBackend(s string) (BackendSpec, error) {
 	}
 	b := BackendSpec{Host: host}
 	if looksNumeric(host) {
-		if _, err := parseIPv4(host); err != nil {
+		if _, err := parseIP(host); err != nil {
 			return BackendSpec{}, fmt.Errorf("backend %q: %v (%s)", s, err, example)
 		}
 	}
@@ -120,9 +128,25 @@ func ParseBackend(s string) (BackendSpec, error) {
 	return b, nil
 }
 
+// splitHostPort splits "host:port" or "host", an IPv6 address in
+// brackets: "[fd00::1]:port" or "[fd00::1]".
 func splitHostPort(s string) (host, port string, err error) {
+	if v6, ok := strings.CutPrefix(s, "["); ok {
+		host, rest, ok := strings.Cut(v6, "]")
+		switch {
+		case !ok:
+			return "", "", fmt.Errorf("no ] after the IPv6 address")
+		case rest == "":
+			return host, "", nil
+		case rest == ":":
+			return "", "", fmt.Errorf("empty port")
+		case rest[0] != ':':
+			return "", "", fmt.Errorf("%q after the IPv6 address: write [ADDRESS]:PORT", rest)
+		}
+		return host, rest[1:], nil
+	}
 	if strings.Count(s, ":") > 1 {
-		return "", "", fmt.Errorf("only IPv4 is supported")
+		return "", "", fmt.Errorf("write an IPv6 address in brackets, [ADDRESS]:PORT")
 	}
 	host, port, _ = strings.Cut(s, ":")
 	if strings.HasSuffix(s, ":") {
@@ -131,16 +155,19 @@ func splitHostPort(s string) (host, port string, err error) {
 	return host, port, nil
 }
 
+// looksNumeric says whether h is meant as an address, not a pod name.
 func looksNumeric(h string) bool {
-	return strings.Trim(h, "0123456789.") == ""
+	return strings.Trim(h, "0123456789.") == "" || strings.Contains(h, ":")
 }
 
-func parseIPv4(s string) (netip.Addr, error) {
+// parseIP reads a unicast IPv4 or IPv6 address (no IPv4-mapped IPv6, no
+// zone: a Service has one family, and its address no interface).
+func parseIP(s string) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(s)
-	if err != nil || !ip.Is4() {
-		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", s)
+	if err != nil || ip.Is4In6() || ip.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
 	}
-	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || (ip.Is6() && ip.IsLinkLocalUnicast()) || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return netip.Addr{}, fmt.Errorf("%s is not a unicast address", ip)
 	}
 	return ip, nil

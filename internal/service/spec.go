@@ -49,7 +49,7 @@ func (s Spec) Build(st *lab.State) (Service, error) {
 		}
 		specs = append(specs, bs)
 	}
-	be, err := Resolve(st, specs, k.Port)
+	be, err := Resolve(st, specs, k)
 	if err != nil {
 		return Service{}, fmt.Errorf("service %s: %v", k, err)
 	}
@@ -61,7 +61,7 @@ func (s Spec) Build(st *lab.State) (Service, error) {
 // any failure nothing stays up. say reports the steps (nil: quiet).
 func UpLab(ctx context.Context, ls lab.Spec, provider string, extra int, specs []Spec, say lab.Progress) (*lab.Lab, *Config, error) {
 	if provider != "" {
-		if err := CheckFamily(ls.Family); err != nil {
+		if err := CheckFamily(provider, ls.Family); err != nil {
 			return nil, nil, err
 		}
 	}
