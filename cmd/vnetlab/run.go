@@ -89,7 +89,7 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	s := &r.spec
 	f.StringSliceVar(&r.modes, "modes", r.modes, "modes to compare, in table order (the first is the baseline)")
 	registerMeasureFlags(f, s, &r.tests)
-	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
+	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+", over IPv6 "+service.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+service.NameList()+" (default: "+defaultProviders()+")")
 	f.IntSliceVar(&s.ExtraServices, "extra-services", s.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
 	f.IntVar(&s.PodCount, "pods", s.PodCount, "pods per lab")
