@@ -18,8 +18,8 @@
  *   - fragments carry a 32-bit id in a fragment header;
  *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
  *     (types 1-4) quote a packet.
- * Not yet: hairpin, sessionAffinity, external scope, the no-endpoint
- * REJECT (such packets are dropped and counted), NodePort, host routing.
+ * Not yet: hairpin, sessionAffinity, external scope, NodePort, host
+ * routing.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
@@ -104,7 +104,8 @@ enum {
 	LB6_STAT_ERROR = 6,
 	LB6_STAT_EXTHDR_PASS = 7, /* more extension headers than LB6_MAX_EXTHDRS: to the stack */
 	LB6_STAT_TRUNC_PASS = 8,  /* a cut-off header: to the stack untouched */
-	LB6_STAT_MAX = 9,
+	LB6_STAT_REJECT = 9,      /* answered with ICMPv6 port unreachable: service without backends */
+	LB6_STAT_MAX = 10,
 };
 
 struct {
@@ -148,6 +149,23 @@ struct {
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb6_stats SEC(".maps");
+
+/* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
+ * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
+ * empties a program array when its last user reference goes (Plane.Close);
+ * every load puts its own programs in (cilium/ebpf fills .values). */
+#define LB6_TAIL_REJECT 0
+int lb6_reject(struct __sk_buff *skb);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, int(struct __sk_buff *));
+} lb6_tail SEC(".maps") = {
+	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
+};
 
 static __always_inline void lb6_count(__u32 what)
 {
@@ -532,6 +550,115 @@ static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_
 	rk->dir = LB_CT_REV;
 }
 
+/* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
+ * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
+ * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
+ * the client, quoting the packet's IPv6 header and its first 20 (TCP) or 8
+ * (UDP) L4 bytes, and goes back where it came from. Only a packet without
+ * extension headers is answered (the quote is then a fixed 40 bytes); other
+ * packets are dropped and counted. The ICMPv6 checksum covers the
+ * pseudo-header; a CHECKSUM_PARTIAL packet's quoted checksum field gets the
+ * value a completion leaves unchanged, as in lb_reject. */
+#define LB6_REJ_GROW 48 /* IPv6 header + ICMPv6 header */
+
+struct lb6_rej {
+	__u8 pad[2];
+	__u8 eth[ETH_HLEN];
+	struct lb6_hdr ip;
+	struct lb_icmphdr icmp;
+	struct lb6_hdr qip;
+	__u8 ql4[LB_REJ_TCP_QUOTE];
+};
+
+static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
+{
+	struct lb6_rej r = {};
+	__u32 q, len, start, field, sum;
+	int summed;
+
+	if (p->proto == IPPROTO_TCP) {
+		if (!p->tcp_syn || p->tcp_ack)
+			goto drop;
+		q = LB_REJ_TCP_QUOTE;
+	} else if (p->proto == IPPROTO_UDP) {
+		q = LB_REJ_UDP_QUOTE;
+	} else {
+		goto drop;
+	}
+	if (!p->has_l4 || p->l4off != IP6_OFF + IP6_HLEN)
+		goto drop;
+	summed = lb_ip_summed(skb);
+	if (summed == LB_CSUM_COMPLETE)
+		goto drop;
+	if (summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != p->l4off || field != (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
+			goto drop;
+	}
+	if (bpf_skb_load_bytes(skb, 0, &r.eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &r.eth[0], 6) < 0 ||
+	    bpf_skb_load_bytes(skb, IP6_OFF, &r.qip, sizeof(r.qip)) < 0)
+		goto drop;
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_TCP_QUOTE) < 0)
+			goto drop;
+	} else if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_UDP_QUOTE) < 0) {
+		goto drop;
+	}
+	r.eth[12] = 0x86; /* ETH_P_IPV6 */
+	r.eth[13] = 0xdd;
+
+	if (summed == LB_CSUM_PARTIAL) {
+		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&r.ql4[TCP_CSUM] : (__u16 *)&r.ql4[UDP_CSUM];
+		__u32 rest, f;
+
+		*field16 = 0;
+		rest = q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+		rest %= 0xffff;
+		f = ((0xffff - rest) * 0x8000) % 0xffff;
+		*field16 = f ? f : 0xffff;
+	}
+
+	len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
+	r.ip.vtc_flow = bpf_htonl(0x6 << 28);
+	r.ip.payload_len = bpf_htons(len);
+	r.ip.nexthdr = LB6_ICMP;
+	r.ip.hop_limit = 64;
+	r.ip.saddr = p->daddr;
+	r.ip.daddr = p->saddr;
+	r.icmp.type = 1; /* destination unreachable */
+	r.icmp.code = 4; /* port unreachable */
+	/* Pseudo-header (addresses, length, next header) and the message. */
+	sum = lb_sum16(&r.ip.saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
+	sum += lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
+	sum += q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+	r.icmp.checksum = ~lb_csum_fold(sum);
+
+	/* From here on the packet is changed: a failure drops it. */
+	if (bpf_skb_adjust_room(skb, LB6_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+		goto drop;
+	if (bpf_skb_change_tail(skb, ETH_HLEN + IP6_HLEN + len, 0) < 0)
+		goto fail;
+	if (summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != ETH_HLEN + LB6_REJ_GROW + IP6_HLEN)
+			goto fail;
+	}
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_TCP_QUOTE, 0) < 0)
+			goto fail;
+	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_UDP_QUOTE, 0) < 0) {
+		goto fail;
+	}
+	lb6_count(LB6_STAT_REJECT);
+	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+drop:
+	lb6_count(LB6_STAT_NO_BACKEND);
+	return TC_ACT_SHOT;
+fail:
+	lb6_count(LB6_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
 /* lb6_from_pod_pkt: packets leaving a pod, parsed by lb6_parse. */
 static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
 {
@@ -555,7 +682,8 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		return TC_ACT_OK;
 	}
 	if (svc->count == 0) {
-		lb6_count(LB6_STAT_NO_BACKEND); /* no ICMPv6 REJECT yet */
+		bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
+		lb6_count(LB6_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
 	fk.saddr = p.saddr;

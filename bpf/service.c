@@ -97,3 +97,18 @@ int host_to_pod(struct __sk_buff *skb)
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";
+
+/* lb6_reject: lb6_tail's REJECT for an IPv6 Service without backends
+ * (bpf/lb6.h), tail-called from the programs above with the packet as it
+ * came: parsed again here, in a stack of its own. */
+SEC("tc")
+int lb6_reject(struct __sk_buff *skb)
+{
+	struct lb6_pkt p;
+
+	if (lb6_parse(skb, &p) != LB_GO) {
+		lb6_count(LB6_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	return lb6_reject_pkt(skb, &p);
+}

@@ -118,9 +118,6 @@ func Add(name string, r AddRequest) (Result, error) {
 			return "", fmt.Errorf("no --backend given: a service of provider %s needs at least one (example: --backend 192.168.10.10:5201 or --backend pod-a; %s keep a Service without backends, refusing its clients)",
 				c.Provider, strings.Join(NamesWhere(func(i Info) bool { return i.KeepsEmptyServices }), " and "))
 		}
-		if err := checkEmpty6(r.Key, len(r.Backends)); err != nil {
-			return "", err
-		}
 		var be []Backend
 		if len(r.Backends) > 0 {
 			var err error

@@ -239,16 +239,6 @@ func podAddr(pod lab.PodState, f family.Family) (netip.Addr, bool) {
 	return a, err == nil
 }
 
-// checkEmpty6 refuses an IPv6 Service without backends: the ebpf programs
-// drop its clients' packets (counted) instead of refusing them with ICMPv6
-// port unreachable, as they do over IPv4 (bpf/lb6.h).
-func checkEmpty6(k Key, backends int) error {
-	if backends == 0 && k.VIP.Is6() {
-		return fmt.Errorf("service %s has no backends: an IPv6 Service needs at least one so far (its clients would wait for nothing, not be refused): add --backend POD", k)
-	}
-	return nil
-}
-
 // keepsEmpty says whether provider p keeps a Service without backends
 // (Info.KeepsEmptyServices; the default provider's answer when unset).
 func keepsEmpty(p string) bool {
@@ -318,9 +308,6 @@ func (c *Config) Validate(st *lab.State) error {
 		seen[s.Key()] = true
 		if len(s.Backends) == 0 && !keepsEmpty(c.Provider) {
 			return fmt.Errorf("service %s has no backends", s)
-		}
-		if err := checkEmpty6(s.Key(), len(s.Backends)); err != nil {
-			return err
 		}
 		for _, b := range s.Backends {
 			if _, err := Resolve(st, []BackendSpec{{Host: b.IP.String(), Port: b.Port}}, s.Key()); err != nil {

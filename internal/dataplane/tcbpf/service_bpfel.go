@@ -202,6 +202,7 @@ const (
 	serviceMapLb6Frags       = "lb6_frags"
 	serviceMapLb6Services    = "lb6_services"
 	serviceMapLb6Stats       = "lb6_stats"
+	serviceMapLb6Tail        = "lb6_tail"
 	serviceMapLbAffinity     = "lb_affinity"
 	serviceMapLbBackends     = "lb_backends"
 	serviceMapLbBports       = "lb_bports"
@@ -219,6 +220,7 @@ const (
 	serviceProgFromPodL2     = "from_pod_l2"
 	serviceProgHostFromPod   = "host_from_pod"
 	serviceProgHostToPod     = "host_to_pod"
+	serviceProgLb6Reject     = "lb6_reject"
 	serviceProgNodeportIn    = "nodeport_in"
 	serviceProgNodeportOut   = "nodeport_out"
 	serviceProgToPod         = "to_pod"
@@ -270,6 +272,7 @@ type serviceProgramSpecs struct {
 	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.ProgramSpec `ebpf:"host_to_pod"`
+	Lb6Reject   *ebpf.ProgramSpec `ebpf:"lb6_reject"`
 	NodeportIn  *ebpf.ProgramSpec `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.ProgramSpec `ebpf:"nodeport_out"`
 	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
@@ -287,6 +290,7 @@ type serviceMapSpecs struct {
 	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
 	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
 	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
@@ -336,6 +340,7 @@ type serviceMaps struct {
 	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
 	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
 	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
@@ -361,6 +366,7 @@ func (m *serviceMaps) Close() error {
 		m.Lb6Frags,
 		m.Lb6Services,
 		m.Lb6Stats,
+		m.Lb6Tail,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
@@ -391,6 +397,7 @@ type servicePrograms struct {
 	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.Program `ebpf:"host_to_pod"`
+	Lb6Reject   *ebpf.Program `ebpf:"lb6_reject"`
 	NodeportIn  *ebpf.Program `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.Program `ebpf:"nodeport_out"`
 	ToPod       *ebpf.Program `ebpf:"to_pod"`
@@ -402,6 +409,7 @@ func (p *servicePrograms) Close() error {
 		p.FromPodL2,
 		p.HostFromPod,
 		p.HostToPod,
+		p.Lb6Reject,
 		p.NodeportIn,
 		p.NodeportOut,
 		p.ToPod,

@@ -460,16 +460,18 @@ type Stats6 struct {
 	ExtHdrPass uint64 `json:"exthdr_chain_passed"`
 	// A cut-off IPv6, extension, TCP/UDP header or ICMPv6 quote.
 	TruncPass uint64 `json:"truncated_passed"`
+	// Answered with ICMPv6 port unreachable: a Service without backends.
+	Rejects uint64 `json:"rejects"`
 }
 
 // Stats6 reads the IPv6 counters.
 func (p *Plane) Stats6() (Stats6, error) {
-	v, err := sumCounters(p.objs.Lb6Stats, 9)
+	v, err := sumCounters(p.objs.Lb6Stats, 10)
 	if err != nil {
 		return Stats6{}, err
 	}
 	return Stats6{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Errors: v[6],
-		ExtHdrPass: v[7], TruncPass: v[8]}, nil
+		ExtHdrPass: v[7], TruncPass: v[8], Rejects: v[9]}, nil
 }
 
 // sumCounters reads the first n counters of a per-CPU array, summed over CPUs.
