@@ -520,7 +520,7 @@ func TestClusterIPv6ThroughProvider(t *testing.T) {
 	}
 	// (tcp6 is refused by the SYN's first retransmission, at 1 s: the first
 	// SYN's ICMPv6 error is not taken, V6SVC-STATUS.md.)
-	for _, network := range []string{"udp6", "tcp6"} {
+	for _, network := range []string{"tcp6"} { // the Service is /tcp
 		took, err := testnet.RefusedAfter(func(f func() error) error { return nsutil.Do(b.NS, f) }, network, "[fd00:10:96::200]:80")
 		if err != nil || took > 2500*time.Millisecond {
 			t.Fatalf("%s to an IPv6 Service without backends: %v after %s, want connection refused", network, err, took)
