@@ -27,7 +27,7 @@ func TestIPFamilyFlags(t *testing.T) {
 		t.Errorf("--ip-family dual over the file: %q, %v", spec.Family, err)
 	}
 	svc := writeScenario(t, "mode: veth-routed\nip_family: ipv6\npaths: [pod, service]\n")
-	if _, _, err := resolveRun(t, "-f", svc); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an ipv6 lab: use ip_family ("+svc+") ipv4") {
+	if _, _, err := resolveRun(t, "-f", svc); err == nil || !strings.Contains(err.Error(), "provider iptables serves IPv4 Services only so far, and the lab is ipv6: use --provider ebpf, or ip_family ("+svc+") ipv4") {
 		t.Errorf("service path over IPv6: %v", err)
 	}
 	if _, err := scenario.Load(writeScenario(t, "mode: bridge\nip_family: ipv5\n")); err == nil || !strings.Contains(err.Error(), `ip_family: IP family "ipv5": use ipv4, ipv6 or dual`) {
@@ -51,7 +51,7 @@ func TestIPFamilyFlags(t *testing.T) {
 	if err != nil || len(want.Spec.Pods) != 2 || want.Spec.Pods[0].IP != "192.168.10.10" || want.Spec.Pods[0].IP6 != "fd00:10:244::a" {
 		t.Errorf("up --ip-family dual: %+v, %v", want.Spec.Pods, err)
 	}
-	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "iptables"); err == nil || !strings.Contains(err.Error(), "Services are IPv4 only so far, not for an ipv6 lab: use --ip-family ipv4") {
+	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "iptables"); err == nil || !strings.Contains(err.Error(), "provider iptables serves IPv4 Services only so far, and the lab is ipv6: use --provider ebpf, or --ip-family ipv4") {
 		t.Errorf("up --provider over IPv6: %v", err)
 	}
 }

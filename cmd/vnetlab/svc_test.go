@@ -46,7 +46,7 @@ func TestSvcEpCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"svc", "add", lab, "--service", "10.96.0.300:80", "--backend", "pod-a"}, "not an IPv4 address"},
+		{[]string{"svc", "add", lab, "--service", "10.96.0.300:80", "--backend", "pod-a"}, "not an IPv4 or IPv6 address"},
 		{[]string{"svc", "add", lab, "--service", "10.96.0.1:70000", "--backend", "pod-a"}, "1 to 65535"},
 		{[]string{"svc", "add", lab, "--service", "10.96.0.1:80/sctp", "--backend", "pod-a"}, "unknown protocol"},
 		{[]string{"svc", "add", lab, "--service", "10.96.0.1:80", "--backend", "192.168.10.10:0"}, "1 to 65535"},
