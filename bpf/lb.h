@@ -524,17 +524,23 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 	return bpf_skb_store_bytes(skb, IP_CSUM_OFF, &w, len, 0);
 }
 
-static __always_inline __u32 lb_hash(const struct lb_pkt *p)
+/* murmur3's finaliser: lb_hash's and lb6_hash's last step. */
+static __always_inline __u32 lb_hash_mix(__u32 h)
 {
-	/* murmur3's finaliser over the 5-tuple: the same flow always lands on
-	 * the same backend, even if its conntrack entry was evicted. */
-	__u32 h = p->saddr ^ (p->daddr * 0x9e3779b1) ^ (((__u32)p->sport << 16) | p->dport) ^ p->proto;
 	h ^= h >> 16;
 	h *= 0x85ebca6b;
 	h ^= h >> 13;
 	h *= 0xc2b2ae35;
 	h ^= h >> 16;
 	return h;
+}
+
+static __always_inline __u32 lb_hash(const struct lb_pkt *p)
+{
+	/* murmur3's finaliser over the 5-tuple: the same flow always lands on
+	 * the same backend, even if its conntrack entry was evicted. */
+	__u32 h = p->saddr ^ (p->daddr * 0x9e3779b1) ^ (((__u32)p->sport << 16) | p->dport) ^ p->proto;
+	return lb_hash_mix(h);
 }
 
 /* lb_rnat undoes the translation on a packet of the reply direction:

@@ -2,6 +2,7 @@
 /* service.c: vnetlab's Service data plane as tc programs (lb.h has the
  * translation, host.h the delivery to pods). */
 #include "lb.h"
+#include "lb6.h"
 #include "host.h"
 #include "nodeport.h"
 
@@ -13,12 +14,19 @@ static __always_inline int lb_verdict(int ret)
 	return ret == TC_ACT_OK ? TC_ACT_UNSPEC : ret;
 }
 
+static __always_inline int is_ipv6(const struct __sk_buff *skb)
+{
+	return skb->protocol == bpf_htons(ETH_P_IPV6);
+}
+
 /* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress. */
 SEC("tc")
 int from_pod(struct __sk_buff *skb)
 {
 	struct lb_pkt p;
 
+	if (is_ipv6(skb))
+		return lb_verdict(lb6_from_pod(skb));
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_UNSPEC;
 	return lb_verdict(lb_from_pod_pkt(skb, &p));
@@ -34,6 +42,8 @@ int from_pod_l2(struct __sk_buff *skb)
 	struct lb_pkt p;
 	int ret;
 
+	if (is_ipv6(skb))
+		return lb_verdict(lb6_from_pod(skb)); /* no L2 delivery for IPv6 yet: via the node */
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_UNSPEC;
 	ret = lb_from_pod_pkt(skb, &p);
@@ -46,6 +56,8 @@ int from_pod_l2(struct __sk_buff *skb)
 SEC("tc")
 int to_pod(struct __sk_buff *skb)
 {
+	if (is_ipv6(skb))
+		return lb_verdict(lb6_to_pod(skb));
 	return lb_verdict(lb_to_pod(skb));
 }
 
@@ -55,6 +67,8 @@ int to_pod(struct __sk_buff *skb)
 SEC("tc")
 int host_from_pod(struct __sk_buff *skb)
 {
+	if (is_ipv6(skb))
+		return lb_verdict(lb6_from_pod(skb)); /* no IPv6 host routing yet: the stack delivers */
 	return lb_verdict(host_from_pod_route(skb));
 }
 
@@ -77,7 +91,24 @@ int nodeport_out(struct __sk_buff *skb)
 SEC("tc")
 int host_to_pod(struct __sk_buff *skb)
 {
+	if (is_ipv6(skb))
+		return lb_verdict(lb6_to_pod(skb));
 	return lb_verdict(host_to_pod_route(skb));
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";
+
+/* lb6_reject: lb6_tail's REJECT for an IPv6 Service without backends
+ * (bpf/lb6.h), tail-called from the programs above with the packet as it
+ * came: parsed again here, in a stack of its own. */
+SEC("tc")
+int lb6_reject(struct __sk_buff *skb)
+{
+	struct lb6_pkt p;
+
+	if (lb6_parse(skb, &p) != LB_GO) {
+		lb6_count(LB6_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	return lb6_reject_pkt(skb, &p);
+}

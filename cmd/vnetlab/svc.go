@@ -42,7 +42,7 @@ func newSvcAddCmd() *cobra.Command {
 		Example: `  vnetlab svc add lab --service 10.96.0.100:5201 --backend 192.168.10.10:5201
   vnetlab svc add lab --service 10.96.0.100:5201/udp --backend pod-a --provider nftables
   vnetlab svc add lab --service 10.96.0.101:80 --backend pod-a:5201 --backend pod-c:5201
-  vnetlab svc add lab6 --service '[fd00:10:96::100]:5201' --backend pod-a   # a lab with IPv6 (iptables, nftables)`,
+  vnetlab svc add lab6 --service '[fd00:10:96::100]:5201' --backend pod-a   # a lab with IPv6 (iptables, nftables, ebpf)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
@@ -73,8 +73,8 @@ func newSvcAddCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&svc, "service", "", "clusterIP:port, optionally /tcp or /udp (tcp by default)")
-	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT or POD:PORT (port defaults to the service's); repeatable; none: only with "+keepsEmpty()+", whose programs refuse the Service's clients")
+	f.StringVar(&svc, "service", "", "clusterIP:port or [IPv6 clusterIP]:port, optionally /tcp or /udp (tcp by default)")
+	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT, [IPv6]:PORT or POD:PORT (a pod name is its address of the clusterIP's family; port defaults to the service's); repeatable; none: only with "+keepsEmpty()+", whose programs refuse the Service's clients")
 	f.StringVar(&provider, "provider", "", service.NameList()+" (only when the lab has no services yet; default "+defaultProviders()+")")
 	return cmd
 }
@@ -105,7 +105,7 @@ func newSvcDelCmd() *cobra.Command {
 			return printResult(service.Del(args[0], key))
 		},
 	}
-	cmd.Flags().StringVar(&svc, "service", "", "clusterIP:port, optionally /tcp or /udp (tcp by default)")
+	cmd.Flags().StringVar(&svc, "service", "", "clusterIP:port or [IPv6 clusterIP]:port, optionally /tcp or /udp (tcp by default)")
 	return cmd
 }
 

@@ -91,7 +91,8 @@ func TestRunDockerNATDualStack(t *testing.T) {
 	}
 }
 
-// A mode without IPv6 and Services over IPv6 are refused by Validate,
+// A mode without IPv6 and Services over IPv6 of a provider without IPv6
+// (ebpf has it) are refused by Validate,
 // before any lab is built, with one line naming the fix.
 func TestRunRefusesFamily(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -118,6 +119,11 @@ func TestRunRefusesFamily(t *testing.T) {
 		if err := spec.Validate(); err != nil {
 			t.Errorf("service path over %s with iptables and nftables: %v", f, err)
 		}
+		spec.Providers = []string{"ebpf"}
+		if err := spec.Validate(); err != nil {
+			t.Errorf("service path over %s with ebpf: %v", f, err)
+		}
+		spec.Providers = nil
 	}
 	spec.Providers = nil
 	spec.Family, spec.PodCIDR6 = family.IPv4, "fd00:1::/64"

@@ -258,8 +258,8 @@ func podList(st *lab.State) string {
 	return strings.Join(p, ", ")
 }
 
-// CheckVIP refuses clusterIPs that would shadow the lab's own addresses or
-// the generated range.
+// CheckVIP refuses clusterIPs of a family the lab lacks, and those that
+// would shadow the lab's own addresses or the generated range.
 func CheckVIP(st *lab.State, vip netip.Addr) error {
 	if fam, lf := family.Of(vip), st.Spec.Family.Or(); !slices.Contains(lf.Measured(), fam) {
 		return fmt.Errorf("clusterIP %s is %s but lab %s is %s: use an %s clusterIP, or a lab with --ip-family %s or dual", vip, fam, st.Name, lf, lf.Measured()[0], fam)

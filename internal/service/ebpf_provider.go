@@ -25,7 +25,7 @@ type ebpfProvider struct{}
 func init() { Register(ebpfProvider{}) }
 
 func (ebpfProvider) Info() Info {
-	return Info{Name: EBPF, Endpoints: true, ModePrograms: true, KeepsEmptyServices: true,
+	return Info{Name: EBPF, Endpoints: true, ModePrograms: true, KeepsEmptyServices: true, IPv6: true,
 		Summary: "vnetlab's eBPF data plane: tc programs, hash service map (O(1)), BPF conntrack + reverse NAT (seed 002's mustang, open)"}
 }
 

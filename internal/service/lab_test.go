@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -476,5 +477,73 @@ func TestAddBackendKeepsLiveFlows(t *testing.T) {
 			}
 			t.Logf("%s: %d connections kept pod-a; %d of %d new ones went to the added backends", p, live, others, fresh)
 		})
+	}
+}
+
+// TestClusterIPv6ThroughProvider: a dual-stack veth-routed lab with the
+// ebpf provider (`up --ip-family dual --provider ebpf`) gets the service
+// path's Services in both families, and TCP and UDP through the IPv6
+// clusterIP reach the backend's IPv6 socket (and the IPv4 clusterIP its
+// IPv4 one); `svc add` of an IPv6 clusterIP with a pod backend takes the
+// pod's IPv6 address, and its clients reach it; without backends its
+// clients are refused at once. A provider without IPv6 is refused with one
+// line; hairpin over IPv6 fails (not built yet).
+func TestClusterIPv6ThroughProvider(t *testing.T) {
+	requireRoot(t)
+	l, _ := testnet.UpLab(t, lab.Spec{Name: "sv-v6", Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: family.Dual}, 2)
+	l.Release()
+	st := l.State
+	if _, err := Setup(st, IPTables, 0, nil); err == nil || !strings.Contains(err.Error(), "serves IPv4 Services only") {
+		t.Fatalf("iptables in a dual lab: %v", err)
+	}
+	if _, err := Setup(st, EBPF, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, b := pod(st, "pod-a"), pod(st, "pod-b")
+	serve(t, a.NS, 5201)
+	testnet.Serve6(t, a.NS, 5201, "")
+	vip6 := netip.AddrPortFrom(netip.MustParseAddr(DefaultVIP6), 5201).String()
+	for _, c := range []struct{ network, addr string }{{"tcp6", vip6}, {"udp6", vip6}, {"tcp4", vip + ":5201"}, {"udp4", vip + ":5201"}} {
+		if err := roundTrip(b.NS, c.network, c.addr); err != nil {
+			t.Errorf("%s pod-b -> %s -> pod-a: %v", c.network, c.addr, err)
+		}
+	}
+	// Hairpin over IPv6 is not built (no IPv6 hairpin address: the
+	// backend's reply to itself never meets the reverse NAT): it fails,
+	// and stays inside the pod. This documents it; it changes when built.
+	if err := roundTrip(a.NS, "tcp6", vip6); err == nil {
+		t.Errorf("hairpin pod-a -> %s -> pod-a worked: update docs/services.md (IPv6 Services) and this test", vip6)
+	}
+	key, err := ParseKey("[fd00:10:96::200]:80/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without backends it refuses its clients at once (the programs'
+	// ICMPv6 port unreachable, from a tail call whose program array stays
+	// pinned after the provider closed the plane).
+	if _, err := Add(st.Name, AddRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	// (tcp6 is refused by the SYN's first retransmission, at 1 s: the first
+	// SYN's ICMPv6 error is not taken, V6SVC-STATUS.md.)
+	for _, network := range []string{"tcp6"} { // the Service is /tcp
+		took, err := testnet.RefusedAfter(func(f func() error) error { return nsutil.Do(b.NS, f) }, network, "[fd00:10:96::200]:80")
+		if err != nil || took > 2500*time.Millisecond {
+			t.Fatalf("%s to an IPv6 Service without backends: %v after %s, want connection refused", network, err, took)
+		}
+		t.Logf("%s to an IPv6 Service without backends: refused after %s", network, took.Round(time.Microsecond))
+	}
+	if _, err := Add(st.Name, AddRequest{Key: key, Backends: []BackendSpec{{Host: "pod-a", Port: 5201}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(st.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := c.Find(key); i < 0 || c.Services[i].Backends[0].IP.String() != a.IP6 {
+		t.Fatalf("svc add [fd00:10:96::200]:80 pod-a:5201: services %v, want pod-a's IPv6 address %s", c.Services, a.IP6)
+	}
+	if err := roundTrip(b.NS, "tcp6", "[fd00:10:96::200]:80"); err != nil {
+		t.Errorf("tcp6 through the added IPv6 Service: %v", err)
 	}
 }

@@ -574,13 +574,17 @@ func TestServiceValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := map[string]dp.Service{
-		"duplicate":        ok,
-		"ipv6-vip":         {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP},
-		"port-0":           {VIP: vip, Port: 0, Proto: dp.TCP},
-		"sctp":             {VIP: vip, Port: 1, Proto: 132},
-		"backend-port-0":   {VIP: vip, Port: 2, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA}}},
-		"backend-twice":    {VIP: vip, Port: 3, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 1}, {IP: podA, Port: 1}}},
-		"backend-not-ipv4": {VIP: vip, Port: 4, Proto: dp.TCP, Backends: []dp.Backend{{Port: 1}}},
+		"duplicate":             ok,
+		"ipv6-vip-ipv4-backend": {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 1}}},
+		"ipv4-vip-ipv6-backend": {VIP: vip, Port: 5, Proto: dp.TCP, Backends: []dp.Backend{{IP: ipOf("fd00::a"), Port: 1}}},
+		"ipv6-affinity":         {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, Affinity: 10},
+		"ipv6-external":         {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, External: true},
+		"v4-mapped-vip":         {VIP: ipOf("::ffff:10.96.0.1"), Port: 1, Proto: dp.TCP},
+		"port-0":                {VIP: vip, Port: 0, Proto: dp.TCP},
+		"sctp":                  {VIP: vip, Port: 1, Proto: 132},
+		"backend-port-0":        {VIP: vip, Port: 2, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA}}},
+		"backend-twice":         {VIP: vip, Port: 3, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 1}, {IP: podA, Port: 1}}},
+		"backend-not-ipv4":      {VIP: vip, Port: 4, Proto: dp.TCP, Backends: []dp.Backend{{Port: 1}}},
 	}
 	for name, s := range bad {
 		if err := p.AddService(s); err == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -43,6 +44,12 @@ type testLab struct {
 
 func upLab(t *testing.T, name string, echo bool) *testLab {
 	t.Helper()
+	return upLabFamily(t, name, echo, family.IPv4)
+}
+
+// upLabFamily is upLab with pods of family fam (dual: servers on both families).
+func upLabFamily(t *testing.T, name string, echo bool, fam family.Family) *testLab {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, eBPF)")
 	}
@@ -56,11 +63,14 @@ func upLab(t *testing.T, name string, echo bool) *testLab {
 			t.Errorf("pins left in %s after down", dp.PinDir(name))
 		}
 	})
-	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed"}, 4)
+	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed", Family: fam}, 4)
 	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
 	for _, p := range l.State.Pods {
-		if echo {
+		if echo && fam.HasIPv4() {
 			serve(t, p.NS, p.Name)
+		}
+		if echo && fam.HasIPv6() {
+			testnet.Serve6(t, p.NS, testPort, p.Name)
 		}
 	}
 	return tl
@@ -143,7 +153,7 @@ func dialTCP(ns, addr string) (net.Conn, answer, error) {
 	var c net.Conn
 	err := nsutil.Do(ns, func() error {
 		var err error
-		c, err = net.DialTimeout("tcp4", addr, 3*time.Second)
+		c, err = net.DialTimeout("tcp"+netFamily(addr), addr, 3*time.Second)
 		return err
 	})
 	if err != nil {
@@ -164,6 +174,14 @@ func dialTCP(ns, addr string) (net.Conn, answer, error) {
 	return c, a, err
 }
 
+// netFamily is "6" for an address:port in brackets (IPv6), else "4".
+func netFamily(addr string) string {
+	if strings.HasPrefix(addr, "[") {
+		return "6"
+	}
+	return "4"
+}
+
 func tcpOnce(ns, addr string) (answer, error) {
 	c, a, err := dialTCP(ns, addr)
 	if c != nil {
@@ -179,14 +197,14 @@ func udpOnce(ns, addr string) (answer, string, error) {
 	var pc net.PacketConn
 	err := nsutil.Do(ns, func() error {
 		var err error
-		pc, err = net.ListenPacket("udp4", ":0")
+		pc, err = net.ListenPacket("udp"+netFamily(addr), ":0")
 		return err
 	})
 	if err != nil {
 		return answer{}, "", err
 	}
 	defer pc.Close()
-	to, err := net.ResolveUDPAddr("udp4", addr)
+	to, err := net.ResolveUDPAddr("udp"+netFamily(addr), addr)
 	if err != nil {
 		return answer{}, "", err
 	}
@@ -218,7 +236,7 @@ func udpRefused(ns, addr string) (bool, error) {
 	var c net.Conn
 	if err := nsutil.Do(ns, func() error {
 		var err error
-		c, err = net.Dial("udp4", addr)
+		c, err = net.Dial("udp"+netFamily(addr), addr)
 		return err
 	}); err != nil {
 		return false, err
@@ -494,21 +512,27 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 
 // TestChecksumsCompletedInSoftware: packets from a pod's own sockets carry
 // CHECKSUM_PARTIAL (the TCP/UDP field holds only the pseudo-header sum, to
-// be completed by the device), and lb_rewrite updates that field itself
-// (bpf/lb.h). Between veths nobody ever completes it, so a wrong sum would
-// pass unnoticed. With TX checksum offload off on the node ends of the
-// veths, the node's stack completes every checksum in software after the
-// programs ran (ingress translation, egress reverse NAT), and the pods
-// verify them: TCP and UDP, with and without a port change, work only if
-// the sums were right.
+// be completed by the device), and lb_rewrite/lb6_rewrite update that field
+// themselves (bpf/lb.h, bpf/lb6.h). Between veths nobody ever completes it,
+// so a wrong sum would pass unnoticed. With TX checksum offload off on the
+// node ends of the veths, the node's stack completes every checksum in
+// software after the programs ran (ingress translation, egress reverse
+// NAT), and the pods verify them: TCP and UDP, with and without a port
+// change, over IPv4 and IPv6 (a dual-stack lab), work only if the sums
+// were right.
 func TestChecksumsCompletedInSoftware(t *testing.T) {
-	tl := upLab(t, "bck", true)
+	tl := upLabFamily(t, "bck", true, family.Dual)
 	p := openPlane(t, tl)
-	a := tl.addr("pod-a")
+	a4, a6 := tl.addr("pod-a"), netip.MustParseAddr(tl.pod("pod-a").IP6)
 	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
 		for _, port := range []uint16{testPort, 5302} {
-			if err := p.AddService(dp.Service{VIP: vip, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a, Port: testPort}}}); err != nil {
-				t.Fatal(err)
+			for _, s := range []dp.Service{
+				{VIP: vip, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a4, Port: testPort}}},
+				{VIP: vip6, Port: port, Proto: proto, Backends: []dp.Backend{{IP: a6, Port: testPort}}},
+			} {
+				if err := p.AddService(s); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -519,7 +543,8 @@ func TestChecksumsCompletedInSoftware(t *testing.T) {
 		}
 	}
 	b := tl.pod("pod-b")
-	for _, target := range []string{svcAddr, vip.String() + ":5302"} {
+	svc6 := netip.AddrPortFrom(vip6, testPort).String()
+	for _, target := range []string{svcAddr, vip.String() + ":5302", svc6, netip.AddrPortFrom(vip6, 5302).String()} {
 		ans, err := tcpOnce(b.NS, target)
 		if err != nil || ans.pod != "pod-a" {
 			t.Fatalf("tcp pod-b -> %s with checksums completed in software: %+v, %v", target, ans, err)
@@ -530,17 +555,23 @@ func TestChecksumsCompletedInSoftware(t *testing.T) {
 		}
 	}
 	// A stream: 64 KB segments are cut and checksummed in software too.
-	c, _, err := dialTCP(b.NS, svcAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	chunk := make([]byte, 1<<20)
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write(chunk); err != nil {
-		t.Fatalf("1 MB through the clusterIP with checksums completed in software: %v", err)
+	for _, target := range []string{svcAddr, svc6} {
+		c, _, err := dialTCP(b.NS, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<20)
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Write(chunk)
+		c.Close()
+		if err != nil {
+			t.Fatalf("1 MB through %s with checksums completed in software: %v", target, err)
+		}
 	}
 	if st, _ := p.Stats(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if st, _ := p.Stats6(); st.Errors != 0 || st.DNAT == 0 || st.RNAT == 0 {
+		t.Fatalf("IPv6 stats %+v", st)
 	}
 }

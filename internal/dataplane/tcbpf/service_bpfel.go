@@ -22,6 +22,75 @@ type serviceHostFlow struct {
 	Proto uint32
 }
 
+type serviceLb6Backend struct {
+	_  structs.HostLayout
+	Ip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
+}
+
+type serviceLb6Ct struct {
+	_    structs.HostLayout
+	Addr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Client struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port  uint16
+	Flags uint8
+	Pad   uint8
+	SvcId uint32
+}
+
+type serviceLb6CtKey struct {
+	_     structs.HostLayout
+	Saddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Daddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	Dir   uint8
+	Pad   uint16
+}
+
+type serviceLb6FragKey struct {
+	_     structs.HostLayout
+	Saddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Daddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Id    uint32
+	Proto uint8
+	Pad   [3]uint8
+}
+
+type serviceLb6SvcKey struct {
+	_   structs.HostLayout
+	Vip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port  uint16
+	Proto uint8
+	Scope uint8
+}
+
 type serviceLbAffinity struct {
 	_      structs.HostLayout
 	LastNs uint64
@@ -128,6 +197,12 @@ const (
 	serviceMapHostStats      = "host_stats"
 	serviceMapHostViaStack   = "host_via_stack"
 	serviceMapHostViaStackOn = "host_via_stack_on"
+	serviceMapLb6Backends    = "lb6_backends"
+	serviceMapLb6Conntrack   = "lb6_conntrack"
+	serviceMapLb6Frags       = "lb6_frags"
+	serviceMapLb6Services    = "lb6_services"
+	serviceMapLb6Stats       = "lb6_stats"
+	serviceMapLb6Tail        = "lb6_tail"
 	serviceMapLbAffinity     = "lb_affinity"
 	serviceMapLbBackends     = "lb_backends"
 	serviceMapLbBports       = "lb_bports"
@@ -145,6 +220,7 @@ const (
 	serviceProgFromPodL2     = "from_pod_l2"
 	serviceProgHostFromPod   = "host_from_pod"
 	serviceProgHostToPod     = "host_to_pod"
+	serviceProgLb6Reject     = "lb6_reject"
 	serviceProgNodeportIn    = "nodeport_in"
 	serviceProgNodeportOut   = "nodeport_out"
 	serviceProgToPod         = "to_pod"
@@ -196,6 +272,7 @@ type serviceProgramSpecs struct {
 	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.ProgramSpec `ebpf:"host_to_pod"`
+	Lb6Reject   *ebpf.ProgramSpec `ebpf:"lb6_reject"`
 	NodeportIn  *ebpf.ProgramSpec `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.ProgramSpec `ebpf:"nodeport_out"`
 	ToPod       *ebpf.ProgramSpec `ebpf:"to_pod"`
@@ -208,6 +285,12 @@ type serviceMapSpecs struct {
 	HostStats      *ebpf.MapSpec `ebpf:"host_stats"`
 	HostViaStack   *ebpf.MapSpec `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.MapSpec `ebpf:"host_via_stack_on"`
+	Lb6Backends    *ebpf.MapSpec `ebpf:"lb6_backends"`
+	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
+	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
+	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
+	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
 	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
@@ -252,6 +335,12 @@ type serviceMaps struct {
 	HostStats      *ebpf.Map `ebpf:"host_stats"`
 	HostViaStack   *ebpf.Map `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.Map `ebpf:"host_via_stack_on"`
+	Lb6Backends    *ebpf.Map `ebpf:"lb6_backends"`
+	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
+	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
+	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
+	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
 	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
@@ -272,6 +361,12 @@ func (m *serviceMaps) Close() error {
 		m.HostStats,
 		m.HostViaStack,
 		m.HostViaStackOn,
+		m.Lb6Backends,
+		m.Lb6Conntrack,
+		m.Lb6Frags,
+		m.Lb6Services,
+		m.Lb6Stats,
+		m.Lb6Tail,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
@@ -302,6 +397,7 @@ type servicePrograms struct {
 	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.Program `ebpf:"host_to_pod"`
+	Lb6Reject   *ebpf.Program `ebpf:"lb6_reject"`
 	NodeportIn  *ebpf.Program `ebpf:"nodeport_in"`
 	NodeportOut *ebpf.Program `ebpf:"nodeport_out"`
 	ToPod       *ebpf.Program `ebpf:"to_pod"`
@@ -313,6 +409,7 @@ func (p *servicePrograms) Close() error {
 		p.FromPodL2,
 		p.HostFromPod,
 		p.HostToPod,
+		p.Lb6Reject,
 		p.NodeportIn,
 		p.NodeportOut,
 		p.ToPod,

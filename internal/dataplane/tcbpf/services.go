@@ -108,14 +108,15 @@ func (s Service) value(id uint32) serviceLbSvc {
 	return v
 }
 
-// key is the Service map's key of s.
-func (s Service) key() serviceLbSvcKey {
-	k := svcKey(s.VIP, s.Port, s.Proto)
-	if s.External {
-		k.Scope = scopeExternal
-	}
-	return k
+// frontendKey names one Service map entry, whatever the family.
+type frontendKey struct {
+	vip      netip.Addr
+	port     uint16
+	proto    Proto
+	external bool
 }
+
+func (s Service) frontend() frontendKey { return frontendKey{s.VIP, s.Port, s.Proto, s.External} }
 
 func (s Service) String() string {
 	if s.External {
@@ -130,11 +131,17 @@ var (
 	ErrNotFound = errors.New("no such service")
 )
 
-// Validate checks what the data plane needs: IPv4 addresses, ports 1-65535,
-// tcp or udp, no duplicate backends.
+// Validate checks what the data plane needs: IPv4 or IPv6 addresses, one
+// family per Service, ports 1-65535, tcp or udp, no duplicate backends.
+// IPv6 Services have no sessionAffinity nor external entries yet
+// (bpf/lb6.h).
 func (s Service) Validate() error {
-	if !s.VIP.Is4() {
-		return fmt.Errorf("service %s: the clusterIP must be an IPv4 address", s)
+	v6 := s.VIP.Is6()
+	if !s.VIP.IsValid() || s.VIP.Is4In6() || s.VIP.Zone() != "" {
+		return fmt.Errorf("service %s: the clusterIP must be an IPv4 or IPv6 address", s)
+	}
+	if v6 && (s.Affinity > 0 || s.External || s.HasExternal) {
+		return fmt.Errorf("service %s: sessionAffinity and external entries are IPv4-only so far: drop them for an IPv6 Service", s)
 	}
 	if s.Port == 0 {
 		return fmt.Errorf("service %s: port 0: use 1-65535", s)
@@ -153,8 +160,8 @@ func (s Service) Validate() error {
 	}
 	seen := map[Backend]bool{}
 	for _, b := range s.Backends {
-		if !b.IP.Is4() {
-			return fmt.Errorf("service %s: backend %s: must be an IPv4 address", s, b)
+		if !b.IP.IsValid() || b.IP.Is6() != v6 || b.IP.Is4In6() || b.IP.Zone() != "" {
+			return fmt.Errorf("service %s: backend %s: must be an %s address, as the clusterIP", s, b, familyName(v6))
 		}
 		if b.Port == 0 {
 			return fmt.Errorf("service %s: backend %s: port 0: use 1-65535", s, b)
@@ -185,8 +192,11 @@ func portOf(v uint16) uint16 {
 	return binary.BigEndian.Uint16(b[:])
 }
 
-func svcKey(vip netip.Addr, port uint16, proto Proto) serviceLbSvcKey {
-	return serviceLbSvcKey{Vip: be32(vip), Port: be16(port), Proto: uint8(proto)}
+func familyName(v6 bool) string {
+	if v6 {
+		return "IPv6"
+	}
+	return "IPv4"
 }
 
 // AddService adds one Service; it fails (ErrExists) if vip:port/proto is taken.
@@ -195,18 +205,16 @@ func (p *Plane) AddService(s Service) error { return p.AddServices([]Service{s})
 // AddServices adds many Services at once (thousands for scale tests): all
 // are validated first, so bad input adds none.
 func (p *Plane) AddServices(ss []Service) (err error) {
-	seen := map[serviceLbSvcKey]string{}
+	seen := map[frontendKey]bool{}
 	for _, s := range ss {
 		if err := s.Validate(); err != nil {
 			return err
 		}
-		k := s.key()
-		if _, dup := seen[k]; dup {
+		if seen[s.frontend()] {
 			return fmt.Errorf("service %s is given twice", s)
 		}
-		seen[k] = s.String()
-		var v serviceLbSvc
-		if err := p.objs.LbServices.Lookup(&k, &v); err == nil {
+		seen[s.frontend()] = true
+		if _, err := p.mapsOf(s.VIP).lookup(s); err == nil {
 			return fmt.Errorf("service %s: %w (delete it first)", s, ErrExists)
 		}
 	}
@@ -230,20 +238,17 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 	}()
 	for i := range ss {
 		s := ss[i]
+		m := p.mapsOf(s.VIP)
 		// Backends first: the programs never see a count larger than the slots filled.
 		for slot, b := range s.Backends {
-			bk := serviceLbBackendKey{SvcId: id, Slot: uint32(slot)}
-			bv := serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}
-			if uerr := p.objs.LbBackends.Update(&bk, &bv, ebpf.UpdateAny); uerr != nil {
-				p.delBackends(id, slot)
+			if uerr := m.putBackend(id, slot, b); uerr != nil {
+				m.delBackends(id, slot)
 				err = fmt.Errorf("service %s: backend map: %w", s, uerr)
 				return err
 			}
 		}
-		k := s.key()
-		v := s.value(id)
-		if uerr := p.objs.LbServices.Update(&k, &v, ebpf.UpdateNoExist); uerr != nil {
-			p.delBackends(id, len(s.Backends))
+		if uerr := m.put(s, s.value(id), ebpf.UpdateNoExist); uerr != nil {
+			m.delBackends(id, len(s.Backends))
 			if errors.Is(uerr, ebpf.ErrKeyExist) {
 				err = fmt.Errorf("service %s: %w", s, ErrExists)
 			} else {
@@ -278,10 +283,9 @@ func (p *Plane) nextIDs(n uint32) (uint32, error) {
 	return next, nil
 }
 
-func (p *Plane) delBackends(id uint32, n int) {
+func (m svcMaps) delBackends(id uint32, n int) {
 	for slot := 0; slot < n; slot++ {
-		bk := serviceLbBackendKey{SvcId: id, Slot: uint32(slot)}
-		_ = p.objs.LbBackends.Delete(&bk)
+		m.delBackend(id, slot)
 	}
 }
 
@@ -294,10 +298,10 @@ func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 // DelEntry removes the entry s names (VIP, Port, Proto, External; the rest
 // of s is ignored), as DelService.
 func (p *Plane) DelEntry(s Service) error {
-	k := s.key()
-	var v serviceLbSvc
+	m := p.mapsOf(s.VIP)
 	name := s.String()
-	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
+	v, err := m.lookup(s)
+	if err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("service %s: %w", name, ErrNotFound)
 		}
@@ -306,23 +310,26 @@ func (p *Plane) DelEntry(s Service) error {
 	gone := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto}
 	// Its backend ports leave the prefilter with it (a slot already gone
 	// just counts for nothing).
-	gone.Backends, _ = p.backendsOf(v)
-	if err := p.objs.LbServices.Delete(&k); err != nil {
+	gone.Backends, _ = m.backendsOf(v)
+	if err := m.del(s); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
-	p.delBackends(v.Id, int(v.Count))
+	m.delBackends(v.Id, int(v.Count))
 	return p.countFilters([]Service{gone}, -1)
 }
 
 // countFilters adds delta (+1 or -1) per Service to the programs'
-// prefilters (bpf/lb.h): lb_vip16 counts clusterIPs per /16, lb_bports
-// backends per port. Counts, not bits, so that deleting one Service never
-// hides another in the same /16 or on the same port.
+// prefilters (bpf/lb.h): lb_vip16 counts IPv4 clusterIPs per /16 (IPv6 has
+// no clusterIP prefilter yet), lb_bports backends per port (both
+// families). Counts, not bits, so that deleting one Service never hides
+// another in the same /16 or on the same port.
 func (p *Plane) countFilters(ss []Service, delta int64) error {
 	vips, ports := map[uint32]int64{}, map[uint32]int64{}
 	for _, s := range ss {
-		v4 := s.VIP.As4()
-		vips[uint32(v4[0])<<8|uint32(v4[1])] += delta
+		if s.VIP.Is4() {
+			v4 := s.VIP.As4()
+			vips[uint32(v4[0])<<8|uint32(v4[1])] += delta
+		}
 		for _, b := range s.Backends {
 			ports[uint32(b.Port)] += delta
 		}
@@ -362,40 +369,39 @@ func (p *Plane) rebuildFilters() error {
 
 // backendsOf reads a Service's backends, slot by slot; on a missing slot it
 // returns those read so far and the error.
-func (p *Plane) backendsOf(v serviceLbSvc) ([]Backend, error) {
+func (m svcMaps) backendsOf(v serviceLbSvc) ([]Backend, error) {
 	var out []Backend
 	for slot := uint32(0); slot < uint32(v.Count); slot++ {
-		var b serviceLbBackend
-		if err := p.objs.LbBackends.Lookup(&serviceLbBackendKey{SvcId: v.Id, Slot: slot}, &b); err != nil {
+		b, err := m.backend(v.Id, slot)
+		if err != nil {
 			return out, fmt.Errorf("backend slot %d: %w", slot, err)
 		}
-		out = append(out, Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)})
+		out = append(out, b)
 	}
 	return out, nil
 }
 
-// ListServices returns every Service, sorted by clusterIP, port, protocol.
+// ListServices returns every Service of both families, sorted by
+// clusterIP (IPv4 first), port, protocol.
 func (p *Plane) ListServices() ([]Service, error) {
-	var (
-		k   serviceLbSvcKey
-		v   serviceLbSvc
-		out []Service
-	)
-	it := p.objs.LbServices.Iterate()
-	for it.Next(&k, &v) {
-		s := Service{VIP: addrOf(k.Vip), Port: portOf(k.Port), Proto: Proto(k.Proto), ID: v.Id,
-			External: k.Scope == scopeExternal, HasExternal: v.Flags&svcExternal != 0}
-		if v.Flags&svcAffinity != 0 {
-			s.Affinity = v.AffinityTimeout
+	var out []Service
+	for _, m := range p.families() {
+		es, err := m.entries()
+		if err != nil {
+			return nil, err
 		}
-		var err error
-		if s.Backends, err = p.backendsOf(v); err != nil {
-			return nil, fmt.Errorf("service %s: %w", s, err)
+		for _, e := range es {
+			v := e.v
+			s := Service{VIP: e.vip, Port: e.port, Proto: e.proto, ID: v.Id,
+				External: e.external, HasExternal: v.Flags&svcExternal != 0}
+			if v.Flags&svcAffinity != 0 {
+				s.Affinity = v.AffinityTimeout
+			}
+			if s.Backends, err = m.backendsOf(v); err != nil {
+				return nil, fmt.Errorf("service %s: %w", s, err)
+			}
+			out = append(out, s)
 		}
-		out = append(out, s)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -433,17 +439,54 @@ type Stats struct {
 
 // Stats reads the counters.
 func (p *Plane) Stats() (Stats, error) {
-	var v [9]uint64
+	v, err := sumCounters(p.objs.LbStats, 9)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
+}
+
+// Stats6 are the IPv6 programs' counters (bpf/lb6.h's lb6_stats), summed
+// over CPUs: as Stats, and the IPv6 packets left to the stack untouched.
+type Stats6 struct {
+	DNAT      uint64 `json:"dnat_packets"`
+	RNAT      uint64 `json:"rnat_packets"`
+	NewFlows  uint64 `json:"new_flows"`
+	NoBackend uint64 `json:"no_backend_drops"`
+	ICMP      uint64 `json:"icmp_errors"`
+	Frags     uint64 `json:"fragments"`
+	Errors    uint64 `json:"rewrite_err_drops"`
+	// More extension headers than the programs walk (LB6_MAX_EXTHDRS).
+	ExtHdrPass uint64 `json:"exthdr_chain_passed"`
+	// A cut-off IPv6, extension, TCP/UDP header or ICMPv6 quote.
+	TruncPass uint64 `json:"truncated_passed"`
+	// Answered with ICMPv6 port unreachable: a Service without backends.
+	Rejects uint64 `json:"rejects"`
+}
+
+// Stats6 reads the IPv6 counters.
+func (p *Plane) Stats6() (Stats6, error) {
+	v, err := sumCounters(p.objs.Lb6Stats, 10)
+	if err != nil {
+		return Stats6{}, err
+	}
+	return Stats6{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Errors: v[6],
+		ExtHdrPass: v[7], TruncPass: v[8], Rejects: v[9]}, nil
+}
+
+// sumCounters reads the first n counters of a per-CPU array, summed over CPUs.
+func sumCounters(m *ebpf.Map, n int) ([]uint64, error) {
+	v := make([]uint64, n)
 	for i := range v {
 		var per []uint64
-		if err := p.objs.LbStats.Lookup(uint32(i), &per); err != nil {
-			return Stats{}, fmt.Errorf("stats: %w", err)
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, fmt.Errorf("stats: %w", err)
 		}
 		for _, x := range per {
 			v[i] += x
 		}
 	}
-	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
+	return v, nil
 }
 
 // Flow is one conntrack entry in the forward direction.
@@ -455,27 +498,43 @@ type Flow struct {
 	Hairpin bool           `json:"hairpin,omitempty"`
 }
 
-// Flows lists the conntrack's forward entries (at most limit; 0 = all).
+// Flows lists the conntrack's forward entries, IPv4 then IPv6 (at most
+// limit; 0 = all).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
 	var (
 		k   serviceLbCtKey
 		v   serviceLbCt
 		out []Flow
 	)
+	full := func() bool { return limit > 0 && len(out) >= limit }
 	it := p.objs.LbConntrack.Iterate()
-	for it.Next(&k, &v) {
-		if k.Dir != ctFwd {
-			continue
+	for !full() && it.Next(&k, &v) {
+		if k.Dir == ctFwd {
+			out = append(out, Flow{
+				Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
+				Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
+				Proto:   Proto(k.Proto),
+				Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
+				Hairpin: v.Flags&ctHairpin != 0,
+			})
 		}
-		out = append(out, Flow{
-			Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
-			Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
-			Proto:   Proto(k.Proto),
-			Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
-			Hairpin: v.Flags&ctHairpin != 0,
-		})
-		if limit > 0 && len(out) >= limit {
-			break
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		k6 serviceLb6CtKey
+		v6 serviceLb6Ct
+	)
+	it = p.objs.Lb6Conntrack.Iterate()
+	for !full() && it.Next(&k6, &v6) {
+		if k6.Dir == ctFwd {
+			out = append(out, Flow{
+				Client:  netip.AddrPortFrom(addrOf6(k6.Saddr), portOf(k6.Sport)),
+				Service: netip.AddrPortFrom(addrOf6(k6.Daddr), portOf(k6.Dport)),
+				Proto:   Proto(k6.Proto),
+				Backend: netip.AddrPortFrom(addrOf6(v6.Addr), portOf(v6.Port)),
+			})
 		}
 	}
 	return out, it.Err()

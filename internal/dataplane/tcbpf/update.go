@@ -16,16 +16,16 @@ func (p *Plane) UpdateService(s Service) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	k := s.key()
-	var v serviceLbSvc
-	if err := p.objs.LbServices.Lookup(&k, &v); err != nil {
+	m := p.mapsOf(s.VIP)
+	v, err := m.lookup(s)
+	if err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("service %s: %w", s, ErrNotFound)
 		}
 		return fmt.Errorf("service %s: %w", s, err)
 	}
 	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}
-	old.Backends, _ = p.backendsOf(v)
+	old.Backends, _ = m.backendsOf(v)
 	s.Backends = StableSlots(old.Backends, s.Backends)
 	// The new backends' ports enter the prefilter before any packet can be
 	// sent to them; the old ones leave it last.
@@ -33,20 +33,17 @@ func (p *Plane) UpdateService(s Service) error {
 		return err
 	}
 	for slot, b := range s.Backends {
-		bk := serviceLbBackendKey{SvcId: v.Id, Slot: uint32(slot)}
-		bv := serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}
-		if err := p.objs.LbBackends.Update(&bk, &bv, ebpf.UpdateAny); err != nil {
+		if err := m.putBackend(v.Id, slot, b); err != nil {
 			return fmt.Errorf("service %s: backend map: %w", s, err)
 		}
 	}
 	// The count changes once the slots it covers are filled (growing) and
 	// before the slots beyond it go (shrinking).
-	nv := s.value(v.Id)
-	if err := p.objs.LbServices.Update(&k, &nv, ebpf.UpdateExist); err != nil {
+	if err := m.put(s, s.value(v.Id), ebpf.UpdateExist); err != nil {
 		return fmt.Errorf("service %s: service map: %w", s, err)
 	}
 	for slot := len(s.Backends); slot < int(v.Count); slot++ {
-		_ = p.objs.LbBackends.Delete(&serviceLbBackendKey{SvcId: v.Id, Slot: uint32(slot)})
+		m.delBackend(v.Id, slot)
 	}
 	// countFilters also counted the clusterIP's /16 once more above: the
 	// old entry takes it back with its backends.

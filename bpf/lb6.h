@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lb6.h: the Service load balancer of lb.h for IPv6: its own maps (lb6_*,
+ * beside the IPv4 ones; service ids from the one lb_meta counter, backend
+ * ports in the shared lb_bports prefilter), the same conntrack scheme
+ * (a forward and a reverse entry per flow), DNAT from pods and reverse NAT
+ * towards them, ICMPv6 errors about a translated flow translated too.
+ *
+ * What differs from IPv4:
+ *   - no IP header checksum; the TCP/UDP (and ICMPv6) checksum covers a
+ *     pseudo-header with the 128-bit addresses. It is updated here (RFC
+ *     1624, over the addresses' words) and written with the bytes it
+ *     covers, so the packet's sum does not change and a CHECKSUM_COMPLETE
+ *     skb->csum stays right with no helper;
+ *   - extension headers before the L4 header: walked up to
+ *     LB6_MAX_EXTHDRS; beyond, the packet goes to the stack untouched and
+ *     LB6_STAT_EXTHDR_PASS rises;
+ *   - fragments carry a 32-bit id in a fragment header;
+ *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
+ *     (types 1-4) quote a packet.
+ * Not yet: hairpin, sessionAffinity, external scope, NodePort, host
+ * routing.
+ */
+#ifndef VNETLAB_LB6_H
+#define VNETLAB_LB6_H
+
+#include "lb.h"
+
+#define LB6_MAX_SERVICES (1 << 16)
+#define LB6_MAX_BACKENDS (1 << 18)
+#define LB6_MAX_EXTHDRS  4 /* extension headers walked before the L4 header */
+
+/* Next-header values (linux/ipv6.h's NEXTHDR_*, which needs libc headers). */
+#define LB6_HOP      0
+#define LB6_ROUTING  43
+#define LB6_FRAGMENT 44
+#define LB6_DEST     60
+#define LB6_ICMP     58
+
+/* ICMPv6 errors that quote the packet that caused them. */
+#define LB6_ICMP_ERR_MAX 4 /* 1 unreachable, 2 too big, 3 time exceeded, 4 parameter problem */
+
+#define IP6_OFF       ETH_HLEN
+#define IP6_HLEN      40
+#define IP6_SADDR_OFF (IP6_OFF + 8)
+
+struct lb6_addr {
+	__be32 w[4];
+};
+
+struct lb6_hdr {
+	__be32 vtc_flow; /* version, traffic class, flow label */
+	__be16 payload_len;
+	__u8 nexthdr;
+	__u8 hop_limit;
+	struct lb6_addr saddr, daddr;
+};
+
+struct lb6_svc_key {
+	struct lb6_addr vip;
+	__be16 port;
+	__u8 proto;
+	__u8 scope; /* LB_SCOPE_*: only LB_SCOPE_ALL for IPv6 so far */
+};
+
+struct lb6_backend {
+	struct lb6_addr ip;
+	__be16 port;
+	__u16 pad;
+};
+
+struct lb6_ct_key {
+	struct lb6_addr saddr, daddr;
+	__be16 sport, dport;
+	__u8 proto;
+	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
+	__u16 pad;
+};
+
+/* As lb_ct: FWD addr:port = backend, REV addr:port = vip:vport. */
+struct lb6_ct {
+	struct lb6_addr addr;
+	struct lb6_addr client;
+	__be16 port;
+	__u8 flags;
+	__u8 pad;
+	__u32 svc_id;
+};
+
+struct lb6_frag_key {
+	struct lb6_addr saddr, daddr;
+	__be32 id;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+enum {
+	LB6_STAT_DNAT = 0,
+	LB6_STAT_RNAT = 1,
+	LB6_STAT_CT_NEW = 2,
+	LB6_STAT_NO_BACKEND = 3,
+	LB6_STAT_ICMP = 4,
+	LB6_STAT_FRAG = 5,
+	LB6_STAT_ERROR = 6,
+	LB6_STAT_EXTHDR_PASS = 7, /* more extension headers than LB6_MAX_EXTHDRS: to the stack */
+	LB6_STAT_TRUNC_PASS = 8,  /* a cut-off header: to the stack untouched */
+	LB6_STAT_REJECT = 9,      /* answered with ICMPv6 port unreachable: service without backends */
+	LB6_STAT_MAX = 10,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB6_MAX_SERVICES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb6_svc_key);
+	__type(value, struct lb_svc);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB6_MAX_BACKENDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb_backend_key);
+	__type(value, struct lb6_backend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FLOWS);
+	__type(key, struct lb6_ct_key);
+	__type(value, struct lb6_ct);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_conntrack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FRAGS);
+	__type(key, struct lb6_frag_key);
+	__type(value, struct lb_frag);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_frags SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB6_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_stats SEC(".maps");
+
+/* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
+ * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
+ * empties a program array when its last user reference goes (Plane.Close);
+ * every load puts its own programs in (cilium/ebpf fills .values). */
+#define LB6_TAIL_REJECT 0
+int lb6_reject(struct __sk_buff *skb);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, int(struct __sk_buff *));
+} lb6_tail SEC(".maps") = {
+	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
+};
+
+static __always_inline void lb6_count(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&lb6_stats, &what);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int lb6_addr_eq(const struct lb6_addr *a, const struct lb6_addr *b)
+{
+	return ((a->w[0] ^ b->w[0]) | (a->w[1] ^ b->w[1]) | (a->w[2] ^ b->w[2]) | (a->w[3] ^ b->w[3])) == 0;
+}
+
+/* lb6_addr_diff: what replacing from by to adds to a one's complement sum. */
+static __always_inline __u32 lb6_addr_diff(const struct lb6_addr *from, const struct lb6_addr *to)
+{
+	__u32 s = 0;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		s = lb_csum_add(lb_csum_add(s, ~from->w[i]), to->w[i]);
+	return s;
+}
+
+/* lb6_csum_apply: a checksum field after the bytes it covers changed by diff. */
+static __always_inline __u16 lb6_csum_apply(__u16 check, __u32 diff)
+{
+	return ~lb_csum_fold(lb_csum_add((__u16)~check, diff));
+}
+
+/* A parsed IPv6 TCP/UDP packet (or an ICMPv6 one: ports are then zero). */
+struct lb6_pkt {
+	struct lb6_addr saddr, daddr;
+	__be32 frag_id;
+	__be16 sport, dport;
+	__u16 l4_check;
+	__u8 proto;
+	__u8 has_l4;     /* the L4 header is in this packet (not a later fragment) */
+	__u8 first_frag;
+	__u8 tcp_syn, tcp_ack, tcp_rst;
+	__u32 l4off;     /* from the start of the frame */
+};
+
+/* lb6_parse fills p for IPv6 TCP, UDP and ICMPv6 after at most
+ * LB6_MAX_EXTHDRS extension headers (hop-by-hop, routing, destination
+ * options, fragment). Everything else is LB_PASS, left untouched: other
+ * protocols, AH/ESP, no next header, cut-off headers (counted), longer
+ * chains (counted). The payload length is never read: jumbograms (0, with
+ * a hop-by-hop jumbo option) and BIG TCP's GSO packets (0, without) parse
+ * like any packet. A later fragment is LB_GO only when its first fragment
+ * was seen (ports from lb6_frags). */
+static __always_inline int lb6_parse(struct __sk_buff *skb, struct lb6_pkt *p)
+{
+	struct lb6_hdr ip;
+	__u32 off = IP6_OFF + IP6_HLEN;
+	__u8 nh, later = 0;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return LB_PASS;
+	/* A helper, not lb_load: headers copied from the linear data are
+	 * spilled scalars the verifier of kernel 6.18 then tracks for
+	 * precision back across its helper path and trips ("verifier bug:
+	 * stack slot 6, total slots 0"). Same for the variable offsets below. */
+	if (bpf_skb_load_bytes(skb, IP6_OFF, &ip, sizeof(ip)) < 0)
+		goto trunc;
+	if ((ip.vtc_flow & bpf_htonl(0xf0000000)) != bpf_htonl(0x60000000))
+		return LB_PASS;
+	__builtin_memset(p, 0, sizeof(*p));
+	p->saddr = ip.saddr;
+	p->daddr = ip.daddr;
+	p->has_l4 = 1;
+	nh = ip.nexthdr;
+
+#pragma unroll
+	for (int i = 0; i < LB6_MAX_EXTHDRS; i++) {
+		__u8 h[8];
+
+		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP || nh == LB6_ICMP)
+			break;
+		if (nh != LB6_HOP && nh != LB6_ROUTING && nh != LB6_DEST && nh != LB6_FRAGMENT)
+			return LB_PASS; /* AH, ESP, no next header, anything else */
+		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)) < 0)
+			goto trunc;
+		if (nh == LB6_FRAGMENT) {
+			__u16 fo = bpf_ntohs(*(__be16 *)&h[2]);
+
+			p->frag_id = *(__be32 *)&h[4];
+			p->first_frag = !(fo & 0xfff8) && (fo & 1);
+			later = (fo & 0xfff8) != 0;
+			off += 8;
+		} else {
+			off += ((__u32)h[1] + 1) * 8;
+		}
+		nh = h[0];
+		if (later)
+			break; /* no L4 header in this packet */
+	}
+	if (!later && nh != IPPROTO_TCP && nh != IPPROTO_UDP && nh != LB6_ICMP) {
+		if (nh == LB6_HOP || nh == LB6_ROUTING || nh == LB6_DEST || nh == LB6_FRAGMENT)
+			lb6_count(LB6_STAT_EXTHDR_PASS);
+		return LB_PASS;
+	}
+	p->proto = nh;
+	p->l4off = off;
+	if (later) {
+		struct lb6_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = nh };
+		struct lb_frag *f;
+
+		if (nh != IPPROTO_TCP && nh != IPPROTO_UDP)
+			return LB_PASS;
+		f = bpf_map_lookup_elem(&lb6_frags, &fk);
+		if (!f)
+			return LB_PASS;
+		p->sport = f->sport;
+		p->dport = f->dport;
+		p->has_l4 = 0;
+		return LB_GO;
+	}
+	if (nh == LB6_ICMP)
+		return LB_GO; /* lb6_icmp_quote reads (and bounds) the rest */
+	if (nh == IPPROTO_TCP) {
+		__u8 hdr[20];
+
+		if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0)
+			goto trunc;
+		p->sport = *(__be16 *)&hdr[0];
+		p->dport = *(__be16 *)&hdr[2];
+		p->tcp_syn = (hdr[13] & 0x02) != 0;
+		p->tcp_ack = (hdr[13] & 0x10) != 0;
+		p->tcp_rst = (hdr[13] & 0x04) != 0;
+		p->l4_check = *(__u16 *)&hdr[16];
+	} else {
+		__be16 h[4];
+
+		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)) < 0)
+			goto trunc;
+		p->sport = h[0];
+		p->dport = h[1];
+		p->l4_check = h[3];
+	}
+	return LB_GO;
+trunc:
+	lb6_count(LB6_STAT_TRUNC_PASS);
+	return LB_PASS;
+}
+
+static __always_inline void lb6_frag_remember(const struct lb6_pkt *p)
+{
+	struct lb6_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = p->proto };
+	struct lb_frag f = { .sport = p->sport, .dport = p->dport };
+
+	if (p->first_frag)
+		bpf_map_update_elem(&lb6_frags, &fk, &f, BPF_ANY);
+}
+
+/* What a translation makes of a packet's addresses (contiguous, as in the
+ * header) and ports. */
+struct lb6_tuple {
+	struct lb6_addr saddr, daddr;
+	__be16 sport, dport;
+};
+
+/* lb6_rewrite gives packet p the addresses and ports of to. The TCP/UDP
+ * checksum follows the kernel's inet_proto_csum_replace rules, as
+ * lb_rewrite's: CHECKSUM_PARTIAL (the field holds the pseudo-header sum)
+ * takes the address change only, other packets addresses and ports; a
+ * later fragment has no L4 header (its first fragment's checksum covered
+ * the addresses). A UDP checksum of 0 (illegal in IPv6) stays as it is; a
+ * computed 0 is sent as 0xffff. */
+static __always_inline int lb6_rewrite(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_tuple *to)
+{
+	struct {
+		__be16 sport, dport;
+	} ports_to = { to->sport, to->dport };
+	__u32 addrs, ports;
+	__u16 l4;
+
+	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &to->saddr, 2 * sizeof(struct lb6_addr), 0) < 0)
+		return -1;
+	if (!p->has_l4)
+		return 0;
+	addrs = lb_csum_add(lb6_addr_diff(&p->saddr, &to->saddr), lb6_addr_diff(&p->daddr, &to->daddr));
+	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
+	l4 = p->l4_check;
+	if (p->proto == IPPROTO_UDP && l4 == 0) {
+		/* stays as it came */
+	} else if (lb_ip_summed(skb) == LB_CSUM_PARTIAL) {
+		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
+	} else {
+		l4 = lb6_csum_apply(l4, lb_csum_add(addrs, ports));
+	}
+	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
+		l4 = 0xffff;
+	if (bpf_skb_store_bytes(skb, p->l4off, &ports_to, sizeof(ports_to), 0) < 0)
+		return -1;
+	return bpf_skb_store_bytes(skb, p->l4off + (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM), &l4, sizeof(l4), 0);
+}
+
+static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
+{
+	__u32 h = p->proto ^ (((__u32)p->sport << 16) | p->dport);
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		h ^= p->saddr.w[i] ^ (p->daddr.w[i] * 0x9e3779b1);
+	return lb_hash_mix(h);
+}
+
+static __always_inline void lb6_ct_close(const struct lb6_ct_key *fk, const struct lb6_ct_key *rk)
+{
+	bpf_map_delete_elem(&lb6_conntrack, rk);
+	bpf_map_delete_elem(&lb6_conntrack, fk);
+}
+
+/* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
+ * vip:vport), then, for a RST, the end of the flow. */
+static __always_inline int lb6_rnat_pkt(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_ct *ct)
+{
+	struct lb6_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
+
+	if (lb6_rewrite(skb, p, &to) < 0) {
+		lb6_count(LB6_STAT_ERROR);
+		return TC_ACT_SHOT;
+	}
+	lb6_count(LB6_STAT_RNAT);
+	if (!p->has_l4)
+		lb6_count(LB6_STAT_FRAG);
+	if (p->tcp_rst) {
+		struct lb6_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
+					 .proto = p->proto, .dir = LB_CT_FWD };
+		struct lb6_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
+					 .proto = p->proto, .dir = LB_CT_REV };
+		lb6_ct_close(&fk, &rk);
+	}
+	return TC_ACT_OK;
+}
+
+/* ICMPv6 errors quote the packet that caused them (its IPv6 header and as
+ * much of the rest as fits). One about a translated flow is translated too:
+ * the quoted address and port, the outer address when it is the one the
+ * flow was translated from, and the ICMPv6 checksum (which covers the outer
+ * addresses, through its pseudo-header, and the quote) by exactly their
+ * change. A quote cut before its ports, or with extension headers, is left
+ * alone; so is a CHECKSUM_PARTIAL ICMPv6 packet (errors are built whole). */
+struct lb6_icmp_err {
+	__u32 in_ip; /* offset of the quoted IPv6 header */
+	__u32 in_l4; /* offset of the quoted L4 header */
+	struct lb6_addr saddr, daddr;
+	__be16 sport, dport;
+	__u8 proto;
+	__u16 check; /* the ICMPv6 checksum */
+};
+
+static __always_inline int lb6_icmp_quote(struct __sk_buff *skb, const struct lb6_pkt *p, struct lb6_icmp_err *e)
+{
+	struct lb_icmphdr ih;
+	struct lb6_hdr in;
+	__be16 ports[2];
+
+	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
+		return LB_PASS;
+	if (ih.type == 0 || ih.type > LB6_ICMP_ERR_MAX)
+		return LB_PASS; /* informational: echo, NDP, MLD */
+	if (lb_ip_summed(skb) == LB_CSUM_PARTIAL)
+		return LB_PASS;
+	e->in_ip = p->l4off + sizeof(ih);
+	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
+		goto trunc;
+	if ((in.vtc_flow & bpf_htonl(0xf0000000)) != bpf_htonl(0x60000000) ||
+	    (in.nexthdr != IPPROTO_TCP && in.nexthdr != IPPROTO_UDP))
+		return LB_PASS;
+	e->in_l4 = e->in_ip + IP6_HLEN;
+	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
+		goto trunc;
+	e->saddr = in.saddr;
+	e->daddr = in.daddr;
+	e->sport = ports[0];
+	e->dport = ports[1];
+	e->proto = in.nexthdr;
+	e->check = ih.checksum;
+	return LB_GO;
+trunc:
+	lb6_count(LB6_STAT_TRUNC_PASS);
+	return LB_PASS;
+}
+
+/* lb6_icmp_xlate rewrites, in an ICMPv6 error e, the quoted address at
+ * qaddr_off (8: source, 24: destination, in the quoted header; it holds
+ * qaddr) and the quoted port at qport_off (0: source, 2: destination; it
+ * holds qport) to addr:port, and the outer address at outer_off (0: none)
+ * from outer to addr. */
+static __always_inline int lb6_icmp_xlate(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_icmp_err *e,
+					  __u32 qaddr_off, const struct lb6_addr *qaddr, __u32 qport_off, __be16 qport,
+					  const struct lb6_ct *ct, __u32 outer_off, const struct lb6_addr *outer)
+{
+	struct lb6_addr addr = ct->addr;
+	__be16 port = ct->port;
+	__u32 diff = lb_csum_add(lb6_addr_diff(qaddr, &addr), lb_csum_add((__u16)~qport, port));
+	__u16 check;
+
+	if (outer_off)
+		diff = lb_csum_add(diff, lb6_addr_diff(outer, &addr));
+	check = lb6_csum_apply(e->check, diff);
+	if (bpf_skb_store_bytes(skb, e->in_ip + qaddr_off, &addr, sizeof(addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_l4 + qport_off, &port, sizeof(port), 0) < 0)
+		goto fail;
+	if (outer_off && bpf_skb_store_bytes(skb, outer_off, &addr, sizeof(addr), 0) < 0)
+		goto fail;
+	if (bpf_skb_store_bytes(skb, p->l4off + ICMP_CSUM, &check, sizeof(check), 0) < 0)
+		goto fail;
+	lb6_count(LB6_STAT_ICMP);
+	return TC_ACT_OK;
+fail:
+	lb6_count(LB6_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* lb6_icmp translates an ICMPv6 error about a translated flow.
+ * dir LB_CT_REV: an error travelling towards the client about client ->
+ * backend (e.g. port unreachable from the backend): the quote becomes
+ * client -> vip:vport again, an outer source equal to the backend too.
+ * dir LB_CT_FWD: an error sent by the client about a reply it got from
+ * vip:vport: the quote becomes backend:bport -> client, an outer
+ * destination equal to the vip the backend. Either way the quote's reply
+ * direction is the conntrack key. */
+static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt *p, __u8 dir)
+{
+	struct lb6_icmp_err e;
+	struct lb6_ct_key k = {};
+	struct lb6_ct *ct;
+
+	if (lb6_icmp_quote(skb, p, &e) != LB_GO)
+		return TC_ACT_OK;
+	k.saddr = e.daddr;
+	k.daddr = e.saddr;
+	k.sport = e.dport;
+	k.dport = e.sport;
+	k.proto = e.proto;
+	k.dir = dir;
+	ct = bpf_map_lookup_elem(&lb6_conntrack, &k);
+	if (!ct)
+		return TC_ACT_OK;
+	if (dir == LB_CT_REV)
+		return lb6_icmp_xlate(skb, p, &e, 24, &e.daddr, 2, e.dport, ct,
+				      lb6_addr_eq(&p->saddr, &e.daddr) ? IP6_SADDR_OFF : 0, &p->saddr);
+	return lb6_icmp_xlate(skb, p, &e, 8, &e.saddr, 0, e.sport, ct,
+			      lb6_addr_eq(&p->daddr, &e.saddr) ? IP6_SADDR_OFF + sizeof(struct lb6_addr) : 0, &p->daddr);
+}
+
+/* lb6_forget_stale: as lb_forget_stale (a direct flow reusing a translated
+ * one's tuple must not have its replies rewritten). */
+static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
+{
+	struct lb6_ct_key rk = {};
+
+	if (p->proto == IPPROTO_TCP) {
+		if (!p->tcp_syn || p->tcp_ack)
+			return;
+	} else if (p->proto != IPPROTO_UDP) {
+		return;
+	}
+	if (!lb_maybe_backend_port(p->dport))
+		return;
+	rk.saddr = p->daddr;
+	rk.daddr = p->saddr;
+	rk.sport = p->dport;
+	rk.dport = p->sport;
+	rk.proto = p->proto;
+	rk.dir = LB_CT_REV;
+	if (bpf_map_lookup_elem(&lb6_conntrack, &rk))
+		bpf_map_delete_elem(&lb6_conntrack, &rk);
+}
+
+/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port. */
+static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port)
+{
+	rk->saddr = *ip;
+	rk->daddr = p->saddr;
+	rk->sport = port;
+	rk->dport = p->sport;
+	rk->proto = p->proto;
+	rk->dir = LB_CT_REV;
+}
+
+/* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
+ * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
+ * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
+ * the client, quoting the packet's IPv6 header and its first 20 (TCP) or 8
+ * (UDP) L4 bytes, and goes back where it came from. Only a packet without
+ * extension headers is answered (the quote is then a fixed 40 bytes); other
+ * packets are dropped and counted. The ICMPv6 checksum covers the
+ * pseudo-header; a CHECKSUM_PARTIAL packet's quoted checksum field gets the
+ * value a completion leaves unchanged, as in lb_reject. */
+#define LB6_REJ_GROW 48 /* IPv6 header + ICMPv6 header */
+
+struct lb6_rej {
+	__u8 pad[2];
+	__u8 eth[ETH_HLEN];
+	struct lb6_hdr ip;
+	struct lb_icmphdr icmp;
+	struct lb6_hdr qip;
+	__u8 ql4[LB_REJ_TCP_QUOTE];
+};
+
+static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
+{
+	struct lb6_rej r = {};
+	__u32 q, len, start, field, sum;
+	int summed;
+
+	if (p->proto == IPPROTO_TCP) {
+		if (!p->tcp_syn || p->tcp_ack)
+			goto drop;
+		q = LB_REJ_TCP_QUOTE;
+	} else if (p->proto == IPPROTO_UDP) {
+		q = LB_REJ_UDP_QUOTE;
+	} else {
+		goto drop;
+	}
+	if (!p->has_l4 || p->l4off != IP6_OFF + IP6_HLEN)
+		goto drop;
+	summed = lb_ip_summed(skb);
+	if (summed == LB_CSUM_COMPLETE)
+		goto drop;
+	if (summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != p->l4off || field != (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
+			goto drop;
+	}
+	if (bpf_skb_load_bytes(skb, 0, &r.eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &r.eth[0], 6) < 0 ||
+	    bpf_skb_load_bytes(skb, IP6_OFF, &r.qip, sizeof(r.qip)) < 0)
+		goto drop;
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_TCP_QUOTE) < 0)
+			goto drop;
+	} else if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_UDP_QUOTE) < 0) {
+		goto drop;
+	}
+	r.eth[12] = 0x86; /* ETH_P_IPV6 */
+	r.eth[13] = 0xdd;
+
+	if (summed == LB_CSUM_PARTIAL) {
+		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&r.ql4[TCP_CSUM] : (__u16 *)&r.ql4[UDP_CSUM];
+		__u32 rest, f;
+
+		*field16 = 0;
+		rest = q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+		rest %= 0xffff;
+		f = ((0xffff - rest) * 0x8000) % 0xffff;
+		*field16 = f ? f : 0xffff;
+	}
+
+	len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
+	r.ip.vtc_flow = bpf_htonl(0x6 << 28);
+	r.ip.payload_len = bpf_htons(len);
+	r.ip.nexthdr = LB6_ICMP;
+	r.ip.hop_limit = 64;
+	r.ip.saddr = p->daddr;
+	r.ip.daddr = p->saddr;
+	r.icmp.type = 1; /* destination unreachable */
+	r.icmp.code = 4; /* port unreachable */
+	/* Pseudo-header (addresses, length, next header) and the message. */
+	sum = lb_sum16(&r.ip.saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
+	sum += lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
+	sum += q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+	r.icmp.checksum = ~lb_csum_fold(sum);
+
+	/* From here on the packet is changed: a failure drops it. */
+	if (bpf_skb_adjust_room(skb, LB6_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+		goto drop;
+	if (bpf_skb_change_tail(skb, ETH_HLEN + IP6_HLEN + len, 0) < 0)
+		goto fail;
+	if (summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != ETH_HLEN + LB6_REJ_GROW + IP6_HLEN)
+			goto fail;
+	}
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_TCP_QUOTE, 0) < 0)
+			goto fail;
+	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_UDP_QUOTE, 0) < 0) {
+		goto fail;
+	}
+	lb6_count(LB6_STAT_REJECT);
+	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+drop:
+	lb6_count(LB6_STAT_NO_BACKEND);
+	return TC_ACT_SHOT;
+fail:
+	lb6_count(LB6_STAT_ERROR);
+	return TC_ACT_SHOT;
+}
+
+/* lb6_from_pod_pkt: packets leaving a pod, parsed by lb6_parse. */
+static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
+{
+	struct lb6_pkt p = *pp;
+	struct lb6_svc_key sk = {};
+	struct lb6_ct_key fk = {}, rk = {};
+	struct lb6_tuple to;
+	struct lb_svc *svc;
+	struct lb6_ct *ct;
+	struct lb6_addr be_ip;
+	__be16 be_port;
+
+	if (p.proto == LB6_ICMP)
+		return lb6_icmp(skb, &p, LB_CT_FWD);
+	sk.vip = p.daddr;
+	sk.port = p.dport;
+	sk.proto = p.proto;
+	svc = bpf_map_lookup_elem(&lb6_services, &sk);
+	if (!svc) {
+		lb6_forget_stale(&p);
+		return TC_ACT_OK;
+	}
+	if (svc->count == 0) {
+		bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
+		lb6_count(LB6_STAT_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	fk.saddr = p.saddr;
+	fk.daddr = p.daddr;
+	fk.sport = p.sport;
+	fk.dport = p.dport;
+	fk.proto = p.proto;
+	fk.dir = LB_CT_FWD;
+	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb6_conntrack, &fk);
+	if (ct && ct->svc_id == svc->id) {
+		be_ip = ct->addr;
+		be_port = ct->port;
+	} else {
+		struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(&p) % svc->count };
+		struct lb6_backend *b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		struct lb6_ct fwd = {}, rev = {};
+
+		if (!b) {
+			lb6_count(LB6_STAT_NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		be_ip = b->ip;
+		be_port = b->port;
+		lb6_count(LB6_STAT_CT_NEW);
+		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		fwd.addr = be_ip;
+		fwd.port = be_port;
+		fwd.client = p.saddr;
+		fwd.svc_id = svc->id;
+		rev.addr = p.daddr;
+		rev.port = p.dport;
+		rev.client = p.saddr;
+		rev.svc_id = svc->id;
+		/* Reverse entry first: a reply can never find the flow half-made. */
+		bpf_map_update_elem(&lb6_conntrack, &rk, &rev, BPF_ANY);
+		bpf_map_update_elem(&lb6_conntrack, &fk, &fwd, BPF_ANY);
+	}
+	lb6_frag_remember(&p);
+	to.saddr = p.saddr;
+	to.daddr = be_ip;
+	to.sport = p.sport;
+	to.dport = be_port;
+	if (lb6_rewrite(skb, &p, &to) < 0) {
+		lb6_count(LB6_STAT_ERROR);
+		return TC_ACT_SHOT;
+	}
+	lb6_count(LB6_STAT_DNAT);
+	if (!p.has_l4)
+		lb6_count(LB6_STAT_FRAG);
+	if (p.tcp_rst) {
+		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		lb6_ct_close(&fk, &rk);
+	}
+	return TC_ACT_OK;
+}
+
+/* lb6_to_pod_pkt: packets arriving at a pod, parsed by lb6_parse. */
+static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
+{
+	struct lb6_ct_key rk = {};
+	struct lb6_ct *ct;
+
+	if (p->proto == LB6_ICMP)
+		return lb6_icmp(skb, p, LB_CT_REV);
+	if (!lb_maybe_backend_port(p->sport))
+		return TC_ACT_OK;
+	rk.saddr = p->saddr;
+	rk.daddr = p->daddr;
+	rk.sport = p->sport;
+	rk.dport = p->dport;
+	rk.proto = p->proto;
+	rk.dir = LB_CT_REV;
+	ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
+	if (!ct)
+		return TC_ACT_OK;
+	lb6_frag_remember(p);
+	return lb6_rnat_pkt(skb, p, ct);
+}
+
+static __always_inline int lb6_from_pod(struct __sk_buff *skb)
+{
+	struct lb6_pkt p;
+
+	if (lb6_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	return lb6_from_pod_pkt(skb, &p);
+}
+
+static __always_inline int lb6_to_pod(struct __sk_buff *skb)
+{
+	struct lb6_pkt p;
+
+	if (lb6_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	return lb6_to_pod_pkt(skb, &p);
+}
+
+#endif /* VNETLAB_LB6_H */
