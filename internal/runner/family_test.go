@@ -100,9 +100,9 @@ func TestRunRefusesFamily(t *testing.T) {
 	}
 	spec := DefaultSpec()
 	spec.Family = family.IPv6
-	spec.Modes = Variants([]string{"tap-naive"}, nil)
-	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "mode tap-naive carries IPv4 only: use --ip-family ipv4, or a mode with IPv6 (") {
-		t.Errorf("tap-naive over IPv6: %v", err)
+	spec.Modes = Variants([]string{"veth-ebpf"}, nil)
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "mode veth-ebpf carries IPv4 only: use --ip-family ipv4, or a mode with IPv6 (") {
+		t.Errorf("veth-ebpf over IPv6: %v", err)
 	}
 	spec.Modes = Variants([]string{"veth-routed"}, nil)
 	if err := spec.Validate(); err != nil {

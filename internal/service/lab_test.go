@@ -493,8 +493,8 @@ func TestClusterIPv6ThroughProvider(t *testing.T) {
 	l, _ := testnet.UpLab(t, lab.Spec{Name: "sv-v6", Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: family.Dual}, 2)
 	l.Release()
 	st := l.State
-	if _, err := Setup(st, IPTables, 0, nil); err == nil || !strings.Contains(err.Error(), "serves IPv4 Services only") {
-		t.Fatalf("iptables in a dual lab: %v", err)
+	if _, err := Setup(st, EBPFSock, 0, nil); err == nil || !strings.Contains(err.Error(), "serves IPv4 only so far") {
+		t.Fatalf("ebpf-sock in a dual lab: %v", err)
 	}
 	if _, err := Setup(st, EBPF, 0, nil); err != nil {
 		t.Fatal(err)

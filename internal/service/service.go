@@ -126,8 +126,8 @@ func ParseBackend(s string) (BackendSpec, error) {
 	return b, nil
 }
 
-// splitHostPort splits "host:port", "[v6]:port", "host" or a bare IPv6
-// address (port "" when there is none).
+// splitHostPort splits "host:port", "host", "[v6]:port" or "[v6]" (port ""
+// when there is none).
 func splitHostPort(s string) (host, port string, err error) {
 	if strings.HasSuffix(s, ":") {
 		return "", "", fmt.Errorf("empty port")
@@ -144,7 +144,8 @@ func splitHostPort(s string) (host, port string, err error) {
 		return host, strings.TrimPrefix(rest, ":"), nil
 	}
 	if strings.Count(s, ":") > 1 {
-		return s, "", nil // an IPv6 address alone; with a port it needs brackets
+		// fd00::a:80 is one address, or fd00::a and port 80: never guess.
+		return "", "", fmt.Errorf("write an IPv6 address in brackets, [ADDRESS] or [ADDRESS]:PORT")
 	}
 	host, port, _ = strings.Cut(s, ":")
 	return host, port, nil

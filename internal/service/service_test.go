@@ -26,7 +26,7 @@ func TestParseKey(t *testing.T) {
 	}
 	bad := map[string]string{
 		"10.96.0.300:5201":     "not an IPv4 or IPv6 address",
-		"fd00::1:80":           "no port",
+		"fd00::1:80":           "in brackets",
 		"[fd00::1:80":          "no closing ]",
 		"[fd00::1]80":          "want [ADDRESS]:PORT",
 		"[fe80::1%eth0]:80":    "without a zone",
@@ -63,14 +63,14 @@ func TestParseBackend(t *testing.T) {
 		"pod-a":               {"pod-a", 0},
 		"192.168.10.10":       {"192.168.10.10", 0},
 		"[fd00:10:244::a]:80": {"fd00:10:244::a", 80},
-		"fd00:10:244::a":      {"fd00:10:244::a", 0},
+		"[fd00:10:244::a]":    {"fd00:10:244::a", 0},
 	} {
 		got, err := ParseBackend(in)
 		if err != nil || got != want {
 			t.Errorf("ParseBackend(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"192.168.10.300:80", "pod-a:0", "pod-a:99999", ":80", "192.168.10.10:", "fd00::a:80", "[fd00::g]:80", "[]:80"} {
+	for _, in := range []string{"192.168.10.300:80", "pod-a:0", "pod-a:99999", ":80", "192.168.10.10:", "fd00::a:80", "fd00:10:244::a", "[fd00::g]:80", "[]:80"} {
 		if _, err := ParseBackend(in); err == nil {
 			t.Errorf("ParseBackend(%q) accepted", in)
 		}
@@ -166,8 +166,8 @@ func TestIPv6Services(t *testing.T) {
 		k       Key
 		want    string
 	}{
-		{"192.168.10.10", k6, "a Service has one family"},
-		{"fd00:10:244::a", Key{netip.MustParseAddr(DefaultVIP), 80, TCP}, "a Service has one family"},
+		{"192.168.10.10", k6, "is ipv4 but clusterIP fd00:10:96::100 is ipv6"},
+		{"fd00:10:244::a", Key{netip.MustParseAddr(DefaultVIP), 80, TCP}, "is ipv6 but clusterIP 10.96.0.100 is ipv4"},
 		{"fd00:10:244::99", k6, "not a pod of lab"},
 	} {
 		if _, err := Resolve(st, []BackendSpec{{Host: c.backend}}, c.k); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -186,7 +186,7 @@ func TestIPv6Services(t *testing.T) {
 	if _, err := Resolve(v4, []BackendSpec{{Host: "pod-a"}}, k6); err == nil || !strings.Contains(err.Error(), "has no ipv6 address") {
 		t.Errorf("an IPv6 Service's pod backend in an IPv4 lab: %v", err)
 	}
-	if err := CheckVIP(v4, k6.VIP); err == nil || !strings.Contains(err.Error(), "--ip-family dual") {
+	if err := CheckVIP(v4, k6.VIP); err == nil || !strings.Contains(err.Error(), "--ip-family ipv6 or dual") {
 		t.Errorf("an IPv6 clusterIP in an IPv4 lab: %v", err)
 	}
 	fams := map[family.Family]int{}
