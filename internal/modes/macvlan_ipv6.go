@@ -18,13 +18,19 @@ func subInterfacePod6(env *Env, pod *Pod) error {
 // subInterfaceShim6 gives the shim the pods' IPv6 gateway, turns IPv6
 // forwarding on and masquerades pod-to-pod IPv6 through the node.
 func subInterfaceShim6(env *Env, shim netlink.Link) error {
-	gw := NthIP(env.PodNet6, 1)
-	if err := AddrAdd6(env.Node.H, shim, gw, env.Prefix6()); err != nil {
+	if err := nodeGateway6(env, shim); err != nil {
 		return err
 	}
-	if err := Forwarding6(env.Node.Name); err != nil {
+	return Ip6tablesRestore(env.Node.Name, podMasqueradeRules(env.PodNet6))
+}
+
+// nodeGateway6 gives the node's link the pods' IPv6 gateway (::1 of the
+// IPv6 pod network, with its prefix) and turns IPv6 forwarding on.
+func nodeGateway6(env *Env, link netlink.Link) error {
+	gw := NthIP(env.PodNet6, 1)
+	if err := AddrAdd6(env.Node.H, link, gw, env.Prefix6()); err != nil {
 		return err
 	}
 	env.Gateway6 = gw.String()
-	return Ip6tablesRestore(env.Node.Name, podMasqueradeRules(env.PodNet6))
+	return Forwarding6(env.Node.Name)
 }

@@ -146,14 +146,9 @@ func (m tapMode) build(env *Env) error {
 		return err
 	}
 	if env.HasIPv6() { // the switch is L2: NDP floods as ARP does, nothing else differs
-		gw6 := NthIP(env.PodNet6, 1)
-		if err := AddrAdd6(env.Node.H, l, gw6, env.Prefix6()); err != nil {
+		if err := nodeGateway6(env, l); err != nil {
 			return err
 		}
-		if err := Forwarding6(env.Node.Name); err != nil {
-			return err
-		}
-		env.Gateway6 = gw6.String()
 	}
 	args := []string{"tap-switch"}
 	for _, p := range ports {
