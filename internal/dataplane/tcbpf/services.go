@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 )
@@ -381,6 +382,27 @@ func (m svcMaps) backendsOf(v serviceLbSvc) ([]Backend, error) {
 	return out, nil
 }
 
+// currentBackends re-reads Service s and its backends while another process
+// may be rewriting them, until a reading is whole (a few tries, a
+// millisecond apart at most); gone: s was deleted meanwhile.
+func (m svcMaps) currentBackends(s Service) (bs []Backend, gone bool, err error) {
+	for try := range 10 {
+		var v serviceLbSvc
+		v, err = m.lookup(s)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if bs, err = m.backendsOf(v); !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return bs, false, err
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Microsecond)
+	}
+	return bs, false, err
+}
+
 // ListServices returns every Service of both families, sorted by
 // clusterIP (IPv4 first), port, protocol.
 func (p *Plane) ListServices() ([]Service, error) {
@@ -397,7 +419,16 @@ func (p *Plane) ListServices() ([]Service, error) {
 			if v.Flags&svcAffinity != 0 {
 				s.Affinity = v.AffinityTimeout
 			}
-			if s.Backends, err = m.backendsOf(v); err != nil {
+			if s.Backends, err = m.backendsOf(v); errors.Is(err, ebpf.ErrKeyNotExist) {
+				// A writer (the proxy's sync) changed the Service since
+				// entries() read it: read it again as it is now.
+				var gone bool
+				s.Backends, gone, err = m.currentBackends(s)
+				if gone {
+					continue
+				}
+			}
+			if err != nil {
 				return nil, fmt.Errorf("service %s: %w", s, err)
 			}
 			out = append(out, s)
