@@ -103,7 +103,7 @@ func refused(ns, proto, addr string) (time.Duration, error) {
 // refused: at once (the programs answer the first packet), except a tcp6
 // connect, refused by the SYN's first retransmission (1 s): measured here,
 // the ICMPv6 error answering the first SYN is not taken by the socket
-// (V6SVC-STATUS.md: not explained yet), the retransmission's is.
+// (not explained yet: docs/services.md), the retransmission's is.
 func refusedWithin(proto string) time.Duration {
 	if proto == "tcp6" {
 		return 2500 * time.Millisecond
