@@ -71,7 +71,7 @@ func buildSubInterfaces(env *Env, child func(name string, parent int) netlink.Li
 			return err
 		}
 		if pod.IP6 != nil {
-			if err := subInterfacePod6(env, pod); err != nil {
+			if err := nodeGatewayPod6(env, pod); err != nil {
 				return err
 			}
 		}

@@ -9,12 +9,6 @@ import "github.com/vishvananda/netlink"
 // iptables' does for IPv4. ipvlan shares this code; it is proven on Debian's
 // kernel under qemu (make test-kernels), as this machine has no ipvlan.
 
-// subInterfacePod6 gives a pod of buildSubInterfaces its IPv6 address and
-// default route via the shim's gateway.
-func subInterfacePod6(env *Env, pod *Pod) error {
-	return PodAddr6(pod, env.Prefix6(), NthIP(env.PodNet6, 1))
-}
-
 // subInterfaceShim6 gives the shim the pods' IPv6 gateway, turns IPv6
 // forwarding on and masquerades pod-to-pod IPv6 through the node.
 func subInterfaceShim6(env *Env, shim netlink.Link) error {
@@ -33,4 +27,11 @@ func nodeGateway6(env *Env, link netlink.Link) error {
 	}
 	env.Gateway6 = gw.String()
 	return Forwarding6(env.Node.Name)
+}
+
+// nodeGatewayPod6 gives a pod its IPv6 address, with the IPv6 pod network's
+// prefix, and a default route via nodeGateway6's gateway (the macvlan/ipvlan
+// shim, the tap switch's gateway port).
+func nodeGatewayPod6(env *Env, pod *Pod) error {
+	return PodAddr6(pod, env.Prefix6(), NthIP(env.PodNet6, 1))
 }

@@ -124,7 +124,7 @@ func (m tapMode) build(env *Env) error {
 			return err
 		}
 		if pod.IP6 != nil {
-			if err := PodAddr6(pod, env.Prefix6(), NthIP(env.PodNet6, 1)); err != nil {
+			if err := nodeGatewayPod6(env, pod); err != nil {
 				return err
 			}
 		}

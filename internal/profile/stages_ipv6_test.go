@@ -11,31 +11,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// patterns are the function patterns of a rules text, in order.
-func patterns(text string) []string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] == "stage" {
-			continue
-		}
-		for _, p := range f {
-			if !strings.HasPrefix(p, "comm=") {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// ipv6Patterns are the patterns that name IPv6 functions: a 6 in the name
-// (ip6_*, fib6_*, icmpv6_*, ...) or an IPv6-only family without one.
+// ipv6Patterns are the function patterns of stages.rules, as ParseRules
+// read them ("name" or "prefix*"), that name IPv6 functions: a 6 in the
+// name (ip6_*, fib6_*, icmpv6_*, ...) or an IPv6-only family without one.
 func ipv6Patterns() []string {
+	var all []string
+	for fn := range DefaultRules.exact {
+		all = append(all, fn)
+	}
+	for _, p := range DefaultRules.prefixes {
+		all = append(all, p.prefix+"*")
+	}
+	sort.Strings(all)
 	var out []string
-	for _, p := range patterns(stageRulesText) {
+	for _, p := range all {
 		name := strings.TrimLeft(p, "_")
 		if strings.Contains(p, "6") || strings.HasPrefix(name, "ndisc") || strings.HasPrefix(name, "mld") || strings.HasPrefix(name, "addrconf") {
 			out = append(out, p)

@@ -218,14 +218,7 @@ func runGuarded(t *testing.T, cfg ClientConfig) (*Report, error) {
 func TestUDPLossWatcherResends(t *testing.T) {
 	inScratch(t, func() {
 		const ignored, timeout = 3, 100 * time.Millisecond
-		fd, err := socket(unix.AF_INET, unix.SOCK_DGRAM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-		sa, _ := unix.Getsockname(fd)
+		fd, addr := loopbackSocket(t, unix.SOCK_DGRAM)
 		var got, echoed int
 		served := make(chan struct{})
 		go func() { // ends when the socket is shut down below
@@ -245,8 +238,7 @@ func TestUDPLossWatcherResends(t *testing.T) {
 				}
 			}
 		}()
-		defer func() { _ = unix.Shutdown(fd, unix.SHUT_RDWR); <-served; unix.Close(fd) }()
-		addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+		defer func() { _ = unix.Shutdown(fd, unix.SHUT_RDWR); <-served }()
 		rep, err := runGuarded(t, ClientConfig{Proto: "udp", Mode: "rr", Addr: addr, Size: 8, Duration: time.Second, Timeout: timeout})
 		if err != nil {
 			t.Fatal(err)
@@ -410,27 +402,18 @@ func TestDeadPeerTimesOutUnderSignals(t *testing.T) {
 	} {
 		t.Run(c.proto, func(t *testing.T) {
 			inScratch(t, func() {
-				fd, err := unix.Socket(unix.AF_INET, c.typ|unix.SOCK_CLOEXEC, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer unix.Close(fd)
-				if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-					t.Fatal(err)
-				}
+				fd, addr := loopbackSocket(t, c.typ)
 				if c.typ == unix.SOCK_STREAM {
 					if err := unix.Listen(fd, 1); err != nil {
 						t.Fatal(err)
 					}
 				}
-				sa, _ := unix.Getsockname(fd)
-				addr := "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 				// The client runs here, on inScratch's locked thread (in the
 				// scratch namespace): the storm's target.
 				stop := make(chan struct{})
 				go signalStorm(unix.Gettid(), stop)
 				start := time.Now()
-				_, err = runGuarded(t, ClientConfig{Proto: c.proto, Mode: "rr", Addr: addr, Size: 1, Duration: 500 * time.Millisecond, Timeout: c.timeout})
+				_, err := runGuarded(t, ClientConfig{Proto: c.proto, Mode: "rr", Addr: addr, Size: 1, Duration: 500 * time.Millisecond, Timeout: c.timeout})
 				close(stop)
 				took := time.Since(start)
 				t.Logf("after %s: %v", took.Round(time.Millisecond), err)
@@ -502,19 +485,8 @@ func TestStopTheWorldDoesNotWaitForABlockedClient(t *testing.T) {
 // test ends); its address.
 func silentUDP(t *testing.T) string {
 	t.Helper()
-	fd, err := socket(unix.AF_INET, unix.SOCK_DGRAM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+	_, addr := loopbackSocket(t, unix.SOCK_DGRAM)
+	return addr
 }
 
 // A request that does not fit the socket buffers of a peer that never
@@ -566,7 +538,18 @@ func TestFullBufferFallsBackToABlockingSend(t *testing.T) {
 // that never accepts (closed when the test ends); its address.
 func unacceptedListener(t *testing.T, backlog int) string {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, addr := loopbackSocket(t, unix.SOCK_STREAM)
+	if err := unix.Listen(fd, backlog); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// loopbackSocket is a socket of type typ bound to a free port of 127.0.0.1
+// (closed when the test ends), and its address.
+func loopbackSocket(t *testing.T, typ int) (fd int, addr string) {
+	t.Helper()
+	fd, err := socket(unix.AF_INET, typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,14 +557,11 @@ func unacceptedListener(t *testing.T, backlog int) string {
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Listen(fd, backlog); err != nil {
-		t.Fatal(err)
-	}
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
+	return fd, "127.0.0.1:" + strconv.Itoa(sa.(*unix.SockaddrInet4).Port)
 }
 
 // The servers' yielder reads the clock every few transactions: the stride
