@@ -956,6 +956,69 @@ static __always_inline __u32 lb_sum16(const void *buf, const int words)
 	return s;
 }
 
+/* lb_rej_quote_sum: the sum of a quote's q L4 bytes (q is one of two
+ * constants: each branch has a length the verifier knows). */
+static __always_inline __u32 lb_rej_quote_sum(const __u8 *ql4, __u32 q)
+{
+	return q == LB_REJ_TCP_QUOTE ? lb_sum16(ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(ql4, LB_REJ_UDP_QUOTE / 2);
+}
+
+/* lb_rej_read: the checks and reads lb_reject and lb6_reject_pkt share
+ * (one family's IP header type each). It answers only a TCP SYN or a UDP
+ * datagram whose L4 header follows an IP header of iplen bytes (no IPv4
+ * options, no IPv6 extension headers: the quote has a fixed length), not
+ * CHECKSUM_COMPLETE (skb->csum would have to follow every byte: not from a
+ * pod), and if CHECKSUM_PARTIAL with its completion on the L4 checksum.
+ * It reads the MACs swapped into eth, the IP header into qip and the first
+ * q L4 bytes into ql4, and gives a CHECKSUM_PARTIAL packet's quoted
+ * checksum field the value a completion leaves unchanged. Returns q
+ * (LB_REJ_TCP_QUOTE or LB_REJ_UDP_QUOTE), 0 when the packet cannot be
+ * answered (nothing changed); *summed is lb_ip_summed's answer. */
+static __always_inline __u32 lb_rej_read(struct __sk_buff *skb, __u8 proto, __u8 tcp_syn, __u8 tcp_ack, __u8 has_l4,
+					 __u32 l4off, void *qip, const __u32 iplen, __u8 *eth, __u8 *ql4, int *summed)
+{
+	__u32 q, start, field;
+
+	if (proto == IPPROTO_TCP) {
+		if (!tcp_syn || tcp_ack)
+			return 0;
+		q = LB_REJ_TCP_QUOTE;
+	} else if (proto == IPPROTO_UDP) {
+		q = LB_REJ_UDP_QUOTE;
+	} else {
+		return 0;
+	}
+	if (!has_l4 || l4off != IP_OFF + iplen)
+		return 0;
+	*summed = lb_ip_summed(skb);
+	if (*summed == LB_CSUM_COMPLETE)
+		return 0;
+	if (*summed == LB_CSUM_PARTIAL) {
+		lb_csum_pending(skb, &start, &field);
+		if (start != l4off || field != (proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
+			return 0;
+	}
+	if (bpf_skb_load_bytes(skb, 0, &eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &eth[0], 6) < 0 ||
+	    bpf_skb_load_bytes(skb, IP_OFF, qip, iplen) < 0)
+		return 0;
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_load_bytes(skb, l4off, ql4, LB_REJ_TCP_QUOTE) < 0)
+			return 0;
+	} else if (bpf_skb_load_bytes(skb, l4off, ql4, LB_REJ_UDP_QUOTE) < 0) {
+		return 0;
+	}
+	if (*summed == LB_CSUM_PARTIAL) {
+		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&ql4[TCP_CSUM] : (__u16 *)&ql4[UDP_CSUM];
+		__u32 rest, f;
+
+		*field16 = 0;
+		rest = lb_rej_quote_sum(ql4, q) % 0xffff;
+		f = ((0xffff - rest) * 0x8000) % 0xffff;
+		*field16 = f ? f : 0xffff;
+	}
+	return q;
+}
+
 /* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
  * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
 static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
@@ -964,48 +1027,11 @@ static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt 
 	__u32 q, len, start, field, sum;
 	int summed;
 
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			goto drop;
-		q = LB_REJ_TCP_QUOTE;
-	} else if (p->proto == IPPROTO_UDP) {
-		q = LB_REJ_UDP_QUOTE;
-	} else {
+	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
+	if (!q)
 		goto drop;
-	}
-	/* No IP options (the quote is a fixed 20 bytes), an L4 header here. */
-	if (!p->has_l4 || p->l4off != IP_OFF + sizeof(struct iphdr))
-		goto drop;
-	summed = lb_ip_summed(skb);
-	if (summed == LB_CSUM_COMPLETE)
-		goto drop; /* skb->csum would have to follow every byte: not from a pod */
-	if (summed == LB_CSUM_PARTIAL) {
-		lb_csum_pending(skb, &start, &field);
-		if (start != p->l4off || field != (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
-			goto drop;
-	}
-	if (bpf_skb_load_bytes(skb, 0, &r.eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &r.eth[0], 6) < 0 ||
-	    bpf_skb_load_bytes(skb, IP_OFF, &r.qip, sizeof(r.qip)) < 0)
-		goto drop;
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_TCP_QUOTE) < 0)
-			goto drop;
-	} else if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_UDP_QUOTE) < 0) {
-		goto drop;
-	}
 	r.eth[12] = 0x08; /* ETH_P_IP */
 	r.eth[13] = 0x00;
-
-	if (summed == LB_CSUM_PARTIAL) {
-		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&r.ql4[TCP_CSUM] : (__u16 *)&r.ql4[UDP_CSUM];
-		__u32 rest, f;
-
-		*field16 = 0;
-		rest = q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
-		rest %= 0xffff;
-		f = ((0xffff - rest) * 0x8000) % 0xffff;
-		*field16 = f ? f : 0xffff;
-	}
 
 	r.ip.version = 4;
 	r.ip.ihl = 5;
@@ -1019,7 +1045,7 @@ static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt 
 	r.icmp.type = ICMP_DEST_UNREACH;
 	r.icmp.code = 3; /* port unreachable */
 	sum = lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+	sum += lb_rej_quote_sum(r.ql4, q);
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */

@@ -576,47 +576,11 @@ static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb
 	__u32 q, len, start, field, sum;
 	int summed;
 
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			goto drop;
-		q = LB_REJ_TCP_QUOTE;
-	} else if (p->proto == IPPROTO_UDP) {
-		q = LB_REJ_UDP_QUOTE;
-	} else {
+	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
+	if (!q)
 		goto drop;
-	}
-	if (!p->has_l4 || p->l4off != IP6_OFF + IP6_HLEN)
-		goto drop;
-	summed = lb_ip_summed(skb);
-	if (summed == LB_CSUM_COMPLETE)
-		goto drop;
-	if (summed == LB_CSUM_PARTIAL) {
-		lb_csum_pending(skb, &start, &field);
-		if (start != p->l4off || field != (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM))
-			goto drop;
-	}
-	if (bpf_skb_load_bytes(skb, 0, &r.eth[6], 6) < 0 || bpf_skb_load_bytes(skb, 6, &r.eth[0], 6) < 0 ||
-	    bpf_skb_load_bytes(skb, IP6_OFF, &r.qip, sizeof(r.qip)) < 0)
-		goto drop;
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_TCP_QUOTE) < 0)
-			goto drop;
-	} else if (bpf_skb_load_bytes(skb, p->l4off, r.ql4, LB_REJ_UDP_QUOTE) < 0) {
-		goto drop;
-	}
 	r.eth[12] = 0x86; /* ETH_P_IPV6 */
 	r.eth[13] = 0xdd;
-
-	if (summed == LB_CSUM_PARTIAL) {
-		__u16 *field16 = q == LB_REJ_TCP_QUOTE ? (__u16 *)&r.ql4[TCP_CSUM] : (__u16 *)&r.ql4[UDP_CSUM];
-		__u32 rest, f;
-
-		*field16 = 0;
-		rest = q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
-		rest %= 0xffff;
-		f = ((0xffff - rest) * 0x8000) % 0xffff;
-		*field16 = f ? f : 0xffff;
-	}
 
 	len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
 	r.ip.vtc_flow = bpf_htonl(0x6 << 28);
@@ -630,7 +594,7 @@ static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb
 	/* Pseudo-header (addresses, length, next header) and the message. */
 	sum = lb_sum16(&r.ip.saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
 	sum += lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += q == LB_REJ_TCP_QUOTE ? lb_sum16(r.ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(r.ql4, LB_REJ_UDP_QUOTE / 2);
+	sum += lb_rej_quote_sum(r.ql4, q);
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */

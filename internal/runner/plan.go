@@ -103,11 +103,7 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 	if !servicePath {
 		return nil
 	}
-	providers := p.spec.Providers
-	if len(providers) == 0 {
-		providers = []string{service.DefaultProviderFor(m)}
-	}
-	for _, prov := range providers {
+	for _, prov := range p.spec.providersFor(m) {
 		if err := service.Check(prov, m); err != nil {
 			p.skip(mv, prov, err)
 			continue

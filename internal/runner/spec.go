@@ -270,6 +270,15 @@ func (spec Spec) checkServicePath() error {
 	return nil
 }
 
+// providersFor are the providers the service path measures in mode m:
+// --provider's, or the mode's default provider.
+func (spec Spec) providersFor(m modes.Mode) []string {
+	if len(spec.Providers) == 0 {
+		return []string{service.DefaultProviderFor(m)}
+	}
+	return spec.Providers
+}
+
 // checkFamily refuses, before any lab is built, a mode that lacks the
 // labs' IP family (a mode the kernel lacks is skipped by the plan, as
 // without a family) and the service path in a lab with IPv6 for a provider
@@ -292,11 +301,7 @@ func (spec Spec) checkFamily() error {
 	}
 	for _, mv := range spec.Modes {
 		m, _ := modes.Get(mv.Mode) // checked above
-		providers := spec.Providers
-		if len(providers) == 0 {
-			providers = []string{service.DefaultProviderFor(m)}
-		}
-		for _, p := range providers {
+		for _, p := range spec.providersFor(m) {
 			if err := service.CheckFamily(p, spec.Family); err != nil {
 				return err
 			}

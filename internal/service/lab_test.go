@@ -490,9 +490,7 @@ func TestAddBackendKeepsLiveFlows(t *testing.T) {
 // line; hairpin over IPv6 fails (not built yet).
 func TestClusterIPv6ThroughProvider(t *testing.T) {
 	requireRoot(t)
-	l, _ := testnet.UpLab(t, lab.Spec{Name: "sv-v6", Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: family.Dual}, 2)
-	l.Release()
-	st := l.State
+	st := newSpecLab(t, lab.Spec{Name: "sv-v6", Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: family.Dual}, 2)
 	if _, err := Setup(st, EBPFSock, 0, nil); err == nil || !strings.Contains(err.Error(), "serves IPv4 only so far") {
 		t.Fatalf("ebpf-sock in a dual lab: %v", err)
 	}
