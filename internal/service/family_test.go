@@ -28,7 +28,7 @@ func TestResolveByFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if be[0].IP != netip.MustParseAddr("fd00:10:244::a") || be[0].Port != 80 || be[1].IP != netip.MustParseAddr("fd00:10:244::b") || be[1].Pod != "pod-b" {
+	if be[0].IP != netip.MustParseAddr("fd00:10:244::a") || be[0].Port != 80 || be[0].Pod != "pod-a" || be[1].IP != netip.MustParseAddr("fd00:10:244::b") || be[1].Pod != "pod-b" || be[1].Port != 8080 {
 		t.Errorf("IPv6 backends %v", be)
 	}
 	k4 := Key{VIP: netip.MustParseAddr(DefaultVIP), Port: 80, Proto: TCP}
@@ -42,6 +42,7 @@ func TestResolveByFamily(t *testing.T) {
 	}{
 		{"192.168.10.10", k6, "is ipv4 but clusterIP fd00:10:96::100 is ipv6"},
 		{"fd00:10:244::a", k4, "is ipv6 but clusterIP 10.96.0.100 is ipv4"},
+		{"fd00:10:244::99", k6, "not a pod of lab"},
 	} {
 		if _, err := Resolve(st, []BackendSpec{{Host: c.host}}, c.k); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Resolve(%s for %s) = %v, want %q", c.host, c.k, err, c.want)
@@ -58,6 +59,8 @@ func TestResolveByFamily(t *testing.T) {
 	v4 := testState()
 	v6 := dualState()
 	v6.Spec.Family = family.IPv6
+	routedGW := dualState() // a gateway that is not link-local (bridge modes' ::1)
+	routedGW.Gateway6 = "fd00:10:1::1"
 	for _, c := range []struct {
 		st   *lab.State
 		vip  string
@@ -67,6 +70,7 @@ func TestResolveByFamily(t *testing.T) {
 		{v6, DefaultVIP, "clusterIP 10.96.0.100 is ipv4 but lab sv-unit is ipv6: use an ipv6 clusterIP, or a lab with --ip-family ipv4 or dual"},
 		{st, "fd00:10:244::99", "inside the pod network fd00:10:244::/64"},
 		{st, "fd00:10:10::11", "node node's address"},
+		{routedGW, "fd00:10:1::1", "gateway"},
 	} {
 		err := CheckVIP(c.st, netip.MustParseAddr(c.vip))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -106,17 +110,18 @@ func TestEngineServicesDual(t *testing.T) {
 func TestCheckFamilyByProvider(t *testing.T) {
 	for _, p := range Names() {
 		i, _ := Describe(p)
-		err := CheckFamily(p, family.Dual)
-		if i.IPv6 != (err == nil) {
-			t.Errorf("provider %s (IPv6 %v) in a dual lab: %v", p, i.IPv6, err)
+		for _, f := range []family.Family{family.IPv6, family.Dual} {
+			if err := CheckFamily(p, f); i.IPv6 != (err == nil) {
+				t.Errorf("provider %s (IPv6 %v) in an %s lab: %v", p, i.IPv6, f, err)
+			}
 		}
 		if CheckFamily(p, family.IPv4) != nil {
 			t.Errorf("provider %s refuses an ipv4 lab", p)
 		}
 	}
-	for _, p := range []string{IPTables, NFTables} {
-		if i, _ := Describe(p); !i.IPv6 {
-			t.Errorf("%s does not say it has IPv6 Services", p)
+	for p, want := range map[string]bool{EBPF: true, IPTables: true, NFTables: true, EBPFSock: false} {
+		if i, _ := Describe(p); i.IPv6 != want {
+			t.Errorf("%s says IPv6 Services %v, want %v", p, i.IPv6, want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -140,75 +139,6 @@ func TestConfigRules(t *testing.T) {
 	c.Services[0].Backends[0].Port = 1
 	if old.Services[0].Backends[0].Port != 80 {
 		t.Error("Clone shares backends")
-	}
-}
-
-// TestIPv6Services: in a dual-stack lab a pod name stands for the pod's
-// address of the clusterIP's family, a backend of the other family and a
-// clusterIP of a family the lab lacks are refused with one line, the
-// service path gets a Service per family, and only providers that serve
-// IPv6 are let into a lab with IPv6.
-func TestIPv6Services(t *testing.T) {
-	st := testState()
-	st.Spec.Family, st.Spec.PodCIDR6, st.Gateway6 = family.Dual, "fd00:10:244::/64", "fd00:10:1::1"
-	st.Nodes[0].IP6 = "fd00:10:0::11"
-	st.Pods[0].IP6, st.Pods[1].IP6 = "fd00:10:244::a", "fd00:10:244::b"
-	k6 := Key{netip.MustParseAddr(DefaultVIP6), 80, TCP}
-	be, err := Resolve(st, []BackendSpec{{Host: "pod-a"}, {Host: "fd00:10:244::b", Port: 8080}}, k6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if be[0].IP != netip.MustParseAddr("fd00:10:244::a") || be[0].Pod != "pod-a" || be[1].Pod != "pod-b" || be[1].Port != 8080 {
-		t.Errorf("resolved IPv6 backends %+v", be)
-	}
-	for _, c := range []struct {
-		backend string
-		k       Key
-		want    string
-	}{
-		{"192.168.10.10", k6, "is ipv4 but clusterIP fd00:10:96::100 is ipv6"},
-		{"fd00:10:244::a", Key{netip.MustParseAddr(DefaultVIP), 80, TCP}, "is ipv6 but clusterIP 10.96.0.100 is ipv4"},
-		{"fd00:10:244::99", k6, "not a pod of lab"},
-	} {
-		if _, err := Resolve(st, []BackendSpec{{Host: c.backend}}, c.k); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("backend %s of %s: %v, want %q", c.backend, c.k, err, c.want)
-		}
-	}
-	for vip, want := range map[string]string{"fd00:10:244::50": "inside the pod network", "fd00:10:0::11": "node", "fd00:10:1::1": "gateway"} {
-		if err := CheckVIP(st, netip.MustParseAddr(vip)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("CheckVIP(%s) = %v, want %q", vip, err, want)
-		}
-	}
-	if err := CheckVIP(st, k6.VIP); err != nil {
-		t.Errorf("CheckVIP(%s) in a dual lab: %v", k6.VIP, err)
-	}
-	v4 := testState()
-	if _, err := Resolve(v4, []BackendSpec{{Host: "pod-a"}}, k6); err == nil || !strings.Contains(err.Error(), "has no ipv6 address") {
-		t.Errorf("an IPv6 Service's pod backend in an IPv4 lab: %v", err)
-	}
-	if err := CheckVIP(v4, k6.VIP); err == nil || !strings.Contains(err.Error(), "--ip-family ipv6 or dual") {
-		t.Errorf("an IPv6 clusterIP in an IPv4 lab: %v", err)
-	}
-	fams := map[family.Family]int{}
-	for _, s := range EngineServices(st.Pods[0], family.Dual) {
-		fams[family.Of(s.VIP)]++
-		if family.Of(s.Backends[0].IP) != family.Of(s.VIP) {
-			t.Errorf("engine service %s has backend %s", s, s.Backends[0])
-		}
-	}
-	if n := 2 * len(EnginePorts); fams[family.IPv4] != n || fams[family.IPv6] != n {
-		t.Errorf("engine services of a dual lab by family %v, want %d each", fams, n)
-	}
-	for p, ok := range map[string]bool{EBPF: true, IPTables: true, NFTables: true, EBPFSock: false} {
-		for _, f := range []family.Family{family.IPv6, family.Dual} {
-			err := CheckFamily(p, f)
-			if (err == nil) != ok {
-				t.Errorf("CheckFamily(%s, %s) = %v, want accepted %v", p, f, err, ok)
-			}
-		}
-		if err := CheckFamily(p, family.IPv4); err != nil {
-			t.Errorf("CheckFamily(%s, ipv4) = %v", p, err)
-		}
 	}
 }
 
