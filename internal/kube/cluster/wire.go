@@ -3,9 +3,6 @@ package cluster
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -88,24 +85,17 @@ func (b *builder) wire(cpNS string) error {
 				}
 			}
 		}
-		sysctls := []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"}
+		// Per-namespace sysctls: the node routes for its pods, and bridged
+		// pod-to-pod replies go through iptables/nftables so a Service's
+		// translation is undone (as on every kube-proxy node).
+		sysctls := []string{"net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", "1"}
 		if v6 {
 			if err := b.wire6(cp, h, n); err != nil {
 				return err
 			}
-			sysctls = append(sysctls, "net.ipv6.conf.all.forwarding", "net.bridge.bridge-nf-call-ip6tables")
+			sysctls = append(sysctls, "net.ipv6.conf.all.forwarding", "1", "net.bridge.bridge-nf-call-ip6tables", "1")
 		}
-		// Per-namespace sysctls: the node routes for its pods, and bridged
-		// pod-to-pod replies go through iptables/nftables so a Service's
-		// translation is undone (as on every kube-proxy node).
-		if err := nsutil.Do(n.ns, func() error {
-			for _, s := range sysctls {
-				if err := os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(s, ".", "/")), []byte("1"), 0o644); err != nil {
-					return fmt.Errorf("%s: %w", s, err)
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := modes.Sysctls(n.ns, sysctls...); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
 	}
