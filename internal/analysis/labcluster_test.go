@@ -75,14 +75,6 @@ func TestDiffLabAgainstCluster(t *testing.T) {
 	}
 }
 
-// The bug of issue 25: a cluster built with `kube up --cni vnetlab` had its
-// CNI written as text ("vnetlab veth-routed + host-local") and never matched
-// a lab mode. Through real files: the structured network pairs the lab's
-// veth-routed pod cell with the cluster's same-node pod path and the lab's
-// ebpf service cell with vnetlab-ebpf's Service path; a file written before
-// the structured fields (texts only, socket LB in the proxy's text) still
-// loads and pairs its pod cell, and none of its service cells (socket LB
-// has no lab provider).
 // A dual-stack lab against a dual-stack cluster (kube run --ip-family
 // dual): each family's lab cell is matched with the cluster's cell of the
 // same family, never the other's.
@@ -108,6 +100,14 @@ func TestDiffLabAgainstClusterByFamily(t *testing.T) {
 	}
 }
 
+// The bug of issue 25: a cluster built with `kube up --cni vnetlab` had its
+// CNI written as text ("vnetlab veth-routed + host-local") and never matched
+// a lab mode. Through real files: the structured network pairs the lab's
+// veth-routed pod cell with the cluster's same-node pod path and the lab's
+// ebpf service cell with vnetlab-ebpf's Service path; a file written before
+// the structured fields (texts only, socket LB in the proxy's text) still
+// loads and pairs its pod cell, and none of its service cells (socket LB
+// has no lab provider).
 func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 	at := func(c *results.Cell, path, provider, placement string) *results.Cell {
 		c.Path, c.Provider, c.Placement, c.Test = path, provider, placement, "tcp_crr"

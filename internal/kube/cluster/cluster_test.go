@@ -203,3 +203,29 @@ func waitDial(ctx context.Context, t *testing.T, ns, addr string) {
 		t.Fatal(err)
 	}
 }
+
+// upTestCluster brings up a further cluster for one test and registers its
+// teardown, checked to leave nothing; check, if any, then looks further.
+func upTestCluster(ctx context.Context, t *testing.T, spec Spec, check func(st *lab.State)) *lab.State {
+	t.Helper()
+	start := time.Now()
+	st, err := Up(ctx, spec, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube up (%s, %s): %s", spec.Network().CNIText(), spec.Proxy, time.Since(start).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		start := time.Now()
+		if err := Down(spec.Name, nil); err != nil {
+			t.Errorf("kube down: %v", err)
+		}
+		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
+		if msg := Leftovers(st, nil); msg != "" {
+			t.Errorf("kube down left: %s", msg)
+		}
+		if check != nil {
+			check(st)
+		}
+	})
+	return st
+}

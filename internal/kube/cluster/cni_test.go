@@ -163,32 +163,6 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Inte
 	return cs, ns.Name
 }
 
-// upTestCluster brings up a further cluster for one test and registers its
-// teardown, checked to leave nothing; check, if any, then looks further.
-func upTestCluster(ctx context.Context, t *testing.T, spec Spec, check func(st *lab.State)) *lab.State {
-	t.Helper()
-	start := time.Now()
-	st, err := Up(ctx, spec, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube up (%s, %s): %s", spec.Network().CNIText(), spec.Proxy, time.Since(start).Round(100*time.Millisecond))
-	t.Cleanup(func() {
-		start := time.Now()
-		if err := Down(spec.Name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		t.Logf("kube down: %s", time.Since(start).Round(100*time.Millisecond))
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
-		if check != nil {
-			check(st)
-		}
-	})
-	return st
-}
-
 // vnetlabPod is a pod of vnetlab's image img on node running vnetlab args,
 // labelled app=name.
 func vnetlabPod(img, name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
@@ -270,22 +244,9 @@ func TestVnetlabCNIWithEBPFProxy(t *testing.T) {
 }
 
 func cniWithEBPFProxy(t *testing.T, name, mode string) {
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: network.CNIVnetlab, CNIMode: mode}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube up --cni vnetlab --cni-mode %s --proxy vnetlab-ebpf: %s", mode, time.Since(start).Round(100*time.Millisecond))
-	defer func() {
-		if err := Down(name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
-	}()
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: network.CNIVnetlab, CNIMode: mode}, nil)
 	cs, err := Client(st.Facts[FactKubeconfig])
 	if err != nil {
 		t.Fatal(err)

@@ -69,15 +69,23 @@ func coreDNSImage(ctx context.Context, say func(string, ...any)) (ref, tarPath s
 		return "", "", err
 	}
 	ref = "vnetlab.local/coredns:" + binaries.CoreDNSBuild()
-	tarPath = filepath.Join(filepath.Dir(filepath.Dir(bin)), "image.tar")
+	tarPath, err = cachedImage(bin, func() (*image.Image, error) { return image.Program(ref, bin, "/coredns") })
+	return ref, tarPath, err
+}
+
+// cachedImage is the image archive kept beside bin, a program of a pinned
+// build in its cache directory: written by build the first time only (the
+// build's directory name changes with the build).
+func cachedImage(bin string, build func() (*image.Image, error)) (string, error) {
+	tarPath := filepath.Join(filepath.Dir(filepath.Dir(bin)), "image.tar")
 	if _, err := os.Stat(tarPath); err == nil {
-		return ref, tarPath, nil
+		return tarPath, nil
 	}
-	img, err := image.Program(ref, bin, "/coredns")
+	img, err := build()
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	return ref, tarPath, img.Write(tarPath)
+	return tarPath, img.Write(tarPath)
 }
 
 // createDNS creates CoreDNS's objects: its ServiceAccount with the rights the

@@ -33,18 +33,7 @@ func TestDualStackCluster(t *testing.T) {
 	const name = "vkd"
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Spec{Name: name, Nodes: 2, Proxy: network.IPTables, CNI: network.CNIVnetlab, CNIMode: modes.VethRouted, Family: family.Dual}, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := Down(name, nil); err != nil {
-			t.Errorf("kube down: %v", err)
-		}
-		if msg := Leftovers(st, nil); msg != "" {
-			t.Errorf("kube down left: %s", msg)
-		}
-	}()
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: network.IPTables, CNI: network.CNIVnetlab, CNIMode: modes.VethRouted, Family: family.Dual}, nil)
 	if Family(st) != family.Dual {
 		t.Errorf("fact %s = %q, want dual", FactFamily, st.Facts[FactFamily])
 	}

@@ -98,12 +98,15 @@ func flannelImage(ctx context.Context, say func(string, ...any)) (ref, tarPath s
 		return "", "", err
 	}
 	ref = "vnetlab.local/flannel:" + binaries.FlannelBuild()
-	tarPath = filepath.Join(filepath.Dir(filepath.Dir(bin)), "image.tar")
-	if _, err := os.Stat(tarPath); err == nil {
-		return ref, tarPath, nil
-	}
+	tarPath, err = cachedImage(bin, func() (*image.Image, error) { return flannelContent(ref, bin) })
+	return ref, tarPath, err
+}
+
+// flannelContent is flannel's image: flanneld (bin) as the entrypoint, the
+// iptables programs by their names and what they load.
+func flannelContent(ref, bin string) (*image.Image, error) {
 	if _, err := exec.LookPath(xtablesMulti); err != nil {
-		return "", "", fmt.Errorf("flannel's image needs iptables with the nf_tables backend (%s): install Debian's iptables", xtablesMulti)
+		return nil, fmt.Errorf("flannel's image needs iptables with the nf_tables backend (%s): install Debian's iptables", xtablesMulti)
 	}
 	c := image.Content{Files: map[string]string{flanneldPath: bin, "/usr/bin/xtables-nft-multi": xtablesMulti},
 		Links: map[string]string{}, Entrypoint: []string{flanneldPath}}
@@ -112,7 +115,7 @@ func flannelImage(ctx context.Context, say func(string, ...any)) (ref, tarPath s
 	}
 	mods, err := filepath.Glob(filepath.Join(xtablesModules, "*.so"))
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	progs := []string{"/usr/bin/xtables-nft-multi"}
 	for _, m := range mods {
@@ -122,10 +125,10 @@ func flannelImage(ctx context.Context, say func(string, ...any)) (ref, tarPath s
 	c.AddLibraries(progs...)
 	img, _, err := image.Assemble(c)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	img.Ref = ref
-	return ref, tarPath, img.Write(tarPath)
+	return img, nil
 }
 
 // netConf is flannel's net-conf.json: the cluster's pod range and the backend.

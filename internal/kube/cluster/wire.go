@@ -3,14 +3,10 @@ package cluster
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -36,11 +32,10 @@ func (b *builder) wire(cpNS string) error {
 	if err := addrUp(cp, bridge, apiIP); err != nil {
 		return err
 	}
+	// Spec.Validate has checked that new namespaces carry IPv6
+	// (kernel.Check(kernel.IPv6)).
 	v6 := b.addrs.fam.HasIPv6()
 	if v6 {
-		if err := ipv6Enabled(cpNS, b.addrs.fam); err != nil {
-			return err
-		}
 		if err := addr6(cp, bridge, apiIP6); err != nil {
 			return err
 		}
@@ -62,11 +57,6 @@ func (b *builder) wire(cpNS string) error {
 		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: uplink, MTU: 1500}, PeerName: n.name, PeerNamespace: netlink.NsFd(int(cpFD))}
 		if err := h.LinkAdd(v); err != nil {
 			return fmt.Errorf("%s uplink: %w", n.name, err)
-		}
-		if v6 {
-			if err := ipv6Enabled(n.ns, b.addrs.fam); err != nil {
-				return err
-			}
 		}
 		if err := addrUp(h, uplink, n.ip); err != nil {
 			return err
@@ -95,24 +85,17 @@ func (b *builder) wire(cpNS string) error {
 				}
 			}
 		}
-		sysctls := []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"}
+		// Per-namespace sysctls: the node routes for its pods, and bridged
+		// pod-to-pod replies go through iptables/nftables so a Service's
+		// translation is undone (as on every kube-proxy node).
+		sysctls := []string{"net.ipv4.ip_forward", "1", "net.bridge.bridge-nf-call-iptables", "1"}
 		if v6 {
 			if err := b.wire6(cp, h, n); err != nil {
 				return err
 			}
-			sysctls = append(sysctls, "net.ipv6.conf.all.forwarding", "net.bridge.bridge-nf-call-ip6tables")
+			sysctls = append(sysctls, "net.ipv6.conf.all.forwarding", "1", "net.bridge.bridge-nf-call-ip6tables", "1")
 		}
-		// Per-namespace sysctls: the node routes for its pods, and bridged
-		// pod-to-pod replies go through iptables/nftables so a Service's
-		// translation is undone (as on every kube-proxy node).
-		if err := nsutil.Do(n.ns, func() error {
-			for _, s := range sysctls {
-				if err := os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(s, ".", "/")), []byte("1"), 0o644); err != nil {
-					return fmt.Errorf("%s: %w", s, err)
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := modes.Sysctls(n.ns, sysctls...); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
 	}
@@ -164,19 +147,4 @@ func addr6(h *netlink.Handle, name string, ip net.IP) error {
 	}
 	ones, _ := nodeNet6.Mask.Size()
 	return modes.AddrAdd6(h, l, ip, ones)
-}
-
-// ipv6Enabled refuses a namespace whose interfaces cannot hold IPv6
-// addresses (net.ipv6.conf.all.disable_ipv6 inherited as 1).
-func ipv6Enabled(ns string, f family.Family) error {
-	return nsutil.Do(ns, func() error {
-		v, err := os.ReadFile("/proc/sys/net/ipv6/conf/all/disable_ipv6")
-		if err != nil {
-			return fmt.Errorf("--ip-family %s: namespace %s has no IPv6 (%v): use --ip-family ipv4", f, ns, err)
-		}
-		if strings.TrimSpace(string(v)) != "0" {
-			return fmt.Errorf("--ip-family %s: IPv6 is disabled in namespace %s (net.ipv6.conf.all.disable_ipv6=%s): use --ip-family ipv4, or set net.ipv6.conf.default.disable_ipv6=0", f, ns, strings.TrimSpace(string(v)))
-		}
-		return nil
-	})
 }
