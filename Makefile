@@ -85,4 +85,4 @@ clean-labs: build
 # internal/dataplane/sock/sock_bpfel.{go,o} and internal/profile/profile_bpfel.{go,o}
 # (needs clang 14 and libbpf-dev; building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/dataplane/tcbpf ./internal/dataplane/sock ./internal/profile
+	$(GO) generate ./internal/dataplane/tcbpf ./internal/dataplane/sock ./internal/profile ./internal/pktstat
