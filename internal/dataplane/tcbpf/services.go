@@ -88,6 +88,10 @@ type Service struct {
 // MaxAffinity is the longest affinity timeout (Kubernetes' limit, a day).
 const MaxAffinity = 86400
 
+// AffinityIn says whether the programs keep sessionAffinity for a frontend
+// of vip's family: IPv4 only so far (bpf/lb6.h has no affinity map).
+func AffinityIn(vip netip.Addr) bool { return vip.Is4() }
+
 // Mirrors of bpf/lb.h's LB_SVC_* flags and LB_SCOPE_* values.
 const (
 	svcAffinity = 0x1
