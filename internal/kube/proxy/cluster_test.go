@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -130,6 +131,11 @@ func needProxy(t *testing.T, mode string) kubernetes.Interface {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		start := time.Now()
 		spec := cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}
+		if mode == proxy.ModeEBPF {
+			// Dual-stack: the IPv6 tests (dual_cluster_test.go) share the
+			// cluster, and the IPv4 ones prove a dual-stack cluster's IPv4.
+			spec.Family = family.Dual
+		}
 		if mode == modeSocketLB {
 			spec.Proxy, spec.SocketLB = proxy.ModeEBPF, true
 		}
