@@ -18,8 +18,11 @@
  *   - fragments carry a 32-bit id in a fragment header;
  *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
  *     (types 1-4) quote a packet.
- * Not yet: hairpin, sessionAffinity, external scope, NodePort, host
- * routing.
+ *   - hairpin (a pod reaching itself through a Service): the source
+ *     becomes LB6_HAIRPIN_IP (100::a9fe:2a01, in the discard-only prefix
+ *     100::/64 of RFC 6666, so no real host has it), as lb.h does with
+ *     169.254.42.1; ICMPv6 errors of a hairpinned flow are not translated.
+ * Not yet: sessionAffinity, external scope, NodePort, host routing.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
@@ -172,6 +175,23 @@ static __always_inline void lb6_count(__u32 what)
 	__u64 *v = bpf_map_lookup_elem(&lb6_stats, &what);
 	if (v)
 		*v += 1;
+}
+
+/* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
+#define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
+#define LB6_HAIRPIN_W3 bpf_htonl(0xa9fe2a01)
+
+static __always_inline int lb6_is_hairpin(const struct lb6_addr *a)
+{
+	return a->w[0] == LB6_HAIRPIN_W0 && a->w[1] == 0 && a->w[2] == 0 && a->w[3] == LB6_HAIRPIN_W3;
+}
+
+static __always_inline void lb6_set_hairpin(struct lb6_addr *a)
+{
+	a->w[0] = LB6_HAIRPIN_W0;
+	a->w[1] = 0;
+	a->w[2] = 0;
+	a->w[3] = LB6_HAIRPIN_W3;
 }
 
 static __always_inline int lb6_addr_eq(const struct lb6_addr *a, const struct lb6_addr *b)
@@ -381,11 +401,14 @@ static __always_inline void lb6_ct_close(const struct lb6_ct_key *fk, const stru
 }
 
 /* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
- * vip:vport), then, for a RST, the end of the flow. */
+ * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
+ * RST, the end of the flow. */
 static __always_inline int lb6_rnat_pkt(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_ct *ct)
 {
 	struct lb6_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
 
+	if (ct->flags & LB_CT_HAIRPIN)
+		to.daddr = ct->client;
 	if (lb6_rewrite(skb, p, &to) < 0) {
 		lb6_count(LB6_STAT_ERROR);
 		return TC_ACT_SHOT;
@@ -539,11 +562,15 @@ static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
 		bpf_map_delete_elem(&lb6_conntrack, &rk);
 }
 
-/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port. */
-static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port)
+/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port
+ * (to LB6_HAIRPIN_IP for a hairpin). */
+static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port,
+					__u8 hairpin)
 {
 	rk->saddr = *ip;
 	rk->daddr = p->saddr;
+	if (hairpin)
+		lb6_set_hairpin(&rk->daddr);
 	rk->sport = port;
 	rk->dport = p->sport;
 	rk->proto = p->proto;
@@ -634,9 +661,45 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	struct lb6_ct *ct;
 	struct lb6_addr be_ip;
 	__be16 be_port;
+	__u8 hairpin;
 
 	if (p.proto == LB6_ICMP)
 		return lb6_icmp(skb, &p, LB_CT_FWD);
+	if (lb6_is_hairpin(&p.daddr)) {
+		/* A pod answering a hairpinned connection: translate it back here,
+		 * before the node routes it (the address means nothing outside). */
+		rk.saddr = p.saddr;
+		rk.daddr = p.daddr;
+		rk.sport = p.sport;
+		rk.dport = p.dport;
+		rk.proto = p.proto;
+		rk.dir = LB_CT_REV;
+		ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
+		if (!ct)
+			return TC_ACT_OK;
+		lb6_frag_remember(&p);
+		/* lb6_rnat_pkt's work in this frame's variables: its own would
+		 * take the stack past 512 bytes. */
+		to.saddr = ct->addr;
+		to.daddr = ct->client;
+		to.sport = ct->port;
+		to.dport = p.dport;
+		if (lb6_rewrite(skb, &p, &to) < 0) {
+			lb6_count(LB6_STAT_ERROR);
+			return TC_ACT_SHOT;
+		}
+		lb6_count(LB6_STAT_RNAT);
+		if (p.tcp_rst) {
+			fk.saddr = to.daddr;
+			fk.daddr = to.saddr;
+			fk.sport = p.dport;
+			fk.dport = to.sport;
+			fk.proto = p.proto;
+			fk.dir = LB_CT_FWD;
+			lb6_ct_close(&fk, &rk);
+		}
+		return TC_ACT_OK;
+	}
 	sk.vip = p.daddr;
 	sk.port = p.dport;
 	sk.proto = p.proto;
@@ -660,6 +723,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	if (ct && ct->svc_id == svc->id) {
 		be_ip = ct->addr;
 		be_port = ct->port;
+		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(&p) % svc->count };
 		struct lb6_backend *b = bpf_map_lookup_elem(&lb6_backends, &bk);
@@ -672,13 +736,16 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		be_ip = b->ip;
 		be_port = b->port;
 		lb6_count(LB6_STAT_CT_NEW);
-		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		hairpin = lb6_addr_eq(&be_ip, &p.saddr);
+		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
 		fwd.addr = be_ip;
 		fwd.port = be_port;
+		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
 		fwd.client = p.saddr;
 		fwd.svc_id = svc->id;
 		rev.addr = p.daddr;
 		rev.port = p.dport;
+		rev.flags = fwd.flags;
 		rev.client = p.saddr;
 		rev.svc_id = svc->id;
 		/* Reverse entry first: a reply can never find the flow half-made. */
@@ -687,6 +754,8 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	}
 	lb6_frag_remember(&p);
 	to.saddr = p.saddr;
+	if (hairpin)
+		lb6_set_hairpin(&to.saddr);
 	to.daddr = be_ip;
 	to.sport = p.sport;
 	to.dport = be_port;
@@ -698,7 +767,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	if (!p.has_l4)
 		lb6_count(LB6_STAT_FRAG);
 	if (p.tcp_rst) {
-		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
 		lb6_ct_close(&fk, &rk);
 	}
 	return TC_ACT_OK;

@@ -21,7 +21,8 @@ import (
 // RequireDualStack) answer on each of their clusterIPs, TCP and UDP, from
 // a client pod on the backend's node and from one on the other node; each
 // clusterIP's entry holds the backend's address of its own family; the
-// IPv6 programs translated the flows (their counters rise). An IPv6
+// IPv6 programs translated the flows (their counters rise). The backend
+// reaches itself through its IPv6 clusterIP (hairpin). An IPv6
 // Service without endpoints is refused by the programs' ICMPv6 port
 // unreachable (tcp6 within 2.5 s: the kernel takes the first SYN's error
 // late, docs/services.md), and its neighbours keep working.
@@ -97,6 +98,11 @@ func TestDualStackServicesThroughEBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Hairpin: the backend reaching itself through its IPv6 clusterIP (its
+	// source becomes tcbpf.HairpinIP6, the reply is translated back).
+	self := podNetns(t, ips["srv"])
+	mustWho(t, self, "tcp", hostport(vips["single6"][0], 80), "srv", 10*time.Second)
+	mustWho(t, self, "udp", hostport(vips["single6"][0], 80), "srv", 10*time.Second)
 	// cli1 asked the three IPv6 clusterIPs over TCP and UDP from node 1.
 	if after.DNAT < before.DNAT+6 || after.RNAT < before.RNAT+6 {
 		t.Errorf("node 1's IPv6 programs translated %d packets and %d replies: the IPv6 clusterIPs did not go through them", after.DNAT-before.DNAT, after.RNAT-before.RNAT)
