@@ -22,7 +22,10 @@
  *     becomes LB6_HAIRPIN_IP (100::a9fe:2a01, in the discard-only prefix
  *     100::/64 of RFC 6666, so no real host has it), as lb.h does with
  *     169.254.42.1; ICMPv6 errors of a hairpinned flow are not translated.
- * Not yet: sessionAffinity, external scope, NodePort, host routing.
+ *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity; its
+ *     key and value are built in a per-CPU scratch (lb6_scratch), as
+ *     from_pod's stack has no 56 bytes to spare.
+ * Not yet: external scope, NodePort, host routing.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
@@ -169,6 +172,41 @@ struct {
 } lb6_tail SEC(".maps") = {
 	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
 };
+
+/* sessionAffinity ClientIP over IPv6 (lb.h's lb_affinity). */
+struct lb6_affinity_key {
+	struct lb6_addr client;
+	__u32 svc_id;
+};
+
+struct lb6_affinity {
+	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
+	struct lb6_addr ip; /* the backend, and the slot it had */
+	__be16 port;
+	__u16 pad;
+	__u32 slot;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct lb6_affinity_key);
+	__type(value, struct lb6_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_affinity SEC(".maps");
+
+/* lb6_scratch: where lb6_pick_backend builds its affinity key and value. */
+struct lb6_scratch {
+	struct lb6_affinity_key key;
+	struct lb6_affinity val;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb6_scratch);
+} lb6_scratch SEC(".maps");
 
 static __always_inline void lb6_count(__u32 what)
 {
@@ -562,6 +600,68 @@ static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
 		bpf_map_delete_elem(&lb6_conntrack, &rk);
 }
 
+/* lb6_affinity_keep: the slot whose backend a remembered affinity a (NULL:
+ * none) keeps, or -1 (none, expired, or the backend left the Service), as
+ * lb_affinity_keep. */
+static __always_inline int lb6_affinity_keep(const struct lb_svc *svc, const struct lb6_affinity *a, __u64 now)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb6_backend *b;
+
+	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
+		return -1;
+	if (a->slot < svc->count) {
+		bk.slot = a->slot;
+		b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
+			return a->slot;
+	}
+	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
+		if (i >= svc->count)
+			break;
+		bk.slot = i;
+		b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
+			return i;
+	}
+	return -1;
+}
+
+/* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
+ * to svc, under sessionAffinity the one the client's last new flow got
+ * (the affinity entry refreshed), else the slot the flow's hash names. */
+static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc *svc, const struct lb6_pkt *p)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(p) % svc->count };
+	struct lb6_scratch *s;
+	struct lb6_backend *b;
+	__u32 zero = 0;
+	__u64 now;
+	int slot;
+
+	if (!(svc->flags & LB_SVC_AFFINITY))
+		return bpf_map_lookup_elem(&lb6_backends, &bk);
+	s = bpf_map_lookup_elem(&lb6_scratch, &zero);
+	if (!s)
+		return NULL;
+	s->key.client = p->saddr;
+	s->key.svc_id = svc->id;
+	now = bpf_ktime_get_ns();
+	slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&lb6_affinity, &s->key), now);
+	if (slot >= 0)
+		bk.slot = slot;
+	b = bpf_map_lookup_elem(&lb6_backends, &bk);
+	if (b) {
+		s->val.last_ns = now;
+		s->val.ip = b->ip;
+		s->val.port = b->port;
+		s->val.pad = 0;
+		s->val.slot = bk.slot;
+		bpf_map_update_elem(&lb6_affinity, &s->key, &s->val, BPF_ANY);
+	}
+	return b;
+}
+
 /* lb6_rev_key: the reply tuple of flow p translated to backend ip:port
  * (to LB6_HAIRPIN_IP for a hairpin). */
 static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port,
@@ -725,8 +825,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		be_port = ct->port;
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
-		struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(&p) % svc->count };
-		struct lb6_backend *b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		struct lb6_backend *b = lb6_pick_backend(svc, &p);
 		struct lb6_ct fwd = {}, rev = {};
 
 		if (!b) {

@@ -119,9 +119,7 @@ func NewSyncer(p Plane) (*Syncer, error) {
 func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.SyncWith(name, want, 0) }
 
 // SyncWith is Sync for a Service whose entries all carry a session
-// affinity timeout (seconds, SessionAffinity; 0: none), those of a family
-// the programs keep no affinity for (tcbpf.AffinityIn) excepted: the
-// caller says so (a dual-stack Service keeps it on IPv4). An entry whose
+// affinity timeout (seconds, SessionAffinity; 0: none). An entry whose
 // affinity changed is updated in place, like one whose backends did. An
 // entry whose frontend also has an External entry is marked so
 // (tcbpf.Service.HasExternal). Writes come first, External entries before
@@ -174,28 +172,24 @@ func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, c
 			hasExt = false
 		}
 		have, ok := s.installed[k]
-		aff := affinity
-		if !tcbpf.AffinityIn(k.VIP) {
-			aff = 0
-		}
-		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: aff, HasExternal: hasExt}
+		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, HasExternal: hasExt}
 		switch {
 		case !ok:
 			add = append(add, svc)
 			continue
-		case !sameBackends(have.backends, bs) || have.affinity != aff || have.hasExternal != hasExt:
+		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.hasExternal != hasExt:
 			if err := s.plane.UpdateService(svc); err != nil {
 				*errs = append(*errs, err)
 				continue
 			}
 			ch.Updated++
 		}
-		s.installed[k] = installed{backends: bs, affinity: aff, hasExternal: hasExt}
+		s.installed[k] = installed{backends: bs, affinity: affinity, hasExternal: hasExt}
 		s.owner[k] = name
 	}
 	for _, svc := range s.addAll(add, errs) {
 		k := KeyOf(svc)
-		s.installed[k] = installed{backends: want[k], affinity: svc.Affinity, hasExternal: svc.HasExternal}
+		s.installed[k] = installed{backends: want[k], affinity: affinity, hasExternal: svc.HasExternal}
 		s.owner[k] = name
 		ch.Added++
 	}

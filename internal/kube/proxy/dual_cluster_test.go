@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 )
 
 // Services of each ipFamilyPolicy (SingleStack IPv6, PreferDualStack,
@@ -25,12 +26,16 @@ import (
 // reaches itself through its IPv6 clusterIP (hairpin). An IPv6
 // Service without endpoints is refused by the programs' ICMPv6 port
 // unreachable (tcp6 within 2.5 s: the kernel takes the first SYN's error
-// late, docs/services.md), and its neighbours keep working.
+// late, docs/services.md), and its neighbours keep working. A SingleStack
+// IPv6 Service with sessionAffinity ClientIP sends one client's
+// connections to one of its two backends.
 func TestDualStackServicesThroughEBPF(t *testing.T) {
 	cs := needCluster(t)
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "srv6"}
-	ips := runPods(t, cs, ns, whoamiPod("srv", 2, lbl), clientPod("cli1", 1), clientPod("cli2", 2))
+	sticky := map[string]string{"app": "sticky6"}
+	ips := runPods(t, cs, ns, whoamiPod("srv", 2, lbl), clientPod("cli1", 1), clientPod("cli2", 2),
+		whoamiPod("sticky-a", 1, sticky), whoamiPod("sticky-b", 2, sticky))
 	srv, err := cs.CoreV1().Pods(ns).Get(testCtx, "srv", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +64,15 @@ func TestDualStackServicesThroughEBPF(t *testing.T) {
 		{"prefer", &prefer, nil, lbl, 2},
 		{"require6", &require, []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}, lbl, 2},
 		{"nobody6", &single, []corev1.IPFamily{corev1.IPv6Protocol}, map[string]string{"app": "nobody"}, 1},
+		{"sticky6", &single, []corev1.IPFamily{corev1.IPv6Protocol}, sticky, 1},
 	}
 	vips := map[string][]string{}
 	for _, s := range services {
-		svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.name},
-			Spec: corev1.ServiceSpec{Selector: s.selector, IPFamilyPolicy: s.policy, IPFamilies: s.families, Ports: ports}}, metav1.CreateOptions{})
+		spec := corev1.ServiceSpec{Selector: s.selector, IPFamilyPolicy: s.policy, IPFamilies: s.families, Ports: ports}
+		if s.name == "sticky6" {
+			spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		}
+		svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s.name}, Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,4 +140,26 @@ func TestDualStackServicesThroughEBPF(t *testing.T) {
 	}
 	// The neighbours of the empty Service still answer.
 	mustWho(t, cli, "tcp", hostport(vips["single6"][0], 80), "srv", 10*time.Second)
+
+	// sessionAffinity ClientIP over IPv6: the entry has it, and 10
+	// connections from one client reach one of the two backends.
+	stickyVIP := vips["sticky6"][0]
+	if err := waitFor(30*time.Second, func() bool {
+		s, ok := entry(t, p1, stickyVIP, 80, tcbpf.TCP)
+		return ok && len(s.Backends) == 2 && s.Affinity == proxy.DefaultAffinityTimeout
+	}); err != nil {
+		s, _ := entry(t, p1, stickyVIP, 80, tcbpf.TCP)
+		t.Fatalf("node 1's entry for the IPv6 Service with sessionAffinity: %+v, want 2 backends and affinity %d s", s, proxy.DefaultAffinityTimeout)
+	}
+	seen := map[string]int{}
+	for range 10 {
+		w, err := who(cli, "tcp", hostport(stickyVIP, 80))
+		if err != nil {
+			w = "error: " + err.Error()
+		}
+		seen[w]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("10 connections to [%s]:80 with sessionAffinity ClientIP: %v, want one backend", stickyVIP, seen)
+	}
 }

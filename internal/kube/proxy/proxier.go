@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -184,11 +183,7 @@ func (p *Proxier) syncService(key string) (Changes, error) {
 		want = Entries{}
 	}
 	maps.Copy(want, ext)
-	affinity := SessionAffinity(svc)
-	if n := affinityLost(want, affinity); n != "" {
-		p.logf("service %s: %s", key, n)
-	}
-	ch, err := p.syncer.SyncWith(key, want, affinity)
+	ch, err := p.syncer.SyncWith(key, want, SessionAffinity(svc))
 	port, local := HealthCheck(svc, eps, p.node)
 	herr := p.health.Set(key, port, local)
 	if err == nil {
@@ -201,20 +196,6 @@ func (p *Proxier) syncService(key string) (Changes, error) {
 		p.udp[key] = now
 	}
 	return ch, errors.Join(err, herr)
-}
-
-// affinityLost is the note for a Service with sessionAffinity whose
-// entries include a family the programs keep no affinity for ("" if none).
-func affinityLost(want Entries, affinity uint32) string {
-	if affinity == 0 {
-		return ""
-	}
-	for k := range want {
-		if !tcbpf.AffinityIn(k.VIP) {
-			return fmt.Sprintf("sessionAffinity ClientIP not kept on %s: the tc plane keeps it for IPv4 only so far (bpf/lb6.h); connections there are balanced per flow", k.VIP)
-		}
-	}
-	return ""
 }
 
 // lost says whether a backend of had is not in now (both sorted).

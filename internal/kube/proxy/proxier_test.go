@@ -127,9 +127,8 @@ func TestProxierSyncAppliesRecordedChanges(t *testing.T) {
 }
 
 // A dual-stack Service (RequireDualStack: a clusterIP per family) gets an
-// entry per family, each with its own family's endpoints. Its
-// sessionAffinity stays on IPv4 (the IPv6 programs keep none), with a
-// line in the log. A slice with a malformed address and a clusterIP that
+// entry per family, each with its own family's endpoints, and its
+// sessionAffinity on both. A slice with a malformed address and a clusterIP that
 // is no address each get one line; the rest of the Service, and the
 // other Services, are served.
 func TestProxierDualStackAndBadInput(t *testing.T) {
@@ -172,12 +171,11 @@ func TestProxierDualStackAndBadInput(t *testing.T) {
 	if len(f.m) != len(want) {
 		t.Errorf("entries %v, want %d", f.m, len(want))
 	}
-	if f.aff[key("10.96.0.10:80/tcp")] != DefaultAffinityTimeout || f.aff[key("[fd00:10:96::10]:80/tcp")] != 0 {
-		t.Errorf("affinity %v: want the IPv4 entry's only", f.aff)
+	if f.aff[key("10.96.0.10:80/tcp")] != DefaultAffinityTimeout || f.aff[key("[fd00:10:96::10]:80/tcp")] != DefaultAffinityTimeout {
+		t.Errorf("affinity %v: want both families' entries to have it", f.aff)
 	}
 	for _, w := range []string{
 		`service ns/s: EndpointSlice s-4: endpoint address "10.244.1.300" skipped`,
-		`service ns/s: sessionAffinity ClientIP not kept on fd00:10:96::10`,
 		`service ns/t: clusterIP "fd00::zz" skipped`,
 	} {
 		if !slices.ContainsFunc(logged, func(l string) bool { return strings.HasPrefix(l, w) }) {
