@@ -600,6 +600,17 @@ static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
 		bpf_map_delete_elem(&lb6_conntrack, &rk);
 }
 
+/* lb6_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
+static __always_inline void lb6_ct_key_of(struct lb6_ct_key *k, const struct lb6_pkt *p, __u8 dir)
+{
+	k->saddr = p->saddr;
+	k->daddr = p->daddr;
+	k->sport = p->sport;
+	k->dport = p->dport;
+	k->proto = p->proto;
+	k->dir = dir;
+}
+
 /* lb6_affinity_keep: the slot whose backend a remembered affinity a (NULL:
  * none) keeps, or -1 (none, expired, or the backend left the Service), as
  * lb_affinity_keep. */
@@ -768,12 +779,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	if (lb6_is_hairpin(&p.daddr)) {
 		/* A pod answering a hairpinned connection: translate it back here,
 		 * before the node routes it (the address means nothing outside). */
-		rk.saddr = p.saddr;
-		rk.daddr = p.daddr;
-		rk.sport = p.sport;
-		rk.dport = p.dport;
-		rk.proto = p.proto;
-		rk.dir = LB_CT_REV;
+		lb6_ct_key_of(&rk, &p, LB_CT_REV);
 		ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
 		if (!ct)
 			return TC_ACT_OK;
@@ -813,12 +819,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		lb6_count(LB6_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	fk.saddr = p.saddr;
-	fk.daddr = p.daddr;
-	fk.sport = p.sport;
-	fk.dport = p.dport;
-	fk.proto = p.proto;
-	fk.dir = LB_CT_FWD;
+	lb6_ct_key_of(&fk, &p, LB_CT_FWD);
 	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb6_conntrack, &fk);
 	if (ct && ct->svc_id == svc->id) {
 		be_ip = ct->addr;
@@ -882,12 +883,7 @@ static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb
 		return lb6_icmp(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK;
-	rk.saddr = p->saddr;
-	rk.daddr = p->daddr;
-	rk.sport = p->sport;
-	rk.dport = p->dport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
+	lb6_ct_key_of(&rk, p, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
 	if (!ct)
 		return TC_ACT_OK;

@@ -82,19 +82,15 @@ var Proxies = []Proxy{
 }
 
 // ProxyNames lists the proxies' names in Proxies' order.
-func ProxyNames() []string {
-	var n []string
-	for _, p := range Proxies {
-		n = append(n, p.Name)
-	}
-	return n
-}
+func ProxyNames() []string { return proxyNamesWhere(func(Proxy) bool { return true }) }
 
 // ProxyNames6 lists the proxies that serve IPv6 Services.
-func ProxyNames6() []string {
+func ProxyNames6() []string { return proxyNamesWhere(func(p Proxy) bool { return p.IPv6 }) }
+
+func proxyNamesWhere(keep func(Proxy) bool) []string {
 	var n []string
 	for _, p := range Proxies {
-		if p.IPv6 {
+		if keep(p) {
 			n = append(n, p.Name)
 		}
 	}
