@@ -1,9 +1,7 @@
 package proxy_test
 
-// IPv6 and dual-stack Services through vnetlab's eBPF proxy, on the
-// package's cluster (dual-stack: needCluster's vnetlab-ebpf cluster is
-// --ip-family dual, so every other test of it runs on a dual-stack cluster
-// too).
+// IPv6 and dual-stack Services through vnetlab's eBPF proxy, on a
+// dual-stack cluster of its own (needProxy(modeDual)).
 
 import (
 	"net/netip"
@@ -30,7 +28,7 @@ import (
 // IPv6 Service with sessionAffinity ClientIP sends one client's
 // connections to one of its two backends.
 func TestDualStackServicesThroughEBPF(t *testing.T) {
-	cs := needCluster(t)
+	cs := needProxy(t, modeDual)
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "srv6"}
 	sticky := map[string]string{"app": "sticky6"}
