@@ -540,7 +540,8 @@ func TestClusterIPv6ThroughProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	// (tcp6 is refused by the SYN's first retransmission, at 1 s: the first
-	// SYN's ICMPv6 error is not taken; not explained yet, docs/services.md.)
+	// SYN's ICMPv6 error finds the socket locked by connect, as with
+	// kube-proxy's REJECT; docs/services.md.)
 	for _, network := range []string{"tcp6"} { // the Service is /tcp
 		took, err := testnet.RefusedAfter(func(f func() error) error { return nsutil.Do(b.NS, f) }, network, "[fd00:10:96::200]:80")
 		if err != nil || took > 2500*time.Millisecond {
