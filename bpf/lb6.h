@@ -32,8 +32,9 @@
 
 #include "lb.h"
 
-#define LB6_MAX_SERVICES (1 << 16)
-#define LB6_MAX_BACKENDS (1 << 18)
+/* As many as IPv4: --extra-services generates the same count per family. */
+#define LB6_MAX_SERVICES LB_MAX_SERVICES
+#define LB6_MAX_BACKENDS LB_MAX_BACKENDS
 #define LB6_MAX_EXTHDRS  4 /* extension headers walked before the L4 header */
 
 /* Next-header values (linux/ipv6.h's NEXTHDR_*, which needs libc headers). */
