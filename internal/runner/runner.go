@@ -88,6 +88,9 @@ type Planned struct {
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
 // kube run`) in the same interleaved rounds as a lab run, then computes the
 // statistics; with meter (nil: none), each sample records its nodes' CPU.
+// With spec.Profile, each cell is profiled as a lab run's is: the cells'
+// NetNS (nil: every namespace but the root one, a local cluster's nodes and
+// pods) count as the test's.
 func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, meter NodeMeter) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -96,12 +99,20 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	for _, c := range cells {
 		all = append(all, c.Cell)
 	}
-	// Not profiled: the pods' namespaces are the platform's (kube run has
-	// no --profile).
-	if err := execute(ctx, spec, cells, prog, nil, meter, nil); err != nil {
+	col, err := openProfiler(spec)
+	if err != nil {
+		return err
+	}
+	if col != nil {
+		defer col.Close()
+	}
+	if err := execute(ctx, spec, cells, prog, col, meter, nil); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
+	if col != nil {
+		return finishProfiles(col, all, spec.ProfileDir)
+	}
 	return nil
 }
 

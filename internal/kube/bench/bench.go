@@ -87,6 +87,9 @@ func (s Spec) Validate() error {
 	if s.Cluster.Local != "" && (s.Cluster.Kubeconfig != "" || s.Cluster.Context != "") {
 		return field.Errorf("cluster", "give either {cluster} or {kubeconfig}/{context}, not both")
 	}
+	if s.Measure.Profile && s.Cluster.Local == "" && len(s.Configs) == 0 {
+		return field.Errorf("profile", "{profile} samples this machine's CPUs, which run only a local cluster's nodes: measure one with {cluster} NAME, or drop {profile}")
+	}
 	if err := s.measureSpec().Validate(); err != nil {
 		return err
 	}
