@@ -70,12 +70,12 @@ func DefaultSpec() Spec {
 }
 
 // measureSpec is Measure as the run executes it: the engines run on the
-// nodes, whose CPUs are this machine's only for local clusters (a table's:
-// --cpu-affinity auto pins rr/crr there as in a lab run; a single run's
-// cluster may be anywhere).
+// nodes, whose CPUs are this machine's only for local clusters (a table's,
+// or --cluster's: --cpu-affinity auto pins rr/crr there as in a lab run;
+// a kubeconfig's cluster may be anywhere).
 func (s Spec) measureSpec() runner.Spec {
 	m := s.Measure
-	m.CPUsElsewhere = len(s.Configs) == 0
+	m.CPUsElsewhere = len(s.Configs) == 0 && s.Cluster.Local == ""
 	return m
 }
 
