@@ -44,6 +44,10 @@ type Spec struct {
 	// Tolerance fails the run when a pod cell is significantly below its
 	// host cell by more than this ratio (analysis.HostChecks); 0: no check.
 	Tolerance float64
+	// Lab: Measure's lab (its modes, nodes, paths) is brought up beside
+	// the cluster and measured in the same rounds, a lab cell then a
+	// cluster cell (beside.go); one cluster only.
+	Lab bool
 }
 
 // Target is a local cluster (vnetlab kube up) or any cluster's kubeconfig
@@ -100,6 +104,12 @@ func (s Spec) Validate() error {
 		if !slices.Contains(s.Pods.Paths, measure.PathPod) || !slices.Contains(s.Pods.Paths, measure.PathHost) {
 			return fmt.Errorf("--tolerance compares the pod path with host: measure both (--paths pod,host)")
 		}
+	}
+	if s.Lab && (s.Cluster.Local == "" || len(s.Measure.Modes) == 0) {
+		return field.Errorf("lab", "{lab} measures the file's modes beside one local cluster, on the same CPUs: give modes and kube.cluster (not kube.clusters or a kubeconfig)")
+	}
+	if s.Lab && os.Geteuid() != 0 {
+		return fmt.Errorf("kube.lab brings up labs, which needs root: run it with sudo")
 	}
 	if s.Measure.SetsLinks() {
 		return field.Errorf("sweep", "%s set a lab's links; a cluster's links are its CNI's: kube run takes %s, %s and %s",
