@@ -197,7 +197,11 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			if pc != nil {
 				pw = &packetWindow{c: pc}
 			}
-			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, meter, pw)
+			m := meter
+			if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
+				m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
+			}
+			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, m, pw)
 			if r < spec.Warmup {
 				continue
 			}
