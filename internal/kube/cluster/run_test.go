@@ -400,22 +400,8 @@ func exhaustPodIPs(t *testing.T, cs kubernetes.Interface, node string) {
 // overrides the file's tests.
 func TestKubeRunScenario(t *testing.T) {
 	needCluster(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "s.json")
-	file := filepath.Join(dir, "s.yaml")
-	body := "description: one same-node pod cell\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\noutput: " + out +
-		"\nkube:\n  cluster: " + testCluster + "\n  paths: [pod]\n  placements: [same-node]\n  label: from-file\n"
-	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "-f", file, "--tests", "tcp_crr")
-	if err != nil {
-		t.Fatalf("kube run -f: %v\n%s", err, log)
-	}
-	f, err := results.Read(out)
-	if err != nil {
-		t.Fatalf("the file's output: %v\n%s", err, log)
-	}
+	file, f := runKubeFile(t, "description: one same-node pod cell\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
+		"kube:\n  cluster: "+testCluster+"\n  paths: [pod]\n  placements: [same-node]\n  label: from-file\n", "--tests", "tcp_crr")
 	if len(f.Cells) != 1 {
 		t.Fatalf("%d cells, want the file's one", len(f.Cells))
 	}
@@ -466,22 +452,8 @@ func TestKubeRunSweepStreams(t *testing.T) {
 // lab and cluster sides pair by path, and the lab gone afterwards.
 func TestKubeRunLabBeside(t *testing.T) {
 	needCluster(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "both.json")
-	file := filepath.Join(dir, "both.yaml")
-	body := "modes: [host]\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\noutput: " + out +
-		"\nkube:\n  cluster: " + testCluster + "\n  lab: true\n  paths: [host]\n  placements: [same-node]\n  label: beside\n"
-	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "-f", file, "--profile")
-	if err != nil {
-		t.Fatalf("kube run -f (kube.lab) --profile: %v\n%s", err, log)
-	}
-	f, err := results.Read(out)
-	if err != nil {
-		t.Fatalf("the file's output: %v\n%s", err, log)
-	}
+	_, f := runKubeFile(t, "modes: [host]\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
+		"kube:\n  cluster: "+testCluster+"\n  lab: true\n  paths: [host]\n  placements: [same-node]\n  label: beside\n", "--profile")
 	if len(f.Cells) != 2 || f.Cells[0].Mode != "host" || f.Cells[1].Mode != "beside" {
 		t.Fatalf("cells %v, want the lab's host then the cluster's beside", cellNames(f))
 	}
@@ -529,4 +501,25 @@ func cellNames(f *results.File) []string {
 		out = append(out, c.ID().String())
 	}
 	return out
+}
+
+// runKubeFile runs `kube run -f` on a scenario of body (its output: a
+// file in a temporary directory) with args, and returns the scenario's path
+// and the results.
+func runKubeFile(t *testing.T, body string, args ...string) (string, *results.File) {
+	t.Helper()
+	dir := t.TempDir()
+	out, file := filepath.Join(dir, "out.json"), filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(body+"output: "+out+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := vnetlab(t, 5*time.Minute, append([]string{"kube", "run", "-f", file}, args...)...)
+	if err != nil {
+		t.Fatalf("kube run -f %s: %v\n%s", strings.Join(args, " "), err, log)
+	}
+	f, err := results.Read(out)
+	if err != nil {
+		t.Fatalf("the file's output: %v\n%s", err, log)
+	}
+	return file, f
 }
