@@ -11,10 +11,16 @@
  *   recvmsg4      recvfrom() on that socket: a datagram from the backend is
  *                 reported as coming from clusterIP:port.
  *   getpeername4  getpeername() of a translated socket says clusterIP:port.
+ *   connect6, sendmsg6, recvmsg6, getpeername6: the same for IPv6 sockets.
+ *                 An IPv6 socket's v4-mapped address (::ffff:10.96.0.10)
+ *                 is looked up among the IPv4 Services and becomes a
+ *                 v4-mapped backend, as the kernel sends such a socket's
+ *                 traffic over IPv4.
  *
- * The Services are lb.h's maps (lb_services, lb_backends), pinned in the
- * lab's bpffs directory and shared with the tc programs: one `svc add`
- * serves both. The way back (getpeername, recvfrom) needs to know which
+ * The Services are lb.h's and lb6.h's maps (lb_services, lb_backends,
+ * lb6_services, lb6_backends), pinned in the lab's bpffs directory and
+ * shared with the tc programs: one `svc add` serves both. IPv6 Services
+ * have no sessionAffinity yet (as in the tc plane). The way back (getpeername, recvfrom) needs to know which
  * backend stands for which clusterIP, per socket, without a hash insert
  * per connection (an LRU insert, with its locks and evictions, was most
  * of a translated connect's cost):
@@ -26,6 +32,8 @@
  *               datagram to a Service and freed with the socket.
  *   sock_rev    an LRU keyed by socket cookie, for what sock_dests has no
  *               room for (or a storage the kernel could not allocate).
+ *   sock6_conns, sock6_dests, sock6_rev: the same for IPv6 addresses (a
+ *               v4-mapped socket's pairs are IPv4 ones, in the maps above).
  *
  * only_netns: when set (at load time), connect4 and sendmsg4 translate only
  * sockets of that network namespace (its cookie), or, with pods_via_tc,
@@ -34,7 +42,18 @@
  * cgroup for its own processes and hostNetwork pods, and leaves the pods
  * (their own namespaces) to tc: no connection is translated twice.
  */
-#include "lb.h"
+#include "lb6.h"
+
+/* lb6.h's lb6_tail program array names lb6_reject, a tc program of
+ * service.c's. This object needs a program of that name for its ELF to
+ * load; none of the socket programs uses the array, and the Go side drops
+ * both from its spec (sock.go's open), so this stub never replaces the
+ * real one in the lab's pinned array. */
+SEC("tc")
+int lb6_reject(struct __sk_buff *skb)
+{
+	return TC_ACT_OK;
+}
 
 /* From the socket API (linux/bpf.h does not carry them). */
 #ifndef SOCK_STREAM
@@ -265,22 +284,23 @@ static __always_inline void sock_remember_dest(struct bpf_sock_addr *ctx, __u64 
 
 enum { SOCK_PEER = 0, SOCK_DEST = 1 };
 
-/* sock_xlate rewrites the destination of ctx when it is a Service, picking
- * the backend in slot seed % count, and remembers it for the way back
- * (how: SOCK_PEER for connect, SOCK_DEST for an unconnected sendto). */
-static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how)
+/* sock_xlate: when *addr:*port (proto) is an IPv4 Service, picks the
+ * backend in slot seed % count, writes it to *addr:*port and remembers it
+ * for the way back (how: SOCK_PEER for connect, SOCK_DEST for an
+ * unconnected sendto). The caller writes the result to its ctx: user_ip4,
+ * or a v4-mapped user_ip6. */
+static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how, __be32 *addr, __be16 *port)
 {
 	struct lb_svc_key k = {};
 	struct lb_backend_key bk = {};
 	struct sock_affinity_key ak = {};
 	struct lb_backend *b;
 	struct lb_svc *svc;
-	__u32 port = ctx->user_port;
 	__u64 now = 0;
 	int slot;
 
-	k.vip = ctx->user_ip4;
-	k.port = (__be16)port;
+	k.vip = *addr;
+	k.port = *port;
 	k.proto = proto;
 	svc = bpf_map_lookup_elem(&lb_services, &k);
 	if (!svc)
@@ -318,15 +338,16 @@ static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u
 		sock_remember_peer(ctx, b->ip, b->port, k.vip, k.port);
 	else
 		sock_remember_dest(ctx, cookie, b->ip, b->port, k.vip, k.port);
-	ctx->user_ip4 = b->ip;
-	ctx->user_port = (__u32)b->port;
+	*addr = b->ip;
+	*port = b->port;
 	return SOCK_XLATED;
 }
 
-/* sock_rev_xlate reports a backend's address as its clusterIP: the
- * connected peer in sock_conns, else the socket's sock_dests, else
- * sock_rev for what did not fit there. */
-static __always_inline void sock_rev_xlate(struct bpf_sock_addr *ctx)
+/* sock_rev_xlate: when *addr:*port is a backend this socket was sent to,
+ * writes its clusterIP:port there and returns 1: the connected peer in
+ * sock_conns, else the socket's sock_dests, else sock_rev for what did not
+ * fit there. */
+static __always_inline int sock_rev_xlate(struct bpf_sock_addr *ctx, __be32 *addr, __be16 *port)
 {
 	__u64 cookie = bpf_get_socket_cookie(ctx);
 	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
@@ -334,15 +355,12 @@ static __always_inline void sock_rev_xlate(struct bpf_sock_addr *ctx)
 	struct sock_dest_set *s;
 	struct sock_rev_key rk = {};
 	struct sock_rev_val *rv;
-	__be32 addr = ctx->user_ip4;
-	__be16 port = (__be16)ctx->user_port;
 	int j;
 
-	if (c && c->cookie == cookie && c->backend == addr && c->bport == port) {
-		ctx->user_ip4 = c->vip;
-		ctx->user_port = (__u32)c->vport;
-		sock_count(SOCK_STAT_REV);
-		return;
+	if (c && c->cookie == cookie && c->backend == *addr && c->bport == *port) {
+		*addr = c->vip;
+		*port = c->vport;
+		return 1;
 	}
 	s = bpf_sk_storage_get(&sock_dests, ctx->sk, 0, 0);
 	if (s) {
@@ -352,25 +370,246 @@ static __always_inline void sock_rev_xlate(struct bpf_sock_addr *ctx)
 
 			if (d->backend == 0)
 				break;
-			if (d->backend == addr && d->bport == port) {
-				ctx->user_ip4 = d->vip;
-				ctx->user_port = (__u32)d->vport;
-				sock_count(SOCK_STAT_REV);
-				return;
+			if (d->backend == *addr && d->bport == *port) {
+				*addr = d->vip;
+				*port = d->vport;
+				return 1;
 			}
 		}
 		if (!s->spilled)
-			return;
+			return 0;
 	}
 	rk.cookie = cookie;
-	rk.addr = addr;
-	rk.port = port;
+	rk.addr = *addr;
+	rk.port = *port;
 	rv = bpf_map_lookup_elem(&sock_rev, &rk);
 	if (!rv)
+		return 0;
+	*addr = rv->vip;
+	*port = rv->port;
+	return 1;
+}
+
+/*
+ * IPv6: the same, over lb6_services/lb6_backends and 128-bit addresses.
+ * Sockets are IPv6 sockets here; a v4-mapped destination takes the IPv4
+ * functions above on its last word (sock_v4mapped).
+ */
+struct sock6_rev_key {
+	__u64 cookie;
+	struct lb6_addr addr; /* backend */
+	__be16 port;
+	__u16 pad[3];
+};
+
+struct sock6_rev_val {
+	struct lb6_addr vip;
+	__be16 port;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct sock6_rev_key);
+	__type(value, struct sock6_rev_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock6_rev SEC(".maps");
+
+/* As sock_conns, at the same index (cookie % SOCK_CONNS). */
+struct sock6_conn {
+	__u64 cookie; /* 0: never used */
+	struct lb6_addr backend;
+	struct lb6_addr vip;
+	__be16 bport;
+	__be16 vport;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SOCK_CONNS);
+	__type(key, __u32);
+	__type(value, struct sock6_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock6_conns SEC(".maps");
+
+/* As sock_dests; bport 0 = free (a backend's port is never 0). */
+struct sock6_dest {
+	struct lb6_addr backend;
+	struct lb6_addr vip;
+	__be16 bport;
+	__be16 vport;
+};
+
+struct sock6_dest_set {
+	struct sock6_dest d[SOCK_DESTS];
+	__u32 spilled;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock6_dest_set);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock6_dests SEC(".maps");
+
+/* The IPv6 hooks' address, one 32-bit word at a time (the only ctx access
+ * the verifier allows for user_ip6). */
+static __always_inline void sock6_get(struct bpf_sock_addr *ctx, struct lb6_addr *a)
+{
+	a->w[0] = ctx->user_ip6[0];
+	a->w[1] = ctx->user_ip6[1];
+	a->w[2] = ctx->user_ip6[2];
+	a->w[3] = ctx->user_ip6[3];
+}
+
+static __always_inline void sock6_set(struct bpf_sock_addr *ctx, const struct lb6_addr *a)
+{
+	ctx->user_ip6[0] = a->w[0];
+	ctx->user_ip6[1] = a->w[1];
+	ctx->user_ip6[2] = a->w[2];
+	ctx->user_ip6[3] = a->w[3];
+}
+
+/* sock_v4mapped: ::ffff:a.b.c.d, an IPv6 socket's way to an IPv4 peer. */
+static __always_inline int sock_v4mapped(const struct lb6_addr *a)
+{
+	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff);
+}
+
+static __always_inline void sock6_rev_spill(__u64 cookie, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
+{
+	struct sock6_rev_key rk = {};
+	struct sock6_rev_val rv = {};
+
+	rk.cookie = cookie;
+	rk.addr = *backend;
+	rk.port = bport;
+	rv.vip = *vip;
+	rv.port = vport;
+	bpf_map_update_elem(&sock6_rev, &rk, &rv, BPF_ANY);
+}
+
+static __always_inline void sock6_remember_peer(struct bpf_sock_addr *ctx, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
+	struct sock6_conn *c = bpf_map_lookup_elem(&sock6_conns, &i);
+
+	if (!c)
 		return;
-	ctx->user_ip4 = rv->vip;
-	ctx->user_port = (__u32)rv->port;
-	sock_count(SOCK_STAT_REV);
+	c->cookie = cookie;
+	c->backend = *backend;
+	c->bport = bport;
+	c->vip = *vip;
+	c->vport = vport;
+}
+
+static __always_inline void sock6_remember_dest(struct bpf_sock_addr *ctx, __u64 cookie, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
+{
+	struct sock6_dest_set *s = bpf_sk_storage_get(&sock6_dests, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	int i;
+
+	if (!s) {
+		sock6_rev_spill(cookie, backend, bport, vip, vport);
+		return;
+	}
+#pragma unroll
+	for (i = 0; i < SOCK_DESTS; i++) {
+		struct sock6_dest *d = &s->d[i];
+
+		if (d->bport == 0 || (d->bport == bport && lb6_addr_eq(&d->backend, backend))) {
+			d->backend = *backend;
+			d->bport = bport;
+			d->vip = *vip;
+			d->vport = vport;
+			return;
+		}
+	}
+	s->spilled = 1;
+	sock6_rev_spill(cookie, backend, bport, vip, vport);
+}
+
+/* sock6_xlate: sock_xlate for an IPv6 Service. */
+static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how, struct lb6_addr *addr, __be16 *port)
+{
+	struct lb6_svc_key k = {};
+	struct lb_backend_key bk = {};
+	struct lb6_backend *b;
+	struct lb_svc *svc;
+
+	k.vip = *addr;
+	k.port = *port;
+	k.proto = proto;
+	svc = bpf_map_lookup_elem(&lb6_services, &k);
+	if (!svc)
+		return SOCK_MISS;
+	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (how == SOCK_PEER && proto == IPPROTO_UDP)))
+		return SOCK_MISS;
+	if (svc->count == 0) {
+		sock_count(SOCK_STAT_NO_BACKEND);
+		return SOCK_REJECT;
+	}
+	bk.svc_id = svc->id;
+	bk.slot = seed % svc->count;
+	b = bpf_map_lookup_elem(&lb6_backends, &bk);
+	if (!b) {
+		sock_count(SOCK_STAT_NO_BACKEND);
+		return SOCK_REJECT;
+	}
+	if (how == SOCK_PEER)
+		sock6_remember_peer(ctx, &b->ip, b->port, &k.vip, k.port);
+	else
+		sock6_remember_dest(ctx, cookie, &b->ip, b->port, &k.vip, k.port);
+	*addr = b->ip;
+	*port = b->port;
+	return SOCK_XLATED;
+}
+
+/* sock6_rev_xlate: sock_rev_xlate for an IPv6 peer. */
+static __always_inline int sock6_rev_xlate(struct bpf_sock_addr *ctx, struct lb6_addr *addr, __be16 *port)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
+	struct sock6_conn *c = bpf_map_lookup_elem(&sock6_conns, &i);
+	struct sock6_dest_set *s;
+	struct sock6_rev_key rk = {};
+	struct sock6_rev_val *rv;
+	int j;
+
+	if (c && c->cookie == cookie && c->bport == *port && lb6_addr_eq(&c->backend, addr)) {
+		*addr = c->vip;
+		*port = c->vport;
+		return 1;
+	}
+	s = bpf_sk_storage_get(&sock6_dests, ctx->sk, 0, 0);
+	if (s) {
+#pragma unroll
+		for (j = 0; j < SOCK_DESTS; j++) {
+			struct sock6_dest *d = &s->d[j];
+
+			if (d->bport == 0)
+				break;
+			if (d->bport == *port && lb6_addr_eq(&d->backend, addr)) {
+				*addr = d->vip;
+				*port = d->vport;
+				return 1;
+			}
+		}
+		if (!s->spilled)
+			return 0;
+	}
+	rk.cookie = cookie;
+	rk.addr = *addr;
+	rk.port = *port;
+	rv = bpf_map_lookup_elem(&sock6_rev, &rk);
+	if (!rv)
+		return 0;
+	*addr = rv->vip;
+	*port = rv->port;
+	return 1;
 }
 
 static __always_inline __u8 sock_proto(struct bpf_sock_addr *ctx)
@@ -396,10 +635,22 @@ static __always_inline int sock_refuse(void)
 	return 0;
 }
 
+/* sock_done: a hook's answer after sock_xlate or sock6_xlate. */
+static __always_inline int sock_done(int r, __u32 stat)
+{
+	if (r == SOCK_REJECT)
+		return sock_refuse();
+	if (r == SOCK_XLATED)
+		sock_count(stat);
+	return 1;
+}
+
 SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
 	__u8 proto = sock_proto(ctx);
+	__be32 addr = ctx->user_ip4;
+	__be16 port = (__be16)ctx->user_port;
 	int mine, r;
 
 	if (!proto)
@@ -408,17 +659,19 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
-	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER);
-	if (r == SOCK_REJECT)
-		return sock_refuse();
-	if (r == SOCK_XLATED)
-		sock_count(SOCK_STAT_CONNECT);
-	return 1;
+	r = sock_xlate(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER, &addr, &port);
+	if (r == SOCK_XLATED) {
+		ctx->user_ip4 = addr;
+		ctx->user_port = (__u32)port;
+	}
+	return sock_done(r, SOCK_STAT_CONNECT);
 }
 
 SEC("cgroup/sendmsg4")
 int sock_sendmsg4(struct bpf_sock_addr *ctx)
 {
+	__be32 addr = ctx->user_ip4;
+	__be16 port = (__be16)ctx->user_port;
 	__u64 cookie;
 	int mine, r;
 
@@ -430,26 +683,126 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	/* One backend per socket (hash of its cookie): a client's datagrams
 	 * and the replies it waits for stay with one backend. */
 	cookie = bpf_get_socket_cookie(ctx);
-	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST);
-	if (r == SOCK_REJECT)
-		return sock_refuse();
-	if (r == SOCK_XLATED)
-		sock_count(SOCK_STAT_SENDMSG);
+	r = sock_xlate(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST, &addr, &port);
+	if (r == SOCK_XLATED) {
+		ctx->user_ip4 = addr;
+		ctx->user_port = (__u32)port;
+	}
+	return sock_done(r, SOCK_STAT_SENDMSG);
+}
+
+/* sock_rev4: recvmsg4 and getpeername4. */
+static __always_inline int sock_rev4(struct bpf_sock_addr *ctx)
+{
+	__be32 addr = ctx->user_ip4;
+	__be16 port = (__be16)ctx->user_port;
+
+	if (sock_rev_xlate(ctx, &addr, &port)) {
+		ctx->user_ip4 = addr;
+		ctx->user_port = (__u32)port;
+		sock_count(SOCK_STAT_REV);
+	}
 	return 1;
 }
 
 SEC("cgroup/recvmsg4")
 int sock_recvmsg4(struct bpf_sock_addr *ctx)
 {
-	sock_rev_xlate(ctx);
-	return 1;
+	return sock_rev4(ctx);
 }
 
 SEC("cgroup/getpeername4")
 int sock_getpeername4(struct bpf_sock_addr *ctx)
 {
-	sock_rev_xlate(ctx);
+	return sock_rev4(ctx);
+}
+
+/* sock_to6: connect6's and sendmsg6's translation (how: SOCK_PEER or
+ * SOCK_DEST), IPv4 Services for a v4-mapped destination. */
+static __always_inline int sock_to6(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how)
+{
+	struct lb6_addr a;
+	__be16 port = (__be16)ctx->user_port;
+	int r;
+
+	sock6_get(ctx, &a);
+	if (sock_v4mapped(&a)) {
+		r = sock_xlate(ctx, proto, seed, cookie, mine, how, &a.w[3], &port);
+		if (r == SOCK_XLATED)
+			ctx->user_ip6[3] = a.w[3];
+	} else {
+		r = sock6_xlate(ctx, proto, seed, cookie, mine, how, &a, &port);
+		if (r == SOCK_XLATED)
+			sock6_set(ctx, &a);
+	}
+	if (r == SOCK_XLATED)
+		ctx->user_port = (__u32)port;
+	return r;
+}
+
+SEC("cgroup/connect6")
+int sock_connect6(struct bpf_sock_addr *ctx)
+{
+	__u8 proto = sock_proto(ctx);
+	int mine;
+
+	if (!proto)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
+		return 1;
+	return sock_done(sock_to6(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER), SOCK_STAT_CONNECT);
+}
+
+/* sendmsg6: an unconnected IPv6 UDP socket's sendto(). The kernel hands a
+ * v4-mapped destination to the IPv4 path (sendmsg4) before this hook; it
+ * is translated here too should it come. */
+SEC("cgroup/sendmsg6")
+int sock_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	__u64 cookie;
+	int mine;
+
+	if (sock_proto(ctx) != IPPROTO_UDP)
+		return 1;
+	mine = sock_mine(ctx);
+	if (mine == SOCK_NOT_MINE)
+		return 1;
+	cookie = bpf_get_socket_cookie(ctx);
+	return sock_done(sock_to6(ctx, IPPROTO_UDP, sock_mix(cookie), cookie, mine, SOCK_DEST), SOCK_STAT_SENDMSG);
+}
+
+/* sock_rev6: recvmsg6 and getpeername6 (a v4-mapped peer: the IPv4 pairs). */
+static __always_inline int sock_rev6(struct bpf_sock_addr *ctx)
+{
+	struct lb6_addr a;
+	__be16 port = (__be16)ctx->user_port;
+
+	sock6_get(ctx, &a);
+	if (sock_v4mapped(&a)) {
+		if (!sock_rev_xlate(ctx, &a.w[3], &port))
+			return 1;
+		ctx->user_ip6[3] = a.w[3];
+	} else {
+		if (!sock6_rev_xlate(ctx, &a, &port))
+			return 1;
+		sock6_set(ctx, &a);
+	}
+	ctx->user_port = (__u32)port;
+	sock_count(SOCK_STAT_REV);
 	return 1;
+}
+
+SEC("cgroup/recvmsg6")
+int sock_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return sock_rev6(ctx);
+}
+
+SEC("cgroup/getpeername6")
+int sock_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return sock_rev6(ctx);
 }
 
 /*
@@ -469,6 +822,8 @@ int sock_getpeername4(struct bpf_sock_addr *ctx)
  * 0, 0} marks a frontend under check, {vip, vport, backend, bport} a
  * backend it keeps. Each destroyed socket writes its sock_ended to the
  * iterator's output. TCP is left alone: kube-proxy keeps TCP flows too.
+ * IPv6 sockets (v4-mapped ones too) are not walked yet: an IPv6 connected
+ * UDP socket keeps a backend that left.
  */
 struct sock_keep_key {
 	__be32 vip;

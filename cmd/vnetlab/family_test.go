@@ -28,7 +28,7 @@ func TestIPFamilyFlags(t *testing.T) {
 		t.Errorf("--ip-family dual over the file: %q, %v", spec.Family, err)
 	}
 	svc := writeScenario(t, "mode: veth-routed\nip_family: ipv6\npaths: [pod, service]\nproviders: [ebpf-sock]\n")
-	if _, _, err := resolveRun(t, "-f", svc); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 (ipv6): use ip_family ("+svc+") ipv4, or a provider with IPv6 (") {
+	if _, _, err := resolveRun(t, "-f", svc); err != nil {
 		t.Errorf("service path over IPv6 with ebpf-sock: %v", err)
 	}
 	svc = writeScenario(t, "mode: veth-routed\nip_family: dual\npaths: [pod, service]\nproviders: [iptables, nftables]\n")
@@ -56,7 +56,7 @@ func TestIPFamilyFlags(t *testing.T) {
 	if err != nil || len(want.Spec.Pods) != 2 || want.Spec.Pods[0].IP != "192.168.10.10" || want.Spec.Pods[0].IP6 != "fd00:10:244::a" {
 		t.Errorf("up --ip-family dual: %+v, %v", want.Spec.Pods, err)
 	}
-	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "ebpf-sock"); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 (ipv6): use --ip-family ipv4") {
+	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "ebpf-sock"); err != nil {
 		t.Errorf("up --provider ebpf-sock over IPv6: %v", err)
 	}
 	if _, err := resolveUp(t, "--mode", "bridge", "--ip-family", "ipv6", "--provider", "nftables"); err != nil {

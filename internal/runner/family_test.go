@@ -112,8 +112,8 @@ func TestRunRefusesFamily(t *testing.T) {
 	for _, f := range []family.Family{family.IPv6, family.Dual} {
 		spec.Family = f
 		spec.Providers = []string{"iptables", "ebpf-sock"}
-		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "provider ebpf-sock serves IPv4 only so far, not a lab with IPv6 ("+string(f)+"): use --ip-family ipv4, or a provider with IPv6 (") {
-			t.Errorf("service path over %s with ebpf-sock: %v", f, err)
+		if err := spec.Validate(); err != nil {
+			t.Errorf("service path over %s with iptables and ebpf-sock: %v", f, err)
 		}
 		spec.Providers = []string{"iptables", "nftables"}
 		if err := spec.Validate(); err != nil {

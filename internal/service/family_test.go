@@ -132,7 +132,7 @@ func TestCheckFamilyByProvider(t *testing.T) {
 			t.Errorf("provider %s refuses an ipv4 lab", p)
 		}
 	}
-	for p, want := range map[string]bool{EBPF: true, IPTables: true, NFTables: true, EBPFSock: false} {
+	for p, want := range map[string]bool{EBPF: true, IPTables: true, NFTables: true, EBPFSock: true} {
 		if i, _ := Describe(p); i.IPv6 != want {
 			t.Errorf("%s says IPv6 Services %v, want %v", p, i.IPv6, want)
 		}

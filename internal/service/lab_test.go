@@ -483,18 +483,17 @@ func TestAddBackendKeepsLiveFlows(t *testing.T) {
 
 // TestClusterIPv6ThroughProvider: a dual-stack veth-routed lab with the
 // ebpf provider (`up --ip-family dual --provider ebpf --extra-services 300`)
-// gets the service path's Services and 300 generated ones in both families, and TCP and UDP through the IPv6
-// clusterIP reach the backend's IPv6 socket (and the IPv4 clusterIP its
-// IPv4 one); `svc add` of an IPv6 clusterIP with a pod backend takes the
-// pod's IPv6 address, and its clients reach it; without backends its
-// clients are refused at once. A provider without IPv6 is refused with one
-// line; hairpin over IPv6 fails (not built yet).
+// gets the service path's Services and 300 generated ones in both
+// families, and TCP and UDP through the IPv6 clusterIP reach the backend's
+// IPv6 socket (and the IPv4 clusterIP its IPv4 one), hairpin included;
+// `svc add` of an IPv6 clusterIP with a pod backend takes the pod's IPv6
+// address, and its clients reach it; without backends its clients are
+// refused.
+// (Every provider serves IPv6 now; TestCheckFamilyByProvider keeps the
+// refusal of one that would not.)
 func TestClusterIPv6ThroughProvider(t *testing.T) {
 	requireRoot(t)
 	st := newSpecLab(t, lab.Spec{Name: "sv-v6", Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: family.Dual}, 2)
-	if _, err := Setup(st, EBPFSock, 0, nil); err == nil || !strings.Contains(err.Error(), "serves IPv4 only so far") {
-		t.Fatalf("ebpf-sock in a dual lab: %v", err)
-	}
 	const extra = 300 // generated Services of each family in front of the tested ones
 	if _, err := Setup(st, EBPF, extra, nil); err != nil {
 		t.Fatal(err)
@@ -523,11 +522,12 @@ func TestClusterIPv6ThroughProvider(t *testing.T) {
 			t.Errorf("%s pod-b -> %s -> pod-a: %v", c.network, c.addr, err)
 		}
 	}
-	// Hairpin over IPv6 is not built (no IPv6 hairpin address: the
-	// backend's reply to itself never meets the reverse NAT): it fails,
-	// and stays inside the pod. This documents it; it changes when built.
-	if err := roundTrip(a.NS, "tcp6", vip6); err == nil {
-		t.Errorf("hairpin pod-a -> %s -> pod-a worked: update docs/services.md (IPv6 Services) and this test", vip6)
+	// Hairpin: pod-a reaches itself through the IPv6 clusterIP (its
+	// source becomes the plane's IPv6 hairpin address, tcbpf.HairpinIP6).
+	for _, network := range []string{"tcp6", "udp6"} {
+		if err := roundTrip(a.NS, network, vip6); err != nil {
+			t.Errorf("%s hairpin pod-a -> %s -> pod-a: %v", network, vip6, err)
+		}
 	}
 	key, err := ParseKey("[fd00:10:96::200]:80/tcp")
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 
 // ebpf-sock: Services translated at the socket (internal/dataplane/sock,
 // bpf/sock.c; docs/ebpf.md), Cilium's socket-level load balancer: cgroup
-// connect4/sendmsg4/recvmsg4/getpeername4 programs on the lab's own cgroup
-// rewrite a clusterIP when a socket connects or sends, so no packet ever
-// carries it: no DNAT, no conntrack, and any mode works, macvlan included.
+// connect/sendmsg/recvmsg/getpeername programs (IPv4 and IPv6) on the lab's
+// own cgroup rewrite a clusterIP when a socket connects or sends, so no
+// packet ever carries it: no DNAT, no conntrack, and any mode works, macvlan included.
 // Only processes started in the lab's cgroup are translated: ClientCgroup
 // says where (the runner's engines and `vnetlab exec` start clients there).
 type sockProvider struct{}
@@ -19,8 +19,8 @@ type sockProvider struct{}
 func init() { Register(sockProvider{}) }
 
 func (sockProvider) Info() Info {
-	return Info{Name: EBPFSock, KeepsEmptyServices: true,
-		Summary: "socket-level eBPF (Cilium's socket LB): cgroup connect4/sendmsg4/recvmsg4/getpeername4 on the lab's cgroup; no per-packet NAT; clients run in that cgroup"}
+	return Info{Name: EBPFSock, KeepsEmptyServices: true, IPv6: true,
+		Summary: "socket-level eBPF (Cilium's socket LB): cgroup connect/sendmsg/recvmsg/getpeername (4 and 6) on the lab's cgroup; no per-packet NAT; clients run in that cgroup"}
 }
 
 // Supports: any mode with pods (no packet carries the clusterIP).

@@ -21,7 +21,7 @@ import (
 )
 
 const (
-	clientEnv     = "VNETLAB_SOCK_CLIENT" // tcp, udp (unconnected), udp-connected, udp-many, udp-reconnect
+	clientEnv     = "VNETLAB_SOCK_CLIENT" // tcp, udp (unconnected), udp-connected, udp-many, udp-reconnect; tcp6, udp6, udp6-connected
 	clientAddrEnv = "VNETLAB_SOCK_ADDR"
 )
 
@@ -107,6 +107,21 @@ func runClient(how, addr string) (r clientResult) {
 			return r
 		}
 		return fail(fmt.Errorf("no UDP answer from %s", addr))
+	case "tcp6", "udp6-connected":
+		if err := connect6(how == "udp6-connected", addr, &r); err != nil {
+			return fail(err)
+		}
+		return r
+	case "udp6":
+		from, line, err := sendto6(addr)
+		if err != nil {
+			return fail(err)
+		}
+		r.From = from
+		if err := answer(line); err != nil {
+			return fail(err)
+		}
+		return r
 	case "udp-many":
 		if err := udpMany(strings.Split(addr, ","), &r); err != nil {
 			return fail(err)
@@ -249,9 +264,102 @@ func getpeername(c syscall.Conn) (string, error) {
 	if gerr != nil {
 		return "", gerr
 	}
-	in, ok := sa.(*unix.SockaddrInet4)
-	if !ok {
-		return "", fmt.Errorf("peer %T", sa)
+	return sockaddrString(sa)
+}
+
+// sockaddrString: 10.96.0.100:5201, [fd00:10:96::100]:5201 or
+// [::ffff:10.96.0.100]:5201 (a v4-mapped address stays one).
+func sockaddrString(sa unix.Sockaddr) (string, error) {
+	switch in := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(in.Addr), uint16(in.Port)).String(), nil
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(in.Addr), uint16(in.Port)).String(), nil
 	}
-	return fmt.Sprintf("%s:%d", net.IP(in.Addr[:]), in.Port), nil
+	return "", fmt.Errorf("peer %T", sa)
+}
+
+// socket6 is an AF_INET6 socket that also reaches IPv4 through v4-mapped
+// addresses (IPV6_V6ONLY off), with 2 s receive and send timeouts. The
+// clients use it directly: Go's net refuses to dial a v4-mapped address
+// over tcp6/udp6.
+func socket6(typ int, addr string) (int, *unix.SockaddrInet6, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return -1, nil, err
+	}
+	fd, err := unix.Socket(unix.AF_INET6, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	tv := unix.NsecToTimeval((2 * time.Second).Nanoseconds())
+	if err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0); err == nil {
+		err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err == nil {
+		err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, err
+	}
+	return fd, &unix.SockaddrInet6{Addr: ap.Addr().As16(), Port: int(ap.Port())}, nil
+}
+
+// connect6: tcp or connected udp over an IPv6 socket (connect6, getpeername6).
+func connect6(udp bool, addr string, r *clientResult) error {
+	typ := unix.SOCK_STREAM
+	if udp {
+		typ = unix.SOCK_DGRAM
+	}
+	fd, sa, err := socket6(typ, addr)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "sock6")
+	defer f.Close()
+	if err := retryEINTR(func() error { return unix.Connect(fd, sa) }); err != nil {
+		return fmt.Errorf("connect %s: %w", addr, err)
+	}
+	c, err := net.FileConn(f)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return askConnected(c, udp, r)
+}
+
+// sendto6: unconnected udp over an IPv6 socket (sendmsg6, recvmsg6): the
+// answer's source and text. Three tries (the first datagram may wait for NDP).
+func sendto6(addr string) (from, line string, err error) {
+	fd, sa, err := socket6(unix.SOCK_DGRAM, addr)
+	if err != nil {
+		return "", "", err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 512)
+	for try := 0; try < 3; try++ {
+		if err := retryEINTR(func() error { return unix.Sendto(fd, []byte("hello\n"), 0, sa) }); err != nil {
+			return "", "", fmt.Errorf("sendto %s: %w", addr, err)
+		}
+		var (
+			n   int
+			src unix.Sockaddr
+		)
+		err := retryEINTR(func() (err error) { n, src, err = unix.Recvfrom(fd, buf, 0); return err })
+		if err != nil {
+			continue // timeout: send again
+		}
+		from, err := sockaddrString(src)
+		return from, string(buf[:n]), err
+	}
+	return "", "", fmt.Errorf("no UDP answer from %s", addr)
+}
+
+func retryEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
 }

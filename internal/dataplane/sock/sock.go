@@ -1,7 +1,8 @@
 // Package sock is vnetlab's socket-level Service translation (provider
-// ebpf-sock; bpf/sock.c): cgroup connect4, sendmsg4, recvmsg4 and
-// getpeername4 programs on a lab's own cgroup translate a clusterIP when a
-// socket connects or sends, so no packet is ever translated on the wire.
+// ebpf-sock; bpf/sock.c): cgroup connect, sendmsg, recvmsg and getpeername
+// programs, for IPv4 and IPv6, on a lab's own cgroup translate a clusterIP
+// when a socket connects or sends, so no packet is ever translated on the
+// wire. An IPv6 socket's v4-mapped address reaches an IPv4 clusterIP.
 // It works in every mode, macvlan included, for the processes started in
 // the lab's cgroup (proc.Cmd.InCgroup(plane.Cgroup())).
 //
@@ -37,7 +38,7 @@ type Plane struct {
 	created []string
 }
 
-// objects: the four hook programs and this package's own maps; the
+// objects: the eight hook programs and this package's own maps; the
 // Service maps come in as the programs' dependencies, from the lab's pins.
 // The UDP socket iterator (stale.go) needs a newer kernel than the hooks
 // (bpf_sock_destroy, 6.5) and is loaded apart, when first used.
@@ -46,6 +47,10 @@ type objects struct {
 	SockGetpeername4 *ebpf.Program `ebpf:"sock_getpeername4"`
 	SockRecvmsg4     *ebpf.Program `ebpf:"sock_recvmsg4"`
 	SockSendmsg4     *ebpf.Program `ebpf:"sock_sendmsg4"`
+	SockConnect6     *ebpf.Program `ebpf:"sock_connect6"`
+	SockGetpeername6 *ebpf.Program `ebpf:"sock_getpeername6"`
+	SockRecvmsg6     *ebpf.Program `ebpf:"sock_recvmsg6"`
+	SockSendmsg6     *ebpf.Program `ebpf:"sock_sendmsg6"`
 
 	SockConns *ebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
 	SockDests *ebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
@@ -55,7 +60,7 @@ type objects struct {
 
 func (o *objects) Close() error {
 	var errs []error
-	for _, c := range []interface{ Close() error }{o.SockConnect4, o.SockGetpeername4, o.SockRecvmsg4, o.SockSendmsg4, o.SockConns, o.SockDests, o.SockRev, o.SockStats} {
+	for _, c := range []interface{ Close() error }{o.SockConnect4, o.SockGetpeername4, o.SockRecvmsg4, o.SockSendmsg4, o.SockConnect6, o.SockGetpeername6, o.SockRecvmsg6, o.SockSendmsg6, o.SockConns, o.SockDests, o.SockRev, o.SockStats} {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
@@ -76,6 +81,10 @@ func (p *Plane) hooks() []struct {
 		{"sendmsg4", p.objs.SockSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
 		{"recvmsg4", p.objs.SockRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
 		{"getpeername4", p.objs.SockGetpeername4, ebpf.AttachCgroupInet4GetPeername},
+		{"connect6", p.objs.SockConnect6, ebpf.AttachCGroupInet6Connect},
+		{"sendmsg6", p.objs.SockSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{"recvmsg6", p.objs.SockRecvmsg6, ebpf.AttachCGroupUDP6Recvmsg},
+		{"getpeername6", p.objs.SockGetpeername6, ebpf.AttachCgroupInet6GetPeername},
 	}
 }
 
@@ -119,7 +128,12 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		svc.Close()
 		return nil, err
 	}
-	for _, name := range []string{sockMapSockConns, sockMapSockDests, sockMapSockRev, sockMapSockStats, sockMapSockAffinity} {
+	// lb6.h's tail-call array and the stub standing for its tc program
+	// (bpf/sock.c): never loaded from here, so the lab's pinned array
+	// keeps the tc plane's program.
+	delete(spec.Maps, sockMapLb6Tail)
+	delete(spec.Programs, sockProgLb6Reject)
+	for _, name := range []string{sockMapSockConns, sockMapSockDests, sockMapSockRev, sockMapSockStats, sockMapSockAffinity, sockMapSock6Conns, sockMapSock6Dests, sockMapSock6Rev} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}
@@ -178,7 +192,7 @@ type Attachment struct {
 func (p *Plane) Cgroup() (string, error) { return cgroup.LabPath(p.lab) }
 
 // Attach creates the lab's cgroup (never the root cgroup: that would
-// change every process on the machine) and attaches the four programs to
+// change every process on the machine) and attaches the eight programs to
 // it with pinned bpf_links, so they outlive this process.
 func (p *Plane) Attach() (Attachment, error) {
 	if p.Attached() {
@@ -199,7 +213,7 @@ func (p *Plane) Attach() (Attachment, error) {
 	return a, nil
 }
 
-// AttachCgroup attaches the four programs to a cgroup v2 directory that
+// AttachCgroup attaches the eight programs to a cgroup v2 directory that
 // exists and is not the root (e.g. a Kubernetes node's, which holds its
 // pods): they act for every process in it and its descendants. The pinned
 // links (under the plane's directory, Attachment.Pins) outlive this

@@ -13,6 +13,103 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type sockLb6Affinity struct {
+	_      structs.HostLayout
+	LastNs uint64
+	Ip     struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
+	Slot uint32
+}
+
+type sockLb6AffinityKey struct {
+	_      structs.HostLayout
+	Client struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	SvcId uint32
+}
+
+type sockLb6Backend struct {
+	_  structs.HostLayout
+	Ip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
+}
+
+type sockLb6Ct struct {
+	_    structs.HostLayout
+	Addr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Client struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port  uint16
+	Flags uint8
+	Pad   uint8
+	SvcId uint32
+}
+
+type sockLb6CtKey struct {
+	_     structs.HostLayout
+	Saddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Daddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	Dir   uint8
+	Pad   uint16
+}
+
+type sockLb6FragKey struct {
+	_     structs.HostLayout
+	Saddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Daddr struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Id    uint32
+	Proto uint8
+	Pad   [3]uint8
+}
+
+type sockLb6Scratch struct {
+	_   structs.HostLayout
+	Key sockLb6AffinityKey
+	_   [4]byte
+	Val sockLb6Affinity
+}
+
+type sockLb6SvcKey struct {
+	_   structs.HostLayout
+	Vip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port  uint16
+	Proto uint8
+	Scope uint8
+}
+
 type sockLbAffinity struct {
 	_      structs.HostLayout
 	LastNs uint64
@@ -94,6 +191,61 @@ type sockLbSvcKey struct {
 	Scope uint8
 }
 
+type sockSock6Conn struct {
+	_       structs.HostLayout
+	Cookie  uint64
+	Backend struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Vip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Bport uint16
+	Vport uint16
+	Pad   uint32
+}
+
+type sockSock6DestSet struct {
+	_ structs.HostLayout
+	D [4]struct {
+		_       structs.HostLayout
+		Backend struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		Vip struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		Bport uint16
+		Vport uint16
+	}
+	Spilled uint32
+}
+
+type sockSock6RevKey struct {
+	_      structs.HostLayout
+	Cookie uint64
+	Addr   struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  [3]uint16
+}
+
+type sockSock6RevVal struct {
+	_   structs.HostLayout
+	Vip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
+}
+
 type sockSockAffinityKey struct {
 	_     structs.HostLayout
 	Netns uint64
@@ -150,6 +302,14 @@ type sockSockRevVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	sockMapLb6Affinity       = "lb6_affinity"
+	sockMapLb6Backends       = "lb6_backends"
+	sockMapLb6Conntrack      = "lb6_conntrack"
+	sockMapLb6Frags          = "lb6_frags"
+	sockMapLb6Scratch        = "lb6_scratch"
+	sockMapLb6Services       = "lb6_services"
+	sockMapLb6Stats          = "lb6_stats"
+	sockMapLb6Tail           = "lb6_tail"
 	sockMapLbAffinity        = "lb_affinity"
 	sockMapLbBackends        = "lb_backends"
 	sockMapLbBports          = "lb_bports"
@@ -159,16 +319,24 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
+	sockMapSock6Conns        = "sock6_conns"
+	sockMapSock6Dests        = "sock6_dests"
+	sockMapSock6Rev          = "sock6_rev"
 	sockMapSockAffinity      = "sock_affinity"
 	sockMapSockConns         = "sock_conns"
 	sockMapSockDests         = "sock_dests"
 	sockMapSockKeep          = "sock_keep"
 	sockMapSockRev           = "sock_rev"
 	sockMapSockStats         = "sock_stats"
+	sockProgLb6Reject        = "lb6_reject"
 	sockProgSockConnect4     = "sock_connect4"
+	sockProgSockConnect6     = "sock_connect6"
 	sockProgSockGetpeername4 = "sock_getpeername4"
+	sockProgSockGetpeername6 = "sock_getpeername6"
 	sockProgSockRecvmsg4     = "sock_recvmsg4"
+	sockProgSockRecvmsg6     = "sock_recvmsg6"
 	sockProgSockSendmsg4     = "sock_sendmsg4"
+	sockProgSockSendmsg6     = "sock_sendmsg6"
 	sockProgSockTerminateUdp = "sock_terminate_udp"
 	sockVarOnlyNetns         = "only_netns"
 	sockVarPodsViaTc         = "pods_via_tc"
@@ -216,10 +384,15 @@ type sockSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockProgramSpecs struct {
+	Lb6Reject        *ebpf.ProgramSpec `ebpf:"lb6_reject"`
 	SockConnect4     *ebpf.ProgramSpec `ebpf:"sock_connect4"`
+	SockConnect6     *ebpf.ProgramSpec `ebpf:"sock_connect6"`
 	SockGetpeername4 *ebpf.ProgramSpec `ebpf:"sock_getpeername4"`
+	SockGetpeername6 *ebpf.ProgramSpec `ebpf:"sock_getpeername6"`
 	SockRecvmsg4     *ebpf.ProgramSpec `ebpf:"sock_recvmsg4"`
+	SockRecvmsg6     *ebpf.ProgramSpec `ebpf:"sock_recvmsg6"`
 	SockSendmsg4     *ebpf.ProgramSpec `ebpf:"sock_sendmsg4"`
+	SockSendmsg6     *ebpf.ProgramSpec `ebpf:"sock_sendmsg6"`
 	SockTerminateUdp *ebpf.ProgramSpec `ebpf:"sock_terminate_udp"`
 }
 
@@ -227,6 +400,14 @@ type sockProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockMapSpecs struct {
+	Lb6Affinity  *ebpf.MapSpec `ebpf:"lb6_affinity"`
+	Lb6Backends  *ebpf.MapSpec `ebpf:"lb6_backends"`
+	Lb6Conntrack *ebpf.MapSpec `ebpf:"lb6_conntrack"`
+	Lb6Frags     *ebpf.MapSpec `ebpf:"lb6_frags"`
+	Lb6Scratch   *ebpf.MapSpec `ebpf:"lb6_scratch"`
+	Lb6Services  *ebpf.MapSpec `ebpf:"lb6_services"`
+	Lb6Stats     *ebpf.MapSpec `ebpf:"lb6_stats"`
+	Lb6Tail      *ebpf.MapSpec `ebpf:"lb6_tail"`
 	LbAffinity   *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends   *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports     *ebpf.MapSpec `ebpf:"lb_bports"`
@@ -236,6 +417,9 @@ type sockMapSpecs struct {
 	LbServices   *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats      *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16      *ebpf.MapSpec `ebpf:"lb_vip16"`
+	Sock6Conns   *ebpf.MapSpec `ebpf:"sock6_conns"`
+	Sock6Dests   *ebpf.MapSpec `ebpf:"sock6_dests"`
+	Sock6Rev     *ebpf.MapSpec `ebpf:"sock6_rev"`
 	SockAffinity *ebpf.MapSpec `ebpf:"sock_affinity"`
 	SockConns    *ebpf.MapSpec `ebpf:"sock_conns"`
 	SockDests    *ebpf.MapSpec `ebpf:"sock_dests"`
@@ -272,6 +456,14 @@ func (o *sockObjects) Close() error {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockMaps struct {
+	Lb6Affinity  *ebpf.Map `ebpf:"lb6_affinity"`
+	Lb6Backends  *ebpf.Map `ebpf:"lb6_backends"`
+	Lb6Conntrack *ebpf.Map `ebpf:"lb6_conntrack"`
+	Lb6Frags     *ebpf.Map `ebpf:"lb6_frags"`
+	Lb6Scratch   *ebpf.Map `ebpf:"lb6_scratch"`
+	Lb6Services  *ebpf.Map `ebpf:"lb6_services"`
+	Lb6Stats     *ebpf.Map `ebpf:"lb6_stats"`
+	Lb6Tail      *ebpf.Map `ebpf:"lb6_tail"`
 	LbAffinity   *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends   *ebpf.Map `ebpf:"lb_backends"`
 	LbBports     *ebpf.Map `ebpf:"lb_bports"`
@@ -281,6 +473,9 @@ type sockMaps struct {
 	LbServices   *ebpf.Map `ebpf:"lb_services"`
 	LbStats      *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16      *ebpf.Map `ebpf:"lb_vip16"`
+	Sock6Conns   *ebpf.Map `ebpf:"sock6_conns"`
+	Sock6Dests   *ebpf.Map `ebpf:"sock6_dests"`
+	Sock6Rev     *ebpf.Map `ebpf:"sock6_rev"`
 	SockAffinity *ebpf.Map `ebpf:"sock_affinity"`
 	SockConns    *ebpf.Map `ebpf:"sock_conns"`
 	SockDests    *ebpf.Map `ebpf:"sock_dests"`
@@ -291,6 +486,14 @@ type sockMaps struct {
 
 func (m *sockMaps) Close() error {
 	return _SockClose(
+		m.Lb6Affinity,
+		m.Lb6Backends,
+		m.Lb6Conntrack,
+		m.Lb6Frags,
+		m.Lb6Scratch,
+		m.Lb6Services,
+		m.Lb6Stats,
+		m.Lb6Tail,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
@@ -300,6 +503,9 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.Sock6Conns,
+		m.Sock6Dests,
+		m.Sock6Rev,
 		m.SockAffinity,
 		m.SockConns,
 		m.SockDests,
@@ -321,19 +527,29 @@ type sockVariables struct {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockPrograms struct {
+	Lb6Reject        *ebpf.Program `ebpf:"lb6_reject"`
 	SockConnect4     *ebpf.Program `ebpf:"sock_connect4"`
+	SockConnect6     *ebpf.Program `ebpf:"sock_connect6"`
 	SockGetpeername4 *ebpf.Program `ebpf:"sock_getpeername4"`
+	SockGetpeername6 *ebpf.Program `ebpf:"sock_getpeername6"`
 	SockRecvmsg4     *ebpf.Program `ebpf:"sock_recvmsg4"`
+	SockRecvmsg6     *ebpf.Program `ebpf:"sock_recvmsg6"`
 	SockSendmsg4     *ebpf.Program `ebpf:"sock_sendmsg4"`
+	SockSendmsg6     *ebpf.Program `ebpf:"sock_sendmsg6"`
 	SockTerminateUdp *ebpf.Program `ebpf:"sock_terminate_udp"`
 }
 
 func (p *sockPrograms) Close() error {
 	return _SockClose(
+		p.Lb6Reject,
 		p.SockConnect4,
+		p.SockConnect6,
 		p.SockGetpeername4,
+		p.SockGetpeername6,
 		p.SockRecvmsg4,
+		p.SockRecvmsg6,
 		p.SockSendmsg4,
+		p.SockSendmsg6,
 		p.SockTerminateUdp,
 	)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
 )
@@ -53,9 +54,15 @@ func (s *sockLab) pod(name string) lab.PodState {
 // upSockLab builds a lab of mode (with echo servers in each pod on port
 // 5201, iperf3's, if echo) and gives it socket-level Services (Setup).
 func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
+	return upSockLabFamily(t, prefix, mode, family.IPv4, echo)
+}
+
+// upSockLabFamily is upSockLab for pods of family fam (echo servers in
+// each of the pods' families).
+func upSockLabFamily(t *testing.T, prefix, mode string, fam family.Family, echo bool) *sockLab {
 	t.Helper()
 	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%10000)
-	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode}, 4)
+	l, down := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode, Family: fam}, 4)
 	s := &sockLab{l: l}
 	// The plane closes before the lab goes (tests also take it down early).
 	s.downs = func() {
@@ -67,8 +74,11 @@ func upSockLab(t *testing.T, prefix, mode string, echo bool) *sockLab {
 	}
 	t.Cleanup(s.downs)
 	for _, p := range l.State.Pods {
-		if echo {
+		if echo && fam.HasIPv4() {
 			serve(t, p.NS, p.Name)
+		}
+		if echo && fam.HasIPv6() {
+			testnet.Serve6(t, p.NS, port, p.Name)
 		}
 	}
 	p, a, err := Setup(name, lab.Recorder(name))
@@ -230,15 +240,99 @@ func TestSocketServices(t *testing.T) {
 	}
 }
 
+// TestSocketServices6: on a dual and an IPv6-only veth-routed lab, with no
+// tc program anywhere: TCP, connected and unconnected UDP through an IPv6
+// clusterIP (connect6, sendmsg6); the backend sees the client's own IPv6
+// address; getpeername6 and recvmsg6 say the clusterIP; a Service without
+// backends refused; processes outside the cgroup untouched. In the dual
+// lab, an IPv6 socket's v4-mapped clusterIP reaches the IPv4 Service and
+// getpeername and recvfrom say the v4-mapped clusterIP.
+func TestSocketServices6(t *testing.T) {
+	vip6 := netip.MustParseAddr("fd00:10:96::100")
+	svc6 := netip.AddrPortFrom(vip6, port).String()
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(vip.As16()), port).String() // [::ffff:10.96.0.100]:5201
+	for _, fam := range []family.Family{family.Dual, family.IPv6} {
+		t.Run(string(fam), func(t *testing.T) {
+			s := upSockLabFamily(t, "fa6", "veth-routed", fam, true)
+			a, b := s.pod("pod-a"), s.pod("pod-b")
+			for _, proto := range []tcbpf.Proto{tcbpf.TCP, tcbpf.UDP} {
+				be := []tcbpf.Backend{{IP: netip.MustParseAddr(a.IP6), Port: port}}
+				if err := s.p.AddService(tcbpf.Service{VIP: vip6, Port: port, Proto: proto, Backends: be}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := "[" + b.IP6 + "]:"
+			r, err := s.client(t, "pod-b", "tcp6", svc6, true)
+			if err != nil || r.Pod != "pod-a" || !strings.HasPrefix(r.SeenAs, seen) || r.Peer != svc6 {
+				t.Fatalf("tcp6: %+v, %v (want pod-a seeing %s, getpeername %s)", r, err, seen, svc6)
+			}
+			r, err = s.client(t, "pod-b", "udp6", svc6, true)
+			if err != nil || r.Pod != "pod-a" || r.From != svc6 || !strings.HasPrefix(r.SeenAs, seen) {
+				t.Fatalf("unconnected udp6: %+v, %v (want pod-a answering from %s)", r, err, svc6)
+			}
+			r, err = s.client(t, "pod-b", "udp6-connected", svc6, true)
+			if err != nil || r.Pod != "pod-a" || r.Peer != svc6 {
+				t.Fatalf("connected udp6: %+v, %v", r, err)
+			}
+			if r, err := s.client(t, "pod-b", "tcp6", svc6, false); err == nil {
+				t.Fatalf("a process outside the lab's cgroup reached the IPv6 clusterIP: %+v", r)
+			}
+			if fam == family.Dual {
+				s.addService(t, tcbpf.TCP, "pod-a")
+				s.addService(t, tcbpf.UDP, "pod-a")
+				r, err = s.client(t, "pod-b", "tcp6", mapped, true)
+				if err != nil || r.Pod != "pod-a" || !strings.HasPrefix(r.SeenAs, b.IP+":") || r.Peer != mapped {
+					t.Fatalf("v4-mapped tcp6: %+v, %v (want pod-a seeing %s, getpeername %s)", r, err, b.IP, mapped)
+				}
+				r, err = s.client(t, "pod-b", "udp6", mapped, true)
+				if err != nil || r.Pod != "pod-a" || r.From != mapped {
+					t.Fatalf("v4-mapped unconnected udp6: %+v, %v (want pod-a answering from %s)", r, err, mapped)
+				}
+				r, err = s.client(t, "pod-b", "udp6-connected", mapped, true)
+				if err != nil || r.Pod != "pod-a" || r.Peer != mapped {
+					t.Fatalf("v4-mapped connected udp6: %+v, %v", r, err)
+				}
+			}
+			st, _ := s.p.SockStats()
+			tc, _ := s.p.Stats()
+			tc6, _ := s.p.Stats6()
+			t.Logf("socket stats %+v; tc stats %+v, IPv6 %+v", st, tc, tc6)
+			if st.Reverse < 3 {
+				t.Fatalf("socket stats %+v: getpeername and recvfrom were not translated back", st)
+			}
+			if tc.DNAT+tc.RNAT+tc6.DNAT+tc6.RNAT != 0 {
+				t.Fatalf("packets were translated on the wire: %+v, %+v", tc, tc6)
+			}
+			// No backends: connect() and sendto() refused, as kube-proxy's REJECT.
+			for _, proto := range []tcbpf.Proto{tcbpf.TCP, tcbpf.UDP} {
+				if err := s.p.DelService(vip6, port, proto); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.p.AddService(tcbpf.Service{VIP: vip6, Port: port, Proto: proto}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, how := range []string{"tcp6", "udp6"} {
+				if r, err := s.client(t, "pod-b", how, svc6, true); err == nil || !strings.Contains(err.Error(), "connection refused") {
+					t.Fatalf("%s to an IPv6 Service without backends: %+v, %v (want ECONNREFUSED)", how, r, err)
+				}
+			}
+			if st2, _ := s.p.SockStats(); st2.NoBackend < 2 {
+				t.Fatalf("socket stats %+v: the refusals were not the socket programs'", st2)
+			}
+		})
+	}
+}
+
 // TestSocketServicesLeaveNothing: detach works, and down removes the
-// cgroup, the pins, the links and the programs.
+// cgroup, the pins, the links and the programs (the eight hooks').
 func TestSocketServicesLeaveNothing(t *testing.T) {
 	s := upSockLab(t, "fax", "macvlan", true)
 	name := s.l.State.Name
 	var links []link.ID
 	progs := map[ebpf.ProgramID]bool{}
-	for _, h := range []string{"connect4", "sendmsg4", "recvmsg4", "getpeername4"} {
-		l, err := link.LoadPinnedLink(tcbpf.PinDir(name)+"/sock/"+h, nil)
+	for _, h := range s.p.hooks() { // both families'
+		l, err := link.LoadPinnedLink(tcbpf.PinDir(name)+"/sock/"+h.name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
