@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* service.c: vnetlab's Service data plane as tc programs (lb.h has the
- * translation, host.h the delivery to pods). */
+ * translation, host.h and host6.h the delivery to pods). */
 #include "lb.h"
 #include "lb6.h"
 #include "host.h"
+#include "host6.h"
 #include "nodeport.h"
 
 /* A packet passed or translated goes on to the next program on the hook
@@ -68,7 +69,7 @@ SEC("tc")
 int host_from_pod(struct __sk_buff *skb)
 {
 	if (is_ipv6(skb))
-		return lb_verdict(lb6_from_pod(skb)); /* no IPv6 host routing yet: the stack delivers */
+		return lb_verdict(host_from_pod_route6(skb));
 	return lb_verdict(host_from_pod_route(skb));
 }
 
@@ -92,8 +93,15 @@ SEC("tc")
 int host_to_pod(struct __sk_buff *skb)
 {
 	if (is_ipv6(skb))
-		return lb_verdict(lb6_to_pod(skb));
+		return lb_verdict(host_to_pod_route6(skb));
 	return lb_verdict(host_to_pod_route(skb));
+}
+
+/* host_from_pod's second half for IPv6 (host6.h), tail-called by it. */
+SEC("tc")
+int host6_route(struct __sk_buff *skb)
+{
+	return lb_verdict(host_from_pod_route6_rest(skb));
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

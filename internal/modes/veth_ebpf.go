@@ -28,6 +28,7 @@ func init() {
 		Usable:   ebpfUsable,
 		Build:    buildVethEBPF,
 		Attach:   vethEBPF,
+		IPv6:     true, // veth-routed's IPv6 wiring; host6.h routes it
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
 			// Cilium's BPF host routing likewise needs its eBPF kube-proxy replacement.
 			NoNetfilter: "veth-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, so a backend's replies would never be translated back to the clusterIP: use --provider ebpf (folded into the same programs) or ebpf-sock",

@@ -1,7 +1,8 @@
 package tcbpf
 
-// Host routing (bpf/host.h): the lab's pod_routes map says how each pod is
-// reached without the node's stack. Modes veth-ebpf and macvlan-ebpf fill
+// Host routing (bpf/host.h, bpf/host6.h): the lab's pod_routes map (IPv4)
+// and pod_routes6 (IPv6) say how each pod is reached without the node's
+// stack. Modes veth-ebpf and macvlan-ebpf fill
 // it when they build a lab, the ebpf provider on bridge modes when it
 // attaches; `vnetlab ep add` calls the same functions for a pod added later.
 
@@ -34,8 +35,8 @@ type PodRoute struct {
 
 // Validate checks what the programs need.
 func (r PodRoute) Validate() error {
-	if !r.IP.Is4() {
-		return fmt.Errorf("pod route %s: the pod address must be IPv4", r.IP)
+	if !routable(r.IP) {
+		return fmt.Errorf("pod route %s: the pod address must be a unicast IPv4 or IPv6 address, not link-local or v4-mapped", r.IP)
 	}
 	if len(r.MAC) != 6 {
 		return fmt.Errorf("pod route %s: MAC %q is not an Ethernet address", r.IP, r.MAC)
@@ -54,20 +55,36 @@ func (p *Plane) AddRoute(r PodRoute) error {
 	v := servicePodRoute{Ifindex: uint32(r.HostIfindex)}
 	copy(v.Mac[:], r.MAC)
 	copy(v.NodeMac[:], r.HostMAC)
-	k := be32(r.IP)
-	if err := p.objs.PodRoutes.Update(&k, &v, ebpf.UpdateAny); err != nil {
+	m, k := p.routeKey(r.IP)
+	if err := m.Update(k, &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("pod route %s: %w", r.IP, err)
 	}
 	return nil
 }
 
+// routable: an address host routing may deliver to. A link-local or
+// multicast destination is never forwarded; a v4-mapped one is IPv4's.
+func routable(ip netip.Addr) bool {
+	return ip.IsValid() && !ip.Is4In6() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast() && !ip.IsUnspecified() && ip.Zone() == ""
+}
+
+// routeKey is ip's route map (pod_routes or pod_routes6) and its key there.
+func (p *Plane) routeKey(ip netip.Addr) (*ebpf.Map, any) {
+	if ip.Is4() {
+		k := be32(ip)
+		return p.objs.PodRoutes, &k
+	}
+	k := addr6Words(ip)
+	return p.objs.PodRoutes6, &k
+}
+
 // DelRoute removes the route to a pod (ErrNotFound if there is none).
 func (p *Plane) DelRoute(ip netip.Addr) error {
-	if !ip.Is4() {
-		return fmt.Errorf("pod route %s: not an IPv4 address", ip)
+	if !routable(ip) {
+		return fmt.Errorf("pod route %s: not a pod address", ip)
 	}
-	k := be32(ip)
-	if err := p.objs.PodRoutes.Delete(&k); err != nil {
+	m, k := p.routeKey(ip)
+	if err := m.Delete(k); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("pod route %s: %w", ip, ErrNotFound)
 		}
@@ -76,20 +93,31 @@ func (p *Plane) DelRoute(ip netip.Addr) error {
 	return nil
 }
 
-// Routes lists the pod routes, sorted by address.
+// Routes lists the pod routes of both families, sorted by address.
 func (p *Plane) Routes() ([]PodRoute, error) {
 	var (
 		k   uint32
+		k6  addr6Raw
 		v   servicePodRoute
 		out []PodRoute
 	)
-	it := p.objs.PodRoutes.Iterate()
-	for it.Next(&k, &v) {
-		r := PodRoute{IP: addrOf(k), MAC: append(net.HardwareAddr(nil), v.Mac[:]...), HostIfindex: int(v.Ifindex)}
+	route := func(ip netip.Addr) PodRoute {
+		r := PodRoute{IP: ip, MAC: append(net.HardwareAddr(nil), v.Mac[:]...), HostIfindex: int(v.Ifindex)}
 		if v.Ifindex != 0 {
 			r.HostMAC = append(net.HardwareAddr(nil), v.NodeMac[:]...)
 		}
-		out = append(out, r)
+		return r
+	}
+	it := p.objs.PodRoutes.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, route(addrOf(k)))
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	it = p.objs.PodRoutes6.Iterate()
+	for it.Next(&k6, &v) {
+		out = append(out, route(addrOf6(k6)))
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
@@ -113,19 +141,19 @@ func readPodLink(podNS, podIf string) (podLink, error) {
 			return fmt.Errorf("no interface %s in namespace %s: %w", podIf, podNS, err)
 		}
 		pl.index, pl.peerIndex, pl.mac = l.Attrs().Index, l.Attrs().ParentIndex, l.Attrs().HardwareAddr
-		as, err := netlink.AddrList(l, netlink.FAMILY_V4)
+		as, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 		if err != nil {
 			return err
 		}
 		for _, a := range as {
-			if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok {
-				pl.addrs = append(pl.addrs, ip)
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && routable(ip.Unmap()) {
+				pl.addrs = append(pl.addrs, ip.Unmap())
 			}
 		}
 		return nil
 	})
 	if err == nil && len(pl.addrs) == 0 {
-		err = fmt.Errorf("%s in %s has no IPv4 address: give the pod its address first", podIf, podNS)
+		err = fmt.Errorf("%s in %s has no IPv4 or global IPv6 address: give the pod its address first", podIf, podNS)
 	}
 	return pl, err
 }
@@ -133,7 +161,7 @@ func readPodLink(podNS, podIf string) (podLink, error) {
 // AttachHostRouting makes a veth pod reachable by host routing (mode
 // veth-ebpf): podIf in podNS is the pod's end of a veth whose other end is
 // in nodeNS. That node end gets host_from_pod (ingress) and to_pod
-// (egress), and each IPv4 address of the pod a route to it.
+// (egress), and each address of the pod (IPv4, global IPv6) a route to it.
 func (p *Plane) AttachHostRouting(nodeNS, podNS, podIf string) (Endpoint, error) {
 	pod, host, err := nodeEnd(nodeNS, podNS, podIf, "host routing needs one (mode veth-ebpf)")
 	if err != nil {

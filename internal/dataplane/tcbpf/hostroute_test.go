@@ -287,7 +287,9 @@ func TestFromPodL2Rewrite(t *testing.T) {
 func TestPodRouteAPI(t *testing.T) {
 	p := routedPlane(t)
 	bad := []dp.PodRoute{
-		{IP: ipOf("fd00::1"), MAC: macA},
+		{IP: ipOf("fe80::1"), MAC: macA},
+		{IP: ipOf("ff02::1"), MAC: macA},
+		{IP: ipOf("::ffff:10.0.0.1"), MAC: macA},
 		{IP: podA, MAC: net.HardwareAddr{1, 2, 3}},
 		{IP: podA, MAC: macA, HostIfindex: 3},
 	}

@@ -22,63 +22,56 @@ type serviceHostFlow struct {
 	Proto uint32
 }
 
+type serviceHostFlow6 struct {
+	_     structs.HostLayout
+	Saddr serviceLb6Addr
+	Daddr serviceLb6Addr
+	Sport uint16
+	Dport uint16
+	Proto uint32
+}
+
+type serviceLb6Addr struct {
+	_ structs.HostLayout
+	W [4]uint32
+}
+
 type serviceLb6Affinity struct {
 	_      structs.HostLayout
 	LastNs uint64
-	Ip     struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	Port uint16
-	Pad  uint16
-	Slot uint32
+	Ip     serviceLb6Addr
+	Port   uint16
+	Pad    uint16
+	Slot   uint32
 }
 
 type serviceLb6AffinityKey struct {
 	_      structs.HostLayout
-	Client struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	SvcId uint32
+	Client serviceLb6Addr
+	SvcId  uint32
 }
 
 type serviceLb6Backend struct {
-	_  structs.HostLayout
-	Ip struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
+	_    structs.HostLayout
+	Ip   serviceLb6Addr
 	Port uint16
 	Pad  uint16
 }
 
 type serviceLb6Ct struct {
-	_    structs.HostLayout
-	Addr struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	Client struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	Port  uint16
-	Flags uint8
-	Pad   uint8
-	SvcId uint32
+	_      structs.HostLayout
+	Addr   serviceLb6Addr
+	Client serviceLb6Addr
+	Port   uint16
+	Flags  uint8
+	Pad    uint8
+	SvcId  uint32
 }
 
 type serviceLb6CtKey struct {
 	_     structs.HostLayout
-	Saddr struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	Daddr struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
+	Saddr serviceLb6Addr
+	Daddr serviceLb6Addr
 	Sport uint16
 	Dport uint16
 	Proto uint8
@@ -88,14 +81,8 @@ type serviceLb6CtKey struct {
 
 type serviceLb6FragKey struct {
 	_     structs.HostLayout
-	Saddr struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
-	Daddr struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
+	Saddr serviceLb6Addr
+	Daddr serviceLb6Addr
 	Id    uint32
 	Proto uint8
 	Pad   [3]uint8
@@ -109,11 +96,8 @@ type serviceLb6Scratch struct {
 }
 
 type serviceLb6SvcKey struct {
-	_   structs.HostLayout
-	Vip struct {
-		_ structs.HostLayout
-		W [4]uint32
-	}
+	_     structs.HostLayout
+	Vip   serviceLb6Addr
 	Port  uint16
 	Proto uint8
 	Scope uint8
@@ -222,8 +206,10 @@ type servicePodRoute struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	serviceMapHost6Tail      = "host6_tail"
 	serviceMapHostStats      = "host_stats"
 	serviceMapHostViaStack   = "host_via_stack"
+	serviceMapHostViaStack6  = "host_via_stack6"
 	serviceMapHostViaStackOn = "host_via_stack_on"
 	serviceMapLb6Affinity    = "lb6_affinity"
 	serviceMapLb6Backends    = "lb6_backends"
@@ -246,8 +232,10 @@ const (
 	serviceMapNpNode         = "np_node"
 	serviceMapNpStats        = "np_stats"
 	serviceMapPodRoutes      = "pod_routes"
+	serviceMapPodRoutes6     = "pod_routes6"
 	serviceProgFromPod       = "from_pod"
 	serviceProgFromPodL2     = "from_pod_l2"
+	serviceProgHost6Route    = "host6_route"
 	serviceProgHostFromPod   = "host_from_pod"
 	serviceProgHostToPod     = "host_to_pod"
 	serviceProgLb6Reject     = "lb6_reject"
@@ -300,6 +288,7 @@ type serviceSpecs struct {
 type serviceProgramSpecs struct {
 	FromPod     *ebpf.ProgramSpec `ebpf:"from_pod"`
 	FromPodL2   *ebpf.ProgramSpec `ebpf:"from_pod_l2"`
+	Host6Route  *ebpf.ProgramSpec `ebpf:"host6_route"`
 	HostFromPod *ebpf.ProgramSpec `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.ProgramSpec `ebpf:"host_to_pod"`
 	Lb6Reject   *ebpf.ProgramSpec `ebpf:"lb6_reject"`
@@ -312,8 +301,10 @@ type serviceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type serviceMapSpecs struct {
+	Host6Tail      *ebpf.MapSpec `ebpf:"host6_tail"`
 	HostStats      *ebpf.MapSpec `ebpf:"host_stats"`
 	HostViaStack   *ebpf.MapSpec `ebpf:"host_via_stack"`
+	HostViaStack6  *ebpf.MapSpec `ebpf:"host_via_stack6"`
 	HostViaStackOn *ebpf.MapSpec `ebpf:"host_via_stack_on"`
 	Lb6Affinity    *ebpf.MapSpec `ebpf:"lb6_affinity"`
 	Lb6Backends    *ebpf.MapSpec `ebpf:"lb6_backends"`
@@ -336,6 +327,7 @@ type serviceMapSpecs struct {
 	NpNode         *ebpf.MapSpec `ebpf:"np_node"`
 	NpStats        *ebpf.MapSpec `ebpf:"np_stats"`
 	PodRoutes      *ebpf.MapSpec `ebpf:"pod_routes"`
+	PodRoutes6     *ebpf.MapSpec `ebpf:"pod_routes6"`
 }
 
 // serviceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -364,8 +356,10 @@ func (o *serviceObjects) Close() error {
 //
 // It can be passed to loadServiceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type serviceMaps struct {
+	Host6Tail      *ebpf.Map `ebpf:"host6_tail"`
 	HostStats      *ebpf.Map `ebpf:"host_stats"`
 	HostViaStack   *ebpf.Map `ebpf:"host_via_stack"`
+	HostViaStack6  *ebpf.Map `ebpf:"host_via_stack6"`
 	HostViaStackOn *ebpf.Map `ebpf:"host_via_stack_on"`
 	Lb6Affinity    *ebpf.Map `ebpf:"lb6_affinity"`
 	Lb6Backends    *ebpf.Map `ebpf:"lb6_backends"`
@@ -388,12 +382,15 @@ type serviceMaps struct {
 	NpNode         *ebpf.Map `ebpf:"np_node"`
 	NpStats        *ebpf.Map `ebpf:"np_stats"`
 	PodRoutes      *ebpf.Map `ebpf:"pod_routes"`
+	PodRoutes6     *ebpf.Map `ebpf:"pod_routes6"`
 }
 
 func (m *serviceMaps) Close() error {
 	return _ServiceClose(
+		m.Host6Tail,
 		m.HostStats,
 		m.HostViaStack,
+		m.HostViaStack6,
 		m.HostViaStackOn,
 		m.Lb6Affinity,
 		m.Lb6Backends,
@@ -416,6 +413,7 @@ func (m *serviceMaps) Close() error {
 		m.NpNode,
 		m.NpStats,
 		m.PodRoutes,
+		m.PodRoutes6,
 	)
 }
 
@@ -431,6 +429,7 @@ type serviceVariables struct {
 type servicePrograms struct {
 	FromPod     *ebpf.Program `ebpf:"from_pod"`
 	FromPodL2   *ebpf.Program `ebpf:"from_pod_l2"`
+	Host6Route  *ebpf.Program `ebpf:"host6_route"`
 	HostFromPod *ebpf.Program `ebpf:"host_from_pod"`
 	HostToPod   *ebpf.Program `ebpf:"host_to_pod"`
 	Lb6Reject   *ebpf.Program `ebpf:"lb6_reject"`
@@ -443,6 +442,7 @@ func (p *servicePrograms) Close() error {
 	return _ServiceClose(
 		p.FromPod,
 		p.FromPodL2,
+		p.Host6Route,
 		p.HostFromPod,
 		p.HostToPod,
 		p.Lb6Reject,

@@ -20,7 +20,6 @@ func TestSpecValidateFamily(t *testing.T) {
 		{Spec{Family: "ipv5"}, `--ip-family "ipv5"`},
 		{Spec{Family: family.IPv6, Proxy: network.VnetlabSock}, "serves IPv4 Services only so far: use --proxy iptables|nftables|vnetlab-ebpf"},
 		{Spec{Family: family.Dual, Proxy: network.VnetlabEBPF, SocketLB: true}, "socket LB is IPv4-only so far: drop --socket-lb"},
-		{Spec{Family: family.Dual, CNI: network.CNIVnetlab, CNIMode: modes.VethEBPF}, "wires IPv4 pods only: use --cni-mode bridge|veth-routed"},
 		{Spec{Family: family.IPv6, CNI: network.CNIVnetlab}, "use --ip-family dual, or --cni bridge"},
 		{Spec{Family: family.Dual, CNI: network.CNIFlannel}, "flannel IPv4-only so far: use --ip-family ipv4"},
 	} {
