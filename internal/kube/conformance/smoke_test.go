@@ -3,11 +3,15 @@ package conformance
 import (
 	"context"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 // smokeCluster is the smoke test's cluster name (kube up's tests use others).
@@ -35,6 +39,52 @@ func TestRefusesFocusMatchingNothing(t *testing.T) {
 	}
 	if _, err := cluster.Load(smokeCluster); err == nil {
 		t.Errorf("cluster %s exists after a refused run", smokeCluster)
+	}
+}
+
+// The dual suite's skip leaves out of its focus only the specs the docs say
+// (SCTP, Slow), and its focus selects both the IPv6DualStack specs and the
+// granular checks, which run on each family (e2e.test's dry run: no
+// cluster).
+func TestDualSuiteSelection(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: network.IPTables}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Skip = ""
+	focused, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the dual suite selects %d of %d specs its focus matches", selected.WillRun, focused.WillRun)
+	dualStack, granular := 0, 0
+	for _, name := range selected.Ran {
+		if strings.Contains(name, "[Feature:IPv6DualStack]") {
+			dualStack++
+		}
+		if strings.Contains(name, "Granular Checks") {
+			granular++
+		}
+	}
+	if dualStack == 0 || granular == 0 {
+		t.Errorf("the dual suite selects %d IPv6DualStack and %d granular specs, want both", dualStack, granular)
+	}
+	documented := regexp.MustCompile(`\[Slow\]|SCTP`)
+	for _, name := range focused.Ran {
+		if !slices.Contains(selected.Ran, name) && !documented.MatchString(name) {
+			t.Errorf("the dual suite skips %q, which docs/conformance.md does not list", name)
+		}
 	}
 }
 

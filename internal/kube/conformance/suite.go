@@ -13,20 +13,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // DefaultSkip leaves out what a local cluster cannot have (cloud load
-// balancers, IPv6, SCTP, DNS beyond the cluster's), what disrupts the other
-// specs running beside (Serial, Disruptive), what is slow, and features
-// behind gates (Feature:).
+// balancers, IPv6 on an IPv4 cluster, SCTP, DNS beyond the cluster's), what
+// disrupts the other specs running beside (Serial, Disruptive), what is
+// slow, and features behind gates (Feature:).
 const DefaultSkip = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|IPv6|SCTP|Feature:`
+
+// DefaultSkipIPv6 is DefaultSkip on a cluster with IPv6 (--ip-family ipv6
+// or dual): it no longer skips IPv6.
+const DefaultSkipIPv6 = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|SCTP|Feature:`
+
+// DualSkip is the dual suite's skip. Its focus selects the Feature:
+// IPv6DualStack specs, so it cannot skip Feature: as a whole; what it
+// leaves out of that focus is SCTP (the Feature:SCTPConnectivity specs: no
+// SCTP in the local cluster's kernel modules, as in DefaultSkip) and the two
+// Slow "update nodePort" specs (several minutes each); nothing of the focus
+// needs a load balancer, Serial or Disruptive, kept for --focus variants.
+const DualSkip = `LoadBalancer|Serial|Disruptive|Slow|SCTP`
 
 // Suite is a named set of specs: a ginkgo focus and skip.
 type Suite struct {
 	Name, Focus, Skip, About string
+	// Family, when set, is the cluster's IP family the suite needs (its
+	// specs fail on any other): the default, and the only one accepted.
+	Family family.Family
+}
+
+// skip is the suite's skip on a cluster of family f: DefaultSkip becomes
+// DefaultSkipIPv6 where the cluster has IPv6.
+func (x Suite) skip(f family.Family) string {
+	if x.Skip == DefaultSkip && f.HasIPv6() {
+		return DefaultSkipIPv6
+	}
+	return x.Skip
 }
 
 // Suite names.
@@ -35,6 +60,7 @@ const (
 	GranularServices = "granular-services"
 	Conntrack        = "conntrack"
 	Smoke            = "smoke"
+	Dual             = "dual"
 )
 
 // SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
@@ -63,6 +89,8 @@ var Suites = []Suite{
 		About: "UDP flows across backend changes, invalid conntrack state"},
 	{Name: Smoke, Focus: smokeFocus(), Skip: DefaultSkip,
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
+	{Name: Dual, Focus: `\[Feature:IPv6DualStack\]|\[sig-network\] Networking Granular Checks`, Skip: DualSkip, Family: family.Dual,
+		About: "dual-stack pods, nodes and Services, and pod, node and Service traffic over each family (41 in v1.37.2; --ip-family dual)"},
 }
 
 // smokeFocus selects each smoke spec by its whole name (ginkgo matches the
@@ -128,18 +156,30 @@ func (s Spec) Resolve() (Spec, error) {
 	if i < 0 {
 		return s, fmt.Errorf("--suite %q: choose %s, or give --focus", s.Suite, strings.Join(SuiteNames(), ", "))
 	}
+	c := &s.Cluster
+	suite := Suites[i]
+	if c.Family == "" {
+		c.Family = suite.Family.Or()
+	}
+	f, err := family.Parse(string(c.Family))
+	if err != nil {
+		return s, fmt.Errorf("--ip-family %q: use ipv4, ipv6 or dual", c.Family)
+	}
+	c.Family = f
+	if suite.Family != "" && c.Family != suite.Family {
+		return s, fmt.Errorf("--suite %s with --ip-family %s: its specs need a %s cluster: use --ip-family %s", s.Suite, c.Family, suite.Family, suite.Family)
+	}
 	if s.Focus == "" {
-		s.Focus = Suites[i].Focus
+		s.Focus = suite.Focus
 	}
 	if s.Skip == "" {
-		s.Skip = Suites[i].Skip
+		s.Skip = suite.skip(c.Family)
 	}
 	for flag, re := range map[string]string{"--focus": s.Focus, "--skip": s.Skip} {
 		if _, err := regexp.Compile(re); err != nil {
 			return s, fmt.Errorf("%s %q is not a regular expression (%v): brackets are escaped as \\[", flag, re, err)
 		}
 	}
-	c := &s.Cluster
 	if c.Name == "" {
 		c.Name = DefaultCluster
 	}
@@ -154,7 +194,7 @@ func (s Spec) Resolve() (Spec, error) {
 		case c.CNIMode != "":
 			c.CNI = network.CNIVnetlab
 		case network.IsVnetlab(c.Proxy):
-			c.CNI, c.CNIMode = network.CNIVnetlab, modes.VethEBPF
+			c.CNI, c.CNIMode = network.CNIVnetlab, defaultMode(c.Family)
 		default:
 			c.CNI = network.CNIBridge
 		}
@@ -180,11 +220,20 @@ func (s Spec) Resolve() (Spec, error) {
 	return s, nil
 }
 
+// defaultMode is vnetlab's CNI mode with vnetlab's proxies: veth-ebpf, or
+// veth-routed on a cluster with IPv6 while veth-ebpf wires IPv4 pods only.
+func defaultMode(f family.Family) string {
+	if m, err := modes.Get(modes.VethEBPF); err == nil && f.HasIPv6() && !m.IPv6 {
+		return modes.VethRouted
+	}
+	return modes.VethEBPF
+}
+
 // selection says which specs were asked for: the suite, or the focus and
 // skip that replace its own.
 func (s Spec) selection() string {
 	for _, x := range Suites {
-		if x.Name == s.Suite && x.Focus == s.Focus && x.Skip == s.Skip {
+		if x.Name == s.Suite && x.Focus == s.Focus && x.skip(s.Cluster.Family) == s.Skip {
 			return "suite " + s.Suite
 		}
 	}
@@ -192,7 +241,8 @@ func (s Spec) selection() string {
 }
 
 // Name says what ran against what, for report directories and messages:
-// "services-vnetlab-ebpf-socketlb-vnetlab-veth-ebpf".
+// "services-vnetlab-ebpf-socketlb-vnetlab-veth-ebpf", with the family on
+// clusters with IPv6: "dual-iptables-bridge-dual".
 func (s Spec) Name() string {
 	c := s.Cluster
 	n := []string{s.Suite, c.Proxy}
@@ -202,6 +252,9 @@ func (s Spec) Name() string {
 	n = append(n, c.CNI)
 	if c.CNIMode != "" {
 		n = append(n, c.CNIMode)
+	}
+	if f := c.Family.Or(); f != family.IPv4 {
+		n = append(n, string(f))
 	}
 	return strings.Join(n, "-")
 }
