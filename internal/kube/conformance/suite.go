@@ -61,6 +61,7 @@ const (
 	Conntrack        = "conntrack"
 	Smoke            = "smoke"
 	Dual             = "dual"
+	DualSmoke        = "dual-smoke"
 )
 
 // SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
@@ -79,6 +80,23 @@ var SmokeSpecs = []string{
 	`[sig-network] Conntrack should be able to cleanup conntrack entries when UDP service target port changes for a NodePort service`,
 }
 
+// DualSmokeSpecs are the specs of the dual-stack smoke suite (`make test`
+// runs them): the dual-stack pods, nodes and Services specs, a few seconds
+// each, and pod to Service traffic over the secondary family (IPv6), the
+// longest at about 50 s.
+var DualSmokeSpecs = []string{
+	`[sig-network] [Feature:IPv6DualStack] should have at least one dual-stack node`,
+	`[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to pod ips`,
+	`[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to host ips`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv4 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv6 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv4,v6 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv6,v4 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create a single stack service with cluster ip from primary service range`,
+	`[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family [LinuxOnly] should function for pod-Service: http`,
+	`[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family [LinuxOnly] should function for pod-Service: udp`,
+}
+
 // Suites are the named suites (--suite).
 var Suites = []Suite{
 	{Name: Services, Focus: `\[sig-network\] Services`, Skip: DefaultSkip,
@@ -87,19 +105,21 @@ var Suites = []Suite{
 		About: "pod, node and endpoint to Service traffic over TCP, UDP and HTTP"},
 	{Name: Conntrack, Focus: `\[sig-network\] Conntrack`, Skip: DefaultSkip,
 		About: "UDP flows across backend changes, invalid conntrack state"},
-	{Name: Smoke, Focus: smokeFocus(), Skip: DefaultSkip,
+	{Name: Smoke, Focus: wholeNames(SmokeSpecs), Skip: DefaultSkip,
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
 	{Name: Dual, Focus: `\[Feature:IPv6DualStack\]|\[sig-network\] Networking Granular Checks`, Skip: DualSkip, Family: family.Dual,
 		About: "dual-stack pods, nodes and Services, and pod, node and Service traffic over each family (41 in v1.37.2; --ip-family dual)"},
+	{Name: DualSmoke, Focus: wholeNames(DualSmokeSpecs), Skip: DualSkip, Family: family.Dual,
+		About: fmt.Sprintf("%d specs of the dual suite, the quick ones and pod to Service over IPv6 (make test runs them)", len(DualSmokeSpecs))},
 }
 
-// smokeFocus selects each smoke spec by its whole name (ginkgo matches the
-// suite's description, a space and the name): the name, then only the
-// bracketed tags upstream appends ([LinuxOnly], [Conformance]), so that a
-// longer spec starting with the same words is left out.
-func smokeFocus() string {
-	q := make([]string, len(SmokeSpecs))
-	for i, s := range SmokeSpecs {
+// wholeNames is a focus selecting each of specs by its whole name (ginkgo
+// matches the suite's description, a space and the name): the name, then
+// only the bracketed tags upstream appends ([LinuxOnly], [Conformance]), so
+// that a longer spec starting with the same words is left out.
+func wholeNames(specs []string) string {
+	q := make([]string, len(specs))
+	for i, s := range specs {
 		q[i] = regexp.QuoteMeta(s)
 	}
 	return `(` + strings.Join(q, "|") + `)( \[[^]]+\])*$`

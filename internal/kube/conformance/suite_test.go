@@ -102,7 +102,7 @@ func TestResolveRefuses(t *testing.T) {
 		spec Spec
 		says string
 	}{
-		{Spec{Suite: "network"}, `--suite "network": choose services, granular-services, conntrack, smoke, dual`},
+		{Spec{Suite: "network"}, `--suite "network": choose services, granular-services, conntrack, smoke, dual, dual-smoke`},
 		{Spec{Focus: `[sig-network`}, `--focus "[sig-network" is not a regular expression`},
 		{Spec{Skip: `a(`}, `--skip "a(" is not a regular expression`},
 		{Spec{Cluster: cluster.Spec{Proxy: "ipvs"}}, `--proxy "ipvs"`},
@@ -123,13 +123,16 @@ func TestResolveRefuses(t *testing.T) {
 // The smoke suite's focus selects each of its specs by upstream's full name
 // (the dry run in the smoke test checks that e2e.test has them all).
 func TestSmokeFocus(t *testing.T) {
-	re := regexp.MustCompile(smokeFocus())
-	for _, s := range SmokeSpecs {
-		s = "Kubernetes e2e suite " + s
-		if !re.MatchString(s) || !re.MatchString(s+" [LinuxOnly]") || !re.MatchString(s+" [LinuxOnly] [Conformance]") {
-			t.Errorf("the smoke focus misses %q", s)
+	for _, specs := range [][]string{SmokeSpecs, DualSmokeSpecs} {
+		re := regexp.MustCompile(wholeNames(specs))
+		for _, s := range specs {
+			s = "Kubernetes e2e suite " + s
+			if !re.MatchString(s) || !re.MatchString(s+" [LinuxOnly]") || !re.MatchString(s+" [LinuxOnly] [Conformance]") {
+				t.Errorf("the smoke focus misses %q", s)
+			}
 		}
 	}
+	re := regexp.MustCompile(wholeNames(SmokeSpecs))
 	for _, other := range []string{`[sig-network] Services should have session affinity timeout work for service with type clusterIP [LinuxOnly]`,
 		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a NodePort service`,
 		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service with InternalTrafficPolicy set to Local`,
