@@ -18,16 +18,23 @@
  *   - fragments carry a 32-bit id in a fragment header;
  *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
  *     (types 1-4) quote a packet.
- * Not yet: hairpin, sessionAffinity, external scope, NodePort, host
- * routing.
+ *   - hairpin (a pod reaching itself through a Service): the source
+ *     becomes LB6_HAIRPIN_IP (100::a9fe:2a01, in the discard-only prefix
+ *     100::/64 of RFC 6666, so no real host has it), as lb.h does with
+ *     169.254.42.1; ICMPv6 errors of a hairpinned flow are not translated.
+ *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity; its
+ *     key and value are built in a per-CPU scratch (lb6_scratch), as
+ *     from_pod's stack has no 56 bytes to spare.
+ * Not yet: external scope, NodePort, host routing.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
 
 #include "lb.h"
 
-#define LB6_MAX_SERVICES (1 << 16)
-#define LB6_MAX_BACKENDS (1 << 18)
+/* As many as IPv4: --extra-services generates the same count per family. */
+#define LB6_MAX_SERVICES LB_MAX_SERVICES
+#define LB6_MAX_BACKENDS LB_MAX_BACKENDS
 #define LB6_MAX_EXTHDRS  4 /* extension headers walked before the L4 header */
 
 /* Next-header values (linux/ipv6.h's NEXTHDR_*, which needs libc headers). */
@@ -167,11 +174,63 @@ struct {
 	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
 };
 
+/* sessionAffinity ClientIP over IPv6 (lb.h's lb_affinity). */
+struct lb6_affinity_key {
+	struct lb6_addr client;
+	__u32 svc_id;
+};
+
+struct lb6_affinity {
+	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
+	struct lb6_addr ip; /* the backend, and the slot it had */
+	__be16 port;
+	__u16 pad;
+	__u32 slot;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct lb6_affinity_key);
+	__type(value, struct lb6_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_affinity SEC(".maps");
+
+/* lb6_scratch: where lb6_pick_backend builds its affinity key and value. */
+struct lb6_scratch {
+	struct lb6_affinity_key key;
+	struct lb6_affinity val;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb6_scratch);
+} lb6_scratch SEC(".maps");
+
 static __always_inline void lb6_count(__u32 what)
 {
 	__u64 *v = bpf_map_lookup_elem(&lb6_stats, &what);
 	if (v)
 		*v += 1;
+}
+
+/* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
+#define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
+#define LB6_HAIRPIN_W3 bpf_htonl(0xa9fe2a01)
+
+static __always_inline int lb6_is_hairpin(const struct lb6_addr *a)
+{
+	return a->w[0] == LB6_HAIRPIN_W0 && a->w[1] == 0 && a->w[2] == 0 && a->w[3] == LB6_HAIRPIN_W3;
+}
+
+static __always_inline void lb6_set_hairpin(struct lb6_addr *a)
+{
+	a->w[0] = LB6_HAIRPIN_W0;
+	a->w[1] = 0;
+	a->w[2] = 0;
+	a->w[3] = LB6_HAIRPIN_W3;
 }
 
 static __always_inline int lb6_addr_eq(const struct lb6_addr *a, const struct lb6_addr *b)
@@ -381,11 +440,14 @@ static __always_inline void lb6_ct_close(const struct lb6_ct_key *fk, const stru
 }
 
 /* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
- * vip:vport), then, for a RST, the end of the flow. */
+ * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
+ * RST, the end of the flow. */
 static __always_inline int lb6_rnat_pkt(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_ct *ct)
 {
 	struct lb6_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
 
+	if (ct->flags & LB_CT_HAIRPIN)
+		to.daddr = ct->client;
 	if (lb6_rewrite(skb, p, &to) < 0) {
 		lb6_count(LB6_STAT_ERROR);
 		return TC_ACT_SHOT;
@@ -539,11 +601,88 @@ static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
 		bpf_map_delete_elem(&lb6_conntrack, &rk);
 }
 
-/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port. */
-static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port)
+/* lb6_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
+static __always_inline void lb6_ct_key_of(struct lb6_ct_key *k, const struct lb6_pkt *p, __u8 dir)
+{
+	k->saddr = p->saddr;
+	k->daddr = p->daddr;
+	k->sport = p->sport;
+	k->dport = p->dport;
+	k->proto = p->proto;
+	k->dir = dir;
+}
+
+/* lb6_affinity_keep: the slot whose backend a remembered affinity a (NULL:
+ * none) keeps, or -1 (none, expired, or the backend left the Service), as
+ * lb_affinity_keep. */
+static __always_inline int lb6_affinity_keep(const struct lb_svc *svc, const struct lb6_affinity *a, __u64 now)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb6_backend *b;
+
+	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
+		return -1;
+	if (a->slot < svc->count) {
+		bk.slot = a->slot;
+		b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
+			return a->slot;
+	}
+	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
+		if (i >= svc->count)
+			break;
+		bk.slot = i;
+		b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
+			return i;
+	}
+	return -1;
+}
+
+/* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
+ * to svc, under sessionAffinity the one the client's last new flow got
+ * (the affinity entry refreshed), else the slot the flow's hash names. */
+static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc *svc, const struct lb6_pkt *p)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(p) % svc->count };
+	struct lb6_scratch *s;
+	struct lb6_backend *b;
+	__u32 zero = 0;
+	__u64 now;
+	int slot;
+
+	if (!(svc->flags & LB_SVC_AFFINITY))
+		return bpf_map_lookup_elem(&lb6_backends, &bk);
+	s = bpf_map_lookup_elem(&lb6_scratch, &zero);
+	if (!s)
+		return NULL;
+	s->key.client = p->saddr;
+	s->key.svc_id = svc->id;
+	now = bpf_ktime_get_ns();
+	slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&lb6_affinity, &s->key), now);
+	if (slot >= 0)
+		bk.slot = slot;
+	b = bpf_map_lookup_elem(&lb6_backends, &bk);
+	if (b) {
+		s->val.last_ns = now;
+		s->val.ip = b->ip;
+		s->val.port = b->port;
+		s->val.pad = 0;
+		s->val.slot = bk.slot;
+		bpf_map_update_elem(&lb6_affinity, &s->key, &s->val, BPF_ANY);
+	}
+	return b;
+}
+
+/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port
+ * (to LB6_HAIRPIN_IP for a hairpin). */
+static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port,
+					__u8 hairpin)
 {
 	rk->saddr = *ip;
 	rk->daddr = p->saddr;
+	if (hairpin)
+		lb6_set_hairpin(&rk->daddr);
 	rk->sport = port;
 	rk->dport = p->sport;
 	rk->proto = p->proto;
@@ -634,9 +773,40 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	struct lb6_ct *ct;
 	struct lb6_addr be_ip;
 	__be16 be_port;
+	__u8 hairpin;
 
 	if (p.proto == LB6_ICMP)
 		return lb6_icmp(skb, &p, LB_CT_FWD);
+	if (lb6_is_hairpin(&p.daddr)) {
+		/* A pod answering a hairpinned connection: translate it back here,
+		 * before the node routes it (the address means nothing outside). */
+		lb6_ct_key_of(&rk, &p, LB_CT_REV);
+		ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
+		if (!ct)
+			return TC_ACT_OK;
+		lb6_frag_remember(&p);
+		/* lb6_rnat_pkt's work in this frame's variables: its own would
+		 * take the stack past 512 bytes. */
+		to.saddr = ct->addr;
+		to.daddr = ct->client;
+		to.sport = ct->port;
+		to.dport = p.dport;
+		if (lb6_rewrite(skb, &p, &to) < 0) {
+			lb6_count(LB6_STAT_ERROR);
+			return TC_ACT_SHOT;
+		}
+		lb6_count(LB6_STAT_RNAT);
+		if (p.tcp_rst) {
+			fk.saddr = to.daddr;
+			fk.daddr = to.saddr;
+			fk.sport = p.dport;
+			fk.dport = to.sport;
+			fk.proto = p.proto;
+			fk.dir = LB_CT_FWD;
+			lb6_ct_close(&fk, &rk);
+		}
+		return TC_ACT_OK;
+	}
 	sk.vip = p.daddr;
 	sk.port = p.dport;
 	sk.proto = p.proto;
@@ -650,19 +820,14 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		lb6_count(LB6_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	fk.saddr = p.saddr;
-	fk.daddr = p.daddr;
-	fk.sport = p.sport;
-	fk.dport = p.dport;
-	fk.proto = p.proto;
-	fk.dir = LB_CT_FWD;
+	lb6_ct_key_of(&fk, &p, LB_CT_FWD);
 	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb6_conntrack, &fk);
 	if (ct && ct->svc_id == svc->id) {
 		be_ip = ct->addr;
 		be_port = ct->port;
+		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
-		struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(&p) % svc->count };
-		struct lb6_backend *b = bpf_map_lookup_elem(&lb6_backends, &bk);
+		struct lb6_backend *b = lb6_pick_backend(svc, &p);
 		struct lb6_ct fwd = {}, rev = {};
 
 		if (!b) {
@@ -672,13 +837,16 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		be_ip = b->ip;
 		be_port = b->port;
 		lb6_count(LB6_STAT_CT_NEW);
-		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		hairpin = lb6_addr_eq(&be_ip, &p.saddr);
+		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
 		fwd.addr = be_ip;
 		fwd.port = be_port;
+		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
 		fwd.client = p.saddr;
 		fwd.svc_id = svc->id;
 		rev.addr = p.daddr;
 		rev.port = p.dport;
+		rev.flags = fwd.flags;
 		rev.client = p.saddr;
 		rev.svc_id = svc->id;
 		/* Reverse entry first: a reply can never find the flow half-made. */
@@ -687,6 +855,8 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	}
 	lb6_frag_remember(&p);
 	to.saddr = p.saddr;
+	if (hairpin)
+		lb6_set_hairpin(&to.saddr);
 	to.daddr = be_ip;
 	to.sport = p.sport;
 	to.dport = be_port;
@@ -698,7 +868,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	if (!p.has_l4)
 		lb6_count(LB6_STAT_FRAG);
 	if (p.tcp_rst) {
-		lb6_rev_key(&rk, &p, &be_ip, be_port);
+		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
 		lb6_ct_close(&fk, &rk);
 	}
 	return TC_ACT_OK;
@@ -714,12 +884,7 @@ static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb
 		return lb6_icmp(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK;
-	rk.saddr = p->saddr;
-	rk.daddr = p->daddr;
-	rk.sport = p->sport;
-	rk.dport = p->dport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
+	lb6_ct_key_of(&rk, p, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
 	if (!ct)
 		return TC_ACT_OK;

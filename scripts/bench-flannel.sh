@@ -9,6 +9,11 @@
 # and each side's pod path over its own node-to-node (host) path: the cluster's
 # nodes meet on a bridge in the control plane's namespace beside its daemons,
 # the lab's two nodes on one veth, so the host cells differ too.
+# Cross-node, scenarios/fidelity-flannel.yaml (kube.lab) measures the 2-node lab
+# beside a cluster cell by cell in one run and one file (docs/kubernetes.md);
+# this script keeps the same-node rows (a 1-node lab) and both backends in one go.
+# Since issue 30's profiling, --cpu-affinity auto pins the cluster's rr/crr too
+# (kube run --cluster), as it pins the lab's; earlier tables had them unpinned.
 #
 #   scripts/bench-flannel.sh                         # ~20 min here
 #   REPEAT=3 DURATION=2s OUT=dir scripts/bench-flannel.sh

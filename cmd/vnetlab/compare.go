@@ -19,7 +19,7 @@ func newCompareCmd() *cobra.Command {
 	var failOn string
 	var exports export.Flag
 	cmd := &cobra.Command{
-		Use:   "compare old.json new.json [--fail-on-regression 5%]",
+		Use:   "compare old.json new.json [--fail-on-regression 5%] | compare lab-and-cluster.json",
 		Short: "Compare two results files cell by cell: delta, its 95% CI and significance (like benchstat)",
 		Long: `Match cells by mode|path|provider|test and print, per cell, the old and new medians,
 the delta in percent with its 95% CI (bootstrap of the ratio of medians, from the raw
@@ -32,12 +32,17 @@ failed in new but not in old: a gate for CI. A cell the new run predicted would 
 (its note, e.g. iptables on a bridge with bridge_nf_call_iptables=off) is shown
 "failed as expected" and is no regression.
 
+One file of a kube run that measured a lab beside its cluster (kube.lab: true, e.g.
+scenarios/fidelity-flannel.yaml) is compared with itself: its lab cells against its
+cluster cells, matched by path as a lab file against a cluster file is.
+
 Examples:
   vnetlab compare before.json after.json
-  vnetlab compare main.json branch.json --fail-on-regression 5%`,
+  vnetlab compare main.json branch.json --fail-on-regression 5%
+  vnetlab compare fidelity-flannel.json      # its lab cells against its cluster cells`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return fmt.Errorf("compare needs two results files: vnetlab compare old.json new.json")
+			if len(args) != 1 && len(args) != 2 {
+				return fmt.Errorf("compare needs two results files: vnetlab compare old.json new.json (or one file of a lab beside a cluster)")
 			}
 			return nil
 		},
@@ -50,13 +55,12 @@ Examples:
 				}
 				threshold = v
 			}
-			old, err := results.Read(args[0])
+			old, new, err := readCompared(args)
 			if err != nil {
 				return err
 			}
-			new, err := results.Read(args[1])
-			if err != nil {
-				return err
+			if len(args) == 1 {
+				args = []string{args[0] + " (lab)", args[0] + " (cluster)"}
 			}
 			c := analysis.Diff(old, new)
 			if len(c.Deltas) == 0 {
@@ -92,4 +96,21 @@ Examples:
 	cmd.Flags().StringVar(&failOn, "fail-on-regression", "", "exit non-zero when a cell is significantly worse by more than this (e.g. 5%)")
 	export.AddFlag(cmd.Flags(), &exports)
 	return cmd
+}
+
+// readCompared reads the two sides: two files, or one file's lab and
+// cluster cells (kube run with kube.lab).
+func readCompared(args []string) (old, new *results.File, err error) {
+	if old, err = results.Read(args[0]); err != nil {
+		return nil, nil, err
+	}
+	if len(args) == 1 {
+		lab, cluster, ok := analysis.SplitLabCluster(old)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s holds one side only: compare needs two results files (vnetlab compare old.json new.json), or one of a kube run with a lab beside its cluster (kube.lab: true)", args[0])
+		}
+		return lab, cluster, nil
+	}
+	new, err = results.Read(args[1])
+	return old, new, err
 }

@@ -150,3 +150,23 @@ func TestReportCommand(t *testing.T) {
 		t.Error("a refused report left its directory behind")
 	}
 }
+
+// One file of a lab beside a cluster (kube run with kube.lab): its lab
+// cells against its cluster cells, paired by path.
+func TestCompareOneLabClusterFile(t *testing.T) {
+	bin := vnetlabBin(t)
+	labCell := cellOf("host-gw", "tcp_rr", "trans/s", 10000, 10010, 9990, 10005, 9995)
+	labCell.Nodes = 2
+	clusterCell := cellOf("fl", "tcp_rr", "trans/s", 8000, 8010, 7990, 8005, 7995)
+	clusterCell.Placement = "cross-node"
+	f := &results.File{SchemaVersion: 1, Metadata: results.Metadata{Cluster: &results.Cluster{Name: "fl", CNI: "flannel", CNIPlugin: "flannel", CNIMode: "host-gw", KubeProxyMode: "iptables"}},
+		Cells: []*results.Cell{labCell, clusterCell}}
+	path := filepath.Join(t.TempDir(), "both.json")
+	if err := results.Write(path, f); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runVnetlab(t, bin, "compare", path)
+	if code != 0 || !strings.Contains(out, "fl|pod||tcp_rr|@cross-node") || !strings.Contains(out, "-20.0%") {
+		t.Errorf("compare both.json: exit %d, stderr %q, stdout\n%s\nwant host-gw paired with fl pod@cross-node at -20.0%%", code, errOut, out)
+	}
+}

@@ -85,7 +85,8 @@ func newKubeWhoamiCmd() *cobra.Command {
 			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer)+len(udpPort))
 			for i, p := range append(tcp, tcpPeer...) {
 				peer := i >= len(tcp) // also say who asked: NodePort tests check the client's address
-				ln, err := net.Listen("tcp4", ":"+strconv.Itoa(p))
+				// "tcp" and "udp": both families, for dual-stack and IPv6 pods.
+				ln, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 				if err != nil {
 					return err
 				}
@@ -106,7 +107,7 @@ func newKubeWhoamiCmd() *cobra.Command {
 				}()
 			}
 			for i, p := range append(udp, udpPort...) {
-				pc, err := net.ListenPacket("udp4", ":"+strconv.Itoa(p))
+				pc, err := net.ListenPacket("udp", ":"+strconv.Itoa(p))
 				if err != nil {
 					return err
 				}

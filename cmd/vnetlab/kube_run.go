@@ -48,7 +48,9 @@ into its nodes or push it to a registry and pass --image.
 
 Each sample also records each node's CPU (user, system, softirq), shown per unit of work
 under the table: on a local cluster from each node's cgroup, elsewhere from each node's
-/proc/stat through a hostNetwork helper pod (deleted with the namespace). --tolerance R
+/proc/stat through a hostNetwork helper pod (deleted with the namespace). On a local
+cluster, --profile samples every CPU's kernel stacks in each measured window as run
+--profile does (the nodes are this machine's namespaces; vnetlab explain reads it). --tolerance R
 fails the run (exit 1, and a failing case in --export junit:FILE) when a pod cell is
 significantly below its host cell by more than R: Mann-Whitney p < 0.05 and the whole
 95% CI of pod/host under 1-R (docs/kubernetes.md).
@@ -62,6 +64,7 @@ Examples:
   vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
   vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
   vnetlab kube run --cluster k --paths pod,host --tests tcp_stream --tolerance 0.1 --export junit:kube.xml
+  vnetlab kube run --cluster k --paths host --placements cross-node --tests tcp_rr --profile -o k.json && vnetlab explain k.json
   vnetlab kube run -f scenarios/kube-pod-service-host.yaml --cluster k
   vnetlab kube run -f scenarios/kube-proxies.yaml -o kube-proxies.json --report kube-proxies-report`,
 		Args: cobra.NoArgs,
@@ -76,6 +79,9 @@ Examples:
 			res, err := bench.Run(cmd.Context(), spec, provenance(r.file), newProgress(), stderrf)
 			if res == nil {
 				return inputErr(err, cmd.Flags(), r.sc)
+			}
+			if spec.Measure.Profile {
+				relativeProfileDirs(res, r.out)
 			}
 			return emitResults(res, r.out, r.reportDir, r.exports, err)
 		},
@@ -92,6 +98,7 @@ func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	f.Var(&s.Pods.Family, "ip-family", "IP family measured: ipv4, ipv6 or dual (the pods' podIPs and the Service's clusterIPs of that family; dual: a cell of each, interleaved; the cluster must have it)")
 	f.StringSliceVar(&s.Pods.Nodes, "nodes", s.Pods.Nodes, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
 	registerMeasureFlags(f, &s.Measure, &r.tests)
+	registerProfileFlags(f, &s.Measure)
 	f.StringVar(&s.Pods.Image, "image", s.Pods.Image, "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
 	f.StringVar(&s.Label, "label", s.Label, "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")
 	f.StringVarP(&r.out, "output", "o", r.out, "write the results JSON here")
@@ -123,6 +130,7 @@ func (r *kubeRunFlags) resolve(given *pflag.FlagSet) (bench.Spec, error) {
 		return spec, err
 	}
 	spec, r.out, r.reportDir = w.spec, w.out, w.reportDir
+	resolveProfile(&spec.Measure, r.out)
 	var err error
 	if spec.Measure.Tests, err = parseTests(w.tests); err != nil {
 		return spec, err

@@ -204,3 +204,22 @@ func TestKubeRunTolerance(t *testing.T) {
 		}
 	}
 }
+
+// --profile on kube run: only a local cluster's nodes are this machine's
+// CPUs; --profile-dir implies it, and the files go beside -o by default.
+func TestKubeRunProfile(t *testing.T) {
+	k, err := resolveKubeRun(t, "--cluster", "k", "--profile", "-o", "out/k.json")
+	if err != nil || !k.spec.Profile || k.spec.ProfileDir != "out/k.profile" {
+		t.Errorf("--cluster k --profile -o out/k.json: profile %v in %q, %v; want true in out/k.profile", k.spec.Profile, k.spec.ProfileDir, err)
+	}
+	if k, err = resolveKubeRun(t, "--cluster", "k", "--profile-dir", "p"); err != nil || !k.spec.Profile || k.spec.ProfileDir != "p" {
+		t.Errorf("--profile-dir p: %+v, %v", k, err)
+	}
+	if k, err = resolveKubeRun(t, "--cluster", "k"); err != nil || k.spec.Profile {
+		t.Errorf("no --profile: %+v, %v", k, err)
+	}
+	_, err = resolveKubeRun(t, "--kubeconfig", "kc", "--profile")
+	if err == nil || !strings.Contains(err.Error(), "--profile samples this machine's CPUs") || !strings.Contains(err.Error(), "--cluster NAME") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("--kubeconfig with --profile: %v, want one line naming --profile and --cluster", err)
+	}
+}

@@ -31,6 +31,24 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
 }
 
+// registerProfileFlags binds --profile and --profile-dir (run, and kube run
+// on a local cluster, whose nodes are this machine's namespaces).
+func registerProfileFlags(f *pflag.FlagSet, s *runner.Spec) {
+	f.BoolVar(&s.Profile, "profile", s.Profile, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with vnetlab explain)")
+	f.StringVar(&s.ProfileDir, "profile-dir", s.ProfileDir, "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
+}
+
+// resolveProfile: --profile-dir implies --profile, whose files go beside
+// the results file by default.
+func resolveProfile(s *runner.Spec, output string) {
+	if s.ProfileDir != "" {
+		s.Profile = true
+	}
+	if s.Profile && s.ProfileDir == "" {
+		s.ProfileDir = defaultProfileDir(output)
+	}
+}
+
 func testNames(tests []engine.Test) []string {
 	var out []string
 	for _, t := range tests {

@@ -110,9 +110,8 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.StringVarP(&r.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	export.AddFlag(f, &r.exports)
 	f.StringVar(&r.reportDir, "report", r.reportDir, "also write the report (Markdown, HTML, charts) into this directory, as the report verb does")
-	f.BoolVar(&s.Profile, "profile", s.Profile, "sample every CPU's kernel stacks and count data-path events during each measured window: CPU per transaction or MB by stage and function in the results (explain them with vnetlab explain)")
 	f.StringSliceVar(&s.Cells, "cells", s.Cells, "measure only the matrix cells whose names match these patterns (mode/path/test as the table names them, e.g. veth-routed/service(ebpf+10000)/tcp_crr; * within one part); labs no such cell needs are not built")
-	f.StringVar(&s.ProfileDir, "profile-dir", s.ProfileDir, "write each profiled cell's pprof profile, folded stacks and flame graph here (implies --profile; default: OUTPUT.profile/ beside -o, else vnetlab-profile/)")
+	registerProfileFlags(f, s)
 }
 
 // resolve says what `run` measures and where its results go: the defaults
@@ -147,12 +146,7 @@ func (r *runFlags) resolve(given *pflag.FlagSet) (runner.Spec, string, error) {
 	if fs.Changed("pods") {
 		spec.Pods = nil // a count replaces the file's list
 	}
-	if spec.ProfileDir != "" {
-		spec.Profile = true
-	}
-	if spec.Profile && spec.ProfileDir == "" {
-		spec.ProfileDir = defaultProfileDir(w.output)
-	}
+	resolveProfile(&spec, w.output)
 	// --option applies to every mode, over the options a scenario gives it.
 	if len(r.opts) > 0 {
 		extra := map[string]string{}

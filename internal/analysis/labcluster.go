@@ -144,3 +144,24 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 	}
 	return own, mapped, note, true
 }
+
+// SplitLabCluster splits a file that holds a lab's cells beside a
+// cluster's (kube run with kube.lab: one run, both sides interleaved) into
+// the lab's file and the cluster's, which Diff then pairs as it pairs two
+// files; ok is false for a file of one side only. A cluster cell has a
+// placement, a lab cell none.
+func SplitLabCluster(f *results.File) (lab, cluster *results.File, ok bool) {
+	if f.Metadata.Cluster == nil {
+		return nil, nil, false
+	}
+	lab, cluster = &results.File{SchemaVersion: f.SchemaVersion, Metadata: f.Metadata}, &results.File{SchemaVersion: f.SchemaVersion, Metadata: f.Metadata}
+	lab.Metadata.Cluster = nil
+	for _, c := range f.Cells {
+		if c.Placement == "" {
+			lab.Cells = append(lab.Cells, c)
+		} else {
+			cluster.Cells = append(cluster.Cells, c)
+		}
+	}
+	return lab, cluster, len(lab.Cells) > 0 && len(cluster.Cells) > 0
+}

@@ -190,3 +190,36 @@ func TestLabClusterShapeFlannel(t *testing.T) {
 		t.Errorf("flannel note: %q", fd.Note)
 	}
 }
+
+// One file with a lab's cells beside a cluster's (kube run with kube.lab)
+// splits into the two sides, which Diff pairs as two files; a file of one
+// side does not split.
+func TestSplitLabCluster(t *testing.T) {
+	cell := func(mode, path, placement string, nodes int) *results.Cell {
+		c := cellOf(mode, 10, 10, 10, 10)
+		c.Path, c.Placement, c.Test, c.Nodes = path, placement, "tcp_rr", nodes
+		return c
+	}
+	mixed := &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "fl", CNI: "flannel", CNIPlugin: network.CNIFlannel, CNIMode: network.FlannelHostGW, KubeProxyMode: "iptables"}},
+		Cells: []*results.Cell{
+			cell("host", "pod", "", 2), cell("fl", "host", "cross-node", 0),
+			cell("host-gw", "pod", "", 2), cell("fl", "pod", "cross-node", 0),
+		}}
+	lab, cluster, ok := SplitLabCluster(mixed)
+	if !ok || len(lab.Cells) != 2 || len(cluster.Cells) != 2 || lab.Metadata.Cluster != nil || cluster.Metadata.Cluster == nil {
+		t.Fatalf("split: ok %v, lab %+v, cluster %+v", ok, lab, cluster)
+	}
+	var got []string
+	for _, d := range Diff(lab, cluster).Deltas {
+		got = append(got, d.Name())
+	}
+	if want := []string{"host|pod||tcp_rr ~ fl|host||tcp_rr|@cross-node", "host-gw|pod||tcp_rr ~ fl|pod||tcp_rr|@cross-node"}; !slices.Equal(got, want) {
+		t.Errorf("matched %v, want %v", got, want)
+	}
+	if _, _, ok := SplitLabCluster(&results.File{Metadata: mixed.Metadata, Cells: cluster.Cells}); ok {
+		t.Error("a cluster-only file split")
+	}
+	if _, _, ok := SplitLabCluster(lab); ok {
+		t.Error("a lab-only file split")
+	}
+}

@@ -33,13 +33,19 @@ func TestIPv6Modes(t *testing.T) {
 		for _, fam := range []family.Family{family.IPv6, family.Dual} {
 			t.Run(name+"/"+string(fam), func(t *testing.T) {
 				nodes := max(m.MinNodes, 1)
-				l := upFamilyLab(t, fmt.Sprintf("fam%d%s", i, fam[:1]), name, fam, nodes)
+				l := upFamilyLab(t, fmt.Sprintf("fam%d%s", i, fam[:1]), name, fam, nodes, nil)
 				checkFamilies(t, l, fam)
 			})
 		}
 		if m.CrossHost && m.MinNodes < 2 { // and across two nodes, over the underlay's IPv6
 			t.Run(name+"/dual/2-nodes", func(t *testing.T) {
-				l := upFamilyLab(t, fmt.Sprintf("fam%dx", i), name, family.Dual, 2)
+				l := upFamilyLab(t, fmt.Sprintf("fam%dx", i), name, family.Dual, 2, nil)
+				checkFamilies(t, l, family.Dual)
+			})
+		}
+		if name == modes.Ipvlan { // l3: the parent routes the children, NDP included
+			t.Run(name+"/l3/dual", func(t *testing.T) {
+				l := upFamilyLab(t, fmt.Sprintf("fam%dl", i), name, family.Dual, 1, map[string]string{"ipvlan_mode": "l3"})
 				checkFamilies(t, l, family.Dual)
 			})
 		}
@@ -48,9 +54,9 @@ func TestIPv6Modes(t *testing.T) {
 
 // upFamilyLab builds a two-pod lab of family fam and removes it when the
 // test ends, pass or fail.
-func upFamilyLab(t *testing.T, name, mode string, fam family.Family, nodes int) *lab.Lab {
+func upFamilyLab(t *testing.T, name, mode string, fam family.Family, nodes int, opts map[string]string) *lab.Lab {
 	t.Helper()
-	spec := lab.Spec{Name: name, Mode: mode, Family: fam, Nodes: nodes}
+	spec := lab.Spec{Name: name, Mode: mode, Family: fam, Nodes: nodes, Options: opts}
 	pods, err := lab.PodsFor(2, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -47,11 +47,8 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	}
 	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
 	p.out.Metadata.Settings = spec.settings()
-	if len(p.cells) == 0 && len(spec.Cells) > 0 {
-		return p.out, field.Errorf("cells", "nothing to run: no cell of the matrix matches {cells} %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", spec.Cells)
-	}
-	if len(p.cells) == 0 {
-		return p.out, fmt.Errorf("nothing to run: every mode was skipped")
+	if err := p.runnable(); err != nil {
+		return p.out, err
 	}
 	col, err := openProfiler(spec)
 	if err != nil {
@@ -76,6 +73,52 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	return p.out, nil
 }
 
+// runnable refuses a plan with no cell left to measure.
+func (p *plan) runnable() error {
+	if len(p.cells) == 0 && len(p.spec.Cells) > 0 {
+		return field.Errorf("cells", "nothing to run: no cell of the matrix matches {cells} %v (names look like veth-routed/service(ebpf+10000)/tcp_crr)", p.spec.Cells)
+	}
+	if len(p.cells) == 0 {
+		return fmt.Errorf("nothing to run: every mode was skipped")
+	}
+	return nil
+}
+
+// Labs are a run's labs, up, with the cells planned on them, for a run
+// that executes them beside cells of its own (kube run's lab beside its
+// cluster: one Execute over both); Close tears the labs down.
+type Labs struct{ p *plan }
+
+// Prepare brings up spec's labs and plans their cells; on error nothing
+// is left up.
+func Prepare(ctx context.Context, spec Spec, prog Progress) (*Labs, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := newPlan(spec, prog)
+	if err != nil {
+		return nil, err
+	}
+	err = p.build(ctx)
+	if err == nil {
+		err = p.runnable()
+	}
+	if err != nil {
+		p.teardown()
+		return nil, err
+	}
+	return &Labs{p: p}, nil
+}
+
+// Cells are the planned cells, in the order a lab run measures them.
+func (l *Labs) Cells() []Planned { return l.p.cells }
+
+// Skipped are the modes (and providers) the labs could not build.
+func (l *Labs) Skipped() []results.Skipped { return l.p.out.Metadata.Skipped }
+
+// Close tears the labs down.
+func (l *Labs) Close() { l.p.teardown() }
+
 // Planned is one cell ready to measure: where (Target), with what (Driver),
 // and which namespaces a profile counts as the test's (NetNS; nil: none).
 type Planned struct {
@@ -88,6 +131,9 @@ type Planned struct {
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
 // kube run`) in the same interleaved rounds as a lab run, then computes the
 // statistics; with meter (nil: none), each sample records its nodes' CPU.
+// With spec.Profile, each cell is profiled as a lab run's is: the cells'
+// NetNS (nil: every namespace but the root one, a local cluster's nodes and
+// pods) count as the test's.
 func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, meter NodeMeter) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -96,12 +142,20 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	for _, c := range cells {
 		all = append(all, c.Cell)
 	}
-	// Not profiled: the pods' namespaces are the platform's (kube run has
-	// no --profile).
-	if err := execute(ctx, spec, cells, prog, nil, meter, nil); err != nil {
+	col, err := openProfiler(spec)
+	if err != nil {
+		return err
+	}
+	if col != nil {
+		defer col.Close()
+	}
+	if err := execute(ctx, spec, cells, prog, col, meter, nil); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)
+	if col != nil {
+		return finishProfiles(col, all, spec.ProfileDir)
+	}
 	return nil
 }
 
@@ -143,7 +197,11 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			if pc != nil {
 				pw = &packetWindow{c: pc}
 			}
-			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, meter, pw)
+			m := meter
+			if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
+				m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
+			}
+			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, m, pw)
 			if r < spec.Warmup {
 				continue
 			}

@@ -40,6 +40,10 @@ type Kube struct {
 	// IPFamily: kube run --ip-family; with clusters, each local cluster is
 	// brought up with it too (kube up --ip-family).
 	IPFamily string `yaml:"ip_family"`
+	// Lab: the file's lab (its top-level modes, nodes, paths, ...) is
+	// measured beside the cluster, a lab cell then a cluster cell, into
+	// one results file (bench.Spec.Lab).
+	Lab bool `yaml:"lab"`
 }
 
 // BenchSpec is the cluster run the file describes for `kube run -f`: b
@@ -58,7 +62,7 @@ func (s *Scenario) BenchSpec(b bench.Spec) (bench.Spec, error) {
 	if len(k.Placements) > 0 {
 		b.Pods.Placements = k.Placements
 	}
-	b.Pods.Nodes, b.Pods.Image, b.Label = k.Nodes, k.Image, k.Label
+	b.Pods.Nodes, b.Pods.Image, b.Label, b.Lab = k.Nodes, k.Image, k.Label, k.Lab
 	if k.Tolerance != nil {
 		b.Tolerance = *k.Tolerance
 	}
@@ -100,9 +104,12 @@ func (s *Scenario) validateKube() error {
 	if k == nil {
 		return nil
 	}
+	if k.Lab && (k.Cluster == "" || k.Tabled() || !s.has("modes")) {
+		return s.kubeErrAt("lab", -1, "lab: true measures the file's modes beside one local cluster: give modes and kube.cluster (not kube.clusters or a kubeconfig)")
+	}
 	for _, key := range labOnly {
-		if s.has(key) {
-			return s.errAt(key, -1, "a file with kube: measures a cluster and %s describes labs: move it under kube: if it is one of its fields (%s), else remove it", key, strings.Join(kubeFields, ", "))
+		if s.has(key) && !k.Lab {
+			return s.errAt(key, -1, "a file with kube: measures a cluster and %s describes labs: move it under kube: if it is one of its fields (%s), set kube.lab: true to measure that lab beside the cluster, else remove it", key, strings.Join(kubeFields, ", "))
 		}
 	}
 	if k.Cluster != "" && (k.Kubeconfig != "" || k.Context != "") {
@@ -154,7 +161,7 @@ func (s *Scenario) validateKube() error {
 
 // kubeFields are the fields of a kube: section, for messages.
 var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout", "ip_family",
-	"clusters", "extra_services", "extra_tests", "tolerance"}
+	"clusters", "extra_services", "extra_tests", "tolerance", "lab"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
 func (s *Scenario) IsKube() bool { return s.Kube != nil }

@@ -79,6 +79,9 @@ func TestKubeErrorsNameLineAndField(t *testing.T) {
 		{"kube: {cluster: k}\nrepeat: 0\n", `x.yaml:2: field repeat: 0 is below the minimum 1`},
 		{"kube: {cluster: k}\ntests: [tcp_nope]\n", `x.yaml:2: field tests[0]: unknown test "tcp_nope"`},
 		{"kube: k\n", `x.yaml:1: cannot unmarshal`},
+		{"tests: [tcp_rr]\nkube: {cluster: k, lab: true}\n", `x.yaml:2: field kube.lab: lab: true measures the file's modes beside one local cluster`},
+		{"modes: [host]\nkube: {kubeconfig: /x, lab: true}\n", `field kube.lab: lab: true measures the file's modes beside one local cluster`},
+		{"modes: [host]\nkube:\n  cluster: k\n  lab: true\n  clusters: [{name: a, cni: bridge}]\n", `field kube.lab: lab: true measures`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.body))
@@ -88,5 +91,28 @@ func TestKubeErrorsNameLineAndField(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: error spans lines: %q", c.body, err)
 		}
+	}
+}
+
+// kube.lab: the file's top-level lab keys are the lab measured beside the
+// cluster; kube:'s keys stay the cluster's.
+func TestParseKubeLab(t *testing.T) {
+	s, err := Parse("f.yaml", []byte(`
+modes: [host, vxlan]
+nodes: 2
+paths: [pod]
+tests: [tcp_rr]
+kube:
+  cluster: fl
+  lab: true
+  paths: [pod, host]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.BenchSpec(bench.DefaultSpec())
+	if err != nil || !b.Lab || b.Cluster.Local != "fl" || b.Measure.Nodes != 2 || !slices.Equal(b.Measure.Paths, []string{"pod"}) ||
+		len(b.Measure.Modes) != 2 || b.Measure.Modes[1].Mode != "vxlan" || !slices.Equal(b.Pods.Paths, []string{"pod", "host"}) {
+		t.Errorf("kube.lab: %+v, %v", b, err)
 	}
 }

@@ -23,10 +23,13 @@ type Config struct {
 	// Installed is true once the provider's objects (chains, programs) are in the lab.
 	Installed bool      `json:"installed"`
 	Services  []Service `json:"services"`
-	// Extra generated services (Generated(0..Extra-1)), kept as a count so
-	// that 100k services do not fill the file or `svc ls`.
-	Extra     int        `json:"extra_services,omitempty"`
-	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Extra generated services (Generated(f, 0..Extra-1)) per family f the
+	// lab measures, kept as a count so that 100k services do not fill the
+	// file or `svc ls`.
+	Extra int `json:"extra_services,omitempty"`
+	// Family is the lab's (empty in files from before IPv6: ipv4).
+	Family    family.Family `json:"ip_family,omitempty"`
+	Endpoints []Endpoint    `json:"endpoints,omitempty"`
 	// LoadSeconds is how long the provider took to load the last change.
 	LoadSeconds float64 `json:"last_load_s,omitempty"`
 }
@@ -98,15 +101,17 @@ func (c *Config) Clone() *Config {
 
 // All returns the configured services followed by the generated ones.
 func (c *Config) All() []Service {
-	out := make([]Service, 0, len(c.Services)+c.Extra)
-	for i := 0; i < c.Extra; i++ {
-		out = append(out, Generated(i))
+	out := make([]Service, 0, c.Count())
+	for _, f := range c.Family.Measured() {
+		for i := 0; i < c.Extra; i++ {
+			out = append(out, Generated(f, i))
+		}
 	}
 	return append(out, c.Services...)
 }
 
 // Count is the number of services the provider loads.
-func (c *Config) Count() int { return len(c.Services) + c.Extra }
+func (c *Config) Count() int { return len(c.Services) + c.Extra*len(c.Family.Measured()) }
 
 // Find returns the index of a configured service, or -1.
 func (c *Config) Find(k Key) int {
@@ -154,6 +159,9 @@ func (c *Config) CountText() string {
 	s := fmt.Sprintf("%d services", len(c.Services))
 	if c.Extra > 0 {
 		s += fmt.Sprintf(" + %d generated", c.Extra)
+		if fs := c.Family.Measured(); len(fs) > 1 {
+			s += fmt.Sprintf(" per family (%d in all)", c.Extra*len(fs))
+		}
 	}
 	return s
 }
@@ -269,8 +277,9 @@ func CheckVIP(st *lab.State, vip netip.Addr) error {
 			return fmt.Errorf("clusterIP %s is inside the pod network %s: use an address outside it (Kubernetes' default service range is 10.96.0.0/12; %s for IPv6)", vip, pfx, DefaultVIP6)
 		}
 	}
-	if GeneratedRange.Contains(vip) || GeneratedBackendRange.Contains(vip) {
-		return fmt.Errorf("clusterIP %s is in %s/%s, reserved for --extra-services: use another address", vip, GeneratedRange, GeneratedBackendRange)
+	if inGeneratedRanges(vip) {
+		vips, backends := GeneratedRanges(family.Of(vip))
+		return fmt.Errorf("clusterIP %s is in %s/%s, reserved for --extra-services: use another address", vip, vips, backends)
 	}
 	for _, n := range st.Nodes {
 		if sameAddr(n.IP, vip.String()) || sameAddr(n.IP6, vip.String()) {
@@ -289,8 +298,8 @@ func (c *Config) Validate(st *lab.State) error {
 	if err := CheckExtra(c.Extra); err != nil {
 		return fmt.Errorf("extra services %v", err)
 	}
-	if c.Extra > 0 && st.Spec.Family.HasIPv6() {
-		return fmt.Errorf("extra services are generated in %s (IPv4): an IPv6 clusterIP would not walk past them; use --extra-services 0 in lab %s (%s), or an ipv4 lab", GeneratedRange, st.Name, st.Spec.Family)
+	if c.Extra > 0 && c.Family.Or() != st.Spec.Family.Or() {
+		return fmt.Errorf("extra services are generated for ip_family %s but lab %s is %s: set ip_family %s", c.Family.Or(), st.Name, st.Spec.Family.Or(), st.Spec.Family.Or())
 	}
 	seen := map[Key]bool{}
 	for _, s := range c.Services {

@@ -71,6 +71,7 @@ func TestResolveByFamily(t *testing.T) {
 		{st, "fd00:10:244::99", "inside the pod network fd00:10:244::/64"},
 		{st, "fd00:10:10::11", "node node's address"},
 		{routedGW, "fd00:10:1::1", "gateway"},
+		{st, "fd00:10:98::7", "in fd00:10:97::/112/fd00:10:98::/112, reserved for --extra-services"},
 	} {
 		err := CheckVIP(c.st, netip.MustParseAddr(c.vip))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -83,7 +84,7 @@ func TestResolveByFamily(t *testing.T) {
 }
 
 // The service path of a dual lab has both clusterIPs, each to the server
-// pod's address of its family; generated services (IPv4) are refused there.
+// pod's address of its family; generated services come in both families.
 func TestEngineServicesDual(t *testing.T) {
 	st := dualState()
 	c, err := NewConfig(st, IPTables, 0, nil)
@@ -101,8 +102,20 @@ func TestEngineServicesDual(t *testing.T) {
 	if fams[family.IPv4] != 2*len(EnginePorts) || fams[family.IPv6] != 2*len(EnginePorts) {
 		t.Errorf("dual lab's service path: %v services per family, want %d of each", fams, 2*len(EnginePorts))
 	}
-	if _, err := NewConfig(st, IPTables, 10, nil); err == nil || !strings.Contains(err.Error(), "--extra-services 0") {
-		t.Errorf("generated services in a dual lab: %v", err)
+	g, err := NewConfig(st, IPTables, 10, nil)
+	if err != nil {
+		t.Fatalf("generated services in a dual lab: %v", err)
+	}
+	gen := map[family.Family]int{}
+	for _, s := range g.All()[:g.Count()-len(g.Services)] {
+		gen[family.Of(s.VIP)]++
+	}
+	if gen[family.IPv4] != 10 || gen[family.IPv6] != 10 || g.Count() != len(g.Services)+20 {
+		t.Errorf("dual lab with 10 extra services: %v generated, count %d; want 10 of each family", gen, g.Count())
+	}
+	g.Family = family.IPv4
+	if err := g.Validate(st); err == nil || !strings.Contains(err.Error(), "set ip_family dual") {
+		t.Errorf("generated services for the wrong family: %v", err)
 	}
 }
 

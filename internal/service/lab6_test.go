@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"maps"
 	"net"
 	"strings"
@@ -10,12 +11,14 @@ import (
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/rootns"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // IPv6 Services of the netfilter providers on a dual-stack and an
-// IPv6-only lab (issue 27): TCP and UDP through the IPv6 clusterIP (with
+// IPv6-only lab (issue 27), behind generated Services of each family the
+// lab has (--extra-services): TCP and UDP through the IPv6 clusterIP (with
 // the IPv4 one beside it in the dual lab), hairpin, a backend that refuses
 // answered through the clusterIP, and the root namespace untouched while
 // the lab serves and after it is gone.
@@ -36,9 +39,15 @@ func clusterIPv6(t *testing.T, p string, f family.Family) {
 		}
 	})
 	st := newSpecLab(t, lab.Spec{Name: "sv6-" + p[:3] + "-" + string(f)[:1], Mode: "veth-routed", PodCIDR: lab.DefaultPodCIDR, Family: f}, 2)
-	c, err := Setup(st, p, 0, nil)
+	const extra = 500
+	c, err := Setup(st, p, extra, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, g := range f.Measured() {
+		if last := Generated(g, extra-1).VIP.String(); !strings.Contains(ruleset(t, st.Nodes[0].NS, p, g), last) {
+			t.Errorf("the node's %s rules lack the last generated %s Service's clusterIP %s", p, g, last)
+		}
 	}
 	a, b := pod(st, "pod-a"), pod(st, "pod-b")
 	if f.HasIPv4() {
@@ -102,4 +111,23 @@ func clusterIPv6(t *testing.T, p string, f family.Family) {
 	if d := rootns.Diff(was, now); d != "" {
 		t.Errorf("the root namespace changed while the lab serves:\n%s", d)
 	}
+}
+
+// ruleset is netfilter provider p's rules of family f in namespace ns, as
+// its save tool or nft prints them.
+func ruleset(t *testing.T, ns, p string, f family.Family) string {
+	t.Helper()
+	nf := nfIPv4
+	if f == family.IPv6 {
+		nf = nfIPv6
+	}
+	args := []string{nf.save, "-t", "nat"}
+	if p == NFTables {
+		args = []string{"nft", "list", "table", nf.nft, NftTable}
+	}
+	out, err := proc.Command(context.Background(), ns, args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%s in %s: %v", strings.Join(args, " "), ns, err)
+	}
+	return string(out)
 }

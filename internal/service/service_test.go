@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/vnetlab/vnetlab/internal/family"
 	"net/netip"
 	"strings"
 	"testing"
@@ -143,32 +144,31 @@ func TestConfigRules(t *testing.T) {
 }
 
 func TestGeneratedAreDistinct(t *testing.T) {
-	seen := map[Key]bool{}
-	for _, i := range []int{0, 1, 2, 3, 65533, 65534, MaxExtra - 1} {
-		s := Generated(i)
-		if seen[s.Key()] {
-			t.Fatalf("generated service %d repeats %s", i, s)
+	last := map[family.Family]string{family.IPv4: "10.97.255.254", family.IPv6: "fd00:10:97::fffe"}
+	for _, f := range []family.Family{family.IPv4, family.IPv6} {
+		vips, backends := GeneratedRanges(f)
+		seen := map[Key]bool{}
+		for i := 0; i < 20000; i++ {
+			s := Generated(f, i)
+			if seen[s.Key()] {
+				t.Fatalf("%s: generated service %d repeats %s", f, i, s)
+			}
+			seen[s.Key()] = true
 		}
-		seen[s.Key()] = true
-		if !GeneratedRange.Contains(s.VIP) || s.VIP == GeneratedRange.Addr() || len(s.Backends) != GeneratedBackends {
-			t.Errorf("generated %d = %v", i, s)
-		}
-		for _, b := range s.Backends {
-			if !GeneratedBackendRange.Contains(b.IP) {
-				t.Errorf("generated %d: backend %s outside %s", i, b, GeneratedBackendRange)
+		for _, i := range []int{0, 1, 65533, 65534, MaxExtra - 1} {
+			s := Generated(f, i)
+			if !vips.Contains(s.VIP) || s.VIP == vips.Addr() || len(s.Backends) != GeneratedBackends {
+				t.Errorf("%s: generated %d = %v, want a clusterIP in %s", f, i, s, vips)
+			}
+			for _, b := range s.Backends {
+				if !backends.Contains(b.IP) || family.Of(b.IP) != f {
+					t.Errorf("%s: generated %d: backend %s outside %s", f, i, b, backends)
+				}
 			}
 		}
-	}
-	fresh := map[Key]bool{}
-	for i := 0; i < 20000; i++ {
-		k := Generated(i).Key()
-		if fresh[k] {
-			t.Fatalf("generated service %d repeats %s", i, k)
+		if got := Generated(f, MaxExtra-1).VIP; got != netip.MustParseAddr(last[f]) {
+			t.Errorf("%s: last generated clusterIP %s, want %s (the range's last but one)", f, got, last[f])
 		}
-		fresh[k] = true
-	}
-	if last := Generated(MaxExtra - 1); last.VIP != netip.MustParseAddr("10.97.255.254") {
-		t.Errorf("last generated clusterIP %s, want 10.97.255.254 (not the broadcast address)", last.VIP)
 	}
 }
 

@@ -100,7 +100,7 @@ func Setup(st *lab.State, provider string, extra int, specs []Spec) (*Config, er
 // (DefaultVIP on the engine ports, to the first pod); extra generated
 // services; for ebpf, an endpoint on every pod.
 func NewConfig(st *lab.State, provider string, extra int, specs []Spec) (*Config, error) {
-	c := &Config{Provider: provider, Extra: extra}
+	c := &Config{Provider: provider, Extra: extra, Family: st.Spec.Family}
 	if len(specs) == 0 {
 		server, _, err := Path(st)
 		if err != nil {

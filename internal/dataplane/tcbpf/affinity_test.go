@@ -11,11 +11,43 @@ import (
 // sessionAffinity ClientIP: one client's new flows (SYNs from different
 // source ports) all reach one backend while the affinity lasts; without
 // it they spread; after the timeout the next flow is placed by its hash
-// again; a backend that left the Service is not kept.
+// again; a backend that left the Service is not kept. IPv4 (bpf/lb.h) and
+// IPv6 (bpf/lb6.h).
 func TestSessionAffinity(t *testing.T) {
+	for _, f := range affinityFamilies {
+		t.Run(f.name, func(t *testing.T) { sessionAffinity(t, f) })
+	}
+}
+
+// affinityFamily: a Service address, its backends and its clients.
+type affinityFamily struct {
+	name    string
+	vip     netip.Addr
+	backend func(i int) netip.Addr
+	client  func(i int) netip.Addr
+}
+
+var affinityFamilies = []affinityFamily{
+	{name: "ipv4", vip: vip,
+		backend: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{192, 168, 10, byte(20 + i)}) },
+		client:  func(i int) netip.Addr { return netip.AddrFrom4([4]byte{192, 168, 11, byte(i)}) }},
+	{name: "ipv6", vip: vip6,
+		backend: func(i int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x10, 15: byte(0x20 + i)}) },
+		// i in byte 14: in byte 15 it would cancel the source port's
+		// low byte in the hash's word while both count up together.
+		client: func(i int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x11, 14: byte(i), 15: 1}) }},
+}
+
+// threeBackends: backends 0, 1, 2 on port 80.
+func (f affinityFamily) threeBackends() []dp.Backend {
+	return []dp.Backend{{IP: f.backend(0), Port: 80}, {IP: f.backend(1), Port: 80}, {IP: f.backend(2), Port: 80}}
+}
+
+func sessionAffinity(t *testing.T, f affinityFamily) {
 	p := testPlane(t)
-	backends := []dp.Backend{{IP: ipOf("192.168.10.20"), Port: 80}, {IP: ipOf("192.168.10.21"), Port: 80}, {IP: ipOf("192.168.10.22"), Port: 80}}
-	s := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: backends}
+	backends := f.threeBackends()
+	podB := f.client(200)
+	s := dp.Service{VIP: f.vip, Port: 5201, Proto: dp.TCP, Backends: backends}
 	if err := p.AddService(s); err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +55,7 @@ func TestSessionAffinity(t *testing.T) {
 	// connect sends one SYN from a new source port; returns its backend.
 	connect := func(client netip.Addr) netip.Addr {
 		sport++
-		return synBackend(t, p, client, sport)
+		return synBackend(t, p, client, f.vip, sport)
 	}
 	spread := func(n int) map[netip.Addr]int {
 		seen := map[netip.Addr]int{}
@@ -52,7 +84,7 @@ func TestSessionAffinity(t *testing.T) {
 		kept = b
 	}
 	// Another client has its own.
-	other := ipOf("192.168.10.12")
+	other := f.client(201)
 	first := connect(other)
 	for range 5 {
 		if b := connect(other); b != first {
@@ -98,30 +130,37 @@ func TestSessionAffinity(t *testing.T) {
 	if got := spread(20); len(got) < 2 {
 		t.Fatalf("affinity off: 20 flows all on one backend: %v", got)
 	}
-	if err := p.AddService(dp.Service{VIP: vip, Port: 1, Proto: dp.TCP, Affinity: dp.MaxAffinity + 1}); err == nil {
+	if err := p.AddService(dp.Service{VIP: f.vip, Port: 1, Proto: dp.TCP, Affinity: dp.MaxAffinity + 1}); err == nil {
 		t.Fatal("an affinity timeout over a day was accepted")
 	}
 }
 
 // A backend that stays keeps its clients when the others change, also when
 // it has to move to another slot (the Service shrank below its slot): the
-// program finds it where UpdateService put it.
+// program finds it where UpdateService put it. Both families.
 func TestSessionAffinityAcrossEndpointChanges(t *testing.T) {
+	for _, f := range affinityFamilies {
+		t.Run(f.name, func(t *testing.T) { sessionAffinityAcrossEndpointChanges(t, f) })
+	}
+}
+
+func sessionAffinityAcrossEndpointChanges(t *testing.T, f affinityFamily) {
 	p := testPlane(t)
-	a, b, c := dp.Backend{IP: ipOf("192.168.10.20"), Port: 80}, dp.Backend{IP: ipOf("192.168.10.21"), Port: 80}, dp.Backend{IP: ipOf("192.168.10.22"), Port: 80}
-	s := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{a, b, c}, Affinity: 60}
+	three := f.threeBackends()
+	a, b, c := three[0], three[1], three[2]
+	s := dp.Service{VIP: f.vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{a, b, c}, Affinity: 60}
 	if err := p.AddService(s); err != nil {
 		t.Fatal(err)
 	}
 	sport := uint16(40000)
 	connect := func(client netip.Addr) netip.Addr {
 		sport++
-		return synBackend(t, p, client, sport)
+		return synBackend(t, p, client, f.vip, sport)
 	}
 	// A client that got c, the backend in the last slot.
 	var client netip.Addr
 	for i := 1; i < 200 && !client.IsValid(); i++ {
-		ip := netip.AddrFrom4([4]byte{192, 168, 11, byte(i)})
+		ip := f.client(i)
 		if connect(ip) == c.IP {
 			client = ip
 		}
@@ -154,11 +193,21 @@ func TestSessionAffinityAcrossEndpointChanges(t *testing.T) {
 	}
 }
 
-// synBackend sends one SYN from client:sport to the Service at vip:5201
-// through from_pod and returns the backend it was sent to.
-func synBackend(t *testing.T, p *dp.Plane, client netip.Addr, sport uint16) netip.Addr {
+// synBackend sends one SYN from client:sport to the Service at to:5201
+// (IPv4 or IPv6) through from_pod and returns the backend it was sent to.
+func synBackend(t *testing.T, p *dp.Plane, client, to netip.Addr, sport uint16) netip.Addr {
 	t.Helper()
-	ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+	if to.Is6() {
+		ret, out := run(t, p.Objects().FromPod, ipv6{src: client, dst: to, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		mustOK(t, ret)
+		mustValid6(t, out)
+		d, err := decode6(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.dst
+	}
+	ret, out := run(t, p.Objects().FromPod, ipv4{src: client, dst: to, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
 	mustOK(t, ret)
 	mustValid(t, out)
 	d, _ := decode(out)

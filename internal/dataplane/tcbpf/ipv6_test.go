@@ -134,6 +134,38 @@ func TestIPv6DNATAndReverse(t *testing.T) {
 	mustUntouched(t, ret, in, out)
 }
 
+// A pod reaching its own IPv6 Service lands on itself: the source becomes
+// the IPv6 hairpin address; to_pod leaves that request alone; the pod's
+// reply (leaving it, through from_pod) is translated back to clusterIP ->
+// pod, checksums right; its RST ends the flow (the next reply to the
+// hairpin address is no longer translated).
+func TestIPv6Hairpin(t *testing.T) {
+	p := testPlane(t)
+	oneBackend6(t, p)
+	hairpin6 := ipOf(dp.HairpinIP6)
+	req := ipv6{src: back6, dst: vip6, proto: protoTCP, sport: 41000, dport: svcPort6, tcpFlags: tcpSYN}.bytes()
+	ret, out := run(t, p.Objects().FromPod, req)
+	mustOK(t, ret)
+	expect6(t, out, hairpin6, 41000, back6, backPort6)
+	mustValid6(t, out)
+	ret, out2 := run(t, p.Objects().ToPod, out)
+	mustUntouched(t, ret, out, out2)
+	for _, flags := range []uint8{tcpSYN | tcpACK, tcpRST} {
+		rep := ipv6{src: back6, dst: hairpin6, proto: protoTCP, sport: backPort6, dport: 41000, tcpFlags: flags}.bytes()
+		ret, out = run(t, p.Objects().FromPod, rep)
+		mustOK(t, ret)
+		expect6(t, out, vip6, svcPort6, back6, 41000)
+		mustValid6(t, out)
+	}
+	rep := ipv6{src: back6, dst: hairpin6, proto: protoTCP, sport: backPort6, dport: 41000, tcpFlags: tcpACK}.bytes()
+	ret, out = run(t, p.Objects().FromPod, rep)
+	mustUntouched(t, ret, rep, out)
+	// A client that is not the backend keeps its address.
+	ret, out = run(t, p.Objects().FromPod, ipv6{src: client6, dst: vip6, proto: protoTCP, sport: 41001, dport: svcPort6, tcpFlags: tcpSYN}.bytes())
+	mustOK(t, ret)
+	expect6(t, out, client6, 41001, back6, backPort6)
+}
+
 // Services list, update and delete in either family, one code path.
 func TestIPv6ServiceLifecycle(t *testing.T) {
 	p := testPlane(t)

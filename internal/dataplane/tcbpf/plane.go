@@ -31,6 +31,10 @@ const (
 // own Service (LB_HAIRPIN_IP in bpf/lb.h; Cilium uses the same).
 const HairpinIP = "169.254.42.1"
 
+// HairpinIP6 is HairpinIP for IPv6 (bpf/lb6.h's LB6_HAIRPIN_IP): in the
+// discard-only prefix 100::/64 (RFC 6666), which no real host has.
+const HairpinIP6 = "100::a9fe:2a01"
+
 // PinDir is the bpffs directory of a lab's maps and links.
 func PinDir(lab string) string { return filepath.Join(Root, lab) }
 

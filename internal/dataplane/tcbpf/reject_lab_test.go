@@ -101,9 +101,11 @@ func refused(ns, proto, addr string) (time.Duration, error) {
 
 // refusedWithin is how soon a client of a Service without backends must be
 // refused: at once (the programs answer the first packet), except a tcp6
-// connect, refused by the SYN's first retransmission (1 s): measured here,
-// the ICMPv6 error answering the first SYN is not taken by the socket
-// (not explained yet: docs/services.md), the retransmission's is.
+// connect, refused by the SYN's first retransmission (1 s). The answer to
+// the first SYN comes back within the connect call, while it holds the
+// socket's lock, and the kernel drops an ICMP error then
+// (TcpExtLockDroppedIcmps); netfilter's REJECT, kube-proxy's, does the
+// same on a same-node path (docs/services.md).
 func refusedWithin(proto string) time.Duration {
 	if proto == "tcp6" {
 		return 2500 * time.Millisecond

@@ -22,6 +22,27 @@ type serviceHostFlow struct {
 	Proto uint32
 }
 
+type serviceLb6Affinity struct {
+	_      structs.HostLayout
+	LastNs uint64
+	Ip     struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
+	Slot uint32
+}
+
+type serviceLb6AffinityKey struct {
+	_      structs.HostLayout
+	Client struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	SvcId uint32
+}
+
 type serviceLb6Backend struct {
 	_  structs.HostLayout
 	Ip struct {
@@ -78,6 +99,13 @@ type serviceLb6FragKey struct {
 	Id    uint32
 	Proto uint8
 	Pad   [3]uint8
+}
+
+type serviceLb6Scratch struct {
+	_   structs.HostLayout
+	Key serviceLb6AffinityKey
+	_   [4]byte
+	Val serviceLb6Affinity
 }
 
 type serviceLb6SvcKey struct {
@@ -197,9 +225,11 @@ const (
 	serviceMapHostStats      = "host_stats"
 	serviceMapHostViaStack   = "host_via_stack"
 	serviceMapHostViaStackOn = "host_via_stack_on"
+	serviceMapLb6Affinity    = "lb6_affinity"
 	serviceMapLb6Backends    = "lb6_backends"
 	serviceMapLb6Conntrack   = "lb6_conntrack"
 	serviceMapLb6Frags       = "lb6_frags"
+	serviceMapLb6Scratch     = "lb6_scratch"
 	serviceMapLb6Services    = "lb6_services"
 	serviceMapLb6Stats       = "lb6_stats"
 	serviceMapLb6Tail        = "lb6_tail"
@@ -285,9 +315,11 @@ type serviceMapSpecs struct {
 	HostStats      *ebpf.MapSpec `ebpf:"host_stats"`
 	HostViaStack   *ebpf.MapSpec `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.MapSpec `ebpf:"host_via_stack_on"`
+	Lb6Affinity    *ebpf.MapSpec `ebpf:"lb6_affinity"`
 	Lb6Backends    *ebpf.MapSpec `ebpf:"lb6_backends"`
 	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
+	Lb6Scratch     *ebpf.MapSpec `ebpf:"lb6_scratch"`
 	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
@@ -335,9 +367,11 @@ type serviceMaps struct {
 	HostStats      *ebpf.Map `ebpf:"host_stats"`
 	HostViaStack   *ebpf.Map `ebpf:"host_via_stack"`
 	HostViaStackOn *ebpf.Map `ebpf:"host_via_stack_on"`
+	Lb6Affinity    *ebpf.Map `ebpf:"lb6_affinity"`
 	Lb6Backends    *ebpf.Map `ebpf:"lb6_backends"`
 	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
+	Lb6Scratch     *ebpf.Map `ebpf:"lb6_scratch"`
 	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
@@ -361,9 +395,11 @@ func (m *serviceMaps) Close() error {
 		m.HostStats,
 		m.HostViaStack,
 		m.HostViaStackOn,
+		m.Lb6Affinity,
 		m.Lb6Backends,
 		m.Lb6Conntrack,
 		m.Lb6Frags,
+		m.Lb6Scratch,
 		m.Lb6Services,
 		m.Lb6Stats,
 		m.Lb6Tail,

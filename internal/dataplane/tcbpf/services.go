@@ -134,15 +134,14 @@ var (
 
 // Validate checks what the data plane needs: IPv4 or IPv6 addresses, one
 // family per Service, ports 1-65535, tcp or udp, no duplicate backends.
-// IPv6 Services have no sessionAffinity nor external entries yet
-// (bpf/lb6.h).
+// IPv6 Services have no external entries yet (bpf/nodeport.h is IPv4).
 func (s Service) Validate() error {
 	v6 := s.VIP.Is6()
 	if !s.VIP.IsValid() || s.VIP.Is4In6() || s.VIP.Zone() != "" {
 		return fmt.Errorf("service %s: the clusterIP must be an IPv4 or IPv6 address", s)
 	}
-	if v6 && (s.Affinity > 0 || s.External || s.HasExternal) {
-		return fmt.Errorf("service %s: sessionAffinity and external entries are IPv4-only so far: drop them for an IPv6 Service", s)
+	if v6 && (s.External || s.HasExternal) {
+		return fmt.Errorf("service %s: external entries (node ports, external IPs) are IPv4-only so far", s)
 	}
 	if s.Port == 0 {
 		return fmt.Errorf("service %s: port 0: use 1-65535", s)

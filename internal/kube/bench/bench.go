@@ -44,6 +44,10 @@ type Spec struct {
 	// Tolerance fails the run when a pod cell is significantly below its
 	// host cell by more than this ratio (analysis.HostChecks); 0: no check.
 	Tolerance float64
+	// Lab: Measure's lab (its modes, nodes, paths) is brought up beside
+	// the cluster and measured in the same rounds, a lab cell then a
+	// cluster cell (beside.go); one cluster only.
+	Lab bool
 }
 
 // Target is a local cluster (vnetlab kube up) or any cluster's kubeconfig
@@ -70,12 +74,12 @@ func DefaultSpec() Spec {
 }
 
 // measureSpec is Measure as the run executes it: the engines run on the
-// nodes, whose CPUs are this machine's only for local clusters (a table's:
-// --cpu-affinity auto pins rr/crr there as in a lab run; a single run's
-// cluster may be anywhere).
+// nodes, whose CPUs are this machine's only for local clusters (a table's,
+// or --cluster's: --cpu-affinity auto pins rr/crr there as in a lab run;
+// a kubeconfig's cluster may be anywhere).
 func (s Spec) measureSpec() runner.Spec {
 	m := s.Measure
-	m.CPUsElsewhere = len(s.Configs) == 0
+	m.CPUsElsewhere = len(s.Configs) == 0 && s.Cluster.Local == ""
 	return m
 }
 
@@ -87,6 +91,9 @@ func (s Spec) Validate() error {
 	if s.Cluster.Local != "" && (s.Cluster.Kubeconfig != "" || s.Cluster.Context != "") {
 		return field.Errorf("cluster", "give either {cluster} or {kubeconfig}/{context}, not both")
 	}
+	if s.Measure.Profile && s.Cluster.Local == "" && len(s.Configs) == 0 {
+		return field.Errorf("profile", "{profile} samples this machine's CPUs, which run only a local cluster's nodes: measure one with {cluster} NAME, or drop {profile}")
+	}
 	if err := s.measureSpec().Validate(); err != nil {
 		return err
 	}
@@ -97,6 +104,12 @@ func (s Spec) Validate() error {
 		if !slices.Contains(s.Pods.Paths, measure.PathPod) || !slices.Contains(s.Pods.Paths, measure.PathHost) {
 			return fmt.Errorf("--tolerance compares the pod path with host: measure both (--paths pod,host)")
 		}
+	}
+	if s.Lab && (s.Cluster.Local == "" || len(s.Measure.Modes) == 0) {
+		return field.Errorf("lab", "{lab} measures the file's modes beside one local cluster, on the same CPUs: give modes and kube.cluster (not kube.clusters or a kubeconfig)")
+	}
+	if s.Lab && os.Geteuid() != 0 {
+		return fmt.Errorf("kube.lab brings up labs, which needs root: run it with sudo")
 	}
 	if s.Measure.SetsLinks() {
 		return field.Errorf("sweep", "%s set a lab's links; a cluster's links are its CNI's: kube run takes %s, %s and %s",

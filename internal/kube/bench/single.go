@@ -55,6 +55,15 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	if err != nil {
 		return err
 	}
+	if s.Lab {
+		labs, err := runner.Prepare(ctx, s.Measure, prog)
+		if err != nil {
+			return err
+		}
+		defer labs.Close()
+		res.Metadata.Skipped = labs.Skipped()
+		planned = interleave(labs.Cells(), planned)
+	}
 	return measurePlanned(ctx, spec, planned, res, prog, meter)
 }
 

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -399,22 +400,8 @@ func exhaustPodIPs(t *testing.T, cs kubernetes.Interface, node string) {
 // overrides the file's tests.
 func TestKubeRunScenario(t *testing.T) {
 	needCluster(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "s.json")
-	file := filepath.Join(dir, "s.yaml")
-	body := "description: one same-node pod cell\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\noutput: " + out +
-		"\nkube:\n  cluster: " + testCluster + "\n  paths: [pod]\n  placements: [same-node]\n  label: from-file\n"
-	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "-f", file, "--tests", "tcp_crr")
-	if err != nil {
-		t.Fatalf("kube run -f: %v\n%s", err, log)
-	}
-	f, err := results.Read(out)
-	if err != nil {
-		t.Fatalf("the file's output: %v\n%s", err, log)
-	}
+	file, f := runKubeFile(t, "description: one same-node pod cell\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
+		"kube:\n  cluster: "+testCluster+"\n  paths: [pod]\n  placements: [same-node]\n  label: from-file\n", "--tests", "tcp_crr")
 	if len(f.Cells) != 1 {
 		t.Fatalf("%d cells, want the file's one", len(f.Cells))
 	}
@@ -457,4 +444,82 @@ func TestKubeRunSweepStreams(t *testing.T) {
 	if s := f.Metadata.Settings.Sweep; s == nil || len(s.Axes) != 1 || s.Axes[0].Key() != "streams" {
 		t.Errorf("settings' sweep: %+v", s)
 	}
+}
+
+// kube.lab: the file's lab measured beside the cluster in one run: a lab
+// cell then a cluster cell every round, both profiled (--profile on a local
+// cluster), the lab's cells without the cluster's node CPU, one file whose
+// lab and cluster sides pair by path, and the lab gone afterwards.
+func TestKubeRunLabBeside(t *testing.T) {
+	needCluster(t)
+	_, f := runKubeFile(t, "modes: [host]\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
+		"kube:\n  cluster: "+testCluster+"\n  lab: true\n  paths: [host]\n  placements: [same-node]\n  label: beside\n", "--profile")
+	if len(f.Cells) != 2 || f.Cells[0].Mode != "host" || f.Cells[1].Mode != "beside" {
+		t.Fatalf("cells %v, want the lab's host then the cluster's beside", cellNames(f))
+	}
+	labCell, clusterCell := f.Cells[0], f.Cells[1]
+	for _, c := range f.Cells {
+		if c.Valid != 2 || c.Median <= 0 || c.Profile == nil || c.Profile.Units <= 0 || c.Profile.Samples == 0 {
+			t.Errorf("%s: %d valid, median %g, profile %+v; want 2 valid samples, profiled", c.ID(), c.Valid, c.Median, c.Profile)
+		}
+	}
+	// Interleaved: lab sample, cluster sample, lab sample, cluster sample.
+	if len(labCell.Samples) == 2 && len(clusterCell.Samples) == 2 {
+		starts := []time.Time{labCell.Samples[0].Start, clusterCell.Samples[0].Start, labCell.Samples[1].Start, clusterCell.Samples[1].Start}
+		for i := 1; i < len(starts); i++ {
+			if !starts[i].After(starts[i-1]) {
+				t.Errorf("samples not interleaved lab, cluster, lab, cluster: %v", starts)
+			}
+		}
+	}
+	for _, s := range labCell.Samples {
+		if s.NodeCPU != nil {
+			t.Errorf("the lab's cell got the cluster's node CPU: %v", s.NodeCPU)
+		}
+	}
+	if clusterCell.Samples[0].NodeCPU == nil {
+		t.Error("the cluster's cell has no node CPU")
+	}
+	labSide, clusterSide, ok := analysis.SplitLabCluster(f)
+	if !ok {
+		t.Fatal("the file does not split into a lab and a cluster side")
+	}
+	if d := analysis.Diff(labSide, clusterSide); len(d.Deltas) != 1 || d.Deltas[0].Name() != "host|pod||tcp_rr ~ beside|host||tcp_rr|@same-node" {
+		t.Errorf("lab against cluster: %d pairs %v, want host paired with beside host@same-node", len(d.Deltas), d.Deltas)
+	}
+	entries, _ := os.ReadDir("/run/vnetlab/labs")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "run") {
+			t.Errorf("lab %s left after the run", e.Name())
+		}
+	}
+}
+
+func cellNames(f *results.File) []string {
+	var out []string
+	for _, c := range f.Cells {
+		out = append(out, c.ID().String())
+	}
+	return out
+}
+
+// runKubeFile runs `kube run -f` on a scenario of body (its output: a
+// file in a temporary directory) with args, and returns the scenario's path
+// and the results.
+func runKubeFile(t *testing.T, body string, args ...string) (string, *results.File) {
+	t.Helper()
+	dir := t.TempDir()
+	out, file := filepath.Join(dir, "out.json"), filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(body+"output: "+out+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := vnetlab(t, 5*time.Minute, append([]string{"kube", "run", "-f", file}, args...)...)
+	if err != nil {
+		t.Fatalf("kube run -f %s: %v\n%s", strings.Join(args, " "), err, log)
+	}
+	f, err := results.Read(out)
+	if err != nil {
+		t.Fatalf("the file's output: %v\n%s", err, log)
+	}
+	return file, f
 }

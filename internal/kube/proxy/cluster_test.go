@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -41,10 +42,16 @@ import (
 // testCluster is the cluster up: its name says its proxy (clusterNames).
 var testCluster = "vkp"
 
-var clusterNames = map[string]string{proxy.ModeEBPF: "vkp", proxy.ModeSock: "vks", modeSocketLB: "vkl"}
+var clusterNames = map[string]string{proxy.ModeEBPF: "vkp", proxy.ModeSock: "vks", modeSocketLB: "vkl", modeDual: "vk6"}
 
-// modeSocketLB is needProxy's name for --proxy vnetlab-ebpf --socket-lb.
-const modeSocketLB = proxy.ModeEBPF + "+socket-lb"
+// needProxy's names for --proxy vnetlab-ebpf --socket-lb, and for
+// --proxy vnetlab-ebpf --ip-family dual (v6dual_cluster_test.go: its file
+// name sorts after the other clusters' tests, so that each cluster comes
+// up once).
+const (
+	modeSocketLB = proxy.ModeEBPF + "+socket-lb"
+	modeDual     = proxy.ModeEBPF + "+dual"
+)
 
 // inPodCgroup: the proxy of the cluster up has socket programs acting on
 // the pods' sockets, so a question must come from a process in a pod's
@@ -130,8 +137,11 @@ func needProxy(t *testing.T, mode string) kubernetes.Interface {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		start := time.Now()
 		spec := cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}
-		if mode == modeSocketLB {
+		switch mode {
+		case modeSocketLB:
 			spec.Proxy, spec.SocketLB = proxy.ModeEBPF, true
+		case modeDual:
+			spec.Proxy, spec.Family = proxy.ModeEBPF, family.Dual
 		}
 		upState, upErr = cluster.Up(ctx, spec, t.Logf)
 		cancel()

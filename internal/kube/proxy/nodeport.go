@@ -38,9 +38,9 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 	var notes []string
 	var addrs []netip.Addr // the external IPs
 	for _, s := range svc.Spec.ExternalIPs {
-		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() {
-			notes = append(notes, fmt.Sprintf("externalIP %q skipped: the data plane is IPv4 only", s))
+		a, ok := serviceAddr(s)
+		if !ok || !a.Is4() {
+			notes = append(notes, fmt.Sprintf("externalIP %q skipped: the tc plane serves external IPs over IPv4 only so far (bpf/nodeport.h)", s))
 			continue
 		}
 		addrs = append(addrs, a)
@@ -66,10 +66,10 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 		if len(keys) == 0 {
 			continue
 		}
-		all := backendsFor(sp, eps, node, false)
+		all := backendsFor(sp, eps, node, false, false)
 		var here []tcbpf.Backend
 		if local {
-			here = backendsFor(sp, eps, node, true)
+			here = backendsFor(sp, eps, node, true, false)
 		}
 		for _, k := range keys {
 			out[k] = all
@@ -95,9 +95,12 @@ func HealthCheck(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node str
 		svc.Spec.HealthCheckNodePort <= 0 || svc.Spec.HealthCheckNodePort > 65535 {
 		return 0, 0
 	}
+	// One family's endpoints, the Service's primary one (a dual-stack pod
+	// has an endpoint in each family's slice).
+	v6 := len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
 	seen := map[string]bool{}
 	for _, es := range eps {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 {
+		if !sliceOfFamily(es, v6) {
 			continue
 		}
 		for _, e := range es.Endpoints {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,6 +123,64 @@ func TestProxierSyncAppliesRecordedChanges(t *testing.T) {
 	p.ServiceHandler().OnDelete(udpSvc())
 	if got, want := mustSync(t, p, f), []string{"del 10.96.0.10:53/udp", "del 10.96.0.10:80/tcp"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Service deleted: %v, want %v", got, want)
+	}
+}
+
+// A dual-stack Service (RequireDualStack: a clusterIP per family) gets an
+// entry per family, each with its own family's endpoints, and its
+// sessionAffinity on both. A slice with a malformed address and a clusterIP that
+// is no address each get one line; the rest of the Service, and the
+// other Services, are served.
+func TestProxierDualStackAndBadInput(t *testing.T) {
+	f := newFakePlane()
+	var logged []string
+	p, err := NewProxier("me", testNodeIP, f, f, fakeHealth{}, func(format string, a ...any) {
+		logged = append(logged, fmt.Sprintf(format, a...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := []discoveryv1.EndpointPort{eport("web", 8080, corev1.ProtocolTCP)}
+	dual := svcOf("10.96.0.10", sport("web", 80, corev1.ProtocolTCP, intstr.FromInt32(8080)))
+	dual.Spec.ClusterIPs = append(dual.Spec.ClusterIPs, "fd00:10:96::10")
+	dual.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	policy := corev1.IPFamilyPolicyRequireDualStack
+	dual.Spec.IPFamilyPolicy = &policy
+	dual.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	addObj(p, dual)
+	addObj(p, sliceOf("s-4", web, ep{ip: "10.244.1.5", ready: b(true)}, ep{ip: "10.244.1.300", ready: b(true)}))
+	addObj(p, slice6("s-6", web, ep{ip: "fd00:10:244:1::5", ready: b(true)}))
+	other := svcOf("fd00:10:96::20", sport("web", 80, corev1.ProtocolTCP, intstr.FromInt32(8080)))
+	other.Name = "t"
+	other.Spec.ClusterIPs = append(other.Spec.ClusterIPs, "fd00::zz")
+	addObj(p, other)
+	tSlice := slice6("t-6", web, ep{ip: "fd00:10:244:1::7", ready: b(true)})
+	tSlice.Labels[discoveryv1.LabelServiceName] = "t"
+	addObj(p, tSlice)
+	mustSync(t, p, f)
+	want := map[string][]tcbpf.Backend{
+		"10.96.0.10:80/tcp":       bes("10.244.1.5:8080"),
+		"[fd00:10:96::10]:80/tcp": bes("[fd00:10:244:1::5]:8080"),
+		"[fd00:10:96::20]:80/tcp": bes("[fd00:10:244:1::7]:8080"),
+	}
+	for k, bs := range want {
+		if got := f.m[key(k)]; !reflect.DeepEqual(got, bs) {
+			t.Errorf("%s: backends %v, want %v", k, got, bs)
+		}
+	}
+	if len(f.m) != len(want) {
+		t.Errorf("entries %v, want %d", f.m, len(want))
+	}
+	if f.aff[key("10.96.0.10:80/tcp")] != DefaultAffinityTimeout || f.aff[key("[fd00:10:96::10]:80/tcp")] != DefaultAffinityTimeout {
+		t.Errorf("affinity %v: want both families' entries to have it", f.aff)
+	}
+	for _, w := range []string{
+		`service ns/s: EndpointSlice s-4: endpoint address "10.244.1.300" skipped`,
+		`service ns/t: clusterIP "fd00::zz" skipped`,
+	} {
+		if !slices.ContainsFunc(logged, func(l string) bool { return strings.HasPrefix(l, w) }) {
+			t.Errorf("no log line %q in %q", w, logged)
+		}
 	}
 }
 

@@ -209,6 +209,9 @@ func (c Config) attachUplink(planes *planes, nodeIP netip.Addr, logf func(string
 	switch {
 	case c.Uplink == "":
 		return nil
+	case !nodeIP.IsValid():
+		logf("no NodePorts nor external IPs on %s: the node has no IPv4 InternalIP, and the tc plane serves them over IPv4 only so far (bpf/nodeport.h)", c.Node)
+		return nil
 	case planes.tc == nil:
 		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
 		return nil
@@ -236,7 +239,9 @@ func linkOr(linkErr <-chan error, err error) error {
 }
 
 // resolveNodeIP is the node's IPv4 address: given, or the Node object's
-// InternalIP (kubelet registers the node a moment after it starts).
+// InternalIP (kubelet registers the node a moment after it starts). An
+// IPv6-only node (InternalIPs, none IPv4) has none: the zero Addr, and no
+// NodePorts (attachUplink says so).
 func resolveNodeIP(ctx context.Context, cs kubernetes.Interface, node, given string) (netip.Addr, error) {
 	if given != "" {
 		a, err := netip.ParseAddr(given)
@@ -249,10 +254,18 @@ func resolveNodeIP(ctx context.Context, cs kubernetes.Interface, node, given str
 	for {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err == nil {
+			internal := 0
 			for _, a := range n.Status.Addresses {
-				if ip, perr := netip.ParseAddr(a.Address); a.Type == corev1.NodeInternalIP && perr == nil && ip.Is4() {
+				if a.Type != corev1.NodeInternalIP {
+					continue
+				}
+				internal++
+				if ip, perr := netip.ParseAddr(a.Address); perr == nil && ip.Is4() {
 					return ip, nil
 				}
+			}
+			if internal > 0 {
+				return netip.Addr{}, nil
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

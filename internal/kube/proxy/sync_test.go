@@ -49,6 +49,9 @@ func (f *fakePlane) AddService(s tcbpf.Service) error {
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
+	if err := s.Validate(); err != nil { // as the real plane refuses it
+		return err
+	}
 	f.set(k, s)
 	f.calls = append(f.calls, "add "+k.String())
 	return nil
@@ -58,6 +61,9 @@ func (f *fakePlane) UpdateService(s tcbpf.Service) error {
 	k := servicemap.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
+	}
+	if err := s.Validate(); err != nil {
+		return err
 	}
 	f.set(k, s)
 	f.calls = append(f.calls, "update "+k.String())

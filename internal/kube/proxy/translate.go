@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,8 +22,13 @@ import (
 
 // Translate computes the entries of one Service on node `node` from the
 // Service and its EndpointSlices, as kube-proxy does:
-//   - one entry per clusterIP (IPv4) and port/protocol (TCP, UDP; SCTP is
-//     skipped with a note); headless and ExternalName Services have none;
+//   - one entry per clusterIP and port/protocol (TCP, UDP; SCTP is
+//     skipped with a note); headless and ExternalName Services have none.
+//     A dual-stack Service (ipFamilies of both, whatever its
+//     ipFamilyPolicy) has a clusterIP per family, each served by the
+//     endpoints of its own family (the EndpointSlices of that AddressType),
+//     as kube-proxy's proxier per family does; a clusterIP that is not an
+//     address is skipped with a note;
 //   - a Service port's endpoints are those of the slice port with the same
 //     name and protocol: the EndpointSlice controller resolved named
 //     targetPorts per pod, so one Service port may have several numbers;
@@ -48,9 +54,9 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 		return nil, nil // DNS names the pods, no proxying
 	}
 	for _, s := range ips {
-		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() {
-			notes = append(notes, fmt.Sprintf("clusterIP %q skipped: the data plane is IPv4 only", s))
+		a, ok := serviceAddr(s)
+		if !ok {
+			notes = append(notes, fmt.Sprintf("clusterIP %q skipped: not an IPv4 or IPv6 address", s))
 			continue
 		}
 		vips = append(vips, a)
@@ -66,12 +72,65 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 			notes = append(notes, fmt.Sprintf("port %d/%s skipped: the data plane does TCP and UDP", sp.Port, sp.Protocol))
 			continue
 		}
-		backends := backendsFor(sp, eps, node, local)
 		for _, vip := range vips {
-			out[Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backends
+			out[Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backendsFor(sp, eps, node, local, vip.Is6())
 		}
 	}
-	return out, notes
+	return out, append(notes, malformed(eps)...)
+}
+
+// serviceAddr parses a clusterIP or external IP: an IPv4 or IPv6 address
+// (no zone, no IPv4-mapped IPv6: the API refuses both).
+func serviceAddr(s string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+// endpointAddr parses an endpoint's address in a slice of addressType t:
+// an address of that family (the API validates it, but the proxy must not
+// trust a malformed one: it is skipped, with malformed's note).
+func endpointAddr(s string, t discoveryv1.AddressType) (netip.Addr, bool) {
+	a, ok := serviceAddr(s)
+	if !ok || (t == discoveryv1.AddressTypeIPv6) != a.Is6() {
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+// malformed names the endpoint addresses of IP slices that are not
+// addresses of the slice's family: one note per slice.
+func malformed(eps []*discoveryv1.EndpointSlice) []string {
+	var notes []string
+	for _, es := range eps {
+		if !sliceOfFamily(es, es.AddressType == discoveryv1.AddressTypeIPv6) {
+			continue
+		}
+		var bad []string
+		for _, e := range es.Endpoints {
+			for _, s := range e.Addresses {
+				if _, ok := endpointAddr(s, es.AddressType); !ok {
+					bad = append(bad, fmt.Sprintf("%q", s))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			notes = append(notes, fmt.Sprintf("EndpointSlice %s: endpoint address %s skipped: not an %s address (addressType %s)",
+				es.Name, strings.Join(bad, ", "), es.AddressType, es.AddressType))
+		}
+	}
+	return notes
+}
+
+// sliceOfFamily: es lists addresses of the family (IPv6 or IPv4); FQDN
+// slices list names, which no proxy serves.
+func sliceOfFamily(es *discoveryv1.EndpointSlice, v6 bool) bool {
+	if v6 {
+		return es.AddressType == discoveryv1.AddressTypeIPv6
+	}
+	return es.AddressType == discoveryv1.AddressTypeIPv4
 }
 
 // isHeadless: clusterIP None (DNS names the pods; kube-proxy skips such
@@ -110,10 +169,11 @@ func protoOf(p corev1.Protocol) (tcbpf.Proto, bool) {
 	return 0, false
 }
 
-// backendsFor collects one Service port's backends from the slices.
-func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local bool) []tcbpf.Backend {
+// backendsFor collects one Service port's backends of one family (IPv6 or
+// IPv4) from the slices.
+func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local, v6 bool) []tcbpf.Backend {
 	var ready, terminating []tcbpf.Backend
-	eachEndpoint(sp, eps, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
+	eachEndpoint(sp, eps, v6, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
 		if local && (e.NodeName == nil || *e.NodeName != node) {
 			return
 		}
@@ -130,11 +190,11 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node s
 	return sortedBackends(ready)
 }
 
-// servingBackends are one Service port's serving endpoints on every node,
-// terminating or not (serving unset reads as ready).
-func servingBackends(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice) []tcbpf.Backend {
+// servingBackends are one Service port's serving endpoints of one family
+// on every node, terminating or not (serving unset reads as ready).
+func servingBackends(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, v6 bool) []tcbpf.Backend {
 	var out []tcbpf.Backend
-	eachEndpoint(sp, eps, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
+	eachEndpoint(sp, eps, v6, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
 		if isTrue(e.Conditions.Serving, isTrue(e.Conditions.Ready, true)) {
 			out = append(out, b)
 		}
@@ -142,11 +202,11 @@ func servingBackends(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice) []
 	return sortedBackends(out)
 }
 
-// eachEndpoint calls fn with every IPv4 address of the slices' endpoints,
-// at the slice port of Service port sp.
-func eachEndpoint(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, fn func(*discoveryv1.Endpoint, tcbpf.Backend)) {
+// eachEndpoint calls fn with every address of one family (IPv6 or IPv4)
+// of the slices' endpoints, at the slice port of Service port sp.
+func eachEndpoint(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, v6 bool, fn func(*discoveryv1.Endpoint, tcbpf.Backend)) {
 	for _, es := range eps {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 {
+		if !sliceOfFamily(es, v6) {
 			continue
 		}
 		port, ok := slicePort(es, sp)
@@ -156,7 +216,7 @@ func eachEndpoint(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, fn fu
 		for i := range es.Endpoints {
 			e := &es.Endpoints[i]
 			for _, s := range e.Addresses {
-				if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+				if a, ok := endpointAddr(s, es.AddressType); ok {
 					fn(e, tcbpf.Backend{IP: a, Port: port})
 				}
 			}
@@ -188,14 +248,21 @@ func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIP 
 		one.Spec.Ports = []corev1.ServicePort{sp}
 		internal, _ := Translate(&one, nil, "")
 		external, _ := TranslateExternal(&one, nil, "", nodeIP)
-		serving := servingBackends(sp, eps)
+		serving := [2][]tcbpf.Backend{servingBackends(sp, eps, false), servingBackends(sp, eps, true)}
 		for _, es := range []Entries{internal, external} {
 			for k := range es {
-				out[k.Frontend()] = serving
+				out[k.Frontend()] = serving[b2i(k.VIP.Is6())]
 			}
 		}
 	}
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // slicePort finds the slice's port for a Service port: same name, same

@@ -46,6 +46,13 @@ func sliceOf(name string, ports []discoveryv1.EndpointPort, eps ...ep) *discover
 	return es
 }
 
+// slice6 is sliceOf with addressType IPv6.
+func slice6(name string, ports []discoveryv1.EndpointPort, eps ...ep) *discoveryv1.EndpointSlice {
+	es := sliceOf(name, ports, eps...)
+	es.AddressType = discoveryv1.AddressTypeIPv6
+	return es
+}
+
 func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointPort {
 	return discoveryv1.EndpointPort{Name: &name, Port: &port, Protocol: &proto}
 }
@@ -169,19 +176,38 @@ func TestTranslate(t *testing.T) {
 			return s
 		}(),
 	}, {
-		name: "IPv6 slices and clusterIPs skipped",
+		name: "dual-stack: each clusterIP gets the endpoints of its own family",
 		svc: func() *corev1.Service {
 			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
 			s.Spec.ClusterIPs = append(s.Spec.ClusterIPs, "fd00::10")
 			return s
 		}(),
-		slices: []*discoveryv1.EndpointSlice{func() *discoveryv1.EndpointSlice {
-			es := sliceOf("a", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "fd00::5", ready: b(true)})
-			es.AddressType = discoveryv1.AddressTypeIPv6
-			return es
-		}()},
-		want:  map[string][]string{"10.96.0.10:80/tcp": nil},
-		notes: 1,
+		slices: []*discoveryv1.EndpointSlice{
+			sliceOf("a4", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)}),
+			slice6("a6", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "fd00::5", ready: b(true)}),
+		},
+		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:80"}, "[fd00::10]:80/tcp": {"[fd00::5]:80"}},
+	}, {
+		name: "IPv6 single-stack: no IPv6 endpoint yet is an entry without backends",
+		svc:  svcOf("fd00::10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
+		slices: []*discoveryv1.EndpointSlice{
+			sliceOf("a4", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.5", ready: b(true)}),
+		},
+		want: map[string][]string{"[fd00::10]:80/tcp": nil},
+	}, {
+		name: "malformed endpoint addresses and clusterIPs: skipped with one note each, the rest served",
+		svc: func() *corev1.Service {
+			s := svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80)))
+			s.Spec.ClusterIPs = append(s.Spec.ClusterIPs, "fd00::zz")
+			return s
+		}(),
+		slices: []*discoveryv1.EndpointSlice{
+			sliceOf("a4", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)},
+				ep{ip: "10.244.1.5", ready: b(true)}, ep{ip: "10.244.1.999", ready: b(true)}, ep{ip: "fd00::7", ready: b(true)}),
+			slice6("a6", []discoveryv1.EndpointPort{eport("", 80, corev1.ProtocolTCP)}, ep{ip: "10.244.1.6", ready: b(true)}),
+		},
+		want:  map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.5:80"}},
+		notes: 3,
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
