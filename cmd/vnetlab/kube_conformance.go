@@ -31,7 +31,8 @@ It exits 1 when a spec fails. Suites (--suite):
 
   sudo vnetlab kube conformance                          # vnetlab-ebpf, Services
   sudo vnetlab kube conformance --proxy iptables         # the stock baseline
-  sudo vnetlab kube conformance --suite conntrack --proxy vnetlab-sock`,
+  sudo vnetlab kube conformance --suite conntrack --proxy vnetlab-sock
+  sudo vnetlab kube conformance --suite dual --proxy iptables --cni-mode veth-routed   # dual-stack`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
@@ -60,6 +61,8 @@ It exits 1 when a spec fails. Suites (--suite):
 	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": translate the pods' connections at the socket too")
 	f.StringVar(&spec.Cluster.CNI, "cni", "", "CNI plugin, as kube up's --cni (default: vnetlab with vnetlab's proxies, bridge with kube-proxy)")
 	f.StringVar(&spec.Cluster.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+modes.VethEBPF+" when --cni is not given)")
+	// A string, not the family.Family flag value: unset means the suite's family.
+	f.StringVar((*string)(&spec.Cluster.Family), "ip-family", "", "the cluster's IP family, as kube up's: ipv4, ipv6 or dual (default: dual for --suite dual, else ipv4); with IPv6 the default skip no longer skips IPv6 ("+conformance.DefaultSkipIPv6+")")
 	f.IntVar(&spec.Procs, "procs", conformance.DefaultProcs, "ginkgo processes running specs in parallel")
 	f.IntVar(&spec.FlakeAttempts, "flake-attempts", 1, "run a failed spec up to this many times in all (a pass on a rerun is reported as flaky)")
 	f.StringVar(&spec.ReportDir, "report-dir", "", "where ginkgo's JSON and JUnit reports and its output go (default ./conformance/SUITE-PROXY-CNI)")

@@ -3,11 +3,16 @@ package conformance
 import (
 	"context"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // smokeCluster is the smoke test's cluster name (kube up's tests use others).
@@ -38,18 +43,82 @@ func TestRefusesFocusMatchingNothing(t *testing.T) {
 	}
 }
 
+// The dual suite's skip leaves out of its focus only the specs the docs say
+// (SCTP, Slow), and its focus selects both the IPv6DualStack specs and the
+// granular checks, which run on each family (e2e.test's dry run: no
+// cluster).
+func TestDualSuiteSelection(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: network.IPTables}}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Skip = ""
+	focused, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the dual suite selects %d of %d specs its focus matches", selected.WillRun, focused.WillRun)
+	dualStack, granular := 0, 0
+	for _, name := range selected.Ran {
+		if strings.Contains(name, "[Feature:IPv6DualStack]") {
+			dualStack++
+		}
+		if strings.Contains(name, "Granular Checks") {
+			granular++
+		}
+	}
+	if dualStack == 0 || granular == 0 {
+		t.Errorf("the dual suite selects %d IPv6DualStack and %d granular specs, want both", dualStack, granular)
+	}
+	documented := regexp.MustCompile(`\[Slow\]|SCTP`)
+	for _, name := range focused.Ran {
+		if !slices.Contains(selected.Ran, name) && !documented.MatchString(name) {
+			t.Errorf("the dual suite skips %q, which docs/conformance.md does not list", name)
+		}
+	}
+}
+
 // TestSmoke runs the smoke suite, upstream's specs of the Service behaviours
 // a kube-proxy replacement most easily gets wrong, on a 3-node cluster with
 // vnetlab's CNI (veth-ebpf) and eBPF proxy: every spec runs and passes (a
 // spec that fails once is rerun; a pass then is logged as flaky), and the
 // cluster's removal leaves nothing behind.
 func TestSmoke(t *testing.T) {
+	smoke(t, Spec{Suite: Smoke, Cluster: cluster.Spec{Name: smokeCluster}}, SmokeSpecs)
+}
+
+// TestDualSmoke runs the dual-smoke suite, upstream's dual-stack pod, node
+// and Service specs and pod to Service traffic over IPv6, on a 3-node
+// dual-stack cluster with vnetlab's CNI (veth-routed: veth-ebpf wires IPv4
+// only) and kube-proxy (iptables: vnetlab's proxy is IPv4-only in clusters
+// so far): the cluster's dual-stack wiring and the CNI's two families, as
+// upstream checks them.
+func TestDualSmoke(t *testing.T) {
+	smoke(t, Spec{Suite: DualSmoke, Cluster: cluster.Spec{Name: smokeCluster, Proxy: network.IPTables, CNIMode: modes.VethRouted}}, DualSmokeSpecs)
+}
+
+// smoke runs spec, whose focus selects exactly specs: each runs and passes
+// (rerun once if it fails: a pass then is logged as flaky), and the
+// cluster's removal leaves nothing behind.
+func smoke(t *testing.T, spec Spec, specs []string) {
 	needRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
+	spec.FlakeAttempts, spec.Timeout, spec.ReportDir = 2, 30*time.Minute, t.TempDir()
 	before := cluster.MachineState()
 	start := time.Now()
-	r, err := Run(ctx, Spec{Suite: Smoke, Cluster: cluster.Spec{Name: smokeCluster}, FlakeAttempts: 2, Timeout: 30 * time.Minute, ReportDir: t.TempDir()}, t.Logf)
+	r, err := Run(ctx, spec, t.Logf)
 	if r != nil && r.Cluster != nil {
 		if left := cluster.Leftovers(r.Cluster, before); left != "" {
 			t.Errorf("the removed cluster left: %s", left)
@@ -59,10 +128,10 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s (%s in all: %v)", strings.Join(r.Summary, "; "), time.Since(start).Round(time.Second), r.Steps)
-	if r.WillRun != len(SmokeSpecs) {
-		t.Errorf("the smoke focus selected %d specs, want %d: has upstream renamed one?", r.WillRun, len(SmokeSpecs))
+	if r.WillRun != len(specs) {
+		t.Errorf("the %s focus selected %d specs, want %d: has upstream renamed one?", spec.Suite, r.WillRun, len(specs))
 	}
-	for _, want := range SmokeSpecs {
+	for _, want := range specs {
 		ran := false
 		for _, name := range r.Ran {
 			ran = ran || strings.HasPrefix(name, want)

@@ -13,20 +13,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // DefaultSkip leaves out what a local cluster cannot have (cloud load
-// balancers, IPv6, SCTP, DNS beyond the cluster's), what disrupts the other
-// specs running beside (Serial, Disruptive), what is slow, and features
-// behind gates (Feature:).
+// balancers, IPv6 on an IPv4 cluster, SCTP, DNS beyond the cluster's), what
+// disrupts the other specs running beside (Serial, Disruptive), what is
+// slow, and features behind gates (Feature:).
 const DefaultSkip = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|IPv6|SCTP|Feature:`
+
+// DefaultSkipIPv6 is DefaultSkip on a cluster with IPv6 (--ip-family ipv6
+// or dual): it no longer skips IPv6.
+const DefaultSkipIPv6 = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|SCTP|Feature:`
+
+// DualSkip is the dual suite's skip. Its focus selects the Feature:
+// IPv6DualStack specs, so it cannot skip Feature: as a whole; what it
+// leaves out of that focus is SCTP (the Feature:SCTPConnectivity specs: no
+// SCTP in the local cluster's kernel modules, as in DefaultSkip) and the two
+// Slow "update nodePort" specs (several minutes each); nothing of the focus
+// needs a load balancer, Serial or Disruptive, kept for --focus variants.
+const DualSkip = `LoadBalancer|Serial|Disruptive|Slow|SCTP`
 
 // Suite is a named set of specs: a ginkgo focus and skip.
 type Suite struct {
 	Name, Focus, Skip, About string
+	// Family, when set, is the cluster's IP family the suite needs (its
+	// specs fail on any other): the default, and the only one accepted.
+	Family family.Family
+}
+
+// skip is the suite's skip on a cluster of family f: DefaultSkip becomes
+// DefaultSkipIPv6 where the cluster has IPv6.
+func (x Suite) skip(f family.Family) string {
+	if x.Skip == DefaultSkip && f.HasIPv6() {
+		return DefaultSkipIPv6
+	}
+	return x.Skip
 }
 
 // Suite names.
@@ -35,6 +60,8 @@ const (
 	GranularServices = "granular-services"
 	Conntrack        = "conntrack"
 	Smoke            = "smoke"
+	Dual             = "dual"
+	DualSmoke        = "dual-smoke"
 )
 
 // SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
@@ -53,6 +80,23 @@ var SmokeSpecs = []string{
 	`[sig-network] Conntrack should be able to cleanup conntrack entries when UDP service target port changes for a NodePort service`,
 }
 
+// DualSmokeSpecs are the specs of the dual-stack smoke suite (`make test`
+// runs them): the dual-stack pods, nodes and Services specs, a few seconds
+// each, and pod to Service traffic over the secondary family (IPv6), the
+// longest at about 50 s.
+var DualSmokeSpecs = []string{
+	`[sig-network] [Feature:IPv6DualStack] should have at least one dual-stack node`,
+	`[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to pod ips`,
+	`[sig-network] [Feature:IPv6DualStack] should create pod, add ipv6 and ipv4 ip to host ips`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv4 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv6 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv4,v6 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create service with ipv6,v4 cluster ip`,
+	`[sig-network] [Feature:IPv6DualStack] should create a single stack service with cluster ip from primary service range`,
+	`[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family [LinuxOnly] should function for pod-Service: http`,
+	`[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family [LinuxOnly] should function for pod-Service: udp`,
+}
+
 // Suites are the named suites (--suite).
 var Suites = []Suite{
 	{Name: Services, Focus: `\[sig-network\] Services`, Skip: DefaultSkip,
@@ -61,17 +105,21 @@ var Suites = []Suite{
 		About: "pod, node and endpoint to Service traffic over TCP, UDP and HTTP"},
 	{Name: Conntrack, Focus: `\[sig-network\] Conntrack`, Skip: DefaultSkip,
 		About: "UDP flows across backend changes, invalid conntrack state"},
-	{Name: Smoke, Focus: smokeFocus(), Skip: DefaultSkip,
+	{Name: Smoke, Focus: wholeNames(SmokeSpecs), Skip: DefaultSkip,
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
+	{Name: Dual, Focus: `\[Feature:IPv6DualStack\]|\[sig-network\] Networking Granular Checks`, Skip: DualSkip, Family: family.Dual,
+		About: "dual-stack pods, nodes and Services, and pod, node and Service traffic over each family (41 in v1.37.2; --ip-family dual)"},
+	{Name: DualSmoke, Focus: wholeNames(DualSmokeSpecs), Skip: DualSkip, Family: family.Dual,
+		About: fmt.Sprintf("%d specs of the dual suite, the quick ones and pod to Service over IPv6 (make test runs them)", len(DualSmokeSpecs))},
 }
 
-// smokeFocus selects each smoke spec by its whole name (ginkgo matches the
-// suite's description, a space and the name): the name, then only the
-// bracketed tags upstream appends ([LinuxOnly], [Conformance]), so that a
-// longer spec starting with the same words is left out.
-func smokeFocus() string {
-	q := make([]string, len(SmokeSpecs))
-	for i, s := range SmokeSpecs {
+// wholeNames is a focus selecting each of specs by its whole name (ginkgo
+// matches the suite's description, a space and the name): the name, then
+// only the bracketed tags upstream appends ([LinuxOnly], [Conformance]), so
+// that a longer spec starting with the same words is left out.
+func wholeNames(specs []string) string {
+	q := make([]string, len(specs))
+	for i, s := range specs {
 		q[i] = regexp.QuoteMeta(s)
 	}
 	return `(` + strings.Join(q, "|") + `)( \[[^]]+\])*$`
@@ -128,18 +176,30 @@ func (s Spec) Resolve() (Spec, error) {
 	if i < 0 {
 		return s, fmt.Errorf("--suite %q: choose %s, or give --focus", s.Suite, strings.Join(SuiteNames(), ", "))
 	}
+	c := &s.Cluster
+	suite := Suites[i]
+	if c.Family == "" {
+		c.Family = suite.Family.Or()
+	}
+	f, err := family.Parse(string(c.Family))
+	if err != nil {
+		return s, fmt.Errorf("--ip-family %q: use ipv4, ipv6 or dual", c.Family)
+	}
+	c.Family = f
+	if suite.Family != "" && c.Family != suite.Family {
+		return s, fmt.Errorf("--suite %s with --ip-family %s: its specs need a %s cluster: use --ip-family %s", s.Suite, c.Family, suite.Family, suite.Family)
+	}
 	if s.Focus == "" {
-		s.Focus = Suites[i].Focus
+		s.Focus = suite.Focus
 	}
 	if s.Skip == "" {
-		s.Skip = Suites[i].Skip
+		s.Skip = suite.skip(c.Family)
 	}
 	for flag, re := range map[string]string{"--focus": s.Focus, "--skip": s.Skip} {
 		if _, err := regexp.Compile(re); err != nil {
 			return s, fmt.Errorf("%s %q is not a regular expression (%v): brackets are escaped as \\[", flag, re, err)
 		}
 	}
-	c := &s.Cluster
 	if c.Name == "" {
 		c.Name = DefaultCluster
 	}
@@ -154,7 +214,7 @@ func (s Spec) Resolve() (Spec, error) {
 		case c.CNIMode != "":
 			c.CNI = network.CNIVnetlab
 		case network.IsVnetlab(c.Proxy):
-			c.CNI, c.CNIMode = network.CNIVnetlab, modes.VethEBPF
+			c.CNI, c.CNIMode = network.CNIVnetlab, defaultMode(c.Family)
 		default:
 			c.CNI = network.CNIBridge
 		}
@@ -180,11 +240,20 @@ func (s Spec) Resolve() (Spec, error) {
 	return s, nil
 }
 
+// defaultMode is vnetlab's CNI mode with vnetlab's proxies: veth-ebpf, or
+// veth-routed on a cluster with IPv6 while veth-ebpf wires IPv4 pods only.
+func defaultMode(f family.Family) string {
+	if m, err := modes.Get(modes.VethEBPF); err == nil && f.HasIPv6() && !m.IPv6 {
+		return modes.VethRouted
+	}
+	return modes.VethEBPF
+}
+
 // selection says which specs were asked for: the suite, or the focus and
 // skip that replace its own.
 func (s Spec) selection() string {
 	for _, x := range Suites {
-		if x.Name == s.Suite && x.Focus == s.Focus && x.Skip == s.Skip {
+		if x.Name == s.Suite && x.Focus == s.Focus && x.skip(s.Cluster.Family) == s.Skip {
 			return "suite " + s.Suite
 		}
 	}
@@ -192,7 +261,8 @@ func (s Spec) selection() string {
 }
 
 // Name says what ran against what, for report directories and messages:
-// "services-vnetlab-ebpf-socketlb-vnetlab-veth-ebpf".
+// "services-vnetlab-ebpf-socketlb-vnetlab-veth-ebpf", with the family on
+// clusters with IPv6: "dual-iptables-bridge-dual".
 func (s Spec) Name() string {
 	c := s.Cluster
 	n := []string{s.Suite, c.Proxy}
@@ -202,6 +272,9 @@ func (s Spec) Name() string {
 	n = append(n, c.CNI)
 	if c.CNIMode != "" {
 		n = append(n, c.CNIMode)
+	}
+	if f := c.Family.Or(); f != family.IPv4 {
+		n = append(n, string(f))
 	}
 	return strings.Join(n, "-")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -52,19 +53,65 @@ func TestResolveCNIFollowsProxy(t *testing.T) {
 	}
 }
 
+// On a cluster with IPv6 the default skip keeps IPv6 specs; the dual suite
+// brings its family and its own skip.
+func TestResolveFamily(t *testing.T) {
+	for _, tc := range []struct {
+		spec                 Spec
+		fam                  family.Family
+		skip, reportDirShows string
+	}{
+		{Spec{Cluster: cluster.Spec{Proxy: "iptables"}}, family.IPv4, DefaultSkip, "services-iptables-bridge"},
+		{Spec{Cluster: cluster.Spec{Proxy: "iptables", Family: family.Dual}}, family.Dual, DefaultSkipIPv6, "services-iptables-bridge-dual"},
+		{Spec{Suite: Conntrack, Cluster: cluster.Spec{Proxy: "nftables", Family: family.IPv6}}, family.IPv6, DefaultSkipIPv6, "conntrack-nftables-bridge-ipv6"},
+		{Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: "iptables", CNIMode: modes.VethRouted}}, family.Dual, DualSkip, "dual-iptables-vnetlab-veth-routed-dual"},
+		{Spec{Suite: Dual, Skip: `Slow`, Cluster: cluster.Spec{Proxy: "iptables", Family: "DUAL"}}, family.Dual, `Slow`, "dual-iptables-bridge-dual"},
+	} {
+		s, err := tc.spec.Resolve()
+		if err != nil {
+			t.Errorf("%+v: %v", tc.spec, err)
+			continue
+		}
+		if s.Cluster.Family != tc.fam || s.Skip != tc.skip || s.ReportDir != "conformance/"+tc.reportDirShows {
+			t.Errorf("%+v: family %s, skip %q, report dir %s; want %s, %q, %s", tc.spec, s.Cluster.Family, s.Skip, s.ReportDir, tc.fam, tc.skip, tc.reportDirShows)
+		}
+	}
+	if strings.Contains(DefaultSkipIPv6, "IPv6") || DefaultSkipIPv6 != strings.Replace(DefaultSkip, "IPv6|", "", 1) {
+		t.Errorf("DefaultSkipIPv6 %q is not DefaultSkip %q without IPv6", DefaultSkipIPv6, DefaultSkip)
+	}
+	// Only the IPv6DualStack feature passes the dual skip.
+	re := regexp.MustCompile(DualSkip)
+	for _, name := range []string{"[Feature:IPv6DualStack] should be able to reach pod on ipv4 and ipv6 ip",
+		"Networking Granular Checks: Services should function for node-Service: udp"} {
+		if re.MatchString(name) {
+			t.Errorf("the dual suite's skip %q skips %q", DualSkip, name)
+		}
+	}
+	// vnetlab's proxies default to a mode that wires the cluster's families.
+	if m, _ := modes.Get(defaultMode(family.Dual)); !m.IPv6 {
+		t.Errorf("default mode %s on a dual-stack cluster wires IPv4 pods only", m.Name)
+	}
+	if defaultMode(family.IPv4) != modes.VethEBPF {
+		t.Errorf("default mode on an IPv4 cluster %s, want %s", defaultMode(family.IPv4), modes.VethEBPF)
+	}
+}
+
 // Bad input gets one line naming the flag and the fix.
 func TestResolveRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		spec Spec
 		says string
 	}{
-		{Spec{Suite: "network"}, `--suite "network": choose services, granular-services, conntrack, smoke`},
+		{Spec{Suite: "network"}, `--suite "network": choose services, granular-services, conntrack, smoke, dual, dual-smoke`},
 		{Spec{Focus: `[sig-network`}, `--focus "[sig-network" is not a regular expression`},
 		{Spec{Skip: `a(`}, `--skip "a(" is not a regular expression`},
 		{Spec{Cluster: cluster.Spec{Proxy: "ipvs"}}, `--proxy "ipvs"`},
 		{Spec{Cluster: cluster.Spec{Proxy: "iptables", SocketLB: true}}, `socket LB is an option of --proxy vnetlab-ebpf`},
 		{Spec{Cluster: cluster.Spec{Nodes: 9}}, `--nodes 9`},
 		{Spec{Procs: -1}, `--procs -1`},
+		{Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: "iptables", Family: family.IPv4}}, `--suite dual with --ip-family ipv4: its specs need a dual cluster: use --ip-family dual`},
+		{Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: "iptables", Family: family.IPv6}}, `use --ip-family dual`},
+		{Spec{Cluster: cluster.Spec{Proxy: "iptables", Family: "ipv5"}}, `--ip-family "ipv5": use ipv4, ipv6 or dual`},
 	} {
 		_, err := tc.spec.Resolve()
 		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
@@ -76,13 +123,16 @@ func TestResolveRefuses(t *testing.T) {
 // The smoke suite's focus selects each of its specs by upstream's full name
 // (the dry run in the smoke test checks that e2e.test has them all).
 func TestSmokeFocus(t *testing.T) {
-	re := regexp.MustCompile(smokeFocus())
-	for _, s := range SmokeSpecs {
-		s = "Kubernetes e2e suite " + s
-		if !re.MatchString(s) || !re.MatchString(s+" [LinuxOnly]") || !re.MatchString(s+" [LinuxOnly] [Conformance]") {
-			t.Errorf("the smoke focus misses %q", s)
+	for _, specs := range [][]string{SmokeSpecs, DualSmokeSpecs} {
+		re := regexp.MustCompile(wholeNames(specs))
+		for _, s := range specs {
+			s = "Kubernetes e2e suite " + s
+			if !re.MatchString(s) || !re.MatchString(s+" [LinuxOnly]") || !re.MatchString(s+" [LinuxOnly] [Conformance]") {
+				t.Errorf("the smoke focus misses %q", s)
+			}
 		}
 	}
+	re := regexp.MustCompile(wholeNames(SmokeSpecs))
 	for _, other := range []string{`[sig-network] Services should have session affinity timeout work for service with type clusterIP [LinuxOnly]`,
 		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a NodePort service`,
 		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service with InternalTrafficPolicy set to Local`,
