@@ -50,27 +50,11 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err := p.runnable(); err != nil {
 		return p.out, err
 	}
-	col, err := openProfiler(spec)
-	if err != nil {
-		return p.out, err
-	}
-	if col != nil {
-		defer col.Close()
-	}
 	pkts := openPackets(p)
 	if pkts != nil {
 		defer pkts.Close()
 	}
-	if err := execute(ctx, spec, p.cells, prog, col, nil, pkts); err != nil {
-		return p.out, err
-	}
-	analysis.Analyze(p.out.Cells, spec.Summary)
-	if col != nil {
-		if err := finishProfiles(col, p.out.Cells, spec.ProfileDir); err != nil {
-			return p.out, err
-		}
-	}
-	return p.out, nil
+	return p.out, measureCells(ctx, spec, p.cells, p.out.Cells, prog, nil, pkts)
 }
 
 // runnable refuses a plan with no cell left to measure.
@@ -142,6 +126,13 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	for _, c := range cells {
 		all = append(all, c.Cell)
 	}
+	return measureCells(ctx, spec, cells, all, prog, meter, nil)
+}
+
+// measureCells is what Run and Execute both do once the cells are planned:
+// execute them (profiled with spec.Profile), then compute the statistics
+// of all and, profiled, their profiles.
+func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*results.Cell, prog Progress, meter NodeMeter, pc *pktstat.Counter) error {
 	col, err := openProfiler(spec)
 	if err != nil {
 		return err
@@ -149,7 +140,7 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	if col != nil {
 		defer col.Close()
 	}
-	if err := execute(ctx, spec, cells, prog, col, meter, nil); err != nil {
+	if err := execute(ctx, spec, cells, prog, col, meter, pc); err != nil {
 		return err
 	}
 	analysis.Analyze(all, spec.Summary)

@@ -117,10 +117,7 @@ func clusterIPv6(t *testing.T, p string, f family.Family) {
 // its save tool or nft prints them.
 func ruleset(t *testing.T, ns, p string, f family.Family) string {
 	t.Helper()
-	nf := nfIPv4
-	if f == family.IPv6 {
-		nf = nfIPv6
-	}
+	nf := nfFor(f)
 	args := []string{nf.save, "-t", "nat"}
 	if p == NFTables {
 		args = []string{"nft", "list", "table", nf.nft, NftTable}

@@ -139,13 +139,17 @@ var (
 func nfFamilies(st *lab.State) []nfFamily {
 	var out []nfFamily
 	for _, f := range st.Spec.Family.Measured() {
-		if f == family.IPv6 {
-			out = append(out, nfIPv6)
-		} else {
-			out = append(out, nfIPv4)
-		}
+		out = append(out, nfFor(f))
 	}
 	return out
+}
+
+// nfFor is the netfilter side of family f (ipv4 or ipv6).
+func nfFor(f family.Family) nfFamily {
+	if f == family.IPv6 {
+		return nfIPv6
+	}
+	return nfIPv4
 }
 
 // podCIDR is the lab's pod network of this family.
