@@ -175,14 +175,13 @@ func printServices(w io.Writer, st *lab.State, c *service.Config) {
 	for i, s := range c.Sorted() {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, s.VIP, s.Port, s.Proto, service.BackendList(s.Backends))
 	}
-	for _, f := range c.Family.Measured() {
-		if c.Extra == 0 {
-			break
+	if c.Extra > 0 {
+		for _, f := range c.Family.Measured() {
+			first, last := service.Generated(f, 0), service.Generated(f, c.Extra-1)
+			_, backends := service.GeneratedRanges(f)
+			fmt.Fprintf(tw, "\t%s .. %s\t%d-%d\ttcp\t%d generated services, %d backend each in %s (never dialed)\n",
+				first.VIP, last.VIP, service.GeneratedBasePort, service.GeneratedBasePort+service.GeneratedPorts-1, c.Extra, service.GeneratedBackends, backends)
 		}
-		first, last := service.Generated(f, 0), service.Generated(f, c.Extra-1)
-		_, backends := service.GeneratedRanges(f)
-		fmt.Fprintf(tw, "\t%s .. %s\t%d-%d\ttcp\t%d generated services, %d backend each in %s (never dialed)\n",
-			first.VIP, last.VIP, service.GeneratedBasePort, service.GeneratedBasePort+service.GeneratedPorts-1, c.Extra, service.GeneratedBackends, backends)
 	}
 	tw.Flush()
 }
