@@ -22,12 +22,12 @@ import (
 // Sync whenever something was recorded. Sync needs no cluster: the unit
 // tests feed the handlers objects and read a fake Plane.
 type Proxier struct {
-	node   string     // the node's Kubernetes name (internalTrafficPolicy Local)
+	node    string       // the node's Kubernetes name (internalTrafficPolicy Local)
 	nodeIPs []netip.Addr // where NodePorts answer: at most one address per family
-	syncer *Syncer
-	flows  FlowCleaner // the plane's conntrack (nil: none to clean)
-	health healthSetter
-	logf   func(string, ...any)
+	syncer  *Syncer
+	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
+	health  healthSetter
+	logf    func(string, ...any)
 
 	services serviceChanges
 	slices   sliceChanges
