@@ -35,8 +35,11 @@ func peerPod(name string, node int, labels map[string]string) *corev1.Pod {
 	return p
 }
 
-// nodeIPs reads the nodes' InternalIPs (index 1 and 2).
-func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string {
+// nodeIPs reads the nodes' IPv4 InternalIPs (index 1 and 2).
+func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string { return nodeIPsOf(t, cs, false) }
+
+// nodeIPsOf reads the nodes' InternalIPs of one family (index 1 and 2).
+func nodeIPsOf(t *testing.T, cs kubernetes.Interface, v6 bool) [3]string {
 	t.Helper()
 	var out [3]string
 	for i := 1; i <= 2; i++ {
@@ -45,12 +48,12 @@ func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string {
 			t.Fatal(err)
 		}
 		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is6() == v6 {
 				out[i] = a.Address
 			}
 		}
 		if out[i] == "" {
-			t.Fatalf("node %d has no InternalIP", i)
+			t.Fatalf("node %d has no InternalIP of the family (IPv6: %v): %v", i, v6, n.Status.Addresses)
 		}
 	}
 	return out
