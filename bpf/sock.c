@@ -546,7 +546,10 @@ static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __
 	svc = bpf_map_lookup_elem(&lb6_services, &k);
 	if (!svc)
 		return SOCK_MISS;
-	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (how == SOCK_PEER && proto == IPPROTO_UDP)))
+	/* As sock_xlate; the tc plane also keeps IPv6 sessionAffinity
+	 * (lb6_affinity), which this plane has no IPv6 map for. */
+	if (mine == SOCK_MINE_TC_BEHIND &&
+	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
 		return SOCK_MISS;
 	if (svc->count == 0) {
 		sock_count(SOCK_STAT_NO_BACKEND);
