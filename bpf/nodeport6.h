@@ -80,7 +80,7 @@ static __always_inline void np6_snat_addr(struct lb6_addr *out, const struct lb6
 }
 
 /* np6_remote: np_remote over IPv6 (the route to dst leaves through the
- * interface the packet came in on). */
+ * interface the packet came in on; the node's own addresses are local). */
 static __always_inline int np6_remote(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_addr *dst)
 {
 	struct bpf_fib_lookup f = {};
@@ -91,7 +91,7 @@ static __always_inline int np6_remote(struct __sk_buff *skb, const struct lb6_pk
 	__builtin_memcpy(f.ipv6_src, &p->saddr, sizeof(f.ipv6_src));
 	__builtin_memcpy(f.ipv6_dst, dst, sizeof(f.ipv6_dst));
 	f.ifindex = skb->ifindex;
-	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_SKIP_NEIGH);
+	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
 		return 0;
 	return f.ifindex == skb->ifindex;

@@ -199,3 +199,22 @@ func TestNodePort6Untouched(t *testing.T) {
 		t.Fatalf("stats %+v: want no DNAT, 1 no-backend drop", st)
 	}
 }
+
+// A backend at the node's own address (a hostNetwork endpoint on this
+// node): local, DNAT only, handed to the stack. A direct lookup of the main
+// table would find up0's prefix route and send the flow out of up0 to the
+// node's own address, SNATed: IPv6 keeps its local table apart.
+func TestNodePort6HostNetworkBackend(t *testing.T) {
+	p := testPlane(t)
+	nodePort6(t, p, dp.Backend{IP: nodeIP6, Port: 8080})
+	inNode6(t, func(up0 int) {
+		req := ipv6{src: client6Out, dst: nodeIP6, proto: protoTCP, sport: 42000, dport: 30080, tcpFlags: tcpSYN, payload: []byte("hi")}
+		ret, out := runOn(t, p.Objects().NodeportIn, up0, req.bytes())
+		mustOK(t, ret)
+		expect6(t, out, client6Out, 42000, nodeIP6, 8080)
+		mustValid6(t, out)
+	})
+	if st := npStats(t, p); st.DNAT != 1 || st.SNAT != 0 {
+		t.Fatalf("stats %+v: want 1 DNAT, no SNAT", st)
+	}
+}
