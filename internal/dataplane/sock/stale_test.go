@@ -60,11 +60,11 @@ func endStaleUDP(t *testing.T, vip, other, gone, stays netip.AddrPort) {
 			return err
 		}
 		// connected opens a UDP socket connected to backend; translatedFrom
-		// (valid) writes the entry connect4 would have.
+		// (valid) writes the entry connect4 or connect6 would have.
 		connected := func(backend, translatedFrom netip.AddrPort) int {
-			af, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Addr: backend.Addr().As4(), Port: int(backend.Port())})
-			if backend.Addr().Is6() {
-				af, sa = unix.AF_INET6, &unix.SockaddrInet6{Addr: backend.Addr().As16(), Port: int(backend.Port())}
+			af, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Addr: backend.Addr().As16(), Port: int(backend.Port())})
+			if backend.Addr().Is4() {
+				af, sa = unix.AF_INET, &unix.SockaddrInet4{Addr: backend.Addr().As4(), Port: int(backend.Port())}
 			}
 			fd, err := unix.Socket(af, unix.SOCK_DGRAM, 0)
 			if err != nil {
