@@ -23,7 +23,7 @@ import (
 // translated and one of another frontend are left alone.
 func TestEndStaleUDP(t *testing.T) {
 	for _, c := range []struct {
-		name                     string
+		name                    string
 		vip, other, gone, stays string
 	}{
 		{"ipv4", "10.96.0.10:53", "10.96.0.11:53", "127.0.0.1:5001", "127.0.0.1:5002"},

@@ -171,42 +171,13 @@ func TestDualStackNodePortIPv6(t *testing.T) {
 	cs := needProxy(t, modeDual)
 	ns := kns(t, cs)
 	runPods(t, cs, ns, peerPod("np6-srv", 2, map[string]string{"app": "np6"}))
-	nip6 := nodeIPsOf(t, cs, true)
-	single := corev1.IPFamilyPolicySingleStack
-	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np6"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "np6"},
-			IPFamilyPolicy: &single, IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol},
-			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
-			Ports: []corev1.ServicePort{
-				{Name: "peer", Port: 80, TargetPort: intstr.FromInt32(8082)},
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)},
-			}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcpNP, udpNP := nodePortOf(svc, corev1.ProtocolTCP), nodePortOf(svc, corev1.ProtocolUDP)
+	svc := npService(t, cs, ns, "np6", corev1.IPv6Protocol)
 	p1 := plane(t, 1)
 	before, err := p1.NodePortStats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for node := 1; node <= 2; node++ {
-		got, err := whoWait(outside(), "tcp", hostport(nip6[node], tcpNP), 30*time.Second)
-		if err != nil {
-			t.Fatalf("tcp [%s]:%d from outside: %v", nip6[node], tcpNP, err)
-		}
-		name, peer := peerOf(t, got)
-		if name != "np6-srv" || !peer.Addr().Is6() {
-			t.Fatalf("through node %d: answered %q, want np6-srv seeing an IPv6 peer", node, got)
-		}
-		switch {
-		case node == 1 && (peer.Addr().String() != nip6[1] || peer.Port() < 61000):
-			t.Errorf("through node 1: the backend saw %s, want node 1's [%s]:(61000-65535) (SNAT)", peer, nip6[1])
-		case node == 2 && peer.Addr().String() == nip6[1]:
-			t.Errorf("through node 2: the backend saw node 1's address %s, want the client's own", peer)
-		}
-		mustWho(t, outside(), "udp", hostport(nip6[node], udpNP), "np6-srv", 10*time.Second)
-	}
+	throughBothNodes(t, nodeIPsOf(t, cs, true), nodePortOf(svc, corev1.ProtocolTCP), nodePortOf(svc, corev1.ProtocolUDP), "np6-srv", "fd00:10:250::1")
 	after, err := p1.NodePortStats()
 	if err != nil {
 		t.Fatal(err)
