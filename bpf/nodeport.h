@@ -115,7 +115,12 @@ static __always_inline void np_count(__u32 what)
 /* np_remote says whether the route to dst leaves through the interface the
  * packet came in on (a pod on another node), from the node's own FIB. A
  * failed lookup (no route, forwarding off) reads as "not remote": the
- * packet goes to the stack, which decides. */
+ * packet goes to the stack, which decides. The lookup goes through the
+ * routing rules, so the local table answers first: a backend at one of the
+ * node's own addresses (a hostNetwork endpoint) is local (NOT_FWDED), not
+ * a neighbour on the uplink's prefix. A direct lookup of the main table
+ * finds that prefix's route: IPv4 hides it while the kernel keeps local
+ * and main merged (no rules of one's own), IPv6 never merges them. */
 static __always_inline int np_remote(struct __sk_buff *skb, const struct lb_pkt *p, __be32 dst)
 {
 	struct bpf_fib_lookup f = {};
@@ -126,7 +131,7 @@ static __always_inline int np_remote(struct __sk_buff *skb, const struct lb_pkt 
 	f.ipv4_src = p->saddr;
 	f.ipv4_dst = dst;
 	f.ifindex = skb->ifindex;
-	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_SKIP_NEIGH);
+	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
 		return 0;
 	return f.ifindex == skb->ifindex;

@@ -6,6 +6,7 @@
 #include "host.h"
 #include "host6.h"
 #include "nodeport.h"
+#include "nodeport6.h"
 
 /* A packet passed or translated goes on to the next program on the hook
  * (tcx: TCX_NEXT; cls_bpf: the next filter), or to the stack when there is
@@ -77,6 +78,8 @@ int host_from_pod(struct __sk_buff *skb)
 SEC("tc")
 int nodeport_in(struct __sk_buff *skb)
 {
+	if (is_ipv6(skb))
+		return lb_verdict(np6_from_wire(skb));
 	return lb_verdict(np_from_wire(skb));
 }
 
@@ -84,6 +87,8 @@ int nodeport_in(struct __sk_buff *skb)
 SEC("tc")
 int nodeport_out(struct __sk_buff *skb)
 {
+	if (is_ipv6(skb))
+		return lb_verdict(np6_to_wire(skb));
 	return lb_verdict(np_to_wire(skb));
 }
 

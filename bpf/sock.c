@@ -546,7 +546,10 @@ static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __
 	svc = bpf_map_lookup_elem(&lb6_services, &k);
 	if (!svc)
 		return SOCK_MISS;
-	if (mine == SOCK_MINE_TC_BEHIND && (svc->count == 0 || (how == SOCK_PEER && proto == IPPROTO_UDP)))
+	/* As sock_xlate; the tc plane also keeps IPv6 sessionAffinity
+	 * (lb6_affinity), which this plane has no IPv6 map for. */
+	if (mine == SOCK_MINE_TC_BEHIND &&
+	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
 		return SOCK_MISS;
 	if (svc->count == 0) {
 		sock_count(SOCK_STAT_NO_BACKEND);
@@ -820,10 +823,11 @@ int sock_getpeername6(struct bpf_sock_addr *ctx)
  * (its sock_conns entry names its peer) whose clusterIP is a frontend of
  * sock_keep and whose backend is not kept there. sock_keep: {vip, vport,
  * 0, 0} marks a frontend under check, {vip, vport, backend, bport} a
- * backend it keeps. Each destroyed socket writes its sock_ended to the
- * iterator's output. TCP is left alone: kube-proxy keeps TCP flows too.
- * IPv6 sockets (v4-mapped ones too) are not walked yet: an IPv6 connected
- * UDP socket keeps a backend that left.
+ * backend it keeps; sock6_keep the same for IPv6 sockets (sock6_conns).
+ * Each destroyed socket writes one byte, its family's version (4 or 6), to
+ * the iterator's output. TCP is left alone: kube-proxy keeps TCP flows too.
+ * A v4-mapped socket (an IPv6 socket reaching an IPv4 clusterIP) is not
+ * walked: its peer is in sock_conns, its family AF_INET6.
  */
 struct sock_keep_key {
 	__be32 vip;
@@ -840,20 +844,35 @@ struct {
 	__type(value, __u8);
 } sock_keep SEC(".maps"); /* not pinned: filled and read by one process at a time */
 
-struct sock_ended {
-	__be32 vip;
-	__be32 backend;
+struct sock6_keep_key {
+	struct lb6_addr vip;
+	struct lb6_addr backend; /* all zero: the frontend itself */
 	__be16 vport;
 	__be16 bport;
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sock6_keep_key);
+	__type(value, __u8);
+} sock6_keep SEC(".maps"); /* as sock_keep */
+
 /* The kernel's types the iterator reads, as much as it reads (CO-RE:
  * offsets from the running kernel's BTF). */
+/* The kernel's struct in6_addr, read whole (bpf_probe_read_kernel): only
+ * its offset in sock_common is relocated, so its inner names do not matter. */
+struct sock_in6 {
+	__u8 b[16];
+};
+
 struct sock_common {
 	unsigned short skc_family;
 	volatile unsigned char skc_state;
 	__be32 skc_daddr;
 	__be16 skc_dport;
+	struct sock_in6 skc_v6_daddr;
 } __attribute__((preserve_access_index));
 
 struct sock {
@@ -875,22 +894,17 @@ struct bpf_iter__udp {
 extern int bpf_sock_destroy(struct sock_common *sk) __ksym;
 
 #define SOCK_AF_INET     2
+#define SOCK_AF_INET6    10
 #define SOCK_ESTABLISHED 1 /* TCP_ESTABLISHED: a connected UDP socket */
 
-SEC("iter/udp")
-int sock_terminate_udp(struct bpf_iter__udp *ctx)
+/* sock_stale4: whether IPv4 socket sk (cookie) was translated here to a
+ * frontend under check whose backend it no longer keeps. */
+static __always_inline int sock_stale4(struct sock *sk, __u64 cookie)
 {
-	struct sock *sk = (struct sock *)ctx->udp_sk;
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
 	struct sock_keep_key k = {};
-	struct sock_ended e = {};
 	struct sock_conn *c;
-	__u64 cookie;
-	__u32 i;
 
-	if (!sk || sk->__sk_common.skc_family != SOCK_AF_INET || sk->__sk_common.skc_state != SOCK_ESTABLISHED)
-		return 0;
-	cookie = bpf_get_socket_cookie(sk);
-	i = (__u32)cookie & (SOCK_CONNS - 1);
 	c = bpf_map_lookup_elem(&sock_conns, &i);
 	if (!c || c->cookie != cookie || c->backend != sk->__sk_common.skc_daddr || c->bport != sk->__sk_common.skc_dport)
 		return 0; /* not translated here (or its entry was reused) */
@@ -900,14 +914,56 @@ int sock_terminate_udp(struct bpf_iter__udp *ctx)
 		return 0; /* a frontend not under check */
 	k.backend = c->backend;
 	k.bport = c->bport;
-	if (bpf_map_lookup_elem(&sock_keep, &k))
-		return 0; /* its backend stays */
-	e.vip = c->vip;
-	e.vport = c->vport;
-	e.backend = c->backend;
-	e.bport = c->bport;
-	if (bpf_sock_destroy((struct sock_common *)sk) == 0)
-		bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
+	return !bpf_map_lookup_elem(&sock_keep, &k); /* stale unless its backend stays */
+}
+
+/* sock_stale6: sock_stale4 for an IPv6 socket (sock6_conns, sock6_keep). */
+static __always_inline int sock_stale6(struct sock *sk, __u64 cookie)
+{
+	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
+	struct sock6_keep_key k = {};
+	struct sock6_conn *c;
+	struct lb6_addr peer;
+
+	c = bpf_map_lookup_elem(&sock6_conns, &i);
+	if (!c || c->cookie != cookie || c->bport != sk->__sk_common.skc_dport)
+		return 0;
+	if (bpf_probe_read_kernel(&peer, sizeof(peer), &sk->__sk_common.skc_v6_daddr) < 0 || !lb6_addr_eq(&peer, &c->backend))
+		return 0;
+	k.vip = c->vip;
+	k.vport = c->vport;
+	if (!bpf_map_lookup_elem(&sock6_keep, &k))
+		return 0;
+	k.backend = c->backend;
+	k.bport = c->bport;
+	return !bpf_map_lookup_elem(&sock6_keep, &k);
+}
+
+SEC("iter/udp")
+int sock_terminate_udp(struct bpf_iter__udp *ctx)
+{
+	struct sock *sk = (struct sock *)ctx->udp_sk;
+	__u8 version;
+	__u64 cookie;
+	int stale;
+
+	if (!sk || sk->__sk_common.skc_state != SOCK_ESTABLISHED)
+		return 0;
+	cookie = bpf_get_socket_cookie(sk);
+	switch (sk->__sk_common.skc_family) {
+	case SOCK_AF_INET:
+		version = 4;
+		stale = sock_stale4(sk, cookie);
+		break;
+	case SOCK_AF_INET6:
+		version = 6;
+		stale = sock_stale6(sk, cookie);
+		break;
+	default:
+		return 0;
+	}
+	if (stale && bpf_sock_destroy((struct sock_common *)sk) == 0)
+		bpf_seq_write(ctx->meta->seq, &version, sizeof(version));
 	return 0;
 }
 

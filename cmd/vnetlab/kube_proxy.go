@@ -62,7 +62,7 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Bridge, "bridge", "", "the CNI's bridge, whose ports (the pods' veths) get the programs (Debian's bridge plugin: cni0)")
 	cmd.Flags().StringVar(&c.VethPrefix, "veth-prefix", "", "the pods' node-side veths are those named with this prefix (vnetlab's CNI: vnl)")
 	cmd.Flags().BoolVar(&c.ByCNI, "programs-by-cni", false, "the CNI attaches the programs itself (vnetlab's veth-ebpf): only fill the Service maps of --plane")
-	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's IPv4 address NodePorts answer on (default: the Node's InternalIP)")
+	cmd.Flags().StringVar(&c.NodeIP, "node-ip", "", "the node's addresses NodePorts answer on, one per family, comma-separated as kubelet's: IPv4[,IPv6] (default: the Node's InternalIPs)")
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")

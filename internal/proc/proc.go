@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -61,6 +62,7 @@ func (c *Cmd) InCgroup(dir string) error {
 // Start starts the process inside its namespace: the fork happens from a
 // thread that has entered the namespace, so the child inherits it.
 func (c *Cmd) Start() error {
+	inheritedOnce.Do(closeInheritedOnExec)
 	if c.cgroup != nil {
 		defer func() { c.cgroup.Close(); c.cgroup = nil }()
 	}
@@ -72,6 +74,25 @@ func (c *Cmd) Start() error {
 		return start()
 	}
 	return nsutil.Do(c.NS, start)
+}
+
+var inheritedOnce sync.Once
+
+// closeInheritedOnExec marks the descriptors vnetlab inherited beyond 0-2
+// close-on-exec, so that the processes it starts never hold them: a lab's
+// daemons outlive vnetlab, and a lock file held by whoever started it
+// (`flock LOCK vnetlab kube up`) would otherwise stay locked until the
+// cluster is torn down. Go opens its own descriptors close-on-exec already.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Run starts and waits.

@@ -52,15 +52,16 @@ type objects struct {
 	SockRecvmsg6     *ebpf.Program `ebpf:"sock_recvmsg6"`
 	SockSendmsg6     *ebpf.Program `ebpf:"sock_sendmsg6"`
 
-	SockConns *ebpf.Map `ebpf:"sock_conns"` // connected sockets' peers, by cookie
-	SockDests *ebpf.Map `ebpf:"sock_dests"` // unconnected UDP sockets' (socket storage)
-	SockRev   *ebpf.Map `ebpf:"sock_rev"`   // what sock_dests has no room for
-	SockStats *ebpf.Map `ebpf:"sock_stats"`
+	SockConns  *ebpf.Map `ebpf:"sock_conns"`  // connected sockets' peers, by cookie
+	Sock6Conns *ebpf.Map `ebpf:"sock6_conns"` // the same for IPv6 sockets
+	SockDests  *ebpf.Map `ebpf:"sock_dests"`  // unconnected UDP sockets' (socket storage)
+	SockRev    *ebpf.Map `ebpf:"sock_rev"`    // what sock_dests has no room for
+	SockStats  *ebpf.Map `ebpf:"sock_stats"`
 }
 
 func (o *objects) Close() error {
 	var errs []error
-	for _, c := range []interface{ Close() error }{o.SockConnect4, o.SockGetpeername4, o.SockRecvmsg4, o.SockSendmsg4, o.SockConnect6, o.SockGetpeername6, o.SockRecvmsg6, o.SockSendmsg6, o.SockConns, o.SockDests, o.SockRev, o.SockStats} {
+	for _, c := range []interface{ Close() error }{o.SockConnect4, o.SockGetpeername4, o.SockRecvmsg4, o.SockSendmsg4, o.SockConnect6, o.SockGetpeername6, o.SockRecvmsg6, o.SockSendmsg6, o.SockConns, o.Sock6Conns, o.SockDests, o.SockRev, o.SockStats} {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)

@@ -225,6 +225,20 @@ type sockSock6DestSet struct {
 	Spilled uint32
 }
 
+type sockSock6KeepKey struct {
+	_   structs.HostLayout
+	Vip struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Backend struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Vport uint16
+	Bport uint16
+}
+
 type sockSock6RevKey struct {
 	_      structs.HostLayout
 	Cookie uint64
@@ -321,6 +335,7 @@ const (
 	sockMapLbVip16           = "lb_vip16"
 	sockMapSock6Conns        = "sock6_conns"
 	sockMapSock6Dests        = "sock6_dests"
+	sockMapSock6Keep         = "sock6_keep"
 	sockMapSock6Rev          = "sock6_rev"
 	sockMapSockAffinity      = "sock_affinity"
 	sockMapSockConns         = "sock_conns"
@@ -419,6 +434,7 @@ type sockMapSpecs struct {
 	LbVip16      *ebpf.MapSpec `ebpf:"lb_vip16"`
 	Sock6Conns   *ebpf.MapSpec `ebpf:"sock6_conns"`
 	Sock6Dests   *ebpf.MapSpec `ebpf:"sock6_dests"`
+	Sock6Keep    *ebpf.MapSpec `ebpf:"sock6_keep"`
 	Sock6Rev     *ebpf.MapSpec `ebpf:"sock6_rev"`
 	SockAffinity *ebpf.MapSpec `ebpf:"sock_affinity"`
 	SockConns    *ebpf.MapSpec `ebpf:"sock_conns"`
@@ -475,6 +491,7 @@ type sockMaps struct {
 	LbVip16      *ebpf.Map `ebpf:"lb_vip16"`
 	Sock6Conns   *ebpf.Map `ebpf:"sock6_conns"`
 	Sock6Dests   *ebpf.Map `ebpf:"sock6_dests"`
+	Sock6Keep    *ebpf.Map `ebpf:"sock6_keep"`
 	Sock6Rev     *ebpf.Map `ebpf:"sock6_rev"`
 	SockAffinity *ebpf.Map `ebpf:"sock_affinity"`
 	SockConns    *ebpf.Map `ebpf:"sock_conns"`
@@ -505,6 +522,7 @@ func (m *sockMaps) Close() error {
 		m.LbVip16,
 		m.Sock6Conns,
 		m.Sock6Dests,
+		m.Sock6Keep,
 		m.Sock6Rev,
 		m.SockAffinity,
 		m.SockConns,

@@ -16,7 +16,8 @@ import (
 )
 
 // EndStaleUDP destroys the connected UDP sockets these programs translated
-// to a frontend of keep (a clusterIP, node IP or external IP and port)
+// to a frontend of keep (a clusterIP, node IP or external IP and port, of
+// either family)
 // whose backend is not in keep[frontend], in each network namespace of
 // namespaces (paths such as /proc/PID/ns/net; "" is the caller's own).
 // Such a socket talks to its backend's own address and would keep a
@@ -31,24 +32,27 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 		return 0, nil
 	}
 	var it struct {
-		Prog *ebpf.Program `ebpf:"sock_terminate_udp"`
-		Keep *ebpf.Map     `ebpf:"sock_keep"`
+		Prog  *ebpf.Program `ebpf:"sock_terminate_udp"`
+		Keep  *ebpf.Map     `ebpf:"sock_keep"`
+		Keep6 *ebpf.Map     `ebpf:"sock6_keep"`
 	}
 	if err := p.spec.LoadAndAssign(&it, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.Dir()}}); err != nil {
 		return 0, fmt.Errorf("sock: the UDP socket iterator (bpf_sock_destroy needs Linux 6.5 or newer): %w", err)
 	}
 	defer it.Prog.Close()
 	defer it.Keep.Close()
+	defer it.Keep6.Close()
 	for fe, bs := range keep {
-		if !fe.Addr().Is4() {
-			continue
+		m := it.Keep
+		if fe.Addr().Is6() {
+			m = it.Keep6
 		}
-		if err := it.Keep.Put(keepKey(fe, netip.AddrPort{}), uint8(1)); err != nil {
-			return 0, fmt.Errorf("sock: sock_keep: %w", err)
+		if err := m.Put(keepKey(fe, netip.AddrPort{}), uint8(1)); err != nil {
+			return 0, fmt.Errorf("sock: %s: %w", m, err)
 		}
 		for _, b := range bs {
-			if err := it.Keep.Put(keepKey(fe, netip.AddrPortFrom(b.IP, b.Port)), uint8(1)); err != nil {
-				return 0, fmt.Errorf("sock: sock_keep: %w", err)
+			if err := m.Put(keepKey(fe, netip.AddrPortFrom(b.IP, b.Port)), uint8(1)); err != nil {
+				return 0, fmt.Errorf("sock: %s: %w", m, err)
 			}
 		}
 	}
@@ -67,8 +71,8 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 				return err
 			}
 			defer r.Close()
-			out, err := io.ReadAll(r)
-			ended += len(out) / sockEndedLen
+			out, err := io.ReadAll(r) // a byte per destroyed socket
+			ended += len(out)
 			return err
 		}
 		if ns == "" {
@@ -83,20 +87,20 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 	return ended, errors.Join(errs...)
 }
 
-// sockEndedLen is bpf/sock.c's struct sock_ended, one per destroyed socket.
-const sockEndedLen = 12
-
-// keepKey is bpf/sock.c's struct sock_keep_key for frontend fe and backend
-// be (the zero AddrPort: the frontend's own mark).
+// keepKey is bpf/sock.c's struct sock_keep_key (IPv4) or sock6_keep_key
+// (IPv6) for frontend fe and backend be (the zero AddrPort: the frontend's
+// own mark).
 func keepKey(fe, be netip.AddrPort) []byte {
-	k := make([]byte, 12)
-	v := fe.Addr().As4()
-	copy(k[0:4], v[:])
-	if be.IsValid() {
-		b := be.Addr().As4()
-		copy(k[4:8], b[:])
-		binary.BigEndian.PutUint16(k[10:12], be.Port())
+	n := 4
+	if fe.Addr().Is6() {
+		n = 16
 	}
-	binary.BigEndian.PutUint16(k[8:10], fe.Port())
+	k := make([]byte, 2*n+4)
+	copy(k[0:n], fe.Addr().AsSlice())
+	binary.BigEndian.PutUint16(k[2*n:], fe.Port())
+	if be.IsValid() {
+		copy(k[n:2*n], be.Addr().AsSlice())
+		binary.BigEndian.PutUint16(k[2*n+2:], be.Port())
+	}
 	return k
 }

@@ -15,12 +15,27 @@ import (
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
-// TestEndStaleUDP: in a scratch namespace, UDP sockets connected as
-// connect4 leaves them (their sock_conns entry written by hand: backend,
-// clusterIP): the one whose backend left its frontend is destroyed (its
-// pending error says ECONNABORTED); the one whose backend stays, one that
-// was never translated and one of another frontend are left alone.
+// TestEndStaleUDP: in a scratch namespace, UDP sockets of each family
+// connected as connect4/connect6 leave them (their sock_conns or
+// sock6_conns entry written by hand: backend, clusterIP): the one whose
+// backend left its frontend is destroyed (its pending error says
+// ECONNABORTED); the one whose backend stays, one that was never
+// translated and one of another frontend are left alone.
 func TestEndStaleUDP(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		vip, other, gone, stays string
+	}{
+		{"ipv4", "10.96.0.10:53", "10.96.0.11:53", "127.0.0.1:5001", "127.0.0.1:5002"},
+		{"ipv6", "[fd00:10:96::a]:53", "[fd00:10:96::b]:53", "[::1]:5001", "[::1]:5002"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			endStaleUDP(t, netip.MustParseAddrPort(c.vip), netip.MustParseAddrPort(c.other), netip.MustParseAddrPort(c.gone), netip.MustParseAddrPort(c.stays))
+		})
+	}
+}
+
+func endStaleUDP(t *testing.T, vip, other, gone, stays netip.AddrPort) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF, namespaces)")
 	}
@@ -33,9 +48,10 @@ func TestEndStaleUDP(t *testing.T) {
 		p.Close()
 		_ = tcbpf.Remove(lab)
 	})
-	vip, other := netip.MustParseAddrPort("10.96.0.10:53"), netip.MustParseAddrPort("10.96.0.11:53")
-	gone, stays := netip.MustParseAddrPort("127.0.0.1:5001"), netip.MustParseAddrPort("127.0.0.1:5002")
 	err = nsutil.Scratch(func() error {
+		if err := nsutil.WriteSysctl("net.ipv6.conf.lo.disable_ipv6", "0"); err != nil {
+			return err
+		}
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
@@ -44,14 +60,18 @@ func TestEndStaleUDP(t *testing.T) {
 			return err
 		}
 		// connected opens a UDP socket connected to backend; translatedFrom
-		// (valid) writes the entry connect4 would have.
+		// (valid) writes the entry connect4 or connect6 would have.
 		connected := func(backend, translatedFrom netip.AddrPort) int {
-			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+			af, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Addr: backend.Addr().As16(), Port: int(backend.Port())})
+			if backend.Addr().Is4() {
+				af, sa = unix.AF_INET, &unix.SockaddrInet4{Addr: backend.Addr().As4(), Port: int(backend.Port())}
+			}
+			fd, err := unix.Socket(af, unix.SOCK_DGRAM, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { unix.Close(fd) })
-			if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: backend.Addr().As4(), Port: int(backend.Port())}); err != nil {
+			if err := unix.Connect(fd, sa); err != nil {
 				t.Fatal(err)
 			}
 			if translatedFrom.IsValid() {
@@ -88,22 +108,27 @@ func TestEndStaleUDP(t *testing.T) {
 	}
 }
 
-// remember writes the sock_conns entry connect4 leaves for a socket it
-// connected to backend in place of vip (bpf/sock.c's struct sock_conn).
+// remember writes the sock_conns (IPv4) or sock6_conns entry connect4 or
+// connect6 leaves for a socket it connected to backend in place of vip
+// (bpf/sock.c's struct sock_conn, sock6_conn: cookie, backend, vip, their
+// ports, pad).
 func (p *Plane) remember(t *testing.T, fd int, backend, vip netip.AddrPort) {
 	t.Helper()
 	cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := make([]byte, 24)
+	m, n := p.objs.SockConns, 4
+	if vip.Addr().Is6() {
+		m, n = p.objs.Sock6Conns, 16
+	}
+	v := make([]byte, 8+2*n+8)
 	binary.NativeEndian.PutUint64(v[0:8], cookie)
-	b, a := backend.Addr().As4(), vip.Addr().As4()
-	copy(v[8:12], b[:])
-	copy(v[12:16], a[:])
-	binary.BigEndian.PutUint16(v[16:18], backend.Port())
-	binary.BigEndian.PutUint16(v[18:20], vip.Port())
-	if err := p.objs.SockConns.Put(uint32(cookie&(1<<18-1)), v); err != nil {
+	copy(v[8:8+n], backend.Addr().AsSlice())
+	copy(v[8+n:8+2*n], vip.Addr().AsSlice())
+	binary.BigEndian.PutUint16(v[8+2*n:], backend.Port())
+	binary.BigEndian.PutUint16(v[8+2*n+2:], vip.Port())
+	if err := m.Put(uint32(cookie&(1<<18-1)), v); err != nil {
 		t.Fatal(err)
 	}
 }

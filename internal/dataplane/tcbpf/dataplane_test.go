@@ -577,7 +577,7 @@ func TestServiceValidation(t *testing.T) {
 		"duplicate":             ok,
 		"ipv6-vip-ipv4-backend": {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 1}}},
 		"ipv4-vip-ipv6-backend": {VIP: vip, Port: 5, Proto: dp.TCP, Backends: []dp.Backend{{IP: ipOf("fd00::a"), Port: 1}}},
-		"ipv6-external":         {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, External: true},
+		"ipv6-external-twice":   {VIP: ipOf("fd00::1"), Port: 1, Proto: dp.TCP, External: true, HasExternal: true},
 		"v4-mapped-vip":         {VIP: ipOf("::ffff:10.96.0.1"), Port: 1, Proto: dp.TCP},
 		"port-0":                {VIP: vip, Port: 0, Proto: dp.TCP},
 		"sctp":                  {VIP: vip, Port: 1, Proto: 132},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -32,12 +33,22 @@ var (
 // kernel has no dummy interfaces); fn gets up0's ifindex.
 func inNode(t *testing.T, fn func(up0 int)) {
 	t.Helper()
+	inNodeLayout(t, "10.250.0.2/24", "10.244.1.1/24", "10.244.2.0/24", "10.250.0.3", map[string]string{"net.ipv4.ip_forward": "1"}, fn)
+}
+
+// inNodeLayout builds a node namespace: up0 and pods0 with those
+// addresses (no DAD: the FIB has them at once), the other node's pods
+// through gw on up0, the sysctls set first; fn gets up0's ifindex.
+func inNodeLayout(t *testing.T, up0, pods0, other, gw string, sysctls map[string]string, fn func(up0 int)) {
+	t.Helper()
 	err := nsutil.Scratch(func() error {
-		if err := nsutil.WriteSysctl("net.ipv4.ip_forward", "1"); err != nil {
-			return err
+		for k, v := range sysctls {
+			if err := nsutil.WriteSysctl(k, v); err != nil {
+				return err
+			}
 		}
 		idx := map[string]int{}
-		for name, cidr := range map[string]string{"up0": "10.250.0.2/24", "pods0": "10.244.1.1/24"} {
+		for name, cidr := range map[string]string{"up0": up0, "pods0": pods0} {
 			l := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"}
 			if err := netlink.LinkAdd(l); err != nil {
 				return err
@@ -50,6 +61,7 @@ func inNode(t *testing.T, fn func(up0 int)) {
 				return err
 			}
 			a, _ := netlink.ParseAddr(cidr)
+			a.Flags = unix.IFA_F_NODAD
 			if err := netlink.AddrAdd(l, a); err != nil {
 				return err
 			}
@@ -58,8 +70,8 @@ func inNode(t *testing.T, fn func(up0 int)) {
 			}
 			idx[name] = l.Attrs().Index
 		}
-		_, other, _ := net.ParseCIDR("10.244.2.0/24")
-		if err := netlink.RouteAdd(&netlink.Route{Dst: other, Gw: net.ParseIP("10.250.0.3"), LinkIndex: idx["up0"]}); err != nil {
+		_, dst, _ := net.ParseCIDR(other)
+		if err := netlink.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(gw), LinkIndex: idx["up0"]}); err != nil {
 			return err
 		}
 		fn(idx["up0"])
@@ -85,10 +97,13 @@ func runOn(t *testing.T, prog *ebpf.Program, ifindex int, in []byte) (uint32, []
 }
 
 // nodePort adds nodeIP:30080 tcp and udp -> backends.
-func nodePort(t *testing.T, p *dp.Plane, bs ...dp.Backend) {
+func nodePort(t *testing.T, p *dp.Plane, bs ...dp.Backend) { nodePortOn(t, p, nodeIP, bs...) }
+
+// nodePortOn adds node:30080 tcp and udp -> backends.
+func nodePortOn(t *testing.T, p *dp.Plane, node netip.Addr, bs ...dp.Backend) {
 	t.Helper()
 	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
-		if err := p.AddService(dp.Service{VIP: nodeIP, Port: 30080, Proto: proto, Backends: bs}); err != nil {
+		if err := p.AddService(dp.Service{VIP: node, Port: 30080, Proto: proto, Backends: bs}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,87 +118,138 @@ func npStats(t *testing.T, p *dp.Plane) dp.NodePortStats {
 	return st
 }
 
+// npFamily is one family's side of the NodePort tests: its node layout,
+// addresses and frames, so that one test body checks nodeport.h and
+// nodeport6.h alike.
+type npFamily struct {
+	name                        string
+	inNode                      func(*testing.T, func(up0 int))
+	node, client, local, remote netip.Addr
+	frame                       func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte
+	decode                      func(t *testing.T, out []byte) (src, dst netip.AddrPort)
+	valid                       func(*testing.T, []byte)
+}
+
+var npFamilies = []npFamily{{
+	name: "ipv4", inNode: inNode, node: nodeIP, client: client, local: localPod, remote: remotePod, valid: mustValid,
+	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte {
+		return ipv4{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte(payload), id: 1}.bytes()
+	},
+	decode: func(t *testing.T, out []byte) (netip.AddrPort, netip.AddrPort) {
+		d, err := decode(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport)
+	},
+}, {
+	name: "ipv6", inNode: inNode6, node: nodeIP6, client: client6Out, local: localPod6, remote: remotePod6, valid: mustValid6,
+	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte {
+		return ipv6{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte(payload)}.bytes()
+	},
+	decode: func(t *testing.T, out []byte) (netip.AddrPort, netip.AddrPort) {
+		d, err := decode6(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport)
+	},
+}}
+
+// expect checks that out goes from src:sport to dst:dport, checksums valid.
+func (f npFamily) expect(t *testing.T, out []byte, src netip.Addr, sport uint16, dst netip.Addr, dport uint16) {
+	t.Helper()
+	s, d := f.decode(t, out)
+	if s != netip.AddrPortFrom(src, sport) || d != netip.AddrPortFrom(dst, dport) {
+		t.Fatalf("got %s -> %s, want %s -> %s", s, d, netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, dport))
+	}
+	f.valid(t, out)
+}
+
 // A backend on this node: DNAT only (the client's address stays: policy
 // Local keeps it), the stack delivers; the reply is translated back at egress.
 func TestNodePortLocalBackend(t *testing.T) {
-	p := testPlane(t)
-	nodePort(t, p, dp.Backend{IP: localPod, Port: 8080})
-	inNode(t, func(up0 int) {
-		for i, proto := range []uint8{protoTCP, protoUDP} {
-			sport := uint16(40000 + i)
-			req := ipv4{src: client, dst: nodeIP, proto: proto, sport: sport, dport: 30080, tcpFlags: tcpSYN, payload: []byte("hi"), id: 1}
-			ret, out := runOn(t, p.Objects().NodeportIn, up0, req.bytes())
-			mustOK(t, ret)
-			expect(t, out, client, sport, localPod, 8080)
-			mustValid(t, out)
-			rep := ipv4{src: localPod, dst: client, proto: proto, sport: 8080, dport: sport, tcpFlags: tcpSYN | tcpACK, payload: []byte("yo")}
-			ret, out = runOn(t, p.Objects().NodeportOut, up0, rep.bytes())
-			mustOK(t, ret)
-			expect(t, out, nodeIP, 30080, client, sport)
-			mustValid(t, out)
-		}
-	})
-	if st := npStats(t, p); st.DNAT != 2 || st.RNAT != 2 || st.NewFlows != 2 || st.SNAT != 0 || st.Errors != 0 {
-		t.Fatalf("stats %+v: want 2 DNAT, 2 RNAT, 2 new flows, no SNAT", st)
+	for _, f := range npFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			p := testPlane(t)
+			nodePortOn(t, p, f.node, dp.Backend{IP: f.local, Port: 8080})
+			f.inNode(t, func(up0 int) {
+				for i, proto := range []uint8{protoTCP, protoUDP} {
+					sport := uint16(40000 + i)
+					ret, out := runOn(t, p.Objects().NodeportIn, up0, f.frame(f.client, f.node, proto, sport, 30080, tcpSYN, "hi"))
+					mustOK(t, ret)
+					f.expect(t, out, f.client, sport, f.local, 8080)
+					ret, out = runOn(t, p.Objects().NodeportOut, up0, f.frame(f.local, f.client, proto, 8080, sport, tcpSYN|tcpACK, "yo"))
+					mustOK(t, ret)
+					f.expect(t, out, f.node, 30080, f.client, sport)
+				}
+			})
+			if st := npStats(t, p); st.DNAT != 2 || st.RNAT != 2 || st.NewFlows != 2 || st.SNAT != 0 || st.Errors != 0 {
+				t.Fatalf("stats %+v: want 2 DNAT, 2 RNAT, 2 new flows, no SNAT", st)
+			}
+		})
 	}
 }
 
-// A backend on another node (policy Cluster): DNAT + SNAT to the node IP
-// and a port of 61000-65535, sent straight out of the uplink (redirect);
-// the reply arrives at the uplink and leaves the same way, translated back
-// to nodeIP:nodePort -> client. Later packets keep the SNAT port; a RST
-// ends the flow.
+// A backend on another node (policy Cluster): DNAT + SNAT to the node's
+// address of the family and a port of 61000-65535, sent straight out of
+// the uplink (redirect); the reply arrives at the uplink and leaves the
+// same way, translated back to nodeIP:nodePort -> client. Later packets
+// keep the SNAT port; a RST ends the flow.
 func TestNodePortSNAT(t *testing.T) {
-	p := testPlane(t)
-	nodePort(t, p, dp.Backend{IP: remotePod, Port: 8080})
-	inNode(t, func(up0 int) {
-		for i, proto := range []uint8{protoTCP, protoUDP} {
-			sport := uint16(41000 + i)
-			req := ipv4{src: client, dst: nodeIP, proto: proto, sport: sport, dport: 30080, tcpFlags: tcpSYN, payload: []byte("hi"), id: 1}
-			ret, out := runOn(t, p.Objects().NodeportIn, up0, req.bytes())
-			if ret != actRedirect {
-				t.Fatalf("%d: return code %d, want TC_ACT_REDIRECT (sent out of the uplink)", proto, int32(ret))
+	for _, f := range npFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			p := testPlane(t)
+			if err := p.SetNodeIP(f.node); err != nil {
+				t.Fatal(err)
 			}
-			mustValid(t, out)
-			d, _ := decode(out)
-			if d.src != nodeIP || d.dst != remotePod || d.dport != 8080 || d.sport < 61000 || d.sport == sport {
-				t.Fatalf("%d: got %s:%d -> %s:%d, want %s:(61000-65535) -> %s:8080", proto, d.src, d.sport, d.dst, d.dport, nodeIP, remotePod)
-			}
-			snat := d.sport
-			// The next packet of the flow keeps its port.
-			req.tcpFlags = tcpACK
-			ret, out = runOn(t, p.Objects().NodeportIn, up0, req.bytes())
-			if d, _ := decode(out); ret != actRedirect || d.sport != snat {
-				t.Fatalf("%d: second packet: ret %d, source port %d, want %d", proto, int32(ret), d.sport, snat)
-			}
-			// The reply from the other node.
-			rep := ipv4{src: remotePod, dst: nodeIP, proto: proto, sport: 8080, dport: snat, tcpFlags: tcpSYN | tcpACK, payload: []byte("yo")}
-			ret, out = runOn(t, p.Objects().NodeportIn, up0, rep.bytes())
-			if ret != actRedirect {
-				t.Fatalf("%d: reply: return code %d, want TC_ACT_REDIRECT", proto, int32(ret))
-			}
-			expect(t, out, nodeIP, 30080, client, sport)
-			mustValid(t, out)
-			// Egress leaves SNATed flows alone (their replies never pass there).
-			ret, out = runOn(t, p.Objects().NodeportOut, up0, rep.bytes())
-			mustOK(t, ret)
-			if !bytes.Equal(out, rep.bytes()) {
-				t.Fatalf("%d: egress touched a SNATed flow's reply", proto)
-			}
-			if proto == protoTCP {
-				req.tcpFlags = tcpRST
-				if ret, _ = runOn(t, p.Objects().NodeportIn, up0, req.bytes()); ret != actRedirect {
-					t.Fatalf("RST: return code %d", int32(ret))
+			nodePortOn(t, p, f.node, dp.Backend{IP: f.remote, Port: 8080})
+			f.inNode(t, func(up0 int) {
+				for i, proto := range []uint8{protoTCP, protoUDP} {
+					sport := uint16(41000 + i)
+					ret, out := runOn(t, p.Objects().NodeportIn, up0, f.frame(f.client, f.node, proto, sport, 30080, tcpSYN, "hi"))
+					if ret != actRedirect {
+						t.Fatalf("%d: return code %d, want TC_ACT_REDIRECT (sent out of the uplink)", proto, int32(ret))
+					}
+					f.valid(t, out)
+					src, dst := f.decode(t, out)
+					if src.Addr() != f.node || dst != netip.AddrPortFrom(f.remote, 8080) || src.Port() < 61000 || src.Port() == sport {
+						t.Fatalf("%d: got %s -> %s, want %s:(61000-65535) -> %s:8080", proto, src, dst, f.node, f.remote)
+					}
+					snat := src.Port()
+					// The next packet of the flow keeps its port.
+					ret, out = runOn(t, p.Objects().NodeportIn, up0, f.frame(f.client, f.node, proto, sport, 30080, tcpACK, "hi"))
+					if src, _ := f.decode(t, out); ret != actRedirect || src.Port() != snat {
+						t.Fatalf("%d: second packet: ret %d, source port %d, want %d", proto, int32(ret), src.Port(), snat)
+					}
+					// The reply from the other node.
+					rep := f.frame(f.remote, f.node, proto, 8080, snat, tcpSYN|tcpACK, "yo")
+					ret, out = runOn(t, p.Objects().NodeportIn, up0, rep)
+					if ret != actRedirect {
+						t.Fatalf("%d: reply: return code %d, want TC_ACT_REDIRECT", proto, int32(ret))
+					}
+					f.expect(t, out, f.node, 30080, f.client, sport)
+					// Egress leaves SNATed flows alone (their replies never pass there).
+					ret, out = runOn(t, p.Objects().NodeportOut, up0, rep)
+					mustOK(t, ret)
+					if !bytes.Equal(out, rep) {
+						t.Fatalf("%d: egress touched a SNATed flow's reply", proto)
+					}
+					if proto == protoTCP {
+						if ret, _ = runOn(t, p.Objects().NodeportIn, up0, f.frame(f.client, f.node, proto, sport, 30080, tcpRST, "")); ret != actRedirect {
+							t.Fatalf("RST: return code %d", int32(ret))
+						}
+						ret, out = runOn(t, p.Objects().NodeportIn, up0, rep)
+						if ret != actOK || !bytes.Equal(out, rep) {
+							t.Fatal("a reply after the client's RST was still translated: the flow outlived it")
+						}
+					}
 				}
-				ret, out = runOn(t, p.Objects().NodeportIn, up0, rep.bytes())
-				if ret != actOK || !bytes.Equal(out, rep.bytes()) {
-					t.Fatal("a reply after the client's RST was still translated: the flow outlived it")
-				}
+			})
+			if st := npStats(t, p); st.SNAT != 2 || st.NewFlows != 2 || st.RNAT != 2 || st.Errors != 0 || st.NoPort != 0 {
+				t.Fatalf("stats %+v: want 2 SNATed flows, 2 new, 2 RNAT", st)
 			}
-		}
-	})
-	if st := npStats(t, p); st.SNAT != 2 || st.NewFlows != 2 || st.RNAT != 2 || st.Errors != 0 || st.NoPort != 0 {
-		t.Fatalf("stats %+v: want 2 SNATed flows, 2 new, 2 RNAT", st)
+		})
 	}
 }
 

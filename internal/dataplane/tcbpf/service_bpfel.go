@@ -184,6 +184,32 @@ type serviceLbSvcKey struct {
 	Scope uint8
 }
 
+type serviceNp6Ct struct {
+	_        structs.HostLayout
+	Addr     serviceLb6Addr
+	Client   serviceLb6Addr
+	Port     uint16
+	Cport    uint16
+	SnatPort uint16
+	Flags    uint16
+	SvcId    uint32
+}
+
+type serviceNp6Scratch struct {
+	_    structs.HostLayout
+	Fk   serviceLb6CtKey
+	Rk   serviceLb6CtKey
+	Flow serviceNp6Ct
+	Rev  serviceNp6Ct
+	To   struct {
+		_     structs.HostLayout
+		Saddr serviceLb6Addr
+		Daddr serviceLb6Addr
+		Sport uint16
+		Dport uint16
+	}
+}
+
 type serviceNpCt struct {
 	_        structs.HostLayout
 	Addr     uint32
@@ -228,6 +254,9 @@ const (
 	serviceMapLbServices     = "lb_services"
 	serviceMapLbStats        = "lb_stats"
 	serviceMapLbVip16        = "lb_vip16"
+	serviceMapNp6Conntrack   = "np6_conntrack"
+	serviceMapNp6Node        = "np6_node"
+	serviceMapNp6Scratch     = "np6_scratch"
 	serviceMapNpConntrack    = "np_conntrack"
 	serviceMapNpNode         = "np_node"
 	serviceMapNpStats        = "np_stats"
@@ -323,6 +352,9 @@ type serviceMapSpecs struct {
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
+	Np6Conntrack   *ebpf.MapSpec `ebpf:"np6_conntrack"`
+	Np6Node        *ebpf.MapSpec `ebpf:"np6_node"`
+	Np6Scratch     *ebpf.MapSpec `ebpf:"np6_scratch"`
 	NpConntrack    *ebpf.MapSpec `ebpf:"np_conntrack"`
 	NpNode         *ebpf.MapSpec `ebpf:"np_node"`
 	NpStats        *ebpf.MapSpec `ebpf:"np_stats"`
@@ -378,6 +410,9 @@ type serviceMaps struct {
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
 	LbStats        *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
+	Np6Conntrack   *ebpf.Map `ebpf:"np6_conntrack"`
+	Np6Node        *ebpf.Map `ebpf:"np6_node"`
+	Np6Scratch     *ebpf.Map `ebpf:"np6_scratch"`
 	NpConntrack    *ebpf.Map `ebpf:"np_conntrack"`
 	NpNode         *ebpf.Map `ebpf:"np_node"`
 	NpStats        *ebpf.Map `ebpf:"np_stats"`
@@ -409,6 +444,9 @@ func (m *serviceMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.Np6Conntrack,
+		m.Np6Node,
+		m.Np6Scratch,
 		m.NpConntrack,
 		m.NpNode,
 		m.NpStats,

@@ -134,14 +134,10 @@ var (
 
 // Validate checks what the data plane needs: IPv4 or IPv6 addresses, one
 // family per Service, ports 1-65535, tcp or udp, no duplicate backends.
-// IPv6 Services have no external entries yet (bpf/nodeport.h is IPv4).
 func (s Service) Validate() error {
 	v6 := s.VIP.Is6()
 	if !s.VIP.IsValid() || s.VIP.Is4In6() || s.VIP.Zone() != "" {
 		return fmt.Errorf("service %s: the clusterIP must be an IPv4 or IPv6 address", s)
-	}
-	if v6 && (s.External || s.HasExternal) {
-		return fmt.Errorf("service %s: external entries (node ports, external IPs) are IPv4-only so far", s)
 	}
 	if s.Port == 0 {
 		return fmt.Errorf("service %s: port 0: use 1-65535", s)

@@ -14,7 +14,7 @@ import (
 )
 
 // A node's uplink (its eth0) carries the NodePort programs of
-// bpf/nodeport.h: nodeport_in at ingress (DNAT nodeIP:nodePort -> backend,
+// bpf/nodeport.h (nodeport6.h over IPv6): nodeport_in at ingress (DNAT nodeIP:nodePort -> backend,
 // SNAT to the node IP when the backend is on another node, and the reverse
 // of that SNAT), nodeport_out at egress (replies of local backends). A
 // NodePort itself is an ordinary Service entry whose address is the node's
@@ -82,14 +82,21 @@ func (p *Plane) AttachUplink(ns, ifname string) ([]string, error) {
 	return pins, nil
 }
 
-// SetNodeIP tells the NodePort programs the node's own address: the
-// source of flows they SNAT (a backend on another node), which is not the
-// address the client reached when that is an external IP.
+// SetNodeIP tells the NodePort programs the node's own address of ip's
+// family (np_node, np6_node): the source of flows they SNAT (a backend on
+// another node), which is not the address the client reached when that is
+// an external IP.
 func (p *Plane) SetNodeIP(ip netip.Addr) error {
-	if !ip.Is4() {
-		return fmt.Errorf("node IP %s: want an IPv4 address", ip)
+	var err error
+	switch {
+	case ip.Is4():
+		err = p.objs.NpNode.Update(uint32(0), be32(ip), ebpf.UpdateAny)
+	case ip.Is6() && !ip.Is4In6() && ip.Zone() == "":
+		err = p.objs.Np6Node.Update(uint32(0), addr6Words(ip), ebpf.UpdateAny)
+	default:
+		return fmt.Errorf("node IP %s: want an IPv4 or a global IPv6 address", ip)
 	}
-	if err := p.objs.NpNode.Update(uint32(0), be32(ip), ebpf.UpdateAny); err != nil {
+	if err != nil {
 		return fmt.Errorf("node IP map: %w", err)
 	}
 	return nil

@@ -18,8 +18,6 @@ func TestSpecValidateFamily(t *testing.T) {
 		want string
 	}{
 		{Spec{Family: "ipv5"}, `--ip-family "ipv5"`},
-		{Spec{Family: family.IPv6, Proxy: network.VnetlabSock}, "serves IPv4 Services only so far: use --proxy iptables|nftables|vnetlab-ebpf"},
-		{Spec{Family: family.Dual, Proxy: network.VnetlabEBPF, SocketLB: true}, "socket LB is IPv4-only so far: drop --socket-lb"},
 		{Spec{Family: family.IPv6, CNI: network.CNIVnetlab}, "use --ip-family dual, or --cni bridge"},
 		{Spec{Family: family.Dual, CNI: network.CNIFlannel}, "flannel IPv4-only so far: use --ip-family ipv4"},
 	} {
@@ -39,6 +37,8 @@ func TestSpecValidateFamily(t *testing.T) {
 		{Family: family.Dual, Proxy: network.IPTables, CNI: network.CNIVnetlab},
 		{Family: family.Dual, Proxy: network.VnetlabEBPF, CNI: network.CNIVnetlab},
 		{Family: family.IPv6, Proxy: network.VnetlabEBPF},
+		{Family: family.Dual, Proxy: network.VnetlabSock},
+		{Family: family.Dual, Proxy: network.VnetlabEBPF, SocketLB: true},
 	} {
 		s.Name, s.Nodes = "k", 2
 		if err := s.Validate(); err != nil {

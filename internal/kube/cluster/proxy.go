@@ -52,7 +52,7 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"kube-proxy", "--kubeconfig", kubeconfig, "--node", n.name, "--netns", n.ns, "--plane", plane}, append(b.spec.proxyPodLinks(), "--node-ip", n.ip.String(), "--uplink", uplink)...)
+	args := append([]string{"kube-proxy", "--kubeconfig", kubeconfig, "--node", n.name, "--netns", n.ns, "--plane", plane}, append(b.spec.proxyPodLinks(), "--node-ip", join(n.ips), "--uplink", uplink)...)
 	args = append(args, "--mode", b.spec.Proxy, "--cgroup", cg)
 	if b.spec.SocketLB {
 		args = append(args, "--socket-lb")

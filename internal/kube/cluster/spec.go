@@ -132,10 +132,6 @@ func (s Spec) validateFamily(p network.Proxy) error {
 	if !p.IPv6 {
 		return field.Errorf("ip_family", "{proxy} %s with {ip_family} %s: the proxy serves IPv4 Services only so far: use {proxy} %s", s.Proxy, f, strings.Join(network.ProxyNames6(), "|"))
 	}
-	if s.SocketLB {
-		// The socket programs translate IPv4 connects only (no connect6 yet).
-		return field.Errorf("ip_family", "{socket_lb} with {ip_family} %s: vnetlab's socket LB is IPv4-only so far: drop {socket_lb}", f)
-	}
 	if s.CNI == network.CNIFlannel {
 		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its
 		// IPv4 subnet.env keys into the conflist so far.

@@ -77,7 +77,7 @@ var Proxies = []Proxy{
 	{Name: NFTables, IPv6: true, LabProvider: "nftables", Summary: "kube-proxy in mode nftables"},
 	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, IPv6: true, LabProvider: "ebpf",
 		Summary: "vnetlab's own (vnetlab kube-proxy, no kube-proxy process): tc programs on the pods' veths"},
-	{Name: VnetlabSock, Vnetlab: true, LabProvider: "ebpf-sock",
+	{Name: VnetlabSock, Vnetlab: true, IPv6: true, LabProvider: "ebpf-sock",
 		Summary: "vnetlab's own: socket programs on the node's cgroup (no per-packet NAT)"},
 }
 

@@ -138,8 +138,10 @@ func needProxy(t *testing.T, mode string) kubernetes.Interface {
 		start := time.Now()
 		spec := cluster.Spec{Name: testCluster, Nodes: 2, Proxy: mode}
 		switch mode {
+		case proxy.ModeSock:
+			spec.Family = family.Dual // IPv4 first: its tests' Services are IPv4; ipv6ThroughSockets adds IPv6 ones
 		case modeSocketLB:
-			spec.Proxy, spec.SocketLB = proxy.ModeEBPF, true
+			spec.Proxy, spec.SocketLB, spec.Family = proxy.ModeEBPF, true, family.Dual
 		case modeDual:
 			spec.Proxy, spec.Family = proxy.ModeEBPF, family.Dual
 		}

@@ -6,32 +6,31 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
 // TranslateExternal computes the entries of a Service's frontends for
-// traffic from outside the cluster, on node `node` whose IP is nodeIP, as
-// kube-proxy does:
+// traffic from outside the cluster, on node `node` whose addresses are
+// nodeIPs (at most one per family), as kube-proxy does:
 //   - node ports (type NodePort and LoadBalancer, whose ports get nodePorts
-//     too): nodeIP:nodePort/proto per port with a nodePort (none without
-//     an IPv4 nodeIP);
+//     too): nodeIP:nodePort/proto per port with a nodePort and per node
+//     address;
 //   - external IPs (spec.externalIPs, any type but ExternalName): each
 //     externalIP:port/proto, served on every node for traffic arriving
 //     there, from its pods and from its own processes (nothing checks that
 //     the address is the node's: the upstream e2e reaches one that is
 //     nobody's);
 //
-// each with every endpoint (ready, else serving and terminating), as the
-// clusterIP's but whatever its internalTrafficPolicy. With
-// externalTrafficPolicy Local each also gets an External entry holding
-// this node's endpoints only, which the uplink's nodeport_in serves to
-// clients outside the node (their address kept; none here: dropped, as
-// kube-proxy drops). Pods and the node's own processes keep the entry with
-// every endpoint, as kube-proxy's short-circuit sends them to any
-// endpoint. A backend on another node is reached with SNAT to the node IP
-// (bpf/nodeport.h), as kube-proxy masquerades.
-func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIP netip.Addr) (Entries, []string) {
+// each with every endpoint of the frontend's family (ready, else serving
+// and terminating), as the clusterIP's but whatever its
+// internalTrafficPolicy. With externalTrafficPolicy Local each also gets an
+// External entry holding this node's endpoints only, which the uplink's
+// nodeport_in serves to clients outside the node (their address kept; none
+// here: dropped, as kube-proxy drops). Pods and the node's own processes
+// keep the entry with every endpoint, as kube-proxy's short-circuit sends
+// them to any endpoint. A backend on another node is reached with SNAT to
+// the node's address of its family (bpf/nodeport.h, nodeport6.h), as
+// kube-proxy masquerades.
+func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIPs []netip.Addr) (Entries, []string) {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || isHeadless(svc) {
 		return nil, nil
 	}
@@ -39,23 +38,24 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 	var addrs []netip.Addr // the external IPs
 	for _, s := range svc.Spec.ExternalIPs {
 		a, ok := serviceAddr(s)
-		if !ok || !a.Is4() {
-			notes = append(notes, fmt.Sprintf("externalIP %q skipped: the tc plane serves external IPs over IPv4 only so far (bpf/nodeport.h)", s))
+		if !ok {
+			notes = append(notes, fmt.Sprintf("externalIP %q skipped: not an IP address", s))
 			continue
 		}
 		addrs = append(addrs, a)
 	}
-	nodePorts := nodeIP.Is4() && hasNodePorts(svc)
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	out := Entries{}
 	for _, sp := range svc.Spec.Ports {
 		var keys []Key
 		proto, ok := protoOf(sp.Protocol)
-		if nodePorts && sp.NodePort != 0 {
+		if hasNodePorts(svc) && sp.NodePort != 0 && len(nodeIPs) > 0 {
 			if !ok {
 				notes = append(notes, fmt.Sprintf("nodePort %d/%s skipped: the data plane does TCP and UDP", sp.NodePort, sp.Protocol))
 			} else {
-				keys = append(keys, Key{VIP: nodeIP, Port: uint16(sp.NodePort), Proto: proto})
+				for _, ip := range nodeIPs {
+					keys = append(keys, Key{VIP: ip, Port: uint16(sp.NodePort), Proto: proto})
+				}
 			}
 		}
 		if ok {
@@ -63,19 +63,12 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 				keys = append(keys, Key{VIP: a, Port: uint16(sp.Port), Proto: proto})
 			}
 		}
-		if len(keys) == 0 {
-			continue
-		}
-		all := backendsFor(sp, eps, node, false, false)
-		var here []tcbpf.Backend
-		if local {
-			here = backendsFor(sp, eps, node, true, false)
-		}
 		for _, k := range keys {
-			out[k] = all
+			v6 := k.VIP.Is6()
+			out[k] = backendsFor(sp, eps, node, false, v6)
 			if local {
 				k.External = true
-				out[k] = here
+				out[k] = backendsFor(sp, eps, node, true, v6)
 			}
 		}
 	}

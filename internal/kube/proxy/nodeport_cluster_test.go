@@ -35,8 +35,11 @@ func peerPod(name string, node int, labels map[string]string) *corev1.Pod {
 	return p
 }
 
-// nodeIPs reads the nodes' InternalIPs (index 1 and 2).
-func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string {
+// nodeIPs reads the nodes' IPv4 InternalIPs (index 1 and 2).
+func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string { return nodeIPsOf(t, cs, false) }
+
+// nodeIPsOf reads the nodes' InternalIPs of one family (index 1 and 2).
+func nodeIPsOf(t *testing.T, cs kubernetes.Interface, v6 bool) [3]string {
 	t.Helper()
 	var out [3]string
 	for i := 1; i <= 2; i++ {
@@ -45,15 +48,64 @@ func nodeIPs(t *testing.T, cs kubernetes.Interface) [3]string {
 			t.Fatal(err)
 		}
 		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is6() == v6 {
 				out[i] = a.Address
 			}
 		}
 		if out[i] == "" {
-			t.Fatalf("node %d has no InternalIP", i)
+			t.Fatalf("node %d has no InternalIP of the family (IPv6: %v): %v", i, v6, n.Status.Addresses)
 		}
 	}
 	return out
+}
+
+// npService creates NodePort Service name (externalTrafficPolicy Cluster)
+// of app=name's pods, port 80 -> 8082 (peerPod's answer) and UDP 53 ->
+// 5353, SingleStack of family fam (none: the cluster's primary).
+func npService(t *testing.T, cs kubernetes.Interface, ns, name string, fam ...corev1.IPFamily) *corev1.Service {
+	t.Helper()
+	spec := corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": name},
+		ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+		Ports: []corev1.ServicePort{
+			{Name: "peer", Port: 80, TargetPort: intstr.FromInt32(8082)},
+			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)},
+		}}
+	if len(fam) > 0 {
+		single := corev1.IPFamilyPolicySingleStack
+		spec.IPFamilyPolicy, spec.IPFamilies = &single, fam
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// throughBothNodes asks a NodePort (policy Cluster, its one endpoint srv on
+// node 2) from outside through both nodes' addresses nip, TCP and UDP:
+// through node 2 the backend sees the client's own address, through node 1
+// node 1's and a port of 61000-65535 (SNAT: its reply must come back
+// through node 1).
+func throughBothNodes(t *testing.T, nip [3]string, tcpNP, udpNP int, srv, client string) {
+	t.Helper()
+	for node := 1; node <= 2; node++ {
+		got, err := whoWait(outside(), "tcp", hostport(nip[node], tcpNP), 10*time.Second)
+		if err != nil {
+			t.Fatalf("tcp %s from outside: %v", hostport(nip[node], tcpNP), err)
+		}
+		name, peer := peerOf(t, got)
+		wantPeer := client // the backend is on this node
+		if node == 1 {
+			wantPeer = nip[1] // SNATed to node 1's address
+		}
+		if name != srv || peer.Addr().String() != wantPeer {
+			t.Errorf("through node %d: answered %q, want %s seeing %s", node, got, srv, wantPeer)
+		}
+		if node == 1 && peer.Port() < 61000 {
+			t.Errorf("through node 1: SNAT source port %d, want 61000-65535", peer.Port())
+		}
+		mustWho(t, outside(), "udp", hostport(nip[node], udpNP), srv, 10*time.Second)
+	}
 }
 
 // outside is the control-plane namespace: the client outside the nodes.
@@ -107,40 +159,14 @@ func TestNodePortClusterPolicy(t *testing.T) {
 	ns := kns(t, cs)
 	ips := runPods(t, cs, ns, peerPod("np-srv", 2, map[string]string{"app": "np"}), clientPod("cli", 1))
 	nip := nodeIPs(t, cs)
-	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "np"},
-			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
-			Ports: []corev1.ServicePort{
-				{Name: "peer", Port: 80, TargetPort: intstr.FromInt32(8082)},
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)},
-			}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := npService(t, cs, ns, "np")
 	tcpNP, udpNP := nodePortOf(svc, corev1.ProtocolTCP), nodePortOf(svc, corev1.ProtocolUDP)
 	p1 := plane(t, 1)
 	before, err := p1.NodePortStats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for node := 1; node <= 2; node++ {
-		got, err := whoWait(outside(), "tcp", hostport(nip[node], tcpNP), 10*time.Second)
-		if err != nil {
-			t.Fatalf("tcp %s:%d from outside: %v", nip[node], tcpNP, err)
-		}
-		name, peer := peerOf(t, got)
-		wantPeer := "10.250.0.1" // the client itself: the backend is on this node
-		if node == 1 {
-			wantPeer = nip[1] // SNATed to node 1's IP
-		}
-		if name != "np-srv" || peer.Addr().String() != wantPeer {
-			t.Errorf("through node %d: answered %q, want np-srv seeing %s", node, got, wantPeer)
-		}
-		if node == 1 && peer.Port() < 61000 {
-			t.Errorf("through node 1: SNAT source port %d, want 61000-65535", peer.Port())
-		}
-		mustWho(t, outside(), "udp", hostport(nip[node], udpNP), "np-srv", 10*time.Second)
-	}
+	throughBothNodes(t, nip, tcpNP, udpNP, "np-srv", "10.250.0.1")
 	// Connection cost from outside (connect, answer, close), through node 1
 	// (DNAT + SNAT + two redirects) and node 2 (DNAT, the stack delivers):
 	// reported, not judged (2 shared CPUs).

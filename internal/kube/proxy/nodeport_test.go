@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,8 @@ func TestTranslateExternal(t *testing.T) {
 		ep{ip: "10.244.1.5", node: "me", ready: b(true)}, ep{ip: "10.244.2.5", node: "other", ready: b(true)},
 		ep{ip: "10.244.1.6", node: "me", ready: b(false)})}
 	elsewhere := []*discoveryv1.EndpointSlice{sliceOf("a", ports, ep{ip: "10.244.2.5", node: "other", ready: b(true)})}
+	dual := append([]*discoveryv1.EndpointSlice{slice6("b", ports,
+		ep{ip: "fd00:10:244:1::5", node: "me", ready: b(true)}, ep{ip: "fd00:10:244:2::5", node: "other", ready: b(true)})}, twoNodes...)
 	sctp := npSvc(corev1.ServiceTypeNodePort, cluster, 0)
 	sctp.Spec.Ports[1].Protocol = corev1.ProtocolSCTP
 	withIPs := func(s *corev1.Service, ips ...string) *corev1.Service { s.Spec.ExternalIPs = ips; return s }
@@ -76,11 +79,22 @@ func TestTranslateExternal(t *testing.T) {
 		name: "SCTP node port skipped with a note", svc: sctp, slices: twoNodes, nodeIP: "10.250.0.2",
 		want: map[string][]string{"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}}, notes: 1,
 	}, {
-		name: "no IPv4 node address: no node ports", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: twoNodes, nodeIP: "",
+		name: "no node address: no node ports", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: twoNodes, nodeIP: "",
 		want: map[string][]string{},
 	}, {
-		name: "external IPs of a ClusterIP Service: the Service's ports there, IPv6 skipped with a note", svc: withIPs(npSvc(corev1.ServiceTypeClusterIP, "", 0), "203.0.113.250", "2001:db8::1"), slices: twoNodes, nodeIP: "10.250.0.2",
-		want: map[string][]string{"203.0.113.250:80/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "203.0.113.250:53/udp": {"10.244.1.5:5353", "10.244.2.5:5353"}}, notes: 1,
+		name: "external IPs of a ClusterIP Service: the Service's ports there, each with its family's endpoints, a malformed one skipped with a note", svc: withIPs(npSvc(corev1.ServiceTypeClusterIP, "", 0), "203.0.113.250", "2001:db8::1", "nope"), slices: twoNodes, nodeIP: "10.250.0.2",
+		want: map[string][]string{"203.0.113.250:80/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "203.0.113.250:53/udp": {"10.244.1.5:5353", "10.244.2.5:5353"},
+			"[2001:db8::1]:80/tcp": nil, "[2001:db8::1]:53/udp": nil}, notes: 1,
+	}, {
+		name: "a dual-stack node, policy Local: node ports on both addresses, each with its family's endpoints", svc: npSvc(corev1.ServiceTypeNodePort, local, 0), slices: dual, nodeIP: "10.250.0.2,fd00:10:250::2",
+		want: map[string][]string{
+			"10.250.0.2:30080/tcp": {"10.244.1.5:8080", "10.244.2.5:8080"}, "10.250.0.2:30053/udp": {"10.244.1.5:5353", "10.244.2.5:5353"},
+			"10.250.0.2:30080/tcp (external)": {"10.244.1.5:8080"}, "10.250.0.2:30053/udp (external)": {"10.244.1.5:5353"},
+			"[fd00:10:250::2]:30080/tcp": {"[fd00:10:244:1::5]:8080", "[fd00:10:244:2::5]:8080"}, "[fd00:10:250::2]:30053/udp": {"[fd00:10:244:1::5]:5353", "[fd00:10:244:2::5]:5353"},
+			"[fd00:10:250::2]:30080/tcp (external)": {"[fd00:10:244:1::5]:8080"}, "[fd00:10:250::2]:30053/udp (external)": {"[fd00:10:244:1::5]:5353"}},
+	}, {
+		name: "an IPv6-only node: node ports on its IPv6 address", svc: npSvc(corev1.ServiceTypeNodePort, cluster, 0), slices: dual, nodeIP: "fd00:10:250::2",
+		want: map[string][]string{"[fd00:10:250::2]:30080/tcp": {"[fd00:10:244:1::5]:8080", "[fd00:10:244:2::5]:8080"}, "[fd00:10:250::2]:30053/udp": {"[fd00:10:244:1::5]:5353", "[fd00:10:244:2::5]:5353"}},
 	}, {
 		name: "external IPs and node ports, policy Local", svc: withIPs(npSvc(corev1.ServiceTypeNodePort, local, 0), "203.0.113.7"), slices: twoNodes, nodeIP: "10.250.0.2",
 		want: map[string][]string{
@@ -94,11 +108,14 @@ func TestTranslateExternal(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var ip netip.Addr
+			var ips []netip.Addr
 			if c.nodeIP != "" {
-				ip = netip.MustParseAddr(c.nodeIP)
+				var err error
+				if ips, err = nodeIPsOf(strings.Split(c.nodeIP, ",")); err != nil {
+					t.Fatal(err)
+				}
 			}
-			got, notes := TranslateExternal(c.svc, c.slices, "me", ip)
+			got, notes := TranslateExternal(c.svc, c.slices, "me", ips)
 			want := Entries{}
 			for k, v := range c.want {
 				want[key(k)] = bes(v...)

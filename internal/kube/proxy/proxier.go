@@ -22,12 +22,12 @@ import (
 // Sync whenever something was recorded. Sync needs no cluster: the unit
 // tests feed the handlers objects and read a fake Plane.
 type Proxier struct {
-	node   string     // the node's Kubernetes name (internalTrafficPolicy Local)
-	nodeIP netip.Addr // where NodePorts answer
-	syncer *Syncer
-	flows  FlowCleaner // the plane's conntrack (nil: none to clean)
-	health healthSetter
-	logf   func(string, ...any)
+	node    string       // the node's Kubernetes name (internalTrafficPolicy Local)
+	nodeIPs []netip.Addr // where NodePorts answer: at most one address per family
+	syncer  *Syncer
+	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
+	health  healthSetter
+	logf    func(string, ...any)
 
 	services serviceChanges
 	slices   sliceChanges
@@ -52,7 +52,7 @@ type healthSetter interface {
 
 // NewProxier reads the plane's current entries (a restarted proxy changes
 // only what changed while it was away).
-func NewProxier(node string, nodeIP netip.Addr, plane Plane, flows FlowCleaner, health healthSetter, logf func(string, ...any)) (*Proxier, error) {
+func NewProxier(node string, nodeIPs []netip.Addr, plane Plane, flows FlowCleaner, health healthSetter, logf func(string, ...any)) (*Proxier, error) {
 	syncer, err := NewSyncer(plane)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func NewProxier(node string, nodeIP netip.Addr, plane Plane, flows FlowCleaner, 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Proxier{node: node, nodeIP: nodeIP, syncer: syncer, flows: flows, health: health, logf: logf,
+	return &Proxier{node: node, nodeIPs: nodeIPs, syncer: syncer, flows: flows, health: health, logf: logf,
 		kick: make(chan struct{}, 1),
 		svcs: map[string]*corev1.Service{}, eps: map[string]map[string]*discoveryv1.EndpointSlice{},
 		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}, stale: map[netip.AddrPort][]tcbpf.Backend{}}, nil
@@ -175,7 +175,7 @@ func (p *Proxier) syncService(key string) (Changes, error) {
 	eps := slices.Collect(maps.Values(p.eps[key]))
 	slices.SortFunc(eps, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	want, notes := Translate(svc, eps, p.node)
-	ext, extNotes := TranslateExternal(svc, eps, p.node, p.nodeIP)
+	ext, extNotes := TranslateExternal(svc, eps, p.node, p.nodeIPs)
 	for _, n := range append(notes, extNotes...) {
 		p.logf("service %s: %s", key, n)
 	}
@@ -187,7 +187,7 @@ func (p *Proxier) syncService(key string) (Changes, error) {
 	port, local := HealthCheck(svc, eps, p.node)
 	herr := p.health.Set(key, port, local)
 	if err == nil {
-		now := UDPFrontends(svc, eps, p.nodeIP)
+		now := UDPFrontends(svc, eps, p.nodeIPs)
 		for fe, had := range p.udp[key] {
 			if bs, ok := now[fe]; ok && lost(had, bs) {
 				p.stale[fe] = bs

@@ -33,12 +33,12 @@ func (h fakeHealth) Set(name string, port uint16, local int) error {
 	return nil
 }
 
-var testNodeIP = netip.MustParseAddr("10.250.0.2")
+var testNodeIPs = []netip.Addr{netip.MustParseAddr("10.250.0.2")}
 
 func newTestProxier(t *testing.T, f *fakePlane) (*Proxier, fakeHealth) {
 	t.Helper()
 	h := fakeHealth{}
-	p, err := NewProxier("me", testNodeIP, f, f, h, t.Logf)
+	p, err := NewProxier("me", testNodeIPs, f, f, h, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestProxierSyncAppliesRecordedChanges(t *testing.T) {
 func TestProxierDualStackAndBadInput(t *testing.T) {
 	f := newFakePlane()
 	var logged []string
-	p, err := NewProxier("me", testNodeIP, f, f, fakeHealth{}, func(format string, a ...any) {
+	p, err := NewProxier("me", testNodeIPs, f, f, fakeHealth{}, func(format string, a ...any) {
 		logged = append(logged, fmt.Sprintf(format, a...))
 	})
 	if err != nil {
@@ -325,7 +325,7 @@ func TestProxierFirstSyncPrunes(t *testing.T) {
 // A failed write is retried by the next Sync without a new change.
 func TestProxierRetriesFailedSync(t *testing.T) {
 	f := &failingPlane{fakePlane: newFakePlane(), fail: 1}
-	p, err := NewProxier("me", testNodeIP, f, nil, fakeHealth{}, t.Logf)
+	p, err := NewProxier("me", testNodeIPs, f, nil, fakeHealth{}, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,10 @@ type Config struct {
 	// programs find nothing to translate; Services without endpoints or
 	// with sessionAffinity stay the tc programs' (bpf/sock.c pods_via_tc).
 	SocketLB bool
-	// NodeIP is the node's address NodePorts answer on ("": the Node's
-	// InternalIP from the API); Uplink the interface that carries it, which
-	// gets the NodePort programs ("": NodePorts only for the node's pods).
+	// NodeIP is the node's addresses NodePorts answer on, one per family,
+	// comma-separated as kubelet's --node-ip ("": the Node's InternalIPs
+	// from the API); Uplink the interface that carries them, which gets the
+	// NodePort programs ("": NodePorts only for the node's pods).
 	NodeIP, Uplink string
 	Logf           func(string, ...any)
 }
@@ -130,16 +131,16 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	defer planes.Close()
-	nodeIP, err := resolveNodeIP(ctx, cs, c.Node, c.NodeIP)
+	nodeIPs, err := resolveNodeIPs(ctx, cs, c.Node, c.NodeIP)
 	if err != nil {
 		return err
 	}
-	if err := c.attachUplink(planes, nodeIP, logf); err != nil {
+	if err := c.attachUplink(planes, nodeIPs, logf); err != nil {
 		return err
 	}
 	health := newHealthServers(logf)
 	defer health.Close()
-	p, err := NewProxier(c.Node, nodeIP, planes.services, planes.flows, health, logf)
+	p, err := NewProxier(c.Node, nodeIPs, planes.services, planes.flows, health, logf)
 	if err != nil {
 		return err
 	}
@@ -203,26 +204,25 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 // attachUplink puts the NodePort programs on the node's uplink and tells
-// them the node's IP (the tc plane's; the socket plane's node-port and
-// external-IP entries serve the node's own cgroup's sockets only).
-func (c Config) attachUplink(planes *planes, nodeIP netip.Addr, logf func(string, ...any)) error {
+// them the node's addresses (the tc plane's; the socket plane's node-port
+// and external-IP entries serve the node's own cgroup's sockets only).
+func (c Config) attachUplink(planes *planes, nodeIPs []netip.Addr, logf func(string, ...any)) error {
 	switch {
 	case c.Uplink == "":
 		return nil
-	case !nodeIP.IsValid():
-		logf("no NodePorts nor external IPs on %s: the node has no IPv4 InternalIP, and the tc plane serves them over IPv4 only so far (bpf/nodeport.h)", c.Node)
-		return nil
 	case planes.tc == nil:
-		logf("NodePorts on %s (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIP, c.Node, c.Uplink, ModeSock)
+		logf("NodePorts on %v (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIPs, c.Node, c.Uplink, ModeSock)
 		return nil
 	}
 	if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
 		return err
 	}
-	if err := planes.tc.SetNodeIP(nodeIP); err != nil {
-		return err
+	for _, ip := range nodeIPs {
+		if err := planes.tc.SetNodeIP(ip); err != nil {
+			return err
+		}
 	}
-	logf("NodePorts and external IPs on %s (%s): programs on %s", nodeIP, c.Node, c.Uplink)
+	logf("NodePorts and external IPs on %v (%s): programs on %s", nodeIPs, c.Node, c.Uplink)
 	return nil
 }
 
@@ -238,39 +238,58 @@ func linkOr(linkErr <-chan error, err error) error {
 	return err
 }
 
-// resolveNodeIP is the node's IPv4 address: given, or the Node object's
-// InternalIP (kubelet registers the node a moment after it starts). An
-// IPv6-only node (InternalIPs, none IPv4) has none: the zero Addr, and no
-// NodePorts (attachUplink says so).
-func resolveNodeIP(ctx context.Context, cs kubernetes.Interface, node, given string) (netip.Addr, error) {
+// resolveNodeIPs are the node's addresses, at most one per family, IPv4
+// first: given (kubelet's --node-ip form, "IP[,IP]"), or the Node object's
+// InternalIPs (kubelet registers the node a moment after it starts).
+func resolveNodeIPs(ctx context.Context, cs kubernetes.Interface, node, given string) ([]netip.Addr, error) {
 	if given != "" {
-		a, err := netip.ParseAddr(given)
-		if err != nil || !a.Is4() {
-			return netip.Addr{}, fmt.Errorf("--node-ip %q: want the node's IPv4 address", given)
+		ips, err := nodeIPsOf(strings.Split(given, ","))
+		if err != nil {
+			return nil, fmt.Errorf("--node-ip %q: %w", given, err)
 		}
-		return a, nil
+		return ips, nil
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err == nil {
-			internal := 0
+			var internal []string
 			for _, a := range n.Status.Addresses {
-				if a.Type != corev1.NodeInternalIP {
-					continue
-				}
-				internal++
-				if ip, perr := netip.ParseAddr(a.Address); perr == nil && ip.Is4() {
-					return ip, nil
+				if a.Type == corev1.NodeInternalIP {
+					internal = append(internal, a.Address)
 				}
 			}
-			if internal > 0 {
-				return netip.Addr{}, nil
+			if len(internal) > 0 {
+				ips, err := nodeIPsOf(internal)
+				if err != nil {
+					return nil, fmt.Errorf("node %s's InternalIPs: %w", node, err)
+				}
+				return ips, nil
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return netip.Addr{}, fmt.Errorf("node %s has no IPv4 InternalIP (%v): give it with --node-ip", node, err)
+			return nil, fmt.Errorf("node %s has no InternalIP (%v): give its addresses with --node-ip", node, err)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// nodeIPsOf parses a node's addresses: at most one per family, IPv4 first.
+func nodeIPsOf(ss []string) ([]netip.Addr, error) {
+	var v4, v6 []netip.Addr
+	for _, s := range ss {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		switch {
+		case err != nil || a.Zone() != "" || a.Is4In6():
+			return nil, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
+		case a.Is4():
+			v4 = append(v4, a)
+		default:
+			v6 = append(v6, a)
+		}
+	}
+	if len(v4) > 1 || len(v6) > 1 {
+		return nil, fmt.Errorf("at most one address per family, got %v", append(v4, v6...))
+	}
+	return append(v4, v6...), nil
 }

@@ -312,3 +312,49 @@ func TestUDPTargetPortChangeThroughSock(t *testing.T) {
 func TestSessionAffinityThroughSock(t *testing.T) {
 	sessionAffinityClientIP(t, needProxy(t, proxy.ModeSock))
 }
+
+// vnetlab-sock on its dual-stack cluster: IPv6 Services through the
+// socket programs (ipv6ThroughSockets).
+func TestIPv6ThroughSock(t *testing.T) {
+	cs := needProxy(t, proxy.ModeSock)
+	ipv6ThroughSockets(t, cs)
+}
+
+// ipv6ThroughSockets: a SingleStack IPv6 Service answers TCP and UDP from a
+// pod on the other node (its connect6/sendmsg6 translated: the socket
+// programs' counter rises) and from both nodes' own processes, whose
+// sockets only the socket programs can translate.
+func ipv6ThroughSockets(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	ns := kns(t, cs)
+	ips := runPods(t, cs, ns, whoamiPod("srv6", 2, map[string]string{"app": "srv6"}), clientPod("cli6", 1))
+	single := corev1.IPFamilyPolicySingleStack
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "srv6"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "srv6"}, IPFamilyPolicy: &single, IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol},
+			Ports: []corev1.ServicePort{
+				{Name: "web", Port: 80, TargetPort: intstr.FromString("http")},
+				{Name: "web-udp", Port: 80, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("dns")},
+			}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := svc.Spec.ClusterIP
+	if !netip.MustParseAddr(vip).Is6() {
+		t.Fatalf("Service srv6: clusterIP %s, want an IPv6 one", vip)
+	}
+	before := sockStats(t, 1)
+	cli := podNetns(t, ips["cli6"])
+	mustWho(t, cli, "tcp", hostport(vip, 80), "srv6", 10*time.Second)
+	if st := sockStats(t, 1); st.Connects < before.Connects+1 {
+		t.Errorf("node 1's socket programs translated %d connects of pod cli6 to [%s]:80, want >= 1", st.Connects-before.Connects, vip)
+	}
+	for node := 1; node <= 2; node++ {
+		for _, proto := range []string{"tcp", "udp"} {
+			var got string
+			var err error
+			if waitFor(10*time.Second, func() bool { got, err = nodeWho(node, proto, hostport(vip, 80)); return err == nil && got == "srv6" }) != nil {
+				t.Errorf("node %d's process -> %s %s: %q (%v), want srv6", node, proto, hostport(vip, 80), got, err)
+			}
+		}
+	}
+}

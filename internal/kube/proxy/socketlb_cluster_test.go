@@ -81,3 +81,22 @@ func TestSocketLB(t *testing.T) {
 func TestUDPFlowMovesWithSocketLB(t *testing.T) {
 	udpFlowMoves(t, needProxy(t, modeSocketLB), true, true)
 }
+
+// --socket-lb on its dual-stack cluster: IPv6 Services through the socket
+// programs, and none of those connections translated again by tc's IPv6
+// programs.
+func TestSocketLBIPv6(t *testing.T) {
+	cs := needProxy(t, modeSocketLB)
+	before, err := plane(t, 1).Stats6()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipv6ThroughSockets(t, cs)
+	after, err := plane(t, 1).Stats6()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.DNAT != before.DNAT {
+		t.Errorf("node 1's tc IPv6 programs translated %d packets of connections the socket programs had translated", after.DNAT-before.DNAT)
+	}
+}

@@ -237,7 +237,7 @@ func sortedBackends(bs []tcbpf.Backend) []tcbpf.Backend {
 // (pkg/proxy/conntrack) reads them, so that a policy change never cuts a
 // flow. A flow to any other backend is stale: its backend went away, or
 // the target port changed.
-func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIP netip.Addr) map[netip.AddrPort][]tcbpf.Backend {
+func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIPs []netip.Addr) map[netip.AddrPort][]tcbpf.Backend {
 	out := map[netip.AddrPort][]tcbpf.Backend{}
 	for _, sp := range svc.Spec.Ports {
 		if sp.Protocol != corev1.ProtocolUDP {
@@ -247,7 +247,7 @@ func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIP 
 		one := *svc
 		one.Spec.Ports = []corev1.ServicePort{sp}
 		internal, _ := Translate(&one, nil, "")
-		external, _ := TranslateExternal(&one, nil, "", nodeIP)
+		external, _ := TranslateExternal(&one, nil, "", nodeIPs)
 		serving := [2][]tcbpf.Backend{servingBackends(sp, eps, false), servingBackends(sp, eps, true)}
 		for _, es := range []Entries{internal, external} {
 			for k := range es {

@@ -32,7 +32,7 @@ func TestDualStackServicesThroughEBPF(t *testing.T) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "srv6"}
 	sticky := map[string]string{"app": "sticky6"}
-	ips := runPods(t, cs, ns, whoamiPod("srv", 2, lbl), clientPod("cli1", 1), clientPod("cli2", 2),
+	ips := runPods(t, cs, ns, peerPod("srv", 2, lbl), clientPod("cli1", 1), clientPod("cli2", 2),
 		whoamiPod("sticky-a", 1, sticky), whoamiPod("sticky-b", 2, sticky))
 	srv, err := cs.CoreV1().Pods(ns).Get(testCtx, "srv", metav1.GetOptions{})
 	if err != nil {
@@ -159,5 +159,30 @@ func TestDualStackServicesThroughEBPF(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Errorf("10 connections to [%s]:80 with sessionAffinity ClientIP: %v, want one backend", stickyVIP, seen)
+	}
+}
+
+// An IPv6 NodePort (SingleStack IPv6, externalTrafficPolicy Cluster, the
+// only endpoint on node 2) answers from outside the nodes on both nodes'
+// IPv6 InternalIPs, TCP and UDP: through node 2 the backend sees the
+// client's own address, through node 1 node 1's IPv6 address and a port of
+// 61000-65535 (nodeport6.h's SNAT, so the reply comes back through node 1).
+func TestDualStackNodePortIPv6(t *testing.T) {
+	cs := needProxy(t, modeDual)
+	ns := kns(t, cs)
+	runPods(t, cs, ns, peerPod("np6-srv", 2, map[string]string{"app": "np6"}))
+	svc := npService(t, cs, ns, "np6", corev1.IPv6Protocol)
+	p1 := plane(t, 1)
+	before, err := p1.NodePortStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	throughBothNodes(t, nodeIPsOf(t, cs, true), nodePortOf(svc, corev1.ProtocolTCP), nodePortOf(svc, corev1.ProtocolUDP), "np6-srv", "fd00:10:250::1")
+	after, err := p1.NodePortStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.SNAT < before.SNAT+2 || after.RNAT < before.RNAT+2 {
+		t.Errorf("node 1's NodePort programs: %d SNATed flows, %d replies translated: want at least 2 each (tcp and udp through node 1)", after.SNAT-before.SNAT, after.RNAT-before.RNAT)
 	}
 }
