@@ -47,7 +47,7 @@ type Config struct {
 	// programs find nothing to translate; Services without endpoints or
 	// with sessionAffinity stay the tc programs' (bpf/sock.c pods_via_tc).
 	SocketLB bool
-	// NodeIP is the node's addresses NodePorts answer on, one per family,
+	// NodeIP holds the node's addresses NodePorts answer on, one per family,
 	// comma-separated as kubelet's --node-ip ("": the Node's InternalIPs
 	// from the API); Uplink the interface that carries them, which gets the
 	// NodePort programs ("": NodePorts only for the node's pods).
