@@ -116,21 +116,18 @@ func (s Spec) Validate() error {
 	if s.SocketLB && !p.SocketLB {
 		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
 	}
-	return s.validateFamily(p)
+	return s.validateFamily()
 }
 
-// validateFamily checks --ip-family against the proxy, the CNI's mode and
-// the kernel.
-func (s Spec) validateFamily(p network.Proxy) error {
+// validateFamily checks --ip-family against the CNI, its mode and the
+// kernel (every proxy serves both families).
+func (s Spec) validateFamily() error {
 	f, err := family.Parse(string(s.Family))
 	if err != nil {
 		return field.Errorf("ip_family", "{ip_family} %q: use ipv4, ipv6 or dual", s.Family)
 	}
 	if !f.HasIPv6() {
 		return nil
-	}
-	if !p.IPv6 {
-		return field.Errorf("ip_family", "{proxy} %s with {ip_family} %s: the proxy serves IPv4 Services only so far: use {proxy} %s", s.Proxy, f, strings.Join(network.ProxyNames6(), "|"))
 	}
 	if s.CNI == network.CNIFlannel {
 		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its

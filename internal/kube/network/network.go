@@ -63,8 +63,6 @@ type Proxy struct {
 	// SocketLB: the proxy takes --socket-lb (its pods' connect() and
 	// sendmsg() translated at the socket too).
 	SocketLB bool
-	// IPv6: the proxy serves IPv6 Services (kube up --ip-family ipv6|dual).
-	IPv6 bool
 	// LabProvider is the lab Service provider (internal/service's name)
 	// with the same data path: `compare lab.json cluster.json` pairs a lab's
 	// service cells of that provider with the cluster's Service cells.
@@ -73,26 +71,19 @@ type Proxy struct {
 
 // Proxies lists every proxy, kube-proxy's modes first.
 var Proxies = []Proxy{
-	{Name: IPTables, IPv6: true, LabProvider: "iptables", Summary: "kube-proxy in mode iptables"},
-	{Name: NFTables, IPv6: true, LabProvider: "nftables", Summary: "kube-proxy in mode nftables"},
-	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, IPv6: true, LabProvider: "ebpf",
+	{Name: IPTables, LabProvider: "iptables", Summary: "kube-proxy in mode iptables"},
+	{Name: NFTables, LabProvider: "nftables", Summary: "kube-proxy in mode nftables"},
+	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, LabProvider: "ebpf",
 		Summary: "vnetlab's own (vnetlab kube-proxy, no kube-proxy process): tc programs on the pods' veths"},
-	{Name: VnetlabSock, Vnetlab: true, IPv6: true, LabProvider: "ebpf-sock",
+	{Name: VnetlabSock, Vnetlab: true, LabProvider: "ebpf-sock",
 		Summary: "vnetlab's own: socket programs on the node's cgroup (no per-packet NAT)"},
 }
 
 // ProxyNames lists the proxies' names in Proxies' order.
-func ProxyNames() []string { return proxyNamesWhere(func(Proxy) bool { return true }) }
-
-// ProxyNames6 lists the proxies that serve IPv6 Services.
-func ProxyNames6() []string { return proxyNamesWhere(func(p Proxy) bool { return p.IPv6 }) }
-
-func proxyNamesWhere(keep func(Proxy) bool) []string {
+func ProxyNames() []string {
 	var n []string
 	for _, p := range Proxies {
-		if keep(p) {
-			n = append(n, p.Name)
-		}
+		n = append(n, p.Name)
 	}
 	return n
 }
