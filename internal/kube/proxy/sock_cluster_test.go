@@ -172,15 +172,7 @@ func TestNodeToClusterIPThroughEBPF(t *testing.T) {
 	ips := runPods(t, cs, ns, whoamiPod("srv", 2, map[string]string{"app": "srv"}), clientPod("cli", 1))
 	vip := whoamiService(t, cs, ns, "srv")
 	before := sockStats(t, 1)
-	for node := 1; node <= 2; node++ {
-		for _, proto := range []string{"tcp", "udp"} {
-			var got string
-			var err error
-			if waitFor(10*time.Second, func() bool { got, err = nodeWho(node, proto, hostport(vip, 80)); return err == nil && got == "srv" }) != nil {
-				t.Errorf("node %d's process -> %s %s: %q (%v), want srv", node, proto, hostport(vip, 80), got, err)
-			}
-		}
-	}
+	bothNodesAnswer(t, hostport(vip, 80), "srv")
 	mid := sockStats(t, 1)
 	if mid.Connects < before.Connects+2 {
 		t.Errorf("node 1's socket programs translated %d connects for its own TCP and UDP clients, want >= 2", mid.Connects-before.Connects)
@@ -348,12 +340,19 @@ func ipv6ThroughSockets(t *testing.T, cs kubernetes.Interface) {
 	if st := sockStats(t, 1); st.Connects < before.Connects+1 {
 		t.Errorf("node 1's socket programs translated %d connects of pod cli6 to [%s]:80, want >= 1", st.Connects-before.Connects, vip)
 	}
+	bothNodesAnswer(t, hostport(vip, 80), "srv6")
+}
+
+// bothNodesAnswer: a process of each node's own (its cgroup and namespace)
+// reaches addr over TCP and UDP and is answered by want.
+func bothNodesAnswer(t *testing.T, addr, want string) {
+	t.Helper()
 	for node := 1; node <= 2; node++ {
 		for _, proto := range []string{"tcp", "udp"} {
 			var got string
 			var err error
-			if waitFor(10*time.Second, func() bool { got, err = nodeWho(node, proto, hostport(vip, 80)); return err == nil && got == "srv6" }) != nil {
-				t.Errorf("node %d's process -> %s %s: %q (%v), want srv6", node, proto, hostport(vip, 80), got, err)
+			if waitFor(10*time.Second, func() bool { got, err = nodeWho(node, proto, addr); return err == nil && got == want }) != nil {
+				t.Errorf("node %d's process -> %s %s: %q (%v), want %s", node, proto, addr, got, err, want)
 			}
 		}
 	}
