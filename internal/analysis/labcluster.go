@@ -81,10 +81,14 @@ func clusterEquivalent(c *results.Cell, cl *results.Cluster, clusterLabel string
 		return id, false
 	}
 	n := cl.Network()
+	mode := c.Mode
+	if c.LabMode != "" && len(c.ModeOptions) == 0 {
+		mode = c.LabMode // a label of the plain mode (kube.lab_same_node's host-1node); options make another path
+	}
 	switch {
-	case c.Mode == "host" && c.Path == "pod":
+	case mode == "host" && c.Path == "pod":
 		id.Path = "host"
-	case c.Mode != LabClusterShape(n)[placement]:
+	case mode != LabClusterShape(n)[placement]:
 		return id, false
 	case c.Path == "pod":
 		id.Path = "pod"

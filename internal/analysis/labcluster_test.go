@@ -193,28 +193,40 @@ func TestLabClusterShapeFlannel(t *testing.T) {
 
 // One file with a lab's cells beside a cluster's (kube run with kube.lab)
 // splits into the two sides, which Diff pairs as two files; a file of one
-// side does not split.
+// side does not split. The one-node lab of kube.lab_same_node labels its
+// modes (host-1node: mode host) and pairs with the same-node cells; a
+// labelled variant with options is another path and pairs with nothing.
 func TestSplitLabCluster(t *testing.T) {
 	cell := func(mode, path, placement string, nodes int) *results.Cell {
 		c := cellOf(mode, 10, 10, 10, 10)
 		c.Path, c.Placement, c.Test, c.Nodes = path, placement, "tcp_rr", nodes
 		return c
 	}
+	labelled := func(label, mode string, options map[string]string) *results.Cell {
+		c := cell(label, "pod", "", 0)
+		c.LabMode, c.ModeOptions = mode, options
+		return c
+	}
 	mixed := &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "fl", CNI: "flannel", CNIPlugin: network.CNIFlannel, CNIMode: network.FlannelHostGW, KubeProxyMode: "iptables"}},
 		Cells: []*results.Cell{
 			cell("host", "pod", "", 2), cell("fl", "host", "cross-node", 0),
 			cell("host-gw", "pod", "", 2), cell("fl", "pod", "cross-node", 0),
+			labelled("host-1node", "host", nil), cell("fl", "host", "same-node", 0),
+			labelled("bridge-1node", "bridge", nil), cell("fl", "pod", "same-node", 0),
+			labelled("bridge-nf-off", "bridge", map[string]string{"bridge_nf_call_iptables": "off"}),
 		}}
 	lab, cluster, ok := SplitLabCluster(mixed)
-	if !ok || len(lab.Cells) != 2 || len(cluster.Cells) != 2 || lab.Metadata.Cluster != nil || cluster.Metadata.Cluster == nil {
+	if !ok || len(lab.Cells) != 5 || len(cluster.Cells) != 4 || lab.Metadata.Cluster != nil || cluster.Metadata.Cluster == nil {
 		t.Fatalf("split: ok %v, lab %+v, cluster %+v", ok, lab, cluster)
 	}
 	var got []string
 	for _, d := range Diff(lab, cluster).Deltas {
 		got = append(got, d.Name())
 	}
-	if want := []string{"host|pod||tcp_rr ~ fl|host||tcp_rr|@cross-node", "host-gw|pod||tcp_rr ~ fl|pod||tcp_rr|@cross-node"}; !slices.Equal(got, want) {
-		t.Errorf("matched %v, want %v", got, want)
+	want := []string{"host|pod||tcp_rr ~ fl|host||tcp_rr|@cross-node", "host-gw|pod||tcp_rr ~ fl|pod||tcp_rr|@cross-node",
+		"host-1node|pod||tcp_rr ~ fl|host||tcp_rr|@same-node", "bridge-1node|pod||tcp_rr ~ fl|pod||tcp_rr|@same-node"}
+	if !slices.Equal(got, want) {
+		t.Errorf("matched\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if _, _, ok := SplitLabCluster(&results.File{Metadata: mixed.Metadata, Cells: cluster.Cells}); ok {
 		t.Error("a cluster-only file split")

@@ -209,6 +209,10 @@ type Cell struct {
 	ModeFacts map[string]string `json:"mode_facts,omitempty"`
 	// Nodes is 2 when the lab spanned two nodes (run --nodes 2), else 0.
 	Nodes int `json:"nodes,omitempty"`
+	// LabMode is the lab's mode when Mode is a label of it (a scenario's
+	// "bridge-nf-off", kube.lab_same_node's "host-1node"); "" when Mode is
+	// the mode itself.
+	LabMode string `json:"lab_mode,omitempty"`
 	// CPUAffinity: the CPUs the engine's client and server were pinned to;
 	// nil when the scheduler placed them (files before --cpu-affinity too).
 	CPUAffinity *CPUAffinity `json:"cpu_affinity,omitempty"`

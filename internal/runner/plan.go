@@ -179,6 +179,9 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links kn
 // asked has its cells recorded "not applied", and not measured.
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell, points []knob.Point) error {
 	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
+	if mv.Label != mv.Mode {
+		proto.LabMode = mv.Mode
+	}
 	if p.spec.Nodes > 1 {
 		proto.Nodes = p.spec.Nodes
 	}

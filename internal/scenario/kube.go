@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
 // Kube is a scenario's `kube:` section: what the flags of `vnetlab kube run`
@@ -44,6 +46,10 @@ type Kube struct {
 	// measured beside the cluster, a lab cell then a cluster cell, into
 	// one results file (bench.Spec.Lab).
 	Lab bool `yaml:"lab"`
+	// LabSameNode: with lab, these modes on a one-node lab too, for the
+	// cluster's same-node cells (the file's lab has two nodes), each
+	// labelled MODE-1node (bench.Spec.LabSameNode).
+	LabSameNode []string `yaml:"lab_same_node"`
 }
 
 // BenchSpec is the cluster run the file describes for `kube run -f`: b
@@ -62,7 +68,7 @@ func (s *Scenario) BenchSpec(b bench.Spec) (bench.Spec, error) {
 	if len(k.Placements) > 0 {
 		b.Pods.Placements = k.Placements
 	}
-	b.Pods.Nodes, b.Pods.Image, b.Label, b.Lab = k.Nodes, k.Image, k.Label, k.Lab
+	b.Pods.Nodes, b.Pods.Image, b.Label, b.Lab, b.LabSameNode = k.Nodes, k.Image, k.Label, k.Lab, k.LabSameNode
 	if k.Tolerance != nil {
 		b.Tolerance = *k.Tolerance
 	}
@@ -106,6 +112,9 @@ func (s *Scenario) validateKube() error {
 	}
 	if k.Lab && (k.Cluster == "" || k.Tabled() || !s.has("modes")) {
 		return s.kubeErrAt("lab", -1, "lab: true measures the file's modes beside one local cluster: give modes and kube.cluster (not kube.clusters or a kubeconfig)")
+	}
+	if err := s.validateLabSameNode(); err != nil {
+		return err
 	}
 	for _, key := range labOnly {
 		if s.has(key) && !k.Lab {
@@ -159,9 +168,41 @@ func (s *Scenario) validateKube() error {
 	return s.validateClusters()
 }
 
+// validateLabSameNode: kube.lab_same_node's modes are plain modes (the
+// file's options are for its modes:), each able to run on one node, beside
+// the file's two-node lab.
+func (s *Scenario) validateLabSameNode() error {
+	k := s.Kube
+	if len(k.LabSameNode) == 0 {
+		if n := s.kubeNode("lab_same_node"); n != nil && n.Kind == yaml.SequenceNode {
+			return s.kubeErrAt("lab_same_node", -1, "empty list: name the modes to measure on one node (lab_same_node: [host, bridge]), or leave the field out")
+		}
+		return nil
+	}
+	if !k.Lab || s.Nodes == nil || *s.Nodes < 2 {
+		return s.kubeErrAt("lab_same_node", -1, "lab_same_node adds a one-node lab beside the file's two-node lab: set kube.lab: true and nodes: 2 (or, for one node only, list the modes under modes:)")
+	}
+	if s.has("options") {
+		return s.kubeErrAt("lab_same_node", -1, "lab_same_node's modes are built without options, and options applies to modes: only: remove one of them")
+	}
+	for i, name := range k.LabSameNode {
+		m, err := modes.Get(name)
+		if err != nil {
+			return s.kubeErrAt("lab_same_node", i, "%v", err)
+		}
+		if m.MinNodes > 1 {
+			return s.kubeErrAt("lab_same_node", i, "mode %s needs %d nodes: list it under modes:, which the two-node lab measures", name, m.MinNodes)
+		}
+		if slices.Contains(k.LabSameNode[:i], name) {
+			return s.kubeErrAt("lab_same_node", i, "mode %s is listed twice", name)
+		}
+	}
+	return nil
+}
+
 // kubeFields are the fields of a kube: section, for messages.
 var kubeFields = []string{"cluster", "kubeconfig", "context", "paths", "placements", "nodes", "image", "label", "ready_timeout", "ip_family",
-	"clusters", "extra_services", "extra_tests", "tolerance", "lab"}
+	"clusters", "extra_services", "extra_tests", "tolerance", "lab", "lab_same_node"}
 
 // IsKube says whether the file describes a cluster run (`vnetlab kube run -f`).
 func (s *Scenario) IsKube() bool { return s.Kube != nil }

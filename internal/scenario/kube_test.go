@@ -82,6 +82,13 @@ func TestKubeErrorsNameLineAndField(t *testing.T) {
 		{"tests: [tcp_rr]\nkube: {cluster: k, lab: true}\n", `x.yaml:2: field kube.lab: lab: true measures the file's modes beside one local cluster`},
 		{"modes: [host]\nkube: {kubeconfig: /x, lab: true}\n", `field kube.lab: lab: true measures the file's modes beside one local cluster`},
 		{"modes: [host]\nkube:\n  cluster: k\n  lab: true\n  clusters: [{name: a, cni: bridge}]\n", `field kube.lab: lab: true measures`},
+		{"modes: [host]\nkube: {cluster: k, lab_same_node: [bridge]}\n", `x.yaml:2: field kube.lab_same_node: lab_same_node adds a one-node lab beside the file's two-node lab: set kube.lab: true and nodes: 2`},
+		{"modes: [host]\nkube: {cluster: k, lab: true, lab_same_node: [bridge]}\n", `field kube.lab_same_node: lab_same_node adds a one-node lab`},
+		{"modes: [host]\nnodes: 2\nkube:\n  cluster: k\n  lab: true\n  lab_same_node: [host, brige]\n", `x.yaml:6: field kube.lab_same_node[1]: unknown mode "brige"`},
+		{"modes: [host]\nnodes: 2\nkube:\n  cluster: k\n  lab: true\n  lab_same_node: [host-gw]\n", `field kube.lab_same_node[0]: mode host-gw needs 2 nodes: list it under modes:`},
+		{"modes: [host]\nnodes: 2\nkube:\n  cluster: k\n  lab: true\n  lab_same_node: [host, host]\n", `field kube.lab_same_node[1]: mode host is listed twice`},
+		{"modes: [host]\nnodes: 2\nkube:\n  cluster: k\n  lab: true\n  lab_same_node: []\n", `field kube.lab_same_node: empty list`},
+		{"modes: [bridge]\nnodes: 2\noptions: {bridge_nf_call_iptables: off}\nkube:\n  cluster: k\n  lab: true\n  lab_same_node: [bridge]\n", `field kube.lab_same_node: lab_same_node's modes are built without options`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.body))
@@ -105,6 +112,7 @@ tests: [tcp_rr]
 kube:
   cluster: fl
   lab: true
+  lab_same_node: [host, bridge]
   paths: [pod, host]
 `))
 	if err != nil {
@@ -112,7 +120,8 @@ kube:
 	}
 	b, err := s.BenchSpec(bench.DefaultSpec())
 	if err != nil || !b.Lab || b.Cluster.Local != "fl" || b.Measure.Nodes != 2 || !slices.Equal(b.Measure.Paths, []string{"pod"}) ||
-		len(b.Measure.Modes) != 2 || b.Measure.Modes[1].Mode != "vxlan" || !slices.Equal(b.Pods.Paths, []string{"pod", "host"}) {
+		len(b.Measure.Modes) != 2 || b.Measure.Modes[1].Mode != "vxlan" || !slices.Equal(b.Pods.Paths, []string{"pod", "host"}) ||
+		!slices.Equal(b.LabSameNode, []string{"host", "bridge"}) {
 		t.Errorf("kube.lab: %+v, %v", b, err)
 	}
 }

@@ -48,6 +48,10 @@ type Spec struct {
 	// the cluster and measured in the same rounds, a lab cell then a
 	// cluster cell (beside.go); one cluster only.
 	Lab bool
+	// LabSameNode: with Lab, these modes are measured too on a one-node
+	// lab beside the cluster, for its same-node cells (Measure's lab has
+	// two nodes), labelled MODE-1node (oneNodeLabel).
+	LabSameNode []string
 }
 
 // Target is a local cluster (vnetlab kube up) or any cluster's kubeconfig
@@ -107,6 +111,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Lab && (s.Cluster.Local == "" || len(s.Measure.Modes) == 0) {
 		return field.Errorf("lab", "{lab} measures the file's modes beside one local cluster, on the same CPUs: give modes and kube.cluster (not kube.clusters or a kubeconfig)")
+	}
+	if len(s.LabSameNode) > 0 && (!s.Lab || s.Measure.Nodes < 2) {
+		return field.Errorf("lab_same_node", "{lab_same_node} adds a one-node lab beside the file's two-node lab: set {lab} and nodes: 2 (or list the modes under modes: with nodes: 1)")
 	}
 	if s.Lab && os.Geteuid() != 0 {
 		return fmt.Errorf("kube.lab brings up labs, which needs root: run it with sudo")

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
@@ -45,5 +47,21 @@ func TestInterleave(t *testing.T) {
 	}
 	if got := interleave(nil, cells("c1", "c2")); len(got) != 2 || got[1].Cell.Mode != "c2" {
 		t.Errorf("no lab: %v", got)
+	}
+}
+
+// kube.lab_same_node adds a one-node lab to a two-node lab beside the
+// cluster: without kube.lab, or with a one-node lab, it is refused.
+func TestValidateLabSameNode(t *testing.T) {
+	spec := func(lab bool, nodes int) Spec {
+		s := DefaultSpec()
+		s.Cluster.Local, s.Lab, s.LabSameNode = "k", lab, []string{"bridge"}
+		s.Measure.Modes, s.Measure.Nodes = runner.Variants([]string{"host"}, nil), nodes
+		return s
+	}
+	for _, s := range []Spec{spec(false, 2), spec(true, 1)} {
+		if err := field.Rendered(s.Validate(), field.Key); err == nil || !strings.Contains(err.Error(), "lab_same_node adds a one-node lab beside the file's two-node lab: set lab and nodes: 2") {
+			t.Errorf("lab %v, nodes %d: %v", s.Lab, s.Measure.Nodes, err)
+		}
 	}
 }

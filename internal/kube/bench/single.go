@@ -56,13 +56,19 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 		return err
 	}
 	if s.Lab {
-		labs, err := runner.Prepare(ctx, s.Measure, prog)
+		labs, err := s.prepareLabs(ctx, prog)
+		for _, l := range labs {
+			defer l.Close()
+		}
 		if err != nil {
 			return err
 		}
-		defer labs.Close()
-		res.Metadata.Skipped = labs.Skipped()
-		planned = interleave(labs.Cells(), planned)
+		var cells []runner.Planned
+		for _, l := range labs {
+			cells = append(cells, l.Cells()...)
+			res.Metadata.Skipped = append(res.Metadata.Skipped, l.Skipped()...)
+		}
+		planned = interleave(cells, planned)
 	}
 	return measurePlanned(ctx, spec, planned, res, prog, meter)
 }

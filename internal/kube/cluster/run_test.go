@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -449,47 +450,59 @@ func TestKubeRunSweepStreams(t *testing.T) {
 // kube.lab: the file's lab measured beside the cluster in one run: a lab
 // cell then a cluster cell every round, both profiled (--profile on a local
 // cluster), the lab's cells without the cluster's node CPU, one file whose
-// lab and cluster sides pair by path, and the lab gone afterwards.
+// lab and cluster sides pair by path (the two-node lab's host with the
+// cross-node cell, kube.lab_same_node's one-node host-1node with the
+// same-node cell), and the labs gone afterwards.
 func TestKubeRunLabBeside(t *testing.T) {
 	needCluster(t)
-	_, f := runKubeFile(t, "modes: [host]\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
-		"kube:\n  cluster: "+testCluster+"\n  lab: true\n  paths: [host]\n  placements: [same-node]\n  label: beside\n", "--profile")
-	if len(f.Cells) != 2 || f.Cells[0].Mode != "host" || f.Cells[1].Mode != "beside" {
-		t.Fatalf("cells %v, want the lab's host then the cluster's beside", cellNames(f))
+	_, f := runKubeFile(t, "modes: [host]\nnodes: 2\ntests: [tcp_rr]\nduration: 1s\nrepeat: 2\n"+
+		"kube:\n  cluster: "+testCluster+"\n  lab: true\n  lab_same_node: [host]\n  paths: [host]\n  placements: [same-node, cross-node]\n  label: beside\n", "--profile")
+	if got, want := cellNames(f), []string{"host/pod/tcp_rr", "beside/host@same-node/tcp_rr", "host-1node/pod/tcp_rr", "beside/host@cross-node/tcp_rr"}; !slices.Equal(got, want) {
+		t.Fatalf("cells %v, want %v: the labs' cells each before a cluster cell", got, want)
 	}
-	labCell, clusterCell := f.Cells[0], f.Cells[1]
 	for _, c := range f.Cells {
 		if c.Valid != 2 || c.Median <= 0 || c.Profile == nil || c.Profile.Units <= 0 || c.Profile.Samples == 0 {
 			t.Errorf("%s: %d valid, median %g, profile %+v; want 2 valid samples, profiled", c.ID(), c.Valid, c.Median, c.Profile)
 		}
 	}
-	// Interleaved: lab sample, cluster sample, lab sample, cluster sample.
-	if len(labCell.Samples) == 2 && len(clusterCell.Samples) == 2 {
-		starts := []time.Time{labCell.Samples[0].Start, clusterCell.Samples[0].Start, labCell.Samples[1].Start, clusterCell.Samples[1].Start}
+	if f.Cells[0].Nodes != 2 || f.Cells[2].Nodes != 0 || f.Cells[2].LabMode != "host" {
+		t.Errorf("lab cells: nodes %d and %d, %s's mode %q; want the two-node lab's host, then a one-node lab's labelled host", f.Cells[0].Nodes, f.Cells[2].Nodes, f.Cells[2].Mode, f.Cells[2].LabMode)
+	}
+	// Interleaved: every round measures lab, cluster, lab, cluster.
+	for round := 0; round < 2; round++ {
+		var starts []time.Time
+		for _, c := range f.Cells {
+			if len(c.Samples) > round {
+				starts = append(starts, c.Samples[round].Start)
+			}
+		}
 		for i := 1; i < len(starts); i++ {
 			if !starts[i].After(starts[i-1]) {
-				t.Errorf("samples not interleaved lab, cluster, lab, cluster: %v", starts)
+				t.Errorf("round %d: samples not in the order lab, cluster, lab, cluster: %v", round+1, starts)
 			}
 		}
 	}
-	for _, s := range labCell.Samples {
-		if s.NodeCPU != nil {
-			t.Errorf("the lab's cell got the cluster's node CPU: %v", s.NodeCPU)
+	for i, c := range f.Cells {
+		for _, s := range c.Samples {
+			if lab := i%2 == 0; lab != (s.NodeCPU == nil) {
+				t.Errorf("%s: node CPU %v; want it on the cluster's cells only", c.ID(), s.NodeCPU)
+			}
 		}
-	}
-	if clusterCell.Samples[0].NodeCPU == nil {
-		t.Error("the cluster's cell has no node CPU")
 	}
 	labSide, clusterSide, ok := analysis.SplitLabCluster(f)
 	if !ok {
 		t.Fatal("the file does not split into a lab and a cluster side")
 	}
-	if d := analysis.Diff(labSide, clusterSide); len(d.Deltas) != 1 || d.Deltas[0].Name() != "host|pod||tcp_rr ~ beside|host||tcp_rr|@same-node" {
-		t.Errorf("lab against cluster: %d pairs %v, want host paired with beside host@same-node", len(d.Deltas), d.Deltas)
+	var pairs []string
+	for _, d := range analysis.Diff(labSide, clusterSide).Deltas {
+		pairs = append(pairs, d.Name())
+	}
+	if want := []string{"host|pod||tcp_rr ~ beside|host||tcp_rr|@cross-node", "host-1node|pod||tcp_rr ~ beside|host||tcp_rr|@same-node"}; !slices.Equal(pairs, want) {
+		t.Errorf("lab against cluster: %v, want %v", pairs, want)
 	}
 	entries, _ := os.ReadDir("/run/vnetlab/labs")
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "run") {
+		if strings.HasPrefix(e.Name(), "run") || strings.HasPrefix(e.Name(), "one") {
 			t.Errorf("lab %s left after the run", e.Name())
 		}
 	}
