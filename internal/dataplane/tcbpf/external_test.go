@@ -139,82 +139,86 @@ func TestNodePortSessionAffinity(t *testing.T) {
 	})
 }
 
-// ForgetUDPFlows: the UDP flows to a frontend whose backend left are
-// forgotten (both directions, pods' and outside clients'), so their next
-// datagram gets a live backend; flows to a backend that stays, TCP flows
-// and other frontends' flows are kept.
+// ForgetUDPFlows, in each family: the UDP flows to a frontend whose
+// backend left are forgotten (both directions, pods' and outside clients'),
+// so their next datagram gets a live backend; flows to a backend that
+// stays, TCP flows and other frontends' flows are kept.
 func TestForgetUDPFlows(t *testing.T) {
-	p := testPlane(t)
-	gone, stays := dp.Backend{IP: localPod, Port: 8080}, dp.Backend{IP: ipOf("10.244.1.6"), Port: 8080}
-	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
-		for _, fe := range []netip.Addr{vip, nodeIP} {
-			if err := p.AddService(dp.Service{VIP: fe, Port: 80, Proto: proto, Backends: []dp.Backend{gone}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	other := dp.Service{VIP: ipOf("10.96.0.101"), Port: 80, Proto: dp.UDP, Backends: []dp.Backend{gone}}
-	if err := p.AddService(other); err != nil {
-		t.Fatal(err)
-	}
-	inNode(t, func(up0 int) {
-		// pod flows (from_pod) to the clusterIP, UDP and TCP, and to the
-		// other Service; an outside flow to the node port.
-		podFlow := func(dst netip.Addr, proto uint8, flags uint8) netip.Addr {
-			sport := uint16(48000)
-			if dst == other.VIP {
-				sport = 48002 // its reverse entry must not be the first flow's
-			}
-			ret, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: dst, proto: proto, sport: sport, dport: 80, tcpFlags: flags, payload: []byte("x")}.bytes())
-			mustOK(t, ret)
-			d, _ := decode(out)
-			return d.dst
-		}
-		outsideFlow := func() netip.Addr {
-			ret, out := runOn(t, p.Objects().NodeportIn, up0, ipv4{src: client, dst: nodeIP, proto: protoUDP, sport: 48001, dport: 80, payload: []byte("x"), id: 1}.bytes())
-			mustOK(t, ret)
-			d, _ := decode(out)
-			return d.dst
-		}
-		podFlow(vip, protoUDP, 0)
-		podFlow(vip, protoTCP, tcpSYN)
-		podFlow(other.VIP, protoUDP, 0)
-		outsideFlow()
-		// The backend leaves both frontends (the Go side updates in place:
-		// the flows stay pinned until forgotten).
-		for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
-			for _, fe := range []netip.Addr{vip, nodeIP} {
-				if err := p.UpdateService(dp.Service{VIP: fe, Port: 80, Proto: proto, Backends: []dp.Backend{stays}}); err != nil {
-					t.Fatal(err)
+	for _, f := range npFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			p := testPlane(t)
+			gone, stays := dp.Backend{IP: f.local, Port: 8080}, dp.Backend{IP: f.stays, Port: 8080}
+			for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+				for _, fe := range []netip.Addr{f.vip, f.node} {
+					if err := p.AddService(dp.Service{VIP: fe, Port: 80, Proto: proto, Backends: []dp.Backend{gone}}); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-		}
-		if got := podFlow(vip, protoUDP, 0); got != gone.IP {
-			t.Fatalf("before forgetting, the UDP flow moved to %s: the conntrack should still pin it", got)
-		}
-		n, err := p.ForgetUDPFlows(map[netip.AddrPort][]dp.Backend{
-			netip.AddrPortFrom(vip, 80):    {stays},
-			netip.AddrPortFrom(nodeIP, 80): {stays},
+			other := dp.Service{VIP: f.otherVIP, Port: 80, Proto: dp.UDP, Backends: []dp.Backend{gone}}
+			if err := p.AddService(other); err != nil {
+				t.Fatal(err)
+			}
+			f.inNode(t, func(up0 int) {
+				// pod flows (from_pod) to the clusterIP, UDP and TCP, and to the
+				// other Service; an outside flow to the node port.
+				podFlow := func(dst netip.Addr, proto uint8, flags uint8) netip.Addr {
+					sport := uint16(48000)
+					if dst == other.VIP {
+						sport = 48002 // its reverse entry must not be the first flow's
+					}
+					ret, out := run(t, p.Objects().FromPod, f.frame(f.pod, dst, proto, sport, 80, flags, "x"))
+					mustOK(t, ret)
+					_, d := f.decode(t, out)
+					return d.Addr()
+				}
+				outsideFlow := func() netip.Addr {
+					ret, out := runOn(t, p.Objects().NodeportIn, up0, f.frame(f.client, f.node, protoUDP, 48001, 80, 0, "x"))
+					mustOK(t, ret)
+					_, d := f.decode(t, out)
+					return d.Addr()
+				}
+				podFlow(f.vip, protoUDP, 0)
+				podFlow(f.vip, protoTCP, tcpSYN)
+				podFlow(other.VIP, protoUDP, 0)
+				outsideFlow()
+				// The backend leaves both frontends (the Go side updates in place:
+				// the flows stay pinned until forgotten).
+				for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+					for _, fe := range []netip.Addr{f.vip, f.node} {
+						if err := p.UpdateService(dp.Service{VIP: fe, Port: 80, Proto: proto, Backends: []dp.Backend{stays}}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if got := podFlow(f.vip, protoUDP, 0); got != gone.IP {
+					t.Fatalf("before forgetting, the UDP flow moved to %s: the conntrack should still pin it", got)
+				}
+				n, err := p.ForgetUDPFlows(map[netip.AddrPort][]dp.Backend{
+					netip.AddrPortFrom(f.vip, 80):  {stays},
+					netip.AddrPortFrom(f.node, 80): {stays},
+				})
+				if err != nil || n != 2 {
+					t.Fatalf("ForgetUDPFlows: %d, %v; want 2 flows (one pod's, one from outside)", n, err)
+				}
+				if got := podFlow(f.vip, protoUDP, 0); got != stays.IP {
+					t.Errorf("pod's UDP flow after forgetting: %s, want %s", got, stays.IP)
+				}
+				if got := outsideFlow(); got != stays.IP {
+					t.Errorf("outside UDP flow after forgetting: %s, want %s", got, stays.IP)
+				}
+				if got := podFlow(f.vip, protoTCP, tcpACK); got != gone.IP {
+					t.Errorf("TCP flow: moved to %s, want it kept on %s (kube-proxy keeps TCP flows)", got, gone.IP)
+				}
+				if got := podFlow(other.VIP, protoUDP, 0); got != gone.IP {
+					t.Errorf("another frontend's UDP flow: moved to %s", got)
+				}
+			})
+			// The reverse entries went with the forward ones: a reply from the
+			// backend that left is no longer turned into the clusterIP's.
+			ret, out := run(t, p.Objects().ToPod, f.frame(f.local, f.pod, protoUDP, 8080, 48000, 0, "late"))
+			mustOK(t, ret)
+			f.expect(t, out, f.local, 8080, f.pod, 48000)
 		})
-		if err != nil || n != 2 {
-			t.Fatalf("ForgetUDPFlows: %d, %v; want 2 flows (one pod's, one from outside)", n, err)
-		}
-		if got := podFlow(vip, protoUDP, 0); got != stays.IP {
-			t.Errorf("pod's UDP flow after forgetting: %s, want %s", got, stays.IP)
-		}
-		if got := outsideFlow(); got != stays.IP {
-			t.Errorf("outside UDP flow after forgetting: %s, want %s", got, stays.IP)
-		}
-		if got := podFlow(vip, protoTCP, tcpACK); got != gone.IP {
-			t.Errorf("TCP flow: moved to %s, want it kept on %s (kube-proxy keeps TCP flows)", got, gone.IP)
-		}
-		if got := podFlow(other.VIP, protoUDP, 0); got != gone.IP {
-			t.Errorf("another frontend's UDP flow: moved to %s", got)
-		}
-	})
-	// The reverse entries went with the forward ones: a reply from the
-	// backend that left is no longer turned into the clusterIP's.
-	ret, out := run(t, p.Objects().ToPod, ipv4{src: localPod, dst: podB, proto: protoUDP, sport: 8080, dport: 48000, payload: []byte("late")}.bytes())
-	mustOK(t, ret)
-	expect(t, out, localPod, 8080, podB, 48000)
+	}
 }

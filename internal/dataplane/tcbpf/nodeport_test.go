@@ -125,6 +125,9 @@ type npFamily struct {
 	name                        string
 	inNode                      func(*testing.T, func(up0 int))
 	node, client, local, remote netip.Addr
+	// For the tests of pods' flows too: a clusterIP and another, a client
+	// pod and a second backend on this node.
+	vip, otherVIP, pod, stays netip.Addr
 	frame                       func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte
 	decode                      func(t *testing.T, out []byte) (src, dst netip.AddrPort)
 	valid                       func(*testing.T, []byte)
@@ -132,6 +135,7 @@ type npFamily struct {
 
 var npFamilies = []npFamily{{
 	name: "ipv4", inNode: inNode, node: nodeIP, client: client, local: localPod, remote: remotePod, valid: mustValid,
+	vip: vip, otherVIP: ipOf("10.96.0.101"), pod: podB, stays: ipOf("10.244.1.6"),
 	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte {
 		return ipv4{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte(payload), id: 1}.bytes()
 	},
@@ -144,6 +148,7 @@ var npFamilies = []npFamily{{
 	},
 }, {
 	name: "ipv6", inNode: inNode6, node: nodeIP6, client: client6Out, local: localPod6, remote: remotePod6, valid: mustValid6,
+	vip: vip6, otherVIP: ipOf("fd00:96::101"), pod: ipOf("fd00:244:1::b"), stays: ipOf("fd00:244:1::6"),
 	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte {
 		return ipv6{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte(payload)}.bytes()
 	},

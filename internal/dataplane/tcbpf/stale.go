@@ -10,12 +10,12 @@ import (
 // ForgetUDPFlows deletes the conntrack entries of the UDP flows whose
 // frontend (the clusterIP, node IP or external IP and port the client
 // reached) is a key of keep and whose backend is not in keep[frontend]:
-// both directions, in lb_conntrack (flows of the node's pods) and
-// np_conntrack (flows from outside the node). The next datagram of such a
-// flow is a new flow and gets a live backend. kube-proxy clears the
-// kernel's conntrack the same way (pkg/proxy/conntrack: UDP only; a TCP
-// flow keeps a removed endpoint until it ends). It returns how many flows
-// were forgotten.
+// both directions, in each family's conntrack of the node's pods
+// (lb_conntrack, lb6_conntrack) and of flows from outside the node
+// (np_conntrack, np6_conntrack). The next datagram of such a flow is a new
+// flow and gets a live backend. kube-proxy clears the kernel's conntrack
+// the same way (pkg/proxy/conntrack: UDP only; a TCP flow keeps a removed
+// endpoint until it ends). It returns how many flows were forgotten.
 func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 	if len(keep) == 0 {
 		return 0, nil
@@ -28,66 +28,100 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 		}
 		allowed[fe] = set
 	}
-	stale := func(k serviceLbCtKey, addr uint32, port uint16) bool {
-		if k.Dir != ctFwd || Proto(k.Proto) != UDP {
+	// stale: a forward entry of a UDP flow from frontend fe to a backend
+	// that fe no longer has.
+	stale := func(dir, proto uint8, fe, backend netip.AddrPort) bool {
+		if dir != ctFwd || Proto(proto) != UDP {
 			return false
 		}
-		set, ok := allowed[netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport))]
-		return ok && !set[netip.AddrPortFrom(addrOf(addr), portOf(port))]
+		set, ok := allowed[fe]
+		return ok && !set[backend]
 	}
+	hairpin6 := addr6Words(netip.MustParseAddr(HairpinIP6))
 
-	// Keys are collected first, deleted after: deleting while iterating
-	// a hash map restarts or skips the walk.
-	var pods []serviceLbCtKey
-	var (
-		k serviceLbCtKey
-		v serviceLbCt
-	)
-	it := p.objs.LbConntrack.Iterate()
-	for it.Next(&k, &v) {
-		if !stale(k, v.Addr, v.Port) {
-			continue
+	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, bool) {
+		if !stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(v.Addr), v.Port)) {
+			return serviceLbCtKey{}, false
 		}
 		rev := serviceLbCtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
 		if v.Flags&ctHairpin != 0 {
 			rev.Daddr = be32(netip.MustParseAddr(HairpinIP))
 		}
-		pods = append(pods, k, rev)
+		return rev, true
 	}
-	if err := it.Err(); err != nil {
-		return 0, err
-	}
-	var outside []serviceLbCtKey
-	var nv serviceNpCt
-	it = p.objs.NpConntrack.Iterate()
-	for it.Next(&k, &nv) {
-		if !stale(k, nv.Addr, nv.Port) {
-			continue
+	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, bool) {
+		if !stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(v.Addr), v.Port)) {
+			return serviceLbCtKey{}, false
 		}
-		rev := serviceLbCtKey{Saddr: nv.Addr, Daddr: k.Saddr, Sport: nv.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
-		if nv.Flags&npSNAT != 0 {
+		rev := serviceLbCtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		if v.Flags&npSNAT != 0 {
 			// The reply comes back to the SNAT address (the node IP; a flow
 			// made before np_node existed: the address the client reached).
-			rev.Daddr, rev.Dport = nv.Client, nv.SnatPort
+			rev.Daddr, rev.Dport = v.Client, v.SnatPort
 			if rev.Daddr == 0 {
 				rev.Daddr = k.Daddr
 			}
 		}
-		outside = append(outside, k, rev)
+		return rev, true
+	}
+	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, bool) {
+		if !stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(v.Addr), v.Port)) {
+			return serviceLb6CtKey{}, false
+		}
+		rev := serviceLb6CtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		if v.Flags&ctHairpin != 0 {
+			rev.Daddr = hairpin6
+		}
+		return rev, true
+	}
+	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, bool) {
+		if !stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(v.Addr), v.Port)) {
+			return serviceLb6CtKey{}, false
+		}
+		rev := serviceLb6CtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		if v.Flags&npSNAT != 0 {
+			rev.Daddr, rev.Dport = v.Client, v.SnatPort // np6_new_flow always sets the SNAT address
+		}
+		return rev, true
+	}
+
+	var n [4]int
+	var errs [4]error
+	n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods)
+	n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside)
+	n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6)
+	n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6)
+	return n[0] + n[1] + n[2] + n[3], errors.Join(errs[:]...)
+}
+
+// forgetFlows deletes from conntrack map m each forward entry that pick
+// chooses, and the reverse entry pick names for it; it returns how many
+// flows went. Keys are collected first, deleted after: deleting while
+// iterating a hash map restarts or skips the walk.
+func forgetFlows[K, V any](m *ebpf.Map, pick func(k *K, v *V) (rev K, ok bool)) (int, error) {
+	var (
+		keys []K
+		k    K
+		v    V
+	)
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		if rev, ok := pick(&k, &v); ok {
+			keys = append(keys, k, rev)
+		}
 	}
 	if err := it.Err(); err != nil {
 		return 0, err
 	}
 	var errs []error
-	for _, m := range []struct {
-		m    *ebpf.Map
-		keys []serviceLbCtKey
-	}{{p.objs.LbConntrack, pods}, {p.objs.NpConntrack, outside}} {
-		for _, k := range m.keys {
-			if err := m.m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				errs = append(errs, err)
-			}
+	for i := range keys {
+		if err := m.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
 		}
 	}
-	return (len(pods) + len(outside)) / 2, errors.Join(errs...)
+	return len(keys) / 2, errors.Join(errs...)
 }
+
+// addrPort is a conntrack key's or entry's address and port (network
+// order) as a netip.AddrPort.
+func addrPort(a netip.Addr, port uint16) netip.AddrPort { return netip.AddrPortFrom(a, portOf(port)) }
