@@ -14,6 +14,9 @@
 #   udp       udp_rr  against tools/rr-ref/rr.c udp  (netperf's UDP_RR loop, 1 byte each way)
 #   crr       tcp_crr against tools/crr-ref/crr.c    (connect, 1 byte each way, close with RST)
 #   sockperf  tcp_rr  against sockperf ping-pong     (14-byte messages, sockperf's minimum)
+#   rr-client, rr-server, udp-client, udp-server
+#             the engine's client (or server) with rr.c's server (client), against
+#             rr.c on both sides: which half of the engine costs (issue 31)
 #
 # Usage (it builds a lab: run it under the machine's lock):
 #   flock /run/vnetlab-dev.lock scripts/bench-engine.sh [--repeat 7] [--duration 2s] [--cpu N] [--rows rr,udp,crr]

@@ -36,7 +36,7 @@ if [ -z "${COMPARE_ONLY:-}" ]; then
 	echo "done: $(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
-r() { printf '  %-46s ' "$2 / $3"; "$BIN" ratio "$@" 2>&1 || true; }
+r() { printf '  '; "$BIN" ratio "$@" 2>&1 || true; }
 for b in $BACKENDS; do
 	f=$OUT/fid-$b.json
 	echo

@@ -2,7 +2,8 @@
 // C references on one veth-routed lab, client and server pinned to one CPU,
 // in interleaved rounds: tcp_rr and udp_rr against tools/rr-ref/rr.c
 // (netperf's TCP_RR and UDP_RR loop), tcp_crr against tools/crr-ref/crr.c,
-// and on request tcp_rr against sockperf ping-pong. It prints one line per
+// on request tcp_rr against sockperf ping-pong, and each half of the engine
+// (its client, or its server) with rr.c's other half. It prints one line per
 // row, the ratio built-in / reference of the medians with its bootstrap 95%
 // CI (internal/stats), and the machine's load averages before and after:
 //
@@ -17,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"regexp"
@@ -30,6 +32,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/rrbench"
 	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
@@ -46,7 +49,7 @@ func main() {
 		cpu      = flag.Int("cpu", -1, "CPU for client and server (default: the last CPU this process may use)")
 		rrRef    = flag.String("rr-ref", "", "the compiled tools/rr-ref/rr.c (rows rr and udp)")
 		crrRef   = flag.String("crr-ref", "", "the compiled tools/crr-ref/crr.c (row crr)")
-		rows     = flag.String("rows", "rr,udp,crr", "rows to measure: rr (tcp_rr / C), udp (udp_rr / C), crr (tcp_crr / C), sockperf (tcp_rr / sockperf, 14 bytes)")
+		rows     = flag.String("rows", "rr,udp,crr", "rows to measure: rr (tcp_rr / C), udp (udp_rr / C), crr (tcp_crr / C), sockperf (tcp_rr / sockperf, 14 bytes); rr-client, rr-server, udp-client, udp-server (the engine's one half with rr.c's other / C)")
 		name     = flag.String("lab", "bench-eng", "lab name")
 	)
 	flag.Parse()
@@ -100,18 +103,42 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 				t, proto = engine.UDPRR, "udp"
 			}
 			todo = append(todo, &row{label: string(t) + " / C reference",
-				builtin: engineSample("rr", t, 1, dur, pins), ref: refSample("rr-ref", ref.rr, proto, 1, dur, pins)})
+				builtin: engineSample("rr", t, 1, dur, pins), ref: pairSample(cReference(ref.rr, proto), cReference(ref.rr, proto), 1, dur, pins)})
+		case "rr-client", "rr-server", "udp-client", "udp-server":
+			// Which half costs: the engine's one side against rr.c's other,
+			// over rr.c on both sides (issue 31).
+			if ref.rr == "" {
+				return fmt.Errorf("row %s needs --rr-ref (the compiled tools/rr-ref/rr.c)", w)
+			}
+			self, err := engine.SelfBinary()
+			if err != nil {
+				return err
+			}
+			proto, half, _ := strings.Cut(w, "-")
+			t := engine.TCPRR
+			if proto == "udp" {
+				proto, t = "udp", engine.UDPRR
+			} else {
+				proto = "tcp"
+			}
+			c, g := cReference(ref.rr, proto), builtin(self, proto)
+			srv, cli, label := c, g, "client"
+			if half == "server" {
+				srv, cli, label = g, c, "server"
+			}
+			todo = append(todo, &row{label: fmt.Sprintf("%s, its %s with rr.c's other half / C reference", t, label),
+				builtin: pairSample(srv, cli, 1, dur, pins), ref: pairSample(c, c, 1, dur, pins)})
 		case "crr":
 			if ref.crr == "" {
 				return fmt.Errorf("row crr needs --crr-ref (the compiled tools/crr-ref/crr.c)")
 			}
 			todo = append(todo, &row{label: "tcp_crr / C reference",
-				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: refSample("crr-ref", ref.crr, "", 1, dur, pins)})
+				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: pairSample(cReference(ref.crr, ""), cReference(ref.crr, ""), 1, dur, pins)})
 		case "sockperf": // sockperf's messages carry a 14-byte header: both send 14 bytes
 			todo = append(todo, &row{label: "tcp_rr / sockperf",
 				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
 		default:
-			return fmt.Errorf("--rows %q: use rr, udp, crr and sockperf, comma-separated", which)
+			return fmt.Errorf("--rows %q: use rr, udp, crr, sockperf, rr-client, rr-server, udp-client and udp-server, comma-separated", which)
 		}
 	}
 
@@ -212,45 +239,96 @@ func loadavg() string {
 // refRateRE is the rate both C references print last.
 var refRateRE = regexp.MustCompile(`rate ([0-9.]+)`)
 
-// refSample runs a C reference (tools/rr-ref, tools/crr-ref): its server in
-// the server namespace, its client in the client namespace, both started
-// pinned. proto ("tcp", "udp") is the first argument of rr-ref; crr-ref has none.
-func refSample(name, bin, proto string, size int, dur time.Duration, pins cpupin.Pins) sampler {
+// program is one benchmark's two halves as command lines: a C reference's
+// or the built-in engine's.
+type program struct {
+	name   string
+	ready  string // what its server prints once it listens
+	server func(port, size string) []string
+	client func(addr, port, size string, dur time.Duration) []string
+	rate   func(out []byte) (float64, error)
+}
+
+// cReference is a C reference (tools/rr-ref, tools/crr-ref); proto ("tcp",
+// "udp") is the first argument of rr-ref, crr-ref has none.
+func cReference(bin, proto string) program {
+	var first []string
+	if proto != "" {
+		first = []string{proto}
+	}
+	name := "rr-ref"
+	if proto == "" {
+		name = "crr-ref"
+	}
+	return program{name: name, ready: name + " ready",
+		server: func(port, size string) []string {
+			return append(append([]string{bin, "server"}, first...), port, size)
+		},
+		client: func(addr, port, size string, dur time.Duration) []string {
+			return append(append([]string{bin, "client"}, first...), addr, port, size, strconv.FormatFloat(dur.Seconds(), 'f', -1, 64))
+		},
+		rate: func(out []byte) (float64, error) {
+			m := refRateRE.FindStringSubmatch(string(out))
+			if m == nil {
+				return 0, fmt.Errorf("%s printed %q", name, out)
+			}
+			return strconv.ParseFloat(m[1], 64)
+		},
+	}
+}
+
+// builtin is the engine's rr-server and rr-client (self: the vnetlab
+// binary), started as the rr driver starts them but pinned from outside,
+// as the C references are.
+func builtin(self, proto string) program {
+	return program{name: "the engine's rr", ready: rrbench.ReadyPrefix,
+		server: func(port, size string) []string {
+			return []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size}
+		},
+		client: func(addr, port, size string, dur time.Duration) []string {
+			return []string{self, "rr-client", "--proto", proto, "--addr", net.JoinHostPort(addr, port), "--size", size, "--duration", dur.String(), "-o", "json"}
+		},
+		rate: func(out []byte) (float64, error) {
+			r, err := rrbench.ParseReport(out)
+			if err != nil {
+				return 0, err
+			}
+			return r.Rate, nil
+		},
+	}
+}
+
+// pairSample runs one sample of srv's server in the server namespace and
+// cli's client in the client namespace, both started pinned.
+func pairSample(srv, cli program, size int, dur time.Duration, pins cpupin.Pins) sampler {
 	return func(ctx context.Context, tg engine.Target) (float64, error) {
 		port, sz := strconv.Itoa(refPort), strconv.Itoa(size)
-		var first []string
-		if proto != "" {
-			first = []string{proto}
-		}
-		srv := proc.Command(ctx, tg.ServerNS, bin, append(append([]string{"server"}, first...), port, sz)...)
-		srv.PinTo(pins.Server)
-		out, err := srv.StdoutPipe()
+		sargs := srv.server(port, sz)
+		s := proc.Command(ctx, tg.ServerNS, sargs[0], sargs[1:]...)
+		s.PinTo(pins.Server)
+		out, err := s.StdoutPipe()
 		if err != nil {
 			return 0, err
 		}
-		if err := srv.Start(); err != nil {
+		if err := s.Start(); err != nil {
 			return 0, err
 		}
-		defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+		defer func() { _ = s.Process.Kill(); _ = s.Wait() }()
 		sc := bufio.NewScanner(out)
-		if !sc.Scan() || !strings.Contains(sc.Text(), name+" ready") {
-			return 0, fmt.Errorf("%s server did not start", name)
+		if !sc.Scan() || !strings.Contains(sc.Text(), srv.ready) {
+			return 0, fmt.Errorf("%s server did not start", srv.name)
 		}
 		// The references have no timeouts of their own: a dead server or a
 		// lost datagram must not hang the benchmark.
 		cctx, cancel := context.WithTimeout(ctx, dur+20*time.Second)
 		defer cancel()
-		args := append(append([]string{"client"}, first...), tg.Addr, port, sz, strconv.FormatFloat(dur.Seconds(), 'f', -1, 64))
-		cli := proc.Command(cctx, tg.ClientNS, bin, args...)
-		cli.PinTo(pins.Client)
-		text, err := cli.Output()
+		cargs := cli.client(tg.Addr, port, sz, dur)
+		c := proc.Command(cctx, tg.ClientNS, cargs[0], cargs[1:]...)
+		c.PinTo(pins.Client)
+		text, err := c.Output()
 		if err != nil {
-			return 0, fmt.Errorf("%s client: %w", name, err)
+			return 0, fmt.Errorf("%s client: %w", cli.name, err)
 		}
-		m := refRateRE.FindStringSubmatch(string(text))
-		if m == nil {
-			return 0, fmt.Errorf("%s printed %q", name, text)
-		}
-		return strconv.ParseFloat(m[1], 64)
+		return cli.rate(text)
 	}
 }
