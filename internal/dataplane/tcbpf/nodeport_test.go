@@ -125,12 +125,13 @@ type npFamily struct {
 	name                        string
 	inNode                      func(*testing.T, func(up0 int))
 	node, client, local, remote netip.Addr
-	// For the tests of pods' flows too: a clusterIP and another, a client
-	// pod and a second backend on this node.
-	vip, otherVIP, pod, stays netip.Addr
 	frame                       func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8, payload string) []byte
 	decode                      func(t *testing.T, out []byte) (src, dst netip.AddrPort)
 	valid                       func(*testing.T, []byte)
+
+	// For the tests of pods' flows too: a clusterIP and another, a client
+	// pod and a second backend on this node.
+	vip, otherVIP, pod, stays netip.Addr
 }
 
 var npFamilies = []npFamily{{

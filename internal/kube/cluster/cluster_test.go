@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // One 2-node cluster serves every test of this package (bringing one up
@@ -39,6 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	if skipWhy != "" {
 		os.Exit(m.Run())
+	}
+	flag.Parse()
+	if err := testnet.CheckTimeout(20*time.Minute, "its cluster's first bring-up builds Kubernetes, ~7 minutes on 2 cores, and the tests take ~6 more"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	before := MachineState()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)

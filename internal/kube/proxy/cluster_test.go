@@ -12,6 +12,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -37,6 +38,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
+	"github.com/vnetlab/vnetlab/internal/testnet"
 )
 
 // testCluster is the cluster up: its name says its proxy (clusterNames).
@@ -79,6 +81,13 @@ func TestMain(m *testing.M) {
 		skipWhy = "a local cluster needs root (namespaces, containers)"
 	case os.Getenv("VNETLAB_BIN") == "":
 		skipWhy = "a local cluster puts vnetlab in its image and runs it as the proxy: set VNETLAB_BIN to a built vnetlab (make test does)"
+	}
+	if skipWhy == "" {
+		flag.Parse()
+		if err := testnet.CheckTimeout(20*time.Minute, "its first cluster's bring-up builds Kubernetes, ~7 minutes on 2 cores, and its four clusters' tests take ~4 more"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	if err := downCluster(); err != nil {
