@@ -37,23 +37,29 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 		set, ok := allowed[fe]
 		return ok && !set[backend]
 	}
-	hairpin6 := addr6Words(netip.MustParseAddr(HairpinIP6))
+	// stale4 and stale6: whether forward entry k, a flow to backend
+	// addr:port, is stale, and the key of its reverse entry as the programs
+	// write it for a plain flow (the callers move a hairpin's or a SNATed
+	// flow's reply address).
+	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16) (serviceLbCtKey, bool) {
+		rev := serviceLbCtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		return rev, stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(addr), port))
+	}
+	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16) (serviceLb6CtKey, bool) {
+		rev := serviceLb6CtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		return rev, stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port))
+	}
+	hairpin4, hairpin6 := be32(netip.MustParseAddr(HairpinIP)), addr6Words(netip.MustParseAddr(HairpinIP6))
 
 	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, bool) {
-		if !stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(v.Addr), v.Port)) {
-			return serviceLbCtKey{}, false
-		}
-		rev := serviceLbCtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		rev, ok := stale4(k, v.Addr, v.Port)
 		if v.Flags&ctHairpin != 0 {
-			rev.Daddr = be32(netip.MustParseAddr(HairpinIP))
+			rev.Daddr = hairpin4
 		}
-		return rev, true
+		return rev, ok
 	}
 	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, bool) {
-		if !stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(v.Addr), v.Port)) {
-			return serviceLbCtKey{}, false
-		}
-		rev := serviceLbCtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		rev, ok := stale4(k, v.Addr, v.Port)
 		if v.Flags&npSNAT != 0 {
 			// The reply comes back to the SNAT address (the node IP; a flow
 			// made before np_node existed: the address the client reached).
@@ -62,27 +68,21 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 				rev.Daddr = k.Daddr
 			}
 		}
-		return rev, true
+		return rev, ok
 	}
 	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, bool) {
-		if !stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(v.Addr), v.Port)) {
-			return serviceLb6CtKey{}, false
-		}
-		rev := serviceLb6CtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		rev, ok := stale6(k, v.Addr, v.Port)
 		if v.Flags&ctHairpin != 0 {
 			rev.Daddr = hairpin6
 		}
-		return rev, true
+		return rev, ok
 	}
 	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, bool) {
-		if !stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(v.Addr), v.Port)) {
-			return serviceLb6CtKey{}, false
-		}
-		rev := serviceLb6CtKey{Saddr: v.Addr, Daddr: k.Saddr, Sport: v.Port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		rev, ok := stale6(k, v.Addr, v.Port)
 		if v.Flags&npSNAT != 0 {
 			rev.Daddr, rev.Dport = v.Client, v.SnatPort // np6_new_flow always sets the SNAT address
 		}
-		return rev, true
+		return rev, ok
 	}
 
 	var n [4]int
