@@ -94,46 +94,39 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 	var todo []*row
 	for _, w := range strings.Split(which, ",") {
 		switch w {
-		case "rr", "udp": // netperf's default: 1-byte request and response
+		case "rr", "udp", "rr-client", "rr-server", "udp-client", "udp-server": // netperf's default: 1-byte request and response
 			if ref.rr == "" {
 				return fmt.Errorf("row %s needs --rr-ref (the compiled tools/rr-ref/rr.c)", w)
 			}
 			t, proto := engine.TCPRR, "tcp"
-			if w == "udp" {
+			if strings.HasPrefix(w, "udp") {
 				t, proto = engine.UDPRR, "udp"
 			}
-			todo = append(todo, &row{label: string(t) + " / C reference",
-				builtin: engineSample("rr", t, 1, dur, pins), ref: pairSample(cReference(ref.rr, proto), cReference(ref.rr, proto), 1, dur, pins)})
-		case "rr-client", "rr-server", "udp-client", "udp-server":
-			// Which half costs: the engine's one side against rr.c's other,
-			// over rr.c on both sides (issue 31).
-			if ref.rr == "" {
-				return fmt.Errorf("row %s needs --rr-ref (the compiled tools/rr-ref/rr.c)", w)
+			c := cReference("rr-ref", ref.rr, proto)
+			r := &row{label: string(t) + " / C reference", builtin: engineSample("rr", t, 1, dur, pins), ref: pairSample(c, c, 1, dur, pins)}
+			if _, half, ok := strings.Cut(w, "-"); ok {
+				// Which half costs: the engine's one side with rr.c's
+				// other, against rr.c on both sides (issue 31).
+				self, err := engine.SelfBinary()
+				if err != nil {
+					return err
+				}
+				g := builtin(self, proto)
+				srv, cli := c, g
+				if half == "server" {
+					srv, cli = g, c
+				}
+				r.label = fmt.Sprintf("%s, its %s with rr.c's other half / C reference", t, half)
+				r.builtin = pairSample(srv, cli, 1, dur, pins)
 			}
-			self, err := engine.SelfBinary()
-			if err != nil {
-				return err
-			}
-			proto, half, _ := strings.Cut(w, "-")
-			t := engine.TCPRR
-			if proto == "udp" {
-				proto, t = "udp", engine.UDPRR
-			} else {
-				proto = "tcp"
-			}
-			c, g := cReference(ref.rr, proto), builtin(self, proto)
-			srv, cli, label := c, g, "client"
-			if half == "server" {
-				srv, cli, label = g, c, "server"
-			}
-			todo = append(todo, &row{label: fmt.Sprintf("%s, its %s with rr.c's other half / C reference", t, label),
-				builtin: pairSample(srv, cli, 1, dur, pins), ref: pairSample(c, c, 1, dur, pins)})
+			todo = append(todo, r)
 		case "crr":
 			if ref.crr == "" {
 				return fmt.Errorf("row crr needs --crr-ref (the compiled tools/crr-ref/crr.c)")
 			}
+			crr := cReference("crr-ref", ref.crr, "")
 			todo = append(todo, &row{label: "tcp_crr / C reference",
-				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: pairSample(cReference(ref.crr, ""), cReference(ref.crr, ""), 1, dur, pins)})
+				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: pairSample(crr, crr, 1, dur, pins)})
 		case "sockperf": // sockperf's messages carry a 14-byte header: both send 14 bytes
 			todo = append(todo, &row{label: "tcp_rr / sockperf",
 				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
@@ -249,16 +242,13 @@ type program struct {
 	rate   func(out []byte) (float64, error)
 }
 
-// cReference is a C reference (tools/rr-ref, tools/crr-ref); proto ("tcp",
-// "udp") is the first argument of rr-ref, crr-ref has none.
-func cReference(bin, proto string) program {
+// cReference is a C reference (tools/rr-ref, tools/crr-ref), name being
+// what it prints; proto ("tcp", "udp") is the first argument of rr-ref,
+// crr-ref has none.
+func cReference(name, bin, proto string) program {
 	var first []string
 	if proto != "" {
 		first = []string{proto}
-	}
-	name := "rr-ref"
-	if proto == "" {
-		name = "crr-ref"
 	}
 	return program{name: name, ready: name + " ready",
 		server: func(port, size string) []string {
