@@ -10,8 +10,11 @@ import (
 // package whose TestMain brings up something only its own teardown
 // removes: go test's timeout panics from a goroutine of its own, TestMain's
 // teardown never runs, and the machine keeps a local cluster. why says
-// what takes the time. TestMain calls it after flag.Parse.
+// what takes the time. It parses the flags if TestMain has not.
 func CheckTimeout(least time.Duration, why string) error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
 	f := flag.Lookup("test.timeout")
 	if f == nil {
 		return nil

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -42,7 +41,6 @@ func TestMain(m *testing.M) {
 	if skipWhy != "" {
 		os.Exit(m.Run())
 	}
-	flag.Parse()
 	if err := testnet.CheckTimeout(20*time.Minute, "its cluster's first bring-up builds Kubernetes, ~7 minutes on 2 cores, and the tests take ~6 more"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -12,7 +12,6 @@ package proxy_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/netip"
@@ -83,7 +82,6 @@ func TestMain(m *testing.M) {
 		skipWhy = "a local cluster puts vnetlab in its image and runs it as the proxy: set VNETLAB_BIN to a built vnetlab (make test does)"
 	}
 	if skipWhy == "" {
-		flag.Parse()
 		if err := testnet.CheckTimeout(20*time.Minute, "its first cluster's bring-up builds Kubernetes, ~7 minutes on 2 cores, and its four clusters' tests take ~4 more"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
