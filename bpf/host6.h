@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * host6.h: host.h's delivery to pods for IPv6 (veth-ebpf).
+ * host6.h: host.h's delivery to pods for IPv6 (veth-ebpf; pod6_set_dmac for
+ * macvlan-ebpf and bridge ports).
  *
  * pod_routes6 maps a pod's IPv6 address to the same struct pod_route as
  * pod_routes (the node end of its veth, its MAC, the node end's MAC).
@@ -162,6 +163,38 @@ static __always_inline int host_reply_via_stack6(const struct lb6_pkt *p)
 	if (!host_via_stack_used() || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
 		return 0;
 	return bpf_map_lookup_elem(&host_via_stack6, &f) != NULL;
+}
+
+/* pod6_set_dmac: pod_set_dmac for IPv6, after a translation of p (as
+ * lb6_parse saw it) left daddr as the packet's destination: a backend that
+ * is a pod on the same L2 segment gets the frame by its MAC. Not for a
+ * hairpin (its new destination is the sender itself). */
+static __always_inline void pod6_set_dmac(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_addr *daddr)
+{
+	struct pod_route *r;
+
+	if (lb6_addr_eq(daddr, &p->daddr) || lb6_addr_eq(daddr, &p->saddr))
+		return;
+	r = bpf_map_lookup_elem(&pod_routes6, daddr);
+	if (!r || r->ifindex)
+		return;
+	if (bpf_skb_store_bytes(skb, 0, r->mac, 6, 0) == 0)
+		host_count(HOST_STAT_L2);
+}
+
+/* from_pod_l2_6: from_pod_l2 for IPv6: the translation, then pod6_set_dmac. */
+static __always_inline int from_pod_l2_6(struct __sk_buff *skb)
+{
+	struct lb6_addr daddr;
+	struct lb6_pkt p;
+	int ret;
+
+	if (lb6_parse(skb, &p) != LB_GO)
+		return TC_ACT_OK;
+	ret = lb6_from_pod_pkt(skb, &p);
+	if (ret == TC_ACT_OK && bpf_skb_load_bytes(skb, HOST6_DADDR, &daddr, sizeof(daddr)) == 0)
+		pod6_set_dmac(skb, &p, &daddr);
+	return ret;
 }
 
 /* host_from_pod_route6 works in two programs, each with a stack of its own

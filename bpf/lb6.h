@@ -21,7 +21,8 @@
  *   - hairpin (a pod reaching itself through a Service): the source
  *     becomes LB6_HAIRPIN_IP (100::a9fe:2a01, in the discard-only prefix
  *     100::/64 of RFC 6666, so no real host has it), as lb.h does with
- *     169.254.42.1; ICMPv6 errors of a hairpinned flow are not translated.
+ *     169.254.42.1; ICMPv6 errors of a hairpinned flow are translated too
+ *     (lb6_icmp).
  *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity; its
  *     key and value are built in a per-CPU scratch (lb6_scratch), as
  *     from_pod's stack has no 56 bytes to spare.
@@ -123,6 +124,36 @@ struct {
 	__type(value, struct lb_svc);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb6_services SEC(".maps");
+
+/* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
+ * lb6_services lookup (whose key, with a reply's ephemeral port in it,
+ * lands in a cold bucket of a 4 MB table): Services counted per 16-bit
+ * fold of their address (lb6_fold16), kept by the Go side. A /16 would not
+ * do: every ULA clusterIP and pod address starts fdxx. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb6_vip16 SEC(".maps");
+
+/* lb6_fold16: the xor of an address's four 32-bit words, as loaded, and of
+ * that word's two halves (internal/dataplane/tcbpf's fold16 is its twin). */
+static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
+{
+	__u32 x = a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];
+
+	return (x >> 16) ^ (x & 0xffff);
+}
+
+static __always_inline int lb6_maybe_vip(const struct lb6_addr *a)
+{
+	__u32 k = lb6_fold16(a);
+	__u32 *n = bpf_map_lookup_elem(&lb6_vip16, &k);
+
+	return n && *n;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -514,35 +545,39 @@ trunc:
 	return LB_PASS;
 }
 
-/* lb6_icmp_xlate rewrites, in an ICMPv6 error e, the quoted address at
- * qaddr_off (8: source, 24: destination, in the quoted header; it holds
- * qaddr) and the quoted port at qport_off (0: source, 2: destination; it
- * holds qport) to addr:port, and the outer address at outer_off (0: none)
- * from outer to addr. */
-static __always_inline int lb6_icmp_xlate(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_icmp_err *e,
-					  __u32 qaddr_off, const struct lb6_addr *qaddr, __u32 qport_off, __be16 qport,
-					  const struct lb6_ct *ct, __u32 outer_off, const struct lb6_addr *outer)
-{
-	struct lb6_addr addr = ct->addr;
-	__be16 port = ct->port;
-	__u32 diff = lb_csum_add(lb6_addr_diff(qaddr, &addr), lb_csum_add((__u16)~qport, port));
-	__u16 check;
+/* lb6_icmp_hdrs: the addresses of an ICMPv6 error (outer) and of the
+ * packet it quotes, with the quote's ports: what lb6_icmp rewrites. */
+struct lb6_icmp_hdrs {
+	struct lb6_addr outer_s, outer_d; /* contiguous, as in the IPv6 header */
+	struct lb6_addr quote_s, quote_d; /* the same */
+	__be16 quote_sport, quote_dport;
+};
 
-	if (outer_off)
-		diff = lb_csum_add(diff, lb6_addr_diff(outer, &addr));
-	check = lb6_csum_apply(e->check, diff);
-	if (bpf_skb_store_bytes(skb, e->in_ip + qaddr_off, &addr, sizeof(addr), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, e->in_l4 + qport_off, &port, sizeof(port), 0) < 0)
-		goto fail;
-	if (outer_off && bpf_skb_store_bytes(skb, outer_off, &addr, sizeof(addr), 0) < 0)
-		goto fail;
-	if (bpf_skb_store_bytes(skb, p->l4off + ICMP_CSUM, &check, sizeof(check), 0) < 0)
-		goto fail;
-	lb6_count(LB6_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb6_count(LB6_STAT_ERROR);
-	return TC_ACT_SHOT;
+/* lb6_icmp_scratch: lb6_icmp's variables, the quote, its conntrack key and
+ * the headers as they were and as they become (from_pod's stack has no
+ * room for them). */
+struct lb6_icmp_scratch {
+	struct lb6_icmp_err e;
+	struct lb6_ct_key k;
+	struct lb6_icmp_hdrs was, to;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lb6_icmp_scratch);
+} lb6_icmp_scratch SEC(".maps");
+
+/* lb6_icmp_diff: what going from a to b adds to the ICMPv6 checksum (the
+ * outer addresses through its pseudo-header, the quote as its payload). */
+static __always_inline __u32 lb6_icmp_diff(const struct lb6_icmp_hdrs *a, const struct lb6_icmp_hdrs *b)
+{
+	__u32 d = lb_csum_add(lb6_addr_diff(&a->outer_s, &b->outer_s), lb6_addr_diff(&a->outer_d, &b->outer_d));
+
+	d = lb_csum_add(d, lb_csum_add(lb6_addr_diff(&a->quote_s, &b->quote_s), lb6_addr_diff(&a->quote_d, &b->quote_d)));
+	return lb_csum_add(d, lb_csum_add(~((__u32)a->quote_sport | (__u32)a->quote_dport << 16),
+					  (__u32)b->quote_sport | (__u32)b->quote_dport << 16));
 }
 
 /* lb6_icmp translates an ICMPv6 error about a translated flow.
@@ -552,29 +587,70 @@ fail:
  * dir LB_CT_FWD: an error sent by the client about a reply it got from
  * vip:vport: the quote becomes backend:bport -> client, an outer
  * destination equal to the vip the backend. Either way the quote's reply
- * direction is the conntrack key. */
+ * direction is the conntrack key. For a hairpinned flow (the client is the
+ * backend, seen by itself as LB6_HAIRPIN_IP) the hairpin address is
+ * translated too: REV (the pod's error about the request it got, leaving
+ * it towards the hairpin address) becomes vip -> pod about pod -> vip; FWD
+ * (the pod's error about the reply it got) comes from the hairpin address,
+ * quoting backend -> hairpin address, as the backend side saw the flow. */
 static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt *p, __u8 dir)
 {
-	struct lb6_icmp_err e;
-	struct lb6_ct_key k = {};
+	struct lb6_icmp_scratch *s;
 	struct lb6_ct *ct;
+	__u32 zero = 0;
+	__u16 check;
 
-	if (lb6_icmp_quote(skb, p, &e) != LB_GO)
+	s = bpf_map_lookup_elem(&lb6_icmp_scratch, &zero);
+	if (!s || lb6_icmp_quote(skb, p, &s->e) != LB_GO)
 		return TC_ACT_OK;
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = dir;
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &k);
+	s->k.saddr = s->e.daddr;
+	s->k.daddr = s->e.saddr;
+	s->k.sport = s->e.dport;
+	s->k.dport = s->e.sport;
+	s->k.proto = s->e.proto;
+	s->k.pad = 0;
+	s->k.dir = dir;
+	ct = bpf_map_lookup_elem(&lb6_conntrack, &s->k);
 	if (!ct)
 		return TC_ACT_OK;
-	if (dir == LB_CT_REV)
-		return lb6_icmp_xlate(skb, p, &e, 24, &e.daddr, 2, e.dport, ct,
-				      lb6_addr_eq(&p->saddr, &e.daddr) ? IP6_SADDR_OFF : 0, &p->saddr);
-	return lb6_icmp_xlate(skb, p, &e, 8, &e.saddr, 0, e.sport, ct,
-			      lb6_addr_eq(&p->daddr, &e.saddr) ? IP6_SADDR_OFF + sizeof(struct lb6_addr) : 0, &p->daddr);
+	s->was.outer_s = p->saddr;
+	s->was.outer_d = p->daddr;
+	s->was.quote_s = s->e.saddr;
+	s->was.quote_d = s->e.daddr;
+	s->was.quote_sport = s->e.sport;
+	s->was.quote_dport = s->e.dport;
+	s->to = s->was;
+	if (dir == LB_CT_REV) {
+		s->to.quote_d = ct->addr;
+		s->to.quote_dport = ct->port;
+		if (lb6_addr_eq(&p->saddr, &s->e.daddr))
+			s->to.outer_s = ct->addr;
+		if (ct->flags & LB_CT_HAIRPIN) {
+			s->to.quote_s = ct->client;
+			if (lb6_is_hairpin(&p->daddr))
+				s->to.outer_d = ct->client;
+		}
+	} else {
+		s->to.quote_s = ct->addr;
+		s->to.quote_sport = ct->port;
+		if (lb6_addr_eq(&p->daddr, &s->e.saddr))
+			s->to.outer_d = ct->addr;
+		if (ct->flags & LB_CT_HAIRPIN) {
+			lb6_set_hairpin(&s->to.quote_d);
+			lb6_set_hairpin(&s->to.outer_s);
+		}
+	}
+	check = lb6_csum_apply(s->e.check, lb6_icmp_diff(&s->was, &s->to));
+	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &s->to.outer_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, s->e.in_ip + 8, &s->to.quote_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, s->e.in_l4, &s->to.quote_sport, 2 * sizeof(__be16), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, p->l4off + ICMP_CSUM, &check, sizeof(check), 0) < 0)
+		goto fail;
+	lb6_count(LB6_STAT_ICMP);
+	return TC_ACT_OK;
+fail:
+	lb6_count(LB6_STAT_ERROR);
+	return TC_ACT_SHOT;
 }
 
 /* lb6_forget_stale: as lb_forget_stale (a direct flow reusing a translated
@@ -775,8 +851,8 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	__be16 be_port;
 	__u8 hairpin;
 
-	if (p.proto == LB6_ICMP)
-		return lb6_icmp(skb, &p, LB_CT_FWD);
+	if (p.proto == LB6_ICMP) /* a hairpinned pod's error about its own flow goes the reply way */
+		return lb6_icmp(skb, &p, lb6_is_hairpin(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
 	if (lb6_is_hairpin(&p.daddr)) {
 		/* A pod answering a hairpinned connection: translate it back here,
 		 * before the node routes it (the address means nothing outside). */
@@ -805,6 +881,10 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 			fk.dir = LB_CT_FWD;
 			lb6_ct_close(&fk, &rk);
 		}
+		return TC_ACT_OK;
+	}
+	if (!lb6_maybe_vip(&p.daddr)) {
+		lb6_forget_stale(&p);
 		return TC_ACT_OK;
 	}
 	sk.vip = p.daddr;

@@ -45,7 +45,7 @@ int from_pod_l2(struct __sk_buff *skb)
 	int ret;
 
 	if (is_ipv6(skb))
-		return lb_verdict(lb6_from_pod(skb)); /* no L2 delivery for IPv6 yet: via the node */
+		return lb_verdict(from_pod_l2_6(skb));
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_UNSPEC;
 	ret = lb_from_pod_pkt(skb, &p);

@@ -21,7 +21,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Macvlan},
 		Usable:   ebpfUsable,
 		Build:    buildMacvlanEBPF,
-		IPv6:     true, // macvlan's IPv6 wiring; IPv6 Service traffic goes through the node (no L2 rewrite for IPv6 yet)
+		IPv6:     true, // macvlan's IPv6 wiring; IPv6 Service traffic addressed to the backend's MAC, as IPv4's
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFPodL2,
 			NoNetfilter: "macvlan-ebpf is macvlan with vnetlab's eBPF Services built in: use --provider ebpf (or mode macvlan for iptables/nftables)",
 			NodeNote:    "macvlan-ebpf: clusterIP packets are translated in the client pod and addressed to the backend's MAC: they never reach the node, so its iptables/nftables and conntrack do not see Service traffic either"},

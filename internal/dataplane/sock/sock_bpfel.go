@@ -92,6 +92,71 @@ type sockLb6FragKey struct {
 	Pad   [3]uint8
 }
 
+type sockLb6IcmpScratch struct {
+	_ structs.HostLayout
+	E struct {
+		_     structs.HostLayout
+		InIp  uint32
+		InL4  uint32
+		Saddr struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		Daddr struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		Sport uint16
+		Dport uint16
+		Proto uint8
+		_     [1]byte
+		Check uint16
+	}
+	K   sockLb6CtKey
+	Was struct {
+		_      structs.HostLayout
+		OuterS struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		OuterD struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteS struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteD struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+	To struct {
+		_      structs.HostLayout
+		OuterS struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		OuterD struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteS struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteD struct {
+			_ structs.HostLayout
+			W [4]uint32
+		}
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+}
+
 type sockLb6Scratch struct {
 	_   structs.HostLayout
 	Key sockLb6AffinityKey
@@ -320,10 +385,12 @@ const (
 	sockMapLb6Backends       = "lb6_backends"
 	sockMapLb6Conntrack      = "lb6_conntrack"
 	sockMapLb6Frags          = "lb6_frags"
+	sockMapLb6IcmpScratch    = "lb6_icmp_scratch"
 	sockMapLb6Scratch        = "lb6_scratch"
 	sockMapLb6Services       = "lb6_services"
 	sockMapLb6Stats          = "lb6_stats"
 	sockMapLb6Tail           = "lb6_tail"
+	sockMapLb6Vip16          = "lb6_vip16"
 	sockMapLbAffinity        = "lb_affinity"
 	sockMapLbBackends        = "lb_backends"
 	sockMapLbBports          = "lb_bports"
@@ -415,33 +482,35 @@ type sockProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockMapSpecs struct {
-	Lb6Affinity  *ebpf.MapSpec `ebpf:"lb6_affinity"`
-	Lb6Backends  *ebpf.MapSpec `ebpf:"lb6_backends"`
-	Lb6Conntrack *ebpf.MapSpec `ebpf:"lb6_conntrack"`
-	Lb6Frags     *ebpf.MapSpec `ebpf:"lb6_frags"`
-	Lb6Scratch   *ebpf.MapSpec `ebpf:"lb6_scratch"`
-	Lb6Services  *ebpf.MapSpec `ebpf:"lb6_services"`
-	Lb6Stats     *ebpf.MapSpec `ebpf:"lb6_stats"`
-	Lb6Tail      *ebpf.MapSpec `ebpf:"lb6_tail"`
-	LbAffinity   *ebpf.MapSpec `ebpf:"lb_affinity"`
-	LbBackends   *ebpf.MapSpec `ebpf:"lb_backends"`
-	LbBports     *ebpf.MapSpec `ebpf:"lb_bports"`
-	LbConntrack  *ebpf.MapSpec `ebpf:"lb_conntrack"`
-	LbFrags      *ebpf.MapSpec `ebpf:"lb_frags"`
-	LbMeta       *ebpf.MapSpec `ebpf:"lb_meta"`
-	LbServices   *ebpf.MapSpec `ebpf:"lb_services"`
-	LbStats      *ebpf.MapSpec `ebpf:"lb_stats"`
-	LbVip16      *ebpf.MapSpec `ebpf:"lb_vip16"`
-	Sock6Conns   *ebpf.MapSpec `ebpf:"sock6_conns"`
-	Sock6Dests   *ebpf.MapSpec `ebpf:"sock6_dests"`
-	Sock6Keep    *ebpf.MapSpec `ebpf:"sock6_keep"`
-	Sock6Rev     *ebpf.MapSpec `ebpf:"sock6_rev"`
-	SockAffinity *ebpf.MapSpec `ebpf:"sock_affinity"`
-	SockConns    *ebpf.MapSpec `ebpf:"sock_conns"`
-	SockDests    *ebpf.MapSpec `ebpf:"sock_dests"`
-	SockKeep     *ebpf.MapSpec `ebpf:"sock_keep"`
-	SockRev      *ebpf.MapSpec `ebpf:"sock_rev"`
-	SockStats    *ebpf.MapSpec `ebpf:"sock_stats"`
+	Lb6Affinity    *ebpf.MapSpec `ebpf:"lb6_affinity"`
+	Lb6Backends    *ebpf.MapSpec `ebpf:"lb6_backends"`
+	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
+	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
+	Lb6IcmpScratch *ebpf.MapSpec `ebpf:"lb6_icmp_scratch"`
+	Lb6Scratch     *ebpf.MapSpec `ebpf:"lb6_scratch"`
+	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
+	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
+	Lb6Vip16       *ebpf.MapSpec `ebpf:"lb6_vip16"`
+	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
+	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
+	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
+	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
+	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
+	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
+	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
+	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
+	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
+	Sock6Conns     *ebpf.MapSpec `ebpf:"sock6_conns"`
+	Sock6Dests     *ebpf.MapSpec `ebpf:"sock6_dests"`
+	Sock6Keep      *ebpf.MapSpec `ebpf:"sock6_keep"`
+	Sock6Rev       *ebpf.MapSpec `ebpf:"sock6_rev"`
+	SockAffinity   *ebpf.MapSpec `ebpf:"sock_affinity"`
+	SockConns      *ebpf.MapSpec `ebpf:"sock_conns"`
+	SockDests      *ebpf.MapSpec `ebpf:"sock_dests"`
+	SockKeep       *ebpf.MapSpec `ebpf:"sock_keep"`
+	SockRev        *ebpf.MapSpec `ebpf:"sock_rev"`
+	SockStats      *ebpf.MapSpec `ebpf:"sock_stats"`
 }
 
 // sockVariableSpecs contains global variables before they are loaded into the kernel.
@@ -472,33 +541,35 @@ func (o *sockObjects) Close() error {
 //
 // It can be passed to loadSockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockMaps struct {
-	Lb6Affinity  *ebpf.Map `ebpf:"lb6_affinity"`
-	Lb6Backends  *ebpf.Map `ebpf:"lb6_backends"`
-	Lb6Conntrack *ebpf.Map `ebpf:"lb6_conntrack"`
-	Lb6Frags     *ebpf.Map `ebpf:"lb6_frags"`
-	Lb6Scratch   *ebpf.Map `ebpf:"lb6_scratch"`
-	Lb6Services  *ebpf.Map `ebpf:"lb6_services"`
-	Lb6Stats     *ebpf.Map `ebpf:"lb6_stats"`
-	Lb6Tail      *ebpf.Map `ebpf:"lb6_tail"`
-	LbAffinity   *ebpf.Map `ebpf:"lb_affinity"`
-	LbBackends   *ebpf.Map `ebpf:"lb_backends"`
-	LbBports     *ebpf.Map `ebpf:"lb_bports"`
-	LbConntrack  *ebpf.Map `ebpf:"lb_conntrack"`
-	LbFrags      *ebpf.Map `ebpf:"lb_frags"`
-	LbMeta       *ebpf.Map `ebpf:"lb_meta"`
-	LbServices   *ebpf.Map `ebpf:"lb_services"`
-	LbStats      *ebpf.Map `ebpf:"lb_stats"`
-	LbVip16      *ebpf.Map `ebpf:"lb_vip16"`
-	Sock6Conns   *ebpf.Map `ebpf:"sock6_conns"`
-	Sock6Dests   *ebpf.Map `ebpf:"sock6_dests"`
-	Sock6Keep    *ebpf.Map `ebpf:"sock6_keep"`
-	Sock6Rev     *ebpf.Map `ebpf:"sock6_rev"`
-	SockAffinity *ebpf.Map `ebpf:"sock_affinity"`
-	SockConns    *ebpf.Map `ebpf:"sock_conns"`
-	SockDests    *ebpf.Map `ebpf:"sock_dests"`
-	SockKeep     *ebpf.Map `ebpf:"sock_keep"`
-	SockRev      *ebpf.Map `ebpf:"sock_rev"`
-	SockStats    *ebpf.Map `ebpf:"sock_stats"`
+	Lb6Affinity    *ebpf.Map `ebpf:"lb6_affinity"`
+	Lb6Backends    *ebpf.Map `ebpf:"lb6_backends"`
+	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
+	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
+	Lb6IcmpScratch *ebpf.Map `ebpf:"lb6_icmp_scratch"`
+	Lb6Scratch     *ebpf.Map `ebpf:"lb6_scratch"`
+	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
+	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
+	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
+	Lb6Vip16       *ebpf.Map `ebpf:"lb6_vip16"`
+	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
+	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
+	LbBports       *ebpf.Map `ebpf:"lb_bports"`
+	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
+	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
+	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
+	LbServices     *ebpf.Map `ebpf:"lb_services"`
+	LbStats        *ebpf.Map `ebpf:"lb_stats"`
+	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
+	Sock6Conns     *ebpf.Map `ebpf:"sock6_conns"`
+	Sock6Dests     *ebpf.Map `ebpf:"sock6_dests"`
+	Sock6Keep      *ebpf.Map `ebpf:"sock6_keep"`
+	Sock6Rev       *ebpf.Map `ebpf:"sock6_rev"`
+	SockAffinity   *ebpf.Map `ebpf:"sock_affinity"`
+	SockConns      *ebpf.Map `ebpf:"sock_conns"`
+	SockDests      *ebpf.Map `ebpf:"sock_dests"`
+	SockKeep       *ebpf.Map `ebpf:"sock_keep"`
+	SockRev        *ebpf.Map `ebpf:"sock_rev"`
+	SockStats      *ebpf.Map `ebpf:"sock_stats"`
 }
 
 func (m *sockMaps) Close() error {
@@ -507,10 +578,12 @@ func (m *sockMaps) Close() error {
 		m.Lb6Backends,
 		m.Lb6Conntrack,
 		m.Lb6Frags,
+		m.Lb6IcmpScratch,
 		m.Lb6Scratch,
 		m.Lb6Services,
 		m.Lb6Stats,
 		m.Lb6Tail,
+		m.Lb6Vip16,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,

@@ -261,6 +261,48 @@ func TestPrefiltersCount(t *testing.T) {
 	}
 }
 
+// The IPv6 clusterIP prefilter (lb6_vip16) counts by fold16: two IPv6
+// Services, one deleted: the other still translated, the deleted one's
+// clusterIP not; both deleted: counts back to zero. The Go side's fold16
+// names the slot the programs read (a wrong key would let no packet in).
+func TestPrefiltersCount6(t *testing.T) {
+	p := testPlane(t)
+	other6 := ipOf("fd00:96::7:7")
+	for _, v := range []netip.Addr{vip6, other6} {
+		if err := p.AddService(dp.Service{VIP: v, Port: 80, Proto: dp.TCP, Backends: []dp.Backend{{IP: back6, Port: 8080}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(a netip.Addr) uint32 {
+		t.Helper()
+		var n uint32
+		if err := p.Objects().Lb6Vip16.Lookup(dp.Fold16(a), &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if dp.Fold16(vip6) == dp.Fold16(other6) {
+		t.Fatal("the two clusterIPs fold alike: pick another")
+	}
+	if count(vip6) != 1 || count(other6) != 1 {
+		t.Fatalf("counts %d and %d, want 1 each", count(vip6), count(other6))
+	}
+	if err := p.DelService(vip6, 80, dp.TCP); err != nil {
+		t.Fatal(err)
+	}
+	_, out := run(t, p.Objects().FromPod, ipv6{src: client6, dst: other6, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
+	expect6(t, out, client6, 43000, back6, 8080)
+	in := ipv6{src: client6, dst: vip6, proto: protoTCP, sport: 43001, dport: 80, tcpFlags: tcpSYN}.bytes()
+	ret, out := run(t, p.Objects().FromPod, in)
+	mustUntouched(t, ret, in, out)
+	if err := p.DelService(other6, 80, dp.TCP); err != nil {
+		t.Fatal(err)
+	}
+	if count(vip6) != 0 || count(other6) != 0 {
+		t.Fatalf("counts after deleting both: %d and %d, want 0", count(vip6), count(other6))
+	}
+}
+
 // A UDP checksum that becomes 0 after translation must be sent as 0xffff
 // (0 would mean "no checksum").
 func TestUDPChecksumNeverBecomesZero(t *testing.T) {

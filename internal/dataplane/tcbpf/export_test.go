@@ -9,6 +9,9 @@ import "github.com/cilium/ebpf"
 // Objects returns the plane's programs and maps.
 func (p *Plane) Objects() *serviceObjects { return &p.objs }
 
+// Fold16 is the IPv6 clusterIP prefilter's key of an address.
+var Fold16 = fold16
+
 // The conntrack map's key and value.
 type (
 	CtKey = serviceLbCtKey

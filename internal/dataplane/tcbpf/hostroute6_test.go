@@ -12,6 +12,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -160,4 +162,53 @@ func TestHostRoute6RepliesOfStackNAT(t *testing.T) {
 	other := ipv6{src: back6, dst: client6, proto: protoTCP, sport: 80, dport: 40003, tcpFlags: tcpACK}.bytes()
 	ret, out = run(t, p.Objects().HostFromPod, other)
 	delivered6(t, ret, other, out, macB, nodeMacB)
+}
+
+// from_pod_l2 over IPv6 (macvlan-ebpf, bridge ports), as
+// TestFromPodL2Rewrite: a packet translated to a same-segment backend gets
+// the backend's MAC (hop limit untouched); an untranslated packet, a veth
+// route, the plain from_pod, a hairpin and a hairpin's reply keep their
+// MACs.
+func TestFromPodL2Rewrite6(t *testing.T) {
+	p := testPlane(t)
+	oneBackend6(t, p)
+	if err := p.AddRoute(dp.PodRoute{IP: back6, MAC: macA}); err != nil {
+		t.Fatal(err)
+	}
+	const hop = 14 + 7 // Ethernet, then the IPv6 header's hop limit
+	in := ipv6{src: client6, dst: vip6, proto: protoUDP, sport: 41000, dport: svcPort6, payload: []byte("x")}.bytes()
+	ret, out := run(t, p.Objects().FromPodL2, in)
+	mustOK(t, ret)
+	if !bytes.Equal(out[0:6], macA) || !bytes.Equal(out[6:12], in[6:12]) || out[hop] != in[hop] {
+		t.Fatalf("MACs %s <- %s hop limit %d: want %s <- the sender's, hop limit %d", net.HardwareAddr(out[0:6]), net.HardwareAddr(out[6:12]), out[hop], macA, in[hop])
+	}
+	expect6(t, out, client6, 41000, back6, backPort6)
+	mustValid6(t, out)
+	keeps := func(what string, prog *ebpf.Program, in []byte) {
+		t.Helper()
+		ret, out := run(t, prog, in)
+		mustOK(t, ret)
+		if !bytes.Equal(out[0:12], in[0:12]) {
+			t.Fatalf("%s: MACs %s <- %s, want them unchanged", what, net.HardwareAddr(out[0:6]), net.HardwareAddr(out[6:12]))
+		}
+	}
+	direct := ipv6{src: client6, dst: back6, proto: protoUDP, sport: 41001, dport: backPort6}.bytes()
+	ret, out = run(t, p.Objects().FromPodL2, direct)
+	mustUntouched(t, ret, direct, out)
+	keeps("from_pod (not _l2)", p.Objects().FromPod, ipv6{src: client6, dst: vip6, proto: protoUDP, sport: 41002, dport: svcPort6}.bytes())
+	// A hairpin and its reply go through the node (a bridge never sends a
+	// frame back out of the port it came in on).
+	keeps("a hairpin", p.Objects().FromPodL2, ipv6{src: back6, dst: vip6, proto: protoTCP, sport: 41003, dport: svcPort6, tcpFlags: tcpSYN}.bytes())
+	keeps("a hairpin's reply", p.Objects().FromPodL2, ipv6{src: back6, dst: ipOf(dp.HairpinIP6), proto: protoTCP, sport: backPort6, dport: 41003, tcpFlags: tcpSYN | tcpACK}.bytes())
+	// A veth route (with an ifindex) is host routing's, not an L2 neighbour.
+	if err := p.AddRoute(dp.PodRoute{IP: back6, MAC: macA, HostIfindex: 7, HostMAC: nodeMacA}); err != nil {
+		t.Fatal(err)
+	}
+	keeps("a veth pod", p.Objects().FromPodL2, ipv6{src: client6, dst: vip6, proto: protoUDP, sport: 41004, dport: svcPort6}.bytes())
+	if hs, _ := p.HostStats(); hs.L2 != 1 || hs.Redirected != 0 {
+		t.Fatalf("host stats %+v: want 1 L2 rewrite", hs)
+	}
+	if st := stats6(t, p); st.DNAT != 4 || st.RNAT != 1 || st.Errors != 0 {
+		t.Fatalf("IPv6 stats %+v: want 4 DNAT (the first packet, from_pod's, the hairpin, the veth pod's), 1 reverse NAT", st)
+	}
 }

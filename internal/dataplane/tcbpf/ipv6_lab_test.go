@@ -14,7 +14,7 @@ import (
 // the backend, which sees the client's own address, and the answers come
 // back from the clusterIP; a connected UDP socket hears ICMPv6 port
 // unreachable from a backend port where nothing listens (the error
-// translated back). Traffic from local sockets is CHECKSUM_PARTIAL: the
+// translated back), also the backend's own (hairpin). Traffic from local sockets is CHECKSUM_PARTIAL: the
 // programs' partial-checksum branch on the wire.
 func TestClusterIPv6OnLab(t *testing.T) {
 	tl := upLabFamily(t, "bp6", true, family.Dual)
@@ -65,6 +65,10 @@ func TestClusterIPv6OnLab(t *testing.T) {
 			}
 			if ok, err := udpRefused(b.NS, closed6); err != nil || !ok {
 				t.Fatalf("udp to a closed backend port: refused=%v, %v (ICMPv6 error not translated?)", ok, err)
+			}
+			// Hairpin: pod-a's own error about its own flow, translated both ways.
+			if ok, err := udpRefused(tl.pod("pod-a").NS, closed6); err != nil || !ok {
+				t.Fatalf("hairpin udp to a closed backend port: refused=%v, %v (ICMPv6 error of a hairpinned flow not translated?)", ok, err)
 			}
 			// The IPv4 Service beside it.
 			if ans, err := tcpOnce(b.NS, svcAddr); err != nil || ans.pod != "pod-a" {

@@ -441,6 +441,52 @@ func TestIPv6ICMPErrors(t *testing.T) {
 	}
 }
 
+// ICMPv6 errors of a hairpinned flow (a pod reaching itself through its
+// Service) both leave the pod through from_pod and are translated, the
+// hairpin address too: the pod's error about the request it got (sent to
+// the hairpin address) comes back as an error from the clusterIP about pod
+// -> clusterIP; its error about the reply it got goes back to itself from
+// the hairpin address, quoting pod -> hairpin address, as its backend side
+// saw the flow. Checksums right.
+func TestIPv6HairpinICMPErrors(t *testing.T) {
+	p := testPlane(t)
+	oneBackend6(t, p)
+	hairpin6 := ipOf(dp.HairpinIP6)
+	const sport = 46100
+	_, out := run(t, p.Objects().FromPod, ipv6{src: back6, dst: vip6, proto: protoUDP, sport: sport, dport: svcPort6, payload: []byte("q")}.bytes())
+	expect6(t, out, hairpin6, sport, back6, backPort6)
+	cases := []struct {
+		name           string
+		err            ipv6 // from the pod, leaving it
+		src, dst       netip.Addr
+		qs, qd         netip.Addr
+		qsport, qdport uint16
+	}{
+		{"about the request (backend side)",
+			icmp6Error(icmp6Unreach, 4, back6, hairpin6, ipv6{src: hairpin6, dst: back6, proto: protoUDP, sport: sport, dport: backPort6, payload: []byte("q")}, 1232),
+			vip6, back6, back6, vip6, sport, svcPort6},
+		{"about the reply (client side)",
+			icmp6Error(icmp6Unreach, 4, back6, vip6, ipv6{src: vip6, dst: back6, proto: protoUDP, sport: svcPort6, dport: sport, payload: []byte("r")}, 1232),
+			hairpin6, back6, back6, hairpin6, backPort6, sport},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ret, out := run(t, p.Objects().FromPod, c.err.bytes())
+			mustOK(t, ret)
+			if d, _ := decode6(out); d.src != c.src || d.dst != c.dst {
+				t.Fatalf("outer %s -> %s, want %s -> %s", d.src, d.dst, c.src, c.dst)
+			}
+			if qs, qsp, qd, qdp := quoted6(t, out); qs != c.qs || qsp != c.qsport || qd != c.qd || qdp != c.qdport {
+				t.Fatalf("quote [%s]:%d -> [%s]:%d, want [%s]:%d -> [%s]:%d", qs, qsp, qd, qdp, c.qs, c.qsport, c.qd, c.qdport)
+			}
+			mustValid6(t, out)
+		})
+	}
+	if st := stats6(t, p); st.ICMP != 2 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want 2 ICMPv6 errors translated, no errors", st)
+	}
+}
+
 // A UDP checksum that computes to 0 after translation is sent as 0xffff
 // (0 would mean "none", illegal in IPv6).
 func TestIPv6UDPChecksumNeverBecomesZero(t *testing.T) {

@@ -424,14 +424,14 @@ func TestBackendsPinsAndDelete(t *testing.T) {
 	// creates them and counts the Services already loaded, so programs
 	// attached from now on (using the new arrays) translate at once.
 	p.Close()
-	for _, m := range []string{"lb_vip16", "lb_bports"} {
+	for _, m := range []string{"lb_vip16", "lb6_vip16", "lb_bports"} {
 		if err := os.Remove(filepath.Join(dp.PinDir(tl.st.Name), m)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p = openPlane(t, tl)
-	if len(p.Created()) != 2 {
-		t.Fatalf("Open after removing the prefilters created %v, want the two arrays", p.Created())
+	if len(p.Created()) != 3 {
+		t.Fatalf("Open after removing the prefilters created %v, want the three arrays", p.Created())
 	}
 	ns, ifn := tl.endpoint("pod-b", dp.InPod)
 	if err := p.DetachEndpoint(ns, ifn); err != nil {

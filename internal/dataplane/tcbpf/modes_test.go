@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kernel"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -33,9 +35,21 @@ import (
 // pod; down runs when the test ends, pass or fail.
 func upModeLab(t *testing.T, prefix, mode string) *testLab {
 	t.Helper()
-	l, _ := testnet.UpLab(t, lab.Spec{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000), Mode: mode}, 4)
+	return upModeLabFamily(t, prefix, mode, family.IPv4)
+}
+
+// upModeLabFamily is upModeLab with pods of family fam (echo servers on
+// each of its families).
+func upModeLabFamily(t *testing.T, prefix, mode string, fam family.Family) *testLab {
+	t.Helper()
+	l, _ := testnet.UpLab(t, lab.Spec{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000), Mode: mode, Family: fam}, 4)
 	for _, p := range l.State.Pods {
-		serve(t, p.NS, p.Name)
+		if fam.HasIPv4() {
+			serve(t, p.NS, p.Name)
+		}
+		if fam.HasIPv6() {
+			testnet.Serve6(t, p.NS, testPort, p.Name)
+		}
 	}
 	return &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
 }
@@ -276,6 +290,57 @@ func TestMacvlanEBPFLab(t *testing.T) {
 	if iptablesPackets(t, node, "nat", "POSTROUTING") == nat {
 		t.Fatal("clusterIP traffic through the shim did not hit the node's MASQUERADE: the check above proves nothing")
 	}
+}
+
+// TestMacvlanEBPFLab6: on a dual macvlan-ebpf lab, TCP and UDP through an
+// IPv6 clusterIP reach the backend addressed by its MAC (from_pod_l2's L2
+// rewrite), which sees the client's own address; the node forwards none of
+// it (its Ip6OutForwDatagrams stays still).
+func TestMacvlanEBPFLab6(t *testing.T) {
+	tl := upModeLabFamily(t, "fa6", "macvlan-ebpf", family.Dual)
+	node := tl.st.Nodes[0].NS
+	p := openPlane(t, tl)
+	a6 := netip.MustParseAddr(tl.pod("pod-a").IP6)
+	for _, proto := range []dp.Proto{dp.TCP, dp.UDP} {
+		if err := p.AddService(dp.Service{VIP: vip6, Port: testPort, Proto: proto, Backends: []dp.Backend{{IP: a6, Port: testPort}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc6 := netip.AddrPortFrom(vip6, testPort).String()
+	b := tl.pod("pod-b")
+	before, _ := p.HostStats()
+	fwd := ip6Forwarded(t, node)
+	ans, err := tcpOnce(b.NS, svc6)
+	if want := "[" + b.IP6 + "]:"; err != nil || ans.pod != "pod-a" || !strings.HasPrefix(ans.peer, want) {
+		t.Fatalf("tcp via the IPv6 clusterIP: %+v, %v (want pod-a seeing %s)", ans, err, want)
+	}
+	ans, from, err := udpOnce(b.NS, svc6)
+	if err != nil || ans.pod != "pod-a" || from != svc6 {
+		t.Fatalf("udp via the IPv6 clusterIP: %+v from %s, %v (want pod-a answering from %s)", ans, from, err, svc6)
+	}
+	hs, _ := p.HostStats()
+	t.Logf("host stats %+v -> %+v; node Ip6OutForwDatagrams %d -> %d", before, hs, fwd, ip6Forwarded(t, node))
+	if hs.L2-before.L2 < 4 {
+		t.Fatalf("host stats %+v -> %+v: want the translated packets (TCP's and UDP's) addressed by MAC", before, hs)
+	}
+	if got := ip6Forwarded(t, node); got != fwd {
+		t.Fatalf("the node forwarded %d IPv6 packets: the Service traffic went through it", got-fwd)
+	}
+}
+
+// ip6Forwarded is a namespace's Ip6OutForwDatagrams (/proc/net/snmp6).
+func ip6Forwarded(t *testing.T, ns string) uint64 {
+	t.Helper()
+	out, err := proc.Command(context.Background(), ns, "cat", "/proc/net/snmp6").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^Ip6OutForwDatagrams\s+(\d+)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no Ip6OutForwDatagrams in %s's /proc/net/snmp6", ns)
+	}
+	n, _ := strconv.ParseUint(string(m[1]), 10, 64)
+	return n
 }
 
 // TestEBPFModesLeaveNothing: after down, the programs the lab used are

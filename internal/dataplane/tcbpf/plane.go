@@ -92,8 +92,8 @@ func Open(lab string) (*Plane, error) {
 		return nil, fmt.Errorf("ebpf: load service programs: %w", err)
 	}
 	p.created = append(p.created, fresh...)
-	if slices.Contains(fresh, filepath.Join(dir, serviceMapLbVip16)) && !slices.Contains(fresh, filepath.Join(dir, serviceMapLbServices)) {
-		if err := p.rebuildFilters(); err != nil {
+	if !slices.Contains(fresh, filepath.Join(dir, serviceMapLbServices)) {
+		if err := p.rebuildFilters(fresh); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("ebpf: lab %s: prefilters: %w", lab, err)
 		}

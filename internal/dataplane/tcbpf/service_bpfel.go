@@ -88,6 +88,41 @@ type serviceLb6FragKey struct {
 	Pad   [3]uint8
 }
 
+type serviceLb6IcmpScratch struct {
+	_ structs.HostLayout
+	E struct {
+		_     structs.HostLayout
+		InIp  uint32
+		InL4  uint32
+		Saddr serviceLb6Addr
+		Daddr serviceLb6Addr
+		Sport uint16
+		Dport uint16
+		Proto uint8
+		_     [1]byte
+		Check uint16
+	}
+	K   serviceLb6CtKey
+	Was struct {
+		_          structs.HostLayout
+		OuterS     serviceLb6Addr
+		OuterD     serviceLb6Addr
+		QuoteS     serviceLb6Addr
+		QuoteD     serviceLb6Addr
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+	To struct {
+		_          structs.HostLayout
+		OuterS     serviceLb6Addr
+		OuterD     serviceLb6Addr
+		QuoteS     serviceLb6Addr
+		QuoteD     serviceLb6Addr
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+}
+
 type serviceLb6Scratch struct {
 	_   structs.HostLayout
 	Key serviceLb6AffinityKey
@@ -241,10 +276,12 @@ const (
 	serviceMapLb6Backends    = "lb6_backends"
 	serviceMapLb6Conntrack   = "lb6_conntrack"
 	serviceMapLb6Frags       = "lb6_frags"
+	serviceMapLb6IcmpScratch = "lb6_icmp_scratch"
 	serviceMapLb6Scratch     = "lb6_scratch"
 	serviceMapLb6Services    = "lb6_services"
 	serviceMapLb6Stats       = "lb6_stats"
 	serviceMapLb6Tail        = "lb6_tail"
+	serviceMapLb6Vip16       = "lb6_vip16"
 	serviceMapLbAffinity     = "lb_affinity"
 	serviceMapLbBackends     = "lb_backends"
 	serviceMapLbBports       = "lb_bports"
@@ -339,10 +376,12 @@ type serviceMapSpecs struct {
 	Lb6Backends    *ebpf.MapSpec `ebpf:"lb6_backends"`
 	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
+	Lb6IcmpScratch *ebpf.MapSpec `ebpf:"lb6_icmp_scratch"`
 	Lb6Scratch     *ebpf.MapSpec `ebpf:"lb6_scratch"`
 	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
+	Lb6Vip16       *ebpf.MapSpec `ebpf:"lb6_vip16"`
 	LbAffinity     *ebpf.MapSpec `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.MapSpec `ebpf:"lb_backends"`
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
@@ -397,10 +436,12 @@ type serviceMaps struct {
 	Lb6Backends    *ebpf.Map `ebpf:"lb6_backends"`
 	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
+	Lb6IcmpScratch *ebpf.Map `ebpf:"lb6_icmp_scratch"`
 	Lb6Scratch     *ebpf.Map `ebpf:"lb6_scratch"`
 	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
 	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
+	Lb6Vip16       *ebpf.Map `ebpf:"lb6_vip16"`
 	LbAffinity     *ebpf.Map `ebpf:"lb_affinity"`
 	LbBackends     *ebpf.Map `ebpf:"lb_backends"`
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
@@ -431,10 +472,12 @@ func (m *serviceMaps) Close() error {
 		m.Lb6Backends,
 		m.Lb6Conntrack,
 		m.Lb6Frags,
+		m.Lb6IcmpScratch,
 		m.Lb6Scratch,
 		m.Lb6Services,
 		m.Lb6Stats,
 		m.Lb6Tail,
+		m.Lb6Vip16,
 		m.LbAffinity,
 		m.LbBackends,
 		m.LbBports,
