@@ -19,8 +19,7 @@
  *
  * The Services are lb.h's and lb6.h's maps (lb_services, lb_backends,
  * lb6_services, lb6_backends), pinned in the lab's bpffs directory and
- * shared with the tc programs: one `svc add` serves both. IPv6 Services
- * have no sessionAffinity yet (as in the tc plane). The way back (getpeername, recvfrom) needs to know which
+ * shared with the tc programs: one `svc add` serves both. The way back (getpeername, recvfrom) needs to know which
  * backend stands for which clusterIP, per socket, without a hash insert
  * per connection (an LRU insert, with its locks and evictions, was most
  * of a translated connect's cost):
@@ -150,6 +149,16 @@ struct {
 	__type(value, struct lb_affinity);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_affinity SEC(".maps");
+
+/* sock6_affinity: sock_affinity for IPv6 Services (key as sock_affinity's,
+ * values as lb6_affinity's: an IPv6 backend). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct sock_affinity_key);
+	__type(value, struct lb6_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock6_affinity SEC(".maps");
 
 enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
@@ -537,8 +546,11 @@ static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __
 {
 	struct lb6_svc_key k = {};
 	struct lb_backend_key bk = {};
+	struct sock_affinity_key ak = {};
 	struct lb6_backend *b;
 	struct lb_svc *svc;
+	__u64 now = 0;
+	int slot;
 
 	k.vip = *addr;
 	k.port = *port;
@@ -546,8 +558,7 @@ static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __
 	svc = bpf_map_lookup_elem(&lb6_services, &k);
 	if (!svc)
 		return SOCK_MISS;
-	/* As sock_xlate; the tc plane also keeps IPv6 sessionAffinity
-	 * (lb6_affinity), which this plane has no IPv6 map for. */
+	/* As sock_xlate. */
 	if (mine == SOCK_MINE_TC_BEHIND &&
 	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
 		return SOCK_MISS;
@@ -557,10 +568,23 @@ static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __
 	}
 	bk.svc_id = svc->id;
 	bk.slot = seed % svc->count;
+	if (svc->flags & LB_SVC_AFFINITY) {
+		ak.netns = bpf_get_netns_cookie(ctx);
+		ak.svc_id = svc->id;
+		now = bpf_ktime_get_ns();
+		slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&sock6_affinity, &ak), now);
+		if (slot >= 0)
+			bk.slot = slot;
+	}
 	b = bpf_map_lookup_elem(&lb6_backends, &bk);
 	if (!b) {
 		sock_count(SOCK_STAT_NO_BACKEND);
 		return SOCK_REJECT;
+	}
+	if (svc->flags & LB_SVC_AFFINITY) {
+		struct lb6_affinity a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = bk.slot };
+
+		bpf_map_update_elem(&sock6_affinity, &ak, &a, BPF_ANY);
 	}
 	if (how == SOCK_PEER)
 		sock6_remember_peer(ctx, &b->ip, b->port, &k.vip, k.port);

@@ -134,7 +134,7 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 	// keeps the tc plane's program.
 	delete(spec.Maps, sockMapLb6Tail)
 	delete(spec.Programs, sockProgLb6Reject)
-	for _, name := range []string{sockMapSockConns, sockMapSockDests, sockMapSockRev, sockMapSockStats, sockMapSockAffinity, sockMapSock6Conns, sockMapSock6Dests, sockMapSock6Rev} {
+	for _, name := range []string{sockMapSockConns, sockMapSockDests, sockMapSockRev, sockMapSockStats, sockMapSockAffinity, sockMapSock6Conns, sockMapSock6Dests, sockMapSock6Rev, sockMapSock6Affinity} {
 		if _, err := os.Stat(filepath.Join(svc.Dir(), name)); errors.Is(err, os.ErrNotExist) {
 			p.created = append(p.created, filepath.Join(svc.Dir(), name))
 		}

@@ -400,6 +400,7 @@ const (
 	sockMapLbServices        = "lb_services"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
+	sockMapSock6Affinity     = "sock6_affinity"
 	sockMapSock6Conns        = "sock6_conns"
 	sockMapSock6Dests        = "sock6_dests"
 	sockMapSock6Keep         = "sock6_keep"
@@ -501,6 +502,7 @@ type sockMapSpecs struct {
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
 	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
+	Sock6Affinity  *ebpf.MapSpec `ebpf:"sock6_affinity"`
 	Sock6Conns     *ebpf.MapSpec `ebpf:"sock6_conns"`
 	Sock6Dests     *ebpf.MapSpec `ebpf:"sock6_dests"`
 	Sock6Keep      *ebpf.MapSpec `ebpf:"sock6_keep"`
@@ -560,6 +562,7 @@ type sockMaps struct {
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
 	LbStats        *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
+	Sock6Affinity  *ebpf.Map `ebpf:"sock6_affinity"`
 	Sock6Conns     *ebpf.Map `ebpf:"sock6_conns"`
 	Sock6Dests     *ebpf.Map `ebpf:"sock6_dests"`
 	Sock6Keep      *ebpf.Map `ebpf:"sock6_keep"`
@@ -593,6 +596,7 @@ func (m *sockMaps) Close() error {
 		m.LbServices,
 		m.LbStats,
 		m.LbVip16,
+		m.Sock6Affinity,
 		m.Sock6Conns,
 		m.Sock6Dests,
 		m.Sock6Keep,

@@ -198,37 +198,11 @@ func TestSocketServices(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.addService(t, tcbpf.TCP, "pod-a", "pod-c", "pod-d")
-			// answers: who answered each of n connections of pod-b.
-			answers := func(n int) map[string]int {
-				hits := map[string]int{}
-				for i := 0; i < n; i++ {
-					r, err := s.client(t, "pod-b", "tcp", svcAddr, true)
-					if err != nil {
-						t.Fatalf("connection %d: %v", i, err)
-					}
-					hits[r.Pod]++
-				}
-				return hits
-			}
-			hits := answers(24)
-			t.Logf("24 connections over 3 backends: %v", hits)
-			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
-				if hits[p] == 0 {
-					t.Fatalf("backend %s got no connection: %v", p, hits)
-				}
-			}
-			// sessionAffinity: a client (its network namespace: the socket
-			// has no source address yet at connect()) keeps its backend.
-			three := tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP, Affinity: 60}
+			three := tcbpf.Service{VIP: vip, Port: port, Proto: tcbpf.TCP}
 			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
 				three.Backends = append(three.Backends, tcbpf.Backend{IP: netip.MustParseAddr(s.pod(p).IP), Port: port})
 			}
-			if err := s.p.UpdateService(three); err != nil {
-				t.Fatal(err)
-			}
-			if kept := answers(12); len(kept) != 1 {
-				t.Fatalf("sessionAffinity: 12 connections of pod-b went to %v, want one backend", kept)
-			}
+			s.spreadThenAffinity(t, three, "tcp", svcAddr)
 			if err := s.p.DelService(vip, port, tcbpf.TCP); err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +217,8 @@ func TestSocketServices(t *testing.T) {
 // TestSocketServices6: on a dual and an IPv6-only veth-routed lab, with no
 // tc program anywhere: TCP, connected and unconnected UDP through an IPv6
 // clusterIP (connect6, sendmsg6); the backend sees the client's own IPv6
-// address; getpeername6 and recvmsg6 say the clusterIP; a Service without
+// address; getpeername6 and recvmsg6 say the clusterIP; three backends,
+// and with sessionAffinity one of them per client; a Service without
 // backends refused; processes outside the cgroup untouched. In the dual
 // lab, an IPv6 socket's v4-mapped clusterIP reaches the IPv4 Service and
 // getpeername and recvfrom say the v4-mapped clusterIP.
@@ -303,6 +278,14 @@ func TestSocketServices6(t *testing.T) {
 			if tc.DNAT+tc.RNAT+tc6.DNAT+tc6.RNAT != 0 {
 				t.Fatalf("packets were translated on the wire: %+v, %+v", tc, tc6)
 			}
+			three := tcbpf.Service{VIP: vip6, Port: port, Proto: tcbpf.TCP}
+			for _, p := range []string{"pod-a", "pod-c", "pod-d"} {
+				three.Backends = append(three.Backends, tcbpf.Backend{IP: netip.MustParseAddr(s.pod(p).IP6), Port: port})
+			}
+			if err := s.p.UpdateService(three); err != nil {
+				t.Fatal(err)
+			}
+			s.spreadThenAffinity(t, three, "tcp6", svc6)
 			// No backends: connect() and sendto() refused, as kube-proxy's REJECT.
 			for _, proto := range []tcbpf.Proto{tcbpf.TCP, tcbpf.UDP} {
 				if err := s.p.DelService(vip6, port, proto); err != nil {
@@ -321,6 +304,38 @@ func TestSocketServices6(t *testing.T) {
 				t.Fatalf("socket stats %+v: the refusals were not the socket programs'", st2)
 			}
 		})
+	}
+}
+
+// spreadThenAffinity: svc (in place, three backends, no affinity yet)
+// spreads 24 of pod-b's connections (client how) to addr over all its
+// backends; with sessionAffinity ClientIP, 12 more go to one of them: a
+// client is its network namespace (the socket has no source address yet at
+// connect()).
+func (s *sockLab) spreadThenAffinity(t *testing.T, svc tcbpf.Service, how, addr string) {
+	t.Helper()
+	answers := func(n int) map[string]int {
+		hits := map[string]int{}
+		for i := 0; i < n; i++ {
+			r, err := s.client(t, "pod-b", how, addr, true)
+			if err != nil {
+				t.Fatalf("%s connection %d to %s: %v", how, i, addr, err)
+			}
+			hits[r.Pod]++
+		}
+		return hits
+	}
+	hits := answers(24)
+	t.Logf("%s: 24 connections over %d backends: %v", how, len(svc.Backends), hits)
+	if len(hits) != len(svc.Backends) {
+		t.Fatalf("%s: 24 connections went to %v, want every one of %d backends", how, hits, len(svc.Backends))
+	}
+	svc.Affinity = 60
+	if err := s.p.UpdateService(svc); err != nil {
+		t.Fatal(err)
+	}
+	if kept := answers(12); len(kept) != 1 {
+		t.Fatalf("%s sessionAffinity: 12 connections of pod-b went to %v, want one backend", how, kept)
 	}
 }
 

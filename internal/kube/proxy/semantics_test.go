@@ -6,6 +6,7 @@ package proxy_test
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,19 +70,28 @@ func TestNoEndpointRefused(t *testing.T) {
 // sessionAffinity ClientIP with three backends: 20 connections from one
 // client pod all reach the same backend; the Service set back to None,
 // they spread again.
-func TestSessionAffinityClientIP(t *testing.T) { sessionAffinityClientIP(t, needCluster(t)) }
+func TestSessionAffinityClientIP(t *testing.T) { sessionAffinityClientIP(t, needCluster(t), "") }
 
-func sessionAffinityClientIP(t *testing.T, cs kubernetes.Interface) {
+// sessionAffinityClientIP: a Service of family fam ("": the cluster's
+// first) with sessionAffinity ClientIP.
+func sessionAffinityClientIP(t *testing.T, cs kubernetes.Interface, fam corev1.IPFamily) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "sticky"}
 	ips := runPods(t, cs, ns, whoamiPod("srv-a", 1, lbl), whoamiPod("srv-b", 2, lbl), whoamiPod("srv-c", 2, lbl), clientPod("cli", 1))
-	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"},
-		Spec: corev1.ServiceSpec{Selector: lbl, SessionAffinity: corev1.ServiceAffinityClientIP,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}, metav1.CreateOptions{})
+	spec := corev1.ServiceSpec{Selector: lbl, SessionAffinity: corev1.ServiceAffinityClientIP,
+		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}
+	if fam != "" {
+		single := corev1.IPFamilyPolicySingleStack
+		spec.IPFamilyPolicy, spec.IPFamilies = &single, []corev1.IPFamily{fam}
+	}
+	svc, err := cs.CoreV1().Services(ns).Create(testCtx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"}, Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	vip := svc.Spec.ClusterIP
+	if fam == corev1.IPv6Protocol && !netip.MustParseAddr(vip).Is6() {
+		t.Fatalf("Service sticky: clusterIP %s, want an IPv6 one", vip)
+	}
 	p1 := plane(t, 1)
 	settled := func(affinity uint32) func() bool {
 		return func() bool {

@@ -302,7 +302,12 @@ func TestUDPTargetPortChangeThroughSock(t *testing.T) {
 // vnetlab-sock and sessionAffinity ClientIP: the socket programs keep a
 // client (a pod: its network namespace) on one backend (sock_affinity).
 func TestSessionAffinityThroughSock(t *testing.T) {
-	sessionAffinityClientIP(t, needProxy(t, proxy.ModeSock))
+	sessionAffinityClientIP(t, needProxy(t, proxy.ModeSock), "")
+}
+
+// The same over IPv6, on its dual-stack cluster (sock6_affinity).
+func TestSessionAffinity6ThroughSock(t *testing.T) {
+	sessionAffinityClientIP(t, needProxy(t, proxy.ModeSock), corev1.IPv6Protocol)
 }
 
 // vnetlab-sock on its dual-stack cluster: IPv6 Services through the

@@ -69,7 +69,7 @@ func TestSocketLB(t *testing.T) {
 	}
 
 	tcBefore = tcStats()
-	sessionAffinityClientIP(t, cs)
+	sessionAffinityClientIP(t, cs, "")
 	if st := tcStats(); st.NewFlows < tcBefore.NewFlows+20 {
 		t.Errorf("node 1's tc programs picked a backend for %d flows during the sessionAffinity test, want >= 20 (its affinity connections are theirs)", st.NewFlows-tcBefore.NewFlows)
 	}
