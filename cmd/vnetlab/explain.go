@@ -33,7 +33,8 @@ A stage difference is marked * and may enter the sentence only when it is at lea
 standard deviations of sampling noise from zero.
 
 Default: every profiled cell against the run's baseline cell of the same path, provider
-and test. --cells A,B compares B against A (names: a mode, MODE/PATH/PROVIDER as the table
+and test; in a run of one mode, every service cell against its pod cell (the table's
+"vs pod"). --cells A,B compares B against A (names: a mode, MODE/PATH/PROVIDER as the table
 shows it, or mode|path|provider|test).
 
 --flamegraph out.svg writes B's differential flame graph against A as SVG: B's shape (the

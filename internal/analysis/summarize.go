@@ -178,21 +178,18 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 }
 
 // CompareToPod fills VsPod for every service cell that has a pod cell of the
-// same mode, placement, family and test: the price of the clusterIP (seed
-// 002's table).
+// same mode, sweep point, placement, family and test (Cell.PodID): the
+// price of the clusterIP (seed 002's table).
 func CompareToPod(cells []*results.Cell) {
-	podOf := func(c *results.Cell) results.CellID {
-		return results.CellID{Mode: c.Mode, Path: "pod", Placement: c.Placement, Family: c.Family, Test: c.Test}
-	}
 	pod := map[results.CellID]*results.Cell{}
 	for _, c := range cells {
-		if c.ID() == podOf(c) {
-			pod[podOf(c)] = c
+		if c.ID() == c.PodID() {
+			pod[c.PodID()] = c
 		}
 	}
 	for _, c := range cells {
 		c.VsPod = nil
-		if b, ok := pod[podOf(c)]; ok && c.Provider != "" {
+		if b, ok := pod[c.PodID()]; ok && c.Provider != "" {
 			c.VsPod = compareCells(c, b)
 			c.VsPod.Baseline = b.Mode + "/pod"
 		}

@@ -129,3 +129,24 @@ func TestSelectDualStack(t *testing.T) {
 		}
 	}
 }
+
+// A run of one mode with pod and service paths (an IPv6-only one here,
+// whose baseline mode has no other mode's cell to face): by default each
+// service cell is explained against its pod cell, as the table's "vs pod".
+func TestSelectServiceVsPod(t *testing.T) {
+	f := &results.File{}
+	f.Metadata.Settings.Baseline = "veth-ebpf"
+	pod := profiledCell("veth-ebpf", family.IPv6, 9000, map[string]uint64{sendStack: 400})
+	svc := profiledCell("veth-ebpf", family.IPv6, 8700, map[string]uint64{sendStack: 430})
+	svc.Path, svc.Provider = "service", "ebpf"
+	unprofiled := &results.Cell{Mode: "veth-ebpf", Path: "service", Provider: "iptables", Family: "ipv6", Test: "tcp_rr"}
+	f.Cells = []*results.Cell{pod, svc, unprofiled}
+	pairs, err := Select(f, nil, "")
+	if err != nil || len(pairs) != 1 || pairs[0].A != pod || pairs[0].B != svc {
+		t.Fatalf("default pairs of a one-mode run: %+v, %v (want the ebpf service cell against the pod cell)", pairs, err)
+	}
+	f.Cells = []*results.Cell{pod}
+	if _, err := Select(f, nil, ""); err == nil || !strings.Contains(err.Error(), "--cells A,B") {
+		t.Errorf("a run of one cell: %v", err)
+	}
+}

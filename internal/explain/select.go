@@ -22,7 +22,8 @@ func matches(c *results.Cell, name string) bool {
 
 // Select picks the pairs to explain. With two names: those two cells, per
 // test (test narrows to one). Without: every profiled cell against the
-// run's baseline cell of the same path, provider, test and Services.
+// run's baseline cell of the same path, provider, test and Services; in a
+// run of one mode, every service cell against its pod cell.
 func Select(f *results.File, names []string, test string) ([]Pair, error) {
 	var cells []*results.Cell
 	for _, c := range f.Cells {
@@ -72,9 +73,31 @@ func Select(f *results.File, names []string, test string) ([]Pair, error) {
 		}
 	}
 	if len(pairs) == 0 {
+		pairs = servicesVsPods(cells)
+	}
+	if len(pairs) == 0 {
 		return nil, fmt.Errorf("no profiled cell has a profiled baseline (%s) cell to compare with: run with --profile, or name two cells with --cells A,B (cells: %s)", base, strings.Join(labels(cells), ", "))
 	}
 	return pairs, nil
+}
+
+// servicesVsPods pairs each profiled service cell with its pod cell
+// (Cell.PodID, the table's "vs pod"): what Select explains when no cell has
+// a baseline of another mode to compare with (a run of one mode).
+func servicesVsPods(cells []*results.Cell) []Pair {
+	pod := map[results.CellID]*results.Cell{}
+	for _, c := range cells {
+		if c.ID() == c.PodID() && c.Profile != nil {
+			pod[c.ID()] = c
+		}
+	}
+	var pairs []Pair
+	for _, b := range cells {
+		if a, ok := pod[b.PodID()]; ok && b.Provider != "" && b.Profile != nil {
+			pairs = append(pairs, Pair{a, b})
+		}
+	}
+	return pairs
 }
 
 func find(cells []*results.Cell, name, test string) (*results.Cell, error) {

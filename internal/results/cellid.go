@@ -41,6 +41,13 @@ func (c *Cell) ID() CellID {
 	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
 }
 
+// PodID is the cell a service cell's clusterIP is priced against (the
+// table's "vs pod"): the pod path of the same mode, sweep point, placement,
+// family and test.
+func (c *Cell) PodID() CellID {
+	return CellID{Mode: c.Mode, Path: "pod", Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
+}
+
 // Series names the cell within its mode and test: its path, with the
 // provider and generated services of a service path, the placement and
 // the sweep's point when there are: "pod", "service(iptables)",
