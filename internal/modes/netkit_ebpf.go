@@ -20,6 +20,7 @@ func init() {
 		Seeds:    []Seed{SeedPodModes},
 		Summary:  "netkit pair per pod in L2 mode (kernel 6.7+) + vnetlab's host-routing and Service programs on each primary (tcx): pod-to-pod via bpf_redirect_peer, as veth-ebpf",
 		Requires: []kernel.Feature{kernel.Netkit},
+		IPv6:     true, // veth-ebpf's IPv6 wiring on netkit (L2 mode answers NDP for fe80::1); host6.h routes it
 		Usable:   ebpfUsable,
 		Build:    buildNetkitEBPF,
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
