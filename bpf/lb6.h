@@ -554,7 +554,7 @@ struct lb6_icmp_hdrs {
 };
 
 /* lb6_icmp_scratch: lb6_icmp's variables, the quote, its conntrack key and
- * the headers as they were and as they become (from_pod's stack has no
+ * the headers as they were and as they become (from_pod_l2's stack has no
  * room for them). */
 struct lb6_icmp_scratch {
 	struct lb6_icmp_err e;

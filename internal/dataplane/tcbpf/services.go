@@ -399,9 +399,9 @@ func addCounts(m *ebpf.Map, deltas map[uint32]int64) error {
 	return nil
 }
 
-// rebuildFilters counts the Services into the prefilters fresh names
-// (pin paths this Open created, in a lab whose Services an older vnetlab
-// build made: its maps are kept, those arrays are new).
+// rebuildFilters counts the Services into the prefilter arrays that Open
+// just created (fresh: the pin paths it created) in a lab whose Services an
+// older vnetlab build made: its maps are kept, those arrays are new.
 func (p *Plane) rebuildFilters(fresh []string) error {
 	var fs []prefilter
 	for _, f := range p.prefilters() {
