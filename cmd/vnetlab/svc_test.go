@@ -59,6 +59,8 @@ func TestSvcEpCLI(t *testing.T) {
 		{[]string{"svc", "add", "sv-nolab", "--service", "10.96.0.1:80", "--backend", "pod-a"}, "no lab named"},
 		{[]string{"svc", "ls", "sv-nolab"}, "no lab named"},
 		{[]string{"svc", "ls", lab, "-o", "yaml"}, "want table or json"},
+		{[]string{"svc", "stats", lab}, "has no eBPF programs, so no counters: they come with --provider ebpf or ebpf-sock"},
+		{[]string{"svc", "stats", "sv-nolab"}, "no lab named"},
 		{[]string{"svc", "del", lab, "--service", "10.96.0.100:9999"}, "no service"},
 		{[]string{"svc", "del", lab, "--service", "10.96.0.100:5201/sctp"}, "unknown protocol"},
 		{[]string{"ep", "add", lab, "--pod", "pod-a"}, "needs no endpoints"},
@@ -130,6 +132,21 @@ func TestSvcWithoutBackendsRefused(t *testing.T) {
 	}
 	if took > 5*time.Second {
 		t.Fatalf("refused after %s (the vnetlab exec included): want at once", took)
+	}
+	// svc stats: the refusal was the programs' (read from the pinned maps).
+	o, e, code = runVnetlab(t, bin, "svc", "stats", lab, "-o", "json")
+	var c service.Counters
+	if err := json.Unmarshal([]byte(o), &c); code != 0 || err != nil {
+		t.Fatalf("svc stats -o json: exit %d, %v: %s%s", code, err, o, e)
+	}
+	if c.Lab != lab || c.TC.IPv4.Rejects < 1 || c.TC.IPv4.Errors != 0 || c.Socket != nil {
+		t.Errorf("svc stats: %+v; want the refusal counted (no_backend_rejects >= 1), no rewrite errors, no socket programs", c)
+	}
+	if o, _, _ := runVnetlab(t, bin, "svc", "stats", lab); !strings.Contains(o, "no backend: refused (ICMP port unreachable)") || !strings.Contains(o, "host routing:") {
+		t.Errorf("svc stats table:\n%s", o)
+	}
+	if _, e, code := runVnetlab(t, bin, "svc", "stats", lab, "-o", "yaml"); code == 0 || !strings.Contains(e, "want table or json") {
+		t.Errorf("svc stats -o yaml: exit %d, %s", code, e)
 	}
 	if _, e, code := runVnetlab(t, bin, "svc", "add", lab, "--service", "10.96.0.9:81", "--backend", "pod-a:5201"); code != 0 {
 		t.Fatalf("svc add with a backend: %s", e)

@@ -321,11 +321,13 @@ type Stats struct {
 }
 
 // SockStats reads the counters.
-func (p *Plane) SockStats() (Stats, error) {
+func (p *Plane) SockStats() (Stats, error) { return statsOf(p.objs.SockStats) }
+
+func statsOf(m *ebpf.Map) (Stats, error) {
 	var v [4]uint64
 	for i := range v {
 		var per []uint64
-		if err := p.objs.SockStats.Lookup(uint32(i), &per); err != nil {
+		if err := m.Lookup(uint32(i), &per); err != nil {
 			return Stats{}, fmt.Errorf("sock stats: %w", err)
 		}
 		for _, x := range per {
@@ -333,4 +335,20 @@ func (p *Plane) SockStats() (Stats, error) {
 		}
 	}
 	return Stats{Connects: v[0], Sends: v[1], Reverse: v[2], NoBackend: v[3]}, nil
+}
+
+// ReadStats reads lab's socket programs' counters from their pinned map,
+// read-only (it loads nothing); nil when the lab has no socket programs.
+func ReadStats(lab string) (*Stats, error) {
+	path := filepath.Join(tcbpf.PinDir(lab), sockMapSockStats)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("lab %s's %s: %w", lab, sockMapSockStats, err)
+	}
+	defer m.Close()
+	st, err := statsOf(m)
+	return &st, err
 }

@@ -292,16 +292,13 @@ type HostStats struct {
 }
 
 // HostStats reads the counters.
-func (p *Plane) HostStats() (HostStats, error) {
-	var v [4]uint64
-	for i := range v {
-		var per []uint64
-		if err := p.objs.HostStats.Lookup(uint32(i), &per); err != nil {
-			return HostStats{}, fmt.Errorf("host stats: %w", err)
-		}
-		for _, x := range per {
-			v[i] += x
-		}
+func (p *Plane) HostStats() (HostStats, error) { return hostStatsOf(p.objs.HostStats) }
+
+// hostStatsOf reads host_stats.
+func hostStatsOf(m *ebpf.Map) (HostStats, error) {
+	v, err := sumCounters(m, 4)
+	if err != nil {
+		return HostStats{}, fmt.Errorf("host %w", err)
 	}
 	return HostStats{Redirected: v[0], Stack: v[1], TTLExpired: v[2], L2: v[3]}, nil
 }

@@ -520,8 +520,11 @@ type Stats struct {
 }
 
 // Stats reads the counters.
-func (p *Plane) Stats() (Stats, error) {
-	v, err := sumCounters(p.objs.LbStats, 9)
+func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
+
+// statsOf reads lb_stats.
+func statsOf(m *ebpf.Map) (Stats, error) {
+	v, err := sumCounters(m, 9)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -543,12 +546,15 @@ type Stats6 struct {
 	// A cut-off IPv6, extension, TCP/UDP header or ICMPv6 quote.
 	TruncPass uint64 `json:"truncated_passed"`
 	// Answered with ICMPv6 port unreachable: a Service without backends.
-	Rejects uint64 `json:"rejects"`
+	Rejects uint64 `json:"no_backend_rejects"`
 }
 
 // Stats6 reads the IPv6 counters.
-func (p *Plane) Stats6() (Stats6, error) {
-	v, err := sumCounters(p.objs.Lb6Stats, 10)
+func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
+
+// stats6Of reads lb6_stats.
+func stats6Of(m *ebpf.Map) (Stats6, error) {
+	v, err := sumCounters(m, 10)
 	if err != nil {
 		return Stats6{}, err
 	}
