@@ -166,8 +166,8 @@ Examples:
   vnetlab svc stats lab1 -o json | jq .tc.ipv6`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: want table or json", output)
+			if err := checkTableOrJSON(output); err != nil {
+				return err
 			}
 			st, err := lab.Load(args[0])
 			if err != nil {
@@ -222,11 +222,18 @@ func printCounters(w io.Writer, c service.Counters) {
 	}
 }
 
+func checkTableOrJSON(output string) error {
+	if output != "table" && output != "json" {
+		return fmt.Errorf("-o %q: want table or json", output)
+	}
+	return nil
+}
+
 // readServices loads a lab and its services for a read-only listing, after
 // checking the -o value (table or json).
 func readServices(name, output string) (*lab.State, *service.Config, error) {
-	if output != "table" && output != "json" {
-		return nil, nil, fmt.Errorf("-o %q: want table or json", output)
+	if err := checkTableOrJSON(output); err != nil {
+		return nil, nil, err
 	}
 	st, err := lab.Load(name)
 	if err != nil {

@@ -181,12 +181,7 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 // same mode, sweep point, placement, family and test (Cell.PodID): the
 // price of the clusterIP (seed 002's table).
 func CompareToPod(cells []*results.Cell) {
-	pod := map[results.CellID]*results.Cell{}
-	for _, c := range cells {
-		if c.ID() == c.PodID() {
-			pod[c.PodID()] = c
-		}
-	}
+	pod := results.PodCells(cells)
 	for _, c := range cells {
 		c.VsPod = nil
 		if b, ok := pod[c.PodID()]; ok && c.Provider != "" {

@@ -85,15 +85,10 @@ func Select(f *results.File, names []string, test string) ([]Pair, error) {
 // (Cell.PodID, the table's "vs pod"): what Select explains when no cell has
 // a baseline of another mode to compare with (a run of one mode).
 func servicesVsPods(cells []*results.Cell) []Pair {
-	pod := map[results.CellID]*results.Cell{}
-	for _, c := range cells {
-		if c.ID() == c.PodID() && c.Profile != nil {
-			pod[c.ID()] = c
-		}
-	}
+	pod := results.PodCells(cells)
 	var pairs []Pair
 	for _, b := range cells {
-		if a, ok := pod[b.PodID()]; ok && b.Provider != "" && b.Profile != nil {
+		if a, ok := pod[b.PodID()]; ok && a.Profile != nil && b.Provider != "" && b.Profile != nil {
 			pairs = append(pairs, Pair{a, b})
 		}
 	}

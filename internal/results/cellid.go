@@ -48,6 +48,18 @@ func (c *Cell) PodID() CellID {
 	return CellID{Mode: c.Mode, Path: "pod", Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
 }
 
+// PodCells maps each pod-path cell of cells by its ID: where a service
+// cell finds the cell of its PodID.
+func PodCells(cells []*Cell) map[CellID]*Cell {
+	pod := map[CellID]*Cell{}
+	for _, c := range cells {
+		if c.ID() == c.PodID() {
+			pod[c.ID()] = c
+		}
+	}
+	return pod
+}
+
 // Series names the cell within its mode and test: its path, with the
 // provider and generated services of a service path, the placement and
 // the sweep's point when there are: "pod", "service(iptables)",

@@ -324,15 +324,9 @@ type Stats struct {
 func (p *Plane) SockStats() (Stats, error) { return statsOf(p.objs.SockStats) }
 
 func statsOf(m *ebpf.Map) (Stats, error) {
-	var v [4]uint64
-	for i := range v {
-		var per []uint64
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return Stats{}, fmt.Errorf("sock stats: %w", err)
-		}
-		for _, x := range per {
-			v[i] += x
-		}
+	v, err := tcbpf.SumCounters(m, "sock stats", 4)
+	if err != nil {
+		return Stats{}, err
 	}
 	return Stats{Connects: v[0], Sends: v[1], Reverse: v[2], NoBackend: v[3]}, nil
 }
@@ -340,15 +334,10 @@ func statsOf(m *ebpf.Map) (Stats, error) {
 // ReadStats reads lab's socket programs' counters from their pinned map,
 // read-only (it loads nothing); nil when the lab has no socket programs.
 func ReadStats(lab string) (*Stats, error) {
-	path := filepath.Join(tcbpf.PinDir(lab), sockMapSockStats)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if !tcbpf.HasPin(lab, sockMapSockStats) {
 		return nil, nil
 	}
-	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("lab %s's %s: %w", lab, sockMapSockStats, err)
-	}
-	defer m.Close()
-	st, err := statsOf(m)
+	var st Stats
+	err := tcbpf.ReadPinned(lab, sockMapSockStats, func(m *ebpf.Map) (err error) { st, err = statsOf(m); return })
 	return &st, err
 }

@@ -25,21 +25,31 @@ var ErrNoPrograms = errors.New("no eBPF programs")
 // loads no program and creates nothing (unlike Open).
 func ReadCounters(lab string) (Counters, error) {
 	var c Counters
-	if _, err := os.Stat(filepath.Join(PinDir(lab), serviceMapLbStats)); errors.Is(err, os.ErrNotExist) {
+	if !HasPin(lab, serviceMapLbStats) {
 		return c, ErrNoPrograms
 	}
-	read := func(name string, into func(*ebpf.Map) error) error {
-		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(lab), name), &ebpf.LoadPinOptions{ReadOnly: true})
-		if err != nil {
-			return fmt.Errorf("lab %s's %s: %w", lab, name, err)
-		}
-		defer m.Close()
-		return into(m)
-	}
 	err := errors.Join(
-		read(serviceMapLbStats, func(m *ebpf.Map) (err error) { c.IPv4, err = statsOf(m); return }),
-		read(serviceMapLb6Stats, func(m *ebpf.Map) (err error) { c.IPv6, err = stats6Of(m); return }),
-		read(serviceMapHostStats, func(m *ebpf.Map) (err error) { c.Host, err = hostStatsOf(m); return }),
+		ReadPinned(lab, serviceMapLbStats, func(m *ebpf.Map) (err error) { c.IPv4, err = statsOf(m); return }),
+		ReadPinned(lab, serviceMapLb6Stats, func(m *ebpf.Map) (err error) { c.IPv6, err = stats6Of(m); return }),
+		ReadPinned(lab, serviceMapHostStats, func(m *ebpf.Map) (err error) { c.Host, err = hostStatsOf(m); return }),
 	)
 	return c, err
+}
+
+// HasPin says whether lab's pin directory holds name (on any other error
+// than its absence, yes: opening it then says what is wrong).
+func HasPin(lab, name string) bool {
+	_, err := os.Stat(filepath.Join(PinDir(lab), name))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// ReadPinned opens lab's pinned map name read-only for read (the socket
+// programs' maps are pinned beside the tc programs').
+func ReadPinned(lab, name string, read func(*ebpf.Map) error) error {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(lab), name), &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("lab %s's %s: %w", lab, name, err)
+	}
+	defer m.Close()
+	return read(m)
 }

@@ -296,9 +296,9 @@ func (p *Plane) HostStats() (HostStats, error) { return hostStatsOf(p.objs.HostS
 
 // hostStatsOf reads host_stats.
 func hostStatsOf(m *ebpf.Map) (HostStats, error) {
-	v, err := sumCounters(m, 4)
+	v, err := SumCounters(m, "host stats", 4)
 	if err != nil {
-		return HostStats{}, fmt.Errorf("host %w", err)
+		return HostStats{}, err
 	}
 	return HostStats{Redirected: v[0], Stack: v[1], TTLExpired: v[2], L2: v[3]}, nil
 }

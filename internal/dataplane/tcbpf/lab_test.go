@@ -63,17 +63,23 @@ func upLabFamily(t *testing.T, name string, echo bool, fam family.Family) *testL
 			t.Errorf("pins left in %s after down", dp.PinDir(name))
 		}
 	})
-	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: "veth-routed", Family: fam}, 4)
-	tl := &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
+	return newTestLab(t, lab.Spec{Name: name, Mode: "veth-routed", Family: fam}, echo)
+}
+
+// newTestLab builds a 4-pod lab of spec (down when the test ends, pass or
+// fail), with echo servers on each of its families when echo.
+func newTestLab(t *testing.T, spec lab.Spec, echo bool) *testLab {
+	t.Helper()
+	l, _ := testnet.UpLab(t, spec, 4)
 	for _, p := range l.State.Pods {
-		if echo && fam.HasIPv4() {
+		if echo && spec.Family.HasIPv4() {
 			serve(t, p.NS, p.Name)
 		}
-		if echo && fam.HasIPv6() {
+		if echo && spec.Family.HasIPv6() {
 			testnet.Serve6(t, p.NS, testPort, p.Name)
 		}
 	}
-	return tl
+	return &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
 }
 
 func (tl *testLab) pod(name string) lab.PodState {

@@ -42,16 +42,7 @@ func upModeLab(t *testing.T, prefix, mode string) *testLab {
 // each of its families).
 func upModeLabFamily(t *testing.T, prefix, mode string, fam family.Family) *testLab {
 	t.Helper()
-	l, _ := testnet.UpLab(t, lab.Spec{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000), Mode: mode, Family: fam}, 4)
-	for _, p := range l.State.Pods {
-		if fam.HasIPv4() {
-			serve(t, p.NS, p.Name)
-		}
-		if fam.HasIPv6() {
-			testnet.Serve6(t, p.NS, testPort, p.Name)
-		}
-	}
-	return &testLab{st: l.State, journal: func(p string) { _ = l.Journal().Record(lab.KindPin, p) }}
+	return newTestLab(t, lab.Spec{Name: fmt.Sprintf("%s%d", prefix, os.Getpid()%10000), Mode: mode, Family: fam}, true)
 }
 
 // addEchoServices: 10.96.0.100:5201 tcp and udp -> pod-a:5201.

@@ -524,7 +524,7 @@ func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
 
 // statsOf reads lb_stats.
 func statsOf(m *ebpf.Map) (Stats, error) {
-	v, err := sumCounters(m, 9)
+	v, err := SumCounters(m, "stats", 9)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -554,7 +554,7 @@ func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
 
 // stats6Of reads lb6_stats.
 func stats6Of(m *ebpf.Map) (Stats6, error) {
-	v, err := sumCounters(m, 10)
+	v, err := SumCounters(m, "IPv6 stats", 10)
 	if err != nil {
 		return Stats6{}, err
 	}
@@ -562,13 +562,14 @@ func stats6Of(m *ebpf.Map) (Stats6, error) {
 		ExtHdrPass: v[7], TruncPass: v[8], Rejects: v[9]}, nil
 }
 
-// sumCounters reads the first n counters of a per-CPU array, summed over CPUs.
-func sumCounters(m *ebpf.Map, n int) ([]uint64, error) {
+// SumCounters reads the first n counters of a per-CPU array, summed over
+// CPUs (what: the counters' name, for errors). The socket programs' too.
+func SumCounters(m *ebpf.Map, what string, n int) ([]uint64, error) {
 	v := make([]uint64, n)
 	for i := range v {
 		var per []uint64
 		if err := m.Lookup(uint32(i), &per); err != nil {
-			return nil, fmt.Errorf("stats: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		for _, x := range per {
 			v[i] += x
