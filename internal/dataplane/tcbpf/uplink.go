@@ -148,15 +148,9 @@ type NodePortStats struct {
 
 // NodePortStats reads the counters.
 func (p *Plane) NodePortStats() (NodePortStats, error) {
-	var v [7]uint64
-	for i := range v {
-		var per []uint64
-		if err := p.objs.NpStats.Lookup(uint32(i), &per); err != nil {
-			return NodePortStats{}, fmt.Errorf("nodeport stats: %w", err)
-		}
-		for _, x := range per {
-			v[i] += x
-		}
+	v, err := SumCounters(p.objs.NpStats, "nodeport stats", 7)
+	if err != nil {
+		return NodePortStats{}, err
 	}
 	return NodePortStats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], SNAT: v[3], NoBackend: v[4], NoPort: v[5], Errors: v[6]}, nil
 }
