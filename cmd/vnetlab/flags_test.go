@@ -156,6 +156,9 @@ func TestUpFileThenFlags(t *testing.T) {
 			t.Errorf("%q: err = %v, want %q", body, err, want)
 		}
 	}
+	if _, err := resolveUp(t, "--mode", "bridge", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "want table or json") {
+		t.Errorf("up -o yaml: %v", err)
+	}
 	if _, err := resolveUp(t); err == nil || !strings.Contains(err.Error(), "no mode given") {
 		t.Errorf("up without a mode: %v", err)
 	}

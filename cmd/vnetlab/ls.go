@@ -56,6 +56,15 @@ func newLsCmd() *cobra.Command {
 	return cmd
 }
 
+// checkTableOrJSON refuses an -o that is neither table nor json, before
+// anything is built or read.
+func checkTableOrJSON(output string) error {
+	if output != "table" && output != "json" {
+		return fmt.Errorf("-o %q: want table or json", output)
+	}
+	return nil
+}
+
 func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")

@@ -222,13 +222,6 @@ func printCounters(w io.Writer, c service.Counters) {
 	}
 }
 
-func checkTableOrJSON(output string) error {
-	if output != "table" && output != "json" {
-		return fmt.Errorf("-o %q: want table or json", output)
-	}
-	return nil
-}
-
 // readServices loads a lab and its services for a read-only listing, after
 // checking the -o value (table or json).
 func readServices(name, output string) (*lab.State, *service.Config, error) {

@@ -100,6 +100,9 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 // scenario file over them, then every flag given.
 func (u *upFlags) resolve(given *pflag.FlagSet) (scenario.Lab, error) {
 	want := scenario.DefaultLab()
+	if err := checkTableOrJSON(u.output); err != nil {
+		return want, err
+	}
 	if u.file != "" {
 		sc, err := scenario.Load(u.file)
 		u.sc = sc
