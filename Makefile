@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -72,6 +72,12 @@ bench-up: build
 # IP), one interleaved run, each row a ratio with its 95% CI and target.
 bench-paths: build
 	./scripts/bench-paths.sh
+
+# Issue 41's table: what the harness costs, `vnetlab run` against the standalone
+# engine per mode and test (target >= 0.99), then the engine against the C
+# references and netperf when it is on PATH; under the lab lock (~10 min).
+bench-harness: build
+	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-harness.sh
 
 # Issue 13's table: kube-proxy iptables/nftables vs vnetlab's proxies on local
 # clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).

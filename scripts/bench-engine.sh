@@ -14,6 +14,8 @@
 #   udp       udp_rr  against tools/rr-ref/rr.c udp  (netperf's UDP_RR loop, 1 byte each way)
 #   crr       tcp_crr against tools/crr-ref/crr.c    (connect, 1 byte each way, close with RST)
 #   sockperf  tcp_rr  against sockperf ping-pong     (14-byte messages, sockperf's minimum)
+#   netperf, netperf-udp
+#             tcp_rr and udp_rr against netperf's TCP_RR and UDP_RR (netperf and netserver on PATH)
 #   rr-client, rr-server, udp-client, udp-server
 #             the engine's client (or server) with rr.c's server (client), against
 #             rr.c on both sides: which half of the engine costs (issue 31)
@@ -27,15 +29,7 @@
 # they are not part of make build.
 set -eu
 cd "$(dirname "$0")/.."
-for a in "$@"; do
-	case $a in -h | -help | --help)
-		sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
-		exit 0
-		;;
-	esac
-done
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/vnetlab/bench-engine"
-mkdir -p "$cache"
+. scripts/lib.sh
 
 # compile SRC NAME: prints the path of the binary built from SRC's current text.
 compile() {
@@ -48,10 +42,5 @@ compile() {
 }
 rr_ref=$(compile tools/rr-ref/rr.c rr)
 crr_ref=$(compile tools/crr-ref/crr.c crr)
-bin="${VNETLAB_BIN:-}"
-if [ -z "$bin" ]; then
-	CGO_ENABLED=0 go build -o "$cache/vnetlab" ./cmd/vnetlab # as make build
-	bin="$cache/vnetlab"
-fi
 go build -o "$cache/bench-engine" ./tools/bench-engine
 VNETLAB_BIN="$bin" exec "$cache/bench-engine" --rr-ref "$rr_ref" --crr-ref "$crr_ref" "$@"

@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -49,5 +51,30 @@ func TestDiff(t *testing.T) {
 	}
 	if r := fd.Regressions(25); len(r) != 1 || r[0] != lost {
 		t.Errorf("regressions over 25%%: %v, want only the lost cell", r)
+	}
+}
+
+// A file whose packets were counted inside its measured windows (before
+// issue 41) compared with one that proved them in a sample of their own
+// gets a caveat naming that side; two files alike get none.
+func TestDiffCounterCaveat(t *testing.T) {
+	proven := func(counted bool) *results.File {
+		c := cellOf("veth-routed", 10, 10.1, 9.9)
+		c.Packets = &pktstat.Proof{}
+		if !counted {
+			c.ProofSample = &results.Sample{Round: results.RoundProof}
+		}
+		return &results.File{Cells: []*results.Cell{c}}
+	}
+	if c := Diff(proven(true), proven(false)).Caveat; !strings.Contains(c, "the old file's cells were measured with vnetlab's packet counter") {
+		t.Errorf("old counted in its windows: caveat %q", c)
+	}
+	if c := Diff(proven(false), proven(true)).Caveat; !strings.Contains(c, "the new file's") {
+		t.Errorf("new counted in its windows: caveat %q", c)
+	}
+	for _, counted := range []bool{true, false} {
+		if c := Diff(proven(counted), proven(counted)).Caveat; c != "" {
+			t.Errorf("both alike (counted %v): caveat %q", counted, c)
+		}
 	}
 }

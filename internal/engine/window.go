@@ -18,10 +18,21 @@ type Window interface {
 	End()
 }
 
-// WithWindow returns a ctx that carries w to the driver.
+// WithWindow returns a ctx that carries w to the driver, inside any window
+// ctx already carries: MeasureStart reaches the outer one first and
+// MeasureEnd reaches it last, so an inner window sees only what happens
+// between the outer one's marks (a test's probe inside the runner's).
 func WithWindow(ctx context.Context, w Window) context.Context {
+	if outer, ok := ctx.Value(windowKey{}).(Window); ok {
+		w = nested{outer: outer, inner: w}
+	}
 	return context.WithValue(ctx, windowKey{}, w)
 }
+
+type nested struct{ outer, inner Window }
+
+func (n nested) Start() { n.outer.Start(); n.inner.Start() }
+func (n nested) End()   { n.inner.End(); n.outer.End() }
 
 // MeasureStart marks the start of the measured part (call right before the
 // client runs). A no-op when nobody listens.

@@ -3,7 +3,10 @@
 // (bpf/pktsize.c), so that every cell of a run records the average packet
 // at the sender's transmit and at the receiver's GRO: what an MTU, a
 // GSO/GRO size or an offload knob changed, seen in the packets themselves
-// (issue 26). It runs in every lab run; Open's error says why not.
+// (issue 26). It runs in every lab run, attached only around each cell's
+// proof sample, never in a measured one: attached, it costs every packet at
+// every device it crosses (10-14% of a veth-routed tcp_rr, more on paths of
+// more hops; issue 41). Open's error says why it cannot run.
 package pktstat
 
 import (
@@ -65,33 +68,49 @@ func (s Snapshot) Add(d Snapshot) {
 
 // Counter holds the programs and maps: file descriptors of this process
 // only, nothing pinned, so the kernel detaches everything when it exits.
+// Loaded, it costs nothing; it counts only between Attach and Detach.
 type Counter struct {
 	objs  pktsizeObjects
 	links []link.Link
 }
 
-// Open loads and attaches the counter.
+// Open loads the counter, detached.
 func Open() (*Counter, error) {
 	c := &Counter{}
 	if err := loadPktsizeObjects(&c.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the packet-size counter: %w", err)
 	}
+	return c, nil
+}
+
+// Attach starts counting: the programs go onto their tracepoints.
+func (c *Counter) Attach() error {
+	if c.links != nil {
+		return nil
+	}
 	for _, prog := range []*ebpf.Program{c.objs.OnXmit, c.objs.OnReceive} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("attach the packet-size counter %s: %w", prog, err)
+			c.Detach()
+			return fmt.Errorf("attach the packet-size counter %s: %w", prog, err)
 		}
 		c.links = append(c.links, l)
 	}
-	return c, nil
+	return nil
+}
+
+// Detach stops counting: the tracepoints are left as they were, and no
+// packet pays for the counter until the next Attach.
+func (c *Counter) Detach() {
+	for _, l := range c.links {
+		l.Close()
+	}
+	c.links = nil
 }
 
 // Close detaches and frees everything.
 func (c *Counter) Close() {
-	for _, l := range c.links {
-		l.Close()
-	}
+	c.Detach()
 	c.objs.Close()
 }
 

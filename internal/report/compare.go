@@ -51,8 +51,10 @@ func PrintComparison(w io.Writer, fd *analysis.FileDiff, oldName, newName string
 	}
 	t.SetStyle(table.StyleLight)
 	fmt.Fprintf(w, "old: %s\nnew: %s\n", oldName, newName)
-	if fd.Note != "" {
-		fmt.Fprintln(w, fd.Note)
+	for _, n := range []string{fd.Note, fd.Caveat} {
+		if n != "" {
+			fmt.Fprintln(w, n)
+		}
 	}
 	t.Render()
 	fmt.Fprintln(w, `"~": not significant (Mann-Whitney U, p >= 0.05); delta = new median / old median - 1, CI by bootstrap of that ratio.`)

@@ -16,8 +16,10 @@ import (
 )
 
 // SchemaVersion grows only when a field changes meaning; new fields are added
-// without bumping it.
-const SchemaVersion = 1
+// without bumping it. 2 (issue 41): packets are counted in a proof sample of
+// their own and --profile profiles samples of its own, no longer the
+// measured ones (version 1's samples carried both instruments' cost).
+const SchemaVersion = 2
 
 // File is one run.
 type File struct {
@@ -219,15 +221,22 @@ type Cell struct {
 
 	// Profile is where the cell's CPU went (run --profile, issue 14): by
 	// stage, by kernel function and data-path events, per unit of work,
-	// over its valid samples' measured windows.
-	Profile *profile.Summary `json:"profile,omitempty"`
+	// over the windows of its ProfileSamples: samples of their own, never
+	// the measured ones (issue 41).
+	Profile        *profile.Summary `json:"profile,omitempty"`
+	ProfileSamples []Sample         `json:"profile_samples,omitempty"`
 
 	// The knobs' proof (issue 26). Links: what the knobs asked of the
 	// lab's links and every link as the kernel reports it (MTU, GSO/GRO
 	// sizes, offloads). Packets: the average packet at the sender's
-	// transmit and at the receiver's GRO over the valid samples.
-	Links   *knob.Proof    `json:"links,omitempty"`
-	Packets *pktstat.Proof `json:"packets,omitempty"`
+	// transmit and at the receiver's GRO, counted in ProofSample's window:
+	// a sample of the cell's own, with the same traffic and settings,
+	// outside Samples and the statistics (issue 41; a file without
+	// proof_sample counted in its measured windows, the counter's cost
+	// inside them: Cell.CountedInWindows).
+	Links       *knob.Proof    `json:"links,omitempty"`
+	Packets     *pktstat.Proof `json:"packets,omitempty"`
+	ProofSample *Sample        `json:"proof_sample,omitempty"`
 	// NotApplied says why the cell's knobs are not in force: the kernel
 	// refused or ignored one. Such a cell is never taken as measured with
 	// them: it has no samples, or (ignored, found in its packets) its
@@ -278,6 +287,10 @@ type Sample struct {
 	Valid bool      `json:"valid"`
 	Error string    `json:"error,omitempty"`
 	Start time.Time `json:"start"`
+	// Round is what an instrumented sample was (Cell.ProofSample,
+	// Cell.ProfileSamples): RoundProof, RoundWarmupProof or RoundProfile;
+	// "" for a measured one.
+	Round string `json:"round,omitempty"`
 	// Whole-machine CPU time spent during the sample, by class (seconds), and
 	// softirqs raised (issue 3).
 	CPU *SampleCPU `json:"cpu,omitempty"`
@@ -285,6 +298,19 @@ type Sample struct {
 	// by node name.
 	NodeCPU map[string]*SampleCPU `json:"node_cpu,omitempty"`
 }
+
+// The instrumented rounds (Sample.Round).
+const (
+	RoundProof       = "proof"        // a round of its own, before the measured ones
+	RoundWarmupProof = "warmup+proof" // the last warm-up round, which proves
+	RoundProfile     = "profile"      // run --profile: after each measured round
+)
+
+// CountedInWindows says that the cell's packets were counted inside its
+// measured windows, the counter attached all along: a file written before
+// issue 41, whose rr/crr rates read 7-13% low on veth-routed (more on paths
+// of more devices, less on fewer).
+func (c *Cell) CountedInWindows() bool { return c.Packets != nil && c.ProofSample == nil }
 
 // SampleCPU is the /proc/stat and /proc/softirqs delta over one sample.
 type SampleCPU struct {

@@ -94,6 +94,10 @@ func TestKnobSweepMTUAndOffload(t *testing.T) {
 		if c.Links == nil || len(c.Links.Links) == 0 || c.Packets == nil || c.Packets.Receiver == nil || c.Packets.Sender == nil {
 			t.Fatalf("%s: no proof: links %+v packets %+v", p, c.Links, c.Packets)
 		}
+		// Counted in a sample of its own, outside the statistics (issue 41).
+		if ps := c.ProofSample; ps == nil || !ps.Valid || ps.Value <= 0 || ps.Round == "" || c.CountedInWindows() {
+			t.Errorf("%s: packets not from a proof sample of their own: %+v", p, ps)
+		}
 	}
 
 	jumbo := cellAt(t, f, engine.TCPStream, "streams=1,mtu=9000,offload=default")

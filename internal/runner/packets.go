@@ -10,68 +10,76 @@ import (
 )
 
 // Every lab run counts the packets of its labs' devices (internal/pktstat),
-// --profile or not: each cell records the average packet at the sender's
-// transmit and at the receiver's GRO over its valid samples' measured
-// windows, the proof that an MTU, GSO/GRO or offload knob took effect.
+// --profile or not, in each cell's proof sample (rounds.go), never in a
+// measured one: each cell records the average packet at the sender's
+// transmit and at the receiver's GRO, the proof that an MTU, GSO/GRO or
+// offload knob took effect, with the same traffic and settings as its
+// measured samples.
 
-// openPackets starts counting in the labs' namespaces; nil (and a note)
-// when this kernel cannot: the cells then have no packet proof.
-func openPackets(p *plan) *pktstat.Counter {
-	c, err := pktstat.Open()
-	if err != nil {
-		p.prog.Note("warning: packet sizes not recorded: %v", err)
+// openPackets loads the counter, detached, watching the cells' own
+// namespaces (Planned.NetNS: a lab's); nil when no cell has any (a
+// cluster's cells) or this kernel cannot count (a note says why): then
+// there is no proof round and the cells have no packet proof.
+func openPackets(cells []Planned, prog Progress) *pktstat.Counter {
+	var ns []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, n := range c.NetNS {
+			if !seen[n] {
+				seen[n] = true
+				ns = append(ns, n)
+			}
+		}
+	}
+	if len(ns) == 0 {
 		return nil
 	}
-	for _, l := range p.labs {
-		if err := c.Watch(labNamespaces(l)...); err != nil {
+	c, err := pktstat.Open()
+	if err == nil {
+		if err = c.Watch(ns...); err != nil {
 			c.Close()
-			p.prog.Note("warning: packet sizes not recorded: %v", err)
-			return nil
 		}
+	}
+	if err != nil {
+		prog.Note("warning: packet sizes not recorded: %v", err)
+		return nil
 	}
 	return c
 }
 
-// packetWindow takes the counts at a measured window's start and end.
+// packetWindow counts the packets of one proof sample's window: the
+// counter is attached at its start and detached at its end.
 type packetWindow struct {
 	c            *pktstat.Counter
 	start, delta pktstat.Snapshot
+	err          error
 }
 
 func (w *packetWindow) Start() {
-	w.start, _ = w.c.Snapshot()
+	if w.err = w.c.Attach(); w.err == nil {
+		w.start, w.err = w.c.Snapshot()
+	}
 }
 
 func (w *packetWindow) End() {
-	if end, err := w.c.Snapshot(); err == nil && w.start != nil {
-		w.delta = end.Sub(w.start)
-	}
-}
-
-// packetTotals sums each cell's valid samples' windows.
-type packetTotals map[*results.Cell]pktstat.Snapshot
-
-func (t packetTotals) add(c *results.Cell, d pktstat.Snapshot) {
-	if d == nil {
+	defer w.c.Detach()
+	if w.start == nil {
 		return
 	}
-	if t[c] == nil {
-		t[c] = pktstat.Snapshot{}
+	end, err := w.c.Snapshot()
+	if err != nil {
+		w.err = err
+		return
 	}
-	t[c].Add(d)
+	w.delta = end.Sub(w.start)
 }
 
-// prove writes each cell's packet proof, and marks a cell whose knob the
-// packets show ignored (checkInForce).
-func (t packetTotals) prove(cells []Planned, spec Spec) {
-	for _, pc := range cells {
-		c := pc.Cell
-		if s := t[c]; s != nil {
-			c.Packets = pktstat.Prove(s, pc.Target.ClientNS, pc.Target.ServerNS)
-		}
-		if why := spec.at(pointOf(c.ID())).ignored(c); why != "" {
-			c.NotApplied = why
-		}
+// prove writes cell c's packet proof from its proof sample's counts, and
+// marks the cell "not applied" when they show its knob ignored.
+func (s Spec) prove(c Planned, counts pktstat.Snapshot) {
+	c.Cell.Packets = pktstat.Prove(counts, c.Target.ClientNS, c.Target.ServerNS)
+	if why := s.at(pointOf(c.Cell.ID())).ignored(c.Cell); why != "" {
+		c.Cell.NotApplied = why
 	}
 }
 

@@ -50,11 +50,7 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err := p.runnable(); err != nil {
 		return p.out, err
 	}
-	pkts := openPackets(p)
-	if pkts != nil {
-		defer pkts.Close()
-	}
-	return p.out, measureCells(ctx, spec, p.cells, p.out.Cells, prog, nil, pkts)
+	return p.out, measureCells(ctx, spec, p.cells, p.out.Cells, prog, nil)
 }
 
 // runnable refuses a plan with no cell left to measure.
@@ -113,11 +109,12 @@ type Planned struct {
 }
 
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
-// kube run`) in the same interleaved rounds as a lab run, then computes the
+// kube run`) in the same rounds as a lab run, then computes the
 // statistics; with meter (nil: none), each sample records its nodes' CPU.
 // With spec.Profile, each cell is profiled as a lab run's is: the cells'
 // NetNS (nil: every namespace but the root one, a local cluster's nodes and
-// pods) count as the test's.
+// pods) count as the test's. Cells with NetNS of their own (a lab's) get
+// their packet proof as a lab run's do.
 func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, meter NodeMeter) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -126,19 +123,24 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	for _, c := range cells {
 		all = append(all, c.Cell)
 	}
-	return measureCells(ctx, spec, cells, all, prog, meter, nil)
+	return measureCells(ctx, spec, cells, all, prog, meter)
 }
 
 // measureCells is what Run and Execute both do once the cells are planned:
-// execute them (profiled with spec.Profile), then compute the statistics
-// of all and, profiled, their profiles.
-func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*results.Cell, prog Progress, meter NodeMeter, pc *pktstat.Counter) error {
+// load the instruments (the packet counter for cells with namespaces of
+// their own, the profiler with spec.Profile), execute the rounds, then
+// compute the statistics of all and, profiled, their profiles.
+func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*results.Cell, prog Progress, meter NodeMeter) error {
 	col, err := openProfiler(spec)
 	if err != nil {
 		return err
 	}
 	if col != nil {
 		defer col.Close()
+	}
+	pc := openPackets(cells, prog)
+	if pc != nil {
+		defer pc.Close()
 	}
 	if err := execute(ctx, spec, cells, prog, col, meter, pc); err != nil {
 		return err
@@ -150,65 +152,94 @@ func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*result
 	return nil
 }
 
-// execute runs Warmup + Repeat rounds, each one sample of every cell in
-// turn (A B C A B C ...), so that slow drifts of the machine touch every
-// cell alike; warm-up samples are discarded. With col, each valid sample's
-// measured window is profiled into its cell's profile; with meter, each
-// sample records its nodes' CPU; with pc, its packets are counted into its
-// cell's packet proof.
+// execute runs the spec's rounds (rounds.go): warm-up samples are
+// discarded; a proof sample (pc: the packet counter, nil for none) counts
+// its cell's packets into the cell's proof; measured samples make the
+// statistics; a profile sample (col: the profiler) goes into its cell's
+// profile. With meter, each sample records its nodes' CPU.
 func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) error {
-	rounds := spec.Warmup + spec.Repeat
 	for _, c := range cells {
 		if p := spec.pins(engine.Test(c.Cell.Test)); p.Pinned {
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}
-	prog.Begin(rounds * len(cells))
-	defer prog.End()
-	totals := packetTotals{}
-	defer totals.prove(cells, spec)
-	n := 0
-	for r := 0; r < rounds; r++ {
+	rounds := spec.rounds(pc != nil)
+	total := 0
+	for _, r := range rounds {
 		for _, c := range cells {
+			if r != proofRound || proves(c, pc) {
+				total++
+			}
+		}
+	}
+	prog.Begin(total)
+	defer prog.End()
+	n := 0
+	for _, r := range rounds {
+		for _, c := range cells {
+			if r == proofRound && !proves(c, pc) {
+				continue // nothing of its own to count: a cluster's cell
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			n++
-			label := c.Cell.ID().String()
-			if r < spec.Warmup {
-				label += " (warmup)"
-			}
-			prog.Sample(n, label)
-			start := time.Now().UTC()
-			sampler := col
-			if r < spec.Warmup {
-				sampler = nil
-			}
-			var pw *packetWindow
-			if pc != nil {
-				pw = &packetWindow{c: pc}
-			}
-			m := meter
-			if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
-				m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
-			}
-			res, usage, nodes, prof, err := measure(ctx, c, spec.engineSpec(c.Cell.ID()), sampler, m, pw)
-			if r < spec.Warmup {
-				continue
-			}
-			if err == nil && pw != nil {
-				totals.add(c.Cell, pw.delta)
-			}
-			if err == nil && col != nil {
-				col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))
-			}
-			s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes}
-			if err != nil {
-				s.Error = err.Error()
-				prog.Note("sample failed: %s: %v", c.Cell.ID(), err)
-			}
-			c.Cell.Samples = append(c.Cell.Samples, s)
+			prog.Sample(n, c.Cell.ID().String()+r.label())
+			sample(ctx, spec, c, r, prog, col, meter, pc)
 		}
 	}
 	return nil
+}
+
+// proves says whether cell c gets a packet proof: a counter is loaded and
+// the cell has namespaces of its own.
+func proves(c Planned, pc *pktstat.Counter) bool { return pc != nil && len(c.NetNS) > 0 }
+
+// sample runs one sample of cell c in round r and files it where the
+// round says.
+func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) {
+	start := time.Now().UTC()
+	var pw *packetWindow
+	if r.proves() && proves(c, pc) {
+		pw = &packetWindow{c: pc}
+		defer pc.Detach()
+	}
+	sampler := col
+	if r != profileRound {
+		sampler = nil
+	}
+	m := meter
+	if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
+		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
+	}
+	res, usage, nodes, prof, err := measure(ctx, c, spec.EngineSpec(c.Cell.ID()), sampler, m, pw)
+	s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	switch {
+	case r == measuredRound:
+		if err != nil {
+			prog.Note("sample failed: %s: %v", c.Cell.ID(), err)
+		}
+		c.Cell.Samples = append(c.Cell.Samples, s)
+	case r == profileRound:
+		if err != nil {
+			prog.Note("profile sample failed: %s: %v", c.Cell.ID(), err)
+		} else {
+			col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))
+		}
+		c.Cell.ProfileSamples = append(c.Cell.ProfileSamples, s)
+	case pw != nil:
+		c.Cell.ProofSample = &s
+		if err != nil {
+			prog.Note("proof sample failed: %s: %v (the cell has no packet proof)", c.Cell.ID(), err)
+			return
+		}
+		if pw.err != nil {
+			prog.Note("warning: %s: packets not counted: %v", c.Cell.ID(), pw.err)
+			return
+		}
+		spec.prove(c, pw.delta)
+	}
 }

@@ -147,9 +147,9 @@ func (s Spec) labSpec() lab.Spec {
 	return lab.Spec{PodCIDR: s.PodCIDR, Nodes: s.Nodes, UnderlayRate: s.UnderlayRate, Family: s.Family, PodCIDR6: s.PodCIDR6}
 }
 
-// engineSpec is what one sample of the cell id measures: the spec's
+// EngineSpec is what one sample of the cell id measures: the spec's
 // settings for its test, with the values of its sweep's point over them.
-func (s Spec) engineSpec(id results.CellID) engine.Spec {
+func (s Spec) EngineSpec(id results.CellID) engine.Spec {
 	s = s.at(pointOf(id))
 	t := engine.Test(id.Test)
 	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t),
@@ -321,7 +321,7 @@ func checkEngines(spec Spec) error {
 		}
 		for _, pt := range spec.Sweep.Points() {
 			for _, f := range spec.Family.Measured() {
-				if err := engine.Check(d, spec.engineSpec(results.CellID{Test: string(t), Point: pt.String(), Family: f.Cell()})); err != nil {
+				if err := engine.Check(d, spec.EngineSpec(results.CellID{Test: string(t), Point: pt.String(), Family: f.Cell()})); err != nil {
 					return err
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"regexp"
 	"strconv"
@@ -49,7 +50,7 @@ func main() {
 		cpu      = flag.Int("cpu", -1, "CPU for client and server (default: the last CPU this process may use)")
 		rrRef    = flag.String("rr-ref", "", "the compiled tools/rr-ref/rr.c (rows rr and udp)")
 		crrRef   = flag.String("crr-ref", "", "the compiled tools/crr-ref/crr.c (row crr)")
-		rows     = flag.String("rows", "rr,udp,crr", "rows to measure: rr (tcp_rr / C), udp (udp_rr / C), crr (tcp_crr / C), sockperf (tcp_rr / sockperf, 14 bytes); rr-client, rr-server, udp-client, udp-server (the engine's one half with rr.c's other / C)")
+		rows     = flag.String("rows", "rr,udp,crr", "rows to measure: rr (tcp_rr / C), udp (udp_rr / C), crr (tcp_crr / C), sockperf (tcp_rr / sockperf, 14 bytes); rr-client, rr-server, udp-client, udp-server (the engine's one half with rr.c's other / C); netperf, netperf-udp (tcp_rr / netperf TCP_RR, udp_rr / UDP_RR: netperf and netserver on PATH)")
 		name     = flag.String("lab", "bench-eng", "lab name")
 	)
 	flag.Parse()
@@ -127,11 +128,22 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 			crr := cReference("crr-ref", ref.crr, "")
 			todo = append(todo, &row{label: "tcp_crr / C reference",
 				builtin: engineSample("rr", engine.TCPCRR, 1, dur, pins), ref: pairSample(crr, crr, 1, dur, pins)})
+		case "netperf", "netperf-udp": // netperf's own TCP_RR / UDP_RR, 1 byte each way
+			t, nt := engine.TCPRR, "TCP_RR"
+			if w == "netperf-udp" {
+				t, nt = engine.UDPRR, "UDP_RR"
+			}
+			np, err := netperf(nt)
+			if err != nil {
+				return fmt.Errorf("row %s: %w", w, err)
+			}
+			todo = append(todo, &row{label: string(t) + " / netperf " + nt,
+				builtin: engineSample("rr", t, 1, dur, pins), ref: pairSample(np, np, 1, dur, pins)})
 		case "sockperf": // sockperf's messages carry a 14-byte header: both send 14 bytes
 			todo = append(todo, &row{label: "tcp_rr / sockperf",
 				builtin: engineSample("rr", engine.TCPRR, 14, dur, pins), ref: engineSample("sockperf", engine.TCPRR, 14, dur, pins)})
 		default:
-			return fmt.Errorf("--rows %q: use rr, udp, crr, sockperf, rr-client, rr-server, udp-client and udp-server, comma-separated", which)
+			return fmt.Errorf("--rows %q: use rr, udp, crr, sockperf, netperf, netperf-udp, rr-client, rr-server, udp-client and udp-server, comma-separated", which)
 		}
 	}
 
@@ -265,6 +277,34 @@ func cReference(name, bin, proto string) program {
 			return strconv.ParseFloat(m[1], 64)
 		},
 	}
+}
+
+// netperf is netperf's test nt (TCP_RR, UDP_RR) between netserver and
+// netperf as found on PATH, pinned from outside as the C references are;
+// netperf prints only its transaction rate (-P 0, -o THROUGHPUT).
+func netperf(nt string) (program, error) {
+	client, err := exec.LookPath("netperf")
+	if err != nil {
+		return program{}, fmt.Errorf("netperf is not on PATH (it is not in Debian: build it from its public source)")
+	}
+	server, err := exec.LookPath("netserver")
+	if err != nil {
+		return program{}, fmt.Errorf("netserver is not on PATH")
+	}
+	return program{name: "netperf", ready: "Starting netserver",
+		server: func(port, _ string) []string { return []string{server, "-D", "-p", port} },
+		client: func(addr, port, size string, dur time.Duration) []string {
+			return []string{client, "-H", addr, "-p", port, "-t", nt, "-l", strconv.FormatFloat(dur.Seconds(), 'f', -1, 64), "-P", "0",
+				"--", "-r", size + "," + size, "-o", "THROUGHPUT"}
+		},
+		rate: func(out []byte) (float64, error) {
+			f := strings.Fields(string(out))
+			if len(f) == 0 {
+				return 0, fmt.Errorf("netperf printed nothing")
+			}
+			return strconv.ParseFloat(f[len(f)-1], 64)
+		},
+	}, nil
 }
 
 // builtin is the engine's rr-server and rr-client (self: the vnetlab
