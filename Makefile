@@ -30,7 +30,7 @@ demo: deps build
 # The root namespace is snapshotted before and checked after the whole suite,
 # so the suite needs the machine to itself: it takes TEST_LOCK, the lock every
 # other vnetlab test, lab or cluster run on this machine takes too
-# (README.md, "Leaving the machine clean"); a second `make test` waits instead of seeing the
+# (docs/labs.md, "Leaving the machine clean"); a second `make test` waits instead of seeing the
 # first one's namespaces come and go as changes.
 TEST_LOCK ?= /run/vnetlab-dev.lock
 test: deps build

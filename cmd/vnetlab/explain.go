@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/explain"
-	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -168,32 +167,7 @@ func explainKnob(f *results.File, arg, test string, modes []string, format strin
 
 // writeExplainFlame draws pair.B's data-path stacks against pair.A's.
 func writeExplainFlame(out, resultsPath string, pair explain.Pair) error {
-	load := func(c *results.Cell) (*profile.Profile, float64, error) {
-		p, us, err := profile.LoadStacks(filepath.Dir(resultsPath), c.Profile)
-		if err != nil {
-			return nil, 0, fmt.Errorf("cell %s: %w", explain.Label(c), err)
-		}
-		return p, us, nil
-	}
-	pb, usB, err := load(pair.B)
-	if err != nil {
-		return err
-	}
-	pa, usA, err := load(pair.A)
-	if err != nil {
-		return err
-	}
-	o := profile.FlameOptions{USPerSample: usB, Unit: pair.B.Profile.Unit, Base: pa, BaseUSPerSample: usA, BaseTitle: explain.Label(pair.A)}
-	o.Title = fmt.Sprintf("%s vs %s %s: red = more µs per %s than %s, blue = less", explain.Label(pair.B), explain.Label(pair.A), pair.B.Test, o.Unit, explain.Label(pair.A))
-	fh, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	if err := profile.WriteFlameGraph(fh, pb, profile.DefaultRules, o); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
+	if err := explain.WriteFlameGraph(out, filepath.Dir(resultsPath), pair); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "flame graph written to %s\n", out)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/service"
+)
+
+func newSvcLsCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "ls LAB",
+		Short: "List a lab's services, their backends and provider (-o json for scripts)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, c, err := readServices(args[0], output)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				if c.Services == nil {
+					c.Services = []service.Service{}
+				}
+				return printJSON(c)
+			}
+			printServices(os.Stdout, st, c)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+// readServices loads a lab and its services for a read-only listing, after
+// checking the -o value (table or json).
+func readServices(name, output string) (*lab.State, *service.Config, error) {
+	if err := checkTableOrJSON(output); err != nil {
+		return nil, nil, err
+	}
+	st, err := lab.Load(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := service.Load(st.Name)
+	return st, c, err
+}
+
+func printServices(w io.Writer, st *lab.State, c *service.Config) {
+	if c.Provider == "" {
+		vip := service.DefaultVIP + ":5201"
+		if !st.Spec.Family.HasIPv4() {
+			vip = "'[" + service.DefaultVIP6 + "]:5201'"
+		}
+		fmt.Fprintf(w, "lab %s has no services (add one: vnetlab svc add %s --service %s --backend %s)\n", st.Name, st.Name, vip, firstPodIP(st))
+		return
+	}
+	state := "loaded"
+	if !c.Installed {
+		state = "not loaded"
+	}
+	fmt.Fprintf(w, "lab %s: provider %s (%s, last load %.2fs), %s\n", st.Name, c.Provider, state, c.LoadSeconds, c.CountText())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSERVICE\tPORT\tPROTO\tBACKENDS")
+	for i, s := range c.Sorted() {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, s.VIP, s.Port, s.Proto, service.BackendList(s.Backends))
+	}
+	if c.Extra > 0 {
+		for _, f := range c.Family.Measured() {
+			first, last := service.Generated(f, 0), service.Generated(f, c.Extra-1)
+			_, backends := service.GeneratedRanges(f)
+			fmt.Fprintf(tw, "\t%s .. %s\t%d-%d\ttcp\t%d generated services, %d backend each in %s (never dialed)\n",
+				first.VIP, last.VIP, service.GeneratedBasePort, service.GeneratedBasePort+service.GeneratedPorts-1, c.Extra, service.GeneratedBackends, backends)
+		}
+	}
+	tw.Flush()
+}
+
+func firstPodIP(st *lab.State) string {
+	if len(st.Pods) > 0 && st.Pods[0].IP != "" {
+		return st.Pods[0].IP + ":5201"
+	}
+	if len(st.Pods) > 0 {
+		return st.Pods[0].Name + ":5201" // an ipv6 lab: the pod stands for its IPv6 address
+	}
+	return "POD-IP:5201"
+}
