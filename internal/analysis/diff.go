@@ -78,27 +78,22 @@ func Diff(old, new *results.File) *FileDiff {
 			fd.OnlyNew = append(fd.OnlyNew, c)
 		}
 	}
-	fd.Caveat = counterCaveat(fd.Deltas)
+	fd.Caveat = counterCaveat(old, new)
 	return fd
 }
 
-// counterCaveat warns when the cells of one side only were measured with
-// the packet counter attached in their windows (results.Cell.CountedInWindows:
-// vnetlab before issue 41).
-func counterCaveat(deltas []*Delta) string {
-	oldIn, newIn := false, false
-	for _, d := range deltas {
-		oldIn = oldIn || d.Old.CountedInWindows()
-		newIn = newIn || d.New.CountedInWindows()
-	}
+// counterCaveat warns when one side only was measured with the packet
+// counter attached in its windows (results.File.CountedInWindows: vnetlab
+// before issue 41).
+func counterCaveat(old, new *results.File) string {
 	side := "old"
-	switch {
-	case oldIn == newIn:
+	switch o, n := old.CountedInWindows(), new.CountedInWindows(); {
+	case o == n:
 		return ""
-	case newIn:
+	case n:
 		side = "new"
 	}
-	return fmt.Sprintf("caveat: the %s file's cells were measured with vnetlab's packet counter attached in their windows (vnetlab before issue 41): its rr/crr rates read about 7-13%% low, more on paths of more devices; the deltas carry that offset", side)
+	return fmt.Sprintf("caveat: the %s file was %s; the deltas carry that offset", side, results.CountedNote)
 }
 
 func diffCells(o, n *results.Cell) *Delta {

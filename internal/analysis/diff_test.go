@@ -66,10 +66,10 @@ func TestDiffCounterCaveat(t *testing.T) {
 		}
 		return &results.File{Cells: []*results.Cell{c}}
 	}
-	if c := Diff(proven(true), proven(false)).Caveat; !strings.Contains(c, "the old file's cells were measured with vnetlab's packet counter") {
+	if c := Diff(proven(true), proven(false)).Caveat; !strings.Contains(c, "the old file was measured with vnetlab's packet counter") {
 		t.Errorf("old counted in its windows: caveat %q", c)
 	}
-	if c := Diff(proven(false), proven(true)).Caveat; !strings.Contains(c, "the new file's") {
+	if c := Diff(proven(false), proven(true)).Caveat; !strings.Contains(c, "the new file was") {
 		t.Errorf("new counted in its windows: caveat %q", c)
 	}
 	for _, counted := range []bool{true, false} {

@@ -90,6 +90,9 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	if u := unpinnedWarning(f); u != "" {
 		fmt.Fprintf(w, "warning: %s\n", u)
 	}
+	if f.CountedInWindows() {
+		fmt.Fprintf(w, "warning: this run was %s.\n", results.CountedNote)
+	}
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -38,6 +39,19 @@ func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "│") && strings.Contains(line, "tcp_rr") && !strings.Contains(line, "│ FAILED │") {
 			t.Errorf("a cell without valid samples must say FAILED as its median: %q", line)
+		}
+	}
+	if strings.Contains(out, "packet counter") {
+		t.Errorf("a file without packet counts warns of the counter:\n%s", out)
+	}
+	// A file whose packets were counted in its measured windows (before
+	// issue 41) says so under its table; one with a proof sample does not.
+	for _, proof := range []*results.Sample{nil, {Round: results.RoundProof}} {
+		f.Cells[0].Packets, f.Cells[0].ProofSample = &pktstat.Proof{}, proof
+		b.Reset()
+		Table(&b, f, false)
+		if warned := strings.Contains(b.String(), "warning: this run was measured with vnetlab's packet counter attached in its measured windows"); warned != (proof == nil) {
+			t.Errorf("proof sample %v: warned %v:\n%s", proof, warned, b.String())
 		}
 	}
 }

@@ -132,6 +132,9 @@ func Build(f *results.File) *Doc {
 	if w := unpinnedWarning(f); w != "" {
 		d.Warnings = append(d.Warnings, w)
 	}
+	if f.CountedInWindows() {
+		d.Warnings = append(d.Warnings, "this run was "+results.CountedNote+"; so were the ratios beside the seeds'")
+	}
 	for _, c := range f.Cells {
 		if c.Noisy {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s is noisy (CV %.1f%%): its differences are less certain than its interval suggests", c.ID(), c.CV*100))
