@@ -163,30 +163,27 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}
-	rounds := spec.rounds(pc != nil)
-	total := 0
-	for _, r := range rounds {
+	// A proof round skips the cells with nothing of their own to count (a cluster's).
+	type step struct {
+		r round
+		c Planned
+	}
+	var steps []step
+	for _, r := range spec.rounds(pc != nil) {
 		for _, c := range cells {
 			if r != proofRound || proves(c, pc) {
-				total++
+				steps = append(steps, step{r, c})
 			}
 		}
 	}
-	prog.Begin(total)
+	prog.Begin(len(steps))
 	defer prog.End()
-	n := 0
-	for _, r := range rounds {
-		for _, c := range cells {
-			if r == proofRound && !proves(c, pc) {
-				continue // nothing of its own to count: a cluster's cell
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			n++
-			prog.Sample(n, c.Cell.ID().String()+r.label())
-			sample(ctx, spec, c, r, prog, col, meter, pc)
+	for i, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		prog.Sample(i+1, st.c.Cell.ID().String()+st.r.label())
+		sample(ctx, spec, st.c, st.r, prog, col, meter, pc)
 	}
 	return nil
 }
