@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
 )
@@ -65,7 +65,7 @@ type Cluster struct {
 	CNI       string `json:"cni"`
 	CNIPlugin string `json:"cni_plugin,omitempty"`
 	CNIMode   string `json:"cni_mode,omitempty"`
-	// KubeProxyMode is the Service proxy's name (internal/kube/network's,
+	// KubeProxyMode is the Service proxy's name (internal/clusternet's,
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
 	KubeProxyMode string            `json:"kube_proxy_mode"`
 	SocketLB      bool              `json:"socket_lb,omitempty"`
@@ -88,16 +88,16 @@ const (
 
 // Network is the cluster's network, structured; a cluster of a file written
 // before the structured fields has it read back from its texts.
-func (c *Cluster) Network() network.Network {
+func (c *Cluster) Network() clusternet.Network {
 	if c.CNIPlugin == "" {
-		return network.FromText(c.CNI, c.KubeProxyMode)
+		return clusternet.FromText(c.CNI, c.KubeProxyMode)
 	}
-	return network.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
+	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
 }
 
 // SetNetwork records n; text, when not "", is the CNI as detected (else
 // n's own text).
-func (c *Cluster) SetNetwork(n network.Network, text string) {
+func (c *Cluster) SetNetwork(n clusternet.Network, text string) {
 	if text == "" {
 		text = n.CNIText()
 	}
