@@ -15,8 +15,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
-// SchemaVersion grows only when a field changes meaning; new fields are added
-// without bumping it. 2 (issue 41): packets are counted in a proof sample of
+// SchemaVersion grows with every change to the format (TestSchemaGolden
+// fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2 (issue 41): packets are counted in a proof sample of
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
 const SchemaVersion = 2
