@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
@@ -281,9 +280,21 @@ type Comparison struct {
 	Note      string  `json:"note,omitempty"`          // why there is no verdict ("n/a")
 }
 
+// Result is what an engine measured in one sample (the runner converts
+// engine.Result into it).
+type Result struct {
+	Value       float64            `json:"value"`
+	Retransmits int                `json:"retransmits,omitempty"`
+	LossPct     float64            `json:"loss_pct,omitempty"`
+	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
+	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
+	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
+	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+}
+
 // Sample is one measurement; a failed one keeps its error and is never counted.
 type Sample struct {
-	engine.Result
+	Result
 	Valid bool      `json:"valid"`
 	Error string    `json:"error,omitempty"`
 	Start time.Time `json:"start"`

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
@@ -34,7 +33,7 @@ func fixture() *File {
 	}
 	sample := func(v float64, round string) Sample {
 		return Sample{
-			Result: engine.Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
+			Result: Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
 				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, Errors: 2},
 			Valid: true, Start: t0.Add(time.Duration(v) * time.Second), Round: round,
 			CPU: cpu(1), NodeCPU: map[string]*SampleCPU{"node-1": cpu(0.5)},
@@ -63,7 +62,7 @@ func fixture() *File {
 		ExtraServices: 1000, ServiceLoadSec: 0.25, Note: "predicted to fail", Placement: "cross-node",
 		Point: "streams=4,mtu=9000", Family: "ipv6", ClientNode: "node-1", ServerNode: "node-2", Addr: "fd00::10",
 		Status: "worked-unexpectedly",
-		Mean: 1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
+		Mean:   1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
 		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
