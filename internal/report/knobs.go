@@ -208,9 +208,9 @@ func buildInForce(f *results.File) []InForceRow {
 				r.State = "not applied: " + c.NotApplied
 			}
 			if c.Links != nil {
-				r.MTU = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(l.MTU) })
-				r.GSO = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
-				r.GRO = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
+				r.MTU = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(l.MTU) })
+				r.GSO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
+				r.GRO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
 				r.Offloads = offloadSummary(c.Links.Links)
 			}
 			if p := c.Packets; p != nil {
@@ -240,7 +240,7 @@ func knobsSet(f *results.File) bool {
 }
 
 // distinct is the values of links, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
-func distinct(links []knob.LinkState, of func(knob.LinkState) string) string {
+func distinct(links []results.LinkState, of func(results.LinkState) string) string {
 	count := map[string]int{}
 	var order []string
 	for _, l := range links {
@@ -262,7 +262,7 @@ func distinct(links []knob.LinkState, of func(knob.LinkState) string) string {
 }
 
 // offloadSummary is each feature's states over the links: "gro off, tso on".
-func offloadSummary(links []knob.LinkState) string {
+func offloadSummary(links []results.LinkState) string {
 	var parts []string
 	for _, f := range knob.Features {
 		if f.Name == "rx" {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
@@ -136,7 +135,7 @@ type Settings struct {
 	Tolerance float64 `json:"tolerance,omitempty"`
 	// The knobs set for every cell (issue 26), and the sweep whose points
 	// the cells are (their point says each swept knob's value).
-	Links knob.Links  `json:"links,omitzero"`
+	Links Links       `json:"links,omitzero"`
 	Load  int         `json:"load,omitempty"`
 	Sweep *knob.Sweep `json:"sweep,omitempty"`
 }
@@ -233,9 +232,9 @@ type Cell struct {
 	// outside Samples and the statistics (issue 41; a file without
 	// proof_sample counted in its measured windows, the counter's cost
 	// inside them: Cell.CountedInWindows).
-	Links       *knob.Proof    `json:"links,omitempty"`
-	Packets     *pktstat.Proof `json:"packets,omitempty"`
-	ProofSample *Sample        `json:"proof_sample,omitempty"`
+	Links       *LinkProof `json:"links,omitempty"`
+	Packets     *Packets   `json:"packets,omitempty"`
+	ProofSample *Sample    `json:"proof_sample,omitempty"`
 	// NotApplied says why the cell's knobs are not in force: the kernel
 	// refused or ignored one. Such a cell is never taken as measured with
 	// them: it has no samples, or (ignored, found in its packets) its

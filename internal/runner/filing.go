@@ -2,6 +2,8 @@ package runner
 
 import (
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -9,10 +11,39 @@ import (
 // what an engine, the knobs, the packet counter and the profiler produce
 // in their own types becomes internal/results' types here, so that a
 // field renamed in any of them never changes the file's format
-// (results.TestSchemaGolden pins that format).
+// (results.TestSchemaGolden pins that format). Where the two types have the
+// same fields the conversion is Go's own, so that a field added on one side
+// only fails to compile here.
 
 // resultOf is an engine's result as a sample records it.
-func resultOf(r engine.Result) results.Result {
-	return results.Result{Value: r.Value, Retransmits: r.Retransmits, LossPct: r.LossPct, Transfers: r.Transfers,
-		Bytes: r.Bytes, Latency: r.Latency, Errors: r.Errors}
+func resultOf(r engine.Result) results.Result { return results.Result(r) }
+
+// linksOf is the links' knobs as the file records them.
+func linksOf(l knob.Links) results.Links { return results.Links(l) }
+
+// linkProofOf is a lab's links' proof as its cells record it (nil for nil).
+func linkProofOf(p *knob.Proof) *results.LinkProof {
+	if p == nil {
+		return nil
+	}
+	out := &results.LinkProof{Requested: linksOf(p.Requested), NotApplied: p.NotApplied}
+	for _, l := range p.Links {
+		out.Links = append(out.Links, results.LinkState(l))
+	}
+	return out
+}
+
+// packetsOf is the packet counter's proof as a cell records it (nil for nil).
+func packetsOf(p *pktstat.Proof) *results.Packets {
+	if p == nil {
+		return nil
+	}
+	side := func(s *pktstat.Side) *results.PacketSide {
+		if s == nil {
+			return nil
+		}
+		r := results.PacketSide(*s)
+		return &r
+	}
+	return &results.Packets{Sender: side(p.Sender), Receiver: side(p.Receiver), Note: p.Note}
 }
