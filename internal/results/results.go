@@ -10,7 +10,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
 // SchemaVersion grows with every change to the format (TestSchemaGolden
@@ -221,8 +220,8 @@ type Cell struct {
 	// stage, by kernel function and data-path events, per unit of work,
 	// over the windows of its ProfileSamples: samples of their own, never
 	// the measured ones (issue 41).
-	Profile        *profile.Summary `json:"profile,omitempty"`
-	ProfileSamples []Sample         `json:"profile_samples,omitempty"`
+	Profile        *Profile `json:"profile,omitempty"`
+	ProfileSamples []Sample `json:"profile_samples,omitempty"`
 
 	// The knobs' proof (issue 26). Links: what the knobs asked of the
 	// lab's links and every link as the kernel reports it (MTU, GSO/GRO

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/profile"
 )
 
 var update = flag.Bool("update", false, "write testdata/schema-v<SchemaVersion>.golden.json (a new schema version only)")
@@ -65,14 +64,14 @@ func fixture() *File {
 		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
-		Profile: &profile.Summary{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",
+		Profile: &Profile{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",
 			Units: 123456, DataPathUS: 16.2,
-			Stages:    []profile.StageCost{{Stage: "tcp", Name: "TCP", Kind: "net", Samples: 500, US: 4.05, Share: 0.25}},
-			Functions: []profile.FunctionCost{{Name: "tcp_sendmsg", Stage: "tcp", Self: 40, Inclusive: 300, SelfUS: 0.32, InclusiveUS: 2.43}},
-			Events:    []profile.EventRate{{Name: "netif_rx", Count: 246912, PerUnit: 2}},
-			Drops:     []profile.EventRate{{Name: "no_socket", Count: 3, PerUnit: 0.0000243}},
+			Stages:    []StageCost{{Stage: "tcp", Name: "TCP", Kind: "net", Samples: 500, US: 4.05, Share: 0.25}},
+			Functions: []FunctionCost{{Name: "tcp_sendmsg", Stage: "tcp", Self: 40, Inclusive: 300, SelfUS: 0.32, InclusiveUS: 2.43}},
+			Events:    []EventRate{{Name: "netif_rx", Count: 246912, PerUnit: 2}},
+			Drops:     []EventRate{{Name: "no_socket", Count: 3, PerUnit: 0.0000243}},
 			Lost:      1, Dir: "profiles",
-			Files: &profile.Files{Pprof: "cell.pb.gz", Folded: "cell.folded", Flame: "cell.svg"}},
+			Files: &ProfileFiles{Pprof: "cell.pb.gz", Folded: "cell.folded", Flame: "cell.svg"}},
 		ProfileSamples: []Sample{sample(3, RoundProfile)},
 		Links: &LinkProof{Requested: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"},
 			Links: []LinkState{{NS: "vnetlab-l-node1", Name: "eth0", Kind: "veth", MTU: 9000, GSOMaxSize: 185000,

@@ -8,9 +8,11 @@ import (
 )
 
 // The one boundary between the measuring packages and the results file:
-// what an engine, the knobs, the packet counter and the profiler produce
-// in their own types becomes internal/results' types here, so that a
-// field renamed in any of them never changes the file's format
+// what an engine, the knobs and the packet counter produce in their own
+// types becomes internal/results' types here (the profiler's stacks
+// become a results.Profile in profile.Summarize, which finishProfiles
+// calls), so that a field renamed in any of them never changes the file's
+// format
 // (results.TestSchemaGolden pins that format). Where the two types have the
 // same fields the conversion is Go's own, so that a field added on one side
 // only fails to compile here.
