@@ -65,7 +65,7 @@ func buildCurves(f *results.File) []*CurveView {
 
 // buildCurve is test t against axis a (the ai-th): the cells at the base
 // or moving a only.
-func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.Axis) *CurveView {
+func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
 	type lineCells struct {
 		id    results.CellID
 		cells []*results.Cell // by value index
@@ -81,7 +81,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 		if err != nil || len(p) != len(sw.Axes) {
 			continue
 		}
-		if v := sw.Varies(p); v != -1 && v != ai {
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
 			continue
 		}
 		vi := slices.Index(a.Values, p[ai].Value)
@@ -145,7 +145,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 // value is not significantly better (Mann-Whitney, analysis.Compare): more
 // of the knob stops helping there. -1 when every step helps (no knee
 // within the sweep) or there are too few measured values to tell.
-func knee(cells []*results.Cell, a knob.Axis, higher bool) (int, string) {
+func knee(cells []*results.Cell, a results.Axis, higher bool) (int, string) {
 	prev := -1
 	for i, c := range cells {
 		if c == nil || len(c.Values()) == 0 {
@@ -236,7 +236,12 @@ func buildInForce(f *results.File) []InForceRow {
 // in-force table is for those; plain runs still keep the proof in JSON).
 func knobsSet(f *results.File) bool {
 	s := f.Metadata.Settings
-	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, knob.Axis.Links))
+	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, linksAxis))
+}
+
+// linksAxis says whether axis a sets the lab's links.
+func linksAxis(a results.Axis) bool {
+	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsLinks(knob.Name(k)) })
 }
 
 // distinct is the values of links, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
@@ -300,7 +305,7 @@ func buildUnderLoad(f *results.File) []LoadRow {
 	if sw == nil {
 		return nil
 	}
-	ai := slices.IndexFunc(sw.Axes, func(a knob.Axis) bool { return slices.Contains(a.Knobs, knob.Load) })
+	ai := slices.IndexFunc(sw.Axes, func(a results.Axis) bool { return slices.Contains(a.Knobs, string(knob.Load)) })
 	if ai < 0 {
 		return nil
 	}
@@ -334,7 +339,7 @@ func buildUnderLoad(f *results.File) []LoadRow {
 			continue
 		}
 		r := LoadRow{Mode: c.Mode, Series: lineOf(c.ID()).Series(), Test: c.Test, Load: p[ai].Value}
-		if sw.Varies(p) != ai { // other axes off their base too (crossed)
+		if sw.Varies(p.Values()) != ai { // other axes off their base too (crossed)
 			q := slices.Clone(p)
 			q[ai] = knob.Value{Axis: q[ai].Axis, Value: sw.Axes[ai].Base()}
 			r.Series += "{" + q.String() + "}"

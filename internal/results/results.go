@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/knob"
 )
 
 // SchemaVersion grows with every change to the format (TestSchemaGolden
@@ -134,9 +133,9 @@ type Settings struct {
 	Tolerance float64 `json:"tolerance,omitempty"`
 	// The knobs set for every cell (issue 26), and the sweep whose points
 	// the cells are (their point says each swept knob's value).
-	Links Links       `json:"links,omitzero"`
-	Load  int         `json:"load,omitempty"`
-	Sweep *knob.Sweep `json:"sweep,omitempty"`
+	Links Links  `json:"links,omitzero"`
+	Load  int    `json:"load,omitempty"`
+	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.

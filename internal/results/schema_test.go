@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/knob"
 )
 
 var update = flag.Bool("update", false, "write testdata/schema-v<SchemaVersion>.golden.json (a new schema version only)")
@@ -93,7 +91,7 @@ func fixture() *File {
 			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, Streams: 4, Size: 1, CVThreshold: 0.1,
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
 				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2,
-				Sweep: &knob.Sweep{Axes: []knob.Axis{{Knobs: []knob.Name{knob.GSO, knob.GRO}, Values: []string{"65536", "185000"}}}, Cross: true}},
+				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true}},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,
 			Clusters: []Cluster{cluster},

@@ -12,8 +12,7 @@ import (
 // types becomes internal/results' types here (the profiler's stacks
 // become a results.Profile in profile.Summarize, which finishProfiles
 // calls), so that a field renamed in any of them never changes the file's
-// format
-// (results.TestSchemaGolden pins that format). Where the two types have the
+// format (results.TestSchemaGolden pins that format). Where the two types have the
 // same fields the conversion is Go's own, so that a field added on one side
 // only fails to compile here.
 
@@ -48,4 +47,20 @@ func packetsOf(p *pktstat.Proof) *results.Packets {
 		return &r
 	}
 	return &results.Packets{Sender: side(p.Sender), Receiver: side(p.Receiver), Note: p.Note}
+}
+
+// sweepOf is the run's sweep as the file records it (nil without one).
+func sweepOf(s knob.Sweep) *results.Sweep {
+	if len(s.Axes) == 0 {
+		return nil
+	}
+	out := &results.Sweep{Cross: s.Cross}
+	for _, a := range s.Axes {
+		ra := results.Axis{Values: a.Values}
+		for _, k := range a.Knobs {
+			ra.Knobs = append(ra.Knobs, string(k))
+		}
+		out.Axes = append(out.Axes, ra)
+	}
+	return out
 }
