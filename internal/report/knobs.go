@@ -13,7 +13,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -219,7 +218,7 @@ func buildInForce(f *results.File) []InForceRow {
 				}
 				if s := p.Receiver; s != nil {
 					r.ReceiverAvg = fmt.Sprintf("%.0f", s.AvgBytes)
-				} else if p.Note == pktstat.UnseenNote {
+				} else if p.Note == results.PacketsUnseen {
 					r.ReceiverAvg = "not seen: delivered past netif_receive_skb"
 				}
 			}

@@ -61,7 +61,16 @@ type PacketSide struct {
 type Packets struct {
 	Sender   *PacketSide `json:"sender_tx,omitempty"`
 	Receiver *PacketSide `json:"receiver_rx,omitempty"`
-	// Note says what the averages mix, or why the receiver is absent
-	// (internal/pktstat's SameNSNote, UnseenNote).
+	// Note says what the averages mix, or why the receiver is absent:
+	// PacketsSameNS, PacketsUnseen.
 	Note string `json:"note,omitempty"`
 }
+
+// Packets.Note's words.
+const (
+	// PacketsSameNS: client and server share a namespace (host mode).
+	PacketsSameNS = "client and server in one namespace: its loopback carries both directions, so the averages include the acknowledgements"
+	// PacketsUnseen: the server's namespace received far less than the
+	// client's sent, so the receiver's average is not given.
+	PacketsUnseen = "the server's device received without netif_receive_skb in its namespace (bpf_redirect_peer, a macvlan's receive handler): no post-GRO count"
+)
