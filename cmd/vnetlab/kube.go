@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -60,12 +60,12 @@ func newKubeUpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
-	cmd.Flags().StringVar(&spec.Proxy, "proxy", network.DefaultProxy, network.ProxyHelp())
-	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
-	cmd.Flags().StringVar(&spec.CNI, "cni", network.CNIBridge, "CNI plugin wiring the pods: "+network.CNIBridge+" (Debian's bridge + host-local), "+network.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+network.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")
-	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with any --proxy, and --cni "+network.CNIBridge+" or --cni "+network.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
+	cmd.Flags().StringVar(&spec.Proxy, "proxy", clusternet.DefaultProxy, clusternet.ProxyHelp())
+	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
+	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")
+	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with any --proxy, and --cni "+clusternet.CNIBridge+" or --cni "+clusternet.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
-	cmd.Flags().StringVar(&spec.FlannelBackend, "flannel-backend", "", "with --cni flannel: flannel's backend, "+strings.Join(network.FlannelBackends, " or ")+" (default "+network.FlannelBackends[0]+")")
+	cmd.Flags().StringVar(&spec.FlannelBackend, "flannel-backend", "", "with --cni flannel: flannel's backend, "+strings.Join(clusternet.FlannelBackends, " or ")+" (default "+clusternet.FlannelBackends[0]+")")
 	return cmd
 }
 

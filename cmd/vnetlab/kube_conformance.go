@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/conformance"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -57,8 +57,8 @@ It exits 1 when a spec fails. Suites (--suite):
 	f.StringVar(&spec.Skip, "skip", "", "a ginkgo skip regular expression instead of the suite's (default "+conformance.DefaultSkip+")")
 	f.StringVar(&spec.Cluster.Name, "name", conformance.DefaultCluster, "the cluster's name (removed at the end)")
 	f.IntVar(&spec.Cluster.Nodes, "nodes", conformance.DefaultNodes, "number of nodes")
-	f.StringVar(&spec.Cluster.Proxy, "proxy", conformance.DefaultProxy, network.ProxyHelp())
-	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+network.VnetlabEBPF+": translate the pods' connections at the socket too")
+	f.StringVar(&spec.Cluster.Proxy, "proxy", conformance.DefaultProxy, clusternet.ProxyHelp())
+	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": translate the pods' connections at the socket too")
 	f.StringVar(&spec.Cluster.CNI, "cni", "", "CNI plugin, as kube up's --cni (default: vnetlab with vnetlab's proxies, bridge with kube-proxy)")
 	f.StringVar(&spec.Cluster.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+modes.VethEBPF+" when --cni is not given)")
 	// A string, not the family.Family flag value: unset means the suite's family.

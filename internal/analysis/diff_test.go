@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -60,7 +59,7 @@ func TestDiff(t *testing.T) {
 func TestDiffCounterCaveat(t *testing.T) {
 	proven := func(counted bool) *results.File {
 		c := cellOf("veth-routed", 10, 10.1, 9.9)
-		c.Packets = &pktstat.Proof{}
+		c.Packets = &results.Packets{}
 		if !counted {
 			c.ProofSample = &results.Sample{Round: results.RoundProof}
 		}

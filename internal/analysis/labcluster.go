@@ -11,7 +11,7 @@ package analysis
 import (
 	"fmt"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -26,10 +26,10 @@ const (
 // shapes vnetlab builds the same way are listed; vnetlab's own plugin is
 // its mode (LabClusterShape).
 var cniShapes = map[string]map[string]string{
-	network.CNIBridge:  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
-	network.CNIFlannel: {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
-	"calico":           {sameNode: "veth-routed", crossNode: "veth-routed"},
-	"kindnet":          {sameNode: "veth-routed", crossNode: "veth-routed"},
+	clusternet.CNIBridge:  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
+	clusternet.CNIFlannel: {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
+	"calico":              {sameNode: "veth-routed", crossNode: "veth-routed"},
+	"kindnet":             {sameNode: "veth-routed", crossNode: "veth-routed"},
 }
 
 // LabClusterShape says, for the comparison of a lab and a cluster file, which
@@ -39,15 +39,15 @@ var cniShapes = map[string]map[string]string{
 // (docs/cni.md), which only its bridge mode has a lab for (host-gw).
 // flannel's backend (a local cluster's, or "" when detected) chooses its
 // cross-node shape.
-func LabClusterShape(n network.Network) map[string]string {
-	if n.CNI == network.CNIVnetlab {
+func LabClusterShape(n clusternet.Network) map[string]string {
+	if n.CNI == clusternet.CNIVnetlab {
 		cross := ""
 		if n.CNIMode == "bridge" {
 			cross = "host-gw"
 		}
 		return map[string]string{sameNode: n.CNIMode, crossNode: cross}
 	}
-	if n.CNI == network.CNIFlannel && n.CNIMode == network.FlannelHostGW {
+	if n.CNI == clusternet.CNIFlannel && n.CNIMode == clusternet.FlannelHostGW {
 		// cni0, and routes to each node's pod range via the node's address
 		return map[string]string{sameNode: "bridge", crossNode: "host-gw"}
 	}
@@ -57,8 +57,8 @@ func LabClusterShape(n network.Network) map[string]string {
 // labProvider is the lab Service provider with the data path of the
 // cluster's proxy ("" when no lab provider has it: vnetlab-ebpf's socket LB
 // is tc and socket programs at once).
-func labProvider(n network.Network) string {
-	p, err := network.GetProxy(n.Proxy)
+func labProvider(n clusternet.Network) string {
+	p, err := clusternet.GetProxy(n.Proxy)
 	switch {
 	case err != nil:
 		return n.Proxy // a kube-proxy mode vnetlab does not run: its lab name, if any, is the same
@@ -138,7 +138,7 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 	} else {
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
-	if (n.CNI == network.CNIBridge || n.CNI == network.CNIFlannel) && !network.IsVnetlab(n.Proxy) {
+	if (n.CNI == clusternet.CNIBridge || n.CNI == clusternet.CNIFlannel) && !clusternet.IsVnetlab(n.Proxy) {
 		// Why the same shape still differs (measured: docs/kubernetes.md);
 		// flannel's pods share a node on cni0 as the default CNI's do.
 		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"

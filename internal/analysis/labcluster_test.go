@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -136,7 +136,7 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 		}
 	}
 	cl := &results.Cluster{Name: "k"}
-	cl.SetNetwork(network.Network{CNI: network.CNIVnetlab, CNIMode: "veth-routed", Proxy: network.VnetlabEBPF}, "")
+	cl.SetNetwork(clusternet.Network{CNI: clusternet.CNIVnetlab, CNIMode: "veth-routed", Proxy: clusternet.VnetlabEBPF}, "")
 	newPath := write("cluster.json", &results.File{Metadata: results.Metadata{Cluster: cl}, Cells: clusterCells()})
 	oldPath := write("cluster-old.json", &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "k",
 		CNI: "vnetlab veth-routed + host-local", KubeProxyMode: "vnetlab-ebpf + socket LB"}}, Cells: clusterCells()})
@@ -163,7 +163,7 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 		t.Errorf("note: %q", fd.Note)
 	}
 	old := read(oldPath)
-	if n := old.Metadata.Cluster; n.CNIPlugin != network.CNIVnetlab || n.CNIMode != "veth-routed" || n.KubeProxyMode != network.VnetlabEBPF || !n.SocketLB {
+	if n := old.Metadata.Cluster; n.CNIPlugin != clusternet.CNIVnetlab || n.CNIMode != "veth-routed" || n.KubeProxyMode != clusternet.VnetlabEBPF || !n.SocketLB {
 		t.Errorf("old file's cluster read as %+v", n)
 	}
 	if got := names(Diff(read(labPath), old)); !slices.Equal(got, want[:1]) {
@@ -175,8 +175,8 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 // backend is not known: flannel's default) or host-gw; same-node is cni0, the
 // lab's bridge, in both.
 func TestLabClusterShapeFlannel(t *testing.T) {
-	for backend, cross := range map[string]string{network.FlannelVXLAN: "vxlan", network.FlannelHostGW: "host-gw", "": "vxlan"} {
-		s := LabClusterShape(network.Network{CNI: network.CNIFlannel, CNIMode: backend})
+	for backend, cross := range map[string]string{clusternet.FlannelVXLAN: "vxlan", clusternet.FlannelHostGW: "host-gw", "": "vxlan"} {
+		s := LabClusterShape(clusternet.Network{CNI: clusternet.CNIFlannel, CNIMode: backend})
 		if s[sameNode] != "bridge" || s[crossNode] != cross {
 			t.Errorf("flannel %q: %v, want bridge / %s", backend, s, cross)
 		}
@@ -184,7 +184,7 @@ func TestLabClusterShapeFlannel(t *testing.T) {
 	// flannel's pods on one node are bridged on cni0 past kube-proxy's rules,
 	// as the default CNI's are: compare says so.
 	cl := &results.Cluster{Name: "fl"}
-	cl.SetNetwork(network.Network{CNI: network.CNIFlannel, CNIMode: network.FlannelVXLAN, Proxy: "iptables"}, "")
+	cl.SetNetwork(clusternet.Network{CNI: clusternet.CNIFlannel, CNIMode: clusternet.FlannelVXLAN, Proxy: "iptables"}, "")
 	lab := &results.File{Cells: []*results.Cell{cellOf("bridge", 10, 10, 10, 10)}}
 	if fd := Diff(lab, &results.File{Metadata: results.Metadata{Cluster: cl}}); !strings.Contains(fd.Note, "kube-proxy's netfilter rules") || !strings.Contains(fd.Note, "lab vxlan with 2 nodes = pod@cross-node") {
 		t.Errorf("flannel note: %q", fd.Note)
@@ -207,7 +207,7 @@ func TestSplitLabCluster(t *testing.T) {
 		c.LabMode, c.ModeOptions = mode, options
 		return c
 	}
-	mixed := &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "fl", CNI: "flannel", CNIPlugin: network.CNIFlannel, CNIMode: network.FlannelHostGW, KubeProxyMode: "iptables"}},
+	mixed := &results.File{Metadata: results.Metadata{Cluster: &results.Cluster{Name: "fl", CNI: "flannel", CNIPlugin: clusternet.CNIFlannel, CNIMode: clusternet.FlannelHostGW, KubeProxyMode: "iptables"}},
 		Cells: []*results.Cell{
 			cell("host", "pod", "", 2), cell("fl", "host", "cross-node", 0),
 			cell("host-gw", "pod", "", 2), cell("fl", "pod", "cross-node", 0),

@@ -4,13 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 func sample(v float64, valid bool) results.Sample {
-	s := results.Sample{Result: engine.Result{Value: v}, Valid: valid}
+	s := results.Sample{Result: results.Result{Value: v}, Valid: valid}
 	if !valid {
 		s.Error = "boom"
 	}

@@ -37,7 +37,7 @@ const (
 type Side struct {
 	Label string           `json:"label"`
 	Cell  *results.Cell    `json:"-"`
-	P     *profile.Summary `json:"-"`
+	P     *results.Profile `json:"-"`
 }
 
 // StageDiff is one stage on both sides, µs per unit.
@@ -147,16 +147,16 @@ func Compare(a, b *results.Cell) (*Explanation, error) {
 	return e, nil
 }
 
-func usPerSample(p *profile.Summary) float64 { return 1e6 / float64(p.Hz) / p.Units }
+func usPerSample(p *results.Profile) float64 { return 1e6 / float64(p.Hz) / p.Units }
 
 // counted: the stages that are the data path's cost (the profiler's own
 // tracepoint programs are not: they would not run without --profile).
-func counted(c profile.StageCost) bool { return profile.Counted(c.Kind) }
+func counted(c results.StageCost) bool { return profile.Counted(c.Kind) }
 
 func (e *Explanation) stages() {
 	pa, pb := e.A.P, e.B.P
 	ids := map[string]string{}
-	for _, p := range []*profile.Summary{pa, pb} {
+	for _, p := range []*results.Profile{pa, pb} {
 		for _, c := range p.Stages {
 			ids[c.Stage] = c.Name
 		}
@@ -169,7 +169,7 @@ func (e *Explanation) stages() {
 			delete(ids, id)
 		}
 	}
-	for _, p := range []*profile.Summary{pa, pb} {
+	for _, p := range []*results.Profile{pa, pb} {
 		for _, c := range p.Stages {
 			if _, ok := ids[c.Stage]; ok {
 				order = append(order, c.Stage)
@@ -178,7 +178,7 @@ func (e *Explanation) stages() {
 		}
 	}
 	names := map[string]string{}
-	for _, p := range []*profile.Summary{pa, pb} {
+	for _, p := range []*results.Profile{pa, pb} {
 		for _, c := range p.Stages {
 			names[c.Stage] = c.Name
 		}
@@ -206,7 +206,7 @@ func (e *Explanation) events() {
 	// profile of an IPv4 cell recorded before it was counted).
 	names := map[string]bool{}
 	var order []string
-	for _, p := range []*profile.Summary{e.A.P, e.B.P} {
+	for _, p := range []*results.Profile{e.A.P, e.B.P} {
 		for _, ev := range p.Events {
 			if !names[ev.Name] {
 				names[ev.Name] = true
@@ -221,7 +221,7 @@ func (e *Explanation) events() {
 		}
 	}
 	for _, p := range []struct {
-		x, y *profile.Summary
+		x, y *results.Profile
 		swap bool
 	}{{e.A.P, e.B.P, false}, {e.B.P, e.A.P, true}} {
 		for _, d := range p.x.Drops {
@@ -246,7 +246,7 @@ func (e *Explanation) events() {
 }
 
 // only lists x's functions that y's summary does not have.
-func only(x, y *profile.Summary) []OnlyFunction {
+func only(x, y *results.Profile) []OnlyFunction {
 	var out []OnlyFunction
 	for _, f := range x.Functions {
 		share := float64(f.Inclusive) / float64(max(x.DataPath, 1))
@@ -352,7 +352,7 @@ func (e *Explanation) sentence() string {
 // "name only in B" when A's summary lacks it.
 func (e *Explanation) movedFunction(stage string, up bool) string {
 	best, bestD := "", 0.0
-	for _, side := range []*profile.Summary{e.A.P, e.B.P} {
+	for _, side := range []*results.Profile{e.A.P, e.B.P} {
 		for _, f := range side.Functions {
 			if f.Stage != stage {
 				continue

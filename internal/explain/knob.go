@@ -25,7 +25,7 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 	if sw == nil {
 		return nil, fmt.Errorf("the results file has no sweep: --knob explains a run with --sweep")
 	}
-	ai := slices.IndexFunc(sw.Axes, func(a knob.Axis) bool { return a.Key() == axis })
+	ai := slices.IndexFunc(sw.Axes, func(a results.Axis) bool { return a.Key() == axis })
 	if ai < 0 {
 		var keys []string
 		for _, a := range sw.Axes {
@@ -49,7 +49,7 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
 			continue
 		}
-		if v := sw.Varies(p); v != -1 && v != ai {
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
 			continue
 		}
 		at[sameLine(c)+"|"+p[ai].Value] = c

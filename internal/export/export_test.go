@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -27,7 +26,7 @@ func cell(id results.CellID, unit string, failed int, values ...float64) *result
 	c := &results.Cell{Mode: id.Mode, Path: id.Path, Provider: id.Provider, ExtraServices: id.ExtraServices,
 		Placement: id.Placement, Test: id.Test, Unit: unit}
 	for i, v := range values {
-		r := engine.Result{Value: v}
+		r := results.Result{Value: v}
 		if unit == "Gbit/s" {
 			r.Bytes = v * 1e9 / 8 * 2
 		} else {

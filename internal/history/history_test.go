@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -25,7 +24,7 @@ func nightly(seed uint64, unit string, levels []float64) []Run {
 	for i, level := range levels {
 		c := &results.Cell{Mode: "bridge", Path: "pod", Test: "tcp_crr", Unit: unit}
 		for range 5 {
-			c.Samples = append(c.Samples, results.Sample{Result: engine.Result{Value: level * (1 + 0.03*r.NormFloat64())}, Valid: true})
+			c.Samples = append(c.Samples, results.Sample{Result: results.Result{Value: level * (1 + 0.03*r.NormFloat64())}, Valid: true})
 		}
 		analysis.Analyze([]*results.Cell{c}, analysis.Options{})
 		f := &results.File{SchemaVersion: 1, Cells: []*results.Cell{c}, Metadata: results.Metadata{

@@ -144,6 +144,15 @@ func (p Point) String() string {
 	return strings.Join(s, ",")
 }
 
+// Values are the point's values, in its axes' order (results.Sweep.Varies).
+func (p Point) Values() []string {
+	v := make([]string, len(p))
+	for i, x := range p {
+		v[i] = x.Value
+	}
+	return v
+}
+
 // Get is the value the point gives knob n, and whether it gives one.
 func (p Point) Get(n Name) (string, bool) {
 	for _, v := range p {

@@ -4,6 +4,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // Side is what one device carried over a cell's measured windows.
@@ -32,8 +33,9 @@ type Proof struct {
 	Note string `json:"note,omitempty"`
 }
 
-// SameNSNote is Proof.Note for a cell whose client and server share a namespace.
-const SameNSNote = "client and server in one namespace: its loopback carries both directions, so the averages include the acknowledgements"
+// SameNSNote is Proof.Note for a cell whose client and server share a
+// namespace (the file's words: results.PacketsSameNS).
+const SameNSNote = results.PacketsSameNS
 
 // Prove picks the sender's and the receiver's device out of a cell's
 // counts (nil when neither carried anything).
@@ -56,7 +58,8 @@ func Prove(s Snapshot, clientNS, serverNS string) *Proof {
 // than the client's sent: its device was entered without
 // netif_receive_skb there (bpf_redirect_peer and macvlan's receive handler
 // go another round in the stack, counted in the node's namespace instead).
-const UnseenNote = "the server's device received without netif_receive_skb in its namespace (bpf_redirect_peer, a macvlan's receive handler): no post-GRO count"
+// The file's words: results.PacketsUnseen, which readers compare with.
+const UnseenNote = results.PacketsUnseen
 
 // unseenShare: a receiver that counted under 1/unseenShare of the sender's
 // bytes did not see the cell's data (a lossy UDP path still delivers more).

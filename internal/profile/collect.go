@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // Collector profiles the measured windows of a run: one Sampler, a profile
@@ -138,20 +139,13 @@ func FileName(key string) string {
 	return strings.Trim(unsafeName.ReplaceAllString(key, "_"), "_")
 }
 
-// Files are the files written for one cell, relative to the profile dir.
-type Files struct {
-	Pprof  string `json:"pprof"`
-	Folded string `json:"folded"`
-	Flame  string `json:"flamegraph"`
-}
-
 // WriteFiles writes p as name.pb.gz (pprof), name.folded and name.svg (flame
 // graph of the data path) into dir.
-func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float64, unit string) (Files, error) {
+func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float64, unit string) (results.ProfileFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Files{}, err
+		return results.ProfileFiles{}, err
 	}
-	f := Files{Pprof: name + ".pb.gz", Folded: name + ".folded", Flame: name + ".svg"}
+	f := results.ProfileFiles{Pprof: name + ".pb.gz", Folded: name + ".folded", Flame: name + ".svg"}
 	for _, out := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -164,10 +158,10 @@ func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float
 	} {
 		var b bytes.Buffer
 		if err := out.write(&b); err != nil {
-			return Files{}, fmt.Errorf("%s: %w", out.file, err)
+			return results.ProfileFiles{}, fmt.Errorf("%s: %w", out.file, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, out.file), b.Bytes(), 0o644); err != nil {
-			return Files{}, err
+			return results.ProfileFiles{}, err
 		}
 	}
 	return f, nil
@@ -218,7 +212,7 @@ func ReadFolded(r io.Reader, hz int) (*Profile, error) {
 // LoadStacks reads a summary's folded stacks back (for flame graphs drawn
 // after the run), from its Dir (relative to resultsDir, the results file's
 // directory, unless absolute), and the µs per unit one sample stands for.
-func LoadStacks(resultsDir string, s *Summary) (*Profile, float64, error) {
+func LoadStacks(resultsDir string, s *results.Profile) (*Profile, float64, error) {
 	if s == nil || s.Files == nil {
 		return nil, 0, fmt.Errorf("no profile files: run with --profile")
 	}

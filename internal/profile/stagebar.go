@@ -5,12 +5,14 @@ import (
 	"html"
 	"io"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // BarRow is one cell in a stage bar chart.
 type BarRow struct {
 	Label string
-	S     *Summary
+	S     *results.Profile
 }
 
 // WriteStageBars draws one horizontal bar per row: its data-path CPU per

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // recorded is a profile recorded on this machine (testdata), with the
@@ -98,7 +100,7 @@ func TestParseRulesRejects(t *testing.T) {
 
 // The recorded tcp_rr profiles show the known structure of each mode.
 func TestRecordedStructure(t *testing.T) {
-	sum := map[string]*Summary{}
+	sum := map[string]*results.Profile{}
 	for _, m := range []string{"veth-routed", "macvlan", "bridge"} {
 		r := loadRecorded(t, "tcp_rr-"+m)
 		s := Summarize(&r.Profile, DefaultRules, r.Transactions, "transaction")

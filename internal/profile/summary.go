@@ -2,59 +2,9 @@ package profile
 
 import (
 	"sort"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
-
-// Summary is a cell's profile as written in results (profile in
-// docs/results-json.md): CPU per unit of work by stage and by function, and
-// data-path events per unit.
-type Summary struct {
-	Hz       int     `json:"hz"`                // samples per second per CPU
-	CPUs     int     `json:"cpus"`              // CPUs sampled
-	Samples  uint64  `json:"samples"`           // every sample of the windows
-	DataPath uint64  `json:"data_path_samples"` // samples charged to the data path (not idle, not other processes)
-	WallSec  float64 `json:"wall_s"`            // length of the windows, summed
-	Unit     string  `json:"unit"`              // "transaction" or "MB"
-	Units    float64 `json:"units"`             // transactions completed or MB moved in the windows
-	// DataPathUS is the data path's CPU time per unit (µs), the sum of the
-	// net and task stages.
-	DataPathUS float64        `json:"data_path_us_per_unit"`
-	Stages     []StageCost    `json:"stages"`
-	Functions  []FunctionCost `json:"functions"`
-	Events     []EventRate    `json:"events"`
-	Drops      []EventRate    `json:"drops,omitempty"`
-	Lost       uint64         `json:"samples_lost,omitempty"`
-	// Files are the cell's stacks (pprof, folded, flame graph) in Dir
-	// (run --profile-dir; relative to the results file's directory).
-	Dir   string `json:"dir,omitempty"`
-	Files *Files `json:"files,omitempty"`
-}
-
-// StageCost is one stage's share.
-type StageCost struct {
-	Stage   string  `json:"stage"`
-	Name    string  `json:"name"`
-	Kind    string  `json:"kind,omitempty"` // net, task (the data path), idle, overhead (the profiler); empty for "other"
-	Samples uint64  `json:"samples"`
-	US      float64 `json:"us_per_unit"`
-	Share   float64 `json:"share"` // of the data path's samples (0 for idle and other)
-}
-
-// FunctionCost is one kernel function over the data path's samples.
-type FunctionCost struct {
-	Name        string  `json:"name"`
-	Stage       string  `json:"stage,omitempty"` // the stage its name is attributed to
-	Self        uint64  `json:"self"`            // samples with it as the leaf
-	Inclusive   uint64  `json:"inclusive"`       // samples with it anywhere in the stack
-	SelfUS      float64 `json:"self_us_per_unit"`
-	InclusiveUS float64 `json:"inclusive_us_per_unit"`
-}
-
-// EventRate is a tracepoint's count over the windows and per unit.
-type EventRate struct {
-	Name    string  `json:"name"`
-	Count   uint64  `json:"count"`
-	PerUnit float64 `json:"per_unit"`
-}
 
 // A summary keeps the TopFunctions functions with the most self samples
 // and every function on the stack in at least MinInclusiveShare of the data
@@ -65,10 +15,11 @@ const (
 	MinInclusiveShare = 0.002
 )
 
-// Summarize attributes p's samples to stages and functions and divides by
+// Summarize attributes p's samples (the profiler's own Profile) to stages and functions and divides by
+// the work done: the cell's profile as the results file records it to stages and functions and divides by
 // the work done: units of unit ("transaction" or "MB").
-func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
-	s := &Summary{Hz: p.Hz, CPUs: p.CPUs, WallSec: p.WallSec, Unit: unit, Units: units, Lost: p.Lost}
+func Summarize(p *Profile, r *Rules, units float64, unit string) *results.Profile {
+	s := &results.Profile{Hz: p.Hz, CPUs: p.CPUs, WallSec: p.WallSec, Unit: unit, Units: units, Lost: p.Lost}
 	perUnitUS := func(n uint64) float64 {
 		if units <= 0 || p.Hz == 0 {
 			return 0
@@ -111,7 +62,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 		if n == 0 {
 			continue
 		}
-		c := StageCost{Stage: id, Name: r.Name(id), Kind: r.Kind(id), Samples: n, US: perUnitUS(n)}
+		c := results.StageCost{Stage: id, Name: r.Name(id), Kind: r.Kind(id), Samples: n, US: perUnitUS(n)}
 		if Counted(c.Kind) {
 			c.Share = float64(n) / float64(s.DataPath)
 			s.DataPathUS += c.US
@@ -128,7 +79,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 		}
 	}
 	for name := range keep {
-		f := FunctionCost{Name: name, Self: self[name], Inclusive: incl[name],
+		f := results.FunctionCost{Name: name, Self: self[name], Inclusive: incl[name],
 			SelfUS: perUnitUS(self[name]), InclusiveUS: perUnitUS(incl[name])}
 		if st := r.match(name); st >= 0 {
 			f.Stage = r.Stages[st].ID
@@ -147,11 +98,11 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
 	})
 	for _, name := range eventNames {
 		if n, ok := p.Events[name]; ok {
-			s.Events = append(s.Events, EventRate{Name: name, Count: n, PerUnit: perUnit(n)})
+			s.Events = append(s.Events, results.EventRate{Name: name, Count: n, PerUnit: perUnit(n)})
 		}
 	}
 	for _, name := range sortedKeys(p.Drops) {
-		s.Drops = append(s.Drops, EventRate{Name: name, Count: p.Drops[name], PerUnit: perUnit(p.Drops[name])})
+		s.Drops = append(s.Drops, results.EventRate{Name: name, Count: p.Drops[name], PerUnit: perUnit(p.Drops[name])})
 	}
 	return s
 }
@@ -185,34 +136,4 @@ func sortedKeys(m map[string]uint64) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// Stage is the cost of one stage, zero when absent.
-func (s *Summary) Stage(id string) StageCost {
-	for _, c := range s.Stages {
-		if c.Stage == id {
-			return c
-		}
-	}
-	return StageCost{Stage: id}
-}
-
-// Function is one function's cost, and whether the summary kept it.
-func (s *Summary) Function(name string) (FunctionCost, bool) {
-	for _, f := range s.Functions {
-		if f.Name == name {
-			return f, true
-		}
-	}
-	return FunctionCost{Name: name}, false
-}
-
-// Event is one event's rate, zero when absent.
-func (s *Summary) Event(name string) EventRate {
-	for _, e := range s.Events {
-		if e.Name == name {
-			return e
-		}
-	}
-	return EventRate{Name: name}
 }

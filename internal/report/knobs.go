@@ -13,7 +13,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -65,7 +64,7 @@ func buildCurves(f *results.File) []*CurveView {
 
 // buildCurve is test t against axis a (the ai-th): the cells at the base
 // or moving a only.
-func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.Axis) *CurveView {
+func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
 	type lineCells struct {
 		id    results.CellID
 		cells []*results.Cell // by value index
@@ -81,7 +80,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 		if err != nil || len(p) != len(sw.Axes) {
 			continue
 		}
-		if v := sw.Varies(p); v != -1 && v != ai {
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
 			continue
 		}
 		vi := slices.Index(a.Values, p[ai].Value)
@@ -145,7 +144,7 @@ func buildCurve(cells []*results.Cell, sw knob.Sweep, t string, ai int, a knob.A
 // value is not significantly better (Mann-Whitney, analysis.Compare): more
 // of the knob stops helping there. -1 when every step helps (no knee
 // within the sweep) or there are too few measured values to tell.
-func knee(cells []*results.Cell, a knob.Axis, higher bool) (int, string) {
+func knee(cells []*results.Cell, a results.Axis, higher bool) (int, string) {
 	prev := -1
 	for i, c := range cells {
 		if c == nil || len(c.Values()) == 0 {
@@ -208,9 +207,9 @@ func buildInForce(f *results.File) []InForceRow {
 				r.State = "not applied: " + c.NotApplied
 			}
 			if c.Links != nil {
-				r.MTU = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(l.MTU) })
-				r.GSO = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
-				r.GRO = distinct(c.Links.Links, func(l knob.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
+				r.MTU = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(l.MTU) })
+				r.GSO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
+				r.GRO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
 				r.Offloads = offloadSummary(c.Links.Links)
 			}
 			if p := c.Packets; p != nil {
@@ -219,7 +218,7 @@ func buildInForce(f *results.File) []InForceRow {
 				}
 				if s := p.Receiver; s != nil {
 					r.ReceiverAvg = fmt.Sprintf("%.0f", s.AvgBytes)
-				} else if p.Note == pktstat.UnseenNote {
+				} else if p.Note == results.PacketsUnseen {
 					r.ReceiverAvg = "not seen: delivered past netif_receive_skb"
 				}
 			}
@@ -236,11 +235,16 @@ func buildInForce(f *results.File) []InForceRow {
 // in-force table is for those; plain runs still keep the proof in JSON).
 func knobsSet(f *results.File) bool {
 	s := f.Metadata.Settings
-	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, knob.Axis.Links))
+	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, linksAxis))
+}
+
+// linksAxis says whether axis a sets the lab's links.
+func linksAxis(a results.Axis) bool {
+	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsLinks(knob.Name(k)) })
 }
 
 // distinct is the values of links, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
-func distinct(links []knob.LinkState, of func(knob.LinkState) string) string {
+func distinct(links []results.LinkState, of func(results.LinkState) string) string {
 	count := map[string]int{}
 	var order []string
 	for _, l := range links {
@@ -262,7 +266,7 @@ func distinct(links []knob.LinkState, of func(knob.LinkState) string) string {
 }
 
 // offloadSummary is each feature's states over the links: "gro off, tso on".
-func offloadSummary(links []knob.LinkState) string {
+func offloadSummary(links []results.LinkState) string {
 	var parts []string
 	for _, f := range knob.Features {
 		if f.Name == "rx" {
@@ -300,7 +304,7 @@ func buildUnderLoad(f *results.File) []LoadRow {
 	if sw == nil {
 		return nil
 	}
-	ai := slices.IndexFunc(sw.Axes, func(a knob.Axis) bool { return slices.Contains(a.Knobs, knob.Load) })
+	ai := slices.IndexFunc(sw.Axes, func(a results.Axis) bool { return slices.Contains(a.Knobs, string(knob.Load)) })
 	if ai < 0 {
 		return nil
 	}
@@ -334,7 +338,7 @@ func buildUnderLoad(f *results.File) []LoadRow {
 			continue
 		}
 		r := LoadRow{Mode: c.Mode, Series: lineOf(c.ID()).Series(), Test: c.Test, Load: p[ai].Value}
-		if sw.Varies(p) != ai { // other axes off their base too (crossed)
+		if sw.Varies(p.Values()) != ai { // other axes off their base too (crossed)
 			q := slices.Clone(p)
 			q[ai] = knob.Value{Axis: q[ai].Axis, Value: sw.Axes[ai].Base()}
 			r.Series += "{" + q.String() + "}"

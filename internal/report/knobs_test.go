@@ -27,7 +27,7 @@ func streamCell(mode, point string, vals ...float64) *results.Cell {
 func TestKnobSections(t *testing.T) {
 	streams, _ := knob.ParseAxisFlag("streams=1,2,4")
 	load, _ := knob.ParseAxisFlag("load=0,2")
-	f := &results.File{Metadata: results.Metadata{Settings: results.Settings{Sweep: &knob.Sweep{Axes: []knob.Axis{streams, load}}}}}
+	f := &results.File{Metadata: results.Metadata{Settings: results.Settings{Sweep: &results.Sweep{Axes: []results.Axis{{Knobs: []string{"streams"}, Values: streams.Values}, {Knobs: []string{"load"}, Values: load.Values}}}}}}
 	f.Cells = []*results.Cell{
 		streamCell("veth-routed", "streams=1,load=0", 10, 10.2, 9.9, 10.1, 10),
 		streamCell("veth-routed", "streams=2,load=0", 20, 20.3, 19.8, 20.1, 20.2),

@@ -5,14 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 func kubeCell(mode, path, provider, test string, extra int, values ...float64) *results.Cell {
 	c := &results.Cell{Mode: mode, Path: path, Provider: provider, Placement: "same-node", Test: test, Unit: "conn/s", ExtraServices: extra}
 	for _, v := range values {
-		c.Samples = append(c.Samples, results.Sample{Valid: true, Result: engine.Result{Value: v}})
+		c.Samples = append(c.Samples, results.Sample{Valid: true, Result: results.Result{Value: v}})
 	}
 	c.Valid, c.Median = len(values), values[len(values)/2]
 	return c

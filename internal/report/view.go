@@ -14,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/stats"
@@ -485,7 +486,7 @@ func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	if s.Size > 0 {
 		set += fmt.Sprintf(", size %d B", s.Size)
 	}
-	if l := s.Links.String(); l != "" {
+	if l := knob.Links(s.Links).String(); l != "" {
 		set += ", links " + l
 	}
 	if s.Load > 0 {

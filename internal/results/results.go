@@ -8,15 +8,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
-	"github.com/vnetlab/vnetlab/internal/profile"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 )
 
-// SchemaVersion grows only when a field changes meaning; new fields are added
-// without bumping it. 2 (issue 41): packets are counted in a proof sample of
+// SchemaVersion grows with every change to the format (TestSchemaGolden
+// fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2 (issue 41): packets are counted in a proof sample of
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
 const SchemaVersion = 2
@@ -65,7 +61,7 @@ type Cluster struct {
 	CNI       string `json:"cni"`
 	CNIPlugin string `json:"cni_plugin,omitempty"`
 	CNIMode   string `json:"cni_mode,omitempty"`
-	// KubeProxyMode is the Service proxy's name (internal/kube/network's,
+	// KubeProxyMode is the Service proxy's name (internal/clusternet's,
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
 	KubeProxyMode string            `json:"kube_proxy_mode"`
 	SocketLB      bool              `json:"socket_lb,omitempty"`
@@ -88,16 +84,16 @@ const (
 
 // Network is the cluster's network, structured; a cluster of a file written
 // before the structured fields has it read back from its texts.
-func (c *Cluster) Network() network.Network {
+func (c *Cluster) Network() clusternet.Network {
 	if c.CNIPlugin == "" {
-		return network.FromText(c.CNI, c.KubeProxyMode)
+		return clusternet.FromText(c.CNI, c.KubeProxyMode)
 	}
-	return network.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
+	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
 }
 
 // SetNetwork records n; text, when not "", is the CNI as detected (else
 // n's own text).
-func (c *Cluster) SetNetwork(n network.Network, text string) {
+func (c *Cluster) SetNetwork(n clusternet.Network, text string) {
 	if text == "" {
 		text = n.CNIText()
 	}
@@ -137,9 +133,9 @@ type Settings struct {
 	Tolerance float64 `json:"tolerance,omitempty"`
 	// The knobs set for every cell (issue 26), and the sweep whose points
 	// the cells are (their point says each swept knob's value).
-	Links knob.Links  `json:"links,omitzero"`
-	Load  int         `json:"load,omitempty"`
-	Sweep *knob.Sweep `json:"sweep,omitempty"`
+	Links Links  `json:"links,omitzero"`
+	Load  int    `json:"load,omitempty"`
+	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -223,8 +219,8 @@ type Cell struct {
 	// stage, by kernel function and data-path events, per unit of work,
 	// over the windows of its ProfileSamples: samples of their own, never
 	// the measured ones (issue 41).
-	Profile        *profile.Summary `json:"profile,omitempty"`
-	ProfileSamples []Sample         `json:"profile_samples,omitempty"`
+	Profile        *Profile `json:"profile,omitempty"`
+	ProfileSamples []Sample `json:"profile_samples,omitempty"`
 
 	// The knobs' proof (issue 26). Links: what the knobs asked of the
 	// lab's links and every link as the kernel reports it (MTU, GSO/GRO
@@ -234,9 +230,9 @@ type Cell struct {
 	// outside Samples and the statistics (issue 41; a file without
 	// proof_sample counted in its measured windows, the counter's cost
 	// inside them: Cell.CountedInWindows).
-	Links       *knob.Proof    `json:"links,omitempty"`
-	Packets     *pktstat.Proof `json:"packets,omitempty"`
-	ProofSample *Sample        `json:"proof_sample,omitempty"`
+	Links       *LinkProof `json:"links,omitempty"`
+	Packets     *Packets   `json:"packets,omitempty"`
+	ProofSample *Sample    `json:"proof_sample,omitempty"`
 	// NotApplied says why the cell's knobs are not in force: the kernel
 	// refused or ignored one. Such a cell is never taken as measured with
 	// them: it has no samples, or (ignored, found in its packets) its
@@ -281,9 +277,21 @@ type Comparison struct {
 	Note      string  `json:"note,omitempty"`          // why there is no verdict ("n/a")
 }
 
+// Result is what an engine measured in one sample (the runner converts
+// engine.Result into it).
+type Result struct {
+	Value       float64            `json:"value"`
+	Retransmits int                `json:"retransmits,omitempty"`
+	LossPct     float64            `json:"loss_pct,omitempty"`
+	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
+	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
+	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
+	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+}
+
 // Sample is one measurement; a failed one keeps its error and is never counted.
 type Sample struct {
-	engine.Result
+	Result
 	Valid bool      `json:"valid"`
 	Error string    `json:"error,omitempty"`
 	Start time.Time `json:"start"`

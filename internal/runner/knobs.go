@@ -150,8 +150,8 @@ func (p *plan) proveLinks(l *lab.Lab, m modes.Mode) error {
 		proof = &knob.Proof{Links: links}
 	}
 	if p.links == nil {
-		p.links = map[string]*knob.Proof{}
+		p.links = map[string]*results.LinkProof{}
 	}
-	p.links[l.State.Name] = proof
+	p.links[l.State.Name] = linkProofOf(proof)
 	return nil
 }

@@ -29,7 +29,7 @@ type plan struct {
 	out   *results.File
 	cells []Planned
 	// links is each lab's links as the kernel kept them (by lab name).
-	links map[string]*knob.Proof
+	links map[string]*results.LinkProof
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {

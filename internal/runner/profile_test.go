@@ -128,14 +128,14 @@ func TestProfileServiceTablesAtScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables := map[string]profile.StageCost{}
+	tables := map[string]results.StageCost{}
 	largest := map[string]string{}
 	for _, c := range res.Cells {
 		if c.Profile == nil {
 			t.Fatalf("%s: no profile", c.Provider)
 		}
 		tables[c.Provider] = c.Profile.Stage("tables")
-		var top profile.StageCost
+		var top results.StageCost
 		for _, s := range c.Profile.Stages {
 			if profile.Counted(s.Kind) && s.US > top.US {
 				top = s

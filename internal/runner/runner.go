@@ -210,7 +210,7 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
 	}
 	res, usage, nodes, prof, err := measure(ctx, c, spec.EngineSpec(c.Cell.ID()), sampler, m, pw)
-	s := results.Sample{Result: res, Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
+	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
 	if err != nil {
 		s.Error = err.Error()
 	}

@@ -204,10 +204,8 @@ func (s Spec) pins(t engine.Test) cpupin.Pins {
 func (s Spec) settings() results.Settings {
 	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
-		CPUAffinity: s.CPUAffinity.String(), Links: s.Links, Load: s.Load}
-	if len(s.Sweep.Axes) > 0 {
-		st.Sweep = &s.Sweep
-	}
+		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load}
+	st.Sweep = sweepOf(s.Sweep)
 	return st
 }
 

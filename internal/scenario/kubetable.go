@@ -9,11 +9,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 )
 
@@ -106,10 +106,10 @@ func (s *Scenario) validateClusters() error {
 			c.Cluster = fmt.Sprintf("kt%d", i+1)
 		}
 		if c.CNI == "" {
-			c.CNI = network.CNIBridge
+			c.CNI = clusternet.CNIBridge
 		}
 		if c.Proxy == "" {
-			c.Proxy = network.DefaultProxy
+			c.Proxy = clusternet.DefaultProxy
 		}
 		if c.Nodes == 0 {
 			c.Nodes = 2
@@ -128,10 +128,10 @@ func (s *Scenario) validateClusters() error {
 			return s.clusterErrAt(i, "cluster", "%q is also kube.clusters[%d]'s cluster: give each configuration its own cluster name", c.Cluster, j)
 		}
 		clusters[c.Cluster] = i
-		if !slices.Contains(network.CNIs, c.CNI) {
-			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(network.CNIs, ", "))
+		if !slices.Contains(clusternet.CNIs, c.CNI) {
+			return s.clusterErrAt(i, "cni", "unknown CNI %q (known: %s)", c.CNI, strings.Join(clusternet.CNIs, ", "))
 		}
-		if _, err := network.GetProxy(c.Proxy); err != nil {
+		if _, err := clusternet.GetProxy(c.Proxy); err != nil {
 			return s.clusterErrAt(i, "proxy", "%v", err)
 		}
 		if c.Nodes < 1 {

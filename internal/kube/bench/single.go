@@ -5,9 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
@@ -18,7 +18,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	opts := s.Pods
 	opts.Kubeconfig, opts.Context, opts.PullPolicy = s.Cluster.Kubeconfig, s.Cluster.Context, corev1.PullIfNotPresent
 	opts.NodeCPUPods = s.Cluster.Local == "" // a local cluster's nodes are read from their cgroups
-	var local *network.Network
+	var local *clusternet.Network
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
 		if err != nil {

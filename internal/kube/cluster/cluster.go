@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -73,7 +73,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err := preflight(); err != nil {
 		return nil, err
 	}
-	if network.IsVnetlab(spec.Proxy) {
+	if clusternet.IsVnetlab(spec.Proxy) {
 		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
 		if _, err := cgroup.Root(); err != nil {
 			return nil, field.Errorf("proxy", "{proxy} %s: %v", spec.Proxy, err)
@@ -92,7 +92,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 		return nil, err
 	}
 	var flannelRef, flannelTar string
-	if spec.CNI == network.CNIFlannel {
+	if spec.CNI == clusternet.CNIFlannel {
 		if flannelRef, flannelTar, err = flannelImage(ctx, say); err != nil {
 			return nil, err
 		}
@@ -238,7 +238,7 @@ func (b *builder) build(ctx context.Context) error {
 	query := func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
 		return Query(ctx, b.nodes[0].ns, server, name, t)
 	}
-	if network.IsVnetlab(b.spec.Proxy) {
+	if clusternet.IsVnetlab(b.spec.Proxy) {
 		// vnetlab's proxy translates ClusterIPs for the sockets of the
 		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
 		// namespace): ask from a process of the node.

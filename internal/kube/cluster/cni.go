@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/field"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -23,16 +23,16 @@ const systemCNIDir = "/usr/lib/cni"
 
 // validateCNI checks --cni, --cni-mode and --flannel-backend.
 func (s Spec) validateCNI() error {
-	if s.FlannelBackend != "" && s.CNI != network.CNIFlannel {
-		return field.Errorf("flannel_backend", "{flannel_backend} %s: backends are flannel's: add {cni} %s", s.FlannelBackend, network.CNIFlannel)
+	if s.FlannelBackend != "" && s.CNI != clusternet.CNIFlannel {
+		return field.Errorf("flannel_backend", "{flannel_backend} %s: backends are flannel's: add {cni} %s", s.FlannelBackend, clusternet.CNIFlannel)
 	}
 	switch s.CNI {
-	case "", network.CNIBridge:
+	case "", clusternet.CNIBridge:
 		if s.CNIMode != "" {
 			return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's: add {cni} vnetlab", s.CNIMode)
 		}
 		return nil
-	case network.CNIVnetlab:
+	case clusternet.CNIVnetlab:
 		m, err := modes.Get(s.cniMode())
 		if err != nil || m.Attach == nil {
 			return field.Errorf("cni_mode", "{cni_mode} %q: vnetlab's CNI plugin wires pods with %s", s.CNIMode, strings.Join(modes.AttachModes(), ", "))
@@ -41,10 +41,10 @@ func (s Spec) validateCNI() error {
 			return field.Errorf("cni_mode", "{cni_mode} %s: %v (vnetlab doctor says more)", m.Name, err)
 		}
 		return nil
-	case network.CNIFlannel:
+	case clusternet.CNIFlannel:
 		return s.validateFlannel()
 	}
-	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(network.CNIs, ", "))
+	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(clusternet.CNIs, ", "))
 }
 
 func (s Spec) cniMode() string {
@@ -66,7 +66,7 @@ func NodePlane(k string, i int) string { return ProxyPlane(k, NodeName(k, i)) }
 // this vnetlab binary; loopback, host-local, portmap to Debian's), so that
 // nothing is installed into the system's plugin directory.
 func (b *builder) cniBinDir() (string, error) {
-	if b.spec.CNI != network.CNIVnetlab {
+	if b.spec.CNI != clusternet.CNIVnetlab {
 		return systemCNIDir, nil
 	}
 	dir := filepath.Join(b.dir, "cni-bin")

@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -33,7 +33,7 @@ func TestSpecValidateCNI(t *testing.T) {
 	}{
 		{Spec{CNI: "calico"}, `--cni "calico"`},
 		{Spec{CNIMode: modes.VethRouted}, "add --cni vnetlab"},
-		{Spec{CNI: network.CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
+		{Spec{CNI: clusternet.CNIVnetlab, CNIMode: "macvlan"}, `--cni-mode "macvlan"`},
 	} {
 		c.spec.Name, c.spec.Nodes, c.spec.Proxy = "k", 2, "iptables"
 		if err := c.spec.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -43,8 +43,8 @@ func TestSpecValidateCNI(t *testing.T) {
 	// Every mode of vnetlab's plugin with every proxy, and where the proxy
 	// finds the pods.
 	for _, mode := range modes.AttachModes() {
-		for _, proxy := range network.ProxyNames() {
-			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: network.CNIVnetlab, CNIMode: mode}
+		for _, proxy := range clusternet.ProxyNames() {
+			ok := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: clusternet.CNIVnetlab, CNIMode: mode}
 			if err := ok.Validate(); err != nil {
 				t.Errorf("%+v: %v", ok, err)
 			}
@@ -55,10 +55,10 @@ func TestSpecValidateCNI(t *testing.T) {
 		want string
 	}{
 		{Spec{}, "--bridge " + PodBridge},
-		{Spec{CNI: network.CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
-		{Spec{CNI: network.CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
-		{Spec{CNI: network.CNIFlannel}, "--bridge " + PodBridge},
+		{Spec{CNI: clusternet.CNIVnetlab}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: clusternet.CNIVnetlab, CNIMode: modes.Bridge}, "--veth-prefix " + cni.HostIfPrefix},
+		{Spec{CNI: clusternet.CNIVnetlab, CNIMode: modes.VethEBPF}, "--programs-by-cni"},
+		{Spec{CNI: clusternet.CNIFlannel}, "--bridge " + PodBridge},
 	} {
 		if got := strings.Join(c.spec.proxyPodLinks(), " "); got != c.want {
 			t.Errorf("--cni %q --cni-mode %q: the proxy gets %q, want %q", c.spec.CNI, c.spec.CNIMode, got, c.want)
@@ -87,7 +87,7 @@ func TestVnetlabCNICluster(t *testing.T) {
 func vnetlabCNICluster(t *testing.T, name, mode string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIVnetlab, CNIMode: mode}, func(st *lab.State) {
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: clusternet.CNIVnetlab, CNIMode: mode}, func(st *lab.State) {
 		for i := range st.Nodes {
 			if _, err := os.Stat(tcbpf.PinDir(NodePlane(name, i+1))); err == nil {
 				t.Errorf("kube down left %s", tcbpf.PinDir(NodePlane(name, i+1)))
@@ -246,7 +246,7 @@ func TestVnetlabCNIWithEBPFProxy(t *testing.T) {
 func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: network.CNIVnetlab, CNIMode: mode}, nil)
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "vnetlab-ebpf", CNI: clusternet.CNIVnetlab, CNIMode: mode}, nil)
 	cs, err := Client(st.Facts[FactKubeconfig])
 	if err != nil {
 		t.Fatal(err)

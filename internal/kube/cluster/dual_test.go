@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -33,7 +33,7 @@ func TestDualStackCluster(t *testing.T) {
 	const name = "vkd"
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: network.IPTables, CNI: network.CNIVnetlab, CNIMode: modes.VethRouted, Family: family.Dual}, nil)
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: clusternet.IPTables, CNI: clusternet.CNIVnetlab, CNIMode: modes.VethRouted, Family: family.Dual}, nil)
 	if Family(st) != family.Dual {
 		t.Errorf("fact %s = %q, want dual", FactFamily, st.Facts[FactFamily])
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -18,12 +18,12 @@ func TestSpecValidateFamily(t *testing.T) {
 		want string
 	}{
 		{Spec{Family: "ipv5"}, `--ip-family "ipv5"`},
-		{Spec{Family: family.IPv6, CNI: network.CNIVnetlab}, "use --ip-family dual, or --cni bridge"},
-		{Spec{Family: family.Dual, CNI: network.CNIFlannel}, "flannel IPv4-only so far: use --ip-family ipv4"},
+		{Spec{Family: family.IPv6, CNI: clusternet.CNIVnetlab}, "use --ip-family dual, or --cni bridge"},
+		{Spec{Family: family.Dual, CNI: clusternet.CNIFlannel}, "flannel IPv4-only so far: use --ip-family ipv4"},
 	} {
 		c.spec.Name, c.spec.Nodes = "k", 2
 		if c.spec.Proxy == "" {
-			c.spec.Proxy = network.IPTables
+			c.spec.Proxy = clusternet.IPTables
 		}
 		err := c.spec.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -31,14 +31,14 @@ func TestSpecValidateFamily(t *testing.T) {
 		}
 	}
 	for _, s := range []Spec{
-		{Family: family.Dual, Proxy: network.NFTables},
-		{Family: family.IPv6, Proxy: network.IPTables},
-		{Family: family.Dual, Proxy: network.IPTables, CNI: network.CNIVnetlab, CNIMode: modes.Bridge},
-		{Family: family.Dual, Proxy: network.IPTables, CNI: network.CNIVnetlab},
-		{Family: family.Dual, Proxy: network.VnetlabEBPF, CNI: network.CNIVnetlab},
-		{Family: family.IPv6, Proxy: network.VnetlabEBPF},
-		{Family: family.Dual, Proxy: network.VnetlabSock},
-		{Family: family.Dual, Proxy: network.VnetlabEBPF, SocketLB: true},
+		{Family: family.Dual, Proxy: clusternet.NFTables},
+		{Family: family.IPv6, Proxy: clusternet.IPTables},
+		{Family: family.Dual, Proxy: clusternet.IPTables, CNI: clusternet.CNIVnetlab, CNIMode: modes.Bridge},
+		{Family: family.Dual, Proxy: clusternet.IPTables, CNI: clusternet.CNIVnetlab},
+		{Family: family.Dual, Proxy: clusternet.VnetlabEBPF, CNI: clusternet.CNIVnetlab},
+		{Family: family.IPv6, Proxy: clusternet.VnetlabEBPF},
+		{Family: family.Dual, Proxy: clusternet.VnetlabSock},
+		{Family: family.Dual, Proxy: clusternet.VnetlabEBPF, SocketLB: true},
 	} {
 		s.Name, s.Nodes = "k", 2
 		if err := s.Validate(); err != nil {

@@ -36,10 +36,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 )
 
 const (
@@ -60,19 +60,19 @@ const (
 // validateFlannel checks --cni flannel's options.
 func (s Spec) validateFlannel() error {
 	if s.CNIMode != "" {
-		return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's; flannel's data path is its backend: use {flannel_backend} %s", s.CNIMode, strings.Join(network.FlannelBackends, "|"))
+		return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's; flannel's data path is its backend: use {flannel_backend} %s", s.CNIMode, strings.Join(clusternet.FlannelBackends, "|"))
 	}
-	for _, b := range network.FlannelBackends {
+	for _, b := range clusternet.FlannelBackends {
 		if s.flannelBackend() == b {
 			return nil
 		}
 	}
-	return field.Errorf("flannel_backend", "{flannel_backend} %q: flannel's backends here are %s", s.FlannelBackend, strings.Join(network.FlannelBackends, ", "))
+	return field.Errorf("flannel_backend", "{flannel_backend} %q: flannel's backends here are %s", s.FlannelBackend, strings.Join(clusternet.FlannelBackends, ", "))
 }
 
 func (s Spec) flannelBackend() string {
 	if s.FlannelBackend == "" {
-		return network.FlannelBackends[0]
+		return clusternet.FlannelBackends[0]
 	}
 	return s.FlannelBackend
 }

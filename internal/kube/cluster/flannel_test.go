@@ -11,7 +11,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
@@ -22,10 +22,10 @@ func TestSpecValidateFlannel(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{CNI: network.CNIFlannel, FlannelBackend: "udp"}, `--flannel-backend "udp": flannel's backends here are vxlan, host-gw`},
-		{Spec{CNI: network.CNIFlannel, CNIMode: modes.VethRouted}, "--cni-mode veth-routed: modes are vnetlab's plugin's"},
-		{Spec{FlannelBackend: network.FlannelHostGW}, "--flannel-backend host-gw: backends are flannel's: add --cni flannel"},
-		{Spec{CNI: network.CNIVnetlab, FlannelBackend: network.FlannelVXLAN}, "add --cni flannel"},
+		{Spec{CNI: clusternet.CNIFlannel, FlannelBackend: "udp"}, `--flannel-backend "udp": flannel's backends here are vxlan, host-gw`},
+		{Spec{CNI: clusternet.CNIFlannel, CNIMode: modes.VethRouted}, "--cni-mode veth-routed: modes are vnetlab's plugin's"},
+		{Spec{FlannelBackend: clusternet.FlannelHostGW}, "--flannel-backend host-gw: backends are flannel's: add --cni flannel"},
+		{Spec{CNI: clusternet.CNIVnetlab, FlannelBackend: clusternet.FlannelVXLAN}, "add --cni flannel"},
 	} {
 		c.spec.Name, c.spec.Nodes, c.spec.Proxy = "k", 2, "iptables"
 		err := c.spec.Validate()
@@ -36,16 +36,16 @@ func TestSpecValidateFlannel(t *testing.T) {
 			t.Errorf("%+v: %q is more than one line", c.spec, err)
 		}
 	}
-	for _, b := range append([]string{""}, network.FlannelBackends...) {
-		s := Spec{Name: "k", Nodes: 2, Proxy: "iptables", CNI: network.CNIFlannel, FlannelBackend: b}
+	for _, b := range append([]string{""}, clusternet.FlannelBackends...) {
+		s := Spec{Name: "k", Nodes: 2, Proxy: "iptables", CNI: clusternet.CNIFlannel, FlannelBackend: b}
 		if err := s.Validate(); err != nil {
 			t.Errorf("backend %q: %v", b, err)
 		}
 		want := b
 		if b == "" {
-			want = network.FlannelVXLAN
+			want = clusternet.FlannelVXLAN
 		}
-		if n := s.Network(); n.CNI != network.CNIFlannel || n.CNIMode != want || s.networkFacts()[FactCNIMode] != want {
+		if n := s.Network(); n.CNI != clusternet.CNIFlannel || n.CNIMode != want || s.networkFacts()[FactCNIMode] != want {
 			t.Errorf("backend %q: network %+v, facts %v", b, n, s.networkFacts())
 		}
 	}
@@ -131,8 +131,8 @@ func TestFlannelPod(t *testing.T) {
 	if !run || !env["NODE_NAME"] || !env["POD_NAME"] || !env["KUBERNETES_SERVICE_HOST"] {
 		t.Errorf("mounts %+v, env %v", c.VolumeMounts, env)
 	}
-	if !strings.Contains(netConf(network.FlannelHostGW), `"Type":"host-gw"`) || !strings.Contains(netConf("vxlan"), clusterCIDR.String()) {
-		t.Errorf("net-conf.json %s", netConf(network.FlannelHostGW))
+	if !strings.Contains(netConf(clusternet.FlannelHostGW), `"Type":"host-gw"`) || !strings.Contains(netConf("vxlan"), clusterCIDR.String()) {
+		t.Errorf("net-conf.json %s", netConf(clusternet.FlannelHostGW))
 	}
 }
 
@@ -146,7 +146,7 @@ func TestFlannelPod(t *testing.T) {
 // no flannel.1; `kube down` leaves nothing, nor a machine-wide /run/flannel.
 func TestFlannelCluster(t *testing.T) {
 	needCluster(t)
-	for i, backend := range network.FlannelBackends {
+	for i, backend := range clusternet.FlannelBackends {
 		t.Run(backend, func(t *testing.T) { flannelCluster(t, "fl"+string(rune('a'+i)), backend) })
 	}
 }
@@ -158,7 +158,7 @@ func flannelCluster(t *testing.T, name, backend string) {
 	_, runFlannelBefore := os.Stat("/run/flannel")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: network.CNIFlannel, FlannelBackend: backend}, func(*lab.State) {
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: "iptables", CNI: clusternet.CNIFlannel, FlannelBackend: backend}, func(*lab.State) {
 		if _, err := os.Stat("/run/flannel"); err == nil && runFlannelBefore != nil {
 			t.Error("the cluster made the machine's /run/flannel")
 		}
@@ -171,12 +171,12 @@ func flannelCluster(t *testing.T, name, backend string) {
 	podPaths(ctx, t, st)
 	after := flannelTX(t, n1)
 	switch backend {
-	case network.FlannelVXLAN:
+	case clusternet.FlannelVXLAN:
 		// rr-client's 1 s of transactions is thousands of packets.
 		if before < 0 || after-before < 100 {
 			t.Errorf("%s on %s sent %d packets during the cross-node clients (before %d), want at least 100", flannelDevice, n1.Name, after-before, before)
 		}
-	case network.FlannelHostGW:
+	case clusternet.FlannelHostGW:
 		if before >= 0 {
 			t.Errorf("%s exists on %s with host-gw", flannelDevice, n1.Name)
 		}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/rootns"
 )
@@ -85,11 +85,11 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		"ClusterCIDR": b.addrs.clusterCIDRs(), "Bridge": PodBridge, "Ranges": cniRanges(n.podRanges), "Routes": cniDefaultRoutes(n.podRanges)}
 	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
 	switch b.spec.CNI {
-	case network.CNIVnetlab:
+	case clusternet.CNIVnetlab:
 		if err := b.writeVnetlabCNI(n); err != nil {
 			return err
 		}
-	case network.CNIFlannel:
+	case clusternet.CNIFlannel:
 		// written from flanneld's subnet.env once it runs (writeFlannelCNI)
 	default:
 		files["cni/10-vnetlab.conflist"] = cniTmpl

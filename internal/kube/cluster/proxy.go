@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/proc"
@@ -31,7 +31,7 @@ func (s Spec) proxyProcess() string {
 	switch {
 	case s.SocketLB:
 		return "vnetlab kube-proxy (" + s.Proxy + ", socket LB)"
-	case network.IsVnetlab(s.Proxy):
+	case clusternet.IsVnetlab(s.Proxy):
 		return "vnetlab kube-proxy (" + s.Proxy + ")"
 	}
 	return "kube-proxy"
@@ -41,7 +41,7 @@ func (s Spec) proxyProcess() string {
 // vnetlab's (its maps and programs journaled as pins, so teardown removes
 // them after stopping it).
 func (b *builder) startProxy(n node, kubeconfig string) error {
-	if !network.IsVnetlab(b.spec.Proxy) {
+	if !clusternet.IsVnetlab(b.spec.Proxy) {
 		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
 	}
 	plane := ProxyPlane(b.spec.Name, n.name)
@@ -119,7 +119,7 @@ func (b *builder) nodeQuery(ctx context.Context, n node, server, name string) ([
 // (NodePlane = ProxyPlane), so each node runs one eBPF program per pod.
 func (s Spec) proxyPodLinks() []string {
 	switch {
-	case s.CNI != network.CNIVnetlab:
+	case s.CNI != clusternet.CNIVnetlab:
 		return []string{"--bridge", PodBridge}
 	case s.cniMode() == modes.VethEBPF:
 		return []string{"--programs-by-cni"}

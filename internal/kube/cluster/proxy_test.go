@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 )
 
 func TestProxyChoice(t *testing.T) {
-	for _, p := range network.ProxyNames() {
+	for _, p := range clusternet.ProxyNames() {
 		if err := (Spec{Name: "k", Nodes: 2, Proxy: p}).Validate(); err != nil {
 			t.Errorf("--proxy %s: %v", p, err)
 		}
@@ -17,7 +17,7 @@ func TestProxyChoice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "vnetlab-ebpf") {
 		t.Errorf("--proxy ipvs: %v, want a refusal naming the choices", err)
 	}
-	if !network.IsVnetlab("vnetlab-ebpf") || !network.IsVnetlab("vnetlab-sock") || network.IsVnetlab("iptables") {
+	if !clusternet.IsVnetlab("vnetlab-ebpf") || !clusternet.IsVnetlab("vnetlab-sock") || clusternet.IsVnetlab("iptables") {
 		t.Error("network.IsVnetlab")
 	}
 	if err := (Spec{Name: "k", Nodes: 2, Proxy: "iptables", SocketLB: true}).Validate(); err == nil || !strings.Contains(err.Error(), "--proxy vnetlab-ebpf") {

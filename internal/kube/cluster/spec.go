@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kernel"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
@@ -17,7 +17,7 @@ import (
 type Spec struct {
 	Name  string
 	Nodes int
-	Proxy string // one of network.Proxies
+	Proxy string // one of clusternet.Proxies
 	// CNI wires the pods: network.CNIBridge ("" too), network.CNIVnetlab
 	// with CNIMode (cni.go) or network.CNIFlannel with FlannelBackend
 	// (flannel.go).
@@ -41,7 +41,7 @@ const (
 	FactVersion    = "version"
 	FactProxy      = "proxy"
 	FactImage      = "image"
-	FactCNI        = "cni"        // network.Network.CNIText(), for people
+	FactCNI        = "cni"        // clusternet.Network.CNIText(), for people
 	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
 	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab: its mode; with network.CNIFlannel: its backend
 	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
@@ -53,26 +53,26 @@ func Family(st *lab.State) family.Family { return family.Family(st.Facts[FactFam
 
 // Network is the cluster's network as its facts say (clusters built before
 // the cni_plugin fact: read back from its text).
-func Network(st *lab.State) network.Network {
+func Network(st *lab.State) clusternet.Network {
 	f := st.Facts
 	if f[FactCNIPlugin] == "" {
-		n := network.FromText(f[FactCNI], f[FactProxy])
+		n := clusternet.FromText(f[FactCNI], f[FactProxy])
 		n.SocketLB = f[FactSocketLB] == "true"
 		return n
 	}
-	return network.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true"}
+	return clusternet.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true"}
 }
 
 // Network is the network the spec builds (the default CNI and mode filled in).
-func (s Spec) Network() network.Network {
-	n := network.Network{CNI: s.CNI, Proxy: s.Proxy, SocketLB: s.SocketLB}
+func (s Spec) Network() clusternet.Network {
+	n := clusternet.Network{CNI: s.CNI, Proxy: s.Proxy, SocketLB: s.SocketLB}
 	if n.CNI == "" {
-		n.CNI = network.CNIBridge
+		n.CNI = clusternet.CNIBridge
 	}
 	switch n.CNI {
-	case network.CNIVnetlab:
+	case clusternet.CNIVnetlab:
 		n.CNIMode = s.cniMode()
-	case network.CNIFlannel:
+	case clusternet.CNIFlannel:
 		n.CNIMode = s.flannelBackend()
 	}
 	return n
@@ -109,12 +109,12 @@ func (s Spec) Validate() error {
 	if err := s.validateCNI(); err != nil {
 		return err
 	}
-	p, err := network.GetProxy(s.Proxy)
+	p, err := clusternet.GetProxy(s.Proxy)
 	if err != nil {
-		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, network.ProxyHelp())
+		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, clusternet.ProxyHelp())
 	}
 	if s.SocketLB && !p.SocketLB {
-		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, network.VnetlabEBPF)
+		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, clusternet.VnetlabEBPF)
 	}
 	return s.validateFamily()
 }
@@ -129,17 +129,17 @@ func (s Spec) validateFamily() error {
 	if !f.HasIPv6() {
 		return nil
 	}
-	if s.CNI == network.CNIFlannel {
+	if s.CNI == clusternet.CNIFlannel {
 		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its
 		// IPv4 subnet.env keys into the conflist so far.
-		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs flannel IPv4-only so far: use {ip_family} ipv4, or {cni} %s|%s", network.CNIFlannel, f, network.CNIBridge, network.CNIVnetlab)
+		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs flannel IPv4-only so far: use {ip_family} ipv4, or {cni} %s|%s", clusternet.CNIFlannel, f, clusternet.CNIBridge, clusternet.CNIVnetlab)
 	}
-	if s.CNI == network.CNIVnetlab {
+	if s.CNI == clusternet.CNIVnetlab {
 		if m, err := modes.Get(s.cniMode()); err == nil && !m.IPv6 {
 			return field.Errorf("ip_family", "{cni_mode} %s with {ip_family} %s: the mode wires IPv4 pods only: use {cni_mode} %s", m.Name, f, strings.Join(CNIModes6(), "|"))
 		}
 		if !f.HasIPv4() {
-			return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab's modes wire IPv4 or dual-stack pods, not IPv6-only ones: use {ip_family} dual, or {cni} %s", network.CNIVnetlab, f, network.CNIBridge)
+			return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab's modes wire IPv4 or dual-stack pods, not IPv6-only ones: use {ip_family} dual, or {cni} %s", clusternet.CNIVnetlab, f, clusternet.CNIBridge)
 		}
 	}
 	return kernel.Check(kernel.IPv6)

@@ -7,7 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
@@ -79,7 +79,7 @@ func (b *builder) wire(cpNS string) error {
 		}
 		for _, o := range b.nodes {
 			// flannel routes to the other nodes' pods itself.
-			if o.name != n.name && b.spec.CNI != network.CNIFlannel {
+			if o.name != n.name && b.spec.CNI != clusternet.CNIFlannel {
 				if err := h.RouteAdd(&netlink.Route{Dst: o.pods, Gw: o.ip}); err != nil {
 					return fmt.Errorf("%s route to %s's pods: %w", n.name, o.name, err)
 				}

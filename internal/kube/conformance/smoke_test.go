@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -55,7 +55,7 @@ func TestDualSuiteSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: network.IPTables}}.Resolve()
+	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: clusternet.IPTables}}.Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestSmoke(t *testing.T) {
 // docs/conformance.md): the cluster's dual-stack wiring and the CNI's two
 // families, as upstream checks them.
 func TestDualSmoke(t *testing.T) {
-	smoke(t, Spec{Suite: DualSmoke, Cluster: cluster.Spec{Name: smokeCluster, Proxy: network.IPTables, CNIMode: modes.VethRouted}}, DualSmokeSpecs)
+	smoke(t, Spec{Suite: DualSmoke, Cluster: cluster.Spec{Name: smokeCluster, Proxy: clusternet.IPTables, CNIMode: modes.VethRouted}}, DualSmokeSpecs)
 }
 
 // smoke runs spec, whose focus selects exactly specs: each runs and passes

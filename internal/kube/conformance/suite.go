@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -140,7 +140,7 @@ const (
 	DefaultCluster = "conf"
 	DefaultNodes   = 3 // "NodePort and HealthCheckNodePort ... ExternalTrafficPolicy changes" needs 3
 	DefaultProcs   = 3 // ginkgo processes: measured fine on 2 vCPUs
-	DefaultProxy   = network.VnetlabEBPF
+	DefaultProxy   = clusternet.VnetlabEBPF
 	DefaultTimeout = 2 * time.Hour
 )
 
@@ -212,11 +212,11 @@ func (s Spec) Resolve() (Spec, error) {
 	if c.CNI == "" {
 		switch {
 		case c.CNIMode != "":
-			c.CNI = network.CNIVnetlab
-		case network.IsVnetlab(c.Proxy):
-			c.CNI, c.CNIMode = network.CNIVnetlab, defaultMode(c.Family)
+			c.CNI = clusternet.CNIVnetlab
+		case clusternet.IsVnetlab(c.Proxy):
+			c.CNI, c.CNIMode = clusternet.CNIVnetlab, defaultMode(c.Family)
 		default:
-			c.CNI = network.CNIBridge
+			c.CNI = clusternet.CNIBridge
 		}
 	}
 	if err := c.Validate(); err != nil {

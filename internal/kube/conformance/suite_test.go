@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/kube/network"
 	"github.com/vnetlab/vnetlab/internal/modes"
 )
 
@@ -20,7 +20,7 @@ func TestResolveDefaults(t *testing.T) {
 	if s.Suite != Services || s.Focus != `\[sig-network\] Services` || s.Skip != DefaultSkip {
 		t.Errorf("suite %q focus %q skip %q, want the Services suite", s.Suite, s.Focus, s.Skip)
 	}
-	if c.Name != DefaultCluster || c.Nodes != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != network.CNIVnetlab || c.CNIMode != modes.VethEBPF {
+	if c.Name != DefaultCluster || c.Nodes != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != clusternet.CNIVnetlab || c.CNIMode != modes.VethEBPF {
 		t.Errorf("cluster %+v, want 3 nodes, vnetlab-ebpf, vnetlab CNI veth-ebpf", c)
 	}
 	if s.Procs != 3 || s.FlakeAttempts != 1 || s.Timeout != DefaultTimeout {
@@ -37,10 +37,10 @@ func TestResolveCNIFollowsProxy(t *testing.T) {
 		cni, cniMode   string
 		reportDirShows string
 	}{
-		{cluster.Spec{Proxy: "iptables"}, network.CNIBridge, "", "services-iptables-bridge"},
-		{cluster.Spec{Proxy: "vnetlab-sock"}, network.CNIVnetlab, modes.VethEBPF, "services-vnetlab-sock-vnetlab-veth-ebpf"},
-		{cluster.Spec{Proxy: "iptables", CNIMode: modes.VethRouted}, network.CNIVnetlab, modes.VethRouted, "services-iptables-vnetlab-veth-routed"},
-		{cluster.Spec{Proxy: "vnetlab-ebpf", SocketLB: true, CNI: network.CNIBridge}, network.CNIBridge, "", "services-vnetlab-ebpf-socketlb-bridge"},
+		{cluster.Spec{Proxy: "iptables"}, clusternet.CNIBridge, "", "services-iptables-bridge"},
+		{cluster.Spec{Proxy: "vnetlab-sock"}, clusternet.CNIVnetlab, modes.VethEBPF, "services-vnetlab-sock-vnetlab-veth-ebpf"},
+		{cluster.Spec{Proxy: "iptables", CNIMode: modes.VethRouted}, clusternet.CNIVnetlab, modes.VethRouted, "services-iptables-vnetlab-veth-routed"},
+		{cluster.Spec{Proxy: "vnetlab-ebpf", SocketLB: true, CNI: clusternet.CNIBridge}, clusternet.CNIBridge, "", "services-vnetlab-ebpf-socketlb-bridge"},
 	} {
 		s, err := Spec{Cluster: tc.in}.Resolve()
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -25,7 +25,7 @@ var proxyModeRE = regexp.MustCompile(`(?m)^mode:\s*"?([a-z]*)"?`)
 
 // Detect fills what it can find through the API; local (a local cluster's
 // own network, as it was built) wins over detection.
-func (s *Session) Detect(ctx context.Context, local *network.Network) *results.Cluster {
+func (s *Session) Detect(ctx context.Context, local *clusternet.Network) *results.Cluster {
 	f := &results.Cluster{ServerVersion: s.Version, Namespace: s.Namespace, HowDetected: map[string]string{"server_version": "GET /version"}}
 	for _, n := range s.Nodes {
 		nf := results.ClusterNode{Name: n.Name, Kernel: n.Status.NodeInfo.KernelVersion, OS: n.Status.NodeInfo.OSImage,
@@ -46,7 +46,7 @@ func (s *Session) Detect(ctx context.Context, local *network.Network) *results.C
 	}
 	cni, howCNI := detectCNI(ctx, s.Client)
 	mode, howProxy := detectProxyMode(ctx, s.Client)
-	f.SetNetwork(network.FromText(cni, mode), cni)
+	f.SetNetwork(clusternet.FromText(cni, mode), cni)
 	f.HowDetected["cni"], f.HowDetected["kube_proxy_mode"] = howCNI, howProxy
 	return f
 }

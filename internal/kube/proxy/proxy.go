@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/vnetlab/vnetlab/internal/kube/network"
+	"github.com/vnetlab/vnetlab/internal/clusternet"
 )
 
 // Config is one node's proxy.
@@ -56,10 +56,10 @@ type Config struct {
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
-// internal/kube/network).
+// internal/clusternet).
 const (
-	ModeEBPF = network.VnetlabEBPF
-	ModeSock = network.VnetlabSock
+	ModeEBPF = clusternet.VnetlabEBPF
+	ModeSock = clusternet.VnetlabSock
 )
 
 // PodLinks checks that exactly one way to find the pods' veths is set and

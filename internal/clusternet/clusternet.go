@@ -1,11 +1,11 @@
-// Package network names what makes a cluster's network: the CNI plugin that
+// Package clusternet names what makes a cluster's network: the CNI plugin that
 // wires its pods (with vnetlab's own, the mode it wires them with; with
 // flannel, its backend) and the
 // Service proxy (with vnetlab-ebpf, whether the socket LB is on). The
 // cluster builder, vnetlab's proxy, scenario files, help texts and the
 // comparison of a cluster's results with a lab's ask this package, never a
 // name spelled again. It imports nothing of vnetlab's, so every layer can.
-package network
+package clusternet
 
 import (
 	"fmt"
