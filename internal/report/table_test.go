@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -47,7 +46,7 @@ func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
 	// A file whose packets were counted in its measured windows (before
 	// issue 41) says so under its table; one with a proof sample does not.
 	for _, proof := range []*results.Sample{nil, {Round: results.RoundProof}} {
-		f.Cells[0].Packets, f.Cells[0].ProofSample = &pktstat.Proof{}, proof
+		f.Cells[0].Packets, f.Cells[0].ProofSample = &results.Packets{}, proof
 		b.Reset()
 		Table(&b, f, false)
 		if warned := strings.Contains(b.String(), "warning: this run was measured with vnetlab's packet counter attached in its measured windows"); warned != (proof == nil) {
