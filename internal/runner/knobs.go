@@ -48,12 +48,6 @@ func (s Spec) at(p knob.Point) Spec {
 	return s
 }
 
-// pointOf is a cell's point (checked when it was planned).
-func pointOf(id results.CellID) knob.Point {
-	p, _ := knob.ParsePoint(id.Point)
-	return p
-}
-
 // appliesTo says whether test t is measured at point p: a point that moves
 // a knob t does not take (load, on a stream test) away from its axis's
 // base would measure t again as at the base.

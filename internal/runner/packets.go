@@ -78,7 +78,7 @@ func (w *packetWindow) End() {
 // marks the cell "not applied" when they show its knob ignored.
 func (s Spec) prove(c Planned, counts pktstat.Snapshot) {
 	c.Cell.Packets = packetsOf(pktstat.Prove(counts, c.Target.ClientNS, c.Target.ServerNS))
-	if why := s.at(pointOf(c.Cell.ID())).ignored(c.Cell); why != "" {
+	if why := s.at(c.Point).ignored(c.Cell); why != "" {
 		c.Cell.NotApplied = why
 	}
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -106,7 +108,14 @@ type Planned struct {
 	Target engine.Target
 	Driver engine.Driver
 	NetNS  []string
+	// The cell's coordinates the engine needs, typed once when planned.
+	Test   engine.Test
+	Point  knob.Point
+	Family family.Family
 }
+
+// EngineSpec is what one sample of c measures under spec.
+func (c Planned) EngineSpec(spec Spec) engine.Spec { return spec.EngineSpec(c.Test, c.Point, c.Family) }
 
 // Execute measures cells planned elsewhere (Spec.Plan on the pods of `vnetlab
 // kube run`) in the same rounds as a lab run, then computes the
@@ -209,7 +218,7 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 	if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
 		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
 	}
-	res, usage, nodes, prof, err := measure(ctx, c, spec.EngineSpec(c.Cell.ID()), sampler, m, pw)
+	res, usage, nodes, prof, err := measure(ctx, c, c.EngineSpec(spec), sampler, m, pw)
 	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
 	if err != nil {
 		s.Error = err.Error()

@@ -147,13 +147,13 @@ func (s Spec) labSpec() lab.Spec {
 	return lab.Spec{PodCIDR: s.PodCIDR, Nodes: s.Nodes, UnderlayRate: s.UnderlayRate, Family: s.Family, PodCIDR6: s.PodCIDR6}
 }
 
-// EngineSpec is what one sample of the cell id measures: the spec's
-// settings for its test, with the values of its sweep's point over them.
-func (s Spec) EngineSpec(id results.CellID) engine.Spec {
-	s = s.at(pointOf(id))
-	t := engine.Test(id.Test)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t),
-		Family: family.OfCell(id.Family)}
+// EngineSpec is what one sample of test t at point pt over family f
+// measures: the spec's settings for t, with the point's values over them.
+// A planned cell carries its point and family typed (Planned), read once
+// when it was planned.
+func (s Spec) EngineSpec(t engine.Test, pt knob.Point, f family.Family) engine.Spec {
+	s = s.at(pt)
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t), Family: f}
 }
 
 // Plan is a cell per test of the spec and point of its sweep at one
@@ -170,6 +170,7 @@ func (s Spec) Plan(proto results.Cell, target engine.Target, netns []string) ([]
 // links were set for).
 func (s Spec) planPoints(points []knob.Point, proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
 	var out []Planned
+	fam := family.OfCell(proto.Family)
 	for _, t := range s.Tests {
 		d, err := engine.For(s.Engine, t)
 		if err != nil {
@@ -184,7 +185,7 @@ func (s Spec) planPoints(points []knob.Point, proto results.Cell, target engine.
 			if !s.Wants(c.ID()) {
 				continue
 			}
-			out = append(out, Planned{Cell: &c, Target: target, Driver: d, NetNS: netns})
+			out = append(out, Planned{Cell: &c, Target: target, Driver: d, NetNS: netns, Test: t, Point: pt, Family: fam})
 		}
 	}
 	return out, nil
@@ -319,7 +320,7 @@ func checkEngines(spec Spec) error {
 		}
 		for _, pt := range spec.Sweep.Points() {
 			for _, f := range spec.Family.Measured() {
-				if err := engine.Check(d, spec.EngineSpec(results.CellID{Test: string(t), Point: pt.String(), Family: f.Cell()})); err != nil {
+				if err := engine.Check(d, spec.EngineSpec(t, pt, f)); err != nil {
 					return err
 				}
 			}

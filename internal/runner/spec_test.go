@@ -6,7 +6,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/family"
 )
 
 // A CPU outside this machine's set is refused before anything is built;
@@ -33,21 +33,21 @@ func TestCPUAffinitySpec(t *testing.T) {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if p := spec.EngineSpec(results.CellID{Test: string(engine.TCPRR)}).CPU; !p.Pinned || p.Client != last || p.Server != last {
+	if p := spec.EngineSpec(engine.TCPRR, nil, family.IPv4).CPU; !p.Pinned || p.Client != last || p.Server != last {
 		t.Errorf("auto tcp_rr: %+v, want both on CPU %d", p, last)
 	}
-	if p := spec.EngineSpec(results.CellID{Test: string(engine.TCPStream)}).CPU; p.Pinned {
+	if p := spec.EngineSpec(engine.TCPStream, nil, family.IPv4).CPU; p.Pinned {
 		t.Errorf("auto tcp_stream: %+v, want unpinned", p)
 	}
 	if got := spec.settings().CPUAffinity; got != "auto" {
 		t.Errorf("settings record %q, want auto", got)
 	}
 	spec.CPUsElsewhere = true
-	if p := spec.EngineSpec(results.CellID{Test: string(engine.TCPCRR)}).CPU; p.Pinned {
+	if p := spec.EngineSpec(engine.TCPCRR, nil, family.IPv4).CPU; p.Pinned {
 		t.Errorf("auto tcp_crr on a cluster: %+v, want unpinned", p)
 	}
 	spec.CPUAffinity = cpupin.MustParse("0,1")
-	if p := spec.EngineSpec(results.CellID{Test: string(engine.UDPStream)}).CPU; p != (cpupin.Pins{Pinned: true, Client: 0, Server: 1}) {
+	if p := spec.EngineSpec(engine.UDPStream, nil, family.IPv4).CPU; p != (cpupin.Pins{Pinned: true, Client: 0, Server: 1}) {
 		t.Errorf("0,1 on a cluster: %+v", p)
 	}
 }

@@ -194,7 +194,7 @@ func standaloneRound(ctx context.Context, spec runner.Spec, cells []runner.Plann
 		if ctx.Err() != nil {
 			return
 		}
-		res, err := c.Driver.Run(ctx, c.Target, spec.EngineSpec(c.Cell.ID()))
+		res, err := c.Driver.Run(ctx, c.Target, c.EngineSpec(spec))
 		s.add(c.Cell.ID().String(), res.Value, err)
 	}
 }
