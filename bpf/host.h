@@ -156,22 +156,6 @@ static __always_inline void pod_set_dmac(struct __sk_buff *skb, const struct lb_
  * vnetlab's own Service translation nothing is ever noted (translated
  * packets are redirected), and host_via_stack_on stays 0: the fast path
  * pays one array read. */
-struct host_flow {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 sport;
-	__be16 dport;
-	__u32 proto;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, HOST_MAX_PODS);
-	__type(key, struct host_flow); /* the reply's tuple */
-	__type(value, __u8);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} host_via_stack SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -187,38 +171,12 @@ static __always_inline int host_via_stack_used(void)
 	return on && *on;
 }
 
-/* host_note_via_stack: p reaches a pod at its node end's egress. A flow's
- * first packet (TCP SYN; any UDP datagram) from a pod of this node came
- * through the stack: note its reply. */
-static __always_inline void host_note_via_stack(const struct lb_pkt *p)
-{
-	struct host_flow f = { .saddr = p->daddr, .daddr = p->saddr, .sport = p->dport, .dport = p->sport, .proto = p->proto };
-	struct pod_route *r;
-	__u32 zero = 0, one = 1;
-	__u8 v = 1;
-
-	if (!p->has_l4 || (p->proto == IPPROTO_TCP && !(p->tcp_syn && !p->tcp_ack)) || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return;
-	r = bpf_map_lookup_elem(&pod_routes, &p->saddr);
-	if (!r || !r->ifindex)
-		return;
-	if (p->proto == IPPROTO_UDP && bpf_map_lookup_elem(&host_via_stack, &f))
-		return;
-	bpf_map_update_elem(&host_via_stack, &f, &v, BPF_ANY);
-	if (!host_via_stack_used())
-		bpf_map_update_elem(&host_via_stack_on, &zero, &one, BPF_ANY);
-}
-
-/* host_reply_via_stack: p (as sent, not translated) is the reply of a
- * flow the stack forwarded. */
-static __always_inline int host_reply_via_stack(const struct lb_pkt *p)
-{
-	struct host_flow f = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto };
-
-	if (!host_via_stack_used() || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return 0;
-	return bpf_map_lookup_elem(&host_via_stack, &f) != NULL;
-}
+/* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack
+ * and host_to_pod_route, written once with host6.h's (host_fam.h). */
+#define HOSTF(n)  n
+#define LBF(n)    lb_##n
+#define HOST_ADDR __be32
+#include "host_fam.h"
 
 /* host_from_pod_route: the node end of a pod's veth, tc ingress (veth-ebpf).
  * Service translation first (a clusterIP costs one more hash lookup, no
@@ -248,19 +206,6 @@ static __always_inline int host_from_pod_route(struct __sk_buff *skb)
 		}
 	}
 	return host_route(skb);
-}
-
-/* host_to_pod: the node end of a pod's veth, tc egress (veth-ebpf): notes
- * flows the stack forwarded between two pods of this node, then to_pod's
- * reverse translation. */
-static __always_inline int host_to_pod_route(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	host_note_via_stack(&p);
-	return lb_to_pod_pkt(skb, &p);
 }
 
 #endif /* VNETLAB_HOST_H */

@@ -115,55 +115,14 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 }
 
 /* host.h's flows forwarded by the node's stack (a netfilter proxy's DNAT),
- * for IPv6: the reply tuples host_to_pod_route6 notes, which
- * host_from_pod_route6 then leaves to the stack. host_via_stack_on is
- * shared with IPv4. */
-struct host_flow6 {
-	struct lb6_addr saddr;
-	struct lb6_addr daddr;
-	__be16 sport;
-	__be16 dport;
-	__u32 proto;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, HOST_MAX_PODS);
-	__type(key, struct host_flow6); /* the reply's tuple */
-	__type(value, __u8);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} host_via_stack6 SEC(".maps");
-
-/* host_note_via_stack6: host_note_via_stack for IPv6. */
-static __always_inline void host_note_via_stack6(const struct lb6_pkt *p)
-{
-	struct host_flow6 f = { .saddr = p->daddr, .daddr = p->saddr, .sport = p->dport, .dport = p->sport, .proto = p->proto };
-	struct lb6_addr src = p->saddr;
-	struct pod_route *r;
-	__u32 zero = 0, one = 1;
-	__u8 v = 1;
-
-	if (!p->has_l4 || (p->proto == IPPROTO_TCP && !(p->tcp_syn && !p->tcp_ack)) || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return;
-	r = bpf_map_lookup_elem(&pod_routes6, &src);
-	if (!r || !r->ifindex)
-		return;
-	if (p->proto == IPPROTO_UDP && bpf_map_lookup_elem(&host_via_stack6, &f))
-		return;
-	bpf_map_update_elem(&host_via_stack6, &f, &v, BPF_ANY);
-	if (!host_via_stack_used())
-		bpf_map_update_elem(&host_via_stack_on, &zero, &one, BPF_ANY);
-}
-
-/* host_reply_via_stack6: host_reply_via_stack for IPv6. */
-static __always_inline int host_reply_via_stack6(const struct lb6_pkt *p)
-{
-	struct host_flow6 f = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto };
-
-	if (!host_via_stack_used() || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return 0;
-	return bpf_map_lookup_elem(&host_via_stack6, &f) != NULL;
-}
+ * for IPv6 (host_fam.h): the reply tuples host_to_pod_route6 notes in
+ * host_via_stack6 (struct host_flow6), which host_from_pod_route6 then
+ * leaves to the stack (host_reply_via_stack6). host_via_stack_on is shared
+ * with IPv4. */
+#define HOSTF(n)  n##6
+#define LBF(n)    lb6_##n
+#define HOST_ADDR struct lb6_addr
+#include "host_fam.h"
 
 /* pod6_set_dmac: pod_set_dmac for IPv6, after a translation of p (as
  * lb6_parse saw it) left daddr as the packet's destination: a backend that
@@ -257,17 +216,6 @@ static __always_inline int host_from_pod_route6_rest(struct __sk_buff *skb)
 		}
 	}
 	return host_route6(skb);
-}
-
-/* host_to_pod_route6: host_to_pod_route for IPv6. */
-static __always_inline int host_to_pod_route6(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	host_note_via_stack6(&p);
-	return lb6_to_pod_pkt(skb, &p);
 }
 
 #endif /* VNETLAB_HOST6_H */
