@@ -95,31 +95,6 @@ static __always_inline void np_count(__u32 what)
 		*v += 1;
 }
 
-/* np_remote says whether the route to dst leaves through the interface the
- * packet came in on (a pod on another node), from the node's own FIB. A
- * failed lookup (no route, forwarding off) reads as "not remote": the
- * packet goes to the stack, which decides. The lookup goes through the
- * routing rules, so the local table answers first: a backend at one of the
- * node's own addresses (a hostNetwork endpoint) is local (NOT_FWDED), not
- * a neighbour on the uplink's prefix. A direct lookup of the main table
- * finds that prefix's route: IPv4 hides it while the kernel keeps local
- * and main merged (no rules of one's own), IPv6 never merges them. */
-static __always_inline int np_remote(struct __sk_buff *skb, const struct lb_pkt *p, const __be32 *dst)
-{
-	struct bpf_fib_lookup f = {};
-	long r;
-
-	f.family = 2; /* AF_INET */
-	f.l4_protocol = p->proto;
-	f.ipv4_src = p->saddr;
-	f.ipv4_dst = *dst;
-	f.ifindex = skb->ifindex;
-	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
-		return 0;
-	return f.ifindex == skb->ifindex;
-}
-
 /* np_conntrack (struct np_ct), np_new_flow, np_snat_reply, np_from_wire
  * and np_to_wire, written once with nodeport6.h's (nodeport_fam.h); the
  * flow, its keys and the rewrite live on the stack (struct np_scratch). */
@@ -129,6 +104,7 @@ static __always_inline int np_remote(struct __sk_buff *skb, const struct lb_pkt 
 #define NP_ICMP            IPPROTO_ICMP
 #define NP_MAYBE_VIP(p)    lb_maybe_vip((p)->daddr)
 #define NP_PICK(svc, p, h) lb_pick_backend(svc, p, h)
+#define NP_FIB(f, p, dst)  ((f)->family = 2 /* AF_INET */, (f)->ipv4_src = (p)->saddr, (f)->ipv4_dst = *(dst))
 #define NP_SCRATCH_DECL    struct np_scratch np_sc
 #define NP_SCRATCH         (&np_sc)
 #include "nodeport_fam.h"

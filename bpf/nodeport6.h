@@ -44,24 +44,6 @@ static __always_inline void np6_snat_addr(struct lb6_addr *out, const struct lb6
 		*out = p->daddr;
 }
 
-/* np6_remote: np_remote over IPv6 (the route to dst leaves through the
- * interface the packet came in on; the node's own addresses are local). */
-static __always_inline int np6_remote(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_addr *dst)
-{
-	struct bpf_fib_lookup f = {};
-	long r;
-
-	f.family = 10; /* AF_INET6 */
-	f.l4_protocol = p->proto;
-	__builtin_memcpy(f.ipv6_src, &p->saddr, sizeof(f.ipv6_src));
-	__builtin_memcpy(f.ipv6_dst, dst, sizeof(f.ipv6_dst));
-	f.ifindex = skb->ifindex;
-	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
-		return 0;
-	return f.ifindex == skb->ifindex;
-}
-
 /* np6_conntrack (struct np6_ct), np6_new_flow, np6_snat_reply,
  * np6_from_wire and np6_to_wire: nodeport.h's, written once
  * (nodeport_fam.h). The flow, its keys and the rewrite live in np6_scratch,
@@ -73,6 +55,8 @@ static __always_inline int np6_remote(struct __sk_buff *skb, const struct lb6_pk
 #define NP_ICMP            LB6_ICMP
 #define NP_MAYBE_VIP(p)    1
 #define NP_PICK(svc, p, h) lb6_pick_backend(svc, p)
+#define NP_FIB(f, p, dst)  ((f)->family = 10 /* AF_INET6 */, __builtin_memcpy((f)->ipv6_src, &(p)->saddr, 16), \
+			    __builtin_memcpy((f)->ipv6_dst, dst, 16))
 #define NP_SCRATCH_MAP     np6_scratch
 #define NP_SCRATCH_DECL    __u32 np_zero = 0
 #define NP_SCRATCH         bpf_map_lookup_elem(&np6_scratch, &np_zero)

@@ -15,7 +15,9 @@
  *   NP_SCRATCH          frame: the flow, its keys and the rewrite (IPv4:
  *                       on the stack; IPv6: in NP_SCRATCH_MAP, a per-CPU
  *                       array, as the stack has no room for them);
- * and the family's NPF(snat_addr) and NPF(remote). The macros are
+ *   NP_FIB(f, p, dst)   fills bpf_fib_lookup f's family and addresses (from
+ *                       p's source to *dst);
+ * and the family's NPF(snat_addr). The macros are
  * undefined again at the end.
  */
 
@@ -55,6 +57,29 @@ struct {
 	__type(value, struct NPF(scratch));
 } NP_SCRATCH_MAP SEC(".maps");
 #endif
+
+/* np_remote says whether the route to *dst leaves through the interface
+ * the packet came in on (a pod on another node), from the node's own FIB.
+ * A failed lookup (no route, forwarding off) reads as "not remote": the
+ * packet goes to the stack, which decides. The lookup goes through the
+ * routing rules, so the local table answers first: a backend at one of
+ * the node's own addresses (a hostNetwork endpoint) is local (NOT_FWDED),
+ * not a neighbour on the uplink's prefix. A direct lookup of the main
+ * table finds that prefix's route: IPv4 hides it while the kernel keeps
+ * local and main merged (no rules of one's own), IPv6 never merges them. */
+static __always_inline int NPF(remote)(struct __sk_buff *skb, const struct LBF(pkt) *p, const NP_ADDR *dst)
+{
+	struct bpf_fib_lookup f = {};
+	long r;
+
+	NP_FIB(&f, p, dst);
+	f.l4_protocol = p->proto;
+	f.ifindex = skb->ifindex;
+	r = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (r != BPF_FIB_LKUP_RET_SUCCESS && r != BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return 0;
+	return f.ifindex == skb->ifindex;
+}
 
 /* A RST ends a flow: both entries go (as lb_ct_close). */
 static __always_inline void NPF(close)(const struct LBF(ct_key) *fk, const struct LBF(ct_key) *rk)
@@ -275,6 +300,7 @@ static __always_inline int NPF(to_wire)(struct __sk_buff *skb)
 #undef NP_ICMP
 #undef NP_MAYBE_VIP
 #undef NP_PICK
+#undef NP_FIB
 #undef NP_SCRATCH_DECL
 #undef NP_SCRATCH
 #undef NP_SCRATCH_MAP

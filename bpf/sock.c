@@ -334,17 +334,21 @@ static __always_inline int sock_rev4(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-SEC("cgroup/recvmsg4")
-int sock_recvmsg4(struct bpf_sock_addr *ctx)
-{
-	return sock_rev4(ctx);
-}
+/* SOCK_REV_PROGS(v): the programs recvmsg<v> and getpeername<v>, both
+ * sock_rev<v> (v: 4 or 6). */
+#define SOCK_REV_PROGS(v)                                   \
+	SEC("cgroup/recvmsg" #v)                            \
+	int sock_recvmsg##v(struct bpf_sock_addr *ctx)      \
+	{                                                   \
+		return sock_rev##v(ctx);                    \
+	}                                                   \
+	SEC("cgroup/getpeername" #v)                        \
+	int sock_getpeername##v(struct bpf_sock_addr *ctx)  \
+	{                                                   \
+		return sock_rev##v(ctx);                    \
+	}
 
-SEC("cgroup/getpeername4")
-int sock_getpeername4(struct bpf_sock_addr *ctx)
-{
-	return sock_rev4(ctx);
-}
+SOCK_REV_PROGS(4)
 
 /* sock_to6: connect6's and sendmsg6's translation (how: SOCK_PEER or
  * SOCK_DEST), IPv4 Services for a v4-mapped destination. */
@@ -422,17 +426,7 @@ static __always_inline int sock_rev6(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-SEC("cgroup/recvmsg6")
-int sock_recvmsg6(struct bpf_sock_addr *ctx)
-{
-	return sock_rev6(ctx);
-}
-
-SEC("cgroup/getpeername6")
-int sock_getpeername6(struct bpf_sock_addr *ctx)
-{
-	return sock_rev6(ctx);
-}
+SOCK_REV_PROGS(6)
 
 /*
  * Connected UDP sockets whose backend left their Service. A socket
