@@ -523,12 +523,9 @@ type Stats struct {
 func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
 
 // statsOf reads lb_stats.
-func statsOf(m *ebpf.Map) (Stats, error) {
-	v, err := SumCounters(m, "stats", 9)
-	if err != nil {
-		return Stats{}, err
-	}
-	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
+func statsOf(m *ebpf.Map) (s Stats, err error) {
+	err = readCounters(m, "stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Hairpin, &s.Errors, &s.Rejects)
+	return s, err
 }
 
 // Stats6 are the IPv6 programs' counters (bpf/lb6.h's lb6_stats), summed
@@ -553,13 +550,9 @@ type Stats6 struct {
 func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
 
 // stats6Of reads lb6_stats.
-func stats6Of(m *ebpf.Map) (Stats6, error) {
-	v, err := SumCounters(m, "IPv6 stats", 10)
-	if err != nil {
-		return Stats6{}, err
-	}
-	return Stats6{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Errors: v[6],
-		ExtHdrPass: v[7], TruncPass: v[8], Rejects: v[9]}, nil
+func stats6Of(m *ebpf.Map) (s Stats6, err error) {
+	err = readCounters(m, "IPv6 stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Errors, &s.ExtHdrPass, &s.TruncPass, &s.Rejects)
+	return s, err
 }
 
 // SumCounters reads the first n counters of a per-CPU array, summed over
