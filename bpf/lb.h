@@ -562,16 +562,41 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* A TCP RST ends its flow: both conntrack entries go at once, so the next
- * flows reuse them while they are still in cache instead of the LRU
- * evicting cold ones (a connection-rate test opens ~10k flows a second). A
- * FIN is left to the LRU: ACKs follow it. Keys are built before the first
- * delete (which may free what ct points to). */
-static __always_inline void lb_ct_close(const struct lb_ct_key *fk, const struct lb_ct_key *rk)
-{
-	bpf_map_delete_elem(&lb_conntrack, rk);
-	bpf_map_delete_elem(&lb_conntrack, fk);
-}
+/* sessionAffinity ClientIP: a client's new flows to a Service go to the
+ * backend its last new flow got, unless that was longer than the Service's
+ * affinity_timeout ago or the backend left the Service (no slot holds it).
+ * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
+ * does not know): established flows follow the conntrack. */
+#define LB_MAX_AFFINITY (1 << 16)
+#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
+
+struct lb_affinity_key {
+	__be32 client;
+	__u32 svc_id;
+};
+
+struct lb_affinity {
+	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
+	__be32 ip;     /* the backend, and the slot it had */
+	__be16 port;
+	__u16 pad;
+	__u32 slot;
+	__u32 pad2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct lb_affinity_key);
+	__type(value, struct lb_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_affinity SEC(".maps");
+
+/* lb_ct_close, lb_ct_key_of, lb_forget_stale and lb_affinity_keep, written
+ * once with lb6.h's (lb_fam.h). */
+#define LBF(n)           lb_##n
+#define LB_ADDR_EQ(a, b) (*(a) == *(b))
+#include "lb_fam.h"
 
 /* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
 static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
@@ -764,93 +789,6 @@ static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt
 	rk->dport = p->sport;
 	rk->proto = p->proto;
 	rk->dir = LB_CT_REV;
-}
-
-/* lb_forget_stale: a pod opens a flow straight to a backend with the very
- * tuple a translated flow had after translation (it reused the source port
- * of an earlier connection to the Service). That earlier flow is over, but
- * its reverse entry would still turn this flow's replies into the
- * clusterIP's, and the pod would drop them: forget it. Only first packets
- * are checked (a TCP SYN; any UDP datagram, UDP has no first), and only
- * towards ports where some backend listens. */
-static __always_inline void lb_forget_stale(const struct lb_pkt *p)
-{
-	struct lb_ct_key rk = {};
-
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			return;
-	} else if (p->proto != IPPROTO_UDP) {
-		return;
-	}
-	if (!lb_maybe_backend_port(p->dport))
-		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	if (bpf_map_lookup_elem(&lb_conntrack, &rk))
-		bpf_map_delete_elem(&lb_conntrack, &rk);
-}
-
-/* sessionAffinity ClientIP: a client's new flows to a Service go to the
- * backend its last new flow got, unless that was longer than the Service's
- * affinity_timeout ago or the backend left the Service (no slot holds it).
- * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
- * does not know): established flows follow the conntrack. */
-#define LB_MAX_AFFINITY (1 << 16)
-#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
-
-struct lb_affinity_key {
-	__be32 client;
-	__u32 svc_id;
-};
-
-struct lb_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	__be32 ip;     /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
-	__u32 pad2;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb_affinity_key);
-	__type(value, struct lb_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_affinity SEC(".maps");
-
-/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service). */
-static __always_inline int lb_affinity_keep(const struct lb_svc *svc, const struct lb_affinity *a, __u64 now)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_backend *b;
-
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
-		return -1;
-	if (a->slot < svc->count) {
-		bk.slot = a->slot;
-		b = bpf_map_lookup_elem(&lb_backends, &bk);
-		if (b && b->ip == a->ip && b->port == a->port)
-			return a->slot;
-	}
-	/* UpdateService keeps remaining backends in their slots, except one
-	 * beyond a shrunk count, which moves into a freed slot: look for it. */
-	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
-		if (i >= svc->count)
-			break;
-		bk.slot = i;
-		b = bpf_map_lookup_elem(&lb_backends, &bk);
-		if (b && b->ip == a->ip && b->port == a->port)
-			return i;
-	}
-	return -1;
 }
 
 /* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
@@ -1195,48 +1133,11 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_from_pod: packets leaving a pod. */
-static __always_inline int lb_from_pod(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb_from_pod_pkt(skb, &p);
-}
-
-/* lb_to_pod_pkt: packets arriving at a pod (or replies leaving their
- * backend, for host routing), already parsed by lb_parse. */
-static __always_inline int lb_to_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *p)
-{
-	struct lb_ct *ct;
-	struct lb_ct_key rk = {};
-
-	if (p->proto == IPPROTO_ICMP)
-		return lb_icmp_rnat(skb, p);
-	if (!lb_maybe_backend_port(p->sport))
-		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
-	rk.saddr = p->saddr;
-	rk.daddr = p->daddr;
-	rk.sport = p->sport;
-	rk.dport = p->dport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
-	if (!ct)
-		return TC_ACT_OK;
-	lb_frag_remember(p);
-	return lb_rnat_pkt(skb, p, ct);
-}
-
-/* lb_to_pod: packets arriving at a pod. */
-static __always_inline int lb_to_pod(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb_to_pod_pkt(skb, &p);
-}
+/* lb_to_pod_pkt, lb_from_pod and lb_to_pod, written once with lb6.h's
+ * (lb_pod_fam.h). */
+#define LBF(n)              lb_##n
+#define LB_ICMP_PROTO       IPPROTO_ICMP
+#define LB_ICMP_IN(skb, p)  lb_icmp_rnat(skb, p)
+#include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB_H */

@@ -464,11 +464,11 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 	return lb_hash_mix(h);
 }
 
-static __always_inline void lb6_ct_close(const struct lb6_ct_key *fk, const struct lb6_ct_key *rk)
-{
-	bpf_map_delete_elem(&lb6_conntrack, rk);
-	bpf_map_delete_elem(&lb6_conntrack, fk);
-}
+/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale and lb6_affinity_keep:
+ * lb.h's, written once (lb_fam.h). */
+#define LBF(n)           lb6_##n
+#define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
+#include "lb_fam.h"
 
 /* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
  * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
@@ -651,68 +651,6 @@ static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt 
 fail:
 	lb6_count(LB6_STAT_ERROR);
 	return TC_ACT_SHOT;
-}
-
-/* lb6_forget_stale: as lb_forget_stale (a direct flow reusing a translated
- * one's tuple must not have its replies rewritten). */
-static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
-{
-	struct lb6_ct_key rk = {};
-
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			return;
-	} else if (p->proto != IPPROTO_UDP) {
-		return;
-	}
-	if (!lb_maybe_backend_port(p->dport))
-		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	if (bpf_map_lookup_elem(&lb6_conntrack, &rk))
-		bpf_map_delete_elem(&lb6_conntrack, &rk);
-}
-
-/* lb6_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
-static __always_inline void lb6_ct_key_of(struct lb6_ct_key *k, const struct lb6_pkt *p, __u8 dir)
-{
-	k->saddr = p->saddr;
-	k->daddr = p->daddr;
-	k->sport = p->sport;
-	k->dport = p->dport;
-	k->proto = p->proto;
-	k->dir = dir;
-}
-
-/* lb6_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service), as
- * lb_affinity_keep. */
-static __always_inline int lb6_affinity_keep(const struct lb_svc *svc, const struct lb6_affinity *a, __u64 now)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb6_backend *b;
-
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
-		return -1;
-	if (a->slot < svc->count) {
-		bk.slot = a->slot;
-		b = bpf_map_lookup_elem(&lb6_backends, &bk);
-		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
-			return a->slot;
-	}
-	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
-		if (i >= svc->count)
-			break;
-		bk.slot = i;
-		b = bpf_map_lookup_elem(&lb6_backends, &bk);
-		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
-			return i;
-	}
-	return -1;
 }
 
 /* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
@@ -954,40 +892,11 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	return TC_ACT_OK;
 }
 
-/* lb6_to_pod_pkt: packets arriving at a pod, parsed by lb6_parse. */
-static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
-{
-	struct lb6_ct_key rk = {};
-	struct lb6_ct *ct;
-
-	if (p->proto == LB6_ICMP)
-		return lb6_icmp(skb, p, LB_CT_REV);
-	if (!lb_maybe_backend_port(p->sport))
-		return TC_ACT_OK;
-	lb6_ct_key_of(&rk, p, LB_CT_REV);
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
-	if (!ct)
-		return TC_ACT_OK;
-	lb6_frag_remember(p);
-	return lb6_rnat_pkt(skb, p, ct);
-}
-
-static __always_inline int lb6_from_pod(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb6_from_pod_pkt(skb, &p);
-}
-
-static __always_inline int lb6_to_pod(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb6_to_pod_pkt(skb, &p);
-}
+/* lb6_to_pod_pkt, lb6_from_pod and lb6_to_pod: lb.h's, written once
+ * (lb_pod_fam.h). */
+#define LBF(n)              lb6_##n
+#define LB_ICMP_PROTO       LB6_ICMP
+#define LB_ICMP_IN(skb, p)  lb6_icmp(skb, p, LB_CT_REV)
+#include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB6_H */
