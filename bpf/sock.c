@@ -129,10 +129,13 @@ volatile const __u32 pods_via_tc = 0;
 
 enum { SOCK_NOT_MINE = 0, SOCK_MINE = 1, SOCK_MINE_TC_BEHIND = 2 };
 
-/* sock_mine: whether this socket's connect/sendmsg is ours to translate,
- * and whether the tc programs are behind it. */
-static __always_inline int sock_mine(struct bpf_sock_addr *ctx)
+/* sock_mine: whether this socket's connect/sendmsg is ours to translate
+ * (never when proto_ok, whether its protocol is one the hook translates,
+ * is 0), and whether the tc programs are behind it. */
+static __always_inline int sock_mine(struct bpf_sock_addr *ctx, int proto_ok)
 {
+	if (!proto_ok)
+		return SOCK_NOT_MINE;
 	if (only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns)
 		return SOCK_MINE;
 	return pods_via_tc ? SOCK_MINE_TC_BEHIND : SOCK_NOT_MINE;
@@ -282,9 +285,7 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	__be16 port = (__be16)ctx->user_port;
 	int mine, r;
 
-	if (!proto)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, proto != 0);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
@@ -304,9 +305,7 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	__u64 cookie;
 	int mine, r;
 
-	if (sock_proto(ctx) != IPPROTO_UDP)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, sock_proto(ctx) == IPPROTO_UDP);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* One backend per socket (hash of its cookie): a client's datagrams
@@ -379,9 +378,7 @@ int sock_connect6(struct bpf_sock_addr *ctx)
 	__u8 proto = sock_proto(ctx);
 	int mine;
 
-	if (!proto)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, proto != 0);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	return sock_done(sock_to6(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER), SOCK_STAT_CONNECT);
@@ -396,9 +393,7 @@ int sock_sendmsg6(struct bpf_sock_addr *ctx)
 	__u64 cookie;
 	int mine;
 
-	if (sock_proto(ctx) != IPPROTO_UDP)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, sock_proto(ctx) == IPPROTO_UDP);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	cookie = bpf_get_socket_cookie(ctx);
