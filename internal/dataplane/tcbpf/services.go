@@ -583,40 +583,31 @@ type Flow struct {
 // Flows lists the conntrack's forward entries, IPv4 then IPv6 (at most
 // limit; 0 = all).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
-	var (
-		k   serviceLbCtKey
-		v   serviceLbCt
-		out []Flow
-	)
-	full := func() bool { return limit > 0 && len(out) >= limit }
-	it := p.objs.LbConntrack.Iterate()
-	for !full() && it.Next(&k, &v) {
-		if k.Dir == ctFwd {
-			out = append(out, Flow{
-				Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
-				Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
-				Proto:   Proto(k.Proto),
-				Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
-				Hairpin: v.Flags&ctHairpin != 0,
-			})
-		}
-	}
-	if err := it.Err(); err != nil {
+	out, err := appendFlows(nil, p.objs.LbConntrack, limit, func(k *serviceLbCtKey, v *serviceLbCt) (Flow, bool) {
+		return Flow{Client: addrPort(addrOf(k.Saddr), k.Sport), Service: addrPort(addrOf(k.Daddr), k.Dport), Proto: Proto(k.Proto),
+			Backend: addrPort(addrOf(v.Addr), v.Port), Hairpin: v.Flags&ctHairpin != 0}, k.Dir == ctFwd
+	})
+	if err != nil {
 		return nil, err
 	}
+	return appendFlows(out, p.objs.Lb6Conntrack, limit, func(k *serviceLb6CtKey, v *serviceLb6Ct) (Flow, bool) {
+		return Flow{Client: addrPort(addrOf6(k.Saddr), k.Sport), Service: addrPort(addrOf6(k.Daddr), k.Dport), Proto: Proto(k.Proto),
+			Backend: addrPort(addrOf6(v.Addr), v.Port)}, k.Dir == ctFwd
+	})
+}
+
+// appendFlows appends to out the entries of conntrack map m that flow
+// makes a Flow of (its forward entries), until out holds limit (0: no
+// limit): one walk for either family's conntrack.
+func appendFlows[K, V any](out []Flow, m *ebpf.Map, limit int, flow func(k *K, v *V) (Flow, bool)) ([]Flow, error) {
 	var (
-		k6 serviceLb6CtKey
-		v6 serviceLb6Ct
+		k K
+		v V
 	)
-	it = p.objs.Lb6Conntrack.Iterate()
-	for !full() && it.Next(&k6, &v6) {
-		if k6.Dir == ctFwd {
-			out = append(out, Flow{
-				Client:  netip.AddrPortFrom(addrOf6(k6.Saddr), portOf(k6.Sport)),
-				Service: netip.AddrPortFrom(addrOf6(k6.Daddr), portOf(k6.Dport)),
-				Proto:   Proto(k6.Proto),
-				Backend: netip.AddrPortFrom(addrOf6(v6.Addr), portOf(v6.Port)),
-			})
+	it := m.Iterate()
+	for (limit <= 0 || len(out) < limit) && it.Next(&k, &v) {
+		if f, ok := flow(&k, &v); ok {
+			out = append(out, f)
 		}
 	}
 	return out, it.Err()
