@@ -592,10 +592,12 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_affinity SEC(".maps");
 
-/* lb_ct_close, lb_ct_key_of, lb_forget_stale and lb_affinity_keep, written
- * once with lb6.h's (lb_fam.h). */
+/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_affinity_keep, lb_svc_of
+ * and lb_ct_new, written once with lb6.h's (lb_fam.h). */
 #define LBF(n)           lb_##n
+#define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
+#define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
 #include "lb_fam.h"
 
 /* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
@@ -1025,7 +1027,6 @@ fail:
 static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *pp)
 {
 	struct lb_pkt p = *pp;
-	struct lb_svc_key sk = {};
 	struct lb_ct_key fk = {};
 	struct lb_svc *svc;
 	struct lb_ct *ct;
@@ -1053,18 +1054,9 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		return lb_rnat_pkt(skb, &p, ct);
 	}
 
-	if (!lb_maybe_vip(p.daddr)) {
-		lb_forget_stale(&p);
+	svc = lb_svc_of(&p);
+	if (!svc)
 		return TC_ACT_OK;
-	}
-	sk.vip = p.daddr;
-	sk.port = p.dport;
-	sk.proto = p.proto;
-	svc = bpf_map_lookup_elem(&lb_services, &sk);
-	if (!svc) {
-		lb_forget_stale(&p);
-		return TC_ACT_OK;
-	}
 	if (svc->count == 0)
 		return lb_reject(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
 
@@ -1084,7 +1076,6 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb_backend *b = lb_pick_backend(svc, &p, lb_hash(&p));
-		struct lb_ct fwd = {}, rev = {};
 
 		if (!b) {
 			lb_count(LB_STAT_NO_BACKEND);
@@ -1098,19 +1089,7 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 			lb_count(LB_STAT_HAIRPIN);
 
 		lb_rev_key(&rk, &p, &be, hairpin);
-		fwd.addr = be.ip;
-		fwd.port = be.port;
-		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
-		fwd.client = p.saddr;
-		fwd.svc_id = svc->id;
-		rev.addr = p.daddr;
-		rev.port = p.dport;
-		rev.flags = fwd.flags;
-		rev.client = p.saddr;
-		rev.svc_id = svc->id;
-		/* Reverse entry first: a reply can never find the flow half-made. */
-		bpf_map_update_elem(&lb_conntrack, &rk, &rev, BPF_ANY);
-		bpf_map_update_elem(&lb_conntrack, &fk, &fwd, BPF_ANY);
+		lb_ct_new(&p, svc, &fk, &rk, &be.ip, be.port, hairpin);
 	}
 
 	lb_frag_remember(&p);

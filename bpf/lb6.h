@@ -464,10 +464,12 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale and lb6_affinity_keep:
- * lb.h's, written once (lb_fam.h). */
+/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_affinity_keep,
+ * lb6_svc_of and lb6_ct_new: lb.h's, written once (lb_fam.h). */
 #define LBF(n)           lb6_##n
+#define LB_ADDR          struct lb6_addr
 #define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
+#define LB_MAYBE_VIP(p)  lb6_maybe_vip(&(p)->daddr)
 #include "lb_fam.h"
 
 /* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
@@ -780,7 +782,6 @@ fail:
 static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
 {
 	struct lb6_pkt p = *pp;
-	struct lb6_svc_key sk = {};
 	struct lb6_ct_key fk = {}, rk = {};
 	struct lb6_tuple to;
 	struct lb_svc *svc;
@@ -821,18 +822,9 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		}
 		return TC_ACT_OK;
 	}
-	if (!lb6_maybe_vip(&p.daddr)) {
-		lb6_forget_stale(&p);
+	svc = lb6_svc_of(&p);
+	if (!svc)
 		return TC_ACT_OK;
-	}
-	sk.vip = p.daddr;
-	sk.port = p.dport;
-	sk.proto = p.proto;
-	svc = bpf_map_lookup_elem(&lb6_services, &sk);
-	if (!svc) {
-		lb6_forget_stale(&p);
-		return TC_ACT_OK;
-	}
 	if (svc->count == 0) {
 		bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
 		lb6_count(LB6_STAT_NO_BACKEND);
@@ -846,7 +838,6 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb6_backend *b = lb6_pick_backend(svc, &p);
-		struct lb6_ct fwd = {}, rev = {};
 
 		if (!b) {
 			lb6_count(LB6_STAT_NO_BACKEND);
@@ -857,19 +848,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		lb6_count(LB6_STAT_CT_NEW);
 		hairpin = lb6_addr_eq(&be_ip, &p.saddr);
 		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
-		fwd.addr = be_ip;
-		fwd.port = be_port;
-		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
-		fwd.client = p.saddr;
-		fwd.svc_id = svc->id;
-		rev.addr = p.daddr;
-		rev.port = p.dport;
-		rev.flags = fwd.flags;
-		rev.client = p.saddr;
-		rev.svc_id = svc->id;
-		/* Reverse entry first: a reply can never find the flow half-made. */
-		bpf_map_update_elem(&lb6_conntrack, &rk, &rev, BPF_ANY);
-		bpf_map_update_elem(&lb6_conntrack, &fk, &fwd, BPF_ANY);
+		lb6_ct_new(&p, svc, &fk, &rk, &be_ip, be_port, hairpin);
 	}
 	lb6_frag_remember(&p);
 	to.saddr = p.saddr;

@@ -6,7 +6,9 @@
  *
  *   LBF(name)           the family's name: lb_##name or lb6_##name
  *                       (lb_conntrack, struct lb6_pkt, lb6_ct_close, ...);
- *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal.
+ *   LB_ADDR             the address type: __be32 or struct lb6_addr;
+ *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal;
+ *   LB_MAYBE_VIP(p)     the clusterIP prefilter on p's destination.
  *
  * lb_pod_fam.h has the programs' bodies. The macros are undefined again at
  * the end.
@@ -92,5 +94,48 @@ static __always_inline int LBF(affinity_keep)(const struct lb_svc *svc, const st
 	return -1;
 }
 
+/* lb_svc_of: the Service packet p is sent to (prefilter, then
+ * lb_services), or NULL: then p may be a direct flow with a translated
+ * one's tuple (lb_forget_stale). */
+static __always_inline struct lb_svc *LBF(svc_of)(const struct LBF(pkt) *p)
+{
+	struct LBF(svc_key) sk = {};
+	struct lb_svc *svc = NULL;
+
+	if (LB_MAYBE_VIP(p)) {
+		sk.vip = p->daddr;
+		sk.port = p->dport;
+		sk.proto = p->proto;
+		svc = bpf_map_lookup_elem(&LBF(services), &sk);
+	}
+	if (!svc)
+		LBF(forget_stale)(p);
+	return svc;
+}
+
+/* lb_ct_new: a new flow p of svc given backend *ip:port writes its forward
+ * entry fk and its reverse entry rk, reverse first: a reply can never find
+ * the flow half-made. */
+static __always_inline void LBF(ct_new)(const struct LBF(pkt) *p, const struct lb_svc *svc, const struct LBF(ct_key) *fk,
+					const struct LBF(ct_key) *rk, const LB_ADDR *ip, __be16 port, __u8 hairpin)
+{
+	struct LBF(ct) fwd = {}, rev = {};
+
+	fwd.addr = *ip;
+	fwd.port = port;
+	fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
+	fwd.client = p->saddr;
+	fwd.svc_id = svc->id;
+	rev.addr = p->daddr;
+	rev.port = p->dport;
+	rev.flags = fwd.flags;
+	rev.client = p->saddr;
+	rev.svc_id = svc->id;
+	bpf_map_update_elem(&LBF(conntrack), rk, &rev, BPF_ANY);
+	bpf_map_update_elem(&LBF(conntrack), fk, &fwd, BPF_ANY);
+}
+
 #undef LBF
+#undef LB_ADDR
 #undef LB_ADDR_EQ
+#undef LB_MAYBE_VIP
