@@ -171,8 +171,10 @@ static __always_inline int host_via_stack_used(void)
 	return on && *on;
 }
 
-/* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack
- * and host_to_pod_route, written once with host6.h's (host_fam.h). */
+/* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack,
+ * host_kept and host_to_pod_route, written once with host6.h's
+ * (host_fam.h). HOST_GO_ON: no TC action, host_kept's "deliver it". */
+#define HOST_GO_ON 0x100
 #define HOSTF(n)  n
 #define LBF(n)    lb_##n
 #define HOST_ADDR __be32
@@ -196,13 +198,9 @@ static __always_inline int host_from_pod_route(struct __sk_buff *skb)
 		if (lb_load(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0)
 			return TC_ACT_OK;
 		if (daddr == p.daddr) {
-			ret = lb_to_pod_pkt(skb, &p);
-			if (ret != TC_ACT_OK)
+			ret = host_kept(skb, &p);
+			if (ret != HOST_GO_ON)
 				return ret;
-			if (host_reply_via_stack(&p)) {
-				host_count(HOST_STAT_STACK);
-				return TC_ACT_OK;
-			}
 		}
 	}
 	return host_route(skb);

@@ -207,13 +207,9 @@ static __always_inline int host_from_pod_route6_rest(struct __sk_buff *skb)
 	int ret;
 
 	if (skb->cb[HOST6_CB] == HOST6_CB_KEPT && lb6_parse(skb, &p) == LB_GO) {
-		ret = lb6_to_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_kept6(skb, &p);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (host_reply_via_stack6(&p)) {
-			host_count(HOST_STAT_STACK);
-			return TC_ACT_OK;
-		}
 	}
 	return host_route6(skb);
 }

@@ -65,6 +65,24 @@ static __always_inline int HOSTF(host_reply_via_stack)(const struct LBF(pkt) *p)
 	return bpf_map_lookup_elem(&HOSTF(host_via_stack), &f) != NULL;
 }
 
+/* host_kept: a packet leaving a pod whose destination the Service
+ * translation kept: a backend's reply gets to_pod's reverse translation
+ * here (bpf_redirect_peer skips the client's node end, where to_pod would
+ * do it), and a reply of a flow the stack forwarded goes to the stack.
+ * HOST_GO_ON: deliver it (host_route); else the verdict. */
+static __always_inline int HOSTF(host_kept)(struct __sk_buff *skb, const struct LBF(pkt) *p)
+{
+	int ret = LBF(to_pod_pkt)(skb, p);
+
+	if (ret != TC_ACT_OK)
+		return ret;
+	if (HOSTF(host_reply_via_stack)(p)) {
+		host_count(HOST_STAT_STACK);
+		return TC_ACT_OK;
+	}
+	return HOST_GO_ON;
+}
+
 /* host_to_pod_route: the node end of a pod's veth, tc egress (veth-ebpf):
  * notes flows the stack forwarded between two pods of this node, then
  * to_pod's reverse translation. */
