@@ -75,6 +75,38 @@ static __always_inline void host_count(__u32 what)
 #define HOST_CHECK     (ETH_HLEN + 10)
 #define HOST_DADDR     (ETH_HLEN + 16)
 
+/* host_pod_of: the route to the pod of this node at *daddr (routes:
+ * pod_routes, or host6.h's pod_routes6) when a packet whose TTL or hop
+ * limit is ttl may be forwarded there, else NULL: the stack's, counted.
+ * Both families' host_route. */
+static __always_inline struct pod_route *host_pod_of(void *routes, const void *daddr, __u8 ttl)
+{
+	struct pod_route *r = bpf_map_lookup_elem(routes, daddr);
+
+	if (!r || !r->ifindex) {
+		host_count(HOST_STAT_STACK);
+		return NULL;
+	}
+	if (ttl <= 1) {
+		host_count(HOST_STAT_TTL);
+		return NULL;
+	}
+	return r;
+}
+
+/* host_store_l2 gives the frame's header copy h route r's MACs and writes
+ * its first n bytes back in one store; < 0 (counted): the packet is lost. */
+static __always_inline int host_store_l2(struct __sk_buff *skb, __u8 *h, __u32 n, const struct pod_route *r)
+{
+	__builtin_memcpy(h, r->mac, 6);
+	__builtin_memcpy(h + 6, r->node_mac, 6);
+	if (bpf_skb_store_bytes(skb, 0, h, n, 0) < 0) {
+		lb_count(LB_STAT_ERROR);
+		return -1;
+	}
+	return 0;
+}
+
 /* host_route: deliver an IPv4 packet to a pod of this node with
  * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK).
  *
@@ -95,15 +127,9 @@ static __always_inline int host_route(struct __sk_buff *skb)
 	if (lb_load(skb, 0, h, sizeof(h)) < 0 || (h[IP_OFF] >> 4) != 4 || (h[IP_OFF] & 0xf) < 5)
 		return TC_ACT_OK;
 	__builtin_memcpy(&daddr, &h[HOST_DADDR], sizeof(daddr));
-	r = bpf_map_lookup_elem(&pod_routes, &daddr);
-	if (!r || !r->ifindex) {
-		host_count(HOST_STAT_STACK);
+	r = host_pod_of(&pod_routes, &daddr, h[HOST_TTL]);
+	if (!r)
 		return TC_ACT_OK;
-	}
-	if (h[HOST_TTL] <= 1) {
-		host_count(HOST_STAT_TTL);
-		return TC_ACT_OK;
-	}
 	/* TTL - 1, as the node's forwarding does it (ip_decrease_ttl): the
 	 * TTL is the high byte of its 16-bit word, so the checksum gains
 	 * 0x0100 with the end-around carry. */
@@ -113,12 +139,8 @@ static __always_inline int host_route(struct __sk_buff *skb)
 	check += check >> 16;
 	h[HOST_CHECK] = check >> 8;
 	h[HOST_CHECK + 1] = check;
-	__builtin_memcpy(h, r->mac, 6);
-	__builtin_memcpy(h + 6, r->node_mac, 6);
-	if (bpf_skb_store_bytes(skb, 0, h, HOST_HDR_STORE, 0) < 0) {
-		lb_count(LB_STAT_ERROR);
+	if (host_store_l2(skb, h, HOST_HDR_STORE, r) < 0)
 		return TC_ACT_SHOT;
-	}
 	host_count(HOST_STAT_REDIRECT);
 	return bpf_redirect_peer(r->ifindex, 0);
 }

@@ -83,15 +83,9 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0 || (h[IP6_OFF] >> 4) != 6 || !host6_plain(h))
 		return TC_ACT_OK;
 	__builtin_memcpy(&daddr, &h[HOST6_DADDR], sizeof(daddr));
-	r = bpf_map_lookup_elem(&pod_routes6, &daddr);
-	if (!r || !r->ifindex) {
-		host_count(HOST_STAT_STACK);
+	r = host_pod_of(&pod_routes6, &daddr, h[HOST6_HOP]);
+	if (!r)
 		return TC_ACT_OK;
-	}
-	if (h[HOST6_HOP] <= 1) {
-		host_count(HOST_STAT_TTL);
-		return TC_ACT_OK;
-	}
 	/* Too big for the destination (a GSO packet: its segments): the stack
 	 * answers with packet too big. An error (no such device: the route is
 	 * stale, or a test) decides nothing here. */
@@ -100,12 +94,8 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	h[HOST6_HOP]--;
-	__builtin_memcpy(h, r->mac, 6);
-	__builtin_memcpy(h + 6, r->node_mac, 6);
-	if (bpf_skb_store_bytes(skb, 0, h, HOST6_STORE, 0) < 0) {
-		lb_count(LB_STAT_ERROR);
+	if (host_store_l2(skb, h, HOST6_STORE, r) < 0)
 		return TC_ACT_SHOT;
-	}
 	/* A CHECKSUM_COMPLETE sum covers the hop limit (no IPv6 header
 	 * checksum makes up for it): the 16-bit word it ends lost
 	 * bpf_htons(1). Any other skb has no such sum: the helper refuses. */
