@@ -194,12 +194,13 @@ static __always_inline int host_via_stack_used(void)
 }
 
 /* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack,
- * host_kept and host_to_pod_route, written once with host6.h's
- * (host_fam.h). HOST_GO_ON: no TC action, host_kept's "deliver it". */
+ * host_dnat, host_kept and host_to_pod_route, written once with host6.h's
+ * (host_fam.h). HOST_GO_ON: no TC action, their "go on". */
 #define HOST_GO_ON 0x100
 #define HOSTF(n)  n
 #define LBF(n)    lb_##n
 #define HOST_ADDR __be32
+#define HOST_LOAD_DADDR(skb, a) lb_load(skb, IP_DADDR_OFF, a, sizeof(*(a)))
 #include "host_fam.h"
 
 /* host_from_pod_route: the node end of a pod's veth, tc ingress (veth-ebpf).
@@ -214,11 +215,9 @@ static __always_inline int host_from_pod_route(struct __sk_buff *skb)
 	int ret;
 
 	if (lb_parse(skb, &p) == LB_GO) {
-		ret = lb_from_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_dnat(skb, &p, &daddr);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (lb_load(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0)
-			return TC_ACT_OK;
 		if (daddr == p.daddr) {
 			ret = host_kept(skb, &p);
 			if (ret != HOST_GO_ON)

@@ -112,6 +112,7 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 #define HOSTF(n)  n##6
 #define LBF(n)    lb6_##n
 #define HOST_ADDR struct lb6_addr
+#define HOST_LOAD_DADDR(skb, a) bpf_skb_load_bytes(skb, HOST6_DADDR, a, sizeof(*(a)))
 #include "host_fam.h"
 
 /* pod6_set_dmac: pod_set_dmac for IPv6, after a translation of p (as
@@ -179,11 +180,9 @@ static __always_inline int host_from_pod_route6(struct __sk_buff *skb)
 
 	skb->cb[HOST6_CB] = HOST6_CB_OTHER;
 	if (lb6_parse(skb, &p) == LB_GO) {
-		ret = lb6_from_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_dnat6(skb, &p, &daddr);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (bpf_skb_load_bytes(skb, HOST6_DADDR, &daddr, sizeof(daddr)) < 0)
-			return TC_ACT_OK;
 		skb->cb[HOST6_CB] = lb6_addr_eq(&daddr, &p.daddr) ? HOST6_CB_KEPT : HOST6_CB_DNAT;
 	}
 	bpf_tail_call(skb, &host6_tail, HOST6_TAIL_ROUTE); /* host6_route: does not return */

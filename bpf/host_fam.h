@@ -9,7 +9,9 @@
  *                pod_routes6, host_note_via_stack6, ...);
  *   LBF(name)    lb.h's or lb6.h's: lb_##name or lb6_##name (struct
  *                lb_pkt, lb6_parse, lb6_to_pod_pkt, ...);
- *   HOST_ADDR    the address type: __be32 or struct lb6_addr.
+ *   HOST_ADDR    the address type: __be32 or struct lb6_addr;
+ *   HOST_LOAD_DADDR(skb, a)  reads the packet's destination address to *a
+ *                (< 0: could not).
  *
  * The macros are undefined again at the end. host_via_stack_on is one for
  * both families (host.h).
@@ -65,6 +67,20 @@ static __always_inline int HOSTF(host_reply_via_stack)(const struct LBF(pkt) *p)
 	return bpf_map_lookup_elem(&HOSTF(host_via_stack), &f) != NULL;
 }
 
+/* host_dnat: host_from_pod's Service translation of packet p (as parsed):
+ * its verdict when that ends the packet's way here, else HOST_GO_ON with
+ * the destination it has now in *daddr. */
+static __always_inline int HOSTF(host_dnat)(struct __sk_buff *skb, const struct LBF(pkt) *p, HOST_ADDR *daddr)
+{
+	int ret = LBF(from_pod_pkt)(skb, p);
+
+	if (ret != TC_ACT_OK)
+		return ret;
+	if (HOST_LOAD_DADDR(skb, daddr) < 0)
+		return TC_ACT_OK;
+	return HOST_GO_ON;
+}
+
 /* host_kept: a packet leaving a pod whose destination the Service
  * translation kept: a backend's reply gets to_pod's reverse translation
  * here (bpf_redirect_peer skips the client's node end, where to_pod would
@@ -99,3 +115,4 @@ static __always_inline int HOSTF(host_to_pod_route)(struct __sk_buff *skb)
 #undef HOSTF
 #undef LBF
 #undef HOST_ADDR
+#undef HOST_LOAD_DADDR
