@@ -959,13 +959,50 @@ static __always_inline __u32 lb_rej_read(struct __sk_buff *skb, __u8 proto, __u8
 	return q;
 }
 
+/* lb_rej_send: the second half of either family's reject: grows the
+ * packet by grow bytes after the MAC header (the new IP and ICMP headers:
+ * the old IP header stays and becomes the quote), cuts it after the quoted
+ * IP header (iplen bytes) and q quoted L4 bytes, writes the frame built in
+ * buf (from its Ethernet header to the end of the quote) and sends it back
+ * where it came from: at the node-side veth's ingress (the packet came in
+ * there) out of it again; at the pod's eth0 egress (a local packet: no
+ * ingress interface) into the pod's own stack. The MACs are swapped, so the
+ * frame is addressed to the pod's eth0 either way. Returns the redirect's
+ * verdict, LB_REJ_DROP when the packet was not changed, LB_REJ_FAIL when it
+ * was changed and is lost. */
+#define LB_REJ_DROP (-1)
+#define LB_REJ_FAIL (-2)
+
+static __always_inline int lb_rej_send(struct __sk_buff *skb, const void *buf, __u32 grow, __u32 iplen, __u32 q, int summed)
+{
+	__u32 start, field;
+
+	if (bpf_skb_adjust_room(skb, grow, BPF_ADJ_ROOM_MAC, 0) < 0)
+		return LB_REJ_DROP;
+	if (bpf_skb_change_tail(skb, ETH_HLEN + grow + iplen + q, 0) < 0)
+		return LB_REJ_FAIL;
+	if (summed == LB_CSUM_PARTIAL) {
+		/* The completion must now fall on the quoted field (checked, not assumed). */
+		lb_csum_pending(skb, &start, &field);
+		if (start != ETH_HLEN + grow + iplen)
+			return LB_REJ_FAIL;
+	}
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_store_bytes(skb, 0, buf, ETH_HLEN + grow + iplen + LB_REJ_TCP_QUOTE, 0) < 0)
+			return LB_REJ_FAIL;
+	} else if (bpf_skb_store_bytes(skb, 0, buf, ETH_HLEN + grow + iplen + LB_REJ_UDP_QUOTE, 0) < 0) {
+		return LB_REJ_FAIL;
+	}
+	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+}
+
 /* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
  * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
 static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
 {
 	struct lb_rej r = {};
-	__u32 q, len, start, field, sum;
-	int summed;
+	__u32 q, sum;
+	int summed, ret;
 
 	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
 	if (!q)
@@ -989,29 +1026,13 @@ static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt 
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */
-	if (bpf_skb_adjust_room(skb, LB_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+	ret = lb_rej_send(skb, r.eth, LB_REJ_GROW, sizeof(struct iphdr), q, summed);
+	if (ret == LB_REJ_DROP)
 		goto drop;
-	len = ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + q;
-	if (bpf_skb_change_tail(skb, len, 0) < 0)
+	if (ret == LB_REJ_FAIL)
 		goto fail;
-	if (summed == LB_CSUM_PARTIAL) {
-		/* The completion must now fall on the quoted field (checked, not assumed). */
-		lb_csum_pending(skb, &start, &field);
-		if (start != ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr))
-			goto fail;
-	}
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_TCP_QUOTE, 0) < 0)
-			goto fail;
-	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_UDP_QUOTE, 0) < 0) {
-		goto fail;
-	}
 	lb_count(LB_STAT_REJECT);
-	/* Back to the client: at the node-side veth's ingress (the packet came
-	 * in there) out of it again; at the pod's eth0 egress (a local packet:
-	 * no ingress interface) into the pod's own stack. The MACs are swapped,
-	 * so the frame is addressed to the pod's eth0 either way. */
-	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+	return ret;
 drop:
 	lb_count(LB_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;

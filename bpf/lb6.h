@@ -728,8 +728,8 @@ struct lb6_rej {
 static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
 {
 	struct lb6_rej r = {};
-	__u32 q, len, start, field, sum;
-	int summed;
+	__u32 q, len, sum;
+	int summed, ret;
 
 	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
 	if (!q)
@@ -753,23 +753,13 @@ static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */
-	if (bpf_skb_adjust_room(skb, LB6_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+	ret = lb_rej_send(skb, r.eth, LB6_REJ_GROW, IP6_HLEN, q, summed);
+	if (ret == LB_REJ_DROP)
 		goto drop;
-	if (bpf_skb_change_tail(skb, ETH_HLEN + IP6_HLEN + len, 0) < 0)
+	if (ret == LB_REJ_FAIL)
 		goto fail;
-	if (summed == LB_CSUM_PARTIAL) {
-		lb_csum_pending(skb, &start, &field);
-		if (start != ETH_HLEN + LB6_REJ_GROW + IP6_HLEN)
-			goto fail;
-	}
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_TCP_QUOTE, 0) < 0)
-			goto fail;
-	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_UDP_QUOTE, 0) < 0) {
-		goto fail;
-	}
 	lb6_count(LB6_STAT_REJECT);
-	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+	return ret;
 drop:
 	lb6_count(LB6_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;
