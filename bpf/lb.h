@@ -145,47 +145,13 @@ enum {
 	LB_STAT_MAX = 9,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_MAX_SERVICES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_svc_key);
-	__type(value, struct lb_svc);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_services SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_MAX_BACKENDS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_backend_key);
-	__type(value, struct lb_backend);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FLOWS);
-	__type(key, struct lb_ct_key);
-	__type(value, struct lb_ct);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_conntrack SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FRAGS);
-	__type(key, struct lb_frag_key);
-	__type(value, struct lb_frag);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_frags SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_stats SEC(".maps");
+/* lb_services, lb_backends, lb_conntrack, lb_frags, lb_stats and
+ * lb_count, written once with lb6.h's (lb_maps_fam.h). */
+#define LBF(n)          lb_##n
+#define LB_FAM_SERVICES LB_MAX_SERVICES
+#define LB_FAM_BACKENDS LB_MAX_BACKENDS
+#define LB_FAM_STATS    LB_STAT_MAX
+#include "lb_maps_fam.h"
 
 /* Prefilters: most packets a pod sends or receives concern no Service, and
  * each hash lookup that proves it costs a cache miss (the key changes with
@@ -236,13 +202,6 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_meta SEC(".maps");
-
-static __always_inline void lb_count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&lb_stats, &what);
-	if (v)
-		*v += 1;
-}
 
 /* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
 #define ICMP_DEST_UNREACH   3

@@ -116,14 +116,13 @@ enum {
 	LB6_STAT_MAX = 10,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB6_MAX_SERVICES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb6_svc_key);
-	__type(value, struct lb_svc);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_services SEC(".maps");
+/* lb6_services, lb6_backends, lb6_conntrack, lb6_frags, lb6_stats and
+ * lb6_count: lb.h's, written once (lb_maps_fam.h). */
+#define LBF(n)          lb6_##n
+#define LB_FAM_SERVICES LB6_MAX_SERVICES
+#define LB_FAM_BACKENDS LB6_MAX_BACKENDS
+#define LB_FAM_STATS    LB6_STAT_MAX
+#include "lb_maps_fam.h"
 
 /* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
  * lb6_services lookup (whose key, with a reply's ephemeral port in it,
@@ -154,39 +153,6 @@ static __always_inline int lb6_maybe_vip(const struct lb6_addr *a)
 
 	return n && *n;
 }
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB6_MAX_BACKENDS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_backend_key);
-	__type(value, struct lb6_backend);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FLOWS);
-	__type(key, struct lb6_ct_key);
-	__type(value, struct lb6_ct);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_conntrack SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FRAGS);
-	__type(key, struct lb6_frag_key);
-	__type(value, struct lb_frag);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_frags SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB6_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_stats SEC(".maps");
 
 /* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
  * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
@@ -239,13 +205,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lb6_scratch);
 } lb6_scratch SEC(".maps");
-
-static __always_inline void lb6_count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&lb6_stats, &what);
-	if (v)
-		*v += 1;
-}
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
