@@ -75,6 +75,38 @@ static __always_inline void host_count(__u32 what)
 #define HOST_CHECK     (ETH_HLEN + 10)
 #define HOST_DADDR     (ETH_HLEN + 16)
 
+/* host_pod_of: the route to the pod of this node at *daddr (routes:
+ * pod_routes, or host6.h's pod_routes6) when a packet whose TTL or hop
+ * limit is ttl may be forwarded there, else NULL: the stack's, counted.
+ * Both families' host_route. */
+static __always_inline struct pod_route *host_pod_of(void *routes, const void *daddr, __u8 ttl)
+{
+	struct pod_route *r = bpf_map_lookup_elem(routes, daddr);
+
+	if (!r || !r->ifindex) {
+		host_count(HOST_STAT_STACK);
+		return NULL;
+	}
+	if (ttl <= 1) {
+		host_count(HOST_STAT_TTL);
+		return NULL;
+	}
+	return r;
+}
+
+/* host_store_l2 gives the frame's header copy h route r's MACs and writes
+ * its first n bytes back in one store; < 0 (counted): the packet is lost. */
+static __always_inline int host_store_l2(struct __sk_buff *skb, __u8 *h, __u32 n, const struct pod_route *r)
+{
+	__builtin_memcpy(h, r->mac, 6);
+	__builtin_memcpy(h + 6, r->node_mac, 6);
+	if (bpf_skb_store_bytes(skb, 0, h, n, 0) < 0) {
+		lb_count(LB_STAT_ERROR);
+		return -1;
+	}
+	return 0;
+}
+
 /* host_route: deliver an IPv4 packet to a pod of this node with
  * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK).
  *
@@ -95,15 +127,9 @@ static __always_inline int host_route(struct __sk_buff *skb)
 	if (lb_load(skb, 0, h, sizeof(h)) < 0 || (h[IP_OFF] >> 4) != 4 || (h[IP_OFF] & 0xf) < 5)
 		return TC_ACT_OK;
 	__builtin_memcpy(&daddr, &h[HOST_DADDR], sizeof(daddr));
-	r = bpf_map_lookup_elem(&pod_routes, &daddr);
-	if (!r || !r->ifindex) {
-		host_count(HOST_STAT_STACK);
+	r = host_pod_of(&pod_routes, &daddr, h[HOST_TTL]);
+	if (!r)
 		return TC_ACT_OK;
-	}
-	if (h[HOST_TTL] <= 1) {
-		host_count(HOST_STAT_TTL);
-		return TC_ACT_OK;
-	}
 	/* TTL - 1, as the node's forwarding does it (ip_decrease_ttl): the
 	 * TTL is the high byte of its 16-bit word, so the checksum gains
 	 * 0x0100 with the end-around carry. */
@@ -113,12 +139,8 @@ static __always_inline int host_route(struct __sk_buff *skb)
 	check += check >> 16;
 	h[HOST_CHECK] = check >> 8;
 	h[HOST_CHECK + 1] = check;
-	__builtin_memcpy(h, r->mac, 6);
-	__builtin_memcpy(h + 6, r->node_mac, 6);
-	if (bpf_skb_store_bytes(skb, 0, h, HOST_HDR_STORE, 0) < 0) {
-		lb_count(LB_STAT_ERROR);
+	if (host_store_l2(skb, h, HOST_HDR_STORE, r) < 0)
 		return TC_ACT_SHOT;
-	}
 	host_count(HOST_STAT_REDIRECT);
 	return bpf_redirect_peer(r->ifindex, 0);
 }
@@ -156,22 +178,6 @@ static __always_inline void pod_set_dmac(struct __sk_buff *skb, const struct lb_
  * vnetlab's own Service translation nothing is ever noted (translated
  * packets are redirected), and host_via_stack_on stays 0: the fast path
  * pays one array read. */
-struct host_flow {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 sport;
-	__be16 dport;
-	__u32 proto;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, HOST_MAX_PODS);
-	__type(key, struct host_flow); /* the reply's tuple */
-	__type(value, __u8);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} host_via_stack SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -187,38 +193,15 @@ static __always_inline int host_via_stack_used(void)
 	return on && *on;
 }
 
-/* host_note_via_stack: p reaches a pod at its node end's egress. A flow's
- * first packet (TCP SYN; any UDP datagram) from a pod of this node came
- * through the stack: note its reply. */
-static __always_inline void host_note_via_stack(const struct lb_pkt *p)
-{
-	struct host_flow f = { .saddr = p->daddr, .daddr = p->saddr, .sport = p->dport, .dport = p->sport, .proto = p->proto };
-	struct pod_route *r;
-	__u32 zero = 0, one = 1;
-	__u8 v = 1;
-
-	if (!p->has_l4 || (p->proto == IPPROTO_TCP && !(p->tcp_syn && !p->tcp_ack)) || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return;
-	r = bpf_map_lookup_elem(&pod_routes, &p->saddr);
-	if (!r || !r->ifindex)
-		return;
-	if (p->proto == IPPROTO_UDP && bpf_map_lookup_elem(&host_via_stack, &f))
-		return;
-	bpf_map_update_elem(&host_via_stack, &f, &v, BPF_ANY);
-	if (!host_via_stack_used())
-		bpf_map_update_elem(&host_via_stack_on, &zero, &one, BPF_ANY);
-}
-
-/* host_reply_via_stack: p (as sent, not translated) is the reply of a
- * flow the stack forwarded. */
-static __always_inline int host_reply_via_stack(const struct lb_pkt *p)
-{
-	struct host_flow f = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto };
-
-	if (!host_via_stack_used() || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return 0;
-	return bpf_map_lookup_elem(&host_via_stack, &f) != NULL;
-}
+/* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack,
+ * host_dnat, host_kept and host_to_pod_route, written once with host6.h's
+ * (host_fam.h). HOST_GO_ON: no TC action, their "go on". */
+#define HOST_GO_ON 0x100
+#define HOSTF(n)  n
+#define LBF(n)    lb_##n
+#define HOST_ADDR __be32
+#define HOST_LOAD_DADDR(skb, a) lb_load(skb, IP_DADDR_OFF, a, sizeof(*(a)))
+#include "host_fam.h"
 
 /* host_from_pod_route: the node end of a pod's veth, tc ingress (veth-ebpf).
  * Service translation first (a clusterIP costs one more hash lookup, no
@@ -232,35 +215,16 @@ static __always_inline int host_from_pod_route(struct __sk_buff *skb)
 	int ret;
 
 	if (lb_parse(skb, &p) == LB_GO) {
-		ret = lb_from_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_dnat(skb, &p, &daddr);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (lb_load(skb, IP_DADDR_OFF, &daddr, sizeof(daddr)) < 0)
-			return TC_ACT_OK;
 		if (daddr == p.daddr) {
-			ret = lb_to_pod_pkt(skb, &p);
-			if (ret != TC_ACT_OK)
+			ret = host_kept(skb, &p);
+			if (ret != HOST_GO_ON)
 				return ret;
-			if (host_reply_via_stack(&p)) {
-				host_count(HOST_STAT_STACK);
-				return TC_ACT_OK;
-			}
 		}
 	}
 	return host_route(skb);
-}
-
-/* host_to_pod: the node end of a pod's veth, tc egress (veth-ebpf): notes
- * flows the stack forwarded between two pods of this node, then to_pod's
- * reverse translation. */
-static __always_inline int host_to_pod_route(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	host_note_via_stack(&p);
-	return lb_to_pod_pkt(skb, &p);
 }
 
 #endif /* VNETLAB_HOST_H */

@@ -83,15 +83,9 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0 || (h[IP6_OFF] >> 4) != 6 || !host6_plain(h))
 		return TC_ACT_OK;
 	__builtin_memcpy(&daddr, &h[HOST6_DADDR], sizeof(daddr));
-	r = bpf_map_lookup_elem(&pod_routes6, &daddr);
-	if (!r || !r->ifindex) {
-		host_count(HOST_STAT_STACK);
+	r = host_pod_of(&pod_routes6, &daddr, h[HOST6_HOP]);
+	if (!r)
 		return TC_ACT_OK;
-	}
-	if (h[HOST6_HOP] <= 1) {
-		host_count(HOST_STAT_TTL);
-		return TC_ACT_OK;
-	}
 	/* Too big for the destination (a GSO packet: its segments): the stack
 	 * answers with packet too big. An error (no such device: the route is
 	 * stale, or a test) decides nothing here. */
@@ -100,12 +94,8 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	h[HOST6_HOP]--;
-	__builtin_memcpy(h, r->mac, 6);
-	__builtin_memcpy(h + 6, r->node_mac, 6);
-	if (bpf_skb_store_bytes(skb, 0, h, HOST6_STORE, 0) < 0) {
-		lb_count(LB_STAT_ERROR);
+	if (host_store_l2(skb, h, HOST6_STORE, r) < 0)
 		return TC_ACT_SHOT;
-	}
 	/* A CHECKSUM_COMPLETE sum covers the hop limit (no IPv6 header
 	 * checksum makes up for it): the 16-bit word it ends lost
 	 * bpf_htons(1). Any other skb has no such sum: the helper refuses. */
@@ -115,55 +105,15 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 }
 
 /* host.h's flows forwarded by the node's stack (a netfilter proxy's DNAT),
- * for IPv6: the reply tuples host_to_pod_route6 notes, which
- * host_from_pod_route6 then leaves to the stack. host_via_stack_on is
- * shared with IPv4. */
-struct host_flow6 {
-	struct lb6_addr saddr;
-	struct lb6_addr daddr;
-	__be16 sport;
-	__be16 dport;
-	__u32 proto;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, HOST_MAX_PODS);
-	__type(key, struct host_flow6); /* the reply's tuple */
-	__type(value, __u8);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} host_via_stack6 SEC(".maps");
-
-/* host_note_via_stack6: host_note_via_stack for IPv6. */
-static __always_inline void host_note_via_stack6(const struct lb6_pkt *p)
-{
-	struct host_flow6 f = { .saddr = p->daddr, .daddr = p->saddr, .sport = p->dport, .dport = p->sport, .proto = p->proto };
-	struct lb6_addr src = p->saddr;
-	struct pod_route *r;
-	__u32 zero = 0, one = 1;
-	__u8 v = 1;
-
-	if (!p->has_l4 || (p->proto == IPPROTO_TCP && !(p->tcp_syn && !p->tcp_ack)) || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return;
-	r = bpf_map_lookup_elem(&pod_routes6, &src);
-	if (!r || !r->ifindex)
-		return;
-	if (p->proto == IPPROTO_UDP && bpf_map_lookup_elem(&host_via_stack6, &f))
-		return;
-	bpf_map_update_elem(&host_via_stack6, &f, &v, BPF_ANY);
-	if (!host_via_stack_used())
-		bpf_map_update_elem(&host_via_stack_on, &zero, &one, BPF_ANY);
-}
-
-/* host_reply_via_stack6: host_reply_via_stack for IPv6. */
-static __always_inline int host_reply_via_stack6(const struct lb6_pkt *p)
-{
-	struct host_flow6 f = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto };
-
-	if (!host_via_stack_used() || (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP))
-		return 0;
-	return bpf_map_lookup_elem(&host_via_stack6, &f) != NULL;
-}
+ * for IPv6 (host_fam.h): the reply tuples host_to_pod_route6 notes in
+ * host_via_stack6 (struct host_flow6), which host_from_pod_route6 then
+ * leaves to the stack (host_reply_via_stack6). host_via_stack_on is shared
+ * with IPv4. */
+#define HOSTF(n)  n##6
+#define LBF(n)    lb6_##n
+#define HOST_ADDR struct lb6_addr
+#define HOST_LOAD_DADDR(skb, a) bpf_skb_load_bytes(skb, HOST6_DADDR, a, sizeof(*(a)))
+#include "host_fam.h"
 
 /* pod6_set_dmac: pod_set_dmac for IPv6, after a translation of p (as
  * lb6_parse saw it) left daddr as the packet's destination: a backend that
@@ -230,11 +180,9 @@ static __always_inline int host_from_pod_route6(struct __sk_buff *skb)
 
 	skb->cb[HOST6_CB] = HOST6_CB_OTHER;
 	if (lb6_parse(skb, &p) == LB_GO) {
-		ret = lb6_from_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_dnat6(skb, &p, &daddr);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (bpf_skb_load_bytes(skb, HOST6_DADDR, &daddr, sizeof(daddr)) < 0)
-			return TC_ACT_OK;
 		skb->cb[HOST6_CB] = lb6_addr_eq(&daddr, &p.daddr) ? HOST6_CB_KEPT : HOST6_CB_DNAT;
 	}
 	bpf_tail_call(skb, &host6_tail, HOST6_TAIL_ROUTE); /* host6_route: does not return */
@@ -248,26 +196,11 @@ static __always_inline int host_from_pod_route6_rest(struct __sk_buff *skb)
 	int ret;
 
 	if (skb->cb[HOST6_CB] == HOST6_CB_KEPT && lb6_parse(skb, &p) == LB_GO) {
-		ret = lb6_to_pod_pkt(skb, &p);
-		if (ret != TC_ACT_OK)
+		ret = host_kept6(skb, &p);
+		if (ret != HOST_GO_ON)
 			return ret;
-		if (host_reply_via_stack6(&p)) {
-			host_count(HOST_STAT_STACK);
-			return TC_ACT_OK;
-		}
 	}
 	return host_route6(skb);
-}
-
-/* host_to_pod_route6: host_to_pod_route for IPv6. */
-static __always_inline int host_to_pod_route6(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	host_note_via_stack6(&p);
-	return lb6_to_pod_pkt(skb, &p);
 }
 
 #endif /* VNETLAB_HOST6_H */

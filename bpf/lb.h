@@ -145,47 +145,13 @@ enum {
 	LB_STAT_MAX = 9,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_MAX_SERVICES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_svc_key);
-	__type(value, struct lb_svc);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_services SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB_MAX_BACKENDS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_backend_key);
-	__type(value, struct lb_backend);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FLOWS);
-	__type(key, struct lb_ct_key);
-	__type(value, struct lb_ct);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_conntrack SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FRAGS);
-	__type(key, struct lb_frag_key);
-	__type(value, struct lb_frag);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_frags SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_stats SEC(".maps");
+/* lb_services, lb_backends, lb_conntrack, lb_frags, lb_stats and
+ * lb_count, written once with lb6.h's (lb_maps_fam.h). */
+#define LBF(n)          lb_##n
+#define LB_FAM_SERVICES LB_MAX_SERVICES
+#define LB_FAM_BACKENDS LB_MAX_BACKENDS
+#define LB_FAM_STATS    LB_STAT_MAX
+#include "lb_maps_fam.h"
 
 /* Prefilters: most packets a pod sends or receives concern no Service, and
  * each hash lookup that proves it costs a cache miss (the key changes with
@@ -236,13 +202,6 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_meta SEC(".maps");
-
-static __always_inline void lb_count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&lb_stats, &what);
-	if (v)
-		*v += 1;
-}
 
 /* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
 #define ICMP_DEST_UNREACH   3
@@ -562,16 +521,43 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* A TCP RST ends its flow: both conntrack entries go at once, so the next
- * flows reuse them while they are still in cache instead of the LRU
- * evicting cold ones (a connection-rate test opens ~10k flows a second). A
- * FIN is left to the LRU: ACKs follow it. Keys are built before the first
- * delete (which may free what ct points to). */
-static __always_inline void lb_ct_close(const struct lb_ct_key *fk, const struct lb_ct_key *rk)
-{
-	bpf_map_delete_elem(&lb_conntrack, rk);
-	bpf_map_delete_elem(&lb_conntrack, fk);
-}
+/* sessionAffinity ClientIP: a client's new flows to a Service go to the
+ * backend its last new flow got, unless that was longer than the Service's
+ * affinity_timeout ago or the backend left the Service (no slot holds it).
+ * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
+ * does not know): established flows follow the conntrack. */
+#define LB_MAX_AFFINITY (1 << 16)
+#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
+
+struct lb_affinity_key {
+	__be32 client;
+	__u32 svc_id;
+};
+
+struct lb_affinity {
+	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
+	__be32 ip;     /* the backend, and the slot it had */
+	__be16 port;
+	__u16 pad;
+	__u32 slot;
+	__u32 pad2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct lb_affinity_key);
+	__type(value, struct lb_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lb_affinity SEC(".maps");
+
+/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_affinity_keep, lb_svc_of
+ * and lb_ct_new, written once with lb6.h's (lb_fam.h). */
+#define LBF(n)           lb_##n
+#define LB_ADDR          __be32
+#define LB_ADDR_EQ(a, b) (*(a) == *(b))
+#define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
+#include "lb_fam.h"
 
 /* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
 static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
@@ -766,93 +752,6 @@ static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt
 	rk->dir = LB_CT_REV;
 }
 
-/* lb_forget_stale: a pod opens a flow straight to a backend with the very
- * tuple a translated flow had after translation (it reused the source port
- * of an earlier connection to the Service). That earlier flow is over, but
- * its reverse entry would still turn this flow's replies into the
- * clusterIP's, and the pod would drop them: forget it. Only first packets
- * are checked (a TCP SYN; any UDP datagram, UDP has no first), and only
- * towards ports where some backend listens. */
-static __always_inline void lb_forget_stale(const struct lb_pkt *p)
-{
-	struct lb_ct_key rk = {};
-
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			return;
-	} else if (p->proto != IPPROTO_UDP) {
-		return;
-	}
-	if (!lb_maybe_backend_port(p->dport))
-		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	if (bpf_map_lookup_elem(&lb_conntrack, &rk))
-		bpf_map_delete_elem(&lb_conntrack, &rk);
-}
-
-/* sessionAffinity ClientIP: a client's new flows to a Service go to the
- * backend its last new flow got, unless that was longer than the Service's
- * affinity_timeout ago or the backend left the Service (no slot holds it).
- * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
- * does not know): established flows follow the conntrack. */
-#define LB_MAX_AFFINITY (1 << 16)
-#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
-
-struct lb_affinity_key {
-	__be32 client;
-	__u32 svc_id;
-};
-
-struct lb_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	__be32 ip;     /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
-	__u32 pad2;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb_affinity_key);
-	__type(value, struct lb_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_affinity SEC(".maps");
-
-/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service). */
-static __always_inline int lb_affinity_keep(const struct lb_svc *svc, const struct lb_affinity *a, __u64 now)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_backend *b;
-
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
-		return -1;
-	if (a->slot < svc->count) {
-		bk.slot = a->slot;
-		b = bpf_map_lookup_elem(&lb_backends, &bk);
-		if (b && b->ip == a->ip && b->port == a->port)
-			return a->slot;
-	}
-	/* UpdateService keeps remaining backends in their slots, except one
-	 * beyond a shrunk count, which moves into a freed slot: look for it. */
-	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
-		if (i >= svc->count)
-			break;
-		bk.slot = i;
-		b = bpf_map_lookup_elem(&lb_backends, &bk);
-		if (b && b->ip == a->ip && b->port == a->port)
-			return i;
-	}
-	return -1;
-}
-
 /* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
 static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
 {
@@ -1019,13 +918,50 @@ static __always_inline __u32 lb_rej_read(struct __sk_buff *skb, __u8 proto, __u8
 	return q;
 }
 
+/* lb_rej_send: the second half of either family's reject: grows the
+ * packet by grow bytes after the MAC header (the new IP and ICMP headers:
+ * the old IP header stays and becomes the quote), cuts it after the quoted
+ * IP header (iplen bytes) and q quoted L4 bytes, writes the frame built in
+ * buf (from its Ethernet header to the end of the quote) and sends it back
+ * where it came from: at the node-side veth's ingress (the packet came in
+ * there) out of it again; at the pod's eth0 egress (a local packet: no
+ * ingress interface) into the pod's own stack. The MACs are swapped, so the
+ * frame is addressed to the pod's eth0 either way. Returns the redirect's
+ * verdict, LB_REJ_DROP when the packet was not changed, LB_REJ_FAIL when it
+ * was changed and is lost. */
+#define LB_REJ_DROP (-1)
+#define LB_REJ_FAIL (-2)
+
+static __always_inline int lb_rej_send(struct __sk_buff *skb, const void *buf, __u32 grow, __u32 iplen, __u32 q, int summed)
+{
+	__u32 start, field;
+
+	if (bpf_skb_adjust_room(skb, grow, BPF_ADJ_ROOM_MAC, 0) < 0)
+		return LB_REJ_DROP;
+	if (bpf_skb_change_tail(skb, ETH_HLEN + grow + iplen + q, 0) < 0)
+		return LB_REJ_FAIL;
+	if (summed == LB_CSUM_PARTIAL) {
+		/* The completion must now fall on the quoted field (checked, not assumed). */
+		lb_csum_pending(skb, &start, &field);
+		if (start != ETH_HLEN + grow + iplen)
+			return LB_REJ_FAIL;
+	}
+	if (q == LB_REJ_TCP_QUOTE) {
+		if (bpf_skb_store_bytes(skb, 0, buf, ETH_HLEN + grow + iplen + LB_REJ_TCP_QUOTE, 0) < 0)
+			return LB_REJ_FAIL;
+	} else if (bpf_skb_store_bytes(skb, 0, buf, ETH_HLEN + grow + iplen + LB_REJ_UDP_QUOTE, 0) < 0) {
+		return LB_REJ_FAIL;
+	}
+	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+}
+
 /* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
  * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
 static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
 {
 	struct lb_rej r = {};
-	__u32 q, len, start, field, sum;
-	int summed;
+	__u32 q, sum;
+	int summed, ret;
 
 	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
 	if (!q)
@@ -1049,29 +985,13 @@ static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt 
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */
-	if (bpf_skb_adjust_room(skb, LB_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+	ret = lb_rej_send(skb, r.eth, LB_REJ_GROW, sizeof(struct iphdr), q, summed);
+	if (ret == LB_REJ_DROP)
 		goto drop;
-	len = ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + q;
-	if (bpf_skb_change_tail(skb, len, 0) < 0)
+	if (ret == LB_REJ_FAIL)
 		goto fail;
-	if (summed == LB_CSUM_PARTIAL) {
-		/* The completion must now fall on the quoted field (checked, not assumed). */
-		lb_csum_pending(skb, &start, &field);
-		if (start != ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr))
-			goto fail;
-	}
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_TCP_QUOTE, 0) < 0)
-			goto fail;
-	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB_REJ_GROW + sizeof(struct iphdr) + LB_REJ_UDP_QUOTE, 0) < 0) {
-		goto fail;
-	}
 	lb_count(LB_STAT_REJECT);
-	/* Back to the client: at the node-side veth's ingress (the packet came
-	 * in there) out of it again; at the pod's eth0 egress (a local packet:
-	 * no ingress interface) into the pod's own stack. The MACs are swapped,
-	 * so the frame is addressed to the pod's eth0 either way. */
-	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+	return ret;
 drop:
 	lb_count(LB_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;
@@ -1087,7 +1007,6 @@ fail:
 static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *pp)
 {
 	struct lb_pkt p = *pp;
-	struct lb_svc_key sk = {};
 	struct lb_ct_key fk = {};
 	struct lb_svc *svc;
 	struct lb_ct *ct;
@@ -1115,18 +1034,9 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		return lb_rnat_pkt(skb, &p, ct);
 	}
 
-	if (!lb_maybe_vip(p.daddr)) {
-		lb_forget_stale(&p);
+	svc = lb_svc_of(&p);
+	if (!svc)
 		return TC_ACT_OK;
-	}
-	sk.vip = p.daddr;
-	sk.port = p.dport;
-	sk.proto = p.proto;
-	svc = bpf_map_lookup_elem(&lb_services, &sk);
-	if (!svc) {
-		lb_forget_stale(&p);
-		return TC_ACT_OK;
-	}
 	if (svc->count == 0)
 		return lb_reject(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
 
@@ -1146,7 +1056,6 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb_backend *b = lb_pick_backend(svc, &p, lb_hash(&p));
-		struct lb_ct fwd = {}, rev = {};
 
 		if (!b) {
 			lb_count(LB_STAT_NO_BACKEND);
@@ -1160,19 +1069,7 @@ static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct l
 			lb_count(LB_STAT_HAIRPIN);
 
 		lb_rev_key(&rk, &p, &be, hairpin);
-		fwd.addr = be.ip;
-		fwd.port = be.port;
-		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
-		fwd.client = p.saddr;
-		fwd.svc_id = svc->id;
-		rev.addr = p.daddr;
-		rev.port = p.dport;
-		rev.flags = fwd.flags;
-		rev.client = p.saddr;
-		rev.svc_id = svc->id;
-		/* Reverse entry first: a reply can never find the flow half-made. */
-		bpf_map_update_elem(&lb_conntrack, &rk, &rev, BPF_ANY);
-		bpf_map_update_elem(&lb_conntrack, &fk, &fwd, BPF_ANY);
+		lb_ct_new(&p, svc, &fk, &rk, &be.ip, be.port, hairpin);
 	}
 
 	lb_frag_remember(&p);
@@ -1195,48 +1092,11 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_from_pod: packets leaving a pod. */
-static __always_inline int lb_from_pod(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb_from_pod_pkt(skb, &p);
-}
-
-/* lb_to_pod_pkt: packets arriving at a pod (or replies leaving their
- * backend, for host routing), already parsed by lb_parse. */
-static __always_inline int lb_to_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *p)
-{
-	struct lb_ct *ct;
-	struct lb_ct_key rk = {};
-
-	if (p->proto == IPPROTO_ICMP)
-		return lb_icmp_rnat(skb, p);
-	if (!lb_maybe_backend_port(p->sport))
-		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
-	rk.saddr = p->saddr;
-	rk.daddr = p->daddr;
-	rk.sport = p->sport;
-	rk.dport = p->dport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
-	if (!ct)
-		return TC_ACT_OK;
-	lb_frag_remember(p);
-	return lb_rnat_pkt(skb, p, ct);
-}
-
-/* lb_to_pod: packets arriving at a pod. */
-static __always_inline int lb_to_pod(struct __sk_buff *skb)
-{
-	struct lb_pkt p;
-
-	if (lb_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb_to_pod_pkt(skb, &p);
-}
+/* lb_to_pod_pkt, lb_from_pod and lb_to_pod, written once with lb6.h's
+ * (lb_pod_fam.h). */
+#define LBF(n)              lb_##n
+#define LB_ICMP_PROTO       IPPROTO_ICMP
+#define LB_ICMP_IN(skb, p)  lb_icmp_rnat(skb, p)
+#include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB_H */

@@ -116,14 +116,13 @@ enum {
 	LB6_STAT_MAX = 10,
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB6_MAX_SERVICES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb6_svc_key);
-	__type(value, struct lb_svc);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_services SEC(".maps");
+/* lb6_services, lb6_backends, lb6_conntrack, lb6_frags, lb6_stats and
+ * lb6_count: lb.h's, written once (lb_maps_fam.h). */
+#define LBF(n)          lb6_##n
+#define LB_FAM_SERVICES LB6_MAX_SERVICES
+#define LB_FAM_BACKENDS LB6_MAX_BACKENDS
+#define LB_FAM_STATS    LB6_STAT_MAX
+#include "lb_maps_fam.h"
 
 /* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
  * lb6_services lookup (whose key, with a reply's ephemeral port in it,
@@ -154,39 +153,6 @@ static __always_inline int lb6_maybe_vip(const struct lb6_addr *a)
 
 	return n && *n;
 }
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, LB6_MAX_BACKENDS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct lb_backend_key);
-	__type(value, struct lb6_backend);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_backends SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FLOWS);
-	__type(key, struct lb6_ct_key);
-	__type(value, struct lb6_ct);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_conntrack SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_FRAGS);
-	__type(key, struct lb6_frag_key);
-	__type(value, struct lb_frag);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_frags SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB6_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_stats SEC(".maps");
 
 /* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
  * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
@@ -239,13 +205,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lb6_scratch);
 } lb6_scratch SEC(".maps");
-
-static __always_inline void lb6_count(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&lb6_stats, &what);
-	if (v)
-		*v += 1;
-}
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
@@ -464,11 +423,13 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 	return lb_hash_mix(h);
 }
 
-static __always_inline void lb6_ct_close(const struct lb6_ct_key *fk, const struct lb6_ct_key *rk)
-{
-	bpf_map_delete_elem(&lb6_conntrack, rk);
-	bpf_map_delete_elem(&lb6_conntrack, fk);
-}
+/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_affinity_keep,
+ * lb6_svc_of and lb6_ct_new: lb.h's, written once (lb_fam.h). */
+#define LBF(n)           lb6_##n
+#define LB_ADDR          struct lb6_addr
+#define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
+#define LB_MAYBE_VIP(p)  lb6_maybe_vip(&(p)->daddr)
+#include "lb_fam.h"
 
 /* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
  * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
@@ -653,68 +614,6 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb6_forget_stale: as lb_forget_stale (a direct flow reusing a translated
- * one's tuple must not have its replies rewritten). */
-static __always_inline void lb6_forget_stale(const struct lb6_pkt *p)
-{
-	struct lb6_ct_key rk = {};
-
-	if (p->proto == IPPROTO_TCP) {
-		if (!p->tcp_syn || p->tcp_ack)
-			return;
-	} else if (p->proto != IPPROTO_UDP) {
-		return;
-	}
-	if (!lb_maybe_backend_port(p->dport))
-		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
-	if (bpf_map_lookup_elem(&lb6_conntrack, &rk))
-		bpf_map_delete_elem(&lb6_conntrack, &rk);
-}
-
-/* lb6_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
-static __always_inline void lb6_ct_key_of(struct lb6_ct_key *k, const struct lb6_pkt *p, __u8 dir)
-{
-	k->saddr = p->saddr;
-	k->daddr = p->daddr;
-	k->sport = p->sport;
-	k->dport = p->dport;
-	k->proto = p->proto;
-	k->dir = dir;
-}
-
-/* lb6_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service), as
- * lb_affinity_keep. */
-static __always_inline int lb6_affinity_keep(const struct lb_svc *svc, const struct lb6_affinity *a, __u64 now)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb6_backend *b;
-
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
-		return -1;
-	if (a->slot < svc->count) {
-		bk.slot = a->slot;
-		b = bpf_map_lookup_elem(&lb6_backends, &bk);
-		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
-			return a->slot;
-	}
-	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
-		if (i >= svc->count)
-			break;
-		bk.slot = i;
-		b = bpf_map_lookup_elem(&lb6_backends, &bk);
-		if (b && lb6_addr_eq(&b->ip, &a->ip) && b->port == a->port)
-			return i;
-	}
-	return -1;
-}
-
 /* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
  * to svc, under sessionAffinity the one the client's last new flow got
  * (the affinity entry refreshed), else the slot the flow's hash names. */
@@ -788,8 +687,8 @@ struct lb6_rej {
 static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
 {
 	struct lb6_rej r = {};
-	__u32 q, len, start, field, sum;
-	int summed;
+	__u32 q, len, sum;
+	int summed, ret;
 
 	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
 	if (!q)
@@ -813,23 +712,13 @@ static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb
 	r.icmp.checksum = ~lb_csum_fold(sum);
 
 	/* From here on the packet is changed: a failure drops it. */
-	if (bpf_skb_adjust_room(skb, LB6_REJ_GROW, BPF_ADJ_ROOM_MAC, 0) < 0)
+	ret = lb_rej_send(skb, r.eth, LB6_REJ_GROW, IP6_HLEN, q, summed);
+	if (ret == LB_REJ_DROP)
 		goto drop;
-	if (bpf_skb_change_tail(skb, ETH_HLEN + IP6_HLEN + len, 0) < 0)
+	if (ret == LB_REJ_FAIL)
 		goto fail;
-	if (summed == LB_CSUM_PARTIAL) {
-		lb_csum_pending(skb, &start, &field);
-		if (start != ETH_HLEN + LB6_REJ_GROW + IP6_HLEN)
-			goto fail;
-	}
-	if (q == LB_REJ_TCP_QUOTE) {
-		if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_TCP_QUOTE, 0) < 0)
-			goto fail;
-	} else if (bpf_skb_store_bytes(skb, 0, r.eth, ETH_HLEN + LB6_REJ_GROW + IP6_HLEN + LB_REJ_UDP_QUOTE, 0) < 0) {
-		goto fail;
-	}
 	lb6_count(LB6_STAT_REJECT);
-	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
+	return ret;
 drop:
 	lb6_count(LB6_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;
@@ -842,7 +731,6 @@ fail:
 static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
 {
 	struct lb6_pkt p = *pp;
-	struct lb6_svc_key sk = {};
 	struct lb6_ct_key fk = {}, rk = {};
 	struct lb6_tuple to;
 	struct lb_svc *svc;
@@ -883,18 +771,9 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		}
 		return TC_ACT_OK;
 	}
-	if (!lb6_maybe_vip(&p.daddr)) {
-		lb6_forget_stale(&p);
+	svc = lb6_svc_of(&p);
+	if (!svc)
 		return TC_ACT_OK;
-	}
-	sk.vip = p.daddr;
-	sk.port = p.dport;
-	sk.proto = p.proto;
-	svc = bpf_map_lookup_elem(&lb6_services, &sk);
-	if (!svc) {
-		lb6_forget_stale(&p);
-		return TC_ACT_OK;
-	}
 	if (svc->count == 0) {
 		bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
 		lb6_count(LB6_STAT_NO_BACKEND);
@@ -908,7 +787,6 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct lb6_backend *b = lb6_pick_backend(svc, &p);
-		struct lb6_ct fwd = {}, rev = {};
 
 		if (!b) {
 			lb6_count(LB6_STAT_NO_BACKEND);
@@ -919,19 +797,7 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 		lb6_count(LB6_STAT_CT_NEW);
 		hairpin = lb6_addr_eq(&be_ip, &p.saddr);
 		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
-		fwd.addr = be_ip;
-		fwd.port = be_port;
-		fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
-		fwd.client = p.saddr;
-		fwd.svc_id = svc->id;
-		rev.addr = p.daddr;
-		rev.port = p.dport;
-		rev.flags = fwd.flags;
-		rev.client = p.saddr;
-		rev.svc_id = svc->id;
-		/* Reverse entry first: a reply can never find the flow half-made. */
-		bpf_map_update_elem(&lb6_conntrack, &rk, &rev, BPF_ANY);
-		bpf_map_update_elem(&lb6_conntrack, &fk, &fwd, BPF_ANY);
+		lb6_ct_new(&p, svc, &fk, &rk, &be_ip, be_port, hairpin);
 	}
 	lb6_frag_remember(&p);
 	to.saddr = p.saddr;
@@ -954,40 +820,11 @@ static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct 
 	return TC_ACT_OK;
 }
 
-/* lb6_to_pod_pkt: packets arriving at a pod, parsed by lb6_parse. */
-static __always_inline int lb6_to_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
-{
-	struct lb6_ct_key rk = {};
-	struct lb6_ct *ct;
-
-	if (p->proto == LB6_ICMP)
-		return lb6_icmp(skb, p, LB_CT_REV);
-	if (!lb_maybe_backend_port(p->sport))
-		return TC_ACT_OK;
-	lb6_ct_key_of(&rk, p, LB_CT_REV);
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
-	if (!ct)
-		return TC_ACT_OK;
-	lb6_frag_remember(p);
-	return lb6_rnat_pkt(skb, p, ct);
-}
-
-static __always_inline int lb6_from_pod(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb6_from_pod_pkt(skb, &p);
-}
-
-static __always_inline int lb6_to_pod(struct __sk_buff *skb)
-{
-	struct lb6_pkt p;
-
-	if (lb6_parse(skb, &p) != LB_GO)
-		return TC_ACT_OK;
-	return lb6_to_pod_pkt(skb, &p);
-}
+/* lb6_to_pod_pkt, lb6_from_pod and lb6_to_pod: lb.h's, written once
+ * (lb_pod_fam.h). */
+#define LBF(n)              lb6_##n
+#define LB_ICMP_PROTO       LB6_ICMP
+#define LB_ICMP_IN(skb, p)  lb6_icmp(skb, p, LB_CT_REV)
+#include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB6_H */

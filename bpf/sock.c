@@ -60,27 +60,6 @@ int lb6_reject(struct __sk_buff *skb)
 #define SOCK_DGRAM  2
 #endif
 
-struct sock_rev_key {
-	__u64 cookie;
-	__be32 addr; /* backend */
-	__be16 port;
-	__u16 pad;
-};
-
-struct sock_rev_val {
-	__be32 vip;
-	__be16 port;
-	__u16 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 16);
-	__type(key, struct sock_rev_key);
-	__type(value, struct sock_rev_val);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_rev SEC(".maps");
-
 /* sock_conns: the peer of each connected socket, at index cookie %
  * SOCK_CONNS. Socket cookies come from one counter (handed out to CPUs
  * in batches of 4096), so an entry is overwritten only after about
@@ -89,47 +68,10 @@ struct {
  * A socket whose entry was reused sees its backend in getpeername(). */
 #define SOCK_CONNS (1 << 18)
 
-struct sock_conn {
-	__u64 cookie; /* 0: never used */
-	__be32 backend;
-	__be32 vip;
-	__be16 bport;
-	__be16 vport;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SOCK_CONNS);
-	__type(key, __u32);
-	__type(value, struct sock_conn);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_conns SEC(".maps");
-
-/* sock_dests: an unconnected UDP socket's {backend -> clusterIP} pairs, one
- * per backend it sent to (one per Service: sendmsg4 picks the same backend
- * of a Service for the whole socket). backend 0 = free. */
+/* sock_dests: an unconnected UDP socket's pairs (sock_fam.h), up to
+ * SOCK_DESTS, then sock_rev. A pair is free when its backend is 0 (IPv4)
+ * or its bport is 0 (IPv6: a backend's port is never 0). */
 #define SOCK_DESTS 4
-
-struct sock_dest {
-	__be32 backend;
-	__be32 vip;
-	__be16 bport;
-	__be16 vport;
-};
-
-struct sock_dest_set {
-	struct sock_dest d[SOCK_DESTS];
-	__u32 spilled; /* pairs beyond SOCK_DESTS went to sock_rev */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock_dest_set);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_dests SEC(".maps");
 
 /* sock_affinity: sessionAffinity ClientIP at the socket. connect() comes
  * before the source address is chosen, so a client is its network
@@ -141,24 +83,6 @@ struct sock_affinity_key {
 	__u32 svc_id;
 	__u32 pad;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct sock_affinity_key);
-	__type(value, struct lb_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_affinity SEC(".maps");
-
-/* sock6_affinity: sock_affinity for IPv6 Services (key as sock_affinity's,
- * values as lb6_affinity's: an IPv6 backend). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct sock_affinity_key);
-	__type(value, struct lb6_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock6_affinity SEC(".maps");
 
 enum {
 	SOCK_STAT_CONNECT = 0,    /* connect() translated */
@@ -205,10 +129,13 @@ volatile const __u32 pods_via_tc = 0;
 
 enum { SOCK_NOT_MINE = 0, SOCK_MINE = 1, SOCK_MINE_TC_BEHIND = 2 };
 
-/* sock_mine: whether this socket's connect/sendmsg is ours to translate,
- * and whether the tc programs are behind it. */
-static __always_inline int sock_mine(struct bpf_sock_addr *ctx)
+/* sock_mine: whether this socket's connect/sendmsg is ours to translate
+ * (never when proto_ok, whether its protocol is one the hook translates,
+ * is 0), and whether the tc programs are behind it. */
+static __always_inline int sock_mine(struct bpf_sock_addr *ctx, int proto_ok)
 {
+	if (!proto_ok)
+		return SOCK_NOT_MINE;
 	if (only_netns == 0 || bpf_get_netns_cookie(ctx) == only_netns)
 		return SOCK_MINE;
 	return pods_via_tc ? SOCK_MINE_TC_BEHIND : SOCK_NOT_MINE;
@@ -227,242 +154,71 @@ static __always_inline __u32 sock_mix(__u64 c)
 	return h;
 }
 
-/* sock_rev_spill remembers a pair in sock_rev (see sock_dests). */
-static __always_inline void sock_rev_spill(__u64 cookie, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
-{
-	struct sock_rev_key rk = {};
-	struct sock_rev_val rv = {};
-
-	rk.cookie = cookie;
-	rk.addr = backend;
-	rk.port = bport;
-	rv.vip = vip;
-	rv.port = vport;
-	bpf_map_update_elem(&sock_rev, &rk, &rv, BPF_ANY);
-}
-
-/* sock_remember_peer: connect() gives a socket one peer, replacing any
- * earlier one (a reconnected UDP socket hears only its new peer). */
-static __always_inline void sock_remember_peer(struct bpf_sock_addr *ctx, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
-{
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock_conn *c = bpf_map_lookup_elem(&sock_conns, &i);
-
-	if (!c)
-		return;
-	c->cookie = cookie;
-	c->backend = backend;
-	c->bport = bport;
-	c->vip = vip;
-	c->vport = vport;
-}
-
-/* sock_remember_dest: sendto() adds a pair to an unconnected socket's
- * (or refreshes its clusterIP: last writer wins, as in sock_rev). After
- * the first datagram to a Service, the next ones find their pair. */
-static __always_inline void sock_remember_dest(struct bpf_sock_addr *ctx, __u64 cookie, __be32 backend, __be16 bport, __be32 vip, __be16 vport)
-{
-	struct sock_dest_set *s = bpf_sk_storage_get(&sock_dests, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	int i;
-
-	if (!s) {
-		sock_rev_spill(cookie, backend, bport, vip, vport);
-		return;
-	}
-#pragma unroll
-	for (i = 0; i < SOCK_DESTS; i++) {
-		struct sock_dest *d = &s->d[i];
-
-		if (d->backend == backend && d->bport == bport) {
-			d->vip = vip;
-			d->vport = vport;
-			return;
-		}
-		if (d->backend == 0) {
-			d->backend = backend;
-			d->bport = bport;
-			d->vip = vip;
-			d->vport = vport;
-			return;
-		}
-	}
-	s->spilled = 1;
-	sock_rev_spill(cookie, backend, bport, vip, vport);
-}
-
 enum { SOCK_PEER = 0, SOCK_DEST = 1 };
 
-/* sock_xlate: when *addr:*port (proto) is an IPv4 Service, picks the
- * backend in slot seed % count, writes it to *addr:*port and remembers it
- * for the way back (how: SOCK_PEER for connect, SOCK_DEST for an
- * unconnected sendto). The caller writes the result to its ctx: user_ip4,
- * or a v4-mapped user_ip6. */
-static __always_inline int sock_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how, __be32 *addr, __be16 *port)
-{
-	struct lb_svc_key k = {};
-	struct lb_backend_key bk = {};
-	struct sock_affinity_key ak = {};
-	struct lb_backend *b;
-	struct lb_svc *svc;
-	__u64 now = 0;
-	int slot;
-
-	k.vip = *addr;
-	k.port = *port;
-	k.proto = proto;
-	svc = bpf_map_lookup_elem(&lb_services, &k);
-	if (!svc)
-		return SOCK_MISS;
-	/* tc's (pods_via_tc): what only per-packet translation does as
-	 * Kubernetes defines it (see pods_via_tc). */
-	if (mine == SOCK_MINE_TC_BEHIND &&
-	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
-		return SOCK_MISS;
-	if (svc->count == 0) {
-		sock_count(SOCK_STAT_NO_BACKEND);
-		return SOCK_REJECT;
-	}
-	bk.svc_id = svc->id;
-	bk.slot = seed % svc->count;
-	if (svc->flags & LB_SVC_AFFINITY) {
-		ak.netns = bpf_get_netns_cookie(ctx);
-		ak.svc_id = svc->id;
-		now = bpf_ktime_get_ns();
-		slot = lb_affinity_keep(svc, bpf_map_lookup_elem(&sock_affinity, &ak), now);
-		if (slot >= 0)
-			bk.slot = slot;
-	}
-	b = bpf_map_lookup_elem(&lb_backends, &bk);
-	if (!b) {
-		sock_count(SOCK_STAT_NO_BACKEND);
-		return SOCK_REJECT;
-	}
-	if (svc->flags & LB_SVC_AFFINITY) {
-		struct lb_affinity a = lb_affinity_of(b, bk.slot, now);
-
-		bpf_map_update_elem(&sock_affinity, &ak, &a, BPF_ANY);
-	}
-	if (how == SOCK_PEER)
-		sock_remember_peer(ctx, b->ip, b->port, k.vip, k.port);
-	else
-		sock_remember_dest(ctx, cookie, b->ip, b->port, k.vip, k.port);
-	*addr = b->ip;
-	*port = b->port;
-	return SOCK_XLATED;
-}
-
-/* sock_rev_xlate: when *addr:*port is a backend this socket was sent to,
- * writes its clusterIP:port there and returns 1: the connected peer in
- * sock_conns, else the socket's sock_dests, else sock_rev for what did not
- * fit there. */
-static __always_inline int sock_rev_xlate(struct bpf_sock_addr *ctx, __be32 *addr, __be16 *port)
-{
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock_conn *c = bpf_map_lookup_elem(&sock_conns, &i);
-	struct sock_dest_set *s;
-	struct sock_rev_key rk = {};
-	struct sock_rev_val *rv;
-	int j;
-
-	if (c && c->cookie == cookie && c->backend == *addr && c->bport == *port) {
-		*addr = c->vip;
-		*port = c->vport;
-		return 1;
-	}
-	s = bpf_sk_storage_get(&sock_dests, ctx->sk, 0, 0);
-	if (s) {
-#pragma unroll
-		for (j = 0; j < SOCK_DESTS; j++) {
-			struct sock_dest *d = &s->d[j];
-
-			if (d->backend == 0)
-				break;
-			if (d->backend == *addr && d->bport == *port) {
-				*addr = d->vip;
-				*port = d->vport;
-				return 1;
-			}
-		}
-		if (!s->spilled)
-			return 0;
-	}
-	rk.cookie = cookie;
-	rk.addr = *addr;
-	rk.port = *port;
-	rv = bpf_map_lookup_elem(&sock_rev, &rk);
-	if (!rv)
-		return 0;
-	*addr = rv->vip;
-	*port = rv->port;
-	return 1;
-}
-
-/*
- * IPv6: the same, over lb6_services/lb6_backends and 128-bit addresses.
- * Sockets are IPv6 sockets here; a v4-mapped destination takes the IPv4
- * functions above on its last word (sock_v4mapped).
- */
-struct sock6_rev_key {
-	__u64 cookie;
-	struct lb6_addr addr; /* backend */
-	__be16 port;
-	__u16 pad[3];
+/* The kernel's types the iterator reads, as much as it reads (CO-RE:
+ * offsets from the running kernel's BTF). */
+/* The kernel's struct in6_addr, read whole (bpf_probe_read_kernel): only
+ * its offset in sock_common is relocated, so its inner names do not matter. */
+struct sock_in6 {
+	__u8 b[16];
 };
 
-struct sock6_rev_val {
-	struct lb6_addr vip;
-	__be16 port;
-	__u16 pad;
-};
+struct sock_common {
+	unsigned short skc_family;
+	volatile unsigned char skc_state;
+	__be32 skc_daddr;
+	__be16 skc_dport;
+	struct sock_in6 skc_v6_daddr;
+} __attribute__((preserve_access_index));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 16);
-	__type(key, struct sock6_rev_key);
-	__type(value, struct sock6_rev_val);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock6_rev SEC(".maps");
+struct sock {
+	struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
 
-/* As sock_conns, at the same index (cookie % SOCK_CONNS). */
-struct sock6_conn {
-	__u64 cookie; /* 0: never used */
-	struct lb6_addr backend;
-	struct lb6_addr vip;
-	__be16 bport;
-	__be16 vport;
-	__u32 pad;
-};
+struct udp_sock;
+struct seq_file;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SOCK_CONNS);
-	__type(key, __u32);
-	__type(value, struct sock6_conn);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock6_conns SEC(".maps");
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
 
-/* As sock_dests; bport 0 = free (a backend's port is never 0). */
-struct sock6_dest {
-	struct lb6_addr backend;
-	struct lb6_addr vip;
-	__be16 bport;
-	__be16 vport;
-};
+struct bpf_iter__udp {
+	struct bpf_iter_meta *meta;
+	struct udp_sock *udp_sk;
+} __attribute__((preserve_access_index));
 
-struct sock6_dest_set {
-	struct sock6_dest d[SOCK_DESTS];
-	__u32 spilled;
-};
+extern int bpf_sock_destroy(struct sock_common *sk) __ksym;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock6_dest_set);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock6_dests SEC(".maps");
+#define SOCK_AF_INET     2
+#define SOCK_AF_INET6    10
+#define SOCK_ESTABLISHED 1 /* TCP_ESTABLISHED: a connected UDP socket */
+
+/* The per-family maps and functions (sock_fam.h), IPv4: sock_rev,
+ * sock_conns, sock_dests, sock_affinity, sock_keep; sock_xlate,
+ * sock_rev_xlate, sock_stale. */
+#define SOCKF(n)             sock_##n
+#define LBF(n)               lb_##n
+#define SOCK_ADDR            __be32
+#define SOCK_ADDR_EQ(a, b)   (*(a) == *(b))
+#define SOCK_DEST_FREE(d)    ((d)->backend == 0)
+#define SOCK_REV_PAD
+#define SOCK_SK_PEER(sk, a)  (*(a) = (sk)->__sk_common.skc_daddr, 0)
+#include "sock_fam.h"
+
+/* IPv6, over lb6_services/lb6_backends and 128-bit addresses: sock6_rev,
+ * sock6_conns, ...; sock6_xlate, sock6_rev_xlate, sock6_stale. Sockets are
+ * IPv6 sockets here; a v4-mapped destination takes the IPv4 functions on
+ * its last word (sock_v4mapped). The peer of a kernel socket is read whole
+ * (bpf_probe_read_kernel of an in6_addr). */
+#define SOCKF(n)             sock6_##n
+#define LBF(n)               lb6_##n
+#define SOCK_ADDR            struct lb6_addr
+#define SOCK_ADDR_EQ(a, b)   lb6_addr_eq(a, b)
+#define SOCK_DEST_FREE(d)    ((d)->bport == 0)
+#define SOCK_REV_PAD         [3]
+#define SOCK_SK_PEER(sk, a)  bpf_probe_read_kernel(a, sizeof(*(a)), &(sk)->__sk_common.skc_v6_daddr)
+#include "sock_fam.h"
 
 /* The IPv6 hooks' address, one 32-bit word at a time (the only ctx access
  * the verifier allows for user_ip6). */
@@ -486,157 +242,6 @@ static __always_inline void sock6_set(struct bpf_sock_addr *ctx, const struct lb
 static __always_inline int sock_v4mapped(const struct lb6_addr *a)
 {
 	return a->w[0] == 0 && a->w[1] == 0 && a->w[2] == bpf_htonl(0xffff);
-}
-
-static __always_inline void sock6_rev_spill(__u64 cookie, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
-{
-	struct sock6_rev_key rk = {};
-	struct sock6_rev_val rv = {};
-
-	rk.cookie = cookie;
-	rk.addr = *backend;
-	rk.port = bport;
-	rv.vip = *vip;
-	rv.port = vport;
-	bpf_map_update_elem(&sock6_rev, &rk, &rv, BPF_ANY);
-}
-
-static __always_inline void sock6_remember_peer(struct bpf_sock_addr *ctx, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
-{
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock6_conn *c = bpf_map_lookup_elem(&sock6_conns, &i);
-
-	if (!c)
-		return;
-	c->cookie = cookie;
-	c->backend = *backend;
-	c->bport = bport;
-	c->vip = *vip;
-	c->vport = vport;
-}
-
-static __always_inline void sock6_remember_dest(struct bpf_sock_addr *ctx, __u64 cookie, const struct lb6_addr *backend, __be16 bport, const struct lb6_addr *vip, __be16 vport)
-{
-	struct sock6_dest_set *s = bpf_sk_storage_get(&sock6_dests, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	int i;
-
-	if (!s) {
-		sock6_rev_spill(cookie, backend, bport, vip, vport);
-		return;
-	}
-#pragma unroll
-	for (i = 0; i < SOCK_DESTS; i++) {
-		struct sock6_dest *d = &s->d[i];
-
-		if (d->bport == 0 || (d->bport == bport && lb6_addr_eq(&d->backend, backend))) {
-			d->backend = *backend;
-			d->bport = bport;
-			d->vip = *vip;
-			d->vport = vport;
-			return;
-		}
-	}
-	s->spilled = 1;
-	sock6_rev_spill(cookie, backend, bport, vip, vport);
-}
-
-/* sock6_xlate: sock_xlate for an IPv6 Service. */
-static __always_inline int sock6_xlate(struct bpf_sock_addr *ctx, __u8 proto, __u32 seed, __u64 cookie, int mine, int how, struct lb6_addr *addr, __be16 *port)
-{
-	struct lb6_svc_key k = {};
-	struct lb_backend_key bk = {};
-	struct sock_affinity_key ak = {};
-	struct lb6_backend *b;
-	struct lb_svc *svc;
-	__u64 now = 0;
-	int slot;
-
-	k.vip = *addr;
-	k.port = *port;
-	k.proto = proto;
-	svc = bpf_map_lookup_elem(&lb6_services, &k);
-	if (!svc)
-		return SOCK_MISS;
-	/* As sock_xlate. */
-	if (mine == SOCK_MINE_TC_BEHIND &&
-	    (svc->count == 0 || (svc->flags & LB_SVC_AFFINITY) || (how == SOCK_PEER && proto == IPPROTO_UDP)))
-		return SOCK_MISS;
-	if (svc->count == 0) {
-		sock_count(SOCK_STAT_NO_BACKEND);
-		return SOCK_REJECT;
-	}
-	bk.svc_id = svc->id;
-	bk.slot = seed % svc->count;
-	if (svc->flags & LB_SVC_AFFINITY) {
-		ak.netns = bpf_get_netns_cookie(ctx);
-		ak.svc_id = svc->id;
-		now = bpf_ktime_get_ns();
-		slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&sock6_affinity, &ak), now);
-		if (slot >= 0)
-			bk.slot = slot;
-	}
-	b = bpf_map_lookup_elem(&lb6_backends, &bk);
-	if (!b) {
-		sock_count(SOCK_STAT_NO_BACKEND);
-		return SOCK_REJECT;
-	}
-	if (svc->flags & LB_SVC_AFFINITY) {
-		struct lb6_affinity a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = bk.slot };
-
-		bpf_map_update_elem(&sock6_affinity, &ak, &a, BPF_ANY);
-	}
-	if (how == SOCK_PEER)
-		sock6_remember_peer(ctx, &b->ip, b->port, &k.vip, k.port);
-	else
-		sock6_remember_dest(ctx, cookie, &b->ip, b->port, &k.vip, k.port);
-	*addr = b->ip;
-	*port = b->port;
-	return SOCK_XLATED;
-}
-
-/* sock6_rev_xlate: sock_rev_xlate for an IPv6 peer. */
-static __always_inline int sock6_rev_xlate(struct bpf_sock_addr *ctx, struct lb6_addr *addr, __be16 *port)
-{
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock6_conn *c = bpf_map_lookup_elem(&sock6_conns, &i);
-	struct sock6_dest_set *s;
-	struct sock6_rev_key rk = {};
-	struct sock6_rev_val *rv;
-	int j;
-
-	if (c && c->cookie == cookie && c->bport == *port && lb6_addr_eq(&c->backend, addr)) {
-		*addr = c->vip;
-		*port = c->vport;
-		return 1;
-	}
-	s = bpf_sk_storage_get(&sock6_dests, ctx->sk, 0, 0);
-	if (s) {
-#pragma unroll
-		for (j = 0; j < SOCK_DESTS; j++) {
-			struct sock6_dest *d = &s->d[j];
-
-			if (d->bport == 0)
-				break;
-			if (d->bport == *port && lb6_addr_eq(&d->backend, addr)) {
-				*addr = d->vip;
-				*port = d->vport;
-				return 1;
-			}
-		}
-		if (!s->spilled)
-			return 0;
-	}
-	rk.cookie = cookie;
-	rk.addr = *addr;
-	rk.port = *port;
-	rv = bpf_map_lookup_elem(&sock6_rev, &rk);
-	if (!rv)
-		return 0;
-	*addr = rv->vip;
-	*port = rv->port;
-	return 1;
 }
 
 static __always_inline __u8 sock_proto(struct bpf_sock_addr *ctx)
@@ -680,9 +285,7 @@ int sock_connect4(struct bpf_sock_addr *ctx)
 	__be16 port = (__be16)ctx->user_port;
 	int mine, r;
 
-	if (!proto)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, proto != 0);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* A new connection: a fresh random backend, as kube-proxy does. */
@@ -702,9 +305,7 @@ int sock_sendmsg4(struct bpf_sock_addr *ctx)
 	__u64 cookie;
 	int mine, r;
 
-	if (sock_proto(ctx) != IPPROTO_UDP)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, sock_proto(ctx) == IPPROTO_UDP);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	/* One backend per socket (hash of its cookie): a client's datagrams
@@ -732,17 +333,21 @@ static __always_inline int sock_rev4(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-SEC("cgroup/recvmsg4")
-int sock_recvmsg4(struct bpf_sock_addr *ctx)
-{
-	return sock_rev4(ctx);
-}
+/* SOCK_REV_PROGS(v): the programs recvmsg<v> and getpeername<v>, both
+ * sock_rev<v> (v: 4 or 6). */
+#define SOCK_REV_PROGS(v)                                   \
+	SEC("cgroup/recvmsg" #v)                            \
+	int sock_recvmsg##v(struct bpf_sock_addr *ctx)      \
+	{                                                   \
+		return sock_rev##v(ctx);                    \
+	}                                                   \
+	SEC("cgroup/getpeername" #v)                        \
+	int sock_getpeername##v(struct bpf_sock_addr *ctx)  \
+	{                                                   \
+		return sock_rev##v(ctx);                    \
+	}
 
-SEC("cgroup/getpeername4")
-int sock_getpeername4(struct bpf_sock_addr *ctx)
-{
-	return sock_rev4(ctx);
-}
+SOCK_REV_PROGS(4)
 
 /* sock_to6: connect6's and sendmsg6's translation (how: SOCK_PEER or
  * SOCK_DEST), IPv4 Services for a v4-mapped destination. */
@@ -773,9 +378,7 @@ int sock_connect6(struct bpf_sock_addr *ctx)
 	__u8 proto = sock_proto(ctx);
 	int mine;
 
-	if (!proto)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, proto != 0);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	return sock_done(sock_to6(ctx, proto, bpf_get_prandom_u32(), 0, mine, SOCK_PEER), SOCK_STAT_CONNECT);
@@ -790,9 +393,7 @@ int sock_sendmsg6(struct bpf_sock_addr *ctx)
 	__u64 cookie;
 	int mine;
 
-	if (sock_proto(ctx) != IPPROTO_UDP)
-		return 1;
-	mine = sock_mine(ctx);
+	mine = sock_mine(ctx, sock_proto(ctx) == IPPROTO_UDP);
 	if (mine == SOCK_NOT_MINE)
 		return 1;
 	cookie = bpf_get_socket_cookie(ctx);
@@ -820,17 +421,7 @@ static __always_inline int sock_rev6(struct bpf_sock_addr *ctx)
 	return 1;
 }
 
-SEC("cgroup/recvmsg6")
-int sock_recvmsg6(struct bpf_sock_addr *ctx)
-{
-	return sock_rev6(ctx);
-}
-
-SEC("cgroup/getpeername6")
-int sock_getpeername6(struct bpf_sock_addr *ctx)
-{
-	return sock_rev6(ctx);
-}
+SOCK_REV_PROGS(6)
 
 /*
  * Connected UDP sockets whose backend left their Service. A socket
@@ -851,118 +442,9 @@ int sock_getpeername6(struct bpf_sock_addr *ctx)
  * Each destroyed socket writes one byte, its family's version (4 or 6), to
  * the iterator's output. TCP is left alone: kube-proxy keeps TCP flows too.
  * A v4-mapped socket (an IPv6 socket reaching an IPv4 clusterIP) is not
- * walked: its peer is in sock_conns, its family AF_INET6.
+ * walked: its peer is in sock_conns, its family AF_INET6. The maps and the
+ * test of one socket (sock_stale, sock6_stale) are sock_fam.h's.
  */
-struct sock_keep_key {
-	__be32 vip;
-	__be32 backend; /* 0: the frontend itself */
-	__be16 vport;
-	__be16 bport;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct sock_keep_key);
-	__type(value, __u8);
-} sock_keep SEC(".maps"); /* not pinned: filled and read by one process at a time */
-
-struct sock6_keep_key {
-	struct lb6_addr vip;
-	struct lb6_addr backend; /* all zero: the frontend itself */
-	__be16 vport;
-	__be16 bport;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct sock6_keep_key);
-	__type(value, __u8);
-} sock6_keep SEC(".maps"); /* as sock_keep */
-
-/* The kernel's types the iterator reads, as much as it reads (CO-RE:
- * offsets from the running kernel's BTF). */
-/* The kernel's struct in6_addr, read whole (bpf_probe_read_kernel): only
- * its offset in sock_common is relocated, so its inner names do not matter. */
-struct sock_in6 {
-	__u8 b[16];
-};
-
-struct sock_common {
-	unsigned short skc_family;
-	volatile unsigned char skc_state;
-	__be32 skc_daddr;
-	__be16 skc_dport;
-	struct sock_in6 skc_v6_daddr;
-} __attribute__((preserve_access_index));
-
-struct sock {
-	struct sock_common __sk_common;
-} __attribute__((preserve_access_index));
-
-struct udp_sock;
-struct seq_file;
-
-struct bpf_iter_meta {
-	struct seq_file *seq;
-} __attribute__((preserve_access_index));
-
-struct bpf_iter__udp {
-	struct bpf_iter_meta *meta;
-	struct udp_sock *udp_sk;
-} __attribute__((preserve_access_index));
-
-extern int bpf_sock_destroy(struct sock_common *sk) __ksym;
-
-#define SOCK_AF_INET     2
-#define SOCK_AF_INET6    10
-#define SOCK_ESTABLISHED 1 /* TCP_ESTABLISHED: a connected UDP socket */
-
-/* sock_stale4: whether IPv4 socket sk (cookie) was translated here to a
- * frontend under check whose backend it no longer keeps. */
-static __always_inline int sock_stale4(struct sock *sk, __u64 cookie)
-{
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock_keep_key k = {};
-	struct sock_conn *c;
-
-	c = bpf_map_lookup_elem(&sock_conns, &i);
-	if (!c || c->cookie != cookie || c->backend != sk->__sk_common.skc_daddr || c->bport != sk->__sk_common.skc_dport)
-		return 0; /* not translated here (or its entry was reused) */
-	k.vip = c->vip;
-	k.vport = c->vport;
-	if (!bpf_map_lookup_elem(&sock_keep, &k))
-		return 0; /* a frontend not under check */
-	k.backend = c->backend;
-	k.bport = c->bport;
-	return !bpf_map_lookup_elem(&sock_keep, &k); /* stale unless its backend stays */
-}
-
-/* sock_stale6: sock_stale4 for an IPv6 socket (sock6_conns, sock6_keep). */
-static __always_inline int sock_stale6(struct sock *sk, __u64 cookie)
-{
-	__u32 i = (__u32)cookie & (SOCK_CONNS - 1);
-	struct sock6_keep_key k = {};
-	struct sock6_conn *c;
-	struct lb6_addr peer;
-
-	c = bpf_map_lookup_elem(&sock6_conns, &i);
-	if (!c || c->cookie != cookie || c->bport != sk->__sk_common.skc_dport)
-		return 0;
-	if (bpf_probe_read_kernel(&peer, sizeof(peer), &sk->__sk_common.skc_v6_daddr) < 0 || !lb6_addr_eq(&peer, &c->backend))
-		return 0;
-	k.vip = c->vip;
-	k.vport = c->vport;
-	if (!bpf_map_lookup_elem(&sock6_keep, &k))
-		return 0;
-	k.backend = c->backend;
-	k.bport = c->bport;
-	return !bpf_map_lookup_elem(&sock6_keep, &k);
-}
-
 SEC("iter/udp")
 int sock_terminate_udp(struct bpf_iter__udp *ctx)
 {
@@ -977,11 +459,11 @@ int sock_terminate_udp(struct bpf_iter__udp *ctx)
 	switch (sk->__sk_common.skc_family) {
 	case SOCK_AF_INET:
 		version = 4;
-		stale = sock_stale4(sk, cookie);
+		stale = sock_stale(sk, cookie);
 		break;
 	case SOCK_AF_INET6:
 		version = 6;
-		stale = sock_stale6(sk, cookie);
+		stale = sock6_stale(sk, cookie);
 		break;
 	default:
 		return 0;

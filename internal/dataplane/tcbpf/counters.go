@@ -53,3 +53,18 @@ func ReadPinned(lab, name string, read func(*ebpf.Map) error) error {
 	defer m.Close()
 	return read(m)
 }
+
+// readCounters reads the first len(dst) counters of a per-CPU array, summed
+// over CPUs, into dst in the map's order: one reader for each family's
+// counters (lb_stats, lb6_stats), whose indexes are the structs' fields.
+// On an error dst is left as it was.
+func readCounters(m *ebpf.Map, what string, dst ...*uint64) error {
+	v, err := SumCounters(m, what, len(dst))
+	if err != nil {
+		return err
+	}
+	for i, d := range dst {
+		*d = v[i]
+	}
+	return nil
+}

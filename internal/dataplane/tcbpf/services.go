@@ -523,12 +523,9 @@ type Stats struct {
 func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
 
 // statsOf reads lb_stats.
-func statsOf(m *ebpf.Map) (Stats, error) {
-	v, err := SumCounters(m, "stats", 9)
-	if err != nil {
-		return Stats{}, err
-	}
-	return Stats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Hairpin: v[6], Errors: v[7], Rejects: v[8]}, nil
+func statsOf(m *ebpf.Map) (s Stats, err error) {
+	err = readCounters(m, "stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Hairpin, &s.Errors, &s.Rejects)
+	return s, err
 }
 
 // Stats6 are the IPv6 programs' counters (bpf/lb6.h's lb6_stats), summed
@@ -553,13 +550,9 @@ type Stats6 struct {
 func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
 
 // stats6Of reads lb6_stats.
-func stats6Of(m *ebpf.Map) (Stats6, error) {
-	v, err := SumCounters(m, "IPv6 stats", 10)
-	if err != nil {
-		return Stats6{}, err
-	}
-	return Stats6{DNAT: v[0], RNAT: v[1], NewFlows: v[2], NoBackend: v[3], ICMP: v[4], Frags: v[5], Errors: v[6],
-		ExtHdrPass: v[7], TruncPass: v[8], Rejects: v[9]}, nil
+func stats6Of(m *ebpf.Map) (s Stats6, err error) {
+	err = readCounters(m, "IPv6 stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Errors, &s.ExtHdrPass, &s.TruncPass, &s.Rejects)
+	return s, err
 }
 
 // SumCounters reads the first n counters of a per-CPU array, summed over
@@ -590,40 +583,31 @@ type Flow struct {
 // Flows lists the conntrack's forward entries, IPv4 then IPv6 (at most
 // limit; 0 = all).
 func (p *Plane) Flows(limit int) ([]Flow, error) {
-	var (
-		k   serviceLbCtKey
-		v   serviceLbCt
-		out []Flow
-	)
-	full := func() bool { return limit > 0 && len(out) >= limit }
-	it := p.objs.LbConntrack.Iterate()
-	for !full() && it.Next(&k, &v) {
-		if k.Dir == ctFwd {
-			out = append(out, Flow{
-				Client:  netip.AddrPortFrom(addrOf(k.Saddr), portOf(k.Sport)),
-				Service: netip.AddrPortFrom(addrOf(k.Daddr), portOf(k.Dport)),
-				Proto:   Proto(k.Proto),
-				Backend: netip.AddrPortFrom(addrOf(v.Addr), portOf(v.Port)),
-				Hairpin: v.Flags&ctHairpin != 0,
-			})
-		}
-	}
-	if err := it.Err(); err != nil {
+	out, err := appendFlows(nil, p.objs.LbConntrack, limit, func(k *serviceLbCtKey, v *serviceLbCt) (Flow, bool) {
+		return Flow{Client: addrPort(addrOf(k.Saddr), k.Sport), Service: addrPort(addrOf(k.Daddr), k.Dport), Proto: Proto(k.Proto),
+			Backend: addrPort(addrOf(v.Addr), v.Port), Hairpin: v.Flags&ctHairpin != 0}, k.Dir == ctFwd
+	})
+	if err != nil {
 		return nil, err
 	}
+	return appendFlows(out, p.objs.Lb6Conntrack, limit, func(k *serviceLb6CtKey, v *serviceLb6Ct) (Flow, bool) {
+		return Flow{Client: addrPort(addrOf6(k.Saddr), k.Sport), Service: addrPort(addrOf6(k.Daddr), k.Dport), Proto: Proto(k.Proto),
+			Backend: addrPort(addrOf6(v.Addr), v.Port)}, k.Dir == ctFwd
+	})
+}
+
+// appendFlows appends to out the entries of conntrack map m that flow
+// makes a Flow of (its forward entries), until out holds limit (0: no
+// limit): one walk for either family's conntrack.
+func appendFlows[K, V any](out []Flow, m *ebpf.Map, limit int, flow func(k *K, v *V) (Flow, bool)) ([]Flow, error) {
 	var (
-		k6 serviceLb6CtKey
-		v6 serviceLb6Ct
+		k K
+		v V
 	)
-	it = p.objs.Lb6Conntrack.Iterate()
-	for !full() && it.Next(&k6, &v6) {
-		if k6.Dir == ctFwd {
-			out = append(out, Flow{
-				Client:  netip.AddrPortFrom(addrOf6(k6.Saddr), portOf(k6.Sport)),
-				Service: netip.AddrPortFrom(addrOf6(k6.Daddr), portOf(k6.Dport)),
-				Proto:   Proto(k6.Proto),
-				Backend: netip.AddrPortFrom(addrOf6(v6.Addr), portOf(v6.Port)),
-			})
+	it := m.Iterate()
+	for (limit <= 0 || len(out) < limit) && it.Next(&k, &v) {
+		if f, ok := flow(&k, &v); ok {
+			out = append(out, f)
 		}
 	}
 	return out, it.Err()

@@ -1,6 +1,7 @@
 package tcbpf
 
 import (
+	"cmp"
 	"errors"
 	"net/netip"
 
@@ -39,50 +40,40 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 	}
 	// stale4 and stale6: whether forward entry k, a flow to backend
 	// addr:port, is stale, and the key of its reverse entry as the programs
-	// write it for a plain flow (the callers move a hairpin's or a SNATed
-	// flow's reply address).
-	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16) (serviceLbCtKey, bool) {
+	// write it: towards the client, or when moved towards dst:dport (a
+	// hairpin's or a SNATed flow's reply address).
+	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16, moved bool, dst uint32, dport uint16) (serviceLbCtKey, bool) {
 		rev := serviceLbCtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		if moved {
+			rev.Daddr, rev.Dport = dst, dport
+		}
 		return rev, stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(addr), port))
 	}
-	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16) (serviceLb6CtKey, bool) {
+	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16, moved bool, dst serviceLb6Addr, dport uint16) (serviceLb6CtKey, bool) {
 		rev := serviceLb6CtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+		if moved {
+			rev.Daddr, rev.Dport = dst, dport
+		}
 		return rev, stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port))
 	}
 	hairpin4, hairpin6 := be32(netip.MustParseAddr(HairpinIP)), addr6Words(netip.MustParseAddr(HairpinIP6))
 
+	// A hairpin's replies go to the hairpin address (the client's port); a
+	// SNATed flow's to the SNAT address and port: the node IP, or for a flow
+	// made before np_node existed the address the client reached (IPv4
+	// only: np6_new_flow always sets it).
 	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, bool) {
-		rev, ok := stale4(k, v.Addr, v.Port)
-		if v.Flags&ctHairpin != 0 {
-			rev.Daddr = hairpin4
-		}
-		return rev, ok
+		return stale4(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin4, k.Sport)
 	}
 	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, bool) {
-		rev, ok := stale4(k, v.Addr, v.Port)
-		if v.Flags&npSNAT != 0 {
-			// The reply comes back to the SNAT address (the node IP; a flow
-			// made before np_node existed: the address the client reached).
-			rev.Daddr, rev.Dport = v.Client, v.SnatPort
-			if rev.Daddr == 0 {
-				rev.Daddr = k.Daddr
-			}
-		}
-		return rev, ok
+		snat := cmp.Or(v.Client, k.Daddr)
+		return stale4(k, v.Addr, v.Port, v.Flags&npSNAT != 0, snat, v.SnatPort)
 	}
 	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, bool) {
-		rev, ok := stale6(k, v.Addr, v.Port)
-		if v.Flags&ctHairpin != 0 {
-			rev.Daddr = hairpin6
-		}
-		return rev, ok
+		return stale6(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin6, k.Sport)
 	}
 	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, bool) {
-		rev, ok := stale6(k, v.Addr, v.Port)
-		if v.Flags&npSNAT != 0 {
-			rev.Daddr, rev.Dport = v.Client, v.SnatPort // np6_new_flow always sets the SNAT address
-		}
-		return rev, ok
+		return stale6(k, v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
 	}
 
 	var n [4]int

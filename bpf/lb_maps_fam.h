@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lb_maps_fam.h: the Service maps of lb.h and lb6.h and their counter,
+ * written once for IPv4 and IPv6. Not a header of its own: lb.h includes it
+ * for IPv4 and lb6.h for IPv6, after defining
+ *
+ *   LBF(name)         the family's name: lb_##name or lb6_##name
+ *                     (lb_services, struct lb6_ct_key, lb6_count, ...);
+ *   LB_FAM_SERVICES   lb_services' size, LB_FAM_BACKENDS lb_backends';
+ *   LB_FAM_STATS      how many counters lb_stats holds.
+ *
+ * Names, sizes, key and value types are the family's own: the pins and
+ * the Go side's views of them are unchanged. The macros are undefined
+ * again at the end.
+ */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_FAM_SERVICES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct LBF(svc_key));
+	__type(value, struct lb_svc);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(services) SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_FAM_BACKENDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lb_backend_key);
+	__type(value, struct LBF(backend));
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(backends) SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FLOWS);
+	__type(key, struct LBF(ct_key));
+	__type(value, struct LBF(ct));
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(conntrack) SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_FRAGS);
+	__type(key, struct LBF(frag_key));
+	__type(value, struct lb_frag);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(frags) SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LB_FAM_STATS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(stats) SEC(".maps");
+
+static __always_inline void LBF(count)(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&LBF(stats), &what);
+	if (v)
+		*v += 1;
+}
+
+#undef LBF
+#undef LB_FAM_SERVICES
+#undef LB_FAM_BACKENDS
+#undef LB_FAM_STATS
