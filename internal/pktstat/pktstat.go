@@ -10,6 +10,7 @@
 package pktstat
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -83,10 +84,15 @@ func Open() (*Counter, error) {
 	return c, nil
 }
 
-// Attach starts counting: the programs go onto their tracepoints.
+// Attach starts counting from zero, so that what the next Snapshot reads,
+// a packet's maximum too, is this window's own: the programs go onto
+// their tracepoints.
 func (c *Counter) Attach() error {
 	if c.links != nil {
 		return nil
+	}
+	if err := c.reset(); err != nil {
+		return err
 	}
 	for _, prog := range []*ebpf.Program{c.objs.OnXmit, c.objs.OnReceive} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
@@ -95,6 +101,28 @@ func (c *Counter) Attach() error {
 			return fmt.Errorf("attach the packet-size counter %s: %w", prog, err)
 		}
 		c.links = append(c.links, l)
+	}
+	return nil
+}
+
+// reset empties the counts (detached: nothing adds to them meanwhile).
+func (c *Counter) reset() error {
+	var (
+		k    pktsizePktKey
+		vals []pktsizePktCount
+		keys []pktsizePktKey
+	)
+	it := c.objs.PktCounts.Iterate()
+	for it.Next(&k, &vals) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read the packet-size counts: %w", err)
+	}
+	for _, k := range keys {
+		if err := c.objs.PktCounts.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("reset the packet-size counts: %w", err)
+		}
 	}
 	return nil
 }

@@ -214,3 +214,25 @@ func TestLatencyUnderLoad(t *testing.T) {
 		t.Errorf("p99 idle %.1f us, under load %.1f us: want it inflated under load", idle.Latency["p99"], loaded.Latency["p99"])
 	}
 }
+
+// A proof counts its own window only: a tcp_rr cell measured after a
+// stream in the same lab reports the rr's packets, its largest packet
+// far under the stream's (the counts start from zero at each proof).
+func TestProofWindowIsItsOwn(t *testing.T) {
+	requireLabs(t, knobLabPrefix)
+	spec := knobSpec(t, "veth-routed", []engine.Test{engine.TCPStream, engine.TCPRR})
+	spec.Repeat = 1
+	f := runKnobs(t, spec)
+	stream, rr := cellAt(t, f, engine.TCPStream, ""), cellAt(t, f, engine.TCPRR, "")
+	for _, c := range []*results.Cell{stream, rr} {
+		if c.Packets == nil || c.Packets.Sender == nil {
+			t.Fatalf("%s: no sender in its proof: %+v", c.Test, c.Packets)
+		}
+	}
+	if s := stream.Packets.Sender; s.MaxBytes <= 1500 {
+		t.Errorf("tcp_stream: the sender's largest packet %d bytes, want a GSO packet above 1500", s.MaxBytes)
+	}
+	if s := rr.Packets.Sender; s.MaxBytes >= 1500 || s.AvgBytes >= 200 {
+		t.Errorf("tcp_rr after tcp_stream: the sender's packets average %.0f bytes, largest %d: the stream's window leaked into the rr's proof", s.AvgBytes, s.MaxBytes)
+	}
+}

@@ -156,7 +156,10 @@ func runRound(ctx context.Context, bin, dir string, r int, modeNames, testNames 
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
 	// run exits 1 when a cell failed; its file says which.
-	if err := cmd.Run(); err != nil {
+	before := netnsCount()
+	err = cmd.Run()
+	settle(before)
+	if err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {
 			return fmt.Errorf("%s run: %w", bin, err)
 		}
@@ -175,6 +178,44 @@ func runRound(ctx context.Context, bin, dir string, r int, modeNames, testNames 
 		s.add(key, c.Samples[0].Value, nil)
 	}
 	return nil
+}
+
+// netnsCount is the machine's live network namespaces, dying ones
+// included (the kernel's net_namespace slab); -1 when unreadable.
+func netnsCount() int {
+	b, err := os.ReadFile("/proc/slabinfo")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "net_namespace" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return -1
+}
+
+// settle waits until the kernel has freed the namespaces of the run that
+// just ended (it does so in the background, for a second or more after
+// down returns), so that the next samples do not share the CPUs with that
+// work: until the count is back to before (+2), or has not fallen for 2 s,
+// or 30 s have passed.
+func settle(before int) {
+	if before < 0 {
+		return
+	}
+	prev, flat := netnsCount(), 0
+	for i := 0; i < 300 && prev > before+2 && flat < 20; i++ {
+		time.Sleep(100 * time.Millisecond)
+		cur := netnsCount()
+		if cur >= prev {
+			flat++
+		} else {
+			flat = 0
+		}
+		prev = cur
+	}
 }
 
 func sampleError(c *results.Cell) string {
