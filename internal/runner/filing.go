@@ -3,15 +3,14 @@ package runner
 import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // The one boundary between the measuring packages and the results file:
-// what an engine, the knobs and the packet counter produce in their own
-// types becomes internal/results' types here (the profiler's stacks
-// become a results.Profile in profile.Summarize, which finishProfiles
-// calls), so that a field renamed in any of them never changes the file's
+// what an engine and the knobs produce in their own types becomes
+// internal/results' types here (the profiler and the packet counter
+// produce the file's types themselves: profile.Summarize's results.Profile,
+// pktstat.Prove's results.Packets), so that a field renamed in any of them never changes the file's
 // format (results.TestSchemaGolden pins that format). Where the two types have the
 // same fields the conversion is Go's own, so that a field added on one side
 // only fails to compile here.
@@ -32,21 +31,6 @@ func linkProofOf(p *knob.Proof) *results.LinkProof {
 		out.Links = append(out.Links, results.LinkState(l))
 	}
 	return out
-}
-
-// packetsOf is the packet counter's proof as a cell records it (nil for nil).
-func packetsOf(p *pktstat.Proof) *results.Packets {
-	if p == nil {
-		return nil
-	}
-	side := func(s *pktstat.Side) *results.PacketSide {
-		if s == nil {
-			return nil
-		}
-		r := results.PacketSide(*s)
-		return &r
-	}
-	return &results.Packets{Sender: side(p.Sender), Receiver: side(p.Receiver), Note: p.Note}
 }
 
 // sweepOf is the run's sweep as the file records it (nil without one).

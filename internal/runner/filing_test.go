@@ -8,7 +8,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
 )
 
 // fill sets every field under v (structs, pointers, slices and maps of
@@ -59,7 +58,7 @@ func filled[T any]() T {
 // The boundary keeps every field: what the measuring packages produce
 // reads the same in the results' types (the same JSON, field for field).
 func TestFilingKeepsEveryField(t *testing.T) {
-	proof, packets, sweep := filled[knob.Proof](), filled[pktstat.Proof](), filled[knob.Sweep]()
+	proof, sweep := filled[knob.Proof](), filled[knob.Sweep]()
 	for _, c := range []struct {
 		name     string
 		from, to any
@@ -67,7 +66,6 @@ func TestFilingKeepsEveryField(t *testing.T) {
 		{"engine.Result", filled[engine.Result](), resultOf(filled[engine.Result]())},
 		{"knob.Links", filled[knob.Links](), linksOf(filled[knob.Links]())},
 		{"knob.Proof", proof, linkProofOf(&proof)},
-		{"pktstat.Proof", packets, packetsOf(&packets)},
 		{"knob.Sweep", sweep, sweepOf(sweep)},
 	} {
 		a, _ := json.Marshal(c.from)
