@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // Metric is what a ratio divides, per valid sample of each cell.
@@ -104,6 +105,15 @@ func Judge(ratio float64, ci [2]float64, hasCI bool, t Target) Outcome {
 		return Short
 	}
 	return Unresolved
+}
+
+// RatioLine is x's median over base's with its bootstrap 95% CI and where
+// it stands against t, as the benchmarks' rows print it:
+// "0.999 [0.985, 1.008]  target >= 0.99  UNRESOLVED".
+func RatioLine(x, base []float64, t Target) string {
+	ratio := stats.Median(x) / stats.Median(base)
+	lo, hi, ok := stats.RatioOfMediansCI(x, base)
+	return fmt.Sprintf("%.3f [%.3f, %.3f]  target %s  %s", ratio, lo, hi, t, Judge(ratio, [2]float64{lo, hi}, ok, t))
 }
 
 // RatioOf divides cell num's metric by cell den's, both found in f by name

@@ -132,3 +132,14 @@ func TestRatioOfFamilies(t *testing.T) {
 		t.Errorf("the IPv4 cell by its old name: %v", err)
 	}
 }
+
+// A benchmark's row: the ratio of medians, its CI and the verdict.
+func TestRatioLine(t *testing.T) {
+	x, base := []float64{99, 100, 101, 100, 100}, []float64{100, 100, 100, 100, 100}
+	if got, want := RatioLine(x, base, Target{Value: 0.99}), "1.000 [0.990, 1.010]  target >= 0.99  MET"; got != want {
+		t.Errorf("RatioLine: %q, want %q", got, want)
+	}
+	if got := RatioLine(x, base, Target{Value: 1.05}); !strings.HasSuffix(got, "SHORT") {
+		t.Errorf("RatioLine against 1.05: %q, want SHORT", got)
+	}
+}

@@ -183,3 +183,13 @@ func FromTimes(at time.Time, user, system time.Duration) Snapshot {
 	ticks := func(d time.Duration) uint64 { return uint64(d.Seconds()*userHZ + 0.5) }
 	return Snapshot{At: at, User: ticks(user), System: ticks(system)}
 }
+
+// LoadAvg is /proc/loadavg's first three fields (1, 5 and 15 minutes), as
+// the benchmarks note them before and after a run; "unknown" when unreadable.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}

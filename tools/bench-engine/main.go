@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	hostcpu "github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
@@ -165,7 +166,7 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 	}()
 	ep := l.State.Paths["pod"]
 	tg := engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: ep.Target}
-	fmt.Printf("bench-engine: veth-routed, client and server on CPU %d, %d interleaved rounds of %s; load average before: %s\n", cpu, repeat, dur, loadavg())
+	fmt.Printf("bench-engine: veth-routed, client and server on CPU %d, %d interleaved rounds of %s; load average before: %s\n", cpu, repeat, dur, hostcpu.LoadAvg())
 
 	// Rounds A B A B ...; within a row the order alternates each round so
 	// that neither engine always runs right after the other.
@@ -189,16 +190,13 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 			}
 		}
 	}
-	fmt.Printf("bench-engine: load average after: %s\n", loadavg())
+	fmt.Printf("bench-engine: load average after: %s\n", hostcpu.LoadAvg())
 	for _, rw := range todo {
 		if len(rw.builtV) < 2 || len(rw.refV) < 2 {
 			fmt.Printf("engine %s  n/a (valid samples: built-in %d, reference %d)\n", rw.label, len(rw.builtV), len(rw.refV))
 			continue
 		}
-		ratio := stats.Median(rw.builtV) / stats.Median(rw.refV)
-		lo, hi, ok := stats.RatioOfMediansCI(rw.builtV, rw.refV)
-		fmt.Printf("engine %s  %.3f [%.3f, %.3f]  target %s  %s\n", rw.label, ratio, lo, hi, engineTarget,
-			analysis.Judge(ratio, [2]float64{lo, hi}, ok, engineTarget))
+		fmt.Printf("engine %s  %s\n", rw.label, analysis.RatioLine(rw.builtV, rw.refV, engineTarget))
 		fmt.Fprintf(os.Stderr, "  %s: built-in median %.0f/s (CV %.1f%%, %s), reference median %.0f/s (CV %.1f%%, %s)\n",
 			rw.label, stats.Median(rw.builtV), 100*stats.CV(rw.builtV), list(rw.builtV),
 			stats.Median(rw.refV), 100*stats.CV(rw.refV), list(rw.refV))
@@ -230,15 +228,6 @@ func engineSample(name string, t engine.Test, size int, dur time.Duration, pins 
 		r, err := d.Run(ctx, tg, engine.Spec{Test: t, Duration: dur, Size: size, CPU: pins})
 		return r.Value, err
 	}
-}
-
-// loadavg is /proc/loadavg's first three fields (1, 5 and 15 minutes).
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // refRateRE is the rate both C references print last.

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -106,7 +107,7 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 	}
 	defer os.RemoveAll(dir)
 	fmt.Printf("bench-harness: %s run against the standalone engine, %s x %s, %d interleaved rounds of %s, rr/crr pinned (--cpu-affinity auto); load average before: %s\n",
-		bin, strings.Join(modeNames, ","), strings.Join(testNames, ","), repeat, dur, loadavg())
+		bin, strings.Join(modeNames, ","), strings.Join(testNames, ","), repeat, dur, cpu.LoadAvg())
 
 	whole, alone := newSide(), newSide()
 	for r := 0; r < repeat; r++ {
@@ -124,7 +125,7 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 		}
 		fmt.Fprintf(os.Stderr, "bench-harness: round %d of %d done\n", r+1, repeat)
 	}
-	fmt.Printf("bench-harness: load average after: %s\n", loadavg())
+	fmt.Printf("bench-harness: load average after: %s\n", cpu.LoadAvg())
 	for _, c := range cells {
 		key := c.Cell.ID().String()
 		w, a := whole.vals[key], alone.vals[key]
@@ -132,10 +133,7 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 			fmt.Printf("harness %s  n/a (valid samples: run %d, standalone %d)\n", key, len(w), len(a))
 			continue
 		}
-		ratio := stats.Median(w) / stats.Median(a)
-		lo, hi, ok := stats.RatioOfMediansCI(w, a)
-		fmt.Printf("harness %s  run / standalone  %.3f [%.3f, %.3f]  target %s  %s\n", key, ratio, lo, hi, harnessTarget,
-			analysis.Judge(ratio, [2]float64{lo, hi}, ok, harnessTarget))
+		fmt.Printf("harness %s  run / standalone  %s\n", key, analysis.RatioLine(w, a, harnessTarget))
 		fmt.Fprintf(os.Stderr, "  %s: run median %.4g %s (CV %.1f%%: %s), standalone median %.4g (CV %.1f%%: %s)\n", key,
 			stats.Median(w), c.Cell.Unit, 100*stats.CV(w), list(w), stats.Median(a), 100*stats.CV(a), list(a))
 	}
@@ -254,13 +252,4 @@ func list(v []float64) string {
 		s = append(s, strconv.FormatFloat(x, 'g', 4, 64))
 	}
 	return strings.Join(s, " ")
-}
-
-// loadavg is /proc/loadavg's first three fields (1, 5 and 15 minutes).
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
