@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,12 +37,12 @@ type windowProbe struct {
 }
 
 type probedWindow struct {
-	cell     string
-	at       time.Time
-	runs     map[string]uint64 // program name (id) -> runs in the window
-	selfTick uint64            // this process's CPU in the window, clock ticks
-	wall     time.Duration
-	err      error
+	cell    string
+	at      time.Time
+	runs    map[string]uint64 // program name (id) -> runs in the window
+	selfCPU time.Duration     // this process's CPU (user + system) in the window
+	wall    time.Duration
+	err     error
 }
 
 // probed is an engine that runs the real rr engine with the probe's
@@ -59,21 +60,20 @@ func (p *probed) Run(ctx context.Context, tg engine.Target, s engine.Spec) (engi
 }
 
 type probeWindow struct {
-	probe      *windowProbe
-	cell       string
-	start      time.Time
-	runs       map[string]uint64
-	ticks      uint64
-	err        error
-	started    bool
-	startTicks uint64
+	probe    *windowProbe
+	cell     string
+	start    time.Time
+	runs     map[string]uint64
+	err      error
+	started  bool
+	startCPU time.Duration
 }
 
 func (w *probeWindow) Start() {
 	w.start, w.started = time.Now().UTC(), true
 	w.runs, w.err = heldProgramRuns()
 	if w.err == nil {
-		w.startTicks, w.err = selfCPUTicks()
+		w.startCPU, w.err = selfCPU()
 	}
 }
 
@@ -81,7 +81,7 @@ func (w *probeWindow) End() {
 	if !w.started {
 		return
 	}
-	ticks, terr := selfCPUTicks()
+	cpu, terr := selfCPU()
 	end, err := heldProgramRuns()
 	pw := probedWindow{cell: w.cell, at: w.start, runs: map[string]uint64{}, wall: time.Since(w.start), err: w.err}
 	if pw.err == nil {
@@ -95,7 +95,7 @@ func (w *probeWindow) End() {
 			pw.runs[k] = d
 		}
 	}
-	pw.selfTick = ticks - w.startTicks
+	pw.selfCPU = cpu - w.startCPU
 	w.probe.mu.Lock()
 	w.probe.windows = append(w.probe.windows, pw)
 	w.probe.mu.Unlock()
@@ -139,27 +139,14 @@ func heldProgramRuns() (map[string]uint64, error) {
 	return out, nil
 }
 
-// selfCPUTicks is this process's user + system time, in clock ticks.
-func selfCPUTicks() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
+// selfCPU is this process's user + system time so far.
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, err
 	}
-	// Fields after the command's closing parenthesis: utime is the 12th, stime the 13th.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/self/stat: %q", b)
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/self/stat: %q", b)
-	}
-	return u + s, nil
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
-
-// clockTicks is USER_HZ, what /proc/self/stat counts in.
-const clockTicks = 100
 
 func TestNoHarnessProgramRunsInMeasuredWindow(t *testing.T) {
 	requireLabs(t, harnessLabPrefix)
@@ -212,7 +199,7 @@ func TestNoHarnessProgramRunsInMeasuredWindow(t *testing.T) {
 		if w.err != nil {
 			t.Fatalf("window %d: %v", i, w.err)
 		}
-		t.Logf("window %d (measured %v, %s): programs run %v; this process %d ticks", i, measured[i], w.wall.Round(time.Millisecond), w.runs, w.selfTick)
+		t.Logf("window %d (measured %v, %s): programs run %v; this process %s of CPU", i, measured[i], w.wall.Round(time.Millisecond), w.runs, w.selfCPU)
 		if !measured[i] {
 			if len(w.runs) > 0 {
 				instrumented++
@@ -223,9 +210,9 @@ func TestNoHarnessProgramRunsInMeasuredWindow(t *testing.T) {
 			t.Errorf("measured window %d: vnetlab's BPF programs ran inside it: %v", i, w.runs)
 		}
 		// The runner waits for the engine's client: at most 2% of a CPU
-		// (clock ticks are coarse: never under 2 of them).
-		if limit := max(2, uint64(w.wall.Seconds()*clockTicks*0.02)); w.selfTick > limit {
-			t.Errorf("measured window %d: the runner's process used %d clock ticks of CPU in %s, want at most %d", i, w.selfTick, w.wall.Round(time.Millisecond), limit)
+		// (the kernel charges CPU in 10 ms ticks: never under two of them).
+		if limit := max(20*time.Millisecond, w.wall/50); w.selfCPU > limit {
+			t.Errorf("measured window %d: the runner's process used %s of CPU in %s, want at most %s", i, w.selfCPU, w.wall.Round(time.Millisecond), limit)
 		}
 	}
 	// The probe sees the harness's programs where they belong: the proof
