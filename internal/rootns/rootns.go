@@ -100,11 +100,38 @@ func dropDynamic(s string) string {
 }
 
 // Diff describes what differs between two snapshots; "" when nothing changed.
+//
+// vnetlab's own namespaces and their mounts count only when they appear:
+// one that was there before and is gone after was a stale lab of a killed
+// run, which `vnetlab clean` (and every run's sweep) removes by design.
 func Diff(a, b map[string]string) string {
 	var out []string
 	for k, va := range a {
-		if vb := b[k]; va != vb {
+		vb := b[k]
+		if leaksOnly[k] {
+			vb = appeared(va, vb)
+			va = ""
+		}
+		if va != vb {
 			out = append(out, fmt.Sprintf("--- %s before\n%s\n+++ %s after\n%s", k, clip(va), k, clip(vb)))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// leaksOnly are the snapshot's keys compared by what appeared (Diff).
+var leaksOnly = map[string]bool{"vnetlab-namespaces": true, "vnetlab-namespace-mounts": true}
+
+// appeared returns b's lines that a lacks.
+func appeared(a, b string) string {
+	had := map[string]bool{}
+	for _, l := range strings.Split(a, "\n") {
+		had[l] = true
+	}
+	var out []string
+	for _, l := range strings.Split(b, "\n") {
+		if l != "" && !had[l] {
+			out = append(out, l)
 		}
 	}
 	return strings.Join(out, "\n")

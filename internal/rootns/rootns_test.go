@@ -16,6 +16,19 @@ func TestDiffSeesChanges(t *testing.T) {
 	}
 }
 
+// A stale namespace that a clean removed is no change; a new one is a leak.
+func TestDiffCountsNamespacesThatAppear(t *testing.T) {
+	stale := map[string]string{"vnetlab-namespaces": "vnl-old-0-a\nvnl-old-0-b", "vnetlab-namespace-mounts": "/run/netns/vnl-old-0-a (mount 43 on 42)"}
+	none := map[string]string{"vnetlab-namespaces": "", "vnetlab-namespace-mounts": ""}
+	if d := Diff(stale, none); d != "" {
+		t.Errorf("stale namespaces removed are reported as a change: %s", d)
+	}
+	leak := map[string]string{"vnetlab-namespaces": "vnl-old-0-a\nvnl-new-0-a", "vnetlab-namespace-mounts": ""}
+	if d := Diff(stale, leak); !strings.Contains(d, "vnl-new-0-a") || strings.Contains(d, "vnl-old-0-a") {
+		t.Errorf("a namespace left behind is not reported alone: %q", d)
+	}
+}
+
 func TestSnapshotIsStable(t *testing.T) {
 	a, b := Snapshot(), Snapshot()
 	if d := Diff(a, b); d != "" && !strings.Contains(d, "vnetlab-namespaces") {
