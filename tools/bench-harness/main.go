@@ -5,15 +5,19 @@
 //
 //	vnetlab run --modes M,... --tests T,... --repeat 1 --duration D -o round.json
 //
-// (its own labs, its proof round, one measured sample per cell) and, in
-// labs brought up as run brings them up (runner.Prepare), each cell's
-// engine with the same settings (runner.Spec.EngineSpec) and nothing of
-// the harness around it; the order alternates each round. It prints one
-// line per cell, the ratio run / standalone of the medians with its
-// bootstrap 95% CI and the target (>= 0.99: what the harness may cost),
-// and the machine's load averages before and after:
+// (its own labs, its proof round, one measured sample per cell); each
+// cell's engine with the same settings (runner.Spec.EngineSpec) and
+// nothing of the harness around it, in labs brought up once as run brings
+// them up (runner.Prepare: "standalone"); and the same engine in labs
+// brought up that round, a first sample discarded as run's proof sample is
+// ("fresh"). The order rotates each round. It prints three lines per
+// cell, each a ratio of the medians with its bootstrap 95% CI and the
+// target (>= 0.99: what the harness may cost): run / fresh (the harness
+// alone, in labs as young as run's), run / standalone (all that run
+// differs by) and fresh / standalone (what a lab's age moves); and the
+// machine's load averages before and after:
 //
-//	harness veth-routed/pod/tcp_rr  run / standalone  0.998 [0.990, 1.006]  target >= 0.99  MET
+//	harness veth-routed/pod/tcp_rr  run / fresh  0.998 [0.990, 1.006]  target >= 0.99  MET
 //
 // Run it through scripts/bench-harness.sh; it builds labs, so run it under
 // the machine's lab lock.
@@ -109,17 +113,18 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 	fmt.Printf("bench-harness: %s run against the standalone engine, %s x %s, %d interleaved rounds of %s, rr/crr pinned (--cpu-affinity auto); load average before: %s\n",
 		bin, strings.Join(modeNames, ","), strings.Join(testNames, ","), repeat, dur, cpu.LoadAvg())
 
-	whole, alone := newSide(), newSide()
+	whole, alone, fresh := newSide(), newSide(), newSide()
+	freshSpec := spec
+	freshSpec.LabPrefix = "bf"
 	for r := 0; r < repeat; r++ {
 		steps := []func() error{
 			func() error { return runRound(ctx, bin, dir, r, modeNames, testNames, dur, runArgs, whole) },
 			func() error { standaloneRound(ctx, spec, cells, alone); return ctx.Err() },
+			func() error { return freshRound(ctx, freshSpec, fresh) },
 		}
-		if r%2 == 1 {
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
+		// Each round rotates the order, so no side is always first.
+		for i := range steps {
+			if err := steps[(i+r)%len(steps)](); err != nil {
 				return err
 			}
 		}
@@ -128,16 +133,36 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 	fmt.Printf("bench-harness: load average after: %s\n", cpu.LoadAvg())
 	for _, c := range cells {
 		key := c.Cell.ID().String()
-		w, a := whole.vals[key], alone.vals[key]
-		if len(w) < 2 || len(a) < 2 {
-			fmt.Printf("harness %s  n/a (valid samples: run %d, standalone %d)\n", key, len(w), len(a))
+		w, a, f := whole.vals[key], alone.vals[key], fresh.vals[key]
+		if len(w) < 2 || len(a) < 2 || len(f) < 2 {
+			fmt.Printf("harness %s  n/a (valid samples: run %d, fresh %d, standalone %d)\n", key, len(w), len(f), len(a))
 			continue
 		}
-		fmt.Printf("harness %s  run / standalone  %s\n", key, analysis.RatioLine(w, a, harnessTarget))
-		fmt.Fprintf(os.Stderr, "  %s: run median %.4g %s (CV %.1f%%: %s), standalone median %.4g (CV %.1f%%: %s)\n", key,
-			stats.Median(w), c.Cell.Unit, 100*stats.CV(w), list(w), stats.Median(a), 100*stats.CV(a), list(a))
+		fmt.Printf("harness %s  run / fresh  %s\n", key, analysis.RatioLine(w, f, harnessTarget))
+		fmt.Printf("        %s  run / standalone  %s\n", key, analysis.RatioLine(w, a, harnessTarget))
+		fmt.Printf("        %s  fresh / standalone  %s\n", key, analysis.RatioLine(f, a, harnessTarget))
+		fmt.Fprintf(os.Stderr, "  %s: run median %.4g %s (CV %.1f%%: %s), fresh median %.4g (CV %.1f%%: %s), standalone median %.4g (CV %.1f%%: %s)\n", key,
+			stats.Median(w), c.Cell.Unit, 100*stats.CV(w), list(w), stats.Median(f), 100*stats.CV(f), list(f), stats.Median(a), 100*stats.CV(a), list(a))
 	}
 	return nil
+}
+
+// freshRound brings up labs as run does (runner.Prepare), runs each
+// cell's engine twice in them, the first discarded as run's proof sample
+// is not counted, and removes them: the standalone engine in labs as young
+// as run's, with the same traffic before, so that run / fresh is the
+// harness alone and fresh / standalone what a lab's age moves.
+func freshRound(ctx context.Context, spec runner.Spec, s *side) error {
+	before := netnsCount()
+	labs, err := runner.Prepare(ctx, spec, quiet{mute: true})
+	if err != nil {
+		return err
+	}
+	standaloneRound(ctx, spec, labs.Cells(), newSide())
+	standaloneRound(ctx, spec, labs.Cells(), s)
+	labs.Close()
+	settle(before)
+	return ctx.Err()
 }
 
 // runRound runs `vnetlab run` once, one measured sample of every cell, and
@@ -238,13 +263,18 @@ func standaloneRound(ctx context.Context, spec runner.Spec, cells []runner.Plann
 	}
 }
 
-// quiet is runner.Progress for Prepare: its notes only.
-type quiet struct{}
+// quiet is runner.Progress for Prepare: its notes only, none when mute
+// (the fresh labs of every round).
+type quiet struct{ mute bool }
 
-func (quiet) Begin(int)                       {}
-func (quiet) Sample(int, string)              {}
-func (quiet) Note(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (quiet) End()                            {}
+func (quiet) Begin(int)          {}
+func (quiet) Sample(int, string) {}
+func (q quiet) Note(format string, args ...any) {
+	if !q.mute {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+}
+func (quiet) End() {}
 
 func list(v []float64) string {
 	var s []string
