@@ -97,7 +97,7 @@ func (r *kubeRunFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&s.Pods.Placements, "placements", s.Pods.Placements, "placements: same-node, cross-node")
 	f.Var(&s.Pods.Family, "ip-family", "IP family measured: ipv4, ipv6 or dual (the pods' podIPs and the Service's clusterIPs of that family; dual: a cell of each, interleaved; the cluster must have it)")
 	f.StringSliceVar(&s.Pods.Nodes, "nodes", s.Pods.Nodes, "server node and cross-node client node (default: the first two Ready schedulable nodes by name)")
-	registerMeasureFlags(f, &s.Measure, &r.tests)
+	registerMeasureFlags(f, &s.Measure, &r.tests, false)
 	registerProfileFlags(f, &s.Measure)
 	f.StringVar(&s.Pods.Image, "image", s.Pods.Image, "image with vnetlab, iperf3 and sockperf in /usr/bin (default: vnetlab's own; vnetlab kube image writes it)")
 	f.StringVar(&s.Label, "label", s.Label, "name of the cluster in tables and results (default: --cluster, --context, or \"cluster\")")

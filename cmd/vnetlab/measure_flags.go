@@ -13,22 +13,37 @@ import (
 // The flags every measuring command (run, kube run) shares.
 
 // registerMeasureFlags binds the flags that say how each cell is measured
-// (tests, engine, sample length, rounds, stream settings) to s, its values
-// the defaults; run and kube run share them. The tests land in tests as
-// typed (parseTests reads them).
-func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string) {
+// (tests, engine, sample length, rounds, the knobs) to s, its values the
+// defaults; run and kube run share them, links (the links' knobs) only run:
+// a cluster's links are its CNI's. The tests land in tests as typed
+// (parseTests reads them).
+func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string, links bool) {
 	f.StringSliceVar(tests, "tests", *tests, "tests: "+strings.Join(testNames(engine.AllTests), ", "))
 	f.StringVar(&s.Engine, "engine", s.Engine, "engine for every test: iperf3, rr, sockperf (default: iperf3 for streams, rr for rr/crr; docs/engines.md)")
 	f.DurationVar(&s.Duration, "duration", s.Duration, "length of each sample")
 	f.IntVar(&s.Repeat, "repeat", s.Repeat, "samples per cell, taken in interleaved rounds")
 	f.IntVar(&s.Warmup, "warmup", s.Warmup, "rounds run first and discarded")
-	f.IntVar(&s.Streams, "streams", s.Streams, "parallel streams (iperf3 -P), or concurrent flows of rr/crr tests")
-	f.IntVar(&s.Size, "size", s.Size, "bytes per request and response (rr, crr; sockperf needs 14 or more), per write (iperf3 -l), per datagram (udp_pps: default 64); 0: each engine's default")
-	f.IntVar(&s.Load, "load", s.Load, "streams saturating the path while rr/crr tests run (latency under load; 0: idle)")
+	registerKnobFlags(f, &s.Settings, links)
 	f.Var(knob.AxesFlag{S: &s.Sweep}, "sweep", "a cell per value of a knob: KNOB=V1,V2,... (repeatable; knobs: "+knob.NameList()+"; gso+gro=... sets both; the first value of each is where the other sweeps are measured; docs/knobs.md)")
 	f.BoolVar(&s.Sweep.Cross, "sweep-cross", s.Sweep.Cross, "measure every combination of the sweeps' values, not one sweep at a time")
 	f.StringVar(&s.Rate, "rate", s.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (rr/crr tests both on the last CPU, streams unpinned; docs/engines.md)")
+}
+
+// registerKnobFlags binds each knob's plain flag (--NAME, knob.All) to its
+// field of s: the engine's knobs always, the links' when links.
+func registerKnobFlags(f *pflag.FlagSet, s *knob.Settings, links bool) {
+	for _, k := range knob.All {
+		if k.Links && !links {
+			continue
+		}
+		if p := k.IntField(s); p != nil {
+			f.IntVar(p, string(k.Name), *p, k.FlagHelp)
+		} else {
+			p := k.StringField(s)
+			f.StringVar(p, string(k.Name), *p, k.FlagHelp)
+		}
+	}
 }
 
 // registerProfileFlags binds --profile and --profile-dir (run, and kube run

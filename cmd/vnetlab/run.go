@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/export"
-	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
@@ -88,7 +87,7 @@ Examples:
 func (r *runFlags) register(f *pflag.FlagSet) {
 	s := &r.spec
 	f.StringSliceVar(&r.modes, "modes", r.modes, "modes to compare, in table order (the first is the baseline)")
-	registerMeasureFlags(f, s, &r.tests)
+	registerMeasureFlags(f, s, &r.tests, true)
 	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+", over IPv6 "+service.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+service.NameList()+" (default: "+defaultProviders()+")")
 	f.IntSliceVar(&s.ExtraServices, "extra-services", s.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
@@ -96,10 +95,6 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")
 	f.StringVar(&s.UnderlayRate, "underlay-rate", s.UnderlayRate, "tbf rate on the node-to-node underlay, e.g. 10gbit")
 	f.StringVar(&s.PodCIDR, "pod-cidr", s.PodCIDR, "pod network")
-	f.IntVar(&s.Links.MTU, "mtu", s.Links.MTU, "MTU of every link on the path (tunnels: the inner links get it minus the overhead); 0: the mode's own")
-	f.IntVar(&s.Links.GSO, "gso", s.Links.GSO, "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's")
-	f.IntVar(&s.Links.GRO, "gro", s.Links.GRO, "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's")
-	f.StringVar(&s.Links.Offload, "offload", s.Links.Offload, "ethtool features of every link on the path, e.g. gro:off+tso:off (features: "+knob.FeatureList()+")")
 	f.Var(&s.Family, "ip-family", ipFamilyHelp)
 	f.StringVar(&s.PodCIDR6, "pod-cidr6", s.PodCIDR6, "pods' IPv6 network with --ip-family ipv6 or dual (default "+lab.DefaultPodCIDR6+")")
 	f.StringArrayVar(&r.opts, "option", nil, "mode option key=value for every mode (repeatable)")

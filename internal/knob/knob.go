@@ -4,7 +4,8 @@
 // is named once here, with its range; a sweep (sweep.go) crosses several
 // values of knobs into points, each point a cell coordinate
 // (results.CellID.Point). Setting a lab's links and reading them back is
-// links.go; the runner maps a knob onto its spec's field.
+// links.go. Where each knob's value lives is its field of Settings
+// (settings.go), which runner.Spec embeds.
 package knob
 
 import (
@@ -43,10 +44,15 @@ const (
 
 // Knob is one knob: its name, what it sets, its values' check, and
 // whether it is a setting of the lab's links (then each value needs a lab
-// of its own) or of the engine (cells of one lab differ in it).
+// of its own) or of the engine (cells of one lab differ in it); where its
+// value lives in Settings (the one place a knob meets its field: Set,
+// Value, a flag bound to IntField or StringField), its flag's help and its
+// plain value's check (Check).
 type Knob struct {
 	Name Name
 	Help string
+	// FlagHelp is the help of its plain flag (--NAME).
+	FlagHelp string
 	// Links: set on every link of the lab's path (links.go), so a lab
 	// per value; otherwise the engine takes it per sample.
 	Links bool
@@ -55,22 +61,45 @@ type Knob struct {
 	RequestResponseOnly bool
 	// canonical checks a value and spells it one way ("" = invalid).
 	canonical func(string) (string, error)
+	// intField or stringField (one of them) is where its value lives.
+	intField    func(*Settings) *int
+	stringField func(*Settings) *string
+	// check refuses a plain value in its own words (nil: canonical's,
+	// CheckValue).
+	check func(Settings) error
 }
 
 // All are the knobs, in the order help and errors list them.
 var All = []Knob{
-	{Name: Size, Help: "bytes per request and response (rr, crr), per write (iperf3 -l), per datagram (udp_pps)", canonical: intIn(Size, 1, MaxSize, "")},
-	{Name: Streams, Help: "parallel streams (iperf3 -P, one iperf3 thread per side), or concurrent flows (rr, crr)", canonical: intIn(Streams, 1, MaxStreams, "")},
+	{Name: Size, Help: "bytes per request and response (rr, crr), per write (iperf3 -l), per datagram (udp_pps)", canonical: intIn(Size, 1, MaxSize, ""),
+		FlagHelp: "bytes per request and response (rr, crr; sockperf needs 14 or more), per write (iperf3 -l), per datagram (udp_pps: default 64); 0: each engine's default",
+		intField: func(s *Settings) *int { return &s.Size },
+		check:    countMax(Size, MaxSize, func(s Settings) int { return s.Size }, " bytes", " (0: each engine's default)")},
+	{Name: Streams, Help: "parallel streams (iperf3 -P, one iperf3 thread per side), or concurrent flows (rr, crr)", canonical: intIn(Streams, 1, MaxStreams, ""),
+		FlagHelp: "parallel streams (iperf3 -P), or concurrent flows of rr/crr tests",
+		intField: func(s *Settings) *int { return &s.Streams },
+		// Streams 0 (a spec's zero value) is one stream, as the engines read it.
+		check: countMax(Streams, MaxStreams, func(s Settings) int { return s.Streams }, "", "")},
 	{Name: MTU, Help: "MTU of every link on the path (a tunnel's inner links get it minus the tunnel's overhead, as CNIs do)", Links: true,
-		canonical: intIn(MTU, MinMTU, MaxMTU, "the largest MTU Linux allows (ETH_MAX_MTU)")},
+		canonical: intIn(MTU, MinMTU, MaxMTU, "the largest MTU Linux allows (ETH_MAX_MTU)"),
+		FlagHelp:  "MTU of every link on the path (tunnels: the inner links get it minus the overhead); 0: the mode's own",
+		intField:  func(s *Settings) *int { return &s.Links.MTU }},
 	{Name: GSO, Help: "gso_max_size and gso_ipv4_max_size of every link on the path (above 65536: BIG TCP, Linux 6.3+ for IPv4)", Links: true,
-		canonical: intIn(GSO, 1, MaxGSO, "GSO_MAX_SIZE")},
+		canonical: intIn(GSO, 1, MaxGSO, "GSO_MAX_SIZE"),
+		FlagHelp:  "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's",
+		intField:  func(s *Settings) *int { return &s.Links.GSO }},
 	{Name: GRO, Help: "gro_max_size and gro_ipv4_max_size of every link on the path (above 65536: BIG TCP)", Links: true,
-		canonical: intIn(GRO, 1, MaxGSO, "GSO_MAX_SIZE")},
+		canonical: intIn(GRO, 1, MaxGSO, "GSO_MAX_SIZE"),
+		FlagHelp:  "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's",
+		intField:  func(s *Settings) *int { return &s.Links.GRO }},
 	{Name: Offload, Help: "ethtool features of every link on the path: " + FeatureList() + ", each :on or :off, joined by + (gro:off+tso:off)", Links: true,
-		canonical: canonicalOffload},
+		canonical:   canonicalOffload,
+		FlagHelp:    "ethtool features of every link on the path, e.g. gro:off+tso:off (features: " + FeatureList() + ")",
+		stringField: func(s *Settings) *string { return &s.Links.Offload }},
 	{Name: Load, Help: "streams (iperf3 -P) saturating the path while an rr/crr test runs: latency under load (0: idle)", RequestResponseOnly: true,
-		canonical: intIn(Load, 0, MaxLoad, "")},
+		canonical: intIn(Load, 0, MaxLoad, ""),
+		FlagHelp:  "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
+		intField:  func(s *Settings) *int { return &s.Load }},
 }
 
 // Get is the knob named n.

@@ -3,13 +3,11 @@ package knob
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
-	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 )
 
@@ -25,12 +23,11 @@ type Links struct {
 // Check refuses a value out of its knob's range (0: not set), as a field
 // error naming the knob's key.
 func (l Links) Check() error {
-	for _, kv := range []struct {
-		n Name
-		v string
-	}{{MTU, strconv.Itoa(l.MTU)}, {GSO, strconv.Itoa(l.GSO)}, {GRO, strconv.Itoa(l.GRO)}, {Offload, l.Offload}} {
-		if err := CheckValue(kv.n, kv.v); err != nil {
-			return field.Errorf(string(kv.n), "{%s}: %v", kv.n, err)
+	for _, k := range All {
+		if k.Links {
+			if err := k.Check(Settings{Links: l}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -42,16 +39,10 @@ func (l Links) IsZero() bool { return l == Links{} }
 // String names the settings ("mtu=9000,gso=185000"; "" when none).
 func (l Links) String() string {
 	var s []string
-	for _, kv := range []struct {
-		n Name
-		v int
-	}{{MTU, l.MTU}, {GSO, l.GSO}, {GRO, l.GRO}} {
-		if kv.v != 0 {
-			s = append(s, fmt.Sprintf("%s=%d", kv.n, kv.v))
+	for _, k := range All {
+		if v := k.Value(Settings{Links: l}); k.Links && v != "" && v != "0" {
+			s = append(s, string(k.Name)+"="+v)
 		}
-	}
-	if l.Offload != "" {
-		s = append(s, "offload="+l.Offload)
 	}
 	return strings.Join(s, ",")
 }

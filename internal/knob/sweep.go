@@ -101,11 +101,14 @@ type Sweep struct {
 	Cross bool `json:"cross,omitempty"`
 }
 
-// Check refuses a knob on two axes.
+// Check refuses a knob on two axes, and a name no knob has.
 func (s Sweep) Check() error {
 	seen := map[Name]string{}
 	for _, a := range s.Axes {
 		for _, k := range a.Knobs {
+			if _, err := Get(string(k)); err != nil {
+				return err
+			}
 			if prev, dup := seen[k]; dup {
 				return fmt.Errorf("knob %s is swept twice (%s and %s): sweep each knob once", k, prev, a.Key())
 			}

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/field"
@@ -14,37 +13,14 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// The knobs of a spec (issue 26): where each knob's value lands in the
-// spec (set), which points of the sweep a test takes (appliesTo), which
-// labs the points need (linkGroups) and the knobs' checks.
-
-// set puts value v of knob n into s: the one place a knob meets its field.
-func (s *Spec) set(n knob.Name, v string) {
-	switch n {
-	case knob.Size:
-		s.Size = knob.Int(v)
-	case knob.Streams:
-		s.Streams = knob.Int(v)
-	case knob.MTU:
-		s.Links.MTU = knob.Int(v)
-	case knob.GSO:
-		s.Links.GSO = knob.Int(v)
-	case knob.GRO:
-		s.Links.GRO = knob.Int(v)
-	case knob.Offload:
-		s.Links.Offload = strings.TrimPrefix(v, knob.Default)
-	case knob.Load:
-		s.Load = knob.Int(v)
-	default:
-		panic("runner: knob " + string(n) + " has no field in Spec.set")
-	}
-}
+// The knobs of a spec (issue 26): which points of the sweep a test takes
+// (appliesTo), which labs the points need (linkGroups) and the knobs'
+// checks. Where each knob's value lands is its field of knob.Settings,
+// which Spec embeds (the registry, knob.All, says which).
 
 // at is s with the point's values set.
 func (s Spec) at(p knob.Point) Spec {
-	for _, st := range p.Settings() {
-		s.set(st.Knob, st.Value)
-	}
+	s.Settings = s.Settings.WithPoint(p)
 	return s
 }
 
@@ -95,21 +71,12 @@ func (s Spec) linkGroups() []linkGroup {
 	return out
 }
 
-// checkKnobs refuses, before anything is built, a knob out of range,
-// a sweep that sweeps a knob twice, and BIG TCP on a kernel without it.
+// checkKnobs refuses, before anything is built, a knob out of range (each
+// knob's own check, knob.Settings.CheckRanges), a sweep that sweeps a knob twice,
+// and BIG TCP on a kernel without it.
 func (s Spec) checkKnobs() error {
-	// Streams 0 (a spec's zero value) is one stream, as the engines read it.
-	if s.Streams < 0 || s.Streams > knob.MaxStreams {
-		return field.Errorf("streams", "{streams} %d: use 1 to %d", s.Streams, knob.MaxStreams)
-	}
-	if s.Size < 0 || s.Size > knob.MaxSize {
-		return field.Errorf("size", "{size} %d: use 1 to %d bytes (0: each engine's default)", s.Size, knob.MaxSize)
-	}
-	if err := s.Links.Check(); err != nil {
+	if err := s.Settings.CheckRanges(); err != nil {
 		return err
-	}
-	if err := knob.CheckValue(knob.Load, fmt.Sprint(s.Load)); err != nil {
-		return field.Errorf("load", "{load}: %v", err)
 	}
 	if err := s.Sweep.Check(); err != nil {
 		return field.Errorf("sweep", "{sweep}: %v", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -71,7 +72,7 @@ func TestProfileShowsKnownStructure(t *testing.T) {
 	spec := Spec{
 		Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}, {Label: "macvlan", Mode: "macvlan"},
 			{Label: "bridge", Mode: "bridge"}, {Label: "bridge-nf-off", Mode: "bridge", Options: map[string]string{"bridge_nf_call_iptables": "off"}}},
-		Paths: []string{"pod"}, Tests: []engine.Test{engine.TCPRR}, Duration: time.Second, Repeat: 1, Size: 1,
+		Paths: []string{"pod"}, Tests: []engine.Test{engine.TCPRR}, Duration: time.Second, Repeat: 1, Settings: knob.Settings{Size: 1},
 		Pods: pods, PodCIDR: lab.DefaultPodCIDR, LabPrefix: profLabPrefix, Profile: true, ProfileDir: dir,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -120,7 +121,7 @@ func TestProfileShowsKnownStructure(t *testing.T) {
 func TestProfileServiceTablesAtScale(t *testing.T) {
 	pods := profiledLabs(t)
 	spec := Spec{Modes: []ModeVariant{{Label: "veth-routed", Mode: "veth-routed"}}, Paths: []string{ServicePath},
-		Tests: []engine.Test{engine.TCPCRR}, Duration: time.Second, Repeat: 1, Size: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
+		Tests: []engine.Test{engine.TCPCRR}, Duration: time.Second, Repeat: 1, Settings: knob.Settings{Size: 1}, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		Providers: []string{"iptables", "ebpf"}, ExtraServices: []int{10000}, LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -157,7 +158,7 @@ func TestProfileServiceTablesAtScale(t *testing.T) {
 func TestProfileTapNaive(t *testing.T) {
 	pods := profiledLabs(t)
 	spec := Spec{Modes: []ModeVariant{{Label: "tap-naive", Mode: "tap-naive"}}, Paths: []string{"pod"},
-		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Streams: 1, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
+		Tests: []engine.Test{engine.TCPStream}, Duration: time.Second, Repeat: 1, Settings: knob.Settings{Streams: 1}, Pods: pods, PodCIDR: lab.DefaultPodCIDR,
 		LabPrefix: profLabPrefix, Profile: true, ProfileDir: t.TempDir()}
 	res, err := Run(context.Background(), spec, Provenance{}, quiet{t})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/report"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -91,8 +92,7 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 		Engine:    "st-flaky",
 		Duration:  time.Second,
 		Repeat:    3,
-		Streams:   1,
-		Size:      1,
+		Settings:  knob.Settings{Streams: 1, Size: 1},
 		Pods:      pods,
 		PodCIDR:   lab.DefaultPodCIDR,
 		LabPrefix: testLabPrefix,

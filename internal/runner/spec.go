@@ -45,8 +45,6 @@ type Spec struct {
 	Duration time.Duration
 	Repeat   int
 	Warmup   int
-	Streams  int
-	Size     int
 	Rate     string
 	// CPUAffinity pins every engine's client and server (--cpu-affinity).
 	CPUAffinity cpupin.Setting
@@ -85,13 +83,12 @@ type Spec struct {
 	ProfileHz  int
 	ProfileDir string
 
-	// The knobs (issue 26, internal/knob; knobs.go): Streams and Size
-	// above, Links set on every link of each lab's path (a lab per
-	// distinct setting), Load streams saturating the path during rr/crr
-	// tests, and Sweep, whose points give each cell its own values of
-	// the knobs it sweeps (results.CellID.Point).
-	Links knob.Links
-	Load  int
+	// The knobs (issue 26, internal/knob; knobs.go): Settings holds each
+	// knob's value for every cell (Streams, Size, Load, and Links set on
+	// every link of each lab's path: a lab per distinct setting), and
+	// Sweep's points give each cell its own values of the knobs it sweeps
+	// (results.CellID.Point).
+	knob.Settings
 	Sweep knob.Sweep
 
 	// Cells, when set, keeps only the matrix cells whose name
@@ -118,7 +115,7 @@ func DefaultSpec() Spec {
 		Tests:         []engine.Test{engine.TCPStream},
 		Duration:      4 * time.Second,
 		Repeat:        5,
-		Streams:       1,
+		Settings:      knob.Settings{Streams: 1},
 		Rate:          "max",
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
