@@ -103,7 +103,7 @@ func pidsIn(ino uint64) []int {
 // kill -9 in the middle of `run` while iperf3 runs in the pods, then clean:
 // the iperf3 processes, namespaces and state are gone.
 func TestKillDuringRunThenClean(t *testing.T) {
-	cmd := exec.Command(bin, "run", "--modes", "veth-routed", "--duration", "20s", "--repeat", "1")
+	cmd := exec.Command(bin, "run", "--modes", "veth-routed", "--tests", "tcp_stream", "--duration", "20s", "--repeat", "1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestKillDuringRunThenClean(t *testing.T) {
 // A lab in use by a running vnetlab (its lock held) is neither removed by
 // `down` nor by `clean`.
 func TestLabInUseIsNotRemoved(t *testing.T) {
-	cmd := exec.Command(bin, "run", "--modes", "host", "--duration", "4s", "--repeat", "1")
+	cmd := exec.Command(bin, "run", "--modes", "host", "--tests", "tcp_stream", "--duration", "4s", "--repeat", "1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestModesConnectivityAndStream(t *testing.T) {
 			assertGone(t, name)
 		})
 	}
-	r := must(t, "run", "--modes", "host,veth-routed,bridge,macvlan,docker-nat", "--duration", "1s", "--repeat", "1", "-o", t.TempDir()+"/r.json")
+	r := must(t, "run", "--modes", "host,veth-routed,bridge,macvlan,docker-nat", "--tests", "tcp_stream", "--duration", "1s", "--repeat", "1", "-o", t.TempDir()+"/r.json")
 	for _, mode := range []string{"host", "veth-routed", "bridge", "macvlan", "docker-nat"} {
 		if !strings.Contains(r.stdout, mode) {
 			t.Errorf("run table has no row for %s:\n%s", mode, r.stdout)
@@ -89,7 +89,7 @@ func TestModesConnectivityAndStream(t *testing.T) {
 // Docker's published port is reachable from another host (the ext namespace),
 // from the node's 127.0.0.1, and from another container via the node IP.
 func TestDockerNATPublishedPaths(t *testing.T) {
-	r := must(t, "run", "--modes", "docker-nat", "--paths", "pod,published,published-local,published-hairpin", "--duration", "1s", "--repeat", "1")
+	r := must(t, "run", "--modes", "docker-nat", "--paths", "pod,published,published-local,published-hairpin", "--tests", "tcp_stream", "--duration", "1s", "--repeat", "1")
 	for _, p := range []string{"published", "published-local", "published-hairpin"} {
 		if !strings.Contains(r.stdout, p) {
 			t.Errorf("no row for path %s:\n%s", p, r.stdout)

@@ -23,9 +23,8 @@ import (
 
 // The words --cpu-affinity takes besides CPU numbers.
 const (
-	// Auto pins request/response tests (tcp_rr, udp_rr, tcp_crr) with client
-	// and server both on the last CPU vnetlab may use, and leaves stream
-	// tests to the scheduler (see Setting.Resolve).
+	// Auto pins every test's client and server both on the last CPU
+	// vnetlab may use (see Setting.Resolve).
 	Auto = "auto"
 	// None leaves every engine to the scheduler.
 	None = "none"
@@ -121,19 +120,20 @@ func (s Setting) IsAuto() bool { return s.String() == Auto }
 // Explicit returns the pins a setting names, when it names CPUs.
 func (s Setting) Explicit() (Pins, bool) { return s.pins, s.pins.Pinned }
 
-// Resolve says where a sample runs: requestResponse tests (tcp_rr, udp_rr,
-// tcp_crr) under Auto run client and server on the last CPU in allowed;
-// streams under Auto are not pinned. Why one CPU for both: the transaction
-// is then serialised on one CPU, the same way in every run, with no
-// cross-CPU wake-up whose cost depends on where the scheduler put the
-// other side. Why streams stay unpinned: one iperf3 stream keeps two CPUs
-// busy here (sender, and receiver with its softirqs); pinned together they
-// would measure one CPU's capacity instead of the path's.
-func (s Setting) Resolve(requestResponse bool, allowed []int) Pins {
+// Resolve says where a sample runs: under Auto, client and server on the
+// last CPU in allowed, for every test. Why one CPU for both: the work is
+// then serialised on one CPU, the same way in every run, with no cross-CPU
+// wake-up whose cost depends on where the scheduler put the other side.
+// For request/response tests unpinned rates are bimodal (12k/s in one run,
+// 58k/s in the next); for streams on two CPUs, unpinned samples varied
+// 8-9% (CV) and one CPU for both 3%, at the same throughput
+// (docs/engines.md): a stream then measures what each byte costs the
+// path's CPU, which is what differs between paths.
+func (s Setting) Resolve(allowed []int) Pins {
 	if p, ok := s.Explicit(); ok {
 		return p
 	}
-	if s.String() == None || !requestResponse || len(allowed) == 0 {
+	if s.String() == None || len(allowed) == 0 {
 		return Pins{}
 	}
 	last := allowed[len(allowed)-1]

@@ -54,28 +54,26 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// auto pins request/response tests to the last allowed CPU and leaves
-// streams alone; explicit CPUs apply to every test; none to none.
+// auto pins every test to the last allowed CPU; explicit CPUs apply to
+// every test; none to none.
 func TestResolve(t *testing.T) {
 	allowed := []int{0, 1}
 	both1 := Pins{Pinned: true, Client: 1, Server: 1}
 	cases := []struct {
 		setting string
-		rr      bool
 		want    Pins
 	}{
-		{"auto", true, both1},
-		{"auto", false, Pins{}},
-		{"none", true, Pins{}},
-		{"0,1", false, Pins{Pinned: true, Client: 0, Server: 1}},
-		{"1", true, both1},
+		{"auto", both1},
+		{"none", Pins{}},
+		{"0,1", Pins{Pinned: true, Client: 0, Server: 1}},
+		{"1", both1},
 	}
 	for _, c := range cases {
-		if got := MustParse(c.setting).Resolve(c.rr, allowed); got != c.want {
-			t.Errorf("%s (rr %v): %+v, want %+v", c.setting, c.rr, got, c.want)
+		if got := MustParse(c.setting).Resolve(allowed); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.setting, got, c.want)
 		}
 	}
-	if got := MustParse("auto").Resolve(true, []int{2, 5, 7}); got.Client != 7 || got.Server != 7 {
+	if got := MustParse("auto").Resolve([]int{2, 5, 7}); got.Client != 7 || got.Server != 7 {
 		t.Errorf("auto on CPUs 2,5,7: %+v, want both on 7", got)
 	}
 	if got := (Pins{Pinned: true, Client: 0, Server: 1}).Describe(); got != "client CPU 0, server CPU 1" {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strings"
 
@@ -220,4 +221,25 @@ func rowCellName(r SeedRow, test string) string {
 		s += fmt.Sprintf(" (%d nodes)", r.Nodes)
 	}
 	return s
+}
+
+// seedLines prints, under the table, each seed table the run can be set
+// beside (compareSeeds, as the report's "Beside the seeds"): per row the
+// run measured, the seed's ratio, ours with its 95% CI and whether the
+// seed's difference is reproduced here; then the tally. A seed table
+// whose rows none could be compared (its baseline not in the run) is left
+// to the report, which says why.
+func seedLines(w io.Writer, seeds []*SeedView) {
+	for _, s := range seeds {
+		var rows []string
+		for _, r := range s.Rows {
+			if r.Class == "agree" || r.Class == "disagree" {
+				rows = append(rows, fmt.Sprintf("  %s: seed %s, here %s: %s\n", r.What, r.SeedRatio, r.OurRatio, r.Verdict))
+			}
+		}
+		if len(rows) == 0 { // nothing compared: the report says why
+			continue
+		}
+		fmt.Fprintf(w, "%s (%s): %s.\n%s  %s.\n", s.Heading, s.Table.Test, s.Baseline, strings.Join(rows, ""), capitalize(s.Summary))
+	}
 }

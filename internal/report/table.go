@@ -97,6 +97,7 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}
 	nodeCPU(w, f)
+	seedLines(w, d.Seeds)
 	outcomes(w, d)
 	for _, s := range f.Metadata.Skipped {
 		who := s.Mode

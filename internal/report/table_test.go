@@ -93,3 +93,41 @@ func TestSummaryHasSeed002Shape(t *testing.T) {
 		t.Errorf("a run without service cells prints a summary:\n%s", b.String())
 	}
 }
+
+// Under the table, each seed the run can be set beside: the rows it
+// measured, the seed's ratio beside ours, and whether ours reproduces it;
+// a seed whose baseline the run lacks is left to the report.
+func TestTableSaysWhichSeedDifferencesReproduce(t *testing.T) {
+	cell := func(mode string, vals ...float64) *results.Cell {
+		c := &results.Cell{Mode: mode, Path: "pod", Test: "tcp_stream", Unit: "Gbit/s", Valid: len(vals), CIMethod: "bootstrap-median"}
+		for _, v := range vals {
+			c.Samples = append(c.Samples, results.Sample{Valid: true, Result: results.Result{Value: v}})
+		}
+		c.Median = vals[len(vals)/2]
+		return c
+	}
+	f := &results.File{SchemaVersion: 2, Cells: []*results.Cell{
+		cell("veth-routed", 15.6, 15.7, 15.8, 15.9, 16.0),
+		cell("bridge", 15.5, 15.7, 15.9, 16.0, 16.1),
+		cell("macvlan", 15.9, 16.0, 16.1, 16.2, 16.3),
+		{Mode: "veth-routed", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 1, Median: 1e5},
+	}}
+	var b bytes.Buffer
+	Table(&b, f, false)
+	out := b.String()
+	for _, want := range []string{
+		"Seed 002: Same-host pod connection modes",
+		`ratios are to the seed's "veth, podIP" (66.0 Gbit/s) and to our veth-routed/pod/tcp_stream`,
+		"  bridge, podIP, bridge-nf-call-iptables=1: seed 0.98, here 1.01 [0.98, 1.03]: agrees",
+		"  macvlan, podIP: seed 1.26, here 1.02 [",
+		"disagrees (ours 1.02 vs seed 1.26)",
+		"  1 agree, 1 disagree, ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Seed 001") {
+		t.Errorf("seed 001's baseline (host) is not in the run, yet the table shows it:\n%s", out)
+	}
+}

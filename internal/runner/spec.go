@@ -106,13 +106,17 @@ func (s Spec) Wants(id results.CellID) bool { return results.CellPatterns(s.Cell
 func checkCells(cells []string) error { return results.CellPatterns(cells).Check() }
 
 // DefaultSpec is a plain `vnetlab run`: seed 002's podIP row
-// (doctor.DefaultModes) with iperf3's tcp_stream, 5 samples of 4 s, between
-// the two default pods. Flags and scenario files start from it.
+// (doctor.DefaultModes) with iperf3's tcp_stream (the seed's test) and the
+// rr engine's tcp_rr and tcp_crr (what a packet and a connection cost each
+// path), 5 samples of 4 s each, every engine's client and server on one
+// CPU (cpupin.Auto), between the two default pods: every cell's CV near 3%
+// on a 2-CPU machine (docs/engines.md, "CPU affinity"). Flags and scenario
+// files start from it.
 func DefaultSpec() Spec {
 	return Spec{
 		Modes:         Variants(doctor.DefaultModes, nil),
 		Paths:         []string{"pod"},
-		Tests:         []engine.Test{engine.TCPStream},
+		Tests:         []engine.Test{engine.TCPStream, engine.TCPRR, engine.TCPCRR},
 		Duration:      4 * time.Second,
 		Repeat:        5,
 		Settings:      knob.Settings{Streams: 1},
@@ -195,7 +199,7 @@ func (s Spec) pins(t engine.Test) cpupin.Pins {
 		return p
 	}
 	allowed, _ := cpupin.Allowed() // checked by Validate
-	return s.CPUAffinity.Resolve(t.RequestResponse(), allowed)
+	return s.CPUAffinity.Resolve(allowed)
 }
 
 // settings are the parameters recorded in the results file.

@@ -36,8 +36,8 @@ func TestCPUAffinitySpec(t *testing.T) {
 	if p := spec.EngineSpec(engine.TCPRR, nil, family.IPv4).CPU; !p.Pinned || p.Client != last || p.Server != last {
 		t.Errorf("auto tcp_rr: %+v, want both on CPU %d", p, last)
 	}
-	if p := spec.EngineSpec(engine.TCPStream, nil, family.IPv4).CPU; p.Pinned {
-		t.Errorf("auto tcp_stream: %+v, want unpinned", p)
+	if p := spec.EngineSpec(engine.TCPStream, nil, family.IPv4).CPU; !p.Pinned || p.Client != last || p.Server != last {
+		t.Errorf("auto tcp_stream: %+v, want both on CPU %d", p, last)
 	}
 	if got := spec.settings().CPUAffinity; got != "auto" {
 		t.Errorf("settings record %q, want auto", got)
