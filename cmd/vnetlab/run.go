@@ -47,7 +47,9 @@ the baseline mode with a Mann-Whitney verdict ("~" = not significant; needs 4 or
 samples per side) and its CPU cost per GB or per 1000 transactions (docs/statistics.md).
 
 Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
-iperf3; modes this kernel lacks are listed as skipped with the reason.
+tcp_stream (iperf3), tcp_rr and tcp_crr, client and server on one CPU (--cpu-affinity
+auto), and says under the table which of the seed's differences it reproduces; modes this
+kernel lacks are listed as skipped with the reason.
 
 Examples:
   vnetlab run
