@@ -14,9 +14,9 @@ import (
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // ModeVariant is a mode with options, labelled for the table (e.g.
@@ -72,9 +72,9 @@ type Spec struct {
 
 	// Service path (path "service"): one lab per mode x provider x count of
 	// extra services; the pod paths get a lab of their own without services.
-	Providers     []string       // default: service.DefaultProviderFor(mode)
-	ExtraServices []int          // default: [0]
-	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
+	Providers     []string          // default: labservice.DefaultProviderFor(mode)
+	ExtraServices []int             // default: [0]
+	Services      []labservice.Spec // default: labservice.DefaultVIP on the engine ports -> first pod
 
 	// Profile samples every measured window's CPU stacks and data-path
 	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
@@ -128,7 +128,7 @@ func DefaultSpec() Spec {
 }
 
 // ServicePath is the path through a clusterIP: the second pod dials
-// service.DefaultVIP, whose backend is the first pod.
+// labservice.DefaultVIP, whose backend is the first pod.
 const ServicePath = "service"
 
 // podSpecs are the pods of every lab of the run.
@@ -241,12 +241,12 @@ func (spec Spec) Validate() error {
 // only the service path uses when it is not measured.
 func (spec Spec) checkServicePath() error {
 	for _, p := range spec.Providers {
-		if _, err := service.Get(p); err != nil {
+		if _, err := labservice.Get(p); err != nil {
 			return err
 		}
 	}
 	for _, n := range spec.ExtraServices {
-		if err := service.CheckExtra(n); err != nil {
+		if err := labservice.CheckExtra(n); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
 	}
@@ -259,7 +259,7 @@ func (spec Spec) checkServicePath() error {
 		return nil
 	}
 	custom := len(spec.Services) > 0 || len(spec.ExtraServices) > 1 || (len(spec.ExtraServices) == 1 && spec.ExtraServices[0] != 0) ||
-		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
+		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != labservice.DefaultProvider)
 	if custom {
 		return field.Errorf("paths", "providers and services apply to the service path: add it with {paths} pod,service")
 	}
@@ -270,7 +270,7 @@ func (spec Spec) checkServicePath() error {
 // --provider's, or the mode's default provider.
 func (spec Spec) providersFor(m modes.Mode) []string {
 	if len(spec.Providers) == 0 {
-		return []string{service.DefaultProviderFor(m)}
+		return []string{labservice.DefaultProviderFor(m)}
 	}
 	return spec.Providers
 }
@@ -298,7 +298,7 @@ func (spec Spec) checkFamily() error {
 	for _, mv := range spec.Modes {
 		m, _ := modes.Get(mv.Mode) // checked above
 		for _, p := range spec.providersFor(m) {
-			if err := service.CheckFamily(p, spec.Family); err != nil {
+			if err := labservice.CheckFamily(p, spec.Family); err != nil {
 				return err
 			}
 		}

@@ -4,7 +4,7 @@
 // stays, so the flows it already carries keep their backends. It is the one
 // reconciler: vnetlab's Kubernetes proxy (internal/kube/proxy) syncs each
 // Service it follows through it, a lab's ebpf and ebpf-sock providers
-// (internal/service) sync the lab's Services.
+// (internal/labservice) sync the lab's Services.
 package servicemap
 
 import (

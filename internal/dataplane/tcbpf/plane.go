@@ -4,7 +4,7 @@
 // /sys/fs/bpf/vnetlab/<lab>/ so that a later CLI process changes a running
 // lab, and their attachment to pod interfaces; also the eBPF modes' host
 // routing (hostroute.go). internal/modes's eBPF modes (veth-ebpf,
-// macvlan-ebpf) attach it as they build a lab; internal/service's ebpf
+// macvlan-ebpf) attach it as they build a lab; internal/labservice's ebpf
 // provider fills its Service maps.
 package tcbpf
 
