@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -65,7 +66,7 @@ type Spec struct {
 	// PodCIDR6 the pods' IPv6 network.
 	Family   family.Family
 	PodCIDR6 string
-	Summary  SummaryOptions // CV threshold, CI method, baseline mode
+	Summary  analysis.Options // CV threshold, CI method, baseline mode
 	// LabPrefix starts every lab name ("run" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
@@ -123,7 +124,7 @@ func DefaultSpec() Spec {
 		Family:        family.IPv4,
 		Nodes:         1,
 		ExtraServices: []int{0},
-		Summary:       SummaryOptions{CVThreshold: DefaultCVThreshold, CIMethod: CIMethods[0]},
+		Summary:       analysis.Options{CVThreshold: analysis.DefaultCVThreshold, CIMethod: analysis.CIMethods[0]},
 	}
 }
 
@@ -339,8 +340,8 @@ func checkSummary(spec Spec) error {
 	if o.CVThreshold < 0 {
 		return fmt.Errorf("cv threshold must be 0 or more (got %g)", o.CVThreshold)
 	}
-	if o.CIMethod != "" && !slices.Contains(CIMethods, o.CIMethod) {
-		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(CIMethods, ", "))
+	if o.CIMethod != "" && !slices.Contains(analysis.CIMethods, o.CIMethod) {
+		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(analysis.CIMethods, ", "))
 	}
 	if o.Baseline == "" {
 		return nil

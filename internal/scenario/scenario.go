@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/family"
@@ -309,8 +310,8 @@ func (s *Scenario) validate() error {
 	if s.CVThreshold != nil && *s.CVThreshold < 0 {
 		return s.errAt("cv_threshold", -1, "%g is negative (example: 0.10 for 10%%)", *s.CVThreshold)
 	}
-	if s.CIMethod != "" && !slices.Contains(runner.CIMethods, s.CIMethod) {
-		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(runner.CIMethods, ", "))
+	if s.CIMethod != "" && !slices.Contains(analysis.CIMethods, s.CIMethod) {
+		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(analysis.CIMethods, ", "))
 	}
 	if s.Name != "" {
 		if err := lab.ValidName("lab", s.Name); err != nil {
