@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 func init() { extraCommands = append(extraCommands, newEpCmd) }
@@ -27,7 +27,7 @@ nftables need no endpoints: their rules in the node see every pod's traffic.
 	return cmd
 }
 
-func registerPodRef(cmd *cobra.Command, r *service.PodRef, withPlacement bool) {
+func registerPodRef(cmd *cobra.Command, r *labservice.PodRef, withPlacement bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&r.Pod, "pod", "", "pod name (pod-a)")
 	fl.StringVar(&r.Ifname, "ifname", "", "interface inside the pod (with --netns)")
@@ -38,7 +38,7 @@ func registerPodRef(cmd *cobra.Command, r *service.PodRef, withPlacement bool) {
 }
 
 func newEpAddCmd() *cobra.Command {
-	var r service.PodRef
+	var r labservice.PodRef
 	cmd := &cobra.Command{
 		Use:   "add LAB --pod POD | --ifname IF --netns PATH",
 		Short: "Attach the ebpf provider's programs for a pod",
@@ -49,7 +49,7 @@ func newEpAddCmd() *cobra.Command {
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			return printResult(service.Attach(args[0], r))
+			return printResult(labservice.Attach(args[0], r))
 		},
 	}
 	registerPodRef(cmd, &r, true)
@@ -57,7 +57,7 @@ func newEpAddCmd() *cobra.Command {
 }
 
 func newEpDelCmd() *cobra.Command {
-	var r service.PodRef
+	var r labservice.PodRef
 	cmd := &cobra.Command{
 		Use:     "del LAB --pod POD | --ifname IF --netns PATH",
 		Short:   "Detach the ebpf provider's programs from a pod",
@@ -67,7 +67,7 @@ func newEpDelCmd() *cobra.Command {
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			return printResult(service.Detach(args[0], r))
+			return printResult(labservice.Detach(args[0], r))
 		},
 	}
 	registerPodRef(cmd, &r, false)
@@ -87,7 +87,7 @@ func newEpLsCmd() *cobra.Command {
 			}
 			eps := c.Endpoints
 			if eps == nil {
-				eps = []service.Endpoint{}
+				eps = []labservice.Endpoint{}
 			}
 			if output == "json" {
 				return printJSON(eps)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // Help texts built from the registries (modes, providers), so that a new
@@ -23,7 +23,7 @@ func modeList() string {
 // providerList is one line per Service provider: name and summary.
 func providerList() string {
 	var b strings.Builder
-	for _, i := range service.Infos() {
+	for _, i := range labservice.Infos() {
 		fmt.Fprintf(&b, "  %-9s %s\n", i.Name, i.Summary)
 	}
 	return b.String()
@@ -33,12 +33,12 @@ func providerList() string {
 func defaultProviders() string {
 	byProvider := map[string][]string{}
 	for _, m := range modes.All() {
-		if p := service.DefaultProviderFor(m); p != service.DefaultProvider {
+		if p := labservice.DefaultProviderFor(m); p != labservice.DefaultProvider {
 			byProvider[p] = append(byProvider[p], m.Name)
 		}
 	}
-	s := service.DefaultProvider
-	for _, p := range service.Names() {
+	s := labservice.DefaultProvider
+	for _, p := range labservice.Names() {
 		if ms := byProvider[p]; len(ms) > 0 {
 			s += "; " + p + " for " + strings.Join(ms, ", ")
 		}
@@ -48,7 +48,7 @@ func defaultProviders() string {
 
 // keepsEmpty names the providers that keep a Service without backends.
 func keepsEmpty() string {
-	return strings.Join(service.NamesWhere(func(i service.Info) bool { return i.KeepsEmptyServices }), " and ")
+	return strings.Join(labservice.NamesWhere(func(i labservice.Info) bool { return i.KeepsEmptyServices }), " and ")
 }
 
 // ipFamilyHelp is --ip-family's help (up, run).

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 func newLsCmd() *cobra.Command {
@@ -98,7 +98,7 @@ func printLabs(w io.Writer, labs []*lab.State, detail bool) {
 			e := st.Paths[k]
 			fmt.Fprintf(tw, "\t\t\tpath %s\t\t%s\t%s\n", k, addrs(e.Target, e.Target6), e.Note)
 		}
-		if c, err := service.Load(st.Name); err == nil && c.Provider != "" {
+		if c, err := labservice.Load(st.Name); err == nil && c.Provider != "" {
 			fmt.Fprintf(tw, "\t\t\tservices\t\t\t%s, %s (vnetlab svc ls %s)\n", c.Provider, c.CountText(), st.Name)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // runFlags are run's flags. Those that set a field of the runner's spec are
@@ -90,8 +90,8 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	s := &r.spec
 	f.StringSliceVar(&r.modes, "modes", r.modes, "modes to compare, in table order (the first is the baseline)")
 	registerMeasureFlags(f, s, &r.tests, true)
-	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+service.DefaultVIP+", over IPv6 "+service.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
-	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+service.NameList()+" (default: "+defaultProviders()+")")
+	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+labservice.DefaultVIP+", over IPv6 "+labservice.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
+	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+labservice.NameList()+" (default: "+defaultProviders()+")")
 	f.IntSliceVar(&s.ExtraServices, "extra-services", s.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
 	f.IntVar(&s.PodCount, "pods", s.PodCount, "pods per lab")
 	f.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 func init() { extraCommands = append(extraCommands, newSvcCmd) }
@@ -44,20 +44,20 @@ func newSvcAddCmd() *cobra.Command {
 			if err := requireRoot(); err != nil {
 				return err
 			}
-			r := service.AddRequest{Provider: provider}
+			r := labservice.AddRequest{Provider: provider}
 			key, err := serviceKey(svc)
 			if err != nil {
 				return err
 			}
 			r.Key = key
 			for _, b := range backends {
-				bs, err := service.ParseBackend(b)
+				bs, err := labservice.ParseBackend(b)
 				if err != nil {
 					return err
 				}
 				r.Backends = append(r.Backends, bs)
 			}
-			res, err := service.Add(args[0], r)
+			res, err := labservice.Add(args[0], r)
 			if err != nil {
 				return err
 			}
@@ -71,16 +71,16 @@ func newSvcAddCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&svc, "service", "", "clusterIP:port or [IPv6 clusterIP]:port, optionally /tcp or /udp (tcp by default)")
 	f.StringArrayVar(&backends, "backend", nil, "backend pod as IP:PORT, [IPv6]:PORT or POD:PORT (a pod name is its address of the clusterIP's family; port defaults to the service's); repeatable; none: only with "+keepsEmpty()+", whose programs refuse the Service's clients")
-	f.StringVar(&provider, "provider", "", service.NameList()+" (only when the lab has no services yet; default "+defaultProviders()+")")
+	f.StringVar(&provider, "provider", "", labservice.NameList()+" (only when the lab has no services yet; default "+defaultProviders()+")")
 	return cmd
 }
 
 // serviceKey reads --service.
-func serviceKey(svc string) (service.Key, error) {
+func serviceKey(svc string) (labservice.Key, error) {
 	if svc == "" {
-		return service.Key{}, fmt.Errorf("no --service given (example: --service 10.96.0.100:5201/tcp)")
+		return labservice.Key{}, fmt.Errorf("no --service given (example: --service 10.96.0.100:5201/tcp)")
 	}
-	return service.ParseKey(svc)
+	return labservice.ParseKey(svc)
 }
 
 func newSvcDelCmd() *cobra.Command {
@@ -98,7 +98,7 @@ func newSvcDelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printResult(service.Del(args[0], key))
+			return printResult(labservice.Del(args[0], key))
 		},
 	}
 	cmd.Flags().StringVar(&svc, "service", "", "clusterIP:port or [IPv6 clusterIP]:port, optionally /tcp or /udp (tcp by default)")
@@ -106,7 +106,7 @@ func newSvcDelCmd() *cobra.Command {
 }
 
 // printResult prints what a change to a lab's services did.
-func printResult(r service.Result, err error) error {
+func printResult(r labservice.Result, err error) error {
 	if err == nil {
 		fmt.Println(r)
 	}

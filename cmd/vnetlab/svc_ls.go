@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 func newSvcLsCmd() *cobra.Command {
@@ -25,7 +25,7 @@ func newSvcLsCmd() *cobra.Command {
 			}
 			if output == "json" {
 				if c.Services == nil {
-					c.Services = []service.Service{}
+					c.Services = []labservice.Service{}
 				}
 				return printJSON(c)
 			}
@@ -39,7 +39,7 @@ func newSvcLsCmd() *cobra.Command {
 
 // readServices loads a lab and its services for a read-only listing, after
 // checking the -o value (table or json).
-func readServices(name, output string) (*lab.State, *service.Config, error) {
+func readServices(name, output string) (*lab.State, *labservice.Config, error) {
 	if err := checkTableOrJSON(output); err != nil {
 		return nil, nil, err
 	}
@@ -47,15 +47,15 @@ func readServices(name, output string) (*lab.State, *service.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := service.Load(st.Name)
+	c, err := labservice.Load(st.Name)
 	return st, c, err
 }
 
-func printServices(w io.Writer, st *lab.State, c *service.Config) {
+func printServices(w io.Writer, st *lab.State, c *labservice.Config) {
 	if c.Provider == "" {
-		vip := service.DefaultVIP + ":5201"
+		vip := labservice.DefaultVIP + ":5201"
 		if !st.Spec.Family.HasIPv4() {
-			vip = "'[" + service.DefaultVIP6 + "]:5201'"
+			vip = "'[" + labservice.DefaultVIP6 + "]:5201'"
 		}
 		fmt.Fprintf(w, "lab %s has no services (add one: vnetlab svc add %s --service %s --backend %s)\n", st.Name, st.Name, vip, firstPodIP(st))
 		return
@@ -68,14 +68,14 @@ func printServices(w io.Writer, st *lab.State, c *service.Config) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSERVICE\tPORT\tPROTO\tBACKENDS")
 	for i, s := range c.Sorted() {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, s.VIP, s.Port, s.Proto, service.BackendList(s.Backends))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", i+1, s.VIP, s.Port, s.Proto, labservice.BackendList(s.Backends))
 	}
 	if c.Extra > 0 {
 		for _, f := range c.Family.Measured() {
-			first, last := service.Generated(f, 0), service.Generated(f, c.Extra-1)
-			_, backends := service.GeneratedRanges(f)
+			first, last := labservice.Generated(f, 0), labservice.Generated(f, c.Extra-1)
+			_, backends := labservice.GeneratedRanges(f)
 			fmt.Fprintf(tw, "\t%s .. %s\t%d-%d\ttcp\t%d generated services, %d backend each in %s (never dialed)\n",
-				first.VIP, last.VIP, service.GeneratedBasePort, service.GeneratedBasePort+service.GeneratedPorts-1, c.Extra, service.GeneratedBackends, backends)
+				first.VIP, last.VIP, labservice.GeneratedBasePort, labservice.GeneratedBasePort+labservice.GeneratedPorts-1, c.Extra, labservice.GeneratedBackends, backends)
 		}
 	}
 	tw.Flush()

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 func newSvcStatsCmd() *cobra.Command {
@@ -43,7 +43,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			c, err := service.ReadCounters(st.Name)
+			c, err := labservice.ReadCounters(st.Name)
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ Examples:
 
 // printCounters: the tc programs' counters by family side by side, then
 // host routing's and the socket programs'.
-func printCounters(w io.Writer, c service.Counters) {
+func printCounters(w io.Writer, c labservice.Counters) {
 	v4, v6, h := c.TC.IPv4, c.TC.IPv6, c.TC.Host
 	fmt.Fprintf(w, "lab %s: eBPF counters since its maps were created\n", c.Lab)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

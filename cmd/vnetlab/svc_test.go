@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/service"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 )
 
 // svc and ep through the real binary on a real lab: bad input gets one line
@@ -32,7 +32,7 @@ func TestSvcEpCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("svc ls: %s", e)
 		}
-		var c service.Config
+		var c labservice.Config
 		if err := json.Unmarshal([]byte(o), &c); err != nil {
 			t.Fatalf("svc ls -o json: %v\n%s", err, o)
 		}
@@ -135,7 +135,7 @@ func TestSvcWithoutBackendsRefused(t *testing.T) {
 	}
 	// svc stats: the refusal was the programs' (read from the pinned maps).
 	o, e, code = runVnetlab(t, bin, "svc", "stats", lab, "-o", "json")
-	var c service.Counters
+	var c labservice.Counters
 	if err := json.Unmarshal([]byte(o), &c); code != 0 || err != nil {
 		t.Fatalf("svc stats -o json: exit %d, %v: %s%s", code, err, o, e)
 	}

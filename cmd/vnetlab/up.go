@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/scenario"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // upFlags are up's flags. Those that set a field of the lab's spec are
@@ -59,7 +59,7 @@ Examples:
 			if isTerminal(os.Stderr) {
 				say = stderrf
 			}
-			l, c, err := service.UpLab(cmd.Context(), want.Spec, want.Provider, want.Extra, want.Services, say)
+			l, c, err := labservice.UpLab(cmd.Context(), want.Spec, want.Provider, want.Extra, want.Services, say)
 			if err != nil {
 				return inputErr(err, cmd.Flags(), u.sc)
 			}
@@ -92,7 +92,7 @@ func (u *upFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&u.opts, "option", nil, "mode option key=value (repeatable), e.g. bridge_nf_call_iptables=off")
 	f.StringVarP(&u.file, "file", "f", "", "scenario YAML (flags given too override it)")
 	f.StringVarP(&u.output, "output", "o", u.output, "table or json")
-	f.StringVar(&s.Provider, "provider", s.Provider, "load Services with "+service.NameList()+": the scenario's services, or "+service.DefaultVIP+" (IPv6: "+service.DefaultVIP6+") on the engine ports -> the first pod")
+	f.StringVar(&s.Provider, "provider", s.Provider, "load Services with "+labservice.NameList()+": the scenario's services, or "+labservice.DefaultVIP+" (IPv6: "+labservice.DefaultVIP6+") on the engine ports -> the first pod")
 	f.IntVar(&s.Extra, "extra-services", s.Extra, "with --provider: this many generated services too (lookup cost at scale)")
 }
 

@@ -63,7 +63,7 @@ type Proxy struct {
 	// SocketLB: the proxy takes --socket-lb (its pods' connect() and
 	// sendmsg() translated at the socket too).
 	SocketLB bool
-	// LabProvider is the lab Service provider (internal/service's name)
+	// LabProvider is the lab Service provider (internal/labservice's name)
 	// with the same data path: `compare lab.json cluster.json` pairs a lab's
 	// service cells of that provider with the cluster's Service cells.
 	LabProvider string

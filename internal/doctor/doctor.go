@@ -16,8 +16,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/kernel"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // Report is what `vnetlab doctor` prints.
@@ -119,9 +119,9 @@ func ebpfNotes(r *Report) []string {
 		}
 	}
 	if root, err := cgroup.Root(); err != nil {
-		notes = append(notes, service.EBPFSock+" (socket-level Services): unavailable: "+err.Error())
+		notes = append(notes, labservice.EBPFSock+" (socket-level Services): unavailable: "+err.Error())
 	} else {
-		notes = append(notes, service.EBPFSock+" (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
+		notes = append(notes, labservice.EBPFSock+" (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
 	}
 	return notes
 }

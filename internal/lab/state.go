@@ -122,7 +122,7 @@ func (s *State) NSName(who string) (string, error) {
 func labDir(name string) string { return filepath.Join(StateRoot, "labs", name) }
 
 // Dir is a lab's state directory (other packages keep their files there,
-// e.g. the services of internal/service).
+// e.g. the services of internal/labservice).
 func Dir(name string) string { return labDir(name) }
 
 func writeState(st *State) error {

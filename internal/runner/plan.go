@@ -11,9 +11,9 @@ import (
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // plan is what a run measures, once its labs are up: a cell per mode x
@@ -104,7 +104,7 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 		return nil
 	}
 	for _, prov := range p.spec.providersFor(m) {
-		if err := service.Check(prov, m); err != nil {
+		if err := labservice.Check(prov, m); err != nil {
 			p.skip(mv, prov, err)
 			continue
 		}
@@ -239,29 +239,29 @@ func pathNames(m map[string]modes.Endpoint) string {
 
 // loadServices loads the service path's services (and n generated ones) into
 // a lab with provider, and returns the path and the cell fields it fixes.
-func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv ModeVariant, m modes.Mode, prog Progress) (modes.Endpoint, results.Cell, error) {
+func loadServices(l *lab.Lab, provider string, n int, specs []labservice.Spec, mv ModeVariant, m modes.Mode, prog Progress) (modes.Endpoint, results.Cell, error) {
 	st := l.State
-	c, err := service.Setup(st, provider, n, specs)
+	c, err := labservice.Setup(st, provider, n, specs)
 	if err != nil {
 		return modes.Endpoint{}, results.Cell{}, err
 	}
 	prog.Note("%s: %s loaded %d services in %.2fs", mv.Label, provider, c.Count(), c.LoadSeconds)
-	server, client, err := service.Path(st)
+	server, client, err := labservice.Path(st)
 	if err != nil {
 		return modes.Endpoint{}, results.Cell{}, err
 	}
 	cell := results.Cell{Provider: provider, ExtraServices: n, ServiceLoadSec: c.LoadSeconds,
-		Note: service.Caveat(provider, m, mv.Options)}
+		Note: labservice.Caveat(provider, m, mv.Options)}
 	if cell.Note != "" {
 		prog.Note("%s with %s: %s", mv.Label, provider, cell.Note)
 	}
 	// The clusterIP of each family the lab has (EngineServices).
 	ep := modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS}
 	if st.Spec.Family.HasIPv4() {
-		ep.Target = service.DefaultVIP
+		ep.Target = labservice.DefaultVIP
 	}
 	if st.Spec.Family.HasIPv6() {
-		ep.Target6 = service.DefaultVIP6
+		ep.Target6 = labservice.DefaultVIP6
 	}
 	vips := ep.Target + ep.Target6
 	if ep.Target != "" && ep.Target6 != "" {
@@ -269,7 +269,7 @@ func loadServices(l *lab.Lab, provider string, n int, specs []service.Spec, mv M
 	}
 	ep.Note = fmt.Sprintf("%s -> clusterIP %s -> %s (%s)", client.Name, vips, server.Name, provider)
 	// Socket-level Services act only for clients in the lab's cgroup.
-	if ep.ClientCgroup, err = service.ClientCgroup(st, provider); err != nil {
+	if ep.ClientCgroup, err = labservice.ClientCgroup(st, provider); err != nil {
 		return modes.Endpoint{}, results.Cell{}, err
 	}
 	return ep, cell, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/doctor"
 	"github.com/vnetlab/vnetlab/internal/engine"
@@ -14,9 +15,9 @@ import (
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // ModeVariant is a mode with options, labelled for the table (e.g.
@@ -65,16 +66,16 @@ type Spec struct {
 	// PodCIDR6 the pods' IPv6 network.
 	Family   family.Family
 	PodCIDR6 string
-	Summary  SummaryOptions // CV threshold, CI method, baseline mode
+	Summary  analysis.Options // CV threshold, CI method, baseline mode
 	// LabPrefix starts every lab name ("run" when empty; tests use their own
 	// prefix so concurrent test runs never clash).
 	LabPrefix string
 
 	// Service path (path "service"): one lab per mode x provider x count of
 	// extra services; the pod paths get a lab of their own without services.
-	Providers     []string       // default: service.DefaultProviderFor(mode)
-	ExtraServices []int          // default: [0]
-	Services      []service.Spec // default: service.DefaultVIP on the engine ports -> first pod
+	Providers     []string          // default: labservice.DefaultProviderFor(mode)
+	ExtraServices []int             // default: [0]
+	Services      []labservice.Spec // default: labservice.DefaultVIP on the engine ports -> first pod
 
 	// Profile samples every measured window's CPU stacks and data-path
 	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
@@ -127,12 +128,12 @@ func DefaultSpec() Spec {
 		Family:        family.IPv4,
 		Nodes:         1,
 		ExtraServices: []int{0},
-		Summary:       SummaryOptions{CVThreshold: DefaultCVThreshold, CIMethod: CIMethods[0]},
+		Summary:       analysis.Options{CVThreshold: analysis.DefaultCVThreshold, CIMethod: analysis.CIMethods[0]},
 	}
 }
 
 // ServicePath is the path through a clusterIP: the second pod dials
-// service.DefaultVIP, whose backend is the first pod.
+// labservice.DefaultVIP, whose backend is the first pod.
 const ServicePath = "service"
 
 // podSpecs are the pods of every lab of the run.
@@ -245,12 +246,12 @@ func (spec Spec) Validate() error {
 // only the service path uses when it is not measured.
 func (spec Spec) checkServicePath() error {
 	for _, p := range spec.Providers {
-		if _, err := service.Get(p); err != nil {
+		if _, err := labservice.Get(p); err != nil {
 			return err
 		}
 	}
 	for _, n := range spec.ExtraServices {
-		if err := service.CheckExtra(n); err != nil {
+		if err := labservice.CheckExtra(n); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
 	}
@@ -263,7 +264,7 @@ func (spec Spec) checkServicePath() error {
 		return nil
 	}
 	custom := len(spec.Services) > 0 || len(spec.ExtraServices) > 1 || (len(spec.ExtraServices) == 1 && spec.ExtraServices[0] != 0) ||
-		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != service.DefaultProvider)
+		len(spec.Providers) > 1 || (len(spec.Providers) == 1 && spec.Providers[0] != labservice.DefaultProvider)
 	if custom {
 		return field.Errorf("paths", "providers and services apply to the service path: add it with {paths} pod,service")
 	}
@@ -274,7 +275,7 @@ func (spec Spec) checkServicePath() error {
 // --provider's, or the mode's default provider.
 func (spec Spec) providersFor(m modes.Mode) []string {
 	if len(spec.Providers) == 0 {
-		return []string{service.DefaultProviderFor(m)}
+		return []string{labservice.DefaultProviderFor(m)}
 	}
 	return spec.Providers
 }
@@ -302,7 +303,7 @@ func (spec Spec) checkFamily() error {
 	for _, mv := range spec.Modes {
 		m, _ := modes.Get(mv.Mode) // checked above
 		for _, p := range spec.providersFor(m) {
-			if err := service.CheckFamily(p, spec.Family); err != nil {
+			if err := labservice.CheckFamily(p, spec.Family); err != nil {
 				return err
 			}
 		}
@@ -343,8 +344,8 @@ func checkSummary(spec Spec) error {
 	if o.CVThreshold < 0 {
 		return fmt.Errorf("cv threshold must be 0 or more (got %g)", o.CVThreshold)
 	}
-	if o.CIMethod != "" && !slices.Contains(CIMethods, o.CIMethod) {
-		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(CIMethods, ", "))
+	if o.CIMethod != "" && !slices.Contains(analysis.CIMethods, o.CIMethod) {
+		return fmt.Errorf("unknown CI method %q (known: %s)", o.CIMethod, strings.Join(analysis.CIMethods, ", "))
 	}
 	if o.Baseline == "" {
 		return nil

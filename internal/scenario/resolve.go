@@ -10,9 +10,9 @@ import (
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // RunSpec is the run the file describes for `run -f`: spec (the defaults,
@@ -92,23 +92,23 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 // Lab is what `up` builds: one lab and the Services loaded into it.
 type Lab struct {
 	Spec     lab.Spec
-	PodCount int            // pods when Spec.Pods is empty (lab.DefaultPodSpecs)
-	Provider string         // "": no Services
-	Extra    int            // generated Services loaded besides Services
-	Services []service.Spec // default: the service path's (service.NewConfig)
+	PodCount int               // pods when Spec.Pods is empty (lab.DefaultPodSpecs)
+	Provider string            // "": no Services
+	Extra    int               // generated Services loaded besides Services
+	Services []labservice.Spec // default: the service path's (labservice.NewConfig)
 }
 
 // Validate refuses a bad `up` before anything is built (lab.Up checks the
 // lab's own spec), and gives a lab without a pod list its default pods.
 func (l *Lab) Validate() error {
 	if l.Provider == "" && (l.Extra != 0 || len(l.Services) > 0) {
-		return field.Errorf("provider", "services need a provider: add {provider} (%s)", service.NameList())
+		return field.Errorf("provider", "services need a provider: add {provider} (%s)", labservice.NameList())
 	}
 	if l.Provider != "" {
-		if err := service.CheckExtra(l.Extra); err != nil {
+		if err := labservice.CheckExtra(l.Extra); err != nil {
 			return field.Errorf("extra_services", "{extra_services} %v", err)
 		}
-		if err := service.CheckFamily(l.Provider, l.Spec.Family); err != nil {
+		if err := labservice.CheckFamily(l.Provider, l.Spec.Family); err != nil {
 			return err
 		}
 		if l.Spec.Mode != "" {
@@ -116,7 +116,7 @@ func (l *Lab) Validate() error {
 			if err != nil {
 				return err
 			}
-			if err := service.Check(l.Provider, m); err != nil {
+			if err := labservice.Check(l.Provider, m); err != nil {
 				return err
 			}
 		}

@@ -15,14 +15,15 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/cpupin"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/knob"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
-	"github.com/vnetlab/vnetlab/internal/service"
 )
 
 // Scenario is one file.
@@ -68,10 +69,10 @@ type Scenario struct {
 	CIMethod    string     `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
-	Provider      string         `yaml:"provider"`
-	Providers     []string       `yaml:"providers"`
-	Services      []service.Spec `yaml:"services"`
-	ExtraServices IntList        `yaml:"extra_services"`
+	Provider      string            `yaml:"provider"`
+	Providers     []string          `yaml:"providers"`
+	Services      []labservice.Spec `yaml:"services"`
+	ExtraServices IntList           `yaml:"extra_services"`
 	// Profile: sample where the CPU goes in every measured window (run
 	// --profile); ProfileDir: where each cell's stacks are written.
 	Profile    bool   `yaml:"profile"`
@@ -309,8 +310,8 @@ func (s *Scenario) validate() error {
 	if s.CVThreshold != nil && *s.CVThreshold < 0 {
 		return s.errAt("cv_threshold", -1, "%g is negative (example: 0.10 for 10%%)", *s.CVThreshold)
 	}
-	if s.CIMethod != "" && !slices.Contains(runner.CIMethods, s.CIMethod) {
-		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(runner.CIMethods, ", "))
+	if s.CIMethod != "" && !slices.Contains(analysis.CIMethods, s.CIMethod) {
+		return s.errAt("ci_method", -1, "unknown method %q (known: %s)", s.CIMethod, strings.Join(analysis.CIMethods, ", "))
 	}
 	if s.Name != "" {
 		if err := lab.ValidName("lab", s.Name); err != nil {
@@ -323,12 +324,12 @@ func (s *Scenario) validate() error {
 		}
 	}
 	if s.Provider != "" {
-		if _, err := service.Get(s.Provider); err != nil {
+		if _, err := labservice.Get(s.Provider); err != nil {
 			return s.errAt("provider", -1, "%v", err)
 		}
 	}
 	for i, p := range s.Providers {
-		if _, err := service.Get(p); err != nil {
+		if _, err := labservice.Get(p); err != nil {
 			return s.errAt("providers", i, "%v", err)
 		}
 	}
@@ -338,7 +339,7 @@ func (s *Scenario) validate() error {
 		}
 	}
 	for i, n := range s.ExtraServices {
-		if err := service.CheckExtra(n); err != nil {
+		if err := labservice.CheckExtra(n); err != nil {
 			return s.errAt("extra_services", i, "%v", err)
 		}
 	}

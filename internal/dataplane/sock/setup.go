@@ -14,7 +14,7 @@ type Tracker interface {
 // previous Setup did, attaches it to the lab's cgroup, telling track the
 // cgroup and every pin. Clients started in Attachment.Cgroup
 // (proc.Cmd.InCgroup, engine.Target.ClientCgroup) are translated. The
-// ebpf-sock Service provider (internal/service) is its user.
+// ebpf-sock Service provider (internal/labservice) is its user.
 func Setup(lab string, track Tracker) (*Plane, Attachment, error) {
 	return setup(lab, track, 0, false)
 }

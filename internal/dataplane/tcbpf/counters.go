@@ -68,3 +68,73 @@ func readCounters(m *ebpf.Map, what string, dst ...*uint64) error {
 	}
 	return nil
 }
+
+// Stats are the programs' counters, summed over CPUs, since the lab's maps
+// were created.
+type Stats struct {
+	DNAT      uint64 `json:"dnat_packets"`      // clusterIP -> backend
+	RNAT      uint64 `json:"rnat_packets"`      // backend -> clusterIP (replies)
+	NewFlows  uint64 `json:"new_flows"`         // conntrack misses that picked a backend
+	NoBackend uint64 `json:"no_backend_drops"`  // packets to a Service without backends
+	ICMP      uint64 `json:"icmp_errors"`       // ICMP errors about a translated flow
+	Frags     uint64 `json:"fragments"`         // non-first fragments translated
+	Hairpin   uint64 `json:"hairpin_flows"`     // flows whose backend is the client itself
+	Errors    uint64 `json:"rewrite_err_drops"` // a rewrite helper failed (should stay 0)
+
+	// A TCP SYN or UDP datagram to a Service without backends answered
+	// with ICMP port unreachable (kube-proxy's REJECT); NoBackend counts
+	// the packets that could not be answered (a flow's later segments).
+	Rejects uint64 `json:"no_backend_rejects"`
+}
+
+// Stats reads the counters.
+func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
+
+// statsOf reads lb_stats.
+func statsOf(m *ebpf.Map) (s Stats, err error) {
+	err = readCounters(m, "stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Hairpin, &s.Errors, &s.Rejects)
+	return s, err
+}
+
+// Stats6 are the IPv6 programs' counters (bpf/lb6.h's lb6_stats), summed
+// over CPUs: as Stats, and the IPv6 packets left to the stack untouched.
+type Stats6 struct {
+	DNAT      uint64 `json:"dnat_packets"`
+	RNAT      uint64 `json:"rnat_packets"`
+	NewFlows  uint64 `json:"new_flows"`
+	NoBackend uint64 `json:"no_backend_drops"`
+	ICMP      uint64 `json:"icmp_errors"`
+	Frags     uint64 `json:"fragments"`
+	Errors    uint64 `json:"rewrite_err_drops"`
+	// More extension headers than the programs walk (LB6_MAX_EXTHDRS).
+	ExtHdrPass uint64 `json:"exthdr_chain_passed"`
+	// A cut-off IPv6, extension, TCP/UDP header or ICMPv6 quote.
+	TruncPass uint64 `json:"truncated_passed"`
+	// Answered with ICMPv6 port unreachable: a Service without backends.
+	Rejects uint64 `json:"no_backend_rejects"`
+}
+
+// Stats6 reads the IPv6 counters.
+func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
+
+// stats6Of reads lb6_stats.
+func stats6Of(m *ebpf.Map) (s Stats6, err error) {
+	err = readCounters(m, "IPv6 stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Errors, &s.ExtHdrPass, &s.TruncPass, &s.Rejects)
+	return s, err
+}
+
+// SumCounters reads the first n counters of a per-CPU array, summed over
+// CPUs (what: the counters' name, for errors). The socket programs' too.
+func SumCounters(m *ebpf.Map, what string, n int) ([]uint64, error) {
+	v := make([]uint64, n)
+	for i := range v {
+		var per []uint64
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		for _, x := range per {
+			v[i] += x
+		}
+	}
+	return v, nil
+}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	dp "github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 
 	"github.com/cilium/ebpf"
@@ -513,17 +513,17 @@ func TestIPv6UDPChecksumNeverBecomesZero(t *testing.T) {
 }
 
 // A dual-stack Service is two entries, one per clusterIP, and the one
-// reconciler (servicemap) writes, updates and deletes both on a real plane;
+// reconciler (svcsync) writes, updates and deletes both on a real plane;
 // the IPv6 one translates.
-func TestDualStackServiceThroughServicemap(t *testing.T) {
+func TestDualStackServiceThroughSvcsync(t *testing.T) {
 	p := testPlane(t)
-	sy, err := servicemap.NewSyncer(p)
+	sy, err := svcsync.NewSyncer(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k4 := servicemap.Key{VIP: vip, Port: svcPort6, Proto: dp.TCP}
-	k6 := servicemap.Key{VIP: vip6, Port: svcPort6, Proto: dp.TCP}
-	want := servicemap.Entries{
+	k4 := svcsync.Key{VIP: vip, Port: svcPort6, Proto: dp.TCP}
+	k6 := svcsync.Key{VIP: vip6, Port: svcPort6, Proto: dp.TCP}
+	want := svcsync.Entries{
 		k4: {{IP: podA, Port: backPort6}},
 		k6: {{IP: back6, Port: backPort6}},
 	}

@@ -4,8 +4,16 @@
 // /sys/fs/bpf/vnetlab/<lab>/ so that a later CLI process changes a running
 // lab, and their attachment to pod interfaces; also the eBPF modes' host
 // routing (hostroute.go). internal/modes's eBPF modes (veth-ebpf,
-// macvlan-ebpf) attach it as they build a lab; internal/service's ebpf
+// macvlan-ebpf) attach it as they build a lab; internal/labservice's ebpf
 // provider fills its Service maps.
+//
+// The Service maps, one file per concern: svc.go (an entry: Service,
+// Backend, Proto, Validate), svcmaps.go (each family's maps: keys, values,
+// addresses in network order), svcwrite.go (every write: AddServices,
+// UpdateService, DelEntry; outside tests only internal/dataplane/svcsync
+// calls them), svcfilters.go (the prefilters every write keeps counted),
+// svcread.go (ListServices), counters.go (Stats, Stats6, ReadCounters),
+// conntrack.go (Flows).
 package tcbpf
 
 import (

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/proc"
 	"github.com/vnetlab/vnetlab/internal/rootns"
 )
 
@@ -135,4 +137,55 @@ func ImportImage(ctx context.Context, sock, tarPath string) error {
 		return fmt.Errorf("import %s: %v: %s", tarPath, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// NodeCgroup is a node's directory in the unified (cgroup v2) hierarchy:
+// its pods are below it (kubelet's cgroupRoot, which runc mirrors there),
+// and vnetlab's socket programs are attached to it (pinned links under the
+// node's ProxyPlane directory, removed by kube down). Processes started in
+// it and in the node's namespace are the node's own (NodeCommand).
+func NodeCgroup(node string) (string, error) {
+	root, err := cgroup.Root()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, cgroup.KubeSub, node), nil
+}
+
+// NodeCommand is a command run as one of a node's own processes: in its
+// network namespace and its cgroup (NodeCgroup), where vnetlab's socket
+// programs translate ClusterIPs as kube-proxy's OUTPUT chain would.
+func NodeCommand(ctx context.Context, st *lab.State, node, path string, args ...string) (*proc.Cmd, error) {
+	for _, n := range st.Nodes {
+		if n.Name != node {
+			continue
+		}
+		c := proc.Command(ctx, n.NS, path, args...)
+		cg, err := NodeCgroup(n.Name)
+		if err == nil {
+			err = c.InCgroup(cg)
+		}
+		return c, err
+	}
+	return nil, fmt.Errorf("cluster %s has no node %s", st.Name, node)
+}
+
+// nodeQuery asks a DNS server from a process of node n (`vnetlab kube
+// resolve --server`).
+func (b *builder) nodeQuery(ctx context.Context, n node, server, name string) ([]net.IP, error) {
+	c, err := NodeCommand(ctx, b.l.State, n.name, b.self, "kube", "resolve", "--server", server, name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Output()
+	if err != nil {
+		return nil, err
+	}
+	var ips []net.IP
+	for _, f := range strings.Fields(string(out)) {
+		if ip := net.ParseIP(f); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips, nil
 }

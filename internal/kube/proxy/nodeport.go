@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 )
 
 // TranslateExternal computes the entries of a Service's frontends for
@@ -30,7 +32,7 @@ import (
 // them to any endpoint. A backend on another node is reached with SNAT to
 // the node's address of its family (bpf/nodeport.h, nodeport6.h), as
 // kube-proxy masquerades.
-func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIPs []netip.Addr) (Entries, []string) {
+func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIPs []netip.Addr) (svcsync.Entries, []string) {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || isHeadless(svc) {
 		return nil, nil
 	}
@@ -45,22 +47,22 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 		addrs = append(addrs, a)
 	}
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-	out := Entries{}
+	out := svcsync.Entries{}
 	for _, sp := range svc.Spec.Ports {
-		var keys []Key
+		var keys []svcsync.Key
 		proto, ok := protoOf(sp.Protocol)
 		if hasNodePorts(svc) && sp.NodePort != 0 && len(nodeIPs) > 0 {
 			if !ok {
 				notes = append(notes, fmt.Sprintf("nodePort %d/%s skipped: the data plane does TCP and UDP", sp.NodePort, sp.Protocol))
 			} else {
 				for _, ip := range nodeIPs {
-					keys = append(keys, Key{VIP: ip, Port: uint16(sp.NodePort), Proto: proto})
+					keys = append(keys, svcsync.Key{VIP: ip, Port: uint16(sp.NodePort), Proto: proto})
 				}
 			}
 		}
 		if ok {
 			for _, a := range addrs {
-				keys = append(keys, Key{VIP: a, Port: uint16(sp.Port), Proto: proto})
+				keys = append(keys, svcsync.Key{VIP: a, Port: uint16(sp.Port), Proto: proto})
 			}
 		}
 		for _, k := range keys {

@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 )
 
 // npSvc is a Service of type typ with port 80 (nodePort 30080) and UDP 53
@@ -116,7 +118,7 @@ func TestTranslateExternal(t *testing.T) {
 				}
 			}
 			got, notes := TranslateExternal(c.svc, c.slices, "me", ips)
-			want := Entries{}
+			want := svcsync.Entries{}
 			for k, v := range c.want {
 				want[key(k)] = bes(v...)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -23,7 +24,7 @@ type FlowCleaner interface {
 // veths (ModeEBPF) and the socket programs on the node's cgroup. Both kinds
 // of program read the same pinned maps, so one sync serves both.
 type planes struct {
-	services Plane
+	services svcsync.Plane
 	flows    FlowCleaner // the tc programs' conntrack (empty with the socket plane alone)
 	dir      string
 	tc       *tcbpf.Plane // nil in ModeSock: no program on any veth

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -24,7 +25,7 @@ import (
 type Proxier struct {
 	node    string       // the node's Kubernetes name (internalTrafficPolicy Local)
 	nodeIPs []netip.Addr // where NodePorts answer: at most one address per family
-	syncer  *Syncer
+	syncer  *svcsync.Syncer
 	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
 	health  healthSetter
 	logf    func(string, ...any)
@@ -52,8 +53,8 @@ type healthSetter interface {
 
 // NewProxier reads the plane's current entries (a restarted proxy changes
 // only what changed while it was away).
-func NewProxier(node string, nodeIPs []netip.Addr, plane Plane, flows FlowCleaner, health healthSetter, logf func(string, ...any)) (*Proxier, error) {
-	syncer, err := NewSyncer(plane)
+func NewProxier(node string, nodeIPs []netip.Addr, plane svcsync.Plane, flows FlowCleaner, health healthSetter, logf func(string, ...any)) (*Proxier, error) {
+	syncer, err := svcsync.NewSyncer(plane)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 // The first Sync, once the informers listed everything, also deletes the
 // entries no Service claims and every stale UDP flow (a restarted proxy's
 // maps). Changes counts the entries written.
-func (p *Proxier) Sync() (Changes, error) {
+func (p *Proxier) Sync() (svcsync.Changes, error) {
 	touched := map[string]bool{}
 	for key, svc := range p.services.take() {
 		touched[key] = true
@@ -127,7 +128,7 @@ func (p *Proxier) Sync() (Changes, error) {
 	maps.Copy(touched, p.failed)
 	clear(p.failed)
 
-	var total Changes
+	var total svcsync.Changes
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(touched)) {
 		t0 := time.Now()
@@ -162,7 +163,7 @@ func (p *Proxier) Sync() (Changes, error) {
 
 // syncService syncs one Service (gone from svcs: deleted) and notes in
 // p.stale the UDP frontends that lost a backend.
-func (p *Proxier) syncService(key string) (Changes, error) {
+func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 	svc := p.svcs[key]
 	if svc == nil {
 		herr := p.health.Set(key, 0, 0)
@@ -180,7 +181,7 @@ func (p *Proxier) syncService(key string) (Changes, error) {
 		p.logf("service %s: %s", key, n)
 	}
 	if len(ext) > 0 && want == nil {
-		want = Entries{}
+		want = svcsync.Entries{}
 	}
 	maps.Copy(want, ext)
 	ch, err := p.syncer.SyncWith(key, want, SessionAffinity(svc))

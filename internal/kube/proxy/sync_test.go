@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -15,21 +15,21 @@ import (
 // the programs rely on: an entry marked HasExternal always has its
 // External entry.
 type fakePlane struct {
-	m      map[Key][]tcbpf.Backend
-	aff    map[Key]uint32 // session affinity of the entries that have one
-	marked map[Key]bool   // entries marked HasExternal
+	m      map[svcsync.Key][]tcbpf.Backend
+	aff    map[svcsync.Key]uint32 // session affinity of the entries that have one
+	marked map[svcsync.Key]bool   // entries marked HasExternal
 	calls  []string
 	broken []string // times a mark pointed to no External entry
 	// ForgetUDPFlows: what each call was asked to keep.
 	forgot []map[netip.AddrPort][]tcbpf.Backend
 }
 
-func newFakePlane() *fakePlane { return &fakePlane{m: map[Key][]tcbpf.Backend{}} }
+func newFakePlane() *fakePlane { return &fakePlane{m: map[svcsync.Key][]tcbpf.Backend{}} }
 
-func (f *fakePlane) set(k Key, s tcbpf.Service) {
+func (f *fakePlane) set(k svcsync.Key, s tcbpf.Service) {
 	f.m[k] = s.Backends
 	if f.aff == nil {
-		f.aff, f.marked = map[Key]uint32{}, map[Key]bool{}
+		f.aff, f.marked = map[svcsync.Key]uint32{}, map[svcsync.Key]bool{}
 	}
 	if s.Affinity == 0 {
 		delete(f.aff, k)
@@ -38,14 +38,14 @@ func (f *fakePlane) set(k Key, s tcbpf.Service) {
 	}
 	f.marked[k] = s.HasExternal
 	if s.HasExternal {
-		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}]; !ok {
+		if _, ok := f.m[svcsync.Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: true}]; !ok {
 			f.broken = append(f.broken, "marked before its external entry: "+k.String())
 		}
 	}
 }
 
 func (f *fakePlane) AddService(s tcbpf.Service) error {
-	k := servicemap.KeyOf(s)
+	k := svcsync.KeyOf(s)
 	if _, ok := f.m[k]; ok {
 		return tcbpf.ErrExists
 	}
@@ -58,7 +58,7 @@ func (f *fakePlane) AddService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) UpdateService(s tcbpf.Service) error {
-	k := servicemap.KeyOf(s)
+	k := svcsync.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
@@ -71,12 +71,12 @@ func (f *fakePlane) UpdateService(s tcbpf.Service) error {
 }
 
 func (f *fakePlane) DelEntry(s tcbpf.Service) error {
-	k := servicemap.KeyOf(s)
+	k := svcsync.KeyOf(s)
 	if _, ok := f.m[k]; !ok {
 		return tcbpf.ErrNotFound
 	}
-	if k.External && f.marked[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}] {
-		if _, ok := f.m[Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}]; ok {
+	if k.External && f.marked[svcsync.Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}] {
+		if _, ok := f.m[svcsync.Key{VIP: k.VIP, Port: k.Port, Proto: k.Proto}]; ok {
 			f.broken = append(f.broken, "external entry deleted under its mark: "+k.String())
 		}
 	}
@@ -100,8 +100,8 @@ func (f *fakePlane) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int
 	return len(keep), nil
 }
 
-func entries(kv ...any) Entries {
-	e := Entries{}
+func entries(kv ...any) svcsync.Entries {
+	e := svcsync.Entries{}
 	for i := 0; i < len(kv); i += 2 {
 		bs, _ := kv[i+1].([]string)
 		e[key(kv[i].(string))] = bes(bs...)
@@ -114,7 +114,7 @@ func entries(kv ...any) Entries {
 func TestSyncIsIncremental(t *testing.T) {
 	steps := []struct {
 		svc   string
-		want  Entries
+		want  svcsync.Entries
 		calls []string
 	}{
 		{"ns/a", entries("10.96.0.1:80/tcp", []string{"10.244.1.5:8080"}), []string{"add 10.96.0.1:80/tcp"}},
@@ -128,7 +128,7 @@ func TestSyncIsIncremental(t *testing.T) {
 		{"ns/c", entries("10.96.0.2:53/udp", []string{"10.244.1.7:53"}), []string{"add 10.96.0.2:53/udp"}}, // address reused
 	}
 	f := newFakePlane()
-	s, err := NewSyncer(f)
+	s, err := svcsync.NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestSyncIsIncremental(t *testing.T) {
 			t.Errorf("step %d: changes %+v, want %d", i, ch, len(st.calls))
 		}
 	}
-	want := map[Key][]tcbpf.Backend{key("10.96.0.1:80/tcp"): nil, key("10.96.0.2:53/udp"): bes("10.244.1.7:53")}
+	want := map[svcsync.Key][]tcbpf.Backend{key("10.96.0.1:80/tcp"): nil, key("10.96.0.2:53/udp"): bes("10.244.1.7:53")}
 	if !reflect.DeepEqual(f.m, want) {
 		t.Errorf("maps %v, want %v", f.m, want)
 	}
@@ -154,12 +154,12 @@ func TestSyncIsIncremental(t *testing.T) {
 // A restarted proxy finds the maps as the last one left them: it changes
 // only what differs, and Prune removes what no Service claims any more.
 func TestSyncAfterRestart(t *testing.T) {
-	f := &fakePlane{m: map[Key][]tcbpf.Backend{
+	f := &fakePlane{m: map[svcsync.Key][]tcbpf.Backend{
 		key("10.96.0.1:80/tcp"): bes("10.244.1.5:8080"),
 		key("10.96.0.2:80/tcp"): bes("10.244.1.6:8080"),
 		key("10.96.0.3:80/tcp"): bes("10.244.1.7:8080"),
 	}}
-	s, err := NewSyncer(f)
+	s, err := svcsync.NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestSyncAfterRestart(t *testing.T) {
 // (and retried by the proxy), the first keeps it.
 func TestSyncRefusesATakenEntry(t *testing.T) {
 	f := newFakePlane()
-	s, _ := NewSyncer(f)
+	s, _ := svcsync.NewSyncer(f)
 	if _, err := s.Sync("ns/a", entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"})); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func sorted(s []string) []string {
 // and a restarted proxy finds it in the maps and leaves it.
 func TestSyncAffinity(t *testing.T) {
 	f := newFakePlane()
-	s, _ := NewSyncer(f)
+	s, _ := svcsync.NewSyncer(f)
 	two := entries("10.96.0.1:80/tcp", []string{"10.244.1.5:80"}, "10.96.0.1:53/udp", []string{"10.244.1.5:53"})
 	steps := []struct {
 		affinity uint32
@@ -244,7 +244,7 @@ func TestSyncAffinity(t *testing.T) {
 			}
 		}
 	}
-	restarted, err := NewSyncer(f)
+	restarted, err := svcsync.NewSyncer(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestSyncAffinity(t *testing.T) {
 	}
 }
 
-// batchPlane takes many new entries in one call (servicemap.BatchPlane, as
+// batchPlane takes many new entries in one call (svcsync.BatchPlane, as
 // tcbpf.Plane does) and records each call's entries.
 type batchPlane struct {
 	*fakePlane
@@ -270,7 +270,7 @@ func (b *batchPlane) AddServices(ss []tcbpf.Service) error {
 		if err := b.AddService(s); err != nil {
 			return err
 		}
-		names = append(names, servicemap.KeyOf(s).String())
+		names = append(names, svcsync.KeyOf(s).String())
 	}
 	b.batches = append(b.batches, names)
 	return nil
@@ -281,7 +281,7 @@ func (b *batchPlane) AddServices(ss []tcbpf.Service) error {
 // then the marked ones (new in a batch, existing updated in place).
 func TestSyncBatchesExternalFirst(t *testing.T) {
 	b := &batchPlane{fakePlane: newFakePlane()}
-	s, err := NewSyncer(b)
+	s, err := svcsync.NewSyncer(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // one per node in place of kube-proxy: client-go informers on Services and
 // EndpointSlices, a pure translation of them into the entries of vnetlab's
 // eBPF Service maps (this file), an incremental sync of those entries into
-// the node's maps (internal/dataplane/servicemap's Syncer, servicemap.go),
+// the node's maps (internal/dataplane/svcsync's Syncer),
 // and the tc programs attached to every pod's
 // node-side veth as the CNI makes it (links.go). docs/kubernetes-proxy.md
 // says which Kubernetes semantics it implements.
@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -40,7 +41,7 @@ import (
 //   - a backend given twice (by two slices) counts once.
 //
 // Notes say what was skipped and why (one line each).
-func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string) (Entries, []string) {
+func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string) (svcsync.Entries, []string) {
 	var notes []string
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil, nil
@@ -65,7 +66,7 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 		return nil, notes
 	}
 	local := svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
-	out := Entries{}
+	out := svcsync.Entries{}
 	for _, sp := range svc.Spec.Ports {
 		proto, ok := protoOf(sp.Protocol)
 		if !ok {
@@ -73,7 +74,7 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 			continue
 		}
 		for _, vip := range vips {
-			out[Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backendsFor(sp, eps, node, local, vip.Is6())
+			out[svcsync.Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backendsFor(sp, eps, node, local, vip.Is6())
 		}
 	}
 	return out, append(notes, malformed(eps)...)
@@ -249,7 +250,7 @@ func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIPs
 		internal, _ := Translate(&one, nil, "")
 		external, _ := TranslateExternal(&one, nil, "", nodeIPs)
 		serving := [2][]tcbpf.Backend{servingBackends(sp, eps, false), servingBackends(sp, eps, true)}
-		for _, es := range []Entries{internal, external} {
+		for _, es := range []svcsync.Entries{internal, external} {
 			for k := range es {
 				out[k.Frontend()] = serving[b2i(k.VIP.Is6())]
 			}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 )
 
@@ -59,12 +60,12 @@ func eport(name string, port int32, proto corev1.Protocol) discoveryv1.EndpointP
 
 // key reads Key.String's form: "10.96.0.1:80/tcp", with " (external)"
 // after an External entry's.
-func key(s string) Key {
+func key(s string) svcsync.Key {
 	s, ext := strings.CutSuffix(s, " (external)")
 	ap, proto, _ := strings.Cut(s, "/")
 	a := netip.MustParseAddrPort(ap)
 	p, _ := tcbpf.ParseProto(proto)
-	return Key{VIP: a.Addr(), Port: a.Port(), Proto: p, External: ext}
+	return svcsync.Key{VIP: a.Addr(), Port: a.Port(), Proto: p, External: ext}
 }
 
 func bes(ss ...string) []tcbpf.Backend {
@@ -212,9 +213,9 @@ func TestTranslate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, notes := Translate(c.svc, c.slices, "me")
-			var want Entries
+			var want svcsync.Entries
 			if c.want != nil {
-				want = Entries{}
+				want = svcsync.Entries{}
 				for k, v := range c.want {
 					want[key(k)] = bes(v...)
 				}

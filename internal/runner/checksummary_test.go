@@ -1,6 +1,10 @@
 package runner
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/analysis"
+)
 
 func TestCheckSummary(t *testing.T) {
 	spec := Spec{Modes: []ModeVariant{{Label: "host"}, {Label: "bridge"}}}
@@ -12,7 +16,7 @@ func TestCheckSummary(t *testing.T) {
 	if err := checkSummary(spec); err == nil {
 		t.Error("a baseline outside the modes must be refused")
 	}
-	spec.Summary = SummaryOptions{CIMethod: "magic"}
+	spec.Summary = analysis.Options{CIMethod: "magic"}
 	if err := checkSummary(spec); err == nil {
 		t.Error("an unknown CI method must be refused")
 	}

@@ -1,4 +1,4 @@
-package service
+package labservice
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/servicemap"
+	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
@@ -116,18 +116,18 @@ func (ebpfProvider) sync(st *lab.State, c *Config) error {
 
 // syncServices makes the Service maps (shared by the tc programs and the
 // socket ones) hold c's services, through the one reconciler Kubernetes'
-// proxy uses too (internal/dataplane/servicemap): only changed entries are
+// proxy uses too (internal/dataplane/svcsync): only changed entries are
 // touched, and a Service whose backends changed is updated in place, so its
 // live flows keep their backends.
-func syncServices(pl servicemap.Plane, c *Config) error {
-	s, err := servicemap.NewSyncer(pl)
+func syncServices(pl svcsync.Plane, c *Config) error {
+	s, err := svcsync.NewSyncer(pl)
 	if err != nil {
 		return err
 	}
-	want := servicemap.Entries{}
+	want := svcsync.Entries{}
 	for _, sv := range c.All() {
 		es := toEBPF(sv)
-		want[servicemap.Key{VIP: es.VIP, Port: es.Port, Proto: es.Proto}] = slices.SortedFunc(slices.Values(es.Backends), tcbpf.CompareBackends)
+		want[svcsync.Key{VIP: es.VIP, Port: es.Port, Proto: es.Proto}] = slices.SortedFunc(slices.Values(es.Backends), tcbpf.CompareBackends)
 	}
 	// One owner: the lab's services are one set; Prune deletes the entries
 	// the set no longer has.
@@ -138,7 +138,7 @@ func syncServices(pl servicemap.Plane, c *Config) error {
 	return err
 }
 
-// labServices owns every entry of a lab's maps (servicemap.Syncer's owner).
+// labServices owns every entry of a lab's maps (svcsync.Syncer's owner).
 const labServices = "lab"
 
 // syncEndpoints attaches the programs for c's endpoints and detaches others.

@@ -1,11 +1,11 @@
-// Package servicemap keeps a node's eBPF Service maps (the tc programs' and
+// Package svcsync keeps a node's eBPF Service maps (the tc programs' and
 // the socket programs' alike) equal to the Services wanted, touching only
 // the entries that changed and updating a changed one in place: its id
 // stays, so the flows it already carries keep their backends. It is the one
 // reconciler: vnetlab's Kubernetes proxy (internal/kube/proxy) syncs each
 // Service it follows through it, a lab's ebpf and ebpf-sock providers
-// (internal/service) sync the lab's Services.
-package servicemap
+// (internal/labservice) sync the lab's Services.
+package svcsync
 
 import (
 	"errors"

@@ -1,19 +1,19 @@
 package cluster
 
+// Starting a node's Service proxy: kube-proxy in its mode, or `vnetlab
+// kube-proxy` with its pin directory and where the CNI put the pods. The
+// proxy itself (its informers and its sync into the maps) is
+// internal/kube/proxy.
+
 import (
-	"context"
-	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
 	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/cni"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/lab"
 	"github.com/vnetlab/vnetlab/internal/modes"
-	"github.com/vnetlab/vnetlab/internal/proc"
 )
 
 // PodBridge is the bridge the bridge CNI configuration (configs.go) puts pods on.
@@ -58,57 +58,6 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 		args = append(args, "--socket-lb")
 	}
 	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, args...)
-}
-
-// NodeCgroup is a node's directory in the unified (cgroup v2) hierarchy:
-// its pods are below it (kubelet's cgroupRoot, which runc mirrors there),
-// and vnetlab's socket programs are attached to it (pinned links under the
-// node's ProxyPlane directory, removed by kube down). Processes started in
-// it and in the node's namespace are the node's own (NodeCommand).
-func NodeCgroup(node string) (string, error) {
-	root, err := cgroup.Root()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, cgroup.KubeSub, node), nil
-}
-
-// NodeCommand is a command run as one of a node's own processes: in its
-// network namespace and its cgroup (NodeCgroup), where vnetlab's socket
-// programs translate ClusterIPs as kube-proxy's OUTPUT chain would.
-func NodeCommand(ctx context.Context, st *lab.State, node, path string, args ...string) (*proc.Cmd, error) {
-	for _, n := range st.Nodes {
-		if n.Name != node {
-			continue
-		}
-		c := proc.Command(ctx, n.NS, path, args...)
-		cg, err := NodeCgroup(n.Name)
-		if err == nil {
-			err = c.InCgroup(cg)
-		}
-		return c, err
-	}
-	return nil, fmt.Errorf("cluster %s has no node %s", st.Name, node)
-}
-
-// nodeQuery asks a DNS server from a process of node n (`vnetlab kube
-// resolve --server`).
-func (b *builder) nodeQuery(ctx context.Context, n node, server, name string) ([]net.IP, error) {
-	c, err := NodeCommand(ctx, b.l.State, n.name, b.self, "kube", "resolve", "--server", server, name)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Output()
-	if err != nil {
-		return nil, err
-	}
-	var ips []net.IP
-	for _, f := range strings.Fields(string(out)) {
-		if ip := net.ParseIP(f); ip != nil {
-			ips = append(ips, ip)
-		}
-	}
-	return ips, nil
 }
 
 // proxyPodLinks tells vnetlab's proxy where the CNI put the pods: the ports

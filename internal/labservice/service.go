@@ -1,9 +1,9 @@
-// Package service is vnetlab's Kubernetes-like Service model: a clusterIP,
+// Package labservice is vnetlab's Kubernetes-like Service model: a clusterIP,
 // port and protocol in front of pod backends, realised in a lab by a
 // provider (iptables, nftables or ebpf: one file each) the way kube-proxy
 // or an eBPF CNI would. The set of services of a lab lives in its state
 // directory (services.json), so the CLI can change a running lab.
-package service
+package labservice
 
 import (
 	"fmt"

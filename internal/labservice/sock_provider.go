@@ -1,4 +1,4 @@
-package service
+package labservice
 
 import (
 	"github.com/vnetlab/vnetlab/internal/cgroup"

@@ -112,12 +112,29 @@ func (m svcMaps) entries() ([]entry, error) {
 	return out, it.Err()
 }
 
+// Addresses and ports in network byte order, as the programs keep them,
+// each IPv4 helper beside its IPv6 twin.
+
+func be16(p uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], p)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+func portOf(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
+}
+
 // addr6Raw is an IPv6 address as bpf2go generates struct lb6_addr: four
 // words, each holding four bytes in network order.
 type addr6Raw = struct {
 	_ structs.HostLayout
 	W [4]uint32
 }
+
+func be32(a netip.Addr) uint32 { b := a.As4(); return binary.NativeEndian.Uint32(b[:]) }
 
 func addr6Words(a netip.Addr) addr6Raw {
 	var w addr6Raw
@@ -126,6 +143,12 @@ func addr6Words(a netip.Addr) addr6Raw {
 		w.W[i] = binary.NativeEndian.Uint32(b[4*i:])
 	}
 	return w
+}
+
+func addrOf(v uint32) netip.Addr {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
 }
 
 func addrOf6(w addr6Raw) netip.Addr {

@@ -1,7 +1,7 @@
 // Package bench holds a documented benchmark of vnetlab's eBPF fast paths
 // (docs/ebpf.md), not a test: no timing assertions.
 //
-//	VNETLAB_BENCH=1 go test -count=1 -v ./internal/service/bench/
+//	VNETLAB_BENCH=1 go test -count=1 -v ./internal/labservice/bench/
 //
 // tcp_stream (iperf3), tcp_rr (sockperf ping-pong, one connection, client
 // and server pinned to one CPU: see pin) and tcp_crr (connect, 1 byte each
@@ -39,9 +39,9 @@ import (
 	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/labservice"
 	"github.com/vnetlab/vnetlab/internal/nsutil"
 	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/service"
 	"github.com/vnetlab/vnetlab/internal/stats"
 	"github.com/vnetlab/vnetlab/internal/testnet"
 )
@@ -199,15 +199,15 @@ func services(t *testing.T, l *lab.Lab, how string, backend netip.Addr) string {
 	}
 	if how == "sock" {
 		// The ebpf-sock provider, as `vnetlab svc add --provider ebpf-sock` loads them.
-		c := &service.Config{Provider: service.EBPFSock}
+		c := &labservice.Config{Provider: labservice.EBPFSock}
 		for _, s := range svcs {
 			b := s.Backends[0]
-			c.Services = append(c.Services, service.Service{VIP: s.VIP, Port: s.Port, Proto: service.TCP, Backends: []service.Backend{{IP: b.IP, Port: b.Port}}})
+			c.Services = append(c.Services, labservice.Service{VIP: s.VIP, Port: s.Port, Proto: labservice.TCP, Backends: []labservice.Backend{{IP: b.IP, Port: b.Port}}})
 		}
-		if err := service.Commit(l.State, nil, c); err != nil {
+		if err := labservice.Commit(l.State, nil, c); err != nil {
 			t.Fatal(err)
 		}
-		cg, err := service.ClientCgroup(l.State, service.EBPFSock)
+		cg, err := labservice.ClientCgroup(l.State, labservice.EBPFSock)
 		if err != nil {
 			t.Fatal(err)
 		}
