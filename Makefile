@@ -87,8 +87,8 @@ bench-kube: build
 clean-labs: build
 	./bin/vnetlab clean
 
-# Recompiles bpf/*.c into the committed internal/dataplane/tcbpf/service_bpfel.{go,o},
-# internal/dataplane/sock/sock_bpfel.{go,o} and internal/profile/profile_bpfel.{go,o}
+# Recompiles bpf/*.c into the committed internal/datapath/tcbpf/service_bpfel.{go,o},
+# internal/datapath/sock/sock_bpfel.{go,o} and internal/measure/profile/profile_bpfel.{go,o}
 # (needs clang 14 and libbpf-dev; building vnetlab itself does not).
 generate:
-	$(GO) generate ./internal/dataplane/tcbpf ./internal/dataplane/sock ./internal/profile ./internal/pktstat
+	$(GO) generate ./internal/datapath/tcbpf ./internal/datapath/sock ./internal/measure/profile ./internal/measure/pktstat

@@ -138,7 +138,7 @@ struct {
 } lb6_vip16 SEC(".maps");
 
 /* lb6_fold16: the xor of an address's four 32-bit words, as loaded, and of
- * that word's two halves (internal/dataplane/tcbpf's fold16 is its twin). */
+ * that word's two halves (internal/datapath/tcbpf's fold16 is its twin). */
 static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
 {
 	__u32 x = a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// vnetlab's packet-size counter (internal/pktstat): how many packets, bytes
+// vnetlab's packet-size counter (internal/measure/pktstat): how many packets, bytes
 // and segments each device of the watched network namespaces transmits
 // (net_dev_xmit: what the driver was handed, a GSO packet whole) and
 // receives (netif_receive_skb: what the stack gets, after GRO). From them,

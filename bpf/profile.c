@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// vnetlab's CPU profiler (internal/profile): a perf_event program run on
+// vnetlab's CPU profiler (internal/measure/profile): a perf_event program run on
 // every CPU's cpu-clock tick that counts (process, kernel stack, user stack)
 // triples, and BTF-typed raw tracepoint (tp_btf) programs that count
 // data-path events. tp_btf attaches by name, so tracefs need not be mounted

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/kernel"
+	"github.com/vnetlab/vnetlab/internal/system/kernel"
 )
 
 type doctorMode struct {

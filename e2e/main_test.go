@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/system/rootns"
 )
 
 var bin string

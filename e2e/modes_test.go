@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/kernel"
+	"github.com/vnetlab/vnetlab/internal/system/kernel"
 )
 
 type labJSON struct {

@@ -17,11 +17,11 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/rootns"
-	"github.com/vnetlab/vnetlab/internal/testnet"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/rootns"
 )
 
 // probe adds an iproute2 namespace (not a vnetlab name) removed when the

@@ -9,7 +9,7 @@ declare -A need=(
   [iperf3]=iperf3 [sockperf]=sockperf [iptables-restore]=iptables [nft]=nftables
   [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
   [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
-  [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/report tests)
+  [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/present/report tests)
   # `vnetlab kube up`: a local Kubernetes cluster's etcd, container runtime and CNI plugins
   [etcd]=etcd-server [containerd]=containerd [runc]=runc
   # `make conformance` / `vnetlab kube conformance`: the tools upstream's agnhost test image holds

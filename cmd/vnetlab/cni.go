@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/vnetlab/vnetlab/internal/cni"
+	"github.com/vnetlab/vnetlab/internal/platform/cni"
 )
 
 // Invoked as vnetlab-cni (a link in a CNI bin directory, as `kube up --cni

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/export"
-	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/present/export"
+	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 func init() { extraCommands = append(extraCommands, newCompareCmd) }

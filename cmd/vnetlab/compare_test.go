@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/stats"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
 
 // vnetlabBin is the binary under test: $VNETLAB_BIN (make test sets it), or
@@ -129,7 +129,7 @@ func TestCompareCommand(t *testing.T) {
 func TestReportCommand(t *testing.T) {
 	bin := vnetlabBin(t)
 	dir := filepath.Join(t.TempDir(), "rep")
-	fixture, _ := filepath.Abs("../../internal/report/testdata/results.json")
+	fixture, _ := filepath.Abs("../../internal/present/report/testdata/results.json")
 	if _, errOut, code := runVnetlab(t, bin, "report", fixture, "-o", dir); code != 0 {
 		t.Fatalf("report exited %d: %s", code, errOut)
 	}

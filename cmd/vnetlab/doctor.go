@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/doctor"
-	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/platform/doctor"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 func newDoctorCmd() *cobra.Command {

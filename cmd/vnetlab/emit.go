@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/export"
-	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/present/export"
+	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 // emitResults prints the table and summary of a finished run (and a kube

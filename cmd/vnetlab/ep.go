@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/labservice"
+	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 )
 
 func init() { extraCommands = append(extraCommands, newEpCmd) }

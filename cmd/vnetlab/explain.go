@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/explain"
+	"github.com/vnetlab/vnetlab/internal/present/explain"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

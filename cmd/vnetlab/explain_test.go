@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// explain on a real profiled run (internal/explain/testdata): the default
+// explain on a real profiled run (internal/present/explain/testdata): the default
 // pairs against the baseline, a differential flame graph, JSON, and
 // one-line errors for bad input.
 func TestExplainVerb(t *testing.T) {

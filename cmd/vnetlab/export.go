@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/export"
+	"github.com/vnetlab/vnetlab/internal/present/export"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

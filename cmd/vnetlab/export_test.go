@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/vnetlab/vnetlab/internal/export"
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
+	"github.com/vnetlab/vnetlab/internal/present/export"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
@@ -24,7 +24,7 @@ import (
 // writes one failing case per regression; bad input is one line and exit 1.
 func TestExportCommand(t *testing.T) {
 	bin := vnetlabBin(t)
-	fixture, _ := filepath.Abs("../../internal/report/testdata/results.json")
+	fixture, _ := filepath.Abs("../../internal/present/report/testdata/results.json")
 	out, errOut, code := runVnetlab(t, bin, "export", fixture, "--format", "csv")
 	if code != 0 {
 		t.Fatalf("export csv exited %d: %s", code, errOut)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vnetlab/vnetlab/internal/family"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // --ip-family and ip_family: the flag over the file over ipv4; up gives

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/history"
+	"github.com/vnetlab/vnetlab/internal/present/history"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/kube/conformance"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 func newKubeConformanceCmd() *cobra.Command {

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/scenario"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Flags over a scenario file over the defaults, written once for every

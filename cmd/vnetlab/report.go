@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/report"
+	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

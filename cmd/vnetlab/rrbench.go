@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/cpupin"
-	"github.com/vnetlab/vnetlab/internal/rrbench"
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
 // rr-server and rr-client are the built-in rr engine's two halves; the rr
-// driver (internal/engine/rr.go) starts them inside pods from this binary.
+// driver (internal/measure/engine/rr.go) starts them inside pods from this binary.
 func init() { extraCommands = append(extraCommands, newRRServerCmd, newRRClientCmd) }
 
 func newRRServerCmd() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/labservice"
+	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 )
 
 // svc and ep through the real binary on a real lab: bad input gets one line

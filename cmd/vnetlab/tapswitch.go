@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/vnetlab/vnetlab/internal/tapswitch"
+	"github.com/vnetlab/vnetlab/internal/datapath/tapswitch"
 )
 
 func init() { extraCommands = append(extraCommands, newTapSwitchCmd) }

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/kernel"
-	"github.com/vnetlab/vnetlab/internal/vm"
+	"github.com/vnetlab/vnetlab/internal/platform/vm"
+	"github.com/vnetlab/vnetlab/internal/system/kernel"
 )
 
 // guestBinary is a test package run inside the guest and which of its tests
@@ -29,12 +29,12 @@ type guestBinary struct{ name, pkg, run string }
 // lacks, doctor, and the modes it has (on the guest kernel too);
 // netkitDataPlane: netkit-ebpf's fast path; ipv6Modes: those modes' IPv6.
 var (
-	probeTests = guestBinary{"kernel", "./internal/kernel", "."}
+	probeTests = guestBinary{"kernel", "./internal/system/kernel", "."}
 	modeTests  = guestBinary{"e2e", "./e2e", "^(TestIpvlanKnownButGated|TestKernelModes|TestModesConnectivityAndStream|TestDoctorSaysWhenEmulated)$"}
 	// netkit-ebpf's fast path taken (the node's FORWARD chain stays still).
-	netkitDataPlane = guestBinary{"dataplane", "./internal/dataplane/tcbpf", "^TestNetkitEBPFLab$"}
+	netkitDataPlane = guestBinary{"dataplane", "./internal/datapath/tcbpf", "^TestNetkitEBPFLab$"}
 	// IPv6 and dual-stack pods in the modes this machine's kernel lacks.
-	ipv6Modes = guestBinary{"modes", "./internal/modes", "^TestIPv6Modes$/^(ipvlan|netkit)/"}
+	ipv6Modes = guestBinary{"modes", "./internal/datapath/modes", "^TestIPv6Modes$/^(ipvlan|netkit)/"}
 )
 
 func repoRoot() string {

@@ -1,7 +1,7 @@
 package results
 
 // Profile is a cell's profile (Cell.Profile; profile in
-// docs/results-json.md), as internal/profile's Summarize makes it: CPU per unit of work by stage and by function, and
+// docs/results-json.md), as internal/measure/profile's Summarize makes it: CPU per unit of work by stage and by function, and
 // data-path events per unit.
 type Profile struct {
 	Hz       int     `json:"hz"`                // samples per second per CPU

@@ -1,7 +1,7 @@
 package results
 
 // The knobs' settings and their proof (issue 26), as the file records
-// them; the runner converts internal/knob's and internal/pktstat's types
+// them; the runner converts internal/measure/knob's and internal/measure/pktstat's types
 // into these (runner/filing.go).
 
 // Links are the knobs a lab's links take (Settings.Links, LinkProof.Requested):

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // SchemaVersion grows with every change to the format (TestSchemaGolden
@@ -61,7 +61,7 @@ type Cluster struct {
 	CNI       string `json:"cni"`
 	CNIPlugin string `json:"cni_plugin,omitempty"`
 	CNIMode   string `json:"cni_mode,omitempty"`
-	// KubeProxyMode is the Service proxy's name (internal/clusternet's,
+	// KubeProxyMode is the Service proxy's name (internal/vocab/clusternet's,
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
 	KubeProxyMode string            `json:"kube_proxy_mode"`
 	SocketLB      bool              `json:"socket_lb,omitempty"`
@@ -185,11 +185,11 @@ type Cell struct {
 	// Addr is the address a Kubernetes cell's client dialed (kube run: the
 	// server's pod IP or the Service's ClusterIP of the cell's family).
 	Addr string `json:"addr,omitempty"`
-	// Status is the cell's outcome set by internal/analysis: "ok", "failed",
+	// Status is the cell's outcome set by internal/results/analysis: "ok", "failed",
 	// "failed-as-expected" (Note predicted it) or "worked-unexpectedly".
 	Status string `json:"status,omitempty"`
 
-	// Statistics over valid samples (filled by internal/analysis).
+	// Statistics over valid samples (filled by internal/results/analysis).
 	Mean     float64            `json:"mean,omitempty"`
 	CI95     []float64          `json:"ci95,omitempty"`       // [low, high] of the median or mean, see CIMethod
 	CIMethod string             `json:"ci_method,omitempty"`  // "bootstrap-median" or "student-t-mean"

@@ -3,7 +3,7 @@ package results
 import "strings"
 
 // Sweep is every swept axis of a run (Settings.Sweep), as the file records
-// it; the runner converts internal/knob's into it. Each cell's Point names
+// it; the runner converts internal/measure/knob's into it. Each cell's Point names
 // its value on every axis, in the axes' order.
 type Sweep struct {
 	Axes []Axis `json:"axes"`

@@ -3,7 +3,7 @@ package runner
 import (
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 func TestCheckSummary(t *testing.T) {

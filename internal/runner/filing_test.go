@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 )
 
 // fill sets every field under v (structs, pointers, slices and maps of

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/profile"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

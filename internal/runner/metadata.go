@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vnetlab/vnetlab/internal/cpu"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 

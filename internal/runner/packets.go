@@ -3,13 +3,13 @@ package runner
 import (
 	"fmt"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// Every lab run counts the packets of its labs' devices (internal/pktstat),
+// Every lab run counts the packets of its labs' devices (internal/measure/pktstat),
 // --profile or not, in each cell's proof sample (rounds.go), never in a
 // measured one: each cell records the average packet at the sender's
 // transmit and at the receiver's GRO, the proof that an MTU, GSO/GRO or

@@ -9,14 +9,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/field"
-	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/pktstat"
-	"github.com/vnetlab/vnetlab/internal/profile"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Progress is told about each step; Sample is called before each sample.

@@ -7,17 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/cpupin"
-	"github.com/vnetlab/vnetlab/internal/doctor"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/field"
-	"github.com/vnetlab/vnetlab/internal/knob"
-	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/labservice"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/doctor"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // ModeVariant is a mode with options, labelled for the table (e.g.
@@ -84,7 +84,7 @@ type Spec struct {
 	ProfileHz  int
 	ProfileDir string
 
-	// The knobs (issue 26, internal/knob; knobs.go): Settings holds each
+	// The knobs (issue 26, internal/measure/knob; knobs.go): Settings holds each
 	// knob's value for every cell (Streams, Size, Load, and Links set on
 	// every link of each lab's path: a lab per distinct setting), and
 	// Sweep's points give each cell its own values of the knobs it sweeps

@@ -9,12 +9,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
-	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // KubeCluster is one configuration of a `kube.clusters` table: a local

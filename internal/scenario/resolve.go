@@ -5,14 +5,14 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/cpupin"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/field"
-	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/labservice"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // RunSpec is the run the file describes for `run -f`: spec (the defaults,

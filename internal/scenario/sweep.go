@@ -6,7 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/vnetlab/vnetlab/internal/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 )
 
 // decodeSweep reads `sweep:`, a mapping of knobs (or knobs joined by +,

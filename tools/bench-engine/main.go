@@ -5,7 +5,7 @@
 // on request tcp_rr against sockperf ping-pong, and each half of the engine
 // (its client, or its server) with rr.c's other half. It prints one line per
 // row, the ratio built-in / reference of the medians with its bootstrap 95%
-// CI (internal/stats), and the machine's load averages before and after:
+// CI (internal/results/stats), and the machine's load averages before and after:
 //
 //	engine tcp_rr / C reference  0.950 [0.930, 0.970]  target >= 0.98  SHORT
 //
@@ -28,14 +28,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	hostcpu "github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/cpupin"
-	"github.com/vnetlab/vnetlab/internal/engine"
-	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/rrbench"
-	"github.com/vnetlab/vnetlab/internal/stats"
+	hostcpu "github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // engineTarget is issue 16's: the engine costs no more than 2% against C.

@@ -36,12 +36,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
-	"github.com/vnetlab/vnetlab/internal/cpu"
-	"github.com/vnetlab/vnetlab/internal/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
 	"github.com/vnetlab/vnetlab/internal/runner"
-	"github.com/vnetlab/vnetlab/internal/stats"
 )
 
 // harnessTarget: run's numbers within 1% of the engine's own.

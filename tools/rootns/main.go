@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/system/rootns"
 )
 
 func main() {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/field"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // A local cluster's nodes run on this machine's CPUs (--cpu-affinity auto

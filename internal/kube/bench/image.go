@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vnetlab/vnetlab/internal/engine"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
 )
 
 // vnetlabImage is this vnetlab's image reference; a local cluster gets the

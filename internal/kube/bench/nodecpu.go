@@ -16,12 +16,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 )
 
 // How each kind of reading is described in the results (Cluster.NodeCPU).

@@ -5,11 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // runOne measures one cluster: the pods set up, the cells measured, the

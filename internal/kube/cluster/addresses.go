@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Addresses inside a cluster (each cluster has namespaces of its own, so

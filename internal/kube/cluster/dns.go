@@ -23,7 +23,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
 // Cluster DNS as every real cluster has it: CoreDNS (built from the Go module

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // --ip-family with what cannot carry it is refused with one line naming

@@ -6,7 +6,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/vnetlab/vnetlab/internal/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
 // Forward serves the API server on a listening socket of the machine's

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/analysis"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 // junitFailures is how many cases of the JUnit suite named suite failed.

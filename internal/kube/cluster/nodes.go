@@ -11,12 +11,12 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/clusternet"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
-	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/proc"
-	"github.com/vnetlab/vnetlab/internal/rootns"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
+	"github.com/vnetlab/vnetlab/internal/system/rootns"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // recordSysctls journals the machine-wide sysctls kubelet changes, with the

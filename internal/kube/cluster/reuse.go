@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/vnetlab/vnetlab/internal/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 )
 
 // Differs says how an existing cluster's state differs from spec ("" when

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/cni"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
-	"github.com/vnetlab/vnetlab/internal/lab"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/platform/cni"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // PodBridge is the bridge the bridge CNI configuration (configs.go) puts pods on.
@@ -22,7 +22,7 @@ const PodBridge = "cni0"
 // ProxyPlane is the pin directory (under /sys/fs/bpf/vnetlab) of a node's
 // Service maps: the cluster's name, '_', the node's suffix ("k_node1").
 // '_' is never in a lab name, so `vnetlab clean` keeps it while the
-// cluster lives (internal/lab's clean) and `kube down` removes it (journal).
+// cluster lives (internal/platform/lab's clean) and `kube down` removes it (journal).
 func ProxyPlane(cluster, node string) string {
 	return cluster + "_" + strings.TrimPrefix(node, cluster+"-")
 }

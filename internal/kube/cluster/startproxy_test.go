@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 func TestProxyChoice(t *testing.T) {

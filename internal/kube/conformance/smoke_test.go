@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // smokeCluster is the smoke test's cluster name (kube up's tests use others).

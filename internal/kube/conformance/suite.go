@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // DefaultSkip leaves out what a local cluster cannot have (cloud load

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
-	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
-	"github.com/vnetlab/vnetlab/internal/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 func TestResolveDefaults(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/cpu"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 )
 
 // A node's CPU on a cluster vnetlab does not run: a hostNetwork helper pod

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/vnetlab/vnetlab/internal/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Label marks every namespace vnetlab creates in a cluster (`kube clean`

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/vnetlab/vnetlab/internal/family"
-	"github.com/vnetlab/vnetlab/internal/field"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Options say what to set up in the cluster.

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
 )
 
 // TranslateExternal computes the entries of a Service's frontends for

@@ -16,7 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
 )
 
 // npSvc is a Service of type typ with port 80 (nodePort 30080) and UDP 53

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/vnetlab/vnetlab/internal/cgroup"
-	"github.com/vnetlab/vnetlab/internal/dataplane/sock"
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/sock"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 )
 
 // FlowCleaner forgets the conntrack entries of UDP flows whose backend a

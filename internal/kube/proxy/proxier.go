@@ -13,8 +13,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
 // Proxier is one node's Service proxy, shaped like kube-proxy's nftables

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/vnetlab/vnetlab/internal/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // Config is one node's proxy.
@@ -56,7 +56,7 @@ type Config struct {
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
-// internal/clusternet).
+// internal/vocab/clusternet).
 const (
 	ModeEBPF = clusternet.VnetlabEBPF
 	ModeSock = clusternet.VnetlabSock

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
-	"github.com/vnetlab/vnetlab/internal/nsutil"
-	"github.com/vnetlab/vnetlab/internal/testnet"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
 // A Service whose selector matches no pod: its entries are in the node's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
 // vnetlab-ebpf --socket-lb (this file's tests run last: the cluster is

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
 // fakePlane records the calls the syncer makes, and checks the one order

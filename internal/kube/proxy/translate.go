@@ -2,7 +2,7 @@
 // one per node in place of kube-proxy: client-go informers on Services and
 // EndpointSlices, a pure translation of them into the entries of vnetlab's
 // eBPF Service maps (this file), an incremental sync of those entries into
-// the node's maps (internal/dataplane/svcsync's Syncer),
+// the node's maps (internal/datapath/svcsync's Syncer),
 // and the tc programs attached to every pod's
 // node-side veth as the CNI makes it (links.go). docs/kubernetes-proxy.md
 // says which Kubernetes semantics it implements.
@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
 // Translate computes the entries of one Service on node `node` from the

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/vnetlab/vnetlab/internal/dataplane/svcsync"
-	"github.com/vnetlab/vnetlab/internal/dataplane/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
 // Builders in the style of kube-proxy's own table tests.

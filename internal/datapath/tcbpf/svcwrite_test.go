@@ -1,0 +1,193 @@
+package tcbpf_test
+
+import (
+	"errors"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	dp "github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+)
+
+// UpdateService keeps the Service's id (its flows keep their backends),
+// rewrites the backends growing and shrinking, and keeps the backend-port
+// prefilter counting exactly the backends present.
+func TestUpdateServiceInPlace(t *testing.T) {
+	p := testPlane(t)
+	be := func(ip string, port uint16) dp.Backend { return dp.Backend{IP: netip.MustParseAddr(ip), Port: port} }
+	vip := netip.MustParseAddr("10.96.0.7")
+	s := dp.Service{VIP: vip, Port: 80, Proto: dp.TCP, Backends: []dp.Backend{be("10.244.1.5", 8080)}}
+	if err := p.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+	id := func() uint32 {
+		ss, err := p.ListServices()
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("services %v, %v", ss, err)
+		}
+		return ss[0].ID
+	}
+	first := id()
+	port := func(n uint32) uint32 {
+		var v uint32
+		if err := p.Objects().LbBports.Lookup(n, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, bs := range [][]dp.Backend{
+		{be("10.244.1.5", 8080), be("10.244.2.5", 8080), be("10.244.2.6", 9090)},
+		{be("10.244.2.6", 9090)},
+		nil,
+		{be("10.244.1.9", 8080)},
+	} {
+		s.Backends = bs
+		if err := p.UpdateService(s); err != nil {
+			t.Fatal(err)
+		}
+		ss, _ := p.ListServices()
+		if got := ss[0].Backends; !reflect.DeepEqual(got, bs) && !(len(got) == 0 && len(bs) == 0) {
+			t.Fatalf("backends %v, want %v", got, bs)
+		}
+		if id() != first {
+			t.Fatalf("id changed from %d to %d", first, id())
+		}
+		var n8080, n9090 uint32
+		for _, b := range bs {
+			if b.Port == 8080 {
+				n8080++
+			} else {
+				n9090++
+			}
+		}
+		if port(8080) != n8080 || port(9090) != n9090 {
+			t.Errorf("prefilter 8080=%d 9090=%d, want %d %d", port(8080), port(9090), n8080, n9090)
+		}
+	}
+	missing := dp.Service{VIP: vip, Port: 81, Proto: dp.TCP}
+	if err := p.UpdateService(missing); !errors.Is(err, dp.ErrNotFound) {
+		t.Errorf("update of a missing Service: %v, want ErrNotFound", err)
+	}
+}
+
+// ctCount counts the conntrack's forward and reverse entries.
+func ctCount(t *testing.T, p *dp.Plane) (fwd, rev int) {
+	t.Helper()
+	var k dp.CtKey
+	var v dp.Ct
+	it := p.Objects().LbConntrack.Iterate()
+	for it.Next(&k, &v) {
+		switch k.Dir {
+		case 1:
+			fwd++
+		case 2:
+			rev++
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return fwd, rev
+}
+
+// UpdateService rewrites a Service's slots under live TCP flows (another
+// order, one backend more): no flow moves to another backend, new flows
+// spread over all the new backends, and a second update keeps those too.
+// The client's ICMP error about a reply still reaches the flow's backend.
+func TestUpdateServiceKeepsLiveFlows(t *testing.T) {
+	p := testPlane(t)
+	bs := []dp.Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5201}, {IP: ipOf("192.168.10.13"), Port: 5201}}
+	s := dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: bs}
+	if err := p.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+	const flows = 90
+	first := map[uint16]netip.Addr{}
+	for i := 0; i < flows; i++ {
+		sport := uint16(31000 + i)
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		d, _ := decode(out)
+		first[sport] = d.dst
+		_, out = run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sport, dport: 5201, tcpFlags: tcpACK, payload: []byte("x")}.bytes())
+		expect(t, out, podB, sport, d.dst, 5201)
+		mustValid(t, out)
+	}
+	if fwd, rev := ctCount(t, p); fwd != flows || rev != flows {
+		t.Fatalf("%d forward and %d reverse entries, want %d each", fwd, rev, flows)
+	}
+
+	// The client's ICMP error about a reply: the quote vip:5201 -> client
+	// becomes backend:5201 -> client, sent to the backend.
+	sport := uint16(31000)
+	quoted := ipv4{src: vip, dst: podB, proto: protoTCP, sport: 5201, dport: sport, tcpFlags: tcpACK}
+	ret, out := run(t, p.Objects().FromPod, icmpError(3, 3, podB, vip, quoted).bytes())
+	mustOK(t, ret)
+	if d, _ := decode(out); d.dst != first[sport] {
+		t.Fatalf("ICMP error sent to %s, want the flow's backend %s", d.dst, first[sport])
+	}
+	if qs, qsp, qd, qdp := checkICMP(t, out); qs != first[sport] || qsp != 5201 || qd != podB || qdp != sport {
+		t.Fatalf("quote %s:%d -> %s:%d, want %s:5201 -> %s:%d", qs, qsp, qd, qdp, first[sport], podB, sport)
+	}
+
+	s.Backends = []dp.Backend{bs[2], bs[0], {IP: ipOf("192.168.10.14"), Port: 5201}, bs[1]}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for sp, be := range first {
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpACK}.bytes())
+		if d, _ := decode(out); d.dst != be {
+			moved++
+		}
+	}
+	if moved != 0 {
+		t.Fatalf("%d of %d live flows moved to another backend by the update", moved, flows)
+	}
+	hits := map[netip.Addr]int{}
+	after := map[uint16]netip.Addr{}
+	for i := 0; i < 200; i++ {
+		sp := uint16(33000 + i)
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpSYN}.bytes())
+		d, _ := decode(out)
+		hits[d.dst]++
+		after[sp] = d.dst
+	}
+	if len(hits) != 4 {
+		t.Fatalf("new flows after the update went to %v, want all four backends", hits)
+	}
+	s.Backends = []dp.Backend{bs[1], bs[0], bs[2], {IP: ipOf("192.168.10.14"), Port: 5201}}
+	if err := p.UpdateService(s); err != nil {
+		t.Fatal(err)
+	}
+	for sp, be := range after {
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: sp, dport: 5201, tcpFlags: tcpACK}.bytes())
+		if d, _ := decode(out); d.dst != be {
+			t.Fatalf("flow %d moved from %s to %s by the second update", sp, be, d.dst)
+		}
+	}
+}
+
+// StableSlots keeps every remaining backend in its slot when the count
+// allows, so a sessionAffinity client's remembered slot still holds its
+// backend after an endpoint change.
+func TestStableSlots(t *testing.T) {
+	b := func(last byte) dp.Backend {
+		return dp.Backend{IP: netip.AddrFrom4([4]byte{10, 244, 1, last}), Port: 80}
+	}
+	for _, c := range []struct {
+		name            string
+		old, want, slot []dp.Backend
+	}{
+		{"new Service", nil, []dp.Backend{b(1), b(2)}, []dp.Backend{b(1), b(2)}},
+		{"one added: the others stay", []dp.Backend{b(3), b(1)}, []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(3), b(1), b(2)}},
+		{"middle one removed: the last moves into its slot", []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(1), b(3)}, []dp.Backend{b(1), b(3)}},
+		{"first removed, one added", []dp.Backend{b(1), b(2), b(3)}, []dp.Backend{b(2), b(3), b(4)}, []dp.Backend{b(4), b(2), b(3)}},
+		{"all replaced", []dp.Backend{b(1), b(2)}, []dp.Backend{b(7), b(8)}, []dp.Backend{b(7), b(8)}},
+		{"emptied", []dp.Backend{b(1)}, nil, []dp.Backend{}},
+		{"listed twice: as given", []dp.Backend{b(2), b(1)}, []dp.Backend{b(1), b(1), b(2)}, []dp.Backend{b(1), b(1), b(2)}},
+	} {
+		if got := dp.StableSlots(c.old, c.want); !reflect.DeepEqual(got, c.slot) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.slot)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
+)
+
+// RRPort is where the built-in rr server listens (docker-nat publishes it).
+const RRPort = 7001
+
+// rr is vnetlab's own request/response engine (internal/measure/rrbench), with
+// netperf's TCP_RR, UDP_RR and TCP_CRR semantics. Its server and client are
+// this very binary (`vnetlab rr-server` / `vnetlab rr-client`), started in
+// the server and client namespaces; one server per sample.
+//
+// tcp_crr differs from netperf on purpose: the client closes with RST
+// (SO_LINGER 0), so no TIME_WAIT sockets pile up from sample to sample
+// (see runCRR in internal/measure/rrbench). A sample with any connect error is
+// invalid.
+type rr struct{}
+
+func init() { Register(rr{}) }
+
+func (rr) Name() string { return "rr" }
+func (rr) Supports(t Test) bool {
+	return t == TCPRR || t == UDPRR || t == TCPCRR
+}
+
+// Programs: the engine needs only vnetlab itself, and iperf3 for a load
+// (checked in Check: only some specs have one).
+func (rr) Programs() []string {
+	if p, err := SelfBinary(); err == nil {
+		return []string{p}
+	}
+	return nil
+}
+
+// Check refuses concurrent flows beyond rr-client's limit, and a load
+// without iperf3 installed.
+func (rr) Check(spec Spec) error {
+	if spec.Streams > rrbench.MaxFlows {
+		return field.Errorf("streams", "{streams} %d: the rr engine runs up to %d flows at once", spec.Streams, rrbench.MaxFlows)
+	}
+	return checkLoad(spec)
+}
+
+// SelfBinary is the vnetlab executable that runs rr-server and rr-client in
+// the pods: $VNETLAB_BIN if set, else the running executable. Under `go
+// test` the running executable is a test binary, which has no rr-server.
+func SelfBinary() (string, error) {
+	if p := os.Getenv("VNETLAB_BIN"); p != "" {
+		return p, nil
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the vnetlab executable: %w", err)
+	}
+	if strings.HasSuffix(p, ".test") {
+		return "", fmt.Errorf("the rr engine runs `vnetlab rr-server` in the pods, but %s is a test binary: set VNETLAB_BIN to a built vnetlab (make build; make test sets it)", p)
+	}
+	return p, nil
+}
+
+func rrArgs(t Test) (proto, mode string) {
+	switch t {
+	case UDPRR:
+		return "udp", "rr"
+	case TCPCRR:
+		return "tcp", "crr"
+	}
+	return "tcp", "rr"
+}
+
+func (d rr) Run(ctx context.Context, tg Target, spec Spec) (Result, error) {
+	return runTool(ctx, d, tg, spec)
+}
+
+func (rr) invocation(tg Target, spec Spec) (invocation, error) {
+	self, err := SelfBinary()
+	if err != nil {
+		return invocation{}, err
+	}
+	size := strconv.Itoa(max(spec.Size, 1))
+	proto, mode := rrArgs(spec.Test)
+	port := strconv.Itoa(RRPort)
+	server := []string{self, "rr-server", "--proto", proto, "--port", port, "--size", size}
+	if tg.IPv6() { // an IPv6 socket; IPv4 keeps its own (no v4-mapped path on the server)
+		server = append(server, "--bind", "::")
+	}
+	client := []string{self, "rr-client", "--proto", proto, "--mode", mode,
+		"--addr", net.JoinHostPort(tg.Addr, port), "--duration", spec.Duration.String(),
+		"--size", size, "-o", "json"}
+	if spec.CPU.Pinned { // each side pins itself: the same in a pod as here
+		server = append(server, "--cpu", strconv.Itoa(spec.CPU.Server))
+		client = append(client, "--cpu", strconv.Itoa(spec.CPU.Client))
+	}
+	if spec.Streams > 1 { // concurrent flows, each its own connection
+		server = append(server, "--flows", strconv.Itoa(spec.Streams))
+		client = append(client, "--flows", strconv.Itoa(spec.Streams))
+	}
+	return invocation{
+		server: server,
+		ready:  rrbench.ReadyPrefix,
+		client: client,
+		runs:   spec.Duration,
+		parse:  ParseRR,
+		failed: "rr-client",
+	}, nil
+}
+
+// ParseRR turns `rr-client -o json` output into a Result. A crr sample with
+// connect errors comes back with its numbers and an error (invalid sample).
+func ParseRR(out []byte) (Result, error) {
+	rep, err := rrbench.ParseReport(out)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		Value:     rep.Rate,
+		Transfers: float64(rep.Transactions),
+		Errors:    int(rep.Errors),
+		Latency:   map[string]float64{},
+	}
+	for _, k := range []string{"p50", "p90", "p99", "p99.9", "mean"} {
+		if v, ok := rep.Latency[k]; ok {
+			r.Latency[k] = v
+		}
+	}
+	if sent := rep.Transactions + rep.Lost; rep.Lost > 0 {
+		r.LossPct = 100 * float64(rep.Lost) / float64(sent)
+	}
+	if rep.Errors > 0 {
+		return r, fmt.Errorf("%d connect/exchange errors in the sample (first: %s): sample invalid", rep.Errors, rep.FirstError)
+	}
+	if rep.Transactions == 0 {
+		return r, fmt.Errorf("rr-client completed no transaction")
+	}
+	return r, nil
+}

@@ -1,0 +1,188 @@
+// Package doctor inspects the machine: which modes this kernel supports,
+// which programs are installed, and whether the default experiment can run.
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/platform/labservice"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
+	"github.com/vnetlab/vnetlab/internal/system/kernel"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+)
+
+// Report is what `vnetlab doctor` prints.
+type Report struct {
+	Kernel string `json:"kernel"`
+	// Emulation is set when the CPU is emulated in software (qemu TCG).
+	Emulation string    `json:"emulation,omitempty"`
+	Root      bool      `json:"root"`
+	Modes     []Item    `json:"modes"`
+	Programs  []Program `json:"programs"`
+	BPFFS     Item      `json:"bpffs"`
+	Notes     []string  `json:"notes,omitempty"`
+	// DefaultRunnable is false when plain `vnetlab run` cannot run.
+	DefaultRunnable bool   `json:"default_experiment_runnable"`
+	Why             string `json:"why_not,omitempty"`
+}
+
+// Item is a yes/no with a reason.
+type Item struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+	// Families a mode's labs can have here (--ip-family): ipv4, and ipv6
+	// and dual where the mode wires IPv6 and the kernel carries it.
+	Families []family.Family `json:"families,omitempty"`
+}
+
+// Program is an external program vnetlab may run.
+type Program struct {
+	Name     string `json:"name"`
+	Path     string `json:"path,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Needed   string `json:"needed_for"`
+	Package  string `json:"debian_package"`
+	Required bool   `json:"required"`
+}
+
+// Programs vnetlab uses, the version flag to ask, and what needs them.
+var programs = []struct {
+	name, flag, needed, pkg string
+	required                bool
+}{
+	{"iperf3", "--version", "tcp_stream, udp_stream (default experiment)", "iperf3", true},
+	{"iptables-restore", "--version", "modes' NAT/forward rules, iptables Services", "iptables", true},
+	{"sockperf", "--version", "sockperf engine (rr validation)", "sockperf", false},
+	{"nft", "--version", "nftables Services", "nftables", false},
+	{"ovs-vswitchd", "--version", "ovs modes", "openvswitch-switch", false},
+	{"ethtool", "--version", "offload settings (ovs, tap)", "ethtool", false},
+}
+
+// DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
+var DefaultModes = []string{modes.VethRouted, modes.Bridge, modes.Macvlan, modes.Ipvlan}
+
+// Run inspects the machine.
+func Run() *Report {
+	r := &Report{Root: os.Geteuid() == 0}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		r.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	r.Emulation = cpu.Emulation()
+	for _, m := range modes.All() {
+		it := Item{Name: m.Name, Available: true, Detail: m.Summary}
+		if !r.Root {
+			it.Available, it.Detail = false, "cannot probe the kernel without root"
+		} else if err := modes.Available(m); err != nil {
+			it.Available, it.Detail = false, err.Error()
+		} else if m.Detail != nil {
+			it.Detail += "; " + m.Detail()
+		}
+		it.Families = modeFamilies(m, r.Root)
+		r.Modes = append(r.Modes, it)
+	}
+	for _, p := range programs {
+		pr := Program{Name: p.name, Needed: p.needed, Package: p.pkg, Required: p.required}
+		if path, err := exec.LookPath(p.name); err == nil {
+			pr.Path = path
+			out, _ := exec.Command(path, p.flag).CombinedOutput()
+			pr.Version = firstVersion(string(out))
+		}
+		r.Programs = append(r.Programs, pr)
+	}
+	r.BPFFS = bpffs()
+	r.Notes = append(r.Notes, ebpfNotes(r)...)
+	if n := cpuNote(); n != "" {
+		r.Notes = append(r.Notes, n)
+	}
+	r.DefaultRunnable, r.Why = defaultRunnable(r)
+	return r
+}
+
+// ebpfNotes says what the eBPF fast paths change for the node's own tools
+// (Cilium's documentation says the same of its BPF host routing).
+func ebpfNotes(r *Report) []string {
+	var notes []string
+	for _, it := range r.Modes {
+		if m, err := modes.Get(it.Name); err == nil && it.Available && m.Services.NodeNote != "" {
+			notes = append(notes, m.Services.NodeNote)
+		}
+	}
+	if root, err := cgroup.Root(); err != nil {
+		notes = append(notes, labservice.EBPFSock+" (socket-level Services): unavailable: "+err.Error())
+	} else {
+		notes = append(notes, labservice.EBPFSock+" (socket-level Services): translated at connect()/sendmsg() for processes in the lab's own cgroup ("+root+"/"+cgroup.Sub+"/<lab>), never the root cgroup; no packet carries the clusterIP, so node and pod iptables never see it")
+	}
+	return notes
+}
+
+// cpuNote warns, on a machine with few CPUs, what an unpinned rr/crr run
+// measures, and what run does about it by default.
+func cpuNote() string {
+	allowed, err := cpupin.Allowed()
+	if err != nil {
+		return ""
+	}
+	w := cpupin.UnpinnedWarning("rr/crr tests run", len(allowed))
+	if w == "" {
+		return ""
+	}
+	last := allowed[len(allowed)-1]
+	return fmt.Sprintf("CPUs %s: %s (run's default, --cpu-affinity auto, puts their client and server on CPU %d; kube run leaves them unpinned unless told)", cpupin.FormatList(allowed), w, last)
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)
+
+func firstVersion(s string) string {
+	line := strings.SplitN(strings.TrimSpace(s), "\n", 2)[0]
+	if v := versionRE.FindString(line); v != "" {
+		return v
+	}
+	return line
+}
+
+func bpffs() Item {
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/bpf", &fs); err == nil && fs.Type == unix.BPF_FS_MAGIC {
+		return Item{Name: "bpffs", Available: true, Detail: "mounted at /sys/fs/bpf"}
+	}
+	return Item{Name: "bpffs", Available: true, Detail: "not mounted: vnetlab mounts it at /sys/fs/bpf when an eBPF mode needs it"}
+}
+
+func defaultRunnable(r *Report) (bool, string) {
+	if !r.Root {
+		return false, "not root"
+	}
+	for _, p := range r.Programs {
+		if p.Required && p.Path == "" {
+			return false, p.Name + " is missing: apt-get install " + p.Package
+		}
+	}
+	for _, m := range r.Modes {
+		for _, d := range DefaultModes {
+			if m.Name == d && m.Available {
+				return true, ""
+			}
+		}
+	}
+	return false, "none of the default modes is available"
+}
+
+// modeFamilies are the IP families m's labs can have on this machine (IPv6
+// needs the mode's wiring and, probed as root, a kernel that carries it).
+func modeFamilies(m modes.Mode, root bool) []family.Family {
+	if !m.IPv6 || (root && kernel.Check(kernel.IPv6) != nil) {
+		return []family.Family{family.IPv4}
+	}
+	return family.All
+}

@@ -1,0 +1,411 @@
+package report
+
+// The knobs' sections (issue 26): each test's metric against each swept
+// knob, per mode, with the knee (curves); which knobs took effect, read
+// back from the links and seen in the packets (in force); and rr latency
+// idle and under load, as inflation (under load).
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+)
+
+// CurveView is one test against one swept knob: its chart and, per line,
+// the values and the knee in words.
+type CurveView struct {
+	Test, Axis, Unit string
+	Chart            *CurveChart
+	File             string
+	Rows             []CurveRow
+}
+
+// CurveRow is one line: its label, each value's median, the knee.
+type CurveRow struct {
+	Line   string
+	Values []string
+	Knee   string
+}
+
+// line is a curve's identity: a cell's id without its test and point.
+func lineOf(id results.CellID) results.CellID {
+	id.Point, id.Test = "", ""
+	return id
+}
+
+func lineLabel(id results.CellID) string {
+	if s := id.Series(); s != "pod" {
+		return id.Mode + " " + s
+	}
+	return id.Mode
+}
+
+// buildCurves makes a curve per test and axis with two values or more.
+func buildCurves(f *results.File) []*CurveView {
+	sw := f.Metadata.Settings.Sweep
+	if sw == nil {
+		return nil
+	}
+	var out []*CurveView
+	for _, t := range testOrder(f.Cells) {
+		for ai, a := range sw.Axes {
+			if cv := buildCurve(f.Cells, *sw, t, ai, a); cv != nil {
+				out = append(out, cv)
+			}
+		}
+	}
+	return out
+}
+
+// buildCurve is test t against axis a (the ai-th): the cells at the base
+// or moving a only.
+func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
+	type lineCells struct {
+		id    results.CellID
+		cells []*results.Cell // by value index
+	}
+	var lines []*lineCells
+	n := 0
+	unit := ""
+	for _, c := range cells {
+		if c.Test != t {
+			continue
+		}
+		p, err := knob.ParsePoint(c.Point)
+		if err != nil || len(p) != len(sw.Axes) {
+			continue
+		}
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
+			continue
+		}
+		vi := slices.Index(a.Values, p[ai].Value)
+		if vi < 0 {
+			continue
+		}
+		id := lineOf(c.ID())
+		i := slices.IndexFunc(lines, func(l *lineCells) bool { return l.id == id })
+		if i < 0 {
+			lines = append(lines, &lineCells{id: id, cells: make([]*results.Cell, len(a.Values))})
+			i = len(lines) - 1
+		}
+		lines[i].cells[vi] = c
+		n++
+		unit = c.Unit
+	}
+	if len(lines) == 0 || len(a.Values) < 2 || n <= len(lines) {
+		return nil
+	}
+	cv := &CurveView{Test: t, Axis: a.Key(), Unit: unit, File: "curve-" + t + "-" + strings.ReplaceAll(a.Key(), "+", "-")}
+	ch := &CurveChart{Title: fmt.Sprintf("%s (%s) against %s: median, 95%% CI band, knee", t, unit, a.Key()), Unit: unit, XLabel: a.Key(), X: a.Values}
+	higher := analysis.HigherIsBetter(unit)
+	if !higher {
+		ch.Unit += " (lower is better)"
+	}
+	for _, l := range lines {
+		cl := CurveLine{Label: lineLabel(l.id), Knee: -1}
+		row := CurveRow{Line: cl.Label}
+		for vi, c := range l.cells {
+			pt := CurvePoint{Missing: c == nil}
+			cell := "-"
+			switch {
+			case c == nil:
+			case c.NotApplied != "":
+				pt.Failed, pt.Tip, cell = true, fmt.Sprintf("%s=%s: not applied: %s", a.Key(), a.Values[vi], c.NotApplied), "not applied"
+			case len(c.Values()) == 0:
+				pt.Failed, pt.Tip, cell = true, fmt.Sprintf("%s=%s: %s", a.Key(), a.Values[vi], firstError(c)), "FAILED"
+			default:
+				v := c.Values()
+				pt.Value = medianOf(c)
+				cell = fmtValue(pt.Value)
+				pt.Tip = fmt.Sprintf("%s %s=%s: %s %s (n=%d)", cl.Label, a.Key(), a.Values[vi], cell, unit, len(v))
+				if lo, hi, _, ok := cellCI(c); ok {
+					pt.Lo, pt.Hi, pt.HasCI = lo, hi, true
+					pt.Tip += fmt.Sprintf(", 95%% CI [%s, %s]", fmtValue(lo), fmtValue(hi))
+				}
+			}
+			cl.Points = append(cl.Points, pt)
+			row.Values = append(row.Values, cell)
+		}
+		cl.Knee, cl.KneeTip = knee(l.cells, a, higher)
+		row.Knee = cl.KneeTip
+		ch.Lines = append(ch.Lines, cl)
+		cv.Rows = append(cv.Rows, row)
+	}
+	cv.Chart = ch
+	return cv
+}
+
+// knee walks the axis in order and stops at the first value whose next
+// value is not significantly better (Mann-Whitney, analysis.Compare): more
+// of the knob stops helping there. -1 when every step helps (no knee
+// within the sweep) or there are too few measured values to tell.
+func knee(cells []*results.Cell, a results.Axis, higher bool) (int, string) {
+	prev := -1
+	for i, c := range cells {
+		if c == nil || len(c.Values()) == 0 {
+			continue
+		}
+		if prev >= 0 {
+			cmp := analysis.Compare(c.Values(), cells[prev].Values(), higher)
+			if !cmp.Significant() || cmp.Verdict != analysis.Better {
+				return prev, fmt.Sprintf("knee at %s=%s: %s=%s gives %.2fx (%s)", a.Key(), a.Values[prev], a.Key(), a.Values[i], cmp.Ratio, verdictWords(cmp))
+			}
+		}
+		prev = i
+	}
+	if prev < 0 {
+		return -1, "no measured value"
+	}
+	return -1, fmt.Sprintf("no knee: every step up to %s=%s helped significantly", a.Key(), a.Values[prev])
+}
+
+func verdictWords(c analysis.Comparison) string {
+	switch {
+	case c.Verdict == analysis.NoVerdict:
+		return "no verdict: " + c.Note
+	case !c.Significant():
+		return fmt.Sprintf("not significant, p=%.3f", c.P)
+	}
+	return fmt.Sprintf("%s, p=%.3f", c.Verdict.ResultsWord(), c.P)
+}
+
+// InForceRow is what the knobs of one mode, path and point did: the links
+// as read back, and the packets at both ends.
+type InForceRow struct {
+	Mode, Series, Test  string
+	State               string // "in force" or "not applied: why"
+	MTU, GSO, GRO       string // over the links read back
+	Offloads            string
+	SenderAvg, SegAvg   string // bytes: per packet handed to the sender's device; per wire segment
+	ReceiverAvg, MaxPkt string // bytes: per packet after GRO; the sender's largest
+}
+
+// buildInForce is a row per mode, path and point (the first test of each:
+// a stream's packets say more than a transaction's), for runs that set
+// knobs on links or have packet counts.
+func buildInForce(f *results.File) []InForceRow {
+	var rows []InForceRow
+	seen := map[results.CellID]bool{}
+	for _, t := range testOrder(f.Cells) {
+		for _, c := range f.Cells {
+			if c.Test != t || (c.Links == nil && c.Packets == nil) {
+				continue
+			}
+			id := c.ID()
+			id.Test = ""
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			r := InForceRow{Mode: c.Mode, Series: c.ID().Series(), Test: c.Test, State: "in force"}
+			if c.NotApplied != "" {
+				r.State = "not applied: " + c.NotApplied
+			}
+			if c.Links != nil {
+				r.MTU = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(l.MTU) })
+				r.GSO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
+				r.GRO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
+				r.Offloads = offloadSummary(c.Links.Links)
+			}
+			if p := c.Packets; p != nil {
+				if s := p.Sender; s != nil {
+					r.SenderAvg, r.SegAvg, r.MaxPkt = fmt.Sprintf("%.0f", s.AvgBytes), fmt.Sprintf("%.0f", s.AvgSegment), fmt.Sprint(s.MaxBytes)
+				}
+				if s := p.Receiver; s != nil {
+					r.ReceiverAvg = fmt.Sprintf("%.0f", s.AvgBytes)
+				} else if p.Note == results.PacketsUnseen {
+					r.ReceiverAvg = "not seen: delivered past netif_receive_skb"
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	if !knobsSet(f) {
+		return nil
+	}
+	return rows
+}
+
+// knobsSet says whether the run set or swept a knob of the links (the
+// in-force table is for those; plain runs still keep the proof in JSON).
+func knobsSet(f *results.File) bool {
+	s := f.Metadata.Settings
+	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, linksAxis))
+}
+
+// linksAxis says whether axis a sets the lab's links.
+func linksAxis(a results.Axis) bool {
+	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsLinks(knob.Name(k)) })
+}
+
+// distinct is the values of links, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
+func distinct(links []results.LinkState, of func(results.LinkState) string) string {
+	count := map[string]int{}
+	var order []string
+	for _, l := range links {
+		v := of(l)
+		if count[v] == 0 {
+			order = append(order, v)
+		}
+		count[v]++
+	}
+	if len(order) == 1 {
+		return fmt.Sprintf("%s (all %d)", order[0], len(links))
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
+	var parts []string
+	for _, v := range order {
+		parts = append(parts, fmt.Sprintf("%s ×%d", v, count[v]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// offloadSummary is each feature's states over the links: "gro off, tso on".
+func offloadSummary(links []results.LinkState) string {
+	var parts []string
+	for _, f := range knob.Features {
+		if f.Name == "rx" {
+			continue
+		}
+		states := map[string]bool{}
+		for _, l := range links {
+			if s, ok := l.Features[f.Name]; ok {
+				states[strings.TrimSuffix(s, " (fixed)")] = true
+			}
+		}
+		var ss []string
+		for s := range states {
+			ss = append(ss, s)
+		}
+		slices.Sort(ss)
+		if len(ss) > 0 {
+			parts = append(parts, f.Name+" "+strings.Join(ss, "/"))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LoadRow is one rr cell under load beside the same cell idle.
+type LoadRow struct {
+	Mode, Series, Test, Load string
+	Idle, Loaded             [3]string // p50, p99, p99.9 µs
+	Inflation                [3]string // loaded / idle
+}
+
+// buildUnderLoad pairs each rr/crr cell of a load sweep with the same
+// cell at the base load (idle when it is 0).
+func buildUnderLoad(f *results.File) []LoadRow {
+	sw := f.Metadata.Settings.Sweep
+	if sw == nil {
+		return nil
+	}
+	ai := slices.IndexFunc(sw.Axes, func(a results.Axis) bool { return slices.Contains(a.Knobs, string(knob.Load)) })
+	if ai < 0 {
+		return nil
+	}
+	base := map[results.CellID]*results.Cell{}
+	key := func(c *results.Cell, p knob.Point) results.CellID {
+		q := slices.Clone(p)
+		q[ai].Value = ""
+		id := c.ID()
+		id.Point = q.String()
+		return id
+	}
+	points := map[*results.Cell]knob.Point{}
+	for _, c := range f.Cells {
+		p, err := knob.ParsePoint(c.Point)
+		if err != nil || len(p) != len(sw.Axes) || len(c.Latency) == 0 {
+			continue
+		}
+		points[c] = p
+		if p[ai].Value == sw.Axes[ai].Base() {
+			base[key(c, p)] = c
+		}
+	}
+	var rows []LoadRow
+	for _, c := range f.Cells {
+		p, ok := points[c]
+		if !ok || p[ai].Value == sw.Axes[ai].Base() {
+			continue
+		}
+		idle := base[key(c, p)]
+		if idle == nil {
+			continue
+		}
+		r := LoadRow{Mode: c.Mode, Series: lineOf(c.ID()).Series(), Test: c.Test, Load: p[ai].Value}
+		if sw.Varies(p.Values()) != ai { // other axes off their base too (crossed)
+			q := slices.Clone(p)
+			q[ai] = knob.Value{Axis: q[ai].Axis, Value: sw.Axes[ai].Base()}
+			r.Series += "{" + q.String() + "}"
+		}
+		for i, k := range []string{"p50", "p99", "p99.9"} {
+			iv, lv := idle.Latency[k], c.Latency[k]
+			r.Idle[i], r.Loaded[i] = fmtValue(iv), fmtValue(lv)
+			if iv > 0 {
+				r.Inflation[i] = fmt.Sprintf("%.1fx", lv/iv)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// What the knobs' sections say about themselves (Markdown and HTML alike).
+var knobNotes = map[string]string{
+	"curves": "Each test's median against each swept knob, one line per mode (and path), with its 95% CI as a band; the other knobs at their first value. " +
+		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping. " +
+		"A red cross marks a value not applied or failed.",
+	"inforce": "What the kernel kept: every link of the lab's namespaces read back after the knobs were set (MTU, gso/gro max sizes, offloads), " +
+		"and the packets of the measured windows: the average packet handed to the sender's device (a GSO packet whole), " +
+		"the average segment on the wire (bytes over GSO segments), the sender's largest packet, and the average packet the receiver's stack got after GRO. " +
+		"A setting the kernel refused or did not keep makes its cells \"not applied\", never measured as if set.",
+	"underload": "rr latency percentiles (µs, medians over samples) with the path idle and while the load's iperf3 streams saturate it, client to server (flent's RRUL shape); inflation = loaded / idle.",
+}
+
+// markdownKnobs writes the knobs' sections (none without a sweep or knobs).
+func markdownKnobs(w io.Writer, d *Doc) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	if len(d.Curves) > 0 {
+		p("## Knobs: curves\n\n%s\n\n", knobNotes["curves"])
+		for _, cv := range d.Curves {
+			p("### %s against %s\n\n![%s against %s](%s.svg)\n\n", cv.Test, mdEsc(cv.Axis), cv.Test, mdEsc(cv.Axis), cv.File)
+			head := []string{"mode"}
+			for _, x := range cv.Chart.X {
+				head = append(head, cv.Axis+"="+x)
+			}
+			var rows [][]string
+			for _, r := range cv.Rows {
+				rows = append(rows, append(append([]string{r.Line}, r.Values...), r.Knee))
+			}
+			MarkdownTable(w, append(head, "knee"), rows)
+			p("\n")
+		}
+	}
+	if len(d.InForce) > 0 {
+		p("## Knobs in force\n\n%s\n\n", knobNotes["inforce"])
+		var rows [][]string
+		for _, r := range d.InForce {
+			rows = append(rows, []string{r.Mode, r.Series, r.Test, r.State, r.MTU, r.GSO, r.GRO, r.Offloads, r.SenderAvg, r.SegAvg, r.MaxPkt, r.ReceiverAvg})
+		}
+		MarkdownTable(w, []string{"mode", "path", "test", "state", "MTU", "gso max", "gro max", "offloads", "sender avg B", "segment avg B", "sender max B", "receiver avg B (after GRO)"}, rows)
+		p("\n")
+	}
+	if len(d.UnderLoad) > 0 {
+		p("## Latency under load\n\n%s\n\n", knobNotes["underload"])
+		var rows [][]string
+		for _, r := range d.UnderLoad {
+			row := []string{r.Mode, r.Series, r.Test, r.Load}
+			for i := range r.Idle {
+				row = append(row, r.Idle[i], r.Loaded[i], r.Inflation[i])
+			}
+			rows = append(rows, row)
+		}
+		MarkdownTable(w, []string{"mode", "path", "test", "load", "p50 idle", "p50 loaded", "×", "p99 idle", "p99 loaded", "×", "p99.9 idle", "p99.9 loaded", "×"}, rows)
+		p("\n")
+	}
+}

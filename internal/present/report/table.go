@@ -1,0 +1,247 @@
+// Package report turns a results file into what people read: the terminal
+// table (table.go), the seed-002 summary (summary.go), the comparison of two
+// files (compare.go) and the Markdown/HTML documents with charts. All of them
+// render the view model built in view.go; the numbers come from
+// internal/results/analysis.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
+)
+
+// Table prints one row per cell (median, 95% CI, CV, comparison with the
+// baseline, CPU cost, samples), then a legend saying which methods made those
+// numbers, and every failed sample with its error. A run with a service path
+// also shows each cell's provider, its generated services and "vs pod": the
+// service cell over the same mode's pod cell (seed 002's clusterIP/podIP).
+func Table(w io.Writer, f *results.File, markdown bool) {
+	d := Build(f)
+	hasLatency, svc := false, false
+	for _, c := range d.Cells {
+		hasLatency = hasLatency || c.Latency != ""
+		svc = svc || c.ID.Provider != ""
+	}
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	header := table.Row{"mode", "path"}
+	if svc {
+		header = append(header, "provider", "+services")
+	}
+	header = append(header, "test", "median", "95% CI", "CV", "vs "+d.Baseline)
+	if svc {
+		header = append(header, "vs pod")
+	}
+	header = append(header, "CPU cost")
+	if hasLatency {
+		header = append(header, "latency µs")
+	}
+	t.AppendHeader(append(header, "unit", "samples"))
+	for _, c := range d.Cells {
+		path := c.ID.Path
+		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
+			path += "@" + c.ID.Placement
+		}
+		if c.ID.Family != "" { // an IPv6 cell (IPv4 is the default)
+			path += " " + c.ID.Family
+		}
+		row := table.Row{c.Mode, path}
+		if svc {
+			extra := ""
+			if c.ID.Provider != "" {
+				extra = fmt.Sprint(c.ID.ExtraServices)
+			}
+			row = append(row, c.ID.Provider, extra)
+		}
+		cvText := c.CV
+		if c.Noisy {
+			cvText += " NOISY"
+		}
+		row = append(row, c.ID.Test, c.Median, c.CI, cvText, c.Baseline)
+		if svc {
+			row = append(row, c.VsPod)
+		}
+		row = append(row, c.CPU)
+		if hasLatency {
+			row = append(row, c.Latency)
+		}
+		t.AppendRow(append(row, c.Cell.Unit, c.N))
+	}
+	t.SetStyle(table.StyleLight)
+	if markdown {
+		t.RenderMarkdown()
+	} else {
+		t.Render()
+	}
+	legend(w, f, d.Baseline)
+	for _, kv := range d.Meta {
+		if kv.Key == "CPU affinity" {
+			fmt.Fprintf(w, "CPU affinity: %s.\n", kv.Value)
+		}
+	}
+	if u := unpinnedWarning(f); u != "" {
+		fmt.Fprintf(w, "warning: %s\n", u)
+	}
+	if f.CountedInWindows() {
+		fmt.Fprintf(w, "warning: this run was %s.\n", results.CountedNote)
+	}
+	if svc {
+		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
+	}
+	nodeCPU(w, f)
+	seedLines(w, d.Seeds)
+	outcomes(w, d)
+	for _, s := range f.Metadata.Skipped {
+		who := s.Mode
+		if s.Provider != "" {
+			who += " with " + s.Provider
+		}
+		fmt.Fprintf(w, "skipped %s: %s\n", who, s.Reason)
+	}
+}
+
+// outcomes prints, under the table, the run's predictions and what became of
+// them, then every failed sample of a cell that was not predicted to fail.
+func outcomes(w io.Writer, d *Doc) {
+	for _, c := range d.Cells {
+		switch c.Status {
+		case analysis.FailedAsExpected:
+			fmt.Fprintf(w, "failed as expected %s: %s (%s)\n", c.ID, c.Cell.Note, firstError(c.Cell))
+		case analysis.WorkedUnexpectedly:
+			fmt.Fprintf(w, "WORKED UNEXPECTEDLY %s: %d valid samples, yet the run predicted: %s\n", c.ID, c.Cell.Valid, c.Cell.Note)
+		}
+	}
+	for _, c := range d.Cells {
+		if c.Status == analysis.FailedAsExpected {
+			continue
+		}
+		for i, s := range c.Cell.Samples {
+			if !s.Valid {
+				fmt.Fprintf(w, "FAILED %s sample %d: %s\n", c.ID, i+1, s.Error)
+			}
+		}
+	}
+}
+
+// legend says how every column was computed, and warns when the sample
+// counts make a significant verdict impossible.
+func legend(w io.Writer, f *results.File, baseline string) {
+	method := f.Metadata.Settings.CIMethod
+	for _, c := range f.Cells {
+		if c.CIMethod != "" {
+			method = c.CIMethod
+			break
+		}
+	}
+	thr := f.Metadata.Settings.CVThreshold
+	if thr == 0 {
+		thr = analysis.DefaultCVThreshold
+	}
+	ciText := fmt.Sprintf("percentile bootstrap of the median (%d resamples, fixed seed)", stats.Resamples)
+	if method == stats.MethodStudentTMean {
+		ciText = "Student t interval of the mean"
+	}
+	fmt.Fprintf(w, "median of valid samples; 95%% CI: %s; CV = stddev/mean, NOISY above %.0f%%.\n", ciText, thr*100)
+	fmt.Fprintf(w, "vs %s: ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05: faster/slower, \"~\" = not significant.\n", baseline)
+	fmt.Fprintln(w, "CPU cost: whole-machine user+system+irq+softirq seconds per GB received (streams) or per 1000 transactions (rr/crr); rx/t = NET_RX softirqs per transaction.")
+	if c := f.Metadata.Cluster; c != nil && strings.HasPrefix(c.NodeCPU, results.NodeCPUProcStat) {
+		fmt.Fprintln(w, "CPU cost of this cluster's cells: the client's and server's nodes' /proc/stat, added (each machine once), not this machine's.")
+	}
+	// Sample counts that cannot give p < 0.05, reported rather than hidden.
+	valid := map[results.CellID]int{}
+	for _, c := range f.Cells {
+		valid[c.ID()] = c.Valid
+	}
+	tooFew := map[string]float64{}
+	for _, c := range f.Cells {
+		v := c.VsBaseline
+		if v == nil || v.MinPValue < stats.Alpha {
+			continue
+		}
+		if verdict := analysis.ParseVerdict(v.Verdict); verdict == analysis.Baseline || verdict == analysis.NoVerdict {
+			continue
+		}
+		base := c.ID()
+		base.Mode = v.Baseline
+		tooFew[fmt.Sprintf("%d vs %d", c.Valid, valid[base])] = v.MinPValue
+	}
+	if len(tooFew) > 0 {
+		var parts []string
+		for k, p := range tooFew {
+			parts = append(parts, fmt.Sprintf("%s samples (smallest possible p %.2f)", k, p))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "note: Mann-Whitney cannot reach p < 0.05 with %s, so \"~\" there means \"too few samples to tell\": use --repeat 4 or more.\n", strings.Join(parts, ", "))
+	}
+}
+
+// cpuText is a cell's CPU cost per unit of work.
+func cpuText(c *results.CPUCost) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.PerGB > 0:
+		return fmt.Sprintf("%.3f s/GB", c.PerGB)
+	case c.PerKTrans > 0:
+		return fmt.Sprintf("%.3f s/1k, %.1f rx/t", c.PerKTrans, c.NetRxPerTrans)
+	default:
+		return fmt.Sprintf("%.2f s busy", c.BusySec)
+	}
+}
+
+// nodeCPU prints each cluster cell's CPU per node per unit of work, split
+// into user, system and softirq, and how it was read.
+func nodeCPU(w io.Writer, f *results.File) {
+	var lines []string
+	for _, c := range f.Cells {
+		if c.CPU == nil || len(c.CPU.Nodes) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(c.CPU.Nodes))
+		for n := range c.CPU.Nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, n+" "+nodeCPUText(c.CPU.Nodes[n]))
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", c.ID(), strings.Join(parts, "; ")))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "CPU per node (user/system/softirq per unit of work):")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	for _, cl := range f.Metadata.Clusters {
+		if cl.NodeCPU != "" {
+			fmt.Fprintf(w, "  %s read by %s.\n", cl.Name, cl.NodeCPU)
+		}
+	}
+	if cl := f.Metadata.Cluster; cl != nil && cl.NodeCPU != "" {
+		fmt.Fprintf(w, "  read by %s.\n", cl.NodeCPU)
+	}
+}
+
+// nodeCPUText is one node's cost per unit: "0.210 s/GB (0.050+0.160+0.000)".
+func nodeCPUText(c *results.CPUCost) string {
+	per, unit := c.PerGB, "s/GB"
+	if per == 0 && c.PerKTrans > 0 {
+		per, unit = c.PerKTrans, "s/1k"
+	}
+	if per == 0 || c.BusySec == 0 {
+		return fmt.Sprintf("%.3f s busy (user %.3f, system %.3f, softirq %.3f)", c.BusySec, c.UserSec, c.SystemSec, c.SoftirqSec)
+	}
+	k := per / c.BusySec
+	return fmt.Sprintf("%.3f %s (user %.3f, system %.3f, softirq %.3f)", per, unit, c.UserSec*k, c.SystemSec*k, c.SoftirqSec*k)
+}
