@@ -12,7 +12,7 @@ import (
 // one-line errors for bad input.
 func TestExplainVerb(t *testing.T) {
 	bin := vnetlabBin(t)
-	data := filepath.Join("..", "..", "internal", "explain", "testdata", "r.json")
+	data := filepath.Join("..", "..", "internal", "present", "explain", "testdata", "r.json")
 	out, errOut, code := runVnetlab(t, bin, "explain", data)
 	if code != 0 || !strings.Contains(out, "veth-routed spends ") || !strings.Contains(out, "macvlan spends ") {
 		t.Fatalf("explain: code %d\n%s\n%s", code, out, errOut)

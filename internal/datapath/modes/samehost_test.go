@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		bin := filepath.Join(dir, "vnetlab")
 		_, file, _, _ := runtime.Caller(0)
-		out, err := exec.Command("go", "build", "-o", bin, filepath.Join(filepath.Dir(file), "..", "..", "cmd", "vnetlab")).CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", bin, filepath.Join(filepath.Dir(file), "..", "..", "..", "cmd", "vnetlab")).CombinedOutput()
 		if err != nil {
 			fmt.Printf("build vnetlab: %v\n%s", err, out)
 			os.Exit(1)
