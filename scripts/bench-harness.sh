@@ -1,12 +1,12 @@
 #!/bin/sh
 # What vnetlab's harness costs the numbers it reports (issue 41): `vnetlab run`
 # against the standalone engine on the same paths (veth-routed and bridge;
-# tcp_rr, udp_rr, tcp_crr, tcp_stream), interleaved rounds, rr/crr pinned as
+# tcp_rr, udp_rr, tcp_crr, tcp_stream), interleaved rounds, every test pinned as
 # run pins them, per cell the ratio of the medians run /
 # fresh (the engine alone in labs built that round, as run's are: the harness
 # alone), then run / standalone and fresh / standalone (labs up all along: what
-# a lab's age moves), each with its bootstrap 95% CI and the target (>= 0.99),
-# and the load averages before and after:
+# a lab's age moves, no target), each with its bootstrap 95% CI, the first two
+# against the target (>= 0.99), and the load averages before and after:
 #
 #   harness veth-routed/pod/tcp_rr  run / fresh  0.998 [0.990, 1.006]  target >= 0.99  MET
 #

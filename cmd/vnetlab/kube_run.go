@@ -55,6 +55,10 @@ fails the run (exit 1, and a failing case in --export junit:FILE) when a pod cel
 significantly below its host cell by more than R: Mann-Whitney p < 0.05 and the whole
 95% CI of pod/host under 1-R (docs/kubernetes.md).
 
+Without --tests it measures what a plain "vnetlab run" measures (tcp_stream, tcp_rr,
+tcp_crr), so a cluster's cells sit beside a lab's; --cpu-affinity auto pins them on a local
+cluster and leaves them unpinned on a --kubeconfig one.
+
 A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
 flags given with -f override it. With kube.clusters it names several configurations
 (CNI x proxy): each gets a local cluster brought up, measured and removed in turn, into one

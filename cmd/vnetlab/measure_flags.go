@@ -38,10 +38,10 @@ func registerKnobFlags(f *pflag.FlagSet, s *knob.Settings, links bool) {
 			continue
 		}
 		if p := k.IntField(s); p != nil {
-			f.IntVar(p, string(k.Name), *p, k.FlagHelp)
+			f.IntVar(p, string(k.Name), *p, k.Help)
 		} else {
 			p := k.StringField(s)
-			f.StringVar(p, string(k.Name), *p, k.FlagHelp)
+			f.StringVar(p, string(k.Name), *p, k.Help)
 		}
 	}
 }

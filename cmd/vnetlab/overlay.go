@@ -13,8 +13,8 @@ import (
 // starts from the defaults, lets the scenario file replace what it sets,
 // binds a second flag set to that spec (the file's values become its
 // defaults) and overlays every flag the command line gave. A new knob is an
-// entry of knob.All (its flag is bound from there, registerKnobFlags) and
-// one scenario key: no switch to extend.
+// entry of knob.All with its field of knob.Settings (its flag is bound from
+// there, registerKnobFlags) and one scenario key: no switch to extend.
 
 // overlay sets on to every flag the command line set in from.
 func overlay(from, to *pflag.FlagSet) error {

@@ -168,7 +168,7 @@ func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*result
 // profile. With meter, each sample records its nodes' CPU.
 func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) error {
 	for _, c := range cells {
-		if p := spec.pins(engine.Test(c.Cell.Test)); p.Pinned {
+		if p := spec.pins(); p.Pinned {
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}

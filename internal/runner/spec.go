@@ -155,7 +155,7 @@ func (s Spec) labSpec() lab.Spec {
 // when it was planned.
 func (s Spec) EngineSpec(t engine.Test, pt knob.Point, f family.Family) engine.Spec {
 	s = s.at(pt)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(t), Family: f}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(), Family: f}
 }
 
 // Plan is a cell per test of the spec and point of its sweep at one
@@ -193,8 +193,9 @@ func (s Spec) planPoints(points []knob.Point, proto results.Cell, target engine.
 	return out, nil
 }
 
-// pins says where test t's client and server run (cpupin.Setting.Resolve).
-func (s Spec) pins(t engine.Test) cpupin.Pins {
+// pins says where every test's client and server run
+// (cpupin.Setting.Resolve).
+func (s Spec) pins() cpupin.Pins {
 	if s.CPUsElsewhere {
 		p, _ := s.CPUAffinity.Explicit()
 		return p

@@ -10,9 +10,11 @@ package tcbpf_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -74,11 +76,40 @@ func inNodeLayout(t *testing.T, up0, pods0, other, gw string, sysctls map[string
 		if err := netlink.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(gw), LinkIndex: idx["up0"]}); err != nil {
 			return err
 		}
+		for _, cidr := range []string{up0, pods0} {
+			if err := waitLocal(cidr); err != nil {
+				return err
+			}
+		}
 		fn(idx["up0"])
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitLocal waits until cidr's address is one of the namespace's own (its
+// local route is there): an IPv6 address becomes so only once IPv6 has
+// seen its link's carrier, which the kernel reports a moment after the
+// link is set up (linkwatch). A program's FIB lookup before that forwards
+// the packet instead of passing it up (TestNodePort6HostNetworkBackend read
+// TC_ACT_REDIRECT once so).
+func waitLocal(cidr string) error {
+	a, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rs, err := netlink.RouteGet(a.IP)
+		if err == nil && len(rs) > 0 && rs[0].Type == unix.RTN_LOCAL {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not a local address 5 s after it was added (route %v, %v)", a.IP, rs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

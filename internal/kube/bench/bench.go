@@ -79,7 +79,7 @@ func DefaultSpec() Spec {
 
 // measureSpec is Measure as the run executes it: the engines run on the
 // nodes, whose CPUs are this machine's only for local clusters (a table's,
-// or --cluster's: --cpu-affinity auto pins rr/crr there as in a lab run;
+// or --cluster's: --cpu-affinity auto pins every test there as in a lab run;
 // a kubeconfig's cluster may be anywhere).
 func (s Spec) measureSpec() runner.Spec {
 	m := s.Measure

@@ -50,9 +50,8 @@ const (
 // plain value's check (Check).
 type Knob struct {
 	Name Name
+	// Help is its plain flag's help (--NAME).
 	Help string
-	// FlagHelp is the help of its plain flag (--NAME).
-	FlagHelp string
 	// Links: set on every link of the lab's path (links.go), so a lab
 	// per value; otherwise the engine takes it per sample.
 	Links bool
@@ -66,39 +65,39 @@ type Knob struct {
 	stringField func(*Settings) *string
 	// check refuses a plain value in its own words (nil: canonical's,
 	// CheckValue).
-	check func(Settings) error
+	check func(value string) error
 }
 
 // All are the knobs, in the order help and errors list them.
 var All = []Knob{
-	{Name: Size, Help: "bytes per request and response (rr, crr), per write (iperf3 -l), per datagram (udp_pps)", canonical: intIn(Size, 1, MaxSize, ""),
-		FlagHelp: "bytes per request and response (rr, crr; sockperf needs 14 or more), per write (iperf3 -l), per datagram (udp_pps: default 64); 0: each engine's default",
+	{Name: Size, canonical: intIn(Size, 1, MaxSize, ""),
+		Help:     "bytes per request and response (rr, crr; sockperf needs 14 or more), per write (iperf3 -l), per datagram (udp_pps: default 64); 0: each engine's default",
 		intField: func(s *Settings) *int { return &s.Size },
-		check:    countMax(Size, MaxSize, func(s Settings) int { return s.Size }, " bytes", " (0: each engine's default)")},
-	{Name: Streams, Help: "parallel streams (iperf3 -P, one iperf3 thread per side), or concurrent flows (rr, crr)", canonical: intIn(Streams, 1, MaxStreams, ""),
-		FlagHelp: "parallel streams (iperf3 -P), or concurrent flows of rr/crr tests",
+		check:    countMax(Size, MaxSize, " bytes", " (0: each engine's default)")},
+	{Name: Streams, canonical: intIn(Streams, 1, MaxStreams, ""),
+		Help:     "parallel streams (iperf3 -P), or concurrent flows of rr/crr tests",
 		intField: func(s *Settings) *int { return &s.Streams },
 		// Streams 0 (a spec's zero value) is one stream, as the engines read it.
-		check: countMax(Streams, MaxStreams, func(s Settings) int { return s.Streams }, "", "")},
-	{Name: MTU, Help: "MTU of every link on the path (a tunnel's inner links get it minus the tunnel's overhead, as CNIs do)", Links: true,
+		check: countMax(Streams, MaxStreams, "", "")},
+	{Name: MTU, Links: true,
 		canonical: intIn(MTU, MinMTU, MaxMTU, "the largest MTU Linux allows (ETH_MAX_MTU)"),
-		FlagHelp:  "MTU of every link on the path (tunnels: the inner links get it minus the overhead); 0: the mode's own",
+		Help:      "MTU of every link on the path (tunnels: the inner links get it minus the overhead); 0: the mode's own",
 		intField:  func(s *Settings) *int { return &s.Links.MTU }},
-	{Name: GSO, Help: "gso_max_size and gso_ipv4_max_size of every link on the path (above 65536: BIG TCP, Linux 6.3+ for IPv4)", Links: true,
+	{Name: GSO, Links: true,
 		canonical: intIn(GSO, 1, MaxGSO, "GSO_MAX_SIZE"),
-		FlagHelp:  "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's",
+		Help:      "gso_max_size (and gso_ipv4_max_size) of every link on the path; above 65536 is BIG TCP; 0: the kernel's",
 		intField:  func(s *Settings) *int { return &s.Links.GSO }},
-	{Name: GRO, Help: "gro_max_size and gro_ipv4_max_size of every link on the path (above 65536: BIG TCP)", Links: true,
+	{Name: GRO, Links: true,
 		canonical: intIn(GRO, 1, MaxGSO, "GSO_MAX_SIZE"),
-		FlagHelp:  "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's",
+		Help:      "gro_max_size (and gro_ipv4_max_size) of every link on the path; 0: the kernel's",
 		intField:  func(s *Settings) *int { return &s.Links.GRO }},
-	{Name: Offload, Help: "ethtool features of every link on the path: " + FeatureList() + ", each :on or :off, joined by + (gro:off+tso:off)", Links: true,
+	{Name: Offload, Links: true,
 		canonical:   canonicalOffload,
-		FlagHelp:    "ethtool features of every link on the path, e.g. gro:off+tso:off (features: " + FeatureList() + ")",
+		Help:        "ethtool features of every link on the path, e.g. gro:off+tso:off (features: " + FeatureList() + ")",
 		stringField: func(s *Settings) *string { return &s.Links.Offload }},
-	{Name: Load, Help: "streams (iperf3 -P) saturating the path while an rr/crr test runs: latency under load (0: idle)", RequestResponseOnly: true,
+	{Name: Load, RequestResponseOnly: true,
 		canonical: intIn(Load, 0, MaxLoad, ""),
-		FlagHelp:  "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
+		Help:      "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
 		intField:  func(s *Settings) *int { return &s.Load }},
 }
 

@@ -63,7 +63,7 @@ func (k Knob) StringField(s *Settings) *string {
 // its range, as a field error naming its key; 0 or "" is not set.
 func (k Knob) Check(s Settings) error {
 	if k.check != nil {
-		return k.check(s)
+		return k.check(k.Value(s))
 	}
 	if err := CheckValue(k.Name, k.Value(s)); err != nil {
 		return field.Errorf(string(k.Name), "{%s}: %v", k.Name, err)
@@ -95,9 +95,9 @@ func (s Settings) WithPoint(p Point) Settings {
 
 // countMax refuses a count of k outside 0..hi (0: the engines' default)
 // in its own words (unit: "" or " bytes", zero what 0 means).
-func countMax(n Name, hi int, get func(Settings) int, unit, zero string) func(Settings) error {
-	return func(s Settings) error {
-		if v := get(s); v < 0 || v > hi {
+func countMax(n Name, hi int, unit, zero string) func(string) error {
+	return func(value string) error {
+		if v := Int(value); v < 0 || v > hi {
 			return field.Errorf(string(n), "{%s} %d: use 1 to %d%s%s", n, v, hi, unit, zero)
 		}
 		return nil

@@ -23,7 +23,7 @@ func TestEveryKnobHasItsField(t *testing.T) {
 			t.Errorf("knobs %s and %s share a field", prev, k.Name)
 		}
 		seen[p] = k.Name
-		if k.FlagHelp == "" || k.Help == "" {
+		if k.Help == "" {
 			t.Errorf("knob %s: no help", k.Name)
 		}
 		var c string

@@ -110,6 +110,7 @@ func TestTableSaysWhichSeedDifferencesReproduce(t *testing.T) {
 		cell("veth-routed", 15.6, 15.7, 15.8, 15.9, 16.0),
 		cell("bridge", 15.5, 15.7, 15.9, 16.0, 16.1),
 		cell("macvlan", 15.9, 16.0, 16.1, 16.2, 16.3),
+		cell("macvlan-ebpf", 15.9, 16.0, 16.1, 16.2, 16.3),
 		{Mode: "veth-routed", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 1, Median: 1e5},
 	}}
 	var b bytes.Buffer
@@ -121,7 +122,8 @@ func TestTableSaysWhichSeedDifferencesReproduce(t *testing.T) {
 		"  bridge, podIP, bridge-nf-call-iptables=1: seed 0.98, here 1.01 [0.98, 1.03]: agrees",
 		"  macvlan, podIP: seed 1.26, here 1.02 [",
 		"disagrees (ours 1.02 vs seed 1.26)",
-		"  1 agree, 1 disagree, ",
+		"  ipvlan+eBPF, podIP (here macvlan-ebpf/pod/tcp_stream (stands in for ipvlan-ebpf)): seed 1.26, here 1.02 [",
+		"  1 agree, 2 disagree, 9 not compared (vnetlab report lists every row).",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

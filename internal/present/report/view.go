@@ -508,8 +508,8 @@ func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	return kv
 }
 
-// cpuAffinity says where each test's engines ran: "auto: tcp_rr client CPU
-// 1, server CPU 1; tcp_stream unpinned".
+// cpuAffinity says where each test's engines ran: "none: tcp_rr unpinned;
+// tcp_stream unpinned", "auto: tcp_rr client CPU 1, server CPU 1; ...".
 func cpuAffinity(setting string, cells []*results.Cell) string {
 	var parts []string
 	seen := map[string]bool{}
