@@ -167,8 +167,8 @@ func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*result
 // statistics; a profile sample (col: the profiler) goes into its cell's
 // profile. With meter, each sample records its nodes' CPU.
 func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) error {
-	for _, c := range cells {
-		if p := spec.pins(); p.Pinned {
+	if p := spec.pins(); p.Pinned {
+		for _, c := range cells {
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}

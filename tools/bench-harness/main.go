@@ -140,8 +140,7 @@ func run(repeat int, dur time.Duration, modeNames, testNames []string, runArgs [
 		}
 		fmt.Printf("harness %s  run / fresh  %s\n", key, analysis.RatioLine(w, f, harnessTarget))
 		fmt.Printf("        %s  run / standalone  %s\n", key, analysis.RatioLine(w, a, harnessTarget))
-		lo, hi, _ := stats.RatioOfMediansCI(f, a)
-		fmt.Printf("        %s  fresh / standalone  %.3f [%.3f, %.3f]  (a lab's age: no target)\n", key, stats.Median(f)/stats.Median(a), lo, hi)
+		fmt.Printf("        %s  fresh / standalone  %s  (a lab's age: no target)\n", key, analysis.RatioText(f, a))
 		fmt.Fprintf(os.Stderr, "  %s: run median %.4g %s (CV %.1f%%: %s), fresh median %.4g (CV %.1f%%: %s), standalone median %.4g (CV %.1f%%: %s)\n", key,
 			stats.Median(w), c.Cell.Unit, 100*stats.CV(w), list(w), stats.Median(f), 100*stats.CV(f), list(f), stats.Median(a), 100*stats.CV(a), list(a))
 	}

@@ -105,8 +105,8 @@ func clusterIPv6(t *testing.T, p string, f family.Family) {
 	}
 	was, now := maps.Clone(before), rootns.Snapshot()
 	for _, m := range []map[string]string{was, now} { // the lab's own namespaces are up
-		delete(m, "vnetlab-namespaces")
-		delete(m, "vnetlab-namespace-mounts")
+		delete(m, rootns.KeyNamespaces)
+		delete(m, rootns.KeyNamespaceMounts)
 	}
 	if d := rootns.Diff(was, now); d != "" {
 		t.Errorf("the root namespace changed while the lab serves:\n%s", d)

@@ -33,6 +33,7 @@ type SeedRowView struct {
 	Ours, OurValue, OurRatio   string
 	Verdict                    string
 	Class                      string // agree, disagree, baseline, none
+	StandsIn                   bool   // our cell is another mode's, measured for the seed's
 	Weak                       bool   // agrees only because our CI is wide
 	Note                       string
 }
@@ -96,6 +97,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 			rv.Ours = c.ID().String()
 			if standIn[i] != "" {
 				rv.Ours += fmt.Sprintf(" (stands in for %s)", r.Mode)
+				rv.StandsIn = true
 			}
 			if c.Valid == 0 {
 				rv.OurValue, rv.Verdict, rv.Class = "FAILED", "failed in this run", "none"
@@ -235,7 +237,7 @@ func seedLines(w io.Writer, seeds []*SeedView) {
 		for _, r := range s.Rows {
 			if r.Class == "agree" || r.Class == "disagree" {
 				what := r.What
-				if strings.Contains(r.Ours, "stands in") { // another mode measured for the seed's
+				if r.StandsIn {
 					what += " (here " + r.Ours + ")"
 				}
 				rows = append(rows, fmt.Sprintf("  %s: seed %s, here %s: %s\n", what, r.SeedRatio, r.OurRatio, r.Verdict))

@@ -111,9 +111,24 @@ func Judge(ratio float64, ci [2]float64, hasCI bool, t Target) Outcome {
 // it stands against t, as the benchmarks' rows print it:
 // "0.999 [0.985, 1.008]  target >= 0.99  UNRESOLVED".
 func RatioLine(x, base []float64, t Target) string {
-	ratio := stats.Median(x) / stats.Median(base)
-	lo, hi, ok := stats.RatioOfMediansCI(x, base)
-	return fmt.Sprintf("%.3f [%.3f, %.3f]  target %s  %s", ratio, lo, hi, t, Judge(ratio, [2]float64{lo, hi}, ok, t))
+	ratio, ci, ok := ratioCI(x, base)
+	return fmt.Sprintf("%s  target %s  %s", ratioText(ratio, ci), t, Judge(ratio, ci, ok, t))
+}
+
+// RatioText is x's median over base's with its bootstrap 95% CI, without a
+// target: "0.998 [0.988, 1.004]".
+func RatioText(x, base []float64) string {
+	ratio, ci, _ := ratioCI(x, base)
+	return ratioText(ratio, ci)
+}
+
+func ratioCI(x, base []float64) (ratio float64, ci [2]float64, ok bool) {
+	ci[0], ci[1], ok = stats.RatioOfMediansCI(x, base)
+	return stats.Median(x) / stats.Median(base), ci, ok
+}
+
+func ratioText(ratio float64, ci [2]float64) string {
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", ratio, ci[0], ci[1])
 }
 
 // RatioOf divides cell num's metric by cell den's, both found in f by name

@@ -139,6 +139,9 @@ func TestRatioLine(t *testing.T) {
 	if got, want := RatioLine(x, base, Target{Value: 0.99}), "1.000 [0.990, 1.010]  target >= 0.99  MET"; got != want {
 		t.Errorf("RatioLine: %q, want %q", got, want)
 	}
+	if got, want := RatioText(x, base), "1.000 [0.990, 1.010]"; got != want {
+		t.Errorf("RatioText: %q, want %q", got, want)
+	}
 	if got := RatioLine(x, base, Target{Value: 1.05}); !strings.HasSuffix(got, "SHORT") {
 		t.Errorf("RatioLine against 1.05: %q, want SHORT", got)
 	}

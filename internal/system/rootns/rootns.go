@@ -52,7 +52,7 @@ func Snapshot() map[string]string {
 			}
 		}
 	}
-	s["vnetlab-namespaces"] = strings.Join(ns, "\n")
+	s[KeyNamespaces] = strings.Join(ns, "\n")
 	// Their mounts too, also those beneath a later mount of /run/netns,
 	// which no listing shows. /run/netns itself may stay a mount point
 	// (iproute2 and vnetlab make it one and leave it): not compared.
@@ -60,7 +60,7 @@ func Snapshot() map[string]string {
 	if err != nil {
 		mounts = []string{"error: " + err.Error()}
 	}
-	s["vnetlab-namespace-mounts"] = strings.Join(mounts, "\n")
+	s[KeyNamespaceMounts] = strings.Join(mounts, "\n")
 	return s
 }
 
@@ -119,8 +119,14 @@ func Diff(a, b map[string]string) string {
 	return strings.Join(out, "\n")
 }
 
+// The snapshot's keys for vnetlab's own namespaces and their mounts.
+const (
+	KeyNamespaces      = "vnetlab-namespaces"
+	KeyNamespaceMounts = "vnetlab-namespace-mounts"
+)
+
 // leaksOnly are the snapshot's keys compared by what appeared (Diff).
-var leaksOnly = map[string]bool{"vnetlab-namespaces": true, "vnetlab-namespace-mounts": true}
+var leaksOnly = map[string]bool{KeyNamespaces: true, KeyNamespaceMounts: true}
 
 // appeared returns b's lines that a lacks.
 func appeared(a, b string) string {
