@@ -14,7 +14,8 @@ import (
 // binds a second flag set to that spec (the file's values become its
 // defaults) and overlays every flag the command line gave. A new knob is an
 // entry of knob.All with its field of knob.Settings (its flag is bound from
-// there, registerKnobFlags) and one scenario key: no switch to extend.
+// there, registerKnobFlags; its scenario key from there too,
+// scenario.decodeKnobs): no switch to extend.
 
 // overlay sets on to every flag the command line set in from.
 func overlay(from, to *pflag.FlagSet) error {

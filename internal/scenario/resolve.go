@@ -7,6 +7,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -42,13 +43,11 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	spec.Duration = s.DurationValue(spec.Duration)
 	setInt(&spec.Repeat, s.Repeat)
 	setInt(&spec.Warmup, s.Warmup)
-	setInt(&spec.Streams, s.Streams)
-	setInt(&spec.Size, s.Size)
-	setInt(&spec.Links.MTU, s.MTU)
-	setInt(&spec.Links.GSO, s.GSO)
-	setInt(&spec.Links.GRO, s.GRO)
-	setString(&spec.Links.Offload, s.Offload)
-	setInt(&spec.Load, s.Load)
+	for _, k := range knob.All {
+		if v, ok := s.Knobs[k.Name]; ok {
+			k.Set(&spec.Settings, v) // checked by Parse
+		}
+	}
 	if len(s.Sweep.Axes) > 0 {
 		spec.Sweep = s.Sweep
 	}

@@ -49,24 +49,20 @@ type Scenario struct {
 	Duration     string            `yaml:"duration"`
 	Repeat       *int              `yaml:"repeat"`
 	Warmup       *int              `yaml:"warmup"`
-	Streams      *int              `yaml:"streams"`
-	Size         *int              `yaml:"size"`
-	// The knobs (issue 26, docs/knobs.md): the links' settings and the
-	// load for every cell, and a sweep (sweep.go) giving cells their own.
-	MTU         *int       `yaml:"mtu"`
-	GSO         *int       `yaml:"gso"`
-	GRO         *int       `yaml:"gro"`
-	Offload     string     `yaml:"offload"`
-	Load        *int       `yaml:"load"`
-	Sweep       knob.Sweep `yaml:"-"`
-	SweepCross  bool       `yaml:"sweep_cross"`
-	Rate        string     `yaml:"rate"`
-	CPUAffinity string     `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
-	Output      string     `yaml:"output"`
-	Report      string     `yaml:"report"`       // also write the report into this directory
-	Baseline    string     `yaml:"baseline"`     // mode label the others are compared with
-	CVThreshold *float64   `yaml:"cv_threshold"` // noisy above this coefficient of variation
-	CIMethod    string     `yaml:"ci_method"`    // bootstrap-median or student-t-mean
+	// Knobs are the knobs' keys the file sets (issue 26, docs/knobs.md),
+	// each a key named as its knob (knob.All: streams, size, mtu, ...),
+	// checked and read through the registry (knobs.go); a sweep gives
+	// cells values of their own.
+	Knobs       map[knob.Name]string `yaml:"-"`
+	Sweep       knob.Sweep           `yaml:"-"`
+	SweepCross  bool                 `yaml:"sweep_cross"`
+	Rate        string               `yaml:"rate"`
+	CPUAffinity string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
+	Output      string               `yaml:"output"`
+	Report      string               `yaml:"report"`       // also write the report into this directory
+	Baseline    string               `yaml:"baseline"`     // mode label the others are compared with
+	CVThreshold *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
+	CIMethod    string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
 	// Services (issue 4): provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string            `yaml:"provider"`
@@ -92,6 +88,9 @@ type raw struct {
 	RawModes yaml.Node `yaml:"modes"`
 	RawPods  yaml.Node `yaml:"pods"`
 	RawSweep yaml.Node `yaml:"sweep"`
+	// Rest are the keys no field has: the knobs' (decodeKnobs), or
+	// unknown.
+	Rest map[string]yaml.Node `yaml:",inline"`
 }
 
 // Load reads and validates a scenario file. Errors name the file, the line
@@ -123,6 +122,9 @@ func Parse(path string, b []byte) (*Scenario, error) {
 	}
 	s := r.Scenario
 	s.file, s.root = path, root.Content[0]
+	if err := s.decodeKnobs(r.Rest); err != nil {
+		return nil, err
+	}
 	if err := s.decodeModes(&r.RawModes); err != nil {
 		return nil, err
 	}
@@ -291,13 +293,10 @@ func (s *Scenario) validate() error {
 		key string
 		v   *int
 		min int
-	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"nodes", s.Nodes, 1}, {"streams", s.Streams, 1}, {"size", s.Size, 1}} {
+	}{{"repeat", s.Repeat, 1}, {"warmup", s.Warmup, 0}, {"nodes", s.Nodes, 1}} {
 		if kv.v != nil && *kv.v < kv.min {
 			return s.errAt(kv.key, -1, "%d is below the minimum %d", *kv.v, kv.min)
 		}
-	}
-	if err := s.validateKnobs(); err != nil {
-		return err
 	}
 	if _, err := family.Parse(s.IPFamily); err != nil {
 		return s.errAt("ip_family", -1, "%v", err)

@@ -1,12 +1,16 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // decodeSweep reads `sweep:`, a mapping of knobs (or knobs joined by +,
@@ -52,21 +56,30 @@ func (s *Scenario) decodeSweep(n *yaml.Node) error {
 	return nil
 }
 
-// validateKnobs checks the knobs set for every cell, at their lines.
-func (s *Scenario) validateKnobs() error {
-	for _, kv := range []struct {
-		n knob.Name
-		v *int
-	}{{knob.MTU, s.MTU}, {knob.GSO, s.GSO}, {knob.GRO, s.GRO}, {knob.Load, s.Load}} {
-		if kv.v == nil {
-			continue
+// decodeKnobs reads the keys no field of Scenario has (rest): each must
+// be a knob's (knob.All), set for every cell and checked as its flag is
+// (Knob.Parse); any other is an unknown field. Errors are at the first
+// such key's line.
+func (s *Scenario) decodeKnobs(rest map[string]yaml.Node) error {
+	keys := slices.SortedFunc(maps.Keys(rest), func(a, b string) int { return cmp.Compare(s.line(a, -1), s.line(b, -1)) })
+	var scratch knob.Settings
+	for _, key := range keys {
+		k, err := knob.Get(key)
+		if err != nil {
+			return fmt.Errorf("%s:%d: unknown field %q (see docs/scenarios.md for the fields)", s.file, s.line(key, -1), key)
 		}
-		if err := knob.CheckValue(kv.n, strconv.Itoa(*kv.v)); err != nil {
-			return s.errAt(string(kv.n), -1, "%v", err)
+		v := rest[key]
+		if v.Kind != yaml.ScalarNode {
+			return s.errAt(key, -1, "want one value (a sweep of several: sweep: {%s: [V1, V2]})", key)
 		}
-	}
-	if err := knob.CheckValue(knob.Offload, s.Offload); err != nil {
-		return s.errAt("offload", -1, "%v", err)
+		if err := k.Parse(&scratch, v.Value); err != nil {
+			// "mtu: mtu 2 is below ..." as the flag's reads, after "field mtu: "
+			return s.errAt(key, -1, "%s", strings.TrimPrefix(field.Rendered(err, field.Key).Error(), key+": "))
+		}
+		if s.Knobs == nil {
+			s.Knobs = map[knob.Name]string{}
+		}
+		s.Knobs[k.Name] = v.Value
 	}
 	return nil
 }

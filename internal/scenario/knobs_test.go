@@ -1,10 +1,12 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 )
@@ -52,9 +54,40 @@ func TestSweepErrorsNameLine(t *testing.T) {
 		"sweep:\n  size: [{a: 1}]\n":  "k.yaml:2: field sweep.size: want a list of values",
 		"mtu: 70000\n":                "mtu 70000 is above 65535",
 		"offload: \"gro:sideways\"\n": "gro",
+		// a knob's key, read through the registry, at its line
+		"mode: bridge\nstreams: abc\n":    `k.yaml:2: field streams: streams "abc" is not a whole number`,
+		"mode: bridge\nstreams: 200\n":    "k.yaml:2: field streams: streams 200: use 1 to 128",
+		"mode: bridge\nmtu: 2\n":          "k.yaml:2: field mtu: mtu 2 is below the minimum 68",
+		"mode: bridge\nload: [1, 2]\n":    "k.yaml:2: field load: want one value (a sweep of several: sweep: {load: [V1, V2]})",
+		"mode: bridge\ncolour: 1\nz: 2\n": `k.yaml:2: unknown field "colour" (see docs/scenarios.md for the fields)`,
 	} {
 		if _, err := Parse("k.yaml", []byte(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// Every knob is a scenario key, read through the registry into the run's
+// settings: a knob needs no field of Scenario.
+func TestEveryKnobIsAKey(t *testing.T) {
+	for _, k := range knob.All {
+		v := ""
+		for _, c := range []string{"1500", "2", "gro:off"} { // the first in its range
+			if k.Parse(&knob.Settings{}, c) == nil {
+				v = c
+				break
+			}
+		}
+		sc, err := Parse("k.yaml", []byte(fmt.Sprintf("mode: bridge\n%s: %q\n", k.Name, v)))
+		if err != nil {
+			t.Fatalf("%s: %v", k.Name, err)
+		}
+		spec := sc.RunSpec(runner.DefaultSpec())
+		if got := k.Value(spec.Settings); got != v {
+			t.Errorf("%s: %q in the run's settings, want %q", k.Name, got, v)
+		}
+		if !sc.Sets(string(k.Name)) {
+			t.Errorf("%s: the file does not say it sets it", k.Name)
 		}
 	}
 }
