@@ -51,7 +51,7 @@ func PrintComparison(w io.Writer, fd *analysis.FileDiff, oldName, newName string
 	}
 	t.SetStyle(table.StyleLight)
 	fmt.Fprintf(w, "old: %s\nnew: %s\n", oldName, newName)
-	for _, n := range []string{fd.Note, fd.Caveat} {
+	for _, n := range append([]string{fd.Note}, fd.Caveats...) {
 		if n != "" {
 			fmt.Fprintln(w, n)
 		}

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -46,9 +47,10 @@ type FileDiff struct {
 	// Note says how cells were matched when that was not by their own IDs
 	// (a lab file against a cluster's).
 	Note string
-	// Caveat says what makes the two sides unlike besides what they
-	// measured: one side's packets counted inside its measured windows.
-	Caveat string
+	// Caveats say what makes the two sides unlike besides what they
+	// measured: one side's packets counted inside its measured windows,
+	// matched cells pinned differently.
+	Caveats []string
 }
 
 // Diff matches the cells of two files by CellID, in old's order. A lab file
@@ -78,7 +80,11 @@ func Diff(old, new *results.File) *FileDiff {
 			fd.OnlyNew = append(fd.OnlyNew, c)
 		}
 	}
-	fd.Caveat = counterCaveat(old, new)
+	for _, c := range []string{counterCaveat(old, new), pinCaveat(fd.Deltas)} {
+		if c != "" {
+			fd.Caveats = append(fd.Caveats, c)
+		}
+	}
 	return fd
 }
 
@@ -94,6 +100,41 @@ func counterCaveat(old, new *results.File) string {
 		side = "new"
 	}
 	return fmt.Sprintf("caveat: the %s file was %s; the deltas carry that offset", side, results.CountedNote)
+}
+
+// pinCaveat warns when matched cells ran their client and server on other
+// CPUs, or one pinned and the other not: on a small machine pinning alone
+// moves a cell's rate (docs/engines.md), so such a delta is partly the
+// pinning's. (A file from before the default pinned streams said `auto`
+// for streams it left unpinned: its cells have no cpu_affinity.)
+func pinCaveat(deltas []*Delta) string {
+	var names []string
+	for _, d := range deltas {
+		if d.Old == nil || d.New == nil || pinning(d.Old) == pinning(d.New) {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%s (%s, %s)", d.Name(), pinning(d.Old), pinning(d.New)))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	n, more := len(names), ""
+	if most := 3; n > most {
+		more, names = fmt.Sprintf(" and %d more", n-most), names[:most]
+	}
+	noun := "cells were"
+	if n == 1 {
+		noun = "cell was"
+	}
+	return fmt.Sprintf("caveat: %d matched %s pinned differently, old against new: %s%s; their deltas carry that difference (--cpu-affinity)", n, noun, strings.Join(names, "; "), more)
+}
+
+// pinning is where a cell's client and server ran, as a caveat names it.
+func pinning(c *results.Cell) string {
+	if c.CPUAffinity == nil {
+		return "unpinned"
+	}
+	return fmt.Sprintf("client CPU %d, server CPU %d", c.CPUAffinity.Client, c.CPUAffinity.Server)
 }
 
 func diffCells(o, n *results.Cell) *Delta {

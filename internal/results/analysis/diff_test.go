@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,15 +66,43 @@ func TestDiffCounterCaveat(t *testing.T) {
 		}
 		return &results.File{Cells: []*results.Cell{c}}
 	}
-	if c := Diff(proven(true), proven(false)).Caveat; !strings.Contains(c, "the old file was measured with vnetlab's packet counter") {
+	if c := caveat(Diff(proven(true), proven(false))); !strings.Contains(c, "the old file was measured with vnetlab's packet counter") {
 		t.Errorf("old counted in its windows: caveat %q", c)
 	}
-	if c := Diff(proven(false), proven(true)).Caveat; !strings.Contains(c, "the new file was") {
+	if c := caveat(Diff(proven(false), proven(true))); !strings.Contains(c, "the new file was") {
 		t.Errorf("new counted in its windows: caveat %q", c)
 	}
 	for _, counted := range []bool{true, false} {
-		if c := Diff(proven(counted), proven(counted)).Caveat; c != "" {
+		if c := caveat(Diff(proven(counted), proven(counted))); c != "" {
 			t.Errorf("both alike (counted %v): caveat %q", counted, c)
+		}
+	}
+}
+
+func caveat(fd *FileDiff) string { return strings.Join(fd.Caveats, "\n") }
+
+// Matched cells pinned differently (other CPUs, or one side unpinned: a
+// file from before streams were pinned by default) get a caveat naming
+// them; cells pinned alike get none.
+func TestDiffPinCaveat(t *testing.T) {
+	file := func(pins ...*results.CPUAffinity) *results.File {
+		f := &results.File{}
+		for i, p := range pins {
+			c := cellOf(fmt.Sprintf("mode%d", i), 10, 10.1, 9.9)
+			c.CPUAffinity = p
+			f.Cells = append(f.Cells, c)
+		}
+		return f
+	}
+	last := &results.CPUAffinity{Client: 1, Server: 1}
+	split := &results.CPUAffinity{Client: 0, Server: 1}
+	if c := caveat(Diff(file(last, last), file(last, &results.CPUAffinity{Client: 1, Server: 1}))); c != "" {
+		t.Errorf("pinned alike: caveat %q", c)
+	}
+	c := caveat(Diff(file(nil, last), file(last, split)))
+	for _, want := range []string{"2 matched cells were pinned differently", "mode0|", "(unpinned, client CPU 1, server CPU 1)", "(client CPU 1, server CPU 1, client CPU 0, server CPU 1)"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("caveat %q lacks %q", c, want)
 		}
 	}
 }
