@@ -231,7 +231,7 @@ struct lb_icmphdr {
 struct lb_pkt {
 	__be32 saddr, daddr;
 	__be16 sport, dport;
-	__be16 id;
+	__be16 frag_id; /* the IP header's identification */
 	__u16 ip_check; /* the header checksum, as in the packet */
 	__u16 l4_check; /* the TCP/UDP checksum field, as in the packet */
 	__u8 proto;
@@ -279,7 +279,7 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	p->saddr = ip.saddr;
 	p->daddr = ip.daddr;
 	p->proto = ip.protocol;
-	p->id = ip.id;
+	p->frag_id = ip.id;
 	p->ip_check = ip.check;
 	p->l4off = IP_OFF + ip.ihl * 4;
 	p->sport = p->dport = 0;
@@ -327,17 +327,6 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 		p->l4_check = h[3];
 	}
 	return LB_GO;
-}
-
-/* The first fragment of a translated datagram leaves its ports for the
- * fragments that follow (same source, destination, id and protocol). */
-static __always_inline void lb_frag_remember(const struct lb_pkt *p)
-{
-	struct lb_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->id, .proto = p->proto };
-	struct lb_frag f = { .sport = p->sport, .dport = p->dport };
-
-	if (p->first_frag)
-		bpf_map_update_elem(&lb_frags, &fk, &f, BPF_ANY);
 }
 
 static __always_inline __u32 lb_l4_csum_off(const struct lb_pkt *p)
@@ -740,18 +729,6 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_rev_key: the reply tuple of flow p translated to be, as replies
- * arrive (to LB_HAIRPIN_IP for a hairpin). */
-static __always_inline void lb_rev_key(struct lb_ct_key *rk, const struct lb_pkt *p, const struct lb_backend *be, __u8 hairpin)
-{
-	rk->saddr = be->ip;
-	rk->daddr = hairpin ? LB_HAIRPIN_IP : p->saddr;
-	rk->sport = be->port;
-	rk->dport = p->sport;
-	rk->proto = p->proto;
-	rk->dir = LB_CT_REV;
-}
-
 /* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
 static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
 {
@@ -1000,103 +977,19 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
- * program that also routes, like host.h's, parses once). p describes the
- * packet as it was: the caller compares p->daddr with the header afterwards
- * to learn whether the destination was translated. */
-static __always_inline int lb_from_pod_pkt(struct __sk_buff *skb, const struct lb_pkt *pp)
-{
-	struct lb_pkt p = *pp;
-	struct lb_ct_key fk = {};
-	struct lb_svc *svc;
-	struct lb_ct *ct;
-	struct lb_ct_key rk = {};
-	struct lb_backend be;
-	struct lb_tuple to;
-	__u8 hairpin;
-
-	if (p.proto == IPPROTO_ICMP) {
-		/* A hairpinned pod's error about its own flow goes the reply way. */
-		if (p.daddr == LB_HAIRPIN_IP)
-			return lb_icmp_rnat(skb, &p);
-		return lb_icmp_dnat(skb, &p);
-	}
-
-	if (p.daddr == LB_HAIRPIN_IP) {
-		/* A pod answering a hairpinned connection: translate it back here,
-		 * before the node routes it (the address means nothing outside). */
-		struct lb_ct_key rk = { .saddr = p.saddr, .daddr = p.daddr, .sport = p.sport, .dport = p.dport,
-					.proto = p.proto, .dir = LB_CT_REV };
-		ct = bpf_map_lookup_elem(&lb_conntrack, &rk);
-		if (!ct)
-			return TC_ACT_OK;
-		lb_frag_remember(&p);
-		return lb_rnat_pkt(skb, &p, ct);
-	}
-
-	svc = lb_svc_of(&p);
-	if (!svc)
-		return TC_ACT_OK;
-	if (svc->count == 0)
-		return lb_reject(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
-
-	fk.saddr = p.saddr;
-	fk.daddr = p.daddr;
-	fk.sport = p.sport;
-	fk.dport = p.dport;
-	fk.proto = p.proto;
-	fk.dir = LB_CT_FWD;
-	/* A SYN starts a flow: the hash picks its backend, the one a known flow
-	 * (a retransmitted SYN) already has unless the Service changed since,
-	 * so its entry need not be looked up (a cold miss per connection). */
-	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb_conntrack, &fk);
-	if (ct && ct->svc_id == svc->id) {
-		be.ip = ct->addr;
-		be.port = ct->port;
-		hairpin = ct->flags & LB_CT_HAIRPIN;
-	} else {
-		struct lb_backend *b = lb_pick_backend(svc, &p, lb_hash(&p));
-
-		if (!b) {
-			lb_count(LB_STAT_NO_BACKEND);
-			return TC_ACT_SHOT;
-		}
-		be.ip = b->ip;
-		be.port = b->port;
-		lb_count(LB_STAT_CT_NEW);
-		hairpin = be.ip == p.saddr;
-		if (hairpin)
-			lb_count(LB_STAT_HAIRPIN);
-
-		lb_rev_key(&rk, &p, &be, hairpin);
-		lb_ct_new(&p, svc, &fk, &rk, &be.ip, be.port, hairpin);
-	}
-
-	lb_frag_remember(&p);
-	to.saddr = hairpin ? LB_HAIRPIN_IP : p.saddr;
-	to.daddr = be.ip;
-	to.sport = p.sport;
-	to.dport = be.port;
-	if (lb_rewrite(skb, &p, &to) < 0)
-		goto fail;
-	lb_count(LB_STAT_DNAT);
-	if (!p.has_l4)
-		lb_count(LB_STAT_FRAG);
-	if (p.tcp_rst) {
-		lb_rev_key(&rk, &p, &be, hairpin);
-		lb_ct_close(&fk, &rk);
-	}
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
-}
-
-/* lb_to_pod_pkt, lb_from_pod and lb_to_pod, written once with lb6.h's
- * (lb_pod_fam.h). */
-#define LBF(n)              lb_##n
-#define LB_ICMP_PROTO       IPPROTO_ICMP
-#define LB_ICMP_IN(skb, p)  lb_icmp_rnat(skb, p)
+/* lb_rev_key, lb_from_pod_pkt, lb_to_pod_pkt, lb_from_pod and lb_to_pod,
+ * written once with lb6.h's (lb_pod_fam.h). */
+#define LBF(n)               lb_##n
+#define LB_ADDR              __be32
+#define LB_ADDR_EQ(a, b)     (*(a) == *(b))
+#define LB_IS_HAIRPIN(a)     (*(a) == LB_HAIRPIN_IP)
+#define LB_SET_HAIRPIN(a)    (*(a) = LB_HAIRPIN_IP)
+#define LB_COUNT(stat)       lb_count(LB_STAT_##stat)
+#define LB_COUNT_HAIRPIN()   lb_count(LB_STAT_HAIRPIN)
+#define LB_PICK(svc, p)      lb_pick_backend(svc, p, lb_hash(p))
+#define LB_REJECT(skb, p)    lb_reject(skb, p)
+#define LB_ICMP_PROTO        IPPROTO_ICMP
+#define LB_ICMP(skb, p, dir) ((dir) == LB_CT_REV ? lb_icmp_rnat(skb, p) : lb_icmp_dnat(skb, p))
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB_H */

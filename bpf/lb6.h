@@ -361,15 +361,6 @@ trunc:
 	return LB_PASS;
 }
 
-static __always_inline void lb6_frag_remember(const struct lb6_pkt *p)
-{
-	struct lb6_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = p->proto };
-	struct lb_frag f = { .sport = p->sport, .dport = p->dport };
-
-	if (p->first_frag)
-		bpf_map_update_elem(&lb6_frags, &fk, &f, BPF_ANY);
-}
-
 /* What a translation makes of a packet's addresses (contiguous, as in the
  * header) and ports. */
 struct lb6_tuple {
@@ -649,21 +640,6 @@ static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc 
 	return b;
 }
 
-/* lb6_rev_key: the reply tuple of flow p translated to backend ip:port
- * (to LB6_HAIRPIN_IP for a hairpin). */
-static __always_inline void lb6_rev_key(struct lb6_ct_key *rk, const struct lb6_pkt *p, const struct lb6_addr *ip, __be16 port,
-					__u8 hairpin)
-{
-	rk->saddr = *ip;
-	rk->daddr = p->saddr;
-	if (hairpin)
-		lb6_set_hairpin(&rk->daddr);
-	rk->sport = port;
-	rk->dport = p->sport;
-	rk->proto = p->proto;
-	rk->dir = LB_CT_REV;
-}
-
 /* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
  * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
  * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
@@ -727,104 +703,29 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb6_from_pod_pkt: packets leaving a pod, parsed by lb6_parse. */
-static __always_inline int lb6_from_pod_pkt(struct __sk_buff *skb, const struct lb6_pkt *pp)
+/* lb6_reject_tail: lb6_reject_pkt in a program of its own (lb6_tail), so
+ * that its stack is not lb6_from_pod_pkt's; counted as a drop when the
+ * tail call fails. */
+static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 {
-	struct lb6_pkt p = *pp;
-	struct lb6_ct_key fk = {}, rk = {};
-	struct lb6_tuple to;
-	struct lb_svc *svc;
-	struct lb6_ct *ct;
-	struct lb6_addr be_ip;
-	__be16 be_port;
-	__u8 hairpin;
-
-	if (p.proto == LB6_ICMP) /* a hairpinned pod's error about its own flow goes the reply way */
-		return lb6_icmp(skb, &p, lb6_is_hairpin(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
-	if (lb6_is_hairpin(&p.daddr)) {
-		/* A pod answering a hairpinned connection: translate it back here,
-		 * before the node routes it (the address means nothing outside). */
-		lb6_ct_key_of(&rk, &p, LB_CT_REV);
-		ct = bpf_map_lookup_elem(&lb6_conntrack, &rk);
-		if (!ct)
-			return TC_ACT_OK;
-		lb6_frag_remember(&p);
-		/* lb6_rnat_pkt's work in this frame's variables: its own would
-		 * take the stack past 512 bytes. */
-		to.saddr = ct->addr;
-		to.daddr = ct->client;
-		to.sport = ct->port;
-		to.dport = p.dport;
-		if (lb6_rewrite(skb, &p, &to) < 0) {
-			lb6_count(LB6_STAT_ERROR);
-			return TC_ACT_SHOT;
-		}
-		lb6_count(LB6_STAT_RNAT);
-		if (p.tcp_rst) {
-			fk.saddr = to.daddr;
-			fk.daddr = to.saddr;
-			fk.sport = p.dport;
-			fk.dport = to.sport;
-			fk.proto = p.proto;
-			fk.dir = LB_CT_FWD;
-			lb6_ct_close(&fk, &rk);
-		}
-		return TC_ACT_OK;
-	}
-	svc = lb6_svc_of(&p);
-	if (!svc)
-		return TC_ACT_OK;
-	if (svc->count == 0) {
-		bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
-		lb6_count(LB6_STAT_NO_BACKEND);
-		return TC_ACT_SHOT;
-	}
-	lb6_ct_key_of(&fk, &p, LB_CT_FWD);
-	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&lb6_conntrack, &fk);
-	if (ct && ct->svc_id == svc->id) {
-		be_ip = ct->addr;
-		be_port = ct->port;
-		hairpin = ct->flags & LB_CT_HAIRPIN;
-	} else {
-		struct lb6_backend *b = lb6_pick_backend(svc, &p);
-
-		if (!b) {
-			lb6_count(LB6_STAT_NO_BACKEND);
-			return TC_ACT_SHOT;
-		}
-		be_ip = b->ip;
-		be_port = b->port;
-		lb6_count(LB6_STAT_CT_NEW);
-		hairpin = lb6_addr_eq(&be_ip, &p.saddr);
-		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
-		lb6_ct_new(&p, svc, &fk, &rk, &be_ip, be_port, hairpin);
-	}
-	lb6_frag_remember(&p);
-	to.saddr = p.saddr;
-	if (hairpin)
-		lb6_set_hairpin(&to.saddr);
-	to.daddr = be_ip;
-	to.sport = p.sport;
-	to.dport = be_port;
-	if (lb6_rewrite(skb, &p, &to) < 0) {
-		lb6_count(LB6_STAT_ERROR);
-		return TC_ACT_SHOT;
-	}
-	lb6_count(LB6_STAT_DNAT);
-	if (!p.has_l4)
-		lb6_count(LB6_STAT_FRAG);
-	if (p.tcp_rst) {
-		lb6_rev_key(&rk, &p, &be_ip, be_port, hairpin);
-		lb6_ct_close(&fk, &rk);
-	}
-	return TC_ACT_OK;
+	bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
+	lb6_count(LB6_STAT_NO_BACKEND);
+	return TC_ACT_SHOT;
 }
 
-/* lb6_to_pod_pkt, lb6_from_pod and lb6_to_pod: lb.h's, written once
- * (lb_pod_fam.h). */
-#define LBF(n)              lb6_##n
-#define LB_ICMP_PROTO       LB6_ICMP
-#define LB_ICMP_IN(skb, p)  lb6_icmp(skb, p, LB_CT_REV)
+/* lb6_rev_key, lb6_from_pod_pkt, lb6_to_pod_pkt, lb6_from_pod and
+ * lb6_to_pod: lb.h's, written once (lb_pod_fam.h). */
+#define LBF(n)               lb6_##n
+#define LB_ADDR              struct lb6_addr
+#define LB_ADDR_EQ(a, b)     lb6_addr_eq(a, b)
+#define LB_IS_HAIRPIN(a)     lb6_is_hairpin(a)
+#define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
+#define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
+#define LB_COUNT_HAIRPIN()   do {} while (0)
+#define LB_PICK(svc, p)      lb6_pick_backend(svc, p)
+#define LB_REJECT(skb, p)    lb6_reject_tail(skb)
+#define LB_ICMP_PROTO        LB6_ICMP
+#define LB_ICMP(skb, p, dir) lb6_icmp(skb, p, dir)
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB6_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * lb_fam.h: lb.h's conntrack and sessionAffinity helpers, written once for
+ * lb_fam.h: lb.h's conntrack, fragment and sessionAffinity helpers, written once for
  * IPv4 and IPv6. Not a header of its own: lb.h includes it for IPv4 and
  * lb6.h for IPv6, after defining
  *
@@ -23,6 +23,18 @@ static __always_inline void LBF(ct_close)(const struct LBF(ct_key) *fk, const st
 {
 	bpf_map_delete_elem(&LBF(conntrack), rk);
 	bpf_map_delete_elem(&LBF(conntrack), fk);
+}
+
+/* lb_frag_remember: the first fragment of a translated datagram leaves its
+ * ports for the fragments that follow (same source, destination, id and
+ * protocol). */
+static __always_inline void LBF(frag_remember)(const struct LBF(pkt) *p)
+{
+	struct LBF(frag_key) fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = p->proto };
+	struct lb_frag f = { .sport = p->sport, .dport = p->dport };
+
+	if (p->first_frag)
+		bpf_map_update_elem(&LBF(frags), &fk, &f, BPF_ANY);
 }
 
 /* lb_ct_key_of: the conntrack key of packet p's own tuple in direction dir

@@ -1,15 +1,144 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * lb_pod_fam.h: the reverse translation towards pods and the two entry
- * points, written once for IPv4 and IPv6. Not a header of its own: lb.h and
- * lb6.h include it last, after defining
+ * lb_pod_fam.h: the translation of a pod's packets to a Service, their
+ * reverse towards pods and the two entry points, written once for IPv4 and
+ * IPv6. Not a header of its own: lb.h and lb6.h include it last, after
+ * defining
  *
- *   LBF(name)           the family's name: lb_##name or lb6_##name;
- *   LB_ICMP_PROTO       the family's ICMP protocol number;
- *   LB_ICMP_IN(skb, p)  the translation of an ICMP error arriving at a pod.
+ *   LBF(name)             the family's name: lb_##name or lb6_##name;
+ *   LB_ADDR               the address type: __be32 or struct lb6_addr;
+ *   LB_ADDR_EQ(a, b)      whether the addresses at a and b are equal;
+ *   LB_IS_HAIRPIN(a)      whether the address at a is the family's hairpin
+ *                         source (LB_HAIRPIN_IP, LB6_HAIRPIN_IP);
+ *   LB_SET_HAIRPIN(a)     makes the address at a that source;
+ *   LB_COUNT(STAT)        counts LB_STAT_STAT or LB6_STAT_STAT;
+ *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only has a
+ *                         counter for it);
+ *   LB_PICK(svc, p)       the backend of new flow p to svc (lb_pick_backend);
+ *   LB_REJECT(skb, p)     the answer of a Service without backends (IPv6: a
+ *                         tail call, whose stack is its own);
+ *   LB_ICMP_PROTO         the family's ICMP protocol number;
+ *   LB_ICMP(skb, p, dir)  the translation of an ICMP error p, about a flow's
+ *                         forward (LB_CT_FWD) or reply (LB_CT_REV) direction.
  *
  * The macros are undefined again at the end.
  */
+
+/* lb_rev_key: the reply tuple of flow p translated to backend ip:port, as
+ * replies arrive (to the hairpin source for a hairpin). */
+static __always_inline void LBF(rev_key)(struct LBF(ct_key) *rk, const struct LBF(pkt) *p, const LB_ADDR *ip, __be16 port,
+					 __u8 hairpin)
+{
+	rk->saddr = *ip;
+	rk->daddr = p->saddr;
+	if (hairpin)
+		LB_SET_HAIRPIN(&rk->daddr);
+	rk->sport = port;
+	rk->dport = p->sport;
+	rk->proto = p->proto;
+	rk->dir = LB_CT_REV;
+}
+
+/* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
+ * program that also routes, like host_fam.h's, parses once). p describes
+ * the packet as it was: the caller compares p->daddr with the header
+ * afterwards to learn whether the destination was translated. */
+static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *pp)
+{
+	struct LBF(pkt) p = *pp;
+	struct LBF(ct_key) fk = {}, rk = {};
+	struct LBF(tuple) to;
+	struct lb_svc *svc;
+	struct LBF(ct) *ct;
+	LB_ADDR be_ip;
+	__be16 be_port;
+	__u8 hairpin;
+
+	if (p.proto == LB_ICMP_PROTO) /* a hairpinned pod's error about its own flow goes the reply way */
+		return LB_ICMP(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
+	if (LB_IS_HAIRPIN(&p.daddr)) {
+		/* A pod answering a hairpinned connection: translate it back here,
+		 * before the node routes it (the address means nothing outside).
+		 * lb_rnat_pkt's work in this frame's variables: its own would
+		 * take IPv6's stack past 512 bytes. */
+		LBF(ct_key_of)(&rk, &p, LB_CT_REV);
+		ct = bpf_map_lookup_elem(&LBF(conntrack), &rk);
+		if (!ct)
+			return TC_ACT_OK;
+		LBF(frag_remember)(&p);
+		to.saddr = ct->addr;
+		to.daddr = ct->client;
+		to.sport = ct->port;
+		to.dport = p.dport;
+		if (LBF(rewrite)(skb, &p, &to) < 0)
+			goto fail;
+		LB_COUNT(RNAT);
+		if (!p.has_l4)
+			LB_COUNT(FRAG);
+		if (p.tcp_rst) {
+			fk.saddr = to.daddr;
+			fk.daddr = to.saddr;
+			fk.sport = p.dport;
+			fk.dport = to.sport;
+			fk.proto = p.proto;
+			fk.dir = LB_CT_FWD;
+			LBF(ct_close)(&fk, &rk);
+		}
+		return TC_ACT_OK;
+	}
+
+	svc = LBF(svc_of)(&p);
+	if (!svc)
+		return TC_ACT_OK;
+	if (svc->count == 0)
+		return LB_REJECT(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
+	LBF(ct_key_of)(&fk, &p, LB_CT_FWD);
+	/* A SYN starts a flow: the hash picks its backend, the one a known flow
+	 * (a retransmitted SYN) already has unless the Service changed since,
+	 * so its entry need not be looked up (a cold miss per connection). */
+	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&LBF(conntrack), &fk);
+	if (ct && ct->svc_id == svc->id) {
+		be_ip = ct->addr;
+		be_port = ct->port;
+		hairpin = ct->flags & LB_CT_HAIRPIN;
+	} else {
+		struct LBF(backend) *b = LB_PICK(svc, &p);
+
+		if (!b) {
+			LB_COUNT(NO_BACKEND);
+			return TC_ACT_SHOT;
+		}
+		be_ip = b->ip;
+		be_port = b->port;
+		LB_COUNT(CT_NEW);
+		hairpin = LB_ADDR_EQ(&be_ip, &p.saddr);
+		if (hairpin)
+			LB_COUNT_HAIRPIN();
+		LBF(rev_key)(&rk, &p, &be_ip, be_port, hairpin);
+		LBF(ct_new)(&p, svc, &fk, &rk, &be_ip, be_port, hairpin);
+	}
+
+	LBF(frag_remember)(&p);
+	to.saddr = p.saddr;
+	if (hairpin)
+		LB_SET_HAIRPIN(&to.saddr);
+	to.daddr = be_ip;
+	to.sport = p.sport;
+	to.dport = be_port;
+	if (LBF(rewrite)(skb, &p, &to) < 0)
+		goto fail;
+	LB_COUNT(DNAT);
+	if (!p.has_l4)
+		LB_COUNT(FRAG);
+	if (p.tcp_rst) {
+		LBF(rev_key)(&rk, &p, &be_ip, be_port, hairpin);
+		LBF(ct_close)(&fk, &rk);
+	}
+	return TC_ACT_OK;
+fail:
+	LB_COUNT(ERROR);
+	return TC_ACT_SHOT;
+}
 
 /* lb_to_pod_pkt: packets arriving at a pod (or replies leaving their
  * backend, for host routing), already parsed by lb_parse. */
@@ -19,7 +148,7 @@ static __always_inline int LBF(to_pod_pkt)(struct __sk_buff *skb, const struct L
 	struct LBF(ct) *ct;
 
 	if (p->proto == LB_ICMP_PROTO)
-		return LB_ICMP_IN(skb, p);
+		return LB_ICMP(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
 	LBF(ct_key_of)(&rk, p, LB_CT_REV);
@@ -51,5 +180,13 @@ static __always_inline int LBF(to_pod)(struct __sk_buff *skb)
 }
 
 #undef LBF
+#undef LB_ADDR
+#undef LB_ADDR_EQ
+#undef LB_IS_HAIRPIN
+#undef LB_SET_HAIRPIN
+#undef LB_COUNT
+#undef LB_COUNT_HAIRPIN
+#undef LB_PICK
+#undef LB_REJECT
 #undef LB_ICMP_PROTO
-#undef LB_ICMP_IN
+#undef LB_ICMP
