@@ -66,6 +66,7 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
+	cmd.Flags().StringVar(&c.MetricsAddr, "metrics-bind-address", proxy.DefaultMetricsAddr, "serve kube-proxy's Prometheus metrics (/metrics) and /proxyMode here, as kube-proxy's flag of that name (\"\": nowhere)")
 	cmd.Flags().BoolVar(&c.SocketLB, "socket-lb", false, "with --mode "+proxy.ModeEBPF+": the socket programs on --cgroup translate the pods' connect()/sendmsg() too (Cilium's socket LB: no per-packet NAT for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	return cmd
 }

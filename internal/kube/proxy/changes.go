@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -39,6 +40,13 @@ func (c *serviceChanges) record(obj any, gone bool) string {
 	return key
 }
 
+// size is the number of Services with a change pending.
+func (c *serviceChanges) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
 // take returns the records and forgets them.
 func (c *serviceChanges) take() map[string]*corev1.Service {
 	c.mu.Lock()
@@ -49,10 +57,15 @@ func (c *serviceChanges) take() map[string]*corev1.Service {
 }
 
 // sliceChanges records EndpointSlices by their Service (namespace/name,
-// from the kubernetes.io/service-name label), then by slice name.
+// from the kubernetes.io/service-name label), then by slice name, and the
+// trigger times of the changes (metrics.go: network programming latency),
+// by Service: a deleted slice's Service forgets its own, as kube-proxy's
+// tracker does.
 type sliceChanges struct {
-	mu      sync.Mutex
-	pending map[string]map[string]*discoveryv1.EndpointSlice // nil: deleted
+	mu       sync.Mutex
+	pending  map[string]map[string]*discoveryv1.EndpointSlice // nil: deleted
+	since    time.Time                                        // trigger times before it are not counted
+	triggers map[string][]trigger
 }
 
 func (c *sliceChanges) record(obj any, gone bool) string {
@@ -76,10 +89,54 @@ func (c *sliceChanges) record(obj any, gone bool) string {
 	}
 	if gone {
 		c.pending[key][es.Name] = nil
+		delete(c.triggers, key)
 	} else {
 		c.pending[key][es.Name] = es
+		if t, ok := triggerOf(es, c.since); ok {
+			if c.triggers == nil {
+				c.triggers = map[string][]trigger{}
+			}
+			c.triggers[key] = append(c.triggers[key], t)
+		}
 	}
 	return key
+}
+
+// size is the number of slices with a change pending.
+func (c *sliceChanges) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, byName := range c.pending {
+		n += len(byName)
+	}
+	return n
+}
+
+// takeTriggers returns the trigger times recorded and forgets them.
+func (c *sliceChanges) takeTriggers() []trigger {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []trigger
+	for _, ts := range c.triggers {
+		out = append(out, ts...)
+	}
+	c.triggers = nil
+	return out
+}
+
+// putTriggers gives back trigger times a failed sync did not apply (kept
+// under "", as their Service is no longer needed).
+func (c *sliceChanges) putTriggers(ts []trigger) {
+	if len(ts) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.triggers == nil {
+		c.triggers = map[string][]trigger{}
+	}
+	c.triggers[""] = append(c.triggers[""], ts...)
 }
 
 func (c *sliceChanges) take() map[string]map[string]*discoveryv1.EndpointSlice {

@@ -28,6 +28,7 @@ type Proxier struct {
 	syncer  *svcsync.Syncer
 	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
 	health  healthSetter
+	metrics *Metrics // kube-proxy's metrics (nil: none; Instrument)
 	logf    func(string, ...any)
 
 	services serviceChanges
@@ -62,7 +63,7 @@ func NewProxier(node string, nodeIPs []netip.Addr, plane svcsync.Plane, flows Fl
 		logf = func(string, ...any) {}
 	}
 	return &Proxier{node: node, nodeIPs: nodeIPs, syncer: syncer, flows: flows, health: health, logf: logf,
-		kick: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), slices: sliceChanges{since: time.Now()},
 		svcs: map[string]*corev1.Service{}, eps: map[string]map[string]*discoveryv1.EndpointSlice{},
 		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}, stale: map[netip.AddrPort][]tcbpf.Backend{}}, nil
 }
@@ -75,11 +76,19 @@ func (p *Proxier) ServiceHandler() cache.ResourceEventHandler {
 
 func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p.slices.record) }
 
+// Instrument has the proxier keep m (kube-proxy's metrics, metrics.go).
+func (p *Proxier) Instrument(m *Metrics) { p.metrics = m }
+
 func (p *Proxier) handler(record func(obj any, gone bool) string) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) == "" {
 			return
 		}
+		_, slice := obj.(*discoveryv1.EndpointSlice)
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			_, slice = t.Obj.(*discoveryv1.EndpointSlice)
+		}
+		p.metrics.queued(slice, p.services.size(), p.slices.size())
 		select {
 		case p.kick <- struct{}{}:
 		default:
@@ -159,6 +168,22 @@ func (p *Proxier) Sync() (svcsync.Changes, error) {
 		errs = append(errs, err)
 	}
 	return total, errors.Join(errs...)
+}
+
+// SyncMeasured is Sync observed by the proxier's metrics (Instrument):
+// its duration, and the network programming latency of the EndpointSlice
+// changes it applied. Their trigger times are taken before Sync takes the
+// changes, so a change recorded in between is counted at the next Sync,
+// never as applied before it was.
+func (p *Proxier) SyncMeasured() (svcsync.Changes, error) {
+	triggers := p.slices.takeTriggers()
+	full, t0 := !p.primed, time.Now()
+	ch, err := p.Sync()
+	if err != nil {
+		p.slices.putTriggers(triggers)
+	}
+	p.metrics.synced(t0, full, triggers, err, p.services.size(), p.slices.size())
+	return ch, err
 }
 
 // syncService syncs one Service (gone from svcs: deleted) and notes in
@@ -252,7 +277,7 @@ func (p *Proxier) Loop(ctx context.Context) {
 		case <-retry:
 		}
 		retry = nil
-		if _, err := p.Sync(); err != nil {
+		if _, err := p.SyncMeasured(); err != nil {
 			backoff = min(max(2*backoff, minRetry), maxRetry)
 			retry = time.After(backoff)
 			continue

@@ -52,7 +52,11 @@ type Config struct {
 	// from the API); Uplink the interface that carries them, which gets the
 	// NodePort programs ("": NodePorts only for the node's pods).
 	NodeIP, Uplink string
-	Logf           func(string, ...any)
+	// MetricsAddr is where /metrics (kube-proxy's metrics, metrics.go) and
+	// /proxyMode are served, as kube-proxy's --metrics-bind-address
+	// (DefaultMetricsAddr; "": nowhere).
+	MetricsAddr string
+	Logf        func(string, ...any)
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
@@ -145,6 +149,15 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), p.Len())
+	m := NewMetrics(nodeIPs)
+	p.Instrument(m)
+	if c.MetricsAddr != "" {
+		stop, err := serveStatus(c.MetricsAddr, m, c.mode(), logf)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = LabelSelector().String()
@@ -182,7 +195,7 @@ func Run(ctx context.Context, c Config) error {
 	if !cache.WaitForCacheSync(ctx.Done(), svcs.HasSynced, slices.HasSynced) {
 		return linkOr(linkErr, fmt.Errorf("the informers never synced: %w", ctx.Err()))
 	}
-	total, err := p.Sync()
+	total, err := p.SyncMeasured()
 	if err != nil {
 		logf("first sync: %v (retrying)", err)
 	}
