@@ -28,6 +28,7 @@ type Proxier struct {
 	syncer  *svcsync.Syncer
 	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
 	health  healthSetter
+	status  *proxyHealth // the proxy health server's view of the syncs (nil: none)
 	logf    func(string, ...any)
 
 	services serviceChanges
@@ -75,11 +76,33 @@ func (p *Proxier) ServiceHandler() cache.ResourceEventHandler {
 
 func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p.slices.record) }
 
+// NodeHandler follows the proxy's own Node (an informer on its name): the
+// proxy health server's nodeEligible.
+func (p *Proxier) NodeHandler() cache.ResourceEventHandler {
+	set := func(obj any, gone bool) {
+		obj, gone = unwrapDeleted(obj, gone)
+		n, ok := obj.(*corev1.Node)
+		if !ok || n.Name != p.node {
+			return
+		}
+		if gone {
+			n = nil
+		}
+		p.status.setNode(n)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { set(o, false) },
+		UpdateFunc: func(_, o any) { set(o, false) },
+		DeleteFunc: func(o any) { set(o, true) },
+	}
+}
+
 func (p *Proxier) handler(record func(obj any, gone bool) string) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) == "" {
 			return
 		}
+		p.status.queued()
 		select {
 		case p.kick <- struct{}{}:
 		default:
@@ -100,6 +123,7 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 // entries no Service claims and every stale UDP flow (a restarted proxy's
 // maps). Changes counts the entries written.
 func (p *Proxier) Sync() (svcsync.Changes, error) {
+	p.status.syncing()
 	touched := map[string]bool{}
 	for key, svc := range p.services.take() {
 		touched[key] = true
@@ -157,6 +181,9 @@ func (p *Proxier) Sync() (svcsync.Changes, error) {
 	}
 	if err := p.forget(); err != nil {
 		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		p.status.updated()
 	}
 	return total, errors.Join(errs...)
 }
