@@ -33,7 +33,10 @@ type Proxier struct {
 
 	services serviceChanges
 	slices   sliceChanges
+	nodes    nodeChanges
 	kick     chan struct{} // a change was recorded
+
+	zone string // the node's zone, as the syncs applied it (zone hints)
 
 	// What the syncs applied: the Services, their slices by name, and
 	// their UDP frontends with the backends their flows may keep.
@@ -76,8 +79,18 @@ func (p *Proxier) ServiceHandler() cache.ResourceEventHandler {
 
 func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p.slices.record) }
 
+// changed notes a recorded change and wakes Loop.
+func (p *Proxier) changed() {
+	p.status.queued()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
 // NodeHandler follows the proxy's own Node (an informer on its name): the
-// proxy health server's nodeEligible.
+// proxy health server's nodeEligible, and its zone, whose change syncs
+// every Service again (zone hints). A deleted Node keeps its last zone.
 func (p *Proxier) NodeHandler() cache.ResourceEventHandler {
 	set := func(obj any, gone bool) {
 		obj, gone = unwrapDeleted(obj, gone)
@@ -86,9 +99,13 @@ func (p *Proxier) NodeHandler() cache.ResourceEventHandler {
 			return
 		}
 		if gone {
-			n = nil
+			p.status.setNode(nil)
+			return
 		}
 		p.status.setNode(n)
+		if p.nodes.record(ZoneOf(n)) {
+			p.changed()
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { set(o, false) },
@@ -102,11 +119,7 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 		if record(obj, gone) == "" {
 			return
 		}
-		p.status.queued()
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+		p.changed()
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { note(o, false) },
@@ -125,6 +138,13 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 func (p *Proxier) Sync() (svcsync.Changes, error) {
 	p.status.syncing()
 	touched := map[string]bool{}
+	if zone, ok := p.nodes.take(); ok && zone != p.zone {
+		p.logf("node %s: zone %q (was %q): every Service synced again", p.node, zone, p.zone)
+		p.zone = zone
+		for key := range p.svcs {
+			touched[key] = true
+		}
+	}
 	for key, svc := range p.services.take() {
 		touched[key] = true
 		if svc == nil {
@@ -202,8 +222,9 @@ func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 	}
 	eps := slices.Collect(maps.Values(p.eps[key]))
 	slices.SortFunc(eps, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	want, notes := Translate(svc, eps, p.node)
-	ext, extNotes := TranslateExternal(svc, eps, p.node, p.nodeIPs)
+	at := Node{Name: p.node, Zone: p.zone}
+	want, notes := Translate(svc, eps, at)
+	ext, extNotes := TranslateExternal(svc, eps, at, p.nodeIPs)
 	for _, n := range append(notes, extNotes...) {
 		p.logf("service %s: %s", key, n)
 	}
