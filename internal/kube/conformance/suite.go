@@ -140,6 +140,7 @@ const (
 	DefaultCluster = "conf"
 	DefaultNodes   = 3 // "NodePort and HealthCheckNodePort ... ExternalTrafficPolicy changes" needs 3
 	DefaultProcs   = 3 // ginkgo processes: measured fine on 2 vCPUs
+	DefaultZones   = 3 // one per node: the Traffic Distribution and Topology Hints specs need 3
 	DefaultProxy   = clusternet.VnetlabEBPF
 	DefaultTimeout = 2 * time.Hour
 )
@@ -205,6 +206,9 @@ func (s Spec) Resolve() (Spec, error) {
 	}
 	if c.Nodes == 0 {
 		c.Nodes = DefaultNodes
+	}
+	if c.Zones == 0 {
+		c.Zones = min(DefaultZones, c.Nodes)
 	}
 	if c.Proxy == "" {
 		c.Proxy = DefaultProxy

@@ -20,8 +20,11 @@ func TestResolveDefaults(t *testing.T) {
 	if s.Suite != Services || s.Focus != `\[sig-network\] Services` || s.Skip != DefaultSkip {
 		t.Errorf("suite %q focus %q skip %q, want the Services suite", s.Suite, s.Focus, s.Skip)
 	}
-	if c.Name != DefaultCluster || c.Nodes != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != clusternet.CNIVnetlab || c.CNIMode != modes.VethEBPF {
-		t.Errorf("cluster %+v, want 3 nodes, vnetlab-ebpf, vnetlab CNI veth-ebpf", c)
+	if c.Name != DefaultCluster || c.Nodes != 3 || c.Zones != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != clusternet.CNIVnetlab || c.CNIMode != modes.VethEBPF {
+		t.Errorf("cluster %+v, want 3 nodes in 3 zones, vnetlab-ebpf, vnetlab CNI veth-ebpf", c)
+	}
+	if two, err := (Spec{Cluster: cluster.Spec{Nodes: 2}}).Resolve(); err != nil || two.Cluster.Zones != 2 {
+		t.Errorf("2 nodes: zones %d (%v), want 2 (one per node at most)", two.Cluster.Zones, err)
 	}
 	if s.Procs != 3 || s.FlakeAttempts != 1 || s.Timeout != DefaultTimeout {
 		t.Errorf("procs %d, flake attempts %d, timeout %s", s.Procs, s.FlakeAttempts, s.Timeout)
