@@ -27,6 +27,9 @@ const (
 	busyboxRepo    = "e2e-test-images/busybox"
 	pauseRepo      = "pause"
 	regressionRepo = "e2e-test-images/regression-issue-74839"
+	// glibcDNSRepo is the DNS specs' querier, named GlibcDnsTesting in
+	// v1.37.2's manifest (formerly jessie-dnsutils).
+	glibcDNSRepo = "e2e-test-images/glibc-dns-testing"
 )
 
 // hostTools are the Debian programs agnhost's image holds besides agnhost
@@ -35,13 +38,31 @@ const (
 // openbsd's; busybox's has no -v), curl and wget, ss. The shell is dash:
 // busybox's ash would run its own nc and wget applets before $PATH's (and
 // its static wget crashes beside a shared glibc).
-var hostTools = []struct{ name, program, pkg string }{
+var hostTools = []tool{
 	{"sh", "dash", "dash"},
 	{"nc", "nc.openbsd", "netcat-openbsd"},
 	{"curl", "curl", "curl"},
 	{"wget", "wget", "wget"},
 	{"ss", "ss", "iproute2"},
 	{"ip", "ip", "iproute2"},
+}
+
+// tool is a Debian program of an image: its name in the image, the
+// program's, its package.
+type tool struct{ name, program, pkg string }
+
+// dnsTools are the programs of the DNS specs' glibc querier (upstream's is
+// Debian with dnsutils): their probes run `dig +notcp|+tcp ... && test -n
+// ... && echo OK > /results/...` and `getent hosts NAME` in a shell loop, on
+// glibc's resolver, beside agnhost's musl one. host and nslookup come with
+// dig; hostname as the pods' own.
+var dnsTools = []tool{
+	{"sh", "dash", "dash"},
+	{"dig", "dig", "bind9-dnsutils"},
+	{"nslookup", "nslookup", "bind9-dnsutils"},
+	{"host", "host", "bind9-host"},
+	{"getent", "getent", "libc-bin"},
+	{"hostname", "hostname", "hostname"},
 }
 
 // busybox gives every other command the specs' shell lines use (seq, sleep,
@@ -61,6 +82,7 @@ var builders = map[string]func(e2eBin string, refs []string) (*image.Image, erro
 	busyboxRepo:    busyboxImage,
 	pauseRepo:      pauseImage,
 	regressionRepo: regressionImage,
+	glibcDNSRepo:   glibcDNSImage,
 }
 
 // testImages picks, from e2e.test --list-images output, the images built
@@ -134,16 +156,37 @@ func busyboxLinks(c *image.Content, dir string) error {
 func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
 		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
+	if err := addTools(&c, "agnhost", hostTools); err != nil {
+		return nil, err
+	}
+	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
+		return nil, err
+	}
+	return assemble(c, refs)
+}
+
+// addTools puts the tools in /usr/bin with their shared libraries.
+func addTools(c *image.Content, what string, tools []tool) error {
 	var progs []string
-	for _, t := range hostTools {
+	for _, t := range tools {
 		p, err := exec.LookPath(t.program)
 		if err != nil {
-			return nil, fmt.Errorf("the agnhost test image needs %s (Debian package %s): run scripts/install-deps.sh", t.program, t.pkg)
+			return fmt.Errorf("the %s test image needs %s (Debian package %s): run scripts/install-deps.sh", what, t.program, t.pkg)
 		}
 		c.Files["/usr/bin/"+t.name] = p
 		progs = append(progs, "/usr/bin/"+t.name)
 	}
 	c.AddLibraries(progs...)
+	return nil
+}
+
+// glibcDNSImage: the DNS tools on glibc with their libraries, busybox for
+// the rest of the probes' shell lines (seq, sleep), sh by default.
+func glibcDNSImage(_ string, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
+	if err := addTools(&c, "glibc-dns-testing", dnsTools); err != nil {
+		return nil, err
+	}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
 	}
