@@ -33,7 +33,8 @@ const (
 )
 
 // hostTools are the Debian programs agnhost's image holds besides agnhost
-// (upstream's is Alpine with these packages), by their name in the image.
+// and the DNS query tools (upstream's is Alpine with these packages), by
+// their name in the image.
 // The specs' jig runs them through a shell in the pods: `nc -v` (netcat-
 // openbsd's; busybox's has no -v), curl and wget, ss. The shell is dash:
 // busybox's ash would run its own nc and wget applets before $PATH's (and
@@ -51,19 +52,21 @@ var hostTools = []tool{
 // program's, its package.
 type tool struct{ name, program, pkg string }
 
-// dnsTools are the programs of the DNS specs' glibc querier (upstream's is
-// Debian with dnsutils): their probes run `dig +notcp|+tcp ... && test -n
-// ... && echo OK > /results/...` and `getent hosts NAME` in a shell loop, on
-// glibc's resolver, beside agnhost's musl one. host and nslookup come with
-// dig; hostname as the pods' own.
-var dnsTools = []tool{
-	{"sh", "dash", "dash"},
+// dnsQueryTools are what the DNS specs' probes run in both their queriers,
+// agnhost's (upstream's: Alpine, musl) and glibc-dns-testing's (upstream's:
+// Debian): `dig +notcp|+tcp ... && test -n ... && echo OK > /results/...`
+// and `getent hosts NAME` in a shell loop; host and nslookup come with dig.
+// Here both images hold Debian's, so both query through glibc.
+var dnsQueryTools = []tool{
 	{"dig", "dig", "bind9-dnsutils"},
 	{"nslookup", "nslookup", "bind9-dnsutils"},
 	{"host", "host", "bind9-host"},
 	{"getent", "getent", "libc-bin"},
-	{"hostname", "hostname", "hostname"},
 }
+
+// dnsTools are the glibc querier's programs: a shell, the query tools and
+// hostname as the pods' own.
+var dnsTools = append([]tool{{"sh", "dash", "dash"}, {"hostname", "hostname", "hostname"}}, dnsQueryTools...)
 
 // busybox gives every other command the specs' shell lines use (seq, sleep,
 // dd, cat, timeout, ...), as upstream's Alpine and busybox images do.
@@ -156,7 +159,7 @@ func busyboxLinks(c *image.Content, dir string) error {
 func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
 		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
-	if err := addTools(&c, "agnhost", hostTools); err != nil {
+	if err := addTools(&c, "agnhost", append(slices.Clone(hostTools), dnsQueryTools...)); err != nil {
 		return nil, err
 	}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
