@@ -78,9 +78,15 @@ type testImage struct {
 	refs []string
 }
 
-// builders make each repository's image from the directory of the
-// end-to-end build's programs, with the given references.
-var builders = map[string]func(e2eBin string, refs []string) (*image.Image, error){
+// imageInputs are the programs built for the images: the directory of the
+// end-to-end build's, and CoreDNS (the cluster's DNS server's build).
+type imageInputs struct {
+	e2eBin, coreDNS string
+}
+
+// builders make each repository's image from the built programs, with the
+// given references.
+var builders = map[string]func(in imageInputs, refs []string) (*image.Image, error){
 	agnhostRepo:    agnhostImage,
 	busyboxRepo:    busyboxImage,
 	pauseRepo:      pauseImage,
@@ -154,10 +160,11 @@ func busyboxLinks(c *image.Content, dir string) error {
 }
 
 // agnhostImage: /agnhost as the entrypoint (pause by default, as upstream's),
-// the host tools with their libraries, busybox for the rest; /bin is
-// /usr/bin as on Debian.
-func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
-	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+// /coredns as upstream's (the DNS specs' own DNS server pods run it), the
+// host tools with their libraries, busybox for the rest; /bin is /usr/bin
+// as on Debian.
+func agnhostImage(in imageInputs, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost), "/coredns": in.coreDNS},
 		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
 	if err := addTools(&c, "agnhost", append(slices.Clone(hostTools), dnsQueryTools...)); err != nil {
 		return nil, err
@@ -185,7 +192,7 @@ func addTools(c *image.Content, what string, tools []tool) error {
 
 // glibcDNSImage: the DNS tools on glibc with their libraries, busybox for
 // the rest of the probes' shell lines (seq, sleep), sh by default.
-func glibcDNSImage(_ string, refs []string) (*image.Image, error) {
+func glibcDNSImage(_ imageInputs, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
 	if err := addTools(&c, "glibc-dns-testing", dnsTools); err != nil {
 		return nil, err
@@ -197,7 +204,7 @@ func glibcDNSImage(_ string, refs []string) (*image.Image, error) {
 }
 
 // busyboxImage: busybox and its applets, sh by default.
-func busyboxImage(_ string, refs []string) (*image.Image, error) {
+func busyboxImage(_ imageInputs, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
@@ -207,13 +214,13 @@ func busyboxImage(_ string, refs []string) (*image.Image, error) {
 
 // pauseImage: agnhost's pause, which waits for SIGTERM as upstream's pause
 // does.
-func pauseImage(e2eBin string, refs []string) (*image.Image, error) {
-	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+func pauseImage(in imageInputs, refs []string) (*image.Image, error) {
+	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost)},
 		Entrypoint: []string{"/agnhost", "pause"}}, refs)
 }
 
 // regressionImage: the one static program.
-func regressionImage(e2eBin string, refs []string) (*image.Image, error) {
+func regressionImage(in imageInputs, refs []string) (*image.Image, error) {
 	path := "/" + binaries.Regression74839
-	return assemble(image.Content{Files: map[string]string{path: filepath.Join(e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
+	return assemble(image.Content{Files: map[string]string{path: filepath.Join(in.e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
 }

@@ -198,9 +198,14 @@ func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...an
 	if err != nil {
 		return nil, err
 	}
+	coreDNS, err := binaries.EnsureCoreDNS(ctx, say)
+	if err != nil {
+		return nil, err
+	}
+	in := imageInputs{e2eBin: e2eBin, coreDNS: coreDNS}
 	var tars []string
 	for _, ti := range imgs {
-		im, err := builders[ti.repo](e2eBin, ti.refs)
+		im, err := builders[ti.repo](in, ti.refs)
 		if err != nil {
 			return nil, err
 		}
