@@ -78,10 +78,12 @@ type testImage struct {
 	refs []string
 }
 
-// imageInputs are the programs built for the images: the directory of the
-// end-to-end build's, and CoreDNS (the cluster's DNS server's build).
+// imageInputs are the files made for the images: the directory of the
+// end-to-end build's programs, CoreDNS (the cluster's DNS server's build),
+// and porter's TLS pair (tlscert.go).
 type imageInputs struct {
 	e2eBin, coreDNS string
+	tlsCert, tlsKey string
 }
 
 // builders make each repository's image from the built programs, with the
@@ -160,11 +162,12 @@ func busyboxLinks(c *image.Content, dir string) error {
 }
 
 // agnhostImage: /agnhost as the entrypoint (pause by default, as upstream's),
-// /coredns as upstream's (the DNS specs' own DNS server pods run it), the
-// host tools with their libraries, busybox for the rest; /bin is /usr/bin
-// as on Debian.
+// /coredns as upstream's (the DNS specs' own DNS server pods run it),
+// porter's TLS pair in its working directory (/), the host tools with their
+// libraries, busybox for the rest; /bin is /usr/bin as on Debian.
 func agnhostImage(in imageInputs, refs []string) (*image.Image, error) {
-	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost), "/coredns": in.coreDNS},
+	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost), "/coredns": in.coreDNS,
+		"/" + porterCert: in.tlsCert, "/" + porterKey: in.tlsKey},
 		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
 	if err := addTools(&c, "agnhost", append(slices.Clone(hostTools), dnsQueryTools...)); err != nil {
 		return nil, err

@@ -203,6 +203,9 @@ func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...an
 		return nil, err
 	}
 	in := imageInputs{e2eBin: e2eBin, coreDNS: coreDNS}
+	if in.tlsCert, in.tlsKey, err = writePorterTLS(dir); err != nil {
+		return nil, fmt.Errorf("agnhost's TLS certificate: %w", err)
+	}
 	var tars []string
 	for _, ti := range imgs {
 		im, err := builders[ti.repo](in, ti.refs)
