@@ -60,7 +60,7 @@ conformance: deps build
 	./bin/vnetlab kube conformance $(strip $(CONFORMANCE_FLAGS))
 
 CONFORMANCE_FLAGS = $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(PROXY)') $(if $(SOCKET_LB),--socket-lb) \
-	$(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') $(if $(FAMILY),--ip-family '$(FAMILY)') $(if $(NODES),--nodes '$(NODES)') \
+	$(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') $(if $(FAMILY),--ip-family '$(FAMILY)') $(if $(NODES),--nodes '$(NODES)') $(if $(ZONES),--zones '$(ZONES)') \
 	$(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') $(if $(SKIP),--skip '$(SKIP)') \
 	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)')
 

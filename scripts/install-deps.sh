@@ -14,6 +14,8 @@ declare -A need=(
   [etcd]=etcd-server [containerd]=containerd [runc]=runc
   # `make conformance` / `vnetlab kube conformance`: the tools upstream's agnhost test image holds
   [nc.openbsd]=netcat-openbsd [curl]=curl [wget]=wget [ss]=iproute2 [dash]=dash
+  # and its glibc-dns-testing (formerly jessie-dnsutils) image, the DNS specs' querier
+  [dig]=bind9-dnsutils [nslookup]=bind9-dnsutils [host]=bind9-host [getent]=libc-bin [hostname]=hostname
   # e2e/kernels boots Debian's stock kernel under qemu with these programs in its initramfs
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [depmod]=kmod [xz]=xz-utils
 )

@@ -60,6 +60,7 @@ func newKubeUpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&spec.Name, "name", "k", "cluster name")
 	cmd.Flags().IntVar(&spec.Nodes, "nodes", 2, "number of nodes")
+	cmd.Flags().IntVar(&spec.Zones, "zones", 0, "label the nodes with this many zones, round robin (topology.kubernetes.io/zone zone-1..N, region "+cluster.Region+"): topology-aware routing needs them; 0: none")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", clusternet.DefaultProxy, clusternet.ProxyHelp())
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")

@@ -57,6 +57,7 @@ It exits 1 when a spec fails. Suites (--suite):
 	f.StringVar(&spec.Skip, "skip", "", "a ginkgo skip regular expression instead of the suite's (default "+conformance.DefaultSkip+")")
 	f.StringVar(&spec.Cluster.Name, "name", conformance.DefaultCluster, "the cluster's name (removed at the end)")
 	f.IntVar(&spec.Cluster.Nodes, "nodes", conformance.DefaultNodes, "number of nodes")
+	f.IntVar(&spec.Cluster.Zones, "zones", 0, fmt.Sprintf("zones the nodes are labelled with, as kube up's (default %d, at most one per node: the Traffic Distribution specs need 3)", conformance.DefaultZones))
 	f.StringVar(&spec.Cluster.Proxy, "proxy", conformance.DefaultProxy, clusternet.ProxyHelp())
 	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": translate the pods' connections at the socket too")
 	f.StringVar(&spec.Cluster.CNI, "cni", "", "CNI plugin, as kube up's --cni (default: vnetlab with vnetlab's proxies, bridge with kube-proxy)")

@@ -23,7 +23,7 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb] [--healthz-bind-address IP:PORT] [--metrics-bind-address IP:PORT]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,7 +66,8 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Uplink, "uplink", "eth0", "the node's interface towards other nodes and clients: gets the NodePort programs (\"\": none)")
 	cmd.Flags().StringVar(&c.Mode, "mode", proxy.ModeEBPF, "data plane: "+proxy.ModeEBPF+" (tc programs on the pods' veths) or "+proxy.ModeSock+" (socket programs on --cgroup)")
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
-	cmd.Flags().StringVar(&c.MetricsAddr, "metrics-bind-address", proxy.DefaultMetricsAddr, "serve kube-proxy's Prometheus metrics (/metrics) and /proxyMode here, as kube-proxy's flag of that name (\"\": nowhere)")
+	cmd.Flags().StringVar(&c.HealthzAddr, "healthz-bind-address", proxy.DefaultHealthzAddr, "IP:port of the proxy health server (/healthz, /livez), as kube-proxy's (\"\": none)")
+	cmd.Flags().StringVar(&c.MetricsAddr, "metrics-bind-address", proxy.DefaultMetricsAddr, "IP:port of the status server (/proxyMode, /healthz, and /metrics: kube-proxy's Prometheus metrics), as kube-proxy's (\"\": none)")
 	cmd.Flags().BoolVar(&c.SocketLB, "socket-lb", false, "with --mode "+proxy.ModeEBPF+": the socket programs on --cgroup translate the pods' connect()/sendmsg() too (Cilium's socket LB: no per-packet NAT for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	return cmd
 }

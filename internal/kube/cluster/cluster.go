@@ -40,6 +40,7 @@ type node struct {
 	// family of the cluster, the primary first (ip and pods are IPv4's).
 	ips       []net.IP
 	podRanges []*net.IPNet
+	labels    string // kubelet's --node-labels ("": none)
 }
 
 // builder holds what Up needs between steps.
@@ -145,7 +146,7 @@ func (b *builder) build(ctx context.Context) error {
 	cpNS := lab.NSName(k, cpWho)
 	for i := 1; i <= b.spec.Nodes; i++ {
 		n := node{name: NodeName(k, i), ns: lab.NSName(k, fmt.Sprintf("node%d", i)), ip: modes.NthIP(nodeNet, 10+i), pods: podCIDR(i),
-			ips: b.addrs.nodeIPs(i), podRanges: b.addrs.podCIDRs(i)}
+			ips: b.addrs.nodeIPs(i), podRanges: b.addrs.podCIDRs(i), labels: b.spec.nodeLabels(i)}
 		n.dir = filepath.Join(b.dir, n.name)
 		b.nodes = append(b.nodes, n)
 		ns := lab.NodeState{Name: n.name, NS: n.ns, IP: n.ip.String(), Uplink: uplink}

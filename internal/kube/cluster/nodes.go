@@ -121,9 +121,13 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 			return err
 		}
 	}
-	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), "--config", filepath.Join(n.dir, "kubelet.yaml"),
+	args := []string{"--config", filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"), "--hostname-override", n.name,
-		"--node-ip", join(n.ips)); err != nil {
+		"--node-ip", join(n.ips)}
+	if n.labels != "" {
+		args = append(args, "--node-labels", n.labels)
+	}
+	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), args...); err != nil {
 		return err
 	}
 	return b.startProxy(n, kubeconfig)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
@@ -32,6 +33,9 @@ type Spec struct {
 	// pod ranges, node addresses and routes (ipv4 when unset; dual: IPv4
 	// primary, as kind's).
 	Family family.Family
+	// Zones (--zones) labels the nodes with that many zones, round robin
+	// (zones.go); 0: no zone labels.
+	Zones int
 }
 
 // Facts keys of a cluster's lab state.
@@ -89,6 +93,9 @@ func (s Spec) networkFacts() map[string]string {
 		f[FactSocketLB] = "true"
 	}
 	f[FactFamily] = string(s.Family.Or())
+	if s.Zones > 0 {
+		f[FactZones] = strconv.Itoa(s.Zones)
+	}
 	return f
 }
 
@@ -105,6 +112,9 @@ func (s Spec) Validate() error {
 	if last := NodeName(s.Name, s.Nodes); len(last) > lab.MaxNameLen {
 		return fmt.Errorf("cluster name %q: its node names (%s) are interface names, at most %d characters: use a name of at most %d characters",
 			s.Name, last, lab.MaxNameLen, lab.MaxNameLen-(len(last)-len(s.Name)))
+	}
+	if err := s.validateZones(); err != nil {
+		return err
 	}
 	if err := s.validateCNI(); err != nil {
 		return err

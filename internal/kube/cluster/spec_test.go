@@ -21,3 +21,35 @@ func TestSpecValidateNameFitsNodeNames(t *testing.T) {
 		t.Errorf("9-character name, %d nodes: %v", maxNodes, err)
 	}
 }
+
+// --zones: node i in zone-((i-1) mod N + 1) of region local, labelled by
+// its kubelet; 0 labels nothing; more zones than nodes, or fewer than 0,
+// is refused naming --zones.
+func TestZones(t *testing.T) {
+	s := Spec{Name: "k", Nodes: 4, Proxy: "iptables", Zones: 3}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"zone-1", "zone-2", "zone-3", "zone-1"}
+	for i := 1; i <= 4; i++ {
+		if got := s.nodeLabels(i); got != "topology.kubernetes.io/zone="+want[i-1]+",topology.kubernetes.io/region=local" {
+			t.Errorf("node %d: --node-labels %q", i, got)
+		}
+	}
+	if s.networkFacts()[FactZones] != "3" {
+		t.Errorf("facts %v: no zones=3", s.networkFacts())
+	}
+	s.Zones = 0
+	if got := s.nodeLabels(1); got != "" {
+		t.Errorf("no zones: --node-labels %q", got)
+	}
+	if _, ok := s.networkFacts()[FactZones]; ok {
+		t.Error("no zones: a zones fact")
+	}
+	for _, z := range []int{-1, 5} {
+		s.Zones = z
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "zones") {
+			t.Errorf("--zones %d on 4 nodes: %v, want refused naming zones", z, err)
+		}
+	}
+}

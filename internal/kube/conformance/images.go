@@ -27,15 +27,19 @@ const (
 	busyboxRepo    = "e2e-test-images/busybox"
 	pauseRepo      = "pause"
 	regressionRepo = "e2e-test-images/regression-issue-74839"
+	// glibcDNSRepo is the DNS specs' querier, named GlibcDnsTesting in
+	// v1.37.2's manifest (formerly jessie-dnsutils).
+	glibcDNSRepo = "e2e-test-images/glibc-dns-testing"
 )
 
 // hostTools are the Debian programs agnhost's image holds besides agnhost
-// (upstream's is Alpine with these packages), by their name in the image.
+// and the DNS query tools (upstream's is Alpine with these packages), by
+// their name in the image.
 // The specs' jig runs them through a shell in the pods: `nc -v` (netcat-
 // openbsd's; busybox's has no -v), curl and wget, ss. The shell is dash:
 // busybox's ash would run its own nc and wget applets before $PATH's (and
 // its static wget crashes beside a shared glibc).
-var hostTools = []struct{ name, program, pkg string }{
+var hostTools = []tool{
 	{"sh", "dash", "dash"},
 	{"nc", "nc.openbsd", "netcat-openbsd"},
 	{"curl", "curl", "curl"},
@@ -43,6 +47,26 @@ var hostTools = []struct{ name, program, pkg string }{
 	{"ss", "ss", "iproute2"},
 	{"ip", "ip", "iproute2"},
 }
+
+// tool is a Debian program of an image: its name in the image, the
+// program's, its package.
+type tool struct{ name, program, pkg string }
+
+// dnsQueryTools are what the DNS specs' probes run in both their queriers,
+// agnhost's (upstream's: Alpine, musl) and glibc-dns-testing's (upstream's:
+// Debian): `dig +notcp|+tcp ... && test -n ... && echo OK > /results/...`
+// and `getent hosts NAME` in a shell loop; host and nslookup come with dig.
+// Here both images hold Debian's, so both query through glibc.
+var dnsQueryTools = []tool{
+	{"dig", "dig", "bind9-dnsutils"},
+	{"nslookup", "nslookup", "bind9-dnsutils"},
+	{"host", "host", "bind9-host"},
+	{"getent", "getent", "libc-bin"},
+}
+
+// dnsTools are the glibc querier's programs: a shell, the query tools and
+// hostname as the pods' own.
+var dnsTools = append([]tool{{"sh", "dash", "dash"}, {"hostname", "hostname", "hostname"}}, dnsQueryTools...)
 
 // busybox gives every other command the specs' shell lines use (seq, sleep,
 // dd, cat, timeout, ...), as upstream's Alpine and busybox images do.
@@ -54,13 +78,22 @@ type testImage struct {
 	refs []string
 }
 
-// builders make each repository's image from the directory of the
-// end-to-end build's programs, with the given references.
-var builders = map[string]func(e2eBin string, refs []string) (*image.Image, error){
+// imageInputs are the files made for the images: the directory of the
+// end-to-end build's programs, CoreDNS (the cluster's DNS server's build),
+// and porter's TLS pair (tlscert.go).
+type imageInputs struct {
+	e2eBin, coreDNS string
+	tlsCert, tlsKey string
+}
+
+// builders make each repository's image from the built programs, with the
+// given references.
+var builders = map[string]func(in imageInputs, refs []string) (*image.Image, error){
 	agnhostRepo:    agnhostImage,
 	busyboxRepo:    busyboxImage,
 	pauseRepo:      pauseImage,
 	regressionRepo: regressionImage,
+	glibcDNSRepo:   glibcDNSImage,
 }
 
 // testImages picks, from e2e.test --list-images output, the images built
@@ -129,21 +162,44 @@ func busyboxLinks(c *image.Content, dir string) error {
 }
 
 // agnhostImage: /agnhost as the entrypoint (pause by default, as upstream's),
-// the host tools with their libraries, busybox for the rest; /bin is
-// /usr/bin as on Debian.
-func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
-	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+// /coredns as upstream's (the DNS specs' own DNS server pods run it),
+// porter's TLS pair in its working directory (/), the host tools with their
+// libraries, busybox for the rest; /bin is /usr/bin as on Debian.
+func agnhostImage(in imageInputs, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost), "/coredns": in.coreDNS,
+		"/" + porterCert: in.tlsCert, "/" + porterKey: in.tlsKey},
 		Links: map[string]string{"/bin": "usr/bin"}, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
+	if err := addTools(&c, "agnhost", append(slices.Clone(hostTools), dnsQueryTools...)); err != nil {
+		return nil, err
+	}
+	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
+		return nil, err
+	}
+	return assemble(c, refs)
+}
+
+// addTools puts the tools in /usr/bin with their shared libraries.
+func addTools(c *image.Content, what string, tools []tool) error {
 	var progs []string
-	for _, t := range hostTools {
+	for _, t := range tools {
 		p, err := exec.LookPath(t.program)
 		if err != nil {
-			return nil, fmt.Errorf("the agnhost test image needs %s (Debian package %s): run scripts/install-deps.sh", t.program, t.pkg)
+			return fmt.Errorf("the %s test image needs %s (Debian package %s): run scripts/install-deps.sh", what, t.program, t.pkg)
 		}
 		c.Files["/usr/bin/"+t.name] = p
 		progs = append(progs, "/usr/bin/"+t.name)
 	}
 	c.AddLibraries(progs...)
+	return nil
+}
+
+// glibcDNSImage: the DNS tools on glibc with their libraries, busybox for
+// the rest of the probes' shell lines (seq, sleep), sh by default.
+func glibcDNSImage(_ imageInputs, refs []string) (*image.Image, error) {
+	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
+	if err := addTools(&c, "glibc-dns-testing", dnsTools); err != nil {
+		return nil, err
+	}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
 	}
@@ -151,7 +207,7 @@ func agnhostImage(e2eBin string, refs []string) (*image.Image, error) {
 }
 
 // busyboxImage: busybox and its applets, sh by default.
-func busyboxImage(_ string, refs []string) (*image.Image, error) {
+func busyboxImage(_ imageInputs, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
 		return nil, err
@@ -161,13 +217,13 @@ func busyboxImage(_ string, refs []string) (*image.Image, error) {
 
 // pauseImage: agnhost's pause, which waits for SIGTERM as upstream's pause
 // does.
-func pauseImage(e2eBin string, refs []string) (*image.Image, error) {
-	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(e2eBin, binaries.Agnhost)},
+func pauseImage(in imageInputs, refs []string) (*image.Image, error) {
+	return assemble(image.Content{Files: map[string]string{"/agnhost": filepath.Join(in.e2eBin, binaries.Agnhost)},
 		Entrypoint: []string{"/agnhost", "pause"}}, refs)
 }
 
 // regressionImage: the one static program.
-func regressionImage(e2eBin string, refs []string) (*image.Image, error) {
+func regressionImage(in imageInputs, refs []string) (*image.Image, error) {
 	path := "/" + binaries.Regression74839
-	return assemble(image.Content{Files: map[string]string{path: filepath.Join(e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
+	return assemble(image.Content{Files: map[string]string{path: filepath.Join(in.e2eBin, binaries.Regression74839)}, Entrypoint: []string{path}}, refs)
 }

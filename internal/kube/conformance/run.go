@@ -111,7 +111,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	}
 
 	start = time.Now()
-	say("bringing up cluster %s: %d nodes, proxy %s, CNI %s %s", spec.Cluster.Name, spec.Cluster.Nodes, spec.Cluster.Proxy, spec.Cluster.CNI, spec.Cluster.CNIMode)
+	say("bringing up cluster %s: %d nodes in %d zones, proxy %s, CNI %s %s", spec.Cluster.Name, spec.Cluster.Nodes, spec.Cluster.Zones, spec.Cluster.Proxy, spec.Cluster.CNI, spec.Cluster.CNIMode)
 	st, err := cluster.Up(ctx, spec.Cluster, say)
 	if err != nil {
 		return nil, err
@@ -198,9 +198,17 @@ func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...an
 	if err != nil {
 		return nil, err
 	}
+	coreDNS, err := binaries.EnsureCoreDNS(ctx, say)
+	if err != nil {
+		return nil, err
+	}
+	in := imageInputs{e2eBin: e2eBin, coreDNS: coreDNS}
+	if in.tlsCert, in.tlsKey, err = writePorterTLS(dir); err != nil {
+		return nil, fmt.Errorf("agnhost's TLS certificate: %w", err)
+	}
 	var tars []string
 	for _, ti := range imgs {
-		im, err := builders[ti.repo](e2eBin, ti.refs)
+		im, err := builders[ti.repo](in, ti.refs)
 		if err != nil {
 			return nil, err
 		}

@@ -37,6 +37,32 @@ const DefaultSkipIPv6 = `DNS|LoadBalancer|Serial|Disruptive|Slow|ESIPP|SCTP|Feat
 // needs a load balancer, Serial or Disruptive, kept for --focus variants.
 const DualSkip = `LoadBalancer|Serial|Disruptive|Slow|SCTP`
 
+// NetworkSkips are the groups of [sig-network] specs the network suite
+// leaves out, each with why: only what needs a cloud, the Internet, SCTP, a
+// disruptive serial run, another cluster family or a feature a local
+// cluster does not have. Every other [sig-network] spec runs, Slow and
+// DNS ones too (docs/conformance.md lists these groups).
+var NetworkSkips = []struct{ Pattern, Why string }{
+	{`LoadBalancer`, "a cloud's load balancer: nothing gives a Service an ingress IP on a local cluster"},
+	{`Serial|Disruptive`, "a serial or disruptive run: they restart the API server or kube-proxy, delete the proxy's rules, or change cluster-wide defaults (DNS configuration, the default IngressClass) under the specs running beside"},
+	{`SCTP`, "SCTP: this kernel has none (CONFIG_IP_SCTP unset), and the nodes share it"},
+	{`IPv6`, "IPv6 on an IPv4 cluster: the dual suite (--ip-family dual) runs the dual-stack ones"},
+	{`Provider:`, "a cloud provider's machinery (gce, aws, azure)"},
+	{`Feature:Networking-(IPv4|DNS)`, "the Internet (they reach google.com or 8.8.8.8), which a local cluster is not given"},
+	{`Feature:NetworkPolicy`, "a NetworkPolicy implementation: neither the bridge CNI nor vnetlab's enforces policies on a cluster"},
+	{`Feature:LocalhostNodePorts|Feature:KubeProxyNFAcct`, "kube-proxy iptables mode's own behaviours: NodePorts on 127.0.0.1 (route_localnet; one spec pulls an image through one from a registry) and nfacct counters in its /metrics"},
+	{`Feature:Networking-Performance|Feature:PerformanceDNS`, "benchmarks (iperf2 between nodes; DNS with the most Services a cluster may have), not a behaviour that passes or fails"},
+}
+
+// networkSkip is the network suite's skip: NetworkSkips' patterns.
+func networkSkip() string {
+	var p []string
+	for _, g := range NetworkSkips {
+		p = append(p, g.Pattern)
+	}
+	return strings.Join(p, "|")
+}
+
 // Suite is a named set of specs: a ginkgo focus and skip.
 type Suite struct {
 	Name, Focus, Skip, About string
@@ -62,6 +88,7 @@ const (
 	Smoke            = "smoke"
 	Dual             = "dual"
 	DualSmoke        = "dual-smoke"
+	Network          = "network"
 )
 
 // SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
@@ -105,6 +132,8 @@ var Suites = []Suite{
 		About: "pod, node and endpoint to Service traffic over TCP, UDP and HTTP"},
 	{Name: Conntrack, Focus: `\[sig-network\] Conntrack`, Skip: DefaultSkip,
 		About: "UDP flows across backend changes, invalid conntrack state"},
+	{Name: Network, Focus: `\[sig-network\]`, Skip: networkSkip(),
+		About: "every [sig-network] spec a local IPv4 cluster can run, DNS and Traffic Distribution included (132 in v1.37.2; docs/conformance.md lists what it skips and why)"},
 	{Name: Smoke, Focus: wholeNames(SmokeSpecs), Skip: DefaultSkip,
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
 	{Name: Dual, Focus: `\[Feature:IPv6DualStack\]|\[sig-network\] Networking Granular Checks`, Skip: DualSkip, Family: family.Dual,
@@ -140,6 +169,7 @@ const (
 	DefaultCluster = "conf"
 	DefaultNodes   = 3 // "NodePort and HealthCheckNodePort ... ExternalTrafficPolicy changes" needs 3
 	DefaultProcs   = 3 // ginkgo processes: measured fine on 2 vCPUs
+	DefaultZones   = 3 // one per node: the Traffic Distribution and Topology Hints specs need 3
 	DefaultProxy   = clusternet.VnetlabEBPF
 	DefaultTimeout = 2 * time.Hour
 )
@@ -205,6 +235,9 @@ func (s Spec) Resolve() (Spec, error) {
 	}
 	if c.Nodes == 0 {
 		c.Nodes = DefaultNodes
+	}
+	if c.Zones == 0 {
+		c.Zones = min(DefaultZones, c.Nodes)
 	}
 	if c.Proxy == "" {
 		c.Proxy = DefaultProxy

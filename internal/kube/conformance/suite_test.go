@@ -20,8 +20,11 @@ func TestResolveDefaults(t *testing.T) {
 	if s.Suite != Services || s.Focus != `\[sig-network\] Services` || s.Skip != DefaultSkip {
 		t.Errorf("suite %q focus %q skip %q, want the Services suite", s.Suite, s.Focus, s.Skip)
 	}
-	if c.Name != DefaultCluster || c.Nodes != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != clusternet.CNIVnetlab || c.CNIMode != modes.VethEBPF {
-		t.Errorf("cluster %+v, want 3 nodes, vnetlab-ebpf, vnetlab CNI veth-ebpf", c)
+	if c.Name != DefaultCluster || c.Nodes != 3 || c.Zones != 3 || c.Proxy != "vnetlab-ebpf" || c.CNI != clusternet.CNIVnetlab || c.CNIMode != modes.VethEBPF {
+		t.Errorf("cluster %+v, want 3 nodes in 3 zones, vnetlab-ebpf, vnetlab CNI veth-ebpf", c)
+	}
+	if two, err := (Spec{Cluster: cluster.Spec{Nodes: 2}}).Resolve(); err != nil || two.Cluster.Zones != 2 {
+		t.Errorf("2 nodes: zones %d (%v), want 2 (one per node at most)", two.Cluster.Zones, err)
 	}
 	if s.Procs != 3 || s.FlakeAttempts != 1 || s.Timeout != DefaultTimeout {
 		t.Errorf("procs %d, flake attempts %d, timeout %s", s.Procs, s.FlakeAttempts, s.Timeout)
@@ -102,7 +105,7 @@ func TestResolveRefuses(t *testing.T) {
 		spec Spec
 		says string
 	}{
-		{Spec{Suite: "network"}, `--suite "network": choose services, granular-services, conntrack, smoke, dual, dual-smoke`},
+		{Spec{Suite: "sig-network"}, `--suite "sig-network": choose services, granular-services, conntrack, network, smoke, dual, dual-smoke`},
 		{Spec{Focus: `[sig-network`}, `--focus "[sig-network" is not a regular expression`},
 		{Spec{Skip: `a(`}, `--skip "a(" is not a regular expression`},
 		{Spec{Cluster: cluster.Spec{Proxy: "ipvs"}}, `--proxy "ipvs"`},
@@ -139,6 +142,38 @@ func TestSmokeFocus(t *testing.T) {
 		`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service and client is hostNetwork`} {
 		if re.MatchString("Kubernetes e2e suite " + other) {
 			t.Errorf("the smoke focus selects %q", other)
+		}
+	}
+}
+
+// The network suite: [sig-network], skipping exactly NetworkSkips' groups,
+// each with its reason; it keeps the DNS, Slow and Traffic Distribution
+// specs DefaultSkip leaves out, and skips the groups' specs.
+func TestNetworkSuite(t *testing.T) {
+	s, err := Spec{Suite: Network}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := regexp.MustCompile(s.Skip)
+	for _, g := range NetworkSkips {
+		if g.Why == "" || !strings.Contains(s.Skip, g.Pattern) {
+			t.Errorf("group %q: reason %q, in the skip %v", g.Pattern, g.Why, strings.Contains(s.Skip, g.Pattern))
+		}
+	}
+	for name, runs := range map[string]bool{
+		`[sig-network] DNS should provide DNS for services [Conformance]`:                                                                                                                         true,
+		`[sig-network] Networking should check kube-proxy urls`:                                                                                                                                   true,
+		`[sig-network] Traffic Distribution should route traffic to an endpoint in the same zone when using PreferSameZone`:                                                                       true,
+		`[sig-network] Networking Granular Checks: Services should update nodePort: http [Slow]`:                                                                                                  true,
+		`[sig-network] Services should work after restarting apiserver [Disruptive]`:                                                                                                              false,
+		`[sig-network] Netpol NetworkPolicy between server and client should enforce policy to allow traffic only from a different namespace, based on NamespaceSelector [Feature:NetworkPolicy]`: false,
+		`[sig-network] Networking should provide Internet connection for containers [Feature:Networking-IPv4]`:                                                                                    false,
+		`[sig-network] LoadBalancers [Feature:LoadBalancer] should be able to change the type and ports of a TCP service [Slow]`:                                                                  false,
+		`[sig-network] [Feature:IPv6DualStack] should create service with ipv6 cluster ip`:                                                                                                        false,
+		`[sig-network] Services should allow creating a basic SCTP service with pod and endpoints [LinuxOnly] [Serial]`:                                                                           false,
+	} {
+		if got := !skip.MatchString(name); got != runs {
+			t.Errorf("%q: runs %v, want %v", name, got, runs)
 		}
 	}
 }

@@ -147,6 +147,37 @@ func (c *sliceChanges) take() map[string]map[string]*discoveryv1.EndpointSlice {
 	return p
 }
 
+// nodeChanges records the zone of the proxy's own Node (its
+// topology.kubernetes.io/zone label) when it changes.
+type nodeChanges struct {
+	mu      sync.Mutex
+	last    string  // the zone recorded last
+	pending *string // a changed zone not yet taken
+}
+
+// record notes the Node's zone; false when it did not change.
+func (c *nodeChanges) record(zone string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if zone == c.last {
+		return false
+	}
+	c.last, c.pending = zone, &zone
+	return true
+}
+
+// take returns a changed zone (false: none since the last take).
+func (c *nodeChanges) take() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	z := c.pending
+	c.pending = nil
+	if z == nil {
+		return "", false
+	}
+	return *z, true
+}
+
 // unwrapDeleted takes the object out of an informer's tombstone (a delete
 // whose final state the watch missed): it is gone.
 func unwrapDeleted(obj any, gone bool) (any, bool) {

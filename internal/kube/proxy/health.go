@@ -18,12 +18,14 @@ import (
 // address of the node as kube-proxy's do. A load balancer asks any path:
 // 200 while this node has a ready endpoint of the Service, 503 otherwise,
 // with a JSON body {"service":{"namespace","name"},"localEndpoints":N,
-// "serviceProxyHealthy":true} and the count in X-Load-Balancing-Endpoint-Weight.
+// "serviceProxyHealthy":B} and the count in X-Load-Balancing-Endpoint-Weight;
+// 503 too while the proxy's syncs lag (proxyHealth), as kube-proxy's.
 type healthServers struct {
-	host string // "" = every address (the node's); tests: loopback
-	logf func(string, ...any)
-	mu   sync.Mutex
-	m    map[string]*healthServer // by Service (namespace/name)
+	host    string // "" = every address (the node's); tests: loopback
+	logf    func(string, ...any)
+	healthy func() bool // the proxy's syncs keep up (nil: always)
+	mu      sync.Mutex
+	m       map[string]*healthServer // by Service (namespace/name)
 }
 
 type healthServer struct {
@@ -60,15 +62,16 @@ func (h *healthServers) Set(name string, port uint16, local int) error {
 	ns, n := splitName(name)
 	s.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		count := s.local.Load()
+		healthy := h.healthy == nil || h.healthy()
 		body, _ := json.Marshal(map[string]any{
 			"service":             map[string]string{"namespace": ns, "name": n},
 			"localEndpoints":      count,
-			"serviceProxyHealthy": true,
+			"serviceProxyHealthy": healthy,
 		})
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Load-Balancing-Endpoint-Weight", strconv.FormatInt(count, 10))
-		if count > 0 {
+		if count > 0 && healthy {
 			w.WriteHeader(http.StatusOK)
 		} else {
 			w.WriteHeader(http.StatusServiceUnavailable)

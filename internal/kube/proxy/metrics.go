@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -19,7 +16,9 @@ import (
 // (v1.37) that mean something for vnetlab's proxy, under kube-proxy's
 // names, types, buckets and labels, so that dashboards and alerts made for
 // kube-proxy read it unchanged (issue 47), plus the process and Go
-// runtime collectors kube-proxy registers too. What each means here:
+// runtime collectors kube-proxy registers too, served at /metrics of the
+// status server (statusHandler, --metrics-bind-address). What each means
+// here:
 //
 //   - kubeproxy_sync_proxy_rules_duration_seconds: one Sync, from taking
 //     the recorded changes to the last map write; observed under every
@@ -51,10 +50,6 @@ type Metrics struct {
 	svcTotal, epTotal           prometheus.Counter
 	families                    []string // the ip_family values a Sync is observed under
 }
-
-// DefaultMetricsAddr is where kube-proxy serves /metrics and /proxyMode
-// (its --metrics-bind-address default; ports.ProxyStatusPort).
-const DefaultMetricsAddr = "127.0.0.1:10249"
 
 // metricsSubsystem starts every name, as kube-proxy's.
 const metricsSubsystem = "kubeproxy"
@@ -124,27 +119,6 @@ func familyLabel(v4 bool) string {
 // Handler serves the metrics in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
-
-// serveStatus serves kube-proxy's status port at addr: /metrics (m) and
-// /proxyMode (the data plane's name; upstream's e2e asks it for a 200).
-// stop closes it.
-func serveStatus(addr string, m *Metrics, mode string, logf func(string, ...any)) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-bind-address %s: %w (another kube-proxy on this node? \"\" serves no metrics)", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	mux.HandleFunc("/proxyMode", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, mode) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logf("metrics server %s: %v", addr, err)
-		}
-	}()
-	logf("metrics and proxy mode at http://%s/metrics, /proxyMode", ln.Addr())
-	return func() { _ = srv.Close() }, nil
 }
 
 // queued notes a change recorded (slice: an EndpointSlice's, else a

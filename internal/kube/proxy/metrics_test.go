@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -160,36 +159,5 @@ func TestMetricsKeepTriggersOfAFailedSync(t *testing.T) {
 	}
 	if n := metric(t, scrape(t, m), "kubeproxy_network_programming_duration_seconds", "IPv4").GetHistogram().GetSampleCount(); n != 1 {
 		t.Fatalf("the retried sync observed %d programming latencies, want 1", n)
-	}
-}
-
-// The status port serves /metrics and /proxyMode as kube-proxy's; an
-// address in use is refused naming the flag.
-func TestServeStatus(t *testing.T) {
-	m := NewMetrics(testNodeIPs)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	stop, err := serveStatus(addr, m, ModeEBPF, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	for path, want := range map[string]string{"/proxyMode": ModeEBPF, "/metrics": "kubeproxy_sync_proxy_rules_service_changes_total 0"} {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			t.Errorf("%s: %d %q, want 200 with %q", path, resp.StatusCode, body, want)
-		}
-	}
-	if _, err := serveStatus(addr, m, ModeEBPF, t.Logf); err == nil || !strings.Contains(err.Error(), "--metrics-bind-address "+addr) {
-		t.Errorf("a second server on %s: %v, want the flag named", addr, err)
 	}
 }

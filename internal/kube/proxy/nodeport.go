@@ -24,7 +24,7 @@ import (
 //
 // each with every endpoint of the frontend's family (ready, else serving
 // and terminating), as the clusterIP's but whatever its
-// internalTrafficPolicy. With externalTrafficPolicy Local each also gets an
+// internalTrafficPolicy (narrowed by the hints as the clusterIP's are). With externalTrafficPolicy Local each also gets an
 // External entry holding this node's endpoints only, which the uplink's
 // nodeport_in serves to clients outside the node (their address kept; none
 // here: dropped, as kube-proxy drops). Pods and the node's own processes
@@ -32,7 +32,7 @@ import (
 // them to any endpoint. A backend on another node is reached with SNAT to
 // the node's address of its family (bpf/nodeport.h, nodeport6.h), as
 // kube-proxy masquerades.
-func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string, nodeIPs []netip.Addr) (svcsync.Entries, []string) {
+func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, at Node, nodeIPs []netip.Addr) (svcsync.Entries, []string) {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || isHeadless(svc) {
 		return nil, nil
 	}
@@ -67,10 +67,10 @@ func TranslateExternal(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, no
 		}
 		for _, k := range keys {
 			v6 := k.VIP.Is6()
-			out[k] = backendsFor(sp, eps, node, false, v6)
+			out[k] = backendsFor(sp, eps, at, false, v6)
 			if local {
 				k.External = true
-				out[k] = backendsFor(sp, eps, node, true, v6)
+				out[k] = backendsFor(sp, eps, at, true, v6)
 			}
 		}
 	}

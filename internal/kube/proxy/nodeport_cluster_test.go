@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
@@ -307,5 +308,67 @@ func TestNodePortLocalPolicy(t *testing.T) {
 	p2 := plane(t, 2)
 	if waitFor(10*time.Second, func() bool { _, ok := entry(t, p2, nip[2], uint16(np), tcbpf.TCP); return !ok }) != nil {
 		t.Error("LoadBalancer -> ClusterIP: node 2's maps still hold the node port")
+	}
+}
+
+// The proxy's own servers, as kube-proxy's: /healthz and /livez on every
+// node's address port 10256, asked from outside the nodes (200, JSON with
+// lastUpdated, currentTime, and for /healthz nodeEligible true), and
+// /proxyMode on the node's loopback port 10249 (upstream's "Networking
+// should check kube-proxy urls" asks both from a hostNetwork pod).
+func TestProxyHealthServer(t *testing.T) {
+	cs := needCluster(t)
+	nip := nodeIPs(t, cs)
+	get := func(ns, addr, path string) (int, []byte, error) {
+		var code int
+		var body []byte
+		err := nsutil.DoPath(ns, func() error {
+			c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := io.WriteString(c, "GET "+path+" HTTP/1.0\r\nHost: "+addr+"\r\n\r\n"); err != nil {
+				return err
+			}
+			r, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return err
+			}
+			defer r.Body.Close()
+			body, err = io.ReadAll(r.Body)
+			code = r.StatusCode
+			return err
+		})
+		return code, body, err
+	}
+	for i := 1; i <= 2; i++ {
+		for _, path := range []string{"/healthz", "/livez"} {
+			addr := net.JoinHostPort(nip[i], "10256")
+			var code int
+			var body []byte
+			var err error
+			var m map[string]any
+			// The proxies may still be starting when the nodes are Ready.
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+				if code, body, err = get(outside(), addr, path); err == nil {
+					err = json.Unmarshal(body, &m)
+				}
+				if (err == nil && code == http.StatusOK) || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil || code != http.StatusOK || m["lastUpdated"] == nil || m["currentTime"] == nil || m["healthy"] != true {
+				t.Fatalf("node %d %s%s: %d %q %v, want 200 with lastUpdated, currentTime, healthy", i, addr, path, code, body, err)
+			}
+			if eligible, ok := m["nodeEligible"]; (path == "/healthz") != ok || (ok && eligible != true) {
+				t.Fatalf("node %d %s: nodeEligible %v (present %v), want true in /healthz's body only", i, path, eligible, ok)
+			}
+		}
+		code, body, err := get(nsutil.Path(nodeNS(i)), "127.0.0.1:10249", "/proxyMode")
+		if err != nil || code != http.StatusOK || string(body) != proxy.ModeEBPF {
+			t.Fatalf("node %d /proxyMode: %d %q %v, want 200 %q", i, code, body, err, proxy.ModeEBPF)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func TestTranslateExternal(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, notes := TranslateExternal(c.svc, c.slices, "me", ips)
+			got, notes := TranslateExternal(c.svc, c.slices, Node{Name: "me"}, ips)
 			want := svcsync.Entries{}
 			for k, v := range c.want {
 				want[key(k)] = bes(v...)

@@ -28,12 +28,16 @@ type Proxier struct {
 	syncer  *svcsync.Syncer
 	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
 	health  healthSetter
-	metrics *Metrics // kube-proxy's metrics (nil: none; Instrument)
+	metrics *Metrics     // kube-proxy's metrics (nil: none; Instrument)
+	status  *proxyHealth // the proxy health server's view of the syncs (nil: none)
 	logf    func(string, ...any)
 
 	services serviceChanges
 	slices   sliceChanges
+	nodes    nodeChanges
 	kick     chan struct{} // a change was recorded
+
+	zone string // the node's zone, as the syncs applied it (zone hints)
 
 	// What the syncs applied: the Services, their slices by name, and
 	// their UDP frontends with the backends their flows may keep.
@@ -79,6 +83,41 @@ func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p
 // Instrument has the proxier keep m (kube-proxy's metrics, metrics.go).
 func (p *Proxier) Instrument(m *Metrics) { p.metrics = m }
 
+// changed notes a recorded change and wakes Loop.
+func (p *Proxier) changed() {
+	p.status.queued()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// NodeHandler follows the proxy's own Node (an informer on its name): the
+// proxy health server's nodeEligible, and its zone, whose change syncs
+// every Service again (zone hints). A deleted Node keeps its last zone.
+func (p *Proxier) NodeHandler() cache.ResourceEventHandler {
+	set := func(obj any, gone bool) {
+		obj, gone = unwrapDeleted(obj, gone)
+		n, ok := obj.(*corev1.Node)
+		if !ok || n.Name != p.node {
+			return
+		}
+		if gone {
+			p.status.setNode(nil)
+			return
+		}
+		p.status.setNode(n)
+		if p.nodes.record(ZoneOf(n)) {
+			p.changed()
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { set(o, false) },
+		UpdateFunc: func(_, o any) { set(o, false) },
+		DeleteFunc: func(o any) { set(o, true) },
+	}
+}
+
 func (p *Proxier) handler(record func(obj any, gone bool) string) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) == "" {
@@ -89,10 +128,7 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 			_, slice = t.Obj.(*discoveryv1.EndpointSlice)
 		}
 		p.metrics.queued(slice, p.services.size(), p.slices.size())
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+		p.changed()
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { note(o, false) },
@@ -109,7 +145,15 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 // entries no Service claims and every stale UDP flow (a restarted proxy's
 // maps). Changes counts the entries written.
 func (p *Proxier) Sync() (svcsync.Changes, error) {
+	p.status.syncing()
 	touched := map[string]bool{}
+	if zone, ok := p.nodes.take(); ok && zone != p.zone {
+		p.logf("node %s: zone %q (was %q): every Service synced again", p.node, zone, p.zone)
+		p.zone = zone
+		for key := range p.svcs {
+			touched[key] = true
+		}
+	}
 	for key, svc := range p.services.take() {
 		touched[key] = true
 		if svc == nil {
@@ -167,6 +211,9 @@ func (p *Proxier) Sync() (svcsync.Changes, error) {
 	if err := p.forget(); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 {
+		p.status.updated()
+	}
 	return total, errors.Join(errs...)
 }
 
@@ -200,8 +247,9 @@ func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 	}
 	eps := slices.Collect(maps.Values(p.eps[key]))
 	slices.SortFunc(eps, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	want, notes := Translate(svc, eps, p.node)
-	ext, extNotes := TranslateExternal(svc, eps, p.node, p.nodeIPs)
+	at := Node{Name: p.node, Zone: p.zone}
+	want, notes := Translate(svc, eps, at)
+	ext, extNotes := TranslateExternal(svc, eps, at, p.nodeIPs)
 	for _, n := range append(notes, extNotes...) {
 		p.logf("service %s: %s", key, n)
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
@@ -52,11 +53,13 @@ type Config struct {
 	// from the API); Uplink the interface that carries them, which gets the
 	// NodePort programs ("": NodePorts only for the node's pods).
 	NodeIP, Uplink string
-	// MetricsAddr is where /metrics (kube-proxy's metrics, metrics.go) and
-	// /proxyMode are served, as kube-proxy's --metrics-bind-address
-	// (DefaultMetricsAddr; "": nowhere).
-	MetricsAddr string
-	Logf        func(string, ...any)
+	// HealthzAddr is where the proxy health server listens (/healthz,
+	// /livez: kube-proxy's --healthz-bind-address, DefaultHealthzAddr);
+	// MetricsAddr the status server's (/proxyMode, /healthz and /metrics,
+	// kube-proxy's metrics (metrics.go): kube-proxy's --metrics-bind-address,
+	// DefaultMetricsAddr). "": none.
+	HealthzAddr, MetricsAddr string
+	Logf                     func(string, ...any)
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
@@ -142,21 +145,25 @@ func Run(ctx context.Context, c Config) error {
 	if err := c.attachUplink(planes, nodeIPs, logf); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	status := newProxyHealth(familiesOf(nodeIPs), HealthTimeout, nil)
 	health := newHealthServers(logf)
+	health.healthy = status.Healthy
 	defer health.Close()
 	p, err := NewProxier(c.Node, nodeIPs, planes.services, planes.flows, health, logf)
 	if err != nil {
 		return err
 	}
+	p.status = status
 	logf("maps %s (%s): %d entries from before", planes.dir, c.mode(), p.Len())
 	m := NewMetrics(nodeIPs)
 	p.Instrument(m)
-	if c.MetricsAddr != "" {
-		stop, err := serveStatus(c.MetricsAddr, m, c.mode(), logf)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	if _, err := serveOn(ctx, "proxy health server (/healthz, /livez)", c.HealthzAddr, status.Handler(), logf); err != nil {
+		return err
+	}
+	if _, err := serveOn(ctx, "status server (/proxyMode, /metrics)", c.MetricsAddr, statusHandler(c.mode(), m.Handler()), logf); err != nil {
+		return err
 	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -171,10 +178,17 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	// The node's own Node: whether it is being deleted (/healthz).
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, c.Node).String()
+	}))
+	defer nodeFactory.Shutdown()
+	nodeReg, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(p.NodeHandler())
+	if err != nil {
+		return err
+	}
 
 	logf("pods' programs: %s", how)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	linkErr := make(chan error, 1)
 	if !c.ByCNI && planes.tc != nil {
 		links := &linkWatcher{plane: planes.tc, ns: c.NetNS, bridge: c.Bridge, prefix: c.VethPrefix, logf: logf}
@@ -189,10 +203,12 @@ func Run(ctx context.Context, c Config) error {
 	}
 
 	start := time.Now()
+	status.started()
 	factory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
 	// The handlers' registrations: synced once each has seen the whole
 	// first listing, so the first Sync prunes nothing a Service claims.
-	if !cache.WaitForCacheSync(ctx.Done(), svcs.HasSynced, slices.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), svcs.HasSynced, slices.HasSynced, nodeReg.HasSynced) {
 		return linkOr(linkErr, fmt.Errorf("the informers never synced: %w", ctx.Err()))
 	}
 	total, err := p.SyncMeasured()
@@ -305,4 +321,18 @@ func nodeIPsOf(ss []string) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("at most one address per family, got %v", append(v4, v6...))
 	}
 	return append(v4, v6...), nil
+}
+
+// familiesOf names the families of the node's addresses (the health
+// report's status keys).
+func familiesOf(ips []netip.Addr) []corev1.IPFamily {
+	var fs []corev1.IPFamily
+	for _, ip := range ips {
+		if ip.Is4() {
+			fs = append(fs, corev1.IPv4Protocol)
+		} else {
+			fs = append(fs, corev1.IPv6Protocol)
+		}
+	}
+	return fs
 }

@@ -38,10 +38,13 @@ import (
 //     connections it could serve;
 //   - internalTrafficPolicy Local: only endpoints on this node (none: the
 //     entry stays, without backends, and its clients are refused);
+//   - internalTrafficPolicy Cluster: the ready endpoints the slices' hints
+//     give this node or its zone, when the hints say so (topology.go:
+//     trafficDistribution, topology-aware routing), else all of them;
 //   - a backend given twice (by two slices) counts once.
 //
 // Notes say what was skipped and why (one line each).
-func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string) (svcsync.Entries, []string) {
+func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, at Node) (svcsync.Entries, []string) {
 	var notes []string
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil, nil
@@ -74,7 +77,7 @@ func Translate(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node strin
 			continue
 		}
 		for _, vip := range vips {
-			out[svcsync.Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backendsFor(sp, eps, node, local, vip.Is6())
+			out[svcsync.Key{VIP: vip, Port: uint16(sp.Port), Proto: proto}] = backendsFor(sp, eps, at, local, vip.Is6())
 		}
 	}
 	return out, append(notes, malformed(eps)...)
@@ -171,16 +174,23 @@ func protoOf(p corev1.Protocol) (tcbpf.Proto, bool) {
 }
 
 // backendsFor collects one Service port's backends of one family (IPv6 or
-// IPv4) from the slices.
-func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, node string, local, v6 bool) []tcbpf.Backend {
+// IPv4) from the slices: this node's (local), or the cluster's narrowed by
+// the hints (topologyOf), as kube-proxy's local and cluster endpoints.
+func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, at Node, local, v6 bool) []tcbpf.Backend {
+	topo := topoAll
+	if !local {
+		topo = topologyOf(sp, eps, at, v6)
+	}
 	var ready, terminating []tcbpf.Backend
 	eachEndpoint(sp, eps, v6, func(e *discoveryv1.Endpoint, b tcbpf.Backend) {
-		if local && (e.NodeName == nil || *e.NodeName != node) {
+		if local && (e.NodeName == nil || *e.NodeName != at.Name) {
 			return
 		}
 		switch {
 		case isTrue(e.Conditions.Ready, true):
-			ready = append(ready, b)
+			if topo.serves(e, at) {
+				ready = append(ready, b)
+			}
 		case isTrue(e.Conditions.Serving, false) && isTrue(e.Conditions.Terminating, false):
 			terminating = append(terminating, b)
 		}
@@ -247,8 +257,8 @@ func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIPs
 		// The frontends are the translators' keys for this port alone.
 		one := *svc
 		one.Spec.Ports = []corev1.ServicePort{sp}
-		internal, _ := Translate(&one, nil, "")
-		external, _ := TranslateExternal(&one, nil, "", nodeIPs)
+		internal, _ := Translate(&one, nil, Node{})
+		external, _ := TranslateExternal(&one, nil, Node{}, nodeIPs)
 		serving := [2][]tcbpf.Backend{servingBackends(sp, eps, false), servingBackends(sp, eps, true)}
 		for _, es := range []svcsync.Entries{internal, external} {
 			for k := range es {

@@ -212,7 +212,7 @@ func TestTranslate(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, notes := Translate(c.svc, c.slices, "me")
+			got, notes := Translate(c.svc, c.slices, Node{Name: "me"})
 			var want svcsync.Entries
 			if c.want != nil {
 				want = svcsync.Entries{}
