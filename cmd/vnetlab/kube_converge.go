@@ -34,10 +34,14 @@ probe not answered). Each is timestamped just before its write, waited for on ev
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
 largest, per kind and node, and per change on its slowest node ("all nodes"); the
-resolution is --interval. Everything created is deleted at the end, also on Ctrl-C.
+resolution is --interval. --extra-services N creates N other Services first; an unmeasured
+creation and deletion of the Service, each followed on every node, comes before the first
+measured change (the cluster may still be working through earlier writes). Everything
+created is deleted at the end, also on Ctrl-C.
 
 Examples:
   vnetlab kube converge --cluster k
+  vnetlab kube converge --cluster k --extra-services 10000 -o k-10k.json
   vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,6 +75,7 @@ Examples:
 	f.DurationVar(&spec.Interval, "interval", spec.Interval, "between a prober's probes: the latencies' resolution")
 	f.DurationVar(&spec.ProbeTimeout, "probe-timeout", spec.ProbeTimeout, "a probe unanswered for this long was not answered")
 	f.DurationVar(&spec.ChangeTimeout, "change-timeout", spec.ChangeTimeout, "a node that has not shown a change by then did not apply it")
+	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured, each with one endpoint (created first, deleted after)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd

@@ -41,6 +41,9 @@ type ConvergeSpec struct {
 	ProbeTimeout               time.Duration // a probe unanswered for this long was silent
 	ChangeTimeout              time.Duration // a node that has not shown a change by then did not apply it
 	Image                      string        // "": this vnetlab's (loaded into a local cluster)
+	// ExtraServices are Services present while the changes are measured
+	// (each with one endpoint, as kube run's --extra-services).
+	ExtraServices int
 }
 
 // Bounds of a ConvergeSpec.
@@ -68,6 +71,8 @@ func (s ConvergeSpec) Check() error {
 		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", s.ProbeTimeout, s.Interval)
 	case s.ChangeTimeout < 2*s.ProbeTimeout:
 		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", s.ChangeTimeout, 2*s.ProbeTimeout)
+	case s.ExtraServices < 0:
+		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
 	}
 	return nil
 }
@@ -143,11 +148,27 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	if res.Proxy == "" {
 		res.Proxy = "unknown proxy"
 	}
+	if spec.ExtraServices > 0 {
+		extra, err := measure.CreateExtraServices(ctx, cfg, spec.ExtraServices, say)
+		if err != nil {
+			return nil, err
+		}
+		say("converge: %d extra Services in %s (%.0f/s)", extra.Count, extra.Took.Round(time.Second), extra.Rate())
+		defer func() {
+			if _, err := extra.Delete(say); err != nil {
+				say("warning: deleting the extra Services: %v (run `vnetlab kube clean`)", err)
+			}
+		}()
+	}
 	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: newTransitions()}
 	if err := c.setUp(ctx, img, pull, nodes); err != nil {
 		return nil, err
 	}
 	defer c.stop()
+	if err := c.warmUp(ctx); err != nil {
+		return nil, err
+	}
+	res.Start = time.Now()
 	if err := c.cycle(ctx, res); err != nil {
 		return nil, err
 	}
@@ -288,6 +309,41 @@ func (c *converger) slice(ips ...string) *discoveryv1.EndpointSlice {
 	return es
 }
 
+// warmUpTimeout bounds the unmeasured first creation and deletion: after
+// many extra Services the EndpointSlice controller and the proxies may
+// still be working through them (about 19 s after 1,000 on a local cluster).
+const warmUpTimeout = 10 * time.Minute
+
+// warmUp creates and deletes the Service once, unmeasured, waiting until
+// every node has followed each: what the cluster still owed earlier writes
+// is not charged to the first measured change.
+func (c *converger) warmUp(ctx context.Context) error {
+	start := time.Now()
+	for _, step := range []struct {
+		shows string
+		write func() (int64, error)
+	}{
+		{converge.ShowsAny, func() (int64, error) { return c.create(ctx) }},
+		{converge.ShowsNone, func() (int64, error) {
+			at := time.Now().UnixNano()
+			return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
+		}},
+	} {
+		at, err := step.write()
+		if err != nil {
+			return fmt.Errorf("warm-up: %v", err)
+		}
+		ch := results.Change{Shows: step.shows, Written: at}
+		err = c.waitUntil(ctx, warmUpTimeout, func() bool { return c.shownEverywhere(ch, 0) },
+			"the nodes never followed the warm-up's change of Service "+convName+": is the cluster's Service proxy running?")
+		if err != nil {
+			return err
+		}
+	}
+	c.say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // cycle writes the changes, one kind after the other, each waited for.
 func (c *converger) cycle(ctx context.Context, res *results.Convergence) error {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
@@ -361,17 +417,21 @@ func (c *converger) setSlice(ctx context.Context, ips ...string) (int64, error) 
 // end must be two probe timeouts old: a later answer from it would move it.
 func (c *converger) waitApplied(ctx context.Context, ch results.Change) {
 	settle := 2 * c.spec.ProbeTimeout
+	_ = c.waitUntil(ctx, c.spec.ChangeTimeout, func() bool { return c.shownEverywhere(ch, settle) }, "")
+}
+
+// shownEverywhere says whether every node shows ch (a removed backend's,
+// with the end of its answers settle old).
+func (c *converger) shownEverywhere(ch results.Change, settle time.Duration) bool {
 	_, leaving := converge.GoneOf(ch.Shows)
-	_ = c.waitUntil(ctx, c.spec.ChangeTimeout, func() bool {
-		now := time.Now().UnixNano()
-		for _, ts := range c.seen.since(ch.Written) {
-			d, ok := converge.Latency(ch, ts, now)
-			if !ok || leaving && ch.Written+int64(d+settle) > now {
-				return false
-			}
+	now := time.Now().UnixNano()
+	for _, ts := range c.seen.since(ch.Written) {
+		d, ok := converge.Latency(ch, ts, now)
+		if !ok || leaving && ch.Written+int64(d+settle) > now {
+			return false
 		}
-		return true
-	}, "")
+	}
+	return true
 }
 
 // waitUntil polls ok every millisecond until it holds, limit passes (an
