@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
@@ -71,14 +72,19 @@ Examples:
 	}
 	cf.add(cmd)
 	f := cmd.Flags()
-	f.IntVar(&spec.Changes, "changes", spec.Changes, "changes to write, cycling through the four kinds")
-	f.DurationVar(&spec.Interval, "interval", spec.Interval, "between a prober's probes: the latencies' resolution")
-	f.DurationVar(&spec.ProbeTimeout, "probe-timeout", spec.ProbeTimeout, "a probe unanswered for this long was not answered")
-	f.DurationVar(&spec.ChangeTimeout, "change-timeout", spec.ChangeTimeout, "a node that has not shown a change by then did not apply it")
+	registerPaceFlags(f, &spec.Pace)
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured, each with one endpoint (created first, deleted after)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd
+}
+
+// registerPaceFlags binds the changes' pace (kube converge, svc converge).
+func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
+	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the four kinds")
+	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
+	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
+	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")
 }
 
 // newKubeProbeCmd is converge's prober, run in a pod on each node.

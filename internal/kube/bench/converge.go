@@ -1,17 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,49 +26,29 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
-// ConvergeSpec is one `kube converge`: which cluster, how many changes,
-// and the probers' pace.
+// ConvergeSpec is one `kube converge`: which cluster, and the changes'
+// pace (converge.Pace: how many, the probers' interval, the timeouts).
 type ConvergeSpec struct {
 	Local, Kubeconfig, Context string // a local cluster's name, or a kubeconfig (and context)
-	Changes                    int           // changes written, cycling through converge.Kinds
-	Interval                   time.Duration // between a prober's probes: the latencies' resolution
-	ProbeTimeout               time.Duration // a probe unanswered for this long was silent
-	ChangeTimeout              time.Duration // a node that has not shown a change by then did not apply it
-	Image                      string        // "": this vnetlab's (loaded into a local cluster)
+	converge.Pace
+	Image string // "": this vnetlab's (loaded into a local cluster)
 	// ExtraServices are Services present while the changes are measured
 	// (each with one endpoint, as kube run's --extra-services).
 	ExtraServices int
 }
 
-// Bounds of a ConvergeSpec.
-const (
-	MinConvergeInterval = 100 * time.Microsecond
-	MaxConvergeChanges  = 100000
-)
-
-// DefaultConvergeSpec: 200 changes (50 of each kind), a probe every
-// millisecond from every node.
-func DefaultConvergeSpec() ConvergeSpec {
-	return ConvergeSpec{Changes: 200, Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second}
-}
+// DefaultConvergeSpec: converge.DefaultPace.
+func DefaultConvergeSpec() ConvergeSpec { return ConvergeSpec{Pace: converge.DefaultPace()} }
 
 // Check refuses a spec that cannot run, in one line naming the flag.
 func (s ConvergeSpec) Check() error {
 	switch {
 	case (s.Local == "") == (s.Kubeconfig == ""):
 		return errors.New("give --cluster NAME (a local cluster) or --kubeconfig PATH")
-	case s.Changes < len(converge.Kinds) || s.Changes > MaxConvergeChanges:
-		return fmt.Errorf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", s.Changes, len(converge.Kinds), MaxConvergeChanges, strings.Join(converge.Kinds, ", "))
-	case s.Interval < MinConvergeInterval:
-		return fmt.Errorf("--interval %s: use %s or more (a probe is a socket, a datagram and its answer)", s.Interval, MinConvergeInterval)
-	case s.ProbeTimeout < s.Interval:
-		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", s.ProbeTimeout, s.Interval)
-	case s.ChangeTimeout < 2*s.ProbeTimeout:
-		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", s.ChangeTimeout, 2*s.ProbeTimeout)
 	case s.ExtraServices < 0:
 		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
 	}
-	return nil
+	return s.Pace.Check()
 }
 
 // The probed Service: a selectorless one whose EndpointSlice the run
@@ -160,25 +134,19 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 			}
 		}()
 	}
-	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: newTransitions()}
+	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen()}
 	if err := c.setUp(ctx, img, pull, nodes); err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	if err := c.warmUp(ctx); err != nil {
-		return nil, err
-	}
-	res.Start = time.Now()
-	if err := c.cycle(ctx, res); err != nil {
+	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
+	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, target, say)
+	if err != nil {
 		return nil, err
 	}
 	res.End = time.Now()
 	c.stop()
-	seen := c.seen.all()
-	res.Rows = converge.Summarize(res.Changes, seen, res.End.UnixNano())
-	for _, n := range slices.Sorted(maps.Keys(seen)) {
-		res.Transitions = append(res.Transitions, seen[n]...)
-	}
+	converge.Finish(res, changes, c.seen)
 	return res, nil
 }
 
@@ -211,7 +179,7 @@ type converger struct {
 	ns     string
 	exec   *measure.Exec
 	say    func(string, ...any)
-	seen   *transitions
+	seen   *converge.Seen
 	procs  []interface{ Kill() }
 	nodes  []string
 	ipA    string // the backends' pod IPs
@@ -263,11 +231,13 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 			return fmt.Errorf("start the prober on %s: %v", n, err)
 		}
 		c.procs = append(c.procs, p)
-		go c.seen.read(out)
+		go c.seen.Read(out)
 	}
 	// Every prober must report before the first change: its first line.
-	return c.waitUntil(ctx, c.spec.ChangeTimeout, func() bool { return len(c.seen.all()) == len(nodes) },
-		"the probers never reported (is `vnetlab kube probe` in the image?)")
+	if err := c.seen.WaitNodes(ctx, len(nodes), c.spec.ChangeTimeout); err != nil {
+		return fmt.Errorf("the probers never reported (%v): is `vnetlab kube probe` in the image?", err)
+	}
+	return nil
 }
 
 func proberPod(i int) string { return "probe-" + strconv.Itoa(i) }
@@ -309,86 +279,10 @@ func (c *converger) slice(ips ...string) *discoveryv1.EndpointSlice {
 	return es
 }
 
-// warmUpTimeout bounds the unmeasured first creation and deletion: after
-// many extra Services the EndpointSlice controller and the proxies may
-// still be working through them (about 19 s after 1,000 on a local cluster).
-const warmUpTimeout = 10 * time.Minute
-
-// warmUp creates and deletes the Service once, unmeasured, waiting until
-// every node has followed each: what the cluster still owed earlier writes
-// is not charged to the first measured change.
-func (c *converger) warmUp(ctx context.Context) error {
-	start := time.Now()
-	for _, step := range []struct {
-		shows string
-		write func() (int64, error)
-	}{
-		{converge.ShowsAny, func() (int64, error) { return c.create(ctx) }},
-		{converge.ShowsNone, func() (int64, error) {
-			at := time.Now().UnixNano()
-			return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
-		}},
-	} {
-		at, err := step.write()
-		if err != nil {
-			return fmt.Errorf("warm-up: %v", err)
-		}
-		ch := results.Change{Shows: step.shows, Written: at}
-		err = c.waitUntil(ctx, warmUpTimeout, func() bool { return c.shownEverywhere(ch, 0) },
-			"the nodes never followed the warm-up's change of Service "+convName+": is the cluster's Service proxy running?")
-		if err != nil {
-			return err
-		}
-	}
-	c.say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// cycle writes the changes, one kind after the other, each waited for.
-func (c *converger) cycle(ctx context.Context, res *results.Convergence) error {
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
-	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
-	for i := range c.spec.Changes {
-		kind := converge.Kinds[i%len(converge.Kinds)]
-		ch := results.Change{Seq: i, Kind: kind, Target: target}
-		var err error
-		switch kind {
-		case converge.KindServiceCreated:
-			ch.Shows = converge.ShowsAny
-			ch.Written, err = c.create(ctx)
-		case converge.KindEndpointAdded:
-			ch.Shows = backendB
-			ch.Written, err = c.setSlice(ctx, c.ipA, c.ipB)
-		case converge.KindEndpointRemoved:
-			ch.Shows = converge.Gone(backendB)
-			ch.Written, err = c.setSlice(ctx, c.ipA)
-		case converge.KindServiceDeleted:
-			ch.Shows = converge.ShowsNone
-			ch.Written = time.Now().UnixNano()
-			err = c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("change %d (%s): %v", i, kind, err)
-		}
-		res.Changes = append(res.Changes, ch)
-		c.waitApplied(ctx, ch)
-		if (i+1)%20 == 0 {
-			c.say("converge: %d/%d changes", i+1, c.spec.Changes)
-		}
-		pause := 50*time.Millisecond + time.Duration(r.Int64N(int64(200*time.Millisecond)))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
-		}
-	}
-	return nil
-}
-
-// create creates the Service with its clusterIP, retrying while the API
+// Create creates the Service with its clusterIP, retrying while the API
 // server still holds the address of the one just deleted; the write's time
 // is that of the call that succeeded.
-func (c *converger) create(ctx context.Context) (int64, error) {
+func (c *converger) Create(ctx context.Context) (int64, error) {
 	deadline := time.Now().Add(c.spec.ChangeTimeout)
 	for {
 		at := time.Now().UnixNano()
@@ -412,47 +306,22 @@ func (c *converger) setSlice(ctx context.Context, ips ...string) (int64, error) 
 	return at, err
 }
 
-// waitApplied waits until every node shows ch, or spec.ChangeTimeout. A
-// removed backend's change shows at the end of its last answers, so that
-// end must be two probe timeouts old: a later answer from it would move it.
-func (c *converger) waitApplied(ctx context.Context, ch results.Change) {
-	settle := 2 * c.spec.ProbeTimeout
-	_ = c.waitUntil(ctx, c.spec.ChangeTimeout, func() bool { return c.shownEverywhere(ch, settle) }, "")
+// AddEndpoint puts the second backend in the slice.
+func (c *converger) AddEndpoint(ctx context.Context) (int64, error) {
+	return c.setSlice(ctx, c.ipA, c.ipB)
 }
 
-// shownEverywhere says whether every node shows ch (a removed backend's,
-// with the end of its answers settle old).
-func (c *converger) shownEverywhere(ch results.Change, settle time.Duration) bool {
-	_, leaving := converge.GoneOf(ch.Shows)
-	now := time.Now().UnixNano()
-	for _, ts := range c.seen.since(ch.Written) {
-		d, ok := converge.Latency(ch, ts, now)
-		if !ok || leaving && ch.Written+int64(d+settle) > now {
-			return false
-		}
-	}
-	return true
+// RemoveEndpoint takes it out again.
+func (c *converger) RemoveEndpoint(ctx context.Context) (int64, error) { return c.setSlice(ctx, c.ipA) }
+
+// Delete deletes the Service (its slice stays, for the next creation).
+func (c *converger) Delete(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
 }
 
-// waitUntil polls ok every millisecond until it holds, limit passes (an
-// error when why is set) or ctx ends.
-func (c *converger) waitUntil(ctx context.Context, limit time.Duration, ok func() bool, why string) error {
-	deadline := time.Now().Add(limit)
-	for !ok() {
-		if time.Now().After(deadline) {
-			if why == "" {
-				return nil
-			}
-			return fmt.Errorf("after %s: %s", limit, why)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return nil
-}
+// Second is the backend added and removed.
+func (c *converger) Second() string { return backendB }
 
 // stop ends the backends and probers (their exec streams).
 func (c *converger) stop() {
@@ -461,52 +330,4 @@ func (c *converger) stop() {
 			p.Kill()
 		}
 	})
-}
-
-// transitions are what the probers printed, by node.
-type transitions struct {
-	mu     sync.Mutex
-	byNode map[string][]results.Transition
-}
-
-func newTransitions() *transitions {
-	return &transitions{byNode: map[string][]results.Transition{}}
-}
-
-// read takes a prober's lines until its stream ends.
-func (t *transitions) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var tr results.Transition
-		if json.Unmarshal(sc.Bytes(), &tr) != nil {
-			continue
-		}
-		t.mu.Lock()
-		t.byNode[tr.Node] = append(t.byNode[tr.Node], tr)
-		t.mu.Unlock()
-	}
-}
-
-// since is, for every node, its transitions from the last one before w
-// (the state at w) on: what a change written at w is judged on.
-func (t *transitions) since(w int64) map[string][]results.Transition {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string][]results.Transition, len(t.byNode))
-	for n, ts := range t.byNode {
-		i := sort.Search(len(ts), func(i int) bool { return ts[i].Sent >= w })
-		out[n] = slices.Clone(ts[max(i-1, 0):])
-	}
-	return out
-}
-
-// all is a copy of every node's transitions, each in send order.
-func (t *transitions) all() map[string][]results.Transition {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string][]results.Transition, len(t.byNode))
-	for n, ts := range t.byNode {
-		out[n] = slices.Clone(ts)
-	}
-	return out
 }

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
