@@ -23,7 +23,7 @@ The lab's provider is chosen by the first "svc add --provider" or by "up --provi
 (services.json) with its services. "svc add" on a Service the lab has adds backends to it:
 the provider updates it in place, so its open connections keep their backends.`,
 	}
-	cmd.AddCommand(newSvcAddCmd(), newSvcLsCmd(), newSvcDelCmd(), newSvcStatsCmd())
+	cmd.AddCommand(newSvcAddCmd(), newSvcLsCmd(), newSvcDelCmd(), newSvcStatsCmd(), newSvcConvergeCmd())
 	return cmd
 }
 

@@ -24,34 +24,48 @@ const Seed = 0x766e65746c6162 // "vnetlab"
 
 func newRand() *rand.Rand { return rand.New(rand.NewPCG(Seed, Seed)) }
 
-// resampleMedian draws len(s) values from s with replacement into buf and
-// returns their median (buf is reused to keep the loop allocation-free).
-func resampleMedian(r *rand.Rand, s, buf []float64) float64 {
+// resampleStat draws len(s) values from s with replacement into buf and
+// returns stat of them, sorted (buf is reused to keep the loop
+// allocation-free).
+func resampleStat(r *rand.Rand, s, buf []float64, stat func(sorted []float64) float64) float64 {
 	for i := range buf {
 		buf[i] = s[r.IntN(len(s))]
 	}
 	sort.Float64s(buf)
-	return medianSorted(buf)
+	return stat(buf)
 }
 
-// BootstrapMedianCI is the 95% percentile-bootstrap interval of the median:
-// resample xs with replacement Resamples times, take each resample's median,
-// and return the 2.5% and 97.5% empirical quantiles of those medians. With
-// few samples the interval is wide (often [min, max]): that is the honest
-// answer. ok is false for an empty sample.
-func BootstrapMedianCI(xs []float64) (lo, hi float64, ok bool) {
+// bootstrapCI is the 95% percentile-bootstrap interval of stat: resample xs
+// with replacement Resamples times, take each resample's stat, and return
+// the 2.5% and 97.5% empirical quantiles of those. ok is false for an empty
+// sample.
+func bootstrapCI(xs []float64, stat func(sorted []float64) float64) (lo, hi float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, 0, false
 	}
 	r := newRand()
 	buf := make([]float64, len(xs))
-	meds := make([]float64, Resamples)
-	for i := range meds {
-		meds[i] = resampleMedian(r, xs, buf)
+	vals := make([]float64, Resamples)
+	for i := range vals {
+		vals[i] = resampleStat(r, xs, buf, stat)
 	}
-	sort.Float64s(meds)
+	sort.Float64s(vals)
 	a := (1 - Confidence) / 2
-	return quantileSorted(meds, a), quantileSorted(meds, 1-a), true
+	return quantileSorted(vals, a), quantileSorted(vals, 1-a), true
+}
+
+// BootstrapMedianCI is the 95% percentile-bootstrap interval of the median
+// (bootstrapCI). With few samples the interval is wide (often [min, max]):
+// that is the honest answer. ok is false for an empty sample.
+func BootstrapMedianCI(xs []float64) (lo, hi float64, ok bool) {
+	return bootstrapCI(xs, medianSorted)
+}
+
+// BootstrapQuantileCI is the 95% percentile-bootstrap interval of the q
+// quantile (0 < q < 1; the empirical quantile, EmpiricalQuantile). A high quantile of
+// few samples is mostly the largest value: its interval says so.
+func BootstrapQuantileCI(xs []float64, q float64) (lo, hi float64, ok bool) {
+	return bootstrapCI(xs, func(sorted []float64) float64 { return quantileSorted(sorted, q) })
 }
 
 // StudentTMeanCI is the 95% Student t interval of the mean:
@@ -80,8 +94,8 @@ func RatioOfMediansCI(x, base []float64) (lo, hi float64, ok bool) {
 	bx, bb := make([]float64, len(x)), make([]float64, len(base))
 	ratios := make([]float64, Resamples)
 	for i := range ratios {
-		mx := resampleMedian(r, x, bx)
-		mb := resampleMedian(r, base, bb)
+		mx := resampleStat(r, x, bx, medianSorted)
+		mb := resampleStat(r, base, bb, medianSorted)
 		if mb == 0 {
 			return 0, 0, false
 		}

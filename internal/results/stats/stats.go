@@ -6,6 +6,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -71,6 +72,17 @@ func CV(xs []float64) float64 {
 		return 0
 	}
 	return StdDev(xs) / math.Abs(m)
+}
+
+// EmpiricalQuantile is xs's q quantile (quantileSorted: no interpolation,
+// so a p99 is a value that was measured); 0 for an empty xs.
+func EmpiricalQuantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return quantileSorted(s, q)
 }
 
 // quantileSorted is the empirical (inverse-CDF) quantile: the smallest value

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vnetlab/vnetlab/internal/kube/bench"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/present/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// newKubeConvergeCmd measures network programming latency (issue 47).
+func newKubeConvergeCmd() *cobra.Command {
+	spec := bench.DefaultConvergeSpec()
+	var cf clusterFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "converge (--cluster NAME | --kubeconfig PATH [--context C]) [--changes 200] [--interval 1ms] [-o converge.json]",
+		Short: "Measure network programming latency: from a change written through the API to the first packet that honours it, on every node",
+		Long: `A prober pod on every Ready node sends a UDP probe to one Service every --interval, each
+from a new socket, and reports every change of what answers. The run writes --changes
+changes through the API one at a time, cycling through: the Service created (measured to
+the first answer), an endpoint added (to the first answer from the new backend), that
+endpoint removed (to the end of its last answers) and the Service deleted (to the first
+probe not answered). Each is timestamped just before its write, waited for on every node
+(--change-timeout: a node that did not show it by then "did not apply" it), then followed by
+a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
+largest, per kind and node, and per change on its slowest node ("all nodes"); the
+resolution is --interval. --extra-services N creates N other Services first; an unmeasured
+creation and deletion of the Service, each followed on every node, comes before the first
+measured change (the cluster may still be working through earlier writes). Everything
+created is deleted at the end, also on Ctrl-C.
+
+Examples:
+  vnetlab kube converge --cluster k
+  vnetlab kube converge --cluster k --extra-services 10000 -o k-10k.json
+  vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec.Local, spec.Kubeconfig, spec.Context = cf.cluster, cf.kubeconfig, cf.context
+			if spec.Local != "" && (spec.Kubeconfig != "" || spec.Context != "") {
+				return fmt.Errorf("give either --cluster or --kubeconfig/--context, not both")
+			}
+			if err := spec.Check(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+			c, err := bench.Converge(ctx, spec, say)
+			if err != nil {
+				return err
+			}
+			report.PrintConvergence(os.Stdout, c)
+			if output != "" {
+				if err := results.WriteConvergence(output, c); err != nil {
+					return err
+				}
+				say("wrote %s", output)
+			}
+			return nil
+		},
+	}
+	cf.add(cmd)
+	f := cmd.Flags()
+	registerPaceFlags(f, &spec.Pace)
+	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured, each with one endpoint (created first, deleted after)")
+	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
+	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
+	return cmd
+}
+
+// registerPaceFlags binds the changes' pace (kube converge, svc converge).
+func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
+	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the four kinds")
+	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
+	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
+	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")
+}
+
+// newKubeProbeCmd is converge's prober, run in a pod on each node.
+func newKubeProbeCmd() *cobra.Command {
+	var c converge.ProbeConfig
+	var target string
+	cmd := &cobra.Command{
+		Use:    "probe --node NAME --target IP:PORT [--interval 1ms] [--timeout 100ms]",
+		Short:  "Probe a UDP Service every interval and print each change of what answers, as JSON lines (kube converge runs it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ap, err := netip.ParseAddrPort(target)
+			if err != nil {
+				return fmt.Errorf("--target %q: want IP:PORT (%v)", target, err)
+			}
+			c.Target = ap
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return converge.Probe(ctx, c, os.Stdout)
+		},
+	}
+	cmd.Flags().StringVar(&c.Node, "node", "", "the node's name, in every line")
+	cmd.Flags().StringVar(&target, "target", "", "the Service's clusterIP:port (UDP; its backends answer with their name)")
+	cmd.Flags().DurationVar(&c.Interval, "interval", time.Millisecond, "between probes")
+	cmd.Flags().DurationVar(&c.Timeout, "timeout", 100*time.Millisecond, "a probe unanswered for this long was not answered")
+	return cmd
+}

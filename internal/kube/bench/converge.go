@@ -1,0 +1,333 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
+	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+)
+
+// ConvergeSpec is one `kube converge`: which cluster, and the changes'
+// pace (converge.Pace: how many, the probers' interval, the timeouts).
+type ConvergeSpec struct {
+	Local, Kubeconfig, Context string // a local cluster's name, or a kubeconfig (and context)
+	converge.Pace
+	Image string // "": this vnetlab's (loaded into a local cluster)
+	// ExtraServices are Services present while the changes are measured
+	// (each with one endpoint, as kube run's --extra-services).
+	ExtraServices int
+}
+
+// DefaultConvergeSpec: converge.DefaultPace.
+func DefaultConvergeSpec() ConvergeSpec { return ConvergeSpec{Pace: converge.DefaultPace()} }
+
+// Check refuses a spec that cannot run, in one line naming the flag.
+func (s ConvergeSpec) Check() error {
+	switch {
+	case (s.Local == "") == (s.Kubeconfig == ""):
+		return errors.New("give --cluster NAME (a local cluster) or --kubeconfig PATH")
+	case s.ExtraServices < 0:
+		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
+	}
+	return s.Pace.Check()
+}
+
+// The probed Service: a selectorless one whose EndpointSlice the run
+// writes itself, so that each change is one write.
+const (
+	convName     = "converge"
+	convPort     = 53   // the Service's UDP port
+	convBackPort = 5353 // the backends' (vnetlab whoami --udp)
+	convPortName = "u"
+)
+
+// The backends: the Service's first endpoint, and the one added and
+// removed (their host names answer the probes).
+const (
+	backendA = "srv-a"
+	backendB = "srv-b"
+)
+
+// Converge measures network programming latency on a cluster: a backend
+// pair, a prober pod on every Ready node, then spec.Changes changes of the
+// probed Service written through the API one at a time, each waited for on
+// every node (or spec.ChangeTimeout), with a random pause of 50-250 ms
+// between them. Everything it created is deleted when it returns, also on
+// Ctrl-C (ctx).
+func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*results.Convergence, error) {
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	var local *clusternet.Network
+	kubeconfig := spec.Kubeconfig
+	if spec.Local != "" {
+		st, err := cluster.Load(spec.Local)
+		if err != nil {
+			return nil, err
+		}
+		n := cluster.Network(st)
+		local, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+	}
+	pull := corev1.PullIfNotPresent
+	img := spec.Image
+	if img == "" {
+		var err error
+		if img, err = vnetlabImage(ctx, spec.Local, say); err != nil {
+			return nil, err
+		}
+		pull = corev1.PullNever
+	}
+	cs, cfg, version, err := measure.Connect(ctx, kubeconfig, spec.Context)
+	if err != nil {
+		return nil, err
+	}
+	if err := measure.CheckRBAC(ctx, cs); err != nil {
+		return nil, err
+	}
+	nodes, err := readyNodes(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := measure.CreateNamespace(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := measure.DeleteNamespace(cs, ns); err != nil {
+			say("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", ns, err)
+		}
+	}()
+	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Namespace: ns}
+	res := &results.Convergence{Cluster: sess.Detect(ctx, local), Start: time.Now(), IntervalUS: spec.Interval.Microseconds()}
+	res.Proxy = res.Cluster.KubeProxyMode
+	if res.Proxy == "" {
+		res.Proxy = "unknown proxy"
+	}
+	if spec.ExtraServices > 0 {
+		extra, err := measure.CreateExtraServices(ctx, cfg, spec.ExtraServices, say)
+		if err != nil {
+			return nil, err
+		}
+		say("converge: %d extra Services in %s (%.0f/s)", extra.Count, extra.Took.Round(time.Second), extra.Rate())
+		defer func() {
+			if _, err := extra.Delete(say); err != nil {
+				say("warning: deleting the extra Services: %v (run `vnetlab kube clean`)", err)
+			}
+		}()
+	}
+	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen()}
+	if err := c.setUp(ctx, img, pull, nodes); err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
+	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, target, say)
+	if err != nil {
+		return nil, err
+	}
+	res.End = time.Now()
+	c.stop()
+	converge.Finish(res, changes, c.seen)
+	return res, nil
+}
+
+// readyNodes are the cluster's Ready schedulable nodes, by name.
+func readyNodes(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %v", err)
+	}
+	var out []string
+	for _, n := range list.Items {
+		ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		if ready && !n.Spec.Unschedulable {
+			out = append(out, n.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Ready schedulable node among the cluster's %d: wait until they are Ready (kubectl get nodes)", len(list.Items))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// converger is one run's state: its pods' processes and what the probers saw.
+type converger struct {
+	spec   ConvergeSpec
+	cs     kubernetes.Interface
+	ns     string
+	exec   *measure.Exec
+	say    func(string, ...any)
+	seen   *converge.Seen
+	procs  []interface{ Kill() }
+	nodes  []string
+	ipA    string // the backends' pod IPs
+	ipB    string
+	vip    string // the probed clusterIP, the same at every creation
+	stopMu sync.Once
+}
+
+// setUp starts the two backends (on the first node and on another, when
+// there is one), a prober on every node, and allocates the clusterIP.
+func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolicy, nodes []string) error {
+	c.nodes = nodes
+	pods := []measure.PodSpec{{Name: backendA, Node: nodes[0]}, {Name: backendB, Node: nodes[min(1, len(nodes)-1)]}}
+	for i, n := range nodes {
+		pods = append(pods, measure.PodSpec{Name: proberPod(i), Node: n})
+	}
+	var names []string
+	for _, p := range pods {
+		if err := measure.CreatePod(ctx, c.cs, c.ns, img, pull, p); err != nil {
+			return err
+		}
+		names = append(names, p.Name)
+	}
+	c.say("converge: %d pods (2 backends, a prober on each of %d nodes) in namespace %s", len(pods), len(nodes), c.ns)
+	ready, err := measure.WaitReady(ctx, c.cs, c.ns, names, img, 0)
+	if err != nil {
+		return err
+	}
+	c.ipA, c.ipB = ready[backendA].Status.PodIP, ready[backendB].Status.PodIP
+	for _, b := range []string{backendA, backendB} {
+		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort))
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("start the backend in %s: %v", b, err)
+		}
+		c.procs = append(c.procs, p)
+	}
+	if c.vip, err = c.allocate(ctx); err != nil {
+		return err
+	}
+	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
+	for i, n := range nodes {
+		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", target,
+			"--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
+		out, err := p.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("start the prober on %s: %v", n, err)
+		}
+		c.procs = append(c.procs, p)
+		go c.seen.Read(out)
+	}
+	// Every prober must report before the first change: its first line.
+	if err := c.seen.WaitNodes(ctx, len(nodes), c.spec.ChangeTimeout); err != nil {
+		return fmt.Errorf("the probers never reported (%v): is `vnetlab kube probe` in the image?", err)
+	}
+	return nil
+}
+
+func proberPod(i int) string { return "probe-" + strconv.Itoa(i) }
+
+// allocate has the API server choose the clusterIP (a Service created and
+// deleted): every creation then asks for it again.
+func (c *converger) allocate(ctx context.Context) (string, error) {
+	svc, err := c.cs.CoreV1().Services(c.ns).Create(ctx, c.service(""), metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("create Service %s: %v", convName, err)
+	}
+	if err := c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{}); err != nil {
+		return "", err
+	}
+	ep := c.slice(c.ipA)
+	if _, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create EndpointSlice %s: %v", convName, err)
+	}
+	return svc.Spec.ClusterIP, nil
+}
+
+// service is the probed Service (selectorless: the run writes its slice).
+func (c *converger) service(vip string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{measure.LabelKey: measure.LabelValue}},
+		Spec: corev1.ServiceSpec{ClusterIP: vip, Ports: []corev1.ServicePort{{Name: convPortName, Protocol: corev1.ProtocolUDP, Port: convPort, TargetPort: intstr.FromInt32(convBackPort)}}}}
+}
+
+// slice is the Service's EndpointSlice with endpoints at ips.
+func (c *converger) slice(ips ...string) *discoveryv1.EndpointSlice {
+	name, proto, port := convPortName, corev1.ProtocolUDP, int32(convBackPort)
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{discoveryv1.LabelServiceName: convName}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Protocol: &proto, Port: &port}}}
+	if strings.Contains(c.ipA, ":") {
+		es.AddressType = discoveryv1.AddressTypeIPv6
+	}
+	for _, ip := range ips {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	return es
+}
+
+// Create creates the Service with its clusterIP, retrying while the API
+// server still holds the address of the one just deleted; the write's time
+// is that of the call that succeeded.
+func (c *converger) Create(ctx context.Context) (int64, error) {
+	deadline := time.Now().Add(c.spec.ChangeTimeout)
+	for {
+		at := time.Now().UnixNano()
+		_, err := c.cs.CoreV1().Services(c.ns).Create(ctx, c.service(c.vip), metav1.CreateOptions{})
+		if err == nil || time.Now().After(deadline) || !(apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err)) {
+			return at, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// setSlice writes the slice's endpoints.
+func (c *converger) setSlice(ctx context.Context, ips ...string) (int64, error) {
+	cur, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Get(ctx, convName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	cur.Endpoints = c.slice(ips...).Endpoints
+	at := time.Now().UnixNano()
+	_, err = c.cs.DiscoveryV1().EndpointSlices(c.ns).Update(ctx, cur, metav1.UpdateOptions{})
+	return at, err
+}
+
+// AddEndpoint puts the second backend in the slice.
+func (c *converger) AddEndpoint(ctx context.Context) (int64, error) {
+	return c.setSlice(ctx, c.ipA, c.ipB)
+}
+
+// RemoveEndpoint takes it out again.
+func (c *converger) RemoveEndpoint(ctx context.Context) (int64, error) { return c.setSlice(ctx, c.ipA) }
+
+// Delete deletes the Service (its slice stays, for the next creation).
+func (c *converger) Delete(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
+}
+
+// Second is the backend added and removed.
+func (c *converger) Second() string { return backendB }
+
+// stop ends the backends and probers (their exec streams).
+func (c *converger) stop() {
+	c.stopMu.Do(func() {
+		for _, p := range c.procs {
+			p.Kill()
+		}
+	})
+}

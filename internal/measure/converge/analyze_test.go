@@ -1,0 +1,92 @@
+package converge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// tr is a node's transitions: pairs of (ms since 0, answer).
+func tr(pairs ...any) []results.Transition {
+	var ts []results.Transition
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ts = append(ts, results.Transition{Sent: int64(pairs[i].(int)) * int64(time.Millisecond), Answer: pairs[i+1].(string)})
+	}
+	return ts
+}
+
+func at(ms int) int64 { return int64(ms) * int64(time.Millisecond) }
+
+// Each kind's latency is from the write to the send of the first probe
+// that shows it; a removed backend's, to the end of its last run of
+// answers; a change not shown before the window ends is not applied.
+func TestLatency(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		shows string
+		ts    []results.Transition
+		until int
+		want  int // ms; -1: not applied
+	}{
+		{"created", ShowsAny, tr(0, Refused, 130, "a"), 1000, 30},
+		{"created, not yet", ShowsAny, tr(0, Refused), 1000, -1},
+		{"created, after the window", ShowsAny, tr(0, Refused, 1200, "a"), 1000, -1},
+		{"added", "b", tr(0, "a", 150, "b", 151, "a"), 1000, 50},
+		{"added, a's answers only", "b", tr(0, "a"), 1000, -1},
+		{"removed: b's last run ends at 170", Gone("b"), tr(0, "a", 110, "b", 120, "a", 160, "b", 170, "a"), 1000, 70},
+		{"removed: b still answers", Gone("b"), tr(0, "a", 160, "b"), 1000, -1},
+		{"removed: b silent since before the write", Gone("b"), tr(0, "a"), 1000, 0},
+		{"deleted: silent", ShowsNone, tr(0, "a", 140, Silent), 1000, 40},
+		{"deleted: refused", ShowsNone, tr(0, "a", 105, Refused), 1000, 5},
+		{"deleted, already silent", ShowsNone, tr(0, Silent), 1000, 0},
+	} {
+		ch := results.Change{Shows: c.shows, Written: at(100)}
+		d, ok := Latency(ch, c.ts, at(c.until))
+		switch {
+		case c.want < 0 && ok:
+			t.Errorf("%s: applied after %s, want not applied", c.name, d)
+		case c.want >= 0 && (!ok || d != time.Duration(c.want)*time.Millisecond):
+			t.Errorf("%s: %s (applied %v), want %d ms", c.name, d, ok, c.want)
+		}
+	}
+}
+
+// Rows per kind and node, and all nodes' row from each change's slowest
+// node; a change one node missed is not applied in the all-nodes row.
+func TestSummarize(t *testing.T) {
+	changes := []results.Change{
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(100)},
+		{Kind: KindServiceDeleted, Shows: ShowsNone, Written: at(500)},
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(900)},
+	}
+	byNode := map[string][]results.Transition{
+		"n1": tr(0, Silent, 102, "a", 503, Silent, 904, "a"),
+		"n2": tr(0, Silent, 110, "a", 520, Silent),
+	}
+	rows := Summarize(changes, byNode, at(2000))
+	get := func(kind, node string) results.ConvergeRow {
+		for _, r := range rows {
+			if r.Kind == kind && r.Node == node {
+				return r
+			}
+		}
+		t.Fatalf("no row %s %s in %+v", kind, node, rows)
+		return results.ConvergeRow{}
+	}
+	if r := get(KindServiceCreated, "n1"); r.Changes != 2 || r.NotApplied != 0 || r.MaxUS != 4000 {
+		t.Errorf("n1 created: %+v, want 2 changes, max 4 ms", r)
+	}
+	if r := get(KindServiceCreated, "n2"); r.NotApplied != 1 || r.MaxUS != 10000 {
+		t.Errorf("n2 created: %+v, want one not applied, max 10 ms", r)
+	}
+	if r := get(KindServiceCreated, AllNodes); r.Changes != 2 || r.NotApplied != 1 || r.P50.Value != 10000 {
+		t.Errorf("all nodes created: %+v, want the slowest node's 10 ms and one not applied", r)
+	}
+	if r := get(KindServiceDeleted, AllNodes); r.MaxUS != 20000 {
+		t.Errorf("all nodes deleted: %+v, want 20 ms", r)
+	}
+	if got := changes[2].NotApplied; len(got) != 1 || got[0] != "n2" {
+		t.Errorf("the third change's nodes not applied: %v, want n2", got)
+	}
+}

@@ -1,0 +1,137 @@
+// Package converge measures network programming latency (issue 47): how
+// long a change written through the API takes to reach the packets of every
+// node. Probers in a pod on each node (Probe, run as `vnetlab kube probe`)
+// send a UDP probe to a Service every interval from a fresh socket and
+// print each change of what answers; the driver (Run) writes changes through
+// the API, timestamped at the write, and Analyze pairs each with the first
+// probe, per node, whose answer shows it.
+package converge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// What a probe saw, besides the name of the backend that answered.
+const (
+	Silent  = ""        // no answer within the probe's timeout
+	Refused = "refused" // an ICMP port unreachable: ECONNREFUSED (a Service without endpoints, REJECT)
+)
+
+// ProbeConfig is one prober.
+type ProbeConfig struct {
+	Node     string         // named in every Transition
+	Target   netip.AddrPort // a UDP Service port whose backends say who they are (vnetlab whoami --udp)
+	Interval time.Duration  // between probes' sends
+	Timeout  time.Duration  // a probe unanswered for this long was Silent
+}
+
+// Probe sends a probe every c.Interval until ctx ends, each from a socket
+// of its own (a new flow: no conntrack or affinity entry of an earlier one
+// decides its path), and writes a Transition to out whenever a probe's
+// outcome differs from the probe before it, in send order (a
+// results.Transition: the send time of the first probe that saw Answer,
+// Unix ns on the prober's clock); the first probe's outcome is the first
+// line. A probe the kernel refused to send (no route:
+// the Service's address is unknown) counts as Silent.
+func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
+	if c.Interval <= 0 || c.Timeout <= 0 {
+		return fmt.Errorf("probe interval %s and timeout %s: both must be positive", c.Interval, c.Timeout)
+	}
+	enc := json.NewEncoder(out)
+	probes := make(chan outcome, int(c.Timeout/c.Interval)+16)
+	var wg sync.WaitGroup
+	emitted := make(chan error, 1)
+	go func() { emitted <- emit(probes, enc, c) }()
+	tick := time.NewTicker(c.Interval)
+	defer tick.Stop()
+	var seq uint64
+	for ctx.Err() == nil {
+		seq++
+		o := outcome{seq: seq, done: make(chan sent, 1)}
+		probes <- o
+		wg.Add(1)
+		go func() { defer wg.Done(); o.done <- probeOnce(c.Target, c.Timeout) }()
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+	wg.Wait()
+	close(probes)
+	return <-emitted
+}
+
+// outcome is one probe in flight: its send time and answer arrive on done.
+type outcome struct {
+	seq  uint64
+	done chan sent
+}
+
+// sent is a probe's send time (taken just before its datagram left) and
+// what answered.
+type sent struct {
+	at     time.Time
+	answer string
+}
+
+// emit writes the transitions of the probes, taken in send order.
+func emit(probes <-chan outcome, enc *json.Encoder, c ProbeConfig) error {
+	last, first := "", true
+	for o := range probes {
+		s := <-o.done
+		if !first && s.answer == last {
+			continue
+		}
+		first, last = false, s.answer
+		if err := enc.Encode(results.Transition{Node: c.Node, Target: c.Target.String(), Sent: s.at.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probeOnce sends one datagram to target from a new connected socket and
+// returns when it was sent and the answer's first word (the backend's
+// name), Refused or Silent.
+func probeOnce(target netip.AddrPort, timeout time.Duration) sent {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
+	if err != nil {
+		return sent{at: time.Now(), answer: Silent}
+	}
+	defer c.Close()
+	at := time.Now()
+	_ = c.SetDeadline(at.Add(timeout))
+	if _, err := c.Write([]byte("?")); err != nil {
+		return sent{at: at, answer: answerOf(nil, err)}
+	}
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	return sent{at: at, answer: answerOf(buf[:n], err)}
+}
+
+// answerOf names a probe's outcome from its reply or error.
+func answerOf(reply []byte, err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case err != nil:
+		return Silent
+	}
+	for i, b := range reply {
+		if b == '\n' || b == ' ' {
+			return string(reply[:i])
+		}
+	}
+	return string(reply)
+}

@@ -1,0 +1,98 @@
+package converge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// A change at a known instant (a UDP server starting to answer on
+// loopback, where until then the port refused) is seen by the first probe
+// sent after it: the transition's send time lies within a probe interval
+// of the instant (with the scheduler's slack on a loaded 2-vCPU machine),
+// never before it.
+func TestProbeResolution(t *testing.T) {
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	ln.Close() // refused until the server below starts
+
+	const interval = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := Probe(ctx, ProbeConfig{Node: "n1", Target: netip.AddrPortFrom(target.Addr(), target.Port()), Interval: interval, Timeout: 50 * time.Millisecond}, w)
+		w.CloseWithError(err)
+		done <- err
+	}()
+	lines := make(chan results.Transition, 1024)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			var tr results.Transition
+			if json.Unmarshal(sc.Bytes(), &tr) == nil {
+				lines <- tr
+			}
+		}
+		close(lines)
+	}()
+	first := <-lines
+	if first.Answer != Refused || first.Node != "n1" || first.Seq != 1 {
+		t.Fatalf("first transition %+v, want probe 1 refused on n1", first)
+	}
+	time.Sleep(100 * time.Millisecond)
+	change := time.Now()
+	srv, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(target))
+	for errors.Is(err, syscall.EINTR) {
+		change = time.Now()
+		srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(target))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = srv.WriteToUDP([]byte("srv\n"), from)
+		}
+	}()
+	var seen results.Transition
+	select {
+	case seen = <-lines:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no transition within 10 s of the server starting")
+	}
+	if seen.Answer != "srv" {
+		t.Fatalf("transition %+v, want srv's answer", seen)
+	}
+	lag := time.Duration(seen.Sent - change.UnixNano())
+	t.Logf("change seen by probe %d, %s after it (interval %s)", seen.Seq, lag, interval)
+	// The probe sent just before the bind may have been answered: its send
+	// time is then at most one interval before the change. Later than an
+	// interval is the scheduler's slack on a loaded machine, bounded here.
+	if lag < -interval || lag > 50*interval {
+		t.Errorf("seen %s after the change: want within the probe interval (%s, with slack)", lag, interval)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

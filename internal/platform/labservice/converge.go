@@ -1,0 +1,183 @@
+package labservice
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
+)
+
+// FloorSpec is `svc converge`: kube converge's changes written through a
+// lab's Service transaction (Add, Edit, Del) instead of an API server, the
+// floor under a cluster's network programming latency: what the data
+// plane's write alone costs, per provider.
+type FloorSpec struct {
+	Lab      string
+	Provider string        // for a lab without Services ("": the mode's default)
+	VIP      netip.Addr    // the changed Service's address (DefaultFloorVIP)
+	Interval time.Duration // between a prober's probes
+	Pace     converge.Pace // changes and timeouts
+}
+
+// DefaultFloorVIP is the changed Service's address: in the lab's clusterIP
+// range, away from what `svc add` examples and the generated Services use.
+var DefaultFloorVIP = netip.MustParseAddr("10.96.47.1")
+
+// The changed Service's ports: the probes' and the backends' (vnetlab whoami).
+const (
+	floorPort     = 53
+	floorBackPort = 5353
+)
+
+// Floor measures network programming latency in lab spec.Lab: its first
+// two pods answer as backends (vnetlab whoami), every other pod probes the
+// Service (vnetlab kube probe, a "node" of the result named by its pod),
+// and converge.Cycle writes the changes. The Service is deleted and the
+// processes stopped when it returns.
+func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*results.Convergence, error) {
+	st, err := lab.Load(spec.Lab)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Pods) < 3 {
+		return nil, fmt.Errorf("lab %s has %d pods: svc converge needs 3 or more (two backends and a prober; vnetlab up --pods 3)", st.Name, len(st.Pods))
+	}
+	if !spec.VIP.IsValid() {
+		spec.VIP = DefaultFloorVIP
+	}
+	key := Key{VIP: spec.VIP, Port: floorPort, Proto: "udp"}
+	if c, err := Load(st.Name); err == nil && c.Find(key) >= 0 {
+		return nil, fmt.Errorf("lab %s already has Service %s: delete it (vnetlab svc del %s %s) or give another --vip", st.Name, key, st.Name, key)
+	}
+	self, err := engine.SelfBinary()
+	if err != nil {
+		return nil, err
+	}
+	w := &floorWriter{lab: st.Name, key: key, provider: spec.Provider, a: st.Pods[0], b: st.Pods[1]}
+	var procs []*proc.Cmd
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	}()
+	for _, pod := range []lab.PodState{w.a, w.b} {
+		p := proc.Command(ctx, pod.NS, self, "whoami", "--udp", strconv.Itoa(floorBackPort))
+		if err := p.Start(); err != nil {
+			return nil, fmt.Errorf("backend in pod %s: %v", pod.Name, err)
+		}
+		procs = append(procs, p)
+	}
+	seen := converge.NewSeen()
+	target := netip.AddrPortFrom(spec.VIP, floorPort).String()
+	probers := st.Pods[2:]
+	for _, pod := range probers {
+		p := proc.Command(ctx, pod.NS, self, "kube", "probe", "--node", pod.Name, "--target", target,
+			"--interval", spec.Pace.Interval.String(), "--timeout", spec.Pace.ProbeTimeout.String())
+		out, err := p.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Start(); err != nil {
+			return nil, fmt.Errorf("prober in pod %s: %v", pod.Name, err)
+		}
+		procs = append(procs, p)
+		go seen.Read(out)
+	}
+	if err := seen.WaitNodes(ctx, len(probers), spec.Pace.ChangeTimeout); err != nil {
+		return nil, fmt.Errorf("the probers never reported: %v", err)
+	}
+	defer func() {
+		if c, err := Load(st.Name); err == nil && c.Find(key) >= 0 {
+			if _, err := Del(st.Name, key); err != nil {
+				say("warning: deleting Service %s: %v", key, err)
+			}
+		}
+	}()
+	res := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds()}
+	changes, err := converge.Cycle(ctx, w, seen, spec.Pace, target, say)
+	if err != nil {
+		return nil, err
+	}
+	res.End = time.Now()
+	c, err := Load(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	res.Proxy = "lab provider " + c.Provider
+	converge.Finish(res, changes, seen)
+	return res, nil
+}
+
+// floorWriter writes the changes through the lab's Service transaction.
+type floorWriter struct {
+	lab, provider string
+	key           Key
+	a, b          lab.PodState // the backends
+	attached      bool         // the probers' endpoints, for a provider with programs on pods
+}
+
+func (w *floorWriter) backend(p lab.PodState) BackendSpec {
+	return BackendSpec{Host: p.Name, Port: floorBackPort}
+}
+
+// Create adds the Service with the first backend (and, the first time,
+// attaches the probers' endpoints when the provider needs them: before
+// the write is timed).
+func (w *floorWriter) Create(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	res, err := Add(w.lab, AddRequest{Key: w.key, Backends: []BackendSpec{w.backend(w.a)}, Provider: w.provider})
+	if err != nil || w.attached || !res.NeedsEndpoints {
+		return at, err
+	}
+	w.attached = true
+	st, err := lab.Load(w.lab)
+	if err != nil {
+		return at, err
+	}
+	for _, p := range st.Pods[2:] {
+		if _, err := Attach(w.lab, PodRef{Pod: p.Name}); err != nil {
+			return at, err
+		}
+	}
+	return at, nil
+}
+
+// AddEndpoint adds the second backend.
+func (w *floorWriter) AddEndpoint(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Add(w.lab, AddRequest{Key: w.key, Backends: []BackendSpec{w.backend(w.b)}})
+	return at, err
+}
+
+// RemoveEndpoint takes the second backend out (an update in place).
+func (w *floorWriter) RemoveEndpoint(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Edit(w.lab, func(_ *lab.State, c *Config) (string, error) {
+		i := c.Find(w.key)
+		if i < 0 {
+			return "", fmt.Errorf("service %s is gone", w.key)
+		}
+		c.Services[i].Backends = slices.DeleteFunc(c.Services[i].Backends, func(b Backend) bool { return b.Pod == w.b.Name })
+		return fmt.Sprintf("service %s: backend %s removed", w.key, w.b.Name), nil
+	})
+	return at, err
+}
+
+// Delete deletes the Service.
+func (w *floorWriter) Delete(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Del(w.lab, w.key)
+	return at, err
+}
+
+// Second is the backend added and removed.
+func (w *floorWriter) Second() string { return w.b.Name }
