@@ -146,6 +146,7 @@ func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			named = append(named, pp)
 		}
 	}
+	base.Ports = mergePorts(base.Ports)
 	var out []Allow
 	if base.peers() && (base.AnyPort || len(base.Ports) > 0) {
 		out = append(out, base)
@@ -168,7 +169,7 @@ func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			}
 		}
 		if len(ips) > 0 && len(pr) > 0 {
-			out = append(out, Allow{Pods: sortedUnique(ips), Ports: pr})
+			out = append(out, Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
 		}
 	}
 	return out
@@ -184,6 +185,46 @@ func compileBlock(b *networkingv1.IPBlock) Block {
 		if ex, err := netip.ParsePrefix(e); err == nil {
 			out.Except = append(out.Except, ex.Masked())
 		}
+	}
+	out.Except = outermost(out.Except)
+	return out
+}
+
+// outermost drops the prefixes another one of the list covers (and
+// duplicates), so a provider's interval set holds no overlap.
+func outermost(ps []netip.Prefix) []netip.Prefix {
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		if a.Bits() != b.Bits() {
+			return a.Bits() - b.Bits()
+		}
+		return a.Addr().Compare(b.Addr())
+	})
+	var out []netip.Prefix
+	for _, p := range ps {
+		if !slices.ContainsFunc(out, func(q netip.Prefix) bool { return q.Contains(p.Addr()) }) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return out
+}
+
+// mergePorts sorts port ranges by protocol and start and merges those that
+// overlap or touch (nft refuses overlapping elements of an interval set).
+func mergePorts(rs []PortRange) []PortRange {
+	slices.SortFunc(rs, func(a, b PortRange) int {
+		if a.Proto != b.Proto {
+			return slices.Index(Protos, a.Proto) - slices.Index(Protos, b.Proto)
+		}
+		return int(a.First) - int(b.First)
+	})
+	var out []PortRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].Proto == r.Proto && int(r.First) <= int(out[n-1].Last)+1 {
+			out[n-1].Last = max(out[n-1].Last, r.Last)
+			continue
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -491,6 +491,17 @@ spec:
 	}
 }
 
+func TestNormalised(t *testing.T) {
+	got := mergePorts([]PortRange{{UDP, 1500, 2500}, {TCP, 80, 80}, {UDP, 1000, 2000}, {TCP, 81, 90}, {UDP, 1800, 1800}, {TCP, 0, 65535}, {UDP, 3000, 3000}})
+	if fmt.Sprint(got) != "[{TCP 0 65535} {UDP 1000 2500} {UDP 3000 3000}]" {
+		t.Errorf("merged ports: %v", got)
+	}
+	ex := outermost([]netip.Prefix{netip.MustParsePrefix("10.0.2.0/25"), netip.MustParsePrefix("10.0.3.0/24"), netip.MustParsePrefix("10.0.2.0/24"), netip.MustParsePrefix("10.0.2.0/24")})
+	if fmt.Sprint(ex) != "[10.0.2.0/24 10.0.3.0/24]" {
+		t.Errorf("outermost excepts: %v", ex)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	const head = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec:\n  podSelector: {matchLabels: {pod: a}}\n"
 	for _, c := range []struct{ yaml, want string }{
