@@ -89,7 +89,7 @@ spec:
   podSelector: {matchLabels: {app: client}}
   policyTypes: [Egress]
   egress:
-  - to: [{ipBlock: {cidr: 192.168.0.0/16, except: [POD_A/32]}}]
+  - to: [{ipBlock: {cidr: 192.168.0.0/16, except: [POD_A/32]}}, {ipBlock: {cidr: "POD_CIDR6", except: ["POD_A6/128"]}}]
     ports: [{port: 8080, endPort: 8081}, {protocol: UDP, port: 5353}]
   - to: [{namespaceSelector: {}}]
     ports: [{port: http}]
@@ -99,7 +99,7 @@ kind: NetworkPolicy
 metadata: {name: d-in, namespace: tools}
 spec:
   podSelector: {matchLabels: {app: db}}
-  ingress: [{from: [{ipBlock: {cidr: POD_B/32}}]}]
+  ingress: [{from: [{ipBlock: {cidr: POD_B/32}}, {ipBlock: {cidr: "POD_B6/128"}}]}]
 `},
 	{"deny all in one namespace beside an allow-all of the other", `
 apiVersion: networking.k8s.io/v1
@@ -128,12 +128,13 @@ func TestTruthTableInLabs(t *testing.T) {
 	requireRoot(t)
 	for _, mode := range []string{modes.VethRouted, modes.Bridge} {
 		t.Run(mode, func(t *testing.T) {
-			l, _ := testnet.UpLab(t, lab.Spec{Name: "np-" + strings.ReplaceAll(mode, "-", ""), Mode: mode, PodCIDR: lab.DefaultPodCIDR, Family: family.IPv4}, 4)
+			l, _ := testnet.UpLab(t, lab.Spec{Name: "np-" + strings.ReplaceAll(mode, "-", ""), Mode: mode, PodCIDR: lab.DefaultPodCIDR, PodCIDR6: lab.DefaultPodCIDR6, Family: family.Dual}, 4)
 			l.Release()
 			st := l.State
 			for _, p := range st.Pods {
 				for _, port := range servedPorts {
 					testnet.Serve(t, p.NS, port, "")
+					testnet.Serve6(t, p.NS, port, "")
 				}
 			}
 			c := &Config{Provider: NFTables}
@@ -144,7 +145,8 @@ func TestTruthTableInLabs(t *testing.T) {
 			c.Merge(doc)
 			var old *Config
 			for _, set := range policySets {
-				text := strings.NewReplacer("POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
+				text := strings.NewReplacer("POD_A6", st.Pods[0].IP6, "POD_B6", st.Pods[1].IP6, "POD_CIDR6", st.Spec.PodCIDR6,
+					"POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
 				doc, err := netpol.Parse([]byte(text))
 				if err != nil {
 					t.Fatal(err)
@@ -198,6 +200,8 @@ func checkTruthTable(t *testing.T, name string, st *lab.State, w *netpol.World) 
 	t.Helper()
 	type probe struct {
 		src, dst lab.PodState
+		dstIP    string // the destination's address of the probe's family
+		srcIP    string
 		proto    netpol.Proto
 		port     int
 		got      bool
@@ -209,9 +213,11 @@ func checkTruthTable(t *testing.T, name string, st *lab.State, w *netpol.World) 
 			if s.Name == d.Name {
 				continue
 			}
-			for _, proto := range []netpol.Proto{netpol.TCP, netpol.UDP} {
-				for _, port := range servedPorts {
-					probes = append(probes, &probe{src: s, dst: d, proto: proto, port: port})
+			for _, ips := range [][2]string{{s.IP, d.IP}, {s.IP6, d.IP6}} {
+				for _, proto := range []netpol.Proto{netpol.TCP, netpol.UDP} {
+					for _, port := range servedPorts {
+						probes = append(probes, &probe{src: s, dst: d, srcIP: ips[0], dstIP: ips[1], proto: proto, port: port})
+					}
 				}
 			}
 		}
@@ -221,23 +227,23 @@ func checkTruthTable(t *testing.T, name string, st *lab.State, w *netpol.World) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.got, p.err = connects(p.src.NS, p.dst.IP, p.proto, p.port)
+			p.got, p.err = connects(p.src.NS, p.dstIP, p.proto, p.port)
 		}()
 	}
 	wg.Wait()
 	for _, p := range probes {
-		want := w.Allowed(netip.MustParseAddr(p.src.IP), netip.MustParseAddr(p.dst.IP), p.proto, uint16(p.port))
+		want := w.Allowed(netip.MustParseAddr(p.srcIP), netip.MustParseAddr(p.dstIP), p.proto, uint16(p.port))
 		if want {
 			allowed++
 		} else {
 			denied++
 		}
 		if p.err != nil {
-			t.Errorf("%s: %s -> %s %s/%d: %v", name, p.src.Name, p.dst.Name, p.proto, p.port, p.err)
+			t.Errorf("%s: %s -> %s (%s) %s/%d: %v", name, p.src.Name, p.dst.Name, p.dstIP, p.proto, p.port, p.err)
 			continue
 		}
 		if p.got != want {
-			t.Errorf("%s: %s -> %s %s/%d: connected %v, the model says %v", name, p.src.Name, p.dst.Name, p.proto, p.port, p.got, want)
+			t.Errorf("%s: %s -> %s (%s) %s/%d: connected %v, the model says %v", name, p.src.Name, p.dst.Name, p.dstIP, p.proto, p.port, p.got, want)
 		}
 	}
 	return denied, allowed

@@ -18,7 +18,8 @@ import (
 // filter-forward (hook forward, priority filter: after the Service DNAT of
 // prerouting, so it sees pod addresses) accepts conntrack's established and
 // related packets first (replies of allowed connections, and every later
-// packet of them), then looks the source up in the verdict maps egress-v4 /
+// packet of them) and IPv6 neighbour discovery (as kube-network-policies
+// does), then looks the source up in the verdict maps egress-v4 /
 // egress-v6 (a pod isolated for egress: jump to its egress chain, which
 // returns when a rule allows and drops otherwise) and the destination in
 // ingress-v4 / ingress-v6 (a pod isolated for ingress: goto its ingress
@@ -108,6 +109,10 @@ func nftPolicyScript(r *netpol.Rules) string {
 	}
 	line("add chain %s %s { type filter hook forward priority filter ; policy accept ; }", t, nftBaseChain)
 	line("add rule %s %s ct state established,related accept", t, nftBaseChain)
+	// Neighbour discovery is no connection of a pod's: a bridge hands it
+	// to netfilter (bridge-nf-call-ip6tables) and conntrack does not track
+	// it, so without this an isolated pod could not resolve its peers.
+	line("add rule %s %s icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept", t, nftBaseChain)
 	for _, f := range nftFamilies {
 		line("add rule %s %s %s saddr vmap @%s%s", t, nftBaseChain, f.match, nftEgress, f.suffix)
 	}
