@@ -33,7 +33,8 @@ func init() {
 		CrossHost: true,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth,
 			NetfilterCaveat: bridgeNetfilterCaveat},
-		IPv6: true,
+		Policies: Policies{NodeFilter: true, NodeFilterOff: bridgePolicyOff},
+		IPv6:     true,
 	})
 }
 
@@ -47,6 +48,15 @@ const bridgeNF = "bridge_nf_call_iptables"
 func bridgeNetfilterCaveat(options map[string]string) string {
 	if on, err := ParseOnOff(bridgeNF, options[bridgeNF], true); err == nil && !on {
 		return "expected to fail: bridge_nf_call_iptables=off, so replies are bridged past netfilter and never reverse-NATed to the clusterIP (seed 002: the switch must stay on for clusterIP)"
+	}
+	return ""
+}
+
+// bridgePolicyOff: with bridge-nf-call-iptables=0 packets between two pods
+// of the bridge never reach netfilter, so node-side policy rules miss them.
+func bridgePolicyOff(options map[string]string) string {
+	if on, err := ParseOnOff(bridgeNF, options[bridgeNF], true); err == nil && !on {
+		return "bridge_nf_call_iptables=off: packets between pods are bridged past the node's netfilter, so its policy rules would never see them (keep the option on)"
 	}
 	return ""
 }

@@ -31,6 +31,7 @@ func init() {
 		// node rules see clusterIP traffic (and the shim's MASQUERADE
 		// brings replies back); eBPF translates on the pod's own eth0.
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFPodIf},
+		Policies: Policies{NoNodeFilter: "packets between ipvlan pods are switched inside their parent link and never cross the node's netfilter (seed 001), so node-side policy rules would not see them"},
 	})
 }
 

@@ -25,6 +25,7 @@ func init() {
 		Build:    buildMacvlan,
 		// As ipvlan: clusterIP traffic reaches the node through the shim.
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFPodIf},
+		Policies: Policies{NoNodeFilter: "packets between macvlan pods are switched inside their parent link and never cross the node's netfilter (seed 001: macvlan traffic bypasses the node's iptables), so node-side policy rules would not see them"},
 		IPv6:     true,
 	})
 }

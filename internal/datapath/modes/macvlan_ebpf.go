@@ -22,6 +22,7 @@ func init() {
 		Usable:   ebpfUsable,
 		Build:    buildMacvlanEBPF,
 		IPv6:     true, // macvlan's IPv6 wiring; IPv6 Service traffic addressed to the backend's MAC, as IPv4's
+		Policies: Policies{NoNodeFilter: "macvlan-ebpf pods' packets to each other are switched inside the parent link (and Service packets addressed to the backend's MAC), never crossing the node's netfilter, so node-side policy rules would not see them"},
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFPodL2,
 			NoNetfilter: "macvlan-ebpf is macvlan with vnetlab's eBPF Services built in: use --provider ebpf (or mode macvlan for iptables/nftables)",
 			NodeNote:    "macvlan-ebpf: clusterIP packets are translated in the client pod and addressed to the backend's MAC: they never reach the node, so its iptables/nftables and conntrack do not see Service traffic either"},

@@ -69,6 +69,8 @@ type Mode struct {
 	MaxPods PodLimit
 	// Services says how a clusterIP reaches the mode's pods.
 	Services Services
+	// Policies says where a NetworkPolicy provider can see the pods' packets.
+	Policies Policies
 	// Links says what the knobs that set the lab's links must respect
 	// (a tunnel's overhead, a userspace switch's frame size).
 	Links Links
@@ -149,6 +151,22 @@ type Services struct {
 	// NodeNote: what the mode's fast path hides from the node's own tools
 	// (doctor shows it where the mode is available).
 	NodeNote string
+}
+
+// Policies is what the NetworkPolicy providers (internal/platform/labpolicy)
+// need to know about a mode.
+type Policies struct {
+	// NodeFilter: every packet between two pods, and between a pod and an
+	// address outside the pods, crosses the netfilter forward hook of the
+	// node namespace (routed there, or bridged with bridge-nf-call), so a
+	// provider's rules in the node see it.
+	NodeFilter bool
+	// NoNodeFilter says why the node's netfilter does not see the pods'
+	// packets ("" with NodeFilter false: no provider is wired for the mode yet).
+	NoNodeFilter string
+	// NodeFilterOff says why, with these options, the node's netfilter
+	// misses the pods' packets although NodeFilter ("": it sees them).
+	NodeFilterOff func(options map[string]string) string
 }
 
 var registry = map[string]Mode{}

@@ -23,6 +23,7 @@ func init() {
 		IPv6:     true, // veth-ebpf's IPv6 wiring on netkit (L2 mode answers NDP for fe80::1); host6.h routes it
 		Usable:   ebpfUsable,
 		Build:    buildNetkitEBPF,
+		Policies: Policies{NoNodeFilter: "netkit-ebpf redirects pod-to-pod packets straight into the other pod (bpf_redirect_peer), past the node's netfilter, so node-side policy rules would not see them"},
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
 			NoNetfilter: "netkit-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, as veth-ebpf: use --provider ebpf or ebpf-sock",
 			NodeNote:    "netkit-ebpf: pod-to-pod packets are redirected from one pod's netkit straight into the other pod (bpf_redirect_peer): the node's iptables/nftables never see them; traffic to the node or the outside world still crosses the node's stack"},

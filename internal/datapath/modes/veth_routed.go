@@ -21,6 +21,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Veth},
 		Attach:   vethRouted,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
+		Policies: Policies{NodeFilter: true},
 		IPv6:     true,
 	})
 }

@@ -31,6 +31,8 @@ const (
 	Netkit      Feature = "netkit"
 	// IPv6: new namespaces carry IPv6 (labs of --ip-family ipv6 or dual).
 	IPv6 Feature = "ipv6"
+	// SCTP: the kernel speaks SCTP (a NetworkPolicy port may name it).
+	SCTP Feature = "sctp"
 )
 
 // config names the kernel option behind each feature, for error messages.
@@ -38,7 +40,7 @@ var config = map[Feature]string{
 	Veth: "CONFIG_VETH", Bridge: "CONFIG_BRIDGE", BrNetfilter: "CONFIG_BRIDGE_NETFILTER",
 	Macvlan: "CONFIG_MACVLAN", Ipvlan: "CONFIG_IPVLAN", Vxlan: "CONFIG_VXLAN",
 	Tun: "CONFIG_TUN", OVSDatapath: "CONFIG_OPENVSWITCH", Nftables: "CONFIG_NF_TABLES",
-	Netkit: "CONFIG_NETKIT, kernel 6.7+", IPv6: "CONFIG_IPV6",
+	Netkit: "CONFIG_NETKIT, kernel 6.7+", IPv6: "CONFIG_IPV6", SCTP: "CONFIG_IP_SCTP",
 }
 
 var (
@@ -105,6 +107,7 @@ func probeAll() {
 		nk.SetPeerAttrs(&netlink.LinkAttrs{Name: "probenk1"})
 		results[Netkit] = wrap(Netkit, netlink.LinkAdd(nk))
 		results[IPv6] = ipv6Disabled("/proc/sys") // this scratch namespace's view, as a lab's
+		results[SCTP] = probeSCTP()
 		return nil
 	})
 }
@@ -140,6 +143,19 @@ func wrap(f Feature, err error) error {
 		return missing(f, err)
 	}
 	return fmt.Errorf("%s probe failed: %w", f, err)
+}
+
+// probeSCTP opens an SCTP socket: a kernel without SCTP refuses the protocol.
+func probeSCTP() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP)
+	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.ESOCKTNOSUPPORT) {
+		return missing(SCTP, err)
+	}
+	if err != nil {
+		return fmt.Errorf("sctp probe failed: %w", err)
+	}
+	unix.Close(fd)
+	return nil
 }
 
 // probeNftables checks the nf_tables netlink subsystem answers (it is what

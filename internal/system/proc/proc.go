@@ -115,6 +115,16 @@ func (c *Cmd) Output() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// CombinedOutput runs the command inside its namespace and returns its
+// stdout and stderr together (exec.Cmd's own, promoted through the
+// embedding, would start it in vnetlab's namespace).
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
 // Said is what a failed program said, for its error: its stderr, else its
 // stdout, trimmed and cut at 400 bytes.
 func Said(stderr, stdout string) string {

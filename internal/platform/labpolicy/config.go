@@ -1,0 +1,140 @@
+package labpolicy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+)
+
+// Config is a lab's policies and what the model needs of its pods, as
+// policies.json keeps them.
+type Config struct {
+	Provider  string `json:"provider"`
+	Installed bool   `json:"installed"`
+	// Namespaces give namespaces labels.
+	Namespaces []netpol.Namespace `json:"namespaces,omitempty"`
+	// Pods give lab pods (by name) a namespace, labels and named ports;
+	// their addresses are always the lab's.
+	Pods     []netpol.Pod                 `json:"pods,omitempty"`
+	Policies []networkingv1.NetworkPolicy `json:"policies,omitempty"`
+	// LoadSeconds is how long the provider took to load the last change.
+	LoadSeconds float64 `json:"load_seconds,omitempty"`
+}
+
+// FileName is the policies file inside a lab's state directory.
+const FileName = "policies.json"
+
+// PodLabel is the label every lab pod has unless its Pod document gives
+// it labels: pod=NAME.
+const PodLabel = "pod"
+
+func path(labName string) string { return filepath.Join(lab.Dir(labName), FileName) }
+
+// Load reads a lab's policies (an empty config when it has none yet).
+func Load(labName string) (*Config, error) {
+	b, err := os.ReadFile(path(labName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("lab %s: corrupt %s (%v): fix or remove it", labName, FileName, err)
+	}
+	return &c, nil
+}
+
+// Save writes a lab's policies atomically.
+func (c *Config) Save(labName string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path(labName) + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path(labName))
+}
+
+// Clone is a deep copy (the "old" side of a change).
+func (c *Config) Clone() *Config {
+	b, _ := json.Marshal(c)
+	var n Config
+	_ = json.Unmarshal(b, &n)
+	return &n
+}
+
+// Merge adds a parsed file to the config: a policy, namespace or pod of the
+// same name replaces the one there.
+func (c *Config) Merge(d netpol.Doc) {
+	for _, p := range d.Policies {
+		i := slices.IndexFunc(c.Policies, func(q networkingv1.NetworkPolicy) bool { return q.Namespace == p.Namespace && q.Name == p.Name })
+		if i >= 0 {
+			c.Policies[i] = p
+		} else {
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	for _, n := range d.Namespaces {
+		i := slices.IndexFunc(c.Namespaces, func(q netpol.Namespace) bool { return q.Name == n.Name })
+		if i >= 0 {
+			c.Namespaces[i] = n
+		} else {
+			c.Namespaces = append(c.Namespaces, n)
+		}
+	}
+	for _, p := range d.Pods {
+		i := slices.IndexFunc(c.Pods, func(q netpol.Pod) bool { return q.Name == p.Name })
+		if i >= 0 {
+			c.Pods[i] = p
+		} else {
+			c.Pods = append(c.Pods, p)
+		}
+	}
+}
+
+// World is the model of lab st with c's policies: every lab pod with its
+// addresses, in the namespace and with the labels and named ports its Pod
+// document gives (else namespace default, label pod=NAME).
+func (c *Config) World(st *lab.State) (*netpol.World, error) {
+	w := &netpol.World{Namespaces: c.Namespaces, Policies: c.Policies}
+	var names []string
+	for _, lp := range st.Pods {
+		names = append(names, lp.Name)
+		p := netpol.Pod{Name: lp.Name, Namespace: netpol.DefaultNamespace, Labels: netpol.Labels{PodLabel: lp.Name}}
+		if i := slices.IndexFunc(c.Pods, func(q netpol.Pod) bool { return q.Name == lp.Name }); i >= 0 {
+			d := c.Pods[i]
+			p.Namespace, p.Labels, p.Ports = d.Namespace, d.Labels, d.Ports
+		}
+		for _, s := range []string{lp.IP, lp.IP6} {
+			if s == "" {
+				continue
+			}
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("lab %s: pod %s: address %q: %v", st.Name, lp.Name, s, err)
+			}
+			p.IPs = append(p.IPs, a)
+		}
+		w.Pods = append(w.Pods, p)
+	}
+	for _, p := range c.Pods {
+		if !slices.Contains(names, p.Name) {
+			return nil, fmt.Errorf("lab %s has no pod %q to give labels (its pods: %s): name a lab pod in the Pod document", st.Name, p.Name, strings.Join(names, ", "))
+		}
+	}
+	return w, nil
+}

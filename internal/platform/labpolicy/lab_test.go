@@ -1,0 +1,300 @@
+package labpolicy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+)
+
+// Real labs (names start with "np"), real kernel filtering, real sockets:
+// for each set of policies, every pod tries every other pod on TCP and UDP
+// at each served port, and the connections that happened must be exactly
+// those the model's reference (netpol.World.Allowed) allows.
+
+// servedPorts: each pod serves TCP and UDP (echo) on these.
+var servedPorts = []int{8080, 8081, 5353}
+
+// probeWait is how long a probe waits for an answer before it calls the
+// connection dropped: seconds, as the tests' blocking calls do.
+const probeWait = 3 * time.Second
+
+// pods is the cluster the policies see: two namespaces, four pods.
+const pods = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {team: web}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: tools, labels: {team: ops}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-a, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: c, ports: [{name: http, containerPort: 8080}, {name: dns, containerPort: 5353, protocol: UDP}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-b, namespace: shop, labels: {app: client}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-c, namespace: tools, labels: {app: client}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-d, namespace: tools, labels: {app: db}}
+spec: {containers: [{name: c, ports: [{name: http, containerPort: 8081}]}]}
+`
+
+// policySets are applied in turn to one lab (each an update of the last).
+var policySets = []struct{ name, yaml string }{
+	{"ingress: namespace default deny, named ports, namespace and pod selectors", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny, namespace: shop}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {team: ops}}, podSelector: {matchExpressions: [{key: app, operator: In, values: [client]}]}}]
+    ports: [{port: http}]
+  - from: [{podSelector: {matchLabels: {app: client}}}]
+    ports: [{protocol: UDP, port: dns}]
+`},
+	{"egress: ipBlock with except, endPort, egress named port; ingress by ipBlock", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: c-out, namespace: tools}
+spec:
+  podSelector: {matchLabels: {app: client}}
+  policyTypes: [Egress]
+  egress:
+  - to: [{ipBlock: {cidr: 192.168.0.0/16, except: [POD_A/32]}}, {ipBlock: {cidr: "POD_CIDR6", except: ["POD_A6/128"]}}]
+    ports: [{port: 8080, endPort: 8081}, {protocol: UDP, port: 5353}]
+  - to: [{namespaceSelector: {}}]
+    ports: [{port: http}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: d-in, namespace: tools}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  ingress: [{from: [{ipBlock: {cidr: POD_B/32}}, {ipBlock: {cidr: "POD_B6/128"}}]}]
+`},
+	{"deny all in one namespace beside an allow-all of the other", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: all, namespace: tools}
+spec: {podSelector: {}, policyTypes: [Ingress, Egress]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: open, namespace: shop}
+spec: {podSelector: {}, ingress: [{}], egress: [{}]}
+`},
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed")
+	}
+}
+
+func TestTruthTableInLabs(t *testing.T) {
+	requireRoot(t)
+	for _, mode := range []string{modes.VethRouted, modes.Bridge} {
+		t.Run(mode, func(t *testing.T) {
+			l, _ := testnet.UpLab(t, lab.Spec{Name: "np-" + strings.ReplaceAll(mode, "-", ""), Mode: mode, PodCIDR: lab.DefaultPodCIDR, PodCIDR6: lab.DefaultPodCIDR6, Family: family.Dual}, 4)
+			l.Release()
+			st := l.State
+			for _, p := range st.Pods {
+				for _, port := range servedPorts {
+					testnet.Serve(t, p.NS, port, "")
+					testnet.Serve6(t, p.NS, port, "")
+				}
+			}
+			c := &Config{Provider: NFTables}
+			doc, err := netpol.Parse([]byte(pods))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Merge(doc)
+			var old *Config
+			for _, set := range policySets {
+				text := strings.NewReplacer("POD_A6", st.Pods[0].IP6, "POD_B6", st.Pods[1].IP6, "POD_CIDR6", st.Spec.PodCIDR6,
+					"POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
+				doc, err := netpol.Parse([]byte(text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				next := c.Clone()
+				next.Policies = doc.Policies
+				if err := Commit(st, old, next); err != nil {
+					t.Fatalf("%s: %v", set.name, err)
+				}
+				old, c = next.Clone(), next
+				inNodesOnly(t, st)
+				w, err := c.World(st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				denied, allowed := checkTruthTable(t, set.name, st, w)
+				if denied == 0 || allowed == 0 {
+					t.Errorf("%s: %d allowed and %d denied: a truth table needs both", set.name, allowed, denied)
+				}
+			}
+			if err := Remove(st, c); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range st.Nodes {
+				if out := testnet.IPNetns(t, "exec", n.NS, "nft", "list", "tables"); strings.Contains(out, NftTable) {
+					t.Errorf("node %s still has table %s after Remove", n.NS, NftTable)
+				}
+			}
+		})
+	}
+}
+
+// inNodesOnly fails unless every node holds the provider's table and the
+// test's own (root) namespace does not.
+func inNodesOnly(t *testing.T, st *lab.State) {
+	t.Helper()
+	for _, n := range st.Nodes {
+		if out := testnet.IPNetns(t, "exec", n.NS, "nft", "list", "tables"); !strings.Contains(out, NftTable) {
+			t.Fatalf("node %s has no table %s: %s", n.NS, NftTable, out)
+		}
+	}
+	out, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil || strings.Contains(string(out), NftTable) {
+		t.Fatalf("the test's own namespace holds table %s (or nft failed: %v)", NftTable, err)
+	}
+}
+
+// checkTruthTable probes every ordered pair of pods, each protocol and
+// served port, at once, and compares what got through with w's reference.
+func checkTruthTable(t *testing.T, name string, st *lab.State, w *netpol.World) (denied, allowed int) {
+	t.Helper()
+	type probe struct {
+		src, dst lab.PodState
+		dstIP    string // the destination's address of the probe's family
+		srcIP    string
+		proto    netpol.Proto
+		port     int
+		got      bool
+		err      error
+	}
+	var probes []*probe
+	for _, s := range st.Pods {
+		for _, d := range st.Pods {
+			if s.Name == d.Name {
+				continue
+			}
+			for _, ips := range [][2]string{{s.IP, d.IP}, {s.IP6, d.IP6}} {
+				for _, proto := range []netpol.Proto{netpol.TCP, netpol.UDP} {
+					for _, port := range servedPorts {
+						probes = append(probes, &probe{src: s, dst: d, srcIP: ips[0], dstIP: ips[1], proto: proto, port: port})
+					}
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, p := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.got, p.err = connects(p.src.NS, p.dstIP, p.proto, p.port)
+		}()
+	}
+	wg.Wait()
+	for _, p := range probes {
+		want := w.Allowed(netip.MustParseAddr(p.srcIP), netip.MustParseAddr(p.dstIP), p.proto, uint16(p.port))
+		if want {
+			allowed++
+		} else {
+			denied++
+		}
+		if p.err != nil {
+			t.Errorf("%s: %s -> %s (%s) %s/%d: %v", name, p.src.Name, p.dst.Name, p.dstIP, p.proto, p.port, p.err)
+			continue
+		}
+		if p.got != want {
+			t.Errorf("%s: %s -> %s (%s) %s/%d: connected %v, the model says %v", name, p.src.Name, p.dst.Name, p.dstIP, p.proto, p.port, p.got, want)
+		}
+	}
+	return denied, allowed
+}
+
+// connects says whether a connection from namespace ns to ip:port on proto
+// was answered (an echo came back) within probeWait; an error is anything
+// else than an answer or silence (a refused port means a missing server).
+func connects(ns, ip string, proto netpol.Proto, port int) (bool, error) {
+	var ok bool
+	addr := net.JoinHostPort(ip, fmt.Sprint(port))
+	err := nsutil.Do(ns, func() error {
+		if proto == netpol.TCP {
+			c, err := net.DialTimeout("tcp", addr, probeWait)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					return nil
+				}
+				return err
+			}
+			defer c.Close()
+			ok = echoes(c, 1)
+			if !ok {
+				return fmt.Errorf("connected but no echo")
+			}
+			return nil
+		}
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ok = echoes(c, 3)
+		return nil
+	})
+	return ok, err
+}
+
+// echoes sends a line up to tries times, waiting for it to come back.
+func echoes(c net.Conn, tries int) bool {
+	msg := []byte("probe\n")
+	buf := make([]byte, len(msg))
+	for i := 0; i < tries; i++ {
+		_ = c.SetDeadline(time.Now().Add(probeWait / time.Duration(tries)))
+		if _, err := c.Write(msg); err != nil {
+			continue
+		}
+		if _, err := io.ReadFull(c, buf); err == nil && string(buf) == string(msg) {
+			return true
+		}
+	}
+	return false
+}

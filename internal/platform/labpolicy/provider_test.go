@@ -1,0 +1,98 @@
+package labpolicy
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/system/kernel"
+)
+
+// A stored lab's state, without building anything: Compile must refuse
+// before a provider runs (the state has no node a provider could touch).
+func fakeLab(mode string, options map[string]string) *lab.State {
+	return &lab.State{Name: "np-fake", Mode: mode, Spec: lab.Spec{Options: options},
+		Pods: []lab.PodState{{Name: "pod-a", IP: "192.168.10.10"}, {Name: "pod-b", IP: "192.168.10.11"}}}
+}
+
+func TestRefusedModes(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		options map[string]string
+		want    string
+	}{
+		{modes.Macvlan, nil, "never cross the node's netfilter"},
+		{modes.Ipvlan, nil, "never cross the node's netfilter"},
+		{modes.VethEBPF, nil, "bpf_redirect_peer"},
+		{modes.MacvlanEBPF, nil, "never crossing the node's netfilter"},
+		{modes.Host, nil, "has no pods to isolate"},
+		{modes.Bridge, map[string]string{"bridge_nf_call_iptables": "off"}, "bridge_nf_call_iptables=off"},
+		{modes.TapNaive, nil, "not wired for this mode yet (works with: bridge, veth-routed)"},
+	} {
+		_, err := Compile(fakeLab(c.mode, c.options), &Config{})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("mode %s %v: got %v, want one line with %q", c.mode, c.options, err, c.want)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "policy provider nftables cannot serve lab np-fake of mode "+c.mode+": ") {
+			t.Errorf("mode %s: the refusal does not name provider, lab and mode: %v", c.mode, err)
+		}
+	}
+	for _, m := range []string{modes.VethRouted, modes.Bridge} {
+		if _, err := Compile(fakeLab(m, nil), &Config{}); err != nil {
+			t.Errorf("mode %s refused: %v", m, err)
+		}
+	}
+	if _, err := Compile(fakeLab(modes.VethRouted, nil), &Config{Provider: "ipchains"}); err == nil || !strings.Contains(err.Error(), `unknown policy provider "ipchains" (known: nftables)`) {
+		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+func TestRefusedInput(t *testing.T) {
+	parse := func(y string) netpol.Doc {
+		d, err := netpol.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	c := &Config{}
+	c.Merge(parse("apiVersion: v1\nkind: Pod\nmetadata: {name: pod-z}\n"))
+	if _, err := Compile(fakeLab(modes.VethRouted, nil), c); err == nil || !strings.Contains(err.Error(), `lab np-fake has no pod "pod-z" to give labels (its pods: pod-a, pod-b)`) {
+		t.Errorf("a Pod document naming no lab pod: %v", err)
+	}
+	c = &Config{}
+	c.Merge(parse("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p}\nspec: {podSelector: {}, ingress: [{ports: [{port: web}]}]}\n"))
+	if _, err := Compile(fakeLab(modes.VethRouted, nil), c); err == nil || !strings.Contains(err.Error(), `policy default/p: spec.ingress[0].ports[0].port: no pod has a TCP port named "web" (pods' named ports: none)`) {
+		t.Errorf("a named port no pod has: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the kernel probe for SCTP needs root")
+	}
+	c = &Config{}
+	c.Merge(parse("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p}\nspec: {podSelector: {}, ingress: [{ports: [{protocol: SCTP, port: 9}]}]}\n"))
+	_, err := Compile(fakeLab(modes.VethRouted, nil), c)
+	if kernel.Check(kernel.SCTP) == nil {
+		if err != nil {
+			t.Errorf("SCTP refused on a kernel that has it: %v", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "a policy names protocol SCTP, which this kernel cannot carry: kernel has no sctp support (CONFIG_IP_SCTP)") {
+		t.Errorf("SCTP on a kernel without it: %v", err)
+	}
+}
+
+func TestDefaultLabels(t *testing.T) {
+	c := &Config{}
+	w, err := c.World(fakeLab(modes.VethRouted, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Pod(netpol.DefaultNamespace, "pod-b"); p == nil || p.Labels[PodLabel] != "pod-b" || len(p.IPs) != 1 || p.IPs[0].String() != "192.168.10.11" {
+		t.Errorf("pod-b in the model: %+v", p)
+	}
+}
