@@ -55,14 +55,14 @@ type Transition struct {
 // change, the slowest node) summarised: quantiles in µs, each with its
 // bootstrap 95% CI.
 type ConvergeRow struct {
-	Kind       string   `json:"kind"`
-	Node       string   `json:"node"`
-	Changes    int      `json:"changes"`
-	NotApplied int      `json:"not_applied"`
+	Kind       string     `json:"kind"`
+	Node       string     `json:"node"`
+	Changes    int        `json:"changes"`
+	NotApplied int        `json:"not_applied"`
 	P50        QuantileCI `json:"p50_us"`
 	P90        QuantileCI `json:"p90_us"`
 	P99        QuantileCI `json:"p99_us"`
-	MaxUS      float64  `json:"max_us"`
+	MaxUS      float64    `json:"max_us"`
 }
 
 // QuantileCI is a quantile and its 95% CI ([lo, hi]; absent when too few
