@@ -55,19 +55,19 @@ type Transition struct {
 // change, the slowest node) summarised: quantiles in µs, each with its
 // bootstrap 95% CI.
 type ConvergeRow struct {
-	Kind       string   `json:"kind"`
-	Node       string   `json:"node"`
-	Changes    int      `json:"changes"`
-	NotApplied int      `json:"not_applied"`
-	P50        Quantile `json:"p50_us"`
-	P90        Quantile `json:"p90_us"`
-	P99        Quantile `json:"p99_us"`
-	MaxUS      float64  `json:"max_us"`
+	Kind       string     `json:"kind"`
+	Node       string     `json:"node"`
+	Changes    int        `json:"changes"`
+	NotApplied int        `json:"not_applied"`
+	P50        QuantileCI `json:"p50_us"`
+	P90        QuantileCI `json:"p90_us"`
+	P99        QuantileCI `json:"p99_us"`
+	MaxUS      float64    `json:"max_us"`
 }
 
-// Quantile is a quantile and its 95% CI ([lo, hi]; absent when too few
+// QuantileCI is a quantile and its 95% CI ([lo, hi]; absent when too few
 // values to resample).
-type Quantile struct {
+type QuantileCI struct {
 	Value float64    `json:"value"`
 	CI    [2]float64 `json:"ci,omitzero"`
 }

@@ -167,11 +167,11 @@ func nodeLatency(ch results.Change, n string) (int64, bool) {
 }
 
 // quantile is xs's q quantile with its bootstrap CI (none below 2 values).
-func quantile(xs []float64, q float64) results.Quantile {
+func quantile(xs []float64, q float64) results.QuantileCI {
 	if len(xs) == 0 {
-		return results.Quantile{}
+		return results.QuantileCI{}
 	}
-	out := results.Quantile{Value: stats.EmpiricalQuantile(xs, q)}
+	out := results.QuantileCI{Value: stats.EmpiricalQuantile(xs, q)}
 	if len(xs) >= 2 {
 		if lo, hi, ok := stats.BootstrapQuantileCI(xs, q); ok {
 			out.CI = [2]float64{lo, hi}

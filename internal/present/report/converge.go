@@ -23,7 +23,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 }
 
 // ms is a quantile and its CI in milliseconds.
-func ms(q results.Quantile) string {
+func ms(q results.QuantileCI) string {
 	if q.CI == [2]float64{} {
 		return fmt.Sprintf("%.1f", q.Value/1000)
 	}
