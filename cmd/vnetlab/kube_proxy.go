@@ -76,13 +76,17 @@ func newKubeProxyCmd() *cobra.Command {
 // host name (a pod's name): the tests' backends, which say who served.
 func newKubeWhoamiCmd() *cobra.Command {
 	var tcp, udp, tcpPeer, udpPort []int
+	var name string
 	cmd := &cobra.Command{
-		Use:    "whoami [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]... [--udp-port PORT]...",
+		Use:    "whoami [--name NAME] [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]... [--udp-port PORT]...",
 		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			host, _ := os.Hostname()
+			host := name
+			if host == "" {
+				host, _ = os.Hostname()
+			}
 			msg := []byte(host + "\n")
 			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer)+len(udpPort))
 			for i, p := range append(tcp, tcpPeer...) {
@@ -139,6 +143,7 @@ func newKubeWhoamiCmd() *cobra.Command {
 			}
 		},
 	}
+	cmd.Flags().StringVar(&name, "name", "", "answer with this name (default: the host name, a pod's name; a lab's pods share the machine's)")
 	cmd.Flags().IntSliceVar(&tcp, "tcp", nil, "TCP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&tcpPeer, "tcp-peer", nil, "TCP port to answer on with the host name and the client's address:port (repeatable)")

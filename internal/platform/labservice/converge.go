@@ -38,7 +38,8 @@ const (
 )
 
 // Floor measures network programming latency in lab spec.Lab: its first
-// two pods answer as backends (vnetlab whoami), every other pod probes the
+// two pods answer as backends (vnetlab whoami, with their pod's name: a
+// lab's pods share the machine's host name), every other pod probes the
 // Service (vnetlab kube probe, a "node" of the result named by its pod),
 // and converge.Cycle writes the changes. The Service is deleted and the
 // processes stopped when it returns.
@@ -70,7 +71,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		}
 	}()
 	for _, pod := range []lab.PodState{w.a, w.b} {
-		p := proc.Command(ctx, pod.NS, self, "whoami", "--udp", strconv.Itoa(floorBackPort))
+		p := proc.Command(ctx, pod.NS, self, "whoami", "--name", pod.Name, "--udp", strconv.Itoa(floorBackPort))
 		if err := p.Start(); err != nil {
 			return nil, fmt.Errorf("backend in pod %s: %v", pod.Name, err)
 		}
