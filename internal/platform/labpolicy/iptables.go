@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
@@ -73,7 +74,16 @@ func iptFamilies(st *lab.State) []iptFamily {
 
 func (f iptFamily) has(a netip.Addr) bool { return family.Of(a) == f.fam }
 
+// iptTools are the programs the provider runs, with their Debian packages.
+var iptTools = [][2]string{{"ipset", "ipset"}, {"iptables-restore", "iptables"}, {"ip6tables-restore", "iptables"}}
+
+// Install checks the tools first: without one of them nothing is loaded.
 func (p iptablesProvider) Install(st *lab.State, r *netpol.Rules) error {
+	for _, t := range iptTools {
+		if _, err := exec.LookPath(t[0]); err != nil {
+			return fmt.Errorf("the iptables policy provider needs %s, which is not installed (Debian: apt-get install %s)", t[0], t[1])
+		}
+	}
 	return p.Update(st, nil, r)
 }
 

@@ -48,3 +48,11 @@ func TestIptablesScript(t *testing.T) {
 		t.Errorf("IPv6 of an IPv4 world: %s %v", empty.rest, empty.setNames)
 	}
 }
+
+func TestIptablesNeedsItsTools(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := iptablesProvider{}.Install(fakeLab("veth-routed", nil), &netpol.Rules{})
+	if err == nil || err.Error() != "the iptables policy provider needs ipset, which is not installed (Debian: apt-get install ipset)" {
+		t.Errorf("without ipset: %v", err)
+	}
+}
