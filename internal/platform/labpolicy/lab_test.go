@@ -137,60 +137,87 @@ func TestTruthTableInLabs(t *testing.T) {
 					testnet.Serve6(t, p.NS, port, "")
 				}
 			}
-			c := &Config{Provider: NFTables}
-			doc, err := netpol.Parse([]byte(pods))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Merge(doc)
-			var old *Config
-			for _, set := range policySets {
-				text := strings.NewReplacer("POD_A6", st.Pods[0].IP6, "POD_B6", st.Pods[1].IP6, "POD_CIDR6", st.Spec.PodCIDR6,
-					"POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
-				doc, err := netpol.Parse([]byte(text))
-				if err != nil {
-					t.Fatal(err)
-				}
-				next := c.Clone()
-				next.Policies = doc.Policies
-				if err := Commit(st, old, next); err != nil {
-					t.Fatalf("%s: %v", set.name, err)
-				}
-				old, c = next.Clone(), next
-				inNodesOnly(t, st)
-				w, err := c.World(st)
-				if err != nil {
-					t.Fatal(err)
-				}
-				denied, allowed := checkTruthTable(t, set.name, st, w)
-				if denied == 0 || allowed == 0 {
-					t.Errorf("%s: %d allowed and %d denied: a truth table needs both", set.name, allowed, denied)
-				}
-			}
-			if err := Remove(st, c); err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range st.Nodes {
-				if out := testnet.IPNetns(t, "exec", n.NS, "nft", "list", "tables"); strings.Contains(out, NftTable) {
-					t.Errorf("node %s still has table %s after Remove", n.NS, NftTable)
-				}
+			for _, provider := range Names() {
+				t.Run(provider, func(t *testing.T) { truthTables(t, st, provider) })
 			}
 		})
 	}
 }
 
-// inNodesOnly fails unless every node holds the provider's table and the
-// test's own (root) namespace does not.
-func inNodesOnly(t *testing.T, st *lab.State) {
-	t.Helper()
-	for _, n := range st.Nodes {
-		if out := testnet.IPNetns(t, "exec", n.NS, "nft", "list", "tables"); !strings.Contains(out, NftTable) {
-			t.Fatalf("node %s has no table %s: %s", n.NS, NftTable, out)
+// truthTables applies the policy sets in turn with provider and checks
+// each truth table, then removes the provider's objects.
+func truthTables(t *testing.T, st *lab.State, provider string) {
+	c := &Config{Provider: provider}
+	doc, err := netpol.Parse([]byte(pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Merge(doc)
+	var old *Config
+	for _, set := range policySets {
+		text := strings.NewReplacer("POD_A6", st.Pods[0].IP6, "POD_B6", st.Pods[1].IP6, "POD_CIDR6", st.Spec.PodCIDR6,
+			"POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
+		doc, err := netpol.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := c.Clone()
+		next.Policies = doc.Policies
+		if err := Commit(st, old, next); err != nil {
+			t.Fatalf("%s: %v", set.name, err)
+		}
+		old, c = next.Clone(), next
+		inNodesOnly(t, st, provider, true)
+		w, err := c.World(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied, allowed := checkTruthTable(t, set.name, st, w)
+		if denied == 0 || allowed == 0 {
+			t.Errorf("%s: %d allowed and %d denied: a truth table needs both", set.name, allowed, denied)
 		}
 	}
-	out, err := exec.Command("nft", "list", "tables").Output()
-	if err != nil || strings.Contains(string(out), NftTable) {
-		t.Fatalf("the test's own namespace holds table %s (or nft failed: %v)", NftTable, err)
+	if err := Remove(st, c); err != nil {
+		t.Fatal(err)
+	}
+	inNodesOnly(t, st, provider, false)
+}
+
+// providerObjects: a command listing a provider's objects, and the names
+// that show they are there (the first whenever policies are loaded, none
+// after Remove).
+var providerObjects = map[string]struct {
+	list  []string
+	marks []string
+}{
+	NFTables: {[]string{"nft", "list", "tables"}, []string{NftTable}},
+	IPTables: {[]string{"sh", "-c", "iptables-save -t filter; ip6tables-save -t filter; ipset list -n"}, []string{iptChain, ipsetPrefix}},
+}
+
+// inNodesOnly fails unless every node holds the provider's objects (none
+// when want is false) and the test's own (root) namespace never does.
+func inNodesOnly(t *testing.T, st *lab.State, provider string, want bool) {
+	t.Helper()
+	o, ok := providerObjects[provider]
+	if !ok {
+		t.Fatalf("provider %s: the test does not know how to list its objects (providerObjects)", provider)
+	}
+	for _, n := range st.Nodes {
+		out := testnet.IPNetns(t, append([]string{"exec", n.NS}, o.list...)...)
+		if want && !strings.Contains(out, o.marks[0]) {
+			t.Fatalf("node %s has no %s:\n%s", n.NS, o.marks[0], out)
+		}
+		for _, m := range o.marks {
+			if !want && strings.Contains(out, m) {
+				t.Fatalf("node %s still holds %s after Remove:\n%s", n.NS, m, out)
+			}
+		}
+	}
+	out, err := exec.Command(o.list[0], o.list[1:]...).Output()
+	for _, m := range o.marks {
+		if err != nil || strings.Contains(string(out), m) {
+			t.Fatalf("the test's own namespace holds %s (or listing failed: %v)", m, err)
+		}
 	}
 }
 

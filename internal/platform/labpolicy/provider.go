@@ -21,6 +21,7 @@ import (
 // The providers' names (each registered from its own file).
 const (
 	NFTables = "nftables"
+	IPTables = "iptables"
 )
 
 // DefaultProvider is the provider a lab gets when none is named.

@@ -46,7 +46,7 @@ func TestRefusedModes(t *testing.T) {
 			t.Errorf("mode %s refused: %v", m, err)
 		}
 	}
-	if _, err := Compile(fakeLab(modes.VethRouted, nil), &Config{Provider: "ipchains"}); err == nil || !strings.Contains(err.Error(), `unknown policy provider "ipchains" (known: nftables)`) {
+	if _, err := Compile(fakeLab(modes.VethRouted, nil), &Config{Provider: "ipchains"}); err == nil || !strings.Contains(err.Error(), `unknown policy provider "ipchains" (known: iptables, nftables)`) {
 		t.Errorf("unknown provider: %v", err)
 	}
 }
