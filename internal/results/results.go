@@ -15,7 +15,9 @@ import (
 // fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2 (issue 41): packets are counted in a proof sample of
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
-const SchemaVersion = 2
+// 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
+// and the run's rate setting.
+const SchemaVersion = 3
 
 // File is one run.
 type File struct {
@@ -135,6 +137,7 @@ type Settings struct {
 	// the cells are (their point says each swept knob's value).
 	Links Links  `json:"links,omitzero"`
 	Load  int    `json:"load,omitempty"`
+	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
 	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
@@ -287,6 +290,28 @@ type Result struct {
 	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
 	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
 	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+	// Schedule: an open-loop sample's (--rate on rr/crr tests), whose
+	// latencies are from each request's intended send time.
+	Schedule *Schedule `json:"schedule,omitempty"`
+}
+
+// Schedule is what an open-loop sample offered and how well it kept to it.
+type Schedule struct {
+	Offered   float64 `json:"offered_rate"` // requests (crr: connections) per second; the achieved rate is the value
+	Flows     int     `json:"flows"`
+	Scheduled int     `json:"scheduled"` // requests whose intended time fell in the sample
+	Sent      int     `json:"sent"`
+	Late      int     `json:"late"` // sent 1 ms or more after their intended time
+	MaxLagUs  float64 `json:"max_lag_us"`
+	Behind    bool    `json:"behind,omitempty"` // over 1% sent late or any left unsent
+}
+
+// LateShare is the share of the scheduled requests sent late or not at all.
+func (s Schedule) LateShare() float64 {
+	if s.Scheduled == 0 {
+		return 0
+	}
+	return float64(s.Late+s.Scheduled-s.Sent) / float64(s.Scheduled)
 }
 
 // Sample is one measurement; a failed one keeps its error and is never counted.

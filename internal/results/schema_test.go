@@ -30,7 +30,8 @@ func fixture() *File {
 	sample := func(v float64, round string) Sample {
 		return Sample{
 			Result: Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
-				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, Errors: 2},
+				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, Errors: 2,
+				Schedule: &Schedule{Offered: 2000, Flows: 2, Scheduled: 4000, Sent: 3990, Late: 120, MaxLagUs: 98500.5, Behind: true}},
 			Valid: true, Start: t0.Add(time.Duration(v) * time.Second), Round: round,
 			CPU: cpu(1), NodeCPU: map[string]*SampleCPU{"node-1": cpu(0.5)},
 		}
@@ -90,7 +91,7 @@ func fixture() *File {
 			Start: t0, End: t0.Add(time.Hour),
 			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, Streams: 4, Size: 1, CVThreshold: 0.1,
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
-				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2,
+				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
 				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true}},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,
