@@ -68,5 +68,10 @@ func (s *Scenario) validateKnobs() error {
 	if err := knob.CheckValue(knob.Offload, s.Offload); err != nil {
 		return s.errAt("offload", -1, "%v", err)
 	}
+	if k, _ := knob.Get(string(knob.Rate)); s.Rate != "" {
+		if _, err := k.Canonical(s.Rate); err != nil { // 0 too: not "unset" for a rate
+			return s.errAt(string(knob.Rate), -1, "%v", err)
+		}
+	}
 	return nil
 }
