@@ -30,7 +30,7 @@ func fixture() *File {
 	sample := func(v float64, round string) Sample {
 		return Sample{
 			Result: Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
-				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, Errors: 2,
+				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: 4000, Errors: 2,
 				Schedule: &Schedule{Offered: 2000, Flows: 2, Scheduled: 4000, Sent: 3990, Late: 120, MaxLagUs: 98500.5, Behind: true}},
 			Valid: true, Start: t0.Add(time.Duration(v) * time.Second), Round: round,
 			CPU: cpu(1), NodeCPU: map[string]*SampleCPU{"node-1": cpu(0.5)},
@@ -60,7 +60,8 @@ func fixture() *File {
 		Point: "streams=4,mtu=9000", Family: "ipv6", ClientNode: "node-1", ServerNode: "node-2", Addr: "fd00::10",
 		Status: "worked-unexpectedly",
 		Mean:   1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
-		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
+		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: map[string]int{"p50": 8000, "p99": 8000},
+		LatencyTooFew: []string{"p99.9"}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
 		Profile: &Profile{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",

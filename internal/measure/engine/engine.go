@@ -131,7 +131,11 @@ type Result struct {
 	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
 	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
 	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
-	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+	// LatencySamples is how many latencies Latency's quantiles are from
+	// (rr engine; 0: not known). A quantile with too few samples behind
+	// it is left out (rrbench.MinSamples: p99.9 needs 10^4).
+	LatencySamples int `json:"latency_samples,omitempty"`
+	Errors         int `json:"errors,omitempty"` // connect/IO errors (crr)
 	// Schedule: an open-loop sample's schedule and how well it was kept
 	// (rr engine at a rate; nil: closed loop). Latency is then from each
 	// request's intended send time. The results file's own type, as the

@@ -409,5 +409,10 @@ func TestRROpenLoop(t *testing.T) {
 		if r.Value < 0.99*rate || r.Value > 1.01*rate {
 			t.Errorf("%s: achieved %.1f/s, want the offered %d/s within 1%%", test, r.Value, rate)
 		}
+		// 4000 latencies: a p99 (10^3 needed), no p99.9 (10^4).
+		_, has999 := r.Latency["p99.9"]
+		if r.LatencySamples != int(r.Transfers) || r.LatencySamples < 3900 || r.Latency["p99"] <= 0 || has999 {
+			t.Errorf("%s: %d latencies of %g transactions, latency %v: want about 4000, a p99 and no p99.9", test, r.LatencySamples, r.Transfers, r.Latency)
+		}
 	}
 }

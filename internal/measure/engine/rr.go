@@ -171,6 +171,8 @@ func ParseRR(out []byte) (Result, error) {
 		Transfers: float64(rep.Transactions),
 		Errors:    int(rep.Errors),
 		Latency:   map[string]float64{},
+		// rr-client left out each quantile with too few samples behind it.
+		LatencySamples: int(rep.LatencySamples),
 	}
 	for _, k := range []string{"p50", "p90", "p99", "p99.9", "mean"} {
 		if v, ok := rep.Latency[k]; ok {

@@ -71,7 +71,9 @@ type Report struct {
 	Errors       uint64             `json:"errors"`          // crr: failed connects/exchanges
 	Lost         uint64             `json:"lost"`            // udp: requests unanswered within the timeout
 	FirstError   string             `json:"first_error,omitempty"`
-	Latency      map[string]float64 `json:"latency_us,omitempty"` // min, mean, p50, p90, p99, p99.9, max
+	Latency      map[string]float64 `json:"latency_us,omitempty"` // min, mean, max, and p50, p90, p99, p99.9 each from MinSamples or more
+	// LatencySamples is how many latencies the summary is from.
+	LatencySamples uint64 `json:"latency_samples"`
 	// Open: the open loop's schedule and how well it was kept (nil:
 	// closed loop); latencies are then from each request's intended time.
 	Open *OpenLoop `json:"open_loop,omitempty"`
@@ -114,6 +116,7 @@ func Run(cfg ClientConfig) (*Report, error) {
 		rep.Rate = float64(rep.Transactions) / rep.Seconds
 	}
 	rep.Latency = h.Summary()
+	rep.LatencySamples = h.Count()
 	return rep, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // serverEnv makes the test binary an rr server (TestMain): a process of its
@@ -248,5 +250,33 @@ func TestOpenFlowsAndRates(t *testing.T) {
 	}
 	if err := CheckRate(MaxRate); err != nil {
 		t.Errorf("CheckRate(MaxRate): %v", err)
+	}
+}
+
+// A quantile needs 10 samples beyond it: the summary leaves out p99.9
+// under 10^4 samples (and says so in its text), p99 under 10^3.
+func TestSummaryTooFewSamples(t *testing.T) {
+	var mins []int
+	for _, q := range results.LatencyQuantiles {
+		mins = append(mins, q.MinSamples())
+	}
+	if fmt.Sprint(mins) != "[20 100 1000 10000]" {
+		t.Fatalf("MinSamples of p50, p90, p99, p99.9: %v", mins)
+	}
+	var h Histogram
+	for i := range 9999 {
+		h.Record(time.Duration(i+1) * time.Microsecond)
+	}
+	s := h.Summary()
+	if _, ok := s["p99.9"]; ok || s["p99"] == 0 || s["max"] != 9999 {
+		t.Errorf("9999 samples: %v, want p99 and max but no p99.9", s)
+	}
+	h.Record(time.Millisecond)
+	if s := h.Summary(); s["p99.9"] == 0 {
+		t.Errorf("10^4 samples: %v, want a p99.9", s)
+	}
+	rep := Report{Proto: "tcp", Mode: "rr", Latency: map[string]float64{"p50": 1, "p99": 2}, LatencySamples: 4000}
+	if txt := rep.Text(); !strings.Contains(txt, "p99.9 too few samples (4000 < 10000)") || !strings.Contains(txt, "(4000 samples)") {
+		t.Errorf("text: %s", txt)
 	}
 }

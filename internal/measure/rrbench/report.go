@@ -3,7 +3,10 @@ package rrbench
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // ReadyPrefix starts the line rr-server prints once it accepts clients.
@@ -53,8 +56,13 @@ func (r *Report) Text() string {
 	for _, k := range LatencyKeys {
 		if v, ok := r.Latency[k]; ok {
 			fmt.Fprintf(&b, " %s %.1f", k, v)
+			continue
+		}
+		if i := slices.IndexFunc(results.LatencyQuantiles, func(q results.Quantile) bool { return q.Key == k }); i >= 0 && r.LatencySamples > 0 {
+			fmt.Fprintf(&b, " %s too few samples (%d < %d)", k, r.LatencySamples, results.LatencyQuantiles[i].MinSamples())
 		}
 	}
+	fmt.Fprintf(&b, " (%d samples)", r.LatencySamples)
 	b.WriteString("\n")
 	return b.String()
 }
