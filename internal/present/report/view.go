@@ -304,6 +304,9 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 	if c.Noisy {
 		notes = append(notes, "noisy")
 	}
+	if b := behindText(c); b != "" {
+		notes = append(notes, b)
+	}
 	if vb := c.VsBaseline; vb != nil {
 		cv.Baseline = comparisonText(vb)
 	}
@@ -381,6 +384,36 @@ func comparisonText(vb *results.Comparison) string {
 		s += fmt.Sprintf(" (p=%.3f)", vb.PValue)
 	}
 	return s
+}
+
+// behindText says how far an open-loop cell's valid samples fell behind
+// their schedule ("" when none did): the worst share of requests sent
+// late or not at all, and the largest lag.
+func behindText(c *results.Cell) string {
+	var behind, offered int
+	var share, lagUs float64
+	for _, s := range c.Samples {
+		if sc := s.Schedule; s.Valid && sc != nil {
+			offered = int(sc.Offered)
+			if sc.Behind {
+				behind++
+				share, lagUs = max(share, sc.LateShare()), max(lagUs, sc.MaxLagUs)
+			}
+		}
+	}
+	if behind == 0 {
+		return ""
+	}
+	return fmt.Sprintf("behind its %d/s schedule in %d samples: up to %.1f%% of requests late or unsent, largest lag %s ms",
+		offered, behind, 100*share, fmtValue(lagUs/1000))
+}
+
+// pointText is a cell's sweep point as tables show it ("" when none).
+func pointText(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "{" + p + "}"
 }
 
 // shownQuantiles are the latency quantiles tables show.
