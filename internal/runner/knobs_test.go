@@ -193,7 +193,7 @@ func TestUDPPPSLoss(t *testing.T) {
 	}
 }
 
-// rr's p99 while two streams saturate the same path exceeds its p99 idle
+// rr's latency while two streams saturate the same path exceeds its latency idle
 // (flent's RRUL shape), and the load is a point of rr cells only. The path
 // is saturated at a 50 Mbit/s underlay, whose queue the requests wait in.
 // (On one host the streams are bound by CPU, not by a queue, and with rr
@@ -207,12 +207,24 @@ func TestLatencyUnderLoad(t *testing.T) {
 	}
 	idle, loaded := cellAt(t, f, engine.TCPRR, "load=0"), cellAt(t, f, engine.TCPRR, "load=2")
 	for _, c := range []*results.Cell{idle, loaded} {
-		if c.Valid != spec.Repeat || c.Latency["p99"] <= 0 {
+		if c.Valid != spec.Repeat || c.Latency["p50"] <= 0 {
 			t.Fatalf("%s: %d valid, latency %v", c.Point, c.Valid, c.Latency)
 		}
 	}
-	if idle.Latency["p99"] >= loaded.Latency["p99"] {
-		t.Errorf("p99 idle %.1f us, under load %.1f us: want it inflated under load", idle.Latency["p99"], loaded.Latency["p99"])
+	// Under load a closed loop completes a few hundred transactions in a
+	// sample, too few for a p99 (10^3 needed: latency_too_few): compare
+	// the highest quantile both cells have.
+	for _, k := range []string{"p99", "p90", "p50"} {
+		iv, iok := idle.Latency[k]
+		lv, lok := loaded.Latency[k]
+		if !iok || !lok {
+			continue
+		}
+		if iv >= lv {
+			t.Errorf("%s idle %.1f us, under load %.1f us: want it inflated under load", k, iv, lv)
+		}
+		t.Logf("%s idle %.1f us, under load %.1f us (too few for the loaded cell: %v)", k, iv, lv, loaded.LatencyTooFew)
+		break
 	}
 }
 

@@ -81,7 +81,7 @@ func run(t *testing.T, engine string, tg Target, spec Spec) Result {
 		if r.Transfers <= 0 {
 			t.Fatalf("%s %s: no transactions (%+v)", engine, spec.Test, r)
 		}
-		checkLatencyOrder(t, engine+" "+string(spec.Test), r.Latency)
+		checkLatencyOrder(t, engine+" "+string(spec.Test), r.Latency, r.LatencySamples)
 	}
 	return r
 }

@@ -228,7 +228,7 @@ func TestOpenLoopKeepsItsSchedule(t *testing.T) {
 			if !strings.Contains(rep.Text(), fmt.Sprintf("offered %d/s over 3 flows, achieved", rate)) {
 				t.Errorf("%s_%s: the text does not say offered against achieved:\n%s", c.proto, c.mode, rep.Text())
 			}
-			checkOrdered(t, rep.Latency)
+			checkOrdered(t, rep.Latency, rep.LatencySamples)
 		}
 	})
 }
