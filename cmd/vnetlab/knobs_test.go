@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Bad knobs (issue 26) are refused in one line naming the value and the
@@ -35,6 +37,17 @@ func TestRunKnobBadInput(t *testing.T) {
 		"--mtu 70000":   "mtu 70000 is above 65535",
 		"--streams 200": "--streams 200: use 1 to 128",
 		"--load 99":     "load 99 is above the maximum 64",
+		// The rate (issue 46): its spelling, its range, and the tests.
+		"--rate 0 --tests tcp_rr":                      "rate 0: use a positive rate, or max",
+		"--rate -5 --tests tcp_rr":                     `rate "-5": use max, requests per second`,
+		"--rate lots --tests udp_rr":                   `rate "lots": use max`,
+		"--rate 20.5 --tests tcp_crr":                  "--rate 20.5: use a whole number of requests per second",
+		"--rate 50001 --tests tcp_rr":                  "rate 50001 is above 50000/s, the most the rr engine schedules",
+		"--rate 20000":                                 "--rate 20000 is an open loop's requests per second for tcp_rr, tcp_crr, a rate stream tests (tcp_stream) cannot take",
+		"--rate 20000 --tests tcp_stream":              "--rate 20000: tcp_stream takes no rate",
+		"--rate 500M --tests udp_stream,udp_rr":        "stream tests (udp_stream) cannot take",
+		"--sweep rate=max,5000 --tests tcp_rr,udp_pps": "--sweep rate=5000 is an open loop's requests per second for tcp_rr",
+		"--sweep rate=max,60k --tests udp_rr":          "rate 60000 is above 50000/s",
 	} {
 		_, _, err := resolveRun(t, strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -50,5 +63,35 @@ func TestRunKnobBadInput(t *testing.T) {
 	}
 	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "streams=1,4"); err != nil {
 		t.Errorf("kube run --sweep streams: %v", err)
+	}
+	file = writeScenario(t, "modes: [bridge]\ntests: [tcp_rr]\nrate: 0\n")
+	if _, _, err := resolveRun(t, "-f", file); err == nil || !strings.Contains(err.Error(), "rate 0: use a positive rate") {
+		t.Errorf("file with rate 0: %v", err)
+	}
+}
+
+// A rate (issue 46) is a knob: --rate sets every cell's, a sweep of it
+// makes a cell per value (its point), and the file records it.
+func TestRunRate(t *testing.T) {
+	spec, _, err := resolveRun(t, "--rate", "20k", "--tests", "tcp_rr,udp_rr,tcp_crr")
+	if err != nil || spec.Rate != "20k" {
+		t.Fatalf("--rate 20k: rate %q, %v", spec.Rate, err)
+	}
+	if es := spec.EngineSpec(engine.TCPRR, nil, family.IPv4); es.Rate != "20k" {
+		t.Errorf("--rate 20k reached the engine as %q", es.Rate)
+	}
+	spec, _, err = resolveRun(t, "--sweep", "rate=5000,10000,20000", "--tests", "tcp_rr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range spec.Sweep.Points() {
+		got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPRR, p, family.IPv4).Rate)
+	}
+	if want := "rate=5000:5000 rate=10000:10000 rate=20000:20000"; strings.Join(got, " ") != want {
+		t.Errorf("--sweep rate=5000,10000,20000: points %v, want %s", got, want)
+	}
+	if spec, _, err := resolveRun(t, "--rate", "500M", "--tests", "tcp_stream,udp_stream"); err != nil || spec.Rate != "500M" {
+		t.Errorf("a UDP stream's rate beside tcp_stream (as before): %q, %v", spec.Rate, err)
 	}
 }

@@ -26,7 +26,6 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string, lin
 	registerKnobFlags(f, &s.Settings, links)
 	f.Var(knob.AxesFlag{S: &s.Sweep}, "sweep", "a cell per value of a knob: KNOB=V1,V2,... (repeatable; knobs: "+knob.NameList()+"; gso+gro=... sets both; the first value of each is where the other sweeps are measured; docs/knobs.md)")
 	f.BoolVar(&s.Sweep.Cross, "sweep-cross", s.Sweep.Cross, "measure every combination of the sweeps' values, not one sweep at a time")
-	f.StringVar(&s.Rate, "rate", s.Rate, "UDP stream target rate (iperf3 -b syntax, e.g. 10G), or max")
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (every test's client and server on the last CPU; docs/engines.md)")
 }
 

@@ -24,6 +24,7 @@ func newRRServerCmd() *cobra.Command {
 	var (
 		proto, bind            string
 		port, size, cpu, flows int
+		open                   bool
 	)
 	cmd := &cobra.Command{
 		Use:    "rr-server --proto tcp|udp [--port 7001] [--size 1]",
@@ -34,7 +35,7 @@ func newRRServerCmd() *cobra.Command {
 			if err := pinSelf(cpu); err != nil {
 				return err
 			}
-			srv, err := rrbench.Listen(rrbench.ServerConfig{Proto: proto, Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Size: size, Flows: flows})
+			srv, err := rrbench.Listen(rrbench.ServerConfig{Proto: proto, Addr: net.JoinHostPort(bind, strconv.Itoa(port)), Size: size, Flows: flows, Open: open})
 			if err != nil {
 				return err
 			}
@@ -52,6 +53,7 @@ func newRRServerCmd() *cobra.Command {
 	f.IntVar(&port, "port", 7001, "port to listen on (0 = any)")
 	f.IntVar(&size, "size", 1, "request and response size in bytes")
 	f.IntVar(&flows, "flows", 1, "TCP: clients connect this many flows at once (each served concurrently)")
+	f.BoolVar(&open, "open-loop", false, "the client runs an open loop (--rate): serve each of the --flows with a thread of its own")
 	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	return cmd
 }
@@ -102,6 +104,7 @@ TIME_WAIT piles up across samples (netperf TCP_CRR closes with FIN).`,
 	f.StringVar(&cfg.Addr, "addr", "", "server IP:PORT")
 	f.IntVar(&cfg.Size, "size", 1, "request and response size in bytes")
 	f.DurationVar(&cfg.Duration, "duration", 2*time.Second, "how long to run")
+	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: send this many requests (crr: connections) per second in all, on a fixed schedule, latency from each intended send time; 0: closed loop")
 	f.DurationVar(&cfg.Timeout, "timeout", rrbench.DefaultUDPTimeout, "UDP: wait this long for a response, then count the request lost")
 	f.IntVar(&cfg.Flows, "flows", 1, "run this many flows at once, each its own connection (the server needs --flows too)")
 	f.StringVarP(&output, "output", "o", "text", "json or text")

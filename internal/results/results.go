@@ -5,6 +5,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2 (issue 41): packets are counted in a proof sample of
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
-const SchemaVersion = 2
+// 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
+// and the run's rate setting.
+const SchemaVersion = 3
 
 // File is one run.
 type File struct {
@@ -135,6 +138,7 @@ type Settings struct {
 	// the cells are (their point says each swept knob's value).
 	Links Links  `json:"links,omitzero"`
 	Load  int    `json:"load,omitempty"`
+	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
 	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
@@ -196,7 +200,13 @@ type Cell struct {
 	CV       float64            `json:"cv,omitempty"`         // coefficient of variation (stddev/mean)
 	Noisy    bool               `json:"noisy,omitempty"`      // CV above the run's threshold
 	Latency  map[string]float64 `json:"latency_us,omitempty"` // median over samples of p50, p90, p99, p99.9 (rr/crr)
-	CPU      *CPUCost           `json:"cpu,omitempty"`
+	// LatencySamples is, per quantile of Latency, how many latencies are
+	// behind it: the sum of its samples' (only when every one said).
+	LatencySamples map[string]int `json:"latency_samples,omitempty"`
+	// LatencyTooFew are the quantiles left out of Latency: some valid
+	// sample had too few latencies for them (p99.9 from under 10^4).
+	LatencyTooFew []string `json:"latency_too_few,omitempty"`
+	CPU           *CPUCost `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
 	// A service cell compared with its mode's pod cell (clusterIP/podIP).
@@ -286,7 +296,55 @@ type Result struct {
 	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
 	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
 	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
-	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+	// LatencySamples: how many latencies this sample's quantiles are from
+	// (rr/crr; 0: the engine does not say). A quantile with fewer than 10
+	// samples beyond it (p99.9: under 10^4) is left out of Latency.
+	LatencySamples int `json:"latency_samples,omitempty"`
+	Errors         int `json:"errors,omitempty"` // connect/IO errors (crr)
+	// Schedule: an open-loop sample's (--rate on rr/crr tests), whose
+	// latencies are from each request's intended send time.
+	Schedule *Schedule `json:"schedule,omitempty"`
+}
+
+// A Quantile of a latency map (which holds "mean" too): its key and
+// percent.
+type Quantile struct {
+	Key     string
+	Percent float64
+}
+
+// LatencyQuantiles are the quantiles of a latency map, in order.
+var LatencyQuantiles = []Quantile{{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}}
+
+// tailSamples is how many latencies a quantile needs beyond it: with
+// fewer its value is one or two latencies' luck.
+const tailSamples = 10
+
+// MinSamples is the fewest latencies a quantile is given from: 10 beyond
+// it, so p99.9 needs 10^4, p99 10^3, p90 100, p50 20. The rr engine
+// leaves out a quantile with fewer (rrbench.Histogram.Summary), a cell one
+// whose samples had fewer (analysis: Cell.LatencyTooFew).
+func (q Quantile) MinSamples() int {
+	return int(math.Ceil(tailSamples / (1 - q.Percent/100) * (1 - 1e-9)))
+}
+
+// Schedule is what an open-loop sample offered and how well it kept to it.
+type Schedule struct {
+	Offered   float64 `json:"offered_rate"` // requests (crr: connections) per second; the achieved rate is the value
+	Flows     int     `json:"flows"`
+	Scheduled int     `json:"scheduled"` // requests whose intended time fell in the sample
+	Sent      int     `json:"sent"`
+	Late      int     `json:"late"` // sent 1 ms or more after their intended time
+	MaxLagUs  float64 `json:"max_lag_us"`
+	Behind    bool    `json:"behind,omitempty"` // over 1% sent late or any left unsent
+}
+
+// LateShare is the share of the scheduled requests sent late or not at all.
+func (s Schedule) LateShare() float64 {
+	if s.Scheduled == 0 {
+		return 0
+	}
+	return float64(s.Late+s.Scheduled-s.Sent) / float64(s.Scheduled)
 }
 
 // Sample is one measurement; a failed one keeps its error and is never counted.

@@ -30,7 +30,8 @@ func fixture() *File {
 	sample := func(v float64, round string) Sample {
 		return Sample{
 			Result: Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
-				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, Errors: 2},
+				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: 4000, Errors: 2,
+				Schedule: &Schedule{Offered: 2000, Flows: 2, Scheduled: 4000, Sent: 3990, Late: 120, MaxLagUs: 98500.5, Behind: true}},
 			Valid: true, Start: t0.Add(time.Duration(v) * time.Second), Round: round,
 			CPU: cpu(1), NodeCPU: map[string]*SampleCPU{"node-1": cpu(0.5)},
 		}
@@ -59,7 +60,8 @@ func fixture() *File {
 		Point: "streams=4,mtu=9000", Family: "ipv6", ClientNode: "node-1", ServerNode: "node-2", Addr: "fd00::10",
 		Status: "worked-unexpectedly",
 		Mean:   1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
-		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
+		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: map[string]int{"p50": 8000, "p99": 8000},
+		LatencyTooFew: []string{"p99.9"}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
 		Profile: &Profile{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",
@@ -90,7 +92,7 @@ func fixture() *File {
 			Start: t0, End: t0.Add(time.Hour),
 			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, Streams: 4, Size: 1, CVThreshold: 0.1,
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
-				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2,
+				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
 				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true}},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,

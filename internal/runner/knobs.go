@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
@@ -81,6 +82,9 @@ func (s Spec) checkKnobs() error {
 	if err := s.Sweep.Check(); err != nil {
 		return field.Errorf("sweep", "{sweep}: %v", err)
 	}
+	if err := s.checkRate(); err != nil {
+		return err
+	}
 	groups := s.linkGroups()
 	for _, g := range groups {
 		if g.Links.GSO > knob.LegacyGSO || g.Links.GRO > knob.LegacyGSO {
@@ -95,6 +99,45 @@ func (s Spec) checkKnobs() error {
 				return field.Errorf(string(key), "{%s} above %d is BIG TCP, which this kernel cannot do for IPv4 (%v): use %d or less", key, knob.LegacyGSO, err, knob.LegacyGSO)
 			}
 		}
+	}
+	return nil
+}
+
+// checkRate refuses a rate the run's tests cannot all take in one sense:
+// for rr/crr tests it is an open loop's requests per second, for UDP
+// streams bits per second, and tcp_stream takes none; so a rate (plain or
+// swept, other than max) beside rr/crr tests refuses every stream test,
+// and on tcp_stream alone it is refused too.
+func (s Spec) checkRate() error {
+	var rates []string
+	for _, p := range s.Sweep.Points() {
+		if r := s.at(p).Rate; r != "" && r != knob.Unlimited && !slices.Contains(rates, r) {
+			rates = append(rates, r)
+		}
+	}
+	if len(rates) == 0 {
+		return nil
+	}
+	key, shown := string(knob.Rate), rates[0]
+	if s.Sweep.Sweeps(knob.Rate) {
+		key, shown = "sweep", string(knob.Rate)+"="+rates[0]
+	}
+	var rr, streams []string
+	udp := false
+	for _, t := range s.Tests {
+		if t.RequestResponse() {
+			rr = append(rr, string(t))
+			continue
+		}
+		streams = append(streams, string(t))
+		udp = udp || t != engine.TCPStream
+	}
+	switch {
+	case len(rr) > 0 && len(streams) > 0:
+		return field.Errorf(key, "{%s} %s is an open loop's requests per second for %s, a rate stream tests (%s) cannot take: measure them apart ({tests} %s)",
+			key, shown, strings.Join(rr, ", "), strings.Join(streams, ", "), strings.Join(rr, ","))
+	case len(rr) == 0 && !udp:
+		return field.Errorf(key, "{%s} %s: tcp_stream takes no rate (it sends as fast as it can); drop it, or measure udp_stream or rr/crr tests", key, shown)
 	}
 	return nil
 }

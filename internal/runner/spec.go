@@ -46,7 +46,6 @@ type Spec struct {
 	Duration time.Duration
 	Repeat   int
 	Warmup   int
-	Rate     string
 	// CPUAffinity pins every engine's client and server (--cpu-affinity).
 	CPUAffinity cpupin.Setting
 	// CPUsElsewhere: the engines run on other machines (kube run's nodes),
@@ -120,8 +119,7 @@ func DefaultSpec() Spec {
 		Tests:         []engine.Test{engine.TCPStream, engine.TCPRR, engine.TCPCRR},
 		Duration:      4 * time.Second,
 		Repeat:        5,
-		Settings:      knob.Settings{Streams: 1},
-		Rate:          "max",
+		Settings:      knob.Settings{Streams: 1, Rate: knob.Unlimited},
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
 		PodCIDR:       lab.DefaultPodCIDR,
@@ -209,6 +207,9 @@ func (s Spec) settings() results.Settings {
 	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
 		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load}
+	if s.Rate != knob.Unlimited {
+		st.Rate = s.Rate
+	}
 	st.Sweep = sweepOf(s.Sweep)
 	return st
 }

@@ -36,7 +36,6 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 		spec.Paths = s.Paths
 	}
 	setString(&spec.Engine, s.Engine)
-	setString(&spec.Rate, s.Rate)
 	if s.CPUAffinity != "" {
 		spec.CPUAffinity, _ = cpupin.Parse(s.CPUAffinity) // checked by Parse
 	}

@@ -56,7 +56,6 @@ type Scenario struct {
 	Knobs       map[knob.Name]string `yaml:"-"`
 	Sweep       knob.Sweep           `yaml:"-"`
 	SweepCross  bool                 `yaml:"sweep_cross"`
-	Rate        string               `yaml:"rate"`
 	CPUAffinity string               `yaml:"cpu_affinity"` // run --cpu-affinity: auto, none, N or C,S
 	Output      string               `yaml:"output"`
 	Report      string               `yaml:"report"`       // also write the report into this directory

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -105,9 +106,12 @@ func (tg Target) clientCommand(ctx context.Context, cpu int, name string, args .
 type Spec struct {
 	Test     Test
 	Duration time.Duration
-	Streams  int    // parallel streams (iperf3 -P), concurrent flows (rr, crr)
-	Size     int    // rr/crr request and response bytes, bytes per write (iperf3 -l); 0: the engine's default
-	Rate     string // UDP stream target rate, iperf3 -b syntax ("10G"); "", "max" or "0" = unlimited
+	Streams  int // parallel streams (iperf3 -P), concurrent flows (rr, crr)
+	Size     int // rr/crr request and response bytes, bytes per write (iperf3 -l); 0: the engine's default
+	// Rate is the offered rate: udp_stream and udp_pps bits/s (iperf3 -b
+	// syntax, "10G"); rr/crr requests (connections) per second, an open
+	// loop (rr.go); "" or "max": unlimited, closed loop.
+	Rate string
 	// Load is how many streams saturate the path while an rr/crr test
 	// runs (load.go): latency under load; 0: idle.
 	Load int
@@ -127,7 +131,16 @@ type Result struct {
 	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
 	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
 	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
-	Errors      int                `json:"errors,omitempty"`       // connect/IO errors (crr)
+	// LatencySamples is how many latencies Latency's quantiles are from
+	// (rr engine; 0: not known). A quantile with too few samples behind
+	// it is left out (rrbench.MinSamples: p99.9 needs 10^4).
+	LatencySamples int `json:"latency_samples,omitempty"`
+	Errors         int `json:"errors,omitempty"` // connect/IO errors (crr)
+	// Schedule: an open-loop sample's schedule and how well it was kept
+	// (rr engine at a rate; nil: closed loop). Latency is then from each
+	// request's intended send time. The results file's own type, as the
+	// profiler's and the packet counter's are.
+	Schedule *results.Schedule `json:"schedule,omitempty"`
 }
 
 // Driver is one measurement engine.

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
@@ -80,7 +81,7 @@ func run(t *testing.T, engine string, tg Target, spec Spec) Result {
 		if r.Transfers <= 0 {
 			t.Fatalf("%s %s: no transactions (%+v)", engine, spec.Test, r)
 		}
-		checkLatencyOrder(t, engine+" "+string(spec.Test), r.Latency)
+		checkLatencyOrder(t, engine+" "+string(spec.Test), r.Latency, r.LatencySamples)
 	}
 	return r
 }
@@ -381,4 +382,37 @@ func cpusAllowed(statusPath string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: no Cpus_allowed_list", statusPath)
+}
+
+// The rr engine open-loop (--rate) on a lab's pod path: every test keeps
+// its schedule on an idle path (achieved = offered within 1%), and the
+// result says what it offered and achieved; a rate it cannot schedule is
+// refused before anything runs.
+func TestRROpenLoop(t *testing.T) {
+	for _, bad := range []string{"0", "-5", "fast", "1e3", "20.5", strconv.Itoa(rrbench.MaxRate + 1)} {
+		if err := (rr{}).Check(Spec{Test: TCPRR, Rate: bad}); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("rate %q: %v, want a one-line refusal", bad, err)
+		}
+	}
+	tg, _ := upLab(t, "open", "veth-routed")
+	const rate = 2000
+	for _, test := range []Test{TCPRR, UDPRR, TCPCRR} {
+		r := run(t, "rr", tg, Spec{Test: test, Size: 1, Rate: "2k"})
+		s := r.Schedule
+		if s == nil || s.Offered != rate || s.Flows != rrbench.OpenFlows(rate, 0) {
+			t.Fatalf("%s: schedule %+v, want offered %d over %d flows", test, s, rate, rrbench.OpenFlows(rate, 0))
+		}
+		t.Logf("%s: offered %.0f/s, achieved %.1f/s, %d late of %d, largest lag %.0f us", test, s.Offered, r.Value, s.Late, s.Scheduled, s.MaxLagUs)
+		if s.Sent != s.Scheduled || s.Scheduled != 2*rate {
+			t.Errorf("%s: %d sent of %d scheduled, want %d each", test, s.Sent, s.Scheduled, 2*rate)
+		}
+		if r.Value < 0.99*rate || r.Value > 1.01*rate {
+			t.Errorf("%s: achieved %.1f/s, want the offered %d/s within 1%%", test, r.Value, rate)
+		}
+		// 4000 latencies: a p99 (10^3 needed), no p99.9 (10^4).
+		_, has999 := r.Latency["p99.9"]
+		if r.LatencySamples != int(r.Transfers) || r.LatencySamples < 3900 || r.Latency["p99"] <= 0 || has999 {
+			t.Errorf("%s: %d latencies of %g transactions, latency %v: want about 4000, a p99 and no p99.9", test, r.LatencySamples, r.Transfers, r.Latency)
+		}
+	}
 }

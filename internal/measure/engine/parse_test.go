@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/vnetlab/vnetlab/internal/results"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func TestParseRR(t *testing.T) {
 			!near(r.Latency["p99.9"], c.p999) || !near(r.LossPct, c.loss) || r.Errors != c.errs {
 			t.Errorf("%s: got %+v", c.file, r)
 		}
-		checkLatencyOrder(t, c.file, r.Latency)
+		checkLatencyOrder(t, c.file, r.Latency, 0)
 	}
 	for _, bad := range []string{"", "{}", "not json", `{"proto":"tcp","mode":"rr","transactions":5}`} {
 		if _, err := ParseRR([]byte(bad)); err == nil {
@@ -103,11 +104,21 @@ func TestParseRR(t *testing.T) {
 	}
 }
 
-func checkLatencyOrder(t *testing.T, what string, lat map[string]float64) {
+// checkLatencyOrder: each quantile is there and above the one before it;
+// one with too few of the n latencies behind it (n > 0: the engine said)
+// must be left out instead.
+func checkLatencyOrder(t *testing.T, what string, lat map[string]float64, n int) {
 	t.Helper()
 	prev := 0.0
-	for _, k := range []string{"p50", "p90", "p99", "p99.9"} {
+	for _, q := range results.LatencyQuantiles {
+		k := q.Key
 		v, ok := lat[k]
+		if n > 0 && n < q.MinSamples() {
+			if ok {
+				t.Errorf("%s: latency %s from %d latencies, under its %d", what, k, n, q.MinSamples())
+			}
+			continue
+		}
 		if !ok || v <= 0 {
 			t.Errorf("%s: latency %s missing (%v)", what, k, lat)
 			return

@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
@@ -42,14 +44,47 @@ func (rr) Programs() []string {
 	return nil
 }
 
-// Check refuses concurrent flows beyond rr-client's limit, and a load
-// without iperf3 installed.
+// Check refuses concurrent flows beyond rr-client's limit, a rate it
+// cannot schedule, and a load without iperf3 installed.
 func (rr) Check(spec Spec) error {
 	if spec.Streams > rrbench.MaxFlows {
 		return field.Errorf("streams", "{streams} %d: the rr engine runs up to %d flows at once", spec.Streams, rrbench.MaxFlows)
 	}
+	if _, err := OpenRate(spec.Rate); err != nil {
+		return err
+	}
 	return checkLoad(spec)
 }
+
+// OpenRate reads an rr/crr test's rate: requests (crr: connections) per
+// second, a whole number or with a k suffix (20k), in all its flows; 0
+// for "" or max, the closed loop.
+func OpenRate(rate string) (float64, error) {
+	if rate == "" || rate == ClosedLoop {
+		return 0, nil
+	}
+	n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(rate, "k"), "K"), 64)
+	if err != nil || strings.ContainsAny(rate, "eExXpP_") {
+		return 0, field.Errorf("rate", "{rate} %q: use requests per second like 20000 or 20k (rr, crr: an open loop), or %s (closed loop)", rate, ClosedLoop)
+	}
+	if rate != strings.TrimRight(rate, "kK") {
+		n *= 1000
+	}
+	if n != math.Trunc(n) {
+		return 0, field.Errorf("rate", "{rate} %s: use a whole number of requests per second", rate)
+	}
+	if err := rrbench.CheckRate(n); err != nil {
+		if n <= 0 {
+			return 0, field.Errorf("rate", "{rate} %s: use a positive number of requests per second, or %s (closed loop)", rate, ClosedLoop)
+		}
+		return 0, field.Errorf("rate", "{rate}: %v", err)
+	}
+	return n, nil
+}
+
+// ClosedLoop is the rate that leaves rr/crr tests closed-loop (and UDP
+// streams unlimited): the default.
+const ClosedLoop = "max"
 
 // SelfBinary is the vnetlab executable that runs rr-server and rr-client in
 // the pods: $VNETLAB_BIN if set, else the running executable. Under `go
@@ -101,7 +136,16 @@ func (rr) invocation(tg Target, spec Spec) (invocation, error) {
 		server = append(server, "--cpu", strconv.Itoa(spec.CPU.Server))
 		client = append(client, "--cpu", strconv.Itoa(spec.CPU.Client))
 	}
-	if spec.Streams > 1 { // concurrent flows, each its own connection
+	rate, err := OpenRate(spec.Rate)
+	if err != nil {
+		return invocation{}, err
+	}
+	switch {
+	case rate > 0: // the open loop picks its flows (rrbench.OpenFlows)
+		flows := strconv.Itoa(rrbench.OpenFlows(rate, spec.Streams))
+		server = append(server, "--flows", flows, "--open-loop")
+		client = append(client, "--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--flows", flows)
+	case spec.Streams > 1: // concurrent flows, each its own connection
 		server = append(server, "--flows", strconv.Itoa(spec.Streams))
 		client = append(client, "--flows", strconv.Itoa(spec.Streams))
 	}
@@ -127,11 +171,17 @@ func ParseRR(out []byte) (Result, error) {
 		Transfers: float64(rep.Transactions),
 		Errors:    int(rep.Errors),
 		Latency:   map[string]float64{},
+		// rr-client left out each quantile with too few samples behind it.
+		LatencySamples: int(rep.LatencySamples),
 	}
 	for _, k := range []string{"p50", "p90", "p99", "p99.9", "mean"} {
 		if v, ok := rep.Latency[k]; ok {
 			r.Latency[k] = v
 		}
+	}
+	if o := rep.Open; o != nil {
+		r.Schedule = &results.Schedule{Offered: o.Offered, Flows: o.Flows, Scheduled: int(o.Scheduled), Sent: int(o.Sent),
+			Late: int(o.Late), MaxLagUs: o.MaxLagUs, Behind: o.Behind}
 	}
 	if sent := rep.Transactions + rep.Lost; rep.Lost > 0 {
 		r.LossPct = 100 * float64(rep.Lost) / float64(sent)

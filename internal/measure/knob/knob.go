@@ -10,9 +10,12 @@ package knob
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Name is a knob's name, as flags, scenario keys and points spell it.
@@ -27,6 +30,7 @@ const (
 	GRO     Name = "gro"     // gro_max_size (and gro_ipv4_max_size) of every link on the path
 	Offload Name = "offload" // ethtool features of every link on the path
 	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
+	Rate    Name = "rate"    // offered rate: rr/crr requests/s (open loop); UDP streams bits/s
 )
 
 // Limits of the values (the kernel's where it has one).
@@ -99,6 +103,10 @@ var All = []Knob{
 		canonical: intIn(Load, 0, MaxLoad, ""),
 		Help:      "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
 		intField:  func(s *Settings) *int { return &s.Load }},
+	{Name: Rate, canonical: canonicalRate,
+		Help:        "offered rate: rr/crr requests (connections) per second in all, open-loop, latency from each intended send time (20000 or 20k, up to 50000: docs/engines.md); udp_stream/udp_pps bits/s (iperf3 -b: 500M); max: closed loop, unlimited UDP",
+		stringField: func(s *Settings) *string { return &s.Rate },
+		check:       checkRate},
 }
 
 // Get is the knob named n.
@@ -212,4 +220,37 @@ func index(n Name) int {
 		}
 	}
 	return len(All)
+}
+
+// Unlimited is the rate that sets no schedule: rr/crr tests closed-loop,
+// UDP streams as fast as they go (the default).
+const Unlimited = "max"
+
+var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKmMgGtT]?$`)
+
+// canonicalRate checks a rate's spelling: max, or a positive number with
+// an optional k/M/G/T (each test's engine reads it in its own unit and
+// range: engine.OpenRate for rr/crr, iperf3's -b for UDP streams).
+func canonicalRate(v string) (string, error) {
+	if v == Unlimited {
+		return v, nil
+	}
+	if !rateRE.MatchString(v) {
+		return "", fmt.Errorf("rate %q: use %s, requests per second for rr/crr (20000, 20k) or bits per second for UDP streams (500M)", v, Unlimited)
+	}
+	if n, _ := strconv.ParseFloat(strings.TrimRight(v, "kKmMgGtT"), 64); n <= 0 {
+		return "", fmt.Errorf("rate %s: use a positive rate, or %s for none (closed loop, unlimited UDP)", v, Unlimited)
+	}
+	return v, nil
+}
+
+// checkRate refuses a plain rate ("" is the default, max).
+func checkRate(v string) error {
+	if v == "" {
+		return nil
+	}
+	if _, err := canonicalRate(v); err != nil {
+		return field.Errorf(string(Rate), "{%s}: %v", Rate, err)
+	}
+	return nil
 }

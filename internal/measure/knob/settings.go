@@ -7,7 +7,7 @@ import (
 )
 
 // Settings are the knobs' values for every cell of a run (runner.Spec
-// embeds it): the engine's (Streams, Size, Load) and the links' (Links).
+// embeds it): the engine's (Streams, Size, Load, Rate) and the links' (Links).
 // A zero value leaves its knob unset. Each knob of All says where its
 // value lives here (its field), so setting, reading, checking and binding
 // a flag go through the registry: a new knob is its entry in All and its
@@ -17,6 +17,9 @@ type Settings struct {
 	Size    int
 	Links   Links
 	Load    int
+	// Rate is the offered rate (Unlimited, max, by default): rr/crr
+	// requests per second, an open loop; UDP streams bits per second.
+	Rate string
 }
 
 // Set puts value v of k into s: canonical (Canonical), or Default, which

@@ -19,7 +19,11 @@ type ClientConfig struct {
 	// counted as lost (and how long TCP waits before failing).
 	Timeout time.Duration
 	// Flows run at once, each its own connection (flows.go); 0 or 1: one.
+	// Open loop: at least this many (OpenFlows).
 	Flows int
+	// Rate, when above 0, is the open loop's schedule (open.go): requests
+	// (crr: connections) per second in all; 0: closed loop.
+	Rate float64
 }
 
 // DefaultUDPTimeout is long against a same-host round trip (tens of us) and
@@ -49,6 +53,9 @@ func (c *ClientConfig) check() error {
 	if c.Flows < 0 || c.Flows > MaxFlows {
 		return fmt.Errorf("flows %d: use 1 to %d", c.Flows, MaxFlows)
 	}
+	if err := CheckRate(c.Rate); c.Rate != 0 && err != nil {
+		return err
+	}
 	return checkSize(c.Proto, c.Size)
 }
 
@@ -64,7 +71,12 @@ type Report struct {
 	Errors       uint64             `json:"errors"`          // crr: failed connects/exchanges
 	Lost         uint64             `json:"lost"`            // udp: requests unanswered within the timeout
 	FirstError   string             `json:"first_error,omitempty"`
-	Latency      map[string]float64 `json:"latency_us,omitempty"` // min, mean, p50, p90, p99, p99.9, max
+	Latency      map[string]float64 `json:"latency_us,omitempty"` // min, mean, max, and p50, p90, p99, p99.9 each from MinSamples or more
+	// LatencySamples is how many latencies the summary is from.
+	LatencySamples uint64 `json:"latency_samples"`
+	// Open: the open loop's schedule and how well it was kept (nil:
+	// closed loop); latencies are then from each request's intended time.
+	Open *OpenLoop `json:"open_loop,omitempty"`
 }
 
 // Run measures against a running server.
@@ -87,9 +99,12 @@ func Run(cfg ClientConfig) (*Report, error) {
 		run = runUDP
 	}
 	var elapsed time.Duration
-	if cfg.Flows > 1 {
+	switch {
+	case cfg.Rate > 0:
+		h, rep, elapsed, err = runOpen(cfg, sa, family)
+	case cfg.Flows > 1:
 		elapsed, err = runFlows(cfg, sa, family, run, h, rep)
-	} else {
+	default:
 		elapsed, err = run(cfg, sa, family, h, rep)
 	}
 	if err != nil {
@@ -101,6 +116,7 @@ func Run(cfg ClientConfig) (*Report, error) {
 		rep.Rate = float64(rep.Transactions) / rep.Seconds
 	}
 	rep.Latency = h.Summary()
+	rep.LatencySamples = h.Count()
 	return rep, nil
 }
 

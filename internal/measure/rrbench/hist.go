@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // Histogram records durations in a fixed array of log-linear buckets (the
@@ -104,19 +106,20 @@ func (h *Histogram) Percentile(q float64) float64 {
 // LatencyKeys are the latency summary keys, in display order.
 var LatencyKeys = []string{"min", "mean", "p50", "p90", "p99", "p99.9", "max"}
 
-// Summary returns the latency summary in microseconds.
+// Summary returns the latency summary in microseconds: min, mean and max,
+// and each quantile of results.LatencyQuantiles with its MinSamples or
+// more samples behind it (the rest are left out: too few samples; p99.9
+// needs 10^4).
 func (h *Histogram) Summary() map[string]float64 {
 	if h.n == 0 {
 		return nil
 	}
 	us := func(ns float64) float64 { return math.Round(ns) / 1000 }
-	return map[string]float64{
-		"min":   us(float64(h.min)),
-		"mean":  us(h.Mean()),
-		"p50":   us(h.Percentile(50)),
-		"p90":   us(h.Percentile(90)),
-		"p99":   us(h.Percentile(99)),
-		"p99.9": us(h.Percentile(99.9)),
-		"max":   us(float64(h.max)),
+	out := map[string]float64{"min": us(float64(h.min)), "mean": us(h.Mean()), "max": us(float64(h.max))}
+	for _, q := range results.LatencyQuantiles {
+		if h.n >= uint64(q.MinSamples()) {
+			out[q.Key] = us(h.Percentile(q.Percent))
+		}
 	}
+	return out
 }

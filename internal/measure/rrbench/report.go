@@ -3,7 +3,10 @@ package rrbench
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // ReadyPrefix starts the line rr-server prints once it accepts clients.
@@ -38,12 +41,28 @@ func (r *Report) Text() string {
 	if r.Proto == "udp" {
 		fmt.Fprintf(&b, ", %d lost", r.Lost)
 	}
-	b.WriteString("\nlatency us:")
+	if o := r.Open; o != nil {
+		fmt.Fprintf(&b, "\nopen loop: offered %.0f/s over %d flows, achieved %.1f/s (%.2f%%); %d of %d scheduled sent, %d late (>= %s), largest lag %.0f us",
+			o.Offered, o.Flows, r.Rate, 100*r.Rate/o.Offered, o.Sent, o.Scheduled, o.Late, LateAfter, o.MaxLagUs)
+		if o.Behind {
+			fmt.Fprintf(&b, "; BEHIND its schedule: %.1f%% of requests sent late or not at all", 100*o.LateShare())
+		}
+	}
+	b.WriteString("\nlatency us")
+	if r.Open != nil {
+		b.WriteString(" (from intended send times)")
+	}
+	b.WriteString(":")
 	for _, k := range LatencyKeys {
 		if v, ok := r.Latency[k]; ok {
 			fmt.Fprintf(&b, " %s %.1f", k, v)
+			continue
+		}
+		if i := slices.IndexFunc(results.LatencyQuantiles, func(q results.Quantile) bool { return q.Key == k }); i >= 0 && r.LatencySamples > 0 {
+			fmt.Fprintf(&b, " %s too few samples (%d < %d)", k, r.LatencySamples, results.LatencyQuantiles[i].MinSamples())
 		}
 	}
+	fmt.Fprintf(&b, " (%d samples)", r.LatencySamples)
 	b.WriteString("\n")
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
@@ -98,10 +100,18 @@ func serve(t *testing.T, proto string, size int) (addr string) {
 	return "127.0.0.1:" + strconv.Itoa(srv.Port())
 }
 
-func checkOrdered(t *testing.T, lat map[string]float64) {
+// checkOrdered: min, the quantiles and max ascend; a quantile with too
+// few of the n latencies behind it is left out instead.
+func checkOrdered(t *testing.T, lat map[string]float64, n uint64) {
 	t.Helper()
 	prev := 0.0
 	for _, k := range []string{"min", "p50", "p90", "p99", "p99.9", "max"} {
+		if i := slices.IndexFunc(results.LatencyQuantiles, func(q results.Quantile) bool { return q.Key == k }); i >= 0 && n < uint64(results.LatencyQuantiles[i].MinSamples()) {
+			if _, ok := lat[k]; ok {
+				t.Errorf("latency %s from %d latencies, under its %d", k, n, results.LatencyQuantiles[i].MinSamples())
+			}
+			continue
+		}
 		v, ok := lat[k]
 		if !ok || v <= 0 {
 			t.Fatalf("latency %s missing or not positive: %v", k, lat)
@@ -138,7 +148,7 @@ func TestLoopbackNoAllocation(t *testing.T) {
 				if rep.Transactions == 0 || rep.Rate <= 0 || rep.Errors != 0 || rep.Lost != 0 {
 					t.Fatalf("bad report: %+v", rep)
 				}
-				checkOrdered(t, rep.Latency)
+				checkOrdered(t, rep.Latency, rep.LatencySamples)
 				// Setup allocates a few dozen objects; per-transaction allocation would be thousands.
 				if allocs > 200 || allocs*10 > rep.Transactions {
 					t.Errorf("%d allocations for %d transactions: the hot loop allocates", allocs, rep.Transactions)

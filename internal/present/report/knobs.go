@@ -344,9 +344,16 @@ func buildUnderLoad(f *results.File) []LoadRow {
 			r.Series += "{" + q.String() + "}"
 		}
 		for i, k := range []string{"p50", "p99", "p99.9"} {
-			iv, lv := idle.Latency[k], c.Latency[k]
+			iv, iok := idle.Latency[k]
+			lv, lok := c.Latency[k]
 			r.Idle[i], r.Loaded[i] = fmtValue(iv), fmtValue(lv)
-			if iv > 0 {
+			if !iok {
+				r.Idle[i] = TooFewSamples
+			}
+			if !lok {
+				r.Loaded[i] = TooFewSamples
+			}
+			if iok && lok && iv > 0 {
 				r.Inflation[i] = fmt.Sprintf("%.1fx", lv/iv)
 			}
 		}

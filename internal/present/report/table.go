@@ -93,6 +93,11 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	if f.CountedInWindows() {
 		fmt.Fprintf(w, "warning: this run was %s.\n", results.CountedNote)
 	}
+	for _, c := range d.Cells {
+		if b := behindText(c.Cell); b != "" {
+			fmt.Fprintf(w, "warning: %s/%s/%s%s %s.\n", c.Mode, c.ID.Path, c.ID.Test, pointText(c.ID.Point), b)
+		}
+	}
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
 	}

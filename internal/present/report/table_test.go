@@ -133,3 +133,28 @@ func TestTableSaysWhichSeedDifferencesReproduce(t *testing.T) {
 		t.Errorf("seed 001's baseline (host) is not in the run, yet the table shows it:\n%s", out)
 	}
 }
+
+// A cell's latency shows the latencies behind its quantiles, and "too few
+// samples" where a quantile had too few; an open-loop cell that fell
+// behind its schedule says by how much (issue 46).
+func TestTableLatencyCounts(t *testing.T) {
+	f := &results.File{SchemaVersion: 3}
+	f.Cells = []*results.Cell{
+		{Mode: "host", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 1, Median: 2000,
+			Samples: []results.Sample{{Valid: true, Result: results.Result{Value: 1990,
+				Schedule: &results.Schedule{Offered: 2000, Flows: 2, Scheduled: 4000, Sent: 3990, Late: 110, MaxLagUs: 98500, Behind: true}}}},
+			Latency:        map[string]float64{"p50": 25, "p99": 45},
+			LatencySamples: map[string]int{"p50": 6000, "p99": 6000}, LatencyTooFew: []string{"p99.9"}},
+		{Mode: "bridge", Path: "pod", Test: "tcp_rr", Unit: "trans/s", Valid: 3, Median: 90000,
+			Latency:        map[string]float64{"p50": 25, "p99": 45, "p99.9": 80},
+			LatencySamples: map[string]int{"p50": 540000, "p99": 540000, "p99.9": 540000}},
+	}
+	var b bytes.Buffer
+	Table(&b, f, false)
+	for _, want := range []string{"p50 25.0, p99 45.0, p99.9 too few samples (n=6.0k)", "p50 25.0, p99 45.0, p99.9 80.0 (n=540k)",
+		"warning: host/pod/tcp_rr behind its 2000/s schedule in 1 samples: up to 3.0% of requests late or unsent, largest lag 98.5 ms."} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

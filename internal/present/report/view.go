@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -303,14 +304,17 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 	if c.Noisy {
 		notes = append(notes, "noisy")
 	}
+	if b := behindText(c); b != "" {
+		notes = append(notes, b)
+	}
 	if vb := c.VsBaseline; vb != nil {
 		cv.Baseline = comparisonText(vb)
 	}
 	if vp := c.VsPod; vp != nil && c.Valid > 0 {
 		cv.VsPod = comparisonText(vp)
 	}
-	if l := c.Latency; len(l) > 0 {
-		cv.Latency = latencyText(l)
+	if len(c.Latency) > 0 {
+		cv.Latency = latencyText(c)
 	}
 	cv.Notes = strings.Join(notes, "; ")
 	return cv
@@ -382,14 +386,83 @@ func comparisonText(vb *results.Comparison) string {
 	return s
 }
 
-func latencyText(l map[string]float64) string {
-	var parts []string
-	for _, k := range []string{"p50", "p99", "p99.9"} {
-		if v, ok := l[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", k, fmtValue(v)))
+// behindText says how far an open-loop cell's valid samples fell behind
+// their schedule ("" when none did): the worst share of requests sent
+// late or not at all, and the largest lag.
+func behindText(c *results.Cell) string {
+	var behind, offered int
+	var share, lagUs float64
+	for _, s := range c.Samples {
+		if sc := s.Schedule; s.Valid && sc != nil {
+			offered = int(sc.Offered)
+			if sc.Behind {
+				behind++
+				share, lagUs = max(share, sc.LateShare()), max(lagUs, sc.MaxLagUs)
+			}
 		}
 	}
-	return strings.Join(parts, ", ")
+	if behind == 0 {
+		return ""
+	}
+	return fmt.Sprintf("behind its %d/s schedule in %d samples: up to %.1f%% of requests late or unsent, largest lag %s ms",
+		offered, behind, 100*share, fmtValue(lagUs/1000))
+}
+
+// pointText is a cell's sweep point as tables show it ("" when none).
+func pointText(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "{" + p + "}"
+}
+
+// shownQuantiles are the latency quantiles tables show.
+var shownQuantiles = []string{"p50", "p99", "p99.9"}
+
+// TooFewSamples stands in a table for a quantile with too few latencies
+// behind it (results.Cell.LatencyTooFew).
+const TooFewSamples = "too few samples"
+
+// latencyText is a cell's p50, p99 and p99.9, each with the latencies
+// behind it (once when they are the same), or TooFewSamples.
+func latencyText(c *results.Cell) string {
+	var parts []string
+	counts := map[int]bool{}
+	for _, k := range shownQuantiles {
+		if n, ok := c.LatencySamples[k]; ok {
+			counts[n] = true
+		}
+	}
+	for _, k := range shownQuantiles {
+		switch v, ok := c.Latency[k]; {
+		case ok && len(counts) > 1:
+			parts = append(parts, fmt.Sprintf("%s %s (n=%s)", k, fmtValue(v), countText(c.LatencySamples[k])))
+		case ok:
+			parts = append(parts, fmt.Sprintf("%s %s", k, fmtValue(v)))
+		case slices.Contains(c.LatencyTooFew, k):
+			parts = append(parts, k+" "+TooFewSamples)
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(counts) == 1 {
+		for n := range counts {
+			s += fmt.Sprintf(" (n=%s)", countText(n))
+		}
+	}
+	return s
+}
+
+// countText is a count of latencies, short: 950, 3.9k, 1.2M.
+func countText(n int) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return strconv.Itoa(n)
 }
 
 func firstError(c *results.Cell) string {

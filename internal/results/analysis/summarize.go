@@ -36,6 +36,7 @@ func Summarize(c *results.Cell, o Options) {
 	c.Status = StatusOf(c).String()
 	c.Median, c.Mean, c.Min, c.Max, c.CV, c.Noisy = 0, 0, 0, 0, 0, false
 	c.CI95, c.CIMethod, c.Latency, c.CPU = nil, "", nil, nil
+	c.LatencySamples, c.LatencyTooFew = nil, nil
 	if len(v) == 0 {
 		return
 	}
@@ -47,7 +48,7 @@ func Summarize(c *results.Cell, o Options) {
 	if lo, hi, ok := CI(v, o.CIMethod); ok {
 		c.CI95, c.CIMethod = []float64{lo, hi}, o.CIMethod
 	}
-	c.Latency = latency(c.Samples)
+	c.Latency, c.LatencySamples, c.LatencyTooFew = latency(c.Samples)
 	c.CPU = cpuCost(c.Samples)
 }
 
@@ -65,25 +66,46 @@ func CI(v []float64, method string) (lo, hi float64, ok bool) {
 }
 
 // latency is the median over valid samples of each percentile the engine
-// reported (p50, p90, p99, p99.9, mean).
-func latency(samples []results.Sample) map[string]float64 {
+// reported (p50, p90, p99, p99.9, mean) and, when every valid sample said
+// how many latencies its quantiles are from, the sum behind each quantile;
+// a quantile some valid sample had too few latencies for
+// (Quantile.MinSamples) is left out of the cell and named in tooFew (a
+// median of the samples that had enough would hide the ones that had not).
+func latency(samples []results.Sample) (out map[string]float64, counts map[string]int, tooFew []string) {
 	per := map[string][]float64{}
+	counts = map[string]int{}
+	fewest, counted := 0, true
 	for _, s := range samples {
 		if !s.Valid {
 			continue
 		}
+		if counted = counted && s.LatencySamples > 0; counted && (fewest == 0 || s.LatencySamples < fewest) {
+			fewest = s.LatencySamples
+		}
 		for k, x := range s.Latency {
 			per[k] = append(per[k], x)
+			counts[k] += s.LatencySamples
 		}
 	}
 	if len(per) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	out := map[string]float64{}
+	out = map[string]float64{}
 	for k, xs := range per {
 		out[k] = stats.Median(xs)
 	}
-	return out
+	if !counted {
+		return out, nil, nil
+	}
+	delete(counts, "mean")
+	for _, q := range results.LatencyQuantiles {
+		if fewest < q.MinSamples() {
+			delete(out, q.Key)
+			delete(counts, q.Key)
+			tooFew = append(tooFew, q.Key)
+		}
+	}
+	return out, counts, tooFew
 }
 
 // cpuCost is the median over valid samples of each CPU figure, for the

@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -167,5 +169,38 @@ func TestSummarizeNodeCPU(t *testing.T) {
 	}
 	if n1.Samples != 3 || !within(n1.SystemSec, 0.7, 1e-9) || !within(n1.BusySec, 1.0, 1e-9) || !within(n1.PerGB, 0.5, 1e-9) || !within(n2.PerGB, 0.1, 1e-9) {
 		t.Errorf("k-1 %+v, k-2 %+v; want k-1 1.0 s busy (0.5 s/GB), k-2 0.1 s/GB", n1, n2)
+	}
+}
+
+// Tails you can trust (issue 46): a cell's quantile says how many
+// latencies are behind it, and a quantile that a sample left out for too
+// few latencies is left out of the cell and named, even when the other
+// samples had enough; without counts (an engine that does not say) the
+// medians stand as they are.
+func TestSummarizeLatencyCounts(t *testing.T) {
+	c := &results.Cell{Mode: "host", Test: "tcp_rr"}
+	for _, n := range []int{12000, 9000, 15000} {
+		s := sample(2000, true)
+		s.LatencySamples = n
+		s.Latency = map[string]float64{"p50": 25, "p99": 45, "mean": 30}
+		if n >= 10000 {
+			s.Latency["p99.9"] = 90
+		}
+		c.Samples = append(c.Samples, s)
+	}
+	c.Samples = append(c.Samples, sample(0, false)) // an invalid one counts for nothing
+	Summarize(c, Options{})
+	if want := map[string]int{"p50": 36000, "p99": 36000}; !maps.Equal(c.LatencySamples, want) {
+		t.Errorf("latency samples %v, want %v", c.LatencySamples, want)
+	}
+	if _, ok := c.Latency["p99.9"]; ok || !slices.Equal(c.LatencyTooFew, []string{"p99.9"}) || c.Latency["p99"] != 45 {
+		t.Errorf("latency %v, too few %v: want p99 45 and p99.9 left out as too few", c.Latency, c.LatencyTooFew)
+	}
+	for i := range c.Samples {
+		c.Samples[i].LatencySamples = 0 // sockperf's: no count
+	}
+	Summarize(c, Options{})
+	if c.LatencySamples != nil || c.LatencyTooFew != nil || c.Latency["p99.9"] != 90 {
+		t.Errorf("without counts: samples %v, too few %v, latency %v: want the medians as they are", c.LatencySamples, c.LatencyTooFew, c.Latency)
 	}
 }
