@@ -2,11 +2,8 @@ package labpolicy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -38,36 +35,17 @@ const FileName = "policies.json"
 // it labels: pod=NAME.
 const PodLabel = "pod"
 
-func path(labName string) string { return filepath.Join(lab.Dir(labName), FileName) }
-
 // Load reads a lab's policies (an empty config when it has none yet).
 func Load(labName string) (*Config, error) {
-	b, err := os.ReadFile(path(labName))
-	if errors.Is(err, os.ErrNotExist) {
-		return &Config{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("lab %s: corrupt %s (%v): fix or remove it", labName, FileName, err)
+	if err := lab.ReadFile(labName, FileName, &c); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
 
 // Save writes a lab's policies atomically.
-func (c *Config) Save(labName string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path(labName) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path(labName))
-}
+func (c *Config) Save(labName string) error { return lab.WriteFile(labName, FileName, c) }
 
 // Clone is a deep copy (the "old" side of a change).
 func (c *Config) Clone() *Config {

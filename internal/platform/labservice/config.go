@@ -1,12 +1,8 @@
 package labservice
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -56,36 +52,17 @@ const (
 // FileName is the services file inside a lab's state directory.
 const FileName = "services.json"
 
-func path(labName string) string { return filepath.Join(lab.Dir(labName), FileName) }
-
 // Load reads a lab's services (an empty config when it has none yet).
 func Load(labName string) (*Config, error) {
-	b, err := os.ReadFile(path(labName))
-	if errors.Is(err, os.ErrNotExist) {
-		return &Config{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("lab %s: corrupt %s (%v): fix or remove it", labName, FileName, err)
+	if err := lab.ReadFile(labName, FileName, &c); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
 
 // Save writes a lab's services atomically.
-func (c *Config) Save(labName string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path(labName) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path(labName))
-}
+func (c *Config) Save(labName string) error { return lab.WriteFile(labName, FileName, c) }
 
 // Clone returns a deep copy (the "old" side of an update).
 func (c *Config) Clone() *Config {
