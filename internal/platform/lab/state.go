@@ -305,3 +305,18 @@ func flock(f *os.File, how int) error {
 		}
 	}
 }
+
+// EachNode runs fn in turn for every node's namespace (rules a provider
+// puts on every node, as kube-proxy or a policy agent runs on each),
+// stopping at the first error.
+func (s *State) EachNode(fn func(ns string) error) error {
+	if len(s.Nodes) == 0 {
+		return fmt.Errorf("lab %s has no node", s.Name)
+	}
+	for _, n := range s.Nodes {
+		if err := fn(n.NS); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -88,7 +88,7 @@ func (p iptablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 }
 
 func (iptablesProvider) Update(st *lab.State, old, r *netpol.Rules) error {
-	return eachNode(st, func(ns string) error {
+	return st.EachNode(func(ns string) error {
 		for _, f := range iptFamilies(st) {
 			next := iptWrite(f, r)
 			if err := run(ns, next.sets, "ipset", "restore"); err != nil {
@@ -125,7 +125,7 @@ func (iptablesProvider) Update(st *lab.State, old, r *netpol.Rules) error {
 }
 
 func (iptablesProvider) Remove(st *lab.State) error {
-	return eachNode(st, func(ns string) error {
+	return st.EachNode(func(ns string) error {
 		for _, f := range iptFamilies(st) {
 			saved, err := proc.Command(context.Background(), ns, f.cmd+"-save", "-t", "filter").Output()
 			if err != nil {

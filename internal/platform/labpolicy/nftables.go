@@ -60,13 +60,13 @@ func (nftablesProvider) Supports(m modes.Mode, options map[string]string) string
 
 func (nftablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	script := nftPolicyScript(r)
-	return eachNode(st, func(ns string) error { return nftLoad(ns, script) })
+	return st.EachNode(func(ns string) error { return nftLoad(ns, script) })
 }
 
 func (p nftablesProvider) Update(st *lab.State, _, r *netpol.Rules) error { return p.Install(st, r) }
 
 func (nftablesProvider) Remove(st *lab.State) error {
-	return eachNode(st, func(ns string) error {
+	return st.EachNode(func(ns string) error {
 		// "add" first: deleting a table that does not exist is an error.
 		return nftLoad(ns, fmt.Sprintf("add table inet %s\ndelete table inet %s\n", NftTable, NftTable))
 	})

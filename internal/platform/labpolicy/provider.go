@@ -101,17 +101,3 @@ func nodeFilterSupports(m modes.Mode, options map[string]string) string {
 	}
 	return ""
 }
-
-// eachNode runs fn for every node's namespace: a provider's rules go on
-// every node, as a policy agent runs on each.
-func eachNode(st *lab.State, fn func(ns string) error) error {
-	if len(st.Nodes) == 0 {
-		return fmt.Errorf("lab %s has no node", st.Name)
-	}
-	for _, n := range st.Nodes {
-		if err := fn(n.NS); err != nil {
-			return err
-		}
-	}
-	return nil
-}

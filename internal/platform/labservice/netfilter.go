@@ -173,7 +173,7 @@ func (f nfFamily) of(svcs []Service) []Service {
 
 // eachNodeFamily runs fn for every node and every family of the lab.
 func eachNodeFamily(st *lab.State, fn func(ns string, f nfFamily) error) error {
-	return eachNode(st, func(ns string) error {
+	return st.EachNode(func(ns string) error {
 		for _, f := range nfFamilies(st) {
 			if err := fn(ns, f); err != nil {
 				return err

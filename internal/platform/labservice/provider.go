@@ -255,20 +255,6 @@ func nodeNS(st *lab.State) (string, error) {
 	return st.Nodes[0].NS, nil
 }
 
-// eachNode runs fn for every node's namespace: node-level rules go on every
-// node, as kube-proxy runs on each.
-func eachNode(st *lab.State, fn func(ns string) error) error {
-	if len(st.Nodes) == 0 {
-		return fmt.Errorf("lab %s has no node", st.Name)
-	}
-	for _, n := range st.Nodes {
-		if err := fn(n.NS); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Path is the service path's endpoint: the second pod dials DefaultVIP,
 // served by the first pod (seed 002: pod-b -> 10.96.0.100 -> pod-a).
 func Path(st *lab.State) (server, client lab.PodState, err error) {
