@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,9 +102,13 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	if err := measure.CheckRBAC(ctx, cs); err != nil {
 		return nil, err
 	}
-	nodes, err := readyNodes(ctx, cs)
+	ready, err := measure.ReadyNodes(ctx, cs)
 	if err != nil {
 		return nil, err
+	}
+	var nodes []string
+	for _, n := range ready {
+		nodes = append(nodes, n.Name)
 	}
 	ns, err := measure.CreateNamespace(ctx, cs)
 	if err != nil {
@@ -116,7 +119,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 			say("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", ns, err)
 		}
 	}()
-	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Namespace: ns}
+	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
 	res := &results.Convergence{Cluster: sess.Detect(ctx, local), Start: time.Now(), IntervalUS: spec.Interval.Microseconds()}
 	res.Proxy = res.Cluster.KubeProxyMode
 	if res.Proxy == "" {
@@ -148,28 +151,6 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	c.stop()
 	converge.Finish(res, changes, c.seen)
 	return res, nil
-}
-
-// readyNodes are the cluster's Ready schedulable nodes, by name.
-func readyNodes(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %v", err)
-	}
-	var out []string
-	for _, n := range list.Items {
-		ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
-			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-		})
-		if ready && !n.Spec.Unschedulable {
-			out = append(out, n.Name)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no Ready schedulable node among the cluster's %d: wait until they are Ready (kubectl get nodes)", len(list.Items))
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // converger is one run's state: its pods' processes and what the probers saw.

@@ -120,26 +120,39 @@ func CheckRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// PickNodes returns the client and server nodes: the named ones, or the
-// first two Ready schedulable nodes by name. cross says whether two are needed.
-func PickNodes(ctx context.Context, cs kubernetes.Interface, named []string, cross bool) ([]corev1.Node, error) {
+// ReadyNodes are the cluster's Ready schedulable nodes, sorted by name.
+func ReadyNodes(ctx context.Context, cs kubernetes.Interface) ([]corev1.Node, error) {
 	lctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	list, err := cs.CoreV1().Nodes().List(lctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %v", err)
 	}
-	ready := map[string]corev1.Node{}
-	var names []string
+	var out []corev1.Node
 	for _, n := range list.Items {
 		if isReady(n) && !n.Spec.Unschedulable {
-			ready[n.Name] = n
-			names = append(names, n.Name)
+			out = append(out, n)
 		}
 	}
-	sort.Strings(names)
-	if len(names) == 0 {
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if len(out) == 0 {
 		return nil, fmt.Errorf("no Ready schedulable node in the cluster (%d nodes): wait for the nodes to be Ready (kubectl get nodes)", len(list.Items))
+	}
+	return out, nil
+}
+
+// PickNodes returns the client and server nodes: the named ones, or the
+// first two Ready schedulable nodes by name. cross says whether two are needed.
+func PickNodes(ctx context.Context, cs kubernetes.Interface, named []string, cross bool) ([]corev1.Node, error) {
+	nodes, err := ReadyNodes(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	ready := map[string]corev1.Node{}
+	var names []string
+	for _, n := range nodes {
+		ready[n.Name] = n
+		names = append(names, n.Name)
 	}
 	var out []corev1.Node
 	if len(named) > 0 {
