@@ -176,8 +176,10 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 		if o == nil || o.Offered != stallRate || o.Flows != 2 {
 			t.Fatalf("open loop report %+v: want offered %d over 2 flows", o, stallRate)
 		}
-		if wantN := uint64(stallRate * stallRun.Seconds()); o.Scheduled != wantN || o.Sent != wantN {
-			t.Errorf("scheduled %d, sent %d: want %d each (the backlog sent once the server woke)", o.Scheduled, o.Sent, wantN)
+		// The backlog is sent once the server wakes; a busy machine may
+		// still leave the last few of the run unsent (at most 1%).
+		if wantN := uint64(stallRate * stallRun.Seconds()); o.Scheduled != wantN || float64(o.Sent) < 0.99*float64(wantN) || o.Sent > wantN {
+			t.Errorf("scheduled %d, sent %d: want %d scheduled and at least 99%% sent (the backlog sent once the server woke)", o.Scheduled, o.Sent, wantN)
 		}
 		if lateWant := 0.6 * float64(stallRate) * (d - LateAfter).Seconds(); float64(o.Late) < lateWant || !o.Behind {
 			t.Errorf("late %d, behind %v: want >= %.0f late and behind (the stall's backlog)", o.Late, o.Behind, lateWant)
@@ -218,8 +220,14 @@ func TestOpenLoopKeepsItsSchedule(t *testing.T) {
 			if o == nil || o.Offered != rate || o.Flows != 3 || rep.Flows != 3 {
 				t.Fatalf("%s_%s: open loop %+v, flows %d: want offered %d over 3 flows", c.proto, c.mode, o, rep.Flows, rate)
 			}
-			if o.Scheduled != 2*rate || o.Sent != o.Scheduled {
-				t.Errorf("%s_%s: scheduled %d, sent %d: want %d each", c.proto, c.mode, o.Scheduled, o.Sent, 2*rate)
+			// Every request is scheduled; on a machine busy with other
+			// tests a flow may end a few behind (a 17 ms lag seen in CI
+			// left 1 of 6000 unsent), and the report must then say so.
+			if o.Scheduled != 2*rate || float64(o.Sent) < 0.99*float64(o.Scheduled) || o.Sent > o.Scheduled {
+				t.Errorf("%s_%s: scheduled %d, sent %d: want %d scheduled and at least 99%% of them sent", c.proto, c.mode, o.Scheduled, o.Sent, 2*rate)
+			}
+			if o.Sent < o.Scheduled && (!o.Behind || !strings.Contains(rep.Text(), "BEHIND")) {
+				t.Errorf("%s_%s: %d of %d scheduled left unsent, but the report does not say it fell behind:\n%s", c.proto, c.mode, o.Scheduled-o.Sent, o.Scheduled, rep.Text())
 			}
 			if rep.Rate < 0.99*rate || rep.Rate > 1.01*rate || rep.Transactions+rep.Lost+rep.Errors != o.Sent {
 				t.Errorf("%s_%s: achieved %.1f/s (%d answered, %d lost, %d errors of %d sent): want %d/s within 1%%",
