@@ -40,6 +40,20 @@ type Provider interface {
 	Update(st *lab.State, old, r *netpol.Rules) error
 	// Remove deletes every object the provider created in the lab.
 	Remove(st *lab.State) error
+	// Prove reads the provider's objects back from every node of the lab
+	// and its counters: that the compiled rules are in force, and how many
+	// packets they looked at (the policies knob's proof, per cell).
+	Prove(st *lab.State) (Proof, error)
+}
+
+// Proof is what a provider reads back from a lab's data plane.
+type Proof struct {
+	// Objects counts the provider's rules, set elements or map entries
+	// read back from every node.
+	Objects int
+	// Evaluated counts the packets its rules or programs looked at since
+	// it installed them; Denied, those it dropped.
+	Evaluated, Denied uint64
 }
 
 // Info describes a provider; callers ask it, never compare the name.
