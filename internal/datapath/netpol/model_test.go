@@ -580,3 +580,75 @@ spec: {podSelector: {}}
 		}
 	}
 }
+
+// An enforcer that cannot match a protocol takes its ports out of a policy
+// (WithoutProto): as upstream's "should not mistakenly treat 'protocol:
+// SCTP' as 'protocol: TCP'" and "should properly isolate pods that are
+// selected by a policy allowing SCTP" expect, the pod stays isolated and a
+// rule that named only SCTP ports allows nothing, not every port; a rule's
+// other ports stay; an egress rule left with no port still makes the policy
+// govern egress; a policy naming no SCTP is returned as it is.
+func TestWithoutProto(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		fields     []string
+		want       truth
+	}{
+		{"an SCTP-only rule allows nothing and isolates", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  ingress: [{ports: [{protocol: SCTP, port: 80}]}]
+`, []string{"spec.ingress[0].ports[0]"}, notInto(xa)},
+		{"the rule's other ports stay", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  ingress: [{ports: [{protocol: SCTP, port: 80}, {protocol: TCP, port: 81}]}]
+`, []string{"spec.ingress[0].ports[0]"}, func(s, d end, p Proto, port uint16) bool { return !xa(d) || p == TCP && port == 81 }},
+		{"egress of SCTP only: the policy still governs egress", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  egress: [{ports: [{protocol: SCTP}]}]
+`, []string{"spec.egress[0].ports[0]"}, func(s, d end, p Proto, port uint16) bool { return !xa(d) && !xa(s) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, ends := testWorld(t, c.yaml, 4)
+			q, fields := WithoutProto(&w.Policies[0], SCTP)
+			if fmt.Sprint(fields) != fmt.Sprint(c.fields) {
+				t.Errorf("fields %v, want %v", fields, c.fields)
+			}
+			w.Policies[0] = *q
+			rules := Compile(w)
+			for _, s := range ends {
+				for _, d := range ends {
+					if s == d || s.pod == "" && d.pod == "" {
+						continue
+					}
+					for _, p := range []Proto{TCP, UDP} {
+						for _, port := range []uint16{80, 81} {
+							want := c.want(s, d, p, port)
+							if got := w.Allowed(s.ip, d.ip, p, port); got != want {
+								t.Errorf("%s -> %s %s/%d: reference says %v, want %v", s, d, p, port, got, want)
+							}
+							if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
+								t.Errorf("%s -> %s %s/%d: compiled rules say %v, want %v", s, d, p, port, got, want)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	w, _ := testWorld(t, denyAllX, 4)
+	if q, fields := WithoutProto(&w.Policies[0], SCTP); q != &w.Policies[0] || fields != nil {
+		t.Errorf("a policy without SCTP came back changed (%v)", fields)
+	}
+}

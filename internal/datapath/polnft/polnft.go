@@ -121,6 +121,20 @@ func Script(r *netpol.Rules) string {
 			}
 			chain := s.dir + "-" + p.Namespace + "/" + p.Pod
 			line("add chain %s %s", t, chain)
+			// A pod reaching its own address is always allowed (the
+			// model's rule): in a lab the packet never leaves the pod, in a
+			// cluster it can, through its own Service (hairpin).
+			for _, f := range families {
+				var own []string
+				for _, ip := range p.IPs {
+					if f.has(ip) {
+						own = append(own, ip.String())
+					}
+				}
+				if len(own) > 0 {
+					line("add rule %s %s %s %s { %s } %s", t, chain, f.match, s.peer, strings.Join(own, ", "), s.verdict)
+				}
+			}
 			for _, a := range s.side.Allow {
 				for _, m := range allow(a, s.peer) {
 					line("add rule %s %s %s%s", t, chain, m, s.verdict)
