@@ -36,7 +36,7 @@ const here = "n1"
 
 func testPod(ns, name, node, ip string, labels map[string]string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, UID: types.UID(ns + name), CreationTimestamp: metav1.Now()},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}}}},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if ip != "" {
 		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
@@ -189,7 +189,9 @@ func TestControllerAddressTakenAgain(t *testing.T) {
 func TestControllerUnsupportedProtocol(t *testing.T) {
 	b := &fakeBackend{}
 	var events []string
-	warn := func(p *networkingv1.NetworkPolicy, reason, msg string) { events = append(events, p.Name+" "+reason+" "+msg) }
+	warn := func(p *networkingv1.NetworkPolicy, reason, msg string) {
+		events = append(events, p.Name+" "+reason+" "+msg)
+	}
 	c := NewController(here, b, map[netpol.Proto]string{netpol.SCTP: "kernel has no sctp support (CONFIG_IP_SCTP)"}, warn, t.Logf)
 	add(c.PodHandler(), testPod("x", "server", here, "10.0.1.10", map[string]string{"app": "server"}))
 	add(c.PodHandler(), testPod("x", "client", here, "10.0.1.11", map[string]string{"app": "client"}))
