@@ -48,6 +48,13 @@ const (
 	egress    = "egress"
 )
 
+// The comments of the counters each pod chain starts with (a packet decided
+// by policy) and ends with (a packet dropped), for whoever reads them back.
+const (
+	Evaluated = "evaluated"
+	Denied    = "denied"
+)
+
 // Load replaces the table in namespace ns ("": the caller's) with the one
 // script (Script) describes, in one nft transaction.
 func Load(ns, script string) error {
@@ -121,6 +128,7 @@ func Script(r *netpol.Rules) string {
 			}
 			chain := s.dir + "-" + p.Namespace + "/" + p.Pod
 			line("add chain %s %s", t, chain)
+			line("add rule %s %s counter comment %q", t, chain, Evaluated)
 			// A pod reaching its own address is always allowed (the
 			// model's rule): in a lab the packet never leaves the pod, in a
 			// cluster it can, through its own Service (hairpin).
@@ -140,7 +148,7 @@ func Script(r *netpol.Rules) string {
 					line("add rule %s %s %s%s", t, chain, m, s.verdict)
 				}
 			}
-			line("add rule %s %s counter drop", t, chain)
+			line("add rule %s %s counter drop comment %q", t, chain, Denied)
 			for _, f := range families {
 				var el []string
 				for _, ip := range p.IPs {
