@@ -108,6 +108,14 @@ func TestDualSmoke(t *testing.T) {
 	smoke(t, Spec{Suite: DualSmoke, Cluster: cluster.Spec{Name: smokeCluster, Proxy: clusternet.IPTables, CNIMode: modes.VethRouted}}, DualSmokeSpecs)
 }
 
+// TestNetpolSmoke runs the netpol-smoke suite, upstream's NetworkPolicy
+// specs of each kind of peer and port, on a 3-node cluster with vnetlab's
+// CNI (veth-routed), its eBPF proxy and its policy controller: the
+// controller's rules, as upstream checks them.
+func TestNetpolSmoke(t *testing.T) {
+	smoke(t, Spec{Suite: NetpolSmoke, Cluster: cluster.Spec{Name: smokeCluster}}, NetpolSmokeSpecs)
+}
+
 // smoke runs spec, whose focus selects exactly specs: each runs and passes
 // (rerun once if it fails: a pass then is logged as flaky), and the
 // cluster's removal leaves nothing behind.
