@@ -430,27 +430,34 @@ func TestTruthTables(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, fam := range []int{4, 6} {
 				w, ends := testWorld(t, c.yaml, fam)
-				rules := Compile(w)
-				for _, s := range ends {
-					for _, d := range ends {
-						if s == d || s.pod == "" && d.pod == "" {
-							continue
-						}
-						for _, p := range []Proto{TCP, UDP} {
-							for _, port := range []uint16{80, 81, 82} {
-								want := c.want(s, d, p, port)
-								if got := w.Allowed(s.ip, d.ip, p, port); got != want {
-									t.Errorf("IPv%d %s -> %s %s/%d: reference says %v, want %v", fam, s, d, p, port, got, want)
-								}
-								if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
-									t.Errorf("IPv%d %s -> %s %s/%d: compiled rules say %v, want %v", fam, s, d, p, port, got, want)
-								}
-							}
-						}
+				checkTable(t, fmt.Sprintf("IPv%d ", fam), w, ends, c.want)
+			}
+		})
+	}
+}
+
+// checkTable holds the reference and the compiled rules of w to want for
+// every pair of ends (one of them a pod), TCP and UDP, ports 80, 81, 82.
+func checkTable(t *testing.T, prefix string, w *World, ends []end, want truth) {
+	t.Helper()
+	rules := Compile(w)
+	for _, s := range ends {
+		for _, d := range ends {
+			if s == d || s.pod == "" && d.pod == "" {
+				continue
+			}
+			for _, p := range []Proto{TCP, UDP} {
+				for _, port := range []uint16{80, 81, 82} {
+					want := want(s, d, p, port)
+					if got := w.Allowed(s.ip, d.ip, p, port); got != want {
+						t.Errorf("%s%s -> %s %s/%d: reference says %v, want %v", prefix, s, d, p, port, got, want)
+					}
+					if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
+						t.Errorf("%s%s -> %s %s/%d: compiled rules say %v, want %v", prefix, s, d, p, port, got, want)
 					}
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -626,25 +633,7 @@ spec:
 				t.Errorf("fields %v, want %v", fields, c.fields)
 			}
 			w.Policies[0] = *q
-			rules := Compile(w)
-			for _, s := range ends {
-				for _, d := range ends {
-					if s == d || s.pod == "" && d.pod == "" {
-						continue
-					}
-					for _, p := range []Proto{TCP, UDP} {
-						for _, port := range []uint16{80, 81} {
-							want := c.want(s, d, p, port)
-							if got := w.Allowed(s.ip, d.ip, p, port); got != want {
-								t.Errorf("%s -> %s %s/%d: reference says %v, want %v", s, d, p, port, got, want)
-							}
-							if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
-								t.Errorf("%s -> %s %s/%d: compiled rules say %v, want %v", s, d, p, port, got, want)
-							}
-						}
-					}
-				}
-			}
+			checkTable(t, "", w, ends, c.want)
 		})
 	}
 	w, _ := testWorld(t, denyAllX, 4)

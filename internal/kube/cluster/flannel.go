@@ -93,12 +93,19 @@ const (
 // beside the binary: flanneld and the machine's iptables (nf_tables
 // backend) with its extensions and shared libraries.
 func flannelImage(ctx context.Context, say func(string, ...any)) (ref, tarPath string, err error) {
-	bin, err := binaries.EnsureFlannel(ctx, say)
+	return builtImage(ctx, say, binaries.EnsureFlannel, "vnetlab.local/flannel:"+binaries.FlannelBuild(), flannelContent)
+}
+
+// builtImage builds a program from its Go module (ensure: first time only)
+// and its image archive (content), kept beside the binary, and returns the
+// image's reference ref and the archive.
+func builtImage(ctx context.Context, say func(string, ...any), ensure func(context.Context, func(string, ...any)) (string, error),
+	ref string, content func(ref, bin string) (*image.Image, error)) (string, string, error) {
+	bin, err := ensure(ctx, say)
 	if err != nil {
 		return "", "", err
 	}
-	ref = "vnetlab.local/flannel:" + binaries.FlannelBuild()
-	tarPath, err = cachedImage(bin, func() (*image.Image, error) { return flannelContent(ref, bin) })
+	tarPath, err := cachedImage(bin, func() (*image.Image, error) { return content(ref, bin) })
 	return ref, tarPath, err
 }
 

@@ -41,13 +41,7 @@ const (
 // kubeRouterImage builds kube-router (first time only) and its image
 // archive, kept beside the binary.
 func kubeRouterImage(ctx context.Context, say func(string, ...any)) (ref, tarPath string, err error) {
-	bin, err := binaries.EnsureKubeRouter(ctx, say)
-	if err != nil {
-		return "", "", err
-	}
-	ref = "vnetlab.local/kube-router:" + binaries.KubeRouterBuild()
-	tarPath, err = cachedImage(bin, func() (*image.Image, error) { return kubeRouterContent(ref, bin) })
-	return ref, tarPath, err
+	return builtImage(ctx, say, binaries.EnsureKubeRouter, "vnetlab.local/kube-router:"+binaries.KubeRouterBuild(), kubeRouterContent)
 }
 
 // kubeRouterContent is kube-router's image: kube-router (bin), the

@@ -17,12 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -158,16 +160,12 @@ func (c *Controller) enforceable() []networkingv1.NetworkPolicy {
 	return out
 }
 
-// Retry bounds of a failed sync (doubling in between).
-const (
-	minRetry = 100 * time.Millisecond
-	maxRetry = 30 * time.Second
-)
-
 // Loop syncs whenever a change is recorded, until ctx ends; a failed sync
-// is retried after a backoff, sooner if another change comes.
+// is retried after a backoff (100 ms doubling to 30 s), sooner if another
+// change comes.
 func (c *Controller) Loop(ctx context.Context) {
-	var backoff time.Duration
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	next := backoff
 	var retry <-chan time.Time
 	for {
 		select {
@@ -176,15 +174,14 @@ func (c *Controller) Loop(ctx context.Context) {
 		case <-c.kick:
 		case <-retry:
 		}
-		retry = nil
 		st, err := c.Sync()
 		if err != nil {
-			backoff = min(max(2*backoff, minRetry), maxRetry)
-			retry = time.After(backoff)
-			c.logf("sync: %v (retrying in %s)", err, backoff)
+			d := next.Step()
+			retry = time.After(d)
+			c.logf("sync: %v (retrying in %s)", err, d)
 			continue
 		}
-		backoff = 0
+		next, retry = backoff, nil
 		if st.Took > 0 {
 			c.logf("synced: %d policies, %d pods (%d here, %d isolated) in %s (compile %s)", st.Policies, st.Pods, st.Local, st.Isolated,
 				st.Took.Round(time.Microsecond), st.Compile.Round(time.Microsecond))
