@@ -139,15 +139,16 @@ var DualSmokeSpecs = []string{
 }
 
 // NetpolSmokeSpecs are the specs of the netpol smoke suite (`make test`
-// runs them): default deny, pod and namespace selectors, an ipBlock with an
-// except, a named port, an endPort range, egress, a live pod's label
-// change and a policy deleted, each upstream's full name.
+// runs them): default deny, pod and namespace selectors together, an
+// ipBlock with an except, a named port, egress denied on the client side,
+// a live pod's label change, each upstream's full name.
 var NetpolSmokeSpecs = []string{
 	`[sig-network] Netpol NetworkPolicy between server and client should support a 'default-deny-ingress' policy`,
 	`[sig-network] Netpol NetworkPolicy between server and client should enforce policy based on PodSelector and NamespaceSelector`,
 	`[sig-network] Netpol NetworkPolicy between server and client should enforce except clause while egress access to server in CIDR block`,
 	`[sig-network] Netpol NetworkPolicy between server and client should allow ingress access on one named port`,
 	`[sig-network] Netpol NetworkPolicy between server and client should support denying of egress traffic on the client side (even if the server explicitly allows this traffic)`,
+	`[sig-network] Netpol NetworkPolicy between server and client should deny ingress access to updated pod`,
 }
 
 // Suites are the named suites (--suite).
