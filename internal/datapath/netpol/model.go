@@ -103,6 +103,7 @@ type World struct {
 	Namespaces []Namespace
 	Pods       []Pod
 	Policies   []networkingv1.NetworkPolicy
+	memo       *memo // during a compilation (eval.go)
 }
 
 // NamespaceLabels are the labels of namespace ns, with its name's label.

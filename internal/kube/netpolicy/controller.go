@@ -105,8 +105,7 @@ func (c *Controller) Sync() (Stats, error) {
 		return Stats{}, nil
 	}
 	w, local := buildWorld(c.haveNamespaces, c.havePods, c.enforceable(), c.node)
-	all := netpol.Compile(w)
-	r := localRules(all, local)
+	r := netpol.CompileWhere(w, func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] })
 	st := Stats{Pods: len(w.Pods), Local: len(r.Pods), Policies: len(w.Policies)}
 	for _, p := range r.Pods {
 		if p.Ingress.Isolated || p.Egress.Isolated {

@@ -52,7 +52,11 @@ func modelPod(p *corev1.Pod) (netpol.Pod, bool) {
 // keeps (where two claim one address, the newer one that is not being
 // deleted: the older's address was released and taken again before its
 // object went), and the policies as given, sorted by namespace and name.
-// local lists the pods of node, by namespace/name.
+// local lists the pods of node, by namespace/name: a node enforces the
+// rules of its own pods (a packet between nodes meets its source's egress
+// rules on the source's node and its destination's ingress rules on the
+// destination's, as kube-router programs its nodes), with the whole
+// cluster's pods as their peers.
 func buildWorld(namespaces map[string]*corev1.Namespace, pods map[string]*corev1.Pod, policies []networkingv1.NetworkPolicy, node string) (*netpol.World, map[string]bool) {
 	w := &netpol.World{Policies: policies}
 	for _, k := range slices.Sorted(maps.Keys(namespaces)) {
@@ -88,19 +92,4 @@ func buildWorld(namespaces map[string]*corev1.Namespace, pods map[string]*corev1
 		}
 	}
 	return w, local
-}
-
-// localRules keeps the rules of the node's own pods: a packet between
-// nodes meets its source's egress rules on the source's node and its
-// destination's ingress rules on the destination's (kube-router programs
-// each node the same way), and the peers of every rule are still the whole
-// cluster's.
-func localRules(r netpol.Rules, local map[string]bool) netpol.Rules {
-	var out netpol.Rules
-	for _, p := range r.Pods {
-		if local[p.Namespace+"/"+p.Pod] {
-			out.Pods = append(out.Pods, p)
-		}
-	}
-	return out
 }
