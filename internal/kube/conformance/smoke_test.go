@@ -89,6 +89,47 @@ func TestDualSuiteSelection(t *testing.T) {
 	}
 }
 
+// The netpol suite keeps upstream's [Feature:NetworkPolicy] specs (46 of
+// them in v1.37.2, TCP and UDP) and the 2 API specs, and leaves out of its
+// focus only the SCTP connectivity specs (e2e.test's dry run: no cluster).
+func TestNetpolSuiteSelection(t *testing.T) {
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Spec{Suite: Netpol}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Skip = ""
+	focused, err := dryRun(ctx, e2eBin, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feature := 0
+	for _, name := range selected.Ran {
+		if strings.Contains(name, "[Feature:NetworkPolicy]") {
+			feature++
+		}
+	}
+	t.Logf("the netpol suite selects %d of the %d specs its focus matches, %d of them [Feature:NetworkPolicy]", selected.WillRun, focused.WillRun, feature)
+	if feature < 40 || selected.WillRun-feature < 2 {
+		t.Errorf("the netpol suite selects %d [Feature:NetworkPolicy] specs and %d others, want them all (46 and 2 in v1.37.2)", feature, selected.WillRun-feature)
+	}
+	for _, name := range focused.Ran {
+		if !slices.Contains(selected.Ran, name) && !strings.Contains(name, "[Feature:SCTPConnectivity]") {
+			t.Errorf("the netpol suite skips %q, which is no SCTP connectivity spec", name)
+		}
+	}
+}
+
 // TestSmoke runs the smoke suite, upstream's specs of the Service behaviours
 // a kube-proxy replacement most easily gets wrong, on a 3-node cluster with
 // vnetlab's CNI (veth-ebpf) and eBPF proxy: every spec runs and passes (a
