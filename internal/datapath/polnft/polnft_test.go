@@ -74,7 +74,7 @@ func TestLoadRemove(t *testing.T) {
 		}
 	}
 	got := list()
-	for _, want := range []string{"chain ingress-x/a", "chain egress-x/a", "10.244.1.10 : goto ingress-x/a", "ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } accept"} {
+	for _, want := range []string{"chain ingress-x/a", "chain egress-x/a", "10.244.1.10 : goto ingress-x/a", "ip saddr 10.0.0.0/8 ip saddr != 10.1.0.0/16 accept"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the namespace's ruleset lacks %q:\n%s", want, got)
 		}
