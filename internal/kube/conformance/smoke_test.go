@@ -48,26 +48,7 @@ func TestRefusesFocusMatchingNothing(t *testing.T) {
 // granular checks, which run on each family (e2e.test's dry run: no
 // cluster).
 func TestDualSuiteSelection(t *testing.T) {
-	needRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: clusternet.IPTables}}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	selected, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Skip = ""
-	focused, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	selected, focused := selection(t, Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: clusternet.IPTables}})
 	t.Logf("the dual suite selects %d of %d specs its focus matches", selected.WillRun, focused.WillRun)
 	dualStack, granular := 0, 0
 	for _, name := range selected.Ran {
@@ -93,26 +74,7 @@ func TestDualSuiteSelection(t *testing.T) {
 // them in v1.37.2, TCP and UDP) and the 2 API specs, and leaves out of its
 // focus only the SCTP connectivity specs (e2e.test's dry run: no cluster).
 func TestNetpolSuiteSelection(t *testing.T) {
-	needRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := Spec{Suite: Netpol}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	selected, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Skip = ""
-	focused, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	selected, focused := selection(t, Spec{Suite: Netpol})
 	feature := 0
 	for _, name := range selected.Ran {
 		if strings.Contains(name, "[Feature:NetworkPolicy]") {
@@ -128,6 +90,30 @@ func TestNetpolSuiteSelection(t *testing.T) {
 			t.Errorf("the netpol suite skips %q, which is no SCTP connectivity spec", name)
 		}
 	}
+}
+
+// selection is what e2e.test's dry run selects with spec's suite (its
+// focus and skip), and with its focus alone.
+func selection(t *testing.T, spec Spec) (selected, focused Outcome) {
+	t.Helper()
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, err = spec.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if selected, err = dryRun(ctx, e2eBin, spec); err != nil {
+		t.Fatal(err)
+	}
+	spec.Skip = ""
+	if focused, err = dryRun(ctx, e2eBin, spec); err != nil {
+		t.Fatal(err)
+	}
+	return selected, focused
 }
 
 // TestSmoke runs the smoke suite, upstream's specs of the Service behaviours
