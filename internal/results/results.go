@@ -66,8 +66,11 @@ type Cluster struct {
 	CNIMode   string `json:"cni_mode,omitempty"`
 	// KubeProxyMode is the Service proxy's name (internal/vocab/clusternet's,
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
-	KubeProxyMode string            `json:"kube_proxy_mode"`
-	SocketLB      bool              `json:"socket_lb,omitempty"`
+	KubeProxyMode string `json:"kube_proxy_mode"`
+	SocketLB      bool   `json:"socket_lb,omitempty"`
+	// NetworkPolicy is the NetworkPolicy enforcer (internal/vocab/clusternet's
+	// Enforcers' name; "" when unknown: a cluster vnetlab did not build).
+	NetworkPolicy string            `json:"network_policy,omitempty"`
 	Image         string            `json:"image"`
 	Namespace     string            `json:"namespace"`
 	HowDetected   map[string]string `json:"how_detected"`
@@ -91,7 +94,7 @@ func (c *Cluster) Network() clusternet.Network {
 	if c.CNIPlugin == "" {
 		return clusternet.FromText(c.CNI, c.KubeProxyMode)
 	}
-	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
+	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB, Policy: c.NetworkPolicy}
 }
 
 // SetNetwork records n; text, when not "", is the CNI as detected (else
@@ -100,7 +103,7 @@ func (c *Cluster) SetNetwork(n clusternet.Network, text string) {
 	if text == "" {
 		text = n.CNIText()
 	}
-	c.CNI, c.CNIPlugin, c.CNIMode, c.KubeProxyMode, c.SocketLB = text, n.CNI, n.CNIMode, n.Proxy, n.SocketLB
+	c.CNI, c.CNIPlugin, c.CNIMode, c.KubeProxyMode, c.SocketLB, c.NetworkPolicy = text, n.CNI, n.CNIMode, n.Proxy, n.SocketLB, n.Policy
 }
 
 // upgrade fills the structured network fields of a cluster of a file

@@ -169,6 +169,24 @@ type Policies struct {
 	NodeFilterOff func(options map[string]string) string
 }
 
+// NodeFilterUnseen says why policy rules in the node's netfilter would not
+// see the packets of mode m's pods with options ("": they see them). The
+// lab's node-filter policy providers and a cluster's node-filter
+// enforcers both ask it.
+func (m Mode) NodeFilterUnseen(options map[string]string) string {
+	switch {
+	case m.Podless:
+		return "mode " + m.Name + " has no pods to isolate"
+	case m.Policies.NoNodeFilter != "":
+		return m.Policies.NoNodeFilter
+	case !m.Policies.NodeFilter:
+		return "not wired for this mode yet (works with: " + strings.Join(NamesWhere(func(m Mode) bool { return m.Policies.NodeFilter }), ", ") + ")"
+	case m.Policies.NodeFilterOff != nil:
+		return m.Policies.NodeFilterOff(options)
+	}
+	return ""
+}
+
 var registry = map[string]Mode{}
 
 // Register adds a mode; called from each mode file's init. A duplicate or

@@ -101,17 +101,5 @@ func Check(provider string, st *lab.State) error {
 // node's netfilter: the mode's descriptor says whether the pods' packets
 // cross it (modes.Policies).
 func nodeFilterSupports(m modes.Mode, options map[string]string) string {
-	if m.Podless {
-		return "mode " + m.Name + " has no pods to isolate"
-	}
-	if m.Policies.NoNodeFilter != "" {
-		return m.Policies.NoNodeFilter
-	}
-	if !m.Policies.NodeFilter {
-		return "not wired for this mode yet (works with: " + strings.Join(modes.NamesWhere(func(m modes.Mode) bool { return m.Policies.NodeFilter }), ", ") + ")"
-	}
-	if m.Policies.NodeFilterOff != nil {
-		return m.Policies.NodeFilterOff(options)
-	}
-	return ""
+	return m.NodeFilterUnseen(options)
 }
