@@ -3,6 +3,7 @@ package labpolicy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -48,6 +49,10 @@ const (
 	nftBaseChain = "filter-forward"
 	nftIngress   = "ingress"
 	nftEgress    = "egress"
+	// The comments of the counters each pod chain starts with (a packet
+	// decided by policy) and ends with (a packet dropped): Prove reads them.
+	nftEvaluated = "evaluated"
+	nftDenied    = "denied"
 )
 
 func (nftablesProvider) Info() Info {
@@ -133,12 +138,13 @@ func nftPolicyScript(r *netpol.Rules) string {
 			}
 			chain := s.dir + "-" + p.Namespace + "/" + p.Pod
 			line("add chain %s %s", t, chain)
+			line("add rule %s %s counter comment %q", t, chain, nftEvaluated)
 			for _, a := range s.side.Allow {
 				for _, m := range nftAllow(a, s.peer) {
 					line("add rule %s %s %s%s", t, chain, m, s.verdict)
 				}
 			}
-			line("add rule %s %s counter drop", t, chain)
+			line("add rule %s %s counter drop comment %q", t, chain, nftDenied)
 			for _, f := range nftFamilies {
 				var el []string
 				for _, ip := range p.IPs {
@@ -203,7 +209,82 @@ func nftAllow(a netpol.Allow, peer string) []string {
 	return out
 }
 
-// Prove is not written yet (the policies knob's proof, issue 44 item 4).
+// Prove reads the table back from every node (nft -j list table): its
+// rules and its maps' elements against what the lab's compiled policies
+// make, and the pod chains' counters.
 func (nftablesProvider) Prove(st *lab.State) (Proof, error) {
-	return Proof{}, fmt.Errorf("policy provider %s: reading its objects back is not written yet", NFTables)
+	r, err := SavedRules(st)
+	if err != nil {
+		return Proof{}, err
+	}
+	per := nftObjects(nftPolicyScript(r))
+	var p Proof
+	err = st.EachNode(func(ns string) error {
+		p.Want += per
+		out, err := proc.Command(context.Background(), ns, "nft", "-j", "list", "table", "inet", NftTable).Output()
+		if err != nil {
+			return fmt.Errorf("nft list table in %s: %w", ns, err)
+		}
+		return nftReadBack(out, &p)
+	})
+	return p, err
+}
+
+// nftObjects counts a script's rules and map elements.
+func nftObjects(script string) int {
+	n := 0
+	for _, l := range strings.Split(script, "\n") {
+		switch {
+		case strings.HasPrefix(l, "add rule "):
+			n++
+		case strings.HasPrefix(l, "add element "):
+			n += strings.Count(l, ",") + 1
+		}
+	}
+	return n
+}
+
+// nftReadBack adds what nft's JSON listing of the table holds to p: each
+// rule and each element of its maps, and the counters of the rules
+// commented nftEvaluated and nftDenied.
+func nftReadBack(listing []byte, p *Proof) error {
+	var doc struct {
+		Nftables []struct {
+			Map *struct {
+				Elem []json.RawMessage `json:"elem"`
+			} `json:"map"`
+			Rule *struct {
+				Comment string `json:"comment"`
+				Expr    []struct {
+					Counter *struct {
+						Packets uint64 `json:"packets"`
+					} `json:"counter"`
+				} `json:"expr"`
+			} `json:"rule"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(listing, &doc); err != nil {
+		return fmt.Errorf("nft's JSON listing: %v", err)
+	}
+	for _, o := range doc.Nftables {
+		if o.Map != nil {
+			p.Objects += len(o.Map.Elem)
+		}
+		if o.Rule == nil {
+			continue
+		}
+		p.Objects++
+		for _, e := range o.Rule.Expr {
+			if e.Counter == nil {
+				continue
+			}
+			switch o.Rule.Comment {
+			case nftEvaluated:
+				p.Evaluated += e.Counter.Packets
+			case nftDenied:
+				p.Denied += e.Counter.Packets
+			}
+		}
+	}
+	return nil
 }
