@@ -52,6 +52,9 @@ func TestKnobSections(t *testing.T) {
 		"| veth-routed | 10.0 | 20.1 | 20.1 | knee at streams=2: streams=4 gives 1.00x (not significant",
 		"| macvlan | 10.0 | 15.0 | 18.0 | no knee: every step up to streams=4 helped significantly |",
 		"| bridge | - | - | not applied |",
+		"As ratios to streams=1 (95% CI; ~ not significant):",
+		"| macvlan | 1 | 1.500 [",
+		"| bridge | - | - | not applied |\n",
 		"## Latency under load",
 		"| veth-routed | pod | tcp_rr | 2 | 20.0 | 200.0 | 10.0x | 40.0 | 400.0 | 10.0x |",
 	} {

@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
+	"github.com/vnetlab/vnetlab/internal/present/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// The policy knobs (issue 44) on real labs (prefix stn).
+
+const policyLabPrefix = "stn"
+
+// A sweep of the policies knob over two providers is one cell per count
+// and provider, each measured and proven: the provider's objects read back
+// equal to what the compiled policies make (more with more policies), the
+// denied flow dropped and counted, the proof sample's connections
+// evaluated; the table names each cell's provider and point.
+func TestPolicySweepProven(t *testing.T) {
+	requireLabs(t, policyLabPrefix)
+	spec := knobSpec(t, "veth-routed", []engine.Test{engine.TCPCRR}, "policies=0,200")
+	spec.LabPrefix, spec.Repeat = policyLabPrefix, 1
+	spec.PolicyProviders = []string{labpolicy.NFTables, labpolicy.IPTables}
+	f := runKnobs(t, spec)
+	if len(f.Cells) != 4 {
+		t.Fatalf("%d cells, want one per count and provider", len(f.Cells))
+	}
+	for _, prov := range spec.PolicyProviders {
+		objects := map[string]int{}
+		for _, point := range []string{"policies=0", "policies=200"} {
+			var c *results.Cell
+			for _, x := range f.Cells {
+				if x.Point == point && x.PolicyProvider == prov {
+					c = x
+				}
+			}
+			if c == nil {
+				t.Fatalf("no %s cell at %s", prov, point)
+			}
+			p := c.Policies
+			if p == nil || c.NotApplied != "" || p.NotApplied != "" {
+				t.Fatalf("%s: not proven: %q %+v", c.ID(), c.NotApplied, p)
+			}
+			if p.Objects != p.Want || p.Want == 0 || p.ProbeDenied == 0 || p.Evaluated == 0 || !strings.HasSuffix(p.Probe, ": dropped") {
+				t.Errorf("%s: proof %+v", c.ID(), p)
+			}
+			if c.Valid != spec.Repeat || c.ProofSample == nil {
+				t.Errorf("%s: %d valid samples, proof sample %v", c.ID(), c.Valid, c.ProofSample != nil)
+			}
+			objects[point] = p.Objects
+		}
+		if objects["policies=200"] < objects["policies=0"]+200 {
+			t.Errorf("%s: %v objects: 200 more policies are 200 rules more at least", prov, objects)
+		}
+	}
+	var buf bytes.Buffer
+	report.Table(&buf, f, false)
+	if out := buf.String(); !strings.Contains(out, "pod[iptables]{policies=200}") {
+		t.Errorf("the table does not name the cells' provider and point:\n%s", out)
+	}
+	if s := f.Metadata.Settings; len(s.PolicyProviders) != 2 || s.Sweep == nil {
+		t.Errorf("settings: %+v", s)
+	}
+}
+
+// Bad input of the policy knobs is one line before anything is built: an
+// unknown provider, a mode no provider of the run can serve, a count over
+// what a provider loads in reasonable time; a provider that cannot serve
+// one of several modes is planned around, not refused.
+func TestPolicyRefusals(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: probes the kernel's features")
+	}
+	base := DefaultSpec()
+	base.Modes = Variants([]string{"veth-routed"}, nil)
+	base.Tests = []engine.Test{engine.TCPCRR}
+	for _, c := range []struct {
+		name string
+		edit func(s *Spec)
+		want string
+	}{
+		{"unknown provider", func(s *Spec) { s.PolicyProviders = []string{"pf"} }, `--policy-providers: unknown policy provider "pf" (known: `},
+		{"a mode no provider serves", func(s *Spec) {
+			s.Modes, s.Policy.Policies = Variants([]string{"macvlan"}, nil), 10
+		}, "--policy-providers nftables cannot enforce policies in mode macvlan (nftables: pod-to-pod packets"},
+		{"too many to load", func(s *Spec) {
+			s.PolicyProviders, s.Policy.Policies = []string{labpolicy.IPTables}, knob.MaxPolicies
+		}, "--policies: policy provider iptables would take about "},
+		{"too many in a sweep", func(s *Spec) {
+			ax, _ := knob.ParseAxisFlag("ipblocks=0,100000")
+			s.PolicyProviders, s.Sweep.Axes = []string{labpolicy.IPTables}, []knob.Axis{ax}
+		}, "--sweep: policy provider iptables would take about "},
+		{"out of range", func(s *Spec) { s.Policy.IPBlocks = 200000 }, "--ipblocks: ipblocks 200000 is above the maximum 100000"},
+	} {
+		s := base
+		c.edit(&s)
+		err := s.Validate()
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "\n") {
+			t.Errorf("%s: %q, want one line starting %q", c.name, got, c.want)
+		}
+	}
+	s := base
+	s.Modes, s.Policy.Policies = Variants([]string{"veth-routed", "macvlan"}, nil), 10
+	if err := s.Validate(); err != nil {
+		t.Errorf("veth-routed and macvlan with nftables (macvlan skipped in the plan): %v", err)
+	}
+	states, _ := lab.List()
+	for _, st := range states {
+		if strings.HasPrefix(st.Name, "run") {
+			t.Errorf("a refused run left lab %s", st.Name)
+		}
+	}
+}
