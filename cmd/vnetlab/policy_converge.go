@@ -1,18 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
-	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -53,18 +50,9 @@ Examples:
 			if err := spec.Pace.Check(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-			c, err := labpolicy.Converge(ctx, spec, say)
-			if err != nil {
-				return err
-			}
-			report.PrintConvergence(os.Stdout, c)
-			if output != "" {
-				return results.WriteConvergence(output, c)
-			}
-			return nil
+			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
+				return labpolicy.Converge(ctx, spec, say)
+			})
 		},
 	}
 	f := cmd.Flags()

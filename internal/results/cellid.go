@@ -67,7 +67,8 @@ func PodCells(cells []*Cell) map[CellID]*Cell {
 // provider and generated services of a service path, the policy provider,
 // the placement and the sweep's point when there are: "pod",
 // "service(iptables)", "service(nftables+1000)@cross-node",
-// "pod{streams=4}", "pod[iptables]{policies=1000}".
+// "pod{streams=4}", "pod:iptables{policies=1000}" (":" and not brackets,
+// which a --cells pattern would read as a character class).
 func (id CellID) Series() string {
 	s := id.Path
 	if id.Provider != "" || id.ExtraServices > 0 {
@@ -78,7 +79,7 @@ func (id CellID) Series() string {
 		s += "(" + p + ")"
 	}
 	if id.PolicyProvider != "" {
-		s += "[" + id.PolicyProvider + "]"
+		s += ":" + id.PolicyProvider
 	}
 	if id.Placement != "" {
 		s += "@" + id.Placement
@@ -115,7 +116,7 @@ func (id CellID) Names() []string {
 }
 
 // Key matches cells across files (compare): mode|path|provider|test, then
-// |+N for generated services, |[policy provider], |@placement, |{point}
+// |+N for generated services, |:policy provider, |@placement, |{point}
 // and |family when set. Files written before these fields existed give the
 // same keys.
 func (id CellID) Key() string {
@@ -124,7 +125,7 @@ func (id CellID) Key() string {
 		k += fmt.Sprintf("|+%d", id.ExtraServices)
 	}
 	if id.PolicyProvider != "" {
-		k += "|[" + id.PolicyProvider + "]"
+		k += "|:" + id.PolicyProvider
 	}
 	if id.Placement != "" {
 		k += "|@" + id.Placement

@@ -102,11 +102,16 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g la
 		if err != nil {
 			return err
 		}
-		if pol != "" && len(plainPaths) > 0 {
-			if ep, ok := l.State.Paths[plainPaths[0]]; ok {
-				if err := p.enforce(l, mv, pol, g.Policy, ep); err != nil {
-					p.skip(mv, "", fmt.Errorf("policy provider %s with %s: %w", pol, g.Policy, err))
-					return nil
+		if pol != "" {
+			// The policies select the first path's server pod (each
+			// path's cells prove them for their own flow).
+			for _, path := range plainPaths {
+				if ep, ok := l.State.Paths[path]; ok {
+					if err := p.enforce(l, mv, pol, g.Policy, ep); err != nil {
+						p.skip(mv, "", fmt.Errorf("policy provider %s with %s: %w", pol, g.Policy, err))
+						return nil
+					}
+					break
 				}
 			}
 		}

@@ -149,6 +149,9 @@ func podByNS(st *lab.State, ns string) (lab.PodState, bool) {
 func (p *plan) cellProof(st *lab.State, c *Planned) {
 	pl := p.policies[st.Name]
 	if pl == nil {
+		if c.Cell.PolicyProvider != "" {
+			c.Cell.NotApplied = "no policies were loaded into lab " + st.Name
+		}
 		return
 	}
 	addr := pl.server.IP

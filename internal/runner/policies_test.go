@@ -62,7 +62,7 @@ func TestPolicySweepProven(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	report.Table(&buf, f, false)
-	if out := buf.String(); !strings.Contains(out, "pod[iptables]{policies=200}") {
+	if out := buf.String(); !strings.Contains(out, "pod:iptables{policies=200}") {
 		t.Errorf("the table does not name the cells' provider and point:\n%s", out)
 	}
 	if s := f.Metadata.Settings; len(s.PolicyProviders) != 2 || s.Sweep == nil {

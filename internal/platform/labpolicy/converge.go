@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
-	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // ConvergeSpec is `policy converge`: a policy's apply latency in a lab,
@@ -98,22 +95,14 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}()
 	say("converge: loaded in %.2fs", res.LoadSeconds)
-	self, err := engine.SelfBinary()
+	procs, err := converge.NewLabProcs()
 	if err != nil {
 		return nil, err
 	}
-	var procs []*proc.Cmd
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-	}()
-	p := proc.Command(ctx, server.NS, self, "whoami", "--name", server.Name, "--udp", strconv.Itoa(convergePort))
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("the probed pod %s: %v", server.Name, err)
+	defer procs.Stop()
+	if err := procs.Backend(ctx, converge.PodRef{NS: server.NS, Name: server.Name}, convergePort); err != nil {
+		return nil, err
 	}
-	procs = append(procs, p)
 	addr := server.IP
 	if addr == "" {
 		addr = server.IP6
@@ -124,21 +113,12 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	target := netip.AddrPortFrom(ip, convergePort).String()
 	seen := converge.NewSeen()
+	var refs []converge.PodRef
 	for _, pod := range probers {
-		p := proc.Command(ctx, pod.NS, self, "kube", "probe", "--node", pod.Name, "--target", target,
-			"--interval", spec.Pace.Interval.String(), "--timeout", spec.Pace.ProbeTimeout.String())
-		out, err := p.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.Start(); err != nil {
-			return nil, fmt.Errorf("prober in pod %s: %v", pod.Name, err)
-		}
-		procs = append(procs, p)
-		go seen.Read(out)
+		refs = append(refs, converge.PodRef{NS: pod.NS, Name: pod.Name})
 	}
-	if err := seen.WaitNodes(ctx, len(probers), spec.Pace.ChangeTimeout); err != nil {
-		return nil, fmt.Errorf("the probers never reported: %v", err)
+	if err := procs.Probers(ctx, refs, target, spec.Pace, seen); err != nil {
+		return nil, err
 	}
 	w := policyWriter{lab: st.Name, allow: allow}
 	steps := []converge.Step{{Kind: KindAllowAdded, Shows: converge.ShowsAny, Write: w.add}, {Kind: KindAllowDeleted, Shows: converge.ShowsNone, Write: w.del}}

@@ -71,7 +71,7 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 }
 
 // lineName names a cell's line of a sweep: its mode, and its path with
-// its providers when it is not the plain pod path ("bridge pod[iptables]").
+// its providers when it is not the plain pod path ("bridge pod:iptables").
 func lineName(c *results.Cell) string {
 	id := c.ID()
 	id.Point = ""
