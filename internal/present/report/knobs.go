@@ -323,6 +323,30 @@ func offloadSummary(links []results.LinkState) string {
 	return strings.Join(parts, ", ")
 }
 
+// PolicyRow is one cell's NetworkPolicies (the policy knobs) and their
+// proof.
+type PolicyRow struct {
+	Cell, State, Objects, Probe, Evaluated, Load string
+}
+
+// buildPolicies is a row per cell with policies.
+func buildPolicies(f *results.File) []PolicyRow {
+	var rows []PolicyRow
+	for _, c := range f.Cells {
+		p := c.Policies
+		if p == nil {
+			continue
+		}
+		r := PolicyRow{Cell: c.ID().String(), State: "in force", Objects: fmt.Sprintf("%d of %d", p.Objects, p.Want),
+			Probe: p.Probe, Evaluated: fmt.Sprint(p.Evaluated), Load: fmt.Sprintf("%.2f", p.LoadSec)}
+		if p.NotApplied != "" {
+			r.State = "not applied: " + p.NotApplied
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 // LoadRow is one rr cell under load beside the same cell idle.
 type LoadRow struct {
 	Mode, Series, Test, Load string
@@ -405,6 +429,9 @@ var knobNotes = map[string]string{
 		"and the packets of the measured windows: the average packet handed to the sender's device (a GSO packet whole), " +
 		"the average segment on the wire (bytes over GSO segments), the sender's largest packet, and the average packet the receiver's stack got after GRO. " +
 		"A setting the kernel refused or did not keep makes its cells \"not applied\", never measured as if set.",
+	"policies": "Each cell's generated NetworkPolicies in force, proven in its proof sample (docs/policies.md): the provider's objects read back against what the compiled policies make, " +
+		"a flow the policies deny probed and dropped, the packets of the proof sample the provider decided by policy (new connections), and the provider's load time. " +
+		"A cell without the proof is not applied, never measured as if its policies were set.",
 	"underload": "rr latency percentiles (µs, medians over samples) with the path idle and while the load's iperf3 streams saturate it, client to server (flent's RRUL shape); inflation = loaded / idle.",
 }
 
@@ -440,6 +467,15 @@ func markdownKnobs(w io.Writer, d *Doc) {
 			rows = append(rows, []string{r.Mode, r.Series, r.Test, r.State, r.MTU, r.GSO, r.GRO, r.Offloads, r.SenderAvg, r.SegAvg, r.MaxPkt, r.ReceiverAvg})
 		}
 		MarkdownTable(w, []string{"mode", "path", "test", "state", "MTU", "gso max", "gro max", "offloads", "sender avg B", "segment avg B", "sender max B", "receiver avg B (after GRO)"}, rows)
+		p("\n")
+	}
+	if len(d.Policies) > 0 {
+		p("## Policies in force\n\n%s\n\n", knobNotes["policies"])
+		var rows [][]string
+		for _, r := range d.Policies {
+			rows = append(rows, []string{r.Cell, r.State, r.Objects, r.Probe, r.Evaluated, r.Load})
+		}
+		MarkdownTable(w, []string{"cell", "state", "objects read back", "denied flow", "evaluated", "load s"}, rows)
 		p("\n")
 	}
 	if len(d.UnderLoad) > 0 {
