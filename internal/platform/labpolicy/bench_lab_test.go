@@ -23,14 +23,14 @@ import (
 // are removed behind its back, the proof fails, naming the count.
 func TestCellProofInLabs(t *testing.T) {
 	requireRoot(t)
-	l, _ := testnet.UpLab(t, lab.Spec{Name: "np-proof", Mode: modes.VethRouted, PodCIDR: lab.DefaultPodCIDR, PodCIDR6: lab.DefaultPodCIDR6, Family: family.Dual}, 2)
-	l.Release()
-	st := l.State
 	const port = 7001
-	testnet.Serve(t, st.Pods[0].NS, port, "")
-	testnet.Serve6(t, st.Pods[0].NS, port, "")
+	labs := labsFor(t, "np-proof", family.Dual, func(st *lab.State) {
+		testnet.Serve(t, st.Pods[0].NS, port, "")
+		testnet.Serve6(t, st.Pods[0].NS, port, "")
+	})
 	for _, provider := range Names() {
 		t.Run(provider, func(t *testing.T) {
+			st := labs(provider)
 			t.Cleanup(func() {
 				if err := Clear(st.Name); err != nil {
 					t.Error(err)
@@ -80,11 +80,10 @@ func TestConvergeInLab(t *testing.T) {
 	if os.Getenv("VNETLAB_BIN") == "" {
 		t.Skip("policy converge runs vnetlab whoami and vnetlab kube probe in the pods: set VNETLAB_BIN (make test does)")
 	}
-	l, _ := testnet.UpLab(t, lab.Spec{Name: "np-conv", Mode: modes.VethRouted, PodCIDR: lab.DefaultPodCIDR}, 2)
-	l.Release()
-	st := l.State
+	labs := labsFor(t, "np-conv", family.IPv4, nil)
 	for _, provider := range Names() {
 		t.Run(provider, func(t *testing.T) {
+			st := labs(provider)
 			pace := converge.DefaultPace()
 			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 8, 5*time.Second, 30*time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -112,5 +111,42 @@ func TestConvergeInLab(t *testing.T) {
 				t.Errorf("after converge: %v, installed %v, %d policies", err, cfg.Installed, len(cfg.Policies))
 			}
 		})
+	}
+}
+
+// labsFor gives each provider a lab (two pods, family fam) of the first
+// mode it can serve among veth-routed and veth-ebpf (an eBPF provider on
+// the pods' interfaces may serve only the latter), one lab per mode, up
+// until the test ends; ready runs once in each.
+func labsFor(t *testing.T, name string, fam family.Family, ready func(st *lab.State)) func(provider string) *lab.State {
+	byMode := map[string]*lab.State{}
+	return func(provider string) *lab.State {
+		t.Helper()
+		p, err := Get(provider)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{modes.VethRouted, modes.VethEBPF} {
+			m, err := modes.Get(mode)
+			if err != nil || p.Supports(m, nil) != "" {
+				continue
+			}
+			if st := byMode[mode]; st != nil {
+				return st
+			}
+			spec := lab.Spec{Name: name + "-" + mode[len(mode)-1:], Mode: mode, PodCIDR: lab.DefaultPodCIDR, Family: fam}
+			if fam.HasIPv6() {
+				spec.PodCIDR6 = lab.DefaultPodCIDR6
+			}
+			l, _ := testnet.UpLab(t, spec, 2)
+			l.Release()
+			if ready != nil {
+				ready(l.State)
+			}
+			byMode[mode] = l.State
+			return l.State
+		}
+		t.Fatalf("policy provider %s serves neither veth-routed nor veth-ebpf", provider)
+		return nil
 	}
 }
