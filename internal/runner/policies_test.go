@@ -71,9 +71,10 @@ func TestPolicySweepProven(t *testing.T) {
 }
 
 // Bad input of the policy knobs is one line before anything is built: an
-// unknown provider, a mode no provider of the run can serve, a count over
-// what a provider loads in reasonable time; a provider that cannot serve
-// one of several modes is planned around, not refused.
+// unknown provider, a mode no provider of the run can serve (a provider
+// that cannot serve one mode of several while another can is planned
+// around: its lab skipped with the reason), a count over what a provider
+// loads in reasonable time.
 func TestPolicyRefusals(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: probes the kernel's features")
@@ -89,7 +90,10 @@ func TestPolicyRefusals(t *testing.T) {
 		{"unknown provider", func(s *Spec) { s.PolicyProviders = []string{"pf"} }, `--policy-providers: unknown policy provider "pf" (known: `},
 		{"a mode no provider serves", func(s *Spec) {
 			s.Modes, s.Policy.Policies = Variants([]string{"macvlan"}, nil), 10
-		}, "--policy-providers nftables cannot enforce policies in mode macvlan (nftables: pod-to-pod packets"},
+		}, "--policy-providers nftables cannot enforce policies in mode macvlan (nftables: packets between macvlan pods"},
+		{"one mode of several no provider serves", func(s *Spec) {
+			s.Modes, s.Policy.Policies = Variants([]string{"veth-routed", "macvlan"}, nil), 10
+		}, "--policy-providers nftables cannot enforce policies in mode macvlan"},
 		{"too many to load", func(s *Spec) {
 			s.PolicyProviders, s.Policy.Policies = []string{labpolicy.IPTables}, knob.MaxPolicies
 		}, "--policies: policy provider iptables would take about "},
@@ -111,9 +115,9 @@ func TestPolicyRefusals(t *testing.T) {
 		}
 	}
 	s := base
-	s.Modes, s.Policy.Policies = Variants([]string{"veth-routed", "macvlan"}, nil), 10
+	s.Modes, s.PolicyProviders = Variants([]string{"veth-routed", "bridge"}, nil), []string{labpolicy.NFTables, labpolicy.IPTables}
 	if err := s.Validate(); err != nil {
-		t.Errorf("veth-routed and macvlan with nftables (macvlan skipped in the plan): %v", err)
+		t.Errorf("veth-routed and bridge with nftables and iptables: %v", err)
 	}
 	states, _ := lab.List()
 	for _, st := range states {
