@@ -54,7 +54,7 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 			path += "@" + c.ID.Placement
 		}
 		path += pointText(c.ID.Point) // a sweep's point
-		if c.ID.Family != "" { // an IPv6 cell (IPv4 is the default)
+		if c.ID.Family != "" {        // an IPv6 cell (IPv4 is the default)
 			path += " " + c.ID.Family
 		}
 		row := table.Row{c.Mode, path}
