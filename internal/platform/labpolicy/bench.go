@@ -185,7 +185,7 @@ func Setup(st *lab.State, provider string, b BenchSet) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Merge(d)
+	c.Policies = d.Policies // a new config: Merge's look-up per policy would be quadratic in them
 	if err := Commit(st, nil, c); err != nil {
 		return nil, err
 	}
