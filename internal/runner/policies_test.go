@@ -126,3 +126,25 @@ func TestPolicyRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Each policy set is a lab of its own (with each link setting), and a run
+// that sets no policy knob and names no provider loads no policies.
+func TestPolicyGroups(t *testing.T) {
+	s := DefaultSpec()
+	if s.usesPolicies() || len(s.labGroups()) != 1 || s.policyProviders()[0] != "" {
+		t.Fatalf("a plain run: uses policies %v, %d lab groups, providers %q", s.usesPolicies(), len(s.labGroups()), s.policyProviders())
+	}
+	pol, _ := knob.ParseAxisFlag("policies=0,100,1000")
+	mtu, _ := knob.ParseAxisFlag("mtu=default,9000")
+	s.Sweep.Axes = []knob.Axis{pol, mtu}
+	g := s.labGroups()
+	if len(g) != 4 || g[1].Policy.Policies != 100 || g[3].Links.MTU != 9000 || g[3].Policy.Policies != 0 {
+		t.Errorf("groups of policies=0,100,1000 and mtu=default,9000: %+v", g)
+	}
+	if !s.usesPolicies() || s.policyProviders()[0] != labpolicy.DefaultProvider || !s.SetsLinks() {
+		t.Errorf("a policies sweep: uses %v, providers %q, sets a lab's own %v", s.usesPolicies(), s.policyProviders(), s.SetsLinks())
+	}
+	if st := s.settings(); len(st.PolicyProviders) != 1 {
+		t.Errorf("settings record providers %q", st.PolicyProviders)
+	}
+}
