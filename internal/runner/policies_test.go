@@ -2,10 +2,13 @@ package runner
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
@@ -76,6 +79,7 @@ func TestPolicySweepProven(t *testing.T) {
 // around: its lab skipped with the reason), a count over what a provider
 // loads in reasonable time.
 func TestPolicyRefusals(t *testing.T) {
+	labpolicy.Register(slow{})
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: probes the kernel's features")
 	}
@@ -95,12 +99,12 @@ func TestPolicyRefusals(t *testing.T) {
 			s.Modes, s.Policy.Policies = Variants([]string{"veth-routed", "macvlan"}, nil), 10
 		}, "--policy-providers nftables cannot enforce policies in mode macvlan"},
 		{"too many to load", func(s *Spec) {
-			s.PolicyProviders, s.Policy.Policies = []string{labpolicy.IPTables}, knob.MaxPolicies
-		}, "--policies: policy provider iptables would take about "},
+			s.PolicyProviders, s.Policy.Policies = []string{slowProvider}, 12001
+		}, "--policies: policy provider stn-slow would take about 2m0s to load 12001 policies and ipblocks into each lab (about 100 a second, measured: docs/policies.md): use at most 12000, or another provider"},
 		{"too many in a sweep", func(s *Spec) {
 			ax, _ := knob.ParseAxisFlag("ipblocks=0,100000")
-			s.PolicyProviders, s.Sweep.Axes = []string{labpolicy.IPTables}, []knob.Axis{ax}
-		}, "--sweep: policy provider iptables would take about "},
+			s.PolicyProviders, s.Sweep.Axes = []string{labpolicy.NFTables, slowProvider}, []knob.Axis{ax}
+		}, "--sweep: policy provider stn-slow would take about 16m40s to load 100000"},
 		{"out of range", func(s *Spec) { s.Policy.IPBlocks = 200000 }, "--ipblocks: ipblocks 200000 is above the maximum 100000"},
 	} {
 		s := base
@@ -115,6 +119,11 @@ func TestPolicyRefusals(t *testing.T) {
 		}
 	}
 	s := base
+	s.PolicyProviders, s.Policy.Policies = []string{slowProvider}, 12000
+	if err := s.Validate(); err != nil {
+		t.Errorf("as many policies as a provider loads in 2 minutes: %v", err)
+	}
+	s = base
 	s.Modes, s.PolicyProviders = Variants([]string{"veth-routed", "bridge"}, nil), []string{labpolicy.NFTables, labpolicy.IPTables}
 	if err := s.Validate(); err != nil {
 		t.Errorf("veth-routed and bridge with nftables and iptables: %v", err)
@@ -147,4 +156,23 @@ func TestPolicyGroups(t *testing.T) {
 	if st := s.settings(); len(st.PolicyProviders) != 1 {
 		t.Errorf("settings record providers %q", st.PolicyProviders)
 	}
+}
+
+// slow is a policy provider that loads 100 policies a second (registered
+// by TestPolicyRefusals, never installed anywhere).
+type slow struct{}
+
+const slowProvider = "stn-slow"
+
+func (slow) Info() labpolicy.Info {
+	return labpolicy.Info{Name: slowProvider, Summary: "a test's provider", LoadRate: 100}
+}
+func (slow) Supports(modes.Mode, map[string]string) string { return "" }
+func (slow) Install(*lab.State, *netpol.Rules) error       { return errors.New("not a real provider") }
+func (slow) Update(*lab.State, *netpol.Rules, *netpol.Rules) error {
+	return errors.New("not a real provider")
+}
+func (slow) Remove(*lab.State) error { return errors.New("not a real provider") }
+func (slow) Prove(*lab.State) (labpolicy.Proof, error) {
+	return labpolicy.Proof{}, errors.New("not a real provider")
 }
