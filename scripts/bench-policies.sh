@@ -15,6 +15,8 @@
 #   COUNTS=0,1000 PROVIDERS=nftables scripts/bench-policies.sh
 #   RESULTS=old.json APPLY=0 scripts/bench-policies.sh   # print the rows of an earlier run again
 #   OUT=after.json scripts/bench-policies.sh             # where the run's results go (apply latency: OUT's name + -apply-P-N.json)
+#   SCALE=1 scripts/bench-policies.sh                    # also each provider's load time at 10000 and 100000 policies and 100000
+#                                                        # ipblocks (labpolicy's Info.LoadRate comes from it)
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${VNETLAB_BIN:-bin/vnetlab}
@@ -70,6 +72,13 @@ if echo "$PROVIDERS" | grep -q ebpf; then
 		[ "$other" = ebpf ] && continue
 		row "veth-ebpf/pod:ebpf{policies=10000}/tcp_crr" "veth-routed/pod:$other{policies=10000}/tcp_crr" --target '>=1.00'
 	done
+fi
+
+if [ "${SCALE:-0}" = 1 ]; then
+	echo
+	echo "load time per lab (the whole transaction: check, compile, load), veth-routed; machine load: $(uptime)"
+	"$BIN" run --modes veth-routed --tests tcp_rr --policy-providers "$PROVIDERS" --sweep policies=0,10000,100000 --sweep ipblocks=0,100000 \
+		--repeat 1 --duration 1s -o "${OUT%.json}-scale.json" 2>&1 | grep ': policy provider .* loaded '
 fi
 
 [ "$APPLY" = 1 ] || exit 0

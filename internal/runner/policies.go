@@ -128,7 +128,7 @@ func (p *plan) enforce(l *lab.Lab, mv ModeVariant, provider string, set knob.Pol
 	if err != nil {
 		return err
 	}
-	p.prog.Note("%s: policy provider %s loaded %d policies in %.2fs", mv.Label, provider, len(c.Policies), c.LoadSeconds)
+	p.prog.Note("%s: policy provider %s loaded %s (%d policies) in %.2fs", mv.Label, provider, what, len(c.Policies), c.LoadSeconds)
 	if p.policies == nil {
 		p.policies = map[string]*policyLab{}
 	}
