@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -79,6 +79,12 @@ bench-paths: build
 # references and netperf when it is on PATH; under the lab lock (~10 min).
 bench-harness: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-harness.sh
+
+# Issue 44's cost table: tcp_crr and tcp_rr at 0/100/1000/10000 NetworkPolicies
+# per mode and policy provider, ratios to 0 with CIs, from one interleaved run;
+# then apply latency per provider at 0 and 10000; under the lab lock (~25 min).
+bench-policies: build
+	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-policies.sh
 
 # Issue 13's table: kube-proxy iptables/nftables vs vnetlab's proxies on local
 # clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).

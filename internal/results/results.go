@@ -17,7 +17,8 @@ import (
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
 // 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
-// and the run's rate setting.
+// and the run's rate setting; a cell's policy provider and its policies'
+// proof, the run's policy settings (issue 44).
 const SchemaVersion = 3
 
 // File is one run.
@@ -142,7 +143,12 @@ type Settings struct {
 	Links Links  `json:"links,omitzero"`
 	Load  int    `json:"load,omitempty"`
 	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
-	Sweep *Sweep `json:"sweep,omitempty"`
+	// The policy knobs set for every cell (issue 44) and the providers
+	// enforcing them (each a cell coordinate).
+	Policies        int      `json:"policies,omitempty"`
+	IPBlocks        int      `json:"ipblocks,omitempty"`
+	PolicyProviders []string `json:"policy_providers,omitempty"`
+	Sweep           *Sweep   `json:"sweep,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -184,6 +190,10 @@ type Cell struct {
 	Placement string `json:"placement,omitempty"`
 	// Point is the cell's place in a sweep (see CellID): "streams=4".
 	Point string `json:"point,omitempty"`
+	// PolicyProvider enforces the lab's NetworkPolicies (see CellID);
+	// Policies is their proof.
+	PolicyProvider string       `json:"policy_provider,omitempty"`
+	Policies       *PolicyProof `json:"policies,omitempty"`
 	// Family is the IP family measured (see CellID): "" for IPv4, "ipv6".
 	Family string `json:"family,omitempty"`
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).

@@ -15,7 +15,7 @@ import (
 )
 
 // The knobs of a spec (issue 26): which points of the sweep a test takes
-// (appliesTo), which labs the points need (linkGroups) and the knobs'
+// (appliesTo), which labs the points need (labGroups) and the knobs'
 // checks. Where each knob's value lands is its field of knob.Settings,
 // which Spec embeds (the registry, knob.All, says which).
 
@@ -42,29 +42,30 @@ func (s Spec) appliesTo(p knob.Point, t engine.Test) bool {
 	return true
 }
 
-// linkGroup is the points of the sweep that share one setting of the
-// lab's links: they share a lab.
-type linkGroup struct {
+// labGroup is the points of the sweep that share one setting of the
+// lab's links and one policy set: they share a lab (per policy provider).
+type labGroup struct {
 	Links  knob.Links
+	Policy knob.PolicySet
 	Points []knob.Point
 }
 
-// SetsLinks says whether the spec sets a lab's links, plainly or in its
-// sweep (a cluster's links are its CNI's: kube run refuses it).
+// SetsLinks says whether the spec sets a lab's links or its policies,
+// plainly or in its sweep (a cluster's are its CNI's: kube run refuses
+// them).
 func (s Spec) SetsLinks() bool {
-	g := s.linkGroups()
-	return len(g) > 1 || !g[0].Links.IsZero()
+	return len(s.PolicyProviders) > 0 || slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Links.IsZero() || !g.Policy.IsZero() })
 }
 
-// linkGroups groups the sweep's points by the links they need, in the
-// points' order.
-func (s Spec) linkGroups() []linkGroup {
-	var out []linkGroup
+// labGroups groups the sweep's points by the links and the policies they
+// need, in the points' order.
+func (s Spec) labGroups() []labGroup {
+	var out []labGroup
 	for _, p := range s.Sweep.Points() {
-		l := s.at(p).Links
-		i := slices.IndexFunc(out, func(g linkGroup) bool { return g.Links == l })
+		at := s.at(p)
+		i := slices.IndexFunc(out, func(g labGroup) bool { return g.Links == at.Links && g.Policy == at.Policy })
 		if i < 0 {
-			out = append(out, linkGroup{Links: l})
+			out = append(out, labGroup{Links: at.Links, Policy: at.Policy})
 			i = len(out) - 1
 		}
 		out[i].Points = append(out[i].Points, p)
@@ -85,7 +86,7 @@ func (s Spec) checkKnobs() error {
 	if err := s.checkRate(); err != nil {
 		return err
 	}
-	groups := s.linkGroups()
+	groups := s.labGroups()
 	for _, g := range groups {
 		if g.Links.GSO > knob.LegacyGSO || g.Links.GRO > knob.LegacyGSO {
 			if err := kernel.BigTCPIPv4(); err != nil {

@@ -69,49 +69,59 @@ const (
 	maxPause = 250 * time.Millisecond
 )
 
-// Cycle writes p.Changes changes through w, one at a time, each waited for
-// on every node seen reports (or p.ChangeTimeout), with a random pause of
-// 50-250 ms after it. An unmeasured creation and deletion, each followed
-// on every node, comes first: what the system still owed earlier writes is
-// not charged to the first measured change. say reports progress.
+// A Step is one kind of change a cycle writes: its kind, the answer that
+// shows it (Change.Shows), and its write, returning its time (Unix ns,
+// taken just before the write's call).
+type Step struct {
+	Kind  string
+	Shows string
+	Write func(ctx context.Context) (int64, error)
+}
+
+// ServiceSteps are a Service's changes written through w, in Kinds'
+// order: created, an endpoint added, removed, deleted.
+func ServiceSteps(w Writer) []Step {
+	return []Step{
+		{KindServiceCreated, ShowsAny, w.Create},
+		{KindEndpointAdded, w.Second(), w.AddEndpoint},
+		{KindEndpointRemoved, Gone(w.Second()), w.RemoveEndpoint},
+		{KindServiceDeleted, ShowsNone, w.Delete},
+	}
+}
+
+// Cycle writes p.Changes changes of a Service through w (ServiceSteps).
 func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say func(string, ...any)) ([]results.Change, error) {
+	return CycleSteps(ctx, ServiceSteps(w), seen, p, target, say)
+}
+
+// CycleSteps writes p.Changes changes, cycling through steps, one at a
+// time, each waited for on every node seen reports (or p.ChangeTimeout),
+// with a random pause of 50-250 ms after it. An unmeasured first and last
+// step (a Service created and deleted, a policy's allow added and
+// deleted), each followed on every node, come first: what the system
+// still owed earlier writes is not charged to the first measured change.
+// say reports progress.
+func CycleSteps(ctx context.Context, steps []Step, seen *Seen, p Pace, target string, say func(string, ...any)) ([]results.Change, error) {
 	start := time.Now()
-	for _, step := range []struct {
-		shows string
-		write func(context.Context) (int64, error)
-	}{{ShowsAny, w.Create}, {ShowsNone, w.Delete}} {
-		at, err := step.write(ctx)
+	for _, step := range []Step{steps[0], steps[len(steps)-1]} {
+		at, err := step.Write(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("warm-up: %v", err)
 		}
-		ch := results.Change{Shows: step.shows, Written: at}
+		ch := results.Change{Shows: step.Shows, Written: at}
 		if err := waitUntil(ctx, p.WarmUpTimeout, func() bool { return seen.shownEverywhere(ch, 0) }); err != nil {
-			return nil, fmt.Errorf("warm-up: the nodes never followed the Service's change within %s (%v): is a Service proxy running?", p.WarmUpTimeout, err)
+			return nil, fmt.Errorf("warm-up: the nodes never followed the %s change within %s (%v): is the data plane being programmed?", step.Kind, p.WarmUpTimeout, err)
 		}
 	}
 	say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
 	var changes []results.Change
 	for i := range p.Changes {
-		kind := Kinds[i%len(Kinds)]
-		ch := results.Change{Seq: i, Kind: kind, Target: target}
+		step := steps[i%len(steps)]
+		ch := results.Change{Seq: i, Kind: step.Kind, Target: target, Shows: step.Shows}
 		var err error
-		switch kind {
-		case KindServiceCreated:
-			ch.Shows = ShowsAny
-			ch.Written, err = w.Create(ctx)
-		case KindEndpointAdded:
-			ch.Shows = w.Second()
-			ch.Written, err = w.AddEndpoint(ctx)
-		case KindEndpointRemoved:
-			ch.Shows = Gone(w.Second())
-			ch.Written, err = w.RemoveEndpoint(ctx)
-		case KindServiceDeleted:
-			ch.Shows = ShowsNone
-			ch.Written, err = w.Delete(ctx)
-		}
-		if err != nil {
-			return changes, fmt.Errorf("change %d (%s): %v", i, kind, err)
+		if ch.Written, err = step.Write(ctx); err != nil {
+			return changes, fmt.Errorf("change %d (%s): %v", i, step.Kind, err)
 		}
 		changes = append(changes, ch)
 		// A removed backend's change shows at the end of its last answers:

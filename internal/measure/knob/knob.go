@@ -31,6 +31,10 @@ const (
 	Offload Name = "offload" // ethtool features of every link on the path
 	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
 	Rate    Name = "rate"    // offered rate: rr/crr requests/s (open loop); UDP streams bits/s
+	// The lab's NetworkPolicies (issue 44): generated policies, and
+	// address blocks of one policy, the measured flow is checked against.
+	Policies Name = "policies"
+	IPBlocks Name = "ipblocks"
 )
 
 // Limits of the values (the kernel's where it has one).
@@ -44,6 +48,11 @@ const (
 	// LegacyGSO is the largest GSO/GRO packet without BIG TCP (GSO_LEGACY_MAX_SIZE).
 	LegacyGSO = 65536
 	MaxLoad   = 64
+	// MaxPolicies and MaxIPBlocks bound the policy knobs; each provider
+	// refuses less when it would take minutes to load them
+	// (labpolicy.CheckScale).
+	MaxPolicies = 100000
+	MaxIPBlocks = 100000
 )
 
 // Knob is one knob: its name, what it sets, its values' check, and
@@ -59,6 +68,10 @@ type Knob struct {
 	// Links: set on every link of the lab's path (links.go), so a lab
 	// per value; otherwise the engine takes it per sample.
 	Links bool
+	// Policy: the lab's NetworkPolicies (Settings.Policy), loaded by a
+	// policy provider, so a lab per value and provider (the run's policy
+	// providers are a cell coordinate of their own).
+	Policy bool
 	// RequestResponseOnly: the knob changes only rr/crr tests (load);
 	// other tests are measured at its base value only.
 	RequestResponseOnly bool
@@ -107,6 +120,12 @@ var All = []Knob{
 		Help:        "offered rate: rr/crr requests (connections) per second in all, open-loop, latency from each intended send time (20000 or 20k, up to 50000: docs/engines.md); udp_stream/udp_pps bits/s (iperf3 -b: 500M); max: closed loop, unlimited UDP",
 		stringField: func(s *Settings) *string { return &s.Rate },
 		check:       checkRate},
+	{Name: Policies, Policy: true, canonical: intIn(Policies, 0, MaxPolicies, ""),
+		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies.md)",
+		intField: func(s *Settings) *int { return &s.Policy.Policies }},
+	{Name: IPBlocks, Policy: true, canonical: intIn(IPBlocks, 0, MaxIPBlocks, ""),
+		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies.md)",
+		intField: func(s *Settings) *int { return &s.Policy.IPBlocks }},
 }
 
 // Get is the knob named n.
@@ -186,22 +205,17 @@ func IsLinks(n Name) bool {
 	return err == nil && k.Links
 }
 
-// linkKnobs are the names of the links' knobs.
-func linkKnobs() []Name {
-	var out []Name
-	for _, k := range All {
-		if k.Links {
-			out = append(out, k.Name)
-		}
-	}
-	return out
-}
+// LabOnly says whether a knob is a lab's own setting (its links, its
+// policies), which a cluster's CNI decides instead: kube run refuses it.
+func (k Knob) LabOnly() bool { return k.Links || k.Policy }
 
-// LinkKnobNames lists the links' knobs, comma-separated (for errors).
-func LinkKnobNames() string {
+// LabOnlyNames lists the lab-only knobs, comma-separated (for errors).
+func LabOnlyNames() string {
 	var s []string
-	for _, n := range linkKnobs() {
-		s = append(s, string(n))
+	for _, k := range All {
+		if k.LabOnly() {
+			s = append(s, string(k.Name))
+		}
 	}
 	return strings.Join(s, ", ")
 }

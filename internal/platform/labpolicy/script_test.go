@@ -43,6 +43,7 @@ func TestNftScript(t *testing.T) {
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
+		"add chain inet vnetlab-netpol ingress-default/pod-a\nadd rule inet vnetlab-netpol ingress-default/pod-a counter comment \"evaluated\"\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a counter drop comment \"denied\"\n",
 		"add element inet vnetlab-netpol ingress-v4 { 192.168.10.10 : goto ingress-default/pod-a }\n",
 		"add rule inet vnetlab-netpol egress-default/pod-a counter drop comment \"denied\"\n",

@@ -12,8 +12,12 @@ import (
 // node, the latencies' p50/p90/p99 with their 95% CIs and the largest, in
 // ms, and how many changes a node did not apply.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
-	fmt.Fprintf(w, "network programming latency, proxy %s: %d changes, probes every %d µs (the resolution), %s\n",
-		c.Proxy, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
+	what := "network programming latency, proxy " + c.Proxy
+	if c.PolicyProvider != "" {
+		what = fmt.Sprintf("policy apply latency, policy provider %s, %d policies and %d ipblocks present", c.PolicyProvider, c.Policies, c.IPBlocks)
+	}
+	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
+		what, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tP50 MS\tP90 MS\tP99 MS\tMAX MS")
 	for _, r := range c.Rows {

@@ -44,6 +44,8 @@ func TestKnobSections(t *testing.T) {
 		f.Cells = append(f.Cells, &results.Cell{Mode: "veth-routed", Path: "pod", Point: l.point, Test: "tcp_rr", Unit: "trans/s",
 			Latency: map[string]float64{"p50": l.p99 / 2, "p99": l.p99, "p99.9": l.p99 * 2}})
 	}
+	f.Cells = append(f.Cells, &results.Cell{Mode: "bridge", Path: "pod", PolicyProvider: "iptables", Point: "streams=1,load=0", Test: "tcp_crr", Unit: "conn/s",
+		Policies: &results.PolicyProof{Policies: 1000, Objects: 1012, Want: 1012, Probe: "tcp 192.168.10.10:9: dropped", ProbeDenied: 1, Evaluated: 3, LoadSec: 0.5}})
 	var buf bytes.Buffer
 	Markdown(&buf, Build(f))
 	out := buf.String()
@@ -52,6 +54,11 @@ func TestKnobSections(t *testing.T) {
 		"| veth-routed | 10.0 | 20.1 | 20.1 | knee at streams=2: streams=4 gives 1.00x (not significant",
 		"| macvlan | 10.0 | 15.0 | 18.0 | no knee: every step up to streams=4 helped significantly |",
 		"| bridge | - | - | not applied |",
+		"As ratios to streams=1 (95% CI; ~ not significant):",
+		"| macvlan | 1 | 1.500 [",
+		"| bridge | - | - | not applied |\n",
+		"## Policies in force",
+		"| bridge/pod:iptables{streams=1,load=0}/tcp_crr | in force | 1012 of 1012 | tcp 192.168.10.10:9: dropped | 3 | 0.50 |",
 		"## Latency under load",
 		"| veth-routed | pod | tcp_rr | 2 | 20.0 | 200.0 | 10.0x | 40.0 | 400.0 | 10.0x |",
 	} {

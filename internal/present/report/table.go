@@ -47,10 +47,14 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	t.AppendHeader(append(header, "unit", "samples"))
 	for _, c := range d.Cells {
 		path := c.ID.Path
+		if c.ID.PolicyProvider != "" { // the lab's NetworkPolicies' provider
+			path += ":" + c.ID.PolicyProvider
+		}
 		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
 			path += "@" + c.ID.Placement
 		}
-		if c.ID.Family != "" { // an IPv6 cell (IPv4 is the default)
+		path += pointText(c.ID.Point) // a sweep's point
+		if c.ID.Family != "" {        // an IPv6 cell (IPv4 is the default)
 			path += " " + c.ID.Family
 		}
 		row := table.Row{c.Mode, path}

@@ -45,6 +45,8 @@ type Doc struct {
 	Curves    []*CurveView
 	InForce   []InForceRow
 	UnderLoad []LoadRow
+	// Policies: each cell's NetworkPolicies and their proof (policy knobs).
+	Policies []PolicyRow
 }
 
 // KV is one metadata line.
@@ -126,7 +128,7 @@ func Build(f *results.File) *Doc {
 	for _, c := range f.Cells {
 		d.Cells = append(d.Cells, views[c])
 	}
-	d.Curves, d.InForce, d.UnderLoad = buildCurves(f), buildInForce(f), buildUnderLoad(f)
+	d.Curves, d.InForce, d.UnderLoad, d.Policies = buildCurves(f), buildInForce(f), buildUnderLoad(f), buildPolicies(f)
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
 		d.Warnings = append(d.Warnings, "measured under "+e)

@@ -1,0 +1,115 @@
+package labpolicy
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+)
+
+// The policies knob's set, compiled: the server's ingress walks every
+// generated policy's block before the allowing rule, which comes last and
+// admits only the client on the measured ports; the model agrees the flow
+// is allowed, the deny probe's port and any other pod denied.
+func TestBenchSetCompiles(t *testing.T) {
+	st := fakeLab("veth-routed", nil)
+	st.Spec.Family = family.Dual
+	st.Pods = []lab.PodState{{Name: "pod-a", IP: "192.168.10.10", IP6: "fd00:10:244::a"}, {Name: "pod-b", IP: "192.168.10.11", IP6: "fd00:10:244::b"},
+		{Name: "pod-c", IP: "192.168.10.12", IP6: "fd00:10:244::c"}}
+	b := BenchSet{Policies: 300, IPBlocks: 50, Server: st.Pods[0], Clients: st.Pods[1:2], Ports: []uint16{7001, 5201}}
+	c := &Config{}
+	d, err := b.Doc(st, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Policies) != 302 || d.Policies[300].Name != BlocksName || d.Policies[301].Name != AllowName {
+		t.Fatalf("%d policies, the last %s: want 300 generated, %s, then %s", len(d.Policies), d.Policies[len(d.Policies)-1].Name, BlocksName, AllowName)
+	}
+	c.Merge(d)
+	w, err := c.World(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netpol.Check(w); err != nil {
+		t.Fatal(err)
+	}
+	r := netpol.Compile(w)
+	in := r.Pods[0].Ingress
+	if r.Pods[0].Pod != "pod-a" || !in.Isolated || len(in.Allow) != 302 {
+		t.Fatalf("pod %s ingress: isolated %v, %d allows; want pod-a isolated with 302", r.Pods[0].Pod, in.Isolated, len(in.Allow))
+	}
+	if len(in.Allow[0].Blocks) != 2 || in.Allow[0].Blocks[0].CIDR.String() != "198.18.0.0/32" || in.Allow[299].Blocks[1].CIDR.String() != "2001:db8:4400::12b/128" {
+		t.Errorf("generated blocks: %v ... %v", in.Allow[0].Blocks, in.Allow[299].Blocks)
+	}
+	if n := len(in.Allow[300].Blocks); n != 100 {
+		t.Errorf("the ipblocks policy has %d blocks, want 50 per family", n)
+	}
+	if last := in.Allow[301]; len(last.Pods) != 2 || len(last.Ports) != 4 {
+		t.Errorf("the allowing rule: %+v", last)
+	}
+	for _, c := range []struct {
+		src, dst string
+		port     uint16
+		want     bool
+	}{
+		{"192.168.10.11", "192.168.10.10", 7001, true},
+		{"fd00:10:244::b", "fd00:10:244::a", 5201, true},
+		{"192.168.10.11", "192.168.10.10", DeniedPort, false},
+		{"192.168.10.12", "192.168.10.10", 7001, false},
+		{"198.18.0.7", "192.168.10.10", DeniedPort, true},
+	} {
+		if got := r.Allowed(netip.MustParseAddr(c.src), netip.MustParseAddr(c.dst), netpol.TCP, c.port); got != c.want {
+			t.Errorf("%s -> %s:%d allowed %v, want %v", c.src, c.dst, c.port, got, c.want)
+		}
+	}
+	st.Pods[2].IP = "198.18.0.9"
+	if _, err := b.Doc(st, &Config{}); err == nil || !strings.Contains(err.Error(), "pod pod-c's address 198.18.0.9 is in 198.18.0.0/15") {
+		t.Errorf("a pod inside the generated peers' range: %v", err)
+	}
+}
+
+// What the providers read back: nft's JSON listing (as nft 1.0.6 writes
+// it) and iptables-save -c's lines, objects and counters.
+func TestReadBack(t *testing.T) {
+	var p Proof
+	listing := `{"nftables": [{"metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5", "json_schema_version": 1}},
+{"table": {"family": "inet", "name": "vnetlab-netpol", "handle": 3}},
+{"map": {"family": "inet", "name": "ingress-v4", "table": "vnetlab-netpol", "type": "ipv4_addr", "handle": 2, "map": "verdict", "elem": [["192.168.10.10", {"goto": {"target": "ingress-default/pod-a"}}]]}},
+{"map": {"family": "inet", "name": "egress-v4", "table": "vnetlab-netpol", "type": "ipv4_addr", "handle": 3, "map": "verdict"}},
+{"chain": {"family": "inet", "table": "vnetlab-netpol", "name": "ingress-default/pod-a", "handle": 9}},
+{"rule": {"family": "inet", "table": "vnetlab-netpol", "chain": "ingress-default/pod-a", "handle": 10, "comment": "evaluated", "expr": [{"counter": {"packets": 12, "bytes": 720}}]}},
+{"rule": {"family": "inet", "table": "vnetlab-netpol", "chain": "ingress-default/pod-a", "handle": 11, "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}}, "right": {"prefix": {"addr": "198.18.0.0", "len": 32}}}}, {"accept": null}]}},
+{"rule": {"family": "inet", "table": "vnetlab-netpol", "chain": "ingress-default/pod-a", "handle": 12, "comment": "denied", "expr": [{"counter": {"packets": 2, "bytes": 120}}, {"drop": null}]}}]}`
+	if err := nftReadBack([]byte(listing), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p != (Proof{Objects: 4, Evaluated: 12, Denied: 2}) {
+		t.Errorf("nft: %+v, want 3 rules and 1 element, 12 evaluated, 2 denied", p)
+	}
+	script := "add rule inet t c counter\nadd element inet t ingress-v4 { 192.168.10.10 : goto c, 192.168.10.11 : goto c }\nadd chain inet t c\n"
+	if n := nftObjects(script); n != 3 {
+		t.Errorf("nftObjects: %d, want 1 rule and 2 elements", n)
+	}
+	p = Proof{}
+	saved := `# Generated by iptables-save v1.8.9
+*filter
+:INPUT ACCEPT [0:0]
+:FORWARD ACCEPT [40:2400]
+:VNL-IN-ABC - [0:0]
+:VNL-NETPOL - [0:0]
+[40:2400] -A FORWARD -j VNL-NETPOL
+[30:1800] -A VNL-NETPOL -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+[10:600] -A VNL-NETPOL -d 192.168.10.10/32 -j VNL-IN-ABC
+[7:420] -A VNL-IN-ABC -s 198.18.0.0/32 -j ACCEPT
+[3:180] -A VNL-IN-ABC -j DROP
+[5:300] -A INPUT -j ACCEPT
+COMMIT
+`
+	iptReadBack(saved, &p)
+	if p != (Proof{Objects: 5, Evaluated: 10, Denied: 3}) {
+		t.Errorf("iptables: %+v, want 5 rules, 10 evaluated, 3 denied", p)
+	}
+}
