@@ -95,10 +95,10 @@ clean-labs: build
 	./bin/vnetlab clean
 
 # Recompiles bpf/*.c into the committed internal/datapath/tcbpf/service_bpfel.{go,o},
-# internal/datapath/sock/sock_bpfel.{go,o} and internal/measure/profile/profile_bpfel.{go,o}
+# internal/datapath/sock/sock_bpfel.{go,o}, internal/datapath/polbpf/policy_bpfel.{go,o} and internal/measure/profile/profile_bpfel.{go,o}
 # (needs clang 14 and libbpf-dev: apt-get install clang-14 libbpf-dev; building
 # vnetlab itself does not). The objects are byte-identical when regenerated unchanged.
 BPF2GO_CC    ?= clang-14
 BPF2GO_STRIP ?= llvm-strip-14
 generate:
-	BPF2GO_CC=$(BPF2GO_CC) BPF2GO_STRIP=$(BPF2GO_STRIP) $(GO) generate ./internal/datapath/tcbpf ./internal/datapath/sock ./internal/measure/profile ./internal/measure/pktstat
+	BPF2GO_CC=$(BPF2GO_CC) BPF2GO_STRIP=$(BPF2GO_STRIP) $(GO) generate ./internal/datapath/tcbpf ./internal/datapath/sock ./internal/datapath/polbpf ./internal/measure/profile ./internal/measure/pktstat

@@ -167,6 +167,13 @@ type Policies struct {
 	// NodeFilterOff says why, with these options, the node's netfilter
 	// misses the pods' packets although NodeFilter ("": it sees them).
 	NodeFilterOff func(options map[string]string) string
+	// PodIf: tc programs on each pod's own interface (its eth0, in its
+	// namespace) see every packet the pod sends, before anything
+	// translates it, and every packet it receives, after every
+	// translation and redirect (bpf_redirect_peer included): the place of
+	// the ebpf policy provider (internal/datapath/polbpf). Set for the
+	// modes it is wired and tested on.
+	PodIf bool
 }
 
 // NodeFilterUnseen says why policy rules in the node's netfilter would not

@@ -23,6 +23,7 @@ import (
 const (
 	NFTables = "nftables"
 	IPTables = "iptables"
+	EBPF     = "ebpf"
 )
 
 // DefaultProvider is the provider a lab gets when none is named.
@@ -105,6 +106,11 @@ func Check(provider string, st *lab.State) error {
 	if why := p.Supports(m, st.Spec.Options); why != "" {
 		return fmt.Errorf("policy provider %s cannot serve lab %s of mode %s: %s", provider, st.Name, m.Name, why)
 	}
+	if lc, ok := p.(labChecker); ok {
+		if why := lc.CheckLab(st); why != "" {
+			return fmt.Errorf("policy provider %s cannot serve lab %s: %s", provider, st.Name, why)
+		}
+	}
 	return nil
 }
 
@@ -138,6 +144,13 @@ func CheckScale(provider string, policies, ipblocks int) error {
 			provider, est.Round(time.Second), n, rate, int(rate*MaxLoadTime.Seconds()))
 	}
 	return nil
+}
+
+// labChecker is implemented by a provider that needs more of a lab than
+// its mode (the ebpf provider: how its Services are translated).
+type labChecker interface {
+	// CheckLab returns "" when the provider can serve lab st, else why not.
+	CheckLab(st *lab.State) string
 }
 
 // nodeFilterSupports is the check of a provider whose rules sit in the
