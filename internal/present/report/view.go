@@ -435,15 +435,16 @@ func rateMaxLines(cells []*results.Cell) []string {
 		if m == nil {
 			continue
 		}
-		id := lineOf(c.ID())
-		key := id.String() + "/" + c.Test
+		id := c.ID()
+		id.Point = ""
+		key := id.String()
 		if _, ok := lines[key]; !ok {
 			order = append(order, key)
 			if m.Error != "" && m.Max == 0 {
-				lines[key] = fmt.Sprintf("%s/%s: %s", id.String(), c.Test, m.Error)
+				lines[key] = fmt.Sprintf("%s: %s", key, m.Error)
 				continue
 			}
-			lines[key] = fmt.Sprintf("%s/%s: 100%% = %s %s closed-loop (median of %d samples before the rounds); offered", id.String(), c.Test, fmtValue(m.Max), c.Unit, len(m.ClosedLoop))
+			lines[key] = fmt.Sprintf("%s: 100%% = %s %s closed-loop (median of %d samples before the rounds); offered", key, fmtValue(m.Max), c.Unit, len(m.ClosedLoop))
 		}
 		if m.Max == 0 {
 			continue
