@@ -120,8 +120,8 @@ func TestRunRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range spec.Sweep.Points() {
-		if r := spec.EngineSpec(engine.TCPRR, p, family.IPv4).Rate; r != runner.LoadProbeRate {
-			t.Errorf("%s: tcp_rr's rate %q, want the probe's %s", p, r, runner.LoadProbeRate)
+		if es := spec.EngineSpec(engine.TCPRR, p, family.IPv4); es.Rate != runner.LoadProbeRate || es.Streams != runner.LoadProbeFlows {
+			t.Errorf("%s: tcp_rr's rate %q over %d flows, want the probe's %s over %d", p, es.Rate, es.Streams, runner.LoadProbeRate, runner.LoadProbeFlows)
 		}
 		if r := spec.EngineSpec(engine.TCPStream, p, family.IPv4).Rate; r != "max" {
 			t.Errorf("%s: tcp_stream's rate %q, want max", p, r)

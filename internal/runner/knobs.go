@@ -156,16 +156,21 @@ func (s Spec) checkRate() error {
 // latencies, enough for a p99.9, from a 2 s sample.
 const LoadProbeRate = "5000"
 
-// probeRate is the rate test t's engine d gets from s: LoadProbeRate for
-// the latency-under-load probe, else s's own.
-func (s Spec) probeRate(t engine.Test, d engine.Driver) string {
+// LoadProbeFlows are the probe's flows (at least): 100 requests/s each, so
+// a flow's next request is due 10 ms after its last, and only a wait
+// longer than that (a queue, not a tail of a few ms) holds it back.
+const LoadProbeFlows = 50
+
+// probe is the rate and flows test t's engine d gets from s:
+// LoadProbeRate over LoadProbeFlows for the latency-under-load probe,
+// else s's own.
+func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
 	underLoad := s.Load > 0 || s.Sweep.Sweeps(knob.Load)
 	if underLoad && t.RequestResponse() && (s.Rate == "" || s.Rate == knob.Unlimited) && engine.OpenLoop(d) {
-		return LoadProbeRate
+		return LoadProbeRate, max(s.Streams, LoadProbeFlows)
 	}
-	return s.Rate
+	return s.Rate, s.Streams
 }
-
 // proveLinks records lab l's links as the kernel kept them, for its cells:
 // the proof the lab took when it set its knobs, else a read-back.
 func (p *plan) proveLinks(l *lab.Lab, m modes.Mode) error {
