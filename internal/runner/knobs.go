@@ -171,6 +171,7 @@ func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
 	}
 	return s.Rate, s.Streams
 }
+
 // proveLinks records lab l's links as the kernel kept them, for its cells:
 // the proof the lab took when it set its knobs, else a read-back.
 func (p *plan) proveLinks(l *lab.Lab, m modes.Mode) error {
