@@ -24,6 +24,8 @@ func TestRunKnobBadInput(t *testing.T) {
 		{"--sweep offload=gro:maybe", "gro"},
 		{"--sweep mtu+streams=1500", "take the same values"},
 		{"--sweep streams=1,2 --sweep streams=4,8", "knob streams is swept twice"},
+		{"--sweep rate=10%,120%", "rate 120% is above the path's closed-loop maximum (100%)"},
+		{"--sweep rate=0%,50%", "rate 0%: use a share above 0% of the path's closed-loop maximum"},
 	} {
 		f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		f.SetOutput(io.Discard)
@@ -49,12 +51,11 @@ func TestRunKnobBadInput(t *testing.T) {
 		"--sweep rate=max,5000 --tests tcp_rr,udp_pps": "--sweep rate=5000 is an open loop's requests per second for tcp_rr",
 		"--sweep rate=max,60k --tests udp_rr":          "rate 60000 is above 50000/s",
 		// A share of each path's maximum (rate=50%).
-		"--rate 0% --tests tcp_rr":                       "rate 0%: use a share above 0% of the path's closed-loop maximum",
-		"--sweep rate=10%,120% --tests tcp_rr":           "rate 120% is above the path's closed-loop maximum (100%)",
-		"--rate 5x% --tests tcp_rr":                      `rate "5x%": use max`,
-		"--rate 50% --tests udp_stream":                  "--rate 50%: a share of the path's closed-loop maximum is for rr/crr tests",
-		"--rate 50% --tests tcp_rr --engine sockperf":    "--rate 50%: sockperf's ping-pong is a closed loop",
-		"--sweep rate=10%,50% --tests tcp_rr,tcp_stream": "stream tests (tcp_stream) cannot take",
+		"--rate 0% --tests tcp_rr":                              "rate 0%: use a share above 0% of the path's closed-loop maximum",
+		"--rate 5x% --tests tcp_rr":                             `rate "5x%": use max`,
+		"--rate 50% --tests udp_stream":                         "--rate 50%: a share of the path's closed-loop maximum is for rr/crr tests",
+		"--rate 50% --tests tcp_rr --engine sockperf --size 14": "--rate 50%: sockperf's ping-pong is a closed loop",
+		"--sweep rate=10%,50% --tests tcp_rr,tcp_stream":        "stream tests (tcp_stream) cannot take",
 	} {
 		_, _, err := resolveRun(t, strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
