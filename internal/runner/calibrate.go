@@ -8,6 +8,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
@@ -48,18 +49,20 @@ func calibrate(ctx context.Context, spec Spec, cells []Planned, prog Progress) e
 }
 
 // calibrationKey names the path c's maximum is measured on: its cell
-// without the rate's value, at its target.
-func calibrationKey(c Planned) string {
+// without the rate, at its target.
+func calibrationKey(c Planned) string { return pathOf(c).Key() + "@" + c.Target.Addr }
+
+// pathOf is c's cell without the rate's axis in its point.
+func pathOf(c Planned) results.CellID {
 	id := c.Cell.ID()
 	var p knob.Point
 	for _, v := range c.Point {
-		if _, isRate := (knob.Point{v}).Get(knob.Rate); isRate {
-			v.Value = ""
+		if _, isRate := (knob.Point{v}).Get(knob.Rate); !isRate {
+			p = append(p, v)
 		}
-		p = append(p, v)
 	}
 	id.Point = p.String()
-	return id.Key() + "@" + c.Target.Addr
+	return id
 }
 
 // measureMax is c's path measured closed-loop and idle, calibrationSamples
@@ -78,7 +81,7 @@ func measureMax(ctx context.Context, spec Spec, c Planned, prog Progress) *resul
 		m.ClosedLoop = append(m.ClosedLoop, res.Value)
 	}
 	m.Max = stats.Median(m.ClosedLoop)
-	prog.Note("%s: 100%% is %.0f %s (closed loop, median of %d samples)", calibrationKey(c), m.Max, c.Cell.Unit, calibrationSamples)
+	prog.Note("%s: 100%% is %.0f %s (closed loop, median of %d samples)", pathOf(c), m.Max, c.Cell.Unit, calibrationSamples)
 	return m
 }
 
@@ -90,7 +93,7 @@ func withShare(m results.RateMax, share float64) *results.RateMax {
 		return &m
 	}
 	m.Offered = math.Max(1, math.Round(share*m.Max))
-	if _, err := engine.OpenRate(strconv.FormatFloat(m.Offered, 'f', 0, 64)); err != nil {
+	if err := rrbench.CheckRate(m.Offered); err != nil {
 		m.Error = fmt.Sprintf("%g%% of the path's %.0f/s is %.0f/s: %v", 100*share, m.Max, m.Offered, err)
 	}
 	return &m
