@@ -88,30 +88,24 @@ func TestRunRate(t *testing.T) {
 	if es := spec.EngineSpec(engine.TCPRR, nil, family.IPv4); es.Rate != "20k" {
 		t.Errorf("--rate 20k reached the engine as %q", es.Rate)
 	}
-	spec, _, err = resolveRun(t, "--sweep", "rate=5000,10000,20000", "--tests", "tcp_rr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range spec.Sweep.Points() {
-		got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPRR, p, family.IPv4).Rate)
-	}
-	if want := "rate=5000:5000 rate=10000:10000 rate=20000:20000"; strings.Join(got, " ") != want {
-		t.Errorf("--sweep rate=5000,10000,20000: points %v, want %s", got, want)
-	}
-	// Shares of each path's maximum, and absolute rates, in one sweep:
-	// the engine gets the share, made a rate when the path's maximum is
-	// measured (runner: calibrate).
-	spec, _, err = resolveRun(t, "--sweep", "rate=10%,50.0%,95%,100%,2000", "--tests", "tcp_rr,tcp_crr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = nil
-	for _, p := range spec.Sweep.Points() {
-		got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPCRR, p, family.IPv4).Rate)
-	}
-	if want := "rate=10%:10% rate=50%:50% rate=95%:95% rate=100%:100% rate=2000:2000"; strings.Join(got, " ") != want {
-		t.Errorf("--sweep rate=10%%,50.0%%,95%%,100%%,2000: points %v, want %s", got, want)
+	// Each point's rate as the engine gets it: absolute rates, and shares
+	// of each path's maximum beside them (made a rate when the path's
+	// maximum is measured: runner's calibrate).
+	for sweep, want := range map[string]string{
+		"rate=5000,10000,20000":        "rate=5000:5000 rate=10000:10000 rate=20000:20000",
+		"rate=10%,50.0%,95%,100%,2000": "rate=10%:10% rate=50%:50% rate=95%:95% rate=100%:100% rate=2000:2000",
+	} {
+		spec, _, err := resolveRun(t, "--sweep", sweep, "--tests", "tcp_rr,tcp_crr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range spec.Sweep.Points() {
+			got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPCRR, p, family.IPv4).Rate)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("--sweep %s: points %v, want %s", sweep, got, want)
+		}
 	}
 	// Latency under load: the rr probe runs open-loop at the probe's rate
 	// at every point of a load sweep, idle too (flent's RRUL shape); a

@@ -27,7 +27,7 @@ type kneeLine struct {
 	why   string
 }
 
-// at is the rate the line offered at index i ("" when not known).
+// offered is the rate the line offered at index i (0 when not known).
 func (l kneeLine) offered(i int) float64 {
 	for _, s := range l.cells[i].Samples {
 		if s.Valid && s.Schedule != nil {
@@ -52,16 +52,10 @@ func KneeSentences(f *results.File, test string, modes []string) ([]string, erro
 	a := sw.Axes[ai]
 	byTest := map[string][]*kneeLine{}
 	var tests []string
-	for _, c := range f.Cells {
-		p, err := knob.ParsePoint(c.Point)
-		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
-			continue
-		}
-		if v := sw.Varies(p.Values()); v != -1 && v != ai {
-			continue
-		}
-		vi := slices.Index(a.Values, p[ai].Value)
-		if vi < 0 || p[ai].Value == knob.Unlimited {
+	for _, ac := range axisCells(f, *sw, ai, test, modes) {
+		c := ac.cell
+		vi := slices.Index(a.Values, ac.value)
+		if vi < 0 || ac.value == knob.Unlimited {
 			continue
 		}
 		id := sameLine(c)
