@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-latency-load clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -85,6 +85,12 @@ bench-harness: build
 # then apply latency per provider at 0 and 10000; under the lab lock (~25 min).
 bench-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-policies.sh
+
+# Issue 46's closing numbers: tcp_crr latency against offered load (10-95% of
+# each path's closed-loop maximum) over five modes, with CIs, the report's
+# curves and knees, then the stall test's p99s; under the lab lock (~10 min).
+bench-latency-load: build
+	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-latency-load.sh
 
 # Issue 13's table: kube-proxy iptables/nftables vs vnetlab's proxies on local
 # clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).

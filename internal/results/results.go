@@ -219,7 +219,11 @@ type Cell struct {
 	// LatencyTooFew are the quantiles left out of Latency: some valid
 	// sample had too few latencies for them (p99.9 from under 10^4).
 	LatencyTooFew []string `json:"latency_too_few,omitempty"`
-	CPU           *CPUCost `json:"cpu,omitempty"`
+	// LatencyCI is each quantile of Latency with its 95% CI: the
+	// percentile bootstrap of the median over the samples' values
+	// (stats.BootstrapMedianCI; the CI is absent below 2 samples).
+	LatencyCI map[string]QuantileCI `json:"latency_ci,omitempty"`
+	CPU       *CPUCost              `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
 	// A service cell compared with its mode's pod cell (clusterIP/podIP).
@@ -256,6 +260,10 @@ type Cell struct {
 	Links       *LinkProof `json:"links,omitempty"`
 	Packets     *Packets   `json:"packets,omitempty"`
 	ProofSample *Sample    `json:"proof_sample,omitempty"`
+	// RateMax: a cell at a share of its path's maximum (rate=50%): what
+	// 100% was, measured closed-loop before the rounds.
+	RateMax *RateMax `json:"rate_max,omitempty"`
+
 	// NotApplied says why the cell's knobs are not in force: the kernel
 	// refused or ignored one. Such a cell is never taken as measured with
 	// them: it has no samples, or (ignored, found in its packets) its
@@ -350,6 +358,21 @@ type Schedule struct {
 	Late      int     `json:"late"` // sent 1 ms or more after their intended time
 	MaxLagUs  float64 `json:"max_lag_us"`
 	Behind    bool    `json:"behind,omitempty"` // over 1% sent late or any left unsent
+}
+
+// RateMax is what a cell's share of the maximum (rate=50%) was a share
+// of: its path's closed-loop rate (same test, target, pinning and other
+// knobs, idle), measured in samples of its own before the run's rounds,
+// outside every measured window.
+type RateMax struct {
+	Share      float64   `json:"share"`       // 0.5 for rate=50%
+	ClosedLoop []float64 `json:"closed_loop"` // the calibration samples' rates (the cell's unit)
+	Max        float64   `json:"max"`         // their median: 100%
+	// Offered is Share × Max, a whole number: what the cell's samples offered.
+	Offered float64 `json:"offered_rate"`
+	// Error: the maximum could not be measured, or its share is a rate
+	// the engine cannot schedule: the cell was not measured.
+	Error string `json:"error,omitempty"`
 }
 
 // LateShare is the share of the scheduled requests sent late or not at all.

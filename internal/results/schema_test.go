@@ -64,6 +64,8 @@ func fixture() *File {
 		Mean:   1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
 		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: map[string]int{"p50": 8000, "p99": 8000},
 		LatencyTooFew: []string{"p99.9"}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
+		LatencyCI: map[string]QuantileCI{"p50": {Value: 30.5, CI: [2]float64{29.75, 31}}, "p99": {Value: 48.25}},
+		RateMax:   &RateMax{Share: 0.5, ClosedLoop: []float64{4000, 4100.5, 3900}, Max: 4000, Offered: 2000, Error: "rate 50%: too high"},
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
 		Profile: &Profile{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",

@@ -139,8 +139,38 @@ func (s Spec) checkRate() error {
 			key, shown, strings.Join(rr, ", "), strings.Join(streams, ", "), strings.Join(rr, ","))
 	case len(rr) == 0 && !udp:
 		return field.Errorf(key, "{%s} %s: tcp_stream takes no rate (it sends as fast as it can); drop it, or measure udp_stream or rr/crr tests", key, shown)
+	case len(rr) == 0:
+		for _, r := range rates {
+			if _, share := knob.RateShare(r); share {
+				return field.Errorf(key, "{%s} %s: a share of the path's closed-loop maximum is for rr/crr tests; give %s bits per second (500M)", key, r, strings.Join(streams, ", "))
+			}
+		}
 	}
 	return nil
+}
+
+// LoadProbeRate is the rate of the rr/crr probe under load (issue 46,
+// flent's RRUL shape): when a run sets or sweeps load, its rr/crr tests
+// that have no rate of their own (max) run open-loop at it, at every
+// point, idle too, so the idle and loaded cells are measured alike and a
+// stall under load costs every request that waited. 5000/s gives 10^4
+// latencies, enough for a p99.9, from a 2 s sample.
+const LoadProbeRate = "5000"
+
+// LoadProbeFlows are the probe's flows (at least): 100 requests/s each, so
+// a flow's next request is due 10 ms after its last, and only a wait
+// longer than that (a queue, not a tail of a few ms) holds it back.
+const LoadProbeFlows = 50
+
+// probe is the rate and flows test t's engine d gets from s:
+// LoadProbeRate over LoadProbeFlows for the latency-under-load probe,
+// else s's own.
+func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
+	underLoad := s.Load > 0 || s.Sweep.Sweeps(knob.Load)
+	if underLoad && t.RequestResponse() && (s.Rate == "" || s.Rate == knob.Unlimited) && engine.OpenLoop(d) {
+		return LoadProbeRate, max(s.Streams, LoadProbeFlows)
+	}
+	return s.Rate, s.Streams
 }
 
 // proveLinks records lab l's links as the kernel kept them, for its cells:

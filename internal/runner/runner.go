@@ -191,6 +191,9 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 			}
 		}
 	}
+	if err := calibrate(ctx, spec, cells, prog); err != nil {
+		return err
+	}
 	prog.Begin(len(steps))
 	defer prog.End()
 	for i, st := range steps {
@@ -235,7 +238,17 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 	if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
 		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
 	}
-	res, usage, nodes, prof, err := measure(ctx, c, c.EngineSpec(spec), sampler, m, pw)
+	es := c.EngineSpec(spec)
+	var (
+		res   engine.Result
+		usage *results.SampleCPU
+		nodes map[string]*results.SampleCPU
+		prof  *profile.Profile
+		err   error
+	)
+	if es.Rate, err = rateOf(c, es); err == nil { // a share of the path's maximum, made a rate
+		res, usage, nodes, prof, err = measure(ctx, c, es, sampler, m, pw)
+	}
 	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
 	if err != nil {
 		s.Error = err.Error()

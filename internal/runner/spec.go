@@ -158,7 +158,11 @@ func (s Spec) labSpec() lab.Spec {
 // when it was planned.
 func (s Spec) EngineSpec(t engine.Test, pt knob.Point, f family.Family) engine.Spec {
 	s = s.at(pt)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(), Family: f}
+	rate, streams := s.Rate, s.Streams
+	if d, err := engine.For(s.Engine, t); err == nil {
+		rate, streams = s.probe(t, d)
+	}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: streams, Size: s.Size, Rate: rate, Load: s.Load, CPU: s.pins(), Family: f}
 }
 
 // Plan is a cell per test of the spec and point of its sweep at one

@@ -44,15 +44,8 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 		values = []string{v}
 	}
 	at := map[string]*results.Cell{} // lineOf key + value -> cell
-	for _, c := range f.Cells {
-		p, err := knob.ParsePoint(c.Point)
-		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
-			continue
-		}
-		if v := sw.Varies(p.Values()); v != -1 && v != ai {
-			continue
-		}
-		at[sameLine(c)+"|"+p[ai].Value] = c
+	for _, ac := range axisCells(f, *sw, ai, test, modes) {
+		at[sameLine(ac.cell)+"|"+ac.value] = ac.cell
 	}
 	var pairs []Pair
 	for _, c := range f.Cells {
@@ -79,6 +72,29 @@ func lineName(c *results.Cell) string {
 		return c.Mode + " " + s
 	}
 	return c.Mode
+}
+
+// axisCell is a cell on a swept axis, and its value there.
+type axisCell struct {
+	cell  *results.Cell
+	value string
+}
+
+// axisCells are f's cells at the base or moving axis ai only (of test
+// and modes, when set), with their value on it.
+func axisCells(f *results.File, sw results.Sweep, ai int, test string, modes []string) []axisCell {
+	var out []axisCell
+	for _, c := range f.Cells {
+		p, err := knob.ParsePoint(c.Point)
+		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
+			continue
+		}
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
+			continue
+		}
+		out = append(out, axisCell{c, p[ai].Value})
+	}
+	return out
 }
 
 // sameLine is a cell's identity without its point.

@@ -20,9 +20,12 @@ import (
 // the values and the knee in words.
 type CurveView struct {
 	Test, Axis, Unit string
-	Chart            *CurveChart
-	File             string
-	Rows             []CurveRow
+	// Metric is what the curve draws when not the test's own value: a
+	// latency quantile against the offered rate ("p99 latency").
+	Metric string
+	Chart  *CurveChart
+	File   string
+	Rows   []CurveRow
 }
 
 // CurveRow is one line: its label, each value's median, the knee, and
@@ -60,21 +63,23 @@ func buildCurves(f *results.File) []*CurveView {
 			if cv := buildCurve(f.Cells, *sw, t, ai, a); cv != nil {
 				out = append(out, cv)
 			}
+			if slices.Contains(a.Knobs, string(knob.Rate)) {
+				out = append(out, latencyCurves(f.Cells, *sw, t, ai, a)...)
+			}
 		}
 	}
 	return out
 }
 
-// buildCurve is test t against axis a (the ai-th): the cells at the base
-// or moving a only.
-func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
-	type lineCells struct {
-		id    results.CellID
-		cells []*results.Cell // by value index
-	}
-	var lines []*lineCells
-	n := 0
-	unit := ""
+// curveLine is one line of a curve: its cells, by the axis's value index.
+type curveLine struct {
+	id    results.CellID
+	cells []*results.Cell
+}
+
+// curveLines are test t's cells at the base or moving axis a (the ai-th)
+// only, a line per mode and path; n counts the cells, unit is theirs.
+func curveLines(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) (lines []*curveLine, n int, unit string) {
 	for _, c := range cells {
 		if c.Test != t {
 			continue
@@ -91,15 +96,22 @@ func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 			continue
 		}
 		id := lineOf(c.ID())
-		i := slices.IndexFunc(lines, func(l *lineCells) bool { return l.id == id })
+		i := slices.IndexFunc(lines, func(l *curveLine) bool { return l.id == id })
 		if i < 0 {
-			lines = append(lines, &lineCells{id: id, cells: make([]*results.Cell, len(a.Values))})
+			lines = append(lines, &curveLine{id: id, cells: make([]*results.Cell, len(a.Values))})
 			i = len(lines) - 1
 		}
 		lines[i].cells[vi] = c
 		n++
 		unit = c.Unit
 	}
+	return lines, n, unit
+}
+
+// buildCurve is test t against axis a (the ai-th): the cells at the base
+// or moving a only.
+func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
+	lines, n, unit := curveLines(cells, sw, t, ai, a)
 	if len(lines) == 0 || len(a.Values) < 2 || n <= len(lines) {
 		return nil
 	}
@@ -424,7 +436,9 @@ var knobNotes = map[string]string{
 	"curves": "Each test's median against each swept knob, one line per mode (and path), with its 95% CI as a band; the other knobs at their first value. " +
 		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping. " +
 		"A red cross marks a value not applied or failed. " +
-		"Below each, the medians as ratios to the line's first value, with the ratio's bootstrap 95% CI (~: not significantly different, Mann-Whitney): a policy count's cost reads as its ratio to 0 policies.",
+		"Below each, the medians as ratios to the line's first value, with the ratio's bootstrap 95% CI (~: not significantly different, Mann-Whitney): a policy count's cost reads as its ratio to 0 policies. " +
+		"Against a swept rate, each rr/crr test's p50, p99 and p99.9 (µs) are drawn against the rate offered (a share of the path's closed-loop maximum, or absolute), each with its 95% CI as a band and the latencies behind it (n); " +
+		"there the knee is the lowest offered rate whose p99 is over 2x the p99 at the lowest rate, or whose achieved rate falls under 99% of the offered: where queues start to form.",
 	"inforce": "What the kernel kept: every link of the lab's namespaces read back after the knobs were set (MTU, gso/gro max sizes, offloads), " +
 		"and the packets of the measured windows: the average packet handed to the sender's device (a GSO packet whole), " +
 		"the average segment on the wire (bytes over GSO segments), the sender's largest packet, and the average packet the receiver's stack got after GRO. " +
@@ -441,7 +455,11 @@ func markdownKnobs(w io.Writer, d *Doc) {
 	if len(d.Curves) > 0 {
 		p("## Knobs: curves\n\n%s\n\n", knobNotes["curves"])
 		for _, cv := range d.Curves {
-			p("### %s against %s\n\n![%s against %s](%s.svg)\n\n", cv.Test, mdEsc(cv.Axis), cv.Test, mdEsc(cv.Axis), cv.File)
+			title := cv.Test
+			if cv.Metric != "" {
+				title += " " + cv.Metric
+			}
+			p("### %s against %s\n\n![%s against %s](%s.svg)\n\n", title, mdEsc(cv.Axis), title, mdEsc(cv.Axis), cv.File)
 			head := []string{"mode"}
 			for _, x := range cv.Chart.X {
 				head = append(head, cv.Axis+"="+x)
