@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
@@ -59,7 +60,12 @@ type Config struct {
 	// kube-proxy's metrics (metrics.go): kube-proxy's --metrics-bind-address,
 	// DefaultMetricsAddr). "": none.
 	HealthzAddr, MetricsAddr string
-	Logf                     func(string, ...any)
+	// TCPCloseWaitTimeout is set as the node namespace's
+	// nf_conntrack_tcp_timeout_close_wait at start, as kube-proxy's
+	// --conntrack-tcp-timeout-close-wait (DefaultTCPCloseWaitTimeout;
+	// 0 leaves it).
+	TCPCloseWaitTimeout time.Duration
+	Logf                func(string, ...any)
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
@@ -127,6 +133,9 @@ func Run(ctx context.Context, c Config) error {
 	}
 	how, err := c.PodLinks()
 	if err != nil {
+		return err
+	}
+	if err := setConntrackSysctls(nsutil.Path(c.NetNS), c.TCPCloseWaitTimeout, logf); err != nil {
 		return err
 	}
 	cs, err := newClient(c.Kubeconfig)
