@@ -242,21 +242,18 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 // attachUplink puts the NodePort programs on the node's uplink and tells
-// them the node's addresses (the tc plane's; the socket plane's node-port
-// and external-IP entries serve the node's own cgroup's sockets only).
+// them the node's addresses: traffic from other nodes and outside to a
+// node port or external IP (the node's own sockets and, with the socket
+// plane, its pods' are translated at connect()).
 func (c Config) attachUplink(planes *planes, nodeIPs []netip.Addr, logf func(string, ...any)) error {
-	switch {
-	case c.Uplink == "":
-		return nil
-	case planes.tc == nil:
-		logf("NodePorts on %v (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIPs, c.Node, c.Uplink, ModeSock)
+	if c.Uplink == "" {
 		return nil
 	}
-	if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
+	if _, err := planes.uplink.AttachUplink(c.NetNS, c.Uplink); err != nil {
 		return err
 	}
 	for _, ip := range nodeIPs {
-		if err := planes.tc.SetNodeIP(ip); err != nil {
+		if err := planes.uplink.SetNodeIP(ip); err != nil {
 			return err
 		}
 	}
