@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,8 +19,25 @@ const DefaultTCPCloseWaitTimeout = time.Hour
 // namespace (conntrack's timeouts are per namespace: checked on this kernel).
 const closeWaitSysctl = "net.netfilter.nf_conntrack_tcp_timeout_close_wait"
 
-// rootNetNS is the root network namespace (init's): never written.
-const rootNetNS = "/proc/1/ns/net"
+// rootNetNS are the root network namespace's references, the first one
+// readable counts: init's, and kthreadd's (a kernel thread's namespace is
+// always the root one; init's may be unreadable even to root, as on this
+// VM, whose PID 1 is not dumpable).
+var rootNetNS = []string{"/proc/1/ns/net", "/proc/2/ns/net"}
+
+// rootInode is the root network namespace's inode, or an error naming
+// what was tried.
+func rootInode() (uint64, error) {
+	var errs []error
+	for _, p := range rootNetNS {
+		ino, err := nsutil.Inode(p)
+		if err == nil {
+			return ino, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, fmt.Errorf("the root network namespace cannot be told apart (%w)", errors.Join(errs...))
+}
 
 // setConntrackSysctls sets the CLOSE_WAIT timeout of the network namespace
 // at nsPath (the node's) as kube-proxy does when it starts
@@ -35,9 +53,11 @@ func setConntrackSysctls(nsPath string, closeWait time.Duration, logf func(strin
 	if err != nil {
 		return fmt.Errorf("node namespace %s: %w", nsPath, err)
 	}
-	rootIno, err := nsutil.Inode(rootNetNS)
+	rootIno, err := rootInode()
 	if err != nil {
-		return fmt.Errorf("the root network namespace (%s): %w", rootNetNS, err)
+		// Never risk the machine's own conntrack: leave it, and say so.
+		logf("%s left as it is: %v", closeWaitSysctl, err)
+		return nil
 	}
 	if nsIno == rootIno {
 		return fmt.Errorf("%s is the root network namespace: the proxy sets %s only in a node's own namespace (--conntrack-tcp-timeout-close-wait 0 leaves it)", nsPath, closeWaitSysctl)

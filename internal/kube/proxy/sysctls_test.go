@@ -49,6 +49,15 @@ func TestConntrackSysctls(t *testing.T) {
 	if err := setConntrackSysctls("/proc/self/ns/net", 2*time.Hour, logf); err == nil || !strings.Contains(err.Error(), "root network namespace") {
 		t.Errorf("the root namespace: %v, want a refusal", err)
 	}
+	// Without a readable reference to the root namespace, nothing is
+	// written, and the log says why.
+	refs := rootNetNS
+	rootNetNS = []string{"/proc/nonexistent/ns/net"}
+	err = setConntrackSysctls(nsutil.Path(ns), 2*time.Hour, logf)
+	rootNetNS = refs
+	if got, _ := nsutil.ReadSysctl(ns, closeWaitSysctl); err != nil || got != "3600" || !strings.Contains(said[len(said)-1], "cannot be told apart") {
+		t.Errorf("no root reference: %v, the node's value %s, said %q; want it left, and why", err, got, said)
+	}
 	if after, err := nsutil.CurrentSysctl(closeWaitSysctl); after != rootBefore || err != nil {
 		t.Errorf("the root namespace's %s went %s -> %s (%v)", closeWaitSysctl, rootBefore, after, err)
 	}
