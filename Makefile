@@ -53,17 +53,17 @@ test-kernels: deps build
 # Upstream Kubernetes e2e specs on a fresh 3-node local cluster (docs/conformance.md):
 # by default the [sig-network] Services suite against vnetlab's CNI (veth-ebpf) and
 # eBPF proxy; PROXY=iptables is the stock kube-proxy baseline. Variables (each passed
-# only when set): SUITE (services, granular-services, conntrack, smoke, dual, netpol, ...), PROXY,
-# NETWORK_POLICY (vnetlab, kube-router, none),
-# SOCKET_LB=1, CNI, CNI_MODE, FAMILY (ipv4, ipv6, dual), NODES, PROCS, FOCUS, SKIP, REPORT_DIR. Needs root; the
-# first run builds e2e.test (~10 min). Exits 1 when a spec fails.
+# only when set): SUITE (services, granular-services, conntrack, network, smoke, dual, dual-smoke, netpol),
+# PROXY (vnetlab-ebpf, vnetlab-sock, iptables, nftables), NETWORK_POLICY (vnetlab, kube-router, none),
+# SOCKET_LB=1, CNI, CNI_MODE, FAMILY (ipv4, ipv6, dual), NODES, ZONES, PROCS, FOCUS, SKIP, REPORT_DIR,
+# NAME (the cluster's). Needs root; the first run builds e2e.test (~10 min). Exits 1 when a spec fails.
 conformance: deps build
 	./bin/vnetlab kube conformance $(strip $(CONFORMANCE_FLAGS))
 
 CONFORMANCE_FLAGS = $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(PROXY)') $(if $(SOCKET_LB),--socket-lb) $(if $(NETWORK_POLICY),--network-policy '$(NETWORK_POLICY)') \
 	$(if $(CNI),--cni '$(CNI)') $(if $(CNI_MODE),--cni-mode '$(CNI_MODE)') $(if $(FAMILY),--ip-family '$(FAMILY)') $(if $(NODES),--nodes '$(NODES)') $(if $(ZONES),--zones '$(ZONES)') \
 	$(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') $(if $(SKIP),--skip '$(SKIP)') \
-	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)')
+	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)') $(if $(NAME),--name '$(NAME)')
 
 # Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
 bench-up: build
