@@ -38,7 +38,10 @@ test: deps build
 	flock -w 3600 $(TEST_LOCK) $(MAKE) --no-print-directory test-locked
 
 # The suite itself, for a caller that already holds TEST_LOCK.
+# Labs and clusters an earlier run left (no vnetlab process uses them) are
+# removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
+	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
 	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...; code=$$?; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
