@@ -37,13 +37,16 @@ test: deps build
 	@flock -n $(TEST_LOCK) true || echo "make test: waiting for $(TEST_LOCK): another vnetlab run on this machine holds it"
 	flock -w 3600 $(TEST_LOCK) $(MAKE) --no-print-directory test-locked
 
+# Tests left out of the suite to keep it under an hour (each says how to run it):
+# the netpol smoke subset of upstream's specs (docs/conformance.md; SUITE=netpol-smoke).
+TEST_SKIP ?= ^TestNetpolSmoke$$
 # The suite itself, for a caller that already holds TEST_LOCK.
 # Labs and clusters an earlier run left (no vnetlab process uses them) are
 # removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
 	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
-	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m ./...; code=$$?; \
+	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' ./...; code=$$?; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software
