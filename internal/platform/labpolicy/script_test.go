@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 )
 
 // The providers' text for one compiled world, read as a person would: the
@@ -38,7 +39,7 @@ spec:
 }
 
 func TestNftScript(t *testing.T) {
-	s := nftPolicyScript(scriptRules(t))
+	s := polnft.Script(scriptRules(t))
 	for _, want := range []string{
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
