@@ -46,7 +46,12 @@ fi
 
 # row prints one ratio, or why there is none (a provider that cannot
 # serve a mode was skipped by the run, with its reason in the file).
-row() { "$BIN" ratio "$OUT" "$@" 2>&1 || true; }
+# A cell the file lacks (a pair the run skipped) fails row.
+row() {
+	line=$("$BIN" ratio "$OUT" "$@" 2>&1) || true
+	case $line in *"no cell"*) return 1 ;; esac
+	echo "$line"
+}
 base=$(echo "$COUNTS" | cut -d, -f1)
 echo
 echo "issue 44, the cost of NetworkPolicy ($OUT): each count's median over the same mode and provider at policies=$base [bootstrap 95% CI]"
@@ -60,7 +65,10 @@ for mode in $(echo "$MODES" | tr , ' '); do
 					target="--target >=0.97"
 				fi
 				# shellcheck disable=SC2086 # target is one flag and its value, or nothing
-				row "$mode/pod:$prov{policies=$n}/$test" "$mode/pod:$prov{policies=$base}/$test" $target
+				if ! row "$mode/pod:$prov{policies=$n}/$test" "$mode/pod:$prov{policies=$base}/$test" $target; then
+					echo "$mode with policy provider $prov: not in the run (its reason is on the run's \"skipped\" line)"
+					continue 3
+				fi
 			done
 		done
 	done

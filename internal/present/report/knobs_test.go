@@ -69,6 +69,13 @@ func TestKnobSections(t *testing.T) {
 	if t.Failed() {
 		t.Log(out)
 	}
+	// The terminal table names a cell's provider and point once, as its
+	// name does (results.CellID.String).
+	buf.Reset()
+	Table(&buf, f, false)
+	if tab := buf.String(); !strings.Contains(tab, "pod:iptables{streams=1,load=0} ") || strings.Contains(tab, "}{") {
+		t.Errorf("the table's path column, want pod:iptables{streams=1,load=0} once:\n%s", tab)
+	}
 }
 
 // rrCell is a tcp_rr cell at point, open-loop at offered/s: five samples

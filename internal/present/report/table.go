@@ -54,11 +54,10 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
 			path += "@" + c.ID.Placement
 		}
-		path += pointText(c.ID.Point) // a sweep's point
+		path += pointText(c.ID.Point) // a sweep's point: {rate=50%}
 		if c.ID.Family != "" {        // an IPv6 cell (IPv4 is the default)
 			path += " " + c.ID.Family
 		}
-		path += pointText(c.ID.Point) // a sweep's point: {rate=50%}
 		row := table.Row{c.Mode, path}
 		if svc {
 			extra := ""

@@ -193,16 +193,32 @@ func MetricValues(c *results.Cell, m Metric) ([]float64, error) {
 }
 
 // findCell is the cell of f named name (one of CellID.Names(): an IPv4
-// cell also answers to its name with "ipv4" written out).
+// cell also answers to its name with "ipv4" written out). Without one,
+// the error names a few cells of the same mode (or any), not a whole
+// sweep's.
 func findCell(f *results.File, name string) (*results.Cell, error) {
-	var names []string
+	var near, all []string
+	mode, _, _ := strings.Cut(name, "/")
 	for _, c := range f.Cells {
 		if slices.Contains(c.ID().Names(), name) {
 			return c, nil
 		}
-		names = append(names, c.ID().String())
+		all = append(all, c.ID().String())
+		if c.ID().Mode == mode {
+			near = append(near, c.ID().String())
+		}
 	}
-	return nil, fmt.Errorf("no cell %q in the results file (cells: %s)", name, strings.Join(names, ", "))
+	which := "cells of " + mode
+	if len(near) == 0 {
+		which, near = "cells", all
+	}
+	const shown = 6
+	more := ""
+	if len(near) > shown {
+		more = fmt.Sprintf(" and %d more; vnetlab report FILE lists them", len(near)-shown)
+		near = near[:shown]
+	}
+	return nil, fmt.Errorf("no cell %q in the results file (%s: %s%s)", name, which, strings.Join(near, ", "), more)
 }
 
 // String is one line: "NUM / DEN  [metric]  1.02 [0.99, 1.05]  target >= 1.00  MET".

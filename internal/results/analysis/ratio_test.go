@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,6 +106,18 @@ func TestRatioOfErrors(t *testing.T) {
 	f := ratioFile()
 	if _, err := RatioOf(f, "nope/pod/tcp_rr", "macvlan/pod/tcp_stream", MetricValue, nil); err == nil || !strings.Contains(err.Error(), "macvlan/pod/tcp_stream") {
 		t.Errorf("unknown cell: %v, want an error listing the cells", err)
+	}
+	// A missing cell of a mode the file has: that mode's cells, at most
+	// six of them, and how many more.
+	for i := range 10 {
+		c := cellOf("bridge", 1, 2, 3)
+		c.Point = fmt.Sprintf("policies=%d", i)
+		f.Cells = append(f.Cells, c)
+	}
+	_, err := RatioOf(f, "bridge/pod:ebpf/tcp_rr", "macvlan/pod/tcp_stream", MetricValue, nil)
+	if err == nil || strings.Contains(err.Error(), "macvlan") || !strings.Contains(err.Error(), "cells of bridge: bridge/pod{policies=0}/tcp_stream") ||
+		strings.Contains(err.Error(), "policies=6}") || !strings.Contains(err.Error(), "and 4 more") {
+		t.Errorf("missing cell of a known mode: %v", err)
 	}
 	if _, err := RatioOf(f, "veth-routed/pod/tcp_stream", "macvlan/pod/tcp_stream", MetricCPUPerGB, nil); err == nil {
 		t.Error("a cell without CPU counters gave a CPU ratio")
