@@ -90,25 +90,36 @@ func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
 // newKubeProbeCmd is converge's prober, run in a pod on each node.
 func newKubeProbeCmd() *cobra.Command {
 	var c converge.ProbeConfig
-	var target string
+	var targets []string
+	var keep string
 	cmd := &cobra.Command{
-		Use:    "probe --node NAME --target IP:PORT [--interval 1ms] [--timeout 100ms]",
-		Short:  "Probe a UDP Service every interval and print each change of what answers, as JSON lines (kube converge runs it)",
+		Use:    "probe --node NAME --target IP:PORT... [--keep IP:PORT] [--interval 1ms] [--timeout 100ms]",
+		Short:  "Probe UDP Service ports every interval and print each change of what answers, as JSON lines (kube converge runs it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ap, err := netip.ParseAddrPort(target)
-			if err != nil {
-				return fmt.Errorf("--target %q: want IP:PORT (%v)", target, err)
+			for _, t := range targets {
+				ap, err := netip.ParseAddrPort(t)
+				if err != nil {
+					return fmt.Errorf("--target %q: want IP:PORT (%v)", t, err)
+				}
+				c.Targets = append(c.Targets, ap)
 			}
-			c.Target = ap
+			if keep != "" {
+				ap, err := netip.ParseAddrPort(keep)
+				if err != nil {
+					return fmt.Errorf("--keep %q: want IP:PORT (%v)", keep, err)
+				}
+				c.Keep = ap
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return converge.Probe(ctx, c, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&c.Node, "node", "", "the node's name, in every line")
-	cmd.Flags().StringVar(&target, "target", "", "the Service's clusterIP:port (UDP; its backends answer with their name)")
+	cmd.Flags().StringArrayVar(&targets, "target", nil, "a Service's clusterIP:port (UDP; its backends answer with their name); repeat for more")
+	cmd.Flags().StringVar(&keep, "keep", "", "a Service's TCP clusterIP:port whose backends answer every line (whoami --tcp-keep): hold a connection to each backend and report when one breaks")
 	cmd.Flags().DurationVar(&c.Interval, "interval", time.Millisecond, "between probes")
 	cmd.Flags().DurationVar(&c.Timeout, "timeout", 100*time.Millisecond, "a probe unanswered for this long was not answered")
 	return cmd

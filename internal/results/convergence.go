@@ -40,6 +40,26 @@ type Change struct {
 	// showed it; a node missing was NotApplied.
 	LatencyUS  map[string]int64 `json:"latency_us"`
 	NotApplied []string         `json:"not_applied,omitempty"`
+	// Conns, by node: the connections its prober held open through the
+	// Service's kept port at the write, and what became of each before the
+	// next change's write.
+	Conns map[string][]ConnFate `json:"conns,omitempty"`
+	// MetricUS, by node: the proxy's own network programming duration for
+	// this change (kubeproxy_network_programming_duration_seconds: its sum's
+	// growth over its count's, scraped after the change), where the proxy
+	// reported one; see Convergence.Metrics.
+	MetricUS map[string]int64 `json:"metric_us,omitempty"`
+}
+
+// ConnFate is one connection held open at a change's write.
+type ConnFate struct {
+	Backend string `json:"backend"`
+	// Gone: the change took its backend out of the Service (the endpoint
+	// removed, or the Service deleted).
+	Gone    bool   `json:"gone,omitempty"`
+	Broken  bool   `json:"broken,omitempty"`
+	AfterUS int64  `json:"after_us,omitempty"` // from the write to the first line it did not answer
+	Detail  string `json:"detail,omitempty"`   // reset, timeout, closed, answered by another
 }
 
 // Transition is a change of what a node's probes saw (converge.Transition).
@@ -49,6 +69,10 @@ type Transition struct {
 	Sent   int64  `json:"sent"`
 	Seq    uint64 `json:"seq"`
 	Answer string `json:"answer"`
+	// Event is a kept connection's ("open", "broken": Answer is its
+	// backend, Sent the connect or the unanswered line's send), "" a probe's.
+	Event  string `json:"event,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // ConvergeRow is one kind of change on one node (Node "all nodes": per
@@ -63,6 +87,19 @@ type ConvergeRow struct {
 	P90        QuantileCI `json:"p90_us"`
 	P99        QuantileCI `json:"p99_us"`
 	MaxUS      float64    `json:"max_us"`
+	// Connections held open at the changes' writes (ConnFate) and how many
+	// broke: to backends the change kept, and to those it took out.
+	ConnsHeld       int `json:"conns_held"`
+	ConnsBroken     int `json:"conns_broken"`
+	GoneConnsHeld   int `json:"gone_conns_held"`
+	GoneConnsBroken int `json:"gone_conns_broken"`
+	// The proxy's own metric for the same changes (Change.MetricUS), and
+	// how many of them it says were done earlier than the first probe that
+	// showed them by more than two probe intervals (done before a packet).
+	Metric      *QuantileCI `json:"metric_p50_us,omitempty"`
+	MetricP99   *QuantileCI `json:"metric_p99_us,omitempty"`
+	MetricEarly int         `json:"metric_early,omitempty"`
+	Metrics     int         `json:"metrics,omitempty"` // changes with a metric
 }
 
 // QuantileCI is a quantile and its 95% CI ([lo, hi]; absent when too few

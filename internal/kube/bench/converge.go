@@ -55,8 +55,13 @@ func (s ConvergeSpec) Check() error {
 const (
 	convName     = "converge"
 	convPort     = 53   // the Service's UDP port
+	convMoved    = 54   // the same port after port-changed
 	convBackPort = 5353 // the backends' (vnetlab whoami --udp)
 	convPortName = "u"
+	// The kept connections' port (TCP; vnetlab whoami --tcp-keep).
+	convKeepPort     = 80
+	convKeepBackPort = 5354
+	convKeepName     = "k"
 )
 
 // The backends: the Service's first endpoint, and the one added and
@@ -142,8 +147,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	defer c.stop()
-	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
-	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, target, say)
+	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, c.targets(), say)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +171,13 @@ type converger struct {
 	ipB    string
 	vip    string // the probed clusterIP, the same at every creation
 	stopMu sync.Once
+	port   int32 // the Service's UDP port now (convPort, or convMoved after port-changed)
+}
+
+// targets are the probed clusterIP's UDP ports.
+func (c *converger) targets() converge.Targets {
+	a := netip.MustParseAddr(c.vip)
+	return converge.Targets{Main: netip.AddrPortFrom(a, convPort).String(), Moved: netip.AddrPortFrom(a, convMoved).String()}
 }
 
 // setUp starts the two backends (on the first node and on another, when
@@ -191,7 +202,7 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 	}
 	c.ipA, c.ipB = ready[backendA].Status.PodIP, ready[backendB].Status.PodIP
 	for _, b := range []string{backendA, backendB} {
-		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort))
+		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort), "--tcp-keep", strconv.Itoa(convKeepBackPort))
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("start the backend in %s: %v", b, err)
 		}
@@ -200,10 +211,11 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 	if c.vip, err = c.allocate(ctx); err != nil {
 		return err
 	}
-	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
+	t := c.targets()
+	keep := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convKeepPort).String()
 	for i, n := range nodes {
-		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", target,
-			"--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
+		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", t.Main, "--target", t.Moved,
+			"--keep", keep, "--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
 		out, err := p.StdoutPipe()
 		if err != nil {
 			return err
@@ -226,6 +238,7 @@ func proberPod(i int) string { return "probe-" + strconv.Itoa(i) }
 // allocate has the API server choose the clusterIP (a Service created and
 // deleted): every creation then asks for it again.
 func (c *converger) allocate(ctx context.Context) (string, error) {
+	c.port = convPort
 	svc, err := c.cs.CoreV1().Services(c.ns).Create(ctx, c.service(""), metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("create Service %s: %v", convName, err)
@@ -233,24 +246,30 @@ func (c *converger) allocate(ctx context.Context) (string, error) {
 	if err := c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{}); err != nil {
 		return "", err
 	}
-	ep := c.slice(c.ipA)
+	ep := c.slice(time.Now(), c.ipA)
 	if _, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create EndpointSlice %s: %v", convName, err)
 	}
 	return svc.Spec.ClusterIP, nil
 }
 
-// service is the probed Service (selectorless: the run writes its slice).
+// service is the probed Service (selectorless: the run writes its slice),
+// with its UDP port at c.port and the kept connections' TCP port.
 func (c *converger) service(vip string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{measure.LabelKey: measure.LabelValue}},
-		Spec: corev1.ServiceSpec{ClusterIP: vip, Ports: []corev1.ServicePort{{Name: convPortName, Protocol: corev1.ProtocolUDP, Port: convPort, TargetPort: intstr.FromInt32(convBackPort)}}}}
+		Spec: corev1.ServiceSpec{ClusterIP: vip, Ports: []corev1.ServicePort{
+			{Name: convPortName, Protocol: corev1.ProtocolUDP, Port: c.port, TargetPort: intstr.FromInt32(convBackPort)},
+			{Name: convKeepName, Protocol: corev1.ProtocolTCP, Port: convKeepPort, TargetPort: intstr.FromInt32(convKeepBackPort)}}}}
 }
 
-// slice is the Service's EndpointSlice with endpoints at ips.
-func (c *converger) slice(ips ...string) *discoveryv1.EndpointSlice {
-	name, proto, port := convPortName, corev1.ProtocolUDP, int32(convBackPort)
-	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{discoveryv1.LabelServiceName: convName}},
-		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Protocol: &proto, Port: &port}}}
+// slice is the Service's EndpointSlice with endpoints at ips, its trigger
+// time (the annotation the EndpointSlice controller writes, from which a
+// proxy's network programming duration starts) the write's time at.
+func (c *converger) slice(at time.Time, ips ...string) *discoveryv1.EndpointSlice {
+	u, k, udp, tcp, up, kp := convPortName, convKeepName, corev1.ProtocolUDP, corev1.ProtocolTCP, int32(convBackPort), int32(convKeepBackPort)
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{discoveryv1.LabelServiceName: convName},
+		Annotations: map[string]string{corev1.EndpointsLastChangeTriggerTime: at.UTC().Format(time.RFC3339Nano)}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &u, Protocol: &udp, Port: &up}, {Name: &k, Protocol: &tcp, Port: &kp}}}
 	if strings.Contains(c.ipA, ":") {
 		es.AddressType = discoveryv1.AddressTypeIPv6
 	}
@@ -281,10 +300,11 @@ func (c *converger) setSlice(ctx context.Context, ips ...string) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	cur.Endpoints = c.slice(ips...).Endpoints
-	at := time.Now().UnixNano()
+	now := time.Now()
+	want := c.slice(now, ips...)
+	cur.Endpoints, cur.Annotations = want.Endpoints, want.Annotations
 	_, err = c.cs.DiscoveryV1().EndpointSlices(c.ns).Update(ctx, cur, metav1.UpdateOptions{})
-	return at, err
+	return now.UnixNano(), err
 }
 
 // AddEndpoint puts the second backend in the slice.
@@ -295,9 +315,24 @@ func (c *converger) AddEndpoint(ctx context.Context) (int64, error) {
 // RemoveEndpoint takes it out again.
 func (c *converger) RemoveEndpoint(ctx context.Context) (int64, error) { return c.setSlice(ctx, c.ipA) }
 
-// Delete deletes the Service (its slice stays, for the next creation).
+// ChangePort moves the Service's UDP port from convPort to convMoved.
+func (c *converger) ChangePort(ctx context.Context) (int64, error) {
+	cur, err := c.cs.CoreV1().Services(c.ns).Get(ctx, convName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	c.port = convMoved
+	cur.Spec.Ports = c.service(c.vip).Spec.Ports
+	at := time.Now().UnixNano()
+	_, err = c.cs.CoreV1().Services(c.ns).Update(ctx, cur, metav1.UpdateOptions{})
+	return at, err
+}
+
+// Delete deletes the Service (its slice stays, for the next creation,
+// which has the first port again).
 func (c *converger) Delete(ctx context.Context) (int64, error) {
 	at := time.Now().UnixNano()
+	c.port = convPort
 	return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
 }
 

@@ -24,9 +24,21 @@ type Writer interface {
 	Create(ctx context.Context) (int64, error)         // the Service, with its first backend
 	AddEndpoint(ctx context.Context) (int64, error)    // the second backend, Second
 	RemoveEndpoint(ctx context.Context) (int64, error) // the second backend out again
-	Delete(ctx context.Context) (int64, error)         // the Service
+	ChangePort(ctx context.Context) (int64, error)     // the Service's port from Targets.Main's to Targets.Moved's
+	Delete(ctx context.Context) (int64, error)         // the Service, at whichever port it has
 	Second() string                                    // the second backend's name (its answers)
 }
+
+// Observer is a Writer that also looks at each change once the nodes
+// showed it (or the change timeout passed): kube converge scrapes the
+// proxies' own metrics there (Change.MetricUS).
+type Observer interface {
+	Observed(ctx context.Context, ch *results.Change)
+}
+
+// Targets are the probed addresses (IP:port) of the changed Service: its
+// port at creation, and after its port changed.
+type Targets struct{ Main, Moved string }
 
 // Pace is how changes are written, probed and waited for.
 type Pace struct {
@@ -37,9 +49,9 @@ type Pace struct {
 	WarmUpTimeout time.Duration // the unmeasured first creation and deletion's: after many other Services the system may still be working through them (about 19 s after 1,000 on a local cluster)
 }
 
-// DefaultPace: 200 changes (50 of each kind), a probe every millisecond.
+// DefaultPace: 1,000 changes (200 of each kind), a probe every millisecond.
 func DefaultPace() Pace {
-	return Pace{Changes: 200, Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
+	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
 }
 
 // Bounds of a Pace.
@@ -74,7 +86,7 @@ const (
 // 50-250 ms after it. An unmeasured creation and deletion, each followed
 // on every node, comes first: what the system still owed earlier writes is
 // not charged to the first measured change. say reports progress.
-func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say func(string, ...any)) ([]results.Change, error) {
+func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
 	start := time.Now()
 	for _, step := range []struct {
 		shows string
@@ -84,7 +96,7 @@ func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say
 		if err != nil {
 			return nil, fmt.Errorf("warm-up: %v", err)
 		}
-		ch := results.Change{Shows: step.shows, Written: at}
+		ch := results.Change{Shows: step.shows, Written: at, Target: t.Main}
 		if err := waitUntil(ctx, p.WarmUpTimeout, func() bool { return seen.shownEverywhere(ch, 0) }); err != nil {
 			return nil, fmt.Errorf("warm-up: the nodes never followed the Service's change within %s (%v): is a Service proxy running?", p.WarmUpTimeout, err)
 		}
@@ -94,7 +106,7 @@ func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say
 	var changes []results.Change
 	for i := range p.Changes {
 		kind := Kinds[i%len(Kinds)]
-		ch := results.Change{Seq: i, Kind: kind, Target: target}
+		ch := results.Change{Seq: i, Kind: kind, Target: t.Main}
 		var err error
 		switch kind {
 		case KindServiceCreated:
@@ -106,8 +118,11 @@ func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say
 		case KindEndpointRemoved:
 			ch.Shows = Gone(w.Second())
 			ch.Written, err = w.RemoveEndpoint(ctx)
+		case KindPortChanged:
+			ch.Shows, ch.Target = ShowsAny, t.Moved
+			ch.Written, err = w.ChangePort(ctx)
 		case KindServiceDeleted:
-			ch.Shows = ShowsNone
+			ch.Shows, ch.Target = ShowsNone, t.Moved
 			ch.Written, err = w.Delete(ctx)
 		}
 		if err != nil {
@@ -118,6 +133,9 @@ func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say
 		// that end must be two probe timeouts old, as a later answer from
 		// it would move it. Not shown in time: not applied (Summarize).
 		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, 2*p.ProbeTimeout) })
+		if o, ok := w.(Observer); ok {
+			o.Observed(ctx, &changes[len(changes)-1])
+		}
 		if (i+1)%20 == 0 {
 			say("converge: %d/%d changes", i+1, p.Changes)
 		}
@@ -165,7 +183,13 @@ func (s *Seen) Read(r io.Reader) {
 			continue
 		}
 		s.mu.Lock()
-		s.byNode[tr.Node] = append(s.byNode[tr.Node], tr)
+		// In send order: a prober's targets and kept connections write
+		// their lines independently, each in its own order.
+		ts := append(s.byNode[tr.Node], tr)
+		for i := len(ts) - 1; i > 0 && ts[i-1].Sent > ts[i].Sent; i-- {
+			ts[i-1], ts[i] = ts[i], ts[i-1]
+		}
+		s.byNode[tr.Node] = ts
 		s.mu.Unlock()
 	}
 }
@@ -179,15 +203,22 @@ func (s *Seen) WaitNodes(ctx context.Context, n int, limit time.Duration) error 
 	})
 }
 
-// since is, for every node, its transitions from the last one before w
-// (the state at w) on: what a change written at w is judged on.
-func (s *Seen) since(w int64) map[string][]results.Transition {
+// since is, for every node, its transitions from target's last one before
+// w (the state at w) on: what a change written at w is judged on.
+func (s *Seen) since(w int64, target string) map[string][]results.Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string][]results.Transition, len(s.byNode))
 	for n, ts := range s.byNode {
 		i := sort.Search(len(ts), func(i int) bool { return ts[i].Sent >= w })
-		out[n] = slices.Clone(ts[max(i-1, 0):])
+		from := 0
+		for j := i - 1; j >= 0; j-- {
+			if ts[j].Event == "" && ts[j].Target == target {
+				from = j
+				break
+			}
+		}
+		out[n] = slices.Clone(ts[from:])
 	}
 	return out
 }
@@ -197,7 +228,7 @@ func (s *Seen) since(w int64) map[string][]results.Transition {
 func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
 	_, leaving := GoneOf(ch.Shows)
 	now := time.Now().UnixNano()
-	for _, ts := range s.since(ch.Written) {
+	for _, ts := range s.since(ch.Written, ch.Target) {
 		d, ok := Latency(ch, ts, now)
 		if !ok || leaving && ch.Written+int64(d+settle) > now {
 			return false
@@ -222,7 +253,7 @@ func (s *Seen) All() map[string][]results.Transition {
 func Finish(c *results.Convergence, changes []results.Change, seen *Seen) {
 	all := seen.All()
 	c.Changes = changes
-	c.Rows = Summarize(c.Changes, all, c.End.UnixNano())
+	c.Rows = Summarize(c.Changes, all, c.End.UnixNano(), c.IntervalUS)
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		c.Transitions = append(c.Transitions, all[n]...)
 	}

@@ -30,13 +30,55 @@ const (
 
 // ProbeConfig is one prober.
 type ProbeConfig struct {
-	Node     string         // named in every Transition
-	Target   netip.AddrPort // a UDP Service port whose backends say who they are (vnetlab whoami --udp)
-	Interval time.Duration  // between probes' sends
-	Timeout  time.Duration  // a probe unanswered for this long was Silent
+	Node     string           // named in every Transition
+	Targets  []netip.AddrPort // UDP Service ports whose backends say who they are (vnetlab whoami --udp), each probed every Interval
+	Interval time.Duration    // between probes' sends
+	Timeout  time.Duration    // a probe unanswered for this long was Silent
+	// Keep, when valid, is a TCP Service port whose backends answer every
+	// line on a connection (vnetlab whoami --tcp-keep): the prober holds a
+	// connection to each backend it reaches there and reports when one
+	// opens and when it breaks (Keep).
+	Keep netip.AddrPort
 }
 
-// Probe sends a probe every c.Interval until ctx ends, each from a socket
+// Probe probes every target of c (and keeps connections to c.Keep) until
+// ctx ends, writing their lines to out.
+func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
+	if c.Interval <= 0 || c.Timeout <= 0 || len(c.Targets) == 0 {
+		return fmt.Errorf("probe interval %s, timeout %s and %d targets: all must be positive", c.Interval, c.Timeout, len(c.Targets))
+	}
+	w := &lockedWriter{w: out}
+	errs := make(chan error, len(c.Targets)+1)
+	for _, t := range c.Targets {
+		go func() { errs <- probeTarget(ctx, c, t, w) }()
+	}
+	n := len(c.Targets)
+	if c.Keep.IsValid() {
+		n++
+		go func() { errs <- keep(ctx, c, w) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// lockedWriter writes whole lines from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// probeTarget sends a probe every c.Interval until ctx ends, each from a socket
 // of its own (a new flow: no conntrack or affinity entry of an earlier one
 // decides its path), and writes a Transition to out whenever a probe's
 // outcome differs from the probe before it, in send order (a
@@ -44,15 +86,12 @@ type ProbeConfig struct {
 // Unix ns on the prober's clock); the first probe's outcome is the first
 // line. A probe the kernel refused to send (no route:
 // the Service's address is unknown) counts as Silent.
-func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
-	if c.Interval <= 0 || c.Timeout <= 0 {
-		return fmt.Errorf("probe interval %s and timeout %s: both must be positive", c.Interval, c.Timeout)
-	}
+func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	probes := make(chan outcome, int(c.Timeout/c.Interval)+16)
 	var wg sync.WaitGroup
 	emitted := make(chan error, 1)
-	go func() { emitted <- emit(probes, enc, c) }()
+	go func() { emitted <- emit(probes, enc, c.Node, target) }()
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	var seq uint64
@@ -61,7 +100,7 @@ func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
 		o := outcome{seq: seq, done: make(chan sent, 1)}
 		probes <- o
 		wg.Add(1)
-		go func() { defer wg.Done(); o.done <- probeOnce(c.Target, c.Timeout) }()
+		go func() { defer wg.Done(); o.done <- probeOnce(target, c.Timeout) }()
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
@@ -86,7 +125,7 @@ type sent struct {
 }
 
 // emit writes the transitions of the probes, taken in send order.
-func emit(probes <-chan outcome, enc *json.Encoder, c ProbeConfig) error {
+func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort) error {
 	last, first := "", true
 	for o := range probes {
 		s := <-o.done
@@ -94,7 +133,7 @@ func emit(probes <-chan outcome, enc *json.Encoder, c ProbeConfig) error {
 			continue
 		}
 		first, last = false, s.answer
-		if err := enc.Encode(results.Transition{Node: c.Node, Target: c.Target.String(), Sent: s.at.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
+		if err := enc.Encode(results.Transition{Node: node, Target: target.String(), Sent: s.at.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
 			return err
 		}
 	}
