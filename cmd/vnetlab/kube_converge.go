@@ -35,14 +35,17 @@ probe not answered). Each is timestamped just before its write, waited for on ev
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
 largest, per kind and node, and per change on its slowest node ("all nodes"); the
-resolution is --interval. --extra-services N creates N other Services first; an unmeasured
+resolution is --interval. --extra-services N creates N other Services first (--extra-endpoints
+E each; --keep-extra keeps them for the next run); on a local cluster the etcd, API server
+and proxies' CPU and memory are measured while they are made, idle and during the changes,
+and each proxy's own metrics are scraped after each change (the table's METRIC). An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
 measured change (the cluster may still be working through earlier writes). Everything
 created is deleted at the end, also on Ctrl-C.
 
 Examples:
   vnetlab kube converge --cluster k
-  vnetlab kube converge --cluster k --extra-services 10000 -o k-10k.json
+  vnetlab kube converge --cluster k --extra-services 10000 --extra-endpoints 10 --keep-extra -o k-10k.json
   vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,7 +76,9 @@ Examples:
 	cf.add(cmd)
 	f := cmd.Flags()
 	registerPaceFlags(f, &spec.Pace)
-	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured, each with one endpoint (created first, deleted after)")
+	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
+	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
+	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd

@@ -25,6 +25,52 @@ type Convergence struct {
 	Changes            []Change      `json:"changes"`
 	Transitions        []Transition  `json:"transitions"`
 	Rows               []ConvergeRow `json:"rows"`
+	// ProxySyncs, by node: the proxy's syncs while the changes were
+	// measured, from its kubeproxy_sync_proxy_rules_duration_seconds (a
+	// local cluster's proxies are scraped; absent elsewhere).
+	ProxySyncs map[string]ProxySyncs `json:"proxy_syncs,omitempty"`
+	// Scale is the background: the other Services present, and what the
+	// cluster's daemons used (a local cluster's).
+	Scale *Scale `json:"scale,omitempty"`
+}
+
+// Scale is the N other Services, each with E endpoints, present while the
+// changes were measured, and what making and holding them cost.
+type Scale struct {
+	Services      int     `json:"services"`
+	Endpoints     int     `json:"endpoints_per_service"`
+	Reused        int     `json:"reused,omitempty"` // of Services, kept from an earlier run
+	CreateSeconds float64 `json:"create_seconds"`   // the API writes of those not reused
+	// APIBytesPerService: the API server's and etcd's resident memory
+	// growth over the Services created (not reused), per Service.
+	APIBytesPerService float64 `json:"api_bytes_per_service,omitempty"`
+	// BPFMapBytes: the memory charged for the eBPF maps of every node's
+	// Service plane (vnetlab's proxies), after the warm-up.
+	BPFMapBytes int64       `json:"bpf_map_bytes,omitempty"`
+	Use         []DaemonUse `json:"use,omitempty"`
+}
+
+// The phases a DaemonUse covers.
+const (
+	PhaseCreate  = "create"  // from the first extra Service's write until every node carried one made after them (the warm-up)
+	PhaseIdle    = "idle"    // the next ten seconds, nothing written
+	PhaseChanges = "changes" // the measured changes
+)
+
+// DaemonUse is one daemon's use in one phase.
+type DaemonUse struct {
+	Daemon     string  `json:"daemon"` // etcd, kube-apiserver, "NODE proxy"
+	Phase      string  `json:"phase"`
+	Seconds    float64 `json:"seconds"` // the phase's length
+	CPUSeconds float64 `json:"cpu_seconds"`
+	RSS        int64   `json:"rss_bytes"`      // at the phase's end
+	PeakRSS    int64   `json:"peak_rss_bytes"` // the largest seen, sampled twice a second
+}
+
+// ProxySyncs is how many syncs a node's proxy reported and their mean.
+type ProxySyncs struct {
+	Syncs  int     `json:"syncs"`
+	MeanUS float64 `json:"mean_us"`
 }
 
 // Change is one write through the API and what each node made of it.

@@ -31,13 +31,18 @@ type ConvergeSpec struct {
 	Local, Kubeconfig, Context string // a local cluster's name, or a kubeconfig (and context)
 	converge.Pace
 	Image string // "": this vnetlab's (loaded into a local cluster)
-	// ExtraServices are Services present while the changes are measured
-	// (each with one endpoint, as kube run's --extra-services).
-	ExtraServices int
+	// ExtraServices are Services present while the changes are measured,
+	// each with ExtraEndpoints endpoints; KeepExtra keeps them for the next
+	// run (on this cluster, with as many endpoints each), which reuses them.
+	ExtraServices  int
+	ExtraEndpoints int
+	KeepExtra      bool
 }
 
-// DefaultConvergeSpec: converge.DefaultPace.
-func DefaultConvergeSpec() ConvergeSpec { return ConvergeSpec{Pace: converge.DefaultPace()} }
+// DefaultConvergeSpec: converge.DefaultPace, one endpoint per extra Service.
+func DefaultConvergeSpec() ConvergeSpec {
+	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1}
+}
 
 // Check refuses a spec that cannot run, in one line naming the flag.
 func (s ConvergeSpec) Check() error {
@@ -46,6 +51,8 @@ func (s ConvergeSpec) Check() error {
 		return errors.New("give --cluster NAME (a local cluster) or --kubeconfig PATH")
 	case s.ExtraServices < 0:
 		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
+	case s.ExtraEndpoints < 1 || s.ExtraEndpoints > measure.MaxExtraEndpoints:
+		return fmt.Errorf("--extra-endpoints %d: use 1 to %d (one EndpointSlice's capacity)", s.ExtraEndpoints, measure.MaxExtraEndpoints)
 	}
 	return s.Pace.Check()
 }
@@ -83,6 +90,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	var local *clusternet.Network
 	kubeconfig := spec.Kubeconfig
+	nodeNS := map[string]string{}
 	if spec.Local != "" {
 		st, err := cluster.Load(spec.Local)
 		if err != nil {
@@ -90,6 +98,16 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 		n := cluster.Network(st)
 		local, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+		for _, node := range st.Nodes {
+			nodeNS[node.Name] = node.NS
+		}
+		// Its API server and etcd run on this machine: N must fit, said
+		// before anything is made.
+		if avail, err := memAvailable(); err == nil && spec.ExtraServices > 0 {
+			if err := checkFits(spec.ExtraServices, spec.ExtraEndpoints, avail); err != nil {
+				return nil, err
+			}
+		}
 	}
 	pull := corev1.PullIfNotPresent
 	img := spec.Image
@@ -130,48 +148,108 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	if res.Proxy == "" {
 		res.Proxy = "unknown proxy"
 	}
-	if spec.ExtraServices > 0 {
-		extra, err := measure.CreateExtraServices(ctx, cfg, spec.ExtraServices, say)
-		if err != nil {
-			return nil, err
+	sc := &results.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
+	res.Scale = sc
+	var meter *usageMeter
+	if spec.Local != "" {
+		if meter, err = newUsageMeter(spec.Local); err != nil {
+			say("converge: the daemons' use is not measured: %v", err)
 		}
-		say("converge: %d extra Services in %s (%.0f/s)", extra.Count, extra.Took.Round(time.Second), extra.Rate())
-		defer func() {
-			if _, err := extra.Delete(say); err != nil {
-				say("warning: deleting the extra Services: %v (run `vnetlab kube clean`)", err)
-			}
-		}()
 	}
-	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen()}
+	if meter != nil {
+		defer meter.stop()
+	}
+	cleanup, err := background(ctx, spec, cfg, meter, sc, say)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen(),
+		meter: meter, scale: sc, local: spec.Local}
 	if err := c.setUp(ctx, img, pull, nodes); err != nil {
 		return nil, err
 	}
 	defer c.stop()
+	if len(nodeNS) > 0 {
+		c.metrics = newScraper(nodeNS)
+		c.metrics.baseline(ctx, say)
+	} else {
+		say("converge: not a local cluster: the proxies' own metrics are not scraped")
+	}
 	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, c.targets(), say)
 	if err != nil {
 		return nil, err
 	}
 	res.End = time.Now()
 	c.stop()
+	if meter != nil && c.warmed {
+		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)
+	}
 	converge.Finish(res, changes, c.seen)
+	if c.metrics != nil {
+		res.ProxySyncs = c.metrics.syncs()
+	}
 	return res, nil
 }
 
 // converger is one run's state: its pods' processes and what the probers saw.
 type converger struct {
-	spec   ConvergeSpec
-	cs     kubernetes.Interface
-	ns     string
-	exec   *measure.Exec
-	say    func(string, ...any)
-	seen   *converge.Seen
-	procs  []interface{ Kill() }
-	nodes  []string
-	ipA    string // the backends' pod IPs
-	ipB    string
-	vip    string // the probed clusterIP, the same at every creation
-	stopMu sync.Once
-	port   int32 // the Service's UDP port now (convPort, or convMoved after port-changed)
+	spec    ConvergeSpec
+	cs      kubernetes.Interface
+	ns      string
+	exec    *measure.Exec
+	say     func(string, ...any)
+	seen    *converge.Seen
+	procs   []interface{ Kill() }
+	nodes   []string
+	ipA     string // the backends' pod IPs
+	ipB     string
+	vip     string // the probed clusterIP, the same at every creation
+	stopMu  sync.Once
+	port    int32    // the Service's UDP port now (convPort, or convMoved after port-changed)
+	metrics *scraper // a local cluster's proxies' metrics, nil elsewhere
+	meter   *usageMeter
+	scale   *results.Scale
+	local   string
+	warmed  bool
+}
+
+// idlePhase is how long the idle phase's use is measured.
+const idlePhase = 10 * time.Second
+
+// WarmedUp ends the creation phase (every node carries a Service made
+// after the N others), reads the planes' map memory, and measures the
+// idle phase before the first change.
+func (c *converger) WarmedUp(ctx context.Context) {
+	if c.meter == nil {
+		return
+	}
+	c.scale.Use = append(c.scale.Use, c.meter.end(results.PhaseCreate)...)
+	if b, err := cluster.PlaneMapBytes(c.local); err == nil {
+		c.scale.BPFMapBytes = b
+	}
+	c.meter.begin()
+	select {
+	case <-ctx.Done():
+	case <-time.After(idlePhase):
+	}
+	c.scale.Use = append(c.scale.Use, c.meter.end(results.PhaseIdle)...)
+	c.meter.begin()
+	c.warmed = true
+}
+
+// Observed scrapes the proxies' metrics after each change (Change.MetricUS).
+func (c *converger) Observed(ctx context.Context, ch *results.Change) {
+	if c.metrics != nil {
+		c.metrics.observe(ctx, ch, time.Second)
+	}
+}
+
+// writesSlice says whether a kind of change is an EndpointSlice write (with
+// its trigger time: a proxy's network programming duration starts there);
+// the others are writes of the Service.
+func writesSlice(kind string) bool {
+	return kind == converge.KindEndpointAdded || kind == converge.KindEndpointRemoved
 }
 
 // targets are the probed clusterIP's UDP ports.

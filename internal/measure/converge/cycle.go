@@ -36,6 +36,13 @@ type Observer interface {
 	Observed(ctx context.Context, ch *results.Change)
 }
 
+// WarmedUpper is a Writer told when the warm-up is done, before the first
+// measured change: kube converge ends its creation phase there (every node
+// carries a Service made after the N others) and measures the idle one.
+type WarmedUpper interface {
+	WarmedUp(ctx context.Context)
+}
+
 // Targets are the probed addresses (IP:port) of the changed Service: its
 // port at creation, and after its port changed.
 type Targets struct{ Main, Moved string }
@@ -102,6 +109,9 @@ func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, t Targets, say fun
 		}
 	}
 	say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
+	if h, ok := w.(WarmedUpper); ok {
+		h.WarmedUp(ctx)
+	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
 	var changes []results.Change
 	for i := range p.Changes {

@@ -22,7 +22,7 @@ func TestFloorConverges(t *testing.T) {
 		t.Run(p, func(t *testing.T) {
 			st := newLab(t, "svfl"+p[:2], "veth-routed", 3, nil)
 			pace := converge.DefaultPace()
-			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 8, 5*time.Second, 30*time.Second
+			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 10, 5*time.Second, 30*time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			c, err := Floor(ctx, FloorSpec{Lab: st.Name, Provider: p, Pace: pace}, t.Logf)
@@ -36,7 +36,7 @@ func TestFloorConverges(t *testing.T) {
 					t.Errorf("change %d (%s): latency %d µs (applied %v) on %s", ch.Seq, ch.Kind, us, ok, prober)
 				}
 			}
-			if len(c.Changes) != 8 || c.Proxy != "lab provider "+p {
+			if len(c.Changes) != 10 || c.Proxy != "lab provider "+p {
 				t.Errorf("%d changes, proxy %q", len(c.Changes), c.Proxy)
 			}
 			for _, r := range c.Rows {
