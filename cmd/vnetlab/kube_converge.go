@@ -79,6 +79,7 @@ Examples:
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
 	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
 	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")
+	f.DurationVar(&spec.CRR, "crr", 0, "after the changes, tcp_crr to a Service made last (after the N others), 5 samples of this length (0: not measured)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd

@@ -32,6 +32,17 @@ type Convergence struct {
 	// Scale is the background: the other Services present, and what the
 	// cluster's daemons used (a local cluster's).
 	Scale *Scale `json:"scale,omitempty"`
+	// CRR is tcp_crr to a Service created after the changes (and the N
+	// others), when asked for (kube converge --crr).
+	CRR *NewestCRR `json:"newest_crr,omitempty"`
+}
+
+// NewestCRR is tcp_crr to the newest Service: each sample's connections
+// per second (unpinned, one client).
+type NewestCRR struct {
+	Target  string    `json:"target"`
+	Seconds float64   `json:"seconds"` // each sample's
+	Rates   []float64 `json:"rates"`
 }
 
 // Scale is the N other Services, each with E endpoints, present while the

@@ -37,7 +37,13 @@ type ConvergeSpec struct {
 	ExtraServices  int
 	ExtraEndpoints int
 	KeepExtra      bool
+	// CRR, when positive, is each tcp_crr sample's length to a Service
+	// made after the changes (results.NewestCRR).
+	CRR time.Duration
 }
+
+// UnknownProxy names a cluster's proxy that detection did not identify.
+const UnknownProxy = "unknown proxy"
 
 // DefaultConvergeSpec: converge.DefaultPace, one endpoint per extra Service.
 func DefaultConvergeSpec() ConvergeSpec {
@@ -145,8 +151,12 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
 	res := &results.Convergence{Cluster: sess.Detect(ctx, local), Start: time.Now(), IntervalUS: spec.Interval.Microseconds()}
 	res.Proxy = res.Cluster.KubeProxyMode
-	if res.Proxy == "" {
-		res.Proxy = "unknown proxy"
+	switch {
+	case res.Proxy == "":
+		res.Proxy = UnknownProxy
+		say("converge: the cluster's Service proxy was not identified: measuring anyway (%s)", UnknownProxy)
+	case res.Cluster.SocketLB:
+		res.Proxy += " + socket LB"
 	}
 	sc := &results.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
 	res.Scale = sc
@@ -184,6 +194,11 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	c.stop()
 	if meter != nil && c.warmed {
 		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)
+	}
+	if spec.CRR > 0 {
+		if res.CRR, err = c.newestCRR(ctx, spec.CRR); err != nil {
+			return nil, err
+		}
 	}
 	converge.Finish(res, changes, c.seen)
 	if c.metrics != nil {

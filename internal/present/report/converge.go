@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
 
 // PrintConvergence prints a `kube converge` table: per kind of change and
@@ -42,6 +43,9 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 			}
 			tw.Flush()
 		}
+	}
+	if c.CRR != nil {
+		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds)
 	}
 	for _, n := range slices.Sorted(maps.Keys(c.ProxySyncs)) {
 		s := c.ProxySyncs[n]
