@@ -26,12 +26,14 @@ func newKubeConvergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "converge (--cluster NAME | --kubeconfig PATH [--context C]) [--changes 200] [--interval 1ms] [-o converge.json]",
 		Short: "Measure network programming latency: from a change written through the API to the first packet that honours it, on every node",
-		Long: `A prober pod on every Ready node sends a UDP probe to one Service every --interval, each
-from a new socket, and reports every change of what answers. The run writes --changes
-changes through the API one at a time, cycling through: the Service created (measured to
-the first answer), an endpoint added (to the first answer from the new backend), that
-endpoint removed (to the end of its last answers) and the Service deleted (to the first
-probe not answered). Each is timestamped just before its write, waited for on every node
+		Long: `A prober pod on every Ready node probes the Service's UDP ports every --interval, each
+probe from a new socket, reports every change of what answers, and holds TCP connections
+through it to each backend, reporting any that breaks. The run writes --changes changes
+through the API one at a time, cycling through: the Service created (measured to the first
+answer), an endpoint added (to the first answer from the new backend), that endpoint removed
+(to the end of its last answers; and what became of connections to it), the Service's port
+changed (to the first answer on the new port) and the Service deleted (to the first probe
+not answered). Each is timestamped just before its write, waited for on every node
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
 largest, per kind and node, and per change on its slowest node ("all nodes"); the
@@ -87,7 +89,7 @@ Examples:
 
 // registerPaceFlags binds the changes' pace (kube converge, svc converge).
 func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
-	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the four kinds")
+	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the five kinds (the default: 200 of each)")
 	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
 	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
 	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")

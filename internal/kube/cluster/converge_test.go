@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,14 +14,20 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// kube converge on the test cluster (kube-proxy, iptables): every change of
-// each kind is applied on every node, each latency lies between its write
-// and the change timeout, the rows cover each kind per node and for all
-// nodes, and nothing is left in the cluster.
+// kube converge on the test cluster (kube-proxy, iptables), two changes of
+// each kind: every change is applied on every node, and its latency lies
+// between its write and the first probe that saw it: the send time of that
+// probe, read back from the transitions the probers reported (an answer
+// on the change's own port: for a removed endpoint, the end of the removed
+// backend's last answers). The proxies' metric is scraped for the
+// EndpointSlice changes, the daemons' use is measured, tcp_crr reaches the
+// newest Service, and nothing is left in the cluster.
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
-	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "8", "--change-timeout", "5s", "-o", out)
+	n := 2 * len(converge.Kinds)
+	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "10", "--change-timeout", "5s",
+		"--extra-services", "20", "--crr", "1s", "-o", out)
 	if err != nil {
 		t.Fatalf("kube converge: %v\n%s", err, log)
 	}
@@ -31,16 +40,20 @@ func TestKubeConverge(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Proxy != "iptables" || len(c.Changes) != 8 {
-		t.Fatalf("proxy %q, %d changes; want iptables and 8", c.Proxy, len(c.Changes))
+	if c.Proxy != "iptables" || len(c.Changes) != n {
+		t.Fatalf("proxy %q, %d changes; want iptables and %d", c.Proxy, len(c.Changes), n)
 	}
-	for _, ch := range c.Changes {
+	for i, ch := range c.Changes {
 		if len(ch.NotApplied) > 0 || len(ch.LatencyUS) != 2 {
 			t.Errorf("change %d (%s): not applied on %v, latencies %v", ch.Seq, ch.Kind, ch.NotApplied, ch.LatencyUS)
 		}
-		for n, us := range ch.LatencyUS {
-			if us < 0 || us > (5*time.Second).Microseconds() {
-				t.Errorf("change %d (%s) on %s: %d µs, outside its write and the change timeout", ch.Seq, ch.Kind, n, us)
+		until := c.End.UnixNano()
+		if i+1 < len(c.Changes) {
+			until = c.Changes[i+1].Written
+		}
+		for node, us := range ch.LatencyUS {
+			if want, ok := firstShowing(c.Transitions, ch, node, until); !ok || us != want {
+				t.Errorf("change %d (%s) on %s: %d µs; the first probe that showed it was sent %d µs after the write (found %v)", ch.Seq, ch.Kind, node, us, want, ok)
 			}
 		}
 	}
@@ -55,7 +68,103 @@ func TestKubeConverge(t *testing.T) {
 			}
 		}
 	}
+	metrics := 0
+	for _, ch := range c.Changes {
+		metrics += len(ch.MetricUS)
+	}
+	if metrics == 0 {
+		t.Error("no change has kube-proxy's network programming duration: its /metrics were not scraped")
+	}
+	if c.Scale == nil || c.Scale.Services != 20 || len(c.Scale.Use) == 0 {
+		t.Errorf("scale %+v: want 20 Services and the daemons' use", c.Scale)
+	}
+	if c.CRR == nil || len(c.CRR.Rates) == 0 || c.CRR.Rates[0] <= 0 {
+		t.Errorf("tcp_crr to the newest Service: %+v", c.CRR)
+	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube converge left namespaces %v", left)
+	}
+}
+
+// firstShowing is, independently of converge.Latency, the send time (µs
+// after ch's write) of the first probe on node and ch's port, before
+// until, whose answer shows ch; for a removed endpoint, the send time of
+// the answer that ended the removed backend's last run of answers.
+func firstShowing(ts []results.Transition, ch results.Change, node string, until int64) (int64, bool) {
+	gone, leaving := converge.GoneOf(ch.Shows)
+	end, found := int64(0), false
+	for _, tr := range ts {
+		if tr.Node != node || tr.Target != ch.Target || tr.Event != "" || tr.Sent >= until {
+			continue
+		}
+		shows := tr.Answer != converge.Silent && tr.Answer != converge.Refused
+		switch {
+		case ch.Shows == converge.ShowsNone:
+			shows = !shows
+		case leaving:
+			shows = tr.Answer != gone
+		case ch.Shows != converge.ShowsAny:
+			shows = tr.Answer == ch.Shows
+		}
+		if tr.Sent < ch.Written {
+			if leaving {
+				found, end = shows, ch.Written
+			}
+			continue
+		}
+		switch {
+		case leaving && shows && !found:
+			end, found = tr.Sent, true
+		case leaving:
+			found = shows
+		case shows:
+			return (tr.Sent - ch.Written) / 1000, true
+		}
+	}
+	if leaving && found {
+		return (end - ch.Written) / 1000, true
+	}
+	return 0, false
+}
+
+// Ctrl-C during the changes: kube converge stops, exits non-zero and
+// deletes everything it created (its namespace, the extra Services).
+func TestKubeConvergeInterrupted(t *testing.T) {
+	cs := needCluster(t)
+	logPath := filepath.Join(t.TempDir(), "log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "converge", "--cluster", testCluster, "--changes", "1000", "--extra-services", "10")
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := waitFor(context.Background(), 3*time.Minute, "the first measured changes", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "converge: 20/1000 changes")
+	})
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("kube converge did not end within 2 minutes of Ctrl-C")
+	}
+	log, _ := os.ReadFile(logPath)
+	if waitErr != nil {
+		t.Fatalf("%v:\n%s", waitErr, log)
+	}
+	if runErr == nil {
+		t.Errorf("an interrupted run exited 0:\n%s", log)
+	}
+	if left := labelledNamespaces(t, cs); len(left) > 0 {
+		t.Errorf("an interrupted kube converge left namespaces %v:\n%s", left, log)
 	}
 }
