@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -131,39 +128,8 @@ func firstShowing(ts []results.Transition, ch results.Change, node string, until
 // deletes everything it created (its namespace, the extra Services).
 func TestKubeConvergeInterrupted(t *testing.T) {
 	cs := needCluster(t)
-	logPath := filepath.Join(t.TempDir(), "log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "converge", "--cluster", testCluster, "--changes", "1000", "--extra-services", "10")
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitErr := waitFor(context.Background(), 3*time.Minute, "the first measured changes", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "converge: 20/1000 changes")
-	})
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var runErr error
-	select {
-	case runErr = <-done:
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatal("kube converge did not end within 2 minutes of Ctrl-C")
-	}
-	log, _ := os.ReadFile(logPath)
-	if waitErr != nil {
-		t.Fatalf("%v:\n%s", waitErr, log)
-	}
-	if runErr == nil {
-		t.Errorf("an interrupted run exited 0:\n%s", log)
-	}
+	log, _ := interrupted(t, 3*time.Minute, "converge: 20/1000 changes", "the first measured changes",
+		"kube", "converge", "--cluster", testCluster, "--changes", "1000", "--extra-services", "10")
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("an interrupted kube converge left namespaces %v:\n%s", left, log)
 	}
