@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -26,6 +27,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 			metricText(r), early(r), ofHeld(r.ConnsBroken, r.ConnsHeld), ofHeld(r.GoneConnsBroken, r.GoneConnsHeld))
 	}
 	tw.Flush()
+	printNotApplied(w, c.Changes)
 	if sc := c.Scale; sc != nil {
 		fmt.Fprintf(w, "background: %d other Services with %d endpoints each (%d reused, the rest made in %.0f s)", sc.Services, sc.Endpoints, sc.Reused, sc.CreateSeconds)
 		if sc.APIBytesPerService > 0 {
@@ -85,4 +87,24 @@ func ofHeld(broken, held int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d of %d", broken, held)
+}
+
+// notAppliedLines is how many not-applied changes are named one by one.
+const notAppliedLines = 10
+
+// printNotApplied names the changes some node did not show within the
+// change timeout: the change, its object (the probed address) and the nodes.
+func printNotApplied(w io.Writer, changes []results.Change) {
+	n := 0
+	for _, ch := range changes {
+		if len(ch.NotApplied) == 0 {
+			continue
+		}
+		if n++; n <= notAppliedLines {
+			fmt.Fprintf(w, "not applied: change %d (%s of the Service at %s) on %s\n", ch.Seq, ch.Kind, ch.Target, strings.Join(ch.NotApplied, ", "))
+		}
+	}
+	if n > notAppliedLines {
+		fmt.Fprintf(w, "not applied: %d more changes (the -o file names each)\n", n-notAppliedLines)
+	}
 }

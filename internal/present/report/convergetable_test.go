@@ -62,3 +62,20 @@ func TestConvergeTableAndChart(t *testing.T) {
 		t.Error("the chart's SVG lacks its lines")
 	}
 }
+
+// A change a node did not apply is named with its object and node, never
+// a latency.
+func TestPrintConvergenceNamesNotApplied(t *testing.T) {
+	c := &results.Convergence{Proxy: "unknown proxy", Changes: []results.Change{
+		{Seq: 0, Kind: "service-created", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 900, "n2": 1200}},
+		{Seq: 1, Kind: "endpoint-added", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 800}, NotApplied: []string{"n2"}},
+	}}
+	var b bytes.Buffer
+	PrintConvergence(&b, c)
+	if want := "not applied: change 1 (endpoint-added of the Service at 10.96.0.1:53) on n2"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
+	}
+	if !strings.Contains(b.String(), "proxy unknown proxy") {
+		t.Errorf("the unknown proxy is not said:\n%s", b.String())
+	}
+}
