@@ -1,12 +1,19 @@
 package labservice
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // svc converge on a real lab, per provider: every change of each kind is
@@ -50,5 +57,94 @@ func TestFloorConverges(t *testing.T) {
 				t.Error("the changed Service is still in the lab")
 			}
 		})
+	}
+}
+
+// The probe's resolution in a lab: a prober in one pod (vnetlab kube
+// probe, as svc converge and kube converge run it) probes a UDP port of
+// another pod, which refuses until a server binds it at a known instant;
+// the first transition to the server's answer is the first probe sent
+// after the bind: within one probe interval of the instant (with the
+// scheduler's slack on a loaded 2-vCPU machine), never earlier than one
+// interval before it.
+func TestProbeResolutionInLab(t *testing.T) {
+	requireRoot(t)
+	self := os.Getenv("VNETLAB_BIN")
+	if self == "" {
+		t.Skip("the prober is vnetlab kube probe: set VNETLAB_BIN (make test does)")
+	}
+	st := newLab(t, "svpr", "veth-routed", 2, nil)
+	srvPod, probePod := st.Pods[0], st.Pods[1]
+	const port, interval = 5300, time.Millisecond
+	target := netip.AddrPortFrom(netip.MustParseAddr(srvPod.IP), port)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := proc.Command(ctx, probePod.NS, self, "kube", "probe", "--node", probePod.Name, "--target", target.String(),
+		"--interval", interval.String(), "--timeout", "50ms")
+	out, err := p.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	lines := make(chan results.Transition, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var tr results.Transition
+			if json.Unmarshal(sc.Bytes(), &tr) == nil {
+				lines <- tr
+			}
+		}
+		close(lines)
+	}()
+	next := func() results.Transition {
+		select {
+		case tr, ok := <-lines:
+			if !ok {
+				t.Fatal("the prober ended")
+			}
+			return tr
+		case <-time.After(10 * time.Second):
+			t.Fatal("no transition within 10 s")
+		}
+		return results.Transition{}
+	}
+	if first := next(); first.Answer != converge.Refused {
+		t.Fatalf("first transition %+v, want refused (nothing bound yet)", first)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var srv *net.UDPConn
+	var change time.Time
+	err = nsutil.Do(srvPod.NS, func() error {
+		var err error
+		change = time.Now()
+		srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(target))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = srv.WriteToUDP([]byte("srv\n"), from)
+		}
+	}()
+	seen := next()
+	if seen.Answer != "srv" {
+		t.Fatalf("transition %+v, want srv's answer", seen)
+	}
+	lag := time.Duration(seen.Sent - change.UnixNano())
+	t.Logf("the bind seen by probe %d, %s after it (interval %s)", seen.Seq, lag, interval)
+	if lag < -interval || lag > 50*interval {
+		t.Errorf("seen %s after the bind: want within the probe interval (%s, with slack)", lag, interval)
 	}
 }
