@@ -18,11 +18,12 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// What one extra Service costs the API server and etcd together in
-// resident memory, measured on a local cluster of this machine (kube
-// converge's api_bytes_per_service: docs/kubernetes.md, "Background
-// scale"): a Service with its EndpointSlice, and each endpoint more. The
-// check before creating N uses them; the run measures them again.
+// What one extra Service is taken to cost the API server and etcd
+// together in resident memory: a Service with its EndpointSlice, and each
+// endpoint more. A conservative first estimate, not yet a measurement
+// (kube converge measures it on every local run: the file's
+// api_bytes_per_service; docs/kubernetes.md, "Background scale"). The
+// check before creating N uses them.
 const (
 	apiBytesPerService  = 12 << 10
 	apiBytesPerEndpoint = 300
@@ -64,7 +65,7 @@ func checkFits(n, eps int, avail int64) error {
 		return nil
 	}
 	fits := room / estimateAPIBytes(1, eps)
-	return fmt.Errorf("--extra-services %d with %d endpoints each: the API server and etcd would need about %.1f GB more (%.1f KB per Service, measured on this machine), and %.0f%% of the %.1f GB available is %.1f GB: use at most %d, or free memory",
+	return fmt.Errorf("--extra-services %d with %d endpoints each: the API server and etcd would need about %.1f GB more (an estimate of %.1f KB per Service), and %.0f%% of the %.1f GB available is %.1f GB: use at most %d, or free memory",
 		n, eps, gb(need), float64(estimateAPIBytes(1, eps))/1024, memoryShare*100, gb(avail), gb(room), fits)
 }
 
