@@ -85,43 +85,55 @@ func TestKubeConverge(t *testing.T) {
 
 // firstShowing is, independently of converge.Latency, the send time (µs
 // after ch's write) of the first probe on node and ch's port, before
-// until, whose answer shows ch; for a removed endpoint, the send time of
-// the answer that ended the removed backend's last run of answers.
+// until, whose answer shows ch (0 when the probe before the write already
+// did); for a removed endpoint, the send time of the answer that ended the
+// removed backend's last run of answers.
 func firstShowing(ts []results.Transition, ch results.Change, node string, until int64) (int64, bool) {
 	gone, leaving := converge.GoneOf(ch.Shows)
-	end, found := int64(0), false
-	for _, tr := range ts {
-		if tr.Node != node || tr.Target != ch.Target || tr.Event != "" || tr.Sent >= until {
-			continue
-		}
-		shows := tr.Answer != converge.Silent && tr.Answer != converge.Refused
+	shows := func(answer string) bool {
+		answered := answer != converge.Silent && answer != converge.Refused
 		switch {
 		case ch.Shows == converge.ShowsNone:
-			shows = !shows
+			return !answered
 		case leaving:
-			shows = tr.Answer != gone
+			return answer != gone
 		case ch.Shows != converge.ShowsAny:
-			shows = tr.Answer == ch.Shows
+			return answer == ch.Shows
 		}
-		if tr.Sent < ch.Written {
-			if leaving {
-				found, end = shows, ch.Written
-			}
-			continue
-		}
+		return answered
+	}
+	var before, after []results.Transition
+	for _, tr := range ts {
 		switch {
-		case leaving && shows && !found:
-			end, found = tr.Sent, true
-		case leaving:
-			found = shows
-		case shows:
-			return (tr.Sent - ch.Written) / 1000, true
+		case tr.Node != node || tr.Target != ch.Target || tr.Event != "" || tr.Sent >= until:
+		case tr.Sent < ch.Written:
+			before = append(before, tr)
+		default:
+			after = append(after, tr)
 		}
 	}
-	if leaving && found {
-		return (end - ch.Written) / 1000, true
+	atWrite := len(before) > 0 && shows(before[len(before)-1].Answer)
+	if !leaving {
+		if atWrite {
+			return 0, true
+		}
+		for _, tr := range after {
+			if shows(tr.Answer) {
+				return (tr.Sent - ch.Written) / 1000, true
+			}
+		}
+		return 0, false
 	}
-	return 0, false
+	end, ended := ch.Written, atWrite
+	for _, tr := range after {
+		switch {
+		case shows(tr.Answer) && !ended:
+			end, ended = tr.Sent, true
+		case !shows(tr.Answer):
+			ended = false
+		}
+	}
+	return (end - ch.Written) / 1000, ended
 }
 
 // Ctrl-C during the changes: kube converge stops, exits non-zero and
