@@ -112,7 +112,11 @@ func firstShowing(ts []results.Transition, ch results.Change, node string, until
 			after = append(after, tr)
 		}
 	}
-	atWrite := len(before) > 0 && shows(before[len(before)-1].Answer)
+	state := converge.Silent // what a node that reported nothing yet saw
+	if len(before) > 0 {
+		state = before[len(before)-1].Answer
+	}
+	atWrite := shows(state)
 	if !leaving {
 		if atWrite {
 			return 0, true
