@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -148,5 +153,52 @@ func TestKubeConvergeInterrupted(t *testing.T) {
 		"kube", "converge", "--cluster", testCluster, "--changes", "1000", "--extra-services", "10")
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("an interrupted kube converge left namespaces %v:\n%s", left, log)
+	}
+}
+
+// Kept extra Services are reused: a second call with fewer deletes those
+// beyond, a third with more makes only the difference, each Service with
+// its E endpoints; the namespace stays until deleted.
+func TestKeptExtraServices(t *testing.T) {
+	cs := needCluster(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", testState.Facts[FactKubeconfig])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var last *measure.Extra
+	defer func() {
+		if last != nil {
+			if _, err := last.Delete(t.Logf); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for _, step := range []struct{ n, reused int }{{30, 0}, {20, 20}, {40, 20}} {
+		e, err := measure.KeptExtraServices(ctx, cfg, step.n, 2, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != nil && e.Namespace != last.Namespace {
+			t.Errorf("N=%d made namespace %s, the kept one is %s", step.n, e.Namespace, last.Namespace)
+		}
+		last = e
+		svcs, err := cs.CoreV1().Services(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices, err := cs.DiscoveryV1().EndpointSlices(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Reused != step.reused || len(svcs.Items) != step.n || len(slices.Items) != step.n {
+			t.Errorf("N=%d: reused %d, %d Services, %d slices; want %d reused and %d of each", step.n, e.Reused, len(svcs.Items), len(slices.Items), step.reused, step.n)
+		}
+		for _, s := range slices.Items {
+			if len(s.Endpoints) != 2 {
+				t.Errorf("slice %s has %d endpoints, want 2", s.Name, len(s.Endpoints))
+				break
+			}
+		}
 	}
 }
