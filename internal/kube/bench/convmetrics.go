@@ -116,9 +116,9 @@ func (s *scraper) baseline(ctx context.Context, say func(string, ...any)) {
 	}
 }
 
-// observe fills ch.MetricUS: per node, the growth of the network
-// programming histogram's sum over its count's since the last scrape (one
-// EndpointSlice write per change: its one observation). A proxy observes
+// observe fills ch.MetricUS for an EndpointSlice change: per node, the
+// growth of the network programming histogram's sum over its count's since
+// the last scrape (one slice write per change: its one observation). A proxy observes
 // after its sync, which may end a moment after the packets showed the
 // change: an EndpointSlice change is scraped again for up to wait until
 // its observation arrives.
@@ -136,6 +136,14 @@ func (s *scraper) observe(ctx context.Context, ch *results.Change, wait time.Dur
 			}
 			last := s.programming[n]
 			s.syncLast[n] = sync
+			if prog.count > last.count && !writesSlice(ch.Kind) {
+				// A Service's write carries no trigger time: what the
+				// proxy observed starts at an earlier slice write (a
+				// Service created again is programmed with its slice's
+				// old trigger time), not this change's.
+				s.programming[n] = prog
+				break
+			}
 			if prog.count > last.count {
 				if ch.MetricUS == nil {
 					ch.MetricUS = map[string]int64{}
