@@ -124,16 +124,25 @@ type sent struct {
 	answer string
 }
 
-// emit writes the transitions of the probes, taken in send order.
+// emit writes the transitions of the probes, taken in the order they were
+// started. Each probe runs on a goroutine of its own, so a probe may take
+// its send time a moment after the next one: a transition's time is never
+// earlier than that of any probe started before it (a later probe that
+// already saw the new state is dated when the earlier one, which still saw
+// the old, was sent), so the transitions' times follow their order.
 func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort) error {
 	last, first := "", true
+	var latest time.Time
 	for o := range probes {
 		s := <-o.done
+		if s.at.After(latest) {
+			latest = s.at
+		}
 		if !first && s.answer == last {
 			continue
 		}
 		first, last = false, s.answer
-		if err := enc.Encode(results.Transition{Node: node, Target: target.String(), Sent: s.at.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
+		if err := enc.Encode(results.Transition{Node: node, Target: target.String(), Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
 			return err
 		}
 	}

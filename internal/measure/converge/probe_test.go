@@ -2,12 +2,15 @@ package converge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,5 +97,40 @@ func TestProbeResolution(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Probes run concurrently and may take their send times out of order: a
+// transition is never dated before a probe started earlier (which saw the
+// old state), so transitions' times follow their sequence.
+func TestEmitDatesInOrder(t *testing.T) {
+	base := time.Unix(1000, 0)
+	probes := make(chan outcome, 8)
+	for i, p := range []struct {
+		ms     int
+		answer string
+	}{{0, "a"}, {5, "a"}, {3, "b"}, {4, "b"}, {9, "a"}} {
+		o := outcome{seq: uint64(i + 1), done: make(chan sent, 1)}
+		o.done <- sent{at: base.Add(time.Duration(p.ms) * time.Millisecond), answer: p.answer}
+		probes <- o
+	}
+	close(probes)
+	var out bytes.Buffer
+	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var tr results.Transition
+		if err := dec.Decode(&tr); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d:%s@%d", tr.Seq, tr.Answer, time.Duration(tr.Sent-base.UnixNano())/time.Millisecond))
+	}
+	// Probe 3 saw b, sent at 3 ms, after probe 2 still saw a at 5 ms: b
+	// is dated 5 ms.
+	if want := "1:a@0 3:b@5 5:a@9"; strings.Join(got, " ") != want {
+		t.Errorf("transitions %v, want %s", got, want)
 	}
 }
