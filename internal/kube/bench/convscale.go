@@ -172,8 +172,8 @@ func background(ctx context.Context, spec ConvergeSpec, cfg *rest.Config, meter 
 	if meter != nil {
 		meter.begin()
 	}
-	if spec.ExtraServices == 0 {
-		return func() {}, nil
+	if spec.ExtraServices == 0 && !spec.KeepExtra {
+		return func() {}, nil // (with --keep-extra, a kept set is emptied)
 	}
 	var rssBefore int64
 	if meter != nil {

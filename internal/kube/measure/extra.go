@@ -85,8 +85,9 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say 
 
 // KeptExtraServices makes n extra Services with eps endpoints each in the
 // namespace kept for eps endpoints (ExtraKeptLabel; made when there is
-// none), creating only those missing and deleting those beyond n: a sweep
-// of growing counts, or a second run, reuses what the last one made. The
+// none), creating only those missing and deleting those beyond n (and a
+// kept set of another eps: one at a time): a sweep of growing counts, or a
+// second run, reuses what the last one made. The
 // namespace stays after the run (Extra.Delete, or `vnetlab kube clean`,
 // removes it). On failure what it holds is left for the next run.
 func KeptExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
@@ -94,16 +95,24 @@ func KeptExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say fu
 	if err != nil {
 		return nil, err
 	}
-	sel := fmt.Sprintf("%s=%s,%s=%d", LabelKey, LabelValue, ExtraKeptLabel, eps)
+	sel := fmt.Sprintf("%s=%s,%s", LabelKey, LabelValue, ExtraKeptLabel)
 	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list kept extra Services' namespaces: %v", err)
 	}
 	e := &Extra{cs: cs, Count: n, Endpoints: eps}
 	for _, ns := range list.Items {
-		if ns.DeletionTimestamp == nil {
+		switch {
+		case ns.DeletionTimestamp != nil:
+		case ns.Labels[ExtraKeptLabel] == fmt.Sprint(eps) && e.Namespace == "":
 			e.Namespace = ns.Name
-			break
+		default:
+			// One kept set at a time: the cluster holds n other Services,
+			// not those of another E too.
+			say("extra Services: deleting the kept set of namespace %s (%s endpoints each)", ns.Name, ns.Labels[ExtraKeptLabel])
+			if _, err := (&Extra{cs: cs, Namespace: ns.Name}).Delete(say); err != nil {
+				return nil, fmt.Errorf("deleting the kept extra Services of namespace %s: %v", ns.Name, err)
+			}
 		}
 	}
 	have := map[int]bool{}
