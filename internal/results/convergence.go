@@ -97,6 +97,11 @@ type Change struct {
 	// showed it; a node missing was NotApplied.
 	LatencyUS  map[string]int64 `json:"latency_us"`
 	NotApplied []string         `json:"not_applied,omitempty"`
+	// ShownBefore: the nodes whose probes already showed the change when
+	// it was written (converge.ShownBefore): a fault of the measurement
+	// (a stale conntrack entry deciding a probe's path, an earlier change
+	// not settled), not a latency of 0.
+	ShownBefore []string `json:"shown_before,omitempty"`
 	// Conns, by node: the connections its prober held open through the
 	// Service's kept port at the write, and what became of each before the
 	// next change's write.
@@ -136,14 +141,17 @@ type Transition struct {
 // change, the slowest node) summarised: quantiles in µs, each with its
 // bootstrap 95% CI.
 type ConvergeRow struct {
-	Kind       string     `json:"kind"`
-	Node       string     `json:"node"`
-	Changes    int        `json:"changes"`
-	NotApplied int        `json:"not_applied"`
-	P50        QuantileCI `json:"p50_us"`
-	P90        QuantileCI `json:"p90_us"`
-	P99        QuantileCI `json:"p99_us"`
-	MaxUS      float64    `json:"max_us"`
+	Kind       string `json:"kind"`
+	Node       string `json:"node"`
+	Changes    int    `json:"changes"`
+	NotApplied int    `json:"not_applied"`
+	// ShownBefore: changes the probes showed before their write (no
+	// latency; Change.ShownBefore).
+	ShownBefore int        `json:"shown_before,omitempty"`
+	P50         QuantileCI `json:"p50_us"`
+	P90         QuantileCI `json:"p90_us"`
+	P99         QuantileCI `json:"p99_us"`
+	MaxUS       float64    `json:"max_us"`
 	// Connections held open at the changes' writes (ConnFate) and how many
 	// broke: to backends the change kept, and to those it took out.
 	ConnsHeld       int `json:"conns_held"`

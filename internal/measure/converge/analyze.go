@@ -52,33 +52,11 @@ func GoneOf(shows string) (string, bool) {
 // backend's change shows at the end of its last run of answers before
 // until, so it is known only once until is past it by more than the
 // prober's timeout (Run waits for that). A change some probe showed before
-// the write (a state that already held) costs 0.
+// the write (a state that already held: ShownBefore) costs 0 here, so
+// that the cycle does not wait for it; Summarize counts it apart.
 func Latency(ch results.Change, ts []results.Transition, until int64) (time.Duration, bool) {
-	var after []results.Transition
-	stateAt := Silent // what the probes saw when ch was written
-	for _, t := range ts {
-		if t.Event != "" || ch.Target != "" && t.Target != ch.Target {
-			continue // a kept connection's, or another target's probes
-		}
-		switch {
-		case t.Sent < ch.Written:
-			stateAt = t.Answer
-		case t.Sent < until:
-			after = append(after, t)
-		}
-	}
-	gone, leaving := GoneOf(ch.Shows)
-	shows := func(a string) bool {
-		switch {
-		case ch.Shows == ShowsAny:
-			return answered(a)
-		case ch.Shows == ShowsNone:
-			return !answered(a)
-		case leaving:
-			return a != gone
-		}
-		return a == ch.Shows
-	}
+	stateAt, after := split(ch, ts, until)
+	shows, leaving := showsFor(ch)
 	if leaving {
 		// The end of the last run of the backend's answers.
 		end, ended := int64(0), shows(stateAt)
@@ -105,6 +83,61 @@ func Latency(ch results.Change, ts []results.Transition, until int64) (time.Dura
 	return 0, false
 }
 
+// ShownBefore says whether the node's probes (ts) already showed ch when
+// it was written: a Service answering before it was created, a backend
+// before it was added, a port before it was moved there, or a deleted
+// port silent before the deletion. The change's write cannot have caused
+// that: the probes did not see what the rules said (a conntrack entry of
+// an earlier probe with the same 5-tuple decided its path), or the change
+// before it had not settled. Such a change has no latency on that node;
+// Summarize counts it apart, never as 0. A backend's removal is not
+// judged so: with two backends, a probe before the write may well have
+// reached the other one.
+func ShownBefore(ch results.Change, ts []results.Transition) bool {
+	shows, leaving := showsFor(ch)
+	if leaving {
+		return false
+	}
+	stateAt, _ := split(ch, ts, ch.Written)
+	return shows(stateAt)
+}
+
+// split is what ch's target's probes in ts saw when ch was written, and
+// their transitions after it, sent before until.
+func split(ch results.Change, ts []results.Transition, until int64) (string, []results.Transition) {
+	var after []results.Transition
+	stateAt := Silent
+	for _, t := range ts {
+		if t.Event != "" || ch.Target != "" && t.Target != ch.Target {
+			continue // a kept connection's, or another target's probes
+		}
+		switch {
+		case t.Sent < ch.Written:
+			stateAt = t.Answer
+		case t.Sent < until:
+			after = append(after, t)
+		}
+	}
+	return stateAt, after
+}
+
+// showsFor is whether an answer shows ch, and whether ch is a backend's
+// leaving (shown by the end of its answers).
+func showsFor(ch results.Change) (func(string) bool, bool) {
+	gone, leaving := GoneOf(ch.Shows)
+	return func(a string) bool {
+		switch {
+		case ch.Shows == ShowsAny:
+			return answered(a)
+		case ch.Shows == ShowsNone:
+			return !answered(a)
+		case leaving:
+			return a != gone
+		}
+		return a == ch.Shows
+	}, leaving
+}
+
 // Summarize fills each change's latency per node from the transitions
 // (by node, each sorted by Sent; a change's window ends at the next
 // change's write, the last one's at end) and returns the rows: per kind,
@@ -121,9 +154,11 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 		if i+1 < len(changes) {
 			until = changes[i+1].Written
 		}
-		ch.LatencyUS, ch.NotApplied, ch.Conns = map[string]int64{}, nil, nil
+		ch.LatencyUS, ch.NotApplied, ch.ShownBefore, ch.Conns = map[string]int64{}, nil, nil, nil
 		for _, n := range nodes {
-			if d, ok := Latency(*ch, byNode[n], until); ok {
+			if ShownBefore(*ch, byNode[n]) {
+				ch.ShownBefore = append(ch.ShownBefore, n)
+			} else if d, ok := Latency(*ch, byNode[n], until); ok {
 				ch.LatencyUS[n] = d.Microseconds()
 			} else {
 				ch.NotApplied = append(ch.NotApplied, n)
@@ -152,6 +187,10 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 					if v, ok := nodeLatency(ch, n); ok && m+2*interval < v {
 						row.MetricEarly++
 					}
+				}
+				if n == AllNodes && len(ch.ShownBefore) > 0 || slices.Contains(ch.ShownBefore, n) {
+					row.ShownBefore++
+					continue
 				}
 				v, ok := nodeLatency(ch, n)
 				if !ok {
@@ -196,7 +235,7 @@ func nodeMetric(ch results.Change, n string) (int64, bool) {
 		v, ok := ch.MetricUS[n]
 		return v, ok
 	}
-	if len(ch.MetricUS) == 0 || len(ch.MetricUS) < len(ch.LatencyUS)+len(ch.NotApplied) {
+	if len(ch.MetricUS) == 0 || len(ch.MetricUS) < len(ch.LatencyUS)+len(ch.NotApplied)+len(ch.ShownBefore) {
 		return 0, false
 	}
 	return slices.Max(slices.Collect(maps.Values(ch.MetricUS))), true

@@ -61,9 +61,11 @@ func DefaultPace() Pace {
 	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
 }
 
-// Bounds of a Pace.
+// Bounds of a Pace. MinInterval: a probe's 5-tuple comes back after
+// ReuseAfter(interval), 45 s at 700 µs, half as long again as conntrack's
+// UDP timeout (UDPConntrackTimeout).
 const (
-	MinInterval = 100 * time.Microsecond
+	MinInterval = 700 * time.Microsecond
 	MaxChanges  = 100000
 )
 
@@ -73,7 +75,7 @@ func (p Pace) Check() error {
 	case p.Changes < len(Kinds) || p.Changes > MaxChanges:
 		return fmt.Errorf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", p.Changes, len(Kinds), MaxChanges, strings.Join(Kinds, ", "))
 	case p.Interval < MinInterval:
-		return fmt.Errorf("--interval %s: use %s or more (a probe is a socket, a datagram and its answer)", p.Interval, MinInterval)
+		return fmt.Errorf("--interval %s: use %s or more (a probe's source port comes back after %s, within conntrack's %s UDP timeout: an earlier probe's entry would decide its path)", p.Interval, MinInterval, ReuseAfter(p.Interval), UDPConntrackTimeout)
 	case p.ProbeTimeout < p.Interval:
 		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", p.ProbeTimeout, p.Interval)
 	case p.ChangeTimeout < 2*p.ProbeTimeout:

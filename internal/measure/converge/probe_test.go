@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,5 +133,72 @@ func TestEmitDatesInOrder(t *testing.T) {
 	// is dated 5 ms.
 	if want := "1:a@0 3:b@5 5:a@9"; strings.Join(got, " ") != want {
 		t.Errorf("transitions %v, want %s", got, want)
+	}
+}
+
+// Every probe is a flow of its own whose 5-tuple does not come back
+// within conntrack's UDP timeout: the probes' source ports, as a server
+// sees them, follow the cycle (each the one after the last, skipping one
+// in use) and never repeat within a run; the cycle comes back only after
+// ReuseAfter, more than the timeout at the shortest interval allowed, and
+// a shorter interval is refused. The kernel's own choice of port (random,
+// in its 28,232-port ephemeral range) repeated within seconds at 2,000
+// probes a second, and a stale conntrack entry then decided probes.
+func TestProbeFlowsNotReused(t *testing.T) {
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	// A port of the cycle held by another socket is skipped.
+	busy, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: firstProbePort + 3})
+	if err == nil {
+		defer busy.Close()
+	}
+	target := srv.LocalAddr().(*net.UDPAddr).AddrPort()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	ports := make(chan int, 4096)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				close(ports)
+				return
+			}
+			ports <- from.Port
+			_, _ = srv.WriteToUDP([]byte("srv\n"), from)
+		}
+	}()
+	if err := Probe(ctx, ProbeConfig{Node: "n1", Targets: []netip.AddrPort{target}, Interval: time.Millisecond, Timeout: 50 * time.Millisecond}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	seen := map[int]bool{}
+	var got []int
+	for p := range ports {
+		if seen[p] {
+			t.Fatalf("source port %d used twice in %d probes", p, len(got))
+		}
+		seen[p] = true
+		got = append(got, p)
+	}
+	if len(got) < 20 {
+		t.Fatalf("the server saw %d probes in 300 ms at 1 ms", len(got))
+	}
+	slices.Sort(got)
+	if got[0] != firstProbePort {
+		t.Errorf("first source port %d, want %d (the cycle's first)", got[0], firstProbePort)
+	}
+	if busy != nil && seen[firstProbePort+3] {
+		t.Errorf("port %d, held by another socket, was used", firstProbePort+3)
+	}
+	if r := ReuseAfter(MinInterval); r <= UDPConntrackTimeout {
+		t.Errorf("at the shortest interval a 5-tuple comes back after %s, within conntrack's %s", r, UDPConntrackTimeout)
+	}
+	err = Probe(context.Background(), ProbeConfig{Node: "n1", Targets: []netip.AddrPort{target}, Interval: MinInterval / 2, Timeout: 50 * time.Millisecond}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "conntrack") {
+		t.Errorf("an interval of %s: %v, want refused naming conntrack", MinInterval/2, err)
 	}
 }

@@ -14,16 +14,17 @@ import (
 
 // PrintConvergence prints a `kube converge` table: per kind of change and
 // node, the latencies' p50/p90/p99 with their 95% CIs and the largest, in
-// ms, how many changes a node did not apply, the proxy's own metric for
+// ms, how many changes a node did not apply and how many its probes
+// showed before their write (a fault of the measurement), the proxy's own metric for
 // the same changes (and how many it says were done before the first probe
 // showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
 	fmt.Fprintf(w, "network programming latency, proxy %s: %d changes, probes every %d µs (the resolution), %s\n",
 		c.Proxy, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tP50 MS\tP90 MS\tP99 MS\tMAX MS\tMETRIC P50/P99 MS\tMETRIC EARLY\tCONNS BROKEN\tGONE CONNS BROKEN")
+	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS\tMETRIC P50/P99 MS\tMETRIC EARLY\tCONNS BROKEN\tGONE CONNS BROKEN")
 	for _, r := range c.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.Kind, r.Node, r.Changes, r.NotApplied, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000,
 			metricText(r), early(r), ofHeld(r.ConnsBroken, r.ConnsHeld), ofHeld(r.GoneConnsBroken, r.GoneConnsHeld))
 	}
 	tw.Flush()
