@@ -38,11 +38,15 @@ type Convergence struct {
 }
 
 // NewestCRR is tcp_crr to the newest Service: each sample's connections
-// per second (unpinned, one client).
+// per second (one client).
 type NewestCRR struct {
 	Target  string    `json:"target"`
 	Seconds float64   `json:"seconds"` // each sample's
 	Rates   []float64 `json:"rates"`
+	// Pins: the CPUs of the client and the server (cpupin.Pins.String:
+	// "1" both on CPU 1; "none" unpinned, as files before it say by
+	// having none).
+	Pins string `json:"pins,omitempty"`
 }
 
 // Scale is the N other Services, each with E endpoints, present while the

@@ -16,6 +16,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
 // The newest Service's data path: tcp_crr to a Service made after the
@@ -29,9 +30,17 @@ const (
 )
 
 // newestCRR measures tcp_crr to a Service created last: crrSamples runs of
-// d each, connections per second.
+// d each, connections per second, the client and the server pinned as
+// vnetlab run pins them by default (both on the last CPU this process may
+// use: a request/response test left to the scheduler on 2 vCPUs is
+// bimodal).
 func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*results.NewestCRR, error) {
-	srv := c.exec.Command(ctx, backendA, image.VnetlabPath, "rr-server", "--proto", "tcp", "--port", fmt.Sprint(crrPort))
+	allowed, err := cpupin.Allowed()
+	if err != nil {
+		return nil, err
+	}
+	pins := cpupin.MustParse(cpupin.Default).Resolve(allowed)
+	srv := c.exec.Command(ctx, backendA, image.VnetlabPath, "rr-server", "--proto", "tcp", "--port", fmt.Sprint(crrPort), "--cpu", fmt.Sprint(pins.Server))
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("rr-server in %s: %v", backendA, err)
 	}
@@ -56,7 +65,7 @@ func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*results.Ne
 		rctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 		defer cancel()
 		out, err := c.exec.Command(rctx, proberPod(0), image.VnetlabPath, "rr-client", "--proto", "tcp", "--addr", addr, "--mode", "crr",
-			"--duration", d.String(), "-o", "json").Output()
+			"--duration", d.String(), "--cpu", fmt.Sprint(pins.Client), "-o", "json").Output()
 		if err != nil {
 			return 0, err
 		}
@@ -75,7 +84,7 @@ func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*results.Ne
 		}
 		time.Sleep(time.Second)
 	}
-	res := &results.NewestCRR{Target: addr, Seconds: d.Seconds()}
+	res := &results.NewestCRR{Target: addr, Seconds: d.Seconds(), Pins: pins.String()}
 	for range crrSamples {
 		r, err := run(d)
 		if err != nil {

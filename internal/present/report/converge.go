@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -48,13 +49,17 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 		}
 	}
 	if c.CRR != nil {
-		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds)
+		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s, CPU pins %s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds, cmp.Or(c.CRR.Pins, cpupinNone))
 	}
 	for _, n := range slices.Sorted(maps.Keys(c.ProxySyncs)) {
 		s := c.ProxySyncs[n]
 		fmt.Fprintf(w, "%s: the proxy reported %d syncs, mean %.2f ms (kubeproxy_sync_proxy_rules_duration_seconds)\n", n, s.Syncs, s.MeanUS/1000)
 	}
 }
+
+// cpupinNone is what a file without the client's and server's CPUs had:
+// unpinned (cpupin.None).
+const cpupinNone = "none"
 
 // ms is a quantile and its CI in milliseconds.
 func ms(q results.QuantileCI) string {
