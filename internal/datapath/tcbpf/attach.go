@@ -164,12 +164,16 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		return Endpoint{}, err
 	}
 	from, to := hooks(pl)
-	fromProg, toProg := p.objs.FromPod, p.objs.ToPod
+	ps, err := p.programs()
+	if err != nil {
+		return fail(err)
+	}
+	fromProg, toProg := ps.FromPod, ps.ToPod
 	switch {
 	case pl == Routed:
-		fromProg, toProg = p.objs.HostFromPod, p.objs.HostToPod
+		fromProg, toProg = ps.HostFromPod, ps.HostToPod
 	case l2:
-		fromProg = p.objs.FromPodL2
+		fromProg = ps.FromPodL2
 	}
 	progs := []struct {
 		name string

@@ -54,13 +54,19 @@ type Plane struct {
 
 	lab     string
 	dir     string
-	objs    serviceObjects
+	objs    serviceObjects // the maps from Open; the programs once an attachment needs them (programs)
 	created []string
 }
 
-// Open loads the programs and creates the lab's maps, or reuses the maps a
-// previous process pinned (services and conntrack survive between CLI calls).
-// It mounts bpffs at /sys/fs/bpf when nothing is mounted there.
+// Open creates the lab's maps, or reuses the maps a previous process
+// pinned (services and conntrack survive between CLI calls). It loads no
+// program: a Service's write (`svc add`, a proxy's sync) needs only the
+// maps, and the kernel's verifier took 1.7 s of system time to load them
+// all on every `svc add` (measured here); the attachments load them on
+// first use (programs). The two tail-call arrays (lb6_tail, host6_tail)
+// hold programs, so they are opened empty here (a pinned one keeps what it
+// holds) and filled when the programs are loaded. It mounts bpffs at
+// /sys/fs/bpf when nothing is mounted there.
 func Open(lab string) (*Plane, error) {
 	if lab == "" || filepath.Base(lab) != lab {
 		return nil, fmt.Errorf("ebpf: bad lab name %q", lab)
@@ -88,16 +94,13 @@ func Open(lab string) (*Plane, error) {
 			}
 		}
 	}
-	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}})
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("ebpf: the kernel's verifier rejected vnetlab's service programs: %+v", ve)
+	for _, m := range spec.Maps {
+		if m.Type == ebpf.ProgramArray {
+			m.Contents = nil // filled with the programs (programs)
 		}
-		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("ebpf: lab %s's pinned maps in %s were made by another vnetlab build (%v): recreate the lab (vnetlab down %s; vnetlab up ...)", lab, dir, err, lab)
-		}
-		return nil, fmt.Errorf("ebpf: load service programs: %w", err)
+	}
+	if err := p.load(spec, &p.objs.serviceMaps); err != nil {
+		return nil, err
 	}
 	p.created = append(p.created, fresh...)
 	if !slices.Contains(fresh, filepath.Join(dir, serviceMapLbServices)) {
@@ -107,6 +110,50 @@ func Open(lab string) (*Plane, error) {
 		}
 	}
 	return p, nil
+}
+
+// load loads what objs asks for of spec, its maps from the lab's pins.
+func (p *Plane) load(spec *ebpf.CollectionSpec, objs any) error {
+	err := spec.LoadAndAssign(objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.dir}})
+	if err == nil {
+		return nil
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("ebpf: the kernel's verifier rejected vnetlab's service programs: %+v", ve)
+	}
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return fmt.Errorf("ebpf: lab %s's pinned maps in %s were made by another vnetlab build (%v): recreate the lab (vnetlab down %s; vnetlab up ...)", p.lab, p.dir, err, p.lab)
+	}
+	return fmt.Errorf("ebpf: load service programs: %w", err)
+}
+
+// programs loads the plane's programs on their first use (an attachment),
+// on the lab's pinned maps, and fills the tail-call arrays.
+func (p *Plane) programs() (*servicePrograms, error) {
+	if p.objs.FromPod != nil {
+		return &p.objs.servicePrograms, nil
+	}
+	spec, err := loadService()
+	if err != nil {
+		return nil, err
+	}
+	// The tail-call arrays are filled as the programs load: cilium/ebpf
+	// wants them assigned (an array whose last reference closes is emptied
+	// by the kernel; the lab's pin holds one).
+	var o struct {
+		servicePrograms
+		Lb6Tail   *ebpf.Map `ebpf:"lb6_tail"`
+		Host6Tail *ebpf.Map `ebpf:"host6_tail"`
+	}
+	if err := p.load(spec, &o); err != nil {
+		return nil, err
+	}
+	p.objs.servicePrograms = o.servicePrograms
+	p.objs.Lb6Tail.Close()
+	p.objs.Host6Tail.Close()
+	p.objs.Lb6Tail, p.objs.Host6Tail = o.Lb6Tail, o.Host6Tail
+	return &p.objs.servicePrograms, nil
 }
 
 // Created lists the bpffs paths this Open created (for the lab's journal).

@@ -61,10 +61,14 @@ func (p *Plane) AttachUplink(ns, ifname string) ([]string, error) {
 		return nil, fmt.Errorf("uplink pin directory: %w", err)
 	}
 	pins := []string{dir}
+	ps, err := p.programs()
+	if err != nil {
+		return nil, err
+	}
 	progs := []struct {
 		prog *ebpf.Program
 		at   ebpf.AttachType
-	}{{p.objs.NodeportIn, ebpf.AttachTCXIngress}, {p.objs.NodeportOut, ebpf.AttachTCXEgress}}
+	}{{ps.NodeportIn, ebpf.AttachTCXIngress}, {ps.NodeportOut, ebpf.AttachTCXEgress}}
 	for i, pr := range progs {
 		pin := filepath.Join(dir, uplinkProgs[i])
 		var err error
