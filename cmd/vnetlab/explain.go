@@ -48,6 +48,7 @@ Examples:
   vnetlab explain r.json -o json
   vnetlab run --modes veth-routed,macvlan --sweep mtu=1500,9000 --profile -o mtu.json
   vnetlab explain mtu.json --knob mtu     # why one mode gains more from MTU 9000 than another
+  vnetlab explain load.json --knob rate   # why one path's latency knee comes at a lower offered rate
   vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_stream --profile -o v6.json
   vnetlab explain v6.json --family        # where IPv6's extra (or saved) CPU goes, per mode
   vnetlab explain v6.json --cells veth-routed/ipv4,veth-routed/ipv6   # the same, one mode
@@ -137,6 +138,13 @@ bare name is its IPv4 cell.`,
 // comparing the modes.
 func explainKnob(f *results.File, arg, test string, modes []string, format string) error {
 	axis, value, _ := strings.Cut(arg, "=")
+	if axis == "rate" { // latency against load: why one path's knee comes first
+		sentences, err := explain.KneeSentences(f, test, modes)
+		for _, s := range sentences {
+			fmt.Println(s)
+		}
+		return err
+	}
 	pairs, err := explain.KnobPairs(f, axis, value, test, modes)
 	if err != nil {
 		return err

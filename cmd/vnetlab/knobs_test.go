@@ -24,6 +24,8 @@ func TestRunKnobBadInput(t *testing.T) {
 		{"--sweep offload=gro:maybe", "gro"},
 		{"--sweep mtu+streams=1500", "take the same values"},
 		{"--sweep streams=1,2 --sweep streams=4,8", "knob streams is swept twice"},
+		{"--sweep rate=10%,120%", "rate 120% is above the path's closed-loop maximum (100%)"},
+		{"--sweep rate=0%,50%", "rate 0%: use a share above 0% of the path's closed-loop maximum"},
 	} {
 		f := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		f.SetOutput(io.Discard)
@@ -48,6 +50,12 @@ func TestRunKnobBadInput(t *testing.T) {
 		"--rate 500M --tests udp_stream,udp_rr":        "stream tests (udp_stream) cannot take",
 		"--sweep rate=max,5000 --tests tcp_rr,udp_pps": "--sweep rate=5000 is an open loop's requests per second for tcp_rr",
 		"--sweep rate=max,60k --tests udp_rr":          "rate 60000 is above 50000/s",
+		// A share of each path's maximum (rate=50%).
+		"--rate 0% --tests tcp_rr":                              "rate 0%: use a share above 0% of the path's closed-loop maximum",
+		"--rate 5x% --tests tcp_rr":                             `rate "5x%": use max`,
+		"--rate 50% --tests udp_stream":                         "--rate 50%: a share of the path's closed-loop maximum is for rr/crr tests",
+		"--rate 50% --tests tcp_rr --engine sockperf --size 14": "--rate 50%: sockperf's ping-pong is a closed loop",
+		"--sweep rate=10%,50% --tests tcp_rr,tcp_stream":        "stream tests (tcp_stream) cannot take",
 	} {
 		_, _, err := resolveRun(t, strings.Fields(args)...)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -58,7 +66,7 @@ func TestRunKnobBadInput(t *testing.T) {
 	if _, _, err := resolveRun(t, "-f", file); err == nil || !strings.Contains(err.Error(), ":4: field sweep.mtu: sweep mtu: mtu 70000 is above 65535") {
 		t.Errorf("file with mtu 70000: %v", err)
 	}
-	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "mtu=1500,9000"); err == nil || !strings.Contains(err.Error(), "a cluster's links are its CNI's") {
+	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "mtu=1500,9000"); err == nil || !strings.Contains(err.Error(), "set a lab's links and policies; a cluster's are its CNI's") {
 		t.Errorf("kube run --sweep mtu: %v", err)
 	}
 	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "streams=1,4"); err != nil {
@@ -80,16 +88,47 @@ func TestRunRate(t *testing.T) {
 	if es := spec.EngineSpec(engine.TCPRR, nil, family.IPv4); es.Rate != "20k" {
 		t.Errorf("--rate 20k reached the engine as %q", es.Rate)
 	}
-	spec, _, err = resolveRun(t, "--sweep", "rate=5000,10000,20000", "--tests", "tcp_rr")
+	// Each point's rate as the engine gets it: absolute rates, and shares
+	// of each path's maximum beside them (made a rate when the path's
+	// maximum is measured: runner's calibrate).
+	for sweep, want := range map[string]string{
+		"rate=5000,10000,20000":        "rate=5000:5000 rate=10000:10000 rate=20000:20000",
+		"rate=10%,50.0%,95%,100%,2000": "rate=10%:10% rate=50%:50% rate=95%:95% rate=100%:100% rate=2000:2000",
+	} {
+		spec, _, err := resolveRun(t, "--sweep", sweep, "--tests", "tcp_rr,tcp_crr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range spec.Sweep.Points() {
+			got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPCRR, p, family.IPv4).Rate)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("--sweep %s: points %v, want %s", sweep, got, want)
+		}
+	}
+	// Latency under load: the rr probe runs open-loop at the probe's rate
+	// at every point of a load sweep, idle too (flent's RRUL shape); a
+	// rate given keeps its own; streams and sockperf take none.
+	spec, _, err = resolveRun(t, "--sweep", "load=0,2", "--tests", "tcp_rr,tcp_stream")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
 	for _, p := range spec.Sweep.Points() {
-		got = append(got, p.String()+":"+spec.EngineSpec(engine.TCPRR, p, family.IPv4).Rate)
+		if es := spec.EngineSpec(engine.TCPRR, p, family.IPv4); es.Rate != runner.LoadProbeRate || es.Streams != runner.LoadProbeFlows {
+			t.Errorf("%s: tcp_rr's rate %q over %d flows, want the probe's %s over %d", p, es.Rate, es.Streams, runner.LoadProbeRate, runner.LoadProbeFlows)
+		}
+		if r := spec.EngineSpec(engine.TCPStream, p, family.IPv4).Rate; r != "max" {
+			t.Errorf("%s: tcp_stream's rate %q, want max", p, r)
+		}
 	}
-	if want := "rate=5000:5000 rate=10000:10000 rate=20000:20000"; strings.Join(got, " ") != want {
-		t.Errorf("--sweep rate=5000,10000,20000: points %v, want %s", got, want)
+	spec, _, err = resolveRun(t, "--load", "2", "--rate", "300", "--tests", "tcp_rr")
+	if es := spec.EngineSpec(engine.TCPRR, nil, family.IPv4); err != nil || es.Rate != "300" {
+		t.Errorf("--load 2 --rate 300: the rate %q, %v: want 300", es.Rate, err)
+	}
+	spec, _, err = resolveRun(t, "--load", "2", "--tests", "tcp_rr", "--engine", "sockperf", "--size", "14")
+	if es := spec.EngineSpec(engine.TCPRR, nil, family.IPv4); err != nil || es.Rate != "max" {
+		t.Errorf("--load 2 on sockperf: the rate %q, %v: want max (a closed loop)", es.Rate, err)
 	}
 	if spec, _, err := resolveRun(t, "--rate", "500M", "--tests", "tcp_stream,udp_stream"); err != nil || spec.Rate != "500M" {
 		t.Errorf("a UDP stream's rate beside tcp_stream (as before): %q, %v", spec.Rate, err)

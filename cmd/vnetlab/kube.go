@@ -53,8 +53,9 @@ func newKubeUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("cluster %s up in %s: %d nodes Ready, %s, proxy %s, CNI %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
-				len(st.Nodes), cluster.Family(st), cluster.Network(st).ProxyText(), cluster.Network(st).CNIText(), st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
+			n := cluster.Network(st)
+			fmt.Printf("cluster %s up in %s: %d nodes Ready, %s, proxy %s, CNI %s, NetworkPolicy %s, cluster DNS %s, API server %s\n", st.Name, time.Since(start).Round(100*time.Millisecond),
+				len(st.Nodes), cluster.Family(st), n.ProxyText(), n.CNIText(), n.Policy, st.Facts[cluster.FactDNS], st.Facts[cluster.FactServer])
 			fmt.Printf("  kubectl --kubeconfig \"$(vnetlab kube kubeconfig %s)\" get nodes\n", st.Name)
 			return nil
 		},
@@ -67,6 +68,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")
 	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with any --proxy, and --cni "+clusternet.CNIBridge+" or --cni "+clusternet.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
+	cmd.Flags().StringVar(&spec.NetworkPolicy, "network-policy", "", clusternet.EnforcerHelp()+" (default "+clusternet.PolicyVnetlab+" with --cni "+clusternet.CNIVnetlab+" in a mode it serves, else "+clusternet.PolicyNone+")")
 	cmd.Flags().StringVar(&spec.FlannelBackend, "flannel-backend", "", "with --cni flannel: flannel's backend, "+strings.Join(clusternet.FlannelBackends, " or ")+" (default "+clusternet.FlannelBackends[0]+")")
 	return cmd
 }
@@ -106,9 +108,10 @@ func newKubeLsCmd() *cobra.Command {
 			if output == "json" {
 				return printJSON(cs)
 			}
-			fmt.Printf("%-12s %-10s %-6s %-6s %-9s %-24s %s\n", "NAME", "STATUS", "NODES", "FAMILY", "PROXY", "API SERVER", "CREATED")
+			fmt.Printf("%-12s %-10s %-6s %-6s %-9s %-11s %-24s %s\n", "NAME", "STATUS", "NODES", "FAMILY", "PROXY", "NETPOL", "API SERVER", "CREATED")
 			for _, c := range cs {
-				fmt.Printf("%-12s %-10s %-6d %-6s %-9s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.Family(c), cluster.Network(c).ProxyText(), c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
+				n := cluster.Network(c)
+				fmt.Printf("%-12s %-10s %-6d %-6s %-9s %-11s %-24s %s\n", c.Name, c.Status, len(c.Nodes), cluster.Family(c), n.ProxyText(), n.Policy, c.Facts[cluster.FactServer], c.Created.Format(time.RFC3339))
 			}
 			return nil
 		},

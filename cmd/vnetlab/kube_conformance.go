@@ -62,6 +62,7 @@ It exits 1 when a spec fails. Suites (--suite):
 	f.BoolVar(&spec.Cluster.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": translate the pods' connections at the socket too")
 	f.StringVar(&spec.Cluster.CNI, "cni", "", "CNI plugin, as kube up's --cni (default: vnetlab with vnetlab's proxies, bridge with kube-proxy)")
 	f.StringVar(&spec.Cluster.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+modes.VethEBPF+" when --cni is not given)")
+	f.StringVar(&spec.Cluster.NetworkPolicy, "network-policy", "", clusternet.EnforcerHelp()+", as kube up's (default "+clusternet.PolicyVnetlab+" with --cni "+clusternet.CNIVnetlab+" in a mode it serves, else "+clusternet.PolicyNone+")")
 	// A string, not the family.Family flag value: unset means the suite's family.
 	f.StringVar((*string)(&spec.Cluster.Family), "ip-family", "", "the cluster's IP family, as kube up's: ipv4, ipv6 or dual (default: dual for --suite dual, else ipv4); with IPv6 the default skip no longer skips IPv6 ("+conformance.DefaultSkipIPv6+")")
 	f.IntVar(&spec.Procs, "procs", conformance.DefaultProcs, "ginkgo processes running specs in parallel")
@@ -73,7 +74,7 @@ It exits 1 when a spec fails. Suites (--suite):
 
 func printConformance(r *conformance.Result) {
 	n := r.Spec.Cluster.Network()
-	fmt.Printf("%s on a %d-node cluster, proxy %s, CNI %s\n", r.Spec.Suite, r.Spec.Cluster.Nodes, n.ProxyText(), n.CNIText())
+	fmt.Printf("%s on a %d-node cluster, proxy %s, CNI %s, NetworkPolicy %s\n", r.Spec.Suite, r.Spec.Cluster.Nodes, n.ProxyText(), n.CNIText(), n.Policy)
 	for _, l := range r.Summary {
 		fmt.Println(l)
 	}

@@ -58,21 +58,9 @@ Examples:
 			if err := spec.Check(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-			c, err := bench.Converge(ctx, spec, say)
-			if err != nil {
-				return err
-			}
-			report.PrintConvergence(os.Stdout, c)
-			if output != "" {
-				if err := results.WriteConvergence(output, c); err != nil {
-					return err
-				}
-				say("wrote %s", output)
-			}
-			return nil
+			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
+				return bench.Converge(ctx, spec, say)
+			})
 		},
 	}
 	cf.add(cmd)
@@ -85,6 +73,28 @@ Examples:
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd
+}
+
+// runConvergence runs measure (kube converge, svc converge, policy
+// converge) until it returns or Ctrl-C, its progress on stderr, then
+// prints its table and writes it to output ("": nowhere).
+func runConvergence(cmd *cobra.Command, output string, measure func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error)) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	c, err := measure(ctx, say)
+	if err != nil {
+		return err
+	}
+	report.PrintConvergence(os.Stdout, c)
+	if output == "" {
+		return nil
+	}
+	if err := results.WriteConvergence(output, c); err != nil {
+		return err
+	}
+	say("wrote %s", output)
+	return nil
 }
 
 // registerPaceFlags binds the changes' pace (kube converge, svc converge).

@@ -24,7 +24,7 @@ func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoa
 func newKubeProxyCmd() *cobra.Command {
 	var c proxy.Config
 	cmd := &cobra.Command{
-		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb] [--healthz-bind-address IP:PORT] [--metrics-bind-address IP:PORT]",
+		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb] [--healthz-bind-address IP:PORT] [--metrics-bind-address IP:PORT] [--conntrack-tcp-timeout-close-wait D]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +48,9 @@ func newKubeProxyCmd() *cobra.Command {
 			if _, err := c.PodLinks(); err != nil {
 				return err
 			}
+			if c.TCPCloseWaitTimeout != 0 && c.TCPCloseWaitTimeout < time.Second {
+				return fmt.Errorf("--conntrack-tcp-timeout-close-wait %s: give whole seconds (the sysctl's unit), or 0 to leave the node's value", c.TCPCloseWaitTimeout)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			c.Logf = func(f string, a ...any) {
@@ -69,6 +72,7 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&c.Cgroup, "cgroup", "", "the node's cgroup v2 directory (its pods are below it): socket programs go there, for every socket ("+proxy.ModeSock+") or the node's own network namespace's ("+proxy.ModeEBPF+")")
 	cmd.Flags().StringVar(&c.HealthzAddr, "healthz-bind-address", proxy.DefaultHealthzAddr, "IP:port of the proxy health server (/healthz, /livez), as kube-proxy's (\"\": none)")
 	cmd.Flags().StringVar(&c.MetricsAddr, "metrics-bind-address", proxy.DefaultMetricsAddr, "IP:port of the status server (/proxyMode, /healthz, and /metrics: kube-proxy's Prometheus metrics), as kube-proxy's (\"\": none)")
+	cmd.Flags().DurationVar(&c.TCPCloseWaitTimeout, "conntrack-tcp-timeout-close-wait", proxy.DefaultTCPCloseWaitTimeout, "set the node namespace's conntrack timeout for TCP connections in CLOSE_WAIT to this, at start, as kube-proxy's flag (0: leave it)")
 	cmd.Flags().BoolVar(&c.SocketLB, "socket-lb", false, "with --mode "+proxy.ModeEBPF+": the socket programs on --cgroup translate the pods' connect()/sendmsg() too (Cilium's socket LB: no per-packet NAT for them); Services without endpoints or with sessionAffinity stay with the tc programs")
 	return cmd
 }

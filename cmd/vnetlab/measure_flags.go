@@ -30,10 +30,11 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string, lin
 }
 
 // registerKnobFlags binds each knob's plain flag (--NAME, knob.All) to its
-// field of s: the engine's knobs always, the links' when links.
+// field of s: the engine's knobs always, the lab's own (links, policies)
+// when links.
 func registerKnobFlags(f *pflag.FlagSet, s *knob.Settings, links bool) {
 	for _, k := range knob.All {
-		if k.Links && !links {
+		if k.LabOnly() && !links {
 			continue
 		}
 		if p := k.IntField(s); p != nil {

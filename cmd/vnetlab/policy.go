@@ -26,7 +26,7 @@ networking.k8s.io/v1 NetworkPolicy, v1 Namespace (labels) and v1 Pod documents; 
 names a lab pod and gives it a namespace, labels and named container ports (by default a pod is
 in namespace default with the label pod=NAME). The lab keeps them in policies.json.`,
 	}
-	cmd.AddCommand(newPolicyAddCmd(), newPolicyLsCmd(), newPolicyDelCmd())
+	cmd.AddCommand(newPolicyAddCmd(), newPolicyLsCmd(), newPolicyDelCmd(), newPolicyConvergeCmd())
 	return cmd
 }
 

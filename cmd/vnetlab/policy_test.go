@@ -100,6 +100,12 @@ spec: {podSelector: {matchLabels: {pod: pod-b}}, egress: [{to: [{ipBlock: {cidr:
 		{[]string{"policy", "add", lab, "-f", file("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: pod-z}\n")}, `lab np-cli has no pod "pod-z"`},
 		{[]string{"policy", "add", lab, "-f", good, "--provider", "bpfilter"}, `unknown policy provider "bpfilter"`},
 		{[]string{"policy", "del", lab, "shop/nope"}, "lab np-cli has no policy shop/nope"},
+		{[]string{"policy", "converge", lab, "--provider", "bpfilter"}, `unknown policy provider "bpfilter"`},
+		{[]string{"policy", "converge", lab, "--policies", "200000"}, "--policies: policies 200000 is above the maximum 100000"},
+		{[]string{"policy", "converge", lab}, "lab np-cli already has policies: policy converge loads its own"},
+		{[]string{"run", "--modes", "veth-routed", "--policy-providers", "bpfilter"}, `--policy-providers: unknown policy provider "bpfilter"`},
+		{[]string{"run", "--modes", "macvlan", "--policies", "10"}, "--policy-providers nftables cannot enforce policies in mode macvlan"},
+		{[]string{"run", "--modes", "veth-routed", "--sweep", "policies=0,100001"}, "policies 100001 is above the maximum 100000"},
 	} {
 		o, e, code := runVnetlab(t, bin, c.args...)
 		if code == 0 || !strings.Contains(e, c.want) || strings.Count(strings.TrimSpace(e), "\n") > 0 {

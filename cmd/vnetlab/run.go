@@ -2,11 +2,13 @@ package main
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/present/export"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -56,6 +58,7 @@ Examples:
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
+  vnetlab run --modes veth-routed,bridge --tests tcp_crr,tcp_rr --policy-providers nftables,iptables --sweep policies=0,100,1000,10000
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
   vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_rr,tcp_crr -o r.json (each cell over IPv4 and IPv6: docs/labs.md)
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
@@ -92,6 +95,7 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	registerMeasureFlags(f, s, &r.tests, true)
 	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+labservice.DefaultVIP+", over IPv6 "+labservice.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+labservice.NameList()+" (default: "+defaultProviders()+")")
+	f.StringSliceVar(&s.PolicyProviders, "policy-providers", s.PolicyProviders, "NetworkPolicy providers ("+strings.Join(labpolicy.Names(), ", ")+") each enforcing --policies/--ipblocks (or a sweep of them) in labs of their own, a cell each (default with a policy knob: "+labpolicy.DefaultProvider+"; docs/policies.md)")
 	f.IntSliceVar(&s.ExtraServices, "extra-services", s.ExtraServices, "service path: generated services loaded besides the tested ones; a list gives one cell per count (0,1000,10000)")
 	f.IntVar(&s.PodCount, "pods", s.PodCount, "pods per lab")
 	f.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes per lab: 2 puts pod-a and pod-b on different nodes joined by a veth underlay")

@@ -1,17 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
-	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -48,18 +45,9 @@ Examples:
 			if err := spec.Pace.Check(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-			c, err := labservice.Floor(ctx, spec, say)
-			if err != nil {
-				return err
-			}
-			report.PrintConvergence(os.Stdout, c)
-			if output != "" {
-				return results.WriteConvergence(output, c)
-			}
-			return nil
+			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
+				return labservice.Floor(ctx, spec, say)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -22,6 +22,9 @@ type CellID struct {
 	Path          string `json:"path"`           // pod, service, published, ...
 	Provider      string `json:"provider"`       // Service provider of a service path; "" otherwise
 	ExtraServices int    `json:"extra_services"` // generated Services loaded besides the tested ones
+	// PolicyProvider is the NetworkPolicy provider enforcing the lab's
+	// policies (issue 44: the policy knobs); "" when the run loads none.
+	PolicyProvider string `json:"policy_provider"`
 	// Point is the cell's place in a sweep (issue 26): each swept knob's
 	// value, "streams=4" or "mtu=9000,gso+gro=65536" (knob.Point); "" in a
 	// run without a sweep, so files written before sweeps keep their keys.
@@ -38,14 +41,14 @@ type CellID struct {
 
 // ID is the cell's identity.
 func (c *Cell) ID() CellID {
-	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
+	return CellID{Mode: c.Mode, Path: c.Path, Provider: c.Provider, ExtraServices: c.ExtraServices, PolicyProvider: c.PolicyProvider, Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
 }
 
 // PodID is the cell a service cell's clusterIP is priced against (the
-// table's "vs pod"): the pod path of the same mode, sweep point, placement,
-// family and test.
+// table's "vs pod"): the pod path of the same mode, policy provider, sweep
+// point, placement, family and test.
 func (c *Cell) PodID() CellID {
-	return CellID{Mode: c.Mode, Path: "pod", Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
+	return CellID{Mode: c.Mode, Path: "pod", PolicyProvider: c.PolicyProvider, Point: c.Point, Placement: c.Placement, Family: c.Family, Test: c.Test}
 }
 
 // PodCells maps each pod-path cell of cells by its ID: where a service
@@ -61,9 +64,11 @@ func PodCells(cells []*Cell) map[CellID]*Cell {
 }
 
 // Series names the cell within its mode and test: its path, with the
-// provider and generated services of a service path, the placement and
-// the sweep's point when there are: "pod", "service(iptables)",
-// "service(nftables+1000)@cross-node", "pod{streams=4}".
+// provider and generated services of a service path, the policy provider,
+// the placement and the sweep's point when there are: "pod",
+// "service(iptables)", "service(nftables+1000)@cross-node",
+// "pod{streams=4}", "pod:iptables{policies=1000}" (":" and not brackets,
+// which a --cells pattern would read as a character class).
 func (id CellID) Series() string {
 	s := id.Path
 	if id.Provider != "" || id.ExtraServices > 0 {
@@ -72,6 +77,9 @@ func (id CellID) Series() string {
 			p += fmt.Sprintf("+%d", id.ExtraServices)
 		}
 		s += "(" + p + ")"
+	}
+	if id.PolicyProvider != "" {
+		s += ":" + id.PolicyProvider
 	}
 	if id.Placement != "" {
 		s += "@" + id.Placement
@@ -108,12 +116,16 @@ func (id CellID) Names() []string {
 }
 
 // Key matches cells across files (compare): mode|path|provider|test, then
-// |+N for generated services, |@placement, |{point} and |family when set. Files
-// written before these fields existed give the same keys.
+// |+N for generated services, |:policy provider, |@placement, |{point}
+// and |family when set. Files written before these fields existed give the
+// same keys.
 func (id CellID) Key() string {
 	k := strings.Join([]string{id.Mode, id.Path, id.Provider, id.Test}, "|")
 	if id.ExtraServices > 0 {
 		k += fmt.Sprintf("|+%d", id.ExtraServices)
+	}
+	if id.PolicyProvider != "" {
+		k += "|:" + id.PolicyProvider
 	}
 	if id.Placement != "" {
 		k += "|@" + id.Placement

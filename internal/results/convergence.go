@@ -16,15 +16,20 @@ const ConvergenceVersion = 1
 // their latencies summarised (docs/kubernetes.md, "Network programming
 // latency").
 type Convergence struct {
-	ConvergenceVersion int           `json:"convergence_version"`
-	Cluster            *Cluster      `json:"cluster,omitempty"`
-	Proxy              string        `json:"proxy"` // the cluster's Service proxy, "unknown proxy" when not found
-	Start              time.Time     `json:"start"`
-	End                time.Time     `json:"end"`
-	IntervalUS         int64         `json:"probe_interval_us"` // between a prober's probes: the latencies' resolution
-	Changes            []Change      `json:"changes"`
-	Transitions        []Transition  `json:"transitions"`
-	Rows               []ConvergeRow `json:"rows"`
+	ConvergenceVersion int      `json:"convergence_version"`
+	Cluster            *Cluster `json:"cluster,omitempty"`
+	Proxy              string   `json:"proxy"` // the cluster's Service proxy, "unknown proxy" when not found
+	// A lab's policy apply latency (`policy converge`, issue 44): the
+	// policy provider, and the generated policies and ipBlocks present.
+	PolicyProvider string        `json:"policy_provider,omitempty"`
+	Policies       int           `json:"policies,omitempty"`
+	IPBlocks       int           `json:"ipblocks,omitempty"`
+	Start          time.Time     `json:"start"`
+	End            time.Time     `json:"end"`
+	IntervalUS     int64         `json:"probe_interval_us"` // between a prober's probes: the latencies' resolution
+	Changes        []Change      `json:"changes"`
+	Transitions    []Transition  `json:"transitions"`
+	Rows           []ConvergeRow `json:"rows"`
 	// ProxySyncs, by node: the proxy's syncs while the changes were
 	// measured, from its kubeproxy_sync_proxy_rules_duration_seconds (a
 	// local cluster's proxies are scraped; absent elsewhere).

@@ -74,3 +74,28 @@ const (
 	// client's sent, so the receiver's average is not given.
 	PacketsUnseen = "the server's device received without netif_receive_skb in its namespace (bpf_redirect_peer, a macvlan's receive handler): no post-GRO count"
 )
+
+// PolicyProof is what a cell's NetworkPolicies were and the proof that
+// they were in force (Cell.Policies, issue 44), taken around the cell's
+// proof sample, outside its measured windows.
+type PolicyProof struct {
+	// Policies and IPBlocks: the generated set (besides the policy that
+	// allows the measured flow); LoadSec: how long the provider took to
+	// load it (the whole transaction: check, compile, load).
+	Policies int     `json:"policies"`
+	IPBlocks int     `json:"ipblocks,omitempty"`
+	LoadSec  float64 `json:"load_s"`
+	// Objects: the provider's rules, set elements or map entries read
+	// back from the lab; Want: what the compiled policies make.
+	Objects int `json:"objects"`
+	Want    int `json:"want"`
+	// Probe is the flow the policies deny, probed, and what became of it;
+	// ProbeDenied the provider's denied count over the probe.
+	Probe       string `json:"probe,omitempty"`
+	ProbeDenied uint64 `json:"probe_denied"`
+	// Evaluated: the provider's count of packets decided by policy over
+	// the proof sample (new connections; established ones pass first).
+	Evaluated uint64 `json:"evaluated"`
+	// NotApplied is why the set is not proven in force ("": it is).
+	NotApplied string `json:"not_applied,omitempty"`
+}

@@ -17,7 +17,8 @@ import (
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
 // 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
-// and the run's rate setting.
+// and the run's rate setting; a cell's policy provider and its policies'
+// proof, the run's policy settings (issue 44).
 const SchemaVersion = 3
 
 // File is one run.
@@ -66,8 +67,11 @@ type Cluster struct {
 	CNIMode   string `json:"cni_mode,omitempty"`
 	// KubeProxyMode is the Service proxy's name (internal/vocab/clusternet's,
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
-	KubeProxyMode string            `json:"kube_proxy_mode"`
-	SocketLB      bool              `json:"socket_lb,omitempty"`
+	KubeProxyMode string `json:"kube_proxy_mode"`
+	SocketLB      bool   `json:"socket_lb,omitempty"`
+	// NetworkPolicy is the NetworkPolicy enforcer (internal/vocab/clusternet's
+	// Enforcers' name; "" when unknown: a cluster vnetlab did not build).
+	NetworkPolicy string            `json:"network_policy,omitempty"`
 	Image         string            `json:"image"`
 	Namespace     string            `json:"namespace"`
 	HowDetected   map[string]string `json:"how_detected"`
@@ -91,7 +95,7 @@ func (c *Cluster) Network() clusternet.Network {
 	if c.CNIPlugin == "" {
 		return clusternet.FromText(c.CNI, c.KubeProxyMode)
 	}
-	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB}
+	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB, Policy: c.NetworkPolicy}
 }
 
 // SetNetwork records n; text, when not "", is the CNI as detected (else
@@ -100,7 +104,7 @@ func (c *Cluster) SetNetwork(n clusternet.Network, text string) {
 	if text == "" {
 		text = n.CNIText()
 	}
-	c.CNI, c.CNIPlugin, c.CNIMode, c.KubeProxyMode, c.SocketLB = text, n.CNI, n.CNIMode, n.Proxy, n.SocketLB
+	c.CNI, c.CNIPlugin, c.CNIMode, c.KubeProxyMode, c.SocketLB, c.NetworkPolicy = text, n.CNI, n.CNIMode, n.Proxy, n.SocketLB, n.Policy
 }
 
 // upgrade fills the structured network fields of a cluster of a file
@@ -139,7 +143,12 @@ type Settings struct {
 	Links Links  `json:"links,omitzero"`
 	Load  int    `json:"load,omitempty"`
 	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
-	Sweep *Sweep `json:"sweep,omitempty"`
+	// The policy knobs set for every cell (issue 44) and the providers
+	// enforcing them (each a cell coordinate).
+	Policies        int      `json:"policies,omitempty"`
+	IPBlocks        int      `json:"ipblocks,omitempty"`
+	PolicyProviders []string `json:"policy_providers,omitempty"`
+	Sweep           *Sweep   `json:"sweep,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -181,6 +190,10 @@ type Cell struct {
 	Placement string `json:"placement,omitempty"`
 	// Point is the cell's place in a sweep (see CellID): "streams=4".
 	Point string `json:"point,omitempty"`
+	// PolicyProvider enforces the lab's NetworkPolicies (see CellID);
+	// Policies is their proof.
+	PolicyProvider string       `json:"policy_provider,omitempty"`
+	Policies       *PolicyProof `json:"policies,omitempty"`
 	// Family is the IP family measured (see CellID): "" for IPv4, "ipv6".
 	Family string `json:"family,omitempty"`
 	// The nodes a Kubernetes cell's client and server pods ran on (kube run).
@@ -206,7 +219,11 @@ type Cell struct {
 	// LatencyTooFew are the quantiles left out of Latency: some valid
 	// sample had too few latencies for them (p99.9 from under 10^4).
 	LatencyTooFew []string `json:"latency_too_few,omitempty"`
-	CPU           *CPUCost `json:"cpu,omitempty"`
+	// LatencyCI is each quantile of Latency with its 95% CI: the
+	// percentile bootstrap of the median over the samples' values
+	// (stats.BootstrapMedianCI; the CI is absent below 2 samples).
+	LatencyCI map[string]QuantileCI `json:"latency_ci,omitempty"`
+	CPU       *CPUCost              `json:"cpu,omitempty"`
 	// Comparison with the baseline cell (same path, provider, test; first mode).
 	VsBaseline *Comparison `json:"vs_baseline,omitempty"`
 	// A service cell compared with its mode's pod cell (clusterIP/podIP).
@@ -243,6 +260,10 @@ type Cell struct {
 	Links       *LinkProof `json:"links,omitempty"`
 	Packets     *Packets   `json:"packets,omitempty"`
 	ProofSample *Sample    `json:"proof_sample,omitempty"`
+	// RateMax: a cell at a share of its path's maximum (rate=50%): what
+	// 100% was, measured closed-loop before the rounds.
+	RateMax *RateMax `json:"rate_max,omitempty"`
+
 	// NotApplied says why the cell's knobs are not in force: the kernel
 	// refused or ignored one. Such a cell is never taken as measured with
 	// them: it has no samples, or (ignored, found in its packets) its
@@ -337,6 +358,21 @@ type Schedule struct {
 	Late      int     `json:"late"` // sent 1 ms or more after their intended time
 	MaxLagUs  float64 `json:"max_lag_us"`
 	Behind    bool    `json:"behind,omitempty"` // over 1% sent late or any left unsent
+}
+
+// RateMax is what a cell's share of the maximum (rate=50%) was a share
+// of: its path's closed-loop rate (same test, target, pinning and other
+// knobs, idle), measured in samples of its own before the run's rounds,
+// outside every measured window.
+type RateMax struct {
+	Share      float64   `json:"share"`       // 0.5 for rate=50%
+	ClosedLoop []float64 `json:"closed_loop"` // the calibration samples' rates (the cell's unit)
+	Max        float64   `json:"max"`         // their median: 100%
+	// Offered is Share × Max, a whole number: what the cell's samples offered.
+	Offered float64 `json:"offered_rate"`
+	// Error: the maximum could not be measured, or its share is a rate
+	// the engine cannot schedule: the cell was not measured.
+	Error string `json:"error,omitempty"`
 }
 
 // LateShare is the share of the scheduled requests sent late or not at all.

@@ -41,7 +41,7 @@ func fixture() *File {
 		Nodes: []ClusterNode{{Name: "node-1", Kernel: "6.18.44", OS: "Debian GNU/Linux 12 (bookworm)",
 			ContainerRuntime: "containerd://1.7.24", Kubelet: "v1.37.0", InternalIP: "10.77.0.2"}},
 		CNI: "vnetlab veth-routed + host-local", CNIPlugin: "vnetlab", CNIMode: "veth-routed",
-		KubeProxyMode: "vnetlab-ebpf", SocketLB: true, Image: "vnetlab-measure:dev", Namespace: "vnetlab-run-1",
+		KubeProxyMode: "vnetlab-ebpf", SocketLB: true, NetworkPolicy: "vnetlab", Image: "vnetlab-measure:dev", Namespace: "vnetlab-run-1",
 		HowDetected: map[string]string{"cni": "the local cluster's configuration"}, NodeCPU: "cgroup: each node's cpu.stat"}
 	side := func(ns, link string) *PacketSide {
 		return &PacketSide{NS: ns, Link: link, Packets: 1000, Segments: 4000, AvgBytes: 5792.5, AvgSegment: 1448.125, MaxBytes: 65226}
@@ -57,11 +57,15 @@ func fixture() *File {
 		Test: "tcp_rr", Engine: "rr", Unit: "trans/s",
 		Samples: []Sample{sample(1, ""), sample(2, ""), failed}, Median: 1.5, Min: 1, Max: 2, Valid: 2, Failed: 1,
 		ExtraServices: 1000, ServiceLoadSec: 0.25, Note: "predicted to fail", Placement: "cross-node",
-		Point: "streams=4,mtu=9000", Family: "ipv6", ClientNode: "node-1", ServerNode: "node-2", Addr: "fd00::10",
+		Point: "streams=4,mtu=9000", Family: "ipv6", PolicyProvider: "nftables",
+		Policies: &PolicyProof{Policies: 1000, IPBlocks: 100, LoadSec: 0.75, Objects: 2010, Want: 2010,
+			Probe: "tcp [fd00::10]:9: dropped", ProbeDenied: 1, Evaluated: 12, NotApplied: "policy provider nftables evaluated none of the proof sample's packets"}, ClientNode: "node-1", ServerNode: "node-2", Addr: "fd00::10",
 		Status: "worked-unexpectedly",
 		Mean:   1.5, CI95: []float64{1, 2}, CIMethod: "bootstrap-median", CV: 0.47, Noisy: true,
 		Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: map[string]int{"p50": 8000, "p99": 8000},
 		LatencyTooFew: []string{"p99.9"}, CPU: cost, VsBaseline: cmp, VsPod: cmp,
+		LatencyCI: map[string]QuantileCI{"p50": {Value: 30.5, CI: [2]float64{29.75, 31}}, "p99": {Value: 48.25}},
+		RateMax:   &RateMax{Share: 0.5, ClosedLoop: []float64{4000, 4100.5, 3900}, Max: 4000, Offered: 2000, Error: "rate 50%: too high"},
 		ModeFacts: map[string]string{"nf_call_iptables": "0"}, Nodes: 2, LabMode: "bridge",
 		CPUAffinity: &CPUAffinity{Client: 1, Server: 1},
 		Profile: &Profile{Hz: 997, CPUs: 2, Samples: 3988, DataPath: 2000, WallSec: 4.002, Unit: "transaction",
@@ -93,6 +97,7 @@ func fixture() *File {
 			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, Streams: 4, Size: 1, CVThreshold: 0.1,
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
 				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
+				Policies: 1000, IPBlocks: 100, PolicyProviders: []string{"nftables", "iptables"},
 				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true}},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,

@@ -15,7 +15,7 @@ import (
 )
 
 // The knobs of a spec (issue 26): which points of the sweep a test takes
-// (appliesTo), which labs the points need (linkGroups) and the knobs'
+// (appliesTo), which labs the points need (labGroups) and the knobs'
 // checks. Where each knob's value lands is its field of knob.Settings,
 // which Spec embeds (the registry, knob.All, says which).
 
@@ -42,29 +42,30 @@ func (s Spec) appliesTo(p knob.Point, t engine.Test) bool {
 	return true
 }
 
-// linkGroup is the points of the sweep that share one setting of the
-// lab's links: they share a lab.
-type linkGroup struct {
+// labGroup is the points of the sweep that share one setting of the
+// lab's links and one policy set: they share a lab (per policy provider).
+type labGroup struct {
 	Links  knob.Links
+	Policy knob.PolicySet
 	Points []knob.Point
 }
 
-// SetsLinks says whether the spec sets a lab's links, plainly or in its
-// sweep (a cluster's links are its CNI's: kube run refuses it).
+// SetsLinks says whether the spec sets a lab's links or its policies,
+// plainly or in its sweep (a cluster's are its CNI's: kube run refuses
+// them).
 func (s Spec) SetsLinks() bool {
-	g := s.linkGroups()
-	return len(g) > 1 || !g[0].Links.IsZero()
+	return len(s.PolicyProviders) > 0 || slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Links.IsZero() || !g.Policy.IsZero() })
 }
 
-// linkGroups groups the sweep's points by the links they need, in the
-// points' order.
-func (s Spec) linkGroups() []linkGroup {
-	var out []linkGroup
+// labGroups groups the sweep's points by the links and the policies they
+// need, in the points' order.
+func (s Spec) labGroups() []labGroup {
+	var out []labGroup
 	for _, p := range s.Sweep.Points() {
-		l := s.at(p).Links
-		i := slices.IndexFunc(out, func(g linkGroup) bool { return g.Links == l })
+		at := s.at(p)
+		i := slices.IndexFunc(out, func(g labGroup) bool { return g.Links == at.Links && g.Policy == at.Policy })
 		if i < 0 {
-			out = append(out, linkGroup{Links: l})
+			out = append(out, labGroup{Links: at.Links, Policy: at.Policy})
 			i = len(out) - 1
 		}
 		out[i].Points = append(out[i].Points, p)
@@ -85,7 +86,7 @@ func (s Spec) checkKnobs() error {
 	if err := s.checkRate(); err != nil {
 		return err
 	}
-	groups := s.linkGroups()
+	groups := s.labGroups()
 	for _, g := range groups {
 		if g.Links.GSO > knob.LegacyGSO || g.Links.GRO > knob.LegacyGSO {
 			if err := kernel.BigTCPIPv4(); err != nil {
@@ -138,8 +139,38 @@ func (s Spec) checkRate() error {
 			key, shown, strings.Join(rr, ", "), strings.Join(streams, ", "), strings.Join(rr, ","))
 	case len(rr) == 0 && !udp:
 		return field.Errorf(key, "{%s} %s: tcp_stream takes no rate (it sends as fast as it can); drop it, or measure udp_stream or rr/crr tests", key, shown)
+	case len(rr) == 0:
+		for _, r := range rates {
+			if _, share := knob.RateShare(r); share {
+				return field.Errorf(key, "{%s} %s: a share of the path's closed-loop maximum is for rr/crr tests; give %s bits per second (500M)", key, r, strings.Join(streams, ", "))
+			}
+		}
 	}
 	return nil
+}
+
+// LoadProbeRate is the rate of the rr/crr probe under load (issue 46,
+// flent's RRUL shape): when a run sets or sweeps load, its rr/crr tests
+// that have no rate of their own (max) run open-loop at it, at every
+// point, idle too, so the idle and loaded cells are measured alike and a
+// stall under load costs every request that waited. 5000/s gives 10^4
+// latencies, enough for a p99.9, from a 2 s sample.
+const LoadProbeRate = "5000"
+
+// LoadProbeFlows are the probe's flows (at least): 100 requests/s each, so
+// a flow's next request is due 10 ms after its last, and only a wait
+// longer than that (a queue, not a tail of a few ms) holds it back.
+const LoadProbeFlows = 50
+
+// probe is the rate and flows test t's engine d gets from s:
+// LoadProbeRate over LoadProbeFlows for the latency-under-load probe,
+// else s's own.
+func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
+	underLoad := s.Load > 0 || s.Sweep.Sweeps(knob.Load)
+	if underLoad && t.RequestResponse() && (s.Rate == "" || s.Rate == knob.Unlimited) && engine.OpenLoop(d) {
+		return LoadProbeRate, max(s.Streams, LoadProbeFlows)
+	}
+	return s.Rate, s.Streams
 }
 
 // proveLinks records lab l's links as the kernel kept them, for its cells:

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,26 +207,87 @@ func TestLatencyUnderLoad(t *testing.T) {
 		t.Fatalf("%d cells, want 3 (tcp_stream at load 0 only, tcp_rr at 0 and 2)", len(f.Cells))
 	}
 	idle, loaded := cellAt(t, f, engine.TCPRR, "load=0"), cellAt(t, f, engine.TCPRR, "load=2")
+	// The probe is open-loop at LoadProbeRate, idle and loaded alike (issue
+	// 46): 10^4 latencies a 2 s sample, enough for a p99 in both cells,
+	// each timed from its intended send time.
 	for _, c := range []*results.Cell{idle, loaded} {
-		if c.Valid != spec.Repeat || c.Latency["p50"] <= 0 {
-			t.Fatalf("%s: %d valid, latency %v", c.Point, c.Valid, c.Latency)
+		if c.Valid != spec.Repeat || c.Latency["p99"] <= 0 {
+			t.Fatalf("%s: %d valid, latency %v (too few: %v)", c.Point, c.Valid, c.Latency, c.LatencyTooFew)
+		}
+		for i, s := range c.Samples {
+			if s.Schedule == nil || strconv.FormatFloat(s.Schedule.Offered, 'f', -1, 64) != LoadProbeRate || s.Schedule.Flows != LoadProbeFlows {
+				t.Fatalf("%s sample %d: schedule %+v, want the probe's %s/s over %d flows", c.Point, i+1, s.Schedule, LoadProbeRate, LoadProbeFlows)
+			}
 		}
 	}
-	// Under load a closed loop completes a few hundred transactions in a
-	// sample, too few for a p99 (10^3 needed: latency_too_few): compare
-	// the highest quantile both cells have.
-	for _, k := range []string{"p99", "p90", "p50"} {
-		iv, iok := idle.Latency[k]
-		lv, lok := loaded.Latency[k]
-		if !iok || !lok {
-			continue
-		}
-		if iv >= lv {
-			t.Errorf("%s idle %.1f us, under load %.1f us: want it inflated under load", k, iv, lv)
-		}
-		t.Logf("%s idle %.1f us, under load %.1f us (too few for the loaded cell: %v)", k, iv, lv, loaded.LatencyTooFew)
-		break
+	iv, lv := idle.Latency["p99"], loaded.Latency["p99"]
+	if iv >= lv {
+		t.Errorf("p99 idle %.1f us, under load %.1f us: want it inflated under load", iv, lv)
 	}
+	t.Logf("p99 idle %.1f us, under load %.1f us; loaded behind its schedule: %v", iv, lv, loaded.Samples[0].Schedule.Behind)
+}
+
+// A sweep of shares of the path's maximum (issue 46): the path is measured
+// closed-loop first (3 samples), each cell records what 100% was and
+// offers its share of it, and at 10% the idle path answers every request
+// on time within 1%. tcp_crr: its closed-loop maximum (~10k/s here) puts
+// every share under the engine's 50000/s.
+func TestKnobSweepRateShare(t *testing.T) {
+	requireLabs(t, knobLabPrefix)
+	spec := knobSpec(t, "veth-routed", []engine.Test{engine.TCPCRR}, "rate=10%,30%")
+	f := runKnobs(t, spec)
+	var max float64
+	for _, share := range []float64{0.1, 0.3} {
+		point := "rate=" + strconv.FormatFloat(100*share, 'f', -1, 64) + "%"
+		c := cellAt(t, f, engine.TCPCRR, point)
+		m := c.RateMax
+		if m == nil || m.Error != "" || len(m.ClosedLoop) != calibrationSamples || m.Share != share || m.Max <= 0 {
+			t.Fatalf("%s: rate max %+v, want %d closed-loop samples and share %g", point, m, calibrationSamples, share)
+		}
+		if max != 0 && m.Max != max {
+			t.Errorf("%s: 100%% is %g, but %g at the other share: want one calibration per path", point, m.Max, max)
+		}
+		max = m.Max
+		if m.Offered != math.Round(share*m.Max) {
+			t.Errorf("%s: offered %g, want %g of %g", point, m.Offered, share, m.Max)
+		}
+		if c.Valid != spec.Repeat {
+			t.Fatalf("%s: %d valid samples (%s), want %d", point, c.Valid, firstErr(c), spec.Repeat)
+		}
+		for i, s := range c.Samples {
+			if s.Schedule == nil || s.Schedule.Offered != m.Offered {
+				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered", point, i+1, s.Schedule, m.Offered)
+			}
+			if share == 0.1 {
+				checkKept(t, point, i, s, m.Offered)
+			}
+		}
+		t.Logf("%s: 100%% = %.0f conn/s (closed loop %v), offered %g, achieved %v, p99 %.0f us", point, m.Max, m.ClosedLoop, m.Offered, c.Values(), c.Latency["p99"])
+	}
+}
+
+// checkKept: open-loop sample i of point answered every request of its
+// rate within 1% (the idle path keeps up), or it says it fell behind: a
+// busy shared machine (CI's, the suite beside other work) may hold the
+// pinned client off its CPU for milliseconds and leave a few requests late
+// or unsent (seen: 2 of 2000 unsent, 750/s of 816 in a second sample), and
+// then the sample must say so (Behind), with at most 10% missing.
+func checkKept(t *testing.T, point string, i int, s results.Sample, rate float64) {
+	t.Helper()
+	kept := s.Schedule.Sent == s.Schedule.Scheduled && s.Value >= 0.99*rate && s.Value <= 1.01*rate
+	if !kept && (!s.Schedule.Behind || s.Value < 0.9*rate || s.Value > 1.01*rate) {
+		t.Errorf("%s sample %d: achieved %.1f/s, schedule %+v: want %g/s within 1%%, or behind its schedule (said) by 10%% at most", point, i+1, s.Value, s.Schedule, rate)
+	}
+}
+
+// firstErr is a cell's first failed sample's error.
+func firstErr(c *results.Cell) string {
+	for _, s := range c.Samples {
+		if s.Error != "" {
+			return s.Error
+		}
+	}
+	return ""
 }
 
 // A proof counts its own window only: a tcp_rr cell measured after a
@@ -268,12 +330,10 @@ func TestKnobSweepRate(t *testing.T) {
 			t.Fatalf("%s: %d valid samples, want %d", point, c.Valid, spec.Repeat)
 		}
 		for i, s := range c.Samples {
-			if s.Schedule == nil || s.Schedule.Offered != rate || s.Schedule.Sent != s.Schedule.Scheduled {
-				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered, every request sent", point, i+1, s.Schedule, rate)
+			if s.Schedule == nil || s.Schedule.Offered != rate {
+				t.Fatalf("%s sample %d: schedule %+v, want %g/s offered", point, i+1, s.Schedule, rate)
 			}
-			if s.Value < 0.99*rate || s.Value > 1.01*rate {
-				t.Errorf("%s sample %d: achieved %.1f/s, want %g within 1%%", point, i+1, s.Value, rate)
-			}
+			checkKept(t, point, i, s, rate)
 		}
 	}
 	if sw := f.Metadata.Settings.Sweep; sw == nil || sw.Axes[0].Knobs[0] != "rate" {

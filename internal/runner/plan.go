@@ -12,6 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -30,6 +31,8 @@ type plan struct {
 	cells []Planned
 	// links is each lab's links as the kernel kept them (by lab name).
 	links map[string]*results.LinkProof
+	// policies is each lab's policies (by lab name; policies.go).
+	policies map[string]*policyLab
 }
 
 func newPlan(spec Spec, prog Progress) (*plan, error) {
@@ -45,11 +48,12 @@ func newPlan(spec Spec, prog Progress) (*plan, error) {
 	return &plan{spec: spec, pods: pods, runID: runID, prog: prog, out: &results.File{SchemaVersion: results.SchemaVersion}}, nil
 }
 
-// build brings up the labs and lists the cells: per mode and setting of
-// the links the sweep's points need (knob.Links: one lab each), one lab
-// for the pod paths, and one per provider and count of extra services for
-// the service path (providers cannot share a node: the first to DNAT
-// wins; and each count is a different table to search).
+// build brings up the labs and lists the cells: per mode, setting of the
+// links and policy set the sweep's points need (knob.Links, knob.PolicySet)
+// and policy provider (policies.go), one lab for the pod paths, and one per
+// provider and count of extra services for the service path (providers
+// cannot share a node: the first to DNAT wins; and each count is a
+// different table to search).
 func (p *plan) build(ctx context.Context) error {
 	var plainPaths []string
 	servicePath := false
@@ -73,21 +77,43 @@ func (p *plan) build(ctx context.Context) error {
 			p.skip(mv, "", err)
 			continue
 		}
-		for _, g := range p.spec.linkGroups() {
-			if err := p.buildMode(ctx, mv, m, g, plainPaths, servicePath, extras); err != nil {
-				return err
+		for _, pol := range p.spec.policyProviders() {
+			if pol != "" {
+				if why, _ := labpolicy.SupportsMode(pol, m, mv.Options); why != "" {
+					p.skip(mv, "", fmt.Errorf("policy provider %s: %s", pol, why))
+					continue
+				}
+			}
+			for _, g := range p.spec.labGroups() {
+				if err := p.buildMode(ctx, mv, m, g, pol, plainPaths, servicePath, extras); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// buildMode brings up mode mv's labs for one setting of the links.
-func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g linkGroup, plainPaths []string, servicePath bool, extras []int) error {
-	if p.anyWanted(mv.Label, plainPaths, "", 0, g.Points) {
+// buildMode brings up mode mv's labs for one setting of the links and
+// policy set, enforced by policy provider pol ("": none).
+func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g labGroup, pol string, plainPaths []string, servicePath bool, extras []int) error {
+	if p.anyWanted(mv.Label, plainPaths, "", 0, pol, g.Points) {
 		l, err := p.upLab(ctx, mv, m, g.Links)
 		if err != nil {
 			return err
+		}
+		if pol != "" {
+			// The policies select the first path's server pod (each
+			// path's cells prove them for their own flow).
+			for _, path := range plainPaths {
+				if ep, ok := l.State.Paths[path]; ok {
+					if err := p.enforce(l, mv, pol, g.Policy, ep); err != nil {
+						p.skip(mv, "", fmt.Errorf("policy provider %s with %s: %w", pol, g.Policy, err))
+						return nil
+					}
+					break
+				}
+			}
 		}
 		for _, path := range plainPaths {
 			ep, ok := l.State.Paths[path]
@@ -95,7 +121,7 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 				p.out.Metadata.Skipped = append(p.out.Metadata.Skipped, results.Skipped{Mode: mv.Label, Reason: fmt.Sprintf("mode %s has no path %q (has: %s)", mv.Mode, path, pathNames(l.State.Paths))})
 				continue
 			}
-			if err := p.addCells(mv, l, path, ep, results.Cell{}, g.Points); err != nil {
+			if err := p.addCells(mv, l, path, ep, results.Cell{PolicyProvider: pol}, g.Points); err != nil {
 				return err
 			}
 		}
@@ -109,7 +135,7 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 			continue
 		}
 		for _, n := range extras {
-			if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n, g.Points) {
+			if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n, pol, g.Points) {
 				continue
 			}
 			l, err := p.upLab(ctx, mv, m, g.Links)
@@ -121,6 +147,17 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 				p.skip(mv, prov, err)
 				continue
 			}
+			if pol != "" {
+				server, client, err := labservice.Path(l.State)
+				if err == nil {
+					err = p.enforce(l, mv, pol, g.Policy, modes.Endpoint{ServerNS: server.NS, ClientNS: client.NS})
+				}
+				if err != nil {
+					p.skip(mv, prov, fmt.Errorf("policy provider %s with %s: %w", pol, g.Policy, err))
+					continue
+				}
+				cell.PolicyProvider = pol
+			}
 			if err := p.addCells(mv, l, ServicePath, ep, cell, g.Points); err != nil {
 				return err
 			}
@@ -131,12 +168,12 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g li
 
 // anyWanted says whether a lab for these paths and points would hold a
 // cell the spec measures (Spec.Cells): labs that would hold none are not built.
-func (p *plan) anyWanted(mode string, paths []string, provider string, extra int, points []knob.Point) bool {
+func (p *plan) anyWanted(mode string, paths []string, provider string, extra int, pol string, points []knob.Point) bool {
 	for _, path := range paths {
 		for _, t := range p.spec.Tests {
 			for _, pt := range points {
 				for _, f := range p.spec.Family.Measured() {
-					if p.spec.appliesTo(pt, t) && p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, Point: pt.String(), Family: f.Cell(), Test: string(t)}) {
+					if p.spec.appliesTo(pt, t) && p.spec.Wants(results.CellID{Mode: mode, Path: path, Provider: provider, ExtraServices: extra, PolicyProvider: pol, Point: pt.String(), Family: f.Cell(), Test: string(t)}) {
 						return true
 					}
 				}
@@ -201,6 +238,7 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoi
 		// The lab's namespaces: what a profile counts as the test's.
 		cells, err := p.spec.planPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: addr, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
 		for _, c := range cells {
+			p.cellProof(l.State, &c)
 			p.out.Cells = append(p.out.Cells, c.Cell)
 			if c.Cell.NotApplied == "" {
 				p.cells = append(p.cells, c)

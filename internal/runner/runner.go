@@ -7,12 +7,14 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
 	"github.com/vnetlab/vnetlab/internal/measure/profile"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -112,6 +114,9 @@ type Planned struct {
 	Test   engine.Test
 	Point  knob.Point
 	Family family.Family
+	// Policy proves the lab's NetworkPolicies around the cell's proof
+	// sample (policies.go); nil when the lab has none.
+	Policy *labpolicy.CellProof
 }
 
 // EngineSpec is what one sample of c measures under spec.
@@ -178,12 +183,16 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 		c Planned
 	}
 	var steps []step
-	for _, r := range spec.rounds(pc != nil) {
+	proof := pc != nil || slices.ContainsFunc(cells, func(c Planned) bool { return c.Policy != nil })
+	for _, r := range spec.rounds(proof) {
 		for _, c := range cells {
 			if r != proofRound || proves(c, pc) {
 				steps = append(steps, step{r, c})
 			}
 		}
+	}
+	if err := calibrate(ctx, spec, cells, prog); err != nil {
+		return err
 	}
 	prog.Begin(len(steps))
 	defer prog.End()
@@ -191,25 +200,36 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if p := st.c.Cell.Policies; p != nil && p.NotApplied != "" && (st.r == measuredRound || st.r == profileRound) {
+			continue // its policies are not proven in force: never measured as if they were
+		}
 		prog.Sample(i+1, st.c.Cell.ID().String()+st.r.label())
 		sample(ctx, spec, st.c, st.r, prog, col, meter, pc)
 	}
 	return nil
 }
 
-// proves says whether cell c gets a packet proof: a counter is loaded and
-// the cell has namespaces of its own.
-func proves(c Planned, pc *pktstat.Counter) bool { return pc != nil && len(c.NetNS) > 0 }
+// proves says whether cell c has a proof round: a packet proof (a counter
+// is loaded and the cell has namespaces of its own) or a policy proof.
+func proves(c Planned, pc *pktstat.Counter) bool { return counts(c, pc) || c.Policy != nil }
+
+// counts says whether cell c's proof sample counts its packets.
+func counts(c Planned, pc *pktstat.Counter) bool { return pc != nil && len(c.NetNS) > 0 }
 
 // sample runs one sample of cell c in round r and files it where the
 // round says.
 func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) {
-	start := time.Now().UTC()
+	proof := r.proves() && proves(c, pc)
 	var pw *packetWindow
-	if r.proves() && proves(c, pc) {
+	if proof && counts(c, pc) {
 		pw = &packetWindow{c: pc}
 		defer pc.Detach()
 	}
+	var policyWhy string
+	if proof && c.Policy != nil {
+		policyWhy = c.Policy.Begin() // before the sample's window, never in a measured one
+	}
+	start := time.Now().UTC()
 	sampler := col
 	if r != profileRound {
 		sampler = nil
@@ -218,7 +238,17 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 	if c.Cell.ClientNode == "" && c.Cell.ServerNode == "" {
 		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
 	}
-	res, usage, nodes, prof, err := measure(ctx, c, c.EngineSpec(spec), sampler, m, pw)
+	es := c.EngineSpec(spec)
+	var (
+		res   engine.Result
+		usage *results.SampleCPU
+		nodes map[string]*results.SampleCPU
+		prof  *profile.Profile
+		err   error
+	)
+	if es.Rate, err = rateOf(c, es); err == nil { // a share of the path's maximum, made a rate
+		res, usage, nodes, prof, err = measure(ctx, c, es, sampler, m, pw)
+	}
 	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
 	if err != nil {
 		s.Error = err.Error()
@@ -236,8 +266,17 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 			col.Add(c.Cell.ID().Key(), prof, workUnits(res, c.Cell.Unit))
 		}
 		c.Cell.ProfileSamples = append(c.Cell.ProfileSamples, s)
-	case pw != nil:
+	case proof:
 		c.Cell.ProofSample = &s
+		if c.Policy != nil {
+			provePolicies(c, policyWhy, err)
+			if why := c.Cell.Policies.NotApplied; why != "" {
+				prog.Note("%s: policies not in force, not measured: %s", c.Cell.ID(), why)
+			}
+		}
+		if pw == nil {
+			return
+		}
 		if err != nil {
 			prog.Note("proof sample failed: %s: %v (the cell has no packet proof)", c.Cell.ID(), err)
 			return

@@ -72,9 +72,14 @@ type Spec struct {
 
 	// Service path (path "service"): one lab per mode x provider x count of
 	// extra services; the pod paths get a lab of their own without services.
-	Providers     []string          // default: labservice.DefaultProviderFor(mode)
-	ExtraServices []int             // default: [0]
-	Services      []labservice.Spec // default: labservice.DefaultVIP on the engine ports -> first pod
+	Providers []string // default: labservice.DefaultProviderFor(mode)
+	// PolicyProviders enforce the policy knobs' NetworkPolicies (issue
+	// 44, policies.go): a lab per provider, each a cell coordinate
+	// (results.CellID.PolicyProvider). Default, when a policy knob is set
+	// or swept: labpolicy.DefaultProvider.
+	PolicyProviders []string
+	ExtraServices   []int             // default: [0]
+	Services        []labservice.Spec // default: labservice.DefaultVIP on the engine ports -> first pod
 
 	// Profile samples every measured window's CPU stacks and data-path
 	// events (profile.go); ProfileHz is the rate per CPU (0: the default),
@@ -153,7 +158,11 @@ func (s Spec) labSpec() lab.Spec {
 // when it was planned.
 func (s Spec) EngineSpec(t engine.Test, pt knob.Point, f family.Family) engine.Spec {
 	s = s.at(pt)
-	return engine.Spec{Test: t, Duration: s.Duration, Streams: s.Streams, Size: s.Size, Rate: s.Rate, Load: s.Load, CPU: s.pins(), Family: f}
+	rate, streams := s.Rate, s.Streams
+	if d, err := engine.For(s.Engine, t); err == nil {
+		rate, streams = s.probe(t, d)
+	}
+	return engine.Spec{Test: t, Duration: s.Duration, Streams: streams, Size: s.Size, Rate: rate, Load: s.Load, CPU: s.pins(), Family: f}
 }
 
 // Plan is a cell per test of the spec and point of its sweep at one
@@ -210,6 +219,10 @@ func (s Spec) settings() results.Settings {
 	if s.Rate != knob.Unlimited {
 		st.Rate = s.Rate
 	}
+	st.Policies, st.IPBlocks = s.Policy.Policies, s.Policy.IPBlocks
+	if s.usesPolicies() {
+		st.PolicyProviders = s.policyProviders()
+	}
 	st.Sweep = sweepOf(s.Sweep)
 	return st
 }
@@ -235,7 +248,7 @@ func (spec Spec) Validate() error {
 		}
 	}
 	for _, check := range []func() error{spec.checkKnobs, func() error { return checkEngines(spec) }, func() error { return checkSummary(spec) },
-		func() error { return checkCells(spec.Cells) }, spec.checkServicePath, spec.checkFamily} {
+		func() error { return checkCells(spec.Cells) }, spec.checkServicePath, spec.checkFamily, spec.checkPolicies} {
 		if err := check(); err != nil {
 			return err
 		}

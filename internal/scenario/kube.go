@@ -103,7 +103,8 @@ func (k *Kube) ReadyTimeoutValue() time.Duration {
 // use for them, so a file with `kube:` that sets one is refused rather than
 // silently ignoring it.
 var labOnly = []string{"name", "mode", "modes", "options", "pods", "pod_cidr", "ip_family", "pod_cidr6", "nodes", "underlay_rate", "paths",
-	"provider", "providers", "services", "extra_services", "profile", "profile_dir", "cells", "mtu", "gso", "gro", "offload"}
+	"provider", "providers", "services", "extra_services", "profile", "profile_dir", "cells", "mtu", "gso", "gro", "offload",
+	"policies", "ipblocks", "policy_providers"}
 
 func (s *Scenario) validateKube() error {
 	k := s.Kube

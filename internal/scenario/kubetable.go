@@ -31,6 +31,8 @@ type KubeCluster struct {
 	Nodes          int    `yaml:"nodes"` // default 2
 	// SocketLB: kube up --socket-lb (with proxy vnetlab-ebpf).
 	SocketLB bool `yaml:"socket_lb"`
+	// NetworkPolicy: kube up --network-policy.
+	NetworkPolicy string `yaml:"network_policy"`
 	// ExtraServices overrides kube.extra_services for this configuration
 	// (0: none).
 	ExtraServices *int `yaml:"extra_services"`
@@ -38,7 +40,7 @@ type KubeCluster struct {
 
 // Spec is what `kube up` builds for the configuration.
 func (c KubeCluster) Spec() cluster.Spec {
-	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode, FlannelBackend: c.FlannelBackend, SocketLB: c.SocketLB}
+	return cluster.Spec{Name: c.Cluster, Nodes: c.Nodes, Proxy: c.Proxy, CNI: c.CNI, CNIMode: c.CNIMode, FlannelBackend: c.FlannelBackend, SocketLB: c.SocketLB, NetworkPolicy: c.NetworkPolicy}
 }
 
 // DefaultExtraTests are the tests measured again with kube.extra_services

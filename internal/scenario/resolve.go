@@ -72,6 +72,9 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	if len(s.ExtraServices) > 0 {
 		spec.ExtraServices = s.ExtraServices
 	}
+	if len(s.PolicyProviders) > 0 {
+		spec.PolicyProviders = s.PolicyProviders
+	}
 	setString(&spec.Summary.Baseline, s.Baseline)
 	setString(&spec.Summary.CIMethod, s.CIMethod)
 	if s.CVThreshold != nil {

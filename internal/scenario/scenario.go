@@ -19,6 +19,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -68,6 +69,9 @@ type Scenario struct {
 	Providers     []string          `yaml:"providers"`
 	Services      []labservice.Spec `yaml:"services"`
 	ExtraServices IntList           `yaml:"extra_services"`
+	// PolicyProviders enforce the policy knobs (policies, ipblocks), a
+	// cell coordinate each (run --policy-providers).
+	PolicyProviders []string `yaml:"policy_providers"`
 	// Profile: sample where the CPU goes in every measured window (run
 	// --profile); ProfileDir: where each cell's stacks are written.
 	Profile    bool   `yaml:"profile"`
@@ -329,6 +333,11 @@ func (s *Scenario) validate() error {
 	for i, p := range s.Providers {
 		if _, err := labservice.Get(p); err != nil {
 			return s.errAt("providers", i, "%v", err)
+		}
+	}
+	for i, p := range s.PolicyProviders {
+		if _, err := labpolicy.Get(p); err != nil {
+			return s.errAt("policy_providers", i, "%v", err)
 		}
 	}
 	for i, sv := range s.Services {

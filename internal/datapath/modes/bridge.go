@@ -33,7 +33,7 @@ func init() {
 		CrossHost: true,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth,
 			NetfilterCaveat: bridgeNetfilterCaveat},
-		Policies: Policies{NodeFilter: true, NodeFilterOff: bridgePolicyOff},
+		Policies: Policies{NodeFilter: true, NodeFilterOff: bridgePolicyOff, PodIf: true},
 		IPv6:     true,
 	})
 }

@@ -167,6 +167,31 @@ type Policies struct {
 	// NodeFilterOff says why, with these options, the node's netfilter
 	// misses the pods' packets although NodeFilter ("": it sees them).
 	NodeFilterOff func(options map[string]string) string
+	// PodIf: tc programs on each pod's own interface (its eth0, in its
+	// namespace) see every packet the pod sends, before anything
+	// translates it, and every packet it receives, after every
+	// translation and redirect (bpf_redirect_peer included): the place of
+	// the ebpf policy provider (internal/datapath/polbpf). Set for the
+	// modes it is wired and tested on.
+	PodIf bool
+}
+
+// NodeFilterUnseen says why policy rules in the node's netfilter would not
+// see the packets of mode m's pods with options ("": they see them). The
+// lab's node-filter policy providers and a cluster's node-filter
+// enforcers both ask it.
+func (m Mode) NodeFilterUnseen(options map[string]string) string {
+	switch {
+	case m.Podless:
+		return "mode " + m.Name + " has no pods to isolate"
+	case m.Policies.NoNodeFilter != "":
+		return m.Policies.NoNodeFilter
+	case !m.Policies.NodeFilter:
+		return "not wired for this mode yet (works with: " + strings.Join(NamesWhere(func(m Mode) bool { return m.Policies.NodeFilter }), ", ") + ")"
+	case m.Policies.NodeFilterOff != nil:
+		return m.Policies.NodeFilterOff(options)
+	}
+	return ""
 }
 
 var registry = map[string]Mode{}

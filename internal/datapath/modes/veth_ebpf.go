@@ -29,7 +29,7 @@ func init() {
 		Build:    buildVethEBPF,
 		Attach:   vethEBPF,
 		IPv6:     true, // veth-routed's IPv6 wiring; host6.h routes it
-		Policies: Policies{NoNodeFilter: "veth-ebpf redirects pod-to-pod packets from one pod's veth straight into the other pod (bpf_redirect_peer), past the node's netfilter, so node-side policy rules would not see them"},
+		Policies: Policies{PodIf: true, NoNodeFilter: "veth-ebpf redirects pod-to-pod packets from one pod's veth straight into the other pod (bpf_redirect_peer), past the node's netfilter, so node-side policy rules would not see them"},
 		Services: Services{Reach: ReachModeDataPlane, EBPF: EBPFHostRouting,
 			// Cilium's BPF host routing likewise needs its eBPF kube-proxy replacement.
 			NoNetfilter: "veth-ebpf delivers pod-to-pod packets with bpf_redirect_peer, past the node's conntrack, so a backend's replies would never be translated back to the clusterIP: use --provider ebpf (folded into the same programs) or ebpf-sock",

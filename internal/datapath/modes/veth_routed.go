@@ -21,7 +21,7 @@ func init() {
 		Requires: []kernel.Feature{kernel.Veth},
 		Attach:   vethRouted,
 		Services: Services{Reach: ReachNodeNetfilter, EBPF: EBPFNodeVeth},
-		Policies: Policies{NodeFilter: true},
+		Policies: Policies{NodeFilter: true, PodIf: true},
 		IPv6:     true,
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -63,9 +65,21 @@ type PortRange struct {
 
 // Compile resolves w's policies to per-pod rules. w should have passed
 // Check (a bad selector selects nothing here).
-func Compile(w *World) Rules {
+func Compile(w *World) Rules { return CompileWhere(w, nil) }
+
+// CompileWhere is Compile for the pods keep keeps (nil: every pod), as a
+// node that enforces the rules of its own pods needs them; the peers of
+// their rules are still every pod of w.
+func CompileWhere(w *World, keep func(*Pod) bool) Rules {
+	w.memo = &memo{selectors: map[*metav1.LabelSelector]labels.Selector{}, namespace: map[string]labels.Set{}}
+	defer func() { w.memo = nil }()
 	var out Rules
-	pods := slices.Clone(w.Pods)
+	var pods []Pod
+	for i := range w.Pods {
+		if keep == nil || keep(&w.Pods[i]) {
+			pods = append(pods, w.Pods[i])
+		}
+	}
 	slices.SortFunc(pods, func(a, b Pod) int {
 		if a.Namespace != b.Namespace {
 			if a.Namespace < b.Namespace {
@@ -86,7 +100,7 @@ func Compile(w *World) Rules {
 		pr := PodRules{Pod: pod.Name, Namespace: pod.Namespace, IPs: slices.Clone(pod.IPs)}
 		for j := range w.Policies {
 			p := &w.Policies[j]
-			if !Selects(p, pod) {
+			if !w.selects(p, pod) {
 				continue
 			}
 			in, eg := Types(p)

@@ -112,10 +112,10 @@ func (w *World) peerMatches(ns string, peer networkingv1.NetworkPolicyPeer, a ne
 		if pod.Namespace != ns {
 			return false
 		}
-	} else if !selectorMatches(peer.NamespaceSelector, w.NamespaceLabels(pod.Namespace)) {
+	} else if !w.matches(peer.NamespaceSelector, w.namespaceSet(pod.Namespace)) {
 		return false
 	}
-	return peer.PodSelector == nil || selectorMatches(peer.PodSelector, pod.Labels)
+	return peer.PodSelector == nil || w.matches(peer.PodSelector, labels.Set(pod.Labels))
 }
 
 // blockContains: a is in the block's cidr and in none of its excepts.
@@ -175,4 +175,47 @@ func selectorMatches(sel *metav1.LabelSelector, l Labels) bool {
 		return false
 	}
 	return s.Matches(labels.Set(l))
+}
+
+// memo holds what a compilation asks again and again of a world that does
+// not change meanwhile: each selector parsed once (parsing validates every
+// key and value: most of the time a compilation of many policies takes
+// otherwise), each namespace's labels gathered once.
+type memo struct {
+	selectors map[*metav1.LabelSelector]labels.Selector
+	namespace map[string]labels.Set
+}
+
+// matches is selectorMatches, through the world's memo when it has one.
+func (w *World) matches(sel *metav1.LabelSelector, l labels.Set) bool {
+	if w.memo == nil {
+		return selectorMatches(sel, Labels(l))
+	}
+	s, ok := w.memo.selectors[sel]
+	if !ok {
+		var err error
+		if s, err = metav1.LabelSelectorAsSelector(sel); err != nil {
+			s = labels.Nothing()
+		}
+		w.memo.selectors[sel] = s
+	}
+	return s.Matches(l)
+}
+
+// namespaceSet is NamespaceLabels, through the world's memo when it has one.
+func (w *World) namespaceSet(ns string) labels.Set {
+	if w.memo == nil {
+		return labels.Set(w.NamespaceLabels(ns))
+	}
+	l, ok := w.memo.namespace[ns]
+	if !ok {
+		l = labels.Set(w.NamespaceLabels(ns))
+		w.memo.namespace[ns] = l
+	}
+	return l
+}
+
+// selects is Selects through the world's memo.
+func (w *World) selects(p *networkingv1.NetworkPolicy, pod *Pod) bool {
+	return policyNamespace(p) == pod.Namespace && w.matches(&p.Spec.PodSelector, labels.Set(pod.Labels))
 }

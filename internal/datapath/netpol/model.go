@@ -18,6 +18,7 @@
 package netpol
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -102,6 +103,7 @@ type World struct {
 	Namespaces []Namespace
 	Pods       []Pod
 	Policies   []networkingv1.NetworkPolicy
+	memo       *memo // during a compilation (eval.go)
 }
 
 // NamespaceLabels are the labels of namespace ns, with its name's label.
@@ -179,4 +181,54 @@ func protoOf(pp networkingv1.NetworkPolicyPort) Proto {
 		return TCP
 	}
 	return Proto(*pp.Protocol)
+}
+
+// WithoutProto is policy p with its ports of protocol proto taken out, for
+// an enforcer that cannot match that protocol: a rule that named only such
+// ports then matches nothing (it never becomes a rule of every port), and
+// the policy keeps its directions (its policyTypes written out), so it
+// still isolates the pods it selects. Fields names each port taken out
+// (spec.ingress[0].ports[1]); none: p itself.
+func WithoutProto(p *networkingv1.NetworkPolicy, proto Proto) (q *networkingv1.NetworkPolicy, fields []string) {
+	q = p.DeepCopy()
+	in, eg := Types(p)
+	q.Spec.PolicyTypes = nil
+	if in {
+		q.Spec.PolicyTypes = append(q.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
+	}
+	if eg {
+		q.Spec.PolicyTypes = append(q.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+	}
+	strip := func(at string, ports []networkingv1.NetworkPolicyPort) ([]networkingv1.NetworkPolicyPort, bool) {
+		var kept []networkingv1.NetworkPolicyPort
+		for i, pp := range ports {
+			if protoOf(pp) == proto {
+				fields = append(fields, fmt.Sprintf("%s.ports[%d]", at, i))
+				continue
+			}
+			kept = append(kept, pp)
+		}
+		return kept, len(ports) > 0 && len(kept) == 0
+	}
+	var ingress []networkingv1.NetworkPolicyIngressRule
+	for i, r := range q.Spec.Ingress {
+		ports, none := strip(fmt.Sprintf("spec.ingress[%d]", i), r.Ports)
+		if !none {
+			r.Ports = ports
+			ingress = append(ingress, r)
+		}
+	}
+	var egress []networkingv1.NetworkPolicyEgressRule
+	for i, r := range q.Spec.Egress {
+		ports, none := strip(fmt.Sprintf("spec.egress[%d]", i), r.Ports)
+		if !none {
+			r.Ports = ports
+			egress = append(egress, r)
+		}
+	}
+	if len(fields) == 0 {
+		return p, nil
+	}
+	q.Spec.Ingress, q.Spec.Egress = ingress, egress
+	return q, fields
 }

@@ -430,27 +430,34 @@ func TestTruthTables(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, fam := range []int{4, 6} {
 				w, ends := testWorld(t, c.yaml, fam)
-				rules := Compile(w)
-				for _, s := range ends {
-					for _, d := range ends {
-						if s == d || s.pod == "" && d.pod == "" {
-							continue
-						}
-						for _, p := range []Proto{TCP, UDP} {
-							for _, port := range []uint16{80, 81, 82} {
-								want := c.want(s, d, p, port)
-								if got := w.Allowed(s.ip, d.ip, p, port); got != want {
-									t.Errorf("IPv%d %s -> %s %s/%d: reference says %v, want %v", fam, s, d, p, port, got, want)
-								}
-								if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
-									t.Errorf("IPv%d %s -> %s %s/%d: compiled rules say %v, want %v", fam, s, d, p, port, got, want)
-								}
-							}
-						}
+				checkTable(t, fmt.Sprintf("IPv%d ", fam), w, ends, c.want)
+			}
+		})
+	}
+}
+
+// checkTable holds the reference and the compiled rules of w to want for
+// every pair of ends (one of them a pod), TCP and UDP, ports 80, 81, 82.
+func checkTable(t *testing.T, prefix string, w *World, ends []end, want truth) {
+	t.Helper()
+	rules := Compile(w)
+	for _, s := range ends {
+		for _, d := range ends {
+			if s == d || s.pod == "" && d.pod == "" {
+				continue
+			}
+			for _, p := range []Proto{TCP, UDP} {
+				for _, port := range []uint16{80, 81, 82} {
+					want := want(s, d, p, port)
+					if got := w.Allowed(s.ip, d.ip, p, port); got != want {
+						t.Errorf("%s%s -> %s %s/%d: reference says %v, want %v", prefix, s, d, p, port, got, want)
+					}
+					if got := rules.Allowed(s.ip, d.ip, p, port); got != want {
+						t.Errorf("%s%s -> %s %s/%d: compiled rules say %v, want %v", prefix, s, d, p, port, got, want)
 					}
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -578,5 +585,59 @@ spec: {podSelector: {}}
 		if _, err := Parse([]byte(bad.yaml)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: got %v, want %q", bad.yaml, err, bad.want)
 		}
+	}
+}
+
+// An enforcer that cannot match a protocol takes its ports out of a policy
+// (WithoutProto): as upstream's "should not mistakenly treat 'protocol:
+// SCTP' as 'protocol: TCP'" and "should properly isolate pods that are
+// selected by a policy allowing SCTP" expect, the pod stays isolated and a
+// rule that named only SCTP ports allows nothing, not every port; a rule's
+// other ports stay; an egress rule left with no port still makes the policy
+// govern egress; a policy naming no SCTP is returned as it is.
+func TestWithoutProto(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		fields     []string
+		want       truth
+	}{
+		{"an SCTP-only rule allows nothing and isolates", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  ingress: [{ports: [{protocol: SCTP, port: 80}]}]
+`, []string{"spec.ingress[0].ports[0]"}, notInto(xa)},
+		{"the rule's other ports stay", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  ingress: [{ports: [{protocol: SCTP, port: 80}, {protocol: TCP, port: 81}]}]
+`, []string{"spec.ingress[0].ports[0]"}, func(s, d end, p Proto, port uint16) bool { return !xa(d) || p == TCP && port == 81 }},
+		{"egress of SCTP only: the policy still governs egress", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: sctp, namespace: x}
+spec:
+  podSelector: {matchLabels: {pod: a}}
+  egress: [{ports: [{protocol: SCTP}]}]
+`, []string{"spec.egress[0].ports[0]"}, func(s, d end, p Proto, port uint16) bool { return !xa(d) && !xa(s) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, ends := testWorld(t, c.yaml, 4)
+			q, fields := WithoutProto(&w.Policies[0], SCTP)
+			if fmt.Sprint(fields) != fmt.Sprint(c.fields) {
+				t.Errorf("fields %v, want %v", fields, c.fields)
+			}
+			w.Policies[0] = *q
+			checkTable(t, "", w, ends, c.want)
+		})
+	}
+	w, _ := testWorld(t, denyAllX, 4)
+	if q, fields := WithoutProto(&w.Policies[0], SCTP); q != &w.Policies[0] || fields != nil {
+		t.Errorf("a policy without SCTP came back changed (%v)", fields)
 	}
 }

@@ -119,8 +119,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("kube.lab brings up labs, which needs root: run it with sudo")
 	}
 	if s.Measure.SetsLinks() {
-		return field.Errorf("sweep", "%s set a lab's links; a cluster's links are its CNI's: kube run takes %s, %s, %s and %s",
-			knob.LinkKnobNames(), knob.Size, knob.Streams, knob.Load, knob.Rate)
+		return field.Errorf("sweep", "%s set a lab's links and policies; a cluster's are its CNI's: kube run takes %s, %s, %s and %s",
+			knob.LabOnlyNames(), knob.Size, knob.Streams, knob.Load, knob.Rate)
 	}
 	return s.Pods.Validate()
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // module is a pinned Go module of vnetlab's own whose commands are built once
@@ -43,6 +45,17 @@ func (m module) cached() string {
 // their directory. The build writes to bin.building and renames it, so an
 // interrupted build never looks finished.
 func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, error) {
+	if bin := m.cached(); bin != "" {
+		return bin, nil
+	}
+	// One build of a version at a time: a second process (two kube up at
+	// once, or a test beside them) would remove the first's bin.building
+	// under it. It waits, then finds the first's build.
+	unlock, err := m.lock(say)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if bin := m.cached(); bin != "" {
 		return bin, nil
 	}
@@ -101,6 +114,29 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	}
 	say("built %s in %s", m.what, time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// lock takes the version directory's build lock (dir/.build.lock), saying
+// so when another process holds it; the returned func releases it.
+func (m module) lock(say func(string, ...any)) (func(), error) {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(m.dir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("the build lock of %s: %w", m.what, err)
+	}
+	fd := int(f.Fd())
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		say("waiting for another process that is building %s into %s", m.what, m.dir)
+		for err = unix.Flock(fd, unix.LOCK_EX); err == unix.EINTR; err = unix.Flock(fd, unix.LOCK_EX) {
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("the build lock of %s: %w", m.what, err)
+		}
+	}
+	return func() { _ = unix.Flock(fd, unix.LOCK_UN); f.Close() }, nil
 }
 
 // cacheRoot is ~/.cache/vnetlab/kube (or $VNETLAB_KUBE_CACHE).

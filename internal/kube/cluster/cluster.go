@@ -58,6 +58,8 @@ type builder struct {
 	dnsRef, dnsTar string
 	// flannel's image and its archive, with --cni flannel
 	flannelRef, flannelTar string
+	// kube-router's image and its archive, with --network-policy kube-router
+	kubeRouterRef, kubeRouterTar string
 	// daemons started, checked alive once the cluster is up
 	daemons []daemon
 }
@@ -98,12 +100,18 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 			return nil, err
 		}
 	}
+	var kubeRouterRef, kubeRouterTar string
+	if spec.networkPolicy() == clusternet.PolicyKubeRouter {
+		if kubeRouterRef, kubeRouterTar, err = kubeRouterImage(ctx, say); err != nil {
+			return nil, err
+		}
+	}
 	l, err := lab.Reserve(spec.Name, lab.KubeMode)
 	if err != nil {
 		return nil, err
 	}
 	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: spec.Family.Or()}, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar,
-		flannelRef: flannelRef, flannelTar: flannelTar}
+		flannelRef: flannelRef, flannelTar: flannelTar, kubeRouterRef: kubeRouterRef, kubeRouterTar: kubeRouterTar}
 	if err := b.build(ctx); err != nil {
 		say("removing the half-built cluster %s", spec.Name)
 		_ = l.Teardown(nil)
@@ -228,6 +236,14 @@ func (b *builder) build(ctx context.Context) error {
 		if err := b.startFlannel(ctx, cs); err != nil {
 			return err
 		}
+	}
+	if b.kubeRouterRef != "" {
+		if err := b.startKubeRouter(ctx, cs); err != nil {
+			return err
+		}
+	}
+	if err := b.waitPolicy(ctx); err != nil {
+		return err
 	}
 	b.say("waiting for %d nodes to be Ready", len(b.nodes))
 	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {

@@ -370,14 +370,20 @@ func podNetnsHolding(t *testing.T, cluster, ip string) string {
 // whoAnswers asks addr (tcp or udp) from namespace ns which pod answers (a
 // whoami backend).
 func whoAnswers(ns, proto, addr string) (string, error) {
+	return whoAnswersWithin(ns, proto, addr, 2*time.Second)
+}
+
+// whoAnswersWithin is whoAnswers waiting at most limit for the connection
+// and again for the answer.
+func whoAnswersWithin(ns, proto, addr string, limit time.Duration) (string, error) {
 	var out string
 	err := nsutil.DoPath(ns, func() error {
-		c, err := net.DialTimeout(proto, addr, 2*time.Second)
+		c, err := net.DialTimeout(proto, addr, limit)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		_ = c.SetDeadline(time.Now().Add(limit))
 		if proto == "udp" {
 			if _, err := c.Write([]byte("?")); err != nil {
 				return err

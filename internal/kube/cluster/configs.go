@@ -117,9 +117,11 @@ mode: {{.Proxy}}
 clusterCIDR: {{.ClusterCIDR}}
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
-# Leave the conntrack sysctls alone (some are machine-wide) and keep the
-# default oom_score_adj (this VM cannot lower it).
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+# Leave nf_conntrack_max and the hash size alone (machine-wide) and the
+# established timeout; set the CLOSE_WAIT timeout to kube-proxy's default,
+# which is per network namespace (the node's), as vnetlab's proxy does.
+# Keep the default oom_score_adj (this VM cannot lower it).
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 1h0m0s}
 oomScoreAdj: 0
 `))
 

@@ -93,23 +93,48 @@ const (
 // beside the binary: flanneld and the machine's iptables (nf_tables
 // backend) with its extensions and shared libraries.
 func flannelImage(ctx context.Context, say func(string, ...any)) (ref, tarPath string, err error) {
-	bin, err := binaries.EnsureFlannel(ctx, say)
+	return builtImage(ctx, say, binaries.EnsureFlannel, "vnetlab.local/flannel:"+binaries.FlannelBuild(), flannelContent)
+}
+
+// builtImage builds a program from its Go module (ensure: first time only)
+// and its image archive (content), kept beside the binary, and returns the
+// image's reference ref and the archive.
+func builtImage(ctx context.Context, say func(string, ...any), ensure func(context.Context, func(string, ...any)) (string, error),
+	ref string, content func(ref, bin string) (*image.Image, error)) (string, string, error) {
+	bin, err := ensure(ctx, say)
 	if err != nil {
 		return "", "", err
 	}
-	ref = "vnetlab.local/flannel:" + binaries.FlannelBuild()
-	tarPath, err = cachedImage(bin, func() (*image.Image, error) { return flannelContent(ref, bin) })
+	tarPath, err := cachedImage(bin, func() (*image.Image, error) { return content(ref, bin) })
 	return ref, tarPath, err
 }
 
 // flannelContent is flannel's image: flanneld (bin) as the entrypoint, the
 // iptables programs by their names and what they load.
 func flannelContent(ref, bin string) (*image.Image, error) {
-	if _, err := exec.LookPath(xtablesMulti); err != nil {
-		return nil, fmt.Errorf("flannel's image needs iptables with the nf_tables backend (%s): install Debian's iptables", xtablesMulti)
+	c := image.Content{Files: map[string]string{flanneldPath: bin}, Links: map[string]string{}, Entrypoint: []string{flanneldPath}}
+	progs, err := addIPTables(&c, "flannel")
+	if err != nil {
+		return nil, err
 	}
-	c := image.Content{Files: map[string]string{flanneldPath: bin, "/usr/bin/xtables-nft-multi": xtablesMulti},
-		Links: map[string]string{}, Entrypoint: []string{flanneldPath}}
+	c.AddLibraries(progs...)
+	img, _, err := image.Assemble(c)
+	if err != nil {
+		return nil, err
+	}
+	img.Ref = ref
+	return img, nil
+}
+
+// addIPTables puts the machine's iptables (nf_tables backend) in an image
+// (who: whose image, for the error): xtables-nft-multi under each of its
+// programs' names and the extensions it loads. It returns the files whose
+// shared libraries the image needs.
+func addIPTables(c *image.Content, who string) ([]string, error) {
+	if _, err := exec.LookPath(xtablesMulti); err != nil {
+		return nil, fmt.Errorf("%s's image needs iptables with the nf_tables backend (%s): install Debian's iptables", who, xtablesMulti)
+	}
+	c.Files["/usr/bin/xtables-nft-multi"] = xtablesMulti
 	for _, p := range iptablesPrograms {
 		c.Links["/usr/bin/"+p] = "xtables-nft-multi"
 	}
@@ -122,13 +147,7 @@ func flannelContent(ref, bin string) (*image.Image, error) {
 		c.Files[m] = m
 		progs = append(progs, m)
 	}
-	c.AddLibraries(progs...)
-	img, _, err := image.Assemble(c)
-	if err != nil {
-		return nil, err
-	}
-	img.Ref = ref
-	return img, nil
+	return progs, nil
 }
 
 // netConf is flannel's net-conf.json: the cluster's pod range and the backend.

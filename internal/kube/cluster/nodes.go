@@ -72,7 +72,7 @@ func (b *builder) recordMachinePaths() error {
 }
 
 func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfig string) error {
-	b.say("node %s: containerd, kubelet, %s", n.name, b.spec.proxyProcess())
+	b.say("node %s: containerd, kubelet, %s%s", n.name, b.spec.proxyProcess(), b.spec.policyProcess())
 	for _, d := range []string{"containerd", "cni", "cni-ipam", "runc", "pod-logs", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
@@ -113,8 +113,10 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		return err
 	}
 	tars := []string{tarPath, b.dnsTar}
-	if b.flannelTar != "" {
-		tars = append(tars, b.flannelTar)
+	for _, t := range []string{b.flannelTar, b.kubeRouterTar} {
+		if t != "" {
+			tars = append(tars, t)
+		}
 	}
 	for _, t := range tars {
 		if err := ImportImage(ctx, sock, t); err != nil {
@@ -130,7 +132,10 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 	if err := b.daemon(n.ns, n.name+"-kubelet", b.k8s(binaries.Kubelet), args...); err != nil {
 		return err
 	}
-	return b.startProxy(n, kubeconfig)
+	if err := b.startProxy(n, kubeconfig); err != nil {
+		return err
+	}
+	return b.startNodePolicy(n, kubeconfig)
 }
 
 // ImportImage loads an image archive into a node's containerd (the

@@ -8,7 +8,8 @@ import (
 )
 
 // Differs says how an existing cluster's state differs from spec ("" when
-// it was built the same way: nodes, proxy, CNI and its mode, socket LB), so a run that
+// it was built the same way: nodes, proxy, CNI and its mode, socket LB,
+// NetworkPolicy enforcer), so a run that
 // names a cluster can reuse it instead of building another.
 func (s Spec) Differs(st *lab.State) string {
 	have, want := Network(st), s.Network()
@@ -21,6 +22,8 @@ func (s Spec) Differs(st *lab.State) string {
 		return fmt.Sprintf("CNI %s, not %s", have.CNIText(), want.CNIText())
 	case have.SocketLB != want.SocketLB:
 		return fmt.Sprintf("socket LB %t, not %t", have.SocketLB, want.SocketLB)
+	case have.Policy != want.Policy:
+		return fmt.Sprintf("NetworkPolicy enforcer %s, not %s", have.Policy, want.Policy)
 	}
 	return ""
 }

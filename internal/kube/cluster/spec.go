@@ -36,6 +36,10 @@ type Spec struct {
 	// Zones (--zones) labels the nodes with that many zones, round robin
 	// (zones.go); 0: no zone labels.
 	Zones int
+	// NetworkPolicy (--network-policy) is the NetworkPolicy enforcer, one
+	// of clusternet.Enforcers ("": vnetlab's with vnetlab's CNI in a mode
+	// it serves, else none; policy.go).
+	NetworkPolicy string
 }
 
 // Facts keys of a cluster's lab state.
@@ -45,11 +49,12 @@ const (
 	FactVersion    = "version"
 	FactProxy      = "proxy"
 	FactImage      = "image"
-	FactCNI        = "cni"        // clusternet.Network.CNIText(), for people
-	FactCNIPlugin  = "cni_plugin" // network.CNIBridge or network.CNIVnetlab
-	FactCNIMode    = "cni_mode"   // with network.CNIVnetlab: its mode; with network.CNIFlannel: its backend
-	FactSocketLB   = "socket_lb"  // "true" with --socket-lb
-	FactFamily     = "ip_family"  // family.Family; clusters built before it are ipv4
+	FactCNI        = "cni"            // clusternet.Network.CNIText(), for people
+	FactCNIPlugin  = "cni_plugin"     // network.CNIBridge or network.CNIVnetlab
+	FactCNIMode    = "cni_mode"       // with network.CNIVnetlab: its mode; with network.CNIFlannel: its backend
+	FactSocketLB   = "socket_lb"      // "true" with --socket-lb
+	FactFamily     = "ip_family"      // family.Family; clusters built before it are ipv4
+	FactPolicy     = "network_policy" // clusternet.Enforcers' name; clusters built before it enforce none
 )
 
 // Family is the cluster's IP family as its facts say.
@@ -61,10 +66,14 @@ func Network(st *lab.State) clusternet.Network {
 	f := st.Facts
 	if f[FactCNIPlugin] == "" {
 		n := clusternet.FromText(f[FactCNI], f[FactProxy])
-		n.SocketLB = f[FactSocketLB] == "true"
+		n.SocketLB, n.Policy = f[FactSocketLB] == "true", clusternet.PolicyNone
 		return n
 	}
-	return clusternet.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true"}
+	policy := f[FactPolicy]
+	if policy == "" {
+		policy = clusternet.PolicyNone
+	}
+	return clusternet.Network{CNI: f[FactCNIPlugin], CNIMode: f[FactCNIMode], Proxy: f[FactProxy], SocketLB: f[FactSocketLB] == "true", Policy: policy}
 }
 
 // Network is the network the spec builds (the default CNI and mode filled in).
@@ -79,13 +88,14 @@ func (s Spec) Network() clusternet.Network {
 	case clusternet.CNIFlannel:
 		n.CNIMode = s.flannelBackend()
 	}
+	n.Policy = s.networkPolicy()
 	return n
 }
 
 // networkFacts are the facts that record the spec's network.
 func (s Spec) networkFacts() map[string]string {
 	n := s.Network()
-	f := map[string]string{FactProxy: n.Proxy, FactCNI: n.CNIText(), FactCNIPlugin: n.CNI}
+	f := map[string]string{FactProxy: n.Proxy, FactCNI: n.CNIText(), FactCNIPlugin: n.CNI, FactPolicy: n.Policy}
 	if n.CNIMode != "" {
 		f[FactCNIMode] = n.CNIMode
 	}
@@ -117,6 +127,9 @@ func (s Spec) Validate() error {
 		return err
 	}
 	if err := s.validateCNI(); err != nil {
+		return err
+	}
+	if err := s.validatePolicy(); err != nil {
 		return err
 	}
 	p, err := clusternet.GetProxy(s.Proxy)

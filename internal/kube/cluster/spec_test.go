@@ -3,6 +3,8 @@ package cluster
 import (
 	"strings"
 	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 )
 
 // A node's name (NAME-nodeN) is an interface name: a cluster name that
@@ -51,5 +53,55 @@ func TestZones(t *testing.T) {
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "zones") {
 			t.Errorf("--zones %d on 4 nodes: %v, want refused naming zones", z, err)
 		}
+	}
+}
+
+// --network-policy: vnetlab's by default with vnetlab's CNI in a mode whose
+// packets cross the node's netfilter, none with another CNI or veth-ebpf
+// unless asked; an enforcer is refused, naming why, with a CNI mode whose
+// packets it cannot see; the facts record it and a state read back has it
+// (a cluster built before the fact enforces none).
+func TestNetworkPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{CNI: "vnetlab"}, "vnetlab"},
+		{Spec{CNI: "vnetlab", CNIMode: "bridge"}, "vnetlab"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf"}, "none"},
+		{Spec{}, "none"},
+		{Spec{CNI: "flannel"}, "none"},
+		{Spec{CNI: "bridge", NetworkPolicy: "kube-router"}, "kube-router"},
+		{Spec{CNI: "bridge", NetworkPolicy: "vnetlab"}, "vnetlab"},
+		{Spec{CNI: "vnetlab", NetworkPolicy: "none"}, "none"},
+	} {
+		tc.spec.Name, tc.spec.Nodes, tc.spec.Proxy = "k", 2, "iptables"
+		if err := tc.spec.Validate(); err != nil {
+			t.Errorf("%+v: %v", tc.spec, err)
+			continue
+		}
+		if got := tc.spec.Network().Policy; got != tc.want {
+			t.Errorf("%+v: enforcer %s, want %s", tc.spec, got, tc.want)
+		}
+		if got := tc.spec.networkFacts()[FactPolicy]; got != tc.want {
+			t.Errorf("%+v: fact %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		spec Spec
+		says string
+	}{
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "vnetlab"}, "--network-policy vnetlab with --cni vnetlab --cni-mode veth-ebpf: its rules sit in the node's netfilter and veth-ebpf redirects pod-to-pod packets"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "kube-router"}, "--network-policy kube-router with --cni vnetlab --cni-mode veth-ebpf"},
+		{Spec{NetworkPolicy: "calico"}, `--network-policy "calico": NetworkPolicy enforcer: vnetlab (`},
+	} {
+		tc.spec.Name, tc.spec.Nodes, tc.spec.Proxy = "k", 2, "iptables"
+		err := tc.spec.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v, want one line with %q", tc.spec, err, tc.says)
+		}
+	}
+	if got := Network(&lab.State{Facts: map[string]string{FactCNIPlugin: "vnetlab", FactProxy: "iptables"}}).Policy; got != "none" {
+		t.Errorf("a cluster built before the network_policy fact: enforcer %q, want none", got)
 	}
 }

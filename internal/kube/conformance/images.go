@@ -30,6 +30,10 @@ const (
 	// glibcDNSRepo is the DNS specs' querier, named GlibcDnsTesting in
 	// v1.37.2's manifest (formerly jessie-dnsutils).
 	glibcDNSRepo = "e2e-test-images/glibc-dns-testing"
+	// distrolessIptablesRepo is the host-network privileged pod's image of
+	// `KubeProxy should set TCP CLOSE_WAIT timeout` (its registry is
+	// registry.k8s.io/build-image).
+	distrolessIptablesRepo = "build-image/distroless-iptables"
 )
 
 // hostTools are the Debian programs agnhost's image holds besides agnhost
@@ -68,6 +72,16 @@ var dnsQueryTools = []tool{
 // hostname as the pods' own.
 var dnsTools = append([]tool{{"sh", "dash", "dash"}, {"hostname", "hostname", "hostname"}}, dnsQueryTools...)
 
+// conntrackTools are what the CLOSE_WAIT spec runs in its host-network pod
+// (test/e2e/network/kube_proxy.go), besides busybox's sleep (the pod's
+// command), cat, grep and which: `/bin/sh -x -c 'test -f
+// /proc/net/nf_conntrack'`, then `cat /proc/net/nf_conntrack | grep ...`,
+// or, without that file, `which conntrack` and `conntrack -L -f ...`.
+var conntrackTools = []tool{
+	{"sh", "dash", "dash"},
+	{"conntrack", "conntrack", "conntrack"},
+}
+
 // busybox gives every other command the specs' shell lines use (seq, sleep,
 // dd, cat, timeout, ...), as upstream's Alpine and busybox images do.
 const busyboxPkg = "busybox-static"
@@ -94,6 +108,10 @@ var builders = map[string]func(in imageInputs, refs []string) (*image.Image, err
 	pauseRepo:      pauseImage,
 	regressionRepo: regressionImage,
 	glibcDNSRepo:   glibcDNSImage,
+	// Upstream's image is kube-proxy's base (iptables, ipset, conntrack
+	// on a distroless Debian); the one spec that runs it reads the node's
+	// conntrack table through a shell (conntrackTools).
+	distrolessIptablesRepo: distrolessIptablesImage,
 }
 
 // testImages picks, from e2e.test --list-images output, the images built
@@ -196,8 +214,21 @@ func addTools(c *image.Content, what string, tools []tool) error {
 // glibcDNSImage: the DNS tools on glibc with their libraries, busybox for
 // the rest of the probes' shell lines (seq, sleep), sh by default.
 func glibcDNSImage(_ imageInputs, refs []string) (*image.Image, error) {
+	return toolsImage("glibc-dns-testing", dnsTools, refs)
+}
+
+// distrolessIptablesImage: a shell and conntrack with their libraries,
+// busybox for the rest (sleep, cat, grep, which), sh by default.
+func distrolessIptablesImage(_ imageInputs, refs []string) (*image.Image, error) {
+	return toolsImage("distroless-iptables", conntrackTools, refs)
+}
+
+// toolsImage is an image of Debian tools with their libraries in /usr/bin,
+// busybox's applets for every other command, /bin as /usr/bin, sh by
+// default.
+func toolsImage(what string, tools []tool, refs []string) (*image.Image, error) {
 	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
-	if err := addTools(&c, "glibc-dns-testing", dnsTools); err != nil {
+	if err := addTools(&c, what, tools); err != nil {
 		return nil, err
 	}
 	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
@@ -208,11 +239,7 @@ func glibcDNSImage(_ imageInputs, refs []string) (*image.Image, error) {
 
 // busyboxImage: busybox and its applets, sh by default.
 func busyboxImage(_ imageInputs, refs []string) (*image.Image, error) {
-	c := image.Content{Files: map[string]string{}, Links: map[string]string{"/bin": "usr/bin"}, Cmd: []string{"sh"}}
-	if err := busyboxLinks(&c, "/usr/bin"); err != nil {
-		return nil, err
-	}
-	return assemble(c, refs)
+	return toolsImage("busybox", nil, refs)
 }
 
 // pauseImage: agnhost's pause, which waits for SIGTERM as upstream's pause

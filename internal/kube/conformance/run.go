@@ -111,7 +111,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	}
 
 	start = time.Now()
-	say("bringing up cluster %s: %d nodes in %d zones, proxy %s, CNI %s %s", spec.Cluster.Name, spec.Cluster.Nodes, spec.Cluster.Zones, spec.Cluster.Proxy, spec.Cluster.CNI, spec.Cluster.CNIMode)
+	say("bringing up cluster %s: %d nodes in %d zones, proxy %s, CNI %s %s, NetworkPolicy %s", spec.Cluster.Name, spec.Cluster.Nodes, spec.Cluster.Zones, spec.Cluster.Proxy, spec.Cluster.CNI, spec.Cluster.CNIMode, spec.Cluster.Network().Policy)
 	st, err := cluster.Up(ctx, spec.Cluster, say)
 	if err != nil {
 		return nil, err

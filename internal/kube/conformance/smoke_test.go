@@ -48,26 +48,7 @@ func TestRefusesFocusMatchingNothing(t *testing.T) {
 // granular checks, which run on each family (e2e.test's dry run: no
 // cluster).
 func TestDualSuiteSelection(t *testing.T) {
-	needRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: clusternet.IPTables}}.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	selected, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Skip = ""
-	focused, err := dryRun(ctx, e2eBin, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	selected, focused := selection(t, Spec{Suite: Dual, Cluster: cluster.Spec{Proxy: clusternet.IPTables}})
 	t.Logf("the dual suite selects %d of %d specs its focus matches", selected.WillRun, focused.WillRun)
 	dualStack, granular := 0, 0
 	for _, name := range selected.Ran {
@@ -89,6 +70,52 @@ func TestDualSuiteSelection(t *testing.T) {
 	}
 }
 
+// The netpol suite keeps upstream's [Feature:NetworkPolicy] specs (46 of
+// them in v1.37.2, TCP and UDP) and the 2 API specs, and leaves out of its
+// focus only the SCTP connectivity specs (e2e.test's dry run: no cluster).
+func TestNetpolSuiteSelection(t *testing.T) {
+	selected, focused := selection(t, Spec{Suite: Netpol})
+	feature := 0
+	for _, name := range selected.Ran {
+		if strings.Contains(name, "[Feature:NetworkPolicy]") {
+			feature++
+		}
+	}
+	t.Logf("the netpol suite selects %d of the %d specs its focus matches, %d of them [Feature:NetworkPolicy]", selected.WillRun, focused.WillRun, feature)
+	if feature < 40 || selected.WillRun-feature < 2 {
+		t.Errorf("the netpol suite selects %d [Feature:NetworkPolicy] specs and %d others, want them all (46 and 2 in v1.37.2)", feature, selected.WillRun-feature)
+	}
+	for _, name := range focused.Ran {
+		if !slices.Contains(selected.Ran, name) && !strings.Contains(name, "[Feature:SCTPConnectivity]") {
+			t.Errorf("the netpol suite skips %q, which is no SCTP connectivity spec", name)
+		}
+	}
+}
+
+// selection is what e2e.test's dry run selects with spec's suite (its
+// focus and skip), and with its focus alone.
+func selection(t *testing.T, spec Spec) (selected, focused Outcome) {
+	t.Helper()
+	needRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e2eBin, err := binaries.EnsureE2E(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, err = spec.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if selected, err = dryRun(ctx, e2eBin, spec); err != nil {
+		t.Fatal(err)
+	}
+	spec.Skip = ""
+	if focused, err = dryRun(ctx, e2eBin, spec); err != nil {
+		t.Fatal(err)
+	}
+	return selected, focused
+}
+
 // TestSmoke runs the smoke suite, upstream's specs of the Service behaviours
 // a kube-proxy replacement most easily gets wrong, on a 3-node cluster with
 // vnetlab's CNI (veth-ebpf) and eBPF proxy: every spec runs and passes (a
@@ -106,6 +133,14 @@ func TestSmoke(t *testing.T) {
 // families, as upstream checks them.
 func TestDualSmoke(t *testing.T) {
 	smoke(t, Spec{Suite: DualSmoke, Cluster: cluster.Spec{Name: smokeCluster, Proxy: clusternet.IPTables, CNIMode: modes.VethRouted}}, DualSmokeSpecs)
+}
+
+// TestNetpolSmoke runs the netpol-smoke suite, upstream's NetworkPolicy
+// specs of each kind of peer and port, on a 3-node cluster with vnetlab's
+// CNI (veth-routed), its eBPF proxy and its policy controller: the
+// controller's rules, as upstream checks them.
+func TestNetpolSmoke(t *testing.T) {
+	smoke(t, Spec{Suite: NetpolSmoke, Cluster: cluster.Spec{Name: smokeCluster}}, NetpolSmokeSpecs)
 }
 
 // smoke runs spec, whose focus selects exactly specs: each runs and passes

@@ -91,11 +91,15 @@ func TestResolveFamily(t *testing.T) {
 		}
 	}
 	// vnetlab's proxies default to a mode that wires the cluster's families.
-	if m, _ := modes.Get(defaultMode(family.Dual)); !m.IPv6 {
+	if m, _ := modes.Get(defaultMode(family.Dual, false)); !m.IPv6 {
 		t.Errorf("default mode %s on a dual-stack cluster wires IPv4 pods only", m.Name)
 	}
-	if defaultMode(family.IPv4) != modes.VethEBPF {
-		t.Errorf("default mode on an IPv4 cluster %s, want %s", defaultMode(family.IPv4), modes.VethEBPF)
+	if defaultMode(family.IPv4, false) != modes.VethEBPF {
+		t.Errorf("default mode on an IPv4 cluster %s, want %s", defaultMode(family.IPv4, false), modes.VethEBPF)
+	}
+	// Specs that need a NetworkPolicy enforcer get a mode vnetlab's serves.
+	if m, _ := modes.Get(defaultMode(family.IPv4, true)); m.NodeFilterUnseen(nil) != "" {
+		t.Errorf("default mode %s for the netpol suite: %s", m.Name, m.NodeFilterUnseen(nil))
 	}
 }
 
@@ -105,7 +109,10 @@ func TestResolveRefuses(t *testing.T) {
 		spec Spec
 		says string
 	}{
-		{Spec{Suite: "sig-network"}, `--suite "sig-network": choose services, granular-services, conntrack, network, smoke, dual, dual-smoke`},
+		{Spec{Suite: "sig-network"}, `--suite "sig-network": choose services, granular-services, conntrack, network, netpol, netpol-smoke, smoke, dual, dual-smoke`},
+		{Spec{Suite: Netpol, Cluster: cluster.Spec{Proxy: "iptables"}}, `--suite netpol on a cluster whose NetworkPolicy enforcer is none: its specs need one: use --network-policy vnetlab|kube-router`},
+		{Spec{Suite: Netpol, Cluster: cluster.Spec{NetworkPolicy: "calico"}}, `--network-policy "calico": NetworkPolicy enforcer: vnetlab (`},
+		{Spec{Suite: Netpol, Cluster: cluster.Spec{CNIMode: "veth-ebpf", NetworkPolicy: "vnetlab"}}, `--network-policy vnetlab with --cni vnetlab --cni-mode veth-ebpf: its rules sit in the node's netfilter and veth-ebpf redirects pod-to-pod packets`},
 		{Spec{Focus: `[sig-network`}, `--focus "[sig-network" is not a regular expression`},
 		{Spec{Skip: `a(`}, `--skip "a(" is not a regular expression`},
 		{Spec{Cluster: cluster.Spec{Proxy: "ipvs"}}, `--proxy "ipvs"`},
@@ -126,7 +133,7 @@ func TestResolveRefuses(t *testing.T) {
 // The smoke suite's focus selects each of its specs by upstream's full name
 // (the dry run in the smoke test checks that e2e.test has them all).
 func TestSmokeFocus(t *testing.T) {
-	for _, specs := range [][]string{SmokeSpecs, DualSmokeSpecs} {
+	for _, specs := range [][]string{SmokeSpecs, DualSmokeSpecs, NetpolSmokeSpecs} {
 		re := regexp.MustCompile(wholeNames(specs))
 		for _, s := range specs {
 			s = "Kubernetes e2e suite " + s

@@ -60,15 +60,18 @@ const (
 func inPodCgroup() bool { return upProxy == proxy.ModeSock || upProxy == modeSocketLB }
 
 var (
-	upMu     sync.Mutex
-	upProxy  string // the proxy of the cluster up (or that failed to come up)
-	upErr    error
-	upState  *lab.State
-	upHold   *lab.Lab
-	upTook   time.Duration
-	skipWhy  string
-	testCtx  = context.Background()
-	nodeName = func(i int) string { return cluster.NodeName(testCluster, i) }
+	upMu    sync.Mutex
+	upProxy string // the proxy of the cluster up (or that failed to come up)
+	upErr   error
+	upState *lab.State
+	upHold  *lab.Lab
+	upTook  time.Duration
+	skipWhy string
+	// rootCloseWait is the root namespace's CLOSE_WAIT timeout before any
+	// cluster (TestNodesCloseWaitTimeout).
+	rootCloseWait string
+	testCtx       = context.Background()
+	nodeName      = func(i int) string { return cluster.NodeName(testCluster, i) }
 )
 
 func TestMain(m *testing.M) {
@@ -87,6 +90,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	rootCloseWait, _ = nsutil.CurrentSysctl("net.netfilter.nf_conntrack_tcp_timeout_close_wait")
 	code := m.Run()
 	if err := downCluster(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -148,7 +152,9 @@ func needProxy(t *testing.T, mode string) kubernetes.Interface {
 		case proxy.ModeSock:
 			spec.Family = family.Dual // IPv4 first: its tests' Services are IPv4; ipv6ThroughSockets adds IPv6 ones
 		case modeSocketLB:
-			spec.Proxy, spec.SocketLB, spec.Family = proxy.ModeEBPF, true, family.Dual
+			// A zone per node: topology-aware routing in both planes
+			// (TestTopologyInBothPlanes).
+			spec.Proxy, spec.SocketLB, spec.Family, spec.Zones = proxy.ModeEBPF, true, family.Dual, 2
 		case modeDual:
 			spec.Proxy, spec.Family = proxy.ModeEBPF, family.Dual
 		}

@@ -10,6 +10,7 @@ package proxy_test
 // (sock_cluster_test.go, socketlb_cluster_test.go).
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/vnetlab/vnetlab/internal/kube/proxy"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
 // The client ports of the flows (fixed, as the upstream specs' 12345).
@@ -40,7 +44,7 @@ func mustWhoFrom(t *testing.T, ns, proto, addr string, lport int, want string, l
 	return time.Since(start)
 }
 
-func TestUDPFlowMovesWhenBackendGoes(t *testing.T) { udpFlowMoves(t, needCluster(t), true, true) }
+func TestUDPFlowMovesWhenBackendGoes(t *testing.T) { udpFlowMoves(t, needCluster(t), true) }
 
 // udpFlowMoves: a UDP NodePort Service with one backend (srv-a, node 2);
 // a pod on node 1 sends to its clusterIP and a client outside the nodes to
@@ -49,9 +53,8 @@ func TestUDPFlowMovesWhenBackendGoes(t *testing.T) { udpFlowMoves(t, needCluster
 // both flows are answered by srv-b within seconds, where without the
 // cleanup they would stay on the deleted pod (the upstream failure:
 // "Failed to connect to backend 2"). pinned: the pod's flow goes through a
-// conntrack (not the socket plane, where each socket picks anew); outside:
-// the node has NodePort programs (not vnetlab-sock).
-func udpFlowMoves(t *testing.T, cs kubernetes.Interface, pinned, outsideToo bool) {
+// conntrack (not the socket plane, where each socket picks anew).
+func udpFlowMoves(t *testing.T, cs kubernetes.Interface, pinned bool) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "udp-cycle"}
 	ips := runPods(t, cs, ns, whoamiPod("srv-a", 2, lbl), clientPod("cli", 1))
@@ -69,10 +72,7 @@ func udpFlowMoves(t *testing.T, cs kubernetes.Interface, pinned, outsideToo bool
 		ns, addr string
 		port     int
 	}
-	flows := []flow{{cli, clusterIP, podFlowPort}}
-	if outsideToo {
-		flows = append(flows, flow{outside(), nodePort, outsideFlowPort})
-	}
+	flows := []flow{{cli, clusterIP, podFlowPort}, {outside(), nodePort, outsideFlowPort}}
 	for _, q := range flows {
 		mustWhoFrom(t, q.ns, "udp", q.addr, q.port, "srv-a", 10*time.Second)
 	}
@@ -99,7 +99,7 @@ func udpFlowMoves(t *testing.T, cs kubernetes.Interface, pinned, outsideToo bool
 	}
 }
 
-func TestUDPTargetPortChange(t *testing.T) { udpTargetPortChange(t, needCluster(t), true) }
+func TestUDPTargetPortChange(t *testing.T) { udpTargetPortChange(t, needCluster(t)) }
 
 // udpTargetPortChange (the upstream "cleanup conntrack entries when UDP
 // service target port changes"): one backend answering UDP 5355 and 5356
@@ -107,7 +107,7 @@ func TestUDPTargetPortChange(t *testing.T) { udpTargetPortChange(t, needCluster(
 // of a pod (clusterIP) and of a client outside (node port) from fixed
 // ports are answered on 5355; the targetPort becomes 5356: the same flows
 // are answered on 5356.
-func udpTargetPortChange(t *testing.T, cs kubernetes.Interface, outsideToo bool) {
+func udpTargetPortChange(t *testing.T, cs kubernetes.Interface) {
 	ns := kns(t, cs)
 	lbl := map[string]string{"app": "udp-port"}
 	srv := whoamiPod("srv", 2, lbl)
@@ -124,19 +124,33 @@ func udpTargetPortChange(t *testing.T, cs kubernetes.Interface, outsideToo bool)
 	clusterIP := hostport(svc.Spec.ClusterIP, 53)
 	nodePort := hostport(nip[2], nodePortOf(svc, corev1.ProtocolUDP))
 	mustWhoFrom(t, cli, "udp", clusterIP, podFlowPort, "srv 5355", 10*time.Second)
-	if outsideToo {
-		mustWhoFrom(t, outside(), "udp", nodePort, outsideFlowPort, "srv 5355", 10*time.Second)
-	}
+	mustWhoFrom(t, outside(), "udp", nodePort, outsideFlowPort, "srv 5355", 10*time.Second)
 	patch := `{"spec":{"ports":[{"name":"udp","port":53,"protocol":"UDP","targetPort":5356}]}}`
 	if _, err := cs.CoreV1().Services(ns).Patch(testCtx, "udp-port", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	took := mustWhoFrom(t, cli, "udp", clusterIP, podFlowPort, "srv 5356", 30*time.Second)
 	t.Logf("targetPort 5355 -> 5356: the pod's flow answered on 5356 after %s", took.Round(time.Millisecond))
-	if outsideToo {
-		mustWhoFrom(t, outside(), "udp", nodePort, outsideFlowPort, "srv 5356", 30*time.Second)
-	}
+	mustWhoFrom(t, outside(), "udp", nodePort, outsideFlowPort, "srv 5356", 30*time.Second)
 	if got, err := whoFrom(cli, "udp", clusterIP, podFlowPort); err != nil || !strings.HasSuffix(got, " 5356") {
 		t.Errorf("after the change: %q, %v", got, err)
+	}
+}
+
+// Every node's namespace has kube-proxy's CLOSE_WAIT timeout, set by its
+// proxy (the upstream spec `KubeProxy should set TCP CLOSE_WAIT timeout`
+// reads it from a connection's conntrack entry); the root namespace keeps
+// the value it had before the cluster came up.
+func TestNodesCloseWaitTimeout(t *testing.T) {
+	needCluster(t)
+	const key = "net.netfilter.nf_conntrack_tcp_timeout_close_wait"
+	want := fmt.Sprint(int(proxy.DefaultTCPCloseWaitTimeout.Seconds()))
+	for i := 1; i <= len(upState.Nodes); i++ {
+		if got, err := nsutil.ReadSysctl(nodeNS(i), key); err != nil || got != want {
+			t.Errorf("node %d: %s = %q (%v), want %s", i, key, got, err, want)
+		}
+	}
+	if got, err := nsutil.CurrentSysctl(key); err != nil || got != rootCloseWait {
+		t.Errorf("the root namespace: %s = %q (%v), was %q before the cluster", key, got, err, rootCloseWait)
 	}
 }

@@ -21,14 +21,21 @@ type FlowCleaner interface {
 
 // planes are what one node's proxy drives: the Service maps (one Plane for
 // the sync, whichever programs read them), the tc programs on the pods'
-// veths (ModeEBPF) and the socket programs on the node's cgroup. Both kinds
-// of program read the same pinned maps, so one sync serves both.
+// veths (ModeEBPF), the socket programs on the node's cgroup, and the
+// NodePort programs on the node's uplink (both modes). Every program reads
+// the same pinned maps, so one sync serves them all.
 type planes struct {
 	services svcsync.Plane
-	flows    FlowCleaner // the tc programs' conntrack (empty with the socket plane alone)
+	flows    FlowCleaner // the tc and NodePort programs' conntrack
 	dir      string
-	tc       *tcbpf.Plane // nil in ModeSock: no program on any veth
+	tc       *tcbpf.Plane // nil in ModeSock: no program on any pod's veth
 	sock     *sock.Plane  // nil when no cgroup is given (ModeEBPF)
+	// uplink holds the NodePort programs (nodeport_in, nodeport_out) for
+	// traffic from other nodes and outside: tc in ModeEBPF; in ModeSock
+	// the socket plane's own maps (as Cilium keeps tc programs on the
+	// host's device beside its socket LB: a socket elsewhere is not
+	// this node's to translate).
+	uplink *tcbpf.Plane
 }
 
 func (c Config) mode() string {
@@ -45,7 +52,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: tc, flows: tc, dir: tc.Dir(), tc: tc}
+		p := &planes{services: tc, flows: tc, dir: tc.Dir(), tc: tc, uplink: tc}
 		if c.Cgroup != "" {
 			// The node's own sockets; the pods' too with SocketLB, else the
 			// pods' connections are the tc programs' (translated once, on
@@ -78,7 +85,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: s, flows: staleUDP{tc: s.Plane, sock: s, cgroup: c.Cgroup, logf: logf}, dir: s.Dir(), sock: s}
+		p := &planes{services: s, flows: staleUDP{tc: s.Plane, sock: s, cgroup: c.Cgroup, logf: logf}, dir: s.Dir(), sock: s, uplink: s.Plane}
 		if err := attachSock(s, c.Cgroup, logf); err != nil {
 			p.Close()
 			return nil, err

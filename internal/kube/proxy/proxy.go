@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
@@ -59,7 +60,12 @@ type Config struct {
 	// kube-proxy's metrics (metrics.go): kube-proxy's --metrics-bind-address,
 	// DefaultMetricsAddr). "": none.
 	HealthzAddr, MetricsAddr string
-	Logf                     func(string, ...any)
+	// TCPCloseWaitTimeout is set as the node namespace's
+	// nf_conntrack_tcp_timeout_close_wait at start, as kube-proxy's
+	// --conntrack-tcp-timeout-close-wait (DefaultTCPCloseWaitTimeout;
+	// 0 leaves it).
+	TCPCloseWaitTimeout time.Duration
+	Logf                func(string, ...any)
 }
 
 // The data planes Run can drive (kube up's --proxy values, named in
@@ -127,6 +133,9 @@ func Run(ctx context.Context, c Config) error {
 	}
 	how, err := c.PodLinks()
 	if err != nil {
+		return err
+	}
+	if err := setConntrackSysctls(nsutil.Path(c.NetNS), c.TCPCloseWaitTimeout, logf); err != nil {
 		return err
 	}
 	cs, err := newClient(c.Kubeconfig)
@@ -233,21 +242,18 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 // attachUplink puts the NodePort programs on the node's uplink and tells
-// them the node's addresses (the tc plane's; the socket plane's node-port
-// and external-IP entries serve the node's own cgroup's sockets only).
+// them the node's addresses: traffic from other nodes and outside to a
+// node port or external IP (the node's own sockets and, with the socket
+// plane, its pods' are translated at connect()).
 func (c Config) attachUplink(planes *planes, nodeIPs []netip.Addr, logf func(string, ...any)) error {
-	switch {
-	case c.Uplink == "":
-		return nil
-	case planes.tc == nil:
-		logf("NodePorts on %v (%s): for the node's cgroup's sockets only (no program on %s with %s)", nodeIPs, c.Node, c.Uplink, ModeSock)
+	if c.Uplink == "" {
 		return nil
 	}
-	if _, err := planes.tc.AttachUplink(c.NetNS, c.Uplink); err != nil {
+	if _, err := planes.uplink.AttachUplink(c.NetNS, c.Uplink); err != nil {
 		return err
 	}
 	for _, ip := range nodeIPs {
-		if err := planes.tc.SetNodeIP(ip); err != nil {
+		if err := planes.uplink.SetNodeIP(ip); err != nil {
 			return err
 		}
 	}

@@ -286,17 +286,19 @@ func cgroupID(st os.FileInfo) uint64 {
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
-// vnetlab-sock and a backend leaving: each question is a new socket whose
-// connect() picks among the live backends, so the flow from a fixed port
-// moves by itself (no conntrack anywhere); no NodePort from outside (no
-// program on the uplink).
+// vnetlab-sock and a backend leaving: each question of the pod is a new
+// socket whose connect() picks among the live backends, so its flow from a
+// fixed port moves by itself; the outside client's flow to node 2's node
+// port is the uplink's NodePort programs', whose conntrack entry the proxy
+// forgets as vnetlab-ebpf's.
 func TestUDPFlowMovesThroughSock(t *testing.T) {
-	udpFlowMoves(t, needProxy(t, proxy.ModeSock), false, false)
+	udpFlowMoves(t, needProxy(t, proxy.ModeSock), false)
 }
 
-// vnetlab-sock and a changed target port: the next connect() takes the new one.
+// vnetlab-sock and a changed target port: the next connect() takes the new
+// one; the outside client's flow through the uplink's programs moves too.
 func TestUDPTargetPortChangeThroughSock(t *testing.T) {
-	udpTargetPortChange(t, needProxy(t, proxy.ModeSock), false)
+	udpTargetPortChange(t, needProxy(t, proxy.ModeSock))
 }
 
 // vnetlab-sock and sessionAffinity ClientIP: the socket programs keep a

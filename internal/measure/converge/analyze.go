@@ -172,7 +172,13 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 		}
 	}
 	var rows []results.ConvergeRow
-	for _, kind := range Kinds {
+	var kinds []string // in the order the changes were written (Kinds' for a Service)
+	for _, ch := range changes {
+		if !slices.Contains(kinds, ch.Kind) {
+			kinds = append(kinds, ch.Kind)
+		}
+	}
+	for _, kind := range kinds {
 		for _, n := range append(nodes, AllNodes) {
 			row := results.ConvergeRow{Kind: kind, Node: n}
 			var us, metric []float64

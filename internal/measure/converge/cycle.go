@@ -90,63 +90,95 @@ const (
 	maxPause = 250 * time.Millisecond
 )
 
-// Cycle writes p.Changes changes through w, one at a time, each waited for
-// on every node seen reports (or p.ChangeTimeout), with a random pause of
-// 50-250 ms after it. An unmeasured creation and deletion, each followed
-// on every node, comes first: what the system still owed earlier writes is
-// not charged to the first measured change. say reports progress.
+// A Step is one kind of change a cycle writes: its kind, the probed
+// address that shows it (Change.Target) and the answer that does
+// (Change.Shows), and its write, returning its time (Unix ns, taken just
+// before the write's call).
+type Step struct {
+	Kind   string
+	Target string
+	Shows  string
+	Write  func(ctx context.Context) (int64, error)
+}
+
+// ServiceSteps are a Service's changes written through w, in Kinds'
+// order: created, an endpoint added, removed, its port changed (shown at
+// t.Moved), deleted (at the port it then has).
+func ServiceSteps(w Writer, t Targets) []Step {
+	return []Step{
+		{KindServiceCreated, t.Main, ShowsAny, w.Create},
+		{KindEndpointAdded, t.Main, w.Second(), w.AddEndpoint},
+		{KindEndpointRemoved, t.Main, Gone(w.Second()), w.RemoveEndpoint},
+		{KindPortChanged, t.Moved, ShowsAny, w.ChangePort},
+		{KindServiceDeleted, t.Moved, ShowsNone, w.Delete},
+	}
+}
+
+// Hooks are what a cycle's writer is told, when it asks (nil: nothing).
+type Hooks struct {
+	// WarmedUp: the warm-up is done, the first measured change comes
+	// next (kube converge ends its creation phase there: every node
+	// carries a Service made after the N others, and measures the idle
+	// one).
+	WarmedUp func(ctx context.Context)
+	// Observed: a change the nodes showed (or whose timeout passed);
+	// kube converge scrapes the proxies' own metrics there
+	// (Change.MetricUS).
+	Observed func(ctx context.Context, ch *results.Change)
+}
+
+// Cycle writes p.Changes changes of a Service through w (ServiceSteps),
+// telling w what it implements of Observer and WarmedUpper.
 func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
+	var h Hooks
+	if o, ok := w.(Observer); ok {
+		h.Observed = o.Observed
+	}
+	if u, ok := w.(WarmedUpper); ok {
+		h.WarmedUp = u.WarmedUp
+	}
+	return CycleSteps(ctx, ServiceSteps(w, t), h, seen, p, say)
+}
+
+// CycleSteps writes p.Changes changes, cycling through steps, one at a
+// time, each waited for on every node seen reports (or p.ChangeTimeout),
+// with a random pause of 50-250 ms after it. An unmeasured first and last
+// step (a Service created and deleted, a policy's allow added and
+// deleted), each followed on every node at the first step's target, come
+// first: what the system still owed earlier writes is not charged to the
+// first measured change. say reports progress.
+func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, say func(string, ...any)) ([]results.Change, error) {
 	start := time.Now()
-	for _, step := range []struct {
-		shows string
-		write func(context.Context) (int64, error)
-	}{{ShowsAny, w.Create}, {ShowsNone, w.Delete}} {
-		at, err := step.write(ctx)
+	for _, step := range []Step{steps[0], steps[len(steps)-1]} {
+		at, err := step.Write(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("warm-up: %v", err)
 		}
-		ch := results.Change{Shows: step.shows, Written: at, Target: t.Main}
+		ch := results.Change{Shows: step.Shows, Written: at, Target: steps[0].Target}
 		if err := waitUntil(ctx, p.WarmUpTimeout, func() bool { return seen.shownEverywhere(ch, 0) }); err != nil {
-			return nil, fmt.Errorf("warm-up: the nodes never followed the Service's change within %s (%v): is a Service proxy running?", p.WarmUpTimeout, err)
+			return nil, fmt.Errorf("warm-up: the nodes never followed the %s change within %s (%v): is the data plane being programmed?", step.Kind, p.WarmUpTimeout, err)
 		}
 	}
 	say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
-	if h, ok := w.(WarmedUpper); ok {
+	if h.WarmedUp != nil {
 		h.WarmedUp(ctx)
 	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
 	var changes []results.Change
 	for i := range p.Changes {
-		kind := Kinds[i%len(Kinds)]
-		ch := results.Change{Seq: i, Kind: kind, Target: t.Main}
+		step := steps[i%len(steps)]
+		ch := results.Change{Seq: i, Kind: step.Kind, Target: step.Target, Shows: step.Shows}
 		var err error
-		switch kind {
-		case KindServiceCreated:
-			ch.Shows = ShowsAny
-			ch.Written, err = w.Create(ctx)
-		case KindEndpointAdded:
-			ch.Shows = w.Second()
-			ch.Written, err = w.AddEndpoint(ctx)
-		case KindEndpointRemoved:
-			ch.Shows = Gone(w.Second())
-			ch.Written, err = w.RemoveEndpoint(ctx)
-		case KindPortChanged:
-			ch.Shows, ch.Target = ShowsAny, t.Moved
-			ch.Written, err = w.ChangePort(ctx)
-		case KindServiceDeleted:
-			ch.Shows, ch.Target = ShowsNone, t.Moved
-			ch.Written, err = w.Delete(ctx)
-		}
-		if err != nil {
-			return changes, fmt.Errorf("change %d (%s): %v", i, kind, err)
+		if ch.Written, err = step.Write(ctx); err != nil {
+			return changes, fmt.Errorf("change %d (%s): %v", i, step.Kind, err)
 		}
 		changes = append(changes, ch)
 		// A removed backend's change shows at the end of its last answers:
 		// that end must be two probe timeouts old, as a later answer from
 		// it would move it. Not shown in time: not applied (Summarize).
 		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, 2*p.ProbeTimeout) })
-		if o, ok := w.(Observer); ok {
-			o.Observed(ctx, &changes[len(changes)-1])
+		if h.Observed != nil {
+			h.Observed(ctx, &changes[len(changes)-1])
 		}
 		if (i+1)%20 == 0 {
 			say("converge: %d/%d changes", i+1, p.Changes)

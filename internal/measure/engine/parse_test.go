@@ -177,6 +177,14 @@ func TestChecks(t *testing.T) {
 	if err := Check(rr, Spec{Test: TCPCRR, Size: 1}); err != nil {
 		t.Error(err)
 	}
+	// A share of the path's maximum is made a rate by the runner once the
+	// maximum is measured; sockperf, a closed loop, takes no rate at all.
+	if err := Check(rr, Spec{Test: TCPRR, Rate: "50%"}); err != nil || !OpenLoop(rr) || OpenLoop(sp) {
+		t.Errorf("rr at 50%%: %v; open loops: rr %v, sockperf %v", err, OpenLoop(rr), OpenLoop(sp))
+	}
+	if err := Check(sp, Spec{Test: TCPRR, Size: 14, Rate: "2000"}); err == nil || !strings.Contains(err.Error(), "closed loop") {
+		t.Errorf("sockperf at 2000/s: %v", err)
+	}
 	for _, c := range []struct {
 		engine string
 		test   Test

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
@@ -45,15 +46,29 @@ func (rr) Programs() []string {
 }
 
 // Check refuses concurrent flows beyond rr-client's limit, a rate it
-// cannot schedule, and a load without iperf3 installed.
+// cannot schedule, and a load without iperf3 installed. A share of the
+// path's maximum (50%) is checked when the runner has measured that
+// maximum and made it a rate (runner: calibrate).
 func (rr) Check(spec Spec) error {
 	if spec.Streams > rrbench.MaxFlows {
 		return field.Errorf("streams", "{streams} %d: the rr engine runs up to %d flows at once", spec.Streams, rrbench.MaxFlows)
 	}
-	if _, err := OpenRate(spec.Rate); err != nil {
-		return err
+	if _, share := knob.RateShare(spec.Rate); !share {
+		if _, err := OpenRate(spec.Rate); err != nil {
+			return err
+		}
 	}
 	return checkLoad(spec)
+}
+
+// OpenLoop: the rr engine takes a rate (an open loop).
+func (rr) OpenLoop() bool { return true }
+
+// OpenLoop says whether d runs rr/crr tests open-loop at a rate (the
+// latency-under-load probe is one where it can).
+func OpenLoop(d Driver) bool {
+	o, ok := d.(interface{ OpenLoop() bool })
+	return ok && o.OpenLoop()
 }
 
 // OpenRate reads an rr/crr test's rate: requests (crr: connections) per

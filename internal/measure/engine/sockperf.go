@@ -48,6 +48,9 @@ func (sockperf) Check(spec Spec) error {
 	if spec.Family.Or() == family.IPv6 {
 		return sockperfIPv6()
 	}
+	if spec.Rate != "" && spec.Rate != ClosedLoop {
+		return field.Errorf("rate", "{rate} %s: sockperf's ping-pong is a closed loop; the rr engine (drop {engine}) runs one at a rate", spec.Rate)
+	}
 	return checkLoad(spec)
 }
 

@@ -31,6 +31,10 @@ const (
 	Offload Name = "offload" // ethtool features of every link on the path
 	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
 	Rate    Name = "rate"    // offered rate: rr/crr requests/s (open loop); UDP streams bits/s
+	// The lab's NetworkPolicies (issue 44): generated policies, and
+	// address blocks of one policy, the measured flow is checked against.
+	Policies Name = "policies"
+	IPBlocks Name = "ipblocks"
 )
 
 // Limits of the values (the kernel's where it has one).
@@ -44,6 +48,11 @@ const (
 	// LegacyGSO is the largest GSO/GRO packet without BIG TCP (GSO_LEGACY_MAX_SIZE).
 	LegacyGSO = 65536
 	MaxLoad   = 64
+	// MaxPolicies and MaxIPBlocks bound the policy knobs; each provider
+	// refuses less when it would take minutes to load them
+	// (labpolicy.CheckScale).
+	MaxPolicies = 100000
+	MaxIPBlocks = 100000
 )
 
 // Knob is one knob: its name, what it sets, its values' check, and
@@ -59,6 +68,10 @@ type Knob struct {
 	// Links: set on every link of the lab's path (links.go), so a lab
 	// per value; otherwise the engine takes it per sample.
 	Links bool
+	// Policy: the lab's NetworkPolicies (Settings.Policy), loaded by a
+	// policy provider, so a lab per value and provider (the run's policy
+	// providers are a cell coordinate of their own).
+	Policy bool
 	// RequestResponseOnly: the knob changes only rr/crr tests (load);
 	// other tests are measured at its base value only.
 	RequestResponseOnly bool
@@ -104,9 +117,15 @@ var All = []Knob{
 		Help:      "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
 		intField:  func(s *Settings) *int { return &s.Load }},
 	{Name: Rate, canonical: canonicalRate,
-		Help:        "offered rate: rr/crr requests (connections) per second in all, open-loop, latency from each intended send time (20000 or 20k, up to 50000: docs/engines.md); udp_stream/udp_pps bits/s (iperf3 -b: 500M); max: closed loop, unlimited UDP",
+		Help:        "offered rate: rr/crr requests (connections) per second in all, open-loop, latency from each intended send time (20000 or 20k, up to 50000, or a share of each path's closed-loop maximum, measured first: 50%; docs/engines.md); udp_stream/udp_pps bits/s (iperf3 -b: 500M); max: closed loop, unlimited UDP",
 		stringField: func(s *Settings) *string { return &s.Rate },
 		check:       checkRate},
+	{Name: Policies, Policy: true, canonical: intIn(Policies, 0, MaxPolicies, ""),
+		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies.md)",
+		intField: func(s *Settings) *int { return &s.Policy.Policies }},
+	{Name: IPBlocks, Policy: true, canonical: intIn(IPBlocks, 0, MaxIPBlocks, ""),
+		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies.md)",
+		intField: func(s *Settings) *int { return &s.Policy.IPBlocks }},
 }
 
 // Get is the knob named n.
@@ -186,22 +205,17 @@ func IsLinks(n Name) bool {
 	return err == nil && k.Links
 }
 
-// linkKnobs are the names of the links' knobs.
-func linkKnobs() []Name {
-	var out []Name
-	for _, k := range All {
-		if k.Links {
-			out = append(out, k.Name)
-		}
-	}
-	return out
-}
+// LabOnly says whether a knob is a lab's own setting (its links, its
+// policies), which a cluster's CNI decides instead: kube run refuses it.
+func (k Knob) LabOnly() bool { return k.Links || k.Policy }
 
-// LinkKnobNames lists the links' knobs, comma-separated (for errors).
-func LinkKnobNames() string {
+// LabOnlyNames lists the lab-only knobs, comma-separated (for errors).
+func LabOnlyNames() string {
 	var s []string
-	for _, n := range linkKnobs() {
-		s = append(s, string(n))
+	for _, k := range All {
+		if k.LabOnly() {
+			s = append(s, string(k.Name))
+		}
 	}
 	return strings.Join(s, ", ")
 }
@@ -226,22 +240,55 @@ func index(n Name) int {
 // UDP streams as fast as they go (the default).
 const Unlimited = "max"
 
-var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKmMgGtT]?$`)
+var (
+	rateRE  = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKmMgGtT]?$`)
+	shareRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?%$`)
+)
 
-// canonicalRate checks a rate's spelling: max, or a positive number with
-// an optional k/M/G/T (each test's engine reads it in its own unit and
+// canonicalRate checks a rate's spelling: max, a share of the path's own
+// closed-loop maximum (50%: rr/crr tests, RateShare), or a positive number
+// with an optional k/M/G/T (each test's engine reads it in its own unit and
 // range: engine.OpenRate for rr/crr, iperf3's -b for UDP streams).
 func canonicalRate(v string) (string, error) {
 	if v == Unlimited {
 		return v, nil
 	}
+	if shareRE.MatchString(v) {
+		return canonicalShare(v)
+	}
 	if !rateRE.MatchString(v) {
-		return "", fmt.Errorf("rate %q: use %s, requests per second for rr/crr (20000, 20k) or bits per second for UDP streams (500M)", v, Unlimited)
+		return "", fmt.Errorf("rate %q: use %s, requests per second for rr/crr (20000, 20k) or a share of the path's closed-loop maximum (50%%), or bits per second for UDP streams (500M)", v, Unlimited)
 	}
 	if n, _ := strconv.ParseFloat(strings.TrimRight(v, "kKmMgGtT"), 64); n <= 0 {
 		return "", fmt.Errorf("rate %s: use a positive rate, or %s for none (closed loop, unlimited UDP)", v, Unlimited)
 	}
 	return v, nil
+}
+
+// canonicalShare checks a share of the maximum: above 0% and at most 100%.
+// Above 100% is refused: an open loop that offers more than the path
+// answers falls further behind every second, so its latency grows with
+// the sample's length and says nothing of the path (an absolute rate
+// measures past the maximum on purpose).
+func canonicalShare(v string) (string, error) {
+	n, _ := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	switch {
+	case n <= 0:
+		return "", fmt.Errorf("rate %s: use a share above 0%% of the path's closed-loop maximum (10%%, 50%%, 95%%)", v)
+	case n > 100:
+		return "", fmt.Errorf("rate %s is above the path's closed-loop maximum (100%%), where an open loop falls further behind every second and its latency measures the sample's length: use up to 100%%, or an absolute rate (20000)", v)
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64) + "%", nil
+}
+
+// RateShare is the share of the path's closed-loop maximum a rate asks
+// for (0.5 for "50%"), and whether it is one.
+func RateShare(v string) (float64, bool) {
+	if !shareRE.MatchString(v) {
+		return 0, false
+	}
+	n, _ := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	return n / 100, true
 }
 
 // checkRate refuses a plain rate ("" is the default, max).

@@ -2,6 +2,7 @@ package knob
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
@@ -20,6 +21,29 @@ type Settings struct {
 	// Rate is the offered rate (Unlimited, max, by default): rr/crr
 	// requests per second, an open loop; UDP streams bits per second.
 	Rate string
+	// Policy is the lab's generated NetworkPolicies (the policy knobs).
+	Policy PolicySet
+}
+
+// PolicySet is what the policy knobs ask of a lab: Policies generated
+// policies and IPBlocks address blocks of one more, each selecting the
+// measured server without matching its flow (labpolicy.BenchSet).
+type PolicySet struct {
+	Policies, IPBlocks int
+}
+
+// IsZero says no policy knob is set.
+func (p PolicySet) IsZero() bool { return p == PolicySet{} }
+
+// String is the set as flags spell it: "policies=1000,ipblocks=100".
+func (p PolicySet) String() string {
+	var out []string
+	for _, k := range All {
+		if v := k.Value(Settings{Policy: p}); k.Policy && v != "0" {
+			out = append(out, string(k.Name)+"="+v)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // Set puts value v of k into s: canonical (Canonical), or Default, which

@@ -146,10 +146,12 @@ func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	inScratch(t, func() {
 		calm, _, _ := runStalled(t, true, false)
 		open, rep, d := runStalled(t, true, true)
+		closedCalm, _, _ := runStalled(t, false, false)
 		closed, _, dc := runStalled(t, false, true)
 		p99 := func(h *Histogram) time.Duration { return time.Duration(h.Percentile(99)) }
-		t.Logf("open loop %d/s: p99 %s calm, %s with a %s stall; closed loop: p99 %s with a %s stall (%d samples >= %s of %d)",
-			stallRate, p99(calm), p99(open), d.Round(time.Millisecond), p99(closed), dc.Round(time.Millisecond), atLeast(closed, slow), slow, closed.Count())
+		t.Logf("open loop %d/s: p99 %s calm, %s with a %s stall (%d samples >= %s of %d); closed loop: p99 %s calm, %s with a %s stall (%d samples >= %s of %d)",
+			stallRate, p99(calm), p99(open), d.Round(time.Millisecond), atLeast(open, slow), slow, open.Count(),
+			p99(closedCalm), p99(closed), dc.Round(time.Millisecond), atLeast(closed, slow), slow, closed.Count())
 
 		// Requests scheduled in the stall's first d-slow waited slow or
 		// more: R·(d - slow) of them. Those sent in the catch-up after it

@@ -171,3 +171,34 @@ func Remove(st *lab.State, c *Config) error {
 	c.Installed = false
 	return nil
 }
+
+// SavedRules compiles lab st's saved policies: what its provider should
+// hold (a provider's Prove counts its objects against them).
+func SavedRules(st *lab.State) (*netpol.Rules, error) {
+	c, err := Load(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Installed {
+		return nil, fmt.Errorf("lab %s has no policies installed", st.Name)
+	}
+	return Compile(st, c)
+}
+
+// Clear removes every policy of lab name and its provider's objects,
+// under the lab's lock: the lab as it was before its first policy.
+func Clear(name string) error {
+	l, err := lab.Open(name)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	c, err := Load(name)
+	if err != nil {
+		return err
+	}
+	if err := Remove(l.State, c); err != nil {
+		return err
+	}
+	return (&Config{}).Save(name)
+}

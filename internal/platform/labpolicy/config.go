@@ -58,11 +58,16 @@ func (c *Config) Clone() *Config {
 // Merge adds a parsed file to the config: a policy, namespace or pod of the
 // same name replaces the one there.
 func (c *Config) Merge(d netpol.Doc) {
+	at := make(map[[2]string]int, len(c.Policies)) // a policy's index by namespace and name
+	for i, q := range c.Policies {
+		at[[2]string{q.Namespace, q.Name}] = i
+	}
 	for _, p := range d.Policies {
-		i := slices.IndexFunc(c.Policies, func(q networkingv1.NetworkPolicy) bool { return q.Namespace == p.Namespace && q.Name == p.Name })
-		if i >= 0 {
+		k := [2]string{p.Namespace, p.Name}
+		if i, ok := at[k]; ok {
 			c.Policies[i] = p
 		} else {
+			at[k] = len(c.Policies)
 			c.Policies = append(c.Policies, p)
 		}
 	}

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
@@ -126,7 +129,17 @@ func requireRoot(t *testing.T) {
 
 func TestTruthTableInLabs(t *testing.T) {
 	requireRoot(t)
-	for _, mode := range []string{modes.VethRouted, modes.Bridge} {
+	for _, mode := range []string{modes.VethRouted, modes.Bridge, modes.VethEBPF} {
+		m, err := modes.Get(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var providers []string // those that serve the mode (veth-ebpf: ebpf alone)
+		for _, name := range Names() {
+			if p, _ := Get(name); p.Supports(m, nil) == "" {
+				providers = append(providers, name)
+			}
+		}
 		t.Run(mode, func(t *testing.T) {
 			l, _ := testnet.UpLab(t, lab.Spec{Name: "np-" + strings.ReplaceAll(mode, "-", ""), Mode: mode, PodCIDR: lab.DefaultPodCIDR, PodCIDR6: lab.DefaultPodCIDR6, Family: family.Dual}, 4)
 			l.Release()
@@ -137,7 +150,7 @@ func TestTruthTableInLabs(t *testing.T) {
 					testnet.Serve6(t, p.NS, port, "")
 				}
 			}
-			for _, provider := range Names() {
+			for _, provider := range providers {
 				t.Run(provider, func(t *testing.T) { truthTables(t, st, provider) })
 			}
 		})
@@ -183,40 +196,87 @@ func truthTables(t *testing.T, st *lab.State, provider string) {
 	inNodesOnly(t, st, provider, false)
 }
 
-// providerObjects: a command listing a provider's objects, and the names
-// that show they are there (the first whenever policies are loaded, none
-// after Remove).
-var providerObjects = map[string]struct {
-	list  []string
-	marks []string
-}{
-	NFTables: {[]string{"nft", "list", "tables"}, []string{NftTable}},
-	IPTables: {[]string{"sh", "-c", "iptables-save -t filter; ip6tables-save -t filter; ipset list -n"}, []string{iptChain, ipsetPrefix}},
+// providerObjects checks where a provider's objects are: in every node
+// (every pod's interface for ebpf) while policies are loaded, nowhere after
+// Remove, and never in the test's own (root) namespace.
+var providerObjects = map[string]func(t *testing.T, st *lab.State, want bool){
+	NFTables: nodeObjects([]string{"nft", "list", "tables"}, NftTable),
+	IPTables: nodeObjects([]string{"sh", "-c", "iptables-save -t filter; ip6tables-save -t filter; ipset list -n"}, iptChain, ipsetPrefix),
+	EBPF:     podPrograms,
 }
 
-// inNodesOnly fails unless every node holds the provider's objects (none
-// when want is false) and the test's own (root) namespace never does.
+// inNodesOnly runs the provider's providerObjects check.
 func inNodesOnly(t *testing.T, st *lab.State, provider string, want bool) {
 	t.Helper()
-	o, ok := providerObjects[provider]
+	check, ok := providerObjects[provider]
 	if !ok {
 		t.Fatalf("provider %s: the test does not know how to list its objects (providerObjects)", provider)
 	}
-	for _, n := range st.Nodes {
-		out := testnet.IPNetns(t, append([]string{"exec", n.NS}, o.list...)...)
-		if want && !strings.Contains(out, o.marks[0]) {
-			t.Fatalf("node %s has no %s:\n%s", n.NS, o.marks[0], out)
+	check(t, st, want)
+}
+
+// nodeObjects: a command listing the provider's objects in a namespace, and
+// the names that show they are there (the first whenever policies are
+// loaded, none after Remove).
+func nodeObjects(list []string, marks ...string) func(t *testing.T, st *lab.State, want bool) {
+	return func(t *testing.T, st *lab.State, want bool) {
+		t.Helper()
+		for _, n := range st.Nodes {
+			out := testnet.IPNetns(t, append([]string{"exec", n.NS}, list...)...)
+			if want && !strings.Contains(out, marks[0]) {
+				t.Fatalf("node %s has no %s:\n%s", n.NS, marks[0], out)
+			}
+			for _, m := range marks {
+				if !want && strings.Contains(out, m) {
+					t.Fatalf("node %s still holds %s after Remove:\n%s", n.NS, m, out)
+				}
+			}
 		}
-		for _, m := range o.marks {
-			if !want && strings.Contains(out, m) {
-				t.Fatalf("node %s still holds %s after Remove:\n%s", n.NS, m, out)
+		out, err := exec.Command(list[0], list[1:]...).Output()
+		for _, m := range marks {
+			if err != nil || strings.Contains(string(out), m) {
+				t.Fatalf("the test's own namespace holds %s (or listing failed: %v)", m, err)
 			}
 		}
 	}
-	out, err := exec.Command(o.list[0], o.list[1:]...).Output()
-	for _, m := range o.marks {
-		if err != nil || strings.Contains(string(out), m) {
-			t.Fatalf("the test's own namespace holds %s (or listing failed: %v)", m, err)
+}
+
+// podPrograms: the ebpf provider's two programs on every pod's interface,
+// its maps pinned in the lab's directory (and both gone after Remove); no
+// interface of the test's own namespace carries them.
+func podPrograms(t *testing.T, st *lab.State, want bool) {
+	t.Helper()
+	for _, p := range st.Pods {
+		names, err := polbpf.Programs(polbpf.Interface{NS: p.NS, Ifname: p.Ifname})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, name := range names {
+			if polbpf.Ours(name) {
+				n++
+			}
+		}
+		if want && n != 2 || !want && n != 0 {
+			t.Fatalf("pod %s's %s carries %v: want the two policy programs %v", p.Name, p.Ifname, names, want)
+		}
+	}
+	if polbpf.Exists(ebpfDir(st)) != want {
+		t.Fatalf("policy maps pinned in %s: %v, want %v", ebpfDir(st), !want, want)
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		names, err := polbpf.Programs(polbpf.Interface{Ifname: l.Attrs().Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			if polbpf.Ours(name) {
+				t.Fatalf("the test's own %s carries %s", l.Attrs().Name, name)
+			}
 		}
 	}
 }

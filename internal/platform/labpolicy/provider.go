@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -22,6 +23,7 @@ import (
 const (
 	NFTables = "nftables"
 	IPTables = "iptables"
+	EBPF     = "ebpf"
 )
 
 // DefaultProvider is the provider a lab gets when none is named.
@@ -41,18 +43,23 @@ type Provider interface {
 	// Remove deletes every object the provider created in the lab.
 	Remove(st *lab.State) error
 	// Prove reads the provider's objects back from every node of the lab
-	// and its counters: that the compiled rules are in force, and how many
-	// packets they looked at (the policies knob's proof, per cell).
+	// and its counters: that the compiled rules are in force (Objects
+	// against Want), and how many packets they looked at (the policies
+	// knob's proof, per cell: CellProof).
 	Prove(st *lab.State) (Proof, error)
 }
 
 // Proof is what a provider reads back from a lab's data plane.
 type Proof struct {
 	// Objects counts the provider's rules, set elements or map entries
-	// read back from every node.
-	Objects int
-	// Evaluated counts the packets its rules or programs looked at since
-	// it installed them; Denied, those it dropped.
+	// read back from every node (or wherever it keeps them); Want is how
+	// many the lab's compiled rules make in the provider's shape (the
+	// lab's saved policies compiled again: SavedRules). The policies are
+	// in force only when the two are equal and not zero.
+	Objects, Want int
+	// Evaluated counts the packets its rules or programs decided on by
+	// policy (not those an established flow's fast path passed) since it
+	// installed them; Denied, those it dropped. Both only grow.
 	Evaluated, Denied uint64
 }
 
@@ -61,6 +68,11 @@ type Info struct {
 	Name string
 	// Summary is one line for --help and docs.
 	Summary string
+	// LoadRate is how many generated policies (or ipBlocks) a second the
+	// provider loaded into a one-node lab here, at the largest count
+	// measured (docs/policies.md); 0: not measured, no limit. CheckScale
+	// refuses a set it would take over MaxLoadTime to load.
+	LoadRate float64
 }
 
 var registry = map[string]Provider{}
@@ -94,24 +106,56 @@ func Check(provider string, st *lab.State) error {
 	if why := p.Supports(m, st.Spec.Options); why != "" {
 		return fmt.Errorf("policy provider %s cannot serve lab %s of mode %s: %s", provider, st.Name, m.Name, why)
 	}
+	if lc, ok := p.(labChecker); ok {
+		if why := lc.CheckLab(st); why != "" {
+			return fmt.Errorf("policy provider %s cannot serve lab %s: %s", provider, st.Name, why)
+		}
+	}
 	return nil
+}
+
+// SupportsMode says why provider cannot serve mode m with options ("":
+// it can), for a run's plan before any lab is built.
+func SupportsMode(provider string, m modes.Mode, options map[string]string) (string, error) {
+	p, err := Get(provider)
+	if err != nil {
+		return "", err
+	}
+	return p.Supports(m, options), nil
+}
+
+// MaxLoadTime is the longest a provider may be expected to take loading a
+// generated set (the policy knobs) before CheckScale refuses it.
+const MaxLoadTime = 2 * time.Minute
+
+// CheckScale refuses a generated set of policies and ipBlocks that
+// provider would take over MaxLoadTime to load (per lab; its LoadRate).
+func CheckScale(provider string, policies, ipblocks int) error {
+	p, err := Get(provider)
+	if err != nil {
+		return err
+	}
+	rate, n := p.Info().LoadRate, policies+ipblocks
+	if rate <= 0 {
+		return nil
+	}
+	if est := time.Duration(float64(n) / rate * float64(time.Second)); est > MaxLoadTime {
+		return fmt.Errorf("policy provider %s would take about %s to load %d policies and ipblocks into each lab (about %.0f a second, measured: docs/policies.md): use at most %d, or another provider",
+			provider, est.Round(time.Second), n, rate, int(rate*MaxLoadTime.Seconds()))
+	}
+	return nil
+}
+
+// labChecker is implemented by a provider that needs more of a lab than
+// its mode (the ebpf provider: how its Services are translated).
+type labChecker interface {
+	// CheckLab returns "" when the provider can serve lab st, else why not.
+	CheckLab(st *lab.State) string
 }
 
 // nodeFilterSupports is the check of a provider whose rules sit in the
 // node's netfilter: the mode's descriptor says whether the pods' packets
 // cross it (modes.Policies).
 func nodeFilterSupports(m modes.Mode, options map[string]string) string {
-	if m.Podless {
-		return "mode " + m.Name + " has no pods to isolate"
-	}
-	if m.Policies.NoNodeFilter != "" {
-		return m.Policies.NoNodeFilter
-	}
-	if !m.Policies.NodeFilter {
-		return "not wired for this mode yet (works with: " + strings.Join(modes.NamesWhere(func(m modes.Mode) bool { return m.Policies.NodeFilter }), ", ") + ")"
-	}
-	if m.Policies.NodeFilterOff != nil {
-		return m.Policies.NodeFilterOff(options)
-	}
-	return ""
+	return m.NodeFilterUnseen(options)
 }

@@ -46,8 +46,32 @@ func TestRefusedModes(t *testing.T) {
 			t.Errorf("mode %s refused: %v", m, err)
 		}
 	}
-	if _, err := Compile(fakeLab(modes.VethRouted, nil), &Config{Provider: "ipchains"}); err == nil || !strings.Contains(err.Error(), `unknown policy provider "ipchains" (known: iptables, nftables)`) {
+	if _, err := Compile(fakeLab(modes.VethRouted, nil), &Config{Provider: "ipchains"}); err == nil || !strings.Contains(err.Error(), `unknown policy provider "ipchains" (known: ebpf, iptables, nftables)`) {
 		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+// TestEBPFModes: the ebpf provider asks modes.Policies.PodIf: its programs
+// sit on the pods' own interfaces, so veth-ebpf and a bridge without
+// bridge-nf-call are served; the rest is refused in one line.
+func TestEBPFModes(t *testing.T) {
+	for _, c := range []struct{ mode, want string }{
+		{modes.Macvlan, "not wired for this mode yet (works with: bridge, veth-ebpf, veth-routed)"},
+		{modes.NetkitEBPF, "not wired for this mode yet"},
+		{modes.Host, "has no pods to isolate"},
+	} {
+		_, err := Compile(fakeLab(c.mode, nil), &Config{Provider: EBPF})
+		if err == nil || !strings.HasPrefix(err.Error(), "policy provider ebpf cannot serve lab np-fake of mode "+c.mode+": ") || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("mode %s: got %v, want one line with %q", c.mode, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		mode    string
+		options map[string]string
+	}{{modes.VethRouted, nil}, {modes.Bridge, nil}, {modes.Bridge, map[string]string{"bridge_nf_call_iptables": "off"}}, {modes.VethEBPF, nil}} {
+		if _, err := Compile(fakeLab(c.mode, c.options), &Config{Provider: EBPF}); err != nil {
+			t.Errorf("mode %s %v refused: %v", c.mode, c.options, err)
+		}
 	}
 }
 

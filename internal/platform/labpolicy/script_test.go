@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 )
 
 // The providers' text for one compiled world, read as a person would: the
@@ -38,14 +39,15 @@ spec:
 }
 
 func TestNftScript(t *testing.T) {
-	s := nftPolicyScript(scriptRules(t))
+	s := polnft.Script(scriptRules(t))
 	for _, want := range []string{
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"add rule inet vnetlab-netpol ingress-default/pod-a counter drop\n",
+		"add chain inet vnetlab-netpol ingress-default/pod-a\nadd rule inet vnetlab-netpol ingress-default/pod-a counter comment \"evaluated\"\n",
+		"add rule inet vnetlab-netpol ingress-default/pod-a counter drop comment \"denied\"\n",
 		"add element inet vnetlab-netpol ingress-v4 { 192.168.10.10 : goto ingress-default/pod-a }\n",
-		"add rule inet vnetlab-netpol egress-default/pod-a counter drop\n",
+		"add rule inet vnetlab-netpol egress-default/pod-a counter drop comment \"denied\"\n",
 		"add element inet vnetlab-netpol egress-v4 { 192.168.10.10 : jump egress-default/pod-a }\n",
 	} {
 		if !strings.Contains(s, want) {

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
-	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // FloorSpec is `svc converge`: kube converge's changes written through a
@@ -65,43 +62,25 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 			}
 		}
 	}
-	self, err := engine.SelfBinary()
+	w := &floorWriter{lab: st.Name, key: key, main: key, moved: moved, provider: spec.Provider, a: st.Pods[0], b: st.Pods[1]}
+	procs, err := converge.NewLabProcs()
 	if err != nil {
 		return nil, err
 	}
-	w := &floorWriter{lab: st.Name, key: key, main: key, moved: moved, provider: spec.Provider, a: st.Pods[0], b: st.Pods[1]}
-	var procs []*proc.Cmd
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-	}()
+	defer procs.Stop()
 	for _, pod := range []lab.PodState{w.a, w.b} {
-		p := proc.Command(ctx, pod.NS, self, "whoami", "--name", pod.Name, "--udp", strconv.Itoa(floorBackPort))
-		if err := p.Start(); err != nil {
-			return nil, fmt.Errorf("backend in pod %s: %v", pod.Name, err)
+		if err := procs.Backend(ctx, converge.PodRef{NS: pod.NS, Name: pod.Name}, floorBackPort); err != nil {
+			return nil, err
 		}
-		procs = append(procs, p)
 	}
 	seen := converge.NewSeen()
 	targets := converge.Targets{Main: netip.AddrPortFrom(spec.VIP, floorPort).String(), Moved: netip.AddrPortFrom(spec.VIP, floorMoved).String()}
-	probers := st.Pods[2:]
-	for _, pod := range probers {
-		p := proc.Command(ctx, pod.NS, self, "kube", "probe", "--node", pod.Name, "--target", targets.Main, "--target", targets.Moved,
-			"--interval", spec.Pace.Interval.String(), "--timeout", spec.Pace.ProbeTimeout.String())
-		out, err := p.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.Start(); err != nil {
-			return nil, fmt.Errorf("prober in pod %s: %v", pod.Name, err)
-		}
-		procs = append(procs, p)
-		go seen.Read(out)
+	var probers []converge.PodRef
+	for _, pod := range st.Pods[2:] {
+		probers = append(probers, converge.PodRef{NS: pod.NS, Name: pod.Name})
 	}
-	if err := seen.WaitNodes(ctx, len(probers), spec.Pace.ChangeTimeout); err != nil {
-		return nil, fmt.Errorf("the probers never reported: %v", err)
+	if err := procs.Probers(ctx, probers, []string{targets.Main, targets.Moved}, spec.Pace, seen); err != nil {
+		return nil, err
 	}
 	defer func() {
 		for _, k := range []Key{key, moved} {

@@ -36,7 +36,7 @@ type iptablesProvider struct{}
 func init() { Register(iptablesProvider{}) }
 
 func (iptablesProvider) Info() Info {
-	return Info{Name: IPTables, IPv6: true, Summary: "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore (ip6tables-restore for IPv6)"}
+	return Info{Name: IPTables, IPv6: true, NodeNAT: true, Summary: "kube-proxy iptables mode: KUBE-SERVICES -> KUBE-SVC-* -> KUBE-SEP-* (linear lookup), iptables-restore (ip6tables-restore for IPv6)"}
 }
 func (iptablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
 func (iptablesProvider) Caveat(m modes.Mode, options map[string]string) string {

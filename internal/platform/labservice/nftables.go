@@ -37,7 +37,7 @@ func init() { Register(nftablesProvider{}) }
 const NftTable = "kube-proxy"
 
 func (nftablesProvider) Info() Info {
-	return Info{Name: NFTables, IPv6: true, Summary: "kube-proxy nftables mode: table ip (and ip6) kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"}
+	return Info{Name: NFTables, IPv6: true, NodeNAT: true, Summary: "kube-proxy nftables mode: table ip (and ip6) kube-proxy, verdict map on daddr . proto . port (hash lookup), one nft -f"}
 }
 func (nftablesProvider) Supports(m modes.Mode) string { return netfilterSupports(m) }
 func (nftablesProvider) Caveat(m modes.Mode, options map[string]string) string {

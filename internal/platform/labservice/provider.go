@@ -61,6 +61,10 @@ type Info struct {
 	// IPv6: it realises IPv6 Services too, so it serves labs with IPv6
 	// (ipv6 and dual; CheckFamily).
 	IPv6 bool
+	// NodeNAT: the node's netfilter translates a clusterIP, after the
+	// packet left the pod's interface (a policy decided there would see
+	// the clusterIP, not the backend; labpolicy's ebpf provider refuses it).
+	NodeNAT bool
 }
 
 // Caveater is implemented by providers that know when the kernel will break

@@ -85,8 +85,9 @@ type Explanation struct {
 }
 
 // Label names a cell for people: its mode, plus provider and Services when
-// it is a service cell, its sweep's point when it has one, and its family
-// when it is not IPv4 ("veth-routed/ipv6").
+// it is a service cell, its policy provider and sweep's point when it has
+// them ("bridge:iptables{policies=1000}"), and its family when it is not
+// IPv4 ("veth-routed/ipv6").
 func Label(c *results.Cell) string { return labelAs(c, c.Family) }
 
 // labelAs is c's label with the family written as fam ("" leaves it out).
@@ -100,6 +101,9 @@ func labelAs(c *results.Cell, fam string) string {
 	}
 	if c.ExtraServices > 0 {
 		l += fmt.Sprintf("+%d", c.ExtraServices)
+	}
+	if c.PolicyProvider != "" {
+		l += ":" + c.PolicyProvider
 	}
 	if c.Point != "" {
 		l += "{" + c.Point + "}"

@@ -44,15 +44,8 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 		values = []string{v}
 	}
 	at := map[string]*results.Cell{} // lineOf key + value -> cell
-	for _, c := range f.Cells {
-		p, err := knob.ParsePoint(c.Point)
-		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
-			continue
-		}
-		if v := sw.Varies(p.Values()); v != -1 && v != ai {
-			continue
-		}
-		at[sameLine(c)+"|"+p[ai].Value] = c
+	for _, ac := range axisCells(f, *sw, ai, test, modes) {
+		at[sameLine(ac.cell)+"|"+ac.value] = ac.cell
 	}
 	var pairs []Pair
 	for _, c := range f.Cells {
@@ -68,6 +61,40 @@ func KnobPairs(f *results.File, axis, value, test string, modes []string) ([]Pai
 		return nil, fmt.Errorf("no cell at %s=%s has a cell at the base %s=%s to compare with (the test, or modes, left none)", axis, strings.Join(values, "|"), axis, a.Base())
 	}
 	return pairs, nil
+}
+
+// lineName names a cell's line of a sweep: its mode, and its path with
+// its providers when it is not the plain pod path ("bridge pod:iptables").
+func lineName(c *results.Cell) string {
+	id := c.ID()
+	id.Point = ""
+	if s := id.Series(); s != "pod" {
+		return c.Mode + " " + s
+	}
+	return c.Mode
+}
+
+// axisCell is a cell on a swept axis, and its value there.
+type axisCell struct {
+	cell  *results.Cell
+	value string
+}
+
+// axisCells are f's cells at the base or moving axis ai only (of test
+// and modes, when set), with their value on it.
+func axisCells(f *results.File, sw results.Sweep, ai int, test string, modes []string) []axisCell {
+	var out []axisCell
+	for _, c := range f.Cells {
+		p, err := knob.ParsePoint(c.Point)
+		if err != nil || len(p) != len(sw.Axes) || (test != "" && c.Test != test) || (len(modes) > 0 && !slices.Contains(modes, c.Mode)) {
+			continue
+		}
+		if v := sw.Varies(p.Values()); v != -1 && v != ai {
+			continue
+		}
+		out = append(out, axisCell{c, p[ai].Value})
+	}
+	return out
 }
 
 // sameLine is a cell's identity without its point.
@@ -89,12 +116,16 @@ func KnobSentence(axis string, a, b *Explanation) string {
 		more, less = a, b
 	}
 	s := fmt.Sprintf("From %s=%s to %s=%s, %s %s %.2fx (%s → %s %s) and %s %.2fx (%s → %s)",
-		axis, from, axis, to, a.B.Cell.Test+":", a.B.Cell.Mode, ga, num(a.RateA), num(a.RateB), a.RateUnit,
-		b.B.Cell.Mode, gb, num(b.RateA), num(b.RateB))
-	s += fmt.Sprintf("; per %s, %s's data path %s and %s's %s", a.Unit, a.B.Cell.Mode, cpuChange(a), b.B.Cell.Mode, cpuChange(b))
+		axis, from, axis, to, a.B.Cell.Test+":", lineName(a.B.Cell), ga, num(a.RateA), num(a.RateB), a.RateUnit,
+		lineName(b.B.Cell), gb, num(b.RateA), num(b.RateB))
+	s += fmt.Sprintf("; per %s, %s's data path %s and %s's %s", a.Unit, lineName(a.B.Cell), cpuChange(a), lineName(b.B.Cell), cpuChange(b))
 	if d, ok := divergentStage(more, less); ok {
-		s += fmt.Sprintf("; %s gains more because its %s stage moves by %+.2f µs per %s against %+.2f µs for %s",
-			more.B.Cell.Mode, d.name, d.more, more.Unit, d.less, less.B.Cell.Mode)
+		verb := "gains more"
+		if ga <= 1 && gb <= 1 {
+			verb = "loses less" // a cost axis (policies): both lose
+		}
+		s += fmt.Sprintf("; %s %s because its %s stage moves by %+.2f µs per %s against %+.2f µs for %s",
+			lineName(more.B.Cell), verb, d.name, d.more, more.Unit, d.less, lineName(less.B.Cell))
 	} else if math.Abs(ga-gb) > 0 {
 		s += "; no stage's change differs between them beyond sampling noise"
 	}

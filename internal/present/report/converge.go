@@ -20,8 +20,12 @@ import (
 // the same changes (and how many it says were done before the first probe
 // showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
-	fmt.Fprintf(w, "network programming latency, proxy %s: %d changes, probes every %d µs (the resolution), %s\n",
-		c.Proxy, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
+	what := "network programming latency, proxy " + c.Proxy
+	if c.PolicyProvider != "" {
+		what = fmt.Sprintf("policy apply latency, policy provider %s, %d policies and %d ipblocks present", c.PolicyProvider, c.Policies, c.IPBlocks)
+	}
+	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
+		what, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS\tMETRIC P50/P99 MS\tMETRIC EARLY\tCONNS BROKEN\tGONE CONNS BROKEN")
 	for _, r := range c.Rows {

@@ -20,16 +20,22 @@ import (
 // the values and the knee in words.
 type CurveView struct {
 	Test, Axis, Unit string
-	Chart            *CurveChart
-	File             string
-	Rows             []CurveRow
+	// Metric is what the curve draws when not the test's own value: a
+	// latency quantile against the offered rate ("p99 latency").
+	Metric string
+	Chart  *CurveChart
+	File   string
+	Rows   []CurveRow
 }
 
-// CurveRow is one line: its label, each value's median, the knee.
+// CurveRow is one line: its label, each value's median, the knee, and
+// each value's median as a ratio to the base value's, with its 95% CI
+// (what a cost axis, policies or ipblocks, is read as).
 type CurveRow struct {
 	Line   string
 	Values []string
 	Knee   string
+	Ratios []string
 }
 
 // line is a curve's identity: a cell's id without its test and point.
@@ -57,21 +63,23 @@ func buildCurves(f *results.File) []*CurveView {
 			if cv := buildCurve(f.Cells, *sw, t, ai, a); cv != nil {
 				out = append(out, cv)
 			}
+			if slices.Contains(a.Knobs, string(knob.Rate)) {
+				out = append(out, latencyCurves(f.Cells, *sw, t, ai, a)...)
+			}
 		}
 	}
 	return out
 }
 
-// buildCurve is test t against axis a (the ai-th): the cells at the base
-// or moving a only.
-func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
-	type lineCells struct {
-		id    results.CellID
-		cells []*results.Cell // by value index
-	}
-	var lines []*lineCells
-	n := 0
-	unit := ""
+// curveLine is one line of a curve: its cells, by the axis's value index.
+type curveLine struct {
+	id    results.CellID
+	cells []*results.Cell
+}
+
+// curveLines are test t's cells at the base or moving axis a (the ai-th)
+// only, a line per mode and path; n counts the cells, unit is theirs.
+func curveLines(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) (lines []*curveLine, n int, unit string) {
 	for _, c := range cells {
 		if c.Test != t {
 			continue
@@ -88,15 +96,22 @@ func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 			continue
 		}
 		id := lineOf(c.ID())
-		i := slices.IndexFunc(lines, func(l *lineCells) bool { return l.id == id })
+		i := slices.IndexFunc(lines, func(l *curveLine) bool { return l.id == id })
 		if i < 0 {
-			lines = append(lines, &lineCells{id: id, cells: make([]*results.Cell, len(a.Values))})
+			lines = append(lines, &curveLine{id: id, cells: make([]*results.Cell, len(a.Values))})
 			i = len(lines) - 1
 		}
 		lines[i].cells[vi] = c
 		n++
 		unit = c.Unit
 	}
+	return lines, n, unit
+}
+
+// buildCurve is test t against axis a (the ai-th): the cells at the base
+// or moving a only.
+func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
+	lines, n, unit := curveLines(cells, sw, t, ai, a)
 	if len(lines) == 0 || len(a.Values) < 2 || n <= len(lines) {
 		return nil
 	}
@@ -133,6 +148,7 @@ func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 		}
 		cl.Knee, cl.KneeTip = knee(l.cells, a, higher)
 		row.Knee = cl.KneeTip
+		row.Ratios = ratiosToBase(l.cells, row.Values, higher)
 		ch.Lines = append(ch.Lines, cl)
 		cv.Rows = append(cv.Rows, row)
 	}
@@ -162,6 +178,35 @@ func knee(cells []*results.Cell, a results.Axis, higher bool) (int, string) {
 		return -1, "no measured value"
 	}
 	return -1, fmt.Sprintf("no knee: every step up to %s=%s helped significantly", a.Key(), a.Values[prev])
+}
+
+// ratiosToBase is each cell's median over the first's, with the ratio's
+// bootstrap 95% CI and "~" when Mann-Whitney finds no significant
+// difference; a cell without values keeps its word (values), and with no
+// measured base there is no ratio.
+func ratiosToBase(cells []*results.Cell, values []string, higher bool) []string {
+	out := make([]string, len(cells))
+	base := cells[0]
+	for i, c := range cells {
+		switch {
+		case c == nil || len(c.Values()) == 0:
+			out[i] = values[i]
+		case base == nil || len(base.Values()) == 0:
+			out[i] = "-"
+		case i == 0:
+			out[i] = "1"
+		default:
+			cmp := analysis.Compare(c.Values(), base.Values(), higher)
+			out[i] = fmt.Sprintf("%.3f", cmp.Ratio)
+			if cmp.HasCI {
+				out[i] += fmt.Sprintf(" [%.3f, %.3f]", cmp.RatioCI[0], cmp.RatioCI[1])
+			}
+			if !cmp.Significant() {
+				out[i] += " ~"
+			}
+		}
+	}
+	return out
 }
 
 func verdictWords(c analysis.Comparison) string {
@@ -290,6 +335,30 @@ func offloadSummary(links []results.LinkState) string {
 	return strings.Join(parts, ", ")
 }
 
+// PolicyRow is one cell's NetworkPolicies (the policy knobs) and their
+// proof.
+type PolicyRow struct {
+	Cell, State, Objects, Probe, Evaluated, Load string
+}
+
+// buildPolicies is a row per cell with policies.
+func buildPolicies(f *results.File) []PolicyRow {
+	var rows []PolicyRow
+	for _, c := range f.Cells {
+		p := c.Policies
+		if p == nil {
+			continue
+		}
+		r := PolicyRow{Cell: c.ID().String(), State: "in force", Objects: fmt.Sprintf("%d of %d", p.Objects, p.Want),
+			Probe: p.Probe, Evaluated: fmt.Sprint(p.Evaluated), Load: fmt.Sprintf("%.2f", p.LoadSec)}
+		if p.NotApplied != "" {
+			r.State = "not applied: " + p.NotApplied
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 // LoadRow is one rr cell under load beside the same cell idle.
 type LoadRow struct {
 	Mode, Series, Test, Load string
@@ -366,11 +435,17 @@ func buildUnderLoad(f *results.File) []LoadRow {
 var knobNotes = map[string]string{
 	"curves": "Each test's median against each swept knob, one line per mode (and path), with its 95% CI as a band; the other knobs at their first value. " +
 		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping. " +
-		"A red cross marks a value not applied or failed.",
+		"A red cross marks a value not applied or failed. " +
+		"Below each, the medians as ratios to the line's first value, with the ratio's bootstrap 95% CI (~: not significantly different, Mann-Whitney): a policy count's cost reads as its ratio to 0 policies. " +
+		"Against a swept rate, each rr/crr test's p50, p99 and p99.9 (µs) are drawn against the rate offered (a share of the path's closed-loop maximum, or absolute), each with its 95% CI as a band and the latencies behind it (n); " +
+		"there the knee is the lowest offered rate whose p99 is over 2x the p99 at the lowest rate, or whose achieved rate falls under 99% of the offered: where queues start to form.",
 	"inforce": "What the kernel kept: every link of the lab's namespaces read back after the knobs were set (MTU, gso/gro max sizes, offloads), " +
 		"and the packets of the measured windows: the average packet handed to the sender's device (a GSO packet whole), " +
 		"the average segment on the wire (bytes over GSO segments), the sender's largest packet, and the average packet the receiver's stack got after GRO. " +
 		"A setting the kernel refused or did not keep makes its cells \"not applied\", never measured as if set.",
+	"policies": "Each cell's generated NetworkPolicies in force, proven in its proof sample (docs/policies.md): the provider's objects read back against what the compiled policies make, " +
+		"a flow the policies deny probed and dropped, the packets of the proof sample the provider decided by policy (new connections), and the provider's load time. " +
+		"A cell without the proof is not applied, never measured as if its policies were set.",
 	"underload": "rr latency percentiles (µs, medians over samples) with the path idle and while the load's iperf3 streams saturate it, client to server (flent's RRUL shape); inflation = loaded / idle.",
 }
 
@@ -380,7 +455,11 @@ func markdownKnobs(w io.Writer, d *Doc) {
 	if len(d.Curves) > 0 {
 		p("## Knobs: curves\n\n%s\n\n", knobNotes["curves"])
 		for _, cv := range d.Curves {
-			p("### %s against %s\n\n![%s against %s](%s.svg)\n\n", cv.Test, mdEsc(cv.Axis), cv.Test, mdEsc(cv.Axis), cv.File)
+			title := cv.Test
+			if cv.Metric != "" {
+				title += " " + cv.Metric
+			}
+			p("### %s against %s\n\n![%s against %s](%s.svg)\n\n", title, mdEsc(cv.Axis), title, mdEsc(cv.Axis), cv.File)
 			head := []string{"mode"}
 			for _, x := range cv.Chart.X {
 				head = append(head, cv.Axis+"="+x)
@@ -390,6 +469,12 @@ func markdownKnobs(w io.Writer, d *Doc) {
 				rows = append(rows, append(append([]string{r.Line}, r.Values...), r.Knee))
 			}
 			MarkdownTable(w, append(head, "knee"), rows)
+			p("\nAs ratios to %s=%s (95%% CI; ~ not significant):\n\n", mdEsc(cv.Axis), cv.Chart.X[0])
+			rows = nil
+			for _, r := range cv.Rows {
+				rows = append(rows, append([]string{r.Line}, r.Ratios...))
+			}
+			MarkdownTable(w, head, rows)
 			p("\n")
 		}
 	}
@@ -400,6 +485,15 @@ func markdownKnobs(w io.Writer, d *Doc) {
 			rows = append(rows, []string{r.Mode, r.Series, r.Test, r.State, r.MTU, r.GSO, r.GRO, r.Offloads, r.SenderAvg, r.SegAvg, r.MaxPkt, r.ReceiverAvg})
 		}
 		MarkdownTable(w, []string{"mode", "path", "test", "state", "MTU", "gso max", "gro max", "offloads", "sender avg B", "segment avg B", "sender max B", "receiver avg B (after GRO)"}, rows)
+		p("\n")
+	}
+	if len(d.Policies) > 0 {
+		p("## Policies in force\n\n%s\n\n", knobNotes["policies"])
+		var rows [][]string
+		for _, r := range d.Policies {
+			rows = append(rows, []string{r.Cell, r.State, r.Objects, r.Probe, r.Evaluated, r.Load})
+		}
+		MarkdownTable(w, []string{"cell", "state", "objects read back", "denied flow", "evaluated", "load s"}, rows)
 		p("\n")
 	}
 	if len(d.UnderLoad) > 0 {

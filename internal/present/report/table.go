@@ -8,6 +8,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,12 +48,17 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 	t.AppendHeader(append(header, "unit", "samples"))
 	for _, c := range d.Cells {
 		path := c.ID.Path
+		if c.ID.PolicyProvider != "" { // the lab's NetworkPolicies' provider
+			path += ":" + c.ID.PolicyProvider
+		}
 		if c.ID.Placement != "" { // a Kubernetes cell: same-node or cross-node
 			path += "@" + c.ID.Placement
 		}
-		if c.ID.Family != "" { // an IPv6 cell (IPv4 is the default)
+		path += pointText(c.ID.Point) // a sweep's point
+		if c.ID.Family != "" {        // an IPv6 cell (IPv4 is the default)
 			path += " " + c.ID.Family
 		}
+		path += pointText(c.ID.Point) // a sweep's point: {rate=50%}
 		row := table.Row{c.Mode, path}
 		if svc {
 			extra := ""
@@ -97,6 +103,9 @@ func Table(w io.Writer, f *results.File, markdown bool) {
 		if b := behindText(c.Cell); b != "" {
 			fmt.Fprintf(w, "warning: %s/%s/%s%s %s.\n", c.Mode, c.ID.Path, c.ID.Test, pointText(c.ID.Point), b)
 		}
+	}
+	for _, l := range rateMaxLines(f.Cells) {
+		fmt.Fprintf(w, "rate: %s.\n", l)
 	}
 	if svc {
 		fmt.Fprintln(w, "vs pod: service cell over the same mode's pod-path cell (clusterIP/podIP), same method; +services: generated services loaded besides the tested ones.")
@@ -156,6 +165,9 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	}
 	fmt.Fprintf(w, "median of valid samples; 95%% CI: %s; CV = stddev/mean, NOISY above %.0f%%.\n", ciText, thr*100)
 	fmt.Fprintf(w, "vs %s: ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05: faster/slower, \"~\" = not significant.\n", baseline)
+	if slices.ContainsFunc(f.Cells, func(c *results.Cell) bool { return len(c.LatencyCI) > 0 }) {
+		fmt.Fprintln(w, "latency µs: each quantile's median over the samples [percentile bootstrap 95% CI of that median, over the samples], n = the latencies behind it.")
+	}
 	fmt.Fprintln(w, "CPU cost: whole-machine user+system+irq+softirq seconds per GB received (streams) or per 1000 transactions (rr/crr); rx/t = NET_RX softirqs per transaction.")
 	if c := f.Metadata.Cluster; c != nil && strings.HasPrefix(c.NodeCPU, results.NodeCPUProcStat) {
 		fmt.Fprintln(w, "CPU cost of this cluster's cells: the client's and server's nodes' /proc/stat, added (each machine once), not this machine's.")

@@ -45,6 +45,8 @@ type Doc struct {
 	Curves    []*CurveView
 	InForce   []InForceRow
 	UnderLoad []LoadRow
+	// Policies: each cell's NetworkPolicies and their proof (policy knobs).
+	Policies []PolicyRow
 }
 
 // KV is one metadata line.
@@ -126,7 +128,7 @@ func Build(f *results.File) *Doc {
 	for _, c := range f.Cells {
 		d.Cells = append(d.Cells, views[c])
 	}
-	d.Curves, d.InForce, d.UnderLoad = buildCurves(f), buildInForce(f), buildUnderLoad(f)
+	d.Curves, d.InForce, d.UnderLoad, d.Policies = buildCurves(f), buildInForce(f), buildUnderLoad(f), buildPolicies(f)
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
 		d.Warnings = append(d.Warnings, "measured under "+e)
@@ -307,6 +309,9 @@ func cellView(c *results.Cell, ceil *results.Cell) *CellView {
 	if b := behindText(c); b != "" {
 		notes = append(notes, b)
 	}
+	if m := c.RateMax; m != nil {
+		notes = append(notes, rateMaxText(m, c.Unit))
+	}
 	if vb := c.VsBaseline; vb != nil {
 		cv.Baseline = comparisonText(vb)
 	}
@@ -408,6 +413,57 @@ func behindText(c *results.Cell) string {
 		offered, behind, 100*share, fmtValue(lagUs/1000))
 }
 
+// rateMaxText says what a cell at a share of its path's maximum offered,
+// and what 100% was (results.RateMax).
+func rateMaxText(m *results.RateMax, unit string) string {
+	var cl []string
+	for _, v := range m.ClosedLoop {
+		cl = append(cl, fmtValue(v))
+	}
+	if m.Error != "" {
+		return fmt.Sprintf("%g%% of the path's maximum: %s", 100*m.Share, m.Error)
+	}
+	return fmt.Sprintf("offered %s/s = %g%% of the path's closed-loop maximum %s %s (median of %s, measured before the rounds)",
+		fmtValue(m.Offered), 100*m.Share, fmtValue(m.Max), unit, strings.Join(cl, ", "))
+}
+
+// rateMaxLines are the cells at a share of their path's maximum, one line
+// per path: what 100% was, and what each share offered.
+func rateMaxLines(cells []*results.Cell) []string {
+	var order []string
+	lines := map[string]string{}
+	for _, c := range cells {
+		m := c.RateMax
+		if m == nil {
+			continue
+		}
+		id := c.ID()
+		id.Point = ""
+		key := id.String()
+		if _, ok := lines[key]; !ok {
+			order = append(order, key)
+			if m.Error != "" && m.Max == 0 {
+				lines[key] = fmt.Sprintf("%s: %s", key, m.Error)
+				continue
+			}
+			lines[key] = fmt.Sprintf("%s: 100%% = %s %s closed-loop (median of %d samples before the rounds); offered", key, fmtValue(m.Max), c.Unit, len(m.ClosedLoop))
+		}
+		if m.Max == 0 {
+			continue
+		}
+		if m.Error != "" {
+			lines[key] += fmt.Sprintf(" %g%%: not measured (%s)", 100*m.Share, m.Error)
+		} else {
+			lines[key] += fmt.Sprintf(" %g%% %s/s", 100*m.Share, fmtValue(m.Offered))
+		}
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, lines[k])
+	}
+	return out
+}
+
 // pointText is a cell's sweep point as tables show it ("" when none).
 func pointText(p string) string {
 	if p == "" {
@@ -436,9 +492,9 @@ func latencyText(c *results.Cell) string {
 	for _, k := range shownQuantiles {
 		switch v, ok := c.Latency[k]; {
 		case ok && len(counts) > 1:
-			parts = append(parts, fmt.Sprintf("%s %s (n=%s)", k, fmtValue(v), countText(c.LatencySamples[k])))
+			parts = append(parts, fmt.Sprintf("%s %s%s (n=%s)", k, fmtValue(v), quantileCIText(c, k), countText(c.LatencySamples[k])))
 		case ok:
-			parts = append(parts, fmt.Sprintf("%s %s", k, fmtValue(v)))
+			parts = append(parts, fmt.Sprintf("%s %s%s", k, fmtValue(v), quantileCIText(c, k)))
 		case slices.Contains(c.LatencyTooFew, k):
 			parts = append(parts, k+" "+TooFewSamples)
 		}
@@ -450,6 +506,15 @@ func latencyText(c *results.Cell) string {
 		}
 	}
 	return s
+}
+
+// quantileCIText is " [lo, hi]", quantile k's 95% CI, or "" without one.
+func quantileCIText(c *results.Cell, k string) string {
+	q, ok := c.LatencyCI[k]
+	if !ok || q.CI == [2]float64{} {
+		return ""
+	}
+	return fmt.Sprintf(" [%s, %s]", fmtValue(q.CI[0]), fmtValue(q.CI[1]))
 }
 
 // countText is a count of latencies, short: 950, 3.9k, 1.2M.

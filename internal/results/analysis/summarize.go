@@ -36,7 +36,7 @@ func Summarize(c *results.Cell, o Options) {
 	c.Status = StatusOf(c).String()
 	c.Median, c.Mean, c.Min, c.Max, c.CV, c.Noisy = 0, 0, 0, 0, 0, false
 	c.CI95, c.CIMethod, c.Latency, c.CPU = nil, "", nil, nil
-	c.LatencySamples, c.LatencyTooFew = nil, nil
+	c.LatencySamples, c.LatencyTooFew, c.LatencyCI = nil, nil, nil
 	if len(v) == 0 {
 		return
 	}
@@ -48,7 +48,7 @@ func Summarize(c *results.Cell, o Options) {
 	if lo, hi, ok := CI(v, o.CIMethod); ok {
 		c.CI95, c.CIMethod = []float64{lo, hi}, o.CIMethod
 	}
-	c.Latency, c.LatencySamples, c.LatencyTooFew = latency(c.Samples)
+	c.Latency, c.LatencySamples, c.LatencyTooFew, c.LatencyCI = latency(c.Samples)
 	c.CPU = cpuCost(c.Samples)
 }
 
@@ -71,7 +71,9 @@ func CI(v []float64, method string) (lo, hi float64, ok bool) {
 // a quantile some valid sample had too few latencies for
 // (Quantile.MinSamples) is left out of the cell and named in tooFew (a
 // median of the samples that had enough would hide the ones that had not).
-func latency(samples []results.Sample) (out map[string]float64, counts map[string]int, tooFew []string) {
+// Each quantile kept comes with its 95% CI in cis: the bootstrap of the
+// median over the samples (2 or more).
+func latency(samples []results.Sample) (out map[string]float64, counts map[string]int, tooFew []string, cis map[string]results.QuantileCI) {
 	per := map[string][]float64{}
 	counts = map[string]int{}
 	fewest, counted := 0, true
@@ -88,24 +90,37 @@ func latency(samples []results.Sample) (out map[string]float64, counts map[strin
 		}
 	}
 	if len(per) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	out = map[string]float64{}
 	for k, xs := range per {
 		out[k] = stats.Median(xs)
 	}
-	if !counted {
-		return out, nil, nil
-	}
-	delete(counts, "mean")
-	for _, q := range results.LatencyQuantiles {
-		if fewest < q.MinSamples() {
-			delete(out, q.Key)
-			delete(counts, q.Key)
-			tooFew = append(tooFew, q.Key)
+	if counted {
+		delete(counts, "mean")
+		for _, q := range results.LatencyQuantiles {
+			if fewest < q.MinSamples() {
+				delete(out, q.Key)
+				delete(counts, q.Key)
+				tooFew = append(tooFew, q.Key)
+			}
 		}
+	} else {
+		counts = nil
 	}
-	return out, counts, tooFew
+	cis = map[string]results.QuantileCI{}
+	for _, q := range results.LatencyQuantiles {
+		v, ok := out[q.Key]
+		if !ok {
+			continue
+		}
+		qc := results.QuantileCI{Value: v}
+		if lo, hi, ok := CI(per[q.Key], stats.MethodBootstrapMedian); ok {
+			qc.CI = [2]float64{lo, hi}
+		}
+		cis[q.Key] = qc
+	}
+	return out, counts, tooFew, cis
 }
 
 // cpuCost is the median over valid samples of each CPU figure, for the

@@ -204,3 +204,34 @@ func TestSummarizeLatencyCounts(t *testing.T) {
 		t.Errorf("without counts: samples %v, too few %v, latency %v: want the medians as they are", c.LatencySamples, c.LatencyTooFew, c.Latency)
 	}
 }
+
+// Each quantile of a cell comes with its 95% CI (issue 46): the bootstrap
+// of the median over the samples' values, so on samples whose p99 is
+// known to be 100 µs give or take noise the CI holds 100 and lies within
+// the samples' range; a quantile left out has none, and one sample gives
+// the value without an interval.
+func TestSummarizeLatencyCI(t *testing.T) {
+	c := &results.Cell{Mode: "host", Test: "tcp_rr"}
+	for _, p99 := range []float64{96, 104, 100, 92, 108, 99, 101} {
+		s := sample(2000, true)
+		s.LatencySamples = 5000
+		s.Latency = map[string]float64{"p50": 25, "p99": p99}
+		c.Samples = append(c.Samples, s)
+	}
+	Summarize(c, Options{})
+	q, ok := c.LatencyCI["p99"]
+	if !ok || q.Value != 100 || q.CI[0] > 100 || q.CI[1] < 100 || q.CI[0] < 92 || q.CI[1] > 108 || q.CI[0] == q.CI[1] {
+		t.Errorf("p99 %+v: want 100 with a CI inside [92, 108] holding it", q)
+	}
+	if p50 := c.LatencyCI["p50"]; p50.Value != 25 || p50.CI != [2]float64{25, 25} {
+		t.Errorf("p50 %+v: want 25 [25, 25] (every sample said 25)", p50)
+	}
+	if _, ok := c.LatencyCI["p99.9"]; ok {
+		t.Errorf("p99.9 has a CI %+v, but 5000 latencies are too few for it", c.LatencyCI["p99.9"])
+	}
+	c.Samples = c.Samples[:1]
+	Summarize(c, Options{})
+	if q := c.LatencyCI["p99"]; q.Value != 96 || q.CI != [2]float64{} {
+		t.Errorf("one sample: p99 %+v, want 96 without an interval", q)
+	}
+}

@@ -213,11 +213,18 @@ func WriteSysctl(key, value string) error {
 func ReadSysctl(ns, key string) (string, error) {
 	var out string
 	err := Do(ns, func() error {
-		b, err := os.ReadFile(sysctlPath(key))
-		out = string(trimNL(b))
+		var err error
+		out, err = CurrentSysctl(key)
 		return err
 	})
 	return out, err
+}
+
+// CurrentSysctl reads key (dotted or slashed) in the current thread's
+// namespace, without its trailing newline.
+func CurrentSysctl(key string) (string, error) {
+	b, err := os.ReadFile(sysctlPath(key))
+	return string(trimNL(b)), err
 }
 
 func sysctlPath(key string) string {

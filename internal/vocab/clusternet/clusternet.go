@@ -1,7 +1,8 @@
 // Package clusternet names what makes a cluster's network: the CNI plugin that
 // wires its pods (with vnetlab's own, the mode it wires them with; with
 // flannel, its backend) and the
-// Service proxy (with vnetlab-ebpf, whether the socket LB is on). The
+// Service proxy (with vnetlab-ebpf, whether the socket LB is on), and the
+// NetworkPolicy enforcer (policy.go). The
 // cluster builder, vnetlab's proxy, scenario files, help texts and the
 // comparison of a cluster's results with a lab's ask this package, never a
 // name spelled again. It imports nothing of vnetlab's, so every layer can.
@@ -126,6 +127,9 @@ type Network struct {
 	Proxy string
 	// SocketLB: vnetlab-ebpf with its socket LB on.
 	SocketLB bool
+	// Policy is the NetworkPolicy enforcer (one of Enforcers; "" when
+	// unknown: a cluster vnetlab did not build).
+	Policy string
 }
 
 // CNIText is the CNI as people read it (the results' cni field, kube up's

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
+)
+
+func init() { extraCommands = append(extraCommands, newKubeNetpolCmd) }
+
+// newKubeNetpolCmd is vnetlab's NetworkPolicy controller for one node,
+// started by `kube up --network-policy vnetlab` in each node's namespace
+// (docs/kubernetes.md).
+func newKubeNetpolCmd() *cobra.Command {
+	var c netpolicy.Config
+	cmd := &cobra.Command{
+		Use:   "kube-netpol --kubeconfig F --node NAME",
+		Short: "Follow a cluster's NetworkPolicies, Pods and Namespaces into this node's policy rules (kube up --network-policy vnetlab starts it in each node's namespace)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRoot(); err != nil {
+				return err
+			}
+			if c.Kubeconfig == "" || c.Node == "" {
+				return fmt.Errorf("kube-netpol needs --kubeconfig and --node (the node whose pods it isolates)")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			c.Logf = func(f string, a ...any) {
+				fmt.Fprintf(os.Stderr, "%s "+f+"\n", append([]any{time.Now().Format("15:04:05.000")}, a...)...)
+			}
+			return netpolicy.Run(ctx, c)
+		},
+	}
+	cmd.Flags().StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster's API server")
+	cmd.Flags().StringVar(&c.Node, "node", "", "this node's Kubernetes name: the pods whose spec.nodeName it is get their rules here")
+	return cmd
+}

@@ -1,0 +1,222 @@
+package polbpf
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+)
+
+// LinksDir holds, under a plane's directory, one directory per interface
+// carrying the programs: its two tcx links, pinned.
+const LinksDir = "links"
+
+// Interface is a pod's interface: a namespace (a name under /run/netns, or
+// a path) and an interface name in it.
+type Interface struct {
+	NS     string
+	Ifname string
+}
+
+func (i Interface) String() string { return i.Ifname + " in " + i.NS }
+
+func nsPath(ns string) string {
+	if strings.HasPrefix(ns, "/") {
+		return ns
+	}
+	return nsutil.Path(ns)
+}
+
+func (p *Plane) linkDir(i Interface) string {
+	return filepath.Join(p.dir, LinksDir, url.QueryEscape(i.NS)+"@"+url.QueryEscape(i.Ifname))
+}
+
+// The links' pin names: which program, at which side of the interface.
+var hooks = []struct {
+	name string
+	at   ebpf.AttachType
+}{{"egress", ebpf.AttachTCXEgress}, {"ingress", ebpf.AttachTCXIngress}}
+
+// Attach puts pol_egress and pol_ingress on the pod's interface (tcx, after
+// any program already there), pinned: they stay until Detach or Remove. An
+// interface carries them once; attaching it again is a no-op.
+func (p *Plane) Attach(i Interface) error {
+	if p.Has(i) {
+		return nil
+	}
+	dir := p.linkDir(i)
+	progs, err := p.programs()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	err = nsutil.DoPath(nsPath(i.NS), func() error {
+		l, err := netlink.LinkByName(i.Ifname)
+		if err != nil {
+			return fmt.Errorf("no interface %s: %w", i, err)
+		}
+		for _, h := range hooks {
+			prog := progs.PolEgress
+			if h.at == ebpf.AttachTCXIngress {
+				prog = progs.PolIngress
+			}
+			tl, err := link.AttachTCX(link.TCXOptions{Interface: l.Attrs().Index, Program: prog, Attach: h.at})
+			if err != nil {
+				if errors.Is(err, ebpf.ErrNotSupported) {
+					return fmt.Errorf("attach the policy programs to %s: this kernel has no tcx (Linux 6.6)", i)
+				}
+				return fmt.Errorf("attach pol_%s to %s: %w", h.name, i, err)
+			}
+			err = tl.Pin(filepath.Join(dir, h.name))
+			tl.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Join(err, detachDir(dir))
+	}
+	return nil
+}
+
+// Has says whether the interface carries the programs (a link of this
+// plane's is pinned for it).
+func (p *Plane) Has(i Interface) bool {
+	_, err := os.Stat(p.linkDir(i))
+	return err == nil
+}
+
+// Detach removes the programs from the interface (nothing when it has none).
+func (p *Plane) Detach(i Interface) error { return detachDir(p.linkDir(i)) }
+
+// detachDir detaches an interface's links explicitly (a dropped pin alone
+// detaches only when bpffs frees it, an RCU grace period later) and removes
+// its directory.
+func detachDir(dir string) error {
+	var errs []error
+	for _, h := range hooks {
+		pin := filepath.Join(dir, h.name)
+		l, err := link.LoadPinnedLink(pin, nil)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open link %s: %w", pin, err))
+			continue
+		}
+		if err := l.Detach(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("detach %s: %w", pin, err))
+		}
+		l.Close()
+	}
+	errs = append(errs, os.RemoveAll(dir))
+	return errors.Join(errs...)
+}
+
+// detachAll detaches every interface of a plane's directory.
+func detachAll(dir string) error {
+	ents, err := os.ReadDir(filepath.Join(dir, LinksDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		errs = append(errs, detachDir(filepath.Join(dir, LinksDir, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+// Attached lists the interfaces carrying the programs whose links still
+// hold an interface (0 once it is gone).
+func (p *Plane) Attached() ([]Interface, error) {
+	ents, err := os.ReadDir(filepath.Join(p.dir, LinksDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Interface
+	for _, e := range ents {
+		ns, ifname, ok := strings.Cut(e.Name(), "@")
+		if !ok {
+			continue
+		}
+		i := Interface{}
+		if i.NS, err = url.QueryUnescape(ns); err != nil {
+			continue
+		}
+		if i.Ifname, err = url.QueryUnescape(ifname); err != nil {
+			continue
+		}
+		if linked(filepath.Join(p.dir, LinksDir, e.Name(), "ingress")) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+func linked(pin string) bool {
+	l, err := link.LoadPinnedLink(pin, nil)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	info, err := l.Info()
+	return err == nil && info.TCX() != nil && info.TCX().Ifindex != 0
+}
+
+// Programs names the tcx programs on the interface, egress then ingress
+// (what a test or a check reads back from the kernel, whoever attached them);
+// NS "" is the caller's namespace.
+func Programs(i Interface) ([]string, error) {
+	var names []string
+	in := func(f func() error) error { return nsutil.DoPath(nsPath(i.NS), f) }
+	if i.NS == "" {
+		in = func(f func() error) error { return f() }
+	}
+	err := in(func() error {
+		l, err := netlink.LinkByName(i.Ifname)
+		if err != nil {
+			return fmt.Errorf("no interface %s: %w", i, err)
+		}
+		for _, h := range hooks {
+			res, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: h.at})
+			if err != nil {
+				return fmt.Errorf("programs on %s: %w", i, err)
+			}
+			for _, ap := range res.Programs {
+				prog, err := ebpf.NewProgramFromID(ap.ID)
+				if err != nil {
+					return err
+				}
+				info, err := prog.Info()
+				prog.Close()
+				if err != nil {
+					return err
+				}
+				names = append(names, info.Name)
+			}
+		}
+		return nil
+	})
+	return names, err
+}
+
+// Ours says whether a program name is one of the policy programs.
+func Ours(name string) bool { return name == "pol_egress" || name == "pol_ingress" }

@@ -1,0 +1,43 @@
+package tcbpf
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+)
+
+// FrontendMaps opens a lab's Service frontends, lb_services and
+// lb6_services, for the policy programs (internal/datapath/polbpf): a pod's
+// egress to a Service is decided after its translation. A lab with no
+// Service plane yet gets the two maps created and pinned where Open will
+// find them, so that Services added later are seen too. The caller closes
+// both.
+func FrontendMaps(lab string) (v4, v6 *ebpf.Map, err error) {
+	if err := mountBPFFS(); err != nil {
+		return nil, nil, err
+	}
+	dir := PinDir(lab)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("ebpf: pin directory: %w", err)
+	}
+	spec, err := loadService()
+	if err != nil {
+		return nil, nil, err
+	}
+	open := func(name string) (*ebpf.Map, error) {
+		m, err := ebpf.NewMapWithOptions(spec.Maps[name], ebpf.MapOptions{PinPath: dir})
+		if err != nil {
+			return nil, fmt.Errorf("ebpf: lab %s: %s: %w", lab, name, err)
+		}
+		return m, nil
+	}
+	if v4, err = open(serviceMapLbServices); err != nil {
+		return nil, nil, err
+	}
+	if v6, err = open(serviceMapLb6Services); err != nil {
+		v4.Close()
+		return nil, nil, err
+	}
+	return v4, v6, nil
+}

@@ -1,0 +1,62 @@
+package binaries
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Two processes (here two goroutines, each with its own open of the lock
+// file) ensuring one version at once: one builds, the other waits and
+// finds its build; neither removes the other's bin.building under it.
+func TestEnsureOneBuildAtATime(t *testing.T) {
+	dir := t.TempDir()
+	m := module{
+		what: "a test command",
+		dir:  dir,
+		files: map[string][]byte{
+			"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n"),
+			"main.go": []byte("package main\n\nfunc main() { println(\"hello\") }\n"),
+		},
+		pkgs:     []string{"."},
+		outputs:  []string{"hello"},
+		ldflags:  "-s -w",
+		estimate: "a second",
+	}
+	var wg sync.WaitGroup
+	bins := make([]string, 3)
+	errs := make([]error, 3)
+	var mu sync.Mutex
+	var said []string
+	say := func(f string, a ...any) { mu.Lock(); said = append(said, f); mu.Unlock() }
+	for i := range bins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bins[i], errs[i] = m.ensure(context.Background(), say)
+		}()
+	}
+	wg.Wait()
+	for i := range bins {
+		if errs[i] != nil {
+			t.Fatalf("ensure %d: %v (said: %q)", i, errs[i], said)
+		}
+		if bins[i] != filepath.Join(dir, "bin") {
+			t.Errorf("ensure %d returned %q, want %q", i, bins[i], filepath.Join(dir, "bin"))
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "bin", "hello")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("the built command: %v", err)
+	}
+	builds := 0
+	for _, s := range said {
+		if s == "built %s in %s" {
+			builds++
+		}
+	}
+	if builds != 1 {
+		t.Errorf("%d builds, want 1 (the others wait and find it): %q", builds, said)
+	}
+}

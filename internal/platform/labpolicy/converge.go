@@ -1,0 +1,153 @@
+package labpolicy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// ConvergeSpec is `policy converge`: a policy's apply latency in a lab,
+// from the write of a change through the lab's policy transaction (Add,
+// Del: what `policy add` and `policy del` do) to the first probe it
+// governs that is let through or dropped, with a generated set present
+// (the policy knobs' BenchSet): the floor under a cluster's policy
+// latency, per provider.
+type ConvergeSpec struct {
+	Lab      string
+	Provider string // for a lab without policies ("": DefaultProvider)
+	// Policies and IPBlocks are generated and present (selecting the
+	// probed pod, matching none of the probes) while the changes are
+	// written, as the policies knob's.
+	Policies, IPBlocks int
+	Pace               converge.Pace
+}
+
+// The probed pod's UDP port (vnetlab whoami answers with its pod's name).
+const convergePort = 5353
+
+// The kinds of change a policy cycle writes.
+const (
+	KindAllowAdded   = "allow-added"   // the policy allowing the probers added: the first answer
+	KindAllowDeleted = "allow-deleted" // deleted again: the first probe not answered
+)
+
+// IsolateName isolates the probed pod while no allowing policy is there
+// (ingress, no rule).
+const IsolateName = "vnl-isolate"
+
+// Converge measures apply latency in lab spec.Lab: its first pod answers
+// (vnetlab whoami on UDP), every other pod probes it (vnetlab kube probe,
+// a "node" of the result named by its pod); spec.Policies and IPBlocks
+// generated policies and one isolating the probed pod are loaded first,
+// then converge.CycleSteps adds the policy allowing the probers and
+// deletes it, in turn. The lab's policies are left as they were.
+func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*results.Convergence, error) {
+	st, err := lab.Load(spec.Lab)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Pods) < 2 {
+		return nil, fmt.Errorf("lab %s has %d pods: policy converge needs 2 or more (the probed pod and a prober; vnetlab up --pods 2)", st.Name, len(st.Pods))
+	}
+	c, err := Load(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	if c.Installed || len(c.Policies) > 0 {
+		return nil, fmt.Errorf("lab %s already has policies: policy converge loads its own into a lab without any (vnetlab policy del, or a new lab)", st.Name)
+	}
+	if spec.Provider == "" {
+		spec.Provider = DefaultProvider
+	}
+	if err := Check(spec.Provider, st); err != nil {
+		return nil, err
+	}
+	if err := CheckScale(spec.Provider, spec.Policies, spec.IPBlocks); err != nil {
+		return nil, err
+	}
+	server, probers := st.Pods[0], st.Pods[1:]
+	set := BenchSet{Policies: spec.Policies, IPBlocks: spec.IPBlocks, Server: server, Clients: probers, Ports: []uint16{convergePort}}
+	gen, allow, err := set.policies(st, &Config{Provider: spec.Provider})
+	if err != nil {
+		return nil, err
+	}
+	isolate := allow
+	isolate.Name, isolate.Spec.Ingress = IsolateName, nil
+	say("converge: loading %d policies and %d ipblocks with policy provider %s", spec.Policies, spec.IPBlocks, spec.Provider)
+	res, err := Edit(st.Name, func(_ *lab.State, c *Config) (string, error) {
+		c.Provider, c.Policies = spec.Provider, append(gen, isolate)
+		return "loaded", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := Clear(st.Name); err != nil {
+			say("warning: lab %s's policies: %v", st.Name, err)
+		}
+	}()
+	say("converge: loaded in %.2fs", res.LoadSeconds)
+	procs, err := converge.NewLabProcs()
+	if err != nil {
+		return nil, err
+	}
+	defer procs.Stop()
+	if err := procs.Backend(ctx, converge.PodRef{NS: server.NS, Name: server.Name}, convergePort); err != nil {
+		return nil, err
+	}
+	addr := server.IP
+	if addr == "" {
+		addr = server.IP6
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s's address %q: %v", server.Name, addr, err)
+	}
+	target := netip.AddrPortFrom(ip, convergePort).String()
+	seen := converge.NewSeen()
+	var refs []converge.PodRef
+	for _, pod := range probers {
+		refs = append(refs, converge.PodRef{NS: pod.NS, Name: pod.Name})
+	}
+	if err := procs.Probers(ctx, refs, []string{target}, spec.Pace, seen); err != nil {
+		return nil, err
+	}
+	w := policyWriter{lab: st.Name, allow: allow}
+	steps := []converge.Step{{Kind: KindAllowAdded, Target: target, Shows: converge.ShowsAny, Write: w.add}, {Kind: KindAllowDeleted, Target: target, Shows: converge.ShowsNone, Write: w.del}}
+	out := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds(),
+		Proxy: "lab policy provider " + spec.Provider, PolicyProvider: spec.Provider, Policies: spec.Policies, IPBlocks: spec.IPBlocks}
+	changes, err := converge.CycleSteps(ctx, steps, converge.Hooks{}, seen, spec.Pace, say)
+	if err != nil {
+		return nil, err
+	}
+	out.End = time.Now()
+	converge.Finish(out, changes, seen)
+	return out, nil
+}
+
+// policyWriter writes the allowing policy's changes through the lab's
+// policy transaction.
+type policyWriter struct {
+	lab   string
+	allow networkingv1.NetworkPolicy
+}
+
+func (w policyWriter) add(context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Add(w.lab, netpol.Doc{Policies: []networkingv1.NetworkPolicy{w.allow}}, "")
+	return at, err
+}
+
+func (w policyWriter) del(context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Del(w.lab, w.allow.Namespace, w.allow.Name)
+	return at, err
+}

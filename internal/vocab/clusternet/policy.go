@@ -1,0 +1,78 @@
+package clusternet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The NetworkPolicy enforcers a local cluster can run (kube up
+// --network-policy).
+const (
+	// PolicyVnetlab is vnetlab's policy controller (`vnetlab kube-netpol`
+	// on every node: internal/kube/netpolicy), realising the netpol model
+	// in the node's nftables.
+	PolicyVnetlab = "vnetlab"
+	// PolicyKubeRouter is kube-router's network policy controller (iptables
+	// and ipset), built from its Go module and run as a DaemonSet with only
+	// its firewall on.
+	PolicyKubeRouter = "kube-router"
+	// PolicyNone: nothing enforces NetworkPolicy (the objects are accepted
+	// by the API server and have no effect).
+	PolicyNone = "none"
+)
+
+// Enforcer is one NetworkPolicy enforcer and what it can do; code asks
+// these fields, never the name.
+type Enforcer struct {
+	Name string
+	// Summary is one line for --help.
+	Summary string
+	// Enforces: it enforces policies (PolicyNone does not).
+	Enforces bool
+	// Vnetlab: the nodes run vnetlab's own controller (`vnetlab kube-netpol`).
+	Vnetlab bool
+	// NodeFilter: its rules sit in the node's netfilter (forward hook), so
+	// it sees a pod's packets only where the CNI passes them through it
+	// (modes.Mode.Policies for vnetlab's CNI).
+	NodeFilter bool
+	// LabProvider is the lab policy provider (internal/platform/labpolicy's
+	// name) with the same data path.
+	LabProvider string
+}
+
+// Enforcers lists every enforcer.
+var Enforcers = []Enforcer{
+	{Name: PolicyVnetlab, Enforces: true, Vnetlab: true, NodeFilter: true, LabProvider: "nftables",
+		Summary: "vnetlab's controller on every node (vnetlab kube-netpol): the netpol model compiled into the node's nftables"},
+	{Name: PolicyKubeRouter, Enforces: true, NodeFilter: true, LabProvider: "iptables",
+		Summary: "kube-router's network policy controller (iptables + ipset), a DaemonSet with only its firewall on"},
+	{Name: PolicyNone, Summary: "no NetworkPolicy enforcement"},
+}
+
+// EnforcerNames lists the enforcers' names in Enforcers' order.
+func EnforcerNames() []string {
+	var n []string
+	for _, e := range Enforcers {
+		n = append(n, e.Name)
+	}
+	return n
+}
+
+// GetEnforcer returns an enforcer by name.
+func GetEnforcer(name string) (Enforcer, error) {
+	i := slices.IndexFunc(Enforcers, func(e Enforcer) bool { return e.Name == name })
+	if i < 0 {
+		return Enforcer{}, fmt.Errorf("unknown NetworkPolicy enforcer %q (known: %s)", name, strings.Join(EnforcerNames(), ", "))
+	}
+	return Enforcers[i], nil
+}
+
+// EnforcerHelp is --network-policy's help: every enforcer with its summary.
+func EnforcerHelp() string {
+	var parts []string
+	for _, e := range Enforcers {
+		parts = append(parts, e.Name+" ("+e.Summary+")")
+	}
+	return "NetworkPolicy enforcer: " + strings.Join(parts, "; ")
+}
