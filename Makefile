@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-latency-load clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-latency-load bench-converge clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -102,6 +102,13 @@ bench-latency-load: build
 # clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).
 bench-kube: build
 	./scripts/bench-kube.sh
+
+# Issue 47's table and chart: network programming latency per proxy against N other
+# Services (kube converge on local clusters, N kept between steps; each step takes the
+# lab lock itself). All proxies, N up to 100k, E 1 and 10: many hours; see the script's
+# header for a shorter run (PROXIES, NS, ES, CHANGES).
+bench-converge: build
+	VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-converge.sh
 
 clean-labs: build
 	./bin/vnetlab clean

@@ -26,23 +26,28 @@ func newKubeConvergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "converge (--cluster NAME | --kubeconfig PATH [--context C]) [--changes 200] [--interval 1ms] [-o converge.json]",
 		Short: "Measure network programming latency: from a change written through the API to the first packet that honours it, on every node",
-		Long: `A prober pod on every Ready node sends a UDP probe to one Service every --interval, each
-from a new socket, and reports every change of what answers. The run writes --changes
-changes through the API one at a time, cycling through: the Service created (measured to
-the first answer), an endpoint added (to the first answer from the new backend), that
-endpoint removed (to the end of its last answers) and the Service deleted (to the first
-probe not answered). Each is timestamped just before its write, waited for on every node
+		Long: `A prober pod on every Ready node probes the Service's UDP ports every --interval, each
+probe from a new socket, reports every change of what answers, and holds TCP connections
+through it to each backend, reporting any that breaks. The run writes --changes changes
+through the API one at a time, cycling through: the Service created (measured to the first
+answer), an endpoint added (to the first answer from the new backend), that endpoint removed
+(to the end of its last answers; and what became of connections to it), the Service's port
+changed (to the first answer on the new port) and the Service deleted (to the first probe
+not answered). Each is timestamped just before its write, waited for on every node
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
 largest, per kind and node, and per change on its slowest node ("all nodes"); the
-resolution is --interval. --extra-services N creates N other Services first; an unmeasured
+resolution is --interval. --extra-services N creates N other Services first (--extra-endpoints
+E each; --keep-extra keeps them for the next run); on a local cluster the etcd, API server
+and proxies' CPU and memory are measured while they are made, idle and during the changes,
+and each proxy's own metrics are scraped after each change (the table's METRIC). An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
 measured change (the cluster may still be working through earlier writes). Everything
 created is deleted at the end, also on Ctrl-C.
 
 Examples:
   vnetlab kube converge --cluster k
-  vnetlab kube converge --cluster k --extra-services 10000 -o k-10k.json
+  vnetlab kube converge --cluster k --extra-services 10000 --extra-endpoints 10 --keep-extra -o k-10k.json
   vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,7 +66,10 @@ Examples:
 	cf.add(cmd)
 	f := cmd.Flags()
 	registerPaceFlags(f, &spec.Pace)
-	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured, each with one endpoint (created first, deleted after)")
+	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
+	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
+	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")
+	f.DurationVar(&spec.CRR, "crr", 0, "after the changes, tcp_crr to a Service made last (after the N others), 5 samples of this length (0: not measured)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")
 	return cmd
@@ -91,7 +99,7 @@ func runConvergence(cmd *cobra.Command, output string, measure func(ctx context.
 
 // registerPaceFlags binds the changes' pace (kube converge, svc converge).
 func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
-	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the four kinds")
+	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the five kinds (the default: 200 of each)")
 	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
 	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
 	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")
@@ -100,25 +108,36 @@ func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
 // newKubeProbeCmd is converge's prober, run in a pod on each node.
 func newKubeProbeCmd() *cobra.Command {
 	var c converge.ProbeConfig
-	var target string
+	var targets []string
+	var keep string
 	cmd := &cobra.Command{
-		Use:    "probe --node NAME --target IP:PORT [--interval 1ms] [--timeout 100ms]",
-		Short:  "Probe a UDP Service every interval and print each change of what answers, as JSON lines (kube converge runs it)",
+		Use:    "probe --node NAME --target IP:PORT... [--keep IP:PORT] [--interval 1ms] [--timeout 100ms]",
+		Short:  "Probe UDP Service ports every interval and print each change of what answers, as JSON lines (kube converge runs it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ap, err := netip.ParseAddrPort(target)
-			if err != nil {
-				return fmt.Errorf("--target %q: want IP:PORT (%v)", target, err)
+			for _, t := range targets {
+				ap, err := netip.ParseAddrPort(t)
+				if err != nil {
+					return fmt.Errorf("--target %q: want IP:PORT (%v)", t, err)
+				}
+				c.Targets = append(c.Targets, ap)
 			}
-			c.Target = ap
+			if keep != "" {
+				ap, err := netip.ParseAddrPort(keep)
+				if err != nil {
+					return fmt.Errorf("--keep %q: want IP:PORT (%v)", keep, err)
+				}
+				c.Keep = ap
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return converge.Probe(ctx, c, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&c.Node, "node", "", "the node's name, in every line")
-	cmd.Flags().StringVar(&target, "target", "", "the Service's clusterIP:port (UDP; its backends answer with their name)")
+	cmd.Flags().StringArrayVar(&targets, "target", nil, "a Service's clusterIP:port (UDP; its backends answer with their name); repeat for more")
+	cmd.Flags().StringVar(&keep, "keep", "", "a Service's TCP clusterIP:port whose backends answer every line (whoami --tcp-keep): hold a connection to each backend and report when one breaks")
 	cmd.Flags().DurationVar(&c.Interval, "interval", time.Millisecond, "between probes")
 	cmd.Flags().DurationVar(&c.Timeout, "timeout", 100*time.Millisecond, "a probe unanswered for this long was not answered")
 	return cmd

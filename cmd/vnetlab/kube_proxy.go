@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 )
 
 func init() { extraCommands = append(extraCommands, newKubeProxyCmd, newKubeWhoamiCmd) }
@@ -79,10 +80,10 @@ func newKubeProxyCmd() *cobra.Command {
 // newKubeWhoamiCmd answers every TCP connection and UDP datagram with the
 // host name (a pod's name): the tests' backends, which say who served.
 func newKubeWhoamiCmd() *cobra.Command {
-	var tcp, udp, tcpPeer, udpPort []int
+	var tcp, udp, tcpPeer, udpPort, tcpKeep []int
 	var name string
 	cmd := &cobra.Command{
-		Use:    "whoami [--name NAME] [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]... [--udp-port PORT]...",
+		Use:    "whoami [--name NAME] [--tcp PORT]... [--udp PORT]... [--tcp-peer PORT]... [--udp-port PORT]... [--tcp-keep PORT]...",
 		Short:  "Answer TCP connections and UDP datagrams with the host name (test backends)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -92,7 +93,14 @@ func newKubeWhoamiCmd() *cobra.Command {
 				host, _ = os.Hostname()
 			}
 			msg := []byte(host + "\n")
-			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer)+len(udpPort))
+			errc := make(chan error, len(tcp)+len(udp)+len(tcpPeer)+len(udpPort)+len(tcpKeep))
+			for _, p := range tcpKeep {
+				ln, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+				if err != nil {
+					return err
+				}
+				go func() { errc <- converge.ServeKeep(ln, host) }()
+			}
 			for i, p := range append(tcp, tcpPeer...) {
 				peer := i >= len(tcp) // also say who asked: NodePort tests check the client's address
 				// "tcp" and "udp": both families, for dual-stack and IPv6 pods.
@@ -152,5 +160,6 @@ func newKubeWhoamiCmd() *cobra.Command {
 	cmd.Flags().IntSliceVar(&udp, "udp", nil, "UDP port to answer on (repeatable)")
 	cmd.Flags().IntSliceVar(&tcpPeer, "tcp-peer", nil, "TCP port to answer on with the host name and the client's address:port (repeatable)")
 	cmd.Flags().IntSliceVar(&udpPort, "udp-port", nil, "UDP port to answer on with the host name and that port (repeatable)")
+	cmd.Flags().IntSliceVar(&tcpKeep, "tcp-keep", nil, "TCP port to answer every line of a connection on with the host name, the connection kept (kube converge's kept connections; repeatable)")
 	return cmd
 }

@@ -30,6 +30,67 @@ type Convergence struct {
 	Changes        []Change      `json:"changes"`
 	Transitions    []Transition  `json:"transitions"`
 	Rows           []ConvergeRow `json:"rows"`
+	// ProxySyncs, by node: the proxy's syncs while the changes were
+	// measured, from its kubeproxy_sync_proxy_rules_duration_seconds (a
+	// local cluster's proxies are scraped; absent elsewhere).
+	ProxySyncs map[string]ProxySyncs `json:"proxy_syncs,omitempty"`
+	// Scale is the background: the other Services present, and what the
+	// cluster's daemons used (a local cluster's).
+	Scale *Scale `json:"scale,omitempty"`
+	// CRR is tcp_crr to a Service created after the changes (and the N
+	// others), when asked for (kube converge --crr).
+	CRR *NewestCRR `json:"newest_crr,omitempty"`
+}
+
+// NewestCRR is tcp_crr to the newest Service: each sample's connections
+// per second (one client).
+type NewestCRR struct {
+	Target  string    `json:"target"`
+	Seconds float64   `json:"seconds"` // each sample's
+	Rates   []float64 `json:"rates"`
+	// Pins: the CPUs of the client and the server (cpupin.Pins.String:
+	// "1" both on CPU 1; "none" unpinned, as files before it say by
+	// having none).
+	Pins string `json:"pins,omitempty"`
+}
+
+// Scale is the N other Services, each with E endpoints, present while the
+// changes were measured, and what making and holding them cost.
+type Scale struct {
+	Services      int     `json:"services"`
+	Endpoints     int     `json:"endpoints_per_service"`
+	Reused        int     `json:"reused,omitempty"` // of Services, kept from an earlier run
+	CreateSeconds float64 `json:"create_seconds"`   // the API writes of those not reused
+	// APIBytesPerService: the API server's and etcd's resident memory
+	// growth over the Services created (not reused), per Service.
+	APIBytesPerService float64 `json:"api_bytes_per_service,omitempty"`
+	// BPFMapBytes: the memory charged for the eBPF maps of every node's
+	// Service plane (vnetlab's proxies), after the warm-up.
+	BPFMapBytes int64       `json:"bpf_map_bytes,omitempty"`
+	Use         []DaemonUse `json:"use,omitempty"`
+}
+
+// The phases a DaemonUse covers.
+const (
+	PhaseCreate  = "create"  // from the first extra Service's write until every node carried one made after them (the warm-up)
+	PhaseIdle    = "idle"    // the next ten seconds, nothing written
+	PhaseChanges = "changes" // the measured changes
+)
+
+// DaemonUse is one daemon's use in one phase.
+type DaemonUse struct {
+	Daemon     string  `json:"daemon"` // etcd, kube-apiserver, "NODE proxy"
+	Phase      string  `json:"phase"`
+	Seconds    float64 `json:"seconds"` // the phase's length
+	CPUSeconds float64 `json:"cpu_seconds"`
+	RSS        int64   `json:"rss_bytes"`      // at the phase's end
+	PeakRSS    int64   `json:"peak_rss_bytes"` // the largest seen, sampled twice a second
+}
+
+// ProxySyncs is how many syncs a node's proxy reported and their mean.
+type ProxySyncs struct {
+	Syncs  int     `json:"syncs"`
+	MeanUS float64 `json:"mean_us"`
 }
 
 // Change is one write through the API and what each node made of it.
@@ -45,6 +106,31 @@ type Change struct {
 	// showed it; a node missing was NotApplied.
 	LatencyUS  map[string]int64 `json:"latency_us"`
 	NotApplied []string         `json:"not_applied,omitempty"`
+	// ShownBefore: the nodes whose probes already showed the change when
+	// it was written (converge.ShownBefore): a fault of the measurement
+	// (a stale conntrack entry deciding a probe's path, an earlier change
+	// not settled), not a latency of 0.
+	ShownBefore []string `json:"shown_before,omitempty"`
+	// Conns, by node: the connections its prober held open through the
+	// Service's kept port at the write, and what became of each before the
+	// next change's write.
+	Conns map[string][]ConnFate `json:"conns,omitempty"`
+	// MetricUS, by node: the proxy's own network programming duration for
+	// this change (kubeproxy_network_programming_duration_seconds: its sum's
+	// growth over its count's, scraped after the change), where the proxy
+	// reported one; see Convergence.Metrics.
+	MetricUS map[string]int64 `json:"metric_us,omitempty"`
+}
+
+// ConnFate is one connection held open at a change's write.
+type ConnFate struct {
+	Backend string `json:"backend"`
+	// Gone: the change took its backend out of the Service (the endpoint
+	// removed, or the Service deleted).
+	Gone    bool   `json:"gone,omitempty"`
+	Broken  bool   `json:"broken,omitempty"`
+	AfterUS int64  `json:"after_us,omitempty"` // from the write to the first line it did not answer
+	Detail  string `json:"detail,omitempty"`   // reset, timeout, closed, answered by another
 }
 
 // Transition is a change of what a node's probes saw (converge.Transition).
@@ -54,20 +140,40 @@ type Transition struct {
 	Sent   int64  `json:"sent"`
 	Seq    uint64 `json:"seq"`
 	Answer string `json:"answer"`
+	// Event is a kept connection's ("open", "broken": Answer is its
+	// backend, Sent the connect or the unanswered line's send), "" a probe's.
+	Event  string `json:"event,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // ConvergeRow is one kind of change on one node (Node "all nodes": per
 // change, the slowest node) summarised: quantiles in µs, each with its
 // bootstrap 95% CI.
 type ConvergeRow struct {
-	Kind       string     `json:"kind"`
-	Node       string     `json:"node"`
-	Changes    int        `json:"changes"`
-	NotApplied int        `json:"not_applied"`
-	P50        QuantileCI `json:"p50_us"`
-	P90        QuantileCI `json:"p90_us"`
-	P99        QuantileCI `json:"p99_us"`
-	MaxUS      float64    `json:"max_us"`
+	Kind       string `json:"kind"`
+	Node       string `json:"node"`
+	Changes    int    `json:"changes"`
+	NotApplied int    `json:"not_applied"`
+	// ShownBefore: changes the probes showed before their write (no
+	// latency; Change.ShownBefore).
+	ShownBefore int        `json:"shown_before,omitempty"`
+	P50         QuantileCI `json:"p50_us"`
+	P90         QuantileCI `json:"p90_us"`
+	P99         QuantileCI `json:"p99_us"`
+	MaxUS       float64    `json:"max_us"`
+	// Connections held open at the changes' writes (ConnFate) and how many
+	// broke: to backends the change kept, and to those it took out.
+	ConnsHeld       int `json:"conns_held"`
+	ConnsBroken     int `json:"conns_broken"`
+	GoneConnsHeld   int `json:"gone_conns_held"`
+	GoneConnsBroken int `json:"gone_conns_broken"`
+	// The proxy's own metric for the same changes (Change.MetricUS), and
+	// how many of them it says were done earlier than the first probe that
+	// showed them by more than two probe intervals (done before a packet).
+	Metric      *QuantileCI `json:"metric_p50_us,omitempty"`
+	MetricP99   *QuantileCI `json:"metric_p99_us,omitempty"`
+	MetricEarly int         `json:"metric_early,omitempty"`
+	Metrics     int         `json:"metrics,omitempty"` // changes with a metric
 }
 
 // QuantileCI is a quantile and its 95% CI ([lo, hi]; absent when too few

@@ -31,13 +31,24 @@ type ConvergeSpec struct {
 	Local, Kubeconfig, Context string // a local cluster's name, or a kubeconfig (and context)
 	converge.Pace
 	Image string // "": this vnetlab's (loaded into a local cluster)
-	// ExtraServices are Services present while the changes are measured
-	// (each with one endpoint, as kube run's --extra-services).
-	ExtraServices int
+	// ExtraServices are Services present while the changes are measured,
+	// each with ExtraEndpoints endpoints; KeepExtra keeps them for the next
+	// run (on this cluster, with as many endpoints each), which reuses them.
+	ExtraServices  int
+	ExtraEndpoints int
+	KeepExtra      bool
+	// CRR, when positive, is each tcp_crr sample's length to a Service
+	// made after the changes (results.NewestCRR).
+	CRR time.Duration
 }
 
-// DefaultConvergeSpec: converge.DefaultPace.
-func DefaultConvergeSpec() ConvergeSpec { return ConvergeSpec{Pace: converge.DefaultPace()} }
+// UnknownProxy names a cluster's proxy that detection did not identify.
+const UnknownProxy = "unknown proxy"
+
+// DefaultConvergeSpec: converge.DefaultPace, one endpoint per extra Service.
+func DefaultConvergeSpec() ConvergeSpec {
+	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1}
+}
 
 // Check refuses a spec that cannot run, in one line naming the flag.
 func (s ConvergeSpec) Check() error {
@@ -46,6 +57,8 @@ func (s ConvergeSpec) Check() error {
 		return errors.New("give --cluster NAME (a local cluster) or --kubeconfig PATH")
 	case s.ExtraServices < 0:
 		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
+	case s.ExtraEndpoints < 1 || s.ExtraEndpoints > measure.MaxExtraEndpoints:
+		return fmt.Errorf("--extra-endpoints %d: use 1 to %d (one EndpointSlice's capacity)", s.ExtraEndpoints, measure.MaxExtraEndpoints)
 	}
 	return s.Pace.Check()
 }
@@ -55,8 +68,13 @@ func (s ConvergeSpec) Check() error {
 const (
 	convName     = "converge"
 	convPort     = 53   // the Service's UDP port
+	convMoved    = 54   // the same port after port-changed
 	convBackPort = 5353 // the backends' (vnetlab whoami --udp)
 	convPortName = "u"
+	// The kept connections' port (TCP; vnetlab whoami --tcp-keep).
+	convKeepPort     = 80
+	convKeepBackPort = 5354
+	convKeepName     = "k"
 )
 
 // The backends: the Service's first endpoint, and the one added and
@@ -78,6 +96,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	var local *clusternet.Network
 	kubeconfig := spec.Kubeconfig
+	nodeNS := map[string]string{}
 	if spec.Local != "" {
 		st, err := cluster.Load(spec.Local)
 		if err != nil {
@@ -85,6 +104,16 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 		n := cluster.Network(st)
 		local, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+		for _, node := range st.Nodes {
+			nodeNS[node.Name] = node.NS
+		}
+		// Its API server and etcd run on this machine: N must fit, said
+		// before anything is made.
+		if avail, err := memAvailable(); err == nil && spec.ExtraServices > 0 {
+			if err := checkFits(spec.ExtraServices, spec.ExtraEndpoints, avail); err != nil {
+				return nil, err
+			}
+		}
 	}
 	pull := corev1.PullIfNotPresent
 	img := spec.Image
@@ -122,51 +151,126 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
 	res := &results.Convergence{Cluster: sess.Detect(ctx, local), Start: time.Now(), IntervalUS: spec.Interval.Microseconds()}
 	res.Proxy = res.Cluster.KubeProxyMode
-	if res.Proxy == "" {
-		res.Proxy = "unknown proxy"
+	switch {
+	case res.Proxy == "":
+		res.Proxy = UnknownProxy
+		say("converge: the cluster's Service proxy was not identified: measuring anyway (%s)", UnknownProxy)
+	case res.Cluster.SocketLB:
+		res.Proxy += " + socket LB"
 	}
-	if spec.ExtraServices > 0 {
-		extra, err := measure.CreateExtraServices(ctx, cfg, spec.ExtraServices, say)
-		if err != nil {
-			return nil, err
+	sc := &results.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
+	res.Scale = sc
+	var meter *usageMeter
+	if spec.Local != "" {
+		if meter, err = newUsageMeter(spec.Local); err != nil {
+			say("converge: the daemons' use is not measured: %v", err)
 		}
-		say("converge: %d extra Services in %s (%.0f/s)", extra.Count, extra.Took.Round(time.Second), extra.Rate())
-		defer func() {
-			if _, err := extra.Delete(say); err != nil {
-				say("warning: deleting the extra Services: %v (run `vnetlab kube clean`)", err)
-			}
-		}()
 	}
-	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen()}
+	if meter != nil {
+		defer meter.stop()
+	}
+	cleanup, err := background(ctx, spec, cfg, meter, sc, say)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen(),
+		meter: meter, scale: sc, local: spec.Local}
 	if err := c.setUp(ctx, img, pull, nodes); err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
-	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, target, say)
+	if len(nodeNS) > 0 {
+		c.metrics = newScraper(nodeNS)
+		c.metrics.baseline(ctx, say)
+	} else {
+		say("converge: not a local cluster: the proxies' own metrics are not scraped")
+	}
+	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, c.targets(), say)
 	if err != nil {
 		return nil, err
 	}
 	res.End = time.Now()
 	c.stop()
+	if meter != nil && c.warmed {
+		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)
+	}
+	if spec.CRR > 0 {
+		if res.CRR, err = c.newestCRR(ctx, spec.CRR); err != nil {
+			return nil, err
+		}
+	}
 	converge.Finish(res, changes, c.seen)
+	if c.metrics != nil {
+		res.ProxySyncs = c.metrics.syncs()
+	}
 	return res, nil
 }
 
 // converger is one run's state: its pods' processes and what the probers saw.
 type converger struct {
-	spec   ConvergeSpec
-	cs     kubernetes.Interface
-	ns     string
-	exec   *measure.Exec
-	say    func(string, ...any)
-	seen   *converge.Seen
-	procs  []interface{ Kill() }
-	nodes  []string
-	ipA    string // the backends' pod IPs
-	ipB    string
-	vip    string // the probed clusterIP, the same at every creation
-	stopMu sync.Once
+	spec    ConvergeSpec
+	cs      kubernetes.Interface
+	ns      string
+	exec    *measure.Exec
+	say     func(string, ...any)
+	seen    *converge.Seen
+	procs   []interface{ Kill() }
+	nodes   []string
+	ipA     string // the backends' pod IPs
+	ipB     string
+	vip     string // the probed clusterIP, the same at every creation
+	stopMu  sync.Once
+	port    int32    // the Service's UDP port now (convPort, or convMoved after port-changed)
+	metrics *scraper // a local cluster's proxies' metrics, nil elsewhere
+	meter   *usageMeter
+	scale   *results.Scale
+	local   string
+	warmed  bool
+}
+
+// idlePhase is how long the idle phase's use is measured.
+const idlePhase = 10 * time.Second
+
+// WarmedUp ends the creation phase (every node carries a Service made
+// after the N others), reads the planes' map memory, and measures the
+// idle phase before the first change.
+func (c *converger) WarmedUp(ctx context.Context) {
+	if c.meter == nil {
+		return
+	}
+	c.scale.Use = append(c.scale.Use, c.meter.end(results.PhaseCreate)...)
+	if b, err := cluster.PlaneMapBytes(c.local); err == nil {
+		c.scale.BPFMapBytes = b
+	}
+	c.meter.begin()
+	select {
+	case <-ctx.Done():
+	case <-time.After(idlePhase):
+	}
+	c.scale.Use = append(c.scale.Use, c.meter.end(results.PhaseIdle)...)
+	c.meter.begin()
+	c.warmed = true
+}
+
+// Observed scrapes the proxies' metrics after each change (Change.MetricUS).
+func (c *converger) Observed(ctx context.Context, ch *results.Change) {
+	if c.metrics != nil {
+		c.metrics.observe(ctx, ch, time.Second)
+	}
+}
+
+// writesSlice says whether a kind of change is an EndpointSlice write (with
+// its trigger time: a proxy's network programming duration starts there);
+// the others are writes of the Service.
+func writesSlice(kind string) bool {
+	return kind == converge.KindEndpointAdded || kind == converge.KindEndpointRemoved
+}
+
+// targets are the probed clusterIP's UDP ports.
+func (c *converger) targets() converge.Targets {
+	a := netip.MustParseAddr(c.vip)
+	return converge.Targets{Main: netip.AddrPortFrom(a, convPort).String(), Moved: netip.AddrPortFrom(a, convMoved).String()}
 }
 
 // setUp starts the two backends (on the first node and on another, when
@@ -191,7 +295,7 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 	}
 	c.ipA, c.ipB = ready[backendA].Status.PodIP, ready[backendB].Status.PodIP
 	for _, b := range []string{backendA, backendB} {
-		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort))
+		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort), "--tcp-keep", strconv.Itoa(convKeepBackPort))
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("start the backend in %s: %v", b, err)
 		}
@@ -200,10 +304,11 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 	if c.vip, err = c.allocate(ctx); err != nil {
 		return err
 	}
-	target := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convPort).String()
+	t := c.targets()
+	keep := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convKeepPort).String()
 	for i, n := range nodes {
-		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", target,
-			"--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
+		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", t.Main, "--target", t.Moved,
+			"--keep", keep, "--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
 		out, err := p.StdoutPipe()
 		if err != nil {
 			return err
@@ -226,6 +331,7 @@ func proberPod(i int) string { return "probe-" + strconv.Itoa(i) }
 // allocate has the API server choose the clusterIP (a Service created and
 // deleted): every creation then asks for it again.
 func (c *converger) allocate(ctx context.Context) (string, error) {
+	c.port = convPort
 	svc, err := c.cs.CoreV1().Services(c.ns).Create(ctx, c.service(""), metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("create Service %s: %v", convName, err)
@@ -233,24 +339,30 @@ func (c *converger) allocate(ctx context.Context) (string, error) {
 	if err := c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{}); err != nil {
 		return "", err
 	}
-	ep := c.slice(c.ipA)
+	ep := c.slice(time.Now(), c.ipA)
 	if _, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create EndpointSlice %s: %v", convName, err)
 	}
 	return svc.Spec.ClusterIP, nil
 }
 
-// service is the probed Service (selectorless: the run writes its slice).
+// service is the probed Service (selectorless: the run writes its slice),
+// with its UDP port at c.port and the kept connections' TCP port.
 func (c *converger) service(vip string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{measure.LabelKey: measure.LabelValue}},
-		Spec: corev1.ServiceSpec{ClusterIP: vip, Ports: []corev1.ServicePort{{Name: convPortName, Protocol: corev1.ProtocolUDP, Port: convPort, TargetPort: intstr.FromInt32(convBackPort)}}}}
+		Spec: corev1.ServiceSpec{ClusterIP: vip, Ports: []corev1.ServicePort{
+			{Name: convPortName, Protocol: corev1.ProtocolUDP, Port: c.port, TargetPort: intstr.FromInt32(convBackPort)},
+			{Name: convKeepName, Protocol: corev1.ProtocolTCP, Port: convKeepPort, TargetPort: intstr.FromInt32(convKeepBackPort)}}}}
 }
 
-// slice is the Service's EndpointSlice with endpoints at ips.
-func (c *converger) slice(ips ...string) *discoveryv1.EndpointSlice {
-	name, proto, port := convPortName, corev1.ProtocolUDP, int32(convBackPort)
-	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{discoveryv1.LabelServiceName: convName}},
-		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Protocol: &proto, Port: &port}}}
+// slice is the Service's EndpointSlice with endpoints at ips, its trigger
+// time (the annotation the EndpointSlice controller writes, from which a
+// proxy's network programming duration starts) the write's time at.
+func (c *converger) slice(at time.Time, ips ...string) *discoveryv1.EndpointSlice {
+	u, k, udp, tcp, up, kp := convPortName, convKeepName, corev1.ProtocolUDP, corev1.ProtocolTCP, int32(convBackPort), int32(convKeepBackPort)
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: convName, Labels: map[string]string{discoveryv1.LabelServiceName: convName},
+		Annotations: map[string]string{corev1.EndpointsLastChangeTriggerTime: at.UTC().Format(time.RFC3339Nano)}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &u, Protocol: &udp, Port: &up}, {Name: &k, Protocol: &tcp, Port: &kp}}}
 	if strings.Contains(c.ipA, ":") {
 		es.AddressType = discoveryv1.AddressTypeIPv6
 	}
@@ -281,10 +393,11 @@ func (c *converger) setSlice(ctx context.Context, ips ...string) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	cur.Endpoints = c.slice(ips...).Endpoints
-	at := time.Now().UnixNano()
+	now := time.Now()
+	want := c.slice(now, ips...)
+	cur.Endpoints, cur.Annotations = want.Endpoints, want.Annotations
 	_, err = c.cs.DiscoveryV1().EndpointSlices(c.ns).Update(ctx, cur, metav1.UpdateOptions{})
-	return at, err
+	return now.UnixNano(), err
 }
 
 // AddEndpoint puts the second backend in the slice.
@@ -295,9 +408,24 @@ func (c *converger) AddEndpoint(ctx context.Context) (int64, error) {
 // RemoveEndpoint takes it out again.
 func (c *converger) RemoveEndpoint(ctx context.Context) (int64, error) { return c.setSlice(ctx, c.ipA) }
 
-// Delete deletes the Service (its slice stays, for the next creation).
+// ChangePort moves the Service's UDP port from convPort to convMoved.
+func (c *converger) ChangePort(ctx context.Context) (int64, error) {
+	cur, err := c.cs.CoreV1().Services(c.ns).Get(ctx, convName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	c.port = convMoved
+	cur.Spec.Ports = c.service(c.vip).Spec.Ports
+	at := time.Now().UnixNano()
+	_, err = c.cs.CoreV1().Services(c.ns).Update(ctx, cur, metav1.UpdateOptions{})
+	return at, err
+}
+
+// Delete deletes the Service (its slice stays, for the next creation,
+// which has the first port again).
 func (c *converger) Delete(ctx context.Context) (int64, error) {
 	at := time.Now().UnixNano()
+	c.port = convPort
 	return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
 }
 

@@ -135,7 +135,7 @@ func (s Spec) measureWithExtra(ctx context.Context, sess *measure.Session, c Con
 	}
 	n := c.Extra
 	say("creating %d extra Services (each with one EndpointSlice) with %d workers", n, measure.ExtraWorkers)
-	ex, err := measure.CreateExtraServices(ctx, sess.Config, n, say)
+	ex, err := measure.CreateExtraServices(ctx, sess.Config, n, 1, say)
 	if err != nil {
 		return err
 	}

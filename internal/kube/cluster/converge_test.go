@@ -1,24 +1,38 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// kube converge on the test cluster (kube-proxy, iptables): every change of
-// each kind is applied on every node, each latency lies between its write
-// and the change timeout, the rows cover each kind per node and for all
-// nodes, and nothing is left in the cluster.
+// kube converge on the test cluster (kube-proxy, iptables), two changes of
+// each kind: every change is applied on every node, none is shown before
+// its write (the probers' flows are not decided by conntrack entries of
+// earlier probes: on kube-proxy those made Service creations read 0 ms),
+// and its latency lies
+// between its write and the first probe that saw it: the send time of that
+// probe, read back from the transitions the probers reported (an answer
+// on the change's own port: for a removed endpoint, the end of the removed
+// backend's last answers). The proxies' metric is scraped for the
+// EndpointSlice changes, the daemons' use is measured, tcp_crr reaches the
+// newest Service, and nothing is left in the cluster.
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
-	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "8", "--change-timeout", "5s", "-o", out)
+	n := 2 * len(converge.Kinds)
+	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "10", "--change-timeout", "5s",
+		"--extra-services", "20", "--crr", "1s", "-o", out)
 	if err != nil {
 		t.Fatalf("kube converge: %v\n%s", err, log)
 	}
@@ -31,16 +45,20 @@ func TestKubeConverge(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Proxy != "iptables" || len(c.Changes) != 8 {
-		t.Fatalf("proxy %q, %d changes; want iptables and 8", c.Proxy, len(c.Changes))
+	if c.Proxy != "iptables" || len(c.Changes) != n {
+		t.Fatalf("proxy %q, %d changes; want iptables and %d", c.Proxy, len(c.Changes), n)
 	}
-	for _, ch := range c.Changes {
-		if len(ch.NotApplied) > 0 || len(ch.LatencyUS) != 2 {
-			t.Errorf("change %d (%s): not applied on %v, latencies %v", ch.Seq, ch.Kind, ch.NotApplied, ch.LatencyUS)
+	for i, ch := range c.Changes {
+		if len(ch.NotApplied) > 0 || len(ch.ShownBefore) > 0 || len(ch.LatencyUS) != 2 {
+			t.Errorf("change %d (%s): not applied on %v, shown before its write on %v, latencies %v", ch.Seq, ch.Kind, ch.NotApplied, ch.ShownBefore, ch.LatencyUS)
 		}
-		for n, us := range ch.LatencyUS {
-			if us < 0 || us > (5*time.Second).Microseconds() {
-				t.Errorf("change %d (%s) on %s: %d µs, outside its write and the change timeout", ch.Seq, ch.Kind, n, us)
+		until := c.End.UnixNano()
+		if i+1 < len(c.Changes) {
+			until = c.Changes[i+1].Written
+		}
+		for node, us := range ch.LatencyUS {
+			if want, ok := firstShowing(c.Transitions, ch, node, until); !ok || us != want {
+				t.Errorf("change %d (%s) on %s: %d µs; the first probe that showed it was sent %d µs after the write (found %v)", ch.Seq, ch.Kind, node, us, want, ok)
 			}
 		}
 	}
@@ -55,7 +73,135 @@ func TestKubeConverge(t *testing.T) {
 			}
 		}
 	}
+	metrics := 0
+	for _, ch := range c.Changes {
+		metrics += len(ch.MetricUS)
+	}
+	if metrics == 0 {
+		t.Error("no change has kube-proxy's network programming duration: its /metrics were not scraped")
+	}
+	if c.Scale == nil || c.Scale.Services != 20 || len(c.Scale.Use) == 0 {
+		t.Errorf("scale %+v: want 20 Services and the daemons' use", c.Scale)
+	}
+	if c.CRR == nil || len(c.CRR.Rates) == 0 || c.CRR.Rates[0] <= 0 {
+		t.Errorf("tcp_crr to the newest Service: %+v", c.CRR)
+	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube converge left namespaces %v", left)
+	}
+}
+
+// firstShowing is, independently of converge.Latency, the send time (µs
+// after ch's write) of the first probe on node and ch's port, before
+// until, whose answer shows ch (0 when the probe before the write already
+// did); for a removed endpoint, the send time of the answer that ended the
+// removed backend's last run of answers.
+func firstShowing(ts []results.Transition, ch results.Change, node string, until int64) (int64, bool) {
+	gone, leaving := converge.GoneOf(ch.Shows)
+	shows := func(answer string) bool {
+		answered := answer != converge.Silent && answer != converge.Refused
+		switch {
+		case ch.Shows == converge.ShowsNone:
+			return !answered
+		case leaving:
+			return answer != gone
+		case ch.Shows != converge.ShowsAny:
+			return answer == ch.Shows
+		}
+		return answered
+	}
+	var before, after []results.Transition
+	for _, tr := range ts {
+		switch {
+		case tr.Node != node || tr.Target != ch.Target || tr.Event != "" || tr.Sent >= until:
+		case tr.Sent < ch.Written:
+			before = append(before, tr)
+		default:
+			after = append(after, tr)
+		}
+	}
+	state := converge.Silent // what a node that reported nothing yet saw
+	if len(before) > 0 {
+		state = before[len(before)-1].Answer
+	}
+	atWrite := shows(state)
+	if !leaving {
+		if atWrite {
+			return 0, true
+		}
+		for _, tr := range after {
+			if shows(tr.Answer) {
+				return (tr.Sent - ch.Written) / 1000, true
+			}
+		}
+		return 0, false
+	}
+	end, ended := ch.Written, atWrite
+	for _, tr := range after {
+		switch {
+		case shows(tr.Answer) && !ended:
+			end, ended = tr.Sent, true
+		case !shows(tr.Answer):
+			ended = false
+		}
+	}
+	return (end - ch.Written) / 1000, ended
+}
+
+// Ctrl-C during the changes: kube converge stops, exits non-zero and
+// deletes everything it created (its namespace, the extra Services).
+func TestKubeConvergeInterrupted(t *testing.T) {
+	cs := needCluster(t)
+	log, _ := interrupted(t, 3*time.Minute, "converge: 20/1000 changes", "the first measured changes",
+		"kube", "converge", "--cluster", testCluster, "--changes", "1000", "--extra-services", "10")
+	if left := labelledNamespaces(t, cs); len(left) > 0 {
+		t.Errorf("an interrupted kube converge left namespaces %v:\n%s", left, log)
+	}
+}
+
+// Kept extra Services are reused: a second call with fewer deletes those
+// beyond, a third with more makes only the difference, each Service with
+// its E endpoints; the namespace stays until deleted.
+func TestKeptExtraServices(t *testing.T) {
+	cs := needCluster(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", testState.Facts[FactKubeconfig])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var last *measure.Extra
+	defer func() {
+		if last != nil {
+			if _, err := last.Delete(t.Logf); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for _, step := range []struct{ n, reused int }{{30, 0}, {20, 20}, {40, 20}} {
+		e, err := measure.KeptExtraServices(ctx, cfg, step.n, 2, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != nil && e.Namespace != last.Namespace {
+			t.Errorf("N=%d made namespace %s, the kept one is %s", step.n, e.Namespace, last.Namespace)
+		}
+		last = e
+		svcs, err := cs.CoreV1().Services(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices, err := cs.DiscoveryV1().EndpointSlices(e.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Reused != step.reused || len(svcs.Items) != step.n || len(slices.Items) != step.n {
+			t.Errorf("N=%d: reused %d, %d Services, %d slices; want %d reused and %d of each", step.n, e.Reused, len(svcs.Items), len(slices.Items), step.reused, step.n)
+		}
+		for _, s := range slices.Items {
+			if len(s.Endpoints) != 2 {
+				t.Errorf("slice %s has %d endpoints, want 2", s.Name, len(s.Endpoints))
+				break
+			}
+		}
 	}
 }

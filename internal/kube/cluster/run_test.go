@@ -43,6 +43,47 @@ func vnetlab(t *testing.T, limit time.Duration, args ...string) (string, error) 
 	return out.String(), err
 }
 
+// interrupted runs vnetlab args, sends it Ctrl-C once its output holds
+// marker (waited for up to limit: what names it), and returns its output
+// and exit error; the run must end within 2 minutes of the signal.
+func interrupted(t *testing.T, limit time.Duration, marker, what string, args ...string) (string, error) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := waitFor(context.Background(), limit, what, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), marker)
+	})
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("vnetlab %s did not end within 2 minutes of Ctrl-C", strings.Join(args, " "))
+	}
+	log, _ := os.ReadFile(logPath)
+	if waitErr != nil {
+		t.Fatalf("%v:\n%s", waitErr, log)
+	}
+	if runErr == nil {
+		t.Errorf("an interrupted run exited 0:\n%s", log)
+	}
+	return string(log), runErr
+}
+
 // The whole matrix with short samples: every cell has valid, non-zero
 // samples, and its nodes are where the placement says.
 func TestKubeRunMatrix(t *testing.T) {

@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,41 +118,9 @@ kube:
 			Down(fresh, nil)
 		}
 	})
-	cmd := exec.Command(os.Getenv("VNETLAB_BIN"), "kube", "run", "-f", file)
-	logPath := filepath.Join(dir, "log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitErr := waitFor(context.Background(), 3*time.Minute, "the run to create its extra Services", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "created 20 Services")
-	})
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var runErr error
-	select {
-	case runErr = <-done:
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatal("kube run did not end within 2 minutes of Ctrl-C")
-	}
-	log, _ := os.ReadFile(logPath)
-	if waitErr != nil {
-		t.Fatalf("%v:\n%s", waitErr, log)
-	}
-	if runErr == nil {
-		t.Errorf("an interrupted run exited 0:\n%s", log)
-	}
+	log, _ := interrupted(t, 3*time.Minute, "created 20 Services", "the run to create its extra Services", "kube", "run", "-f", file)
 	for _, want := range []string{"the 20 extra Services go with the cluster", "cluster " + fresh + " removed"} {
-		if !strings.Contains(string(log), want) {
+		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}

@@ -29,11 +29,23 @@ const ExtraWorkers = 32
 // proxy programs a real backend and no packet is ever sent there.
 var extraEndpointNet = netip.MustParseAddr("198.18.0.1")
 
-// Extra is a namespace of extra Services made by CreateExtraServices.
+// MaxExtraEndpoints is the most endpoints an extra Service has: one
+// EndpointSlice's default capacity (the EndpointSlice controller's
+// --max-endpoints-per-slice).
+const MaxExtraEndpoints = 100
+
+// ExtraKeptLabel marks a namespace of extra Services kept for the next run
+// (KeptExtraServices); its value is their endpoints per Service.
+const ExtraKeptLabel = "vnetlab.io/extra-endpoints"
+
+// Extra is a namespace of extra Services made by CreateExtraServices or
+// KeptExtraServices.
 type Extra struct {
 	cs        kubernetes.Interface
 	Namespace string
 	Count     int
+	Endpoints int // per Service
+	Reused    int // of Count, already there (a kept namespace)
 	Took      time.Duration
 }
 
@@ -50,11 +62,11 @@ func extraClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
 }
 
 // CreateExtraServices creates n ClusterIP Services in a labelled namespace
-// of their own, each selector-less with one EndpointSlice holding one
-// ready endpoint (what a proxy programs as a Service with a backend, like
+// of their own, each selector-less with one EndpointSlice holding eps
+// ready endpoints (what a proxy programs as a Service with backends, like
 // the measured one), with ExtraWorkers calls at once. say reports progress
 // every few seconds. On failure what was made is deleted.
-func CreateExtraServices(ctx context.Context, cfg *rest.Config, n int, say func(string, ...any)) (*Extra, error) {
+func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
 	cs, err := extraClient(cfg)
 	if err != nil {
 		return nil, err
@@ -63,14 +75,134 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n int, say func(
 	if err != nil {
 		return nil, err
 	}
-	e := &Extra{cs: cs, Namespace: ns, Count: n}
+	e := &Extra{cs: cs, Namespace: ns, Count: n, Endpoints: max(eps, 1)}
+	if err := e.fill(ctx, map[int]bool{}, say); err != nil {
+		e.Delete(say)
+		return nil, fmt.Errorf("creating %d extra Services: %v", n, err)
+	}
+	return e, nil
+}
+
+// KeptExtraServices makes n extra Services with eps endpoints each in the
+// namespace kept for eps endpoints (ExtraKeptLabel; made when there is
+// none), creating only those missing and deleting those beyond n (and a
+// kept set of another eps: one at a time): a sweep of growing counts, or a
+// second run, reuses what the last one made. The
+// namespace stays after the run (Extra.Delete, or `vnetlab kube clean`,
+// removes it). On failure what it holds is left for the next run.
+func KeptExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
+	cs, err := extraClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sel := fmt.Sprintf("%s=%s,%s", LabelKey, LabelValue, ExtraKeptLabel)
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list kept extra Services' namespaces: %v", err)
+	}
+	e := &Extra{cs: cs, Count: n, Endpoints: eps}
+	for _, ns := range list.Items {
+		switch {
+		case ns.DeletionTimestamp != nil:
+		case ns.Labels[ExtraKeptLabel] == fmt.Sprint(eps) && e.Namespace == "":
+			e.Namespace = ns.Name
+		default:
+			// One kept set at a time: the cluster holds n other Services,
+			// not those of another E too.
+			say("extra Services: deleting the kept set of namespace %s (%s endpoints each)", ns.Name, ns.Labels[ExtraKeptLabel])
+			if _, err := (&Extra{cs: cs, Namespace: ns.Name}).Delete(say); err != nil {
+				return nil, fmt.Errorf("deleting the kept extra Services of namespace %s: %v", ns.Name, err)
+			}
+		}
+	}
+	have := map[int]bool{}
+	if e.Namespace == "" {
+		if e.Namespace, err = CreateNamespace(ctx, cs); err != nil {
+			return nil, err
+		}
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, e.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		ns.Labels[ExtraKeptLabel] = fmt.Sprint(eps)
+		if _, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+			return nil, fmt.Errorf("label namespace %s as kept: %v", e.Namespace, err)
+		}
+	} else if have, err = e.existing(ctx); err != nil {
+		return nil, err
+	}
+	var beyond []int
+	for i := range have {
+		if i >= n {
+			beyond = append(beyond, i)
+		} else {
+			e.Reused++
+		}
+	}
+	if len(beyond) > 0 {
+		say("extra Services: deleting %d of the kept %d beyond %d", len(beyond), len(have), n)
+		if err := parallel(ctx, len(beyond), func(k int) error {
+			name := extraName(beyond[k])
+			_, err := retryAPI(ctx, func(c context.Context) error {
+				err := cs.CoreV1().Services(e.Namespace).Delete(c, name, metav1.DeleteOptions{})
+				if err == nil || apierrors.IsNotFound(err) {
+					err = cs.DiscoveryV1().EndpointSlices(e.Namespace).Delete(c, name, metav1.DeleteOptions{})
+				}
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			})
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("deleting kept extra Services beyond %d: %v", n, err)
+		}
+	}
+	if e.Reused > 0 {
+		say("extra Services: reusing %d kept in namespace %s", e.Reused, e.Namespace)
+	}
+	if err := e.fill(ctx, have, say); err != nil {
+		return nil, fmt.Errorf("creating %d extra Services: %v (those made are kept in namespace %s)", n, err, e.Namespace)
+	}
+	return e, nil
+}
+
+// existing lists the indexes of the extra Services e's namespace holds.
+func (e *Extra) existing(ctx context.Context) (map[int]bool, error) {
+	have := map[int]bool{}
+	opts := metav1.ListOptions{Limit: 5000}
+	for {
+		list, err := e.cs.CoreV1().Services(e.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the kept extra Services: %v", err)
+		}
+		for _, s := range list.Items {
+			var i int
+			if _, err := fmt.Sscanf(s.Name, "extra-%d", &i); err == nil {
+				have[i] = true
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return have, nil
+		}
+	}
+}
+
+// fill creates the extra Services below e.Count that have lacks.
+func (e *Extra) fill(ctx context.Context, have map[int]bool, say func(string, ...any)) error {
+	var todo []int
+	for i := range e.Count {
+		if !have[i] {
+			todo = append(todo, i)
+		}
+	}
 	start := time.Now()
 	var done atomic.Int64
 	stop := progressEvery(5*time.Second, func() {
-		say("extra Services: %d/%d created (%.0f/s)", done.Load(), n, float64(done.Load())/time.Since(start).Seconds())
+		say("extra Services: %d/%d created (%.0f/s)", done.Load(), len(todo), float64(done.Load())/time.Since(start).Seconds())
 	})
-	err = parallel(ctx, n, func(i int) error {
-		if err := createExtra(ctx, cs, ns, i); err != nil {
+	err := parallel(ctx, len(todo), func(k int) error {
+		if err := createExtra(ctx, e.cs, e.Namespace, todo[k], e.Endpoints); err != nil {
 			return err
 		}
 		done.Add(1)
@@ -78,15 +210,18 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n int, say func(
 	})
 	stop()
 	e.Took = time.Since(start)
-	if err != nil {
-		e.Delete(say)
-		return nil, fmt.Errorf("creating %d extra Services: %v", n, err)
-	}
-	return e, nil
+	return err
 }
 
-func createExtra(ctx context.Context, cs kubernetes.Interface, ns string, i int) error {
-	name := fmt.Sprintf("extra-%05d", i)
+func extraName(i int) string { return fmt.Sprintf("extra-%05d", i) }
+
+// extraEndpoints is how many addresses the extra endpoints cycle through:
+// 198.18.0.0/15 (beyond, Services share addresses: a proxy programs each
+// Service's backends all the same).
+const extraEndpoints = 1 << 17
+
+func createExtra(ctx context.Context, cs kubernetes.Interface, ns string, i, n int) error {
+	name := extraName(i)
 	labels := map[string]string{LabelKey: LabelValue}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
@@ -97,15 +232,19 @@ func createExtra(ctx context.Context, cs kubernetes.Interface, ns string, i int)
 		return fmt.Errorf("service %s: %v", name, err)
 	}
 	b := extraEndpointNet.As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(i)
-	addr := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	base := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	ready, port, proto, portName := true, int32(8080), corev1.ProtocolTCP, "tcp"
 	eps := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelKey: LabelValue,
 			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "vnetlab"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: &portName, Protocol: &proto, Port: &port}},
+	}
+	n = max(n, 1)
+	for j := range n {
+		v := base + uint32((i*n+j)%extraEndpoints)
+		addr := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		eps.Endpoints = append(eps.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 	}
 	if _, err := retryAPI(ctx, func(c context.Context) error {
 		_, err := cs.DiscoveryV1().EndpointSlices(ns).Create(c, eps, metav1.CreateOptions{})

@@ -15,11 +15,12 @@ const (
 	KindServiceCreated  = "service-created"  // the first answer, from any backend
 	KindEndpointAdded   = "endpoint-added"   // the first answer from the new backend
 	KindEndpointRemoved = "endpoint-removed" // the end of the last run of answers from the backend that left
-	KindServiceDeleted  = "service-deleted"  // the first probe not answered (silent or refused)
+	KindPortChanged     = "port-changed"     // the first answer on the Service's new port
+	KindServiceDeleted  = "service-deleted"  // the first probe of the new port not answered (silent or refused)
 )
 
 // Kinds are the kinds in the order a cycle writes them.
-var Kinds = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindServiceDeleted}
+var Kinds = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindPortChanged, KindServiceDeleted}
 
 // What Change.Shows holds besides a backend's name.
 const (
@@ -51,30 +52,11 @@ func GoneOf(shows string) (string, bool) {
 // backend's change shows at the end of its last run of answers before
 // until, so it is known only once until is past it by more than the
 // prober's timeout (Run waits for that). A change some probe showed before
-// the write (a state that already held) costs 0.
+// the write (a state that already held: ShownBefore) costs 0 here, so
+// that the cycle does not wait for it; Summarize counts it apart.
 func Latency(ch results.Change, ts []results.Transition, until int64) (time.Duration, bool) {
-	var after []results.Transition
-	stateAt := Silent // what the probes saw when ch was written
-	for _, t := range ts {
-		switch {
-		case t.Sent < ch.Written:
-			stateAt = t.Answer
-		case t.Sent < until:
-			after = append(after, t)
-		}
-	}
-	gone, leaving := GoneOf(ch.Shows)
-	shows := func(a string) bool {
-		switch {
-		case ch.Shows == ShowsAny:
-			return answered(a)
-		case ch.Shows == ShowsNone:
-			return !answered(a)
-		case leaving:
-			return a != gone
-		}
-		return a == ch.Shows
-	}
+	stateAt, after := split(ch, ts, until)
+	shows, leaving := showsFor(ch)
 	if leaving {
 		// The end of the last run of the backend's answers.
 		end, ended := int64(0), shows(stateAt)
@@ -101,12 +83,70 @@ func Latency(ch results.Change, ts []results.Transition, until int64) (time.Dura
 	return 0, false
 }
 
+// ShownBefore says whether the node's probes (ts) already showed ch when
+// it was written: a Service answering before it was created, a backend
+// before it was added, a port before it was moved there, or a deleted
+// port silent before the deletion. The change's write cannot have caused
+// that: the probes did not see what the rules said (a conntrack entry of
+// an earlier probe with the same 5-tuple decided its path), or the change
+// before it had not settled. Such a change has no latency on that node;
+// Summarize counts it apart, never as 0. A backend's removal is not
+// judged so: with two backends, a probe before the write may well have
+// reached the other one.
+func ShownBefore(ch results.Change, ts []results.Transition) bool {
+	shows, leaving := showsFor(ch)
+	if leaving {
+		return false
+	}
+	stateAt, _ := split(ch, ts, ch.Written)
+	return shows(stateAt)
+}
+
+// split is what ch's target's probes in ts saw when ch was written, and
+// their transitions after it, sent before until.
+func split(ch results.Change, ts []results.Transition, until int64) (string, []results.Transition) {
+	var after []results.Transition
+	stateAt := Silent
+	for _, t := range ts {
+		if t.Event != "" || ch.Target != "" && t.Target != ch.Target {
+			continue // a kept connection's, or another target's probes
+		}
+		switch {
+		case t.Sent < ch.Written:
+			stateAt = t.Answer
+		case t.Sent < until:
+			after = append(after, t)
+		}
+	}
+	return stateAt, after
+}
+
+// showsFor is whether an answer shows ch, and whether ch is a backend's
+// leaving (shown by the end of its answers).
+func showsFor(ch results.Change) (func(string) bool, bool) {
+	gone, leaving := GoneOf(ch.Shows)
+	return func(a string) bool {
+		switch {
+		case ch.Shows == ShowsAny:
+			return answered(a)
+		case ch.Shows == ShowsNone:
+			return !answered(a)
+		case leaving:
+			return a != gone
+		}
+		return a == ch.Shows
+	}, leaving
+}
+
 // Summarize fills each change's latency per node from the transitions
 // (by node, each sorted by Sent; a change's window ends at the next
 // change's write, the last one's at end) and returns the rows: per kind,
 // per node and for all nodes (per change, its slowest node; a change some
 // node did not apply counts as not applied there).
-func Summarize(changes []results.Change, byNode map[string][]results.Transition, end int64) []results.ConvergeRow {
+// interval is the probes' (µs): a metric that says a change was done more
+// than two intervals before the first probe that showed it is early
+// (Row.MetricEarly).
+func Summarize(changes []results.Change, byNode map[string][]results.Transition, end, interval int64) []results.ConvergeRow {
 	nodes := slices.Sorted(maps.Keys(byNode))
 	for i := range changes {
 		ch := &changes[i]
@@ -114,12 +154,20 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 		if i+1 < len(changes) {
 			until = changes[i+1].Written
 		}
-		ch.LatencyUS, ch.NotApplied = map[string]int64{}, nil
+		ch.LatencyUS, ch.NotApplied, ch.ShownBefore, ch.Conns = map[string]int64{}, nil, nil, nil
 		for _, n := range nodes {
-			if d, ok := Latency(*ch, byNode[n], until); ok {
+			if ShownBefore(*ch, byNode[n]) {
+				ch.ShownBefore = append(ch.ShownBefore, n)
+			} else if d, ok := Latency(*ch, byNode[n], until); ok {
 				ch.LatencyUS[n] = d.Microseconds()
 			} else {
 				ch.NotApplied = append(ch.NotApplied, n)
+			}
+			if fates := Fates(*ch, byNode[n], until); len(fates) > 0 {
+				if ch.Conns == nil {
+					ch.Conns = map[string][]results.ConnFate{}
+				}
+				ch.Conns[n] = fates
 			}
 		}
 	}
@@ -133,12 +181,23 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 	for _, kind := range kinds {
 		for _, n := range append(nodes, AllNodes) {
 			row := results.ConvergeRow{Kind: kind, Node: n}
-			var us []float64
+			var us, metric []float64
 			for _, ch := range changes {
 				if ch.Kind != kind {
 					continue
 				}
 				row.Changes++
+				countFates(&row, ch, n)
+				if m, ok := nodeMetric(ch, n); ok {
+					metric = append(metric, float64(m))
+					if v, ok := nodeLatency(ch, n); ok && m+2*interval < v {
+						row.MetricEarly++
+					}
+				}
+				if n == AllNodes && len(ch.ShownBefore) > 0 || slices.Contains(ch.ShownBefore, n) {
+					row.ShownBefore++
+					continue
+				}
 				v, ok := nodeLatency(ch, n)
 				if !ok {
 					row.NotApplied++
@@ -152,6 +211,10 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 			row.P50, row.P90, row.P99 = quantile(us, 0.50), quantile(us, 0.90), quantile(us, 0.99)
 			if len(us) > 0 {
 				row.MaxUS = slices.Max(us)
+			}
+			if row.Metrics = len(metric); len(metric) > 0 {
+				p50, p99 := quantile(metric, 0.50), quantile(metric, 0.99)
+				row.Metric, row.MetricP99 = &p50, &p99
 			}
 			rows = append(rows, row)
 		}
@@ -170,6 +233,70 @@ func nodeLatency(ch results.Change, n string) (int64, bool) {
 		return 0, false
 	}
 	return slices.Max(slices.Collect(maps.Values(ch.LatencyUS))), true
+}
+
+// nodeMetric is ch's proxy metric on node n, or on its slowest node.
+func nodeMetric(ch results.Change, n string) (int64, bool) {
+	if n != AllNodes {
+		v, ok := ch.MetricUS[n]
+		return v, ok
+	}
+	if len(ch.MetricUS) == 0 || len(ch.MetricUS) < len(ch.LatencyUS)+len(ch.NotApplied)+len(ch.ShownBefore) {
+		return 0, false
+	}
+	return slices.Max(slices.Collect(maps.Values(ch.MetricUS))), true
+}
+
+// countFates adds ch's kept connections on node n (every node's for
+// AllNodes) to row.
+func countFates(row *results.ConvergeRow, ch results.Change, n string) {
+	for node, fates := range ch.Conns {
+		if n != AllNodes && node != n {
+			continue
+		}
+		for _, f := range fates {
+			held, broken := &row.ConnsHeld, &row.ConnsBroken
+			if f.Gone {
+				held, broken = &row.GoneConnsHeld, &row.GoneConnsBroken
+			}
+			*held++
+			if f.Broken {
+				*broken++
+			}
+		}
+	}
+}
+
+// Fates is what became of the connections node's prober held open at ch's
+// write (its kept connections' transitions in ts), before until: each
+// broken or not, and whether ch took its backend out (an endpoint removed:
+// the backend that left; the Service deleted: all).
+func Fates(ch results.Change, ts []results.Transition, until int64) []results.ConnFate {
+	open := map[string]bool{}
+	broke := map[string]results.Transition{}
+	for _, t := range ts {
+		switch {
+		case t.Event == "" || t.Sent >= until:
+		case t.Sent < ch.Written && t.Event == EventOpen:
+			open[t.Answer] = true
+		case t.Sent < ch.Written && t.Event == EventBroken:
+			delete(open, t.Answer)
+		case t.Event == EventBroken:
+			if _, seen := broke[t.Answer]; !seen {
+				broke[t.Answer] = t
+			}
+		}
+	}
+	gone, _ := GoneOf(ch.Shows)
+	var out []results.ConnFate
+	for _, b := range slices.Sorted(maps.Keys(open)) {
+		f := results.ConnFate{Backend: b, Gone: b == gone || ch.Kind == KindServiceDeleted}
+		if t, ok := broke[b]; ok {
+			f.Broken, f.AfterUS, f.Detail = true, (t.Sent-ch.Written)/1000, t.Detail
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // quantile is xs's q quantile with its bootstrap CI (none below 2 values).

@@ -64,7 +64,7 @@ func TestSummarize(t *testing.T) {
 		"n1": tr(0, Silent, 102, "a", 503, Silent, 904, "a"),
 		"n2": tr(0, Silent, 110, "a", 520, Silent),
 	}
-	rows := Summarize(changes, byNode, at(2000))
+	rows := Summarize(changes, byNode, at(2000), 1000)
 	get := func(kind, node string) results.ConvergeRow {
 		for _, r := range rows {
 			if r.Kind == kind && r.Node == node {
@@ -88,5 +88,98 @@ func TestSummarize(t *testing.T) {
 	}
 	if got := changes[2].NotApplied; len(got) != 1 || got[0] != "n2" {
 		t.Errorf("the third change's nodes not applied: %v, want n2", got)
+	}
+}
+
+// A change is judged on its own target's probes only: the port it moved
+// to, not the port it left (which answered until then); kept connections'
+// events are not probes.
+func TestLatencyOfItsTarget(t *testing.T) {
+	ts := []results.Transition{
+		{Target: "a:53", Sent: at(0), Answer: "x"},
+		{Target: "a:54", Sent: at(0), Answer: Refused},
+		{Target: "a:80", Sent: at(105), Answer: "x", Event: EventOpen},
+		{Target: "a:53", Sent: at(110), Answer: Refused},
+		{Target: "a:54", Sent: at(120), Answer: "x"},
+	}
+	d, ok := Latency(results.Change{Target: "a:54", Shows: ShowsAny, Written: at(100)}, ts, at(1000))
+	if !ok || d != 20*time.Millisecond {
+		t.Errorf("port-changed: %s (applied %v), want 20 ms (the new port's first answer)", d, ok)
+	}
+	d, ok = Latency(results.Change{Target: "a:53", Shows: ShowsNone, Written: at(100)}, ts, at(1000))
+	if !ok || d != 10*time.Millisecond {
+		t.Errorf("the old port: %s (applied %v), want 10 ms", d, ok)
+	}
+}
+
+// The connections held open at a write, and what became of them before
+// the window's end: the removed backend's is Gone; one opened after the
+// write, or broken before it, is not counted.
+func TestFates(t *testing.T) {
+	ev := func(ms int, backend, event string) results.Transition {
+		return results.Transition{Target: "a:80", Sent: at(ms), Answer: backend, Event: event, Detail: "reset"}
+	}
+	ts := []results.Transition{
+		ev(10, "a", EventOpen), ev(20, "b", EventOpen), ev(30, "c", EventOpen), ev(40, "c", EventBroken),
+		ev(130, "b", EventBroken), ev(140, "d", EventOpen), ev(1500, "a", EventBroken),
+	}
+	got := Fates(results.Change{Kind: KindEndpointRemoved, Shows: Gone("b"), Written: at(100)}, ts, at(1000))
+	want := []results.ConnFate{{Backend: "a"}, {Backend: "b", Gone: true, Broken: true, AfterUS: 30000, Detail: "reset"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("fates %+v, want %+v", got, want)
+	}
+	for _, f := range Fates(results.Change{Kind: KindServiceDeleted, Shows: ShowsNone, Written: at(100)}, ts, at(1000)) {
+		if !f.Gone {
+			t.Errorf("service deleted: %+v not gone", f)
+		}
+	}
+}
+
+// A change its node's probes already showed when it was written has no
+// latency: it is counted apart (shown before), never as 0, and it is
+// neither applied nor not applied. Found on kube-proxy, where a stale
+// conntrack entry of an earlier probe with the same 5-tuple answered for
+// a Service before it was created: its rows read 0 ms. A removed
+// backend's change is not judged so (the probe before the write may have
+// reached the other backend).
+func TestShownBeforeIsNoLatency(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		shows string
+		ts    []results.Transition
+		want  bool
+	}{
+		{"created, answered before", ShowsAny, tr(0, "a", 130, "a"), true},
+		{"created, refused before", ShowsAny, tr(0, Refused, 130, "a"), false},
+		{"added, its answer before", "b", tr(0, "a", 90, "b", 150, "a"), true},
+		{"added", "b", tr(0, "a", 150, "b"), false},
+		{"deleted, silent before", ShowsNone, tr(0, Silent), true},
+		{"removed, the other backend before", Gone("b"), tr(0, "a", 160, "b", 170, "a"), false},
+	} {
+		ch := results.Change{Shows: c.shows, Written: at(100)}
+		if got := ShownBefore(ch, c.ts); got != c.want {
+			t.Errorf("%s: shown before %v, want %v", c.name, got, c.want)
+		}
+	}
+	changes := []results.Change{
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(100)},
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(900)},
+	}
+	byNode := map[string][]results.Transition{
+		"n1": tr(0, Silent, 104, "a", 800, Silent, 950, "a"),
+		"n2": tr(0, Silent, 110, "a", 850, "a"), // answered before the second write
+	}
+	rows := Summarize(changes, byNode, at(2000), 1000)
+	for _, r := range rows {
+		want := map[string]int{"n1": 0, "n2": 1, AllNodes: 1}[r.Node]
+		if r.ShownBefore != want || r.NotApplied != 0 {
+			t.Errorf("%s: shown before %d, not applied %d, want %d and 0", r.Node, r.ShownBefore, r.NotApplied, want)
+		}
+		if r.Node == "n2" && r.MaxUS != 10000 || r.Node == AllNodes && (r.P50.Value != 10000 || r.MaxUS != 10000) {
+			t.Errorf("%s: p50 %.0f µs, max %.0f µs: the change shown before must not count as 0 (want 10 ms, the first change's)", r.Node, r.P50.Value, r.MaxUS)
+		}
+	}
+	if got := changes[1]; len(got.ShownBefore) != 1 || got.ShownBefore[0] != "n2" || got.LatencyUS["n2"] != 0 || len(got.LatencyUS) != 1 {
+		t.Errorf("second change: shown before %v, latencies %v, want n2 shown before and only n1's latency", got.ShownBefore, got.LatencyUS)
 	}
 }

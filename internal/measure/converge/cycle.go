@@ -24,9 +24,28 @@ type Writer interface {
 	Create(ctx context.Context) (int64, error)         // the Service, with its first backend
 	AddEndpoint(ctx context.Context) (int64, error)    // the second backend, Second
 	RemoveEndpoint(ctx context.Context) (int64, error) // the second backend out again
-	Delete(ctx context.Context) (int64, error)         // the Service
+	ChangePort(ctx context.Context) (int64, error)     // the Service's port from Targets.Main's to Targets.Moved's
+	Delete(ctx context.Context) (int64, error)         // the Service, at whichever port it has
 	Second() string                                    // the second backend's name (its answers)
 }
+
+// Observer is a Writer that also looks at each change once the nodes
+// showed it (or the change timeout passed): kube converge scrapes the
+// proxies' own metrics there (Change.MetricUS).
+type Observer interface {
+	Observed(ctx context.Context, ch *results.Change)
+}
+
+// WarmedUpper is a Writer told when the warm-up is done, before the first
+// measured change: kube converge ends its creation phase there (every node
+// carries a Service made after the N others) and measures the idle one.
+type WarmedUpper interface {
+	WarmedUp(ctx context.Context)
+}
+
+// Targets are the probed addresses (IP:port) of the changed Service: its
+// port at creation, and after its port changed.
+type Targets struct{ Main, Moved string }
 
 // Pace is how changes are written, probed and waited for.
 type Pace struct {
@@ -37,14 +56,16 @@ type Pace struct {
 	WarmUpTimeout time.Duration // the unmeasured first creation and deletion's: after many other Services the system may still be working through them (about 19 s after 1,000 on a local cluster)
 }
 
-// DefaultPace: 200 changes (50 of each kind), a probe every millisecond.
+// DefaultPace: 1,000 changes (200 of each kind), a probe every millisecond.
 func DefaultPace() Pace {
-	return Pace{Changes: 200, Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
+	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
 }
 
-// Bounds of a Pace.
+// Bounds of a Pace. MinInterval: a probe's 5-tuple comes back after
+// ReuseAfter(interval), 45 s at 700 µs, half as long again as conntrack's
+// UDP timeout (UDPConntrackTimeout).
 const (
-	MinInterval = 100 * time.Microsecond
+	MinInterval = 700 * time.Microsecond
 	MaxChanges  = 100000
 )
 
@@ -54,7 +75,7 @@ func (p Pace) Check() error {
 	case p.Changes < len(Kinds) || p.Changes > MaxChanges:
 		return fmt.Errorf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", p.Changes, len(Kinds), MaxChanges, strings.Join(Kinds, ", "))
 	case p.Interval < MinInterval:
-		return fmt.Errorf("--interval %s: use %s or more (a probe is a socket, a datagram and its answer)", p.Interval, MinInterval)
+		return fmt.Errorf("--interval %s: use %s or more (a probe's source port comes back after %s, within conntrack's %s UDP timeout: an earlier probe's entry would decide its path)", p.Interval, MinInterval, ReuseAfter(p.Interval), UDPConntrackTimeout)
 	case p.ProbeTimeout < p.Interval:
 		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", p.ProbeTimeout, p.Interval)
 	case p.ChangeTimeout < 2*p.ProbeTimeout:
@@ -69,56 +90,84 @@ const (
 	maxPause = 250 * time.Millisecond
 )
 
-// A Step is one kind of change a cycle writes: its kind, the answer that
-// shows it (Change.Shows), and its write, returning its time (Unix ns,
-// taken just before the write's call).
+// A Step is one kind of change a cycle writes: its kind, the probed
+// address that shows it (Change.Target) and the answer that does
+// (Change.Shows), and its write, returning its time (Unix ns, taken just
+// before the write's call).
 type Step struct {
-	Kind  string
-	Shows string
-	Write func(ctx context.Context) (int64, error)
+	Kind   string
+	Target string
+	Shows  string
+	Write  func(ctx context.Context) (int64, error)
 }
 
 // ServiceSteps are a Service's changes written through w, in Kinds'
-// order: created, an endpoint added, removed, deleted.
-func ServiceSteps(w Writer) []Step {
+// order: created, an endpoint added, removed, its port changed (shown at
+// t.Moved), deleted (at the port it then has).
+func ServiceSteps(w Writer, t Targets) []Step {
 	return []Step{
-		{KindServiceCreated, ShowsAny, w.Create},
-		{KindEndpointAdded, w.Second(), w.AddEndpoint},
-		{KindEndpointRemoved, Gone(w.Second()), w.RemoveEndpoint},
-		{KindServiceDeleted, ShowsNone, w.Delete},
+		{KindServiceCreated, t.Main, ShowsAny, w.Create},
+		{KindEndpointAdded, t.Main, w.Second(), w.AddEndpoint},
+		{KindEndpointRemoved, t.Main, Gone(w.Second()), w.RemoveEndpoint},
+		{KindPortChanged, t.Moved, ShowsAny, w.ChangePort},
+		{KindServiceDeleted, t.Moved, ShowsNone, w.Delete},
 	}
 }
 
-// Cycle writes p.Changes changes of a Service through w (ServiceSteps).
-func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, target string, say func(string, ...any)) ([]results.Change, error) {
-	return CycleSteps(ctx, ServiceSteps(w), seen, p, target, say)
+// Hooks are what a cycle's writer is told, when it asks (nil: nothing).
+type Hooks struct {
+	// WarmedUp: the warm-up is done, the first measured change comes
+	// next (kube converge ends its creation phase there: every node
+	// carries a Service made after the N others, and measures the idle
+	// one).
+	WarmedUp func(ctx context.Context)
+	// Observed: a change the nodes showed (or whose timeout passed);
+	// kube converge scrapes the proxies' own metrics there
+	// (Change.MetricUS).
+	Observed func(ctx context.Context, ch *results.Change)
+}
+
+// Cycle writes p.Changes changes of a Service through w (ServiceSteps),
+// telling w what it implements of Observer and WarmedUpper.
+func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
+	var h Hooks
+	if o, ok := w.(Observer); ok {
+		h.Observed = o.Observed
+	}
+	if u, ok := w.(WarmedUpper); ok {
+		h.WarmedUp = u.WarmedUp
+	}
+	return CycleSteps(ctx, ServiceSteps(w, t), h, seen, p, say)
 }
 
 // CycleSteps writes p.Changes changes, cycling through steps, one at a
 // time, each waited for on every node seen reports (or p.ChangeTimeout),
 // with a random pause of 50-250 ms after it. An unmeasured first and last
 // step (a Service created and deleted, a policy's allow added and
-// deleted), each followed on every node, come first: what the system
-// still owed earlier writes is not charged to the first measured change.
-// say reports progress.
-func CycleSteps(ctx context.Context, steps []Step, seen *Seen, p Pace, target string, say func(string, ...any)) ([]results.Change, error) {
+// deleted), each followed on every node at the first step's target, come
+// first: what the system still owed earlier writes is not charged to the
+// first measured change. say reports progress.
+func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, say func(string, ...any)) ([]results.Change, error) {
 	start := time.Now()
 	for _, step := range []Step{steps[0], steps[len(steps)-1]} {
 		at, err := step.Write(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("warm-up: %v", err)
 		}
-		ch := results.Change{Shows: step.Shows, Written: at}
+		ch := results.Change{Shows: step.Shows, Written: at, Target: steps[0].Target}
 		if err := waitUntil(ctx, p.WarmUpTimeout, func() bool { return seen.shownEverywhere(ch, 0) }); err != nil {
 			return nil, fmt.Errorf("warm-up: the nodes never followed the %s change within %s (%v): is the data plane being programmed?", step.Kind, p.WarmUpTimeout, err)
 		}
 	}
 	say("converge: warm-up done in %s", time.Since(start).Round(time.Millisecond))
+	if h.WarmedUp != nil {
+		h.WarmedUp(ctx)
+	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
 	var changes []results.Change
 	for i := range p.Changes {
 		step := steps[i%len(steps)]
-		ch := results.Change{Seq: i, Kind: step.Kind, Target: target, Shows: step.Shows}
+		ch := results.Change{Seq: i, Kind: step.Kind, Target: step.Target, Shows: step.Shows}
 		var err error
 		if ch.Written, err = step.Write(ctx); err != nil {
 			return changes, fmt.Errorf("change %d (%s): %v", i, step.Kind, err)
@@ -128,6 +177,9 @@ func CycleSteps(ctx context.Context, steps []Step, seen *Seen, p Pace, target st
 		// that end must be two probe timeouts old, as a later answer from
 		// it would move it. Not shown in time: not applied (Summarize).
 		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, 2*p.ProbeTimeout) })
+		if h.Observed != nil {
+			h.Observed(ctx, &changes[len(changes)-1])
+		}
 		if (i+1)%20 == 0 {
 			say("converge: %d/%d changes", i+1, p.Changes)
 		}
@@ -175,7 +227,13 @@ func (s *Seen) Read(r io.Reader) {
 			continue
 		}
 		s.mu.Lock()
-		s.byNode[tr.Node] = append(s.byNode[tr.Node], tr)
+		// In send order: a prober's targets and kept connections write
+		// their lines independently, each in its own order.
+		ts := append(s.byNode[tr.Node], tr)
+		for i := len(ts) - 1; i > 0 && ts[i-1].Sent > ts[i].Sent; i-- {
+			ts[i-1], ts[i] = ts[i], ts[i-1]
+		}
+		s.byNode[tr.Node] = ts
 		s.mu.Unlock()
 	}
 }
@@ -189,15 +247,22 @@ func (s *Seen) WaitNodes(ctx context.Context, n int, limit time.Duration) error 
 	})
 }
 
-// since is, for every node, its transitions from the last one before w
-// (the state at w) on: what a change written at w is judged on.
-func (s *Seen) since(w int64) map[string][]results.Transition {
+// since is, for every node, its transitions from target's last one before
+// w (the state at w) on: what a change written at w is judged on.
+func (s *Seen) since(w int64, target string) map[string][]results.Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string][]results.Transition, len(s.byNode))
 	for n, ts := range s.byNode {
 		i := sort.Search(len(ts), func(i int) bool { return ts[i].Sent >= w })
-		out[n] = slices.Clone(ts[max(i-1, 0):])
+		from := 0
+		for j := i - 1; j >= 0; j-- {
+			if ts[j].Event == "" && ts[j].Target == target {
+				from = j
+				break
+			}
+		}
+		out[n] = slices.Clone(ts[from:])
 	}
 	return out
 }
@@ -207,7 +272,7 @@ func (s *Seen) since(w int64) map[string][]results.Transition {
 func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
 	_, leaving := GoneOf(ch.Shows)
 	now := time.Now().UnixNano()
-	for _, ts := range s.since(ch.Written) {
+	for _, ts := range s.since(ch.Written, ch.Target) {
 		d, ok := Latency(ch, ts, now)
 		if !ok || leaving && ch.Written+int64(d+settle) > now {
 			return false
@@ -232,7 +297,7 @@ func (s *Seen) All() map[string][]results.Transition {
 func Finish(c *results.Convergence, changes []results.Change, seen *Seen) {
 	all := seen.All()
 	c.Changes = changes
-	c.Rows = Summarize(c.Changes, all, c.End.UnixNano())
+	c.Rows = Summarize(c.Changes, all, c.End.UnixNano(), c.IntervalUS)
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		c.Transitions = append(c.Transitions, all[n]...)
 	}

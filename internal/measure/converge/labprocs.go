@@ -42,12 +42,16 @@ func (l *LabProcs) Backend(ctx context.Context, pod PodRef, port int) error {
 	return nil
 }
 
-// Probers starts a prober in each pod, probing target at pace p, their
-// lines read into seen, and waits until each has reported.
-func (l *LabProcs) Probers(ctx context.Context, pods []PodRef, target string, p Pace, seen *Seen) error {
+// Probers starts a prober in each pod, probing targets in turn at pace p,
+// their lines read into seen, and waits until each has reported.
+func (l *LabProcs) Probers(ctx context.Context, pods []PodRef, targets []string, p Pace, seen *Seen) error {
 	for _, pod := range pods {
-		c := proc.Command(ctx, pod.NS, l.self, "kube", "probe", "--node", pod.Name, "--target", target,
-			"--interval", p.Interval.String(), "--timeout", p.ProbeTimeout.String())
+		args := []string{"kube", "probe", "--node", pod.Name}
+		for _, t := range targets {
+			args = append(args, "--target", t)
+		}
+		args = append(args, "--interval", p.Interval.String(), "--timeout", p.ProbeTimeout.String())
+		c := proc.Command(ctx, pod.NS, l.self, args...)
 		out, err := c.StdoutPipe()
 		if err != nil {
 			return err

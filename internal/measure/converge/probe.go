@@ -30,38 +30,115 @@ const (
 
 // ProbeConfig is one prober.
 type ProbeConfig struct {
-	Node     string         // named in every Transition
-	Target   netip.AddrPort // a UDP Service port whose backends say who they are (vnetlab whoami --udp)
-	Interval time.Duration  // between probes' sends
-	Timeout  time.Duration  // a probe unanswered for this long was Silent
+	Node     string           // named in every Transition
+	Targets  []netip.AddrPort // UDP Service ports whose backends say who they are (vnetlab whoami --udp), each probed every Interval
+	Interval time.Duration    // between probes' sends
+	Timeout  time.Duration    // a probe unanswered for this long was Silent
+	// Keep, when valid, is a TCP Service port whose backends answer every
+	// line on a connection (vnetlab whoami --tcp-keep): the prober holds a
+	// connection to each backend it reaches there and reports when one
+	// opens and when it breaks (Keep).
+	Keep netip.AddrPort
 }
 
-// Probe sends a probe every c.Interval until ctx ends, each from a socket
-// of its own (a new flow: no conntrack or affinity entry of an earlier one
-// decides its path), and writes a Transition to out whenever a probe's
+// Probe probes every target of c (and keeps connections to c.Keep) until
+// ctx ends, writing their lines to out.
+func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
+	if c.Interval <= 0 || c.Timeout <= 0 || len(c.Targets) == 0 {
+		return fmt.Errorf("probe interval %s, timeout %s and %d targets: all must be positive", c.Interval, c.Timeout, len(c.Targets))
+	}
+	if c.Interval < MinInterval {
+		return fmt.Errorf("probe interval %s: use %s or more (a probe's source port comes back after %s, within conntrack's %s UDP timeout)", c.Interval, MinInterval, ReuseAfter(c.Interval), UDPConntrackTimeout)
+	}
+	w := &lockedWriter{w: out}
+	errs := make(chan error, len(c.Targets)+1)
+	for _, t := range c.Targets {
+		go func() { errs <- probeTarget(ctx, c, t, w) }()
+	}
+	n := len(c.Targets)
+	if c.Keep.IsValid() {
+		n++
+		go func() { errs <- keep(ctx, c, w) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// lockedWriter writes whole lines from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// Probes' source ports: each target's probes take the ports of this range
+// in turn (skipping one in use), so that a flow's 5-tuple comes back only
+// after the whole range, ReuseAfter(interval), never within conntrack's
+// UDP timeout: an entry an earlier probe left (translated to a backend
+// that has left, or not translated at all) would otherwise decide a
+// probe's path whatever the rules now say. The kernel's own choice (its
+// ephemeral range, 28,232 ports by default, picked at random) brought a
+// port back within seconds at 2,000 probes a second.
+const (
+	firstProbePort = 1024
+	lastProbePort  = 65535
+	probePorts     = lastProbePort - firstProbePort + 1
+	// UDPConntrackTimeout is the kernel's nf_conntrack_udp_timeout (its
+	// default: an entry of a flow that never became a stream); kube-proxy
+	// leaves it as it is.
+	UDPConntrackTimeout = 30 * time.Second
+)
+
+// ReuseAfter is how long a probe's 5-tuple is not used again when probes
+// are sent every interval.
+func ReuseAfter(interval time.Duration) time.Duration { return probePorts * interval }
+
+// portCycle hands out a target's source ports in turn.
+type portCycle struct{ next int }
+
+func (p *portCycle) take() int {
+	port := firstProbePort + p.next%probePorts
+	p.next++
+	return port
+}
+
+// probeTarget sends a probe every c.Interval until ctx ends, each from a socket
+// of its own on the next source port of the cycle (a new flow: no
+// conntrack or affinity entry of an earlier probe decides its path), and writes a Transition to out whenever a probe's
 // outcome differs from the probe before it, in send order (a
 // results.Transition: the send time of the first probe that saw Answer,
 // Unix ns on the prober's clock); the first probe's outcome is the first
 // line. A probe the kernel refused to send (no route:
 // the Service's address is unknown) counts as Silent.
-func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
-	if c.Interval <= 0 || c.Timeout <= 0 {
-		return fmt.Errorf("probe interval %s and timeout %s: both must be positive", c.Interval, c.Timeout)
-	}
+func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	probes := make(chan outcome, int(c.Timeout/c.Interval)+16)
 	var wg sync.WaitGroup
 	emitted := make(chan error, 1)
-	go func() { emitted <- emit(probes, enc, c) }()
+	go func() { emitted <- emit(probes, enc, c.Node, target) }()
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	var seq uint64
+	var ports portCycle
 	for ctx.Err() == nil {
 		seq++
 		o := outcome{seq: seq, done: make(chan sent, 1)}
 		probes <- o
+		// The socket is made here, in turn (its port the cycle's next);
+		// the datagram and its answer on a goroutine of its own.
+		conn, err := dialFrom(target, &ports)
 		wg.Add(1)
-		go func() { defer wg.Done(); o.done <- probeOnce(c.Target, c.Timeout) }()
+		go func() { defer wg.Done(); o.done <- probeOnce(conn, err, c.Timeout) }()
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
@@ -85,27 +162,35 @@ type sent struct {
 	answer string
 }
 
-// emit writes the transitions of the probes, taken in send order.
-func emit(probes <-chan outcome, enc *json.Encoder, c ProbeConfig) error {
+// emit writes the transitions of the probes, taken in the order they were
+// started. Each probe runs on a goroutine of its own, so a probe may take
+// its send time a moment after the next one: a transition's time is never
+// earlier than that of any probe started before it (a later probe that
+// already saw the new state is dated when the earlier one, which still saw
+// the old, was sent), so the transitions' times follow their order.
+func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort) error {
 	last, first := "", true
+	var latest time.Time
 	for o := range probes {
 		s := <-o.done
+		if s.at.After(latest) {
+			latest = s.at
+		}
 		if !first && s.answer == last {
 			continue
 		}
 		first, last = false, s.answer
-		if err := enc.Encode(results.Transition{Node: c.Node, Target: c.Target.String(), Sent: s.at.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
+		if err := enc.Encode(results.Transition{Node: node, Target: target.String(), Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// probeOnce sends one datagram to target from a new connected socket and
-// returns when it was sent and the answer's first word (the backend's
-// name), Refused or Silent.
-func probeOnce(target netip.AddrPort, timeout time.Duration) sent {
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
+// probeOnce sends one datagram on c, a new socket connected to the target
+// (dialFrom; err its error), and returns when it was sent and the answer's
+// first word (the backend's name), Refused or Silent.
+func probeOnce(c *net.UDPConn, err error, timeout time.Duration) sent {
 	if err != nil {
 		return sent{at: time.Now(), answer: Silent}
 	}
@@ -118,6 +203,21 @@ func probeOnce(target netip.AddrPort, timeout time.Duration) sent {
 	buf := make([]byte, 256)
 	n, err := c.Read(buf)
 	return sent{at: at, answer: answerOf(buf[:n], err)}
+}
+
+// dialFrom connects a UDP socket to target from the first port of the
+// cycle that is free (a port another socket holds is skipped: taken again
+// a whole cycle later). A cycle is one target's, used by one goroutine.
+func dialFrom(target netip.AddrPort, ports *portCycle) (*net.UDPConn, error) {
+	var err error
+	for range 64 {
+		var c *net.UDPConn
+		c, err = net.DialUDP("udp", &net.UDPAddr{Port: ports.take()}, net.UDPAddrFromAddrPort(target))
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return c, err
+		}
+	}
+	return nil, err
 }
 
 // answerOf names a probe's outcome from its reply or error.

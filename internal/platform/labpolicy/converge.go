@@ -117,14 +117,14 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	for _, pod := range probers {
 		refs = append(refs, converge.PodRef{NS: pod.NS, Name: pod.Name})
 	}
-	if err := procs.Probers(ctx, refs, target, spec.Pace, seen); err != nil {
+	if err := procs.Probers(ctx, refs, []string{target}, spec.Pace, seen); err != nil {
 		return nil, err
 	}
 	w := policyWriter{lab: st.Name, allow: allow}
-	steps := []converge.Step{{Kind: KindAllowAdded, Shows: converge.ShowsAny, Write: w.add}, {Kind: KindAllowDeleted, Shows: converge.ShowsNone, Write: w.del}}
+	steps := []converge.Step{{Kind: KindAllowAdded, Target: target, Shows: converge.ShowsAny, Write: w.add}, {Kind: KindAllowDeleted, Target: target, Shows: converge.ShowsNone, Write: w.del}}
 	out := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds(),
 		Proxy: "lab policy provider " + spec.Provider, PolicyProvider: spec.Provider, Policies: spec.Policies, IPBlocks: spec.IPBlocks}
-	changes, err := converge.CycleSteps(ctx, steps, seen, spec.Pace, target, say)
+	changes, err := converge.CycleSteps(ctx, steps, converge.Hooks{}, seen, spec.Pace, say)
 	if err != nil {
 		return nil, err
 	}

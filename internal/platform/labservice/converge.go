@@ -28,9 +28,11 @@ type FloorSpec struct {
 // range, away from what `svc add` examples and the generated Services use.
 var DefaultFloorVIP = netip.MustParseAddr("10.96.47.1")
 
-// The changed Service's ports: the probes' and the backends' (vnetlab whoami).
+// The changed Service's ports: the probes' (before and after port-changed)
+// and the backends' (vnetlab whoami).
 const (
 	floorPort     = 53
+	floorMoved    = 54
 	floorBackPort = 5353
 )
 
@@ -52,10 +54,15 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		spec.VIP = DefaultFloorVIP
 	}
 	key := Key{VIP: spec.VIP, Port: floorPort, Proto: "udp"}
-	if c, err := Load(st.Name); err == nil && c.Find(key) >= 0 {
-		return nil, fmt.Errorf("lab %s already has Service %s: delete it (vnetlab svc del %s %s) or give another --vip", st.Name, key, st.Name, key)
+	moved := Key{VIP: spec.VIP, Port: floorMoved, Proto: "udp"}
+	if c, err := Load(st.Name); err == nil {
+		for _, k := range []Key{key, moved} {
+			if c.Find(k) >= 0 {
+				return nil, fmt.Errorf("lab %s already has Service %s: delete it (vnetlab svc del %s %s) or give another --vip", st.Name, k, st.Name, k)
+			}
+		}
 	}
-	w := &floorWriter{lab: st.Name, key: key, provider: spec.Provider, a: st.Pods[0], b: st.Pods[1]}
+	w := &floorWriter{lab: st.Name, key: key, main: key, moved: moved, provider: spec.Provider, a: st.Pods[0], b: st.Pods[1]}
 	procs, err := converge.NewLabProcs()
 	if err != nil {
 		return nil, err
@@ -67,23 +74,25 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		}
 	}
 	seen := converge.NewSeen()
-	target := netip.AddrPortFrom(spec.VIP, floorPort).String()
+	targets := converge.Targets{Main: netip.AddrPortFrom(spec.VIP, floorPort).String(), Moved: netip.AddrPortFrom(spec.VIP, floorMoved).String()}
 	var probers []converge.PodRef
 	for _, pod := range st.Pods[2:] {
 		probers = append(probers, converge.PodRef{NS: pod.NS, Name: pod.Name})
 	}
-	if err := procs.Probers(ctx, probers, target, spec.Pace, seen); err != nil {
+	if err := procs.Probers(ctx, probers, []string{targets.Main, targets.Moved}, spec.Pace, seen); err != nil {
 		return nil, err
 	}
 	defer func() {
-		if c, err := Load(st.Name); err == nil && c.Find(key) >= 0 {
-			if _, err := Del(st.Name, key); err != nil {
-				say("warning: deleting Service %s: %v", key, err)
+		for _, k := range []Key{key, moved} {
+			if c, err := Load(st.Name); err == nil && c.Find(k) >= 0 {
+				if _, err := Del(st.Name, k); err != nil {
+					say("warning: deleting Service %s: %v", k, err)
+				}
 			}
 		}
 	}()
 	res := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds()}
-	changes, err := converge.Cycle(ctx, w, seen, spec.Pace, target, say)
+	changes, err := converge.Cycle(ctx, w, seen, spec.Pace, targets, say)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +109,8 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 // floorWriter writes the changes through the lab's Service transaction.
 type floorWriter struct {
 	lab, provider string
-	key           Key
+	key           Key // the Service's now: main, or moved after ChangePort
+	main, moved   Key
 	a, b          lab.PodState // the backends
 	attached      bool         // the probers' endpoints, for a provider with programs on pods
 }
@@ -152,10 +162,31 @@ func (w *floorWriter) RemoveEndpoint(ctx context.Context) (int64, error) {
 	return at, err
 }
 
-// Delete deletes the Service.
+// ChangePort moves the Service to its second port (an update in place:
+// one transaction).
+func (w *floorWriter) ChangePort(ctx context.Context) (int64, error) {
+	at := time.Now().UnixNano()
+	_, err := Edit(w.lab, func(_ *lab.State, c *Config) (string, error) {
+		i := c.Find(w.key)
+		if i < 0 {
+			return "", fmt.Errorf("service %s is gone", w.key)
+		}
+		c.Services[i].Port = w.moved.Port
+		return fmt.Sprintf("service %s: port now %d", w.key, w.moved.Port), nil
+	})
+	if err == nil {
+		w.key = w.moved
+	}
+	return at, err
+}
+
+// Delete deletes the Service (the next creation is at its first port).
 func (w *floorWriter) Delete(ctx context.Context) (int64, error) {
 	at := time.Now().UnixNano()
 	_, err := Del(w.lab, w.key)
+	if err == nil {
+		w.key = w.main
+	}
 	return at, err
 }
 

@@ -1,18 +1,31 @@
 package labservice
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // svc converge on a real lab, per provider: every change of each kind is
 // applied on the prober pod, each within the change timeout of its write
 // (a lab's write is synchronous: its latency is the transaction's and a
-// probe interval), and the Service is gone afterwards.
+// probe interval), none is shown before its write, and the Service is
+// gone afterwards. The prober pod's ephemeral port range is narrowed to
+// 64 ports: a prober that let the kernel pick its source ports would reuse
+// each within 32 ms, and an earlier probe's conntrack entry (iptables,
+// nftables) would answer for a deleted Service or hide a created one (on
+// kube-proxy such changes read 0 ms); the prober's own port cycle does
+// not depend on that range.
 func TestFloorConverges(t *testing.T) {
 	requireRoot(t)
 	if os.Getenv("VNETLAB_BIN") == "" {
@@ -21,22 +34,30 @@ func TestFloorConverges(t *testing.T) {
 	for _, p := range []string{IPTables, NFTables, EBPF} {
 		t.Run(p, func(t *testing.T) {
 			st := newLab(t, "svfl"+p[:2], "veth-routed", 3, nil)
+			prober := st.Pods[2]
+			if err := nsutil.Do(prober.NS, func() error {
+				return os.WriteFile("/proc/sys/net/ipv4/ip_local_port_range", []byte("40000 40063"), 0o644)
+			}); err != nil {
+				t.Fatal(err)
+			}
 			pace := converge.DefaultPace()
-			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 8, 5*time.Second, 30*time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			// A lab's transaction is a few ms (the ebpf provider's, once
+			// it loaded every program: 1.8 s, 6.8 s with the probers on a
+			// busy 2-vCPU machine); 5 s is room for a busy machine.
+			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 10, 5*time.Second, time.Minute
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			c, err := Floor(ctx, FloorSpec{Lab: st.Name, Provider: p, Pace: pace}, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			prober := st.Pods[2].Name
 			for _, ch := range c.Changes {
-				us, ok := ch.LatencyUS[prober]
+				us, ok := ch.LatencyUS[prober.Name]
 				if !ok || us < 0 || us > pace.ChangeTimeout.Microseconds() {
-					t.Errorf("change %d (%s): latency %d µs (applied %v) on %s", ch.Seq, ch.Kind, us, ok, prober)
+					t.Errorf("change %d (%s): latency %d µs (applied %v, shown before its write on %v) on %s", ch.Seq, ch.Kind, us, ok, ch.ShownBefore, prober.Name)
 				}
 			}
-			if len(c.Changes) != 8 || c.Proxy != "lab provider "+p {
+			if len(c.Changes) != 10 || c.Proxy != "lab provider "+p {
 				t.Errorf("%d changes, proxy %q", len(c.Changes), c.Proxy)
 			}
 			for _, r := range c.Rows {
@@ -50,5 +71,100 @@ func TestFloorConverges(t *testing.T) {
 				t.Error("the changed Service is still in the lab")
 			}
 		})
+	}
+}
+
+// The probe's resolution in a lab: a prober in one pod (vnetlab kube
+// probe, as svc converge and kube converge run it) probes a UDP port of
+// another pod, which refuses until a server binds it at a known instant;
+// the first transition to the server's answer is the first probe sent
+// after the bind: within one probe interval of the instant (with the
+// scheduler's slack on a loaded 2-vCPU machine), never earlier than one
+// interval before it.
+func TestProbeResolutionInLab(t *testing.T) {
+	requireRoot(t)
+	self := os.Getenv("VNETLAB_BIN")
+	if self == "" {
+		t.Skip("the prober is vnetlab kube probe: set VNETLAB_BIN (make test does)")
+	}
+	st := newLab(t, "svpr", "veth-routed", 2, nil)
+	srvPod, probePod := st.Pods[0], st.Pods[1]
+	const port, interval = 5300, time.Millisecond
+	target := netip.AddrPortFrom(netip.MustParseAddr(srvPod.IP), port)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := proc.Command(ctx, probePod.NS, self, "kube", "probe", "--node", probePod.Name, "--target", target.String(),
+		"--interval", interval.String(), "--timeout", "50ms")
+	out, err := p.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	lines := make(chan results.Transition, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var tr results.Transition
+			if json.Unmarshal(sc.Bytes(), &tr) == nil {
+				lines <- tr
+			}
+		}
+		close(lines)
+	}()
+	next := func() results.Transition {
+		select {
+		case tr, ok := <-lines:
+			if !ok {
+				t.Fatal("the prober ended")
+			}
+			return tr
+		case <-time.After(10 * time.Second):
+			t.Fatal("no transition within 10 s")
+		}
+		return results.Transition{}
+	}
+	if first := next(); first.Answer != converge.Refused {
+		t.Fatalf("first transition %+v, want refused (nothing bound yet)", first)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var srv *net.UDPConn
+	var change time.Time
+	err = nsutil.Do(srvPod.NS, func() error {
+		var err error
+		change = time.Now()
+		srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(target))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = srv.WriteToUDP([]byte("srv\n"), from)
+		}
+	}()
+	// Until the bind, probes are refused, or silent once the pod's kernel
+	// rate-limits its ICMP errors (6 at once, then 1 a second: a loopback
+	// test never sees it); the first answer is what counts.
+	seen := next()
+	for seen.Answer == converge.Refused || seen.Answer == converge.Silent {
+		seen = next()
+	}
+	if seen.Answer != "srv" {
+		t.Fatalf("transition %+v, want srv's answer", seen)
+	}
+	lag := time.Duration(seen.Sent - change.UnixNano())
+	t.Logf("the bind seen by probe %d, %s after it (interval %s)", seen.Seq, lag, interval)
+	if lag < -interval || lag > 50*interval {
+		t.Errorf("seen %s after the bind: want within the probe interval (%s, with slack)", lag, interval)
 	}
 }

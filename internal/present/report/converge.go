@@ -1,16 +1,24 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
 
 // PrintConvergence prints a `kube converge` table: per kind of change and
 // node, the latencies' p50/p90/p99 with their 95% CIs and the largest, in
-// ms, and how many changes a node did not apply.
+// ms, how many changes a node did not apply and how many its probes
+// showed before their write (a fault of the measurement), the proxy's own metric for
+// the same changes (and how many it says were done before the first probe
+// showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
 	what := "network programming latency, proxy " + c.Proxy
 	if c.PolicyProvider != "" {
@@ -19,12 +27,43 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
 		what, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tP50 MS\tP90 MS\tP99 MS\tMAX MS")
+	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS\tMETRIC P50/P99 MS\tMETRIC EARLY\tCONNS BROKEN\tGONE CONNS BROKEN")
 	for _, r := range c.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", r.Kind, r.Node, r.Changes, r.NotApplied, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000,
+			metricText(r), early(r), ofHeld(r.ConnsBroken, r.ConnsHeld), ofHeld(r.GoneConnsBroken, r.GoneConnsHeld))
 	}
 	tw.Flush()
+	printNotApplied(w, c.Changes)
+	if sc := c.Scale; sc != nil {
+		fmt.Fprintf(w, "background: %d other Services with %d endpoints each (%d reused, the rest made in %.0f s)", sc.Services, sc.Endpoints, sc.Reused, sc.CreateSeconds)
+		if sc.APIBytesPerService > 0 {
+			fmt.Fprintf(w, "; API server + etcd grew %.1f KB per Service", sc.APIBytesPerService/1024)
+		}
+		if sc.BPFMapBytes > 0 {
+			fmt.Fprintf(w, "; eBPF maps of the nodes' planes %.1f MB", float64(sc.BPFMapBytes)/(1<<20))
+		}
+		fmt.Fprintln(w)
+		if len(sc.Use) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "DAEMON\tPHASE\tSECONDS\tCPU SECONDS\tRSS MB\tPEAK RSS MB")
+			for _, u := range sc.Use {
+				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\n", u.Daemon, u.Phase, u.Seconds, u.CPUSeconds, float64(u.RSS)/(1<<20), float64(u.PeakRSS)/(1<<20))
+			}
+			tw.Flush()
+		}
+	}
+	if c.CRR != nil {
+		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s, CPU pins %s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds, cmp.Or(c.CRR.Pins, cpupinNone))
+	}
+	for _, n := range slices.Sorted(maps.Keys(c.ProxySyncs)) {
+		s := c.ProxySyncs[n]
+		fmt.Fprintf(w, "%s: the proxy reported %d syncs, mean %.2f ms (kubeproxy_sync_proxy_rules_duration_seconds)\n", n, s.Syncs, s.MeanUS/1000)
+	}
 }
+
+// cpupinNone is what a file without the client's and server's CPUs had:
+// unpinned (cpupin.None).
+const cpupinNone = "none"
 
 // ms is a quantile and its CI in milliseconds.
 func ms(q results.QuantileCI) string {
@@ -32,4 +71,50 @@ func ms(q results.QuantileCI) string {
 		return fmt.Sprintf("%.1f", q.Value/1000)
 	}
 	return fmt.Sprintf("%.1f [%.1f, %.1f]", q.Value/1000, q.CI[0]/1000, q.CI[1]/1000)
+}
+
+// metricText is the proxy's own network programming duration for a row's
+// changes, or "-" where it reported none (a Service's write has no
+// EndpointSlice trigger time; a cluster whose proxies were not scraped).
+func metricText(r results.ConvergeRow) string {
+	if r.Metric == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f / %.1f", r.Metric.Value/1000, r.MetricP99.Value/1000)
+}
+
+// early is how many of a row's metrics said done more than two probe
+// intervals before the first probe showed the change.
+func early(r results.ConvergeRow) string {
+	if r.Metrics == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d of %d", r.MetricEarly, r.Metrics)
+}
+
+func ofHeld(broken, held int) string {
+	if held == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d of %d", broken, held)
+}
+
+// notAppliedLines is how many not-applied changes are named one by one.
+const notAppliedLines = 10
+
+// printNotApplied names the changes some node did not show within the
+// change timeout: the change, its object (the probed address) and the nodes.
+func printNotApplied(w io.Writer, changes []results.Change) {
+	n := 0
+	for _, ch := range changes {
+		if len(ch.NotApplied) == 0 {
+			continue
+		}
+		if n++; n <= notAppliedLines {
+			fmt.Fprintf(w, "not applied: change %d (%s of the Service at %s) on %s\n", ch.Seq, ch.Kind, ch.Target, strings.Join(ch.NotApplied, ", "))
+		}
+	}
+	if n > notAppliedLines {
+		fmt.Fprintf(w, "not applied: %d more changes (the -o file names each)\n", n-notAppliedLines)
+	}
 }

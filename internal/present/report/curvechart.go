@@ -19,6 +19,12 @@ type CurveChart struct {
 	XLabel string   // the knob: "streams", "gso+gro"
 	X      []string // its values, in the sweep's order, evenly spaced
 	Lines  []CurveLine
+	// XAt, when it has a position (0 to 1) for each X, places them there
+	// instead (a log axis: ConvergeChart).
+	XAt []float64
+	// LogY draws the values on a log axis, ticks at powers of ten (values
+	// at or below zero sit at the bottom).
+	LogY bool
 }
 
 // CurveLine is one mode's (and path's) values, one per X.
@@ -82,8 +88,14 @@ func (c *CurveChart) layout() *scene {
 	}
 	yMin, yMax := ticks[0], ticks[len(ticks)-1]
 	yOf := func(v float64) float64 { return bottom - curvePlotHeight*(v-yMin)/(yMax-yMin) }
+	if c.LogY {
+		ticks, yOf = c.logTicks(bottom)
+	}
 	step := plotW / float64(max(len(c.X), 1))
 	xOf := func(i int) float64 { return curveLeft + step*(float64(i)+0.5) }
+	if len(c.XAt) == len(c.X) && len(c.X) > 0 {
+		xOf = func(i int) float64 { return curveLeft + step/2 + (plotW-step)*c.XAt[i] }
+	}
 
 	addValueAxes(add, curveLeft, plotW, top, bottom, ticks, yOf)
 	add(shape{kind: "text", x: 14, y: top - 8, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
@@ -141,4 +153,36 @@ func (c *CurveChart) layout() *scene {
 	}
 	s.h = bottom + 44
 	return s
+}
+
+// logTicks are the powers of ten around the chart's positive values and
+// the log scale's y.
+func (c *CurveChart) logTicks(bottom float64) ([]float64, func(float64) float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, l := range c.Lines {
+		for _, p := range l.Points {
+			for _, v := range []float64{p.Value, p.Lo, p.Hi} {
+				if !p.Missing && !p.Failed && v > 0 {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 1, 10
+	}
+	a, b := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if b <= a {
+		b = a + 1
+	}
+	var ticks []float64
+	for e := a; e <= b; e++ {
+		ticks = append(ticks, math.Pow(10, e))
+	}
+	return ticks, func(v float64) float64 {
+		if v <= 0 {
+			return bottom
+		}
+		return bottom - curvePlotHeight*(math.Log10(v)-a)/(b-a)
+	}
 }

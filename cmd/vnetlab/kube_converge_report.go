@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/present/report"
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// newKubeConvergeReportCmd is the scale table and chart of many kube
+// converge files (issue 47: latency against N per proxy).
+func newKubeConvergeReportCmd() *cobra.Command {
+	var kind, svg string
+	kinds := converge.Kinds
+	cmd := &cobra.Command{
+		Use:   "converge-report FILE.json... [--kinds K,...] [--chart-kind endpoint-added] [--svg chart.svg]",
+		Short: "Tabulate kube converge files side by side (per proxy, E and N) and chart a kind's p99 against N",
+		Long: `Reads kube converge -o files (one per proxy, number of other Services N and endpoints each E)
+and prints, per kind of change, the slowest node's p50 and p99 with their 95% CIs, the
+changes not applied, the proxy's own metric beside them and how many of its values said
+done before a packet showed the change, connections broken, the proxies' CPU seconds (while
+N was made / during the changes) and RSS, the API server's and etcd's RSS, the eBPF maps'
+memory and tcp_crr to the newest Service as a ratio to the same proxy's N = 0 run.
+--svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy and E.
+
+Example (scripts/bench-converge.sh runs it):
+  vnetlab kube converge-report out/*.json --svg converge.svg`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var runs []report.ConvergeRun
+			for _, f := range args {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				var c results.Convergence
+				if err := json.Unmarshal(b, &c); err != nil || c.ConvergenceVersion == 0 {
+					return fmt.Errorf("%s: not a kube converge file (%v)", f, err)
+				}
+				runs = append(runs, report.ConvergeRun{File: f, C: &c})
+			}
+			report.PrintConvergeTable(os.Stdout, runs, kinds)
+			if svg == "" {
+				return nil
+			}
+			return os.WriteFile(svg, []byte(report.ConvergeChart(runs, kind).SVG(true)), 0o644)
+		},
+	}
+	cmd.Flags().StringSliceVar(&kinds, "kinds", kinds, "kinds of change in the table")
+	cmd.Flags().StringVar(&kind, "chart-kind", converge.KindEndpointAdded, "the kind the chart draws (endpoint-added: the SLO's EndpointSlice change)")
+	cmd.Flags().StringVar(&svg, "svg", "", "write the chart here")
+	return cmd
+}

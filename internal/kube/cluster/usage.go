@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
+)
+
+// The daemons of a local cluster whose use `kube converge` records.
+const (
+	RoleEtcd      = "etcd"
+	RoleAPIServer = "kube-apiserver"
+	RoleProxy     = "proxy" // a node's Service proxy: kube-proxy, or vnetlab's
+)
+
+// Daemon is one running daemon of a local cluster.
+type Daemon struct {
+	Role string
+	Node string // a proxy's node
+	PID  int
+}
+
+// Name is how results name it: "etcd", "kube-apiserver", "NODE proxy".
+func (d Daemon) Name() string {
+	if d.Node != "" {
+		return d.Node + " " + d.Role
+	}
+	return d.Role
+}
+
+// Daemons lists cluster name's running etcd, API server and node proxies,
+// found among the processes its journal records (each still the process
+// started then) by their command lines.
+func Daemons(name string) ([]Daemon, error) {
+	var out []Daemon
+	for pidText, startText := range lab.JournalValues(name, lab.KindProc) {
+		pid, err1 := strconv.Atoi(pidText)
+		start, err2 := strconv.ParseUint(startText, 10, 64)
+		if err1 != nil || err2 != nil || !proc.Alive(pid, start) {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		if d, ok := daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")); ok {
+			d.PID = pid
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("cluster %s: no running etcd, API server or proxy in its journal", name)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// daemonOf names a daemon by its arguments (as startProxy and the control
+// plane start them): etcd, kube-apiserver, kube-proxy --config
+// DIR/NODE/kube-proxy.yaml, vnetlab kube-proxy ... --node NODE.
+func daemonOf(argv []string) (Daemon, bool) {
+	flag := func(name string) string {
+		for i, a := range argv {
+			if a == name && i+1 < len(argv) {
+				return argv[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	switch base := filepath.Base(argv[0]); {
+	case base == RoleEtcd || base == RoleAPIServer:
+		return Daemon{Role: base}, true
+	case base == "kube-proxy":
+		return Daemon{Role: RoleProxy, Node: filepath.Base(filepath.Dir(flag("--config")))}, true
+	case len(argv) > 1 && argv[1] == "kube-proxy":
+		return Daemon{Role: RoleProxy, Node: flag("--node")}, true
+	}
+	return Daemon{}, false
+}
+
+// PlaneMapBytes is the memory the kernel charges for the eBPF maps pinned
+// in the nodes' Service planes of cluster name (vnetlab's proxies; 0 for
+// kube-proxy's), summed over nodes: each map's memlock (bpf_map_info).
+func PlaneMapBytes(name string) (int64, error) {
+	st, err := Load(name)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, n := range st.Nodes {
+		dir := filepath.Join(lab.BPFRoot, ProxyPlane(name, n.Name))
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+			if err != nil {
+				return nil // a pinned program or link
+			}
+			defer m.Close()
+			if info, err := m.Info(); err == nil {
+				if b, ok := info.Memlock(); ok {
+					total += int64(b)
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return total, err
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,215 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/stats"
+)
+
+// ConvergeRun is one convergence file, named for the table.
+type ConvergeRun struct {
+	File string
+	C    *results.Convergence
+}
+
+// convergeKey is a line of the scale table: a proxy with E endpoints per
+// other Service; its points are N.
+type convergeKey struct {
+	proxy string
+	eps   int
+}
+
+func keyOf(c *results.Convergence) (convergeKey, int) {
+	if c.Scale == nil {
+		return convergeKey{c.Proxy, 1}, 0
+	}
+	return convergeKey{c.Proxy, c.Scale.Endpoints}, c.Scale.Services
+}
+
+// sortRuns orders runs by proxy, endpoints, N.
+func sortRuns(runs []ConvergeRun) {
+	slices.SortStableFunc(runs, func(a, b ConvergeRun) int {
+		ka, na := keyOf(a.C)
+		kb, nb := keyOf(b.C)
+		return cmp.Or(cmp.Compare(ka.proxy, kb.proxy), cmp.Compare(ka.eps, kb.eps), cmp.Compare(na, nb))
+	})
+}
+
+// row is a run's all-nodes row of one kind.
+func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
+	for _, r := range c.Rows {
+		if r.Kind == kind && r.Node == "all nodes" {
+			return r, true
+		}
+	}
+	return results.ConvergeRow{}, false
+}
+
+// PrintConvergeTable prints the scale table of many convergence runs (one
+// per proxy, N and E): per kind, the slowest node's p50 and p99 with their
+// CIs, the changes not applied and those shown before their write; the proxies' own metric (p50) and how
+// many of its values said done before a packet showed it; the proxies'
+// CPU seconds and RSS (summed over nodes) while N was made and during the
+// changes; the planes' eBPF maps; and tcp_crr to the newest Service as a
+// ratio to the same proxy's and E's run at N = 0 (ratio of medians, 95%
+// bootstrap CI; the runs are sequential, not interleaved).
+func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
+	sortRuns(runs)
+	base := map[convergeKey]*results.Convergence{}
+	for _, r := range runs {
+		if k, n := keyOf(r.C); n == 0 && r.C.CRR != nil {
+			base[k] = r.C
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB\tTCP_CRR/N=0")
+	for _, r := range runs {
+		k, n := keyOf(r.C)
+		u := useOf(r.C)
+		for _, kind := range kinds {
+			cr, ok := row(r.C, kind)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
+				ms(cr.P50), ms(cr.P99), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsHeld),
+				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]))
+		}
+	}
+	tw.Flush()
+}
+
+func metricP50(r results.ConvergeRow) string {
+	if r.Metric == nil {
+		return "-"
+	}
+	return ms(*r.Metric)
+}
+
+// use is a run's daemons' use as the table shows it.
+type use struct{ proxyCPU, proxyRSS, apiRSS, bpf string }
+
+func useOf(c *results.Convergence) use {
+	u := use{"-", "-", "-", "-"}
+	if c.Scale == nil || len(c.Scale.Use) == 0 {
+		return u
+	}
+	var makeCPU, chCPU, proxyRSS, apiRSS float64
+	for _, d := range c.Scale.Use {
+		proxy := d.Daemon != "etcd" && d.Daemon != "kube-apiserver"
+		switch {
+		case proxy && d.Phase == results.PhaseCreate:
+			makeCPU += d.CPUSeconds
+		case proxy && d.Phase == results.PhaseChanges:
+			chCPU += d.CPUSeconds
+		}
+		if d.Phase == results.PhaseIdle {
+			if proxy {
+				proxyRSS += float64(d.RSS)
+			} else {
+				apiRSS += float64(d.RSS)
+			}
+		}
+	}
+	u.proxyCPU = fmt.Sprintf("%.1f / %.1f", makeCPU, chCPU)
+	u.proxyRSS = fmt.Sprintf("%.0f", proxyRSS/(1<<20))
+	u.apiRSS = fmt.Sprintf("%.0f", apiRSS/(1<<20))
+	if c.Scale.BPFMapBytes > 0 {
+		u.bpf = fmt.Sprintf("%.1f", float64(c.Scale.BPFMapBytes)/(1<<20))
+	}
+	return u
+}
+
+// crrRatio is c's newest-Service tcp_crr over base's (N = 0).
+func crrRatio(c, base *results.Convergence) string {
+	if c.CRR == nil || base == nil || base.CRR == nil {
+		return "-"
+	}
+	m, b := stats.Median(c.CRR.Rates), stats.Median(base.CRR.Rates)
+	if b == 0 {
+		return "-"
+	}
+	if lo, hi, ok := stats.RatioOfMediansCI(c.CRR.Rates, base.CRR.Rates); ok {
+		return fmt.Sprintf("%.3f [%.3f, %.3f]", m/b, lo, hi)
+	}
+	return fmt.Sprintf("%.3f", m/b)
+}
+
+// ConvergeChart is kind's p99 (the slowest node's, with its CI) against N,
+// one line per proxy and E: N on a log axis (0 one decade left of the
+// smallest other), the latency on a log axis too (milliseconds to
+// seconds apart).
+func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
+	sortRuns(runs)
+	var ns []int
+	for _, r := range runs {
+		if _, n := keyOf(r.C); !slices.Contains(ns, n) {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	ch := &CurveChart{Title: "network programming latency, " + kind + ": p99 of the slowest node (95% CI)", Unit: "ms (log)", XLabel: "other Services (log scale)", LogY: true}
+	for _, n := range ns {
+		ch.X = append(ch.X, strconv.Itoa(n))
+	}
+	ch.XAt = logPositions(ns)
+	lines := map[convergeKey]int{}
+	for _, r := range runs {
+		k, n := keyOf(r.C)
+		li, ok := lines[k]
+		if !ok {
+			li = len(ch.Lines)
+			lines[k] = li
+			pts := make([]CurvePoint, len(ns))
+			for i := range pts {
+				pts[i].Missing = true
+			}
+			ch.Lines = append(ch.Lines, CurveLine{Label: fmt.Sprintf("%s, E=%d", k.proxy, k.eps), Points: pts, Knee: -1})
+		}
+		cr, ok := row(r.C, kind)
+		if !ok {
+			continue
+		}
+		p := CurvePoint{Value: cr.P99.Value / 1000, Lo: cr.P99.CI[0] / 1000, Hi: cr.P99.CI[1] / 1000, HasCI: cr.P99.CI != [2]float64{},
+			Tip: fmt.Sprintf("%s N=%d: p99 %s ms, %d of %d not applied", ch.Lines[li].Label, n, ms(cr.P99), cr.NotApplied, cr.Changes)}
+		if cr.Changes == cr.NotApplied {
+			p.Failed = true
+		}
+		ch.Lines[li].Points[slices.Index(ns, n)] = p
+	}
+	return ch
+}
+
+// logPositions places counts on a log axis in [0, 1]: 0 one decade left
+// of the smallest positive count.
+func logPositions(ns []int) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, n := range ns {
+		if n > 0 {
+			lo, hi = math.Min(lo, math.Log10(float64(n))), math.Max(hi, math.Log10(float64(n)))
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return nil
+	}
+	lo--
+	if hi <= lo {
+		hi = lo + 1
+	}
+	out := make([]float64, len(ns))
+	for i, n := range ns {
+		v := lo
+		if n > 0 {
+			v = math.Log10(float64(n))
+		}
+		out[i] = (v - lo) / (hi - lo)
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+func convRun(proxy string, n int, p99ms float64, rates ...float64) ConvergeRun {
+	r := results.ConvergeRow{Kind: "endpoint-added", Node: "all nodes", Changes: 10, P50: results.QuantileCI{Value: p99ms * 500},
+		P99: results.QuantileCI{Value: p99ms * 1000, CI: [2]float64{p99ms * 900, p99ms * 1100}}}
+	c := &results.Convergence{Proxy: proxy, Rows: []results.ConvergeRow{r}, Scale: &results.Scale{Services: n, Endpoints: 1,
+		Use: []results.DaemonUse{{Daemon: "n1 proxy", Phase: results.PhaseIdle, RSS: 50 << 20}, {Daemon: "etcd", Phase: results.PhaseIdle, RSS: 100 << 20}}}}
+	if len(rates) > 0 {
+		c.CRR = &results.NewestCRR{Rates: rates}
+	}
+	return ConvergeRun{File: proxy, C: c}
+}
+
+// The table orders runs by proxy and N, gives tcp_crr as a ratio to the
+// same proxy's N = 0, the proxies' RSS apart from etcd's; the chart puts
+// N on a log axis (0 a decade left of the smallest) with a line per proxy.
+func TestConvergeTableAndChart(t *testing.T) {
+	runs := []ConvergeRun{
+		convRun("iptables", 10000, 900, 500, 510, 490),
+		convRun("vnetlab-ebpf", 0, 2, 1000, 1010, 990),
+		convRun("iptables", 0, 600, 1000, 1000, 1000),
+		convRun("vnetlab-ebpf", 10000, 3, 950, 960, 940),
+		convRun("vnetlab-ebpf", 1000, 2.5),
+	}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, runs, []string{"endpoint-added"})
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want a header and 5 rows:\n%s", len(lines), out)
+	}
+	for i, want := range []string{"iptables  1  0 ", "iptables  1  10000", "vnetlab-ebpf  1  0 ", "vnetlab-ebpf  1  1000 ", "vnetlab-ebpf  1  10000"} {
+		if !strings.Contains(strings.Join(strings.Fields(lines[i+1]), "  ")+" ", want) {
+			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	if !strings.Contains(lines[2], "0.500 [") || !strings.Contains(lines[5], "0.950 [") || !strings.Contains(lines[1], "1.000") {
+		t.Errorf("tcp_crr ratios to N=0 missing:\n%s", out)
+	}
+	if !strings.Contains(lines[1], " 50 ") || !strings.Contains(lines[1], " 100 ") {
+		t.Errorf("proxy RSS 50 MB and API+etcd 100 MB missing: %q", lines[1])
+	}
+	ch := ConvergeChart(runs, "endpoint-added")
+	if len(ch.Lines) != 2 || strings.Join(ch.X, ",") != "0,1000,10000" {
+		t.Fatalf("chart lines %d, X %v", len(ch.Lines), ch.X)
+	}
+	if ch.XAt[0] != 0 || ch.XAt[1] != 0.5 || ch.XAt[2] != 1 {
+		t.Errorf("log positions %v: want 0 (N=0, a decade below 1000), 0.5, 1", ch.XAt)
+	}
+	if !ch.Lines[0].Points[1].Missing || ch.Lines[1].Points[2].Value != 3 {
+		t.Errorf("points: %+v", ch.Lines)
+	}
+	if svg := ch.SVG(true); !strings.Contains(svg, "<svg") || !strings.Contains(svg, "vnetlab-ebpf, E=1") {
+		t.Error("the chart's SVG lacks its lines")
+	}
+}
+
+// A change a node did not apply is named with its object and node, never
+// a latency.
+func TestPrintConvergenceNamesNotApplied(t *testing.T) {
+	c := &results.Convergence{Proxy: "unknown proxy", Changes: []results.Change{
+		{Seq: 0, Kind: "service-created", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 900, "n2": 1200}},
+		{Seq: 1, Kind: "endpoint-added", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 800}, NotApplied: []string{"n2"}},
+	}}
+	var b bytes.Buffer
+	PrintConvergence(&b, c)
+	if want := "not applied: change 1 (endpoint-added of the Service at 10.96.0.1:53) on n2"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
+	}
+	if !strings.Contains(b.String(), "proxy unknown proxy") {
+		t.Errorf("the unknown proxy is not said:\n%s", b.String())
+	}
+}

@@ -1,0 +1,61 @@
+#!/bin/sh
+# Issue 47's table and chart: network programming latency, from a change written through
+# the API to the first packet that shows it, per Service proxy and per number N of other
+# Services (E endpoints each), with each proxy's own metric beside it, the proxies', API
+# server's and etcd's CPU and memory, the eBPF maps' memory and tcp_crr to the newest
+# Service as a ratio to N = 0. Per proxy: a 2-node local cluster (kube up), then for each E
+# and each N in increasing order one `kube converge --keep-extra` (the N Services kept
+# between steps: each step makes only the difference), then the cluster goes. Each step
+# takes /run/vnetlab-dev.lock for itself and says how long it held it. An N that the
+# cluster's API server and etcd cannot hold is refused before anything is made (said in
+# the log, the row missing). Last, `kube converge-report` prints the table and writes
+# the chart (p99 of endpoint-added against N, log axes).
+#
+#   make bench-converge                       # every proxy, N 0..100k, E 1 and 10, 1000 changes: many hours
+#   PROXIES="vnetlab-ebpf iptables" NS="0 1000 10000" ES=1 CHANGES=100 scripts/bench-converge.sh
+#   CRR=0 scripts/bench-converge.sh           # without tcp_crr to the newest Service
+#   RESULTS=dir scripts/bench-converge.sh     # the table and chart of an earlier run again
+#
+# PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
+# OUT (converge-bench): the directory of the files, the table (table.txt) and chart (converge.svg).
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+LOCK=${LOCK:-/run/vnetlab-dev.lock}
+OUT=${RESULTS:-${OUT:-converge-bench}}
+if [ -z "${RESULTS:-}" ]; then
+	PROXIES=${PROXIES:-"iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock"}
+	NS=${NS:-"0 1000 10000 30000 100000"}
+	ES=${ES:-"1 10"}
+	CHANGES=${CHANGES:-1000}
+	CRR=${CRR:-3s}
+	mkdir -p "$OUT"
+	locked() { # run "$@" under the lock, saying how long it held it
+		flock "$LOCK" sh -c 't0=$(date +%s); "$@"; rc=$?; echo "lock held $(( $(date +%s) - t0 )) s: $*" >&2; exit $rc' locked "$@"
+	}
+	echo "machine load before: $(uptime)"
+	for p in $PROXIES; do
+		case $p in
+		iptables) name=i47ipt args="--proxy $p" ;;
+		nftables) name=i47nft args="--proxy $p" ;;
+		vnetlab-ebpf) name=i47ebpf args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf" ;;
+		vnetlab-ebpf+socket-lb) name=i47slb args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf --socket-lb" ;;
+		vnetlab-sock) name=i47sock args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-sock" ;;
+		*) echo "unknown proxy $p (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2 ;;
+		esac
+		# shellcheck disable=SC2086
+		locked "$bin" kube up --name "$name" --nodes 2 $args
+		for e in $ES; do
+			for n in $NS; do
+				f="$OUT/$p-e$e-n$n.json"
+				echo "== $p, N=$n, E=$e: $(uptime)"
+				locked "$bin" kube converge --cluster "$name" --extra-services "$n" --extra-endpoints "$e" --keep-extra \
+					--changes "$CHANGES" --crr "$CRR" -o "$f" >"$OUT/$p-e$e-n$n.txt" || echo "$p N=$n E=$e: failed (see above)"
+			done
+		done
+		locked "$bin" kube down "$name"
+	done
+	echo "machine load after: $(uptime)"
+fi
+"$bin" kube converge-report "$OUT"/*.json --svg "$OUT/converge.svg" | tee "$OUT/table.txt"
+echo "chart: $OUT/converge.svg"
