@@ -52,8 +52,8 @@ func Probe(ctx context.Context, c ProbeConfig, out io.Writer) error {
 	}
 	w := &lockedWriter{w: out}
 	errs := make(chan error, len(c.Targets)+1)
-	for _, t := range c.Targets {
-		go func() { errs <- probeTarget(ctx, c, t, w) }()
+	for k, t := range c.Targets {
+		go func() { errs <- probeTarget(ctx, c, t, newPortCycle(k, len(c.Targets), time.Now()), w) }()
 	}
 	n := len(c.Targets)
 	if c.Keep.IsValid() {
@@ -81,18 +81,27 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// Probes' source ports: each target's probes take the ports of this range
-// in turn (skipping one in use), so that a flow's 5-tuple comes back only
-// after the whole range, ReuseAfter(interval), never within conntrack's
-// UDP timeout: an entry an earlier probe left (translated to a backend
-// that has left, or not translated at all) would otherwise decide a
-// probe's path whatever the rules now say. The kernel's own choice (its
-// ephemeral range, 28,232 ports by default, picked at random) brought a
-// port back within seconds at 2,000 probes a second.
+// Probes' source ports: a probe's port is the slot of the clock it is sent
+// in (slots of portSlot, counted from the Unix epoch, taken modulo the
+// range; a target's ports shifted by its share of the range, so that two
+// targets' sockets do not contend for one port), or the slot after its
+// target's last when the clock has not moved on. A flow's 5-tuple thus
+// comes back only after the whole range, ReuseAfter, never within
+// conntrack's UDP timeout, also across probers: a prober started seconds
+// after another (policy converge with one provider after another, on one
+// lab) begins where the clock is, past every port the earlier one used.
+// An entry an earlier probe left (translated to a backend that has left,
+// or accepted as established by a policy since deleted) would otherwise
+// decide a probe's path whatever the rules now say. The kernel's own
+// choice (its ephemeral range, 28,232 ports by default, picked at random)
+// brought a port back within seconds at 2,000 probes a second; a cycle
+// starting at the range's first port at every start brought the previous
+// prober's ports back at once.
 const (
 	firstProbePort = 1024
 	lastProbePort  = 65535
 	probePorts     = lastProbePort - firstProbePort + 1
+	portSlot       = MinInterval
 	// UDPConntrackTimeout is the kernel's nf_conntrack_udp_timeout (its
 	// default: an entry of a flow that never became a stream); kube-proxy
 	// leaves it as it is.
@@ -100,27 +109,42 @@ const (
 )
 
 // ReuseAfter is how long a probe's 5-tuple is not used again when probes
-// are sent every interval.
-func ReuseAfter(interval time.Duration) time.Duration { return probePorts * interval }
+// are sent every interval: the range's slots of the clock, or less for a
+// prober faster than a slot (it runs ahead of the clock, a port a probe).
+func ReuseAfter(interval time.Duration) time.Duration {
+	return probePorts * min(interval, portSlot)
+}
 
-// portCycle hands out a target's source ports in turn.
-type portCycle struct{ next int }
+// portCycle hands out a target's source ports: offset is its shift in the
+// range, last the last slot taken.
+type portCycle struct{ offset, last int64 }
 
-func (p *portCycle) take() int {
-	port := firstProbePort + p.next%probePorts
-	p.next++
-	return port
+// startSlots: a prober's first port is this many slots past the clock's,
+// past the last ports of a prober that ended a moment before (it may have
+// run a few slots ahead of the clock, taking the next when two probes
+// fell in one slot).
+const startSlots = 16
+
+// newPortCycle is the cycle of target k of n, started at now.
+func newPortCycle(k, n int, now time.Time) *portCycle {
+	return &portCycle{offset: int64(k) * probePorts / int64(max(n, 1)), last: now.UnixNano()/int64(portSlot) + startSlots - 1}
+}
+
+func (p *portCycle) take(now time.Time) int {
+	s := max(now.UnixNano()/int64(portSlot), p.last+1)
+	p.last = s
+	return firstProbePort + int((s+p.offset)%probePorts)
 }
 
 // probeTarget sends a probe every c.Interval until ctx ends, each from a socket
-// of its own on the next source port of the cycle (a new flow: no
-// conntrack or affinity entry of an earlier probe decides its path), and writes a Transition to out whenever a probe's
+// of its own on the port ports gives (a new flow: no conntrack or affinity
+// entry of an earlier probe decides its path), and writes a Transition to out whenever a probe's
 // outcome differs from the probe before it, in send order (a
 // results.Transition: the send time of the first probe that saw Answer,
 // Unix ns on the prober's clock); the first probe's outcome is the first
 // line. A probe the kernel refused to send (no route:
 // the Service's address is unknown) counts as Silent.
-func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, out io.Writer) error {
+func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, ports *portCycle, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	probes := make(chan outcome, int(c.Timeout/c.Interval)+16)
 	var wg sync.WaitGroup
@@ -129,14 +153,13 @@ func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, out 
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	var seq uint64
-	var ports portCycle
 	for ctx.Err() == nil {
 		seq++
 		o := outcome{seq: seq, done: make(chan sent, 1)}
 		probes <- o
 		// The socket is made here, in turn (its port the cycle's next);
 		// the datagram and its answer on a goroutine of its own.
-		conn, err := dialFrom(target, &ports)
+		conn, err := dialFrom(target, ports)
 		wg.Add(1)
 		go func() { defer wg.Done(); o.done <- probeOnce(conn, err, c.Timeout) }()
 		select {
@@ -205,14 +228,14 @@ func probeOnce(c *net.UDPConn, err error, timeout time.Duration) sent {
 	return sent{at: at, answer: answerOf(buf[:n], err)}
 }
 
-// dialFrom connects a UDP socket to target from the first port of the
-// cycle that is free (a port another socket holds is skipped: taken again
-// a whole cycle later). A cycle is one target's, used by one goroutine.
+// dialFrom connects a UDP socket to target from the port the cycle gives
+// now, or the next free one (a port another socket holds is skipped). A
+// cycle is one target's, used by one goroutine.
 func dialFrom(target netip.AddrPort, ports *portCycle) (*net.UDPConn, error) {
 	var err error
 	for range 64 {
 		var c *net.UDPConn
-		c, err = net.DialUDP("udp", &net.UDPAddr{Port: ports.take()}, net.UDPAddrFromAddrPort(target))
+		c, err = net.DialUDP("udp", &net.UDPAddr{Port: ports.take(time.Now())}, net.UDPAddrFromAddrPort(target))
 		if !errors.Is(err, syscall.EADDRINUSE) {
 			return c, err
 		}
