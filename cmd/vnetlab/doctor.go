@@ -14,15 +14,20 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var output string
+	var steady int
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Say which modes this kernel supports (and why not), which programs are installed, and whether `run` can work",
 		Long: `Probe the kernel in throwaway namespaces (nothing in the root namespace changes), list
 every mode as available or not with the reason, every program vnetlab uses with its
-version, and bpffs. Exits non-zero when the default experiment (vnetlab run) cannot run.`,
+version, and bpffs; then how steady the CPU run pins its tests to is, apart from any
+path: an arithmetic loop and a memory-bound pointer chase, alternating in windows, and
+the CV of each (a cell's CV near the chase's is the machine's, not its path's; ~5 s,
+--steadiness 0 skips it). Exits non-zero when the default experiment (vnetlab run)
+cannot run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := doctor.Run()
+			r := doctor.Run(steady)
 			if output == "json" {
 				if err := printJSON(r); err != nil {
 					return err
@@ -37,6 +42,7 @@ version, and bpffs. Exits non-zero when the default experiment (vnetlab run) can
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().IntVar(&steady, "steadiness", 10, "windows of each steadiness loop ("+doctor.SteadinessWindow.String()+" each; 0: skip)")
 	return cmd
 }
 

@@ -1,10 +1,14 @@
 package cpu
 
 import (
+	"math"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const statA = `cpu  4641 10 3857 157547 367 5 477 13 0 0
@@ -133,5 +137,63 @@ func TestEmulation(t *testing.T) {
 	defer func() { CPUInfoPath = old }()
 	if Emulation() == "" || Model() != "QEMU TCG CPU version 2.5+" {
 		t.Errorf("Model() = %q, Emulation() = %q", Model(), Emulation())
+	}
+}
+
+// Steadiness runs both loops on the CPU asked for, gives a CV for each
+// (finite, non-negative; the arithmetic loop steadier than a few percent
+// is not asserted: a busy CI machine may move it), and leaves the calling
+// thread's CPU affinity as it found it; a bad window is refused.
+func TestMeasureSteadiness(t *testing.T) {
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Fatal(err)
+	}
+	cpuID := -1
+	for i := range 1024 {
+		if before.IsSet(i) {
+			cpuID = i
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s, err := MeasureSteadiness(cpuID, 4, 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPU != cpuID || s.Windows != 4 || s.WindowMS != 30 || s.MemoryBytes != chaseBytes || s.SyscallNS <= 0 || s.SyscallNS > 1e6 {
+		t.Errorf("steadiness %+v", s)
+	}
+	for name, v := range map[string]float64{"arithmetic": s.ArithCV, "memory": s.MemoryCV} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > 1 {
+			t.Errorf("%s CV %v", name, v)
+		}
+	}
+	var after unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("the thread's CPU affinity was left at %v, was %v", after, before)
+	}
+	if _, err := MeasureSteadiness(cpuID, 1, time.Millisecond); err == nil {
+		t.Error("one window accepted")
+	}
+}
+
+// The chase's buffer is one cycle through every slot: a chase from any
+// slot visits all of them before it comes back.
+func TestChaseCycle(t *testing.T) {
+	next := chaseCycle(1000)
+	p, seen := uint32(0), map[uint32]bool{}
+	for range 1000 {
+		if seen[p] {
+			t.Fatalf("slot %d visited twice after %d steps", p, len(seen))
+		}
+		seen[p] = true
+		p = next[p]
+	}
+	if p != 0 {
+		t.Errorf("after 1000 steps at slot %d, want back at 0", p)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +31,9 @@ type Report struct {
 	Programs  []Program `json:"programs"`
 	BPFFS     Item      `json:"bpffs"`
 	Notes     []string  `json:"notes,omitempty"`
+	// Steadiness is how steady the CPU run pins its tests to is, apart
+	// from any path (cpu.Steadiness); nil when not asked for.
+	Steadiness *cpu.Steadiness `json:"steadiness,omitempty"`
 	// DefaultRunnable is false when plain `vnetlab run` cannot run.
 	DefaultRunnable bool   `json:"default_experiment_runnable"`
 	Why             string `json:"why_not,omitempty"`
@@ -71,9 +75,22 @@ var programs = []struct {
 // DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
 var DefaultModes = []string{modes.VethRouted, modes.Bridge, modes.Macvlan, modes.Ipvlan}
 
-// Run inspects the machine.
-func Run() *Report {
+// steadyCV is the CV below which doctor calls a loop steady: issue 42's
+// target for every cell of the default experiment.
+const steadyCV = 0.05
+
+// SteadinessWindow is each loop's window in Run's steadiness measurement.
+const SteadinessWindow = 250 * time.Millisecond
+
+// Run inspects the machine; with steadyWindows > 0, it also measures how
+// steady the CPU run pins its tests to is, in that many windows of each
+// loop (SteadinessWindow each).
+func Run(steadyWindows int) *Report {
 	r := &Report{Root: os.Geteuid() == 0}
+	var steadyNote string
+	if steadyWindows > 0 { // first: the mode probes' namespaces are torn down by the kernel's workers after them
+		steadyNote = steadiness(r, steadyWindows)
+	}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		r.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -104,6 +121,9 @@ func Run() *Report {
 	r.Notes = append(r.Notes, ebpfNotes(r)...)
 	if n := cpuNote(); n != "" {
 		r.Notes = append(r.Notes, n)
+	}
+	if steadyNote != "" {
+		r.Notes = append(r.Notes, steadyNote)
 	}
 	r.DefaultRunnable, r.Why = defaultRunnable(r)
 	return r
@@ -139,6 +159,30 @@ func cpuNote() string {
 	}
 	last := allowed[len(allowed)-1]
 	return fmt.Sprintf("CPUs %s: %s (run's default, --cpu-affinity auto, puts their client and server on CPU %d; kube run leaves them unpinned unless told)", cpupin.FormatList(allowed), w, last)
+}
+
+// steadiness measures the CPU run pins its tests to (the last allowed one,
+// cpupin.Auto's) and says what it means for a run's CVs.
+func steadiness(r *Report, windows int) string {
+	allowed, err := cpupin.Allowed()
+	if err != nil || len(allowed) == 0 {
+		return ""
+	}
+	s, err := cpu.MeasureSteadiness(allowed[len(allowed)-1], windows, SteadinessWindow)
+	if err != nil {
+		return err.Error()
+	}
+	r.Steadiness = &s
+	n := fmt.Sprintf("steadiness of CPU %d (%d windows of %s each, alternating): arithmetic loop CV %.1f%%, memory-bound pointer chase (%d MB) CV %.1f%%; a system call costs %.0f ns (request/response rates scale with it from host to host)",
+		s.CPU, s.Windows, SteadinessWindow, 100*s.ArithCV, s.MemoryBytes>>20, 100*s.MemoryCV, s.SyscallNS)
+	if worst := max(s.ArithCV, s.MemoryCV); worst > steadyCV {
+		what := "memory speed here varies (another tenant's cache and memory traffic, most likely)"
+		if s.ArithCV > steadyCV {
+			what = "this CPU's own speed varies (the host gives it less time than it reports as steal)"
+		}
+		n += fmt.Sprintf(": %s more than the %.0f%% a steady cell needs; a stream's or rr's CV near %.0f%% is the machine's, not its path's: judge paths by run's verdicts (interleaved samples, Mann-Whitney), with --repeat 10 or more", what, 100*steadyCV, 100*worst)
+	}
+	return n
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)

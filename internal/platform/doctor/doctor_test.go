@@ -1,0 +1,24 @@
+package doctor
+
+import (
+	"strings"
+	"testing"
+)
+
+// The steadiness note names the CPU measured and both loops' CVs, and the
+// report carries the numbers (doctor -o json).
+func TestSteadinessNote(t *testing.T) {
+	r := &Report{}
+	n := steadiness(r, 2)
+	if r.Steadiness == nil || r.Steadiness.Windows != 2 {
+		t.Fatalf("steadiness %+v (note %q)", r.Steadiness, n)
+	}
+	for _, want := range []string{"steadiness of CPU ", "arithmetic loop CV ", "memory-bound pointer chase (32 MB) CV "} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	if worst := max(r.Steadiness.ArithCV, r.Steadiness.MemoryCV); (worst > steadyCV) != strings.Contains(n, "is the machine's, not its path's") {
+		t.Errorf("CVs %.3f/%.3f against %.2f, note %q", r.Steadiness.ArithCV, r.Steadiness.MemoryCV, steadyCV, n)
+	}
+}
