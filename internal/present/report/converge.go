@@ -26,11 +26,28 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	}
 	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
 		what, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
+	// The proxy's metric and the kept connections are columns only when
+	// some row has them (a lab's floor or policy apply latency has neither).
+	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })
+	conns := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.ConnsHeld > 0 || r.GoneConnsHeld > 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS\tMETRIC P50/P99 MS\tMETRIC EARLY\tCONNS BROKEN\tGONE CONNS BROKEN")
+	head := "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS"
+	if metrics {
+		head += "\tMETRIC P50/P99 MS\tMETRIC EARLY"
+	}
+	if conns {
+		head += "\tCONNS BROKEN\tGONE CONNS BROKEN"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range c.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000,
-			metricText(r), early(r), ofHeld(r.ConnsBroken, r.ConnsHeld), ofHeld(r.GoneConnsBroken, r.GoneConnsHeld))
+		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000)
+		if metrics {
+			line += "\t" + metricText(r) + "\t" + early(r)
+		}
+		if conns {
+			line += "\t" + ofHeld(r.ConnsBroken, r.ConnsHeld) + "\t" + ofHeld(r.GoneConnsBroken, r.GoneConnsHeld)
+		}
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
 	printNotApplied(w, c.Changes)

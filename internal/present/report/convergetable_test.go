@@ -78,4 +78,18 @@ func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 	if !strings.Contains(b.String(), "proxy unknown proxy") {
 		t.Errorf("the unknown proxy is not said:\n%s", b.String())
 	}
+	// Columns no row has are left out; a row with a metric and kept
+	// connections brings theirs.
+	c.Rows = []results.ConvergeRow{{Kind: "service-created", Node: "n1", Changes: 1}}
+	b.Reset()
+	PrintConvergence(&b, c)
+	if strings.Contains(b.String(), "METRIC") || strings.Contains(b.String(), "CONNS") {
+		t.Errorf("empty metric and connection columns shown:\n%s", b.String())
+	}
+	c.Rows[0].Metrics, c.Rows[0].MetricEarly, c.Rows[0].ConnsHeld, c.Rows[0].ConnsBroken = 4, 1, 10, 2
+	b.Reset()
+	PrintConvergence(&b, c)
+	if !strings.Contains(b.String(), "METRIC EARLY") || !strings.Contains(b.String(), "1 of 4") || !strings.Contains(b.String(), "2 of 10") {
+		t.Errorf("metric and connection columns missing:\n%s", b.String())
+	}
 }
