@@ -114,9 +114,11 @@ func checkCells(cells []string) error { return results.CellPatterns(cells).Check
 // (doctor.DefaultModes) with iperf3's tcp_stream (the seed's test) and the
 // rr engine's tcp_rr and tcp_crr (what a packet and a connection cost each
 // path), 5 samples of 4 s each, every engine's client and server on one
-// CPU (cpupin.Auto), between the two default pods: every cell's CV near 3%
-// on a 2-CPU machine (docs/engines.md, "CPU affinity"). Flags and scenario
-// files start from it.
+// CPU (cpupin.Auto), between the two default pods: every cell's CV 0.3-2.5%
+// on a steady 2-CPU machine, 2-17% on one whose memory speed moves with
+// another tenant (docs/engines.md, "CPU affinity" and "How steady this
+// machine is": `vnetlab doctor` says which). Flags and scenario files start
+// from it.
 func DefaultSpec() Spec {
 	return Spec{
 		Modes:         Variants(doctor.DefaultModes, nil),

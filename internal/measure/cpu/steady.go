@@ -19,7 +19,7 @@ import (
 // bound by memory more than by arithmetic. On a shared host another
 // tenant's cache and memory traffic moves the second more than the first:
 // measured here (2 vCPUs, 2026-11-26, windows of 250-500 ms), arithmetic
-// 1.0-3.6% and the chase 4.0-8.1%, while one veth's iperf3 (client and
+// 1.0-4.1% and the chase 4.0-8.1%, while one veth's iperf3 (client and
 // server on one CPU) moved 9.8-13.9 Gbit/s from one second to the next of
 // one connection. A throughput cell's CV near the
 // chase's is the machine's, not its path's.
