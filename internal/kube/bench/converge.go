@@ -186,7 +186,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	} else {
 		say("converge: not a local cluster: the proxies' own metrics are not scraped")
 	}
-	changes, err := converge.Cycle(ctx, c, c.seen, spec.Pace, c.targets(), say)
+	changes, err := converge.Cycle(ctx, c, converge.Hooks{WarmedUp: c.WarmedUp, Observed: c.Observed}, c.seen, spec.Pace, c.targets(), say)
 	if err != nil {
 		return nil, err
 	}

@@ -29,20 +29,6 @@ type Writer interface {
 	Second() string                                    // the second backend's name (its answers)
 }
 
-// Observer is a Writer that also looks at each change once the nodes
-// showed it (or the change timeout passed): kube converge scrapes the
-// proxies' own metrics there (Change.MetricUS).
-type Observer interface {
-	Observed(ctx context.Context, ch *results.Change)
-}
-
-// WarmedUpper is a Writer told when the warm-up is done, before the first
-// measured change: kube converge ends its creation phase there (every node
-// carries a Service made after the N others) and measures the idle one.
-type WarmedUpper interface {
-	WarmedUp(ctx context.Context)
-}
-
 // Targets are the probed addresses (IP:port) of the changed Service: its
 // port at creation, and after its port changed.
 type Targets struct{ Main, Moved string }
@@ -114,7 +100,7 @@ func ServiceSteps(w Writer, t Targets) []Step {
 	}
 }
 
-// Hooks are what a cycle's writer is told, when it asks (nil: nothing).
+// Hooks are what a cycle tells its writer, when it asks (nil: nothing).
 type Hooks struct {
 	// WarmedUp: the warm-up is done, the first measured change comes
 	// next (kube converge ends its creation phase there: every node
@@ -128,15 +114,8 @@ type Hooks struct {
 }
 
 // Cycle writes p.Changes changes of a Service through w (ServiceSteps),
-// telling w what it implements of Observer and WarmedUpper.
-func Cycle(ctx context.Context, w Writer, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
-	var h Hooks
-	if o, ok := w.(Observer); ok {
-		h.Observed = o.Observed
-	}
-	if u, ok := w.(WarmedUpper); ok {
-		h.WarmedUp = u.WarmedUp
-	}
+// telling h what it asks for.
+func Cycle(ctx context.Context, w Writer, h Hooks, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
 	return CycleSteps(ctx, ServiceSteps(w, t), h, seen, p, say)
 }
 

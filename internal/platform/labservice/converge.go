@@ -92,7 +92,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		}
 	}()
 	res := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds()}
-	changes, err := converge.Cycle(ctx, w, seen, spec.Pace, targets, say)
+	changes, err := converge.Cycle(ctx, w, converge.Hooks{}, seen, spec.Pace, targets, say)
 	if err != nil {
 		return nil, err
 	}
