@@ -22,10 +22,11 @@
  * decision costs two LPM lookups (and the peer's identity, one more)
  * whatever the number of policies.
  *
- * The rule maps are swapped, not edited: each is an array of two maps
+ * The rule maps are double-buffered: each is an array of two maps
  * (map-in-map), and pol_gen's low bit says which slot is in force. An
- * update fills fresh maps in the other slot and then bumps pol_gen: a
- * packet sees the old rules or the new ones, never a mix.
+ * update edits the other slot's maps and then bumps pol_gen: a packet sees
+ * the old rules or the new ones, never a mix (the writer waits for running
+ * programs to finish before it edits a slot again).
  *
  * Flows (pol_flows4/6, LRU): a new flow is decided once, then its entry
  * (and its reply's) lets the next packets through with one hash lookup.

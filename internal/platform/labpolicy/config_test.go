@@ -1,0 +1,43 @@
+package labpolicy
+
+import (
+	"encoding/json"
+	"net/netip"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+)
+
+// TestCloneIsDeep: a clone writes to JSON as its original does, and no
+// change to the clone, down to a label or a selector, reaches the
+// original (the old side of a change must stay as it was).
+func TestCloneIsDeep(t *testing.T) {
+	c := &Config{Provider: EBPF, Installed: true, LoadSeconds: 0.5,
+		Namespaces: []netpol.Namespace{{Name: "ns-a", Labels: netpol.Labels{"team": "a"}}},
+		Pods: []netpol.Pod{{Name: "pod-a", Namespace: "ns-a", Labels: netpol.Labels{"app": "web"},
+			IPs: []netip.Addr{netip.MustParseAddr("192.168.10.10")}, Ports: []netpol.NamedPort{{Name: "http", Proto: netpol.TCP, Port: 80}}}},
+		Policies: []networkingv1.NetworkPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns-a"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}},
+	}
+	want, _ := json.Marshal(c)
+	n := c.Clone()
+	if got, _ := json.Marshal(n); string(got) != string(want) {
+		t.Fatalf("clone writes\n%s\nwant\n%s", got, want)
+	}
+	n.Namespaces[0].Labels["team"] = "b"
+	n.Pods[0].Labels["app"] = "db"
+	n.Pods[0].IPs[0] = netip.MustParseAddr("192.168.10.99")
+	n.Pods[0].Ports[0].Port = 81
+	n.Policies[0].Spec.PodSelector.MatchLabels["app"] = "db"
+	n.Policies = append(n.Policies[:0], networkingv1.NetworkPolicy{})
+	if got, _ := json.Marshal(c); string(got) != string(want) {
+		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
+	}
+	empty, _ := json.Marshal(&Config{})
+	if got, _ := json.Marshal((&Config{}).Clone()); string(got) != string(empty) {
+		t.Errorf("a clone of an empty config writes %s, want %s", got, empty)
+	}
+}
