@@ -105,15 +105,25 @@ func (c *Controller) Sync() (Stats, error) {
 		return Stats{}, nil
 	}
 	w, local := buildWorld(c.haveNamespaces, c.havePods, c.enforceable(), c.node)
-	r := netpol.CompileWhere(w, func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] })
-	st := Stats{Pods: len(w.Pods), Local: len(r.Pods), Policies: len(w.Policies)}
+	keep := func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] }
+	if c.backend.Everywhere() {
+		keep = nil
+	}
+	r := netpol.CompileWhere(w, keep)
+	st := Stats{Pods: len(w.Pods), Local: len(local), Policies: len(w.Policies)}
 	for _, p := range r.Pods {
-		if p.Ingress.Isolated || p.Egress.Isolated {
+		if local[p.Namespace+"/"+p.Pod] && (p.Ingress.Isolated || p.Egress.Isolated) {
 			st.Isolated++
 		}
 	}
 	st.Compile = time.Since(t0)
-	err := c.backend.Apply(&r)
+	attach := map[string]bool{}
+	for k := range local {
+		if p := c.havePods[k]; p != nil && p.DeletionTimestamp == nil {
+			attach[k] = true
+		}
+	}
+	err := c.backend.Apply(&r, attach)
 	c.failed = err != nil
 	st.Took = time.Since(t0)
 	if err != nil {
