@@ -79,10 +79,7 @@ func (c *Controller) NamespaceHandler() cache.ResourceEventHandler {
 func (c *Controller) handler(record func(obj any, gone bool) bool) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) {
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.kickNow()
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -167,6 +164,14 @@ func (c *Controller) enforceable() []networkingv1.NetworkPolicy {
 		out = append(out, *p)
 	}
 	return out
+}
+
+// kickNow wakes Loop for a sync.
+func (c *Controller) kickNow() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Loop syncs whenever a change is recorded, until ctx ends; a failed sync

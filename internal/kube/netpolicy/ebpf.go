@@ -71,23 +71,37 @@ func (b *ebpfBackend) Name() string {
 
 func (b *ebpfBackend) Everywhere() bool { return true }
 
-// open opens the plane and the Service frontends once (they stay open
-// while the controller runs: Close).
+// open opens the plane once (it stays open while the controller runs:
+// Close).
 func (b *ebpfBackend) open() error {
 	if b.pl != nil {
 		return nil
+	}
+	pl, err := polbpf.Open(PlaneDir(b.plane), polbpf.Frontends{})
+	if err != nil {
+		return err
+	}
+	b.pl = pl
+	return nil
+}
+
+// frontends gives the programs the node's Service frontends before their
+// first Attach. The node's Service proxy creates them: the backend only
+// opens them once pinned, never racing the proxy to create them (a proxy
+// whose pin another process made first exits).
+func (b *ebpfBackend) frontends() error {
+	if b.fe4 != nil {
+		return nil
+	}
+	if !tcbpf.HasFrontends(b.plane) {
+		return fmt.Errorf("the node's Service plane %s has no frontends yet (vnetlab's Service proxy makes them)", tcbpf.PinDir(b.plane))
 	}
 	v4, v6, err := tcbpf.FrontendMaps(b.plane)
 	if err != nil {
 		return err
 	}
-	pl, err := polbpf.Open(PlaneDir(b.plane), polbpf.Frontends{V4: v4, V6: v6})
-	if err != nil {
-		v4.Close()
-		v6.Close()
-		return err
-	}
-	b.pl, b.fe4, b.fe6 = pl, v4, v6
+	b.fe4, b.fe6 = v4, v6
+	b.pl.UseFrontends(polbpf.Frontends{V4: v4, V6: v6})
 	return nil
 }
 
@@ -116,6 +130,12 @@ func (b *ebpfBackend) Apply(r *netpol.Rules, attach map[string]bool) error {
 			continue
 		}
 		want[i] = true
+		if b.pl.Has(i) {
+			continue
+		}
+		if err := b.frontends(); err != nil {
+			return err
+		}
 		if err := b.pl.Attach(i); err != nil {
 			return fmt.Errorf("pod %s: %w", key, err)
 		}
@@ -202,5 +222,9 @@ func (b *ebpfBackend) Close() error {
 	if b.pl == nil {
 		return nil
 	}
-	return errors.Join(b.pl.Close(), b.fe4.Close(), b.fe6.Close())
+	errs := []error{b.pl.Close()}
+	if b.fe4 != nil {
+		errs = append(errs, b.fe4.Close(), b.fe6.Close())
+	}
+	return errors.Join(errs...)
 }
