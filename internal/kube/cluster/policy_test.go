@@ -109,6 +109,9 @@ func policyBehaviours(t *testing.T, spec Spec) {
 
 	t.Run("no policy: every pod answers", func(t *testing.T) {
 		w.expect(t, tcp("cli", "srv1", 80, true), tcp("cli2", "srv2", 82, true), probe{"cli", "udp", net.JoinHostPort(w.ip["srv1"], "80"), "srv1", true})
+		if spec.podIfPolicy() {
+			w.podPrograms(t, false) // no policy: the CNI's bare path
+		}
 	})
 	t.Run("default deny ingress, pods created before and after it", func(t *testing.T) {
 		w.apply("np-a", `{metadata: {name: deny}, spec: {podSelector: {}, policyTypes: [Ingress]}}`)
@@ -153,6 +156,11 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		w.expect(t, probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", true}, tcp("cli2", "srv1", 80, true), tcp("cli2", "srv2", 82, true))
 		w.label("np-c", "cli2", `{"metadata":{"labels":{"app":"cli2"}}}`)
 		w.expect(t, probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", false}, tcp("cli2", "srv2", 80, true))
+		if spec.podIfPolicy() {
+			// While a policy isolates a pod, every pod carries the programs,
+			// isolated or not, srv3 created after a policy included.
+			w.podPrograms(t, true)
+		}
 	})
 	t.Run("policies deleted", func(t *testing.T) {
 		for _, ns := range []string{"np-a", "np-c"} {
@@ -163,14 +171,7 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		w.expect(t, tcp("cli2", "srv1", 80, true), tcp("cli2", "srv1", 82, true), tcp("cli", "srv3", 80, true),
 			probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", true}, probe{"cli", "udp", net.JoinHostPort(w.ip["srv1"], "80"), "srv1", true})
 		if spec.podIfPolicy() {
-			// Every pod, srv3 created after a policy included, carries the
-			// programs (they stay, deciding nothing, once no policy isolates it).
-			for name, ns := range w.netns {
-				progs, err := polbpf.Programs(polbpf.Interface{NS: ns, Ifname: "eth0"})
-				if err != nil || !slices.Contains(progs, "pol_egress") || !slices.Contains(progs, "pol_ingress") {
-					t.Errorf("pod %s's eth0 carries %v (%v), want pol_egress and pol_ingress", name, progs, err)
-				}
-			}
+			w.podPrograms(t, false) // the last policy gone: the bare path again
 		} else if spec.NetworkPolicy == clusternet.PolicyVnetlab {
 			for _, n := range st.Nodes {
 				out, err := proc.Command(ctx, n.NS, "nft", "list", "table", "inet", polnft.Table).CombinedOutput()
@@ -180,6 +181,27 @@ func policyBehaviours(t *testing.T, spec Spec) {
 			}
 		}
 	})
+}
+
+// podPrograms waits until every pod's eth0 carries the policy programs
+// (want) or none does.
+func (w *policyWorld) podPrograms(t *testing.T, want bool) {
+	t.Helper()
+	var bad []string
+	err := waitFor(w.ctx, 30*time.Second, "the pods' policy programs", func() bool {
+		bad = bad[:0]
+		for name, ns := range w.netns {
+			progs, err := polbpf.Programs(polbpf.Interface{NS: ns, Ifname: "eth0"})
+			eg, in := slices.Contains(progs, "pol_egress"), slices.Contains(progs, "pol_ingress")
+			if err != nil || want && !(eg && in) || !want && (eg || in) {
+				bad = append(bad, fmt.Sprintf("%s: %v (%v)", name, progs, err))
+			}
+		}
+		return len(bad) == 0
+	})
+	if err != nil {
+		t.Errorf("want the policy programs on every pod's eth0 %v; %s", want, strings.Join(bad, "; "))
+	}
 }
 
 // probe: from pod from, over proto to addr, answered by pod answer (want)

@@ -30,9 +30,10 @@ func PlaneDir(plane string) string { return filepath.Join(tcbpf.PinDir(plane), P
 // ebpfBackend: internal/datapath/polbpf's programs on every pod of the
 // node (its eth0, in its namespace), for CNI modes whose pod-to-pod
 // packets never cross the node's netfilter (veth-ebpf: bpf_redirect_peer).
-// The programs are attached to the node's pods that lack them at every
-// Apply (pods created after a policy included); a pod's namespace takes
-// its programs with it, and its pins go at the next Apply.
+// While a policy isolates some pod, the programs are attached to the
+// node's pods that lack them at every Apply (pods created after a policy
+// included); with none, no pod carries them (anyIsolated). A pod's
+// namespace takes its programs with it, and its pins go at the next Apply.
 //
 // The maps hold the rules of every pod of the cluster, not only the
 // node's: a pod's egress to a clusterIP is translated by the Service
@@ -119,9 +120,10 @@ func (b *ebpfBackend) Apply(r *netpol.Rules, attach map[string]bool) error {
 	ifs := b.pods.byAddr()
 	want := map[polbpf.Interface]bool{}
 	var missing []string
+	isolated := anyIsolated(r)
 	for _, p := range r.Pods {
 		key := p.Namespace + "/" + p.Pod
-		if !attach[key] {
+		if !attach[key] || !isolated {
 			continue
 		}
 		i, ok := podInterface(ifs, p.IPs)
@@ -153,6 +155,22 @@ func (b *ebpfBackend) Apply(r *netpol.Rules, attach map[string]bool) error {
 		return fmt.Errorf("no network namespace of the node holds the address of pod %s yet", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// anyIsolated says whether a policy isolates any pod of the cluster, on
+// either side. Until one does, no pod carries the programs (and a pod that
+// carries them loses them when the last policy goes): a cluster without
+// policies is measured on the CNI's bare path, as a lab without policies
+// is. Once one does, every pod of the node carries them, isolated or not:
+// an isolated pod's egress to a Service is decided at its backend's
+// interface, whichever pod that is.
+func anyIsolated(r *netpol.Rules) bool {
+	for _, p := range r.Pods {
+		if p.Ingress.Isolated || p.Egress.Isolated {
+			return true
+		}
+	}
+	return false
 }
 
 func podInterface(ifs map[netip.Addr]polbpf.Interface, ips []netip.Addr) (polbpf.Interface, bool) {
