@@ -76,12 +76,22 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 		return stale6(k, v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
 	}
 
+	// A family's maps hold only flows to its frontends: the other's are
+	// not walked (each walk reads every bucket of a map).
+	var v4, v6 bool
+	for fe := range keep {
+		v4, v6 = v4 || fe.Addr().Is4(), v6 || !fe.Addr().Is4()
+	}
 	var n [4]int
 	var errs [4]error
-	n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods)
-	n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside)
-	n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6)
-	n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6)
+	if v4 {
+		n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods)
+		n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside)
+	}
+	if v6 {
+		n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6)
+		n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6)
+	}
 	return n[0] + n[1] + n[2] + n[3], errors.Join(errs[:]...)
 }
 
