@@ -7,6 +7,20 @@ import (
 	"time"
 )
 
+// privatePlane loads the programs with private maps, closed when t ends.
+func privatePlane(t *testing.T) *Plane {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (BPF_MAP_CREATE)")
+	}
+	p, err := LoadPrivate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // ForgetUDPFlows on a full conntrack (the node's pods' map filled as the
 // converge probers fill it, a fresh 5-tuple a millisecond per node):
 // exactly the flows to the backend that left are forgotten, both
@@ -20,14 +34,7 @@ import (
 // before (measured: 0.45 s key by key, 45 ms in batches on a quiet machine;
 // ForgetUDPFlows ~0.1 s). Both are the best of three.
 func TestForgetUDPFlowsFullConntrack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (BPF_MAP_CREATE)")
-	}
-	p, err := LoadPrivate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := privatePlane(t)
 	m := p.objs.LbConntrack
 	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.244.1.9")
 	gone, stays := Backend{IP: netip.MustParseAddr("10.244.2.5"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.6"), Port: 5353}
@@ -138,14 +145,7 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 // deleteKeys goes past keys that are not there (a reverse entry the LRU
 // evicted): every key that is there goes, whatever precedes it.
 func TestDeleteKeysSkipsMissing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (BPF_MAP_CREATE)")
-	}
-	p, err := LoadPrivate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := privatePlane(t)
 	m := p.objs.LbConntrack
 	key := func(i int) CtKey {
 		return CtKey{Saddr: be32(netip.MustParseAddr("10.244.1.9")), Daddr: be32(netip.MustParseAddr("10.96.0.53")), Sport: be16(uint16(1024 + i)), Dport: be16(53), Proto: uint8(UDP), Dir: ctFwd}

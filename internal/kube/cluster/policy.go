@@ -54,18 +54,7 @@ func (s Spec) podIfUnserved() string {
 		return ""
 	}
 	return fmt.Sprintf("its programs decide a pod's egress at the pod's eth0, before {proxy} %s translates a Service in the node's netfilter (they would judge the clusterIP, not the backend): use {proxy} %s",
-		s.Proxy, strings.Join(vnetlabProxies(), "|"))
-}
-
-// vnetlabProxies lists vnetlab's own Service proxies.
-func vnetlabProxies() []string {
-	var out []string
-	for _, p := range clusternet.Proxies {
-		if p.Vnetlab {
-			out = append(out, p.Name)
-		}
-	}
-	return out
+		s.Proxy, strings.Join(clusternet.VnetlabProxyNames(), "|"))
 }
 
 // nodeFilterUnseen says why rules in a node's netfilter would not see the
