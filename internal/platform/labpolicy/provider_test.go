@@ -9,6 +9,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/kernel"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // A stored lab's state, without building anything: Compile must refuse
@@ -118,5 +119,22 @@ func TestDefaultLabels(t *testing.T) {
 	}
 	if p := w.Pod(netpol.DefaultNamespace, "pod-b"); p == nil || p.Labels[PodLabel] != "pod-b" || len(p.IPs) != 1 || p.IPs[0].String() != "192.168.10.11" {
 		t.Errorf("pod-b in the model: %+v", p)
+	}
+}
+
+// Every cluster enforcer's lab equivalent is a provider of this registry,
+// the pods' interfaces' one included (vnetlab's controller on veth-ebpf is
+// the ebpf provider's data path, not nftables').
+func TestEnforcersLabProviders(t *testing.T) {
+	for _, e := range clusternet.Enforcers {
+		for _, podIf := range []bool{false, true} {
+			name := e.LabProviderFor(podIf)
+			if _, err := Get(name); (err == nil) != e.Enforces {
+				t.Errorf("enforcer %s (pod interfaces %v): lab provider %q: %v", e.Name, podIf, name, err)
+			}
+		}
+	}
+	if v, _ := clusternet.GetEnforcer(clusternet.PolicyVnetlab); v.LabProviderFor(true) != EBPF || v.LabProviderFor(false) != NFTables {
+		t.Errorf("vnetlab's controller: lab providers %q (pod interfaces), %q (node filter), want %s, %s", v.LabProviderFor(true), v.LabProviderFor(false), EBPF, NFTables)
 	}
 }

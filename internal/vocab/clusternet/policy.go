@@ -43,13 +43,26 @@ type Enforcer struct {
 	// its socket), never by the node's netfilter.
 	PodIf bool
 	// LabProvider is the lab policy provider (internal/platform/labpolicy's
-	// name) with the same data path.
-	LabProvider string
+	// name) with the same data path as its node filter rules;
+	// PodIfLabProvider the one with the same data path as its programs on
+	// the pods' interfaces ("": it has none). LabProviderFor chooses.
+	LabProvider, PodIfLabProvider string
+}
+
+// LabProviderFor is the lab policy provider with the enforcer's data path
+// on a cluster whose CNI mode makes it enforce on the pods' interfaces
+// (podIf: kube up's choice, e.g. vnetlab's CNI in mode veth-ebpf) or in
+// the node's netfilter.
+func (e Enforcer) LabProviderFor(podIf bool) string {
+	if podIf && e.PodIf {
+		return e.PodIfLabProvider
+	}
+	return e.LabProvider
 }
 
 // Enforcers lists every enforcer.
 var Enforcers = []Enforcer{
-	{Name: PolicyVnetlab, Enforces: true, Vnetlab: true, NodeFilter: true, PodIf: true, LabProvider: "nftables",
+	{Name: PolicyVnetlab, Enforces: true, Vnetlab: true, NodeFilter: true, PodIf: true, LabProvider: "nftables", PodIfLabProvider: "ebpf",
 		Summary: "vnetlab's controller on every node (vnetlab kube-netpol): the netpol model compiled into the node's nftables, or into eBPF programs on each pod's eth0 with --cni-mode veth-ebpf"},
 	{Name: PolicyKubeRouter, Enforces: true, NodeFilter: true, LabProvider: "iptables",
 		Summary: "kube-router's network policy controller (iptables + ipset), a DaemonSet with only its firewall on"},
