@@ -95,4 +95,3 @@ func (o *OpenLoop) LateShare() float64 {
 	}
 	return float64(o.Late+o.Scheduled-o.Sent) / float64(o.Scheduled)
 }
-
