@@ -195,7 +195,13 @@ func (l *openLoop) run() error {
 			if ev.Fd == timerData {
 				continue
 			}
-			if err := l.event(&l.flows[ev.Fd], ev.Events, now); err != nil {
+			f := &l.flows[ev.Fd]
+			if err := l.event(f, ev.Events, now); err != nil {
+				return err
+			}
+			// Its request answered or failed (crr), a flow behind its
+			// schedule sends its next one at once.
+			if err := l.next(f, now); err != nil {
 				return err
 			}
 		}
@@ -359,7 +365,7 @@ func (l *openLoop) event(f *openFlow, ev uint32, now time.Duration) error {
 	l.h.Record(now - f.at)
 	l.last = now
 	l.free(f)
-	return l.next(f, now) // its backlog, if it is behind
+	return nil
 }
 
 // free ends f's request (crr: its connection, which leaves the epoll
