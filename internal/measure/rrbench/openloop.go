@@ -192,7 +192,8 @@ func (l *openLoop) run() error {
 		if now < end {
 			wake = min(wake, end)
 		}
-		evs, err := l.p.wait(wake, now)
+		// Now again: sendDue took time, and the timer is set relative to now.
+		evs, err := l.p.wait(wake, l.clk.now())
 		if err != nil {
 			return err
 		}
