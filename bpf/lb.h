@@ -194,7 +194,8 @@ static __always_inline int lb_maybe_backend_port(__be16 port)
 }
 
 /* Slot 0: the next service id (written by vnetlab's Go side only; ids are
- * never reused so conntrack entries of a deleted service cannot match). */
+ * never reused so a UDP flow's conntrack entry of a deleted service cannot
+ * match; an established TCP flow follows its entry whatever the id). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

@@ -106,6 +106,12 @@ static __always_inline int LBF(affinity_keep)(const struct lb_svc *svc, const st
 	return -1;
 }
 
+/* lb_maybe_svc: whether p's destination may be a clusterIP (the prefilter). */
+static __always_inline int LBF(maybe_svc)(const struct LBF(pkt) *p)
+{
+	return LB_MAYBE_VIP(p);
+}
+
 /* lb_svc_of: the Service packet p is sent to (prefilter, then
  * lb_services), or NULL: then p may be a direct flow with a translated
  * one's tuple (lb_forget_stale). */
@@ -114,7 +120,7 @@ static __always_inline struct lb_svc *LBF(svc_of)(const struct LBF(pkt) *p)
 	struct LBF(svc_key) sk = {};
 	struct lb_svc *svc = NULL;
 
-	if (LB_MAYBE_VIP(p)) {
+	if (LBF(maybe_svc)(p)) {
 		sk.vip = p->daddr;
 		sk.port = p->dport;
 		sk.proto = p->proto;

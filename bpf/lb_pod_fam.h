@@ -52,7 +52,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	struct LBF(ct) *ct;
 	LB_ADDR be_ip;
 	__be16 be_port;
-	__u8 hairpin;
+	__u8 hairpin, established;
 
 	if (p.proto == LB_ICMP_PROTO) /* a hairpinned pod's error about its own flow goes the reply way */
 		return LB_ICMP(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
@@ -88,21 +88,37 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	}
 
 	svc = LBF(svc_of)(&p);
-	if (!svc)
+	/* A TCP segment after the SYN belongs to an established connection: it
+	 * keeps the backend its conntrack entry holds, whatever became of its
+	 * Service since (deleted, created again, its endpoints gone or changed),
+	 * as kube-proxy's conntrack NAT keeps it, until the connection ends or
+	 * its entry is evicted. The Go side keeps the prefilters of a TCP
+	 * Service that left at 1 (svcfilters.go), so such a segment to a
+	 * clusterIP no Service has any more is still looked up here. */
+	established = p.proto == IPPROTO_TCP && !p.tcp_syn;
+	if (!svc && !(established && LBF(maybe_svc)(&p)))
 		return TC_ACT_OK;
-	if (svc->count == 0)
-		return LB_REJECT(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
 	LBF(ct_key_of)(&fk, &p, LB_CT_FWD);
 	/* A SYN starts a flow: the hash picks its backend, the one a known flow
 	 * (a retransmitted SYN) already has unless the Service changed since,
 	 * so its entry need not be looked up (a cold miss per connection). */
 	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&LBF(conntrack), &fk);
-	if (ct && ct->svc_id == svc->id) {
+	/* Any other flow (UDP) keeps its entry's backend only within the
+	 * Service that made it, while that Service has endpoints. */
+	if (ct && !established && (!svc || ct->svc_id != svc->id || svc->count == 0))
+		ct = NULL;
+	if (ct) {
 		be_ip = ct->addr;
 		be_port = ct->port;
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
-		struct LBF(backend) *b = LB_PICK(svc, &p);
+		struct LBF(backend) *b;
+
+		if (!svc)
+			return TC_ACT_OK; /* an established segment of no flow known: as it is */
+		if (svc->count == 0)
+			return LB_REJECT(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
+		b = LB_PICK(svc, &p);
 
 		if (!b) {
 			LB_COUNT(NO_BACKEND);

@@ -40,5 +40,7 @@ func newKubeNetpolCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster's API server")
 	cmd.Flags().StringVar(&c.Node, "node", "", "this node's Kubernetes name: the pods whose spec.nodeName it is get their rules here")
+	cmd.Flags().StringVar(&c.Plane, "plane", "", "the node's eBPF plane (under /sys/fs/bpf/vnetlab): enforce with eBPF programs on the pods' interfaces (CNI mode veth-ebpf) instead of nftables")
+	cmd.Flags().StringVar(&c.ContainerdState, "containerd-state", "", "with --plane: the node's containerd state directory, under which the pods' network namespaces are mounted")
 	return cmd
 }

@@ -36,8 +36,13 @@ func nsPath(ns string) string {
 }
 
 func (p *Plane) linkDir(i Interface) string {
-	return filepath.Join(p.dir, LinksDir, url.QueryEscape(i.NS)+"@"+url.QueryEscape(i.Ifname))
+	return filepath.Join(p.dir, LinksDir, pinName(i.NS)+"@"+pinName(i.Ifname))
 }
+
+// pinName escapes s for a name in bpffs, which refuses a name with a dot
+// (a pod's namespace under containerd's io.containerd.grpc.v1.cri/netns):
+// Pinned reads it back with url.QueryUnescape.
+func pinName(s string) string { return strings.ReplaceAll(url.QueryEscape(s), ".", "%2E") }
 
 // The links' pin names: which program, at which side of the interface.
 var hooks = []struct {
@@ -144,6 +149,19 @@ func detachAll(dir string) error {
 // Attached lists the interfaces carrying the programs whose links still
 // hold an interface (0 once it is gone).
 func (p *Plane) Attached() ([]Interface, error) {
+	all, err := p.Pinned()
+	var out []Interface
+	for _, i := range all {
+		if linked(filepath.Join(p.linkDir(i), "ingress")) {
+			out = append(out, i)
+		}
+	}
+	return out, err
+}
+
+// Pinned lists every interface with links pinned in the plane, also those
+// whose interface has gone with its namespace (Detach removes their pins).
+func (p *Plane) Pinned() ([]Interface, error) {
 	ents, err := os.ReadDir(filepath.Join(p.dir, LinksDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -164,9 +182,7 @@ func (p *Plane) Attached() ([]Interface, error) {
 		if i.Ifname, err = url.QueryUnescape(ifname); err != nil {
 			continue
 		}
-		if linked(filepath.Join(p.dir, LinksDir, e.Name(), "ingress")) {
-			out = append(out, i)
-		}
+		out = append(out, i)
 	}
 	return out, nil
 }

@@ -7,7 +7,7 @@
 //
 //   - plane.go: Open (the pinned maps; the programs once something is
 //     attached), Close, Remove;
-//   - attach.go: Attach, Detach, Attached (tcx links on a pod's interface,
+//   - attach.go: Attach, Detach, Attached, Pinned (tcx links on a pod's interface,
 //     pinned under the directory's links/);
 //   - compile.go: netpol.Rules to map entries (identities, prefixes, rule
 //     keys with port prefixes);

@@ -35,17 +35,13 @@ func (p *Plane) Flows(limit int) ([]Flow, error) {
 // makes a Flow of (its forward entries), until out holds limit (0: no
 // limit): one walk for either family's conntrack.
 func appendFlows[K, V any](out []Flow, m *ebpf.Map, limit int, flow func(k *K, v *V) (Flow, bool)) ([]Flow, error) {
-	var (
-		k K
-		v V
-	)
-	it := m.Iterate()
-	for (limit <= 0 || len(out) < limit) && it.Next(&k, &v) {
-		if f, ok := flow(&k, &v); ok {
+	err := walk(m, func(k *K, v *V) bool {
+		if f, ok := flow(k, v); ok {
 			out = append(out, f)
 		}
-	}
-	return out, it.Err()
+		return limit <= 0 || len(out) < limit
+	})
+	return out, err
 }
 
 // Mirrors of bpf/lb.h's and bpf/nodeport.h's enums.

@@ -220,7 +220,9 @@ func TestDirectFlowRetiresStaleReverseEntry(t *testing.T) {
 
 // The prefilters count: two Services sharing a /16 and a backend port, one
 // deleted, the other still translated both ways; both deleted, the counts
-// are back to zero and nothing is translated.
+// stay at 1 (the connections established through a TCP Service keep their
+// backend, so their packets must still be looked up) and no new
+// connection is translated. UDP Services take the counts back to 0.
 func TestPrefiltersCount(t *testing.T) {
 	p := testPlane(t)
 	other := ipOf("10.96.7.7")
@@ -228,6 +230,10 @@ func TestPrefiltersCount(t *testing.T) {
 		if err := p.AddService(dp.Service{VIP: v, Port: 80, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 8080}}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	udp := dp.Service{VIP: ipOf("10.97.0.1"), Port: 53, Proto: dp.UDP, Backends: []dp.Backend{{IP: podA, Port: 5353}}}
+	if err := p.AddService(udp); err != nil {
+		t.Fatal(err)
 	}
 	count := func(m *ebpf.Map, k uint32) uint32 {
 		t.Helper()
@@ -252,8 +258,14 @@ func TestPrefiltersCount(t *testing.T) {
 	if err := p.DelService(other, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != 0 || m != 0 {
-		t.Fatalf("counts after deleting both: %d and %d, want 0", n, m)
+	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != 1 || m != 1 {
+		t.Fatalf("counts after deleting both: %d and %d, want 1 (their established connections)", n, m)
+	}
+	if err := p.DelService(udp.VIP, udp.Port, udp.Proto); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(p.Objects().LbVip16, 10<<8|97), count(p.Objects().LbBports, 5353); n != 0 || m != 0 {
+		t.Fatalf("counts after deleting the UDP service: %d and %d, want 0", n, m)
 	}
 	in := ipv4{src: podB, dst: other, proto: protoTCP, sport: 43001, dport: 80, tcpFlags: tcpSYN}.bytes()
 	if _, out = run(t, p.Objects().FromPod, in); !bytes.Equal(in, out) {
@@ -263,7 +275,8 @@ func TestPrefiltersCount(t *testing.T) {
 
 // The IPv6 clusterIP prefilter (lb6_vip16) counts by fold16: two IPv6
 // Services, one deleted: the other still translated, the deleted one's
-// clusterIP not; both deleted: counts back to zero. The Go side's fold16
+// clusterIP's new connections not; both deleted: counts at 1 (their
+// established connections), a UDP Service's back to 0. The Go side's fold16
 // names the slot the programs read (a wrong key would let no packet in).
 func TestPrefiltersCount6(t *testing.T) {
 	p := testPlane(t)
@@ -298,8 +311,24 @@ func TestPrefiltersCount6(t *testing.T) {
 	if err := p.DelService(other6, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	if count(vip6) != 0 || count(other6) != 0 {
-		t.Fatalf("counts after deleting both: %d and %d, want 0", count(vip6), count(other6))
+	// A TCP Service's keys stay at 1 (its established connections keep
+	// their backend, so their packets must still be looked up); a UDP
+	// one's go back to 0.
+	if count(vip6) != 1 || count(other6) != 1 {
+		t.Fatalf("counts after deleting both: %d and %d, want 1 (their established connections)", count(vip6), count(other6))
+	}
+	udp6 := ipOf("fd00:97::53")
+	if dp.Fold16(udp6) == dp.Fold16(vip6) || dp.Fold16(udp6) == dp.Fold16(other6) {
+		t.Fatal("the UDP clusterIP folds as a TCP one: pick another")
+	}
+	if err := p.AddService(dp.Service{VIP: udp6, Port: 53, Proto: dp.UDP, Backends: []dp.Backend{{IP: back6, Port: 5353}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DelService(udp6, 53, dp.UDP); err != nil {
+		t.Fatal(err)
+	}
+	if count(udp6) != 0 {
+		t.Fatalf("count after deleting the UDP service: %d, want 0", count(udp6))
 	}
 }
 
@@ -563,9 +592,13 @@ func TestHairpin(t *testing.T) {
 	}
 }
 
-// Flows stick to their backend; new flows spread over all backends; a
-// deleted service is no longer translated; its id is never reused, so a new
-// service on the same address ignores the old flows.
+// Flows stick to their backend; new flows spread over all backends. A
+// deleted service translates no new connection (its SYN passes as it is),
+// and an established one keeps its backend, as kube-proxy's conntrack NAT
+// keeps it: after the deletion, and after a new service on the same
+// address, whose new connections go to its own backends. Its UDP flows
+// stop at once (kube-proxy clears their conntrack entries): the new
+// service's id is never the old one's, so a UDP flow picks anew.
 func TestBackendsAndLifecycle(t *testing.T) {
 	p := testPlane(t)
 	backends := []dp.Backend{{IP: podA, Port: 5201}, {IP: ipOf("192.168.10.12"), Port: 5201}, {IP: ipOf("192.168.10.13"), Port: 5201}}
@@ -591,21 +624,48 @@ func TestBackendsAndLifecycle(t *testing.T) {
 	}
 	t.Logf("300 flows over 3 backends: %v", hits)
 
-	if err := p.DelService(vip, 5201, dp.TCP); err != nil {
+	udp := dp.Service{VIP: vip, Port: 5201, Proto: dp.UDP, Backends: backends[:1]}
+	if err := p.AddService(udp); err != nil {
 		t.Fatal(err)
 	}
-	in := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 30000, dport: 5201, tcpFlags: tcpACK}.bytes()
-	ret, out := run(t, p.Objects().FromPod, in)
+	udpIn := ipv4{src: podB, dst: vip, proto: protoUDP, sport: 30000, dport: 5201}.bytes()
+	_, out := run(t, p.Objects().FromPod, udpIn)
+	expect(t, out, podB, 30000, podA, 5201)
+	kept := func() netip.Addr { // flow 30000's backend
+		_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: vip, proto: protoTCP, sport: 30000, dport: 5201, tcpFlags: tcpACK}.bytes())
+		d, _ := decode(out)
+		return d.dst
+	}
+	was := kept()
+	for _, gone := range []dp.Service{udp, {VIP: vip, Port: 5201, Proto: dp.TCP}} {
+		if err := p.DelService(gone.VIP, gone.Port, gone.Proto); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syn := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 31000, dport: 5201, tcpFlags: tcpSYN}.bytes()
+	ret, out := run(t, p.Objects().FromPod, syn)
 	mustOK(t, ret)
-	if !bytes.Equal(in, out) {
-		t.Fatal("a deleted service is still translated")
+	if !bytes.Equal(syn, out) {
+		t.Fatal("a deleted service translated a new connection")
+	}
+	if got := kept(); got != was {
+		t.Fatalf("an established connection of the deleted service went to %s, want its backend %s", got, was)
+	}
+	// Its backend's replies are still turned into the clusterIP's.
+	_, out = run(t, p.Objects().ToPod, ipv4{src: was, dst: podB, proto: protoTCP, sport: 5201, dport: 30000, tcpFlags: tcpACK}.bytes())
+	expect(t, out, vip, 5201, podB, 30000)
+	if ret, out = run(t, p.Objects().FromPod, udpIn); ret != actOK || !bytes.Equal(udpIn, out) {
+		t.Fatal("a UDP flow of the deleted service is still translated")
 	}
 	other := ipOf("192.168.10.20")
 	if err := p.AddService(dp.Service{VIP: vip, Port: 5201, Proto: dp.TCP, Backends: []dp.Backend{{IP: other, Port: 80}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, out = run(t, p.Objects().FromPod, in)
-	expect(t, out, podB, 30000, other, 80)
+	if got := kept(); got != was {
+		t.Fatalf("after a new service on the address, the established connection went to %s, want %s", got, was)
+	}
+	_, out = run(t, p.Objects().FromPod, syn)
+	expect(t, out, podB, 31000, other, 80)
 	mustValid(t, out)
 }
 

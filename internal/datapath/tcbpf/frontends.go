@@ -41,3 +41,11 @@ func FrontendMaps(lab string) (v4, v6 *ebpf.Map, err error) {
 	}
 	return v4, v6, nil
 }
+
+// HasFrontends says whether a lab's Service frontends are pinned (its
+// Service plane was opened): a process that must not race its maps'
+// creation with the plane's owner (a cluster node's policy controller
+// beside its Service proxy) waits for them.
+func HasFrontends(lab string) bool {
+	return HasPin(lab, serviceMapLbServices) && HasPin(lab, serviceMapLb6Services)
+}

@@ -14,7 +14,13 @@ import (
 // prefilters (bpf/lb.h, bpf/lb6.h): lb_vip16 counts IPv4 clusterIPs per
 // /16, lb6_vip16 IPv6 ones per fold16, lb_bports backends per port (both
 // families). Counts, not bits, so that deleting one Service never hides
-// another with the same key.
+// another with the same key. A TCP Service taken out (deleted, or a
+// backend of it removed) never takes a key below 1: the connections
+// established through it keep their backend (bpf/lb_pod_fam.h: a TCP
+// segment after the SYN follows its conntrack entry, as kube-proxy's
+// conntrack NAT does), and a prefilter at 0 would skip their packets'
+// translation. A key left at 1 costs its packets one hash lookup that
+// finds nothing.
 func (p *Plane) countFilters(ss []Service, delta int64) error {
 	return p.countFiltersIn(ss, delta, p.prefilters())
 }
@@ -55,12 +61,14 @@ func (p *Plane) prefilters() []prefilter {
 func (p *Plane) countFiltersIn(ss []Service, delta int64, fs []prefilter) error {
 	for _, f := range fs {
 		counts := map[uint32]int64{}
+		kept := map[uint32]bool{} // keys a TCP Service leaves: at least 1
 		for _, s := range ss {
 			for _, k := range f.keys(s) {
 				counts[k] += delta
+				kept[k] = kept[k] || delta < 0 && s.Proto == TCP
 			}
 		}
-		if err := addCounts(f.m, counts); err != nil {
+		if err := addCounts(f.m, counts, kept); err != nil {
 			return fmt.Errorf("%s: %w", f.what, err)
 		}
 	}
@@ -79,13 +87,18 @@ func fold16(ip netip.Addr) uint32 {
 	return x>>16 ^ x&0xffff
 }
 
-func addCounts(m *ebpf.Map, deltas map[uint32]int64) error {
+// addCounts adds deltas to m's counts; a key of kept that had a count
+// keeps at least 1.
+func addCounts(m *ebpf.Map, deltas map[uint32]int64, kept map[uint32]bool) error {
 	for k, d := range deltas {
 		var v uint32
 		if err := m.Lookup(&k, &v); err != nil {
 			return err
 		}
 		n := max(int64(v)+d, 0)
+		if kept[k] && v > 0 {
+			n = max(n, 1)
+		}
 		if err := m.Update(&k, uint32(n), ebpf.UpdateAny); err != nil {
 			return err
 		}

@@ -98,8 +98,10 @@ func (m svcMaps) delBackends(id uint32, n int) {
 	}
 }
 
-// DelService removes a Service (its entry for every client). Its flows
-// stop being translated at once; their conntrack entries age out of the LRU.
+// DelService removes a Service (its entry for every client). New
+// connections and UDP flows stop being translated at once; an established
+// TCP connection keeps its backend (its conntrack entry) until it ends or
+// its entry is evicted, as with kube-proxy.
 func (p *Plane) DelService(vip netip.Addr, port uint16, proto Proto) error {
 	return p.DelEntry(Service{VIP: vip, Port: port, Proto: proto})
 }

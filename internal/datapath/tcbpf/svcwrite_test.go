@@ -11,7 +11,8 @@ import (
 
 // UpdateService keeps the Service's id (its flows keep their backends),
 // rewrites the backends growing and shrinking, and keeps the backend-port
-// prefilter counting exactly the backends present.
+// prefilter counting the backends present (at least 1 where a TCP one
+// left).
 func TestUpdateServiceInPlace(t *testing.T) {
 	p := testPlane(t)
 	be := func(ip string, port uint16) dp.Backend { return dp.Backend{IP: netip.MustParseAddr(ip), Port: port} }
@@ -35,12 +36,19 @@ func TestUpdateServiceInPlace(t *testing.T) {
 		}
 		return v
 	}
-	for _, bs := range [][]dp.Backend{
-		{be("10.244.1.5", 8080), be("10.244.2.5", 8080), be("10.244.2.6", 9090)},
-		{be("10.244.2.6", 9090)},
-		nil,
-		{be("10.244.1.9", 8080)},
+	// A backend port a TCP backend leaves keeps a count of at least 1
+	// (connections established to it keep it): 8080 stays at 1 once its
+	// last backend left, and counts one more when one comes back.
+	for _, step := range []struct {
+		bs           []dp.Backend
+		n8080, n9090 uint32
+	}{
+		{[]dp.Backend{be("10.244.1.5", 8080), be("10.244.2.5", 8080), be("10.244.2.6", 9090)}, 2, 1},
+		{[]dp.Backend{be("10.244.2.6", 9090)}, 1, 1},
+		{nil, 1, 1},
+		{[]dp.Backend{be("10.244.1.9", 8080)}, 2, 1},
 	} {
+		bs := step.bs
 		s.Backends = bs
 		if err := p.UpdateService(s); err != nil {
 			t.Fatal(err)
@@ -52,16 +60,8 @@ func TestUpdateServiceInPlace(t *testing.T) {
 		if id() != first {
 			t.Fatalf("id changed from %d to %d", first, id())
 		}
-		var n8080, n9090 uint32
-		for _, b := range bs {
-			if b.Port == 8080 {
-				n8080++
-			} else {
-				n9090++
-			}
-		}
-		if port(8080) != n8080 || port(9090) != n9090 {
-			t.Errorf("prefilter 8080=%d 9090=%d, want %d %d", port(8080), port(9090), n8080, n9090)
+		if port(8080) != step.n8080 || port(9090) != step.n9090 {
+			t.Errorf("backends %v: prefilter 8080=%d 9090=%d, want %d %d", bs, port(8080), port(9090), step.n8080, step.n9090)
 		}
 	}
 	missing := dp.Service{VIP: vip, Port: 81, Proto: dp.TCP}

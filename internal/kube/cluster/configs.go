@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"text/template"
 )
 
@@ -26,6 +27,10 @@ contexts:
   context: {cluster: {{.Cluster}}, user: admin}
 current-context: {{.Cluster}}
 `))
+
+// containerdState is node n's containerd state directory (containerdTmpl's
+// state): the pods' network namespaces are mounted under it.
+func containerdState(n node) string { return filepath.Join(n.dir, "containerd", "state") }
 
 // containerd 1.6 (config version 2): everything per node, so that several
 // containerds share the machine.

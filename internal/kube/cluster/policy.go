@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
+	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
@@ -24,10 +26,35 @@ func (s Spec) networkPolicy() string {
 	if s.NetworkPolicy != "" {
 		return s.NetworkPolicy
 	}
-	if s.CNI == clusternet.CNIVnetlab && s.nodeFilterUnseen() == "" {
+	if s.CNI == clusternet.CNIVnetlab && (s.nodeFilterUnseen() == "" || (s.podIfPolicy() && s.podIfUnserved() == "")) {
 		return clusternet.PolicyVnetlab
 	}
 	return clusternet.PolicyNone
+}
+
+// podIfPolicy: vnetlab's CNI wires the pods in a mode whose packets the
+// node's netfilter misses and policy programs on the pods' own interfaces
+// see (veth-ebpf): vnetlab's controller enforces there with its eBPF
+// backend (internal/kube/netpolicy: ebpf.go).
+func (s Spec) podIfPolicy() bool {
+	if s.CNI != clusternet.CNIVnetlab || s.nodeFilterUnseen() == "" {
+		return false
+	}
+	m, err := modes.Get(s.cniMode())
+	return err == nil && m.Policies.PodIf
+}
+
+// podIfUnserved says why the spec's Services defeat the pods' policy
+// programs ("": they do not): the programs decide a pod's egress at its
+// eth0, which a Service's packet leaves with its clusterIP when the node's
+// netfilter translates it; vnetlab's eBPF proxy translates where the
+// programs know it (its frontends, or the socket).
+func (s Spec) podIfUnserved() string {
+	if clusternet.IsVnetlab(s.Proxy) {
+		return ""
+	}
+	return fmt.Sprintf("its programs decide a pod's egress at the pod's eth0, before {proxy} %s translates a Service in the node's netfilter (they would judge the clusterIP, not the backend): use {proxy} %s",
+		s.Proxy, strings.Join(clusternet.VnetlabProxyNames(), "|"))
 }
 
 // nodeFilterUnseen says why rules in a node's netfilter would not see the
@@ -53,6 +80,12 @@ func (s Spec) validatePolicy() error {
 	e, err := clusternet.GetEnforcer(s.networkPolicy())
 	if err != nil {
 		return field.Errorf("network_policy", "{network_policy} %q: %s", s.NetworkPolicy, clusternet.EnforcerHelp())
+	}
+	if e.PodIf && s.podIfPolicy() {
+		if why := s.podIfUnserved(); why != "" {
+			return field.Errorf("network_policy", "{network_policy} %s with {cni_mode} %s: %s", e.Name, s.cniMode(), why)
+		}
+		return nil
 	}
 	if why := s.nodeFilterUnseen(); e.NodeFilter && why != "" {
 		return field.Errorf("network_policy", "{network_policy} %s with {cni} %s {cni_mode} %s: its rules sit in the node's netfilter and %s: use {cni_mode} %s, or {network_policy} %s",
@@ -83,7 +116,14 @@ func (b *builder) startNodePolicy(n node, kubeconfig string) error {
 	if e, _ := clusternet.GetEnforcer(b.spec.networkPolicy()); !e.Vnetlab {
 		return nil
 	}
-	return b.daemon(n.ns, n.name+"-vnetlab-netpol", b.self, "kube-netpol", "--kubeconfig", kubeconfig, "--node", n.name)
+	args := []string{"kube-netpol", "--kubeconfig", kubeconfig, "--node", n.name}
+	if b.spec.podIfPolicy() {
+		// The node's policy plane sits in its eBPF plane's pin directory,
+		// which the cluster's journal holds (writeVnetlabCNI): kube down
+		// removes it with the node's other pins.
+		args = append(args, "--plane", ProxyPlane(b.spec.Name, n.name), "--containerd-state", containerdState(n))
+	}
+	return b.daemon(n.ns, n.name+"-vnetlab-netpol", b.self, args...)
 }
 
 // waitPolicy waits until the cluster's enforcer is in force on every node:
@@ -95,6 +135,13 @@ func (b *builder) waitPolicy(ctx context.Context) error {
 	}
 	b.say("waiting for vnetlab's policy controller on %d nodes", len(b.nodes))
 	for _, n := range b.nodes {
+		if b.spec.podIfPolicy() {
+			dir := netpolicy.PlaneDir(ProxyPlane(b.spec.Name, n.name))
+			if err := waitFor(ctx, time.Minute, "policy maps in "+dir+" (see "+b.logPath(n.name+"-vnetlab-netpol")+")", func() bool { return polbpf.Exists(dir) }); err != nil {
+				return err
+			}
+			continue
+		}
 		var last string
 		err := waitFor(ctx, time.Minute, "table inet "+polnft.Table+" in node "+n.name+" (see "+b.logPath(n.name+"-vnetlab-netpol")+")", func() bool {
 			out, err := proc.Command(ctx, n.ns, "nft", "list", "table", "inet", polnft.Table).CombinedOutput()

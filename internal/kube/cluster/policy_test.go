@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
@@ -25,14 +28,16 @@ import (
 
 // NetworkPolicy in a cluster, one behaviour at a time, with real traffic
 // from the pods' own namespaces, on each enforcer: vnetlab's (its CNI in
-// mode veth-routed, vnetlab's eBPF Service proxy) and kube-router's (the
-// bridge CNI, kube-proxy in mode iptables). Each cluster comes up and goes
-// down leaving nothing (upTestCluster). VNETLAB_NETPOL_ENFORCERS=vnetlab
-// runs one of them.
+// mode veth-routed, vnetlab's eBPF Service proxy: nftables in the nodes;
+// and in mode veth-ebpf: eBPF programs on the pods' eth0, subtest
+// vnetlab+veth-ebpf) and kube-router's (the bridge CNI, kube-proxy in mode
+// iptables). Each cluster comes up and goes down leaving nothing
+// (upTestCluster). VNETLAB_NETPOL_ENFORCERS=vnetlab runs vnetlab's.
 func TestNetworkPolicies(t *testing.T) {
 	needCluster(t)
 	specs := []Spec{
 		{Name: "npv", Nodes: 2, Proxy: clusternet.VnetlabEBPF, CNI: clusternet.CNIVnetlab, CNIMode: "veth-routed", NetworkPolicy: clusternet.PolicyVnetlab},
+		{Name: "npe", Nodes: 2, Proxy: clusternet.VnetlabEBPF, CNI: clusternet.CNIVnetlab, CNIMode: "veth-ebpf", NetworkPolicy: clusternet.PolicyVnetlab},
 		{Name: "npk", Nodes: 2, Proxy: clusternet.IPTables, CNI: clusternet.CNIBridge, NetworkPolicy: clusternet.PolicyKubeRouter},
 	}
 	only := os.Getenv("VNETLAB_NETPOL_ENFORCERS")
@@ -40,7 +45,11 @@ func TestNetworkPolicies(t *testing.T) {
 		if only != "" && !strings.Contains(","+only+",", ","+s.NetworkPolicy+",") {
 			continue
 		}
-		t.Run(s.NetworkPolicy, func(t *testing.T) { policyBehaviours(t, s) })
+		name := s.NetworkPolicy
+		if s.podIfPolicy() {
+			name += "+" + s.CNIMode
+		}
+		t.Run(name, func(t *testing.T) { policyBehaviours(t, s) })
 	}
 }
 
@@ -63,6 +72,14 @@ func policyBehaviours(t *testing.T, spec Spec) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	st := upTestCluster(ctx, t, spec, nil)
+	t.Cleanup(func() { // before kube down takes the logs
+		if t.Failed() && spec.NetworkPolicy == clusternet.PolicyVnetlab {
+			for _, n := range st.Nodes {
+				log, _ := os.ReadFile(filepath.Join(lab.Dir(st.Name), "logs", n.Name+"-vnetlab-netpol.log"))
+				t.Logf("node %s's vnetlab kube-netpol:\n%s", n.Name, lastLines(string(log), 30))
+			}
+		}
+	})
 	if got := Network(st).Policy; got != spec.NetworkPolicy {
 		t.Fatalf("the cluster's facts name enforcer %q, want %s", got, spec.NetworkPolicy)
 	}
@@ -92,11 +109,15 @@ func policyBehaviours(t *testing.T, spec Spec) {
 
 	t.Run("no policy: every pod answers", func(t *testing.T) {
 		w.expect(t, tcp("cli", "srv1", 80, true), tcp("cli2", "srv2", 82, true), probe{"cli", "udp", net.JoinHostPort(w.ip["srv1"], "80"), "srv1", true})
+		if spec.podIfPolicy() {
+			w.podPrograms(t, false) // no policy: the CNI's bare path
+		}
 	})
 	t.Run("default deny ingress, pods created before and after it", func(t *testing.T) {
 		w.apply("np-a", `{metadata: {name: deny}, spec: {podSelector: {}, policyTypes: [Ingress]}}`)
 		w.startPod("np-a", "srv3", 1)
 		w.ip["srv3"] = waitPod(ctx, t, cs, "np-a", "srv3", corev1.PodRunning).Status.PodIP
+		w.netns["srv3"] = podNetnsHolding(t, st.Name, w.ip["srv3"])
 		w.expect(t, tcp("cli", "srv1", 80, false), tcp("cli2", "srv2", 80, false), tcp("cli", "srv3", 80, false),
 			probe{"cli", "udp", net.JoinHostPort(w.ip["srv1"], "80"), "srv1", false},
 			tcp("srv1", "cli", 80, true)) // np-b is not isolated; replies pass
@@ -135,6 +156,11 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		w.expect(t, probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", true}, tcp("cli2", "srv1", 80, true), tcp("cli2", "srv2", 82, true))
 		w.label("np-c", "cli2", `{"metadata":{"labels":{"app":"cli2"}}}`)
 		w.expect(t, probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", false}, tcp("cli2", "srv2", 80, true))
+		if spec.podIfPolicy() {
+			// While a policy isolates a pod, every pod carries the programs,
+			// isolated or not, srv3 created after a policy included.
+			w.podPrograms(t, true)
+		}
 	})
 	t.Run("policies deleted", func(t *testing.T) {
 		for _, ns := range []string{"np-a", "np-c"} {
@@ -144,7 +170,9 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		}
 		w.expect(t, tcp("cli2", "srv1", 80, true), tcp("cli2", "srv1", 82, true), tcp("cli", "srv3", 80, true),
 			probe{"cli2", "tcp", net.JoinHostPort(w.vip["cli"], "80"), "cli", true}, probe{"cli", "udp", net.JoinHostPort(w.ip["srv1"], "80"), "srv1", true})
-		if spec.NetworkPolicy == clusternet.PolicyVnetlab {
+		if spec.podIfPolicy() {
+			w.podPrograms(t, false) // the last policy gone: the bare path again
+		} else if spec.NetworkPolicy == clusternet.PolicyVnetlab {
 			for _, n := range st.Nodes {
 				out, err := proc.Command(ctx, n.NS, "nft", "list", "table", "inet", polnft.Table).CombinedOutput()
 				if err != nil || strings.Contains(string(out), "chain ingress-") || strings.Contains(string(out), "chain egress-") {
@@ -153,6 +181,27 @@ func policyBehaviours(t *testing.T, spec Spec) {
 			}
 		}
 	})
+}
+
+// podPrograms waits until every pod's eth0 carries the policy programs
+// (want) or none does.
+func (w *policyWorld) podPrograms(t *testing.T, want bool) {
+	t.Helper()
+	var bad []string
+	err := waitFor(w.ctx, 30*time.Second, "the pods' policy programs", func() bool {
+		bad = bad[:0]
+		for name, ns := range w.netns {
+			progs, err := polbpf.Programs(polbpf.Interface{NS: ns, Ifname: "eth0"})
+			eg, in := slices.Contains(progs, "pol_egress"), slices.Contains(progs, "pol_ingress")
+			if err != nil || want && !(eg && in) || !want && (eg || in) {
+				bad = append(bad, fmt.Sprintf("%s: %v (%v)", name, progs, err))
+			}
+		}
+		return len(bad) == 0
+	})
+	if err != nil {
+		t.Errorf("want the policy programs on every pod's eth0 %v; %s", want, strings.Join(bad, "; "))
+	}
 }
 
 // probe: from pod from, over proto to addr, answered by pod answer (want)
@@ -246,4 +295,10 @@ func (w *policyWorld) waitServiceAccount(ns string) {
 	}); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

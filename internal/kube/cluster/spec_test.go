@@ -57,8 +57,8 @@ func TestZones(t *testing.T) {
 }
 
 // --network-policy: vnetlab's by default with vnetlab's CNI in a mode whose
-// packets cross the node's netfilter, none with another CNI or veth-ebpf
-// unless asked; an enforcer is refused, naming why, with a CNI mode whose
+// packets cross the node's netfilter or, with vnetlab's eBPF proxy, whose
+// pods carry its programs (veth-ebpf), none with another CNI unless asked; an enforcer is refused, naming why, with a CNI mode whose
 // packets it cannot see; the facts record it and a state read back has it
 // (a cluster built before the fact enforces none).
 func TestNetworkPolicy(t *testing.T) {
@@ -69,13 +69,18 @@ func TestNetworkPolicy(t *testing.T) {
 		{Spec{CNI: "vnetlab"}, "vnetlab"},
 		{Spec{CNI: "vnetlab", CNIMode: "bridge"}, "vnetlab"},
 		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf"}, "none"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf"}, "vnetlab"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf", SocketLB: true, NetworkPolicy: "vnetlab"}, "vnetlab"},
 		{Spec{}, "none"},
 		{Spec{CNI: "flannel"}, "none"},
 		{Spec{CNI: "bridge", NetworkPolicy: "kube-router"}, "kube-router"},
 		{Spec{CNI: "bridge", NetworkPolicy: "vnetlab"}, "vnetlab"},
 		{Spec{CNI: "vnetlab", NetworkPolicy: "none"}, "none"},
 	} {
-		tc.spec.Name, tc.spec.Nodes, tc.spec.Proxy = "k", 2, "iptables"
+		tc.spec.Name, tc.spec.Nodes = "k", 2
+		if tc.spec.Proxy == "" {
+			tc.spec.Proxy = "iptables"
+		}
 		if err := tc.spec.Validate(); err != nil {
 			t.Errorf("%+v: %v", tc.spec, err)
 			continue
@@ -91,11 +96,14 @@ func TestNetworkPolicy(t *testing.T) {
 		spec Spec
 		says string
 	}{
-		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "vnetlab"}, "--network-policy vnetlab with --cni vnetlab --cni-mode veth-ebpf: its rules sit in the node's netfilter and veth-ebpf redirects pod-to-pod packets"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "vnetlab"}, "--network-policy vnetlab with --cni-mode veth-ebpf: its programs decide a pod's egress at the pod's eth0, before --proxy iptables translates"},
 		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "kube-router"}, "--network-policy kube-router with --cni vnetlab --cni-mode veth-ebpf"},
 		{Spec{NetworkPolicy: "calico"}, `--network-policy "calico": NetworkPolicy enforcer: vnetlab (`},
 	} {
-		tc.spec.Name, tc.spec.Nodes, tc.spec.Proxy = "k", 2, "iptables"
+		tc.spec.Name, tc.spec.Nodes = "k", 2
+		if tc.spec.Proxy == "" {
+			tc.spec.Proxy = "iptables"
+		}
 		err := tc.spec.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: %v, want one line with %q", tc.spec, err, tc.says)

@@ -79,10 +79,7 @@ func (c *Controller) NamespaceHandler() cache.ResourceEventHandler {
 func (c *Controller) handler(record func(obj any, gone bool) bool) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) {
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
+			c.kickNow()
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -105,15 +102,25 @@ func (c *Controller) Sync() (Stats, error) {
 		return Stats{}, nil
 	}
 	w, local := buildWorld(c.haveNamespaces, c.havePods, c.enforceable(), c.node)
-	r := netpol.CompileWhere(w, func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] })
-	st := Stats{Pods: len(w.Pods), Local: len(r.Pods), Policies: len(w.Policies)}
+	keep := func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] }
+	if c.backend.Everywhere() {
+		keep = nil
+	}
+	r := netpol.CompileWhere(w, keep)
+	st := Stats{Pods: len(w.Pods), Local: len(local), Policies: len(w.Policies)}
 	for _, p := range r.Pods {
-		if p.Ingress.Isolated || p.Egress.Isolated {
+		if local[p.Namespace+"/"+p.Pod] && (p.Ingress.Isolated || p.Egress.Isolated) {
 			st.Isolated++
 		}
 	}
 	st.Compile = time.Since(t0)
-	err := c.backend.Apply(&r)
+	attach := map[string]bool{}
+	for k := range local {
+		if p := c.havePods[k]; p != nil && p.DeletionTimestamp == nil {
+			attach[k] = true
+		}
+	}
+	err := c.backend.Apply(&r, attach)
 	c.failed = err != nil
 	st.Took = time.Since(t0)
 	if err != nil {
@@ -157,6 +164,14 @@ func (c *Controller) enforceable() []networkingv1.NetworkPolicy {
 		out = append(out, *p)
 	}
 	return out
+}
+
+// kickNow wakes Loop for a sync.
+func (c *Controller) kickNow() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Loop syncs whenever a change is recorded, until ctx ends; a failed sync

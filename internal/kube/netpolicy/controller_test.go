@@ -24,8 +24,9 @@ type fakeBackend struct {
 	applied []netpol.Rules
 }
 
-func (*fakeBackend) Name() string { return "fake" }
-func (b *fakeBackend) Apply(r *netpol.Rules) error {
+func (*fakeBackend) Name() string     { return "fake" }
+func (*fakeBackend) Everywhere() bool { return false }
+func (b *fakeBackend) Apply(r *netpol.Rules, _ map[string]bool) error {
 	b.applied = append(b.applied, *r)
 	return nil
 }

@@ -2,7 +2,9 @@ package netpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,13 +28,19 @@ const Component = "vnetlab-netpol"
 type Config struct {
 	Kubeconfig string
 	Node       string // the node's Kubernetes name: its pods are those whose spec.nodeName it is
-	Logf       func(string, ...any)
+	// Plane is the node's eBPF plane (tcbpf; kube up's ProxyPlane): set, the
+	// eBPF backend enforces on the pods' interfaces (CNI mode veth-ebpf),
+	// finding their namespaces under ContainerdState; "": nftables.
+	Plane, ContainerdState string
+	Logf                   func(string, ...any)
 }
 
 // Run follows the API server and keeps the node's policy rules in step
 // until ctx ends. It runs in the node's network namespace and writes the
-// rules there. The rules stay when it returns (a restarted controller
-// writes them again at its first sync); the namespace's removal takes them.
+// rules there (nftables), or in the node's eBPF plane and on its pods'
+// interfaces (Plane). The rules stay when it returns (a restarted
+// controller writes them again at its first sync); the namespace's removal
+// takes them, and kube down the node's pin directory.
 func Run(ctx context.Context, c Config) error {
 	logf := c.Logf
 	if logf == nil {
@@ -55,6 +63,19 @@ func Run(ctx context.Context, c Config) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component, Host: c.Node})
 
 	backend := NewNFTables("")
+	if c.Plane != "" {
+		if c.ContainerdState == "" {
+			return errors.New("the eBPF backend (--plane) needs --containerd-state (where the node's pods' namespaces are mounted)")
+		}
+		b, err := NewEBPF(c.Plane, c.ContainerdState)
+		if err != nil {
+			return err
+		}
+		backend = b
+	}
+	if cl, ok := backend.(io.Closer); ok {
+		defer cl.Close()
+	}
 	ctl := NewController(c.Node, backend, Unsupported(), func(p *networkingv1.NetworkPolicy, reason, msg string) {
 		recorder.Event(p, corev1.EventTypeWarning, reason, msg)
 	}, logf)
@@ -86,6 +107,7 @@ func Run(ctx context.Context, c Config) error {
 	st, err := ctl.Sync()
 	if err != nil {
 		logf("first sync: %v (retrying)", err)
+		ctl.kickNow() // Loop retries it, with its backoff, without waiting for a change
 	} else {
 		logf("node %s: %s: %d policies, %d pods (%d here, %d isolated) in force %s after start", c.Node, backend.Name(), st.Policies, st.Pods, st.Local, st.Isolated, time.Since(start).Round(time.Millisecond))
 	}

@@ -289,9 +289,10 @@ func (p *Proxier) forget() error {
 	if p.flows == nil || len(p.stale) == 0 {
 		return nil
 	}
+	t0 := time.Now()
 	n, err := p.flows.ForgetUDPFlows(p.stale)
 	if n > 0 {
-		p.logf("forgot %d UDP flows whose backend left their Service", n)
+		p.logf("forgot %d UDP flows whose backend left their Service in %s", n, time.Since(t0).Round(time.Microsecond))
 	}
 	if err != nil {
 		p.logf("forget stale UDP flows: %v", err)

@@ -146,8 +146,8 @@ func Add(name string, r AddRequest) (Result, error) {
 	return res, err
 }
 
-// Del deletes a Service from lab name (connections already open keep their
-// conntrack NAT with iptables and nftables; ebpf stops translating them).
+// Del deletes a Service from lab name (TCP connections already open keep
+// their backend: their conntrack entry holds it, with every provider).
 func Del(name string, k Key) (Result, error) {
 	return Edit(name, func(_ *lab.State, c *Config) (string, error) {
 		if err := c.Del(k); err != nil {

@@ -89,6 +89,17 @@ func ProxyNames() []string {
 	return n
 }
 
+// VnetlabProxyNames lists vnetlab's own proxies' names in Proxies' order.
+func VnetlabProxyNames() []string {
+	var n []string
+	for _, p := range Proxies {
+		if p.Vnetlab {
+			n = append(n, p.Name)
+		}
+	}
+	return n
+}
+
 // GetProxy returns a proxy by name.
 func GetProxy(name string) (Proxy, error) {
 	i := slices.IndexFunc(Proxies, func(p Proxy) bool { return p.Name == name })

@@ -36,6 +36,12 @@ type Enforcer struct {
 	// it sees a pod's packets only where the CNI passes them through it
 	// (modes.Mode.Policies for vnetlab's CNI).
 	NodeFilter bool
+	// PodIf: where the CNI's mode has no node filter it puts programs on
+	// each pod's own interface instead (modes.Mode.Policies.PodIf: vnetlab's
+	// eBPF backend over internal/datapath/polbpf), which need the Services
+	// translated by vnetlab's eBPF proxy (after the pod's interface, or at
+	// its socket), never by the node's netfilter.
+	PodIf bool
 	// LabProvider is the lab policy provider (internal/platform/labpolicy's
 	// name) with the same data path.
 	LabProvider string
@@ -43,8 +49,8 @@ type Enforcer struct {
 
 // Enforcers lists every enforcer.
 var Enforcers = []Enforcer{
-	{Name: PolicyVnetlab, Enforces: true, Vnetlab: true, NodeFilter: true, LabProvider: "nftables",
-		Summary: "vnetlab's controller on every node (vnetlab kube-netpol): the netpol model compiled into the node's nftables"},
+	{Name: PolicyVnetlab, Enforces: true, Vnetlab: true, NodeFilter: true, PodIf: true, LabProvider: "nftables",
+		Summary: "vnetlab's controller on every node (vnetlab kube-netpol): the netpol model compiled into the node's nftables, or into eBPF programs on each pod's eth0 with --cni-mode veth-ebpf"},
 	{Name: PolicyKubeRouter, Enforces: true, NodeFilter: true, LabProvider: "iptables",
 		Summary: "kube-router's network policy controller (iptables + ipset), a DaemonSet with only its firewall on"},
 	{Name: PolicyNone, Summary: "no NetworkPolicy enforcement"},
