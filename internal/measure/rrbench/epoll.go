@@ -18,6 +18,13 @@ import (
 // to a millisecond late; the client's waits end at a nanosecond deadline
 // through a timerfd in the same epoll instance instead (an hrtimer: no
 // timer slack), re-armed only when the deadline moves.
+//
+// The timer is armed at an absolute time (TFD_TIMER_ABSTIME on
+// CLOCK_MONOTONIC: the deadline's instant on the loop's clock, clock.abs),
+// never for a duration from a "now": a relative timer counts from the
+// moment it is armed, so any time spent between reading now and arming
+// (the sends of sendDue, a preemption) made every deadline late by that
+// much (a5af99a). An absolute deadline already past fires at once.
 
 // timerData is the timerfd's data in its events (flows and connections
 // are numbered from 0, the server's listener is -1).
@@ -30,6 +37,9 @@ type epoller struct {
 	armed  time.Duration
 	events []unix.EpollEvent
 	ev     unix.EpollEvent // epoll_ctl's argument, on the heap: no allocation per call
+	// clk is the clock deadlines are times of (startMonoClock: it knows
+	// its start on CLOCK_MONOTONIC); a wait with a deadline needs it.
+	clk clock
 }
 
 func newEpoller(size int) (*epoller, error) {
@@ -54,16 +64,19 @@ func (p *epoller) ctl(op, fd int, events uint32, data int32) error {
 	return unix.EpollCtl(p.fd, op, fd, &p.ev)
 }
 
-// wait waits for events until deadline (never: until one comes; at or
-// before now: does not wait) and returns them; a signal returns none. A
-// timer's expiry comes back as an event with Fd timerData, to be skipped.
+// wait waits for events until deadline, a time on p.clk (never: until one
+// comes; at or before now: does not wait) and returns them; a signal
+// returns none. now is only compared with deadline: a now read long
+// before (before sendDue) delays nothing, since the timer is armed at the
+// deadline's own instant. A timer's expiry comes back as an event with Fd
+// timerData, to be skipped.
 func (p *epoller) wait(deadline, now time.Duration) ([]unix.EpollEvent, error) {
 	msec := -1
 	switch {
 	case deadline <= now:
 		msec = 0
 	case deadline != never && deadline != p.armed:
-		if err := p.arm(deadline - now); err != nil {
+		if err := p.arm(deadline); err != nil {
 			return nil, err
 		}
 		p.armed = deadline
@@ -85,10 +98,14 @@ func (p *epoller) wait(deadline, now time.Duration) ([]unix.EpollEvent, error) {
 	return evs, nil
 }
 
-// arm sets the timer to expire in d. Edge-triggered: setting it resets
-// its count of expiries, so its next expiry is an event again without a
-// read.
-func (p *epoller) arm(d time.Duration) error {
+// arm sets the timer to expire at deadline, a time on p.clk, as an
+// absolute CLOCK_MONOTONIC time: a deadline already past expires at once.
+// Edge-triggered: setting it resets its count of expiries, so its next
+// expiry is an event again without a read.
+func (p *epoller) arm(deadline time.Duration) error {
+	if !p.clk.mono {
+		return fmt.Errorf("timerfd: a deadline on a clock without its CLOCK_MONOTONIC start")
+	}
 	if p.tfd < 0 {
 		tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 		if err != nil {
@@ -99,8 +116,11 @@ func (p *epoller) arm(d time.Duration) error {
 			return fmt.Errorf("epoll_ctl timerfd: %w", err)
 		}
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
-	if err := unix.TimerfdSettime(p.tfd, 0, &spec, nil); err != nil {
+	// Never a zero it_value: it disarms the timer (ABSTIME too), and the
+	// wait would last until an answer came, or forever (clock.abs is at
+	// least 1).
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(p.clk.abs(deadline))}
+	if err := unix.TimerfdSettime(p.tfd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
 		return fmt.Errorf("timerfd_settime: %w", err)
 	}
 	return nil

@@ -108,7 +108,10 @@ func runOpen(cfg ClientConfig, sa unix.Sockaddr, family int) (*Histogram, *Repor
 	if err := l.setUp(); err != nil {
 		return nil, nil, 0, err
 	}
-	l.clk = startClock()
+	if l.clk, err = startMonoClock(); err != nil {
+		return nil, nil, 0, err
+	}
+	l.p.clk = l.clk
 	if err := l.run(); err != nil {
 		return nil, nil, 0, err
 	}
@@ -192,8 +195,9 @@ func (l *openLoop) run() error {
 		if now < end {
 			wake = min(wake, end)
 		}
-		// Now again: sendDue took time, and the timer is set relative to now.
-		evs, err := l.p.wait(wake, l.clk.now())
+		// The timer is armed at wake itself (absolute): the time sendDue
+		// took since now delays nothing.
+		evs, err := l.p.wait(wake, now)
 		if err != nil {
 			return err
 		}
