@@ -53,7 +53,7 @@ func newRRServerCmd() *cobra.Command {
 	f.IntVar(&port, "port", 7001, "port to listen on (0 = any)")
 	f.IntVar(&size, "size", 1, "request and response size in bytes")
 	f.IntVar(&flows, "flows", 1, "TCP: clients connect this many flows at once (each served concurrently)")
-	f.BoolVar(&open, "open-loop", false, "the client runs an open loop (--rate): serve each of the --flows with a thread of its own")
+	f.BoolVar(&open, "open-loop", false, "the client runs an open loop (--rate): serve TCP from one event loop over every connection (tcp_crr: many at once)")
 	f.IntVar(&cpu, "cpu", -1, "pin every thread to this CPU (vnetlab run --cpu-affinity; -1: unpinned)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package rrbench
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
@@ -386,8 +387,51 @@ func (s *sparseYielder) tick() {
 // time.Now reads two (wall and monotonic: two vDSO clock_gettime calls);
 // time.Since of a time.Now with a monotonic reading reads only the
 // monotonic one, like the C reference's one clock_gettime per connection.
-type clock struct{ start time.Time }
+type clock struct {
+	start time.Time
+	// base is the start on CLOCK_MONOTONIC (ns), when mono: a timerfd
+	// armed at an absolute time (epoll.go) takes abs(d).
+	base int64
+	mono bool
+}
 
 func startClock() clock { return clock{start: time.Now()} }
 
 func (c clock) now() time.Duration { return time.Since(c.start) }
+
+// startMonoClock is startClock knowing its start on CLOCK_MONOTONIC too.
+// Go's monotonic readings on Linux are CLOCK_MONOTONIC (runtime.nanotime,
+// through the vDSO), not the wall clock, so now's durations and the
+// kernel's timers count alike and only the start is read twice:
+// time.Now between two clock_gettime calls, retried until they are at
+// most maxBaseGap apart. base is the first: a deadline comes at most that
+// gap early (the loop then sees it not yet passed and waits again, the
+// timer armed at a past time firing at once), never late.
+func startMonoClock() (clock, error) {
+	const maxBaseGap = 2 * time.Microsecond
+	var c clock
+	gap := time.Duration(math.MaxInt64)
+	for try := 0; try < 20 && gap > maxBaseGap; try++ {
+		var t0, t1 unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &t0); err != nil {
+			return clock{}, fmt.Errorf("clock_gettime: %w", err)
+		}
+		start := time.Now()
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &t1); err != nil {
+			return clock{}, fmt.Errorf("clock_gettime: %w", err)
+		}
+		if g := time.Duration(t1.Nano() - t0.Nano()); g < gap {
+			gap, c = g, clock{start: start, base: t0.Nano(), mono: true}
+		}
+	}
+	return c, nil
+}
+
+// abs is time d of the clock on CLOCK_MONOTONIC, in ns: at least 1 (a
+// zero timerfd it_value disarms it), saturated far in the future.
+func (c clock) abs(d time.Duration) int64 {
+	if d > 0 && int64(d) > math.MaxInt64-c.base {
+		return math.MaxInt64
+	}
+	return max(c.base+int64(d), 1)
+}

@@ -26,8 +26,9 @@ type ServerConfig struct {
 	// Flows: clients connect this many flows at once (TCP: each served
 	// in a goroutine of its own, serveFlows); 0 or 1: one at a time.
 	Flows int
-	// Open: the client runs an open loop (open.go); each of the flows is
-	// then served with a P of its own, as the client runs them.
+	// Open: the client runs an open loop (open.go): TCP is then served
+	// by one event loop over every connection (serveOpen), as the client
+	// runs its flows.
 	Open bool
 }
 
@@ -121,12 +122,11 @@ func (s *Server) Port() int {
 // Serve answers clients until Close; it returns nil after Close.
 func (s *Server) Serve() error {
 	defer spareP()()
-	if s.cfg.Open && s.cfg.Flows > 1 {
-		defer setProcs(s.cfg.Flows + 2)()
-	}
 	switch {
 	case s.cfg.Proto == "udp":
 		return s.serveUDP()
+	case s.cfg.Open:
+		return s.serveOpen()
 	case s.cfg.Flows > 1:
 		return s.serveFlows()
 	}
