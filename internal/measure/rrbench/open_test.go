@@ -144,11 +144,19 @@ func runStalled(t *testing.T, open, stalled bool) (*Histogram, *Report, time.Dur
 // send time); the closed loop stops asking and records one slow sample.
 func TestOpenLoopMeasuresFromIntendedTime(t *testing.T) {
 	inScratch(t, func() {
+		p99 := func(h *Histogram) time.Duration { return time.Duration(h.Percentile(99)) }
+		// The calm run is the reference the stall is judged against: on a
+		// busy shared machine one calm run's own p99 can reach tens of ms
+		// (load 6-7 here), so the calmest of up to three stands for it.
 		calm, _, _ := runStalled(t, true, false)
+		for try := 1; try < 3 && p99(calm) >= slow/2; try++ {
+			if again, _, _ := runStalled(t, true, false); p99(again) < p99(calm) {
+				calm = again
+			}
+		}
 		open, rep, d := runStalled(t, true, true)
 		closedCalm, _, _ := runStalled(t, false, false)
 		closed, _, dc := runStalled(t, false, true)
-		p99 := func(h *Histogram) time.Duration { return time.Duration(h.Percentile(99)) }
 		t.Logf("open loop %d/s: p99 %s calm, %s with a %s stall (%d samples >= %s of %d); closed loop: p99 %s calm, %s with a %s stall (%d samples >= %s of %d)",
 			stallRate, p99(calm), p99(open), d.Round(time.Millisecond), atLeast(open, slow), slow, open.Count(),
 			p99(closedCalm), p99(closed), dc.Round(time.Millisecond), atLeast(closed, slow), slow, closed.Count())
