@@ -403,8 +403,11 @@ func TestRROpenLoop(t *testing.T) {
 			t.Fatalf("%s: schedule %+v, want offered %d over %d flows", test, s, rate, rrbench.OpenFlows(rate, 0))
 		}
 		t.Logf("%s: offered %.0f/s, achieved %.1f/s, %d late of %d, largest lag %.0f us", test, s.Offered, r.Value, s.Late, s.Scheduled, s.MaxLagUs)
-		if s.Sent != s.Scheduled || s.Scheduled != 2*rate {
-			t.Errorf("%s: %d sent of %d scheduled, want %d each", test, s.Sent, s.Scheduled, 2*rate)
+		// A request still due when the run ends is not sent (the run is
+		// over): on a busy machine the last few of a backlog (rrbench's
+		// tests allow 1%; 7 of 4000 here at load 8).
+		if s.Scheduled != 2*rate || float64(s.Sent) < 0.99*float64(s.Scheduled) || s.Sent > s.Scheduled {
+			t.Errorf("%s: %d sent of %d scheduled, want %d scheduled and at least 99%% of them sent", test, s.Sent, s.Scheduled, 2*rate)
 		}
 		if r.Value < 0.99*rate || r.Value > 1.01*rate {
 			t.Errorf("%s: achieved %.1f/s, want the offered %d/s within 1%%", test, r.Value, rate)
