@@ -545,8 +545,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_affinity SEC(".maps");
 
-/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_affinity_keep, lb_svc_of
- * and lb_ct_new, written once with lb6.h's (lb_fam.h). */
+/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_backend_slot,
+ * lb_affinity_keep, lb_svc_of and lb_ct_new, written once with lb6.h's
+ * (lb_fam.h). */
 #define LBF(n)           lb_##n
 #define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))

@@ -417,8 +417,9 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_affinity_keep,
- * lb6_svc_of and lb6_ct_new: lb.h's, written once (lb_fam.h). */
+/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_backend_slot,
+ * lb6_affinity_keep, lb6_svc_of and lb6_ct_new: lb.h's, written once
+ * (lb_fam.h). */
 #define LBF(n)           lb6_##n
 #define LB_ADDR          struct lb6_addr
 #define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
