@@ -112,12 +112,20 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	 * flow: a backend is picked again and its entries rewritten; the old
 	 * reverse entry goes first, so that a late reply from the backend that
 	 * left is no longer made the Service's (kube-proxy deletes a UDP
-	 * flow's conntrack entry). */
-	if (ct && !established &&
-	    (!svc || ct->svc_id != svc->id || svc->count == 0 || LBF(backend_slot)(svc, &ct->addr, ct->port, ct->slot) < 0)) {
-		LBF(rev_key)(&rk, &p, &ct->addr, ct->port, ct->flags & LB_CT_HAIRPIN);
-		bpf_map_delete_elem(&LBF(conntrack), &rk);
-		ct = NULL;
+	 * flow's conntrack entry). A backend found in another slot (it moved
+	 * into a freed one) is remembered there. */
+	if (ct && !established) {
+		int at = -1;
+
+		if (svc && ct->svc_id == svc->id && svc->count != 0)
+			at = LBF(backend_slot)(svc, &ct->addr, ct->port, ct->slot);
+		if (at < 0) {
+			LBF(rev_key)(&rk, &p, &ct->addr, ct->port, ct->flags & LB_CT_HAIRPIN);
+			bpf_map_delete_elem(&LBF(conntrack), &rk);
+			ct = NULL;
+		} else if ((__u32)at != ct->slot) {
+			ct->slot = at;
+		}
 	}
 	if (ct) {
 		be_ip = ct->addr;
