@@ -107,8 +107,10 @@ struct lb_ct_key {
 	__u16 pad;
 };
 
-/* FWD: addr:port = backend. REV: addr:port = vip:vport, client = the pod
- * that opened the flow (the destination to restore after a hairpin). */
+/* FWD: addr:port = backend, slot = the Service's slot it was picked from
+ * (where lb_backend_slot looks first). REV: addr:port = vip:vport, client =
+ * the pod that opened the flow (the destination to restore after a
+ * hairpin). */
 struct lb_ct {
 	__be32 addr;
 	__be16 port;
@@ -116,6 +118,8 @@ struct lb_ct {
 	__u8 pad;
 	__be32 client;
 	__u32 svc_id;
+	__u16 slot;
+	__u16 pad2;
 };
 
 struct lb_frag_key {
@@ -541,8 +545,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_affinity SEC(".maps");
 
-/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_affinity_keep, lb_svc_of
- * and lb_ct_new, written once with lb6.h's (lb_fam.h). */
+/* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_backend_slot,
+ * lb_affinity_keep, lb_svc_of and lb_ct_new, written once with lb6.h's
+ * (lb_fam.h). */
 #define LBF(n)           lb_##n
 #define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
@@ -751,10 +756,11 @@ static __always_inline void lb_affinity_remember(const struct lb_affinity_key *a
 
 /* lb_pick_backend: the backend of a new flow p to svc: under sessionAffinity
  * the one the client's last new flow got (and the affinity entry is
- * refreshed), else the slot the flow's hash names. NULL when that slot is
- * empty (never while the Go side keeps count <= the slots filled). Shared
- * by from_pod and nodeport_in. */
-static __always_inline struct lb_backend *lb_pick_backend(const struct lb_svc *svc, const struct lb_pkt *p, __u32 hash)
+ * refreshed), else the slot the flow's hash names; its slot in *slot
+ * (unless NULL). NULL when that slot is empty (never while the Go side
+ * keeps count <= the slots filled). Shared by from_pod and nodeport_in. */
+static __always_inline struct lb_backend *lb_pick_backend(const struct lb_svc *svc, const struct lb_pkt *p, __u32 hash,
+							  __u32 *slot_out)
 {
 	struct lb_backend_key bk = { .svc_id = svc->id };
 	struct lb_affinity_key ak = { .client = p->saddr, .svc_id = svc->id };
@@ -767,6 +773,8 @@ static __always_inline struct lb_backend *lb_pick_backend(const struct lb_svc *s
 		slot = lb_affinity_slot(svc, &ak, now);
 	}
 	bk.slot = slot >= 0 ? (__u32)slot : hash % svc->count;
+	if (slot_out)
+		*slot_out = bk.slot;
 	b = bpf_map_lookup_elem(&lb_backends, &bk);
 	if (b && (svc->flags & LB_SVC_AFFINITY))
 		lb_affinity_remember(&ak, b, bk.slot, now);
@@ -987,7 +995,7 @@ fail:
 #define LB_SET_HAIRPIN(a)    (*(a) = LB_HAIRPIN_IP)
 #define LB_COUNT(stat)       lb_count(LB_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   lb_count(LB_STAT_HAIRPIN)
-#define LB_PICK(svc, p)      lb_pick_backend(svc, p, lb_hash(p))
+#define LB_PICK(svc, p, s)   lb_pick_backend(svc, p, lb_hash(p), s)
 #define LB_REJECT(skb, p)    lb_reject(skb, p)
 #define LB_ICMP_PROTO        IPPROTO_ICMP
 #define LB_ICMP(skb, p, dir) ((dir) == LB_CT_REV ? lb_icmp_rnat(skb, p) : lb_icmp_dnat(skb, p))

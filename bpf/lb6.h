@@ -85,7 +85,8 @@ struct lb6_ct_key {
 	__u16 pad;
 };
 
-/* As lb_ct: FWD addr:port = backend, REV addr:port = vip:vport. */
+/* As lb_ct: FWD addr:port = backend (and its slot), REV addr:port =
+ * vip:vport. */
 struct lb6_ct {
 	struct lb6_addr addr;
 	struct lb6_addr client;
@@ -93,6 +94,8 @@ struct lb6_ct {
 	__u8 flags;
 	__u8 pad;
 	__u32 svc_id;
+	__u16 slot;
+	__u16 pad2;
 };
 
 struct lb6_frag_key {
@@ -414,8 +417,9 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_affinity_keep,
- * lb6_svc_of and lb6_ct_new: lb.h's, written once (lb_fam.h). */
+/* lb6_ct_close, lb6_ct_key_of, lb6_forget_stale, lb6_backend_slot,
+ * lb6_affinity_keep, lb6_svc_of and lb6_ct_new: lb.h's, written once
+ * (lb_fam.h). */
 #define LBF(n)           lb6_##n
 #define LB_ADDR          struct lb6_addr
 #define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
@@ -607,8 +611,9 @@ fail:
 
 /* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
  * to svc, under sessionAffinity the one the client's last new flow got
- * (the affinity entry refreshed), else the slot the flow's hash names. */
-static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc *svc, const struct lb6_pkt *p)
+ * (the affinity entry refreshed), else the slot the flow's hash names; its
+ * slot in *slot_out (unless NULL). */
+static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc *svc, const struct lb6_pkt *p, __u32 *slot_out)
 {
 	struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(p) % svc->count };
 	struct lb6_scratch *s;
@@ -617,6 +622,8 @@ static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc 
 	__u64 now;
 	int slot;
 
+	if (slot_out)
+		*slot_out = bk.slot;
 	if (!(svc->flags & LB_SVC_AFFINITY))
 		return bpf_map_lookup_elem(&lb6_backends, &bk);
 	s = bpf_map_lookup_elem(&lb6_scratch, &zero);
@@ -628,6 +635,8 @@ static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc 
 	slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&lb6_affinity, &s->key), now);
 	if (slot >= 0)
 		bk.slot = slot;
+	if (slot_out)
+		*slot_out = bk.slot;
 	b = bpf_map_lookup_elem(&lb6_backends, &bk);
 	if (b) {
 		s->val.last_ns = now;
@@ -722,7 +731,7 @@ static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 #define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
 #define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   do {} while (0)
-#define LB_PICK(svc, p)      lb6_pick_backend(svc, p)
+#define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, s)
 #define LB_REJECT(skb, p)    lb6_reject_tail(skb)
 #define LB_ICMP_PROTO        LB6_ICMP
 #define LB_ICMP(skb, p, dir) lb6_icmp(skb, p, dir)

@@ -78,32 +78,49 @@ static __always_inline void LBF(forget_stale)(const struct LBF(pkt) *p)
 		bpf_map_delete_elem(&LBF(conntrack), &rk);
 }
 
-/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service). */
-static __always_inline int LBF(affinity_keep)(const struct lb_svc *svc, const struct LBF(affinity) *a, __u64 now)
+/* lb_backend_slot: the slot of svc that holds backend *ip:port, or -1 when
+ * none does (it left the Service). The slot it had, hint, is looked at
+ * first: one lookup while nothing moved. UpdateService keeps remaining
+ * backends in their slots, except one beyond a shrunk count, which moves
+ * into a freed slot: it is looked for in the first LB_AFFINITY_SCAN slots
+ * (one further is taken for gone). Both a remembered sessionAffinity
+ * (lb_affinity_keep) and an established UDP flow (lb_pod_fam.h) ask here
+ * whether their backend is still the Service's. A global function: the
+ * verifier checks it once, not again on every path of every caller
+ * (from_pod's verified instructions: 216k before it existed, 497k with it
+ * inlined, 76k so; host_from_pod's 237k, 682k, 118k), for a call's cost. */
+__attribute__((noinline)) int LBF(backend_slot)(const struct lb_svc *svc, const LB_ADDR *ip, __be16 port, __u32 hint)
 {
-	struct lb_backend_key bk = { .svc_id = svc->id };
+	struct lb_backend_key bk = {};
 	struct LBF(backend) *b;
 
-	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
+	if (!svc || !ip)
 		return -1;
-	if (a->slot < svc->count) {
-		bk.slot = a->slot;
+	bk.svc_id = svc->id;
+	if (hint < svc->count) {
+		bk.slot = hint;
 		b = bpf_map_lookup_elem(&LBF(backends), &bk);
-		if (b && LB_ADDR_EQ(&b->ip, &a->ip) && b->port == a->port)
-			return a->slot;
+		if (b && LB_ADDR_EQ(&b->ip, ip) && b->port == port)
+			return hint;
 	}
-	/* UpdateService keeps remaining backends in their slots, except one
-	 * beyond a shrunk count, which moves into a freed slot: look for it. */
 	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
 		if (i >= svc->count)
 			break;
 		bk.slot = i;
 		b = bpf_map_lookup_elem(&LBF(backends), &bk);
-		if (b && LB_ADDR_EQ(&b->ip, &a->ip) && b->port == a->port)
+		if (b && LB_ADDR_EQ(&b->ip, ip) && b->port == port)
 			return i;
 	}
 	return -1;
+}
+
+/* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
+ * none) keeps, or -1 (none, expired, or the backend left the Service). */
+static __always_inline int LBF(affinity_keep)(const struct lb_svc *svc, const struct LBF(affinity) *a, __u64 now)
+{
+	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
+		return -1;
+	return LBF(backend_slot)(svc, &a->ip, a->port, a->slot);
 }
 
 /* lb_maybe_svc: whether p's destination may be a clusterIP (the prefilter). */
@@ -131,11 +148,11 @@ static __always_inline struct lb_svc *LBF(svc_of)(const struct LBF(pkt) *p)
 	return svc;
 }
 
-/* lb_ct_new: a new flow p of svc given backend *ip:port writes its forward
- * entry fk and its reverse entry rk, reverse first: a reply can never find
- * the flow half-made. */
+/* lb_ct_new: a new flow p of svc given backend *ip:port (from slot) writes
+ * its forward entry fk and its reverse entry rk, reverse first: a reply can
+ * never find the flow half-made. */
 static __always_inline void LBF(ct_new)(const struct LBF(pkt) *p, const struct lb_svc *svc, const struct LBF(ct_key) *fk,
-					const struct LBF(ct_key) *rk, const LB_ADDR *ip, __be16 port, __u8 hairpin)
+					const struct LBF(ct_key) *rk, const LB_ADDR *ip, __be16 port, __u8 hairpin, __u32 slot)
 {
 	struct LBF(ct) fwd = {}, rev = {};
 
@@ -144,6 +161,7 @@ static __always_inline void LBF(ct_new)(const struct LBF(pkt) *p, const struct l
 	fwd.flags = hairpin ? LB_CT_HAIRPIN : 0;
 	fwd.client = p->saddr;
 	fwd.svc_id = svc->id;
+	fwd.slot = slot;
 	rev.addr = p->daddr;
 	rev.port = p->dport;
 	rev.flags = fwd.flags;

@@ -14,7 +14,8 @@
  *   LB_COUNT(STAT)        counts LB_STAT_STAT or LB6_STAT_STAT;
  *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only has a
  *                         counter for it);
- *   LB_PICK(svc, p)       the backend of new flow p to svc (lb_pick_backend);
+ *   LB_PICK(svc, p, s)    the backend of new flow p to svc (lb_pick_backend),
+ *                         its slot in *s;
  *   LB_REJECT(skb, p)     the answer of a Service without backends (IPv6: a
  *                         tail call, whose stack is its own);
  *   LB_ICMP_PROTO         the family's ICMP protocol number;
@@ -104,21 +105,41 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	 * so its entry need not be looked up (a cold miss per connection). */
 	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&LBF(conntrack), &fk);
 	/* Any other flow (UDP) keeps its entry's backend only within the
-	 * Service that made it, while that Service has endpoints. */
-	if (ct && !established && (!svc || ct->svc_id != svc->id || svc->count == 0))
-		ct = NULL;
+	 * Service that made it, while that backend is one of the Service's
+	 * (lb_backend_slot: one lookup, the slot it was picked from): a
+	 * backend's removal takes effect with the write of the Service's
+	 * backends, without a walk of the conntrack. Otherwise it is a new
+	 * flow: a backend is picked again and its entries rewritten; the old
+	 * reverse entry goes first, so that a late reply from the backend that
+	 * left is no longer made the Service's (kube-proxy deletes a UDP
+	 * flow's conntrack entry). A backend found in another slot (it moved
+	 * into a freed one) is remembered there. */
+	if (ct && !established) {
+		int at = -1;
+
+		if (svc && ct->svc_id == svc->id && svc->count != 0)
+			at = LBF(backend_slot)(svc, &ct->addr, ct->port, ct->slot);
+		if (at < 0) {
+			LBF(rev_key)(&rk, &p, &ct->addr, ct->port, ct->flags & LB_CT_HAIRPIN);
+			bpf_map_delete_elem(&LBF(conntrack), &rk);
+			ct = NULL;
+		} else if ((__u32)at != ct->slot) {
+			ct->slot = at;
+		}
+	}
 	if (ct) {
 		be_ip = ct->addr;
 		be_port = ct->port;
 		hairpin = ct->flags & LB_CT_HAIRPIN;
 	} else {
 		struct LBF(backend) *b;
+		__u32 slot = 0;
 
 		if (!svc)
 			return TC_ACT_OK; /* an established segment of no flow known: as it is */
 		if (svc->count == 0)
 			return LB_REJECT(skb, &p); /* kube-proxy's REJECT for a Service without endpoints */
-		b = LB_PICK(svc, &p);
+		b = LB_PICK(svc, &p, &slot);
 
 		if (!b) {
 			LB_COUNT(NO_BACKEND);
@@ -131,7 +152,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 		if (hairpin)
 			LB_COUNT_HAIRPIN();
 		LBF(rev_key)(&rk, &p, &be_ip, be_port, hairpin);
-		LBF(ct_new)(&p, svc, &fk, &rk, &be_ip, be_port, hairpin);
+		LBF(ct_new)(&p, svc, &fk, &rk, &be_ip, be_port, hairpin, slot);
 	}
 
 	LBF(frag_remember)(&p);

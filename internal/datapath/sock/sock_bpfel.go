@@ -58,6 +58,8 @@ type sockLb6Ct struct {
 	Flags uint8
 	Pad   uint8
 	SvcId uint32
+	Slot  uint16
+	Pad2  uint16
 }
 
 type sockLb6CtKey struct {
@@ -212,6 +214,8 @@ type sockLbCt struct {
 	Pad    uint8
 	Client uint32
 	SvcId  uint32
+	Slot   uint16
+	Pad2   uint16
 }
 
 type sockLbCtKey struct {

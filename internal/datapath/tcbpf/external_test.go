@@ -10,6 +10,8 @@ package tcbpf_test
 
 import (
 	"net/netip"
+	"os"
+	"slices"
 	"testing"
 
 	dp "github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
@@ -191,15 +193,19 @@ func TestForgetUDPFlows(t *testing.T) {
 						}
 					}
 				}
-				if got := podFlow(f.vip, protoUDP, 0); got != gone.IP {
-					t.Fatalf("before forgetting, the UDP flow moved to %s: the conntrack should still pin it", got)
+				// A pod's UDP flow moves at its next datagram, before any
+				// forgetting (from_pod checks its backend is still the
+				// Service's: TestUDPFlowLeavesRemovedBackend); an outside one
+				// stays pinned until forgotten.
+				if got := podFlow(f.vip, protoUDP, 0); got != stays.IP {
+					t.Fatalf("before forgetting, the pod's UDP flow went to %s, want %s", got, stays.IP)
 				}
 				n, err := p.ForgetUDPFlows(map[netip.AddrPort][]dp.Backend{
 					netip.AddrPortFrom(f.vip, 80):  {stays},
 					netip.AddrPortFrom(f.node, 80): {stays},
 				})
-				if err != nil || n != 2 {
-					t.Fatalf("ForgetUDPFlows: %d, %v; want 2 flows (one pod's, one from outside)", n, err)
+				if err != nil || n != 1 {
+					t.Fatalf("ForgetUDPFlows: %d, %v; want 1 flow (the one from outside; the pod's moved already)", n, err)
 				}
 				if got := podFlow(f.vip, protoUDP, 0); got != stays.IP {
 					t.Errorf("pod's UDP flow after forgetting: %s, want %s", got, stays.IP)
@@ -219,6 +225,187 @@ func TestForgetUDPFlows(t *testing.T) {
 			ret, out := run(t, p.Objects().ToPod, f.frame(f.local, f.pod, protoUDP, 8080, 48000, 0, "late"))
 			mustOK(t, ret)
 			f.expect(t, out, f.local, 8080, f.pod, 48000)
+		})
+	}
+}
+
+// A removed backend's UDP flows leave it without any walk of the
+// conntrack: the Service's backend set is written (UpdateService, as a
+// proxy's sync writes it) and ForgetUDPFlows is never called. The next
+// datagram of a flow pinned to the backend that left goes to a remaining
+// one and its entry is rewritten (the old reverse entry gone with it);
+// flows to remaining backends stay where they are, the one whose backend
+// moved into the freed slot too; an established TCP connection to the
+// backend that left still reaches it (kube-proxy keeps TCP flows). Both
+// families, through from_pod and to_pod.
+func TestUDPFlowLeavesRemovedBackend(t *testing.T) {
+	for _, f := range npFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			p := testPlane(t)
+			be := func(i int) dp.Backend {
+				ip := netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x32, 15: byte(i)})
+				if f.vip.Is4() {
+					ip = netip.AddrFrom4([4]byte{192, 168, 32, byte(i)})
+				}
+				return dp.Backend{IP: ip, Port: 5353}
+			}
+			all := []dp.Backend{be(1), be(2), be(3)}
+			for _, proto := range []dp.Proto{dp.UDP, dp.TCP} {
+				if err := p.AddService(dp.Service{VIP: f.vip, Port: 53, Proto: proto, Backends: all}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send := func(proto uint8, sport uint16, flags uint8) netip.AddrPort {
+				t.Helper()
+				ret, out := run(t, p.Objects().FromPod, f.frame(f.pod, f.vip, proto, sport, 53, flags, "q"))
+				mustOK(t, ret)
+				f.valid(t, out)
+				_, dst := f.decode(t, out)
+				return dst
+			}
+			// One UDP flow per backend (their source ports), and a TCP
+			// connection to the first backend.
+			udp := map[netip.AddrPort]uint16{}
+			for sport := uint16(40000); sport < 40200 && len(udp) < 3; sport++ {
+				if b := send(protoUDP, sport, 0); udp[b] == 0 {
+					udp[b] = sport
+				}
+			}
+			if len(udp) != 3 {
+				t.Fatalf("200 UDP flows reached %d backends, want 3: %v", len(udp), udp)
+			}
+			gone := netip.AddrPortFrom(all[0].IP, all[0].Port)
+			var tcpPort uint16
+			for sport := uint16(41000); sport < 41200 && tcpPort == 0; sport++ {
+				if send(protoTCP, sport, tcpSYN) == gone {
+					tcpPort = sport
+				}
+			}
+			if tcpPort == 0 {
+				t.Fatalf("no TCP connection of 200 reached %s", gone)
+			}
+			// The first backend leaves: the third moves into its slot.
+			rest := all[1:]
+			for _, proto := range []dp.Proto{dp.UDP, dp.TCP} {
+				if err := p.UpdateService(dp.Service{VIP: f.vip, Port: 53, Proto: proto, Backends: rest}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := p.Flows(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sport := udp[gone]
+			now := send(protoUDP, sport, 0)
+			if now == gone {
+				t.Fatalf("the UDP flow of port %d still went to %s, which left the Service", sport, gone)
+			}
+			if !slices.Contains(rest, dp.Backend{IP: now.Addr(), Port: now.Port()}) {
+				t.Fatalf("the UDP flow of port %d went to %s, not a backend of the Service", sport, now)
+			}
+			// Its entry was rewritten: the flow keeps its new backend.
+			after, err := p.Flows(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := func(fl []dp.Flow, proto dp.Proto, sport uint16) netip.AddrPort {
+				for _, x := range fl {
+					if x.Proto == proto && x.Client == netip.AddrPortFrom(f.pod, sport) {
+						return x.Backend
+					}
+				}
+				return netip.AddrPort{}
+			}
+			if e0, e1 := entry(before, dp.UDP, sport), entry(after, dp.UDP, sport); e0 != gone || e1 != now {
+				t.Fatalf("the flow's conntrack entry: %s before the datagram, %s after; want %s then %s", e0, e1, gone, now)
+			}
+			for range 3 {
+				if b := send(protoUDP, sport, 0); b != now {
+					t.Fatalf("the moved flow went on to %s, want %s", b, now)
+				}
+			}
+			// Replies: the new backend's are translated back to the
+			// clusterIP; the old backend's reverse entry is gone.
+			ret, out := run(t, p.Objects().ToPod, f.frame(now.Addr(), f.pod, protoUDP, now.Port(), sport, 0, "a"))
+			mustOK(t, ret)
+			f.expect(t, out, f.vip, 53, f.pod, sport)
+			ret, out = run(t, p.Objects().ToPod, f.frame(gone.Addr(), f.pod, protoUDP, gone.Port(), sport, 0, "late"))
+			mustOK(t, ret)
+			f.expect(t, out, gone.Addr(), gone.Port(), f.pod, sport)
+			// The flows to the backends that stay do not move.
+			for _, b := range rest {
+				want := netip.AddrPortFrom(b.IP, b.Port)
+				if got := send(protoUDP, udp[want], 0); got != want {
+					t.Errorf("the UDP flow of port %d on %s moved to %s", udp[want], want, got)
+				}
+			}
+			// The established TCP connection keeps the backend that left.
+			if got := send(protoTCP, tcpPort, tcpACK); got != gone {
+				t.Errorf("the established TCP connection went to %s, want %s (kube-proxy keeps TCP flows)", got, gone)
+			}
+		})
+	}
+}
+
+// What the check of an established UDP flow's backend costs from_pod, per
+// packet (BPF_PROG_TEST_RUN with repeat): a benchmark, not a test.
+//
+//	VNETLAB_BENCH=1 go test -count=1 -run TestBenchUDPEstablished -v ./internal/datapath/tcbpf/
+//
+// The Service's backend is the clusterIP:port itself, so the rewrite
+// leaves the packet as it was and every repeat is the same established
+// flow's datagram (one conntrack hit).
+func TestBenchUDPEstablished(t *testing.T) {
+	if os.Getenv("VNETLAB_BENCH") == "" {
+		t.Skip("benchmark: set VNETLAB_BENCH=1")
+	}
+	for _, f := range npFamilies {
+		t.Run(f.name, func(t *testing.T) {
+			p := testPlane(t)
+			self := dp.Backend{IP: f.vip, Port: 53}
+			others := []dp.Backend{{IP: f.stays, Port: 53}, {IP: f.local, Port: 53}}
+			if err := p.AddService(dp.Service{VIP: f.vip, Port: 53, Proto: dp.UDP, Backends: append([]dp.Backend{self}, others...)}); err != nil {
+				t.Fatal(err)
+			}
+			var pkt []byte
+			for sport := uint16(40000); sport < 40200 && pkt == nil; sport++ {
+				in := f.frame(f.pod, f.vip, protoUDP, sport, 53, 0, "q")
+				ret, out := run(t, p.Objects().FromPod, in)
+				mustOK(t, ret)
+				if _, dst := f.decode(t, out); dst == netip.AddrPortFrom(self.IP, self.Port) {
+					pkt = in
+				}
+			}
+			if pkt == nil {
+				t.Fatal("no flow of 200 reached the self backend")
+			}
+			newFlows := func() uint64 {
+				if f.vip.Is4() {
+					s, err := p.Stats()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s.NewFlows
+				}
+				return stats6(t, p).NewFlows
+			}
+			n0 := newFlows()
+			const repeat = 200000
+			var per []float64
+			for range 7 {
+				ret, d, err := p.Objects().FromPod.Benchmark(pkt, repeat, nil)
+				if err != nil || ret != actOK {
+					t.Fatalf("benchmark: ret %d, %v", int32(ret), err)
+				}
+				per = append(per, float64(d.Nanoseconds()))
+			}
+			n1 := newFlows()
+			slices.Sort(per)
+			t.Logf("%s: from_pod, an established UDP flow's datagram: median %.0f ns per run (min %.0f, max %.0f; 7 x %d runs); new flows during the runs: %d",
+				f.name, per[len(per)/2], per[0], per[len(per)-1], repeat, n1-n0)
+			if n1 != n0 {
+				t.Fatalf("the runs made %d new flows: not the established path", n1-n0)
+			}
 		})
 	}
 }

@@ -66,6 +66,8 @@ type serviceLb6Ct struct {
 	Flags  uint8
 	Pad    uint8
 	SvcId  uint32
+	Slot   uint16
+	Pad2   uint16
 }
 
 type serviceLb6CtKey struct {
@@ -175,6 +177,8 @@ type serviceLbCt struct {
 	Pad    uint8
 	Client uint32
 	SvcId  uint32
+	Slot   uint16
+	Pad2   uint16
 }
 
 type serviceLbCtKey struct {

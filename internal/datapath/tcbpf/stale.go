@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"net/netip"
+	"slices"
+	"sync"
 
 	"github.com/cilium/ebpf"
 )
@@ -17,7 +19,33 @@ import (
 // flow and gets a live backend. kube-proxy clears the kernel's conntrack
 // the same way (pkg/proxy/conntrack: UDP only; a TCP flow keeps a removed
 // endpoint until it ends). It returns how many flows were forgotten.
+//
+// The pods' own flows need none of this to leave a backend: from_pod
+// checks an established UDP flow's backend against its Service's at every
+// datagram (bpf/lb_pod_fam.h) and picks again when it left. What is left
+// here is the flows from outside the node (np_conntrack), and memory.
 func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
+	return p.ForgetUDPFlowsGuarded(keep, nil)
+}
+
+// FlowGuard is what ForgetUDPFlowsGuarded asks before it deletes the
+// flows its walk found: it holds the guard's lock while it deletes a batch
+// of them, and keeps, of that batch, only the flows whose backend the
+// frontend has not got back meanwhile (Backends, under the lock). A caller
+// that writes the Service maps holding the same lock can never have a
+// flow to a backend it just wrote deleted: the walk takes a while, the
+// maps may change during it.
+type FlowGuard interface {
+	sync.Locker
+	// Backends says, under the lock, the backends frontend fe has now
+	// (ok false: none; fe is no frontend any more).
+	Backends(fe netip.AddrPort) (bs []Backend, ok bool)
+}
+
+// ForgetUDPFlowsGuarded is ForgetUDPFlows whose deletes g guards (nil: no
+// guard): what keep says is read as the walk starts, g's Backends as each
+// batch is deleted, and a flow goes only when both say its backend left.
+func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowGuard) (int, error) {
 	if len(keep) == 0 {
 		return 0, nil
 	}
@@ -38,23 +66,34 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 		set, ok := allowed[fe]
 		return ok && !set[backend]
 	}
+	// still: under g's lock, whether the flow from fe to backend is still
+	// stale (fe has not got backend back since keep was made).
+	still := func(f flowOf) bool {
+		bs, ok := g.Backends(f.fe)
+		return !ok || !slices.ContainsFunc(bs, func(b Backend) bool { return netip.AddrPortFrom(b.IP, b.Port) == f.backend })
+	}
+	if g == nil {
+		still = nil
+	}
 	// stale4 and stale6: whether forward entry k, a flow to backend
 	// addr:port, is stale, and the key of its reverse entry as the programs
 	// write it: towards the client, or when moved towards dst:dport (a
 	// hairpin's or a SNATed flow's reply address).
-	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16, moved bool, dst uint32, dport uint16) (serviceLbCtKey, bool) {
+	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16, moved bool, dst uint32, dport uint16) (serviceLbCtKey, flowOf, bool) {
 		rev := serviceLbCtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
 		if moved {
 			rev.Daddr, rev.Dport = dst, dport
 		}
-		return rev, stale(k.Dir, k.Proto, addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(addr), port))
+		f := flowOf{addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(addr), port)}
+		return rev, f, stale(k.Dir, k.Proto, f.fe, f.backend)
 	}
-	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16, moved bool, dst serviceLb6Addr, dport uint16) (serviceLb6CtKey, bool) {
+	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16, moved bool, dst serviceLb6Addr, dport uint16) (serviceLb6CtKey, flowOf, bool) {
 		rev := serviceLb6CtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
 		if moved {
 			rev.Daddr, rev.Dport = dst, dport
 		}
-		return rev, stale(k.Dir, k.Proto, addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port))
+		f := flowOf{addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port)}
+		return rev, f, stale(k.Dir, k.Proto, f.fe, f.backend)
 	}
 	hairpin4, hairpin6 := be32(netip.MustParseAddr(HairpinIP)), addr6Words(netip.MustParseAddr(HairpinIP6))
 
@@ -62,17 +101,17 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 	// SNATed flow's to the SNAT address and port: the node IP, or for a flow
 	// made before np_node existed the address the client reached (IPv4
 	// only: np6_new_flow always sets it).
-	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, bool) {
+	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, flowOf, bool) {
 		return stale4(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin4, k.Sport)
 	}
-	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, bool) {
+	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, flowOf, bool) {
 		snat := cmp.Or(v.Client, k.Daddr)
 		return stale4(k, v.Addr, v.Port, v.Flags&npSNAT != 0, snat, v.SnatPort)
 	}
-	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, bool) {
+	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, flowOf, bool) {
 		return stale6(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin6, k.Sport)
 	}
-	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, bool) {
+	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, flowOf, bool) {
 		return stale6(k, v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
 	}
 
@@ -85,32 +124,60 @@ func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 	var n [4]int
 	var errs [4]error
 	if v4 {
-		n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods)
-		n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside)
+		n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods, g, still)
+		n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside, g, still)
 	}
 	if v6 {
-		n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6)
-		n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6)
+		n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6, g, still)
+		n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6, g, still)
 	}
 	return n[0] + n[1] + n[2] + n[3], errors.Join(errs[:]...)
 }
 
+// flowOf is a forward entry's frontend and backend.
+type flowOf struct{ fe, backend netip.AddrPort }
+
 // forgetFlows deletes from conntrack map m each forward entry that pick
 // chooses, and the reverse entry pick names for it; it returns how many
 // flows went. Keys are collected first, deleted after: deleting while
-// iterating a hash map restarts or skips the walk.
-func forgetFlows[K, V any](m *ebpf.Map, pick func(k *K, v *V) (rev K, ok bool)) (int, error) {
+// iterating a hash map restarts or skips the walk. With a guard g, each
+// batch is deleted under g's lock, the flows still says are no longer
+// stale left out.
+func forgetFlows[K, V any](m *ebpf.Map, pick func(k *K, v *V) (rev K, f flowOf, ok bool), g FlowGuard, still func(flowOf) bool) (int, error) {
 	var keys []K
+	var flows []flowOf
 	err := walk(m, func(k *K, v *V) bool {
-		if rev, ok := pick(k, v); ok {
+		if rev, f, ok := pick(k, v); ok {
 			keys = append(keys, *k, rev)
+			flows = append(flows, f)
 		}
 		return true
 	})
-	if err != nil {
+	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
-	return len(keys) / 2, deleteKeys(m, keys)
+	if g == nil {
+		return len(keys) / 2, deleteKeys(m, keys)
+	}
+	n := 0
+	for len(flows) > 0 {
+		c := min(len(flows), walkBatch/2)
+		batch := make([]K, 0, 2*c)
+		g.Lock()
+		for i, f := range flows[:c] {
+			if still(f) {
+				batch = append(batch, keys[2*i], keys[2*i+1])
+			}
+		}
+		err := deleteKeys(m, batch)
+		g.Unlock()
+		if err != nil {
+			return n, err
+		}
+		n += len(batch) / 2
+		flows, keys = flows[c:], keys[2*c:]
+	}
+	return n, nil
 }
 
 // deleteKeys deletes keys from m, a batch per system call

@@ -2,19 +2,35 @@ package tcbpf
 
 import (
 	"net/netip"
+
+	"github.com/cilium/ebpf"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
 
-// privatePlane loads the programs with private maps, closed when t ends.
+// privatePlane creates the maps, private, without the programs (the
+// verifier's seconds are not what these tests measure), closed when t
+// ends.
 func privatePlane(t *testing.T) *Plane {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF_MAP_CREATE)")
 	}
-	p, err := LoadPrivate()
+	spec, err := loadService()
 	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range spec.Maps {
+		m.Pinning = ebpf.PinNone
+		if m.Type == ebpf.ProgramArray {
+			m.Contents = nil // the programs are not loaded
+		}
+	}
+	p := &Plane{lab: "unit"}
+	if err := spec.LoadAndAssign(&p.objs.serviceMaps, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
@@ -139,6 +155,67 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 	}
 	if tf >= tk {
 		t.Errorf("ForgetUDPFlows took %s, no less than walking the map key by key (%s): the batches are not used?", tf, tk)
+	}
+}
+
+// fakeGuard is a FlowGuard whose frontends have the backends of now, and
+// that counts how often it was locked.
+type fakeGuard struct {
+	sync.Mutex
+	now   map[netip.AddrPort][]Backend
+	locks int
+}
+
+func (g *fakeGuard) Lock() { g.Mutex.Lock(); g.locks++ }
+
+func (g *fakeGuard) Backends(fe netip.AddrPort) ([]Backend, bool) {
+	bs, ok := g.now[fe]
+	return bs, ok
+}
+
+// ForgetUDPFlowsGuarded deletes, under the guard's lock, only the flows
+// whose backend the frontend has not got back since keep was made: of
+// three flows found against keep {a}, the one to b (still gone) goes, the
+// one to c (back, says the guard) stays, and so does the one to a.
+func TestForgetUDPFlowsGuardedKeepsReadded(t *testing.T) {
+	p := privatePlane(t)
+	m := p.objs.LbConntrack
+	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.244.1.9")
+	fe := netip.AddrPortFrom(vip, 53)
+	a, b, c := Backend{IP: netip.MustParseAddr("10.244.2.5"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.6"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.7"), Port: 5353}
+	fwd := map[Backend]CtKey{}
+	for i, be := range []Backend{a, b, c} {
+		sport := be16(uint16(1024 + i))
+		fk := CtKey{Saddr: be32(client), Daddr: be32(vip), Sport: sport, Dport: be16(53), Proto: uint8(UDP), Dir: ctFwd}
+		rk := CtKey{Saddr: be32(be.IP), Daddr: be32(client), Sport: be16(be.Port), Dport: sport, Proto: uint8(UDP), Dir: ctRev}
+		if err := m.Put(fk, Ct{Addr: be32(be.IP), Port: be16(be.Port), Client: be32(client), SvcId: 7}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Put(rk, Ct{Addr: be32(vip), Port: be16(53), Client: be32(client), SvcId: 7}); err != nil {
+			t.Fatal(err)
+		}
+		fwd[be] = fk
+	}
+	g := &fakeGuard{now: map[netip.AddrPort][]Backend{fe: {a, c}}}
+	n, err := p.ForgetUDPFlowsGuarded(map[netip.AddrPort][]Backend{fe: {a}}, g)
+	if err != nil || n != 1 {
+		t.Fatalf("ForgetUDPFlowsGuarded: %d flows, %v; want 1 (the one to %s)", n, err, b)
+	}
+	if g.locks == 0 {
+		t.Error("the deletes were not made under the guard's lock")
+	}
+	var left []Backend
+	if err := walkKeys(m, func(k *CtKey, v *Ct) bool {
+		if k.Dir == ctFwd {
+			left = append(left, Backend{IP: addrOf(v.Addr), Port: portOf(v.Port)})
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(left, CompareBackends)
+	if want := []Backend{a, c}; !slices.Equal(left, want) {
+		t.Errorf("flows left to %v, want %v", left, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/sock"
 	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
@@ -14,9 +15,17 @@ import (
 )
 
 // FlowCleaner forgets the conntrack entries of UDP flows whose backend a
-// frontend no longer has (tcbpf.Plane.ForgetUDPFlows).
+// frontend no longer has (tcbpf.Plane.ForgetUDPFlowsGuarded): what keep
+// says when it starts, deleting only under g's lock what g still says left.
 type FlowCleaner interface {
-	ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error)
+	ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, g tcbpf.FlowGuard) (int, error)
+}
+
+// tcFlows is a tc plane's conntrack as a FlowCleaner.
+type tcFlows struct{ *tcbpf.Plane }
+
+func (t tcFlows) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, g tcbpf.FlowGuard) (int, error) {
+	return t.ForgetUDPFlowsGuarded(keep, g)
 }
 
 // planes are what one node's proxy drives: the Service maps (one Plane for
@@ -52,7 +61,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &planes{services: tc, flows: tc, dir: tc.Dir(), tc: tc, uplink: tc}
+		p := &planes{services: tc, flows: tcFlows{tc}, dir: tc.Dir(), tc: tc, uplink: tc}
 		if c.Cgroup != "" {
 			// The node's own sockets; the pods' too with SocketLB, else the
 			// pods' connections are the tc programs' (translated once, on
@@ -132,14 +141,14 @@ func (p *planes) Close() error {
 // A socket that cannot be ended (a kernel before 6.5) is logged, not
 // retried: the tc flows are what the proxy must not lose.
 type staleUDP struct {
-	tc     FlowCleaner
+	tc     *tcbpf.Plane
 	sock   *sock.Plane
 	cgroup string
 	logf   func(string, ...any)
 }
 
-func (s staleUDP) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
-	n, err := s.tc.ForgetUDPFlows(keep)
+func (s staleUDP) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, g tcbpf.FlowGuard) (int, error) {
+	n, err := s.tc.ForgetUDPFlowsGuarded(keep, g)
 	namespaces := []string{""} // the proxy runs in the node's namespace
 	if s.cgroup != "" {
 		pods, cerr := cgroup.NetNamespaces(s.cgroup)
@@ -147,6 +156,21 @@ func (s staleUDP) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, 
 			s.logf("connected UDP sockets: the pods' namespaces: %v", cerr)
 		}
 		namespaces = append(namespaces, pods...)
+	}
+	// The sockets are ended under g's lock, each frontend keeping what it
+	// has now: no socket connected to a backend a sync wrote since keep was
+	// made is ended; a sync waits for the iteration (the node's UDP
+	// sockets: milliseconds), never for the conntrack's walk.
+	if g != nil {
+		g.Lock()
+		defer g.Unlock()
+		now := map[netip.AddrPort][]tcbpf.Backend{}
+		for fe := range keep {
+			if bs, ok := g.Backends(fe); ok {
+				now[fe] = slices.Clone(bs)
+			}
+		}
+		keep = now
 	}
 	ended, serr := s.sock.EndStaleUDP(keep, namespaces)
 	if serr != nil {

@@ -26,7 +26,7 @@ type Proxier struct {
 	node    string       // the node's Kubernetes name (internalTrafficPolicy Local)
 	nodeIPs []netip.Addr // where NodePorts answer: at most one address per family
 	syncer  *svcsync.Syncer
-	flows   FlowCleaner // the plane's conntrack (nil: none to clean)
+	clean   *udpCleaner // forgets stale UDP flows after the syncs (udpclean.go)
 	health  healthSetter
 	metrics *Metrics     // kube-proxy's metrics (nil: none; Instrument)
 	status  *proxyHealth // the proxy health server's view of the syncs (nil: none)
@@ -45,10 +45,7 @@ type Proxier struct {
 	eps    map[string]map[string]*discoveryv1.EndpointSlice
 	udp    map[string]map[netip.AddrPort][]tcbpf.Backend
 	failed map[string]bool // Services whose last sync failed: synced again next time
-	// stale: UDP frontends that lost a backend, with those they keep,
-	// whose flows are still to be forgotten (kept when that failed).
-	stale  map[netip.AddrPort][]tcbpf.Backend
-	primed bool // the first sync (prune, every stale flow) is done
+	primed bool            // the first sync (prune, every stale flow) is done
 }
 
 // healthSetter runs the healthCheckNodePort servers (healthServers).
@@ -66,10 +63,10 @@ func NewProxier(node string, nodeIPs []netip.Addr, plane svcsync.Plane, flows Fl
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Proxier{node: node, nodeIPs: nodeIPs, syncer: syncer, flows: flows, health: health, logf: logf,
+	return &Proxier{node: node, nodeIPs: nodeIPs, syncer: syncer, clean: newUDPCleaner(flows, logf), health: health, logf: logf,
 		kick: make(chan struct{}, 1), slices: sliceChanges{since: time.Now()},
 		svcs: map[string]*corev1.Service{}, eps: map[string]map[string]*discoveryv1.EndpointSlice{},
-		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}, stale: map[netip.AddrPort][]tcbpf.Backend{}}, nil
+		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}}, nil
 }
 
 // ServiceHandler and SliceHandler are the informers' event handlers: they
@@ -140,10 +137,12 @@ func (p *Proxier) handler(record func(obj any, gone bool) string) cache.Resource
 // Sync applies the changes recorded since the last Sync, and syncs again
 // the Services whose last sync failed: each Service touched gets its
 // entries translated and written (only what differs), its health check
-// server set, and the UDP flows to backends its frontends lost forgotten.
-// The first Sync, once the informers listed everything, also deletes the
-// entries no Service claims and every stale UDP flow (a restarted proxy's
-// maps). Changes counts the entries written.
+// server set, and the UDP frontends that lost a backend noted for the
+// cleanup that forgets their flows after the sync (udpclean.go; Loop runs
+// it, CleanUDP for a caller without Loop). The first Sync, once the
+// informers listed everything, also deletes the entries no Service claims
+// and notes every UDP frontend (a restarted proxy's maps). Changes counts
+// the entries written.
 func (p *Proxier) Sync() (svcsync.Changes, error) {
 	p.status.syncing()
 	touched := map[string]bool{}
@@ -203,14 +202,14 @@ func (p *Proxier) Sync() (svcsync.Changes, error) {
 			errs = append(errs, err)
 			p.logf("prune: %v", err)
 		}
+		p.clean.mu.Lock()
 		for _, fes := range p.udp {
-			maps.Copy(p.stale, fes)
+			p.clean.request(slices.Collect(maps.Keys(fes))...)
 		}
+		p.clean.mu.Unlock()
 		p.primed = true
 	}
-	if err := p.forget(); err != nil {
-		errs = append(errs, err)
-	}
+	p.clean.wake()
 	if len(errs) == 0 {
 		p.status.updated()
 	}
@@ -233,13 +232,19 @@ func (p *Proxier) SyncMeasured() (svcsync.Changes, error) {
 	return ch, err
 }
 
-// syncService syncs one Service (gone from svcs: deleted) and notes in
-// p.stale the UDP frontends that lost a backend.
+// syncService syncs one Service (gone from svcs: deleted) and notes for
+// the cleanup the UDP frontends that lost a backend. The cleanup's lock is
+// held while the entries are written and its frontends updated
+// (udpCleaner: a cleanup never deletes a flow to a backend written since
+// its walk began).
 func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 	svc := p.svcs[key]
 	if svc == nil {
 		herr := p.health.Set(key, 0, 0)
+		p.clean.mu.Lock()
 		ch, err := p.syncer.Sync(key, nil)
+		p.clean.written(p.udp[key], nil, err == nil)
+		p.clean.mu.Unlock()
 		if err == nil {
 			delete(p.udp, key) // its entries are gone: its flows are no longer translated
 		}
@@ -257,18 +262,23 @@ func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 		want = svcsync.Entries{}
 	}
 	maps.Copy(want, ext)
+	now := UDPFrontends(svc, eps, p.nodeIPs)
+	p.clean.mu.Lock()
 	ch, err := p.syncer.SyncWith(key, want, SessionAffinity(svc))
-	port, local := HealthCheck(svc, eps, p.node)
-	herr := p.health.Set(key, port, local)
+	p.clean.written(p.udp[key], now, err == nil)
 	if err == nil {
-		now := UDPFrontends(svc, eps, p.nodeIPs)
 		for fe, had := range p.udp[key] {
 			if bs, ok := now[fe]; ok && lost(had, bs) {
-				p.stale[fe] = bs
+				p.clean.request(fe)
 			}
 		}
+	}
+	p.clean.mu.Unlock()
+	if err == nil {
 		p.udp[key] = now
 	}
+	port, local := HealthCheck(svc, eps, p.node)
+	herr := p.health.Set(key, port, local)
 	return ch, errors.Join(err, herr)
 }
 
@@ -282,25 +292,9 @@ func lost(had, now []tcbpf.Backend) bool {
 	return false
 }
 
-// forget deletes the conntrack entries of UDP flows to a frontend of
-// p.stale whose backend it no longer has: their next datagram gets a live
-// backend. Kept for the next Sync when that fails.
-func (p *Proxier) forget() error {
-	if p.flows == nil || len(p.stale) == 0 {
-		return nil
-	}
-	t0 := time.Now()
-	n, err := p.flows.ForgetUDPFlows(p.stale)
-	if n > 0 {
-		p.logf("forgot %d UDP flows whose backend left their Service in %s", n, time.Since(t0).Round(time.Microsecond))
-	}
-	if err != nil {
-		p.logf("forget stale UDP flows: %v", err)
-		return err
-	}
-	clear(p.stale)
-	return nil
-}
+// CleanUDP forgets now, in the caller's goroutine, the stale UDP flows the
+// syncs so far noted (what Loop's cleanup goroutine does after them).
+func (p *Proxier) CleanUDP() error { return p.clean.clean() }
 
 // Retry bounds of a failed sync (doubling in between).
 const (
@@ -310,11 +304,14 @@ const (
 
 // Loop syncs whenever a change is recorded, until ctx ends. A failed sync
 // is retried after a backoff (minRetry doubling to maxRetry), sooner if
-// another change comes.
+// another change comes. Beside it a goroutine forgets the stale UDP flows
+// the syncs noted (udpCleaner.run).
 func (p *Proxier) Loop(ctx context.Context) {
+	go p.clean.run(ctx)
+	p.clean.wake() // what the syncs before Loop noted
 	var backoff time.Duration
 	var retry <-chan time.Time
-	if len(p.failed) > 0 || len(p.stale) > 0 { // the sync before failed
+	if len(p.failed) > 0 { // the sync before failed
 		backoff = minRetry
 		retry = time.After(backoff)
 	}

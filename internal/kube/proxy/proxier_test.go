@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -65,6 +66,11 @@ func mustSync(t *testing.T, p *Proxier, f *fakePlane) []string {
 	t.Helper()
 	f.calls = nil
 	if _, err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The stale UDP flows the sync noted, forgotten now (Loop's goroutine
+	// does it after the sync).
+	if err := p.CleanUDP(); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.broken) > 0 {
@@ -374,5 +380,94 @@ func TestLabelSelector(t *testing.T) {
 	}
 	if s := sel.String(); s != fmt.Sprintf("!%s,!%s", corev1.IsHeadlessService, proxyNameLabel) && s != fmt.Sprintf("!%s,!%s", proxyNameLabel, corev1.IsHeadlessService) {
 		t.Errorf("selector %q", s)
+	}
+}
+
+// guardedCleaner is a FlowCleaner whose "walk" finds the given flows, runs
+// between the walk and the deletes what a concurrent sync would (during),
+// then deletes, under the guard's lock, those the guard still says left
+// (as tcbpf.ForgetUDPFlowsGuarded does).
+type guardedCleaner struct {
+	found   map[netip.AddrPort][]tcbpf.Backend // per frontend, the backends of the flows found
+	during  func()
+	keep    map[netip.AddrPort][]tcbpf.Backend // what the cleanup was asked to keep
+	deleted map[netip.AddrPort][]tcbpf.Backend
+}
+
+func (c *guardedCleaner) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, g tcbpf.FlowGuard) (int, error) {
+	c.keep = maps.Clone(keep)
+	stale := map[netip.AddrPort][]tcbpf.Backend{}
+	for fe, bs := range c.found {
+		for _, b := range bs {
+			if ks, ok := keep[fe]; ok && !slices.Contains(ks, b) {
+				stale[fe] = append(stale[fe], b)
+			}
+		}
+	}
+	c.during()
+	g.Lock()
+	defer g.Unlock()
+	c.deleted = map[netip.AddrPort][]tcbpf.Backend{}
+	n := 0
+	for fe, bs := range stale {
+		now, ok := g.Backends(fe)
+		for _, b := range bs {
+			if !ok || !slices.Contains(now, b) {
+				c.deleted[fe] = append(c.deleted[fe], b)
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// The cleanup runs after the sync, and a sync that gives a frontend its
+// backend back while the cleanup walks is never undone by it: the flows
+// the walk found to that backend are not deleted; those to a backend still
+// gone are.
+func TestProxierCleanupNeverDeletesReaddedBackend(t *testing.T) {
+	f := newFakePlane()
+	c := &guardedCleaner{during: func() {}}
+	p, err := NewProxier("me", testNodeIPs, f, c, fakeHealth{}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := netip.MustParseAddrPort("10.96.0.10:53")
+	a, bk := bes("10.244.1.5:5353")[0], bes("10.244.2.5:5353")[0]
+	never := bes("10.244.9.9:5353")[0] // a flow to a backend nobody has
+	both := sliceOf("s-1", udpPorts, ep{ip: "10.244.1.5", ready: b(true)}, ep{ip: "10.244.2.5", ready: b(true)})
+	addObj(p, udpSvc())
+	addObj(p, both)
+	if _, err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CleanUDP(); err != nil { // the first sync's cleanup: nothing stale yet
+		t.Fatal(err)
+	}
+	// b leaves: the sync writes the maps and only notes the cleanup.
+	updateObj(p, sliceOf("s-1", udpPorts, ep{ip: "10.244.1.5", ready: b(true)}))
+	c.keep = nil
+	if _, err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if c.keep != nil {
+		t.Fatalf("the sync forgot flows itself (%v): the cleanup must run after it", c.keep)
+	}
+	// The cleanup walks and finds flows to b and to never; meanwhile b is back.
+	c.found = map[netip.AddrPort][]tcbpf.Backend{fe: {a, bk, never}}
+	c.during = func() {
+		updateObj(p, both)
+		if _, err := p.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.CleanUDP(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.keep[fe]; !reflect.DeepEqual(got, []tcbpf.Backend{a}) {
+		t.Fatalf("the cleanup was asked to keep %v for %s, want [%s]", got, fe, a)
+	}
+	if got := c.deleted[fe]; !reflect.DeepEqual(got, []tcbpf.Backend{never}) {
+		t.Errorf("the cleanup deleted the flows of %s to %v, want only those to %s (%s came back during the walk)", fe, got, never, bk)
 	}
 }

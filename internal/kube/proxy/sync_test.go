@@ -95,7 +95,7 @@ func (f *fakePlane) ListServices() ([]tcbpf.Service, error) {
 	return out, nil
 }
 
-func (f *fakePlane) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend) (int, error) {
+func (f *fakePlane) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, _ tcbpf.FlowGuard) (int, error) {
 	f.forgot = append(f.forgot, maps.Clone(keep))
 	return len(keep), nil
 }
