@@ -66,7 +66,7 @@ func TestRunKnobBadInput(t *testing.T) {
 	if _, _, err := resolveRun(t, "-f", file); err == nil || !strings.Contains(err.Error(), ":4: field sweep.mtu: sweep mtu: mtu 70000 is above 65535") {
 		t.Errorf("file with mtu 70000: %v", err)
 	}
-	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "mtu=1500,9000"); err == nil || !strings.Contains(err.Error(), "set a lab's links and policies; a cluster's are its CNI's") {
+	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "mtu=1500,9000"); err == nil || !strings.Contains(err.Error(), "set a lab's links; a cluster's are its CNI's") {
 		t.Errorf("kube run --sweep mtu: %v", err)
 	}
 	if _, err := resolveKubeRun(t, "--cluster", "k", "--sweep", "streams=1,4"); err != nil {

@@ -33,7 +33,7 @@ server is published on a 127.0.0.1 port.
   vnetlab kube down k`,
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
-		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(),
+		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(),
 		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd())
 	return cmd
 }

@@ -152,3 +152,23 @@ func newKubeResolveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&server, "server", "", "ask this DNS server (host:port) for the absolute NAME instead of /etc/resolv.conf's")
 	return cmd
 }
+
+// newKubeDialCmd dials one TCP address from a pod and prints what became
+// of it: connected, refused (a RST: nothing listens, or a reject), or
+// dropped (no answer within --timeout). `kube run`'s policies proof runs it
+// in a client pod against a port the policies deny (internal/kube/bench/policies.go).
+func newKubeDialCmd() *cobra.Command {
+	timeout := time.Second
+	cmd := &cobra.Command{
+		Use:    "dial [--timeout 1s] IP:PORT",
+		Short:  "Print connected, refused or dropped for a TCP connection to IP:PORT (kube run's policies proof)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), measure.Dial(args[0], timeout))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long an unanswered connection waits")
+	return cmd
+}

@@ -50,12 +50,38 @@ type labGroup struct {
 	Points []knob.Point
 }
 
-// SetsLinks says whether the spec sets a lab's links or its policies,
-// plainly or in its sweep (a cluster's are its CNI's: kube run refuses
-// them).
+// SetsLinks says whether the spec sets a lab's links, plainly or in its
+// sweep (a cluster's are its CNI's: kube run refuses them).
 func (s Spec) SetsLinks() bool {
-	return len(s.PolicyProviders) > 0 || slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Links.IsZero() || !g.Policy.IsZero() })
+	return slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Links.IsZero() })
 }
+
+// PolicyGroup is the points of the sweep that share one policy set.
+type PolicyGroup struct {
+	Set    knob.PolicySet
+	Points []knob.Point
+}
+
+// PolicyGroups are the sweep's points by policy set, in the points' order
+// (a run without policies: one group of every point and the zero set);
+// a cluster run measures a namespace of its own per group
+// (internal/kube/bench/policies.go), as a lab run builds a lab per group.
+func (s Spec) PolicyGroups() []PolicyGroup {
+	var out []PolicyGroup
+	for _, g := range s.labGroups() {
+		i := slices.IndexFunc(out, func(o PolicyGroup) bool { return o.Set == g.Policy })
+		if i < 0 {
+			out = append(out, PolicyGroup{Set: g.Policy})
+			i = len(out) - 1
+		}
+		out[i].Points = append(out[i].Points, g.Points...)
+	}
+	return out
+}
+
+// UsesPolicies says whether the run sets or sweeps a policy knob, or names
+// policy providers.
+func (s Spec) UsesPolicies() bool { return s.usesPolicies() }
 
 // labGroups groups the sweep's points by the links and the policies they
 // need, in the points' order.

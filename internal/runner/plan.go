@@ -236,7 +236,7 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoi
 		}
 		proto.Family = f.Cell()
 		// The lab's namespaces: what a profile counts as the test's.
-		cells, err := p.spec.planPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: addr, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
+		cells, err := p.spec.PlanPoints(points, proto, engine.Target{ServerNS: ep.ServerNS, ClientNS: ep.ClientNS, Addr: addr, ClientCgroup: ep.ClientCgroup}, labNamespaces(l))
 		for _, c := range cells {
 			p.cellProof(l.State, &c)
 			p.out.Cells = append(p.out.Cells, c.Cell)

@@ -54,7 +54,7 @@ func (s Spec) checkPolicies() error {
 			return field.Errorf("policy_providers", "{policy_providers}: %v", err)
 		}
 	}
-	if !s.usesPolicies() {
+	if !s.usesPolicies() || s.ClusterPolicies {
 		return nil
 	}
 	provs := s.policyProviders()
@@ -174,8 +174,9 @@ func provePolicies(c Planned, why string, sampleErr error) {
 	default:
 		why = c.Policy.End()
 	}
-	pp, cp := c.Cell.Policies, c.Policy
-	pp.Objects, pp.Want, pp.Probe, pp.ProbeDenied, pp.Evaluated, pp.NotApplied = cp.Objects, cp.Want, cp.Probe, cp.ProbeDenied, cp.Evaluated, why
+	pp := c.Cell.Policies
+	c.Policy.File(pp)
+	pp.NotApplied = why
 	if why != "" && c.Cell.NotApplied == "" {
 		c.Cell.NotApplied = "policies not proven in force: " + why
 	}

@@ -156,6 +156,18 @@ func TestPolicyGroups(t *testing.T) {
 	if st := s.settings(); len(st.PolicyProviders) != 1 {
 		t.Errorf("settings record providers %q", st.PolicyProviders)
 	}
+	// A cluster's namespaces: a group per policy set, whatever the links.
+	if pg := s.PolicyGroups(); len(pg) != 3 || len(pg[0].Points) != 2 || pg[2].Set.Policies != 1000 {
+		t.Errorf("policy groups of policies=0,100,1000 and mtu=default,9000: %+v", pg)
+	}
+	s.Sweep.Axes = []knob.Axis{pol}
+	if s.SetsLinks() {
+		t.Errorf("a policies sweep sets no links")
+	}
+	s.ClusterPolicies = true
+	if st := s.settings(); len(st.PolicyProviders) != 0 {
+		t.Errorf("a cluster's policies: settings record lab providers %q", st.PolicyProviders)
+	}
 }
 
 // slow is a policy provider that loads 100 policies a second (registered

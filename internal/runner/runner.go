@@ -14,7 +14,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
 	"github.com/vnetlab/vnetlab/internal/measure/profile"
-	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -115,8 +114,19 @@ type Planned struct {
 	Point  knob.Point
 	Family family.Family
 	// Policy proves the lab's NetworkPolicies around the cell's proof
-	// sample (policies.go); nil when the lab has none.
-	Policy *labpolicy.CellProof
+	// sample (policies.go: a labpolicy.CellProof; a cluster's:
+	// internal/kube/bench/policies.go); nil when the lab has none.
+	Policy PolicyProver
+}
+
+// PolicyProver proves a cell's policy set in force around its proof
+// sample: Begin before it (never in a measured window), End after it, each
+// "" or why the set is not in force; File copies what it saw into the
+// cell's proof.
+type PolicyProver interface {
+	Begin() string
+	End() string
+	File(*results.PolicyProof)
 }
 
 // EngineSpec is what one sample of c measures under spec.

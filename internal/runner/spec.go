@@ -78,6 +78,10 @@ type Spec struct {
 	// (results.CellID.PolicyProvider). Default, when a policy knob is set
 	// or swept: labpolicy.DefaultProvider.
 	PolicyProviders []string
+	// ClusterPolicies: the policy knobs are a cluster's (kube run), its
+	// enforcer's to load (internal/kube/bench/policies.go), never a lab
+	// provider's: the lab providers' checks and names are left out.
+	ClusterPolicies bool
 	ExtraServices   []int             // default: [0]
 	Services        []labservice.Spec // default: labservice.DefaultVIP on the engine ports -> first pod
 
@@ -174,12 +178,12 @@ func (s Spec) EngineSpec(t engine.Test, pt knob.Point, f family.Family) engine.S
 // (internal/kube/bench) plan their cells here: a coordinate the spec
 // varies (a sweep's points) is crossed in here, once.
 func (s Spec) Plan(proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
-	return s.planPoints(s.Sweep.Points(), proto, target, netns)
+	return s.PlanPoints(s.Sweep.Points(), proto, target, netns)
 }
 
-// planPoints is Plan over some of the sweep's points (a lab's: those its
-// links were set for).
-func (s Spec) planPoints(points []knob.Point, proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
+// PlanPoints is Plan over some of the sweep's points (a lab's: those its
+// links were set for; a cluster's namespace: those of its policy set).
+func (s Spec) PlanPoints(points []knob.Point, proto results.Cell, target engine.Target, netns []string) ([]Planned, error) {
 	var out []Planned
 	fam := family.OfCell(proto.Family)
 	for _, t := range s.Tests {
@@ -222,7 +226,7 @@ func (s Spec) settings() results.Settings {
 		st.Rate = s.Rate
 	}
 	st.Policies, st.IPBlocks = s.Policy.Policies, s.Policy.IPBlocks
-	if s.usesPolicies() {
+	if s.usesPolicies() && !s.ClusterPolicies {
 		st.PolicyProviders = s.policyProviders()
 	}
 	st.Sweep = sweepOf(s.Sweep)

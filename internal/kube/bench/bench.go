@@ -84,6 +84,7 @@ func DefaultSpec() Spec {
 func (s Spec) measureSpec() runner.Spec {
 	m := s.Measure
 	m.CPUsElsewhere = len(s.Configs) == 0 && s.Cluster.Local == ""
+	m.ClusterPolicies = true // the cluster's enforcer's (policies.go)
 	return m
 }
 
@@ -119,8 +120,11 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("kube.lab brings up labs, which needs root: run it with sudo")
 	}
 	if s.Measure.SetsLinks() {
-		return field.Errorf("sweep", "%s set a lab's links and policies; a cluster's are its CNI's: kube run takes %s, %s, %s and %s",
-			knob.LabOnlyNames(), knob.Size, knob.Streams, knob.Load, knob.Rate)
+		return field.Errorf("sweep", "%s set a lab's links; a cluster's are its CNI's: kube run takes %s, %s, %s, %s, %s and %s",
+			knob.LinksNames(), knob.Size, knob.Streams, knob.Load, knob.Rate, knob.Policies, knob.IPBlocks)
+	}
+	if err := s.checkPolicies(); err != nil {
+		return err
 	}
 	return s.Pods.Validate()
 }
@@ -131,6 +135,7 @@ func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progre
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	s.Measure.ClusterPolicies = true // its settings name no lab policy provider
 	res := &results.File{SchemaVersion: results.SchemaVersion, Metadata: runner.Begin(prov, s.Measure)}
 	res.Metadata.Settings.Tolerance = s.Tolerance
 	var err error
@@ -143,12 +148,15 @@ func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progre
 	return res, err
 }
 
-// plan is a cell per endpoint of the session (of the given paths; nil: all)
-// and test, named label/path@placement/test, with extra generated Services
+// plan is a cell per endpoint of the session (of the given paths; nil: all),
+// test and point of the sweep (points; nil: all), named label/path@placement/test, with extra generated Services
 // present besides the measured one; provider, when given, names the
 // service cells' proxy as a lab's service cells name theirs
 // (label/service(provider+extra)@placement/test).
-func plan(s *measure.Session, spec runner.Spec, label, provider string, extra int, paths []string) ([]runner.Planned, error) {
+func plan(s *measure.Session, spec runner.Spec, label, provider string, extra int, paths []string, points []knob.Point) ([]runner.Planned, error) {
+	if points == nil {
+		points = spec.Sweep.Points()
+	}
 	var planned []runner.Planned
 	for _, ep := range s.Endpoints {
 		if paths != nil && !slices.Contains(paths, ep.Path) {
@@ -159,7 +167,7 @@ func plan(s *measure.Session, spec runner.Spec, label, provider string, extra in
 		if ep.Path == measure.PathService {
 			proto.Provider = provider
 		}
-		cells, err := spec.Plan(proto, engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}, nil)
+		cells, err := spec.PlanPoints(points, proto, engine.Target{ServerNS: ep.ServerPod, ClientNS: ep.ClientPod, Addr: ep.Addr, Starter: s.Exec}, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
@@ -63,5 +66,66 @@ func TestValidateLabSameNode(t *testing.T) {
 		if err := field.Rendered(s.Validate(), field.Key); err == nil || !strings.Contains(err.Error(), "lab_same_node adds a one-node lab beside the file's two-node lab: set lab and nodes: 2") {
 			t.Errorf("lab %v, nodes %d: %v", s.Lab, s.Measure.Nodes, err)
 		}
+	}
+}
+
+// A policies sweep is a cluster's (its enforcer's): measured on one
+// cluster's pod or service path, never with a lab's providers, links or
+// beside-lab; a local cluster that enforces none is refused.
+func TestValidatePolicies(t *testing.T) {
+	spec := func(sweep string, edit func(*Spec)) Spec {
+		s := DefaultSpec()
+		s.Cluster.Kubeconfig = "kc"
+		for _, a := range strings.Split(sweep, " ") {
+			ax, err := knob.ParseAxisFlag(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Measure.Sweep.Axes = append(s.Measure.Sweep.Axes, ax)
+		}
+		if edit != nil {
+			edit(&s)
+		}
+		return s
+	}
+	if err := spec("policies=0,100,1000", nil).Validate(); err != nil {
+		t.Errorf("a policies sweep: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    Spec
+		want string
+	}{
+		{"links", spec("policies=0,10 mtu=default,9000", nil), "set a lab's links"},
+		{"providers", spec("policies=0,10", func(s *Spec) { s.Measure.PolicyProviders = []string{"nftables"} }), "names a lab's policy providers"},
+		{"table", spec("policies=0,10", func(s *Spec) { s.Cluster, s.Configs = Target{}, []Config{{Name: "a"}} }), "measure one cluster"},
+		{"host only", spec("policies=0,10", func(s *Spec) { s.Pods.Paths = []string{"host"} }), "select the server pod"},
+	} {
+		if err := field.Rendered(tc.s.Validate(), field.Key); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if !(tc.name == "table" && err != nil && strings.Contains(err.Error(), "root")) { // kube.clusters needs root first
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+		}
+	}
+	if err := checkEnforcer("k", clusternet.Network{Policy: clusternet.PolicyNone}); err == nil || !strings.Contains(err.Error(), "enforces no NetworkPolicy") {
+		t.Errorf("enforcer none: %v", err)
+	}
+	if err := checkEnforcer("k", clusternet.Network{Policy: clusternet.PolicyVnetlab}); err != nil {
+		t.Errorf("enforcer vnetlab: %v", err)
+	}
+	// A namespace per set; its cells carry the set, host cells no proof.
+	s := spec("policies=0,100,1000", nil)
+	g := s.Measure.PolicyGroups()
+	if len(g) != 3 || g[2].Set.Policies != 1000 || len(g[2].Points) != 1 {
+		t.Fatalf("groups: %+v", g)
+	}
+	ps := &pointSet{set: g[1].Set, names: []string{"a", "b"}, server: map[family.Family]string{family.IPv4: "10.0.0.1"}}
+	cells := []runner.Planned{{Cell: &results.Cell{Path: "pod"}, Family: family.IPv4}, {Cell: &results.Cell{Path: "host"}}}
+	ps.prove(cells)
+	if cells[0].Policy == nil || cells[0].Cell.Policies.Policies != 100 || cells[1].Policy != nil || cells[1].Cell.Policies != nil {
+		t.Errorf("proofs: pod %+v, host %+v", cells[0].Cell.Policies, cells[1].Cell.Policies)
+	}
+	if p := cells[0].Policy.(*policyProof); p.addr != "10.0.0.1:9" {
+		t.Errorf("deny probe to %s", p.addr)
 	}
 }

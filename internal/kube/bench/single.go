@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -19,6 +21,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	opts.Kubeconfig, opts.Context, opts.PullPolicy = s.Cluster.Kubeconfig, s.Cluster.Context, corev1.PullIfNotPresent
 	opts.NodeCPUPods = s.Cluster.Local == "" // a local cluster's nodes are read from their cgroups
 	var local *clusternet.Network
+	nodeNS := map[string]string{} // a local vnetlab enforcer's nftables, read back by the policies' proofs
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
 		if err != nil {
@@ -26,6 +29,22 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 		}
 		n := cluster.Network(st)
 		local, opts.Kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+		if e, _ := clusternet.GetEnforcer(n.Policy); e.Vnetlab && s.Measure.UsesPolicies() {
+			for _, node := range st.Nodes {
+				if _, err := polnft.Read(node.NS); err == nil {
+					nodeNS[node.Name] = node.NS
+				}
+			}
+		}
+	}
+	groups := []runner.PolicyGroup{{Points: s.Measure.Sweep.Points()}}
+	if s.Measure.UsesPolicies() {
+		if local == nil {
+			say("warning: which NetworkPolicy enforcer cluster %s runs is not known here: each cell's proof (a denied connection dropped) says whether its policies are in force", s.label())
+		} else if err := checkEnforcer(s.Cluster.Local, *local); err != nil {
+			return err
+		}
+		groups = s.Measure.PolicyGroups()
 	}
 	if opts.Image == "" {
 		var err error
@@ -35,26 +54,51 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 		// No registry has it: a node without it fails at once (ErrImageNeverPull).
 		opts.PullPolicy = corev1.PullNever
 	}
-	sess, err := measure.Setup(ctx, opts, say)
-	if err != nil {
-		return err
-	}
+	// A namespace per policy set (policies.go), the first with every path.
+	var sessions []*measure.Session
 	defer func() {
-		if cerr := sess.Close(); cerr != nil {
-			say("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", sess.Namespace, cerr)
+		for _, sess := range sessions {
+			if cerr := sess.Close(); cerr != nil {
+				say("warning: deleting namespace %s: %v (run `vnetlab kube clean`)", sess.Namespace, cerr)
+			}
 		}
 	}()
 	label := s.label()
+	spec := s.measureSpec()
+	var planned []runner.Planned
+	for i, g := range groups {
+		o := opts
+		if i > 0 {
+			o.Paths = slices.DeleteFunc(slices.Clone(o.Paths), func(p string) bool { return p == measure.PathHost })
+			o.NodeCPUPods, o.Nodes = false, nil
+			for _, n := range sessions[0].Nodes {
+				o.Nodes = append(o.Nodes, n.Name)
+			}
+		}
+		sess, err := measure.Setup(ctx, o, say)
+		if err != nil {
+			return err
+		}
+		sessions = append(sessions, sess)
+		cells, err := plan(sess, spec, label, "", 0, nil, g.Points)
+		if err != nil {
+			return err
+		}
+		if s.Measure.UsesPolicies() {
+			ps, err := enforce(ctx, sess, g.Set, nodeNS, say)
+			if err != nil {
+				return err
+			}
+			ps.prove(cells)
+		}
+		planned = append(planned, cells...)
+	}
+	sess := sessions[0]
 	res.Metadata.Cluster = sess.Detect(ctx, local)
 	res.Metadata.Cluster.Name, res.Metadata.Cluster.Image = label, opts.Image
 	meter, how, stop := nodeMeter(ctx, sess, local != nil, say)
 	defer stop()
 	res.Metadata.Cluster.NodeCPU = how
-	spec := s.measureSpec()
-	planned, err := plan(sess, spec, label, "", 0, nil)
-	if err != nil {
-		return err
-	}
 	if s.Lab {
 		labs, err := s.prepareLabs(ctx, prog)
 		for _, l := range labs {

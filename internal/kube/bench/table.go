@@ -106,7 +106,7 @@ func (s Spec) measureConfig(ctx context.Context, c Config, res *results.File, pr
 	defer stop()
 	cl.NodeCPU = how
 	spec := s.measureSpec()
-	planned, err := plan(sess, spec, c.Name, c.Cluster.Proxy, 0, nil)
+	planned, err := plan(sess, spec, c.Name, c.Cluster.Proxy, 0, nil, nil)
 	if err != nil {
 		return cl, err
 	}
@@ -159,7 +159,7 @@ func (s Spec) measureWithExtra(ctx context.Context, sess *measure.Session, c Con
 	say("the proxy carried a Service created after them %s later", took.Round(100*time.Millisecond))
 	spec := s.measureSpec()
 	spec.Tests = s.ExtraTests
-	planned, err := plan(sess, spec, c.Name, c.Cluster.Proxy, n, measured)
+	planned, err := plan(sess, spec, c.Name, c.Cluster.Proxy, n, measured, nil)
 	if err != nil {
 		return err
 	}

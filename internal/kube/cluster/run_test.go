@@ -192,6 +192,7 @@ func TestKubeRunBadInput(t *testing.T) {
 		{"cross-node on one node", []string{"--cluster", testCluster, "--nodes", testState.Nodes[0].Name + "," + testState.Nodes[0].Name}, "cross-node needs two"},
 		{"image the nodes cannot get", []string{"--cluster", testCluster, "--image", "vnetlab.local/missing:1"}, "cannot get image"},
 		{"unknown path", []string{"--cluster", testCluster, "--paths", "nodeport"}, "unknown path"},
+		{"policies on a cluster that enforces none", []string{"--cluster", testCluster, "--sweep", "policies=0,10"}, "enforces no NetworkPolicy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -209,11 +209,11 @@ func IsLinks(n Name) bool {
 // policies), which a cluster's CNI decides instead: kube run refuses it.
 func (k Knob) LabOnly() bool { return k.Links || k.Policy }
 
-// LabOnlyNames lists the lab-only knobs, comma-separated (for errors).
-func LabOnlyNames() string {
+// LinksNames lists the links knobs, comma-separated (for errors).
+func LinksNames() string {
 	var s []string
 	for _, k := range All {
-		if k.LabOnly() {
+		if k.Links {
 			s = append(s, string(k.Name))
 		}
 	}

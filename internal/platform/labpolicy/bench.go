@@ -16,6 +16,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
@@ -75,9 +76,6 @@ func (b BenchSet) Doc(st *lab.State, c *Config) (netpol.Doc, error) {
 // policies are the generated policies and the allowing one.
 func (b BenchSet) policies(st *lab.State, c *Config) ([]networkingv1.NetworkPolicy, networkingv1.NetworkPolicy, error) {
 	var none networkingv1.NetworkPolicy
-	if b.Policies > MaxGenerated || b.IPBlocks > MaxGenerated {
-		return nil, none, fmt.Errorf("%d policies and %d ipblocks: at most %d each are generated", b.Policies, b.IPBlocks, MaxGenerated)
-	}
 	w, err := c.World(st)
 	if err != nil {
 		return nil, none, err
@@ -94,15 +92,29 @@ func (b BenchSet) policies(st *lab.State, c *Config) ([]networkingv1.NetworkPoli
 	if server == nil {
 		return nil, none, fmt.Errorf("lab %s has no pod %s", st.Name, b.Server.Name)
 	}
-	var clients []*netpol.Pod
+	var clients []netpol.Pod
 	for _, cl := range b.Clients {
 		p := find(cl.Name)
 		if p == nil {
 			return nil, none, fmt.Errorf("lab %s has no pod %s", st.Name, cl.Name)
 		}
-		clients = append(clients, p)
+		clients = append(clients, *p)
 	}
-	for _, p := range w.Pods {
+	return Generate(b.Policies, b.IPBlocks, *server, clients, w.Pods, st.Spec.Family.HasIPv4(), st.Spec.Family.HasIPv6(), b.Ports)
+}
+
+// Generate is the set of policies generated policies and one of ipblocks
+// blocks selecting server, and the policy allowing clients to reach it on
+// ports (TCP and UDP), with peers of IPv4 (v4) and IPv6 (v6); pods are
+// every pod, none of which may be in the generated peers' ranges. A lab's
+// set (BenchSet) and a cluster's (`kube run`, created through its API:
+// internal/kube/bench/policies.go) are both made here.
+func Generate(policies, ipblocks int, server netpol.Pod, clients, pods []netpol.Pod, v4, v6 bool, ports []uint16) ([]networkingv1.NetworkPolicy, networkingv1.NetworkPolicy, error) {
+	var none networkingv1.NetworkPolicy
+	if policies > MaxGenerated || ipblocks > MaxGenerated {
+		return nil, none, fmt.Errorf("%d policies and %d ipblocks: at most %d each are generated", policies, ipblocks, MaxGenerated)
+	}
+	for _, p := range pods {
 		for _, a := range p.IPs {
 			for _, r := range []netip.Prefix{policyPeers4, policyPeers6, blockPeers4, blockPeers6} {
 				if r.Contains(a) {
@@ -111,7 +123,6 @@ func (b BenchSet) policies(st *lab.State, c *Config) ([]networkingv1.NetworkPoli
 			}
 		}
 	}
-	v4, v6 := st.Spec.Family.HasIPv4(), st.Spec.Family.HasIPv6()
 	peers := func(i int, r4, r6 netip.Prefix) []networkingv1.NetworkPolicyPeer {
 		var out []networkingv1.NetworkPolicyPeer
 		if v4 {
@@ -134,12 +145,12 @@ func (b BenchSet) policies(st *lab.State, c *Config) ([]networkingv1.NetworkPoli
 		}
 	}
 	var gen []networkingv1.NetworkPolicy
-	for i := range b.Policies {
+	for i := range policies {
 		gen = append(gen, policy(GeneratedPrefix+strconv.Itoa(i), networkingv1.NetworkPolicyIngressRule{From: peers(i, policyPeers4, policyPeers6)}))
 	}
-	if b.IPBlocks > 0 {
+	if ipblocks > 0 {
 		var from []networkingv1.NetworkPolicyPeer
-		for i := range b.IPBlocks {
+		for i := range ipblocks {
 			from = append(from, peers(i, blockPeers4, blockPeers6)...)
 		}
 		gen = append(gen, policy(BlocksName, networkingv1.NetworkPolicyIngressRule{From: from}))
@@ -152,7 +163,7 @@ func (b BenchSet) policies(st *lab.State, c *Config) ([]networkingv1.NetworkPoli
 		})
 	}
 	for _, proto := range []netpol.Proto{netpol.TCP, netpol.UDP} {
-		for _, port := range b.Ports {
+		for _, port := range ports {
 			pr := corev1.Protocol(proto)
 			pt := intstr.FromInt32(int32(port))
 			allow.Ports = append(allow.Ports, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &pt})
@@ -262,6 +273,11 @@ func (c *CellProof) End() string {
 		return fmt.Sprintf("policy provider %s evaluated none of the proof sample's packets (its evaluated count stayed %d)", c.Provider, p.Evaluated)
 	}
 	return ""
+}
+
+// File copies the proof into a cell's (runner.PolicyProver).
+func (c *CellProof) File(p *results.PolicyProof) {
+	p.Objects, p.Want, p.Probe, p.ProbeDenied, p.Evaluated = c.Objects, c.Want, c.Probe, c.ProbeDenied, c.Evaluated
 }
 
 // Prove asks provider what lab st's data plane holds.
