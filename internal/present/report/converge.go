@@ -21,7 +21,10 @@ import (
 // showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
 	what := "network programming latency, proxy " + c.Proxy
-	if c.PolicyProvider != "" {
+	switch {
+	case c.PolicyProvider != "" && c.Cluster != nil: // kube converge --policy
+		what = fmt.Sprintf("policy apply latency, NetworkPolicy enforcer %s (proxy %s), %d other policies present", c.PolicyProvider, c.Proxy, c.Policies)
+	case c.PolicyProvider != "":
 		what = fmt.Sprintf("policy apply latency, policy provider %s, %d policies and %d ipblocks present", c.PolicyProvider, c.Policies, c.IPBlocks)
 	}
 	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
