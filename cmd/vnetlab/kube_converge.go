@@ -45,10 +45,19 @@ creation and deletion of the Service, each followed on every node, comes before 
 measured change (the cluster may still be working through earlier writes). Everything
 created is deleted at the end, also on Ctrl-C.
 
+--policy measures NetworkPolicy apply latency instead (a switch, not a count: the policies
+present are --extra-policies, as --extra-services counts Services): one pod is isolated for
+ingress and probed at its pod IP (UDP, no Service); a policy admitting the probers is created
+(allow-added: to the first answered probe on each node) and deleted (allow-deleted: to the
+first unanswered one), in turn. --extra-policies N other policies select that pod first,
+admitting none of the probers, so the enforcer evaluates them with each change. Refused on a
+local cluster whose enforcer is none (kube up --network-policy).
+
 Examples:
   vnetlab kube converge --cluster k
   vnetlab kube converge --cluster k --extra-services 10000 --extra-endpoints 10 --keep-extra -o k-10k.json
-  vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json`,
+  vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json
+  vnetlab kube converge --cluster k --policy --extra-policies 1000 --changes 400 -o k-pol-1k.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Local, spec.Kubeconfig, spec.Context = cf.cluster, cf.kubeconfig, cf.context
@@ -69,6 +78,8 @@ Examples:
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
 	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
 	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")
+	f.BoolVar(&spec.Policy, "policy", false, "measure NetworkPolicy changes (a policy admitting the probers to an isolated pod, created and deleted) instead of Service changes")
+	f.IntVar(&spec.ExtraPolicies, "extra-policies", 0, "with --policy: other NetworkPolicies selecting the probed pod, admitting none of the probers, created first and deleted after")
 	f.DurationVar(&spec.CRR, "crr", 0, "after the changes, tcp_crr to a Service made last (after the N others), 5 samples of this length (0: not measured)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ import (
 // converge files (issue 47: latency against N per proxy).
 func newKubeConvergeReportCmd() *cobra.Command {
 	var kind, svg string
-	kinds := converge.Kinds
+	kinds := append(slices.Clone(converge.Kinds), converge.KindAllowAdded, converge.KindAllowDeleted) // a kind no run has is no row
 	cmd := &cobra.Command{
 		Use:   "converge-report FILE.json... [--kinds K,...] [--chart-kind endpoint-added] [--svg chart.svg]",
 		Short: "Tabulate kube converge files side by side (per proxy, E and N) and chart a kind's p99 against N",

@@ -40,6 +40,12 @@ type ConvergeSpec struct {
 	// CRR, when positive, is each tcp_crr sample's length to a Service
 	// made after the changes (results.NewestCRR).
 	CRR time.Duration
+	// Policy measures NetworkPolicy changes instead of the Service's
+	// (convpolicy.go): a policy admitting the probers into an isolated
+	// pod, added and deleted; ExtraPolicies other policies select that
+	// pod meanwhile, admitting none of them.
+	Policy        bool
+	ExtraPolicies int
 }
 
 // UnknownProxy names a cluster's proxy that detection did not identify.
@@ -59,6 +65,9 @@ func (s ConvergeSpec) Check() error {
 		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
 	case s.ExtraEndpoints < 1 || s.ExtraEndpoints > measure.MaxExtraEndpoints:
 		return fmt.Errorf("--extra-endpoints %d: use 1 to %d (one EndpointSlice's capacity)", s.ExtraEndpoints, measure.MaxExtraEndpoints)
+	}
+	if err := s.checkPolicy(); err != nil {
+		return err
 	}
 	return s.Pace.Check()
 }
@@ -104,6 +113,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 		n := cluster.Network(st)
 		local, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+		if err := spec.checkEnforcer(st.Name, n.Policy); err != nil {
+			return nil, err
+		}
 		for _, node := range st.Nodes {
 			nodeNS[node.Name] = node.NS
 		}
@@ -160,8 +172,11 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	sc := &results.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
 	res.Scale = sc
+	if spec.Policy {
+		policyResult(res, spec, say)
+	}
 	var meter *usageMeter
-	if spec.Local != "" {
+	if spec.Local != "" && !spec.Policy { // the meter's daemons are the proxies, not the enforcers
 		if meter, err = newUsageMeter(spec.Local); err != nil {
 			say("converge: the daemons' use is not measured: %v", err)
 		}
@@ -180,13 +195,27 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	defer c.stop()
-	if len(nodeNS) > 0 {
+	var steps []converge.Step
+	switch {
+	case spec.Policy:
+		defer func() {
+			if err := measure.DeleteExtraPolicies(cfg, ns); err != nil {
+				say("warning: deleting the policies of namespace %s: %v", ns, err)
+			}
+		}()
+		if steps, err = c.policySteps(ctx, cfg); err != nil {
+			return nil, err
+		}
+	case len(nodeNS) > 0:
 		c.metrics = newScraper(nodeNS)
 		c.metrics.baseline(ctx, say)
-	} else {
+	default:
 		say("converge: not a local cluster: the proxies' own metrics are not scraped")
 	}
-	changes, err := converge.Cycle(ctx, c, converge.Hooks{WarmedUp: c.WarmedUp, Observed: c.Observed}, c.seen, spec.Pace, c.targets(), say)
+	if !spec.Policy {
+		steps = converge.ServiceSteps(c, c.targets())
+	}
+	changes, err := converge.CycleSteps(ctx, steps, converge.Hooks{WarmedUp: c.WarmedUp, Observed: c.Observed}, c.seen, spec.Pace, say)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +230,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}
 	converge.Finish(res, changes, c.seen)
+	if spec.Policy && spec.ExtraServices == 0 {
+		res.Scale = nil // no background of Services, no daemons measured
+	}
 	if c.metrics != nil {
 		res.ProxySyncs = c.metrics.syncs()
 	}
@@ -274,10 +306,15 @@ func (c *converger) targets() converge.Targets {
 }
 
 // setUp starts the two backends (on the first node and on another, when
-// there is one), a prober on every node, and allocates the clusterIP.
+// there is one), a prober on every node, and allocates the clusterIP; a
+// policy's run, the first backend only (the isolated pod), probed at its
+// own address.
 func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolicy, nodes []string) error {
 	c.nodes = nodes
 	pods := []measure.PodSpec{{Name: backendA, Node: nodes[0]}, {Name: backendB, Node: nodes[min(1, len(nodes)-1)]}}
+	if c.spec.Policy {
+		pods = pods[:1]
+	}
 	for i, n := range nodes {
 		pods = append(pods, measure.PodSpec{Name: proberPod(i), Node: n})
 	}
@@ -288,27 +325,38 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 		}
 		names = append(names, p.Name)
 	}
-	c.say("converge: %d pods (2 backends, a prober on each of %d nodes) in namespace %s", len(pods), len(nodes), c.ns)
+	what := "2 backends"
+	if c.spec.Policy {
+		what = "the probed pod"
+	}
+	c.say("converge: %d pods (%s, a prober on each of %d nodes) in namespace %s", len(pods), what, len(nodes), c.ns)
 	ready, err := measure.WaitReady(ctx, c.cs, c.ns, names, img, 0)
 	if err != nil {
 		return err
 	}
-	c.ipA, c.ipB = ready[backendA].Status.PodIP, ready[backendB].Status.PodIP
-	for _, b := range []string{backendA, backendB} {
+	c.ipA = ready[backendA].Status.PodIP
+	backends := []string{backendA}
+	if !c.spec.Policy {
+		c.ipB, backends = ready[backendB].Status.PodIP, append(backends, backendB)
+	}
+	for _, b := range backends {
 		p := c.exec.Command(ctx, b, image.VnetlabPath, "whoami", "--udp", strconv.Itoa(convBackPort), "--tcp-keep", strconv.Itoa(convKeepBackPort))
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("start the backend in %s: %v", b, err)
 		}
 		c.procs = append(c.procs, p)
 	}
-	if c.vip, err = c.allocate(ctx); err != nil {
-		return err
+	args := []string{"--target", c.policyTarget()}
+	if !c.spec.Policy {
+		if c.vip, err = c.allocate(ctx); err != nil {
+			return err
+		}
+		t := c.targets()
+		args = []string{"--target", t.Main, "--target", t.Moved, "--keep", netip.AddrPortFrom(netip.MustParseAddr(c.vip), convKeepPort).String()}
 	}
-	t := c.targets()
-	keep := netip.AddrPortFrom(netip.MustParseAddr(c.vip), convKeepPort).String()
 	for i, n := range nodes {
-		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, "kube", "probe", "--node", n, "--target", t.Main, "--target", t.Moved,
-			"--keep", keep, "--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())
+		p := c.exec.Command(ctx, proberPod(i), image.VnetlabPath, append(append([]string{"kube", "probe", "--node", n}, args...),
+			"--interval", c.spec.Interval.String(), "--timeout", c.spec.ProbeTimeout.String())...)
 		out, err := p.StdoutPipe()
 		if err != nil {
 			return err

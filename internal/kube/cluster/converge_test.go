@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -88,6 +91,68 @@ func TestKubeConverge(t *testing.T) {
 	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube converge left namespaces %v", left)
+	}
+}
+
+// kube converge --policy on a cluster of the policy tests (enforcer spec's
+// NetworkPolicy), five adds and five deletes of the allowing policy with
+// 20 other policies present: every node applied every change, none was
+// shown before its write, each latency is positive, below the change
+// timeout and that of the first probe that showed it; the file names the
+// enforcer and N; nothing is left in the cluster.
+func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enforcer string) {
+	out := filepath.Join(t.TempDir(), "p.json")
+	start := time.Now()
+	log, err := vnetlab(t, 5*time.Minute, "kube", "converge", "--cluster", st.Name, "--policy", "--extra-policies", "20",
+		"--changes", "10", "--change-timeout", "5s", "-o", out)
+	if err != nil {
+		t.Fatalf("kube converge --policy: %v\n%s", err, log)
+	}
+	t.Logf("kube converge --policy (%s): %s\n%s", enforcer, time.Since(start).Round(100*time.Millisecond), log)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c results.Convergence
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.PolicyProvider != enforcer || c.Policies != 20 || len(c.Changes) != 10 {
+		t.Fatalf("enforcer %q, %d policies, %d changes; want %s, 20, 10", c.PolicyProvider, c.Policies, len(c.Changes), enforcer)
+	}
+	for i, ch := range c.Changes {
+		want := []string{converge.KindAllowAdded, converge.KindAllowDeleted}[i%2]
+		if ch.Kind != want || len(ch.NotApplied) > 0 || len(ch.ShownBefore) > 0 || len(ch.LatencyUS) != len(st.Nodes) {
+			t.Errorf("change %d (%s, want %s): not applied on %v, shown before its write on %v, latencies %v", ch.Seq, ch.Kind, want, ch.NotApplied, ch.ShownBefore, ch.LatencyUS)
+		}
+		until := c.End.UnixNano()
+		if i+1 < len(c.Changes) {
+			until = c.Changes[i+1].Written
+		}
+		for node, us := range ch.LatencyUS {
+			first, ok := firstShowing(c.Transitions, ch, node, until)
+			if us <= 0 || us >= (5*time.Second).Microseconds() || !ok || us != first {
+				t.Errorf("change %d (%s) on %s: %d µs; want above 0, below the 5 s timeout and the first probe that showed it, sent %d µs after the write (found %v)", ch.Seq, ch.Kind, node, us, first, ok)
+			}
+		}
+	}
+	if left := labelledNamespaces(t, cs); len(left) > 0 {
+		t.Errorf("kube converge --policy left namespaces %v", left)
+	}
+}
+
+// On a cluster that enforces no NetworkPolicy (the package's, bridge CNI
+// and kube-proxy), --policy is refused in one line before anything is
+// made.
+func TestKubeConvergePolicyRefused(t *testing.T) {
+	cs := needCluster(t)
+	log, err := vnetlab(t, time.Minute, "kube", "converge", "--cluster", testCluster, "--policy")
+	want := "--policy: cluster " + testCluster + " enforces no NetworkPolicy (--network-policy none)"
+	if err == nil || !strings.Contains(log, want) || strings.Count(strings.TrimSpace(log), "\n") > 0 {
+		t.Errorf("kube converge --policy on %s: %v\n%s\nwant one line: %s", testCluster, err, log, want)
+	}
+	if left := labelledNamespaces(t, cs); len(left) > 0 {
+		t.Errorf("a refused kube converge --policy made namespaces %v", left)
 	}
 }
 

@@ -181,6 +181,7 @@ func policyBehaviours(t *testing.T, spec Spec) {
 			}
 		}
 	})
+	t.Run("kube converge --policy", func(t *testing.T) { convergePolicies(t, cs, st, spec.NetworkPolicy) })
 }
 
 // podPrograms waits until every pod's eth0 carries the policy programs

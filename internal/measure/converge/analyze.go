@@ -19,6 +19,15 @@ const (
 	KindServiceDeleted  = "service-deleted"  // the first probe of the new port not answered (silent or refused)
 )
 
+// The kinds of a NetworkPolicy's change (policy converge in a lab, kube
+// converge --policy in a cluster): a policy allowing the probers into an
+// isolated pod added (the first answer) and deleted again (the first probe
+// not answered).
+const (
+	KindAllowAdded   = "allow-added"
+	KindAllowDeleted = "allow-deleted"
+)
+
 // Kinds are the kinds in the order a cycle writes them.
 var Kinds = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindPortChanged, KindServiceDeleted}
 

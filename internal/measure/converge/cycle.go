@@ -100,6 +100,13 @@ func ServiceSteps(w Writer, t Targets) []Step {
 	}
 }
 
+// PolicySteps are a policy's changes, probed at target (an isolated pod's
+// address): add writes the policy allowing the probers (allow-added,
+// shown by any answer), del deletes it (allow-deleted, by none).
+func PolicySteps(target string, add, del func(ctx context.Context) (int64, error)) []Step {
+	return []Step{{KindAllowAdded, target, ShowsAny, add}, {KindAllowDeleted, target, ShowsNone, del}}
+}
+
 // Hooks are what a cycle tells its writer, when it asks (nil: nothing).
 type Hooks struct {
 	// WarmedUp: the warm-up is done, the first measured change comes
@@ -258,6 +265,11 @@ func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// WaitShown waits until every node shows ch (or limit passes: an error).
+func (s *Seen) WaitShown(ctx context.Context, ch results.Change, limit time.Duration) error {
+	return waitUntil(ctx, limit, func() bool { return s.shownEverywhere(ch, 0) })
 }
 
 // All is a copy of every node's transitions, each in send order.

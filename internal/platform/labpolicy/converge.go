@@ -33,10 +33,10 @@ type ConvergeSpec struct {
 // The probed pod's UDP port (vnetlab whoami answers with its pod's name).
 const convergePort = 5353
 
-// The kinds of change a policy cycle writes.
+// The kinds of change a policy cycle writes (converge.PolicySteps).
 const (
-	KindAllowAdded   = "allow-added"   // the policy allowing the probers added: the first answer
-	KindAllowDeleted = "allow-deleted" // deleted again: the first probe not answered
+	KindAllowAdded   = converge.KindAllowAdded   // the policy allowing the probers added: the first answer
+	KindAllowDeleted = converge.KindAllowDeleted // deleted again: the first probe not answered
 )
 
 // IsolateName isolates the probed pod while no allowing policy is there
@@ -121,7 +121,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	w := policyWriter{lab: st.Name, allow: allow}
-	steps := []converge.Step{{Kind: KindAllowAdded, Target: target, Shows: converge.ShowsAny, Write: w.add}, {Kind: KindAllowDeleted, Target: target, Shows: converge.ShowsNone, Write: w.del}}
+	steps := converge.PolicySteps(target, w.add, w.del)
 	out := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds(),
 		Proxy: "lab policy provider " + spec.Provider, PolicyProvider: spec.Provider, Policies: spec.Policies, IPBlocks: spec.IPBlocks}
 	changes, err := converge.CycleSteps(ctx, steps, converge.Hooks{}, seen, spec.Pace, say)

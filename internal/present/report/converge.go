@@ -21,7 +21,10 @@ import (
 // showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
 	what := "network programming latency, proxy " + c.Proxy
-	if c.PolicyProvider != "" {
+	switch {
+	case c.PolicyProvider != "" && c.Cluster != nil: // kube converge --policy
+		what = fmt.Sprintf("policy apply latency, NetworkPolicy enforcer %s (proxy %s), %d other policies present", c.PolicyProvider, c.Proxy, c.Policies)
+	case c.PolicyProvider != "":
 		what = fmt.Sprintf("policy apply latency, policy provider %s, %d policies and %d ipblocks present", c.PolicyProvider, c.Policies, c.IPBlocks)
 	}
 	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
@@ -50,7 +53,11 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
-	printNotApplied(w, c.Changes)
+	object := "the Service"
+	if c.PolicyProvider != "" {
+		object = "the policies' probed pod"
+	}
+	printNotApplied(w, c.Changes, object)
 	if sc := c.Scale; sc != nil {
 		fmt.Fprintf(w, "background: %d other Services with %d endpoints each (%d reused, the rest made in %.0f s)", sc.Services, sc.Endpoints, sc.Reused, sc.CreateSeconds)
 		if sc.APIBytesPerService > 0 {
@@ -121,14 +128,15 @@ const notAppliedLines = 10
 
 // printNotApplied names the changes some node did not show within the
 // change timeout: the change, its object (the probed address) and the nodes.
-func printNotApplied(w io.Writer, changes []results.Change) {
+// (object: what the address is, the Service or a policy's probed pod).
+func printNotApplied(w io.Writer, changes []results.Change, object string) {
 	n := 0
 	for _, ch := range changes {
 		if len(ch.NotApplied) == 0 {
 			continue
 		}
 		if n++; n <= notAppliedLines {
-			fmt.Fprintf(w, "not applied: change %d (%s of the Service at %s) on %s\n", ch.Seq, ch.Kind, ch.Target, strings.Join(ch.NotApplied, ", "))
+			fmt.Fprintf(w, "not applied: change %d (%s of %s at %s) on %s\n", ch.Seq, ch.Kind, object, ch.Target, strings.Join(ch.NotApplied, ", "))
 		}
 	}
 	if n > notAppliedLines {

@@ -27,6 +27,13 @@ type convergeKey struct {
 }
 
 func keyOf(c *results.Convergence) (convergeKey, int) {
+	if c.PolicyProvider != "" { // a policy's apply latency: its enforcer (or lab provider), N policies
+		what := "policy " + c.PolicyProvider
+		if c.Cluster != nil && c.Cluster.CNIMode != "" {
+			what += " on " + c.Cluster.CNIMode
+		}
+		return convergeKey{what, 0}, c.Policies
+	}
 	if c.Scale == nil {
 		return convergeKey{c.Proxy, 1}, 0
 	}

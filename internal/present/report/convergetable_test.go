@@ -93,3 +93,30 @@ func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 		t.Errorf("metric and connection columns missing:\n%s", b.String())
 	}
 }
+
+// A policy's apply latency (kube converge --policy) is a line of its
+// enforcer on its CNI mode, N the other policies, apart from the Service
+// runs; its table's title names the enforcer.
+func TestConvergeTablePolicies(t *testing.T) {
+	pol := func(n int) ConvergeRun {
+		r := results.ConvergeRow{Kind: "allow-added", Node: "all nodes", Changes: 200, P50: results.QuantileCI{Value: 9000}, P99: results.QuantileCI{Value: 35000}}
+		return ConvergeRun{File: "p", C: &results.Convergence{Proxy: "vnetlab-ebpf", PolicyProvider: "vnetlab", Policies: n,
+			Cluster: &results.Cluster{CNIMode: "veth-ebpf"}, Rows: []results.ConvergeRow{r}}}
+	}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{pol(1000), convRun("vnetlab-ebpf", 0, 2), pol(0)}, []string{"endpoint-added", "allow-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[3], "vnetlab-ebpf ") {
+		t.Fatalf("want the policy runs by N, then the Service run:\n%s", b.String())
+	}
+	for i, want := range []string{"policy  vnetlab  on  veth-ebpf  0  0  allow-added", "policy  vnetlab  on  veth-ebpf  0  1000  allow-added"} {
+		if got := strings.Join(strings.Fields(lines[i+1]), "  "); !strings.HasPrefix(got, want) {
+			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	b.Reset()
+	PrintConvergence(&b, pol(1000).C)
+	if want := "policy apply latency, NetworkPolicy enforcer vnetlab (proxy vnetlab-ebpf), 1000 other policies present"; !strings.Contains(b.String(), want) {
+		t.Errorf("title:\n%s\nwant %q", b.String(), want)
+	}
+}

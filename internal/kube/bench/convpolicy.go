@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+)
+
+// kube converge --policy (issue 45): a NetworkPolicy's apply latency on
+// every node, from its write through the API to the first probe it lets
+// through (allow-added) or drops (allow-deleted). The probed pod is the
+// first backend (vnetlab whoami, UDP convBackPort), isolated for ingress
+// by policyIsolate for the whole run; the probers reach its pod IP
+// directly (no Service), each probe a new flow as for Services, so no
+// conntrack entry of an earlier probe decides it. The cycle is the one
+// `policy converge` writes in a lab (converge.PolicySteps): that is the
+// floor under this.
+
+// The run's policies (in its own namespace, deleted with it).
+const (
+	policyIsolate = "converge-isolate" // selects the probed pod, admits nothing
+	policyAllow   = "converge-allow"   // admits the probers to its UDP port
+	// MaxExtraPolicies: one address of 198.18.0.0/15 each.
+	MaxExtraPolicies = 1 << 17
+)
+
+// checkPolicy refuses --policy's combinations that cannot run.
+func (s ConvergeSpec) checkPolicy() error {
+	switch {
+	case s.ExtraPolicies < 0 || s.ExtraPolicies > MaxExtraPolicies:
+		return fmt.Errorf("--extra-policies %d: use 0 to %d", s.ExtraPolicies, MaxExtraPolicies)
+	case s.ExtraPolicies > 0 && !s.Policy:
+		return errors.New("--extra-policies is the background of --policy's changes: give --policy too")
+	case s.Policy && s.CRR > 0:
+		return errors.New("--crr measures a Service made after Service changes: not with --policy")
+	}
+	return nil
+}
+
+// checkEnforcer refuses --policy on local cluster name whose enforcer
+// (kube up --network-policy, its facts) enforces nothing.
+func (s ConvergeSpec) checkEnforcer(name, enforcer string) error {
+	if !s.Policy {
+		return nil
+	}
+	e, err := clusternet.GetEnforcer(enforcer)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %v", name, err)
+	}
+	if !e.Enforces {
+		return fmt.Errorf("--policy: cluster %s enforces no NetworkPolicy (--network-policy %s): bring one up with --network-policy %s or %s", name, e.Name, clusternet.PolicyVnetlab, clusternet.PolicyKubeRouter)
+	}
+	return nil
+}
+
+// policyResult names the enforcer measured and the policies present.
+func policyResult(res *results.Convergence, spec ConvergeSpec, say func(string, ...any)) {
+	res.PolicyProvider, res.Policies = res.Cluster.NetworkPolicy, spec.ExtraPolicies
+	if res.PolicyProvider == "" {
+		res.PolicyProvider = "unknown enforcer"
+		say("converge: the cluster's NetworkPolicy enforcer is not known (not a local cluster): measuring anyway")
+	}
+}
+
+// policyTarget is the probed pod's UDP address.
+func (c *converger) policyTarget() string {
+	return netip.AddrPortFrom(netip.MustParseAddr(c.ipA), convBackPort).String()
+}
+
+// policy is one of the run's policies selecting the probed pod for
+// ingress; allow admits the probers to its UDP port.
+func (c *converger) policy(name string, allow bool) *networkingv1.NetworkPolicy {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{measure.LabelKey: measure.LabelValue}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"vnetlab.pod": backendA}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
+	if allow {
+		var probers []string
+		for i := range c.nodes {
+			probers = append(probers, proberPod(i))
+		}
+		udp, port := corev1.ProtocolUDP, intstr.FromInt32(convBackPort)
+		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "vnetlab.pod", Operator: metav1.LabelSelectorOpIn, Values: probers}}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &port}}}}
+	}
+	return p
+}
+
+// policySteps isolates the probed pod and waits until no node's probe is
+// answered (a cluster that enforces nothing is refused there), makes the
+// extra policies, and returns the cycle's steps.
+func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]converge.Step, error) {
+	at := time.Now().UnixNano()
+	if _, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Create(ctx, c.policy(policyIsolate, false), metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create NetworkPolicy %s: %v", policyIsolate, err)
+	}
+	target := c.policyTarget()
+	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsNone, Written: at}, c.spec.ChangeTimeout); err != nil {
+		return nil, fmt.Errorf("pod %s (%s) still answers some node's probes after a policy isolated it (%v): does the cluster enforce NetworkPolicy?", backendA, target, err)
+	}
+	c.say("converge: pod %s isolated on every node in %s", backendA, time.Duration(time.Now().UnixNano()-at).Round(time.Millisecond))
+	if n := c.spec.ExtraPolicies; n > 0 {
+		took, err := measure.ExtraPolicies(ctx, cfg, c.ns, map[string]string{"vnetlab.pod": backendA}, n, c.say)
+		if err != nil {
+			return nil, fmt.Errorf("creating %d extra policies: %v", n, err)
+		}
+		c.say("converge: %d extra policies selecting pod %s created in %s", n, backendA, took.Round(time.Second))
+	}
+	add := func(ctx context.Context) (int64, error) {
+		at := time.Now().UnixNano()
+		_, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Create(ctx, c.policy(policyAllow, true), metav1.CreateOptions{})
+		return at, err
+	}
+	del := func(ctx context.Context) (int64, error) {
+		at := time.Now().UnixNano()
+		return at, c.cs.NetworkingV1().NetworkPolicies(c.ns).Delete(ctx, policyAllow, metav1.DeleteOptions{})
+	}
+	return converge.PolicySteps(target, add, del), nil
+}
