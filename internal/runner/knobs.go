@@ -79,10 +79,6 @@ func (s Spec) PolicyGroups() []PolicyGroup {
 	return out
 }
 
-// UsesPolicies says whether the run sets or sweeps a policy knob, or names
-// policy providers.
-func (s Spec) UsesPolicies() bool { return s.usesPolicies() }
-
 // labGroups groups the sweep's points by the links and the policies they
 // need, in the points' order.
 func (s Spec) labGroups() []labGroup {

@@ -26,8 +26,10 @@ import (
 // the proof sample's packets evaluated), never in a measured window. A
 // cell without the proof is not applied and not measured.
 
-// usesPolicies says whether the run loads policies into its labs.
-func (s Spec) usesPolicies() bool {
+// UsesPolicies says whether the run sets or sweeps a policy knob, or names
+// policy providers: a lab run loads policies into its labs, a cluster run
+// (ClusterPolicies) creates them through the API.
+func (s Spec) UsesPolicies() bool {
 	return len(s.PolicyProviders) > 0 || slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Policy.IsZero() })
 }
 
@@ -35,7 +37,7 @@ func (s Spec) usesPolicies() bool {
 // the run loads no policies.
 func (s Spec) policyProviders() []string {
 	switch {
-	case !s.usesPolicies():
+	case !s.UsesPolicies():
 		return []string{""}
 	case len(s.PolicyProviders) == 0:
 		return []string{labpolicy.DefaultProvider}
@@ -54,7 +56,7 @@ func (s Spec) checkPolicies() error {
 			return field.Errorf("policy_providers", "{policy_providers}: %v", err)
 		}
 	}
-	if !s.usesPolicies() || s.ClusterPolicies {
+	if !s.UsesPolicies() || s.ClusterPolicies {
 		return nil
 	}
 	provs := s.policyProviders()

@@ -140,8 +140,8 @@ func TestPolicyRefusals(t *testing.T) {
 // that sets no policy knob and names no provider loads no policies.
 func TestPolicyGroups(t *testing.T) {
 	s := DefaultSpec()
-	if s.usesPolicies() || len(s.labGroups()) != 1 || s.policyProviders()[0] != "" {
-		t.Fatalf("a plain run: uses policies %v, %d lab groups, providers %q", s.usesPolicies(), len(s.labGroups()), s.policyProviders())
+	if s.UsesPolicies() || len(s.labGroups()) != 1 || s.policyProviders()[0] != "" {
+		t.Fatalf("a plain run: uses policies %v, %d lab groups, providers %q", s.UsesPolicies(), len(s.labGroups()), s.policyProviders())
 	}
 	pol, _ := knob.ParseAxisFlag("policies=0,100,1000")
 	mtu, _ := knob.ParseAxisFlag("mtu=default,9000")
@@ -150,8 +150,8 @@ func TestPolicyGroups(t *testing.T) {
 	if len(g) != 4 || g[1].Policy.Policies != 100 || g[3].Links.MTU != 9000 || g[3].Policy.Policies != 0 {
 		t.Errorf("groups of policies=0,100,1000 and mtu=default,9000: %+v", g)
 	}
-	if !s.usesPolicies() || s.policyProviders()[0] != labpolicy.DefaultProvider || !s.SetsLinks() {
-		t.Errorf("a policies sweep: uses %v, providers %q, sets a lab's own %v", s.usesPolicies(), s.policyProviders(), s.SetsLinks())
+	if !s.UsesPolicies() || s.policyProviders()[0] != labpolicy.DefaultProvider || !s.SetsLinks() {
+		t.Errorf("a policies sweep: uses %v, providers %q, sets a lab's own %v", s.UsesPolicies(), s.policyProviders(), s.SetsLinks())
 	}
 	if st := s.settings(); len(st.PolicyProviders) != 1 {
 		t.Errorf("settings record providers %q", st.PolicyProviders)

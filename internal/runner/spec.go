@@ -226,7 +226,7 @@ func (s Spec) settings() results.Settings {
 		st.Rate = s.Rate
 	}
 	st.Policies, st.IPBlocks = s.Policy.Policies, s.Policy.IPBlocks
-	if s.usesPolicies() && !s.ClusterPolicies {
+	if s.UsesPolicies() && !s.ClusterPolicies {
 		st.PolicyProviders = s.policyProviders()
 	}
 	st.Sweep = sweepOf(s.Sweep)

@@ -107,10 +107,10 @@ func TestValidatePolicies(t *testing.T) {
 			}
 		}
 	}
-	if err := checkEnforcer("k", clusternet.Network{Policy: clusternet.PolicyNone}); err == nil || !strings.Contains(err.Error(), "enforces no NetworkPolicy") {
+	if err := checkEnforcer("k", clusternet.PolicyNone, "policies"); err == nil || !strings.Contains(err.Error(), "enforces no NetworkPolicy") {
 		t.Errorf("enforcer none: %v", err)
 	}
-	if err := checkEnforcer("k", clusternet.Network{Policy: clusternet.PolicyVnetlab}); err != nil {
+	if err := checkEnforcer("k", clusternet.PolicyVnetlab, "policies"); err != nil {
 		t.Errorf("enforcer vnetlab: %v", err)
 	}
 	// A namespace per set; its cells carry the set, host cells no proof.

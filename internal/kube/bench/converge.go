@@ -199,7 +199,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	switch {
 	case spec.Policy:
 		defer func() {
-			if err := measure.DeleteExtraPolicies(cfg, ns); err != nil {
+			if err := measure.DeletePolicies(cfg, ns); err != nil {
 				say("warning: deleting the policies of namespace %s: %v", ns, err)
 			}
 		}()

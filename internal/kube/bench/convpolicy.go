@@ -13,10 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // kube converge --policy (issue 45): a NetworkPolicy's apply latency on
@@ -33,8 +34,8 @@ import (
 const (
 	policyIsolate = "converge-isolate" // selects the probed pod, admits nothing
 	policyAllow   = "converge-allow"   // admits the probers to its UDP port
-	// MaxExtraPolicies: one address of 198.18.0.0/15 each.
-	MaxExtraPolicies = 1 << 17
+	// MaxExtraPolicies: as many as the lab's generator makes.
+	MaxExtraPolicies = labpolicy.MaxGenerated
 )
 
 // checkPolicy refuses --policy's combinations that cannot run.
@@ -51,19 +52,12 @@ func (s ConvergeSpec) checkPolicy() error {
 }
 
 // checkEnforcer refuses --policy on local cluster name whose enforcer
-// (kube up --network-policy, its facts) enforces nothing.
+// enforces none.
 func (s ConvergeSpec) checkEnforcer(name, enforcer string) error {
 	if !s.Policy {
 		return nil
 	}
-	e, err := clusternet.GetEnforcer(enforcer)
-	if err != nil {
-		return fmt.Errorf("cluster %s: %v", name, err)
-	}
-	if !e.Enforces {
-		return fmt.Errorf("--policy: cluster %s enforces no NetworkPolicy (--network-policy %s): bring one up with --network-policy %s or %s", name, e.Name, clusternet.PolicyVnetlab, clusternet.PolicyKubeRouter)
-	}
-	return nil
+	return checkEnforcer(name, enforcer, "--policy")
 }
 
 // policyResult names the enforcer measured and the policies present.
@@ -113,7 +107,16 @@ func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]conver
 	}
 	c.say("converge: pod %s isolated on every node in %s", backendA, time.Duration(time.Now().UnixNano()-at).Round(time.Millisecond))
 	if n := c.spec.ExtraPolicies; n > 0 {
-		took, err := measure.ExtraPolicies(ctx, cfg, c.ns, map[string]string{"vnetlab.pod": backendA}, n, c.say)
+		// The lab's generated set (labpolicy.Generate): each policy selects
+		// the probed pod and admits one address of a range no pod has, so
+		// the enforcer holds and evaluates them and none admits a prober.
+		a := netip.MustParseAddr(c.ipA)
+		server := netpol.Pod{Name: backendA, Namespace: c.ns, Labels: map[string]string{"vnetlab.pod": backendA}, IPs: []netip.Addr{a}}
+		gen, _, err := labpolicy.Generate(n, 0, server, nil, []netpol.Pod{server}, a.Is4(), a.Is6(), []uint16{convBackPort})
+		if err != nil {
+			return nil, err
+		}
+		took, err := measure.CreatePolicies(ctx, cfg, c.ns, gen, c.say)
 		if err != nil {
 			return nil, fmt.Errorf("creating %d extra policies: %v", n, err)
 		}

@@ -57,16 +57,17 @@ func (s Spec) checkPolicies() error {
 	return nil
 }
 
-// checkEnforcer refuses policies on a local cluster whose network enforces
-// none (kube up --network-policy none).
-func checkEnforcer(name string, n clusternet.Network) error {
-	e, err := clusternet.GetEnforcer(n.Policy)
+// checkEnforcer refuses what (a policy knob, converge's --policy) on local
+// cluster name whose enforcer (kube up --network-policy, its facts)
+// enforces none.
+func checkEnforcer(name, enforcer, what string) error {
+	e, err := clusternet.GetEnforcer(enforcer)
 	if err != nil {
-		return err
+		return fmt.Errorf("cluster %s: %v", name, err)
 	}
 	if !e.Enforces {
-		return field.Errorf("sweep", "cluster %s enforces no NetworkPolicy (network_policy %s): %s and %s need an enforcer (kube up --network-policy vnetlab or kube-router)",
-			name, n.Policy, knob.Policies, knob.IPBlocks)
+		return fmt.Errorf("%s: cluster %s enforces no NetworkPolicy (--network-policy %s): bring one up with --network-policy %s or %s",
+			what, name, e.Name, clusternet.PolicyVnetlab, clusternet.PolicyKubeRouter)
 	}
 	return nil
 }
@@ -134,7 +135,7 @@ func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nod
 		ps.names = append(ps.names, p.Name)
 	}
 	start := time.Now()
-	if ps.took, err = sess.CreatePolicies(ctx, pols); err != nil {
+	if ps.took, err = sess.CreatePolicies(ctx, pols, say); err != nil {
 		return nil, err
 	}
 	say("namespace %s: %s: %d NetworkPolicies created in %.2fs", sess.Namespace, setText(set), len(pols), ps.took.Seconds())

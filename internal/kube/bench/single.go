@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
@@ -41,7 +43,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	if s.Measure.UsesPolicies() {
 		if local == nil {
 			say("warning: which NetworkPolicy enforcer cluster %s runs is not known here: each cell's proof (a denied connection dropped) says whether its policies are in force", s.label())
-		} else if err := checkEnforcer(s.Cluster.Local, *local); err != nil {
+		} else if err := checkEnforcer(s.Cluster.Local, local.Policy, fmt.Sprintf("%s and %s", knob.Policies, knob.IPBlocks)); err != nil {
 			return err
 		}
 		groups = s.Measure.PolicyGroups()

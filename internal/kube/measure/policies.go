@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 )
@@ -50,27 +52,55 @@ func (s *Session) DialFrom(ctx context.Context, pod, addr string, timeout time.D
 }
 
 // CreatePolicies creates the NetworkPolicies in the session's namespace
-// (ExtraWorkers at a time, without the client-side rate limit, as
-// extra Services are) and returns how long it took.
-func (s *Session) CreatePolicies(ctx context.Context, pols []networkingv1.NetworkPolicy) (time.Duration, error) {
-	cs, err := extraClient(s.Config)
+// (CreatePolicies) and returns how long it took.
+func (s *Session) CreatePolicies(ctx context.Context, pols []networkingv1.NetworkPolicy, say func(string, ...any)) (time.Duration, error) {
+	return CreatePolicies(ctx, s.Config, s.Namespace, pols, say)
+}
+
+// CreatePolicies creates pols in namespace ns, ExtraWorkers calls at once
+// without client-go's client-side rate limit (as extra Services are: at
+// its 5/s, 1001 policies took 198 s), say reporting progress every few
+// seconds, and returns how long it took. Both of a cluster's generated
+// sets are made here: `kube run`'s policies knob (bench/policies.go) and
+// `kube converge --policy`'s extra policies (bench/convpolicy.go). On
+// failure those made are left to the namespace's deletion.
+func CreatePolicies(ctx context.Context, cfg *rest.Config, ns string, pols []networkingv1.NetworkPolicy, say func(string, ...any)) (time.Duration, error) {
+	cs, err := extraClient(cfg)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
+	var done atomic.Int64
+	stop := progressEvery(5*time.Second, func() {
+		say("NetworkPolicies in %s: %d/%d created (%.0f/s)", ns, done.Load(), len(pols), float64(done.Load())/time.Since(start).Seconds())
+	})
 	err = parallel(ctx, len(pols), func(i int) error {
 		p := pols[i]
-		p.Namespace = s.Namespace
-		_, err := retryAPI(ctx, func(c context.Context) error {
-			_, err := cs.NetworkingV1().NetworkPolicies(s.Namespace).Create(c, &p, metav1.CreateOptions{})
+		p.Namespace = ns
+		if _, err := retryAPI(ctx, func(c context.Context) error {
+			_, err := cs.NetworkingV1().NetworkPolicies(ns).Create(c, &p, metav1.CreateOptions{})
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("create NetworkPolicy %s in %s: %v", p.Name, s.Namespace, err)
+		}); err != nil {
+			return fmt.Errorf("create NetworkPolicy %s in %s: %v", p.Name, ns, err)
 		}
+		done.Add(1)
 		return nil
 	})
+	stop()
 	return time.Since(start), err
+}
+
+// DeletePolicies deletes namespace ns's NetworkPolicies in one call (the
+// enforcers drop them before the namespace goes); it works after the
+// run's ctx was cancelled.
+func DeletePolicies(cfg *rest.Config, ns string) error {
+	cs, err := extraClient(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return cs.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 }
 
 // PolicyNames lists the NetworkPolicies of the session's namespace, read
