@@ -40,14 +40,7 @@ func TestKubeConverge(t *testing.T) {
 		t.Fatalf("kube converge: %v\n%s", err, log)
 	}
 	t.Log(log)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c results.Convergence
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readConvergence(t, out)
 	if c.Proxy != "iptables" || len(c.Changes) != n {
 		t.Fatalf("proxy %q, %d changes; want iptables and %d", c.Proxy, len(c.Changes), n)
 	}
@@ -109,14 +102,7 @@ func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enfo
 		t.Fatalf("kube converge --policy: %v\n%s", err, log)
 	}
 	t.Logf("kube converge --policy (%s): %s\n%s", enforcer, time.Since(start).Round(100*time.Millisecond), log)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c results.Convergence
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readConvergence(t, out)
 	if c.PolicyProvider != enforcer || c.Policies != 20 || len(c.Changes) != 10 {
 		t.Fatalf("enforcer %q, %d policies, %d changes; want %s, 20, 10", c.PolicyProvider, c.Policies, len(c.Changes), enforcer)
 	}
@@ -269,4 +255,18 @@ func TestKeptExtraServices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readConvergence reads a kube converge -o file.
+func readConvergence(t *testing.T, path string) results.Convergence {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c results.Convergence
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
