@@ -28,6 +28,12 @@ type CurveView struct {
 	Rows   []CurveRow
 }
 
+// HasRatios says whether the curve's rows have ratios to the base value (a
+// latency curve's have none: loadcurves.go).
+func (cv *CurveView) HasRatios() bool {
+	return slices.ContainsFunc(cv.Rows, func(r CurveRow) bool { return len(r.Ratios) > 0 })
+}
+
 // CurveRow is one line: its label, each value's median, the knee, and
 // each value's median as a ratio to the base value's, with its 95% CI
 // (what a cost axis, policies or ipblocks, is read as).
@@ -146,7 +152,13 @@ func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 			cl.Points = append(cl.Points, pt)
 			row.Values = append(row.Values, cell)
 		}
-		cl.Knee, cl.KneeTip = knee(l.cells, a, higher)
+		if a.Key() == string(knob.Rate) {
+			// Against the offered rate, more is not "better": the knee is
+			// where queues start to form, as on the latency curves.
+			cl.Knee, cl.KneeTip = rateKnee(l.cells, a)
+		} else {
+			cl.Knee, cl.KneeTip = knee(l.cells, a, higher)
+		}
 		row.Knee = cl.KneeTip
 		row.Ratios = ratiosToBase(l.cells, row.Values, higher)
 		ch.Lines = append(ch.Lines, cl)
@@ -469,12 +481,14 @@ func markdownKnobs(w io.Writer, d *Doc) {
 				rows = append(rows, append(append([]string{r.Line}, r.Values...), r.Knee))
 			}
 			MarkdownTable(w, append(head, "knee"), rows)
-			p("\nAs ratios to %s=%s (95%% CI; ~ not significant):\n\n", mdEsc(cv.Axis), cv.Chart.X[0])
-			rows = nil
-			for _, r := range cv.Rows {
-				rows = append(rows, append([]string{r.Line}, r.Ratios...))
+			if cv.HasRatios() {
+				p("\nAs ratios to %s=%s (95%% CI; ~ not significant):\n\n", mdEsc(cv.Axis), cv.Chart.X[0])
+				rows = nil
+				for _, r := range cv.Rows {
+					rows = append(rows, append([]string{r.Line}, r.Ratios...))
+				}
+				MarkdownTable(w, head, rows)
 			}
-			MarkdownTable(w, head, rows)
 			p("\n")
 		}
 	}

@@ -135,9 +135,27 @@ func TestLatencyAgainstLoad(t *testing.T) {
 			t.Errorf("%s at 10%%: %+v, want a CI around the value", l.Label, p)
 		}
 	}
+	// The achieved rate's own curve has the same knee (more offered load
+	// is not "better": a Mann-Whitney knee would stop at the first step),
+	// indexed on its axis, whose first value is the closed loop.
+	for _, cv := range d.Curves {
+		if cv.Metric != "" {
+			continue
+		}
+		for _, l := range cv.Chart.Lines {
+			if want := map[string]int{"bridge": 3, "macvlan": 2}[l.Label]; l.Knee != want || !strings.HasPrefix(l.KneeTip, "knee at rate=") {
+				t.Errorf("achieved rate, %s: knee %d (%s), want %d as on the latency curves", l.Label, l.Knee, l.KneeTip, want)
+			}
+		}
+	}
 	var buf bytes.Buffer
 	Markdown(&buf, d)
 	out := buf.String()
+	// Ratios to the first value only under the achieved rate's curve: a
+	// latency curve's rows have none, and an empty table is not written.
+	if n := strings.Count(out, "As ratios to rate="); n != 1 {
+		t.Errorf("%d ratio tables, want 1 (the achieved rate's, none under a latency curve)", n)
+	}
 	buf.Reset()
 	Table(&buf, f, false)
 	out += buf.String()

@@ -49,11 +49,7 @@ func latencyCurves(cells []*results.Cell, sw results.Sweep, t string, ai int, a 
 				cl.Points = append(cl.Points, pt)
 				row.Values = append(row.Values, cell)
 			}
-			k, why := analysis.Knee(at)
-			cl.Knee, cl.KneeTip = k, why
-			if k >= 0 {
-				cl.KneeTip = fmt.Sprintf("knee at %s=%s: %s", a.Key(), x[k], why)
-			}
+			cl.Knee, cl.KneeTip = rateKnee(at, results.Axis{Knobs: a.Knobs, Values: x})
 			row.Knee = cl.KneeTip
 			ch.Lines = append(ch.Lines, cl)
 			cv.Rows = append(cv.Rows, row)
@@ -96,4 +92,22 @@ func latencyPoint(c *results.Cell, q, line, at string) (CurvePoint, string) {
 		pt.Tip += "; " + rateMaxText(m, c.Unit)
 	}
 	return pt, cell
+}
+
+// rateKnee is a line's knee against rate axis a (analysis.Knee: where
+// queues start to form) over its open-loop cells, the closed loop's value
+// (rate max) left out; the index is a's.
+func rateKnee(cells []*results.Cell, a results.Axis) (int, string) {
+	var at []*results.Cell
+	var idx []int
+	for i, v := range a.Values {
+		if v != knob.Unlimited {
+			at, idx = append(at, cells[i]), append(idx, i)
+		}
+	}
+	k, why := analysis.Knee(at)
+	if k < 0 {
+		return -1, why
+	}
+	return idx[k], fmt.Sprintf("knee at %s=%s: %s", a.Key(), a.Values[idx[k]], why)
 }
