@@ -123,6 +123,9 @@ func TestLatencyAgainstLoad(t *testing.T) {
 	if p99 == nil {
 		t.Fatalf("no p99 latency curve among %d curves", len(d.Curves))
 	}
+	if !p99.Chart.LogY {
+		t.Error("the latency curve's y axis is linear: microseconds at low load and seconds past the knee need a log scale")
+	}
 	if x := strings.Join(p99.Chart.X, ","); x != "10%,50%,90%" {
 		t.Errorf("x %s: want the offered rates without the closed loop", x)
 	}

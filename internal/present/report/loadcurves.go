@@ -36,7 +36,7 @@ func latencyCurves(cells []*results.Cell, sw results.Sweep, t string, ai int, a 
 		cv := &CurveView{Test: t, Axis: a.Key(), Unit: "µs", Metric: q + " latency",
 			File: fmt.Sprintf("curve-%s-%s-%s", t, a.Key(), q)}
 		ch := &CurveChart{Title: fmt.Sprintf("%s %s latency (µs) against the offered rate: median over samples, 95%% CI band, knee", t, q),
-			Unit: "µs (lower is better)", XLabel: "offered rate (" + a.Key() + ")", X: x}
+			Unit: "µs (lower is better; log scale)", XLabel: "offered rate (" + a.Key() + ")", X: x, LogY: true}
 		for _, l := range lines {
 			var at []*results.Cell
 			for _, i := range keep {
