@@ -17,6 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // kube converge on the test cluster (kube-proxy, iptables), two changes of
@@ -89,8 +90,9 @@ func TestKubeConverge(t *testing.T) {
 
 // kube converge --policy on a cluster of the policy tests (enforcer spec's
 // NetworkPolicy), five adds and five deletes of the allowing policy with
-// 20 other policies present: every node applied every change, none was
-// shown before its write, each latency is positive, below the change
+// 20 other policies present: with vnetlab's enforcer every node applied
+// every change and none was shown before its write (a peer's lag is
+// reported, not failed on); each latency is positive, below the change
 // timeout and that of the first probe that showed it; the file names the
 // enforcer and N; nothing is left in the cluster.
 func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enforcer string) {
@@ -106,9 +108,21 @@ func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enfo
 	if c.PolicyProvider != enforcer || c.Policies != 20 || len(c.Changes) != 10 {
 		t.Fatalf("enforcer %q, %d policies, %d changes; want %s, 20, 10", c.PolicyProvider, c.Policies, len(c.Changes), enforcer)
 	}
+	// vnetlab's controller must apply every change on every node in time.
+	// A peer's lag is what the run measures and reports, not ours to fail
+	// on: kube-router in CI once left a deletion unapplied for 5 s, so the
+	// next addition showed before its write. Each of its changes must still
+	// account for every node (a latency, not applied, or shown before), and
+	// some change must reach every node.
+	e, _ := clusternet.GetEnforcer(enforcer)
+	whole := 0
 	for i, ch := range c.Changes {
 		want := []string{converge.KindAllowAdded, converge.KindAllowDeleted}[i%2]
-		if ch.Kind != want || len(ch.NotApplied) > 0 || len(ch.ShownBefore) > 0 || len(ch.LatencyUS) != len(st.Nodes) {
+		clean := len(ch.NotApplied) == 0 && len(ch.ShownBefore) == 0 && len(ch.LatencyUS) == len(st.Nodes)
+		if clean {
+			whole++
+		}
+		if ch.Kind != want || (e.Vnetlab && !clean) || len(ch.LatencyUS)+len(ch.NotApplied)+len(ch.ShownBefore) < len(st.Nodes) {
 			t.Errorf("change %d (%s, want %s): not applied on %v, shown before its write on %v, latencies %v", ch.Seq, ch.Kind, want, ch.NotApplied, ch.ShownBefore, ch.LatencyUS)
 		}
 		until := c.End.UnixNano()
@@ -121,6 +135,9 @@ func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enfo
 				t.Errorf("change %d (%s) on %s: %d µs; want above 0, below the 5 s timeout and the first probe that showed it, sent %d µs after the write (found %v)", ch.Seq, ch.Kind, node, us, first, ok)
 			}
 		}
+	}
+	if whole == 0 {
+		t.Errorf("no change of %d reached every node", len(c.Changes))
 	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube converge --policy left namespaces %v", left)
