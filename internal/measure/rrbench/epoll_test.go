@@ -14,16 +14,7 @@ import (
 // and a deadline set again after its timer expired is armed again (no
 // wait forever); a socket's event ends a wait before its deadline.
 func TestEpollerDeadlines(t *testing.T) {
-	p, err := newEpoller(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	clk, err := startMonoClock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.clk = clk
+	p, clk := testEpoller(t)
 	// waitUntil waits with deadline dl until it passes or an event other
 	// than the timer's comes; it returns that event's data, or -1.
 	waitUntil := func(dl time.Duration) int32 {
@@ -106,16 +97,7 @@ func TestEpollerAbsoluteDeadline(t *testing.T) {
 		slack = 10 * time.Millisecond // a wake-up's lateness allowed (load ~5, 2 vCPUs)
 		tries = 5                     // a try ends within slack if the timer is right
 	)
-	p, err := newEpoller(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	clk, err := startMonoClock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.clk = clk
+	p, clk := testEpoller(t)
 	// timerWait waits with deadline dl (now: the loop's last clock read)
 	// until the timer's event, again after a signal's EINTR (no events),
 	// and returns when it ended.
@@ -243,4 +225,21 @@ func TestOpenLoopNoAllocation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// testEpoller is an epoller on the loop's monotonic clock, closed at the
+// test's end.
+func testEpoller(t *testing.T) (*epoller, clock) {
+	t.Helper()
+	p, err := newEpoller(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	clk, err := startMonoClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.clk = clk
+	return p, clk
 }
