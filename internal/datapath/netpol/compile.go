@@ -64,7 +64,7 @@ type PortRange struct {
 }
 
 // Compile resolves w's policies to per-pod rules. w should have passed
-// Check (a bad selector selects nothing here).
+// Check (a bad selector's effect here is undefined).
 func Compile(w *World) Rules { return CompileWhere(w, nil) }
 
 // CompileWhere is Compile for the pods keep keeps (nil: every pod), as a

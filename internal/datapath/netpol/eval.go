@@ -191,6 +191,17 @@ func (w *World) matches(sel *metav1.LabelSelector, l labels.Set) bool {
 	if w.memo == nil {
 		return selectorMatches(sel, Labels(l))
 	}
+	if len(sel.MatchExpressions) == 0 {
+		// Labels alone are matched as they are: Check (or the API server)
+		// validated them, and parsing them again costs a compilation of
+		// many policies most of its time.
+		for k, v := range sel.MatchLabels {
+			if got, ok := l[k]; !ok || got != v {
+				return false
+			}
+		}
+		return true
+	}
 	s, ok := w.memo.selectors[sel]
 	if !ok {
 		var err error

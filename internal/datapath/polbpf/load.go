@@ -43,16 +43,26 @@ func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
 		return st, err
 	}
 	slot := (gen + 1) & 1
+	// What this plane last wrote to the slot, if it did: then only the
+	// difference is written, without reading the maps back.
+	if gen != p.wroteGen {
+		p.written = [2]*Entries{} // another writer bumped it since
+	}
+	had := p.written[slot]
+	if had == nil {
+		had = &Entries{}
+	}
+	p.written[slot] = nil
 	fills := []struct {
 		outer *ebpf.Map
 		name  string
 		fill  func(*ebpf.Map) error
 	}{
-		{p.maps.PolRules, "pol_rules", func(m *ebpf.Map) error { return syncAll(m, e.Rules, func(struct{}) uint8 { return 1 }) }},
-		{p.maps.Pol4Ipcache, "pol4_ipcache", func(m *ebpf.Map) error { return syncAll(m, e.Ipcache4, same[uint32]) }},
-		{p.maps.Pol6Ipcache, "pol6_ipcache", func(m *ebpf.Map) error { return syncAll(m, e.Ipcache6, same[uint32]) }},
-		{p.maps.Pol4Eps, "pol4_eps", func(m *ebpf.Map) error { return syncAll(m, e.EPs4, same[Endpoint]) }},
-		{p.maps.Pol6Eps, "pol6_eps", func(m *ebpf.Map) error { return syncAll(m, e.EPs6, same[Endpoint]) }},
+		{p.maps.PolRules, "pol_rules", func(m *ebpf.Map) error { return syncAll(m, had.Rules, e.Rules, func(struct{}) uint8 { return 1 }) }},
+		{p.maps.Pol4Ipcache, "pol4_ipcache", func(m *ebpf.Map) error { return syncAll(m, had.Ipcache4, e.Ipcache4, same[uint32]) }},
+		{p.maps.Pol6Ipcache, "pol6_ipcache", func(m *ebpf.Map) error { return syncAll(m, had.Ipcache6, e.Ipcache6, same[uint32]) }},
+		{p.maps.Pol4Eps, "pol4_eps", func(m *ebpf.Map) error { return syncAll(m, had.EPs4, e.EPs4, same[Endpoint]) }},
+		{p.maps.Pol6Eps, "pol6_eps", func(m *ebpf.Map) error { return syncAll(m, had.EPs6, e.EPs6, same[Endpoint]) }},
 	}
 	for _, f := range fills {
 		inner, fresh, err := p.slotMap(f.outer, f.name, slot)
@@ -71,6 +81,7 @@ func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
 	if err := p.maps.PolGen.Update(uint32(0), gen+1, ebpf.UpdateAny); err != nil {
 		return st, fmt.Errorf("policy generation: %w", err)
 	}
+	p.written[slot], p.wroteGen = e, gen+1
 	st.Write = time.Since(start)
 	return st, p.waitPrograms(slot)
 }
@@ -120,24 +131,36 @@ func same[T any](v T) T { return v }
 
 // syncAll makes m hold exactly entries (as val gives their values): it
 // deletes the keys entries lacks, and writes those that are new or hold
-// another value, in batches where the map type has them.
-func syncAll[K comparable, V any, W comparable](m *ebpf.Map, entries map[K]V, val func(V) W) error {
+// another value, in batches where the map type has them. had is what m
+// holds, when known (nil: m is read).
+func syncAll[K comparable, V any, W comparable](m *ebpf.Map, had, entries map[K]V, val func(V) W) error {
 	var (
-		k     K
-		v     W
 		stale []K
 		keep  = map[K]bool{}
 	)
-	it := m.Iterate()
-	for it.Next(&k, &v) {
+	note := func(k K, v W) {
 		if e, ok := entries[k]; !ok {
 			stale = append(stale, k)
 		} else if val(e) == v {
 			keep[k] = true
 		}
 	}
-	if err := it.Err(); err != nil {
-		return err
+	if had != nil {
+		for k, v := range had {
+			note(k, val(v))
+		}
+	} else {
+		var (
+			k K
+			v W
+		)
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			note(k, v)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
 	}
 	for _, k := range stale {
 		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {

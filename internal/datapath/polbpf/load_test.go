@@ -69,3 +69,31 @@ func TestLoadEditsSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadAfterAnotherWriter: a Load writes only what differs from what it
+// last wrote to the slot, unless another plane on the same pins loaded
+// since; then it reads the maps back, and the slot in force still holds
+// exactly its entries.
+func TestLoadAfterAnotherWriter(t *testing.T) {
+	p := testPlane(t)
+	other, err := Open(p.Dir(), Frontends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for i, step := range []struct {
+		by *Plane
+		n  int
+	}{{p, 200}, {p, 100}, {other, 3}, {other, 150}, {p, 200}, {p, 10}} {
+		r := netpol.Compile(scaleWorld(step.n, 0))
+		st, err := step.by.Load(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Objects(); err != nil {
+			t.Fatal(err)
+		} else if got != st.Entries {
+			t.Errorf("load %d (%d policies): the slot in force holds %d entries, want %d", i, step.n, got, st.Entries)
+		}
+	}
+}

@@ -24,6 +24,10 @@ type Plane struct {
 	maps  policyMaps
 	spec  *ebpf.CollectionSpec
 	progs *policyPrograms
+	// written is what this Plane's Load last wrote to each slot (nil: not
+	// known, the slot's maps are read).
+	written  [2]*Entries
+	wroteGen uint32 // the generation its last Load put in force
 }
 
 // mapsOnly are the pinned maps: every map but the frontends, which only the

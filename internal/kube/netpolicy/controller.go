@@ -50,7 +50,10 @@ type Controller struct {
 	havePods       map[string]*corev1.Pod
 	haveNamespaces map[string]*corev1.Namespace
 	warned         map[string]bool // policy uid/generation/field already warned about
-	failed         bool            // the last Apply failed: sync again
+	// enforced is enforceable's form of each policy, by key, kept while
+	// the policy's object is the one it was made from.
+	enforced map[string]enforcedPolicy
+	failed   bool // the last Apply failed: sync again
 	// Syncs counts the syncs that applied rules; Applied is when the last did.
 	Syncs   int
 	Applied time.Time
@@ -65,7 +68,13 @@ func NewController(node string, backend Backend, unsupported map[netpol.Proto]st
 	}
 	return &Controller{node: node, backend: backend, unsupported: unsupported, warn: warn, logf: logf, kick: make(chan struct{}, 1),
 		havePolicies: map[string]*networkingv1.NetworkPolicy{}, havePods: map[string]*corev1.Pod{},
-		haveNamespaces: map[string]*corev1.Namespace{}, warned: map[string]bool{}}
+		haveNamespaces: map[string]*corev1.Namespace{}, warned: map[string]bool{}, enforced: map[string]enforcedPolicy{}}
+}
+
+// enforcedPolicy is a policy as the node enforces it (p), made from the
+// object from.
+type enforcedPolicy struct {
+	from, p *networkingv1.NetworkPolicy
 }
 
 // PolicyHandler, PodHandler and NamespaceHandler are the informers' event
@@ -139,31 +148,46 @@ type Stats struct {
 
 // enforceable is the policies, sorted by namespace and name, each with the
 // ports of the protocols the node cannot enforce taken out, and a Warning
-// Event once per policy generation and field.
+// Event once per policy generation and field. Each policy is made again
+// only when its object changed: with many policies, making them all at
+// every sync was most of a sync's time.
 func (c *Controller) enforceable() []networkingv1.NetworkPolicy {
-	var out []networkingv1.NetworkPolicy
+	out := make([]networkingv1.NetworkPolicy, 0, len(c.havePolicies))
 	for _, k := range slices.Sorted(maps.Keys(c.havePolicies)) {
 		p := c.havePolicies[k]
-		for _, proto := range slices.Sorted(maps.Keys(c.unsupported)) {
-			q, fields := netpol.WithoutProto(p, proto)
-			if len(fields) == 0 {
-				continue
-			}
-			key := fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, strings.Join(fields, ","))
-			if !c.warned[key] {
-				c.warned[key] = true
-				msg := fmt.Sprintf("%s: protocol %s cannot be enforced on node %s (%s): these ports allow nothing; the policy still isolates the pods it selects",
-					strings.Join(fields, ", "), proto, c.node, c.unsupported[proto])
-				c.logf("policy %s: %s", k, msg)
-				if c.warn != nil {
-					c.warn(p, "UnsupportedProtocol", msg)
-				}
-			}
-			p = q
+		if e, ok := c.enforced[k]; !ok || e.from != p {
+			c.enforced[k] = enforcedPolicy{from: p, p: c.enforce(k, p)}
 		}
-		out = append(out, *p)
+		out = append(out, *c.enforced[k].p)
+	}
+	for k := range c.enforced {
+		if c.havePolicies[k] == nil {
+			delete(c.enforced, k)
+		}
 	}
 	return out
+}
+
+// enforce is policy p (key k) as the node enforces it.
+func (c *Controller) enforce(k string, p *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
+	for _, proto := range slices.Sorted(maps.Keys(c.unsupported)) {
+		q, fields := netpol.WithoutProto(p, proto)
+		if len(fields) == 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, strings.Join(fields, ","))
+		if !c.warned[key] {
+			c.warned[key] = true
+			msg := fmt.Sprintf("%s: protocol %s cannot be enforced on node %s (%s): these ports allow nothing; the policy still isolates the pods it selects",
+				strings.Join(fields, ", "), proto, c.node, c.unsupported[proto])
+			c.logf("policy %s: %s", k, msg)
+			if c.warn != nil {
+				c.warn(p, "UnsupportedProtocol", msg)
+			}
+		}
+		p = q
+	}
+	return p
 }
 
 // kickNow wakes Loop for a sync.

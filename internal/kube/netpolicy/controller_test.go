@@ -210,4 +210,18 @@ func TestControllerUnsupportedProtocol(t *testing.T) {
 	if len(events) != 1 {
 		t.Errorf("the same policy generation warned again: %q", events)
 	}
+	// The policy's next object is enforced anew (the node keeps each
+	// policy's enforced form only while its object is the same).
+	tcp := allowFrom("x", "sctp", map[string]string{"app": "server"}, map[string]string{"app": "client"}, "80", corev1.ProtocolTCP)
+	tcp.Generation = 2
+	update(c.PolicyHandler(), tcp)
+	syncOnce(t, c)
+	if !allowed(b.last(), "10.0.1.11", "10.0.1.10", 80) || len(events) != 1 {
+		t.Errorf("after the policy changed to TCP 80: TCP 80 allowed %v, events %q; want allowed, no new event", allowed(b.last(), "10.0.1.11", "10.0.1.10", 80), events)
+	}
+	del(c.PolicyHandler(), tcp)
+	syncOnce(t, c)
+	if len(c.enforced) != 0 || b.last().At(netip.MustParseAddr("10.0.1.10")).Ingress.Isolated {
+		t.Errorf("after the policy went: %d policies kept enforced, server isolated %v", len(c.enforced), b.last().At(netip.MustParseAddr("10.0.1.10")).Ingress.Isolated)
+	}
 }

@@ -1,0 +1,80 @@
+package netpolicy
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
+	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
+)
+
+type nopBackend struct {
+	everywhere bool
+	work       func(*netpol.Rules)
+}
+
+func (*nopBackend) Name() string       { return "nop" }
+func (b *nopBackend) Everywhere() bool { return b.everywhere }
+func (b *nopBackend) Apply(r *netpol.Rules, _ map[string]bool) error {
+	if b.work != nil {
+		b.work(r)
+	}
+	return nil
+}
+
+func benchSync(b *testing.B, n int, be *nopBackend) {
+	c := NewController(here, be, map[netpol.Proto]string{netpol.SCTP: "no sctp"}, nil, nil)
+	add(c.NamespaceHandler(), testNS("m", nil))
+	add(c.NamespaceHandler(), testNS("kube-system", nil))
+	for i := range 20 {
+		node := here
+		if i%2 == 1 {
+			node = "n2"
+		}
+		ns := "m"
+		if i >= 10 {
+			ns = "kube-system"
+		}
+		add(c.PodHandler(), testPod(ns, fmt.Sprintf("p%d", i), node, fmt.Sprintf("10.244.%d.%d", i%2, 10+i), map[string]string{"vnetlab.pod": fmt.Sprintf("p%d", i)}))
+	}
+	for i := range n {
+		p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "m", Name: fmt.Sprintf("gen-%d", i), UID: types.UID(fmt.Sprint(i)), Generation: 1},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"vnetlab.pod": "p0"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 32).String()}}}}}}}
+		add(c.PolicyHandler(), p)
+	}
+	allow := allowFrom("m", "allow", map[string]string{"vnetlab.pod": "p0"}, map[string]string{"vnetlab.pod": "p1"}, "8080", "UDP")
+	if _, err := c.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			add(c.PolicyHandler(), allow)
+		} else {
+			del(c.PolicyHandler(), allow)
+		}
+		if _, err := c.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSync(b *testing.B) {
+	for _, n := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("nop/%d", n), func(b *testing.B) { benchSync(b, n, &nopBackend{}) })
+		b.Run(fmt.Sprintf("nft/%d", n), func(b *testing.B) {
+			benchSync(b, n, &nopBackend{work: func(r *netpol.Rules) { _ = polnft.Script(r) }})
+		})
+		b.Run(fmt.Sprintf("bpf/%d", n), func(b *testing.B) {
+			benchSync(b, n, &nopBackend{everywhere: true, work: func(r *netpol.Rules) { _ = polbpf.Compile(r) }})
+		})
+	}
+}
