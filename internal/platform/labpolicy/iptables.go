@@ -87,7 +87,14 @@ func (p iptablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	return p.Update(st, nil, r)
 }
 
-func (iptablesProvider) Update(st *lab.State, old, r *netpol.Rules) error {
+func (iptablesProvider) Update(st *lab.State, old func() (*netpol.Rules, error), r *netpol.Rules) error {
+	var prev *netpol.Rules // the chains and sets to delete are old's that r lacks
+	if old != nil {
+		var err error
+		if prev, err = old(); err != nil {
+			return err
+		}
+	}
 	return st.EachNode(func(ns string) error {
 		for _, f := range iptFamilies(st) {
 			next := iptWrite(f, r)
@@ -95,8 +102,8 @@ func (iptablesProvider) Update(st *lab.State, old, r *netpol.Rules) error {
 				return err
 			}
 			stale := iptTables{}
-			if old != nil {
-				stale = iptWrite(f, old).minus(next)
+			if prev != nil {
+				stale = iptWrite(f, prev).minus(next)
 			}
 			var decl, del strings.Builder
 			for _, ch := range stale.chains {
