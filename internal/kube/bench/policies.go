@@ -12,9 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -80,17 +84,53 @@ type pointSet struct {
 	took  time.Duration
 	// server is the server pod's address per family (the deny probe's).
 	server map[family.Family]string
-	// nodeNS: the server node's namespace, whose vnetlab table (polnft) is
-	// read back around each proof (a local cluster whose vnetlab enforcer
-	// writes nftables); "": none is read.
-	nodeNS map[string]string
+	// nodes: each node's vnetlab enforcer counters (a local cluster's),
+	// the server node's read around each proof; none: none is read.
+	nodes map[string]nodeCounters
+}
+
+// nodeCounters reads a node's vnetlab enforcer: how many packets its
+// policies denied and evaluated, over the whole node.
+type nodeCounters struct {
+	what string // what is read, for the proofs' words
+	read func() (denied, evaluated uint64, err error)
+}
+
+// enforcerCounters are the counters of local cluster st's nodes where
+// vnetlab's enforcer keeps them: the node's table (the nftables backend)
+// or its policy plane (the eBPF backend, programs on the pods).
+func enforcerCounters(st *lab.State) map[string]nodeCounters {
+	out := map[string]nodeCounters{}
+	for _, node := range st.Nodes {
+		if _, err := polnft.Read(node.NS); err == nil {
+			out[node.Name] = nodeCounters{what: "the node's table " + polnft.Table, read: func() (uint64, uint64, error) {
+				h, err := polnft.Read(node.NS)
+				return h.Denied, h.Evaluated, err
+			}}
+			continue
+		}
+		dir := netpolicy.PlaneDir(cluster.ProxyPlane(st.Name, node.Name))
+		if !polbpf.Exists(dir) {
+			continue
+		}
+		out[node.Name] = nodeCounters{what: "the node's policy programs (" + dir + ")", read: func() (uint64, uint64, error) {
+			p, err := polbpf.Open(dir, polbpf.Frontends{})
+			if err != nil {
+				return 0, 0, err
+			}
+			defer p.Close()
+			c, err := p.Counters()
+			return c.Denied, c.Evaluated(), err
+		}}
+	}
+	return out
 }
 
 // enforce creates set in the session's namespace through the API and
 // waits until a flow it denies is dropped (up to a minute; the cells'
 // proofs judge it anyway).
-func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nodeNS map[string]string, say func(string, ...any)) (*pointSet, error) {
-	ps := &pointSet{sess: sess, set: set, server: map[family.Family]string{}, nodeNS: nodeNS}
+func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nodes map[string]nodeCounters, say func(string, ...any)) (*pointSet, error) {
+	ps := &pointSet{sess: sess, set: set, server: map[family.Family]string{}, nodes: nodes}
 	var server netpol.Pod
 	var clients, all []netpol.Pod
 	for _, ep := range sess.Endpoints {
@@ -179,7 +219,7 @@ func (ps *pointSet) prove(planned []runner.Planned) {
 			continue // no policy selects a hostNetwork pod
 		}
 		c.Cell.Policies = &results.PolicyProof{Policies: ps.set.Policies, IPBlocks: ps.set.IPBlocks, LoadSec: ps.took.Seconds()}
-		c.Policy = &policyProof{ps: ps, client: c.Target.ClientNS, addr: ps.deniedAddr(ps.server[c.Family]), nodeNS: ps.nodeNS[c.Cell.ServerNode]}
+		c.Policy = &policyProof{ps: ps, client: c.Target.ClientNS, addr: ps.deniedAddr(ps.server[c.Family]), node: ps.nodes[c.Cell.ServerNode]}
 	}
 }
 
@@ -188,17 +228,18 @@ func (ps *pointSet) prove(planned []runner.Planned) {
 // set created, then dials, from the cell's client pod, the server pod's
 // DeniedPort, which the set denies, and wants it dropped; the proof sample
 // succeeding shows the measured flow answered. Where the server node's
-// vnetlab table is readable (nodeNS), its denied count must grow over the
+// vnetlab enforcer has counters (node), its denied count must grow over the
 // probe and its evaluated count over the proof sample.
 type policyProof struct {
 	ps           *pointSet
 	client, addr string
-	nodeNS       string
+	node         nodeCounters
 
 	objects, want     int
 	probe             string
 	denied, evaluated uint64
-	probed            polnft.Held
+	// probedEvaluated is the node's evaluated count after the probe.
+	probedEvaluated uint64
 }
 
 func (p *policyProof) Begin() string {
@@ -218,9 +259,9 @@ func (p *policyProof) Begin() string {
 	if p.objects != p.want {
 		return fmt.Sprintf("namespace %s holds %d of the %d NetworkPolicies created", p.ps.sess.Namespace, p.objects, p.want)
 	}
-	var before polnft.Held
-	if p.nodeNS != "" {
-		if before, err = polnft.Read(p.nodeNS); err != nil {
+	var deniedBefore uint64
+	if p.node.read != nil {
+		if deniedBefore, _, err = p.node.read(); err != nil {
 			return err.Error()
 		}
 	}
@@ -229,30 +270,31 @@ func (p *policyProof) Begin() string {
 	if got != measure.Dropped {
 		return fmt.Sprintf("a connection the policies deny (%s) was not dropped: %s %v", p.probe, got, err)
 	}
-	if p.nodeNS == "" {
+	if p.node.read == nil {
 		return ""
 	}
-	if p.probed, err = polnft.Read(p.nodeNS); err != nil {
+	denied, evaluated, err := p.node.read()
+	if err != nil {
 		return err.Error()
 	}
-	p.denied = p.probed.Denied - before.Denied
+	p.denied, p.probedEvaluated = denied-deniedBefore, evaluated
 	if p.denied == 0 {
-		return fmt.Sprintf("a connection the policies deny (%s) was dropped, but not by the node's table %s (its denied count stayed %d)", p.addr, polnft.Table, before.Denied)
+		return fmt.Sprintf("a connection the policies deny (%s) was dropped, but not by %s (its denied count stayed %d)", p.addr, p.node.what, deniedBefore)
 	}
 	return ""
 }
 
 func (p *policyProof) End() string {
-	if p.nodeNS == "" {
+	if p.node.read == nil {
 		return ""
 	}
-	h, err := polnft.Read(p.nodeNS)
+	_, evaluated, err := p.node.read()
 	if err != nil {
 		return err.Error()
 	}
-	p.evaluated = h.Evaluated - p.probed.Evaluated
+	p.evaluated = evaluated - p.probedEvaluated
 	if p.evaluated == 0 {
-		return fmt.Sprintf("the node's table %s evaluated none of the proof sample's packets (its evaluated count stayed %d)", polnft.Table, h.Evaluated)
+		return fmt.Sprintf("%s evaluated none of the proof sample's packets (its evaluated count stayed %d)", p.node.what, evaluated)
 	}
 	return ""
 }

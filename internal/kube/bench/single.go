@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
@@ -23,7 +22,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	opts.Kubeconfig, opts.Context, opts.PullPolicy = s.Cluster.Kubeconfig, s.Cluster.Context, corev1.PullIfNotPresent
 	opts.NodeCPUPods = s.Cluster.Local == "" // a local cluster's nodes are read from their cgroups
 	var local *clusternet.Network
-	nodeNS := map[string]string{} // a local vnetlab enforcer's nftables, read back by the policies' proofs
+	nodeCount := map[string]nodeCounters{} // a local vnetlab enforcer's, read by the policies' proofs
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
 		if err != nil {
@@ -32,11 +31,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 		n := cluster.Network(st)
 		local, opts.Kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
 		if e, _ := clusternet.GetEnforcer(n.Policy); e.Vnetlab && s.Measure.UsesPolicies() {
-			for _, node := range st.Nodes {
-				if _, err := polnft.Read(node.NS); err == nil {
-					nodeNS[node.Name] = node.NS
-				}
-			}
+			nodeCount = enforcerCounters(st)
 		}
 	}
 	groups := []runner.PolicyGroup{{Points: s.Measure.Sweep.Points()}}
@@ -87,7 +82,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 			return err
 		}
 		if s.Measure.UsesPolicies() {
-			ps, err := enforce(ctx, sess, g.Set, nodeNS, say)
+			ps, err := enforce(ctx, sess, g.Set, nodeCount, say)
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -182,6 +183,9 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		}
 	})
 	t.Run("kube converge --policy", func(t *testing.T) { convergePolicies(t, cs, st, spec.NetworkPolicy) })
+	if spec.NetworkPolicy == clusternet.PolicyVnetlab {
+		t.Run("kube run --sweep policies, proven by the node's counters", func(t *testing.T) { runPolicies(t, st) })
+	}
 }
 
 // podPrograms waits until every pod's eth0 carries the policy programs
@@ -302,4 +306,37 @@ func (w *policyWorld) waitServiceAccount(ns string) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// runPolicies measures a cluster of vnetlab's enforcer with the policies
+// knob (0 and 10 generated policies) and requires the 10-policy cell
+// proven in force by the server node's own counters, whichever backend
+// keeps them (its nftables table, or the policy programs' maps on
+// veth-ebpf): the deny probe counted as denied there, and the proof
+// sample's new connections evaluated.
+func runPolicies(t *testing.T, st *lab.State) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "--cluster", st.Name, "--paths", "pod", "--tests", "tcp_crr",
+		"--sweep", "policies=0,10", "--repeat", "1", "--duration", "1s", "-o", out)
+	if err != nil {
+		t.Fatalf("kube run --sweep policies: %v\n%s", err, log)
+	}
+	f, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proven := 0
+	for _, c := range f.Cells {
+		p := c.Policies
+		if p == nil || p.Policies != 10 {
+			continue
+		}
+		if p.NotApplied != "" || p.Objects != p.Want || p.ProbeDenied == 0 || p.Evaluated == 0 || len(c.Samples) == 0 {
+			t.Errorf("cell %s: %+v, %d samples; want proven in force by the node's counters (denied and evaluated above 0) and measured", c.ID(), *p, len(c.Samples))
+		}
+		proven++
+	}
+	if proven == 0 {
+		t.Errorf("no cell with 10 policies in %s:\n%s", out, log)
+	}
 }
