@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-latency-load bench-converge clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-kube-policies bench-latency-load bench-converge clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -91,6 +91,12 @@ bench-harness: build
 # then apply latency per provider at 0 and 10000; under the lab lock (~25 min).
 bench-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-policies.sh
+
+# Issue 45's cluster table: tcp_crr and tcp_rr at 0/100/1000 NetworkPolicies on a
+# cluster per enforcer (vnetlab eBPF, vnetlab nftables, kube-router), each beside a
+# one-node lab of its shape, profiled (the enforcer's CPU); under the lab lock (~25 min).
+bench-kube-policies: build
+	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-kube-policies.sh
 
 # Issue 46's closing numbers: tcp_crr latency against offered load (10-95% of
 # each path's closed-loop maximum) over five modes, with CIs, the report's

@@ -149,7 +149,7 @@ func explainKnob(f *results.File, arg, test string, modes []string, format strin
 	if err != nil {
 		return err
 	}
-	all, sentences, err := explain.KnobEffects(axis, pairs)
+	all, sentences, err := explain.KnobEffects(f, axis, pairs)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,9 @@ import (
 // measured ones (version 1's samples carried both instruments' cost).
 // 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
 // and the run's rate setting; a cell's policy provider and its policies'
-// proof, the run's policy settings (issue 44).
-const SchemaVersion = 3
+// proof, the run's policy settings (issue 44). 4 (issue 45): a cluster's
+// policy_lab_provider, which pairs a lab's policy cells with its own.
+const SchemaVersion = 4
 
 // File is one run.
 type File struct {
@@ -71,10 +72,16 @@ type Cluster struct {
 	SocketLB      bool   `json:"socket_lb,omitempty"`
 	// NetworkPolicy is the NetworkPolicy enforcer (internal/vocab/clusternet's
 	// Enforcers' name; "" when unknown: a cluster vnetlab did not build).
-	NetworkPolicy string            `json:"network_policy,omitempty"`
-	Image         string            `json:"image"`
-	Namespace     string            `json:"namespace"`
-	HowDetected   map[string]string `json:"how_detected"`
+	NetworkPolicy string `json:"network_policy,omitempty"`
+	// PolicyLabProvider is the lab policy provider with the data path of
+	// the enforcer on this cluster's CNI (clusternet.Enforcer's
+	// LabProviderFor): what a lab's policy cell is paired with (compare)
+	// and whose profile stages are the enforcer's CPU; "" when nothing
+	// enforces or it is unknown.
+	PolicyLabProvider string            `json:"policy_lab_provider,omitempty"`
+	Image             string            `json:"image"`
+	Namespace         string            `json:"namespace"`
+	HowDetected       map[string]string `json:"how_detected"`
 	// NodeCPU says how the cells' per-node CPU (Sample.NodeCPU) was read:
 	// NodeCPUCgroup or NodeCPUProcStat, and its limits; "" when it was not.
 	NodeCPU string `json:"node_cpu,omitempty"`
@@ -96,6 +103,16 @@ func (c *Cluster) Network() clusternet.Network {
 		return clusternet.FromText(c.CNI, c.KubeProxyMode)
 	}
 	return clusternet.Network{CNI: c.CNIPlugin, CNIMode: c.CNIMode, Proxy: c.KubeProxyMode, SocketLB: c.SocketLB, Policy: c.NetworkPolicy}
+}
+
+// PolicyLabProviderOf is the lab policy provider whose data path decides
+// cell c's policies: a lab cell's own (Cell.PolicyProvider), a cluster
+// cell's enforcer's (Cluster.PolicyLabProvider); "" when none is known.
+func (f *File) PolicyLabProviderOf(c *Cell) string {
+	if c.PolicyProvider == "" && c.Placement != "" && f.Metadata.Cluster != nil {
+		return f.Metadata.Cluster.PolicyLabProvider
+	}
+	return c.PolicyProvider
 }
 
 // SetNetwork records n; text, when not "", is the CNI as detected (else

@@ -19,11 +19,18 @@ func oneNodeLabel(mode string) string { return mode + "-1node" }
 
 // prepareLabs brings up the labs beside the cluster: Measure's, and the
 // one-node lab of LabSameNode (plain modes, no options); the caller closes
-// what it returns, also on error.
-func (s Spec) prepareLabs(ctx context.Context, prog runner.Progress) ([]*runner.Labs, error) {
-	specs := []runner.Spec{s.Measure}
+// what it returns, also on error. With the policy knobs the labs load the
+// same generated sets through policyLab, the lab provider with the data
+// path of the cluster's enforcer (cluster.PolicyLabProvider), so that each
+// lab policy cell has its cluster cell (analysis.clusterEquivalent).
+func (s Spec) prepareLabs(ctx context.Context, policyLab string, prog runner.Progress) ([]*runner.Labs, error) {
+	lab := s.Measure
+	if lab.UsesPolicies() {
+		lab.ClusterPolicies, lab.PolicyProviders = false, []string{policyLab}
+	}
+	specs := []runner.Spec{lab}
 	if len(s.LabSameNode) > 0 {
-		one := s.Measure
+		one := lab
 		one.Nodes, one.LabPrefix, one.Modes = 1, "one", nil
 		for _, m := range s.LabSameNode {
 			one.Modes = append(one.Modes, runner.ModeVariant{Label: oneNodeLabel(m), Mode: m})

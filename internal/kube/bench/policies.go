@@ -53,8 +53,6 @@ func (s Spec) checkPolicies() error {
 		return field.Errorf("policy_providers", "{policy_providers} names a lab's policy providers; a cluster's policies are enforced by its own enforcer (kube up --network-policy): leave it out")
 	case len(s.Configs) > 0:
 		return field.Errorf("sweep", "%s and %s measure one cluster: give {cluster} or {kubeconfig}, not kube.clusters", knob.Policies, knob.IPBlocks)
-	case s.Lab:
-		return field.Errorf("lab", "%s and %s with {lab}: the lab beside the cluster would need a policy provider of its own; measure the lab's policies with vnetlab run", knob.Policies, knob.IPBlocks)
 	case !slices.Contains(s.Pods.Paths, measure.PathPod) && !slices.Contains(s.Pods.Paths, measure.PathService):
 		return fmt.Errorf("%s and %s select the server pod: measure the pod or the service path (--paths pod,service)", knob.Policies, knob.IPBlocks)
 	}
@@ -164,6 +162,11 @@ func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nod
 			}
 		}
 	}
+	// The denied port listens, so that an enforcer's reject (kube-router's)
+	// is told from an empty port's reset.
+	if err := sess.Listen(ctx, server.Name, server.IPs[0].String(), labpolicy.DeniedPort); err != nil {
+		return nil, err
+	}
 	v4 := slices.ContainsFunc(server.IPs, netip.Addr.Is4)
 	v6 := slices.ContainsFunc(server.IPs, netip.Addr.Is6)
 	gen, allow, err := labpolicy.Generate(set.Policies, set.IPBlocks, server, clients, all, v4, v6, labservice.EnginePorts)
@@ -179,13 +182,13 @@ func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nod
 		return nil, err
 	}
 	say("namespace %s: %s: %d NetworkPolicies created in %.2fs", sess.Namespace, setText(set), len(pols), ps.took.Seconds())
-	// In force: the deny probe of the first client is dropped.
+	// In force: the deny probe of the first client is denied.
 	client, addr := clients[0].Name, ps.deniedAddr(server.IPs[0].String())
 	deadline := time.Now().Add(time.Minute)
 	for {
 		got, err := sess.DialFrom(ctx, client, addr, deniedWait)
-		if got == measure.Dropped {
-			say("namespace %s: %s in force after %.1fs (tcp %s from %s dropped)", sess.Namespace, setText(set), time.Since(start).Seconds(), addr, client)
+		if measure.Denied(got) {
+			say("namespace %s: %s in force after %.1fs (tcp %s from %s %s)", sess.Namespace, setText(set), time.Since(start).Seconds(), addr, client, got)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -197,7 +200,7 @@ func enforce(ctx context.Context, sess *measure.Session, set knob.PolicySet, nod
 	return ps, nil
 }
 
-// deniedWait: a denied connection's SYN is dropped, so a dial waits this long.
+// deniedWait: a denied connection's SYN may be dropped, so a dial waits this long.
 const deniedWait = time.Second
 
 func (ps *pointSet) deniedAddr(ip string) string {
@@ -226,7 +229,9 @@ func (ps *pointSet) prove(planned []runner.Planned) {
 // policyProof is a cluster cell's runner.PolicyProver: Begin reads the
 // namespace's policies back through the API and counts them against the
 // set created, then dials, from the cell's client pod, the server pod's
-// DeniedPort, which the set denies, and wants it dropped; the proof sample
+// DeniedPort, which the set denies and where the server pod listens
+// (measure.Session.Listen), and wants it denied: dropped, or refused (an
+// enforcer's reject; an allowed dial connects); the proof sample
 // succeeding shows the measured flow answered. Where the server node's
 // vnetlab enforcer has counters (node), its denied count must grow over the
 // probe and its evaluated count over the proof sample.
@@ -267,8 +272,8 @@ func (p *policyProof) Begin() string {
 	}
 	got, err := p.ps.sess.DialFrom(ctx, p.client, p.addr, deniedWait)
 	p.probe = "tcp " + p.addr + " from " + p.client + ": " + got
-	if got != measure.Dropped {
-		return fmt.Sprintf("a connection the policies deny (%s) was not dropped: %s %v", p.probe, got, err)
+	if !measure.Denied(got) {
+		return fmt.Sprintf("a connection the policies deny (%s) was not denied: %s %v", p.probe, got, err)
 	}
 	if p.node.read == nil {
 		return ""
@@ -279,7 +284,7 @@ func (p *policyProof) Begin() string {
 	}
 	p.denied, p.probedEvaluated = denied-deniedBefore, evaluated
 	if p.denied == 0 {
-		return fmt.Sprintf("a connection the policies deny (%s) was dropped, but not by %s (its denied count stayed %d)", p.addr, p.node.what, deniedBefore)
+		return fmt.Sprintf("a connection the policies deny (%s) was denied, but not by %s (its denied count stayed %d)", p.addr, p.node.what, deniedBefore)
 	}
 	return ""
 }

@@ -23,13 +23,14 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	opts.NodeCPUPods = s.Cluster.Local == "" // a local cluster's nodes are read from their cgroups
 	var local *clusternet.Network
 	nodeCount := map[string]nodeCounters{} // a local vnetlab enforcer's, read by the policies' proofs
+	policyLab := ""                        // the lab provider with the local enforcer's data path
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
 		if err != nil {
 			return err
 		}
 		n := cluster.Network(st)
-		local, opts.Kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
+		local, opts.Kubeconfig, policyLab = &n, st.Facts[cluster.FactKubeconfig], cluster.PolicyLabProvider(st)
 		if e, _ := clusternet.GetEnforcer(n.Policy); e.Vnetlab && s.Measure.UsesPolicies() {
 			nodeCount = enforcerCounters(st)
 		}
@@ -92,12 +93,12 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	}
 	sess := sessions[0]
 	res.Metadata.Cluster = sess.Detect(ctx, local)
-	res.Metadata.Cluster.Name, res.Metadata.Cluster.Image = label, opts.Image
+	res.Metadata.Cluster.Name, res.Metadata.Cluster.Image, res.Metadata.Cluster.PolicyLabProvider = label, opts.Image, policyLab
 	meter, how, stop := nodeMeter(ctx, sess, local != nil, say)
 	defer stop()
 	res.Metadata.Cluster.NodeCPU = how
 	if s.Lab {
-		labs, err := s.prepareLabs(ctx, prog)
+		labs, err := s.prepareLabs(ctx, policyLab, prog)
 		for _, l := range labs {
 			defer l.Close()
 		}

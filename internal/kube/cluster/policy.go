@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
@@ -36,12 +37,29 @@ func (s Spec) networkPolicy() string {
 // node's netfilter misses and policy programs on the pods' own interfaces
 // see (veth-ebpf): vnetlab's controller enforces there with its eBPF
 // backend (internal/kube/netpolicy: ebpf.go).
-func (s Spec) podIfPolicy() bool {
-	if s.CNI != clusternet.CNIVnetlab || s.nodeFilterUnseen() == "" {
+func (s Spec) podIfPolicy() bool { return podIfPolicy(s.CNI, s.cniMode()) }
+
+// podIfPolicy: CNI cni in mode mode wires pods whose packets the node's
+// netfilter misses and the pods' own interfaces' programs see.
+func podIfPolicy(cni, mode string) bool {
+	if cni != clusternet.CNIVnetlab {
 		return false
 	}
-	m, err := modes.Get(s.cniMode())
-	return err == nil && m.Policies.PodIf
+	m, err := modes.Get(mode)
+	return err == nil && m.NodeFilterUnseen(nil) != "" && m.Policies.PodIf
+}
+
+// PolicyLabProvider is the lab policy provider with the data path of local
+// cluster st's enforcer on its CNI (results.Cluster.PolicyLabProvider: a
+// lab's policy cells are paired with the cluster's by it); "" when the
+// cluster enforces none.
+func PolicyLabProvider(st *lab.State) string {
+	n := Network(st)
+	e, err := clusternet.GetEnforcer(n.Policy)
+	if err != nil || !e.Enforces {
+		return ""
+	}
+	return e.LabProviderFor(podIfPolicy(n.CNI, n.CNIMode))
 }
 
 // podIfUnserved says why the spec's Services defeat the pods' policy

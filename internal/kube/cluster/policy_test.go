@@ -23,6 +23,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -183,9 +184,7 @@ func policyBehaviours(t *testing.T, spec Spec) {
 		}
 	})
 	t.Run("kube converge --policy", func(t *testing.T) { convergePolicies(t, cs, st, spec.NetworkPolicy) })
-	if spec.NetworkPolicy == clusternet.PolicyVnetlab {
-		t.Run("kube run --sweep policies, proven by the node's counters", func(t *testing.T) { runPolicies(t, st) })
-	}
+	t.Run("kube run --sweep policies beside a lab", func(t *testing.T) { runPolicies(t, st) })
 }
 
 // podPrograms waits until every pod's eth0 carries the policy programs
@@ -308,15 +307,26 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// runPolicies measures a cluster of vnetlab's enforcer with the policies
-// knob (0 and 10 generated policies) and requires the 10-policy cell
-// proven in force by the server node's own counters, whichever backend
-// keeps them (its nftables table, or the policy programs' maps on
-// veth-ebpf): the deny probe counted as denied there, and the proof
-// sample's new connections evaluated.
+// runPolicies measures a cluster with the policies knob (0 and 10
+// generated policies) beside a one-node lab of its CNI's shape (kube.lab),
+// and requires the 10-policy cluster cells proven in force: the deny probe
+// denied (dropped, or refused by kube-router's reject while the server pod
+// listens there) and, where vnetlab's enforcer keeps counters (its
+// nftables table, or the policy programs' maps on veth-ebpf), counted as
+// denied there, with the proof sample's new connections evaluated. The
+// lab's cells load the same sets through the lab provider with the
+// enforcer's data path, proven as a lab run's, and compare pairs each with
+// the cluster's same-node cell at its point.
 func runPolicies(t *testing.T, st *lab.State) {
-	out := filepath.Join(t.TempDir(), "r.json")
-	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "--cluster", st.Name, "--paths", "pod", "--tests", "tcp_crr",
+	dir := t.TempDir()
+	out, scenario := filepath.Join(dir, "r.json"), filepath.Join(dir, "s.yaml")
+	n := Network(st)
+	counters := n.Policy == clusternet.PolicyVnetlab
+	mode := analysis.LabClusterShape(n)["same-node"]
+	if err := os.WriteFile(scenario, []byte("modes: ["+mode+"]\nkube:\n  cluster: "+st.Name+"\n  lab: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := vnetlab(t, 5*time.Minute, "kube", "run", "-f", scenario, "--paths", "pod", "--tests", "tcp_crr",
 		"--sweep", "policies=0,10", "--repeat", "1", "--duration", "1s", "-o", out)
 	if err != nil {
 		t.Fatalf("kube run --sweep policies: %v\n%s", err, log)
@@ -325,18 +335,35 @@ func runPolicies(t *testing.T, st *lab.State) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proven := 0
+	want := PolicyLabProvider(st)
+	if got := f.Metadata.Cluster.PolicyLabProvider; got != want || want == "" {
+		t.Errorf("the results' policy_lab_provider %q, want %q", got, want)
+	}
+	proven := map[bool]int{} // lab cells, cluster cells
 	for _, c := range f.Cells {
 		p := c.Policies
 		if p == nil || p.Policies != 10 {
 			continue
 		}
-		if p.NotApplied != "" || p.Objects != p.Want || p.ProbeDenied == 0 || p.Evaluated == 0 || len(c.Samples) == 0 {
-			t.Errorf("cell %s: %+v, %d samples; want proven in force by the node's counters (denied and evaluated above 0) and measured", c.ID(), *p, len(c.Samples))
+		isLab := c.Placement == ""
+		byCounters := isLab || counters // kube-router's counters are not read
+		if p.NotApplied != "" || p.Objects != p.Want || len(c.Samples) == 0 || byCounters && (p.ProbeDenied == 0 || p.Evaluated == 0) || isLab && c.PolicyProvider != want {
+			t.Errorf("cell %s: %+v, %d samples; want proven in force (by the node's counters where they are read: denied and evaluated above 0; a lab cell through provider %s) and measured", c.ID(), *p, len(c.Samples), want)
 		}
-		proven++
+		proven[isLab]++
 	}
-	if proven == 0 {
-		t.Errorf("no cell with 10 policies in %s:\n%s", out, log)
+	if proven[true] == 0 || proven[false] == 0 {
+		t.Errorf("cells with 10 policies: %d of the lab, %d of the cluster; want both in %s:\n%s", proven[true], proven[false], out, log)
+	}
+	labF, clusterF, ok := analysis.SplitLabCluster(f)
+	if !ok {
+		t.Fatalf("%s holds no lab and cluster cells", out)
+	}
+	var pairs []string
+	for _, d := range analysis.Diff(labF, clusterF).Deltas {
+		pairs = append(pairs, d.Name())
+	}
+	if len(pairs) != 2 || !strings.Contains(strings.Join(pairs, " "), "{policies=10}") {
+		t.Errorf("compare paired %v; want the lab's cell with the cluster's same-node one at policies=0 and at policies=10", pairs)
 	}
 }

@@ -63,19 +63,19 @@ func TestZones(t *testing.T) {
 // (a cluster built before the fact enforces none).
 func TestNetworkPolicy(t *testing.T) {
 	for _, tc := range []struct {
-		spec Spec
-		want string
+		spec      Spec
+		want, lab string // the enforcer, its lab provider
 	}{
-		{Spec{CNI: "vnetlab"}, "vnetlab"},
-		{Spec{CNI: "vnetlab", CNIMode: "bridge"}, "vnetlab"},
-		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf"}, "none"},
-		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf"}, "vnetlab"},
-		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf", SocketLB: true, NetworkPolicy: "vnetlab"}, "vnetlab"},
-		{Spec{}, "none"},
-		{Spec{CNI: "flannel"}, "none"},
-		{Spec{CNI: "bridge", NetworkPolicy: "kube-router"}, "kube-router"},
-		{Spec{CNI: "bridge", NetworkPolicy: "vnetlab"}, "vnetlab"},
-		{Spec{CNI: "vnetlab", NetworkPolicy: "none"}, "none"},
+		{Spec{CNI: "vnetlab"}, "vnetlab", "nftables"},
+		{Spec{CNI: "vnetlab", CNIMode: "bridge"}, "vnetlab", "nftables"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf"}, "none", ""},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf"}, "vnetlab", "ebpf"},
+		{Spec{CNI: "vnetlab", CNIMode: "veth-ebpf", Proxy: "vnetlab-ebpf", SocketLB: true, NetworkPolicy: "vnetlab"}, "vnetlab", "ebpf"},
+		{Spec{}, "none", ""},
+		{Spec{CNI: "flannel"}, "none", ""},
+		{Spec{CNI: "bridge", NetworkPolicy: "kube-router"}, "kube-router", "iptables"},
+		{Spec{CNI: "bridge", NetworkPolicy: "vnetlab"}, "vnetlab", "nftables"},
+		{Spec{CNI: "vnetlab", NetworkPolicy: "none"}, "none", ""},
 	} {
 		tc.spec.Name, tc.spec.Nodes = "k", 2
 		if tc.spec.Proxy == "" {
@@ -90,6 +90,9 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 		if got := tc.spec.networkFacts()[FactPolicy]; got != tc.want {
 			t.Errorf("%+v: fact %s, want %s", tc.spec, got, tc.want)
+		}
+		if got := PolicyLabProvider(&lab.State{Facts: tc.spec.networkFacts()}); got != tc.lab {
+			t.Errorf("%+v: lab policy provider %q, want %q", tc.spec, got, tc.lab)
 		}
 	}
 	for _, tc := range []struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,8 +17,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 )
 
-// What a dial became (Dial): `kube run`'s policies proof wants Dropped for
-// a port the policies deny.
+// What a dial became (Dial): `kube run`'s policies proof wants a port the
+// policies deny Denied.
 const (
 	Connected = "connected"
 	Refused   = "refused"
@@ -41,6 +42,35 @@ func Dial(addr string, timeout time.Duration) string {
 		return Refused
 	}
 	return "error: " + err.Error()
+}
+
+// Denied says whether a dial's outcome (Dial) is a connection refused by
+// policy, to a port where something listens (Session.Listen): dropped
+// (vnetlab's enforcers, and most others, drop a denied SYN) or refused
+// (kube-router rejects it with an ICMP port unreachable, which connect
+// reports as a reset's ECONNREFUSED).
+func Denied(got string) bool { return got == Dropped || got == Refused }
+
+// Listen starts, in pod, a TCP listener on port for the rest of the
+// session (`vnetlab whoami`, under the guard; Close ends it) and
+// waits, up to 10 s, until a connection from the pod to its own address
+// addr (which no NetworkPolicy governs: it never leaves the pod) is
+// accepted: a policy proof's denied port, on which a refusal is the
+// policy's and not an empty port's.
+func (s *Session) Listen(ctx context.Context, pod, addr string, port int) error {
+	p := s.Exec.process(ctx, pod, "vnetlab whoami", append(append([]string{}, GuardArgs...), image.VnetlabPath, "whoami", "--tcp", strconv.Itoa(port)))
+	if err := p.Start(); err != nil {
+		return fmt.Errorf("pod %s: a listener on port %d: %v", pod, port, err)
+	}
+	s.background = append(s.background, p)
+	target := net.JoinHostPort(addr, strconv.Itoa(port))
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		if got, _ = s.DialFrom(ctx, pod, target, time.Second); got == Connected {
+			return nil
+		}
+	}
+	return fmt.Errorf("pod %s: its listener on port %d does not accept a connection from the pod itself (tcp %s: %s)", pod, port, target, got)
 }
 
 // DialFrom runs Dial in pod (`vnetlab kube dial` in the image) and returns

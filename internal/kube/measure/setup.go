@@ -94,12 +94,19 @@ type Session struct {
 	Nodes     []corev1.Node
 	Endpoints []Endpoint
 	Exec      *Exec
+	// background are the processes the session keeps running in its pods
+	// (Listen's), ended by Close.
+	background []*PodProcess
 }
 
-// Close deletes the session's namespace (also after Ctrl-C).
+// Close ends the session's background processes and deletes its
+// namespace (also after Ctrl-C).
 func (s *Session) Close() error {
 	if s == nil || s.Namespace == "" {
 		return nil
+	}
+	for _, p := range s.background {
+		p.Kill()
 	}
 	return DeleteNamespace(s.Client, s.Namespace)
 }

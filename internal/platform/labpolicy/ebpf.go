@@ -29,7 +29,7 @@ type ebpfProvider struct{}
 func init() { Register(ebpfProvider{}) }
 
 func (ebpfProvider) Info() Info {
-	return Info{Name: EBPF, Summary: "vnetlab's tc programs on each pod's eth0: identities, an LPM trie of {pod, peer identity, direction, protocol, port prefix}, an LPM ipcache for ipBlocks, a flow map for established flows"}
+	return Info{Name: EBPF, Summary: "vnetlab's tc programs on each pod's eth0: identities, an LPM trie of {pod, peer identity, direction, protocol, port prefix}, an LPM ipcache for ipBlocks, a flow map for established flows", Stages: []string{"tc_bpf"}}
 }
 
 func (ebpfProvider) Supports(m modes.Mode, _ map[string]string) string {

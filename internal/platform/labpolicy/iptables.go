@@ -47,7 +47,7 @@ const (
 )
 
 func (iptablesProvider) Info() Info {
-	return Info{Name: IPTables, Summary: "kube-router's shape: FORWARD -> VNL-NETPOL (conntrack established first) -> a chain per isolated pod, ipsets of peer addresses, multiport lists"}
+	return Info{Name: IPTables, Summary: "kube-router's shape: FORWARD -> VNL-NETPOL (conntrack established first) -> a chain per isolated pod, ipsets of peer addresses, multiport lists", Stages: []string{"tables", "nf_sets"}}
 }
 
 func (iptablesProvider) Supports(m modes.Mode, options map[string]string) string {

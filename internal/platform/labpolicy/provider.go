@@ -16,7 +16,9 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // The providers' names (each registered from its own file).
@@ -74,6 +76,10 @@ type Info struct {
 	// measured (docs/policies.md); 0: not measured, no limit. CheckScale
 	// refuses a set it would take over MaxLoadTime to load.
 	LoadRate float64
+	// Stages are the profile stages (internal/measure/profile's
+	// stages.rules IDs) its rules and maps are evaluated in: the
+	// enforcer's CPU in a profiled cell (EnforcerCPU).
+	Stages []string
 }
 
 var registry = map[string]Provider{}
@@ -113,6 +119,30 @@ func Check(provider string, st *lab.State) error {
 		}
 	}
 	return nil
+}
+
+// EnforcerCPU is the CPU per unit of a profiled cell in the stages of
+// policy provider name (Info.Stages; a cluster cell's is its enforcer's
+// lab provider, results.File.PolicyLabProviderOf), and that CPU's share of
+// the cell's data path; ok is false without a profile or a known provider.
+// A stage holds other work too (a mode's own tc programs, a proxy's
+// netfilter rules), so the enforcer's cost is read as the change from a
+// sweep's first value.
+func EnforcerCPU(name string, pr *results.Profile) (stages string, us, share float64, ok bool) {
+	p, err := Get(name)
+	if err != nil || pr == nil || pr.DataPathUS <= 0 {
+		return "", 0, 0, false
+	}
+	var names []string
+	for _, id := range p.Info().Stages {
+		for _, st := range pr.Stages {
+			if st.Stage == id {
+				us += st.US
+			}
+		}
+		names = append(names, profile.DefaultRules.Name(id))
+	}
+	return strings.Join(names, " + "), us, us / pr.DataPathUS, true
 }
 
 // SupportsMode says why provider cannot serve mode m with options ("":

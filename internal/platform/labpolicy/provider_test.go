@@ -2,12 +2,15 @@ package labpolicy
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/kernel"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -136,5 +139,36 @@ func TestEnforcersLabProviders(t *testing.T) {
 	}
 	if v, _ := clusternet.GetEnforcer(clusternet.PolicyVnetlab); v.LabProviderFor(true) != EBPF || v.LabProviderFor(false) != NFTables {
 		t.Errorf("vnetlab's controller: lab providers %q (pod interfaces), %q (node filter), want %s, %s", v.LabProviderFor(true), v.LabProviderFor(false), EBPF, NFTables)
+	}
+}
+
+// Every provider names the profile stages it runs in, each one the
+// profiler knows, and EnforcerCPU sums exactly those of a cell's profile.
+func TestEnforcerStages(t *testing.T) {
+	known := profile.DefaultRules.Order()
+	for _, name := range Names() {
+		p, _ := Get(name)
+		if len(p.Info().Stages) == 0 {
+			t.Errorf("provider %s names no profile stage (Info.Stages)", name)
+		}
+		for _, id := range p.Info().Stages {
+			if !slices.Contains(known, id) {
+				t.Errorf("provider %s: stage %q is not one of the profiler's (%s)", name, id, strings.Join(known, ", "))
+			}
+		}
+	}
+	pr := &results.Profile{DataPathUS: 20, Stages: []results.StageCost{{Stage: "tables", US: 1.5}, {Stage: "nf_sets", US: 0.5}, {Stage: "tc_bpf", US: 3}, {Stage: "veth", US: 15}}}
+	stages, us, share, ok := EnforcerCPU(NFTables, pr)
+	if !ok || us != 2 || share != 0.1 || stages != "netfilter: filter tables + netfilter: set lookups" {
+		t.Errorf("nftables: %q %.2f µs share %.3f ok %v, want the two netfilter stages, 2 µs, 0.1", stages, us, share, ok)
+	}
+	if _, us, share, ok := EnforcerCPU(EBPF, pr); !ok || us != 3 || share != 0.15 {
+		t.Errorf("ebpf: %.2f µs share %.3f ok %v, want tc/BPF's 3 µs, 0.15", us, share, ok)
+	}
+	if _, _, _, ok := EnforcerCPU(EBPF, nil); ok {
+		t.Error("a cell without a profile has no enforcer CPU")
+	}
+	if _, _, _, ok := EnforcerCPU("", pr); ok {
+		t.Error("a cell without a provider has no enforcer CPU")
 	}
 }

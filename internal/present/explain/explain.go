@@ -82,6 +82,21 @@ type Explanation struct {
 	OnlyA    []OnlyFunction `json:"only_a"`
 	OnlyB    []OnlyFunction `json:"only_b"`
 	Sentence string         `json:"sentence"`
+	// Enforcer is the NetworkPolicy enforcer's CPU of a pair on a policy
+	// axis (explain --knob policies), when both cells are profiled.
+	Enforcer *EnforcerCPU `json:"policy_enforcer,omitempty"`
+}
+
+// EnforcerCPU is the CPU per unit in the stages a NetworkPolicy
+// enforcer's data path runs in (labpolicy.EnforcerCPU: its lab provider's
+// Info.Stages) at A and at B, and its share of each data path.
+type EnforcerCPU struct {
+	Provider string  `json:"lab_provider"`
+	Stages   string  `json:"stages"`
+	A        float64 `json:"us_a"`
+	B        float64 `json:"us_b"`
+	ShareA   float64 `json:"share_a"`
+	ShareB   float64 `json:"share_b"`
 }
 
 // Label names a cell for people: its mode, plus provider and Services when

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -204,15 +205,20 @@ func divergentStage(more, less *Explanation) (divergence, bool) {
 	return best, found
 }
 
-// KnobEffects explains every pair (each mode's gain from the knob) and
-// compares the first mode's effect with each other mode's at the same
-// test and value: one sentence each.
-func KnobEffects(axis string, pairs []Pair) ([]*Explanation, []string, error) {
+// KnobEffects explains every pair of f (each mode's gain from the knob)
+// and compares the first mode's effect with each other mode's at the same
+// test and value: one sentence each. On a policy axis each explanation
+// carries the enforcer's CPU (enforcerOf).
+func KnobEffects(f *results.File, axis string, pairs []Pair) ([]*Explanation, []string, error) {
+	k, _ := knob.Get(strings.Split(axis, "+")[0])
 	var all []*Explanation
 	for _, p := range pairs {
 		e, err := Compare(p.A, p.B)
 		if err != nil {
 			return nil, nil, err
+		}
+		if k.Policy {
+			e.Enforcer = enforcerOf(f, p)
 		}
 		all = append(all, e)
 	}
@@ -227,4 +233,18 @@ func KnobEffects(axis string, pairs []Pair) ([]*Explanation, []string, error) {
 		}
 	}
 	return all, sentences, nil
+}
+
+// enforcerOf is the NetworkPolicy enforcer's CPU at both cells of p: the
+// stages of the lab provider with its data path (a cluster cell's
+// enforcer's, results.File.PolicyLabProviderOf); nil unless both cells
+// are profiled.
+func enforcerOf(f *results.File, p Pair) *EnforcerCPU {
+	prov := f.PolicyLabProviderOf(p.B)
+	stages, a, shareA, okA := labpolicy.EnforcerCPU(prov, p.A.Profile)
+	_, b, shareB, okB := labpolicy.EnforcerCPU(prov, p.B.Profile)
+	if !okA || !okB {
+		return nil
+	}
+	return &EnforcerCPU{Provider: prov, Stages: stages, A: a, B: b, ShareA: shareA, ShareB: shareB}
 }

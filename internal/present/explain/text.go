@@ -41,6 +41,10 @@ func Write(w io.Writer, e *Explanation) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if en := e.Enforcer; en != nil {
+		fmt.Fprintf(w, "NetworkPolicy enforcer (%s's stages: %s): %.2f vs %.2f µs per %s (%+.2f), %.1f%% vs %.1f%% of the data path\n",
+			en.Provider, en.Stages, en.B, en.A, e.Unit, en.B-en.A, 100*en.ShareB, 100*en.ShareA)
+	}
 	if len(e.Events) > 0 {
 		fmt.Fprintf(w, "\nevents per %s that differ:\n", e.Unit)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -11,11 +11,12 @@ var htmlTemplate string
 
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	// The SVG is built from escaped text by this package (svg.go).
-	"svg":        func(c *BarChart) template.HTML { return template.HTML(c.SVG(false)) },
-	"curve":      func(c *CurveChart) template.HTML { return template.HTML(c.SVG(false)) },
-	"knobNote":   func(k string) string { return knobNotes[k] },
-	"capitalize": capitalize,
-	"ciMethods":  ciMethods,
+	"svg":           func(c *BarChart) template.HTML { return template.HTML(c.SVG(false)) },
+	"curve":         func(c *CurveChart) template.HTML { return template.HTML(c.SVG(false)) },
+	"knobNote":      func(k string) string { return knobNotes[k] },
+	"enforcerTitle": func() string { return enforcerTitle },
+	"capitalize":    capitalize,
+	"ciMethods":     ciMethods,
 }).Parse(htmlTemplate))
 
 // HTML writes the report as one self-contained page: inline CSS and inline

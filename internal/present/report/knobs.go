@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
@@ -36,12 +37,21 @@ func (cv *CurveView) HasRatios() bool {
 
 // CurveRow is one line: its label, each value's median, the knee, and
 // each value's median as a ratio to the base value's, with its 95% CI
-// (what a cost axis, policies or ipblocks, is read as).
+// (what a cost axis, policies or ipblocks, is read as). On a policy axis
+// with profiled cells, Enforcer is each value's NetworkPolicy enforcer
+// CPU (enforcerCPU) in the stages EnforcerStages names.
 type CurveRow struct {
-	Line   string
-	Values []string
-	Knee   string
-	Ratios []string
+	Line           string
+	Values         []string
+	Knee           string
+	Ratios         []string
+	EnforcerStages string
+	Enforcer       []string
+}
+
+// HasEnforcer says whether the curve's rows have the policy enforcer's CPU.
+func (cv *CurveView) HasEnforcer() bool {
+	return slices.ContainsFunc(cv.Rows, func(r CurveRow) bool { return len(r.Enforcer) > 0 })
 }
 
 // line is a curve's identity: a cell's id without its test and point.
@@ -66,7 +76,7 @@ func buildCurves(f *results.File) []*CurveView {
 	var out []*CurveView
 	for _, t := range testOrder(f.Cells) {
 		for ai, a := range sw.Axes {
-			if cv := buildCurve(f.Cells, *sw, t, ai, a); cv != nil {
+			if cv := buildCurve(f, *sw, t, ai, a); cv != nil {
 				out = append(out, cv)
 			}
 			if slices.Contains(a.Knobs, string(knob.Rate)) {
@@ -116,8 +126,8 @@ func curveLines(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 
 // buildCurve is test t against axis a (the ai-th): the cells at the base
 // or moving a only.
-func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
-	lines, n, unit := curveLines(cells, sw, t, ai, a)
+func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.Axis) *CurveView {
+	lines, n, unit := curveLines(f.Cells, sw, t, ai, a)
 	if len(lines) == 0 || len(a.Values) < 2 || n <= len(lines) {
 		return nil
 	}
@@ -161,11 +171,43 @@ func buildCurve(cells []*results.Cell, sw results.Sweep, t string, ai int, a res
 		}
 		row.Knee = cl.KneeTip
 		row.Ratios = ratiosToBase(l.cells, row.Values, higher)
+		if policyAxis(a) {
+			row.EnforcerStages, row.Enforcer = enforcerCPU(f, l.cells)
+		}
 		ch.Lines = append(ch.Lines, cl)
 		cv.Rows = append(cv.Rows, row)
 	}
 	cv.Chart = ch
 	return cv
+}
+
+// enforcerTitle heads a curve's table of enforcer CPU (enforcerCPU).
+const enforcerTitle = "The NetworkPolicy enforcer's CPU, µs per unit the profile counts (transaction, connection or MB), and its share of the data path's CPU; read its cost as the change from the first value"
+
+// policyAxis: a's knobs are the policy knobs (policies, ipblocks).
+func policyAxis(a results.Axis) bool {
+	return slices.ContainsFunc(a.Knobs, func(n string) bool { k, err := knob.Get(n); return err == nil && k.Policy })
+}
+
+// enforcerCPU is each profiled cell's NetworkPolicy enforcer CPU per unit
+// ("0.84 µs, 6.1%": the stages of the lab provider with its data path,
+// labpolicy.EnforcerCPU, and their share of the data path's CPU), "-" for
+// a cell without a profile; nil when no cell has one.
+func enforcerCPU(f *results.File, cells []*results.Cell) (stages string, out []string) {
+	found := false
+	for _, c := range cells {
+		v := "-"
+		if c != nil {
+			if st, us, share, ok := labpolicy.EnforcerCPU(f.PolicyLabProviderOf(c), c.Profile); ok {
+				v, stages, found = fmt.Sprintf("%.2f µs, %.1f%%", us, 100*share), st, true
+			}
+		}
+		out = append(out, v)
+	}
+	if !found {
+		return "", nil
+	}
+	return stages, out
 }
 
 // knee walks the axis in order and stops at the first value whose next
@@ -449,6 +491,8 @@ var knobNotes = map[string]string{
 		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping. " +
 		"A red cross marks a value not applied or failed. " +
 		"Below each, the medians as ratios to the line's first value, with the ratio's bootstrap 95% CI (~: not significantly different, Mann-Whitney): a policy count's cost reads as its ratio to 0 policies. " +
+		"On a policy axis with profiled cells (--profile), the NetworkPolicy enforcer's CPU per unit: the profile stages its data path runs in (its lab provider's, a cluster's enforcer's lab provider's), in µs and as a share of the cell's data-path CPU; " +
+		"those stages also hold other work (a mode's own tc programs, a proxy's netfilter rules), so the enforcer's cost is the change from the first value. " +
 		"Against a swept rate, each rr/crr test's p50, p99 and p99.9 (µs) are drawn against the rate offered (a share of the path's closed-loop maximum, or absolute), each with its 95% CI as a band and the latencies behind it (n); " +
 		"there the knee is the lowest offered rate whose p99 is over 2x the p99 at the lowest rate, or whose achieved rate falls under 99% of the offered: where queues start to form.",
 	"inforce": "What the kernel kept: every link of the lab's namespaces read back after the knobs were set (MTU, gso/gro max sizes, offloads), " +
@@ -488,6 +532,16 @@ func markdownKnobs(w io.Writer, d *Doc) {
 					rows = append(rows, append([]string{r.Line}, r.Ratios...))
 				}
 				MarkdownTable(w, head, rows)
+			}
+			if cv.HasEnforcer() {
+				p("\n%s:\n\n", enforcerTitle)
+				rows = nil
+				for _, r := range cv.Rows {
+					if len(r.Enforcer) > 0 {
+						rows = append(rows, append(append([]string{r.Line}, r.Enforcer...), r.EnforcerStages))
+					}
+				}
+				MarkdownTable(w, append(slices.Clone(head), "stages"), rows)
 			}
 			p("\n")
 		}

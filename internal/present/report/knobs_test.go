@@ -176,3 +176,60 @@ func TestLatencyAgainstLoad(t *testing.T) {
 		t.Log(out)
 	}
 }
+
+// A kube run with kube.lab and a policies sweep: the cluster's line beside
+// the lab's on one curve, and under it each line's enforcer CPU from its
+// profile: the lab cell's provider's stages, the cluster cell's through
+// its enforcer's lab provider (results.Cluster.PolicyLabProvider).
+func TestPolicyCurvesLabBesideCluster(t *testing.T) {
+	axis, _ := knob.ParseAxisFlag("policies=0,1000")
+	f := &results.File{Metadata: results.Metadata{
+		Settings: results.Settings{Sweep: &results.Sweep{Axes: []results.Axis{{Knobs: []string{"policies"}, Values: axis.Values}}}},
+		Cluster:  &results.Cluster{Name: "k", NetworkPolicy: "vnetlab", PolicyLabProvider: "ebpf"}}}
+	profiled := func(c *results.Cell, bpf, total float64) *results.Cell {
+		c.Test, c.Unit = "tcp_crr", "conn/s"
+		c.Profile = &results.Profile{Unit: "transaction", DataPathUS: total, Stages: []results.StageCost{{Stage: "tc_bpf", US: bpf}, {Stage: "veth", US: total - bpf}}}
+		return c
+	}
+	lab := func(point string, vals ...float64) *results.Cell {
+		c := streamCell("veth-ebpf", point, vals...)
+		c.PolicyProvider = "ebpf"
+		return c
+	}
+	cl := func(point string, vals ...float64) *results.Cell {
+		c := streamCell("k", point, vals...)
+		c.Placement = "same-node"
+		return c
+	}
+	f.Cells = []*results.Cell{
+		profiled(lab("policies=0", 10, 10.1, 9.9, 10, 10.2), 1, 40), profiled(cl("policies=0", 8, 8.1, 7.9, 8, 8.2), 1.2, 50),
+		profiled(lab("policies=1000", 9, 9.1, 8.9, 9, 9.2), 3, 50), profiled(cl("policies=1000", 7, 7.1, 6.9, 7, 7.2), 4, 80),
+	}
+	var buf bytes.Buffer
+	Markdown(&buf, Build(f))
+	out := buf.String()
+	for _, want := range []string{
+		"### tcp_crr against policies",
+		"| veth-ebpf pod:ebpf | 10.0 | 9.00 |",
+		"| k pod@same-node | 8.00 | 7.00 |",
+		"The NetworkPolicy enforcer's CPU",
+		"| veth-ebpf pod:ebpf | 1.00 µs, 2.5% | 3.00 µs, 6.0% | tc/BPF |",
+		"| k pod@same-node | 1.20 µs, 2.4% | 4.00 µs, 5.0% | tc/BPF |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+	// Without profiles there is no enforcer table.
+	for _, c := range f.Cells {
+		c.Profile = nil
+	}
+	buf.Reset()
+	Markdown(&buf, Build(f))
+	if strings.Contains(buf.String(), "The NetworkPolicy enforcer's CPU") {
+		t.Error("an enforcer CPU table without profiled cells")
+	}
+}

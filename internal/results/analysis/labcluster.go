@@ -4,8 +4,10 @@ package analysis
 // a lab cell and a `kube run` cell mean the same path when the lab's mode is
 // the shape of the cluster's CNI at that placement (vnetlab kube up's CNI
 // bridge is the lab's bridge mode), the paths agree (a service cell only
-// with the cluster's kube-proxy mode as its provider) and a two-node lab
-// stands for cross-node. The lab's host mode (client and server in one node)
+// with the cluster's kube-proxy mode as its provider), a lab's policy cell
+// has its provider with the data path of the cluster's enforcer
+// (results.Cluster.PolicyLabProvider) at the same sweep point, and a
+// two-node lab stands for cross-node. The lab's host mode (client and server in one node)
 // is the cluster's host path (hostNetwork pods) on the same node.
 
 import (
@@ -75,10 +77,14 @@ func clusterEquivalent(c *results.Cell, cl *results.Cluster, clusterLabel string
 	if c.Nodes > 1 {
 		placement = crossNode
 	}
-	// Of the same family: a lab's IPv6 cell with the cluster's IPv6 cell.
-	id := results.CellID{Mode: clusterLabel, Placement: placement, Family: c.Family, Test: c.Test}
+	// Of the same family and sweep point: a lab's IPv6 cell with the
+	// cluster's IPv6 cell, its policies=100 cell with the cluster's.
+	id := results.CellID{Mode: clusterLabel, Placement: placement, Family: c.Family, Test: c.Test, Point: c.Point}
 	if c.ExtraServices != 0 {
 		return id, false
+	}
+	if c.PolicyProvider != "" && c.PolicyProvider != cl.PolicyLabProvider {
+		return id, false // another data path decides the lab's policies than the cluster's
 	}
 	n := cl.Network()
 	mode := c.Mode
@@ -133,6 +139,9 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 		}
 		if p := labProvider(n); p != "" {
 			note += fmt.Sprintf(", service(%s) = service", p)
+		}
+		if p := cl.PolicyLabProvider; p != "" {
+			note += fmt.Sprintf(", policy provider %s = NetworkPolicy enforcer %s", p, n.Policy)
 		}
 		note += fmt.Sprintf(" (same shape as CNI %s, proxy %s)", cl.CNI, n.ProxyText())
 	} else {

@@ -235,3 +235,45 @@ func TestSplitLabCluster(t *testing.T) {
 		t.Error("a lab-only file split")
 	}
 }
+
+// A kube run with kube.lab and a policies sweep: each lab cell is paired
+// with the cluster's at the same point, only when its policy provider has
+// the data path of the cluster's enforcer (vnetlab's on veth-ebpf: ebpf);
+// a file whose cluster names no lab provider pairs no policy cell.
+func TestDiffLabAgainstClusterPolicies(t *testing.T) {
+	cell := func(mode, placement, provider, point string, v float64) *results.Cell {
+		c := cellOf(mode, v, v, v, v)
+		c.Path, c.Placement, c.PolicyProvider, c.Point, c.Test = "pod", placement, provider, point, "tcp_crr"
+		return c
+	}
+	cl := &results.Cluster{Name: "k", CNI: "vnetlab veth-ebpf + host-local", CNIPlugin: clusternet.CNIVnetlab, CNIMode: "veth-ebpf",
+		KubeProxyMode: "vnetlab-ebpf", NetworkPolicy: clusternet.PolicyVnetlab, PolicyLabProvider: "ebpf"}
+	mixed := &results.File{Metadata: results.Metadata{Cluster: cl}, Cells: []*results.Cell{
+		cell("veth-ebpf", "", "ebpf", "policies=0", 10), cell("k", "same-node", "", "policies=0", 8),
+		cell("veth-ebpf", "", "ebpf", "policies=1000", 20), cell("k", "same-node", "", "policies=1000", 16),
+		cell("veth-ebpf", "", "nftables", "policies=1000", 20),
+	}}
+	lab, cluster, ok := SplitLabCluster(mixed)
+	if !ok {
+		t.Fatal("not split")
+	}
+	fd := Diff(lab, cluster)
+	var got []string
+	for _, d := range fd.Deltas {
+		got = append(got, d.Name())
+		if !within(d.Pct(), -20, 1e-9) {
+			t.Errorf("%s: %g%%, want -20%% (each point against its own)", d.Name(), d.Pct())
+		}
+	}
+	want := []string{"veth-ebpf|pod||tcp_crr|:ebpf|{policies=0} ~ k|pod||tcp_crr|@same-node|{policies=0}", "veth-ebpf|pod||tcp_crr|:ebpf|{policies=1000} ~ k|pod||tcp_crr|@same-node|{policies=1000}"}
+	if !slices.Equal(got, want) || len(fd.OnlyOld) != 1 || fd.OnlyOld[0].PolicyProvider != "nftables" {
+		t.Errorf("matched\n%s\nwant\n%s\n(%d lab cells unmatched, want the nftables one)", strings.Join(got, "\n"), strings.Join(want, "\n"), len(fd.OnlyOld))
+	}
+	if !strings.Contains(fd.Note, "policy provider ebpf = NetworkPolicy enforcer vnetlab") {
+		t.Errorf("note: %q", fd.Note)
+	}
+	cl.PolicyLabProvider = "" // a file before version 4, or no enforcer
+	if fd := Diff(lab, cluster); len(fd.Deltas) != 0 {
+		t.Errorf("without the cluster's lab provider: %d pairs, want none", len(fd.Deltas))
+	}
+}

@@ -1,0 +1,93 @@
+#!/bin/sh
+# Issue 45's cluster cost table: what NetworkPolicies cost a cluster's pod
+# path per enforcer, each beside a one-node lab of the cluster's shape whose
+# policies go through the lab provider with the enforcer's data path
+# (kube run with kube.lab: one interleaved, pinned, profiled run per
+# enforcer). tcp_crr and tcp_rr at 0/100/1000 generated policies on the
+# same-node pod path, every cell proven in force. Prints each count's
+# median over the same side's at 0 policies [bootstrap 95% CI], lab and
+# cluster, and the enforcer's CPU per unit from the profiles (explain
+# --knob policies); writes each run's results and report under OUT.
+# Run it under the lab lock (make bench-kube-policies does).
+#
+#   make bench-kube-policies                          # three enforcers, about 25 min here
+#   ENFORCERS=ebpf REPEAT=8 scripts/bench-kube-policies.sh
+#   COUNTS=0,1000 TESTS=tcp_crr OUT=dir scripts/bench-kube-policies.sh
+#
+# Enforcers (cluster; lab mode and provider):
+#   ebpf         vnetlab's controller, eBPF backend: --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf; lab veth-ebpf + ebpf
+#   nftables     vnetlab's controller, nftables backend: --cni vnetlab --cni-mode veth-routed --proxy vnetlab-ebpf; lab veth-routed + nftables
+#   kube-router  kube-router's controller: --cni bridge --network-policy kube-router (kube-proxy iptables); lab bridge + iptables
+set -eu
+cd "$(dirname "$0")/.."
+BIN=${VNETLAB_BIN:-bin/vnetlab}
+REPEAT=${REPEAT:-5}
+DURATION=${DURATION:-2s}
+COUNTS=${COUNTS:-0,100,1000}
+TESTS=${TESTS:-tcp_crr,tcp_rr}
+ENFORCERS=${ENFORCERS:-ebpf nftables kube-router}
+OUT=${OUT:-bench-kube-policies}
+mkdir -p "$OUT"
+
+# config sets name, mode (the lab's, the cluster's CNI shape), prov (the
+# lab provider) and up (kube up's flags) for enforcer $1.
+config() {
+	case $1 in
+	ebpf) name=kpe mode=veth-ebpf prov=ebpf up="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf" ;;
+	nftables) name=kpn mode=veth-routed prov=nftables up="--cni vnetlab --cni-mode veth-routed --proxy vnetlab-ebpf" ;;
+	kube-router) name=kpk mode=bridge prov=iptables up="--cni bridge --network-policy kube-router" ;;
+	*)
+		echo "unknown enforcer $1: ENFORCERS takes ebpf, nftables, kube-router" >&2
+		exit 2
+		;;
+	esac
+}
+for e in $ENFORCERS; do config "$e"; done # refuse a typo before anything is made
+
+up=""
+cleanup() { [ -z "$up" ] || "$BIN" kube down "$up" >/dev/null 2>&1 || true; }
+trap cleanup EXIT INT TERM
+
+for e in $ENFORCERS; do
+	config "$e"
+	cat >"$OUT/$e.yaml" <<EOF
+description: NetworkPolicy cost, enforcer $e on cluster $name beside a one-node $mode lab with provider $prov
+modes: [$mode]
+tests: [$TESTS]
+sweep:
+  policies: [$COUNTS]
+duration: $DURATION
+repeat: $REPEAT
+cpu_affinity: auto
+profile: true
+kube:
+  cluster: $name
+  lab: true
+  paths: [pod]
+  placements: [same-node]
+EOF
+	# shellcheck disable=SC2086 # up holds several flags
+	"$BIN" kube up --name "$name" $up
+	up=$name
+	echo "machine load before $e's run: $(uptime)"
+	"$BIN" kube run -f "$OUT/$e.yaml" -o "$OUT/$e.json" --report "$OUT/$e-report"
+	echo "machine load after $e's run: $(uptime)"
+	"$BIN" kube down "$name"
+	up=""
+done
+
+base=$(echo "$COUNTS" | cut -d, -f1)
+echo
+echo "issue 45, the cost of NetworkPolicy on a cluster beside the lab ($OUT): each count's median over the same side's at policies=$base [bootstrap 95% CI]"
+for e in $ENFORCERS; do
+	config "$e"
+	for test in $(echo "$TESTS" | tr , ' '); do
+		for n in $(echo "$COUNTS" | tr , ' '); do
+			[ "$n" = "$base" ] && continue
+			echo "$e cluster: $("$BIN" ratio "$OUT/$e.json" "$name/pod@same-node{policies=$n}/$test" "$name/pod@same-node{policies=$base}/$test" 2>&1)"
+			echo "$e lab:     $("$BIN" ratio "$OUT/$e.json" "$mode/pod:$prov{policies=$n}/$test" "$mode/pod:$prov{policies=$base}/$test" 2>&1)"
+		done
+		echo "$e $test, the enforcer's CPU (each line's cell at N against N=$base):"
+		"$BIN" explain "$OUT/$e.json" --knob policies --test "$test" | grep -E '^(tcp_|udp_)|^NetworkPolicy enforcer' || true
+	done
+done
