@@ -111,7 +111,9 @@ func load(st *lab.State, r *netpol.Rules, install bool) error {
 
 func (ebpfProvider) Install(st *lab.State, r *netpol.Rules) error { return load(st, r, true) }
 
-func (ebpfProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error { return load(st, r, false) }
+func (ebpfProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error {
+	return load(st, r, false)
+}
 
 func (ebpfProvider) Remove(st *lab.State) error { return polbpf.Remove(ebpfDir(st)) }
 

@@ -31,7 +31,9 @@ func (nftablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	return st.EachNode(func(ns string) error { return polnft.Load(ns, script) })
 }
 
-func (p nftablesProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error { return p.Install(st, r) }
+func (p nftablesProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error {
+	return p.Install(st, r)
+}
 
 func (nftablesProvider) Remove(st *lab.State) error { return st.EachNode(polnft.Remove) }
 
