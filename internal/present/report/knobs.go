@@ -132,7 +132,11 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 		return nil
 	}
 	cv := &CurveView{Test: t, Axis: a.Key(), Unit: unit, File: "curve-" + t + "-" + strings.ReplaceAll(a.Key(), "+", "-")}
-	ch := &CurveChart{Title: fmt.Sprintf("%s (%s) against %s: median, 95%% CI band, knee", t, unit, a.Key()), Unit: unit, XLabel: a.Key(), X: a.Values}
+	what := "median, 95% CI band, knee"
+	if policyAxis(a) {
+		what = "median, 95% CI band"
+	}
+	ch := &CurveChart{Title: fmt.Sprintf("%s (%s) against %s: %s", t, unit, a.Key(), what), Unit: unit, XLabel: a.Key(), X: a.Values}
 	higher := analysis.HigherIsBetter(unit)
 	if !higher {
 		ch.Unit += " (lower is better)"
@@ -162,11 +166,16 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 			cl.Points = append(cl.Points, pt)
 			row.Values = append(row.Values, cell)
 		}
-		if a.Key() == string(knob.Rate) {
+		switch {
+		case a.Key() == string(knob.Rate):
 			// Against the offered rate, more is not "better": the knee is
 			// where queues start to form, as on the latency curves.
 			cl.Knee, cl.KneeTip = rateKnee(l.cells, a)
-		} else {
+		case policyAxis(a):
+			// More policies never help: a cost axis has no knee, its
+			// ratios to the first value say what each count costs.
+			cl.Knee, cl.KneeTip = -1, "a cost: see the ratios to "+a.Key()+"="+a.Base()
+		default:
 			cl.Knee, cl.KneeTip = knee(l.cells, a, higher)
 		}
 		row.Knee = cl.KneeTip
@@ -488,7 +497,7 @@ func buildUnderLoad(f *results.File) []LoadRow {
 // What the knobs' sections say about themselves (Markdown and HTML alike).
 var knobNotes = map[string]string{
 	"curves": "Each test's median against each swept knob, one line per mode (and path), with its 95% CI as a band; the other knobs at their first value. " +
-		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping. " +
+		"The knee is the last value before a step up that is not significantly better (Mann-Whitney, p < 0.05): beyond it, more of the knob stops helping; a cost axis (policies, ipblocks) has none. " +
 		"A red cross marks a value not applied or failed. " +
 		"Below each, the medians as ratios to the line's first value, with the ratio's bootstrap 95% CI (~: not significantly different, Mann-Whitney): a policy count's cost reads as its ratio to 0 policies. " +
 		"On a policy axis with profiled cells (--profile), the NetworkPolicy enforcer's CPU per unit: the profile stages its data path runs in (its lab provider's, a cluster's enforcer's lab provider's), in µs and as a share of the cell's data-path CPU; " +

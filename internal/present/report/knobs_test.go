@@ -220,6 +220,9 @@ func TestPolicyCurvesLabBesideCluster(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(out, "knee at policies") {
+		t.Error("a knee on the policies axis: more policies never help, a cost axis has none")
+	}
 	if t.Failed() {
 		t.Log(out)
 	}
