@@ -21,6 +21,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/polnft"
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
@@ -322,7 +323,7 @@ func runPolicies(t *testing.T, st *lab.State) {
 	out, scenario := filepath.Join(dir, "r.json"), filepath.Join(dir, "s.yaml")
 	n := Network(st)
 	counters := n.Policy == clusternet.PolicyVnetlab
-	mode := analysis.LabClusterShape(n)["same-node"]
+	mode := analysis.LabClusterShape(n)[measure.SameNode]
 	if err := os.WriteFile(scenario, []byte("modes: ["+mode+"]\nkube:\n  cluster: "+st.Name+"\n  lab: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

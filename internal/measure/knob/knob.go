@@ -205,6 +205,13 @@ func IsLinks(n Name) bool {
 	return err == nil && k.Links
 }
 
+// IsPolicy says whether the knob named n is a policy knob (policies,
+// ipblocks): a cost axis, where more never helps.
+func IsPolicy(n Name) bool {
+	k, err := Get(string(n))
+	return err == nil && k.Policy
+}
+
 // LabOnly says whether a knob is a lab's own setting (its links, its
 // policies), which a cluster's CNI decides instead: kube run refuses it.
 func (k Knob) LabOnly() bool { return k.Links || k.Policy }

@@ -210,14 +210,14 @@ func divergentStage(more, less *Explanation) (divergence, bool) {
 // test and value: one sentence each. On a policy axis each explanation
 // carries the enforcer's CPU (enforcerOf).
 func KnobEffects(f *results.File, axis string, pairs []Pair) ([]*Explanation, []string, error) {
-	k, _ := knob.Get(strings.Split(axis, "+")[0])
+	cost := knob.IsPolicy(knob.Name(axis))
 	var all []*Explanation
 	for _, p := range pairs {
 		e, err := Compare(p.A, p.B)
 		if err != nil {
 			return nil, nil, err
 		}
-		if k.Policy {
+		if cost {
 			e.Enforcer = enforcerOf(f, p)
 		}
 		all = append(all, e)

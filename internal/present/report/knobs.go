@@ -132,8 +132,9 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 		return nil
 	}
 	cv := &CurveView{Test: t, Axis: a.Key(), Unit: unit, File: "curve-" + t + "-" + strings.ReplaceAll(a.Key(), "+", "-")}
+	cost := policyAxis(a) // no knee; the enforcer's CPU under the ratios
 	what := "median, 95% CI band, knee"
-	if policyAxis(a) {
+	if cost {
 		what = "median, 95% CI band"
 	}
 	ch := &CurveChart{Title: fmt.Sprintf("%s (%s) against %s: %s", t, unit, a.Key(), what), Unit: unit, XLabel: a.Key(), X: a.Values}
@@ -171,7 +172,7 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 			// Against the offered rate, more is not "better": the knee is
 			// where queues start to form, as on the latency curves.
 			cl.Knee, cl.KneeTip = rateKnee(l.cells, a)
-		case policyAxis(a):
+		case cost:
 			// More policies never help: a cost axis has no knee, its
 			// ratios to the first value say what each count costs.
 			cl.Knee, cl.KneeTip = -1, "a cost: see the ratios to "+a.Key()+"="+a.Base()
@@ -180,7 +181,7 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 		}
 		row.Knee = cl.KneeTip
 		row.Ratios = ratiosToBase(l.cells, row.Values, higher)
-		if policyAxis(a) {
+		if cost {
 			row.EnforcerStages, row.Enforcer = enforcerCPU(f, l.cells)
 		}
 		ch.Lines = append(ch.Lines, cl)
@@ -195,7 +196,7 @@ const enforcerTitle = "The NetworkPolicy enforcer's CPU, µs per unit the profil
 
 // policyAxis: a's knobs are the policy knobs (policies, ipblocks).
 func policyAxis(a results.Axis) bool {
-	return slices.ContainsFunc(a.Knobs, func(n string) bool { k, err := knob.Get(n); return err == nil && k.Policy })
+	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsPolicy(knob.Name(k)) })
 }
 
 // enforcerCPU is each profiled cell's NetworkPolicy enforcer CPU per unit
