@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/platform/cni"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
@@ -97,7 +99,7 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 	if st.Facts[FactCNI] != "vnetlab "+mode+" + host-local" {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
-	cs, ns := podPaths(ctx, t, st)
+	cs, ns, _ := podPaths(ctx, t, st)
 	// Deleting the pods runs the plugin's DEL: no pod link stays on the nodes
 	// (CoreDNS's pods are scaled away too).
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -114,11 +116,11 @@ func vnetlabCNICluster(t *testing.T, name, mode string) {
 }
 
 // podPaths checks a cluster's pod paths in a namespace of its own (returned
-// with the cluster's client): servers on both nodes get addresses from their
-// node's range, and clients on node 1 reach the same-node and the
-// cross-node server by pod IP and node 2's server through its ClusterIP,
-// as does a client on node 2.
-func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Interface, string) {
+// with the cluster's client and each client's transactions): servers on
+// both nodes get addresses from their node's range, and clients on node 1
+// reach the same-node and the cross-node server by pod IP and node 2's
+// server through its ClusterIP, as does a client on node 2.
+func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Interface, string, map[string]uint64) {
 	t.Helper()
 	cs, err := Client(st.Facts[FactKubeconfig])
 	if err != nil {
@@ -154,13 +156,13 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State) (kubernetes.Inte
 		ips[s] = p.Status.PodIP
 	}
 	waitDial(ctx, t, st.Nodes[0].NS, net.JoinHostPort(svc.Spec.ClusterIP, "7001"))
-	runClients(ctx, t, cs, ns.Name, img, map[string][2]string{
+	done := runClients(ctx, t, cs, ns.Name, img, map[string][2]string{
 		"same-node-podip":  {n1, ips["srv1"]},
 		"cross-node-podip": {n1, ips["srv2"]},
 		"cross-clusterip":  {n1, svc.Spec.ClusterIP},
 		"same-clusterip":   {n2, svc.Spec.ClusterIP},
 	})
-	return cs, ns.Name
+	return cs, ns.Name, done
 }
 
 // vnetlabPod is a pod of vnetlab's image img on node running vnetlab args,
@@ -173,20 +175,33 @@ func vnetlabPod(img, name, node string, restart corev1.RestartPolicy, args ...st
 }
 
 // runClients runs an rr client pod per entry (name: {node, server
-// address}) to port 7001 for a second, and fails the test for each that
-// does not succeed.
-func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, img string, clients map[string][2]string) {
+// address}) to port 7001 for a second, fails the test for each that does
+// not succeed or completes no transaction, and returns each one's
+// transactions (from the report in its log).
+func runClients(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, img string, clients map[string][2]string) map[string]uint64 {
 	t.Helper()
 	for c, to := range clients {
-		if _, err := cs.CoreV1().Pods(ns).Create(ctx, vnetlabPod(img, c, to[0], corev1.RestartPolicyNever, "rr-client", "--proto", "tcp", "--addr", net.JoinHostPort(to[1], "7001"), "--duration", "1s"), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, vnetlabPod(img, c, to[0], corev1.RestartPolicyNever, "rr-client", "--proto", "tcp", "--addr", net.JoinHostPort(to[1], "7001"), "--duration", "1s", "-o", "json"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	done := map[string]uint64{}
 	for c, to := range clients {
 		if p := waitPod(ctx, t, cs, ns, c, corev1.PodSucceeded); p.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("%s: client on %s to %s ended %s", c, to[0], to[1], p.Status.Phase)
+			continue
 		}
+		log, err := cs.CoreV1().Pods(ns).GetLogs(c, &corev1.PodLogOptions{}).DoRaw(ctx)
+		var rep rrbench.Report
+		if err == nil {
+			err = json.Unmarshal(log, &rep)
+		}
+		if err != nil || rep.Transactions == 0 {
+			t.Errorf("%s: client on %s to %s: %d transactions (%v): %s", c, to[0], to[1], rep.Transactions, err, log)
+		}
+		done[c] = rep.Transactions
 	}
+	return done
 }
 
 // waitPod waits until a pod is in phase want (or has failed) and returns it.

@@ -107,8 +107,11 @@ const (
 
 // SmokeSpecs are the specs of the smoke suite (`make test` runs them): the
 // Service behaviours a kube-proxy replacement most easily gets wrong, each
-// upstream's full name, plus plain ClusterIP and NodePort specs. Their
-// longest, the NodePort sessionAffinity timeout, takes about 140 s.
+// upstream's full name, plus plain ClusterIP and NodePort specs, and one of
+// each group the network suite added: DNS through the proxy (UDP and TCP 53,
+// both queriers' images), Traffic Distribution (zones, node hints and the
+// fallback when the local endpoint goes) and kube-proxy's health URLs.
+// Their longest, the NodePort sessionAffinity timeout, takes about 140 s.
 var SmokeSpecs = []string{
 	`[sig-network] Services should serve a basic endpoint from pods`,
 	`[sig-network] Services should be able to create a functioning NodePort service`,
@@ -119,6 +122,10 @@ var SmokeSpecs = []string{
 	`[sig-network] Services should have session affinity timeout work for NodePort service`,
 	`[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for a ClusterIP service`,
 	`[sig-network] Conntrack should be able to cleanup conntrack entries when UDP service target port changes for a NodePort service`,
+	`[sig-network] DNS should provide DNS for services`,
+	`[sig-network] Traffic Distribution should route traffic to an endpoint in the same zone when using PreferClose`,
+	`[sig-network] Traffic Distribution should route traffic to an endpoint on the same node when using PreferSameNode and fall back when the endpoint becomes unavailable`,
+	`[sig-network] Networking should check kube-proxy urls`,
 }
 
 // DualSmokeSpecs are the specs of the dual-stack smoke suite (`make test`
@@ -165,7 +172,7 @@ var Suites = []Suite{
 		About: "every [sig-network] Netpol spec this kernel can run: 48 of v1.37.2's 51 (the 3 SCTP connectivity specs need SCTP in the kernel); a cluster with a NetworkPolicy enforcer"},
 	{Name: NetpolSmoke, Focus: wholeNames(NetpolSmokeSpecs), Skip: NetpolSkip, Policy: true,
 		About: fmt.Sprintf("%d Netpol specs, one per kind of peer and port (make test runs them)", len(NetpolSmokeSpecs))},
-	{Name: Smoke, Focus: wholeNames(SmokeSpecs), Skip: DefaultSkip,
+	{Name: Smoke, Focus: wholeNames(SmokeSpecs), Skip: networkSkip(),
 		About: fmt.Sprintf("%d specs of the behaviours a proxy most easily gets wrong (make test runs them)", len(SmokeSpecs))},
 	{Name: Dual, Focus: `\[Feature:IPv6DualStack\]|\[sig-network\] Networking Granular Checks`, Skip: DualSkip, Family: family.Dual,
 		About: "dual-stack pods, nodes and Services, and pod, node and Service traffic over each family (41 in v1.37.2; --ip-family dual)"},
