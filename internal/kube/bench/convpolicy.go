@@ -93,15 +93,24 @@ func (c *converger) policy(name string, allow bool) *networkingv1.NetworkPolicy 
 	return p
 }
 
-// policySteps isolates the probed pod and waits until no node's probe is
-// answered (a cluster that enforces nothing is refused there), makes the
-// extra policies, and returns the cycle's steps.
+// policySteps waits until every node's probes of the probed pod are
+// answered, isolates the pod and waits until no node's probe is answered
+// (a cluster that enforces nothing is refused there), makes the extra
+// policies, and returns the cycle's steps. The first wait makes the second
+// mean the isolation: a prober's first probes may go unanswered while the
+// pod's neighbour entry resolves, and that silence, already there at the
+// isolating write, would pass for it (CI: "isolated in 7ms", and the
+// enforcer's isolation then landed after the warm-up's allow was deleted,
+// showing the first measured change before its write).
 func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]converge.Step, error) {
+	target := c.policyTarget()
+	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsAny, Written: time.Now().UnixNano()}, c.spec.ChangeTimeout); err != nil {
+		return nil, fmt.Errorf("pod %s (%s) does not answer every node's probes before any policy selects it (%v): is the pod network up?", backendA, target, err)
+	}
 	at := time.Now().UnixNano()
 	if _, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Create(ctx, c.policy(policyIsolate, false), metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create NetworkPolicy %s: %v", policyIsolate, err)
 	}
-	target := c.policyTarget()
 	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsNone, Written: at}, c.spec.ChangeTimeout); err != nil {
 		return nil, fmt.Errorf("pod %s (%s) still answers some node's probes after a policy isolated it (%v): does the cluster enforce NetworkPolicy?", backendA, target, err)
 	}
