@@ -212,6 +212,12 @@ func IsPolicy(n Name) bool {
 	return err == nil && k.Policy
 }
 
+// IsPolicyAxis says whether the axis written key (a knob, or knobs joined
+// by +: "policies+ipblocks") sweeps policy knobs.
+func IsPolicyAxis(key string) bool {
+	return slices.ContainsFunc(strings.Split(key, "+"), func(n string) bool { return IsPolicy(Name(n)) })
+}
+
 // LabOnly says whether a knob is a lab's own setting (its links, its
 // policies), which a cluster's CNI decides instead: kube run refuses it.
 func (k Knob) LabOnly() bool { return k.Links || k.Policy }

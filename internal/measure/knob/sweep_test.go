@@ -49,3 +49,13 @@ func TestSweepPoints(t *testing.T) {
 		t.Error("streams=default accepted: default is a links knob's value only")
 	}
 }
+
+// A policy axis is one whose knobs are policy knobs, alone or swept
+// together; any other knob's axis, or a name that is no knob, is not.
+func TestIsPolicyAxis(t *testing.T) {
+	for key, want := range map[string]bool{"policies": true, "ipblocks": true, "policies+ipblocks": true, "streams": false, "gso+gro": false, "nope": false} {
+		if got := IsPolicyAxis(key); got != want {
+			t.Errorf("IsPolicyAxis(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -210,7 +210,7 @@ func divergentStage(more, less *Explanation) (divergence, bool) {
 // test and value: one sentence each. On a policy axis each explanation
 // carries the enforcer's CPU (enforcerOf).
 func KnobEffects(f *results.File, axis string, pairs []Pair) ([]*Explanation, []string, error) {
-	cost := knob.IsPolicy(knob.Name(axis))
+	cost := knob.IsPolicyAxis(axis)
 	var all []*Explanation
 	for _, p := range pairs {
 		e, err := Compare(p.A, p.B)

@@ -132,7 +132,7 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 		return nil
 	}
 	cv := &CurveView{Test: t, Axis: a.Key(), Unit: unit, File: "curve-" + t + "-" + strings.ReplaceAll(a.Key(), "+", "-")}
-	cost := policyAxis(a) // no knee; the enforcer's CPU under the ratios
+	cost := knob.IsPolicyAxis(a.Key()) // no knee; the enforcer's CPU under the ratios
 	what := "median, 95% CI band, knee"
 	if cost {
 		what = "median, 95% CI band"
@@ -193,11 +193,6 @@ func buildCurve(f *results.File, sw results.Sweep, t string, ai int, a results.A
 
 // enforcerTitle heads a curve's table of enforcer CPU (enforcerCPU).
 const enforcerTitle = "The NetworkPolicy enforcer's CPU, µs per unit the profile counts (transaction, connection or MB), and its share of the data path's CPU; read its cost as the change from the first value"
-
-// policyAxis: a's knobs are the policy knobs (policies, ipblocks).
-func policyAxis(a results.Axis) bool {
-	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsPolicy(knob.Name(k)) })
-}
 
 // enforcerCPU is each profiled cell's NetworkPolicy enforcer CPU per unit
 // ("0.84 µs, 6.1%": the stages of the lab provider with its data path,
