@@ -99,6 +99,11 @@ type Change struct {
 	Kind    string `json:"kind"`
 	Target  string `json:"target"`  // the probed clusterIP:port
 	Written int64  `json:"written"` // Unix ns, just before the write's call
+	// WriteUS is how long the write's call took, to the writer's answer
+	// (a cluster's: the API server's admission and etcd's commit): the
+	// share of LatencyUS before any proxy can see the change. 0: not
+	// recorded (a file from before).
+	WriteUS int64 `json:"write_us,omitempty"`
 	// Shows is the answer that shows the change (a backend's name, or
 	// "!NAME": any answer but NAME's; "!" any non-answer).
 	Shows string `json:"shows"`
@@ -131,6 +136,9 @@ type ConnFate struct {
 	Broken  bool   `json:"broken,omitempty"`
 	AfterUS int64  `json:"after_us,omitempty"` // from the write to the first line it did not answer
 	Detail  string `json:"detail,omitempty"`   // reset, timeout, closed, answered by another
+	// StallUS: not broken, but a line after the write was answered late
+	// (later than the probe timeout): the longest such wait.
+	StallUS int64 `json:"stall_us,omitempty"`
 }
 
 // Transition is a change of what a node's probes saw (converge.Transition).
@@ -140,10 +148,13 @@ type Transition struct {
 	Sent   int64  `json:"sent"`
 	Seq    uint64 `json:"seq"`
 	Answer string `json:"answer"`
-	// Event is a kept connection's ("open", "broken": Answer is its
-	// backend, Sent the connect or the unanswered line's send), "" a probe's.
+	// Event is a kept connection's ("open", "broken", "stalled": Answer is
+	// its backend, Sent the connect, the unanswered or late line's send),
+	// "" a probe's.
 	Event  string `json:"event,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// StallUS: a stalled connection's line, how long its answer took.
+	StallUS int64 `json:"stall_us,omitempty"`
 }
 
 // ConvergeRow is one kind of change on one node (Node "all nodes": per
@@ -167,6 +178,9 @@ type ConvergeRow struct {
 	ConnsBroken     int `json:"conns_broken"`
 	GoneConnsHeld   int `json:"gone_conns_held"`
 	GoneConnsBroken int `json:"gone_conns_broken"`
+	// Of those not broken, the connections that stalled (ConnFate.StallUS).
+	ConnsStalled     int `json:"conns_stalled,omitempty"`
+	GoneConnsStalled int `json:"gone_conns_stalled,omitempty"`
 	// The proxy's own metric for the same changes (Change.MetricUS), and
 	// how many of them it says were done earlier than the first probe that
 	// showed them by more than two probe intervals (done before a packet).
@@ -174,6 +188,9 @@ type ConvergeRow struct {
 	MetricP99   *QuantileCI `json:"metric_p99_us,omitempty"`
 	MetricEarly int         `json:"metric_early,omitempty"`
 	Metrics     int         `json:"metrics,omitempty"` // changes with a metric
+	// Write is the p50 of the changes' write calls (Change.WriteUS), the
+	// same on every node's row: the writer's share of the latency.
+	Write *QuantileCI `json:"write_p50_us,omitempty"`
 }
 
 // QuantileCI is a quantile and its 95% CI ([lo, hi]; absent when too few

@@ -190,12 +190,15 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 	for _, kind := range kinds {
 		for _, n := range append(nodes, AllNodes) {
 			row := results.ConvergeRow{Kind: kind, Node: n}
-			var us, metric []float64
+			var us, metric, write []float64
 			for _, ch := range changes {
 				if ch.Kind != kind {
 					continue
 				}
 				row.Changes++
+				if ch.WriteUS > 0 {
+					write = append(write, float64(ch.WriteUS))
+				}
 				countFates(&row, ch, n)
 				if m, ok := nodeMetric(ch, n); ok {
 					metric = append(metric, float64(m))
@@ -224,6 +227,10 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 			if row.Metrics = len(metric); len(metric) > 0 {
 				p50, p99 := quantile(metric, 0.50), quantile(metric, 0.99)
 				row.Metric, row.MetricP99 = &p50, &p99
+			}
+			if len(write) > 0 {
+				p50 := quantile(write, 0.50)
+				row.Write = &p50
 			}
 			rows = append(rows, row)
 		}
@@ -264,13 +271,16 @@ func countFates(row *results.ConvergeRow, ch results.Change, n string) {
 			continue
 		}
 		for _, f := range fates {
-			held, broken := &row.ConnsHeld, &row.ConnsBroken
+			held, broken, stalled := &row.ConnsHeld, &row.ConnsBroken, &row.ConnsStalled
 			if f.Gone {
-				held, broken = &row.GoneConnsHeld, &row.GoneConnsBroken
+				held, broken, stalled = &row.GoneConnsHeld, &row.GoneConnsBroken, &row.GoneConnsStalled
 			}
 			*held++
-			if f.Broken {
+			switch {
+			case f.Broken:
 				*broken++
+			case f.StallUS > 0:
+				*stalled++
 			}
 		}
 	}
@@ -278,11 +288,13 @@ func countFates(row *results.ConvergeRow, ch results.Change, n string) {
 
 // Fates is what became of the connections node's prober held open at ch's
 // write (its kept connections' transitions in ts), before until: each
-// broken or not, and whether ch took its backend out (an endpoint removed:
-// the backend that left; the Service deleted: all).
+// broken, stalled (its longest late answer) or neither, and whether ch took
+// its backend out (an endpoint removed: the backend that left; the Service
+// deleted: all).
 func Fates(ch results.Change, ts []results.Transition, until int64) []results.ConnFate {
 	open := map[string]bool{}
 	broke := map[string]results.Transition{}
+	stall := map[string]int64{}
 	for _, t := range ts {
 		switch {
 		case t.Event == "" || t.Sent >= until:
@@ -290,10 +302,13 @@ func Fates(ch results.Change, ts []results.Transition, until int64) []results.Co
 			open[t.Answer] = true
 		case t.Sent < ch.Written && t.Event == EventBroken:
 			delete(open, t.Answer)
+		case t.Sent < ch.Written:
 		case t.Event == EventBroken:
 			if _, seen := broke[t.Answer]; !seen {
 				broke[t.Answer] = t
 			}
+		case t.Event == EventStalled:
+			stall[t.Answer] = max(stall[t.Answer], t.StallUS)
 		}
 	}
 	gone, _ := GoneOf(ch.Shows)
@@ -302,6 +317,8 @@ func Fates(ch results.Change, ts []results.Transition, until int64) []results.Co
 		f := results.ConnFate{Backend: b, Gone: b == gone || ch.Kind == KindServiceDeleted}
 		if t, ok := broke[b]; ok {
 			f.Broken, f.AfterUS, f.Detail = true, (t.Sent-ch.Written)/1000, t.Detail
+		} else {
+			f.StallUS = stall[b]
 		}
 		out = append(out, f)
 	}

@@ -56,9 +56,9 @@ func TestLatency(t *testing.T) {
 // node; a change one node missed is not applied in the all-nodes row.
 func TestSummarize(t *testing.T) {
 	changes := []results.Change{
-		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(100)},
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(100), WriteUS: 3000},
 		{Kind: KindServiceDeleted, Shows: ShowsNone, Written: at(500)},
-		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(900)},
+		{Kind: KindServiceCreated, Shows: ShowsAny, Written: at(900), WriteUS: 3000},
 	}
 	byNode := map[string][]results.Transition{
 		"n1": tr(0, Silent, 102, "a", 503, Silent, 904, "a"),
@@ -83,8 +83,13 @@ func TestSummarize(t *testing.T) {
 	if r := get(KindServiceCreated, AllNodes); r.Changes != 2 || r.NotApplied != 1 || r.P50.Value != 10000 {
 		t.Errorf("all nodes created: %+v, want the slowest node's 10 ms and one not applied", r)
 	}
-	if r := get(KindServiceDeleted, AllNodes); r.MaxUS != 20000 {
-		t.Errorf("all nodes deleted: %+v, want 20 ms", r)
+	if r := get(KindServiceDeleted, AllNodes); r.MaxUS != 20000 || r.Write != nil {
+		t.Errorf("all nodes deleted: %+v, want 20 ms and no write time (none recorded)", r)
+	}
+	for _, n := range []string{"n1", "n2", AllNodes} {
+		if r := get(KindServiceCreated, n); r.Write == nil || r.Write.Value != 3000 {
+			t.Errorf("%s created: write p50 %v, want the writes' 3 ms on every node's row", n, r.Write)
+		}
 	}
 	if got := changes[2].NotApplied; len(got) != 1 || got[0] != "n2" {
 		t.Errorf("the third change's nodes not applied: %v, want n2", got)
@@ -132,6 +137,34 @@ func TestFates(t *testing.T) {
 		if !f.Gone {
 			t.Errorf("service deleted: %+v not gone", f)
 		}
+	}
+}
+
+// A line answered late after the write stalls its connection (the
+// longest wait kept), a stall before the write does not, and a connection
+// that stalled and then broke is broken; a row counts the stalled among
+// those not broken.
+func TestFatesStalled(t *testing.T) {
+	ev := func(ms int, backend, event string, stall int64) results.Transition {
+		return results.Transition{Target: "a:80", Sent: at(ms), Answer: backend, Event: event, StallUS: stall}
+	}
+	ts := []results.Transition{
+		ev(10, "a", EventOpen, 0), ev(20, "b", EventOpen, 0), ev(30, "c", EventOpen, 0),
+		ev(50, "c", EventStalled, 900000), // before the write
+		ev(110, "a", EventStalled, 150000), ev(120, "a", EventStalled, 250000),
+		ev(130, "b", EventStalled, 200000), ev(400, "b", EventBroken, 0),
+	}
+	ch := results.Change{Kind: KindEndpointAdded, Shows: "d", Written: at(100)}
+	got := Fates(ch, ts, at(1000))
+	want := []results.ConnFate{{Backend: "a", StallUS: 250000}, {Backend: "b", Broken: true, AfterUS: 300000}, {Backend: "c"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("fates %+v, want %+v", got, want)
+	}
+	ch.Conns = map[string][]results.ConnFate{"n1": got}
+	var row results.ConvergeRow
+	countFates(&row, ch, AllNodes)
+	if row.ConnsHeld != 3 || row.ConnsBroken != 1 || row.ConnsStalled != 1 {
+		t.Errorf("row: %d held, %d broken, %d stalled; want 3, 1, 1", row.ConnsHeld, row.ConnsBroken, row.ConnsStalled)
 	}
 }
 

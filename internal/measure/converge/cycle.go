@@ -158,6 +158,7 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		if ch.Written, err = step.Write(ctx); err != nil {
 			return changes, fmt.Errorf("change %d (%s): %v", i, step.Kind, err)
 		}
+		ch.WriteUS = (time.Now().UnixNano() - ch.Written) / 1000
 		changes = append(changes, ch)
 		// A removed backend's change shows at the end of its last answers:
 		// that end must be two probe timeouts old, as a later answer from

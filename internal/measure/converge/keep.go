@@ -17,9 +17,16 @@ import (
 // What a kept connection's Transition says (its Event; Answer is the
 // backend it reached).
 const (
-	EventOpen   = "open"   // a connection to the backend was established through the Service
-	EventBroken = "broken" // it stopped answering (Detail: reset, timeout, closed)
+	EventOpen    = "open"    // a connection to the backend was established through the Service
+	EventBroken  = "broken"  // it stopped answering (Detail: reset, timeout, closed)
+	EventStalled = "stalled" // a line was answered, but later than the probe timeout (StallUS: when)
 )
+
+// breakAfter is how long a kept connection's line may go unanswered before
+// the connection is broken ("timeout"). A line answered later than the probe
+// timeout but within it stalled the connection (a lost segment's
+// retransmission, a busy CPU), which goes on: told apart from a break.
+const breakAfter = 3 * time.Second
 
 // Keeping: a connection's line every keepEvery; a new connection tried
 // every dialEvery while fewer than keepBackends are held (the measured
@@ -33,9 +40,10 @@ const (
 // keep holds one connection through c.Keep to each backend it reaches (at
 // most keepBackends), sends a line on each every keepEvery and reads the
 // backend's answer, and writes a Transition when one opens (its connect
-// time) and when one breaks (the send time of the first line not answered
-// within c.Timeout, or whose answer was an error): what a change did to
-// established connections.
+// time), when one stalls (a line answered later than c.Timeout: its send
+// time and how long it took) and when one breaks (the send time of the
+// first line not answered within breakAfter, or whose answer was an error):
+// what a change did to established connections.
 func keep(ctx context.Context, c ProbeConfig, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var (
@@ -73,7 +81,7 @@ func keep(ctx context.Context, c ProbeConfig, out io.Writer) error {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						at, why := hold(ctx, conn, name, c.Timeout)
+						at, why := hold(ctx, conn, name, c.Timeout, write)
 						if ctx.Err() == nil {
 							write(results.Transition{Sent: at.UnixNano(), Answer: name, Event: EventBroken, Detail: why})
 						}
@@ -101,7 +109,7 @@ func dialKeep(ctx context.Context, c ProbeConfig) (net.Conn, string, time.Time, 
 	if err != nil {
 		return nil, "", at, err
 	}
-	name, err := ask(bufio.NewReader(conn), conn, c.Timeout)
+	name, _, err := ask(bufio.NewReader(conn), conn, c.Timeout)
 	if err != nil {
 		conn.Close()
 		return nil, "", at, err
@@ -110,34 +118,43 @@ func dialKeep(ctx context.Context, c ProbeConfig) (net.Conn, string, time.Time, 
 	return conn, name, at, nil
 }
 
-// ask sends a line and reads the answer's first word.
-func ask(r *bufio.Reader, conn net.Conn, timeout time.Duration) (string, error) {
-	_ = conn.SetDeadline(time.Now().Add(timeout))
+// ask sends a line and reads the answer's first word, waiting up to limit;
+// took is how long the answer took.
+func ask(r *bufio.Reader, conn net.Conn, limit time.Duration) (name string, took time.Duration, err error) {
+	at := time.Now()
+	_ = conn.SetDeadline(at.Add(limit))
 	if _, err := conn.Write([]byte("?\n")); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	line, err := r.ReadString('\n')
 	if err != nil {
-		return "", err
+		return "", time.Since(at), err
 	}
-	return answerOf([]byte(line), nil), nil
+	return answerOf([]byte(line), nil), time.Since(at), nil
 }
 
-// hold asks on conn every keepEvery until an answer fails or is not name's
-// (then the send time of that line and why) or ctx ends.
-func hold(ctx context.Context, conn net.Conn, name string, timeout time.Duration) (time.Time, string) {
+// hold asks on conn every keepEvery until an answer fails (within
+// breakAfter) or is not name's (then the send time of that line and why) or
+// ctx ends. A line answered later than timeout is reported as a stall.
+func hold(ctx context.Context, conn net.Conn, name string, timeout time.Duration, report func(results.Transition)) (time.Time, string) {
 	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
 	r := bufio.NewReader(conn)
 	tick := time.NewTicker(keepEvery)
 	defer tick.Stop()
 	for {
 		at := time.Now()
-		got, err := ask(r, conn, timeout)
+		got, took, err := ask(r, conn, breakAfter)
 		switch {
+		case ctx.Err() != nil:
+			return time.Now(), "ended"
 		case err != nil:
 			return at, why(err)
 		case got != name:
 			return at, "answered by " + got
+		case took > timeout:
+			report(results.Transition{Sent: at.UnixNano(), Answer: name, Event: EventStalled, StallUS: took.Microseconds()})
 		}
 		select {
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,41 +45,8 @@ func TestKeepReportsABrokenConnection(t *testing.T) {
 	rec := &recording{Listener: ln}
 	go func() { _ = ServeKeep(rec, "srv") }()
 	defer ln.Close()
-	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := Probe(ctx, ProbeConfig{Node: "n1", Targets: []netip.AddrPort{udp.LocalAddr().(*net.UDPAddr).AddrPort()},
-			Keep: ln.Addr().(*net.TCPAddr).AddrPort(), Interval: 10 * time.Millisecond, Timeout: 200 * time.Millisecond}, w)
-		w.CloseWithError(err)
-		done <- err
-	}()
-	events := make(chan results.Transition, 64)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			var tr results.Transition
-			if json.Unmarshal(sc.Bytes(), &tr) == nil && tr.Event != "" {
-				events <- tr
-			}
-		}
-	}()
-	next := func() results.Transition {
-		select {
-		case e := <-events:
-			return e
-		case <-time.After(10 * time.Second):
-			t.Fatal("no kept connection's event within 10 s")
-		}
-		return results.Transition{}
-	}
+	_, next, stop := keepEvents(t, ln.Addr().(*net.TCPAddr).AddrPort())
+	defer stop()
 	if e := next(); e.Event != EventOpen || e.Answer != "srv" || e.Node != "n1" {
 		t.Fatalf("first event %+v, want srv's connection open on n1", e)
 	}
@@ -101,8 +69,107 @@ func TestKeepReportsABrokenConnection(t *testing.T) {
 	if lag < -keepEvery || lag > 50*keepEvery {
 		t.Errorf("broken %s after the close: want within %s (with slack)", lag, keepEvery)
 	}
-	cancel()
-	if err := <-done; err != nil {
+}
+
+// keepEvents runs a prober (one UDP target of its own, no answers) whose
+// kept connections go to keep, and hands out its connections' events; stop
+// ends it, failing the test if it failed.
+func keepEvents(t *testing.T, keep netip.AddrPort) (events chan results.Transition, next func() results.Transition, stop func()) {
+	t.Helper()
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := Probe(ctx, ProbeConfig{Node: "n1", Targets: []netip.AddrPort{udp.LocalAddr().(*net.UDPAddr).AddrPort()},
+			Keep: keep, Interval: 10 * time.Millisecond, Timeout: 100 * time.Millisecond}, w)
+		w.CloseWithError(err)
+		done <- err
+	}()
+	events = make(chan results.Transition, 64)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			var tr results.Transition
+			if json.Unmarshal(sc.Bytes(), &tr) == nil && tr.Event != "" {
+				events <- tr
+			}
+		}
+	}()
+	next = func() results.Transition {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no kept connection's event within 10 s")
+		}
+		return results.Transition{}
+	}
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		udp.Close()
+	}
+	return events, next, stop
+}
+
+// A kept connection whose backend answers one line 300 ms late (beyond the
+// 100 ms probe timeout, within breakAfter) stalled: reported as such with
+// how long the answer took, and it goes on, neither broken nor dialled again.
+func TestKeepReportsAStall(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const late = 300 * time.Millisecond
+	var slow atomic.Bool
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				for {
+					if _, err := r.ReadString('\n'); err != nil {
+						return
+					}
+					if slow.CompareAndSwap(true, false) {
+						time.Sleep(late)
+					}
+					if _, err := conn.Write([]byte("srv\n")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	events, next, stop := keepEvents(t, ln.Addr().(*net.TCPAddr).AddrPort())
+	defer stop()
+	if e := next(); e.Event != EventOpen || e.Answer != "srv" {
+		t.Fatalf("first event %+v, want srv's connection open", e)
+	}
+	time.Sleep(50 * time.Millisecond)
+	slow.Store(true)
+	e := next()
+	if e.Event != EventStalled || e.Answer != "srv" {
+		t.Fatalf("event %+v, want srv's connection stalled", e)
+	}
+	if took := time.Duration(e.StallUS) * time.Microsecond; took < late || took > late+2*time.Second {
+		t.Errorf("the stalled line's answer took %s, want %s or a little more", took, late)
+	}
+	select {
+	case e := <-events:
+		t.Errorf("after the stall: %+v, want the connection held with no event", e)
+	case <-time.After(time.Second):
 	}
 }

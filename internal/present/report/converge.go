@@ -33,8 +33,12 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	// some row has them (a lab's floor or policy apply latency has neither).
 	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })
 	conns := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.ConnsHeld > 0 || r.GoneConnsHeld > 0 })
+	writes := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Write != nil })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS"
+	if writes {
+		head += "\tWRITE P50 MS"
+	}
 	if metrics {
 		head += "\tMETRIC P50/P99 MS\tMETRIC EARLY"
 	}
@@ -44,11 +48,14 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	fmt.Fprintln(tw, head)
 	for _, r := range c.Rows {
 		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000)
+		if writes {
+			line += "\t" + writeP50(r)
+		}
 		if metrics {
 			line += "\t" + metricText(r) + "\t" + early(r)
 		}
 		if conns {
-			line += "\t" + ofHeld(r.ConnsBroken, r.ConnsHeld) + "\t" + ofHeld(r.GoneConnsBroken, r.GoneConnsHeld)
+			line += "\t" + ofHeld(r.ConnsBroken, r.ConnsStalled, r.ConnsHeld) + "\t" + ofHeld(r.GoneConnsBroken, r.GoneConnsStalled, r.GoneConnsHeld)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -107,6 +114,15 @@ func metricText(r results.ConvergeRow) string {
 	return fmt.Sprintf("%.1f / %.1f", r.Metric.Value/1000, r.MetricP99.Value/1000)
 }
 
+// writeP50 is the p50 of a row's write calls (the writer's share of the
+// latency), "-" in a file from before they were timed.
+func writeP50(r results.ConvergeRow) string {
+	if r.Write == nil {
+		return "-"
+	}
+	return ms(*r.Write)
+}
+
 // early is how many of a row's metrics said done more than two probe
 // intervals before the first probe showed the change.
 func early(r results.ConvergeRow) string {
@@ -116,9 +132,14 @@ func early(r results.ConvergeRow) string {
 	return fmt.Sprintf("%d of %d", r.MetricEarly, r.Metrics)
 }
 
-func ofHeld(broken, held int) string {
-	if held == 0 {
+// ofHeld is how many of the connections held broke, and how many of the
+// others stalled (a line answered later than the probe timeout).
+func ofHeld(broken, stalled, held int) string {
+	switch {
+	case held == 0:
 		return "-"
+	case stalled > 0:
+		return fmt.Sprintf("%d of %d (%d stalled)", broken, held, stalled)
 	}
 	return fmt.Sprintf("%d of %d", broken, held)
 }

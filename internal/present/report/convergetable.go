@@ -61,7 +61,8 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 
 // PrintConvergeTable prints the scale table of many convergence runs (one
 // per proxy, N and E): per kind, the slowest node's p50 and p99 with their
-// CIs, the changes not applied and those shown before their write; the proxies' own metric (p50) and how
+// CIs, the changes not applied and those shown before their write; the
+// write calls' p50 (the API server's share); the proxies' own metric (p50) and how
 // many of its values said done before a packet showed it; the proxies'
 // CPU seconds and RSS (summed over nodes) while N was made and during the
 // changes; the planes' eBPF maps; and tcp_crr to the newest Service as a
@@ -76,7 +77,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB\tTCP_CRR/N=0")
+	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB\tTCP_CRR/N=0")
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
@@ -85,8 +86,8 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
-				ms(cr.P50), ms(cr.P99), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsHeld),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
+				ms(cr.P50), ms(cr.P99), writeP50(cr), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
 				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]))
 		}
 	}

@@ -120,3 +120,30 @@ func TestConvergeTablePolicies(t *testing.T) {
 		t.Errorf("title:\n%s\nwant %q", b.String(), want)
 	}
 }
+
+// The write calls' p50 (the API server's share of a latency) is a column
+// of both tables when a file timed them, "-" for a file from before; a
+// single run's table has the column only then.
+func TestConvergeWriteShare(t *testing.T) {
+	timed, old := convRun("vnetlab-ebpf", 0, 12), convRun("iptables", 0, 900)
+	timed.C.Rows[0].Write = &results.QuantileCI{Value: 4200, CI: [2]float64{4000, 4400}}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{timed, old}, []string{"endpoint-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "WRITE P50 MS") || !strings.Contains(lines[2], "4.2 [4.0, 4.4]") {
+		t.Fatalf("the scale table lacks the timed run's write p50:\n%s", b.String())
+	}
+	if f := strings.Fields(lines[1]); !strings.Contains(lines[1], "900.0") || f[11] != "-" {
+		t.Errorf("the untimed run's write p50 is not \"-\": %q", lines[1])
+	}
+	b.Reset()
+	PrintConvergence(&b, timed.C)
+	if !strings.Contains(b.String(), "WRITE P50 MS") || !strings.Contains(b.String(), "4.2 [4.0, 4.4]") {
+		t.Errorf("the run's table lacks the write p50:\n%s", b.String())
+	}
+	b.Reset()
+	PrintConvergence(&b, old.C)
+	if strings.Contains(b.String(), "WRITE") {
+		t.Errorf("a file without write times has the column:\n%s", b.String())
+	}
+}
