@@ -42,8 +42,10 @@ E each; --keep-extra keeps them for the next run); on a local cluster the etcd, 
 and proxies' CPU and memory are measured while they are made, idle and during the changes,
 and each proxy's own metrics are scraped after each change (the table's METRIC). An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
-measured change (the cluster may still be working through earlier writes). Everything
-created is deleted at the end, also on Ctrl-C.
+measured change (the cluster may still be working through earlier writes). The changes
+start at the EndpointSlice's write, which the run makes itself; in a cluster the EndpointSlice
+controller makes it after a pod changed: --controller-changes times that share apart, after
+the changes. Everything created is deleted at the end, also on Ctrl-C.
 
 --policy measures NetworkPolicy apply latency instead (a switch, not a count: the policies
 present are --extra-policies, as --extra-services counts Services): one pod is isolated for
@@ -80,6 +82,7 @@ Examples:
 	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")
 	f.BoolVar(&spec.Policy, "policy", false, "measure NetworkPolicy changes (a policy admitting the probers to an isolated pod, created and deleted) instead of Service changes")
 	f.IntVar(&spec.ExtraPolicies, "extra-policies", 0, "with --policy: other NetworkPolicies selecting the probed pod, admitting none of the probers, created first and deleted after")
+	f.IntVar(&spec.ControllerChanges, "controller-changes", spec.ControllerChanges, "after the changes, time the EndpointSlice controller's share apart: a backend's label set and removed this many times, each from the pod's write to its Service's slice seen in a watch (0: not measured)")
 	f.DurationVar(&spec.CRR, "crr", 0, "after the changes, tcp_crr to a Service made last (after the N others), 5 samples of this length (0: not measured)")
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per node and the table's rows as JSON here")

@@ -40,6 +40,23 @@ type Convergence struct {
 	// CRR is tcp_crr to a Service created after the changes (and the N
 	// others), when asked for (kube converge --crr).
 	CRR *NewestCRR `json:"newest_crr,omitempty"`
+	// Controller is the EndpointSlice controller's share, measured apart
+	// after the changes (kube converge --controller-changes).
+	Controller *ControllerShare `json:"controller,omitempty"`
+}
+
+// ControllerShare is the EndpointSlice controller's share of network
+// programming latency: kube converge's changes start at the slice's write,
+// which in a cluster the controller makes after a pod changed. Each of
+// Changes is a pod's label written (into or out of a Service's selector),
+// timed to the watch event of the Service's EndpointSlice with the pod in
+// (or out).
+type ControllerShare struct {
+	Changes    int        `json:"changes"`
+	NotApplied int        `json:"not_applied"` // no such slice within the change timeout
+	P50        QuantileCI `json:"p50_us"`
+	P99        QuantileCI `json:"p99_us"`
+	MaxUS      float64    `json:"max_us"`
 }
 
 // NewestCRR is tcp_crr to the newest Service: each sample's connections

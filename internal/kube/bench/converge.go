@@ -40,6 +40,10 @@ type ConvergeSpec struct {
 	// CRR, when positive, is each tcp_crr sample's length to a Service
 	// made after the changes (results.NewestCRR).
 	CRR time.Duration
+	// ControllerChanges, when positive, is how many pod label changes
+	// time the EndpointSlice controller's share after the changes
+	// (convcontroller.go, results.ControllerShare).
+	ControllerChanges int
 	// Policy measures NetworkPolicy changes instead of the Service's
 	// (convpolicy.go): a policy admitting the probers into an isolated
 	// pod, added and deleted; ExtraPolicies other policies select that
@@ -53,7 +57,7 @@ const UnknownProxy = "unknown proxy"
 
 // DefaultConvergeSpec: converge.DefaultPace, one endpoint per extra Service.
 func DefaultConvergeSpec() ConvergeSpec {
-	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1}
+	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1, ControllerChanges: DefaultControllerChanges}
 }
 
 // Check refuses a spec that cannot run, in one line naming the flag.
@@ -65,6 +69,8 @@ func (s ConvergeSpec) Check() error {
 		return fmt.Errorf("--extra-services %d is negative: give how many other Services the cluster holds while changes are measured", s.ExtraServices)
 	case s.ExtraEndpoints < 1 || s.ExtraEndpoints > measure.MaxExtraEndpoints:
 		return fmt.Errorf("--extra-endpoints %d: use 1 to %d (one EndpointSlice's capacity)", s.ExtraEndpoints, measure.MaxExtraEndpoints)
+	case s.ControllerChanges < 0 || s.ControllerChanges > converge.MaxChanges:
+		return fmt.Errorf("--controller-changes %d: use 0 (not measured) to %d", s.ControllerChanges, converge.MaxChanges)
 	}
 	if err := s.checkPolicy(); err != nil {
 		return err
@@ -223,6 +229,12 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	c.stop()
 	if meter != nil && c.warmed {
 		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)
+	}
+	if spec.ControllerChanges > 0 && !spec.Policy {
+		say("converge: the EndpointSlice controller's share: %d pod label changes", spec.ControllerChanges)
+		if res.Controller, err = c.controllerShare(ctx, spec.ControllerChanges); err != nil {
+			return nil, err
+		}
 	}
 	if spec.CRR > 0 {
 		if res.CRR, err = c.newestCRR(ctx, spec.CRR); err != nil {

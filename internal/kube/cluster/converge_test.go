@@ -33,13 +33,15 @@ import (
 // with its syncs taking 0.9 s, one endpoint removal was still answered on
 // one node after 5 s), not a failure. The proxies' metric is scraped for
 // the EndpointSlice changes, the daemons' use is measured, tcp_crr reaches
-// the newest Service, and nothing is left in the cluster.
+// the newest Service, each write call is timed, the EndpointSlice
+// controller's share is measured apart (six pod label changes), and
+// nothing is left in the cluster.
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
 	n := 2 * len(converge.Kinds)
 	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "10", "--change-timeout", "10s",
-		"--extra-services", "20", "--crr", "1s", "-o", out)
+		"--extra-services", "20", "--crr", "1s", "--controller-changes", "6", "-o", out)
 	if err != nil {
 		t.Fatalf("kube converge: %v\n%s", err, log)
 	}
@@ -96,6 +98,16 @@ func TestKubeConverge(t *testing.T) {
 	}
 	if c.CRR == nil || len(c.CRR.Rates) == 0 || c.CRR.Rates[0] <= 0 {
 		t.Errorf("tcp_crr to the newest Service: %+v", c.CRR)
+	}
+	for _, ch := range c.Changes {
+		if ch.WriteUS <= 0 || ch.WriteUS >= (10*time.Second).Microseconds() {
+			t.Errorf("change %d (%s): its write call took %d µs, want above 0 and below the change timeout", ch.Seq, ch.Kind, ch.WriteUS)
+		}
+	}
+	// The EndpointSlice controller's share: six label changes, each seen
+	// in the Service's slice (kube-controller-manager is ours: none late).
+	if ctl := c.Controller; ctl == nil || ctl.Changes != 6 || ctl.NotApplied != 0 || ctl.P50.Value <= 0 || ctl.MaxUS >= float64((10*time.Second).Microseconds()) {
+		t.Errorf("the EndpointSlice controller's share: %+v, want 6 changes, each seen in a slice within the timeout", ctl)
 	}
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("kube converge left namespaces %v", left)

@@ -325,6 +325,20 @@ func Fates(ch results.Change, ts []results.Transition, until int64) []results.Co
 	return out
 }
 
+// SummarizeController is the EndpointSlice controller's share from its
+// changes' latencies (µs) and how many showed no slice in time.
+func SummarizeController(latUS []int64, notApplied int) *results.ControllerShare {
+	xs := make([]float64, len(latUS))
+	for i, v := range latUS {
+		xs[i] = float64(v)
+	}
+	out := &results.ControllerShare{Changes: len(latUS) + notApplied, NotApplied: notApplied, P50: quantile(xs, 0.50), P99: quantile(xs, 0.99)}
+	if len(xs) > 0 {
+		out.MaxUS = slices.Max(xs)
+	}
+	return out
+}
+
 // quantile is xs's q quantile with its bootstrap CI (none below 2 values).
 func quantile(xs []float64, q float64) results.QuantileCI {
 	if len(xs) == 0 {

@@ -216,3 +216,15 @@ func TestShownBeforeIsNoLatency(t *testing.T) {
 		t.Errorf("second change: shown before %v, latencies %v, want n2 shown before and only n1's latency", got.ShownBefore, got.LatencyUS)
 	}
 }
+
+// The controller's share: the quantiles of the changes seen, the count
+// with those not seen, the largest.
+func TestSummarizeController(t *testing.T) {
+	got := SummarizeController([]int64{30000, 10000, 20000}, 2)
+	if got.Changes != 5 || got.NotApplied != 2 || got.P50.Value != 20000 || got.MaxUS != 30000 || got.P50.CI == [2]float64{} {
+		t.Errorf("%+v: want 5 changes, 2 not seen, p50 20 ms with a CI, max 30 ms", got)
+	}
+	if none := SummarizeController(nil, 3); none.Changes != 3 || none.P50.Value != 0 || none.MaxUS != 0 {
+		t.Errorf("none seen: %+v", none)
+	}
+}

@@ -86,6 +86,13 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	if c.CRR != nil {
 		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s, CPU pins %s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds, cmp.Or(c.CRR.Pins, cpupinNone))
 	}
+	if ctl := c.Controller; ctl != nil {
+		fmt.Fprintf(w, "the EndpointSlice controller's share, apart (a pod's label written, to its Service's slice seen in a watch; %d changes): p50 %s ms, p99 %s ms, max %.1f ms", ctl.Changes, ms(ctl.P50), ms(ctl.P99), ctl.MaxUS/1000)
+		if ctl.NotApplied > 0 {
+			fmt.Fprintf(w, "; %d not seen within the change timeout", ctl.NotApplied)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, n := range slices.Sorted(maps.Keys(c.ProxySyncs)) {
 		s := c.ProxySyncs[n]
 		fmt.Fprintf(w, "%s: the proxy reported %d syncs, mean %.2f ms (kubeproxy_sync_proxy_rules_duration_seconds)\n", n, s.Syncs, s.MeanUS/1000)

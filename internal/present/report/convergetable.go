@@ -92,6 +92,25 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw.Flush()
+	printControllerShares(w, runs)
+}
+
+// printControllerShares is the EndpointSlice controller's share of the
+// runs that measured it (kube converge --controller-changes), apart.
+func printControllerShares(w io.Writer, runs []ConvergeRun) {
+	if !slices.ContainsFunc(runs, func(r ConvergeRun) bool { return r.C.Controller != nil }) {
+		return
+	}
+	fmt.Fprintln(w, "\nthe EndpointSlice controller's share, apart (a pod's label written, to its Service's slice seen in a watch):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROXY\tE\tN\tCHANGES\tNOT SEEN\tP50 MS\tP99 MS")
+	for _, r := range runs {
+		if ctl := r.C.Controller; ctl != nil {
+			k, n := keyOf(r.C)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", k.proxy, k.eps, n, ctl.Changes, ctl.NotApplied, ms(ctl.P50), ms(ctl.P99))
+		}
+	}
+	tw.Flush()
 }
 
 func metricP50(r results.ConvergeRow) string {

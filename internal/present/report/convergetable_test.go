@@ -147,3 +147,27 @@ func TestConvergeWriteShare(t *testing.T) {
 		t.Errorf("a file without write times has the column:\n%s", b.String())
 	}
 }
+
+// The EndpointSlice controller's share is a line of a run's table and a
+// table of its own under the scale table, only for runs that measured it.
+func TestConvergeControllerShare(t *testing.T) {
+	with, without := convRun("vnetlab-ebpf", 1000, 12), convRun("iptables", 0, 900)
+	with.C.Controller = &results.ControllerShare{Changes: 40, NotApplied: 1, P50: results.QuantileCI{Value: 21500}, P99: results.QuantileCI{Value: 60000}, MaxUS: 61000}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{with, without}, []string{"endpoint-added"})
+	out := b.String()
+	i := strings.Index(out, "controller's share")
+	if i < 0 || !strings.Contains(out[i:], "vnetlab-ebpf  1  1000  40       1         21.5    60.0") || strings.Contains(out[i:], "iptables") {
+		t.Errorf("the controller's share table lacks the run that measured it, or has the other:\n%s", out)
+	}
+	b.Reset()
+	PrintConvergence(&b, with.C)
+	if !strings.Contains(b.String(), "40 changes): p50 21.5 ms, p99 60.0 ms, max 61.0 ms; 1 not seen") {
+		t.Errorf("the run's table lacks the controller's share:\n%s", b.String())
+	}
+	b.Reset()
+	PrintConvergeTable(&b, []ConvergeRun{without}, []string{"endpoint-added"})
+	if strings.Contains(b.String(), "controller") {
+		t.Errorf("a table without the share says it:\n%s", b.String())
+	}
+}
