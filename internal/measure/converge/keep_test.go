@@ -130,29 +130,7 @@ func TestKeepReportsAStall(t *testing.T) {
 	defer ln.Close()
 	const late = 300 * time.Millisecond
 	var slow atomic.Bool
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					if _, err := r.ReadString('\n'); err != nil {
-						return
-					}
-					if slow.CompareAndSwap(true, false) {
-						time.Sleep(late)
-					}
-					if _, err := conn.Write([]byte("srv\n")); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	go func() { _ = ServeKeep(lateListener{ln, &slow, late}, "srv") }()
 	events, next, stop := keepEvents(t, ln.Addr().(*net.TCPAddr).AddrPort())
 	defer stop()
 	if e := next(); e.Event != EventOpen || e.Answer != "srv" {
@@ -172,4 +150,29 @@ func TestKeepReportsAStall(t *testing.T) {
 		t.Errorf("after the stall: %+v, want the connection held with no event", e)
 	case <-time.After(time.Second):
 	}
+}
+
+// lateListener's connections write their next answer late by d once slow
+// is set (clearing it).
+type lateListener struct {
+	net.Listener
+	slow *atomic.Bool
+	d    time.Duration
+}
+
+func (l lateListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return lateConn{c, l}, err
+}
+
+type lateConn struct {
+	net.Conn
+	l lateListener
+}
+
+func (c lateConn) Write(b []byte) (int, error) {
+	if c.l.slow.CompareAndSwap(true, false) {
+		time.Sleep(c.l.d)
+	}
+	return c.Conn.Write(b)
 }
