@@ -76,6 +76,9 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say 
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckServiceRange(ctx, cs, n); err != nil {
+		return nil, err
+	}
 	ns, err := CreateNamespace(ctx, cs)
 	if err != nil {
 		return nil, err
@@ -98,6 +101,9 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say 
 func KeptExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
 	cs, err := extraClient(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckServiceRange(ctx, cs, n); err != nil {
 		return nil, err
 	}
 	sel := fmt.Sprintf("%s=%s,%s", LabelKey, LabelValue, ExtraKeptLabel)
