@@ -209,8 +209,18 @@ func (e *Extra) fill(ctx context.Context, have map[int]bool, say func(string, ..
 	}
 	start := time.Now()
 	var done atomic.Int64
+	last, lastAt := int64(0), start
 	stop := progressEvery(5*time.Second, func() {
-		say("extra Services: %d/%d created (%.0f/s)", done.Load(), len(todo), float64(done.Load())/time.Since(start).Seconds())
+		// The rate falls as the cluster fills (the API server's work per
+		// Service grows with N): the time left is at the last interval's.
+		n, now := done.Load(), time.Now()
+		rate := float64(n-last) / now.Sub(lastAt).Seconds()
+		last, lastAt = n, now
+		left := "?"
+		if rate > 0 {
+			left = (time.Duration(float64(int64(len(todo))-n)/rate) * time.Second).Round(time.Second).String()
+		}
+		say("extra Services: %d/%d created (%.0f/s; %.0f/s now, %s left at that rate)", n, len(todo), float64(n)/now.Sub(start).Seconds(), rate, left)
 	})
 	err := parallel(ctx, len(todo), func(k int) error {
 		if err := createExtra(ctx, e.cs, e.Namespace, todo[k], e.Endpoints); err != nil {
