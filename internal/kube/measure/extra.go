@@ -66,17 +66,24 @@ func extraClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(c)
 }
 
+// servicesClient is the bulk client for n extra Services, once the
+// cluster's Service range is known to hold them (CheckServiceRange).
+func servicesClient(ctx context.Context, cfg *rest.Config, n int) (*kubernetes.Clientset, error) {
+	cs, err := extraClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs, CheckServiceRange(ctx, cs, n)
+}
+
 // CreateExtraServices creates n ClusterIP Services in a labelled namespace
 // of their own, each selector-less with one EndpointSlice holding eps
 // ready endpoints (what a proxy programs as a Service with backends, like
 // the measured one), with ExtraWorkers calls at once. say reports progress
 // every few seconds. On failure what was made is deleted.
 func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
-	cs, err := extraClient(cfg)
+	cs, err := servicesClient(ctx, cfg, n)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckServiceRange(ctx, cs, n); err != nil {
 		return nil, err
 	}
 	ns, err := CreateNamespace(ctx, cs)
@@ -99,11 +106,8 @@ func CreateExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say 
 // namespace stays after the run (Extra.Delete, or `vnetlab kube clean`,
 // removes it). On failure what it holds is left for the next run.
 func KeptExtraServices(ctx context.Context, cfg *rest.Config, n, eps int, say func(string, ...any)) (*Extra, error) {
-	cs, err := extraClient(cfg)
+	cs, err := servicesClient(ctx, cfg, n)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckServiceRange(ctx, cs, n); err != nil {
 		return nil, err
 	}
 	sel := fmt.Sprintf("%s=%s,%s", LabelKey, LabelValue, ExtraKeptLabel)
@@ -218,7 +222,7 @@ func (e *Extra) fill(ctx context.Context, have map[int]bool, say func(string, ..
 		last, lastAt = n, now
 		left := "?"
 		if rate > 0 {
-			left = (time.Duration(float64(int64(len(todo))-n)/rate) * time.Second).Round(time.Second).String()
+			left = time.Duration(float64(int64(len(todo))-n) / rate * float64(time.Second)).Round(time.Second).String()
 		}
 		say("extra Services: %d/%d created (%.0f/s; %.0f/s now, %s left at that rate)", n, len(todo), float64(n)/now.Sub(start).Seconds(), rate, left)
 	})
