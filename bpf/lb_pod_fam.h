@@ -94,7 +94,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	 * Service since (deleted, created again, its endpoints gone or changed),
 	 * as kube-proxy's conntrack NAT keeps it, until the connection ends or
 	 * its entry is evicted. The Go side keeps the prefilters of a TCP
-	 * Service that left at 1 (svcfilters.go), so such a segment to a
+	 * Service that left marked, never 0 (svcfilters.go), so such a segment to a
 	 * clusterIP no Service has any more is still looked up here. */
 	established = p.proto == IPPROTO_TCP && !p.tcp_syn;
 	if (!svc && !(established && LBF(maybe_svc)(&p)))

@@ -219,10 +219,11 @@ func TestDirectFlowRetiresStaleReverseEntry(t *testing.T) {
 }
 
 // The prefilters count: two Services sharing a /16 and a backend port, one
-// deleted, the other still translated both ways; both deleted, the counts
-// stay at 1 (the connections established through a TCP Service keep their
-// backend, so their packets must still be looked up) and no new
-// connection is translated. UDP Services take the counts back to 0.
+// deleted, the other still translated both ways; both deleted, the keys
+// hold a count of 0 and the mark of a TCP Service that left, KeptTCP (the
+// connections established through a TCP Service keep their backend, so
+// their packets must still be looked up) and no new connection is
+// translated. UDP Services take the counts back to 0.
 func TestPrefiltersCount(t *testing.T) {
 	p := testPlane(t)
 	other := ipOf("10.96.7.7")
@@ -258,8 +259,8 @@ func TestPrefiltersCount(t *testing.T) {
 	if err := p.DelService(other, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != 1 || m != 1 {
-		t.Fatalf("counts after deleting both: %d and %d, want 1 (their established connections)", n, m)
+	if n, m := count(p.Objects().LbVip16, 10<<8|96), count(p.Objects().LbBports, 8080); n != dp.KeptTCP || m != dp.KeptTCP {
+		t.Fatalf("counts after deleting both: %#x and %#x, want %#x (0, kept for their established connections)", n, m, dp.KeptTCP)
 	}
 	if err := p.DelService(udp.VIP, udp.Port, udp.Proto); err != nil {
 		t.Fatal(err)
@@ -273,10 +274,44 @@ func TestPrefiltersCount(t *testing.T) {
 	}
 }
 
+// A clusterIP alone in its /16 with a TCP and a UDP port (issue 47's
+// probed Service), deleted as the proxy's sync deletes it: the TCP port
+// first, then the UDP one. The UDP port's leaving must not take the /16's
+// prefilter to 0: a connection established through the TCP port still
+// reaches its backend, both ways, while new connections are not
+// translated. (Before the KeptTCP mark, every kept connection stalled
+// until the Service came back: 204-836 ms on a cluster.)
+func TestPrefilterKeepsTCPPastAUDPPort(t *testing.T) {
+	p := testPlane(t)
+	alone := ipOf("10.105.214.95")
+	tcp := dp.Service{VIP: alone, Port: 80, Proto: dp.TCP, Backends: []dp.Backend{{IP: podA, Port: 8080}}}
+	udp := dp.Service{VIP: alone, Port: 53, Proto: dp.UDP, Backends: []dp.Backend{{IP: podA, Port: 5353}}}
+	if err := p.AddServices([]dp.Service{tcp, udp}); err != nil {
+		t.Fatal(err)
+	}
+	_, out := run(t, p.Objects().FromPod, ipv4{src: podB, dst: alone, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpSYN}.bytes())
+	expect(t, out, podB, 43000, podA, 8080)
+	for _, s := range []dp.Service{tcp, udp} {
+		if err := p.DelService(s.VIP, s.Port, s.Proto); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, out = run(t, p.Objects().FromPod, ipv4{src: podB, dst: alone, proto: protoTCP, sport: 43000, dport: 80, tcpFlags: tcpACK}.bytes())
+	expect(t, out, podB, 43000, podA, 8080)
+	mustValid(t, out)
+	_, out = run(t, p.Objects().ToPod, ipv4{src: podA, dst: podB, proto: protoTCP, sport: 8080, dport: 43000, tcpFlags: tcpACK}.bytes())
+	expect(t, out, alone, 80, podB, 43000)
+	mustValid(t, out)
+	in := ipv4{src: podB, dst: alone, proto: protoTCP, sport: 43001, dport: 80, tcpFlags: tcpSYN}.bytes()
+	if _, out = run(t, p.Objects().FromPod, in); !bytes.Equal(in, out) {
+		t.Fatal("a new connection to the deleted Service was translated")
+	}
+}
+
 // The IPv6 clusterIP prefilter (lb6_vip16) counts by fold16: two IPv6
 // Services, one deleted: the other still translated, the deleted one's
-// clusterIP's new connections not; both deleted: counts at 1 (their
-// established connections), a UDP Service's back to 0. The Go side's fold16
+// clusterIP's new connections not; both deleted: counts at 0 and marked
+// KeptTCP (their established connections), a UDP Service's back to 0. The Go side's fold16
 // names the slot the programs read (a wrong key would let no packet in).
 func TestPrefiltersCount6(t *testing.T) {
 	p := testPlane(t)
@@ -311,11 +346,11 @@ func TestPrefiltersCount6(t *testing.T) {
 	if err := p.DelService(other6, 80, dp.TCP); err != nil {
 		t.Fatal(err)
 	}
-	// A TCP Service's keys stay at 1 (its established connections keep
+	// A TCP Service's keys stay marked (its established connections keep
 	// their backend, so their packets must still be looked up); a UDP
 	// one's go back to 0.
-	if count(vip6) != 1 || count(other6) != 1 {
-		t.Fatalf("counts after deleting both: %d and %d, want 1 (their established connections)", count(vip6), count(other6))
+	if count(vip6) != dp.KeptTCP || count(other6) != dp.KeptTCP {
+		t.Fatalf("counts after deleting both: %#x and %#x, want %#x (their established connections)", count(vip6), count(other6), dp.KeptTCP)
 	}
 	udp6 := ipOf("fd00:97::53")
 	if dp.Fold16(udp6) == dp.Fold16(vip6) || dp.Fold16(udp6) == dp.Fold16(other6) {

@@ -12,6 +12,9 @@ func (p *Plane) Objects() *serviceObjects { return &p.objs }
 // Fold16 is the IPv6 clusterIP prefilter's key of an address.
 var Fold16 = fold16
 
+// KeptTCP is the prefilters' mark of a key a TCP Service left.
+const KeptTCP = keptTCP
+
 // The conntrack map's key and value.
 type (
 	CtKey = serviceLbCtKey

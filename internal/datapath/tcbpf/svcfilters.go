@@ -14,13 +14,15 @@ import (
 // prefilters (bpf/lb.h, bpf/lb6.h): lb_vip16 counts IPv4 clusterIPs per
 // /16, lb6_vip16 IPv6 ones per fold16, lb_bports backends per port (both
 // families). Counts, not bits, so that deleting one Service never hides
-// another with the same key. A TCP Service taken out (deleted, or a
-// backend of it removed) never takes a key below 1: the connections
+// another with the same key. A key a TCP Service leaves (deleted, or a
+// backend of it removed) is marked keptTCP for good: the connections
 // established through it keep their backend (bpf/lb_pod_fam.h: a TCP
 // segment after the SYN follows its conntrack entry, as kube-proxy's
 // conntrack NAT does), and a prefilter at 0 would skip their packets'
-// translation. A key left at 1 costs its packets one hash lookup that
-// finds nothing.
+// translation. The mark outlives the count, so that another Service
+// leaving the key later (the UDP port of the same clusterIP, deleted after
+// its TCP port) cannot take it to 0 either. A marked key costs its packets
+// one hash lookup that finds nothing.
 func (p *Plane) countFilters(ss []Service, delta int64) error {
 	return p.countFiltersIn(ss, delta, p.prefilters())
 }
@@ -87,19 +89,28 @@ func fold16(ip netip.Addr) uint32 {
 	return x>>16 ^ x&0xffff
 }
 
-// addCounts adds deltas to m's counts; a key of kept that had a count
-// keeps at least 1.
+// keptTCP marks a prefilter key that a TCP Service left (countFilters):
+// the programs read any value but 0 as "look up", and the count is in the
+// bits below it.
+const keptTCP = 1 << 31
+
+// addCounts adds deltas to m's counts; a key of kept that had a count is
+// marked keptTCP.
 func addCounts(m *ebpf.Map, deltas map[uint32]int64, kept map[uint32]bool) error {
 	for k, d := range deltas {
 		var v uint32
 		if err := m.Lookup(&k, &v); err != nil {
 			return err
 		}
-		n := max(int64(v)+d, 0)
-		if kept[k] && v > 0 {
-			n = max(n, 1)
+		mark := v & keptTCP
+		if kept[k] && v != 0 {
+			mark = keptTCP
 		}
-		if err := m.Update(&k, uint32(n), ebpf.UpdateAny); err != nil {
+		n := max(int64(v&^keptTCP)+d, 0)
+		if n >= keptTCP {
+			return fmt.Errorf("key %d: more than %d entries", k, keptTCP-1)
+		}
+		if err := m.Update(&k, mark|uint32(n), ebpf.UpdateAny); err != nil {
 			return err
 		}
 	}

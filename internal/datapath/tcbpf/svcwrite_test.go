@@ -36,17 +36,19 @@ func TestUpdateServiceInPlace(t *testing.T) {
 		}
 		return v
 	}
-	// A backend port a TCP backend leaves keeps a count of at least 1
-	// (connections established to it keep it): 8080 stays at 1 once its
-	// last backend left, and counts one more when one comes back.
+	// A backend port a TCP Service's backends leave is marked KeptTCP for
+	// good (connections established to it keep it), and its count is that
+	// of the backends listening there now: 8080 holds the mark and 0 once
+	// its last backend left, and counts one when one comes back.
+	const kept = dp.KeptTCP
 	for _, step := range []struct {
 		bs           []dp.Backend
 		n8080, n9090 uint32
 	}{
-		{[]dp.Backend{be("10.244.1.5", 8080), be("10.244.2.5", 8080), be("10.244.2.6", 9090)}, 2, 1},
-		{[]dp.Backend{be("10.244.2.6", 9090)}, 1, 1},
-		{nil, 1, 1},
-		{[]dp.Backend{be("10.244.1.9", 8080)}, 2, 1},
+		{[]dp.Backend{be("10.244.1.5", 8080), be("10.244.2.5", 8080), be("10.244.2.6", 9090)}, kept | 2, 1},
+		{[]dp.Backend{be("10.244.2.6", 9090)}, kept, kept | 1},
+		{nil, kept, kept},
+		{[]dp.Backend{be("10.244.1.9", 8080)}, kept | 1, kept},
 	} {
 		bs := step.bs
 		s.Backends = bs
@@ -61,7 +63,7 @@ func TestUpdateServiceInPlace(t *testing.T) {
 			t.Fatalf("id changed from %d to %d", first, id())
 		}
 		if port(8080) != step.n8080 || port(9090) != step.n9090 {
-			t.Errorf("backends %v: prefilter 8080=%d 9090=%d, want %d %d", bs, port(8080), port(9090), step.n8080, step.n9090)
+			t.Errorf("backends %v: prefilter 8080=%#x 9090=%#x, want %#x %#x", bs, port(8080), port(9090), step.n8080, step.n9090)
 		}
 	}
 	missing := dp.Service{VIP: vip, Port: 81, Proto: dp.TCP}

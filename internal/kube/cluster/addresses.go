@@ -18,7 +18,7 @@ import (
 var (
 	nodeNet     = mustCIDR("10.250.0.0/24") // the control plane's bridge and the nodes' eth0
 	clusterCIDR = mustCIDR("10.244.0.0/16") // node i's pods: 10.244.i.0/24
-	serviceCIDR = "10.96.0.0/16"
+	serviceCIDR = "10.96.0.0/12"            // kubeadm's: 1,048,574 Service addresses (a /16's 65,534 hold no 100k Services)
 	apiIP       = net.IPv4(10, 250, 0, 1)
 
 	nodeNet6     = mustCIDR("fd00:10:250::/64") // node i's eth0: fd00:10:250::(10+i)

@@ -52,7 +52,7 @@ func TestSpecValidateFamily(t *testing.T) {
 // addresses of the primary family, and the CNI's ranges and routes.
 func TestAddrPlan(t *testing.T) {
 	dual, v6, v4 := addrPlan{family.Dual}, addrPlan{family.IPv6}, addrPlan{}
-	if got := dual.serviceCIDRs(); got != "10.96.0.0/16,fd00:10:96::/112" {
+	if got := dual.serviceCIDRs(); got != "10.96.0.0/12,fd00:10:96::/112" {
 		t.Errorf("dual service ranges %q", got)
 	}
 	if got := dual.clusterCIDRs(); got != "10.244.0.0/16,fd00:10:244::/56" {
@@ -73,8 +73,8 @@ func TestAddrPlan(t *testing.T) {
 		api, dns, kubeSvc string
 		services          string
 	}{
-		{v4, "10.250.0.1", "10.96.0.10", "10.96.0.1", "10.96.0.0/16"},
-		{dual, "10.250.0.1", "10.96.0.10", "10.96.0.1", "10.96.0.0/16,fd00:10:96::/112"},
+		{v4, "10.250.0.1", "10.96.0.10", "10.96.0.1", "10.96.0.0/12"},
+		{dual, "10.250.0.1", "10.96.0.10", "10.96.0.1", "10.96.0.0/12,fd00:10:96::/112"},
 		{v6, "fd00:10:250::1", "fd00:10:96::a", "fd00:10:96::1", "fd00:10:96::/112"},
 	} {
 		got := []string{c.p.apiAddress().String(), c.p.dnsIP().String(), c.p.kubernetesIP().String(), c.p.serviceCIDRs()}
