@@ -9,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
@@ -47,26 +49,41 @@ func (c *converger) controllerShare(ctx context.Context, n int) (*results.Contro
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Watch(wctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + ctlName})
+	// From the API server's cache as it is ("0"), not from etcd's newest
+	// version: a watch asking for the newest waits until the cache has
+	// seen it, and an etcd that cannot say how far the cache is (3.4.23,
+	// Debian's: no watch progress requests) leaves it waiting until the
+	// watch fails ("Too large resource version") when no slice is written
+	// in time. Every change after the watch opened still comes, in order.
+	w, err := c.cs.DiscoveryV1().EndpointSlices(c.ns).Watch(wctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + ctlName, ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("watch the EndpointSlices of Service %s: %v", ctlName, err)
 	}
 	defer w.Stop()
 	seen := make(chan sliceSeen, 64)
 	go func() {
+		defer close(seen)
 		bySlice := map[string]bool{} // slice name: it holds the second backend
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				select {
+				case seen <- sliceSeen{err: apierrors.FromObject(ev.Object)}:
+				case <-wctx.Done():
+				}
+				return
+			}
 			es, ok := ev.Object.(*discoveryv1.EndpointSlice)
 			if !ok {
 				continue
 			}
-			bySlice[es.Name] = holds(es, c.ipB) && ev.Type != "DELETED"
+			bySlice[es.Name] = holds(es, c.ipB) && ev.Type != watch.Deleted
 			in := false
 			for _, h := range bySlice {
 				in = in || h
 			}
 			select {
-			case seen <- sliceSeen{time.Now(), in}:
+			case seen <- sliceSeen{at: time.Now(), in: in}:
 			case <-wctx.Done():
 				return
 			}
@@ -85,9 +102,13 @@ func (c *converger) controllerShare(ctx context.Context, n int) (*results.Contro
 		if err != nil {
 			return nil, err
 		}
-		if d, ok := waitSlice(ctx, seen, at, in, c.spec.ChangeTimeout); ok {
+		d, ok, err := waitSlice(ctx, seen, at, in, c.spec.ChangeTimeout)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
 			lat = append(lat, d.Microseconds())
-		} else {
+		default:
 			notApplied++
 		}
 		select {
@@ -100,26 +121,33 @@ func (c *converger) controllerShare(ctx context.Context, n int) (*results.Contro
 }
 
 // sliceSeen is a watch event of the Service's slices: when it came, and
-// whether they then held the second backend.
+// whether they then held the second backend; or why the watch ended.
 type sliceSeen struct {
-	at time.Time
-	in bool
+	at  time.Time
+	in  bool
+	err error
 }
 
 // waitSlice waits for the first event after at whose slices hold (in) or
-// no longer hold the second backend: its delay from at.
-func waitSlice(ctx context.Context, seen <-chan sliceSeen, at time.Time, in bool, limit time.Duration) (time.Duration, bool) {
+// no longer hold the second backend: its delay from at. Not ok: none came
+// within limit. An error: the watch ended.
+func waitSlice(ctx context.Context, seen <-chan sliceSeen, at time.Time, in bool, limit time.Duration) (time.Duration, bool, error) {
 	timeout := time.After(limit)
 	for {
 		select {
-		case s := <-seen:
-			if s.in == in && s.at.After(at) {
-				return s.at.Sub(at), true
+		case s, open := <-seen:
+			switch {
+			case !open:
+				return 0, false, fmt.Errorf("the watch of Service %s's EndpointSlices ended", ctlName)
+			case s.err != nil:
+				return 0, false, fmt.Errorf("the watch of Service %s's EndpointSlices failed: %v", ctlName, s.err)
+			case s.in == in && s.at.After(at):
+				return s.at.Sub(at), true, nil
 			}
 		case <-timeout:
-			return 0, false
+			return 0, false, nil
 		case <-ctx.Done():
-			return 0, false
+			return 0, false, ctx.Err()
 		}
 	}
 }
