@@ -91,7 +91,7 @@ func fold16(ip netip.Addr) uint32 {
 
 // keptTCP marks a prefilter key that a TCP Service left (countFilters):
 // the programs read any value but 0 as "look up", and the count is in the
-// bits below it.
+// bits below it (never near them: the maps hold at most 1M backends).
 const keptTCP = 1 << 31
 
 // addCounts adds deltas to m's counts; a key of kept that had a count is
@@ -107,9 +107,6 @@ func addCounts(m *ebpf.Map, deltas map[uint32]int64, kept map[uint32]bool) error
 			mark = keptTCP
 		}
 		n := max(int64(v&^keptTCP)+d, 0)
-		if n >= keptTCP {
-			return fmt.Errorf("key %d: more than %d entries", k, keptTCP-1)
-		}
 		if err := m.Update(&k, mark|uint32(n), ebpf.UpdateAny); err != nil {
 			return err
 		}
