@@ -81,11 +81,22 @@ type Scale struct {
 	// APIBytesPerService: the API server's and etcd's resident memory
 	// growth over the Services created (not reused), per Service.
 	APIBytesPerService float64 `json:"api_bytes_per_service,omitempty"`
-	// BPFMapBytes: the memory charged for the eBPF maps of every node's
-	// Service plane (vnetlab's proxies), after the warm-up.
-	BPFMapBytes int64       `json:"bpf_map_bytes,omitempty"`
-	Use         []DaemonUse `json:"use,omitempty"`
+	// BPFMapBytes: the memory charged for the eBPF maps pinned in every
+	// node's plane (vnetlab's proxies), after the warm-up; BPFMapParts,
+	// the same by the part of the node's data path they serve (MapPart*).
+	// Files before BPFMapParts have the sum alone.
+	BPFMapBytes int64            `json:"bpf_map_bytes,omitempty"`
+	BPFMapParts map[string]int64 `json:"bpf_map_parts,omitempty"`
+	Use         []DaemonUse      `json:"use,omitempty"`
 }
+
+// The parts of a node's plane, for Scale.BPFMapParts.
+const (
+	MapPartProxy   = "proxy"        // the Service proxy's: its tc programs' (services, backends, conntrack, affinity, NodePort) and its socket programs'
+	MapPartRouting = "host-routing" // the CNI's veth-ebpf routing (pod routes, flows via the host's stack)
+	MapPartPolicy  = "policy"       // the NetworkPolicy enforcer's
+	MapPartOther   = "other"        // a map of none of these
+)
 
 // The phases a DaemonUse covers.
 const (

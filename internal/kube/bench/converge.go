@@ -289,8 +289,11 @@ func (c *converger) WarmedUp(ctx context.Context) {
 		return
 	}
 	c.scale.Use = append(c.scale.Use, c.meter.end(results.PhaseCreate)...)
-	if b, err := cluster.PlaneMapBytes(c.local); err == nil {
-		c.scale.BPFMapBytes = b
+	if parts, err := cluster.PlaneMapBytes(c.local); err == nil && len(parts) > 0 {
+		c.scale.BPFMapParts = parts
+		for _, b := range parts {
+			c.scale.BPFMapBytes += b
+		}
 	}
 	c.meter.begin()
 	select {

@@ -24,6 +24,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/platform/cni"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -313,6 +314,21 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 		t.Fatal(err)
 	}
 	defer plane.Close()
+	// The planes' maps are the proxy's, the CNI's routing and the
+	// enforcer's (vnetlab's, the default here), each told apart, none
+	// unknown: kube converge's memory column is the proxy's part.
+	parts, err := PlaneMapBytes(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{results.MapPartProxy, results.MapPartRouting, results.MapPartPolicy} {
+		if parts[part] <= 0 {
+			t.Errorf("the planes' eBPF maps %v: want some of %q", parts, part)
+		}
+	}
+	if b, ok := parts[results.MapPartOther]; ok || parts[results.MapPartProxy] <= parts[results.MapPartRouting] {
+		t.Errorf("the planes' eBPF maps %v: %d bytes of maps of no known part; want none, and the proxy's the most", parts, b)
+	}
 	before, _ := plane.Stats()
 	hostBefore, _ := plane.HostStats()
 	for _, c := range []struct{ what, proto, addr, want string }{

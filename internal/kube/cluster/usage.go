@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
@@ -93,14 +94,15 @@ func daemonOf(argv []string) (Daemon, bool) {
 }
 
 // PlaneMapBytes is the memory the kernel charges for the eBPF maps pinned
-// in the nodes' Service planes of cluster name (vnetlab's proxies; 0 for
-// kube-proxy's), summed over nodes: each map's memlock (bpf_map_info).
-func PlaneMapBytes(name string) (int64, error) {
+// in the nodes' Service planes of cluster name (vnetlab's proxies; none for
+// kube-proxy's), summed over nodes: each map's memlock (bpf_map_info), by
+// the part of the data path it serves (mapPart).
+func PlaneMapBytes(name string) (map[string]int64, error) {
 	st, err := Load(name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var total int64
+	parts := map[string]int64{}
 	for _, n := range st.Nodes {
 		dir := filepath.Join(lab.BPFRoot, ProxyPlane(name, n.Name))
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -114,14 +116,33 @@ func PlaneMapBytes(name string) (int64, error) {
 			defer m.Close()
 			if info, err := m.Info(); err == nil {
 				if b, ok := info.Memlock(); ok {
-					total += int64(b)
+					rel, _ := filepath.Rel(dir, path)
+					parts[mapPart(rel)] += int64(b)
 				}
 			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return total, err
+			return parts, err
 		}
 	}
-	return total, nil
+	return parts, nil
+}
+
+// mapPart is the part of a node's data path the map pinned at rel (in the
+// node's plane) serves, by its name in bpf/: lb*, np* (lb*.h, nodeport*.h)
+// and sock* (sock*.h) the proxy's; host*, pod_routes* (host*.h) the CNI's
+// routing; the policy folder (policy*.h, pinned there by polbpf) the
+// enforcer's.
+func mapPart(rel string) string {
+	if strings.HasPrefix(rel, "policy"+string(filepath.Separator)) {
+		return results.MapPartPolicy
+	}
+	switch name := filepath.Base(rel); {
+	case strings.HasPrefix(name, "lb"), strings.HasPrefix(name, "np"), strings.HasPrefix(name, "sock"):
+		return results.MapPartProxy
+	case strings.HasPrefix(name, "host"), strings.HasPrefix(name, "pod_routes"):
+		return results.MapPartRouting
+	}
+	return results.MapPartOther
 }

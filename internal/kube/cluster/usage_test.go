@@ -1,6 +1,11 @@
 package cluster
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/results"
+)
 
 // The daemons are told apart by their command lines, as the cluster
 // starts them.
@@ -20,6 +25,28 @@ func TestDaemonOf(t *testing.T) {
 		d, ok := daemonOf(c.argv)
 		if ok != c.ok || ok && d.Name() != c.want {
 			t.Errorf("%v: %q (%v), want %q (%v)", c.argv, d.Name(), ok, c.want, c.ok)
+		}
+	}
+}
+
+// A plane's pinned maps are told apart by their names in bpf/ and the
+// policy folder; a name of none of them is "other" (cniWithEBPFProxy
+// asserts a real plane has none).
+func TestMapPart(t *testing.T) {
+	for rel, want := range map[string]string{
+		"lb_conntrack":       results.MapPartProxy,
+		"lb6_backends":       results.MapPartProxy,
+		"np6_conntrack":      results.MapPartProxy,
+		"sock_conns":         results.MapPartProxy,
+		"host_via_stack6":    results.MapPartRouting,
+		"pod_routes":         results.MapPartRouting,
+		"policy/pol4_flows":  results.MapPartPolicy,
+		"policy/pol_gen":     results.MapPartPolicy,
+		"endpoints/whatever": results.MapPartOther,
+		"uplinks":            results.MapPartOther,
+	} {
+		if got := mapPart(filepath.FromSlash(rel)); got != want {
+			t.Errorf("%s: %q, want %q", rel, got, want)
 		}
 	}
 }

@@ -72,6 +72,13 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 		}
 		if sc.BPFMapBytes > 0 {
 			fmt.Fprintf(w, "; eBPF maps of the nodes' planes %.1f MB", float64(sc.BPFMapBytes)/(1<<20))
+			sep := ": "
+			for _, part := range []string{results.MapPartProxy, results.MapPartRouting, results.MapPartPolicy, results.MapPartOther} {
+				if b, ok := sc.BPFMapParts[part]; ok {
+					fmt.Fprintf(w, "%s%s %.1f", sep, part, float64(b)/(1<<20))
+					sep = ", "
+				}
+			}
 		}
 		fmt.Fprintln(w)
 		if len(sc.Use) > 0 {

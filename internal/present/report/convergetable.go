@@ -65,7 +65,8 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // write calls' p50 (the API server's share); the proxies' own metric (p50) and how
 // many of its values said done before a packet showed it; the proxies'
 // CPU seconds and RSS (summed over nodes) while N was made and during the
-// changes; the planes' eBPF maps; and tcp_crr to the newest Service as a
+// changes; the planes' eBPF maps (the proxy's, and all the
+// planes' maps: the CNI's routing and the policy enforcer's too); and tcp_crr to the newest Service as a
 // ratio to the same proxy's and E's run at N = 0 (ratio of medians, 95%
 // bootstrap CI; the runs are sequential, not interleaved).
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
@@ -77,7 +78,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB\tTCP_CRR/N=0")
+	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0")
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
@@ -149,7 +150,11 @@ func useOf(c *results.Convergence) use {
 	u.proxyRSS = fmt.Sprintf("%.0f", proxyRSS/(1<<20))
 	u.apiRSS = fmt.Sprintf("%.0f", apiRSS/(1<<20))
 	if c.Scale.BPFMapBytes > 0 {
-		u.bpf = fmt.Sprintf("%.1f", float64(c.Scale.BPFMapBytes)/(1<<20))
+		proxy := "-" // a file from before the parts
+		if b, ok := c.Scale.BPFMapParts[results.MapPartProxy]; ok {
+			proxy = fmt.Sprintf("%.1f", float64(b)/(1<<20))
+		}
+		u.bpf = fmt.Sprintf("%s / %.1f", proxy, float64(c.Scale.BPFMapBytes)/(1<<20))
 	}
 	return u
 }

@@ -171,3 +171,24 @@ func TestConvergeControllerShare(t *testing.T) {
 		t.Errorf("a table without the share says it:\n%s", b.String())
 	}
 }
+
+// The memory column is the proxy's maps and all the planes' maps; a file
+// from before the parts shows the sum alone. The run's text says each part.
+func TestConvergeMapParts(t *testing.T) {
+	parted := convRun("vnetlab-ebpf", 0, 2)
+	parted.C.Scale.BPFMapBytes = 400 << 20
+	parted.C.Scale.BPFMapParts = map[string]int64{results.MapPartProxy: 300 << 20, results.MapPartRouting: 30 << 20, results.MapPartPolicy: 70 << 20}
+	old := convRun("vnetlab-ebpf", 1000, 2)
+	old.C.Scale.BPFMapBytes = 410 << 20
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{parted, old}, []string{"endpoint-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "BPF MAPS MB (PROXY / ALL)") || !strings.Contains(lines[1], " 300.0 / 400.0 ") || !strings.Contains(lines[2], " - / 410.0 ") {
+		t.Errorf("want the proxy's and all maps, and - for a file without parts:\n%s", b.String())
+	}
+	b.Reset()
+	PrintConvergence(&b, parted.C)
+	if !strings.Contains(b.String(), "eBPF maps of the nodes' planes 400.0 MB: proxy 300.0, host-routing 30.0, policy 70.0\n") {
+		t.Errorf("the run's text misses the parts:\n%s", b.String())
+	}
+}
