@@ -321,6 +321,7 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("the planes' eBPF maps, bytes: %v", parts)
 	for _, part := range []string{results.MapPartProxy, results.MapPartRouting, results.MapPartPolicy} {
 		if parts[part] <= 0 {
 			t.Errorf("the planes' eBPF maps %v: want some of %q", parts, part)
