@@ -65,8 +65,8 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // write calls' p50 (the API server's share); the proxies' own metric (p50) and how
 // many of its values said done before a packet showed it; the proxies'
 // CPU seconds and RSS (summed over nodes) while N was made and during the
-// changes; the planes' eBPF maps (the proxy's, and all the
-// planes' maps: the CNI's routing and the policy enforcer's too); and tcp_crr to the newest Service as a
+// changes; the planes' eBPF maps (the proxy's, and all: the CNI's routing
+// and the policy enforcer's too); and tcp_crr to the newest Service as a
 // ratio to the same proxy's and E's run at N = 0 (ratio of medians, 95%
 // bootstrap CI; the runs are sequential, not interleaved).
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
