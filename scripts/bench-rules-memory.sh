@@ -52,21 +52,21 @@ fi
 kmem() {
 	mkdir "$cg"
 	ip netns add "$scratch"
-	six=""
-	[ -n "${2:-}" ] && six="&& ip6tables-restore $2"
-	sh -c "echo \$\$ >$cg/cgroup.procs && exec ip netns exec $scratch sh -c '$load $1 $six'" >&2
+	then6=""
+	[ -n "${2:-}" ] && then6="&& ip6tables-restore $2"
+	sh -c "echo \$\$ >$cg/cgroup.procs && exec ip netns exec $scratch sh -c '$load $1 $then6'" >&2
 	cat "$cg/memory.kmem.usage_in_bytes"
 	ip netns del "$scratch"
 	for _ in $(seq 60); do rmdir "$cg" 2>/dev/null && return; sleep 1; done
 	echo "cgroup $cg still busy after 60 s" >&2
 	return 1
 }
-six=""
-[ "$mode" = iptables ] && six=$work/rules6
+rules6=""
+[ "$mode" = iptables ] && rules6=$work/rules6
 echo "kube-proxy ($mode) on $node: $(wc -l <"$work/rules") lines of rules; $(uptime)"
 for r in $(seq "$reps"); do
 	e=$(kmem "$work/empty")
-	f=$(kmem "$work/rules" "$six")
+	f=$(kmem "$work/rules" "$rules6")
 	echo "repeat $r: $(((f - e) / 1024)) KiB ($f - $e bytes, the rules less an empty table)"
 	echo $((f - e)) >>"$work/sizes"
 done

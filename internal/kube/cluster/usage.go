@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
@@ -132,10 +133,10 @@ func PlaneMapBytes(name string) (map[string]int64, error) {
 // mapPart is the part of a node's data path the map pinned at rel (in the
 // node's plane) serves, by its name in bpf/: lb*, np* (lb*.h, nodeport*.h)
 // and sock* (sock*.h) the proxy's; host*, pod_routes* (host*.h) the CNI's
-// routing; the policy folder (policy*.h, pinned there by polbpf) the
+// routing; the policy folder (netpolicy.PolicyDir: policy*.h's maps) the
 // enforcer's.
 func mapPart(rel string) string {
-	if strings.HasPrefix(rel, "policy"+string(filepath.Separator)) {
+	if strings.HasPrefix(rel, netpolicy.PolicyDir+string(filepath.Separator)) {
 		return results.MapPartPolicy
 	}
 	switch name := filepath.Base(rel); {
