@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -36,6 +37,9 @@ type Plane struct {
 	objs    objects
 	spec    *ebpf.CollectionSpec // for the socket iterator, loaded when first needed
 	created []string
+
+	iterMu sync.Mutex // held while the iterator's keep maps are filled, walked and emptied
+	iter   *udpIter   // the UDP socket iterator, once loaded (iterMu)
 }
 
 // objects: the eight hook programs and this package's own maps; the
@@ -171,7 +175,16 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 func (p *Plane) Created() []string { return append([]string(nil), p.created...) }
 
 // Close releases this process's handles; attachments (pinned) stay.
-func (p *Plane) Close() error { return errors.Join(p.objs.Close(), p.Plane.Close()) }
+func (p *Plane) Close() error {
+	p.iterMu.Lock()
+	defer p.iterMu.Unlock()
+	var errs []error
+	if p.iter != nil {
+		errs = append(errs, p.iter.Close())
+		p.iter = nil
+	}
+	return errors.Join(append(errs, p.objs.Close(), p.Plane.Close())...)
+}
 
 // LinksDir holds, under a plane's pin directory, the socket programs'
 // cgroup links.

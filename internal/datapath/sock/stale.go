@@ -31,42 +31,32 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 	if len(keep) == 0 || len(namespaces) == 0 {
 		return 0, nil
 	}
-	var it struct {
-		Prog  *ebpf.Program `ebpf:"sock_terminate_udp"`
-		Keep  *ebpf.Map     `ebpf:"sock_keep"`
-		Keep6 *ebpf.Map     `ebpf:"sock6_keep"`
-	}
-	if err := p.spec.LoadAndAssign(&it, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.Dir()}}); err != nil {
-		return 0, fmt.Errorf("sock: the UDP socket iterator (bpf_sock_destroy needs Linux 6.5 or newer): %w", err)
-	}
-	defer it.Prog.Close()
-	defer it.Keep.Close()
-	defer it.Keep6.Close()
-	for fe, bs := range keep {
-		m := it.Keep
-		if fe.Addr().Is6() {
-			m = it.Keep6
-		}
-		if err := m.Put(keepKey(fe, netip.AddrPort{}), uint8(1)); err != nil {
-			return 0, fmt.Errorf("sock: %s: %w", m, err)
-		}
-		for _, b := range bs {
-			if err := m.Put(keepKey(fe, netip.AddrPortFrom(b.IP, b.Port)), uint8(1)); err != nil {
-				return 0, fmt.Errorf("sock: %s: %w", m, err)
-			}
-		}
-	}
-	iter, err := link.AttachIter(link.IterOptions{Program: it.Prog})
+	p.iterMu.Lock()
+	defer p.iterMu.Unlock()
+	it, err := p.udpIterator()
 	if err != nil {
-		return 0, fmt.Errorf("sock: attach the UDP socket iterator: %w", err)
+		return 0, err
 	}
-	defer iter.Close()
+	// What the walk keeps goes into the keep maps, and out again after it:
+	// the next walk is asked about other frontends and backends. A map
+	// that could not be emptied is dropped with its program (the next walk
+	// loads both again).
+	put, err := it.fill(keep)
+	defer func() {
+		if cerr := it.clear(put); cerr != nil {
+			it.Close()
+			p.iter = nil
+		}
+	}()
+	if err != nil {
+		return 0, err
+	}
 	var ended int
 	var errs []error
 	for _, ns := range namespaces {
 		// The iterator walks the sockets of the namespace that opens it.
 		walk := func() error {
-			r, err := iter.Open()
+			r, err := it.link.Open()
 			if err != nil {
 				return err
 			}
@@ -85,6 +75,89 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 		}
 	}
 	return ended, errors.Join(errs...)
+}
+
+// udpIter is the UDP socket iterator (sock_terminate_udp) with its keep
+// maps, loaded once per Plane and attached once: a load is a verifier run
+// and a parse of the kernel's BTF (bpf_sock_destroy is a kfunc), which at a
+// cleanup a removal took a proxy more CPU than the walk itself (issue 47).
+type udpIter struct {
+	iterObjects
+	link *link.Iter
+}
+
+type iterObjects struct {
+	Prog  *ebpf.Program `ebpf:"sock_terminate_udp"`
+	Keep  *ebpf.Map     `ebpf:"sock_keep"`
+	Keep6 *ebpf.Map     `ebpf:"sock6_keep"`
+}
+
+// udpIterator is p's iterator, loaded and attached when first needed
+// (iterMu held).
+func (p *Plane) udpIterator() (*udpIter, error) {
+	if p.iter != nil {
+		return p.iter, nil
+	}
+	it := &udpIter{}
+	if err := p.spec.LoadAndAssign(&it.iterObjects, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.Dir()}}); err != nil {
+		return nil, fmt.Errorf("sock: the UDP socket iterator (bpf_sock_destroy needs Linux 6.5 or newer): %w", err)
+	}
+	l, err := link.AttachIter(link.IterOptions{Program: it.Prog})
+	if err != nil {
+		it.Close()
+		return nil, fmt.Errorf("sock: attach the UDP socket iterator: %w", err)
+	}
+	it.link, p.iter = l, it
+	return it, nil
+}
+
+// keyIn is a key of one of the keep maps.
+type keyIn struct {
+	m   *ebpf.Map
+	key []byte
+}
+
+// fill writes keep into the keep maps: each frontend's mark, and each
+// backend it keeps. It returns the keys written, also on an error.
+func (it *udpIter) fill(keep map[netip.AddrPort][]tcbpf.Backend) ([]keyIn, error) {
+	var put []keyIn
+	for fe, bs := range keep {
+		m := it.Keep
+		if fe.Addr().Is6() {
+			m = it.Keep6
+		}
+		keys := [][]byte{keepKey(fe, netip.AddrPort{})}
+		for _, b := range bs {
+			keys = append(keys, keepKey(fe, netip.AddrPortFrom(b.IP, b.Port)))
+		}
+		for _, k := range keys {
+			if err := m.Put(k, uint8(1)); err != nil {
+				return put, fmt.Errorf("sock: %s: %w", m, err)
+			}
+			put = append(put, keyIn{m, k})
+		}
+	}
+	return put, nil
+}
+
+// clear deletes the keys fill wrote.
+func (it *udpIter) clear(put []keyIn) error {
+	var errs []error
+	for _, k := range put {
+		if err := k.m.Delete(k.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases the iterator's link, program and maps.
+func (it *udpIter) Close() error {
+	var errs []error
+	if it.link != nil {
+		errs = append(errs, it.link.Close())
+	}
+	return errors.Join(append(errs, it.Prog.Close(), it.Keep.Close(), it.Keep6.Close())...)
 }
 
 // keepKey is bpf/sock.c's struct sock_keep_key (IPv4) or sock6_keep_key

@@ -20,7 +20,8 @@ import (
 // sock6_conns entry written by hand: backend, clusterIP): the one whose
 // backend left its frontend is destroyed (its pending error says
 // ECONNABORTED); the one whose backend stays, one that was never
-// translated and one of another frontend are left alone.
+// translated and one of another frontend are left alone. A second walk
+// asks again with that backend gone too: its socket goes.
 func TestEndStaleUDP(t *testing.T) {
 	for _, c := range []struct {
 		name                    string
@@ -100,6 +101,20 @@ func endStaleUDP(t *testing.T, vip, other, gone, stays netip.AddrPort) {
 			if sa, err := unix.Getpeername(fd); err != nil || sa == nil {
 				t.Errorf("%s: no longer connected (%v)", name, err)
 			}
+		}
+		// A second walk, with the iterator the first loaded: what the first
+		// kept is not kept any more. Now the other backend left: the socket
+		// it kept goes (its backend still marked kept from the first walk, it
+		// would stay).
+		n, err = p.EndStaleUDP(map[netip.AddrPort][]tcbpf.Backend{vip: {{IP: gone.Addr(), Port: gone.Port()}}}, []string{""})
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			t.Errorf("second walk: ended %d sockets, want 1", n)
+		}
+		if err := sockErr(kept); !errors.Is(err, unix.ECONNABORTED) {
+			t.Errorf("second walk: the socket whose backend left now: error %v, want ECONNABORTED", err)
 		}
 		return nil
 	})

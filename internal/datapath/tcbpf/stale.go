@@ -10,20 +10,26 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// ForgetUDPFlows deletes the conntrack entries of the UDP flows whose
-// frontend (the clusterIP, node IP or external IP and port the client
-// reached) is a key of keep and whose backend is not in keep[frontend]:
-// both directions, in each family's conntrack of the node's pods
-// (lb_conntrack, lb6_conntrack) and of flows from outside the node
+// ForgetUDPFlows deletes the conntrack entries of the UDP flows from
+// outside the node whose frontend (the node IP or external IP and port the
+// client reached) is a key of keep and whose backend is not in
+// keep[frontend]: both directions, in each family's NodePort conntrack
 // (np_conntrack, np6_conntrack). The next datagram of such a flow is a new
 // flow and gets a live backend. kube-proxy clears the kernel's conntrack
 // the same way (pkg/proxy/conntrack: UDP only; a TCP flow keeps a removed
 // endpoint until it ends). It returns how many flows were forgotten.
 //
-// The pods' own flows need none of this to leave a backend: from_pod
-// checks an established UDP flow's backend against its Service's at every
-// datagram (bpf/lb_pod_fam.h) and picks again when it left. What is left
-// here is the flows from outside the node (np_conntrack), and memory.
+// The node's pods' conntrack (lb_conntrack, lb6_conntrack) is not walked:
+// from_pod checks an established UDP flow's backend against its Service's
+// at every datagram (bpf/lb_pod_fam.h) and picks again, its old reverse
+// entry deleted, when it left. Its walk was what a cleanup cost: the
+// probers of kube converge keep that LRU full (131,072 entries), and each
+// removal's walk of it took both nodes' proxies ~50 ms of CPU at the same
+// moment, which on 2 vCPUs stalled the pods' own sends by 35-150 ms (issue
+// 47: a removal's p99 was 90-160 ms, 5-10 ms without it). What that leaves:
+// a pod flow that sends nothing more keeps its entries until the LRU evicts
+// them, so a late reply from the backend that left is still made the
+// Service's until then (kube-proxy's deletion would leave it untranslated).
 func (p *Plane) ForgetUDPFlows(keep map[netip.AddrPort][]Backend) (int, error) {
 	return p.ForgetUDPFlowsGuarded(keep, nil)
 }
@@ -78,7 +84,7 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 	// stale4 and stale6: whether forward entry k, a flow to backend
 	// addr:port, is stale, and the key of its reverse entry as the programs
 	// write it: towards the client, or when moved towards dst:dport (a
-	// hairpin's or a SNATed flow's reply address).
+	// SNATed flow's reply address).
 	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16, moved bool, dst uint32, dport uint16) (serviceLbCtKey, flowOf, bool) {
 		rev := serviceLbCtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
 		if moved {
@@ -95,21 +101,12 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 		f := flowOf{addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port)}
 		return rev, f, stale(k.Dir, k.Proto, f.fe, f.backend)
 	}
-	hairpin4, hairpin6 := be32(netip.MustParseAddr(HairpinIP)), addr6Words(netip.MustParseAddr(HairpinIP6))
-
-	// A hairpin's replies go to the hairpin address (the client's port); a
-	// SNATed flow's to the SNAT address and port: the node IP, or for a flow
-	// made before np_node existed the address the client reached (IPv4
-	// only: np6_new_flow always sets it).
-	pods := func(k *serviceLbCtKey, v *serviceLbCt) (serviceLbCtKey, flowOf, bool) {
-		return stale4(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin4, k.Sport)
-	}
+	// A SNATed flow's replies go to the SNAT address and port: the node IP,
+	// or for a flow made before np_node existed the address the client
+	// reached (IPv4 only: np6_new_flow always sets it).
 	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, flowOf, bool) {
 		snat := cmp.Or(v.Client, k.Daddr)
 		return stale4(k, v.Addr, v.Port, v.Flags&npSNAT != 0, snat, v.SnatPort)
-	}
-	pods6 := func(k *serviceLb6CtKey, v *serviceLb6Ct) (serviceLb6CtKey, flowOf, bool) {
-		return stale6(k, v.Addr, v.Port, v.Flags&ctHairpin != 0, hairpin6, k.Sport)
 	}
 	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, flowOf, bool) {
 		return stale6(k, v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
@@ -121,17 +118,15 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 	for fe := range keep {
 		v4, v6 = v4 || fe.Addr().Is4(), v6 || !fe.Addr().Is4()
 	}
-	var n [4]int
-	var errs [4]error
+	var n [2]int
+	var errs [2]error
 	if v4 {
-		n[0], errs[0] = forgetFlows(p.objs.LbConntrack, pods, g, still)
-		n[1], errs[1] = forgetFlows(p.objs.NpConntrack, outside, g, still)
+		n[0], errs[0] = forgetFlows(p.objs.NpConntrack, outside, g, still)
 	}
 	if v6 {
-		n[2], errs[2] = forgetFlows(p.objs.Lb6Conntrack, pods6, g, still)
-		n[3], errs[3] = forgetFlows(p.objs.Np6Conntrack, outside6, g, still)
+		n[1], errs[1] = forgetFlows(p.objs.Np6Conntrack, outside6, g, still)
 	}
-	return n[0] + n[1] + n[2] + n[3], errors.Join(errs[:]...)
+	return n[0] + n[1], errors.Join(errs[:]...)
 }
 
 // flowOf is a forward entry's frontend and backend.

@@ -37,26 +37,27 @@ func privatePlane(t *testing.T) *Plane {
 	return p
 }
 
-// ForgetUDPFlows on a full conntrack (the node's pods' map filled as the
-// converge probers fill it, a fresh 5-tuple a millisecond per node):
+// ForgetUDPFlows on a full conntrack (the NodePort map filled as clients
+// outside the node sending from a fresh port a millisecond would fill it):
 // exactly the flows to the backend that left are forgotten, both
 // directions, and the walk in batches (walk) sees every entry the walk key
-// by key (walkKeys) sees. The map is an LRU: filled to its size, it evicts
+// by key (walkKeys) sees; the pods' map (lb_conntrack) is not touched.
+// The map is an LRU: filled to its size, it evicts
 // some entries as they come, so what it holds is read back first.
 //
 // The time bound is loose, for a noisy 2-vCPU machine: the whole
-// ForgetUDPFlows (four maps walked in batches, the stale flows deleted in
+// ForgetUDPFlows (the map walked in batches, the stale flows deleted in
 // batches) must take less than walking this one map key by key, as it did
 // before (measured: 0.45 s key by key, 45 ms in batches on a quiet machine;
 // ForgetUDPFlows ~0.1 s). Both are the best of three.
 func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 	p := privatePlane(t)
-	m := p.objs.LbConntrack
-	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.244.1.9")
+	m := p.objs.NpConntrack
+	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.250.0.9")
 	gone, stays := Backend{IP: netip.MustParseAddr("10.244.2.5"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.6"), Port: 5353}
 	flows := int(m.MaxEntries()) / 2
 	var keys []CtKey
-	var vals []Ct
+	var vals []NpCt
 	revOf := map[CtKey]CtKey{}
 	for i := range flows {
 		b := stays
@@ -72,8 +73,8 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 		rk := CtKey{Saddr: be32(b.IP), Daddr: be32(client), Sport: be16(b.Port), Dport: sport, Proto: uint8(UDP), Dir: ctRev}
 		keys = append(keys, fk, rk)
 		revOf[fk] = rk
-		v := Ct{Addr: be32(b.IP), Port: be16(b.Port), Client: be32(client), SvcId: 7}
-		vals = append(vals, v, Ct{Addr: be32(vip), Port: dport, Client: be32(client), SvcId: 7})
+		v := NpCt{Addr: be32(b.IP), Port: be16(b.Port), Client: be32(client), SvcId: 7}
+		vals = append(vals, v, NpCt{Addr: be32(vip), Port: dport, Client: be32(client), SvcId: 7})
 	}
 	if n, err := m.BatchUpdate(keys, vals, nil); err != nil || n != len(keys) {
 		t.Fatalf("filling the conntrack: %d of %d entries, %v", n, len(keys), err)
@@ -82,7 +83,7 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 	// delete: the forward entries to gone and the reverse ones they name.
 	held := map[CtKey]bool{}
 	fwdGone := 0
-	if err := walkKeys(m, func(k *CtKey, v *Ct) bool {
+	if err := walkKeys(m, func(k *CtKey, v *NpCt) bool {
 		held[*k] = true
 		if k.Dir == ctFwd && addrOf(v.Addr) == gone.IP {
 			fwdGone++
@@ -106,13 +107,13 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 	var batched, oneByOne int
 	tb := best(func() {
 		batched = 0
-		if err := walk(m, func(*CtKey, *Ct) bool { batched++; return true }); err != nil {
+		if err := walk(m, func(*CtKey, *NpCt) bool { batched++; return true }); err != nil {
 			t.Fatal(err)
 		}
 	})
 	tk := best(func() {
 		oneByOne = 0
-		if err := walkKeys(m, func(*CtKey, *Ct) bool { oneByOne++; return true }); err != nil {
+		if err := walkKeys(m, func(*CtKey, *NpCt) bool { oneByOne++; return true }); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -132,6 +133,12 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 		}
 	}
 	want := len(held) - len(goes)
+	// A pod's flow to the backend that left, in the pods' map: left to
+	// from_pod (it picks again at the flow's next datagram), not walked.
+	podFlow := CtKey{Saddr: be32(netip.MustParseAddr("10.244.1.9")), Daddr: be32(vip), Sport: be16(40000), Dport: be16(53), Proto: uint8(UDP), Dir: ctFwd}
+	if err := p.objs.LbConntrack.Put(podFlow, Ct{Addr: be32(gone.IP), Port: be16(gone.Port), SvcId: 7}); err != nil {
+		t.Fatal(err)
+	}
 	t0 := time.Now()
 	n, err := p.ForgetUDPFlows(map[netip.AddrPort][]Backend{netip.AddrPortFrom(vip, 53): {stays}, netip.AddrPortFrom(vip, 54): {stays}})
 	tf := time.Since(t0)
@@ -140,7 +147,7 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 		t.Fatalf("ForgetUDPFlows: %d flows, %v; want %d (those to %s)", n, err, fwdGone, gone.IP)
 	}
 	left := 0
-	if err := walkKeys(m, func(k *CtKey, v *Ct) bool {
+	if err := walkKeys(m, func(k *CtKey, v *NpCt) bool {
 		left++
 		if k.Dir == ctFwd && addrOf(v.Addr) == gone.IP {
 			t.Errorf("a forward entry of a flow to %s is left: %+v", gone.IP, *k)
@@ -152,6 +159,10 @@ func TestForgetUDPFlowsFullConntrack(t *testing.T) {
 	}
 	if left != want {
 		t.Errorf("%d entries left, want %d", left, want)
+	}
+	var ct Ct
+	if err := p.objs.LbConntrack.Lookup(podFlow, &ct); err != nil {
+		t.Errorf("the pod's flow in lb_conntrack: %v, want it left to from_pod", err)
 	}
 	if tf >= tk {
 		t.Errorf("ForgetUDPFlows took %s, no less than walking the map key by key (%s): the batches are not used?", tf, tk)
@@ -179,8 +190,8 @@ func (g *fakeGuard) Backends(fe netip.AddrPort) ([]Backend, bool) {
 // one to c (back, says the guard) stays, and so does the one to a.
 func TestForgetUDPFlowsGuardedKeepsReadded(t *testing.T) {
 	p := privatePlane(t)
-	m := p.objs.LbConntrack
-	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.244.1.9")
+	m := p.objs.NpConntrack
+	vip, client := netip.MustParseAddr("10.96.0.53"), netip.MustParseAddr("10.250.0.9")
 	fe := netip.AddrPortFrom(vip, 53)
 	a, b, c := Backend{IP: netip.MustParseAddr("10.244.2.5"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.6"), Port: 5353}, Backend{IP: netip.MustParseAddr("10.244.2.7"), Port: 5353}
 	fwd := map[Backend]CtKey{}
@@ -188,10 +199,10 @@ func TestForgetUDPFlowsGuardedKeepsReadded(t *testing.T) {
 		sport := be16(uint16(1024 + i))
 		fk := CtKey{Saddr: be32(client), Daddr: be32(vip), Sport: sport, Dport: be16(53), Proto: uint8(UDP), Dir: ctFwd}
 		rk := CtKey{Saddr: be32(be.IP), Daddr: be32(client), Sport: be16(be.Port), Dport: sport, Proto: uint8(UDP), Dir: ctRev}
-		if err := m.Put(fk, Ct{Addr: be32(be.IP), Port: be16(be.Port), Client: be32(client), SvcId: 7}); err != nil {
+		if err := m.Put(fk, NpCt{Addr: be32(be.IP), Port: be16(be.Port), Client: be32(client), SvcId: 7}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Put(rk, Ct{Addr: be32(vip), Port: be16(53), Client: be32(client), SvcId: 7}); err != nil {
+		if err := m.Put(rk, NpCt{Addr: be32(vip), Port: be16(53), Client: be32(client), SvcId: 7}); err != nil {
 			t.Fatal(err)
 		}
 		fwd[be] = fk
@@ -205,7 +216,7 @@ func TestForgetUDPFlowsGuardedKeepsReadded(t *testing.T) {
 		t.Error("the deletes were not made under the guard's lock")
 	}
 	var left []Backend
-	if err := walkKeys(m, func(k *CtKey, v *Ct) bool {
+	if err := walkKeys(m, func(k *CtKey, v *NpCt) bool {
 		if k.Dir == ctFwd {
 			left = append(left, Backend{IP: addrOf(v.Addr), Port: portOf(v.Port)})
 		}

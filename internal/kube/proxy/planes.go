@@ -35,7 +35,7 @@ func (t tcFlows) ForgetUDPFlows(keep map[netip.AddrPort][]tcbpf.Backend, g tcbpf
 // the same pinned maps, so one sync serves them all.
 type planes struct {
 	services svcsync.Plane
-	flows    FlowCleaner // the tc and NodePort programs' conntrack
+	flows    FlowCleaner // the NodePort programs' conntrack (and, with socket programs, their connected UDP sockets)
 	dir      string
 	tc       *tcbpf.Plane // nil in ModeSock: no program on any pod's veth
 	sock     *sock.Plane  // nil when no cgroup is given (ModeEBPF)
@@ -135,7 +135,8 @@ func (p *planes) Close() error {
 }
 
 // staleUDP ends the UDP flows whose backend left their Service on every
-// plane of the node: the tc programs' conntrack entries (ForgetUDPFlows),
+// plane of the node: the NodePort programs' conntrack entries
+// (ForgetUDPFlows; the pods' flows move without it),
 // and the connected sockets the socket programs translated (EndStaleUDP),
 // in the node's own namespace and, below cgroup (ModeSock), its pods'.
 // A socket that cannot be ended (a kernel before 6.5) is logged, not

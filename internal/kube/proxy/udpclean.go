@@ -12,14 +12,16 @@ import (
 )
 
 // udpCleaner forgets, after the syncs, the UDP flows whose backend left
-// their frontend (FlowCleaner: a walk of every conntrack map, up to 131,072
-// entries each, and the connected sockets of the node's pods).
+// their frontend (FlowCleaner: a walk of the NodePort conntrack maps, up to
+// 131,072 entries each, and of the connected UDP sockets of the node's
+// pods).
 //
 // Why not in the sync: the write of a Service's backends is what makes a
 // removal live. The pods' own flows leave a removed backend at their next
 // datagram without any walk (from_pod checks an established UDP flow's
-// backend, bpf/lb_pod_fam.h); the walk is what remains for the flows from
-// outside the node and the connected sockets, and for memory. Inside the
+// backend, bpf/lb_pod_fam.h), so their conntrack is not walked at all
+// (tcbpf.Plane.ForgetUDPFlows); the walk is what remains for the flows
+// from outside the node and the connected sockets. Inside the
 // sync it made every removal wait for it (issue 47: removal p50 34.9 ms
 // against ~17 ms for an addition; the walk 0.12 s p50, 0.77 s max per
 // node, more on a busy CPU). So the sync only notes the frontends that lost
