@@ -13,7 +13,7 @@ func ebpfUsable() error { return tcbpf.Probe() }
 // directory, created on first use), attaching with hook, and journals
 // what Open pinned.
 func openEBPF(env *Env, hook tcbpf.Hook) (*tcbpf.Plane, error) {
-	dp, err := tcbpf.Open(env.Lab)
+	dp, err := tcbpf.OpenFamily(env.Lab, env.Family)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,13 @@ func (p *Plane) programs() (*policyPrograms, error) {
 	if p.fe.V6 != nil {
 		repl["pol6_frontends"] = p.fe.V6
 	}
+	// The frontends have the size their plane was made with: an IPv4-only
+	// plane's IPv6 ones hold one entry (tcbpf.SizeMaps).
+	for name, m := range repl {
+		if ms, ok := p.spec.Maps[name]; ok {
+			ms.MaxEntries = m.MaxEntries()
+		}
+	}
 	var progs policyPrograms
 	if err := p.spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
 		var ve *ebpf.VerifierError

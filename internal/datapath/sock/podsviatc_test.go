@@ -11,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // TestPodsViaTC: programs loaded with OpenPodsViaTC (kube-proxy
@@ -24,7 +25,7 @@ import (
 // by them, also ECONNREFUSED).
 func TestPodsViaTC(t *testing.T) {
 	s := upNetnsLab(t, "fat")
-	p, a, err := setup(s.l.State.Name, lab.Recorder(s.l.State.Name), s.netnsCookie(t, "pod-c"), true)
+	p, a, err := setup(s.l.State.Name, family.Dual, lab.Recorder(s.l.State.Name), s.netnsCookie(t, "pod-c"), true)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)

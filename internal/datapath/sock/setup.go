@@ -1,6 +1,9 @@
 package sock
 
-import "github.com/vnetlab/vnetlab/internal/system/cgroup"
+import (
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
+)
 
 // Tracker is told every path Setup is about to create, before it exists,
 // so that whoever owns the lab (its journal: `vnetlab down` and `clean`)
@@ -15,14 +18,15 @@ type Tracker interface {
 // cgroup and every pin. Clients started in Attachment.Cgroup
 // (proc.Cmd.InCgroup, engine.Target.ClientCgroup) are translated. The
 // ebpf-sock Service provider (internal/platform/labservice) is its user.
-func Setup(lab string, track Tracker) (*Plane, Attachment, error) {
-	return setup(lab, track, 0, false)
+// The maps it creates are sized for the lab's family fam (OpenFamily).
+func Setup(lab string, fam family.Family, track Tracker) (*Plane, Attachment, error) {
+	return setup(lab, fam, track, 0, false)
 }
 
 // setup is Setup, for the sockets of one network namespace only when
 // netnsCookie is not 0 (OpenNetnsOnly), and the tc programs behind for the
 // other namespaces with podsViaTC (OpenPodsViaTC).
-func setup(lab string, track Tracker, netnsCookie uint64, podsViaTC bool) (*Plane, Attachment, error) {
+func setup(lab string, fam family.Family, track Tracker, netnsCookie uint64, podsViaTC bool) (*Plane, Attachment, error) {
 	cg, err := cgroup.LabPath(lab)
 	if err != nil {
 		return nil, Attachment{}, err
@@ -30,7 +34,7 @@ func setup(lab string, track Tracker, netnsCookie uint64, podsViaTC bool) (*Plan
 	if err := track.Cgroup(cg); err != nil {
 		return nil, Attachment{}, err
 	}
-	p, err := open(lab, netnsCookie, podsViaTC)
+	p, err := open(lab, fam, netnsCookie, podsViaTC)
 	if err != nil {
 		return nil, Attachment{}, err
 	}

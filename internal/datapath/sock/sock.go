@@ -25,6 +25,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Plane is a lab's socket-level Service translation, opened by one process.
@@ -95,8 +96,14 @@ func (p *Plane) hooks() []struct {
 
 // Open loads the programs and the lab's maps (pinned under
 // /sys/fs/bpf/vnetlab/<lab>/, created on first use, shared with the tc
-// data plane). Nothing is attached until Attach.
-func Open(lab string) (*Plane, error) { return open(lab, 0, false) }
+// data plane). Nothing is attached until Attach. Maps it creates are made
+// for both families (OpenFamily).
+func Open(lab string) (*Plane, error) { return OpenFamily(lab, family.Dual) }
+
+// OpenFamily is Open for a lab or node of family fam: the maps this call
+// creates are sized for it (tcbpf.SizeMaps; on an IPv4-only plane the IPv6
+// maps hold one entry).
+func OpenFamily(lab string, fam family.Family) (*Plane, error) { return open(lab, fam, 0, false) }
 
 // OpenNetnsOnly is Open with programs that translate only the sockets of
 // one network namespace (its cookie, NetnsCookie): a Kubernetes node's own
@@ -106,7 +113,7 @@ func OpenNetnsOnly(lab string, netnsCookie uint64) (*Plane, error) {
 	if netnsCookie == 0 {
 		return nil, errors.New("sock: a network namespace cookie is never 0")
 	}
-	return open(lab, netnsCookie, false)
+	return open(lab, family.Dual, netnsCookie, false)
 }
 
 // OpenPodsViaTC is OpenNetnsOnly whose programs also translate the sockets
@@ -119,11 +126,14 @@ func OpenPodsViaTC(lab string, netnsCookie uint64) (*Plane, error) {
 	if netnsCookie == 0 {
 		return nil, errors.New("sock: a network namespace cookie is never 0")
 	}
-	return open(lab, netnsCookie, true)
+	return open(lab, family.Dual, netnsCookie, true)
 }
 
-func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
-	svc, err := tcbpf.Open(lab)
+// open opens the tc plane for family fam (a plane already made keeps its
+// family), then the socket programs: their own IPv6 maps sized as the tc
+// plane's.
+func open(lab string, fam family.Family, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
+	svc, err := tcbpf.OpenFamily(lab, fam)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +165,12 @@ func open(lab string, netnsCookie uint64, podsViaTC bool) (*Plane, error) {
 		svc.Close()
 		return nil, fmt.Errorf("sock: %w", err)
 	}
-	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: svc.Dir()}})
+	if err == nil {
+		err = tcbpf.SizeMaps(spec, svc.Dir(), svc.Family(), sockMapSock6Conns, sockMapSock6Rev, sockMapSock6Affinity)
+	}
+	if err == nil {
+		err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: svc.Dir()}})
+	}
 	if err != nil {
 		svc.Close()
 		var ve *ebpf.VerifierError

@@ -81,7 +81,7 @@ func upSockLabFamily(t *testing.T, prefix, mode string, fam family.Family, echo 
 			testnet.Serve6(t, p.NS, port, p.Name)
 		}
 	}
-	p, a, err := Setup(name, lab.Recorder(name))
+	p, a, err := Setup(name, family.Dual, lab.Recorder(name))
 	s.p = p
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +457,7 @@ func TestNetnsOnly(t *testing.T) {
 	if mine == cookie {
 		t.Fatalf("netns cookies: pod-b %d, pod-c %d: want two different", cookie, mine)
 	}
-	p, a, err := setup(name, lab.Recorder(name), cookie, false)
+	p, a, err := setup(name, family.Dual, lab.Recorder(name), cookie, false)
 	s.p = p
 	if err != nil {
 		t.Fatal(err)

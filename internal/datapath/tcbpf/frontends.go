@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // FrontendMaps opens a lab's Service frontends, lb_services and
@@ -23,6 +25,9 @@ func FrontendMaps(lab string) (v4, v6 *ebpf.Map, err error) {
 	}
 	spec, err := loadService()
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := SizeMaps(spec, dir, family.Dual); err != nil {
 		return nil, nil, err
 	}
 	open := func(name string) (*ebpf.Map, error) {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // BPFFS is where bpffs is mounted; Root holds one directory per lab (the
@@ -67,7 +69,15 @@ type Plane struct {
 // hold programs, so they are opened empty here (a pinned one keeps what it
 // holds) and filled when the programs are loaded. It mounts bpffs at
 // /sys/fs/bpf when nothing is mounted there.
-func Open(lab string) (*Plane, error) {
+//
+// Maps it creates are made for both families; OpenFamily makes an
+// IPv4-only plane's IPv6 maps with one entry. A plane opened again keeps
+// the sizes it was made with, whichever is called.
+func Open(lab string) (*Plane, error) { return OpenFamily(lab, family.Dual) }
+
+// OpenFamily is Open for a lab or node of family fam: the maps this call
+// creates are sized for it (SizeMaps).
+func OpenFamily(lab string, fam family.Family) (*Plane, error) {
 	if lab == "" || filepath.Base(lab) != lab {
 		return nil, fmt.Errorf("ebpf: bad lab name %q", lab)
 	}
@@ -98,6 +108,9 @@ func Open(lab string) (*Plane, error) {
 		if m.Type == ebpf.ProgramArray {
 			m.Contents = nil // filled with the programs (programs)
 		}
+	}
+	if err := SizeMaps(spec, dir, fam); err != nil {
+		return nil, err
 	}
 	if err := p.load(spec, &p.objs.serviceMaps); err != nil {
 		return nil, err
@@ -145,6 +158,9 @@ func (p *Plane) programs() (*servicePrograms, error) {
 		servicePrograms
 		Lb6Tail   *ebpf.Map `ebpf:"lb6_tail"`
 		Host6Tail *ebpf.Map `ebpf:"host6_tail"`
+	}
+	if err := SizeMaps(spec, p.dir, p.Family()); err != nil {
+		return nil, err
 	}
 	if err := p.load(spec, &o); err != nil {
 		return nil, err

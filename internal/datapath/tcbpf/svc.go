@@ -121,10 +121,13 @@ func (s Service) String() string {
 	return fmt.Sprintf("%s/%s", netip.AddrPortFrom(s.VIP, s.Port), s.Proto)
 }
 
-// ErrExists and ErrNotFound are returned (wrapped) by AddService and DelService.
+// ErrExists and ErrNotFound are returned (wrapped) by AddService and
+// DelService; ErrIPv4Only by AddService for an IPv6 Service on a plane
+// made for IPv4 only.
 var (
 	ErrExists   = errors.New("service already exists")
 	ErrNotFound = errors.New("no such service")
+	ErrIPv4Only = errors.New("this eBPF plane was made for IPv4 only (its IPv6 maps hold one entry): recreate the lab or cluster as dual-stack")
 )
 
 // Validate checks what the data plane needs: IPv4 or IPv6 addresses, one

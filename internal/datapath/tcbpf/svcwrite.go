@@ -19,6 +19,9 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 		if err := s.Validate(); err != nil {
 			return err
 		}
+		if s.VIP.Is6() && !p.HasIPv6() {
+			return fmt.Errorf("service %s: %w", s, ErrIPv4Only)
+		}
 		if seen[s.frontend()] {
 			return fmt.Errorf("service %s is given twice", s)
 		}

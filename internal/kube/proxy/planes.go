@@ -12,6 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/system/cgroup"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // FlowCleaner forgets the conntrack entries of UDP flows whose backend a
@@ -54,10 +55,12 @@ func (c Config) mode() string {
 	return c.Mode
 }
 
-func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
+// openPlanes opens the node's planes; the maps it creates are made for
+// family fam (the node's addresses').
+func openPlanes(c Config, fam family.Family, logf func(string, ...any)) (*planes, error) {
 	switch c.mode() {
 	case ModeEBPF:
-		tc, err := tcbpf.Open(c.Plane)
+		tc, err := tcbpf.OpenFamily(c.Plane, fam)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +93,7 @@ func openPlanes(c Config, logf func(string, ...any)) (*planes, error) {
 		if c.Cgroup == "" {
 			return nil, errors.New("--proxy vnetlab-sock needs --cgroup (the node's cgroup v2 directory, holding its pods)")
 		}
-		s, err := sock.Open(c.Plane)
+		s, err := sock.OpenFamily(c.Plane, fam)
 		if err != nil {
 			return nil, err
 		}

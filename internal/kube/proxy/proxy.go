@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Config is one node's proxy.
@@ -142,15 +144,15 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	planes, err := openPlanes(c, logf)
-	if err != nil {
-		return err
-	}
-	defer planes.Close()
 	nodeIPs, err := resolveNodeIPs(ctx, cs, c.Node, c.NodeIP)
 	if err != nil {
 		return err
 	}
+	planes, err := openPlanes(c, familyOf(nodeIPs), logf)
+	if err != nil {
+		return err
+	}
+	defer planes.Close()
 	if err := c.attachUplink(planes, nodeIPs, logf); err != nil {
 		return err
 	}
@@ -331,6 +333,19 @@ func nodeIPsOf(ss []string) ([]netip.Addr, error) {
 
 // familiesOf names the families of the node's addresses (the health
 // report's status keys).
+// familyOf is the family of a node with addresses ips: the maps of the
+// node's plane are made for it (tcbpf.OpenFamily).
+func familyOf(ips []netip.Addr) family.Family {
+	v4, v6 := slices.ContainsFunc(ips, netip.Addr.Is4), slices.ContainsFunc(ips, netip.Addr.Is6)
+	switch {
+	case v4 && v6:
+		return family.Dual
+	case v6:
+		return family.IPv6
+	}
+	return family.IPv4
+}
+
 func familiesOf(ips []netip.Addr) []corev1.IPFamily {
 	var fs []corev1.IPFamily
 	for _, ip := range ips {

@@ -103,7 +103,7 @@ func (p ebpfProvider) Install(st *lab.State, c *Config) error { return p.sync(st
 func (p ebpfProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (ebpfProvider) sync(st *lab.State, c *Config) error {
-	pl, err := tcbpf.Open(st.Name)
+	pl, err := tcbpf.OpenFamily(st.Name, st.Spec.Family)
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func attachPoint(st *lab.State, e Endpoint) (ns, ifname string, err error) {
 }
 
 func (ebpfProvider) Remove(st *lab.State, _ *Config) error {
-	pl, err := tcbpf.Open(st.Name)
+	pl, err := tcbpf.OpenFamily(st.Name, st.Spec.Family)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (p sockProvider) Install(st *lab.State, c *Config) error { return p.sync(st
 func (p sockProvider) Update(st *lab.State, _, c *Config) error { return p.sync(st, c) }
 
 func (sockProvider) sync(st *lab.State, c *Config) error {
-	pl, _, err := sock.Setup(st.Name, lab.Recorder(st.Name))
+	pl, _, err := sock.Setup(st.Name, st.Spec.Family, lab.Recorder(st.Name))
 	if err != nil {
 		return err
 	}
