@@ -331,8 +331,6 @@ func nodeIPsOf(ss []string) ([]netip.Addr, error) {
 	return append(v4, v6...), nil
 }
 
-// familiesOf names the families of the node's addresses (the health
-// report's status keys).
 // familyOf is the family of a node with addresses ips: the maps of the
 // node's plane are made for it (tcbpf.OpenFamily).
 func familyOf(ips []netip.Addr) family.Family {
@@ -346,6 +344,8 @@ func familyOf(ips []netip.Addr) family.Family {
 	return family.IPv4
 }
 
+// familiesOf names the families of the node's addresses (the health
+// report's status keys).
 func familiesOf(ips []netip.Addr) []corev1.IPFamily {
 	var fs []corev1.IPFamily
 	for _, ip := range ips {
