@@ -314,6 +314,11 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 		t.Fatal(err)
 	}
 	defer plane.Close()
+	// The cluster is IPv4: whichever of the proxy and the CNI made the
+	// node's plane made its IPv6 maps with one entry (tcbpf.OpenFamily).
+	if plane.HasIPv6() {
+		t.Errorf("node 1's plane %s has its IPv6 maps at full size on an IPv4 cluster", plane.Dir())
+	}
 	// The planes' maps are the proxy's, the CNI's routing and the
 	// enforcer's (vnetlab's, the default here), each told apart, none
 	// unknown: kube converge's memory column is the proxy's part.
