@@ -165,7 +165,7 @@ func open(lab string, fam family.Family, netnsCookie uint64, podsViaTC bool) (*P
 		svc.Close()
 		return nil, fmt.Errorf("sock: %w", err)
 	}
-	err = tcbpf.SizeMaps(spec, svc.Dir(), svc.Family(), sockMapSock6Conns, sockMapSock6Rev, sockMapSock6Affinity)
+	err = tcbpf.SizeMaps(spec, svc.Dir(), svc.HasIPv6(), sockMapSock6Conns, sockMapSock6Rev, sockMapSock6Affinity)
 	if err == nil {
 		err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: svc.Dir()}})
 	}

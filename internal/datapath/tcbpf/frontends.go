@@ -5,8 +5,6 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // FrontendMaps opens a lab's Service frontends, lb_services and
@@ -27,7 +25,7 @@ func FrontendMaps(lab string) (v4, v6 *ebpf.Map, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := SizeMaps(spec, dir, family.Dual); err != nil {
+	if err := SizeMaps(spec, dir, true); err != nil {
 		return nil, nil, err
 	}
 	open := func(name string) (*ebpf.Map, error) {

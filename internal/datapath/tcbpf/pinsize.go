@@ -8,8 +8,6 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // ipv6Maps are the plane's IPv6 hash maps: made with one entry on a plane
@@ -27,9 +25,10 @@ var ipv6Maps = []string{
 // (ipv6Maps) and more (another program's own IPv6 maps). One already
 // pinned gets the size it was made with: whoever made the plane chose it,
 // and a later process adopts it whatever family it was told (or the load
-// would call the pin incompatible). One not pinned yet gets one entry when
-// fam has no IPv6. The other maps keep their spec's size.
-func SizeMaps(spec *ebpf.CollectionSpec, dir string, fam family.Family, more ...string) error {
+// would call the pin incompatible). One not pinned yet gets one entry
+// unless the plane carries IPv6 (v6). The other maps keep their spec's
+// size.
+func SizeMaps(spec *ebpf.CollectionSpec, dir string, v6 bool, more ...string) error {
 	for _, name := range slices.Concat(ipv6Maps, more) {
 		m, ok := spec.Maps[name]
 		if !ok || m.Pinning != ebpf.PinByName {
@@ -41,7 +40,7 @@ func SizeMaps(spec *ebpf.CollectionSpec, dir string, fam family.Family, more ...
 			m.MaxEntries = pin.MaxEntries()
 			pin.Close()
 		case errors.Is(err, os.ErrNotExist):
-			if !fam.HasIPv6() {
+			if !v6 {
 				m.MaxEntries = 1
 			}
 		default:
@@ -54,11 +53,3 @@ func SizeMaps(spec *ebpf.CollectionSpec, dir string, fam family.Family, more ...
 // HasIPv6 says whether the plane carries IPv6: its IPv6 maps were made at
 // their full size (OpenFamily).
 func (p *Plane) HasIPv6() bool { return p.objs.Lb6Services.MaxEntries() > 1 }
-
-// Family is the plane's: dual when it carries IPv6, else ipv4.
-func (p *Plane) Family() family.Family {
-	if p.HasIPv6() {
-		return family.Dual
-	}
-	return family.IPv4
-}

@@ -109,7 +109,7 @@ func OpenFamily(lab string, fam family.Family) (*Plane, error) {
 			m.Contents = nil // filled with the programs (programs)
 		}
 	}
-	if err := SizeMaps(spec, dir, fam); err != nil {
+	if err := SizeMaps(spec, dir, fam.HasIPv6()); err != nil {
 		return nil, err
 	}
 	if err := p.load(spec, &p.objs.serviceMaps); err != nil {
@@ -159,7 +159,7 @@ func (p *Plane) programs() (*servicePrograms, error) {
 		Lb6Tail   *ebpf.Map `ebpf:"lb6_tail"`
 		Host6Tail *ebpf.Map `ebpf:"host6_tail"`
 	}
-	if err := SizeMaps(spec, p.dir, p.Family()); err != nil {
+	if err := SizeMaps(spec, p.dir, p.HasIPv6()); err != nil {
 		return nil, err
 	}
 	if err := p.load(spec, &o); err != nil {
