@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Frontends are the Service plane's frontend maps (tcbpf.FrontendMaps: lb.h's
@@ -46,16 +49,31 @@ type mapsOnly struct {
 	PolStats    *ebpf.Map `ebpf:"pol_stats"`
 }
 
-// Open opens the maps pinned in dir, creating them (and dir) the first
-// time. fe are the Service frontends the programs will consult (Attach
-// loads them; UseFrontends gives them later). The caller keeps fe open
-// until Close.
-func Open(dir string, fe Frontends) (*Plane, error) {
+// ipv6Maps are the plane's preallocated IPv6 maps: made with one entry on
+// a plane for IPv4 only (OpenFamily), where no packet reaches them. At full
+// size they were 16 of a node's 31 MB of policy maps on an IPv4 cluster
+// (issue 47). The tries and the endpoints' hash allocate per entry, so they
+// keep their size.
+var ipv6Maps = []string{policyMapPol6Flows, policyMapPol6Frags}
+
+// Open opens the maps pinned in dir, creating them (and dir) for both
+// families the first time: OpenFamily(dir, family.Dual, fe).
+func Open(dir string, fe Frontends) (*Plane, error) { return OpenFamily(dir, family.Dual, fe) }
+
+// OpenFamily opens the maps pinned in dir, creating them (and dir) the
+// first time for the pods' family fam. Maps already pinned keep the size
+// they were made with (tcbpf.SizeMaps). fe are the Service frontends the
+// programs will consult (Attach loads them; UseFrontends gives them
+// later). The caller keeps fe open until Close.
+func OpenFamily(dir string, fam family.Family, fe Frontends) (*Plane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("policy pin directory: %w", err)
 	}
 	spec, err := loadPolicy()
 	if err != nil {
+		return nil, err
+	}
+	if err := tcbpf.SizeMaps(spec, dir, fam.HasIPv6(), ipv6Maps...); err != nil {
 		return nil, err
 	}
 	var m mapsOnly

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // BPF_PROG_TEST_RUN of pol_egress and pol_ingress on crafted frames: the
@@ -63,6 +64,12 @@ func testRules() *netpol.Rules {
 // and vip6:80/TCP.
 func testPlane(t *testing.T) *Plane {
 	t.Helper()
+	return testPlaneFamily(t, family.Dual)
+}
+
+// testPlaneFamily is testPlane with its maps made for fam.
+func testPlaneFamily(t *testing.T, fam family.Family) *Plane {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF)")
 	}
@@ -89,7 +96,7 @@ func testPlane(t *testing.T) *Plane {
 	if err := fe6.Put(k6, val); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(dir, Frontends{V4: fe4, V6: fe6})
+	p, err := OpenFamily(dir, fam, Frontends{V4: fe4, V6: fe6})
 	if err != nil {
 		t.Fatal(err)
 	}

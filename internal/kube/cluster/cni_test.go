@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
+	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
 	"github.com/vnetlab/vnetlab/internal/platform/cni"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
@@ -319,6 +321,15 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	if plane.HasIPv6() {
 		t.Errorf("node 1's plane %s has its IPv6 maps at full size on an IPv4 cluster", plane.Dir())
 	}
+	// So did the enforcer with its policy plane's (polbpf.OpenFamily).
+	pol6, err := ebpf.LoadPinnedMap(filepath.Join(netpolicy.PlaneDir(NodePlane(name, 1)), "pol6_flows"), &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("node 1's policy plane: %v", err)
+	}
+	if n := pol6.MaxEntries(); n != 1 {
+		t.Errorf("node 1's pol6_flows has %d entries on an IPv4 cluster, want 1", n)
+	}
+	pol6.Close()
 	// The planes' maps are the proxy's, the CNI's routing and the
 	// enforcer's (vnetlab's, the default here), each told apart, none
 	// unknown: kube converge's memory column is the proxy's part.

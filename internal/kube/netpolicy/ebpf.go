@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/datapath/polbpf"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // PolicyDir is the node's policy plane under its eBPF plane's pin
@@ -49,6 +50,9 @@ type ebpfBackend struct {
 	// them (kubelet's probes), as with the rules in the node's forward
 	// hook, which the node's own packets never cross.
 	node []netip.Prefix
+	// fam is the family of the node's addresses: its pods', for which the
+	// plane's maps are made (polbpf.OpenFamily).
+	fam family.Family
 
 	pl       *polbpf.Plane
 	fe4, fe6 *ebpf.Map
@@ -63,7 +67,11 @@ func NewEBPF(plane, containerdState string) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ebpfBackend{plane: plane, pods: newPodIfs(containerdState), node: node}, nil
+	addrs := make([]netip.Addr, len(node))
+	for i, p := range node {
+		addrs[i] = p.Addr()
+	}
+	return &ebpfBackend{plane: plane, pods: newPodIfs(containerdState), node: node, fam: family.OfAddrs(addrs)}, nil
 }
 
 func (b *ebpfBackend) Name() string {
@@ -78,7 +86,7 @@ func (b *ebpfBackend) open() error {
 	if b.pl != nil {
 		return nil
 	}
-	pl, err := polbpf.Open(PlaneDir(b.plane), polbpf.Frontends{})
+	pl, err := polbpf.OpenFamily(PlaneDir(b.plane), b.fam, polbpf.Frontends{})
 	if err != nil {
 		return err
 	}

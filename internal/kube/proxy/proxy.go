@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +147,7 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	planes, err := openPlanes(c, familyOf(nodeIPs), logf)
+	planes, err := openPlanes(c, family.OfAddrs(nodeIPs), logf)
 	if err != nil {
 		return err
 	}
@@ -329,19 +328,6 @@ func nodeIPsOf(ss []string) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("at most one address per family, got %v", append(v4, v6...))
 	}
 	return append(v4, v6...), nil
-}
-
-// familyOf is the family of a node with addresses ips: the maps of the
-// node's plane are made for it (tcbpf.OpenFamily).
-func familyOf(ips []netip.Addr) family.Family {
-	v4, v6 := slices.ContainsFunc(ips, netip.Addr.Is4), slices.ContainsFunc(ips, netip.Addr.Is6)
-	switch {
-	case v4 && v6:
-		return family.Dual
-	case v6:
-		return family.IPv6
-	}
-	return family.IPv4
 }
 
 // familiesOf names the families of the node's addresses (the health

@@ -62,7 +62,7 @@ func ebpfDir(st *lab.State) string { return filepath.Join(tcbpf.PinDir(st.Name),
 
 // withPlane opens the lab's policy plane for do.
 func withPlane(st *lab.State, do func(*polbpf.Plane) error) error {
-	pl, err := polbpf.Open(ebpfDir(st), polbpf.Frontends{})
+	pl, err := polbpf.OpenFamily(ebpfDir(st), st.Spec.Family, polbpf.Frontends{})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package family
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -78,6 +79,20 @@ func Of(a netip.Addr) Family {
 		return IPv4
 	}
 	return IPv6
+}
+
+// OfAddrs is the family of a set of addresses (a node's): dual when it
+// has both, IPv4 when it has none.
+func OfAddrs(addrs []netip.Addr) Family {
+	v4 := slices.ContainsFunc(addrs, func(a netip.Addr) bool { return Of(a) == IPv4 })
+	v6 := slices.ContainsFunc(addrs, func(a netip.Addr) bool { return Of(a) == IPv6 })
+	switch {
+	case v4 && v6:
+		return Dual
+	case v6:
+		return IPv6
+	}
+	return IPv4
 }
 
 // OfString is the address family of an address written as text (an
