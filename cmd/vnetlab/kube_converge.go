@@ -36,7 +36,8 @@ changed (to the first answer on the new port) and the Service deleted (to the fi
 not answered). Each is timestamped just before its write, waited for on every node
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
-largest, per kind and node, and per change on its slowest node ("all nodes"); the
+largest, per kind and node, and per change on its slowest node ("all nodes"), the write
+calls' own p50 (WRITE) and the latency after the write's answer (AFTER WRITE); the
 resolution is --interval. --extra-services N creates N other Services first (--extra-endpoints
 E each; --keep-extra keeps them for the next run); on a local cluster the etcd, API server
 and proxies' CPU and memory are measured while they are made, idle and during the changes,

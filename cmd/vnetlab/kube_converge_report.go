@@ -23,7 +23,8 @@ func newKubeConvergeReportCmd() *cobra.Command {
 		Short: "Tabulate kube converge files side by side (per proxy, E and N) and chart a kind's p99 against N",
 		Long: `Reads kube converge -o files (one per proxy, number of other Services N and endpoints each E)
 and prints, per kind of change, the slowest node's p50 and p99 with their 95% CIs, the
-changes not applied, the proxy's own metric beside them and how many of its values said
+changes not applied, the write calls' p50 and the latency after the write's answer (p50 / p99:
+the proxy's watch, its sync and the data path), the proxy's own metric beside them and how many of its values said
 done before a packet showed the change, connections broken, the proxies' CPU seconds (while
 N was made / during the changes) and RSS, the API server's and etcd's RSS, the eBPF maps'
 memory and tcp_crr to the newest Service as a ratio to the same proxy's N = 0 run.

@@ -238,6 +238,29 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 	return rows
 }
 
+// AfterWrite is the p50 and p99, with their CIs, of the changes of kind
+// on node n (AllNodes: each change's slowest node), each latency less the
+// change's write call (Change.WriteUS): from the API server's answer to the
+// packet, what the proxy's watch, its sync and the data path took. A value
+// can be below 0: a watch may deliver a change before the writer has the
+// answer. ok is false when no such change was timed (a file from before
+// write times, a lab's floor).
+func AfterWrite(changes []results.Change, kind, n string) (p50, p99 results.QuantileCI, ok bool) {
+	var us []float64
+	for _, ch := range changes {
+		if ch.Kind != kind || ch.WriteUS <= 0 || len(ch.ShownBefore) > 0 && (n == AllNodes || slices.Contains(ch.ShownBefore, n)) {
+			continue
+		}
+		if v, ok := nodeLatency(ch, n); ok {
+			us = append(us, float64(v-ch.WriteUS))
+		}
+	}
+	if len(us) == 0 {
+		return p50, p99, false
+	}
+	return quantile(us, 0.50), quantile(us, 0.99), true
+}
+
 // nodeLatency is ch's latency on node n, or on its slowest node (AllNodes,
 // which needs every node to have applied it).
 func nodeLatency(ch results.Change, n string) (int64, bool) {

@@ -228,3 +228,26 @@ func TestSummarizeController(t *testing.T) {
 		t.Errorf("none seen: %+v", none)
 	}
 }
+
+// A change's latency less its write call, per node and over all nodes
+// (each change's slowest): only timed changes, none shown before their
+// write; below 0 when a node showed it before the call returned.
+func TestAfterWrite(t *testing.T) {
+	changes := []results.Change{
+		{Kind: KindEndpointAdded, WriteUS: 10000, LatencyUS: map[string]int64{"n1": 12000, "n2": 15000}},
+		{Kind: KindEndpointAdded, WriteUS: 10000, LatencyUS: map[string]int64{"n1": 9000, "n2": 11000}},
+		{Kind: KindEndpointAdded, LatencyUS: map[string]int64{"n1": 90000, "n2": 90000}},                                // not timed
+		{Kind: KindEndpointAdded, WriteUS: 1000, LatencyUS: map[string]int64{"n1": 50000}, ShownBefore: []string{"n2"}}, // no all-nodes latency
+		{Kind: KindEndpointRemoved, WriteUS: 1000, LatencyUS: map[string]int64{"n1": 70000, "n2": 70000}},               // another kind
+	}
+	p50, p99, ok := AfterWrite(changes, KindEndpointAdded, AllNodes)
+	if !ok || p50.Value != 1000 || p99.Value != 5000 {
+		t.Errorf("all nodes: p50 %v p99 %v (%v), want 1 and 5 ms: 5 and 1 ms after the writes", p50, p99, ok)
+	}
+	if p50, _, _ := AfterWrite(changes, KindEndpointAdded, "n1"); p50.Value != 2000 {
+		t.Errorf("n1: p50 %v, want 2 ms of -1, 2 and 49 ms", p50)
+	}
+	if _, _, ok := AfterWrite(changes, KindServiceCreated, AllNodes); ok {
+		t.Error("a kind with no changes has an after-write latency")
+	}
+}

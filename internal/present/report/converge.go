@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
@@ -16,7 +17,8 @@ import (
 // PrintConvergence prints a `kube converge` table: per kind of change and
 // node, the latencies' p50/p90/p99 with their 95% CIs and the largest, in
 // ms, how many changes a node did not apply and how many its probes
-// showed before their write (a fault of the measurement), the proxy's own metric for
+// showed before their write (a fault of the measurement), the write calls'
+// p50 and the latency after the write's answer (p50 and p99), the proxy's own metric for
 // the same changes (and how many it says were done before the first probe
 // showed them), and the connections held open at the writes that broke.
 func PrintConvergence(w io.Writer, c *results.Convergence) {
@@ -37,7 +39,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "KIND\tNODE\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP90 MS\tP99 MS\tMAX MS"
 	if writes {
-		head += "\tWRITE P50 MS"
+		head += "\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS"
 	}
 	if metrics {
 		head += "\tMETRIC P50/P99 MS\tMETRIC EARLY"
@@ -49,7 +51,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	for _, r := range c.Rows {
 		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f", r.Kind, r.Node, r.Changes, r.NotApplied, r.ShownBefore, ms(r.P50), ms(r.P90), ms(r.P99), r.MaxUS/1000)
 		if writes {
-			line += "\t" + writeP50(r)
+			line += "\t" + writeP50(r) + "\t" + afterWrite(c, r.Kind, r.Node)
 		}
 		if metrics {
 			line += "\t" + metricText(r) + "\t" + early(r)
@@ -135,6 +137,16 @@ func writeP50(r results.ConvergeRow) string {
 		return "-"
 	}
 	return ms(*r.Write)
+}
+
+// afterWrite is the p50 and p99 (with its CI) of a kind's latencies on
+// node n less their write calls: the part after the API server's answer.
+func afterWrite(c *results.Convergence, kind, n string) string {
+	p50, p99, ok := converge.AfterWrite(c.Changes, kind, n)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f / %s", p50.Value/1000, ms(p99))
 }
 
 // early is how many of a row's metrics said done more than two probe

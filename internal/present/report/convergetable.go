@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
@@ -62,7 +63,9 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // PrintConvergeTable prints the scale table of many convergence runs (one
 // per proxy, N and E): per kind, the slowest node's p50 and p99 with their
 // CIs, the changes not applied and those shown before their write; the
-// write calls' p50 (the API server's share); the proxies' own metric (p50) and how
+// write calls' p50 (the API server's share) and the latency after the
+// write's answer (p50 and p99: the proxy's watch, its sync and the data
+// path); the proxies' own metric (p50) and how
 // many of its values said done before a packet showed it; the proxies'
 // CPU seconds and RSS (summed over nodes) while N was made and during the
 // changes; the planes' eBPF maps (the proxy's, and all: the CNI's routing
@@ -78,7 +81,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0")
+	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0")
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
@@ -87,8 +90,8 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
-				ms(cr.P50), ms(cr.P99), writeP50(cr), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
+				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
 				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]))
 		}
 	}

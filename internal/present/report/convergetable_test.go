@@ -121,25 +121,33 @@ func TestConvergeTablePolicies(t *testing.T) {
 	}
 }
 
-// The write calls' p50 (the API server's share of a latency) is a column
-// of both tables when a file timed them, "-" for a file from before; a
-// single run's table has the column only then.
+// The write calls' p50 (the API server's share of a latency), and the
+// latency after the write's answer, are columns of both tables when a file
+// timed them, "-" for a file from before; a single run's table has the
+// columns only then.
 func TestConvergeWriteShare(t *testing.T) {
 	timed, old := convRun("vnetlab-ebpf", 0, 12), convRun("iptables", 0, 900)
 	timed.C.Rows[0].Write = &results.QuantileCI{Value: 4200, CI: [2]float64{4000, 4400}}
+	timed.C.Changes = []results.Change{ // 2 and 5 ms after their writes' answers
+		{Kind: "endpoint-added", WriteUS: 4000, LatencyUS: map[string]int64{"n1": 6000}},
+		{Kind: "endpoint-added", WriteUS: 4000, LatencyUS: map[string]int64{"n1": 9000}},
+	}
 	var b bytes.Buffer
 	PrintConvergeTable(&b, []ConvergeRun{timed, old}, []string{"endpoint-added"})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[0], "WRITE P50 MS") || !strings.Contains(lines[2], "4.2 [4.0, 4.4]") {
 		t.Fatalf("the scale table lacks the timed run's write p50:\n%s", b.String())
 	}
-	if f := strings.Fields(lines[1]); !strings.Contains(lines[1], "900.0") || f[11] != "-" {
-		t.Errorf("the untimed run's write p50 is not \"-\": %q", lines[1])
+	if !strings.Contains(lines[0], "AFTER WRITE P50 / P99 MS") || !strings.Contains(lines[2], "2.0 / 5.0 [") {
+		t.Errorf("the scale table lacks the timed run's latency after the write:\n%s", b.String())
+	}
+	if f := strings.Fields(lines[1]); !strings.Contains(lines[1], "900.0") || f[11] != "-" || f[12] != "-" {
+		t.Errorf("the untimed run's write p50 and latency after it are not \"-\": %q", lines[1])
 	}
 	b.Reset()
 	PrintConvergence(&b, timed.C)
-	if !strings.Contains(b.String(), "WRITE P50 MS") || !strings.Contains(b.String(), "4.2 [4.0, 4.4]") {
-		t.Errorf("the run's table lacks the write p50:\n%s", b.String())
+	if !strings.Contains(b.String(), "WRITE P50 MS") || !strings.Contains(b.String(), "4.2 [4.0, 4.4]") || !strings.Contains(b.String(), "2.0 / 5.0 [") {
+		t.Errorf("the run's table lacks the write p50 or the latency after it:\n%s", b.String())
 	}
 	b.Reset()
 	PrintConvergence(&b, old.C)
