@@ -87,8 +87,19 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	}
 	step("build", start)
 
+	// e2e.test's temporary files go to a directory of the run's own, removed
+	// with it: upstream's kubectl kuberc specs make a directory and a file in
+	// TMPDIR in every e2e.test process, even one that does not run them, and
+	// never remove them.
+	tmp, err := os.MkdirTemp("", "vnetlab-conformance-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	e2e := e2eRunner{bin: e2eBin, tmp: tmp}
+
 	start = time.Now()
-	selected, err := dryRun(ctx, e2eBin, spec)
+	selected, err := e2e.dryRun(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +107,11 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 		return nil, fmt.Errorf("--focus %q with --skip %q selects none of e2e.test's %d specs: see `e2e.test --ginkgo.dry-run --ginkgo.v` in %s", spec.Focus, spec.Skip, selected.Total, e2eBin)
 	}
 	say("%d of e2e.test's %d specs selected (%s)", selected.WillRun, selected.Total, spec.selection())
-	imgDir, err := os.MkdirTemp("", "vnetlab-conformance-images-")
-	if err != nil {
+	imgDir := filepath.Join(tmp, "images")
+	if err := os.Mkdir(imgDir, 0o700); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(imgDir)
-	tars, err := writeImages(ctx, e2eBin, imgDir, say)
+	tars, err := e2e.writeImages(ctx, imgDir, say)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +141,7 @@ func Run(ctx context.Context, spec Spec, say func(string, ...any)) (*Result, err
 	step("cluster up", start)
 
 	start = time.Now()
-	err = runSpecs(ctx, spec, st, e2eBin, k8s, selected.WillRun, say)
+	err = e2e.runSpecs(ctx, spec, st, k8s, selected.WillRun, say)
 	step("specs", start)
 	if log, lerr := os.Open(r.Report(GinkgoLog)); lerr == nil {
 		r.Summary = SummaryLines(log)
@@ -166,19 +176,26 @@ func e2eFlags(spec Spec, st *lab.State, k8s, outDir string) []string {
 	}
 }
 
+// e2eRunner runs upstream's e2e.test from directory bin (through ginkgo
+// for the specs), its temporary files in tmp.
+type e2eRunner struct{ bin, tmp string }
+
+// env is the environment of e2e.test and ginkgo: the caller's, TMPDIR tmp.
+func (e e2eRunner) env() []string { return append(os.Environ(), "TMPDIR="+e.tmp) }
+
 // dryRun asks e2e.test which specs the focus and skip select, without a
 // cluster.
-func dryRun(ctx context.Context, e2eBin string, spec Spec) (Outcome, error) {
-	dir, err := os.MkdirTemp("", "vnetlab-conformance-dryrun-")
+func (e e2eRunner) dryRun(ctx context.Context, spec Spec) (Outcome, error) {
+	dir, err := os.MkdirTemp(e.tmp, "dryrun-")
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer os.RemoveAll(dir)
 	report := filepath.Join(dir, JSONReport)
-	c := exec.CommandContext(ctx, filepath.Join(e2eBin, binaries.E2ETest), "--ginkgo.dry-run", "--ginkgo.no-color", "--ginkgo.silence-skips",
+	c := exec.CommandContext(ctx, filepath.Join(e.bin, binaries.E2ETest), "--ginkgo.dry-run", "--ginkgo.no-color", "--ginkgo.silence-skips",
 		"--ginkgo.focus="+spec.Focus, "--ginkgo.skip="+spec.Skip, "--ginkgo.json-report="+report,
 		"--provider=skeleton", "--num-nodes="+strconv.Itoa(spec.Cluster.Nodes), "--e2e-output-dir="+dir)
-	c.Dir = dir
+	c.Dir, c.Env = dir, e.env()
 	out, err := c.CombinedOutput()
 	o, rerr := ReadReport(report)
 	if rerr != nil {
@@ -189,8 +206,10 @@ func dryRun(ctx context.Context, e2eBin string, spec Spec) (Outcome, error) {
 
 // writeImages builds the test images e2e.test names and writes each as an
 // archive in dir.
-func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...any)) ([]string, error) {
-	out, err := exec.CommandContext(ctx, filepath.Join(e2eBin, binaries.E2ETest), "--list-images").Output()
+func (e e2eRunner) writeImages(ctx context.Context, dir string, say func(string, ...any)) ([]string, error) {
+	c := exec.CommandContext(ctx, filepath.Join(e.bin, binaries.E2ETest), "--list-images")
+	c.Env = e.env()
+	out, err := c.Output()
 	if err != nil {
 		return nil, fmt.Errorf("e2e.test --list-images: %v", err)
 	}
@@ -202,7 +221,7 @@ func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...an
 	if err != nil {
 		return nil, err
 	}
-	in := imageInputs{e2eBin: e2eBin, coreDNS: coreDNS}
+	in := imageInputs{e2eBin: e.bin, coreDNS: coreDNS}
 	if in.tlsCert, in.tlsKey, err = writePorterTLS(dir); err != nil {
 		return nil, fmt.Errorf("agnhost's TLS certificate: %w", err)
 	}
@@ -226,7 +245,7 @@ func writeImages(ctx context.Context, e2eBin, dir string, say func(string, ...an
 // namespace, its output in the report directory's log, a progress line now
 // and then. Interrupted, ginkgo gets interruptGrace to clean up, then its
 // processes (a process group of their own) are killed.
-func runSpecs(ctx context.Context, spec Spec, st *lab.State, e2eBin, k8s string, willRun int, say func(string, ...any)) error {
+func (e e2eRunner) runSpecs(ctx context.Context, spec Spec, st *lab.State, k8s string, willRun int, say func(string, ...any)) error {
 	logPath := filepath.Join(spec.ReportDir, GinkgoLog)
 	for _, f := range []string{GinkgoLog, JSONReport, JUnitReport} {
 		_ = os.Remove(filepath.Join(spec.ReportDir, f))
@@ -241,11 +260,11 @@ func runSpecs(ctx context.Context, spec Spec, st *lab.State, e2eBin, k8s string,
 		"--focus=" + spec.Focus, "--skip=" + spec.Skip, "--flake-attempts=" + strconv.Itoa(spec.FlakeAttempts),
 		"--no-color", "--silence-skips",
 		"--output-dir=" + spec.ReportDir, "--json-report=" + JSONReport, "--junit-report=" + JUnitReport,
-		filepath.Join(e2eBin, binaries.E2ETest), "--",
+		filepath.Join(e.bin, binaries.E2ETest), "--",
 	}
 	args = append(args, e2eFlags(spec, st, k8s, spec.ReportDir)...)
-	c := proc.Command(ctx, st.Ext, filepath.Join(e2eBin, binaries.Ginkgo), args...)
-	c.Dir, c.Stdout, c.Stderr = spec.ReportDir, log, log
+	c := proc.Command(ctx, st.Ext, filepath.Join(e.bin, binaries.Ginkgo), args...)
+	c.Dir, c.Env, c.Stdout, c.Stderr = spec.ReportDir, e.env(), log, log
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGINT) }
 	c.WaitDelay = interruptGrace
 	say("running %d specs with %d ginkgo processes (output: %s)", willRun, spec.Procs, logPath)

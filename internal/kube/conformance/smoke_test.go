@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,11 +107,12 @@ func selection(t *testing.T, spec Spec) (selected, focused Outcome) {
 	if spec, err = spec.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if selected, err = dryRun(ctx, e2eBin, spec); err != nil {
+	e2e := e2eRunner{bin: e2eBin, tmp: t.TempDir()}
+	if selected, err = e2e.dryRun(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	spec.Skip = ""
-	if focused, err = dryRun(ctx, e2eBin, spec); err != nil {
+	if focused, err = e2e.dryRun(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	return selected, focused
@@ -152,12 +154,16 @@ func smoke(t *testing.T, spec Spec, specs []string) {
 	defer cancel()
 	spec.FlakeAttempts, spec.Timeout, spec.ReportDir = 2, 30*time.Minute, t.TempDir()
 	before := cluster.MachineState()
+	tmpBefore := kubercDirs(t)
 	start := time.Now()
 	r, err := Run(ctx, spec, t.Logf)
 	if r != nil && r.Cluster != nil {
 		if left := cluster.Leftovers(r.Cluster, before); left != "" {
 			t.Errorf("the removed cluster left: %s", left)
 		}
+	}
+	if left := slices.DeleteFunc(kubercDirs(t), func(d string) bool { return slices.Contains(tmpBefore, d) }); len(left) > 0 {
+		t.Errorf("the run left e2e.test's temporary directories in %s: %v", os.TempDir(), left)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -181,4 +187,15 @@ func smoke(t *testing.T, spec Spec, specs []string) {
 	for _, f := range r.Failed {
 		t.Errorf("%s %s after %s: %s: %s", strings.ToUpper(f.State), f.Name, f.RunTime.Round(time.Second), f.Location, f.Message)
 	}
+}
+
+// kubercDirs are the directories upstream's kubectl kuberc specs make in
+// TMPDIR, in every e2e.test process, and never remove.
+func kubercDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "test-kuberc*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
