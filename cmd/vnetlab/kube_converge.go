@@ -41,7 +41,10 @@ calls' own p50 (WRITE) and the latency after the write's answer (AFTER WRITE); t
 resolution is --interval. --extra-services N creates N other Services first (--extra-endpoints
 E each; --keep-extra keeps them for the next run); on a local cluster the etcd, API server
 and proxies' CPU and memory are measured while they are made, idle and during the changes,
-and each proxy's own metrics are scraped after each change (the table's METRIC). An unmeasured
+and each proxy's own metrics are scraped after each change (the table's METRIC). There, the
+CPU of the machine's other processes (outside the cluster and vnetlab: a compile beside the
+run) is measured too, in 10 s samples: a change that overlapped more than 0.1 CPUs of it is
+flagged (a warning, and DISTURBED in kube converge-report's table). An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
 measured change (the cluster may still be working through earlier writes). The changes
 start at the EndpointSlice's write, which the run makes itself; in a cluster the EndpointSlice

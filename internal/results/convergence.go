@@ -43,6 +43,48 @@ type Convergence struct {
 	// Controller is the EndpointSlice controller's share, measured apart
 	// after the changes (kube converge --controller-changes).
 	Controller *ControllerShare `json:"controller,omitempty"`
+	// OtherWork is what the machine's other processes used during a local
+	// cluster's run (absent elsewhere, and in files from before it).
+	OtherWork *OtherWork `json:"other_work,omitempty"`
+}
+
+// OtherWork is the CPU time used during a local cluster's run by the
+// machine's other processes: those in its network namespace that are
+// neither the cluster's nor vnetlab's (cpu.OtherWorkOf), such as a
+// compile beside the run. On a small machine such work delays the
+// cluster's daemons and probers: the changes it overlapped are flagged
+// (converge.Disturbed).
+type OtherWork struct {
+	// Phases: its CPU seconds in each phase (Phase*).
+	Phases map[string]float64 `json:"phases"`
+	// Samples: the changes phase in consecutive intervals.
+	Samples []OtherWorkSample `json:"samples"`
+	// Top: the names of the processes that used most of it in the
+	// changes phase, by their own time (a process that lived less than an
+	// interval is in the sums, through the process that reaped it, but
+	// not here).
+	Top []NamedCPU `json:"top,omitempty"`
+}
+
+// OtherWorkSample is the other work's CPU seconds in one interval (Unix ns).
+type OtherWorkSample struct {
+	Start      int64   `json:"start"`
+	End        int64   `json:"end"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+// CPUs is the sample's mean use, in CPUs.
+func (s OtherWorkSample) CPUs() float64 {
+	if s.End <= s.Start {
+		return 0
+	}
+	return s.CPUSeconds / (float64(s.End-s.Start) / 1e9)
+}
+
+// NamedCPU is the CPU seconds of the processes of one name.
+type NamedCPU struct {
+	Name       string  `json:"name"`
+	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
 // ControllerShare is the EndpointSlice controller's share of network

@@ -74,9 +74,11 @@ func checkFits(n, eps int, avail int64) error {
 func gb(b int64) float64 { return float64(b) / (1 << 30) }
 
 // usageMeter measures a local cluster's daemons phase by phase: CPU time
-// from the phase's start, resident memory at its end and its peak.
+// from the phase's start, resident memory at its end and its peak; and
+// the machine's other work beside them (otherMeter).
 type usageMeter struct {
 	daemons []cluster.Daemon
+	other   *otherMeter
 	mu      sync.Mutex
 	start   map[int]cpu.ProcUsage
 	peak    map[int]int64
@@ -91,7 +93,7 @@ func newUsageMeter(name string) (*usageMeter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &usageMeter{daemons: ds}, nil
+	return &usageMeter{daemons: ds, other: newOtherMeter(name)}, nil
 }
 
 // begin starts a phase.
@@ -103,6 +105,7 @@ func (m *usageMeter) begin() {
 			m.start[d.PID], m.peak[d.PID] = u, u.RSS
 		}
 	}
+	m.other.begin()
 	m.mu.Unlock()
 	m.quit, m.running = make(chan struct{}), true
 	m.done.Add(1)
@@ -114,12 +117,15 @@ func (m *usageMeter) begin() {
 			select {
 			case <-m.quit:
 				return
-			case <-t.C:
+			case now := <-t.C:
 				m.mu.Lock()
 				for _, d := range m.daemons {
 					if u, err := cpu.OfProcess(d.PID); err == nil {
 						m.peak[d.PID] = max(m.peak[d.PID], u.RSS)
 					}
+				}
+				if now.Sub(m.other.last.At) >= otherWorkEvery {
+					m.other.sample()
 				}
 				m.mu.Unlock()
 			}
@@ -137,6 +143,9 @@ func (m *usageMeter) end(phase string) []results.DaemonUse {
 	m.done.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if phase != "" {
+		m.other.end(phase)
+	}
 	secs := time.Since(m.t0).Seconds()
 	var out []results.DaemonUse
 	for _, d := range m.daemons {

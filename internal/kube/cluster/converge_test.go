@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,19 +35,29 @@ import (
 // one node after 5 s), not a failure. The proxies' metric is scraped for
 // the EndpointSlice changes, the daemons' use is measured, tcp_crr reaches
 // the newest Service, each write call is timed, the EndpointSlice
-// controller's share is measured apart (six pod label changes), and
-// nothing is left in the cluster.
+// controller's share is measured apart (six pod label changes), the
+// machine's other work is measured (a shell's loop at the lowest
+// priority, started by the test beside the run, is found, named and flags
+// the changes), and nothing is left in the cluster.
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
 	n := 2 * len(converge.Kinds)
+	loop := exec.Command("nice", "-n", "19", "sh", "-c", "while :; do :; done")
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopLoop := func() { _ = loop.Process.Kill(); _ = loop.Wait() }
+	t.Cleanup(stopLoop)
 	log, err := vnetlab(t, 10*time.Minute, "kube", "converge", "--cluster", testCluster, "--changes", "10", "--change-timeout", "10s",
 		"--extra-services", "20", "--crr", "1s", "--controller-changes", "6", "-o", out)
+	stopLoop()
 	if err != nil {
 		t.Fatalf("kube converge: %v\n%s", err, log)
 	}
 	t.Log(log)
 	c := readConvergence(t, out)
+	checkOtherWork(t, &c)
 	if c.Proxy != "iptables" || len(c.Changes) != n {
 		t.Fatalf("proxy %q, %d changes; want iptables and %d", c.Proxy, len(c.Changes), n)
 	}
@@ -312,4 +323,30 @@ func readConvergence(t *testing.T, path string) results.Convergence {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// checkOtherWork: the shell's loop beside a run is other work in every
+// phase, named, and the changes it overlapped (all of them) are flagged.
+func checkOtherWork(t *testing.T, c *results.Convergence) {
+	t.Helper()
+	o := c.OtherWork
+	if o == nil || len(o.Samples) == 0 {
+		t.Fatalf("no other work measured: %+v", o)
+	}
+	secs := float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
+	t.Logf("other work: %v, in the changes %.1f CPU s of %.1f s, top %v", o.Phases, o.Phases[results.PhaseChanges], secs, o.Top)
+	for _, ph := range []string{results.PhaseCreate, results.PhaseIdle, results.PhaseChanges} {
+		if _, ok := o.Phases[ph]; !ok {
+			t.Errorf("no other work in phase %s: %v", ph, o.Phases)
+		}
+	}
+	if o.Phases[results.PhaseChanges] < 0.2*secs {
+		t.Errorf("other work %.1f CPU s in the changes' %.1f s, while a shell looped beside them", o.Phases[results.PhaseChanges], secs)
+	}
+	if len(o.Top) == 0 || o.Top[0].Name != "sh" {
+		t.Errorf("the busiest other processes %v, want the shell (sh) first", o.Top)
+	}
+	if d := converge.Disturbed(c); len(d) != len(c.Changes) {
+		t.Errorf("%d of %d changes flagged as disturbed, want all", len(d), len(c.Changes))
+	}
 }

@@ -92,6 +92,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 			tw.Flush()
 		}
 	}
+	printOtherWork(w, c)
 	if c.CRR != nil {
 		fmt.Fprintf(w, "tcp_crr to the newest Service %s: median %.0f connections/s of %d samples of %.0f s, CPU pins %s\n", c.CRR.Target, stats.Median(c.CRR.Rates), len(c.CRR.Rates), c.CRR.Seconds, cmp.Or(c.CRR.Pins, cpupinNone))
 	}
@@ -189,4 +190,68 @@ func printNotApplied(w io.Writer, changes []results.Change, object string) {
 	if n > notAppliedLines {
 		fmt.Fprintf(w, "not applied: %d more changes (the -o file names each)\n", n-notAppliedLines)
 	}
+}
+
+// printOtherWork is what the machine's other processes used during c's
+// phases, and a warning naming the changes they may have delayed.
+func printOtherWork(w io.Writer, c *results.Convergence) {
+	o := c.OtherWork
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(w, "other work on this machine (outside the cluster and vnetlab): %.1f CPU s during the changes", o.Phases[results.PhaseChanges])
+	if len(o.Samples) > 0 {
+		secs := float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
+		busiest, _ := converge.BusiestOtherWork(c)
+		fmt.Fprintf(w, " (%.2f%% of a CPU; its busiest %.0f s: %.2f CPUs)", 100*o.Phases[results.PhaseChanges]/secs, float64(busiest.End-busiest.Start)/1e9, busiest.CPUs())
+	}
+	for _, ph := range []string{results.PhaseCreate, results.PhaseIdle} {
+		if v, ok := o.Phases[ph]; ok {
+			fmt.Fprintf(w, ", %.1f in the %s phase", v, ph)
+		}
+	}
+	for i, n := range o.Top {
+		sep := ", "
+		if i == 0 {
+			sep = "; by name: "
+		}
+		fmt.Fprintf(w, "%s%s %.1f s", sep, n.Name, n.CPUSeconds)
+	}
+	fmt.Fprintln(w)
+	if seqs := converge.Disturbed(c); len(seqs) > 0 {
+		fmt.Fprintf(w, "warning: %d of %d changes overlapped other work above %.1f CPUs (changes %s): their latencies may be its; measure again on an idle machine\n",
+			len(seqs), len(c.Changes), converge.DisturbedCPUs, seqRanges(seqs))
+	}
+}
+
+// otherWorkCell is the table's cell of c's other work: its CPU seconds
+// during the changes, and how many changes it disturbed ("-": a file
+// without it).
+func otherWorkCell(c *results.Convergence) string {
+	if c.OtherWork == nil {
+		return "-"
+	}
+	cell := fmt.Sprintf("%.1f", c.OtherWork.Phases[results.PhaseChanges])
+	if n := len(converge.Disturbed(c)); n > 0 {
+		cell += fmt.Sprintf(" (%d DISTURBED)", n)
+	}
+	return cell
+}
+
+// seqRanges writes ascending sequence numbers as ranges: "3-5, 9".
+func seqRanges(seqs []int) string {
+	var parts []string
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", seqs[i], seqs[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(seqs[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }

@@ -69,9 +69,10 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // many of its values said done before a packet showed it; the proxies'
 // CPU seconds and RSS (summed over nodes) while N was made and during the
 // changes; the planes' eBPF maps (the proxy's, and all: the CNI's routing
-// and the policy enforcer's too); and tcp_crr to the newest Service as a
+// and the policy enforcer's too); tcp_crr to the newest Service as a
 // ratio to the same proxy's and E's run at N = 0 (ratio of medians, 95%
-// bootstrap CI; the runs are sequential, not interleaved).
+// bootstrap CI; the runs are sequential, not interleaved); and the
+// machine's other work during the changes, with the changes it disturbed.
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 	sortRuns(runs)
 	base := map[convergeKey]*results.Convergence{}
@@ -81,7 +82,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0")
+	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
@@ -90,9 +91,9 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
 				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
-				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]))
+				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]), otherWorkCell(r.C))
 		}
 	}
 	tw.Flush()

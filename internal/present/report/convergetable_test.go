@@ -200,3 +200,45 @@ func TestConvergeMapParts(t *testing.T) {
 		t.Errorf("the run's text misses the parts:\n%s", b.String())
 	}
 }
+
+// The machine's other work is a column of the scale table, with the changes
+// it disturbed ("-" for a file without it), and lines of a run's report:
+// the phases, the busiest sample, the names, and a warning naming the
+// disturbed changes as ranges.
+func TestConvergeOtherWork(t *testing.T) {
+	const s = int64(1e9)
+	busy, old := convRun("vnetlab-ebpf", 0, 12), convRun("iptables", 0, 900)
+	for i := range 5 {
+		busy.C.Changes = append(busy.C.Changes, results.Change{Seq: i + 1, Kind: "endpoint-added", Written: int64(i) * 5 * s, LatencyUS: map[string]int64{"n1": 1000}})
+	}
+	busy.C.OtherWork = &results.OtherWork{
+		Phases: map[string]float64{results.PhaseCreate: 0.4, results.PhaseIdle: 0, results.PhaseChanges: 15.2},
+		Samples: []results.OtherWorkSample{
+			{Start: 0, End: 10 * s, CPUSeconds: 0.1},
+			{Start: 10 * s, End: 20 * s, CPUSeconds: 15},
+			{Start: 20 * s, End: 30 * s, CPUSeconds: 0.1},
+		},
+		Top: []results.NamedCPU{{Name: "compile", CPUSeconds: 9.5}, {Name: "go", CPUSeconds: 2}},
+	}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{busy, old}, []string{"endpoint-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "OTHER WORK CPU S") || !strings.HasSuffix(lines[2], "15.2 (2 DISTURBED)") || !strings.HasSuffix(lines[1], " -") {
+		t.Errorf("the scale table's other work:\n%s", b.String())
+	}
+	b.Reset()
+	PrintConvergence(&b, busy.C)
+	for _, want := range []string{
+		"15.2 CPU s during the changes (50.67% of a CPU; its busiest 10 s: 1.50 CPUs), 0.4 in the create phase, 0.0 in the idle phase; by name: compile 9.5 s, go 2.0 s",
+		"warning: 2 of 5 changes overlapped other work above 0.1 CPUs (changes 3-4)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("a run's report lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	PrintConvergence(&b, old.C)
+	if strings.Contains(b.String(), "other work") {
+		t.Errorf("a file without the other work has it:\n%s", b.String())
+	}
+}
