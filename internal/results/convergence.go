@@ -59,6 +59,9 @@ type OtherWork struct {
 	Phases map[string]float64 `json:"phases"`
 	// Samples: the changes phase in consecutive intervals.
 	Samples []OtherWorkSample `json:"samples"`
+	// ReadSeconds: how long its readings took in the changes phase (the
+	// meter's own cost, wall time of reading /proc).
+	ReadSeconds float64 `json:"read_seconds"`
 	// Top: the names of the processes that used most of it in the
 	// changes phase, by their own time (a process that lived less than an
 	// interval is in the sums, through the process that reaped it, but
@@ -161,6 +164,13 @@ type DaemonUse struct {
 type ProxySyncs struct {
 	Syncs  int     `json:"syncs"`
 	MeanUS float64 `json:"mean_us"`
+	// Reconciles: kube-proxy's conntrack reconciler's runs in the same
+	// time, and their mean (kubeproxy_conntrack_reconciler_sync_duration_seconds;
+	// none on vnetlab's proxies).
+	Reconciles      int     `json:"conntrack_reconciles,omitempty"`
+	ReconcileMeanUS float64 `json:"conntrack_reconcile_mean_us,omitempty"`
+	// ConntrackEntries: the node's conntrack entries after the changes.
+	ConntrackEntries int64 `json:"conntrack_entries,omitempty"`
 }
 
 // Change is one write through the API and what each node made of it.

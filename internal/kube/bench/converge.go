@@ -226,6 +226,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	res.End = time.Now()
+	if c.metrics != nil {
+		c.metrics.countConntrack()
+	}
 	c.stop()
 	if meter != nil && c.warmed {
 		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,10 +20,14 @@ import (
 
 // kube-proxy's metrics (vnetlab's proxy serves the same names): the
 // network programming duration, from an EndpointSlice's trigger time to the
-// end of the sync that wrote it, and each sync's duration.
+// end of the sync that wrote it, and each sync's duration; and kube-proxy's
+// own, its conntrack reconciler's runs (at the end of a sync it lists the
+// node's conntrack entries and deletes the UDP ones of removed endpoints:
+// vnetlab's proxy has none, its flows are in its own maps).
 const (
 	metricProgramming = "kubeproxy_network_programming_duration_seconds"
 	metricSync        = "kubeproxy_sync_proxy_rules_duration_seconds"
+	metricReconcile   = "kubeproxy_conntrack_reconciler_sync_duration_seconds"
 	// proxyMetricsURL is kube-proxy's status port, on a node's loopback.
 	proxyMetricsURL = "http://127.0.0.1:10249/metrics"
 )
@@ -36,22 +42,27 @@ type histo struct {
 // namespace (a local cluster's: the status port listens on the node's
 // loopback, as kube-proxy's does).
 type scraper struct {
-	nodeNS      map[string]string // node name -> its namespace
-	programming map[string]histo  // the last scrape's, per node
-	syncFirst   map[string]histo  // the first scrape's sync durations
-	syncLast    map[string]histo
+	nodeNS      map[string]string       // node name -> its namespace
+	programming map[string]histo        // the last scrape's, per node
+	first       map[string]proxyMetrics // the first scrape's
+	last        map[string]proxyMetrics
+	conntrack   map[string]int64 // the node's conntrack entries, after the changes
 	failed      map[string]error
 }
 
+// proxyMetrics are the histograms a scrape reads.
+type proxyMetrics struct{ programming, sync, reconcile histo }
+
 func newScraper(nodeNS map[string]string) *scraper {
-	return &scraper{nodeNS: nodeNS, programming: map[string]histo{}, syncFirst: map[string]histo{}, syncLast: map[string]histo{}, failed: map[string]error{}}
+	return &scraper{nodeNS: nodeNS, programming: map[string]histo{}, first: map[string]proxyMetrics{}, last: map[string]proxyMetrics{},
+		conntrack: map[string]int64{}, failed: map[string]error{}}
 }
 
-// scrape reads node's two histograms.
-func (s *scraper) scrape(ctx context.Context, node string) (prog, sync histo, err error) {
+// scrape reads node's histograms.
+func (s *scraper) scrape(ctx context.Context, node string) (pm proxyMetrics, err error) {
 	ns, ok := s.nodeNS[node]
 	if !ok {
-		return prog, sync, fmt.Errorf("node %s has no namespace of a local cluster", node)
+		return pm, fmt.Errorf("node %s has no namespace of a local cluster", node)
 	}
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
@@ -65,30 +76,30 @@ func (s *scraper) scrape(ctx context.Context, node string) (prog, sync histo, er
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, proxyMetricsURL, nil)
 	if err != nil {
-		return prog, sync, err
+		return pm, err
 	}
 	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
-		return prog, sync, err
+		return pm, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return prog, sync, err
+		return pm, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return prog, sync, fmt.Errorf("%s: %s", proxyMetricsURL, resp.Status)
+		return pm, fmt.Errorf("%s: %s", proxyMetricsURL, resp.Status)
 	}
 	return parseProxyMetrics(string(body))
 }
 
-// parseProxyMetrics reads the two histograms from a /metrics page with
+// parseProxyMetrics reads the histograms from a /metrics page with
 // Prometheus' text parser; a histogram the page lacks is zero.
-func parseProxyMetrics(page string) (prog, sync histo, err error) {
+func parseProxyMetrics(page string) (pm proxyMetrics, err error) {
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	mf, err := parser.TextToMetricFamilies(strings.NewReader(page))
 	if err != nil {
-		return prog, sync, fmt.Errorf("parse /metrics: %v", err)
+		return pm, fmt.Errorf("parse /metrics: %v", err)
 	}
 	read := func(name string) histo {
 		var h histo
@@ -100,19 +111,19 @@ func parseProxyMetrics(page string) (prog, sync histo, err error) {
 		}
 		return h
 	}
-	return read(metricProgramming), read(metricSync), nil
+	return proxyMetrics{read(metricProgramming), read(metricSync), read(metricReconcile)}, nil
 }
 
 // baseline scrapes every node before the first change.
 func (s *scraper) baseline(ctx context.Context, say func(string, ...any)) {
 	for n := range s.nodeNS {
-		prog, sync, err := s.scrape(ctx, n)
+		pm, err := s.scrape(ctx, n)
 		if err != nil {
 			s.failed[n] = err
 			say("converge: node %s's proxy metrics not scraped (%v): its latencies are measured without them", n, err)
 			continue
 		}
-		s.programming[n], s.syncFirst[n], s.syncLast[n] = prog, sync, sync
+		s.programming[n], s.first[n], s.last[n] = pm.programming, pm, pm
 	}
 }
 
@@ -129,13 +140,13 @@ func (s *scraper) observe(ctx context.Context, ch *results.Change, wait time.Dur
 			continue
 		}
 		for {
-			prog, sync, err := s.scrape(ctx, n)
+			pm, err := s.scrape(ctx, n)
 			if err != nil {
 				s.failed[n] = err
 				break
 			}
-			last := s.programming[n]
-			s.syncLast[n] = sync
+			prog, last := pm.programming, s.programming[n]
+			s.last[n] = pm
 			if prog.count > last.count && !writesSlice(ch.Kind) {
 				// A Service's write carries no trigger time: what the
 				// proxy observed starts at an earlier slice write (a
@@ -160,16 +171,37 @@ func (s *scraper) observe(ctx context.Context, ch *results.Change, wait time.Dur
 	}
 }
 
-// syncs is each node's syncs during the run: how many, and their mean.
+// syncs is each node's syncs during the run (how many, their mean), its
+// conntrack reconciler's runs and the node's conntrack entries.
 func (s *scraper) syncs() map[string]results.ProxySyncs {
 	out := map[string]results.ProxySyncs{}
-	for n, last := range s.syncLast {
-		first := s.syncFirst[n]
-		ps := results.ProxySyncs{Syncs: int(last.count - first.count)}
-		if ps.Syncs > 0 {
-			ps.MeanUS = (last.sum - first.sum) / float64(ps.Syncs) * 1e6
+	mean := func(first, last histo) (int, float64) {
+		n := int(last.count - first.count)
+		if n == 0 {
+			return 0, 0
 		}
+		return n, (last.sum - first.sum) / float64(n) * 1e6
+	}
+	for n, last := range s.last {
+		var ps results.ProxySyncs
+		ps.Syncs, ps.MeanUS = mean(s.first[n].sync, last.sync)
+		ps.Reconciles, ps.ReconcileMeanUS = mean(s.first[n].reconcile, last.reconcile)
+		ps.ConntrackEntries = s.conntrack[n]
 		out[n] = ps
 	}
 	return out
+}
+
+// countConntrack reads each node's conntrack entries now (its namespace's
+// nf_conntrack_count: the probers' flows make most of them).
+func (s *scraper) countConntrack() {
+	for n, ns := range s.nodeNS {
+		_ = nsutil.Do(ns, func() error {
+			b, err := os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_count")
+			if err == nil {
+				s.conntrack[n], err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			}
+			return err
+		})
+	}
 }

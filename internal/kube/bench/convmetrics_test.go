@@ -2,9 +2,10 @@ package bench
 
 import "testing"
 
-// The two histograms are read with Prometheus' parser and summed over
-// their series (vnetlab's proxy labels them by IP family); a page without
-// them reads zero; a malformed page is an error.
+// The histograms are read with Prometheus' parser and summed over their
+// series (vnetlab's proxy labels them by IP family); a page without them
+// reads zero (vnetlab's proxy has no conntrack reconciler); a malformed
+// page is an error.
 func TestParseProxyMetrics(t *testing.T) {
 	page := `# HELP kubeproxy_network_programming_duration_seconds x
 # TYPE kubeproxy_network_programming_duration_seconds histogram
@@ -18,18 +19,22 @@ kubeproxy_network_programming_duration_seconds_count{ip_family="IPv6"} 1
 kubeproxy_sync_proxy_rules_duration_seconds_bucket{le="+Inf"} 7
 kubeproxy_sync_proxy_rules_duration_seconds_sum 0.07
 kubeproxy_sync_proxy_rules_duration_seconds_count 7
+# TYPE kubeproxy_conntrack_reconciler_sync_duration_seconds histogram
+kubeproxy_conntrack_reconciler_sync_duration_seconds_bucket{ip_family="IPv4",le="+Inf"} 2
+kubeproxy_conntrack_reconciler_sync_duration_seconds_sum{ip_family="IPv4"} 3.5
+kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2
 `
-	prog, sync, err := parseProxyMetrics(page)
+	pm, err := parseProxyMetrics(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if prog.count != 4 || prog.sum != 0.75 || sync.count != 7 || sync.sum != 0.07 {
-		t.Errorf("programming %+v, sync %+v; want 4 observations summing 0.75 s, 7 syncs summing 0.07 s", prog, sync)
+	if want := (proxyMetrics{histo{0.75, 4}, histo{0.07, 7}, histo{3.5, 2}}); pm != want {
+		t.Errorf("read %+v, want %+v", pm, want)
 	}
-	if p, s, err := parseProxyMetrics("# TYPE other counter\nother 1\n"); err != nil || p.count != 0 || s.count != 0 {
-		t.Errorf("a page without them: %+v %+v %v", p, s, err)
+	if pm, err := parseProxyMetrics("# TYPE other counter\nother 1\n"); err != nil || pm != (proxyMetrics{}) {
+		t.Errorf("a page without them: %+v %v", pm, err)
 	}
-	if _, _, err := parseProxyMetrics("not a metric {\n"); err == nil {
+	if _, err := parseProxyMetrics("not a metric {\n"); err == nil {
 		t.Error("a malformed page parsed")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,15 @@ func TestKubeConverge(t *testing.T) {
 	}
 	if metrics == 0 {
 		t.Error("no change has kube-proxy's network programming duration: its /metrics were not scraped")
+	}
+	// The probers' flows are in each node's conntrack table, which
+	// kube-proxy's reconciler lists.
+	for _, n := range testState.Nodes {
+		ps, ok := c.ProxySyncs[n.Name]
+		t.Logf("%s: %+v", n.Name, ps)
+		if !ok || ps.ConntrackEntries == 0 {
+			t.Errorf("node %s: no conntrack entries counted after the changes (%+v)", n.Name, ps)
+		}
 	}
 	if c.Scale == nil || c.Scale.Services != 20 || len(c.Scale.Use) == 0 {
 		t.Errorf("scale %+v: want 20 Services and the daemons' use", c.Scale)
@@ -345,6 +355,13 @@ func checkOtherWork(t *testing.T, c *results.Convergence) {
 	}
 	if len(o.Top) == 0 || o.Top[0].Name != "sh" {
 		t.Errorf("the busiest other processes %v, want the shell (sh) first", o.Top)
+	}
+	// The cluster's own processes are not other work: its daemons, the
+	// shims of its pods (the init process's children) and the pods.
+	for _, n := range o.Top {
+		if slices.Contains([]string{"vnetlab", "kube-apiserver", "etcd", "kubelet", "containerd", "containerd-shim", "kube-proxy", "coredns"}, n.Name) {
+			t.Errorf("the cluster's %s counted as other work (%.2f s)", n.Name, n.CPUSeconds)
+		}
 	}
 	if d := converge.Disturbed(c); len(d) != len(c.Changes) {
 		t.Errorf("%d of %d changes flagged as disturbed, want all", len(d), len(c.Changes))

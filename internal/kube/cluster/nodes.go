@@ -158,8 +158,12 @@ func NodeCgroup(node string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(root, cgroup.KubeSub, node), nil
+	return filepath.Join(root, NodeCgroupPath(node)), nil
 }
+
+// NodeCgroupPath is node's cgroup as /proc/PID/cgroup names it (from the
+// hierarchy's root): its pods' cgroups are below it.
+func NodeCgroupPath(node string) string { return filepath.Join("/", cgroup.KubeSub, node) }
 
 // NodeCommand is a command run as one of a node's own processes: in its
 // network namespace and its cgroup (NodeCgroup), where vnetlab's socket

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -12,12 +13,9 @@ import (
 const pfKthread = 0x00200000
 
 // OtherWork is a reading of the CPU time used so far by the machine's
-// other work: every process in the caller's network namespace (the
-// machine's: vnetlab runs in it), kernel threads excepted, that is neither one of the measured system's
-// own processes nor descended from one (OtherWorkOf's roots). What a local
-// cluster runs is in the nodes' and pods' namespaces, or one of its roots;
-// what else runs here (a compile, a shell's loop, another tool) is in the
-// machine's namespace.
+// other work: every process, kernel threads excepted, that is not the
+// measured system's (Measured). On one machine, that is a compile, a
+// shell's loop, another tool, another lab or cluster.
 //
 // Each process counts its own time and that of its children it reaped
 // (utime + stime + cutime + cstime), so the sum over processes is kept
@@ -27,6 +25,19 @@ type OtherWork struct {
 	At    time.Time
 	Total time.Duration
 	own   map[procKey]procOwn
+}
+
+// Measured names the measured system's processes, which a reading leaves
+// out: Roots and their descendants; the processes in the network
+// namespaces of Roots other than the caller's (a cluster's nodes: their
+// daemons' children, such as containerd's shims, are the init process's
+// once their parent exits); and those in Cgroups or below (a cluster's
+// pods, each in a namespace of its own), as /proc/PID/cgroup names them.
+// A measuring tool's own PID is one of Roots: what it starts is not other
+// work.
+type Measured struct {
+	Roots   []int
+	Cgroups []string
 }
 
 // procKey names a process across PID reuse.
@@ -41,33 +52,29 @@ type procOwn struct {
 	cpu  time.Duration
 }
 
-// OtherWorkOf reads the other work now: the machine's namespace's
-// processes outside roots and their descendants (a measuring tool is one
-// of its roots: what it starts is not other work).
-func OtherWorkOf(roots []int) (OtherWork, error) {
+// OtherWorkOf reads the other work now: the machine's processes but m's.
+func OtherWorkOf(m Measured) (OtherWork, error) {
 	procs, err := procfs.AllProcs()
 	if err != nil {
 		return OtherWork{}, err
 	}
-	netNS, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		return OtherWork{}, fmt.Errorf("the network namespace: %w", err)
+	netNS := func(pid int) string { ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); return ns }
+	own := netNS(os.Getpid())
+	inside, insideNS := map[int]bool{}, map[string]bool{}
+	for _, r := range m.Roots {
+		inside[r] = true
+		if ns := netNS(r); ns != "" && ns != own {
+			insideNS[ns] = true
+		}
 	}
-	// Only the namespace's processes are read: a process elsewhere is the
-	// cluster's, or another namespace's (its time counts once reaped by
-	// a parent here).
 	stats := make(map[int]procfs.ProcStat, len(procs))
 	for _, p := range procs {
-		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.PID)); err != nil || ns != netNS {
+		if insideNS[netNS(p.PID)] {
 			continue
 		}
-		if s, err := p.Stat(); err == nil { // a process gone meanwhile: its time is its reaper's
+		if s, err := p.Stat(); err == nil && s.Flags&pfKthread == 0 { // a process gone meanwhile: its time is its reaper's
 			stats[s.PID] = s
 		}
-	}
-	inside := map[int]bool{}
-	for _, r := range roots {
-		inside[r] = true
 	}
 	var within func(pid int, depth int) bool
 	within = func(pid, depth int) bool {
@@ -83,7 +90,7 @@ func OtherWorkOf(roots []int) (OtherWork, error) {
 	w := OtherWork{At: time.Now(), own: map[procKey]procOwn{}}
 	tick := func(t float64) time.Duration { return time.Duration(t / userHZ * float64(time.Second)) }
 	for pid, s := range stats {
-		if s.Flags&pfKthread != 0 || within(pid, 0) {
+		if within(pid, 0) || inCgroups(pid, m.Cgroups) {
 			continue
 		}
 		own := tick(float64(s.UTime + s.STime))
@@ -91,6 +98,30 @@ func OtherWorkOf(roots []int) (OtherWork, error) {
 		w.own[procKey{pid, s.Starttime}] = procOwn{comm: s.Comm, cpu: own}
 	}
 	return w, nil
+}
+
+// inCgroups says whether pid is in one of cgroups or below, in any
+// hierarchy of its /proc/PID/cgroup ("ID:CONTROLLERS:PATH" lines).
+func inCgroups(pid int, cgroups []string) bool {
+	if len(cgroups) == 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) < 3 {
+			continue
+		}
+		for _, cg := range cgroups {
+			if parts[2] == cg || strings.HasPrefix(parts[2], cg+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Sub is the other work between before and w: its CPU time, and the CPU

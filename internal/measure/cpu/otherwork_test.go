@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -24,7 +26,7 @@ func burn(t *testing.T) time.Duration {
 func TestOtherWork(t *testing.T) {
 	read := func(roots ...int) OtherWork {
 		t.Helper()
-		w, err := OtherWorkOf(roots)
+		w, err := OtherWorkOf(Measured{Roots: roots})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,5 +61,50 @@ func TestOtherWork(t *testing.T) {
 	_, names := read().Sub(before)
 	if names["sh"] < 300*time.Millisecond {
 		t.Errorf("other work by name %v: want sh with most of a second", names)
+	}
+}
+
+// A process in a namespace of one of the roots (a cluster's node: a
+// containerd shim, whose parent is the init process) is the measured
+// system's; in another namespace, with no root there, it is other work.
+func TestOtherWorkNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace of its own needs root")
+	}
+	// sh loops in a new namespace, beside a sleep it started (sleep is not
+	// its ancestor: only the namespace makes sh the sleep's system's).
+	c := exec.Command("unshare", "-n", "sh", "-c", "sleep 60 & echo $!; while :; do :; done")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	var sleep int
+	if _, err := fmt.Fscan(out, &sleep); err != nil {
+		t.Fatalf("the sleep's PID: %v", err)
+	}
+	defer syscall.Kill(sleep, syscall.SIGKILL)
+	used := func(m Measured) time.Duration {
+		t.Helper()
+		before, err := OtherWorkOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		after, err := OtherWorkOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, names := after.Sub(before)
+		return names["sh"]
+	}
+	if d := used(Measured{}); d < 300*time.Millisecond {
+		t.Errorf("a shell looping in a namespace of no root: %v of other work, want most of a second", d)
+	}
+	if d := used(Measured{Roots: []int{sleep}}); d > 0 {
+		t.Errorf("a shell looping in a root's namespace: %v of other work, want none", d)
 	}
 }

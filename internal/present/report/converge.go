@@ -105,7 +105,14 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	}
 	for _, n := range slices.Sorted(maps.Keys(c.ProxySyncs)) {
 		s := c.ProxySyncs[n]
-		fmt.Fprintf(w, "%s: the proxy reported %d syncs, mean %.2f ms (kubeproxy_sync_proxy_rules_duration_seconds)\n", n, s.Syncs, s.MeanUS/1000)
+		fmt.Fprintf(w, "%s: the proxy reported %d syncs, mean %.2f ms (kubeproxy_sync_proxy_rules_duration_seconds)", n, s.Syncs, s.MeanUS/1000)
+		if s.Reconciles > 0 {
+			fmt.Fprintf(w, "; its conntrack reconciler ran %d times, mean %.2f ms (kubeproxy_conntrack_reconciler_sync_duration_seconds)", s.Reconciles, s.ReconcileMeanUS/1000)
+		}
+		if s.ConntrackEntries > 0 {
+			fmt.Fprintf(w, "; %d conntrack entries on the node after the changes", s.ConntrackEntries)
+		}
+		fmt.Fprintln(w)
 	}
 }
 
@@ -216,6 +223,9 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 			sep = "; by name: "
 		}
 		fmt.Fprintf(w, "%s%s %.1f s", sep, n.Name, n.CPUSeconds)
+	}
+	if o.ReadSeconds > 0 {
+		fmt.Fprintf(w, "; its readings took %.2f s", o.ReadSeconds)
 	}
 	fmt.Fprintln(w)
 	if seqs := converge.Disturbed(c); len(seqs) > 0 {

@@ -218,7 +218,8 @@ func TestConvergeOtherWork(t *testing.T) {
 			{Start: 10 * s, End: 20 * s, CPUSeconds: 15},
 			{Start: 20 * s, End: 30 * s, CPUSeconds: 0.1},
 		},
-		Top: []results.NamedCPU{{Name: "compile", CPUSeconds: 9.5}, {Name: "go", CPUSeconds: 2}},
+		Top:         []results.NamedCPU{{Name: "compile", CPUSeconds: 9.5}, {Name: "go", CPUSeconds: 2}},
+		ReadSeconds: 0.05,
 	}
 	var b bytes.Buffer
 	PrintConvergeTable(&b, []ConvergeRun{busy, old}, []string{"endpoint-added"})
@@ -229,7 +230,7 @@ func TestConvergeOtherWork(t *testing.T) {
 	b.Reset()
 	PrintConvergence(&b, busy.C)
 	for _, want := range []string{
-		"15.2 CPU s during the changes (50.67% of a CPU; its busiest 10 s: 1.50 CPUs), 0.4 in the create phase, 0.0 in the idle phase; by name: compile 9.5 s, go 2.0 s",
+		"15.2 CPU s during the changes (50.67% of a CPU; its busiest 10 s: 1.50 CPUs), 0.4 in the create phase, 0.0 in the idle phase; by name: compile 9.5 s, go 2.0 s; its readings took 0.05 s",
 		"warning: 2 of 5 changes overlapped other work above 0.1 CPUs (changes 3-4)",
 	} {
 		if !strings.Contains(b.String(), want) {
