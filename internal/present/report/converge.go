@@ -12,6 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
 // PrintConvergence prints a `kube converge` table: per kind of change and
@@ -230,7 +231,7 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 	fmt.Fprintln(w)
 	if seqs := converge.Disturbed(c); len(seqs) > 0 {
 		fmt.Fprintf(w, "warning: %d of %d changes overlapped other work above %.1f CPUs (changes %s): their latencies may be its; measure again on an idle machine\n",
-			len(seqs), len(c.Changes), converge.DisturbedCPUs, seqRanges(seqs))
+			len(seqs), len(c.Changes), converge.DisturbedCPUs, cpupin.FormatList(seqs))
 	}
 }
 
@@ -246,22 +247,4 @@ func otherWorkCell(c *results.Convergence) string {
 		cell += fmt.Sprintf(" (%d DISTURBED)", n)
 	}
 	return cell
-}
-
-// seqRanges writes ascending sequence numbers as ranges: "3-5, 9".
-func seqRanges(seqs []int) string {
-	var parts []string
-	for i := 0; i < len(seqs); {
-		j := i
-		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", seqs[i], seqs[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(seqs[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }

@@ -175,7 +175,8 @@ func cpus(set *unix.CPUSet) []int {
 	return out
 }
 
-// FormatList writes CPUs the way /proc's Cpus_allowed_list does ("0-1,4").
+// FormatList writes ascending numbers (CPUs) as ranges, the way /proc's
+// Cpus_allowed_list does ("0-1,4"; converge-report names changes so too).
 func FormatList(cpus []int) string {
 	var parts []string
 	for i := 0; i < len(cpus); {
