@@ -69,6 +69,14 @@ type OtherWork struct {
 	Top []NamedCPU `json:"top,omitempty"`
 }
 
+// ChangesSeconds is how long the changes phase's samples span.
+func (o OtherWork) ChangesSeconds() float64 {
+	if len(o.Samples) == 0 {
+		return 0
+	}
+	return float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
+}
+
 // OtherWorkSample is the other work's CPU seconds in one interval (Unix ns).
 type OtherWorkSample struct {
 	Start      int64   `json:"start"`

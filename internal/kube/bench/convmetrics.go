@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -196,12 +195,8 @@ func (s *scraper) syncs() map[string]results.ProxySyncs {
 // nf_conntrack_count: the probers' flows make most of them).
 func (s *scraper) countConntrack() {
 	for n, ns := range s.nodeNS {
-		_ = nsutil.Do(ns, func() error {
-			b, err := os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_count")
-			if err == nil {
-				s.conntrack[n], err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			}
-			return err
-		})
+		if v, err := nsutil.ReadSysctl(ns, "net.netfilter.nf_conntrack_count"); err == nil {
+			s.conntrack[n], _ = strconv.ParseInt(v, 10, 64)
+		}
 	}
 }

@@ -343,7 +343,7 @@ func checkOtherWork(t *testing.T, c *results.Convergence) {
 	if o == nil || len(o.Samples) == 0 {
 		t.Fatalf("no other work measured: %+v", o)
 	}
-	secs := float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
+	secs := o.ChangesSeconds()
 	t.Logf("other work: %v, in the changes %.1f CPU s of %.1f s, top %v", o.Phases, o.Phases[results.PhaseChanges], secs, o.Top)
 	for _, ph := range []string{results.PhaseCreate, results.PhaseIdle, results.PhaseChanges} {
 		if _, ok := o.Phases[ph]; !ok {

@@ -68,12 +68,13 @@ func OtherWorkOf(m Measured) (OtherWork, error) {
 		}
 	}
 	stats := make(map[int]procfs.ProcStat, len(procs))
+	byPID := make(map[int]procfs.Proc, len(procs))
 	for _, p := range procs {
 		if insideNS[netNS(p.PID)] {
 			continue
 		}
 		if s, err := p.Stat(); err == nil && s.Flags&pfKthread == 0 { // a process gone meanwhile: its time is its reaper's
-			stats[s.PID] = s
+			stats[s.PID], byPID[s.PID] = s, p
 		}
 	}
 	var within func(pid int, depth int) bool
@@ -90,7 +91,7 @@ func OtherWorkOf(m Measured) (OtherWork, error) {
 	w := OtherWork{At: time.Now(), own: map[procKey]procOwn{}}
 	tick := func(t float64) time.Duration { return time.Duration(t / userHZ * float64(time.Second)) }
 	for pid, s := range stats {
-		if within(pid, 0) || inCgroups(pid, m.Cgroups) {
+		if within(pid, 0) || inCgroups(byPID[pid], m.Cgroups) {
 			continue
 		}
 		own := tick(float64(s.UTime + s.STime))
@@ -100,23 +101,19 @@ func OtherWorkOf(m Measured) (OtherWork, error) {
 	return w, nil
 }
 
-// inCgroups says whether pid is in one of cgroups or below, in any
-// hierarchy of its /proc/PID/cgroup ("ID:CONTROLLERS:PATH" lines).
-func inCgroups(pid int, cgroups []string) bool {
+// inCgroups says whether p is in one of cgroups or below, in any
+// hierarchy of its /proc/PID/cgroup.
+func inCgroups(p procfs.Proc, cgroups []string) bool {
 	if len(cgroups) == 0 {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	groups, err := p.Cgroups()
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) < 3 {
-			continue
-		}
+	for _, g := range groups {
 		for _, cg := range cgroups {
-			if parts[2] == cg || strings.HasPrefix(parts[2], cg+"/") {
+			if g.Path == cg || strings.HasPrefix(g.Path, cg+"/") {
 				return true
 			}
 		}

@@ -208,10 +208,8 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 		return
 	}
 	fmt.Fprintf(w, "other work on this machine (outside the cluster and vnetlab): %.1f CPU s during the changes", o.Phases[results.PhaseChanges])
-	if len(o.Samples) > 0 {
-		secs := float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
-		busiest, _ := converge.BusiestOtherWork(c)
-		fmt.Fprintf(w, " (%.2f%% of a CPU; its busiest %.0f s: %.2f CPUs)", 100*o.Phases[results.PhaseChanges]/secs, float64(busiest.End-busiest.Start)/1e9, busiest.CPUs())
+	if busiest, ok := converge.BusiestOtherWork(c); ok {
+		fmt.Fprintf(w, " (%.2f%% of a CPU; its busiest %.0f s: %.2f CPUs)", 100*o.Phases[results.PhaseChanges]/o.ChangesSeconds(), float64(busiest.End-busiest.Start)/1e9, busiest.CPUs())
 	}
 	for _, ph := range []string{results.PhaseCreate, results.PhaseIdle} {
 		if v, ok := o.Phases[ph]; ok {
