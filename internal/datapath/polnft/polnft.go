@@ -28,8 +28,6 @@
 package polnft
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -57,18 +55,7 @@ const (
 
 // Load replaces the table in namespace ns ("": the caller's) with the one
 // script (Script) describes, in one nft transaction.
-func Load(ns, script string) error {
-	c := proc.Command(context.Background(), ns, "nft", "-f", "-")
-	c.Stdin = bytes.NewBufferString(script)
-	if _, err := c.Output(); err != nil {
-		where := ns
-		if where == "" {
-			where = "this namespace"
-		}
-		return fmt.Errorf("nft -f in %s: %w", where, err)
-	}
-	return nil
-}
+func Load(ns, script string) error { return proc.Nft(ns, script) }
 
 // Remove deletes the table from namespace ns (none there: nothing to do).
 func Remove(ns string) error {

@@ -2,7 +2,6 @@ package labservice
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 
@@ -56,13 +55,13 @@ func (nftablesProvider) Install(st *lab.State, c *Config) error {
 
 func nftInstall(ns string, f nfFamily, st *lab.State, c *Config) error {
 	w := nftWriter{podCIDR: f.podCIDR(st), f: f}
-	if err := nftLoad(ns, w.base()); err != nil {
+	if err := proc.Nft(ns, w.base()); err != nil {
 		return err
 	}
 	svcs := f.of(c.All())
 	for i := 0; i < len(svcs); i += nftChunk {
 		chunk := svcs[i:min(i+nftChunk, len(svcs))]
-		if err := nftLoad(ns, w.serviceChains(chunk, nil)+w.elements("add", chunk)); err != nil {
+		if err := proc.Nft(ns, w.serviceChains(chunk, nil)+w.elements("add", chunk)); err != nil {
 			return err
 		}
 	}
@@ -85,7 +84,7 @@ func nftUpdate(ns string, f nfFamily, st *lab.State, old, c *Config) error {
 		b.WriteString(w.serviceChains(added, had)) // one run: nft reads the table once
 	} else {
 		for i := 0; i < len(added); i += nftChunk {
-			if err := nftLoad(ns, w.serviceChains(added[i:min(i+nftChunk, len(added))], had)); err != nil {
+			if err := proc.Nft(ns, w.serviceChains(added[i:min(i+nftChunk, len(added))], had)); err != nil {
 				return err
 			}
 		}
@@ -104,24 +103,15 @@ func nftUpdate(ns string, f nfFamily, st *lab.State, old, c *Config) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return nftLoad(ns, b.String())
+	return proc.Nft(ns, b.String())
 }
 
 func (p nftablesProvider) Remove(st *lab.State, _ *Config) error {
 	return eachNodeFamily(st, func(ns string, f nfFamily) error {
 		// "add" first: deleting a table that does not exist is an error.
 		t := nftWriter{f: f}.table()
-		return nftLoad(ns, fmt.Sprintf("add table %s\ndelete table %s\n", t, t))
+		return proc.Nft(ns, fmt.Sprintf("add table %s\ndelete table %s\n", t, t))
 	})
-}
-
-func nftLoad(ns, script string) error {
-	c := proc.Command(context.Background(), ns, "nft", "-f", "-")
-	c.Stdin = bytes.NewBufferString(script)
-	if _, err := c.Output(); err != nil {
-		return fmt.Errorf("nft -f in %s: %w", ns, err)
-	}
-	return nil
 }
 
 // nftSvcChain names a service's chain (kube-proxy: service-HASH-ns/name/proto/port);

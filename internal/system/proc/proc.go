@@ -115,6 +115,21 @@ func (c *Cmd) Output() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// Nft runs one nft transaction, script on `nft -f -`, in namespace ns
+// ("": the caller's).
+func Nft(ns, script string) error {
+	c := Command(context.Background(), ns, "nft", "-f", "-")
+	c.Stdin = bytes.NewBufferString(script)
+	if _, err := c.Output(); err != nil {
+		where := ns
+		if where == "" {
+			where = "this namespace"
+		}
+		return fmt.Errorf("nft -f in %s: %w", where, err)
+	}
+	return nil
+}
+
 // CombinedOutput runs the command inside its namespace and returns its
 // stdout and stderr together (exec.Cmd's own, promoted through the
 // embedding, would start it in vnetlab's namespace).
