@@ -44,7 +44,11 @@ and proxies' CPU and memory are measured while they are made, idle and during th
 and each proxy's own metrics are scraped after each change (the table's METRIC). There, the
 CPU of the machine's other processes (outside the cluster and vnetlab: a compile beside the
 run) is measured too, in 10 s samples: a change that overlapped more than 0.1 CPUs of it is
-flagged (a warning, and DISTURBED in kube converge-report's table). An unmeasured
+flagged (a warning, and DISTURBED in kube converge-report's table). On a local cluster the
+probers' own UDP flows get a conntrack timeout of 1 s on the nodes (--probe-conntrack-timeout;
+the workload's keep the kernel's 30 s): a probe is a flow, so otherwise each prober would keep
+some 30,000 entries per target, which kube-proxy's conntrack reconciler lists at every sync,
+slowing the very syncs measured. An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
 measured change (the cluster may still be working through earlier writes). The changes
 start at the EndpointSlice's write, which the run makes itself; in a cluster the EndpointSlice
@@ -81,6 +85,7 @@ Examples:
 	cf.add(cmd)
 	f := cmd.Flags()
 	registerPaceFlags(f, &spec.Pace)
+	f.DurationVar(&spec.FlowTimeout, "probe-conntrack-timeout", spec.FlowTimeout, "the conntrack timeout of the probers' own UDP flows on a local cluster's nodes (a probe is a flow: with the kernel's 30 s, a prober keeps some 30,000 entries per target, which kube-proxy's conntrack reconciler lists at every sync); whole seconds; 0: the kernel's")
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
 	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
 	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")

@@ -21,15 +21,19 @@ type Convergence struct {
 	Proxy              string   `json:"proxy"` // the cluster's Service proxy, "unknown proxy" when not found
 	// A lab's policy apply latency (`policy converge`, issue 44): the
 	// policy provider, and the generated policies and ipBlocks present.
-	PolicyProvider string        `json:"policy_provider,omitempty"`
-	Policies       int           `json:"policies,omitempty"`
-	IPBlocks       int           `json:"ipblocks,omitempty"`
-	Start          time.Time     `json:"start"`
-	End            time.Time     `json:"end"`
-	IntervalUS     int64         `json:"probe_interval_us"` // between a prober's probes: the latencies' resolution
-	Changes        []Change      `json:"changes"`
-	Transitions    []Transition  `json:"transitions"`
-	Rows           []ConvergeRow `json:"rows"`
+	PolicyProvider string    `json:"policy_provider,omitempty"`
+	Policies       int       `json:"policies,omitempty"`
+	IPBlocks       int       `json:"ipblocks,omitempty"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	IntervalUS     int64     `json:"probe_interval_us"` // between a prober's probes: the latencies' resolution
+	// ProbeConntrackTimeoutS: the conntrack timeout the probers' own UDP
+	// flows had on the nodes (converge.LimitFlows); 0: the kernel's (30 s),
+	// as on a cluster that is not local, and in files from before it.
+	ProbeConntrackTimeoutS int           `json:"probe_conntrack_timeout_s,omitempty"`
+	Changes                []Change      `json:"changes"`
+	Transitions            []Transition  `json:"transitions"`
+	Rows                   []ConvergeRow `json:"rows"`
 	// ProxySyncs, by node: the proxy's syncs while the changes were
 	// measured, from its kubeproxy_sync_proxy_rules_duration_seconds (a
 	// local cluster's proxies are scraped; absent elsewhere).

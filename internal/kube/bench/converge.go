@@ -50,6 +50,9 @@ type ConvergeSpec struct {
 	// pod meanwhile, admitting none of them.
 	Policy        bool
 	ExtraPolicies int
+	// FlowTimeout is the conntrack timeout of the probers' own UDP flows
+	// on a local cluster's nodes (converge.LimitFlows); 0: the kernel's.
+	FlowTimeout time.Duration
 }
 
 // UnknownProxy names a cluster's proxy that detection did not identify.
@@ -57,7 +60,7 @@ const UnknownProxy = "unknown proxy"
 
 // DefaultConvergeSpec: converge.DefaultPace, one endpoint per extra Service.
 func DefaultConvergeSpec() ConvergeSpec {
-	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1, ControllerChanges: DefaultControllerChanges}
+	return ConvergeSpec{Pace: converge.DefaultPace(), ExtraEndpoints: 1, ControllerChanges: DefaultControllerChanges, FlowTimeout: converge.DefaultFlowTimeout}
 }
 
 // Check refuses a spec that cannot run, in one line naming the flag.
@@ -71,6 +74,10 @@ func (s ConvergeSpec) Check() error {
 		return fmt.Errorf("--extra-endpoints %d: use 1 to %d (one EndpointSlice's capacity)", s.ExtraEndpoints, measure.MaxExtraEndpoints)
 	case s.ControllerChanges < 0 || s.ControllerChanges > converge.MaxChanges:
 		return fmt.Errorf("--controller-changes %d: use 0 (not measured) to %d", s.ControllerChanges, converge.MaxChanges)
+	case s.FlowTimeout < 0 || s.FlowTimeout%time.Second != 0:
+		return fmt.Errorf("--probe-conntrack-timeout %s: use whole seconds (nft's unit), or 0 for the kernel's", s.FlowTimeout)
+	case s.FlowTimeout > 0 && s.FlowTimeout <= s.ProbeTimeout:
+		return fmt.Errorf("--probe-conntrack-timeout %s: use more than --probe-timeout (%s), or a probe's entry may end before its answer", s.FlowTimeout, s.ProbeTimeout)
 	}
 	if err := s.checkPolicy(); err != nil {
 		return err
@@ -197,10 +204,16 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	defer cleanup()
 	c := &converger{spec: spec, cs: cs, ns: ns, exec: &measure.Exec{Client: cs, Config: cfg, Namespace: ns}, say: say, seen: converge.NewSeen(),
 		meter: meter, scale: sc, local: spec.Local}
+	for _, n := range nodes {
+		if nodeNS[n] != "" {
+			c.nodeNS = append(c.nodeNS, nodeNS[n])
+		}
+	}
+	defer c.stop()
 	if err := c.setUp(ctx, img, pull, nodes); err != nil {
 		return nil, err
 	}
-	defer c.stop()
+	res.ProbeConntrackTimeoutS = converge.Seconds(c.flowTimeout)
 	var steps []converge.Step
 	switch {
 	case spec.Policy:
@@ -283,6 +296,11 @@ type converger struct {
 	scale   *results.Scale
 	local   string
 	warmed  bool
+	// nodeNS: a local cluster's nodes' namespaces, where the probers'
+	// flows get flowTimeout (converge.LimitFlows) until undoFlows.
+	nodeNS      []string
+	flowTimeout time.Duration
+	undoFlows   func() error
 }
 
 // idlePhase is how long the idle phase's use is measured.
@@ -362,6 +380,9 @@ func (c *converger) setUp(ctx context.Context, img string, pull corev1.PullPolic
 		return err
 	}
 	c.ipA = ready[backendA].Status.PodIP
+	if err := c.limitFlows(ready, nodes); err != nil {
+		return err
+	}
 	backends := []string{backendA}
 	if !c.spec.Policy {
 		c.ipB, backends = ready[backendB].Status.PodIP, append(backends, backendB)
@@ -504,6 +525,33 @@ func (c *converger) Delete(ctx context.Context) (int64, error) {
 	return at, c.cs.CoreV1().Services(c.ns).Delete(ctx, convName, metav1.DeleteOptions{})
 }
 
+// limitFlows gives the probers' flows (the probe pods' addresses, from
+// ready) the spec's conntrack timeout on a local cluster's nodes that
+// track flows; on another cluster they keep the nodes' own.
+func (c *converger) limitFlows(ready map[string]*corev1.Pod, nodes []string) error {
+	switch {
+	case c.spec.FlowTimeout == 0:
+		return nil
+	case len(c.nodeNS) == 0:
+		c.say("converge: not a local cluster: the probers' flows keep the nodes' conntrack timeouts (a probe a flow: 30 s each for UDP by default)")
+		return nil
+	}
+	var addrs []netip.Addr
+	for i := range nodes {
+		for _, ip := range ready[proberPod(i)].Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	undo, err := converge.LimitFlows(c.nodeNS, addrs, c.spec.FlowTimeout)
+	if err != nil {
+		return fmt.Errorf("the probers' conntrack timeout on the nodes: %v", err)
+	}
+	c.undoFlows, c.flowTimeout = undo, c.spec.FlowTimeout
+	return nil
+}
+
 // Second is the backend added and removed.
 func (c *converger) Second() string { return backendB }
 
@@ -512,6 +560,11 @@ func (c *converger) stop() {
 	c.stopMu.Do(func() {
 		for _, p := range c.procs {
 			p.Kill()
+		}
+		if c.undoFlows != nil {
+			if err := c.undoFlows(); err != nil {
+				c.say("warning: %v", err)
+			}
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
@@ -195,7 +196,7 @@ func (s *scraper) syncs() map[string]results.ProxySyncs {
 // nf_conntrack_count: the probers' flows make most of them).
 func (s *scraper) countConntrack() {
 	for n, ns := range s.nodeNS {
-		if v, err := nsutil.ReadSysctl(ns, "net.netfilter.nf_conntrack_count"); err == nil {
+		if v, err := nsutil.ReadSysctl(ns, converge.ConntrackCount); err == nil {
 			s.conntrack[n], _ = strconv.ParseInt(v, 10, 64)
 		}
 	}

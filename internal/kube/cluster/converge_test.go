@@ -19,6 +19,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
@@ -113,6 +114,14 @@ func TestKubeConverge(t *testing.T) {
 		if !ok || ps.ConntrackEntries == 0 {
 			t.Errorf("node %s: no conntrack entries counted after the changes (%+v)", n.Name, ps)
 		}
+	}
+	// The probers' flows had a conntrack timeout of their own (1 s, the
+	// default) on the nodes, and its table is gone from them.
+	if c.ProbeConntrackTimeoutS != 1 {
+		t.Errorf("the probers' flows' conntrack timeout: %d s recorded, want the default 1 s", c.ProbeConntrackTimeoutS)
+	}
+	if left := nodesWithFlowTable(); len(left) > 0 {
+		t.Errorf("nodes %v still have table %s after the run", left, converge.FlowTable)
 	}
 	if c.Scale == nil || c.Scale.Services != 20 || len(c.Scale.Use) == 0 {
 		t.Errorf("scale %+v: want 20 Services and the daemons' use", c.Scale)
@@ -264,7 +273,8 @@ func firstShowing(ts []results.Transition, ch results.Change, node string, until
 }
 
 // Ctrl-C during the changes: kube converge stops, exits non-zero and
-// deletes everything it created (its namespace, the extra Services).
+// deletes everything it created (its namespace, the extra Services, the
+// nodes' table of the probers' flows).
 func TestKubeConvergeInterrupted(t *testing.T) {
 	cs := needCluster(t)
 	log, _ := interrupted(t, 3*time.Minute, "converge: 20/1000 changes", "the first measured changes",
@@ -272,6 +282,21 @@ func TestKubeConvergeInterrupted(t *testing.T) {
 	if left := labelledNamespaces(t, cs); len(left) > 0 {
 		t.Errorf("an interrupted kube converge left namespaces %v:\n%s", left, log)
 	}
+	if left := nodesWithFlowTable(); len(left) > 0 {
+		t.Errorf("an interrupted kube converge left table %s on nodes %v", converge.FlowTable, left)
+	}
+}
+
+// nodesWithFlowTable are the test cluster's nodes holding the table of
+// the probers' flows' conntrack timeout (converge.FlowTable).
+func nodesWithFlowTable() []string {
+	var out []string
+	for _, n := range testState.Nodes {
+		if proc.Command(context.Background(), n.NS, "nft", "list", "table", "inet", converge.FlowTable).Run() == nil {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // Kept extra Services are reused: a second call with fewer deletes those

@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
@@ -173,5 +177,115 @@ func TestProbeResolutionInLab(t *testing.T) {
 	t.Logf("the bind seen by probe %d, %s after it (interval %s)", seen.Seq, lag, interval)
 	if lag < -interval || lag > 50*interval {
 		t.Errorf("seen %s after the bind: want within the probe interval (%s, with slack)", lag, interval)
+	}
+}
+
+// The probers' flows' conntrack timeout (converge.LimitFlows) on a real
+// lab's node. A node that tracks no flows is left alone (the table would
+// start tracking them). Once it tracks them (a rule matching a ct state,
+// as a cluster node's kubelet and kube-proxy load), UDP datagrams from
+// the prober pod, forwarded by the node, make entries that end within the
+// timeout given (1 s), while another pod's keep the kernel's (30 s); both
+// families' rules load; undoing it leaves no table.
+func TestProbeFlowTimeout(t *testing.T) {
+	requireRoot(t)
+	st := newLab(t, "svct", "veth-routed", 3, nil)
+	node := st.Nodes[0].NS
+	server, other, prober := st.Pods[0], st.Pods[1], st.Pods[2]
+	// The IPv6 part loads too.
+	addrs := []netip.Addr{netip.MustParseAddr(prober.IP), netip.MustParseAddr("fd00:99::2")}
+	hasTable := func() bool {
+		return proc.Command(context.Background(), node, "nft", "list", "table", "inet", converge.FlowTable).Run() == nil
+	}
+	limit := func() func() error {
+		undo, err := converge.LimitFlows([]string{node}, addrs, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = undo() })
+		return undo
+	}
+	limit()
+	if hasTable() {
+		t.Fatalf("table %s loaded on a node that tracked no flows", converge.FlowTable)
+	}
+	send := func(from lab.PodState) error {
+		return nsutil.Do(from.NS, func() error {
+			c, err := net.Dial("udp4", net.JoinHostPort(server.IP, "9"))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write([]byte("probe"))
+			return err
+		})
+	}
+	if err := proc.Nft(node, "table ip svct_ct {\n\tchain svct { type filter hook forward priority filter; ct state new counter; }\n}\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The node tracks a flow once the first datagram crossed it (its
+	// ARP resolved first).
+	tracked := func() bool {
+		n, err := nsutil.ReadSysctl(node, converge.ConntrackCount)
+		return err == nil && n != "0"
+	}
+	for deadline := time.Now().Add(10 * time.Second); !tracked() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := send(other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	undo := limit()
+	if !hasTable() {
+		t.Fatalf("no table %s on a node tracking flows", converge.FlowTable)
+	}
+	// The entries by source pod: the largest timeout left of each.
+	left := func() (map[string]uint32, error) {
+		var flows []*netlink.ConntrackFlow
+		err := nsutil.Do(node, func() (err error) {
+			flows, err = netlink.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
+			return err
+		})
+		out := map[string]uint32{}
+		for _, f := range flows {
+			if f.Forward.Protocol != unix.IPPROTO_UDP {
+				continue
+			}
+			for _, p := range []lab.PodState{other, prober} {
+				if f.Forward.SrcIP.String() == p.IP {
+					out[p.Name] = max(out[p.Name], f.TimeOut)
+				}
+			}
+		}
+		return out, err
+	}
+	var seen map[string]uint32
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, p := range []lab.PodState{other, prober} {
+			if err := send(p); err != nil {
+				t.Fatalf("send from %s: %v", p.Name, err)
+			}
+		}
+		if seen, err = left(); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) == 2 {
+			break
+		}
+	}
+	t.Logf("seconds left on the node's UDP entries, by source pod: %v", seen)
+	switch {
+	case len(seen) != 2:
+		t.Fatalf("the node holds entries from %v, want from %s and %s", seen, other.Name, prober.Name)
+	case seen[prober.Name] > 1:
+		t.Errorf("the prober's flow has %d s left, want at most the 1 s given", seen[prober.Name])
+	case seen[other.Name] < 20:
+		t.Errorf("another pod's flow has %d s left, want the kernel's (30 s)", seen[other.Name])
+	}
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	if hasTable() {
+		t.Errorf("table %s is still on the node after the undo", converge.FlowTable)
 	}
 }

@@ -30,8 +30,12 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	case c.PolicyProvider != "":
 		what = fmt.Sprintf("policy apply latency, policy provider %s, %d policies and %d ipblocks present", c.PolicyProvider, c.Policies, c.IPBlocks)
 	}
-	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution), %s\n",
-		what, len(c.Changes), c.IntervalUS, c.End.Sub(c.Start).Round(1e9))
+	flows := "the kernel's"
+	if c.ProbeConntrackTimeoutS > 0 {
+		flows = fmt.Sprintf("%d s", c.ProbeConntrackTimeoutS)
+	}
+	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution; their flows' conntrack timeout %s), %s\n",
+		what, len(c.Changes), c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
 	// The proxy's metric and the kept connections are columns only when
 	// some row has them (a lab's floor or policy apply latency has neither).
 	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })

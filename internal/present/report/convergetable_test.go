@@ -64,7 +64,7 @@ func TestConvergeTableAndChart(t *testing.T) {
 }
 
 // A change a node did not apply is named with its object and node, never
-// a latency.
+// a latency; the first line says the probers' flows' conntrack timeout.
 func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 	c := &results.Convergence{Proxy: "unknown proxy", Changes: []results.Change{
 		{Seq: 0, Kind: "service-created", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 900, "n2": 1200}},
@@ -77,6 +77,16 @@ func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "proxy unknown proxy") {
 		t.Errorf("the unknown proxy is not said:\n%s", b.String())
+	}
+	// The probers' flows' conntrack timeout: the kernel's unless recorded.
+	if !strings.Contains(b.String(), "their flows' conntrack timeout the kernel's") {
+		t.Errorf("a file without the probers' flows' timeout does not say the kernel's:\n%s", b.String())
+	}
+	c.ProbeConntrackTimeoutS = 1
+	b.Reset()
+	PrintConvergence(&b, c)
+	if !strings.Contains(b.String(), "their flows' conntrack timeout 1 s") {
+		t.Errorf("the probers' flows' 1 s timeout is not said:\n%s", b.String())
 	}
 	// Columns no row has are left out; a row with a metric and kept
 	// connections brings theirs.
