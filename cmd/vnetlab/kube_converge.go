@@ -47,8 +47,8 @@ run) is measured too, in 10 s samples: a change that overlapped more than 0.1 CP
 flagged (a warning, and DISTURBED in kube converge-report's table). On a local cluster the
 probers' own UDP flows get a conntrack timeout of 1 s on the nodes (--probe-conntrack-timeout;
 the workload's keep the kernel's 30 s): a probe is a flow, so otherwise each prober would keep
-some 30,000 entries per target, which kube-proxy's conntrack reconciler lists at every sync,
-slowing the very syncs measured. An unmeasured
+some 30,000 entries per target, which kube-proxy's conntrack reconciler lists after each sync
+that took a UDP endpoint away, slowing the very changes measured. An unmeasured
 creation and deletion of the Service, each followed on every node, comes before the first
 measured change (the cluster may still be working through earlier writes). The changes
 start at the EndpointSlice's write, which the run makes itself; in a cluster the EndpointSlice
@@ -85,7 +85,7 @@ Examples:
 	cf.add(cmd)
 	f := cmd.Flags()
 	registerPaceFlags(f, &spec.Pace)
-	f.DurationVar(&spec.FlowTimeout, "probe-conntrack-timeout", spec.FlowTimeout, "the conntrack timeout of the probers' own UDP flows on a local cluster's nodes (a probe is a flow: with the kernel's 30 s, a prober keeps some 30,000 entries per target, which kube-proxy's conntrack reconciler lists at every sync); whole seconds; 0: the kernel's")
+	f.DurationVar(&spec.FlowTimeout, "probe-conntrack-timeout", spec.FlowTimeout, "the conntrack timeout of the probers' own UDP flows on a local cluster's nodes (a probe is a flow: with the kernel's 30 s, a prober keeps some 30,000 entries per target, which kube-proxy's conntrack reconciler lists after each sync that took a UDP endpoint away); whole seconds; 0: the kernel's")
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
 	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
 	f.BoolVar(&spec.KeepExtra, "keep-extra", false, "keep the extra Services for the next run on this cluster (with as many endpoints each), which reuses them and makes or deletes only the difference")

@@ -14,7 +14,7 @@ import (
 // The probers' own flows in conntrack. Every probe is a UDP flow of its own
 // (probe.go), so with the kernel's UDP timeout (30 s) a prober sending a
 // probe a millisecond to two targets keeps some 60,000 entries on its node
-// and on the backends' nodes. A proxy that lists conntrack at every sync
+// and on the backends' nodes. A proxy that lists conntrack when it syncs
 // pays for them: kube-proxy's conntrack reconciler took 816 of node1's 875
 // sync seconds in a run of 1,000 changes here (docs/kubernetes.md), so the
 // harness slowed the proxies it compares, and some more than others.
