@@ -58,10 +58,7 @@ const (
 func Load(ns, script string) error { return proc.Nft(ns, script) }
 
 // Remove deletes the table from namespace ns (none there: nothing to do).
-func Remove(ns string) error {
-	// "add" first: deleting a table that does not exist is an error.
-	return Load(ns, fmt.Sprintf("add table inet %s\ndelete table inet %s\n", Table, Table))
-}
+func Remove(ns string) error { return Load(ns, proc.NftDropTable("inet "+Table)) }
 
 // family is one address family's words in nft.
 type family struct {
@@ -81,8 +78,7 @@ func Script(r *netpol.Rules) string {
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte('\n')
 	}
-	line("add table %s", t)
-	line("delete table %s", t)
+	b.WriteString(proc.NftDropTable(t))
 	line("add table %s { comment \"NetworkPolicy (vnetlab)\" ; }", t)
 	for _, dir := range []string{egress, ingress} {
 		for _, f := range families {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -196,8 +195,8 @@ func (s *scraper) syncs() map[string]results.ProxySyncs {
 // nf_conntrack_count: the probers' flows make most of them).
 func (s *scraper) countConntrack() {
 	for n, ns := range s.nodeNS {
-		if v, err := nsutil.ReadSysctl(ns, converge.ConntrackCount); err == nil {
-			s.conntrack[n], _ = strconv.ParseInt(v, 10, 64)
+		if v, err := converge.ConntrackEntries(ns); err == nil {
+			s.conntrack[n] = v
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,26 +41,23 @@ const (
 // one transaction replacing any FlowTable before it.
 func FlowScript(probers []netip.Addr, t time.Duration) string {
 	var b strings.Builder
-	// "add" first: deleting a table that does not exist is an error.
-	fmt.Fprintf(&b, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", FlowTable, FlowTable, FlowTable)
+	b.WriteString(proc.NftDropTable("inet " + FlowTable))
+	fmt.Fprintf(&b, "table inet %s {\n", FlowTable)
 	s := int(max(t+time.Second-1, time.Second) / time.Second) // whole seconds, rounded up
 	var rules []string
-	for _, f := range []struct {
-		ip, l3 string
-		is4    bool
-	}{{"ip", "ip", true}, {"ip6", "ip6", false}} {
+	for _, family := range []string{"ip", "ip6"} { // nft's word for the family, in a match and a policy alike
 		var addrs []string
 		for _, a := range probers {
-			if a.Unmap().Is4() == f.is4 {
+			if a.Unmap().Is4() == (family == "ip") {
 				addrs = append(addrs, a.Unmap().String())
 			}
 		}
 		if len(addrs) == 0 {
 			continue
 		}
-		name := "udp-" + f.l3
-		fmt.Fprintf(&b, "\tct timeout %s { protocol udp; l3proto %s; policy = { unreplied: %d, replied: %d }; }\n", name, f.l3, s, s)
-		rules = append(rules, fmt.Sprintf("\t\t%s saddr { %s } meta l4proto udp ct timeout set %q\n", f.ip, strings.Join(addrs, ", "), name))
+		name := "udp-" + family
+		fmt.Fprintf(&b, "\tct timeout %s { protocol udp; l3proto %s; policy = { unreplied: %d, replied: %d }; }\n", name, family, s, s)
+		rules = append(rules, fmt.Sprintf("\t\t%s saddr { %s } meta l4proto udp ct timeout set %q\n", family, strings.Join(addrs, ", "), name))
 	}
 	b.WriteString("\tchain probes {\n\t\ttype filter hook prerouting priority filter; policy accept;\n")
 	for _, r := range rules {
@@ -83,13 +81,13 @@ func LimitFlows(nodes []string, probers []netip.Addr, t time.Duration) (undo fun
 	undo = func() error {
 		var errs []error
 		for _, ns := range done {
-			errs = append(errs, proc.Nft(ns, fmt.Sprintf("add table inet %s\ndelete table inet %s\n", FlowTable, FlowTable)))
+			errs = append(errs, proc.Nft(ns, proc.NftDropTable("inet "+FlowTable)))
 		}
 		return errors.Join(errs...)
 	}
 	script := FlowScript(probers, t)
 	for _, ns := range nodes {
-		if n, err := nsutil.ReadSysctl(ns, ConntrackCount); err != nil || n == "0" {
+		if n, err := ConntrackEntries(ns); err != nil || n == 0 {
 			continue
 		}
 		if err := proc.Nft(ns, script); err != nil {
@@ -100,8 +98,16 @@ func LimitFlows(nodes []string, probers []netip.Addr, t time.Duration) (undo fun
 	return undo, nil
 }
 
-// ConntrackCount is the sysctl of a namespace's conntrack entries.
-const ConntrackCount = "net.netfilter.nf_conntrack_count"
+// ConntrackEntries is namespace ns's conntrack entries now (its
+// nf_conntrack_count: expired ones the kernel has not yet collected
+// included).
+func ConntrackEntries(ns string) (int64, error) {
+	v, err := nsutil.ReadSysctl(ns, "net.netfilter.nf_conntrack_count")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
 
 // Seconds is t in whole seconds, as a result records a flow timeout.
 func Seconds(t time.Duration) int { return int(t / time.Second) }

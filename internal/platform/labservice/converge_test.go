@@ -226,8 +226,8 @@ func TestProbeFlowTimeout(t *testing.T) {
 	// The node tracks a flow once the first datagram crossed it (its
 	// ARP resolved first).
 	tracked := func() bool {
-		n, err := nsutil.ReadSysctl(node, converge.ConntrackCount)
-		return err == nil && n != "0"
+		n, err := converge.ConntrackEntries(node)
+		return err == nil && n > 0
 	}
 	for deadline := time.Now().Add(10 * time.Second); !tracked() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if err := send(other); err != nil {

@@ -108,9 +108,7 @@ func nftUpdate(ns string, f nfFamily, st *lab.State, old, c *Config) error {
 
 func (p nftablesProvider) Remove(st *lab.State, _ *Config) error {
 	return eachNodeFamily(st, func(ns string, f nfFamily) error {
-		// "add" first: deleting a table that does not exist is an error.
-		t := nftWriter{f: f}.table()
-		return proc.Nft(ns, fmt.Sprintf("add table %s\ndelete table %s\n", t, t))
+		return proc.Nft(ns, proc.NftDropTable(nftWriter{f: f}.table()))
 	})
 }
 

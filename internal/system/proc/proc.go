@@ -130,6 +130,14 @@ func Nft(ns, script string) error {
 	return nil
 }
 
+// NftDropTable is the nft script that deletes table ("FAMILY NAME")
+// whether or not it exists ("add" first: deleting a table that does not
+// exist is an error): alone, a removal; at a script's start, a
+// replacement in one transaction.
+func NftDropTable(table string) string {
+	return fmt.Sprintf("add table %s\ndelete table %s\n", table, table)
+}
+
 // CombinedOutput runs the command inside its namespace and returns its
 // stdout and stderr together (exec.Cmd's own, promoted through the
 // embedding, would start it in vnetlab's namespace).
