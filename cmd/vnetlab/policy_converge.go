@@ -26,7 +26,9 @@ added through the lab's policy transaction (as policy add writes it), then delet
 del), in turn: each change's latency is from its write to the first probe answered (added) or
 unanswered (deleted). --policies and --ipblocks generate that many policies selecting the
 probed pod first (as the run's policy knobs do), so each change is applied beside them. The
-lab must have no policies; it has none again afterwards.
+lab must have no policies; it has none again afterwards. The CPU of the machine's other
+processes (outside the lab and vnetlab) is measured beside the changes, as kube converge
+measures it: a change that overlapped more than 0.1 CPUs of it is flagged.
 
 Examples:
   vnetlab up --name p --mode veth-routed && vnetlab policy converge p --provider nftables

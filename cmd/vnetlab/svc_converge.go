@@ -25,6 +25,9 @@ transaction, as svc add and svc del write them: the floor under a cluster's late
 the provider's write alone costs. The lab's first two pods answer as backends; every other
 pod probes the Service (10.96.47.1:53/udp, --vip) every --interval and is a row of the
 table. A lab with Services keeps its provider; --provider chooses one for a lab without.
+The CPU of the machine's other processes (outside the lab and vnetlab) is measured beside
+the changes, as kube converge measures it: a change that overlapped more than 0.1 CPUs of
+it is flagged.
 
 Examples:
   vnetlab up --name f --mode veth-routed --pods 3 && vnetlab svc converge f --provider nftables

@@ -245,7 +245,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	c.stop()
 	if meter != nil && c.warmed {
 		sc.Use = append(sc.Use, meter.end(results.PhaseChanges)...)
-		res.OtherWork = &meter.other.res
+		res.OtherWork = meter.other.Result()
 	}
 	if spec.ControllerChanges > 0 && !spec.Policy {
 		say("converge: the EndpointSlice controller's share: %d pod label changes", spec.ControllerChanges)
@@ -264,9 +264,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}
 	converge.Finish(res, changes, c.seen)
-	if seqs := converge.Disturbed(res); len(seqs) > 0 {
-		say("converge: warning: other work on this machine used more than %.1f CPUs while %d of the changes were measured (the report names it): measure again on an idle machine", converge.DisturbedCPUs, len(seqs))
-	}
+	converge.WarnDisturbed(res, say)
 	if spec.Policy && spec.ExtraServices == 0 {
 		res.Scale = nil // no background of Services, no daemons measured
 	}

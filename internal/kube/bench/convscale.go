@@ -14,7 +14,9 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/measure/cpu"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -75,10 +77,10 @@ func gb(b int64) float64 { return float64(b) / (1 << 30) }
 
 // usageMeter measures a local cluster's daemons phase by phase: CPU time
 // from the phase's start, resident memory at its end and its peak; and
-// the machine's other work beside them (otherMeter).
+// the machine's other work beside them (converge.OtherMeter).
 type usageMeter struct {
 	daemons []cluster.Daemon
-	other   *otherMeter
+	other   *converge.OtherMeter
 	mu      sync.Mutex
 	start   map[int]cpu.ProcUsage
 	peak    map[int]int64
@@ -93,7 +95,19 @@ func newUsageMeter(name string) (*usageMeter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &usageMeter{daemons: ds, other: newOtherMeter(name)}, nil
+	return &usageMeter{daemons: ds, other: converge.NewOtherMeter(otherThan(name))}, nil
+}
+
+// otherThan is what a local cluster's other work leaves out: its
+// processes and vnetlab's (lab.Measured), and its nodes' cgroups (its pods).
+func otherThan(name string) cpu.Measured {
+	m := lab.Measured(name)
+	if st, err := cluster.Load(name); err == nil {
+		for _, n := range st.Nodes {
+			m.Cgroups = append(m.Cgroups, cluster.NodeCgroupPath(n.Name))
+		}
+	}
+	return m
 }
 
 // begin starts a phase.
@@ -105,7 +119,7 @@ func (m *usageMeter) begin() {
 			m.start[d.PID], m.peak[d.PID] = u, u.RSS
 		}
 	}
-	m.other.begin()
+	m.other.Begin()
 	m.mu.Unlock()
 	m.quit, m.running = make(chan struct{}), true
 	m.done.Add(1)
@@ -124,9 +138,7 @@ func (m *usageMeter) begin() {
 						m.peak[d.PID] = max(m.peak[d.PID], u.RSS)
 					}
 				}
-				if now.Sub(m.other.last.At) >= otherWorkEvery {
-					m.other.sample()
-				}
+				m.other.Tick(now)
 				m.mu.Unlock()
 			}
 		}
@@ -144,7 +156,7 @@ func (m *usageMeter) end(phase string) []results.DaemonUse {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if phase != "" {
-		m.other.end(phase)
+		m.other.End(phase)
 	}
 	secs := time.Since(m.t0).Seconds()
 	var out []results.DaemonUse

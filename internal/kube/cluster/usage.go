@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -16,7 +15,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
 // The daemons of a local cluster whose use `kube converge` records.
@@ -41,26 +39,11 @@ func (d Daemon) Name() string {
 	return d.Role
 }
 
-// Procs are the PIDs of cluster name's running processes: those its
-// journal records, each still the process started then (its daemons, and
-// `kube forward`).
-func Procs(name string) []int {
-	var out []int
-	for pidText, startText := range lab.JournalValues(name, lab.KindProc) {
-		pid, err1 := strconv.Atoi(pidText)
-		start, err2 := strconv.ParseUint(startText, 10, 64)
-		if err1 == nil && err2 == nil && proc.Alive(pid, start) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // Daemons lists cluster name's running etcd, API server and node proxies,
-// found among its processes (Procs) by their command lines.
+// found among its processes (lab.Procs) by their command lines.
 func Daemons(name string) ([]Daemon, error) {
 	var out []Daemon
-	for _, pid := range Procs(name) {
+	for _, pid := range lab.Procs(name) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue

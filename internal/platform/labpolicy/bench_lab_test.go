@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
@@ -105,6 +107,9 @@ func TestConvergeInLab(t *testing.T) {
 			}
 			for _, r := range c.Rows {
 				t.Logf("%s %s: p50 %.1f ms, max %.1f ms", r.Kind, r.Node, r.P50.Value/1000, r.MaxUS/1000)
+			}
+			if o := c.OtherWork; o == nil || len(o.Samples) == 0 || slices.ContainsFunc(o.Top, func(n results.NamedCPU) bool { return n.Name == "vnetlab" }) {
+				t.Errorf("the machine's other work beside the changes: %+v (measured, without vnetlab's probers)", o)
 			}
 			cfg, err := Load(st.Name)
 			if err != nil || cfg.Installed || len(cfg.Policies) > 0 {

@@ -124,12 +124,16 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	steps := converge.PolicySteps(target, w.add, w.del)
 	out := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds(),
 		Proxy: "lab policy provider " + spec.Provider, PolicyProvider: spec.Provider, Policies: spec.Policies, IPBlocks: spec.IPBlocks}
-	changes, err := converge.CycleSteps(ctx, steps, converge.Hooks{}, seen, spec.Pace, say)
+	other := converge.NewOtherMeter(lab.Measured(st.Name))
+	changes, err := converge.CycleSteps(ctx, steps, other.Hooks(), seen, spec.Pace, say)
 	if err != nil {
 		return nil, err
 	}
 	out.End = time.Now()
+	other.End(results.PhaseChanges)
+	out.OtherWork = other.Result()
 	converge.Finish(out, changes, seen)
+	converge.WarnDisturbed(out, say)
 	return out, nil
 }
 

@@ -92,17 +92,21 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		}
 	}()
 	res := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds()}
-	changes, err := converge.Cycle(ctx, w, converge.Hooks{}, seen, spec.Pace, targets, say)
+	other := converge.NewOtherMeter(lab.Measured(st.Name))
+	changes, err := converge.Cycle(ctx, w, other.Hooks(), seen, spec.Pace, targets, say)
 	if err != nil {
 		return nil, err
 	}
 	res.End = time.Now()
+	other.End(results.PhaseChanges)
+	res.OtherWork = other.Result()
 	c, err := Load(st.Name)
 	if err != nil {
 		return nil, err
 	}
 	res.Proxy = "lab provider " + c.Provider
 	converge.Finish(res, changes, seen)
+	converge.WarnDisturbed(res, say)
 	return res, nil
 }
 

@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +32,10 @@ import (
 // each within 32 ms, and an earlier probe's conntrack entry (iptables,
 // nftables) would answer for a deleted Service or hide a created one (on
 // kube-proxy such changes read 0 ms); the prober's own port cycle does
-// not depend on that range.
+// not depend on that range. The machine's other work is measured beside
+// the changes: with iptables a shell's loop at the lowest priority, started
+// by the test beside the run, is found, named first and flags every
+// change; vnetlab's own probers and servers are never other work.
 func TestFloorConverges(t *testing.T) {
 	requireRoot(t)
 	if os.Getenv("VNETLAB_BIN") == "" {
@@ -51,10 +57,16 @@ func TestFloorConverges(t *testing.T) {
 			pace.Changes, pace.ChangeTimeout, pace.WarmUpTimeout = 10, 5*time.Second, time.Minute
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
+			stopLoop := func() {}
+			if p == IPTables {
+				stopLoop = otherLoop(t)
+			}
 			c, err := Floor(ctx, FloorSpec{Lab: st.Name, Provider: p, Pace: pace}, t.Logf)
+			stopLoop()
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkOtherWork(t, c, p == IPTables)
 			for _, ch := range c.Changes {
 				us, ok := ch.LatencyUS[prober.Name]
 				if !ok || us < 0 || us > pace.ChangeTimeout.Microseconds() {
@@ -75,6 +87,52 @@ func TestFloorConverges(t *testing.T) {
 				t.Error("the changed Service is still in the lab")
 			}
 		})
+	}
+}
+
+// otherLoop starts a shell's loop at the lowest priority that is not this
+// process's descendant (its parent shell exits at once: Floor runs in this
+// process, whose descendants are vnetlab's own work), and returns what
+// stops it, by its PID; the test's cleanup stops it too.
+func otherLoop(t *testing.T) func() {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `nice -n 19 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("the loop's PID %q: %v", out, err)
+	}
+	stop := func() { _ = unix.Kill(pid, unix.SIGKILL) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// checkOtherWork: the machine's other work was measured over the changes,
+// without vnetlab's processes; with a shell looping beside them (loop),
+// the shell is the busiest and every change is flagged as disturbed.
+func checkOtherWork(t *testing.T, c *results.Convergence, loop bool) {
+	t.Helper()
+	o := c.OtherWork
+	if o == nil || len(o.Samples) == 0 {
+		t.Fatalf("no other work measured: %+v", o)
+	}
+	secs := o.ChangesSeconds()
+	t.Logf("other work in the changes: %.2f CPU s of %.1f s, top %v", o.Phases[results.PhaseChanges], secs, o.Top)
+	for _, n := range o.Top {
+		if n.Name == "vnetlab" || n.Name == "labservice.test" {
+			t.Errorf("vnetlab's own %s counted as other work (%.2f s)", n.Name, n.CPUSeconds)
+		}
+	}
+	if !loop {
+		return
+	}
+	if o.Phases[results.PhaseChanges] < 0.2*secs || len(o.Top) == 0 || o.Top[0].Name != "sh" {
+		t.Errorf("other work %.1f CPU s in the changes' %.1f s, busiest %v, while a shell looped beside them", o.Phases[results.PhaseChanges], secs, o.Top)
+	}
+	if d := converge.Disturbed(c); len(d) != len(c.Changes) {
+		t.Errorf("%d of %d changes flagged as disturbed, want all", len(d), len(c.Changes))
 	}
 }
 

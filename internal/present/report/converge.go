@@ -211,7 +211,7 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 	if o == nil {
 		return
 	}
-	fmt.Fprintf(w, "other work on this machine (outside the cluster and vnetlab): %.1f CPU s during the changes", o.Phases[results.PhaseChanges])
+	fmt.Fprintf(w, "other work on this machine (outside the measured cluster or lab and vnetlab): %.1f CPU s during the changes", o.Phases[results.PhaseChanges])
 	if busiest, ok := converge.BusiestOtherWork(c); ok {
 		fmt.Fprintf(w, " (%.2f%% of a CPU; its busiest %.0f s: %.2f CPUs)", 100*o.Phases[results.PhaseChanges]/o.ChangesSeconds(), float64(busiest.End-busiest.Start)/1e9, busiest.CPUs())
 	}
