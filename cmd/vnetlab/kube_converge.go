@@ -35,7 +35,9 @@ answer), an endpoint added (to the first answer from the new backend), that endp
 changed (to the first answer on the new port) and the Service deleted (to the first probe
 not answered). Each is timestamped just before its write, waited for on every node
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
-a random pause of 50-250 ms. The table gives p50/p90/p99 (bootstrap 95% CIs) and the
+a random pause (--pause, 50ms-250ms; kube-proxy syncs at most once a second, so with pauses
+shorter than that a change mostly waits for its next sync: --pause 1.5s-2s measures each change
+alone). The table gives p50/p90/p99 (bootstrap 95% CIs) and the
 largest, per kind and node, and per change on its slowest node ("all nodes"), the write
 calls' own p50 (WRITE) and the latency after the write's answer (AFTER WRITE); the
 resolution is --interval. --extra-services N creates N other Services first (--extra-endpoints
@@ -126,6 +128,17 @@ func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
 	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
 	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
 	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")
+	f.Var((*pauseValue)(p), "pause", "random pause after a change is shown, before the next: MIN-MAX or one duration (longer than a proxy's minimum sync period, such as 1.5s-2s for kube-proxy's 1 s, measures each change alone)")
+}
+
+// pauseValue is --pause over a Pace's PauseMin and PauseMax.
+type pauseValue converge.Pace
+
+func (v *pauseValue) String() string { return converge.FormatPause(v.PauseMin, v.PauseMax) }
+func (v *pauseValue) Type() string   { return "MIN-MAX" }
+func (v *pauseValue) Set(s string) (err error) {
+	v.PauseMin, v.PauseMax, err = converge.ParsePause(s)
+	return err
 }
 
 // newKubeProbeCmd is converge's prober, run in a pod on each node.

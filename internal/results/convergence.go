@@ -27,6 +27,10 @@ type Convergence struct {
 	Start          time.Time `json:"start"`
 	End            time.Time `json:"end"`
 	IntervalUS     int64     `json:"probe_interval_us"` // between a prober's probes: the latencies' resolution
+	// Pause bounds the random pause after each change, as --pause takes
+	// it ("50ms-250ms", converge.Pace); absent in files from before the
+	// flag, whose pause was 50-250 ms.
+	Pause string `json:"pause,omitempty"`
 	// ProbeConntrackTimeoutS: the conntrack timeout the probers' own UDP
 	// flows had on the nodes (converge.LimitFlows); 0: the kernel's (30 s),
 	// as on a cluster that is not local, and in files from before it.

@@ -109,8 +109,8 @@ const (
 // Converge measures network programming latency on a cluster: a backend
 // pair, a prober pod on every Ready node, then spec.Changes changes of the
 // probed Service written through the API one at a time, each waited for on
-// every node (or spec.ChangeTimeout), with a random pause of 50-250 ms
-// between them. Everything it created is deleted when it returns, also on
+// every node (or spec.ChangeTimeout), with a random pause (spec.PauseMin
+// to PauseMax) between them. Everything it created is deleted when it returns, also on
 // Ctrl-C (ctx).
 func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*results.Convergence, error) {
 	if err := spec.Check(); err != nil {
@@ -174,7 +174,8 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}()
 	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
-	res := &results.Convergence{Cluster: sess.Detect(ctx, local), Start: time.Now(), IntervalUS: spec.Interval.Microseconds()}
+	res := spec.Pace.NewResult()
+	res.Cluster = sess.Detect(ctx, local)
 	res.Proxy = res.Cluster.KubeProxyMode
 	switch {
 	case res.Proxy == "":

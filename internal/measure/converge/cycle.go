@@ -40,11 +40,58 @@ type Pace struct {
 	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's last answers must be twice that old
 	ChangeTimeout time.Duration // a node that has not shown a change by then did not apply it
 	WarmUpTimeout time.Duration // the unmeasured first creation and deletion's: after many other Services the system may still be working through them (about 19 s after 1,000 on a local cluster)
+	// PauseMin and PauseMax bound the random pause after a change was
+	// shown everywhere (or timed out), before the next is written: changes
+	// spread, not batched. A proxy that syncs at most once a period
+	// (kube-proxy's minSyncPeriod, 1 s) makes a change written within that
+	// period of its last sync wait for it: pauses shorter than the period
+	// measure changes arriving at that rate, longer ones each change alone.
+	PauseMin, PauseMax time.Duration
 }
 
-// DefaultPace: 1,000 changes (200 of each kind), a probe every millisecond.
+// DefaultPace: 1,000 changes (200 of each kind), a probe every
+// millisecond, a pause of 50-250 ms after each change (DefaultPause*).
 func DefaultPace() Pace {
-	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute}
+	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute,
+		PauseMin: DefaultPauseMin, PauseMax: DefaultPauseMax}
+}
+
+// The default pause after a change, as every run had before --pause.
+const (
+	DefaultPauseMin = 50 * time.Millisecond
+	DefaultPauseMax = 250 * time.Millisecond
+	// MaxPause bounds --pause: a run of the default 1,000 changes then
+	// takes up to about 17 hours.
+	MaxPause = time.Minute
+)
+
+// ParsePause reads --pause: "MIN-MAX" (50ms-250ms) or one duration (a
+// fixed pause).
+func ParsePause(s string) (lo, hi time.Duration, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = time.ParseDuration(a); err == nil {
+		hi = lo
+		if isRange {
+			hi, err = time.ParseDuration(b)
+		}
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("--pause %q: want MIN-MAX, such as 50ms-250ms or 1.5s-2s, or one duration", s)
+	}
+	return lo, hi, nil
+}
+
+// FormatPause is --pause's value for lo and hi.
+func FormatPause(lo, hi time.Duration) string {
+	if lo == hi {
+		return lo.String()
+	}
+	return lo.String() + "-" + hi.String()
+}
+
+// NewResult is a run's results with this pace, starting now.
+func (p Pace) NewResult() *results.Convergence {
+	return &results.Convergence{Start: time.Now(), IntervalUS: p.Interval.Microseconds(), Pause: FormatPause(p.PauseMin, p.PauseMax)}
 }
 
 // Bounds of a Pace. MinInterval: a probe's 5-tuple comes back after
@@ -66,15 +113,11 @@ func (p Pace) Check() error {
 		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", p.ProbeTimeout, p.Interval)
 	case p.ChangeTimeout < 2*p.ProbeTimeout:
 		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", p.ChangeTimeout, 2*p.ProbeTimeout)
+	case p.PauseMin < 0 || p.PauseMax < p.PauseMin || p.PauseMax > MaxPause:
+		return fmt.Errorf("--pause %s: use MIN-MAX with 0 <= MIN <= MAX <= %s (such as %s)", FormatPause(p.PauseMin, p.PauseMax), MaxPause, FormatPause(DefaultPauseMin, DefaultPauseMax))
 	}
 	return nil
 }
-
-// Pauses between changes: changes spread, not batched.
-const (
-	minPause = 50 * time.Millisecond
-	maxPause = 250 * time.Millisecond
-)
 
 // A Step is one kind of change a cycle writes: its kind, the probed
 // address that shows it (Change.Target) and the answer that does
@@ -128,9 +171,9 @@ func Cycle(ctx context.Context, w Writer, h Hooks, seen *Seen, p Pace, t Targets
 
 // CycleSteps writes p.Changes changes, cycling through steps, one at a
 // time, each waited for on every node seen reports (or p.ChangeTimeout),
-// with a random pause of 50-250 ms after it. An unmeasured first and last
-// step (a Service created and deleted, a policy's allow added and
-// deleted), each followed on every node at the first step's target, come
+// with a random pause of p.PauseMin to p.PauseMax after it. An
+// unmeasured first and last step (a Service created and deleted, a
+// policy's allow added and deleted), each followed on every node at the first step's target, come
 // first: what the system still owed earlier writes is not charged to the
 // first measured change. say reports progress.
 func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, say func(string, ...any)) ([]results.Change, error) {
@@ -173,10 +216,15 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		select {
 		case <-ctx.Done():
 			return changes, ctx.Err()
-		case <-time.After(minPause + time.Duration(r.Int64N(int64(maxPause-minPause)))):
+		case <-time.After(p.pause(r)):
 		}
 	}
 	return changes, nil
+}
+
+// pause is a random pause in [PauseMin, PauseMax].
+func (p Pace) pause(r *rand.Rand) time.Duration {
+	return p.PauseMin + time.Duration(r.Int64N(int64(p.PauseMax-p.PauseMin)+1))
 }
 
 // waitUntil polls ok every millisecond until it holds (nil), limit passes

@@ -122,8 +122,8 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	w := policyWriter{lab: st.Name, allow: allow}
 	steps := converge.PolicySteps(target, w.add, w.del)
-	out := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds(),
-		Proxy: "lab policy provider " + spec.Provider, PolicyProvider: spec.Provider, Policies: spec.Policies, IPBlocks: spec.IPBlocks}
+	out := spec.Pace.NewResult()
+	out.Proxy, out.PolicyProvider, out.Policies, out.IPBlocks = "lab policy provider "+spec.Provider, spec.Provider, spec.Policies, spec.IPBlocks
 	other := converge.NewOtherMeter(lab.Measured(st.Name))
 	changes, err := converge.CycleSteps(ctx, steps, other.Hooks(), seen, spec.Pace, say)
 	if err != nil {

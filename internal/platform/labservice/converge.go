@@ -91,7 +91,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 			}
 		}
 	}()
-	res := &results.Convergence{Start: time.Now(), IntervalUS: spec.Pace.Interval.Microseconds()}
+	res := spec.Pace.NewResult()
 	other := converge.NewOtherMeter(lab.Measured(st.Name))
 	changes, err := converge.Cycle(ctx, w, other.Hooks(), seen, spec.Pace, targets, say)
 	if err != nil {

@@ -34,8 +34,9 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	if c.ProbeConntrackTimeoutS > 0 {
 		flows = fmt.Sprintf("%d s", c.ProbeConntrackTimeoutS)
 	}
-	fmt.Fprintf(w, "%s: %d changes, probes every %d µs (the resolution; their flows' conntrack timeout %s), %s\n",
-		what, len(c.Changes), c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
+	pause := cmp.Or(c.Pause, converge.FormatPause(converge.DefaultPauseMin, converge.DefaultPauseMax)) // a file from before --pause: its pause
+	fmt.Fprintf(w, "%s: %d changes, each %s after the last was shown, probes every %d µs (the resolution; their flows' conntrack timeout %s), %s\n",
+		what, len(c.Changes), pause, c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
 	// The proxy's metric and the kept connections are columns only when
 	// some row has them (a lab's floor or policy apply latency has neither).
 	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })
@@ -72,6 +73,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 		object = "the policies' probed pod"
 	}
 	printNotApplied(w, c.Changes, object)
+	printGaps(w, c)
 	if sc := c.Scale; sc != nil {
 		fmt.Fprintf(w, "background: %d other Services with %d endpoints each (%d reused, the rest made in %.0f s)", sc.Services, sc.Endpoints, sc.Reused, sc.CreateSeconds)
 		if sc.APIBytesPerService > 0 {
@@ -202,6 +204,33 @@ func printNotApplied(w io.Writer, changes []results.Change, object string) {
 	if n > notAppliedLines {
 		fmt.Fprintf(w, "not applied: %d more changes (the -o file names each)\n", n-notAppliedLines)
 	}
+}
+
+// printGaps is each node's p50 for the changes written within
+// converge.RateLimitGap of the node showing the previous one, and for the
+// later ones: a proxy with a minimum sync period holds the first group.
+func printGaps(w io.Writer, c *results.Convergence) {
+	gaps := converge.SplitByGap(c)
+	if len(gaps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "p50 ms by the time from a node showing a change to the next change's write, under %s / %s or more (kube-proxy syncs at most once per minSyncPeriod, 1 s by default: it holds the first):", converge.RateLimitGap, converge.RateLimitGap)
+	for i, g := range gaps {
+		sep := "; "
+		if i == 0 {
+			sep = " "
+		}
+		fmt.Fprintf(w, "%s%s %s (%d) / %s (%d)", sep, g.Node, msOr(g.Soon, g.NSoon), g.NSoon, msOr(g.Later, g.NLater), g.NLater)
+	}
+	fmt.Fprintln(w)
+}
+
+// msOr is q in ms with its CI, "-" for no changes.
+func msOr(q results.QuantileCI, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return ms(q)
 }
 
 // printOtherWork is what the machine's other processes used during c's

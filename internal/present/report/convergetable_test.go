@@ -64,7 +64,9 @@ func TestConvergeTableAndChart(t *testing.T) {
 }
 
 // A change a node did not apply is named with its object and node, never
-// a latency; the first line says the probers' flows' conntrack timeout.
+// a latency; the first line says the probers' flows' conntrack timeout and
+// the pause between changes; a line splits each node's changes by the time
+// since it showed the one before.
 func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 	c := &results.Convergence{Proxy: "unknown proxy", Changes: []results.Change{
 		{Seq: 0, Kind: "service-created", Target: "10.96.0.1:53", LatencyUS: map[string]int64{"n1": 900, "n2": 1200}},
@@ -82,11 +84,21 @@ func TestPrintConvergenceNamesNotApplied(t *testing.T) {
 	if !strings.Contains(b.String(), "their flows' conntrack timeout the kernel's") {
 		t.Errorf("a file without the probers' flows' timeout does not say the kernel's:\n%s", b.String())
 	}
-	c.ProbeConntrackTimeoutS = 1
+	// A node's changes by the time since it showed the previous one: n1's
+	// change 1 was written within 1 s of it showing change 0 (n2 did not
+	// show change 1).
+	if want := "under 1s / 1s or more (kube-proxy syncs at most once per minSyncPeriod, 1 s by default: it holds the first): n1 0.8 (1) / - (0)"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
+	}
+	// The pause between changes: 50-250 ms in a file from before --pause.
+	if !strings.Contains(b.String(), "each 50ms-250ms after the last was shown") {
+		t.Errorf("a file without the pause does not say the one it had:\n%s", b.String())
+	}
+	c.ProbeConntrackTimeoutS, c.Pause = 1, "1.5s-2s"
 	b.Reset()
 	PrintConvergence(&b, c)
-	if !strings.Contains(b.String(), "their flows' conntrack timeout 1 s") {
-		t.Errorf("the probers' flows' 1 s timeout is not said:\n%s", b.String())
+	if !strings.Contains(b.String(), "their flows' conntrack timeout 1 s") || !strings.Contains(b.String(), "each 1.5s-2s after the last was shown") {
+		t.Errorf("the probers' flows' 1 s timeout or the pause of 1.5-2 s is not said:\n%s", b.String())
 	}
 	// Columns no row has are left out; a row with a metric and kept
 	// connections brings theirs.
