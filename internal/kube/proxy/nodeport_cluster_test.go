@@ -195,11 +195,16 @@ func TestNodePortClusterPolicy(t *testing.T) {
 	mustWho(t, cli, "udp", hostport(vip, 53), "np-srv", 10*time.Second)
 	e0, _ := entry(t, p1, vip, 80, tcbpf.TCP)
 	patchType(t, cs, ns, "np", corev1.ServiceTypeClusterIP)
-	if err := waitFor(10*time.Second, func() bool {
-		_, ok := entry(t, p1, nip[1], uint16(tcpNP), tcbpf.TCP)
-		return !ok
-	}); err != nil {
-		t.Fatal("NodePort -> ClusterIP: node 1's maps still hold the node port")
+	// Each node's proxy syncs on its own: both must have let the port go
+	// before either is asked (node 2's answered once while only node 1's
+	// maps were waited for).
+	for node, p := range map[int]*tcbpf.Plane{1: p1, 2: plane(t, 2)} {
+		if err := waitFor(10*time.Second, func() bool {
+			_, ok := entry(t, p, nip[node], uint16(tcpNP), tcbpf.TCP)
+			return !ok
+		}); err != nil {
+			t.Fatalf("NodePort -> ClusterIP: node %d's maps still hold the node port", node)
+		}
 	}
 	for node := 1; node <= 2; node++ {
 		if got, err := who(outside(), "tcp", hostport(nip[node], tcpNP)); err == nil {
