@@ -264,8 +264,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 			return nil, err
 		}
 	}
-	converge.Finish(res, changes, c.seen)
-	converge.WarnDisturbed(res, say)
+	converge.Finish(res, changes, c.seen, say)
 	if spec.Policy && spec.ExtraServices == 0 {
 		res.Scale = nil // no background of Services, no daemons measured
 	}

@@ -333,12 +333,16 @@ func (s *Seen) All() map[string][]results.Transition {
 }
 
 // Finish fills c's changes' latencies, rows and transitions from what seen
-// holds at the end.
-func Finish(c *results.Convergence, changes []results.Change, seen *Seen) {
+// holds at the end, and says through say how many of the changes the
+// machine's other work disturbed (c.OtherWork, set before), if any.
+func Finish(c *results.Convergence, changes []results.Change, seen *Seen, say func(string, ...any)) {
 	all := seen.All()
 	c.Changes = changes
 	c.Rows = Summarize(c.Changes, all, c.End.UnixNano(), c.IntervalUS)
 	for _, n := range slices.Sorted(maps.Keys(all)) {
 		c.Transitions = append(c.Transitions, all[n]...)
+	}
+	if seqs := Disturbed(c); len(seqs) > 0 {
+		say("converge: warning: other work on this machine used more than %.1f CPUs while %d of the changes were measured (the report names it): measure again on an idle machine", DisturbedCPUs, len(seqs))
 	}
 }

@@ -49,11 +49,3 @@ func BusiestOtherWork(c *results.Convergence) (results.OtherWorkSample, bool) {
 	}
 	return slices.MaxFunc(c.OtherWork.Samples, func(a, b results.OtherWorkSample) int { return cmp.Compare(a.CPUs(), b.CPUs()) }), true
 }
-
-// WarnDisturbed says through say how many of c's changes other work
-// disturbed, if any.
-func WarnDisturbed(c *results.Convergence, say func(string, ...any)) {
-	if seqs := Disturbed(c); len(seqs) > 0 {
-		say("converge: warning: other work on this machine used more than %.1f CPUs while %d of the changes were measured (the report names it): measure again on an idle machine", DisturbedCPUs, len(seqs))
-	}
-}

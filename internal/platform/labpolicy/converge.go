@@ -132,8 +132,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	out.End = time.Now()
 	other.End(results.PhaseChanges)
 	out.OtherWork = other.Result()
-	converge.Finish(out, changes, seen)
-	converge.WarnDisturbed(out, say)
+	converge.Finish(out, changes, seen, say)
 	return out, nil
 }
 

@@ -105,8 +105,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		return nil, err
 	}
 	res.Proxy = "lab provider " + c.Provider
-	converge.Finish(res, changes, seen)
-	converge.WarnDisturbed(res, say)
+	converge.Finish(res, changes, seen, say)
 	return res, nil
 }
 
