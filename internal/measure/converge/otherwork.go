@@ -73,12 +73,19 @@ func (o *OtherMeter) sample() {
 	o.last = w
 }
 
-// End ends a phase: its sum, and for the changes their samples and the
-// busiest process names.
+// End ends a phase: the sum of its samples, and for the changes their
+// samples and the busiest process names. The sum, not the phase's first
+// reading to its last: a cluster's shim that starts after the first and
+// ends before the last, under the machine's init, is taken out of the
+// other work only by the sample across its end (cpu.OtherWork.Sub).
 func (o *OtherMeter) End(phase string) {
 	o.sample()
-	total, byName := o.last.Sub(o.first)
-	o.res.Phases[phase] = total.Seconds()
+	_, byName := o.last.Sub(o.first)
+	total := 0.0
+	for _, s := range o.samples {
+		total += s.CPUSeconds
+	}
+	o.res.Phases[phase] = total
 	if phase != results.PhaseChanges {
 		return
 	}

@@ -21,10 +21,17 @@ const pfKthread = 0x00200000
 // (utime + stime + cutime + cstime), so the sum over processes is kept
 // across exits: a compile that starts and ends between two readings is in
 // their difference (OtherWork.Sub), through the shell that reaped it.
+//
+// The same holds the other way: a measured process whose parent is not
+// measured (a cluster's containerd shim, whose parent is the machine's
+// init) brings its whole time into that parent's when it exits. A reading
+// keeps the measured processes' whole times, and Sub takes out those of
+// the ones that left under a parent outside.
 type OtherWork struct {
-	At    time.Time
-	Total time.Duration
-	own   map[procKey]procOwn
+	At       time.Time
+	Total    time.Duration
+	own      map[procKey]procOwn
+	measured map[procKey]measuredProc
 }
 
 // Measured names the measured system's processes, which a reading leaves
@@ -52,6 +59,14 @@ type procOwn struct {
 	cpu  time.Duration
 }
 
+// measuredProc is a measured process's whole CPU time (its own and its
+// reaped children's), and whether its parent is outside the measured
+// system (that parent reaps it).
+type measuredProc struct {
+	whole         time.Duration
+	parentOutside bool
+}
+
 // OtherWorkOf reads the other work now: the machine's processes but m's.
 func OtherWorkOf(m Measured) (OtherWork, error) {
 	procs, err := procfs.AllProcs()
@@ -69,12 +84,11 @@ func OtherWorkOf(m Measured) (OtherWork, error) {
 	}
 	stats := make(map[int]procfs.ProcStat, len(procs))
 	byPID := make(map[int]procfs.Proc, len(procs))
+	inNS := map[int]bool{}
 	for _, p := range procs {
-		if insideNS[netNS(p.PID)] {
-			continue
-		}
 		if s, err := p.Stat(); err == nil && s.Flags&pfKthread == 0 { // a process gone meanwhile: its time is its reaper's
 			stats[s.PID], byPID[s.PID] = s, p
+			inNS[s.PID] = insideNS[netNS(p.PID)]
 		}
 	}
 	var within func(pid int, depth int) bool
@@ -88,14 +102,20 @@ func OtherWorkOf(m Measured) (OtherWork, error) {
 		}
 		return within(s.PPID, depth+1)
 	}
-	w := OtherWork{At: time.Now(), own: map[procKey]procOwn{}}
+	isMeasured := make(map[int]bool, len(stats))
+	for pid := range stats {
+		isMeasured[pid] = inNS[pid] || within(pid, 0) || inCgroups(byPID[pid], m.Cgroups)
+	}
+	w := OtherWork{At: time.Now(), own: map[procKey]procOwn{}, measured: map[procKey]measuredProc{}}
 	tick := func(t float64) time.Duration { return time.Duration(t / userHZ * float64(time.Second)) }
 	for pid, s := range stats {
-		if within(pid, 0) || inCgroups(byPID[pid], m.Cgroups) {
+		own := tick(float64(s.UTime + s.STime))
+		whole := own + tick(float64(s.CUTime+s.CSTime))
+		if isMeasured[pid] {
+			w.measured[procKey{pid, s.Starttime}] = measuredProc{whole: whole, parentOutside: !isMeasured[s.PPID]}
 			continue
 		}
-		own := tick(float64(s.UTime + s.STime))
-		w.Total += own + tick(float64(s.CUTime+s.CSTime))
+		w.Total += whole
 		w.own[procKey{pid, s.Starttime}] = procOwn{comm: s.Comm, cpu: own}
 	}
 	return w, nil
@@ -124,7 +144,10 @@ func inCgroups(p procfs.Proc, cgroups []string) bool {
 // Sub is the other work between before and w: its CPU time, and the CPU
 // time by process name of the processes seen in both readings or started
 // since, by their own time (a process that lived only between them is in
-// the total, through its reaper, but not by its name).
+// the total, through its reaper, but not by its name). The whole time of a
+// measured process that left under a parent outside, as before read it, is
+// taken out: what it used after that reading, or a measured process that
+// lived only between them, is not.
 func (w OtherWork) Sub(before OtherWork) (time.Duration, map[string]time.Duration) {
 	byName := map[string]time.Duration{}
 	for k, o := range w.own {
@@ -132,5 +155,11 @@ func (w OtherWork) Sub(before OtherWork) (time.Duration, map[string]time.Duratio
 			byName[o.comm] += d
 		}
 	}
-	return w.Total - before.Total, byName
+	total := w.Total - before.Total
+	for k, p := range before.measured {
+		if _, alive := w.measured[k]; !alive && p.parentOutside {
+			total -= p.whole
+		}
+	}
+	return max(total, 0), byName
 }

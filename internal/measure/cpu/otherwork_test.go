@@ -112,3 +112,55 @@ func TestOtherWorkNamespaces(t *testing.T) {
 		t.Errorf("a shell looping in a root's namespace: %v of other work, %v without the root: it was counted", withRoot, without)
 	}
 }
+
+// A measured process whose parent is not measured (a cluster's shim, whose
+// parent is the machine's init) brings its whole time into that parent's
+// when it exits and is reaped: that time is the measured system's, not
+// other work. Here the measured process is a shell in a root's namespace,
+// the test its unmeasured parent.
+func TestOtherWorkReapedOutside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace of its own needs root")
+	}
+	c := exec.Command("unshare", "-n", "sh", "-c", "sleep 60 & echo $!; i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done; echo burnt; read x || :")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	var sleep int
+	var burnt string
+	if _, err := fmt.Fscan(out, &sleep, &burnt); err != nil || burnt != "burnt" {
+		t.Fatalf("the shell's sleep and loop: %q, %v", burnt, err)
+	}
+	defer syscall.Kill(sleep, syscall.SIGKILL)
+	measured := Measured{Roots: []int{sleep}}
+	before, err := OtherWorkOf(measured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = in.Close()
+	if err := c.Wait(); err != nil {
+		t.Fatalf("the shell: %v", err)
+	}
+	used := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	after, err := OtherWorkOf(measured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := after.Sub(before)
+	t.Logf("the measured shell used %v and was reaped by the test; other work between %v", used, d)
+	if used < 150*time.Millisecond {
+		t.Fatalf("the shell used %v of CPU, too little to tell", used)
+	}
+	if d > used/2 {
+		t.Errorf("other work %v across the exit of a measured shell that used %v: its reaper's share was counted", d, used)
+	}
+}
