@@ -19,6 +19,8 @@
 # steps take about 20 minutes per 1,000 changes (its syncs wait about a second).
 #   PROXIES="vnetlab-ebpf iptables" NS="0 1000 10000" ES=1 CHANGES=100 scripts/bench-converge.sh
 #   CRR=0 scripts/bench-converge.sh           # without tcp_crr to the newest Service
+#   PAUSE=1.5s-2s scripts/bench-converge.sh   # each change alone: past kube-proxy's 1 s minSyncPeriod
+#                                             # (the default, 50ms-250ms, makes its changes wait for it)
 #   RESULTS=dir scripts/bench-converge.sh     # the table and chart of an earlier run again
 #
 # PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
@@ -34,6 +36,9 @@ if [ -z "${RESULTS:-}" ]; then
 	ES=${ES:-"1 10"}
 	CHANGES=${CHANGES:-1000}
 	CRR=${CRR:-3s}
+	PAUSE=${PAUSE:-50ms-250ms}
+	tag=""
+	[ "$PAUSE" = 50ms-250ms ] || tag="-p$PAUSE"
 	mkdir -p "$OUT"
 	locked() { # run "$@" under the lock, saying how long it held it
 		flock "$LOCK" sh -c 't0=$(date +%s); "$@"; rc=$?; echo "lock held $(( $(date +%s) - t0 )) s: $*" >&2; exit $rc' locked "$@"
@@ -52,10 +57,10 @@ if [ -z "${RESULTS:-}" ]; then
 		locked "$bin" kube up --name "$name" --nodes 2 $args
 		for e in $ES; do
 			for n in $NS; do
-				f="$OUT/$p-e$e-n$n.json"
-				echo "== $p, N=$n, E=$e: $(uptime)"
+				f="$OUT/$p-e$e-n$n$tag"
+				echo "== $p, N=$n, E=$e, pause $PAUSE: $(uptime)"
 				locked "$bin" kube converge --cluster "$name" --extra-services "$n" --extra-endpoints "$e" --keep-extra \
-					--changes "$CHANGES" --crr "$CRR" -o "$f" >"$OUT/$p-e$e-n$n.txt" || echo "$p N=$n E=$e: failed (see above)"
+					--changes "$CHANGES" --pause "$PAUSE" --crr "$CRR" -o "$f.json" >"$f.txt" || echo "$p N=$n E=$e: failed (see above)"
 			done
 		done
 		locked "$bin" kube down "$name"

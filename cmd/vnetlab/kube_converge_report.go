@@ -20,17 +20,19 @@ func newKubeConvergeReportCmd() *cobra.Command {
 	kinds := append(slices.Clone(converge.Kinds), converge.KindAllowAdded, converge.KindAllowDeleted) // a kind no run has is no row
 	cmd := &cobra.Command{
 		Use:   "converge-report FILE.json... [--kinds K,...] [--chart-kind endpoint-added] [--svg chart.svg]",
-		Short: "Tabulate kube converge files side by side (per proxy, E and N) and chart a kind's p99 against N",
-		Long: `Reads kube converge -o files (one per proxy, number of other Services N and endpoints each E)
+		Short: "Tabulate kube converge files side by side (per proxy, E, pause and N) and chart a kind's p99 against N",
+		Long: `Reads kube converge -o files (one per proxy, number of other Services N, endpoints each E
+and --pause between changes: a proxy with a minimum sync period, such as kube-proxy's 1 s,
+reads its period under the default 50ms-250ms and a change's own cost under 1.5s-2s)
 and prints, per kind of change, the slowest node's p50 and p99 with their 95% CIs, the
 changes not applied, the write calls' p50 and the latency after the write's answer (p50 / p99:
 the proxy's watch, its sync and the data path), the proxy's own metric beside them and how many of its values said
 done before a packet showed the change, connections broken, the proxies' CPU seconds (while
 N was made / during the changes) and RSS, the API server's and etcd's RSS, the eBPF maps'
-memory, tcp_crr to the newest Service as a ratio to the same proxy's N = 0 run, and the
+memory, tcp_crr to the newest Service as a ratio to the same proxy's and E's N = 0 run, and the
 CPU seconds of the machine's other work during the changes ("(N DISTURBED)": the changes it
 overlapped above 0.1 CPUs; measure those runs again).
---svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy and E.
+--svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy, E and pause.
 
 Example (scripts/bench-converge.sh runs it):
   vnetlab kube converge-report out/*.json --svg converge.svg`,

@@ -89,6 +89,15 @@ func FormatPause(lo, hi time.Duration) string {
 	return lo.String() + "-" + hi.String()
 }
 
+// PauseOf is the pause of c's run: what it recorded, or for a file from
+// before --pause the default it had.
+func PauseOf(c *results.Convergence) string {
+	if c.Pause != "" {
+		return c.Pause
+	}
+	return FormatPause(DefaultPauseMin, DefaultPauseMax)
+}
+
 // NewResult is a run's results with this pace, starting now.
 func (p Pace) NewResult() *results.Convergence {
 	return &results.Convergence{Start: time.Now(), IntervalUS: p.Interval.Microseconds(), Pause: FormatPause(p.PauseMin, p.PauseMax)}

@@ -34,9 +34,8 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 	if c.ProbeConntrackTimeoutS > 0 {
 		flows = fmt.Sprintf("%d s", c.ProbeConntrackTimeoutS)
 	}
-	pause := cmp.Or(c.Pause, converge.FormatPause(converge.DefaultPauseMin, converge.DefaultPauseMax)) // a file from before --pause: its pause
 	fmt.Fprintf(w, "%s: %d changes, each %s after the last was shown, probes every %d µs (the resolution; their flows' conntrack timeout %s), %s\n",
-		what, len(c.Changes), pause, c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
+		what, len(c.Changes), converge.PauseOf(c), c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
 	// The proxy's metric and the kept connections are columns only when
 	// some row has them (a lab's floor or policy apply latency has neither).
 	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })

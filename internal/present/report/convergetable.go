@@ -21,32 +21,45 @@ type ConvergeRun struct {
 }
 
 // convergeKey is a line of the scale table: a proxy with E endpoints per
-// other Service; its points are N.
+// other Service, its changes paced by pause (a proxy with a minimum sync
+// period reads its period under a short pause, a change's own cost under
+// a long one); its points are N.
 type convergeKey struct {
 	proxy string
 	eps   int
+	pause string
 }
 
 func keyOf(c *results.Convergence) (convergeKey, int) {
+	pause := converge.PauseOf(c)
 	if c.PolicyProvider != "" { // a policy's apply latency: its enforcer (or lab provider), N policies
 		what := "policy " + c.PolicyProvider
 		if c.Cluster != nil && c.Cluster.CNIMode != "" {
 			what += " on " + c.Cluster.CNIMode
 		}
-		return convergeKey{what, 0}, c.Policies
+		return convergeKey{what, 0, pause}, c.Policies
 	}
 	if c.Scale == nil {
-		return convergeKey{c.Proxy, 1}, 0
+		return convergeKey{c.Proxy, 1, pause}, 0
 	}
-	return convergeKey{c.Proxy, c.Scale.Endpoints}, c.Scale.Services
+	return convergeKey{c.Proxy, c.Scale.Endpoints, pause}, c.Scale.Services
 }
 
-// sortRuns orders runs by proxy, endpoints, N.
+// label names a line of the chart: its pause only when not the default.
+func (k convergeKey) label() string {
+	l := fmt.Sprintf("%s, E=%d", k.proxy, k.eps)
+	if k.pause != converge.FormatPause(converge.DefaultPauseMin, converge.DefaultPauseMax) {
+		l += ", pause " + k.pause
+	}
+	return l
+}
+
+// sortRuns orders runs by proxy, endpoints, pause, N.
 func sortRuns(runs []ConvergeRun) {
 	slices.SortStableFunc(runs, func(a, b ConvergeRun) int {
 		ka, na := keyOf(a.C)
 		kb, nb := keyOf(b.C)
-		return cmp.Or(cmp.Compare(ka.proxy, kb.proxy), cmp.Compare(ka.eps, kb.eps), cmp.Compare(na, nb))
+		return cmp.Or(cmp.Compare(ka.proxy, kb.proxy), cmp.Compare(ka.eps, kb.eps), cmp.Compare(ka.pause, kb.pause), cmp.Compare(na, nb))
 	})
 }
 
@@ -75,25 +88,28 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // machine's other work during the changes, with the changes it disturbed.
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 	sortRuns(runs)
-	base := map[convergeKey]*results.Convergence{}
+	base := map[convergeKey]*results.Convergence{} // by proxy and E
 	for _, r := range runs {
 		if k, n := keyOf(r.C); n == 0 && r.C.CRR != nil {
-			base[k] = r.C
+			k.pause = ""
+			base[k] = cmp.Or(base[k], r.C)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
+	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
+		bk := k
+		bk.pause = ""
 		for _, kind := range kinds {
 			cr, ok := row(r.C, kind)
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, k.pause, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
 				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
-				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k]), otherWorkCell(r.C))
+				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[bk]), otherWorkCell(r.C))
 		}
 	}
 	tw.Flush()
@@ -108,11 +124,11 @@ func printControllerShares(w io.Writer, runs []ConvergeRun) {
 	}
 	fmt.Fprintln(w, "\nthe EndpointSlice controller's share, apart (a pod's label written, to its Service's slice seen in a watch):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tN\tCHANGES\tNOT SEEN\tP50 MS\tP99 MS")
+	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tCHANGES\tNOT SEEN\tP50 MS\tP99 MS")
 	for _, r := range runs {
 		if ctl := r.C.Controller; ctl != nil {
 			k, n := keyOf(r.C)
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", k.proxy, k.eps, n, ctl.Changes, ctl.NotApplied, ms(ctl.P50), ms(ctl.P99))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", k.proxy, k.eps, k.pause, n, ctl.Changes, ctl.NotApplied, ms(ctl.P50), ms(ctl.P99))
 		}
 	}
 	tw.Flush()
@@ -207,7 +223,7 @@ func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
 			for i := range pts {
 				pts[i].Missing = true
 			}
-			ch.Lines = append(ch.Lines, CurveLine{Label: fmt.Sprintf("%s, E=%d", k.proxy, k.eps), Points: pts, Knee: -1})
+			ch.Lines = append(ch.Lines, CurveLine{Label: k.label(), Points: pts, Knee: -1})
 		}
 		cr, ok := row(r.C, kind)
 		if !ok {

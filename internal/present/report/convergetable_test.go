@@ -37,7 +37,7 @@ func TestConvergeTableAndChart(t *testing.T) {
 	if len(lines) != 6 {
 		t.Fatalf("%d lines, want a header and 5 rows:\n%s", len(lines), out)
 	}
-	for i, want := range []string{"iptables  1  0 ", "iptables  1  10000", "vnetlab-ebpf  1  0 ", "vnetlab-ebpf  1  1000 ", "vnetlab-ebpf  1  10000"} {
+	for i, want := range []string{"iptables  1  50ms-250ms  0 ", "iptables  1  50ms-250ms  10000", "vnetlab-ebpf  1  50ms-250ms  0 ", "vnetlab-ebpf  1  50ms-250ms  1000 ", "vnetlab-ebpf  1  50ms-250ms  10000"} {
 		if !strings.Contains(strings.Join(strings.Fields(lines[i+1]), "  ")+" ", want) {
 			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
 		}
@@ -60,6 +60,40 @@ func TestConvergeTableAndChart(t *testing.T) {
 	}
 	if svg := ch.SVG(true); !strings.Contains(svg, "<svg") || !strings.Contains(svg, "vnetlab-ebpf, E=1") {
 		t.Error("the chart's SVG lacks its lines")
+	}
+}
+
+// Runs of one proxy with another pause are a line of their own, in the
+// table and the chart (kube-proxy's rate limit sets its latency under a
+// short pause, not under a long one), and take their tcp_crr ratio from
+// the proxy's N = 0 at any pause.
+func TestConvergeTablePause(t *testing.T) {
+	alone := func(n int, p99ms float64, rates ...float64) ConvergeRun {
+		r := convRun("nftables", n, p99ms, rates...)
+		r.C.Pause = "1.5s-2s"
+		return r
+	}
+	runs := []ConvergeRun{alone(10000, 300, 500, 500, 500), convRun("nftables", 10000, 1100), convRun("nftables", 0, 900, 1000, 1000, 1000), alone(0, 20)}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, runs, []string{"endpoint-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want a header and 4 rows:\n%s", len(lines), b.String())
+	}
+	for i, want := range []string{"nftables  1  1.5s-2s  0 ", "nftables  1  1.5s-2s  10000 ", "nftables  1  50ms-250ms  0 ", "nftables  1  50ms-250ms  10000 "} {
+		if !strings.HasPrefix(strings.Join(strings.Fields(lines[i+1]), "  ")+" ", want) {
+			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	if !strings.Contains(lines[2], "0.500 [") {
+		t.Errorf("the paused run at 10,000 lacks its tcp_crr ratio to the N = 0 run of another pause: %q", lines[2])
+	}
+	ch := ConvergeChart(runs, "endpoint-added")
+	if len(ch.Lines) != 2 || ch.Lines[0].Label != "nftables, E=1, pause 1.5s-2s" || ch.Lines[1].Label != "nftables, E=1" {
+		t.Fatalf("chart lines %+v, want one per pause, the default's unnamed", ch.Lines)
+	}
+	if ch.Lines[0].Points[1].Value != 300 || ch.Lines[1].Points[1].Value != 1100 {
+		t.Errorf("points at 10,000: %v and %v, want 300 and 1100", ch.Lines[0].Points[1].Value, ch.Lines[1].Points[1].Value)
 	}
 }
 
@@ -131,7 +165,7 @@ func TestConvergeTablePolicies(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[3], "vnetlab-ebpf ") {
 		t.Fatalf("want the policy runs by N, then the Service run:\n%s", b.String())
 	}
-	for i, want := range []string{"policy  vnetlab  on  veth-ebpf  0  0  allow-added", "policy  vnetlab  on  veth-ebpf  0  1000  allow-added"} {
+	for i, want := range []string{"policy  vnetlab  on  veth-ebpf  0  50ms-250ms  0  allow-added", "policy  vnetlab  on  veth-ebpf  0  50ms-250ms  1000  allow-added"} {
 		if got := strings.Join(strings.Fields(lines[i+1]), "  "); !strings.HasPrefix(got, want) {
 			t.Errorf("row %d: %q, want %q", i+1, lines[i+1], want)
 		}
@@ -163,7 +197,7 @@ func TestConvergeWriteShare(t *testing.T) {
 	if !strings.Contains(lines[0], "AFTER WRITE P50 / P99 MS") || !strings.Contains(lines[2], "2.0 / 5.0 [") {
 		t.Errorf("the scale table lacks the timed run's latency after the write:\n%s", b.String())
 	}
-	if f := strings.Fields(lines[1]); !strings.Contains(lines[1], "900.0") || f[11] != "-" || f[12] != "-" {
+	if f := strings.Fields(lines[1]); !strings.Contains(lines[1], "900.0") || f[12] != "-" || f[13] != "-" {
 		t.Errorf("the untimed run's write p50 and latency after it are not \"-\": %q", lines[1])
 	}
 	b.Reset()
@@ -187,7 +221,7 @@ func TestConvergeControllerShare(t *testing.T) {
 	PrintConvergeTable(&b, []ConvergeRun{with, without}, []string{"endpoint-added"})
 	out := b.String()
 	i := strings.Index(out, "controller's share")
-	if i < 0 || !strings.Contains(out[i:], "vnetlab-ebpf  1  1000  40       1         21.5    60.0") || strings.Contains(out[i:], "iptables") {
+	if i < 0 || !strings.Contains(out[i:], "vnetlab-ebpf  1  50ms-250ms  1000  40       1         21.5    60.0") || strings.Contains(out[i:], "iptables") {
 		t.Errorf("the controller's share table lacks the run that measured it, or has the other:\n%s", out)
 	}
 	b.Reset()
