@@ -141,26 +141,32 @@ func TestOtherWorkReapedOutside(t *testing.T) {
 		t.Fatalf("the shell's sleep and loop: %q, %v", burnt, err)
 	}
 	defer syscall.Kill(sleep, syscall.SIGKILL)
-	measured := Measured{Roots: []int{sleep}}
-	before, err := OtherWorkOf(measured)
-	if err != nil {
-		t.Fatal(err)
+	// Readings without roots around readings with the sleep a root: the
+	// shell's time is in the outer pair's readings both (it ended nothing
+	// for them: its own time became its reaper's), and must not enter the
+	// inner pair's difference when it leaves the measured system.
+	read := func(m Measured) OtherWork {
+		t.Helper()
+		w, err := OtherWorkOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
 	}
+	measured := Measured{Roots: []int{sleep}}
+	all, mine := read(Measured{}), read(measured)
 	_ = in.Close()
 	if err := c.Wait(); err != nil {
 		t.Fatalf("the shell: %v", err)
 	}
 	used := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
-	after, err := OtherWorkOf(measured)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := after.Sub(before)
-	t.Logf("the measured shell used %v and was reaped by the test; other work between %v", used, d)
+	withRoot, _ := read(measured).Sub(mine)
+	without, _ := read(Measured{}).Sub(all)
+	t.Logf("the measured shell used %v and was reaped by the test; other work between %v, %v with the sleep in its namespace a root", used, without, withRoot)
 	if used < 150*time.Millisecond {
 		t.Fatalf("the shell used %v of CPU, too little to tell", used)
 	}
-	if d > used/2 {
-		t.Errorf("other work %v across the exit of a measured shell that used %v: its reaper's share was counted", d, used)
+	if withRoot > without+used/2 {
+		t.Errorf("other work %v across the exit of a measured shell that used %v (%v without roots): its reaper's share was counted", withRoot, used, without)
 	}
 }
