@@ -25,12 +25,13 @@ import (
 // each from 1,000 to 10,000 Services of one endpoint on a local cluster,
 // 32.5-46 KB in later runs and 36.2 KB at 30,000: kube converge's
 // api_bytes_per_service, docs/kubernetes.md; the larger is used), and each
-// endpoint more (an estimate, not measured: a run that follows deletions
-// reuses the freed heap and measures nothing). The check before creating
-// N uses them.
+// endpoint more (measured: Services of 10 endpoints took 47.2-48.2 KB each
+// from 1,000 to 10,000, those of one 40.2-42.0 KB from 0 to 10,000: about
+// 0.7-0.9 KB an endpoint; rounded up). The check before creating N uses
+// them.
 const (
 	apiBytesPerService  = 46 << 10
-	apiBytesPerEndpoint = 300
+	apiBytesPerEndpoint = 1 << 10
 	// memoryShare is how much of the machine's available memory the
 	// estimate may take: the nodes, their pods and the proxies need the rest.
 	memoryShare = 0.7
