@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -20,6 +21,47 @@ func burn(t *testing.T) time.Duration {
 	return c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 }
 
+// readOther is a reading of the other work, m's left out.
+func readOther(t *testing.T, m Measured) OtherWork {
+	t.Helper()
+	w, err := OtherWorkOf(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// inNewNetns runs sh's script in a new network namespace, beside a sleep
+// it starts there first (the sleep is not the shell's ancestor: only the
+// namespace makes the shell the sleep's system's), and returns the shell,
+// its standard input, its output after the sleep's PID, and that PID.
+// The shell and the sleep are killed when the test ends.
+func inNewNetns(t *testing.T, script string) (*exec.Cmd, io.WriteCloser, io.Reader, int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace of its own needs root")
+	}
+	c := exec.Command("unshare", "-n", "sh", "-c", "sleep 60 & echo $!; "+script)
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	var sleep int
+	if _, err := fmt.Fscan(out, &sleep); err != nil {
+		t.Fatalf("the sleep's PID: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(sleep, syscall.SIGKILL) })
+	return c, in, out, sleep
+}
+
 // A process that starts and ends between two readings is other work,
 // through the process that reaped it (here the test's), unless that
 // process is a root; a process seen in both readings is named. The
@@ -27,14 +69,7 @@ func burn(t *testing.T) time.Duration {
 // check is a lower bound: without roots against with them, the second
 // pair of readings nested in the first.
 func TestOtherWork(t *testing.T) {
-	read := func(roots ...int) OtherWork {
-		t.Helper()
-		w, err := OtherWorkOf(Measured{Roots: roots})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
+	read := func(roots ...int) OtherWork { t.Helper(); return readOther(t, Measured{Roots: roots}) }
 	all, mine := read(), read(os.Getpid())
 	used := burn(t)
 	withRoot, _ := read(os.Getpid()).Sub(mine)
@@ -69,41 +104,15 @@ func TestOtherWork(t *testing.T) {
 // containerd shim, whose parent is the init process) is the measured
 // system's; in another namespace, with no root there, it is other work.
 func TestOtherWorkNamespaces(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace of its own needs root")
-	}
-	// sh loops in a new namespace, beside a sleep it started (sleep is not
-	// its ancestor: only the namespace makes sh the sleep's system's).
-	c := exec.Command("unshare", "-n", "sh", "-c", "sleep 60 & echo $!; while :; do :; done")
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
-	var sleep int
-	if _, err := fmt.Fscan(out, &sleep); err != nil {
-		t.Fatalf("the sleep's PID: %v", err)
-	}
-	defer syscall.Kill(sleep, syscall.SIGKILL)
+	_, _, _, sleep := inNewNetns(t, "while :; do :; done")
 	// Readings without roots around readings with the sleep a root: the
 	// loop's two seconds are in the first pair's difference only.
-	read := func(m Measured) OtherWork {
-		t.Helper()
-		w, err := OtherWorkOf(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
 	shells := func(after, before OtherWork) time.Duration { _, names := after.Sub(before); return names["sh"] }
 	measured := Measured{Roots: []int{sleep}}
-	all, mine := read(Measured{}), read(measured)
+	all, mine := readOther(t, Measured{}), readOther(t, measured)
 	time.Sleep(2 * time.Second)
-	withRoot := shells(read(measured), mine)
-	without := shells(read(Measured{}), all)
+	withRoot := shells(readOther(t, measured), mine)
+	without := shells(readOther(t, Measured{}), all)
 	t.Logf("shells' other work %v, %v with the sleep in the namespace a root", without, withRoot)
 	if without < 300*time.Millisecond {
 		t.Errorf("a shell looping in a namespace of no root: %v of other work, want most of two seconds", without)
@@ -119,49 +128,24 @@ func TestOtherWorkNamespaces(t *testing.T) {
 // other work. Here the measured process is a shell in a root's namespace,
 // the test its unmeasured parent.
 func TestOtherWorkReapedOutside(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace of its own needs root")
-	}
-	c := exec.Command("unshare", "-n", "sh", "-c", "sleep 60 & echo $!; i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done; echo burnt; read x || :")
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
-	var sleep int
+	c, in, out, sleep := inNewNetns(t, "i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done; echo burnt; read x || :")
 	var burnt string
-	if _, err := fmt.Fscan(out, &sleep, &burnt); err != nil || burnt != "burnt" {
-		t.Fatalf("the shell's sleep and loop: %q, %v", burnt, err)
+	if _, err := fmt.Fscan(out, &burnt); err != nil || burnt != "burnt" {
+		t.Fatalf("the shell's loop: %q, %v", burnt, err)
 	}
-	defer syscall.Kill(sleep, syscall.SIGKILL)
 	// Readings without roots around readings with the sleep a root: the
 	// shell's time is in the outer pair's readings both (it ended nothing
 	// for them: its own time became its reaper's), and must not enter the
 	// inner pair's difference when it leaves the measured system.
-	read := func(m Measured) OtherWork {
-		t.Helper()
-		w, err := OtherWorkOf(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
 	measured := Measured{Roots: []int{sleep}}
-	all, mine := read(Measured{}), read(measured)
+	all, mine := readOther(t, Measured{}), readOther(t, measured)
 	_ = in.Close()
 	if err := c.Wait(); err != nil {
 		t.Fatalf("the shell: %v", err)
 	}
 	used := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
-	withRoot, _ := read(measured).Sub(mine)
-	without, _ := read(Measured{}).Sub(all)
+	withRoot, _ := readOther(t, measured).Sub(mine)
+	without, _ := readOther(t, Measured{}).Sub(all)
 	t.Logf("the measured shell used %v and was reaped by the test; other work between %v, %v with the sleep in its namespace a root", used, without, withRoot)
 	if used < 150*time.Millisecond {
 		t.Fatalf("the shell used %v of CPU, too little to tell", used)
