@@ -65,6 +65,9 @@ const (
 	MaxPause = time.Minute
 )
 
+// DefaultPause is --pause's default as the flag, files and reports write it.
+var DefaultPause = FormatPause(DefaultPauseMin, DefaultPauseMax)
+
 // ParsePause reads --pause: "MIN-MAX" (50ms-250ms) or one duration (a
 // fixed pause).
 func ParsePause(s string) (lo, hi time.Duration, err error) {
@@ -95,7 +98,7 @@ func PauseOf(c *results.Convergence) string {
 	if c.Pause != "" {
 		return c.Pause
 	}
-	return FormatPause(DefaultPauseMin, DefaultPauseMax)
+	return DefaultPause
 }
 
 // NewResult is a run's results with this pace, starting now.
@@ -123,7 +126,7 @@ func (p Pace) Check() error {
 	case p.ChangeTimeout < 2*p.ProbeTimeout:
 		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", p.ChangeTimeout, 2*p.ProbeTimeout)
 	case p.PauseMin < 0 || p.PauseMax < p.PauseMin || p.PauseMax > MaxPause:
-		return fmt.Errorf("--pause %s: use MIN-MAX with 0 <= MIN <= MAX <= %s (such as %s)", FormatPause(p.PauseMin, p.PauseMax), MaxPause, FormatPause(DefaultPauseMin, DefaultPauseMax))
+		return fmt.Errorf("--pause %s: use MIN-MAX with 0 <= MIN <= MAX <= %s (such as %s)", FormatPause(p.PauseMin, p.PauseMax), MaxPause, DefaultPause)
 	}
 	return nil
 }

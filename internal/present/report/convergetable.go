@@ -48,11 +48,15 @@ func keyOf(c *results.Convergence) (convergeKey, int) {
 // label names a line of the chart: its pause only when not the default.
 func (k convergeKey) label() string {
 	l := fmt.Sprintf("%s, E=%d", k.proxy, k.eps)
-	if k.pause != converge.FormatPause(converge.DefaultPauseMin, converge.DefaultPauseMax) {
+	if k.pause != converge.DefaultPause {
 		l += ", pause " + k.pause
 	}
 	return l
 }
+
+// anyPause is k's line without its pause: tcp_crr's N = 0 base, which the
+// pause does not change.
+func (k convergeKey) anyPause() convergeKey { k.pause = ""; return k }
 
 // sortRuns orders runs by proxy, endpoints, pause, N.
 func sortRuns(runs []ConvergeRun) {
@@ -91,8 +95,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 	base := map[convergeKey]*results.Convergence{} // by proxy and E
 	for _, r := range runs {
 		if k, n := keyOf(r.C); n == 0 && r.C.CRR != nil {
-			k.pause = ""
-			base[k] = cmp.Or(base[k], r.C)
+			base[k.anyPause()] = cmp.Or(base[k.anyPause()], r.C)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -100,8 +103,6 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 	for _, r := range runs {
 		k, n := keyOf(r.C)
 		u := useOf(r.C)
-		bk := k
-		bk.pause = ""
 		for _, kind := range kinds {
 			cr, ok := row(r.C, kind)
 			if !ok {
@@ -109,7 +110,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, k.pause, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
 				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
-				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[bk]), otherWorkCell(r.C))
+				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k.anyPause()]), otherWorkCell(r.C))
 		}
 	}
 	tw.Flush()
