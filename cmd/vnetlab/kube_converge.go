@@ -148,7 +148,7 @@ func newKubeProbeCmd() *cobra.Command {
 	var keep string
 	cmd := &cobra.Command{
 		Use:    "probe --node NAME --target IP:PORT... [--keep IP:PORT] [--interval 1ms] [--timeout 100ms]",
-		Short:  "Probe UDP Service ports every interval and print each change of what answers, as JSON lines (kube converge runs it)",
+		Short:  "Probe UDP Service ports every interval and print each change of what answers, and that an answer has held, as JSON lines (kube converge runs it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -37,7 +37,7 @@ type Targets struct{ Main, Moved string }
 type Pace struct {
 	Changes       int           // written, cycling through Kinds
 	Interval      time.Duration // between a prober's probes: the latencies' resolution
-	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's last answers must be twice that old
+	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's last answers must be Settle of it old, by a prober's evidence
 	ChangeTimeout time.Duration // a node that has not shown a change by then did not apply it
 	WarmUpTimeout time.Duration // the unmeasured first creation and deletion's: after many other Services the system may still be working through them (about 19 s after 1,000 on a local cluster)
 	// PauseMin and PauseMax bound the random pause after a change was
@@ -216,9 +216,10 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		ch.WriteUS = (time.Now().UnixNano() - ch.Written) / 1000
 		changes = append(changes, ch)
 		// A removed backend's change shows at the end of its last answers:
-		// that end must be two probe timeouts old, as a later answer from
-		// it would move it. Not shown in time: not applied (Summarize).
-		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, 2*p.ProbeTimeout) })
+		// a probe sent Settle after that end must have been answered by
+		// another backend, as a later answer from it would move it. Not
+		// shown in time: not applied (Summarize).
+		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, Settle(p.ProbeTimeout)) })
 		if h.Observed != nil {
 			h.Observed(ctx, &changes[len(changes)-1])
 		}
@@ -256,14 +257,20 @@ func waitUntil(ctx context.Context, limit time.Duration, ok func() bool) error {
 	return nil
 }
 
-// Seen is what the probers printed, by node.
+// Seen is what the probers printed, by node: their transitions, and each
+// target's latest held line (EventHeld).
 type Seen struct {
 	mu     sync.Mutex
 	byNode map[string][]results.Transition
+	held   map[nodeTarget]results.Transition
 }
 
+type nodeTarget struct{ node, target string }
+
 // NewSeen is an empty Seen.
-func NewSeen() *Seen { return &Seen{byNode: map[string][]results.Transition{}} }
+func NewSeen() *Seen {
+	return &Seen{byNode: map[string][]results.Transition{}, held: map[nodeTarget]results.Transition{}}
+}
 
 // Read takes a prober's lines until its stream ends.
 func (s *Seen) Read(r io.Reader) {
@@ -274,6 +281,13 @@ func (s *Seen) Read(r io.Reader) {
 			continue
 		}
 		s.mu.Lock()
+		if tr.Event == EventHeld {
+			if k := (nodeTarget{tr.Node, tr.Target}); tr.Sent > s.held[k].Sent {
+				s.held[k] = tr
+			}
+			s.mu.Unlock()
+			continue
+		}
 		// In send order: a prober's targets and kept connections write
 		// their lines independently, each in its own order.
 		ts := append(s.byNode[tr.Node], tr)
@@ -295,11 +309,14 @@ func (s *Seen) WaitNodes(ctx context.Context, n int, limit time.Duration) error 
 }
 
 // since is, for every node, its transitions from target's last one before
-// w (the state at w) on: what a change written at w is judged on.
-func (s *Seen) since(w int64, target string) map[string][]results.Transition {
+// w (the state at w) on: what a change written at w is judged on; and its
+// latest held line for target, read with them (a held line comes after
+// every transition of its target sent before it).
+func (s *Seen) since(w int64, target string) (map[string][]results.Transition, map[string]results.Transition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string][]results.Transition, len(s.byNode))
+	held := map[string]results.Transition{}
 	for n, ts := range s.byNode {
 		i := sort.Search(len(ts), func(i int) bool { return ts[i].Sent >= w })
 		from := 0
@@ -310,18 +327,29 @@ func (s *Seen) since(w int64, target string) map[string][]results.Transition {
 			}
 		}
 		out[n] = slices.Clone(ts[from:])
+		if h, ok := s.held[nodeTarget{n, target}]; ok {
+			held[n] = h
+		}
 	}
-	return out
+	return out, held
 }
 
-// shownEverywhere says whether every node shows ch (a removed backend's,
-// with the end of its answers settle old).
+// shownEverywhere says whether every node shows ch. A removed backend's
+// leaving, with settle above 0, also needs positive evidence on each
+// node: a held line (EventHeld) of another backend's answers, sent at
+// least settle after the end of the removed one's. Time passing is no
+// evidence: a prober starved of CPU sends no probes, and the removed
+// backend may answer again when it does.
 func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
-	_, leaving := GoneOf(ch.Shows)
+	gone, leaving := GoneOf(ch.Shows)
 	now := time.Now().UnixNano()
-	for _, ts := range s.since(ch.Written, ch.Target) {
+	byNode, held := s.since(ch.Written, ch.Target)
+	for n, ts := range byNode {
 		d, ok := Latency(ch, ts, now)
-		if !ok || leaving && ch.Written+int64(d+settle) > now {
+		if !ok {
+			return false
+		}
+		if h := held[n]; leaving && settle > 0 && (h.Sent < ch.Written+int64(d+settle) || !answered(h.Answer) || h.Answer == gone) {
 			return false
 		}
 	}

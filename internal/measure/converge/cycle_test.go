@@ -1,7 +1,9 @@
 package converge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,61 @@ func TestPause(t *testing.T) {
 	}
 	if r := p.NewResult(); r.Pause != "300ms" || r.IntervalUS != 1000 {
 		t.Errorf("the result records pause %q, interval %d µs", r.Pause, r.IntervalUS)
+	}
+}
+
+// A removed backend's leaving is shown, for the cycle's wait, only with
+// positive evidence on every node: a held line of another backend's
+// answers sent Settle after the end of the removed one's. Time passing is
+// not enough (a starved prober sent nothing), nor a held line too early,
+// nor one of silence; a later answer from the removed backend moves the
+// end, and the evidence must come again. Without settle (WaitShown) the
+// end alone shows it.
+func TestRemovalWaitsForEvidence(t *testing.T) {
+	const settle = 200 * time.Millisecond
+	w := time.Now().Add(-5 * time.Second).UnixNano() // long past: time alone would do
+	at := func(ms int) int64 { return w + int64(ms)*int64(time.Millisecond) }
+	seen := NewSeen()
+	feed := func(node string, ms int, answer, event string) {
+		t.Helper()
+		b, err := json.Marshal(results.Transition{Node: node, Target: "t", Sent: at(ms), Answer: answer, Event: event})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen.Read(bytes.NewReader(append(b, '\n')))
+	}
+	ch := results.Change{Kind: KindEndpointRemoved, Target: "t", Shows: Gone("b"), Written: w}
+	check := func(step string, want bool) {
+		t.Helper()
+		if got := seen.shownEverywhere(ch, settle); got != want {
+			t.Errorf("%s: shown %v, want %v", step, got, want)
+		}
+	}
+	for _, n := range []string{"n1", "n2"} {
+		feed(n, -10, "a", "")
+		feed(n, -5, "b", "")
+		feed(n, 20, "a", "") // b's answers end 20 ms after the write
+	}
+	check("the end, no evidence", false)
+	if !seen.shownEverywhere(ch, 0) {
+		t.Error("without settle: the end alone should show it")
+	}
+	feed("n1", 150, "a", EventHeld)
+	check("n1 held 130 ms after the end", false)
+	feed("n1", 230, "a", EventHeld)
+	check("n1 held 210 ms after the end, n2 nothing", false)
+	feed("n2", 400, Silent, "")
+	feed("n2", 600, Silent, EventHeld)
+	check("n2 held silent", false)
+	feed("n2", 700, "a", "")
+	feed("n2", 900, "a", EventHeld)
+	check("both held another backend's answers", true)
+	feed("n1", 1000, "b", "") // b answers again on n1
+	feed("n1", 1010, "a", "")
+	check("b answered again on n1", false)
+	feed("n1", 1300, "a", EventHeld)
+	check("held again after b's new end", true)
+	if got := len(seen.All()["n1"]); got != 5 {
+		t.Errorf("n1 keeps %d transitions, want 5 (held lines are not transitions)", got)
 	}
 }

@@ -28,6 +28,37 @@ const (
 	Refused = "refused" // an ICMP port unreachable: ECONNREFUSED (a Service without endpoints, REJECT)
 )
 
+// EventHeld marks a prober's line that reports no change: its target's
+// answer has held, unchanged, for at least Settle of the probes' send time
+// and at least half the probes sent in that time (heldRule), since the
+// target's last line. It is the evidence the driver waits for after a
+// backend's removal (Seen.shownEverywhere): a prober starved of CPU sends
+// nothing, and time passing without an answer from the removed backend
+// proves nothing then. Seen keeps only each target's latest held line, not
+// among a run's transitions. A target whose answer keeps changing (two
+// backends answering in turn) has none.
+const EventHeld = "held"
+
+// Settle is how long after a removed backend's last answer a probe
+// answered by another backend must have been sent before the removal
+// counts as done, for probes that time out after timeout: twice that, as
+// an answer still in flight may come up to a timeout late.
+func Settle(timeout time.Duration) time.Duration { return 2 * timeout }
+
+// heldRule is when a prober writes a held line: after this much send time
+// and this many probes since its target's last line.
+type heldRule struct {
+	after  time.Duration
+	probes uint64
+}
+
+// heldRuleOf is c's: Settle of its timeout, and half the probes sent at
+// its interval in that time (at least one).
+func heldRuleOf(c ProbeConfig) heldRule {
+	after := Settle(c.Timeout)
+	return heldRule{after: after, probes: max(1, uint64(after/c.Interval/2))}
+}
+
 // ProbeConfig is one prober.
 type ProbeConfig struct {
 	Node     string           // named in every Transition
@@ -142,14 +173,15 @@ func (p *portCycle) take(now time.Time) int {
 // outcome differs from the probe before it, in send order (a
 // results.Transition: the send time of the first probe that saw Answer,
 // Unix ns on the prober's clock); the first probe's outcome is the first
-// line. A probe the kernel refused to send (no route:
+// line, and an outcome that holds long enough is said again (EventHeld).
+// A probe the kernel refused to send (no route:
 // the Service's address is unknown) counts as Silent.
 func probeTarget(ctx context.Context, c ProbeConfig, target netip.AddrPort, ports *portCycle, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	probes := make(chan outcome, int(c.Timeout/c.Interval)+16)
 	var wg sync.WaitGroup
 	emitted := make(chan error, 1)
-	go func() { emitted <- emit(probes, enc, c.Node, target) }()
+	go func() { emitted <- emit(probes, enc, c.Node, target, heldRuleOf(c)) }()
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	var seq uint64
@@ -186,24 +218,32 @@ type sent struct {
 }
 
 // emit writes the transitions of the probes, taken in the order they were
-// started. Each probe runs on a goroutine of its own, so a probe may take
-// its send time a moment after the next one: a transition's time is never
+// started, and a held line (EventHeld) whenever an outcome has held for
+// hold since the last line. Each probe runs on a goroutine of its own, so a probe may take
+// its send time a moment after the next one: a line's time is never
 // earlier than that of any probe started before it (a later probe that
 // already saw the new state is dated when the earlier one, which still saw
-// the old, was sent), so the transitions' times follow their order.
-func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort) error {
+// the old, was sent), so the lines' times follow their order.
+func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort, hold heldRule) error {
 	last, first := "", true
-	var latest time.Time
+	var latest, lastLine time.Time
+	var lastSeq uint64
 	for o := range probes {
 		s := <-o.done
 		if s.at.After(latest) {
 			latest = s.at
 		}
-		if !first && s.answer == last {
+		tr := results.Transition{Node: node, Target: target.String(), Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer}
+		switch {
+		case first || s.answer != last:
+			first, last = false, s.answer
+		case latest.Sub(lastLine) >= hold.after && o.seq-lastSeq >= hold.probes:
+			tr.Event = EventHeld
+		default:
 			continue
 		}
-		first, last = false, s.answer
-		if err := enc.Encode(results.Transition{Node: node, Target: target.String(), Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer}); err != nil {
+		lastLine, lastSeq = latest, o.seq
+		if err := enc.Encode(tr); err != nil {
 			return err
 		}
 	}

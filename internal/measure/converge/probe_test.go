@@ -41,7 +41,7 @@ func TestProbeResolution(t *testing.T) {
 		w.CloseWithError(err)
 		done <- err
 	}()
-	lines := make(chan results.Transition, 1024)
+	lines, changes := make(chan results.Transition, 1024), make(chan results.Transition, 1024)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
@@ -53,6 +53,14 @@ func TestProbeResolution(t *testing.T) {
 		close(lines)
 	}()
 	first := <-lines
+	go func() { // held lines say nothing changed: this test reads the changes
+		for tr := range lines {
+			if tr.Event != EventHeld {
+				changes <- tr
+			}
+		}
+		close(changes)
+	}()
 	if first.Answer != Refused || first.Node != "n1" || first.Seq != 1 {
 		t.Fatalf("first transition %+v, want probe 1 refused on n1", first)
 	}
@@ -79,7 +87,7 @@ func TestProbeResolution(t *testing.T) {
 	}()
 	var seen results.Transition
 	select {
-	case seen = <-lines:
+	case seen = <-changes:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no transition within 10 s of the server starting")
 	}
@@ -116,7 +124,7 @@ func TestEmitDatesInOrder(t *testing.T) {
 	}
 	close(probes)
 	var out bytes.Buffer
-	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53")); err != nil {
+	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53"), heldRule{after: time.Second, probes: 100}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -132,6 +140,47 @@ func TestEmitDatesInOrder(t *testing.T) {
 	// is dated 5 ms.
 	if want := "1:a@0 3:b@5 5:a@9"; strings.Join(got, " ") != want {
 		t.Errorf("transitions %v, want %s", got, want)
+	}
+}
+
+// An outcome that holds is said again (EventHeld) once it has held for
+// the rule's time and probes since the last line: never while answers
+// change, and not after a gap in which the prober sent too few probes (a
+// starved prober), however long the gap.
+func TestEmitHeld(t *testing.T) {
+	base := time.Unix(1000, 0)
+	probes := make(chan outcome, 32)
+	seq := uint64(0)
+	send := func(ms int, answer string) {
+		seq++
+		o := outcome{seq: seq, done: make(chan sent, 1)}
+		o.done <- sent{at: base.Add(time.Duration(ms) * time.Millisecond), answer: answer}
+		probes <- o
+	}
+	send(0, "a")
+	send(1, "b")
+	send(2, "a")
+	for ms := 30; ms <= 38; ms++ { // after a 28 ms gap: probe 8, the 5th since the last line, is the first held
+		send(ms, "a")
+	}
+	send(44, "a") // 10 ms and 5 probes after probe 8
+	send(45, "b")
+	close(probes)
+	var out bytes.Buffer
+	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53"), heldRule{after: 10 * time.Millisecond, probes: 5}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var tr results.Transition
+		if err := dec.Decode(&tr); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d:%s@%d%s", tr.Seq, tr.Answer, time.Duration(tr.Sent-base.UnixNano())/time.Millisecond, tr.Event))
+	}
+	if want := "1:a@0 2:b@1 3:a@2 8:a@34held 13:a@44held 14:b@45"; strings.Join(got, " ") != want {
+		t.Errorf("lines %v, want %s", got, want)
 	}
 }
 
