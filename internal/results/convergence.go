@@ -246,7 +246,9 @@ type Transition struct {
 	Answer string `json:"answer"`
 	// Event is a kept connection's ("open", "broken", "stalled": Answer is
 	// its backend, Sent the connect, the unanswered or late line's send),
-	// "" a probe's.
+	// "" a probe's. A prober also writes "held" lines (an answer unchanged
+	// for a while: the driver's evidence that a removal is done); a run
+	// does not keep them.
 	Event  string `json:"event,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// StallUS: a stalled connection's line, how long its answer took.
