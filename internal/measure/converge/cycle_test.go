@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,4 +153,95 @@ func TestRemovalWaitsForEvidence(t *testing.T) {
 	if got := len(seen.All()["n1"]); got != 5 {
 		t.Errorf("n1 keeps %d transitions, want 5 (held lines are not transitions)", got)
 	}
+}
+
+// A starved prober does not end a removal's wait. A real prober (vnetlab
+// kube probe, a process of its own) probes a loopback UDP server that
+// answers as two backends in turn, a and b, until b is removed; as soon as
+// the prober has shown b's end, it is stopped (SIGSTOP) for 600 ms, as the
+// CPU starved the probers on a 2-CPU cluster whose proxies synced for
+// seconds. No probe is sent meanwhile, so nothing says b will not answer
+// again: the wait must go on until the prober, resumed, has answered a's
+// for a while (its held line), and end soon after.
+func TestRemovalWaitOutlastsAStarvedProber(t *testing.T) {
+	self := os.Getenv("VNETLAB_BIN")
+	if self == "" {
+		t.Skip("the prober is vnetlab kube probe: set VNETLAB_BIN (make test does)")
+	}
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var removed atomic.Bool
+	go func() {
+		buf := make([]byte, 64)
+		for i := 0; ; i++ {
+			_, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			who := "a"
+			if i%2 == 1 && !removed.Load() {
+				who = "b"
+			}
+			_, _ = srv.WriteToUDP([]byte(who+"\n"), from)
+		}
+	}()
+	target := srv.LocalAddr().String()
+	p := exec.Command(self, "kube", "probe", "--node", "n1", "--target", target, "--interval", "1ms", "--timeout", "100ms")
+	out, err := p.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Process.Signal(syscall.SIGCONT); _ = p.Process.Kill(); _ = p.Wait() }()
+	seen := NewSeen()
+	go seen.Read(out)
+	ctx := context.Background()
+	if err := seen.WaitNodes(ctx, 1, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	const settle, starved = 200 * time.Millisecond, 600 * time.Millisecond
+	// The stop must come before the prober could have said a's answers
+	// held (settle after b's end): a test descheduled that long on a
+	// loaded machine tries again.
+	var ch results.Change
+	for try := 1; ; try++ {
+		removed.Store(false)
+		time.Sleep(300 * time.Millisecond) // a and b answering in turn
+		ch = results.Change{Kind: KindEndpointRemoved, Target: target, Shows: Gone("b"), Written: time.Now().UnixNano()}
+		removed.Store(true)
+		if err := seen.WaitShown(ctx, ch, 10*time.Second); err != nil {
+			t.Fatalf("b's answers never ended: %v", err)
+		}
+		if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		byNode, _ := seen.since(ch.Written, ch.Target)
+		end, _ := Latency(ch, byNode["n1"], time.Now().UnixNano())
+		if late := time.Duration(time.Now().UnixNano() - ch.Written - int64(end)); late < settle/2 {
+			break
+		} else if try == 5 {
+			t.Fatalf("the prober was stopped %s after b's end, 5 times: want within %s (a machine this busy cannot run the test)", late, settle/2)
+		}
+		_ = p.Process.Signal(syscall.SIGCONT)
+	}
+	stopped := time.Now()
+	for time.Since(stopped) < starved {
+		if seen.shownEverywhere(ch, settle) {
+			t.Fatalf("the wait ended %s into the prober's stop, on no probe sent since", time.Since(stopped).Round(time.Millisecond))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	if err := waitUntil(ctx, 10*time.Second, func() bool { return seen.shownEverywhere(ch, settle) }); err != nil {
+		t.Fatalf("the resumed prober's answers from a never ended the wait: %v", err)
+	}
+	t.Logf("the wait ended %s after the prober resumed", time.Since(resumed).Round(time.Millisecond))
 }
