@@ -112,34 +112,11 @@ func TestProbeResolution(t *testing.T) {
 // transition is never dated before a probe started earlier (which saw the
 // old state), so transitions' times follow their sequence.
 func TestEmitDatesInOrder(t *testing.T) {
-	base := time.Unix(1000, 0)
-	probes := make(chan outcome, 8)
-	for i, p := range []struct {
-		ms     int
-		answer string
-	}{{0, "a"}, {5, "a"}, {3, "b"}, {4, "b"}, {9, "a"}} {
-		o := outcome{seq: uint64(i + 1), done: make(chan sent, 1)}
-		o.done <- sent{at: base.Add(time.Duration(p.ms) * time.Millisecond), answer: p.answer}
-		probes <- o
-	}
-	close(probes)
-	var out bytes.Buffer
-	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53"), heldRule{after: time.Second, probes: 100}); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	dec := json.NewDecoder(&out)
-	for dec.More() {
-		var tr results.Transition
-		if err := dec.Decode(&tr); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%d:%s@%d", tr.Seq, tr.Answer, time.Duration(tr.Sent-base.UnixNano())/time.Millisecond))
-	}
+	got := emitted(t, heldRule{after: time.Second, probes: 100}, []probeAt{{0, "a"}, {5, "a"}, {3, "b"}, {4, "b"}, {9, "a"}})
 	// Probe 3 saw b, sent at 3 ms, after probe 2 still saw a at 5 ms: b
 	// is dated 5 ms.
-	if want := "1:a@0 3:b@5 5:a@9"; strings.Join(got, " ") != want {
-		t.Errorf("transitions %v, want %s", got, want)
+	if want := "1:a@0 3:b@5 5:a@9"; got != want {
+		t.Errorf("transitions %s, want %s", got, want)
 	}
 }
 
@@ -148,26 +125,37 @@ func TestEmitDatesInOrder(t *testing.T) {
 // change, and not after a gap in which the prober sent too few probes (a
 // starved prober), however long the gap.
 func TestEmitHeld(t *testing.T) {
+	ps := []probeAt{{0, "a"}, {1, "b"}, {2, "a"}}
+	for ms := 30; ms <= 38; ms++ { // after a 28 ms gap: probe 8, the 5th since the last line, is the first held
+		ps = append(ps, probeAt{ms, "a"})
+	}
+	ps = append(ps, probeAt{44, "a"}, probeAt{45, "b"}) // 10 ms and 5 probes after probe 8, then a change
+	got := emitted(t, heldRule{after: 10 * time.Millisecond, probes: 5}, ps)
+	if want := "1:a@0 2:b@1 3:a@2 8:a@34held 13:a@44held 14:b@45"; got != want {
+		t.Errorf("lines %s, want %s", got, want)
+	}
+}
+
+// probeAt is a crafted probe: its send time (ms) and answer.
+type probeAt struct {
+	ms     int
+	answer string
+}
+
+// emitted is what emit writes for probes ps (numbered from 1, in order),
+// each line as SEQ:ANSWER@MS and its event.
+func emitted(t *testing.T, rule heldRule, ps []probeAt) string {
+	t.Helper()
 	base := time.Unix(1000, 0)
-	probes := make(chan outcome, 32)
-	seq := uint64(0)
-	send := func(ms int, answer string) {
-		seq++
-		o := outcome{seq: seq, done: make(chan sent, 1)}
-		o.done <- sent{at: base.Add(time.Duration(ms) * time.Millisecond), answer: answer}
+	probes := make(chan outcome, len(ps))
+	for i, p := range ps {
+		o := outcome{seq: uint64(i + 1), done: make(chan sent, 1)}
+		o.done <- sent{at: base.Add(time.Duration(p.ms) * time.Millisecond), answer: p.answer}
 		probes <- o
 	}
-	send(0, "a")
-	send(1, "b")
-	send(2, "a")
-	for ms := 30; ms <= 38; ms++ { // after a 28 ms gap: probe 8, the 5th since the last line, is the first held
-		send(ms, "a")
-	}
-	send(44, "a") // 10 ms and 5 probes after probe 8
-	send(45, "b")
 	close(probes)
 	var out bytes.Buffer
-	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53"), heldRule{after: 10 * time.Millisecond, probes: 5}); err != nil {
+	if err := emit(probes, json.NewEncoder(&out), "n1", netip.MustParseAddrPort("10.0.0.1:53"), rule); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -179,9 +167,7 @@ func TestEmitHeld(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%d:%s@%d%s", tr.Seq, tr.Answer, time.Duration(tr.Sent-base.UnixNano())/time.Millisecond, tr.Event))
 	}
-	if want := "1:a@0 2:b@1 3:a@2 8:a@34held 13:a@44held 14:b@45"; strings.Join(got, " ") != want {
-		t.Errorf("lines %v, want %s", got, want)
-	}
+	return strings.Join(got, " ")
 }
 
 // A probe's 5-tuple does not come back within conntrack's UDP timeout:
