@@ -21,6 +21,8 @@
 #   CRR=0 scripts/bench-converge.sh           # without tcp_crr to the newest Service
 #   PAUSE=1.5s-2s scripts/bench-converge.sh   # each change alone: past kube-proxy's 1 s minSyncPeriod
 #                                             # (the default, 50ms-250ms, makes its changes wait for it)
+#   TIMEOUT=60s scripts/bench-converge.sh     # --change-timeout (default 10s): kube-proxy iptables syncs
+#                                             # for about 10 s at 30,000 Services (kube converge warns)
 #   RESULTS=dir scripts/bench-converge.sh     # the table and chart of an earlier run again
 #
 # PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
@@ -37,6 +39,7 @@ if [ -z "${RESULTS:-}" ]; then
 	CHANGES=${CHANGES:-1000}
 	CRR=${CRR:-3s}
 	PAUSE=${PAUSE:-50ms-250ms}
+	TIMEOUT=${TIMEOUT:-10s}
 	tag=""
 	[ "$PAUSE" = 50ms-250ms ] || tag="-p$PAUSE"
 	mkdir -p "$OUT"
@@ -60,7 +63,7 @@ if [ -z "${RESULTS:-}" ]; then
 				f="$OUT/$p-e$e-n$n$tag"
 				echo "== $p, N=$n, E=$e, pause $PAUSE: $(uptime)"
 				locked "$bin" kube converge --cluster "$name" --extra-services "$n" --extra-endpoints "$e" --keep-extra \
-					--changes "$CHANGES" --pause "$PAUSE" --crr "$CRR" -o "$f.json" >"$f.txt" || echo "$p N=$n E=$e: failed (see above)"
+					--changes "$CHANGES" --pause "$PAUSE" --change-timeout "$TIMEOUT" --crr "$CRR" -o "$f.json" >"$f.txt" || echo "$p N=$n E=$e: failed (see above)"
 			done
 		done
 		locked "$bin" kube down "$name"

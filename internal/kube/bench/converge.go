@@ -270,6 +270,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	if c.metrics != nil {
 		res.ProxySyncs = c.metrics.syncs()
+		if w := slowSyncs(res.ProxySyncs, spec.ChangeTimeout); w != "" {
+			say("converge: warning: %s", w)
+		}
 	}
 	return res, nil
 }
