@@ -218,9 +218,10 @@ type sent struct {
 }
 
 // emit writes the transitions of the probes, taken in the order they were
-// started, and a held line (EventHeld) whenever an outcome has held for
-// hold since the last line. Each probe runs on a goroutine of its own, so a probe may take
-// its send time a moment after the next one: a line's time is never
+// started, and a held line (EventHeld) whenever an outcome has held as
+// long as hold says since the last line. Each probe runs on a goroutine of
+// its own, so a probe may take its send time a moment after the next one:
+// a line's time is never
 // earlier than that of any probe started before it (a later probe that
 // already saw the new state is dated when the earlier one, which still saw
 // the old, was sent), so the lines' times follow their order.
@@ -228,22 +229,23 @@ func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.Ad
 	last, first := "", true
 	var latest, lastLine time.Time
 	var lastSeq uint64
+	name := target.String()
 	for o := range probes {
 		s := <-o.done
 		if s.at.After(latest) {
 			latest = s.at
 		}
-		tr := results.Transition{Node: node, Target: target.String(), Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer}
+		event := ""
 		switch {
 		case first || s.answer != last:
 			first, last = false, s.answer
 		case latest.Sub(lastLine) >= hold.after && o.seq-lastSeq >= hold.probes:
-			tr.Event = EventHeld
+			event = EventHeld
 		default:
 			continue
 		}
 		lastLine, lastSeq = latest, o.seq
-		if err := enc.Encode(tr); err != nil {
+		if err := enc.Encode(results.Transition{Node: node, Target: name, Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer, Event: event}); err != nil {
 			return err
 		}
 	}
