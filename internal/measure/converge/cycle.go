@@ -123,8 +123,8 @@ func (p Pace) Check() error {
 		return fmt.Errorf("--interval %s: use %s or more (a probe's source port comes back after %s, within conntrack's %s UDP timeout: an earlier probe's entry would decide its path)", p.Interval, MinInterval, ReuseAfter(p.Interval), UDPConntrackTimeout)
 	case p.ProbeTimeout < p.Interval:
 		return fmt.Errorf("--probe-timeout %s is below --interval %s: a probe must be waited for at least until the next is sent", p.ProbeTimeout, p.Interval)
-	case p.ChangeTimeout < 2*p.ProbeTimeout:
-		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", p.ChangeTimeout, 2*p.ProbeTimeout)
+	case p.ChangeTimeout < Settle(p.ProbeTimeout):
+		return fmt.Errorf("--change-timeout %s: use at least twice --probe-timeout (%s)", p.ChangeTimeout, Settle(p.ProbeTimeout))
 	case p.PauseMin < 0 || p.PauseMax < p.PauseMin || p.PauseMax > MaxPause:
 		return fmt.Errorf("--pause %s: use MIN-MAX with 0 <= MIN <= MAX <= %s (such as %s)", FormatPause(p.PauseMin, p.PauseMax), MaxPause, DefaultPause)
 	}

@@ -221,10 +221,10 @@ type sent struct {
 // started, and a held line (EventHeld) whenever an outcome has held as
 // long as hold says since the last line. Each probe runs on a goroutine of
 // its own, so a probe may take its send time a moment after the next one:
-// a line's time is never
-// earlier than that of any probe started before it (a later probe that
-// already saw the new state is dated when the earlier one, which still saw
-// the old, was sent), so the lines' times follow their order.
+// a line's time is never earlier than that of any probe started before it
+// (a later probe that already saw the new state is dated when the earlier
+// one, which still saw the old, was sent), so the lines' times follow
+// their order.
 func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.AddrPort, hold heldRule) error {
 	last, first := "", true
 	var latest, lastLine time.Time
