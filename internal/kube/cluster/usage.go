@@ -44,11 +44,7 @@ func (d Daemon) Name() string {
 func Daemons(name string) ([]Daemon, error) {
 	var out []Daemon
 	for _, pid := range lab.Procs(name) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		if d, ok := daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")); ok {
+		if d, ok := daemonAt(pid); ok {
 			d.PID = pid
 			out = append(out, d)
 		}
@@ -58,6 +54,15 @@ func Daemons(name string) ([]Daemon, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// daemonAt names process pid as daemonOf does, from its command line.
+func daemonAt(pid int) (Daemon, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return Daemon{}, false
+	}
+	return daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"))
 }
 
 // daemonOf names a daemon by its arguments (as startProxy and the control

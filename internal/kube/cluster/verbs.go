@@ -33,6 +33,9 @@ func Load(name string) (*lab.State, error) {
 	if st.Mode != lab.KubeMode {
 		return nil, fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: see `vnetlab kube ls`", name, st.Mode)
 	}
+	if st.Status == StatusSwitchingProxy {
+		return nil, errSwitching(st)
+	}
 	if st.Status != "ready" {
 		return nil, fmt.Errorf("cluster %s is %s: wait for `kube up` to finish, or remove it with `vnetlab kube down %s`", name, st.Status, name)
 	}
