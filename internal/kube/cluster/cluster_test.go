@@ -54,8 +54,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testState = st
-	// Held while the tests run: a `vnetlab clean` in a test skips this cluster.
-	hold, err := lab.Open(testCluster)
+	// Held while the tests run: a `vnetlab clean` in a test skips this
+	// cluster. Shared, as kube converge holds it (cluster.Hold): the
+	// tests' own converge runs hold it beside.
+	hold, err := lab.OpenShared(testCluster)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lock cluster: %v\n", err)
 		os.Exit(1)
