@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if how := os.Getenv(switchWhoEnv); how != "" {
+		os.Exit(switchWhoChild(how)) // a client TestProxySwitch starts in a pod
+	}
 	switch {
 	case os.Geteuid() != 0:
 		skipWhy = "a local cluster needs root (namespaces, containers)"
