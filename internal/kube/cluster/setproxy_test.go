@@ -25,6 +25,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
@@ -237,6 +238,10 @@ func TestProxySwitch(t *testing.T) {
 			if n200 < 200 {
 				t.Errorf("%s: node %s programs %d Service ports, want the 200 extra ones at least", step, n.Name, n200)
 			}
+		}
+		// kube converge's memory column: the CNI's maps are no proxy's under kube-proxy.
+		if parts, err := PlaneMapBytes(name); err != nil || (parts[results.MapPartProxy] > 0) != vnetlab {
+			t.Errorf("%s: the planes' maps by part %v (%v)", step, parts, err)
 		}
 		for k, uid := range uids() {
 			if uidsBefore[k] != uid {
