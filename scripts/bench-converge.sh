@@ -24,6 +24,18 @@
 #   TIMEOUT=60s scripts/bench-converge.sh     # --change-timeout (default 10s): kube-proxy iptables syncs
 #                                             # for about 10 s at 30,000 Services (kube converge warns)
 #   RESULTS=dir scripts/bench-converge.sh     # the table and chart of an earlier run again
+#   SHARED=1 scripts/bench-converge.sh        # one cluster for every proxy (below)
+#
+# SHARED=1: one 2-node cluster (CLUSTER, default i47sw) of vnetlab's CNI in mode veth-ebpf with
+# --network-policy none serves every proxy, so each N is made once, not once per proxy: per E
+# and each N in increasing order, every proxy of PROXIES in turn is switched in (`kube
+# set-proxy`, which cleans the previous proxy's state off the nodes and waits for the new one's
+# first sync) and measured (`kube converge --keep-extra`), then the first proxy again (its files
+# end -again: the drift between the first and the last run of an N). The first run of an N makes
+# the new Services, under the first proxy; the others reuse them, and kube converge-report
+# shows - for their CPU while N was made (their proxy's first sync made them, during the switch;
+# set-proxy prints it). The files are named PROXY-shared-eE-nN; the kube-proxy rows run on
+# veth-ebpf here, not on Debian's bridge as in the per-proxy clusters.
 #
 # PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
 # OUT (converge-bench): the directory of the files, the table (table.txt) and chart (converge.svg).
@@ -47,6 +59,41 @@ if [ -z "${RESULTS:-}" ]; then
 		flock "$LOCK" sh -c 't0=$(date +%s); "$@"; rc=$?; echo "lock held $(( $(date +%s) - t0 )) s: $*" >&2; exit $rc' locked "$@"
 	}
 	echo "machine load before: $(uptime)"
+	proxy_args() { # set-proxy's flags for a name of PROXIES
+		case $1 in
+		iptables | nftables | vnetlab-ebpf | vnetlab-sock) echo "--proxy $1" ;;
+		vnetlab-ebpf+socket-lb) echo "--proxy vnetlab-ebpf --socket-lb" ;;
+		*) echo "unknown proxy $1 (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2 ;;
+		esac
+	}
+	if [ "${SHARED:-0}" = 1 ]; then
+		name=${CLUSTER:-i47sw}
+		# shellcheck disable=SC2086
+		set -- $PROXIES
+		first=$1
+		for p in $PROXIES; do proxy_args "$p" >/dev/null || exit 2; done
+		# shellcheck disable=SC2046
+		locked "$bin" kube up --name "$name" --nodes 2 --cni vnetlab --cni-mode veth-ebpf --network-policy none $(proxy_args "$first")
+		for e in $ES; do
+			for n in $NS; do
+				for p in $PROXIES "$first again"; do
+					again=""
+					case $p in *" again") p=$first again="-again" ;; esac
+					f="$OUT/$p-shared-e$e-n$n$tag$again"
+					echo "== shared $name: $p$again, N=$n, E=$e, pause $PAUSE: $(uptime)"
+					# shellcheck disable=SC2046
+					if ! locked "$bin" kube set-proxy --cluster "$name" $(proxy_args "$p") >"$f.switch.txt" 2>&1; then
+						echo "$p N=$n E=$e: set-proxy failed (see $f.switch.txt)"
+						continue
+					fi
+					locked "$bin" kube converge --cluster "$name" --extra-services "$n" --extra-endpoints "$e" --keep-extra \
+						--changes "$CHANGES" --pause "$PAUSE" --change-timeout "$TIMEOUT" --crr "$CRR" -o "$f.json" >"$f.txt" || echo "$p N=$n E=$e: failed (see above)"
+				done
+			done
+		done
+		locked "$bin" kube down "$name"
+		PROXIES="" # done: no cluster per proxy
+	fi
 	for p in $PROXIES; do
 		case $p in
 		iptables) name=i47ipt args="--proxy $p" ;;

@@ -19,7 +19,7 @@ func init() { extraCommands = append(extraCommands, newKubeCmd) }
 func newKubeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kube",
-		Short: "A real multi-node Kubernetes in namespaces on this machine (up, down, ls, kubeconfig, load, image, conformance)",
+		Short: "A real multi-node Kubernetes in namespaces on this machine (up, down, ls, set-proxy, kubeconfig, load, image, conformance)",
 		Long: `vnetlab kube runs a real Kubernetes on this machine, as kind does, without a
 container registry: etcd, kube-apiserver, kube-controller-manager and kube-scheduler in a
 control-plane namespace; each node (containerd + runc, kubelet, kube-proxy, CNI bridge +
@@ -34,7 +34,7 @@ server is published on a 127.0.0.1 port.
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
 		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(),
-		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd())
+		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd(), newKubeSetProxyCmd())
 	return cmd
 }
 

@@ -19,8 +19,9 @@ import (
 // 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
 // and the run's rate setting; a cell's policy provider and its policies'
 // proof, the run's policy settings (issue 44). 4 (issue 45): a cluster's
-// policy_lab_provider, which pairs a lab's policy cells with its own.
-const SchemaVersion = 4
+// policy_lab_provider, which pairs a lab's policy cells with its own. 5:
+// a local cluster's proxy_since (kube set-proxy).
+const SchemaVersion = 5
 
 // File is one run.
 type File struct {
@@ -70,6 +71,11 @@ type Cluster struct {
 	// or kube-proxy's detected mode); SocketLB: vnetlab-ebpf's socket LB on.
 	KubeProxyMode string `json:"kube_proxy_mode"`
 	SocketLB      bool   `json:"socket_lb,omitempty"`
+	// ProxySince is when `kube set-proxy` started the local cluster's
+	// proxy (RFC 3339; "": the proxy is kube up's). A kube converge run
+	// on kept Services after it did not see the proxy program them: its
+	// first sync did, during the switch.
+	ProxySince string `json:"proxy_since,omitempty"`
 	// NetworkPolicy is the NetworkPolicy enforcer (internal/vocab/clusternet's
 	// Enforcers' name; "" when unknown: a cluster vnetlab did not build).
 	NetworkPolicy string `json:"network_policy,omitempty"`

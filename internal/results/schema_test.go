@@ -41,7 +41,7 @@ func fixture() *File {
 		Nodes: []ClusterNode{{Name: "node-1", Kernel: "6.18.44", OS: "Debian GNU/Linux 12 (bookworm)",
 			ContainerRuntime: "containerd://1.7.24", Kubelet: "v1.37.0", InternalIP: "10.77.0.2"}},
 		CNI: "vnetlab veth-routed + host-local", CNIPlugin: "vnetlab", CNIMode: "veth-routed",
-		KubeProxyMode: "vnetlab-ebpf", SocketLB: true, NetworkPolicy: "vnetlab", PolicyLabProvider: "ebpf", Image: "vnetlab-measure:dev", Namespace: "vnetlab-run-1",
+		KubeProxyMode: "vnetlab-ebpf", SocketLB: true, ProxySince: "2026-11-25T02:40:00Z", NetworkPolicy: "vnetlab", PolicyLabProvider: "ebpf", Image: "vnetlab-measure:dev", Namespace: "vnetlab-run-1",
 		HowDetected: map[string]string{"cni": "the local cluster's configuration"}, NodeCPU: "cgroup: each node's cpu.stat"}
 	side := func(ns, link string) *PacketSide {
 		return &PacketSide{NS: ns, Link: link, Packets: 1000, Segments: 4000, AvgBytes: 5792.5, AvgSegment: 1448.125, MaxBytes: 65226}

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -301,4 +303,41 @@ func hostStatsOf(m *ebpf.Map) (HostStats, error) {
 		return HostStats{}, err
 	}
 	return HostStats{Redirected: v[0], Stack: v[1], TTLExpired: v[2], L2: v[3]}, nil
+}
+
+// ResetViaStack clears lab's host_via_stack_on, the sticky flag host
+// routing sets once a flow crossed the node's stack (a Service kube-proxy
+// translated: bpf/host.h), and the flows it noted (host_via_stack,
+// host_via_stack6): a plane whose proxy became vnetlab's again takes the
+// fast path without the flag's lookup. From the pins (a map not pinned is
+// skipped).
+func ResetViaStack(lab string) error {
+	path := filepath.Join(PinDir(lab), serviceMapHostViaStackOn)
+	m, err := ebpf.LoadPinnedMap(path, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer m.Close()
+	if err := m.Update(uint32(0), uint32(0), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, name := range []string{serviceMapHostViaStack, serviceMapHostViaStack6} {
+		if _, err := clearPinned(lab, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ViaStackOn reads lab's host_via_stack_on (false when it is not pinned).
+func ViaStackOn(lab string) (bool, error) {
+	if !HasPin(lab, serviceMapHostViaStackOn) {
+		return false, nil
+	}
+	var on uint32
+	err := ReadPinned(lab, serviceMapHostViaStackOn, func(m *ebpf.Map) error { return m.Lookup(uint32(0), &on) })
+	return on != 0, err
 }

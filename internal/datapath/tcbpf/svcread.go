@@ -90,3 +90,24 @@ func (p *Plane) ListServices() ([]Service, error) {
 	})
 	return out, nil
 }
+
+// ServiceEntries counts the entries of lab's Service frontends (lb_services
+// and lb6_services) from their pins, read-only: it loads no program and
+// creates nothing (0 when the plane has none).
+func ServiceEntries(lab string) (int, error) {
+	n := 0
+	for _, name := range []string{serviceMapLbServices, serviceMapLb6Services} {
+		if !HasPin(lab, name) {
+			continue
+		}
+		err := ReadPinned(lab, name, func(m *ebpf.Map) error {
+			keys, err := mapKeys(m)
+			n += len(keys)
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

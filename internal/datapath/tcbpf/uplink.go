@@ -158,3 +158,26 @@ func (p *Plane) NodePortStats() (NodePortStats, error) {
 	}
 	return NodePortStats{DNAT: v[0], RNAT: v[1], NewFlows: v[2], SNAT: v[3], NoBackend: v[4], NoPort: v[5], Errors: v[6]}, nil
 }
+
+// DetachUplinks removes the NodePort programs from every interface whose
+// links the plane's pins record (DetachUplink each), whichever namespace
+// and hook they name.
+func (p *Plane) DetachUplinks() error {
+	ents, err := os.ReadDir(filepath.Join(p.dir, UplinksDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		ep, ok := parseEpDir(e.Name())
+		if !ok {
+			errs = append(errs, fmt.Errorf("uplink pins %s: not an uplink's directory", e.Name()))
+			continue
+		}
+		errs = append(errs, p.DetachUplink(ep.NS, ep.Ifname))
+	}
+	return errors.Join(errs...)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -117,13 +119,18 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	var local *clusternet.Network
+	var localState *lab.State
 	kubeconfig := spec.Kubeconfig
 	nodeNS := map[string]string{}
 	if spec.Local != "" {
-		st, err := cluster.Load(spec.Local)
+		// Held for the run: no set-proxy or kube down changes the
+		// proxy the results name while it measures.
+		st, release, err := cluster.Hold(spec.Local)
 		if err != nil {
 			return nil, err
 		}
+		defer release()
+		localState = st
 		n := cluster.Network(st)
 		local, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
 		if err := spec.checkEnforcer(st.Name, n.Policy); err != nil {
@@ -176,6 +183,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
 	res := spec.Pace.NewResult()
 	res.Cluster = sess.Detect(ctx, local)
+	if localState != nil {
+		res.Cluster.ProxySince = localState.Facts[cluster.FactProxySince]
+	}
 	res.Proxy = res.Cluster.KubeProxyMode
 	switch {
 	case res.Proxy == "":
@@ -197,6 +207,14 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	if meter != nil {
 		defer meter.stop()
+	}
+	if spec.Local != "" {
+		proxies := proxyPIDs(spec.Local)
+		defer func() {
+			if now := proxyPIDs(spec.Local); !maps.Equal(now, proxies) {
+				say("converge: warning: cluster %s's node proxies changed during the run (pids %v, now %v): a proxy restarted, its metrics and use are not one process's", spec.Local, proxies, now)
+			}
+		}()
 	}
 	cleanup, err := background(ctx, spec, cfg, meter, sc, say)
 	if err != nil {
@@ -568,4 +586,16 @@ func (c *converger) stop() {
 			}
 		}
 	})
+}
+
+// proxyPIDs are local cluster name's node proxies' PIDs, by node.
+func proxyPIDs(name string) map[string]int {
+	out := map[string]int{}
+	ds, _ := cluster.Daemons(name)
+	for _, d := range ds {
+		if d.Role == cluster.RoleProxy {
+			out[d.Node] = d.PID
+		}
+	}
+	return out
 }

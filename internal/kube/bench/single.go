@@ -24,6 +24,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	var local *clusternet.Network
 	nodeCount := map[string]nodeCounters{} // a local vnetlab enforcer's, read by the policies' proofs
 	policyLab := ""                        // the lab provider with the local enforcer's data path
+	proxySince := ""                       // when kube set-proxy started the local cluster's proxy
 	if s.Cluster.Local != "" {
 		st, err := cluster.Load(s.Cluster.Local)
 		if err != nil {
@@ -31,6 +32,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 		}
 		n := cluster.Network(st)
 		local, opts.Kubeconfig, policyLab = &n, st.Facts[cluster.FactKubeconfig], cluster.PolicyLabProvider(st)
+		proxySince = st.Facts[cluster.FactProxySince]
 		if e, _ := clusternet.GetEnforcer(n.Policy); e.Vnetlab && s.Measure.UsesPolicies() {
 			nodeCount = enforcerCounters(st)
 		}
@@ -94,6 +96,7 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	sess := sessions[0]
 	res.Metadata.Cluster = sess.Detect(ctx, local)
 	res.Metadata.Cluster.Name, res.Metadata.Cluster.Image, res.Metadata.Cluster.PolicyLabProvider = label, opts.Image, policyLab
+	res.Metadata.Cluster.ProxySince = proxySince
 	meter, how, stop := nodeMeter(ctx, sess, local != nil, say)
 	defer stop()
 	res.Metadata.Cluster.NodeCPU = how

@@ -101,7 +101,7 @@ func (s Spec) measureConfig(ctx context.Context, c Config, res *results.File, pr
 	}()
 	net := cluster.Network(st)
 	cl := sess.Detect(ctx, &net)
-	cl.Name, cl.Image = c.Name, opts.Image
+	cl.Name, cl.Image, cl.ProxySince = c.Name, opts.Image, st.Facts[cluster.FactProxySince]
 	meter, how, stop := nodeMeter(ctx, sess, true, say)
 	defer stop()
 	cl.NodeCPU = how

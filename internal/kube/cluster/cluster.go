@@ -252,22 +252,26 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, b.addrs.dnsIP())
-	query := func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
-		return Query(ctx, b.nodes[0].ns, server, name, t)
-	}
-	if clusternet.IsVnetlab(b.spec.Proxy) {
-		// vnetlab's proxy translates ClusterIPs for the sockets of the
-		// node's cgroup (kube-proxy's OUTPUT chain sees every socket of the
-		// namespace): ask from a process of the node.
-		// (IPv4 only: Spec.validateFamily.)
-		query = func(server, name string, _ dnsmessage.Type) ([]net.IP, error) {
-			return b.nodeQuery(ctx, b.nodes[0], server, name)
-		}
-	}
-	if err := waitDNS(ctx, b.addrs, query); err != nil {
+	if err := waitDNS(ctx, b.addrs, b.dnsQuery(ctx, b.nodes[0])); err != nil {
 		return err
 	}
 	return b.checkDaemons()
+}
+
+// dnsQuery asks a DNS server from node n as its Service proxy serves the
+// node: from its namespace, or with vnetlab's proxy, which translates
+// ClusterIPs for the sockets of the node's cgroup (kube-proxy's OUTPUT
+// chain sees every socket of the namespace), from a process of the node
+// (IPv4 only: Spec.validateFamily).
+func (b *builder) dnsQuery(ctx context.Context, n node) func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
+	if clusternet.IsVnetlab(b.spec.Proxy) {
+		return func(server, name string, _ dnsmessage.Type) ([]net.IP, error) {
+			return b.nodeQuery(ctx, n, server, name)
+		}
+	}
+	return func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
+		return Query(ctx, n.ns, server, name, t)
+	}
 }
 
 // Client is a clientset for a kubeconfig file.

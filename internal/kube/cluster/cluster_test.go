@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if how := os.Getenv(switchWhoEnv); how != "" {
+		os.Exit(switchWhoChild(how)) // a client TestProxySwitch starts in a pod
+	}
 	switch {
 	case os.Geteuid() != 0:
 		skipWhy = "a local cluster needs root (namespaces, containers)"
@@ -54,8 +57,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testState = st
-	// Held while the tests run: a `vnetlab clean` in a test skips this cluster.
-	hold, err := lab.Open(testCluster)
+	// Held while the tests run: a `vnetlab clean` in a test skips this
+	// cluster. Shared, as kube converge holds it (cluster.Hold): the
+	// tests' own converge runs hold it beside.
+	hold, err := lab.OpenShared(testCluster)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lock cluster: %v\n", err)
 		os.Exit(1)

@@ -83,9 +83,9 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		return err
 	}
 	data := map[string]string{"CNIBinDir": binDir, "Dir": n.dir, "Image": img, "CgroupRoot": "/" + cgroup.KubeSub + "/" + n.name,
-		"IP": n.ips[0].String(), "DNS": b.addrs.dnsIP().String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name, "Proxy": b.spec.Proxy,
+		"IP": n.ips[0].String(), "DNS": b.addrs.dnsIP().String(), "Domain": ClusterDomain, "Kubeconfig": kubeconfig, "Node": n.name,
 		"ClusterCIDR": b.addrs.clusterCIDRs(), "Bridge": PodBridge, "Ranges": cniRanges(n.podRanges), "Routes": cniDefaultRoutes(n.podRanges)}
-	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl, "kube-proxy.yaml": kubeProxyTmpl}
+	files := map[string]*template.Template{"containerd.toml": containerdTmpl, "kubelet.yaml": kubeletTmpl}
 	switch b.spec.CNI {
 	case clusternet.CNIVnetlab:
 		if err := b.writeVnetlabCNI(n); err != nil {
@@ -100,6 +100,9 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		if err := writeTemplate(filepath.Join(n.dir, name), t, data); err != nil {
 			return err
 		}
+	}
+	if err := b.writeKubeProxyConfig(n, kubeProxyConfig, b.spec.Proxy); err != nil {
+		return err
 	}
 	if err := cgroup.CreateKubeTree(n.name, func(p string) error { return b.l.Journal().Record(lab.KindCgroupTree, p) }); err != nil {
 		return err

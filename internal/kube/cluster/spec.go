@@ -55,6 +55,13 @@ const (
 	FactSocketLB   = "socket_lb"      // "true" with --socket-lb
 	FactFamily     = "ip_family"      // family.Family; clusters built before it are ipv4
 	FactPolicy     = "network_policy" // clusternet.Enforcers' name; clusters built before it enforce none
+	// FactProxySince: when `kube set-proxy` started the proxy the cluster
+	// runs (RFC 3339, UTC); absent on a cluster whose proxy is kube up's.
+	FactProxySince = "proxy_since"
+	// FactSwitchingTo: the proxy a set-proxy that has not finished was
+	// switching to (as its --proxy, with " --socket-lb"), while the
+	// cluster's status is StatusSwitchingProxy.
+	FactSwitchingTo = "proxy_switching_to"
 )
 
 // Family is the cluster's IP family as its facts say.

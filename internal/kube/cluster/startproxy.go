@@ -37,12 +37,27 @@ func (s Spec) proxyProcess() string {
 	return "kube-proxy"
 }
 
+// kube-proxy's configuration files in a node's directory: the one it
+// runs with, and the one `kube-proxy --cleanup` reads when set-proxy
+// removes its rules (cleanProxyState).
+const (
+	kubeProxyConfig        = "kube-proxy.yaml"
+	kubeProxyCleanupConfig = "kube-proxy-cleanup.yaml"
+)
+
+// writeKubeProxyConfig writes node n's kube-proxy configuration file name
+// for mode (with a vnetlab proxy, the file names it and nothing reads it).
+func (b *builder) writeKubeProxyConfig(n node, name, mode string) error {
+	return writeTemplate(filepath.Join(n.dir, name), kubeProxyTmpl, map[string]string{
+		"Kubeconfig": InternalKubeconfig(b.spec.Name), "Node": n.name, "Proxy": mode, "ClusterCIDR": b.addrs.clusterCIDRs()})
+}
+
 // startProxy starts the node's Service proxy: kube-proxy in its mode, or
 // vnetlab's (its maps and programs journaled as pins, so teardown removes
 // them after stopping it).
 func (b *builder) startProxy(n node, kubeconfig string) error {
 	if !clusternet.IsVnetlab(b.spec.Proxy) {
-		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, "kube-proxy.yaml"))
+		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, kubeProxyConfig))
 	}
 	plane := ProxyPlane(b.spec.Name, n.name)
 	if err := b.l.Journal().Record(lab.KindPin, filepath.Join(lab.BPFRoot, plane)); err != nil {
@@ -70,8 +85,15 @@ func (s Spec) proxyPodLinks() []string {
 	switch {
 	case s.CNI != clusternet.CNIVnetlab:
 		return []string{"--bridge", PodBridge}
-	case s.cniMode() == modes.VethEBPF:
+	case s.programsByCNI():
 		return []string{"--programs-by-cni"}
 	}
 	return []string{"--veth-prefix", cni.HostIfPrefix}
+}
+
+// programsByCNI: the CNI made each node's eBPF plane and its programs on
+// the pods read the Service maps (vnetlab's veth-ebpf); the plane outlives
+// any proxy. With another CNI a node's plane is its vnetlab proxy's alone.
+func (s Spec) programsByCNI() bool {
+	return s.CNI == clusternet.CNIVnetlab && s.cniMode() == modes.VethEBPF
 }

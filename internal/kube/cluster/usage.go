@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // The daemons of a local cluster whose use `kube converge` records.
@@ -44,11 +45,7 @@ func (d Daemon) Name() string {
 func Daemons(name string) ([]Daemon, error) {
 	var out []Daemon
 	for _, pid := range lab.Procs(name) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		if d, ok := daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")); ok {
+		if d, ok := daemonAt(pid); ok {
 			d.PID = pid
 			out = append(out, d)
 		}
@@ -58,6 +55,15 @@ func Daemons(name string) ([]Daemon, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// daemonAt names process pid as daemonOf does, from its command line.
+func daemonAt(pid int) (Daemon, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return Daemon{}, false
+	}
+	return daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"))
 }
 
 // daemonOf names a daemon by its arguments (as startProxy and the control
@@ -89,12 +95,16 @@ func daemonOf(argv []string) (Daemon, bool) {
 // PlaneMapBytes is the memory the kernel charges for the eBPF maps pinned
 // in the nodes' Service planes of cluster name (vnetlab's proxies; none for
 // kube-proxy's), summed over nodes: each map's memlock (bpf_map_info), by
-// the part of the data path it serves (mapPart).
+// the part of the data path it serves (mapPart). Under kube-proxy (a
+// cluster switched to it on veth-ebpf, kube set-proxy) the Service maps
+// left in the CNI's plane are the CNI's, read by its programs and filled
+// by no proxy: counted as its routing's, the proxy's part 0.
 func PlaneMapBytes(name string) (map[string]int64, error) {
 	st, err := Load(name)
 	if err != nil {
 		return nil, err
 	}
+	vnetlabProxy := clusternet.IsVnetlab(Network(st).Proxy)
 	parts := map[string]int64{}
 	for _, n := range st.Nodes {
 		dir := filepath.Join(lab.BPFRoot, ProxyPlane(name, n.Name))
@@ -110,7 +120,11 @@ func PlaneMapBytes(name string) (map[string]int64, error) {
 			if info, err := m.Info(); err == nil {
 				if b, ok := info.Memlock(); ok {
 					rel, _ := filepath.Rel(dir, path)
-					parts[mapPart(rel)] += int64(b)
+					part := mapPart(rel)
+					if part == results.MapPartProxy && !vnetlabProxy {
+						part = results.MapPartRouting
+					}
+					parts[part] += int64(b)
 				}
 			}
 			return nil
@@ -118,6 +132,9 @@ func PlaneMapBytes(name string) (map[string]int64, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return parts, err
 		}
+	}
+	if len(parts) > 0 && !vnetlabProxy {
+		parts[results.MapPartProxy] = 0
 	}
 	return parts, nil
 }

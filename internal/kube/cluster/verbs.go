@@ -30,13 +30,43 @@ func Load(name string) (*lab.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no local cluster named %q (see `vnetlab kube ls`)", name)
 	}
-	if st.Mode != lab.KubeMode {
-		return nil, fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: see `vnetlab kube ls`", name, st.Mode)
-	}
-	if st.Status != "ready" {
-		return nil, fmt.Errorf("cluster %s is %s: wait for `kube up` to finish, or remove it with `vnetlab kube down %s`", name, st.Status, name)
+	if err := usable(st); err != nil {
+		return nil, err
 	}
 	return st, nil
+}
+
+// usable says why a lab's state is no ready local cluster (nil: it is).
+func usable(st *lab.State) error {
+	if st.Mode != lab.KubeMode {
+		return fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: see `vnetlab kube ls`", st.Name, st.Mode)
+	}
+	if st.Status == StatusSwitchingProxy {
+		return errSwitching(st)
+	}
+	if st.Status != "ready" {
+		return fmt.Errorf("cluster %s is %s: wait for `kube up` to finish, or remove it with `vnetlab kube down %s`", st.Name, st.Status, st.Name)
+	}
+	return nil
+}
+
+// Hold loads local cluster name for a run that uses it without changing
+// it (kube converge) and holds it until release: set-proxy, kube down and
+// vnetlab clean are refused meanwhile, so its proxy is the same from the
+// run's start to its end. Any number of runs may hold it at once.
+func Hold(name string) (st *lab.State, release func(), err error) {
+	if _, err := Load(name); err != nil {
+		return nil, nil, err
+	}
+	l, err := lab.OpenShared(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s is in use by another vnetlab process (a kube set-proxy or down): wait for it to end", name)
+	}
+	if err := usable(l.State); err != nil {
+		l.Release()
+		return nil, nil, err
+	}
+	return l.State, l.Release, nil
 }
 
 // Down removes a local cluster: its processes, containers, cgroups, mounts,

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
@@ -129,4 +131,30 @@ func Open(name string) (*Lab, error) {
 		return nil, err
 	}
 	return &Lab{State: st, journal: j, lock: lock}, nil
+}
+
+// OpenShared holds an existing lab for a use that changes nothing of its
+// own (a local cluster's kube converge): any number of such holders at
+// once, while Open (set-proxy, a Service change), Down and clean are
+// refused until each has released it; refused itself while one of those
+// holds it. Its Lab has no journal.
+func OpenShared(name string) (*Lab, error) {
+	st, err := Load(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(labDir(name))
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
+	}
+	// Read again under the lock: a holder before it may have changed it.
+	if st, err = Load(name); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Lab{State: st, lock: f}, nil
 }

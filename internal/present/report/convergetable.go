@@ -168,6 +168,11 @@ func useOf(c *results.Convergence) use {
 		}
 	}
 	u.proxyCPU = fmt.Sprintf("%.1f / %.1f", makeCPU, chCPU)
+	if c.Cluster != nil && c.Cluster.ProxySince != "" && c.Scale.Reused > 0 {
+		// kube set-proxy started the proxy on Services kept from before:
+		// its first sync made them, during the switch, not this run.
+		u.proxyCPU = fmt.Sprintf("- / %.1f", chCPU)
+	}
 	u.proxyRSS = fmt.Sprintf("%.0f", proxyRSS/(1<<20))
 	u.apiRSS = fmt.Sprintf("%.0f", apiRSS/(1<<20))
 	if c.Scale.BPFMapBytes > 0 {

@@ -299,3 +299,24 @@ func TestConvergeOtherWork(t *testing.T) {
 		t.Errorf("a file without the other work has it:\n%s", b.String())
 	}
 }
+
+// A run on Services kept from before, on a proxy kube set-proxy started
+// (the cluster's proxy_since), shows "-" for the proxy's CPU while N was
+// made: its first sync made them during the switch. A run that made its N
+// itself shows it, switched or not.
+func TestConvergeSwitchedProxyCPU(t *testing.T) {
+	use := []results.DaemonUse{{Daemon: "n1 proxy", Phase: results.PhaseCreate, CPUSeconds: 4}, {Daemon: "n1 proxy", Phase: results.PhaseChanges, CPUSeconds: 2},
+		{Daemon: "n1 proxy", Phase: results.PhaseIdle, RSS: 50 << 20}}
+	kept := convRun("nftables", 1000, 2)
+	kept.C.Cluster = &results.Cluster{ProxySince: "2026-11-29T10:00:00Z"}
+	kept.C.Scale.Reused, kept.C.Scale.Use = 1000, use
+	made := convRun("vnetlab-ebpf", 1000, 2)
+	made.C.Cluster = &results.Cluster{ProxySince: "2026-11-29T10:00:00Z"}
+	made.C.Scale.Use = use
+	var b bytes.Buffer
+	PrintConvergeTable(&b, []ConvergeRun{kept, made}, []string{"endpoint-added"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], " - / 2.0 ") || !strings.Contains(lines[2], " 4.0 / 2.0 ") {
+		t.Errorf("want - for the kept run's making-N CPU, 4.0 for the run that made them:\n%s", b.String())
+	}
+}
