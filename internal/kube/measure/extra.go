@@ -214,17 +214,20 @@ func (e *Extra) fill(ctx context.Context, have map[int]bool, say func(string, ..
 	start := time.Now()
 	var done atomic.Int64
 	last, lastAt := int64(0), start
+	var eta growingETA
+	present := float64(e.Count - len(todo))
 	stop := progressEvery(5*time.Second, func() {
-		// The rate falls as the cluster fills (the API server's work per
-		// Service grows with N): the time left is at the last interval's.
+		// The rate falls as the cluster fills: the time left is from a
+		// time per Service that grows with the count (growingETA).
 		n, now := done.Load(), time.Now()
 		rate := float64(n-last) / now.Sub(lastAt).Seconds()
+		mid := present + float64(n+last)/2
 		last, lastAt = n, now
 		left := "?"
-		if rate > 0 {
-			left = time.Duration(float64(int64(len(todo))-n) / rate * float64(time.Second)).Round(time.Second).String()
+		if d := eta.left(mid, float64(e.Count), 1/rate); d > 0 {
+			left = d.Round(time.Second).String()
 		}
-		say("extra Services: %d/%d created (%.0f/s; %.0f/s now, %s left at that rate)", n, len(todo), float64(n)/now.Sub(start).Seconds(), rate, left)
+		say("extra Services: %d/%d created (%.0f/s; %.0f/s now, about %s left as the rate keeps falling)", n, len(todo), float64(n)/now.Sub(start).Seconds(), rate, left)
 	})
 	err := parallel(ctx, len(todo), func(k int) error {
 		if err := createExtra(ctx, e.cs, e.Namespace, todo[k], e.Endpoints); err != nil {
