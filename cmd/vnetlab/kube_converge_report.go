@@ -33,6 +33,8 @@ memory, tcp_crr to the newest Service as a ratio to the same proxy's and E's N =
 CPU seconds of the machine's other work during the changes ("(N DISTURBED)": the changes it
 overlapped above 0.1 CPUs; measure those runs again).
 --svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy, E and pause.
+Runs those alone would merge are named apart: a proxy measured on two CNI data paths by the
+path ("iptables (on veth-ebpf)"), a proxy, E, pause and N measured again by its order ("run 2").
 
 Example (scripts/bench-converge.sh runs it):
   vnetlab kube converge-report out/*.json --svg converge.svg`,

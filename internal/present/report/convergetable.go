@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
@@ -18,6 +19,56 @@ import (
 type ConvergeRun struct {
 	File string
 	C    *results.Convergence
+	// tag tells the run's line from another of its proxy (qualify).
+	tag string
+}
+
+// qualify tags the runs that their proxy, E, pause and N alone would
+// merge: a proxy measured on more than one CNI data path ("on veth-ebpf":
+// bench-converge's SHARED kube-proxy beside its per-proxy clusters'), and
+// a run measured again ("run 2", "run 3", in the order they started:
+// SHARED's -again runs).
+func qualify(runs []ConvergeRun) {
+	paths := map[string]map[string]bool{}
+	for _, r := range runs {
+		if r.C.PolicyProvider != "" {
+			continue // its key names its path already
+		}
+		if paths[r.C.Proxy] == nil {
+			paths[r.C.Proxy] = map[string]bool{}
+		}
+		paths[r.C.Proxy][cniPath(r.C)] = true
+	}
+	for i := range runs {
+		runs[i].tag = ""
+		if p := cniPath(runs[i].C); runs[i].C.PolicyProvider == "" && len(paths[runs[i].C.Proxy]) > 1 && p != "" {
+			runs[i].tag = "on " + p
+		}
+	}
+	type point struct {
+		k convergeKey
+		n int
+	}
+	seen := map[point][]int{}
+	for i := range runs {
+		k, n := keyOf(runs[i])
+		seen[point{k, n}] = append(seen[point{k, n}], i)
+	}
+	for _, idx := range seen {
+		slices.SortStableFunc(idx, func(a, b int) int { return runs[a].C.Start.Compare(runs[b].C.Start) })
+		for j, i := range idx[1:] {
+			runs[i].tag = strings.TrimPrefix(runs[i].tag+fmt.Sprintf(", run %d", j+2), ", ")
+		}
+	}
+}
+
+// cniPath is the data path a run's proxy worked on: the CNI's mode, or the
+// CNI ("" when not recorded).
+func cniPath(c *results.Convergence) string {
+	if c.Cluster == nil {
+		return ""
+	}
+	return cmp.Or(c.Cluster.CNIMode, c.Cluster.CNIPlugin)
 }
 
 // convergeKey is a line of the scale table: a proxy with E endpoints per
@@ -30,19 +81,27 @@ type convergeKey struct {
 	pause string
 }
 
-func keyOf(c *results.Convergence) (convergeKey, int) {
+func keyOf(r ConvergeRun) (convergeKey, int) {
+	c := r.C
 	pause := converge.PauseOf(c)
 	if c.PolicyProvider != "" { // a policy's apply latency: its enforcer (or lab provider), N policies
 		what := "policy " + c.PolicyProvider
 		if c.Cluster != nil && c.Cluster.CNIMode != "" {
 			what += " on " + c.Cluster.CNIMode
 		}
-		return convergeKey{what, 0, pause}, c.Policies
+		return convergeKey{tagged(what, r.tag), 0, pause}, c.Policies
 	}
 	if c.Scale == nil {
-		return convergeKey{c.Proxy, 1, pause}, 0
+		return convergeKey{tagged(c.Proxy, r.tag), 1, pause}, 0
 	}
-	return convergeKey{c.Proxy, c.Scale.Endpoints, pause}, c.Scale.Services
+	return convergeKey{tagged(c.Proxy, r.tag), c.Scale.Endpoints, pause}, c.Scale.Services
+}
+
+func tagged(proxy, tag string) string {
+	if tag == "" {
+		return proxy
+	}
+	return proxy + " (" + tag + ")"
 }
 
 // label names a line of the chart: its pause only when not the default.
@@ -61,8 +120,8 @@ func (k convergeKey) anyPause() convergeKey { k.pause = ""; return k }
 // sortRuns orders runs by proxy, endpoints, pause, N.
 func sortRuns(runs []ConvergeRun) {
 	slices.SortStableFunc(runs, func(a, b ConvergeRun) int {
-		ka, na := keyOf(a.C)
-		kb, nb := keyOf(b.C)
+		ka, na := keyOf(a)
+		kb, nb := keyOf(b)
 		return cmp.Or(cmp.Compare(ka.proxy, kb.proxy), cmp.Compare(ka.eps, kb.eps), cmp.Compare(ka.pause, kb.pause), cmp.Compare(na, nb))
 	})
 }
@@ -91,17 +150,18 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // bootstrap CI; the runs are sequential, not interleaved); and the
 // machine's other work during the changes, with the changes it disturbed.
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
+	qualify(runs)
 	sortRuns(runs)
 	base := map[convergeKey]*results.Convergence{} // by proxy and E
 	for _, r := range runs {
-		if k, n := keyOf(r.C); n == 0 && r.C.CRR != nil {
+		if k, n := keyOf(r); n == 0 && r.C.CRR != nil {
 			base[k.anyPause()] = cmp.Or(base[k.anyPause()], r.C)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
 	for _, r := range runs {
-		k, n := keyOf(r.C)
+		k, n := keyOf(r)
 		u := useOf(r.C)
 		for _, kind := range kinds {
 			cr, ok := row(r.C, kind)
@@ -128,7 +188,7 @@ func printControllerShares(w io.Writer, runs []ConvergeRun) {
 	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tCHANGES\tNOT SEEN\tP50 MS\tP99 MS")
 	for _, r := range runs {
 		if ctl := r.C.Controller; ctl != nil {
-			k, n := keyOf(r.C)
+			k, n := keyOf(r)
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", k.proxy, k.eps, k.pause, n, ctl.Changes, ctl.NotApplied, ms(ctl.P50), ms(ctl.P99))
 		}
 	}
@@ -168,9 +228,9 @@ func useOf(c *results.Convergence) use {
 		}
 	}
 	u.proxyCPU = fmt.Sprintf("%.1f / %.1f", makeCPU, chCPU)
-	if c.Cluster != nil && c.Cluster.ProxySince != "" && c.Scale.Reused > 0 {
-		// kube set-proxy started the proxy on Services kept from before:
-		// its first sync made them, during the switch, not this run.
+	if c.Scale.Services > 0 && c.Scale.Reused >= c.Scale.Services {
+		// The run made no Service: the proxy programmed the kept ones
+		// before it (kube set-proxy's first sync, or an earlier run).
 		u.proxyCPU = fmt.Sprintf("- / %.1f", chCPU)
 	}
 	u.proxyRSS = fmt.Sprintf("%.0f", proxyRSS/(1<<20))
@@ -205,10 +265,11 @@ func crrRatio(c, base *results.Convergence) string {
 // smallest other), the latency on a log axis too (milliseconds to
 // seconds apart).
 func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
+	qualify(runs)
 	sortRuns(runs)
 	var ns []int
 	for _, r := range runs {
-		if _, n := keyOf(r.C); !slices.Contains(ns, n) {
+		if _, n := keyOf(r); !slices.Contains(ns, n) {
 			ns = append(ns, n)
 		}
 	}
@@ -220,7 +281,7 @@ func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
 	ch.XAt = logPositions(ns)
 	lines := map[convergeKey]int{}
 	for _, r := range runs {
-		k, n := keyOf(r.C)
+		k, n := keyOf(r)
 		li, ok := lines[k]
 		if !ok {
 			li = len(ch.Lines)

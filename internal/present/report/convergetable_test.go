@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/results"
 )
@@ -313,10 +315,46 @@ func TestConvergeSwitchedProxyCPU(t *testing.T) {
 	made := convRun("vnetlab-ebpf", 1000, 2)
 	made.C.Cluster = &results.Cluster{ProxySince: "2026-11-29T10:00:00Z"}
 	made.C.Scale.Use = use
+	grew := convRun("iptables", 1000, 2) // switched in at 500, it made the other 500
+	grew.C.Cluster = &results.Cluster{ProxySince: "2026-11-29T10:00:00Z"}
+	grew.C.Scale.Reused, grew.C.Scale.Use = 500, use
 	var b bytes.Buffer
-	PrintConvergeTable(&b, []ConvergeRun{kept, made}, []string{"endpoint-added"})
+	PrintConvergeTable(&b, []ConvergeRun{kept, made, grew}, []string{"endpoint-added"})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], " - / 2.0 ") || !strings.Contains(lines[2], " 4.0 / 2.0 ") {
-		t.Errorf("want - for the kept run's making-N CPU, 4.0 for the run that made them:\n%s", b.String())
+	if len(lines) != 4 || !strings.Contains(lines[1], " 4.0 / 2.0 ") || !strings.Contains(lines[2], " - / 2.0 ") || !strings.Contains(lines[3], " 4.0 / 2.0 ") {
+		t.Errorf("want - for the making-N CPU of the run that reused all, 4.0 for the runs that made some:\n%s", b.String())
+	}
+}
+
+// Runs that their proxy, E, pause and N would merge are told apart: a
+// proxy on two CNI data paths by the path, a run measured again by its
+// order.
+func TestConvergeRunsQualified(t *testing.T) {
+	on := func(proxy, mode string, start int, p99 float64) ConvergeRun {
+		r := convRun(proxy, 1000, p99)
+		r.C.Cluster = &results.Cluster{CNIMode: mode}
+		r.C.Start = time.Date(2026, 11, 28, 12, start, 0, 0, time.UTC)
+		return r
+	}
+	runs := []ConvergeRun{on("vnetlab-ebpf", "veth-ebpf", 30, 3), on("iptables", "veth-ebpf", 10, 20), on("iptables", "bridge", 1, 30), on("vnetlab-ebpf", "veth-ebpf", 5, 2)}
+	var b bytes.Buffer
+	PrintConvergeTable(&b, runs, []string{"endpoint-added"})
+	var proxies []string // the table's first column: cells end at two spaces
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		proxies = append(proxies, strings.Split(line, "  ")[0])
+	}
+	if want := []string{"iptables (on bridge)", "iptables (on veth-ebpf)", "vnetlab-ebpf", "vnetlab-ebpf (run 2)"}; !slices.Equal(proxies, want) {
+		t.Errorf("rows %q, want %q:\n%s", proxies, want, b.String())
+	}
+	ch := ConvergeChart(runs, "endpoint-added")
+	var labels []string
+	for _, l := range ch.Lines {
+		labels = append(labels, l.Label)
+		if l.Label == "vnetlab-ebpf (run 2), E=1" && l.Points[0].Value != 3 {
+			t.Errorf("run 2 is the later run (p99 3 ms), got %v", l.Points[0].Value)
+		}
+	}
+	if len(ch.Lines) != 4 {
+		t.Errorf("want 4 lines, one per path and run, got %q", labels)
 	}
 }
