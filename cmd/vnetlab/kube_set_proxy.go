@@ -64,6 +64,10 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if sw.Unchanged {
+				fmt.Printf("cluster %s: proxy %s already: nothing switched\n", name, sw.To)
+				return nil
+			}
 			fmt.Printf("cluster %s: proxy %s -> %s in %s (%d Services)\n", name, sw.From, sw.To, sw.Took.Round(100*time.Millisecond), sw.Services)
 			for _, n := range sw.Nodes {
 				fmt.Printf("  %s: first sync %s after the start; proxy pid %d, CPU %.2f s, RSS %d MB (peak %d MB)\n", n.Node,

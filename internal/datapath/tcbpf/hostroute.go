@@ -307,10 +307,10 @@ func hostStatsOf(m *ebpf.Map) (HostStats, error) {
 
 // ResetViaStack clears lab's host_via_stack_on, the sticky flag host
 // routing sets once a flow crossed the node's stack (a Service kube-proxy
-// translated: bpf/host.h), and the flows it noted (host_via_stack,
-// host_via_stack6): a plane whose proxy became vnetlab's again takes the
-// fast path without the flag's lookup. From the pins (a map not pinned is
-// skipped).
+// translated: bpf/host.h): a plane whose proxy became vnetlab's again
+// takes the fast path without the flag's lookup. The flows it noted
+// (host_via_stack, host_via_stack6) are ClearFlows'. From the pin (not
+// pinned: nothing to do).
 func ResetViaStack(lab string) error {
 	path := filepath.Join(PinDir(lab), serviceMapHostViaStackOn)
 	m, err := ebpf.LoadPinnedMap(path, nil)
@@ -323,11 +323,6 @@ func ResetViaStack(lab string) error {
 	defer m.Close()
 	if err := m.Update(uint32(0), uint32(0), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	for _, name := range []string{serviceMapHostViaStack, serviceMapHostViaStack6} {
-		if _, err := clearPinned(lab, name); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -209,9 +209,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		defer meter.stop()
 	}
 	if spec.Local != "" {
-		proxies := proxyPIDs(spec.Local)
+		proxies := cluster.ProxyPIDs(spec.Local)
 		defer func() {
-			if now := proxyPIDs(spec.Local); !maps.Equal(now, proxies) {
+			if now := cluster.ProxyPIDs(spec.Local); !maps.Equal(now, proxies) {
 				say("converge: warning: cluster %s's node proxies changed during the run (pids %v, now %v): a proxy restarted, its metrics and use are not one process's", spec.Local, proxies, now)
 			}
 		}()
@@ -586,16 +586,4 @@ func (c *converger) stop() {
 			}
 		}
 	})
-}
-
-// proxyPIDs are local cluster name's node proxies' PIDs, by node.
-func proxyPIDs(name string) map[string]int {
-	out := map[string]int{}
-	ds, _ := cluster.Daemons(name)
-	for _, d := range ds {
-		if d.Role == cluster.RoleProxy {
-			out[d.Node] = d.PID
-		}
-	}
-	return out
 }

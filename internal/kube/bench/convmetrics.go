@@ -3,18 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
 // kube-proxy's metrics (vnetlab's proxy serves the same names): the
@@ -27,8 +24,6 @@ const (
 	metricProgramming = "kubeproxy_network_programming_duration_seconds"
 	metricSync        = "kubeproxy_sync_proxy_rules_duration_seconds"
 	metricReconcile   = "kubeproxy_conntrack_reconciler_sync_duration_seconds"
-	// proxyMetricsURL is kube-proxy's status port, on a node's loopback.
-	proxyMetricsURL = "http://127.0.0.1:10249/metrics"
 )
 
 // histo is a histogram's sum (seconds) and count, over all its series.
@@ -63,33 +58,11 @@ func (s *scraper) scrape(ctx context.Context, node string) (pm proxyMetrics, err
 	if !ok {
 		return pm, fmt.Errorf("node %s has no namespace of a local cluster", node)
 	}
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := nsutil.Do(ns, func() error {
-			var err error
-			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}
-	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, proxyMetricsURL, nil)
+	page, err := cluster.NodeProxyGet(ctx, ns, "/metrics")
 	if err != nil {
 		return pm, err
 	}
-	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return pm, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return pm, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return pm, fmt.Errorf("%s: %s", proxyMetricsURL, resp.Status)
-	}
-	return parseProxyMetrics(string(body))
+	return parseProxyMetrics(page)
 }
 
 // parseProxyMetrics reads the histograms from a /metrics page with

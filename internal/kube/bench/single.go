@@ -26,10 +26,13 @@ func (s Spec) runOne(ctx context.Context, res *results.File, prog runner.Progres
 	policyLab := ""                        // the lab provider with the local enforcer's data path
 	proxySince := ""                       // when kube set-proxy started the local cluster's proxy
 	if s.Cluster.Local != "" {
-		st, err := cluster.Load(s.Cluster.Local)
+		// Held for the run: no set-proxy or kube down changes the proxy
+		// the results name while it measures.
+		st, release, err := cluster.Hold(s.Cluster.Local)
 		if err != nil {
 			return err
 		}
+		defer release()
 		n := cluster.Network(st)
 		local, opts.Kubeconfig, policyLab = &n, st.Facts[cluster.FactKubeconfig], cluster.PolicyLabProvider(st)
 		proxySince = st.Facts[cluster.FactProxySince]

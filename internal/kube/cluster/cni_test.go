@@ -269,16 +269,7 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ebpf-test"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, time.Minute, "the namespace's default ServiceAccount", func() bool {
-		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testNamespace(ctx, t, cs, "ebpf-test")
 	zero := int64(0)
 	pod := func(name string, node int, args ...string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
@@ -446,4 +437,21 @@ func whoAnswersWithin(ns, proto, addr string, limit time.Duration) (string, erro
 		return err
 	})
 	return out, err
+}
+
+// testNamespace creates namespace name and waits for its default
+// ServiceAccount, which a pod needs before it can be created.
+func testNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) *corev1.Namespace {
+	t.Helper()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, time.Minute, "the namespace's default ServiceAccount", func() bool {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

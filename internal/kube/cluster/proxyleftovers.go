@@ -130,7 +130,8 @@ func kubeProxyTables(listing string) []string {
 
 // kubeProxyChains counts the chains of an iptables-save listing that are
 // kube-proxy's iptables mode's (kubelet's own KUBE-KUBELET-CANARY,
-// KUBE-IPTABLES-HINT and KUBE-FIREWALL are not).
+// KUBE-IPTABLES-HINT and KUBE-FIREWALL are not, nor KUBE-PROXY-CANARY:
+// kube-proxy --cleanup leaves mangle's, an empty chain).
 func kubeProxyChains(saved string) int {
 	n := 0
 	for _, line := range strings.Split(saved, "\n") {
@@ -141,6 +142,7 @@ func kubeProxyChains(saved string) int {
 		name, _, _ = strings.Cut(name, " ")
 		switch {
 		case name == "KUBE-SERVICES", name == "KUBE-NODEPORTS", name == "KUBE-EXTERNAL-SERVICES", name == "KUBE-FORWARD", name == "KUBE-PROXY-FIREWALL",
+			name == "KUBE-POSTROUTING", name == "KUBE-MARK-MASQ",
 			strings.HasPrefix(name, "KUBE-SVC-"), strings.HasPrefix(name, "KUBE-SEP-"), strings.HasPrefix(name, "KUBE-EXT-"),
 			strings.HasPrefix(name, "KUBE-FW-"), strings.HasPrefix(name, "KUBE-SVL-"):
 			n++
@@ -181,13 +183,13 @@ func proxiesByNode(name string) map[string]int {
 // proxyMode asks the proxy of the node whose namespace is ns its mode
 // (/proxyMode on its status port: kube-proxy's and vnetlab's serve it).
 func proxyMode(ctx context.Context, ns string) (string, error) {
-	s, err := nodeProxyGet(ctx, ns, "/proxyMode")
+	s, err := NodeProxyGet(ctx, ns, "/proxyMode")
 	return strings.TrimSpace(s), err
 }
 
-// nodeProxyGet reads path from the status port of the proxy of the node
-// whose namespace is ns.
-func nodeProxyGet(ctx context.Context, ns, path string) (string, error) {
+// NodeProxyGet reads path (/metrics, /proxyMode) from the status port of
+// the proxy of the node whose namespace is ns, dialled from inside it.
+func NodeProxyGet(ctx context.Context, ns, path string) (string, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := nsutil.Do(ns, func() error {

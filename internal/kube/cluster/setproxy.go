@@ -10,6 +10,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,8 @@ type ProxySwitch struct {
 	Services int
 	Nodes    []NodeSync
 	Took     time.Duration
+	// Unchanged: the cluster ran the proxy already; nothing was done.
+	Unchanged bool
 }
 
 // NodeSync is one node's new proxy after its first sync.
@@ -67,7 +70,7 @@ type NodeSync struct {
 }
 
 // switchWait bounds how long the new proxies may take when no timeout is
-// given: a minute, and a minute more per 5,000 Services (kube-proxy
+// given: two minutes, and a minute more per 5,000 Services (kube-proxy
 // iptables' first sync of 100,000 Services takes minutes on this machine).
 func switchWait(services int) time.Duration {
 	return 2*time.Minute + time.Duration(services/5000)*time.Minute
@@ -103,8 +106,11 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 		}
 	}
 	l, err := lab.Open(name)
+	if errors.Is(err, lab.ErrInUse) {
+		return nil, fmt.Errorf("cluster %s is %w (a kube converge, kube run, set-proxy or down): wait for it to end, then run set-proxy again", name, lab.ErrInUse)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s is in use by another vnetlab process (a kube converge, set-proxy or down): wait for it to end, then run set-proxy again", name)
+		return nil, err
 	}
 	defer l.Release()
 	// Read again under the lock: a set-proxy may have ended meanwhile.
@@ -112,6 +118,16 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 		return nil, err
 	}
 	st = l.State
+	sw := &ProxySwitch{From: Network(st).ProxyText(), To: spec.Network().ProxyText()}
+	if st.Status == "ready" && Network(st) == spec.Network() {
+		say("cluster %s already runs %s: nothing to switch", name, sw.To)
+		sw.Took, sw.Unchanged = time.Since(start), true
+		return sw, nil
+	}
+	nodes, err := nodesOf(st, addrPlan{fam: Family(st)})
+	if err != nil {
+		return nil, err
+	}
 	self, err := engine.SelfBinary()
 	if err != nil {
 		return nil, err
@@ -120,19 +136,18 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 	if err != nil {
 		return nil, err
 	}
-	sw := &ProxySwitch{From: Network(st).ProxyText(), To: spec.Network().ProxyText()}
 	st.Status, st.Facts[FactSwitchingTo] = StatusSwitchingProxy, proxyFlags(proxy, socketLB)
 	if err := l.Save(); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*ProxySwitch, error) {
 		if ctx.Err() != nil {
-			err = ctx.Err()
+			err = fmt.Errorf("interrupted (%v): %w", ctx.Err(), err)
 		}
 		return nil, fmt.Errorf("cluster %s stays %s: %w (run the same set-proxy again to complete the switch, or `vnetlab kube down %s`)", name, StatusSwitchingProxy, err, name)
 	}
 	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: Family(st)}, dir: lab.Dir(name), bin: bin, self: self, say: say}
-	b.nodes = nodesOf(st, b.addrs)
+	b.nodes = nodes
 	say("switching cluster %s's Service proxy from %s to %s", name, sw.From, sw.To)
 	if err := stopProxies(ctx, name, say); err != nil {
 		return fail(err)
@@ -206,11 +221,8 @@ func switchable(name string) (*lab.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no local cluster named %q (see `vnetlab kube ls`)", name)
 	}
-	if st.Mode != lab.KubeMode {
-		return nil, fmt.Errorf("%s is a vnetlab lab (mode %s), not a local cluster: see `vnetlab kube ls`", name, st.Mode)
-	}
-	if st.Status != "ready" && st.Status != StatusSwitchingProxy {
-		return nil, fmt.Errorf("cluster %s is %s: wait for `kube up` to finish, or remove it with `vnetlab kube down %s`", name, st.Status, name)
+	if err := usable(st); err != nil && st.Status != StatusSwitchingProxy {
+		return nil, err
 	}
 	if st.Facts == nil {
 		st.Facts = map[string]string{}
@@ -250,17 +262,22 @@ func proxyFlags(proxy string, socketLB bool) string {
 
 // nodesOf are the nodes of cluster st as kube up built them (what starting
 // a proxy needs: name, namespace, directory, addresses).
-func nodesOf(st *lab.State, a addrPlan) []node {
+func nodesOf(st *lab.State, a addrPlan) ([]node, error) {
 	var out []node
 	for i, ns := range st.Nodes {
+		if ns.NS == "" {
+			// An empty namespace would run the cleaning (kube-proxy
+			// --cleanup) in the root namespace.
+			return nil, fmt.Errorf("cluster %s's node %s has no network namespace recorded: remove it with `vnetlab kube down %s`", st.Name, ns.Name, st.Name)
+		}
 		out = append(out, node{name: ns.Name, ns: ns.NS, dir: filepath.Join(lab.Dir(st.Name), ns.Name), ips: a.nodeIPs(i + 1), podRanges: a.podCIDRs(i + 1)})
 	}
-	return out
+	return out, nil
 }
 
 // stopProxies stops every node proxy of cluster name (kube-proxy or
 // vnetlab's, whatever the facts say: a killed switch may have started the
-// new one) and waits until each is gone, its ports free.
+// new one) and waits until each has exited.
 func stopProxies(ctx context.Context, name string, say func(string, ...any)) error {
 	type running struct {
 		d     Daemon

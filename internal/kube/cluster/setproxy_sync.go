@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vnetlab/vnetlab/internal/measure/cpu"
-	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 const (
@@ -91,19 +90,11 @@ func (b *builder) waitSynced(ctx context.Context, since time.Time, timeout time.
 	return out, nil
 }
 
-// proxyLogSuffix ends the name of a node's proxy's log (startProxy).
-func proxyLogSuffix(proxy string) string {
-	if clusternet.IsVnetlab(proxy) {
-		return "-vnetlab-proxy"
-	}
-	return "-kube-proxy"
-}
-
 // lastSync reads the end of the last sync of the proxy of the node whose
 // namespace is ns: of every family it serves, the earliest (zero time
 // while one has not synced).
 func lastSync(ctx context.Context, ns string) (time.Time, error) {
-	page, err := nodeProxyGet(ctx, ns, "/metrics")
+	page, err := NodeProxyGet(ctx, ns, "/metrics")
 	if err != nil {
 		return time.Time{}, err
 	}

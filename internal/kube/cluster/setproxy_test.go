@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -116,16 +115,7 @@ func TestProxySwitch(t *testing.T) {
 	}
 
 	// Two backends (one per node) behind one TCP+UDP Service, a client on node 1.
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "switch-test"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, time.Minute, "the namespace's default ServiceAccount", func() bool {
-		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testNamespace(ctx, t, cs, "switch-test")
 	zero := int64(0)
 	pod := func(pname string, node int, role string, args ...string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pname, Labels: map[string]string{"role": role}},
@@ -155,7 +145,7 @@ func TestProxySwitch(t *testing.T) {
 		backends[waitPod(ctx, t, cs, ns.Name, s, corev1.PodRunning).Status.PodIP] = s
 	}
 	cliNS := podNetnsHolding(t, name, waitPod(ctx, t, cs, ns.Name, "cli", corev1.PodRunning).Status.PodIP)
-	cliCg, err := podCgroupOf(cliNS)
+	cliCg, err := cgroup.PodOf(cliNS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +246,7 @@ func TestProxySwitch(t *testing.T) {
 	for _, s := range steps {
 		want := clusternet.Network{Proxy: s.proxy, SocketLB: s.socketLB}
 		step := "to " + want.ProxyText()
-		old := proxyPIDsOf(name)
+		old := ProxyPIDs(name)
 		sw, err := SetProxy(ctx, name, s.proxy, s.socketLB, 5*time.Minute, t.Logf)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
@@ -269,7 +259,7 @@ func TestProxySwitch(t *testing.T) {
 		if cur == nil || cur.Facts[FactProxySince] == "" {
 			t.Errorf("%s: no %s fact", step, FactProxySince)
 		}
-		for node, pid := range proxyPIDsOf(name) {
+		for node, pid := range ProxyPIDs(name) {
 			if old[node] == pid {
 				t.Errorf("%s: node %s's proxy is the old one (pid %d)", step, node, pid)
 			}
@@ -370,51 +360,6 @@ func switchWho(ctx context.Context, ns, cg, proto, addr string) (string, error) 
 	return strings.TrimSpace(string(out)), err
 }
 
-// podCgroupOf is the cgroup v2 directory of a process living in the pod
-// network namespace at nsPath (the sandbox's pause).
-func podCgroupOf(nsPath string) (string, error) {
-	want, err := os.Stat(nsPath)
-	if err != nil {
-		return "", err
-	}
-	root, err := cgroup.Root()
-	if err != nil {
-		return "", err
-	}
-	pids, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range pids {
-		st, err := os.Stat(filepath.Join(p, "ns", "net"))
-		if err != nil || !os.SameFile(st, want) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(p, "cgroup"))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rel, ok := strings.CutPrefix(sc.Text(), "0::"); ok && strings.Contains(rel, "/kubepods") {
-				f.Close()
-				return filepath.Join(root, rel), nil
-			}
-		}
-		f.Close()
-	}
-	return "", fmt.Errorf("no pod process in namespace %s", nsPath)
-}
-
-// proxyPIDsOf are cluster name's node proxies' PIDs, by node.
-func proxyPIDsOf(name string) map[string]int {
-	out := map[string]int{}
-	ds, _ := Daemons(name)
-	for _, d := range ds {
-		if d.Role == RoleProxy {
-			out[d.Node] = d.PID
-		}
-	}
-	return out
-}
-
 // netfilterDNAT says whether node namespace ns's conntrack holds an entry
 // of a flow to vip whose reply comes from one of backends (netfilter's
 // DNAT of the Service: kube-proxy's).
@@ -436,4 +381,33 @@ func netfilterDNAT(t *testing.T, ns, vip string, backends map[string]string) boo
 		}
 	}
 	return false
+}
+
+// A switch on a CNI whose pods vnetlab-ebpf programs itself (Debian's
+// bridge, one node): vnetlab-ebpf -> nftables takes the pods' tc programs
+// off and removes the proxy's plane once nothing uses it (SetProxy's
+// ProxyLeftovers refuses the switch while either is left; the plane's
+// pins are checked here too), and nftables -> vnetlab-ebpf makes them
+// again. Cluster DNS answers through each new proxy (SetProxy waits for
+// it).
+func TestProxySwitchOwnPlane(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const name = "vpo"
+	upTestCluster(ctx, t, Spec{Name: name, Nodes: 1, Proxy: clusternet.VnetlabEBPF}, nil)
+	pins := tcbpf.PinDir(ProxyPlane(name, name+"-node1"))
+	if !exists(pins) {
+		t.Fatalf("vnetlab-ebpf's plane %s is missing before the switch", pins)
+	}
+	for _, to := range []string{clusternet.NFTables, clusternet.VnetlabEBPF} {
+		sw, err := SetProxy(ctx, name, to, false, 0, t.Logf)
+		if err != nil {
+			t.Fatalf("to %s: %v", to, err)
+		}
+		t.Logf("%s -> %s in %s", sw.From, sw.To, sw.Took.Round(time.Millisecond))
+		if got, want := exists(pins), to == clusternet.VnetlabEBPF; got != want {
+			t.Errorf("under %s: the plane's pins %s there %t, want %t", to, pins, got, want)
+		}
+	}
 }

@@ -91,6 +91,14 @@ func TestSetProxyRefused(t *testing.T) {
 	none := fakeCluster(t, Spec{Name: "kn", Nodes: 2, Proxy: "iptables", CNI: "vnetlab", CNIMode: "veth-ebpf", NetworkPolicy: "none"}, "ready")
 	none.Release()
 	refused("kn", "ipvs", false, `--proxy "ipvs"`, "vnetlab-ebpf")
+	if sw, err := SetProxy(ctx, "kn", "iptables", false, time.Minute, nil); err != nil || !sw.Unchanged || sw.To != "iptables" {
+		t.Errorf("set-proxy to the proxy kn runs: %+v, %v; want nothing switched", sw, err)
+	}
+	if st, err := Load("kn"); err != nil {
+		t.Errorf("after a set-proxy to the same proxy: %v; want it ready", err)
+	} else if st.Facts[FactProxySince] != "" {
+		t.Errorf("after a set-proxy to the same proxy: proxy_since %q; want no switch recorded", st.Facts[FactProxySince])
+	}
 	for _, p := range []struct {
 		proxy    string
 		socketLB bool
@@ -155,6 +163,7 @@ func TestKubeProxyRulesRead(t *testing.T) {
 	saved := `*mangle
 :KUBE-IPTABLES-HINT - [0:0]
 :KUBE-KUBELET-CANARY - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
 COMMIT
 *filter
 :KUBE-FIREWALL - [0:0]
@@ -166,11 +175,13 @@ COMMIT
 :KUBE-SERVICES - [0:0]
 :KUBE-SVC-ABC - [0:0]
 :KUBE-SEP-DEF - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-MARK-MASQ - [0:0]
 -A KUBE-SERVICES -j KUBE-SVC-ABC
 COMMIT
 `
-	if n := kubeProxyChains(saved); n != 4 {
-		t.Errorf("%d kube-proxy chains, want 4 (KUBE-PROXY-FIREWALL, KUBE-SERVICES, KUBE-SVC-ABC, KUBE-SEP-DEF)", n)
+	if n := kubeProxyChains(saved); n != 6 {
+		t.Errorf("%d kube-proxy chains, want 6 (KUBE-PROXY-FIREWALL, KUBE-SERVICES, KUBE-SVC-ABC, KUBE-SEP-DEF, KUBE-POSTROUTING, KUBE-MARK-MASQ)", n)
 	}
 }
 

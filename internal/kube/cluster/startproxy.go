@@ -57,7 +57,7 @@ func (b *builder) writeKubeProxyConfig(n node, name, mode string) error {
 // them after stopping it).
 func (b *builder) startProxy(n node, kubeconfig string) error {
 	if !clusternet.IsVnetlab(b.spec.Proxy) {
-		return b.daemon(n.ns, n.name+"-kube-proxy", b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, kubeProxyConfig))
+		return b.daemon(n.ns, n.name+proxyLogSuffix(b.spec.Proxy), b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, kubeProxyConfig))
 	}
 	plane := ProxyPlane(b.spec.Name, n.name)
 	if err := b.l.Journal().Record(lab.KindPin, filepath.Join(lab.BPFRoot, plane)); err != nil {
@@ -72,7 +72,15 @@ func (b *builder) startProxy(n node, kubeconfig string) error {
 	if b.spec.SocketLB {
 		args = append(args, "--socket-lb")
 	}
-	return b.daemon(n.ns, n.name+"-vnetlab-proxy", b.self, args...)
+	return b.daemon(n.ns, n.name+proxyLogSuffix(b.spec.Proxy), b.self, args...)
+}
+
+// proxyLogSuffix ends the name of a node's proxy's daemon and log.
+func proxyLogSuffix(proxy string) string {
+	if clusternet.IsVnetlab(proxy) {
+		return "-vnetlab-proxy"
+	}
+	return "-kube-proxy"
 }
 
 // proxyPodLinks tells vnetlab's proxy where the CNI put the pods: the ports

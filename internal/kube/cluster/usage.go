@@ -57,6 +57,18 @@ func Daemons(name string) ([]Daemon, error) {
 	return out, nil
 }
 
+// ProxyPIDs are local cluster name's node proxies' PIDs, by node.
+func ProxyPIDs(name string) map[string]int {
+	out := map[string]int{}
+	ds, _ := Daemons(name)
+	for _, d := range ds {
+		if d.Role == RoleProxy {
+			out[d.Node] = d.PID
+		}
+	}
+	return out
+}
+
 // daemonAt names process pid as daemonOf does, from its command line.
 func daemonAt(pid int) (Daemon, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,8 +60,11 @@ func Hold(name string) (st *lab.State, release func(), err error) {
 		return nil, nil, err
 	}
 	l, err := lab.OpenShared(name)
+	if errors.Is(err, lab.ErrInUse) {
+		return nil, nil, fmt.Errorf("cluster %s is %w (a kube set-proxy or down): wait for it to end", name, lab.ErrInUse)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster %s is in use by another vnetlab process (a kube set-proxy or down): wait for it to end", name)
+		return nil, nil, err
 	}
 	if err := usable(l.State); err != nil {
 		l.Release()

@@ -35,6 +35,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/proxy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -299,7 +300,7 @@ func who(ns, proto, addr string) (string, error) { return whoFrom(ns, proto, add
 // question a new socket, the same flow for a conntrack.
 func whoFrom(ns, proto, addr string, lport int) (string, error) {
 	if inPodCgroup() && ns != outside() {
-		cg, err := podCgroup(ns)
+		cg, err := cgroup.PodOf(ns)
 		if err != nil {
 			return "", err
 		}

@@ -8,12 +8,10 @@ package proxy_test
 // one that needs vnetlab-sock replaces the vnetlab-ebpf cluster.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,40 +72,6 @@ func nodeWho(i int, proto, addr string) (string, error) {
 		return "", err
 	}
 	return whoIn(nodeNS(i), cg, proto, addr, 0)
-}
-
-// podCgroup is the cgroup v2 directory of a process living in the pod
-// network namespace at nsPath (the sandbox's pause): a process started
-// there is, for the socket programs, one of the pod's.
-func podCgroup(nsPath string) (string, error) {
-	want, err := os.Stat(nsPath)
-	if err != nil {
-		return "", err
-	}
-	root, err := cgroup.Root()
-	if err != nil {
-		return "", err
-	}
-	pids, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range pids {
-		st, err := os.Stat(filepath.Join(p, "ns", "net"))
-		if err != nil || !os.SameFile(st, want) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(p, "cgroup"))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rel, ok := strings.CutPrefix(sc.Text(), "0::"); ok && strings.Contains(rel, "/kubepods") {
-				f.Close()
-				return filepath.Join(root, rel), nil
-			}
-		}
-		f.Close()
-	}
-	return "", fmt.Errorf("no pod process in namespace %s", nsPath)
 }
 
 // nodeCgroupLinks lists the bpf links attached to the cluster's node cgroups.
@@ -178,7 +142,7 @@ func TestNodeToClusterIPThroughEBPF(t *testing.T) {
 		t.Errorf("node 1's socket programs translated %d connects for its own TCP and UDP clients, want >= 2", mid.Connects-before.Connects)
 	}
 	cliNS := podNetns(t, ips["cli"])
-	cg, err := podCgroup(cliNS)
+	cg, err := cgroup.PodOf(cliNS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
@@ -141,7 +142,7 @@ func TestTopologyInBothPlanes(t *testing.T) {
 	}
 	for node := 1; node <= 2; node++ {
 		cli := podNetns(t, ips[fmt.Sprintf("cli%d", node)])
-		cg, err := podCgroup(cli)
+		cg, err := cgroup.PodOf(cli)
 		if err != nil {
 			t.Fatal(err)
 		}

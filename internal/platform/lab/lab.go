@@ -115,6 +115,10 @@ func (l *Lab) trackProc(pid int) error {
 	return l.journal.RecordProc(pid, start)
 }
 
+// ErrInUse is Open's and OpenShared's refusal while another process holds
+// the lab in a way that excludes theirs.
+var ErrInUse = errors.New("in use by another vnetlab process")
+
 // Open locks an existing lab for exclusive use (run, svc changes).
 func Open(name string) (*Lab, error) {
 	st, err := Load(name)
@@ -123,7 +127,7 @@ func Open(name string) (*Lab, error) {
 	}
 	lock, err := lockDir(labDir(name))
 	if err != nil {
-		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
+		return nil, fmt.Errorf("lab %s is %w: %v", name, ErrInUse, err)
 	}
 	j, err := openJournal(name)
 	if err != nil {
@@ -149,7 +153,7 @@ func OpenShared(name string) (*Lab, error) {
 	}
 	if err := flock(f, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lab %s is in use by another vnetlab process: %v", name, err)
+		return nil, fmt.Errorf("lab %s is %w: %v", name, ErrInUse, err)
 	}
 	// Read again under the lock: a holder before it may have changed it.
 	if st, err = Load(name); err != nil {

@@ -204,3 +204,46 @@ func NetNamespaces(path string) ([]string, error) {
 	})
 	return out, err
 }
+
+// PodOf is the cgroup v2 directory of a kubelet pod whose network
+// namespace is nsPath, read from a process living in it (the sandbox's
+// pause): a process started in that directory is, for the socket
+// programs, one of the pod's.
+func PodOf(nsPath string) (string, error) {
+	want, err := os.Stat(nsPath)
+	if err != nil {
+		return "", err
+	}
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range pids {
+		st, err := os.Stat(filepath.Join(p, "ns", "net"))
+		if err != nil || !os.SameFile(st, want) {
+			continue
+		}
+		if dir, ok := kubepodsCgroup(filepath.Join(p, "cgroup")); ok {
+			return filepath.Join(root, dir), nil
+		}
+	}
+	return "", fmt.Errorf("no pod process in namespace %s", nsPath)
+}
+
+// kubepodsCgroup is the cgroup v2 path in a /proc/PID/cgroup file when it
+// is one of kubelet's pods'.
+func kubepodsCgroup(file string) (string, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rel, ok := strings.CutPrefix(sc.Text(), "0::"); ok && strings.Contains(rel, "/kubepods") {
+			return rel, true
+		}
+	}
+	return "", false
+}
