@@ -13,10 +13,10 @@
 #
 #   make bench-converge                       # every proxy, N 0..100k, E 1 and 10, 1000 changes: days
 #
-# Time: creating N Services grows as N squared on Kubernetes 1.37 (the API server's work per
-# Service grows with the Services present: 57 a second at 1k, 14 at 12.5k on this 2-CPU
-# machine), so a cluster's 30,000 take about 40 minutes and 100,000 about 6 hours; kube-proxy
-# steps take about 20 minutes per 1,000 changes (its syncs wait about a second).
+# Time: creating N Services grows as N squared on Kubernetes 1.37 (the API server's ClusterIP
+# allocator counts every allocated address twice per Service: about 2.2 µs more per Service
+# present on this 2-CPU machine), so 30,000 take about 13 minutes and 100,000 about 3 hours;
+# kube-proxy steps take about 20 minutes per 1,000 changes (its syncs wait about a second).
 #   PROXIES="vnetlab-ebpf iptables" NS="0 1000 10000" ES=1 CHANGES=100 scripts/bench-converge.sh
 #   CRR=0 scripts/bench-converge.sh           # without tcp_crr to the newest Service
 #   PAUSE=1.5s-2s scripts/bench-converge.sh   # each change alone: past kube-proxy's 1 s minSyncPeriod
@@ -31,21 +31,26 @@
 # and each N in increasing order, every proxy of PROXIES in turn is switched in (`kube
 # set-proxy`, which cleans the previous proxy's state off the nodes and waits for the new one's
 # first sync) and measured (`kube converge --keep-extra`), then the first proxy again (its files
-# end -again: the drift between the first and the last run of an N). The first run of an N makes
-# the new Services, under the first proxy; the others reuse them, and kube converge-report
-# shows - for their CPU while N was made (their proxy's first sync made them, during the switch;
-# set-proxy prints it). The files are named PROXY-shared-eE-nN; the kube-proxy rows run on
-# veth-ebpf here, not on Debian's bridge as in the per-proxy clusters.
+# end -again: the drift between the first and the last run of an N; kube converge-report names
+# it "run 2"). The first run of an N makes the new Services, under the first proxy; the others
+# reuse them, and kube converge-report shows - for their CPU while N was made (their proxy's
+# first sync made them, during the switch; set-proxy prints it). The files are named
+# PROXY-shared-eE-nN, in OUT converge-bench-shared by default; the kube-proxy rows run on
+# veth-ebpf here, not on Debian's bridge as in the per-proxy clusters (the report tells them
+# apart: "on veth-ebpf"). The cluster goes at the end, also on an error or Ctrl-C.
 #
 # PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
-# OUT (converge-bench): the directory of the files, the table (table.txt) and chart (converge.svg).
+# OUT (converge-bench, or converge-bench-shared): the directory of the files, the table (table.txt) and chart (converge.svg).
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 LOCK=${LOCK:-/run/vnetlab-dev.lock}
-OUT=${RESULTS:-${OUT:-converge-bench}}
+shared=""
+[ "${SHARED:-0}" = 1 ] && shared=-shared
+OUT=${RESULTS:-${OUT:-converge-bench$shared}}
 if [ -z "${RESULTS:-}" ]; then
 	PROXIES=${PROXIES:-"iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock"}
+	[ -n "$(echo $PROXIES)" ] || { echo "PROXIES is empty: name at least one (iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2; }
 	NS=${NS:-"0 1000 10000 30000 100000"}
 	ES=${ES:-"1 10"}
 	CHANGES=${CHANGES:-1000}
@@ -58,6 +63,9 @@ if [ -z "${RESULTS:-}" ]; then
 	locked() { # run "$@" under the lock, saying how long it held it
 		flock "$LOCK" sh -c 't0=$(date +%s); "$@"; rc=$?; echo "lock held $(( $(date +%s) - t0 )) s: $*" >&2; exit $rc' locked "$@"
 	}
+	up="" # the cluster up now: it goes on an error or Ctrl-C too
+	trap '[ -z "$up" ] || locked "$bin" kube down "$up" >&2' EXIT
+	trap 'exit 130' INT TERM
 	echo "machine load before: $(uptime)"
 	proxy_args() { # set-proxy's flags for a name of PROXIES
 		case $1 in
@@ -73,6 +81,7 @@ if [ -z "${RESULTS:-}" ]; then
 		first=$1
 		for p in $PROXIES; do proxy_args "$p" >/dev/null || exit 2; done
 		# shellcheck disable=SC2046
+		up=$name
 		locked "$bin" kube up --name "$name" --nodes 2 --cni vnetlab --cni-mode veth-ebpf --network-policy none $(proxy_args "$first")
 		for e in $ES; do
 			for n in $NS; do
@@ -92,6 +101,7 @@ if [ -z "${RESULTS:-}" ]; then
 			done
 		done
 		locked "$bin" kube down "$name"
+		up=""
 		PROXIES="" # done: no cluster per proxy
 	fi
 	for p in $PROXIES; do
@@ -103,6 +113,7 @@ if [ -z "${RESULTS:-}" ]; then
 		vnetlab-sock) name=i47sock args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-sock" ;;
 		*) echo "unknown proxy $p (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2 ;;
 		esac
+		up=$name
 		# shellcheck disable=SC2086
 		locked "$bin" kube up --name "$name" --nodes 2 $args
 		for e in $ES; do
@@ -114,6 +125,7 @@ if [ -z "${RESULTS:-}" ]; then
 			done
 		done
 		locked "$bin" kube down "$name"
+		up=""
 	done
 	echo "machine load after: $(uptime)"
 fi
