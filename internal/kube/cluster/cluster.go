@@ -64,6 +64,24 @@ type builder struct {
 	daemons []daemon
 }
 
+// programsFor finds what a cluster's processes run: this binary
+// (vnetlab's proxy and CNI) and Kubernetes' (binaries.Ensure: cached or
+// built). A vnetlab proxy needs cgroup v2 too: vnetlab-ebpf and
+// vnetlab-sock both attach socket programs to the nodes' cgroups
+// (NodeCgroup).
+func programsFor(ctx context.Context, proxy string, say func(string, ...any)) (self, bin string, err error) {
+	if clusternet.IsVnetlab(proxy) {
+		if _, err := cgroup.Root(); err != nil {
+			return "", "", field.Errorf("proxy", "{proxy} %s: %v", proxy, err)
+		}
+	}
+	if self, err = engine.SelfBinary(); err != nil {
+		return "", "", err
+	}
+	bin, err = binaries.Ensure(ctx, say)
+	return self, bin, err
+}
+
 // Up builds and starts a cluster and waits until its nodes are Ready. On
 // failure or Ctrl-C, everything already made is removed.
 func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, error) {
@@ -76,17 +94,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 	if err := preflight(); err != nil {
 		return nil, err
 	}
-	if clusternet.IsVnetlab(spec.Proxy) {
-		// Both attach socket programs to the nodes' cgroups (NodeCgroup).
-		if _, err := cgroup.Root(); err != nil {
-			return nil, field.Errorf("proxy", "{proxy} %s: %v", spec.Proxy, err)
-		}
-	}
-	self, err := engine.SelfBinary()
-	if err != nil {
-		return nil, err
-	}
-	bin, err := binaries.Ensure(ctx, say)
+	self, bin, err := programsFor(ctx, spec.Proxy, say)
 	if err != nil {
 		return nil, err
 	}

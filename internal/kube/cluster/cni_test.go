@@ -270,15 +270,8 @@ func cniWithEBPFProxy(t *testing.T, name, mode string) {
 		t.Fatal(err)
 	}
 	ns := testNamespace(ctx, t, cs, "ebpf-test")
-	zero := int64(0)
 	pod := func(name string, node int, args ...string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": st.Nodes[node-1].Name}, TerminationGracePeriodSeconds: &zero,
-				Containers: []corev1.Container{{Name: "c", Image: st.Facts[FactImage], ImagePullPolicy: corev1.PullNever}}}}
-		if len(args) > 0 {
-			p.Spec.Containers[0].Command = append([]string{image.VnetlabPath}, args...)
-		}
-		return p
+		return testPod(st, name, node, map[string]string{"app": name}, args...)
 	}
 	whoami := []string{"whoami", "--tcp", "8080", "--udp", "5353"}
 	for _, p := range []*corev1.Pod{pod("srv1", 1, whoami...), pod("srv2", 2, whoami...), pod("cli", 1)} {
@@ -437,6 +430,19 @@ func whoAnswersWithin(ns, proto, addr string, limit time.Duration) (string, erro
 		return err
 	})
 	return out, err
+}
+
+// testPod is a pod of cluster st's vnetlab image on node (1-based) with
+// labels, running `vnetlab args...` (none: the image's own command).
+func testPod(st *lab.State, name string, node int, labels map[string]string, args ...string) *corev1.Pod {
+	zero := int64(0)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": st.Nodes[node-1].Name}, TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{Name: "c", Image: st.Facts[FactImage], ImagePullPolicy: corev1.PullNever}}}}
+	if len(args) > 0 {
+		p.Spec.Containers[0].Command = append([]string{image.VnetlabPath}, args...)
+	}
+	return p
 }
 
 // testNamespace creates namespace name and waits for its default

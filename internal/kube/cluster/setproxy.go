@@ -19,13 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vnetlab/vnetlab/internal/kube/binaries"
-	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
-	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
-	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // StatusSwitchingProxy is a local cluster's status from the moment
@@ -100,11 +96,6 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 	if err != nil {
 		return nil, err
 	}
-	if clusternet.IsVnetlab(proxy) {
-		if _, err := cgroup.Root(); err != nil {
-			return nil, field.Errorf("proxy", "{proxy} %s: %v", proxy, err)
-		}
-	}
 	l, err := lab.Open(name)
 	if errors.Is(err, lab.ErrInUse) {
 		return nil, fmt.Errorf("cluster %s is %w (a kube converge, kube run, set-proxy or down): wait for it to end, then run set-proxy again", name, lab.ErrInUse)
@@ -128,11 +119,7 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 	if err != nil {
 		return nil, err
 	}
-	self, err := engine.SelfBinary()
-	if err != nil {
-		return nil, err
-	}
-	bin, err := binaries.Ensure(ctx, say)
+	self, bin, err := programsFor(ctx, proxy, say)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/sock"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
-	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cgroup"
@@ -116,15 +115,8 @@ func TestProxySwitch(t *testing.T) {
 
 	// Two backends (one per node) behind one TCP+UDP Service, a client on node 1.
 	ns := testNamespace(ctx, t, cs, "switch-test")
-	zero := int64(0)
 	pod := func(pname string, node int, role string, args ...string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pname, Labels: map[string]string{"role": role}},
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": st.Nodes[node-1].Name}, TerminationGracePeriodSeconds: &zero,
-				Containers: []corev1.Container{{Name: "c", Image: st.Facts[FactImage], ImagePullPolicy: corev1.PullNever}}}}
-		if len(args) > 0 {
-			p.Spec.Containers[0].Command = append([]string{image.VnetlabPath}, args...)
-		}
-		return p
+		return testPod(st, pname, node, map[string]string{"role": role}, args...)
 	}
 	whoami := []string{"whoami", "--tcp", "8080", "--udp", "5353"}
 	for _, p := range []*corev1.Pod{pod("srv1", 1, "srv", whoami...), pod("srv2", 2, "srv", whoami...), pod("cli", 1, "cli")} {
