@@ -32,8 +32,10 @@ through it to each backend, reporting any that breaks. The run writes --changes 
 through the API one at a time, cycling through: the Service created (measured to the first
 answer), an endpoint added (to the first answer from the new backend), that endpoint removed
 (to the end of its last answers; and what became of connections to it), the Service's port
-changed (to the first answer on the new port) and the Service deleted (to the first probe
-not answered). Each is timestamped just before its write, waited for on every node
+changed (to the first answer on the new port) and the Service deleted (to the start of the
+last run of probes not answered: an answer after a silent probe, a prober starved while a
+proxy syncs, means not yet; the removal and deletion are waited for with a prober's evidence
+that they hold). Each is timestamped just before its write, waited for on every node
 (--change-timeout: a node that did not show it by then "did not apply" it), then followed by
 a random pause (--pause, 50ms-250ms; kube-proxy syncs at most once a second, so with pauses
 shorter than that a change mostly waits for its next sync: --pause 1.5s-2s measures each change
@@ -61,7 +63,7 @@ the changes. Everything created is deleted at the end, also on Ctrl-C.
 present are --extra-policies, as --extra-services counts Services): one pod is isolated for
 ingress and probed at its pod IP (UDP, no Service); a policy admitting the probers is created
 (allow-added: to the first answered probe on each node) and deleted (allow-deleted: to the
-first unanswered one), in turn. --extra-policies N other policies select that pod first,
+start of the last unanswered run), in turn. --extra-policies N other policies select that pod first,
 admitting none of the probers, so the enforcer evaluates them with each change. Refused on a
 local cluster whose enforcer is none (kube up --network-policy).
 

@@ -17,6 +17,7 @@ import (
 // converge files (issue 47: latency against N per proxy).
 func newKubeConvergeReportCmd() *cobra.Command {
 	var kind, svg string
+	var reanalyze bool
 	kinds := append(slices.Clone(converge.Kinds), converge.KindAllowAdded, converge.KindAllowDeleted) // a kind no run has is no row
 	cmd := &cobra.Command{
 		Use:   "converge-report FILE.json... [--kinds K,...] [--chart-kind endpoint-added] [--svg chart.svg]",
@@ -35,6 +36,9 @@ overlapped above 0.1 CPUs; measure those runs again).
 --svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy, E and pause.
 Runs those alone would merge are named apart: a proxy measured on two CNI data paths by the
 path ("iptables (on veth-ebpf)"), a proxy, E, pause and N measured again by its order ("run 2").
+--reanalyze computes the latencies again from each file's probes with this version's analysis
+(since 2026-11-28 a deletion shows at the start of the last run of unanswered probes, not at
+the first: a prober starved while kube-proxy iptables synced read an early silence as done).
 
 Example (scripts/bench-converge.sh runs it):
   vnetlab kube converge-report out/*.json --svg converge.svg`,
@@ -50,6 +54,9 @@ Example (scripts/bench-converge.sh runs it):
 				if err := json.Unmarshal(b, &c); err != nil || c.ConvergenceVersion == 0 {
 					return fmt.Errorf("%s: not a kube converge file (%v)", f, err)
 				}
+				if reanalyze {
+					converge.Reanalyze(&c)
+				}
 				runs = append(runs, report.ConvergeRun{File: f, C: &c})
 			}
 			report.PrintConvergeTable(os.Stdout, runs, kinds)
@@ -62,5 +69,6 @@ Example (scripts/bench-converge.sh runs it):
 	cmd.Flags().StringSliceVar(&kinds, "kinds", kinds, "kinds of change in the table")
 	cmd.Flags().StringVar(&kind, "chart-kind", converge.KindEndpointAdded, "the kind the chart draws (endpoint-added: the SLO's EndpointSlice change)")
 	cmd.Flags().StringVar(&svg, "svg", "", "write the chart here")
+	cmd.Flags().BoolVar(&reanalyze, "reanalyze", false, "compute the latencies again from the files' probes with this version's analysis")
 	return cmd
 }

@@ -16,13 +16,13 @@ const (
 	KindEndpointAdded   = "endpoint-added"   // the first answer from the new backend
 	KindEndpointRemoved = "endpoint-removed" // the end of the last run of answers from the backend that left
 	KindPortChanged     = "port-changed"     // the first answer on the Service's new port
-	KindServiceDeleted  = "service-deleted"  // the first probe of the new port not answered (silent or refused)
+	KindServiceDeleted  = "service-deleted"  // the start of the last run of the new port's probes not answered (silent or refused)
 )
 
 // The kinds of a NetworkPolicy's change (policy converge in a lab, kube
 // converge --policy in a cluster): a policy allowing the probers into an
-// isolated pod added (the first answer) and deleted again (the first probe
-// not answered).
+// isolated pod added (the first answer) and deleted again (the start of
+// the last run of probes not answered).
 const (
 	KindAllowAdded   = "allow-added"
 	KindAllowDeleted = "allow-deleted"
@@ -57,17 +57,20 @@ func GoneOf(shows string) (string, bool) {
 
 // Latency is how long after ch was written node's transitions ts (sorted
 // by Sent) show it, looking at probes sent before until (the next change's
-// write, or now): ok is false when they do not show it yet. A removed
-// backend's change shows at the end of its last run of answers before
-// until, so it is known only once until is past it by more than the
-// prober's timeout (Run waits for that). A change some probe showed before
-// the write (a state that already held: ShownBefore) costs 0 here, so
-// that the cycle does not wait for it; Summarize counts it apart.
+// write, or now): ok is false when they do not show it yet. A change that
+// ends something (ending: a removed backend's answers, a deleted Service's)
+// shows at the start of the last run of probes showing it before until:
+// an answer after a first unanswered probe (a prober or backend starved of
+// CPU while a proxy syncs) says the change was not done yet. So it is
+// known only once until is past it by more than the prober's timeout (Run
+// waits for that). A change some probe showed before the write (a state
+// that already held: ShownBefore) costs 0 here, so that the cycle does
+// not wait for it; Summarize counts it apart.
 func Latency(ch results.Change, ts []results.Transition, until int64) (time.Duration, bool) {
 	stateAt, after := split(ch, ts, until)
-	shows, leaving := showsFor(ch)
-	if leaving {
-		// The end of the last run of the backend's answers.
+	shows, ends := showsFor(ch)
+	if ends {
+		// The start of the last run of probes that show it.
 		end, ended := int64(0), shows(stateAt)
 		for _, t := range after {
 			if shows(t.Answer) && !ended {
@@ -103,8 +106,8 @@ func Latency(ch results.Change, ts []results.Transition, until int64) (time.Dura
 // judged so: with two backends, a probe before the write may well have
 // reached the other one.
 func ShownBefore(ch results.Change, ts []results.Transition) bool {
-	shows, leaving := showsFor(ch)
-	if leaving {
+	shows, _ := showsFor(ch)
+	if _, leaving := GoneOf(ch.Shows); leaving {
 		return false
 	}
 	stateAt, _ := split(ch, ts, ch.Written)
@@ -130,8 +133,8 @@ func split(ch results.Change, ts []results.Transition, until int64) (string, []r
 	return stateAt, after
 }
 
-// showsFor is whether an answer shows ch, and whether ch is a backend's
-// leaving (shown by the end of its answers).
+// showsFor is whether an answer shows ch, and whether ch ends something
+// (ending).
 func showsFor(ch results.Change) (func(string) bool, bool) {
 	gone, leaving := GoneOf(ch.Shows)
 	return func(a string) bool {
@@ -144,7 +147,27 @@ func showsFor(ch results.Change) (func(string) bool, bool) {
 			return a != gone
 		}
 		return a == ch.Shows
-	}, leaving
+	}, ending(ch.Shows)
+}
+
+// ending says whether a change that shows so ends something: a backend's
+// answers (Gone) or every answer (ShowsNone). Such a change shows at the
+// start of the last run of probes showing it (Latency), and the cycle
+// waits for a prober's evidence that the run goes on (evidence).
+func ending(shows string) bool {
+	_, leaving := GoneOf(shows)
+	return leaving || shows == ShowsNone
+}
+
+// evidence says whether a prober's held line (EventHeld) answered so
+// proves that a change that ends something (ending) stays shown: another
+// backend answering after a backend's removal (silence proves nothing
+// there: the Service still has a backend), no answer after a deletion.
+func evidence(shows, answer string) bool {
+	if gone, leaving := GoneOf(shows); leaving {
+		return answered(answer) && answer != gone
+	}
+	return shows == ShowsNone && !answered(answer)
 }
 
 // Summarize fills each change's latency per node from the transitions

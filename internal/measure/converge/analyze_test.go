@@ -20,7 +20,8 @@ func at(ms int) int64 { return int64(ms) * int64(time.Millisecond) }
 
 // Each kind's latency is from the write to the send of the first probe
 // that shows it; a removed backend's, to the end of its last run of
-// answers; a change not shown before the window ends is not applied.
+// answers, a deleted Service's to the end of any; a change not shown
+// before the window ends is not applied.
 func TestLatency(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -40,6 +41,10 @@ func TestLatency(t *testing.T) {
 		{"deleted: silent", ShowsNone, tr(0, "a", 140, Silent), 1000, 40},
 		{"deleted: refused", ShowsNone, tr(0, "a", 105, Refused), 1000, 5},
 		{"deleted, already silent", ShowsNone, tr(0, Silent), 1000, 0},
+		// A starved prober or backend: silent, answered again, then silent
+		// for good at 400 (iptables' syncs at 30,000 Services did this).
+		{"deleted: the last silent run starts at 400", ShowsNone, tr(0, "a", 101, Silent, 150, "a", 300, Refused, 310, "a", 400, Silent), 1000, 300},
+		{"deleted: answered again at the window's end", ShowsNone, tr(0, "a", 101, Silent, 990, "a"), 1000, -1},
 	} {
 		ch := results.Change{Shows: c.shows, Written: at(100)}
 		d, ok := Latency(ch, c.ts, at(c.until))

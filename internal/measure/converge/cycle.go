@@ -2,6 +2,7 @@ package converge
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,7 @@ type Targets struct{ Main, Moved string }
 type Pace struct {
 	Changes       int           // written, cycling through Kinds
 	Interval      time.Duration // between a prober's probes: the latencies' resolution
-	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's last answers must be Settle of it old, by a prober's evidence
+	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's or a deleted Service's last answers must be Settle of it old, by a prober's evidence
 	ChangeTimeout time.Duration // a node that has not shown a change by then did not apply it
 	WarmUpTimeout time.Duration // the unmeasured first creation and deletion's: after many other Services the system may still be working through them (about 19 s after 1,000 on a local cluster)
 	// PauseMin and PauseMax bound the random pause after a change was
@@ -215,10 +216,11 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		}
 		ch.WriteUS = (time.Now().UnixNano() - ch.Written) / 1000
 		changes = append(changes, ch)
-		// A removed backend's change shows at the end of its last answers:
-		// a probe sent Settle after that end must have been answered by
-		// another backend, as a later answer from it would move it. Not
-		// shown in time: not applied (Summarize).
+		// A removed backend's change shows at the end of its last answers,
+		// a deleted Service's at the end of any: a probe sent Settle after
+		// that end must show it still (another backend's answer, or none),
+		// as a later answer would move it. Not shown in time: not applied
+		// (Summarize).
 		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, Settle(p.ProbeTimeout)) })
 		if h.Observed != nil {
 			h.Observed(ctx, &changes[len(changes)-1])
@@ -334,14 +336,16 @@ func (s *Seen) since(w int64, target string) (map[string][]results.Transition, m
 	return out, held
 }
 
-// shownEverywhere says whether every node shows ch. A removed backend's
-// leaving, with settle above 0, also needs positive evidence on each
-// node: a held line (EventHeld) of another backend's answers, sent at
-// least settle after the end of the removed one's. Time passing is no
-// evidence: a prober starved of CPU sends no probes, and the removed
-// backend may answer again when it does.
+// shownEverywhere says whether every node shows ch. A change that ends
+// something (ending: a removed backend's answers, a deleted Service's),
+// with settle above 0, also needs positive evidence on each node: a held
+// line (EventHeld) that shows it (evidence: another backend's answers, or
+// none), sent at least settle after the start of the last run of probes
+// showing it. Time passing is no evidence: a prober starved of CPU sends
+// no probes, and the removed backend, or the deleted Service, may answer
+// again when it does.
 func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
-	gone, leaving := GoneOf(ch.Shows)
+	ends := ending(ch.Shows)
 	now := time.Now().UnixNano()
 	byNode, held := s.since(ch.Written, ch.Target)
 	for n, ts := range byNode {
@@ -349,7 +353,7 @@ func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
 		if !ok {
 			return false
 		}
-		if h := held[n]; leaving && settle > 0 && (h.Sent < ch.Written+int64(d+settle) || !answered(h.Answer) || h.Answer == gone) {
+		if h := held[n]; ends && settle > 0 && (h.Sent < ch.Written+int64(d+settle) || !evidence(ch.Shows, h.Answer)) {
 			return false
 		}
 	}
@@ -370,6 +374,20 @@ func (s *Seen) All() map[string][]results.Transition {
 		out[n] = slices.Clone(ts)
 	}
 	return out
+}
+
+// Reanalyze fills c's changes' latencies and rows again from its own
+// changes and transitions, with this version's analysis: what Finish
+// computed when a file written by an older version was measured.
+func Reanalyze(c *results.Convergence) {
+	byNode := map[string][]results.Transition{}
+	for _, t := range c.Transitions {
+		byNode[t.Node] = append(byNode[t.Node], t)
+	}
+	for _, ts := range byNode {
+		slices.SortStableFunc(ts, func(a, b results.Transition) int { return cmp.Compare(a.Sent, b.Sent) })
+	}
+	c.Rows = Summarize(c.Changes, byNode, c.End.UnixNano(), c.IntervalUS)
 }
 
 // Finish fills c's changes' latencies, rows and transitions from what seen

@@ -155,6 +155,47 @@ func TestRemovalWaitsForEvidence(t *testing.T) {
 	}
 }
 
+// A deleted Service's end of answers is shown, for the cycle's wait, as a
+// removal's is: with a held line of no answer sent Settle after the start
+// of the last silent run on every node. An answer after a first silent
+// probe (the prober or the backend starved while a proxy synced) moves
+// that start: the deletion was not done yet.
+func TestDeletionWaitsForEvidence(t *testing.T) {
+	const settle = 200 * time.Millisecond
+	w := time.Now().Add(-5 * time.Second).UnixNano()
+	at := func(ms int) int64 { return w + int64(ms)*int64(time.Millisecond) }
+	seen := NewSeen()
+	feed := func(ms int, answer, event string) {
+		t.Helper()
+		b, err := json.Marshal(results.Transition{Node: "n1", Target: "t", Sent: at(ms), Answer: answer, Event: event})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen.Read(bytes.NewReader(append(b, '\n')))
+	}
+	ch := results.Change{Kind: KindServiceDeleted, Target: "t", Shows: ShowsNone, Written: w}
+	check := func(step string, want bool) {
+		t.Helper()
+		if got := seen.shownEverywhere(ch, settle); got != want {
+			t.Errorf("%s: shown %v, want %v", step, got, want)
+		}
+	}
+	feed(-10, "a", "")
+	feed(30, Silent, "")
+	check("the first silent probe, no evidence", false)
+	feed(300, "a", "") // answered again: not deleted yet
+	check("answered again", false)
+	feed(400, Refused, "")
+	feed(550, Refused, EventHeld)
+	check("held 150 ms after the last run's start", false)
+	feed(650, Refused, EventHeld)
+	check("held 250 ms after it", true)
+	byNode, _ := seen.since(ch.Written, ch.Target)
+	if d, ok := Latency(ch, byNode["n1"], time.Now().UnixNano()); !ok || d != 400*time.Millisecond {
+		t.Errorf("latency %s (shown %v), want 400ms: the start of the last unanswered run", d, ok)
+	}
+}
+
 // A starved prober does not end a removal's wait. A real prober (vnetlab
 // kube probe, a process of its own) probes a loopback UDP server that
 // answers as two backends in turn, a and b, until b is removed; as soon as
@@ -244,4 +285,51 @@ func TestRemovalWaitOutlastsAStarvedProber(t *testing.T) {
 		t.Fatalf("the resumed prober's answers from a never ended the wait: %v", err)
 	}
 	t.Logf("the wait ended %s after the prober resumed", time.Since(resumed).Round(time.Millisecond))
+}
+
+// A stored file analysed again gives the rows Finish gave when it was
+// measured (the same analysis: --reanalyze on a file of this version
+// changes nothing).
+func TestReanalyzeAsFinish(t *testing.T) {
+	seen := NewSeen()
+	w := int64(1e12)
+	for _, n := range []string{"n2", "n1"} {
+		var lines []byte
+		for _, tr := range []results.Transition{
+			{Sent: w - 5e6, Answer: Refused}, {Sent: w + 3e6, Answer: "a"}, // created
+			{Sent: w + 1e9 + 2e6, Answer: Silent}, {Sent: w + 1e9 + 4e6, Answer: "a"}, {Sent: w + 1e9 + 9e6, Answer: Refused}, // deleted, flapping
+		} {
+			tr.Node, tr.Target = n, "t"
+			b, err := json.Marshal(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(append(lines, b...), '\n')
+		}
+		seen.Read(bytes.NewReader(lines))
+	}
+	changes := []results.Change{
+		{Kind: KindServiceCreated, Target: "t", Shows: ShowsAny, Written: w},
+		{Kind: KindServiceDeleted, Target: "t", Shows: ShowsNone, Written: w + 1e9},
+	}
+	c := &results.Convergence{End: time.Unix(0, w+2e9), IntervalUS: 1000}
+	Finish(c, changes, seen, t.Logf)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again results.Convergence
+	if err := json.Unmarshal(b, &again); err != nil {
+		t.Fatal(err)
+	}
+	again.Rows, again.Changes[1].LatencyUS = nil, nil
+	Reanalyze(&again)
+	want, _ := json.Marshal(c.Rows)
+	got, _ := json.Marshal(again.Rows)
+	if string(got) != string(want) {
+		t.Errorf("reanalysed rows:\n%s\nwant Finish's:\n%s", got, want)
+	}
+	if d := again.Changes[1].LatencyUS["n1"]; d != 9000 {
+		t.Errorf("the deletion on n1: %d µs, want 9000 (the start of the last unanswered run)", d)
+	}
 }

@@ -32,16 +32,16 @@ const (
 // answer has held, unchanged, for at least Settle of the probes' send time
 // and at least half the probes sent in that time (heldRule), since the
 // target's last line. It is the evidence the driver waits for after a
-// backend's removal (Seen.shownEverywhere): a prober starved of CPU sends
-// nothing, and time passing without an answer from the removed backend
-// proves nothing then. Seen keeps only each target's latest held line, not
+// backend's removal or a Service's deletion (Seen.shownEverywhere): a
+// prober starved of CPU sends nothing, and time passing without an answer
+// from the removed backend, or the deleted Service, proves nothing then. Seen keeps only each target's latest held line, not
 // among a run's transitions. A target whose answer keeps changing (two
 // backends answering in turn) has none.
 const EventHeld = "held"
 
 // Settle is how long after a removed backend's last answer a probe
-// answered by another backend must have been sent before the removal
-// counts as done, for probes that time out after timeout: twice that, as
+// answered by another backend (after a deleted Service's, a probe not
+// answered) must have been sent before the change counts as done, for probes that time out after timeout: twice that, as
 // an answer still in flight may come up to a timeout late.
 func Settle(timeout time.Duration) time.Duration { return 2 * timeout }
 

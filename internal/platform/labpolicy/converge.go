@@ -36,7 +36,7 @@ const convergePort = 5353
 // The kinds of change a policy cycle writes (converge.PolicySteps).
 const (
 	KindAllowAdded   = converge.KindAllowAdded   // the policy allowing the probers added: the first answer
-	KindAllowDeleted = converge.KindAllowDeleted // deleted again: the first probe not answered
+	KindAllowDeleted = converge.KindAllowDeleted // deleted again: the start of the last run of probes not answered
 )
 
 // IsolateName isolates the probed pod while no allowing policy is there
