@@ -181,6 +181,18 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 	if sw.Nodes, err = b.waitSynced(ctx, since, timeout, pids); err != nil {
 		return fail(err)
 	}
+	// A first sync of many Services can keep the nodes' kubelets from the
+	// API server for minutes (kube-proxy nftables' of 30,000 Services of 10
+	// endpoints did: both nodes NotReady after it). The switch ends with
+	// the cluster usable.
+	if n := readyNodes(ctx, cs); n < len(b.nodes) {
+		say("waiting for %d of %d nodes to be Ready again", len(b.nodes)-n, len(b.nodes))
+	}
+	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready again (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
+		return readyNodes(ctx, cs) == len(b.nodes)
+	}); err != nil {
+		return fail(err)
+	}
 	for _, n := range b.nodes {
 		if err := waitDNS(ctx, b.addrs, b.dnsQuery(ctx, n)); err != nil {
 			return fail(fmt.Errorf("node %s, through its new proxy: %w", n.name, err))
@@ -264,7 +276,8 @@ func nodesOf(st *lab.State, a addrPlan) ([]node, error) {
 
 // stopProxies stops every node proxy of cluster name (kube-proxy or
 // vnetlab's, whatever the facts say: a killed switch may have started the
-// new one) and waits until each has exited.
+// new one), with what each left running of the programs it ran
+// (proc.StopGroup), and waits until each has exited.
 func stopProxies(ctx context.Context, name string, say func(string, ...any)) error {
 	type running struct {
 		d     Daemon
@@ -285,7 +298,7 @@ func stopProxies(ctx context.Context, name string, say func(string, ...any)) err
 	}
 	for _, r := range rs {
 		say("node %s: stopping its proxy (pid %d)", r.d.Node, r.d.PID)
-		proc.Stop(r.d.PID, r.start, 5*time.Second)
+		proc.StopGroup(r.d.PID, r.start, 5*time.Second)
 	}
 	return waitFor(ctx, 30*time.Second, "the old proxies to exit", func() bool {
 		for _, r := range rs {

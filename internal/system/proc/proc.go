@@ -164,20 +164,67 @@ func Said(stderr, stdout string) string {
 // StartTime returns the process start time in clock ticks since boot
 // (field 22 of /proc/PID/stat); together with the PID it names one process.
 func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// comm may contain spaces: fields start after the last ')'.
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// statFields are /proc/PID/stat's fields from the third (state) on: comm
+// may contain spaces, so they start after the last ')'.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+		return nil, fmt.Errorf("bad /proc/%d/stat", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+		return nil, fmt.Errorf("bad /proc/%d/stat", pid)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return f, nil
+}
+
+// group is pid's process group (field 5 of /proc/PID/stat).
+func group(pid int) (int, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(f[2])
+}
+
+// StopGroup stops the process pid started at startTime (Stop), then what
+// is left of the process group it leads, each member by its PID and start
+// time: the programs it ran, which it may leave running (kube-proxy
+// stopped mid-sync left its iptables-restore writing 30,000 Services'
+// rules for minutes, after the next proxy had cleaned the node). A
+// process started with Command leads its own group, which holds only
+// what it started; a pid that leads no group is stopped alone.
+func StopGroup(pid int, startTime uint64, grace time.Duration) {
+	pg, err := group(pid)
+	leads := err == nil && pg == pid && Alive(pid, startTime)
+	Stop(pid, startTime, grace)
+	if !leads {
+		return
+	}
+	// While a member lives, the kernel gives no new process pid as its
+	// group: every process of group pid is the stopped leader's.
+	others, err := otherPIDs()
+	if err != nil {
+		return
+	}
+	for _, m := range others {
+		if g, err := group(m); err == nil && g == pid && m != pid {
+			if st, err := StartTime(m); err == nil {
+				Stop(m, st, grace)
+			}
+		}
+	}
 }
 
 // Alive reports whether pid still names the process started at startTime.
