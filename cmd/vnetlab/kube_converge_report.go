@@ -30,7 +30,7 @@ changes not applied, the write calls' p50 and the latency after the write's answ
 the proxy's watch, its sync and the data path), the proxy's own metric beside them and how many of its values said
 done before a packet showed the change, connections broken, the proxies' CPU seconds (while
 N was made / during the changes) and RSS, the API server's and etcd's RSS, the eBPF maps'
-memory, tcp_crr to the newest Service as a ratio to the same proxy's and E's N = 0 run, and the
+memory, tcp_crr to the newest Service as a ratio to the same proxy's N = 0 run (any E), and the
 CPU seconds of the machine's other work during the changes ("(N DISTURBED)": the changes it
 overlapped above 0.1 CPUs; measure those runs again).
 --svg draws --chart-kind's p99 against N, both axes logarithmic, one line per proxy, E and pause.

@@ -113,9 +113,10 @@ func (k convergeKey) label() string {
 	return l
 }
 
-// anyPause is k's line without its pause: tcp_crr's N = 0 base, which the
-// pause does not change.
-func (k convergeKey) anyPause() convergeKey { k.pause = ""; return k }
+// crrBase is the key of k's tcp_crr base: the same proxy's run at N = 0,
+// at any pause and E (no other Service, so no endpoints of them: E is a
+// count of nothing there; neither changes tcp_crr).
+func (k convergeKey) crrBase() convergeKey { k.pause, k.eps = "", 0; return k }
 
 // sortRuns orders runs by proxy, endpoints, pause, N.
 func sortRuns(runs []ConvergeRun) {
@@ -146,16 +147,16 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // CPU seconds and RSS (summed over nodes) while N was made and during the
 // changes; the planes' eBPF maps (the proxy's, and all: the CNI's routing
 // and the policy enforcer's too); tcp_crr to the newest Service as a
-// ratio to the same proxy's and E's run at N = 0 (ratio of medians, 95%
+// ratio to the same proxy's run at N = 0 (ratio of medians, 95%
 // bootstrap CI; the runs are sequential, not interleaved); and the
 // machine's other work during the changes, with the changes it disturbed.
 func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 	qualify(runs)
 	sortRuns(runs)
-	base := map[convergeKey]*results.Convergence{} // by proxy and E
+	base := map[convergeKey]*results.Convergence{} // by proxy (crrBase)
 	for _, r := range runs {
 		if k, n := keyOf(r); n == 0 && r.C.CRR != nil {
-			base[k.anyPause()] = cmp.Or(base[k.anyPause()], r.C)
+			base[k.crrBase()] = cmp.Or(base[k.crrBase()], r.C)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -170,7 +171,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, k.pause, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
 				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
-				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k.anyPause()]), otherWorkCell(r.C))
+				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k.crrBase()]), otherWorkCell(r.C))
 		}
 	}
 	tw.Flush()

@@ -22,7 +22,7 @@ func convRun(proxy string, n int, p99ms float64, rates ...float64) ConvergeRun {
 }
 
 // The table orders runs by proxy and N, gives tcp_crr as a ratio to the
-// same proxy's N = 0, the proxies' RSS apart from etcd's; the chart puts
+// same proxy's N = 0 (also at E = 10), the proxies' RSS apart from etcd's; the chart puts
 // N on a log axis (0 a decade left of the smallest) with a line per proxy.
 func TestConvergeTableAndChart(t *testing.T) {
 	runs := []ConvergeRun{
@@ -32,12 +32,17 @@ func TestConvergeTableAndChart(t *testing.T) {
 		convRun("vnetlab-ebpf", 10000, 3, 950, 960, 940),
 		convRun("vnetlab-ebpf", 1000, 2.5),
 	}
+	e10 := convRun("vnetlab-ebpf", 30000, 4, 900, 910, 890)
+	e10.C.Scale.Endpoints = 10 // its base: N = 0, whatever E
 	var b bytes.Buffer
-	PrintConvergeTable(&b, runs, []string{"endpoint-added"})
+	PrintConvergeTable(&b, append(slices.Clone(runs), e10), []string{"endpoint-added"})
 	out := b.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("%d lines, want a header and 5 rows:\n%s", len(lines), out)
+	if len(lines) != 7 {
+		t.Fatalf("%d lines, want a header and 6 rows:\n%s", len(lines), out)
+	}
+	if !strings.Contains(lines[6], "vnetlab-ebpf  10 ") || !strings.Contains(lines[6], "0.900 [") {
+		t.Errorf("E = 10 at 30,000 without its ratio to N = 0: %q", lines[6])
 	}
 	for i, want := range []string{"iptables  1  50ms-250ms  0 ", "iptables  1  50ms-250ms  10000", "vnetlab-ebpf  1  50ms-250ms  0 ", "vnetlab-ebpf  1  50ms-250ms  1000 ", "vnetlab-ebpf  1  50ms-250ms  10000"} {
 		if !strings.Contains(strings.Join(strings.Fields(lines[i+1]), "  ")+" ", want) {
