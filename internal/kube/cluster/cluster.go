@@ -254,9 +254,7 @@ func (b *builder) build(ctx context.Context) error {
 		return err
 	}
 	b.say("waiting for %d nodes to be Ready", len(b.nodes))
-	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
-		return readyNodes(ctx, cs) == len(b.nodes)
-	}); err != nil {
+	if err := b.waitNodesReady(ctx, cs, "to be Ready"); err != nil {
 		return err
 	}
 	b.say("waiting for cluster DNS (CoreDNS, Service %s/%s at %s)", dnsNamespace, dnsService, b.addrs.dnsIP())
@@ -290,6 +288,14 @@ func Client(kubeconfig string) (*kubernetes.Clientset, error) {
 	}
 	cfg.Timeout = 10 * time.Second
 	return kubernetes.NewForConfig(cfg)
+}
+
+// waitNodesReady waits until every node of the cluster is Ready (what:
+// the wait's words in its error).
+func (b *builder) waitNodesReady(ctx context.Context, cs kubernetes.Interface, what string) error {
+	return waitFor(ctx, waitReady, fmt.Sprintf("%d nodes %s (see the kubelet logs under %s)", len(b.nodes), what, b.dir), func() bool {
+		return readyNodes(ctx, cs) == len(b.nodes)
+	})
 }
 
 func readyNodes(ctx context.Context, cs kubernetes.Interface) int {

@@ -188,9 +188,7 @@ func SetProxy(ctx context.Context, name, proxy string, socketLB bool, timeout ti
 	if n := readyNodes(ctx, cs); n < len(b.nodes) {
 		say("waiting for %d of %d nodes to be Ready again", len(b.nodes)-n, len(b.nodes))
 	}
-	if err := waitFor(ctx, waitReady, fmt.Sprintf("%d nodes to be Ready again (see the kubelet logs under %s)", len(b.nodes), b.dir), func() bool {
-		return readyNodes(ctx, cs) == len(b.nodes)
-	}); err != nil {
+	if err := b.waitNodesReady(ctx, cs, "to be Ready again"); err != nil {
 		return fail(err)
 	}
 	for _, n := range b.nodes {

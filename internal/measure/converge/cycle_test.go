@@ -99,6 +99,31 @@ func TestPause(t *testing.T) {
 	}
 }
 
+// waitCase is a wait's test: a change of kind, shown so, written 5 s ago
+// (long past: time alone would do) on target "t"; feed gives seen a
+// prober's line sent ms after the write, check asks whether the wait, with
+// a settle of 200 ms, takes the change as shown.
+func waitCase(t *testing.T, kind, shows string) (*Seen, results.Change, func(node string, ms int, answer, event string), func(step string, want bool)) {
+	const settle = 200 * time.Millisecond
+	seen := NewSeen()
+	ch := results.Change{Kind: kind, Target: "t", Shows: shows, Written: time.Now().Add(-5 * time.Second).UnixNano()}
+	feed := func(node string, ms int, answer, event string) {
+		t.Helper()
+		b, err := json.Marshal(results.Transition{Node: node, Target: "t", Sent: ch.Written + int64(ms)*int64(time.Millisecond), Answer: answer, Event: event})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen.Read(bytes.NewReader(append(b, '\n')))
+	}
+	check := func(step string, want bool) {
+		t.Helper()
+		if got := seen.shownEverywhere(ch, settle); got != want {
+			t.Errorf("%s: shown %v, want %v", step, got, want)
+		}
+	}
+	return seen, ch, feed, check
+}
+
 // A removed backend's leaving is shown, for the cycle's wait, only with
 // positive evidence on every node: a held line of another backend's
 // answers sent Settle after the end of the removed one's. Time passing is
@@ -107,25 +132,7 @@ func TestPause(t *testing.T) {
 // end, and the evidence must come again. Without settle (WaitShown) the
 // end alone shows it.
 func TestRemovalWaitsForEvidence(t *testing.T) {
-	const settle = 200 * time.Millisecond
-	w := time.Now().Add(-5 * time.Second).UnixNano() // long past: time alone would do
-	at := func(ms int) int64 { return w + int64(ms)*int64(time.Millisecond) }
-	seen := NewSeen()
-	feed := func(node string, ms int, answer, event string) {
-		t.Helper()
-		b, err := json.Marshal(results.Transition{Node: node, Target: "t", Sent: at(ms), Answer: answer, Event: event})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen.Read(bytes.NewReader(append(b, '\n')))
-	}
-	ch := results.Change{Kind: KindEndpointRemoved, Target: "t", Shows: Gone("b"), Written: w}
-	check := func(step string, want bool) {
-		t.Helper()
-		if got := seen.shownEverywhere(ch, settle); got != want {
-			t.Errorf("%s: shown %v, want %v", step, got, want)
-		}
-	}
+	seen, ch, feed, check := waitCase(t, KindEndpointRemoved, Gone("b"))
 	for _, n := range []string{"n1", "n2"} {
 		feed(n, -10, "a", "")
 		feed(n, -5, "b", "")
@@ -161,25 +168,8 @@ func TestRemovalWaitsForEvidence(t *testing.T) {
 // probe (the prober or the backend starved while a proxy synced) moves
 // that start: the deletion was not done yet.
 func TestDeletionWaitsForEvidence(t *testing.T) {
-	const settle = 200 * time.Millisecond
-	w := time.Now().Add(-5 * time.Second).UnixNano()
-	at := func(ms int) int64 { return w + int64(ms)*int64(time.Millisecond) }
-	seen := NewSeen()
-	feed := func(ms int, answer, event string) {
-		t.Helper()
-		b, err := json.Marshal(results.Transition{Node: "n1", Target: "t", Sent: at(ms), Answer: answer, Event: event})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen.Read(bytes.NewReader(append(b, '\n')))
-	}
-	ch := results.Change{Kind: KindServiceDeleted, Target: "t", Shows: ShowsNone, Written: w}
-	check := func(step string, want bool) {
-		t.Helper()
-		if got := seen.shownEverywhere(ch, settle); got != want {
-			t.Errorf("%s: shown %v, want %v", step, got, want)
-		}
-	}
+	seen, ch, feed1, check := waitCase(t, KindServiceDeleted, ShowsNone)
+	feed := func(ms int, answer, event string) { t.Helper(); feed1("n1", ms, answer, event) }
 	feed(-10, "a", "")
 	feed(30, Silent, "")
 	check("the first silent probe, no evidence", false)

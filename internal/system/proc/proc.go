@@ -253,12 +253,8 @@ func Stop(pid int, startTime uint64, grace time.Duration) {
 }
 
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && len(b) > i+2 && b[i+2] == 'Z'
+	f, err := statFields(pid)
+	return err != nil || f[0] == "Z"
 }
 
 // InNamespace lists PIDs whose network namespace has the given inode: these
