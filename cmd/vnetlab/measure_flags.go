@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -26,8 +27,37 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string, lin
 	registerKnobFlags(f, &s.Settings, links)
 	f.Var(knob.AxesFlag{S: &s.Sweep}, "sweep", "a cell per value of a knob: KNOB=V1,V2,... (repeatable; knobs: "+knob.NameList()+"; gso+gro=... sets both; the first value of each is where the other sweeps are measured; docs/knobs.md)")
 	f.BoolVar(&s.Sweep.Cross, "sweep-cross", s.Sweep.Cross, "measure every combination of the sweeps' values, not one sweep at a time")
+	f.StringVar(&s.Order, "order", s.Order, "cells' order within each round: random (shuffled anew each round, the seed recorded) or fixed (docs/statistics.md)")
+	f.Uint64Var(&s.OrderSeed, "order-seed", s.OrderSeed, "seed of --order random's shuffles, to repeat a run's order (default: drawn, and recorded in the results)")
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (every test's client and server on the last CPU; docs/engines.md)")
 }
+
+// registerPrecisionFlags binds --precision and --max-time (run: a
+// precision run's looks need every cell in one run's rounds).
+func registerPrecisionFlags(f *pflag.FlagSet, s *runner.Spec) {
+	f.Var(shareFlag{&s.Summary.Precision}, "precision", "measure rounds until every comparison's confidence interval is this narrow (half-width, a share of the ratio: 2%), or --max-time runs out; the table says which met it and after how many rounds (docs/statistics.md)")
+	f.DurationVar(&s.MaxTime, "max-time", s.MaxTime, "with --precision: the most time its measured rounds may take")
+}
+
+// shareFlag is a share given as a percentage ("2%") or a fraction (0.02).
+type shareFlag struct{ p *float64 }
+
+func (f shareFlag) String() string {
+	if f.p == nil || *f.p == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(*f.p*100, 'g', -1, 64) + "%"
+}
+
+func (f shareFlag) Set(v string) error {
+	x, err := runner.ParseShare(v)
+	if err == nil {
+		*f.p = x
+	}
+	return err
+}
+
+func (shareFlag) Type() string { return "percent" }
 
 // registerKnobFlags binds each knob's plain flag (--NAME, knob.All) to its
 // field of s: the engine's knobs always, the lab's own (links, policies)

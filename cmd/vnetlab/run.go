@@ -93,6 +93,7 @@ func (r *runFlags) register(f *pflag.FlagSet) {
 	s := &r.spec
 	f.StringSliceVar(&r.modes, "modes", r.modes, "modes to compare, in table order (the first is the baseline)")
 	registerMeasureFlags(f, s, &r.tests, true)
+	registerPrecisionFlags(f, s)
 	f.StringSliceVar(&s.Paths, "paths", s.Paths, "paths: pod (pod IP), service (clusterIP "+labservice.DefaultVIP+", over IPv6 "+labservice.DefaultVIP6+" -> pod, per provider); docker-nat also has published, published-local, published-hairpin; host also has published (ext -> node IP, docker --net=host)")
 	f.StringSliceVar(&s.Providers, "providers", s.Providers, "service path providers: "+labservice.NameList()+" (default: "+defaultProviders()+")")
 	f.StringSliceVar(&s.PolicyProviders, "policy-providers", s.PolicyProviders, "NetworkPolicy providers ("+strings.Join(labpolicy.Names(), ", ")+") each enforcing --policies/--ipblocks (or a sweep of them) in labs of their own, a cell each (default with a policy knob: "+labpolicy.DefaultProvider+"; docs/policies.md)")

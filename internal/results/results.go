@@ -20,8 +20,11 @@ import (
 // and the run's rate setting; a cell's policy provider and its policies'
 // proof, the run's policy settings (issue 44). 4 (issue 45): a cluster's
 // policy_lab_provider, which pairs a lab's policy cells with its own. 5:
-// a local cluster's proxy_since (kube set-proxy).
-const SchemaVersion = 5
+// a local cluster's proxy_since (kube set-proxy). 6: a sample's
+// round_index and slot (the rounds' random order), a comparison's method
+// (paired by round, or unpaired) and precision, the run's order and
+// precision settings.
+const SchemaVersion = 6
 
 // File is one run.
 type File struct {
@@ -172,6 +175,18 @@ type Settings struct {
 	IPBlocks        int      `json:"ipblocks,omitempty"`
 	PolicyProviders []string `json:"policy_providers,omitempty"`
 	Sweep           *Sweep   `json:"sweep,omitempty"`
+	// Order is how the cells were ordered within each round: "random"
+	// (each round shuffled anew from OrderSeed, so no cell always follows
+	// another) or "fixed" (the plan's order); "" in older files: fixed.
+	Order     string `json:"order,omitempty"`
+	OrderSeed uint64 `json:"order_seed,omitempty"`
+	// Precision is run --precision: the CI half-width (a share of the
+	// ratio) every comparison was run to reach, within MaxTime; Looks are
+	// the measured rounds at each time the run looked at its comparisons
+	// (the last: how many it took; docs/statistics.md).
+	Precision float64 `json:"precision,omitempty"`
+	MaxTime   string  `json:"max_time,omitempty"`
+	Looks     []int   `json:"looks,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -329,6 +344,23 @@ type Comparison struct {
 	MinPValue float64 `json:"min_p_value"`
 	WelchP    float64 `json:"welch_p_value,omitempty"` // Welch t on the means, for reference
 	Note      string  `json:"note,omitempty"`          // why there is no verdict ("n/a")
+	// Method is how the two cells were set side by side: "paired-rounds"
+	// (the ratio of each round's two samples: Hodges-Lehmann estimate, its
+	// signed-rank interval and Wilcoxon signed-rank test over Pairs rounds)
+	// or "unpaired" (each cell's samples as an independent sample); "" in
+	// older files: unpaired.
+	Method string `json:"method,omitempty"`
+	Pairs  int    `json:"pairs,omitempty"`
+	// HalfWidth is the 95% interval's half-width as a share of the ratio;
+	// with run --precision, PrecisionMet says whether it reached the
+	// target and MetAtRound after how many measured rounds it first did.
+	HalfWidth float64 `json:"ci_half_width,omitempty"`
+	// Confidence is the interval's level when it is not 0.95 (a precision
+	// run's look spends a share of the 5%: docs/statistics.md); the
+	// verdict is significant below 1-Confidence.
+	Confidence   float64 `json:"confidence,omitempty"`
+	PrecisionMet *bool   `json:"precision_met,omitempty"`
+	MetAtRound   int     `json:"met_at_round,omitempty"`
 }
 
 // Result is what an engine measured in one sample (the runner converts
@@ -416,6 +448,12 @@ type Sample struct {
 	// Cell.ProfileSamples): RoundProof, RoundWarmupProof or RoundProfile;
 	// "" for a measured one.
 	Round string `json:"round,omitempty"`
+	// RoundIndex is the measured round the sample belongs to (1, 2, ...;
+	// 0 in older files): samples of two cells with the same RoundIndex were
+	// taken in one round, side by side in time, and are compared as a
+	// pair. Slot is the sample's place in its round (1: first).
+	RoundIndex int `json:"round_index,omitempty"`
+	Slot       int `json:"slot,omitempty"`
 	// Whole-machine CPU time spent during the sample, by class (seconds), and
 	// softirqs raised (issue 3).
 	CPU *SampleCPU `json:"cpu,omitempty"`

@@ -28,7 +28,7 @@ func fixture() *File {
 			StealSec: 0.02 * k, NetRx: 1000, NetTx: 2000, WallSec: 2.001, Window: "client"}
 	}
 	sample := func(v float64, round string) Sample {
-		return Sample{
+		return Sample{RoundIndex: int(v), Slot: 2,
 			Result: Result{Value: v, Retransmits: 3, LossPct: 0.5, Transfers: 123456, Bytes: 2.5e9,
 				Latency: map[string]float64{"p50": 30.5, "p99": 48.25}, LatencySamples: 4000, Errors: 2,
 				Schedule: &Schedule{Offered: 2000, Flows: 2, Scheduled: 4000, Sent: 3990, Late: 120, MaxLagUs: 98500.5, Behind: true}},
@@ -47,7 +47,8 @@ func fixture() *File {
 		return &PacketSide{NS: ns, Link: link, Packets: 1000, Segments: 4000, AvgBytes: 5792.5, AvgSegment: 1448.125, MaxBytes: 65226}
 	}
 	cmp := &Comparison{Baseline: "host", Ratio: 0.75, RatioCI95: []float64{0.7, 0.8}, Test: "mann-whitney-u",
-		PValue: 0.008, Significant: true, Verdict: "slower", MinPValue: 0.008, WelchP: 0.001, Note: "fixture"}
+		PValue: 0.008, Significant: true, Verdict: "slower", MinPValue: 0.008, WelchP: 0.001, Note: "fixture",
+		Method: "paired-rounds", Pairs: 12, HalfWidth: 0.018, Confidence: 0.965, PrecisionMet: new(true), MetAtRound: 11}
 	cost := &CPUCost{UserSec: 0.1, SystemSec: 0.2, IRQSec: 0.01, SoftirqSec: 0.3, BusySec: 0.61, Samples: 2,
 		PerGB: 0.244, PerKTrans: 0.005, NetRxPerTrans: 0.5, NetTxPerTrans: 0.25, NetRxPerGB: 400, NetTxPerGB: 800,
 		Nodes: map[string]*CPUCost{"node-1": {UserSec: 0.05, SystemSec: 0.1, BusySec: 0.15, Samples: 2}}}
@@ -98,7 +99,8 @@ func fixture() *File {
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
 				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
 				Policies: 1000, IPBlocks: 100, PolicyProviders: []string{"nftables", "iptables"},
-				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true}},
+				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true},
+				Order: "random", OrderSeed: 42, Precision: 0.02, MaxTime: "10m0s", Looks: []int{10, 24}},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,
 			Clusters: []Cluster{cluster},

@@ -1,10 +1,22 @@
 package runner
 
-import "github.com/vnetlab/vnetlab/internal/results"
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 
-// The rounds of a run (issue 41). Every round is one sample of every cell
-// in turn (A B C A B C ...), so that slow drifts of the machine touch every
-// cell alike. Only the measured rounds make the statistics, and nothing of
+	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
+)
+
+// The rounds of a run. Every round is one sample of every cell in turn,
+// so that slow drifts of the machine touch every cell alike and two cells'
+// samples of one round can be compared as a pair (analysis.CompareCells);
+// the order within each round is drawn anew (randomized multiple
+// interleaved trials), so that no cell always runs right after another
+// and inherits what it leaves behind (a warm cache, TIME_WAIT sockets). Only the measured rounds make the statistics, and nothing of
 // vnetlab's runs inside their windows: the packet counter that proves a
 // cell's knobs is attached in the proof round only, the profiler in the
 // profile rounds only (DESIGN.md: an instrument stays out of the measured
@@ -36,7 +48,7 @@ func (s Spec) rounds(proof bool) []round {
 			out = append(out, proofRound)
 		}
 	}
-	for i := 0; i < s.Repeat; i++ {
+	for i := 0; i < s.firstLook(); i++ {
 		out = append(out, measuredRound)
 		if s.Profile {
 			out = append(out, profileRound)
@@ -74,4 +86,70 @@ func (r round) mark() string {
 		return results.RoundProfile
 	}
 	return ""
+}
+
+// firstLook is how many measured rounds come first: Repeat, and in a
+// precision run at least analysis.FirstLook before its first look.
+func (s Spec) firstLook() int {
+	if s.Summary.Precision > 0 {
+		return max(s.Repeat, analysis.FirstLook)
+	}
+	return s.Repeat
+}
+
+// The cells' order within each round (Spec.Order).
+const (
+	OrderRandom = "random" // each round shuffled anew from Spec.OrderSeed
+	OrderFixed  = "fixed"  // the plan's order in every round
+)
+
+// Orders lists Spec.Order's values, the default first.
+var Orders = []string{OrderRandom, OrderFixed}
+
+// place is a measured sample's round (1, 2, ...) and its slot in it.
+type place struct{ round, slot int }
+
+// order deals each round's cells.
+type order struct{ r *rand.Rand }
+
+func newOrder(s Spec) order {
+	if s.Order == OrderFixed {
+		return order{}
+	}
+	return order{r: rand.New(rand.NewPCG(s.OrderSeed, s.OrderSeed))}
+}
+
+// next is the cells in the order of the next round.
+func (o order) next(cells []Planned) []Planned {
+	if o.r == nil {
+		return cells
+	}
+	out := slices.Clone(cells)
+	o.r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// orderSeed is the spec's seed, or one drawn now when it has none (0).
+func (s Spec) orderSeed() uint64 {
+	if s.OrderSeed == 0 && s.Order != OrderFixed {
+		return rand.Uint64() | 1
+	}
+	return s.OrderSeed
+}
+
+// ParseShare reads a share of a whole: "2%" or 0.02 (--precision).
+func ParseShare(v string) (float64, error) {
+	t := strings.TrimSpace(v)
+	pct := strings.HasSuffix(t, "%")
+	x, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a share: write it as 2%% or 0.02", v)
+	}
+	if pct {
+		x /= 100
+	}
+	if x <= 0 || x >= 1 {
+		return 0, fmt.Errorf("%q is not a share between 0 and 100%%: write it as 2%% or 0.02", v)
+	}
+	return x, nil
 }

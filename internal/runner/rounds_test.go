@@ -1,8 +1,15 @@
 package runner
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 // The rounds of a run: the proof is the last warm-up round, or a round of
@@ -34,5 +41,71 @@ func TestRounds(t *testing.T) {
 		if r != m && r != w && r.mark() == "" {
 			t.Errorf("instrumented round %d has no mark", r)
 		}
+	}
+}
+
+// A real precision run of two cells: the rounds are shuffled (each round
+// holds each cell once, in an order that changes), every measured sample
+// records its round and slot, the comparison is paired by round, and with
+// a target the first look meets the run stops there and says so.
+func TestRunPrecisionPairedRounds(t *testing.T) {
+	requireLabs(t, testLabPrefix)
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{
+		Modes:     []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
+		Paths:     []string{"pod"},
+		Tests:     []engine.Test{engine.TCPRR},
+		Duration:  time.Second,
+		Repeat:    3,
+		OrderSeed: 42,
+		MaxTime:   time.Minute,
+		Summary:   analysis.Options{Precision: 0.5},
+		Settings:  knob.Settings{Streams: 1, Size: 1, Rate: knob.Unlimited},
+		Pods:      pods,
+		PodCIDR:   lab.DefaultPodCIDR,
+		LabPrefix: testLabPrefix,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := Run(ctx, spec, Provenance{}, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.Metadata.Settings
+	if st.Order != OrderRandom || st.OrderSeed != 42 || st.Precision != 0.5 || !slices.Equal(st.Looks, []int{analysis.FirstLook}) {
+		t.Errorf("settings: order %q seed %d precision %g looks %v, want random, 42, 0.5, [%d]", st.Order, st.OrderSeed, st.Precision, st.Looks, analysis.FirstLook)
+	}
+	if len(f.Cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(f.Cells))
+	}
+	firsts := map[string]int{}
+	for r := 1; r <= analysis.FirstLook; r++ {
+		slots := map[int]bool{}
+		for _, c := range f.Cells {
+			s := c.Samples[r-1]
+			if s.RoundIndex != r || s.Slot < 1 || s.Slot > 2 {
+				t.Fatalf("%s sample %d: round %d slot %d", c.Mode, r, s.RoundIndex, s.Slot)
+			}
+			slots[s.Slot] = true
+			if s.Slot == 1 {
+				firsts[c.Mode]++
+			}
+		}
+		if len(slots) != 2 {
+			t.Errorf("round %d: slots %v, want 1 and 2", r, slots)
+		}
+	}
+	if len(firsts) != 2 {
+		t.Errorf("the same cell came first in every round (%v): the order is not shuffled", firsts)
+	}
+	v := f.Cells[1].VsBaseline
+	if v == nil || v.Method != analysis.MethodPaired || v.Test != "wilcoxon-signed-rank" || v.Pairs != analysis.FirstLook {
+		t.Fatalf("veth-routed vs host: %+v, want paired over %d rounds", v, analysis.FirstLook)
+	}
+	if v.PrecisionMet == nil || !*v.PrecisionMet || v.MetAtRound != analysis.FirstLook || v.HalfWidth > 0.5 || v.Confidence != 1-analysis.LookAlphas[0] {
+		t.Errorf("precision: met %v at %d, half-width %g, confidence %g", v.PrecisionMet, v.MetAtRound, v.HalfWidth, v.Confidence)
 	}
 }

@@ -35,6 +35,7 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	spec.OrderSeed = spec.orderSeed()
 	p, err := newPlan(spec, prog)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,9 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err := p.runnable(); err != nil {
 		return p.out, err
 	}
-	return p.out, measureCells(ctx, spec, p.cells, p.out.Cells, prog, nil)
+	looks, err := measureCells(ctx, spec, p.cells, p.out.Cells, prog, nil)
+	p.out.Metadata.Settings.Looks = looks
+	return p.out, err
 }
 
 // runnable refuses a plan with no cell left to measure.
@@ -143,21 +146,19 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	var all []*results.Cell
-	for _, c := range cells {
-		all = append(all, c.Cell)
-	}
-	return measureCells(ctx, spec, cells, all, prog, meter)
+	spec.OrderSeed = spec.orderSeed()
+	_, err := measureCells(ctx, spec, cells, all(cells), prog, meter)
+	return err
 }
 
 // measureCells is what Run and Execute both do once the cells are planned:
 // load the instruments (the packet counter for cells with namespaces of
 // their own, the profiler with spec.Profile), execute the rounds, then
 // compute the statistics of all and, profiled, their profiles.
-func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*results.Cell, prog Progress, meter NodeMeter) error {
+func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*results.Cell, prog Progress, meter NodeMeter) ([]int, error) {
 	col, err := openProfiler(spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if col != nil {
 		defer col.Close()
@@ -166,57 +167,122 @@ func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*result
 	if pc != nil {
 		defer pc.Close()
 	}
-	if err := execute(ctx, spec, cells, prog, col, meter, pc); err != nil {
-		return err
+	looks, err := execute(ctx, spec, cells, prog, col, meter, pc)
+	if err != nil {
+		return looks, err
 	}
+	spec.Summary.Looks = looks
 	analysis.Analyze(all, spec.Summary)
 	if col != nil {
-		return finishProfiles(col, all, spec.ProfileDir)
+		return looks, finishProfiles(col, all, spec.ProfileDir)
 	}
-	return nil
+	return looks, nil
 }
 
-// execute runs the spec's rounds (rounds.go): warm-up samples are
-// discarded; a proof sample (pc: the packet counter, nil for none) counts
-// its cell's packets into the cell's proof; measured samples make the
-// statistics; a profile sample (col: the profiler) goes into its cell's
-// profile. With meter, each sample records its nodes' CPU.
-func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) error {
+// execute runs the spec's rounds (rounds.go) and returns the measured
+// rounds at each look of a precision run (nil for fixed rounds):
+// warm-up samples are discarded; a proof sample (pc: the packet counter,
+// nil for none) counts its cell's packets into the cell's proof; measured
+// samples make the statistics; a profile sample (col: the profiler) goes
+// into its cell's profile. With meter, each sample records its nodes' CPU.
+func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) ([]int, error) {
 	if p := spec.pins(); p.Pinned {
 		for _, c := range cells {
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
 	}
-	// A proof round skips the cells with nothing of their own to count (a cluster's).
-	type step struct {
-		r round
-		c Planned
+	if err := calibrate(ctx, spec, cells, prog); err != nil {
+		return nil, err
 	}
-	var steps []step
 	proof := pc != nil || slices.ContainsFunc(cells, func(c Planned) bool { return c.Policy != nil })
-	for _, r := range spec.rounds(proof) {
-		for _, c := range cells {
-			if r != proofRound || proves(c, pc) {
-				steps = append(steps, step{r, c})
+	rs := spec.rounds(proof)
+	o := newOrder(spec)
+	prog.Begin(stepsOf(rs, cells, pc))
+	defer prog.End()
+	step, measured := 0, 0
+	var roundTime time.Duration // the measured rounds' (and their profile rounds') time so far
+	runRound := func(r round) error {
+		began := time.Now()
+		if r == measuredRound {
+			measured++
+		}
+		for slot, c := range o.next(cells) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if r == proofRound && !proves(c, pc) {
+				continue // a proof round skips the cells with nothing of their own to count (a cluster's)
+			}
+			if p := c.Cell.Policies; p != nil && p.NotApplied != "" && (r == measuredRound || r == profileRound) {
+				continue // its policies are not proven in force: never measured as if they were
+			}
+			step++
+			prog.Sample(step, c.Cell.ID().String()+r.label())
+			sample(ctx, spec, c, r, prog, col, meter, pc, place{round: measured, slot: slot + 1})
+		}
+		if r == measuredRound || r == profileRound {
+			roundTime += time.Since(began)
+		}
+		return nil
+	}
+	for _, r := range rs {
+		if err := runRound(r); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Summary.Precision == 0 {
+		return nil, nil
+	}
+	// A precision run: more rounds, looked at as analysis.NextLook says,
+	// within MaxTime of the first measured round.
+	var looks []int
+	perRound := len(rs) / max(spec.Repeat, 1) // a measured round and, profiled, its profile round
+	for {
+		looks = append(looks, measured)
+		o := spec.Summary
+		o.Looks = looks
+		avg := roundTime / time.Duration(max(measured, 1))
+		maxRounds := measured + int((spec.MaxTime-roundTime)/max(avg, time.Millisecond))
+		next, stop := analysis.NextLook(all(cells), o, maxRounds)
+		if stop {
+			prog.Note("precision: stopped after %d rounds (looks at %v)", measured, looks)
+			return looks, nil
+		}
+		prog.Note("precision: %d rounds so far; the widest comparison needs about %d (%s a round)", measured, next, avg.Round(time.Second))
+		prog.Begin(step + (next-measured)*perRound*len(cells))
+		for measured < next {
+			if err := runRound(measuredRound); err != nil {
+				return looks, err
+			}
+			if spec.Profile {
+				if err := runRound(profileRound); err != nil {
+					return looks, err
+				}
 			}
 		}
 	}
-	if err := calibrate(ctx, spec, cells, prog); err != nil {
-		return err
-	}
-	prog.Begin(len(steps))
-	defer prog.End()
-	for i, st := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
+}
+
+// stepsOf is how many samples rounds rs take of cells.
+func stepsOf(rs []round, cells []Planned, pc *pktstat.Counter) int {
+	n := 0
+	for _, r := range rs {
+		for _, c := range cells {
+			if r != proofRound || proves(c, pc) {
+				n++
+			}
 		}
-		if p := st.c.Cell.Policies; p != nil && p.NotApplied != "" && (st.r == measuredRound || st.r == profileRound) {
-			continue // its policies are not proven in force: never measured as if they were
-		}
-		prog.Sample(i+1, st.c.Cell.ID().String()+st.r.label())
-		sample(ctx, spec, st.c, st.r, prog, col, meter, pc)
 	}
-	return nil
+	return n
+}
+
+// all are the planned cells' results.
+func all(cells []Planned) []*results.Cell {
+	out := make([]*results.Cell, 0, len(cells))
+	for _, c := range cells {
+		out = append(out, c.Cell)
+	}
+	return out
 }
 
 // proves says whether cell c has a proof round: a packet proof (a counter
@@ -228,7 +294,7 @@ func counts(c Planned, pc *pktstat.Counter) bool { return pc != nil && len(c.Net
 
 // sample runs one sample of cell c in round r and files it where the
 // round says.
-func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) {
+func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter, at place) {
 	proof := r.proves() && proves(c, pc)
 	var pw *packetWindow
 	if proof && counts(c, pc) {
@@ -260,6 +326,9 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 		res, usage, nodes, prof, err = measure(ctx, c, es, sampler, m, pw)
 	}
 	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
+	if r == measuredRound {
+		s.RoundIndex, s.Slot = at.round, at.slot
+	}
 	if err != nil {
 		s.Error = err.Error()
 	}

@@ -92,6 +92,7 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 		Engine:    "st-flaky",
 		Duration:  time.Second,
 		Repeat:    3,
+		Order:     OrderFixed, // flaky fails by call count: A B A B A B
 		Settings:  knob.Settings{Streams: 1, Size: 1},
 		Pods:      pods,
 		PodCIDR:   lab.DefaultPodCIDR,

@@ -100,6 +100,14 @@ type Spec struct {
 	knob.Settings
 	Sweep knob.Sweep
 
+	// Order is the cells' order within each round (OrderRandom, the
+	// default, or OrderFixed); OrderSeed seeds the shuffle (0: drawn at
+	// the start, and recorded). MaxTime bounds a precision run's rounds
+	// (Summary.Precision: the CI half-width every comparison is run to).
+	Order     string
+	OrderSeed uint64
+	MaxTime   time.Duration
+
 	// Cells, when set, keeps only the matrix cells whose name
 	// (results.CellID.String(), e.g. "veth-routed/service(ebpf+10000)/tcp_crr")
 	// matches one of these path.Match patterns ("*" stops at "/"), and builds
@@ -130,6 +138,7 @@ func DefaultSpec() Spec {
 		Tests:         []engine.Test{engine.TCPStream, engine.TCPRR, engine.TCPCRR},
 		Duration:      4 * time.Second,
 		Repeat:        5,
+		MaxTime:       DefaultMaxTime,
 		Settings:      knob.Settings{Streams: 1, Rate: knob.Unlimited},
 		CPUAffinity:   cpupin.MustParse(cpupin.Default),
 		PodCount:      lab.DefaultPods,
@@ -140,6 +149,9 @@ func DefaultSpec() Spec {
 		Summary:       analysis.Options{CVThreshold: analysis.DefaultCVThreshold, CIMethod: analysis.CIMethods[0]},
 	}
 }
+
+// DefaultMaxTime bounds a precision run's measured rounds (--max-time).
+const DefaultMaxTime = 6 * time.Minute
 
 // ServicePath is the path through a clusterIP: the second pod dials
 // labservice.DefaultVIP, whose backend is the first pod.
@@ -221,7 +233,14 @@ func (s Spec) pins() cpupin.Pins {
 func (s Spec) settings() results.Settings {
 	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
-		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load}
+		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load,
+		Order: s.Order, OrderSeed: s.OrderSeed, Precision: s.Summary.Precision}
+	if s.Order != OrderFixed {
+		st.Order = OrderRandom
+	}
+	if s.Summary.Precision > 0 {
+		st.MaxTime = s.MaxTime.String()
+	}
 	if s.Rate != knob.Unlimited {
 		st.Rate = s.Rate
 	}
@@ -243,6 +262,9 @@ func (spec Spec) Validate() error {
 	}
 	if spec.Duration < time.Second {
 		return field.Errorf("duration", "{duration} %s is too short: use 1s or more", spec.Duration)
+	}
+	if err := spec.checkRounds(); err != nil {
+		return err
 	}
 	if !spec.CPUsElsewhere {
 		allowed, err := cpupin.Allowed()
@@ -379,4 +401,19 @@ func checkSummary(spec Spec) error {
 		labels = append(labels, m.Label)
 	}
 	return fmt.Errorf("baseline %q is not one of the modes in this run (%s): pick one of them", o.Baseline, strings.Join(labels, ", "))
+}
+
+// checkRounds refuses a bad order or precision target.
+func (spec Spec) checkRounds() error {
+	if spec.Order != "" && !slices.Contains(Orders, spec.Order) {
+		return field.Errorf("order", "unknown {order} %q: use %s", spec.Order, strings.Join(Orders, " or "))
+	}
+	p := spec.Summary.Precision
+	if p < 0 || p >= 1 {
+		return field.Errorf("precision", "{precision} %g is not a share of the ratio: use e.g. 2%% (0 < precision < 100%%)", p)
+	}
+	if p > 0 && spec.MaxTime < spec.Duration*time.Duration(analysis.FirstLook) {
+		return field.Errorf("max_time", "{max_time} %s leaves no room for a precision run's first %d rounds: give it at least %s a cell", spec.MaxTime, analysis.FirstLook, spec.Duration*time.Duration(analysis.FirstLook))
+	}
+	return nil
 }

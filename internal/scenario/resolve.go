@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
@@ -42,6 +43,16 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	spec.Duration = s.DurationValue(spec.Duration)
 	setInt(&spec.Repeat, s.Repeat)
 	setInt(&spec.Warmup, s.Warmup)
+	setString(&spec.Order, s.Order)
+	if s.OrderSeed != nil {
+		spec.OrderSeed = *s.OrderSeed
+	}
+	if s.Precision != "" {
+		spec.Summary.Precision, _ = runner.ParseShare(s.Precision) // checked by Parse
+	}
+	if s.MaxTime != "" {
+		spec.MaxTime, _ = time.ParseDuration(s.MaxTime) // checked by Parse
+	}
 	for _, k := range knob.All {
 		if v, ok := s.Knobs[k.Name]; ok {
 			k.Set(&spec.Settings, v) // checked by Parse

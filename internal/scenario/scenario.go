@@ -50,6 +50,12 @@ type Scenario struct {
 	Duration     string            `yaml:"duration"`
 	Repeat       *int              `yaml:"repeat"`
 	Warmup       *int              `yaml:"warmup"`
+	// Order (random, fixed) and OrderSeed: the cells' order in each round;
+	// Precision ("2%") and MaxTime: a precision run (run --precision).
+	Order     string  `yaml:"order"`
+	OrderSeed *uint64 `yaml:"order_seed"`
+	Precision string  `yaml:"precision"`
+	MaxTime   string  `yaml:"max_time"`
 	// Knobs are the knobs' keys the file sets (issue 26, docs/knobs.md),
 	// each a key named as its knob (knob.All: streams, size, mtu, ...),
 	// checked and read through the registry (knobs.go); a sweep gives
@@ -287,10 +293,20 @@ func (s *Scenario) validate() error {
 			return s.errAt("engine", -1, "%v", err)
 		}
 	}
-	if s.Duration != "" {
-		if _, err := time.ParseDuration(s.Duration); err != nil {
-			return s.errAt("duration", -1, "%q is not a duration (example: 5s)", s.Duration)
+	for _, d := range []struct{ key, v string }{{"duration", s.Duration}, {"max_time", s.MaxTime}} {
+		if d.v != "" {
+			if _, err := time.ParseDuration(d.v); err != nil {
+				return s.errAt(d.key, -1, "%q is not a duration (example: 5s)", d.v)
+			}
 		}
+	}
+	if s.Precision != "" {
+		if _, err := runner.ParseShare(s.Precision); err != nil {
+			return s.errAt("precision", -1, "%v", err)
+		}
+	}
+	if s.Order != "" && !slices.Contains(runner.Orders, s.Order) {
+		return s.errAt("order", -1, "unknown order %q: use %s", s.Order, strings.Join(runner.Orders, " or "))
 	}
 	for _, kv := range []struct {
 		key string

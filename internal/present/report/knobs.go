@@ -226,7 +226,7 @@ func knee(cells []*results.Cell, a results.Axis, higher bool) (int, string) {
 			continue
 		}
 		if prev >= 0 {
-			cmp := analysis.Compare(c.Values(), cells[prev].Values(), higher)
+			cmp := analysis.CompareCells(c, cells[prev], higher)
 			if !cmp.Significant() || cmp.Verdict != analysis.Better {
 				return prev, fmt.Sprintf("knee at %s=%s: %s=%s gives %.2fx (%s)", a.Key(), a.Values[prev], a.Key(), a.Values[i], cmp.Ratio, verdictWords(cmp))
 			}
@@ -255,7 +255,7 @@ func ratiosToBase(cells []*results.Cell, values []string, higher bool) []string 
 		case i == 0:
 			out[i] = "1"
 		default:
-			cmp := analysis.Compare(c.Values(), base.Values(), higher)
+			cmp := analysis.CompareCells(c, base, higher)
 			out[i] = fmt.Sprintf("%.3f", cmp.Ratio)
 			if cmp.HasCI {
 				out[i] += fmt.Sprintf(" [%.3f, %.3f]", cmp.RatioCI[0], cmp.RatioCI[1])

@@ -90,7 +90,7 @@ func cellRatio(num, den *results.Cell) string {
 	if num == nil || den == nil || len(num.Values()) == 0 || len(den.Values()) == 0 {
 		return "-"
 	}
-	r := analysis.Compare(num.Values(), den.Values(), analysis.HigherIsBetter(num.Unit))
+	r := analysis.CompareCells(num, den, analysis.HigherIsBetter(num.Unit))
 	s := fmt.Sprintf("%.3f", r.Ratio)
 	if r.HasCI {
 		s += fmt.Sprintf(" [%.3f, %.3f]", r.RatioCI[0], r.RatioCI[1])

@@ -141,7 +141,7 @@ func compareSeed(t *SeedTable, cells []*results.Cell, skipped []results.Skipped)
 // seedVerdict compares our ratio c/base with the seed's: it agrees when the
 // seed's ratio lies inside our ratio's 95% CI (or within ±5% without a CI).
 func seedVerdict(c, base *results.Cell, seedRatio float64) (ours, verdict, class string) {
-	cmp := analysis.Compare(c.Values(), base.Values(), analysis.HigherIsBetter(c.Unit))
+	cmp := analysis.CompareCells(c, base, analysis.HigherIsBetter(c.Unit))
 	r, lo, hi := cmp.Ratio, cmp.RatioCI[0], cmp.RatioCI[1]
 	if cmp.HasCI {
 		ours = fmt.Sprintf("%.2f [%.2f, %.2f]", r, lo, hi)

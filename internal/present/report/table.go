@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -163,7 +164,7 @@ func legend(w io.Writer, f *results.File, baseline string) {
 		ciText = "Student t interval of the mean"
 	}
 	fmt.Fprintf(w, "median of valid samples; 95%% CI: %s; CV = stddev/mean, NOISY above %.0f%%.\n", ciText, thr*100)
-	fmt.Fprintf(w, "vs %s: ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05: faster/slower, \"~\" = not significant.\n", baseline)
+	comparisonLegend(w, f, baseline)
 	if slices.ContainsFunc(f.Cells, func(c *results.Cell) bool { return len(c.LatencyCI) > 0 }) {
 		fmt.Fprintln(w, "latency µs: each quantile's median over the samples [percentile bootstrap 95% CI of that median, over the samples], n = the latencies behind it.")
 	}
@@ -197,6 +198,63 @@ func legend(w io.Writer, f *results.File, baseline string) {
 		sort.Strings(parts)
 		fmt.Fprintf(w, "note: Mann-Whitney cannot reach p < 0.05 with %s, so \"~\" there means \"too few samples to tell\": use --repeat 4 or more.\n", strings.Join(parts, ", "))
 	}
+}
+
+// comparisonLegend says how the cells were compared with the baseline
+// (paired by round, or unpaired) and, for a precision run, which
+// comparisons met its target and after how many rounds.
+func comparisonLegend(w io.Writer, f *results.File, baseline string) {
+	var paired, unpaired, met, notMet int
+	var rounds []int
+	level := 0.0
+	for _, c := range f.Cells {
+		for _, v := range []*results.Comparison{c.VsBaseline, c.VsPod} {
+			if v == nil || analysis.ParseVerdict(v.Verdict) == analysis.Baseline {
+				continue
+			}
+			if v.Method == analysis.MethodPaired {
+				paired++
+				level = max(level, v.Confidence)
+			} else {
+				unpaired++
+			}
+			if v.PrecisionMet != nil && *v.PrecisionMet {
+				met++
+				rounds = append(rounds, v.MetAtRound)
+			} else if v.PrecisionMet != nil {
+				notMet++
+			}
+		}
+	}
+	conf := "95%"
+	if level > 0 {
+		conf = strconv.FormatFloat(level*100, 'f', -1, 64) + "%"
+	}
+	if paired > 0 {
+		fmt.Fprintf(w, "vs %s: paired by round (%d comparisons): the ratio of each round's two samples, their Hodges-Lehmann centre [signed-rank %s CI] and a two-sided Wilcoxon signed-rank verdict: faster/slower, \"~\" = not significant.\n", baseline, paired, conf)
+	}
+	if unpaired > 0 {
+		fmt.Fprintf(w, "vs %s, unpaired (%d comparisons: fewer than %d rounds in common, or no rounds recorded): ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05.\n", baseline, unpaired, analysis.MinPairs)
+	}
+	st := f.Metadata.Settings
+	if st.Precision == 0 {
+		return
+	}
+	slices.Sort(rounds)
+	after := ""
+	if len(rounds) > 0 {
+		after = fmt.Sprintf(", after %d-%d rounds", rounds[0], rounds[len(rounds)-1])
+	}
+	fmt.Fprintf(w, "precision ±%s: %d of %d comparisons met it%s; the run took %s rounds within --max-time %s (looks at %s; each look's interval at its share of the 5%% error: docs/statistics.md).\n",
+		strconv.FormatFloat(st.Precision*100, 'f', -1, 64)+"%", met, met+notMet, after, lastLook(st.Looks), st.MaxTime, strings.Trim(fmt.Sprint(st.Looks), "[]"))
+}
+
+// lastLook is the measured rounds at a precision run's last look.
+func lastLook(looks []int) string {
+	if len(looks) == 0 {
+		return "?"
+	}
+	return strconv.Itoa(looks[len(looks)-1])
 }
 
 // cpuText is a cell's CPU cost per unit of work.

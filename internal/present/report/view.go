@@ -363,7 +363,7 @@ func ratioText(c, ceil *results.Cell) string {
 	if c == ceil {
 		return "1 (ceiling)"
 	}
-	r := analysis.Compare(c.Values(), ceil.Values(), analysis.HigherIsBetter(c.Unit))
+	r := analysis.CompareCells(c, ceil, analysis.HigherIsBetter(c.Unit))
 	s := fmt.Sprintf("%.2f", r.Ratio)
 	if r.HasCI {
 		s += fmt.Sprintf(" [%.2f, %.2f]", r.RatioCI[0], r.RatioCI[1])
@@ -380,9 +380,14 @@ func comparisonText(vb *results.Comparison) string {
 	case analysis.NoVerdict:
 		return "n/a (" + vb.Note + ")"
 	}
-	s := fmt.Sprintf("%.2f", vb.Ratio)
+	// A paired comparison is narrow enough for a third decimal.
+	digits := 2
+	if vb.Method == analysis.MethodPaired {
+		digits = 3
+	}
+	s := strconv.FormatFloat(vb.Ratio, 'f', digits, 64)
 	if len(vb.RatioCI95) == 2 {
-		s += fmt.Sprintf(" [%.2f, %.2f]", vb.RatioCI95[0], vb.RatioCI95[1])
+		s += fmt.Sprintf(" [%s, %s]", strconv.FormatFloat(vb.RatioCI95[0], 'f', digits, 64), strconv.FormatFloat(vb.RatioCI95[1], 'f', digits, 64))
 	}
 	s += " " + analysis.ParseVerdict(vb.Verdict).ResultsWord()
 	if vb.Test != "" && !math.IsNaN(vb.PValue) {

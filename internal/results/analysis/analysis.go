@@ -29,6 +29,11 @@ type Options struct {
 	CVThreshold float64 // 0 = DefaultCVThreshold
 	CIMethod    string  // one of CIMethods; "" = the first
 	Baseline    string  // mode label every cell is compared with; "" = the first cell's mode
+	// Precision is the 95% CI half-width (a share of the ratio) a
+	// precision run went on for (0: a run of fixed rounds); Looks are the
+	// measured rounds at each of its looks (sequential.go).
+	Precision float64
+	Looks     []int
 }
 
 func (o Options) withDefaults() Options {

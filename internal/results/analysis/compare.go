@@ -69,27 +69,39 @@ type Comparison struct {
 	Ratio   float64    // median(x) / median(base)
 	RatioCI [2]float64 // 95% bootstrap interval of Ratio, when HasCI
 	HasCI   bool
-	P       float64 // two-sided Mann-Whitney U p-value; NaN when not computed
-	MinP    float64 // the smallest p these sample counts allow (stats.MinMannWhitneyP)
+	P       float64 // two-sided p-value (Mann-Whitney U, or signed-rank when paired); NaN when not computed
+	MinP    float64 // the smallest p these sample counts allow (stats.MinMannWhitneyP, stats.MinSignedRankP)
 	WelchP  float64 // Welch t on the means, for reference; NaN when not computed
 	Verdict Verdict
-	Note    string // why Verdict is NoVerdict
+	Note    string  // why Verdict is NoVerdict
+	Method  string  // MethodPaired or MethodUnpaired
+	Pairs   int     // the rounds a paired comparison is made from
+	Alpha   float64 // its interval is at 1-Alpha, significant below it (0: stats.Alpha)
 }
 
-// Significant says p < stats.Alpha.
-func (c Comparison) Significant() bool { return !math.IsNaN(c.P) && c.P < stats.Alpha }
+// Significant says p < Alpha (stats.Alpha, 0.05, unless a precision run's
+// look spent another share of it).
+func (c Comparison) Significant() bool { return !math.IsNaN(c.P) && c.P < c.alpha() }
+
+func (c Comparison) alpha() float64 {
+	if c.Alpha == 0 {
+		return stats.Alpha
+	}
+	return c.Alpha
+}
 
 // TooFew says no difference could be significant with these sample counts
 // (3 against 3 values: the smallest possible p is 0.10).
-func (c Comparison) TooFew() bool { return c.MinP >= stats.Alpha }
+func (c Comparison) TooFew() bool { return c.MinP >= c.alpha() }
 
-// Compare sets x beside base. The verdict comes from the two-sided
+// Compare sets x beside base, unpaired (CompareCells pairs the cells of
+// one run by round). The verdict comes from the two-sided
 // Mann-Whitney U test at p < 0.05 alone (the ratio's interval does not vote);
 // higherBetter turns "higher" into Better or Worse. The ratio's interval
 // needs 2 or more values a side: from one value it would only resample the
 // other side and look surer than it is.
 func Compare(x, base []float64, higherBetter bool) Comparison {
-	c := Comparison{P: math.NaN(), WelchP: math.NaN(), MinP: stats.MinMannWhitneyP(len(x), len(base))}
+	c := Comparison{P: math.NaN(), WelchP: math.NaN(), MinP: stats.MinMannWhitneyP(len(x), len(base)), Method: MethodUnpaired}
 	if len(x) == 0 || len(base) == 0 {
 		c.Note = "no valid samples on one side"
 		return c
@@ -114,18 +126,11 @@ func Compare(x, base []float64, higherBetter bool) Comparison {
 	if w, err := stats.WelchT(x, base); err == nil {
 		c.WelchP = w.P
 	}
-	switch {
-	case !c.Significant() || c.Ratio == 1:
-		c.Verdict = Same
-	case (c.Ratio > 1) == higherBetter:
-		c.Verdict = Better
-	default:
-		c.Verdict = Worse
-	}
+	c.Verdict = verdict(c.Significant(), c.Ratio, higherBetter)
 	return c
 }
 
 // Itself is a cell compared with itself: the baseline row.
 func Itself(n int) Comparison {
-	return Comparison{Ratio: 1, RatioCI: [2]float64{1, 1}, HasCI: true, P: 1, MinP: stats.MinMannWhitneyP(n, n), WelchP: math.NaN(), Verdict: Baseline}
+	return Comparison{Ratio: 1, RatioCI: [2]float64{1, 1}, HasCI: true, P: 1, MinP: stats.MinMannWhitneyP(n, n), WelchP: math.NaN(), Verdict: Baseline, Method: MethodUnpaired}
 }

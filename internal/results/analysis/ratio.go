@@ -143,16 +143,16 @@ func RatioOf(f *results.File, num, den string, m Metric, target *Target) (*CellR
 	if err != nil {
 		return nil, err
 	}
-	nv, err := MetricValues(nc, m)
+	nm, err := metricCell(nc, m)
 	if err != nil {
 		return nil, err
 	}
-	dv, err := MetricValues(dc, m)
+	dm, err := metricCell(dc, m)
 	if err != nil {
 		return nil, err
 	}
 	r := &CellRatio{Num: nc.ID(), Den: dc.ID(), Metric: m, Target: target}
-	r.Comparison = Compare(nv, dv, m == MetricValue && HigherIsBetter(nc.Unit))
+	r.Comparison = CompareCells(nm, dm, m == MetricValue && HigherIsBetter(nc.Unit))
 	if r.Note != "" && r.Ratio == 0 {
 		return nil, fmt.Errorf("%s / %s: %s", num, den, r.Note)
 	}
@@ -162,28 +162,50 @@ func RatioOf(f *results.File, num, den string, m Metric, target *Target) (*CellR
 	return r, nil
 }
 
+// metricCell is c with each sample's value its metric m: a sample
+// without it (no CPU counters) is left out as a failed one, so the rounds
+// of the others still pair (CompareCells).
+func metricCell(c *results.Cell, m Metric) (*results.Cell, error) {
+	if _, err := MetricValues(c, m); err != nil {
+		return nil, err
+	}
+	out := *c
+	out.Samples = make([]results.Sample, len(c.Samples))
+	for i, s := range c.Samples {
+		v, ok := metricOf(s, m)
+		out.Samples[i] = results.Sample{Result: results.Result{Value: v}, Valid: s.Valid && ok, Start: s.Start, RoundIndex: s.RoundIndex, Slot: s.Slot}
+	}
+	return &out, nil
+}
+
+// metricOf is sample s's metric m; false when s lacks it.
+func metricOf(s results.Sample, m Metric) (float64, bool) {
+	switch m {
+	case MetricValue:
+		return s.Value, true
+	case MetricCPUPerGB:
+		if s.CPU != nil && s.Bytes > 0 {
+			return s.CPU.BusySec() / (s.Bytes / 1e9), true
+		}
+	case MetricCPUPerKTr:
+		if s.CPU != nil && s.Transfers > 0 {
+			return s.CPU.BusySec() / (s.Transfers / 1000), true
+		}
+	}
+	return 0, false
+}
+
 // MetricValues is the metric of each valid sample of c: its value, or its
 // busy CPU-seconds per GB or per 1000 transactions (as the cell's cpu block,
 // per sample before any median).
 func MetricValues(c *results.Cell, m Metric) ([]float64, error) {
+	if !slices.Contains(Metrics, m) {
+		return nil, fmt.Errorf("metric %q: want one of %v", m, Metrics)
+	}
 	var out []float64
 	for _, s := range c.Samples {
-		if !s.Valid {
-			continue
-		}
-		switch m {
-		case MetricValue:
-			out = append(out, s.Value)
-		case MetricCPUPerGB:
-			if s.CPU != nil && s.Bytes > 0 {
-				out = append(out, s.CPU.BusySec()/(s.Bytes/1e9))
-			}
-		case MetricCPUPerKTr:
-			if s.CPU != nil && s.Transfers > 0 {
-				out = append(out, s.CPU.BusySec()/(s.Transfers/1000))
-			}
-		default:
-			return nil, fmt.Errorf("metric %q: want one of %v", m, Metrics)
+		if v, ok := metricOf(s, m); s.Valid && ok {
+			out = append(out, v)
 		}
 	}
 	if len(out) == 0 {

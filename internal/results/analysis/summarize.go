@@ -16,8 +16,14 @@ func Analyze(cells []*results.Cell, o Options) {
 	for _, c := range cells {
 		Summarize(c, o)
 	}
-	CompareToBaseline(cells, o.Baseline)
-	CompareToPod(cells)
+	o.compareRun(cells)
+}
+
+// compareAll fills every cell's comparisons (VsBaseline, VsPod) from its
+// samples of rounds 1..at.rounds (0: all), at that look's confidence.
+func compareAll(cells []*results.Cell, o Options, at look) {
+	CompareToBaseline(cells, o.Baseline, at)
+	CompareToPod(cells, at)
 }
 
 // Summarize fills a cell's statistics: median/mean/min/max, the 95% CI, CV,
@@ -193,7 +199,7 @@ func costOf(samples []results.Sample, pick func(results.Sample) *results.SampleC
 // the cell of mode baseline (or the first cell's mode when baseline is "")
 // with the same path, provider, generated services, placement, family and
 // test.
-func CompareToBaseline(cells []*results.Cell, baseline string) {
+func CompareToBaseline(cells []*results.Cell, baseline string, at look) {
 	baseline = results.Baseline(cells, baseline)
 	withoutMode := func(c *results.Cell) results.CellID {
 		id := c.ID()
@@ -209,7 +215,7 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 	for _, c := range cells {
 		c.VsBaseline = nil
 		if b, ok := base[withoutMode(c)]; ok {
-			c.VsBaseline = compareCells(c, b)
+			c.VsBaseline = compareCells(c, b, at)
 		}
 	}
 }
@@ -217,31 +223,40 @@ func CompareToBaseline(cells []*results.Cell, baseline string) {
 // CompareToPod fills VsPod for every service cell that has a pod cell of the
 // same mode, sweep point, placement, family and test (Cell.PodID): the
 // price of the clusterIP (seed 002's table).
-func CompareToPod(cells []*results.Cell) {
+func CompareToPod(cells []*results.Cell, at look) {
 	pod := results.PodCells(cells)
 	for _, c := range cells {
 		c.VsPod = nil
 		if b, ok := pod[c.PodID()]; ok && c.Provider != "" {
-			c.VsPod = compareCells(c, b)
+			c.VsPod = compareCells(c, b, at)
 			c.VsPod.Baseline = b.Mode + "/pod"
 		}
 	}
 }
 
-// compareCells is c against its reference b, as the results file records it.
-func compareCells(c, b *results.Cell) *results.Comparison {
+// compareCells is c against its reference b, as the results file records
+// it: paired by round when they can be (CompareCells), from the rounds up
+// to at's, at its confidence.
+func compareCells(c, b *results.Cell, at look) *results.Comparison {
 	cmp := Itself(len(b.Values()))
 	if c != b {
-		cmp = Compare(c.Values(), b.Values(), HigherIsBetter(c.Unit))
+		cmp = compareAt(c, b, HigherIsBetter(c.Unit), at)
 	}
 	return toResults(cmp, b.Mode)
 }
 
 func toResults(c Comparison, baseline string) *results.Comparison {
 	r := &results.Comparison{Baseline: baseline, Test: stats.TestMannWhitney, Ratio: c.Ratio, MinPValue: c.MinP,
-		Significant: c.Significant(), Verdict: c.Verdict.ResultsWord(), Note: c.Note}
+		Significant: c.Significant(), Verdict: c.Verdict.ResultsWord(), Note: c.Note, Method: c.Method, Pairs: c.Pairs}
+	if c.Method == MethodPaired {
+		r.Test = stats.TestSignedRank
+	}
 	if c.HasCI {
 		r.RatioCI95 = c.RatioCI[:]
+		r.HalfWidth = c.HalfWidth()
+	}
+	if c.Alpha != 0 && c.Alpha != stats.Alpha {
+		r.Confidence = 1 - c.Alpha
 	}
 	if !math.IsNaN(c.P) {
 		r.PValue = c.P

@@ -72,7 +72,7 @@ func HostChecks(cells []*results.Cell, tolerance float64) []HostCheck {
 func JudgeHost(pod, host *results.Cell, tolerance float64) HostCheck {
 	higher := HigherIsBetter(pod.Unit)
 	hc := HostCheck{Pod: pod.ID(), Host: host.ID(), Unit: pod.Unit, Tolerance: tolerance,
-		Comparison: Compare(pod.Values(), host.Values(), higher)}
+		Comparison: CompareCells(pod, host, higher)}
 	hc.Perf, hc.PerfLo, hc.PerfHi = hc.Ratio, hc.RatioCI[0], hc.RatioCI[1]
 	if !higher && hc.Ratio > 0 && hc.RatioCI[0] > 0 {
 		hc.Perf, hc.PerfLo, hc.PerfHi = 1/hc.Ratio, 1/hc.RatioCI[1], 1/hc.RatioCI[0]
