@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-policies bench-kube-policies bench-latency-load bench-converge clean-labs generate
+.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-stats bench-policies bench-kube-policies bench-latency-load bench-converge clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -79,6 +79,14 @@ bench-up: build
 # IP), one interleaved run, each row a ratio with its 95% CI and target.
 bench-paths: build
 	./scripts/bench-paths.sh
+
+# How sure each comparison method is on this machine (docs/statistics.md):
+# A/A false positives, coverage of known ratios and the time to ±2%, for
+# unpaired, paired and duet comparisons, from long interleaved runs cut into
+# short ones; under the lab lock (~45 min). BENCH_STATS_ARGS: its flags
+# (go run ./tools/bench-stats -h), e.g. "-reuse -dir DIR" to analyse again.
+bench-stats: build
+	flock $(TEST_LOCK) env CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) run ./tools/bench-stats $(BENCH_STATS_ARGS)
 
 # Issue 41's table: what the harness costs, `vnetlab run` against the standalone
 # engine per mode and test (target >= 0.99), then the engine against the C

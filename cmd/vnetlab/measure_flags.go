@@ -32,11 +32,13 @@ func registerMeasureFlags(f *pflag.FlagSet, s *runner.Spec, tests *[]string, lin
 	f.Var(&s.CPUAffinity, "cpu-affinity", "pin each engine's client and server like iperf3 -A: N (both on CPU N), C,S (client on C, server on S), none, or auto (every test's client and server on the last CPU; docs/engines.md)")
 }
 
-// registerPrecisionFlags binds --precision and --max-time (run: a
-// precision run's looks need every cell in one run's rounds).
+// registerPrecisionFlags binds --precision, --max-time and --duet (run: a
+// precision run's looks need every cell in one run's rounds, a duet two
+// labs' cells side by side).
 func registerPrecisionFlags(f *pflag.FlagSet, s *runner.Spec) {
 	f.Var(shareFlag{&s.Summary.Precision}, "precision", "measure rounds until every comparison's confidence interval is this narrow (half-width, a share of the ratio: 2%), or --max-time runs out; the table says which met it and after how many rounds (docs/statistics.md)")
 	f.DurationVar(&s.MaxTime, "max-time", s.MaxTime, "with --precision: the most time its measured rounds may take")
+	f.BoolVar(&s.Duet, "duet", s.Duet, "measure the two modes' cells at once, each client and server on a CPU of its own, swapped every round; compared round by round (rr/crr tests only; docs/statistics.md)")
 }
 
 // shareFlag is a share given as a percentage ("2%") or a fraction (0.02).

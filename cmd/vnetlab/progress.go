@@ -29,7 +29,13 @@ type lineProgress struct {
 	begun time.Time
 }
 
-func (p *lineProgress) Begin(total int) { p.total, p.begun = total, time.Now() }
+// Begin again (a precision run's further rounds) changes the total only.
+func (p *lineProgress) Begin(total int) {
+	if p.begun.IsZero() {
+		p.begun = time.Now()
+	}
+	p.total = total
+}
 
 func (p *lineProgress) Sample(i int, label string) {
 	eta := ""
@@ -50,6 +56,10 @@ type barProgress struct {
 }
 
 func (p *barProgress) Begin(total int) {
+	if p.bar != nil { // a precision run's further rounds
+		p.bar.ChangeMax(total)
+		return
+	}
 	p.bar = progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionShowCount(),

@@ -187,6 +187,9 @@ type Settings struct {
 	Precision float64 `json:"precision,omitempty"`
 	MaxTime   string  `json:"max_time,omitempty"`
 	Looks     []int   `json:"looks,omitempty"`
+	// Duet: the two modes' cells ran at once, each on a CPU of its own,
+	// swapped every round (their placement is PlacementDuet).
+	Duet bool `json:"duet,omitempty"`
 }
 
 // CPUAffinity is where a cell's client and server were pinned.
@@ -461,6 +464,12 @@ type Sample struct {
 	// by node name.
 	NodeCPU map[string]*SampleCPU `json:"node_cpu,omitempty"`
 }
+
+// PlacementDuet is the placement of a cell measured in a duet (run
+// --duet): beside another path, at the same time, each on a CPU of its
+// own. Its values are the path's with a neighbour: compared with its
+// partner, never with a solo cell (another CellID).
+const PlacementDuet = "duet"
 
 // The instrumented rounds (Sample.Round).
 const (

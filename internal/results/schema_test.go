@@ -100,7 +100,7 @@ func fixture() *File {
 				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
 				Policies: 1000, IPBlocks: 100, PolicyProviders: []string{"nftables", "iptables"},
 				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true},
-				Order: "random", OrderSeed: 42, Precision: 0.02, MaxTime: "10m0s", Looks: []int{10, 24}},
+				Order: "random", OrderSeed: 42, Precision: 0.02, MaxTime: "10m0s", Looks: []int{10, 24}, Duet: true},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,
 			Clusters: []Cluster{cluster},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
 // The rounds of a run. Every round is one sample of every cell in turn,
@@ -106,8 +107,12 @@ const (
 // Orders lists Spec.Order's values, the default first.
 var Orders = []string{OrderRandom, OrderFixed}
 
-// place is a measured sample's round (1, 2, ...) and its slot in it.
-type place struct{ round, slot int }
+// place is a measured sample's round (1, 2, ...) and its slot in it; in
+// a duet, the CPU its side runs on.
+type place struct {
+	round, slot int
+	pins        *cpupin.Pins
+}
 
 // order deals each round's cells.
 type order struct{ r *rand.Rand }

@@ -3,13 +3,16 @@ package runner
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
+	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
+	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
 // The rounds of a run: the proof is the last warm-up round, or a round of
@@ -107,5 +110,88 @@ func TestRunPrecisionPairedRounds(t *testing.T) {
 	}
 	if v.PrecisionMet == nil || !*v.PrecisionMet || v.MetAtRound != analysis.FirstLook || v.HalfWidth > 0.5 || v.Confidence != 1-analysis.LookAlphas[0] {
 		t.Errorf("precision: met %v at %d, half-width %g, confidence %g", v.PrecisionMet, v.MetAtRound, v.HalfWidth, v.Confidence)
+	}
+}
+
+// A duet refuses what cannot hold: one CPU for both sides, a stream test,
+// a third mode, pins of its own.
+func TestDuetRefuses(t *testing.T) {
+	if _, err := duetCPUs([]int{0}); err == nil || !strings.Contains(err.Error(), "share one CPU") {
+		t.Errorf("one CPU: %v, want a refusal naming the shared CPU", err)
+	}
+	if c, err := duetCPUs([]int{0, 1, 2}); err != nil || c != [2]int{1, 2} {
+		t.Errorf("three CPUs: %v %v, want the last two", c, err)
+	}
+	two := []ModeVariant{{Label: "a", Mode: "veth-routed"}, {Label: "b", Mode: "bridge"}}
+	for name, tc := range map[string]struct {
+		s    Spec
+		want string
+	}{
+		"stream":      {Spec{Duet: true, Modes: two, Tests: []engine.Test{engine.TCPRR, engine.TCPStream}, CPUAffinity: cpupin.MustParse(cpupin.Auto)}, "refuses tcp_stream"},
+		"three modes": {Spec{Duet: true, Modes: append(two, ModeVariant{Label: "c", Mode: "macvlan"}), Tests: []engine.Test{engine.TCPRR}, CPUAffinity: cpupin.MustParse(cpupin.Auto)}, "3 are given"},
+		"pinned":      {Spec{Duet: true, Modes: two, Tests: []engine.Test{engine.TCPRR}, CPUAffinity: cpupin.MustParse("0")}, "leave --cpu-affinity at auto"},
+		"one cpu":     {Spec{Duet: true, Modes: two, Tests: []engine.Test{engine.TCPRR}, CPUAffinity: cpupin.MustParse(cpupin.Auto)}, "share one CPU"},
+	} {
+		allowed := []int{0, 1}
+		if name == "one cpu" {
+			allowed = []int{1}
+		}
+		if err := tc.s.checkDuet(allowed); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+// A real duet: each round's two samples start together, on two CPUs
+// swapped every round, without the machine's CPU counters (they hold
+// both), marked duet and compared round by round.
+func TestRunDuet(t *testing.T) {
+	requireLabs(t, testLabPrefix)
+	if a, _ := cpupin.Allowed(); len(a) < 2 {
+		t.Skip("a duet needs two CPUs")
+	}
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{
+		Modes:       []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
+		Paths:       []string{"pod"},
+		Tests:       []engine.Test{engine.TCPRR},
+		Duration:    time.Second,
+		Repeat:      6,
+		Duet:        true,
+		CPUAffinity: cpupin.MustParse(cpupin.Auto),
+		Settings:    knob.Settings{Streams: 1, Size: 1, Rate: knob.Unlimited},
+		Pods:        pods,
+		PodCIDR:     lab.DefaultPodCIDR,
+		LabPrefix:   testLabPrefix,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := Run(ctx, spec, Provenance{}, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Metadata.Settings.Duet || len(f.Cells) != 2 {
+		t.Fatalf("duet %v, %d cells", f.Metadata.Settings.Duet, len(f.Cells))
+	}
+	a, b := f.Cells[0], f.Cells[1]
+	for _, c := range f.Cells {
+		if c.Placement != results.PlacementDuet || len(c.Samples) != 6 {
+			t.Fatalf("%s: placement %q, %d samples", c.Mode, c.Placement, len(c.Samples))
+		}
+	}
+	for i := range 6 {
+		sa, sb := a.Samples[i], b.Samples[i]
+		if !sa.Valid || !sb.Valid || sa.CPU != nil || sb.CPU != nil || sa.RoundIndex != i+1 || sb.RoundIndex != i+1 {
+			t.Fatalf("round %d: %+v / %+v", i+1, sa, sb)
+		}
+		if d := sa.Start.Sub(sb.Start).Abs(); d > 300*time.Millisecond {
+			t.Errorf("round %d: the two samples started %s apart, want together", i+1, d)
+		}
+	}
+	if v := b.VsBaseline; v == nil || v.Method != analysis.MethodPaired || v.Pairs != 6 {
+		t.Errorf("veth-routed vs host: %+v, want paired over 6 rounds", v)
 	}
 }

@@ -50,6 +50,11 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 		return p.out, err
 	}
 	spec.Summary.Baseline = results.Baseline(p.out.Cells, spec.Summary.Baseline)
+	if spec.Duet {
+		for _, c := range p.cells {
+			c.Cell.Placement = results.PlacementDuet
+		}
+	}
 	p.out.Metadata.Settings = spec.settings()
 	if err := p.runnable(); err != nil {
 		return p.out, err
@@ -186,7 +191,7 @@ func measureCells(ctx context.Context, spec Spec, cells []Planned, all []*result
 // samples make the statistics; a profile sample (col: the profiler) goes
 // into its cell's profile. With meter, each sample records its nodes' CPU.
 func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col *profile.Collector, meter NodeMeter, pc *pktstat.Counter) ([]int, error) {
-	if p := spec.pins(); p.Pinned {
+	if p := spec.pins(); p.Pinned && !spec.Duet {
 		for _, c := range cells {
 			c.Cell.CPUAffinity = &results.CPUAffinity{Client: p.Client, Server: p.Server}
 		}
@@ -199,12 +204,24 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 	o := newOrder(spec)
 	prog.Begin(stepsOf(rs, cells, pc))
 	defer prog.End()
+	var pairs [][2]Planned
+	if spec.Duet {
+		var err error
+		if pairs, err = duetPairs(cells, spec.Summary.Baseline); err != nil {
+			return nil, err
+		}
+	}
 	step, measured := 0, 0
 	var roundTime time.Duration // the measured rounds' (and their profile rounds') time so far
 	runRound := func(r round) error {
 		began := time.Now()
 		if r == measuredRound {
 			measured++
+		}
+		if r == measuredRound && spec.Duet {
+			err := duetRound(ctx, spec, pairs, o, &step, measured, prog, pc)
+			roundTime += time.Since(began)
+			return err
 		}
 		for slot, c := range o.next(cells) {
 			if err := ctx.Err(); err != nil {
@@ -236,7 +253,10 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 	// A precision run: more rounds, looked at as analysis.NextLook says,
 	// within MaxTime of the first measured round.
 	var looks []int
-	perRound := len(rs) / max(spec.Repeat, 1) // a measured round and, profiled, its profile round
+	perRound := 1 // a measured round and, profiled, its profile round
+	if spec.Profile {
+		perRound = 2
+	}
 	for {
 		looks = append(looks, measured)
 		o := spec.Summary
@@ -315,6 +335,9 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 		m = nil // a lab's cell beside a cluster's: the meter's nodes are not its own
 	}
 	es := c.EngineSpec(spec)
+	if at.pins != nil {
+		es.CPU = *at.pins
+	}
 	var (
 		res   engine.Result
 		usage *results.SampleCPU
@@ -324,6 +347,9 @@ func sample(ctx context.Context, spec Spec, c Planned, r round, prog Progress, c
 	)
 	if es.Rate, err = rateOf(c, es); err == nil { // a share of the path's maximum, made a rate
 		res, usage, nodes, prof, err = measure(ctx, c, es, sampler, m, pw)
+	}
+	if at.pins != nil {
+		usage = nil // a duet's two samples share the machine's counters
 	}
 	s := results.Sample{Result: resultOf(res), Valid: err == nil, Start: start, CPU: usage, NodeCPU: nodes, Round: r.mark()}
 	if r == measuredRound {

@@ -107,6 +107,9 @@ type Spec struct {
 	Order     string
 	OrderSeed uint64
 	MaxTime   time.Duration
+	// Duet measures the two modes' cells of each coordinate at once, each
+	// on a CPU of its own (duet.go).
+	Duet bool
 
 	// Cells, when set, keeps only the matrix cells whose name
 	// (results.CellID.String(), e.g. "veth-routed/service(ebpf+10000)/tcp_crr")
@@ -234,7 +237,7 @@ func (s Spec) settings() results.Settings {
 	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
 		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load,
-		Order: s.Order, OrderSeed: s.OrderSeed, Precision: s.Summary.Precision}
+		Order: s.Order, OrderSeed: s.OrderSeed, Precision: s.Summary.Precision, Duet: s.Duet}
 	if s.Order != OrderFixed {
 		st.Order = OrderRandom
 	}
@@ -272,6 +275,9 @@ func (spec Spec) Validate() error {
 			return err
 		}
 		if err := spec.CPUAffinity.Check(allowed); err != nil {
+			return err
+		}
+		if err := spec.checkDuet(allowed); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,7 @@ func (s *Scenario) RunSpec(spec runner.Spec) runner.Spec {
 	if s.MaxTime != "" {
 		spec.MaxTime, _ = time.ParseDuration(s.MaxTime) // checked by Parse
 	}
+	spec.Duet = spec.Duet || s.Duet
 	for _, k := range knob.All {
 		if v, ok := s.Knobs[k.Name]; ok {
 			k.Set(&spec.Settings, v) // checked by Parse

@@ -56,6 +56,7 @@ type Scenario struct {
 	OrderSeed *uint64 `yaml:"order_seed"`
 	Precision string  `yaml:"precision"`
 	MaxTime   string  `yaml:"max_time"`
+	Duet      bool    `yaml:"duet"` // run --duet
 	// Knobs are the knobs' keys the file sets (issue 26, docs/knobs.md),
 	// each a key named as its knob (knob.All: streams, size, mtu, ...),
 	// checked and read through the registry (knobs.go); a sweep gives
