@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/runner"
@@ -54,6 +55,19 @@ func TestCPUAffinity(t *testing.T) {
 	}
 }
 
+// The rounds' keys reach the run's spec: order, its seed, a precision
+// target, its time and a duet.
+func TestRoundKeys(t *testing.T) {
+	s, err := Parse("r.yaml", []byte("modes: [veth-routed, bridge]\norder: fixed\norder_seed: 7\nprecision: 2%\nmax_time: 3m\nduet: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := s.RunSpec(runner.DefaultSpec())
+	if spec.Order != runner.OrderFixed || spec.OrderSeed != 7 || spec.Summary.Precision != 0.02 || spec.MaxTime != 3*time.Minute || !spec.Duet {
+		t.Errorf("order %q seed %d precision %g max time %s duet %v", spec.Order, spec.OrderSeed, spec.Summary.Precision, spec.MaxTime, spec.Duet)
+	}
+}
+
 func TestPodCount(t *testing.T) {
 	s, err := Parse("c.yaml", []byte("mode: bridge\npods: 7\n"))
 	if err != nil || s.PodCount == nil || *s.PodCount != 7 {
@@ -78,6 +92,10 @@ func TestErrorsNameLineAndField(t *testing.T) {
 		{"mode: bridge\nrepeat: many\n", `x.yaml:2: cannot unmarshal`},
 		{"", "x.yaml: empty scenario file"},
 		{"mode: bridge\ncpu_affinity: 0,1,2\n", `x.yaml:2: field cpu_affinity: --cpu-affinity "0,1,2": give one CPU`},
+		{"mode: bridge\nprecision: 200%\n", `x.yaml:2: field precision: "200%" is not a share between 0 and 100%`},
+		{"mode: bridge\nprecision: tight\n", `x.yaml:2: field precision: "tight" is not a share`},
+		{"mode: bridge\nmax_time: long\n", `x.yaml:2: field max_time: "long" is not a duration`},
+		{"mode: bridge\norder: sorted\n", `x.yaml:2: field order: unknown order "sorted": use random or fixed`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.body))

@@ -4,6 +4,7 @@ package doctor
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/system/kernel"
@@ -180,9 +182,20 @@ func steadiness(r *Report, windows int) string {
 		if s.ArithCV > steadyCV {
 			what = "this CPU's own speed varies (the host gives it less time than it reports as steal)"
 		}
-		n += fmt.Sprintf(": %s more than the %.0f%% a steady cell needs; a stream's or rr's CV near %.0f%% is the machine's, not its path's: judge paths by run's verdicts (interleaved samples, Mann-Whitney), with --repeat 10 or more", what, 100*steadyCV, 100*worst)
+		n += fmt.Sprintf(": %s more than the %.0f%% a steady cell needs; a stream's or rr's CV near %.0f%% is the machine's, not its path's", what, 100*steadyCV, 100*worst)
 	}
-	return n
+	return n + "; " + advice(s)
+}
+
+// advice is the method and rounds a run needs here for every comparison
+// within ±2%, from the worst loop's CV: two cells' samples each moving
+// that much apart from what their round shares spread a round's ratio by
+// √2 times it (an upper bound: a drift both share cancels in the pair).
+func advice(s cpu.Steadiness) string {
+	const target = 0.02
+	worst := max(s.ArithCV, s.MemoryCV)
+	n := analysis.RoundsForSpread(math.Sqrt2*worst, target)
+	return fmt.Sprintf("for comparisons within ±2%%: vnetlab run --precision 2%% (paired rounds, stops when every interval is that narrow), about %d rounds here (a round is every cell's sample once: --max-time ≈ %d × cells × --duration)", n, n)
 }
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)

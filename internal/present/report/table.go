@@ -207,6 +207,7 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 	var paired, unpaired, met, notMet int
 	var rounds []int
 	level := 0.0
+	var widest *results.Comparison // the widest paired comparison
 	for _, c := range f.Cells {
 		for _, v := range []*results.Comparison{c.VsBaseline, c.VsPod} {
 			if v == nil || analysis.ParseVerdict(v.Verdict) == analysis.Baseline {
@@ -215,6 +216,9 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 			if v.Method == analysis.MethodPaired {
 				paired++
 				level = max(level, v.Confidence)
+				if widest == nil || v.HalfWidth > widest.HalfWidth {
+					widest = v
+				}
 			} else {
 				unpaired++
 			}
@@ -238,6 +242,10 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 	}
 	st := f.Metadata.Settings
 	if st.Precision == 0 {
+		if widest != nil && widest.HalfWidth > 0.02 {
+			fmt.Fprintf(w, "note: the widest comparison is ±%.1f%% after %d rounds; about %d rounds would bring every one within ±2%%: run --precision 2%% goes on until they are.\n",
+				100*widest.HalfWidth, widest.Pairs, analysis.RoundsFor(widest.HalfWidth, widest.Pairs, 0.02))
+		}
 		return
 	}
 	slices.Sort(rounds)

@@ -148,3 +148,21 @@ func (o Options) compareRun(cells []*results.Cell) {
 		}
 	}
 }
+
+// RoundsForSpread is about how many rounds a precision run needs for
+// every comparison's interval to reach target when each round's ratio
+// of two cells spreads by sd (its logarithm's standard deviation): the
+// planned look's confidence, the Hodges-Lehmann interval's width (within
+// 5% of a t interval's for normal spreads), padded as NextLook pads; at
+// least FirstLook.
+func RoundsForSpread(sd, target float64) int {
+	z := distuv.UnitNormal.Quantile(1 - LookAlphas[1]/2)
+	return max(FirstLook, int(math.Ceil(math.Pow(z*sd*1.05/target, 2)*lookMargin)))
+}
+
+// RoundsFor is RoundsForSpread from a comparison of n rounds whose
+// interval (at 95%) has half-width hw.
+func RoundsFor(hw float64, n int, target float64) int {
+	z := distuv.UnitNormal.Quantile(1 - stats.Alpha/2)
+	return RoundsForSpread(hw*math.Sqrt(float64(n))/z/1.05, target)
+}
