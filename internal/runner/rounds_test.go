@@ -1,15 +1,12 @@
 package runner
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
-	"github.com/vnetlab/vnetlab/internal/measure/knob"
-	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
@@ -53,30 +50,9 @@ func TestRounds(t *testing.T) {
 // a target the first look meets the run stops there and says so.
 func TestRunPrecisionPairedRounds(t *testing.T) {
 	requireLabs(t, testLabPrefix)
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := Spec{
-		Modes:     []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
-		Paths:     []string{"pod"},
-		Tests:     []engine.Test{engine.TCPRR},
-		Duration:  time.Second,
-		Repeat:    3,
-		OrderSeed: 42,
-		MaxTime:   time.Minute,
-		Summary:   analysis.Options{Precision: 0.5},
-		Settings:  knob.Settings{Streams: 1, Size: 1, Rate: knob.Unlimited},
-		Pods:      pods,
-		PodCIDR:   lab.DefaultPodCIDR,
-		LabPrefix: testLabPrefix,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	f, err := Run(ctx, spec, Provenance{}, quiet{t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := hostVethSpec(t, engine.TCPRR, 3)
+	spec.OrderSeed, spec.MaxTime, spec.Summary = 42, time.Minute, analysis.Options{Precision: 0.5}
+	f := runSpec(t, spec)
 	st := f.Metadata.Settings
 	if st.Order != OrderRandom || st.OrderSeed != 42 || st.Precision != 0.5 || !slices.Equal(st.Looks, []int{analysis.FirstLook}) {
 		t.Errorf("settings: order %q seed %d precision %g looks %v, want random, 42, 0.5, [%d]", st.Order, st.OrderSeed, st.Precision, st.Looks, analysis.FirstLook)
@@ -150,29 +126,9 @@ func TestRunDuet(t *testing.T) {
 	if a, _ := cpupin.Allowed(); len(a) < 2 {
 		t.Skip("a duet needs two CPUs")
 	}
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := Spec{
-		Modes:       []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
-		Paths:       []string{"pod"},
-		Tests:       []engine.Test{engine.TCPRR},
-		Duration:    time.Second,
-		Repeat:      6,
-		Duet:        true,
-		CPUAffinity: cpupin.MustParse(cpupin.Auto),
-		Settings:    knob.Settings{Streams: 1, Size: 1, Rate: knob.Unlimited},
-		Pods:        pods,
-		PodCIDR:     lab.DefaultPodCIDR,
-		LabPrefix:   testLabPrefix,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	f, err := Run(ctx, spec, Provenance{}, quiet{t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := hostVethSpec(t, engine.TCPRR, 6)
+	spec.Duet, spec.CPUAffinity = true, cpupin.MustParse(cpupin.Auto)
+	f := runSpec(t, spec)
 	if !f.Metadata.Settings.Duet || len(f.Cells) != 2 {
 		t.Fatalf("duet %v, %d cells", f.Metadata.Settings.Duet, len(f.Cells))
 	}

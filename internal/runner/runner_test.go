@@ -72,6 +72,39 @@ func requireLabs(t *testing.T, prefix string) {
 	})
 }
 
+// hostVethSpec is a run of test over two labs, host and veth-routed,
+// repeat rounds of 1 s samples, between the default pods.
+func hostVethSpec(t *testing.T, test engine.Test, repeat int) Spec {
+	t.Helper()
+	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{
+		Modes:     []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
+		Paths:     []string{"pod"},
+		Tests:     []engine.Test{test},
+		Duration:  time.Second,
+		Repeat:    repeat,
+		Settings:  knob.Settings{Streams: 1, Size: 1, Rate: knob.Unlimited},
+		Pods:      pods,
+		PodCIDR:   lab.DefaultPodCIDR,
+		LabPrefix: testLabPrefix,
+	}
+}
+
+// runSpec runs spec within 3 minutes; an error ends the test.
+func runSpec(t *testing.T, spec Spec) *results.File {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := Run(ctx, spec, Provenance{}, quiet{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // A real run over two labs: statistics, CPU blocks, the baseline comparison,
 // and a failed sample that is kept, marked, and not counted.
 func TestRunHostVethWithFailedSamples(t *testing.T) {
@@ -81,29 +114,10 @@ func TestRunHostVethWithFailedSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine.Register(&flaky{real: real})
-	pods, err := lab.DefaultPodSpecs(lab.DefaultPods, lab.DefaultPodCIDR, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := Spec{
-		Modes:     []ModeVariant{{Label: "host", Mode: "host"}, {Label: "veth-routed", Mode: "veth-routed"}},
-		Paths:     []string{"pod"},
-		Tests:     []engine.Test{engine.TCPStream},
-		Engine:    "st-flaky",
-		Duration:  time.Second,
-		Repeat:    3,
-		Order:     OrderFixed, // flaky fails by call count: A B A B A B
-		Settings:  knob.Settings{Streams: 1, Size: 1},
-		Pods:      pods,
-		PodCIDR:   lab.DefaultPodCIDR,
-		LabPrefix: testLabPrefix,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	f, err := Run(ctx, spec, Provenance{}, quiet{t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := hostVethSpec(t, engine.TCPStream, 3)
+	spec.Engine = "st-flaky"
+	spec.Order = OrderFixed // flaky fails by call count: A B A B A B
+	f := runSpec(t, spec)
 	if len(f.Cells) != 2 {
 		t.Fatalf("%d cells, want 2", len(f.Cells))
 	}

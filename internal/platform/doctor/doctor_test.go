@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 	"strings"
 	"testing"
 )
@@ -20,5 +21,18 @@ func TestSteadinessNote(t *testing.T) {
 	}
 	if worst := max(r.Steadiness.ArithCV, r.Steadiness.MemoryCV); (worst > steadyCV) != strings.Contains(n, "is the machine's, not its path's") {
 		t.Errorf("CVs %.3f/%.3f against %.2f, note %q", r.Steadiness.ArithCV, r.Steadiness.MemoryCV, steadyCV, n)
+	}
+	if !strings.Contains(n, "vnetlab run --precision 2%") {
+		t.Errorf("the note advises no method: %q", n)
+	}
+}
+
+// The advice's rounds grow with the machine's spread: a steady CPU needs
+// only the first look's rounds, one whose memory speed moves 6% far more.
+func TestAdviceRounds(t *testing.T) {
+	steady := advice(cpu.Steadiness{ArithCV: 0.005, MemoryCV: 0.008})
+	noisy := advice(cpu.Steadiness{ArithCV: 0.01, MemoryCV: 0.06})
+	if !strings.Contains(steady, "about 10 rounds") || !strings.Contains(noisy, "about 106 rounds") {
+		t.Errorf("steady: %q\nnoisy: %q", steady, noisy)
 	}
 }
