@@ -511,18 +511,24 @@ func TestKubeRunLabBeside(t *testing.T) {
 	if f.Cells[0].Nodes != 2 || f.Cells[2].Nodes != 0 || f.Cells[2].LabMode != "host" {
 		t.Errorf("lab cells: nodes %d and %d, %s's mode %q; want the two-node lab's host, then a one-node lab's labelled host", f.Cells[0].Nodes, f.Cells[2].Nodes, f.Cells[2].Mode, f.Cells[2].LabMode)
 	}
-	// Interleaved: every round measures lab, cluster, lab, cluster.
+	// Interleaved: every round measures each cell once, lab and cluster
+	// alike, in an order of its own (slots 1-4), before the next round.
 	for round := 0; round < 2; round++ {
-		var starts []time.Time
+		slots := map[int]bool{}
 		for _, c := range f.Cells {
-			if len(c.Samples) > round {
-				starts = append(starts, c.Samples[round].Start)
+			s := c.Samples[round]
+			slots[s.Slot] = true
+			if s.RoundIndex != round+1 {
+				t.Errorf("%s sample %d: round %d", c.ID(), round+1, s.RoundIndex)
+			}
+			for _, o := range f.Cells {
+				if round > 0 && !s.Start.After(o.Samples[round-1].Start) {
+					t.Errorf("%s's sample of round %d started before %s's of round %d", c.ID(), round+1, o.ID(), round)
+				}
 			}
 		}
-		for i := 1; i < len(starts); i++ {
-			if !starts[i].After(starts[i-1]) {
-				t.Errorf("round %d: samples not in the order lab, cluster, lab, cluster: %v", round+1, starts)
-			}
+		if len(slots) != len(f.Cells) {
+			t.Errorf("round %d: slots %v, want one per cell", round+1, slots)
 		}
 	}
 	for i, c := range f.Cells {
