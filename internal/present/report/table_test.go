@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
@@ -156,5 +158,48 @@ func TestTableLatencyCounts(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// A precision run's table: each paired comparison with its half-width and
+// whether it met the target (after how many rounds), and the legend says
+// the method, the looks' confidence and how many met it; a run of fixed
+// rounds whose comparisons are wider says how many rounds would do.
+func TestTablePairedPrecision(t *testing.T) {
+	cell := func(mode string, vals []float64) *results.Cell {
+		c := &results.Cell{Mode: mode, Path: "pod", Test: "tcp_rr", Unit: "trans/s"}
+		for i, v := range vals {
+			c.Samples = append(c.Samples, results.Sample{Result: results.Result{Value: v}, Valid: true, RoundIndex: i + 1, Slot: 1,
+				Start: time.Date(2026, 1, 1, 0, 0, 10*i, 0, time.UTC)})
+		}
+		return c
+	}
+	var base, tight, loose []float64
+	for i := range 12 {
+		drift := 1 + 0.1*float64(i%3)
+		base = append(base, 100*drift)
+		tight = append(tight, 110*drift*(1+0.002*float64(i%2)))
+		loose = append(loose, 120*drift*(1+0.2*float64(i%2)))
+	}
+	loose[0] *= 1.3
+	f := &results.File{SchemaVersion: results.SchemaVersion}
+	f.Metadata.Settings = results.Settings{Baseline: "a", Precision: 0.02, MaxTime: "6m0s", Looks: []int{10, 12}}
+	f.Cells = []*results.Cell{cell("a", base), cell("b", tight), cell("c", loose)}
+	analysis.Analyze(f.Cells, analysis.Options{Baseline: "a", Precision: 0.02, Looks: []int{10, 12}})
+	var b bytes.Buffer
+	Table(&b, f, false)
+	out := b.String()
+	for _, want := range []string{"faster (p=0.002) ±0.1% met at 10", "not met", "paired by round (2 comparisons)", "signed-rank 96.5% CI",
+		"precision ±2%: 1 of 2 comparisons met it, after 10-10 rounds; the run took 12 rounds"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	f.Metadata.Settings = results.Settings{Baseline: "a"}
+	analysis.Analyze(f.Cells, analysis.Options{Baseline: "a"})
+	b.Reset()
+	Table(&b, f, false)
+	if !strings.Contains(b.String(), "rounds would bring every one within ±2%: run --precision 2%") {
+		t.Errorf("a fixed run wider than ±2%% suggests no precision run:\n%s", b.String())
 	}
 }

@@ -393,6 +393,16 @@ func comparisonText(vb *results.Comparison) string {
 	if vb.Test != "" && !math.IsNaN(vb.PValue) {
 		s += fmt.Sprintf(" (p=%.3f)", vb.PValue)
 	}
+	if vb.Method == analysis.MethodPaired && vb.HalfWidth > 0 {
+		s += fmt.Sprintf(" ±%.1f%%", 100*vb.HalfWidth)
+		switch {
+		case vb.PrecisionMet == nil:
+		case *vb.PrecisionMet:
+			s += fmt.Sprintf(" met at %d", vb.MetAtRound)
+		default:
+			s += " not met"
+		}
+	}
 	return s
 }
 
