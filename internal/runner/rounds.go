@@ -134,8 +134,10 @@ func (o order) next(cells []Planned) []Planned {
 	return out
 }
 
-// orderSeed is the spec's seed, or one drawn now when it has none (0).
-func (s Spec) orderSeed() uint64 {
+// DrawnOrderSeed is the spec's seed, or one drawn now when it has none
+// (0): set it before the run's metadata (Begin) so the file records the
+// seed its rounds were shuffled with.
+func (s Spec) DrawnOrderSeed() uint64 {
 	if s.OrderSeed == 0 && s.Order != OrderFixed {
 		return rand.Uint64() | 1
 	}

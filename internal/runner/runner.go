@@ -35,7 +35,7 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	spec.OrderSeed = spec.orderSeed()
+	spec.OrderSeed = spec.DrawnOrderSeed()
 	p, err := newPlan(spec, prog)
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func Execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, met
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	spec.OrderSeed = spec.orderSeed()
+	spec.OrderSeed = spec.DrawnOrderSeed()
 	_, err := measureCells(ctx, spec, cells, all(cells), prog, meter)
 	return err
 }
