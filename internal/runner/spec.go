@@ -419,7 +419,7 @@ func (spec Spec) checkRounds() error {
 		return field.Errorf("precision", "{precision} %g is not a share of the ratio: use e.g. 2%% (0 < precision < 100%%)", p)
 	}
 	if p > 0 && spec.MaxTime < spec.Duration*time.Duration(analysis.FirstLook) {
-		return field.Errorf("max_time", "{max_time} %s leaves no room for a precision run's first %d rounds: give it at least %s a cell", spec.MaxTime, analysis.FirstLook, spec.Duration*time.Duration(analysis.FirstLook))
+		return field.Errorf("max_time", "{max_time} %s is shorter than a precision run's first %d rounds (%s for each cell at {duration} %s): give it more", spec.MaxTime, analysis.FirstLook, spec.Duration*time.Duration(analysis.FirstLook), spec.Duration)
 	}
 	return nil
 }
