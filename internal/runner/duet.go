@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
-	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
@@ -94,24 +92,24 @@ func duetPairs(cells []Planned, baseline string) ([][2]Planned, error) {
 // duetRound runs one measured round of a duet: the pairs in the round's
 // order, each pair's two samples at once, the baseline's side on the
 // first CPU in odd rounds and on the second in even ones.
-func duetRound(ctx context.Context, spec Spec, pairs [][2]Planned, o order, step *int, measured int, prog Progress, pc *pktstat.Counter) error {
+func (rr *roundRunner) duetRound(ctx context.Context) error {
 	cpus, err := duetCPUs(mustAllowed())
 	if err != nil {
 		return err
 	}
-	locked := &lockedProgress{Progress: prog}
-	for slot, pr := range o.nextPairs(pairs) {
+	locked := &lockedProgress{Progress: rr.prog}
+	for slot, pr := range rr.order.nextPairs(rr.pairs) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var wg sync.WaitGroup
 		for side, c := range pr {
-			cpu := cpus[(side+measured)%2]
-			*step++
-			prog.Sample(*step, fmt.Sprintf("%s (duet, CPU %d)", c.Cell.ID(), cpu))
+			cpu := cpus[(side+rr.measured)%2]
+			rr.step++
+			rr.prog.Sample(rr.step, fmt.Sprintf("%s (duet, CPU %d)", c.Cell.ID(), cpu))
 			wg.Go(func() {
-				sample(ctx, spec, c, measuredRound, locked, (*profile.Collector)(nil), nil, pc,
-					place{round: measured, slot: slot + 1, pins: &cpupin.Pins{Pinned: true, Client: cpu, Server: cpu}})
+				sample(ctx, rr.spec, c, measuredRound, locked, nil, nil, rr.pc,
+					place{round: rr.measured, slot: slot + 1, pins: &cpupin.Pins{Pinned: true, Client: cpu, Server: cpu}})
 			})
 		}
 		wg.Wait()

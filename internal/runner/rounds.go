@@ -1,12 +1,16 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
@@ -159,4 +163,86 @@ func ParseShare(v string) (float64, error) {
 		return 0, fmt.Errorf("%q is not a share between 0 and 100%%: write it as 2%% or 0.02", v)
 	}
 	return x, nil
+}
+
+// roundRunner runs a run's rounds one by one: each round every cell once,
+// in the round's order (a duet's measured rounds: two cells at once).
+type roundRunner struct {
+	spec  Spec
+	cells []Planned
+	pairs [][2]Planned // a duet's cells, two by two
+	order order
+	prog  Progress
+	col   *profile.Collector
+	meter NodeMeter
+	pc    *pktstat.Counter
+
+	step      int           // samples taken, for the progress
+	measured  int           // measured rounds so far
+	roundTime time.Duration // the measured rounds' (and their profile rounds') time so far
+}
+
+// run runs one round of kind r.
+func (rr *roundRunner) run(ctx context.Context, r round) error {
+	began := time.Now()
+	if r == measuredRound || r == profileRound {
+		defer func() { rr.roundTime += time.Since(began) }()
+	}
+	if r == measuredRound {
+		rr.measured++
+		if rr.spec.Duet {
+			return rr.duetRound(ctx)
+		}
+	}
+	for slot, c := range rr.order.next(rr.cells) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r == proofRound && !proves(c, rr.pc) {
+			continue // a proof round skips the cells with nothing of their own to count (a cluster's)
+		}
+		if p := c.Cell.Policies; p != nil && p.NotApplied != "" && (r == measuredRound || r == profileRound) {
+			continue // its policies are not proven in force: never measured as if they were
+		}
+		rr.step++
+		rr.prog.Sample(rr.step, c.Cell.ID().String()+r.label())
+		sample(ctx, rr.spec, c, r, rr.prog, rr.col, rr.meter, rr.pc, place{round: rr.measured, slot: slot + 1})
+	}
+	return nil
+}
+
+// untilPrecise is a precision run after its first rounds: it looks at the
+// comparisons as analysis.NextLook says, and measures the rounds each
+// look plans, within MaxTime of measured rounds; it returns the measured
+// rounds at each look.
+func (rr *roundRunner) untilPrecise(ctx context.Context) ([]int, error) {
+	var looks []int
+	perRound := 1 // a measured round and, profiled, its profile round
+	if rr.spec.Profile {
+		perRound = 2
+	}
+	for {
+		looks = append(looks, rr.measured)
+		o := rr.spec.Summary
+		o.Looks = looks
+		avg := rr.roundTime / time.Duration(max(rr.measured, 1))
+		maxRounds := rr.measured + int((rr.spec.MaxTime-rr.roundTime)/max(avg, time.Millisecond))
+		next, stop := analysis.NextLook(all(rr.cells), o, maxRounds)
+		if stop {
+			rr.prog.Note("precision: stopped after %d rounds (looks at %v)", rr.measured, looks)
+			return looks, nil
+		}
+		rr.prog.Note("precision: %d rounds so far; the widest comparison needs about %d (%s a round)", rr.measured, next, avg.Round(time.Second))
+		rr.prog.Begin(rr.step + (next-rr.measured)*perRound*len(rr.cells))
+		for rr.measured < next {
+			if err := rr.run(ctx, measuredRound); err != nil {
+				return looks, err
+			}
+			if rr.spec.Profile {
+				if err := rr.run(ctx, profileRound); err != nil {
+					return looks, err
+				}
+			}
+		}
+	}
 }

@@ -201,86 +201,24 @@ func execute(ctx context.Context, spec Spec, cells []Planned, prog Progress, col
 	}
 	proof := pc != nil || slices.ContainsFunc(cells, func(c Planned) bool { return c.Policy != nil })
 	rs := spec.rounds(proof)
-	o := newOrder(spec)
-	prog.Begin(stepsOf(rs, cells, pc))
-	defer prog.End()
-	var pairs [][2]Planned
+	rr := &roundRunner{spec: spec, cells: cells, order: newOrder(spec), prog: prog, col: col, meter: meter, pc: pc}
 	if spec.Duet {
 		var err error
-		if pairs, err = duetPairs(cells, spec.Summary.Baseline); err != nil {
+		if rr.pairs, err = duetPairs(cells, spec.Summary.Baseline); err != nil {
 			return nil, err
 		}
 	}
-	step, measured := 0, 0
-	var roundTime time.Duration // the measured rounds' (and their profile rounds') time so far
-	runRound := func(r round) error {
-		began := time.Now()
-		if r == measuredRound {
-			measured++
-		}
-		if r == measuredRound && spec.Duet {
-			err := duetRound(ctx, spec, pairs, o, &step, measured, prog, pc)
-			roundTime += time.Since(began)
-			return err
-		}
-		for slot, c := range o.next(cells) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if r == proofRound && !proves(c, pc) {
-				continue // a proof round skips the cells with nothing of their own to count (a cluster's)
-			}
-			if p := c.Cell.Policies; p != nil && p.NotApplied != "" && (r == measuredRound || r == profileRound) {
-				continue // its policies are not proven in force: never measured as if they were
-			}
-			step++
-			prog.Sample(step, c.Cell.ID().String()+r.label())
-			sample(ctx, spec, c, r, prog, col, meter, pc, place{round: measured, slot: slot + 1})
-		}
-		if r == measuredRound || r == profileRound {
-			roundTime += time.Since(began)
-		}
-		return nil
-	}
+	prog.Begin(stepsOf(rs, cells, pc))
+	defer prog.End()
 	for _, r := range rs {
-		if err := runRound(r); err != nil {
+		if err := rr.run(ctx, r); err != nil {
 			return nil, err
 		}
 	}
 	if spec.Summary.Precision == 0 {
 		return nil, nil
 	}
-	// A precision run: more rounds, looked at as analysis.NextLook says,
-	// within MaxTime of the first measured round.
-	var looks []int
-	perRound := 1 // a measured round and, profiled, its profile round
-	if spec.Profile {
-		perRound = 2
-	}
-	for {
-		looks = append(looks, measured)
-		o := spec.Summary
-		o.Looks = looks
-		avg := roundTime / time.Duration(max(measured, 1))
-		maxRounds := measured + int((spec.MaxTime-roundTime)/max(avg, time.Millisecond))
-		next, stop := analysis.NextLook(all(cells), o, maxRounds)
-		if stop {
-			prog.Note("precision: stopped after %d rounds (looks at %v)", measured, looks)
-			return looks, nil
-		}
-		prog.Note("precision: %d rounds so far; the widest comparison needs about %d (%s a round)", measured, next, avg.Round(time.Second))
-		prog.Begin(step + (next-measured)*perRound*len(cells))
-		for measured < next {
-			if err := runRound(measuredRound); err != nil {
-				return looks, err
-			}
-			if spec.Profile {
-				if err := runRound(profileRound); err != nil {
-					return looks, err
-				}
-			}
-		}
-	}
+	return rr.untilPrecise(ctx)
 }
 
 // stepsOf is how many samples rounds rs take of cells.
