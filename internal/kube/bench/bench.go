@@ -135,7 +135,7 @@ func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progre
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	s.Measure.ClusterPolicies = true // its settings name no lab policy provider
+	s.Measure.ClusterPolicies = true                 // its settings name no lab policy provider
 	s.Measure.OrderSeed = s.Measure.DrawnOrderSeed() // one seed, recorded, for every configuration's rounds
 	res := &results.File{SchemaVersion: results.SchemaVersion, Metadata: runner.Begin(prov, s.Measure)}
 	res.Metadata.Settings.Tolerance = s.Tolerance
