@@ -91,7 +91,8 @@ func duetPairs(cells []Planned, baseline string) ([][2]Planned, error) {
 
 // duetRound runs one measured round of a duet: the pairs in the round's
 // order, each pair's two samples at once, the baseline's side on the
-// first CPU in odd rounds and on the second in even ones.
+// second CPU in odd rounds and on the first in even ones. A pair either
+// of whose cells has policies not proven in force is not measured.
 func (rr *roundRunner) duetRound(ctx context.Context) error {
 	cpus, err := duetCPUs(mustAllowed())
 	if err != nil {
@@ -102,14 +103,20 @@ func (rr *roundRunner) duetRound(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var wg sync.WaitGroup
+		if notInForce(pr[0]) || notInForce(pr[1]) {
+			continue
+		}
+		var pins [2]cpupin.Pins
 		for side, c := range pr {
 			cpu := cpus[(side+rr.measured)%2]
+			pins[side] = cpupin.Pins{Pinned: true, Client: cpu, Server: cpu}
 			rr.step++
 			rr.prog.Sample(rr.step, fmt.Sprintf("%s (duet, CPU %d)", c.Cell.ID(), cpu))
+		}
+		var wg sync.WaitGroup
+		for side, c := range pr {
 			wg.Go(func() {
-				sample(ctx, rr.spec, c, measuredRound, locked, nil, nil, rr.pc,
-					place{round: rr.measured, slot: slot + 1, pins: &cpupin.Pins{Pinned: true, Client: cpu, Server: cpu}})
+				sample(ctx, rr.spec, c, measuredRound, locked, nil, nil, rr.pc, place{round: rr.measured, slot: slot + 1, pins: &pins[side]})
 			})
 		}
 		wg.Wait()

@@ -201,7 +201,7 @@ func (rr *roundRunner) run(ctx context.Context, r round) error {
 		if r == proofRound && !proves(c, rr.pc) {
 			continue // a proof round skips the cells with nothing of their own to count (a cluster's)
 		}
-		if p := c.Cell.Policies; p != nil && p.NotApplied != "" && (r == measuredRound || r == profileRound) {
+		if (r == measuredRound || r == profileRound) && notInForce(c) {
 			continue // its policies are not proven in force: never measured as if they were
 		}
 		rr.step++
@@ -210,6 +210,10 @@ func (rr *roundRunner) run(ctx context.Context, r round) error {
 	}
 	return nil
 }
+
+// notInForce: the cell's policies were not proven in force by its proof
+// round, so it is never measured as if they were.
+func notInForce(c Planned) bool { p := c.Cell.Policies; return p != nil && p.NotApplied != "" }
 
 // untilPrecise is a precision run after its first rounds: it looks at the
 // comparisons as analysis.NextLook says, and measures the rounds each
@@ -232,9 +236,13 @@ func (rr *roundRunner) untilPrecise(ctx context.Context) ([]int, error) {
 			rr.prog.Note("precision: stopped after %d rounds (looks at %v)", rr.measured, looks)
 			return looks, nil
 		}
-		rr.prog.Note("precision: %d rounds so far; the widest comparison needs about %d (%s a round)", rr.measured, next, avg.Round(time.Second))
+		why := "the widest comparison needs about"
+		if next == maxRounds {
+			why = "--max-time allows"
+		}
+		rr.prog.Note("precision: %d rounds so far; %s %d (%s a round)", rr.measured, why, next, avg.Round(time.Second))
 		rr.prog.Begin(rr.step + (next-rr.measured)*perRound*len(rr.cells))
-		for rr.measured < next {
+		for rr.measured < next && rr.roundTime < rr.spec.MaxTime {
 			if err := rr.run(ctx, measuredRound); err != nil {
 				return looks, err
 			}

@@ -320,7 +320,11 @@ func interference(files map[string]*results.File) {
 			}
 			seen[k] = true
 			cmp := analysis.Compare(c.Values(), s.Values(), analysis.HigherIsBetter(c.Unit))
-			fmt.Printf("  %s: %.3f [%.3f, %.3f]\n", k, cmp.Ratio, cmp.RatioCI[0], cmp.RatioCI[1])
+			ci := "[no CI]"
+			if cmp.HasCI {
+				ci = fmt.Sprintf("[%.3f, %.3f]", cmp.RatioCI[0], cmp.RatioCI[1])
+			}
+			fmt.Printf("  %s: %.3f %s\n", k, cmp.Ratio, ci)
 		}
 	}
 }

@@ -96,6 +96,12 @@ func (s Spec) Validate() error {
 	if s.Cluster.Local != "" && (s.Cluster.Kubeconfig != "" || s.Cluster.Context != "") {
 		return field.Errorf("cluster", "give either {cluster} or {kubeconfig}/{context}, not both")
 	}
+	if s.Measure.Summary.Precision > 0 {
+		return field.Errorf("precision", "{precision} is run's: kube run measures its configurations and Services in runs of their own, whose looks its comparisons cannot spend the error over; give --repeat")
+	}
+	if s.Measure.Duet {
+		return field.Errorf("duet", "{duet} is run's: a cluster's pods run where the scheduler puts them, not on a CPU each")
+	}
 	if s.Measure.Profile && s.Cluster.Local == "" && len(s.Configs) == 0 {
 		return field.Errorf("profile", "{profile} samples this machine's CPUs, which run only a local cluster's nodes: measure one with {cluster} NAME, or drop {profile}")
 	}

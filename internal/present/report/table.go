@@ -180,7 +180,7 @@ func legend(w io.Writer, f *results.File, baseline string) {
 	tooFew := map[string]float64{}
 	for _, c := range f.Cells {
 		v := c.VsBaseline
-		if v == nil || v.MinPValue < stats.Alpha {
+		if v == nil || v.MinPValue < stats.Alpha || v.Method == analysis.MethodPaired {
 			continue
 		}
 		if verdict := analysis.ParseVerdict(v.Verdict); verdict == analysis.Baseline || verdict == analysis.NoVerdict {
@@ -230,15 +230,16 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 			}
 		}
 	}
-	conf := "95%"
-	if level > 0 {
-		conf = strconv.FormatFloat(level*100, 'f', -1, 64) + "%"
+	if level == 0 {
+		level = 1 - stats.Alpha
 	}
+	conf := strconv.FormatFloat(level*100, 'f', -1, 64) + "%"
+	alpha := strconv.FormatFloat(1-level, 'g', 3, 64)
 	if paired > 0 {
-		fmt.Fprintf(w, "vs %s: paired by round (%d comparisons): the ratio of each round's two samples, their Hodges-Lehmann centre [signed-rank %s CI] and a two-sided Wilcoxon signed-rank verdict: faster/slower, \"~\" = not significant.\n", baseline, paired, conf)
+		fmt.Fprintf(w, "vs %s: paired by round (%d comparisons): the ratio of each round's two samples, their Hodges-Lehmann centre [signed-rank %s CI] and a two-sided Wilcoxon signed-rank verdict at p < %s: faster/slower, \"~\" = not significant; ± = the interval's half-width.\n", baseline, paired, conf, alpha)
 	}
 	if unpaired > 0 {
-		fmt.Fprintf(w, "vs %s, unpaired (%d comparisons: fewer than %d rounds in common, or no rounds recorded): ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05.\n", baseline, unpaired, analysis.MinPairs)
+		fmt.Fprintf(w, "vs %s, unpaired (%d comparisons: cells of different runs, fewer than %d rounds in common, or no rounds recorded): ratio of medians [bootstrap 95%% CI] and a two-sided Mann-Whitney U verdict at p < 0.05.\n", baseline, unpaired, analysis.MinPairs)
 	}
 	st := f.Metadata.Settings
 	if st.Precision == 0 {
@@ -246,6 +247,10 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 			fmt.Fprintf(w, "note: the widest comparison is ±%.1f%% after %d rounds; about %d rounds would bring every one within ±2%%: run --precision 2%% goes on until they are.\n",
 				100*widest.HalfWidth, widest.Pairs, analysis.RoundsFor(widest.HalfWidth, widest.Pairs, 0.02))
 		}
+		return
+	}
+	if met+notMet == 0 {
+		fmt.Fprintf(w, "precision ±%s: no comparison was paired by round, so none could be run to it.\n", strconv.FormatFloat(st.Precision*100, 'f', -1, 64)+"%")
 		return
 	}
 	slices.Sort(rounds)

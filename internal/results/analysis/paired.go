@@ -93,12 +93,24 @@ func CompareCells(c, b *results.Cell, higherBetter bool) Comparison {
 }
 
 // compareAt is CompareCells on the rounds up to at's (0: all), a paired
-// comparison at at's confidence (an unpaired one is always at 95%).
+// comparison at at's confidence (an unpaired one is always at 95%). A
+// round with a value that is not positive has no ratio: such cells are
+// compared unpaired.
 func compareAt(c, b *results.Cell, higherBetter bool, at look) Comparison {
-	if x, base := pairsUpTo(c, b, at.rounds); len(x) >= MinPairs {
+	if x, base := pairsUpTo(c, b, at.rounds); len(x) >= MinPairs && allPositive(x) && allPositive(base) {
 		return comparePaired(x, base, higherBetter, at.alpha())
 	}
 	return Compare(c.Values(), b.Values(), higherBetter)
+}
+
+// allPositive: every value is above 0 (and none is NaN).
+func allPositive(v []float64) bool {
+	for _, x := range v {
+		if !(x > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // ComparePaired sets x beside base round by round (x[i] and base[i] were
@@ -119,18 +131,23 @@ func comparePaired(x, base []float64, higherBetter bool, alpha float64) Comparis
 	n := min(len(x), len(base))
 	c := Comparison{P: math.NaN(), WelchP: math.NaN(), MinP: stats.MinSignedRankP(n), Method: MethodPaired, Pairs: n, Alpha: alpha}
 	d := make([]float64, 0, n)
+	same := true // every round's two values equal
 	for i := range n {
-		if x[i] <= 0 || base[i] <= 0 {
+		if !(x[i] > 0) || !(base[i] > 0) {
 			c.Note = fmt.Sprintf("round %d: a value of 0 or less has no ratio", i+1)
 			return c
 		}
 		d = append(d, math.Log(x[i]/base[i]))
+		same = same && d[i] == 0
 	}
 	if n == 0 {
 		c.Note = "no round with a valid sample on both sides"
 		return c
 	}
 	est, lo, hi, ok := stats.HodgesLehmann(d, 1-alpha)
+	if same { // no round differed: the ratio is 1, exactly
+		est, lo, hi, ok = 0, 0, 0, true
+	}
 	c.Ratio = math.Exp(est)
 	if ok {
 		c.RatioCI, c.HasCI = [2]float64{math.Exp(lo), math.Exp(hi)}, true
@@ -156,10 +173,11 @@ func verdict(significant bool, ratio float64, higherBetter bool) Verdict {
 	return Worse
 }
 
-// HalfWidth is the comparison's 95% interval half-width as a share of its
-// ratio ((hi-lo)/2/ratio); +Inf without an interval.
+// HalfWidth is the comparison's interval half-width as a share of its
+// ratio ((hi-lo)/2/ratio; the interval at the comparison's confidence);
+// +Inf without an interval or a positive ratio.
 func (c Comparison) HalfWidth() float64 {
-	if !c.HasCI || c.Ratio <= 0 {
+	if !c.HasCI || !(c.Ratio > 0) {
 		return math.Inf(1)
 	}
 	return (c.RatioCI[1] - c.RatioCI[0]) / 2 / c.Ratio

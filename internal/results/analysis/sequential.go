@@ -14,12 +14,14 @@ import (
 // comparisons at most len(LookAlphas) times. Stopping when an interval is
 // narrow selects intervals that are narrow by chance: looked at after
 // every round with 95% intervals, 5.8-7.3% of A/A comparisons came out
-// significant (sequential_test.go). So the 5% error is spent over the
-// looks: the interval of look k is at confidence 1-LookAlphas[k], and
-// since the shares add up to 5%, the chance that any look's interval
-// misses the true ratio is at most 5% whenever the run stops (the union
-// bound; measured: 2.4-3.6% false positives). Most of it goes to the
-// second look, the one planned to meet the target.
+// significant. So the 5% error is spent over the looks: the interval of
+// look k is at confidence 1-LookAlphas[k], and the shares add up to 5%.
+// Were each look's interval at its level whatever came before, the chance
+// that any look's interval misses the true ratio would be at most 5%
+// whenever the run stops (the union bound); the rounds a look plans
+// depend on the spread seen so far, so that is an approximation, measured
+// at 2.4-3.6% false positives (sequential_test.go, paired_test.go). Most
+// of it goes to the second look, the one planned to meet the target.
 var LookAlphas = []float64{0.005, 0.035, 0.01}
 
 // FirstLook is the fewest measured rounds a precision run takes before
@@ -80,29 +82,29 @@ func NextLook(cells []*results.Cell, o Options, maxRounds int) (next int, stop b
 	n := float64(at.rounds)
 	z := func(a float64) float64 { return distuv.UnitNormal.Quantile(1 - a/2) }
 	need := n * math.Pow(w95/o.Precision*z(LookAlphas[i+1])/z(stats.Alpha), 2) * lookMargin
-	if math.IsInf(w95, 1) || need > float64(maxRounds) {
+	if math.IsInf(w95, 1) || math.IsNaN(need) || need > float64(maxRounds) {
 		need = float64(maxRounds)
 	}
-	next = int(math.Ceil(need))
-	if next <= at.rounds {
+	// At least half again as many rounds: a 95% interval already narrow
+	// enough says little about the next look's, which is wider.
+	next = min(max(int(math.Ceil(need)), at.rounds+max(1, at.rounds/2)), maxRounds)
+	if next <= at.rounds { // only the time left stops it here
 		return 0, true
 	}
 	return next, false
 }
 
 // widestOf is the widest half-width of the cells' comparisons that a
-// precision target applies to: every paired comparison (one that is not
-// paired has too few rounds on a side, a failed cell, and more rounds
-// will not make it narrower).
+// precision target applies to (precise).
 func widestOf(cells []*results.Cell) float64 {
 	w := 0.0
 	for _, c := range cells {
 		for _, cmp := range []*results.Comparison{c.VsBaseline, c.VsPod} {
-			if cmp == nil || cmp.Method != MethodPaired || cmp.Verdict == Baseline.ResultsWord() {
+			if !precise(cmp) {
 				continue
 			}
 			hw := math.Inf(1)
-			if cmp.HalfWidth > 0 {
+			if len(cmp.RatioCI95) == 2 {
 				hw = cmp.HalfWidth
 			}
 			w = math.Max(w, hw)
@@ -111,12 +113,24 @@ func widestOf(cells []*results.Cell) float64 {
 	return w
 }
 
+// precise says whether a precision target applies to a comparison: a
+// paired one with a verdict. One that is not paired has too few rounds on
+// a side or a failed cell, one without a verdict values that have no
+// ratio: more rounds make neither narrower.
+func precise(cmp *results.Comparison) bool {
+	if cmp == nil || cmp.Method != MethodPaired {
+		return false
+	}
+	v := ParseVerdict(cmp.Verdict)
+	return v != Baseline && v != NoVerdict
+}
+
 // compareRun fills every comparison of a run's cells as its last look
 // saw them and, in a precision run, records on each whether it met the
 // target and at which look's rounds it first did.
 func (o Options) compareRun(cells []*results.Cell) {
-	compareAll(cells, o, o.lookAt(len(o.Looks)-1))
 	if o.Precision == 0 || len(o.Looks) == 0 {
+		compareAll(cells, o, o.lookAt(len(o.Looks)-1))
 		return
 	}
 	type key struct {
@@ -128,7 +142,7 @@ func (o Options) compareRun(cells []*results.Cell) {
 		compareAll(cells, o, o.lookAt(i))
 		for _, c := range cells {
 			for k, cmp := range map[key]*results.Comparison{{c, false}: c.VsBaseline, {c, true}: c.VsPod} {
-				if cmp != nil && cmp.Method == MethodPaired && cmp.HalfWidth > 0 && cmp.HalfWidth <= o.Precision && met[k] == 0 {
+				if metTarget(cmp, o.Precision) && met[k] == 0 {
 					met[k] = o.Looks[i]
 				}
 			}
@@ -137,10 +151,10 @@ func (o Options) compareRun(cells []*results.Cell) {
 	compareAll(cells, o, o.lookAt(len(o.Looks)-1))
 	for _, c := range cells {
 		for k, cmp := range map[key]*results.Comparison{{c, false}: c.VsBaseline, {c, true}: c.VsPod} {
-			if cmp == nil || cmp.Verdict == Baseline.ResultsWord() || cmp.Method != MethodPaired {
+			if !precise(cmp) {
 				continue
 			}
-			ok := cmp.HalfWidth > 0 && cmp.HalfWidth <= o.Precision
+			ok := metTarget(cmp, o.Precision)
 			cmp.PrecisionMet = &ok
 			if ok {
 				cmp.MetAtRound = met[k]
@@ -165,4 +179,9 @@ func RoundsForSpread(sd, target float64) int {
 func RoundsFor(hw float64, n int, target float64) int {
 	z := distuv.UnitNormal.Quantile(1 - stats.Alpha/2)
 	return RoundsForSpread(hw*math.Sqrt(float64(n))/z/1.05, target)
+}
+
+// metTarget: a precise comparison whose interval is within target.
+func metTarget(cmp *results.Comparison, target float64) bool {
+	return precise(cmp) && len(cmp.RatioCI95) == 2 && cmp.HalfWidth <= target
 }

@@ -253,7 +253,9 @@ func toResults(c Comparison, baseline string) *results.Comparison {
 	}
 	if c.HasCI {
 		r.RatioCI95 = c.RatioCI[:]
-		r.HalfWidth = c.HalfWidth()
+		if hw := c.HalfWidth(); !math.IsInf(hw, 0) && !math.IsNaN(hw) {
+			r.HalfWidth = hw
+		}
 	}
 	if c.Alpha != 0 && c.Alpha != stats.Alpha {
 		r.Confidence = 1 - c.Alpha

@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"errors"
 	"math"
 	"sort"
 	"sync"
@@ -61,23 +60,31 @@ func MinSignedRankP(n int) float64 {
 	return math.Min(1, 2/math.Pow(2, float64(n)))
 }
 
-// ErrNoPairs: every difference was 0 (or there were none).
-var ErrNoPairs = errors.New("no non-zero paired differences")
-
-// SignedRank is the two-sided Wilcoxon signed-rank test of "d is
-// symmetric about 0" (d: the paired differences). Zeros are dropped
-// (Wilcoxon's convention). Exact distribution up to exactSignedRankMax
-// pairs without ties in |d|; the normal approximation, with the ties'
-// variance correction and a continuity correction, otherwise. The
-// statistic is T+, the sum of the positive differences' ranks.
-func SignedRank(d []float64) (TestResult, error) {
-	abs := make([]float64, 0, len(d))
-	pos := make([]bool, 0, len(d))
+// nonZero is d without its zeros and NaNs: a pair that did not differ
+// at all tells neither side (Wilcoxon's convention, kept alike by the test
+// and the interval so that they agree).
+func nonZero(d []float64) []float64 {
+	var out []float64
 	for _, v := range d {
 		if v != 0 && !math.IsNaN(v) {
-			abs = append(abs, math.Abs(v))
-			pos = append(pos, v > 0)
+			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// SignedRank is the two-sided Wilcoxon signed-rank test of "d is
+// symmetric about 0" (d: the paired differences; zeros dropped, nonZero).
+// The null distribution is exact up to exactSignedRankMax pairs, ties in
+// |d| too (their mid-ranks, doubled to integers); the normal
+// approximation, with the ties' variance correction and a continuity
+// correction, beyond. The statistic is T+, the sum of the positive
+// differences' ranks.
+func SignedRank(d []float64) (TestResult, error) {
+	d = nonZero(d)
+	var abs []float64
+	for _, v := range d {
+		abs = append(abs, math.Abs(v))
 	}
 	n := len(abs)
 	if n == 0 {
@@ -88,40 +95,48 @@ func SignedRank(d []float64) (TestResult, error) {
 		idx[i] = i
 	}
 	sort.Slice(idx, func(a, b int) bool { return abs[idx[a]] < abs[idx[b]] })
-	ranks := make([]float64, n)
-	ties := 0.0 // sum of t³-t over groups of tied |d|
+	ranks2 := make([]int, n) // doubled mid-ranks, 1-based
+	ties := false
 	for i := 0; i < n; {
 		j := i
 		for j+1 < n && abs[idx[j+1]] == abs[idx[i]] {
 			j++
 		}
 		for k := i; k <= j; k++ {
-			ranks[idx[k]] = float64(i+j+2) / 2
+			ranks2[idx[k]] = i + j + 2
 		}
-		if t := float64(j - i + 1); t > 1 {
-			ties += t*t*t - t
-		}
+		ties = ties || j > i
 		i = j + 1
 	}
-	tplus := 0.0
-	for i, r := range ranks {
-		if pos[i] {
-			tplus += r
+	weights := ranks2 // each difference's doubled rank
+	t2 := 0           // 2·T+
+	for i, v := range d {
+		if v > 0 {
+			t2 += ranks2[i]
 		}
 	}
-	m := float64(n*(n+1)) / 2
-	if ties == 0 && n <= exactSignedRankMax {
-		cdf := signedRankCDF(n)
-		t := int(tplus)
-		lower := cdf[t]
-		upper := 1.0 // P(T+ >= t)
-		if t > 0 {
-			upper = 1 - cdf[t-1]
+	tplus := float64(t2) / 2
+	if len(weights) <= exactSignedRankMax {
+		var lower, upper float64 // P(T2 <= t2), P(T2 >= t2)
+		if !ties {
+			cdf := signedRankCDF(n)
+			t := t2 / 2
+			lower = cdf[t]
+			upper = 1
+			if t > 0 {
+				upper = 1 - cdf[t-1]
+			}
+		} else {
+			lower, upper = weightedTails(weights, t2)
 		}
 		return TestResult{Statistic: tplus, P: math.Min(1, 2*math.Min(lower, upper))}, nil
 	}
-	mean := m / 2
-	sd := math.Sqrt(float64(n*(n+1)*(2*n+1))/24 - ties/48)
+	mean, variance := 0.0, 0.0
+	for _, w := range weights {
+		mean += float64(w) / 4
+		variance += float64(w) * float64(w) / 16
+	}
+	sd := math.Sqrt(variance)
 	if sd == 0 {
 		return TestResult{Statistic: tplus, P: 1}, nil
 	}
@@ -132,8 +147,41 @@ func SignedRank(d []float64) (TestResult, error) {
 	return TestResult{Statistic: tplus, P: math.Min(1, 2*distuv.UnitNormal.Survival(z))}, nil
 }
 
-// HodgesLehmann is the paired differences' location with its confidence
-// interval at level conf, both from the signed-rank test: the estimate is
+// weightedTails are P(S <= t) and P(S >= t) for S the sum of a subset of
+// weights, each in it with probability 1/2 (the signed-rank statistic's
+// null distribution with tied or zero differences, in doubled ranks).
+func weightedTails(weights []int, t int) (lower, upper float64) {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	p := make([]float64, total+1)
+	p[0] = 1
+	top := 0
+	for _, w := range weights {
+		top += w
+		for s := top; s >= 0; s-- {
+			v := p[s] / 2
+			if s >= w {
+				v += p[s-w] / 2
+			}
+			p[s] = v
+		}
+	}
+	for s, v := range p {
+		if s <= t {
+			lower += v
+		}
+		if s >= t {
+			upper += v
+		}
+	}
+	return lower, upper
+}
+
+// HodgesLehmann is the paired differences' location (zeros dropped, as
+// SignedRank drops them) with its confidence interval at level conf, both
+// from the signed-rank test: the estimate is
 // the median of the n(n+1)/2 Walsh averages (d_i+d_j)/2, i <= j, and the
 // interval runs between the Walsh averages the test's critical value
 // names, so it holds exactly the shifts the test at 1-conf would not
@@ -141,6 +189,7 @@ func SignedRank(d []float64) (TestResult, error) {
 // about its centre, whatever its shape). ok is false when n is too small
 // for any interval at that level (fewer than 6 pairs at 95%).
 func HodgesLehmann(d []float64, conf float64) (est, lo, hi float64, ok bool) {
+	d = nonZero(d)
 	n := len(d)
 	if n == 0 {
 		return 0, 0, 0, false

@@ -64,3 +64,30 @@ func TestHodgesLehmann(t *testing.T) {
 		t.Error("5 pairs cannot have a 95% interval")
 	}
 }
+
+// Zeros and ties: three rounds that did not differ and six that moved one
+// way give the exact p of six pairs (2/64), and the interval agrees with
+// the test (it leaves out 0); tied magnitudes are exact too.
+func TestSignedRankZerosAndTies(t *testing.T) {
+	d := []float64{0, 0, 0, 1, 1, 1, 1, 1, 1}
+	r, _ := SignedRank(d)
+	if math.Abs(r.P-2.0/64) > 1e-12 {
+		t.Errorf("three zeros, six +1: p %g, want 2/64", r.P)
+	}
+	if _, lo, _, ok := HodgesLehmann(d, 0.95); !ok || lo <= 0 {
+		t.Errorf("the interval holds 0 (lo %g, ok %v) while the test is significant", lo, ok)
+	}
+	r, _ = SignedRank([]float64{1, 1, 2, 2, 3, 3})
+	if math.Abs(r.P-2.0/64) > 1e-12 {
+		t.Errorf("tied positives: p %g, want 2/64", r.P)
+	}
+	// {-1, 1, 2, 2}: doubled ranks 3, 3, 7, 7; T2 = 17 of 20; P(T2 >= 17) =
+	// P(every positive but one of the rank-3 pair) = 3/16 -> p = 6/16.
+	r, _ = SignedRank([]float64{-1, 1, 2, 2})
+	if math.Abs(r.P-6.0/16) > 1e-12 {
+		t.Errorf("{-1, 1, 2, 2}: p %g, want 6/16", r.P)
+	}
+	if r, _ := SignedRank([]float64{math.NaN(), 1, 2, 3, 4, 5, 6}); math.Abs(r.P-2.0/64) > 1e-12 {
+		t.Errorf("a NaN is dropped: p %g", r.P)
+	}
+}
