@@ -69,6 +69,20 @@ func TestValidateLabSameNode(t *testing.T) {
 	}
 }
 
+// A precision target and a duet are run's: kube run refuses both by name.
+func TestValidateRefusesPrecisionAndDuet(t *testing.T) {
+	s := DefaultSpec()
+	s.Cluster.Local = "k"
+	s.Measure.Summary.Precision = 0.02
+	if err := field.Rendered(s.Validate(), field.Key); err == nil || !strings.Contains(err.Error(), "precision is run's") {
+		t.Errorf("precision: %v", err)
+	}
+	s.Measure.Summary.Precision, s.Measure.Duet = 0, true
+	if err := field.Rendered(s.Validate(), field.Key); err == nil || !strings.Contains(err.Error(), "duet is run's") {
+		t.Errorf("duet: %v", err)
+	}
+}
+
 // A policies sweep is a cluster's (its enforcer's): measured on one
 // cluster's pod or service path, never with a lab's providers, links or
 // beside-lab; a local cluster that enforces none is refused.

@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -158,5 +159,21 @@ func TestSequentialFalsePositives(t *testing.T) {
 			t.Errorf("noise %.2f: %.3f of A/A precision runs significant, want 0.05 or less", noise, rate)
 		}
 		t.Logf("noise %.2f: false positives %.3f, met ±2%% %.2f, mean rounds %.1f", noise, float64(fp)/runs, float64(met)/runs, float64(rounds)/runs)
+	}
+}
+
+// A round whose value is 0 (a valid sample that moved nothing) has no
+// ratio: the cells are compared unpaired, and the file still writes (no
+// infinite half-width).
+func TestPairedZeroValueFallsBack(t *testing.T) {
+	x := roundCell("b", []float64{0, 11, 12, 13, 14, 15, 16}, 2)
+	base := roundCell("a", []float64{10, 11, 12, 13, 14, 15, 16}, 1)
+	f := &results.File{SchemaVersion: results.SchemaVersion, Cells: []*results.Cell{base, x}}
+	Analyze(f.Cells, Options{Precision: 0.02, Looks: []int{7}})
+	if v := x.VsBaseline; v == nil || v.Method != MethodUnpaired || v.PrecisionMet != nil {
+		t.Fatalf("a round with 0: %+v, want unpaired, outside the precision target", v)
+	}
+	if err := results.Write(filepath.Join(t.TempDir(), "r.json"), f); err != nil {
+		t.Fatal(err)
 	}
 }
