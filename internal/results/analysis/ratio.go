@@ -152,7 +152,10 @@ func RatioOf(f *results.File, num, den string, m Metric, target *Target) (*CellR
 		return nil, err
 	}
 	r := &CellRatio{Num: nc.ID(), Den: dc.ID(), Metric: m, Target: target}
-	r.Comparison = CompareCells(nm, dm, m == MetricValue && HigherIsBetter(nc.Unit))
+	// A precision run's comparisons are at its last look's confidence.
+	st := f.Metadata.Settings
+	at := Options{Precision: st.Precision, Looks: st.Looks}.lookAt(len(st.Looks) - 1)
+	r.Comparison = compareAt(nm, dm, m == MetricValue && HigherIsBetter(nc.Unit), at)
 	if r.Note != "" && r.Ratio == 0 {
 		return nil, fmt.Errorf("%s / %s: %s", num, den, r.Note)
 	}
