@@ -72,7 +72,7 @@ type policyWorld struct {
 var policyPods = []struct{ ns, name string }{{"np-a", "srv1"}, {"np-a", "srv2"}, {"np-b", "cli"}, {"np-c", "cli2"}}
 
 func policyBehaviours(t *testing.T, spec Spec) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	st := upTestCluster(ctx, t, spec, nil)
 	t.Cleanup(func() { // before kube down takes the logs
@@ -184,8 +184,13 @@ func policyBehaviours(t *testing.T, spec Spec) {
 			}
 		}
 	})
+	throughServices(t, w, spec)
 	t.Run("kube converge --policy", func(t *testing.T) { convergePolicies(t, cs, st, spec.NetworkPolicy) })
 	t.Run("kube run --sweep policies beside a lab", func(t *testing.T) { runPolicies(t, st) })
+	if spec.NetworkPolicy == clusternet.PolicyVnetlab {
+		// Last: it changes the cluster's proxy.
+		t.Run("hairpin through vnetlab-sock", func(t *testing.T) { sockHairpin(t, w) })
+	}
 }
 
 // podPrograms waits until every pod's eth0 carries the policy programs
@@ -270,12 +275,14 @@ func (w *policyWorld) label(ns, name, patch string) {
 	}
 }
 
-// startPod creates a whoami pod named name (labelled app=name) on node i.
+// startPod creates a whoami pod named name (labelled app=name) on node i,
+// its TCP 81 named serve-81 and its UDP 80 serve-udp-80.
 func (w *policyWorld) startPod(ns, name string, node int) {
 	w.t.Helper()
 	p := vnetlabPod(w.st.Facts[FactImage], name, w.st.Nodes[node-1].Name, corev1.RestartPolicyAlways,
 		"whoami", "--name", name, "--tcp", "80", "--tcp", "81", "--tcp", "82", "--udp", "80")
-	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve-81", ContainerPort: 81, Protocol: corev1.ProtocolTCP}}
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve-81", ContainerPort: 81, Protocol: corev1.ProtocolTCP},
+		{Name: "serve-udp-80", ContainerPort: 80, Protocol: corev1.ProtocolUDP}}
 	if _, err := w.cs.CoreV1().Pods(ns).Create(w.ctx, p, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
