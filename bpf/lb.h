@@ -32,7 +32,7 @@
  * there as the pod's own traffic: a pod reaching itself is never judged by
  * NetworkPolicy, and the node's conntrack never sees the reply translated
  * back (vip:vport -> pod:cport) as a new flow of its own. On the pod's own
- * eth0 (placement pod) the node routes it back, as before.
+ * eth0 (placement pod) the node routes it back.
  *
  * Headers are read straight from the packet when they are in its linear
  * part, with bpf_skb_load_bytes otherwise (lb_load); writes use
