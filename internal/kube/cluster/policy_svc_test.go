@@ -213,20 +213,3 @@ func (w *policyWorld) update(ns, doc string) {
 		w.t.Fatal(err)
 	}
 }
-
-// outcomes waits (limit at most) until every probe has its outcome at once,
-// and returns those that did not at the last try.
-func (w *policyWorld) outcomes(limit time.Duration, probes []probe) []string {
-	var wrong []string
-	_ = waitFor(w.ctx, limit, "the probes' outcomes", func() bool {
-		wrong = nil
-		for _, p := range probes {
-			got, err := whoAnswersWithin(w.netns[p.from], p.proto, p.addr, time.Second)
-			if answered := err == nil && got == p.answer; answered != p.want {
-				wrong = append(wrong, fmt.Sprintf("%s -> %s %s (%s): answered %q (%v), want answered %v", p.from, p.proto, p.addr, p.answer, got, err, p.want))
-			}
-		}
-		return len(wrong) == 0
-	})
-	return wrong
-}

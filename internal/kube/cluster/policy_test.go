@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,20 +227,32 @@ type probe struct {
 // outcomes, so that a denial is no mere failure of the path.
 func (w *policyWorld) expect(t *testing.T, probes ...probe) {
 	t.Helper()
+	if wrong := w.outcomes(30*time.Second, probes); len(wrong) > 0 {
+		t.Errorf("gave up after 30s waiting for the probes' outcomes:\n  %s", strings.Join(wrong, "\n  "))
+	}
+}
+
+// outcomes waits (limit at most) until every probe has its outcome at once,
+// and returns those that did not at the last try. A round sends the probes
+// at once (a dropped one waits its second out beside the others).
+func (w *policyWorld) outcomes(limit time.Duration, probes []probe) []string {
 	var wrong []string
-	err := waitFor(w.ctx, 30*time.Second, "the probes' outcomes", func() bool {
-		wrong = nil
-		for _, p := range probes {
-			got, err := whoAnswersWithin(w.netns[p.from], p.proto, p.addr, time.Second)
-			if answered := err == nil && got == p.answer; answered != p.want {
-				wrong = append(wrong, fmt.Sprintf("%s -> %s %s (%s): answered %q (%v), want answered %v", p.from, p.proto, p.addr, p.answer, got, err, p.want))
-			}
+	_ = waitFor(w.ctx, limit, "the probes' outcomes", func() bool {
+		res := make([]string, len(probes))
+		var wg sync.WaitGroup
+		for i, p := range probes {
+			wg.Go(func() {
+				got, err := whoAnswersWithin(w.netns[p.from], p.proto, p.addr, time.Second)
+				if answered := err == nil && got == p.answer; answered != p.want {
+					res[i] = fmt.Sprintf("%s -> %s %s (%s): answered %q (%v), want answered %v", p.from, p.proto, p.addr, p.answer, got, err, p.want)
+				}
+			})
 		}
+		wg.Wait()
+		wrong = slices.DeleteFunc(res, func(s string) bool { return s == "" })
 		return len(wrong) == 0
 	})
-	if err != nil {
-		t.Errorf("%v:\n  %s", err, strings.Join(wrong, "\n  "))
-	}
+	return wrong
 }
 
 // apply creates policy doc (YAML of a NetworkPolicy's metadata and spec) in ns.
