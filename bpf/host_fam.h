@@ -74,6 +74,8 @@ static __always_inline int HOSTF(host_dnat)(struct __sk_buff *skb, const struct 
 {
 	int ret = LBF(from_pod_pkt)(skb, p);
 
+	if (ret == LB_TO_SENDER)
+		ret = TC_ACT_OK; /* a hairpin: host_route delivers it back to its pod */
 	if (ret != TC_ACT_OK)
 		return ret;
 	if (HOST_LOAD_DADDR(skb, daddr) < 0)

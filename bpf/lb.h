@@ -24,7 +24,15 @@
  * 169.254.42.1). The pod answers LB_HAIRPIN_IP through its default route,
  * i.e. out of its eth0, where lb_from_pod sees the reply (both placements),
  * recognises the hairpin address and rewrites it back to vip:vport ->
- * pod:cport. The node then routes it back into the pod.
+ * pod:cport. Translated, a hairpinned packet (either way) goes straight
+ * back into the pod that sent it (lb_from_pod_pkt's LB_TO_SENDER): at the
+ * node end of its veth, out of that veth (lb_back_to_sender); with host
+ * routing, by bpf_redirect_peer. It never crosses the node's routing or
+ * netfilter, as kube-proxy's masqueraded hairpin reaches a policy enforcer
+ * there as the pod's own traffic: a pod reaching itself is never judged by
+ * NetworkPolicy, and the node's conntrack never sees the reply translated
+ * back (vip:vport -> pod:cport) as a new flow of its own. On the pod's own
+ * eth0 (placement pod) the node routes it back.
  *
  * Headers are read straight from the packet when they are in its linear
  * part, with bpf_skb_load_bytes otherwise (lb_load); writes use
@@ -249,6 +257,33 @@ struct lb_pkt {
 };
 
 enum { LB_PASS = 0, LB_GO = 1 };
+
+/* lb_from_pod_pkt's verdict for a hairpinned packet, translated: no TC
+ * action of its own; its callers deliver it back to its sender, or treat it
+ * as TC_ACT_OK. */
+#define LB_TO_SENDER 0x200
+
+/* lb_back_to_sender: verdict ret of lb_from_pod_pkt, as a tc verdict. At a
+ * tc ingress (the node end of a pod's veth, or a bridge port), a hairpinned
+ * packet goes back out of the interface it came in by, into the pod that
+ * sent it, its MACs swapped (the pod's own as destination): not through
+ * the node. Elsewhere (the pod's own eth0, at egress) it is TC_ACT_OK. */
+static __always_inline int lb_back_to_sender(struct __sk_buff *skb, int ret)
+{
+	__u8 mac[12], swapped[12];
+
+	if (ret != LB_TO_SENDER)
+		return ret;
+	if (skb->ingress_ifindex != skb->ifindex)
+		return TC_ACT_OK;
+	if (bpf_skb_load_bytes(skb, 0, mac, sizeof(mac)) < 0)
+		return TC_ACT_OK;
+	__builtin_memcpy(swapped, mac + 6, 6);
+	__builtin_memcpy(swapped + 6, mac, 6);
+	if (bpf_skb_store_bytes(skb, 0, swapped, sizeof(swapped), 0) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect(skb->ifindex, 0);
+}
 
 /* lb_load copies len bytes at off: straight from the linear data when they
  * are there (most packets: one helper call less per header, and lb_parse

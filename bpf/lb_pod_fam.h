@@ -43,7 +43,9 @@ static __always_inline void LBF(rev_key)(struct LBF(ct_key) *rk, const struct LB
 /* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
  * program that also routes, like host_fam.h's, parses once). p describes
  * the packet as it was: the caller compares p->daddr with the header
- * afterwards to learn whether the destination was translated. */
+ * afterwards to learn whether the destination was translated. A hairpinned
+ * packet, either way, is LB_TO_SENDER once translated: its destination is
+ * the pod that sent it (lb_back_to_sender, or host routing, delivers it). */
 static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *pp)
 {
 	struct LBF(pkt) p = *pp;
@@ -85,7 +87,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 			fk.dir = LB_CT_FWD;
 			LBF(ct_close)(&fk, &rk);
 		}
-		return TC_ACT_OK;
+		return LB_TO_SENDER;
 	}
 
 	svc = LBF(svc_of)(&p);
@@ -171,7 +173,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 		LBF(rev_key)(&rk, &p, &be_ip, be_port, hairpin);
 		LBF(ct_close)(&fk, &rk);
 	}
-	return TC_ACT_OK;
+	return hairpin ? LB_TO_SENDER : TC_ACT_OK;
 fail:
 	LB_COUNT(ERROR);
 	return TC_ACT_SHOT;

@@ -21,17 +21,18 @@ static __always_inline int is_ipv6(const struct __sk_buff *skb)
 	return skb->protocol == bpf_htons(ETH_P_IPV6);
 }
 
-/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress. */
+/* Packets leaving a pod: pod eth0 egress, or the node-side veth's ingress
+ * (where a hairpinned packet goes back into its pod: lb_back_to_sender). */
 SEC("tc")
 int from_pod(struct __sk_buff *skb)
 {
 	struct lb_pkt p;
 
 	if (is_ipv6(skb))
-		return lb_verdict(lb6_from_pod(skb));
+		return lb_verdict(lb_back_to_sender(skb, lb6_from_pod(skb)));
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_UNSPEC;
-	return lb_verdict(lb_from_pod_pkt(skb, &p));
+	return lb_verdict(lb_back_to_sender(skb, lb_from_pod_pkt(skb, &p)));
 }
 
 /* from_pod for pods on a shared L2 segment (macvlan-ebpf, bridge ports): a
@@ -45,13 +46,13 @@ int from_pod_l2(struct __sk_buff *skb)
 	int ret;
 
 	if (is_ipv6(skb))
-		return lb_verdict(from_pod_l2_6(skb));
+		return lb_verdict(lb_back_to_sender(skb, from_pod_l2_6(skb)));
 	if (lb_parse(skb, &p) != LB_GO)
 		return TC_ACT_UNSPEC;
 	ret = lb_from_pod_pkt(skb, &p);
 	if (ret == TC_ACT_OK)
 		pod_set_dmac(skb, &p);
-	return lb_verdict(ret);
+	return lb_verdict(lb_back_to_sender(skb, ret));
 }
 
 /* Packets arriving at a pod: pod eth0 ingress, or the node-side veth's egress. */

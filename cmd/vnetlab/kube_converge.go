@@ -62,7 +62,9 @@ the changes. Everything created is deleted at the end, also on Ctrl-C.
 --policy measures NetworkPolicy apply latency instead (a switch, not a count: the policies
 present are --extra-policies, as --extra-services counts Services): one pod is isolated for
 ingress and probed at its pod IP (UDP, no Service); a policy admitting the probers is created
-(allow-added: to the first answered probe on each node) and deleted (allow-deleted: to the
+(allow-added: to the first answered probe on each node), the probed pod's label that policy
+selects it by taken away (label-removed: to the start of the last unanswered run) and given
+back (label-added: to the first answered probe), and the policy deleted (allow-deleted: to the
 start of the last unanswered run), in turn. --extra-policies N other policies select that pod first,
 admitting none of the probers, so the enforcer evaluates them with each change. Refused on a
 local cluster whose enforcer is none (kube up --network-policy).

@@ -113,8 +113,11 @@ func Script(r *netpol.Rules) string {
 			line("add chain %s %s", t, chain)
 			line("add rule %s %s counter comment %q", t, chain, Evaluated)
 			// A pod reaching its own address is always allowed (the
-			// model's rule): in a lab the packet never leaves the pod, in a
-			// cluster it can, through its own Service (hairpin).
+			// model's rule): in a lab the packet never leaves the pod; in a
+			// cluster kube-proxy's hairpin (a pod through its own Service)
+			// crosses the forward hook with the pod's address both ways,
+			// its masquerade after. vnetlab's eBPF proxy sends a hairpin
+			// straight back into the pod, past this table (bpf/lb.h).
 			for _, f := range families {
 				var own []string
 				for _, ip := range p.IPs {

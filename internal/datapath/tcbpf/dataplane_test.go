@@ -627,6 +627,58 @@ func TestHairpin(t *testing.T) {
 	}
 }
 
+// At a tc ingress (the node end of a pod's veth: the run's skb came in by
+// the interface it is on), a hairpinned packet, the request and its reply,
+// goes straight back out of that interface into the pod (TC_ACT_REDIRECT,
+// its MACs swapped so that the pod's own is the destination), never to
+// the node's routing and netfilter; a packet to another backend goes on
+// to the stack.
+func TestHairpinBackToSender(t *testing.T) {
+	p := testPlane(t)
+	oneBackend(t, p)
+	atIngress := func(in []byte) (uint32, []byte) {
+		t.Helper()
+		out := make([]byte, len(in)+256)
+		// ifindex 1 is the test's loopback, the run's skb->dev; the same
+		// ingress_ifindex says it came in by it.
+		ctx := make([]byte, 48)
+		binary.LittleEndian.PutUint32(ctx[36:], 1) // ingress_ifindex
+		binary.LittleEndian.PutUint32(ctx[40:], 1) // ifindex
+		ret, err := p.Objects().FromPod.Run(&ebpf.RunOptions{Data: in, DataOut: out, Context: ctx})
+		if err != nil {
+			t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
+		}
+		return ret, out[:len(in)]
+	}
+	swapped := func(in, out []byte) bool { return bytes.Equal(out[0:6], in[6:12]) && bytes.Equal(out[6:12], in[0:6]) }
+	for _, proto := range []uint8{protoTCP, protoUDP} {
+		req := ipv4{src: podA, dst: vip, proto: proto, sport: 41001, dport: 5201, tcpFlags: tcpSYN}
+		in := req.bytes()
+		ret, out := atIngress(in)
+		if ret != actRedirect || !swapped(in, out) {
+			t.Fatalf("proto %d: hairpinned request: return code %d, MACs %x -> %x; want TC_ACT_REDIRECT with the MACs swapped", proto, int32(ret), in[:12], out[:12])
+		}
+		expect(t, out, hairpin, 41001, podA, 5201)
+		mustValid(t, out)
+		rep := ipv4{src: podA, dst: hairpin, proto: proto, sport: 5201, dport: 41001, tcpFlags: tcpSYN | tcpACK}
+		in = rep.bytes()
+		ret, out = atIngress(in)
+		if ret != actRedirect || !swapped(in, out) {
+			t.Fatalf("proto %d: its reply: return code %d, MACs %x -> %x; want TC_ACT_REDIRECT with the MACs swapped", proto, int32(ret), in[:12], out[:12])
+		}
+		expect(t, out, vip, 5201, podA, 41001)
+		mustValid(t, out)
+	}
+	other := ipv4{src: podB, dst: vip, proto: protoTCP, sport: 41002, dport: 5201, tcpFlags: tcpSYN}
+	in := other.bytes()
+	ret, out := atIngress(in)
+	mustOK(t, ret)
+	if !bytes.Equal(out[:12], in[:12]) {
+		t.Fatal("a packet to another pod had its MACs changed")
+	}
+	expect(t, out, podB, 41002, podA, 5201)
+}
+
 // Flows stick to their backend; new flows spread over all backends. A
 // deleted service translates no new connection (its SYN passes as it is),
 // and an established one keeps its backend, as kube-proxy's conntrack NAT

@@ -164,6 +164,29 @@ func TestIPv6Hairpin(t *testing.T) {
 	ret, out = run(t, p.Objects().FromPod, ipv6{src: client6, dst: vip6, proto: protoTCP, sport: 41001, dport: svcPort6, tcpFlags: tcpSYN}.bytes())
 	mustOK(t, ret)
 	expect6(t, out, client6, 41001, back6, backPort6)
+
+	// At a tc ingress (TestHairpinBackToSender's), a hairpinned request
+	// and its reply go back out of the interface they came in by.
+	atIngress := func(in []byte) (uint32, []byte) {
+		t.Helper()
+		out := make([]byte, len(in)+256)
+		ctx := make([]byte, 48)
+		binary.LittleEndian.PutUint32(ctx[36:], 1) // ingress_ifindex
+		binary.LittleEndian.PutUint32(ctx[40:], 1) // ifindex: the run's loopback
+		ret, err := p.Objects().FromPod.Run(&ebpf.RunOptions{Data: in, DataOut: out, Context: ctx})
+		if err != nil {
+			t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
+		}
+		return ret, out[:len(in)]
+	}
+	for _, in := range [][]byte{ipv6{src: back6, dst: vip6, proto: protoUDP, sport: 41002, dport: svcPort6}.bytes(),
+		ipv6{src: back6, dst: hairpin6, proto: protoUDP, sport: backPort6, dport: 41002}.bytes()} {
+		ret, out := atIngress(in)
+		if ret != actRedirect || !bytes.Equal(out[0:6], in[6:12]) || !bytes.Equal(out[6:12], in[0:6]) {
+			t.Fatalf("hairpin at a tc ingress: return code %d, MACs %x -> %x; want TC_ACT_REDIRECT with the MACs swapped", int32(ret), in[:12], out[:12])
+		}
+		mustValid6(t, out)
+	}
 }
 
 // Services list, update and delete in either family, one code path.

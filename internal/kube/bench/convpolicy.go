@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 
@@ -22,7 +23,9 @@ import (
 
 // kube converge --policy (issue 45): a NetworkPolicy's apply latency on
 // every node, from its write through the API to the first probe it lets
-// through (allow-added) or drops (allow-deleted). The probed pod is the
+// through (allow-added) or drops (allow-deleted), and a pod's label
+// update's, which moves the probed pod out of the allowing policy
+// (label-removed) and into it again (label-added). The probed pod is the
 // first backend (vnetlab whoami, UDP convBackPort), isolated for ingress
 // by policyIsolate for the whole run; the probers reach its pod IP
 // directly (no Service), each probe a new flow as for Services, so no
@@ -34,6 +37,9 @@ import (
 const (
 	policyIsolate = "converge-isolate" // selects the probed pod, admits nothing
 	policyAllow   = "converge-allow"   // admits the probers to its UDP port
+	// allowLabel is the probed pod's label the allowing policy selects it
+	// by ("yes"), besides vnetlab.pod: the label steps take it and give it back.
+	allowLabel = "vnetlab.converge-allowed"
 	// MaxExtraPolicies: as many as the lab's generator makes.
 	MaxExtraPolicies = labpolicy.MaxGenerated
 )
@@ -85,6 +91,7 @@ func (c *converger) policy(name string, allow bool) *networkingv1.NetworkPolicy 
 		for i := range c.nodes {
 			probers = append(probers, proberPod(i))
 		}
+		p.Spec.PodSelector.MatchLabels = map[string]string{"vnetlab.pod": backendA, allowLabel: "yes"}
 		udp, port := corev1.ProtocolUDP, intstr.FromInt32(convBackPort)
 		p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
 			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "vnetlab.pod", Operator: metav1.LabelSelectorOpIn, Values: probers}}}}},
@@ -104,6 +111,9 @@ func (c *converger) policy(name string, allow bool) *networkingv1.NetworkPolicy 
 // showing the first measured change before its write).
 func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]converge.Step, error) {
 	target := c.policyTarget()
+	if _, err := c.labelAllowed(ctx, true); err != nil {
+		return nil, err
+	}
 	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsAny, Written: time.Now().UnixNano()}, c.spec.ChangeTimeout); err != nil {
 		return nil, fmt.Errorf("pod %s (%s) does not answer every node's probes before any policy selects it (%v): is the pod network up?", backendA, target, err)
 	}
@@ -140,5 +150,22 @@ func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]conver
 		at := time.Now().UnixNano()
 		return at, c.cs.NetworkingV1().NetworkPolicies(c.ns).Delete(ctx, policyAllow, metav1.DeleteOptions{})
 	}
-	return converge.PolicySteps(target, add, del), nil
+	unlabel := func(ctx context.Context) (int64, error) { return c.labelAllowed(ctx, false) }
+	relabel := func(ctx context.Context) (int64, error) { return c.labelAllowed(ctx, true) }
+	return converge.PolicyLabelSteps(target, add, unlabel, relabel, del), nil
+}
+
+// labelAllowed gives the probed pod the label the allowing policy selects
+// it by (in) or takes it away, and returns when it wrote.
+func (c *converger) labelAllowed(ctx context.Context, in bool) (int64, error) {
+	v := `null`
+	if in {
+		v = `"yes"`
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, allowLabel, v))
+	at := time.Now().UnixNano()
+	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, backendA, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return at, fmt.Errorf("label pod %s: %v", backendA, err)
+	}
+	return at, nil
 }

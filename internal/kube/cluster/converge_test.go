@@ -173,7 +173,7 @@ func convergePolicies(t *testing.T, cs kubernetes.Interface, st *lab.State, enfo
 	e, _ := clusternet.GetEnforcer(enforcer)
 	whole := 0
 	for i, ch := range c.Changes {
-		want := []string{converge.KindAllowAdded, converge.KindAllowDeleted}[i%2]
+		want := []string{converge.KindAllowAdded, converge.KindLabelRemoved, converge.KindLabelAdded, converge.KindAllowDeleted}[i%4]
 		clean := len(ch.NotApplied) == 0 && len(ch.ShownBefore) == 0 && len(ch.LatencyUS) == len(st.Nodes)
 		if clean {
 			whole++

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ type policyWorld struct {
 var policyPods = []struct{ ns, name string }{{"np-a", "srv1"}, {"np-a", "srv2"}, {"np-b", "cli"}, {"np-c", "cli2"}}
 
 func policyBehaviours(t *testing.T, spec Spec) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	st := upTestCluster(ctx, t, spec, nil)
 	t.Cleanup(func() { // before kube down takes the logs
@@ -184,8 +185,13 @@ func policyBehaviours(t *testing.T, spec Spec) {
 			}
 		}
 	})
+	throughServices(t, w, spec)
 	t.Run("kube converge --policy", func(t *testing.T) { convergePolicies(t, cs, st, spec.NetworkPolicy) })
 	t.Run("kube run --sweep policies beside a lab", func(t *testing.T) { runPolicies(t, st) })
+	if spec.NetworkPolicy == clusternet.PolicyVnetlab {
+		// Last: it changes the cluster's proxy.
+		t.Run("hairpin through vnetlab-sock", func(t *testing.T) { sockHairpin(t, w) })
+	}
 }
 
 // podPrograms waits until every pod's eth0 carries the policy programs
@@ -221,20 +227,32 @@ type probe struct {
 // outcomes, so that a denial is no mere failure of the path.
 func (w *policyWorld) expect(t *testing.T, probes ...probe) {
 	t.Helper()
+	if wrong := w.outcomes(30*time.Second, probes); len(wrong) > 0 {
+		t.Errorf("gave up after 30s waiting for the probes' outcomes:\n  %s", strings.Join(wrong, "\n  "))
+	}
+}
+
+// outcomes waits (limit at most) until every probe has its outcome at once,
+// and returns those that did not at the last try. A round sends the probes
+// at once (a dropped one waits its second out beside the others).
+func (w *policyWorld) outcomes(limit time.Duration, probes []probe) []string {
 	var wrong []string
-	err := waitFor(w.ctx, 30*time.Second, "the probes' outcomes", func() bool {
-		wrong = nil
-		for _, p := range probes {
-			got, err := whoAnswersWithin(w.netns[p.from], p.proto, p.addr, time.Second)
-			if answered := err == nil && got == p.answer; answered != p.want {
-				wrong = append(wrong, fmt.Sprintf("%s -> %s %s (%s): answered %q (%v), want answered %v", p.from, p.proto, p.addr, p.answer, got, err, p.want))
-			}
+	_ = waitFor(w.ctx, limit, "the probes' outcomes", func() bool {
+		res := make([]string, len(probes))
+		var wg sync.WaitGroup
+		for i, p := range probes {
+			wg.Go(func() {
+				got, err := whoAnswersWithin(w.netns[p.from], p.proto, p.addr, time.Second)
+				if answered := err == nil && got == p.answer; answered != p.want {
+					res[i] = fmt.Sprintf("%s -> %s %s (%s): answered %q (%v), want answered %v", p.from, p.proto, p.addr, p.answer, got, err, p.want)
+				}
+			})
 		}
+		wg.Wait()
+		wrong = slices.DeleteFunc(res, func(s string) bool { return s == "" })
 		return len(wrong) == 0
 	})
-	if err != nil {
-		t.Errorf("%v:\n  %s", err, strings.Join(wrong, "\n  "))
-	}
+	return wrong
 }
 
 // apply creates policy doc (YAML of a NetworkPolicy's metadata and spec) in ns.
@@ -270,12 +288,14 @@ func (w *policyWorld) label(ns, name, patch string) {
 	}
 }
 
-// startPod creates a whoami pod named name (labelled app=name) on node i.
+// startPod creates a whoami pod named name (labelled app=name) on node i,
+// its TCP 81 named serve-81 and its UDP 80 serve-udp-80.
 func (w *policyWorld) startPod(ns, name string, node int) {
 	w.t.Helper()
 	p := vnetlabPod(w.st.Facts[FactImage], name, w.st.Nodes[node-1].Name, corev1.RestartPolicyAlways,
 		"whoami", "--name", name, "--tcp", "80", "--tcp", "81", "--tcp", "82", "--udp", "80")
-	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve-81", ContainerPort: 81, Protocol: corev1.ProtocolTCP}}
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve-81", ContainerPort: 81, Protocol: corev1.ProtocolTCP},
+		{Name: "serve-udp-80", ContainerPort: 80, Protocol: corev1.ProtocolUDP}}
 	if _, err := w.cs.CoreV1().Pods(ns).Create(w.ctx, p, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}

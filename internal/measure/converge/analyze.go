@@ -28,6 +28,16 @@ const (
 	KindAllowDeleted = "allow-deleted"
 )
 
+// The kinds of a pod's label update (kube converge --policy): the isolated
+// pod relabelled out of the policy allowing the probers into it (the start
+// of the last run of probes not answered) and into it again (the first
+// answer), the policy unchanged: a pod moving in or out of a policy by its
+// labels alone.
+const (
+	KindLabelRemoved = "label-removed"
+	KindLabelAdded   = "label-added"
+)
+
 // Kinds are the kinds in the order a cycle writes them.
 var Kinds = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindPortChanged, KindServiceDeleted}
 

@@ -163,6 +163,18 @@ func PolicySteps(target string, add, del func(ctx context.Context) (int64, error
 	return []Step{{KindAllowAdded, target, ShowsAny, add}, {KindAllowDeleted, target, ShowsNone, del}}
 }
 
+// PolicyLabelSteps are PolicySteps with a pod's label update between
+// them: add writes the policy allowing the probers into the isolated pod
+// (allow-added), unlabel takes from the pod the label the policy selects it
+// by (label-removed, shown by no answer), relabel gives it back
+// (label-added, by any answer), del deletes the policy (allow-deleted). The
+// first and last steps undo each other, as the cycle's unmeasured warm-up
+// needs.
+func PolicyLabelSteps(target string, add, unlabel, relabel, del func(ctx context.Context) (int64, error)) []Step {
+	return []Step{{KindAllowAdded, target, ShowsAny, add}, {KindLabelRemoved, target, ShowsNone, unlabel},
+		{KindLabelAdded, target, ShowsAny, relabel}, {KindAllowDeleted, target, ShowsNone, del}}
+}
+
 // Hooks are what a cycle tells its writer, when it asks (nil: nothing).
 type Hooks struct {
 	// WarmedUp: the warm-up is done, the first measured change comes
