@@ -20,7 +20,7 @@ import (
 // that any look's interval misses the true ratio would be at most 5%
 // whenever the run stops (the union bound); the rounds a look plans
 // depend on the spread seen so far, so that is an approximation, measured
-// at 2.4-3.6% false positives (sequential_test.go, paired_test.go). Most
+// at 2.6-3.2% false positives (paired_test.go: TestSequentialFalsePositives). Most
 // of it goes to the second look, the one planned to meet the target.
 var LookAlphas = []float64{0.005, 0.035, 0.01}
 
