@@ -546,6 +546,10 @@ func Baseline(cells []*Cell, baseline string) string {
 // bridge_nf_call_iptables=off).
 func (c *Cell) ExpectedToFail() bool { return c.Note != "" }
 
+// Comparisons are the cell's comparisons, with its baseline cell and its
+// pod cell (either nil when it has none).
+func (c *Cell) Comparisons() [2]*Comparison { return [2]*Comparison{c.VsBaseline, c.VsPod} }
+
 // Values returns the values of valid samples; none when a knob of the
 // cell is not applied (its samples, if any, are not the knob's).
 func (c *Cell) Values() []float64 {

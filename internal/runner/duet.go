@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -99,7 +98,7 @@ func (rr *roundRunner) duetRound(ctx context.Context) error {
 		return err
 	}
 	locked := &lockedProgress{Progress: rr.prog}
-	for slot, pr := range rr.order.nextPairs(rr.pairs) {
+	for slot, pr := range deal(rr.order, rr.pairs) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -128,16 +127,6 @@ func (rr *roundRunner) duetRound(ctx context.Context) error {
 func mustAllowed() []int {
 	a, _ := cpupin.Allowed()
 	return a
-}
-
-// nextPairs is the pairs in the next round's order.
-func (o order) nextPairs(pairs [][2]Planned) [][2]Planned {
-	if o.r == nil {
-		return pairs
-	}
-	out := slices.Clone(pairs)
-	o.r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
 }
 
 // lockedProgress lets a duet's two samples note at once.

@@ -128,12 +128,13 @@ func newOrder(s Spec) order {
 	return order{r: rand.New(rand.NewPCG(s.OrderSeed, s.OrderSeed))}
 }
 
-// next is the cells in the order of the next round.
-func (o order) next(cells []Planned) []Planned {
+// deal is xs (a round's cells, or a duet's pairs) in the order of the
+// next round.
+func deal[T any](o order, xs []T) []T {
 	if o.r == nil {
-		return cells
+		return xs
 	}
-	out := slices.Clone(cells)
+	out := slices.Clone(xs)
 	o.r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
 }
@@ -194,7 +195,7 @@ func (rr *roundRunner) run(ctx context.Context, r round) error {
 			return rr.duetRound(ctx)
 		}
 	}
-	for slot, c := range rr.order.next(rr.cells) {
+	for slot, c := range deal(rr.order, rr.cells) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

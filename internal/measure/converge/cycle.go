@@ -171,8 +171,8 @@ func PolicySteps(target string, add, del func(ctx context.Context) (int64, error
 // first and last steps undo each other, as the cycle's unmeasured warm-up
 // needs.
 func PolicyLabelSteps(target string, add, unlabel, relabel, del func(ctx context.Context) (int64, error)) []Step {
-	return []Step{{KindAllowAdded, target, ShowsAny, add}, {KindLabelRemoved, target, ShowsNone, unlabel},
-		{KindLabelAdded, target, ShowsAny, relabel}, {KindAllowDeleted, target, ShowsNone, del}}
+	p := PolicySteps(target, add, del)
+	return []Step{p[0], {KindLabelRemoved, target, ShowsNone, unlabel}, {KindLabelAdded, target, ShowsAny, relabel}, p[1]}
 }
 
 // Hooks are what a cycle tells its writer, when it asks (nil: nothing).

@@ -209,7 +209,7 @@ func comparisonLegend(w io.Writer, f *results.File, baseline string) {
 	level := 0.0
 	var widest *results.Comparison // the widest paired comparison
 	for _, c := range f.Cells {
-		for _, v := range []*results.Comparison{c.VsBaseline, c.VsPod} {
+		for _, v := range c.Comparisons() {
 			if v == nil || analysis.ParseVerdict(v.Verdict) == analysis.Baseline {
 				continue
 			}

@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
@@ -41,45 +40,34 @@ func pairsUpTo(c, b *results.Cell, rounds int) (x, base []float64) {
 	if c.NotApplied != "" || b.NotApplied != "" {
 		return nil, nil
 	}
-	bv, ok := byRound(b)
-	if !ok {
+	bs, ok := byRound(b)
+	if _, ok2 := byRound(c); !ok || !ok2 {
 		return nil, nil
-	}
-	if _, ok := byRound(c); !ok {
-		return nil, nil
-	}
-	bStart := map[int]time.Time{}
-	for _, s := range b.Samples {
-		bStart[s.RoundIndex] = s.Start
 	}
 	for _, s := range c.Samples {
-		before, ok1 := bStart[s.RoundIndex-1]
-		after, ok2 := bStart[s.RoundIndex+1]
-		if ok1 && !s.Start.After(before) || ok2 && !s.Start.Before(after) {
+		before, ok1 := bs[s.RoundIndex-1]
+		after, ok2 := bs[s.RoundIndex+1]
+		if ok1 && !s.Start.After(before.Start) || ok2 && !s.Start.Before(after.Start) {
 			return nil, nil
 		}
 	}
 	for _, s := range c.Samples {
-		if v, ok := bv[s.RoundIndex]; ok && s.Valid && (rounds == 0 || s.RoundIndex <= rounds) {
-			x, base = append(x, s.Value), append(base, v)
+		if o, ok := bs[s.RoundIndex]; ok && o.Valid && s.Valid && (rounds == 0 || s.RoundIndex <= rounds) {
+			x, base = append(x, s.Value), append(base, o.Value)
 		}
 	}
 	return x, base
 }
 
-// byRound is c's valid values by round; false when a measured sample has
-// no round or shares one with another.
-func byRound(c *results.Cell) (map[int]float64, bool) {
-	out := map[int]float64{}
-	seen := map[int]bool{}
+// byRound is c's measured samples by round; false when one has no round
+// or shares one with another.
+func byRound(c *results.Cell) (map[int]results.Sample, bool) {
+	out := map[int]results.Sample{}
 	for _, s := range c.Samples {
-		if s.RoundIndex == 0 || seen[s.RoundIndex] {
+		if _, seen := out[s.RoundIndex]; s.RoundIndex == 0 || seen {
 			return nil, false
 		}
-		seen[s.RoundIndex] = true
-		if s.Valid {
-			out[s.RoundIndex] = s.Value
-		}
+		out[s.RoundIndex] = s
 	}
 	return out, true
 }

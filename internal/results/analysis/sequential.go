@@ -69,19 +69,15 @@ func NextLook(cells []*results.Cell, o Options, maxRounds int) (next int, stop b
 	o = o.withDefaults()
 	i := len(o.Looks) - 1
 	at := o.lookAt(i)
-	compareAll(cells, o, at)
-	widest := widestOf(cells)
-	if widest <= o.Precision || i+1 >= len(LookAlphas) {
-		return 0, true
-	}
 	// The spread, from 95% intervals (a 99.5% one of few rounds is mostly
-	// the exact distribution's steps).
+	// the exact distribution's steps), then the look itself.
 	compareAll(cells, o, look{rounds: at.rounds})
 	w95 := widestOf(cells)
 	compareAll(cells, o, at)
-	n := float64(at.rounds)
-	z := func(a float64) float64 { return distuv.UnitNormal.Quantile(1 - a/2) }
-	need := n * math.Pow(w95/o.Precision*z(LookAlphas[i+1])/z(stats.Alpha), 2) * lookMargin
+	if widestOf(cells) <= o.Precision || i+1 >= len(LookAlphas) {
+		return 0, true
+	}
+	need := roundsFor(w95, at.rounds, o.Precision, LookAlphas[i+1])
 	if math.IsInf(w95, 1) || math.IsNaN(need) || need > float64(maxRounds) {
 		need = float64(maxRounds)
 	}
@@ -99,7 +95,7 @@ func NextLook(cells []*results.Cell, o Options, maxRounds int) (next int, stop b
 func widestOf(cells []*results.Cell) float64 {
 	w := 0.0
 	for _, c := range cells {
-		for _, cmp := range []*results.Comparison{c.VsBaseline, c.VsPod} {
+		for _, cmp := range c.Comparisons() {
 			if !precise(cmp) {
 				continue
 			}
@@ -133,52 +129,57 @@ func (o Options) compareRun(cells []*results.Cell) {
 		compareAll(cells, o, o.lookAt(len(o.Looks)-1))
 		return
 	}
-	type key struct {
-		c   *results.Cell
-		pod bool
-	}
-	met := map[key]int{}
+	met := map[*results.Cell][2]int{} // the rounds at which each of a cell's comparisons first met it
 	for i := range o.Looks {
 		compareAll(cells, o, o.lookAt(i))
 		for _, c := range cells {
-			for k, cmp := range map[key]*results.Comparison{{c, false}: c.VsBaseline, {c, true}: c.VsPod} {
-				if metTarget(cmp, o.Precision) && met[k] == 0 {
-					met[k] = o.Looks[i]
+			m := met[c]
+			for k, cmp := range c.Comparisons() {
+				if metTarget(cmp, o.Precision) && m[k] == 0 {
+					m[k] = o.Looks[i]
 				}
 			}
+			met[c] = m
 		}
 	}
-	compareAll(cells, o, o.lookAt(len(o.Looks)-1))
-	for _, c := range cells {
-		for k, cmp := range map[key]*results.Comparison{{c, false}: c.VsBaseline, {c, true}: c.VsPod} {
+	for _, c := range cells { // the last look's comparisons, as the loop left them
+		for k, cmp := range c.Comparisons() {
 			if !precise(cmp) {
 				continue
 			}
 			ok := metTarget(cmp, o.Precision)
 			cmp.PrecisionMet = &ok
 			if ok {
-				cmp.MetAtRound = met[k]
+				cmp.MetAtRound = met[c][k]
 			}
 		}
 	}
 }
 
-// RoundsForSpread is about how many rounds a precision run needs for
-// every comparison's interval to reach target when each round's ratio
-// of two cells spreads by sd (its logarithm's standard deviation): the
-// planned look's confidence, the Hodges-Lehmann interval's width (within
-// 5% of a t interval's for normal spreads), padded as NextLook pads; at
-// least FirstLook.
-func RoundsForSpread(sd, target float64) int {
-	z := distuv.UnitNormal.Quantile(1 - LookAlphas[1]/2)
-	return max(FirstLook, int(math.Ceil(math.Pow(z*sd*1.05/target, 2)*lookMargin)))
+// z is the standard normal quantile of a two-sided test at alpha.
+func z(alpha float64) float64 { return distuv.UnitNormal.Quantile(1 - alpha/2) }
+
+// roundsFor is about how many rounds bring a comparison whose 95%
+// interval after n rounds is ±hw to ±target at confidence 1-alpha (the
+// width shrinks with √rounds and grows with the quantile), padded by
+// lookMargin.
+func roundsFor(hw float64, n int, target, alpha float64) float64 {
+	return float64(n) * math.Pow(hw/target*z(alpha)/z(stats.Alpha), 2) * lookMargin
 }
 
-// RoundsFor is RoundsForSpread from a comparison of n rounds whose
-// interval (at 95%) has half-width hw.
+// RoundsFor is about how many rounds a precision run needs for a
+// comparison of n rounds whose 95% interval has half-width hw to reach
+// target at its planned look; at least FirstLook.
 func RoundsFor(hw float64, n int, target float64) int {
-	z := distuv.UnitNormal.Quantile(1 - stats.Alpha/2)
-	return RoundsForSpread(hw*math.Sqrt(float64(n))/z/1.05, target)
+	return max(FirstLook, int(math.Ceil(roundsFor(hw, n, target, LookAlphas[1]))))
+}
+
+// RoundsForSpread is RoundsFor when each round's ratio of two cells
+// spreads by sd (its logarithm's standard deviation): one round's 95%
+// Hodges-Lehmann interval is about ±1.96·sd·1.05 (within 5% of a t
+// interval's for normal spreads).
+func RoundsForSpread(sd, target float64) int {
+	return RoundsFor(z(stats.Alpha)*sd*1.05, 1, target)
 }
 
 // metTarget: a precise comparison whose interval is within target.
