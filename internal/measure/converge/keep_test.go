@@ -130,8 +130,11 @@ func TestKeepReportsAStall(t *testing.T) {
 	}
 	defer ln.Close()
 	const late = 300 * time.Millisecond
-	var slow atomic.Bool
-	go func() { _ = ServeKeep(lateListener{ln, &slow, late}, "srv") }()
+	var (
+		slow     atomic.Bool
+		accepted atomic.Int32
+	)
+	go func() { _ = ServeKeep(lateListener{ln, &slow, late, &accepted}, "srv") }()
 	events, next, stop := keepEvents(t, ln.Addr().(*net.TCPAddr).AddrPort())
 	defer stop()
 	if e := next(); e.Event != EventOpen || e.Answer != "srv" {
@@ -153,17 +156,23 @@ func TestKeepReportsAStall(t *testing.T) {
 	}
 }
 
-// lateListener's connections write their next answer late by d once slow
-// is set (clearing it).
+// lateListener's first connection (the one the prober holds) writes its
+// next answer late by d once slow is set (clearing it). Later connections
+// are the prober's dials for a second backend (this one answering again,
+// closed at once): never late, so the late answer is the held one's.
 type lateListener struct {
 	net.Listener
-	slow *atomic.Bool
-	d    time.Duration
+	slow     *atomic.Bool
+	d        time.Duration
+	accepted *atomic.Int32
 }
 
 func (l lateListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	return lateConn{c, l}, err
+	if err != nil || l.accepted.Add(1) > 1 {
+		return c, err
+	}
+	return lateConn{c, l}, nil
 }
 
 type lateConn struct {
