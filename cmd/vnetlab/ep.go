@@ -1,13 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 )
 
@@ -80,32 +82,7 @@ func newEpLsCmd() *cobra.Command {
 		Use:   "ls LAB",
 		Short: "List the pods the ebpf provider's programs are attached to",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, c, err := readServices(args[0], output)
-			if err != nil {
-				return err
-			}
-			eps := c.Endpoints
-			if eps == nil {
-				eps = []labservice.Endpoint{}
-			}
-			if output == "json" {
-				return printJSON(eps)
-			}
-			fmt.Printf("lab %s: provider %s, %d endpoints\n", st.Name, orNone(c.Provider), len(eps))
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPOD\tIP\tIFNAME\tNETNS\tPLACEMENT")
-			for i, e := range eps {
-				ip := ""
-				for _, p := range st.Pods {
-					if p.NS == e.NS {
-						ip = p.IP
-					}
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, e.Pod, ip, e.Ifname, filepath.Join("/var/run/netns", e.NS), e.Placement)
-			}
-			return tw.Flush()
-		},
+		RunE:  showLab(&output, readEndpoints, printEndpoints),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
@@ -116,4 +93,41 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// endpoints is ep ls's view of a lab's services: the provider (for the
+// table) and the pods carrying its programs, which are what -o json prints.
+type endpoints struct {
+	provider string
+	list     []labservice.Endpoint
+}
+
+func (e endpoints) MarshalJSON() ([]byte, error) { return json.Marshal(e.list) }
+
+func readEndpoints(st *lab.State) (endpoints, error) {
+	c, err := labservice.Load(st.Name)
+	if err != nil {
+		return endpoints{}, err
+	}
+	e := endpoints{provider: c.Provider, list: c.Endpoints}
+	if e.list == nil {
+		e.list = []labservice.Endpoint{}
+	}
+	return e, nil
+}
+
+func printEndpoints(w io.Writer, st *lab.State, e endpoints) {
+	fmt.Fprintf(w, "lab %s: provider %s, %d endpoints\n", st.Name, orNone(e.provider), len(e.list))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPOD\tIP\tIFNAME\tNETNS\tPLACEMENT")
+	for i, ep := range e.list {
+		ip := ""
+		for _, p := range st.Pods {
+			if p.NS == ep.NS {
+				ip = p.IP
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, ep.Pod, ip, ep.Ifname, filepath.Join("/var/run/netns", ep.NS), ep.Placement)
+	}
+	tw.Flush()
 }

@@ -65,6 +65,30 @@ func checkTableOrJSON(output string) error {
 	return nil
 }
 
+// showLab is the RunE of a verb that shows what read takes from lab
+// args[0]: a table (table) or, with -o json, the value itself for scripts.
+// A bad -o is refused before the lab is read.
+func showLab[T any](output *string, read func(st *lab.State) (T, error), table func(w io.Writer, st *lab.State, v T)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := checkTableOrJSON(*output); err != nil {
+			return err
+		}
+		st, err := lab.Load(args[0])
+		if err != nil {
+			return err
+		}
+		v, err := read(st)
+		if err != nil {
+			return err
+		}
+		if *output == "json" {
+			return printJSON(v)
+		}
+		table(os.Stdout, st, v)
+		return nil
+	}
+}
+
 func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")

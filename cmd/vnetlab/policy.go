@@ -102,34 +102,19 @@ func newPolicyLsCmd() *cobra.Command {
 		Use:   "ls LAB",
 		Short: "List a lab's policies, the pods each selects, and every pod's isolation (-o json for scripts)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTableOrJSON(output); err != nil {
-				return err
-			}
-			st, err := lab.Load(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: showLab(&output, func(st *lab.State) (labpolicy.Listing, error) {
 			c, err := labpolicy.Load(st.Name)
 			if err != nil {
-				return err
+				return labpolicy.Listing{}, err
 			}
-			l, err := labpolicy.List(st, c)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return printJSON(l)
-			}
-			printPolicies(os.Stdout, l)
-			return nil
-		},
+			return labpolicy.List(st, c)
+		}, printPolicies),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }
 
-func printPolicies(w io.Writer, l labpolicy.Listing) {
+func printPolicies(w io.Writer, _ *lab.State, l labpolicy.Listing) {
 	if len(l.Policies) == 0 {
 		fmt.Fprintf(w, "lab %s has no policies (add some: vnetlab policy add %s -f FILE.yaml)\n", l.Lab, l.Lab)
 	} else {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -18,37 +17,20 @@ func newSvcLsCmd() *cobra.Command {
 		Use:   "ls LAB",
 		Short: "List a lab's services, their backends and provider (-o json for scripts)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, c, err := readServices(args[0], output)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				if c.Services == nil {
-					c.Services = []labservice.Service{}
-				}
-				return printJSON(c)
-			}
-			printServices(os.Stdout, st, c)
-			return nil
-		},
+		RunE:  showLab(&output, readServices, printServices),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }
 
-// readServices loads a lab and its services for a read-only listing, after
-// checking the -o value (table or json).
-func readServices(name, output string) (*lab.State, *labservice.Config, error) {
-	if err := checkTableOrJSON(output); err != nil {
-		return nil, nil, err
-	}
-	st, err := lab.Load(name)
-	if err != nil {
-		return nil, nil, err
-	}
+// readServices reads a lab's services for a listing (none: an empty list
+// in JSON, not null).
+func readServices(st *lab.State) (*labservice.Config, error) {
 	c, err := labservice.Load(st.Name)
-	return st, c, err
+	if err == nil && c.Services == nil {
+		c.Services = []labservice.Service{}
+	}
+	return c, err
 }
 
 func printServices(w io.Writer, st *lab.State, c *labservice.Config) {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -35,24 +34,7 @@ Examples:
   vnetlab svc stats lab1
   vnetlab svc stats lab1 -o json | jq .tc.ipv6`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTableOrJSON(output); err != nil {
-				return err
-			}
-			st, err := lab.Load(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := labservice.ReadCounters(st.Name)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return printJSON(c)
-			}
-			printCounters(os.Stdout, c)
-			return nil
-		},
+		RunE: showLab(&output, func(st *lab.State) (labservice.Counters, error) { return labservice.ReadCounters(st.Name) }, printCounters),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
@@ -60,7 +42,7 @@ Examples:
 
 // printCounters: the tc programs' counters by family side by side, then
 // host routing's and the socket programs'.
-func printCounters(w io.Writer, c labservice.Counters) {
+func printCounters(w io.Writer, _ *lab.State, c labservice.Counters) {
 	v4, v6, h := c.TC.IPv4, c.TC.IPv6, c.TC.Host
 	fmt.Fprintf(w, "lab %s: eBPF counters since its maps were created\n", c.Lab)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

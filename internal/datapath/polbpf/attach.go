@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/tcx"
 )
 
 // LinksDir holds, under a plane's directory, one directory per interface
@@ -27,13 +28,6 @@ type Interface struct {
 }
 
 func (i Interface) String() string { return i.Ifname + " in " + i.NS }
-
-func nsPath(ns string) string {
-	if strings.HasPrefix(ns, "/") {
-		return ns
-	}
-	return nsutil.Path(ns)
-}
 
 func (p *Plane) linkDir(i Interface) string {
 	return filepath.Join(p.dir, LinksDir, pinName(i.NS)+"@"+pinName(i.Ifname))
@@ -65,33 +59,38 @@ func (p *Plane) Attach(i Interface) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	err = nsutil.DoPath(nsPath(i.NS), func() error {
+	if err := attachHooks(i, dir, progs); err != nil {
+		return errors.Join(err, detachDir(dir))
+	}
+	return nil
+}
+
+// attachHooks attaches each hook's program to i's interface, its link
+// pinned in dir.
+func attachHooks(i Interface, dir string, progs *policyPrograms) error {
+	var ifindex int
+	if err := nsutil.Do(i.NS, func() error {
 		l, err := netlink.LinkByName(i.Ifname)
 		if err != nil {
 			return fmt.Errorf("no interface %s: %w", i, err)
 		}
-		for _, h := range hooks {
-			prog := progs.PolEgress
-			if h.at == ebpf.AttachTCXIngress {
-				prog = progs.PolIngress
-			}
-			tl, err := link.AttachTCX(link.TCXOptions{Interface: l.Attrs().Index, Program: prog, Attach: h.at})
-			if err != nil {
-				if errors.Is(err, ebpf.ErrNotSupported) {
-					return fmt.Errorf("attach the policy programs to %s: this kernel has no tcx (Linux 6.6)", i)
-				}
-				return fmt.Errorf("attach pol_%s to %s: %w", h.name, i, err)
-			}
-			err = tl.Pin(filepath.Join(dir, h.name))
-			tl.Close()
-			if err != nil {
-				return err
-			}
-		}
+		ifindex = l.Attrs().Index
 		return nil
-	})
-	if err != nil {
-		return errors.Join(err, detachDir(dir))
+	}); err != nil {
+		return err
+	}
+	for _, h := range hooks {
+		prog := progs.PolEgress
+		if h.at == ebpf.AttachTCXIngress {
+			prog = progs.PolIngress
+		}
+		err := tcx.Attach(i.NS, ifindex, prog, h.at, filepath.Join(dir, h.name))
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return fmt.Errorf("attach the policy programs to %s: this kernel has no tcx (Linux 6.6)", i)
+		}
+		if err != nil {
+			return fmt.Errorf("attach pol_%s to %s: %w", h.name, i, err)
+		}
 	}
 	return nil
 }
@@ -112,19 +111,7 @@ func (p *Plane) Detach(i Interface) error { return detachDir(p.linkDir(i)) }
 func detachDir(dir string) error {
 	var errs []error
 	for _, h := range hooks {
-		pin := filepath.Join(dir, h.name)
-		l, err := link.LoadPinnedLink(pin, nil)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("open link %s: %w", pin, err))
-			continue
-		}
-		if err := l.Detach(); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("detach %s: %w", pin, err))
-		}
-		l.Close()
+		errs = append(errs, tcx.Detach(filepath.Join(dir, h.name)))
 	}
 	errs = append(errs, os.RemoveAll(dir))
 	return errors.Join(errs...)
@@ -152,7 +139,7 @@ func (p *Plane) Attached() ([]Interface, error) {
 	all, err := p.Pinned()
 	var out []Interface
 	for _, i := range all {
-		if linked(filepath.Join(p.linkDir(i), "ingress")) {
+		if tcx.Linked(filepath.Join(p.linkDir(i), "ingress")) {
 			out = append(out, i)
 		}
 	}
@@ -187,22 +174,12 @@ func (p *Plane) Pinned() ([]Interface, error) {
 	return out, nil
 }
 
-func linked(pin string) bool {
-	l, err := link.LoadPinnedLink(pin, nil)
-	if err != nil {
-		return false
-	}
-	defer l.Close()
-	info, err := l.Info()
-	return err == nil && info.TCX() != nil && info.TCX().Ifindex != 0
-}
-
 // Programs names the tcx programs on the interface, egress then ingress
 // (what a test or a check reads back from the kernel, whoever attached them);
 // NS "" is the caller's namespace.
 func Programs(i Interface) ([]string, error) {
 	var names []string
-	in := func(f func() error) error { return nsutil.DoPath(nsPath(i.NS), f) }
+	in := func(f func() error) error { return nsutil.Do(i.NS, f) }
 	if i.NS == "" {
 		in = func(f func() error) error { return f() }
 	}

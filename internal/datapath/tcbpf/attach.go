@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/tcx"
 )
 
 // Placement says where an endpoint's two programs sit. Both give the same
@@ -78,14 +79,6 @@ type Endpoint struct {
 	Attached bool `json:"attached"`
 }
 
-// nsPath accepts a namespace name (vnetlab's /run/netns entries) or a path.
-func nsPath(ns string) string {
-	if strings.HasPrefix(ns, "/") {
-		return ns
-	}
-	return nsutil.Path(ns)
-}
-
 // EndpointsDir holds, under a plane's pin directory, the links of each
 // endpoint (pod interface) carrying the programs.
 const EndpointsDir = "endpoints"
@@ -134,7 +127,7 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		return Endpoint{}, fmt.Errorf("%s in %s is already a service endpoint (placement %s): remove it first", ifname, ns, ep.Placement)
 	}
 	var ifindex int
-	err := nsutil.DoPath(nsPath(ns), func() error {
+	err := nsutil.Do(ns, func() error {
 		l, err := netlink.LinkByName(ifname)
 		if err != nil {
 			return fmt.Errorf("no interface %s in namespace %s: %w", ifname, ns, err)
@@ -184,7 +177,7 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		pin := filepath.Join(dir, pr.name)
 		var err error
 		if hook == HookTCX {
-			err = attachTCX(ns, ifindex, pr.prog, pr.at, pin)
+			err = tcx.Attach(ns, ifindex, pr.prog, pr.at, pin)
 		} else {
 			err = attachTC(ns, ifindex, pr.name, pr.prog, pr.at, pin)
 		}
@@ -194,19 +187,6 @@ func (p *Plane) attachEndpoint(ns, ifname string, pl Placement, l2 bool) (Endpoi
 		ep.Pins = append(ep.Pins, pin)
 	}
 	return ep, nil
-}
-
-// attachTCX attaches in the namespace (tcx resolves ifindex in the caller's)
-// and pins the link: the attachment outlives this process.
-func attachTCX(ns string, ifindex int, prog *ebpf.Program, at ebpf.AttachType, pin string) error {
-	return nsutil.DoPath(nsPath(ns), func() error {
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: at})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		return l.Pin(pin)
-	})
 }
 
 // attachTC adds a clsact qdisc (if missing) and a direct-action cls_bpf
@@ -249,7 +229,7 @@ func tcParent(at ebpf.AttachType) uint32 {
 }
 
 func handleAt(ns string) (*netlink.Handle, error) {
-	nh, err := netns.GetFromPath(nsPath(ns))
+	nh, err := netns.GetFromPath(nsutil.Path(ns))
 	if err != nil {
 		return nil, fmt.Errorf("open namespace %s: %w", ns, err)
 	}
@@ -305,7 +285,7 @@ func (p *Plane) detach(ep Endpoint) error {
 		// Detach explicitly: dropping the pin alone detaches only after
 		// bpffs frees the inode (an RCU grace period later).
 		for _, name := range []string{serviceProgFromPod, serviceProgToPod} {
-			if err := detachTCX(filepath.Join(dir, name)); err != nil {
+			if err := tcx.Detach(filepath.Join(dir, name)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -314,21 +294,6 @@ func (p *Plane) detach(ep Endpoint) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func detachTCX(pin string) error {
-	l, err := link.LoadPinnedLink(pin, nil)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open link %s: %w", pin, err)
-	}
-	defer l.Close()
-	if err := l.Detach(); err != nil {
-		return fmt.Errorf("detach %s: %w", pin, err)
-	}
-	return nil
 }
 
 func detachTC(ep Endpoint) error {
@@ -412,16 +377,7 @@ func (p *Plane) ListEndpoints() ([]Endpoint, error) {
 // the interface must still exist.
 func attached(ep Endpoint) bool {
 	if ep.Hook == HookTCX {
-		l, err := link.LoadPinnedLink(ep.Pins[1], nil)
-		if err != nil {
-			return false
-		}
-		defer l.Close()
-		info, err := l.Info()
-		if err != nil || info.TCX() == nil {
-			return false
-		}
-		return info.TCX().Ifindex != 0
+		return tcx.Linked(ep.Pins[1])
 	}
 	h, err := handleAt(ep.NS)
 	if err != nil {

@@ -137,7 +137,7 @@ type podLink struct {
 
 func readPodLink(podNS, podIf string) (podLink, error) {
 	var pl podLink
-	err := nsutil.DoPath(nsPath(podNS), func() error {
+	err := nsutil.Do(podNS, func() error {
 		l, err := netlink.LinkByName(podIf)
 		if err != nil {
 			return fmt.Errorf("no interface %s in namespace %s: %w", podIf, podNS, err)
@@ -191,7 +191,7 @@ func nodeEnd(nodeNS, podNS, podIf, why string) (podLink, netlink.Link, error) {
 		return pod, nil, err
 	}
 	var host netlink.Link
-	err = nsutil.DoPath(nsPath(nodeNS), func() error {
+	err = nsutil.Do(nodeNS, func() error {
 		var err error
 		host, err = netlink.LinkByIndex(pod.peerIndex)
 		// A netkit pair (L2 mode) is wired like a veth: its primary's tc
@@ -260,7 +260,7 @@ func (p *Plane) delRoutesOf(ep Endpoint) error {
 		return nil
 	}
 	var link netlink.Link
-	err := nsutil.DoPath(nsPath(ep.NS), func() error {
+	err := nsutil.Do(ep.NS, func() error {
 		var err error
 		link, err = netlink.LinkByName(ep.Ifname)
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/tcx"
 )
 
 // A node's uplink (its eth0) carries the NodePort programs of
@@ -47,7 +48,7 @@ func (p *Plane) AttachUplink(ns, ifname string) ([]string, error) {
 	}
 	_ = p.DetachUplink(ns, ifname) // stale pins of an interface that went
 	var ifindex int
-	if err := nsutil.DoPath(nsPath(ns), func() error {
+	if err := nsutil.Do(ns, func() error {
 		l, err := netlink.LinkByName(ifname)
 		if err != nil {
 			return fmt.Errorf("no interface %s in namespace %s: %w", ifname, ns, err)
@@ -73,7 +74,7 @@ func (p *Plane) AttachUplink(ns, ifname string) ([]string, error) {
 		pin := filepath.Join(dir, uplinkProgs[i])
 		var err error
 		if hook == HookTCX {
-			err = attachTCX(ns, ifindex, pr.prog, pr.at, pin)
+			err = tcx.Attach(ns, ifindex, pr.prog, pr.at, pin)
 		} else {
 			err = attachTC(ns, ifindex, uplinkProgs[i], pr.prog, pr.at, pin)
 		}
@@ -125,7 +126,7 @@ func (p *Plane) DetachUplink(ns, ifname string) error {
 		}
 		if h == HookTCX {
 			for _, name := range uplinkProgs {
-				if err := detachTCX(filepath.Join(dir, name)); err != nil {
+				if err := tcx.Detach(filepath.Join(dir, name)); err != nil {
 					errs = append(errs, err)
 				}
 			}

@@ -29,6 +29,16 @@ func ReadFile(labName, file string, v any) error {
 	return nil
 }
 
+// ReadNew reads lab labName's JSON file file into a new T (T's zero value
+// when the lab has no such file yet).
+func ReadNew[T any](labName, file string) (*T, error) {
+	v := new(T)
+	if err := ReadFile(labName, file, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // WriteFile writes v as lab labName's JSON file file, atomically.
 func WriteFile(labName, file string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
@@ -40,4 +50,33 @@ func WriteFile(labName, file string, v any) error {
 		return err
 	}
 	return os.Rename(p+".tmp", p)
+}
+
+// EditFile is every change's transaction on such a file: under lab name's
+// lock, load the file, keep a deep copy (the old side), let change edit it
+// (its message is returned) and commit old → new (apply it to the lab, then
+// save it). A change or commit that fails leaves the file as it was; it is
+// the commit's to leave the lab as it was too.
+func EditFile[F interface{ Clone() F }](name string, load func(labName string) (F, error),
+	change func(st *State, f F) (string, error), commit func(st *State, old, f F) error) (*State, F, string, error) {
+	var zero F
+	l, err := Open(name)
+	if err != nil {
+		return nil, zero, "", err
+	}
+	defer l.Release()
+	st := l.State
+	f, err := load(st.Name)
+	if err != nil {
+		return nil, zero, "", err
+	}
+	old := f.Clone()
+	msg, err := change(st, f)
+	if err != nil {
+		return nil, zero, "", err
+	}
+	if err := commit(st, old, f); err != nil {
+		return nil, zero, "", err
+	}
+	return st, f, msg, nil
 }

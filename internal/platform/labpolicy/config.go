@@ -36,13 +36,7 @@ const FileName = "policies.json"
 const PodLabel = "pod"
 
 // Load reads a lab's policies (an empty config when it has none yet).
-func Load(labName string) (*Config, error) {
-	var c Config
-	if err := lab.ReadFile(labName, FileName, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
+func Load(labName string) (*Config, error) { return lab.ReadNew[Config](labName, FileName) }
 
 // Save writes a lab's policies atomically.
 func (c *Config) Save(labName string) error { return lab.WriteFile(labName, FileName, c) }

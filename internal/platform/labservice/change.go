@@ -36,22 +36,8 @@ func (r Result) String() string {
 // result with the provider and saves it (the transaction every change goes
 // through). change returns the message of its Result.
 func Edit(name string, change func(st *lab.State, c *Config) (string, error)) (Result, error) {
-	l, err := lab.Open(name)
+	st, c, msg, err := lab.EditFile(name, Load, change, Commit)
 	if err != nil {
-		return Result{}, err
-	}
-	defer l.Release()
-	st := l.State
-	c, err := Load(st.Name)
-	if err != nil {
-		return Result{}, err
-	}
-	old := c.Clone()
-	msg, err := change(st, c)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := Commit(st, old, c); err != nil {
 		return Result{}, err
 	}
 	return Result{Lab: st.Name, Provider: c.Provider, Message: msg, Count: c.CountText(), LoadSeconds: c.LoadSeconds}, nil

@@ -53,13 +53,7 @@ const (
 const FileName = "services.json"
 
 // Load reads a lab's services (an empty config when it has none yet).
-func Load(labName string) (*Config, error) {
-	var c Config
-	if err := lab.ReadFile(labName, FileName, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
+func Load(labName string) (*Config, error) { return lab.ReadNew[Config](labName, FileName) }
 
 // Save writes a lab's services atomically.
 func (c *Config) Save(labName string) error { return lab.WriteFile(labName, FileName, c) }
