@@ -31,7 +31,7 @@ func crowdedScenes() map[string]*scene {
 		}
 		bar.Groups = append(bar.Groups, g)
 	}
-	curve := &CurveChart{Title: long, Unit: long, XLabel: long, LogY: true}
+	curve := &CurveChart{Title: long, Unit: long, XLabel: long, LogY: true, XAt: []float64{0, 0.8, 0.9, 1}}
 	for i := range 4 {
 		curve.X = append(curve.X, labels[i])
 	}
@@ -97,6 +97,20 @@ func TestCrowdedChartsStayInTheirBox(t *testing.T) {
 		}
 		if out > 5 {
 			t.Errorf("%s chart: %d shapes outside the box in all", name, out)
+		}
+		// Centred labels on one line (an axis' labels) do not run into
+		// each other.
+		for i, a := range s.shapes {
+			for _, b := range s.shapes[i+1:] {
+				if a.kind != "text" || b.kind != "text" || a.anchor != "middle" || b.anchor != "middle" || a.y != b.y {
+					continue
+				}
+				ax0, _, ax1, _ := bounds(a)
+				bx0, _, bx1, _ := bounds(b)
+				if ax0 < bx1 && bx0 < ax1 {
+					t.Errorf("%s chart: labels %q and %q overlap", name, a.text, b.text)
+				}
+			}
 		}
 	}
 }

@@ -12,6 +12,8 @@ const (
 	plotRight  = 30.0
 	// unitRoom is the room above a plot for its unit's label.
 	unitRoom = 16.0
+	// xLabelGap is the least space between two labels of the x axis.
+	xLabelGap = 4.0
 )
 
 // lineStyle is how one series is drawn: its colour, dash pattern (nil:
@@ -109,15 +111,22 @@ func (p valuePlot) drawFrame(s *scene, unit string) {
 }
 
 // drawXLabels labels every every-th position under the plot, each cut to
-// the room it has (its share of the axis, within the chart), and title
-// under them; it returns the chart's height.
+// the room it has (up to its labelled neighbours, within the chart), and
+// title under them; it returns the chart's height.
 func (p valuePlot) drawXLabels(s *scene, labels []string, every int, size float64, title string) float64 {
 	for i, l := range labels {
 		if every <= 0 || i%every != 0 {
 			continue
 		}
 		x := p.xOf(i)
-		room := math.Min(float64(every)*p.step(), 2*math.Min(x-chartMargin, s.w-chartMargin-x)) - 4
+		room := 2 * math.Min(x-chartMargin, s.w-chartMargin-x)
+		if i >= every {
+			room = math.Min(room, x-p.xOf(i-every))
+		}
+		if i+every < len(labels) {
+			room = math.Min(room, p.xOf(i+every)-x)
+		}
+		room -= xLabelGap
 		s.add(shape{kind: "text", x: x, y: p.bottom + 16, text: fitText(l, size, false, room), size: size, anchor: "middle", fill: "#555"})
 	}
 	if title == "" {
