@@ -80,6 +80,15 @@ type scene struct {
 	shapes []shape
 }
 
+// newScene starts a chart with its title, cut to the chart's width.
+func newScene(title string) *scene {
+	s := &scene{w: chartWidth, title: title}
+	s.add(shape{kind: "text", x: chartMargin, y: 20, text: fitText(title, titleSize, true, chartWidth-2*chartMargin), size: titleSize, bold: true, anchor: "start", fill: "#222"})
+	return s
+}
+
+func (s *scene) add(sh shape) { s.shapes = append(s.shapes, sh) }
+
 const (
 	chartWidth  = 760.0
 	chartMargin = 10.0
@@ -99,7 +108,6 @@ const (
 // layout turns a chart into shapes.
 func (c *BarChart) layout() *scene {
 	s := newScene(c.Title)
-	add := s.add
 
 	labelW := 60.0
 	for _, g := range c.Groups {
@@ -139,7 +147,7 @@ func (c *BarChart) layout() *scene {
 	for _, g := range c.Groups {
 		n := float64(len(g.Bars))
 		gh := n*barHeight + (n-1)*barGap
-		add(shape{kind: "text", x: left - 8, y: y + gh/2 + 4, text: fitText(g.Label, fontSize, false, left-8), size: fontSize, anchor: "end", fill: "#222"})
+		s.add(shape{kind: "text", x: left - 8, y: y + gh/2 + 4, text: fitText(g.Label, fontSize, false, left-8), size: fontSize, anchor: "end", fill: "#222"})
 		for _, b := range g.Bars {
 			cy := y + barHeight/2
 			if b.Failed {
@@ -147,7 +155,7 @@ func (c *BarChart) layout() *scene {
 				if b.Expected {
 					color = "#666666"
 				}
-				add(shape{kind: "text", x: left + 4, y: cy + 4, text: fitText(b.Tip, 11, true, s.w-chartMargin-left-4), size: 11, anchor: "start", fill: color, bold: true})
+				s.add(shape{kind: "text", x: left + 4, y: cy + 4, text: fitText(b.Tip, 11, true, s.w-chartMargin-left-4), size: 11, anchor: "start", fill: color, bold: true})
 				y += barHeight + barGap
 				continue
 			}
@@ -155,23 +163,23 @@ func (c *BarChart) layout() *scene {
 				x := left
 				for i, p := range b.Parts {
 					w := xOf(p) - left
-					add(shape{kind: "rect", x: x, y: y, w: w, h: barHeight, fill: colorOf(i), class: "bar", tooltip: b.Tip})
+					s.add(shape{kind: "rect", x: x, y: y, w: w, h: barHeight, fill: colorOf(i), class: "bar", tooltip: b.Tip})
 					x += w
 				}
 			} else {
-				add(shape{kind: "rect", x: left, y: y, w: xOf(b.Value) - left, h: barHeight, fill: colorOf(b.Color), class: "bar", tooltip: b.Tip})
+				s.add(shape{kind: "rect", x: left, y: y, w: xOf(b.Value) - left, h: barHeight, fill: colorOf(b.Color), class: "bar", tooltip: b.Tip})
 			}
 			end := xOf(b.Value)
 			if b.HasCI {
 				lo, hi := xOf(b.Lo), xOf(b.Hi)
-				add(shape{kind: "line", x: lo, y: cy, x2: hi, y2: cy, stroke: "#222", width: 1.5, class: "ci"})
-				add(shape{kind: "line", x: lo, y: cy - 5, x2: lo, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
-				add(shape{kind: "line", x: hi, y: cy - 5, x2: hi, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: lo, y: cy, x2: hi, y2: cy, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: lo, y: cy - 5, x2: lo, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: hi, y: cy - 5, x2: hi, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
 				end = math.Max(end, hi)
 			}
 			// A white backing keeps the value readable over grid and ceiling lines.
-			add(shape{kind: "rect", x: end + 4, y: cy - 7, w: textWidth(fmtValue(b.Value), 11, false) + 4, h: 14, fill: "#ffffff"})
-			add(shape{kind: "text", x: end + 6, y: cy + 4, text: fmtValue(b.Value), size: 11, anchor: "start", fill: "#222"})
+			s.add(shape{kind: "rect", x: end + 4, y: cy - 7, w: textWidth(fmtValue(b.Value), 11, false) + 4, h: 14, fill: "#ffffff"})
+			s.add(shape{kind: "text", x: end + 6, y: cy + 4, text: fmtValue(b.Value), size: 11, anchor: "start", fill: "#222"})
 			y += barHeight + barGap
 		}
 		y += groupGap - barGap

@@ -46,15 +46,6 @@ func seriesStyle(i int, own bool) lineStyle {
 	return st
 }
 
-// newScene starts a chart with its title, cut to the chart's width.
-func newScene(title string) *scene {
-	s := &scene{w: chartWidth, title: title}
-	s.add(shape{kind: "text", x: chartMargin, y: 20, text: fitText(title, titleSize, true, chartWidth-2*chartMargin), size: titleSize, bold: true, anchor: "start", fill: "#222"})
-	return s
-}
-
-func (s *scene) add(sh shape) { s.shapes = append(s.shapes, sh) }
-
 // valuePlot is the frame of values against n evenly spaced positions
 // (or positions at, from 0 to 1), the y axis from its first tick to its
 // last, on a log scale when log.

@@ -5,8 +5,9 @@ import "unicode/utf8"
 // The text metrics every chart's layout reserves room with (and its
 // test checks against): a glyph's mean advance, and how far a line of
 // text reaches above and below its baseline, as fractions of the font
-// size. Generous for DejaVu Sans and Roboto, the fonts the SVG and the
-// PNG are drawn in.
+// size. Generous for the labels the charts show (names, mostly lower
+// case, and numbers) in DejaVu Sans and Roboto, the fonts the SVG and
+// the PNG are drawn in.
 const (
 	textAdvance     = 0.58
 	boldTextAdvance = 0.64
