@@ -79,7 +79,9 @@ func newEpLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List the pods the ebpf provider's programs are attached to",
-		Args:  cobra.ExactArgs(1),
+		Example: `  vnetlab ep ls lab
+  vnetlab ep ls lab -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, c, err := readServices(args[0], output)
 			if err != nil {

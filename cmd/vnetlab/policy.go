@@ -101,7 +101,9 @@ func newPolicyLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's policies, the pods each selects, and every pod's isolation (-o json for scripts)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  vnetlab policy ls lab
+  vnetlab policy ls lab -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTableOrJSON(output); err != nil {
 				return err

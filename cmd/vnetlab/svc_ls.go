@@ -17,7 +17,9 @@ func newSvcLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's services, their backends and provider (-o json for scripts)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  vnetlab svc ls lab
+  vnetlab svc ls lab -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, c, err := readServices(args[0], output)
 			if err != nil {
