@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 30's fidelity table: flannel (vxlan and host-gw, 2-node local clusters)
+# The flannel fidelity table: flannel (vxlan and host-gw, 2-node local clusters)
 # against the lab modes that claim its shape, one run of
 # scenarios/fidelity-flannel.yaml per backend: the labs (host, host-gw, vxlan on
 # two nodes; host, bridge on one) beside the cluster, a lab cell then a cluster

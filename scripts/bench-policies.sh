@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 44's cost table: what NetworkPolicy costs each data path as policies
+# The lab NetworkPolicy cost table (docs/policies.md): what NetworkPolicy costs each data path as policies
 # grow, from ONE interleaved run: each mode with each policy provider that
 # can serve it (veth-routed and bridge with nftables and iptables; veth-ebpf
 # with ebpf when this vnetlab has that provider), tcp_crr and tcp_rr at
@@ -54,7 +54,7 @@ row() {
 }
 base=$(echo "$COUNTS" | cut -d, -f1)
 echo
-echo "issue 44, the cost of NetworkPolicy ($OUT): each count's median over the same mode and provider at policies=$base [bootstrap 95% CI]"
+echo "the cost of NetworkPolicy ($OUT): each count's median over the same mode and provider at policies=$base [bootstrap 95% CI]"
 for mode in $(echo "$MODES" | tr , ' '); do
 	for prov in $(echo "$PROVIDERS" | tr , ' '); do
 		for test in $(echo "$TESTS" | tr , ' '); do

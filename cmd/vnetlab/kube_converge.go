@@ -18,7 +18,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newKubeConvergeCmd measures network programming latency (issue 47).
+// newKubeConvergeCmd measures network programming latency.
 func newKubeConvergeCmd() *cobra.Command {
 	spec := bench.DefaultConvergeSpec()
 	var cf clusterFlags

@@ -14,7 +14,7 @@ import (
 )
 
 // newKubeConvergeReportCmd is the scale table and chart of many kube
-// converge files (issue 47: latency against N per proxy).
+// converge files (latency against N per proxy).
 func newKubeConvergeReportCmd() *cobra.Command {
 	var kind, svg string
 	var reanalyze bool

@@ -13,7 +13,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newPolicyConvergeCmd measures a policy's apply latency in a lab (issue 44).
+// newPolicyConvergeCmd measures a policy's apply latency in a lab.
 func newPolicyConvergeCmd() *cobra.Command {
 	spec := labpolicy.ConvergeSpec{Pace: converge.DefaultPace()}
 	var output string

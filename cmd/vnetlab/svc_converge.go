@@ -12,7 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newSvcConvergeCmd is kube converge's lab floor (issue 47).
+// newSvcConvergeCmd is kube converge's lab floor.
 func newSvcConvergeCmd() *cobra.Command {
 	spec := labservice.FloorSpec{Pace: converge.DefaultPace()}
 	var vip, output string

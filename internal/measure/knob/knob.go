@@ -1,4 +1,4 @@
-// Package knob is the vocabulary of the knobs users turn (issue 26): a
+// Package knob is the vocabulary of the knobs users turn: a
 // message size, a number of streams, the links' MTU, their GSO and GRO
 // maximum sizes (BIG TCP), their offloads, and background load. Each knob
 // is named once here, with its range; a sweep (sweep.go) crosses several
@@ -31,7 +31,7 @@ const (
 	Offload Name = "offload" // ethtool features of every link on the path
 	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
 	Rate    Name = "rate"    // offered rate: rr/crr requests/s (open loop); UDP streams bits/s
-	// The lab's NetworkPolicies (issue 44): generated policies, and
+	// The lab's NetworkPolicies: generated policies, and
 	// address blocks of one policy, the measured flow is checked against.
 	Policies Name = "policies"
 	IPBlocks Name = "ipblocks"

@@ -1,6 +1,6 @@
 package report
 
-// A metric against a swept knob's values (issue 26): one line per mode
+// A metric against a swept knob's values: one line per mode
 // (and path), its 95% CI as a shaded band, the knee marked. Laid out as a
 // scene, like BarChart and SeriesChart, so svg.go and png.go draw it.
 // go-chart draws lines but fills only down to the axis, not between two

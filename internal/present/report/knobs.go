@@ -1,6 +1,6 @@
 package report
 
-// The knobs' sections (issue 26): each test's metric against each swept
+// The knobs' sections: each test's metric against each swept
 // knob, per mode, with the knee (curves); which knobs took effect, read
 // back from the links and seen in the packets (in force); and rr latency
 // idle and under load, as inflation (under load).
