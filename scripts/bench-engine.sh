@@ -1,5 +1,5 @@
 #!/bin/sh
-# The built-in rr engine against C references (issues 16 and 31): on one
+# The built-in rr engine against C references (the engine rows of the eBPF data-path table): on one
 # veth-routed lab, client and server pinned to one CPU, interleaved rounds (the
 # order alternates each round), one line per row with the ratio of the medians
 # built-in / reference, its bootstrap 95% CI and the eBPF data-path table's target, and the
