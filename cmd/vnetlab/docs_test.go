@@ -81,7 +81,7 @@ func TestHistoryFindings(t *testing.T) {
 // historyScanned says whether path (relative to the root) is one the rule
 // covers: reference docs and the README, and the non-generated source and
 // scripts of the product (code comments, help text, scenario files, the
-// Makefile). Not docs/measurements/, testdata (recorded data and golden
+// end-to-end tests, the Makefile). Not docs/measurements/, testdata (recorded data and golden
 // files), nor compiled or generated files.
 func historyScanned(rel string) bool {
 	rel = filepath.ToSlash(rel)
@@ -95,7 +95,7 @@ func historyScanned(rel string) bool {
 	}
 	top, _, _ := strings.Cut(rel, "/")
 	switch top {
-	case "internal", "cmd", "bpf", "scripts", "tools", "scenarios":
+	case "internal", "cmd", "bpf", "scripts", "tools", "scenarios", "e2e":
 	default:
 		return false
 	}
