@@ -7,7 +7,7 @@
 # (its lab cells against its cluster cells, by path) and each side's pod path
 # over its own node path (host): the cluster's nodes meet on a bridge in the
 # control plane's namespace beside its daemons, the lab's two nodes on one veth,
-# so the host cells differ too (docs/kubernetes.md).
+# so the host cells differ too (docs/kubernetes-vs-lab.md).
 #
 #   scripts/bench-flannel.sh                          # both backends, ~25 min here
 #   REPEAT=3 DURATION=2s OUT=dir scripts/bench-flannel.sh

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The cluster NetworkPolicy cost table (docs/kubernetes.md): what NetworkPolicies cost a cluster's pod
+# The cluster NetworkPolicy cost table (docs/kubernetes-policies.md): what NetworkPolicies cost a cluster's pod
 # path per enforcer, each beside a one-node lab of the cluster's shape whose
 # policies go through the lab provider with the enforcer's data path
 # (kube run with kube.lab: one interleaved, pinned, profiled run per

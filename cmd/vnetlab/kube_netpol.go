@@ -16,7 +16,7 @@ func init() { extraCommands = append(extraCommands, newKubeNetpolCmd) }
 
 // newKubeNetpolCmd is vnetlab's NetworkPolicy controller for one node,
 // started by `kube up --network-policy vnetlab` in each node's namespace
-// (docs/kubernetes.md).
+// (docs/kubernetes-policies.md).
 func newKubeNetpolCmd() *cobra.Command {
 	var c netpolicy.Config
 	cmd := &cobra.Command{

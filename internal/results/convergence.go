@@ -13,7 +13,7 @@ const ConvergenceVersion = 1
 
 // Convergence is what `kube converge` measured: every change it wrote
 // through the API and, per node, the transitions its prober saw; Rows are
-// their latencies summarised (docs/kubernetes.md, "Network programming
+// their latencies summarised (docs/kubernetes-converge.md, "Network programming
 // latency").
 type Convergence struct {
 	ConvergenceVersion int      `json:"convergence_version"`

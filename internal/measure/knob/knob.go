@@ -121,10 +121,10 @@ var All = []Knob{
 		stringField: func(s *Settings) *string { return &s.Rate },
 		check:       checkRate},
 	{Name: Policies, Policy: true, canonical: intIn(Policies, 0, MaxPolicies, ""),
-		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies.md)",
+		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies-cost.md)",
 		intField: func(s *Settings) *int { return &s.Policy.Policies }},
 	{Name: IPBlocks, Policy: true, canonical: intIn(IPBlocks, 0, MaxIPBlocks, ""),
-		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies.md)",
+		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies-cost.md)",
 		intField: func(s *Settings) *int { return &s.Policy.IPBlocks }},
 }
 
