@@ -73,11 +73,11 @@ CONFORMANCE_FLAGS = $(if $(SUITE),--suite '$(SUITE)') $(if $(PROXY),--proxy '$(P
 	$(if $(PROCS),--procs '$(PROCS)') $(if $(FOCUS),--focus '$(FOCUS)') $(if $(SKIP),--skip '$(SKIP)') \
 	$(if $(REPORT_DIR),--report-dir '$(REPORT_DIR)') $(if $(NAME),--name '$(NAME)')
 
-# Benchmark: 200-pod bridge lab up and down (issue 2's target: up in 10 s or less).
+# Benchmark: 200-pod bridge lab up and down (the target: up in 10 s or less).
 bench-up: build
 	./scripts/bench-up.sh
 
-# Benchmark: issue 16's table (eBPF paths against macvlan, loopback and their pod
+# Benchmark: the eBPF data-path table (eBPF paths against macvlan, loopback and their pod
 # IP), one interleaved run, each row a ratio with its 95% CI and target.
 bench-paths: build
 	./scripts/bench-paths.sh
@@ -90,36 +90,36 @@ bench-paths: build
 bench-stats: build
 	flock $(TEST_LOCK) env CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) run ./tools/bench-stats $(BENCH_STATS_ARGS)
 
-# Issue 41's table: what the harness costs, `vnetlab run` against the standalone
+# The harness-cost table: what the harness costs, `vnetlab run` against the standalone
 # engine per mode and test (target >= 0.99), then the engine against the C
 # references and netperf when it is on PATH; under the lab lock (~10 min).
 bench-harness: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-harness.sh
 
-# Issue 44's cost table: tcp_crr and tcp_rr at 0/100/1000/10000 NetworkPolicies
+# The lab NetworkPolicy cost table: tcp_crr and tcp_rr at 0/100/1000/10000 NetworkPolicies
 # per mode and policy provider, ratios to 0 with CIs, from one interleaved run;
 # then apply latency per provider at 0 and 10000; under the lab lock (~25 min).
 bench-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-policies.sh
 
-# Issue 45's cluster table: tcp_crr and tcp_rr at 0/100/1000 NetworkPolicies on a
+# The cluster NetworkPolicy cost table: tcp_crr and tcp_rr at 0/100/1000 NetworkPolicies on a
 # cluster per enforcer (vnetlab eBPF, vnetlab nftables, kube-router), each beside a
 # one-node lab of its shape, profiled (the enforcer's CPU); under the lab lock (~25 min).
 bench-kube-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-kube-policies.sh
 
-# Issue 46's closing numbers: tcp_crr latency against offered load (10-95% of
+# The latency-under-load numbers: tcp_crr latency against offered load (10-95% of
 # each path's closed-loop maximum) over five modes, with CIs, the report's
 # curves and knees, then the stall test's p99s; under the lab lock (~10 min).
 bench-latency-load: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-latency-load.sh
 
-# Issue 13's table: kube-proxy iptables/nftables vs vnetlab's proxies on local
+# The local-cluster table: kube-proxy iptables/nftables vs vnetlab's proxies on local
 # clusters, one run of scenarios/kube-proxies.yaml (needs root, ~30 min).
 bench-kube: build
 	./scripts/bench-kube.sh
 
-# Issue 47's table and chart: network programming latency per proxy against N other
+# The network programming latency table and chart: network programming latency per proxy against N other
 # Services (kube converge on local clusters, N kept between steps; each step takes the
 # lab lock itself). All proxies, N up to 100k, E 1 and 10: many hours; see the script's
 # header for a shorter run (PROXIES, NS, ES, CHANGES).

@@ -1,6 +1,7 @@
 // Package vnetlab holds the test that keeps the code's layers: the table in
 // docs/architecture.md says which layer every package is in, and a package
-// may import only packages of its own layer or below.
+// and its tests may import only packages of its own layer or below (within
+// the platforms layer, only those its row lists after it).
 package vnetlab
 
 import (
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,58 +82,92 @@ func expand(p string) []string {
 }
 
 // imports lists each package of cmd/, internal/ and tools/ with the
-// packages of this module it imports (tests' imports not counted).
-func imports(t *testing.T) map[string][]string {
+// packages of this module it imports, and those its tests import (in
+// package and in package _test) beside them.
+func imports(t *testing.T) (code, tests map[string][]string) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./cmd/...", "./internal/...", "./tools/...")
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, "./cmd/...", "./internal/...", "./tools/...")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	m := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg := strings.TrimPrefix(f[0], module)
-		m[pkg] = nil
-		for _, imp := range f[1:] {
+	code, tests = map[string][]string{}, map[string][]string{}
+	ours := func(list string) []string {
+		var m []string
+		for _, imp := range strings.Fields(list) {
 			if strings.HasPrefix(imp, module) {
-				m[pkg] = append(m[pkg], strings.TrimPrefix(imp, module))
+				m = append(m, strings.TrimPrefix(imp, module))
 			}
 		}
+		return m
 	}
-	return m
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		pkg := strings.TrimPrefix(f[0], module)
+		code[pkg], tests[pkg] = ours(f[1]), ours(f[2])
+	}
+	return code, tests
 }
 
-// Every package is in the table once, and imports nothing of a layer above
-// its own.
+// testsMayImport are the imports a package's tests may make beyond what
+// the package may, by importing package ("": any): a lab, the fixture of a
+// data path's, an engine's or a workflow's test, and the table a runner's
+// end-to-end test reads of the run it made.
+var testsMayImport = map[string][]string{
+	"":                {"internal/platform/lab", "internal/platform/testnet"},
+	"internal/runner": {"internal/present/report"},
+}
+
+// orderedLayer is the layer whose row lists its packages in order too,
+// top to bottom: each imports only packages of its row listed after it.
+const orderedLayer = "platforms"
+
+// Every package is in the table once, and neither it nor its tests
+// import anything of a layer above its own, or of its own row listed
+// before it where the row is ordered.
 func TestLayers(t *testing.T) {
 	layers := readLayers(t)
 	of := map[string]layer{}
+	at := map[string]int{} // a package's place in its row
 	for _, l := range layers {
-		for _, p := range l.packages {
+		for i, p := range l.packages {
 			if prev, ok := of[p]; ok {
 				t.Errorf("docs/architecture.md puts %s in two layers: %s and %s", p, prev.name, l.name)
 			}
-			of[p] = l
+			of[p], at[p] = l, i
 		}
 	}
-	deps := imports(t)
+	code, tests := imports(t)
 	for p := range of {
-		if _, ok := deps[p]; !ok {
+		if _, ok := code[p]; !ok {
 			t.Errorf("docs/architecture.md's layer %q lists %s, which is no package", of[p].name, p)
 		}
 	}
-	for p, imps := range deps {
+	for p, imps := range code {
 		l, ok := of[p]
 		if !ok {
 			t.Errorf("package %s is in no layer of docs/architecture.md's table: add it to the row it belongs to", p)
 			continue
 		}
-		for _, imp := range imps {
-			if il, ok := of[imp]; ok && il.rank < l.rank {
-				t.Errorf("%s (layer %s) imports %s (layer %s, above it): move the code, or the package, so that imports point down", p, l.name, imp, il.name)
+		for _, src := range []struct {
+			who  string
+			imps []string
+		}{{p, imps}, {p + "'s tests", tests[p]}} {
+			for _, imp := range src.imps {
+				il, ok := of[imp]
+				switch {
+				case !ok || imp == p:
+				case src.who != p && (slices.Contains(testsMayImport[""], imp) || slices.Contains(testsMayImport[p], imp)):
+				case il.rank < l.rank:
+					t.Errorf("%s (layer %s) imports %s (layer %s, above it): move the code, or the package, so that imports point down", src.who, l.name, imp, il.name)
+				case il.rank == l.rank && l.name == orderedLayer && at[imp] < at[p]:
+					t.Errorf("%s imports %s, listed before it in docs/architecture.md's %s row, which is in order (each imports only those after it): move %s after %s in the row, or the code", src.who, imp, l.name, p, imp)
+				}
 			}
 		}
+	}
+	if !slices.ContainsFunc(layers, func(l layer) bool { return l.name == orderedLayer }) {
+		t.Errorf("docs/architecture.md's table has no layer %q, whose order this test checks", orderedLayer)
 	}
 }

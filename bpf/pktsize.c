@@ -4,9 +4,9 @@
 // (net_dev_xmit: what the driver was handed, a GSO packet whole) and
 // receives (netif_receive_skb: what the stack gets, after GRO). From them,
 // the average packet at the sender and at the receiver's GRO: the proof
-// that an MTU, GSO/GRO size or offload knob took effect (issue 26). Every
+// that an MTU, GSO/GRO size or offload knob took effect. Every
 // lab run attaches it, --profile or not, in each cell's proof sample only,
-// never in a measured one (issue 41): two tracepoints, one hash update per
+// never in a measured one: two tracepoints, one hash update per
 // packet per device. tp_btf, as bpf/profile.c: no kprobes or fentry here.
 #include <linux/types.h>
 #include <linux/bpf.h>

@@ -1,7 +1,7 @@
 package e2e
 
 // Labs beside iproute2's `ip netns`, which makes /run/netns a shared bind
-// mount of itself whenever it is not a mount point (issue 24).
+// mount of itself whenever it is not a mount point.
 
 import (
 	"context"
@@ -234,7 +234,7 @@ func TestNetnsLayoutInChild(t *testing.T) {
 }
 
 // olderLab builds a lab whose namespaces are mounted on /run/netns as a
-// plain directory, as vnetlab before issue 24 made them: up on a private
+// plain directory, as older versions of vnetlab made them: up on a private
 // bind of /run/netns (which vnetlab leaves as it is), then each namespace
 // moved off, the bind removed, and each moved back onto the plain directory.
 func olderLab(t *testing.T, lab string) []string {

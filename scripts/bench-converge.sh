@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 47's table and chart: network programming latency, from a change written through
+# The network programming latency table and chart: network programming latency, from a change written through
 # the API to the first packet that shows it, per Service proxy and per number N of other
 # Services (E endpoints each), with each proxy's own metric beside it, the proxies', API
 # server's and etcd's CPU and memory, the eBPF maps' memory and tcp_crr to the newest

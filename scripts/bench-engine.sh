@@ -1,8 +1,8 @@
 #!/bin/sh
-# The built-in rr engine against C references (issues 16 and 31): on one
+# The built-in rr engine against C references (the engine rows of the eBPF data-path table): on one
 # veth-routed lab, client and server pinned to one CPU, interleaved rounds (the
 # order alternates each round), one line per row with the ratio of the medians
-# built-in / reference, its bootstrap 95% CI and issue 16's target, and the
+# built-in / reference, its bootstrap 95% CI and the eBPF data-path table's target, and the
 # machine's load averages before and after:
 #
 #   engine tcp_rr / C reference  0.990 [0.975, 1.004]  target >= 0.98  UNRESOLVED
@@ -18,7 +18,7 @@
 #             tcp_rr and udp_rr against netperf's TCP_RR and UDP_RR (netperf and netserver on PATH)
 #   rr-client, rr-server, udp-client, udp-server
 #             the engine's client (or server) with rr.c's server (client), against
-#             rr.c on both sides: which half of the engine costs (issue 31)
+#             rr.c on both sides: which half of the engine costs
 #
 # Usage (it builds a lab: run it under the machine's lock):
 #   flock /run/vnetlab-dev.lock scripts/bench-engine.sh [--repeat 7] [--duration 2s] [--cpu N] [--rows rr,udp,crr]

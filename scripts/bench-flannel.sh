@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 30's fidelity table: flannel (vxlan and host-gw, 2-node local clusters)
+# The flannel fidelity table: flannel (vxlan and host-gw, 2-node local clusters)
 # against the lab modes that claim its shape, one run of
 # scenarios/fidelity-flannel.yaml per backend: the labs (host, host-gw, vxlan on
 # two nodes; host, bridge on one) beside the cluster, a lab cell then a cluster
@@ -7,7 +7,7 @@
 # (its lab cells against its cluster cells, by path) and each side's pod path
 # over its own node path (host): the cluster's nodes meet on a bridge in the
 # control plane's namespace beside its daemons, the lab's two nodes on one veth,
-# so the host cells differ too (docs/kubernetes.md).
+# so the host cells differ too (docs/kubernetes-vs-lab.md).
 #
 #   scripts/bench-flannel.sh                          # both backends, ~25 min here
 #   REPEAT=3 DURATION=2s OUT=dir scripts/bench-flannel.sh

@@ -1,5 +1,5 @@
 #!/bin/sh
-# What vnetlab's harness costs the numbers it reports (issue 41): `vnetlab run`
+# What vnetlab's harness costs the numbers it reports: `vnetlab run`
 # against the standalone engine on the same paths (veth-routed and bridge;
 # tcp_rr, udp_rr, tcp_crr, tcp_stream), interleaved rounds, every test pinned as
 # run pins them, per cell the ratio of the medians run /

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 45's cluster cost table: what NetworkPolicies cost a cluster's pod
+# The cluster NetworkPolicy cost table (docs/kubernetes-policies.md): what NetworkPolicies cost a cluster's pod
 # path per enforcer, each beside a one-node lab of the cluster's shape whose
 # policies go through the lab provider with the enforcer's data path
 # (kube run with kube.lab: one interleaved, pinned, profiled run per
@@ -78,7 +78,7 @@ done
 
 base=$(echo "$COUNTS" | cut -d, -f1)
 echo
-echo "issue 45, the cost of NetworkPolicy on a cluster beside the lab ($OUT): each count's median over the same side's at policies=$base [bootstrap 95% CI]"
+echo "the cost of NetworkPolicy on a cluster beside the lab ($OUT): each count's median over the same side's at policies=$base [bootstrap 95% CI]"
 for e in $ENFORCERS; do
 	config "$e"
 	for test in $(echo "$TESTS" | tr , ' '); do

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Issue 13's table: Service proxies and CNIs on local clusters, from ONE run of
+# The local-cluster table: Service proxies and CNIs on local clusters, from ONE run of
 # scenarios/kube-proxies.yaml (each configuration's cluster brought up, measured,
-# removed, one after the other), then the issue's rows as ratios with their
+# removed, one after the other), then the table's rows as ratios with their
 # bootstrap 95% CI: clusterIP/podIP per configuration, placement and test, and
-# tcp_crr with the extra Services. Targets (issue 13) apply to vnetlab's eBPF
+# tcp_crr with the extra Services. Targets apply to vnetlab's eBPF
 # proxy; the other configurations' rows are printed beside them without one.
 #
 #   make bench-kube                           # build, run (25-30 min here), print the rows
@@ -29,9 +29,9 @@ fi
 row() { "$BIN" ratio "$OUT" "$@" || true; }
 name='def name: "\(.mode)/\(.path)\(if .provider != "" or (.extra_services // 0) > 0 then "(\(.provider)\(if (.extra_services // 0) > 0 then "+\(.extra_services)" else "" end))" else "" end)@\(.placement)/\(.test)";'
 echo
-echo "issue 13 ($OUT, CPU affinity $(jq -r .metadata.settings.cpu_affinity "$OUT")): ratio of medians [bootstrap 95% CI]; MET/SHORT when the whole CI is on one side of the target"
+echo "Service proxies and CNIs on local clusters ($OUT, CPU affinity $(jq -r .metadata.settings.cpu_affinity "$OUT")): ratio of medians [bootstrap 95% CI]; MET/SHORT when the whole CI is on one side of the target"
 echo "clusterIP/podIP per configuration, placement and test (with N extra Services: over the pod cell measured in the same rounds with them present):"
-# Every service cell over its pod cell; the issue's targets on vnetlab's proxies' tcp_crr.
+# Every service cell over its pod cell; the table's targets on vnetlab's proxies' tcp_crr.
 jq -r "$name"'.cells[] | select(.path == "service") |
 	[name, (.path = "pod" | .provider = "" | name),
 	 (if (.provider | startswith("vnetlab")) and .test == "tcp_crr" then (if (.extra_services // 0) > 0 then ">=0.95" else ">=0.97" end) else "" end)] | @tsv' "$OUT" |

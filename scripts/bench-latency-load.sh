@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 46's closing numbers: latency against offered load per data path, then
+# The latency-under-load numbers: latency against offered load per data path, then
 # the stall test's p99s.
 #
 # 1. One interleaved run of scenarios/latency-load.yaml: host, veth-routed,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 16's table: every data-path row as a ratio with its bootstrap 95% CI and
+# The eBPF data-path table (docs/performance.md): every data-path row as a ratio with its bootstrap 95% CI and
 # its target, from ONE interleaved run (scenarios/bench-paths.yaml), then the
 # engine rows of scripts/bench-engine.sh (built-in rr/crr against C references).
 #
@@ -22,7 +22,7 @@ fi
 
 row() { "$BIN" ratio "$OUT" "$@"; }
 echo
-echo "issue 16, data-path rows ($OUT): ratio of medians [bootstrap 95% CI]; MET/SHORT when the whole CI is on one side of the target"
+echo "eBPF data-path rows ($OUT): ratio of medians [bootstrap 95% CI]; MET/SHORT when the whole CI is on one side of the target"
 row veth-ebpf/pod/tcp_rr macvlan/pod/tcp_rr --target '>=1.00'
 row veth-ebpf/pod/tcp_rr host/pod/tcp_rr --target '>=0.97'
 row veth-ebpf/pod/tcp_stream macvlan/pod/tcp_stream --target '>=1.00'

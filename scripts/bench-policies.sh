@@ -1,10 +1,10 @@
 #!/bin/sh
-# Issue 44's cost table: what NetworkPolicy costs each data path as policies
+# The lab NetworkPolicy cost table (docs/policies-cost.md): what NetworkPolicy costs each data path as policies
 # grow, from ONE interleaved run: each mode with each policy provider that
 # can serve it (veth-routed and bridge with nftables and iptables; veth-ebpf
 # with ebpf when this vnetlab has that provider), tcp_crr and tcp_rr at
 # 0/100/1000/10000 generated policies selecting the measured server pod
-# (docs/policies.md), each cell proven in force; one line per row: the
+# (docs/policies-cost.md), each cell proven in force; one line per row: the
 # count's median over the same lab's at 0 policies, with its bootstrap 95% CI.
 # Then apply latency per provider at 0 and 10000 policies (vnetlab policy
 # converge on a lab of its own): p50/p99 of a policy's add and delete.
@@ -54,7 +54,7 @@ row() {
 }
 base=$(echo "$COUNTS" | cut -d, -f1)
 echo
-echo "issue 44, the cost of NetworkPolicy ($OUT): each count's median over the same mode and provider at policies=$base [bootstrap 95% CI]"
+echo "the cost of NetworkPolicy ($OUT): each count's median over the same mode and provider at policies=$base [bootstrap 95% CI]"
 for mode in $(echo "$MODES" | tr , ' '); do
 	for prov in $(echo "$PROVIDERS" | tr , ' '); do
 		for test in $(echo "$TESTS" | tr , ' '); do

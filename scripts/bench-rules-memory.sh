@@ -1,5 +1,5 @@
 #!/bin/sh
-# The kernel memory of kube-proxy's rules on a node of a local cluster (issue 47's memory
+# The kernel memory of kube-proxy's rules on a node of a local cluster (the network programming table's memory
 # comparison). vnetlab's proxies keep their state in eBPF maps, whose memory `kube converge`
 # records (the maps' memlock); kube-proxy keeps it in nftables objects (its iptables mode
 # too: iptables-nft), which no process's RSS shows. The node's rules (nftables mode: the

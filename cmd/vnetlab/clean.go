@@ -13,6 +13,8 @@ func newCleanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clean",
 		Short: "Remove everything any vnetlab lab created, also after a crash or kill -9",
+		Example: `  sudo vnetlab clean
+  sudo vnetlab clean -o json   # what was removed, for scripts`,
 		Long: `Remove every lab that no running vnetlab process is using: the processes vnetlab
 started (by PID), eBPF pins under /sys/fs/bpf/vnetlab, namespaces, and state under
 /run/vnetlab. Objects are found through each lab's journal (written before each object is

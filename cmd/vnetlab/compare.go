@@ -34,10 +34,8 @@ failed in new but not in old: a gate for CI. A cell the new run predicted would 
 
 One file of a kube run that measured a lab beside its cluster (kube.lab: true, e.g.
 scenarios/fidelity-flannel.yaml) is compared with itself: its lab cells against its
-cluster cells, matched by path as a lab file against a cluster file is.
-
-Examples:
-  vnetlab compare before.json after.json
+cluster cells, matched by path as a lab file against a cluster file is.`,
+		Example: `  vnetlab compare before.json after.json
   vnetlab compare main.json branch.json --fail-on-regression 5%
   vnetlab compare fidelity-flannel.json      # its lab cells against its cluster cells`,
 		Args: func(cmd *cobra.Command, args []string) error {

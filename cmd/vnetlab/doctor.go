@@ -18,6 +18,9 @@ func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Say which modes this kernel supports (and why not), which programs are installed, and whether `run` can work",
+		Example: `  sudo vnetlab doctor
+  sudo vnetlab doctor --steadiness 0   # skip the ~5 s CPU steadiness loops
+  sudo vnetlab doctor -o json | jq .modes`,
 		Long: `Probe the kernel in throwaway namespaces (nothing in the root namespace changes), list
 every mode as available or not with the reason, every program vnetlab uses with its
 version, and bpffs; then how steady the CPU run pins its tests to is, apart from any

@@ -12,7 +12,9 @@ func newDownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "down LAB [LAB...]",
 		Short: "Remove a lab: its processes, eBPF pins, namespaces (and so every link in them) and state",
-		Args:  cobra.MinimumNArgs(1),
+		Example: `  sudo vnetlab down lab1
+  sudo vnetlab down big svc v6`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
 				return err

@@ -81,8 +81,10 @@ func newEpLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List the pods the ebpf provider's programs are attached to",
-		Args:  cobra.ExactArgs(1),
-		RunE:  showLab(&output, readEndpoints, printEndpoints),
+		Example: `  vnetlab ep ls lab
+  vnetlab ep ls lab -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: showLab(&output, readEndpoints, printEndpoints),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd

@@ -23,6 +23,16 @@ func newExplainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain results.json [--cells A,B] [--test T] [--family] [--flamegraph out.svg]",
 		Short: "Say where two profiled cells spend their CPU differently: by stage, event and function, with the numbers",
+		Example: `  vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --repeat 3 --profile -o r.json
+  vnetlab explain r.json
+  vnetlab explain r.json --cells macvlan,veth-routed --flamegraph veth-vs-macvlan.svg
+  vnetlab explain r.json -o json
+  vnetlab run --modes veth-routed,macvlan --sweep mtu=1500,9000 --profile -o mtu.json
+  vnetlab explain mtu.json --knob mtu     # why one mode gains more from MTU 9000 than another
+  vnetlab explain load.json --knob rate   # why one path's latency knee comes at a lower offered rate
+  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_stream --profile -o v6.json
+  vnetlab explain v6.json --family        # where IPv6's extra (or saved) CPU goes, per mode
+  vnetlab explain v6.json --cells veth-routed/ipv4,veth-routed/ipv6   # the same, one mode`,
 		Long: `Read a results file written by "run --profile" and put two cells side by side: CPU time
 per unit of work (µs per transaction, connection or MB, all CPUs) by stage of the data path
 (syscall+copy, TCP/UDP, IP, routing/forwarding, netfilter, bridge, veth/backlog, ...), the
@@ -40,18 +50,6 @@ shows it, or mode|path|provider|test).
 data path's stacks), red where B spends more µs per unit than A, blue where less, hover
 titles with both values (needs the profile files run wrote beside the results; each
 cell's plain flame graph is already there, and in the report).
-
-Examples:
-  vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --repeat 3 --profile -o r.json
-  vnetlab explain r.json
-  vnetlab explain r.json --cells macvlan,veth-routed --flamegraph veth-vs-macvlan.svg
-  vnetlab explain r.json -o json
-  vnetlab run --modes veth-routed,macvlan --sweep mtu=1500,9000 --profile -o mtu.json
-  vnetlab explain mtu.json --knob mtu     # why one mode gains more from MTU 9000 than another
-  vnetlab explain load.json --knob rate   # why one path's latency knee comes at a lower offered rate
-  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_stream --profile -o v6.json
-  vnetlab explain v6.json --family        # where IPv6's extra (or saved) CPU goes, per mode
-  vnetlab explain v6.json --cells veth-routed/ipv4,veth-routed/ipv6   # the same, one mode
 
 --knob AXIS[=VALUE] explains a swept knob instead: each mode's cell at each value of the
 axis (or VALUE) against the same mode's cell at the axis's first value, then one sentence

@@ -28,10 +28,8 @@ func newExportCmd() *cobra.Command {
   junit        a test case per cell, failing when the cell failed unpredicted (what makes run
                exit 1); compare and ratio write their verdicts as JUnit with --export
 
-run, kube run, compare and ratio write the same with --export FORMAT:FILE (repeatable).
-
-Examples:
-  vnetlab export r.json --format csv -o r.csv
+run, kube run, compare and ratio write the same with --export FORMAT:FILE (repeatable).`,
+		Example: `  vnetlab export r.json --format csv -o r.csv
   vnetlab export r.json --format openmetrics | promtool check metrics
   vnetlab run --modes bridge --tests tcp_stream --export junit:run.xml --export csv:run.csv`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -37,10 +37,8 @@ Detection runs between boundaries only, unless --across names the kinds it may c
 (e.g. --across version for a nightly job that builds every commit); the output says so.
 It exits 1 when a change in the newest --newest runs (default 1) is significant and worse
 (lower Gbit/s, trans/s, conn/s; higher latency): a gate for nightly CI. One run alone can
-be a significant change only in a history of 20 runs or more (docs/exports.md).
-
-Examples:
-  vnetlab history nightly/ --detect
+be a significant change only in a history of 20 runs or more (docs/exports.md).`,
+		Example: `  vnetlab history nightly/ --detect
   vnetlab history nightly/*.json --cells 'bridge/*/tcp_stream' --detect -o history/
   vnetlab history nightly/ --detect --across version --newest 2`,
 		Args: func(cmd *cobra.Command, args []string) error {

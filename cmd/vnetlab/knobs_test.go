@@ -12,7 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
-// Bad knobs (issue 26) are refused in one line naming the value and the
+// Bad knobs are refused in one line naming the value and the
 // limit, from flags and from files, before anything is built.
 func TestRunKnobBadInput(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
@@ -39,7 +39,7 @@ func TestRunKnobBadInput(t *testing.T) {
 		"--mtu 70000":   "mtu 70000 is above 65535",
 		"--streams 200": "--streams 200: use 1 to 128",
 		"--load 99":     "load 99 is above the maximum 64",
-		// The rate (issue 46): its spelling, its range, and the tests.
+		// The rate: its spelling, its range, and the tests.
 		"--rate 0 --tests tcp_rr":                      "rate 0: use a positive rate, or max",
 		"--rate -5 --tests tcp_rr":                     `rate "-5": use max, requests per second`,
 		"--rate lots --tests udp_rr":                   `rate "lots": use max`,
@@ -78,7 +78,7 @@ func TestRunKnobBadInput(t *testing.T) {
 	}
 }
 
-// A rate (issue 46) is a knob: --rate sets every cell's, a sweep of it
+// A rate is a knob: --rate sets every cell's, a sweep of it
 // makes a cell per value (its point), and the file records it.
 func TestRunRate(t *testing.T) {
 	spec, _, err := resolveRun(t, "--rate", "20k", "--tests", "tcp_rr,udp_rr,tcp_crr")

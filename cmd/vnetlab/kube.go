@@ -43,7 +43,12 @@ func newKubeUpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local Kubernetes cluster whose control plane and nodes live in namespaces",
-		Args:  cobra.NoArgs,
+		Example: `  sudo vnetlab kube up
+  sudo vnetlab kube up --name k3 --nodes 3 --proxy nftables
+  sudo vnetlab kube up --name e --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf --socket-lb
+  sudo vnetlab kube up --name f --cni flannel --flannel-backend host-gw
+  sudo vnetlab kube up --name d --cni vnetlab --cni-mode veth-routed --ip-family dual`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
 				return err
@@ -65,7 +70,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().IntVar(&spec.Zones, "zones", 0, "label the nodes with this many zones, round robin (topology.kubernetes.io/zone zone-1..N, region "+cluster.Region+"): topology-aware routing needs them; 0: none")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", clusternet.DefaultProxy, clusternet.ProxyHelp())
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
-	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes.md)")
+	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes-vs-lab.md)")
 	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with any --proxy, and --cni "+clusternet.CNIBridge+" or --cni "+clusternet.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	cmd.Flags().StringVar(&spec.NetworkPolicy, "network-policy", "", clusternet.EnforcerHelp()+" (default "+clusternet.PolicyVnetlab+" with --cni "+clusternet.CNIVnetlab+" in a mode it serves, else "+clusternet.PolicyNone+")")
@@ -75,9 +80,10 @@ func newKubeUpCmd() *cobra.Command {
 
 func newKubeDownCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "down CLUSTER [CLUSTER...]",
-		Short: "Remove a local cluster: processes, containers, cgroups, mounts, namespaces, state; restore kubelet's sysctls",
-		Args:  cobra.MinimumNArgs(1),
+		Use:     "down CLUSTER [CLUSTER...]",
+		Short:   "Remove a local cluster: processes, containers, cgroups, mounts, namespaces, state; restore kubelet's sysctls",
+		Example: `  sudo vnetlab kube down k k3 e`,
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
 				return err
@@ -99,7 +105,9 @@ func newKubeLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List local clusters",
-		Args:  cobra.NoArgs,
+		Example: `  vnetlab kube ls
+  vnetlab kube ls -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cs, err := cluster.List()
 			if err != nil {
@@ -122,9 +130,10 @@ func newKubeLsCmd() *cobra.Command {
 
 func newKubeKubeconfigCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "kubeconfig CLUSTER",
-		Short: "Print the path of a local cluster's kubeconfig (for kubectl --kubeconfig)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "kubeconfig CLUSTER",
+		Short:   "Print the path of a local cluster's kubeconfig (for kubectl --kubeconfig)",
+		Example: `  kubectl --kubeconfig "$(vnetlab kube kubeconfig k)" get nodes`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := cluster.Load(args[0])
 			if err != nil {
@@ -140,7 +149,9 @@ func newKubeLoadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "load CLUSTER IMAGE.tar...",
 		Short: "Import image archives (docker or OCI tarballs) into every node of a local cluster",
-		Args:  cobra.MinimumNArgs(2),
+		Example: `  sudo vnetlab kube load k vnetlab.tar
+  docker save nginx:1.27 -o nginx.tar && sudo vnetlab kube load k nginx.tar`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireRoot(); err != nil {
 				return err
@@ -159,6 +170,8 @@ func newKubeImageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image -o FILE.tar",
 		Short: "Write vnetlab's measuring image (vnetlab, iperf3, sockperf and their libraries) as a tarball",
+		Example: `  vnetlab kube image -o vnetlab.tar
+  vnetlab kube image -o vnetlab.tar && kind load image-archive vnetlab.tar`,
 		Long: `Write vnetlab's image for clusters without a registry: load it with
 "vnetlab kube load CLUSTER FILE.tar", "kind load image-archive FILE.tar" or
 "ctr -n k8s.io images import FILE.tar" on each node. It prints the image reference.`,

@@ -41,6 +41,8 @@ func newKubeCleanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clean",
 		Short: "Delete the namespaces `kube run` left in a cluster (labelled app.kubernetes.io/managed-by=vnetlab)",
+		Example: `  vnetlab kube clean --cluster k
+  vnetlab kube clean --kubeconfig ~/.kube/config --context prod`,
 		Long: `Delete every namespace carrying vnetlab's label, left by a kube run that was killed
 (kill -9) before it could delete its own. Nothing without the label is touched.`,
 		Args: cobra.NoArgs,

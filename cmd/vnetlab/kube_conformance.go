@@ -27,9 +27,8 @@ test images the specs need under their upstream names, brings up a local cluster
 loads the images, runs the specs in parallel from the control plane's namespace,
 prints upstream's summary and the failed specs, and removes the cluster.
 It exits 1 when a spec fails. Suites (--suite):
-` + strings.Join(suites, "\n") + `
-
-  sudo vnetlab kube conformance                          # vnetlab-ebpf, Services
+` + strings.Join(suites, "\n"),
+		Example: `  sudo vnetlab kube conformance                          # vnetlab-ebpf, Services
   sudo vnetlab kube conformance --proxy iptables         # the stock baseline
   sudo vnetlab kube conformance --suite conntrack --proxy vnetlab-sock
   sudo vnetlab kube conformance --suite dual --proxy iptables --cni-mode veth-routed   # dual-stack`,

@@ -18,7 +18,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newKubeConvergeCmd measures network programming latency (issue 47).
+// newKubeConvergeCmd measures network programming latency.
 func newKubeConvergeCmd() *cobra.Command {
 	spec := bench.DefaultConvergeSpec()
 	var cf clusterFlags
@@ -67,10 +67,8 @@ selects it by taken away (label-removed: to the start of the last unanswered run
 back (label-added: to the first answered probe), and the policy deleted (allow-deleted: to the
 start of the last unanswered run), in turn. --extra-policies N other policies select that pod first,
 admitting none of the probers, so the enforcer evaluates them with each change. Refused on a
-local cluster whose enforcer is none (kube up --network-policy).
-
-Examples:
-  vnetlab kube converge --cluster k
+local cluster whose enforcer is none (kube up --network-policy).`,
+		Example: `  vnetlab kube converge --cluster k
   vnetlab kube converge --cluster k --extra-services 10000 --extra-endpoints 10 --keep-extra -o k-10k.json
   vnetlab kube converge --kubeconfig ~/.kube/config --changes 400 -o prod-converge.json
   vnetlab kube converge --cluster k --policy --extra-policies 1000 --changes 400 -o k-pol-1k.json`,

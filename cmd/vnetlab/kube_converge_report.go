@@ -14,7 +14,7 @@ import (
 )
 
 // newKubeConvergeReportCmd is the scale table and chart of many kube
-// converge files (issue 47: latency against N per proxy).
+// converge files (latency against N per proxy).
 func newKubeConvergeReportCmd() *cobra.Command {
 	var kind, svg string
 	var reanalyze bool
@@ -37,12 +37,10 @@ overlapped above 0.1 CPUs; measure those runs again).
 Runs those alone would merge are named apart: a proxy measured on two CNI data paths by the
 path ("iptables (on veth-ebpf)"), a proxy, E, pause and N measured again by its order ("run 2").
 --reanalyze computes the latencies again from each file's probes with this version's analysis
-(since 2026-11-28 a deletion shows at the start of the last run of unanswered probes, not at
-the first: a prober starved while kube-proxy iptables synced read an early silence as done).
-
-Example (scripts/bench-converge.sh runs it):
-  vnetlab kube converge-report out/*.json --svg converge.svg`,
-		Args: cobra.MinimumNArgs(1),
+(a deletion now shows at the start of the last run of unanswered probes, where older versions
+took the first: a prober starved while kube-proxy iptables synced read an early silence as done).`,
+		Example: `  vnetlab kube converge-report out/*.json --svg converge.svg   # as scripts/bench-converge.sh runs it`,
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []report.ConvergeRun
 			for _, f := range args {

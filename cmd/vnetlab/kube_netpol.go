@@ -16,13 +16,15 @@ func init() { extraCommands = append(extraCommands, newKubeNetpolCmd) }
 
 // newKubeNetpolCmd is vnetlab's NetworkPolicy controller for one node,
 // started by `kube up --network-policy vnetlab` in each node's namespace
-// (docs/kubernetes.md).
+// (docs/kubernetes-policies.md).
 func newKubeNetpolCmd() *cobra.Command {
 	var c netpolicy.Config
 	cmd := &cobra.Command{
 		Use:   "kube-netpol --kubeconfig F --node NAME",
 		Short: "Follow a cluster's NetworkPolicies, Pods and Namespaces into this node's policy rules (kube up --network-policy vnetlab starts it in each node's namespace)",
-		Args:  cobra.NoArgs,
+		Example: `  # as kube up --cni vnetlab starts it in node k-node1's namespace (nftables rules)
+  sudo ip netns exec vnl-k-node1 vnetlab kube-netpol --kubeconfig /run/vnetlab/labs/k/kubeconfig-internal --node k-node1`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
 				return err

@@ -26,7 +26,9 @@ func newKubeProxyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kube-proxy --kubeconfig F --node NAME --netns NS --plane DIR (--bridge cni0 | --veth-prefix vnl | --programs-by-cni) [--node-ip IP] [--uplink eth0] [--mode vnetlab-ebpf|vnetlab-sock] [--cgroup DIR] [--socket-lb] [--healthz-bind-address IP:PORT] [--metrics-bind-address IP:PORT] [--conntrack-tcp-timeout-close-wait D]",
 		Short: "Follow a cluster's Services and EndpointSlices into vnetlab's eBPF Service maps on this node (kube up --proxy vnetlab-ebpf|vnetlab-sock starts it)",
-		Args:  cobra.NoArgs,
+		Example: `  # as kube up --proxy vnetlab-ebpf starts it on node k-node1 of cluster k (bridge CNI)
+  sudo vnetlab kube-proxy --kubeconfig /run/vnetlab/labs/k/kubeconfig-internal --node k-node1 --netns vnl-k-node1 --plane k_node1 --bridge cni0`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRoot(); err != nil {
 				return err

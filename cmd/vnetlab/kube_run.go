@@ -62,10 +62,8 @@ cluster and leaves them unpinned on a --kubeconfig one.
 A scenario file with a kube: section (docs/scenarios.md) says all of this in one file;
 flags given with -f override it. With kube.clusters it names several configurations
 (CNI x proxy): each gets a local cluster brought up, measured and removed in turn, into one
-results file (cells CONFIG/path@placement/test; docs/kubernetes.md).
-
-Examples:
-  vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
+results file (cells CONFIG/path@placement/test; docs/kubernetes.md).`,
+		Example: `  vnetlab kube run --cluster k --tests tcp_stream,tcp_rr,tcp_crr --repeat 5
   vnetlab kube run --kubeconfig ~/.kube/config --context prod --paths pod,service --placements cross-node -o prod.json
   vnetlab kube run --cluster k --paths pod,host --tests tcp_stream --tolerance 0.1 --export junit:kube.xml
   vnetlab kube run --cluster k --paths host --placements cross-node --tests tcp_rr --profile -o k.json && vnetlab explain k.json

@@ -42,10 +42,8 @@ cluster is marked switching-proxy until the switch completes: kube converge and 
 refuse it meanwhile, and a switch that failed or was killed is completed by running the same
 set-proxy again (or the cluster removed with kube down). The CNI and NetworkPolicy enforcer
 stay kube up's: a proxy they cannot run with is refused as kube up refuses it (kube-proxy on
-veth-ebpf needs --network-policy none).
-
-Examples:
-  vnetlab kube up --name sw --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf --network-policy none
+veth-ebpf needs --network-policy none).`,
+		Example: `  vnetlab kube up --name sw --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf --network-policy none
   vnetlab kube converge --cluster sw --extra-services 10000 --keep-extra -o ebpf-10k.json
   vnetlab kube set-proxy --cluster sw --proxy nftables
   vnetlab kube converge --cluster sw --extra-services 10000 --keep-extra -o nft-10k.json

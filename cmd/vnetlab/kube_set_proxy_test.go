@@ -12,7 +12,7 @@ import (
 func TestKubeSetProxyHelp(t *testing.T) {
 	cmd := newKubeSetProxyCmd()
 	for _, want := range []string{"kube-proxy --cleanup", "route_localnet", "socket programs", "conntrack", "is refused", "switching-proxy", "vnetlab kube set-proxy --cluster sw --proxy nftables"} {
-		if !strings.Contains(cmd.Long, want) {
+		if !strings.Contains(cmd.Long+cmd.Example, want) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}

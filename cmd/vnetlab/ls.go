@@ -20,7 +20,10 @@ func newLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls [LAB]",
 		Short: "List labs with their nodes, pods, namespaces, addresses and test paths",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  vnetlab ls
+  vnetlab ls lab1
+  vnetlab ls lab1 -o json`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var labs []*lab.State
 			if len(args) == 1 {

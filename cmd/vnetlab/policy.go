@@ -101,7 +101,9 @@ func newPolicyLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's policies, the pods each selects, and every pod's isolation (-o json for scripts)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  vnetlab policy ls lab
+  vnetlab policy ls lab -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: showLab(&output, func(st *lab.State) (labpolicy.Listing, error) {
 			c, err := labpolicy.Load(st.Name)
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newPolicyConvergeCmd measures a policy's apply latency in a lab (issue 44).
+// newPolicyConvergeCmd measures a policy's apply latency in a lab.
 func newPolicyConvergeCmd() *cobra.Command {
 	spec := labpolicy.ConvergeSpec{Pace: converge.DefaultPace()}
 	var output string
@@ -28,10 +28,8 @@ unanswered (deleted). --policies and --ipblocks generate that many policies sele
 probed pod first (as the run's policy knobs do), so each change is applied beside them. The
 lab must have no policies; it has none again afterwards. The CPU of the machine's other
 processes (outside the lab and vnetlab) is measured beside the changes, as kube converge
-measures it: a change that overlapped more than 0.1 CPUs of it is flagged.
-
-Examples:
-  vnetlab up --name p --mode veth-routed && vnetlab policy converge p --provider nftables
+measures it: a change that overlapped more than 0.1 CPUs of it is flagged.`,
+		Example: `  vnetlab up --name p --mode veth-routed && vnetlab policy converge p --provider nftables
   vnetlab policy converge p --provider iptables --policies 10000 --changes 40 -o p-ipt-10k.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

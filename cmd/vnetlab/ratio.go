@@ -32,13 +32,11 @@ veth-routed/service(ebpf)/tcp_crr, veth-routed/service(ebpf+10000)/tcp_crr; an I
 
 --metric cpu-per-gb divides each sample's busy CPU-seconds per GB instead (streams;
 lower is better: use --target '<=1.00'), cpu-per-1k per 1000 transactions (rr/crr).
-The exit status is 0 whatever the outcome; a missing cell or metric exits 1.
-
-Examples:
-  vnetlab ratio bench.json veth-ebpf/pod/tcp_rr macvlan/pod/tcp_rr --target '>=1.00'
+The exit status is 0 whatever the outcome; a missing cell or metric exits 1.`,
+		Example: `  vnetlab ratio bench.json veth-ebpf/pod/tcp_rr macvlan/pod/tcp_rr --target '>=1.00'
   vnetlab ratio dual.json veth-routed/pod/ipv6/tcp_rr veth-routed/pod/ipv4/tcp_rr
   vnetlab ratio bench.json veth-ebpf/pod/tcp_stream macvlan/pod/tcp_stream --metric cpu-per-gb --target '<=1.00'
-  scripts/bench-paths.sh   # every row of issue 16's table, from one run`,
+  scripts/bench-paths.sh   # every row of the eBPF data-path table (docs/performance.md), from one run`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 3 {
 				return fmt.Errorf("ratio needs a results file and two cells: vnetlab ratio r.json veth-ebpf/pod/tcp_rr macvlan/pod/tcp_rr")

@@ -24,10 +24,8 @@ inline CSS, charts inline as SVG) and every chart as .svg and .png:
   - each value as a ratio to the run's ceiling (the host cell: loopback in one namespace);
   - CPU-seconds per GB / per 1k transactions by class (user, system, softirq) when recorded;
   - the seeds' published numbers beside ours, as ratios, with "agrees"/"disagrees";
-  - the run's metadata: machine, kernel, CPUs, tool versions, command line, settings, skipped modes.
-
-Examples:
-  vnetlab report results.json -o report/
+  - the run's metadata: machine, kernel, CPUs, tool versions, command line, settings, skipped modes.`,
+		Example: `  vnetlab report results.json -o report/
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {

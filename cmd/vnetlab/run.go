@@ -51,16 +51,14 @@ samples per side) and its CPU cost per GB or per 1000 transactions (docs/statist
 Plain "vnetlab run" runs seed 002's podIP row (veth-routed, bridge, macvlan, ipvlan) with
 tcp_stream (iperf3), tcp_rr and tcp_crr, client and server on one CPU (--cpu-affinity
 auto), and says under the table which of the seed's differences it reproduces; modes this
-kernel lacks are listed as skipped with the reason.
-
-Examples:
-  vnetlab run
+kernel lacks are listed as skipped with the reason.`,
+		Example: `  vnetlab run
   vnetlab run --modes host,veth-routed,bridge --tests tcp_stream --duration 5s --repeat 5 -o r.json
   vnetlab run --modes veth-routed,bridge,macvlan --paths pod,service --providers iptables,nftables,ebpf
   vnetlab run --modes veth-routed --paths pod,service --providers iptables,nftables --extra-services 0,1000,10000 --tests tcp_crr
   vnetlab run --modes veth-routed,bridge --tests tcp_crr,tcp_rr --policy-providers nftables,iptables --sweep policies=0,100,1000,10000
   vnetlab run --nodes 2 --modes host,bridge,host-gw,vxlan --tests tcp_stream,udp_stream
-  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_rr,tcp_crr -o r.json (each cell over IPv4 and IPv6: docs/labs.md)
+  vnetlab run --modes veth-routed,bridge --ip-family dual --tests tcp_rr,tcp_crr -o r.json   # each cell over IPv4 and IPv6 (docs/labs.md)
   vnetlab run -f scenarios/seed-002-pod-modes.yaml --report report/
   vnetlab run --modes host,veth-routed,macvlan --tests tcp_rr --profile -o r.json && vnetlab explain r.json`,
 		Args: cobra.NoArgs,

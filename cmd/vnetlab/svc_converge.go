@@ -12,7 +12,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// newSvcConvergeCmd is kube converge's lab floor (issue 47).
+// newSvcConvergeCmd is kube converge's lab floor.
 func newSvcConvergeCmd() *cobra.Command {
 	spec := labservice.FloorSpec{Pace: converge.DefaultPace()}
 	var vip, output string
@@ -27,10 +27,8 @@ pod probes the Service (10.96.47.1:53/udp, --vip) every --interval and is a row 
 table. A lab with Services keeps its provider; --provider chooses one for a lab without.
 The CPU of the machine's other processes (outside the lab and vnetlab) is measured beside
 the changes, as kube converge measures it: a change that overlapped more than 0.1 CPUs of
-it is flagged.
-
-Examples:
-  vnetlab up --name f --mode veth-routed --pods 3 && vnetlab svc converge f --provider nftables
+it is flagged.`,
+		Example: `  vnetlab up --name f --mode veth-routed --pods 3 && vnetlab svc converge f --provider nftables
   vnetlab svc converge f --changes 400 -o f-nftables.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -16,8 +16,10 @@ func newSvcLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's services, their backends and provider (-o json for scripts)",
-		Args:  cobra.ExactArgs(1),
-		RunE:  showLab(&output, readServices, printServices),
+		Example: `  vnetlab svc ls lab
+  vnetlab svc ls lab -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: showLab(&output, readServices, printServices),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd

@@ -28,10 +28,8 @@ read from the pinned maps (nothing is loaded or changed):
   socket programs (ebpf-sock), when the lab has them: connects and datagrams translated,
     addresses restored for getpeername/recvfrom, connects refused.
 
-A lab without eBPF programs (a netfilter provider on a mode without programs) has none.
-
-Examples:
-  vnetlab svc stats lab1
+A lab without eBPF programs (a netfilter provider on a mode without programs) has none.`,
+		Example: `  vnetlab svc stats lab1
   vnetlab svc stats lab1 -o json | jq .tc.ipv6`,
 		Args: cobra.ExactArgs(1),
 		RunE: showLab(&output, func(st *lab.State) (labservice.Counters, error) { return labservice.ReadCounters(st.Name) }, printCounters),

@@ -35,10 +35,8 @@ mode. Defaults follow seed 002: pods pod-a 192.168.10.10 and pod-b 192.168.10.11
 
 Modes:
 ` + modeList() + `
-("vnetlab doctor" says which of them this kernel supports.)
-
-Examples:
-  vnetlab up --mode veth-routed
+("vnetlab doctor" says which of them this kernel supports.)`,
+		Example: `  vnetlab up --mode veth-routed
   vnetlab up --name big --mode bridge --pods 200
   vnetlab up --name nfoff --mode bridge --option bridge_nf_call_iptables=off
   vnetlab up --name svc --mode veth-routed --provider nftables --extra-services 10000

@@ -144,8 +144,8 @@ func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...gu
 	// to trap on an int3 in its own text: a breakpoint of its live code
 	// patching (static keys, alternatives) that the other vCPU still
 	// executed after the patch was done, the emulator's cross-vCPU code
-	// invalidation (CI: in sched_clock_tick at boot, 2026-11-22; in NF_HOOK
-	// as TestIPv6Modes' ipvlan turned netfilter hooks on, 2026-11-26). Such a
+	// invalidation (seen in CI: in sched_clock_tick at boot; in NF_HOOK
+	// as TestIPv6Modes' ipvlan turned netfilter hooks on). Such a
 	// crash gets one more boot running the binaries that did not finish, as
 	// does any crash before a test ran. Any other crash once tests started
 	// is a result.

@@ -23,9 +23,9 @@ type CellID struct {
 	Provider      string `json:"provider"`       // Service provider of a service path; "" otherwise
 	ExtraServices int    `json:"extra_services"` // generated Services loaded besides the tested ones
 	// PolicyProvider is the NetworkPolicy provider enforcing the lab's
-	// policies (issue 44: the policy knobs); "" when the run loads none.
+	// policies (the policy knobs); "" when the run loads none.
 	PolicyProvider string `json:"policy_provider"`
-	// Point is the cell's place in a sweep (issue 26): each swept knob's
+	// Point is the cell's place in a sweep: each swept knob's
 	// value, "streams=4" or "mtu=9000,gso+gro=65536" (knob.Point); "" in a
 	// run without a sweep, so files written before sweeps keep their keys.
 	Point string `json:"point"`
@@ -34,7 +34,7 @@ type CellID struct {
 	Placement string `json:"placement"`
 	// Family is the IP family the cell measured (family.Family.Cell): ""
 	// for IPv4, so that files written before families existed keep their
-	// names and keys, "ipv6" for IPv6 (issue 27).
+	// names and keys, "ipv6" for IPv6.
 	Family string `json:"family"`
 	Test   string `json:"test"`
 }

@@ -8,18 +8,18 @@ import (
 )
 
 // ConvergenceVersion is the version of a convergence file (`kube converge
-// -o`, issue 47), which is not a run's File: its cells are changes.
+// -o`), which is not a run's File: its cells are changes.
 const ConvergenceVersion = 1
 
 // Convergence is what `kube converge` measured: every change it wrote
 // through the API and, per node, the transitions its prober saw; Rows are
-// their latencies summarised (docs/kubernetes.md, "Network programming
+// their latencies summarised (docs/kubernetes-converge.md, "Network programming
 // latency").
 type Convergence struct {
 	ConvergenceVersion int      `json:"convergence_version"`
 	Cluster            *Cluster `json:"cluster,omitempty"`
 	Proxy              string   `json:"proxy"` // the cluster's Service proxy, "unknown proxy" when not found
-	// A lab's policy apply latency (`policy converge`, issue 44): the
+	// A lab's policy apply latency (`policy converge`): the
 	// policy provider, and the generated policies and ipBlocks present.
 	PolicyProvider string    `json:"policy_provider,omitempty"`
 	Policies       int       `json:"policies,omitempty"`

@@ -1,6 +1,6 @@
 package results
 
-// The knobs' settings and their proof (issue 26), as the file records
+// The knobs' settings and their proof, as the file records
 // them; the runner converts internal/measure/knob's and internal/measure/pktstat's types
 // into these (runner/filing.go).
 
@@ -76,7 +76,7 @@ const (
 )
 
 // PolicyProof is what a cell's NetworkPolicies were and the proof that
-// they were in force (Cell.Policies, issue 44), taken around the cell's
+// they were in force (Cell.Policies), taken around the cell's
 // proof sample, outside its measured windows.
 type PolicyProof struct {
 	// Policies and IPBlocks: the generated set (besides the policy that

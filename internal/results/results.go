@@ -13,12 +13,12 @@ import (
 )
 
 // SchemaVersion grows with every change to the format (TestSchemaGolden
-// fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2 (issue 41): packets are counted in a proof sample of
+// fails otherwise: testdata/schema-v<SchemaVersion>.golden.json). 2: packets are counted in a proof sample of
 // their own and --profile profiles samples of its own, no longer the
 // measured ones (version 1's samples carried both instruments' cost).
-// 3 (issue 46): an open-loop sample's schedule (offered, achieved, late)
+// 3: an open-loop sample's schedule (offered, achieved, late)
 // and the run's rate setting; a cell's policy provider and its policies'
-// proof, the run's policy settings (issue 44). 4 (issue 45): a cluster's
+// proof, the run's policy settings. 4: a cluster's
 // policy_lab_provider, which pairs a lab's policy cells with its own. 5:
 // a local cluster's proxy_since (kube set-proxy). 6: a sample's
 // round_index and slot (the rounds' random order), a comparison's method
@@ -154,7 +154,7 @@ type Settings struct {
 	Warmup   int    `json:"warmup"`
 	Streams  int    `json:"streams,omitempty"`
 	Size     int    `json:"size,omitempty"`
-	// How the cells were summarised (issue 3).
+	// How the cells were summarised.
 	CVThreshold float64 `json:"cv_threshold,omitempty"` // a cell with a larger cv is "noisy"
 	Baseline    string  `json:"baseline,omitempty"`     // mode every cell is compared with
 	CIMethod    string  `json:"ci_method,omitempty"`    // "bootstrap-median" or "student-t-mean"
@@ -164,12 +164,12 @@ type Settings struct {
 	// Tolerance is kube run --tolerance: a pod cell fails the run when it is
 	// significantly below its host cell by more than this ratio (0: not asked).
 	Tolerance float64 `json:"tolerance,omitempty"`
-	// The knobs set for every cell (issue 26), and the sweep whose points
+	// The knobs set for every cell, and the sweep whose points
 	// the cells are (their point says each swept knob's value).
 	Links Links  `json:"links,omitzero"`
 	Load  int    `json:"load,omitempty"`
 	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
-	// The policy knobs set for every cell (issue 44) and the providers
+	// The policy knobs set for every cell and the providers
 	// enforcing them (each a cell coordinate).
 	Policies        int      `json:"policies,omitempty"`
 	IPBlocks        int      `json:"ipblocks,omitempty"`
@@ -221,7 +221,7 @@ type Cell struct {
 	Valid       int               `json:"valid_samples"`
 	Failed      int               `json:"failed_samples"`
 
-	// Service path (issue 4): generated services loaded besides the tested
+	// Service path: generated services loaded besides the tested
 	// ones, the provider's load time, and why the cell is expected to fail
 	// when the kernel dictates it (bridge with nf-call off).
 	ExtraServices  int     `json:"extra_services,omitempty"`
@@ -283,19 +283,19 @@ type Cell struct {
 	// nil when the scheduler placed them (files before --cpu-affinity too).
 	CPUAffinity *CPUAffinity `json:"cpu_affinity,omitempty"`
 
-	// Profile is where the cell's CPU went (run --profile, issue 14): by
+	// Profile is where the cell's CPU went (run --profile): by
 	// stage, by kernel function and data-path events, per unit of work,
 	// over the windows of its ProfileSamples: samples of their own, never
-	// the measured ones (issue 41).
+	// the measured ones.
 	Profile        *Profile `json:"profile,omitempty"`
 	ProfileSamples []Sample `json:"profile_samples,omitempty"`
 
-	// The knobs' proof (issue 26). Links: what the knobs asked of the
+	// The knobs' proof. Links: what the knobs asked of the
 	// lab's links and every link as the kernel reports it (MTU, GSO/GRO
 	// sizes, offloads). Packets: the average packet at the sender's
 	// transmit and at the receiver's GRO, counted in ProofSample's window:
 	// a sample of the cell's own, with the same traffic and settings,
-	// outside Samples and the statistics (issue 41; a file without
+	// outside Samples and the statistics (a file without
 	// proof_sample counted in its measured windows, the counter's cost
 	// inside them: Cell.CountedInWindows).
 	Links       *LinkProof `json:"links,omitempty"`
@@ -458,7 +458,7 @@ type Sample struct {
 	RoundIndex int `json:"round_index,omitempty"`
 	Slot       int `json:"slot,omitempty"`
 	// Whole-machine CPU time spent during the sample, by class (seconds), and
-	// softirqs raised (issue 3).
+	// softirqs raised.
 	CPU *SampleCPU `json:"cpu,omitempty"`
 	// NodeCPU is each Kubernetes node's CPU over the same window (kube run),
 	// by node name.
@@ -479,8 +479,8 @@ const (
 )
 
 // CountedInWindows says that the cell's packets were counted inside its
-// measured windows, the counter attached all along: a file written before
-// issue 41, whose rr/crr rates read 7-13% low on veth-routed (more on paths
+// measured windows, the counter attached all along: a file written by a
+// vnetlab that attached its counter there, whose rr/crr rates read 7-13% low on veth-routed (more on paths
 // of more devices, less on fewer).
 func (c *Cell) CountedInWindows() bool { return c.Packets != nil && c.ProofSample == nil }
 
@@ -496,7 +496,7 @@ func (f *File) CountedInWindows() bool {
 }
 
 // CountedNote is what such a file's numbers carry, said where they are shown.
-const CountedNote = "measured with vnetlab's packet counter attached in its measured windows (vnetlab before issue 41): its rr/crr rates read about 7-13% low, more on paths of more devices"
+const CountedNote = "measured with vnetlab's packet counter attached in its measured windows (a vnetlab that had not yet moved the counter to a proof sample of its own): its rr/crr rates read about 7-13% low, more on paths of more devices"
 
 // SampleCPU is the /proc/stat and /proc/softirqs delta over one sample.
 type SampleCPU struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
 
-// A rate given as a share of the path's maximum (rate=50%, issue 46) is
+// A rate given as a share of the path's maximum (rate=50%) is
 // made a rate here, per cell: before the rounds, each path (its target,
 // test, pinning and other knobs) is measured closed-loop, idle, in
 // calibrationSamples samples of the run's duration, outside every measured

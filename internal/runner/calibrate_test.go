@@ -44,7 +44,7 @@ func (f *fakePath) Run(_ context.Context, _ engine.Target, s engine.Spec) (engin
 	return engine.Result{Value: r, Schedule: &results.Schedule{Offered: r, Flows: 1, Scheduled: 1, Sent: 1}}, nil
 }
 
-// Shares of a path's maximum (issue 46), without a lab: the path is
+// Shares of a path's maximum, without a lab: the path is
 // measured closed-loop 3 times before the rounds, once for all its shares;
 // each cell records the median and offers its share of it; a share beyond
 // the engine's 50000/s fails its cell's samples without running them.

@@ -18,7 +18,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 )
 
-// The harness must not move what it measures (issue 41): no BPF program
+// The harness must not move what it measures: no BPF program
 // vnetlab's run loads runs inside a measured sample's window. With the
 // kernel's BPF statistics on, the run counts of every program this process
 // holds (the packet counter's, the profiler's; a veth-routed lab has none

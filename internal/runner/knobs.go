@@ -14,7 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
-// The knobs of a spec (issue 26): which points of the sweep a test takes
+// The knobs of a spec: which points of the sweep a test takes
 // (appliesTo), which labs the points need (labGroups) and the knobs'
 // checks. Where each knob's value lands is its field of knob.Settings,
 // which Spec embeds (the registry, knob.All, says which).
@@ -171,7 +171,7 @@ func (s Spec) checkRate() error {
 	return nil
 }
 
-// LoadProbeRate is the rate of the rr/crr probe under load (issue 46,
+// LoadProbeRate is the rate of the rr/crr probe under load (as
 // flent's RRUL shape): when a run sets or sweeps load, its rr/crr tests
 // that have no rate of their own (max) run open-loop at it, at every
 // point, idle too, so the idle and loaded cells are measured alike and a

@@ -16,7 +16,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// The knobs (issue 26) on real labs: each test sweeps them on its own
+// The knobs on real labs: each test sweeps them on its own
 // labs (prefix stk) and asserts on what the kernel kept and what the
 // packets and samples show.
 
@@ -96,7 +96,7 @@ func TestKnobSweepMTUAndOffload(t *testing.T) {
 		if c.Links == nil || len(c.Links.Links) == 0 || c.Packets == nil || c.Packets.Receiver == nil || c.Packets.Sender == nil {
 			t.Fatalf("%s: no proof: links %+v packets %+v", p, c.Links, c.Packets)
 		}
-		// Counted in a sample of its own, outside the statistics (issue 41).
+		// Counted in a sample of its own, outside the statistics.
 		if ps := c.ProofSample; ps == nil || !ps.Valid || ps.Value <= 0 || ps.Round == "" || c.CountedInWindows() {
 			t.Errorf("%s: packets not from a proof sample of their own: %+v", p, ps)
 		}
@@ -227,7 +227,7 @@ func TestLatencyUnderLoad(t *testing.T) {
 	t.Logf("p99 idle %.1f us, under load %.1f us; loaded behind its schedule: %v", iv, lv, loaded.Samples[0].Schedule.Behind)
 }
 
-// A sweep of shares of the path's maximum (issue 46): the path is measured
+// A sweep of shares of the path's maximum: the path is measured
 // closed-loop first (3 samples), each cell records what 100% was and
 // offers its share of it, and at 10% the idle path answers every request
 // on time within 1%. tcp_crr: its closed-loop maximum (~10k/s here) puts
@@ -312,7 +312,7 @@ func TestProofWindowIsItsOwn(t *testing.T) {
 	}
 }
 
-// A sweep of the rate (issue 46) on a real lab: a cell per value; the
+// A sweep of the rate on a real lab: a cell per value; the
 // closed-loop cell (max) has no schedule, each open-loop cell's samples
 // offer the point's rate and achieve it within 1% on the idle path, and
 // the file records the sweep.

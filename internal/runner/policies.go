@@ -16,7 +16,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
-// The policy knobs (issue 44; docs/policies.md): a run that sets or sweeps
+// The policy knobs (docs/policies-cost.md): a run that sets or sweeps
 // policies or ipblocks, or names policy providers, loads into each of its
 // labs, through one policy provider per lab, the generated set
 // (labpolicy.BenchSet: the knobs' policies selecting the measured server

@@ -17,7 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// The policy knobs (issue 44) on real labs (prefix stn).
+// The policy knobs on real labs (prefix stn).
 
 const policyLabPrefix = "stn"
 

@@ -10,7 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// Profiling (run --profile, issue 14): every sample's measured window is
+// Profiling (run --profile): every sample's measured window is
 // sampled (cpu-clock stacks of all CPUs, data-path tracepoints); a cell's
 // valid samples are merged into its profile, summarised per unit of work in
 // results (cell.profile) and written as pprof, folded stacks and a flame

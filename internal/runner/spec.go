@@ -92,7 +92,7 @@ type Spec struct {
 	ProfileHz  int
 	ProfileDir string
 
-	// The knobs (issue 26, internal/measure/knob; knobs.go): Settings holds each
+	// The knobs (internal/measure/knob; knobs.go): Settings holds each
 	// knob's value for every cell (Streams, Size, Load, and Links set on
 	// every link of each lab's path: a lab per distinct setting), and
 	// Sweep's points give each cell its own values of the knobs it sweeps

@@ -44,7 +44,7 @@ func (c KubeCluster) Spec() cluster.Spec {
 }
 
 // DefaultExtraTests are the tests measured again with kube.extra_services
-// Services present (issue 13: tcp_crr at 10k Services).
+// Services present (tcp_crr at 10k Services).
 var DefaultExtraTests = []string{string(engine.TCPCRR)}
 
 // maxExtraServices keeps a typo from asking the API server for millions.

@@ -57,7 +57,7 @@ type Scenario struct {
 	Precision string  `yaml:"precision"`
 	MaxTime   string  `yaml:"max_time"`
 	Duet      bool    `yaml:"duet"` // run --duet
-	// Knobs are the knobs' keys the file sets (issue 26, docs/knobs.md),
+	// Knobs are the knobs' keys the file sets (docs/knobs.md),
 	// each a key named as its knob (knob.All: streams, size, mtu, ...),
 	// checked and read through the registry (knobs.go); a sweep gives
 	// cells values of their own.
@@ -70,7 +70,7 @@ type Scenario struct {
 	Baseline    string               `yaml:"baseline"`     // mode label the others are compared with
 	CVThreshold *float64             `yaml:"cv_threshold"` // noisy above this coefficient of variation
 	CIMethod    string               `yaml:"ci_method"`    // bootstrap-median or student-t-mean
-	// Services (issue 4): provider for `up`, providers for `run`, the
+	// Services: provider for `up`, providers for `run`, the
 	// services themselves and how many generated ones come with them.
 	Provider      string            `yaml:"provider"`
 	Providers     []string          `yaml:"providers"`

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Service fields (issue 4): parsed, and bad ones named by file, line, field.
+// Service fields: parsed, and bad ones named by file, line, field.
 func TestServiceFields(t *testing.T) {
 	s, err := Parse("x.yaml", []byte("mode: veth-routed\nprovider: nftables\nproviders: [iptables, ebpf]\n"+
 		"services:\n  - {service: 10.96.0.1:80/udp, backends: [pod-a, \"192.168.10.11:5201\"]}\nextra_services: 1000\n"))

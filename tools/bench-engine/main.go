@@ -38,7 +38,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
 
-// engineTarget is issue 16's: the engine costs no more than 2% against C.
+// engineTarget is the eBPF data-path table's (docs/performance.md): the engine costs no more than 2% against C.
 var engineTarget = analysis.Target{Value: 0.98}
 
 // refPort is where a C reference server listens.
@@ -108,7 +108,7 @@ func run(repeat int, dur time.Duration, cpu int, ref refs, which, name string) e
 			r := &row{label: string(t) + " / C reference", builtin: engineSample("rr", t, 1, dur, pins), ref: pairSample(c, c, 1, dur, pins)}
 			if _, half, ok := strings.Cut(w, "-"); ok {
 				// Which half costs: the engine's one side with rr.c's
-				// other, against rr.c on both sides (issue 31).
+				// other, against rr.c on both sides.
 				self, err := engine.SelfBinary()
 				if err != nil {
 					return err

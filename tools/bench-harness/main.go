@@ -1,5 +1,5 @@
 // Command bench-harness measures what vnetlab's harness costs the numbers
-// it reports (issue 41): `vnetlab run`, the whole command, against the
+// it reports: `vnetlab run`, the whole command, against the
 // standalone engine on the same paths, in interleaved rounds, every test
 // pinned as run pins it (--cpu-affinity auto). Each round runs
 //

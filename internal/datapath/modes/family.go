@@ -1,6 +1,6 @@
 package modes
 
-// Family-aware addressing (issue 27): what the modes' IPv6 wiring shares.
+// Family-aware addressing: what the modes' IPv6 wiring shares.
 // Each mode's own IPv6 steps are in its NAME_ipv6.go.
 
 import (

@@ -52,7 +52,7 @@ type mapsOnly struct {
 // ipv6Maps are the plane's preallocated IPv6 maps: made with one entry on
 // a plane for IPv4 only (OpenFamily), where no packet reaches them. At full
 // size they were 14.9 of a node's 26.6 MB of pinned policy maps on an IPv4
-// cluster (issue 47). The tries and the endpoints' hash allocate per entry, so they
+// cluster. The tries and the endpoints' hash allocate per entry, so they
 // keep their size.
 var ipv6Maps = []string{policyMapPol6Flows, policyMapPol6Frags}
 

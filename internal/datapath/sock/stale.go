@@ -81,7 +81,7 @@ func (p *Plane) EndStaleUDP(keep map[netip.AddrPort][]tcbpf.Backend, namespaces 
 // maps, loaded once per Plane and attached once: a load is a verifier run
 // and a parse of the kernel's BTF (bpf_sock_destroy is a kfunc); loaded at
 // every cleanup, it was 18% of the proxies' CPU during kube converge's
-// changes (issue 47).
+// changes.
 type udpIter struct {
 	iterObjects
 	link *link.Iter

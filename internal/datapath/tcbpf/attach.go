@@ -54,7 +54,7 @@ const (
 	// HookTCX: tcx bpf_links (kernel 6.6+), pinned in the lab's directory.
 	// The default: the attachment is an object the lab owns (removing the
 	// lab's pins detaches it, nothing else can replace it by accident), it
-	// needs no qdisc, and other programs (issue 5's) chain in order.
+	// needs no qdisc, and other programs (the eBPF fast paths') chain in order.
 	HookTCX Hook = "tcx"
 	// HookTC: a clsact qdisc and cls_bpf direct-action filters (older
 	// kernels). They live as long as the interface does.

@@ -274,7 +274,7 @@ func TestPrefiltersCount(t *testing.T) {
 	}
 }
 
-// A clusterIP alone in its /16 with a TCP and a UDP port (issue 47's
+// A clusterIP alone in its /16 with a TCP and a UDP port (kube converge's
 // probed Service), deleted as the proxy's sync deletes it: the TCP port
 // first, then the UDP one. The UDP port's leaving must not take the /16's
 // prefilter to 0: a connection established through the TCP port still

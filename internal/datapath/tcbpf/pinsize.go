@@ -13,7 +13,7 @@ import (
 // ipv6Maps are the plane's IPv6 hash maps: made with one entry on a plane
 // for IPv4 only (OpenFamily), where nothing writes or reads them. At their
 // full size they were 57% of a node's proxy maps on an IPv4 cluster
-// (93 of 164 MB, most of it the preallocated LRU conntracks; issue 47).
+// (93 of 164 MB, most of it the preallocated LRU conntracks).
 // The IPv6 arrays keep their size: lb6_vip16 is read at every packet.
 var ipv6Maps = []string{
 	serviceMapLb6Services, serviceMapLb6Backends, serviceMapLb6Conntrack, serviceMapLb6Affinity,

@@ -12,7 +12,7 @@ import (
 // state (not an older one, not the other state), counts a change whose
 // event never came as not applied, and ends the share with an error when
 // the watch failed or ended: a watch that stopped must not read as 40
-// changes "not applied" (issue 47: a watch the API server ended at once,
+// changes "not applied" (a watch the API server ended at once,
 // "Too large resource version", on a cluster whose etcd is 3.4.23).
 func TestWaitSlice(t *testing.T) {
 	ctx := context.Background()

@@ -21,7 +21,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// kube converge --policy (issue 45): a NetworkPolicy's apply latency on
+// kube converge --policy: a NetworkPolicy's apply latency on
 // every node, from its write through the API to the first probe it lets
 // through (allow-added) or drops (allow-deleted), and a pod's label
 // update's, which moves the probed pod out of the allowing policy

@@ -24,7 +24,7 @@ import (
 // resident memory: a Service with its EndpointSlice (measured: 16.1 KB
 // each from 1,000 to 10,000 Services of one endpoint on a local cluster,
 // 32.5-46 KB in later runs and 36.2 KB at 30,000: kube converge's
-// api_bytes_per_service, docs/kubernetes.md; the larger is used), and each
+// api_bytes_per_service, docs/kubernetes-converge.md; the larger is used), and each
 // endpoint more (measured: Services of 10 endpoints took 47.2-48.3 KB each
 // from 1,000 to 10,000, those of one 40.2-42.0 KB from 0 to 10,000: about
 // 0.7-0.9 KB an endpoint; rounded up). The check before creating N uses

@@ -28,7 +28,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
-// The policy knobs on a cluster (issue 45; docs/kubernetes.md): each
+// The policy knobs on a cluster (docs/kubernetes-policies.md): each
 // policy set of the sweep (runner.Spec.PolicyGroups) gets a measuring
 // namespace of its own (a measure.Session: server, clients, Service), and
 // in it, created through the API, the lab's generated set

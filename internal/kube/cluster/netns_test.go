@@ -14,7 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/system/rootns"
 )
 
-// A 1-node cluster beside iproute2 (issue 24): `ip netns add` before kube
+// A 1-node cluster beside iproute2: `ip netns add` before kube
 // up, `ip netns add`/`del` while it runs; kube down leaves nothing of it
 // (no entry, no `ip netns list` line, no mount, also beneath a later mount
 // of /run/netns), iproute2's namespace keeps working, and the root

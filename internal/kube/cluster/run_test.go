@@ -462,7 +462,7 @@ func TestKubeRunScenario(t *testing.T) {
 	}
 }
 
-// A sweep of streams on the cluster (issue 26): one cell per value, each
+// A sweep of streams on the cluster: one cell per value, each
 // named by its point, every sample valid.
 func TestKubeRunSweepStreams(t *testing.T) {
 	needCluster(t)
@@ -586,7 +586,7 @@ func runKubeFile(t *testing.T, body string, args ...string) (string, *results.Fi
 	return file, f
 }
 
-// kube run takes a rate as run does (issue 46): a cluster's tcp_rr cell at
+// kube run takes a rate as run does: a cluster's tcp_rr cell at
 // an absolute rate runs open-loop and answers it within 2% (pods on two
 // nodes of a shared machine, not an idle lab path: 1% is the lab test's),
 // and a cell at a share of the path's maximum records the path measured

@@ -5,7 +5,7 @@ package cluster
 // have left any mix): kube-proxy's rules of both modes, vnetlab's socket
 // programs, Service maps, NodePort and pod programs, the flows the maps
 // and the kernel remember. What each proxy leaves is in
-// docs/kubernetes.md ("Switching the proxy: kube set-proxy").
+// docs/kubernetes-converge.md ("Switching the proxy: kube set-proxy").
 
 import (
 	"context"

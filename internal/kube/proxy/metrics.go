@@ -15,7 +15,7 @@ import (
 // Metrics are the Prometheus metrics of kube-proxy's pkg/proxy/metrics
 // (v1.37) that mean something for vnetlab's proxy, under kube-proxy's
 // names, types, buckets and labels, so that dashboards and alerts made for
-// kube-proxy read it unchanged (issue 47), plus the process and Go
+// kube-proxy read it unchanged, plus the process and Go
 // runtime collectors kube-proxy registers too, served at /metrics of the
 // status server (statusHandler, --metrics-bind-address). What each means
 // here:
@@ -35,7 +35,7 @@ import (
 //     annotation: when the Pod or Service change that caused it happened),
 //     from that time to the end of the Sync that applied it, labelled with
 //     the slice's address type. It ends at the map write, not at a packet:
-//     issue 47's convergence measurement is what says when packets follow.
+//     kube converge's measurement is what says when packets follow.
 //   - kubeproxy_sync_proxy_rules_{service,endpoint}_changes_{pending,total}:
 //     changes recorded and not yet synced, and all changes recorded.
 //

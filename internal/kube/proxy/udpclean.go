@@ -22,7 +22,7 @@ import (
 // backend, bpf/lb_pod_fam.h), so their conntrack is not walked at all
 // (tcbpf.Plane.ForgetUDPFlows); the walk is what remains for the flows
 // from outside the node and the connected sockets. Inside the
-// sync it made every removal wait for it (issue 47: removal p50 34.9 ms
+// sync it made every removal wait for it (removal p50 34.9 ms
 // against ~17 ms for an addition; the walk 0.12 s p50, 0.77 s max per
 // node, more on a busy CPU). So the sync only notes the frontends that lost
 // a backend (request) and one goroutine (run) forgets their flows after

@@ -17,7 +17,7 @@ import (
 // probe a millisecond to two targets keeps some 60,000 entries on its node
 // and on the backends' nodes. A proxy that lists conntrack when it syncs
 // pays for them: kube-proxy's conntrack reconciler took 816 of node1's 875
-// sync seconds in a run of 1,000 changes here (docs/kubernetes.md), so the
+// sync seconds in a run of 1,000 changes here (docs/kubernetes-converge.md), so the
 // harness slowed the proxies it compares, and some more than others.
 //
 // FlowTable gives the probers' UDP flows a conntrack timeout of their own

@@ -1,4 +1,4 @@
-// Package converge measures network programming latency (issue 47): how
+// Package converge measures network programming latency: how
 // long a change written through the API takes to reach the packets of every
 // node. Probers in a pod on each node (Probe, run as `vnetlab kube probe`)
 // send a UDP probe to a Service every interval from a fresh socket and

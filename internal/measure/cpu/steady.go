@@ -18,7 +18,7 @@ import (
 // MemoryBytes, far beyond a core's caches, as the network stack's work is
 // bound by memory more than by arithmetic. On a shared host another
 // tenant's cache and memory traffic moves the second more than the first:
-// measured here (2 vCPUs, 2026-11-26, windows of 250-500 ms), arithmetic
+// measured here (2 vCPUs, windows of 250-500 ms), arithmetic
 // 1.0-4.1% and the chase 4.0-8.1%, while one veth's iperf3 (client and
 // server on one CPU) moved 9.8-13.9 Gbit/s from one second to the next of
 // one connection. A throughput cell's CV near the

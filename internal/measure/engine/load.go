@@ -10,7 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
-// Latency under load (flent's RRUL shape, issue 26): while an rr/crr test
+// Latency under load (flent's RRUL shape): while an rr/crr test
 // runs, spec.Load iperf3 streams saturate the same path, client to server,
 // through the port iperf3 uses (free during an rr/crr sample, and a
 // Service path's clusterIP serves it too). The rr test's latency over

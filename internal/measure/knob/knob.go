@@ -1,4 +1,4 @@
-// Package knob is the vocabulary of the knobs users turn (issue 26): a
+// Package knob is the vocabulary of the knobs users turn: a
 // message size, a number of streams, the links' MTU, their GSO and GRO
 // maximum sizes (BIG TCP), their offloads, and background load. Each knob
 // is named once here, with its range; a sweep (sweep.go) crosses several
@@ -31,7 +31,7 @@ const (
 	Offload Name = "offload" // ethtool features of every link on the path
 	Load    Name = "load"    // streams saturating the path while an rr/crr test runs
 	Rate    Name = "rate"    // offered rate: rr/crr requests/s (open loop); UDP streams bits/s
-	// The lab's NetworkPolicies (issue 44): generated policies, and
+	// The lab's NetworkPolicies: generated policies, and
 	// address blocks of one policy, the measured flow is checked against.
 	Policies Name = "policies"
 	IPBlocks Name = "ipblocks"
@@ -121,10 +121,10 @@ var All = []Knob{
 		stringField: func(s *Settings) *string { return &s.Rate },
 		check:       checkRate},
 	{Name: Policies, Policy: true, canonical: intIn(Policies, 0, MaxPolicies, ""),
-		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies.md)",
+		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies-cost.md)",
 		intField: func(s *Settings) *int { return &s.Policy.Policies }},
 	{Name: IPBlocks, Policy: true, canonical: intIn(IPBlocks, 0, MaxIPBlocks, ""),
-		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies.md)",
+		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies-cost.md)",
 		intField: func(s *Settings) *int { return &s.Policy.IPBlocks }},
 }
 

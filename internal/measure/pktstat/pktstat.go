@@ -2,11 +2,11 @@
 // namespaces transmits and receives, with their bytes and segments
 // (bpf/pktsize.c), so that every cell of a run records the average packet
 // at the sender's transmit and at the receiver's GRO: what an MTU, a
-// GSO/GRO size or an offload knob changed, seen in the packets themselves
-// (issue 26). It runs in every lab run, attached only around each cell's
+// GSO/GRO size or an offload knob changed, seen in the packets themselves.
+// It runs in every lab run, attached only around each cell's
 // proof sample, never in a measured one: attached, it costs every packet at
 // every device it crosses (10-14% of a veth-routed tcp_rr, more on paths of
-// more hops; issue 41). Open's error says why it cannot run.
+// more hops). Open's error says why it cannot run.
 package pktstat
 
 import (

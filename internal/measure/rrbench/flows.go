@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Concurrent flows (vnetlab run --streams N on rr/crr tests, issue 26): N
+// Concurrent flows (vnetlab run --streams N on rr/crr tests): N
 // copies of the loop at once, each its own connection (crr: its own
 // sequence of connections) and its own histogram, merged at the end. The
 // server answers each connection in a goroutine of its own (serveFlows).

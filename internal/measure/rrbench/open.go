@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Open loop (issue 46): requests (crr: connections) go out on a fixed
+// Open loop: requests (crr: connections) go out on a fixed
 // schedule, Rate per second in all, whatever the answers do, as wrk2 sends
 // them; each latency is measured from the request's intended send time,
 // not from when it was sent. A closed loop stops asking while the server

@@ -97,7 +97,7 @@ func runOpen(cfg ClientConfig, sa unix.Sockaddr, family int) (*Histogram, *Repor
 	// loop's only P at each epoll_wait longer than 20 us (a pinned run's
 	// every wait at a low rate) and the loop gets it back through another
 	// thread's wake-up: +30-36 us on every p50 at 2000/s, tcp_rr and
-	// tcp_crr, pinned on a veth-routed lab (2026-11-26).
+	// tcp_crr, pinned on a veth-routed lab.
 	defer spareP()()
 	var err error
 	if l.p, err = newEpoller(max(n, 16)); err != nil {

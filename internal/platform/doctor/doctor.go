@@ -77,8 +77,8 @@ var programs = []struct {
 // DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).
 var DefaultModes = []string{modes.VethRouted, modes.Bridge, modes.Macvlan, modes.Ipvlan}
 
-// steadyCV is the CV below which doctor calls a loop steady: issue 42's
-// target for every cell of the default experiment.
+// steadyCV is the CV below which doctor calls a loop steady: the
+// statistics' target (docs/statistics.md) for every cell of the default experiment.
 const steadyCV = 0.05
 
 // SteadinessWindow is each loop's window in Run's steadiness measurement.

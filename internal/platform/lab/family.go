@@ -1,6 +1,6 @@
 package lab
 
-// A lab's IP families (issue 27): the pods' IPv6 network and addresses, the
+// A lab's IP families: the pods' IPv6 network and addresses, the
 // IPv6 side of the lab's own wiring (uplinks, underlay) and what every
 // namespace of an IPv6 lab is told before its first interface exists.
 

@@ -8,7 +8,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 )
 
-// The knobs that set every link of a lab (issue 26: mtu, gso, gro,
+// The knobs that set every link of a lab (mtu, gso, gro,
 // offload; internal/measure/knob) are applied once the mode has built it, over
 // all of the lab's namespaces, and what the kernel kept is read back into
 // the state. A setting the kernel refuses does not fail the build: the

@@ -20,7 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
-// The policies knob's set (issue 44, docs/policies.md): a measured flow
+// The policies knob's set (docs/policies-cost.md): a measured flow
 // from a client pod to a server pod, which N generated policies must be
 // checked against without matching it, plus the one policy that allows
 // it, so the measured path pays the lookup. Every generated policy selects

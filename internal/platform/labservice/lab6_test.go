@@ -17,7 +17,7 @@ import (
 )
 
 // IPv6 Services of the netfilter providers on a dual-stack and an
-// IPv6-only lab (issue 27), behind generated Services of each family the
+// IPv6-only lab, behind generated Services of each family the
 // lab has (--extra-services): TCP and UDP through the IPv6 clusterIP (with
 // the IPv4 one beside it in the dual lab), hairpin, a backend that refuses
 // answered through the clusterIP, and the root namespace untouched while

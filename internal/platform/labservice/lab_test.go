@@ -139,7 +139,7 @@ func roundTrip(ns, network, addr string) error {
 }
 
 // TCP and UDP through the clusterIP, and hairpin (a pod reaching itself
-// through its service), for every provider and mode of issue 4.
+// through its service), for every provider and mode that serves Services.
 func TestClusterIPProvidersModes(t *testing.T) {
 	requireRoot(t)
 	modes := map[string]string{"veth-routed": "vr", "bridge": "br", "docker-nat": "dn", "macvlan": "mv"}
@@ -407,7 +407,7 @@ func TestInstallFailureLeavesNothing(t *testing.T) {
 	}
 }
 
-// svc add on a live Service adds backends in place (issue 25): every
+// svc add on a live Service adds backends in place: every
 // connection open through it keeps its backend, and new connections use
 // the new ones too. (A delete and add, as the lab's ebpf provider once did,
 // gives the Service a new id: its flows are placed again by hash, most of

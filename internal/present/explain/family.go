@@ -1,6 +1,6 @@
 package explain
 
-// What IPv6 costs over IPv4 (issue 27, explain --family): each IPv6 cell of
+// What IPv6 costs over IPv4 (explain --family): each IPv6 cell of
 // a dual-stack run against the same cell measured over IPv4 on the same
 // pods, so that the stages say where IPv6's extra (or saved) CPU goes.
 

@@ -1,6 +1,6 @@
 package explain
 
-// Why one path's knee comes earlier than another's (issue 46, explain
+// Why one path's knee comes earlier than another's (explain
 // --knob rate): each path's knee on its latency-versus-load curve
 // (analysis.Knee), and, for the path whose knee comes at the lowest
 // offered rate against the one whose comes last (or not at all), what a

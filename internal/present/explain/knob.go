@@ -1,6 +1,6 @@
 package explain
 
-// A knob's effect (issue 26, explain --knob): each mode's cell at a swept
+// A knob's effect (explain --knob): each mode's cell at a swept
 // value against the same mode's cell at the axis's base value, then why
 // one mode gains more than another, from the stages whose CPU per unit
 // moved differently.

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // BarChart is a horizontal grouped (or stacked) bar chart.
@@ -64,7 +63,7 @@ type shape struct {
 	x2, y2         float64
 	fill, stroke   string
 	width          float64
-	dash           bool
+	dash           []float64 // a line's dash pattern (nil: solid)
 	text           string
 	size           float64
 	anchor         string // "start", "middle", "end"
@@ -81,40 +80,48 @@ type scene struct {
 	shapes []shape
 }
 
-const (
-	chartWidth = 760.0
-	barHeight  = 18.0
-	barGap     = 4.0
-	groupGap   = 14.0
-	fontSize   = 12.0
-)
-
-// textWidth estimates a label's width; good enough to reserve room for it.
-func textWidth(s string, size float64) float64 {
-	return float64(utf8.RuneCountInString(s)) * size * 0.58
+// newScene starts a chart with its title, cut to the chart's width.
+func newScene(title string) *scene {
+	s := &scene{w: chartWidth, title: title}
+	s.add(shape{kind: "text", x: chartMargin, y: 20, text: fitText(title, titleSize, true, chartWidth-2*chartMargin), size: titleSize, bold: true, anchor: "start", fill: "#222"})
+	return s
 }
+
+func (s *scene) add(sh shape) { s.shapes = append(s.shapes, sh) }
+
+const (
+	chartWidth  = 760.0
+	chartMargin = 10.0
+	titleSize   = 14.0
+	// legendTop is where a legend (or the first line under the title)
+	// starts.
+	legendTop = 34.0
+	barHeight = 18.0
+	barGap    = 4.0
+	groupGap  = 14.0
+	fontSize  = 12.0
+	// maxGroupLabel is the most room a group's label takes; a longer one
+	// is cut.
+	maxGroupLabel = 240.0
+)
 
 // layout turns a chart into shapes.
 func (c *BarChart) layout() *scene {
-	s := &scene{w: chartWidth, title: c.Title}
-	add := func(sh shape) { s.shapes = append(s.shapes, sh) }
+	s := newScene(c.Title)
 
 	labelW := 60.0
 	for _, g := range c.Groups {
-		labelW = math.Max(labelW, textWidth(g.Label, fontSize))
+		labelW = math.Max(labelW, textWidth(g.Label, fontSize, false))
 	}
-	left := math.Min(labelW, 240) + 16
+	left := math.Min(labelW, maxGroupLabel) + 16
 	right := 110.0
 	top := 30.0
-	add(shape{kind: "text", x: 10, y: 20, text: c.Title, size: 14, bold: true, anchor: "start", fill: "#222"})
 	if len(c.Legend) > 1 {
-		x := left
+		var keys []legendItem
 		for i, name := range c.Legend {
-			add(shape{kind: "rect", x: x, y: top + 1, w: 12, h: 12, fill: colorOf(i), class: "legend"})
-			add(shape{kind: "text", x: x + 16, y: top + 11, text: name, size: 11, anchor: "start", fill: "#333"})
-			x += 16 + textWidth(name, 11) + 18
+			keys = append(keys, legendItem{label: name, style: lineStyle{color: colorOf(i)}, box: true})
 		}
-		top += 24
+		top = s.addLegend(keys, left, top) + 6
 	}
 
 	max := 0.0
@@ -140,7 +147,7 @@ func (c *BarChart) layout() *scene {
 	for _, g := range c.Groups {
 		n := float64(len(g.Bars))
 		gh := n*barHeight + (n-1)*barGap
-		add(shape{kind: "text", x: left - 8, y: y + gh/2 + 4, text: g.Label, size: fontSize, anchor: "end", fill: "#222"})
+		s.add(shape{kind: "text", x: left - 8, y: y + gh/2 + 4, text: fitText(g.Label, fontSize, false, left-8), size: fontSize, anchor: "end", fill: "#222"})
 		for _, b := range g.Bars {
 			cy := y + barHeight/2
 			if b.Failed {
@@ -148,7 +155,7 @@ func (c *BarChart) layout() *scene {
 				if b.Expected {
 					color = "#666666"
 				}
-				add(shape{kind: "text", x: left + 4, y: cy + 4, text: b.Tip, size: 11, anchor: "start", fill: color, bold: true})
+				s.add(shape{kind: "text", x: left + 4, y: cy + 4, text: fitText(b.Tip, 11, true, s.w-chartMargin-left-4), size: 11, anchor: "start", fill: color, bold: true})
 				y += barHeight + barGap
 				continue
 			}
@@ -156,23 +163,23 @@ func (c *BarChart) layout() *scene {
 				x := left
 				for i, p := range b.Parts {
 					w := xOf(p) - left
-					add(shape{kind: "rect", x: x, y: y, w: w, h: barHeight, fill: colorOf(i), class: "bar", tooltip: b.Tip})
+					s.add(shape{kind: "rect", x: x, y: y, w: w, h: barHeight, fill: colorOf(i), class: "bar", tooltip: b.Tip})
 					x += w
 				}
 			} else {
-				add(shape{kind: "rect", x: left, y: y, w: xOf(b.Value) - left, h: barHeight, fill: colorOf(b.Color), class: "bar", tooltip: b.Tip})
+				s.add(shape{kind: "rect", x: left, y: y, w: xOf(b.Value) - left, h: barHeight, fill: colorOf(b.Color), class: "bar", tooltip: b.Tip})
 			}
 			end := xOf(b.Value)
 			if b.HasCI {
 				lo, hi := xOf(b.Lo), xOf(b.Hi)
-				add(shape{kind: "line", x: lo, y: cy, x2: hi, y2: cy, stroke: "#222", width: 1.5, class: "ci"})
-				add(shape{kind: "line", x: lo, y: cy - 5, x2: lo, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
-				add(shape{kind: "line", x: hi, y: cy - 5, x2: hi, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: lo, y: cy, x2: hi, y2: cy, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: lo, y: cy - 5, x2: lo, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
+				s.add(shape{kind: "line", x: hi, y: cy - 5, x2: hi, y2: cy + 5, stroke: "#222", width: 1.5, class: "ci"})
 				end = math.Max(end, hi)
 			}
 			// A white backing keeps the value readable over grid and ceiling lines.
-			add(shape{kind: "rect", x: end + 4, y: cy - 7, w: textWidth(fmtValue(b.Value), 11) + 4, h: 14, fill: "#ffffff"})
-			add(shape{kind: "text", x: end + 6, y: cy + 4, text: fmtValue(b.Value), size: 11, anchor: "start", fill: "#222"})
+			s.add(shape{kind: "rect", x: end + 4, y: cy - 7, w: textWidth(fmtValue(b.Value), 11, false) + 4, h: 14, fill: "#ffffff"})
+			s.add(shape{kind: "text", x: end + 6, y: cy + 4, text: fmtValue(b.Value), size: 11, anchor: "start", fill: "#222"})
 			y += barHeight + barGap
 		}
 		y += groupGap - barGap
@@ -187,11 +194,11 @@ func (c *BarChart) layout() *scene {
 		under = append(under, shape{kind: "text", x: x, y: plotBottom + 16, text: fmtTick(t, ticks[1]), size: 11, anchor: "middle", fill: "#555"})
 	}
 	under = append(under, shape{kind: "line", x: left, y: plotTop - 4, x2: left, y2: plotBottom, stroke: "#888", width: 1})
-	under = append(under, shape{kind: "text", x: left + plotW/2, y: plotBottom + 34, text: c.Unit, size: 12, anchor: "middle", fill: "#333"})
+	under = append(under, shape{kind: "text", x: left + plotW/2, y: plotBottom + 34, text: fitText(c.Unit, 12, false, plotW), size: 12, anchor: "middle", fill: "#333"})
 	if c.Ref != nil {
 		x := xOf(c.Ref.Value)
-		under = append(under, shape{kind: "line", x: x, y: plotTop - 6, x2: x, y2: plotBottom, stroke: "#666", width: 1, dash: true, class: "ref"})
-		under = append(under, shape{kind: "text", x: x, y: plotTop - 9, text: c.Ref.Label, size: 10, anchor: "end", fill: "#555"})
+		under = append(under, shape{kind: "line", x: x, y: plotTop - 6, x2: x, y2: plotBottom, stroke: "#666", width: 1, dash: markDash, class: "ref"})
+		under = append(under, shape{kind: "text", x: x, y: plotTop - 9, text: fitText(c.Ref.Label, 10, false, x-chartMargin), size: 10, anchor: "end", fill: "#555"})
 	}
 	s.shapes = append(under, s.shapes...)
 	s.h = plotBottom + 46

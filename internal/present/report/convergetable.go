@@ -13,6 +13,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
+	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
 // ConvergeRun is one convergence file, named for the table.
@@ -262,9 +263,9 @@ func crrRatio(c, base *results.Convergence) string {
 }
 
 // ConvergeChart is kind's p99 (the slowest node's, with its CI) against N,
-// one line per proxy and E: N on a log axis (0 one decade left of the
-// smallest other), the latency on a log axis too (milliseconds to
-// seconds apart).
+// one line per proxy and E, vnetlab's own proxies' first: N on a log axis
+// (0 one decade left of the smallest other), the latency on a log axis
+// too (milliseconds to seconds apart).
 func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
 	qualify(runs)
 	sortRuns(runs)
@@ -291,7 +292,7 @@ func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
 			for i := range pts {
 				pts[i].Missing = true
 			}
-			ch.Lines = append(ch.Lines, CurveLine{Label: k.label(), Points: pts, Knee: -1})
+			ch.Lines = append(ch.Lines, CurveLine{Label: k.label(), Points: pts, Knee: -1, Own: ownProxy(r.C)})
 		}
 		cr, ok := row(r.C, kind)
 		if !ok {
@@ -304,7 +305,25 @@ func ConvergeChart(runs []ConvergeRun, kind string) *CurveChart {
 		}
 		ch.Lines[li].Points[slices.Index(ns, n)] = p
 	}
+	slices.SortStableFunc(ch.Lines, func(a, b CurveLine) int { return cmpBool(b.Own, a.Own) })
 	return ch
+}
+
+// ownProxy says whether c measured one of vnetlab's own proxies (its lines
+// come first and bolder).
+func ownProxy(c *results.Convergence) bool {
+	return c.PolicyProvider == "" && clusternet.IsVnetlab(clusternet.FromText("", c.Proxy).Proxy)
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // logPositions places counts on a log axis in [0, 1]: 0 one decade left

@@ -62,7 +62,10 @@ func TestConvergeTableAndChart(t *testing.T) {
 	if ch.XAt[0] != 0 || ch.XAt[1] != 0.5 || ch.XAt[2] != 1 {
 		t.Errorf("log positions %v: want 0 (N=0, a decade below 1000), 0.5, 1", ch.XAt)
 	}
-	if !ch.Lines[0].Points[1].Missing || ch.Lines[1].Points[2].Value != 3 {
+	if ch.Lines[0].Label != "vnetlab-ebpf, E=1" || !ch.Lines[0].Own || ch.Lines[1].Own {
+		t.Errorf("lines %q (own %v, %v): want vnetlab's own proxy first, marked", []string{ch.Lines[0].Label, ch.Lines[1].Label}, ch.Lines[0].Own, ch.Lines[1].Own)
+	}
+	if ch.Lines[0].Points[2].Value != 3 || !ch.Lines[1].Points[1].Missing {
 		t.Errorf("points: %+v", ch.Lines)
 	}
 	if svg := ch.SVG(true); !strings.Contains(svg, "<svg") || !strings.Contains(svg, "vnetlab-ebpf, E=1") {

@@ -1,8 +1,9 @@
 package report
 
-// A metric against a swept knob's values (issue 26): one line per mode
-// (and path), its 95% CI as a shaded band, the knee marked. Laid out as a
-// scene, like BarChart and SeriesChart, so svg.go and png.go draw it.
+// A metric against a swept knob's values: one line per mode (and path),
+// its 95% CI as a shaded band, the knee marked. Laid out as a scene, like
+// BarChart and SeriesChart, so svg.go and png.go draw it; each line has a
+// style of its own (seriesStyle) and a key in a legend that wraps.
 // go-chart draws lines but fills only down to the axis, not between two
 // bounds; gonum/plot could (plotter.Polygon) but would bring a second
 // renderer with its own fonts and no tooltips, so these charts would not
@@ -35,6 +36,9 @@ type CurveLine struct {
 	// gives no significant gain (-1: none within the sweep); KneeTip why.
 	Knee    int
 	KneeTip string
+	// Own: a line of vnetlab's own proxy among others' (a scale chart),
+	// drawn bolder, on top, its key in bold.
+	Own bool
 }
 
 // CurvePoint is one cell on a line.
@@ -52,28 +56,99 @@ func (c *CurveChart) SVG(standalone bool) string { return c.layout().svg(standal
 // PNG paints the chart.
 func (c *CurveChart) PNG() ([]byte, error) { return c.layout().png() }
 
-const (
-	curvePlotHeight = 240.0
-	curveLeft       = 70.0
-	curveRight      = 30.0
-	bandOpacity     = 0.18
-)
+const bandOpacity = 0.18
+
+// style is line i's: vnetlab's own drawn bolder.
+func (c *CurveChart) style(i int) lineStyle { return seriesStyle(i, c.Lines[i].Own) }
+
+// drawOrder is the lines' indexes, vnetlab's own last: on top.
+func (c *CurveChart) drawOrder() []int {
+	var others, own []int
+	for i, l := range c.Lines {
+		if l.Own {
+			own = append(own, i)
+		} else {
+			others = append(others, i)
+		}
+	}
+	return append(others, own...)
+}
 
 func (c *CurveChart) layout() *scene {
-	s := &scene{w: chartWidth, title: c.Title}
-	add := func(sh shape) { s.shapes = append(s.shapes, sh) }
-	add(shape{kind: "text", x: 10, y: 20, text: c.Title, size: 14, bold: true, anchor: "start", fill: "#222"})
-	top := 34.0
-	x := curveLeft
+	s := newScene(c.Title)
+	var keys []legendItem
 	for i, l := range c.Lines {
-		add(shape{kind: "line", x: x, y: top + 6, x2: x + 16, y2: top + 6, stroke: colorOf(i), width: 2.5, class: "legend"})
-		add(shape{kind: "text", x: x + 20, y: top + 10, text: l.Label, size: 11, anchor: "start", fill: "#333"})
-		x += 20 + textWidth(l.Label, 11) + 18
+		keys = append(keys, legendItem{label: l.Label, style: c.style(i), bold: l.Own})
 	}
-	top += 34
-	bottom := top + curvePlotHeight
-	plotW := chartWidth - curveLeft - curveRight
+	top := s.addLegend(keys, plotLeft, legendTop) + unitRoom
+	p := newValuePlot(top, len(c.X), c.ticks(), c.LogY)
+	if len(c.XAt) == len(c.X) {
+		p.at = c.XAt
+	}
+	p.drawFrame(s, c.Unit)
+	s.h = p.drawXLabels(s, c.X, 1, 11, c.XLabel)
+	for _, li := range c.drawOrder() {
+		c.drawLine(s, p, li)
+	}
+	return s
+}
 
+// drawLine draws line li: its CI band, its points joined, its failed
+// points' crosses and its knee.
+func (c *CurveChart) drawLine(s *scene, p valuePlot, li int) {
+	l, st := c.Lines[li], c.style(li)
+	// The band: upper bounds left to right, lower bounds back, over each
+	// run of consecutive points that have a CI.
+	var run []int
+	flush := func() {
+		if len(run) >= 2 {
+			var pts []float64
+			for _, i := range run {
+				pts = append(pts, p.xOf(i), p.yOf(l.Points[i].Hi))
+			}
+			for j := len(run) - 1; j >= 0; j-- {
+				pts = append(pts, p.xOf(run[j]), p.yOf(l.Points[run[j]].Lo))
+			}
+			s.add(shape{kind: "poly", pts: pts, fill: st.color, opacity: bandOpacity, class: "ci"})
+		}
+		run = nil
+	}
+	for i, pt := range l.Points {
+		if pt.Missing || pt.Failed || !pt.HasCI {
+			flush()
+			continue
+		}
+		run = append(run, i)
+	}
+	flush()
+	prev := -1
+	for i, pt := range l.Points {
+		switch {
+		case pt.Missing:
+			continue
+		case pt.Failed:
+			addFailedCross(s, p.xOf(i), p.bottom, pt.Tip)
+			continue
+		}
+		if prev >= 0 {
+			s.add(shape{kind: "line", x: p.xOf(prev), y: p.yOf(l.Points[prev].Value), x2: p.xOf(i), y2: p.yOf(pt.Value), stroke: st.color, width: st.width, dash: st.dash})
+		}
+		s.add(shape{kind: "rect", x: p.xOf(i) - 3.5, y: p.yOf(pt.Value) - 3.5, w: 7, h: 7, fill: st.color, class: "point", tooltip: pt.Tip})
+		prev = i
+	}
+	if k := l.Knee; k >= 0 && k < len(l.Points) && !l.Points[k].Missing && !l.Points[k].Failed {
+		kx, ky := p.xOf(k), p.yOf(l.Points[k].Value)
+		s.add(shape{kind: "line", x: kx, y: ky - 16, x2: kx, y2: p.bottom, stroke: st.color, width: 1.2, dash: markDash, tooltip: l.KneeTip})
+		s.add(shape{kind: "text", x: kx + 4, y: ky - 18, text: "knee", size: 10, anchor: "start", fill: st.color})
+	}
+}
+
+// ticks are the y axis' ticks: from 0 to round values over the largest,
+// or on a log axis powers of ten around the chart's positive values.
+func (c *CurveChart) ticks() []float64 {
+	if c.LogY {
+		return c.logTicks()
+	}
 	hi := 0.0
 	for _, l := range c.Lines {
 		for _, p := range l.Points {
@@ -86,78 +161,11 @@ func (c *CurveChart) layout() *scene {
 	if ticks[0] < 0 {
 		ticks = ticks[1:]
 	}
-	yMin, yMax := ticks[0], ticks[len(ticks)-1]
-	yOf := func(v float64) float64 { return bottom - curvePlotHeight*(v-yMin)/(yMax-yMin) }
-	if c.LogY {
-		ticks, yOf = c.logTicks(bottom)
-	}
-	step := plotW / float64(max(len(c.X), 1))
-	xOf := func(i int) float64 { return curveLeft + step*(float64(i)+0.5) }
-	if len(c.XAt) == len(c.X) && len(c.X) > 0 {
-		xOf = func(i int) float64 { return curveLeft + step/2 + (plotW-step)*c.XAt[i] }
-	}
-
-	addValueAxes(add, curveLeft, plotW, top, bottom, ticks, yOf)
-	add(shape{kind: "text", x: 14, y: top - 8, text: c.Unit, size: 11, anchor: "start", fill: "#333"})
-	for i, v := range c.X {
-		add(shape{kind: "text", x: xOf(i), y: bottom + 16, text: v, size: 11, anchor: "middle", fill: "#555"})
-	}
-	add(shape{kind: "text", x: curveLeft + plotW/2, y: bottom + 34, text: c.XLabel, size: 12, anchor: "middle", fill: "#333"})
-
-	for li, l := range c.Lines {
-		col := colorOf(li)
-		// The band: upper bounds left to right, lower bounds back, over
-		// each run of consecutive points that have a CI.
-		var run []int
-		flush := func() {
-			if len(run) >= 2 {
-				var pts []float64
-				for _, i := range run {
-					pts = append(pts, xOf(i), yOf(l.Points[i].Hi))
-				}
-				for j := len(run) - 1; j >= 0; j-- {
-					pts = append(pts, xOf(run[j]), yOf(l.Points[run[j]].Lo))
-				}
-				add(shape{kind: "poly", pts: pts, fill: col, opacity: bandOpacity, class: "ci"})
-			}
-			run = nil
-		}
-		for i, p := range l.Points {
-			if p.Missing || p.Failed || !p.HasCI {
-				flush()
-				continue
-			}
-			run = append(run, i)
-		}
-		flush()
-		prev := -1
-		for i, p := range l.Points {
-			switch {
-			case p.Missing:
-				continue
-			case p.Failed:
-				addFailedCross(add, xOf(i), bottom, p.Tip)
-				continue
-			}
-			if prev >= 0 {
-				add(shape{kind: "line", x: xOf(prev), y: yOf(l.Points[prev].Value), x2: xOf(i), y2: yOf(p.Value), stroke: col, width: 2})
-			}
-			add(shape{kind: "rect", x: xOf(i) - 3.5, y: yOf(p.Value) - 3.5, w: 7, h: 7, fill: col, class: "point", tooltip: p.Tip})
-			prev = i
-		}
-		if k := l.Knee; k >= 0 && k < len(l.Points) && !l.Points[k].Missing && !l.Points[k].Failed {
-			kx, ky := xOf(k), yOf(l.Points[k].Value)
-			add(shape{kind: "line", x: kx, y: ky - 16, x2: kx, y2: bottom, stroke: col, width: 1.2, dash: true, tooltip: l.KneeTip})
-			add(shape{kind: "text", x: kx + 4, y: ky - 18, text: "knee", size: 10, anchor: "start", fill: col})
-		}
-	}
-	s.h = bottom + 44
-	return s
+	return ticks
 }
 
-// logTicks are the powers of ten around the chart's positive values and
-// the log scale's y.
-func (c *CurveChart) logTicks(bottom float64) ([]float64, func(float64) float64) {
+// logTicks are the powers of ten around the chart's positive values.
+func (c *CurveChart) logTicks() []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, l := range c.Lines {
 		for _, p := range l.Points {
@@ -179,10 +187,5 @@ func (c *CurveChart) logTicks(bottom float64) ([]float64, func(float64) float64)
 	for e := a; e <= b; e++ {
 		ticks = append(ticks, math.Pow(10, e))
 	}
-	return ticks, func(v float64) float64 {
-		if v <= 0 {
-			return bottom
-		}
-		return bottom - curvePlotHeight*(math.Log10(v)-a)/(b-a)
-	}
+	return ticks
 }

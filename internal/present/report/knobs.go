@@ -1,6 +1,6 @@
 package report
 
-// The knobs' sections (issue 26): each test's metric against each swept
+// The knobs' sections: each test's metric against each swept
 // knob, per mode, with the knee (curves); which knobs took effect, read
 // back from the links and seen in the packets (in force); and rr latency
 // idle and under load, as inflation (under load).
@@ -504,7 +504,7 @@ var knobNotes = map[string]string{
 		"and the packets of the measured windows: the average packet handed to the sender's device (a GSO packet whole), " +
 		"the average segment on the wire (bytes over GSO segments), the sender's largest packet, and the average packet the receiver's stack got after GRO. " +
 		"A setting the kernel refused or did not keep makes its cells \"not applied\", never measured as if set.",
-	"policies": "Each cell's generated NetworkPolicies in force, proven in its proof sample (docs/policies.md): the provider's objects read back against what the compiled policies make, " +
+	"policies": "Each cell's generated NetworkPolicies in force, proven in its proof sample (docs/policies-cost.md): the provider's objects read back against what the compiled policies make, " +
 		"a flow the policies deny probed and dropped, the packets of the proof sample the provider decided by policy (new connections), and the provider's load time. " +
 		"A cell without the proof is not applied, never measured as if its policies were set.",
 	"underload": "rr latency percentiles (µs, medians over samples) with the path idle and while the load's iperf3 streams saturate it, client to server (flent's RRUL shape); inflation = loaded / idle.",

@@ -94,7 +94,7 @@ func rrCell(mode, point string, offered, achieved, p99 float64, m *results.RateM
 	return c
 }
 
-// Latency against offered load (issue 46): a rate sweep draws each
+// Latency against offered load: a rate sweep draws each
 // quantile against the rate offered, a line per mode with its CIs and the
 // latencies behind it; a line's knee is where p99 passes 2x the lowest
 // load's (bridge) or the achieved rate falls behind the offered (macvlan);

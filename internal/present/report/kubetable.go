@@ -1,7 +1,7 @@
 package report
 
 // The table of a kube run over several cluster configurations
-// (kube.clusters, issue 13): one row per configuration and placement, each
+// (kube.clusters): one row per configuration and placement, each
 // test's pod IP and ClusterIP medians beside clusterIP/podIP with its 95%
 // CI, then the same with the extra Services present.
 

@@ -1,6 +1,6 @@
 package report
 
-// Latency against offered load (issue 46): for a sweep of the rate, each
+// Latency against offered load: for a sweep of the rate, each
 // rr/crr test's p50, p99 and p99.9 against the rate offered, a line per
 // mode (and path) with each quantile's 95% CI as a band, and each line's
 // knee (analysis.Knee: where queues start to form).

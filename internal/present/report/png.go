@@ -47,8 +47,12 @@ func (s *scene) png() ([]byte, error) {
 			r.ResetStyle()
 			r.SetStrokeColor(drawing.ColorFromHex(sh.stroke[1:]))
 			r.SetStrokeWidth(sh.width * pngScale)
-			if sh.dash {
-				r.SetStrokeDashArray([]float64{4 * pngScale, 3 * pngScale})
+			if len(sh.dash) > 0 {
+				var d []float64
+				for _, v := range sh.dash {
+					d = append(d, v*pngScale)
+				}
+				r.SetStrokeDashArray(d)
 			}
 			r.MoveTo(px(sh.x), px(sh.y))
 			r.LineTo(px(sh.x2), px(sh.y2))

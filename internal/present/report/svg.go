@@ -36,8 +36,12 @@ func (s *scene) svg(standalone bool) string {
 			}
 		case "line":
 			dash := ""
-			if sh.dash {
-				dash = ` stroke-dasharray="4 3"`
+			if len(sh.dash) > 0 {
+				var d []string
+				for _, v := range sh.dash {
+					d = append(d, f1(v))
+				}
+				dash = ` stroke-dasharray="` + strings.Join(d, " ") + `"`
 			}
 			if sh.tooltip != "" {
 				fmt.Fprintf(&b, `<line%s x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s><title>%s</title></line>`+"\n", class, f1(sh.x), f1(sh.y), f1(sh.x2), f1(sh.y2), sh.stroke, f1(sh.width), dash, esc(sh.tooltip))

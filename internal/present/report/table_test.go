@@ -45,8 +45,8 @@ func TestTableShowsVerdictsFailuresAndLegend(t *testing.T) {
 	if strings.Contains(out, "packet counter") {
 		t.Errorf("a file without packet counts warns of the counter:\n%s", out)
 	}
-	// A file whose packets were counted in its measured windows (before
-	// issue 41) says so under its table; one with a proof sample does not.
+	// A file whose packets were counted in its measured windows (by a
+	// vnetlab that attached its counter there) says so under its table; one with a proof sample does not.
 	for _, proof := range []*results.Sample{nil, {Round: results.RoundProof}} {
 		f.Cells[0].Packets, f.Cells[0].ProofSample = &results.Packets{}, proof
 		b.Reset()
@@ -138,7 +138,7 @@ func TestTableSaysWhichSeedDifferencesReproduce(t *testing.T) {
 
 // A cell's latency shows the latencies behind its quantiles, and "too few
 // samples" where a quantile had too few; an open-loop cell that fell
-// behind its schedule says by how much (issue 46).
+// behind its schedule says by how much.
 func TestTableLatencyCounts(t *testing.T) {
 	f := &results.File{SchemaVersion: 3}
 	f.Cells = []*results.Cell{

@@ -89,8 +89,8 @@ func Diff(old, new *results.File) *FileDiff {
 }
 
 // counterCaveat warns when one side only was measured with the packet
-// counter attached in its windows (results.File.CountedInWindows: vnetlab
-// before issue 41).
+// counter attached in its windows (results.File.CountedInWindows: a vnetlab
+// that attached its counter there).
 func counterCaveat(old, new *results.File) string {
 	side := "old"
 	switch o, n := old.CountedInWindows(), new.CountedInWindows(); {

@@ -54,8 +54,8 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-// A file whose packets were counted inside its measured windows (before
-// issue 41) compared with one that proved them in a sample of their own
+// A file whose packets were counted inside its measured windows (by a vnetlab
+// that attached its counter there) compared with one that proved them in a sample of their own
 // gets a caveat naming that side; two files alike get none.
 func TestDiffCounterCaveat(t *testing.T) {
 	proven := func(counted bool) *results.File {

@@ -6,7 +6,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// The knee of a latency-versus-load curve (issue 46): where a path's
+// The knee of a latency-versus-load curve: where a path's
 // queues start to form as the offered load grows. One definition, for
 // report and explain alike.
 

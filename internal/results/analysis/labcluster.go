@@ -148,9 +148,9 @@ func labClusterIDs(old, new *results.File) (oldID, newID func(*results.Cell) res
 		note += fmt.Sprintf("; no lab mode has the shape of CNI %q, so the pod and service cells have no lab counterpart", cl.CNI)
 	}
 	if (n.CNI == clusternet.CNIBridge || n.CNI == clusternet.CNIFlannel) && !clusternet.IsVnetlab(n.Proxy) {
-		// Why the same shape still differs (measured: docs/kubernetes.md);
+		// Why the same shape still differs (measured: docs/kubernetes-vs-lab.md);
 		// flannel's pods share a node on cni0 as the default CNI's do.
-		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes.md"
+		note += "; the cluster's nodes also run kube-proxy's netfilter rules, which bridged pod-to-pod packets traverse (br_netfilter): tcp_rr and tcp_crr pay for them, see docs/kubernetes-vs-lab.md"
 	}
 	if clusterFile == new {
 		return mapped, own, note, true

@@ -100,7 +100,7 @@ func TestDiffLabAgainstClusterByFamily(t *testing.T) {
 	}
 }
 
-// The bug of issue 25: a cluster built with `kube up --cni vnetlab` had its
+// A bug fixed: a cluster built with `kube up --cni vnetlab` had its
 // CNI written as text ("vnetlab veth-routed + host-local") and never matched
 // a lab mode. Through real files: the structured network pairs the lab's
 // veth-routed pod cell with the cluster's same-node pod path and the lab's

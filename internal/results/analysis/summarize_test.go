@@ -172,7 +172,7 @@ func TestSummarizeNodeCPU(t *testing.T) {
 	}
 }
 
-// Tails you can trust (issue 46): a cell's quantile says how many
+// Tails you can trust: a cell's quantile says how many
 // latencies are behind it, and a quantile that a sample left out for too
 // few latencies is left out of the cell and named, even when the other
 // samples had enough; without counts (an engine that does not say) the
@@ -205,7 +205,7 @@ func TestSummarizeLatencyCounts(t *testing.T) {
 	}
 }
 
-// Each quantile of a cell comes with its 95% CI (issue 46): the bootstrap
+// Each quantile of a cell comes with its 95% CI: the bootstrap
 // of the median over the samples' values, so on samples whose p99 is
 // known to be 100 µs give or take noise the CI holds 100 and lies within
 // the samples' range; a quantile left out has none, and one sample gives

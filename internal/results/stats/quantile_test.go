@@ -7,7 +7,7 @@ import (
 )
 
 // The bootstrap CI of a quantile on synthetic data whose quantiles are
-// known (issue 46): exponential latencies of mean 1 have their q quantile
+// known: exponential latencies of mean 1 have their q quantile
 // at -ln(1-q). Over independent draws the 95% interval holds the true
 // quantile about 95% of the time, and it narrows as the draw grows.
 //
