@@ -73,10 +73,16 @@ func New(seed uint64) *Gen {
 	for _, ns := range nsNames[:1+g.rng.IntN(len(nsNames))] {
 		w.Namespaces = append(w.Namespaces, netpol.Namespace{Name: ns, Labels: g.labels([]string{"team"})})
 	}
-	for i := range 2 + g.rng.IntN(5) {
+	// Most worlds are small (a disagreement is then easy to read); one in
+	// four is larger.
+	pods, policies := 2+g.rng.IntN(5), g.rng.IntN(5)
+	if g.rng.IntN(4) == 0 {
+		pods, policies = 7+g.rng.IntN(10), 3+g.rng.IntN(6)
+	}
+	for i := range pods {
 		w.Pods = append(w.Pods, g.pod(i))
 	}
-	for i := range g.rng.IntN(5) {
+	for i := range policies {
 		w.Policies = append(w.Policies, g.policy(i))
 	}
 	g.collectOutside()

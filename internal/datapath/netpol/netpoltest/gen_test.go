@@ -1,6 +1,7 @@
 package netpoltest
 
 import (
+	"net/netip"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -76,6 +77,9 @@ func TestCoverage(t *testing.T) {
 		for _, p := range peers {
 			if p.IPBlock != nil {
 				seen["ipBlock"]++
+				if c := netip.MustParsePrefix(p.IPBlock.CIDR); c != c.Masked() {
+					seen["cidr with host bits"]++
+				}
 				if len(p.IPBlock.Except) > 0 {
 					seen["except"]++
 				}
@@ -101,6 +105,9 @@ func TestCoverage(t *testing.T) {
 	for seed := range uint64(1000) {
 		g := New(seed)
 		seen[[]string{"IPv4", "IPv6", "dual"}[g.Family]]++
+		if len(g.World.Pods) > 6 {
+			seen["more than 6 pods"]++
+		}
 		for _, p := range g.World.Policies {
 			sel("podSelector", &p.Spec.PodSelector)
 			in, eg := netpol.Types(&p)
@@ -122,7 +129,7 @@ func TestCoverage(t *testing.T) {
 		"peer namespaceSelector matchLabels", "peer namespaceSelector In", "peer namespaceSelector NotIn",
 		"ingress only", "egress only", "both types", "policyTypes absent",
 		"ingress every peer", "egress every peer", "ingress every port", "egress every port",
-		"ipBlock", "except", "protocol TCP", "protocol UDP", "protocol SCTP",
+		"more than 6 pods", "ipBlock", "cidr with host bits", "except", "protocol TCP", "protocol UDP", "protocol SCTP",
 		"every port of a protocol", "ingress named port", "egress named port", "endPort", "port"} {
 		if seen[want] == 0 {
 			t.Errorf("no world of 1000 has %s", want)

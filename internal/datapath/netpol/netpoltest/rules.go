@@ -129,15 +129,24 @@ func (g *Gen) block() *networkingv1.IPBlock {
 	base := g.near(v6)
 	bits := max(0, base.BitLen()-widths[g.rng.IntN(len(widths))])
 	cidr := netip.PrefixFrom(base, bits).Masked()
-	b := &networkingv1.IPBlock{CIDR: cidr.String()}
+	b := &networkingv1.IPBlock{CIDR: g.spell(netip.PrefixFrom(base, bits))}
 	for range g.rng.IntN(3) {
 		ebits := base.BitLen() - widths[g.rng.IntN(len(widths))]
 		if ebits <= cidr.Bits() {
 			continue
 		}
-		b.Except = append(b.Except, netip.PrefixFrom(within(cidr, g.near(v6)), ebits).Masked().String())
+		b.Except = append(b.Except, g.spell(netip.PrefixFrom(within(cidr, g.near(v6)), ebits)))
 	}
 	return b
+}
+
+// spell writes a prefix as a CIDR, now and then with its host bits set
+// ("10.0.0.5/24": parsed, and masked, as the network it names).
+func (g *Gen) spell(p netip.Prefix) string {
+	if g.rng.IntN(8) == 0 {
+		return p.String()
+	}
+	return p.Masked().String()
 }
 
 // near is an address of the family: a pod's, one of the far ones, or
