@@ -149,28 +149,34 @@ func Compile(r *netpol.Rules) *Entries {
 	sortPrefixes(fam6)
 	for _, p := range r.Pods {
 		for _, addr := range p.IPs {
-			ep := byAddr[addr]
-			for _, s := range []struct {
-				side netpol.Side
-				dir  uint8
-			}{{p.Ingress, DirIn}, {p.Egress, DirEg}} {
-				if !s.side.Isolated {
-					continue
-				}
-				for _, a := range s.side.Allow {
-					peers := peerIDs(a, addr.Is6(), byAddr, fam4, fam6)
-					for _, pp := range portPrefixes(a) {
-						for _, peer := range peers {
-							k := pp
-							k.EP, k.Peer, k.Dir = ep, peer, s.dir
-							e.Rules[k] = struct{}{}
-						}
-					}
-				}
+			fam := fam4
+			if addr.Is6() {
+				fam = fam6
 			}
+			e.addRules(byAddr[addr], DirIn, p.Ingress, addr.Is6(), byAddr, fam)
+			e.addRules(byAddr[addr], DirEg, p.Egress, addr.Is6(), byAddr, fam)
 		}
 	}
 	return e
+}
+
+// addRules writes the rule keys of one side (direction dir) of the pod
+// address of identity ep and family v6 (IPv6 true; fam: that family's
+// prefixes, sorted).
+func (e *Entries) addRules(ep uint32, dir uint8, side netpol.Side, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) {
+	if !side.Isolated {
+		return
+	}
+	for _, a := range side.Allow {
+		peers := peerIDs(a, v6, byAddr, fam)
+		for _, pp := range portPrefixes(a) {
+			for _, peer := range peers {
+				k := pp
+				k.EP, k.Peer, k.Dir = ep, peer, dir
+				e.Rules[k] = struct{}{}
+			}
+		}
+	}
 }
 
 func sortPrefixes(ps []prefixID) {
@@ -183,8 +189,8 @@ func sortPrefixes(ps []prefixID) {
 }
 
 // peerIDs are the identities of family v6 (IPv6 true) an Allow's peers
-// cover.
-func peerIDs(a netpol.Allow, v6 bool, byAddr map[netip.Addr]uint32, fam4, fam6 []prefixID) []uint32 {
+// cover; fam are the family's prefixes, sorted.
+func peerIDs(a netpol.Allow, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) []uint32 {
 	if a.AnyPeer {
 		return []uint32{IDAny}
 	}
@@ -200,10 +206,6 @@ func peerIDs(a netpol.Allow, v6 bool, byAddr map[netip.Addr]uint32, fam4, fam6 [
 		if id, ok := byAddr[ip]; ok && ip.Is6() == v6 {
 			add(id)
 		}
-	}
-	fam := fam4
-	if v6 {
-		fam = fam6
 	}
 	for _, b := range a.Blocks {
 		if b.CIDR.Addr().Is6() != v6 {
