@@ -17,7 +17,7 @@ import (
 // as YAML.
 func (g *Gen) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "world of seed %d (family %s)\n", g.Seed, []string{"IPv4", "IPv6", "dual"}[g.Family])
+	fmt.Fprintf(&b, "world of seed %d (family %s)\n", g.Seed, g.Family.Or())
 	for _, ns := range g.World.Namespaces {
 		fmt.Fprintf(&b, "namespace %s %s\n", ns.Name, labelString(ns.Labels))
 	}

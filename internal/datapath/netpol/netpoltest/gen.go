@@ -16,23 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
-)
-
-// Family is a world's: its pods have an IPv4 address, an IPv6 one, or both.
-type Family int
-
-// The families a world may have.
-const (
-	IPv4 Family = iota
-	IPv6
-	Dual
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // Gen is a world drawn from a seed, with the addresses its probes pick
 // from.
 type Gen struct {
-	Seed   uint64
-	Family Family
+	Seed uint64
+	// Family is the world's: its pods have an IPv4 address, an IPv6 one,
+	// or both.
+	Family family.Family
 	World  *netpol.World
 	// Outside are addresses of no pod, near the pods' and the ipBlocks'
 	// and far from both.
@@ -67,7 +60,7 @@ var (
 // New draws the world of seed.
 func New(seed uint64) *Gen {
 	g := &Gen{Seed: seed, rng: rand.New(rand.NewPCG(seed, 0x6e6574706f6c))}
-	g.Family = Family(g.rng.IntN(3))
+	g.Family = family.All[g.rng.IntN(len(family.All))]
 	w := &netpol.World{}
 	g.World = w
 	for _, ns := range nsNames[:1+g.rng.IntN(len(nsNames))] {
@@ -92,13 +85,14 @@ func New(seed uint64) *Gen {
 
 // Families are the address families of the world's pods (IPv6 true).
 func (g *Gen) Families() []bool {
-	switch g.Family {
-	case IPv4:
-		return []bool{false}
-	case IPv6:
-		return []bool{true}
+	var out []bool
+	if g.Family.HasIPv4() {
+		out = append(out, false)
 	}
-	return []bool{false, true}
+	if g.Family.HasIPv6() {
+		out = append(out, true)
+	}
+	return out
 }
 
 func (g *Gen) pick(s []string) string { return s[g.rng.IntN(len(s))] }

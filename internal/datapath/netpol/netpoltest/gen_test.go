@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
 // A seed gives one world and one list of probes, whatever was drawn
@@ -104,7 +105,7 @@ func TestCoverage(t *testing.T) {
 	}
 	for seed := range uint64(1000) {
 		g := New(seed)
-		seen[[]string{"IPv4", "IPv6", "dual"}[g.Family]]++
+		seen["family "+string(g.Family)]++
 		if len(g.World.Pods) > 6 {
 			seen["more than 6 pods"]++
 		}
@@ -123,7 +124,7 @@ func TestCoverage(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"IPv4", "IPv6", "dual", "podSelector empty", "podSelector matchLabels",
+	for _, want := range []string{"family " + string(family.IPv4), "family " + string(family.IPv6), "family " + string(family.Dual), "podSelector empty", "podSelector matchLabels",
 		"podSelector In", "podSelector NotIn", "podSelector Exists", "podSelector DoesNotExist",
 		"peer podSelector absent", "peer podSelector empty", "peer namespaceSelector absent", "peer namespaceSelector empty",
 		"peer namespaceSelector matchLabels", "peer namespaceSelector In", "peer namespaceSelector NotIn",
