@@ -32,6 +32,7 @@ func TestDifferential(t *testing.T) {
 	p := testPlane(t)
 	start := time.Now()
 	var n, allowed, bad int
+	kinds := map[string]int{}
 	for seed := first; seed < first+worlds; seed++ {
 		g := netpoltest.New(uint64(seed))
 		r := netpol.Compile(g.World)
@@ -42,6 +43,7 @@ func TestDifferential(t *testing.T) {
 			want := g.World.Allowed(pr.Src, pr.Dst, pr.Proto, pr.Port)
 			got := enforced(t, p, g.World, pr)
 			n++
+			kinds[kind(g.World, pr)]++
 			if want {
 				allowed++
 			}
@@ -62,8 +64,22 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d worlds from seed %d, %d probes (%d allowed, %d denied), %d disagreements, in %v",
-		worlds, first, n, allowed, n-allowed, bad, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d worlds from seed %d, %d probes (%d allowed, %d denied; %v), %d disagreements, in %v",
+		worlds, first, n, allowed, n-allowed, kinds, bad, time.Since(start).Round(time.Millisecond))
+	if n >= 1000 && (allowed < n/10 || n-allowed < n/10 || len(kinds) < 3) {
+		t.Errorf("the probes hardly test anything: %d allowed, %d denied, %v", allowed, n-allowed, kinds)
+	}
+}
+
+// kind says which programs a probe goes through.
+func kind(w *netpol.World, pr netpoltest.Probe) string {
+	switch {
+	case w.PodAt(pr.Src) == nil:
+		return "outside to pod"
+	case w.PodAt(pr.Dst) == nil:
+		return "pod to outside"
+	}
+	return "pod to pod"
 }
 
 // enforced is the plane's verdict on a probe, as the programs are
