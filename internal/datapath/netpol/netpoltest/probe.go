@@ -61,19 +61,17 @@ func (g *Gen) probe() Probe {
 	if g.rng.IntN(5) > 0 {
 		p.Port = g.Ports[g.rng.IntN(len(g.Ports))]
 	}
-	src := g.rng.IntN(len(pods))
-	if g.rng.IntN(3) == 0 {
-		p.Src = outside()
-		p.Dst = addr(src)
+	i := g.rng.IntN(len(pods))
+	if g.rng.IntN(3) == 0 { // from outside to pod i
+		p.Src, p.Dst = outside(), addr(i)
 		return p
 	}
-	p.Src = addr(src)
+	p.Src = addr(i)
 	if g.rng.IntN(4) == 0 {
 		p.Dst = outside()
 		return p
 	}
-	dst := (src + 1 + g.rng.IntN(len(pods)-1)) % len(pods)
-	p.Dst = addr(dst)
+	p.Dst = addr((i + 1 + g.rng.IntN(len(pods)-1)) % len(pods)) // another pod
 	return p
 }
 
