@@ -9,10 +9,12 @@
  * the pod receives after every translation and redirect (bpf_redirect_peer
  * of veth-ebpf included: the peer's tc ingress runs for it).
  *
- * Identities, as Cilium's: every pod has a numeric identity, and so has
- * every prefix a rule names (ipBlocks and their excepts). pol_ipcache4/6
- * (LPM tries) give an address the identity of its most specific prefix;
- * pol_eps4/6 (hash) give a pod address its endpoint (identity, isolation).
+ * Identities, as Cilium's: every pod address has a numeric identity (a
+ * pod's IPv4 and IPv6 addresses two, so that an ipBlock of one family never
+ * allows the other's), and so has every prefix a rule names (ipBlocks and
+ * their excepts). pol_ipcache4/6 (LPM tries) give an address the identity
+ * of its most specific prefix; pol_eps4/6 (hash) give a pod address its
+ * endpoint (identity, isolation).
  * pol_rules, one LPM trie for both families, holds the allowed
  * {endpoint, peer identity, direction, protocol, port prefix}: a port range
  * is a few port prefixes, every port of a protocol a prefix of zero bits,

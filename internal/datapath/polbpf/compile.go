@@ -86,10 +86,13 @@ type prefixID struct {
 	id uint32
 }
 
-// Compile turns the compiled policies into map entries: every pod an
-// identity (both its addresses), every ipBlock and except prefix another
-// (a prefix equal to a pod's address is the pod's), and each Allow the
-// rule keys of its peers' identities times its ports' prefixes. A block
+// Compile turns the compiled policies into map entries: every address of
+// a pod an identity (a pod's IPv4 and IPv6 addresses two: an ipBlock of
+// one family names only that family's, and must not allow the pod's
+// packets of the other), every ipBlock and except prefix another (a prefix
+// equal to a pod's address is that address's), and each Allow, for each
+// address of its pod, the rule keys of its peers' identities of that
+// family times its ports' prefixes. A block
 // allows every identity whose prefix lies inside it and inside none of its
 // excepts: the identity a lookup gives an address is its most specific
 // prefix's, which lies inside the block exactly when the address does.
@@ -100,23 +103,23 @@ func Compile(r *netpol.Rules) *Entries {
 	ids := map[netip.Prefix]uint32{}
 	next := idFirst
 	for _, p := range r.Pods {
-		ep := Endpoint{ID: next}
+		var flags uint32
 		if p.Ingress.Isolated {
-			ep.Flags |= IsoIn
+			flags |= IsoIn
 		}
 		if p.Egress.Isolated {
-			ep.Flags |= IsoEg
+			flags |= IsoEg
 		}
 		for _, a := range p.IPs {
 			byAddr[a] = next
 			ids[netip.PrefixFrom(a, a.BitLen())] = next
 			if a.Is4() {
-				e.EPs4[a.As4()] = ep
+				e.EPs4[a.As4()] = Endpoint{ID: next, Flags: flags}
 			} else {
-				e.EPs6[a.As16()] = ep
+				e.EPs6[a.As16()] = Endpoint{ID: next, Flags: flags}
 			}
+			next++
 		}
-		next++
 	}
 	for _, p := range r.Pods {
 		for _, s := range []netpol.Side{p.Ingress, p.Egress} {
@@ -145,30 +148,35 @@ func Compile(r *netpol.Rules) *Entries {
 	sortPrefixes(fam4)
 	sortPrefixes(fam6)
 	for _, p := range r.Pods {
-		if len(p.IPs) == 0 {
-			continue
-		}
-		ep := byAddr[p.IPs[0]]
-		for _, s := range []struct {
-			side netpol.Side
-			dir  uint8
-		}{{p.Ingress, DirIn}, {p.Egress, DirEg}} {
-			if !s.side.Isolated {
-				continue
+		for _, addr := range p.IPs {
+			fam := fam4
+			if addr.Is6() {
+				fam = fam6
 			}
-			for _, a := range s.side.Allow {
-				peers := peerIDs(a, byAddr, fam4, fam6)
-				for _, pp := range portPrefixes(a) {
-					for _, peer := range peers {
-						k := pp
-						k.EP, k.Peer, k.Dir = ep, peer, s.dir
-						e.Rules[k] = struct{}{}
-					}
-				}
-			}
+			e.addRules(byAddr[addr], DirIn, p.Ingress, addr.Is6(), byAddr, fam)
+			e.addRules(byAddr[addr], DirEg, p.Egress, addr.Is6(), byAddr, fam)
 		}
 	}
 	return e
+}
+
+// addRules writes the rule keys of one side (direction dir) of the pod
+// address of identity ep and family v6 (IPv6 true; fam: that family's
+// prefixes, sorted).
+func (e *Entries) addRules(ep uint32, dir uint8, side netpol.Side, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) {
+	if !side.Isolated {
+		return
+	}
+	for _, a := range side.Allow {
+		peers := peerIDs(a, v6, byAddr, fam)
+		for _, pp := range portPrefixes(a) {
+			for _, peer := range peers {
+				k := pp
+				k.EP, k.Peer, k.Dir = ep, peer, dir
+				e.Rules[k] = struct{}{}
+			}
+		}
+	}
 }
 
 func sortPrefixes(ps []prefixID) {
@@ -180,8 +188,9 @@ func sortPrefixes(ps []prefixID) {
 	})
 }
 
-// peerIDs are the identities an Allow's peers cover.
-func peerIDs(a netpol.Allow, byAddr map[netip.Addr]uint32, fam4, fam6 []prefixID) []uint32 {
+// peerIDs are the identities of family v6 (IPv6 true) an Allow's peers
+// cover; fam are the family's prefixes, sorted.
+func peerIDs(a netpol.Allow, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) []uint32 {
 	if a.AnyPeer {
 		return []uint32{IDAny}
 	}
@@ -194,14 +203,13 @@ func peerIDs(a netpol.Allow, byAddr map[netip.Addr]uint32, fam4, fam6 []prefixID
 		}
 	}
 	for _, ip := range a.Pods {
-		if id, ok := byAddr[ip]; ok {
+		if id, ok := byAddr[ip]; ok && ip.Is6() == v6 {
 			add(id)
 		}
 	}
 	for _, b := range a.Blocks {
-		fam := fam6
-		if b.CIDR.Addr().Is4() {
-			fam = fam4
+		if b.CIDR.Addr().Is6() != v6 {
+			continue
 		}
 		for _, x := range inside(fam, b.CIDR.Masked()) {
 			if !slices.ContainsFunc(b.Except, func(ex netip.Prefix) bool { return ex.Bits() <= x.p.Bits() && ex.Contains(x.p.Addr()) }) {

@@ -14,6 +14,7 @@ const (
 	protoTCP   = 6
 	protoUDP   = 17
 	protoICMP6 = 58
+	protoSCTP  = 132
 
 	nhHop     = 0
 	nhRouting = 43
@@ -76,6 +77,12 @@ func (f frame) l4() []byte {
 		binary.BigEndian.PutUint16(b[0:], f.sport)
 		binary.BigEndian.PutUint16(b[2:], f.dport)
 		binary.BigEndian.PutUint16(b[4:], uint16(len(b)))
+		return b
+	case protoSCTP:
+		b := make([]byte, 12+16) // common header, then an INIT chunk's room
+		binary.BigEndian.PutUint16(b[0:], f.sport)
+		binary.BigEndian.PutUint16(b[2:], f.dport)
+		b[12] = 1 // INIT
 		return b
 	case protoICMP, protoICMP6:
 		b := make([]byte, 8+8)
