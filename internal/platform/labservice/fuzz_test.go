@@ -77,7 +77,9 @@ func FuzzParseBackend(f *testing.F) {
 	})
 }
 
-func itoa(p uint16) string { return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):] }
+func itoa(p uint16) string {
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):]
+}
 
 // A scenario's services entry, resolved against a dual-stack lab: refused
 // with one line, or every backend is a pod of the lab at its address of
