@@ -2,6 +2,7 @@ package labservice
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,17 +69,13 @@ func FuzzParseBackend(f *testing.F) {
 			written = "[" + written + "]"
 		}
 		if b.Port != 0 {
-			written += ":" + itoa(b.Port)
+			written += ":" + strconv.Itoa(int(b.Port))
 		}
 		b2, err := ParseBackend(written)
 		if err != nil || b2 != b {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, b, written, b2, err)
 		}
 	})
-}
-
-func itoa(p uint16) string {
-	return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):]
 }
 
 // A scenario's services entry, resolved against a dual-stack lab: refused
