@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 
@@ -50,14 +48,14 @@ Example (scripts/bench-converge.sh runs it):
 				if err != nil {
 					return err
 				}
-				var c results.Convergence
-				if err := json.Unmarshal(b, &c); err != nil || c.ConvergenceVersion == 0 {
-					return fmt.Errorf("%s: not a kube converge file (%v)", f, err)
+				c, err := results.ParseConvergence(f, b)
+				if err != nil {
+					return err
 				}
 				if reanalyze {
-					converge.Reanalyze(&c)
+					converge.Reanalyze(c)
 				}
-				runs = append(runs, report.ConvergeRun{File: f, C: &c})
+				runs = append(runs, report.ConvergeRun{File: f, C: c})
 			}
 			report.PrintConvergeTable(os.Stdout, runs, kinds)
 			if svg == "" {
