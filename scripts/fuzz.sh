@@ -9,7 +9,7 @@
 #   FUZZTIME=3s scripts/fuzz.sh ./internal/results/   the targets of some packages
 #
 # Env: FUZZTIME (go test -fuzztime: a duration, or Nx for N execs; default
-# 10m), FUZZMINIMIZETIME (go test -fuzzminimizetime, default 3s: Go
+# 10m), FUZZMINIMIZETIME (go test -fuzzminimizetime, default 1s: Go
 # minimizes every new interesting input too, up to a minute each by
 # default, and a large seed such as a results file then takes the whole
 # run), FUZZFLAGS (more go test flags, e.g. "-parallel 1"), GO (default go).
@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10m}
-minimizetime=${FUZZMINIMIZETIME:-3s}
+minimizetime=${FUZZMINIMIZETIME:-1s}
 go=${GO:-go}
 read -r -a flags <<<"${FUZZFLAGS:-}"
 
