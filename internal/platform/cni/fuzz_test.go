@@ -20,10 +20,11 @@ import (
 // The configuration a runtime hands the plugin on stdin, with the result of
 // the ADD (prevResult) for CHECK, at each CNI version the plugin speaks.
 // Accepted: every field checked, defaults filled in, and the configuration
-// written back reads the same; its prevResult converts to the 1.0.0 result
-// the plugin reads and takes addresses from without a panic, written back
-// read the same. Refused: a CNI error of one line naming the field, and no
-// configuration.
+// written back reads the same; its prevResult converts to the result type
+// CHECK reads (types100), which written back reads the same, and CHECK
+// takes its addresses (an IPv4 one in its prefix, an IPv6 one only with a
+// mode that wires IPv6) or refuses with one line naming the IPAM plugin.
+// Refused: a CNI error of one line naming the field, and no configuration.
 func FuzzParseConf(f *testing.F) {
 	base := `"cniVersion": "1.0.0", "name": "n", "type": "vnetlab-cni", "ipam": {"type": "host-local"}`
 	for _, s := range []string{
@@ -96,8 +97,8 @@ func FuzzParseConf(f *testing.F) {
 		if conf.PrevResult == nil {
 			return
 		}
-		// The prevResult chain: the result as it converts for CHECK, the
-		// addresses CHECK takes from it, the result printed back.
+		// The prevResult chain: the result as CHECK converts it, written
+		// back and read again; the addresses CHECK takes from it.
 		prev, err := types100.NewResultFromResult(conf.PrevResult)
 		if err != nil {
 			oneLine(t, err)
