@@ -101,8 +101,9 @@ func parseConf(data []byte) (*NetConf, modes.Mode, error) {
 		return nil, modes.Mode{}, configError("prevResult", "%v", err)
 	}
 	if conf.PrevResult != nil {
-		// The library takes an entry of ips without an address, and then
-		// writes it as "<nil>", which nothing reads back.
+		// The library takes an entry of ips without an address, or of
+		// routes without a dst, and then writes it as "<nil>", which
+		// nothing reads back.
 		prev, err := types100.NewResultFromResult(conf.PrevResult)
 		if err != nil {
 			return nil, modes.Mode{}, configError("prevResult", "%v", err)
@@ -110,6 +111,11 @@ func parseConf(data []byte) (*NetConf, modes.Mode, error) {
 		for i, ip := range prev.IPs {
 			if ip.Address.IP == nil {
 				return nil, modes.Mode{}, configError("prevResult", "ips[%d] has no address", i)
+			}
+		}
+		for i, r := range prev.Routes {
+			if r.Dst.IP == nil {
+				return nil, modes.Mode{}, configError("prevResult", "routes[%d] has no dst", i)
 			}
 		}
 	}
