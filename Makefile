@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: build deps demo test test-locked test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-stats bench-policies bench-kube-policies bench-latency-load bench-converge clean-labs generate
+.PHONY: build deps demo test test-locked fuzz test-kernels conformance bench-up bench-paths bench-kube bench-harness bench-stats bench-policies bench-kube-policies bench-latency-load bench-converge clean-labs generate
 
 # Static, without cgo: no package needs C, and then no thread of vnetlab's
 # carries glibc's rseq area, which the kernel updates at every context switch
@@ -39,16 +39,28 @@ test: deps build
 	@flock -n $(TEST_LOCK) true || echo "make test: waiting for $(TEST_LOCK): another vnetlab run on this machine holds it"
 	flock -w 3600 $(TEST_LOCK) $(MAKE) --no-print-directory test-locked
 
+# Every Go fuzz target (func FuzzXxx in a package's fuzz_test.go, beside the parser of
+# outside input it fuzzes) in turn, FUZZTIME each: per target its exec count, and for an
+# input that fails, where Go kept it (the package's testdata/fuzz/, a regression case from
+# then on) and the one command that runs it again (scripts/fuzz.sh; docs/labs.md, "Fuzzing
+# the inputs"). No root, no namespaces. `make test` runs each for TEST_FUZZTIME.
+FUZZTIME ?= 10m
+TEST_FUZZTIME ?= 2s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh
+
 # Tests left out of the suite to keep it under an hour (each says how to run it):
 # the netpol smoke subset of upstream's specs (docs/conformance.md; SUITE=netpol-smoke).
 TEST_SKIP ?= ^TestNetpolSmoke$$
-# The suite itself, for a caller that already holds TEST_LOCK.
+# The suite itself, for a caller that already holds TEST_LOCK; then every fuzz target for
+# TEST_FUZZTIME (go test has run their seed corpora already; about a minute in all).
 # Labs and clusters an earlier run left (no vnetlab process uses them) are
 # removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
 	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
 	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' ./...; code=$$?; \
+	  FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh || code=1; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 
@@ -48,14 +46,14 @@ took the first: a prober starved while kube-proxy iptables synced read an early 
 				if err != nil {
 					return err
 				}
-				var c results.Convergence
-				if err := json.Unmarshal(b, &c); err != nil || c.ConvergenceVersion == 0 {
-					return fmt.Errorf("%s: not a kube converge file (%v)", f, err)
+				c, err := results.ParseConvergence(f, b)
+				if err != nil {
+					return err
 				}
 				if reanalyze {
-					converge.Reanalyze(&c)
+					converge.Reanalyze(c)
 				}
-				runs = append(runs, report.ConvergeRun{File: f, C: &c})
+				runs = append(runs, report.ConvergeRun{File: f, C: c})
 			}
 			report.PrintConvergeTable(os.Stdout, runs, kinds)
 			if svg == "" {

@@ -310,3 +310,16 @@ func WriteConvergence(path string, c *Convergence) error {
 	}
 	return nil
 }
+
+// ParseConvergence reads a convergence file's bytes (path names it in
+// errors).
+func ParseConvergence(path string, b []byte) (*Convergence, error) {
+	var c Convergence
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: not a kube converge file: %w", path, err)
+	}
+	if c.ConvergenceVersion == 0 || c.ConvergenceVersion > ConvergenceVersion {
+		return nil, fmt.Errorf("%s: convergence_version %d is not supported (this vnetlab reads up to %d)", path, c.ConvergenceVersion, ConvergenceVersion)
+	}
+	return &c, nil
+}

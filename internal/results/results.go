@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
@@ -580,12 +581,21 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, b)
+}
+
+// Parse checks and reads a results file's bytes, of any schema version up
+// to SchemaVersion (path names it in errors).
+func Parse(path string, b []byte) (*File, error) {
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: not a vnetlab results file: %w", path, err)
 	}
 	if f.SchemaVersion == 0 || f.SchemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d is not supported (this vnetlab reads up to %d)", path, f.SchemaVersion, SchemaVersion)
+	}
+	if err := f.checkNulls(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if f.Metadata.Cluster != nil {
 		f.Metadata.Cluster.upgrade()
@@ -594,4 +604,33 @@ func Read(path string) (*File, error) {
 		f.Metadata.Clusters[i].upgrade()
 	}
 	return &f, nil
+}
+
+// checkNulls refuses a null where every reader takes a value: a cell, or
+// a node's CPU in a sample or a cell's cost.
+func (f *File) checkNulls() error {
+	for i, c := range f.Cells {
+		if c == nil {
+			return fmt.Errorf("cells[%d] is null", i)
+		}
+		samples := c.Samples
+		if c.ProofSample != nil {
+			samples = append(slices.Clone(samples), *c.ProofSample)
+		}
+		for j, s := range samples {
+			for n, v := range s.NodeCPU {
+				if v == nil {
+					return fmt.Errorf("cells[%d] sample %d: node_cpu %q is null", i, j, n)
+				}
+			}
+		}
+		if c.CPU != nil {
+			for n, v := range c.CPU.Nodes {
+				if v == nil {
+					return fmt.Errorf("cells[%d] cpu: nodes %q is null", i, n)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -61,15 +61,20 @@ func (k Knob) Set(s *Settings, v string) {
 
 // Parse sets s's value of k from text v (a scenario key's), refusing a
 // value that is not a number where k takes one, or that Check refuses, as
-// a field error naming its key.
+// a field error naming its key; s is left as it was then.
 func (k Knob) Parse(s *Settings, v string) error {
 	if k.intField != nil {
 		if _, err := strconv.Atoi(v); err != nil {
 			return field.Errorf(string(k.Name), "{%s} %q is not a whole number", k.Name, v)
 		}
 	}
-	k.Set(s, v)
-	return k.Check(*s)
+	next := *s
+	k.Set(&next, v)
+	if err := k.Check(next); err != nil {
+		return err
+	}
+	*s = next
+	return nil
 }
 
 // Value is s's value of k as flags, keys and points spell it ("0" or "":

@@ -47,15 +47,19 @@ func ParseAxis(key string, values []string) (Axis, error) {
 		if err != nil {
 			return a, err
 		}
+		// Messages name the axis by its knobs' names (key may hold
+		// spaces, a line break, around them).
+		so := Axis{Knobs: append(slices.Clone(a.Knobs), k.Name)}.Key()
 		if slices.Contains(a.Knobs, k.Name) {
-			return a, fmt.Errorf("sweep %s names %s twice", key, k.Name)
+			return a, fmt.Errorf("sweep %s names %s twice", so, k.Name)
 		}
 		if kind != nil && (k.Links != kind.Links || k.Policy != kind.Policy || k.Name == Offload || kind.Name == Offload) {
-			return a, fmt.Errorf("sweep %s: knobs swept together take the same values (gso+gro); %s and %s do not", key, kind.Name, k.Name)
+			return a, fmt.Errorf("sweep %s: knobs swept together take the same values (gso+gro); %s and %s do not", so, kind.Name, k.Name)
 		}
 		kind = &k
 		a.Knobs = append(a.Knobs, k.Name)
 	}
+	key = a.Key()
 	if len(values) == 0 {
 		return a, fmt.Errorf("sweep %s has no values: give them as %s=V1,V2,...", key, key)
 	}

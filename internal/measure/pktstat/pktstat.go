@@ -43,6 +43,18 @@ type Count struct {
 // Snapshot is every Key's totals at one moment.
 type Snapshot map[Key]Count
 
+// sumCPUs is a key's count from its per-CPU values (Max the largest).
+func sumCPUs(vals []pktsizePktCount) Count {
+	var sum Count
+	for _, v := range vals {
+		sum.Packets += v.Packets
+		sum.Bytes += v.Bytes
+		sum.Segs += v.Segs
+		sum.Max = max(sum.Max, v.Max)
+	}
+	return sum
+}
+
 // Sub is s minus earlier (Max stays s's: the counters keep a maximum).
 func (s Snapshot) Sub(earlier Snapshot) Snapshot {
 	out := Snapshot{}
@@ -174,14 +186,7 @@ func (c *Counter) Snapshot() (Snapshot, error) {
 	)
 	it := c.objs.PktCounts.Iterate()
 	for it.Next(&k, &vals) {
-		var sum Count
-		for _, v := range vals {
-			sum.Packets += v.Packets
-			sum.Bytes += v.Bytes
-			sum.Segs += v.Segs
-			sum.Max = max(sum.Max, v.Max)
-		}
-		out[Key{NetNS: k.Netns, Ifindex: k.Ifindex, Dir: Dir(k.Dir)}] = sum
+		out[Key{NetNS: k.Netns, Ifindex: k.Ifindex, Dir: Dir(k.Dir)}] = sumCPUs(vals)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read the packet-size counts: %w", err)

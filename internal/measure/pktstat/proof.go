@@ -16,11 +16,16 @@ import (
 // Prove picks the sender's and the receiver's device out of a cell's
 // counts (nil when neither carried anything).
 func Prove(s Snapshot, clientNS, serverNS string) *results.Packets {
-	p := &results.Packets{Sender: busiest(s, clientNS, Tx), Receiver: busiest(s, serverNS, Rx)}
+	return prove(busiest(s, clientNS, Tx), busiest(s, serverNS, Rx), clientNS == serverNS)
+}
+
+// prove is Prove's verdict on the two devices picked.
+func prove(sender, receiver *results.PacketSide, sameNS bool) *results.Packets {
+	p := &results.Packets{Sender: sender, Receiver: receiver}
 	if p.Sender == nil && p.Receiver == nil {
 		return nil
 	}
-	if clientNS == serverNS {
+	if sameNS {
 		p.Note = results.PacketsSameNS
 	} else if p.Sender != nil && (p.Receiver == nil || bytesOf(p.Receiver)*unseenShare < bytesOf(p.Sender)) {
 		// The data arrived, yet not through the tracepoint in the server's
@@ -46,20 +51,41 @@ func busiest(s Snapshot, ns string, d Dir) *results.PacketSide {
 	if err != nil {
 		return nil
 	}
-	var best Key
-	var top Count
-	for k, c := range s {
-		if k.NetNS == ino && k.Dir == d && c.Bytes > top.Bytes {
-			best, top = k, c
-		}
-	}
+	best, top := busiestOf(s, ino, d)
 	if top.Packets == 0 {
 		return nil
 	}
-	side := &results.PacketSide{NS: ns, Link: linkName(ns, int(best.Ifindex)), Packets: top.Packets, Segments: top.Segs,
-		AvgBytes: float64(top.Bytes) / float64(top.Packets), MaxBytes: top.Max}
-	if top.Segs > 0 {
-		side.AvgSegment = float64(top.Bytes) / float64(top.Segs)
+	return sideOf(ns, linkName(ns, int(best.Ifindex)), top)
+}
+
+// busiestOf is the key of namespace ino and direction d with the most
+// bytes, and its count (zero when none has any).
+func busiestOf(s Snapshot, ino uint32, d Dir) (Key, Count) {
+	var best Key
+	var top Count
+	for k, c := range s {
+		if k.NetNS == ino && k.Dir == d && (c.Bytes > top.Bytes || c.Bytes == top.Bytes && c.Bytes > 0 && less(k, best)) {
+			best, top = k, c
+		}
+	}
+	return best, top
+}
+
+// less orders keys (a tie of bytes goes to the lower ifindex: the same
+// device whatever the map's order).
+func less(a, b Key) bool {
+	if a.Ifindex != b.Ifindex {
+		return a.Ifindex < b.Ifindex
+	}
+	return a.Dir < b.Dir
+}
+
+// sideOf is a device's side of the proof from its count (Packets > 0).
+func sideOf(ns, link string, c Count) *results.PacketSide {
+	side := &results.PacketSide{NS: ns, Link: link, Packets: c.Packets, Segments: c.Segs,
+		AvgBytes: float64(c.Bytes) / float64(c.Packets), MaxBytes: c.Max}
+	if c.Segs > 0 {
+		side.AvgSegment = float64(c.Bytes) / float64(c.Segs)
 	}
 	return side
 }

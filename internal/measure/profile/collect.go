@@ -184,8 +184,10 @@ func ReadFolded(r io.Reader, hz int) (*Profile, error) {
 		}
 	}
 	p := &Profile{Hz: hz, Events: map[string]uint64{}}
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
+	for i, line := range strings.Split(string(b), "\n") {
+		// Only blank lines are skipped: a line starts with its process's
+		// name, which may be empty (" 12": a stack of no name, no frame).
+		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		sp := strings.LastIndexByte(line, ' ')

@@ -98,6 +98,11 @@ func ParseRules(text string) (*Rules, error) {
 		}
 		st := len(r.Stages) - 1
 		for _, p := range f {
+			if p == "stage" {
+				// First on a line it starts a stage: a file that has it
+				// elsewhere would read otherwise written one per line.
+				return nil, fmt.Errorf("stages line %d: \"stage\" starts a stage's line, it is no pattern", n+1)
+			}
 			if prev, dup := seen[p]; dup && prev != r.Stages[st].ID {
 				return nil, fmt.Errorf("stages line %d: %q is claimed by %s and %s", n+1, p, prev, r.Stages[st].ID)
 			}

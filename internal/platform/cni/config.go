@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
@@ -98,6 +99,25 @@ func parseConf(data []byte) (*NetConf, modes.Mode, error) {
 	}
 	if err := version.ParsePrevResult(&conf.NetConf); err != nil {
 		return nil, modes.Mode{}, configError("prevResult", "%v", err)
+	}
+	if conf.PrevResult != nil {
+		// The library takes an entry of ips without an address, or of
+		// routes without a dst, and then writes it as "<nil>", which
+		// nothing reads back.
+		prev, err := types100.NewResultFromResult(conf.PrevResult)
+		if err != nil {
+			return nil, modes.Mode{}, configError("prevResult", "%v", err)
+		}
+		for i, ip := range prev.IPs {
+			if ip.Address.IP == nil {
+				return nil, modes.Mode{}, configError("prevResult", "ips[%d] has no address", i)
+			}
+		}
+		for i, r := range prev.Routes {
+			if r.Dst.IP == nil {
+				return nil, modes.Mode{}, configError("prevResult", "routes[%d] has no dst", i)
+			}
+		}
 	}
 	return conf, m, nil
 }

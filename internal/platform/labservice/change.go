@@ -157,6 +157,11 @@ func (r PodRef) Check() error {
 	if r.Pod != "" && r.NetNS != "" {
 		return fmt.Errorf("--pod and --netns both name a pod: give one of them")
 	}
+	if r.Pod != "" {
+		if err := lab.ValidName("pod", r.Pod); err != nil {
+			return fmt.Errorf("--pod: %v", err)
+		}
+	}
 	if r.NetNS != "" && r.Ifname == "" {
 		return fmt.Errorf("--netns needs --ifname (the pod's interface, e.g. eth0)")
 	}
@@ -181,7 +186,7 @@ func (r PodRef) endpoint(st *lab.State) (Endpoint, error) {
 	if pod == nil {
 		what := "pod " + r.Pod
 		if r.NetNS != "" {
-			what = "namespace " + r.NetNS
+			what = fmt.Sprintf("namespace %q", r.NetNS)
 		}
 		var have []string
 		for _, p := range st.Pods {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
+	"github.com/vnetlab/vnetlab/internal/platform/lab"
 )
 
 // Protocols a service may use.
@@ -117,6 +118,8 @@ func ParseBackend(s string) (BackendSpec, error) {
 		if _, err := parseIP(host); err != nil {
 			return BackendSpec{}, fmt.Errorf("backend %q: %v (%s)", s, err, example)
 		}
+	} else if err := lab.ValidName("pod", host); err != nil {
+		return BackendSpec{}, fmt.Errorf("backend %q: %v (%s)", s, err, example)
 	}
 	if port != "" {
 		if b.Port, err = parsePort(port); err != nil {

@@ -70,7 +70,7 @@ func TestParseBackend(t *testing.T) {
 			t.Errorf("ParseBackend(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"192.168.10.300:80", "pod-a:0", "pod-a:99999", ":80", "192.168.10.10:", "fd00::a:80", "fd00:10:244::a", "[fd00::g]:80", "[]:80"} {
+	for _, in := range []string{"192.168.10.300:80", "pod-a:0", "pod-a:99999", ":80", "192.168.10.10:", "fd00::a:80", "fd00:10:244::a", "[fd00::g]:80", "[]:80", "pod\na:80", "Pod-A"} {
 		if _, err := ParseBackend(in); err == nil {
 			t.Errorf("ParseBackend(%q) accepted", in)
 		}
