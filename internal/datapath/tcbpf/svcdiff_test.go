@@ -1,0 +1,726 @@
+package tcbpf_test
+
+// A differential test of the tc Service programs: random Service tables,
+// drawn from a seed, go into a plane's maps through svcsync's Syncer (as
+// the providers and the Kubernetes proxy write them); random packets from
+// random pods go through from_pod and to_pod (BPF_PROG_TEST_RUN), and each
+// outcome must be what a small model of kube-proxy's semantics says
+// (svcModel below):
+//   - a Service port's backends are its ready endpoints; when none is
+//     ready, its serving endpoints that are terminating; when there are
+//     none of those either, a new flow is rejected (ICMP port unreachable
+//     from the frontend to the client; kube-proxy's REJECT);
+//   - every frontend of a Service port (clusterIP, node port, external IP)
+//     leads to that set; the reply from the chosen backend comes back from
+//     the frontend's address and port (reverse NAT); a pod reaching its own
+//     Service has its source made the hairpin address;
+//   - a flow's later packets keep its backend; with sessionAffinity
+//     ClientIP a client's new flows to a frontend keep the backend of its
+//     first;
+//   - a packet to no frontend (another port, another protocol, a pod's own
+//     address, a clusterIP no Service has) and a reply-like packet of no
+//     flow pass untouched.
+//
+// Both IP families through one code path (svcFamily). The default run is
+// bounded (a few seconds); scale it with
+//
+//	VNETLAB_SVCDIFF_SEED=S      first world's seed (default 1)
+//	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 160; 4 per world, each world a fresh plane)
+//	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 60)
+//
+// A disagreement prints its world's seed, the table, the packet, both
+// outcomes and the command that reruns that world alone.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
+	dp "github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+)
+
+// tablesPerWorld: a world is one plane whose table changes this many
+// times (Services added, updated in place, deleted by the Syncer).
+const tablesPerWorld = 4
+
+func TestServiceDifferential(t *testing.T) {
+	seed := uint64(envInt(t, "VNETLAB_SVCDIFF_SEED", 1))
+	tables := envInt(t, "VNETLAB_SVCDIFF_TABLES", 160)
+	packets := envInt(t, "VNETLAB_SVCDIFF_PACKETS", 60)
+	worlds := (tables + tablesPerWorld - 1) / tablesPerWorld
+	var tot diffCounts
+	for w := range worlds {
+		s := seed + uint64(w)
+		n := min(tablesPerWorld, tables-w*tablesPerWorld)
+		c, bad := runWorld(t, s, n, packets)
+		tot.add(c)
+		if bad != "" {
+			t.Fatalf("%s\nrerun this world alone: VNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/",
+				bad, s, n, packets)
+		}
+	}
+	t.Logf("%d worlds, %d tables, %d Service ports, %d packets: %d translated, %d hairpins, %d rejected, %d replies, %d passed, %d affinity repeats",
+		worlds, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.passed, tot.affinity)
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+type diffCounts struct{ ports, packets, translated, hairpins, rejected, replies, passed, affinity int }
+
+func (c *diffCounts) add(o diffCounts) {
+	c.ports += o.ports
+	c.packets += o.packets
+	c.translated += o.translated
+	c.hairpins += o.hairpins
+	c.rejected += o.rejected
+	c.replies += o.replies
+	c.passed += o.passed
+	c.affinity += o.affinity
+}
+
+// The generated tables.
+
+// epState is an endpoint's conditions (EndpointSlice ready, serving, terminating).
+type epState uint8
+
+const (
+	epReady       epState = iota // ready (serving, not terminating)
+	epTermServing                // terminating, still serving
+	epTermGone                   // terminating, no longer serving
+	epNotReady                   // not ready, not terminating (starting, failing its probe)
+)
+
+func (s epState) String() string {
+	return [...]string{"ready", "terminating+serving", "terminating", "not-ready"}[s]
+}
+
+type svcEndpoint struct {
+	ip    netip.Addr
+	state epState
+}
+
+type svcPort struct {
+	port, target, nodePort uint16 // nodePort 0: none
+	proto                  dp.Proto
+}
+
+type svcDef struct {
+	name        string
+	clusterIP   netip.Addr
+	externalIPs []netip.Addr
+	ports       []svcPort
+	affinity    uint32 // seconds; 0: sessionAffinity None
+	endpoints   []svcEndpoint
+}
+
+type svcTable struct {
+	fam      svcFamily
+	services []svcDef
+}
+
+func (tb svcTable) String() string {
+	var b strings.Builder
+	for _, s := range tb.services {
+		fmt.Fprintf(&b, "  %s clusterIP %s externalIPs %v affinity %ds\n", s.name, s.clusterIP, s.externalIPs, s.affinity)
+		for _, p := range s.ports {
+			fmt.Fprintf(&b, "    port %d/%s -> %d nodePort %d\n", p.port, p.proto, p.target, p.nodePort)
+		}
+		for _, e := range s.endpoints {
+			fmt.Fprintf(&b, "    endpoint %s %s\n", e.ip, e.state)
+		}
+	}
+	return b.String()
+}
+
+// frontend is one address:port/proto clients reach a Service port by.
+type frontend struct {
+	addr  netip.Addr
+	port  uint16
+	proto dp.Proto
+	svc   int // index in the table
+	sp    int // index in the Service's ports
+}
+
+func (f frontend) key() svcsync.Key { return svcsync.Key{VIP: f.addr, Port: f.port, Proto: f.proto} }
+
+func (tb svcTable) frontends() []frontend {
+	var out []frontend
+	for i, s := range tb.services {
+		for j, p := range s.ports {
+			out = append(out, frontend{s.clusterIP, p.port, p.proto, i, j})
+			if p.nodePort != 0 {
+				out = append(out, frontend{tb.fam.node, p.nodePort, p.proto, i, j})
+			}
+			for _, e := range s.externalIPs {
+				out = append(out, frontend{e, p.port, p.proto, i, j})
+			}
+		}
+	}
+	return out
+}
+
+// svcFamily is one IP family's addresses and frames.
+type svcFamily struct {
+	name      string
+	clusterIP func(i int) netip.Addr // 0..15
+	external  func(i int) netip.Addr // 0..3
+	pod       func(i int) netip.Addr // 0..11: backends and clients
+	node      netip.Addr
+	hairpin   netip.Addr
+	frame     func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8) []byte
+	// parse reads a frame back: its protocol, ports, and whether its checksums hold.
+	parse func(b []byte) (src, dst netip.AddrPort, proto uint8, l4 []byte, err error)
+	// unreach is the ICMP error's protocol, type and code of a port unreachable.
+	unreach [3]uint8
+}
+
+var svcFamilies = []svcFamily{{
+	name:      "ipv4",
+	clusterIP: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 96, byte(i / 4), byte(10 + i)}) },
+	external:  func(i int) netip.Addr { return netip.AddrFrom4([4]byte{203, 0, 113, byte(10 + i)}) },
+	pod:       func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 244, byte(1 + i%2), byte(10 + i)}) },
+	node:      ipOf("10.250.0.2"),
+	hairpin:   ipOf(dp.HairpinIP),
+	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8) []byte {
+		return ipv4{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte("svcdiff"), id: sport}.bytes()
+	},
+	parse: func(b []byte) (netip.AddrPort, netip.AddrPort, uint8, []byte, error) {
+		d, err := decode(b)
+		if err == nil {
+			err = checkIP(b)
+		}
+		if err == nil && (d.proto == protoTCP || d.proto == protoUDP) {
+			err = checkL4(b)
+		}
+		if err == nil && d.proto == protoICM {
+			err = icmpChecksum(d.l4)
+		}
+		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport), d.proto, d.l4, err
+	},
+	unreach: [3]uint8{protoICM, 3, 3},
+}, {
+	name: "ipv6",
+	clusterIP: func(i int) netip.Addr {
+		return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0x96, 13: byte(i / 4), 15: byte(0x10 + i)})
+	},
+	external: func(i int) netip.Addr { return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(0x10 + i)}) },
+	pod: func(i int) netip.Addr {
+		return netip.AddrFrom16([16]byte{0xfd, 0, 2, 0x44, 7: byte(1 + i%2), 15: byte(0x10 + i)})
+	},
+	node:    ipOf("fd00:250::2"),
+	hairpin: ipOf(dp.HairpinIP6),
+	frame: func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8) []byte {
+		return ipv6{src: src, dst: dst, proto: proto, sport: sport, dport: dport, tcpFlags: flags, payload: []byte("svcdiff")}.bytes()
+	},
+	parse: func(b []byte) (netip.AddrPort, netip.AddrPort, uint8, []byte, error) {
+		d, err := decode6(b)
+		if err == nil {
+			err = checkL4v6(b)
+		}
+		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport), d.proto, d.l4, err
+	},
+	unreach: [3]uint8{protoICMP6, 1, 4},
+}}
+
+// icmpChecksum checks an ICMP (IPv4) message's checksum.
+func icmpChecksum(msg []byte) error {
+	if c := checksum(msg); c != 0 {
+		return fmt.Errorf("ICMP checksum wrong (residue %#04x)", c)
+	}
+	return nil
+}
+
+const (
+	svcPods      = 12
+	svcClusterIP = 16
+	svcExternals = 4
+)
+
+var (
+	svcPortPool   = []uint16{53, 80, 443, 5201, 8080}
+	svcTargetPool = []uint16{80, 5201, 8080, 9000}
+)
+
+// genService draws a Service whose frontends are free in used (and marks them).
+func genService(r *rand.Rand, fam svcFamily, name string, used map[svcsync.Key]bool) (svcDef, bool) {
+	s := svcDef{name: name}
+	var free []int
+	for i := range svcClusterIP {
+		if !usedAddr(used, fam.clusterIP(i)) {
+			free = append(free, i)
+		}
+	}
+	if len(free) == 0 {
+		return s, false
+	}
+	s.clusterIP = fam.clusterIP(free[r.IntN(len(free))])
+	for range r.IntN(3) / 2 * (1 + r.IntN(2)) { // mostly none, sometimes one or two
+		s.externalIPs = append(s.externalIPs, fam.external(r.IntN(svcExternals)))
+	}
+	s.externalIPs = slices.Compact(slices.SortedFunc(slices.Values(s.externalIPs), netip.Addr.Compare))
+	taken := func(k svcsync.Key) bool { return used[k] }
+	for range 1 + r.IntN(3) {
+		p := svcPort{port: svcPortPool[r.IntN(len(svcPortPool))], target: svcTargetPool[r.IntN(len(svcTargetPool))], proto: dp.TCP}
+		if r.IntN(3) == 0 {
+			p.proto = dp.UDP
+		}
+		if taken(svcsync.Key{VIP: s.clusterIP, Port: p.port, Proto: p.proto}) {
+			continue
+		}
+		clash := false
+		for _, e := range s.externalIPs {
+			clash = clash || taken(svcsync.Key{VIP: e, Port: p.port, Proto: p.proto})
+		}
+		if clash {
+			continue
+		}
+		if r.IntN(3) == 0 {
+			np := uint16(30000 + r.IntN(10))
+			if !taken(svcsync.Key{VIP: fam.node, Port: np, Proto: p.proto}) {
+				p.nodePort = np
+				used[svcsync.Key{VIP: fam.node, Port: np, Proto: p.proto}] = true
+			}
+		}
+		used[svcsync.Key{VIP: s.clusterIP, Port: p.port, Proto: p.proto}] = true
+		for _, e := range s.externalIPs {
+			used[svcsync.Key{VIP: e, Port: p.port, Proto: p.proto}] = true
+		}
+		s.ports = append(s.ports, p)
+	}
+	if len(s.ports) == 0 {
+		return s, false
+	}
+	if r.IntN(3) == 0 {
+		s.affinity = uint32(600 + r.IntN(10800))
+	}
+	s.endpoints = genEndpoints(r, fam)
+	return s, true
+}
+
+func usedAddr(used map[svcsync.Key]bool, a netip.Addr) bool {
+	for k := range used {
+		if k.VIP == a {
+			return true
+		}
+	}
+	return false
+}
+
+func genEndpoints(r *rand.Rand, fam svcFamily) []svcEndpoint {
+	var eps []svcEndpoint
+	for _, i := range r.Perm(svcPods)[:r.IntN(5)] {
+		st := epReady
+		switch x := r.IntN(10); {
+		case x >= 9:
+			st = epNotReady
+		case x >= 8:
+			st = epTermGone
+		case x >= 6:
+			st = epTermServing
+		}
+		eps = append(eps, svcEndpoint{ip: fam.pod(i), state: st})
+	}
+	return eps
+}
+
+// genTable draws a table; from a previous one (prev non-nil) it keeps some
+// Services (their endpoints' states and affinity changed), drops the
+// others and adds new ones.
+func genTable(r *rand.Rand, fam svcFamily, prev *svcTable, next *int) svcTable {
+	tb := svcTable{fam: fam}
+	used := map[svcsync.Key]bool{}
+	if prev != nil {
+		for _, s := range prev.services {
+			if r.IntN(4) == 0 {
+				continue // deleted
+			}
+			s.endpoints = slices.Clone(s.endpoints)
+			switch r.IntN(4) {
+			case 0:
+				s.endpoints = genEndpoints(r, fam)
+			case 1:
+				for i := range s.endpoints {
+					if r.IntN(2) == 0 {
+						s.endpoints[i].state = epState(r.IntN(4))
+					}
+				}
+			}
+			if r.IntN(5) == 0 {
+				s.affinity = (1 - min(s.affinity, 1)) * uint32(600+r.IntN(10800)) // toggled
+			}
+			for _, f := range (svcTable{fam: fam, services: []svcDef{s}}).frontends() {
+				used[f.key()] = true
+			}
+			tb.services = append(tb.services, s)
+		}
+	}
+	for range 1 + r.IntN(5) {
+		*next++
+		if s, ok := genService(r, fam, fmt.Sprintf("svc-%d", *next), used); ok {
+			tb.services = append(tb.services, s)
+		}
+	}
+	return tb
+}
+
+// The model: kube-proxy's semantics.
+
+// svcModel says which backends a frontend's new flow may go to: the ready
+// endpoints; when none is ready, the serving terminating ones (kube-proxy
+// since Kubernetes 1.26, ProxyTerminatingEndpoints). None: REJECT.
+func svcModel(tb svcTable, f frontend) []netip.AddrPort {
+	s, p := tb.services[f.svc], tb.services[f.svc].ports[f.sp]
+	var ready, serving []netip.AddrPort
+	for _, e := range s.endpoints {
+		b := netip.AddrPortFrom(e.ip, p.target)
+		switch e.state {
+		case epReady:
+			ready = append(ready, b)
+		case epTermServing:
+			serving = append(serving, b)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return serving
+}
+
+// conditions are the endpoint's EndpointSlice conditions.
+func (s epState) conditions() (ready, serving, terminating bool) {
+	switch s {
+	case epReady:
+		return true, true, false
+	case epTermServing:
+		return false, true, true
+	case epTermGone:
+		return false, false, true
+	}
+	return false, false, false
+}
+
+// entries are what the proxy asks the Syncer for, one Service: each
+// frontend with its backends, chosen from the endpoints' conditions as
+// internal/kube/proxy's Translate chooses them (backendsFor; that layer is
+// above this one, so its rule is restated here, apart from the model's:
+// either one wrong is caught by the packets).
+func entries(tb svcTable, i int) svcsync.Entries {
+	s := tb.services[i]
+	out := svcsync.Entries{}
+	for _, f := range tb.frontends() {
+		if f.svc != i {
+			continue
+		}
+		target := s.ports[f.sp].target
+		var ready, terminating []dp.Backend
+		for _, e := range s.endpoints {
+			r, sv, tm := e.state.conditions()
+			b := dp.Backend{IP: e.ip, Port: target}
+			switch {
+			case r:
+				ready = append(ready, b)
+			case sv && tm:
+				terminating = append(terminating, b)
+			}
+		}
+		if len(ready) == 0 {
+			ready = terminating
+		}
+		out[f.key()] = slices.SortedFunc(slices.Values(ready), dp.CompareBackends)
+	}
+	return out
+}
+
+// sync brings the plane from table prev to tb through the Syncer.
+func syncTable(s *svcsync.Syncer, prev, tb *svcTable) error {
+	want := map[string]bool{}
+	for _, sv := range tb.services {
+		want[sv.name] = true
+	}
+	if prev != nil {
+		for _, sv := range prev.services {
+			if !want[sv.name] {
+				if _, err := s.Sync(sv.name, nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i, sv := range tb.services {
+		if _, err := s.SyncWith(sv.name, entries(*tb, i), sv.affinity); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The packets.
+
+// world runs one plane through n tables of one family.
+type world struct {
+	t     *testing.T
+	p     *dp.Plane
+	seed  uint64
+	r     *rand.Rand
+	fam   svcFamily
+	tb    svcTable
+	tbIdx int
+	sport uint16
+	c     diffCounts
+	// affinity: a client's backend per frontend, for this table.
+	affinity map[affinityKey]netip.AddrPort
+}
+
+type affinityKey struct {
+	client netip.Addr
+	fe     svcsync.Key
+}
+
+func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	p := testPlane(t) // closed at the world's end too: its preallocated maps are large
+	defer p.Close()
+	w := &world{t: t, p: p, seed: seed, r: r, fam: svcFamilies[r.IntN(2)], sport: 1024}
+	sy, err := svcsync.NewSyncer(w.p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev *svcTable
+	next := 0
+	var history strings.Builder // the tables before this one
+	for w.tbIdx = range n {
+		if prev != nil {
+			fmt.Fprintf(&history, "table %d:\n%s", w.tbIdx-1, prev)
+		}
+		w.tb = genTable(r, w.fam, prev, &next)
+		if err := syncTable(sy, prev, &w.tb); err != nil {
+			t.Fatalf("seed %d table %d: sync: %v\n%s", seed, w.tbIdx, err, w.tb)
+		}
+		w.affinity = map[affinityKey]netip.AddrPort{}
+		for _, s := range w.tb.services {
+			w.c.ports += len(s.ports)
+		}
+		for range packets {
+			if bad := w.probe(); bad != "" {
+				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, w.fam.name, w.tbIdx, n, w.tb, bad, history.String())
+			}
+		}
+		cur := w.tb
+		prev = &cur
+	}
+	return w.c, ""
+}
+
+// outcome is what a program did to a packet, as the model states it.
+type outcome struct {
+	verdict  string // "pass" (untouched), "nat", "reject"
+	src, dst netip.AddrPort
+}
+
+func (o outcome) String() string {
+	if o.verdict == "pass" {
+		return "passed untouched"
+	}
+	return fmt.Sprintf("%s %s -> %s", o.verdict, o.src, o.dst)
+}
+
+// send runs prog on frame in and reads the outcome; a malformed result
+// (bad checksum, a return code that is none of the three) is a verdict of its own.
+func (w *world) send(prog string, in []byte) outcome {
+	ps := w.p.Objects()
+	pr := ps.FromPod
+	if prog == "to_pod" {
+		pr = ps.ToPod
+	}
+	ret, out, err := pr.Test(in)
+	if err != nil {
+		w.t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
+	}
+	src, dst, proto, l4, perr := w.fam.parse(out)
+	switch {
+	case ret == actOK && bytes.Equal(in, out):
+		return outcome{verdict: "pass"}
+	case perr != nil:
+		return outcome{verdict: fmt.Sprintf("return code %d, malformed (%v)", int32(ret), perr)}
+	case ret == actOK:
+		return outcome{verdict: "nat", src: src, dst: dst}
+	case ret == actRedirect && proto == w.fam.unreach[0] && len(l4) >= 8 && l4[0] == w.fam.unreach[1] && l4[1] == w.fam.unreach[2]:
+		// The quote's ports: after the quoted IP header.
+		q := l4[8:]
+		qip := 20
+		if w.fam.name == "ipv6" {
+			qip = 40
+		}
+		if len(q) < qip+4 {
+			return outcome{verdict: "reject with a short quote"}
+		}
+		// Read as the flow it refuses: from the frontend the quote was
+		// sent to, to the client that sent it.
+		fe := netip.AddrPortFrom(src.Addr(), binary.BigEndian.Uint16(q[qip+2:]))
+		cl := netip.AddrPortFrom(dst.Addr(), binary.BigEndian.Uint16(q[qip:]))
+		return outcome{verdict: "reject", src: fe, dst: cl}
+	}
+	return outcome{verdict: fmt.Sprintf("return code %d, %s -> %s proto %d", int32(ret), src, dst, proto)}
+}
+
+func (w *world) nextPort() uint16 {
+	w.sport++
+	return w.sport
+}
+
+func protoNum(p dp.Proto) uint8 { return uint8(p) }
+
+// probe sends one new flow (and its next packet and reply) or one packet
+// of no Service, and compares each outcome with the model's. It returns
+// the disagreement, if any.
+func (w *world) probe() string {
+	fs := w.tb.frontends()
+	client := w.fam.pod(w.r.IntN(svcPods))
+	sport := w.nextPort()
+	if len(fs) == 0 || w.r.IntN(4) == 0 {
+		return w.probeNoService(fs, client, sport)
+	}
+	f := fs[w.r.IntN(len(fs))]
+	proto := protoNum(f.proto)
+	first := uint8(0)
+	if f.proto == dp.TCP {
+		first = tcpSYN
+	}
+	in := w.fam.frame(client, f.addr, proto, sport, f.port, first)
+	got := w.send("from_pod", in)
+	w.c.packets++
+	fe := netip.AddrPortFrom(f.addr, f.port)
+	cl := netip.AddrPortFrom(client, sport)
+	desc := fmt.Sprintf("packet: %s -> %s/%s (new flow) through from_pod\n", cl, fe, f.proto)
+	allowed := svcModel(w.tb, f)
+	if len(allowed) == 0 {
+		want := outcome{verdict: "reject", src: fe, dst: cl}
+		if got != want {
+			return desc + fmt.Sprintf("model: %s (no endpoint serves)\nplane: %s\n", want, got)
+		}
+		w.c.rejected++
+		return ""
+	}
+	if got.verdict != "nat" || !slices.Contains(allowed, got.dst) {
+		return desc + fmt.Sprintf("model: nat to one of %v\nplane: %s\n", allowed, got)
+	}
+	src := cl
+	if client == got.dst.Addr() {
+		src = netip.AddrPortFrom(w.fam.hairpin, sport)
+		w.c.hairpins++
+	}
+	if got.src != src {
+		return desc + fmt.Sprintf("model: nat from %s\nplane: %s\n", src, got)
+	}
+	w.c.translated++
+	if w.tb.services[f.svc].affinity > 0 {
+		k := affinityKey{client, f.key()}
+		if b, ok := w.affinity[k]; ok {
+			if b != got.dst {
+				return desc + fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow went to %s\nplane: %s\n", b, got)
+			}
+			w.c.affinity++
+		}
+		w.affinity[k] = got.dst
+	}
+	// The flow's next packet keeps its backend.
+	again := uint8(0)
+	if f.proto == dp.TCP {
+		again = tcpACK
+	}
+	next := w.send("from_pod", w.fam.frame(client, f.addr, proto, sport, f.port, again))
+	w.c.packets++
+	if next != got {
+		return desc + fmt.Sprintf("its next packet: model: %s (the flow's backend)\nplane: %s\n", got, next)
+	}
+	// The backend's reply comes back from the frontend. A hairpin's leaves
+	// the client itself, through from_pod.
+	prog := "to_pod"
+	if src.Addr() == w.fam.hairpin {
+		prog = "from_pod"
+	}
+	rep := w.send(prog, w.fam.frame(got.dst.Addr(), src.Addr(), proto, got.dst.Port(), sport, again|tcpACK))
+	w.c.packets++
+	want := outcome{verdict: "nat", src: fe, dst: cl}
+	if rep != want {
+		return desc + fmt.Sprintf("the reply %s -> %s through %s: model: %s\nplane: %s\n", got.dst, src, prog, want, rep)
+	}
+	w.c.replies++
+	return ""
+}
+
+// probeNoService sends a packet no Service owns: it must pass untouched.
+func (w *world) probeNoService(fs []frontend, client netip.Addr, sport uint16) string {
+	proto := uint8(protoTCP)
+	flags := uint8(tcpSYN)
+	if w.r.IntN(3) == 0 {
+		proto, flags = protoUDP, 0
+	}
+	owned := map[svcsync.Key]bool{}
+	for _, f := range fs {
+		owned[f.key()] = true
+	}
+	var dst netip.Addr
+	var dport uint16
+	prog := "from_pod"
+	switch w.r.IntN(4) {
+	case 0: // a frontend's address, a port or protocol it does not serve
+		if len(fs) > 0 {
+			f := fs[w.r.IntN(len(fs))]
+			dst, dport = f.addr, svcPortPool[w.r.IntN(len(svcPortPool))]
+			if w.r.IntN(2) == 0 {
+				dport = f.port
+				if f.proto == dp.TCP {
+					proto, flags = protoUDP, 0
+				} else {
+					proto, flags = protoTCP, tcpSYN
+				}
+			}
+			break
+		}
+		fallthrough
+	case 1: // a clusterIP of the range, maybe no Service's
+		dst, dport = w.fam.clusterIP(w.r.IntN(svcClusterIP)), svcPortPool[w.r.IntN(len(svcPortPool))]
+	case 2: // a pod, directly
+		dst, dport = w.fam.pod(w.r.IntN(svcPods)), svcTargetPool[w.r.IntN(len(svcTargetPool))]
+	case 3: // a reply-like packet of no flow, arriving at a pod
+		prog = "to_pod"
+		dst, dport = client, sport
+		client, sport = w.fam.pod(w.r.IntN(svcPods)), svcTargetPool[w.r.IntN(len(svcTargetPool))]
+		flags |= tcpACK
+	}
+	if owned[svcsync.Key{VIP: dst, Port: dport, Proto: dp.Proto(proto)}] && prog == "from_pod" {
+		return "" // drawn onto a frontend after all
+	}
+	if proto == protoUDP {
+		flags = 0
+	}
+	in := w.fam.frame(client, dst, proto, sport, dport, flags)
+	got := w.send(prog, in)
+	w.c.packets++
+	if got.verdict != "pass" {
+		return fmt.Sprintf("packet: %s -> %s proto %d (no Service's) through %s\nmodel: passed untouched\nplane: %s\n",
+			netip.AddrPortFrom(client, sport), netip.AddrPortFrom(dst, dport), proto, prog, got)
+	}
+	w.c.passed++
+	return ""
+}
