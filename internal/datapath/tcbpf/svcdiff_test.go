@@ -25,9 +25,10 @@ package tcbpf_test
 // bounded (a few seconds); scale it with
 //
 //	VNETLAB_SVCDIFF_SEED=S      first world's seed (default 1)
-//	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 160; 4 per world, each world a fresh plane)
-//	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 60)
-//	VNETLAB_SVCDIFF_STRICT=1    hold the plane to kube-proxy where it is known to differ (world.carry)
+//	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 120; 4 per world, each world a fresh plane)
+//	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 80)
+//	VNETLAB_SVCDIFF_STRICT=L    hold the plane to kube-proxy where it is known to differ: L is
+//	                            udp (world.carry), affinity (world.probe), or all
 //
 // A disagreement prints its world's seed, the table, the packet, both
 // outcomes and the command that reruns that world alone.
@@ -54,8 +55,8 @@ const tablesPerWorld = 4
 
 func TestServiceDifferential(t *testing.T) {
 	seed := uint64(envInt(t, "VNETLAB_SVCDIFF_SEED", 1))
-	tables := envInt(t, "VNETLAB_SVCDIFF_TABLES", 160)
-	packets := envInt(t, "VNETLAB_SVCDIFF_PACKETS", 60)
+	tables := envInt(t, "VNETLAB_SVCDIFF_TABLES", 120)
+	packets := envInt(t, "VNETLAB_SVCDIFF_PACKETS", 80)
 	worlds := (tables + tablesPerWorld - 1) / tablesPerWorld
 	var tot diffCounts
 	for w := range worlds {
@@ -65,8 +66,8 @@ func TestServiceDifferential(t *testing.T) {
 		tot.add(c)
 		if bad != "" {
 			strict := ""
-			if os.Getenv("VNETLAB_SVCDIFF_STRICT") != "" {
-				strict = "VNETLAB_SVCDIFF_STRICT=1 "
+			if v := os.Getenv("VNETLAB_SVCDIFF_STRICT"); v != "" {
+				strict = "VNETLAB_SVCDIFF_STRICT=" + v + " "
 			}
 			t.Fatalf("%s\nrerun this world alone: %sVNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/",
 				bad, strict, s, n, packets)
@@ -494,11 +495,12 @@ type world struct {
 	sport uint16
 	c     diffCounts
 	// affinity: a client's backend per frontend, for this table.
-	affinity map[affinityKey]netip.AddrPort
+	affinity map[affinityKey]remembered
 	// open: flows left open for the next table, whose packets then go on.
 	open []openFlow
-	// strict: hold the plane to kube-proxy where it is known to differ (carry).
-	strict bool
+	// strictUDP, strictAffinity: hold the plane to kube-proxy where it is
+	// known to differ (carry, probe).
+	strictUDP, strictAffinity bool
 }
 
 // openFlow is a translated flow, open across a change of the table.
@@ -519,12 +521,29 @@ type affinityKey struct {
 	fe     svcsync.Key
 }
 
+// remembered: the backend of a client's first new flow, and the frontend it reached.
+type remembered struct {
+	backend netip.AddrPort
+	via     svcsync.Key
+}
+
 func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	p := testPlane(t) // closed at the world's end too: its preallocated maps are large
 	defer p.Close()
-	w := &world{t: t, p: p, seed: seed, r: r, fam: svcFamilies[r.IntN(2)], sport: 1024, strict: os.Getenv("VNETLAB_SVCDIFF_STRICT") != ""}
+	w := &world{t: t, p: p, seed: seed, r: r, fam: svcFamilies[r.IntN(2)], sport: 1024}
+	switch os.Getenv("VNETLAB_SVCDIFF_STRICT") {
+	case "":
+	case "udp":
+		w.strictUDP = true
+	case "affinity":
+		w.strictAffinity = true
+	case "all", "1":
+		w.strictUDP, w.strictAffinity = true, true
+	default:
+		t.Fatalf("VNETLAB_SVCDIFF_STRICT=%q: want udp, affinity or all", os.Getenv("VNETLAB_SVCDIFF_STRICT"))
+	}
 	sy, err := svcsync.NewSyncer(w.p)
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +559,7 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 		if err := syncTable(sy, prev, &w.tb); err != nil {
 			t.Fatalf("seed %d table %d: sync: %v\n%s", seed, w.tbIdx, err, w.tb)
 		}
-		w.affinity = map[affinityKey]netip.AddrPort{}
+		w.affinity = map[affinityKey]remembered{}
 		for _, s := range w.tb.services {
 			w.c.ports += len(s.ports)
 		}
@@ -665,14 +684,24 @@ func (w *world) probe() string {
 	}
 	w.c.translated++
 	if w.tb.services[f.svc].affinity > 0 {
+		// kube-proxy remembers a client's endpoint per Service port: every
+		// frontend of the port (clusterIP, node port, external IP) leads
+		// to the same. The plane remembers it per map entry (lb_affinity:
+		// client and the entry's id), so per frontend, unless
+		// VNETLAB_SVCDIFF_STRICT is affinity (or all).
 		k := affinityKey{client, f.key()}
+		if w.strictAffinity {
+			s := w.tb.services[f.svc]
+			k.fe = svcsync.Key{VIP: s.clusterIP, Port: s.ports[f.sp].port, Proto: f.proto}
+		}
 		if b, ok := w.affinity[k]; ok {
-			if b != got.dst {
-				return desc + fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow went to %s\nplane: %s\n", b, got)
+			if b.backend != got.dst {
+				return desc + fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow (to %s/%s) went to %s\nplane: %s\n", b.via.Frontend(), b.via.Proto, b.backend, got)
 			}
 			w.c.affinity++
+		} else {
+			w.affinity[k] = remembered{got.dst, f.key()}
 		}
-		w.affinity[k] = got.dst
 	}
 	// The flow's next packet keeps its backend.
 	again := uint8(0)
@@ -715,7 +744,7 @@ func (w *world) probe() string {
 //     cleanup then leaves their entries to time out).
 //
 // Where the plane is known to differ, the model states the plane's rule
-// unless VNETLAB_SVCDIFF_STRICT is set: a UDP flow on an endpoint that is
+// unless VNETLAB_SVCDIFF_STRICT is udp (or all): a UDP flow on an endpoint that is
 // terminating but still serving, beside ready ones, is moved by from_pod
 // (bpf/lb_fam.h's lb_backend_slot asks whether the backend is one of the
 // Service's backends for new flows, and the terminating one is not).
@@ -733,7 +762,7 @@ func (w *world) carry(of openFlow) string {
 			return ""
 		}
 		stays := w.serving(f, of.backend)
-		if !w.strict {
+		if !w.strictUDP {
 			stays = slices.Contains(svcModel(w.tb, f), of.backend)
 		}
 		if !stays {
