@@ -73,8 +73,8 @@ func TestServiceDifferential(t *testing.T) {
 				bad, strict, s, n, packets)
 		}
 	}
-	t.Logf("%d worlds, %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d passed, %d affinity repeats, %d flows carried across a table change",
-		worlds, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.passed, tot.affinity, tot.carried)
+	t.Logf("%d worlds, %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d ICMP errors translated back, %d passed, %d affinity repeats, %d flows carried across a table change",
+		worlds, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.icmp, tot.passed, tot.affinity, tot.carried)
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -90,7 +90,7 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 type diffCounts struct {
-	ports, packets, translated, hairpins, rejected, replies, passed, affinity, carried int
+	ports, packets, translated, hairpins, rejected, replies, icmp, passed, affinity, carried int
 }
 
 func (c *diffCounts) add(o diffCounts) {
@@ -103,6 +103,7 @@ func (c *diffCounts) add(o diffCounts) {
 	c.passed += o.passed
 	c.affinity += o.affinity
 	c.carried += o.carried
+	c.icmp += o.icmp
 }
 
 // The generated tables.
@@ -199,6 +200,11 @@ type svcFamily struct {
 	parse func(b []byte) (src, dst netip.AddrPort, proto uint8, l4 []byte, err error)
 	// unreach is the ICMP error's protocol, type and code of a port unreachable.
 	unreach [3]uint8
+	// icmpErr is a port unreachable from `from` to `to` quoting the packet
+	// src -> dst (as its sender sent it); quoted reads an ICMP error's quote
+	// back (false: cut short, or a quoted IPv4 header's checksum wrong).
+	icmpErr func(from, to netip.Addr, proto uint8, src, dst netip.AddrPort) []byte
+	quoted  func(l4 []byte) (src, dst netip.AddrPort, ok bool)
 }
 
 var svcFamilies = []svcFamily{{
@@ -225,6 +231,22 @@ var svcFamilies = []svcFamily{{
 		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport), d.proto, d.l4, err
 	},
 	unreach: [3]uint8{protoICM, 3, 3},
+	icmpErr: func(from, to netip.Addr, proto uint8, src, dst netip.AddrPort) []byte {
+		q := ipv4{src: src.Addr(), dst: dst.Addr(), proto: proto, sport: src.Port(), dport: dst.Port(), payload: []byte("svcdiff")}
+		return icmpError(3, 3, from, to, q).bytes()
+	},
+	quoted: func(l4 []byte) (netip.AddrPort, netip.AddrPort, bool) {
+		if len(l4) < 8+20 {
+			return netip.AddrPort{}, netip.AddrPort{}, false
+		}
+		q := l4[8:]
+		ihl := int(q[0]&0xf) * 4
+		if ihl < 20 || len(q) < ihl+4 || checksum(q[:ihl]) != 0 {
+			return netip.AddrPort{}, netip.AddrPort{}, false
+		}
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(q[12:16])), binary.BigEndian.Uint16(q[ihl:])),
+			netip.AddrPortFrom(netip.AddrFrom4([4]byte(q[16:20])), binary.BigEndian.Uint16(q[ihl+2:])), true
+	},
 }, {
 	name: "ipv6",
 	clusterIP: func(i int) netip.Addr {
@@ -247,6 +269,18 @@ var svcFamilies = []svcFamily{{
 		return netip.AddrPortFrom(d.src, d.sport), netip.AddrPortFrom(d.dst, d.dport), d.proto, d.l4, err
 	},
 	unreach: [3]uint8{protoICMP6, 1, 4},
+	icmpErr: func(from, to netip.Addr, proto uint8, src, dst netip.AddrPort) []byte {
+		q := ipv6{src: src.Addr(), dst: dst.Addr(), proto: proto, sport: src.Port(), dport: dst.Port(), payload: []byte("svcdiff")}
+		return icmp6Error(icmp6Unreach, 4, from, to, q, 48).bytes()
+	},
+	quoted: func(l4 []byte) (netip.AddrPort, netip.AddrPort, bool) {
+		if len(l4) < 8+44 {
+			return netip.AddrPort{}, netip.AddrPort{}, false
+		}
+		q := l4[8:]
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(q[8:24])), binary.BigEndian.Uint16(q[40:])),
+			netip.AddrPortFrom(netip.AddrFrom16([16]byte(q[24:40])), binary.BigEndian.Uint16(q[42:])), true
+	},
 }}
 
 // icmpChecksum checks an ICMP (IPv4) message's checksum.
@@ -501,6 +535,8 @@ type world struct {
 	// strictUDP, strictAffinity: hold the plane to kube-proxy where it is
 	// known to differ (carry, probe).
 	strictUDP, strictAffinity bool
+	// last: the L4 bytes of the last packet a program returned.
+	last []byte
 }
 
 // openFlow is a translated flow, open across a change of the table.
@@ -607,6 +643,7 @@ func (w *world) send(prog string, in []byte) outcome {
 		w.t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
 	}
 	src, dst, proto, l4, perr := w.fam.parse(out)
+	w.last = l4
 	switch {
 	case ret == actOK && bytes.Equal(in, out):
 		return outcome{verdict: "pass"}
@@ -726,6 +763,23 @@ func (w *world) probe() string {
 		return desc + fmt.Sprintf("the reply %s -> %s through %s: model: %s\nplane: %s\n", got.dst, src, prog, want, rep)
 	}
 	w.c.replies++
+	if w.r.IntN(4) == 0 {
+		// The backend's port unreachable about the flow comes back as the
+		// frontend's, about the packet the client sent.
+		in := w.fam.icmpErr(got.dst.Addr(), src.Addr(), proto, src, got.dst)
+		errOut := w.send(prog, in)
+		w.c.packets++
+		ok := errOut.verdict == "nat" && errOut.src.Addr() == fe.Addr() && errOut.dst.Addr() == client
+		var qs, qd netip.AddrPort
+		if ok {
+			qs, qd, ok = w.fam.quoted(w.last)
+		}
+		if !ok || qs != cl || qd != fe {
+			return desc + fmt.Sprintf("the backend's port unreachable %s -> %s through %s: model: from %s to %s quoting %s -> %s\nplane: %s, quoting %s -> %s\n",
+				got.dst.Addr(), src.Addr(), prog, fe.Addr(), client, cl, fe, errOut, qs, qd)
+		}
+		w.c.icmp++
+	}
 	if w.r.IntN(4) == 0 {
 		w.open = append(w.open, openFlow{client: cl, src: src, key: f.key(), svc: w.tb.services[f.svc].name, backend: got.dst})
 	}
