@@ -73,8 +73,8 @@ func TestServiceDifferential(t *testing.T) {
 				bad, strict, s, n, packets)
 		}
 	}
-	t.Logf("%d worlds, %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d ICMP errors translated back, %d passed, %d affinity repeats, %d flows carried across a table change",
-		worlds, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.icmp, tot.passed, tot.affinity, tot.carried)
+	t.Logf("%d worlds (%d dual-stack), %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d ICMP errors translated back, %d passed, %d affinity repeats, %d flows carried across a table change",
+		worlds, tot.dual, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.icmp, tot.passed, tot.affinity, tot.carried)
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -90,10 +90,11 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 type diffCounts struct {
-	ports, packets, translated, hairpins, rejected, replies, icmp, passed, affinity, carried int
+	dual, ports, packets, translated, hairpins, rejected, replies, icmp, passed, affinity, carried int
 }
 
 func (c *diffCounts) add(o diffCounts) {
+	c.dual += o.dual
 	c.ports += o.ports
 	c.packets += o.packets
 	c.translated += o.translated
@@ -133,6 +134,7 @@ type svcPort struct {
 }
 
 type svcDef struct {
+	fam         svcFamily // its clusterIP's: a dual-stack Service is one of each
 	name        string
 	clusterIP   netip.Addr
 	externalIPs []netip.Addr
@@ -141,10 +143,7 @@ type svcDef struct {
 	endpoints   []svcEndpoint
 }
 
-type svcTable struct {
-	fam      svcFamily
-	services []svcDef
-}
+type svcTable struct{ services []svcDef }
 
 func (tb svcTable) String() string {
 	var b strings.Builder
@@ -177,7 +176,7 @@ func (tb svcTable) frontends() []frontend {
 		for j, p := range s.ports {
 			out = append(out, frontend{s.clusterIP, p.port, p.proto, i, j})
 			if p.nodePort != 0 {
-				out = append(out, frontend{tb.fam.node, p.nodePort, p.proto, i, j})
+				out = append(out, frontend{s.fam.node, p.nodePort, p.proto, i, j})
 			}
 			for _, e := range s.externalIPs {
 				out = append(out, frontend{e, p.port, p.proto, i, j})
@@ -304,7 +303,7 @@ var (
 
 // genService draws a Service whose frontends are free in used (and marks them).
 func genService(r *rand.Rand, fam svcFamily, name string, used map[svcsync.Key]bool) (svcDef, bool) {
-	s := svcDef{name: name}
+	s := svcDef{fam: fam, name: name}
 	var free []int
 	for i := range svcClusterIP {
 		if !usedAddr(used, fam.clusterIP(i)) {
@@ -387,8 +386,8 @@ func genEndpoints(r *rand.Rand, fam svcFamily) []svcEndpoint {
 // genTable draws a table; from a previous one (prev non-nil) it keeps some
 // Services (their endpoints' states and affinity changed), drops the
 // others and adds new ones.
-func genTable(r *rand.Rand, fam svcFamily, prev *svcTable, next *int) svcTable {
-	tb := svcTable{fam: fam}
+func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTable {
+	var tb svcTable
 	used := map[svcsync.Key]bool{}
 	if prev != nil {
 		for _, s := range prev.services {
@@ -398,7 +397,7 @@ func genTable(r *rand.Rand, fam svcFamily, prev *svcTable, next *int) svcTable {
 			s.endpoints = slices.Clone(s.endpoints)
 			switch r.IntN(4) {
 			case 0:
-				s.endpoints = genEndpoints(r, fam)
+				s.endpoints = genEndpoints(r, s.fam)
 			case 1:
 				for i := range s.endpoints {
 					if r.IntN(2) == 0 {
@@ -409,7 +408,7 @@ func genTable(r *rand.Rand, fam svcFamily, prev *svcTable, next *int) svcTable {
 			if r.IntN(5) == 0 {
 				s.affinity = (1 - min(s.affinity, 1)) * uint32(600+r.IntN(10800)) // toggled
 			}
-			for _, f := range (svcTable{fam: fam, services: []svcDef{s}}).frontends() {
+			for _, f := range (svcTable{[]svcDef{s}}).frontends() {
 				used[f.key()] = true
 			}
 			tb.services = append(tb.services, s)
@@ -417,7 +416,7 @@ func genTable(r *rand.Rand, fam svcFamily, prev *svcTable, next *int) svcTable {
 	}
 	for range 1 + r.IntN(5) {
 		*next++
-		if s, ok := genService(r, fam, fmt.Sprintf("svc-%d", *next), used); ok {
+		if s, ok := genService(r, fams[r.IntN(len(fams))], fmt.Sprintf("svc-%d", *next), used); ok {
 			tb.services = append(tb.services, s)
 		}
 	}
@@ -517,13 +516,14 @@ func syncTable(s *svcsync.Syncer, prev, tb *svcTable) error {
 
 // The packets.
 
-// world runs one plane through n tables of one family.
+// world runs one plane through n tables of one family or both.
 type world struct {
 	t     *testing.T
 	p     *dp.Plane
 	seed  uint64
 	r     *rand.Rand
-	fam   svcFamily
+	fams  []svcFamily // the world's
+	fam   svcFamily   // the current packet's
 	tb    svcTable
 	tbIdx int
 	sport uint16
@@ -541,6 +541,7 @@ type world struct {
 
 // openFlow is a translated flow, open across a change of the table.
 type openFlow struct {
+	fam     svcFamily
 	client  netip.AddrPort // as it sent its packets
 	src     netip.AddrPort // as its backend sees it (the hairpin address for a hairpin)
 	key     svcsync.Key    // its frontend
@@ -568,7 +569,18 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	p := testPlane(t) // closed at the world's end too: its preallocated maps are large
 	defer p.Close()
-	w := &world{t: t, p: p, seed: seed, r: r, fam: svcFamilies[r.IntN(2)], sport: 1024}
+	w := &world{t: t, p: p, seed: seed, r: r, sport: 1024}
+	switch r.IntN(3) {
+	case 0, 1:
+		w.fams = svcFamilies[r.IntN(2):][:1]
+	default:
+		w.fams = svcFamilies // dual-stack: both in one plane
+		w.c.dual++
+	}
+	var famNames []string
+	for _, f := range w.fams {
+		famNames = append(famNames, f.name)
+	}
 	switch os.Getenv("VNETLAB_SVCDIFF_STRICT") {
 	case "":
 	case "udp":
@@ -591,7 +603,7 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 		if prev != nil {
 			fmt.Fprintf(&history, "table %d:\n%s", w.tbIdx-1, prev)
 		}
-		w.tb = genTable(r, w.fam, prev, &next)
+		w.tb = genTable(r, w.fams, prev, &next)
 		if err := syncTable(sy, prev, &w.tb); err != nil {
 			t.Fatalf("seed %d table %d: sync: %v\n%s", seed, w.tbIdx, err, w.tb)
 		}
@@ -603,12 +615,12 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 		w.open = nil
 		for _, of := range open {
 			if bad := w.carry(of); bad != "" {
-				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, w.fam.name, w.tbIdx, n, w.tb, bad, history.String())
+				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, strings.Join(famNames, "+"), w.tbIdx, n, w.tb, bad, history.String())
 			}
 		}
 		for range packets {
 			if bad := w.probe(); bad != "" {
-				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, w.fam.name, w.tbIdx, n, w.tb, bad, history.String())
+				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, strings.Join(famNames, "+"), w.tbIdx, n, w.tb, bad, history.String())
 			}
 		}
 		cur := w.tb
@@ -682,12 +694,14 @@ func protoNum(p dp.Proto) uint8 { return uint8(p) }
 // the disagreement, if any.
 func (w *world) probe() string {
 	fs := w.tb.frontends()
-	client := w.fam.pod(w.r.IntN(svcPods))
 	sport := w.nextPort()
 	if len(fs) == 0 || w.r.IntN(4) == 0 {
-		return w.probeNoService(fs, client, sport)
+		w.fam = w.fams[w.r.IntN(len(w.fams))]
+		return w.probeNoService(fs, w.fam.pod(w.r.IntN(svcPods)), sport)
 	}
 	f := fs[w.r.IntN(len(fs))]
+	w.fam = w.tb.services[f.svc].fam
+	client := w.fam.pod(w.r.IntN(svcPods))
 	proto := protoNum(f.proto)
 	first := uint8(0)
 	if f.proto == dp.TCP {
@@ -781,7 +795,7 @@ func (w *world) probe() string {
 		w.c.icmp++
 	}
 	if w.r.IntN(4) == 0 {
-		w.open = append(w.open, openFlow{client: cl, src: src, key: f.key(), svc: w.tb.services[f.svc].name, backend: got.dst})
+		w.open = append(w.open, openFlow{fam: w.fam, client: cl, src: src, key: f.key(), svc: w.tb.services[f.svc].name, backend: got.dst})
 	}
 	return ""
 }
@@ -803,6 +817,7 @@ func (w *world) probe() string {
 // (bpf/lb_fam.h's lb_backend_slot asks whether the backend is one of the
 // Service's backends for new flows, and the terminating one is not).
 func (w *world) carry(of openFlow) string {
+	w.fam = of.fam
 	proto := protoNum(of.key.Proto)
 	flags := uint8(0)
 	if of.key.Proto == dp.TCP {
@@ -897,6 +912,7 @@ func (w *world) probeNoService(fs []frontend, client netip.Addr, sport uint16) s
 	for _, f := range fs {
 		owned[f.key()] = true
 	}
+	fs = slices.DeleteFunc(slices.Clone(fs), func(f frontend) bool { return f.addr.Is6() != client.Is6() })
 	var dst netip.Addr
 	var dport uint16
 	prog := "from_pod"
