@@ -37,6 +37,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -528,7 +529,7 @@ type world struct {
 	tbIdx int
 	sport uint16
 	c     diffCounts
-	// affinity: a client's backend per frontend, for this table.
+	// affinity: a client's backend per frontend (placed).
 	affinity map[affinityKey]remembered
 	// open: flows left open for the next table, whose packets then go on.
 	open []openFlow
@@ -555,6 +556,7 @@ func (of openFlow) String() string {
 
 type affinityKey struct {
 	client netip.Addr
+	svc    string
 	fe     svcsync.Key
 }
 
@@ -562,6 +564,7 @@ type affinityKey struct {
 type remembered struct {
 	backend netip.AddrPort
 	via     svcsync.Key
+	table   int
 }
 
 func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
@@ -569,7 +572,7 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	p := testPlane(t) // closed at the world's end too: its preallocated maps are large
 	defer p.Close()
-	w := &world{t: t, p: p, seed: seed, r: r, sport: 1024}
+	w := &world{t: t, p: p, seed: seed, r: r, sport: 1024, affinity: map[affinityKey]remembered{}}
 	switch r.IntN(3) {
 	case 0, 1:
 		w.fams = svcFamilies[r.IntN(2):][:1]
@@ -607,7 +610,7 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 		if err := syncTable(sy, prev, &w.tb); err != nil {
 			t.Fatalf("seed %d table %d: sync: %v\n%s", seed, w.tbIdx, err, w.tb)
 		}
-		w.affinity = map[affinityKey]remembered{}
+		w.forget()
 		for _, s := range w.tb.services {
 			w.c.ports += len(s.ports)
 		}
@@ -734,25 +737,8 @@ func (w *world) probe() string {
 		return desc + fmt.Sprintf("model: nat from %s\nplane: %s\n", src, got)
 	}
 	w.c.translated++
-	if w.tb.services[f.svc].affinity > 0 {
-		// kube-proxy remembers a client's endpoint per Service port: every
-		// frontend of the port (clusterIP, node port, external IP) leads
-		// to the same. The plane remembers it per map entry (lb_affinity:
-		// client and the entry's id), so per frontend, unless
-		// VNETLAB_SVCDIFF_STRICT is affinity (or all).
-		k := affinityKey{client, f.key()}
-		if w.strictAffinity {
-			s := w.tb.services[f.svc]
-			k.fe = svcsync.Key{VIP: s.clusterIP, Port: s.ports[f.sp].port, Proto: f.proto}
-		}
-		if b, ok := w.affinity[k]; ok {
-			if b.backend != got.dst {
-				return desc + fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow (to %s/%s) went to %s\nplane: %s\n", b.via.Frontend(), b.via.Proto, b.backend, got)
-			}
-			w.c.affinity++
-		} else {
-			w.affinity[k] = remembered{got.dst, f.key()}
-		}
+	if bad := w.placed(f, client, got.dst, allowed); bad != "" {
+		return desc + bad + fmt.Sprintf("plane: %s\n", got)
 	}
 	// The flow's next packet keeps its backend.
 	again := uint8(0)
@@ -856,6 +842,10 @@ func (w *world) carry(of openFlow) string {
 		if got.verdict != "nat" || !slices.Contains(allowed, got.dst) || got.src != src {
 			return desc + fmt.Sprintf("model: nat to one of %v (its backend left)\nplane: %s\n", allowed, got)
 		}
+		f, _, _ := w.frontendOf(of.key)
+		if bad := w.placed(f, of.client.Addr(), got.dst, allowed); bad != "" {
+			return desc + bad + fmt.Sprintf("plane: %s\n", got)
+		}
 	}
 	prog := "to_pod"
 	if got.src.Addr() == w.fam.hairpin {
@@ -899,6 +889,45 @@ func (w *world) serving(f frontend, b netip.AddrPort) bool {
 		}
 	}
 	return false
+}
+
+// placed checks a new flow's backend b against the client's sessionAffinity
+// and remembers it: while the backend remembered is one of allowed (the
+// frontend's backends for new flows now), a new flow goes there; else
+// anywhere, and the client's memory becomes that. The memory outlives a
+// change of the table while its Service keeps sessionAffinity.
+//
+// kube-proxy remembers a client's endpoint per Service port: every
+// frontend of the port (clusterIP, node port, external IP) leads to the
+// same. The plane remembers it per map entry (lb_affinity: client and the
+// entry's id), so per frontend, unless VNETLAB_SVCDIFF_STRICT is affinity
+// (or all).
+func (w *world) placed(f frontend, client netip.Addr, b netip.AddrPort, allowed []netip.AddrPort) string {
+	s := w.tb.services[f.svc]
+	if s.affinity == 0 {
+		return ""
+	}
+	k := affinityKey{client, s.name, f.key()}
+	if w.strictAffinity {
+		k.fe = svcsync.Key{VIP: s.clusterIP, Port: s.ports[f.sp].port, Proto: f.proto}
+	}
+	if m, ok := w.affinity[k]; ok && slices.Contains(allowed, m.backend) {
+		if m.backend != b {
+			return fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow (to %s/%s, table %d) went to %s\n", m.via.Frontend(), m.via.Proto, m.table, m.backend)
+		}
+		w.c.affinity++
+	}
+	w.affinity[k] = remembered{b, f.key(), w.tbIdx}
+	return ""
+}
+
+// forget drops the memories of Services gone, or without sessionAffinity now.
+func (w *world) forget() {
+	keeps := map[string]bool{}
+	for _, s := range w.tb.services {
+		keeps[s.name] = s.affinity > 0
+	}
+	maps.DeleteFunc(w.affinity, func(k affinityKey, _ remembered) bool { return !keeps[k.svc] })
 }
 
 // probeNoService sends a packet no Service owns: it must pass untouched.
