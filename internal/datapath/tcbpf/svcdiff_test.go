@@ -11,18 +11,21 @@ package tcbpf_test
 //     none of those either, a new flow is rejected (ICMP port unreachable
 //     from the frontend to the client; kube-proxy's REJECT);
 //   - every frontend of a Service port (clusterIP, node port, external IP)
-//     leads to that set; the reply from the chosen backend comes back from
-//     the frontend's address and port (reverse NAT); a pod reaching its own
-//     Service has its source made the hairpin address;
+//     leads to that set; the reply from the chosen backend, and its ICMP
+//     port unreachable with the quote, come back from the frontend's
+//     address and port (reverse NAT); a pod reaching its own Service has
+//     its source made the hairpin address;
 //   - a flow's later packets keep its backend; with sessionAffinity
-//     ClientIP a client's new flows to a frontend keep the backend of its
-//     first;
+//     ClientIP a client's new flows keep the backend it was last placed
+//     on while that is still one of the Service's (placed);
+//   - across a change of the table a TCP connection keeps its backend, a
+//     UDP flow while its endpoint serves (carry);
 //   - a packet to no frontend (another port, another protocol, a pod's own
 //     address, a clusterIP no Service has) and a reply-like packet of no
 //     flow pass untouched.
 //
-// Both IP families through one code path (svcFamily). The default run is
-// bounded (a few seconds); scale it with
+// Both IP families through one code path (svcFamily); a world (one plane)
+// is IPv4, IPv6 or dual-stack. The default run takes about 15 s; scale it with
 //
 //	VNETLAB_SVCDIFF_SEED=S      first world's seed (default 1)
 //	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 120; 4 per world, each world a fresh plane)
@@ -427,8 +430,9 @@ func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTabl
 // The model: kube-proxy's semantics.
 
 // svcModel says which backends a frontend's new flow may go to: the ready
-// endpoints; when none is ready, the serving terminating ones (kube-proxy
-// since Kubernetes 1.26, ProxyTerminatingEndpoints). None: REJECT.
+// endpoints; when none is ready, the serving terminating ones (kube-proxy's
+// ProxyTerminatingEndpoints, on by default since Kubernetes 1.26). None:
+// REJECT. Every endpoint here is the cluster's (traffic policies Cluster).
 func svcModel(tb svcTable, f frontend) []netip.AddrPort {
 	s, p := tb.services[f.svc], tb.services[f.svc].ports[f.sp]
 	var ready, serving []netip.AddrPort
@@ -492,7 +496,9 @@ func entries(tb svcTable, i int) svcsync.Entries {
 	return out
 }
 
-// sync brings the plane from table prev to tb through the Syncer.
+// syncTable brings the plane from table prev to tb through the Syncer:
+// the Services gone are synced to nothing first (a new one may take a
+// frontend of theirs), then each wanted one.
 func syncTable(s *svcsync.Syncer, prev, tb *svcTable) error {
 	want := map[string]bool{}
 	for _, sv := range tb.services {
