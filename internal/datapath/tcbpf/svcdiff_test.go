@@ -195,7 +195,7 @@ type svcFamily struct {
 	name      string
 	clusterIP func(i int) netip.Addr // 0..15
 	external  func(i int) netip.Addr // 0..3
-	pod       func(i int) netip.Addr // 0..11: backends and clients
+	pod       func(i int) netip.Addr // 0..199: backends, and the first svcPods clients
 	node      netip.Addr
 	hairpin   netip.Addr
 	frame     func(src, dst netip.Addr, proto uint8, sport, dport uint16, flags uint8) []byte
@@ -295,7 +295,8 @@ func icmpChecksum(msg []byte) error {
 }
 
 const (
-	svcPods      = 12
+	svcPods      = 12  // pods that are clients, and backends
+	svcManyPods  = 200 // pods that are backends of large Services
 	svcClusterIP = 16
 	svcExternals = 4
 )
@@ -370,9 +371,16 @@ func usedAddr(used map[svcsync.Key]bool, a netip.Addr) bool {
 	return false
 }
 
+// genEndpoints draws a Service's endpoints: mostly up to 4 of the pods
+// that are also clients, sometimes more than the plane scans for a
+// backend that moved (lb_backend_slot's LB_AFFINITY_SCAN, 64 slots).
 func genEndpoints(r *rand.Rand, fam svcFamily) []svcEndpoint {
 	var eps []svcEndpoint
-	for _, i := range r.Perm(svcPods)[:r.IntN(5)] {
+	pods := r.Perm(svcPods)[:r.IntN(5)]
+	if r.IntN(12) == 0 {
+		pods = r.Perm(svcManyPods)[:65+r.IntN(30)]
+	}
+	for _, i := range pods {
 		st := epReady
 		switch x := r.IntN(10); {
 		case x >= 9:
@@ -399,7 +407,7 @@ func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTabl
 				continue // deleted
 			}
 			s.endpoints = slices.Clone(s.endpoints)
-			switch r.IntN(4) {
+			switch r.IntN(5) {
 			case 0:
 				s.endpoints = genEndpoints(r, s.fam)
 			case 1:
@@ -407,6 +415,10 @@ func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTabl
 					if r.IntN(2) == 0 {
 						s.endpoints[i].state = epState(r.IntN(4))
 					}
+				}
+			case 2: // a few endpoints change
+				for range min(len(s.endpoints), 1+r.IntN(3)) {
+					s.endpoints[r.IntN(len(s.endpoints))].state = epState(r.IntN(4))
 				}
 			}
 			if r.IntN(5) == 0 {
