@@ -372,17 +372,22 @@ func usedAddr(used map[svcsync.Key]bool, a netip.Addr) bool {
 }
 
 // genEndpoints draws a Service's endpoints: mostly up to 4 of the pods
-// that are also clients, sometimes more than the plane scans for a
-// backend that moved (lb_backend_slot's LB_AFFINITY_SCAN, 64 slots).
+// that are also clients, sometimes more ready ones than the plane scans
+// for a backend that moved (lb_backend_slot's LB_AFFINITY_SCAN, 64 slots).
 func genEndpoints(r *rand.Rand, fam svcFamily) []svcEndpoint {
 	var eps []svcEndpoint
 	pods := r.Perm(svcPods)[:r.IntN(5)]
-	if r.IntN(12) == 0 {
-		pods = r.Perm(svcManyPods)[:65+r.IntN(30)]
+	mostlyReady := r.IntN(12) == 0
+	if mostlyReady {
+		pods = r.Perm(svcManyPods)[:70+r.IntN(30)]
 	}
 	for _, i := range pods {
 		st := epReady
-		switch x := r.IntN(10); {
+		x := r.IntN(10)
+		if mostlyReady && r.IntN(10) > 0 {
+			x = 0
+		}
+		switch {
 		case x >= 9:
 			st = epNotReady
 		case x >= 8:
@@ -407,7 +412,11 @@ func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTabl
 				continue // deleted
 			}
 			s.endpoints = slices.Clone(s.endpoints)
-			switch r.IntN(5) {
+			change := r.IntN(5)
+			if len(s.endpoints) > 64 {
+				change = 2 // a few: the count stays above the slots the plane scans
+			}
+			switch change {
 			case 0:
 				s.endpoints = genEndpoints(r, s.fam)
 			case 1:
@@ -798,7 +807,10 @@ func (w *world) probe() string {
 		}
 		w.c.icmp++
 	}
-	if w.r.IntN(4) == 0 {
+	// A quarter of the flows stay open into the next table; every flow of a
+	// large Service, whose backends may move beyond the slots the plane
+	// scans when a few endpoints leave.
+	if w.r.IntN(4) == 0 || len(w.tb.services[f.svc].endpoints) > 64 {
 		w.open = append(w.open, openFlow{fam: w.fam, client: cl, src: src, key: f.key(), svc: w.tb.services[f.svc].name, backend: got.dst})
 	}
 	return ""
