@@ -31,7 +31,7 @@ package tcbpf_test
 //	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 120; 4 per world, each world a fresh plane)
 //	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 80)
 //	VNETLAB_SVCDIFF_STRICT=L    hold the plane to kube-proxy where it is known to differ: L is
-//	                            udp (world.carry), affinity (world.probe), or all
+//	                            udp (world.carry), affinity (world.placed), or all
 //
 // A disagreement prints its world's seed, the table, the packet, both
 // outcomes and the command that reruns that world alone.
@@ -61,6 +61,10 @@ func TestServiceDifferential(t *testing.T) {
 	seed := uint64(envInt(t, "VNETLAB_SVCDIFF_SEED", 1))
 	tables := envInt(t, "VNETLAB_SVCDIFF_TABLES", 120)
 	packets := envInt(t, "VNETLAB_SVCDIFF_PACKETS", 80)
+	if packets*tablesPerWorld > 60000 {
+		// Each probe of a world takes a source port of its own (1025 up).
+		t.Fatalf("VNETLAB_SVCDIFF_PACKETS=%d: at most %d (a world's flows each have a port of their own)", packets, 60000/tablesPerWorld)
+	}
 	worlds := (tables + tablesPerWorld - 1) / tablesPerWorld
 	var tot diffCounts
 	for w := range worlds {
@@ -548,7 +552,6 @@ func syncTable(s *svcsync.Syncer, prev, tb *svcTable) error {
 type world struct {
 	t     *testing.T
 	p     *dp.Plane
-	seed  uint64
 	r     *rand.Rand
 	fams  []svcFamily // the world's
 	fam   svcFamily   // the current packet's
@@ -587,7 +590,8 @@ type affinityKey struct {
 	fe     svcsync.Key
 }
 
-// remembered: the backend of a client's first new flow, and the frontend it reached.
+// remembered: the backend a client's last new flow was placed on, the
+// frontend it reached, and the table it was placed under.
 type remembered struct {
 	backend netip.AddrPort
 	via     svcsync.Key
@@ -599,7 +603,7 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	p := testPlane(t) // closed at the world's end too: its preallocated maps are large
 	defer p.Close()
-	w := &world{t: t, p: p, seed: seed, r: r, sport: 1024, affinity: map[affinityKey]remembered{}}
+	w := &world{t: t, p: p, r: r, sport: 1024, affinity: map[affinityKey]remembered{}}
 	switch r.IntN(3) {
 	case 0, 1:
 		w.fams = svcFamilies[r.IntN(2):][:1]
@@ -641,16 +645,20 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 		for _, s := range w.tb.services {
 			w.c.ports += len(s.ports)
 		}
+		fail := func(bad string) string {
+			return fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)",
+				seed, strings.Join(famNames, "+"), w.tbIdx, n, w.tb, bad, history.String())
+		}
 		open := w.open
 		w.open = nil
 		for _, of := range open {
 			if bad := w.carry(of); bad != "" {
-				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, strings.Join(famNames, "+"), w.tbIdx, n, w.tb, bad, history.String())
+				return w.c, fail(bad)
 			}
 		}
 		for range packets {
 			if bad := w.probe(); bad != "" {
-				return w.c, fmt.Sprintf("seed %d (%s), table %d of %d:\n%s%s(the tables before, synced in turn:\n%s)", seed, strings.Join(famNames, "+"), w.tbIdx, n, w.tb, bad, history.String())
+				return w.c, fail(bad)
 			}
 		}
 		cur := w.tb
