@@ -71,18 +71,22 @@ func TestServiceDifferential(t *testing.T) {
 		s := seed + uint64(w)
 		n := min(tablesPerWorld, tables-w*tablesPerWorld)
 		c, bad := runWorld(t, s, n, packets)
-		tot.add(c)
 		if bad != "" {
 			strict := ""
 			if v := os.Getenv("VNETLAB_SVCDIFF_STRICT"); v != "" {
 				strict = "VNETLAB_SVCDIFF_STRICT=" + v + " "
 			}
-			t.Fatalf("%s\nrerun this world alone: %sVNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/",
-				bad, strict, s, n, packets)
+			t.Fatalf("%s\nrerun this world alone: %sVNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/\n(before it, in agreement: %s)",
+				bad, strict, s, n, packets, tot.summary(w, w*tablesPerWorld))
 		}
+		tot.add(c)
 	}
-	t.Logf("%d worlds (%d dual-stack), %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d ICMP errors translated back, %d passed, %d affinity repeats, %d flows carried across a table change",
-		worlds, tot.dual, tables, tot.ports, tot.packets, tot.translated, tot.hairpins, tot.rejected, tot.replies, tot.icmp, tot.passed, tot.affinity, tot.carried)
+	t.Log(tot.summary(worlds, tables))
+}
+
+func (c diffCounts) summary(worlds, tables int) string {
+	return fmt.Sprintf("%d worlds (%d dual-stack), %d tables, %d Service ports, %d packets: %d new flows translated (%d hairpins), %d rejected, %d replies, %d ICMP errors translated back, %d passed, %d affinity repeats, %d flows carried across a table change",
+		worlds, c.dual, tables, c.ports, c.packets, c.translated, c.hairpins, c.rejected, c.replies, c.icmp, c.passed, c.affinity, c.carried)
 }
 
 func envInt(t *testing.T, name string, def int) int {
