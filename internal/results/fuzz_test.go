@@ -7,15 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
-}
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
+)
 
 // A results file as report, compare, history and export read it, of every
 // schema version (the golden files seed it): refused with one line naming
@@ -43,7 +37,7 @@ func FuzzParse(f *testing.F) {
 			if r != nil {
 				t.Fatalf("refused (%v) and yet read", err)
 			}
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "r.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
@@ -99,7 +93,7 @@ func FuzzParseConvergence(f *testing.F) {
 			if c != nil {
 				t.Fatalf("refused (%v) and yet read", err)
 			}
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "c.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
 			}

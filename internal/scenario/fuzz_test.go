@@ -12,15 +12,8 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
 )
-
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
-}
 
 // A scenario file (`run -f`, `up -f`, `kube run -f`; the repository's
 // scenarios seed it): refused with one line naming the file, or read the
@@ -51,7 +44,7 @@ func FuzzParse(f *testing.F) {
 			if s != nil {
 				t.Fatalf("refused (%v) and yet read", err)
 			}
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "s.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
 			}
@@ -86,18 +79,18 @@ func FuzzParse(f *testing.F) {
 		}
 		if s.IsKube() {
 			if _, err := s.BenchSpec(bench.DefaultSpec()); err != nil {
-				oneLine(t, err)
+				fieldtest.OneLine(t, err)
 			}
 			return
 		}
 		s.RunSpec(runner.DefaultSpec())
 		l, err := s.LabSpec(DefaultLab())
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if err := l.Validate(); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
 )
 
 // `policy add -f`: a file of NetworkPolicy, Namespace and Pod documents
@@ -53,7 +55,7 @@ spec:
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := Parse(data)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "document ") {
 				t.Fatalf("error does not say which document: %v", err)
 			}
@@ -72,7 +74,7 @@ spec:
 		}
 		w, ends := fuzzWorld(doc)
 		if err := Check(w); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		rules := Compile(w)
@@ -215,12 +217,4 @@ func writeDoc(t *testing.T, doc Doc) []byte {
 		out.WriteString("\n")
 	}
 	return out.Bytes()
-}
-
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
 }

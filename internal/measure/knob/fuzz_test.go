@@ -5,15 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
-}
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
+)
 
 // --sweep KNOB=V1,V2,...: an axis read has known knobs, canonical and
 // distinct values, and written back (as a flag, and as its points) reads
@@ -27,7 +21,7 @@ func FuzzParseAxisFlag(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		a, err := ParseAxisFlag(s)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if len(a.Knobs) == 0 || len(a.Values) == 0 {
@@ -72,7 +66,7 @@ func FuzzParsePoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := ParsePoint(s)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if p.String() != s {
@@ -92,7 +86,7 @@ func FuzzKnobValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name, v string) {
 		if err := CheckValue(Name(name), v); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 		}
 		k, err := Get(name)
 		if err != nil {
@@ -103,14 +97,14 @@ func FuzzKnobValue(f *testing.F) {
 				t.Fatalf("%s: %q -> %q -> %q, %v", name, v, c, c2, err)
 			}
 		} else {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 		}
 		var s Settings
 		other := All[(index(k.Name)+1)%len(All)]
 		other.Set(&s, "1")
 		before := s
 		if err := k.Parse(&s, v); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !reflect.DeepEqual(s, before) {
 				t.Fatalf("%s: %q refused (%v) and yet set: %+v", name, v, err, s)
 			}

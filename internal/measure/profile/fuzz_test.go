@@ -11,15 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-)
 
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
-}
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
+)
 
 // A folded-stacks file (a profile's .folded, plain or gzipped, read back
 // to draw flame graphs after a run; a recorded profile seeds it): refused
@@ -54,7 +48,7 @@ func FuzzReadFolded(f *testing.F) {
 			if p != nil {
 				t.Fatalf("refused (%v) and yet read", err)
 			}
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		var out bytes.Buffer
@@ -109,7 +103,7 @@ func FuzzParseKallsyms(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		k, err := ParseKallsyms(bytes.NewReader(b))
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if !sort.SliceIsSorted(k.addrs, func(i, j int) bool { return k.addrs[i] < k.addrs[j] }) || len(k.addrs) != len(k.names) {
@@ -158,7 +152,7 @@ func FuzzParseRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		r, err := ParseRules(text)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "stages line ") {
 				t.Fatalf("error does not name the line: %v", err)
 			}

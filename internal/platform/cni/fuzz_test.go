@@ -15,6 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types/create"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
 )
 
 // The configuration a runtime hands the plugin on stdin, with the result of
@@ -64,7 +65,7 @@ func FuzzParseConf(f *testing.F) {
 			if !strings.HasPrefix(te.Msg, "vnetlab-cni: ") {
 				t.Fatalf("message does not say the plugin: %q", te.Msg)
 			}
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if mode.Attach == nil || mode.Name != conf.Mode {
@@ -101,7 +102,7 @@ func FuzzParseConf(f *testing.F) {
 		// back and read again; the addresses CHECK takes from it.
 		prev, err := types100.NewResultFromResult(conf.PrevResult)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		rb, err := json.Marshal(prev)
@@ -117,7 +118,7 @@ func FuzzParseConf(f *testing.F) {
 		}
 		a := &attachment{conf: conf, mode: mode, env: &modes.Env{}, pod: &modes.Pod{}}
 		if err := a.takeAddress(prev); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.Contains(err.Error(), "IPAM plugin") {
 				t.Fatalf("error does not name the IPAM plugin: %v", err)
 			}
@@ -154,12 +155,4 @@ func FuzzHostIfname(f *testing.F) {
 			t.Fatalf("short(%q) = %q", id, s)
 		}
 	})
-}
-
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
 }

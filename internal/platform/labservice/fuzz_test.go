@@ -8,15 +8,8 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field/fieldtest"
 )
-
-// oneLine fails unless err is a one-line message.
-func oneLine(t *testing.T, err error) {
-	t.Helper()
-	if msg := err.Error(); msg == "" || strings.ContainsAny(msg, "\n\r") {
-		t.Fatalf("error is not one line: %q", msg)
-	}
-}
 
 // `svc add --service` and `svc del --service`: a key read, written back
 // (Key.String) and read again is the same key, with a unicast address and a
@@ -29,7 +22,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		k, err := ParseKey(s)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "service ") {
 				t.Fatalf("error does not say which service: %v", err)
 			}
@@ -55,7 +48,7 @@ func FuzzParseBackend(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		b, err := ParseBackend(s)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			if !strings.HasPrefix(err.Error(), "backend ") {
 				t.Fatalf("error does not say which backend: %v", err)
 			}
@@ -101,7 +94,7 @@ func FuzzSpecBuild(f *testing.F) {
 		checkErr := sp.Check()
 		s, err := sp.Build(st)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if checkErr != nil {
@@ -144,7 +137,7 @@ func FuzzPodRef(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pod, ifname, netns, placement string) {
 		r := PodRef{Pod: pod, Ifname: ifname, NetNS: netns, Placement: placement}
 		if err := r.Check(); err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if (pod == "") == (netns == "") {
@@ -152,7 +145,7 @@ func FuzzPodRef(f *testing.F) {
 		}
 		ep, err := r.endpoint(st)
 		if err != nil {
-			oneLine(t, err)
+			fieldtest.OneLine(t, err)
 			return
 		}
 		if (pod != "" && ep.Pod != pod) || ep.Placement == "" || ep.Ifname == "" {
