@@ -27,19 +27,7 @@ func FuzzParseCompile(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c.yaml))
 	}
-	f.Add([]byte(`
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, labels: {team: web}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: pod-a, namespace: shop, labels: {app: db}}
-spec:
-  containers:
-  - name: c
-    ports: [{name: pg, containerPort: 5432}, {name: dns, containerPort: 53, protocol: UDP}, {containerPort: 9}]
----
+	f.Add([]byte(shopPod + `
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: p, namespace: shop}

@@ -546,8 +546,10 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
-	doc, err := Parse([]byte(`
+// shopPod is a policy file's first documents: a namespace with labels and
+// a pod in it with named ports (TCP, UDP) and an unnamed one; a test adds
+// its policies after it.
+const shopPod = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: shop, labels: {team: web}}
@@ -560,6 +562,10 @@ spec:
   - name: c
     ports: [{name: pg, containerPort: 5432}, {name: dns, containerPort: 53, protocol: UDP}, {containerPort: 9}]
 ---
+`
+
+func TestParse(t *testing.T) {
+	doc, err := Parse([]byte(shopPod + `
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: p}
