@@ -166,7 +166,7 @@ func parseIP(s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
 	}
 	if ip.Zone() != "" || ip.Is4In6() {
-		return netip.Addr{}, fmt.Errorf("%s: write the address without a zone and IPv4 addresses as IPv4", ip)
+		return netip.Addr{}, fmt.Errorf("%q: write the address without a zone and IPv4 addresses as IPv4", s)
 	}
 	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || (ip.Is6() && ip.IsLinkLocalUnicast()) || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return netip.Addr{}, fmt.Errorf("%s is not a unicast address", ip)
