@@ -82,10 +82,21 @@ struct lb_svc_key {
 
 struct lb_svc {
 	__u32 id;     /* from lb_meta, never reused */
-	__u16 count;  /* backends in slots 0..count-1 */
+	__u16 count;  /* backends for new flows, in slots 0..count-1 */
 	__u16 flags;  /* LB_SVC_* */
 	__u32 affinity_timeout; /* seconds a client keeps its backend (LB_SVC_AFFINITY) */
+	__u16 kept;   /* backends that take no new flow but keep theirs (terminating,
+		       * still serving, beside ready ones): slots count..count+kept-1 */
+	__u16 pad;
+	__u32 affinity_id; /* whose memory sessionAffinity keeps: one id for every
+			    * frontend of a Service port (0: this entry's own id) */
 };
+
+/* lb_affinity_id: the key under which svc's clients' backends are remembered. */
+static __always_inline __u32 lb_affinity_id(const struct lb_svc *svc)
+{
+	return svc->affinity_id ? svc->affinity_id : svc->id;
+}
 
 /* lb_svc.flags */
 #define LB_SVC_AFFINITY 0x1 /* sessionAffinity ClientIP: lb_affinity first */
@@ -157,12 +168,13 @@ enum {
 	LB_STAT_MAX = 9,
 };
 
-/* lb_services, lb_backends, lb_conntrack, lb_frags, lb_stats and
- * lb_count, written once with lb6.h's (lb_maps_fam.h). */
+/* lb_services, lb_backends, lb_slots, lb_conntrack, lb_frags, lb_stats
+ * and lb_count, written once with lb6.h's (lb_maps_fam.h). */
 #define LBF(n)          lb_##n
 #define LB_FAM_SERVICES LB_MAX_SERVICES
 #define LB_FAM_BACKENDS LB_MAX_BACKENDS
 #define LB_FAM_STATS    LB_STAT_MAX
+#define LB_FAM_ADDR     __be32
 #include "lb_maps_fam.h"
 
 /* Prefilters: most packets a pod sends or receives concern no Service, and
@@ -556,7 +568,6 @@ fail:
  * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
  * does not know): established flows follow the conntrack. */
 #define LB_MAX_AFFINITY (1 << 16)
-#define LB_AFFINITY_SCAN 64 /* slots searched for a remembered backend that moved */
 
 struct lb_affinity_key {
 	__be32 client;
@@ -581,8 +592,8 @@ struct {
 } lb_affinity SEC(".maps");
 
 /* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_backend_slot,
- * lb_affinity_keep, lb_svc_of and lb_ct_new, written once with lb6.h's
- * (lb_fam.h). */
+ * lb_affinity_keep, lb_pick_backend, lb_svc_of and lb_ct_new, written once
+ * with lb6.h's (lb_fam.h). */
 #define LBF(n)           lb_##n
 #define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
@@ -768,52 +779,6 @@ static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_p
 fail:
 	lb_count(LB_STAT_ERROR);
 	return TC_ACT_SHOT;
-}
-
-/* lb_affinity_slot: the slot whose backend the client keeps, or -1. */
-static __always_inline int lb_affinity_slot(const struct lb_svc *svc, const struct lb_affinity_key *ak, __u64 now)
-{
-	return lb_affinity_keep(svc, bpf_map_lookup_elem(&lb_affinity, ak), now);
-}
-
-/* lb_affinity_of: what a client's new flow remembers (its backend, its slot, now). */
-static __always_inline struct lb_affinity lb_affinity_of(const struct lb_backend *b, __u32 slot, __u64 now)
-{
-	return (struct lb_affinity){ .last_ns = now, .ip = b->ip, .port = b->port, .slot = slot };
-}
-
-static __always_inline void lb_affinity_remember(const struct lb_affinity_key *ak, const struct lb_backend *b, __u32 slot, __u64 now)
-{
-	struct lb_affinity a = lb_affinity_of(b, slot, now);
-
-	bpf_map_update_elem(&lb_affinity, ak, &a, BPF_ANY);
-}
-
-/* lb_pick_backend: the backend of a new flow p to svc: under sessionAffinity
- * the one the client's last new flow got (and the affinity entry is
- * refreshed), else the slot the flow's hash names; its slot in *slot
- * (unless NULL). NULL when that slot is empty (never while the Go side
- * keeps count <= the slots filled). Shared by from_pod and nodeport_in. */
-static __always_inline struct lb_backend *lb_pick_backend(const struct lb_svc *svc, const struct lb_pkt *p, __u32 hash,
-							  __u32 *slot_out)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id };
-	struct lb_affinity_key ak = { .client = p->saddr, .svc_id = svc->id };
-	struct lb_backend *b;
-	__u64 now = 0;
-	int slot = -1;
-
-	if (svc->flags & LB_SVC_AFFINITY) {
-		now = bpf_ktime_get_ns();
-		slot = lb_affinity_slot(svc, &ak, now);
-	}
-	bk.slot = slot >= 0 ? (__u32)slot : hash % svc->count;
-	if (slot_out)
-		*slot_out = bk.slot;
-	b = bpf_map_lookup_elem(&lb_backends, &bk);
-	if (b && (svc->flags & LB_SVC_AFFINITY))
-		lb_affinity_remember(&ak, b, bk.slot, now);
-	return b;
 }
 
 /* A Service without backends refuses at once, as kube-proxy's REJECT does:

@@ -23,9 +23,9 @@
  *     100::/64 of RFC 6666, so no real host has it), as lb.h does with
  *     169.254.42.1; ICMPv6 errors of a hairpinned flow are translated too
  *     (lb6_icmp).
- *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity; its
- *     key and value are built in a per-CPU scratch (lb6_scratch), as
- *     from_pod's stack has no 56 bytes to spare.
+ *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity
+ *     (lb_fam.h's pick_backend builds its key and value in a per-CPU
+ *     scratch: from_pod's stack has no 56 bytes to spare).
  * Not yet: external scope, NodePort, host routing.
  */
 #ifndef VNETLAB_LB6_H
@@ -119,12 +119,13 @@ enum {
 	LB6_STAT_MAX = 10,
 };
 
-/* lb6_services, lb6_backends, lb6_conntrack, lb6_frags, lb6_stats and
- * lb6_count: lb.h's, written once (lb_maps_fam.h). */
+/* lb6_services, lb6_backends, lb6_slots, lb6_conntrack, lb6_frags,
+ * lb6_stats and lb6_count: lb.h's, written once (lb_maps_fam.h). */
 #define LBF(n)          lb6_##n
 #define LB_FAM_SERVICES LB6_MAX_SERVICES
 #define LB_FAM_BACKENDS LB6_MAX_BACKENDS
 #define LB_FAM_STATS    LB6_STAT_MAX
+#define LB_FAM_ADDR     struct lb6_addr
 #include "lb_maps_fam.h"
 
 /* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
@@ -195,19 +196,6 @@ struct {
 	__type(value, struct lb6_affinity);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb6_affinity SEC(".maps");
-
-/* lb6_scratch: where lb6_pick_backend builds its affinity key and value. */
-struct lb6_scratch {
-	struct lb6_affinity_key key;
-	struct lb6_affinity val;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb6_scratch);
-} lb6_scratch SEC(".maps");
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
@@ -609,46 +597,6 @@ fail:
 	return TC_ACT_SHOT;
 }
 
-/* lb6_pick_backend: lb_pick_backend over IPv6: the backend of new flow p
- * to svc, under sessionAffinity the one the client's last new flow got
- * (the affinity entry refreshed), else the slot the flow's hash names; its
- * slot in *slot_out (unless NULL). */
-static __always_inline struct lb6_backend *lb6_pick_backend(const struct lb_svc *svc, const struct lb6_pkt *p, __u32 *slot_out)
-{
-	struct lb_backend_key bk = { .svc_id = svc->id, .slot = lb6_hash(p) % svc->count };
-	struct lb6_scratch *s;
-	struct lb6_backend *b;
-	__u32 zero = 0;
-	__u64 now;
-	int slot;
-
-	if (slot_out)
-		*slot_out = bk.slot;
-	if (!(svc->flags & LB_SVC_AFFINITY))
-		return bpf_map_lookup_elem(&lb6_backends, &bk);
-	s = bpf_map_lookup_elem(&lb6_scratch, &zero);
-	if (!s)
-		return NULL;
-	s->key.client = p->saddr;
-	s->key.svc_id = svc->id;
-	now = bpf_ktime_get_ns();
-	slot = lb6_affinity_keep(svc, bpf_map_lookup_elem(&lb6_affinity, &s->key), now);
-	if (slot >= 0)
-		bk.slot = slot;
-	if (slot_out)
-		*slot_out = bk.slot;
-	b = bpf_map_lookup_elem(&lb6_backends, &bk);
-	if (b) {
-		s->val.last_ns = now;
-		s->val.ip = b->ip;
-		s->val.port = b->port;
-		s->val.pad = 0;
-		s->val.slot = bk.slot;
-		bpf_map_update_elem(&lb6_affinity, &s->key, &s->val, BPF_ANY);
-	}
-	return b;
-}
-
 /* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
  * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
  * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
@@ -731,7 +679,7 @@ static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 #define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
 #define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   do {} while (0)
-#define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, s)
+#define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, lb6_hash(p), s)
 #define LB_REJECT(skb, p)    lb6_reject_tail(skb)
 #define LB_ICMP_PROTO        LB6_ICMP
 #define LB_ICMP(skb, p, dir) lb6_icmp(skb, p, dir)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * lb_fam.h: lb.h's conntrack, fragment and sessionAffinity helpers, written once for
+ * lb_fam.h: lb.h's conntrack, fragment, backend pick and sessionAffinity helpers, written once for
  * IPv4 and IPv6. Not a header of its own: lb.h includes it for IPv4 and
  * lb6.h for IPv6, after defining
  *
@@ -78,49 +78,138 @@ static __always_inline void LBF(forget_stale)(const struct LBF(pkt) *p)
 		bpf_map_delete_elem(&LBF(conntrack), &rk);
 }
 
-/* lb_backend_slot: the slot of svc that holds backend *ip:port, or -1 when
- * none does (it left the Service). The slot it had, hint, is looked at
- * first: one lookup while nothing moved. UpdateService keeps remaining
- * backends in their slots, except one beyond a shrunk count, which moves
- * into a freed slot: it is looked for in the first LB_AFFINITY_SCAN slots
- * (one further is taken for gone). Both a remembered sessionAffinity
- * (lb_affinity_keep) and an established UDP flow (lb_pod_fam.h) ask here
- * whether their backend is still the Service's. A global function: the
- * verifier checks it once, not again on every path of every caller
- * (from_pod's verified instructions: 216k before it existed, 497k with it
- * inlined, 76k so; host_from_pod's 237k, 682k, 118k), for a call's cost. */
-__attribute__((noinline)) int LBF(backend_slot)(const struct lb_svc *svc, const LB_ADDR *ip, __be16 port, __u32 hint)
+/* lb_slot_find: lb_backend_slot's keys, in a per-CPU scratch (its
+ * callers' stack has none to spare). */
+struct LBF(slot_find) {
+	struct lb_backend_key bk;
+	struct LBF(slot_key) sk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct LBF(slot_find));
+} LBF(slot_find) SEC(".maps");
+
+/* lb_slot_holds: whether slot bk->slot holds backend sk->ip:port. */
+static __always_inline int LBF(slot_holds)(const struct lb_backend_key *bk, const struct LBF(slot_key) *sk)
 {
-	struct lb_backend_key bk = {};
-	struct LBF(backend) *b;
+	struct LBF(backend) *b = bpf_map_lookup_elem(&LBF(backends), bk);
+
+	return b && LB_ADDR_EQ(&b->ip, &sk->ip) && b->port == sk->port;
+}
+
+/* lb_backend_slot: the slot among svc's first n that holds backend
+ * *ip:port, or -1 when none does (it left the Service, or is not among
+ * those n). The slot it had, hint, is looked at first: one lookup while
+ * nothing moved. UpdateService keeps remaining backends in their slots,
+ * except one beyond a shrunk count, which moves into a freed slot, and one
+ * that turns from taking new flows to only keeping its own (or back): such
+ * a backend is found by its address in lb_slots, whatever the slot. Both a
+ * remembered sessionAffinity (lb_affinity_keep: the backends for new
+ * flows) and an established UDP flow (lb_pod_fam.h: those and the kept
+ * ones) ask here whether their backend is still the Service's. A global
+ * function: the verifier checks it once, not again on every path of every
+ * caller, for a call's cost. */
+__attribute__((noinline)) int LBF(backend_slot)(const struct lb_svc *svc, const LB_ADDR *ip, __be16 port, __u32 hint, __u32 n)
+{
+	/* hint and n in one register: with svc, ip and port they are what
+	 * lives across the first call, and the callee-saved registers hold
+	 * four (host_from_pod's stack leaves this frame 16 bytes). */
+	__u64 hn = (__u64)n << 32 | hint;
+	struct LBF(slot_find) *f;
+	__u32 zero = 0, *at;
 
 	if (!svc || !ip)
 		return -1;
-	bk.svc_id = svc->id;
-	if (hint < svc->count) {
-		bk.slot = hint;
-		b = bpf_map_lookup_elem(&LBF(backends), &bk);
-		if (b && LB_ADDR_EQ(&b->ip, ip) && b->port == port)
-			return hint;
-	}
-	for (__u32 i = 0; i < LB_AFFINITY_SCAN; i++) {
-		if (i >= svc->count)
-			break;
-		bk.slot = i;
-		b = bpf_map_lookup_elem(&LBF(backends), &bk);
-		if (b && LB_ADDR_EQ(&b->ip, ip) && b->port == port)
-			return i;
-	}
-	return -1;
+	asm volatile("" : "+r"(hn)); /* made now, not after the call */
+	f = bpf_map_lookup_elem(&LBF(slot_find), &zero);
+	if (!f)
+		return -1;
+	f->bk.svc_id = svc->id;
+	f->sk.svc_id = svc->id;
+	f->sk.ip = *ip;
+	f->sk.port = port;
+	f->sk.pad = 0;
+	f->bk.slot = (__u32)hn;
+	if ((__u32)hn < (__u32)(hn >> 32) && LBF(slot_holds)(&f->bk, &f->sk))
+		return (__u32)hn;
+	at = bpf_map_lookup_elem(&LBF(slots), &f->sk);
+	if (!at || *at >= (__u32)(hn >> 32))
+		return -1;
+	f->bk.slot = *at;
+	if (!LBF(slot_holds)(&f->bk, &f->sk))
+		return -1;
+	return f->bk.slot;
 }
 
 /* lb_affinity_keep: the slot whose backend a remembered affinity a (NULL:
- * none) keeps, or -1 (none, expired, or the backend left the Service). */
+ * none) keeps, or -1 (none, expired, or the backend no longer takes the
+ * Service's new flows). */
 static __always_inline int LBF(affinity_keep)(const struct lb_svc *svc, const struct LBF(affinity) *a, __u64 now)
 {
 	if (!a || now - a->last_ns > (__u64)svc->affinity_timeout * 1000000000ULL)
 		return -1;
-	return LBF(backend_slot)(svc, &a->ip, a->port, a->slot);
+	return LBF(backend_slot)(svc, &a->ip, a->port, a->slot, svc->count);
+}
+
+/* lb_pick: where lb_pick_backend builds the affinity's key and value (a
+ * per-CPU scratch: IPv6's from_pod has no stack to spare for them). */
+struct LBF(pick) {
+	struct LBF(affinity_key) key;
+	struct LBF(affinity) val;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct LBF(pick));
+} LBF(pick) SEC(".maps");
+
+/* lb_pick_backend: the backend of a new flow p to svc: under
+ * sessionAffinity the one the client's last new flow to the Service port
+ * got (through any of its frontends: lb_affinity_id), and the memory is
+ * refreshed; else the slot the flow's hash names. Its slot in *slot_out
+ * (unless NULL). NULL when that slot is empty (never while the Go side
+ * keeps count <= the slots filled). Shared by from_pod and nodeport_in. */
+static __always_inline struct LBF(backend) *LBF(pick_backend)(const struct lb_svc *svc, const struct LBF(pkt) *p, __u32 hash,
+							       __u32 *slot_out)
+{
+	struct lb_backend_key bk = { .svc_id = svc->id, .slot = hash % svc->count };
+	struct LBF(backend) *b;
+	struct LBF(pick) *s;
+	__u32 zero = 0;
+	__u64 now;
+	int slot;
+
+	if (slot_out)
+		*slot_out = bk.slot;
+	if (!(svc->flags & LB_SVC_AFFINITY))
+		return bpf_map_lookup_elem(&LBF(backends), &bk);
+	s = bpf_map_lookup_elem(&LBF(pick), &zero);
+	if (!s)
+		return NULL;
+	__builtin_memset(&s->key, 0, sizeof(s->key));
+	s->key.client = p->saddr;
+	s->key.svc_id = lb_affinity_id(svc);
+	now = bpf_ktime_get_ns();
+	slot = LBF(affinity_keep)(svc, bpf_map_lookup_elem(&LBF(affinity), &s->key), now);
+	if (slot >= 0)
+		bk.slot = slot;
+	if (slot_out)
+		*slot_out = bk.slot;
+	b = bpf_map_lookup_elem(&LBF(backends), &bk);
+	if (b) {
+		__builtin_memset(&s->val, 0, sizeof(s->val));
+		s->val.last_ns = now;
+		s->val.ip = b->ip;
+		s->val.port = b->port;
+		s->val.slot = bk.slot;
+		bpf_map_update_elem(&LBF(affinity), &s->key, &s->val, BPF_ANY);
+	}
+	return b;
 }
 
 /* lb_maybe_svc: whether p's destination may be a clusterIP (the prefilter). */

@@ -7,10 +7,10 @@
  *   LBF(name)         the family's name: lb_##name or lb6_##name
  *                     (lb_services, struct lb6_ct_key, lb6_count, ...);
  *   LB_FAM_SERVICES   lb_services' size, LB_FAM_BACKENDS lb_backends';
- *   LB_FAM_STATS      how many counters lb_stats holds.
+ *   LB_FAM_STATS      how many counters lb_stats holds;
+ *   LB_FAM_ADDR       the address type: __be32 or struct lb6_addr.
  *
- * Names, sizes, key and value types are the family's own: the pins and
- * the Go side's views of them are unchanged. The macros are undefined
+ * Names, sizes, key and value types are the family's own. The macros are undefined
  * again at the end.
  */
 
@@ -31,6 +31,26 @@ struct {
 	__type(value, struct LBF(backend));
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } LBF(backends) SEC(".maps");
+
+/* lb_slots: where each Service's backend is (its id and the backend ->
+ * its slot), for lb_backend_slot to find one that moved. The Go side
+ * writes it beside lb_backends; a stale entry is harmless (the slot it
+ * names is checked). */
+struct LBF(slot_key) {
+	__u32 svc_id;
+	LB_FAM_ADDR ip;
+	__be16 port;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LB_FAM_BACKENDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct LBF(slot_key));
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(slots) SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -67,3 +87,4 @@ static __always_inline void LBF(count)(__u32 what)
 #undef LB_FAM_SERVICES
 #undef LB_FAM_BACKENDS
 #undef LB_FAM_STATS
+#undef LB_FAM_ADDR

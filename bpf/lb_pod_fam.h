@@ -107,7 +107,9 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	 * so its entry need not be looked up (a cold miss per connection). */
 	ct = p.tcp_syn ? NULL : bpf_map_lookup_elem(&LBF(conntrack), &fk);
 	/* Any other flow (UDP) keeps its entry's backend only within the
-	 * Service that made it, while that backend is one of the Service's
+	 * Service that made it, while that backend is one of the Service's,
+	 * for new flows or kept (terminating, still serving: kube-proxy's
+	 * conntrack cleanup keeps the flows of every serving endpoint)
 	 * (lb_backend_slot: one lookup, the slot it was picked from): a
 	 * backend's removal takes effect with the write of the Service's
 	 * backends, without a walk of the conntrack. Otherwise it is a new
@@ -120,7 +122,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 		int at = -1;
 
 		if (svc && ct->svc_id == svc->id && svc->count != 0)
-			at = LBF(backend_slot)(svc, &ct->addr, ct->port, ct->slot);
+			at = LBF(backend_slot)(svc, &ct->addr, ct->port, ct->slot, (__u32)svc->count + svc->kept);
 		if (at < 0) {
 			LBF(rev_key)(&rk, &p, &ct->addr, ct->port, ct->flags & LB_CT_HAIRPIN);
 			bpf_map_delete_elem(&LBF(conntrack), &rk);

@@ -54,7 +54,7 @@ static __always_inline void np6_snat_addr(struct lb6_addr *out, const struct lb6
 #define NP_ADDR            struct lb6_addr
 #define NP_ICMP            LB6_ICMP
 #define NP_MAYBE_VIP(p)    1
-#define NP_PICK(svc, p, h) lb6_pick_backend(svc, p, NULL)
+#define NP_PICK(svc, p, h) lb6_pick_backend(svc, p, h, NULL)
 #define NP_FIB(f, p, dst)  ((f)->family = 10 /* AF_INET6 */, __builtin_memcpy((f)->ipv6_src, &(p)->saddr, 16), \
 			    __builtin_memcpy((f)->ipv6_dst, dst, 16))
 #define NP_SCRATCH_MAP     np6_scratch

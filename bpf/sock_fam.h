@@ -204,7 +204,7 @@ static __always_inline int SOCKF(xlate)(struct bpf_sock_addr *ctx, __u8 proto, _
 	bk.slot = seed % svc->count;
 	if (svc->flags & LB_SVC_AFFINITY) {
 		ak.netns = bpf_get_netns_cookie(ctx);
-		ak.svc_id = svc->id;
+		ak.svc_id = lb_affinity_id(svc);
 		now = bpf_ktime_get_ns();
 		slot = LBF(affinity_keep)(svc, bpf_map_lookup_elem(&SOCKF(affinity), &ak), now);
 		if (slot >= 0)

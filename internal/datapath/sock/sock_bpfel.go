@@ -159,11 +159,28 @@ type sockLb6IcmpScratch struct {
 	}
 }
 
-type sockLb6Scratch struct {
+type sockLb6Pick struct {
 	_   structs.HostLayout
 	Key sockLb6AffinityKey
 	_   [4]byte
 	Val sockLb6Affinity
+}
+
+type sockLb6SlotFind struct {
+	_  structs.HostLayout
+	Bk sockLbBackendKey
+	Sk sockLb6SlotKey
+}
+
+type sockLb6SlotKey struct {
+	_     structs.HostLayout
+	SvcId uint32
+	Ip    struct {
+		_ structs.HostLayout
+		W [4]uint32
+	}
+	Port uint16
+	Pad  uint16
 }
 
 type sockLb6SvcKey struct {
@@ -244,12 +261,35 @@ type sockLbFragKey struct {
 	Pad   uint8
 }
 
+type sockLbPick struct {
+	_   structs.HostLayout
+	Key sockLbAffinityKey
+	Val sockLbAffinity
+}
+
+type sockLbSlotFind struct {
+	_  structs.HostLayout
+	Bk sockLbBackendKey
+	Sk sockLbSlotKey
+}
+
+type sockLbSlotKey struct {
+	_     structs.HostLayout
+	SvcId uint32
+	Ip    uint32
+	Port  uint16
+	Pad   uint16
+}
+
 type sockLbSvc struct {
 	_               structs.HostLayout
 	Id              uint32
 	Count           uint16
 	Flags           uint16
 	AffinityTimeout uint32
+	Kept            uint16
+	Pad             uint16
+	AffinityId      uint32
 }
 
 type sockLbSvcKey struct {
@@ -390,8 +430,10 @@ const (
 	sockMapLb6Conntrack      = "lb6_conntrack"
 	sockMapLb6Frags          = "lb6_frags"
 	sockMapLb6IcmpScratch    = "lb6_icmp_scratch"
-	sockMapLb6Scratch        = "lb6_scratch"
+	sockMapLb6Pick           = "lb6_pick"
 	sockMapLb6Services       = "lb6_services"
+	sockMapLb6SlotFind       = "lb6_slot_find"
+	sockMapLb6Slots          = "lb6_slots"
 	sockMapLb6Stats          = "lb6_stats"
 	sockMapLb6Tail           = "lb6_tail"
 	sockMapLb6Vip16          = "lb6_vip16"
@@ -401,7 +443,10 @@ const (
 	sockMapLbConntrack       = "lb_conntrack"
 	sockMapLbFrags           = "lb_frags"
 	sockMapLbMeta            = "lb_meta"
+	sockMapLbPick            = "lb_pick"
 	sockMapLbServices        = "lb_services"
+	sockMapLbSlotFind        = "lb_slot_find"
+	sockMapLbSlots           = "lb_slots"
 	sockMapLbStats           = "lb_stats"
 	sockMapLbVip16           = "lb_vip16"
 	sockMapSock6Affinity     = "sock6_affinity"
@@ -492,8 +537,10 @@ type sockMapSpecs struct {
 	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
 	Lb6IcmpScratch *ebpf.MapSpec `ebpf:"lb6_icmp_scratch"`
-	Lb6Scratch     *ebpf.MapSpec `ebpf:"lb6_scratch"`
+	Lb6Pick        *ebpf.MapSpec `ebpf:"lb6_pick"`
 	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
+	Lb6SlotFind    *ebpf.MapSpec `ebpf:"lb6_slot_find"`
+	Lb6Slots       *ebpf.MapSpec `ebpf:"lb6_slots"`
 	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
 	Lb6Vip16       *ebpf.MapSpec `ebpf:"lb6_vip16"`
@@ -503,7 +550,10 @@ type sockMapSpecs struct {
 	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
 	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
+	LbPick         *ebpf.MapSpec `ebpf:"lb_pick"`
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
+	LbSlotFind     *ebpf.MapSpec `ebpf:"lb_slot_find"`
+	LbSlots        *ebpf.MapSpec `ebpf:"lb_slots"`
 	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
 	Sock6Affinity  *ebpf.MapSpec `ebpf:"sock6_affinity"`
@@ -552,8 +602,10 @@ type sockMaps struct {
 	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
 	Lb6IcmpScratch *ebpf.Map `ebpf:"lb6_icmp_scratch"`
-	Lb6Scratch     *ebpf.Map `ebpf:"lb6_scratch"`
+	Lb6Pick        *ebpf.Map `ebpf:"lb6_pick"`
 	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
+	Lb6SlotFind    *ebpf.Map `ebpf:"lb6_slot_find"`
+	Lb6Slots       *ebpf.Map `ebpf:"lb6_slots"`
 	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
 	Lb6Vip16       *ebpf.Map `ebpf:"lb6_vip16"`
@@ -563,7 +615,10 @@ type sockMaps struct {
 	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
 	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
+	LbPick         *ebpf.Map `ebpf:"lb_pick"`
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
+	LbSlotFind     *ebpf.Map `ebpf:"lb_slot_find"`
+	LbSlots        *ebpf.Map `ebpf:"lb_slots"`
 	LbStats        *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
 	Sock6Affinity  *ebpf.Map `ebpf:"sock6_affinity"`
@@ -586,8 +641,10 @@ func (m *sockMaps) Close() error {
 		m.Lb6Conntrack,
 		m.Lb6Frags,
 		m.Lb6IcmpScratch,
-		m.Lb6Scratch,
+		m.Lb6Pick,
 		m.Lb6Services,
+		m.Lb6SlotFind,
+		m.Lb6Slots,
 		m.Lb6Stats,
 		m.Lb6Tail,
 		m.Lb6Vip16,
@@ -597,7 +654,10 @@ func (m *sockMaps) Close() error {
 		m.LbConntrack,
 		m.LbFrags,
 		m.LbMeta,
+		m.LbPick,
 		m.LbServices,
+		m.LbSlotFind,
+		m.LbSlots,
 		m.LbStats,
 		m.LbVip16,
 		m.Sock6Affinity,

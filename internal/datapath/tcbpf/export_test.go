@@ -39,3 +39,8 @@ func LoadPrivate() (*Plane, error) {
 
 // NpCt is a NodePort conntrack value (bpf/nodeport.h).
 type NpCt = serviceNpCt
+
+// SlotKey is lb_slots' key; BackendOfSlotKey the backend it names.
+type SlotKey = serviceLbSlotKey
+
+func BackendOfSlotKey(k SlotKey) Backend { return Backend{IP: addrOf(k.Ip), Port: portOf(k.Port)} }

@@ -16,7 +16,7 @@ import (
 // (93 of 164 MB, most of it the preallocated LRU conntracks).
 // The IPv6 arrays keep their size: lb6_vip16 is read at every packet.
 var ipv6Maps = []string{
-	serviceMapLb6Services, serviceMapLb6Backends, serviceMapLb6Conntrack, serviceMapLb6Affinity,
+	serviceMapLb6Services, serviceMapLb6Backends, serviceMapLb6Slots, serviceMapLb6Conntrack, serviceMapLb6Affinity,
 	serviceMapLb6Frags, serviceMapNp6Conntrack, serviceMapHostViaStack6, serviceMapPodRoutes6,
 }
 

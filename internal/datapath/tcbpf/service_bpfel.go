@@ -125,11 +125,25 @@ type serviceLb6IcmpScratch struct {
 	}
 }
 
-type serviceLb6Scratch struct {
+type serviceLb6Pick struct {
 	_   structs.HostLayout
 	Key serviceLb6AffinityKey
 	_   [4]byte
 	Val serviceLb6Affinity
+}
+
+type serviceLb6SlotFind struct {
+	_  structs.HostLayout
+	Bk serviceLbBackendKey
+	Sk serviceLb6SlotKey
+}
+
+type serviceLb6SlotKey struct {
+	_     structs.HostLayout
+	SvcId uint32
+	Ip    serviceLb6Addr
+	Port  uint16
+	Pad   uint16
 }
 
 type serviceLb6SvcKey struct {
@@ -207,12 +221,35 @@ type serviceLbFragKey struct {
 	Pad   uint8
 }
 
+type serviceLbPick struct {
+	_   structs.HostLayout
+	Key serviceLbAffinityKey
+	Val serviceLbAffinity
+}
+
+type serviceLbSlotFind struct {
+	_  structs.HostLayout
+	Bk serviceLbBackendKey
+	Sk serviceLbSlotKey
+}
+
+type serviceLbSlotKey struct {
+	_     structs.HostLayout
+	SvcId uint32
+	Ip    uint32
+	Port  uint16
+	Pad   uint16
+}
+
 type serviceLbSvc struct {
 	_               structs.HostLayout
 	Id              uint32
 	Count           uint16
 	Flags           uint16
 	AffinityTimeout uint32
+	Kept            uint16
+	Pad             uint16
+	AffinityId      uint32
 }
 
 type serviceLbSvcKey struct {
@@ -281,8 +318,10 @@ const (
 	serviceMapLb6Conntrack   = "lb6_conntrack"
 	serviceMapLb6Frags       = "lb6_frags"
 	serviceMapLb6IcmpScratch = "lb6_icmp_scratch"
-	serviceMapLb6Scratch     = "lb6_scratch"
+	serviceMapLb6Pick        = "lb6_pick"
 	serviceMapLb6Services    = "lb6_services"
+	serviceMapLb6SlotFind    = "lb6_slot_find"
+	serviceMapLb6Slots       = "lb6_slots"
 	serviceMapLb6Stats       = "lb6_stats"
 	serviceMapLb6Tail        = "lb6_tail"
 	serviceMapLb6Vip16       = "lb6_vip16"
@@ -292,7 +331,10 @@ const (
 	serviceMapLbConntrack    = "lb_conntrack"
 	serviceMapLbFrags        = "lb_frags"
 	serviceMapLbMeta         = "lb_meta"
+	serviceMapLbPick         = "lb_pick"
 	serviceMapLbServices     = "lb_services"
+	serviceMapLbSlotFind     = "lb_slot_find"
+	serviceMapLbSlots        = "lb_slots"
 	serviceMapLbStats        = "lb_stats"
 	serviceMapLbVip16        = "lb_vip16"
 	serviceMapNp6Conntrack   = "np6_conntrack"
@@ -381,8 +423,10 @@ type serviceMapSpecs struct {
 	Lb6Conntrack   *ebpf.MapSpec `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.MapSpec `ebpf:"lb6_frags"`
 	Lb6IcmpScratch *ebpf.MapSpec `ebpf:"lb6_icmp_scratch"`
-	Lb6Scratch     *ebpf.MapSpec `ebpf:"lb6_scratch"`
+	Lb6Pick        *ebpf.MapSpec `ebpf:"lb6_pick"`
 	Lb6Services    *ebpf.MapSpec `ebpf:"lb6_services"`
+	Lb6SlotFind    *ebpf.MapSpec `ebpf:"lb6_slot_find"`
+	Lb6Slots       *ebpf.MapSpec `ebpf:"lb6_slots"`
 	Lb6Stats       *ebpf.MapSpec `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.MapSpec `ebpf:"lb6_tail"`
 	Lb6Vip16       *ebpf.MapSpec `ebpf:"lb6_vip16"`
@@ -392,7 +436,10 @@ type serviceMapSpecs struct {
 	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
 	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
+	LbPick         *ebpf.MapSpec `ebpf:"lb_pick"`
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
+	LbSlotFind     *ebpf.MapSpec `ebpf:"lb_slot_find"`
+	LbSlots        *ebpf.MapSpec `ebpf:"lb_slots"`
 	LbStats        *ebpf.MapSpec `ebpf:"lb_stats"`
 	LbVip16        *ebpf.MapSpec `ebpf:"lb_vip16"`
 	Np6Conntrack   *ebpf.MapSpec `ebpf:"np6_conntrack"`
@@ -441,8 +488,10 @@ type serviceMaps struct {
 	Lb6Conntrack   *ebpf.Map `ebpf:"lb6_conntrack"`
 	Lb6Frags       *ebpf.Map `ebpf:"lb6_frags"`
 	Lb6IcmpScratch *ebpf.Map `ebpf:"lb6_icmp_scratch"`
-	Lb6Scratch     *ebpf.Map `ebpf:"lb6_scratch"`
+	Lb6Pick        *ebpf.Map `ebpf:"lb6_pick"`
 	Lb6Services    *ebpf.Map `ebpf:"lb6_services"`
+	Lb6SlotFind    *ebpf.Map `ebpf:"lb6_slot_find"`
+	Lb6Slots       *ebpf.Map `ebpf:"lb6_slots"`
 	Lb6Stats       *ebpf.Map `ebpf:"lb6_stats"`
 	Lb6Tail        *ebpf.Map `ebpf:"lb6_tail"`
 	Lb6Vip16       *ebpf.Map `ebpf:"lb6_vip16"`
@@ -452,7 +501,10 @@ type serviceMaps struct {
 	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
 	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
+	LbPick         *ebpf.Map `ebpf:"lb_pick"`
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
+	LbSlotFind     *ebpf.Map `ebpf:"lb_slot_find"`
+	LbSlots        *ebpf.Map `ebpf:"lb_slots"`
 	LbStats        *ebpf.Map `ebpf:"lb_stats"`
 	LbVip16        *ebpf.Map `ebpf:"lb_vip16"`
 	Np6Conntrack   *ebpf.Map `ebpf:"np6_conntrack"`
@@ -477,8 +529,10 @@ func (m *serviceMaps) Close() error {
 		m.Lb6Conntrack,
 		m.Lb6Frags,
 		m.Lb6IcmpScratch,
-		m.Lb6Scratch,
+		m.Lb6Pick,
 		m.Lb6Services,
+		m.Lb6SlotFind,
+		m.Lb6Slots,
 		m.Lb6Stats,
 		m.Lb6Tail,
 		m.Lb6Vip16,
@@ -488,7 +542,10 @@ func (m *serviceMaps) Close() error {
 		m.LbConntrack,
 		m.LbFrags,
 		m.LbMeta,
+		m.LbPick,
 		m.LbServices,
+		m.LbSlotFind,
+		m.LbSlots,
 		m.LbStats,
 		m.LbVip16,
 		m.Np6Conntrack,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -37,13 +38,20 @@ func ParseProto(s string) (Proto, error) {
 	return 0, fmt.Errorf("protocol %q: want tcp or udp", s)
 }
 
-// MaxBackends is the most backends one Service may have (slots are u16).
+// MaxBackends is the most backends one Service may have for new flows,
+// and the most Draining ones (counts are u16).
 const MaxBackends = 65535
 
 // Backend is one pod address behind a Service.
 type Backend struct {
 	IP   netip.Addr `json:"ip"`
 	Port uint16     `json:"port"`
+	// Draining: the backend takes no new flow but keeps its established
+	// UDP flows (an endpoint terminating and still serving while others
+	// are ready: kube-proxy's conntrack cleanup keeps the flows of every
+	// serving endpoint). Its slot is after the backends for new flows
+	// (bpf/lb.h's lb_svc.kept).
+	Draining bool `json:"draining,omitempty"`
 }
 
 func (b Backend) String() string { return netip.AddrPortFrom(b.IP, b.Port).String() }
@@ -94,7 +102,8 @@ const (
 
 // value is the Service map's value for s with id.
 func (s Service) value(id uint32) serviceLbSvc {
-	v := serviceLbSvc{Id: id, Count: uint16(len(s.Backends)), AffinityTimeout: s.Affinity}
+	fresh := s.forNewFlows()
+	v := serviceLbSvc{Id: id, Count: uint16(len(fresh)), Kept: uint16(len(s.Backends) - len(fresh)), AffinityTimeout: s.Affinity}
 	if s.Affinity > 0 {
 		v.Flags |= svcAffinity
 	}
@@ -102,6 +111,17 @@ func (s Service) value(id uint32) serviceLbSvc {
 		v.Flags |= svcExternal
 	}
 	return v
+}
+
+// forNewFlows are s's backends that take new flows (not Draining).
+func (s Service) forNewFlows() []Backend {
+	return slices.DeleteFunc(slices.Clone(s.Backends), func(b Backend) bool { return b.Draining })
+}
+
+// slotted is s's backends in the order of their slots: those for new
+// flows (slots 0..count-1), then the Draining ones.
+func (s Service) slotted() []Backend {
+	return slices.Concat(s.forNewFlows(), slices.DeleteFunc(slices.Clone(s.Backends), func(b Backend) bool { return !b.Draining }))
 }
 
 // frontendKey names one Service map entry, whatever the family.
@@ -149,10 +169,10 @@ func (s Service) Validate() error {
 	if s.External && s.HasExternal {
 		return fmt.Errorf("service %s: an external entry cannot point to another", s)
 	}
-	if len(s.Backends) > MaxBackends {
-		return fmt.Errorf("service %s: %d backends, at most %d", s, len(s.Backends), MaxBackends)
+	if n := len(s.forNewFlows()); n > MaxBackends || len(s.Backends)-n > MaxBackends {
+		return fmt.Errorf("service %s: %d backends, at most %d for new flows and %d draining", s, len(s.Backends), MaxBackends, MaxBackends)
 	}
-	seen := map[Backend]bool{}
+	seen := map[netip.AddrPort]bool{}
 	for _, b := range s.Backends {
 		if !b.IP.IsValid() || b.IP.Is6() != v6 || b.IP.Is4In6() || b.IP.Zone() != "" {
 			return fmt.Errorf("service %s: backend %s: must be an %s address, as the clusterIP", s, b, familyName(v6))
@@ -160,10 +180,11 @@ func (s Service) Validate() error {
 		if b.Port == 0 {
 			return fmt.Errorf("service %s: backend %s: port 0: use 1-65535", s, b)
 		}
-		if seen[b] {
+		ap := netip.AddrPortFrom(b.IP, b.Port)
+		if seen[ap] {
 			return fmt.Errorf("service %s: backend %s is listed twice", s, b)
 		}
-		seen[b] = true
+		seen[ap] = true
 	}
 	return nil
 }

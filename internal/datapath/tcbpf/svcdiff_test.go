@@ -30,8 +30,8 @@ package tcbpf_test
 //	VNETLAB_SVCDIFF_SEED=S      first world's seed (default 1)
 //	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 120; 4 per world, each world a fresh plane)
 //	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 80)
-//	VNETLAB_SVCDIFF_STRICT=L    hold the plane to kube-proxy where it is known to differ: L is
-//	                            udp (world.carry), affinity (world.placed), or all
+//	VNETLAB_SVCDIFF_STRICT=affinity  hold the plane to kube-proxy where it is known to
+//	                            differ: sessionAffinity per Service port (world.placed)
 //
 // A disagreement prints its world's seed, the table, the packet, both
 // outcomes and the command that reruns that world alone.
@@ -380,8 +380,8 @@ func usedAddr(used map[svcsync.Key]bool, a netip.Addr) bool {
 }
 
 // genEndpoints draws a Service's endpoints: mostly up to 4 of the pods
-// that are also clients, sometimes more ready ones than the plane scans
-// for a backend that moved (lb_backend_slot's LB_AFFINITY_SCAN, 64 slots).
+// that are also clients, sometimes 70 to 99 (mostly ready), whose
+// backends move into slots past the first 64 when a few leave.
 func genEndpoints(r *rand.Rand, fam svcFamily) []svcEndpoint {
 	var eps []svcEndpoint
 	pods := r.Perm(svcPods)[:r.IntN(5)]
@@ -422,7 +422,7 @@ func genTable(r *rand.Rand, fams []svcFamily, prev *svcTable, next *int) svcTabl
 			s.endpoints = slices.Clone(s.endpoints)
 			change := r.IntN(5)
 			if len(s.endpoints) > 64 {
-				change = 2 // a few: the count stays above the slots the plane scans
+				change = 2 // a few: the backends beyond the new count move
 			}
 			switch change {
 			case 0:
@@ -519,6 +519,12 @@ func entries(tb svcTable, i int) svcsync.Entries {
 		}
 		if len(ready) == 0 {
 			ready = terminating
+		} else if f.proto == dp.UDP {
+			// A UDP port's other serving endpoints keep their flows.
+			for _, b := range terminating {
+				b.Draining = true
+				ready = append(ready, b)
+			}
 		}
 		out[f.key()] = slices.SortedFunc(slices.Values(ready), dp.CompareBackends)
 	}
@@ -567,9 +573,9 @@ type world struct {
 	affinity map[affinityKey]remembered
 	// open: flows left open for the next table, whose packets then go on.
 	open []openFlow
-	// strictUDP, strictAffinity: hold the plane to kube-proxy where it is
-	// known to differ (carry, probe).
-	strictUDP, strictAffinity bool
+	// strictAffinity: hold the plane to kube-proxy where it is known to
+	// differ (placed).
+	strictAffinity bool
 	// last: the L4 bytes of the last packet a program returned.
 	last []byte
 }
@@ -621,14 +627,10 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	}
 	switch os.Getenv("VNETLAB_SVCDIFF_STRICT") {
 	case "":
-	case "udp":
-		w.strictUDP = true
-	case "affinity":
+	case "affinity", "all", "1":
 		w.strictAffinity = true
-	case "all", "1":
-		w.strictUDP, w.strictAffinity = true, true
 	default:
-		t.Fatalf("VNETLAB_SVCDIFF_STRICT=%q: want udp, affinity or all", os.Getenv("VNETLAB_SVCDIFF_STRICT"))
+		t.Fatalf("VNETLAB_SVCDIFF_STRICT=%q: want affinity", os.Getenv("VNETLAB_SVCDIFF_STRICT"))
 	}
 	sy, err := svcsync.NewSyncer(w.p)
 	if err != nil {
@@ -820,8 +822,7 @@ func (w *world) probe() string {
 		w.c.icmp++
 	}
 	// A quarter of the flows stay open into the next table; every flow of a
-	// large Service, whose backends may move beyond the slots the plane
-	// scans when a few endpoints leave.
+	// large Service, whose backends may move when a few endpoints leave.
 	if w.r.IntN(4) == 0 || len(w.tb.services[f.svc].endpoints) > 64 {
 		w.open = append(w.open, openFlow{fam: w.fam, client: cl, src: src, key: f.key(), svc: w.tb.services[f.svc].name, backend: got.dst})
 	}
@@ -838,12 +839,6 @@ func (w *world) probe() string {
 //     next datagram is a new flow. Not checked: the flows of a Service
 //     deleted, or left with no serving endpoint at all (kube-proxy's
 //     cleanup then leaves their entries to time out).
-//
-// Where the plane is known to differ, the model states the plane's rule
-// unless VNETLAB_SVCDIFF_STRICT is udp (or all): a UDP flow on an endpoint that is
-// terminating but still serving, beside ready ones, is moved by from_pod
-// (bpf/lb_fam.h's lb_backend_slot asks whether the backend is one of the
-// Service's backends for new flows, and the terminating one is not).
 func (w *world) carry(of openFlow) string {
 	w.fam = of.fam
 	proto := protoNum(of.key.Proto)
@@ -858,11 +853,7 @@ func (w *world) carry(of openFlow) string {
 		if !ok || svc != of.svc || !w.anyServing(f) {
 			return ""
 		}
-		stays := w.serving(f, of.backend)
-		if !w.strictUDP {
-			stays = slices.Contains(svcModel(w.tb, f), of.backend)
-		}
-		if !stays {
+		if !w.serving(f, of.backend) {
 			allowed = svcModel(w.tb, f)
 			keep = outcome{}
 		}

@@ -18,14 +18,15 @@ type svcMaps struct {
 	v6       bool
 	services *ebpf.Map
 	backends *ebpf.Map
+	slots    *ebpf.Map // lb_slots: each backend's slot, for the programs to find one that moved
 }
 
 // mapsOf returns the maps of vip's family.
 func (p *Plane) mapsOf(vip netip.Addr) svcMaps {
 	if vip.Is6() && !vip.Is4In6() {
-		return svcMaps{v6: true, services: p.objs.Lb6Services, backends: p.objs.Lb6Backends}
+		return svcMaps{v6: true, services: p.objs.Lb6Services, backends: p.objs.Lb6Backends, slots: p.objs.Lb6Slots}
 	}
-	return svcMaps{services: p.objs.LbServices, backends: p.objs.LbBackends}
+	return svcMaps{services: p.objs.LbServices, backends: p.objs.LbBackends, slots: p.objs.LbSlots}
 }
 
 // families are both families' maps, IPv4 first.
@@ -57,12 +58,37 @@ func (m svcMaps) put(s Service, v serviceLbSvc, flags ebpf.MapUpdateFlags) error
 
 func (m svcMaps) del(s Service) error { return m.services.Delete(m.key(s)) }
 
+// putBackend writes backend b into slot of Service id, and where it is
+// into lb_slots.
 func (m svcMaps) putBackend(id uint32, slot int, b Backend) error {
 	k := serviceLbBackendKey{SvcId: id, Slot: uint32(slot)}
+	var err error
 	if m.v6 {
-		return m.backends.Update(&k, &serviceLb6Backend{Ip: addr6Words(b.IP), Port: be16(b.Port)}, ebpf.UpdateAny)
+		err = m.backends.Update(&k, &serviceLb6Backend{Ip: addr6Words(b.IP), Port: be16(b.Port)}, ebpf.UpdateAny)
+	} else {
+		err = m.backends.Update(&k, &serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}, ebpf.UpdateAny)
 	}
-	return m.backends.Update(&k, &serviceLbBackend{Ip: be32(b.IP), Port: be16(b.Port)}, ebpf.UpdateAny)
+	if err != nil {
+		return err
+	}
+	at := uint32(slot)
+	return m.slots.Update(m.slotKey(id, b), &at, ebpf.UpdateAny)
+}
+
+// slotKey is backend b's key in lb_slots for Service id.
+func (m svcMaps) slotKey(id uint32, b Backend) any {
+	if m.v6 {
+		return &serviceLb6SlotKey{SvcId: id, Ip: addr6Words(b.IP), Port: be16(b.Port)}
+	}
+	return &serviceLbSlotKey{SvcId: id, Ip: be32(b.IP), Port: be16(b.Port)}
+}
+
+// forgetSlot deletes b's lb_slots entry if it still names slot.
+func (m svcMaps) forgetSlot(id uint32, slot int, b Backend) {
+	var at uint32
+	if k := m.slotKey(id, b); m.slots.Lookup(k, &at) == nil && at == uint32(slot) {
+		_ = m.slots.Delete(k)
+	}
 }
 
 func (m svcMaps) backend(id uint32, slot uint32) (Backend, error) {
@@ -77,8 +103,10 @@ func (m svcMaps) backend(id uint32, slot uint32) (Backend, error) {
 	return Backend{IP: addrOf(b.Ip), Port: portOf(b.Port)}, err
 }
 
-func (m svcMaps) delBackend(id uint32, slot int) {
+// delBackend empties slot of Service id, which held backend was.
+func (m svcMaps) delBackend(id uint32, slot int, was Backend) {
 	_ = m.backends.Delete(&serviceLbBackendKey{SvcId: id, Slot: uint32(slot)})
+	m.forgetSlot(id, slot, was)
 }
 
 // entry is one Service map entry as it is iterated: its frontend and value.

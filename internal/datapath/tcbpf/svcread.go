@@ -9,15 +9,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// backendsOf reads a Service's backends, slot by slot; on a missing slot it
+// backendsOf reads a Service's backends, slot by slot (the Draining ones
+// last, marked); on a missing slot it
 // returns those read so far and the error.
 func (m svcMaps) backendsOf(v serviceLbSvc) ([]Backend, error) {
 	var out []Backend
-	for slot := uint32(0); slot < uint32(v.Count); slot++ {
+	for slot := uint32(0); slot < uint32(v.Count)+uint32(v.Kept); slot++ {
 		b, err := m.backend(v.Id, slot)
 		if err != nil {
 			return out, fmt.Errorf("backend slot %d: %w", slot, err)
 		}
+		b.Draining = slot >= uint32(v.Count)
 		out = append(out, b)
 	}
 	return out, nil

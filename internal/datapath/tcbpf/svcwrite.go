@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/cilium/ebpf"
 )
@@ -52,15 +53,16 @@ func (p *Plane) AddServices(ss []Service) (err error) {
 		s := ss[i]
 		m := p.mapsOf(s.VIP)
 		// Backends first: the programs never see a count larger than the slots filled.
-		for slot, b := range s.Backends {
+		slotted := s.slotted()
+		for slot, b := range slotted {
 			if uerr := m.putBackend(id, slot, b); uerr != nil {
-				m.delBackends(id, slot)
+				m.delBackends(id, slotted[:slot])
 				err = fmt.Errorf("service %s: backend map: %w", s, uerr)
 				return err
 			}
 		}
 		if uerr := m.put(s, s.value(id), ebpf.UpdateNoExist); uerr != nil {
-			m.delBackends(id, len(s.Backends))
+			m.delBackends(id, slotted)
 			if errors.Is(uerr, ebpf.ErrKeyExist) {
 				err = fmt.Errorf("service %s: %w", s, ErrExists)
 			} else {
@@ -95,9 +97,10 @@ func (p *Plane) nextIDs(n uint32) (uint32, error) {
 	return next, nil
 }
 
-func (m svcMaps) delBackends(id uint32, n int) {
-	for slot := 0; slot < n; slot++ {
-		m.delBackend(id, slot)
+// delBackends empties the slots of Service id that hold bs (in slot order).
+func (m svcMaps) delBackends(id uint32, bs []Backend) {
+	for slot, b := range bs {
+		m.delBackend(id, slot, b)
 	}
 }
 
@@ -128,7 +131,7 @@ func (p *Plane) DelEntry(s Service) error {
 	if err := m.del(s); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
-	m.delBackends(v.Id, int(v.Count))
+	m.delBackends(v.Id, gone.Backends)
 	return p.countFilters([]Service{gone}, -1)
 }
 
@@ -151,7 +154,10 @@ func (p *Plane) UpdateService(s Service) error {
 	}
 	old := Service{VIP: s.VIP, Port: s.Port, Proto: s.Proto, External: s.External}
 	old.Backends, _ = m.backendsOf(v)
-	s.Backends = StableSlots(old.Backends, s.Backends)
+	// The backends for new flows keep their slots; the Draining ones follow.
+	slotted := s.slotted()
+	fresh := len(s.forNewFlows())
+	s.Backends = slices.Concat(StableSlots(old.forNewFlows(), slotted[:fresh]), slotted[fresh:])
 	// The new backends' ports enter the prefilter before any packet can be
 	// sent to them; the old ones leave it last.
 	if err := p.countFilters([]Service{{VIP: s.VIP, Backends: s.Backends}}, +1); err != nil {
@@ -162,18 +168,28 @@ func (p *Plane) UpdateService(s Service) error {
 			return fmt.Errorf("service %s: backend map: %w", s, err)
 		}
 	}
+	// A backend that left a slot leaves lb_slots, unless it moved (then
+	// lb_slots names its new slot already).
+	for slot, b := range old.Backends[:min(len(old.Backends), len(s.Backends))] {
+		if !sameAddr(b, s.Backends[slot]) {
+			m.forgetSlot(v.Id, slot, b)
+		}
+	}
 	// The count changes once the slots it covers are filled (growing) and
 	// before the slots beyond it go (shrinking).
 	if err := m.put(s, s.value(v.Id), ebpf.UpdateExist); err != nil {
 		return fmt.Errorf("service %s: service map: %w", s, err)
 	}
-	for slot := len(s.Backends); slot < int(v.Count); slot++ {
-		m.delBackend(v.Id, slot)
+	for slot := len(s.Backends); slot < len(old.Backends); slot++ {
+		m.delBackend(v.Id, slot, old.Backends[slot])
 	}
 	// countFilters also counted the clusterIP's /16 once more above: the
 	// old entry takes it back with its backends.
 	return p.countFilters([]Service{old}, -1)
 }
+
+// sameAddr: a and b are the same address and port (Draining or not).
+func sameAddr(a, b Backend) bool { return a.IP == b.IP && a.Port == b.Port }
 
 // StableSlots orders backends `want` so that each one that was already in
 // `old` keeps its slot where the new count allows: a client whose

@@ -193,3 +193,75 @@ func TestStableSlots(t *testing.T) {
 		}
 	}
 }
+
+// Draining backends sit after the backends for new flows and read back
+// marked; lb_slots, where the programs find a backend that moved, names
+// every backend's slot and nothing more, through updates that move
+// backends, and is empty once the Service is deleted.
+func TestDrainingAndSlots(t *testing.T) {
+	p := testPlane(t)
+	be := func(ip string, draining bool) dp.Backend {
+		return dp.Backend{IP: netip.MustParseAddr(ip), Port: 53, Draining: draining}
+	}
+	slots := func() map[dp.Backend]uint32 {
+		out := map[dp.Backend]uint32{}
+		var k dp.SlotKey
+		var at uint32
+		it := p.Objects().LbSlots.Iterate()
+		for it.Next(&k, &at) {
+			out[dp.BackendOfSlotKey(k)] = at
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	s := dp.Service{VIP: netip.MustParseAddr("10.96.0.53"), Port: 53, Proto: dp.UDP,
+		Backends: []dp.Backend{be("10.244.1.1", false), be("10.244.1.2", false), be("10.244.1.3", false)}}
+	if err := p.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		bs    []dp.Backend
+		want  []dp.Backend // in slot order
+		slots map[string]uint32
+	}{
+		// 10.244.1.1 drains: 10.244.1.3 moves into its slot, it follows.
+		{[]dp.Backend{be("10.244.1.1", true), be("10.244.1.2", false), be("10.244.1.3", false)},
+			[]dp.Backend{be("10.244.1.3", false), be("10.244.1.2", false), be("10.244.1.1", true)},
+			map[string]uint32{"10.244.1.3": 0, "10.244.1.2": 1, "10.244.1.1": 2}},
+		// It is gone, 10.244.1.2 drains.
+		{[]dp.Backend{be("10.244.1.2", true), be("10.244.1.3", false)},
+			[]dp.Backend{be("10.244.1.3", false), be("10.244.1.2", true)},
+			map[string]uint32{"10.244.1.3": 0, "10.244.1.2": 1}},
+		// Both take new flows again, one more comes.
+		{[]dp.Backend{be("10.244.1.2", false), be("10.244.1.3", false), be("10.244.1.4", false)},
+			[]dp.Backend{be("10.244.1.3", false), be("10.244.1.2", false), be("10.244.1.4", false)},
+			map[string]uint32{"10.244.1.3": 0, "10.244.1.2": 1, "10.244.1.4": 2}},
+	} {
+		s.Backends = step.bs
+		if err := p.UpdateService(s); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := p.ListServices()
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("services %v, %v", ss, err)
+		}
+		if !reflect.DeepEqual(ss[0].Backends, step.want) {
+			t.Fatalf("after %v: backends %v, want %v", step.bs, ss[0].Backends, step.want)
+		}
+		got := map[string]uint32{}
+		for b, at := range slots() {
+			got[b.IP.String()] = at
+		}
+		if !reflect.DeepEqual(got, step.slots) {
+			t.Fatalf("after %v: lb_slots %v, want %v", step.bs, got, step.slots)
+		}
+	}
+	if err := p.DelService(s.VIP, s.Port, s.Proto); err != nil {
+		t.Fatal(err)
+	}
+	if left := slots(); len(left) != 0 {
+		t.Fatalf("lb_slots after the Service's delete: %v", left)
+	}
+}

@@ -35,7 +35,9 @@ import (
 //     targetPorts per pod, so one Service port may have several numbers;
 //   - only ready endpoints; if none is ready, the serving ones that are
 //     terminating (kube-proxy's fallback), so a rollout never drops
-//     connections it could serve;
+//     connections it could serve; in an entry for every endpoint, a UDP
+//     port's other serving endpoints follow, Draining: they keep their
+//     flows and take no new one;
 //   - internalTrafficPolicy Local: only endpoints on this node (none: the
 //     entry stays, without backends, and its clients are refused);
 //   - internalTrafficPolicy Cluster: the ready endpoints the slices' hints
@@ -198,7 +200,21 @@ func backendsFor(sp corev1.ServicePort, eps []*discoveryv1.EndpointSlice, at Nod
 	if len(ready) == 0 {
 		ready = terminating
 	}
-	return sortedBackends(ready)
+	ready = sortedBackends(ready)
+	if sp.Protocol != corev1.ProtocolUDP || local {
+		return ready
+	}
+	// A UDP port's other serving endpoints keep the flows they have
+	// (Draining), as kube-proxy's conntrack cleanup keeps them: from_pod
+	// asks (a node's outside clients' flows are nodeport_in's own).
+	var draining []tcbpf.Backend
+	for _, b := range servingBackends(sp, eps, v6) {
+		if !slices.Contains(ready, b) {
+			b.Draining = true
+			draining = append(draining, b)
+		}
+	}
+	return sortedBackends(append(ready, draining...))
 }
 
 // servingBackends are one Service port's serving endpoints of one family

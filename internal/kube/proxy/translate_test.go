@@ -68,11 +68,13 @@ func key(s string) svcsync.Key {
 	return svcsync.Key{VIP: a.Addr(), Port: a.Port(), Proto: p, External: ext}
 }
 
+// bes reads backends "10.244.1.5:80"; "~10.244.1.5:80" is a Draining one.
 func bes(ss ...string) []tcbpf.Backend {
 	var out []tcbpf.Backend
 	for _, s := range ss {
+		s, draining := strings.CutPrefix(s, "~")
 		a := netip.MustParseAddrPort(s)
-		out = append(out, tcbpf.Backend{IP: a.Addr(), Port: a.Port()})
+		out = append(out, tcbpf.Backend{IP: a.Addr(), Port: a.Port(), Draining: draining})
 	}
 	return out
 }
@@ -124,6 +126,13 @@ func TestTranslate(t *testing.T) {
 			ep{ip: "10.244.1.6", ready: b(false), serving: b(false), terminating: b(true)},
 			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
 		want: map[string][]string{"10.96.0.10:80/tcp": {"10.244.1.7:80"}},
+	}, {
+		name: "UDP: a terminating endpoint still serving keeps its flows (Draining), beside the ready ones",
+		svc:  svcOf("10.96.0.10", sport("", 53, corev1.ProtocolUDP, intstr.FromInt32(5353))),
+		slices: []*discoveryv1.EndpointSlice{sliceOf("a", []discoveryv1.EndpointPort{eport("", 5353, corev1.ProtocolUDP)},
+			ep{ip: "10.244.1.5", ready: b(true)}, ep{ip: "10.244.1.6", ready: b(false), serving: b(false), terminating: b(true)},
+			ep{ip: "10.244.1.7", ready: b(false), serving: b(true), terminating: b(true)})},
+		want: map[string][]string{"10.96.0.10:53/udp": {"10.244.1.5:5353", "~10.244.1.7:5353"}},
 	}, {
 		name: "no endpoints: the entry without backends (clients refused, not passed on)",
 		svc:  svcOf("10.96.0.10", sport("", 80, corev1.ProtocolTCP, intstr.FromInt32(80))),
