@@ -84,8 +84,15 @@ func (c *Changes) Add(o Changes) {
 type installed struct {
 	backends    []tcbpf.Backend
 	affinity    uint32 // session affinity timeout (0: none)
+	affinityID  uint32 // whose memory it keeps (tcbpf.Service.AffinityID; 0: its own)
 	hasExternal bool   // an External entry of the same frontend serves outside clients
 }
+
+// Ports name the Service port each entry of a Service serves: under
+// sessionAffinity the entries of one port (its clusterIPs, node ports and
+// external IPs) share a client's memory, as kube-proxy's do. An entry not
+// named keeps its own.
+type Ports map[Key]string
 
 // Syncer keeps the data plane's Service map equal to the union of the
 // Services' entries, touching only entries that changed: a Service's sync
@@ -99,6 +106,10 @@ type Syncer struct {
 	owner map[Key]string
 	// bySvc: each Service's entries.
 	bySvc map[string]Entries
+	// groups: each Service's ports' affinity ids (Ports), lastGroup the
+	// id given last.
+	groups    map[string]map[string]uint32
+	lastGroup uint32
 }
 
 // NewSyncer reads the plane's current entries.
@@ -107,9 +118,11 @@ func NewSyncer(p Plane) (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the Service map: %w", err)
 	}
-	s := &Syncer{plane: p, installed: map[Key]installed{}, owner: map[Key]string{}, bySvc: map[string]Entries{}}
+	s := &Syncer{plane: p, installed: map[Key]installed{}, owner: map[Key]string{}, bySvc: map[string]Entries{},
+		groups: map[string]map[string]uint32{}, lastGroup: tcbpf.FirstAffinityID - 1}
 	for _, e := range ss {
-		s.installed[KeyOf(e)] = installed{backends: e.Backends, affinity: e.Affinity, hasExternal: e.HasExternal}
+		s.installed[KeyOf(e)] = installed{backends: e.Backends, affinity: e.Affinity, affinityID: e.AffinityID, hasExternal: e.HasExternal}
+		s.lastGroup = max(s.lastGroup, e.AffinityID)
 	}
 	return s, nil
 }
@@ -119,23 +132,31 @@ func NewSyncer(p Plane) (*Syncer, error) {
 func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.SyncWith(name, want, 0) }
 
 // SyncWith is Sync for a Service whose entries all carry a session
-// affinity timeout (seconds, SessionAffinity; 0: none). An entry whose
-// affinity changed is updated in place, like one whose backends did. An
+// affinity timeout (seconds, SessionAffinity; 0: none), each entry with a
+// memory of its own. An entry whose affinity changed is updated in place,
+// like one whose backends did.
+func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
+	return s.SyncPorts(name, want, affinity, nil)
+}
+
+// SyncPorts is SyncWith where the entries of one Service port (ports)
+// share sessionAffinity's memory. An
 // entry whose frontend also has an External entry is marked so
 // (tcbpf.Service.HasExternal). Writes come first, External entries before
 // the entries that point to them; deletes last, entries for every client
 // before External ones: the programs never follow a mark to nothing.
-func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
+func (s *Syncer) SyncPorts(name string, want Entries, affinity uint32, ports Ports) (Changes, error) {
 	var ch Changes
 	var errs []error
 	keys := sortedKeys(want)
+	ids := s.affinityIDs(name, want, affinity, ports)
 	split := 0 // keys[:split] are the External entries
 	for split < len(keys) && keys[split].External {
 		split++
 	}
 	// The External entries are written before the entries that point to them.
-	s.write(name, keys[:split], want, affinity, &ch, &errs)
-	s.write(name, keys[split:], want, affinity, &ch, &errs)
+	s.write(name, keys[:split], want, affinity, ids, &ch, &errs)
+	s.write(name, keys[split:], want, affinity, ids, &ch, &errs)
 	gone := Entries{}
 	for k := range s.bySvc[name] {
 		if _, keep := want[k]; !keep && s.owner[k] == name { // else another Service took it over since
@@ -147,6 +168,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 	errs = append(errs, err)
 	if len(want) == 0 {
 		delete(s.bySvc, name)
+		delete(s.groups, name)
 	} else {
 		s.bySvc[name] = want
 	}
@@ -156,7 +178,7 @@ func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, 
 // write makes the entries keys of Service name equal to want's: those
 // changed are updated in place, the new ones added (in one call when the
 // plane takes many).
-func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, ch *Changes, errs *[]error) {
+func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, ids map[Key]uint32, ch *Changes, errs *[]error) {
 	var add []tcbpf.Service
 	for _, k := range keys {
 		bs := want[k]
@@ -172,27 +194,61 @@ func (s *Syncer) write(name string, keys []Key, want Entries, affinity uint32, c
 			hasExt = false
 		}
 		have, ok := s.installed[k]
-		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, HasExternal: hasExt}
+		svc := tcbpf.Service{VIP: k.VIP, Port: k.Port, Proto: k.Proto, External: k.External, Backends: bs, Affinity: affinity, AffinityID: ids[k], HasExternal: hasExt}
 		switch {
 		case !ok:
 			add = append(add, svc)
 			continue
-		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.hasExternal != hasExt:
+		case !sameBackends(have.backends, bs) || have.affinity != affinity || have.affinityID != ids[k] || have.hasExternal != hasExt:
 			if err := s.plane.UpdateService(svc); err != nil {
 				*errs = append(*errs, err)
 				continue
 			}
 			ch.Updated++
 		}
-		s.installed[k] = installed{backends: bs, affinity: affinity, hasExternal: hasExt}
+		s.installed[k] = installed{backends: bs, affinity: affinity, affinityID: ids[k], hasExternal: hasExt}
 		s.owner[k] = name
 	}
 	for _, svc := range s.addAll(add, errs) {
 		k := KeyOf(svc)
-		s.installed[k] = installed{backends: want[k], affinity: affinity, hasExternal: svc.HasExternal}
+		s.installed[k] = installed{backends: want[k], affinity: affinity, affinityID: svc.AffinityID, hasExternal: svc.HasExternal}
 		s.owner[k] = name
 		ch.Added++
 	}
+}
+
+// affinityIDs gives each entry of Service name that ports names, under
+// sessionAffinity, its port's affinity id: the one the port had, else one
+// its entries hold in the maps (a restarted proxy keeps the memories),
+// else a new one.
+func (s *Syncer) affinityIDs(name string, want Entries, affinity uint32, ports Ports) map[Key]uint32 {
+	if affinity == 0 || len(ports) == 0 {
+		delete(s.groups, name)
+		return nil
+	}
+	had := s.groups[name]
+	now := map[string]uint32{}
+	ids := map[Key]uint32{}
+	for _, k := range sortedKeys(want) {
+		port, ok := ports[k]
+		if !ok {
+			continue
+		}
+		id, ok := now[port]
+		if !ok {
+			id, ok = had[port]
+		}
+		if !ok {
+			if id = s.installed[k].affinityID; id == 0 || s.installed[k].affinity == 0 || s.owner[k] != "" && s.owner[k] != name {
+				s.lastGroup++
+				id = s.lastGroup
+			}
+		}
+		now[port] = id
+		ids[k] = id
+	}
+	s.groups[name] = now
+	return ids
 }
 
 // addAll adds svcs to the maps, in one call when the plane takes many (if

@@ -75,6 +75,12 @@ type Service struct {
 	// flows keep the backend of its last one for this many seconds after
 	// it (0: none, every flow is placed by its hash).
 	Affinity uint32 `json:"affinity_seconds,omitempty"`
+	// AffinityID is the key under which sessionAffinity remembers a
+	// client's backend, the same for every frontend of a Service port
+	// (clusterIP, node ports, external IPs: kube-proxy keeps one memory
+	// per Service port); 0: the entry's own ID. Chosen by the caller
+	// (svcsync), above FirstAffinityID.
+	AffinityID uint32 `json:"affinity_id,omitempty"`
 	// External marks the entry that serves only clients outside the node
 	// (the uplink's nodeport_in), beside the frontend's entry for every
 	// client: a NodePort or external IP of a Service whose
@@ -91,6 +97,11 @@ type Service struct {
 // MaxAffinity is the longest affinity timeout (Kubernetes' limit, a day).
 const MaxAffinity = 86400
 
+// FirstAffinityID is the lowest Service.AffinityID: entry IDs (from
+// lb_meta) stay below it, so a memory shared by a Service port's
+// frontends is never one entry's own.
+const FirstAffinityID = 1 << 31
+
 // Mirrors of bpf/lb.h's LB_SVC_* flags and LB_SCOPE_* values.
 const (
 	svcAffinity = 0x1
@@ -106,6 +117,7 @@ func (s Service) value(id uint32) serviceLbSvc {
 	v := serviceLbSvc{Id: id, Count: uint16(len(fresh)), Kept: uint16(len(s.Backends) - len(fresh)), AffinityTimeout: s.Affinity}
 	if s.Affinity > 0 {
 		v.Flags |= svcAffinity
+		v.AffinityId = s.AffinityID
 	}
 	if s.HasExternal {
 		v.Flags |= svcExternal
@@ -165,6 +177,9 @@ func (s Service) Validate() error {
 	}
 	if s.Affinity > MaxAffinity {
 		return fmt.Errorf("service %s: affinity timeout %ds: at most %d (a day)", s, s.Affinity, MaxAffinity)
+	}
+	if s.AffinityID != 0 && s.AffinityID < FirstAffinityID {
+		return fmt.Errorf("service %s: affinity id %d: at least %d (below are entries' own ids)", s, s.AffinityID, uint32(FirstAffinityID))
 	}
 	if s.External && s.HasExternal {
 		return fmt.Errorf("service %s: an external entry cannot point to another", s)

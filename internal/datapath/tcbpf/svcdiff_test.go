@@ -30,8 +30,6 @@ package tcbpf_test
 //	VNETLAB_SVCDIFF_SEED=S      first world's seed (default 1)
 //	VNETLAB_SVCDIFF_TABLES=N    tables in all (default 120; 4 per world, each world a fresh plane)
 //	VNETLAB_SVCDIFF_PACKETS=M   new flows per table (default 80)
-//	VNETLAB_SVCDIFF_STRICT=affinity  hold the plane to kube-proxy where it is known to
-//	                            differ: sessionAffinity per Service port (world.placed)
 //
 // A disagreement prints its world's seed, the table, the packet, both
 // outcomes and the command that reruns that world alone.
@@ -72,12 +70,8 @@ func TestServiceDifferential(t *testing.T) {
 		n := min(tablesPerWorld, tables-w*tablesPerWorld)
 		c, bad := runWorld(t, s, n, packets)
 		if bad != "" {
-			strict := ""
-			if v := os.Getenv("VNETLAB_SVCDIFF_STRICT"); v != "" {
-				strict = "VNETLAB_SVCDIFF_STRICT=" + v + " "
-			}
-			t.Fatalf("%s\nrerun this world alone: %sVNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/\n(before it, in agreement: %s)",
-				bad, strict, s, n, packets, tot.summary(w, w*tablesPerWorld))
+			t.Fatalf("%s\nrerun this world alone: VNETLAB_SVCDIFF_SEED=%d VNETLAB_SVCDIFF_TABLES=%d VNETLAB_SVCDIFF_PACKETS=%d go test -count=1 -run 'TestServiceDifferential$' ./internal/datapath/tcbpf/\n(before it, in agreement: %s)",
+				bad, s, n, packets, tot.summary(w, w*tablesPerWorld))
 		}
 		tot.add(c)
 	}
@@ -549,11 +543,22 @@ func syncTable(s *svcsync.Syncer, prev, tb *svcTable) error {
 		}
 	}
 	for i, sv := range tb.services {
-		if _, err := s.SyncWith(sv.name, entries(*tb, i), sv.affinity); err != nil {
+		ports := svcsync.Ports{}
+		for _, f := range tb.frontends() {
+			if f.svc == i {
+				ports[f.key()] = sv.portKey(f).String()
+			}
+		}
+		if _, err := s.SyncPorts(sv.name, entries(*tb, i), sv.affinity, ports); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// portKey names the Service port frontend f serves: its clusterIP's key.
+func (s svcDef) portKey(f frontend) svcsync.Key {
+	return svcsync.Key{VIP: s.clusterIP, Port: s.ports[f.sp].port, Proto: f.proto}
 }
 
 // The packets.
@@ -573,9 +578,6 @@ type world struct {
 	affinity map[affinityKey]remembered
 	// open: flows left open for the next table, whose packets then go on.
 	open []openFlow
-	// strictAffinity: hold the plane to kube-proxy where it is known to
-	// differ (placed).
-	strictAffinity bool
 	// last: the L4 bytes of the last packet a program returned.
 	last []byte
 }
@@ -624,13 +626,6 @@ func runWorld(t *testing.T, seed uint64, n, packets int) (diffCounts, string) {
 	var famNames []string
 	for _, f := range w.fams {
 		famNames = append(famNames, f.name)
-	}
-	switch os.Getenv("VNETLAB_SVCDIFF_STRICT") {
-	case "":
-	case "affinity", "all", "1":
-		w.strictAffinity = true
-	default:
-		t.Fatalf("VNETLAB_SVCDIFF_STRICT=%q: want affinity", os.Getenv("VNETLAB_SVCDIFF_STRICT"))
 	}
 	sy, err := svcsync.NewSyncer(w.p)
 	if err != nil {
@@ -932,18 +927,13 @@ func (w *world) serving(f frontend, b netip.AddrPort) bool {
 //
 // kube-proxy remembers a client's endpoint per Service port: every
 // frontend of the port (clusterIP, node port, external IP) leads to the
-// same. The plane remembers it per map entry (lb_affinity: client and the
-// entry's id), so per frontend, unless VNETLAB_SVCDIFF_STRICT is affinity
-// (or all).
+// same (the plane: lb_svc.affinity_id, the Syncer's Ports).
 func (w *world) placed(f frontend, client netip.Addr, b netip.AddrPort, allowed []netip.AddrPort) string {
 	s := w.tb.services[f.svc]
 	if s.affinity == 0 {
 		return ""
 	}
-	k := affinityKey{client, s.name, f.key()}
-	if w.strictAffinity {
-		k.fe = svcsync.Key{VIP: s.clusterIP, Port: s.ports[f.sp].port, Proto: f.proto}
-	}
+	k := affinityKey{client, s.name, s.portKey(f)}
 	if m, ok := w.affinity[k]; ok && slices.Contains(allowed, m.backend) {
 		if m.backend != b {
 			return fmt.Sprintf("model: sessionAffinity ClientIP: the client's earlier flow (to %s/%s, table %d) went to %s\n", m.via.Frontend(), m.via.Proto, m.table, m.backend)

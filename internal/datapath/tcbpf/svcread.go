@@ -60,7 +60,7 @@ func (p *Plane) ListServices() ([]Service, error) {
 			s := Service{VIP: e.vip, Port: e.port, Proto: e.proto, ID: v.Id,
 				External: e.external, HasExternal: v.Flags&svcExternal != 0}
 			if v.Flags&svcAffinity != 0 {
-				s.Affinity = v.AffinityTimeout
+				s.Affinity, s.AffinityID = v.AffinityTimeout, v.AffinityId
 			}
 			if s.Backends, err = m.backendsOf(v); errors.Is(err, ebpf.ErrKeyNotExist) {
 				// A writer (the proxy's sync) changed the Service since

@@ -87,7 +87,7 @@ func (p *Plane) nextIDs(n uint32) (uint32, error) {
 	if next == 0 {
 		next = 1
 	}
-	if next+n < next {
+	if next+n < next || next+n > FirstAffinityID {
 		return 0, fmt.Errorf("service ids exhausted: recreate the lab")
 	}
 	end := next + n

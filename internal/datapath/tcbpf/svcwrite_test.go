@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
 	dp "github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
 )
 
@@ -263,5 +264,60 @@ func TestDrainingAndSlots(t *testing.T) {
 	}
 	if left := slots(); len(left) != 0 {
 		t.Fatalf("lb_slots after the Service's delete: %v", left)
+	}
+}
+
+// Under sessionAffinity the entries of one Service port (svcsync.Ports)
+// share one affinity id, other ports have their own, a restarted Syncer
+// keeps them (nothing to write), and without affinity none is left.
+func TestAffinityIDPerServicePort(t *testing.T) {
+	p := testPlane(t)
+	key := func(s string) svcsync.Key {
+		ap := netip.MustParseAddrPort(s)
+		return svcsync.Key{VIP: ap.Addr(), Port: ap.Port(), Proto: dp.TCP}
+	}
+	bs := []dp.Backend{{IP: netip.MustParseAddr("10.244.1.5"), Port: 8080}}
+	want := svcsync.Entries{key("10.96.0.9:80"): bs, key("10.250.0.2:30080"): bs, key("10.96.0.9:443"): bs}
+	ports := svcsync.Ports{key("10.96.0.9:80"): "web", key("10.250.0.2:30080"): "web", key("10.96.0.9:443"): "tls"}
+	ids := func() map[string]uint32 {
+		ss, err := p.ListServices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]uint32{}
+		for _, s := range ss {
+			out[netip.AddrPortFrom(s.VIP, s.Port).String()] = s.AffinityID
+		}
+		return out
+	}
+	sy, err := svcsync.NewSyncer(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sy.SyncPorts("ns/web", want, 60, ports); err != nil {
+		t.Fatal(err)
+	}
+	got := ids()
+	web, tls := got["10.96.0.9:80"], got["10.96.0.9:443"]
+	if web < dp.FirstAffinityID || tls < dp.FirstAffinityID || web == tls || got["10.250.0.2:30080"] != web {
+		t.Fatalf("affinity ids %v: want the clusterIP's port 80 and the node port one id, port 443 another, each at least %d", got, uint32(dp.FirstAffinityID))
+	}
+	restarted, err := svcsync.NewSyncer(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := restarted.SyncPorts("ns/web", want, 60, ports); err != nil || ch.Total() != 0 {
+		t.Fatalf("a restarted Syncer: %+v, %v; want no change", ch, err)
+	}
+	if after := ids(); !reflect.DeepEqual(after, got) {
+		t.Fatalf("a restarted Syncer changed the ids: %v, was %v", after, got)
+	}
+	if _, err := restarted.SyncPorts("ns/web", want, 0, ports); err != nil {
+		t.Fatal(err)
+	}
+	for fe, id := range ids() {
+		if id != 0 {
+			t.Fatalf("without sessionAffinity %s keeps affinity id %d", fe, id)
+		}
 	}
 }

@@ -264,7 +264,7 @@ func (p *Proxier) syncService(key string) (svcsync.Changes, error) {
 	maps.Copy(want, ext)
 	now := UDPFrontends(svc, eps, p.nodeIPs)
 	p.clean.mu.Lock()
-	ch, err := p.syncer.SyncWith(key, want, SessionAffinity(svc))
+	ch, err := p.syncer.SyncPorts(key, want, SessionAffinity(svc), AffinityPorts(svc, p.nodeIPs))
 	p.clean.written(p.udp[key], now, err == nil)
 	if err == nil {
 		for fe, had := range p.udp[key] {

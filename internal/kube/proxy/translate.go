@@ -266,30 +266,44 @@ func sortedBackends(bs []tcbpf.Backend) []tcbpf.Backend {
 // the target port changed.
 func UDPFrontends(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodeIPs []netip.Addr) map[netip.AddrPort][]tcbpf.Backend {
 	out := map[netip.AddrPort][]tcbpf.Backend{}
-	for _, sp := range svc.Spec.Ports {
-		if sp.Protocol != corev1.ProtocolUDP {
-			continue
+	eachPortKey(svc, nodeIPs, func(sp corev1.ServicePort, k svcsync.Key) {
+		if sp.Protocol == corev1.ProtocolUDP {
+			out[k.Frontend()] = servingBackends(sp, eps, k.VIP.Is6())
 		}
-		// The frontends are the translators' keys for this port alone.
+	})
+	return out
+}
+
+// AffinityPorts names the Service port each of svc's entries serves
+// (svcsync.Ports: under sessionAffinity the frontends of one port share a
+// client's memory, as kube-proxy's chains of a Service port share its
+// recent lists); nil without sessionAffinity.
+func AffinityPorts(svc *corev1.Service, nodeIPs []netip.Addr) svcsync.Ports {
+	if SessionAffinity(svc) == 0 {
+		return nil
+	}
+	out := svcsync.Ports{}
+	eachPortKey(svc, nodeIPs, func(sp corev1.ServicePort, k svcsync.Key) {
+		out[k] = fmt.Sprintf("%s/%s/%d", sp.Name, sp.Protocol, sp.Port)
+	})
+	return out
+}
+
+// eachPortKey calls fn with each Service port and each of its entries'
+// keys (every address:port a client may reach it on: clusterIPs, node
+// ports, external IPs), as the translators make them for that port alone.
+func eachPortKey(svc *corev1.Service, nodeIPs []netip.Addr, fn func(corev1.ServicePort, svcsync.Key)) {
+	for _, sp := range svc.Spec.Ports {
 		one := *svc
 		one.Spec.Ports = []corev1.ServicePort{sp}
 		internal, _ := Translate(&one, nil, Node{})
 		external, _ := TranslateExternal(&one, nil, Node{}, nodeIPs)
-		serving := [2][]tcbpf.Backend{servingBackends(sp, eps, false), servingBackends(sp, eps, true)}
 		for _, es := range []svcsync.Entries{internal, external} {
 			for k := range es {
-				out[k.Frontend()] = serving[b2i(k.VIP.Is6())]
+				fn(sp, k)
 			}
 		}
 	}
-	return out
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // slicePort finds the slice's port for a Service port: same name, same
