@@ -53,14 +53,19 @@ fuzz:
 # the netpol smoke subset of upstream's specs (docs/conformance.md; SUITE=netpol-smoke).
 TEST_SKIP ?= ^TestNetpolSmoke$$
 # The suite itself, for a caller that already holds TEST_LOCK; then every fuzz target for
-# TEST_FUZZTIME (go test has run their seed corpora already; about a minute in all).
+# TEST_FUZZTIME (go test has run their seed corpora already; about a minute in all). The
+# fuzzing binaries (instrumented: minutes of building on an empty cache) are built at the
+# lowest priority while the suite runs, so the fuzzing after it costs only its own time.
 # Labs and clusters an earlier run left (no vnetlab process uses them) are
 # removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
 	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
-	{ CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' ./...; code=$$?; \
-	  FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh || code=1; \
+	fuzzbin=$$(mktemp -d /tmp/vnetlab-fuzzbin-XXXXXX) && \
+	{ GO=$(GO) CGO_ENABLED=0 nice -n 19 ./scripts/fuzz.sh --build $$fuzzbin >$$fuzzbin/build.log 2>&1 & fuzzbuild=$$!; \
+	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' ./...; code=$$?; \
+	  wait $$fuzzbuild || { cat $$fuzzbin/build.log; code=1; }; \
+	  FUZZBIN=$$fuzzbin FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh || code=1; rm -rf $$fuzzbin; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software
