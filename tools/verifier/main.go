@@ -10,21 +10,29 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
 
-// objects are the committed bpf2go objects, one per BPF source.
-var objects = []string{
-	"internal/datapath/tcbpf/service_bpfel.o",
-	"internal/datapath/polbpf/policy_bpfel.o",
-	"internal/datapath/sock/sock_bpfel.o",
-	"internal/measure/pktstat/pktsize_bpfel.o",
-	"internal/measure/profile/profile_bpfel.o",
+// objects are the committed bpf2go objects (*_bpfel.o) below internal/.
+func objects() ([]string, error) {
+	var out []string
+	err := filepath.WalkDir("internal", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, "_bpfel.o") {
+			out = append(out, path)
+		}
+		return err
+	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("no *_bpfel.o below internal/: run it from the repository's root")
+	}
+	return out, err
 }
 
 // processed is the verifier's statistics line: "processed N insns (limit ...".
@@ -33,7 +41,11 @@ var processed = regexp.MustCompile(`processed (\d+) insns`)
 func main() {
 	files := os.Args[1:]
 	if len(files) == 0 {
-		files = objects
+		var err error
+		if files, err = objects(); err != nil {
+			fmt.Fprintln(os.Stderr, "verifier:", err)
+			os.Exit(1)
+		}
 	}
 	failed := false
 	fmt.Printf("%-16s %-28s %10s %8s\n", "object", "program", "verified", "insns")
