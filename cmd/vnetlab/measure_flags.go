@@ -62,8 +62,8 @@ func (f shareFlag) Set(v string) error {
 func (shareFlag) Type() string { return "percent" }
 
 // registerKnobFlags binds each knob's plain flag (--NAME, knob.All) to its
-// field of s: the engine's knobs always, the lab's own (links, policies)
-// when links.
+// field of s (a lab knob's: its value in s.Lab, Knob.Flag): the engine's
+// knobs always, the lab's own (lab and policy knobs) when links.
 func registerKnobFlags(f *pflag.FlagSet, s *knob.Settings, links bool) {
 	for _, k := range knob.All {
 		if k.LabOnly() && !links {
@@ -71,9 +71,10 @@ func registerKnobFlags(f *pflag.FlagSet, s *knob.Settings, links bool) {
 		}
 		if p := k.IntField(s); p != nil {
 			f.IntVar(p, string(k.Name), *p, k.Help)
-		} else {
-			p := k.StringField(s)
+		} else if p := k.StringField(s); p != nil {
 			f.StringVar(p, string(k.Name), *p, k.Help)
+		} else {
+			f.Var(k.Flag(s), string(k.Name), k.Help)
 		}
 	}
 }

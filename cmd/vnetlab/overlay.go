@@ -12,9 +12,9 @@ import (
 // being the spec's value (runner.DefaultSpec's for --help). To resolve, it
 // starts from the defaults, lets the scenario file replace what it sets,
 // binds a second flag set to that spec (the file's values become its
-// defaults) and overlays every flag the command line gave. A new knob is an
-// entry of knob.All with its field of knob.Settings (its flag is bound from
-// there, registerKnobFlags; its scenario key from there too,
+// defaults) and overlays every flag the command line gave. A new knob is a
+// file of internal/measure/knob registering it in knob.All (its flag is
+// bound from there, registerKnobFlags; its scenario key from there too,
 // scenario.decodeKnobs): no switch to extend.
 
 // overlay sets on to every flag the command line set in from.

@@ -1,44 +1,49 @@
 package results
 
-// The knobs' settings and their proof, as the file records
-// them; the runner converts internal/measure/knob's and internal/measure/pktstat's types
-// into these (runner/filing.go).
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
-// Links are the knobs a lab's links take (Settings.Links, LinkProof.Requested):
-// zero values leave the mode's own settings alone.
-type Links struct {
-	MTU     int    `json:"mtu,omitempty"`
-	GSO     int    `json:"gso_max_size,omitempty"`
-	GRO     int    `json:"gro_max_size,omitempty"`
-	Offload string `json:"offload,omitempty"`
-}
+// The knobs' proofs, as the file records them: a lab knob's (KnobProof),
+// produced by internal/measure/knob's Appliers in this type, the packets
+// (internal/measure/pktstat's Packets) and the policy knobs' (PolicyProof).
 
-// IsZero says no knob is set.
-func (l Links) IsZero() bool { return l == Links{} }
-
-// LinkState is one link as the kernel reported it after the knobs were set.
-type LinkState struct {
-	NS             string `json:"ns"`
-	Name           string `json:"name"`
-	Kind           string `json:"kind"`
-	MTU            int    `json:"mtu"`
-	GSOMaxSize     uint32 `json:"gso_max_size"`
-	GROMaxSize     uint32 `json:"gro_max_size"`
-	GSOIPv4MaxSize uint32 `json:"gso_ipv4_max_size,omitempty"`
-	GROIPv4MaxSize uint32 `json:"gro_ipv4_max_size,omitempty"`
-	TSOMaxSize     uint32 `json:"tso_max_size,omitempty"`
-	// Features: each offload's state by short name ("on", "off",
-	// "mixed"), with " (fixed)" when the device cannot change it.
-	Features map[string]string `json:"features,omitempty"`
-}
-
-// LinkProof is what a lab's links were asked and what the kernel kept (Cell.Links).
-type LinkProof struct {
-	Requested Links       `json:"requested,omitempty"`
-	Links     []LinkState `json:"links"`
-	// NotApplied is why a requested setting is not in force on some
-	// link: the kernel's refusal, or what it kept instead ("": all in force).
+// KnobProof is what one lab knob's proof found at one place (Cell.Proofs):
+// a link, a pod's device, a pod's namespace.
+type KnobProof struct {
+	Knob string `json:"knob"`
+	// Wanted is the value asked ("": none, what the mode built).
+	Wanted string `json:"wanted,omitempty"`
+	Got    string `json:"got"`
+	// Where is the place: "eth0 (veth) in vnl-lab-pod-a".
+	Where string `json:"where"`
+	// NotApplied is why Got is not Wanted there ("": it is, or nothing
+	// was asked).
 	NotApplied string `json:"not_applied,omitempty"`
+}
+
+// FeatureStates spells a link's offload states (by ethtool's short name:
+// "on", "off", "mixed", with " (fixed)") as the offload knob's proof's
+// Got: "gro:on+gso:on+rx:on (fixed)", by name.
+func FeatureStates(states map[string]string) string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(states)) {
+		parts = append(parts, n+":"+states[n])
+	}
+	return strings.Join(parts, "+")
+}
+
+// ParseFeatureStates reads FeatureStates back.
+func ParseFeatureStates(got string) map[string]string {
+	out := map[string]string{}
+	for _, item := range strings.Split(got, "+") {
+		if n, st, ok := strings.Cut(item, ":"); ok {
+			out[n] = st
+		}
+	}
+	return out
 }
 
 // PacketSide is what one device carried in a cell's proof sample.

@@ -24,8 +24,12 @@ import (
 // a local cluster's proxy_since (kube set-proxy). 6: a sample's
 // round_index and slot (the rounds' random order), a comparison's method
 // (paired by round, or unpaired) and precision, the run's order and
-// precision settings.
-const SchemaVersion = 6
+// precision settings. 7: the knobs recorded generically, so that a new
+// knob changes no format: the run's knobs as settings.knobs (name ->
+// value; were streams, size, links, load, rate, policies, ipblocks), a
+// cell's lab knobs' proof as proofs (knob, wanted, got, where,
+// not_applied; was links); older files read into these (legacy.go).
+const SchemaVersion = 7
 
 // File is one run.
 type File struct {
@@ -153,8 +157,6 @@ type Settings struct {
 	Duration string `json:"duration"`
 	Repeat   int    `json:"repeat"`
 	Warmup   int    `json:"warmup"`
-	Streams  int    `json:"streams,omitempty"`
-	Size     int    `json:"size,omitempty"`
 	// How the cells were summarised.
 	CVThreshold float64 `json:"cv_threshold,omitempty"` // a cell with a larger cv is "noisy"
 	Baseline    string  `json:"baseline,omitempty"`     // mode every cell is compared with
@@ -165,17 +167,15 @@ type Settings struct {
 	// Tolerance is kube run --tolerance: a pod cell fails the run when it is
 	// significantly below its host cell by more than this ratio (0: not asked).
 	Tolerance float64 `json:"tolerance,omitempty"`
-	// The knobs set for every cell, and the sweep whose points
-	// the cells are (their point says each swept knob's value).
-	Links Links  `json:"links,omitzero"`
-	Load  int    `json:"load,omitempty"`
-	Rate  string `json:"rate,omitempty"` // the offered rate (rr/crr: requests/s, open loop; UDP streams: bits/s); "": max
-	// The policy knobs set for every cell and the providers
-	// enforcing them (each a cell coordinate).
-	Policies        int      `json:"policies,omitempty"`
-	IPBlocks        int      `json:"ipblocks,omitempty"`
-	PolicyProviders []string `json:"policy_providers,omitempty"`
-	Sweep           *Sweep   `json:"sweep,omitempty"`
+	// Knobs are the knobs set for every cell, by name, as flags spell
+	// their values ("streams": "4", "mtu": "9000", "rate": "20000"; a
+	// knob unset, or rate at max, is left out). Sweep is the sweep whose
+	// points the cells are (their point says each swept knob's value).
+	// PolicyProviders are the providers enforcing the policy knobs (each
+	// a cell coordinate).
+	Knobs           map[string]string `json:"knobs,omitempty"`
+	PolicyProviders []string          `json:"policy_providers,omitempty"`
+	Sweep           *Sweep            `json:"sweep,omitempty"`
 	// Order is how the cells were ordered within each round: "random"
 	// (each round shuffled anew from OrderSeed, so no cell always follows
 	// another) or "fixed" (the plan's order); "" in older files: fixed.
@@ -291,17 +291,18 @@ type Cell struct {
 	Profile        *Profile `json:"profile,omitempty"`
 	ProfileSamples []Sample `json:"profile_samples,omitempty"`
 
-	// The knobs' proof. Links: what the knobs asked of the
-	// lab's links and every link as the kernel reports it (MTU, GSO/GRO
-	// sizes, offloads). Packets: the average packet at the sender's
+	// The knobs' proof. Proofs: every lab knob read back at every place
+	// it acts on (each link's MTU, GSO/GRO sizes, offloads; the pods'
+	// qdiscs and congestion control), with what was asked and, where it
+	// is not in force, why. Packets: the average packet at the sender's
 	// transmit and at the receiver's GRO, counted in ProofSample's window:
 	// a sample of the cell's own, with the same traffic and settings,
 	// outside Samples and the statistics (a file without
 	// proof_sample counted in its measured windows, the counter's cost
 	// inside them: Cell.CountedInWindows).
-	Links       *LinkProof `json:"links,omitempty"`
-	Packets     *Packets   `json:"packets,omitempty"`
-	ProofSample *Sample    `json:"proof_sample,omitempty"`
+	Proofs      []KnobProof `json:"proofs,omitempty"`
+	Packets     *Packets    `json:"packets,omitempty"`
+	ProofSample *Sample     `json:"proof_sample,omitempty"`
 	// RateMax: a cell at a share of its path's maximum (rate=50%): what
 	// 100% was, measured closed-loop before the rounds.
 	RateMax *RateMax `json:"rate_max,omitempty"`

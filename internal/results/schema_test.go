@@ -78,11 +78,8 @@ func fixture() *File {
 			Lost:      1, Dir: "profiles",
 			Files: &ProfileFiles{Pprof: "cell.pb.gz", Folded: "cell.folded", Flame: "cell.svg"}},
 		ProfileSamples: []Sample{sample(3, RoundProfile)},
-		Links: &LinkProof{Requested: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"},
-			Links: []LinkState{{NS: "vnetlab-l-node1", Name: "eth0", Kind: "veth", MTU: 9000, GSOMaxSize: 185000,
-				GROMaxSize: 185000, GSOIPv4MaxSize: 185000, GROIPv4MaxSize: 185000, TSOMaxSize: 524280,
-				Features: map[string]string{"tso": "off", "gro": "on (fixed)"}}},
-			NotApplied: "gro_max_size 185000 refused"},
+		Proofs: []KnobProof{{Knob: "mtu", Wanted: "9000", Got: "9000", Where: "eth0 (veth) in vnetlab-l-node1"},
+			{Knob: "gro", Wanted: "185000", Got: "65536", Where: "eth0 (veth) in vnetlab-l-node1", NotApplied: "gro_max_size is 65536, not 185000 (the kernel ignored it)"}},
 		Packets: &Packets{Sender: side("vnetlab-l-pod1", "eth0"), Receiver: side("vnetlab-l-pod2", "eth0"),
 			Note: "client and server in one namespace: its loopback carries both directions, so the averages include the acknowledgements"},
 		ProofSample: &proof,
@@ -95,12 +92,13 @@ func fixture() *File {
 			Tools:       map[string]string{"iperf3": "iperf 3.12 (cJSON 1.7.15)"},
 			CommandLine: []string{"vnetlab", "run", "-f", "fixture.yaml"}, Scenario: "fixture.yaml",
 			Start: t0, End: t0.Add(time.Hour),
-			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, Streams: 4, Size: 1, CVThreshold: 0.1,
+			Settings: Settings{Duration: "2s", Repeat: 5, Warmup: 1, CVThreshold: 0.1,
 				Baseline: "host", CIMethod: "bootstrap-median", CPUAffinity: "auto", Tolerance: 0.05,
-				Links: Links{MTU: 9000, GSO: 185000, GRO: 185000, Offload: "tso=off"}, Load: 2, Rate: "20000",
-				Policies: 1000, IPBlocks: 100, PolicyProviders: []string{"nftables", "iptables"},
-				Sweep: &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true},
-				Order: "random", OrderSeed: 42, Precision: 0.02, MaxTime: "10m0s", Looks: []int{10, 24}, Duet: true},
+				Knobs: map[string]string{"streams": "4", "size": "1", "mtu": "9000", "gso": "185000", "gro": "185000", "offload": "tso:off",
+					"qdisc": "fq", "cc": "bbr", "load": "2", "rate": "20000", "policies": "1000", "ipblocks": "100"},
+				PolicyProviders: []string{"nftables", "iptables"},
+				Sweep:           &Sweep{Axes: []Axis{{Knobs: []string{"gso", "gro"}, Values: []string{"65536", "185000"}}}, Cross: true},
+				Order:           "random", OrderSeed: 42, Precision: 0.02, MaxTime: "10m0s", Looks: []int{10, 24}, Duet: true},
 			Skipped:  []Skipped{{Mode: "ipvlan", Provider: "ebpf", Reason: "ipvlan: not in this kernel"}},
 			Cluster:  &cluster,
 			Clusters: []Cluster{cluster},
@@ -231,5 +229,33 @@ func TestSchemaOldVersionsRead(t *testing.T) {
 		if v == SchemaVersion && !reflect.DeepEqual(f, fixture()) {
 			t.Errorf("%s reads back as another file than the fixture that wrote it", p)
 		}
+	}
+}
+
+// An older file's typed knobs read into the generic ones: its settings'
+// streams, links, load, rate and policies into Settings.Knobs, a cell's
+// links' proof into Cell.Proofs.
+func TestSchemaOldKnobsRead(t *testing.T) {
+	f, err := Read(golden(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"streams": "4", "size": "1", "mtu": "9000", "gso": "185000", "gro": "185000", "offload": "tso=off",
+		"load": "2", "rate": "20000", "policies": "1000", "ipblocks": "100"}
+	if got := f.Metadata.Settings.Knobs; !reflect.DeepEqual(got, want) {
+		t.Errorf("settings' knobs %v, want %v", got, want)
+	}
+	c := f.Cells[0]
+	wantProofs := []KnobProof{
+		{Knob: "mtu", Wanted: "9000", Got: "9000", Where: "eth0 (veth) in vnetlab-l-node1"},
+		{Knob: "gso", Wanted: "185000", Got: "185000", Where: "eth0 (veth) in vnetlab-l-node1"},
+		{Knob: "gro", Wanted: "185000", Got: "185000", Where: "eth0 (veth) in vnetlab-l-node1"},
+		{Knob: "offload", Wanted: "tso=off", Got: "gro:on (fixed)+tso:off", Where: "eth0 (veth) in vnetlab-l-node1"},
+	}
+	if !reflect.DeepEqual(c.Proofs, wantProofs) {
+		t.Errorf("proofs %+v, want %+v", c.Proofs, wantProofs)
+	}
+	if c.NotApplied == "" {
+		t.Error("the cell's not_applied is lost")
 	}
 }

@@ -8,9 +8,9 @@ import (
 
 // The one boundary between the measuring packages and the results file:
 // what an engine and the knobs produce in their own types becomes
-// internal/results' types here (the profiler and the packet counter
-// produce the file's types themselves: profile.Summarize's results.Profile,
-// pktstat.Prove's results.Packets), so that a field renamed in any of them never changes the file's
+// internal/results' types here (the profiler, the packet counter
+// and the lab knobs produce the file's types themselves: profile.Summarize's results.Profile,
+// pktstat.Prove's results.Packets, each lab knob's results.KnobProof), so that a field renamed in any of them never changes the file's
 // format (results.TestSchemaGolden pins that format). Where the two types have the
 // same fields the conversion is Go's own, so that a field added on one side
 // only fails to compile here.
@@ -18,17 +18,17 @@ import (
 // resultOf is an engine's result as a sample records it.
 func resultOf(r engine.Result) results.Result { return results.Result(r) }
 
-// linksOf is the links' knobs as the file records them.
-func linksOf(l knob.Links) results.Links { return results.Links(l) }
-
-// linkProofOf is a lab's links' proof as its cells record it (nil for nil).
-func linkProofOf(p *knob.Proof) *results.LinkProof {
-	if p == nil {
-		return nil
+// knobsOf is the knobs set for every cell as the file records them, by
+// name (unset ones, and the default rate, max, left out).
+func knobsOf(s knob.Settings) map[string]string {
+	out := map[string]string{}
+	for _, k := range knob.All {
+		if v := k.Value(s); v != "" && v != "0" && !(k.Name == knob.Rate && v == knob.Unlimited) {
+			out[string(k.Name)] = v
+		}
 	}
-	out := &results.LinkProof{Requested: linksOf(p.Requested), NotApplied: p.NotApplied}
-	for _, l := range p.Links {
-		out.Links = append(out.Links, results.LinkState(l))
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/kernel"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
@@ -42,18 +41,18 @@ func (s Spec) appliesTo(p knob.Point, t engine.Test) bool {
 	return true
 }
 
-// labGroup is the points of the sweep that share one setting of the
-// lab's links and one policy set: they share a lab (per policy provider).
+// labGroup is the points of the sweep that share one setting of the lab
+// knobs and one policy set: they share a lab (per policy provider).
 type labGroup struct {
-	Links  knob.Links
+	Lab    knob.Values
 	Policy knob.PolicySet
 	Points []knob.Point
 }
 
-// SetsLinks says whether the spec sets a lab's links, plainly or in its
-// sweep (a cluster's are its CNI's: kube run refuses them).
+// SetsLinks says whether the spec sets a lab knob, plainly or in its
+// sweep (a cluster's links and pods are its CNI's: kube run refuses them).
 func (s Spec) SetsLinks() bool {
-	return slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Links.IsZero() })
+	return slices.ContainsFunc(s.labGroups(), func(g labGroup) bool { return !g.Lab.IsZero() })
 }
 
 // PolicyGroup is the points of the sweep that share one policy set.
@@ -79,15 +78,16 @@ func (s Spec) PolicyGroups() []PolicyGroup {
 	return out
 }
 
-// labGroups groups the sweep's points by the links and the policies they
-// need, in the points' order.
+// labGroups groups the sweep's points by the lab knobs' values (their
+// canonical string, knob.Values) and the policies they need, in the
+// points' order.
 func (s Spec) labGroups() []labGroup {
 	var out []labGroup
 	for _, p := range s.Sweep.Points() {
 		at := s.at(p)
-		i := slices.IndexFunc(out, func(g labGroup) bool { return g.Links == at.Links && g.Policy == at.Policy })
+		i := slices.IndexFunc(out, func(g labGroup) bool { return g.Lab == at.Lab && g.Policy == at.Policy })
 		if i < 0 {
-			out = append(out, labGroup{Links: at.Links, Policy: at.Policy})
+			out = append(out, labGroup{Lab: at.Lab, Policy: at.Policy})
 			i = len(out) - 1
 		}
 		out[i].Points = append(out[i].Points, p)
@@ -110,10 +110,11 @@ func (s Spec) checkKnobs() error {
 	}
 	groups := s.labGroups()
 	for _, g := range groups {
-		if g.Links.GSO > knob.LegacyGSO || g.Links.GRO > knob.LegacyGSO {
+		gso, gro := knob.Int(g.Lab.Get(knob.GSO)), knob.Int(g.Lab.Get(knob.GRO))
+		if gso > knob.LegacyGSO || gro > knob.LegacyGSO {
 			if err := kernel.BigTCPIPv4(); err != nil {
 				key := knob.GSO
-				if g.Links.GSO <= knob.LegacyGSO {
+				if gso <= knob.LegacyGSO {
 					key = knob.GRO
 				}
 				if s.Sweep.Sweeps(key) {
@@ -195,20 +196,21 @@ func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
 	return s.Rate, s.Streams
 }
 
-// proveLinks records lab l's links as the kernel kept them, for its cells:
-// the proof the lab took when it set its knobs, else a read-back.
-func (p *plan) proveLinks(l *lab.Lab, m modes.Mode) error {
-	proof := l.State.Links
+// proveKnobs records lab l's knobs as the lab holds them, for every one
+// of its cells: the proof the lab took when it set its knobs, else every
+// lab knob read back (what the mode built).
+func (p *plan) proveKnobs(l *lab.Lab, m modes.Mode) error {
+	proof := l.State.Knobs
 	if proof == nil {
-		links, err := knob.Readback(l.State.LinkPath(m))
+		found, err := knob.Read(l.State.KnobPath(m), "")
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.State.Name, err)
 		}
-		proof = &knob.Proof{Links: links}
+		proof = &knob.Proof{Proofs: found}
 	}
-	if p.links == nil {
-		p.links = map[string]*results.LinkProof{}
+	if p.knobs == nil {
+		p.knobs = map[string]*knob.Proof{}
 	}
-	p.links[l.State.Name] = linkProofOf(proof)
+	p.knobs[l.State.Name] = proof
 	return nil
 }

@@ -93,8 +93,8 @@ func TestKnobSweepMTUAndOffload(t *testing.T) {
 		if c.NotApplied != "" || c.Valid != spec.Repeat || c.Median <= 0 {
 			t.Errorf("%s: not applied %q, %d valid, median %g: want every sample valid", p, c.NotApplied, c.Valid, c.Median)
 		}
-		if c.Links == nil || len(c.Links.Links) == 0 || c.Packets == nil || c.Packets.Receiver == nil || c.Packets.Sender == nil {
-			t.Fatalf("%s: no proof: links %+v packets %+v", p, c.Links, c.Packets)
+		if len(linkProofs(c, knob.MTU)) == 0 || c.Packets == nil || c.Packets.Receiver == nil || c.Packets.Sender == nil {
+			t.Fatalf("%s: no proof: knobs %+v packets %+v", p, c.Proofs, c.Packets)
 		}
 		// Counted in a sample of its own, outside the statistics.
 		if ps := c.ProofSample; ps == nil || !ps.Valid || ps.Value <= 0 || ps.Round == "" || c.CountedInWindows() {
@@ -103,24 +103,24 @@ func TestKnobSweepMTUAndOffload(t *testing.T) {
 	}
 
 	jumbo := cellAt(t, f, engine.TCPStream, "streams=1,mtu=9000,offload=default")
-	for _, l := range jumbo.Links.Links {
-		if l.Name != "lo" && l.MTU != 9000 {
-			t.Errorf("mtu 9000: %s (%s) in %s reads back mtu %d", l.Name, l.Kind, l.NS, l.MTU)
+	for _, l := range linkProofs(jumbo, knob.MTU) {
+		if l.Got != "9000" || l.Wanted != "9000" {
+			t.Errorf("mtu 9000: %s reads back mtu %s (wanted %q)", l.Where, l.Got, l.Wanted)
 		}
 	}
 	if r := jumbo.Packets.Receiver; r.AvgBytes <= 1500 {
 		t.Errorf("mtu 9000: the receiver's average packet is %.0f bytes, want above 1500 (%+v)", r.AvgBytes, r)
 	}
-	for _, l := range cellAt(t, f, engine.TCPStream, base).Links.Links {
-		if l.Name != "lo" && l.MTU != 1500 {
-			t.Errorf("default: %s in %s has mtu %d, want the mode's 1500", l.Name, l.NS, l.MTU)
+	for _, l := range linkProofs(cellAt(t, f, engine.TCPStream, base), knob.MTU) {
+		if l.Got != "1500" {
+			t.Errorf("default: %s has mtu %s, want the mode's 1500", l.Where, l.Got)
 		}
 	}
 
 	off := cellAt(t, f, engine.TCPStream, "streams=1,mtu=default,offload="+allOff)
-	for _, l := range off.Links.Links {
-		if l.Name != "lo" && !strings.HasPrefix(l.Features["gro"], "off") {
-			t.Errorf("gro off: %s in %s reads back gro %q", l.Name, l.NS, l.Features["gro"])
+	for _, l := range linkProofs(off, knob.Offload) {
+		if gro := results.ParseFeatureStates(l.Got)["gro"]; !strings.HasPrefix(gro, "off") {
+			t.Errorf("gro off: %s reads back gro %q", l.Where, gro)
 		}
 	}
 	if r := off.Packets.Receiver; r.AvgBytes > 1500 || r.MaxBytes > 1500 {
@@ -339,4 +339,15 @@ func TestKnobSweepRate(t *testing.T) {
 	if sw := f.Metadata.Settings.Sweep; sw == nil || sw.Axes[0].Knobs[0] != "rate" {
 		t.Errorf("the file's sweep: %+v", sw)
 	}
+}
+
+// linkProofs are cell c's proofs of knob k on its links but loopback.
+func linkProofs(c *results.Cell, k knob.Name) []results.KnobProof {
+	var out []results.KnobProof
+	for _, p := range c.Proofs {
+		if p.Knob == string(k) && !strings.HasPrefix(p.Where, "lo (") {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -88,11 +88,12 @@ func (s Spec) prove(c Planned, counts pktstat.Snapshot) {
 // sender never sent a packet above 64 KB did not use it (the settings of
 // every link read back as asked, yet the socket kept the legacy size).
 func (s Spec) ignored(c *results.Cell) string {
-	if s.Links.GSO <= knob.LegacyGSO || c.Test != string(engine.TCPStream) || c.Packets == nil || c.Packets.Sender == nil {
+	gso := knob.Int(s.Lab.Get(knob.GSO))
+	if gso <= knob.LegacyGSO || c.Test != string(engine.TCPStream) || c.Packets == nil || c.Packets.Sender == nil {
 		return ""
 	}
 	if max := c.Packets.Sender.MaxBytes; max <= knob.LegacyGSO+bigPacketHeaders {
-		return fmt.Sprintf("gso %d ignored: the sender's largest packet was %d bytes, none above 64 KB (BIG TCP not in force)", s.Links.GSO, max)
+		return fmt.Sprintf("gso %d ignored: the sender's largest packet was %d bytes, none above 64 KB (BIG TCP not in force)", gso, max)
 	}
 	return ""
 }

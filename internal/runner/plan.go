@@ -29,8 +29,8 @@ type plan struct {
 	labs  []*lab.Lab
 	out   *results.File
 	cells []Planned
-	// links is each lab's links as the kernel kept them (by lab name).
-	links map[string]*results.LinkProof
+	// knobs is each lab's knobs as the lab holds them (by lab name).
+	knobs map[string]*knob.Proof
 	// policies is each lab's policies (by lab name; policies.go).
 	policies map[string]*policyLab
 }
@@ -49,7 +49,7 @@ func newPlan(spec Spec, prog Progress) (*plan, error) {
 }
 
 // build brings up the labs and lists the cells: per mode, setting of the
-// links and policy set the sweep's points need (knob.Links, knob.PolicySet)
+// lab knobs and policy set the sweep's points need (knob.Values, knob.PolicySet)
 // and policy provider (policies.go), one lab for the pod paths, and one per
 // provider and count of extra services for the service path (providers
 // cannot share a node: the first to DNAT wins; and each count is a
@@ -98,7 +98,7 @@ func (p *plan) build(ctx context.Context) error {
 // policy set, enforced by policy provider pol ("": none).
 func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g labGroup, pol string, plainPaths []string, servicePath bool, extras []int) error {
 	if p.anyWanted(mv.Label, plainPaths, "", 0, pol, g.Points) {
-		l, err := p.upLab(ctx, mv, m, g.Links)
+		l, err := p.upLab(ctx, mv, m, g.Lab)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (p *plan) buildMode(ctx context.Context, mv ModeVariant, m modes.Mode, g la
 			if !p.anyWanted(mv.Label, []string{ServicePath}, prov, n, pol, g.Points) {
 				continue
 			}
-			l, err := p.upLab(ctx, mv, m, g.Links)
+			l, err := p.upLab(ctx, mv, m, g.Lab)
 			if err != nil {
 				return err
 			}
@@ -193,12 +193,12 @@ func (p *plan) skip(mv ModeVariant, provider string, why error) {
 	}
 }
 
-func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links knob.Links) (*lab.Lab, error) {
+func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, knobs knob.Values) (*lab.Lab, error) {
 	ls := p.spec.labSpec()
-	ls.Name, ls.Mode, ls.Pods, ls.Options, ls.Links = fmt.Sprintf("%s-%d", p.runID, len(p.labs)), mv.Mode, p.pods, mv.Options, links
+	ls.Name, ls.Mode, ls.Pods, ls.Options, ls.Knobs = fmt.Sprintf("%s-%d", p.runID, len(p.labs)), mv.Mode, p.pods, mv.Options, knobs
 	what := mv.Label
-	if !links.IsZero() {
-		what += " with " + links.String()
+	if !knobs.IsZero() {
+		what += " with " + knobs.String()
 	}
 	p.prog.Note("bringing up %s (lab %s)", what, ls.Name)
 	l, err := lab.Up(ctx, ls, nil)
@@ -206,14 +206,14 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, links kn
 		return nil, fmt.Errorf("%s: %w", mv.Label, err)
 	}
 	p.labs = append(p.labs, l)
-	return l, p.proveLinks(l, m)
+	return l, p.proveKnobs(l, m)
 }
 
 // addCells adds the cells of one path of a lab at the sweep's points it
 // was built for (Spec.Plan), one set per IP family the lab measures, each
 // dialing the path's address of its family; proto carries the fields the
-// path fixes (provider, services). A lab whose links are not as its knobs
-// asked has its cells recorded "not applied", and not measured.
+// path fixes (provider, services). A lab that does not hold what its
+// knobs asked has its cells recorded "not applied", and not measured.
 func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoint, proto results.Cell, points []knob.Point) error {
 	proto.Mode, proto.ModeOptions, proto.ModeFacts, proto.Path = mv.Label, mv.Options, l.State.Facts, path
 	if mv.Label != mv.Mode {
@@ -222,9 +222,8 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoi
 	if p.spec.Nodes > 1 {
 		proto.Nodes = p.spec.Nodes
 	}
-	proto.Links = p.links[l.State.Name]
-	if proto.Links != nil {
-		proto.NotApplied = proto.Links.NotApplied
+	if proof := p.knobs[l.State.Name]; proof != nil {
+		proto.Proofs, proto.NotApplied = proof.Proofs, proof.NotApplied
 	}
 	planned := 0
 	for _, f := range p.spec.Family.Measured() {
@@ -250,7 +249,7 @@ func (p *plan) addCells(mv ModeVariant, l *lab.Lab, path string, ep modes.Endpoi
 		}
 	}
 	if proto.NotApplied != "" && planned > 0 {
-		p.prog.Note("%s with %s: not applied, not measured: %s", mv.Label, l.State.Spec.Links, proto.NotApplied)
+		p.prog.Note("%s with %s: not applied, not measured: %s", mv.Label, l.State.Spec.Knobs, proto.NotApplied)
 	}
 	return nil
 }

@@ -147,7 +147,7 @@ func TestPolicyGroups(t *testing.T) {
 	mtu, _ := knob.ParseAxisFlag("mtu=default,9000")
 	s.Sweep.Axes = []knob.Axis{pol, mtu}
 	g := s.labGroups()
-	if len(g) != 4 || g[1].Policy.Policies != 100 || g[3].Links.MTU != 9000 || g[3].Policy.Policies != 0 {
+	if len(g) != 4 || g[1].Policy.Policies != 100 || g[3].Lab.Get(knob.MTU) != "9000" || g[3].Policy.Policies != 0 {
 		t.Errorf("groups of policies=0,100,1000 and mtu=default,9000: %+v", g)
 	}
 	if !s.UsesPolicies() || s.policyProviders()[0] != labpolicy.DefaultProvider || !s.SetsLinks() {

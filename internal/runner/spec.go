@@ -234,20 +234,15 @@ func (s Spec) pins() cpupin.Pins {
 
 // settings are the parameters recorded in the results file.
 func (s Spec) settings() results.Settings {
-	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Streams: s.Streams, Size: s.Size,
+	st := results.Settings{Duration: s.Duration.String(), Repeat: s.Repeat, Warmup: s.Warmup, Knobs: knobsOf(s.Settings),
 		CVThreshold: s.Summary.CVThreshold, CIMethod: s.Summary.CIMethod, Baseline: s.Summary.Baseline,
-		CPUAffinity: s.CPUAffinity.String(), Links: linksOf(s.Links), Load: s.Load,
-		Order: s.Order, OrderSeed: s.OrderSeed, Precision: s.Summary.Precision, Duet: s.Duet}
+		CPUAffinity: s.CPUAffinity.String(), Order: s.Order, OrderSeed: s.OrderSeed, Precision: s.Summary.Precision, Duet: s.Duet}
 	if s.Order != OrderFixed {
 		st.Order = OrderRandom
 	}
 	if s.Summary.Precision > 0 {
 		st.MaxTime = s.MaxTime.String()
 	}
-	if s.Rate != knob.Unlimited {
-		st.Rate = s.Rate
-	}
-	st.Policies, st.IPBlocks = s.Policy.Policies, s.Policy.IPBlocks
 	if s.UsesPolicies() && !s.ClusterPolicies {
 		st.PolicyProviders = s.policyProviders()
 	}

@@ -4,7 +4,61 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/vnetlab/vnetlab/internal/results"
 )
+
+// Offload is the ethtool features of every link on the path.
+const Offload Name = "offload"
+
+func init() {
+	register(Knob{Name: Offload, Scope: Lab, order: 60, Example: "gro:off", Applier: offload{},
+		canonical: canonicalOffload,
+		Help:      "ethtool features of every link on the path, e.g. gro:off+tso:off (features: " + FeatureList() + ")"})
+}
+
+// offload turns ethtool features on or off on every link.
+type offload struct{}
+
+func (offload) Set(p Path, v string) error {
+	off, err := ParseOffloads(v)
+	if err != nil {
+		return err
+	}
+	return p.eachLink(func(l link, _ netlink.Link) error {
+		if err := setFeatures(l.name, off); err != nil {
+			return fmt.Errorf("offload %s refused: %w", off, err)
+		}
+		return nil
+	})
+}
+
+// Read reads every feature of every link: got is each feature's state,
+// "gro:on+gso:on+rx:on (fixed)+tso:off+tx:on" (by name; "mixed" over a
+// feature's kernel strings; " (fixed)": the device cannot change it).
+func (offload) Read(p Path, v string) ([]results.KnobProof, error) {
+	off, _ := ParseOffloads(v)
+	return p.readLinks(Offload, v, func(l link, _ netlink.Link) (string, string, error) {
+		states, err := readFeatures(l.name)
+		if err != nil {
+			return "", "", err
+		}
+		got := results.FeatureStates(states)
+		for _, name := range off.Names() {
+			state := states[name]
+			if want := onOff(off[name]); !strings.HasPrefix(state, want) {
+				why := "the kernel keeps it, for a feature it depends on"
+				if strings.HasSuffix(state, fixedSuffix) {
+					why = "the device cannot change it"
+				}
+				return got, fmt.Sprintf("%s stays %s, not %s (%s)", name, strings.TrimSuffix(state, fixedSuffix), want, why), nil
+			}
+		}
+		return got, "", nil
+	})
+}
 
 // Feature is an offload as ethtool's short names spell it (ethtool -K),
 // standing for the kernel's feature strings (ETH_SS_FEATURES) it covers.

@@ -8,16 +8,18 @@ import (
 )
 
 // Settings are the knobs' values for every cell of a run (runner.Spec
-// embeds it): the engine's (Streams, Size, Load, Rate) and the links' (Links).
-// A zero value leaves its knob unset. Each knob of All says where its
-// value lives here (its field), so setting, reading, checking and binding
-// a flag go through the registry: a new knob is its entry in All and its
-// field here.
+// embeds it): the engine's (Streams, Size, Load, Rate), the lab's (Lab)
+// and the cluster's (Policy). A zero value leaves its knob unset. Each
+// knob of All says where its value lives here (an engine or cluster
+// knob's field; a lab knob's is Lab, by its name), so setting, reading,
+// checking and binding a flag go through the registry: a new lab knob is
+// its file alone.
 type Settings struct {
 	Streams int
 	Size    int
-	Links   Links
-	Load    int
+	// Lab are the lab knobs' values (a lab per distinct Lab).
+	Lab  Values
+	Load int
 	// Rate is the offered rate (Unlimited, max, by default): rr/crr
 	// requests per second, an open loop; UDP streams bits per second.
 	Rate string
@@ -39,7 +41,7 @@ func (p PolicySet) IsZero() bool { return p == PolicySet{} }
 func (p PolicySet) String() string {
 	var out []string
 	for _, k := range All {
-		if v := k.Value(Settings{Policy: p}); k.Policy && v != "0" {
+		if v := k.Value(Settings{Policy: p}); k.Scope == Cluster && v != "0" {
 			out = append(out, string(k.Name)+"="+v)
 		}
 	}
@@ -47,10 +49,11 @@ func (p PolicySet) String() string {
 }
 
 // Set puts value v of k into s: canonical (Canonical), or Default, which
-// leaves a links' knob as the mode built it (zero).
+// leaves a lab knob as the mode built it (unset).
 func (k Knob) Set(s *Settings, v string) {
-	if k.Links && v == Default {
-		v = ""
+	if k.Scope == Lab {
+		s.Lab = s.Lab.With(k.Name, v)
+		return
 	}
 	if k.intField != nil {
 		*k.intField(s) = Int(v)
@@ -63,7 +66,7 @@ func (k Knob) Set(s *Settings, v string) {
 // value that is not a number where k takes one, or that Check refuses, as
 // a field error naming its key; s is left as it was then.
 func (k Knob) Parse(s *Settings, v string) error {
-	if k.intField != nil {
+	if k.Whole {
 		if _, err := strconv.Atoi(v); err != nil {
 			return field.Errorf(string(k.Name), "{%s} %q is not a whole number", k.Name, v)
 		}
@@ -80,14 +83,21 @@ func (k Knob) Parse(s *Settings, v string) error {
 // Value is s's value of k as flags, keys and points spell it ("0" or "":
 // not set).
 func (k Knob) Value(s Settings) string {
+	if k.Scope == Lab {
+		if v := s.Lab.Get(k.Name); v != "" || !k.Whole {
+			return v
+		}
+		return "0"
+	}
 	if k.intField != nil {
 		return strconv.Itoa(*k.intField(&s))
 	}
 	return *k.stringField(&s)
 }
 
-// IntField is where a numeric knob's value lives in s (nil: k takes a
-// string, StringField); a flag binds to it.
+// IntField is where a numeric engine or cluster knob's value lives in s
+// (nil: k takes a string, StringField, or is a lab knob, Flag); a flag
+// binds to it.
 func (k Knob) IntField(s *Settings) *int {
 	if k.intField == nil {
 		return nil
@@ -95,8 +105,8 @@ func (k Knob) IntField(s *Settings) *int {
 	return k.intField(s)
 }
 
-// StringField is where a knob given as text lives in s (nil: k is
-// numeric, IntField).
+// StringField is where an engine or cluster knob given as text lives in
+// s (nil: k is numeric, IntField, or a lab knob, Flag).
 func (k Knob) StringField(s *Settings) *string {
 	if k.stringField == nil {
 		return nil
@@ -147,4 +157,105 @@ func countMax(n Name, hi int, unit, zero string) func(string) error {
 		}
 		return nil
 	}
+}
+
+// Values are the lab knobs' values, canonical and in All's order, the
+// unset ones left out: "mtu=9000,qdisc=fq" ("": none). Equal Values are
+// the same setting of a lab (runner's labs are grouped by them).
+type Values string
+
+// Get is the value of knob n ("": not set).
+func (l Values) Get(n Name) string {
+	for _, st := range l.Settings() {
+		if st.Knob == n {
+			return st.Value
+		}
+	}
+	return ""
+}
+
+// With is l with knob n at v; "", Default, or 0 for a whole-number knob
+// leaves n unset.
+func (l Values) With(n Name, v string) Values {
+	k, err := Get(string(n))
+	unset := v == "" || v == Default || (err == nil && k.Whole && v == "0")
+	var out []string
+	for _, o := range All {
+		w := l.Get(o.Name)
+		if o.Name == n {
+			if w = v; unset {
+				w = ""
+			}
+		}
+		if w != "" {
+			out = append(out, string(o.Name)+"="+w)
+		}
+	}
+	return Values(strings.Join(out, ","))
+}
+
+// Settings are l's knobs and values.
+func (l Values) Settings() []Setting {
+	var out []Setting
+	for _, item := range strings.Split(string(l), ",") {
+		if n, v, ok := strings.Cut(item, "="); ok {
+			out = append(out, Setting{Knob: Name(n), Value: v})
+		}
+	}
+	return out
+}
+
+// IsZero says no lab knob is set.
+func (l Values) IsZero() bool { return l == "" }
+
+// String names the settings ("mtu=9000,gso=185000"; "" when none).
+func (l Values) String() string { return string(l) }
+
+// Check refuses a value out of its knob's range, or a name no lab knob
+// has, as a field error naming the knob's key.
+func (l Values) Check() error {
+	for _, st := range l.Settings() {
+		if !IsLinks(st.Knob) {
+			return field.Errorf(string(st.Knob), "{%s}: not a lab knob (lab knobs: %s)", st.Knob, LinksNames())
+		}
+		k, _ := Get(string(st.Knob))
+		if err := k.Check(Settings{Lab: l}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flag is k's plain flag (--NAME) bound to s, for a lab knob (an engine or
+// cluster knob binds its field: IntField, StringField): a pflag.Value
+// whose type is int or string as the knob's values are.
+func (k Knob) Flag(s *Settings) *LabFlag { return &LabFlag{k: k, s: s} }
+
+// LabFlag is a lab knob's flag (Knob.Flag): its value is checked as the
+// others' are, by Settings.CheckRanges, once every flag is read.
+type LabFlag struct {
+	k Knob
+	s *Settings
+}
+
+// Set takes v as the knob's value (a whole number where the knob takes one).
+func (f *LabFlag) Set(v string) error {
+	if f.k.Whole {
+		if _, err := strconv.Atoi(v); err != nil {
+			return err
+		}
+	}
+	f.k.Set(f.s, v)
+	return nil
+}
+
+// String is the value set ("" or 0: none).
+func (f *LabFlag) String() string { return f.k.Value(*f.s) }
+
+// Type names the value in --help, as an int or string flag's.
+func (f *LabFlag) Type() string {
+	if f.k.Whole {
+		return "int"
+	}
+	return "string"
 }

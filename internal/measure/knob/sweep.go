@@ -53,7 +53,7 @@ func ParseAxis(key string, values []string) (Axis, error) {
 		if slices.Contains(a.Knobs, k.Name) {
 			return a, fmt.Errorf("sweep %s names %s twice", so, k.Name)
 		}
-		if kind != nil && (k.Links != kind.Links || k.Policy != kind.Policy || k.Name == Offload || kind.Name == Offload) {
+		if kind != nil && (k.Scope != kind.Scope || k.Scope == Lab && !(k.Whole && kind.Whole)) {
 			return a, fmt.Errorf("sweep %s: knobs swept together take the same values (gso+gro); %s and %s do not", so, kind.Name, k.Name)
 		}
 		kind = &k

@@ -137,7 +137,7 @@ func build(ctx context.Context, l *Lab, mode modes.Mode, say Progress) error {
 			st.Paths[k] = ep
 		}
 	}
-	return l.applyLinks(mode)
+	return l.applyKnobs(mode)
 }
 
 func nodeNamespaces(st *State) []string {

@@ -33,9 +33,10 @@ type Spec struct {
 	// nodes are joined by a veth underlay and pods alternate between them.
 	Nodes        int    `json:"nodes,omitempty"`
 	UnderlayRate string `json:"underlay_rate,omitempty"` // tbf rate on the underlay, e.g. 10gbit
-	// Links are knobs set on every link of the lab once it is built
-	// (links.go): MTU, GSO/GRO sizes, offloads; zero: the mode's own.
-	Links knob.Links `json:"links,omitzero"`
+	// Knobs are the lab knobs set on the lab once it is built (knobs.go;
+	// internal/measure/knob: its links' MTU, GSO/GRO sizes and offloads,
+	// its pods' qdisc and congestion control, ...); "": the mode's own.
+	Knobs knob.Values `json:"knobs,omitempty"`
 	// Family is the pods' IP family: ipv4 ("" in state written before
 	// families existed), ipv6 or dual (family.go).
 	Family family.Family `json:"family,omitempty"`
@@ -151,7 +152,7 @@ func (s *Spec) resolve() (modes.Mode, error) {
 	if err != nil {
 		return m, err
 	}
-	if err := s.Links.Check(); err != nil {
+	if err := s.Knobs.Check(); err != nil {
 		return m, err
 	}
 	return m, s.check(m)

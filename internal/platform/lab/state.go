@@ -60,9 +60,9 @@ type State struct {
 	Gateway6 string                    `json:"gateway6,omitempty"` // labs with IPv6
 	Paths    map[string]modes.Endpoint `json:"paths,omitempty"`
 	Facts    map[string]string         `json:"facts,omitempty"`
-	// Links is what Spec.Links asked of the lab's links and what the
-	// kernel kept (links.go); nil when the spec set none.
-	Links *knob.Proof `json:"links,omitempty"`
+	// Knobs is what Spec.Knobs asked of the lab and what it holds
+	// (knobs.go); nil when the spec set none.
+	Knobs *knob.Proof `json:"knobs,omitempty"`
 }
 
 // ModeOf is the lab's mode, resolved from the name its state records (the

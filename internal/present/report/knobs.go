@@ -8,6 +8,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -278,13 +279,14 @@ func verdictWords(c analysis.Comparison) string {
 	return fmt.Sprintf("%s, p=%.3f", c.Verdict.ResultsWord(), c.P)
 }
 
-// InForceRow is what the knobs of one mode, path and point did: the links
-// as read back, and the packets at both ends.
+// InForceRow is what the knobs of one mode, path and point did: each lab
+// knob as read back, and the packets at both ends.
 type InForceRow struct {
-	Mode, Series, Test  string
-	State               string // "in force" or "not applied: why"
-	MTU, GSO, GRO       string // over the links read back
-	Offloads            string
+	Mode, Series, Test string
+	State              string // "in force" or "not applied: why"
+	// Knobs are, per lab knob (InForceKnobs), its values over the places
+	// read back.
+	Knobs               []string
 	SenderAvg, SegAvg   string // bytes: per packet handed to the sender's device; per wire segment
 	ReceiverAvg, MaxPkt string // bytes: per packet after GRO; the sender's largest
 }
@@ -297,7 +299,7 @@ func buildInForce(f *results.File) []InForceRow {
 	seen := map[results.CellID]bool{}
 	for _, t := range testOrder(f.Cells) {
 		for _, c := range f.Cells {
-			if c.Test != t || (c.Links == nil && c.Packets == nil) {
+			if c.Test != t || (c.Proofs == nil && c.Packets == nil) {
 				continue
 			}
 			id := c.ID()
@@ -310,11 +312,8 @@ func buildInForce(f *results.File) []InForceRow {
 			if c.NotApplied != "" {
 				r.State = "not applied: " + c.NotApplied
 			}
-			if c.Links != nil {
-				r.MTU = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(l.MTU) })
-				r.GSO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GSOMaxSize, l.GSOIPv4MaxSize)) })
-				r.GRO = distinct(c.Links.Links, func(l results.LinkState) string { return fmt.Sprint(max(l.GROMaxSize, l.GROIPv4MaxSize)) })
-				r.Offloads = offloadSummary(c.Links.Links)
+			for _, k := range InForceKnobs() {
+				r.Knobs = append(r.Knobs, knobSummary(k, c.Proofs))
 			}
 			if p := c.Packets; p != nil {
 				if s := p.Sender; s != nil {
@@ -335,11 +334,38 @@ func buildInForce(f *results.File) []InForceRow {
 	return rows
 }
 
-// knobsSet says whether the run set or swept a knob of the links (the
-// in-force table is for those; plain runs still keep the proof in JSON).
+// knobsSet says whether the run set or swept a lab knob (the in-force
+// table is for those; plain runs still keep the proof in JSON).
 func knobsSet(f *results.File) bool {
 	s := f.Metadata.Settings
-	return !s.Links.IsZero() || (s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, linksAxis))
+	return slices.ContainsFunc(slices.Collect(maps.Keys(s.Knobs)), func(k string) bool { return knob.IsLinks(knob.Name(k)) }) ||
+		(s.Sweep != nil && slices.ContainsFunc(s.Sweep.Axes, linksAxis))
+}
+
+// InForceKnobs are the lab knobs, the in-force table's columns.
+func InForceKnobs() []string {
+	var out []string
+	for _, k := range knob.All {
+		if k.Scope == knob.Lab {
+			out = append(out, string(k.Name))
+		}
+	}
+	return out
+}
+
+// knobSummary is what knob k's proofs found: each offload's states, or
+// the distinct values, most common first.
+func knobSummary(k string, proofs []results.KnobProof) string {
+	var got []string
+	for _, p := range proofs {
+		if p.Knob == k {
+			got = append(got, p.Got)
+		}
+	}
+	if k == string(knob.Offload) {
+		return offloadSummary(got)
+	}
+	return distinct(got)
 }
 
 // linksAxis says whether axis a sets the lab's links.
@@ -347,19 +373,21 @@ func linksAxis(a results.Axis) bool {
 	return slices.ContainsFunc(a.Knobs, func(k string) bool { return knob.IsLinks(knob.Name(k)) })
 }
 
-// distinct is the values of links, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
-func distinct(links []results.LinkState, of func(results.LinkState) string) string {
+// distinct is the values found, most common first: "9000 (all 11)", "8950 ×6, 9000 ×5".
+func distinct(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
 	count := map[string]int{}
 	var order []string
-	for _, l := range links {
-		v := of(l)
+	for _, v := range values {
 		if count[v] == 0 {
 			order = append(order, v)
 		}
 		count[v]++
 	}
 	if len(order) == 1 {
-		return fmt.Sprintf("%s (all %d)", order[0], len(links))
+		return fmt.Sprintf("%s (all %d)", order[0], len(values))
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return count[b] - count[a] })
 	var parts []string
@@ -369,8 +397,13 @@ func distinct(links []results.LinkState, of func(results.LinkState) string) stri
 	return strings.Join(parts, ", ")
 }
 
-// offloadSummary is each feature's states over the links: "gro off, tso on".
-func offloadSummary(links []results.LinkState) string {
+// offloadSummary is each feature's states over the links (each the
+// offload knob's proof's Got): "gro off, tso on".
+func offloadSummary(got []string) string {
+	var links []map[string]string
+	for _, g := range got {
+		links = append(links, results.ParseFeatureStates(g))
+	}
 	var parts []string
 	for _, f := range knob.Features {
 		if f.Name == "rx" {
@@ -378,7 +411,7 @@ func offloadSummary(links []results.LinkState) string {
 		}
 		states := map[string]bool{}
 		for _, l := range links {
-			if s, ok := l.Features[f.Name]; ok {
+			if s, ok := l[f.Name]; ok {
 				states[strings.TrimSuffix(s, " (fixed)")] = true
 			}
 		}
@@ -555,9 +588,9 @@ func markdownKnobs(w io.Writer, d *Doc) {
 		p("## Knobs in force\n\n%s\n\n", knobNotes["inforce"])
 		var rows [][]string
 		for _, r := range d.InForce {
-			rows = append(rows, []string{r.Mode, r.Series, r.Test, r.State, r.MTU, r.GSO, r.GRO, r.Offloads, r.SenderAvg, r.SegAvg, r.MaxPkt, r.ReceiverAvg})
+			rows = append(rows, slices.Concat([]string{r.Mode, r.Series, r.Test, r.State}, r.Knobs, []string{r.SenderAvg, r.SegAvg, r.MaxPkt, r.ReceiverAvg}))
 		}
-		MarkdownTable(w, []string{"mode", "path", "test", "state", "MTU", "gso max", "gro max", "offloads", "sender avg B", "segment avg B", "sender max B", "receiver avg B (after GRO)"}, rows)
+		MarkdownTable(w, slices.Concat([]string{"mode", "path", "test", "state"}, InForceKnobs(), []string{"sender avg B", "segment avg B", "sender max B", "receiver avg B (after GRO)"}), rows)
 		p("\n")
 	}
 	if len(d.Policies) > 0 {

@@ -42,9 +42,11 @@ type Doc struct {
 	Configs  *ConfigTable // a kube run over several clusters (kubetable.go)
 	// The knobs (knobs.go): each test against each swept knob, which
 	// knobs took effect, rr latency idle and under load.
-	Curves    []*CurveView
-	InForce   []InForceRow
-	UnderLoad []LoadRow
+	Curves  []*CurveView
+	InForce []InForceRow
+	// InForceKnobs are InForce's knob columns.
+	InForceKnobs []string
+	UnderLoad    []LoadRow
 	// Policies: each cell's NetworkPolicies and their proof (policy knobs).
 	Policies []PolicyRow
 }
@@ -129,6 +131,7 @@ func Build(f *results.File) *Doc {
 		d.Cells = append(d.Cells, views[c])
 	}
 	d.Curves, d.InForce, d.UnderLoad, d.Policies = buildCurves(f), buildInForce(f), buildUnderLoad(f), buildPolicies(f)
+	d.InForceKnobs = InForceKnobs()
 	d.Seeds, d.NoSeeds = compareSeeds(f.Cells, f.Metadata.Skipped...)
 	if e := f.Metadata.Emulation; e != "" {
 		d.Warnings = append(d.Warnings, "measured under "+e)
@@ -633,17 +636,10 @@ func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	}
 	s := m.Settings
 	set := fmt.Sprintf("duration %s, repeat %d, warmup %d", s.Duration, s.Repeat, s.Warmup)
-	if s.Streams > 0 {
-		set += fmt.Sprintf(", streams %d", s.Streams)
-	}
-	if s.Size > 0 {
-		set += fmt.Sprintf(", size %d B", s.Size)
-	}
-	if l := knob.Links(s.Links).String(); l != "" {
-		set += ", links " + l
-	}
-	if s.Load > 0 {
-		set += fmt.Sprintf(", load %d streams", s.Load)
+	for _, k := range knob.All {
+		if v, ok := s.Knobs[string(k.Name)]; ok {
+			set += fmt.Sprintf(", %s %s", k.Name, v)
+		}
 	}
 	add("settings", set)
 	if sw := s.Sweep; sw != nil {
