@@ -202,7 +202,11 @@ func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
 func (p *plan) proveKnobs(l *lab.Lab, m modes.Mode) error {
 	proof := l.State.Knobs
 	if proof == nil {
-		found, err := knob.Read(l.State.KnobPath(m), "")
+		path, err := l.State.KnobPath()
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.State.Name, err)
+		}
+		found, err := knob.Read(path, "")
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.State.Name, err)
 		}

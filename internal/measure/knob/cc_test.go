@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 )
 
@@ -17,7 +16,7 @@ import (
 // applied, naming the allowed ones; one the kernel lacks, naming the
 // available ones.
 func TestCCInLab(t *testing.T) {
-	p := labPath(t, "kn-cc", modes.VethRouted)
+	p := labPath(t, "kn-cc", vethRouted)
 	root := sysctl(t, "tcp_congestion_control")
 	avail := strings.Fields(sysctl(t, "tcp_available_congestion_control"))
 	allowed := strings.Fields(sysctl(t, "tcp_allowed_congestion_control"))

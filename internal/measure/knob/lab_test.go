@@ -4,11 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
 	"github.com/vnetlab/vnetlab/internal/results"
+)
+
+// The modes the lab knobs' tests build (the measuring layer's tests name
+// them, not import the data paths above it).
+const (
+	vethRouted = "veth-routed"
+	hostMode   = "host"
 )
 
 // The lab knobs' tests set them on a lab of their own (root: namespaces;
@@ -19,11 +25,11 @@ import (
 func labPath(t *testing.T, name, mode string) knob.Path {
 	t.Helper()
 	l, _ := testnet.UpLab(t, lab.Spec{Name: name, Mode: mode, PodCIDR: lab.DefaultPodCIDR}, 2)
-	m, err := modes.Get(mode)
+	p, err := l.State.KnobPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.State.KnobPath(m)
+	return p
 }
 
 // apply sets asked on p and returns the proofs of knob k; the proof's

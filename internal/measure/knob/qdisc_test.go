@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 )
 
@@ -13,7 +12,7 @@ import (
 // this kernel lacks (fq, fq_codel here: no modules) is not applied,
 // saying so; a podless mode has no such device, and says so.
 func TestQdiscInLab(t *testing.T) {
-	p := labPath(t, "kn-qdisc", modes.VethRouted)
+	p := labPath(t, "kn-qdisc", vethRouted)
 	for _, q := range append(knob.Qdiscs, "noqueue") {
 		asked := knob.Values("").With(knob.Qdisc, q)
 		if proof, err := knob.Apply(p, asked); err != nil || strings.Contains(proof.NotApplied, "this kernel does not have it") {
@@ -41,6 +40,6 @@ func TestQdiscInLab(t *testing.T) {
 	if _, err := k.Canonical("cake"); err == nil || !strings.Contains(err.Error(), "noqueue, fq, fq_codel, pfifo_fast") {
 		t.Errorf("qdisc cake: %v, want the qdiscs named", err)
 	}
-	host := labPath(t, "kn-qdisch", modes.Host)
+	host := labPath(t, "kn-qdisch", hostMode)
 	apply(t, host, "qdisc=fq", knob.Qdisc, "no node-side device")
 }

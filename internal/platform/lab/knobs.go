@@ -21,7 +21,7 @@ func (l *Lab) applyKnobs(mode modes.Mode) error {
 	if st.Spec.Knobs.IsZero() {
 		return nil
 	}
-	proof, err := knob.Apply(st.KnobPath(mode), st.Spec.Knobs)
+	proof, err := knob.Apply(st.knobPath(mode), st.Spec.Knobs)
 	if err != nil {
 		return fmt.Errorf("knobs %s: %w", st.Spec.Knobs, err)
 	}
@@ -29,11 +29,21 @@ func (l *Lab) applyKnobs(mode modes.Mode) error {
 	return nil
 }
 
-// KnobPath is the lab as its knobs see it: every namespace; loopback
-// where a podless mode's tests run over it; a tunnel's underlay (the ext
-// namespace, the nodes' uplinks and underlay) apart; each pod with its
-// node.
-func (s *State) KnobPath(mode modes.Mode) knob.Path {
+// KnobPath is the lab as its knobs see it (knobPath, under the lab's own
+// mode).
+func (s *State) KnobPath() (knob.Path, error) {
+	mode, err := modes.Get(s.Spec.Mode)
+	if err != nil {
+		return knob.Path{}, err
+	}
+	return s.knobPath(mode), nil
+}
+
+// knobPath is the lab as its knobs see it under mode: every namespace;
+// loopback where a podless mode's tests run over it; a tunnel's underlay
+// (the ext namespace, the nodes' uplinks and underlay) apart; each pod
+// with its node.
+func (s *State) knobPath(mode modes.Mode) knob.Path {
 	nodes := nodeNamespaces(s)
 	p := knob.Path{Namespaces: append([]string{s.Ext}, nodes...), Tunnel: mode.Links.Tunnel,
 		MaxMTU: mode.Links.MaxMTU, MaxMTUWhy: mode.Links.MaxMTUWhy}
