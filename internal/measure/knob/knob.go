@@ -50,6 +50,8 @@ type Knob struct {
 	Help string
 	// Example is a value in its range (tests, docs).
 	Example string
+	// Unit follows a value where one is shown ("size 64 B"; "": none).
+	Unit string
 	// Whole: its values are whole numbers (a flag of type int).
 	Whole bool
 	// RequestResponseOnly: the knob changes only rr/crr tests (load);

@@ -7,7 +7,7 @@ const Load Name = "load"
 const MaxLoad = 64
 
 func init() {
-	register(Knob{Name: Load, Scope: Engine, order: 70, Whole: true, Example: "2", RequestResponseOnly: true,
+	register(Knob{Name: Load, Scope: Engine, order: 70, Whole: true, Example: "2", Unit: "streams", RequestResponseOnly: true,
 		canonical: intIn(Load, 0, MaxLoad, ""),
 		Help:      "streams saturating the path while rr/crr tests run (latency under load; 0: idle)",
 		intField:  func(s *Settings) *int { return &s.Load }})

@@ -638,7 +638,7 @@ func metadata(m results.Metadata, cells []*results.Cell) []KV {
 	set := fmt.Sprintf("duration %s, repeat %d, warmup %d", s.Duration, s.Repeat, s.Warmup)
 	for _, k := range knob.All {
 		if v, ok := s.Knobs[string(k.Name)]; ok {
-			set += fmt.Sprintf(", %s %s", k.Name, v)
+			set += fmt.Sprintf(", %s %s", k.Name, strings.TrimSpace(v+" "+k.Unit))
 		}
 	}
 	add("settings", set)
