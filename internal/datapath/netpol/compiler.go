@@ -77,11 +77,12 @@ type Compiler struct {
 
 type podState struct {
 	kept bool
-	// by are the keys of the policies selecting the pod, sorted.
-	by []string
+	// by are the policies selecting the pod, sorted by key.
+	by []*policyState
 }
 
 type policyState struct {
+	key    string
 	p      *networkingv1.NetworkPolicy
 	ns     string
 	in, eg bool
@@ -250,20 +251,20 @@ func (c *Compiler) changePod(k PodKey, old, new *Pod, kept bool) {
 		c.pods[k] = st
 	}
 	// The policies selecting it.
-	var now []string
+	var now []*policyState
 	if new != nil {
 		c.selectors[k.Namespace].candidates(new.Labels, func(key string) {
-			if ps := c.policies[key]; ps != nil && c.w.selects(ps.p, new) && !slices.Contains(now, key) {
-				now = append(now, key)
+			if ps := c.policies[key]; ps != nil && c.w.selects(ps.p, new) && !slices.Contains(now, ps) {
+				now = append(now, ps)
 			}
 		})
-		slices.Sort(now)
+		slices.SortFunc(now, byKey)
 	}
-	for _, key := range st.by {
-		delete(c.policies[key].selected, k)
+	for _, ps := range st.by {
+		delete(ps.selected, k)
 	}
-	for _, key := range now {
-		c.policies[key].selected[k] = true
+	for _, ps := range now {
+		ps.selected[k] = true
 	}
 	st.by, st.kept = now, kept
 	if new == nil {
@@ -404,7 +405,7 @@ func (c *Compiler) SetPolicy(p *networkingv1.NetworkPolicy) {
 	}
 	q := p.DeepCopy()
 	q.Namespace = policyNamespace(p)
-	ps := &policyState{p: q, ns: q.Namespace, selected: map[PodKey]bool{}}
+	ps := &policyState{key: key, p: q, ns: q.Namespace, selected: map[PodKey]bool{}}
 	ps.in, ps.eg = Types(q)
 	c.policies[key] = ps
 	c.file(key, ps, 1)
@@ -416,8 +417,8 @@ func (c *Compiler) SetPolicy(p *networkingv1.NetworkPolicy) {
 			k := PodKey{pod.Namespace, pod.Name}
 			ps.selected[k] = true
 			st := c.pods[k]
-			j, _ := slices.BinarySearch(st.by, key)
-			st.by = slices.Insert(st.by, j, key)
+			j, _ := slices.BinarySearchFunc(st.by, ps, byKey)
+			st.by = slices.Insert(st.by, j, ps)
 			c.dirty[k] = true
 		}
 	}
@@ -441,7 +442,7 @@ func (c *Compiler) DeletePolicy(namespace, name string) {
 func (c *Compiler) drop(key string, ps *policyState) {
 	for k := range ps.selected {
 		st := c.pods[k]
-		if j, ok := slices.BinarySearch(st.by, key); ok {
+		if j, ok := slices.BinarySearchFunc(st.by, ps, byKey); ok {
 			st.by = slices.Delete(st.by, j, j+1)
 		}
 		c.dirty[k] = true
@@ -557,7 +558,7 @@ func (c *Compiler) recompute() {
 		}
 		i, _ := c.podIndex(k)
 		r := c.assemble(&c.w.Pods[i], st)
-		if had == nil || !podRulesEqual(had, r) {
+		if had == nil || !had.Equal(r) {
 			c.rules[k] = r
 			c.changed[k] = true
 		}
@@ -569,38 +570,79 @@ func (c *Compiler) recompute() {
 // in order, each rule as resolved.
 func (c *Compiler) assemble(pod *Pod, st *podState) *PodRules {
 	pr := &PodRules{Pod: pod.Name, Namespace: pod.Namespace, IPs: slices.Clone(pod.IPs)}
-	for _, key := range st.by {
-		ps := c.policies[key]
+	// The Allows counted first: a pod many policies select has as many.
+	var in, eg int
+	for _, ps := range st.by {
+		if ps.in {
+			for i := range ps.ingress {
+				in += len(ps.ingress[i].fixed) + min(len(ps.ingress[i].named), 1)
+			}
+		}
+		if ps.eg {
+			for i := range ps.egress {
+				eg += len(ps.egress[i].fixed)
+			}
+		}
+	}
+	if in > 0 {
+		pr.Ingress.Allow = make([]Allow, 0, in)
+	}
+	if eg > 0 {
+		pr.Egress.Allow = make([]Allow, 0, eg)
+	}
+	for _, ps := range st.by {
 		if ps.in {
 			pr.Ingress.Isolated = true
 			for i := range ps.ingress {
-				pr.Ingress.Allow = append(pr.Ingress.Allow, ps.ingress[i].allows(pod)...)
+				// One at a time: most rules are one Allow, and appending a
+				// slice of one costs a call per policy.
+				for _, a := range ps.ingress[i].allows(pod) {
+					pr.Ingress.Allow = append(pr.Ingress.Allow, a)
+				}
 			}
 		}
 		if ps.eg {
 			pr.Egress.Isolated = true
 			for i := range ps.egress {
-				pr.Egress.Allow = append(pr.Egress.Allow, ps.egress[i].allows(pod)...)
+				for _, a := range ps.egress[i].allows(pod) {
+					pr.Egress.Allow = append(pr.Egress.Allow, a)
+				}
 			}
 		}
 	}
+	// Compile leaves an Allow list that nothing was added to nil.
+	if len(pr.Ingress.Allow) == 0 {
+		pr.Ingress.Allow = nil
+	}
+	if len(pr.Egress.Allow) == 0 {
+		pr.Egress.Allow = nil
+	}
 	return pr
 }
+
+func byKey(a, b *policyState) int { return strings.Compare(a.key, b.key) }
 
 func podEqual(a, b *Pod) bool {
 	return a.Name == b.Name && a.Namespace == b.Namespace && maps.Equal(a.Labels, b.Labels) &&
 		slices.Equal(a.IPs, b.IPs) && slices.Equal(a.Ports, b.Ports)
 }
 
-// podRulesEqual says whether two pods' rules are the same.
-func podRulesEqual(a, b *PodRules) bool {
-	return a.Pod == b.Pod && a.Namespace == b.Namespace && slices.Equal(a.IPs, b.IPs) &&
-		a.Ingress.Equal(b.Ingress) && a.Egress.Equal(b.Egress)
+// Equal says whether two pods' rules are the same.
+func (p *PodRules) Equal(o *PodRules) bool {
+	return p.Pod == o.Pod && p.Namespace == o.Namespace && slices.Equal(p.IPs, o.IPs) &&
+		p.Ingress.Equal(o.Ingress) && p.Egress.Equal(o.Egress)
 }
 
-// Equal says whether two sides are the same, Allow for Allow.
+// Equal says whether two sides are the same, Allow for Allow (at once when
+// they share their Allows, as a Compiler's unchanged pods' rules do).
 func (s Side) Equal(o Side) bool {
-	return s.Isolated == o.Isolated && slices.EqualFunc(s.Allow, o.Allow, Allow.Equal)
+	if s.Isolated != o.Isolated || len(s.Allow) != len(o.Allow) {
+		return false
+	}
+	if len(s.Allow) == 0 || &s.Allow[0] == &o.Allow[0] {
+		return true
+	}
+	return slices.EqualFunc(s.Allow, o.Allow, Allow.Equal)
 }
 
 // Equal says whether two Allows are the same.
