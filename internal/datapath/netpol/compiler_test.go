@@ -78,7 +78,7 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 	for step := 1; step <= steps; step++ {
 		ch := g.Change()
 		done = append(done, ch.String())
-		apply(c, ch)
+		ch.ApplyTo(c)
 		want := reference(g.World, keep)
 		fail := func(what string) {
 			t.Errorf("sequence %d step %d: %s\nthe changes:\n%s\nthe world now:\n%s\n%s", seed, step, what,
@@ -95,26 +95,6 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 		prev = want
 	}
 	return steps
-}
-
-// apply makes change ch in compiler c.
-func apply(c *netpol.Compiler, ch netpoltest.Change) {
-	switch ch.Kind {
-	case netpoltest.SetPolicy:
-		c.SetPolicy(ch.Policy)
-	case netpoltest.DeletePolicy:
-		c.DeletePolicy(ch.NS, ch.Name)
-	case netpoltest.SetPod:
-		c.SetPod(*ch.Pod)
-	case netpoltest.DeletePod:
-		c.DeletePod(ch.NS, ch.Name)
-	case netpoltest.SetNamespace:
-		c.SetNamespace(*ch.Namespace)
-	case netpoltest.DeleteNamespace:
-		c.DeleteNamespace(ch.Name)
-	default:
-		panic("unknown change " + string(ch.Kind))
-	}
 }
 
 // reference is Compile's rules of w, its pods and policies put in the

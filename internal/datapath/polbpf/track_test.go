@@ -52,7 +52,7 @@ func TestTrackerMatchesCompile(t *testing.T) {
 			if step > 0 {
 				ch := g.Change()
 				what = ch.String()
-				applyChange(c, ch)
+				ch.ApplyTo(c)
 			}
 			r := c.Rules()
 			tr.update(&r)
@@ -72,24 +72,6 @@ func TestTrackerMatchesCompile(t *testing.T) {
 				break
 			}
 		}
-	}
-}
-
-// applyChange makes change ch in compiler c.
-func applyChange(c *netpol.Compiler, ch netpoltest.Change) {
-	switch ch.Kind {
-	case netpoltest.SetPolicy:
-		c.SetPolicy(ch.Policy)
-	case netpoltest.DeletePolicy:
-		c.DeletePolicy(ch.NS, ch.Name)
-	case netpoltest.SetPod:
-		c.SetPod(*ch.Pod)
-	case netpoltest.DeletePod:
-		c.DeletePod(ch.NS, ch.Name)
-	case netpoltest.SetNamespace:
-		c.SetNamespace(*ch.Namespace)
-	case netpoltest.DeleteNamespace:
-		c.DeleteNamespace(ch.Name)
 	}
 }
 

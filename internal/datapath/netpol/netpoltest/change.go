@@ -59,6 +59,26 @@ func (c Change) String() string {
 	return fmt.Sprintf("%s %s/%s", c.Kind, c.NS, c.Name)
 }
 
+// ApplyTo makes the change in compiler c.
+func (c Change) ApplyTo(comp *netpol.Compiler) {
+	switch c.Kind {
+	case SetPolicy:
+		comp.SetPolicy(c.Policy)
+	case DeletePolicy:
+		comp.DeletePolicy(c.NS, c.Name)
+	case SetPod:
+		comp.SetPod(*c.Pod)
+	case DeletePod:
+		comp.DeletePod(c.NS, c.Name)
+	case SetNamespace:
+		comp.SetNamespace(*c.Namespace)
+	case DeleteNamespace:
+		comp.DeleteNamespace(c.Name)
+	default:
+		panic("unknown change " + string(c.Kind))
+	}
+}
+
 // Change draws a change from the world's seed, applies it to the world and
 // returns it. The world may then fail netpol.Check where a cluster's may
 // too (a policy's named port that no pod has any more), never with two
