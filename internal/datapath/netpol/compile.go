@@ -108,13 +108,15 @@ func CompileWhere(w *World, keep func(*Pod) bool) Rules {
 			if in {
 				pr.Ingress.Isolated = true
 				for _, r := range p.Spec.Ingress {
-					pr.Ingress.Allow = append(pr.Ingress.Allow, w.compileRule(ns, r.From, r.Ports, pod, false)...)
+					f := w.resolveRule(ns, r.From, r.Ports, false)
+					pr.Ingress.Allow = append(pr.Ingress.Allow, f.allows(pod)...)
 				}
 			}
 			if eg {
 				pr.Egress.Isolated = true
 				for _, r := range p.Spec.Egress {
-					pr.Egress.Allow = append(pr.Egress.Allow, w.compileRule(ns, r.To, r.Ports, pod, true)...)
+					f := w.resolveRule(ns, r.To, r.Ports, true)
+					pr.Egress.Allow = append(pr.Egress.Allow, f.allows(pod)...)
 				}
 			}
 		}
@@ -123,11 +125,24 @@ func CompileWhere(w *World, keep func(*Pod) bool) Rules {
 	return out
 }
 
-// compileRule compiles one ingress or egress rule of a policy in namespace
-// ns selecting owner. A named port is the owner's on ingress; on egress it
-// is each destination pod's, so such ports become one Allow per pod that
-// has them (a destination that is no pod has no named port).
-func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, owner *Pod, egress bool) []Allow {
+// ruleForm is one ingress or egress rule of a policy with its peers
+// resolved against the world's pods: what it allows whichever pod the
+// policy selects, but for its named ports on ingress, which are the
+// selected pod's own (allows). A named port on egress is each destination
+// pod's, so such ports become one Allow per pod that has them (a
+// destination that is no pod has no named port).
+type ruleForm struct {
+	// base: the peers, and the numeric ports merged.
+	base Allow
+	// named are the ingress ports given by name.
+	named []networkingv1.NetworkPolicyPort
+	// fixed are the rule's Allows when named is empty.
+	fixed []Allow
+}
+
+// resolveRule resolves one rule of a policy in namespace ns against w's
+// pods.
+func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, egress bool) ruleForm {
 	base := Allow{AnyPeer: len(peers) == 0, AnyPort: len(ports) == 0}
 	for _, peer := range peers {
 		if peer.IPBlock != nil {
@@ -141,7 +156,7 @@ func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 		}
 	}
 	base.Pods = sortedUnique(base.Pods)
-	var named []networkingv1.NetworkPolicyPort
+	var named, egNamed []networkingv1.NetworkPolicyPort
 	for _, pp := range ports {
 		switch {
 		case pp.Port == nil:
@@ -153,20 +168,18 @@ func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			}
 			base.Ports = append(base.Ports, PortRange{Proto: protoOf(pp), First: uint16(pp.Port.IntVal), Last: uint16(last)})
 		case !egress:
-			if n, ok := owner.namedPort(pp.Port.StrVal, protoOf(pp)); ok {
-				base.Ports = append(base.Ports, PortRange{Proto: protoOf(pp), First: n, Last: n})
-			}
-		default:
 			named = append(named, pp)
+		default:
+			egNamed = append(egNamed, pp)
 		}
 	}
 	base.Ports = mergePorts(base.Ports)
-	var out []Allow
-	if base.peers() && (base.AnyPort || len(base.Ports) > 0) {
-		out = append(out, base)
+	f := ruleForm{base: base, named: named}
+	if len(named) == 0 && base.peers() && (base.AnyPort || len(base.Ports) > 0) {
+		f.fixed = append(f.fixed, base)
 	}
-	if len(named) == 0 {
-		return out
+	if len(egNamed) == 0 {
+		return f
 	}
 	for i := range w.Pods {
 		dst := &w.Pods[i]
@@ -177,16 +190,37 @@ func (w *World) compileRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			}
 		}
 		var pr []PortRange
-		for _, pp := range named {
+		for _, pp := range egNamed {
 			if n, ok := dst.namedPort(pp.Port.StrVal, protoOf(pp)); ok {
 				pr = append(pr, PortRange{Proto: protoOf(pp), First: n, Last: n})
 			}
 		}
 		if len(ips) > 0 && len(pr) > 0 {
-			out = append(out, Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
+			f.fixed = append(f.fixed, Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
 		}
 	}
-	return out
+	return f
+}
+
+// allows are the rule's Allows for the pod owner its policy selects. The
+// slices are shared by every pod the rule's Allows do not depend on: read
+// them, never write them.
+func (f *ruleForm) allows(owner *Pod) []Allow {
+	if len(f.named) == 0 {
+		return f.fixed
+	}
+	b := f.base
+	b.Ports = slices.Clone(f.base.Ports)
+	for _, pp := range f.named {
+		if n, ok := owner.namedPort(pp.Port.StrVal, protoOf(pp)); ok {
+			b.Ports = append(b.Ports, PortRange{Proto: protoOf(pp), First: n, Last: n})
+		}
+	}
+	b.Ports = mergePorts(b.Ports)
+	if b.peers() && (b.AnyPort || len(b.Ports) > 0) {
+		return []Allow{b}
+	}
+	return nil
 }
 
 // peers says whether the Allow can match any address at all.

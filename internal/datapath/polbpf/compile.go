@@ -147,36 +147,45 @@ func Compile(r *netpol.Rules) *Entries {
 	}
 	sortPrefixes(fam4)
 	sortPrefixes(fam6)
+	podID := func(a netip.Addr) (uint32, bool) {
+		id, ok := byAddr[a]
+		return id, ok
+	}
+	var keys []RuleKey
 	for _, p := range r.Pods {
 		for _, addr := range p.IPs {
 			fam := fam4
 			if addr.Is6() {
 				fam = fam6
 			}
-			e.addRules(byAddr[addr], DirIn, p.Ingress, addr.Is6(), byAddr, fam)
-			e.addRules(byAddr[addr], DirEg, p.Egress, addr.Is6(), byAddr, fam)
+			keys = appendRules(keys[:0], byAddr[addr], DirIn, p.Ingress, addr.Is6(), podID, fam)
+			keys = appendRules(keys, byAddr[addr], DirEg, p.Egress, addr.Is6(), podID, fam)
+			for _, k := range keys {
+				e.Rules[k] = struct{}{}
+			}
 		}
 	}
 	return e
 }
 
-// addRules writes the rule keys of one side (direction dir) of the pod
+// appendRules appends the rule keys of one side (direction dir) of the pod
 // address of identity ep and family v6 (IPv6 true; fam: that family's
-// prefixes, sorted).
-func (e *Entries) addRules(ep uint32, dir uint8, side netpol.Side, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) {
+// prefixes, sorted; podID: a pod address's identity).
+func appendRules(out []RuleKey, ep uint32, dir uint8, side netpol.Side, v6 bool, podID func(netip.Addr) (uint32, bool), fam []prefixID) []RuleKey {
 	if !side.Isolated {
-		return
+		return out
 	}
 	for _, a := range side.Allow {
-		peers := peerIDs(a, v6, byAddr, fam)
+		peers := peerIDs(a, v6, podID, fam)
 		for _, pp := range portPrefixes(a) {
 			for _, peer := range peers {
 				k := pp
 				k.EP, k.Peer, k.Dir = ep, peer, dir
-				e.Rules[k] = struct{}{}
+				out = append(out, k)
 			}
 		}
 	}
+	return out
 }
 
 func sortPrefixes(ps []prefixID) {
@@ -189,21 +198,36 @@ func sortPrefixes(ps []prefixID) {
 }
 
 // peerIDs are the identities of family v6 (IPv6 true) an Allow's peers
-// cover; fam are the family's prefixes, sorted.
-func peerIDs(a netpol.Allow, v6 bool, byAddr map[netip.Addr]uint32, fam []prefixID) []uint32 {
+// cover; fam are the family's prefixes, sorted, podID gives a pod
+// address's.
+func peerIDs(a netpol.Allow, v6 bool, podID func(netip.Addr) (uint32, bool), fam []prefixID) []uint32 {
 	if a.AnyPeer {
 		return []uint32{IDAny}
 	}
-	seen := map[uint32]bool{}
-	var out []uint32
+	var (
+		seen map[uint32]bool // once there are many
+		out  []uint32
+	)
 	add := func(id uint32) {
-		if !seen[id] {
+		switch {
+		case seen != nil:
+			if seen[id] {
+				return
+			}
 			seen[id] = true
-			out = append(out, id)
+		case slices.Contains(out, id):
+			return
+		case len(out) == 16:
+			seen = map[uint32]bool{}
+			for _, x := range out {
+				seen[x] = true
+			}
+			seen[id] = true
 		}
+		out = append(out, id)
 	}
 	for _, ip := range a.Pods {
-		if id, ok := byAddr[ip]; ok && ip.Is6() == v6 {
+		if id, ok := podID(ip); ok && ip.Is6() == v6 {
 			add(id)
 		}
 	}

@@ -16,7 +16,9 @@ type LoadStats struct {
 	Compile, Write time.Duration
 }
 
-// Load makes r the rules in force. Each rule map has two slots
+// Load makes r the rules in force. Only the entries of the pods whose
+// rules differ from the last Load's are made again (tracker), and only the
+// keys changed since the slot was last written are written. Each rule map has two slots
 // (map-in-map) and pol_gen's low bit says which one the programs read: the
 // slot not in force is edited to hold r (stale keys deleted, new or changed
 // ones written), then the generation is bumped, one write: a packet sees
@@ -32,7 +34,11 @@ type LoadStats struct {
 // it left, and the next Load may edit it.
 func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
 	start := time.Now()
-	e := Compile(r)
+	if p.track == nil {
+		p.track = newTracker()
+	}
+	p.track.update(r)
+	e := p.track.e
 	st := LoadStats{Entries: e.Count(), Compile: time.Since(start)}
 	if err := p.fits(e); err != nil {
 		return st, err
@@ -43,26 +49,26 @@ func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
 		return st, err
 	}
 	slot := (gen + 1) & 1
-	// What this plane last wrote to the slot, if it did: then only the
-	// difference is written, without reading the maps back.
+	// When the slot holds what this plane last wrote there, only the keys
+	// changed since are written, without reading the maps back.
 	if gen != p.wroteGen {
-		p.written = [2]*Entries{} // another writer bumped it since
+		p.valid = [2]bool{} // another writer bumped it since
 	}
-	had := p.written[slot]
-	if had == nil {
-		had = &Entries{}
-	}
-	p.written[slot] = nil
+	valid := p.valid[slot]
+	p.valid[slot] = false
+	d := p.track.dirty[slot]
 	fills := []struct {
 		outer *ebpf.Map
 		name  string
 		fill  func(*ebpf.Map) error
 	}{
-		{p.maps.PolRules, "pol_rules", func(m *ebpf.Map) error { return syncAll(m, had.Rules, e.Rules, func(struct{}) uint8 { return 1 }) }},
-		{p.maps.Pol4Ipcache, "pol4_ipcache", func(m *ebpf.Map) error { return syncAll(m, had.Ipcache4, e.Ipcache4, same[uint32]) }},
-		{p.maps.Pol6Ipcache, "pol6_ipcache", func(m *ebpf.Map) error { return syncAll(m, had.Ipcache6, e.Ipcache6, same[uint32]) }},
-		{p.maps.Pol4Eps, "pol4_eps", func(m *ebpf.Map) error { return syncAll(m, had.EPs4, e.EPs4, same[Endpoint]) }},
-		{p.maps.Pol6Eps, "pol6_eps", func(m *ebpf.Map) error { return syncAll(m, had.EPs6, e.EPs6, same[Endpoint]) }},
+		{p.maps.PolRules, "pol_rules", func(m *ebpf.Map) error {
+			return syncKeys(m, valid, d.rules, e.Rules, func(struct{}) uint8 { return 1 })
+		}},
+		{p.maps.Pol4Ipcache, "pol4_ipcache", func(m *ebpf.Map) error { return syncKeys(m, valid, d.ipcache4, e.Ipcache4, same[uint32]) }},
+		{p.maps.Pol6Ipcache, "pol6_ipcache", func(m *ebpf.Map) error { return syncKeys(m, valid, d.ipcache6, e.Ipcache6, same[uint32]) }},
+		{p.maps.Pol4Eps, "pol4_eps", func(m *ebpf.Map) error { return syncKeys(m, valid, d.eps4, e.EPs4, same[Endpoint]) }},
+		{p.maps.Pol6Eps, "pol6_eps", func(m *ebpf.Map) error { return syncKeys(m, valid, d.eps6, e.EPs6, same[Endpoint]) }},
 	}
 	for _, f := range fills {
 		inner, fresh, err := p.slotMap(f.outer, f.name, slot)
@@ -81,9 +87,31 @@ func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
 	if err := p.maps.PolGen.Update(uint32(0), gen+1, ebpf.UpdateAny); err != nil {
 		return st, fmt.Errorf("policy generation: %w", err)
 	}
-	p.written[slot], p.wroteGen = e, gen+1
+	p.track.dirty[slot] = newChangedKeys()
+	p.valid[slot], p.wroteGen = true, gen+1
 	st.Write = time.Since(start)
 	return st, p.waitPrograms(slot)
+}
+
+// syncKeys makes m hold entries: the keys of dirty alone when m is known to
+// hold entries but for those (valid), else every key, m read back.
+func syncKeys[K comparable, V any, W comparable](m *ebpf.Map, valid bool, dirty map[K]bool, entries map[K]V, val func(V) W) error {
+	if !valid {
+		return syncAll(m, entries, val)
+	}
+	var keys []K
+	var vals []W
+	for k := range dirty {
+		v, ok := entries[k]
+		if !ok {
+			if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return err
+			}
+			continue
+		}
+		keys, vals = append(keys, k), append(vals, val(v))
+	}
+	return update(m, keys, vals)
 }
 
 // slotMap is the inner map in slot of outer, made (fresh) when the slot has
@@ -129,38 +157,26 @@ func (p *Plane) waitPrograms(slot uint32) error {
 
 func same[T any](v T) T { return v }
 
-// syncAll makes m hold exactly entries (as val gives their values): it
-// deletes the keys entries lacks, and writes those that are new or hold
-// another value, in batches where the map type has them. had is what m
-// holds, when known (nil: m is read).
-func syncAll[K comparable, V any, W comparable](m *ebpf.Map, had, entries map[K]V, val func(V) W) error {
+// syncAll makes m hold exactly entries (as val gives their values), read
+// back: it deletes the keys entries lacks, and writes those that are new or
+// hold another value.
+func syncAll[K comparable, V any, W comparable](m *ebpf.Map, entries map[K]V, val func(V) W) error {
 	var (
 		stale []K
 		keep  = map[K]bool{}
+		k     K
+		v     W
 	)
-	note := func(k K, v W) {
+	it := m.Iterate()
+	for it.Next(&k, &v) {
 		if e, ok := entries[k]; !ok {
 			stale = append(stale, k)
 		} else if val(e) == v {
 			keep[k] = true
 		}
 	}
-	if had != nil {
-		for k, v := range had {
-			note(k, val(v))
-		}
-	} else {
-		var (
-			k K
-			v W
-		)
-		it := m.Iterate()
-		for it.Next(&k, &v) {
-			note(k, v)
-		}
-		if err := it.Err(); err != nil {
-			return err
-		}
+	if err := it.Err(); err != nil {
+		return err
 	}
 	for _, k := range stale {
 		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -175,6 +191,12 @@ func syncAll[K comparable, V any, W comparable](m *ebpf.Map, had, entries map[K]
 			vals = append(vals, val(e))
 		}
 	}
+	return update(m, keys, vals)
+}
+
+// update writes keys with their values vals to m, in batches where the map
+// type has them.
+func update[K, W any](m *ebpf.Map, keys []K, vals []W) error {
 	if len(keys) == 0 {
 		return nil
 	}

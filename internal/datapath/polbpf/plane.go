@@ -27,9 +27,12 @@ type Plane struct {
 	maps  policyMaps
 	spec  *ebpf.CollectionSpec
 	progs *policyPrograms
-	// written is what this Plane's Load last wrote to each slot (nil: not
-	// known, the slot's maps are read).
-	written  [2]*Entries
+	// track holds the entries of the rules last loaded, pod by pod, and
+	// the keys changed since each slot was written; valid says which
+	// slots hold what this Plane's Load last wrote there (else the slot's
+	// maps are read back).
+	track    *tracker
+	valid    [2]bool
 	wroteGen uint32 // the generation its last Load put in force
 }
 

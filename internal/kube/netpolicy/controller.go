@@ -3,10 +3,10 @@
 // vnetlab on every node), shaped like the Service proxy
 // (internal/kube/proxy): client-go informers on NetworkPolicies, Pods and
 // Namespaces whose handlers only record changes (changes.go), and one Sync
-// that builds the cluster's netpol.World from what they recorded
-// (world.go), compiles it (netpol.Compile), keeps the rules of the node's
-// own pods and hands them to the node's Backend (nftables: the table of
-// internal/datapath/polnft). A policy port the node cannot enforce (SCTP on
+// that feeds what they recorded to the cluster's netpol.Compiler (the
+// model's pods: world.go), which compiles again only the pods a change
+// touches, and hands the rules of the node's own pods to the node's
+// Backend (nftables: the table of internal/datapath/polnft). A policy port the node cannot enforce (SCTP on
 // a kernel without it) is taken out of the policy (netpol.WithoutProto: the
 // rule allows nothing by it, the policy still isolates) and gets a Warning
 // Event naming the field, never silently allowed.
@@ -50,10 +50,15 @@ type Controller struct {
 	havePods       map[string]*corev1.Pod
 	haveNamespaces map[string]*corev1.Namespace
 	warned         map[string]bool // policy uid/generation/field already warned about
-	// enforced is enforceable's form of each policy, by key, kept while
+	// enforced is each policy as the node enforces it, by key, kept while
 	// the policy's object is the one it was made from.
 	enforced map[string]enforcedPolicy
-	failed   bool // the last Apply failed: sync again
+	// comp is the cluster compiled, fed the changes at each Sync; local
+	// are the node's own pods and model the pods comp holds, by
+	// namespace/name.
+	comp         *netpol.Compiler
+	local, model map[string]bool
+	failed       bool // the last Apply failed: sync again
 	// Syncs counts the syncs that applied rules; Applied is when the last did.
 	Syncs   int
 	Applied time.Time
@@ -98,33 +103,60 @@ func (c *Controller) handler(record func(obj any, gone bool) bool) cache.Resourc
 	}
 }
 
-// Sync applies the changes recorded since the last Sync: the whole cluster
-// is compiled again (the rules of one pod depend on every pod its policies'
-// selectors match) and the node's rules handed to the backend, which
+// Sync applies the changes recorded since the last Sync: each is given to
+// the cluster's compiler, which compiles again the rules of the pods it
+// touches (the rules of one pod depend on every pod its policies'
+// selectors match), and the node's rules are handed to the backend, which
 // changes the data path only where the result differs.
 func (c *Controller) Sync() (Stats, error) {
 	t0 := time.Now()
-	changed := apply(c.havePolicies, c.policies.take())
-	changed = apply(c.havePods, c.pods.take()) || changed
-	changed = apply(c.haveNamespaces, c.namespaces.take()) || changed
+	policies, pods, namespaces := c.policies.take(), c.pods.take(), c.namespaces.take()
+	changed := apply(c.havePolicies, policies)
+	changed = apply(c.havePods, pods) || changed
+	changed = apply(c.haveNamespaces, namespaces) || changed
 	if !changed && !c.failed && c.Syncs > 0 {
 		return Stats{}, nil
 	}
-	w, local := buildWorld(c.haveNamespaces, c.havePods, c.enforceable(), c.node)
-	keep := func(p *netpol.Pod) bool { return local[p.Namespace+"/"+p.Name] }
-	if c.backend.Everywhere() {
-		keep = nil
+	if c.comp == nil {
+		c.comp = netpol.NewCompiler(func(p *netpol.Pod) bool {
+			return c.backend.Everywhere() || c.local[p.Namespace+"/"+p.Name]
+		})
+		c.model = map[string]bool{}
+		policies, namespaces = mapOf(c.havePolicies), mapOf(c.haveNamespaces)
+		pods = map[string]*corev1.Pod{"": nil} // every pod
 	}
-	r := netpol.CompileWhere(w, keep)
-	st := Stats{Pods: len(w.Pods), Local: len(local), Policies: len(w.Policies)}
+	c.comp.Batch(func() {
+		for k := range namespaces {
+			if ns := c.haveNamespaces[k]; ns != nil {
+				c.comp.SetNamespace(netpol.Namespace{Name: ns.Name, Labels: netpol.Labels(ns.Labels)})
+			} else {
+				c.comp.DeleteNamespace(k)
+			}
+		}
+		for k := range policies {
+			if p := c.havePolicies[k]; p != nil {
+				c.comp.SetPolicy(c.enforcedOf(k, p))
+			} else {
+				ns, name, _ := strings.Cut(k, "/")
+				c.comp.DeletePolicy(ns, name)
+				delete(c.enforced, k)
+			}
+		}
+		if len(pods) > 0 {
+			c.setPods()
+		}
+	})
+	r := c.comp.Rules()
+	npods, npolicies := c.comp.Len()
+	st := Stats{Pods: npods, Local: len(c.local), Policies: npolicies}
 	for _, p := range r.Pods {
-		if local[p.Namespace+"/"+p.Pod] && (p.Ingress.Isolated || p.Egress.Isolated) {
+		if c.local[p.Namespace+"/"+p.Pod] && (p.Ingress.Isolated || p.Egress.Isolated) {
 			st.Isolated++
 		}
 	}
 	st.Compile = time.Since(t0)
 	attach := map[string]bool{}
-	for k := range local {
+	for k := range c.local {
 		if p := c.havePods[k]; p != nil && p.DeletionTimestamp == nil {
 			attach[k] = true
 		}
@@ -140,32 +172,52 @@ func (c *Controller) Sync() (Stats, error) {
 	return st, nil
 }
 
+// setPods gives the compiler the model's pods of the cluster as they are
+// now (which pod has an address depends on the others: modelPods), each
+// set (an unchanged one costs a comparison) and those gone deleted.
+func (c *Controller) setPods() {
+	pods, local := modelPods(c.havePods, c.node)
+	c.local = local
+	now := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		c.comp.SetPod(p)
+		now[p.Namespace+"/"+p.Name] = true
+	}
+	for k := range c.model {
+		if !now[k] {
+			ns, name, _ := strings.Cut(k, "/")
+			c.comp.DeletePod(ns, name)
+		}
+	}
+	c.model = now
+}
+
+// mapOf is every key of m, as a change tracker's records.
+func mapOf[T any](m map[string]*T) map[string]*T {
+	out := make(map[string]*T, len(m))
+	for k := range m {
+		out[k] = nil
+	}
+	return out
+}
+
 // Stats says what a sync compiled and how long it took.
 type Stats struct {
 	Pods, Local, Isolated, Policies int
 	Compile, Took                   time.Duration
 }
 
-// enforceable is the policies, sorted by namespace and name, each with the
-// ports of the protocols the node cannot enforce taken out, and a Warning
-// Event once per policy generation and field. Each policy is made again
-// only when its object changed: with many policies, making them all at
-// every sync was most of a sync's time.
-func (c *Controller) enforceable() []networkingv1.NetworkPolicy {
-	out := make([]networkingv1.NetworkPolicy, 0, len(c.havePolicies))
-	for _, k := range slices.Sorted(maps.Keys(c.havePolicies)) {
-		p := c.havePolicies[k]
-		if e, ok := c.enforced[k]; !ok || e.from != p {
-			c.enforced[k] = enforcedPolicy{from: p, p: c.enforce(k, p)}
-		}
-		out = append(out, *c.enforced[k].p)
+// enforcedOf is policy p (key k) as the node enforces it: with the ports
+// of the protocols the node cannot enforce taken out, and a Warning Event
+// once per policy generation and field. It is made again only when the
+// policy's object changed.
+func (c *Controller) enforcedOf(k string, p *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
+	if e, ok := c.enforced[k]; ok && e.from == p {
+		return e.p
 	}
-	for k := range c.enforced {
-		if c.havePolicies[k] == nil {
-			delete(c.enforced, k)
-		}
-	}
-	return out
+	q := c.enforce(k, p)
+	c.enforced[k] = enforcedPolicy{from: p, p: q}
+	return q
 }
 
 // enforce is policy p (key k) as the node enforces it.

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 )
@@ -48,20 +47,15 @@ func modelPod(p *corev1.Pod) (netpol.Pod, bool) {
 	return out, true
 }
 
-// buildWorld is the model of the cluster: namespaces, the pods modelPod
-// keeps (where two claim one address, the newer one that is not being
-// deleted: the older's address was released and taken again before its
-// object went), and the policies as given, sorted by namespace and name.
-// local lists the pods of node, by namespace/name: a node enforces the
-// rules of its own pods (a packet between nodes meets its source's egress
-// rules on the source's node and its destination's ingress rules on the
-// destination's, as kube-router programs its nodes), with the whole
+// modelPods are the model's pods of the cluster: those modelPod keeps
+// (where two claim one address, the newer one that is not being deleted:
+// the older's address was released and taken again before its object
+// went). local lists the pods of node, by namespace/name: a node enforces
+// the rules of its own pods (a packet between nodes meets its source's
+// egress rules on the source's node and its destination's ingress rules on
+// the destination's, as kube-router programs its nodes), with the whole
 // cluster's pods as their peers.
-func buildWorld(namespaces map[string]*corev1.Namespace, pods map[string]*corev1.Pod, policies []networkingv1.NetworkPolicy, node string) (*netpol.World, map[string]bool) {
-	w := &netpol.World{Policies: policies}
-	for _, k := range slices.Sorted(maps.Keys(namespaces)) {
-		w.Namespaces = append(w.Namespaces, netpol.Namespace{Name: namespaces[k].Name, Labels: netpol.Labels(namespaces[k].Labels)})
-	}
+func modelPods(pods map[string]*corev1.Pod, node string) ([]netpol.Pod, map[string]bool) {
 	ordered := slices.Collect(maps.Values(pods))
 	// Preferred first: not being deleted, then the newest.
 	slices.SortFunc(ordered, func(a, b *corev1.Pod) int {
@@ -78,6 +72,7 @@ func buildWorld(namespaces map[string]*corev1.Namespace, pods map[string]*corev1
 	})
 	taken := map[netip.Addr]bool{}
 	local := map[string]bool{}
+	var out []netpol.Pod
 	for _, p := range ordered {
 		mp, ok := modelPod(p)
 		if !ok || slices.ContainsFunc(mp.IPs, func(a netip.Addr) bool { return taken[a] }) {
@@ -86,10 +81,10 @@ func buildWorld(namespaces map[string]*corev1.Namespace, pods map[string]*corev1
 		for _, a := range mp.IPs {
 			taken[a] = true
 		}
-		w.Pods = append(w.Pods, mp)
+		out = append(out, mp)
 		if p.Spec.NodeName == node {
 			local[p.Namespace+"/"+p.Name] = true
 		}
 	}
-	return w, local
+	return out, local
 }

@@ -34,6 +34,8 @@ type Gen struct {
 	// with their neighbours.
 	Ports []uint16
 	rng   *rand.Rand
+	// made is the last number a pod or policy was named with (Change).
+	made int
 }
 
 // The vocabulary labels are drawn from: few keys and values, so that
@@ -78,6 +80,7 @@ func New(seed uint64) *Gen {
 	for i := range policies {
 		w.Policies = append(w.Policies, g.policy(i))
 	}
+	g.made = max(pods, policies)
 	g.collectOutside()
 	g.collectPorts()
 	return g
@@ -110,7 +113,8 @@ func (g *Gen) labels(keys []string) netpol.Labels {
 
 // pod i: in a namespace the world lists, or now and then in one it does
 // not (it exists with its name's label only), at address base+i+1 of each
-// family (every other pod a subnet apart: 10.0.1.x, fd00::1:x).
+// family (every other pod a subnet apart: 10.0.1.x, fd00::1:x; from the
+// 255th, 10.1.x.x and on).
 func (g *Gen) pod(i int) netpol.Pod {
 	ns := g.pick(nsNames)
 	if g.rng.IntN(4) > 0 {
@@ -119,7 +123,7 @@ func (g *Gen) pod(i int) netpol.Pod {
 	p := netpol.Pod{Name: fmt.Sprintf("p%d", i), Namespace: ns, Labels: g.labels(podKeys)}
 	for _, v6 := range g.Families() {
 		b := podBase[v6].As16()
-		b[14], b[15] = byte(i%2), byte(i+1)
+		b[13], b[14], b[15] = byte((i+1)>>8), byte(i%2), byte(i+1)
 		a := netip.AddrFrom16(b)
 		if !v6 {
 			a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})

@@ -1,0 +1,167 @@
+package netpol_test
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol/netpoltest"
+)
+
+// envInt is the environment's variable name as a number, def when unset.
+func envInt(t testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: not a number", name, s)
+	}
+	return n
+}
+
+// TestCompilerMatchesCompile holds the incremental compiler to the
+// reference: random worlds (netpoltest) loaded into a Compiler, then random
+// changes (policies set and deleted, pods added, relabelled, readdressed,
+// given other named ports and deleted, namespaces relabelled and deleted)
+// applied to both; after each step the Compiler's rules must equal
+// Compile's of the same world exactly, and the pods it reports changed must
+// be exactly those whose rules differ from the step before. Half the
+// sequences keep every pod's rules, half those of every other pod (a
+// node's, as CompileWhere).
+//
+// 200 sequences of 60 steps by default; VNETLAB_INCR_SEQS and
+// VNETLAB_INCR_STEPS scale it, VNETLAB_INCR_SEED=N runs sequence N alone.
+func TestCompilerMatchesCompile(t *testing.T) {
+	seqs, steps := envInt(t, "VNETLAB_INCR_SEQS", 200), envInt(t, "VNETLAB_INCR_STEPS", 60)
+	first := uint64(1)
+	if s := os.Getenv("VNETLAB_INCR_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("VNETLAB_INCR_SEED=%q: not a number", s)
+		}
+		first, seqs = n, 1
+	}
+	total := 0
+	for seed := first; seed < first+uint64(seqs); seed++ {
+		total += compilerSequence(t, seed, steps)
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("%d sequences, %d steps, every step equal to Compile", seqs, total)
+}
+
+// compilerSequence runs sequence seed; it returns the steps it took.
+func compilerSequence(t *testing.T, seed uint64, steps int) int {
+	g := netpoltest.New(seed)
+	var keep func(*netpol.Pod) bool
+	if seed%2 == 0 {
+		keep = func(p *netpol.Pod) bool { return p.IPs[0].As16()[15]%2 == 0 }
+	}
+	rerun := fmt.Sprintf("rerun: VNETLAB_INCR_SEED=%d VNETLAB_INCR_STEPS=%d go test -run TestCompilerMatchesCompile ./internal/datapath/netpol/", seed, steps)
+	c := netpol.NewCompilerOf(g.World, keep)
+	prev := reference(g.World, keep)
+	if !compareRules(t, c.Rules(), prev) {
+		t.Errorf("sequence %d, the world loaded: the compiler's rules differ from Compile's\n%s\n%s", seed, g, rerun)
+		return 0
+	}
+	var done []string
+	for step := 1; step <= steps; step++ {
+		ch := g.Change()
+		done = append(done, ch.String())
+		ch.ApplyTo(c)
+		want := reference(g.World, keep)
+		fail := func(what string) {
+			t.Errorf("sequence %d step %d: %s\nthe changes:\n%s\nthe world now:\n%s\n%s", seed, step, what,
+				strings.Join(done, "\n"), g, rerun)
+		}
+		if !compareRules(t, c.Rules(), want) {
+			fail("the compiler's rules differ from Compile's")
+			return step
+		}
+		if got, wantChanged := c.Changed(), changedPods(prev, want); !slices.Equal(got, wantChanged) {
+			fail(fmt.Sprintf("the compiler says pods %v changed; their rules say %v", got, wantChanged))
+			return step
+		}
+		prev = want
+	}
+	return steps
+}
+
+// reference is Compile's rules of w, its pods and policies put in the
+// compiler's order first (by namespace and name; by key): the order of a
+// pod's Allows follows them.
+func reference(w *netpol.World, keep func(*netpol.Pod) bool) netpol.Rules {
+	o := &netpol.World{Namespaces: w.Namespaces, Pods: slices.Clone(w.Pods), Policies: slices.Clone(w.Policies)}
+	slices.SortFunc(o.Pods, func(a, b netpol.Pod) int {
+		return strings.Compare(a.Namespace+"\x00"+a.Name, b.Namespace+"\x00"+b.Name)
+	})
+	for i := range o.Policies {
+		if o.Policies[i].Namespace == "" {
+			o.Policies[i].Namespace = netpol.DefaultNamespace
+		}
+	}
+	slices.SortFunc(o.Policies, func(a, b networkingv1.NetworkPolicy) int {
+		return strings.Compare(netpol.PolicyKey(&a), netpol.PolicyKey(&b))
+	})
+	return netpol.CompileWhere(o, keep)
+}
+
+// compareRules says whether got equals want, reporting the first pod that
+// differs.
+func compareRules(t *testing.T, got, want netpol.Rules) bool {
+	t.Helper()
+	if len(got.Pods) == len(want.Pods) && (len(got.Pods) == 0 || reflect.DeepEqual(got, want)) {
+		return true
+	}
+	for i := range max(len(got.Pods), len(want.Pods)) {
+		var g, w *netpol.PodRules
+		if i < len(got.Pods) {
+			g = &got.Pods[i]
+		}
+		if i < len(want.Pods) {
+			w = &want.Pods[i]
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Logf("pod %d: compiler %+v\nCompile %+v", i, g, w)
+			break
+		}
+	}
+	return false
+}
+
+// changedPods are the pods whose rules differ between a and b, sorted.
+func changedPods(a, b netpol.Rules) []netpol.PodKey {
+	byKey := func(r netpol.Rules) map[netpol.PodKey]netpol.PodRules {
+		m := map[netpol.PodKey]netpol.PodRules{}
+		for _, p := range r.Pods {
+			m[netpol.PodKey{Namespace: p.Namespace, Name: p.Pod}] = p
+		}
+		return m
+	}
+	am, bm := byKey(a), byKey(b)
+	var out []netpol.PodKey
+	for k, p := range am {
+		if q, ok := bm[k]; !ok || !reflect.DeepEqual(p, q) {
+			out = append(out, k)
+		}
+	}
+	for k := range bm {
+		if _, ok := am[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(x, y netpol.PodKey) int {
+		return strings.Compare(x.Namespace+"\x00"+x.Name, y.Namespace+"\x00"+y.Name)
+	})
+	return out
+}
