@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Doc is what a YAML file gives the model, in Kubernetes' own objects:
@@ -41,7 +43,7 @@ func Parse(data []byte) (Doc, error) {
 			return doc, nil
 		}
 		if err != nil {
-			return Doc{}, fmt.Errorf("document %d: %v", n, err)
+			return Doc{}, fmt.Errorf("document %d: %s", n, field.OneLine(err.Error()))
 		}
 		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 			continue

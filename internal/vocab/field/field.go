@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Error is what is wrong with one field of a spec. Field is the field's
@@ -51,4 +53,22 @@ func Rendered(err error, name func(key string) string) error {
 	}
 	// Wrapped or not: keep the context around it.
 	return errors.New(strings.Replace(err.Error(), fe.Error(), fe.Render(name), 1))
+}
+
+// OneLine is msg with its control characters (a newline or a carriage
+// return of outside input that a decoder quoted in its error) written as
+// Go escapes, so that what vnetlab says of bad input stays one line.
+func OneLine(msg string) string {
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) {
+			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -18,3 +18,16 @@ func TestRender(t *testing.T) {
 		t.Error("an error without fields changed")
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                     "plain",
+		"separator: 0\r0":           `separator: 0\r0`,
+		"a\nb\tc\x00":               `a\nb\tc\x00`,
+		"ünïcode stays, \u2028 too": "ünïcode stays, \u2028 too",
+	} {
+		if got := OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
