@@ -9,7 +9,7 @@ declare -A need=(
   [iperf3]=iperf3 [sockperf]=sockperf [iptables-restore]=iptables [nft]=nftables
   [ping]=iputils-ping [ethtool]=ethtool [tc]=iproute2 [ip]=iproute2 [conntrack]=conntrack
   [ovs-vswitchd]=openvswitch-switch [bpftool]=bpftool
-  [ipset]=ipset  # the iptables NetworkPolicy provider's peer sets (internal/platform/labpolicy)
+  [ipset]=ipset  # the iptables NetworkPolicy provider's peer sets, and kube-router's (internal/platform/labpolicy)
   [chromium]=chromium  # the report's HTML is checked in a real headless browser (internal/present/report tests)
   # `vnetlab kube up`: a local Kubernetes cluster's etcd, container runtime and CNI plugins
   [etcd]=etcd-server [containerd]=containerd [runc]=runc

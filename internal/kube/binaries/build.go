@@ -30,6 +30,20 @@ type module struct {
 	estimate string // how long a first build takes, for the message
 }
 
+// ensureCommand builds the module mk describes unless it is cached, and
+// returns the path of its command name.
+func ensureCommand(ctx context.Context, say func(string, ...any), mk func() (module, error), name string) (string, error) {
+	m, err := mk()
+	if err != nil {
+		return "", err
+	}
+	bin, err := m.ensure(ctx, say)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(bin, name), nil
+}
+
 // cached returns dir/bin when every output is there, or "".
 func (m module) cached() string {
 	bin := filepath.Join(m.dir, "bin")
@@ -97,14 +111,10 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			_ = os.RemoveAll(tmp)
-			msg := strings.TrimSpace(string(out))
-			if len(msg) > 800 {
-				msg = "..." + msg[len(msg)-800:]
-			}
 			if ctx.Err() != nil {
 				return "", ctx.Err()
 			}
-			return "", fmt.Errorf("building %s failed (%v): %s", m.what, err, msg)
+			return "", m.buildError(err, out)
 		}
 	}
 	bin := filepath.Join(m.dir, "bin")
@@ -114,6 +124,38 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	}
 	say("built %s in %s", m.what, time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// buildError is a failed build's error, in one line: go's output without
+// its progress lines ("go: downloading ..."), its lines joined and cut to
+// the last 800 bytes; when go could not fetch a module (the Go module proxy
+// unreachable, GOPROXY=off, nothing in the module cache), it says so first.
+func (m module) buildError(err error, out []byte) error {
+	var lines []string
+	fetch := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "go: downloading ") {
+			continue
+		}
+		lines = append(lines, l)
+		if fetch == "" && (strings.Contains(l, `: Get "`) || strings.Contains(l, "module lookup disabled") ||
+			strings.Contains(l, ": reading http") || strings.Contains(l, "dial tcp")) {
+			fetch = l
+		}
+	}
+	if fetch != "" {
+		proxy := os.Getenv("GOPROXY")
+		if proxy == "" {
+			proxy = "go's default, proxy.golang.org"
+		}
+		return fmt.Errorf("building %s needs its Go modules, from the module cache or the Go module proxy (GOPROXY: %s), and could not fetch them: %s", m.what, proxy, fetch)
+	}
+	msg := strings.Join(lines, " | ")
+	if len(msg) > 800 {
+		msg = "..." + msg[len(msg)-800:]
+	}
+	return fmt.Errorf("building %s failed (%v): %s", m.what, err, msg)
 }
 
 // lock takes the version directory's build lock (dir/.build.lock), saying

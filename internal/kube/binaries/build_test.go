@@ -1,9 +1,11 @@
 package binaries
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -58,5 +60,43 @@ func TestEnsureOneBuildAtATime(t *testing.T) {
 	}
 	if builds != 1 {
 		t.Errorf("%d builds, want 1 (the others wait and find it): %q", builds, said)
+	}
+}
+
+// A module go cannot fetch (the Go module proxy unreachable, nothing in
+// the module cache) fails the build in one line that says what it needs.
+func TestEnsureWithoutTheModuleProxy(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GOPROXY", "http://127.0.0.1:9") // nothing listens on the discard port
+	t.Setenv("GOMODCACHE", filepath.Join(dir, "modcache"))
+	t.Setenv("GOFLAGS", "-modcacherw")
+	t.Setenv("GOSUMDB", "off")
+	m := module{
+		what: "a test command",
+		dir:  filepath.Join(dir, "build"),
+		files: map[string][]byte{
+			"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n\nrequire example.com/absent v1.0.0\n"),
+			"main.go": []byte("package main\n\nimport _ \"example.com/absent\"\n\nfunc main() {}\n"),
+		},
+		pkgs: []string{"."}, outputs: []string{"hello"}, ldflags: "-s -w", estimate: "a second",
+	}
+	_, err := m.ensure(context.Background(), func(string, ...any) {})
+	if err == nil {
+		t.Fatal("the build succeeded without its module")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "needs its Go modules") || !strings.Contains(msg, "127.0.0.1:9") {
+		t.Fatalf("want one line saying the build needs the module proxy, got:\n%s", msg)
+	}
+}
+
+// The rules program links the kube-router release the clusters run: both
+// modules require it at KubeRouterVersion.
+func TestKubeRouterRulesVersion(t *testing.T) {
+	for name, mod := range map[string][]byte{"kuberouter.mod": kubeRouterMod, "kuberouterrules.mod": kubeRouterRulesMod} {
+		if !bytes.Contains(mod, []byte("\t"+kubeRouterPkg+" "+KubeRouterVersion)) {
+			t.Errorf("%s does not require %s %s", name, kubeRouterPkg, KubeRouterVersion)
+		}
 	}
 }

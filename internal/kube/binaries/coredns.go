@@ -60,13 +60,5 @@ func coreDNS() (module, error) {
 // it is not cached (about 2 minutes with a cold Go build cache). The cache
 // directory (beside the binary) also keeps its image archive.
 func EnsureCoreDNS(ctx context.Context, say func(string, ...any)) (string, error) {
-	m, err := coreDNS()
-	if err != nil {
-		return "", err
-	}
-	bin, err := m.ensure(ctx, say)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(bin, CoreDNS), nil
+	return ensureCommand(ctx, say, coreDNS, CoreDNS)
 }

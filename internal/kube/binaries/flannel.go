@@ -61,13 +61,5 @@ func flannel() (module, error) {
 // when it is not cached. The cache directory (beside the binary) also keeps
 // its image archive.
 func EnsureFlannel(ctx context.Context, say func(string, ...any)) (string, error) {
-	m, err := flannel()
-	if err != nil {
-		return "", err
-	}
-	bin, err := m.ensure(ctx, say)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(bin, flannelOutput), nil
+	return ensureCommand(ctx, say, flannel, flannelOutput)
 }

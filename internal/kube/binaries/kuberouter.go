@@ -52,13 +52,5 @@ func kubeRouter() (module, error) {
 // first when it is not cached. The cache directory (beside the binary) also
 // keeps its image archive.
 func EnsureKubeRouter(ctx context.Context, say func(string, ...any)) (string, error) {
-	m, err := kubeRouter()
-	if err != nil {
-		return "", err
-	}
-	bin, err := m.ensure(ctx, say)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(bin, kubeRouterOutput), nil
+	return ensureCommand(ctx, say, kubeRouter, kubeRouterOutput)
 }

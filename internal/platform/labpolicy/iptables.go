@@ -79,12 +79,21 @@ var iptTools = [][2]string{{"ipset", "ipset"}, {"iptables-restore", "iptables"},
 
 // Install checks the tools first: without one of them nothing is loaded.
 func (p iptablesProvider) Install(st *lab.State, r *netpol.Rules) error {
-	for _, t := range iptTools {
-		if _, err := exec.LookPath(t[0]); err != nil {
-			return fmt.Errorf("the iptables policy provider needs %s, which is not installed (Debian: apt-get install %s)", t[0], t[1])
-		}
+	if err := needTools("the iptables policy provider", iptTools); err != nil {
+		return err
 	}
 	return p.Update(st, nil, r)
+}
+
+// needTools says, in one line, which of tools (program, Debian package)
+// who needs and does not find.
+func needTools(who string, tools [][2]string) error {
+	for _, t := range tools {
+		if _, err := exec.LookPath(t[0]); err != nil {
+			return fmt.Errorf("%s needs %s, which is not installed (Debian: apt-get install %s)", who, t[0], t[1])
+		}
+	}
+	return nil
 }
 
 func (iptablesProvider) Update(st *lab.State, old func() (*netpol.Rules, error), r *netpol.Rules) error {
