@@ -87,7 +87,7 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 			}
 		}
 	})
-	var n, allowed, skipped, bad int
+	var n, allowed, skipped, bad, neighbours int
 	kinds := map[string]int{}
 	for seed := first; seed < first+worlds; seed++ {
 		g := netpoltest.New(uint64(seed))
@@ -103,6 +103,11 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 		}
 		prev = &r
 		forgetFlows(t, st)
+		forgot, err := pr.forgetNeighbours()
+		if err != nil {
+			t.Fatal(err)
+		}
+		neighbours = max(neighbours, forgot)
 		var sent []netpoltest.Probe
 		var want []bool
 		expect := 0
@@ -142,8 +147,8 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 			}
 		}
 	}
-	t.Logf("%s: %d worlds from seed %d, %d probes (%d allowed, %d denied; %v; %d left out), %d disagreements, in %v",
-		provider, worlds, first, n, allowed, n-allowed, kinds, skipped, bad, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: %d worlds from seed %d, %d probes (%d allowed, %d denied; %v; %d left out), %d disagreements, in %v; at most %d neighbours of no pod a world left in the pods",
+		provider, worlds, first, n, allowed, n-allowed, kinds, skipped, bad, time.Since(start).Round(time.Millisecond), neighbours)
 	if n >= 1000 && (allowed < n/10 || n-allowed < n/10 || len(kinds) < 3) {
 		t.Errorf("the probes hardly test anything: %d allowed, %d denied, %v", allowed, n-allowed, kinds)
 	}

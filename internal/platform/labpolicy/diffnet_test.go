@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -35,6 +36,10 @@ type prober struct {
 	// catch are the packet sockets, one per namespace.
 	catch []int
 	fds   []int // every socket, to close
+	// pods are the pods' namespaces, to forget their neighbours
+	// (forgetNeighbours) and whose addresses they keep.
+	pods []*netlink.Handle
+	keep map[netip.Addr]bool
 }
 
 // sender is a namespace's raw sockets: IPv4's and IPv6's.
@@ -49,14 +54,55 @@ type endpoint struct {
 
 // newProber opens the sockets in each endpoint's namespace.
 func newProber(eps []endpoint) (*prober, error) {
-	p := &prober{send: map[netip.Addr]sender{}}
+	p := &prober{send: map[netip.Addr]sender{}, keep: map[netip.Addr]bool{}}
 	for _, ep := range eps {
 		if err := nsutil.Do(ep.ns, func() error { return p.open(ep) }); err != nil {
 			p.close()
 			return nil, fmt.Errorf("sockets in %s: %w", ep.ns, err)
 		}
+		if len(ep.addrs) == 0 {
+			continue
+		}
+		h, err := nsutil.Handle(ep.ns)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.pods = append(p.pods, h)
+		for _, a := range ep.addrs {
+			p.keep[a] = true
+		}
 	}
 	return p, nil
+}
+
+// forgetNeighbours deletes the pods' IPv4 neighbours that are no pod: the
+// addresses of no pod inside the pods' subnet, which a pod resolves (the
+// node answers by proxy ARP) for its probes to them and its replies to
+// probes from them. The kernel's neighbour table is one for the whole
+// machine (gc_thresh3, 1024 entries over every namespace): a few hundred
+// worlds of them filled it ("neighbor table overflow"), and a packet to a
+// new neighbour was dropped, in any namespace. It says how many it
+// deleted.
+func (p *prober) forgetNeighbours() (int, error) {
+	n := 0
+	for _, h := range p.pods {
+		ns, err := h.NeighList(0, netlink.FAMILY_V4)
+		if err != nil {
+			return n, err
+		}
+		for _, e := range ns {
+			a, ok := netip.AddrFromSlice(e.IP.To4())
+			if !ok || p.keep[a] || e.State&netlink.NUD_PERMANENT != 0 {
+				continue
+			}
+			if err := h.NeighDel(&e); err != nil && !errors.Is(err, unix.ENOENT) {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // open opens ep's sockets, in its namespace.
@@ -107,7 +153,10 @@ func (p *prober) close() {
 	for _, fd := range p.fds {
 		_ = unix.Close(fd)
 	}
-	p.fds = nil
+	for _, h := range p.pods {
+		h.Close()
+	}
+	p.fds, p.pods = nil, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
