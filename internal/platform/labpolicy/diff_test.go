@@ -87,7 +87,7 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 			}
 		}
 	})
-	var n, allowed, skipped, bad, neighbours int
+	var n, allowed, replies, skipped, bad, neighbours int
 	kinds := map[string]int{}
 	for seed := first; seed < first+worlds; seed++ {
 		g := netpoltest.New(uint64(seed))
@@ -110,6 +110,14 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 		neighbours = max(neighbours, forgot)
 		var sent []netpoltest.Probe
 		var want []bool
+		complain := func(i int, what string) {
+			bad++
+			t.Errorf("seed %d: probe %v: %s\n%s\nrun it alone: VNETLAB_DIFF_SEED=%d VNETLAB_DIFF_WORLDS=1 go test ./internal/platform/labpolicy -run 'TestDifferential/%s$'",
+				seed, sent[i], what, g, seed, provider)
+			if bad >= 5 {
+				t.Fatalf("stopped at %d disagreements", bad)
+			}
+		}
 		expect := 0
 		for _, pb := range g.Probes(probes) {
 			if !deliverable(pb.Src) || !deliverable(pb.Dst) {
@@ -126,29 +134,29 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 		if seed == first {
 			window = firstWindow
 		}
-		got, err := pr.run(uint16(seed-first+1), sent, expect, window)
+		got, answered, err := pr.run(uint16(seed-first+1), sent, expect+answers(pr, sent, want, nil), window)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		answers(pr, sent, want, func(i int) {
+			replies++
+			if got[i] && !answered[i] {
+				complain(i, "allowed and delivered, but the RST its pod answered with was dropped (the model passes every reply of an allowed connection)")
+			}
+		})
 		for i, pb := range sent {
 			n++
 			kinds[pb.Kind(g.World)]++
 			if want[i] {
 				allowed++
 			}
-			if got[i] == want[i] {
-				continue
-			}
-			bad++
-			t.Errorf("seed %d: probe %v: the %s provider says %s (%s), the model %s\n%s\nrun it alone: VNETLAB_DIFF_SEED=%d VNETLAB_DIFF_WORLDS=1 go test ./internal/platform/labpolicy -run 'TestDifferential/%s$'",
-				seed, pb, provider, netpoltest.Verdict(got[i]), map[bool]string{true: "delivered", false: "not delivered"}[got[i]], netpoltest.Verdict(want[i]), g, seed, provider)
-			if bad >= 5 {
-				t.Fatalf("stopped at %d disagreements", bad)
+			if got[i] != want[i] {
+				complain(i, fmt.Sprintf("the %s provider says %s (%s), the model %s", provider, netpoltest.Verdict(got[i]), map[bool]string{true: "delivered", false: "not delivered"}[got[i]], netpoltest.Verdict(want[i])))
 			}
 		}
 	}
-	t.Logf("%s: %d worlds from seed %d, %d probes (%d allowed, %d denied; %v; %d left out), %d disagreements, in %v; at most %d neighbours of no pod a world left in the pods",
-		provider, worlds, first, n, allowed, n-allowed, kinds, skipped, bad, time.Since(start).Round(time.Millisecond), neighbours)
+	t.Logf("%s: %d worlds from seed %d, %d probes (%d allowed, %d denied; %v; %d left out; %d answers of a pod checked), %d disagreements, in %v; at most %d neighbours of no pod a world left in the pods",
+		provider, worlds, first, n, allowed, n-allowed, kinds, skipped, replies, bad, time.Since(start).Round(time.Millisecond), neighbours)
 	if n >= 1000 && (allowed < n/10 || n-allowed < n/10 || len(kinds) < 3) {
 		t.Errorf("the probes hardly test anything: %d allowed, %d denied, %v", allowed, n-allowed, kinds)
 	}
@@ -176,4 +184,20 @@ func deliverable(a netip.Addr) bool {
 		b[i] |= byte(mask >> (24 - 8*i))
 	}
 	return a != n.Addr() && a != netip.AddrFrom4(b)
+}
+
+// answers calls fn with each probe whose answer must come back: an allowed
+// TCP probe to a pod of the lab (every pod answers a SYN with a RST); it
+// says how many.
+func answers(pr *prober, sent []netpoltest.Probe, want []bool, fn func(i int)) int {
+	n := 0
+	for i, pb := range sent {
+		if want[i] && pb.Proto == netpol.TCP && pr.keep[pb.Dst] {
+			n++
+			if fn != nil {
+				fn(i)
+			}
+		}
+	}
+	return n
 }

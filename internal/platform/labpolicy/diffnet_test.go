@@ -9,8 +9,9 @@ package labpolicy
 // when one of them received it (PACKET_OUTGOING is a sender's own copy).
 // Each packet carries a tag (the world's number and the probe's index: TCP's
 // sequence number, UDP's payload, SCTP's initiate tag and initial TSN), so
-// a world's probes go out at once and a late packet of an earlier world,
-// or a reply, is told apart.
+// a world's probes go out at once and a late packet of an earlier world is
+// told apart; the RST a pod answers a TCP probe with acknowledges the tag,
+// so it names its probe too.
 
 import (
 	"encoding/binary"
@@ -165,12 +166,14 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // as the model allows, before a world's window closes early.
 const quiet = 25 * time.Millisecond
 
-// run sends world number gen's probes at once and says which arrived:
-// it reads until window has passed, or until at least expect arrived
-// and nothing new came for quiet.
-func (p *prober) run(gen uint16, probes []netpoltest.Probe, expect int, window time.Duration) ([]bool, error) {
+// run sends world number gen's probes at once and says which arrived,
+// and which were answered: a pod answers a TCP SYN (no socket listens)
+// with a RST, which the node must pass back as the reply of an allowed
+// connection. It reads until window has passed, or until at least expect
+// probes and answers arrived and nothing new came for quiet.
+func (p *prober) run(gen uint16, probes []netpoltest.Probe, expect int, window time.Duration) (got, answered []bool, err error) {
 	if err := p.drain(func([]byte) {}); err != nil { // what an earlier world left
-		return nil, err
+		return nil, nil, err
 	}
 	for i, pr := range probes {
 		s, ok := p.send[pr.Src]
@@ -178,10 +181,10 @@ func (p *prober) run(gen uint16, probes []netpoltest.Probe, expect int, window t
 			s = p.ext
 		}
 		if err := sendProbe(s, pr, tagOf(gen, i)); err != nil {
-			return nil, fmt.Errorf("sending %v: %w", pr, err)
+			return nil, nil, fmt.Errorf("sending %v: %w", pr, err)
 		}
 	}
-	got := make([]bool, len(probes))
+	got, answered = make([]bool, len(probes)), make([]bool, len(probes))
 	start := time.Now()
 	n, last := 0, start
 	pfds := make([]unix.PollFd, len(p.catch))
@@ -190,23 +193,26 @@ func (p *prober) run(gen uint16, probes []netpoltest.Probe, expect int, window t
 	}
 	for {
 		if _, err := unix.Poll(pfds, 5); err != nil && !errors.Is(err, unix.EINTR) {
-			return nil, err
+			return nil, nil, err
 		}
 		err := p.drain(func(pkt []byte) {
-			tag, pr, ok := parseProbe(pkt)
-			i := int(tag & 0xffff)
-			if ok && uint16(tag>>16) == gen && i < len(probes) && probes[i] == pr && !got[i] {
-				got[i] = true
+			tag, pr, reply, ok := parsePacket(pkt)
+			i, seen := int(tag&0xffff), got
+			if reply {
+				seen = answered
+			}
+			if ok && uint16(tag>>16) == gen && i < len(probes) && probes[i] == pr && !seen[i] {
+				seen[i] = true
 				n++
 				last = time.Now()
 			}
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		now := time.Now()
 		if now.Sub(start) >= window || n >= expect && now.Sub(last) >= quiet && now.Sub(start) >= quiet {
-			return got, nil
+			return got, answered, nil
 		}
 	}
 }
@@ -339,16 +345,17 @@ func checksum(pr netpoltest.Probe, seg []byte) uint16 {
 	return c
 }
 
-// parseProbe reads a received packet as a probe and its tag (ok false:
-// not one of ours, e.g. a reply).
-func parseProbe(pkt []byte) (tag uint32, pr netpoltest.Probe, ok bool) {
+// parsePacket reads a received packet as one of the probes and its tag,
+// or as a pod's RST answering a TCP probe (reply true: the tag, and the
+// probe it answers); ok false: neither.
+func parsePacket(pkt []byte) (tag uint32, pr netpoltest.Probe, reply, ok bool) {
 	var l4 []byte
 	var proto uint8
 	switch {
 	case len(pkt) >= ipHeader4 && pkt[0]>>4 == 4:
 		hl := int(pkt[0]&0xf) * 4
 		if len(pkt) < hl {
-			return 0, pr, false
+			return 0, pr, false, false
 		}
 		proto, l4 = pkt[9], pkt[hl:]
 		pr.Src, pr.Dst = netip.AddrFrom4([4]byte(pkt[12:16])), netip.AddrFrom4([4]byte(pkt[16:20]))
@@ -356,17 +363,25 @@ func parseProbe(pkt []byte) (tag uint32, pr netpoltest.Probe, ok bool) {
 		proto, l4 = pkt[6], pkt[ipHeader6:]
 		pr.Src, pr.Dst = netip.AddrFrom16([16]byte(pkt[8:24])), netip.AddrFrom16([16]byte(pkt[24:40]))
 	default:
-		return 0, pr, false
-	}
-	at := map[uint8]int{6: 4, 17: 8, 132: 16}[proto] // where each protocol's tag is
-	if at == 0 || len(l4) < at+4 {
-		return 0, pr, false
+		return 0, pr, false, false
 	}
 	for _, p := range netpol.Protos {
 		if p.Number() == proto {
 			pr.Proto = p
 		}
 	}
+	const rst = 0x04
+	if pr.Proto == netpol.TCP && len(l4) >= 20 && l4[13]&rst != 0 {
+		if binary.BigEndian.Uint16(l4[2:]) != 0 { // not to a probe's port 0
+			return 0, pr, false, false
+		}
+		pr.Src, pr.Dst, pr.Port = pr.Dst, pr.Src, binary.BigEndian.Uint16(l4[0:])
+		return binary.BigEndian.Uint32(l4[8:]) - 1, pr, true, true // the SYN's sequence number, acknowledged
+	}
+	at := map[netpol.Proto]int{netpol.TCP: 4, netpol.UDP: 8, netpol.SCTP: 16}[pr.Proto] // where the tag is
+	if at == 0 || len(l4) < at+4 {
+		return 0, pr, false, false
+	}
 	pr.Port = binary.BigEndian.Uint16(l4[2:])
-	return binary.BigEndian.Uint32(l4[at:]), pr, true
+	return binary.BigEndian.Uint32(l4[at:]), pr, false, true
 }
