@@ -24,8 +24,10 @@ import (
 // emptied, and random probes sent as real packets between the world's pods
 // and from and to addresses of no pod (the ext namespace sends and receives
 // those), all of a world's at once (diffnet_test.go); a probe delivered
-// must be one World.Allowed allows, and one it allows must be delivered.
-// A probe no lab can carry (an address that is no host's: unspecified,
+// must be one World.Allowed allows, and one it allows must be delivered
+// (a provider that rejected would answer with an ICMP error, which is no
+// delivery); the RST a pod answers an allowed TCP probe with must come
+// back, as the reply of an allowed connection. A probe no lab can carry (an address that is no host's: unspecified,
 // broadcast, multicast, the pods' own subnet's network or broadcast
 // address) is left out and counted.
 //
