@@ -43,14 +43,14 @@ func TestDifferential(t *testing.T) {
 			want := g.World.Allowed(pr.Src, pr.Dst, pr.Proto, pr.Port)
 			got := enforced(t, p, g.World, pr)
 			n++
-			kinds[kind(g.World, pr)]++
+			kinds[pr.Kind(g.World)]++ // which programs it goes through
 			if want {
 				allowed++
 			}
 			what := ""
 			switch {
 			case got != want:
-				what = fmt.Sprintf("the enforcer says %s, the model %s", verdict(got), verdict(want))
+				what = fmt.Sprintf("the enforcer says %s, the model %s", netpoltest.Verdict(got), netpoltest.Verdict(want))
 			case got && !replied(t, p, g.World, pr):
 				what = "allowed by both, but its reply was dropped (the model passes every reply of an allowed connection)"
 			}
@@ -69,17 +69,6 @@ func TestDifferential(t *testing.T) {
 	if n >= 1000 && (allowed < n/10 || n-allowed < n/10 || len(kinds) < 3) {
 		t.Errorf("the probes hardly test anything: %d allowed, %d denied, %v", allowed, n-allowed, kinds)
 	}
-}
-
-// kind says which programs a probe goes through.
-func kind(w *netpol.World, pr netpoltest.Probe) string {
-	switch {
-	case w.PodAt(pr.Src) == nil:
-		return "outside to pod"
-	case w.PodAt(pr.Dst) == nil:
-		return "pod to outside"
-	}
-	return "pod to pod"
 }
 
 // enforced is the plane's verdict on a probe, as the programs are
@@ -109,13 +98,6 @@ func replied(t *testing.T, p *Plane, w *netpol.World, pr netpoltest.Probe) bool 
 		return false
 	}
 	return w.PodAt(pr.Src) == nil || run(t, p, false, f) == tcActUnspec
-}
-
-func verdict(allowed bool) string {
-	if allowed {
-		return "allowed"
-	}
-	return "denied"
 }
 
 func envInt(t *testing.T, name string, def int) int {

@@ -83,7 +83,7 @@ func TestDifferentialCases(t *testing.T) {
 			pr := netpoltest.Probe{Src: netip.MustParseAddr(dp.src), Dst: netip.MustParseAddr(dp.dst), Proto: dp.proto, Port: dp.port}
 			model, got := w.Allowed(pr.Src, pr.Dst, pr.Proto, pr.Port), enforced(t, p, w, pr)
 			if model != dp.allowed || got != dp.allowed {
-				t.Errorf("%s: probe %v: the model says %s, the enforcer %s, want %s", c.name, pr, verdict(model), verdict(got), verdict(dp.allowed))
+				t.Errorf("%s: probe %v: the model says %s, the enforcer %s, want %s", c.name, pr, netpoltest.Verdict(model), netpoltest.Verdict(got), netpoltest.Verdict(dp.allowed))
 			}
 		}
 	}

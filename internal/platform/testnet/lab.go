@@ -10,7 +10,8 @@ import (
 )
 
 // UpLab brings up a lab for a test, with pods default pods (pod-a, pod-b,
-// ... from lab.DefaultPodCIDR) and spec's name, mode and options, and takes
+// ... from lab.DefaultPodCIDR), or spec's own Pods when it names them, and
+// spec's name, mode and options, and takes
 // it down when the test ends, pass or fail; a lab of that name left by a
 // run killed halfway is removed first. Without root the test is skipped.
 // down is that teardown (idempotent), for a test that removes the lab
@@ -21,16 +22,18 @@ func UpLab(t *testing.T, spec lab.Spec, pods int) (l *lab.Lab, down func()) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces)")
 	}
-	ps, err := lab.DefaultPodSpecs(pods, lab.DefaultPodCIDR, 1)
-	if spec.Family.HasIPv6() { // pods with IPv6 addresses (and IPv4 ones in a dual lab)
-		ps, err = lab.PodsFor(pods, spec)
+	if spec.Pods == nil {
+		ps, err := lab.DefaultPodSpecs(pods, lab.DefaultPodCIDR, 1)
+		if spec.Family.HasIPv6() { // pods with IPv6 addresses (and IPv4 ones in a dual lab)
+			ps, err = lab.PodsFor(pods, spec)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Pods = ps
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Pods = ps
 	_ = lab.Down(spec.Name, nil)
-	l, err = lab.Up(context.Background(), spec, nil)
+	l, err := lab.Up(context.Background(), spec, nil)
 	if err != nil {
 		t.Fatalf("up %s (mode %s): %v", spec.Name, spec.Mode, err)
 	}

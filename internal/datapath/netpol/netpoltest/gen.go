@@ -49,10 +49,10 @@ var (
 	portValues = []uint16{1, 53, 80, 443, 1000, 1001, 1023, 1024, 8080, 32768, 65535}
 )
 
-// The addresses pods get (base plus their index) and the far ones outside
-// (no pod near them), per family.
+// The networks pods get their addresses from (base plus their index) and
+// the far addresses outside (no pod near them), per family.
 var (
-	podBase = map[bool]netip.Addr{false: netip.MustParseAddr("10.0.0.0"), true: netip.MustParseAddr("fd00::")}
+	podNet  = map[bool]netip.Prefix{false: netip.MustParsePrefix("10.0.0.0/23"), true: netip.MustParsePrefix("fd00::/111")}
 	farAddr = map[bool][]netip.Addr{
 		false: {netip.MustParseAddr("192.168.7.7"), netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("10.200.0.1")},
 		true:  {netip.MustParseAddr("2001:db8::7"), netip.MustParseAddr("fd10::1"), netip.MustParseAddr("fd00:ff::1")},
@@ -72,7 +72,7 @@ func New(seed uint64) *Gen {
 	// four is larger.
 	pods, policies := 2+g.rng.IntN(5), g.rng.IntN(5)
 	if g.rng.IntN(4) == 0 {
-		pods, policies = 7+g.rng.IntN(10), 3+g.rng.IntN(6)
+		pods, policies = 7+g.rng.IntN(MaxPods-6), 3+g.rng.IntN(6)
 	}
 	for i := range pods {
 		w.Pods = append(w.Pods, g.pod(i))
@@ -111,10 +111,30 @@ func (g *Gen) labels(keys []string) netpol.Labels {
 	return l
 }
 
+// MaxPods is the most pods a world has.
+const MaxPods = 16
+
+// PodNet is the network of family v6 (IPv6 true) every world's pods have
+// their addresses in.
+func PodNet(v6 bool) netip.Prefix { return podNet[v6] }
+
+// PodAddr is the address of family v6 pod i has in every world: the
+// network's base plus i+2, every other pod a subnet apart (10.0.1.x,
+// fd00::1:x). Base+1 is left free: a lab keeps its pod network's first
+// address for the pods' gateway, so a world's pods fit a lab's.
+func PodAddr(i int, v6 bool) netip.Addr {
+	b := podNet[v6].Addr().As16()
+	n := i + 2 // from the 254th pod of a changed world on: 10.1.x.x, beyond PodNet (which holds MaxPods)
+	b[13], b[14], b[15] = byte(n>>8), byte(i%2), byte(n)
+	if !v6 {
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	return netip.AddrFrom16(b)
+}
+
 // pod i: in a namespace the world lists, or now and then in one it does
-// not (it exists with its name's label only), at address base+i+1 of each
-// family (every other pod a subnet apart: 10.0.1.x, fd00::1:x; from the
-// 255th, 10.1.x.x and on).
+// not (it exists with its name's label only), at its PodAddr of each of
+// the world's families.
 func (g *Gen) pod(i int) netpol.Pod {
 	ns := g.pick(nsNames)
 	if g.rng.IntN(4) > 0 {
@@ -122,13 +142,7 @@ func (g *Gen) pod(i int) netpol.Pod {
 	}
 	p := netpol.Pod{Name: fmt.Sprintf("p%d", i), Namespace: ns, Labels: g.labels(podKeys)}
 	for _, v6 := range g.Families() {
-		b := podBase[v6].As16()
-		b[13], b[14], b[15] = byte((i+1)>>8), byte(i%2), byte(i+1)
-		a := netip.AddrFrom16(b)
-		if !v6 {
-			a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-		}
-		p.IPs = append(p.IPs, a)
+		p.IPs = append(p.IPs, PodAddr(i, v6))
 	}
 	for _, name := range portNames {
 		if g.rng.IntN(3) == 0 {

@@ -32,13 +32,24 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// Every world passes netpol.Check, and its probes' ends are its own: a pod
-// and another pod, or a pod and an address of no pod, in one family.
+// Every world passes netpol.Check, its pods have their PodAddr, and its
+// probes' ends are its own: a pod and another pod, or a pod and an address
+// of no pod, in one family.
 func TestWorldsValid(t *testing.T) {
 	for seed := range uint64(2000) {
 		g := New(seed)
 		if err := netpol.Check(g.World); err != nil {
 			t.Fatalf("%v\n%s", err, g)
+		}
+		if len(g.World.Pods) > MaxPods {
+			t.Fatalf("seed %d: %d pods, more than MaxPods", seed, len(g.World.Pods))
+		}
+		for i, p := range g.World.Pods {
+			for _, a := range p.IPs {
+				if a != PodAddr(i, a.Is6()) || !PodNet(a.Is6()).Contains(a) {
+					t.Fatalf("seed %d: pod %d has %s, not its PodAddr in PodNet", seed, i, a)
+				}
+			}
 		}
 		for _, p := range g.Probes(20) {
 			sp, dp := g.World.PodAt(p.Src), g.World.PodAt(p.Dst)

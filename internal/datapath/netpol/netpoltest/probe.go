@@ -24,6 +24,26 @@ func (p Probe) String() string {
 	return fmt.Sprintf("%s -> %s %s/%d", p.Src, p.Dst, p.Proto, p.Port)
 }
 
+// Kind says which ends of the probe are pods of w: "pod to pod", "outside
+// to pod" or "pod to outside".
+func (p Probe) Kind(w *netpol.World) string {
+	switch {
+	case w.PodAt(p.Src) == nil:
+		return "outside to pod"
+	case w.PodAt(p.Dst) == nil:
+		return "pod to outside"
+	}
+	return "pod to pod"
+}
+
+// Verdict names a verdict: "allowed" or "denied".
+func Verdict(allowed bool) string {
+	if allowed {
+		return "allowed"
+	}
+	return "denied"
+}
+
 // Probes draws n probes, after the world, from the same seed.
 func (g *Gen) Probes(n int) []Probe {
 	out := make([]Probe, 0, n)
