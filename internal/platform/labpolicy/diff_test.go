@@ -1,8 +1,11 @@
 package labpolicy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -64,12 +67,34 @@ func TestDifferential(t *testing.T) {
 	}
 	t.Cleanup(pr.close)
 	for _, provider := range []string{NFTables, IPTables} {
-		t.Run(provider, func(t *testing.T) { differential(t, st, pr, provider) })
+		t.Run(provider, func(t *testing.T) { differential(t, st, pr, providerEnforcer(t, st, provider)) })
+	}
+	// The peer, with VNETLAB_DIFF_KUBEROUTER set (its program is built
+	// on first use): kube-router's own controller on each world, IPv4 only
+	// (its release's IPv6 sync cannot name its own IPv6 sets). Where it
+	// decides otherwise than the model is reported, not failed: it is the
+	// peer's verdict, for its users to know.
+	if os.Getenv("VNETLAB_DIFF_KUBEROUTER") != "" {
+		t.Run("kube-router", func(t *testing.T) { differential(t, st, pr, kubeRouterEnforcer(st)) })
 	}
 }
 
-// differential runs the worlds through provider in lab st.
-func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
+// enforcer is what the differential loads each world into.
+type enforcer struct {
+	name string
+	// load enforces world g (its rules compiled: r) in the lab.
+	load   func(g *netpoltest.Gen, r *netpol.Rules) error
+	remove func() error
+	// peer: a probe decided otherwise than the model is the peer's
+	// verdict, logged with the model's, not a failure.
+	peer bool
+	// v4: only the worlds' IPv4 probes.
+	v4 bool
+}
+
+// providerEnforcer is a lab provider: Install for the first world, Update
+// from the world before for the others, as a lab's transaction gives them.
+func providerEnforcer(t *testing.T, st *lab.State, provider string) enforcer {
 	if provider == IPTables {
 		if _, err := exec.LookPath("ipset"); err != nil {
 			t.Skip("ipset not installed")
@@ -79,31 +104,76 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var prev *netpol.Rules
+	return enforcer{name: provider,
+		load: func(_ *netpoltest.Gen, r *netpol.Rules) error {
+			var err error
+			if prev == nil {
+				err = p.Install(st, r)
+			} else {
+				old := prev
+				err = p.Update(st, func() (*netpol.Rules, error) { return old, nil }, r)
+			}
+			prev = r
+			return err
+		},
+		remove: func() error {
+			if prev == nil {
+				return nil
+			}
+			prev = nil
+			if err := p.Remove(st); err != nil {
+				return err
+			}
+			inNodesOnly(t, st, provider, false)
+			return nil
+		}}
+}
+
+// kubeRouterEnforcer is kube-router's controller synced on each world in
+// the lab's node (KubeRouterRules); an empty world at the end leaves none
+// of the worlds' chains and sets.
+func kubeRouterEnforcer(st *lab.State) enforcer {
+	ns := st.Nodes[0].NS
+	return enforcer{name: "kube-router", peer: true, v4: true,
+		load: func(g *netpoltest.Gen, _ *netpol.Rules) error {
+			return KubeRouterRules(context.Background(), ns, g.World, family.IPv4, func(string, ...any) {})
+		},
+		remove: func() error {
+			return KubeRouterRules(context.Background(), ns, &netpol.World{}, family.IPv4, func(string, ...any) {})
+		}}
+}
+
+// differential runs the worlds through enforcer e in lab st.
+func differential(t *testing.T, st *lab.State, pr *prober, e enforcer) {
 	worlds, probes, first := testnet.EnvInt("VNETLAB_DIFF_WORLDS", diffWorlds), testnet.EnvInt("VNETLAB_DIFF_PROBES", diffProbes), testnet.EnvInt("VNETLAB_DIFF_SEED", 1)
 	start := time.Now()
-	var prev *netpol.Rules
+	provider := e.name
+	loaded := false
 	t.Cleanup(func() {
-		if prev != nil {
-			if err := p.Remove(st); err != nil {
+		if loaded {
+			if err := e.remove(); err != nil {
 				t.Errorf("remove %s: %v", provider, err)
 			}
 		}
 	})
-	var n, allowed, replies, skipped, bad, neighbours int
+	var n, allowed, replies, skipped, bad, neighbours, peerSaid, unsynced int
 	kinds := map[string]int{}
 	for seed := first; seed < first+worlds; seed++ {
 		g := netpoltest.New(uint64(seed))
-		r := netpol.Compile(g.World)
-		if prev == nil {
-			err = p.Install(st, &r)
-		} else {
-			old := prev
-			err = p.Update(st, func() (*netpol.Rules, error) { return old, nil }, &r)
+		if e.v4 && !g.Family.HasIPv4() {
+			continue
 		}
-		if err != nil {
+		r := netpol.Compile(g.World)
+		loaded = true
+		if err := e.load(g, &r); err != nil {
+			if e.peer && errors.Is(err, ErrKubeRouterSync) {
+				unsynced++
+				t.Logf("seed %d: %s cannot enforce this world: %v", seed, provider, err)
+				continue
+			}
 			t.Fatalf("seed %d: %s: %v\n%s", seed, provider, err, g)
 		}
-		prev = &r
 		forgetFlows(t, st)
 		forgot, err := pr.forgetNeighbours()
 		if err != nil {
@@ -112,7 +182,17 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 		neighbours = max(neighbours, forgot)
 		var sent []netpoltest.Probe
 		var want []bool
+		shown := false
 		complain := func(i int, what string) {
+			if e.peer {
+				peerSaid++
+				if !shown {
+					t.Logf("seed %d: %s", seed, g)
+					shown = true
+				}
+				t.Logf("seed %d: probe %v (%s): %s", seed, sent[i], sent[i].Kind(g.World), what)
+				return
+			}
 			bad++
 			t.Errorf("seed %d: probe %v: %s\n%s\nrun it alone: VNETLAB_DIFF_SEED=%d VNETLAB_DIFF_WORLDS=1 go test ./internal/platform/labpolicy -run 'TestDifferential/%s$'",
 				seed, sent[i], what, g, seed, provider)
@@ -122,6 +202,9 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 		}
 		expect := 0
 		for _, pb := range g.Probes(probes) {
+			if e.v4 && !pb.Dst.Is4() {
+				continue
+			}
 			if !deliverable(pb.Src) || !deliverable(pb.Dst) {
 				skipped++
 				continue
@@ -159,14 +242,16 @@ func differential(t *testing.T, st *lab.State, pr *prober, provider string) {
 	}
 	t.Logf("%s: %d worlds from seed %d, %d probes (%d allowed, %d denied; %v; %d left out; %d answers of a pod checked), %d disagreements, in %v; at most %d neighbours of no pod a world left in the pods",
 		provider, worlds, first, n, allowed, n-allowed, kinds, skipped, replies, bad, time.Since(start).Round(time.Millisecond), neighbours)
+	if e.peer {
+		t.Logf("%s decided %d of the probes otherwise than the model (each logged above); %d worlds it could not sync", provider, peerSaid, unsynced)
+	}
 	if n >= 1000 && (allowed < n/10 || n-allowed < n/10 || len(kinds) < 3) {
 		t.Errorf("the probes hardly test anything: %d allowed, %d denied, %v", allowed, n-allowed, kinds)
 	}
-	if err := p.Remove(st); err != nil {
+	loaded = false
+	if err := e.remove(); err != nil {
 		t.Fatal(err)
 	}
-	prev = nil
-	inNodesOnly(t, st, provider, false)
 }
 
 // deliverable says whether the lab can carry a packet from or to address
