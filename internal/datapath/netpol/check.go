@@ -19,7 +19,15 @@ import (
 // one address, two policies of one name.
 func Check(w *World) error {
 	seen := map[netip.Addr]string{}
+	for _, ns := range w.Namespaces {
+		if err := checkName("namespace", "", ns.Name, validation.IsDNS1123Label); err != nil {
+			return err
+		}
+	}
 	for _, p := range w.Pods {
+		if err := checkName("pod", p.Namespace, p.Name, validation.IsDNS1123Subdomain); err != nil {
+			return err
+		}
 		who := "pod " + p.Namespace + "/" + p.Name
 		if len(p.IPs) == 0 {
 			return fmt.Errorf("%s has no address", who)
@@ -53,6 +61,9 @@ func Check(w *World) error {
 		id := policyNamespace(p) + "/" + p.Name
 		if p.Name == "" {
 			return fmt.Errorf("policy %d (namespace %s) has no metadata.name: give each policy a name", i+1, policyNamespace(p))
+		}
+		if err := checkName("policy", policyNamespace(p), p.Name, validation.IsDNS1123Subdomain); err != nil {
+			return err
 		}
 		if names[id] {
 			return fmt.Errorf("two policies named %s: give each its own name", id)
@@ -225,4 +236,19 @@ func (w *World) Uses(p Proto) bool {
 		}
 	}
 	return false
+}
+
+// checkName refuses an object's name (and its namespace's, unless
+// namespace is "") that the API server would: valid is the name's rule
+// (a namespace's is a DNS-1123 label, a pod's and a policy's a subdomain).
+func checkName(kind, namespace, name string, valid func(string) []string) error {
+	if namespace != "" {
+		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+			return fmt.Errorf("%s %q: namespace %q: %s", kind, name, namespace, strings.Join(errs, "; "))
+		}
+	}
+	if errs := valid(name); len(errs) > 0 {
+		return fmt.Errorf("%s %q: metadata.name: %s", kind, name, strings.Join(errs, "; "))
+	}
+	return nil
 }

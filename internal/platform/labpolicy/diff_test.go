@@ -92,6 +92,14 @@ type enforcer struct {
 	v4 bool
 }
 
+// who names e in a verdict.
+func (e enforcer) who() string {
+	if e.peer {
+		return e.name
+	}
+	return "the " + e.name + " provider"
+}
+
 // providerEnforcer is a lab provider: Install for the first world, Update
 // from the world before for the others, as a lab's transaction gives them.
 func providerEnforcer(t *testing.T, st *lab.State, provider string) enforcer {
@@ -236,7 +244,7 @@ func differential(t *testing.T, st *lab.State, pr *prober, e enforcer) {
 				allowed++
 			}
 			if got[i] != want[i] {
-				complain(i, fmt.Sprintf("the %s provider says %s (%s), the model %s", provider, netpoltest.Verdict(got[i]), map[bool]string{true: "delivered", false: "not delivered"}[got[i]], netpoltest.Verdict(want[i])))
+				complain(i, fmt.Sprintf("%s says %s (%s), the model %s", e.who(), netpoltest.Verdict(got[i]), map[bool]string{true: "delivered", false: "not delivered"}[got[i]], netpoltest.Verdict(want[i])))
 			}
 		}
 	}
