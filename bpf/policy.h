@@ -59,8 +59,9 @@
 #define POL_MAX_EXTHDRS  8 /* IPv6 extension headers walked before the L4 header */
 
 /* Service frontends: the layout of lb.h's lb_services and lb6.h's
- * lb6_services (polbpf's test holds the sizes equal), which the Go side
- * hands to the programs in place of these (empty) maps. */
+ * lb6_services, which the Go side hands to the programs in place of these
+ * (empty) maps; the load refuses a map of another size (labpolicy's
+ * TestTruthTableInLabs on veth-ebpf shows it). */
 #define POL_MAX_SERVICES (1 << 18)
 #define POL_SCOPE_ALL    0
 
@@ -116,6 +117,8 @@ struct pol_svc {
 	__u32 id;
 	__u16 count, flags;
 	__u32 timeout;
+	__u16 kept, pad;
+	__u32 affinity_id;
 };
 
 enum {

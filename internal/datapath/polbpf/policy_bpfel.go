@@ -90,11 +90,14 @@ type policyPolFlow struct {
 }
 
 type policyPolSvc struct {
-	_       structs.HostLayout
-	Id      uint32
-	Count   uint16
-	Flags   uint16
-	Timeout uint32
+	_          structs.HostLayout
+	Id         uint32
+	Count      uint16
+	Flags      uint16
+	Timeout    uint32
+	Kept       uint16
+	Pad        uint16
+	AffinityId uint32
 }
 
 // Names of all BPF objects in the ELF.
