@@ -543,25 +543,6 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* lb_rnat undoes the translation on a packet of the reply direction:
- * backend:bport -> vip:vport, and for a hairpin LB_HAIRPIN_IP -> the pod. */
-static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
-{
-	struct lb_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
-
-	if (ct->flags & LB_CT_HAIRPIN)
-		to.daddr = ct->client;
-	if (lb_rewrite(skb, p, &to) < 0)
-		goto fail;
-	lb_count(LB_STAT_RNAT);
-	if (!p->has_l4)
-		lb_count(LB_STAT_FRAG);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
-}
-
 /* sessionAffinity ClientIP: a client's new flows to a Service go to the
  * backend its last new flow got, unless that was longer than the Service's
  * affinity_timeout ago or the backend left the Service (no slot holds it).
@@ -599,28 +580,6 @@ struct {
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
 #define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
 #include "lb_fam.h"
-
-/* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
-static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
-{
-	struct lb_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
-				.proto = p->proto, .dir = LB_CT_FWD };
-	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
-				.proto = p->proto, .dir = LB_CT_REV };
-
-	lb_ct_close(&fk, &rk);
-}
-
-/* lb_rnat_pkt: reverse NAT of a reply whose entry is ct, then, for a RST,
- * the end of the flow. */
-static __always_inline int lb_rnat_pkt(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
-{
-	int ret = lb_rnat(skb, p, ct);
-
-	if (ret == TC_ACT_OK && p->tcp_rst)
-		lb_ct_close_reply(p, ct);
-	return ret;
-}
 
 /* ICMP errors quote the packet that caused them (IP header + 8 bytes). An
  * error about a translated flow must be translated too, or the client's

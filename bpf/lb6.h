@@ -414,32 +414,6 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 #define LB_MAYBE_VIP(p)  lb6_maybe_vip(&(p)->daddr)
 #include "lb_fam.h"
 
-/* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
- * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
- * RST, the end of the flow. */
-static __always_inline int lb6_rnat_pkt(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_ct *ct)
-{
-	struct lb6_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
-
-	if (ct->flags & LB_CT_HAIRPIN)
-		to.daddr = ct->client;
-	if (lb6_rewrite(skb, p, &to) < 0) {
-		lb6_count(LB6_STAT_ERROR);
-		return TC_ACT_SHOT;
-	}
-	lb6_count(LB6_STAT_RNAT);
-	if (!p->has_l4)
-		lb6_count(LB6_STAT_FRAG);
-	if (p->tcp_rst) {
-		struct lb6_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
-					 .proto = p->proto, .dir = LB_CT_FWD };
-		struct lb6_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
-					 .proto = p->proto, .dir = LB_CT_REV };
-		lb6_ct_close(&fk, &rk);
-	}
-	return TC_ACT_OK;
-}
-
 /* ICMPv6 errors quote the packet that caused them (its IPv6 header and as
  * much of the rest as fits). One about a translated flow is translated too:
  * the quoted address and port, the outer address when it is the one the

@@ -40,6 +40,40 @@ static __always_inline void LBF(rev_key)(struct LBF(ct_key) *rk, const struct LB
 	rk->dir = LB_CT_REV;
 }
 
+/* lb_rnat_pkt: reverse NAT of reply p, found under its own tuple rk
+ * (struct lb_ct_key, LB_CT_REV) with entry ct: backend:bport ->
+ * vip:vport, and for a hairpin the hairpin source -> the pod; then, for a
+ * RST, the end of the flow. fk (zeroed) and to are the caller's: from_pod's
+ * frame has no room for a second set (IPv6's stack would pass 512 bytes). */
+static __always_inline int LBF(rnat_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p, const struct LBF(ct) *ct,
+					 const struct LBF(ct_key) *rk, struct LBF(ct_key) *fk, struct LBF(tuple) *to)
+{
+	LBF(frag_remember)(p);
+	to->saddr = ct->addr;
+	to->daddr = p->daddr;
+	to->sport = ct->port;
+	to->dport = p->dport;
+	if (ct->flags & LB_CT_HAIRPIN)
+		to->daddr = ct->client;
+	if (LBF(rewrite)(skb, p, to) < 0) {
+		LB_COUNT(ERROR);
+		return TC_ACT_SHOT;
+	}
+	LB_COUNT(RNAT);
+	if (!p->has_l4)
+		LB_COUNT(FRAG);
+	if (p->tcp_rst) {
+		fk->saddr = ct->client;
+		fk->daddr = ct->addr;
+		fk->sport = p->dport;
+		fk->dport = ct->port;
+		fk->proto = p->proto;
+		fk->dir = LB_CT_FWD;
+		LBF(ct_close)(fk, rk);
+	}
+	return TC_ACT_OK;
+}
+
 /* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
  * program that also routes, like host_fam.h's, parses once). p describes
  * the packet as it was: the caller compares p->daddr with the header
@@ -56,38 +90,19 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	LB_ADDR be_ip;
 	__be16 be_port;
 	__u8 hairpin, established;
+	int ret;
 
 	if (p.proto == LB_ICMP_PROTO) /* a hairpinned pod's error about its own flow goes the reply way */
 		return LB_ICMP(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
 	if (LB_IS_HAIRPIN(&p.daddr)) {
 		/* A pod answering a hairpinned connection: translate it back here,
-		 * before the node routes it (the address means nothing outside).
-		 * lb_rnat_pkt's work in this frame's variables: its own would
-		 * take IPv6's stack past 512 bytes. */
+		 * before the node routes it (the address means nothing outside). */
 		LBF(ct_key_of)(&rk, &p, LB_CT_REV);
 		ct = bpf_map_lookup_elem(&LBF(conntrack), &rk);
 		if (!ct)
 			return TC_ACT_OK;
-		LBF(frag_remember)(&p);
-		to.saddr = ct->addr;
-		to.daddr = ct->client;
-		to.sport = ct->port;
-		to.dport = p.dport;
-		if (LBF(rewrite)(skb, &p, &to) < 0)
-			goto fail;
-		LB_COUNT(RNAT);
-		if (!p.has_l4)
-			LB_COUNT(FRAG);
-		if (p.tcp_rst) {
-			fk.saddr = to.daddr;
-			fk.daddr = to.saddr;
-			fk.sport = p.dport;
-			fk.dport = to.sport;
-			fk.proto = p.proto;
-			fk.dir = LB_CT_FWD;
-			LBF(ct_close)(&fk, &rk);
-		}
-		return LB_TO_SENDER;
+		ret = LBF(rnat_pkt)(skb, &p, ct, &rk, &fk, &to);
+		return ret == TC_ACT_OK ? LB_TO_SENDER : ret;
 	}
 
 	svc = LBF(svc_of)(&p);
@@ -185,7 +200,8 @@ fail:
  * backend, for host routing), already parsed by lb_parse. */
 static __always_inline int LBF(to_pod_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p)
 {
-	struct LBF(ct_key) rk = {};
+	struct LBF(ct_key) rk = {}, fk = {};
+	struct LBF(tuple) to;
 	struct LBF(ct) *ct;
 
 	if (p->proto == LB_ICMP_PROTO)
@@ -196,8 +212,7 @@ static __always_inline int LBF(to_pod_pkt)(struct __sk_buff *skb, const struct L
 	ct = bpf_map_lookup_elem(&LBF(conntrack), &rk);
 	if (!ct)
 		return TC_ACT_OK;
-	LBF(frag_remember)(p);
-	return LBF(rnat_pkt)(skb, p, ct);
+	return LBF(rnat_pkt)(skb, p, ct, &rk, &fk, &to);
 }
 
 /* lb_from_pod: packets leaving a pod. */
