@@ -154,6 +154,23 @@ struct lb_frag {
 	__be16 dport;
 };
 
+/* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
+#define ICMP_DEST_UNREACH   3
+#define ICMP_SOURCE_QUENCH  4
+#define ICMP_TIME_EXCEEDED  11
+#define ICMP_PARAMETERPROB  12
+struct lb_icmphdr {
+	__u8 type;
+	__u8 code;
+	__sum16 checksum;
+	__be32 rest;
+};
+
+/* How much of a TCP or UDP header an ICMP port unreachable of the Service
+ * plane quotes (lb_reject_pkt). */
+#define LB_REJ_TCP_QUOTE 20
+#define LB_REJ_UDP_QUOTE 8
+
 /* Counters, summed over CPUs by `vnetlab svc ls`. */
 enum {
 	LB_STAT_DNAT = 0,      /* packets translated clusterIP -> backend */
@@ -168,8 +185,13 @@ enum {
 	LB_STAT_MAX = 9,
 };
 
-/* lb_services, lb_backends, lb_slots, lb_conntrack, lb_frags, lb_stats
- * and lb_count, written once with lb6.h's (lb_maps_fam.h). */
+/* The structs of lb_types_fam.h, then lb_services, lb_backends, lb_slots,
+ * lb_conntrack, lb_frags, lb_stats and lb_count (lb_maps_fam.h): written
+ * once with lb6.h's. */
+#define LBF(n)          lb_##n
+#define LB_ADDR         __be32
+#define LB_IPHDR        struct iphdr
+#include "lb_types_fam.h"
 #define LBF(n)          lb_##n
 #define LB_FAM_SERVICES LB_MAX_SERVICES
 #define LB_FAM_BACKENDS LB_MAX_BACKENDS
@@ -228,17 +250,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_meta SEC(".maps");
 
-/* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
-#define ICMP_DEST_UNREACH   3
-#define ICMP_SOURCE_QUENCH  4
-#define ICMP_TIME_EXCEEDED  11
-#define ICMP_PARAMETERPROB  12
-struct lb_icmphdr {
-	__u8 type;
-	__u8 code;
-	__sum16 checksum;
-	__be32 rest;
-};
 
 /* Offsets inside the IPv4 header and the L4 headers. */
 #define IP_OFF       ETH_HLEN
@@ -268,7 +279,7 @@ struct lb_pkt {
 	__u32 l4off;   /* from the start of the frame */
 };
 
-enum { LB_PASS = 0, LB_GO = 1 };
+enum { LB_PASS = 0, LB_GO = 1, LB_TRUNC = 2 /* passed: a header cut off */ };
 
 /* lb_from_pod_pkt's verdict for a hairpinned packet, translated: no TC
  * action of its own; its callers deliver it back to its sender, or treat it
@@ -581,43 +592,33 @@ struct {
 #define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
 #include "lb_fam.h"
 
-/* ICMP errors quote the packet that caused them (IP header + 8 bytes). An
- * error about a translated flow must be translated too, or the client's
- * socket never hears of it: the quoted packet is rewritten like the flow,
- * with the ICMP checksum (no pseudo-header) and the quoted IP header's
- * checksum fixed. The quoted TCP/UDP checksum is left alone: the quote is
- * usually truncated and no kernel checks it. */
-struct lb_icmp_err {
-	__u32 in_ip;    /* offset of the quoted IP header */
-	__u32 in_l4;    /* offset of the quoted L4 header */
-	__be32 saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-};
-
-static __always_inline int lb_icmp_quote(struct __sk_buff *skb, const struct lb_pkt *p, struct lb_icmp_err *e)
+/* ICMP errors quote the packet that caused them (IP header + 8 bytes):
+ * lb_icmp_fam.h translates one about a translated flow. IPv4's part: which
+ * types quote a packet (lb_icmp_quotes), the quoted header (lb_icmp_inner)
+ * and the rewrite (lb_icmp_write), through the checksum helpers: the ICMP
+ * checksum (no pseudo-header) and the quoted IP header's. The quoted
+ * TCP/UDP checksum is left alone: the quote is usually truncated and no
+ * kernel checks it. */
+static __always_inline int lb_icmp_quotes(struct __sk_buff *skb, __u8 type)
 {
-	struct lb_icmphdr ih;
-	struct iphdr in;
-	__be16 ports[2];
+	return type == ICMP_DEST_UNREACH || type == ICMP_TIME_EXCEEDED || type == ICMP_PARAMETERPROB ||
+	       type == ICMP_SOURCE_QUENCH;
+}
 
-	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
-		return LB_PASS;
-	if (ih.type != ICMP_DEST_UNREACH && ih.type != ICMP_TIME_EXCEEDED &&
-	    ih.type != ICMP_PARAMETERPROB && ih.type != ICMP_SOURCE_QUENCH)
-		return LB_PASS; /* echo and friends: not about a flow */
-	e->in_ip = p->l4off + sizeof(ih);
+/* lb_icmp_inner reads the quoted IPv4 header at e->in_ip: a TCP or UDP
+ * packet's is LB_GO (its addresses, protocol and L4 offset in e), anything
+ * else, a cut-off one too, LB_PASS. */
+static __always_inline int lb_icmp_inner(struct __sk_buff *skb, struct lb_icmp_err *e)
+{
+	struct iphdr in;
+
 	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
 		return LB_PASS;
 	if (in.version != 4 || in.ihl < 5 || (in.protocol != IPPROTO_TCP && in.protocol != IPPROTO_UDP))
 		return LB_PASS;
 	e->in_l4 = e->in_ip + in.ihl * 4;
-	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
-		return LB_PASS;
 	e->saddr = in.saddr;
 	e->daddr = in.daddr;
-	e->sport = ports[0];
-	e->dport = ports[1];
 	e->proto = in.protocol;
 	return LB_GO;
 }
@@ -663,114 +664,23 @@ static __always_inline int lb_icmp_set_outer(struct __sk_buff *skb, __u32 off, _
 	return bpf_skb_store_bytes(skb, off, &to, sizeof(to), 0);
 }
 
-/* An ICMP error travelling towards the client about client -> backend
- * (e.g. port unreachable from the backend): the quote becomes
- * client -> vip:vport again; an outer source equal to the backend too. */
-static __always_inline int lb_icmp_rnat(struct __sk_buff *skb, const struct lb_pkt *p)
+/* lb_icmp_write gives ICMP error p (quoting e) the headers of to; was: as
+ * they are. Each field that changes takes its helpers. */
+static __always_inline int lb_icmp_write(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_icmp_err *e,
+					 const struct lb_icmp_hdrs *was, const struct lb_icmp_hdrs *to)
 {
-	struct lb_icmp_err e;
-	struct lb_ct *ct;
-	struct lb_ct_key k = {};
-
-	if (lb_icmp_quote(skb, p, &e) != LB_GO)
-		return TC_ACT_OK;
-	/* The quote is client -> backend; its reply direction is the REV key. */
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = LB_CT_REV;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
-	if (!ct)
-		return TC_ACT_OK;
-	if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, ct->addr) < 0 ||
-	    lb_icmp_set_port(skb, p, &e, 2, e.dport, ct->port) < 0)
-		goto fail;
-	if (p->saddr == e.daddr && lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, ct->addr) < 0)
-		goto fail;
-	if (ct->flags & LB_CT_HAIRPIN) {
-		if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->client) < 0)
-			goto fail;
-		if (p->daddr == LB_HAIRPIN_IP && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->client) < 0)
-			goto fail;
-	}
-	lb_count(LB_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
+	if (lb_icmp_set_addr(skb, p, e, 12, was->quote_s, to->quote_s) < 0 ||
+	    lb_icmp_set_addr(skb, p, e, 16, was->quote_d, to->quote_d) < 0 ||
+	    lb_icmp_set_port(skb, p, e, 0, was->quote_sport, to->quote_sport) < 0 ||
+	    lb_icmp_set_port(skb, p, e, 2, was->quote_dport, to->quote_dport) < 0 ||
+	    lb_icmp_set_outer(skb, IP_SADDR_OFF, was->outer_s, to->outer_s) < 0 ||
+	    lb_icmp_set_outer(skb, IP_DADDR_OFF, was->outer_d, to->outer_d) < 0)
+		return -1;
+	return 0;
 }
 
-/* An ICMP error sent by the client about a reply it got from vip:vport
- * (e.g. port unreachable for a UDP reply): the quote vip:vport -> client
- * becomes backend:bport -> client, the outer destination the backend. */
-static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_pkt *p)
-{
-	struct lb_icmp_err e;
-	struct lb_ct *ct;
-	struct lb_ct_key k = {};
-
-	if (lb_icmp_quote(skb, p, &e) != LB_GO)
-		return TC_ACT_OK;
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = LB_CT_FWD;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
-	if (!ct)
-		return TC_ACT_OK;
-	if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->addr) < 0 ||
-	    lb_icmp_set_port(skb, p, &e, 0, e.sport, ct->port) < 0)
-		goto fail;
-	if (p->daddr == e.saddr && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->addr) < 0)
-		goto fail;
-	if (ct->flags & LB_CT_HAIRPIN) {
-		if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, LB_HAIRPIN_IP) < 0)
-			goto fail;
-		if (lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, LB_HAIRPIN_IP) < 0)
-			goto fail;
-	}
-	lb_count(LB_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
-}
-
-/* A Service without backends refuses at once, as kube-proxy's REJECT does:
- * a TCP SYN or a UDP datagram becomes, in place, an ICMP port unreachable
- * from the clusterIP to the client, quoting the packet's IP header and its
- * first L4 bytes, and goes back where it came from (bpf_redirect: out of
- * the node-side veth it entered, or into the pod's eth0 it was leaving).
- * The client's kernel turns it into ECONNREFUSED for a connecting TCP
- * socket and a connected UDP one. Other packets (a flow's later segments,
- * later fragments) are dropped and counted as before.
- *
- * The packet grows by 28 bytes (new IP + ICMP header, bpf_skb_adjust_room
- * after the MAC header: the old IP header stays where it is and becomes the
- * quote) and is cut after 20 (TCP) or 8 (UDP) quoted L4 bytes. A packet
- * from a local socket is CHECKSUM_PARTIAL: its csum_start still points at
- * the L4 header, now the quote, and a device without checksum offload
- * would "complete" the quoted checksum field, changing the ICMP message
- * after its checksum was computed. So that field gets the value such a
- * completion leaves unchanged (F = ~fold(sum + F), i.e. F = -sum/2 in
- * one's complement arithmetic, 2 being invertible mod 0xffff): the bytes
- * sent are final either way. Nobody checks a quoted checksum. */
-#define LB_REJ_TCP_QUOTE 20
-#define LB_REJ_UDP_QUOTE 8
-#define LB_REJ_GROW      28 /* IP header + ICMP header */
-
-struct lb_rej {
-	__u8 pad[2]; /* so that the IP headers are 4-byte aligned on the stack */
-	__u8 eth[ETH_HLEN];
-	struct iphdr ip;
-	struct lb_icmphdr icmp;
-	struct iphdr qip;
-	__u8 ql4[LB_REJ_TCP_QUOTE];
-};
+/* A Service without backends refuses at once (lb_icmp_fam.h's
+ * lb_reject_pkt): the helpers below are both families'. */
 
 /* The kernel's sk_buff fields that locate a pending checksum completion. */
 struct sk_buff___vnetlab_csum {
@@ -807,7 +717,7 @@ static __always_inline __u32 lb_rej_quote_sum(const __u8 *ql4, __u32 q)
 	return q == LB_REJ_TCP_QUOTE ? lb_sum16(ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(ql4, LB_REJ_UDP_QUOTE / 2);
 }
 
-/* lb_rej_read: the checks and reads lb_reject and lb6_reject_pkt share
+/* lb_rej_read: the checks and reads of lb_reject_pkt (lb_icmp_fam.h)
  * (one family's IP header type each). It answers only a TCP SYN or a UDP
  * datagram whose L4 header follows an IP header of iplen bytes (no IPv4
  * options, no IPv6 extension headers: the quote has a fixed length), not
@@ -900,53 +810,31 @@ static __always_inline int lb_rej_send(struct __sk_buff *skb, const void *buf, _
 	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
 }
 
-/* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
- * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
-static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
+/* lb_rej_ip: IPv4's headers of the port unreachable lb_reject_pkt makes of
+ * p (q quoted L4 bytes): the EtherType, the IP header (TTL 64, TOS as the
+ * kernel's own errors) and the ICMP type and code. Returns what the ICMP
+ * checksum's pseudo-header adds: nothing, over IPv4. */
+static __always_inline __u32 lb_rej_ip(__u8 *eth, struct iphdr *ip, struct lb_icmphdr *icmp, const struct lb_pkt *p, __u32 q)
 {
-	struct lb_rej r = {};
-	__u32 q, sum;
-	int summed, ret;
-
-	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
-	if (!q)
-		goto drop;
-	r.eth[12] = 0x08; /* ETH_P_IP */
-	r.eth[13] = 0x00;
-
-	r.ip.version = 4;
-	r.ip.ihl = 5;
-	r.ip.tos = 0xc0; /* internetwork control, as the kernel's ICMP errors */
-	r.ip.tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct lb_icmphdr) + sizeof(struct iphdr) + q);
-	r.ip.ttl = 64;
-	r.ip.protocol = IPPROTO_ICMP;
-	r.ip.saddr = p->daddr;
-	r.ip.daddr = p->saddr;
-	r.ip.check = ~lb_csum_fold(lb_sum16(&r.ip, sizeof(r.ip) / 2));
-	r.icmp.type = ICMP_DEST_UNREACH;
-	r.icmp.code = 3; /* port unreachable */
-	sum = lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += lb_rej_quote_sum(r.ql4, q);
-	r.icmp.checksum = ~lb_csum_fold(sum);
-
-	/* From here on the packet is changed: a failure drops it. */
-	ret = lb_rej_send(skb, r.eth, LB_REJ_GROW, sizeof(struct iphdr), q, summed);
-	if (ret == LB_REJ_DROP)
-		goto drop;
-	if (ret == LB_REJ_FAIL)
-		goto fail;
-	lb_count(LB_STAT_REJECT);
-	return ret;
-drop:
-	lb_count(LB_STAT_NO_BACKEND);
-	return TC_ACT_SHOT;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
+	eth[12] = 0x08; /* ETH_P_IP */
+	eth[13] = 0x00;
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tos = 0xc0; /* internetwork control, as the kernel's ICMP errors */
+	ip->tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct lb_icmphdr) + sizeof(struct iphdr) + q);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_ICMP;
+	ip->saddr = p->daddr;
+	ip->daddr = p->saddr;
+	ip->check = ~lb_csum_fold(lb_sum16(ip, sizeof(*ip) / 2));
+	icmp->type = ICMP_DEST_UNREACH;
+	icmp->code = 3; /* port unreachable */
+	return 0;
 }
 
-/* lb_rev_key, lb_from_pod_pkt, lb_to_pod_pkt, lb_from_pod and lb_to_pod,
- * written once with lb6.h's (lb_pod_fam.h). */
+/* lb_rnat_pkt, lb_rev_key, lb_from_pod_pkt, lb_to_pod_pkt, lb_from_pod and
+ * lb_to_pod (lb_pod_fam.h), lb_icmp and lb_reject_pkt (lb_icmp_fam.h),
+ * written once with lb6.h's. */
 #define LBF(n)               lb_##n
 #define LB_ADDR              __be32
 #define LB_ADDR_EQ(a, b)     (*(a) == *(b))
@@ -954,10 +842,10 @@ fail:
 #define LB_SET_HAIRPIN(a)    (*(a) = LB_HAIRPIN_IP)
 #define LB_COUNT(stat)       lb_count(LB_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   lb_count(LB_STAT_HAIRPIN)
+#define LB_COUNT_TRUNC()     do {} while (0)
 #define LB_PICK(svc, p, s)   lb_pick_backend(svc, p, lb_hash(p), s)
-#define LB_REJECT(skb, p)    lb_reject(skb, p)
+#define LB_REJECT(skb, p)    lb_reject_pkt(skb, p)
 #define LB_ICMP_PROTO        IPPROTO_ICMP
-#define LB_ICMP(skb, p, dir) ((dir) == LB_CT_REV ? lb_icmp_rnat(skb, p) : lb_icmp_dnat(skb, p))
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB_H */

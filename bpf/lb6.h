@@ -119,8 +119,13 @@ enum {
 	LB6_STAT_MAX = 10,
 };
 
-/* lb6_services, lb6_backends, lb6_slots, lb6_conntrack, lb6_frags,
- * lb6_stats and lb6_count: lb.h's, written once (lb_maps_fam.h). */
+/* The structs of lb_types_fam.h, then lb6_services, lb6_backends,
+ * lb6_slots, lb6_conntrack, lb6_frags, lb6_stats and lb6_count
+ * (lb_maps_fam.h): lb.h's, written once. */
+#define LBF(n)          lb6_##n
+#define LB_ADDR         struct lb6_addr
+#define LB_IPHDR        struct lb6_hdr
+#include "lb_types_fam.h"
 #define LBF(n)          lb6_##n
 #define LB_FAM_SERVICES LB6_MAX_SERVICES
 #define LB_FAM_BACKENDS LB6_MAX_BACKENDS
@@ -415,77 +420,36 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 #include "lb_fam.h"
 
 /* ICMPv6 errors quote the packet that caused them (its IPv6 header and as
- * much of the rest as fits). One about a translated flow is translated too:
- * the quoted address and port, the outer address when it is the one the
- * flow was translated from, and the ICMPv6 checksum (which covers the outer
- * addresses, through its pseudo-header, and the quote) by exactly their
- * change. A quote cut before its ports, or with extension headers, is left
- * alone; so is a CHECKSUM_PARTIAL ICMPv6 packet (errors are built whole). */
-struct lb6_icmp_err {
-	__u32 in_ip; /* offset of the quoted IPv6 header */
-	__u32 in_l4; /* offset of the quoted L4 header */
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-	__u16 check; /* the ICMPv6 checksum */
-};
-
-static __always_inline int lb6_icmp_quote(struct __sk_buff *skb, const struct lb6_pkt *p, struct lb6_icmp_err *e)
+ * much of the rest as fits): lb_icmp_fam.h translates one about a
+ * translated flow. IPv6's part: which types quote a packet
+ * (lb6_icmp_quotes: errors, types 1-4), the quoted header (lb6_icmp_inner)
+ * and the rewrite (lb6_icmp_write): the addresses and port, and the
+ * ICMPv6 checksum (which covers the outer addresses, through its
+ * pseudo-header, and the quote) by exactly their change. A quote cut
+ * before its ports (counted), or with extension headers, is left alone; so
+ * is a CHECKSUM_PARTIAL ICMPv6 packet (errors are built whole). */
+static __always_inline int lb6_icmp_quotes(struct __sk_buff *skb, __u8 type)
 {
-	struct lb_icmphdr ih;
-	struct lb6_hdr in;
-	__be16 ports[2];
+	if (type == 0 || type > LB6_ICMP_ERR_MAX)
+		return 0; /* informational: echo, NDP, MLD */
+	return lb_ip_summed(skb) != LB_CSUM_PARTIAL;
+}
 
-	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
-		return LB_PASS;
-	if (ih.type == 0 || ih.type > LB6_ICMP_ERR_MAX)
-		return LB_PASS; /* informational: echo, NDP, MLD */
-	if (lb_ip_summed(skb) == LB_CSUM_PARTIAL)
-		return LB_PASS;
-	e->in_ip = p->l4off + sizeof(ih);
+static __always_inline int lb6_icmp_inner(struct __sk_buff *skb, struct lb6_icmp_err *e)
+{
+	struct lb6_hdr in;
+
 	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
-		goto trunc;
+		return LB_TRUNC;
 	if ((in.vtc_flow & bpf_htonl(0xf0000000)) != bpf_htonl(0x60000000) ||
 	    (in.nexthdr != IPPROTO_TCP && in.nexthdr != IPPROTO_UDP))
 		return LB_PASS;
 	e->in_l4 = e->in_ip + IP6_HLEN;
-	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
-		goto trunc;
 	e->saddr = in.saddr;
 	e->daddr = in.daddr;
-	e->sport = ports[0];
-	e->dport = ports[1];
 	e->proto = in.nexthdr;
-	e->check = ih.checksum;
 	return LB_GO;
-trunc:
-	lb6_count(LB6_STAT_TRUNC_PASS);
-	return LB_PASS;
 }
-
-/* lb6_icmp_hdrs: the addresses of an ICMPv6 error (outer) and of the
- * packet it quotes, with the quote's ports: what lb6_icmp rewrites. */
-struct lb6_icmp_hdrs {
-	struct lb6_addr outer_s, outer_d; /* contiguous, as in the IPv6 header */
-	struct lb6_addr quote_s, quote_d; /* the same */
-	__be16 quote_sport, quote_dport;
-};
-
-/* lb6_icmp_scratch: lb6_icmp's variables, the quote, its conntrack key and
- * the headers as they were and as they become (from_pod_l2's stack has no
- * room for them). */
-struct lb6_icmp_scratch {
-	struct lb6_icmp_err e;
-	struct lb6_ct_key k;
-	struct lb6_icmp_hdrs was, to;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb6_icmp_scratch);
-} lb6_icmp_scratch SEC(".maps");
 
 /* lb6_icmp_diff: what going from a to b adds to the ICMPv6 checksum (the
  * outer addresses through its pseudo-header, the quote as its payload). */
@@ -498,140 +462,41 @@ static __always_inline __u32 lb6_icmp_diff(const struct lb6_icmp_hdrs *a, const 
 					  (__u32)b->quote_sport | (__u32)b->quote_dport << 16));
 }
 
-/* lb6_icmp translates an ICMPv6 error about a translated flow.
- * dir LB_CT_REV: an error travelling towards the client about client ->
- * backend (e.g. port unreachable from the backend): the quote becomes
- * client -> vip:vport again, an outer source equal to the backend too.
- * dir LB_CT_FWD: an error sent by the client about a reply it got from
- * vip:vport: the quote becomes backend:bport -> client, an outer
- * destination equal to the vip the backend. Either way the quote's reply
- * direction is the conntrack key. For a hairpinned flow (the client is the
- * backend, seen by itself as LB6_HAIRPIN_IP) the hairpin address is
- * translated too: REV (the pod's error about the request it got, leaving
- * it towards the hairpin address) becomes vip -> pod about pod -> vip; FWD
- * (the pod's error about the reply it got) comes from the hairpin address,
- * quoting backend -> hairpin address, as the backend side saw the flow. */
-static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt *p, __u8 dir)
+/* lb6_icmp_write gives ICMPv6 error p (quoting e) the headers of to (was:
+ * as they are), the checksum by their difference: four stores. */
+static __always_inline int lb6_icmp_write(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_icmp_err *e,
+					  const struct lb6_icmp_hdrs *was, const struct lb6_icmp_hdrs *to)
 {
-	struct lb6_icmp_scratch *s;
-	struct lb6_ct *ct;
-	__u32 zero = 0;
-	__u16 check;
+	__u16 check = lb6_csum_apply(e->check, lb6_icmp_diff(was, to));
 
-	s = bpf_map_lookup_elem(&lb6_icmp_scratch, &zero);
-	if (!s || lb6_icmp_quote(skb, p, &s->e) != LB_GO)
-		return TC_ACT_OK;
-	s->k.saddr = s->e.daddr;
-	s->k.daddr = s->e.saddr;
-	s->k.sport = s->e.dport;
-	s->k.dport = s->e.sport;
-	s->k.proto = s->e.proto;
-	s->k.pad = 0;
-	s->k.dir = dir;
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &s->k);
-	if (!ct)
-		return TC_ACT_OK;
-	s->was.outer_s = p->saddr;
-	s->was.outer_d = p->daddr;
-	s->was.quote_s = s->e.saddr;
-	s->was.quote_d = s->e.daddr;
-	s->was.quote_sport = s->e.sport;
-	s->was.quote_dport = s->e.dport;
-	s->to = s->was;
-	if (dir == LB_CT_REV) {
-		s->to.quote_d = ct->addr;
-		s->to.quote_dport = ct->port;
-		if (lb6_addr_eq(&p->saddr, &s->e.daddr))
-			s->to.outer_s = ct->addr;
-		if (ct->flags & LB_CT_HAIRPIN) {
-			s->to.quote_s = ct->client;
-			if (lb6_is_hairpin(&p->daddr))
-				s->to.outer_d = ct->client;
-		}
-	} else {
-		s->to.quote_s = ct->addr;
-		s->to.quote_sport = ct->port;
-		if (lb6_addr_eq(&p->daddr, &s->e.saddr))
-			s->to.outer_d = ct->addr;
-		if (ct->flags & LB_CT_HAIRPIN) {
-			lb6_set_hairpin(&s->to.quote_d);
-			lb6_set_hairpin(&s->to.outer_s);
-		}
-	}
-	check = lb6_csum_apply(s->e.check, lb6_icmp_diff(&s->was, &s->to));
-	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &s->to.outer_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, s->e.in_ip + 8, &s->to.quote_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, s->e.in_l4, &s->to.quote_sport, 2 * sizeof(__be16), 0) < 0 ||
+	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &to->outer_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_ip + 8, &to->quote_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_l4, &to->quote_sport, 2 * sizeof(__be16), 0) < 0 ||
 	    bpf_skb_store_bytes(skb, p->l4off + ICMP_CSUM, &check, sizeof(check), 0) < 0)
-		goto fail;
-	lb6_count(LB6_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb6_count(LB6_STAT_ERROR);
-	return TC_ACT_SHOT;
+		return -1;
+	return 0;
 }
 
-/* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
- * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
- * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
- * the client, quoting the packet's IPv6 header and its first 20 (TCP) or 8
- * (UDP) L4 bytes, and goes back where it came from. Only a packet without
- * extension headers is answered (the quote is then a fixed 40 bytes); other
- * packets are dropped and counted. The ICMPv6 checksum covers the
- * pseudo-header; a CHECKSUM_PARTIAL packet's quoted checksum field gets the
- * value a completion leaves unchanged, as in lb_reject. */
-#define LB6_REJ_GROW 48 /* IPv6 header + ICMPv6 header */
-
-struct lb6_rej {
-	__u8 pad[2];
-	__u8 eth[ETH_HLEN];
-	struct lb6_hdr ip;
-	struct lb_icmphdr icmp;
-	struct lb6_hdr qip;
-	__u8 ql4[LB_REJ_TCP_QUOTE];
-};
-
-static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
+/* lb6_rej_ip: IPv6's headers of the port unreachable lb6_reject_pkt makes
+ * of p (q quoted L4 bytes; only a packet without extension headers is
+ * answered, the quote then a fixed 40 bytes of header): the EtherType, the
+ * IPv6 header (hop limit 64) and the ICMPv6 type (1) and code (4). Returns
+ * the checksum's pseudo-header sum (addresses, length, next header). */
+static __always_inline __u32 lb6_rej_ip(__u8 *eth, struct lb6_hdr *ip, struct lb_icmphdr *icmp, const struct lb6_pkt *p, __u32 q)
 {
-	struct lb6_rej r = {};
-	__u32 q, len, sum;
-	int summed, ret;
+	__u32 len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
 
-	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
-	if (!q)
-		goto drop;
-	r.eth[12] = 0x86; /* ETH_P_IPV6 */
-	r.eth[13] = 0xdd;
-
-	len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
-	r.ip.vtc_flow = bpf_htonl(0x6 << 28);
-	r.ip.payload_len = bpf_htons(len);
-	r.ip.nexthdr = LB6_ICMP;
-	r.ip.hop_limit = 64;
-	r.ip.saddr = p->daddr;
-	r.ip.daddr = p->saddr;
-	r.icmp.type = 1; /* destination unreachable */
-	r.icmp.code = 4; /* port unreachable */
-	/* Pseudo-header (addresses, length, next header) and the message. */
-	sum = lb_sum16(&r.ip.saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
-	sum += lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += lb_rej_quote_sum(r.ql4, q);
-	r.icmp.checksum = ~lb_csum_fold(sum);
-
-	/* From here on the packet is changed: a failure drops it. */
-	ret = lb_rej_send(skb, r.eth, LB6_REJ_GROW, IP6_HLEN, q, summed);
-	if (ret == LB_REJ_DROP)
-		goto drop;
-	if (ret == LB_REJ_FAIL)
-		goto fail;
-	lb6_count(LB6_STAT_REJECT);
-	return ret;
-drop:
-	lb6_count(LB6_STAT_NO_BACKEND);
-	return TC_ACT_SHOT;
-fail:
-	lb6_count(LB6_STAT_ERROR);
-	return TC_ACT_SHOT;
+	eth[12] = 0x86; /* ETH_P_IPV6 */
+	eth[13] = 0xdd;
+	ip->vtc_flow = bpf_htonl(0x6 << 28);
+	ip->payload_len = bpf_htons(len);
+	ip->nexthdr = LB6_ICMP;
+	ip->hop_limit = 64;
+	ip->saddr = p->daddr;
+	ip->daddr = p->saddr;
+	icmp->type = 1; /* destination unreachable */
+	icmp->code = 4; /* port unreachable */
+	return lb_sum16(&ip->saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
 }
 
 /* lb6_reject_tail: lb6_reject_pkt in a program of its own (lb6_tail), so
@@ -644,8 +509,9 @@ static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 	return TC_ACT_SHOT;
 }
 
-/* lb6_rev_key, lb6_from_pod_pkt, lb6_to_pod_pkt, lb6_from_pod and
- * lb6_to_pod: lb.h's, written once (lb_pod_fam.h). */
+/* lb6_rnat_pkt, lb6_rev_key, lb6_from_pod_pkt, lb6_to_pod_pkt, lb6_from_pod
+ * and lb6_to_pod (lb_pod_fam.h), lb6_icmp and lb6_reject_pkt
+ * (lb_icmp_fam.h): lb.h's, written once. */
 #define LBF(n)               lb6_##n
 #define LB_ADDR              struct lb6_addr
 #define LB_ADDR_EQ(a, b)     lb6_addr_eq(a, b)
@@ -653,10 +519,10 @@ static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 #define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
 #define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   do {} while (0)
+#define LB_COUNT_TRUNC()     lb6_count(LB6_STAT_TRUNC_PASS)
 #define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, lb6_hash(p), s)
 #define LB_REJECT(skb, p)    lb6_reject_tail(skb)
 #define LB_ICMP_PROTO        LB6_ICMP
-#define LB_ICMP(skb, p, dir) lb6_icmp(skb, p, dir)
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB6_H */

@@ -14,16 +14,18 @@
  *   LB_COUNT(STAT)        counts LB_STAT_STAT or LB6_STAT_STAT;
  *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only has a
  *                         counter for it);
+ *   LB_COUNT_TRUNC()      counts a cut-off header (IPv6 only has a counter
+ *                         for it);
  *   LB_PICK(svc, p, s)    the backend of new flow p to svc (lb_pick_backend),
  *                         its slot in *s;
  *   LB_REJECT(skb, p)     the answer of a Service without backends (IPv6: a
  *                         tail call, whose stack is its own);
- *   LB_ICMP_PROTO         the family's ICMP protocol number;
- *   LB_ICMP(skb, p, dir)  the translation of an ICMP error p, about a flow's
- *                         forward (LB_CT_FWD) or reply (LB_CT_REV) direction.
+ *   LB_ICMP_PROTO         the family's ICMP protocol number.
  *
  * The macros are undefined again at the end.
  */
+
+#include "lb_icmp_fam.h"
 
 /* lb_rev_key: the reply tuple of flow p translated to backend ip:port, as
  * replies arrive (to the hairpin source for a hairpin). */
@@ -93,7 +95,7 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	int ret;
 
 	if (p.proto == LB_ICMP_PROTO) /* a hairpinned pod's error about its own flow goes the reply way */
-		return LB_ICMP(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
+		return LBF(icmp)(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
 	if (LB_IS_HAIRPIN(&p.daddr)) {
 		/* A pod answering a hairpinned connection: translate it back here,
 		 * before the node routes it (the address means nothing outside). */
@@ -205,7 +207,7 @@ static __always_inline int LBF(to_pod_pkt)(struct __sk_buff *skb, const struct L
 	struct LBF(ct) *ct;
 
 	if (p->proto == LB_ICMP_PROTO)
-		return LB_ICMP(skb, p, LB_CT_REV);
+		return LBF(icmp)(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
 	LBF(ct_key_of)(&rk, p, LB_CT_REV);
@@ -244,5 +246,5 @@ static __always_inline int LBF(to_pod)(struct __sk_buff *skb)
 #undef LB_COUNT_HAIRPIN
 #undef LB_PICK
 #undef LB_REJECT
+#undef LB_COUNT_TRUNC
 #undef LB_ICMP_PROTO
-#undef LB_ICMP
