@@ -171,7 +171,9 @@ struct lb_icmphdr {
 #define LB_REJ_TCP_QUOTE 20
 #define LB_REJ_UDP_QUOTE 8
 
-/* Counters, summed over CPUs by `vnetlab svc ls`. */
+/* Counters, one enum for both families (tcbpf's Stats and Stats6 read them
+ * by index), summed over CPUs by `vnetlab svc stats`. IPv4's lb_stats holds
+ * the first LB_STAT_IPV4_MAX; IPv6's lb6_stats all of them. */
 enum {
 	LB_STAT_DNAT = 0,      /* packets translated clusterIP -> backend */
 	LB_STAT_RNAT = 1,      /* packets translated back backend -> clusterIP */
@@ -182,7 +184,10 @@ enum {
 	LB_STAT_HAIRPIN = 6,   /* new flows whose backend is the client itself */
 	LB_STAT_ERROR = 7,     /* dropped: a rewrite helper failed */
 	LB_STAT_REJECT = 8,    /* answered with ICMP port unreachable: service without backends */
-	LB_STAT_MAX = 9,
+	LB_STAT_IPV4_MAX = 9,
+	LB_STAT_EXTHDR_PASS = 9, /* IPv6: more extension headers than LB6_MAX_EXTHDRS: to the stack */
+	LB_STAT_TRUNC_PASS = 10, /* IPv6: a cut-off header: to the stack untouched */
+	LB_STAT_MAX = 11,
 };
 
 /* The structs of lb_types_fam.h, then lb_services, lb_backends, lb_slots,
@@ -195,7 +200,7 @@ enum {
 #define LBF(n)          lb_##n
 #define LB_FAM_SERVICES LB_MAX_SERVICES
 #define LB_FAM_BACKENDS LB_MAX_BACKENDS
-#define LB_FAM_STATS    LB_STAT_MAX
+#define LB_FAM_STATS    LB_STAT_IPV4_MAX
 #define LB_FAM_ADDR     __be32
 #include "lb_maps_fam.h"
 
@@ -840,7 +845,6 @@ static __always_inline __u32 lb_rej_ip(__u8 *eth, struct iphdr *ip, struct lb_ic
 #define LB_ADDR_EQ(a, b)     (*(a) == *(b))
 #define LB_IS_HAIRPIN(a)     (*(a) == LB_HAIRPIN_IP)
 #define LB_SET_HAIRPIN(a)    (*(a) = LB_HAIRPIN_IP)
-#define LB_COUNT(stat)       lb_count(LB_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   lb_count(LB_STAT_HAIRPIN)
 #define LB_COUNT_TRUNC()     do {} while (0)
 #define LB_PICK(svc, p, s)   lb_pick_backend(svc, p, lb_hash(p), s)

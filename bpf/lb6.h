@@ -14,7 +14,7 @@
  *     skb->csum stays right with no helper;
  *   - extension headers before the L4 header: walked up to
  *     LB6_MAX_EXTHDRS; beyond, the packet goes to the stack untouched and
- *     LB6_STAT_EXTHDR_PASS rises;
+ *     LB_STAT_EXTHDR_PASS rises;
  *   - fragments carry a 32-bit id in a fragment header;
  *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
  *     (types 1-4) quote a packet.
@@ -105,19 +105,6 @@ struct lb6_frag_key {
 	__u8 pad[3];
 };
 
-enum {
-	LB6_STAT_DNAT = 0,
-	LB6_STAT_RNAT = 1,
-	LB6_STAT_CT_NEW = 2,
-	LB6_STAT_NO_BACKEND = 3,
-	LB6_STAT_ICMP = 4,
-	LB6_STAT_FRAG = 5,
-	LB6_STAT_ERROR = 6,
-	LB6_STAT_EXTHDR_PASS = 7, /* more extension headers than LB6_MAX_EXTHDRS: to the stack */
-	LB6_STAT_TRUNC_PASS = 8,  /* a cut-off header: to the stack untouched */
-	LB6_STAT_REJECT = 9,      /* answered with ICMPv6 port unreachable: service without backends */
-	LB6_STAT_MAX = 10,
-};
 
 /* The structs of lb_types_fam.h, then lb6_services, lb6_backends,
  * lb6_slots, lb6_conntrack, lb6_frags, lb6_stats and lb6_count
@@ -129,7 +116,7 @@ enum {
 #define LBF(n)          lb6_##n
 #define LB_FAM_SERVICES LB6_MAX_SERVICES
 #define LB_FAM_BACKENDS LB6_MAX_BACKENDS
-#define LB_FAM_STATS    LB6_STAT_MAX
+#define LB_FAM_STATS    LB_STAT_MAX
 #define LB_FAM_ADDR     struct lb6_addr
 #include "lb_maps_fam.h"
 
@@ -310,7 +297,7 @@ static __always_inline int lb6_parse(struct __sk_buff *skb, struct lb6_pkt *p)
 	}
 	if (!later && nh != IPPROTO_TCP && nh != IPPROTO_UDP && nh != LB6_ICMP) {
 		if (nh == LB6_HOP || nh == LB6_ROUTING || nh == LB6_DEST || nh == LB6_FRAGMENT)
-			lb6_count(LB6_STAT_EXTHDR_PASS);
+			lb6_count(LB_STAT_EXTHDR_PASS);
 		return LB_PASS;
 	}
 	p->proto = nh;
@@ -353,7 +340,7 @@ static __always_inline int lb6_parse(struct __sk_buff *skb, struct lb6_pkt *p)
 	}
 	return LB_GO;
 trunc:
-	lb6_count(LB6_STAT_TRUNC_PASS);
+	lb6_count(LB_STAT_TRUNC_PASS);
 	return LB_PASS;
 }
 
@@ -505,7 +492,7 @@ static __always_inline __u32 lb6_rej_ip(__u8 *eth, struct lb6_hdr *ip, struct lb
 static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 {
 	bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
-	lb6_count(LB6_STAT_NO_BACKEND);
+	lb6_count(LB_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;
 }
 
@@ -517,9 +504,8 @@ static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 #define LB_ADDR_EQ(a, b)     lb6_addr_eq(a, b)
 #define LB_IS_HAIRPIN(a)     lb6_is_hairpin(a)
 #define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
-#define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   do {} while (0)
-#define LB_COUNT_TRUNC()     lb6_count(LB6_STAT_TRUNC_PASS)
+#define LB_COUNT_TRUNC()     lb6_count(LB_STAT_TRUNC_PASS)
 #define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, lb6_hash(p), s)
 #define LB_REJECT(skb, p)    lb6_reject_tail(skb)
 #define LB_ICMP_PROTO        LB6_ICMP

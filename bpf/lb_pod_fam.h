@@ -11,9 +11,8 @@
  *   LB_IS_HAIRPIN(a)      whether the address at a is the family's hairpin
  *                         source (LB_HAIRPIN_IP, LB6_HAIRPIN_IP);
  *   LB_SET_HAIRPIN(a)     makes the address at a that source;
- *   LB_COUNT(STAT)        counts LB_STAT_STAT or LB6_STAT_STAT;
- *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only has a
- *                         counter for it);
+ *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only: IPv6's
+ *                         from_pod is the verifier's costliest path);
  *   LB_COUNT_TRUNC()      counts a cut-off header (IPv6 only has a counter
  *                         for it);
  *   LB_PICK(svc, p, s)    the backend of new flow p to svc (lb_pick_backend),
@@ -22,8 +21,10 @@
  *                         tail call, whose stack is its own);
  *   LB_ICMP_PROTO         the family's ICMP protocol number.
  *
- * The macros are undefined again at the end.
+ * The macros are undefined again at the end, and LB_COUNT(STAT), which
+ * counts LB_STAT_STAT in the family's lb_stats, defined here.
  */
+#define LB_COUNT(stat) LBF(count)(LB_STAT_##stat)
 
 #include "lb_icmp_fam.h"
 
@@ -243,8 +244,8 @@ static __always_inline int LBF(to_pod)(struct __sk_buff *skb)
 #undef LB_IS_HAIRPIN
 #undef LB_SET_HAIRPIN
 #undef LB_COUNT
-#undef LB_COUNT_HAIRPIN
 #undef LB_PICK
 #undef LB_REJECT
+#undef LB_COUNT_HAIRPIN
 #undef LB_COUNT_TRUNC
 #undef LB_ICMP_PROTO
