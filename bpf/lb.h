@@ -62,15 +62,8 @@
 #define LB_MAX_FLOWS    (1 << 17) /* conntrack entries: two per flow */
 #define LB_MAX_FRAGS    4096
 
-/* Maps use network byte order for addresses and ports, as in the packet. */
-struct lb_svc_key {
-	__be32 vip;
-	__be16 port;
-	__u8 proto; /* IPPROTO_TCP or IPPROTO_UDP */
-	__u8 scope; /* LB_SCOPE_*: which clients the entry serves */
-};
-
-/* lb_svc_key.scope. Every lookup is LB_SCOPE_ALL (pods, the node's own
+/* Maps use network byte order for addresses and ports, as in the packet.
+ * lb_svc_key.scope (lb_types_fam.h). Every lookup is LB_SCOPE_ALL (pods, the node's own
  * sockets, and clients outside the node), except nodeport_in's second one:
  * a frontend whose entry carries LB_SVC_EXTERNAL (a NodePort or external
  * IP of a Service with externalTrafficPolicy Local) has a second entry,
@@ -107,24 +100,8 @@ struct lb_backend_key {
 	__u32 slot;
 };
 
-struct lb_backend {
-	__be32 ip;
-	__be16 port;
-	__u16 pad;
-};
-
 enum { LB_CT_FWD = 1, LB_CT_REV = 2 };
 enum { LB_CT_HAIRPIN = 1 };
-
-struct lb_ct_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 sport;
-	__be16 dport;
-	__u8 proto;
-	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
-	__u16 pad;
-};
 
 /* FWD: addr:port = backend, slot = the Service's slot it was picked from
  * (where lb_backend_slot looks first). REV: addr:port = vip:vport, client =
@@ -139,14 +116,6 @@ struct lb_ct {
 	__u32 svc_id;
 	__u16 slot;
 	__u16 pad2;
-};
-
-struct lb_frag_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 id;
-	__u8 proto;
-	__u8 pad;
 };
 
 struct lb_frag {
@@ -196,6 +165,7 @@ enum {
 #define LBF(n)          lb_##n
 #define LB_ADDR         __be32
 #define LB_IPHDR        struct iphdr
+#define LB_FRAG_ID      __be16
 #include "lb_types_fam.h"
 #define LBF(n)          lb_##n
 #define LB_FAM_SERVICES LB_MAX_SERVICES
@@ -449,12 +419,6 @@ static __always_inline __u16 lb_csum_fold(__u32 s)
 	return (__u16)s;
 }
 
-/* What a translation makes of a packet's addresses and ports. */
-struct lb_tuple {
-	__be32 saddr, daddr;
-	__be16 sport, dport;
-};
-
 /* The kernel's sk_buff, as much as lb_rewrite reads: how the TCP/UDP
  * checksum stands (CO-RE: the offset comes from the running kernel's BTF;
  * bpf_cast_to_kern_ctx costs nothing, the verifier turns it into a move). */
@@ -565,20 +529,6 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
  * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
  * does not know): established flows follow the conntrack. */
 #define LB_MAX_AFFINITY (1 << 16)
-
-struct lb_affinity_key {
-	__be32 client;
-	__u32 svc_id;
-};
-
-struct lb_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	__be32 ip;     /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
-	__u32 pad2;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -64,27 +64,6 @@ struct lb6_hdr {
 	struct lb6_addr saddr, daddr;
 };
 
-struct lb6_svc_key {
-	struct lb6_addr vip;
-	__be16 port;
-	__u8 proto;
-	__u8 scope; /* LB_SCOPE_*: only LB_SCOPE_ALL for IPv6 so far */
-};
-
-struct lb6_backend {
-	struct lb6_addr ip;
-	__be16 port;
-	__u16 pad;
-};
-
-struct lb6_ct_key {
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
-	__u16 pad;
-};
-
 /* As lb_ct: FWD addr:port = backend (and its slot), REV addr:port =
  * vip:vport. */
 struct lb6_ct {
@@ -98,13 +77,6 @@ struct lb6_ct {
 	__u16 pad2;
 };
 
-struct lb6_frag_key {
-	struct lb6_addr saddr, daddr;
-	__be32 id;
-	__u8 proto;
-	__u8 pad[3];
-};
-
 
 /* The structs of lb_types_fam.h, then lb6_services, lb6_backends,
  * lb6_slots, lb6_conntrack, lb6_frags, lb6_stats and lb6_count
@@ -112,6 +84,7 @@ struct lb6_frag_key {
 #define LBF(n)          lb6_##n
 #define LB_ADDR         struct lb6_addr
 #define LB_IPHDR        struct lb6_hdr
+#define LB_FRAG_ID      __be32
 #include "lb_types_fam.h"
 #define LBF(n)          lb6_##n
 #define LB_FAM_SERVICES LB6_MAX_SERVICES
@@ -165,20 +138,6 @@ struct {
 	__array(values, int(struct __sk_buff *));
 } lb6_tail SEC(".maps") = {
 	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
-};
-
-/* sessionAffinity ClientIP over IPv6 (lb.h's lb_affinity). */
-struct lb6_affinity_key {
-	struct lb6_addr client;
-	__u32 svc_id;
-};
-
-struct lb6_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	struct lb6_addr ip; /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
 };
 
 struct {
@@ -343,13 +302,6 @@ trunc:
 	lb6_count(LB_STAT_TRUNC_PASS);
 	return LB_PASS;
 }
-
-/* What a translation makes of a packet's addresses (contiguous, as in the
- * header) and ports. */
-struct lb6_tuple {
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-};
 
 /* lb6_rewrite gives packet p the addresses and ports of to. The TCP/UDP
  * checksum follows the kernel's inet_proto_csum_replace rules, as

@@ -201,7 +201,7 @@ type sockLbAffinity struct {
 	Port   uint16
 	Pad    uint16
 	Slot   uint32
-	Pad2   uint32
+	_      [4]byte
 }
 
 type sockLbAffinityKey struct {
@@ -258,7 +258,7 @@ type sockLbFragKey struct {
 	Daddr uint32
 	Id    uint16
 	Proto uint8
-	Pad   uint8
+	Pad   [1]uint8
 }
 
 type sockLbIcmpScratch struct {

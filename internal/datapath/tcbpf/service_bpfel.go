@@ -161,7 +161,7 @@ type serviceLbAffinity struct {
 	Port   uint16
 	Pad    uint16
 	Slot   uint32
-	Pad2   uint32
+	_      [4]byte
 }
 
 type serviceLbAffinityKey struct {
@@ -218,7 +218,7 @@ type serviceLbFragKey struct {
 	Daddr uint32
 	Id    uint16
 	Proto uint8
-	Pad   uint8
+	Pad   [1]uint8
 }
 
 type serviceLbIcmpScratch struct {
