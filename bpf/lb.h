@@ -298,6 +298,11 @@ static __always_inline int lb_back_to_sender(struct __sk_buff *skb, int ret)
 	__r;                                                                    \
 })
 
+/* lb_parse_l4 and lb_parse_later, written once with lb6.h's. */
+#define LBF(n)                     lb_##n
+#define LB_LOAD(skb, off, d, n)    lb_load(skb, off, d, n)
+#include "lb_parse_fam.h"
+
 /* lb_parse fills p for IPv4 TCP, UDP and ICMP. Anything else, and anything
  * truncated or malformed, is LB_PASS: left untouched. A later fragment is
  * LB_GO only when its first fragment was seen (ports from lb_frags). */
@@ -328,43 +333,11 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	p->has_l4 = 1;
 	frag = bpf_ntohs(ip.frag_off);
 	p->first_frag = (frag & IP_MF) && !(frag & IP_OFFSET);
-	if (frag & IP_OFFSET) {
-		/* No L4 header here: take the ports the first fragment left. */
-		struct lb_frag_key fk = { .saddr = ip.saddr, .daddr = ip.daddr, .id = ip.id, .proto = ip.protocol };
-		struct lb_frag *f;
-
-		if (ip.protocol == IPPROTO_ICMP)
-			return LB_PASS;
-		f = bpf_map_lookup_elem(&lb_frags, &fk);
-		if (!f)
-			return LB_PASS;
-		p->sport = f->sport;
-		p->dport = f->dport;
-		p->has_l4 = 0;
-		return LB_GO;
-	}
+	if (frag & IP_OFFSET)
+		return lb_parse_later(p); /* no L4 header here */
 	if (ip.protocol == IPPROTO_ICMP)
 		return LB_GO; /* lb_icmp_quote reads (and bounds) the rest */
-	if (ip.protocol == IPPROTO_TCP) {
-		__u8 hdr[20];
-		/* The whole fixed header must be there: the checksum is at 16. */
-		if (lb_load(skb, p->l4off, hdr, sizeof(hdr)) < 0)
-			return LB_PASS;
-		p->sport = *(__be16 *)&hdr[0];
-		p->dport = *(__be16 *)&hdr[2];
-		p->tcp_syn = (hdr[13] & 0x02) != 0;
-		p->tcp_ack = (hdr[13] & 0x10) != 0;
-		p->tcp_rst = (hdr[13] & 0x04) != 0;
-		p->l4_check = *(__u16 *)&hdr[16];
-	} else {
-		__be16 h[4];
-		if (lb_load(skb, p->l4off, h, sizeof(h)) < 0)
-			return LB_PASS;
-		p->sport = h[0];
-		p->dport = h[1];
-		p->l4_check = h[3];
-	}
-	return LB_GO;
+	return lb_parse_l4(skb, p) == LB_GO ? LB_GO : LB_PASS;
 }
 
 static __always_inline __u32 lb_l4_csum_off(const struct lb_pkt *p)
@@ -437,18 +410,40 @@ static __always_inline int lb_ip_summed(struct __sk_buff *skb)
 	return BPF_CORE_READ_BITFIELD(k, ip_summed);
 }
 
+/* lb_ports_diff: what replacing ports sport, dport by to_sport, to_dport
+ * adds to a one's complement sum. */
+static __always_inline __u32 lb_ports_diff(__be16 sport, __be16 dport, __be16 to_sport, __be16 to_dport)
+{
+	return lb_csum_add(~((__u32)sport | (__u32)dport << 16), (__u32)to_sport | (__u32)to_dport << 16);
+}
+
+/* lb_l4_csum: a TCP/UDP checksum check after its packet's addresses and
+ * ports changed by the sums addrs and ports, as the kernel's
+ * inet_proto_csum_replace does it: CHECKSUM_PARTIAL (summed; the field
+ * holds the pseudo-header sum, the device or the stack completes it) takes
+ * the address change only, any other packet both. A UDP checksum of 0
+ * ("none") stays 0 and a computed 0 is sent as 0xffff. Both families'. */
+static __always_inline __u16 lb_l4_csum(__u16 check, __u8 proto, int summed, __u32 addrs, __u32 ports)
+{
+	if (proto == IPPROTO_UDP && check == 0)
+		return 0;
+	if (summed == LB_CSUM_PARTIAL)
+		check = lb_csum_fold(lb_csum_add(check, addrs));
+	else
+		check = ~lb_csum_fold(lb_csum_add(lb_csum_add((__u16)~check, addrs), ports));
+	if (proto == IPPROTO_UDP && check == 0)
+		check = 0xffff;
+	return check;
+}
+
 /* lb_rewrite gives packet p the addresses and ports of to.
  *
  * The common case (TCP/UDP, IPv4 header without options, not a later
  * fragment, the checksum not CHECKSUM_COMPLETE) takes one helper call: the
  * header checksum, the addresses, the ports and the TCP/UDP checksum lie
  * in 18 (UDP) or 28 (TCP) contiguous bytes from IP offset 10, written by
- * one store with both checksums computed here (RFC 1624). The TCP/UDP one
- * follows the kernel's inet_proto_csum_replace rules: for CHECKSUM_PARTIAL
- * (a local socket's packet; the field holds the pseudo-header sum, the
- * device or the stack completes it) only the address change applies, else
- * addresses and ports; a UDP checksum of 0 ("none") stays 0 and a computed
- * 0 is sent as 0xffff. CHECKSUM_COMPLETE (skb->csum must follow) and every
+ * one store with both checksums computed here (RFC 1624; the TCP/UDP one
+ * by lb_l4_csum). CHECKSUM_COMPLETE (skb->csum must follow) and every
  * other packet take the helpers, field by field. */
 static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_tuple *to)
 {
@@ -459,7 +454,7 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 		__u8 mid[12];   /* TCP: sequence, ack, offset, flags, window; UDP: length */
 		__u16 l4_check; /* TCP: at mid + 12; UDP: at mid + 2 */
 	} __attribute__((packed)) w;
-	__u32 addrs, ports, len;
+	__u32 addrs, len;
 	__u16 l4;
 	int summed;
 
@@ -474,17 +469,7 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 		return 0;
 	}
 	addrs = lb_csum_add(lb_csum_add(~p->saddr, to->saddr), lb_csum_add(~p->daddr, to->daddr));
-	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	l4 = p->l4_check;
-	if (p->proto == IPPROTO_UDP && l4 == 0) {
-		/* no checksum: stays none */
-	} else if (summed == LB_CSUM_PARTIAL) {
-		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
-	} else {
-		l4 = ~lb_csum_fold(lb_csum_add(lb_csum_add((__u16)~l4, addrs), ports));
-	}
-	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
-		l4 = 0xffff;
+	l4 = lb_l4_csum(p->l4_check, p->proto, summed, addrs, lb_ports_diff(p->sport, p->dport, to->sport, to->dport));
 	w.check = ~lb_csum_fold(lb_csum_add((__u16)~p->ip_check, addrs));
 	w.saddr = to->saddr;
 	w.daddr = to->daddr;

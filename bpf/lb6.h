@@ -200,6 +200,11 @@ struct lb6_pkt {
 	__u32 l4off;     /* from the start of the frame */
 };
 
+/* lb6_parse_l4 and lb6_parse_later: lb.h's, written once (lb_parse_fam.h). */
+#define LBF(n)                     lb6_##n
+#define LB_LOAD(skb, off, d, n)    bpf_skb_load_bytes(skb, off, d, n)
+#include "lb_parse_fam.h"
+
 /* lb6_parse fills p for IPv6 TCP, UDP and ICMPv6 after at most
  * LB6_MAX_EXTHDRS extension headers (hop-by-hop, routing, destination
  * options, fragment). Everything else is LB_PASS, left untouched: other
@@ -261,61 +266,27 @@ static __always_inline int lb6_parse(struct __sk_buff *skb, struct lb6_pkt *p)
 	}
 	p->proto = nh;
 	p->l4off = off;
-	if (later) {
-		struct lb6_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = nh };
-		struct lb_frag *f;
-
-		if (nh != IPPROTO_TCP && nh != IPPROTO_UDP)
-			return LB_PASS;
-		f = bpf_map_lookup_elem(&lb6_frags, &fk);
-		if (!f)
-			return LB_PASS;
-		p->sport = f->sport;
-		p->dport = f->dport;
-		p->has_l4 = 0;
-		return LB_GO;
-	}
+	if (later)
+		return lb6_parse_later(p);
 	if (nh == LB6_ICMP)
-		return LB_GO; /* lb6_icmp_quote reads (and bounds) the rest */
-	if (nh == IPPROTO_TCP) {
-		__u8 hdr[20];
-
-		if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0)
-			goto trunc;
-		p->sport = *(__be16 *)&hdr[0];
-		p->dport = *(__be16 *)&hdr[2];
-		p->tcp_syn = (hdr[13] & 0x02) != 0;
-		p->tcp_ack = (hdr[13] & 0x10) != 0;
-		p->tcp_rst = (hdr[13] & 0x04) != 0;
-		p->l4_check = *(__u16 *)&hdr[16];
-	} else {
-		__be16 h[4];
-
-		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)) < 0)
-			goto trunc;
-		p->sport = h[0];
-		p->dport = h[1];
-		p->l4_check = h[3];
-	}
-	return LB_GO;
+		return LB_GO; /* lb_icmp_quote reads (and bounds) the rest */
+	if (lb6_parse_l4(skb, p) == LB_GO)
+		return LB_GO;
 trunc:
 	lb6_count(LB_STAT_TRUNC_PASS);
 	return LB_PASS;
 }
 
-/* lb6_rewrite gives packet p the addresses and ports of to. The TCP/UDP
- * checksum follows the kernel's inet_proto_csum_replace rules, as
- * lb_rewrite's: CHECKSUM_PARTIAL (the field holds the pseudo-header sum)
- * takes the address change only, other packets addresses and ports; a
- * later fragment has no L4 header (its first fragment's checksum covered
- * the addresses). A UDP checksum of 0 (illegal in IPv6) stays as it is; a
- * computed 0 is sent as 0xffff. */
+/* lb6_rewrite gives packet p the addresses and ports of to, the TCP/UDP
+ * checksum by lb_l4_csum, as lb_rewrite's (a UDP checksum of 0, illegal
+ * in IPv6, stays as it came); a later fragment has no L4 header (its
+ * first fragment's checksum covered the addresses). */
 static __always_inline int lb6_rewrite(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_tuple *to)
 {
 	struct {
 		__be16 sport, dport;
 	} ports_to = { to->sport, to->dport };
-	__u32 addrs, ports;
+	__u32 addrs;
 	__u16 l4;
 
 	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &to->saddr, 2 * sizeof(struct lb6_addr), 0) < 0)
@@ -323,17 +294,7 @@ static __always_inline int lb6_rewrite(struct __sk_buff *skb, const struct lb6_p
 	if (!p->has_l4)
 		return 0;
 	addrs = lb_csum_add(lb6_addr_diff(&p->saddr, &to->saddr), lb6_addr_diff(&p->daddr, &to->daddr));
-	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	l4 = p->l4_check;
-	if (p->proto == IPPROTO_UDP && l4 == 0) {
-		/* stays as it came */
-	} else if (lb_ip_summed(skb) == LB_CSUM_PARTIAL) {
-		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
-	} else {
-		l4 = lb6_csum_apply(l4, lb_csum_add(addrs, ports));
-	}
-	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
-		l4 = 0xffff;
+	l4 = lb_l4_csum(p->l4_check, p->proto, lb_ip_summed(skb), addrs, lb_ports_diff(p->sport, p->dport, to->sport, to->dport));
 	if (bpf_skb_store_bytes(skb, p->l4off, &ports_to, sizeof(ports_to), 0) < 0)
 		return -1;
 	return bpf_skb_store_bytes(skb, p->l4off + (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM), &l4, sizeof(l4), 0);
@@ -397,8 +358,7 @@ static __always_inline __u32 lb6_icmp_diff(const struct lb6_icmp_hdrs *a, const 
 	__u32 d = lb_csum_add(lb6_addr_diff(&a->outer_s, &b->outer_s), lb6_addr_diff(&a->outer_d, &b->outer_d));
 
 	d = lb_csum_add(d, lb_csum_add(lb6_addr_diff(&a->quote_s, &b->quote_s), lb6_addr_diff(&a->quote_d, &b->quote_d)));
-	return lb_csum_add(d, lb_csum_add(~((__u32)a->quote_sport | (__u32)a->quote_dport << 16),
-					  (__u32)b->quote_sport | (__u32)b->quote_dport << 16));
+	return lb_csum_add(d, lb_ports_diff(a->quote_sport, a->quote_dport, b->quote_sport, b->quote_dport));
 }
 
 /* lb6_icmp_write gives ICMPv6 error p (quoting e) the headers of to (was:
