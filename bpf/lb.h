@@ -61,6 +61,7 @@
 #define LB_MAX_BACKENDS (1 << 20)
 #define LB_MAX_FLOWS    (1 << 17) /* conntrack entries: two per flow */
 #define LB_MAX_FRAGS    4096
+#define LB_MAX_AFFINITY (1 << 16)
 
 /* Maps use network byte order for addresses and ports, as in the packet.
  * lb_svc_key.scope (lb_types_fam.h). Every lookup is LB_SCOPE_ALL (pods, the node's own
@@ -160,8 +161,8 @@ enum {
 };
 
 /* The structs of lb_types_fam.h, then lb_services, lb_backends, lb_slots,
- * lb_conntrack, lb_frags, lb_stats and lb_count (lb_maps_fam.h): written
- * once with lb6.h's. */
+ * lb_conntrack, lb_frags, lb_affinity, lb_stats, lb_vip16, lb_count and
+ * lb_maybe_vip (lb_maps_fam.h): written once with lb6.h's. */
 #define LBF(n)          lb_##n
 #define LB_ADDR         __be32
 #define LB_IPHDR        struct iphdr
@@ -172,13 +173,15 @@ enum {
 #define LB_FAM_BACKENDS LB_MAX_BACKENDS
 #define LB_FAM_STATS    LB_STAT_IPV4_MAX
 #define LB_FAM_ADDR     __be32
+#define LB_FAM_VIP16(a) (bpf_ntohl(*(a)) >> 16)
 #include "lb_maps_fam.h"
 
 /* Prefilters: most packets a pod sends or receives concern no Service, and
  * each hash lookup that proves it costs a cache miss (the key changes with
  * every connection's port). Two arrays (lookups inlined by the verifier,
  * one cache line each) say when a lookup can be skipped:
- *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there;
+ *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there
+ *     (lb_maps_fam.h, with lb6_vip16);
  *   lb_bports[port]: backends listening on that port, the source port of
  *     every reply to reverse-NAT.
  * The Go side counts up and down as it adds and deletes Services. */
@@ -188,23 +191,7 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_vip16 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_bports SEC(".maps");
-
-static __always_inline int lb_maybe_vip(__be32 addr)
-{
-	__u32 k = bpf_ntohl(addr) >> 16;
-	__u32 *n = bpf_map_lookup_elem(&lb_vip16, &k);
-
-	return n && *n;
-}
 
 static __always_inline int lb_maybe_backend_port(__be16 port)
 {
@@ -508,28 +495,12 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* sessionAffinity ClientIP: a client's new flows to a Service go to the
- * backend its last new flow got, unless that was longer than the Service's
- * affinity_timeout ago or the backend left the Service (no slot holds it).
- * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
- * does not know): established flows follow the conntrack. */
-#define LB_MAX_AFFINITY (1 << 16)
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb_affinity_key);
-	__type(value, struct lb_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_affinity SEC(".maps");
-
 /* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_backend_slot,
  * lb_affinity_keep, lb_pick_backend, lb_svc_of and lb_ct_new, written once
  * with lb6.h's (lb_fam.h). */
 #define LBF(n)           lb_##n
 #define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
-#define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
 #include "lb_fam.h"
 
 /* ICMP errors quote the packet that caused them (IP header + 8 bytes):

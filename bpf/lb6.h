@@ -78,9 +78,23 @@ struct lb6_ct {
 };
 
 
+/* lb6_fold16: the key of an IPv6 address in lb6_vip16 (lb.h's lb_vip16
+ * for IPv6, in front of the lb6_services lookup, whose key, with a reply's
+ * ephemeral port in it, lands in a cold bucket of a 4 MB table): the xor
+ * of its four 32-bit words, as loaded, and of that word's two halves
+ * (internal/datapath/tcbpf's fold16 is its twin). A /16 would not do:
+ * every ULA clusterIP and pod address starts fdxx. */
+static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
+{
+	__u32 x = a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];
+
+	return (x >> 16) ^ (x & 0xffff);
+}
+
 /* The structs of lb_types_fam.h, then lb6_services, lb6_backends,
  * lb6_slots, lb6_conntrack, lb6_frags, lb6_stats and lb6_count
- * (lb_maps_fam.h): lb.h's, written once. */
+ * lb6_affinity, lb6_vip16, lb6_maybe_vip (lb_maps_fam.h): lb.h's, written
+ * once. */
 #define LBF(n)          lb6_##n
 #define LB_ADDR         struct lb6_addr
 #define LB_IPHDR        struct lb6_hdr
@@ -91,37 +105,8 @@ struct lb6_ct {
 #define LB_FAM_BACKENDS LB6_MAX_BACKENDS
 #define LB_FAM_STATS    LB_STAT_MAX
 #define LB_FAM_ADDR     struct lb6_addr
+#define LB_FAM_VIP16(a) lb6_fold16(a)
 #include "lb_maps_fam.h"
-
-/* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
- * lb6_services lookup (whose key, with a reply's ephemeral port in it,
- * lands in a cold bucket of a 4 MB table): Services counted per 16-bit
- * fold of their address (lb6_fold16), kept by the Go side. A /16 would not
- * do: every ULA clusterIP and pod address starts fdxx. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_vip16 SEC(".maps");
-
-/* lb6_fold16: the xor of an address's four 32-bit words, as loaded, and of
- * that word's two halves (internal/datapath/tcbpf's fold16 is its twin). */
-static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
-{
-	__u32 x = a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];
-
-	return (x >> 16) ^ (x & 0xffff);
-}
-
-static __always_inline int lb6_maybe_vip(const struct lb6_addr *a)
-{
-	__u32 k = lb6_fold16(a);
-	__u32 *n = bpf_map_lookup_elem(&lb6_vip16, &k);
-
-	return n && *n;
-}
 
 /* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
  * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
@@ -139,14 +124,6 @@ struct {
 } lb6_tail SEC(".maps") = {
 	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb6_affinity_key);
-	__type(value, struct lb6_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_affinity SEC(".maps");
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
@@ -316,7 +293,6 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 #define LBF(n)           lb6_##n
 #define LB_ADDR          struct lb6_addr
 #define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
-#define LB_MAYBE_VIP(p)  lb6_maybe_vip(&(p)->daddr)
 #include "lb_fam.h"
 
 /* ICMPv6 errors quote the packet that caused them (its IPv6 header and as

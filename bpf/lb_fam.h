@@ -7,8 +7,7 @@
  *   LBF(name)           the family's name: lb_##name or lb6_##name
  *                       (lb_conntrack, struct lb6_pkt, lb6_ct_close, ...);
  *   LB_ADDR             the address type: __be32 or struct lb6_addr;
- *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal;
- *   LB_MAYBE_VIP(p)     the clusterIP prefilter on p's destination.
+ *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal.
  *
  * lb_pod_fam.h has the programs' bodies. The macros are undefined again at
  * the end.
@@ -215,7 +214,7 @@ static __always_inline struct LBF(backend) *LBF(pick_backend)(const struct lb_sv
 /* lb_maybe_svc: whether p's destination may be a clusterIP (the prefilter). */
 static __always_inline int LBF(maybe_svc)(const struct LBF(pkt) *p)
 {
-	return LB_MAYBE_VIP(p);
+	return LBF(maybe_vip)(&p->daddr);
 }
 
 /* lb_svc_of: the Service packet p is sent to (prefilter, then
@@ -263,4 +262,3 @@ static __always_inline void LBF(ct_new)(const struct LBF(pkt) *p, const struct l
 #undef LBF
 #undef LB_ADDR
 #undef LB_ADDR_EQ
-#undef LB_MAYBE_VIP
