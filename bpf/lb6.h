@@ -26,7 +26,7 @@
  *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity
  *     (lb_fam.h's pick_backend builds its key and value in a per-CPU
  *     scratch: from_pod's stack has no 56 bytes to spare).
- * Not yet: external scope, NodePort, host routing.
+ * NodePort: nodeport6.h; host routing: host6.h.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
