@@ -36,16 +36,24 @@ static __always_inline void LBF(frag_remember)(const struct LBF(pkt) *p)
 		bpf_map_update_elem(&LBF(frags), &fk, &f, BPF_ANY);
 }
 
-/* lb_ct_key_of: the conntrack key of packet p's own tuple in direction dir
- * (pad as it was: a key starts zeroed). */
+/* lb_ct_key_set: the conntrack key k of tuple saddr:sport -> daddr:dport in
+ * direction dir. */
+static __always_inline void LBF(ct_key_set)(struct LBF(ct_key) *k, const LB_ADDR *saddr, const LB_ADDR *daddr, __be16 sport,
+					__be16 dport, __u8 proto, __u8 dir)
+{
+	k->saddr = *saddr;
+	k->daddr = *daddr;
+	k->sport = sport;
+	k->dport = dport;
+	k->proto = proto;
+	k->dir = dir;
+	k->pad = 0;
+}
+
+/* lb_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
 static __always_inline void LBF(ct_key_of)(struct LBF(ct_key) *k, const struct LBF(pkt) *p, __u8 dir)
 {
-	k->saddr = p->saddr;
-	k->daddr = p->daddr;
-	k->sport = p->sport;
-	k->dport = p->dport;
-	k->proto = p->proto;
-	k->dir = dir;
+	LBF(ct_key_set)(k, &p->saddr, &p->daddr, p->sport, p->dport, p->proto, dir);
 }
 
 /* lb_forget_stale: a pod opens a flow straight to a backend with the very
@@ -67,12 +75,7 @@ static __always_inline void LBF(forget_stale)(const struct LBF(pkt) *p)
 	}
 	if (!lb_maybe_backend_port(p->dport))
 		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
+	LBF(ct_key_set)(&rk, &p->daddr, &p->saddr, p->dport, p->sport, p->proto, LB_CT_REV);
 	if (bpf_map_lookup_elem(&LBF(conntrack), &rk))
 		bpf_map_delete_elem(&LBF(conntrack), &rk);
 }

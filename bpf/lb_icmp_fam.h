@@ -85,13 +85,7 @@ static __always_inline int LBF(icmp)(struct __sk_buff *skb, const struct LBF(pkt
 	s = bpf_map_lookup_elem(&LBF(icmp_scratch), &zero);
 	if (!s || LBF(icmp_quote)(skb, p, &s->e) != LB_GO)
 		return TC_ACT_OK;
-	s->k.saddr = s->e.daddr;
-	s->k.daddr = s->e.saddr;
-	s->k.sport = s->e.dport;
-	s->k.dport = s->e.sport;
-	s->k.proto = s->e.proto;
-	s->k.dir = dir;
-	s->k.pad = 0;
+	LBF(ct_key_set)(&s->k, &s->e.daddr, &s->e.saddr, s->e.dport, s->e.sport, s->e.proto, dir);
 	ct = bpf_map_lookup_elem(&LBF(conntrack), &s->k);
 	if (!ct)
 		return TC_ACT_OK;

@@ -33,20 +33,15 @@
 static __always_inline void LBF(rev_key)(struct LBF(ct_key) *rk, const struct LBF(pkt) *p, const LB_ADDR *ip, __be16 port,
 					 __u8 hairpin)
 {
-	rk->saddr = *ip;
-	rk->daddr = p->saddr;
+	LBF(ct_key_set)(rk, ip, &p->saddr, port, p->sport, p->proto, LB_CT_REV);
 	if (hairpin)
 		LB_SET_HAIRPIN(&rk->daddr);
-	rk->sport = port;
-	rk->dport = p->sport;
-	rk->proto = p->proto;
-	rk->dir = LB_CT_REV;
 }
 
 /* lb_rnat_pkt: reverse NAT of reply p, found under its own tuple rk
  * (struct lb_ct_key, LB_CT_REV) with entry ct: backend:bport ->
  * vip:vport, and for a hairpin the hairpin source -> the pod; then, for a
- * RST, the end of the flow. fk (zeroed) and to are the caller's: from_pod's
+ * RST, the end of the flow. fk and to are the caller's: from_pod's
  * frame has no room for a second set (IPv6's stack would pass 512 bytes). */
 static __always_inline int LBF(rnat_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p, const struct LBF(ct) *ct,
 					 const struct LBF(ct_key) *rk, struct LBF(ct_key) *fk, struct LBF(tuple) *to)
@@ -66,12 +61,7 @@ static __always_inline int LBF(rnat_pkt)(struct __sk_buff *skb, const struct LBF
 	if (!p->has_l4)
 		LB_COUNT(FRAG);
 	if (p->tcp_rst) {
-		fk->saddr = ct->client;
-		fk->daddr = ct->addr;
-		fk->sport = p->dport;
-		fk->dport = ct->port;
-		fk->proto = p->proto;
-		fk->dir = LB_CT_FWD;
+		LBF(ct_key_set)(fk, &ct->client, &ct->addr, p->dport, ct->port, p->proto, LB_CT_FWD);
 		LBF(ct_close)(fk, rk);
 	}
 	return TC_ACT_OK;
