@@ -160,6 +160,24 @@ enum {
 	LB_STAT_MAX = 11,
 };
 
+/* Prefilters: most packets a pod sends or receives concern no Service, and
+ * each hash lookup that proves it costs a cache miss (the key changes with
+ * every connection's port). Two arrays (lookups inlined by the verifier,
+ * one cache line each) say when a lookup can be skipped:
+ *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there
+ *     (lb_maps_fam.h, with lb6_vip16);
+ *   lb_bports[port]: backends listening on that port, the source port of
+ *     every reply to reverse-NAT.
+ * The Go side counts up and down as it adds and deletes Services. */
+#define LB_PREFILTER(name)                                   \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_ARRAY);            \
+		__uint(max_entries, 1 << 16);                \
+		__type(key, __u32);                          \
+		__type(value, __u32);                        \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);         \
+	} name SEC(".maps")
+
 /* The structs of lb_types_fam.h, then lb_services, lb_backends, lb_slots,
  * lb_conntrack, lb_frags, lb_affinity, lb_stats, lb_vip16, lb_count and
  * lb_maybe_vip (lb_maps_fam.h): written once with lb6.h's. */
@@ -176,22 +194,7 @@ enum {
 #define LB_FAM_VIP16(a) (bpf_ntohl(*(a)) >> 16)
 #include "lb_maps_fam.h"
 
-/* Prefilters: most packets a pod sends or receives concern no Service, and
- * each hash lookup that proves it costs a cache miss (the key changes with
- * every connection's port). Two arrays (lookups inlined by the verifier,
- * one cache line each) say when a lookup can be skipped:
- *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there
- *     (lb_maps_fam.h, with lb6_vip16);
- *   lb_bports[port]: backends listening on that port, the source port of
- *     every reply to reverse-NAT.
- * The Go side counts up and down as it adds and deletes Services. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_bports SEC(".maps");
+LB_PREFILTER(lb_bports);
 
 static __always_inline int lb_maybe_backend_port(__be16 port)
 {

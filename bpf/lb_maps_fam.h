@@ -92,13 +92,7 @@ struct {
 
 /* lb_vip16: the clusterIP prefilter (lb.h): how many Services have an
  * address whose LB_FAM_VIP16 is the key, kept by the Go side. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} LBF(vip16) SEC(".maps");
+LB_PREFILTER(LBF(vip16));
 
 /* lb_maybe_vip: whether the address at a may be a clusterIP. */
 static __always_inline int LBF(maybe_vip)(const LB_FAM_ADDR *a)
