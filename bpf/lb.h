@@ -160,6 +160,16 @@ enum {
 	LB_STAT_MAX = 11,
 };
 
+/* LB_SCRATCH: a per-CPU array of one vtype, not pinned: where a function
+ * keeps the variables its callers' stack has no room for. */
+#define LB_SCRATCH(name, vtype)                              \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);     \
+		__uint(max_entries, 1);                      \
+		__type(key, __u32);                          \
+		__type(value, vtype);                        \
+	} name SEC(".maps")
+
 /* Prefilters: most packets a pod sends or receives concern no Service, and
  * each hash lookup that proves it costs a cache miss (the key changes with
  * every connection's port). Two arrays (lookups inlined by the verifier,

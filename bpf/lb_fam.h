@@ -87,12 +87,7 @@ struct LBF(slot_find) {
 	struct LBF(slot_key) sk;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct LBF(slot_find));
-} LBF(slot_find) SEC(".maps");
+LB_SCRATCH(LBF(slot_find), struct LBF(slot_find));
 
 /* lb_slot_holds: whether slot bk->slot holds backend sk->ip:port. */
 static __always_inline int LBF(slot_holds)(const struct lb_backend_key *bk, const struct LBF(slot_key) *sk)
@@ -163,12 +158,7 @@ struct LBF(pick) {
 	struct LBF(affinity) val;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct LBF(pick));
-} LBF(pick) SEC(".maps");
+LB_SCRATCH(LBF(pick), struct LBF(pick));
 
 /* lb_pick_backend: the backend of a new flow p to svc: under
  * sessionAffinity the one the client's last new flow to the Service port

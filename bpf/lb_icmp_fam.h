@@ -25,12 +25,7 @@ struct LBF(icmp_scratch) {
 	struct LBF(icmp_hdrs) was, to;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct LBF(icmp_scratch));
-} LBF(icmp_scratch) SEC(".maps");
+LB_SCRATCH(LBF(icmp_scratch), struct LBF(icmp_scratch));
 
 /* lb_icmp_quote: whether ICMP packet p is an error quoting a TCP or UDP
  * packet whole up to its ports (LB_GO, the quote in e); echo and the

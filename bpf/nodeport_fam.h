@@ -50,12 +50,7 @@ struct NPF(scratch) {
 };
 
 #ifdef NP_SCRATCH_MAP
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct NPF(scratch));
-} NP_SCRATCH_MAP SEC(".maps");
+LB_SCRATCH(NP_SCRATCH_MAP, struct NPF(scratch));
 #endif
 
 /* np_remote says whether the route to *dst leaves through the interface
