@@ -64,8 +64,9 @@
 #define LB_MAX_AFFINITY (1 << 16)
 
 /* Maps use network byte order for addresses and ports, as in the packet.
- * lb_svc_key.scope (lb_types_fam.h). Every lookup is LB_SCOPE_ALL (pods, the node's own
- * sockets, and clients outside the node), except nodeport_in's second one:
+ * lb_svc_key.scope (lb_types_fam.h). Every lookup is LB_SCOPE_ALL (pods,
+ * the node's own sockets, and clients outside the node), except
+ * nodeport_in's second one:
  * a frontend whose entry carries LB_SVC_EXTERNAL (a NodePort or external
  * IP of a Service with externalTrafficPolicy Local) has a second entry,
  * LB_SCOPE_EXTERNAL, with only this node's endpoints, for clients outside
@@ -641,8 +642,8 @@ static __always_inline __u32 lb_rej_quote_sum(const __u8 *ql4, __u32 q)
 	return q == LB_REJ_TCP_QUOTE ? lb_sum16(ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(ql4, LB_REJ_UDP_QUOTE / 2);
 }
 
-/* lb_rej_read: the checks and reads of lb_reject_pkt (lb_icmp_fam.h)
- * (one family's IP header type each). It answers only a TCP SYN or a UDP
+/* lb_rej_read: the checks and reads of lb_reject_pkt (lb_icmp_fam.h),
+ * over either family's IP header. It answers only a TCP SYN or a UDP
  * datagram whose L4 header follows an IP header of iplen bytes (no IPv4
  * options, no IPv6 extension headers: the quote has a fixed length), not
  * CHECKSUM_COMPLETE (skb->csum would have to follow every byte: not from a

@@ -133,8 +133,14 @@ static __always_inline int LBF(icmp)(struct __sk_buff *skb, const struct LBF(pkt
  * The packet grows by the new IP and ICMP headers (bpf_skb_adjust_room
  * after the MAC header: the old IP header stays where it is and becomes
  * the quote) and is cut after LB_REJ_TCP_QUOTE or LB_REJ_UDP_QUOTE quoted
- * L4 bytes. A CHECKSUM_PARTIAL packet's quoted checksum field gets the
- * value a completion leaves unchanged (lb_rej_read says why). */
+ * L4 bytes. A packet from a local socket is CHECKSUM_PARTIAL: its
+ * csum_start still points at the L4 header, now the quote, and a device
+ * without checksum offload would "complete" the quoted checksum field,
+ * changing the ICMP message after its checksum was computed. So that field
+ * gets the value such a completion leaves unchanged (F = ~fold(sum + F),
+ * i.e. F = -sum/2 in one's complement arithmetic, 2 being invertible mod
+ * 0xffff; lb_rej_read): the bytes sent are final either way. Nobody checks
+ * a quoted checksum. */
 static __always_inline int LBF(reject_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p)
 {
 	struct LBF(rej) r = {};
