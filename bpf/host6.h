@@ -166,16 +166,7 @@ static __always_inline int from_pod_l2_6(struct __sk_buff *skb)
 #define HOST6_CB_KEPT    1 /* parsed, destination unchanged */
 #define HOST6_CB_DNAT    2 /* translated to a backend */
 int host6_route(struct __sk_buff *skb);
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, int(struct __sk_buff *));
-} host6_tail SEC(".maps") = {
-	.values = { [HOST6_TAIL_ROUTE] = (void *)&host6_route },
-};
+LB_TAIL_ARRAY(host6_tail, host6_route);
 
 /* host_from_pod_route6: host_from_pod's first half for IPv6. */
 static __always_inline int host_from_pod_route6(struct __sk_buff *skb)

@@ -108,22 +108,26 @@ static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
 #define LB_FAM_VIP16(a) lb6_fold16(a)
 #include "lb_maps_fam.h"
 
-/* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
- * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
- * empties a program array when its last user reference goes (Plane.Close);
- * every load puts its own programs in (cilium/ebpf fills .values). */
+/* LB_TAIL_ARRAY: a program array holding prog alone, at 0, for a tail
+ * call. Pinned, as the kernel empties a program array when its last user
+ * reference goes (Plane.Close); every load puts its own program in
+ * (cilium/ebpf fills .values). */
+#define LB_TAIL_ARRAY(name, prog)                            \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);       \
+		__uint(max_entries, 1);                      \
+		__uint(key_size, sizeof(__u32));             \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);         \
+		__array(values, int(struct __sk_buff *));    \
+	} name SEC(".maps") = {                              \
+		.values = { [0] = (void *)&prog },           \
+	}
+
+/* lb6_tail: the program lb6_from_pod_pkt tail-calls, with a stack of its
+ * own (the callers' frames are at 456 of 512 bytes). */
 #define LB6_TAIL_REJECT 0
 int lb6_reject(struct __sk_buff *skb);
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, int(struct __sk_buff *));
-} lb6_tail SEC(".maps") = {
-	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
-};
+LB_TAIL_ARRAY(lb6_tail, lb6_reject);
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
