@@ -107,42 +107,43 @@ static __always_inline int host_store_l2(struct __sk_buff *skb, __u8 *h, __u32 n
 	return 0;
 }
 
-/* host_route: deliver an IPv4 packet to a pod of this node with
- * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK).
- *
- * One helper call rewrites the packet: the new MACs, TTL - 1 and the IP
- * checksum are written by a single 26-byte store from a copy of the
- * header (read straight from the packet when linear). Each helper call
- * that writes also checks, and for a cloned header copies, the skb: three
- * of them (checksum, TTL, MACs) cost 2-3x one. */
-static __always_inline int host_route(struct __sk_buff *skb)
+/* host_route's IPv4 part (host_fam.h). One helper call rewrites the
+ * packet: the new MACs, TTL - 1 and the IP checksum are written by a single
+ * 26-byte store from a copy of the header (read straight from the packet
+ * when linear). Each helper call that writes also checks, and for a cloned
+ * header copies, the skb: three of them (checksum, TTL, MACs) cost 2-3x
+ * one. */
+
+/* host_fwd_hdr copies the frame's first HOST_HDR_READ bytes to h: 0 for
+ * an IPv4 packet, < 0 for anything else (the stack's). */
+static __always_inline int host_fwd_hdr(struct __sk_buff *skb, __u8 *h)
 {
-	struct pod_route *r;
-	__u8 h[HOST_HDR_READ];
-	__be32 daddr;
+	if (skb->protocol != bpf_htons(ETH_P_IP))
+		return -1;
+	if (lb_load(skb, 0, h, HOST_HDR_READ) < 0 || (h[IP_OFF] >> 4) != 4 || (h[IP_OFF] & 0xf) < 5)
+		return -1;
+	return 0;
+}
+
+/* host_fits: IPv4 asks no MTU here. */
+static __always_inline int host_fits(struct __sk_buff *skb, const struct pod_route *r)
+{
+	return 1;
+}
+
+/* host_hop: TTL - 1 in the header copy h, as the node's forwarding does it
+ * (ip_decrease_ttl): the TTL is the high byte of its 16-bit word, so the
+ * checksum gains 0x0100 with the end-around carry. */
+static __always_inline void host_hop(struct __sk_buff *skb, __u8 *h)
+{
 	__u32 check;
 
-	if (skb->protocol != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	if (lb_load(skb, 0, h, sizeof(h)) < 0 || (h[IP_OFF] >> 4) != 4 || (h[IP_OFF] & 0xf) < 5)
-		return TC_ACT_OK;
-	__builtin_memcpy(&daddr, &h[HOST_DADDR], sizeof(daddr));
-	r = host_pod_of(&pod_routes, &daddr, h[HOST_TTL]);
-	if (!r)
-		return TC_ACT_OK;
-	/* TTL - 1, as the node's forwarding does it (ip_decrease_ttl): the
-	 * TTL is the high byte of its 16-bit word, so the checksum gains
-	 * 0x0100 with the end-around carry. */
 	h[HOST_TTL]--;
 	check = (__u32)h[HOST_CHECK] << 8 | h[HOST_CHECK + 1];
 	check += 0x0100;
 	check += check >> 16;
 	h[HOST_CHECK] = check >> 8;
 	h[HOST_CHECK + 1] = check;
-	if (host_store_l2(skb, h, HOST_HDR_STORE, r) < 0)
-		return TC_ACT_SHOT;
-	host_count(HOST_STAT_REDIRECT);
-	return bpf_redirect_peer(r->ifindex, 0);
 }
 
 /* pod_set_dmac: after a translation changed the destination (p: the
@@ -193,14 +194,19 @@ static __always_inline int host_via_stack_used(void)
 	return on && *on;
 }
 
-/* host_flow, host_via_stack, host_note_via_stack, host_reply_via_stack,
- * host_dnat, host_kept and host_to_pod_route, written once with host6.h's
- * (host_fam.h). HOST_GO_ON: no TC action, their "go on". */
+/* host_route, host_flow, host_via_stack, host_note_via_stack,
+ * host_reply_via_stack, host_dnat, host_kept and host_to_pod_route, written
+ * once with host6.h's (host_fam.h). HOST_GO_ON: no TC action, their "go
+ * on". */
 #define HOST_GO_ON 0x100
 #define HOSTF(n)  n
 #define LBF(n)    lb_##n
 #define HOST_ADDR __be32
 #define HOST_LOAD_DADDR(skb, a) lb_load(skb, IP_DADDR_OFF, a, sizeof(*(a)))
+#define HOST_READ   HOST_HDR_READ
+#define HOST_STORE  HOST_HDR_STORE
+#define HOST_TTL_AT HOST_TTL
+#define HOST_DST_AT HOST_DADDR
 #include "host_fam.h"
 
 /* host_from_pod_route: the node end of a pod's veth, tc ingress (veth-ebpf).

@@ -69,39 +69,41 @@ static __always_inline int host6_plain(const __u8 *h)
 	return nh == LB6_ICMP && (h[HOST6_ICMP] == ICMP6_ECHO_REQUEST || h[HOST6_ICMP] == ICMP6_ECHO_REPLY);
 }
 
-/* host_route6: deliver an IPv6 packet to a pod of this node with
- * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK). */
-static __always_inline int host_route6(struct __sk_buff *skb)
+/* host_route6's IPv6 part (host_fam.h). host_fwd_hdr6 copies the frame's
+ * first HOST6_READ bytes to h: 0 for what host6_plain lets through, < 0
+ * for anything else (the stack's). */
+static __always_inline int host_fwd_hdr6(struct __sk_buff *skb, __u8 *h)
 {
-	struct pod_route *r;
-	struct lb6_addr daddr;
-	__u8 h[HOST6_READ];
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return -1;
+	if (bpf_skb_load_bytes(skb, 0, h, HOST6_READ) < 0 || (h[IP6_OFF] >> 4) != 6 || !host6_plain(h))
+		return -1;
+	return 0;
+}
+
+/* host_fits6: a packet too big for the destination (a GSO packet: its
+ * segments) is the stack's, which answers with packet too big (counted).
+ * An error (no such device: the route is stale, or a test) decides
+ * nothing here. */
+static __always_inline int host_fits6(struct __sk_buff *skb, const struct pod_route *r)
+{
 	__u32 mtu = 0;
 
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_OK;
-	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0 || (h[IP6_OFF] >> 4) != 6 || !host6_plain(h))
-		return TC_ACT_OK;
-	__builtin_memcpy(&daddr, &h[HOST6_DADDR], sizeof(daddr));
-	r = host_pod_of(&pod_routes6, &daddr, h[HOST6_HOP]);
-	if (!r)
-		return TC_ACT_OK;
-	/* Too big for the destination (a GSO packet: its segments): the stack
-	 * answers with packet too big. An error (no such device: the route is
-	 * stale, or a test) decides nothing here. */
 	if (bpf_check_mtu(skb, r->ifindex, &mtu, 0, 0) > 0) {
 		host_count(HOST_STAT_STACK);
-		return TC_ACT_OK;
+		return 0;
 	}
+	return 1;
+}
+
+/* host_hop6: hop limit - 1 in the header copy h. A CHECKSUM_COMPLETE sum
+ * covers the hop limit (no IPv6 header checksum makes up for it): the
+ * 16-bit word it ends lost bpf_htons(1). Any other skb has no such sum:
+ * the helper refuses. */
+static __always_inline void host_hop6(struct __sk_buff *skb, __u8 *h)
+{
 	h[HOST6_HOP]--;
-	if (host_store_l2(skb, h, HOST6_STORE, r) < 0)
-		return TC_ACT_SHOT;
-	/* A CHECKSUM_COMPLETE sum covers the hop limit (no IPv6 header
-	 * checksum makes up for it): the 16-bit word it ends lost
-	 * bpf_htons(1). Any other skb has no such sum: the helper refuses. */
 	bpf_csum_update(skb, ~(__u32)bpf_htons(1));
-	host_count(HOST_STAT_REDIRECT);
-	return bpf_redirect_peer(r->ifindex, 0);
 }
 
 /* host.h's flows forwarded by the node's stack (a netfilter proxy's DNAT),
@@ -113,6 +115,10 @@ static __always_inline int host_route6(struct __sk_buff *skb)
 #define LBF(n)    lb6_##n
 #define HOST_ADDR struct lb6_addr
 #define HOST_LOAD_DADDR(skb, a) bpf_skb_load_bytes(skb, HOST6_DADDR, a, sizeof(*(a)))
+#define HOST_READ   HOST6_READ
+#define HOST_STORE  HOST6_STORE
+#define HOST_TTL_AT HOST6_HOP
+#define HOST_DST_AT HOST6_DADDR
 #include "host_fam.h"
 
 /* pod6_set_dmac: pod_set_dmac for IPv6, after a translation of p (as
@@ -160,16 +166,7 @@ static __always_inline int from_pod_l2_6(struct __sk_buff *skb)
 #define HOST6_CB_KEPT    1 /* parsed, destination unchanged */
 #define HOST6_CB_DNAT    2 /* translated to a backend */
 int host6_route(struct __sk_buff *skb);
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, int(struct __sk_buff *));
-} host6_tail SEC(".maps") = {
-	.values = { [HOST6_TAIL_ROUTE] = (void *)&host6_route },
-};
+LB_TAIL_ARRAY(host6_tail, host6_route);
 
 /* host_from_pod_route6: host_from_pod's first half for IPv6. */
 static __always_inline int host_from_pod_route6(struct __sk_buff *skb)

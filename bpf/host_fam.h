@@ -11,11 +11,41 @@
  *                lb_pkt, lb6_parse, lb6_to_pod_pkt, ...);
  *   HOST_ADDR    the address type: __be32 or struct lb6_addr;
  *   HOST_LOAD_DADDR(skb, a)  reads the packet's destination address to *a
- *                (< 0: could not).
+ *                (< 0: could not);
+ *   HOST_READ, HOST_STORE  how many of the frame's first bytes host_route
+ *                reads (up to the destination address) and writes back
+ *                (the MACs and the IP header up to its TTL or hop limit);
+ *   HOST_TTL_AT, HOST_DST_AT  the TTL's or hop limit's offset in the
+ *                frame, and the destination address's;
+ * and the family's host_fwd_hdr (the header copy: what may be forwarded),
+ * host_fits (the size) and host_hop (TTL - 1).
  *
  * The macros are undefined again at the end. host_via_stack_on is one for
  * both families (host.h).
  */
+
+/* host_route: deliver a packet to a pod of this node with
+ * bpf_redirect_peer, or leave it to the stack (TC_ACT_OK): what is no pod
+ * here, or would reach it with TTL 0, or does not fit. The new MACs and
+ * TTL - 1 take one store from a copy of the header. */
+static __always_inline int HOSTF(host_route)(struct __sk_buff *skb)
+{
+	struct pod_route *r;
+	HOST_ADDR daddr;
+	__u8 h[HOST_READ];
+
+	if (HOSTF(host_fwd_hdr)(skb, h) < 0)
+		return TC_ACT_OK;
+	__builtin_memcpy(&daddr, &h[HOST_DST_AT], sizeof(daddr));
+	r = host_pod_of(&HOSTF(pod_routes), &daddr, h[HOST_TTL_AT]);
+	if (!r || !HOSTF(host_fits)(skb, r))
+		return TC_ACT_OK;
+	HOSTF(host_hop)(skb, h);
+	if (host_store_l2(skb, h, HOST_STORE, r) < 0)
+		return TC_ACT_SHOT;
+	host_count(HOST_STAT_REDIRECT);
+	return bpf_redirect_peer(r->ifindex, 0);
+}
 
 struct HOSTF(host_flow) {
 	HOST_ADDR saddr;
@@ -118,3 +148,7 @@ static __always_inline int HOSTF(host_to_pod_route)(struct __sk_buff *skb)
 #undef LBF
 #undef HOST_ADDR
 #undef HOST_LOAD_DADDR
+#undef HOST_READ
+#undef HOST_STORE
+#undef HOST_TTL_AT
+#undef HOST_DST_AT

@@ -61,17 +61,12 @@
 #define LB_MAX_BACKENDS (1 << 20)
 #define LB_MAX_FLOWS    (1 << 17) /* conntrack entries: two per flow */
 #define LB_MAX_FRAGS    4096
+#define LB_MAX_AFFINITY (1 << 16)
 
-/* Maps use network byte order for addresses and ports, as in the packet. */
-struct lb_svc_key {
-	__be32 vip;
-	__be16 port;
-	__u8 proto; /* IPPROTO_TCP or IPPROTO_UDP */
-	__u8 scope; /* LB_SCOPE_*: which clients the entry serves */
-};
-
-/* lb_svc_key.scope. Every lookup is LB_SCOPE_ALL (pods, the node's own
- * sockets, and clients outside the node), except nodeport_in's second one:
+/* Maps use network byte order for addresses and ports, as in the packet.
+ * lb_svc_key.scope (lb_types_fam.h). Every lookup is LB_SCOPE_ALL (pods,
+ * the node's own sockets, and clients outside the node), except
+ * nodeport_in's second one:
  * a frontend whose entry carries LB_SVC_EXTERNAL (a NodePort or external
  * IP of a Service with externalTrafficPolicy Local) has a second entry,
  * LB_SCOPE_EXTERNAL, with only this node's endpoints, for clients outside
@@ -107,24 +102,8 @@ struct lb_backend_key {
 	__u32 slot;
 };
 
-struct lb_backend {
-	__be32 ip;
-	__be16 port;
-	__u16 pad;
-};
-
 enum { LB_CT_FWD = 1, LB_CT_REV = 2 };
 enum { LB_CT_HAIRPIN = 1 };
-
-struct lb_ct_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 sport;
-	__be16 dport;
-	__u8 proto;
-	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
-	__u16 pad;
-};
 
 /* FWD: addr:port = backend, slot = the Service's slot it was picked from
  * (where lb_backend_slot looks first). REV: addr:port = vip:vport, client =
@@ -141,20 +120,31 @@ struct lb_ct {
 	__u16 pad2;
 };
 
-struct lb_frag_key {
-	__be32 saddr;
-	__be32 daddr;
-	__be16 id;
-	__u8 proto;
-	__u8 pad;
-};
-
 struct lb_frag {
 	__be16 sport;
 	__be16 dport;
 };
 
-/* Counters, summed over CPUs by `vnetlab svc ls`. */
+/* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
+#define ICMP_DEST_UNREACH   3
+#define ICMP_SOURCE_QUENCH  4
+#define ICMP_TIME_EXCEEDED  11
+#define ICMP_PARAMETERPROB  12
+struct lb_icmphdr {
+	__u8 type;
+	__u8 code;
+	__sum16 checksum;
+	__be32 rest;
+};
+
+/* How much of a TCP or UDP header an ICMP port unreachable of the Service
+ * plane quotes (lb_reject_pkt). */
+#define LB_REJ_TCP_QUOTE 20
+#define LB_REJ_UDP_QUOTE 8
+
+/* Counters, one enum for both families (tcbpf's Stats and Stats6 read them
+ * by index), summed over CPUs by `vnetlab svc stats`. IPv4's lb_stats holds
+ * the first LB_STAT_IPV4_MAX; IPv6's lb6_stats all of them. */
 enum {
 	LB_STAT_DNAT = 0,      /* packets translated clusterIP -> backend */
 	LB_STAT_RNAT = 1,      /* packets translated back backend -> clusterIP */
@@ -165,49 +155,57 @@ enum {
 	LB_STAT_HAIRPIN = 6,   /* new flows whose backend is the client itself */
 	LB_STAT_ERROR = 7,     /* dropped: a rewrite helper failed */
 	LB_STAT_REJECT = 8,    /* answered with ICMP port unreachable: service without backends */
-	LB_STAT_MAX = 9,
+	LB_STAT_IPV4_MAX = 9,
+	LB_STAT_EXTHDR_PASS = 9, /* IPv6: more extension headers than LB6_MAX_EXTHDRS: to the stack */
+	LB_STAT_TRUNC_PASS = 10, /* IPv6: a cut-off header: to the stack untouched */
+	LB_STAT_MAX = 11,
 };
 
-/* lb_services, lb_backends, lb_slots, lb_conntrack, lb_frags, lb_stats
- * and lb_count, written once with lb6.h's (lb_maps_fam.h). */
-#define LBF(n)          lb_##n
-#define LB_FAM_SERVICES LB_MAX_SERVICES
-#define LB_FAM_BACKENDS LB_MAX_BACKENDS
-#define LB_FAM_STATS    LB_STAT_MAX
-#define LB_FAM_ADDR     __be32
-#include "lb_maps_fam.h"
+/* LB_SCRATCH: a per-CPU array of one vtype, not pinned: where a function
+ * keeps the variables its callers' stack has no room for. */
+#define LB_SCRATCH(name, vtype)                              \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);     \
+		__uint(max_entries, 1);                      \
+		__type(key, __u32);                          \
+		__type(value, vtype);                        \
+	} name SEC(".maps")
 
 /* Prefilters: most packets a pod sends or receives concern no Service, and
  * each hash lookup that proves it costs a cache miss (the key changes with
  * every connection's port). Two arrays (lookups inlined by the verifier,
  * one cache line each) say when a lookup can be skipped:
- *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there;
+ *   lb_vip16[first 16 bits of an address]: Services with a clusterIP there
+ *     (lb_maps_fam.h, with lb6_vip16);
  *   lb_bports[port]: backends listening on that port, the source port of
  *     every reply to reverse-NAT.
  * The Go side counts up and down as it adds and deletes Services. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_vip16 SEC(".maps");
+#define LB_PREFILTER(name)                                   \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_ARRAY);            \
+		__uint(max_entries, 1 << 16);                \
+		__type(key, __u32);                          \
+		__type(value, __u32);                        \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);         \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_bports SEC(".maps");
+/* The structs of lb_types_fam.h, then lb_services, lb_backends, lb_slots,
+ * lb_conntrack, lb_frags, lb_affinity, lb_stats, lb_vip16, lb_count and
+ * lb_maybe_vip (lb_maps_fam.h): written once with lb6.h's. */
+#define LBF(n)          lb_##n
+#define LB_ADDR         __be32
+#define LB_IPHDR        struct iphdr
+#define LB_FRAG_ID      __be16
+#include "lb_types_fam.h"
+#define LBF(n)          lb_##n
+#define LB_FAM_SERVICES LB_MAX_SERVICES
+#define LB_FAM_BACKENDS LB_MAX_BACKENDS
+#define LB_FAM_STATS    LB_STAT_IPV4_MAX
+#define LB_FAM_ADDR     __be32
+#define LB_FAM_VIP16(a) (bpf_ntohl(*(a)) >> 16)
+#include "lb_maps_fam.h"
 
-static __always_inline int lb_maybe_vip(__be32 addr)
-{
-	__u32 k = bpf_ntohl(addr) >> 16;
-	__u32 *n = bpf_map_lookup_elem(&lb_vip16, &k);
-
-	return n && *n;
-}
+LB_PREFILTER(lb_bports);
 
 static __always_inline int lb_maybe_backend_port(__be16 port)
 {
@@ -228,17 +226,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lb_meta SEC(".maps");
 
-/* linux/icmp.h drags in libc headers (via linux/if.h): the few ICMP bits needed. */
-#define ICMP_DEST_UNREACH   3
-#define ICMP_SOURCE_QUENCH  4
-#define ICMP_TIME_EXCEEDED  11
-#define ICMP_PARAMETERPROB  12
-struct lb_icmphdr {
-	__u8 type;
-	__u8 code;
-	__sum16 checksum;
-	__be32 rest;
-};
 
 /* Offsets inside the IPv4 header and the L4 headers. */
 #define IP_OFF       ETH_HLEN
@@ -268,7 +255,7 @@ struct lb_pkt {
 	__u32 l4off;   /* from the start of the frame */
 };
 
-enum { LB_PASS = 0, LB_GO = 1 };
+enum { LB_PASS = 0, LB_GO = 1, LB_TRUNC = 2 /* passed: a header cut off */ };
 
 /* lb_from_pod_pkt's verdict for a hairpinned packet, translated: no TC
  * action of its own; its callers deliver it back to its sender, or treat it
@@ -312,6 +299,11 @@ static __always_inline int lb_back_to_sender(struct __sk_buff *skb, int ret)
 	__r;                                                                    \
 })
 
+/* lb_parse_l4 and lb_parse_later, written once with lb6.h's. */
+#define LBF(n)                     lb_##n
+#define LB_LOAD(skb, off, d, n)    lb_load(skb, off, d, n)
+#include "lb_parse_fam.h"
+
 /* lb_parse fills p for IPv4 TCP, UDP and ICMP. Anything else, and anything
  * truncated or malformed, is LB_PASS: left untouched. A later fragment is
  * LB_GO only when its first fragment was seen (ports from lb_frags). */
@@ -342,43 +334,11 @@ static __always_inline int lb_parse(struct __sk_buff *skb, struct lb_pkt *p)
 	p->has_l4 = 1;
 	frag = bpf_ntohs(ip.frag_off);
 	p->first_frag = (frag & IP_MF) && !(frag & IP_OFFSET);
-	if (frag & IP_OFFSET) {
-		/* No L4 header here: take the ports the first fragment left. */
-		struct lb_frag_key fk = { .saddr = ip.saddr, .daddr = ip.daddr, .id = ip.id, .proto = ip.protocol };
-		struct lb_frag *f;
-
-		if (ip.protocol == IPPROTO_ICMP)
-			return LB_PASS;
-		f = bpf_map_lookup_elem(&lb_frags, &fk);
-		if (!f)
-			return LB_PASS;
-		p->sport = f->sport;
-		p->dport = f->dport;
-		p->has_l4 = 0;
-		return LB_GO;
-	}
+	if (frag & IP_OFFSET)
+		return lb_parse_later(p); /* no L4 header here */
 	if (ip.protocol == IPPROTO_ICMP)
 		return LB_GO; /* lb_icmp_quote reads (and bounds) the rest */
-	if (ip.protocol == IPPROTO_TCP) {
-		__u8 hdr[20];
-		/* The whole fixed header must be there: the checksum is at 16. */
-		if (lb_load(skb, p->l4off, hdr, sizeof(hdr)) < 0)
-			return LB_PASS;
-		p->sport = *(__be16 *)&hdr[0];
-		p->dport = *(__be16 *)&hdr[2];
-		p->tcp_syn = (hdr[13] & 0x02) != 0;
-		p->tcp_ack = (hdr[13] & 0x10) != 0;
-		p->tcp_rst = (hdr[13] & 0x04) != 0;
-		p->l4_check = *(__u16 *)&hdr[16];
-	} else {
-		__be16 h[4];
-		if (lb_load(skb, p->l4off, h, sizeof(h)) < 0)
-			return LB_PASS;
-		p->sport = h[0];
-		p->dport = h[1];
-		p->l4_check = h[3];
-	}
-	return LB_GO;
+	return lb_parse_l4(skb, p) == LB_GO ? LB_GO : LB_PASS;
 }
 
 static __always_inline __u32 lb_l4_csum_off(const struct lb_pkt *p)
@@ -433,12 +393,6 @@ static __always_inline __u16 lb_csum_fold(__u32 s)
 	return (__u16)s;
 }
 
-/* What a translation makes of a packet's addresses and ports. */
-struct lb_tuple {
-	__be32 saddr, daddr;
-	__be16 sport, dport;
-};
-
 /* The kernel's sk_buff, as much as lb_rewrite reads: how the TCP/UDP
  * checksum stands (CO-RE: the offset comes from the running kernel's BTF;
  * bpf_cast_to_kern_ctx costs nothing, the verifier turns it into a move). */
@@ -457,18 +411,40 @@ static __always_inline int lb_ip_summed(struct __sk_buff *skb)
 	return BPF_CORE_READ_BITFIELD(k, ip_summed);
 }
 
+/* lb_ports_diff: what replacing ports sport, dport by to_sport, to_dport
+ * adds to a one's complement sum. */
+static __always_inline __u32 lb_ports_diff(__be16 sport, __be16 dport, __be16 to_sport, __be16 to_dport)
+{
+	return lb_csum_add(~((__u32)sport | (__u32)dport << 16), (__u32)to_sport | (__u32)to_dport << 16);
+}
+
+/* lb_l4_csum: a TCP/UDP checksum check after its packet's addresses and
+ * ports changed by the sums addrs and ports, as the kernel's
+ * inet_proto_csum_replace does it: CHECKSUM_PARTIAL (summed; the field
+ * holds the pseudo-header sum, the device or the stack completes it) takes
+ * the address change only, any other packet both. A UDP checksum of 0
+ * ("none") stays 0 and a computed 0 is sent as 0xffff. Both families'. */
+static __always_inline __u16 lb_l4_csum(__u16 check, __u8 proto, int summed, __u32 addrs, __u32 ports)
+{
+	if (proto == IPPROTO_UDP && check == 0)
+		return 0;
+	if (summed == LB_CSUM_PARTIAL)
+		check = lb_csum_fold(lb_csum_add(check, addrs));
+	else
+		check = ~lb_csum_fold(lb_csum_add(lb_csum_add((__u16)~check, addrs), ports));
+	if (proto == IPPROTO_UDP && check == 0)
+		check = 0xffff;
+	return check;
+}
+
 /* lb_rewrite gives packet p the addresses and ports of to.
  *
  * The common case (TCP/UDP, IPv4 header without options, not a later
  * fragment, the checksum not CHECKSUM_COMPLETE) takes one helper call: the
  * header checksum, the addresses, the ports and the TCP/UDP checksum lie
  * in 18 (UDP) or 28 (TCP) contiguous bytes from IP offset 10, written by
- * one store with both checksums computed here (RFC 1624). The TCP/UDP one
- * follows the kernel's inet_proto_csum_replace rules: for CHECKSUM_PARTIAL
- * (a local socket's packet; the field holds the pseudo-header sum, the
- * device or the stack completes it) only the address change applies, else
- * addresses and ports; a UDP checksum of 0 ("none") stays 0 and a computed
- * 0 is sent as 0xffff. CHECKSUM_COMPLETE (skb->csum must follow) and every
+ * one store with both checksums computed here (RFC 1624; the TCP/UDP one
+ * by lb_l4_csum). CHECKSUM_COMPLETE (skb->csum must follow) and every
  * other packet take the helpers, field by field. */
 static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_tuple *to)
 {
@@ -479,7 +455,7 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 		__u8 mid[12];   /* TCP: sequence, ack, offset, flags, window; UDP: length */
 		__u16 l4_check; /* TCP: at mid + 12; UDP: at mid + 2 */
 	} __attribute__((packed)) w;
-	__u32 addrs, ports, len;
+	__u32 addrs, len;
 	__u16 l4;
 	int summed;
 
@@ -494,17 +470,7 @@ static __always_inline int lb_rewrite(struct __sk_buff *skb, const struct lb_pkt
 		return 0;
 	}
 	addrs = lb_csum_add(lb_csum_add(~p->saddr, to->saddr), lb_csum_add(~p->daddr, to->daddr));
-	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	l4 = p->l4_check;
-	if (p->proto == IPPROTO_UDP && l4 == 0) {
-		/* no checksum: stays none */
-	} else if (summed == LB_CSUM_PARTIAL) {
-		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
-	} else {
-		l4 = ~lb_csum_fold(lb_csum_add(lb_csum_add((__u16)~l4, addrs), ports));
-	}
-	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
-		l4 = 0xffff;
+	l4 = lb_l4_csum(p->l4_check, p->proto, summed, addrs, lb_ports_diff(p->sport, p->dport, to->sport, to->dport));
 	w.check = ~lb_csum_fold(lb_csum_add((__u16)~p->ip_check, addrs));
 	w.saddr = to->saddr;
 	w.daddr = to->daddr;
@@ -543,122 +509,41 @@ static __always_inline __u32 lb_hash(const struct lb_pkt *p)
 	return lb_hash_mix(h);
 }
 
-/* lb_rnat undoes the translation on a packet of the reply direction:
- * backend:bport -> vip:vport, and for a hairpin LB_HAIRPIN_IP -> the pod. */
-static __always_inline int lb_rnat(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
-{
-	struct lb_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
-
-	if (ct->flags & LB_CT_HAIRPIN)
-		to.daddr = ct->client;
-	if (lb_rewrite(skb, p, &to) < 0)
-		goto fail;
-	lb_count(LB_STAT_RNAT);
-	if (!p->has_l4)
-		lb_count(LB_STAT_FRAG);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
-}
-
-/* sessionAffinity ClientIP: a client's new flows to a Service go to the
- * backend its last new flow got, unless that was longer than the Service's
- * affinity_timeout ago or the backend left the Service (no slot holds it).
- * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
- * does not know): established flows follow the conntrack. */
-#define LB_MAX_AFFINITY (1 << 16)
-
-struct lb_affinity_key {
-	__be32 client;
-	__u32 svc_id;
-};
-
-struct lb_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	__be32 ip;     /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
-	__u32 pad2;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb_affinity_key);
-	__type(value, struct lb_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb_affinity SEC(".maps");
-
 /* lb_ct_close, lb_ct_key_of, lb_forget_stale, lb_backend_slot,
  * lb_affinity_keep, lb_pick_backend, lb_svc_of and lb_ct_new, written once
  * with lb6.h's (lb_fam.h). */
 #define LBF(n)           lb_##n
 #define LB_ADDR          __be32
 #define LB_ADDR_EQ(a, b) (*(a) == *(b))
-#define LB_MAYBE_VIP(p)  lb_maybe_vip((p)->daddr)
 #include "lb_fam.h"
 
-/* lb_ct_close_reply: a RST from the backend (p, before reverse NAT). */
-static __always_inline void lb_ct_close_reply(const struct lb_pkt *p, const struct lb_ct *ct)
+/* ICMP errors quote the packet that caused them (IP header + 8 bytes):
+ * lb_icmp_fam.h translates one about a translated flow. IPv4's part: which
+ * types quote a packet (lb_icmp_quotes), the quoted header (lb_icmp_inner)
+ * and the rewrite (lb_icmp_write), through the checksum helpers: the ICMP
+ * checksum (no pseudo-header) and the quoted IP header's. The quoted
+ * TCP/UDP checksum is left alone: the quote is usually truncated and no
+ * kernel checks it. */
+static __always_inline int lb_icmp_quotes(struct __sk_buff *skb, __u8 type)
 {
-	struct lb_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
-				.proto = p->proto, .dir = LB_CT_FWD };
-	struct lb_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
-				.proto = p->proto, .dir = LB_CT_REV };
-
-	lb_ct_close(&fk, &rk);
+	return type == ICMP_DEST_UNREACH || type == ICMP_TIME_EXCEEDED || type == ICMP_PARAMETERPROB ||
+	       type == ICMP_SOURCE_QUENCH;
 }
 
-/* lb_rnat_pkt: reverse NAT of a reply whose entry is ct, then, for a RST,
- * the end of the flow. */
-static __always_inline int lb_rnat_pkt(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_ct *ct)
+/* lb_icmp_inner reads the quoted IPv4 header at e->in_ip: a TCP or UDP
+ * packet's is LB_GO (its addresses, protocol and L4 offset in e), anything
+ * else, a cut-off one too, LB_PASS. */
+static __always_inline int lb_icmp_inner(struct __sk_buff *skb, struct lb_icmp_err *e)
 {
-	int ret = lb_rnat(skb, p, ct);
-
-	if (ret == TC_ACT_OK && p->tcp_rst)
-		lb_ct_close_reply(p, ct);
-	return ret;
-}
-
-/* ICMP errors quote the packet that caused them (IP header + 8 bytes). An
- * error about a translated flow must be translated too, or the client's
- * socket never hears of it: the quoted packet is rewritten like the flow,
- * with the ICMP checksum (no pseudo-header) and the quoted IP header's
- * checksum fixed. The quoted TCP/UDP checksum is left alone: the quote is
- * usually truncated and no kernel checks it. */
-struct lb_icmp_err {
-	__u32 in_ip;    /* offset of the quoted IP header */
-	__u32 in_l4;    /* offset of the quoted L4 header */
-	__be32 saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-};
-
-static __always_inline int lb_icmp_quote(struct __sk_buff *skb, const struct lb_pkt *p, struct lb_icmp_err *e)
-{
-	struct lb_icmphdr ih;
 	struct iphdr in;
-	__be16 ports[2];
 
-	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
-		return LB_PASS;
-	if (ih.type != ICMP_DEST_UNREACH && ih.type != ICMP_TIME_EXCEEDED &&
-	    ih.type != ICMP_PARAMETERPROB && ih.type != ICMP_SOURCE_QUENCH)
-		return LB_PASS; /* echo and friends: not about a flow */
-	e->in_ip = p->l4off + sizeof(ih);
 	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
 		return LB_PASS;
 	if (in.version != 4 || in.ihl < 5 || (in.protocol != IPPROTO_TCP && in.protocol != IPPROTO_UDP))
 		return LB_PASS;
 	e->in_l4 = e->in_ip + in.ihl * 4;
-	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
-		return LB_PASS;
 	e->saddr = in.saddr;
 	e->daddr = in.daddr;
-	e->sport = ports[0];
-	e->dport = ports[1];
 	e->proto = in.protocol;
 	return LB_GO;
 }
@@ -704,114 +589,23 @@ static __always_inline int lb_icmp_set_outer(struct __sk_buff *skb, __u32 off, _
 	return bpf_skb_store_bytes(skb, off, &to, sizeof(to), 0);
 }
 
-/* An ICMP error travelling towards the client about client -> backend
- * (e.g. port unreachable from the backend): the quote becomes
- * client -> vip:vport again; an outer source equal to the backend too. */
-static __always_inline int lb_icmp_rnat(struct __sk_buff *skb, const struct lb_pkt *p)
+/* lb_icmp_write gives ICMP error p (quoting e) the headers of to; was: as
+ * they are. Each field that changes takes its helpers. */
+static __always_inline int lb_icmp_write(struct __sk_buff *skb, const struct lb_pkt *p, const struct lb_icmp_err *e,
+					 const struct lb_icmp_hdrs *was, const struct lb_icmp_hdrs *to)
 {
-	struct lb_icmp_err e;
-	struct lb_ct *ct;
-	struct lb_ct_key k = {};
-
-	if (lb_icmp_quote(skb, p, &e) != LB_GO)
-		return TC_ACT_OK;
-	/* The quote is client -> backend; its reply direction is the REV key. */
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = LB_CT_REV;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
-	if (!ct)
-		return TC_ACT_OK;
-	if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, ct->addr) < 0 ||
-	    lb_icmp_set_port(skb, p, &e, 2, e.dport, ct->port) < 0)
-		goto fail;
-	if (p->saddr == e.daddr && lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, ct->addr) < 0)
-		goto fail;
-	if (ct->flags & LB_CT_HAIRPIN) {
-		if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->client) < 0)
-			goto fail;
-		if (p->daddr == LB_HAIRPIN_IP && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->client) < 0)
-			goto fail;
-	}
-	lb_count(LB_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
+	if (lb_icmp_set_addr(skb, p, e, 12, was->quote_s, to->quote_s) < 0 ||
+	    lb_icmp_set_addr(skb, p, e, 16, was->quote_d, to->quote_d) < 0 ||
+	    lb_icmp_set_port(skb, p, e, 0, was->quote_sport, to->quote_sport) < 0 ||
+	    lb_icmp_set_port(skb, p, e, 2, was->quote_dport, to->quote_dport) < 0 ||
+	    lb_icmp_set_outer(skb, IP_SADDR_OFF, was->outer_s, to->outer_s) < 0 ||
+	    lb_icmp_set_outer(skb, IP_DADDR_OFF, was->outer_d, to->outer_d) < 0)
+		return -1;
+	return 0;
 }
 
-/* An ICMP error sent by the client about a reply it got from vip:vport
- * (e.g. port unreachable for a UDP reply): the quote vip:vport -> client
- * becomes backend:bport -> client, the outer destination the backend. */
-static __always_inline int lb_icmp_dnat(struct __sk_buff *skb, const struct lb_pkt *p)
-{
-	struct lb_icmp_err e;
-	struct lb_ct *ct;
-	struct lb_ct_key k = {};
-
-	if (lb_icmp_quote(skb, p, &e) != LB_GO)
-		return TC_ACT_OK;
-	k.saddr = e.daddr;
-	k.daddr = e.saddr;
-	k.sport = e.dport;
-	k.dport = e.sport;
-	k.proto = e.proto;
-	k.dir = LB_CT_FWD;
-	ct = bpf_map_lookup_elem(&lb_conntrack, &k);
-	if (!ct)
-		return TC_ACT_OK;
-	if (lb_icmp_set_addr(skb, p, &e, 12, e.saddr, ct->addr) < 0 ||
-	    lb_icmp_set_port(skb, p, &e, 0, e.sport, ct->port) < 0)
-		goto fail;
-	if (p->daddr == e.saddr && lb_icmp_set_outer(skb, IP_DADDR_OFF, p->daddr, ct->addr) < 0)
-		goto fail;
-	if (ct->flags & LB_CT_HAIRPIN) {
-		if (lb_icmp_set_addr(skb, p, &e, 16, e.daddr, LB_HAIRPIN_IP) < 0)
-			goto fail;
-		if (lb_icmp_set_outer(skb, IP_SADDR_OFF, p->saddr, LB_HAIRPIN_IP) < 0)
-			goto fail;
-	}
-	lb_count(LB_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
-}
-
-/* A Service without backends refuses at once, as kube-proxy's REJECT does:
- * a TCP SYN or a UDP datagram becomes, in place, an ICMP port unreachable
- * from the clusterIP to the client, quoting the packet's IP header and its
- * first L4 bytes, and goes back where it came from (bpf_redirect: out of
- * the node-side veth it entered, or into the pod's eth0 it was leaving).
- * The client's kernel turns it into ECONNREFUSED for a connecting TCP
- * socket and a connected UDP one. Other packets (a flow's later segments,
- * later fragments) are dropped and counted as before.
- *
- * The packet grows by 28 bytes (new IP + ICMP header, bpf_skb_adjust_room
- * after the MAC header: the old IP header stays where it is and becomes the
- * quote) and is cut after 20 (TCP) or 8 (UDP) quoted L4 bytes. A packet
- * from a local socket is CHECKSUM_PARTIAL: its csum_start still points at
- * the L4 header, now the quote, and a device without checksum offload
- * would "complete" the quoted checksum field, changing the ICMP message
- * after its checksum was computed. So that field gets the value such a
- * completion leaves unchanged (F = ~fold(sum + F), i.e. F = -sum/2 in
- * one's complement arithmetic, 2 being invertible mod 0xffff): the bytes
- * sent are final either way. Nobody checks a quoted checksum. */
-#define LB_REJ_TCP_QUOTE 20
-#define LB_REJ_UDP_QUOTE 8
-#define LB_REJ_GROW      28 /* IP header + ICMP header */
-
-struct lb_rej {
-	__u8 pad[2]; /* so that the IP headers are 4-byte aligned on the stack */
-	__u8 eth[ETH_HLEN];
-	struct iphdr ip;
-	struct lb_icmphdr icmp;
-	struct iphdr qip;
-	__u8 ql4[LB_REJ_TCP_QUOTE];
-};
+/* A Service without backends refuses at once (lb_icmp_fam.h's
+ * lb_reject_pkt): the helpers below are both families'. */
 
 /* The kernel's sk_buff fields that locate a pending checksum completion. */
 struct sk_buff___vnetlab_csum {
@@ -848,8 +642,8 @@ static __always_inline __u32 lb_rej_quote_sum(const __u8 *ql4, __u32 q)
 	return q == LB_REJ_TCP_QUOTE ? lb_sum16(ql4, LB_REJ_TCP_QUOTE / 2) : lb_sum16(ql4, LB_REJ_UDP_QUOTE / 2);
 }
 
-/* lb_rej_read: the checks and reads lb_reject and lb6_reject_pkt share
- * (one family's IP header type each). It answers only a TCP SYN or a UDP
+/* lb_rej_read: the checks and reads of lb_reject_pkt (lb_icmp_fam.h),
+ * over either family's IP header. It answers only a TCP SYN or a UDP
  * datagram whose L4 header follows an IP header of iplen bytes (no IPv4
  * options, no IPv6 extension headers: the quote has a fixed length), not
  * CHECKSUM_COMPLETE (skb->csum would have to follow every byte: not from a
@@ -941,64 +735,41 @@ static __always_inline int lb_rej_send(struct __sk_buff *skb, const void *buf, _
 	return bpf_redirect(skb->ifindex, skb->ingress_ifindex == skb->ifindex ? 0 : BPF_F_INGRESS);
 }
 
-/* lb_reject: returns TC_ACT_REDIRECT (the packet is now the ICMP error),
- * or TC_ACT_SHOT (counted) when the packet cannot be answered. */
-static __always_inline int lb_reject(struct __sk_buff *skb, const struct lb_pkt *p)
+/* lb_rej_ip: IPv4's headers of the port unreachable lb_reject_pkt makes of
+ * p (q quoted L4 bytes): the EtherType, the IP header (TTL 64, TOS as the
+ * kernel's own errors) and the ICMP type and code. Returns what the ICMP
+ * checksum's pseudo-header adds: nothing, over IPv4. */
+static __always_inline __u32 lb_rej_ip(__u8 *eth, struct iphdr *ip, struct lb_icmphdr *icmp, const struct lb_pkt *p, __u32 q)
 {
-	struct lb_rej r = {};
-	__u32 q, sum;
-	int summed, ret;
-
-	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
-	if (!q)
-		goto drop;
-	r.eth[12] = 0x08; /* ETH_P_IP */
-	r.eth[13] = 0x00;
-
-	r.ip.version = 4;
-	r.ip.ihl = 5;
-	r.ip.tos = 0xc0; /* internetwork control, as the kernel's ICMP errors */
-	r.ip.tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct lb_icmphdr) + sizeof(struct iphdr) + q);
-	r.ip.ttl = 64;
-	r.ip.protocol = IPPROTO_ICMP;
-	r.ip.saddr = p->daddr;
-	r.ip.daddr = p->saddr;
-	r.ip.check = ~lb_csum_fold(lb_sum16(&r.ip, sizeof(r.ip) / 2));
-	r.icmp.type = ICMP_DEST_UNREACH;
-	r.icmp.code = 3; /* port unreachable */
-	sum = lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += lb_rej_quote_sum(r.ql4, q);
-	r.icmp.checksum = ~lb_csum_fold(sum);
-
-	/* From here on the packet is changed: a failure drops it. */
-	ret = lb_rej_send(skb, r.eth, LB_REJ_GROW, sizeof(struct iphdr), q, summed);
-	if (ret == LB_REJ_DROP)
-		goto drop;
-	if (ret == LB_REJ_FAIL)
-		goto fail;
-	lb_count(LB_STAT_REJECT);
-	return ret;
-drop:
-	lb_count(LB_STAT_NO_BACKEND);
-	return TC_ACT_SHOT;
-fail:
-	lb_count(LB_STAT_ERROR);
-	return TC_ACT_SHOT;
+	eth[12] = 0x08; /* ETH_P_IP */
+	eth[13] = 0x00;
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tos = 0xc0; /* internetwork control, as the kernel's ICMP errors */
+	ip->tot_len = bpf_htons(sizeof(struct iphdr) + sizeof(struct lb_icmphdr) + sizeof(struct iphdr) + q);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_ICMP;
+	ip->saddr = p->daddr;
+	ip->daddr = p->saddr;
+	ip->check = ~lb_csum_fold(lb_sum16(ip, sizeof(*ip) / 2));
+	icmp->type = ICMP_DEST_UNREACH;
+	icmp->code = 3; /* port unreachable */
+	return 0;
 }
 
-/* lb_rev_key, lb_from_pod_pkt, lb_to_pod_pkt, lb_from_pod and lb_to_pod,
- * written once with lb6.h's (lb_pod_fam.h). */
+/* lb_rnat_pkt, lb_rev_key, lb_from_pod_pkt, lb_to_pod_pkt, lb_from_pod and
+ * lb_to_pod (lb_pod_fam.h), lb_icmp and lb_reject_pkt (lb_icmp_fam.h),
+ * written once with lb6.h's. */
 #define LBF(n)               lb_##n
 #define LB_ADDR              __be32
 #define LB_ADDR_EQ(a, b)     (*(a) == *(b))
 #define LB_IS_HAIRPIN(a)     (*(a) == LB_HAIRPIN_IP)
 #define LB_SET_HAIRPIN(a)    (*(a) = LB_HAIRPIN_IP)
-#define LB_COUNT(stat)       lb_count(LB_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   lb_count(LB_STAT_HAIRPIN)
+#define LB_COUNT_TRUNC()     do {} while (0)
 #define LB_PICK(svc, p, s)   lb_pick_backend(svc, p, lb_hash(p), s)
-#define LB_REJECT(skb, p)    lb_reject(skb, p)
+#define LB_REJECT(skb, p)    lb_reject_pkt(skb, p)
 #define LB_ICMP_PROTO        IPPROTO_ICMP
-#define LB_ICMP(skb, p, dir) ((dir) == LB_CT_REV ? lb_icmp_rnat(skb, p) : lb_icmp_dnat(skb, p))
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB_H */

@@ -14,7 +14,7 @@
  *     skb->csum stays right with no helper;
  *   - extension headers before the L4 header: walked up to
  *     LB6_MAX_EXTHDRS; beyond, the packet goes to the stack untouched and
- *     LB6_STAT_EXTHDR_PASS rises;
+ *     LB_STAT_EXTHDR_PASS rises;
  *   - fragments carry a 32-bit id in a fragment header;
  *   - informational ICMPv6 (echo, NDP, MLD) is never touched: only errors
  *     (types 1-4) quote a packet.
@@ -26,7 +26,7 @@
  *   - sessionAffinity ClientIP: lb6_affinity, as lb.h's lb_affinity
  *     (lb_fam.h's pick_backend builds its key and value in a per-CPU
  *     scratch: from_pod's stack has no 56 bytes to spare).
- * Not yet: external scope, NodePort, host routing.
+ * NodePort: nodeport6.h; host routing: host6.h.
  */
 #ifndef VNETLAB_LB6_H
 #define VNETLAB_LB6_H
@@ -64,27 +64,6 @@ struct lb6_hdr {
 	struct lb6_addr saddr, daddr;
 };
 
-struct lb6_svc_key {
-	struct lb6_addr vip;
-	__be16 port;
-	__u8 proto;
-	__u8 scope; /* LB_SCOPE_*: only LB_SCOPE_ALL for IPv6 so far */
-};
-
-struct lb6_backend {
-	struct lb6_addr ip;
-	__be16 port;
-	__u16 pad;
-};
-
-struct lb6_ct_key {
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-	__u8 dir; /* LB_CT_FWD or LB_CT_REV */
-	__u16 pad;
-};
-
 /* As lb_ct: FWD addr:port = backend (and its slot), REV addr:port =
  * vip:vport. */
 struct lb6_ct {
@@ -98,51 +77,13 @@ struct lb6_ct {
 	__u16 pad2;
 };
 
-struct lb6_frag_key {
-	struct lb6_addr saddr, daddr;
-	__be32 id;
-	__u8 proto;
-	__u8 pad[3];
-};
 
-enum {
-	LB6_STAT_DNAT = 0,
-	LB6_STAT_RNAT = 1,
-	LB6_STAT_CT_NEW = 2,
-	LB6_STAT_NO_BACKEND = 3,
-	LB6_STAT_ICMP = 4,
-	LB6_STAT_FRAG = 5,
-	LB6_STAT_ERROR = 6,
-	LB6_STAT_EXTHDR_PASS = 7, /* more extension headers than LB6_MAX_EXTHDRS: to the stack */
-	LB6_STAT_TRUNC_PASS = 8,  /* a cut-off header: to the stack untouched */
-	LB6_STAT_REJECT = 9,      /* answered with ICMPv6 port unreachable: service without backends */
-	LB6_STAT_MAX = 10,
-};
-
-/* lb6_services, lb6_backends, lb6_slots, lb6_conntrack, lb6_frags,
- * lb6_stats and lb6_count: lb.h's, written once (lb_maps_fam.h). */
-#define LBF(n)          lb6_##n
-#define LB_FAM_SERVICES LB6_MAX_SERVICES
-#define LB_FAM_BACKENDS LB6_MAX_BACKENDS
-#define LB_FAM_STATS    LB6_STAT_MAX
-#define LB_FAM_ADDR     struct lb6_addr
-#include "lb_maps_fam.h"
-
-/* lb6_vip16: lb.h's lb_vip16 for IPv6, a prefilter in front of the
- * lb6_services lookup (whose key, with a reply's ephemeral port in it,
- * lands in a cold bucket of a 4 MB table): Services counted per 16-bit
- * fold of their address (lb6_fold16), kept by the Go side. A /16 would not
- * do: every ULA clusterIP and pod address starts fdxx. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_vip16 SEC(".maps");
-
-/* lb6_fold16: the xor of an address's four 32-bit words, as loaded, and of
- * that word's two halves (internal/datapath/tcbpf's fold16 is its twin). */
+/* lb6_fold16: the key of an IPv6 address in lb6_vip16 (lb.h's lb_vip16
+ * for IPv6, in front of the lb6_services lookup, whose key, with a reply's
+ * ephemeral port in it, lands in a cold bucket of a 4 MB table): the xor
+ * of its four 32-bit words, as loaded, and of that word's two halves
+ * (internal/datapath/tcbpf's fold16 is its twin). A /16 would not do:
+ * every ULA clusterIP and pod address starts fdxx. */
 static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
 {
 	__u32 x = a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];
@@ -150,52 +91,43 @@ static __always_inline __u32 lb6_fold16(const struct lb6_addr *a)
 	return (x >> 16) ^ (x & 0xffff);
 }
 
-static __always_inline int lb6_maybe_vip(const struct lb6_addr *a)
-{
-	__u32 k = lb6_fold16(a);
-	__u32 *n = bpf_map_lookup_elem(&lb6_vip16, &k);
+/* The structs of lb_types_fam.h, then lb6_services, lb6_backends,
+ * lb6_slots, lb6_conntrack, lb6_frags, lb6_stats and lb6_count
+ * lb6_affinity, lb6_vip16, lb6_maybe_vip (lb_maps_fam.h): lb.h's, written
+ * once. */
+#define LBF(n)          lb6_##n
+#define LB_ADDR         struct lb6_addr
+#define LB_IPHDR        struct lb6_hdr
+#define LB_FRAG_ID      __be32
+#include "lb_types_fam.h"
+#define LBF(n)          lb6_##n
+#define LB_FAM_SERVICES LB6_MAX_SERVICES
+#define LB_FAM_BACKENDS LB6_MAX_BACKENDS
+#define LB_FAM_STATS    LB_STAT_MAX
+#define LB_FAM_ADDR     struct lb6_addr
+#define LB_FAM_VIP16(a) lb6_fold16(a)
+#include "lb_maps_fam.h"
 
-	return n && *n;
-}
+/* LB_TAIL_ARRAY: a program array holding prog alone, at 0, for a tail
+ * call. Pinned, as the kernel empties a program array when its last user
+ * reference goes (Plane.Close); every load puts its own program in
+ * (cilium/ebpf fills .values). */
+#define LB_TAIL_ARRAY(name, prog)                            \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);       \
+		__uint(max_entries, 1);                      \
+		__uint(key_size, sizeof(__u32));             \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);         \
+		__array(values, int(struct __sk_buff *));    \
+	} name SEC(".maps") = {                              \
+		.values = { [0] = (void *)&prog },           \
+	}
 
-/* lb6_tail: programs lb6_from_pod_pkt tail-calls, each with a stack of its
- * own (the callers' frames are at 456 of 512 bytes). Pinned, as the kernel
- * empties a program array when its last user reference goes (Plane.Close);
- * every load puts its own programs in (cilium/ebpf fills .values). */
+/* lb6_tail: the program lb6_from_pod_pkt tail-calls, with a stack of its
+ * own (the callers' frames are at 456 of 512 bytes). */
 #define LB6_TAIL_REJECT 0
 int lb6_reject(struct __sk_buff *skb);
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, int(struct __sk_buff *));
-} lb6_tail SEC(".maps") = {
-	.values = { [LB6_TAIL_REJECT] = (void *)&lb6_reject },
-};
-
-/* sessionAffinity ClientIP over IPv6 (lb.h's lb_affinity). */
-struct lb6_affinity_key {
-	struct lb6_addr client;
-	__u32 svc_id;
-};
-
-struct lb6_affinity {
-	__u64 last_ns; /* bpf_ktime_get_ns of the client's last new flow */
-	struct lb6_addr ip; /* the backend, and the slot it had */
-	__be16 port;
-	__u16 pad;
-	__u32 slot;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, LB_MAX_AFFINITY);
-	__type(key, struct lb6_affinity_key);
-	__type(value, struct lb6_affinity);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} lb6_affinity SEC(".maps");
+LB_TAIL_ARRAY(lb6_tail, lb6_reject);
 
 /* LB6_HAIRPIN_IP: 100::a9fe:2a01, word by word in network order. */
 #define LB6_HAIRPIN_W0 bpf_htonl(0x01000000)
@@ -248,6 +180,11 @@ struct lb6_pkt {
 	__u8 tcp_syn, tcp_ack, tcp_rst;
 	__u32 l4off;     /* from the start of the frame */
 };
+
+/* lb6_parse_l4 and lb6_parse_later: lb.h's, written once (lb_parse_fam.h). */
+#define LBF(n)                     lb6_##n
+#define LB_LOAD(skb, off, d, n)    bpf_skb_load_bytes(skb, off, d, n)
+#include "lb_parse_fam.h"
 
 /* lb6_parse fills p for IPv6 TCP, UDP and ICMPv6 after at most
  * LB6_MAX_EXTHDRS extension headers (hop-by-hop, routing, destination
@@ -305,73 +242,32 @@ static __always_inline int lb6_parse(struct __sk_buff *skb, struct lb6_pkt *p)
 	}
 	if (!later && nh != IPPROTO_TCP && nh != IPPROTO_UDP && nh != LB6_ICMP) {
 		if (nh == LB6_HOP || nh == LB6_ROUTING || nh == LB6_DEST || nh == LB6_FRAGMENT)
-			lb6_count(LB6_STAT_EXTHDR_PASS);
+			lb6_count(LB_STAT_EXTHDR_PASS);
 		return LB_PASS;
 	}
 	p->proto = nh;
 	p->l4off = off;
-	if (later) {
-		struct lb6_frag_key fk = { .saddr = p->saddr, .daddr = p->daddr, .id = p->frag_id, .proto = nh };
-		struct lb_frag *f;
-
-		if (nh != IPPROTO_TCP && nh != IPPROTO_UDP)
-			return LB_PASS;
-		f = bpf_map_lookup_elem(&lb6_frags, &fk);
-		if (!f)
-			return LB_PASS;
-		p->sport = f->sport;
-		p->dport = f->dport;
-		p->has_l4 = 0;
-		return LB_GO;
-	}
+	if (later)
+		return lb6_parse_later(p);
 	if (nh == LB6_ICMP)
-		return LB_GO; /* lb6_icmp_quote reads (and bounds) the rest */
-	if (nh == IPPROTO_TCP) {
-		__u8 hdr[20];
-
-		if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0)
-			goto trunc;
-		p->sport = *(__be16 *)&hdr[0];
-		p->dport = *(__be16 *)&hdr[2];
-		p->tcp_syn = (hdr[13] & 0x02) != 0;
-		p->tcp_ack = (hdr[13] & 0x10) != 0;
-		p->tcp_rst = (hdr[13] & 0x04) != 0;
-		p->l4_check = *(__u16 *)&hdr[16];
-	} else {
-		__be16 h[4];
-
-		if (bpf_skb_load_bytes(skb, off, h, sizeof(h)) < 0)
-			goto trunc;
-		p->sport = h[0];
-		p->dport = h[1];
-		p->l4_check = h[3];
-	}
-	return LB_GO;
+		return LB_GO; /* lb_icmp_quote reads (and bounds) the rest */
+	if (lb6_parse_l4(skb, p) == LB_GO)
+		return LB_GO;
 trunc:
-	lb6_count(LB6_STAT_TRUNC_PASS);
+	lb6_count(LB_STAT_TRUNC_PASS);
 	return LB_PASS;
 }
 
-/* What a translation makes of a packet's addresses (contiguous, as in the
- * header) and ports. */
-struct lb6_tuple {
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-};
-
-/* lb6_rewrite gives packet p the addresses and ports of to. The TCP/UDP
- * checksum follows the kernel's inet_proto_csum_replace rules, as
- * lb_rewrite's: CHECKSUM_PARTIAL (the field holds the pseudo-header sum)
- * takes the address change only, other packets addresses and ports; a
- * later fragment has no L4 header (its first fragment's checksum covered
- * the addresses). A UDP checksum of 0 (illegal in IPv6) stays as it is; a
- * computed 0 is sent as 0xffff. */
+/* lb6_rewrite gives packet p the addresses and ports of to, the TCP/UDP
+ * checksum by lb_l4_csum, as lb_rewrite's (a UDP checksum of 0, illegal
+ * in IPv6, stays as it came); a later fragment has no L4 header (its
+ * first fragment's checksum covered the addresses). */
 static __always_inline int lb6_rewrite(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_tuple *to)
 {
 	struct {
 		__be16 sport, dport;
 	} ports_to = { to->sport, to->dport };
-	__u32 addrs, ports;
+	__u32 addrs;
 	__u16 l4;
 
 	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &to->saddr, 2 * sizeof(struct lb6_addr), 0) < 0)
@@ -379,17 +275,7 @@ static __always_inline int lb6_rewrite(struct __sk_buff *skb, const struct lb6_p
 	if (!p->has_l4)
 		return 0;
 	addrs = lb_csum_add(lb6_addr_diff(&p->saddr, &to->saddr), lb6_addr_diff(&p->daddr, &to->daddr));
-	ports = lb_csum_add(~((__u32)p->sport | (__u32)p->dport << 16), (__u32)to->sport | (__u32)to->dport << 16);
-	l4 = p->l4_check;
-	if (p->proto == IPPROTO_UDP && l4 == 0) {
-		/* stays as it came */
-	} else if (lb_ip_summed(skb) == LB_CSUM_PARTIAL) {
-		l4 = lb_csum_fold(lb_csum_add(l4, addrs));
-	} else {
-		l4 = lb6_csum_apply(l4, lb_csum_add(addrs, ports));
-	}
-	if (p->proto == IPPROTO_UDP && p->l4_check != 0 && l4 == 0)
-		l4 = 0xffff;
+	l4 = lb_l4_csum(p->l4_check, p->proto, lb_ip_summed(skb), addrs, lb_ports_diff(p->sport, p->dport, to->sport, to->dport));
 	if (bpf_skb_store_bytes(skb, p->l4off, &ports_to, sizeof(ports_to), 0) < 0)
 		return -1;
 	return bpf_skb_store_bytes(skb, p->l4off + (p->proto == IPPROTO_TCP ? TCP_CSUM : UDP_CSUM), &l4, sizeof(l4), 0);
@@ -411,107 +297,39 @@ static __always_inline __u32 lb6_hash(const struct lb6_pkt *p)
 #define LBF(n)           lb6_##n
 #define LB_ADDR          struct lb6_addr
 #define LB_ADDR_EQ(a, b) lb6_addr_eq(a, b)
-#define LB_MAYBE_VIP(p)  lb6_maybe_vip(&(p)->daddr)
 #include "lb_fam.h"
 
-/* lb6_rnat_pkt: reverse NAT of a reply whose entry is ct (backend:bport ->
- * vip:vport, and for a hairpin LB6_HAIRPIN_IP -> the pod), then, for a
- * RST, the end of the flow. */
-static __always_inline int lb6_rnat_pkt(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_ct *ct)
+/* ICMPv6 errors quote the packet that caused them (its IPv6 header and as
+ * much of the rest as fits): lb_icmp_fam.h translates one about a
+ * translated flow. IPv6's part: which types quote a packet
+ * (lb6_icmp_quotes: errors, types 1-4), the quoted header (lb6_icmp_inner)
+ * and the rewrite (lb6_icmp_write): the addresses and port, and the
+ * ICMPv6 checksum (which covers the outer addresses, through its
+ * pseudo-header, and the quote) by exactly their change. A quote cut
+ * before its ports (counted), or with extension headers, is left alone; so
+ * is a CHECKSUM_PARTIAL ICMPv6 packet (errors are built whole). */
+static __always_inline int lb6_icmp_quotes(struct __sk_buff *skb, __u8 type)
 {
-	struct lb6_tuple to = { .saddr = ct->addr, .daddr = p->daddr, .sport = ct->port, .dport = p->dport };
-
-	if (ct->flags & LB_CT_HAIRPIN)
-		to.daddr = ct->client;
-	if (lb6_rewrite(skb, p, &to) < 0) {
-		lb6_count(LB6_STAT_ERROR);
-		return TC_ACT_SHOT;
-	}
-	lb6_count(LB6_STAT_RNAT);
-	if (!p->has_l4)
-		lb6_count(LB6_STAT_FRAG);
-	if (p->tcp_rst) {
-		struct lb6_ct_key fk = { .saddr = ct->client, .daddr = ct->addr, .sport = p->dport, .dport = ct->port,
-					 .proto = p->proto, .dir = LB_CT_FWD };
-		struct lb6_ct_key rk = { .saddr = p->saddr, .daddr = p->daddr, .sport = p->sport, .dport = p->dport,
-					 .proto = p->proto, .dir = LB_CT_REV };
-		lb6_ct_close(&fk, &rk);
-	}
-	return TC_ACT_OK;
+	if (type == 0 || type > LB6_ICMP_ERR_MAX)
+		return 0; /* informational: echo, NDP, MLD */
+	return lb_ip_summed(skb) != LB_CSUM_PARTIAL;
 }
 
-/* ICMPv6 errors quote the packet that caused them (its IPv6 header and as
- * much of the rest as fits). One about a translated flow is translated too:
- * the quoted address and port, the outer address when it is the one the
- * flow was translated from, and the ICMPv6 checksum (which covers the outer
- * addresses, through its pseudo-header, and the quote) by exactly their
- * change. A quote cut before its ports, or with extension headers, is left
- * alone; so is a CHECKSUM_PARTIAL ICMPv6 packet (errors are built whole). */
-struct lb6_icmp_err {
-	__u32 in_ip; /* offset of the quoted IPv6 header */
-	__u32 in_l4; /* offset of the quoted L4 header */
-	struct lb6_addr saddr, daddr;
-	__be16 sport, dport;
-	__u8 proto;
-	__u16 check; /* the ICMPv6 checksum */
-};
-
-static __always_inline int lb6_icmp_quote(struct __sk_buff *skb, const struct lb6_pkt *p, struct lb6_icmp_err *e)
+static __always_inline int lb6_icmp_inner(struct __sk_buff *skb, struct lb6_icmp_err *e)
 {
-	struct lb_icmphdr ih;
 	struct lb6_hdr in;
-	__be16 ports[2];
 
-	if (!p->has_l4 || bpf_skb_load_bytes(skb, p->l4off, &ih, sizeof(ih)) < 0)
-		return LB_PASS;
-	if (ih.type == 0 || ih.type > LB6_ICMP_ERR_MAX)
-		return LB_PASS; /* informational: echo, NDP, MLD */
-	if (lb_ip_summed(skb) == LB_CSUM_PARTIAL)
-		return LB_PASS;
-	e->in_ip = p->l4off + sizeof(ih);
 	if (bpf_skb_load_bytes(skb, e->in_ip, &in, sizeof(in)) < 0)
-		goto trunc;
+		return LB_TRUNC;
 	if ((in.vtc_flow & bpf_htonl(0xf0000000)) != bpf_htonl(0x60000000) ||
 	    (in.nexthdr != IPPROTO_TCP && in.nexthdr != IPPROTO_UDP))
 		return LB_PASS;
 	e->in_l4 = e->in_ip + IP6_HLEN;
-	if (bpf_skb_load_bytes(skb, e->in_l4, ports, sizeof(ports)) < 0)
-		goto trunc;
 	e->saddr = in.saddr;
 	e->daddr = in.daddr;
-	e->sport = ports[0];
-	e->dport = ports[1];
 	e->proto = in.nexthdr;
-	e->check = ih.checksum;
 	return LB_GO;
-trunc:
-	lb6_count(LB6_STAT_TRUNC_PASS);
-	return LB_PASS;
 }
-
-/* lb6_icmp_hdrs: the addresses of an ICMPv6 error (outer) and of the
- * packet it quotes, with the quote's ports: what lb6_icmp rewrites. */
-struct lb6_icmp_hdrs {
-	struct lb6_addr outer_s, outer_d; /* contiguous, as in the IPv6 header */
-	struct lb6_addr quote_s, quote_d; /* the same */
-	__be16 quote_sport, quote_dport;
-};
-
-/* lb6_icmp_scratch: lb6_icmp's variables, the quote, its conntrack key and
- * the headers as they were and as they become (from_pod_l2's stack has no
- * room for them). */
-struct lb6_icmp_scratch {
-	struct lb6_icmp_err e;
-	struct lb6_ct_key k;
-	struct lb6_icmp_hdrs was, to;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb6_icmp_scratch);
-} lb6_icmp_scratch SEC(".maps");
 
 /* lb6_icmp_diff: what going from a to b adds to the ICMPv6 checksum (the
  * outer addresses through its pseudo-header, the quote as its payload). */
@@ -520,144 +338,44 @@ static __always_inline __u32 lb6_icmp_diff(const struct lb6_icmp_hdrs *a, const 
 	__u32 d = lb_csum_add(lb6_addr_diff(&a->outer_s, &b->outer_s), lb6_addr_diff(&a->outer_d, &b->outer_d));
 
 	d = lb_csum_add(d, lb_csum_add(lb6_addr_diff(&a->quote_s, &b->quote_s), lb6_addr_diff(&a->quote_d, &b->quote_d)));
-	return lb_csum_add(d, lb_csum_add(~((__u32)a->quote_sport | (__u32)a->quote_dport << 16),
-					  (__u32)b->quote_sport | (__u32)b->quote_dport << 16));
+	return lb_csum_add(d, lb_ports_diff(a->quote_sport, a->quote_dport, b->quote_sport, b->quote_dport));
 }
 
-/* lb6_icmp translates an ICMPv6 error about a translated flow.
- * dir LB_CT_REV: an error travelling towards the client about client ->
- * backend (e.g. port unreachable from the backend): the quote becomes
- * client -> vip:vport again, an outer source equal to the backend too.
- * dir LB_CT_FWD: an error sent by the client about a reply it got from
- * vip:vport: the quote becomes backend:bport -> client, an outer
- * destination equal to the vip the backend. Either way the quote's reply
- * direction is the conntrack key. For a hairpinned flow (the client is the
- * backend, seen by itself as LB6_HAIRPIN_IP) the hairpin address is
- * translated too: REV (the pod's error about the request it got, leaving
- * it towards the hairpin address) becomes vip -> pod about pod -> vip; FWD
- * (the pod's error about the reply it got) comes from the hairpin address,
- * quoting backend -> hairpin address, as the backend side saw the flow. */
-static __always_inline int lb6_icmp(struct __sk_buff *skb, const struct lb6_pkt *p, __u8 dir)
+/* lb6_icmp_write gives ICMPv6 error p (quoting e) the headers of to (was:
+ * as they are), the checksum by their difference: four stores. */
+static __always_inline int lb6_icmp_write(struct __sk_buff *skb, const struct lb6_pkt *p, const struct lb6_icmp_err *e,
+					  const struct lb6_icmp_hdrs *was, const struct lb6_icmp_hdrs *to)
 {
-	struct lb6_icmp_scratch *s;
-	struct lb6_ct *ct;
-	__u32 zero = 0;
-	__u16 check;
+	__u16 check = lb6_csum_apply(e->check, lb6_icmp_diff(was, to));
 
-	s = bpf_map_lookup_elem(&lb6_icmp_scratch, &zero);
-	if (!s || lb6_icmp_quote(skb, p, &s->e) != LB_GO)
-		return TC_ACT_OK;
-	s->k.saddr = s->e.daddr;
-	s->k.daddr = s->e.saddr;
-	s->k.sport = s->e.dport;
-	s->k.dport = s->e.sport;
-	s->k.proto = s->e.proto;
-	s->k.pad = 0;
-	s->k.dir = dir;
-	ct = bpf_map_lookup_elem(&lb6_conntrack, &s->k);
-	if (!ct)
-		return TC_ACT_OK;
-	s->was.outer_s = p->saddr;
-	s->was.outer_d = p->daddr;
-	s->was.quote_s = s->e.saddr;
-	s->was.quote_d = s->e.daddr;
-	s->was.quote_sport = s->e.sport;
-	s->was.quote_dport = s->e.dport;
-	s->to = s->was;
-	if (dir == LB_CT_REV) {
-		s->to.quote_d = ct->addr;
-		s->to.quote_dport = ct->port;
-		if (lb6_addr_eq(&p->saddr, &s->e.daddr))
-			s->to.outer_s = ct->addr;
-		if (ct->flags & LB_CT_HAIRPIN) {
-			s->to.quote_s = ct->client;
-			if (lb6_is_hairpin(&p->daddr))
-				s->to.outer_d = ct->client;
-		}
-	} else {
-		s->to.quote_s = ct->addr;
-		s->to.quote_sport = ct->port;
-		if (lb6_addr_eq(&p->daddr, &s->e.saddr))
-			s->to.outer_d = ct->addr;
-		if (ct->flags & LB_CT_HAIRPIN) {
-			lb6_set_hairpin(&s->to.quote_d);
-			lb6_set_hairpin(&s->to.outer_s);
-		}
-	}
-	check = lb6_csum_apply(s->e.check, lb6_icmp_diff(&s->was, &s->to));
-	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &s->to.outer_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, s->e.in_ip + 8, &s->to.quote_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, s->e.in_l4, &s->to.quote_sport, 2 * sizeof(__be16), 0) < 0 ||
+	if (bpf_skb_store_bytes(skb, IP6_SADDR_OFF, &to->outer_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_ip + 8, &to->quote_s, 2 * sizeof(struct lb6_addr), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, e->in_l4, &to->quote_sport, 2 * sizeof(__be16), 0) < 0 ||
 	    bpf_skb_store_bytes(skb, p->l4off + ICMP_CSUM, &check, sizeof(check), 0) < 0)
-		goto fail;
-	lb6_count(LB6_STAT_ICMP);
-	return TC_ACT_OK;
-fail:
-	lb6_count(LB6_STAT_ERROR);
-	return TC_ACT_SHOT;
+		return -1;
+	return 0;
 }
 
-/* lb6_reject_pkt: lb_reject over IPv6 (a Service without backends refuses
- * at once, as kube-proxy's REJECT): a TCP SYN or a UDP datagram becomes, in
- * place, an ICMPv6 port unreachable (type 1, code 4) from the clusterIP to
- * the client, quoting the packet's IPv6 header and its first 20 (TCP) or 8
- * (UDP) L4 bytes, and goes back where it came from. Only a packet without
- * extension headers is answered (the quote is then a fixed 40 bytes); other
- * packets are dropped and counted. The ICMPv6 checksum covers the
- * pseudo-header; a CHECKSUM_PARTIAL packet's quoted checksum field gets the
- * value a completion leaves unchanged, as in lb_reject. */
-#define LB6_REJ_GROW 48 /* IPv6 header + ICMPv6 header */
-
-struct lb6_rej {
-	__u8 pad[2];
-	__u8 eth[ETH_HLEN];
-	struct lb6_hdr ip;
-	struct lb_icmphdr icmp;
-	struct lb6_hdr qip;
-	__u8 ql4[LB_REJ_TCP_QUOTE];
-};
-
-static __always_inline int lb6_reject_pkt(struct __sk_buff *skb, const struct lb6_pkt *p)
+/* lb6_rej_ip: IPv6's headers of the port unreachable lb6_reject_pkt makes
+ * of p (q quoted L4 bytes; only a packet without extension headers is
+ * answered, the quote then a fixed 40 bytes of header): the EtherType, the
+ * IPv6 header (hop limit 64) and the ICMPv6 type (1) and code (4). Returns
+ * the checksum's pseudo-header sum (addresses, length, next header). */
+static __always_inline __u32 lb6_rej_ip(__u8 *eth, struct lb6_hdr *ip, struct lb_icmphdr *icmp, const struct lb6_pkt *p, __u32 q)
 {
-	struct lb6_rej r = {};
-	__u32 q, len, sum;
-	int summed, ret;
+	__u32 len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
 
-	q = lb_rej_read(skb, p->proto, p->tcp_syn, p->tcp_ack, p->has_l4, p->l4off, &r.qip, sizeof(r.qip), r.eth, r.ql4, &summed);
-	if (!q)
-		goto drop;
-	r.eth[12] = 0x86; /* ETH_P_IPV6 */
-	r.eth[13] = 0xdd;
-
-	len = sizeof(struct lb_icmphdr) + IP6_HLEN + q; /* the ICMPv6 message */
-	r.ip.vtc_flow = bpf_htonl(0x6 << 28);
-	r.ip.payload_len = bpf_htons(len);
-	r.ip.nexthdr = LB6_ICMP;
-	r.ip.hop_limit = 64;
-	r.ip.saddr = p->daddr;
-	r.ip.daddr = p->saddr;
-	r.icmp.type = 1; /* destination unreachable */
-	r.icmp.code = 4; /* port unreachable */
-	/* Pseudo-header (addresses, length, next header) and the message. */
-	sum = lb_sum16(&r.ip.saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
-	sum += lb_sum16(&r.icmp, (sizeof(r.icmp) + sizeof(r.qip)) / 2);
-	sum += lb_rej_quote_sum(r.ql4, q);
-	r.icmp.checksum = ~lb_csum_fold(sum);
-
-	/* From here on the packet is changed: a failure drops it. */
-	ret = lb_rej_send(skb, r.eth, LB6_REJ_GROW, IP6_HLEN, q, summed);
-	if (ret == LB_REJ_DROP)
-		goto drop;
-	if (ret == LB_REJ_FAIL)
-		goto fail;
-	lb6_count(LB6_STAT_REJECT);
-	return ret;
-drop:
-	lb6_count(LB6_STAT_NO_BACKEND);
-	return TC_ACT_SHOT;
-fail:
-	lb6_count(LB6_STAT_ERROR);
-	return TC_ACT_SHOT;
+	eth[12] = 0x86; /* ETH_P_IPV6 */
+	eth[13] = 0xdd;
+	ip->vtc_flow = bpf_htonl(0x6 << 28);
+	ip->payload_len = bpf_htons(len);
+	ip->nexthdr = LB6_ICMP;
+	ip->hop_limit = 64;
+	ip->saddr = p->daddr;
+	ip->daddr = p->saddr;
+	icmp->type = 1; /* destination unreachable */
+	icmp->code = 4; /* port unreachable */
+	return lb_sum16(&ip->saddr, 2 * sizeof(struct lb6_addr) / 2) + bpf_htons(len) + bpf_htons(LB6_ICMP);
 }
 
 /* lb6_reject_tail: lb6_reject_pkt in a program of its own (lb6_tail), so
@@ -666,23 +384,23 @@ fail:
 static __always_inline int lb6_reject_tail(struct __sk_buff *skb)
 {
 	bpf_tail_call(skb, &lb6_tail, LB6_TAIL_REJECT); /* lb6_reject: does not return */
-	lb6_count(LB6_STAT_NO_BACKEND);
+	lb6_count(LB_STAT_NO_BACKEND);
 	return TC_ACT_SHOT;
 }
 
-/* lb6_rev_key, lb6_from_pod_pkt, lb6_to_pod_pkt, lb6_from_pod and
- * lb6_to_pod: lb.h's, written once (lb_pod_fam.h). */
+/* lb6_rnat_pkt, lb6_rev_key, lb6_from_pod_pkt, lb6_to_pod_pkt, lb6_from_pod
+ * and lb6_to_pod (lb_pod_fam.h), lb6_icmp and lb6_reject_pkt
+ * (lb_icmp_fam.h): lb.h's, written once. */
 #define LBF(n)               lb6_##n
 #define LB_ADDR              struct lb6_addr
 #define LB_ADDR_EQ(a, b)     lb6_addr_eq(a, b)
 #define LB_IS_HAIRPIN(a)     lb6_is_hairpin(a)
 #define LB_SET_HAIRPIN(a)    lb6_set_hairpin(a)
-#define LB_COUNT(stat)       lb6_count(LB6_STAT_##stat)
 #define LB_COUNT_HAIRPIN()   do {} while (0)
+#define LB_COUNT_TRUNC()     lb6_count(LB_STAT_TRUNC_PASS)
 #define LB_PICK(svc, p, s)   lb6_pick_backend(svc, p, lb6_hash(p), s)
 #define LB_REJECT(skb, p)    lb6_reject_tail(skb)
 #define LB_ICMP_PROTO        LB6_ICMP
-#define LB_ICMP(skb, p, dir) lb6_icmp(skb, p, dir)
 #include "lb_pod_fam.h"
 
 #endif /* VNETLAB_LB6_H */

@@ -7,8 +7,7 @@
  *   LBF(name)           the family's name: lb_##name or lb6_##name
  *                       (lb_conntrack, struct lb6_pkt, lb6_ct_close, ...);
  *   LB_ADDR             the address type: __be32 or struct lb6_addr;
- *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal;
- *   LB_MAYBE_VIP(p)     the clusterIP prefilter on p's destination.
+ *   LB_ADDR_EQ(a, b)    whether the addresses at a and b are equal.
  *
  * lb_pod_fam.h has the programs' bodies. The macros are undefined again at
  * the end.
@@ -37,16 +36,24 @@ static __always_inline void LBF(frag_remember)(const struct LBF(pkt) *p)
 		bpf_map_update_elem(&LBF(frags), &fk, &f, BPF_ANY);
 }
 
-/* lb_ct_key_of: the conntrack key of packet p's own tuple in direction dir
- * (pad as it was: a key starts zeroed). */
+/* lb_ct_key_set: the conntrack key k of tuple saddr:sport -> daddr:dport in
+ * direction dir. */
+static __always_inline void LBF(ct_key_set)(struct LBF(ct_key) *k, const LB_ADDR *saddr, const LB_ADDR *daddr, __be16 sport,
+					__be16 dport, __u8 proto, __u8 dir)
+{
+	k->saddr = *saddr;
+	k->daddr = *daddr;
+	k->sport = sport;
+	k->dport = dport;
+	k->proto = proto;
+	k->dir = dir;
+	k->pad = 0;
+}
+
+/* lb_ct_key_of: the conntrack key of packet p's own tuple in direction dir. */
 static __always_inline void LBF(ct_key_of)(struct LBF(ct_key) *k, const struct LBF(pkt) *p, __u8 dir)
 {
-	k->saddr = p->saddr;
-	k->daddr = p->daddr;
-	k->sport = p->sport;
-	k->dport = p->dport;
-	k->proto = p->proto;
-	k->dir = dir;
+	LBF(ct_key_set)(k, &p->saddr, &p->daddr, p->sport, p->dport, p->proto, dir);
 }
 
 /* lb_forget_stale: a pod opens a flow straight to a backend with the very
@@ -68,12 +75,7 @@ static __always_inline void LBF(forget_stale)(const struct LBF(pkt) *p)
 	}
 	if (!lb_maybe_backend_port(p->dport))
 		return;
-	rk.saddr = p->daddr;
-	rk.daddr = p->saddr;
-	rk.sport = p->dport;
-	rk.dport = p->sport;
-	rk.proto = p->proto;
-	rk.dir = LB_CT_REV;
+	LBF(ct_key_set)(&rk, &p->daddr, &p->saddr, p->dport, p->sport, p->proto, LB_CT_REV);
 	if (bpf_map_lookup_elem(&LBF(conntrack), &rk))
 		bpf_map_delete_elem(&LBF(conntrack), &rk);
 }
@@ -85,12 +87,7 @@ struct LBF(slot_find) {
 	struct LBF(slot_key) sk;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct LBF(slot_find));
-} LBF(slot_find) SEC(".maps");
+LB_SCRATCH(LBF(slot_find), struct LBF(slot_find));
 
 /* lb_slot_holds: whether slot bk->slot holds backend sk->ip:port. */
 static __always_inline int LBF(slot_holds)(const struct lb_backend_key *bk, const struct LBF(slot_key) *sk)
@@ -161,12 +158,7 @@ struct LBF(pick) {
 	struct LBF(affinity) val;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct LBF(pick));
-} LBF(pick) SEC(".maps");
+LB_SCRATCH(LBF(pick), struct LBF(pick));
 
 /* lb_pick_backend: the backend of a new flow p to svc: under
  * sessionAffinity the one the client's last new flow to the Service port
@@ -215,7 +207,7 @@ static __always_inline struct LBF(backend) *LBF(pick_backend)(const struct lb_sv
 /* lb_maybe_svc: whether p's destination may be a clusterIP (the prefilter). */
 static __always_inline int LBF(maybe_svc)(const struct LBF(pkt) *p)
 {
-	return LB_MAYBE_VIP(p);
+	return LBF(maybe_vip)(&p->daddr);
 }
 
 /* lb_svc_of: the Service packet p is sent to (prefilter, then
@@ -263,4 +255,3 @@ static __always_inline void LBF(ct_new)(const struct LBF(pkt) *p, const struct l
 #undef LBF
 #undef LB_ADDR
 #undef LB_ADDR_EQ
-#undef LB_MAYBE_VIP

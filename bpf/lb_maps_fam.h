@@ -8,7 +8,8 @@
  *                     (lb_services, struct lb6_ct_key, lb6_count, ...);
  *   LB_FAM_SERVICES   lb_services' size, LB_FAM_BACKENDS lb_backends';
  *   LB_FAM_STATS      how many counters lb_stats holds;
- *   LB_FAM_ADDR       the address type: __be32 or struct lb6_addr.
+ *   LB_FAM_ADDR       the address type: __be32 or struct lb6_addr;
+ *   LB_FAM_VIP16(a)   the key of the address at a in lb_vip16.
  *
  * Names, sizes, key and value types are the family's own. The macros are undefined
  * again at the end.
@@ -76,6 +77,32 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } LBF(stats) SEC(".maps");
 
+/* sessionAffinity ClientIP: a client's new flows to a Service go to the
+ * backend its last new flow got, unless that was longer than the Service's
+ * affinity_timeout ago or the backend left the Service (no slot holds it).
+ * Consulted only when a flow gets its backend (a SYN, a flow the conntrack
+ * does not know): established flows follow the conntrack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LB_MAX_AFFINITY);
+	__type(key, struct LBF(affinity_key));
+	__type(value, struct LBF(affinity));
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} LBF(affinity) SEC(".maps");
+
+/* lb_vip16: the clusterIP prefilter (lb.h): how many Services have an
+ * address whose LB_FAM_VIP16 is the key, kept by the Go side. */
+LB_PREFILTER(LBF(vip16));
+
+/* lb_maybe_vip: whether the address at a may be a clusterIP. */
+static __always_inline int LBF(maybe_vip)(const LB_FAM_ADDR *a)
+{
+	__u32 k = LB_FAM_VIP16(a);
+	__u32 *n = bpf_map_lookup_elem(&LBF(vip16), &k);
+
+	return n && *n;
+}
+
 static __always_inline void LBF(count)(__u32 what)
 {
 	__u64 *v = bpf_map_lookup_elem(&LBF(stats), &what);
@@ -88,3 +115,4 @@ static __always_inline void LBF(count)(__u32 what)
 #undef LB_FAM_BACKENDS
 #undef LB_FAM_STATS
 #undef LB_FAM_ADDR
+#undef LB_FAM_VIP16

@@ -11,33 +11,60 @@
  *   LB_IS_HAIRPIN(a)      whether the address at a is the family's hairpin
  *                         source (LB_HAIRPIN_IP, LB6_HAIRPIN_IP);
  *   LB_SET_HAIRPIN(a)     makes the address at a that source;
- *   LB_COUNT(STAT)        counts LB_STAT_STAT or LB6_STAT_STAT;
- *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only has a
- *                         counter for it);
+ *   LB_COUNT_HAIRPIN()    counts a hairpinned new flow (IPv4 only: IPv6's
+ *                         from_pod is the verifier's costliest path);
+ *   LB_COUNT_TRUNC()      counts a cut-off header (IPv6 only has a counter
+ *                         for it);
  *   LB_PICK(svc, p, s)    the backend of new flow p to svc (lb_pick_backend),
  *                         its slot in *s;
  *   LB_REJECT(skb, p)     the answer of a Service without backends (IPv6: a
  *                         tail call, whose stack is its own);
- *   LB_ICMP_PROTO         the family's ICMP protocol number;
- *   LB_ICMP(skb, p, dir)  the translation of an ICMP error p, about a flow's
- *                         forward (LB_CT_FWD) or reply (LB_CT_REV) direction.
+ *   LB_ICMP_PROTO         the family's ICMP protocol number.
  *
- * The macros are undefined again at the end.
+ * The macros are undefined again at the end, and LB_COUNT(STAT), which
+ * counts LB_STAT_STAT in the family's lb_stats, defined here.
  */
+#define LB_COUNT(stat) LBF(count)(LB_STAT_##stat)
+
+#include "lb_icmp_fam.h"
 
 /* lb_rev_key: the reply tuple of flow p translated to backend ip:port, as
  * replies arrive (to the hairpin source for a hairpin). */
 static __always_inline void LBF(rev_key)(struct LBF(ct_key) *rk, const struct LBF(pkt) *p, const LB_ADDR *ip, __be16 port,
 					 __u8 hairpin)
 {
-	rk->saddr = *ip;
-	rk->daddr = p->saddr;
+	LBF(ct_key_set)(rk, ip, &p->saddr, port, p->sport, p->proto, LB_CT_REV);
 	if (hairpin)
 		LB_SET_HAIRPIN(&rk->daddr);
-	rk->sport = port;
-	rk->dport = p->sport;
-	rk->proto = p->proto;
-	rk->dir = LB_CT_REV;
+}
+
+/* lb_rnat_pkt: reverse NAT of reply p, found under its own tuple rk
+ * (struct lb_ct_key, LB_CT_REV) with entry ct: backend:bport ->
+ * vip:vport, and for a hairpin the hairpin source -> the pod; then, for a
+ * RST, the end of the flow. fk and to are the caller's: from_pod's
+ * frame has no room for a second set (IPv6's stack would pass 512 bytes). */
+static __always_inline int LBF(rnat_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p, const struct LBF(ct) *ct,
+					 const struct LBF(ct_key) *rk, struct LBF(ct_key) *fk, struct LBF(tuple) *to)
+{
+	LBF(frag_remember)(p);
+	to->saddr = ct->addr;
+	to->daddr = p->daddr;
+	to->sport = ct->port;
+	to->dport = p->dport;
+	if (ct->flags & LB_CT_HAIRPIN)
+		to->daddr = ct->client;
+	if (LBF(rewrite)(skb, p, to) < 0) {
+		LB_COUNT(ERROR);
+		return TC_ACT_SHOT;
+	}
+	LB_COUNT(RNAT);
+	if (!p->has_l4)
+		LB_COUNT(FRAG);
+	if (p->tcp_rst) {
+		LBF(ct_key_set)(fk, &ct->client, &ct->addr, p->dport, ct->port, p->proto, LB_CT_FWD);
+		LBF(ct_close)(fk, rk);
+	}
+	return TC_ACT_OK;
 }
 
 /* lb_from_pod_pkt: packets leaving a pod, already parsed by lb_parse (so a
@@ -56,38 +83,19 @@ static __always_inline int LBF(from_pod_pkt)(struct __sk_buff *skb, const struct
 	LB_ADDR be_ip;
 	__be16 be_port;
 	__u8 hairpin, established;
+	int ret;
 
 	if (p.proto == LB_ICMP_PROTO) /* a hairpinned pod's error about its own flow goes the reply way */
-		return LB_ICMP(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
+		return LBF(icmp)(skb, &p, LB_IS_HAIRPIN(&p.daddr) ? LB_CT_REV : LB_CT_FWD);
 	if (LB_IS_HAIRPIN(&p.daddr)) {
 		/* A pod answering a hairpinned connection: translate it back here,
-		 * before the node routes it (the address means nothing outside).
-		 * lb_rnat_pkt's work in this frame's variables: its own would
-		 * take IPv6's stack past 512 bytes. */
+		 * before the node routes it (the address means nothing outside). */
 		LBF(ct_key_of)(&rk, &p, LB_CT_REV);
 		ct = bpf_map_lookup_elem(&LBF(conntrack), &rk);
 		if (!ct)
 			return TC_ACT_OK;
-		LBF(frag_remember)(&p);
-		to.saddr = ct->addr;
-		to.daddr = ct->client;
-		to.sport = ct->port;
-		to.dport = p.dport;
-		if (LBF(rewrite)(skb, &p, &to) < 0)
-			goto fail;
-		LB_COUNT(RNAT);
-		if (!p.has_l4)
-			LB_COUNT(FRAG);
-		if (p.tcp_rst) {
-			fk.saddr = to.daddr;
-			fk.daddr = to.saddr;
-			fk.sport = p.dport;
-			fk.dport = to.sport;
-			fk.proto = p.proto;
-			fk.dir = LB_CT_FWD;
-			LBF(ct_close)(&fk, &rk);
-		}
-		return LB_TO_SENDER;
+		ret = LBF(rnat_pkt)(skb, &p, ct, &rk, &fk, &to);
+		return ret == TC_ACT_OK ? LB_TO_SENDER : ret;
 	}
 
 	svc = LBF(svc_of)(&p);
@@ -185,19 +193,19 @@ fail:
  * backend, for host routing), already parsed by lb_parse. */
 static __always_inline int LBF(to_pod_pkt)(struct __sk_buff *skb, const struct LBF(pkt) *p)
 {
-	struct LBF(ct_key) rk = {};
+	struct LBF(ct_key) rk = {}, fk = {};
+	struct LBF(tuple) to;
 	struct LBF(ct) *ct;
 
 	if (p->proto == LB_ICMP_PROTO)
-		return LB_ICMP(skb, p, LB_CT_REV);
+		return LBF(icmp)(skb, p, LB_CT_REV);
 	if (!lb_maybe_backend_port(p->sport))
 		return TC_ACT_OK; /* not from a backend's port: not a reply to translate */
 	LBF(ct_key_of)(&rk, p, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&LBF(conntrack), &rk);
 	if (!ct)
 		return TC_ACT_OK;
-	LBF(frag_remember)(p);
-	return LBF(rnat_pkt)(skb, p, ct);
+	return LBF(rnat_pkt)(skb, p, ct, &rk, &fk, &to);
 }
 
 /* lb_from_pod: packets leaving a pod. */
@@ -226,8 +234,8 @@ static __always_inline int LBF(to_pod)(struct __sk_buff *skb)
 #undef LB_IS_HAIRPIN
 #undef LB_SET_HAIRPIN
 #undef LB_COUNT
-#undef LB_COUNT_HAIRPIN
 #undef LB_PICK
 #undef LB_REJECT
+#undef LB_COUNT_HAIRPIN
+#undef LB_COUNT_TRUNC
 #undef LB_ICMP_PROTO
-#undef LB_ICMP

@@ -102,7 +102,7 @@ static __always_inline void np_count(__u32 what)
 #define LBF(n)             lb_##n
 #define NP_ADDR            __be32
 #define NP_ICMP            IPPROTO_ICMP
-#define NP_MAYBE_VIP(p)    lb_maybe_vip((p)->daddr)
+#define NP_MAYBE_VIP(p)    lb_maybe_vip(&(p)->daddr)
 #define NP_PICK(svc, p, h) lb_pick_backend(svc, p, h, NULL)
 #define NP_FIB(f, p, dst)  ((f)->family = 2 /* AF_INET */, (f)->ipv4_src = (p)->saddr, (f)->ipv4_dst = *(dst))
 #define NP_SCRATCH_DECL    struct np_scratch np_sc

@@ -50,12 +50,7 @@ struct NPF(scratch) {
 };
 
 #ifdef NP_SCRATCH_MAP
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct NPF(scratch));
-} NP_SCRATCH_MAP SEC(".maps");
+LB_SCRATCH(NP_SCRATCH_MAP, struct NPF(scratch));
 #endif
 
 /* np_remote says whether the route to *dst leaves through the interface
@@ -88,19 +83,6 @@ static __always_inline void NPF(close)(const struct LBF(ct_key) *fk, const struc
 	bpf_map_delete_elem(&NPF(conntrack), fk);
 }
 
-/* np_key: a conntrack key of one direction of a flow (pad zeroed). */
-static __always_inline void NPF(key)(struct LBF(ct_key) *k, const NP_ADDR *saddr, const NP_ADDR *daddr,
-				     __be16 sport, __be16 dport, __u8 proto, __u8 dir)
-{
-	k->saddr = *saddr;
-	k->daddr = *daddr;
-	k->sport = sport;
-	k->dport = dport;
-	k->proto = proto;
-	k->dir = dir;
-	k->pad = 0;
-}
-
 /* np_new_flow picks a backend for a new flow (the client's under
  * sessionAffinity, else the hash's) and writes its two entries (reverse
  * first: a reply never finds the flow half-made). s->fk is the flow's FWD
@@ -126,7 +108,7 @@ static __always_inline int NPF(new_flow)(struct __sk_buff *skb, const struct LBF
 	s->rev.cport = p->sport;
 	s->rev.svc_id = svc->id;
 	if (!NPF(remote)(skb, p, &s->flow.addr)) {
-		NPF(key)(&s->rk, &s->flow.addr, &p->saddr, s->flow.port, p->sport, p->proto, LB_CT_REV);
+		LBF(ct_key_set)(&s->rk, &s->flow.addr, &p->saddr, s->flow.port, p->sport, p->proto, LB_CT_REV);
 		bpf_map_update_elem(&NPF(conntrack), &s->rk, &s->rev, BPF_ANY);
 	} else {
 		/* A port whose reverse key is free: a few tries from the flow's
@@ -137,7 +119,7 @@ static __always_inline int NPF(new_flow)(struct __sk_buff *skb, const struct LBF
 		for (i = 0; i < NP_SNAT_TRIES; i++) {
 			__be16 port = bpf_htons(NP_SNAT_MIN + (h + i * 1031) % NP_SNAT_N);
 
-			NPF(key)(&s->rk, &s->flow.addr, &s->flow.client, s->flow.port, port, p->proto, LB_CT_REV);
+			LBF(ct_key_set)(&s->rk, &s->flow.addr, &s->flow.client, s->flow.port, port, p->proto, LB_CT_REV);
 			if (bpf_map_update_elem(&NPF(conntrack), &s->rk, &s->rev, BPF_NOEXIST) == 0) {
 				s->flow.snat_port = port;
 				break;
@@ -161,7 +143,7 @@ static __always_inline int NPF(snat_reply)(struct __sk_buff *skb, const struct L
 {
 	struct NPF(ct) *ct;
 
-	NPF(key)(&s->rk, &p->saddr, &p->daddr, p->sport, p->dport, p->proto, LB_CT_REV);
+	LBF(ct_key_set)(&s->rk, &p->saddr, &p->daddr, p->sport, p->dport, p->proto, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&NPF(conntrack), &s->rk);
 	if (!ct || !(ct->flags & NP_CT_SNAT))
 		return -1;
@@ -175,7 +157,7 @@ static __always_inline int NPF(snat_reply)(struct __sk_buff *skb, const struct L
 	}
 	np_count(NP_STAT_RNAT);
 	if (p->tcp_rst) {
-		NPF(key)(&s->fk, &s->to.daddr, &s->to.saddr, s->to.dport, s->to.sport, p->proto, LB_CT_FWD);
+		LBF(ct_key_set)(&s->fk, &s->to.daddr, &s->to.saddr, s->to.dport, s->to.sport, p->proto, LB_CT_FWD);
 		NPF(close)(&s->fk, &s->rk);
 	}
 	return bpf_redirect_neigh(skb->ifindex, NULL, 0, 0);
@@ -226,7 +208,7 @@ static __always_inline int NPF(from_wire)(struct __sk_buff *skb)
 		np_count(NP_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	NPF(key)(&s->fk, &p.saddr, &p.daddr, p.sport, p.dport, p.proto, LB_CT_FWD);
+	LBF(ct_key_set)(&s->fk, &p.saddr, &p.daddr, p.sport, p.dport, p.proto, LB_CT_FWD);
 	/* Always looked up, SYNs too: a retransmitted SYN must keep its SNAT port. */
 	ct = bpf_map_lookup_elem(&NPF(conntrack), &s->fk);
 	if (ct && ct->svc_id == svc->id) {
@@ -249,7 +231,7 @@ static __always_inline int NPF(from_wire)(struct __sk_buff *skb)
 	}
 	np_count(NP_STAT_DNAT);
 	if (p.tcp_rst) {
-		NPF(key)(&s->rk, &s->to.daddr, &s->to.saddr, s->to.dport, s->to.sport, p.proto, LB_CT_REV);
+		LBF(ct_key_set)(&s->rk, &s->to.daddr, &s->to.saddr, s->to.dport, s->to.sport, p.proto, LB_CT_REV);
 		NPF(close)(&s->fk, &s->rk);
 	}
 	if (s->flow.flags & NP_CT_SNAT)
@@ -274,7 +256,7 @@ static __always_inline int NPF(to_wire)(struct __sk_buff *skb)
 	s = NP_SCRATCH;
 	if (!s)
 		return TC_ACT_OK;
-	NPF(key)(&s->rk, &p.saddr, &p.daddr, p.sport, p.dport, p.proto, LB_CT_REV);
+	LBF(ct_key_set)(&s->rk, &p.saddr, &p.daddr, p.sport, p.dport, p.proto, LB_CT_REV);
 	ct = bpf_map_lookup_elem(&NPF(conntrack), &s->rk);
 	if (!ct || (ct->flags & NP_CT_SNAT))
 		return TC_ACT_OK;
@@ -288,7 +270,7 @@ static __always_inline int NPF(to_wire)(struct __sk_buff *skb)
 	}
 	np_count(NP_STAT_RNAT);
 	if (p.tcp_rst) {
-		NPF(key)(&s->fk, &p.daddr, &s->to.saddr, p.dport, s->to.sport, p.proto, LB_CT_FWD);
+		LBF(ct_key_set)(&s->fk, &p.daddr, &s->to.saddr, p.dport, s->to.sport, p.proto, LB_CT_FWD);
 		NPF(close)(&s->fk, &s->rk);
 	}
 	return TC_ACT_OK;

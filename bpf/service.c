@@ -121,7 +121,7 @@ int lb6_reject(struct __sk_buff *skb)
 	struct lb6_pkt p;
 
 	if (lb6_parse(skb, &p) != LB_GO) {
-		lb6_count(LB6_STAT_NO_BACKEND);
+		lb6_count(LB_STAT_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
 	return lb6_reject_pkt(skb, &p);

@@ -216,8 +216,13 @@ static __always_inline int SOCKF(xlate)(struct bpf_sock_addr *ctx, __u8 proto, _
 		return SOCK_REJECT;
 	}
 	if (svc->flags & LB_SVC_AFFINITY) {
-		struct LBF(affinity) a = { .last_ns = now, .ip = b->ip, .port = b->port, .slot = bk.slot };
+		struct LBF(affinity) a;
 
+		__builtin_memset(&a, 0, sizeof(a)); /* IPv4's has tail padding */
+		a.last_ns = now;
+		a.ip = b->ip;
+		a.port = b->port;
+		a.slot = bk.slot;
 		bpf_map_update_elem(&SOCKF(affinity), &ak, &a, BPF_ANY);
 	}
 	if (how == SOCK_PEER)

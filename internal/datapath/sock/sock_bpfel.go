@@ -201,7 +201,7 @@ type sockLbAffinity struct {
 	Port   uint16
 	Pad    uint16
 	Slot   uint32
-	Pad2   uint32
+	_      [4]byte
 }
 
 type sockLbAffinityKey struct {
@@ -258,7 +258,42 @@ type sockLbFragKey struct {
 	Daddr uint32
 	Id    uint16
 	Proto uint8
-	Pad   uint8
+	Pad   [1]uint8
+}
+
+type sockLbIcmpScratch struct {
+	_ structs.HostLayout
+	E struct {
+		_     structs.HostLayout
+		InIp  uint32
+		InL4  uint32
+		Saddr uint32
+		Daddr uint32
+		Sport uint16
+		Dport uint16
+		Proto uint8
+		_     [1]byte
+		Check uint16
+	}
+	K   sockLbCtKey
+	Was struct {
+		_          structs.HostLayout
+		OuterS     uint32
+		OuterD     uint32
+		QuoteS     uint32
+		QuoteD     uint32
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+	To struct {
+		_          structs.HostLayout
+		OuterS     uint32
+		OuterD     uint32
+		QuoteS     uint32
+		QuoteD     uint32
+		QuoteSport uint16
+		QuoteDport uint16
+	}
 }
 
 type sockLbPick struct {
@@ -442,6 +477,7 @@ const (
 	sockMapLbBports          = "lb_bports"
 	sockMapLbConntrack       = "lb_conntrack"
 	sockMapLbFrags           = "lb_frags"
+	sockMapLbIcmpScratch     = "lb_icmp_scratch"
 	sockMapLbMeta            = "lb_meta"
 	sockMapLbPick            = "lb_pick"
 	sockMapLbServices        = "lb_services"
@@ -549,6 +585,7 @@ type sockMapSpecs struct {
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
+	LbIcmpScratch  *ebpf.MapSpec `ebpf:"lb_icmp_scratch"`
 	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
 	LbPick         *ebpf.MapSpec `ebpf:"lb_pick"`
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
@@ -614,6 +651,7 @@ type sockMaps struct {
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
+	LbIcmpScratch  *ebpf.Map `ebpf:"lb_icmp_scratch"`
 	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
 	LbPick         *ebpf.Map `ebpf:"lb_pick"`
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
@@ -653,6 +691,7 @@ func (m *sockMaps) Close() error {
 		m.LbBports,
 		m.LbConntrack,
 		m.LbFrags,
+		m.LbIcmpScratch,
 		m.LbMeta,
 		m.LbPick,
 		m.LbServices,

@@ -56,8 +56,7 @@ func ReadPinned(lab, name string, read func(*ebpf.Map) error) error {
 
 // readCounters reads the first len(dst) counters of a per-CPU array, summed
 // over CPUs, into dst in the map's order: one reader for each family's
-// counters (lb_stats, lb6_stats), whose indexes are the structs' fields.
-// On an error dst is left as it was.
+// counters (lb_stats, lb6_stats). On an error dst is left as it was.
 func readCounters(m *ebpf.Map, what string, dst ...*uint64) error {
 	v, err := SumCounters(m, what, len(dst))
 	if err != nil {
@@ -69,8 +68,8 @@ func readCounters(m *ebpf.Map, what string, dst ...*uint64) error {
 	return nil
 }
 
-// Stats are the programs' counters, summed over CPUs, since the lab's maps
-// were created.
+// Stats are the IPv4 Service programs' counters (lb_stats), summed over
+// CPUs, since the lab's maps were created.
 type Stats struct {
 	DNAT      uint64 `json:"dnat_packets"`      // clusterIP -> backend
 	RNAT      uint64 `json:"rnat_packets"`      // backend -> clusterIP (replies)
@@ -87,17 +86,24 @@ type Stats struct {
 	Rejects uint64 `json:"no_backend_rejects"`
 }
 
+// counters are s's fields in bpf/lb.h's LB_STAT_* order (their indexes in
+// lb_stats and lb6_stats), up to LB_STAT_IPV4_MAX.
+func (s *Stats) counters() []*uint64 {
+	return []*uint64{&s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Hairpin, &s.Errors, &s.Rejects}
+}
+
 // Stats reads the counters.
 func (p *Plane) Stats() (Stats, error) { return statsOf(p.objs.LbStats) }
 
 // statsOf reads lb_stats.
 func statsOf(m *ebpf.Map) (s Stats, err error) {
-	err = readCounters(m, "stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Hairpin, &s.Errors, &s.Rejects)
+	err = readCounters(m, "stats", s.counters()...)
 	return s, err
 }
 
 // Stats6 are the IPv6 programs' counters (bpf/lb6.h's lb6_stats), summed
-// over CPUs: as Stats, and the IPv6 packets left to the stack untouched.
+// over CPUs: as Stats, without hairpins (not counted over IPv6), and the
+// IPv6 packets left to the stack untouched.
 type Stats6 struct {
 	DNAT      uint64 `json:"dnat_packets"`
 	RNAT      uint64 `json:"rnat_packets"`
@@ -114,12 +120,20 @@ type Stats6 struct {
 	Rejects uint64 `json:"no_backend_rejects"`
 }
 
+// counters are s's fields in LB_STAT_* order, as Stats', to LB_STAT_MAX;
+// LB_STAT_HAIRPIN's slot (never counted over IPv6) is read and dropped.
+func (s *Stats6) counters() []*uint64 {
+	var hairpin uint64
+	return []*uint64{&s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &hairpin, &s.Errors, &s.Rejects,
+		&s.ExtHdrPass, &s.TruncPass}
+}
+
 // Stats6 reads the IPv6 counters.
 func (p *Plane) Stats6() (Stats6, error) { return stats6Of(p.objs.Lb6Stats) }
 
 // stats6Of reads lb6_stats.
 func stats6Of(m *ebpf.Map) (s Stats6, err error) {
-	err = readCounters(m, "IPv6 stats", &s.DNAT, &s.RNAT, &s.NewFlows, &s.NoBackend, &s.ICMP, &s.Frags, &s.Errors, &s.ExtHdrPass, &s.TruncPass, &s.Rejects)
+	err = readCounters(m, "IPv6 stats", s.counters()...)
 	return s, err
 }
 

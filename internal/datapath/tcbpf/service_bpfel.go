@@ -161,7 +161,7 @@ type serviceLbAffinity struct {
 	Port   uint16
 	Pad    uint16
 	Slot   uint32
-	Pad2   uint32
+	_      [4]byte
 }
 
 type serviceLbAffinityKey struct {
@@ -218,7 +218,42 @@ type serviceLbFragKey struct {
 	Daddr uint32
 	Id    uint16
 	Proto uint8
-	Pad   uint8
+	Pad   [1]uint8
+}
+
+type serviceLbIcmpScratch struct {
+	_ structs.HostLayout
+	E struct {
+		_     structs.HostLayout
+		InIp  uint32
+		InL4  uint32
+		Saddr uint32
+		Daddr uint32
+		Sport uint16
+		Dport uint16
+		Proto uint8
+		_     [1]byte
+		Check uint16
+	}
+	K   serviceLbCtKey
+	Was struct {
+		_          structs.HostLayout
+		OuterS     uint32
+		OuterD     uint32
+		QuoteS     uint32
+		QuoteD     uint32
+		QuoteSport uint16
+		QuoteDport uint16
+	}
+	To struct {
+		_          structs.HostLayout
+		OuterS     uint32
+		OuterD     uint32
+		QuoteS     uint32
+		QuoteD     uint32
+		QuoteSport uint16
+		QuoteDport uint16
+	}
 }
 
 type serviceLbPick struct {
@@ -330,6 +365,7 @@ const (
 	serviceMapLbBports       = "lb_bports"
 	serviceMapLbConntrack    = "lb_conntrack"
 	serviceMapLbFrags        = "lb_frags"
+	serviceMapLbIcmpScratch  = "lb_icmp_scratch"
 	serviceMapLbMeta         = "lb_meta"
 	serviceMapLbPick         = "lb_pick"
 	serviceMapLbServices     = "lb_services"
@@ -435,6 +471,7 @@ type serviceMapSpecs struct {
 	LbBports       *ebpf.MapSpec `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.MapSpec `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.MapSpec `ebpf:"lb_frags"`
+	LbIcmpScratch  *ebpf.MapSpec `ebpf:"lb_icmp_scratch"`
 	LbMeta         *ebpf.MapSpec `ebpf:"lb_meta"`
 	LbPick         *ebpf.MapSpec `ebpf:"lb_pick"`
 	LbServices     *ebpf.MapSpec `ebpf:"lb_services"`
@@ -500,6 +537,7 @@ type serviceMaps struct {
 	LbBports       *ebpf.Map `ebpf:"lb_bports"`
 	LbConntrack    *ebpf.Map `ebpf:"lb_conntrack"`
 	LbFrags        *ebpf.Map `ebpf:"lb_frags"`
+	LbIcmpScratch  *ebpf.Map `ebpf:"lb_icmp_scratch"`
 	LbMeta         *ebpf.Map `ebpf:"lb_meta"`
 	LbPick         *ebpf.Map `ebpf:"lb_pick"`
 	LbServices     *ebpf.Map `ebpf:"lb_services"`
@@ -541,6 +579,7 @@ func (m *serviceMaps) Close() error {
 		m.LbBports,
 		m.LbConntrack,
 		m.LbFrags,
+		m.LbIcmpScratch,
 		m.LbMeta,
 		m.LbPick,
 		m.LbServices,
