@@ -71,6 +71,9 @@ func (k Knob) Parse(s *Settings, v string) error {
 			return field.Errorf(string(k.Name), "{%s} %q is not a whole number", k.Name, v)
 		}
 	}
+	if err := k.fitsValues(v); err != nil {
+		return err
+	}
 	next := *s
 	k.Set(&next, v)
 	if err := k.Check(next); err != nil {
@@ -205,6 +208,15 @@ func (l Values) Settings() []Setting {
 	return out
 }
 
+// fitsValues refuses a lab knob's value that Values cannot hold: its
+// settings are "name=value" joined by ",", so a value has neither.
+func (k Knob) fitsValues(v string) error {
+	if k.Scope == Lab && strings.ContainsAny(v, ",=") {
+		return field.Errorf(string(k.Name), "{%s} %q: a lab knob's value has no \",\" or \"=\" (example: %s)", k.Name, v, k.Example)
+	}
+	return nil
+}
+
 // IsZero says no lab knob is set.
 func (l Values) IsZero() bool { return l == "" }
 
@@ -244,6 +256,9 @@ func (f *LabFlag) Set(v string) error {
 		if _, err := strconv.Atoi(v); err != nil {
 			return err
 		}
+	}
+	if err := f.k.fitsValues(v); err != nil {
+		return err
 	}
 	f.k.Set(f.s, v)
 	return nil
