@@ -25,6 +25,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
+	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
 // Scenario is one file.
@@ -156,7 +157,7 @@ func yamlErr(path string, err error) error {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = te.Errors[0]
 	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = field.OneLine(strings.TrimPrefix(msg, "yaml: ")) // the decoder quotes the input it refused
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		detail := m[2]
 		if f := regexp.MustCompile(`field (\S+) not found in type (\S+)`).FindStringSubmatch(detail); f != nil {
