@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
@@ -199,7 +198,7 @@ func (s Spec) probe(t engine.Test, d engine.Driver) (rate string, streams int) {
 // proveKnobs records lab l's knobs as the lab holds them, for every one
 // of its cells: the proof the lab took when it set its knobs, else every
 // lab knob read back (what the mode built).
-func (p *plan) proveKnobs(l *lab.Lab, m modes.Mode) error {
+func (p *plan) proveKnobs(l *lab.Lab) error {
 	proof := l.State.Knobs
 	if proof == nil {
 		path, err := l.State.KnobPath()

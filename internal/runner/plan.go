@@ -206,7 +206,7 @@ func (p *plan) upLab(ctx context.Context, mv ModeVariant, m modes.Mode, knobs kn
 		return nil, fmt.Errorf("%s: %w", mv.Label, err)
 	}
 	p.labs = append(p.labs, l)
-	return l, p.proveKnobs(l, m)
+	return l, p.proveKnobs(l)
 }
 
 // addCells adds the cells of one path of a lab at the sweep's points it

@@ -129,18 +129,15 @@ func NewSyncer(p Plane) (*Syncer, error) {
 
 // Sync makes Service name's entries (namespace/name) in the maps equal to
 // want (nil or empty: the Service is gone), without session affinity.
-func (s *Syncer) Sync(name string, want Entries) (Changes, error) { return s.SyncWith(name, want, 0) }
-
-// SyncWith is Sync for a Service whose entries all carry a session
-// affinity timeout (seconds, SessionAffinity; 0: none), each entry with a
-// memory of its own. An entry whose affinity changed is updated in place,
-// like one whose backends did.
-func (s *Syncer) SyncWith(name string, want Entries, affinity uint32) (Changes, error) {
-	return s.SyncPorts(name, want, affinity, nil)
+func (s *Syncer) Sync(name string, want Entries) (Changes, error) {
+	return s.SyncPorts(name, want, 0, nil)
 }
 
-// SyncPorts is SyncWith where the entries of one Service port (ports)
-// share sessionAffinity's memory. An
+// SyncPorts is Sync for a Service whose entries all carry a session
+// affinity timeout (seconds, SessionAffinity; 0: none); the entries of one
+// Service port (ports; nil: each entry its own) share sessionAffinity's
+// memory. An entry whose affinity changed is updated in place, like one
+// whose backends did. An
 // entry whose frontend also has an External entry is marked so
 // (tcbpf.Service.HasExternal). Writes come first, External entries before
 // the entries that point to them; deletes last, entries for every client

@@ -232,7 +232,7 @@ func TestSyncAffinity(t *testing.T) {
 	}
 	for i, st := range steps {
 		f.calls = nil
-		if _, err := s.SyncWith("ns/a", two, st.affinity); err != nil {
+		if _, err := s.SyncPorts("ns/a", two, st.affinity, nil); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(sorted(f.calls)) != fmt.Sprint(sorted(st.calls)) {
@@ -249,7 +249,7 @@ func TestSyncAffinity(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.calls = nil
-	if _, err := restarted.SyncWith("ns/a", two, 30); err != nil || len(f.calls) != 0 {
+	if _, err := restarted.SyncPorts("ns/a", two, 30, nil); err != nil || len(f.calls) != 0 {
 		t.Errorf("restarted proxy: calls %v, %v; want none (affinity 30 already there)", f.calls, err)
 	}
 	if _, err := restarted.Sync("ns/a", nil); err != nil || len(f.aff) != 0 {
