@@ -78,6 +78,7 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 	for step := 1; step <= steps; step++ {
 		ch := g.Change()
 		done = append(done, ch.String())
+		before := c.Rules()
 		ch.ApplyTo(c)
 		want := reference(g.World, keep)
 		fail := func(what string) {
@@ -88,8 +89,25 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 			fail("the compiler's rules differ from Compile's")
 			return step
 		}
-		if got, wantChanged := c.Changed(), changedPods(prev, want); !slices.Equal(got, wantChanged) {
+		wantChanged := changedPods(prev, want)
+		if got := c.Changed(); !slices.Equal(got, wantChanged) {
 			fail(fmt.Sprintf("the compiler says pods %v changed; their rules say %v", got, wantChanged))
+			return step
+		}
+		// Diff of the rules before and after (which share the unchanged
+		// pods' Allows) names the same pods, with each side's rules.
+		after := c.Rules()
+		var diffed []netpol.PodKey
+		for _, d := range netpol.Diff(&before, &after) {
+			diffed = append(diffed, d.Key)
+			if (d.Old == nil) != !slices.ContainsFunc(before.Pods, func(p netpol.PodRules) bool { return p.Namespace == d.Key.Namespace && p.Pod == d.Key.Name }) ||
+				(d.New == nil) != !slices.ContainsFunc(after.Pods, func(p netpol.PodRules) bool { return p.Namespace == d.Key.Namespace && p.Pod == d.Key.Name }) {
+				fail(fmt.Sprintf("Diff's change of pod %v has the wrong sides", d.Key))
+				return step
+			}
+		}
+		if !slices.Equal(diffed, wantChanged) {
+			fail(fmt.Sprintf("Diff says pods %v changed; their rules say %v", diffed, wantChanged))
 			return step
 		}
 		prev = want

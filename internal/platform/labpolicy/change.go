@@ -57,16 +57,11 @@ func Apply(st *lab.State, old, c *Config) error {
 		if old.Provider != c.Provider {
 			return fmt.Errorf("lab %s's policies are enforced by %s: delete them all first to switch to %s", st.Name, old.Provider, c.Provider)
 		}
-		// Only a provider that diffs compiles the old side (iptables):
-		// with many policies, compiling is most of a change's time.
-		prev := func() (*netpol.Rules, error) {
-			inForce, err := Compile(st, old)
-			if err != nil {
-				return nil, fmt.Errorf("lab %s: its saved policies no longer compile (%v): remove %s", st.Name, err, FileName)
-			}
-			return inForce, nil
+		inForce, err := Compile(st, old)
+		if err != nil {
+			return fmt.Errorf("lab %s: its saved policies no longer compile (%v): remove %s", st.Name, err, FileName)
 		}
-		if err := p.Update(st, prev, r); err != nil {
+		if err := p.Update(st, inForce, r, netpol.Diff(inForce, r)); err != nil {
 			return fmt.Errorf("policy provider %s: %w", c.Provider, err)
 		}
 	} else {

@@ -119,8 +119,7 @@ func providerEnforcer(t *testing.T, st *lab.State, provider string) enforcer {
 			if prev == nil {
 				err = p.Install(st, r)
 			} else {
-				old := prev
-				err = p.Update(st, func() (*netpol.Rules, error) { return old, nil }, r)
+				err = p.Update(st, prev, r, netpol.Diff(prev, r))
 			}
 			prev = r
 			return err

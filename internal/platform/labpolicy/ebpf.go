@@ -111,7 +111,7 @@ func load(st *lab.State, r *netpol.Rules, install bool) error {
 
 func (ebpfProvider) Install(st *lab.State, r *netpol.Rules) error { return load(st, r, true) }
 
-func (ebpfProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error {
+func (ebpfProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChange) error {
 	return load(st, r, false)
 }
 

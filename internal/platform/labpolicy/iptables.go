@@ -82,7 +82,7 @@ func (p iptablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	if err := needTools("the iptables policy provider", iptTools); err != nil {
 		return err
 	}
-	return p.Update(st, nil, r)
+	return p.Update(st, nil, r, nil)
 }
 
 // needTools says, in one line, which of tools (program, Debian package)
@@ -96,14 +96,8 @@ func needTools(who string, tools [][2]string) error {
 	return nil
 }
 
-func (iptablesProvider) Update(st *lab.State, old func() (*netpol.Rules, error), r *netpol.Rules) error {
-	var prev *netpol.Rules // the chains and sets to delete are old's that r lacks
-	if old != nil {
-		var err error
-		if prev, err = old(); err != nil {
-			return err
-		}
-	}
+func (iptablesProvider) Update(st *lab.State, old, r *netpol.Rules, _ []netpol.PodChange) error {
+	prev := old // the chains and sets to delete are old's that r lacks
 	return st.EachNode(func(ns string) error {
 		for _, f := range iptFamilies(st) {
 			next := iptWrite(f, r)

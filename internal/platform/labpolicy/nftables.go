@@ -31,7 +31,7 @@ func (nftablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	return st.EachNode(func(ns string) error { return polnft.Load(ns, script) })
 }
 
-func (p nftablesProvider) Update(st *lab.State, _ func() (*netpol.Rules, error), r *netpol.Rules) error {
+func (p nftablesProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChange) error {
 	return p.Install(st, r)
 }
 

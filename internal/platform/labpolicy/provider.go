@@ -40,9 +40,10 @@ type Provider interface {
 	Supports(m modes.Mode, options map[string]string) string
 	// Install loads r into a lab holding none of the provider's objects.
 	Install(st *lab.State, r *netpol.Rules) error
-	// Update changes the lab's objects from the rules in force to r; old
-	// compiles those, for a provider that needs them (nil: none known).
-	Update(st *lab.State, old func() (*netpol.Rules, error), r *netpol.Rules) error
+	// Update changes the lab's objects from old, the rules in force, to
+	// r; changes are the pods whose rules differ (netpol.Diff(old, r)),
+	// for a provider that writes only those.
+	Update(st *lab.State, old, r *netpol.Rules, changes []netpol.PodChange) error
 	// Remove deletes every object the provider created in the lab.
 	Remove(st *lab.State) error
 	// Prove reads the provider's objects back from every node of the lab

@@ -1,0 +1,60 @@
+package netpol
+
+import "strings"
+
+// PodChange is one pod's rules before and after a change: Old is nil when
+// the pod had no rules (it is new, or was not kept), New when it has none
+// now. A data plane that writes per pod writes only its changes.
+type PodChange struct {
+	Key      PodKey
+	Old, New *PodRules
+}
+
+// Diff is the pods whose rules differ between old and new (nil: no
+// rules), sorted by namespace and name. Rules that share their Allows (a
+// Compiler's unchanged pods') compare at once.
+func Diff(old, new *Rules) []PodChange {
+	var a, b []PodRules
+	if old != nil {
+		a = old.Pods
+	}
+	if new != nil {
+		b = new.Pods
+	}
+	var out []PodChange
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var c int
+		switch {
+		case i == len(a):
+			c = 1
+		case j == len(b):
+			c = -1
+		default:
+			c = comparePods(&a[i], &b[j])
+		}
+		switch {
+		case c < 0:
+			out = append(out, PodChange{Key: PodKey{a[i].Namespace, a[i].Pod}, Old: &a[i]})
+			i++
+		case c > 0:
+			out = append(out, PodChange{Key: PodKey{b[j].Namespace, b[j].Pod}, New: &b[j]})
+			j++
+		default:
+			if !a[i].Equal(&b[j]) {
+				out = append(out, PodChange{Key: PodKey{b[j].Namespace, b[j].Pod}, Old: &a[i], New: &b[j]})
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// comparePods orders two pods' rules as Rules holds them.
+func comparePods(a, b *PodRules) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Pod, b.Pod)
+}
