@@ -2,6 +2,7 @@ package netpol_test
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -182,4 +183,30 @@ func changedPods(a, b netpol.Rules) []netpol.PodKey {
 		return strings.Compare(x.Namespace+"\x00"+x.Name, y.Namespace+"\x00"+y.Name)
 	})
 	return out
+}
+
+// TestAllowHash: equal Allows hash alike, and a change of any field moves
+// the hash (so a bucket's content is its Allows').
+func TestAllowHash(t *testing.T) {
+	base := netpol.Allow{Pods: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
+		Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("10.1.0.0/16"), Except: []netip.Prefix{netip.MustParsePrefix("10.1.2.0/24")}}},
+		Ports:  []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 90}}}
+	same := base
+	same.Pods = slices.Clone(base.Pods)
+	if base.Hash() != same.Hash() {
+		t.Fatal("equal Allows hash differently")
+	}
+	others := []netpol.Allow{
+		{AnyPeer: true, Blocks: base.Blocks, Ports: base.Ports, Pods: base.Pods},
+		{AnyPort: true, Blocks: base.Blocks, Pods: base.Pods},
+		{Pods: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Blocks: base.Blocks, Ports: base.Ports},
+		{Pods: base.Pods, Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("10.1.0.0/16")}}, Ports: base.Ports},
+		{Pods: base.Pods, Blocks: base.Blocks, Ports: []netpol.PortRange{{Proto: netpol.UDP, First: 80, Last: 90}}},
+		{Pods: base.Pods, Blocks: base.Blocks, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 91}}},
+	}
+	for i, o := range others {
+		if o.Hash() == base.Hash() {
+			t.Errorf("Allow %d differs from the base but hashes alike", i)
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package netpol
 
-import "strings"
+import (
+	"hash/fnv"
+	"strings"
+)
 
 // PodChange is one pod's rules before and after a change: Old is nil when
 // the pod had no rules (it is new, or was not kept), New when it has none
@@ -57,4 +60,40 @@ func comparePods(a, b *PodRules) int {
 		return c
 	}
 	return strings.Compare(a.Pod, b.Pod)
+}
+
+// Hash is a hash of the Allow's content, the same in every process: a
+// data plane that spreads a pod's Allows over buckets (so that a change
+// rewrites only the buckets it touches) picks the bucket by it.
+func (a Allow) Hash() uint64 {
+	h := fnv.New64a()
+	var b []byte
+	flag := func(v bool) {
+		if v {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	flag(a.AnyPeer)
+	flag(a.AnyPort)
+	for _, ip := range a.Pods {
+		b = append(b, 'p')
+		b = ip.AppendTo(b)
+	}
+	for _, blk := range a.Blocks {
+		b = append(b, 'b')
+		b = blk.CIDR.AppendTo(b)
+		for _, e := range blk.Except {
+			b = append(b, 'e')
+			b = e.AppendTo(b)
+		}
+	}
+	for _, r := range a.Ports {
+		b = append(b, 'r')
+		b = append(b, r.Proto...)
+		b = append(b, 0, byte(r.First>>8), byte(r.First), byte(r.Last>>8), byte(r.Last))
+	}
+	h.Write(b)
+	return h.Sum64()
 }
