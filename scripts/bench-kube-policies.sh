@@ -8,11 +8,19 @@
 # median over the same side's at 0 policies [bootstrap 95% CI], lab and
 # cluster, and the enforcer's CPU per unit from the profiles (explain
 # --knob policies); writes each run's results and report under OUT.
+# Then, on the same cluster, each enforcer's apply latency (kube converge
+# --policy) at APPLY_COUNTS policies: p50/p99 of a policy's add and delete
+# and of the probed pod's label change, with the controllers' CPU and
+# memory (targets for vnetlab's controller: p99 at most 20 ms at 1000
+# policies and 50 ms at 10000). kube-router is measured at KR_APPLY_COUNTS
+# (its full resync per change takes seconds at 1000 already).
 # Run it under the lab lock (make bench-kube-policies does).
 #
 #   make bench-kube-policies                          # three enforcers, about 25 min here
 #   ENFORCERS=ebpf REPEAT=8 scripts/bench-kube-policies.sh
 #   COUNTS=0,1000 TESTS=tcp_crr OUT=dir scripts/bench-kube-policies.sh
+#   CELLS=0 APPLY_COUNTS="0 1000" scripts/bench-kube-policies.sh   # apply latency alone
+#   APPLY=0 scripts/bench-kube-policies.sh                         # the cost table alone
 #
 # Enforcers (cluster; lab mode and provider):
 #   ebpf         vnetlab's controller, eBPF backend: --cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf; lab veth-ebpf + ebpf
@@ -27,6 +35,11 @@ COUNTS=${COUNTS:-0,100,1000}
 TESTS=${TESTS:-tcp_crr,tcp_rr}
 ENFORCERS=${ENFORCERS:-ebpf nftables kube-router}
 OUT=${OUT:-bench-kube-policies}
+CELLS=${CELLS:-1}
+APPLY=${APPLY:-1}
+APPLY_COUNTS=${APPLY_COUNTS:-0 1000 10000}
+KR_APPLY_COUNTS=${KR_APPLY_COUNTS:-0 1000}
+CHANGES=${CHANGES:-100}
 mkdir -p "$OUT"
 
 # config sets name, mode (the lab's, the cluster's CNI shape), prov (the
@@ -69,13 +82,25 @@ EOF
 	# shellcheck disable=SC2086 # up holds several flags
 	"$BIN" kube up --name "$name" $up
 	up=$name
-	echo "machine load before $e's run: $(uptime)"
-	"$BIN" kube run -f "$OUT/$e.yaml" -o "$OUT/$e.json" --report "$OUT/$e-report"
-	echo "machine load after $e's run: $(uptime)"
+	if [ "$CELLS" = 1 ]; then
+		echo "machine load before $e's run: $(uptime)"
+		"$BIN" kube run -f "$OUT/$e.yaml" -o "$OUT/$e.json" --report "$OUT/$e-report"
+		echo "machine load after $e's run: $(uptime)"
+	fi
+	if [ "$APPLY" = 1 ]; then
+		counts=$APPLY_COUNTS
+		[ "$e" = kube-router ] && counts=$KR_APPLY_COUNTS
+		for n in $counts; do
+			echo "apply latency, $e, $n policies; machine load: $(uptime)"
+			"$BIN" kube converge --cluster "$name" --policy --extra-policies "$n" --changes "$CHANGES" \
+				-o "$OUT/$e-apply-$n.json" 2>/dev/null
+		done
+	fi
 	"$BIN" kube down "$name"
 	up=""
 done
 
+[ "$CELLS" = 1 ] || exit 0
 base=$(echo "$COUNTS" | cut -d, -f1)
 echo
 echo "the cost of NetworkPolicy on a cluster beside the lab ($OUT): each count's median over the same side's at policies=$base [bootstrap 95% CI]"

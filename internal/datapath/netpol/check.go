@@ -58,20 +58,33 @@ func Check(w *World) error {
 	names := map[string]bool{}
 	for i := range w.Policies {
 		p := &w.Policies[i]
-		id := policyNamespace(p) + "/" + p.Name
+		id := PolicyKey(p)
 		if p.Name == "" {
 			return fmt.Errorf("policy %d (namespace %s) has no metadata.name: give each policy a name", i+1, policyNamespace(p))
-		}
-		if err := checkName("policy", policyNamespace(p), p.Name, validation.IsDNS1123Subdomain); err != nil {
-			return err
 		}
 		if names[id] {
 			return fmt.Errorf("two policies named %s: give each its own name", id)
 		}
 		names[id] = true
-		if err := w.checkPolicy(p); err != nil {
-			return fmt.Errorf("policy %s: %w", id, err)
+		if err := w.CheckPolicy(p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CheckPolicy is Check's refusal of one policy p against w's pods and
+// namespaces (w's policies are not looked at): what a change adding or
+// replacing p checks, when the pods and namespaces are those Check passed.
+func (w *World) CheckPolicy(p *networkingv1.NetworkPolicy) error {
+	if p.Name == "" {
+		return fmt.Errorf("a policy in namespace %s has no metadata.name: give each policy a name", policyNamespace(p))
+	}
+	if err := checkName("policy", policyNamespace(p), p.Name, validation.IsDNS1123Subdomain); err != nil {
+		return err
+	}
+	if err := w.checkPolicy(p); err != nil {
+		return fmt.Errorf("policy %s: %w", PolicyKey(p), err)
 	}
 	return nil
 }
@@ -219,19 +232,22 @@ func (w *World) namedPortList() string {
 // Uses says whether any policy names protocol p (a provider refuses one
 // its kernel lacks).
 func (w *World) Uses(p Proto) bool {
-	for _, pol := range w.Policies {
-		for _, r := range pol.Spec.Ingress {
-			for _, pp := range r.Ports {
-				if protoOf(pp) == p {
-					return true
-				}
+	return slices.ContainsFunc(w.Policies, func(pol networkingv1.NetworkPolicy) bool { return PolicyUses(&pol, p) })
+}
+
+// PolicyUses says whether policy pol names protocol p.
+func PolicyUses(pol *networkingv1.NetworkPolicy, p Proto) bool {
+	for _, r := range pol.Spec.Ingress {
+		for _, pp := range r.Ports {
+			if protoOf(pp) == p {
+				return true
 			}
 		}
-		for _, r := range pol.Spec.Egress {
-			for _, pp := range r.Ports {
-				if protoOf(pp) == p {
-					return true
-				}
+	}
+	for _, r := range pol.Spec.Egress {
+		for _, pp := range r.Ports {
+			if protoOf(pp) == p {
+				return true
 			}
 		}
 	}

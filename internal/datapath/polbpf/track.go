@@ -36,11 +36,14 @@ type tracker struct {
 	dirty [2]*changedKeys
 }
 
-// podEntries are what one pod's rules put in the maps.
+// podEntries are what one pod's rules put in the maps: the prefixes its
+// rules give identities to (its addresses, its blocks and excepts), each
+// with how many of its Allows (or addresses) name it, and its rule keys,
+// each with how many times its Allows make it.
 type podEntries struct {
 	rules    netpol.PodRules
-	prefixes []netip.Prefix
-	keys     []RuleKey
+	prefixes map[netip.Prefix]int
+	keys     map[RuleKey]int
 }
 
 // changedKeys are the keys of each map that changed.
@@ -66,7 +69,9 @@ func newTracker() *tracker {
 }
 
 // update makes the tracker's entries r's; it says how many pods' rule
-// keys it made again.
+// keys it made again. A pod whose addresses and isolation are as they were
+// is changed by the Allows that came and went alone (allowDiff): a pod
+// many policies select costs what its change touches.
 func (t *tracker) update(r *netpol.Rules) int {
 	seen := make(map[netpol.PodKey]bool, len(r.Pods))
 	var changed []*netpol.PodRules
@@ -91,13 +96,13 @@ func (t *tracker) update(r *netpol.Rules) int {
 	// that come or go decide which other pods' keys change.
 	before := map[netip.Prefix]bool{}
 	beforeAddr := map[netip.Addr]bool{}
-	note := func(pe *podEntries) {
-		for _, q := range pe.prefixes {
-			if _, ok := before[q]; !ok {
-				before[q] = t.refs[q] > 0
-			}
+	note := func(q netip.Prefix) {
+		if _, ok := before[q]; !ok {
+			before[q] = t.refs[q] > 0
 		}
-		for _, a := range pe.rules.IPs {
+	}
+	noteAddrs := func(p *netpol.PodRules) {
+		for _, a := range p.IPs {
 			if _, ok := beforeAddr[a]; !ok {
 				beforeAddr[a] = t.addrs[a] > 0
 			}
@@ -107,18 +112,47 @@ func (t *tracker) update(r *netpol.Rules) int {
 	// prefix both name keeps its identity; a pod keeps its keys until its
 	// new ones are made, so that only the difference is written.
 	var made, old []*podEntries
+	var edits []allowEdit
 	for _, p := range changed {
 		k := netpol.PodKey{Namespace: p.Namespace, Name: p.Pod}
-		pe := &podEntries{rules: *p, prefixes: rulePrefixes(p)}
 		had := t.pods[k]
+		if had != nil && sameShape(&had.rules, p) {
+			e := allowEdit{pe: had, gone: allowDiff(had.rules, *p)}
+			e.came = allowDiff(*p, had.rules)
+			// The keys of the Allows that go, with the identities they
+			// were made with (before any prefix goes).
+			e.goneKeys = t.ruleKeys(&e.gone)
+			for _, q := range allowPrefixes(&e.came) {
+				note(q)
+				if had.prefixes[q]++; had.prefixes[q] == 1 {
+					t.ref(q, 1)
+				}
+			}
+			had.rules = *p
+			edits = append(edits, e)
+			continue
+		}
+		pe := &podEntries{rules: *p, prefixes: prefixCounts(p), keys: map[RuleKey]int{}}
 		if had != nil {
 			pe.keys = had.keys
 			old = append(old, had)
 		}
-		note(pe)
+		for q := range pe.prefixes {
+			note(q)
+		}
+		noteAddrs(p)
 		t.count(pe, 1)
 		t.pods[k] = pe
 		made = append(made, pe)
+	}
+	for _, e := range edits {
+		for _, q := range allowPrefixes(&e.gone) {
+			note(q)
+			if e.pe.prefixes[q]--; e.pe.prefixes[q] <= 0 {
+				delete(e.pe.prefixes, q)
+				t.ref(q, -1)
+			}
+		}
 	}
 	for _, k := range gone {
 		pe := t.pods[k]
@@ -127,7 +161,10 @@ func (t *tracker) update(r *netpol.Rules) int {
 		delete(t.pods, k)
 	}
 	for _, pe := range old {
-		note(pe)
+		for q := range pe.prefixes {
+			note(q)
+		}
+		noteAddrs(&pe.rules)
 		t.count(pe, -1)
 		t.setEndpoints(pe, false)
 	}
@@ -157,15 +194,80 @@ func (t *tracker) update(r *netpol.Rules) int {
 			}
 		}
 	}
-	for pe := range redo {
-		t.setKeys(pe, t.ruleKeys(&pe.rules))
+	for _, e := range edits {
+		if redo[e.pe] {
+			continue // its keys are made again whole
+		}
+		t.addKeys(e.pe, t.ruleKeys(&e.came), 1)
+		t.addKeys(e.pe, e.goneKeys, -1)
+		redo[e.pe] = false // counted, not made again
 	}
-	return len(redo)
+	n := 0
+	for pe, whole := range redo {
+		if whole {
+			t.setKeys(pe, t.ruleKeys(&pe.rules))
+		}
+		n++
+	}
+	return n
+}
+
+// allowEdit is a pod whose Allows alone changed: those that came and went
+// (each side's, on the pod's addresses and isolation), and the keys of
+// those that went.
+type allowEdit struct {
+	pe         *podEntries
+	gone, came netpol.PodRules
+	goneKeys   []RuleKey
+}
+
+// sameShape says whether two rules of a pod have the same addresses and
+// isolation (so that they differ in their Allows alone).
+func sameShape(a, b *netpol.PodRules) bool {
+	return slices.Equal(a.IPs, b.IPs) && a.Ingress.Isolated == b.Ingress.Isolated && a.Egress.Isolated == b.Egress.Isolated
+}
+
+// allowDiff is a's rules holding only the Allows of each side that b's
+// lack (as multisets: an Allow twice in a and once in b is there once),
+// with a's addresses and isolation. The common start and end are skipped
+// first: a policy's change moves a run of Allows in a long list.
+func allowDiff(a, b netpol.PodRules) netpol.PodRules {
+	side := func(x, y netpol.Side) netpol.Side {
+		xs, ys := x.Allow, y.Allow
+		for len(xs) > 0 && len(ys) > 0 && xs[0].Equal(ys[0]) {
+			xs, ys = xs[1:], ys[1:]
+		}
+		for len(xs) > 0 && len(ys) > 0 && xs[len(xs)-1].Equal(ys[len(ys)-1]) {
+			xs, ys = xs[:len(xs)-1], ys[:len(ys)-1]
+		}
+		out := netpol.Side{Isolated: x.Isolated}
+		if len(ys) == 0 {
+			out.Allow = xs
+			return out
+		}
+		byHash := map[uint64][]int{}
+		for i := range ys {
+			h := ys[i].Hash()
+			byHash[h] = append(byHash[h], i)
+		}
+		for _, al := range xs {
+			h := al.Hash()
+			is := byHash[h]
+			j := slices.IndexFunc(is, func(i int) bool { return ys[i].Equal(al) })
+			if j < 0 {
+				out.Allow = append(out.Allow, al)
+				continue
+			}
+			byHash[h] = slices.Delete(is, j, j+1)
+		}
+		return out
+	}
+	return netpol.PodRules{Pod: a.Pod, Namespace: a.Namespace, IPs: a.IPs, Ingress: side(a.Ingress, b.Ingress), Egress: side(a.Egress, b.Egress)}
 }
 
 // count counts a pod's prefixes and addresses in (1) or out (-1).
 func (t *tracker) count(pe *podEntries, delta int) {
-	for _, q := range pe.prefixes {
+	for q := range pe.prefixes {
 		t.ref(q, delta)
 	}
 	for _, a := range pe.rules.IPs {
@@ -175,13 +277,24 @@ func (t *tracker) count(pe *podEntries, delta int) {
 	}
 }
 
-// rulePrefixes are the prefixes a pod's rules give identities to: its
-// addresses, and its blocks' and excepts'.
-func rulePrefixes(p *netpol.PodRules) []netip.Prefix {
-	var out []netip.Prefix
+// prefixCounts are the prefixes a pod's rules give identities to: its
+// addresses (once each), and its Allows' blocks and excepts, with how many
+// of its Allows name each.
+func prefixCounts(p *netpol.PodRules) map[netip.Prefix]int {
+	out := map[netip.Prefix]int{}
 	for _, a := range p.IPs {
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		out[netip.PrefixFrom(a, a.BitLen())]++
 	}
+	for _, q := range allowPrefixes(p) {
+		out[q]++
+	}
+	return out
+}
+
+// allowPrefixes are the blocks and excepts of a pod's Allows, once per
+// Allow that names each.
+func allowPrefixes(p *netpol.PodRules) []netip.Prefix {
+	var out []netip.Prefix
 	for _, s := range []*netpol.Side{&p.Ingress, &p.Egress} {
 		for _, a := range s.Allow {
 			for _, b := range a.Blocks {
@@ -192,13 +305,7 @@ func rulePrefixes(p *netpol.PodRules) []netip.Prefix {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
-	return slices.Compact(out)
+	return out
 }
 
 // dependsOn says whether a pod's rule keys name a prefix of moved (a block
@@ -307,20 +414,42 @@ func setKey[K, V comparable](m map[K]V, k K, v V, in bool, dirty0, dirty1 map[K]
 // setKeys replaces a pod's rule keys with keys: the new counted in before
 // the old are counted out, so a key in both is not written again.
 func (t *tracker) setKeys(pe *podEntries, keys []RuleKey) {
+	was := pe.keys
+	pe.keys = map[RuleKey]int{}
+	t.addKeys(pe, keys, 1)
+	for k, n := range was {
+		t.refKey(k, -n)
+	}
+}
+
+// addKeys counts keys in (delta 1) or out (-1) of pod pe's rule keys and
+// the tracker's.
+func (t *tracker) addKeys(pe *podEntries, keys []RuleKey, delta int) {
 	for _, k := range keys {
-		if t.ruleRefs[k]++; t.ruleRefs[k] == 1 {
-			t.e.Rules[k] = struct{}{}
-			t.dirty[0].rules[k], t.dirty[1].rules[k] = true, true
+		if pe.keys[k] += delta; pe.keys[k] <= 0 {
+			delete(pe.keys, k)
 		}
+		t.refKey(k, delta)
 	}
-	for _, k := range pe.keys {
-		if t.ruleRefs[k]--; t.ruleRefs[k] <= 0 {
-			delete(t.ruleRefs, k)
-			delete(t.e.Rules, k)
-			t.dirty[0].rules[k], t.dirty[1].rules[k] = true, true
-		}
+}
+
+// refKey counts delta more uses of rule key k, writing it at its first
+// and deleting it at its last.
+func (t *tracker) refKey(k RuleKey, delta int) {
+	n := t.ruleRefs[k] + delta
+	switch {
+	case n > 0 && t.ruleRefs[k] <= 0:
+		t.e.Rules[k] = struct{}{}
+		t.dirty[0].rules[k], t.dirty[1].rules[k] = true, true
+	case n <= 0 && t.ruleRefs[k] > 0:
+		delete(t.e.Rules, k)
+		t.dirty[0].rules[k], t.dirty[1].rules[k] = true, true
 	}
-	pe.keys = keys
+	if n <= 0 {
+		delete(t.ruleRefs, k)
+	} else {
+		t.ruleRefs[k] = n
+	}
 }
 
 // ruleKeys are a pod's rule keys (Compile's addRules for each of its

@@ -200,7 +200,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		policyResult(res, spec, say)
 	}
 	var meter *usageMeter
-	if spec.Local != "" && !spec.Policy { // the meter's daemons are the proxies, not the enforcers
+	if spec.Local != "" { // its daemons: etcd, the API server, the proxies and the policy controllers
 		if meter, err = newUsageMeter(spec.Local); err != nil {
 			say("converge: the daemons' use is not measured: %v", err)
 		}
@@ -283,7 +283,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}
 	converge.Finish(res, changes, c.seen, say)
-	if spec.Policy && spec.ExtraServices == 0 {
+	if spec.Policy && spec.ExtraServices == 0 && len(sc.Use) == 0 {
 		res.Scale = nil // no background of Services, no daemons measured
 	}
 	if c.metrics != nil {

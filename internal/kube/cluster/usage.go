@@ -15,6 +15,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/system/cgroup"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
@@ -23,6 +24,9 @@ const (
 	RoleEtcd      = "etcd"
 	RoleAPIServer = "kube-apiserver"
 	RoleProxy     = "proxy" // a node's Service proxy: kube-proxy, or vnetlab's
+	// RoleNetpol is a node's NetworkPolicy controller: vnetlab kube-netpol
+	// (a node daemon), or kube-router's (a pod of its DaemonSet).
+	RoleNetpol = "netpol"
 )
 
 // Daemon is one running daemon of a local cluster.
@@ -40,8 +44,9 @@ func (d Daemon) Name() string {
 	return d.Role
 }
 
-// Daemons lists cluster name's running etcd, API server and node proxies,
-// found among its processes (lab.Procs) by their command lines.
+// Daemons lists cluster name's running etcd, API server, node proxies and
+// policy controllers, found by their command lines among its processes
+// (lab.Procs) and, for kube-router's controller, in its nodes' cgroups.
 func Daemons(name string) ([]Daemon, error) {
 	var out []Daemon
 	for _, pid := range lab.Procs(name) {
@@ -53,8 +58,38 @@ func Daemons(name string) ([]Daemon, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("cluster %s: no running etcd, API server or proxy in its journal", name)
 	}
+	out = append(out, podControllers(name)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// podControllers are the policy controllers running as pods on cluster
+// name's nodes (kube-router's), each found in its node's cgroup tree.
+func podControllers(name string) []Daemon {
+	st, err := Load(name)
+	if err != nil {
+		return nil
+	}
+	root, err := cgroup.Root()
+	if err != nil {
+		return nil
+	}
+	var out []Daemon
+	for _, n := range st.Nodes {
+		_ = filepath.WalkDir(filepath.Join(root, NodeCgroupPath(n.Name)), func(path string, e fs.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return nil
+			}
+			pids, _ := cgroup.Procs(path)
+			for _, pid := range pids {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && filepath.Base(string(bytes.SplitN(b, []byte{0}, 2)[0])) == kubeRouterName {
+					out = append(out, Daemon{Role: RoleNetpol, Node: n.Name, PID: pid})
+				}
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // ProxyPIDs are local cluster name's node proxies' PIDs, by node.
@@ -100,6 +135,8 @@ func daemonOf(argv []string) (Daemon, bool) {
 		return Daemon{Role: RoleProxy, Node: filepath.Base(filepath.Dir(flag("--config")))}, true
 	case len(argv) > 1 && argv[1] == "kube-proxy":
 		return Daemon{Role: RoleProxy, Node: flag("--node")}, true
+	case len(argv) > 1 && argv[1] == "kube-netpol":
+		return Daemon{Role: RoleNetpol, Node: flag("--node")}, true
 	}
 	return Daemon{}, false
 }

@@ -19,6 +19,7 @@ func TestDaemonOf(t *testing.T) {
 		{[]string{"/root/.cache/vnetlab/kube/v1.37.2/bin/kube-apiserver", "--etcd-servers=x"}, "kube-apiserver", true},
 		{[]string{"/c/bin/kube-proxy", "--config", "/var/lib/vnetlab/k/k-node2/kube-proxy.yaml"}, "k-node2 proxy", true},
 		{[]string{"/usr/bin/vnetlab", "kube-proxy", "--kubeconfig", "f", "--node", "k-node1", "--netns", "n"}, "k-node1 proxy", true},
+		{[]string{"/usr/bin/vnetlab", "kube-netpol", "--kubeconfig", "f", "--node", "k-node3"}, "k-node3 netpol", true},
 		{[]string{"/usr/bin/vnetlab", "kube", "forward"}, "", false},
 		{[]string{"/c/bin/kubelet"}, "", false},
 	} {

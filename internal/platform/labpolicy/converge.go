@@ -50,16 +50,17 @@ const IsolateName = "vnl-isolate"
 // then converge.CycleSteps adds the policy allowing the probers and
 // deletes it, in turn. The lab's policies are left as they were.
 func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*results.Convergence, error) {
-	st, err := lab.Load(spec.Lab)
+	// One session for the whole run: each change is the transaction's own
+	// work (its policies checked, the pods they select compiled again, what
+	// changed written), not a reading and compiling of every policy.
+	s, err := OpenSession(spec.Lab)
 	if err != nil {
 		return nil, err
 	}
+	defer s.Close()
+	st, c := s.State(), s.Config()
 	if len(st.Pods) < 2 {
 		return nil, fmt.Errorf("lab %s has %d pods: policy converge needs 2 or more (the probed pod and a prober; vnetlab up --pods 2)", st.Name, len(st.Pods))
-	}
-	c, err := Load(st.Name)
-	if err != nil {
-		return nil, err
 	}
 	if c.Installed || len(c.Policies) > 0 {
 		return nil, fmt.Errorf("lab %s already has policies: policy converge loads its own into a lab without any (vnetlab policy del, or a new lab)", st.Name)
@@ -82,7 +83,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	isolate := allow
 	isolate.Name, isolate.Spec.Ingress = IsolateName, nil
 	say("converge: loading %d policies and %d ipblocks with policy provider %s", spec.Policies, spec.IPBlocks, spec.Provider)
-	res, err := Edit(st.Name, func(_ *lab.State, c *Config) (string, error) {
+	res, err := s.Edit(func(_ *lab.State, c *Config) (string, error) {
 		c.Provider, c.Policies = spec.Provider, append(gen, isolate)
 		return "loaded", nil
 	})
@@ -90,10 +91,13 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		return nil, err
 	}
 	defer func() {
-		if err := Clear(st.Name); err != nil {
+		if err := s.Clear(); err != nil {
 			say("warning: lab %s's policies: %v", st.Name, err)
 		}
 	}()
+	if err := s.Warm(); err != nil {
+		return nil, err
+	}
 	say("converge: loaded in %.2fs", res.LoadSeconds)
 	procs, err := converge.NewLabProcs()
 	if err != nil {
@@ -120,7 +124,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	if err := procs.Probers(ctx, refs, []string{target}, spec.Pace, seen); err != nil {
 		return nil, err
 	}
-	w := policyWriter{lab: st.Name, allow: allow}
+	w := policyWriter{s: s, allow: allow}
 	steps := converge.PolicySteps(target, w.add, w.del)
 	out := spec.Pace.NewResult()
 	out.Proxy, out.PolicyProvider, out.Policies, out.IPBlocks = "lab policy provider "+spec.Provider, spec.Provider, spec.Policies, spec.IPBlocks
@@ -139,18 +143,18 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 // policyWriter writes the allowing policy's changes through the lab's
 // policy transaction.
 type policyWriter struct {
-	lab   string
+	s     *Session
 	allow networkingv1.NetworkPolicy
 }
 
 func (w policyWriter) add(context.Context) (int64, error) {
 	at := time.Now().UnixNano()
-	_, err := Add(w.lab, netpol.Doc{Policies: []networkingv1.NetworkPolicy{w.allow}}, "")
+	_, err := w.s.Add(netpol.Doc{Policies: []networkingv1.NetworkPolicy{w.allow}}, "")
 	return at, err
 }
 
 func (w policyWriter) del(context.Context) (int64, error) {
 	at := time.Now().UnixNano()
-	_, err := Del(w.lab, w.allow.Namespace, w.allow.Name)
+	_, err := w.s.Del(w.allow.Namespace, w.allow.Name)
 	return at, err
 }

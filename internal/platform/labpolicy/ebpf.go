@@ -74,46 +74,73 @@ func withPlane(st *lab.State, do func(*polbpf.Plane) error) error {
 // puts the programs on every pod's interface that has none, with the lab's
 // Service frontends (the Service plane's maps, created if the lab has none
 // yet: tcbpf.FrontendMaps).
-func load(st *lab.State, r *netpol.Rules, install bool) error {
-	return withPlane(st, func(pl *polbpf.Plane) error {
-		if install {
-			if err := pl.ResetCounters(); err != nil {
-				return err
-			}
-		}
-		if _, err := pl.Load(r); err != nil {
+func load(pl *polbpf.Plane, st *lab.State, r *netpol.Rules, install bool) error {
+	if install {
+		if err := pl.ResetCounters(); err != nil {
 			return err
 		}
-		var missing []lab.PodState
-		for _, p := range st.Pods {
-			if !pl.Has(polbpf.Interface{NS: p.NS, Ifname: p.Ifname}) {
-				missing = append(missing, p)
-			}
+	}
+	if _, err := pl.Load(r); err != nil {
+		return err
+	}
+	var missing []lab.PodState
+	for _, p := range st.Pods {
+		if !pl.Has(polbpf.Interface{NS: p.NS, Ifname: p.Ifname}) {
+			missing = append(missing, p)
 		}
-		if len(missing) == 0 {
-			return nil
-		}
-		v4, v6, err := tcbpf.FrontendMaps(st.Name)
-		if err != nil {
-			return err
-		}
-		defer v4.Close()
-		defer v6.Close()
-		pl.UseFrontends(polbpf.Frontends{V4: v4, V6: v6})
-		for _, p := range missing {
-			if err := pl.Attach(polbpf.Interface{NS: p.NS, Ifname: p.Ifname}); err != nil {
-				return fmt.Errorf("pod %s: %w", p.Name, err)
-			}
-		}
+	}
+	if len(missing) == 0 {
 		return nil
-	})
+	}
+	v4, v6, err := tcbpf.FrontendMaps(st.Name)
+	if err != nil {
+		return err
+	}
+	defer v4.Close()
+	defer v6.Close()
+	pl.UseFrontends(polbpf.Frontends{V4: v4, V6: v6})
+	for _, p := range missing {
+		if err := pl.Attach(polbpf.Interface{NS: p.NS, Ifname: p.Ifname}); err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
 }
 
-func (ebpfProvider) Install(st *lab.State, r *netpol.Rules) error { return load(st, r, true) }
+func (ebpfProvider) Install(st *lab.State, r *netpol.Rules) error {
+	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, true) })
+}
 
 func (ebpfProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChange) error {
-	return load(st, r, false)
+	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, false) })
 }
+
+// Hold keeps the lab's plane open for a Session: it remembers what it
+// wrote, so that a change writes only the keys that differ (polbpf's
+// Load) rather than every key of a plane opened afresh.
+func (ebpfProvider) Hold(st *lab.State) (Writer, error) {
+	pl, err := polbpf.OpenFamily(ebpfDir(st), st.Spec.Family, polbpf.Frontends{})
+	if err != nil {
+		return nil, err
+	}
+	return heldPlane{pl: pl, st: st}, nil
+}
+
+// heldPlane is the plane a Session holds.
+type heldPlane struct {
+	pl *polbpf.Plane
+	st *lab.State
+}
+
+func (h heldPlane) Write(old, r *netpol.Rules, _ []netpol.PodChange) error {
+	err := load(h.pl, h.st, r, old == nil)
+	if err != nil && old == nil {
+		_ = ebpfProvider{}.Remove(h.st) // leave nothing half-built
+	}
+	return err
+}
+
+func (h heldPlane) Close() error { return h.pl.Close() }
 
 func (ebpfProvider) Remove(st *lab.State) error { return polbpf.Remove(ebpfDir(st)) }
 

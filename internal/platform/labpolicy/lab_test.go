@@ -8,12 +8,14 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -190,6 +192,73 @@ func truthTables(t *testing.T, st *lab.State, provider string) {
 		if denied == 0 || allowed == 0 {
 			t.Errorf("%s: %d allowed and %d denied: a truth table needs both", set.name, allowed, denied)
 		}
+	}
+	// The earlier sets again, in reverse, reached one policy at a time
+	// through the lab's transaction, as `policy del` and `policy add` do:
+	// each change writes only the pods it changed, and the truth tables
+	// must hold as before. One set goes through a session per change, the
+	// other through one session held for all of them (its writer kept).
+	for i := len(policySets) - 2; i >= 0; i-- {
+		set := policySets[i]
+		text := strings.NewReplacer("POD_A6", st.Pods[0].IP6, "POD_B6", st.Pods[1].IP6, "POD_CIDR6", st.Spec.PodCIDR6,
+			"POD_A", st.Pods[0].IP, "POD_B", st.Pods[1].IP).Replace(set.yaml)
+		doc, err := netpol.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := func(p networkingv1.NetworkPolicy) error {
+			_, err := Add(st.Name, netpol.Doc{Policies: []networkingv1.NetworkPolicy{p}}, "")
+			return err
+		}
+		del := func(ns, name string) error { _, err := Del(st.Name, ns, name); return err }
+		held := i%2 == 0
+		done := func() {}
+		if held {
+			s, err := OpenSession(st.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = func() {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			add = func(p networkingv1.NetworkPolicy) error {
+				_, err := s.Add(netpol.Doc{Policies: []networkingv1.NetworkPolicy{p}}, "")
+				return err
+			}
+			del = func(ns, name string) error { _, err := s.Del(ns, name); return err }
+		}
+		for _, p := range c.Policies {
+			if !slices.ContainsFunc(doc.Policies, func(q networkingv1.NetworkPolicy) bool { return netpol.PolicyKey(&q) == netpol.PolicyKey(&p) }) {
+				if err := del(p.Namespace, p.Name); err != nil {
+					t.Fatalf("%s, one change at a time (held session %v): deleting %s: %v", set.name, held, netpol.PolicyKey(&p), err)
+				}
+			}
+		}
+		for _, p := range doc.Policies {
+			if err := add(p); err != nil {
+				t.Fatalf("%s, one change at a time (held session %v): adding %s: %v", set.name, held, netpol.PolicyKey(&p), err)
+			}
+		}
+		done()
+		if c, err = Load(st.Name); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Policies) != len(doc.Policies) {
+			t.Fatalf("%s, one change at a time: the lab has %d policies, want %d", set.name, len(c.Policies), len(doc.Policies))
+		}
+		p, _ := Get(provider)
+		if pr, err := p.Prove(st); err != nil || pr.Objects != pr.Want || pr.Want == 0 {
+			t.Fatalf("%s, one change at a time: the provider holds %d objects, the compiled rules make %d (%v)", set.name, pr.Objects, pr.Want, err)
+		}
+		inNodesOnly(t, st, provider, true)
+		forgetFlows(t, st)
+		w, err := c.World(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTruthTable(t, set.name+", one change at a time", st, w, connects)
 	}
 	if err := Remove(st, c); err != nil {
 		t.Fatal(err)

@@ -144,8 +144,9 @@ func row(c *results.Convergence, kind string) (results.ConvergeRow, bool) {
 // write calls' p50 (the API server's share) and the latency after the
 // write's answer (p50 and p99: the proxy's watch, its sync and the data
 // path); the proxies' own metric (p50) and how
-// many of its values said done before a packet showed it; the proxies'
-// CPU seconds and RSS (summed over nodes) while N was made and during the
+// many of its values said done before a packet showed it; the agents'
+// CPU seconds and RSS (summed over nodes: the proxies, or for a policy's
+// changes the policy controllers) while N was made and during the
 // changes; the planes' eBPF maps (the proxy's, and all: the CNI's routing
 // and the policy enforcer's too); tcp_crr to the newest Service as a
 // ratio to the same proxy's run at N = 0 (ratio of medians, 95%
@@ -161,7 +162,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tPROXY CPU S (MAKE/CHANGES)\tPROXY RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
+	fmt.Fprintln(tw, "PROXY\tE\tPAUSE\tN\tKIND\tCHANGES\tNOT APPLIED\tSHOWN BEFORE\tP50 MS\tP99 MS\tWRITE P50 MS\tAFTER WRITE P50 / P99 MS\tMETRIC P50 MS\tMETRIC EARLY\tGONE CONNS BROKEN\tCONNS BROKEN\tAGENT CPU S (MAKE/CHANGES)\tAGENT RSS MB\tAPI+ETCD RSS MB\tBPF MAPS MB (PROXY / ALL)\tTCP_CRR/N=0\tOTHER WORK CPU S")
 	for _, r := range runs {
 		k, n := keyOf(r)
 		u := useOf(r.C)
@@ -213,8 +214,17 @@ func useOf(c *results.Convergence) use {
 		return u
 	}
 	var makeCPU, chCPU, proxyRSS, apiRSS float64
+	// The agents are the nodes' proxies for Service changes, their policy
+	// controllers for a policy's (the daemons' names end in the role).
+	role := " proxy"
+	if c.PolicyProvider != "" {
+		role = " netpol"
+	}
 	for _, d := range c.Scale.Use {
-		proxy := d.Daemon != "etcd" && d.Daemon != "kube-apiserver"
+		if api := d.Daemon == "etcd" || d.Daemon == "kube-apiserver"; !api && !strings.HasSuffix(d.Daemon, role) {
+			continue
+		}
+		proxy := strings.HasSuffix(d.Daemon, role)
 		switch {
 		case proxy && d.Phase == results.PhaseCreate:
 			makeCPU += d.CPUSeconds
