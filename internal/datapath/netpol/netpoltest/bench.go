@@ -37,4 +37,3 @@ func BenchWorld(n int) (w *netpol.World, allow *networkingv1.NetworkPolicy) {
 				MatchLabels: map[string]string{"vnetlab.pod": "p1"}}}}}}}}
 	return w, allow
 }
-
