@@ -63,14 +63,15 @@ func (c *Config) Clone() *Config {
 }
 
 // Merge adds a parsed file to the config: a policy, namespace or pod of the
-// same name replaces the one there.
+// same name replaces the one there (a policy without a namespace is in the
+// default one).
 func (c *Config) Merge(d netpol.Doc) {
-	at := make(map[[2]string]int, len(c.Policies)) // a policy's index by namespace and name
-	for i, q := range c.Policies {
-		at[[2]string{q.Namespace, q.Name}] = i
+	at := make(map[string]int, len(c.Policies)) // a policy's index by key (an empty namespace is the default)
+	for i := range c.Policies {
+		at[netpol.PolicyKey(&c.Policies[i])] = i
 	}
 	for _, p := range d.Policies {
-		k := [2]string{p.Namespace, p.Name}
+		k := netpol.PolicyKey(&p)
 		if i, ok := at[k]; ok {
 			c.Policies[i] = p
 		} else {

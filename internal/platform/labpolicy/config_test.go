@@ -3,6 +3,7 @@ package labpolicy
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -39,5 +40,24 @@ func TestCloneIsDeep(t *testing.T) {
 	empty, _ := json.Marshal(&Config{})
 	if got, _ := json.Marshal((&Config{}).Clone()); string(got) != string(empty) {
 		t.Errorf("a clone of an empty config writes %s, want %s", got, empty)
+	}
+}
+
+// TestMergeKeysPolicies: a policy without a namespace and one in namespace
+// default of the same name are one policy (the compiler's key), replaced
+// in place; another name is added after.
+func TestMergeKeysPolicies(t *testing.T) {
+	pol := func(ns, name, app string) networkingv1.NetworkPolicy {
+		return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	}
+	c := &Config{Policies: []networkingv1.NetworkPolicy{pol("", "p", "a"), pol("shop", "q", "a")}}
+	c.Merge(netpol.Doc{Policies: []networkingv1.NetworkPolicy{pol(netpol.DefaultNamespace, "p", "b"), pol("shop", "r", "c")}})
+	var got []string
+	for _, p := range c.Policies {
+		got = append(got, netpol.PolicyKey(&p)+"="+p.Spec.PodSelector.MatchLabels["app"])
+	}
+	if want := []string{"default/p=b", "shop/q=a", "shop/r=c"}; !slices.Equal(got, want) {
+		t.Errorf("merged %v, want %v", got, want)
 	}
 }

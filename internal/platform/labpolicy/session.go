@@ -194,11 +194,11 @@ func (s *Session) Add(d netpol.Doc, provider string) (Result, error) {
 	seen := map[string]bool{}
 	for i := range d.Policies {
 		p := &d.Policies[i]
-		if k := netpol.PolicyKey(p); seen[k] {
+		k := netpol.PolicyKey(p)
+		if seen[k] {
 			return Result{}, fmt.Errorf("two policies named %s: give each its own name", k)
-		} else {
-			seen[k] = true
 		}
+		seen[k] = true
 		if err := w.CheckPolicy(p); err != nil {
 			return Result{}, err
 		}
@@ -254,13 +254,7 @@ func (s *Session) Del(namespace, name string) (Result, error) {
 
 // policyIndex is where policy key is in the lab's file, -1 when it is not.
 func (s *Session) policyIndex(key string) int {
-	return slices.IndexFunc(s.c.Policies, func(p networkingv1.NetworkPolicy) bool {
-		ns := p.Namespace
-		if ns == "" {
-			ns = netpol.DefaultNamespace
-		}
-		return ns+"/"+p.Name == key
-	})
+	return slices.IndexFunc(s.c.Policies, func(p networkingv1.NetworkPolicy) bool { return netpol.PolicyKey(&p) == key })
 }
 
 // change applies an incremental change: do changes the compiler, the
