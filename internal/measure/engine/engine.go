@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -138,9 +137,20 @@ type Result struct {
 	Errors         int `json:"errors,omitempty"` // connect/IO errors (crr)
 	// Schedule: an open-loop sample's schedule and how well it was kept
 	// (rr engine at a rate; nil: closed loop). Latency is then from each
-	// request's intended send time. The results file's own type, as the
-	// profiler's and the packet counter's are.
-	Schedule *results.Schedule `json:"schedule,omitempty"`
+	// request's intended send time.
+	Schedule *Schedule `json:"schedule,omitempty"`
+}
+
+// Schedule is what an open-loop sample offered and how well it kept to
+// it (rrbench's report of it).
+type Schedule struct {
+	Offered   float64 `json:"offered_rate"` // requests (crr: connections) per second; the achieved rate is the Result's Value
+	Flows     int     `json:"flows"`
+	Scheduled int     `json:"scheduled"` // requests whose intended time fell in the sample
+	Sent      int     `json:"sent"`
+	Late      int     `json:"late"` // sent rrbench.LateAfter or more after their intended time
+	MaxLagUs  float64 `json:"max_lag_us"`
+	Behind    bool    `json:"behind,omitempty"` // over 1% sent late or any left unsent
 }
 
 // Driver is one measurement engine.
