@@ -8,6 +8,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -121,6 +122,7 @@ func sameByName(a, b reflect.Value, at string, skip map[string]bool) error {
 func TestFilingKeepsEveryField(t *testing.T) {
 	sweep := filled[knob.Sweep]()
 	packets := filled[pktstat.Proof]()
+	summary, files := filled[profile.Summary](), filled[profile.Files]()
 	for _, c := range []struct {
 		name     string
 		from, to any
@@ -129,6 +131,8 @@ func TestFilingKeepsEveryField(t *testing.T) {
 		{"engine.Result", filled[engine.Result](), resultOf(filled[engine.Result]()), ""},
 		{"knob.Sweep", sweep, sweepOf(sweep), ""},
 		{"pktstat.Proof", packets, packetsOf(&packets), "Note"},
+		{"profile.Summary", summary, ProfileOf(&summary), ""},
+		{"profile.Files", files, filesOf(files), ""},
 	} {
 		if err := sameByName(reflect.ValueOf(c.from), reflect.Indirect(reflect.ValueOf(c.to)), c.name, map[string]bool{c.skip: true}); err != nil {
 			t.Error(err)
