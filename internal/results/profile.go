@@ -1,8 +1,9 @@
 package results
 
 // Profile is a cell's profile (Cell.Profile; profile in
-// docs/results-json.md), as internal/measure/profile's Summarize makes it: CPU per unit of work by stage and by function, and
-// data-path events per unit.
+// docs/results-json.md), converted by the runner from
+// internal/measure/profile's Summary: CPU per unit of work by stage and by
+// function, and data-path events per unit.
 type Profile struct {
 	Hz       int     `json:"hz"`                // samples per second per CPU
 	CPUs     int     `json:"cpus"`              // CPUs sampled

@@ -41,7 +41,7 @@ func (f *fakePath) Run(_ context.Context, _ engine.Target, s engine.Spec) (engin
 	if err != nil {
 		return engine.Result{}, err
 	}
-	return engine.Result{Value: r, Schedule: &results.Schedule{Offered: r, Flows: 1, Scheduled: 1, Sent: 1}}, nil
+	return engine.Result{Value: r, Schedule: &engine.Schedule{Offered: r, Flows: 1, Scheduled: 1, Sent: 1}}, nil
 }
 
 // Shares of a path's maximum, without a lab: the path is

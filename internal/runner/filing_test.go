@@ -1,13 +1,15 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
+	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // fill sets every field under v (structs, pointers, slices and maps of
@@ -55,21 +57,94 @@ func filled[T any]() T {
 	return x
 }
 
-// The boundary keeps every field: what the measuring packages produce
-// reads the same in the results' types (the same JSON, field for field).
+// sameByName says where b differs from a: every exported field of a
+// (through pointers, slices and maps) is in b under the same Go name with
+// the same value, as printed (a knob.Name and a string alike); b may have
+// fields of its own. Fields named in skip are left out.
+func sameByName(a, b reflect.Value, at string, skip map[string]bool) error {
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() != b.IsNil() {
+			return fmt.Errorf("%s: nil on one side only", at)
+		}
+		if a.IsNil() {
+			return nil
+		}
+		return sameByName(a.Elem(), b.Elem(), at, skip)
+	case reflect.Struct:
+		for i := range a.NumField() {
+			f := a.Type().Field(i)
+			if !f.IsExported() || skip[f.Name] {
+				continue
+			}
+			bf := b.FieldByName(f.Name)
+			if !bf.IsValid() {
+				return fmt.Errorf("%s.%s: not in %s", at, f.Name, b.Type())
+			}
+			if err := sameByName(a.Field(i), bf, at+"."+f.Name, skip); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return fmt.Errorf("%s: %d elements, %d recorded", at, a.Len(), b.Len())
+		}
+		for i := range a.Len() {
+			if err := sameByName(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", at, i), skip); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			return fmt.Errorf("%s: %d entries, %d recorded", at, a.Len(), b.Len())
+		}
+		for _, k := range a.MapKeys() {
+			bv := b.MapIndex(k.Convert(b.Type().Key()))
+			if !bv.IsValid() {
+				return fmt.Errorf("%s[%v]: not recorded", at, k)
+			}
+			if err := sameByName(a.MapIndex(k), bv, fmt.Sprintf("%s[%v]", at, k), skip); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if x, y := fmt.Sprint(a.Interface()), fmt.Sprint(b.Interface()); x != y {
+		return fmt.Errorf("%s: %s recorded as %s", at, x, y)
+	}
+	return nil
+}
+
+// The boundary keeps every field: what the measuring packages produce,
+// every field set, reads the same in the results' types.
 func TestFilingKeepsEveryField(t *testing.T) {
 	sweep := filled[knob.Sweep]()
+	packets := filled[pktstat.Proof]()
+	summary, files := filled[profile.Summary](), filled[profile.Files]()
 	for _, c := range []struct {
 		name     string
 		from, to any
+		skip     string // a field the conversion words (checked apart)
 	}{
-		{"engine.Result", filled[engine.Result](), resultOf(filled[engine.Result]())},
-		{"knob.Sweep", sweep, sweepOf(sweep)},
+		{"engine.Result", filled[engine.Result](), resultOf(filled[engine.Result]()), ""},
+		{"knob.Sweep", sweep, sweepOf(sweep), ""},
+		{"pktstat.Proof", packets, packetsOf(&packets), "Note"},
+		{"profile.Summary", summary, ProfileOf(&summary), ""},
+		{"profile.Files", files, filesOf(files), ""},
 	} {
-		a, _ := json.Marshal(c.from)
-		b, _ := json.Marshal(c.to)
-		if string(a) != string(b) {
-			t.Errorf("%s: the results' type records\n%s\nnot\n%s", c.name, b, a)
+		if err := sameByName(reflect.ValueOf(c.from), reflect.Indirect(reflect.ValueOf(c.to)), c.name, map[string]bool{c.skip: true}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Each note of the packet counter is the file's words for it; none, none.
+func TestFilingPacketNotes(t *testing.T) {
+	for note, want := range map[pktstat.Note]string{pktstat.Plain: "", pktstat.SameNS: results.PacketsSameNS, pktstat.Unseen: results.PacketsUnseen} {
+		if got := packetsOf(&pktstat.Proof{Note: note}).Note; got != want {
+			t.Errorf("note %d recorded as %q, want %q", note, got, want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (w *packetWindow) End() {
 // prove writes cell c's packet proof from its proof sample's counts, and
 // marks the cell "not applied" when they show its knob ignored.
 func (s Spec) prove(c Planned, counts pktstat.Snapshot) {
-	c.Cell.Packets = pktstat.Prove(counts, c.Target.ClientNS, c.Target.ServerNS)
+	c.Cell.Packets = packetsOf(pktstat.Prove(counts, c.Target.ClientNS, c.Target.ServerNS))
 	if why := s.at(c.Point).ignored(c.Cell); why != "" {
 		c.Cell.NotApplied = why
 	}

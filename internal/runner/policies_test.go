@@ -181,7 +181,7 @@ func (slow) Info() labpolicy.Info {
 }
 func (slow) Supports(modes.Mode, map[string]string) string { return "" }
 func (slow) Install(*lab.State, *netpol.Rules) error       { return errors.New("not a real provider") }
-func (slow) Update(*lab.State, func() (*netpol.Rules, error), *netpol.Rules) error {
+func (slow) Update(*lab.State, *netpol.Rules, *netpol.Rules, []netpol.PodChange) error {
 	return errors.New("not a real provider")
 }
 func (slow) Remove(*lab.State) error { return errors.New("not a real provider") }

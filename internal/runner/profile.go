@@ -61,7 +61,7 @@ func finishProfiles(col *profile.Collector, cells []*results.Cell, dir string) e
 			continue
 		}
 		unit := profile.UnitOf(c.Unit)
-		c.Profile = profile.Summarize(p, profile.DefaultRules, units, unit)
+		c.Profile = ProfileOf(profile.Summarize(p, profile.DefaultRules, units, unit))
 		usPer := 0.0
 		if units > 0 && p.Hz > 0 {
 			usPer = 1e6 / float64(p.Hz) / units
@@ -74,7 +74,7 @@ func finishProfiles(col *profile.Collector, cells []*results.Cell, dir string) e
 		if err != nil {
 			return fmt.Errorf("profile of %s: %w", c.ID(), err)
 		}
-		c.Profile.Dir, c.Profile.Files = filepath.ToSlash(dir), &files
+		c.Profile.Dir, c.Profile.Files = filepath.ToSlash(dir), filesOf(files)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -125,22 +124,33 @@ type Spec struct {
 
 // Result is one sample.
 type Result struct {
-	Value       float64            `json:"value"`
-	Retransmits int                `json:"retransmits,omitempty"`
-	LossPct     float64            `json:"loss_pct,omitempty"`
-	Transfers   float64            `json:"transactions,omitempty"` // rr/crr: count in the sample
-	Bytes       float64            `json:"bytes,omitempty"`        // stream: bytes received
-	Latency     map[string]float64 `json:"latency_us,omitempty"`   // p50, p90, p99, p99.9, mean
+	Value       float64
+	Retransmits int
+	LossPct     float64
+	Transfers   float64            // rr/crr: count in the sample
+	Bytes       float64            // stream: bytes received
+	Latency     map[string]float64 // p50, p90, p99, p99.9, mean
 	// LatencySamples is how many latencies Latency's quantiles are from
 	// (rr engine; 0: not known). A quantile with too few samples behind
 	// it is left out (rrbench.MinSamples: p99.9 needs 10^4).
-	LatencySamples int `json:"latency_samples,omitempty"`
-	Errors         int `json:"errors,omitempty"` // connect/IO errors (crr)
+	LatencySamples int
+	Errors         int // connect/IO errors (crr)
 	// Schedule: an open-loop sample's schedule and how well it was kept
 	// (rr engine at a rate; nil: closed loop). Latency is then from each
-	// request's intended send time. The results file's own type, as the
-	// profiler's and the packet counter's are.
-	Schedule *results.Schedule `json:"schedule,omitempty"`
+	// request's intended send time.
+	Schedule *Schedule
+}
+
+// Schedule is what an open-loop sample offered and how well it kept to
+// it (rrbench's report of it).
+type Schedule struct {
+	Offered   float64 // requests (crr: connections) per second; the achieved rate is the Result's Value
+	Flows     int
+	Scheduled int // requests whose intended time fell in the sample
+	Sent      int
+	Late      int // sent rrbench.LateAfter or more after their intended time
+	MaxLagUs  float64
+	Behind    bool // over 1% sent late or any left unsent
 }
 
 // Driver is one measurement engine.

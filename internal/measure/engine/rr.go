@@ -11,7 +11,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
@@ -195,7 +194,7 @@ func ParseRR(out []byte) (Result, error) {
 		}
 	}
 	if o := rep.Open; o != nil {
-		r.Schedule = &results.Schedule{Offered: o.Offered, Flows: o.Flows, Scheduled: int(o.Scheduled), Sent: int(o.Sent),
+		r.Schedule = &Schedule{Offered: o.Offered, Flows: o.Flows, Scheduled: int(o.Scheduled), Sent: int(o.Sent),
 			Late: int(o.Late), MaxLagUs: o.MaxLagUs, Behind: o.Behind}
 	}
 	if sent := rep.Transactions + rep.Lost; rep.Lost > 0 {

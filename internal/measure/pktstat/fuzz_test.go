@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // snapshotOf reads a map dump from fuzz bytes: per key 3 bytes (namespace
@@ -71,7 +69,7 @@ func FuzzSnapshot(f *testing.F) {
 				t.Fatalf("%+v: difference %+v", k, g)
 			}
 		}
-		var sides [2]*results.PacketSide
+		var sides [2]*Side
 		for i, d := range []Dir{Tx, Rx} {
 			ino := uint32(i + 1)
 			k, c := busiestOf(got, ino, d)
@@ -102,9 +100,9 @@ func FuzzSnapshot(f *testing.F) {
 			}
 		case p == nil:
 			t.Fatal("no proof of packets counted")
-		case sameNS && p.Note != results.PacketsSameNS:
-			t.Fatalf("same namespace, note %q", p.Note)
-		case p.Note == results.PacketsUnseen && (p.Receiver != nil || p.Sender == nil):
+		case sameNS && p.Note != SameNS:
+			t.Fatalf("same namespace, note %d", p.Note)
+		case p.Note == Unseen && (p.Receiver != nil || p.Sender == nil):
 			t.Fatalf("unseen, yet %+v", p)
 		}
 	})

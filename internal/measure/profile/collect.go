@@ -139,13 +139,20 @@ func FileName(key string) string {
 	return strings.Trim(unsafeName.ReplaceAllString(key, "_"), "_")
 }
 
+// Files are the files written for one cell, in its directory.
+type Files struct {
+	Pprof  string
+	Folded string
+	Flame  string
+}
+
 // WriteFiles writes p as name.pb.gz (pprof), name.folded and name.svg (flame
 // graph of the data path) into dir.
-func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float64, unit string) (results.ProfileFiles, error) {
+func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float64, unit string) (Files, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return results.ProfileFiles{}, err
+		return Files{}, err
 	}
-	f := results.ProfileFiles{Pprof: name + ".pb.gz", Folded: name + ".folded", Flame: name + ".svg"}
+	f := Files{Pprof: name + ".pb.gz", Folded: name + ".folded", Flame: name + ".svg"}
 	for _, out := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -158,10 +165,10 @@ func WriteFiles(dir, name, title string, p *Profile, r *Rules, usPerSample float
 	} {
 		var b bytes.Buffer
 		if err := out.write(&b); err != nil {
-			return results.ProfileFiles{}, fmt.Errorf("%s: %w", out.file, err)
+			return Files{}, fmt.Errorf("%s: %w", out.file, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, out.file), b.Bytes(), 0o644); err != nil {
-			return results.ProfileFiles{}, err
+			return Files{}, err
 		}
 	}
 	return f, nil

@@ -88,8 +88,8 @@ func TestFoldedRoundTrip(t *testing.T) {
 	a := Summarize(&r.Profile, DefaultRules, 1000, "transaction")
 	c := Summarize(q, DefaultRules, 1000, "transaction")
 	for _, st := range a.Stages {
-		if c.Stage(st.Stage).Samples != st.Samples {
-			t.Errorf("stage %s: %d samples after the round trip, %d before", st.Stage, c.Stage(st.Stage).Samples, st.Samples)
+		if stageOf(c, st.Stage).Samples != st.Samples {
+			t.Errorf("stage %s: %d samples after the round trip, %d before", st.Stage, stageOf(c, st.Stage).Samples, st.Samples)
 		}
 	}
 }
@@ -102,29 +102,5 @@ func TestFileName(t *testing.T) {
 		if got := FileName(key); got != want {
 			t.Errorf("FileName(%q) = %q, want %q", key, got, want)
 		}
-	}
-}
-
-func TestStageBars(t *testing.T) {
-	var rows []BarRow
-	for _, m := range []string{"veth-routed", "macvlan", "bridge"} {
-		r := loadRecorded(t, "tcp_rr-"+m)
-		rows = append(rows, BarRow{m, Summarize(&r.Profile, DefaultRules, r.Transactions, "transaction")})
-	}
-	rows = append(rows, BarRow{Label: "host"})
-	var b bytes.Buffer
-	if err := WriteStageBars(&b, rows, DefaultRules); err != nil {
-		t.Fatal(err)
-	}
-	if err := xml.Unmarshal(b.Bytes(), new(struct{})); err != nil {
-		t.Fatalf("stage bars are not well-formed XML: %v", err)
-	}
-	for _, want := range []string{"<title>bridge — br_netfilter: ", "<title>veth-routed — routing/forwarding: ", "not profiled", "µs/transaction"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("stage bars lack %q", want)
-		}
-	}
-	if strings.Contains(b.String(), "— not the data path") || strings.Contains(b.String(), "— idle") {
-		t.Error("stage bars draw idle or other processes")
 	}
 }

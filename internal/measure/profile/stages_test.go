@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // recorded is a profile recorded on this machine (testdata), with the
@@ -27,6 +25,36 @@ func loadRecorded(t *testing.T, name string) *recorded {
 		t.Fatal(err)
 	}
 	return &r
+}
+
+// stageOf is a summary's stage id, zero when absent.
+func stageOf(s *Summary, id string) StageCost {
+	for _, c := range s.Stages {
+		if c.Stage == id {
+			return c
+		}
+	}
+	return StageCost{Stage: id}
+}
+
+// functionOf is a summary's function, and whether it kept it.
+func functionOf(s *Summary, name string) (FunctionCost, bool) {
+	for _, f := range s.Functions {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return FunctionCost{Name: name}, false
+}
+
+// eventOf is a summary's event, zero when absent.
+func eventOf(s *Summary, name string) EventRate {
+	for _, e := range s.Events {
+		if e.Name == name {
+			return e
+		}
+	}
+	return EventRate{Name: name}
 }
 
 func stack(comm string, frames ...string) Stack { return Stack{Comm: comm, Frames: frames, Count: 1} }
@@ -100,7 +128,7 @@ func TestParseRulesRejects(t *testing.T) {
 
 // The recorded tcp_rr profiles show the known structure of each mode.
 func TestRecordedStructure(t *testing.T) {
-	sum := map[string]*results.Profile{}
+	sum := map[string]*Summary{}
 	for _, m := range []string{"veth-routed", "macvlan", "bridge"} {
 		r := loadRecorded(t, "tcp_rr-"+m)
 		s := Summarize(&r.Profile, DefaultRules, r.Transactions, "transaction")
@@ -108,26 +136,26 @@ func TestRecordedStructure(t *testing.T) {
 		for _, c := range s.Stages {
 			t.Logf("%-12s %-16s %6d samples %6.2f µs/trans %5.1f%%", m, c.Stage, c.Samples, c.US, 100*c.Share)
 		}
-		if s.Stage(StageOther).Samples == 0 {
+		if stageOf(s, StageOther).Samples == 0 {
 			t.Errorf("%s: the compiles running beside the recording are not \"other\"", m)
 		}
-		if s.Stage("tcp_udp").Samples == 0 || s.Stage("syscall").Samples == 0 {
+		if stageOf(s, "tcp_udp").Samples == 0 || stageOf(s, "syscall").Samples == 0 {
 			t.Errorf("%s: no TCP or syscall samples in a tcp_rr profile", m)
 		}
 	}
-	if _, ok := sum["veth-routed"].Function("ip_forward"); !ok {
+	if _, ok := functionOf(sum["veth-routed"], "ip_forward"); !ok {
 		t.Error("veth-routed: ip_forward not among the functions")
 	}
-	if f, ok := sum["macvlan"].Function("ip_forward"); ok && f.Inclusive > 0 {
+	if f, ok := functionOf(sum["macvlan"], "ip_forward"); ok && f.Inclusive > 0 {
 		t.Errorf("macvlan forwards in the node: %+v", f)
 	}
-	if sum["macvlan"].Stage("macvlan").Samples == 0 {
+	if stageOf(sum["macvlan"], "macvlan").Samples == 0 {
 		t.Error("macvlan: no macvlan stage")
 	}
-	if sum["bridge"].Stage("br_netfilter").Samples == 0 || sum["bridge"].Stage("bridge").Samples == 0 {
+	if stageOf(sum["bridge"], "br_netfilter").Samples == 0 || stageOf(sum["bridge"], "bridge").Samples == 0 {
 		t.Error("bridge: no bridge or br_netfilter samples (the lab has bridge_nf_call_iptables on)")
 	}
-	if sum["veth-routed"].Event(EventFibLookup).PerUnit < 1 || sum["macvlan"].Event(EventFibLookup).PerUnit > 0.1 {
-		t.Errorf("FIB lookups per transaction: veth-routed %.2f, macvlan %.2f", sum["veth-routed"].Event(EventFibLookup).PerUnit, sum["macvlan"].Event(EventFibLookup).PerUnit)
+	if eventOf(sum["veth-routed"], EventFibLookup).PerUnit < 1 || eventOf(sum["macvlan"], EventFibLookup).PerUnit > 0.1 {
+		t.Errorf("FIB lookups per transaction: veth-routed %.2f, macvlan %.2f", eventOf(sum["veth-routed"], EventFibLookup).PerUnit, eventOf(sum["macvlan"], EventFibLookup).PerUnit)
 	}
 }

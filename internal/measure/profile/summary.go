@@ -1,10 +1,6 @@
 package profile
 
-import (
-	"sort"
-
-	"github.com/vnetlab/vnetlab/internal/results"
-)
+import "sort"
 
 // A summary keeps the TopFunctions functions with the most self samples
 // and every function on the stack in at least MinInclusiveShare of the data
@@ -15,11 +11,60 @@ const (
 	MinInclusiveShare = 0.002
 )
 
-// Summarize attributes p's samples (the profiler's own Profile) to stages and functions and divides by
-// the work done: the cell's profile as the results file records it to stages and functions and divides by
-// the work done: units of unit ("transaction" or "MB").
-func Summarize(p *Profile, r *Rules, units float64, unit string) *results.Profile {
-	s := &results.Profile{Hz: p.Hz, CPUs: p.CPUs, WallSec: p.WallSec, Unit: unit, Units: units, Lost: p.Lost}
+// Summary is a cell's profile summarised: its samples attributed to
+// stages and functions, and its data-path events, per unit of work. The
+// runner converts it into the results file's type
+// (internal/runner/filing_profile.go).
+type Summary struct {
+	Hz       int     // samples per second per CPU
+	CPUs     int     // CPUs sampled
+	Samples  uint64  // every sample of the windows
+	DataPath uint64  // samples charged to the data path (not idle, not other processes)
+	WallSec  float64 // length of the windows, summed
+	Unit     string  // "transaction" or "MB"
+	Units    float64 // transactions completed or MB moved in the windows
+	// DataPathUS is the data path's CPU time per unit (µs), the sum of the
+	// net and task stages.
+	DataPathUS float64
+	Stages     []StageCost
+	Functions  []FunctionCost
+	Events     []EventRate
+	Drops      []EventRate
+	Lost       uint64
+}
+
+// StageCost is one stage's share.
+type StageCost struct {
+	Stage   string
+	Name    string
+	Kind    string // net, task (the data path), idle, overhead (the profiler); empty for "other"
+	Samples uint64
+	US      float64 // µs per unit
+	Share   float64 // of the data path's samples (0 for idle and other)
+}
+
+// FunctionCost is one kernel function over the data path's samples.
+type FunctionCost struct {
+	Name        string
+	Stage       string // the stage its name is attributed to
+	Self        uint64 // samples with it as the leaf
+	Inclusive   uint64 // samples with it anywhere in the stack
+	SelfUS      float64
+	InclusiveUS float64
+}
+
+// EventRate is a tracepoint's count over the windows and per unit.
+type EventRate struct {
+	Name    string
+	Count   uint64
+	PerUnit float64
+}
+
+// Summarize attributes p's samples (the profiler's own Profile) to stages
+// and functions and divides by the work done: units of unit
+// ("transaction" or "MB").
+func Summarize(p *Profile, r *Rules, units float64, unit string) *Summary {
+	s := &Summary{Hz: p.Hz, CPUs: p.CPUs, WallSec: p.WallSec, Unit: unit, Units: units, Lost: p.Lost}
 	perUnitUS := func(n uint64) float64 {
 		if units <= 0 || p.Hz == 0 {
 			return 0
@@ -62,7 +107,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *results.Profil
 		if n == 0 {
 			continue
 		}
-		c := results.StageCost{Stage: id, Name: r.Name(id), Kind: r.Kind(id), Samples: n, US: perUnitUS(n)}
+		c := StageCost{Stage: id, Name: r.Name(id), Kind: r.Kind(id), Samples: n, US: perUnitUS(n)}
 		if Counted(c.Kind) {
 			c.Share = float64(n) / float64(s.DataPath)
 			s.DataPathUS += c.US
@@ -79,7 +124,7 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *results.Profil
 		}
 	}
 	for name := range keep {
-		f := results.FunctionCost{Name: name, Self: self[name], Inclusive: incl[name],
+		f := FunctionCost{Name: name, Self: self[name], Inclusive: incl[name],
 			SelfUS: perUnitUS(self[name]), InclusiveUS: perUnitUS(incl[name])}
 		if st := r.match(name); st >= 0 {
 			f.Stage = r.Stages[st].ID
@@ -98,11 +143,11 @@ func Summarize(p *Profile, r *Rules, units float64, unit string) *results.Profil
 	})
 	for _, name := range eventNames {
 		if n, ok := p.Events[name]; ok {
-			s.Events = append(s.Events, results.EventRate{Name: name, Count: n, PerUnit: perUnit(n)})
+			s.Events = append(s.Events, EventRate{Name: name, Count: n, PerUnit: perUnit(n)})
 		}
 	}
 	for _, name := range sortedKeys(p.Drops) {
-		s.Drops = append(s.Drops, results.EventRate{Name: name, Count: p.Drops[name], PerUnit: perUnit(p.Drops[name])})
+		s.Drops = append(s.Drops, EventRate{Name: name, Count: p.Drops[name], PerUnit: perUnit(p.Drops[name])})
 	}
 	return s
 }

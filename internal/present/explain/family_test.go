@@ -6,6 +6,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
@@ -23,7 +24,7 @@ func profiledCell(mode string, fam family.Family, rate float64, stacks map[strin
 	}
 	p.Events[lookups] = 2e6
 	return &results.Cell{Mode: mode, Path: "pod", Family: fam.Cell(), Test: "tcp_rr", Median: rate, Unit: "trans/s",
-		Profile: profile.Summarize(p, profile.DefaultRules, 1e6, "transaction")}
+		Profile: runner.ProfileOf(profile.Summarize(p, profile.DefaultRules, 1e6, "transaction"))}
 }
 
 const (

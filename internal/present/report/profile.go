@@ -23,7 +23,7 @@ type ProfileView struct {
 	Cells     []ProfileCellView
 	Missing   string // why flame graphs are absent (profile files not found)
 	Overhead  string // what the profiler's own programs cost in these cells
-	rows      []profile.BarRow
+	rows      []barRow
 }
 
 // ProfileCellView is one cell's flame graphs.
@@ -52,16 +52,16 @@ func buildProfiles(f *results.File, resultsDir string) []*ProfileView {
 		}
 	}
 	for _, v := range out {
-		var rows []profile.BarRow
+		var rows []barRow
 		for _, c := range f.Cells {
 			if c.Test == v.Test && c.Profile != nil {
-				rows = append(rows, profile.BarRow{Label: explain.Label(c), S: c.Profile})
+				rows = append(rows, barRow{Label: explain.Label(c), S: c.Profile})
 			}
 		}
 		v.rows = rows
 		v.Overhead = overheadNote(rows)
 		var b bytes.Buffer
-		if err := profile.WriteStageBars(&b, rows, profile.DefaultRules); err == nil {
+		if err := writeStageBars(&b, rows, profile.DefaultRules); err == nil {
 			v.Bars = template.HTML(b.String()) // built from escaped text by package profile
 		}
 		pairs, _ := explain.Select(f, nil, v.Test)
@@ -173,7 +173,7 @@ func markdownProfiles(w io.Writer, views []*ProfileView) {
 
 // overheadNote states the profiler's own measured cost in the cells (its
 // tracepoint programs' stage), smallest and largest share of the data path.
-func overheadNote(rows []profile.BarRow) string {
+func overheadNote(rows []barRow) string {
 	lo, hi, n := 0.0, 0.0, 0
 	for _, r := range rows {
 		if r.S == nil || r.S.DataPathUS <= 0 {

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"bytes"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -51,5 +54,37 @@ func TestReportOfAProfiledRun(t *testing.T) {
 	html, _ = os.ReadFile(filepath.Join(dir, "nofiles", "report.html"))
 	if !strings.Contains(string(html), "No flame graphs: ") || !strings.Contains(string(html), "veth-routed spends ") {
 		t.Error("report without profile files: no reason given, or no sentences")
+	}
+}
+
+// The stage bars of the profiled run's cells and of a cell not profiled:
+// well-formed SVG, a segment per data-path stage with its value on hover,
+// never idle or other processes.
+func TestStageBars(t *testing.T) {
+	f, err := results.Read("../explain/testdata/r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []barRow
+	for _, c := range f.Cells {
+		if c.Profile != nil {
+			rows = append(rows, barRow{c.Mode, c.Profile})
+		}
+	}
+	rows = append(rows, barRow{Label: "not profiled"})
+	var b bytes.Buffer
+	if err := writeStageBars(&b, rows, profile.DefaultRules); err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b.Bytes(), new(struct{})); err != nil {
+		t.Fatalf("stage bars are not well-formed XML: %v", err)
+	}
+	for _, want := range []string{"<title>macvlan — macvlan/ipvlan: ", "<title>veth-routed — routing/forwarding: ", "<title>veth-routed — netfilter: filter tables: ", ">not profiled</text>", "µs/transaction"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("stage bars lack %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "— not the data path") || strings.Contains(b.String(), "— idle") {
+		t.Error("stage bars draw idle or other processes")
 	}
 }

@@ -1,4 +1,4 @@
-package profile
+package report
 
 import (
 	"fmt"
@@ -6,19 +6,20 @@ import (
 	"io"
 	"strings"
 
+	"github.com/vnetlab/vnetlab/internal/measure/profile"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
-// BarRow is one cell in a stage bar chart.
-type BarRow struct {
+// barRow is one cell in a stage bar chart.
+type barRow struct {
 	Label string
 	S     *results.Profile
 }
 
-// WriteStageBars draws one horizontal bar per row: its data-path CPU per
+// writeStageBars draws one horizontal bar per row: its data-path CPU per
 // unit stacked by stage, same scale for every row, a legend, and a <title>
 // on each segment (stage, µs per unit, share) for hovering. Plain SVG.
-func WriteStageBars(w io.Writer, rows []BarRow, r *Rules) error {
+func writeStageBars(w io.Writer, rows []barRow, r *profile.Rules) error {
 	const (
 		width  = 900
 		left   = 190
@@ -44,7 +45,7 @@ func WriteStageBars(w io.Writer, rows []BarRow, r *Rules) error {
 			continue
 		}
 		for _, c := range row.S.Stages {
-			if Counted(c.Kind) {
+			if profile.Counted(c.Kind) {
 				used[c.Stage] = true
 			}
 		}
@@ -75,12 +76,12 @@ func WriteStageBars(w io.Writer, rows []BarRow, r *Rules) error {
 		x := float64(left)
 		for _, id := range order {
 			c := row.S.Stage(id)
-			if !Counted(c.Kind) || c.US <= 0 {
+			if !profile.Counted(c.Kind) || c.US <= 0 {
 				continue
 			}
 			wd := c.US * scale
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s — %s: %.2f µs/%s (%.0f%% of the data path)</title></rect>`+"\n",
-				x, y, wd, barH, StageColor(id), html.EscapeString(row.Label), html.EscapeString(c.Name), c.US, html.EscapeString(unit), 100*c.Share)
+				x, y, wd, barH, profile.StageColor(id), html.EscapeString(row.Label), html.EscapeString(c.Name), c.US, html.EscapeString(unit), 100*c.Share)
 			x += wd
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.1f</text>`+"\n", x+4, y+barH-5, row.S.DataPathUS)
@@ -91,7 +92,7 @@ func WriteStageBars(w io.Writer, rows []BarRow, r *Rules) error {
 		x := 10 + (i%perLine)*colW
 		y := ly + (i/perLine)*legend
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-			x, y, StageColor(id), x+16, y+11, html.EscapeString(r.Name(id)))
+			x, y, profile.StageColor(id), x+16, y+11, html.EscapeString(r.Name(id)))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
