@@ -9,6 +9,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/present/report"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
 // newKubeConvergeReportCmd is the scale table and chart of many kube
@@ -51,7 +52,7 @@ took the first: a prober starved while kube-proxy iptables synced read an early 
 					return err
 				}
 				if reanalyze {
-					converge.Reanalyze(c)
+					runner.Reanalyze(c)
 				}
 				runs = append(runs, report.ConvergeRun{File: f, C: c})
 			}

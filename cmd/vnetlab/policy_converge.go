@@ -11,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
 // newPolicyConvergeCmd measures a policy's apply latency in a lab.
@@ -51,7 +52,11 @@ measures it: a change that overlapped more than 0.1 CPUs of it is flagged.`,
 				return err
 			}
 			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
-				return labpolicy.Converge(ctx, spec, say)
+				run, err := labpolicy.Converge(ctx, spec, say)
+				if err != nil {
+					return nil, err
+				}
+				return runner.ConvergenceOf(run, say), nil
 			})
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 )
 
 // newSvcConvergeCmd is kube converge's lab floor.
@@ -47,7 +48,11 @@ it is flagged.`,
 				return err
 			}
 			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
-				return labservice.Floor(ctx, spec, say)
+				run, err := labservice.Floor(ctx, spec, say)
+				if err != nil {
+					return nil, err
+				}
+				return runner.ConvergenceOf(run, say), nil
 			})
 		},
 	}

@@ -61,7 +61,7 @@ type Convergence struct {
 // neither the cluster's nor vnetlab's (cpu.OtherWorkOf), such as a
 // compile beside the run. On a small machine such work delays the
 // cluster's daemons and probers: the changes it overlapped are flagged
-// (converge.Disturbed).
+// (analysis.Disturbed).
 type OtherWork struct {
 	// Phases: its CPU seconds in each phase (Phase*).
 	Phases map[string]float64 `json:"phases"`
@@ -237,7 +237,8 @@ type ConnFate struct {
 	StallUS int64 `json:"stall_us,omitempty"`
 }
 
-// Transition is a change of what a node's probes saw (converge.Transition).
+// Transition is a change of what a node's probes saw (a prober's line,
+// converge.Transition).
 type Transition struct {
 	Node   string `json:"node"`
 	Target string `json:"target"`

@@ -17,7 +17,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // The EndpointSlice controller's share of network programming latency,
@@ -40,7 +39,7 @@ const DefaultControllerChanges = 40
 
 // controllerShare runs n label changes (half in, half out) after the
 // measured ones, with the cycle's pauses between them.
-func (c *converger) controllerShare(ctx context.Context, n int) (*results.ControllerShare, error) {
+func (c *converger) controllerShare(ctx context.Context, n int) (*converge.ControllerChanges, error) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: ctlName, Labels: map[string]string{measure.LabelKey: measure.LabelValue}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{ctlLabel: "in"},
 			Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: convKeepPort, TargetPort: intstr.FromInt32(convKeepBackPort)}}}}
@@ -117,7 +116,7 @@ func (c *converger) controllerShare(ctx context.Context, n int) (*results.Contro
 		case <-time.After(50*time.Millisecond + time.Duration(r.Int64N(int64(200*time.Millisecond)))):
 		}
 	}
-	return converge.SummarizeController(lat, notApplied), nil
+	return &converge.ControllerChanges{LatencyUS: lat, NotApplied: notApplied}, nil
 }
 
 // sliceSeen is a watch event of the Service's slices: when it came, and

@@ -14,8 +14,8 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/measure/rrbench"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
 
@@ -34,7 +34,7 @@ const (
 // vnetlab run pins them by default (both on the last CPU this process may
 // use: a request/response test left to the scheduler on 2 vCPUs is
 // bimodal).
-func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*results.NewestCRR, error) {
+func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*converge.NewestCRR, error) {
 	allowed, err := cpupin.Allowed()
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (c *converger) newestCRR(ctx context.Context, d time.Duration) (*results.Ne
 		}
 		time.Sleep(time.Second)
 	}
-	res := &results.NewestCRR{Target: addr, Seconds: d.Seconds(), Pins: pins.String()}
+	res := &converge.NewestCRR{Target: addr, Seconds: d.Seconds(), Pins: pins.String()}
 	for range crrSamples {
 		r, err := run(d)
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
 
@@ -40,11 +41,11 @@ type ConvergeSpec struct {
 	ExtraEndpoints int
 	KeepExtra      bool
 	// CRR, when positive, is each tcp_crr sample's length to a Service
-	// made after the changes (results.NewestCRR).
+	// made after the changes (converge.NewestCRR).
 	CRR time.Duration
 	// ControllerChanges, when positive, is how many pod label changes
 	// time the EndpointSlice controller's share after the changes
-	// (convcontroller.go, results.ControllerShare).
+	// (convcontroller.go, converge.ControllerChanges).
 	ControllerChanges int
 	// Policy measures NetworkPolicy changes instead of the Service's
 	// (convpolicy.go): a policy admitting the probers into an isolated
@@ -181,23 +182,23 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 		}
 	}()
 	sess := &measure.Session{Client: cs, Config: cfg, Version: version, Nodes: ready, Namespace: ns}
-	res := spec.Pace.NewResult()
-	res.Cluster = sess.Detect(ctx, local)
+	res := spec.Pace.NewRun()
+	facts := sess.Detect(ctx, local)
 	if localState != nil {
-		res.Cluster.ProxySince = localState.Facts[cluster.FactProxySince]
+		facts.ProxySince = localState.Facts[cluster.FactProxySince]
 	}
-	res.Proxy = res.Cluster.KubeProxyMode
+	res.Proxy = facts.KubeProxyMode
 	switch {
 	case res.Proxy == "":
 		res.Proxy = UnknownProxy
 		say("converge: the cluster's Service proxy was not identified: measuring anyway (%s)", UnknownProxy)
-	case res.Cluster.SocketLB:
+	case facts.SocketLB:
 		res.Proxy += " + socket LB"
 	}
-	sc := &results.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
+	sc := &converge.Scale{Services: spec.ExtraServices, Endpoints: spec.ExtraEndpoints}
 	res.Scale = sc
 	if spec.Policy {
-		policyResult(res, spec, say)
+		policyResult(res, facts.NetworkPolicy, spec, say)
 	}
 	var meter *usageMeter
 	if spec.Local != "" { // its daemons: etcd, the API server, the proxies and the policy controllers
@@ -282,17 +283,19 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 			return nil, err
 		}
 	}
-	converge.Finish(res, changes, c.seen, say)
+	converge.Finish(res, changes, c.seen)
 	if spec.Policy && spec.ExtraServices == 0 && len(sc.Use) == 0 {
 		res.Scale = nil // no background of Services, no daemons measured
 	}
 	if c.metrics != nil {
 		res.ProxySyncs = c.metrics.syncs()
-		if w := slowSyncs(res.ProxySyncs, spec.ChangeTimeout); w != "" {
-			say("converge: warning: %s", w)
-		}
 	}
-	return res, nil
+	out := runner.ConvergenceOf(res, say)
+	out.Cluster = facts
+	if w := slowSyncs(res.ProxySyncs, spec.ChangeTimeout); w != "" {
+		say("converge: warning: %s", w)
+	}
+	return out, nil
 }
 
 // converger is one run's state: its pods' processes and what the probers saw.
@@ -312,7 +315,7 @@ type converger struct {
 	port    int32    // the Service's UDP port now (convPort, or convMoved after port-changed)
 	metrics *scraper // a local cluster's proxies' metrics, nil elsewhere
 	meter   *usageMeter
-	scale   *results.Scale
+	scale   *converge.Scale
 	local   string
 	warmed  bool
 	// nodeNS: a local cluster's nodes' namespaces, where the probers'
@@ -350,7 +353,7 @@ func (c *converger) WarmedUp(ctx context.Context) {
 }
 
 // Observed scrapes the proxies' metrics after each change (Change.MetricUS).
-func (c *converger) Observed(ctx context.Context, ch *results.Change) {
+func (c *converger) Observed(ctx context.Context, ch *converge.Change) {
 	if c.metrics != nil {
 		c.metrics.observe(ctx, ch, time.Second)
 	}

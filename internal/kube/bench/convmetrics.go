@@ -11,7 +11,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // kube-proxy's metrics (vnetlab's proxy serves the same names): the
@@ -105,7 +104,7 @@ func (s *scraper) baseline(ctx context.Context, say func(string, ...any)) {
 // after its sync, which may end a moment after the packets showed the
 // change: an EndpointSlice change is scraped again for up to wait until
 // its observation arrives.
-func (s *scraper) observe(ctx context.Context, ch *results.Change, wait time.Duration) {
+func (s *scraper) observe(ctx context.Context, ch *converge.Change, wait time.Duration) {
 	deadline := time.Now().Add(wait)
 	for n := range s.nodeNS {
 		if s.failed[n] != nil {
@@ -145,8 +144,8 @@ func (s *scraper) observe(ctx context.Context, ch *results.Change, wait time.Dur
 
 // syncs is each node's syncs during the run (how many, their mean), its
 // conntrack reconciler's runs and the node's conntrack entries.
-func (s *scraper) syncs() map[string]results.ProxySyncs {
-	out := map[string]results.ProxySyncs{}
+func (s *scraper) syncs() map[string]converge.ProxySyncs {
+	out := map[string]converge.ProxySyncs{}
 	mean := func(first, last histo) (int, float64) {
 		n := int(last.count - first.count)
 		if n == 0 {
@@ -155,7 +154,7 @@ func (s *scraper) syncs() map[string]results.ProxySyncs {
 		return n, (last.sum - first.sum) / float64(n) * 1e6
 	}
 	for n, last := range s.last {
-		var ps results.ProxySyncs
+		var ps converge.ProxySyncs
 		ps.Syncs, ps.MeanUS = mean(s.first[n].sync, last.sync)
 		ps.Reconciles, ps.ReconcileMeanUS = mean(s.first[n].reconcile, last.reconcile)
 		ps.ConntrackEntries = s.conntrack[n]
@@ -170,7 +169,7 @@ func (s *scraper) syncs() map[string]results.ProxySyncs {
 // iptables took 10.2 s per sync at 30,000 Services here, against the
 // default 10 s). It names the slowest node and a timeout three times its
 // mean; "" when no node is that slow.
-func slowSyncs(syncs map[string]results.ProxySyncs, timeout time.Duration) string {
+func slowSyncs(syncs map[string]converge.ProxySyncs, timeout time.Duration) string {
 	node, slowest := "", time.Duration(0)
 	for n, s := range syncs {
 		if d := time.Duration(s.MeanUS * float64(time.Microsecond)); d > slowest || d == slowest && n < node {

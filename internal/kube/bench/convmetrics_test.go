@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/measure/converge"
 )
 
 // The histograms are read with Prometheus' parser and summed over their
@@ -47,7 +47,7 @@ kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2
 // A proxy whose mean sync is more than half the change timeout is named,
 // with a timeout three times its sync; one at or below half is not.
 func TestSlowSyncs(t *testing.T) {
-	syncs := map[string]results.ProxySyncs{"n1": {Syncs: 127, MeanUS: 10248770}, "n2": {Syncs: 125, MeanUS: 10213530}}
+	syncs := map[string]converge.ProxySyncs{"n1": {Syncs: 127, MeanUS: 10248770}, "n2": {Syncs: 125, MeanUS: 10213530}}
 	want := "n1's proxy took 10.249s per sync on average, more than half --change-timeout 10s: a change waits about a sync, and those counted as not applied may have come later; measure again with --change-timeout 31s"
 	if got := slowSyncs(syncs, 10*time.Second); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
@@ -55,7 +55,7 @@ func TestSlowSyncs(t *testing.T) {
 	if got := slowSyncs(syncs, time.Minute); got != "" {
 		t.Errorf("a 10 s sync against a 1 min timeout: %q, want no warning", got)
 	}
-	if got := slowSyncs(map[string]results.ProxySyncs{"n1": {Syncs: 150, MeanUS: 5000000}}, 10*time.Second); got != "" {
+	if got := slowSyncs(map[string]converge.ProxySyncs{"n1": {Syncs: 150, MeanUS: 5000000}}, 10*time.Second); got != "" {
 		t.Errorf("a sync of exactly half the timeout: %q, want no warning", got)
 	}
 	if got := slowSyncs(nil, 10*time.Second); got != "" {

@@ -18,7 +18,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // kube converge --policy: a NetworkPolicy's apply latency on
@@ -66,9 +65,10 @@ func (s ConvergeSpec) checkEnforcer(name, enforcer string) error {
 	return checkEnforcer(name, enforcer, "--policy")
 }
 
-// policyResult names the enforcer measured and the policies present.
-func policyResult(res *results.Convergence, spec ConvergeSpec, say func(string, ...any)) {
-	res.PolicyProvider, res.Policies = res.Cluster.NetworkPolicy, spec.ExtraPolicies
+// policyResult names the enforcer measured (enforcer, from the cluster's
+// facts) and the policies present.
+func policyResult(res *converge.Run, enforcer string, spec ConvergeSpec, say func(string, ...any)) {
+	res.PolicyProvider, res.Policies = enforcer, spec.ExtraPolicies
 	if res.PolicyProvider == "" {
 		res.PolicyProvider = "unknown enforcer"
 		say("converge: the cluster's NetworkPolicy enforcer is not known (not a local cluster): measuring anyway")
@@ -114,14 +114,14 @@ func (c *converger) policySteps(ctx context.Context, cfg *rest.Config) ([]conver
 	if _, err := c.labelAllowed(ctx, true); err != nil {
 		return nil, err
 	}
-	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsAny, Written: time.Now().UnixNano()}, c.spec.ChangeTimeout); err != nil {
+	if err := c.seen.WaitShown(ctx, converge.Change{Target: target, Shows: converge.ShowsAny, Written: time.Now().UnixNano()}, c.spec.ChangeTimeout); err != nil {
 		return nil, fmt.Errorf("pod %s (%s) does not answer every node's probes before any policy selects it (%v): is the pod network up?", backendA, target, err)
 	}
 	at := time.Now().UnixNano()
 	if _, err := c.cs.NetworkingV1().NetworkPolicies(c.ns).Create(ctx, c.policy(policyIsolate, false), metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create NetworkPolicy %s: %v", policyIsolate, err)
 	}
-	if err := c.seen.WaitShown(ctx, results.Change{Target: target, Shows: converge.ShowsNone, Written: at}, c.spec.ChangeTimeout); err != nil {
+	if err := c.seen.WaitShown(ctx, converge.Change{Target: target, Shows: converge.ShowsNone, Written: at}, c.spec.ChangeTimeout); err != nil {
 		return nil, fmt.Errorf("pod %s (%s) still answers some node's probes after a policy isolated it (%v): does the cluster enforce NetworkPolicy?", backendA, target, err)
 	}
 	c.say("converge: pod %s isolated on every node in %s", backendA, time.Duration(time.Now().UnixNano()-at).Round(time.Millisecond))

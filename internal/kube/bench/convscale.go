@@ -17,7 +17,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/measure/cpu"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // What one extra Service costs the API server and etcd together in
@@ -147,7 +146,7 @@ func (m *usageMeter) begin() {
 }
 
 // end ends the phase and returns each daemon's use in it.
-func (m *usageMeter) end(phase string) []results.DaemonUse {
+func (m *usageMeter) end(phase string) []converge.DaemonUse {
 	if !m.running {
 		return nil
 	}
@@ -160,14 +159,14 @@ func (m *usageMeter) end(phase string) []results.DaemonUse {
 		m.other.End(phase)
 	}
 	secs := time.Since(m.t0).Seconds()
-	var out []results.DaemonUse
+	var out []converge.DaemonUse
 	for _, d := range m.daemons {
 		u, err := cpu.OfProcess(d.PID)
 		s, ok := m.start[d.PID]
 		if err != nil || !ok {
 			continue
 		}
-		out = append(out, results.DaemonUse{Daemon: d.Name(), Phase: phase, Seconds: secs, CPUSeconds: (u.CPU - s.CPU).Seconds(),
+		out = append(out, converge.DaemonUse{Daemon: d.Name(), Phase: phase, Seconds: secs, CPUSeconds: (u.CPU - s.CPU).Seconds(),
 			RSS: u.RSS, PeakRSS: max(m.peak[d.PID], u.RSS)})
 	}
 	return out
@@ -192,7 +191,7 @@ func (m *usageMeter) stop() { _ = m.end("") }
 // background makes spec's N Services (kept for reuse with --keep-extra),
 // measuring a local cluster's daemons while it does (meter nil: another
 // cluster). The returned cleanup deletes them unless kept.
-func background(ctx context.Context, spec ConvergeSpec, cfg *rest.Config, meter *usageMeter, sc *results.Scale, say func(string, ...any)) (func(), error) {
+func background(ctx context.Context, spec ConvergeSpec, cfg *rest.Config, meter *usageMeter, sc *converge.Scale, say func(string, ...any)) (func(), error) {
 	if meter != nil {
 		meter.begin()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -93,7 +94,7 @@ func TestKubeConverge(t *testing.T) {
 		rows[r.Kind+"/"+r.Node] = true
 	}
 	for _, k := range converge.Kinds {
-		for _, n := range []string{testState.Nodes[0].Name, testState.Nodes[1].Name, converge.AllNodes} {
+		for _, n := range []string{testState.Nodes[0].Name, testState.Nodes[1].Name, analysis.AllNodes} {
 			if !rows[k+"/"+n] {
 				t.Errorf("no row for %s on %s", k, n)
 			}
@@ -391,7 +392,7 @@ func checkOtherWork(t *testing.T, c *results.Convergence) {
 			t.Errorf("the cluster's %s counted as other work (%.2f s)", n.Name, n.CPUSeconds)
 		}
 	}
-	if d := converge.Disturbed(c); len(d) != len(c.Changes) {
+	if d := analysis.Disturbed(c); len(d) != len(c.Changes) {
 		t.Errorf("%d of %d changes flagged as disturbed, want all", len(d), len(c.Changes))
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/results/stats"
 )
 
 // The kinds of change, each with the answer that shows it (Change.Shows).
@@ -48,9 +45,6 @@ const (
 	notPrefix = "!" // "!NAME": the answers of NAME have stopped
 )
 
-// AllNodes names the rows of the slowest node per change.
-const AllNodes = "all nodes"
-
 func answered(a string) bool { return a != Silent && a != Refused }
 
 // Gone is what Change.Shows holds for a backend that leaves: the end of
@@ -75,8 +69,8 @@ func GoneOf(shows string) (string, bool) {
 // known only once until is past it by more than the prober's timeout (Run
 // waits for that). A change some probe showed before the write (a state
 // that already held: ShownBefore) costs 0 here, so that the cycle does
-// not wait for it; Summarize counts it apart.
-func Latency(ch results.Change, ts []results.Transition, until int64) (time.Duration, bool) {
+// not wait for it; Pair sets it apart (ShownBefore).
+func Latency(ch Change, ts []Transition, until int64) (time.Duration, bool) {
 	stateAt, after := split(ch, ts, until)
 	shows, ends := showsFor(ch)
 	if ends {
@@ -112,10 +106,10 @@ func Latency(ch results.Change, ts []results.Transition, until int64) (time.Dura
 // that: the probes did not see what the rules said (a conntrack entry of
 // an earlier probe with the same 5-tuple decided its path), or the change
 // before it had not settled. Such a change has no latency on that node;
-// Summarize counts it apart, never as 0. A backend's removal is not
+// Pair sets it apart, never as 0. A backend's removal is not
 // judged so: with two backends, a probe before the write may well have
 // reached the other one.
-func ShownBefore(ch results.Change, ts []results.Transition) bool {
+func ShownBefore(ch Change, ts []Transition) bool {
 	shows, _ := showsFor(ch)
 	if _, leaving := GoneOf(ch.Shows); leaving {
 		return false
@@ -126,8 +120,8 @@ func ShownBefore(ch results.Change, ts []results.Transition) bool {
 
 // split is what ch's target's probes in ts saw when ch was written, and
 // their transitions after it, sent before until.
-func split(ch results.Change, ts []results.Transition, until int64) (string, []results.Transition) {
-	var after []results.Transition
+func split(ch Change, ts []Transition, until int64) (string, []Transition) {
+	var after []Transition
 	stateAt := Silent
 	for _, t := range ts {
 		if t.Event != "" || ch.Target != "" && t.Target != ch.Target {
@@ -145,7 +139,7 @@ func split(ch results.Change, ts []results.Transition, until int64) (string, []r
 
 // showsFor is whether an answer shows ch, and whether ch ends something
 // (ending).
-func showsFor(ch results.Change) (func(string) bool, bool) {
+func showsFor(ch Change) (func(string) bool, bool) {
 	gone, leaving := GoneOf(ch.Shows)
 	return func(a string) bool {
 		switch {
@@ -180,15 +174,13 @@ func evidence(shows, answer string) bool {
 	return shows == ShowsNone && !answered(answer)
 }
 
-// Summarize fills each change's latency per node from the transitions
-// (by node, each sorted by Sent; a change's window ends at the next
-// change's write, the last one's at end) and returns the rows: per kind,
-// per node and for all nodes (per change, its slowest node; a change some
-// node did not apply counts as not applied there).
-// interval is the probes' (µs): a metric that says a change was done more
-// than two intervals before the first probe that showed it is early
-// (Row.MetricEarly).
-func Summarize(changes []results.Change, byNode map[string][]results.Transition, end, interval int64) []results.ConvergeRow {
+// Pair fills each change's latency per node from the transitions (by
+// node, each sorted by Sent; a change's window ends at the next change's
+// write, the last one's at end): the nodes that showed it (LatencyUS),
+// those whose probes showed it before its write (ShownBefore, no latency),
+// those that did not in time (NotApplied), and what became of each node's
+// kept connections (Conns).
+func Pair(changes []Change, byNode map[string][]Transition, end int64) {
 	nodes := slices.Sorted(maps.Keys(byNode))
 	for i := range changes {
 		ch := &changes[i]
@@ -207,136 +199,9 @@ func Summarize(changes []results.Change, byNode map[string][]results.Transition,
 			}
 			if fates := Fates(*ch, byNode[n], until); len(fates) > 0 {
 				if ch.Conns == nil {
-					ch.Conns = map[string][]results.ConnFate{}
+					ch.Conns = map[string][]ConnFate{}
 				}
 				ch.Conns[n] = fates
-			}
-		}
-	}
-	var rows []results.ConvergeRow
-	var kinds []string // in the order the changes were written (Kinds' for a Service)
-	for _, ch := range changes {
-		if !slices.Contains(kinds, ch.Kind) {
-			kinds = append(kinds, ch.Kind)
-		}
-	}
-	for _, kind := range kinds {
-		for _, n := range append(nodes, AllNodes) {
-			row := results.ConvergeRow{Kind: kind, Node: n}
-			var us, metric, write []float64
-			for _, ch := range changes {
-				if ch.Kind != kind {
-					continue
-				}
-				row.Changes++
-				if ch.WriteUS > 0 {
-					write = append(write, float64(ch.WriteUS))
-				}
-				countFates(&row, ch, n)
-				if m, ok := nodeMetric(ch, n); ok {
-					metric = append(metric, float64(m))
-					if v, ok := nodeLatency(ch, n); ok && m+2*interval < v {
-						row.MetricEarly++
-					}
-				}
-				if n == AllNodes && len(ch.ShownBefore) > 0 || slices.Contains(ch.ShownBefore, n) {
-					row.ShownBefore++
-					continue
-				}
-				v, ok := nodeLatency(ch, n)
-				if !ok {
-					row.NotApplied++
-					continue
-				}
-				us = append(us, float64(v))
-			}
-			if row.Changes == 0 {
-				continue
-			}
-			row.P50, row.P90, row.P99 = quantile(us, 0.50), quantile(us, 0.90), quantile(us, 0.99)
-			if len(us) > 0 {
-				row.MaxUS = slices.Max(us)
-			}
-			if row.Metrics = len(metric); len(metric) > 0 {
-				p50, p99 := quantile(metric, 0.50), quantile(metric, 0.99)
-				row.Metric, row.MetricP99 = &p50, &p99
-			}
-			if len(write) > 0 {
-				p50 := quantile(write, 0.50)
-				row.Write = &p50
-			}
-			rows = append(rows, row)
-		}
-	}
-	return rows
-}
-
-// AfterWrite is the p50 and p99, with their CIs, of the changes of kind
-// on node n (AllNodes: each change's slowest node), each latency less the
-// change's write call (Change.WriteUS): from the API server's answer to the
-// packet, what the proxy's watch, its sync and the data path took. A value
-// can be below 0: a watch may deliver a change before the writer has the
-// answer. ok is false when no such change was timed (a file from before
-// write times, a lab's floor).
-func AfterWrite(changes []results.Change, kind, n string) (p50, p99 results.QuantileCI, ok bool) {
-	var us []float64
-	for _, ch := range changes {
-		if ch.Kind != kind || ch.WriteUS <= 0 || len(ch.ShownBefore) > 0 && (n == AllNodes || slices.Contains(ch.ShownBefore, n)) {
-			continue
-		}
-		if v, ok := nodeLatency(ch, n); ok {
-			us = append(us, float64(v-ch.WriteUS))
-		}
-	}
-	if len(us) == 0 {
-		return p50, p99, false
-	}
-	return quantile(us, 0.50), quantile(us, 0.99), true
-}
-
-// nodeLatency is ch's latency on node n, or on its slowest node (AllNodes,
-// which needs every node to have applied it).
-func nodeLatency(ch results.Change, n string) (int64, bool) {
-	if n != AllNodes {
-		v, ok := ch.LatencyUS[n]
-		return v, ok
-	}
-	if len(ch.NotApplied) > 0 || len(ch.LatencyUS) == 0 {
-		return 0, false
-	}
-	return slices.Max(slices.Collect(maps.Values(ch.LatencyUS))), true
-}
-
-// nodeMetric is ch's proxy metric on node n, or on its slowest node.
-func nodeMetric(ch results.Change, n string) (int64, bool) {
-	if n != AllNodes {
-		v, ok := ch.MetricUS[n]
-		return v, ok
-	}
-	if len(ch.MetricUS) == 0 || len(ch.MetricUS) < len(ch.LatencyUS)+len(ch.NotApplied)+len(ch.ShownBefore) {
-		return 0, false
-	}
-	return slices.Max(slices.Collect(maps.Values(ch.MetricUS))), true
-}
-
-// countFates adds ch's kept connections on node n (every node's for
-// AllNodes) to row.
-func countFates(row *results.ConvergeRow, ch results.Change, n string) {
-	for node, fates := range ch.Conns {
-		if n != AllNodes && node != n {
-			continue
-		}
-		for _, f := range fates {
-			held, broken, stalled := &row.ConnsHeld, &row.ConnsBroken, &row.ConnsStalled
-			if f.Gone {
-				held, broken, stalled = &row.GoneConnsHeld, &row.GoneConnsBroken, &row.GoneConnsStalled
-			}
-			*held++
-			switch {
-			case f.Broken:
-				*broken++
-			case f.StallUS > 0:
-				*stalled++
 			}
 		}
 	}
@@ -347,9 +212,9 @@ func countFates(row *results.ConvergeRow, ch results.Change, n string) {
 // broken, stalled (its longest late answer) or neither, and whether ch took
 // its backend out (an endpoint removed: the backend that left; the Service
 // deleted: all).
-func Fates(ch results.Change, ts []results.Transition, until int64) []results.ConnFate {
+func Fates(ch Change, ts []Transition, until int64) []ConnFate {
 	open := map[string]bool{}
-	broke := map[string]results.Transition{}
+	broke := map[string]Transition{}
 	stall := map[string]int64{}
 	for _, t := range ts {
 		switch {
@@ -368,43 +233,15 @@ func Fates(ch results.Change, ts []results.Transition, until int64) []results.Co
 		}
 	}
 	gone, _ := GoneOf(ch.Shows)
-	var out []results.ConnFate
+	var out []ConnFate
 	for _, b := range slices.Sorted(maps.Keys(open)) {
-		f := results.ConnFate{Backend: b, Gone: b == gone || ch.Kind == KindServiceDeleted}
+		f := ConnFate{Backend: b, Gone: b == gone || ch.Kind == KindServiceDeleted}
 		if t, ok := broke[b]; ok {
 			f.Broken, f.AfterUS, f.Detail = true, (t.Sent-ch.Written)/1000, t.Detail
 		} else {
 			f.StallUS = stall[b]
 		}
 		out = append(out, f)
-	}
-	return out
-}
-
-// SummarizeController is the EndpointSlice controller's share from its
-// changes' latencies (µs) and how many showed no slice in time.
-func SummarizeController(latUS []int64, notApplied int) *results.ControllerShare {
-	xs := make([]float64, len(latUS))
-	for i, v := range latUS {
-		xs[i] = float64(v)
-	}
-	out := &results.ControllerShare{Changes: len(latUS) + notApplied, NotApplied: notApplied, P50: quantile(xs, 0.50), P99: quantile(xs, 0.99)}
-	if len(xs) > 0 {
-		out.MaxUS = slices.Max(xs)
-	}
-	return out
-}
-
-// quantile is xs's q quantile with its bootstrap CI (none below 2 values).
-func quantile(xs []float64, q float64) results.QuantileCI {
-	if len(xs) == 0 {
-		return results.QuantileCI{}
-	}
-	out := results.QuantileCI{Value: stats.EmpiricalQuantile(xs, q)}
-	if len(xs) >= 2 {
-		if lo, hi, ok := stats.BootstrapQuantileCI(xs, q); ok {
-			out.CI = [2]float64{lo, hi}
-		}
 	}
 	return out
 }

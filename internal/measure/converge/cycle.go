@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // Writer writes the changes of one Service, each returning its time (Unix
@@ -93,18 +91,13 @@ func FormatPause(lo, hi time.Duration) string {
 	return lo.String() + "-" + hi.String()
 }
 
-// PauseOf is the pause of c's run: what it recorded, or for a file from
-// before --pause the default it had.
-func PauseOf(c *results.Convergence) string {
-	if c.Pause != "" {
-		return c.Pause
+// PauseOf is the pause a run recorded, or for a file from before --pause
+// ("") the default it had.
+func PauseOf(recorded string) string {
+	if recorded != "" {
+		return recorded
 	}
 	return DefaultPause
-}
-
-// NewResult is a run's results with this pace, starting now.
-func (p Pace) NewResult() *results.Convergence {
-	return &results.Convergence{Start: time.Now(), IntervalUS: p.Interval.Microseconds(), Pause: FormatPause(p.PauseMin, p.PauseMax)}
 }
 
 // Bounds of a Pace. MinInterval: a probe's 5-tuple comes back after
@@ -185,12 +178,12 @@ type Hooks struct {
 	// Observed: a change the nodes showed (or whose timeout passed);
 	// kube converge scrapes the proxies' own metrics there
 	// (Change.MetricUS).
-	Observed func(ctx context.Context, ch *results.Change)
+	Observed func(ctx context.Context, ch *Change)
 }
 
 // Cycle writes p.Changes changes of a Service through w (ServiceSteps),
 // telling h what it asks for.
-func Cycle(ctx context.Context, w Writer, h Hooks, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]results.Change, error) {
+func Cycle(ctx context.Context, w Writer, h Hooks, seen *Seen, p Pace, t Targets, say func(string, ...any)) ([]Change, error) {
 	return CycleSteps(ctx, ServiceSteps(w, t), h, seen, p, say)
 }
 
@@ -201,14 +194,14 @@ func Cycle(ctx context.Context, w Writer, h Hooks, seen *Seen, p Pace, t Targets
 // policy's allow added and deleted), each followed on every node at the first step's target, come
 // first: what the system still owed earlier writes is not charged to the
 // first measured change. say reports progress.
-func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, say func(string, ...any)) ([]results.Change, error) {
+func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, say func(string, ...any)) ([]Change, error) {
 	start := time.Now()
 	for _, step := range []Step{steps[0], steps[len(steps)-1]} {
 		at, err := step.Write(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("warm-up: %v", err)
 		}
-		ch := results.Change{Shows: step.Shows, Written: at, Target: steps[0].Target}
+		ch := Change{Shows: step.Shows, Written: at, Target: steps[0].Target}
 		if err := waitUntil(ctx, p.WarmUpTimeout, func() bool { return seen.shownEverywhere(ch, 0) }); err != nil {
 			return nil, fmt.Errorf("warm-up: the nodes never followed the %s change within %s (%v): is the data plane being programmed?", step.Kind, p.WarmUpTimeout, err)
 		}
@@ -218,10 +211,10 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		h.WarmedUp(ctx)
 	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
-	var changes []results.Change
+	var changes []Change
 	for i := range p.Changes {
 		step := steps[i%len(steps)]
-		ch := results.Change{Seq: i, Kind: step.Kind, Target: step.Target, Shows: step.Shows}
+		ch := Change{Seq: i, Kind: step.Kind, Target: step.Target, Shows: step.Shows}
 		var err error
 		if ch.Written, err = step.Write(ctx); err != nil {
 			return changes, fmt.Errorf("change %d (%s): %v", i, step.Kind, err)
@@ -232,7 +225,7 @@ func CycleSteps(ctx context.Context, steps []Step, h Hooks, seen *Seen, p Pace, 
 		// a deleted Service's at the end of any: a probe sent Settle after
 		// that end must show it still (another backend's answer, or none),
 		// as a later answer would move it. Not shown in time: not applied
-		// (Summarize).
+		// (Pair).
 		_ = waitUntil(ctx, p.ChangeTimeout, func() bool { return seen.shownEverywhere(ch, Settle(p.ProbeTimeout)) })
 		if h.Observed != nil {
 			h.Observed(ctx, &changes[len(changes)-1])
@@ -275,22 +268,22 @@ func waitUntil(ctx context.Context, limit time.Duration, ok func() bool) error {
 // target's latest held line (EventHeld).
 type Seen struct {
 	mu     sync.Mutex
-	byNode map[string][]results.Transition
-	held   map[nodeTarget]results.Transition
+	byNode map[string][]Transition
+	held   map[nodeTarget]Transition
 }
 
 type nodeTarget struct{ node, target string }
 
 // NewSeen is an empty Seen.
 func NewSeen() *Seen {
-	return &Seen{byNode: map[string][]results.Transition{}, held: map[nodeTarget]results.Transition{}}
+	return &Seen{byNode: map[string][]Transition{}, held: map[nodeTarget]Transition{}}
 }
 
 // Read takes a prober's lines until its stream ends.
 func (s *Seen) Read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		var tr results.Transition
+		var tr Transition
 		if json.Unmarshal(sc.Bytes(), &tr) != nil {
 			continue
 		}
@@ -326,11 +319,11 @@ func (s *Seen) WaitNodes(ctx context.Context, n int, limit time.Duration) error 
 // w (the state at w) on: what a change written at w is judged on; and its
 // latest held line for target, read with them (a held line comes after
 // every transition of its target sent before it).
-func (s *Seen) since(w int64, target string) (map[string][]results.Transition, map[string]results.Transition) {
+func (s *Seen) since(w int64, target string) (map[string][]Transition, map[string]Transition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string][]results.Transition, len(s.byNode))
-	held := map[string]results.Transition{}
+	out := make(map[string][]Transition, len(s.byNode))
+	held := map[string]Transition{}
 	for n, ts := range s.byNode {
 		i := sort.Search(len(ts), func(i int) bool { return ts[i].Sent >= w })
 		from := 0
@@ -356,7 +349,7 @@ func (s *Seen) since(w int64, target string) (map[string][]results.Transition, m
 // showing it. Time passing is no evidence: a prober starved of CPU sends
 // no probes, and the removed backend, or the deleted Service, may answer
 // again when it does.
-func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
+func (s *Seen) shownEverywhere(ch Change, settle time.Duration) bool {
 	ends := ending(ch.Shows)
 	now := time.Now().UnixNano()
 	byNode, held := s.since(ch.Written, ch.Target)
@@ -373,46 +366,41 @@ func (s *Seen) shownEverywhere(ch results.Change, settle time.Duration) bool {
 }
 
 // WaitShown waits until every node shows ch (or limit passes: an error).
-func (s *Seen) WaitShown(ctx context.Context, ch results.Change, limit time.Duration) error {
+func (s *Seen) WaitShown(ctx context.Context, ch Change, limit time.Duration) error {
 	return waitUntil(ctx, limit, func() bool { return s.shownEverywhere(ch, 0) })
 }
 
 // All is a copy of every node's transitions, each in send order.
-func (s *Seen) All() map[string][]results.Transition {
+func (s *Seen) All() map[string][]Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string][]results.Transition, len(s.byNode))
+	out := make(map[string][]Transition, len(s.byNode))
 	for n, ts := range s.byNode {
 		out[n] = slices.Clone(ts)
 	}
 	return out
 }
 
-// Reanalyze fills c's changes' latencies and rows again from its own
-// changes and transitions, with this version's analysis: what Finish
-// computed when a file written by an older version was measured.
-func Reanalyze(c *results.Convergence) {
-	byNode := map[string][]results.Transition{}
-	for _, t := range c.Transitions {
+// ByNode is ts by node, each node's in send order (as Seen.All gives
+// them): a stored run's transitions, to be paired again (Pair).
+func ByNode(ts []Transition) map[string][]Transition {
+	byNode := map[string][]Transition{}
+	for _, t := range ts {
 		byNode[t.Node] = append(byNode[t.Node], t)
 	}
 	for _, ts := range byNode {
-		slices.SortStableFunc(ts, func(a, b results.Transition) int { return cmp.Compare(a.Sent, b.Sent) })
+		slices.SortStableFunc(ts, func(a, b Transition) int { return cmp.Compare(a.Sent, b.Sent) })
 	}
-	c.Rows = Summarize(c.Changes, byNode, c.End.UnixNano(), c.IntervalUS)
+	return byNode
 }
 
-// Finish fills c's changes' latencies, rows and transitions from what seen
-// holds at the end, and says through say how many of the changes the
-// machine's other work disturbed (c.OtherWork, set before), if any.
-func Finish(c *results.Convergence, changes []results.Change, seen *Seen, say func(string, ...any)) {
+// Finish sets r's changes, each paired with what seen holds at the end
+// (Pair: its latency per node), and r's transitions, node by node.
+func Finish(r *Run, changes []Change, seen *Seen) {
 	all := seen.All()
-	c.Changes = changes
-	c.Rows = Summarize(c.Changes, all, c.End.UnixNano(), c.IntervalUS)
+	r.Changes = changes
+	Pair(r.Changes, all, r.End.UnixNano())
 	for _, n := range slices.Sorted(maps.Keys(all)) {
-		c.Transitions = append(c.Transitions, all[n]...)
-	}
-	if seqs := Disturbed(c); len(seqs) > 0 {
-		say("converge: warning: other work on this machine used more than %.1f CPUs while %d of the changes were measured (the report names it): measure again on an idle machine", DisturbedCPUs, len(seqs))
+		r.Transitions = append(r.Transitions, all[n]...)
 	}
 }

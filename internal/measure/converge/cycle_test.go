@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // A change's write call is timed (Change.WriteUS): from the write's time,
@@ -40,12 +38,6 @@ func TestCycleTimesTheWrite(t *testing.T) {
 	for _, ch := range changes {
 		if d := time.Duration(ch.WriteUS) * time.Microsecond; d < answer || d > answer+time.Second {
 			t.Errorf("change %d (%s): its write took %s, want %s or a little more", ch.Seq, ch.Kind, d, answer)
-		}
-	}
-	rows := Summarize(changes, map[string][]results.Transition{}, time.Now().UnixNano(), 1000)
-	for _, r := range rows {
-		if r.Write == nil || r.Write.Value < float64(answer.Microseconds()) {
-			t.Errorf("%s %s: write p50 %v, want %d µs or more", r.Kind, r.Node, r.Write, answer.Microseconds())
 		}
 	}
 }
@@ -94,7 +86,7 @@ func TestPause(t *testing.T) {
 			t.Errorf("changes %d and %d written %s apart, want %s or a little more", i-1, i, d, pause)
 		}
 	}
-	if r := p.NewResult(); r.Pause != "300ms" || r.IntervalUS != 1000 {
+	if r := p.NewRun(); r.Pause != "300ms" || r.IntervalUS != 1000 {
 		t.Errorf("the result records pause %q, interval %d µs", r.Pause, r.IntervalUS)
 	}
 }
@@ -103,13 +95,13 @@ func TestPause(t *testing.T) {
 // (long past: time alone would do) on target "t"; feed gives seen a
 // prober's line sent ms after the write, check asks whether the wait, with
 // a settle of 200 ms, takes the change as shown.
-func waitCase(t *testing.T, kind, shows string) (*Seen, results.Change, func(node string, ms int, answer, event string), func(step string, want bool)) {
+func waitCase(t *testing.T, kind, shows string) (*Seen, Change, func(node string, ms int, answer, event string), func(step string, want bool)) {
 	const settle = 200 * time.Millisecond
 	seen := NewSeen()
-	ch := results.Change{Kind: kind, Target: "t", Shows: shows, Written: time.Now().Add(-5 * time.Second).UnixNano()}
+	ch := Change{Kind: kind, Target: "t", Shows: shows, Written: time.Now().Add(-5 * time.Second).UnixNano()}
 	feed := func(node string, ms int, answer, event string) {
 		t.Helper()
-		b, err := json.Marshal(results.Transition{Node: node, Target: "t", Sent: ch.Written + int64(ms)*int64(time.Millisecond), Answer: answer, Event: event})
+		b, err := json.Marshal(Transition{Node: node, Target: "t", Sent: ch.Written + int64(ms)*int64(time.Millisecond), Answer: answer, Event: event})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,11 +231,11 @@ func TestRemovalWaitOutlastsAStarvedProber(t *testing.T) {
 	// The stop must come before the prober could have said a's answers
 	// held (settle after b's end): a test descheduled that long on a
 	// loaded machine tries again.
-	var ch results.Change
+	var ch Change
 	for try := 1; ; try++ {
 		removed.Store(false)
 		time.Sleep(300 * time.Millisecond) // a and b answering in turn
-		ch = results.Change{Kind: KindEndpointRemoved, Target: target, Shows: Gone("b"), Written: time.Now().UnixNano()}
+		ch = Change{Kind: KindEndpointRemoved, Target: target, Shows: Gone("b"), Written: time.Now().UnixNano()}
 		removed.Store(true)
 		if err := seen.WaitShown(ctx, ch, 10*time.Second); err != nil {
 			t.Fatalf("b's answers never ended: %v", err)
@@ -275,51 +267,4 @@ func TestRemovalWaitOutlastsAStarvedProber(t *testing.T) {
 		t.Fatalf("the resumed prober's answers from a never ended the wait: %v", err)
 	}
 	t.Logf("the wait ended %s after the prober resumed", time.Since(resumed).Round(time.Millisecond))
-}
-
-// A stored file analysed again gives the rows Finish gave when it was
-// measured (the same analysis: --reanalyze on a file of this version
-// changes nothing).
-func TestReanalyzeAsFinish(t *testing.T) {
-	seen := NewSeen()
-	w := int64(1e12)
-	for _, n := range []string{"n2", "n1"} {
-		var lines []byte
-		for _, tr := range []results.Transition{
-			{Sent: w - 5e6, Answer: Refused}, {Sent: w + 3e6, Answer: "a"}, // created
-			{Sent: w + 1e9 + 2e6, Answer: Silent}, {Sent: w + 1e9 + 4e6, Answer: "a"}, {Sent: w + 1e9 + 9e6, Answer: Refused}, // deleted, flapping
-		} {
-			tr.Node, tr.Target = n, "t"
-			b, err := json.Marshal(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines = append(append(lines, b...), '\n')
-		}
-		seen.Read(bytes.NewReader(lines))
-	}
-	changes := []results.Change{
-		{Kind: KindServiceCreated, Target: "t", Shows: ShowsAny, Written: w},
-		{Kind: KindServiceDeleted, Target: "t", Shows: ShowsNone, Written: w + 1e9},
-	}
-	c := &results.Convergence{End: time.Unix(0, w+2e9), IntervalUS: 1000}
-	Finish(c, changes, seen, t.Logf)
-	b, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var again results.Convergence
-	if err := json.Unmarshal(b, &again); err != nil {
-		t.Fatal(err)
-	}
-	again.Rows, again.Changes[1].LatencyUS = nil, nil
-	Reanalyze(&again)
-	want, _ := json.Marshal(c.Rows)
-	got, _ := json.Marshal(again.Rows)
-	if string(got) != string(want) {
-		t.Errorf("reanalysed rows:\n%s\nwant Finish's:\n%s", got, want)
-	}
-	if d := again.Changes[1].LatencyUS["n1"]; d != 9000 {
-		t.Errorf("the deletion on n1: %d µs, want 9000 (the start of the last unanswered run)", d)
-	}
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // What a kept connection's Transition says (its Event; Answer is the
@@ -52,7 +50,7 @@ func keep(ctx context.Context, c ProbeConfig, out io.Writer) error {
 		wg   sync.WaitGroup
 		werr error
 	)
-	write := func(tr results.Transition) {
+	write := func(tr Transition) {
 		tr.Node, tr.Target = c.Node, c.Keep.String()
 		mu.Lock()
 		defer mu.Unlock()
@@ -77,13 +75,13 @@ func keep(ctx context.Context, c ProbeConfig, out io.Writer) error {
 				if dup {
 					conn.Close()
 				} else {
-					write(results.Transition{Sent: at.UnixNano(), Answer: name, Event: EventOpen})
+					write(Transition{Sent: at.UnixNano(), Answer: name, Event: EventOpen})
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						at, why := hold(ctx, conn, name, c.Timeout, write)
 						if ctx.Err() == nil {
-							write(results.Transition{Sent: at.UnixNano(), Answer: name, Event: EventBroken, Detail: why})
+							write(Transition{Sent: at.UnixNano(), Answer: name, Event: EventBroken, Detail: why})
 						}
 						mu.Lock()
 						delete(held, name)
@@ -136,7 +134,7 @@ func ask(r *bufio.Reader, conn net.Conn, limit time.Duration) (name string, took
 // hold asks on conn every keepEvery until an answer fails (within
 // breakAfter) or is not name's (then the send time of that line and why) or
 // ctx ends. A line answered later than timeout is reported as a stall.
-func hold(ctx context.Context, conn net.Conn, name string, timeout time.Duration, report func(results.Transition)) (time.Time, string) {
+func hold(ctx context.Context, conn net.Conn, name string, timeout time.Duration, report func(Transition)) (time.Time, string) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
@@ -154,7 +152,7 @@ func hold(ctx context.Context, conn net.Conn, name string, timeout time.Duration
 		case got != name:
 			return at, "answered by " + got
 		case took > timeout:
-			report(results.Transition{Sent: at.UnixNano(), Answer: name, Event: EventStalled, StallUS: took.Microseconds()})
+			report(Transition{Sent: at.UnixNano(), Answer: name, Event: EventStalled, StallUS: took.Microseconds()})
 		}
 		select {
 		case <-ctx.Done():

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // recording is a listener that keeps what it accepted, so that the test
@@ -74,7 +72,7 @@ func TestKeepReportsABrokenConnection(t *testing.T) {
 // keepEvents runs a prober (one UDP target of its own, no answers) whose
 // kept connections go to keep, and hands out its connections' events; stop
 // ends it, failing the test if it failed.
-func keepEvents(t *testing.T, keep netip.AddrPort) (events chan results.Transition, next func() results.Transition, stop func()) {
+func keepEvents(t *testing.T, keep netip.AddrPort) (events chan Transition, next func() Transition, stop func()) {
 	t.Helper()
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -89,18 +87,18 @@ func keepEvents(t *testing.T, keep netip.AddrPort) (events chan results.Transiti
 		w.CloseWithError(err)
 		done <- err
 	}()
-	events = make(chan results.Transition, 64)
+	events = make(chan Transition, 64)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			var tr results.Transition
+			var tr Transition
 			// held lines are the UDP target's: this test reads the connections'
 			if json.Unmarshal(sc.Bytes(), &tr) == nil && tr.Event != "" && tr.Event != EventHeld {
 				events <- tr
 			}
 		}
 	}()
-	next = func() results.Transition {
+	next = func() Transition {
 		t.Helper()
 		select {
 		case e := <-events:
@@ -108,7 +106,7 @@ func keepEvents(t *testing.T, keep netip.AddrPort) (events chan results.Transiti
 		case <-time.After(10 * time.Second):
 			t.Fatal("no kept connection's event within 10 s")
 		}
-		return results.Transition{}
+		return Transition{}
 	}
 	stop = func() {
 		cancel()

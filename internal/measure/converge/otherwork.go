@@ -21,20 +21,20 @@ const otherWorkTop = 3
 
 // OtherMeter measures the machine's other work (cpu.OtherWorkOf) beside a
 // run, phase by phase, and the changes phase in samples of OtherWorkEvery,
-// which Disturbed holds against the changes. It is not safe for
-// concurrent use: kube converge's meter calls it under its own lock, a
-// lab's run from Cycle's hooks.
+// which the file's analysis holds against the changes (analysis.Disturbed).
+// It is not safe for concurrent use: kube converge's meter calls it under
+// its own lock, a lab's run from Cycle's hooks.
 type OtherMeter struct {
 	measured    cpu.Measured // the measured system's processes, the tool's own
 	first, last cpu.OtherWork
-	samples     []results.OtherWorkSample
+	samples     []OtherWorkSample
 	reading     time.Duration // the phase's readings took
-	res         results.OtherWork
+	res         OtherWork
 }
 
 // NewOtherMeter measures what is not m's.
 func NewOtherMeter(m cpu.Measured) *OtherMeter {
-	return &OtherMeter{measured: m, res: results.OtherWork{Phases: map[string]float64{}}}
+	return &OtherMeter{measured: m, res: OtherWork{Phases: map[string]float64{}}}
 }
 
 // read is a reading now; when one fails (no /proc), the last one again,
@@ -69,7 +69,7 @@ func (o *OtherMeter) Tick(now time.Time) {
 func (o *OtherMeter) sample() {
 	w := o.read()
 	d, _ := w.Sub(o.last)
-	o.samples = append(o.samples, results.OtherWorkSample{Start: o.last.At.UnixNano(), End: w.At.UnixNano(), CPUSeconds: d.Seconds()})
+	o.samples = append(o.samples, OtherWorkSample{Start: o.last.At.UnixNano(), End: w.At.UnixNano(), CPUSeconds: d.Seconds()})
 	o.last = w
 }
 
@@ -91,16 +91,16 @@ func (o *OtherMeter) End(phase string) {
 	}
 	o.res.Samples, o.res.ReadSeconds, o.res.Top = o.samples, o.reading.Seconds(), nil
 	for name, d := range byName {
-		o.res.Top = append(o.res.Top, results.NamedCPU{Name: name, CPUSeconds: d.Seconds()})
+		o.res.Top = append(o.res.Top, NamedCPU{Name: name, CPUSeconds: d.Seconds()})
 	}
-	slices.SortFunc(o.res.Top, func(a, b results.NamedCPU) int {
+	slices.SortFunc(o.res.Top, func(a, b NamedCPU) int {
 		return cmp.Or(cmp.Compare(b.CPUSeconds, a.CPUSeconds), strings.Compare(a.Name, b.Name))
 	})
 	o.res.Top = o.res.Top[:min(len(o.res.Top), otherWorkTop)]
 }
 
 // Result is what the ended phases measured.
-func (o *OtherMeter) Result() *results.OtherWork { return &o.res }
+func (o *OtherMeter) Result() *OtherWork { return &o.res }
 
 // Hooks measure a lab's changes phase, where nothing else samples: it
 // begins when Cycle's warm-up ends and is sampled after each change; End
@@ -108,6 +108,6 @@ func (o *OtherMeter) Result() *results.OtherWork { return &o.res }
 func (o *OtherMeter) Hooks() Hooks {
 	return Hooks{
 		WarmedUp: func(context.Context) { o.Begin() },
-		Observed: func(context.Context, *results.Change) { o.Tick(time.Now()) },
+		Observed: func(context.Context, *Change) { o.Tick(time.Now()) },
 	}
 }

@@ -2,9 +2,10 @@
 // long a change written through the API takes to reach the packets of every
 // node. Probers in a pod on each node (Probe, run as `vnetlab kube probe`)
 // send a UDP probe to a Service every interval from a fresh socket and
-// print each change of what answers; the driver (Run) writes changes through
-// the API, timestamped at the write, and Analyze pairs each with the first
-// probe, per node, whose answer shows it.
+// print each change of what answers (Transition); the driver (Cycle) writes
+// changes through the API, timestamped at the write, and Pair pairs each
+// with the first probe, per node, whose answer shows it. What a run
+// measured is a Run, in this package's types; internal/runner files it.
 package converge
 
 import (
@@ -18,8 +19,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // What a probe saw, besides the name of the backend that answered.
@@ -171,7 +170,7 @@ func (p *portCycle) take(now time.Time) int {
 // of its own on the port ports gives (a new flow: no conntrack or affinity
 // entry of an earlier probe decides its path), and writes a Transition to out whenever a probe's
 // outcome differs from the probe before it, in send order (a
-// results.Transition: the send time of the first probe that saw Answer,
+// Transition: the send time of the first probe that saw Answer,
 // Unix ns on the prober's clock); the first probe's outcome is the first
 // line, and an outcome that holds long enough is said again (EventHeld).
 // A probe the kernel refused to send (no route:
@@ -245,7 +244,7 @@ func emit(probes <-chan outcome, enc *json.Encoder, node string, target netip.Ad
 			continue
 		}
 		lastLine, lastSeq = latest, o.seq
-		if err := enc.Encode(results.Transition{Node: node, Target: name, Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer, Event: event}); err != nil {
+		if err := enc.Encode(Transition{Node: node, Target: name, Sent: latest.UnixNano(), Seq: o.seq, Answer: s.answer, Event: event}); err != nil {
 			return err
 		}
 	}

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // A change at a known instant (a UDP server starting to answer on
@@ -41,11 +39,11 @@ func TestProbeResolution(t *testing.T) {
 		w.CloseWithError(err)
 		done <- err
 	}()
-	lines := make(chan results.Transition, 1024)
+	lines := make(chan Transition, 1024)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			var tr results.Transition
+			var tr Transition
 			if json.Unmarshal(sc.Bytes(), &tr) == nil && tr.Event != EventHeld { // changes only
 				lines <- tr
 			}
@@ -77,7 +75,7 @@ func TestProbeResolution(t *testing.T) {
 			_, _ = srv.WriteToUDP([]byte("srv\n"), from)
 		}
 	}()
-	var seen results.Transition
+	var seen Transition
 	select {
 	case seen = <-lines:
 	case <-time.After(10 * time.Second):
@@ -153,7 +151,7 @@ func emitted(t *testing.T, rule heldRule, ps []probeAt) string {
 	var got []string
 	dec := json.NewDecoder(&out)
 	for dec.More() {
-		var tr results.Transition
+		var tr Transition
 		if err := dec.Decode(&tr); err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
@@ -105,10 +104,10 @@ func TestConvergeInLab(t *testing.T) {
 			if kinds[KindAllowAdded] != 4 || kinds[KindAllowDeleted] != 4 || c.PolicyProvider != provider || c.Policies != 100 {
 				t.Errorf("changes %v, provider %q, %d policies", kinds, c.PolicyProvider, c.Policies)
 			}
-			for _, r := range c.Rows {
-				t.Logf("%s %s: p50 %.1f ms, max %.1f ms", r.Kind, r.Node, r.P50.Value/1000, r.MaxUS/1000)
+			for _, ch := range c.Changes {
+				t.Logf("change %d (%s): %.1f ms", ch.Seq, ch.Kind, float64(ch.LatencyUS[prober])/1000)
 			}
-			if o := c.OtherWork; o == nil || len(o.Samples) == 0 || slices.ContainsFunc(o.Top, func(n results.NamedCPU) bool { return n.Name == "vnetlab" }) {
+			if o := c.OtherWork; o == nil || len(o.Samples) == 0 || slices.ContainsFunc(o.Top, func(n converge.NamedCPU) bool { return n.Name == "vnetlab" }) {
 				t.Errorf("the machine's other work beside the changes: %+v (measured, without vnetlab's probers)", o)
 			}
 			cfg, err := Load(st.Name)

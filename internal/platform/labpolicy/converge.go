@@ -49,7 +49,7 @@ const IsolateName = "vnl-isolate"
 // generated policies and one isolating the probed pod are loaded first,
 // then converge.CycleSteps adds the policy allowing the probers and
 // deletes it, in turn. The lab's policies are left as they were.
-func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*results.Convergence, error) {
+func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) (*converge.Run, error) {
 	// One session for the whole run: each change is the transaction's own
 	// work (its policies checked, the pods they select compiled again, what
 	// changed written), not a reading and compiling of every policy.
@@ -126,7 +126,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	}
 	w := policyWriter{s: s, allow: allow}
 	steps := converge.PolicySteps(target, w.add, w.del)
-	out := spec.Pace.NewResult()
+	out := spec.Pace.NewRun()
 	out.Proxy, out.PolicyProvider, out.Policies, out.IPBlocks = "lab policy provider "+spec.Provider, spec.Provider, spec.Policies, spec.IPBlocks
 	other := converge.NewOtherMeter(lab.Measured(st.Name))
 	changes, err := converge.CycleSteps(ctx, steps, other.Hooks(), seen, spec.Pace, say)
@@ -136,7 +136,7 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	out.End = time.Now()
 	other.End(results.PhaseChanges)
 	out.OtherWork = other.Result()
-	converge.Finish(out, changes, seen, say)
+	converge.Finish(out, changes, seen)
 	return out, nil
 }
 

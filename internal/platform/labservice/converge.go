@@ -41,8 +41,9 @@ const (
 // lab's pods share the machine's host name), every other pod probes the
 // Service (vnetlab kube probe, a "node" of the result named by its pod),
 // and converge.Cycle writes the changes. The Service is deleted and the
-// processes stopped when it returns.
-func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*results.Convergence, error) {
+// processes stopped when it returns. The run is in converge's types: the
+// verb files it (runner.ConvergenceOf).
+func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*converge.Run, error) {
 	st, err := lab.Load(spec.Lab)
 	if err != nil {
 		return nil, err
@@ -91,7 +92,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 			}
 		}
 	}()
-	res := spec.Pace.NewResult()
+	res := spec.Pace.NewRun()
 	other := converge.NewOtherMeter(lab.Measured(st.Name))
 	changes, err := converge.Cycle(ctx, w, other.Hooks(), seen, spec.Pace, targets, say)
 	if err != nil {
@@ -105,7 +106,7 @@ func Floor(ctx context.Context, spec FloorSpec, say func(string, ...any)) (*resu
 		return nil, err
 	}
 	res.Proxy = "lab provider " + c.Provider
-	converge.Finish(res, changes, seen, say)
+	converge.Finish(res, changes, seen)
 	return res, nil
 }
 

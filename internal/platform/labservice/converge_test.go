@@ -20,6 +20,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
@@ -78,8 +79,8 @@ func TestFloorConverges(t *testing.T) {
 			if len(c.Changes) != 10 || c.Proxy != "lab provider "+p {
 				t.Errorf("%d changes, proxy %q", len(c.Changes), c.Proxy)
 			}
-			for _, r := range c.Rows {
-				t.Logf("%s %s: p50 %.1f ms, max %.1f ms", r.Kind, r.Node, r.P50.Value/1000, r.MaxUS/1000)
+			for _, ch := range c.Changes {
+				t.Logf("change %d (%s): %.1f ms", ch.Seq, ch.Kind, float64(ch.LatencyUS[prober.Name])/1000)
 			}
 			cfg, err := Load(st.Name)
 			if err != nil {
@@ -114,13 +115,13 @@ func otherLoop(t *testing.T) func() {
 // checkOtherWork: the machine's other work was measured over the changes,
 // without vnetlab's processes; with a shell looping beside them (loop),
 // the shell is the busiest and every change is flagged as disturbed.
-func checkOtherWork(t *testing.T, c *results.Convergence, loop bool) {
+func checkOtherWork(t *testing.T, c *converge.Run, loop bool) {
 	t.Helper()
 	o := c.OtherWork
 	if o == nil || len(o.Samples) == 0 {
 		t.Fatalf("no other work measured: %+v", o)
 	}
-	secs := o.ChangesSeconds()
+	secs := float64(o.Samples[len(o.Samples)-1].End-o.Samples[0].Start) / 1e9
 	t.Logf("other work in the changes: %.2f CPU s of %.1f s, top %v", o.Phases[results.PhaseChanges], secs, o.Top)
 	for _, n := range o.Top {
 		if n.Name == "vnetlab" || n.Name == "labservice.test" {
@@ -132,11 +133,20 @@ func checkOtherWork(t *testing.T, c *results.Convergence, loop bool) {
 	}
 	// The shell is named with the CPU it took (first, unless some other
 	// process of this machine was busier still).
-	shell := slices.IndexFunc(o.Top, func(n results.NamedCPU) bool { return n.Name == "sh" })
+	shell := slices.IndexFunc(o.Top, func(n converge.NamedCPU) bool { return n.Name == "sh" })
 	if o.Phases[results.PhaseChanges] < 0.2*secs || shell < 0 || o.Top[shell].CPUSeconds < 0.2*secs {
 		t.Errorf("other work %.1f CPU s in the changes' %.1f s, busiest %v, while a shell looped beside them", o.Phases[results.PhaseChanges], secs, o.Top)
 	}
-	if d := converge.Disturbed(c); len(d) != len(c.Changes) {
+	// What the report flags reads the file: the changes and samples as
+	// it records them.
+	f := &results.Convergence{OtherWork: &results.OtherWork{}}
+	for _, s := range o.Samples {
+		f.OtherWork.Samples = append(f.OtherWork.Samples, results.OtherWorkSample(s))
+	}
+	for _, ch := range c.Changes {
+		f.Changes = append(f.Changes, results.Change{Seq: ch.Seq, Written: ch.Written, LatencyUS: ch.LatencyUS})
+	}
+	if d := analysis.Disturbed(f); len(d) != len(c.Changes) {
 		t.Errorf("%d of %d changes flagged as disturbed, want all", len(d), len(c.Changes))
 	}
 }
@@ -170,18 +180,18 @@ func TestProbeResolutionInLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
-	lines := make(chan results.Transition, 1024)
+	lines := make(chan converge.Transition, 1024)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			var tr results.Transition
+			var tr converge.Transition
 			if json.Unmarshal(sc.Bytes(), &tr) == nil && tr.Event != converge.EventHeld { // changes only
 				lines <- tr
 			}
 		}
 		close(lines)
 	}()
-	next := func() results.Transition {
+	next := func() converge.Transition {
 		select {
 		case tr, ok := <-lines:
 			if !ok {
@@ -191,7 +201,7 @@ func TestProbeResolutionInLab(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no transition within 10 s")
 		}
-		return results.Transition{}
+		return converge.Transition{}
 	}
 	// Nothing is bound yet: refused. Before that the first probes may go
 	// unanswered within the timeout, while the prober's neighbour entry

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 	"github.com/vnetlab/vnetlab/internal/system/cpupin"
 )
@@ -35,7 +36,7 @@ func PrintConvergence(w io.Writer, c *results.Convergence) {
 		flows = fmt.Sprintf("%d s", c.ProbeConntrackTimeoutS)
 	}
 	fmt.Fprintf(w, "%s: %d changes, each %s after the last was shown, probes every %d µs (the resolution; their flows' conntrack timeout %s), %s\n",
-		what, len(c.Changes), converge.PauseOf(c), c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
+		what, len(c.Changes), converge.PauseOf(c.Pause), c.IntervalUS, flows, c.End.Sub(c.Start).Round(1e9))
 	// The proxy's metric and the kept connections are columns only when
 	// some row has them (a lab's floor or policy apply latency has neither).
 	metrics := slices.ContainsFunc(c.Rows, func(r results.ConvergeRow) bool { return r.Metric != nil || r.Metrics > 0 })
@@ -156,7 +157,7 @@ func writeP50(r results.ConvergeRow) string {
 // afterWrite is the p50 and p99 (with its CI) of a kind's latencies on
 // node n less their write calls: the part after the API server's answer.
 func afterWrite(c *results.Convergence, kind, n string) string {
-	p50, p99, ok := converge.AfterWrite(c.Changes, kind, n)
+	p50, p99, ok := analysis.AfterWrite(c.Changes, kind, n)
 	if !ok {
 		return "-"
 	}
@@ -206,14 +207,14 @@ func printNotApplied(w io.Writer, changes []results.Change, object string) {
 }
 
 // printGaps is each node's p50 for the changes written within
-// converge.RateLimitGap of the node showing the previous one, and for the
+// analysis.RateLimitGap of the node showing the previous one, and for the
 // later ones: a proxy with a minimum sync period holds the first group.
 func printGaps(w io.Writer, c *results.Convergence) {
-	gaps := converge.SplitByGap(c)
+	gaps := analysis.SplitByGap(c)
 	if len(gaps) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "p50 ms by the time from a node showing a change to the next change's write, under %s / %s or more (kube-proxy syncs at most once per minSyncPeriod, 1 s by default: it holds the first):", converge.RateLimitGap, converge.RateLimitGap)
+	fmt.Fprintf(w, "p50 ms by the time from a node showing a change to the next change's write, under %s / %s or more (kube-proxy syncs at most once per minSyncPeriod, 1 s by default: it holds the first):", analysis.RateLimitGap, analysis.RateLimitGap)
 	for i, g := range gaps {
 		sep := "; "
 		if i == 0 {
@@ -240,7 +241,7 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 		return
 	}
 	fmt.Fprintf(w, "other work on this machine (outside the measured cluster or lab and vnetlab): %.1f CPU s during the changes", o.Phases[results.PhaseChanges])
-	if busiest, ok := converge.BusiestOtherWork(c); ok {
+	if busiest, ok := analysis.BusiestOtherWork(c); ok {
 		fmt.Fprintf(w, " (%.2f%% of a CPU; its busiest %.0f s: %.2f CPUs)", 100*o.Phases[results.PhaseChanges]/o.ChangesSeconds(), float64(busiest.End-busiest.Start)/1e9, busiest.CPUs())
 	}
 	for _, ph := range []string{results.PhaseCreate, results.PhaseIdle} {
@@ -259,9 +260,9 @@ func printOtherWork(w io.Writer, c *results.Convergence) {
 		fmt.Fprintf(w, "; its readings took %.2f s", o.ReadSeconds)
 	}
 	fmt.Fprintln(w)
-	if seqs := converge.Disturbed(c); len(seqs) > 0 {
+	if seqs := analysis.Disturbed(c); len(seqs) > 0 {
 		fmt.Fprintf(w, "warning: %d of %d changes overlapped other work above %.1f CPUs (changes %s): their latencies may be its; measure again on an idle machine\n",
-			len(seqs), len(c.Changes), converge.DisturbedCPUs, cpupin.FormatList(seqs))
+			len(seqs), len(c.Changes), analysis.DisturbedCPUs, cpupin.FormatList(seqs))
 	}
 }
 
@@ -273,7 +274,7 @@ func otherWorkCell(c *results.Convergence) string {
 		return "-"
 	}
 	cell := fmt.Sprintf("%.1f", c.OtherWork.Phases[results.PhaseChanges])
-	if n := len(converge.Disturbed(c)); n > 0 {
+	if n := len(analysis.Disturbed(c)); n > 0 {
 		cell += fmt.Sprintf(" (%d DISTURBED)", n)
 	}
 	return cell

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/measure/converge"
 	"github.com/vnetlab/vnetlab/internal/results"
+	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/results/stats"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 )
@@ -84,7 +85,7 @@ type convergeKey struct {
 
 func keyOf(r ConvergeRun) (convergeKey, int) {
 	c := r.C
-	pause := converge.PauseOf(c)
+	pause := converge.PauseOf(c.Pause)
 	if c.PolicyProvider != "" { // a policy's apply latency: its enforcer (or lab provider), N policies
 		what := "policy " + c.PolicyProvider
 		if c.Cluster != nil && c.Cluster.CNIMode != "" {
@@ -172,7 +173,7 @@ func PrintConvergeTable(w io.Writer, runs []ConvergeRun, kinds []string) {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.proxy, k.eps, k.pause, n, kind, cr.Changes, cr.NotApplied, cr.ShownBefore,
-				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, converge.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
+				ms(cr.P50), ms(cr.P99), writeP50(cr), afterWrite(r.C, kind, analysis.AllNodes), metricP50(cr), early(cr), ofHeld(cr.GoneConnsBroken, cr.GoneConnsStalled, cr.GoneConnsHeld), ofHeld(cr.ConnsBroken, cr.ConnsStalled, cr.ConnsHeld),
 				u.proxyCPU, u.proxyRSS, u.apiRSS, u.bpf, crrRatio(r.C, base[k.crrBase()]), otherWorkCell(r.C))
 		}
 	}

@@ -7,7 +7,9 @@
 //     its CI, Mann-Whitney U and a typed Verdict that knows which way is
 //     better (Compare), applied to a run's baseline and pod cells (Analyze);
 //   - diff.go: the same cells in two results files (Diff, for compare);
-//   - status.go: whether a cell's failure was predicted (StatusOf, Problems).
+//   - status.go: whether a cell's failure was predicted (StatusOf, Problems);
+//   - converge.go: a convergence file's rows, and what its report reads
+//     (ConvergeRows, AfterWrite, SplitByGap, Disturbed).
 //
 // The arithmetic on float slices (medians, bootstrap, tests) is internal/results/stats.
 package analysis
