@@ -11,6 +11,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
 	"github.com/vnetlab/vnetlab/internal/measure/profile"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 )
 
@@ -137,6 +138,8 @@ func TestFilingKeepsEveryField(t *testing.T) {
 	packets := filled[pktstat.Proof]()
 	summary, files := filled[profile.Summary](), filled[profile.Files]()
 	run := filled[converge.Run]()
+	seen, proof := filled[labpolicy.CellSeen](), &results.PolicyProof{}
+	filePolicySeen(proof, seen)
 	for _, c := range []struct {
 		name     string
 		from, to any
@@ -148,6 +151,7 @@ func TestFilingKeepsEveryField(t *testing.T) {
 		{"profile.Summary", summary, ProfileOf(&summary), ""},
 		{"profile.Files", files, filesOf(files), ""},
 		{"converge.Run", run, ConvergenceOf(&run, t.Logf), "Controller"},
+		{"labpolicy.CellSeen", seen, proof, ""},
 	} {
 		if err := sameByName(reflect.ValueOf(c.from), reflect.Indirect(reflect.ValueOf(c.to)), c.name, map[string]bool{c.skip: true}); err != nil {
 			t.Error(err)
@@ -178,5 +182,15 @@ func TestFilingRecordsEveryKnob(t *testing.T) {
 	}
 	if got := knobsOf(knob.Settings{Streams: 1, Rate: knob.Unlimited}); !reflect.DeepEqual(got, map[string]string{"streams": "1"}) {
 		t.Errorf("the defaults recorded as %v", got)
+	}
+}
+
+// A cell's policy proof starts with its set and load time; what its
+// prover saw is added to it, not over it.
+func TestFilingPolicyProof(t *testing.T) {
+	pp := policyProofOf(knob.PolicySet{Policies: 100, IPBlocks: 16}, 0.25)
+	filePolicySeen(pp, labpolicy.CellSeen{Objects: 3, Want: 3})
+	if want := (results.PolicyProof{Policies: 100, IPBlocks: 16, LoadSec: 0.25, Objects: 3, Want: 3}); *pp != want {
+		t.Errorf("proof %+v, want %+v", *pp, want)
 	}
 }

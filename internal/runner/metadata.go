@@ -21,10 +21,16 @@ type Provenance struct {
 	Scenario        string
 }
 
-// Begin is the metadata of a run that starts now: this machine, prov and
-// the spec's settings. Every run, of labs or clusters, starts its results
-// file here (the one place a file's metadata is assembled).
-func Begin(prov Provenance, spec Spec) results.Metadata {
+// Begin is the results file of a run that starts now: the schema's
+// version, and the metadata of this machine, prov and the spec's settings.
+// Every run, of labs or clusters, starts its results file here (the one
+// place a file's metadata is assembled).
+func Begin(prov Provenance, spec Spec) *results.File {
+	return &results.File{SchemaVersion: results.SchemaVersion, Metadata: metadata(prov, spec)}
+}
+
+// metadata is a run's metadata, as it starts now.
+func metadata(prov Provenance, spec Spec) results.Metadata {
 	m := results.Metadata{Vnetlab: prov.Version, Commit: prov.Commit, CPUs: runtime.NumCPU(), CommandLine: prov.Args,
 		Scenario: prov.Scenario, Tools: map[string]string{}, Settings: spec.settings(), Start: time.Now().UTC()}
 	var u unix.Utsname

@@ -11,7 +11,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
@@ -161,8 +160,7 @@ func (p *plan) cellProof(st *lab.State, c *Planned) {
 		addr = pl.server.IP6
 	}
 	server, _ := netip.ParseAddr(addr)
-	c.Cell.Policies = &results.PolicyProof{Policies: pl.set.Policies, IPBlocks: pl.set.IPBlocks, LoadSec: pl.loadSec}
-	c.Policy = &labpolicy.CellProof{Lab: st, Provider: pl.provider, ClientNS: pl.client.NS, Server: server}
+	c.ProvePolicies(pl.set, pl.loadSec, &labpolicy.CellProof{Lab: st, Provider: pl.provider, ClientNS: pl.client.NS, Server: server})
 }
 
 // provePolicies files cell c's policy proof: why its Begin failed (or ""),
@@ -177,7 +175,7 @@ func provePolicies(c Planned, why string, sampleErr error) {
 		why = c.Policy.End()
 	}
 	pp := c.Cell.Policies
-	c.Policy.File(pp)
+	filePolicySeen(pp, c.Policy.Seen())
 	pp.NotApplied = why
 	if why != "" && c.Cell.NotApplied == "" {
 		c.Cell.NotApplied = "policies not proven in force: " + why

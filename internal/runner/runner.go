@@ -14,6 +14,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/measure/knob"
 	"github.com/vnetlab/vnetlab/internal/measure/pktstat"
 	"github.com/vnetlab/vnetlab/internal/measure/profile"
+	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/results/analysis"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -40,7 +41,7 @@ func Run(ctx context.Context, spec Spec, prov Provenance, prog Progress) (*resul
 	if err != nil {
 		return nil, err
 	}
-	p.out.Metadata = Begin(prov, spec)
+	p.out = Begin(prov, spec)
 	if e := p.out.Metadata.Emulation; e != "" {
 		prog.Note("warning: %s", e)
 	}
@@ -124,17 +125,25 @@ type Planned struct {
 	// Policy proves the lab's NetworkPolicies around the cell's proof
 	// sample (policies.go: a labpolicy.CellProof; a cluster's:
 	// internal/kube/bench/policies.go); nil when the lab has none.
+	// ProvePolicies sets it.
 	Policy PolicyProver
 }
 
 // PolicyProver proves a cell's policy set in force around its proof
 // sample: Begin before it (never in a measured window), End after it, each
-// "" or why the set is not in force; File copies what it saw into the
-// cell's proof.
+// "" or why the set is not in force; Seen is what they saw, which the
+// runner files in the cell's proof (filing_policy.go).
 type PolicyProver interface {
 	Begin() string
 	End() string
-	File(*results.PolicyProof)
+	Seen() labpolicy.CellSeen
+}
+
+// ProvePolicies gives c its policy set, loaded in loadSec seconds, to be
+// proven by p around its proof sample: a lab's cells (policies.go) and a
+// cluster's (internal/kube/bench/policies.go) alike.
+func (c *Planned) ProvePolicies(set knob.PolicySet, loadSec float64, p PolicyProver) {
+	c.Cell.Policies, c.Policy = policyProofOf(set, loadSec), p
 }
 
 // EngineSpec is what one sample of c measures under spec.

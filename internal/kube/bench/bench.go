@@ -143,7 +143,7 @@ func Run(ctx context.Context, s Spec, prov runner.Provenance, prog runner.Progre
 	}
 	s.Measure.ClusterPolicies = true                 // its settings name no lab policy provider
 	s.Measure.OrderSeed = s.Measure.DrawnOrderSeed() // one seed, recorded, for every configuration's rounds
-	res := &results.File{SchemaVersion: results.SchemaVersion, Metadata: runner.Begin(prov, s.Measure)}
+	res := runner.Begin(prov, s.Measure)
 	res.Metadata.Settings.Tolerance = s.Tolerance
 	var err error
 	if len(s.Configs) > 0 {

@@ -21,7 +21,6 @@ import (
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/platform/labpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/labservice"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/runner"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -221,8 +220,7 @@ func (ps *pointSet) prove(planned []runner.Planned) {
 		if c.Cell.Path == measure.PathHost {
 			continue // no policy selects a hostNetwork pod
 		}
-		c.Cell.Policies = &results.PolicyProof{Policies: ps.set.Policies, IPBlocks: ps.set.IPBlocks, LoadSec: ps.took.Seconds()}
-		c.Policy = &policyProof{ps: ps, client: c.Target.ClientNS, addr: ps.deniedAddr(ps.server[c.Family]), node: ps.nodes[c.Cell.ServerNode]}
+		c.ProvePolicies(ps.set, ps.took.Seconds(), &policyProof{ps: ps, client: c.Target.ClientNS, addr: ps.deniedAddr(ps.server[c.Family]), node: ps.nodes[c.Cell.ServerNode]})
 	}
 }
 
@@ -304,6 +302,6 @@ func (p *policyProof) End() string {
 	return ""
 }
 
-func (p *policyProof) File(pp *results.PolicyProof) {
-	pp.Objects, pp.Want, pp.Probe, pp.ProbeDenied, pp.Evaluated = p.objects, p.want, p.probe, p.denied, p.evaluated
+func (p *policyProof) Seen() labpolicy.CellSeen {
+	return labpolicy.CellSeen{Objects: p.objects, Want: p.want, Probe: p.probe, ProbeDenied: p.denied, Evaluated: p.evaluated}
 }

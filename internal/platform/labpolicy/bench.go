@@ -16,7 +16,6 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
-	"github.com/vnetlab/vnetlab/internal/results"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 )
 
@@ -213,13 +212,19 @@ type CellProof struct {
 	Provider string
 	ClientNS string
 	Server   netip.Addr // the server pod's address of the cell's family
-	// Filled by Begin and End.
-	Objects, Want int
-	Probe         string // the denied flow and what became of it
-	// ProbeDenied: the provider's denied count over the probe;
-	// Evaluated: its evaluated count over the proof sample.
+	CellSeen            // filled by Begin and End
+	probed   Proof
+}
+
+// CellSeen is what a cell's policy proof saw (a lab's CellProof, a
+// cluster's): the enforcer's objects read back and those the compiled
+// policies make, the denied flow and what became of it, the enforcer's
+// denied count over that probe and its evaluated count over the proof
+// sample. The runner files it in the cell's proof (runner.PolicyProver).
+type CellSeen struct {
+	Objects, Want          int
+	Probe                  string
 	ProbeDenied, Evaluated uint64
-	probed                 Proof
 }
 
 // deniedWait: a denied connection's SYN is dropped, so connect waits this
@@ -275,10 +280,8 @@ func (c *CellProof) End() string {
 	return ""
 }
 
-// File copies the proof into a cell's (runner.PolicyProver).
-func (c *CellProof) File(p *results.PolicyProof) {
-	p.Objects, p.Want, p.Probe, p.ProbeDenied, p.Evaluated = c.Objects, c.Want, c.Probe, c.ProbeDenied, c.Evaluated
-}
+// Seen is what Begin and End saw (runner.PolicyProver).
+func (c *CellProof) Seen() CellSeen { return c.CellSeen }
 
 // Prove asks provider what lab st's data plane holds.
 func Prove(st *lab.State, provider string) (Proof, error) {
