@@ -20,7 +20,7 @@ func init() { Register(nftablesProvider{}) }
 const NftTable = polnft.Table
 
 func (nftablesProvider) Info() Info {
-	return Info{Name: NFTables, Summary: "kube-network-policies' shape: table inet vnetlab-netpol in each node, conntrack established first, verdict maps of isolated pods' addresses to per-pod chains of sets", Stages: []string{"tables", "nf_sets"}}
+	return Info{Name: NFTables, Summary: "kube-network-policies' shape: table inet vnetlab-netpol in each node, conntrack established first, verdict maps of isolated pods' addresses to per-pod chains, their rules of sets in bucket chains by hash", Stages: []string{"tables", "nf_sets"}}
 }
 
 func (nftablesProvider) Supports(m modes.Mode, options map[string]string) string {
