@@ -188,6 +188,9 @@ func deltaOf(changes []netpol.PodChange, nb uint64) string {
 	var del, chains, add script
 	for _, c := range changes {
 		for _, d := range directions {
+			if c.Old != nil && c.New != nil && slices.Equal(c.Old.IPs, c.New.IPs) && d.side(c.Old).Equal(d.side(c.New)) {
+				continue // the pod's other side changed
+			}
 			d.delta(&del, &chains, &add, d.of(c.Old, nb), d.of(c.New, nb))
 		}
 	}
