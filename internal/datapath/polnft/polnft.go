@@ -6,23 +6,43 @@
 // conntrack's established and related packets first (replies of allowed
 // connections, and every later packet of them) and IPv6 neighbour discovery
 // (as kube-network-policies does), then looks the source up in the verdict
-// maps egress-v4 / egress-v6 (a pod isolated for egress: jump to its egress
-// chain, which returns when a rule allows and drops otherwise) and the
-// destination in ingress-v4 / ingress-v6 (a pod isolated for ingress: goto
-// its ingress chain, which accepts when a rule allows and drops otherwise).
-// A pod in neither map is not isolated: its packets pass with two hash
-// lookups. Each compiled Allow is a rule per family matching its peers (an
-// anonymous set of pod addresses, or an ipBlock with its excepts as a set)
-// and its ports (a set of `l4proto . port` intervals).
+// maps egress-v4 / egress-v6 (a pod isolated for egress: goto its egress
+// chain) and goes to the chain filter-ingress, which looks the destination
+// up in ingress-v4 / ingress-v6 (a pod isolated for ingress: goto its
+// ingress chain) and accepts the rest. A pod in neither map is not
+// isolated: its packets pass with two hash lookups.
+//
+// A pod chain (egress-NS/POD, ingress-NS/POD) counts the packet in its
+// named counter CHAIN/evaluated, lets the pod's own addresses through,
+// jumps to each of its bucket chains (CHAIN/N) in turn, and counts the
+// packet in CHAIN/denied and drops it. The pod's Allows of that direction
+// are spread over Buckets bucket chains by their hash (netpol.Allow.Hash),
+// in order within a bucket; a chain holds only its non-empty buckets.
+// Every rule of a bucket only allows (ingress: accept; egress: goto
+// filter-ingress, where the destination decides), so the order the pod
+// chain walks them in does not change what it decides. Each Allow is a
+// rule per family matching its peers (an anonymous set of pod addresses,
+// or an ipBlock with its excepts as a set) and its ports (a set of
+// `l4proto . port` intervals).
+//
+// Script is the whole table, which Load writes in one nft transaction
+// (add, delete, add: atomic, so packets see the old rules or the new ones;
+// established connections keep flowing through the conntrack rule). Delta
+// is one transaction that turns the table of some rules into the table of
+// others, writing only what differs: of a changed pod, the bucket chains
+// whose Allows changed are refilled, its pod chain is rewritten only when
+// its buckets or its addresses changed, its map elements are added or
+// deleted only where its isolation or its addresses changed. A policy added
+// to 10,000 that select one pod refills one bucket of some 40 rules. The
+// counters are named objects, so rewriting a pod chain keeps them: a pod's
+// counts only grow while it stays isolated. Script is Delta from no rules
+// behind the table's frame, so the two make the same ruleset.
+//
 // kube-network-policies decides the first packet of a connection in
 // userspace through nfqueue; this kernel has no nftables queue statement,
 // so the decision is written out as sets and verdict maps instead (as its
-// own maps of pod addresses gate what it queues).
-//
-// Load writes the whole table in one nft transaction (add, delete, add:
-// atomic, so packets see the old rules or the new ones; established
-// connections keep flowing through the conntrack rule). A lab's nftables
-// policy provider (internal/platform/labpolicy) loads it into every node of
+// own maps of pod addresses gate what it queues). A lab's nftables policy
+// provider (internal/platform/labpolicy) loads the table into every node of
 // a lab; a cluster node's policy controller (internal/kube/netpolicy) into
 // its own namespace, with the rules of its own pods.
 package polnft
@@ -30,6 +50,8 @@ package polnft
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -39,26 +61,56 @@ import (
 // Table is the table the rules live in, in each namespace.
 const Table = "vnetlab-netpol"
 
-// The base chain and the verdict maps of the table.
+// table is the table as nft's commands name it.
+const table = "inet " + Table
+
+// The base chain, the chain deciding a destination's ingress, and the
+// directions (the verdict maps' and the pod chains' prefixes).
 const (
 	baseChain = "filter-forward"
+	toIngress = "filter-ingress"
 	ingress   = "ingress"
 	egress    = "egress"
 )
 
-// The comments of the counters each pod chain starts with (a packet decided
-// by policy) and ends with (a packet dropped), for whoever reads them back.
+// The endings of the names of the counters each pod chain starts with (a
+// packet decided by policy: CHAIN/evaluated) and ends with (a packet
+// dropped: CHAIN/denied), for whoever reads them back.
 const (
 	Evaluated = "evaluated"
 	Denied    = "denied"
 )
 
-// Load replaces the table in namespace ns ("": the caller's) with the one
-// script (Script) describes, in one nft transaction.
+// Buckets is how many bucket chains a pod's Allows of one direction are
+// spread over. More buckets make a bucket smaller (what one changed Allow
+// rewrites) and the pod chain longer (a jump per non-empty bucket, which
+// every packet the pod's rules decide walks).
+const Buckets = 256
+
+// Load runs script (Script, Delta) in namespace ns ("": the caller's), in
+// one nft transaction.
 func Load(ns, script string) error { return proc.Nft(ns, script) }
 
+// Change makes the table in namespace ns hold rules r, from the table of
+// the rules a Delta (delta) starts from: it loads the delta, and if nft
+// refuses it (the table there is not the one the delta starts from), the
+// whole table (Script(r)) once. An empty delta is nothing to do.
+func Change(ns, delta string, r *netpol.Rules) error {
+	if delta == "" {
+		return nil
+	}
+	err := Load(ns, delta)
+	if err == nil {
+		return nil
+	}
+	if err2 := Load(ns, Script(r)); err2 != nil {
+		return fmt.Errorf("loading the changes: %v; loading the whole table instead: %v", err, err2)
+	}
+	return nil
+}
+
 // Remove deletes the table from namespace ns (none there: nothing to do).
-func Remove(ns string) error { return Load(ns, proc.NftDropTable("inet "+Table)) }
+func Remove(ns string) error { return Load(ns, proc.NftDropTable(table)) }
 
 // family is one address family's words in nft.
 type family struct {
@@ -70,85 +122,249 @@ var families = []family{{"ip", "ipv4_addr", "-v4", true}, {"ip6", "ipv6_addr", "
 
 func (f family) has(a netip.Addr) bool { return a.Is4() == f.is4 }
 
-// Script is the whole table for r, replacing any table there.
-func Script(r *netpol.Rules) string {
-	var b strings.Builder
-	t := "inet " + Table
-	line := func(format string, args ...any) {
-		fmt.Fprintf(&b, format, args...)
-		b.WriteByte('\n')
-	}
-	b.WriteString(proc.NftDropTable(t))
-	line("add table %s { comment \"NetworkPolicy (vnetlab)\" ; }", t)
-	for _, dir := range []string{egress, ingress} {
-		for _, f := range families {
-			line("add map %s %s%s { type %s : verdict ; }", t, dir, f.suffix, f.addrType)
+// of is the addresses of family f among ips.
+func (f family) of(ips []netip.Addr) []string {
+	var out []string
+	for _, ip := range ips {
+		if f.has(ip) {
+			out = append(out, ip.String())
 		}
 	}
-	line("add chain %s %s { type filter hook forward priority filter ; policy accept ; }", t, baseChain)
-	line("add rule %s %s ct state established,related accept", t, baseChain)
+	return out
+}
+
+// script is nft commands being written.
+type script struct{ strings.Builder }
+
+// line writes one command on the table: format's first verb is the table.
+func (s *script) line(format string, args ...any) {
+	fmt.Fprintf(s, format, append([]any{table}, args...)...)
+	s.WriteByte('\n')
+}
+
+// Script is the whole table for r, replacing any table there.
+func Script(r *netpol.Rules) string { return scriptOf(r, Buckets) }
+
+// scriptOf is Script with nb buckets a pod side.
+func scriptOf(r *netpol.Rules, nb uint64) string {
+	var s script
+	s.WriteString(proc.NftDropTable(table))
+	s.line("add table %s { comment \"NetworkPolicy (vnetlab)\" ; }")
+	for _, d := range directions {
+		for _, f := range families {
+			s.line("add map %s %s%s { type %s : verdict ; }", d.name, f.suffix, f.addrType)
+		}
+	}
+	s.line("add chain %s %s", toIngress)
+	for _, f := range families {
+		s.line("add rule %s %s %s daddr vmap @%s%s", toIngress, f.match, ingress, f.suffix)
+	}
+	s.line("add rule %s %s accept", toIngress)
+	s.line("add chain %s %s { type filter hook forward priority filter ; policy accept ; }", baseChain)
+	s.line("add rule %s %s ct state established,related accept", baseChain)
 	// Neighbour discovery is no connection of a pod's: a bridge hands it
 	// to netfilter (bridge-nf-call-ip6tables) and conntrack does not track
 	// it, so without this an isolated pod could not resolve its peers.
-	line("add rule %s %s icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept", t, baseChain)
+	s.line("add rule %s %s icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, nd-redirect } accept", baseChain)
 	for _, f := range families {
-		line("add rule %s %s %s saddr vmap @%s%s", t, baseChain, f.match, egress, f.suffix)
+		s.line("add rule %s %s %s saddr vmap @%s%s", baseChain, f.match, egress, f.suffix)
 	}
-	for _, f := range families {
-		line("add rule %s %s %s daddr vmap @%s%s", t, baseChain, f.match, ingress, f.suffix)
-	}
-	for _, p := range r.Pods {
-		sides := []struct {
-			dir, peer, verdict, enter string
-			side                      netpol.Side
-		}{
-			{egress, "daddr", "return", "jump", p.Egress},
-			{ingress, "saddr", "accept", "goto", p.Ingress},
+	s.line("add rule %s %s goto %s", baseChain, toIngress)
+	s.WriteString(deltaOf(netpol.Diff(nil, r), nb))
+	return s.String()
+}
+
+// Delta is one nft transaction that turns the table of the rules changes
+// start from (their Old sides) into the table of the rules they end at
+// (their New sides), as netpol.Diff gives them; "" when nothing in the
+// table changes. Within the transaction, the map elements go first (a
+// pod's address may pass to another pod), their additions last; a chain
+// gets its bucket chains before it jumps to them, and loses its jumps
+// before they are deleted.
+func Delta(changes []netpol.PodChange) string { return deltaOf(changes, Buckets) }
+
+// deltaOf is Delta with nb buckets a pod side.
+func deltaOf(changes []netpol.PodChange, nb uint64) string {
+	var del, chains, add script
+	for _, c := range changes {
+		for _, d := range directions {
+			if c.Old != nil && c.New != nil && slices.Equal(c.Old.IPs, c.New.IPs) && d.side(c.Old).Equal(d.side(c.New)) {
+				continue // the pod's other side changed
+			}
+			d.delta(&del, &chains, &add, d.of(c.Old, nb), d.of(c.New, nb))
 		}
-		for _, s := range sides {
-			if !s.side.Isolated {
+	}
+	return del.String() + chains.String() + add.String()
+}
+
+// direction is one side of a pod in the table: its maps' and chains'
+// prefix, the peer's address field, what a rule allowing does, and which
+// of a pod's sides it is.
+type direction struct {
+	name, peer, verdict string
+	side                func(*netpol.PodRules) netpol.Side
+}
+
+var directions = []direction{
+	{egress, "daddr", "goto " + toIngress, func(p *netpol.PodRules) netpol.Side { return p.Egress }},
+	{ingress, "saddr", "accept", func(p *netpol.PodRules) netpol.Side { return p.Ingress }},
+}
+
+// podChains is one isolated side of a pod as the table holds it: the pod
+// chain's name, the pod's addresses and Allows, the Allows' indices by
+// bucket (bucket n's are at[start[n]:start[n+1]], in Allow order) and the
+// non-empty buckets in order.
+type podChains struct {
+	name      string
+	ips       []netip.Addr
+	allow     []netpol.Allow
+	at, start []int32
+	order     []int
+}
+
+// of is pod p's side in direction d over nb buckets, nil when p has no
+// rules or is not isolated that way.
+func (d direction) of(p *netpol.PodRules, nb uint64) *podChains {
+	if p == nil || !d.side(p).Isolated {
+		return nil
+	}
+	allow := d.side(p).Allow
+	c := &podChains{name: d.name + "-" + p.Namespace + "/" + p.Pod, ips: p.IPs, allow: allow,
+		at: make([]int32, len(allow)), start: make([]int32, nb+1)}
+	bucket := make([]int32, len(allow))
+	for i, a := range allow {
+		bucket[i] = int32(a.Hash() % nb)
+		c.start[bucket[i]+1]++
+	}
+	for n := range int(nb) {
+		if c.start[n+1] > 0 {
+			c.order = append(c.order, n)
+		}
+		c.start[n+1] += c.start[n]
+	}
+	next := slices.Clone(c.start)
+	for i, n := range bucket {
+		c.at[next[n]] = int32(i)
+		next[n]++
+	}
+	return c
+}
+
+// in is the indices of bucket n's Allows (none when c is nil).
+func (c *podChains) in(n int) []int32 {
+	if c == nil {
+		return nil
+	}
+	return c.at[c.start[n]:c.start[n+1]]
+}
+
+// sameBucket says whether bucket n holds the same Allows in a and b.
+func sameBucket(a, b *podChains, n int) bool {
+	x, y := a.in(n), b.in(n)
+	return slices.EqualFunc(x, y, func(i, j int32) bool { return a.allow[i].Equal(b.allow[j]) })
+}
+
+// counter is the name of the pod chain's counter that ends in kind.
+func (c *podChains) counter(kind string) string { return c.name + "/" + kind }
+
+// delta writes what turns pod side old (nil: not isolated) into new: the
+// elements of the verdict maps deleted to del and added to add, the chains
+// and counters to chains.
+func (d direction) delta(del, chains, add *script, old, new *podChains) {
+	if old == nil && new == nil {
+		return
+	}
+	d.elements(del, "delete", old, new)
+	d.elements(add, "add", new, old)
+	if old == nil {
+		chains.line("add counter %s %s", new.counter(Evaluated))
+		chains.line("add counter %s %s", new.counter(Denied))
+		chains.line("add chain %s %s", new.name)
+	}
+	if new != nil {
+		for _, n := range new.order {
+			b := new.name + "/" + strconv.Itoa(n)
+			switch {
+			case len(old.in(n)) == 0:
+				chains.line("add chain %s %s", b)
+			case sameBucket(old, new, n):
 				continue
+			default:
+				chains.line("flush chain %s %s", b)
 			}
-			chain := s.dir + "-" + p.Namespace + "/" + p.Pod
-			line("add chain %s %s", t, chain)
-			line("add rule %s %s counter comment %q", t, chain, Evaluated)
-			// A pod reaching its own address is always allowed (the
-			// model's rule): in a lab the packet never leaves the pod; in a
-			// cluster kube-proxy's hairpin (a pod through its own Service)
-			// crosses the forward hook with the pod's address both ways,
-			// its masquerade after. vnetlab's eBPF proxy sends a hairpin
-			// straight back into the pod, past this table (bpf/lb.h).
-			for _, f := range families {
-				var own []string
-				for _, ip := range p.IPs {
-					if f.has(ip) {
-						own = append(own, ip.String())
-					}
-				}
-				if len(own) > 0 {
-					line("add rule %s %s %s %s { %s } %s", t, chain, f.match, s.peer, strings.Join(own, ", "), s.verdict)
-				}
-			}
-			for _, a := range s.side.Allow {
-				for _, m := range allow(a, s.peer) {
-					line("add rule %s %s %s%s", t, chain, m, s.verdict)
-				}
-			}
-			line("add rule %s %s counter drop comment %q", t, chain, Denied)
-			for _, f := range families {
-				var el []string
-				for _, ip := range p.IPs {
-					if f.has(ip) {
-						el = append(el, ip.String()+" : "+s.enter+" "+chain)
-					}
-				}
-				if len(el) > 0 {
-					line("add element %s %s%s { %s }", t, s.dir, f.suffix, strings.Join(el, ", "))
+			for _, i := range new.in(n) {
+				for _, m := range allow(new.allow[i], d.peer) {
+					chains.line("add rule %s %s %s%s", b, m, d.verdict)
 				}
 			}
 		}
+		if old == nil || !slices.Equal(old.ips, new.ips) || !slices.Equal(old.order, new.order) {
+			if old != nil {
+				chains.line("flush chain %s %s", new.name)
+			}
+			d.podChain(chains, new)
+		}
+	} else {
+		chains.line("flush chain %s %s", old.name)
+		chains.line("delete chain %s %s", old.name)
 	}
-	return b.String()
+	if old == nil {
+		return
+	}
+	for _, n := range old.order {
+		if len(new.in(n)) == 0 {
+			b := old.name + "/" + strconv.Itoa(n)
+			chains.line("flush chain %s %s", b)
+			chains.line("delete chain %s %s", b)
+		}
+	}
+	if new == nil {
+		chains.line("delete counter %s %s", old.counter(Evaluated))
+		chains.line("delete counter %s %s", old.counter(Denied))
+	}
+}
+
+// podChain writes the rules of pod chain c.
+func (d direction) podChain(s *script, c *podChains) {
+	s.line("add rule %s %s counter name %s", c.name, c.counter(Evaluated))
+	// A pod reaching its own address is always allowed (the model's
+	// rule): in a lab the packet never leaves the pod; in a cluster
+	// kube-proxy's hairpin (a pod through its own Service) crosses the
+	// forward hook with the pod's address both ways, its masquerade after.
+	// vnetlab's eBPF proxy sends a hairpin straight back into the pod,
+	// past this table (bpf/lb.h).
+	for _, f := range families {
+		if own := f.of(c.ips); len(own) > 0 {
+			s.line("add rule %s %s %s %s { %s } %s", c.name, f.match, d.peer, strings.Join(own, ", "), d.verdict)
+		}
+	}
+	for _, n := range c.order {
+		s.line("add rule %s %s jump %s/%d", c.name, c.name, n)
+	}
+	s.line("add rule %s %s counter name %s drop", c.name, c.counter(Denied))
+}
+
+// elements writes verb ("add", "delete") for the verdict map elements of
+// pod side a's addresses that side b lacks (a nil: none).
+func (d direction) elements(s *script, verb string, a, b *podChains) {
+	if a == nil {
+		return
+	}
+	for _, f := range families {
+		var el []string
+		for _, ip := range a.ips {
+			switch {
+			case !f.has(ip) || b != nil && slices.Contains(b.ips, ip):
+			case verb == "add":
+				el = append(el, ip.String()+" : goto "+a.name)
+			default:
+				el = append(el, ip.String())
+			}
+		}
+		if len(el) > 0 {
+			s.line(verb+" element %s %s%s { %s }", d.name, f.suffix, strings.Join(el, ", "))
+		}
+	}
 }
 
 // allow is the matches (each ending in a space) of one compiled Allow: one

@@ -1,6 +1,7 @@
 package polnft
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -28,18 +29,30 @@ func rules() *netpol.Rules {
 	}}
 }
 
-// The script in the shape the package comment describes.
+// The script in the shape the package comment describes: the base chain,
+// the pod chains with their named counters, own addresses and jumps to
+// their buckets, the buckets' rules and the map elements.
 func TestScript(t *testing.T) {
-	s := Script(rules())
+	r := rules()
+	s := Script(r)
+	bucket := func(dir string, a netpol.Allow) string {
+		return fmt.Sprintf("%s-x/a/%d", dir, a.Hash()%Buckets)
+	}
+	in, out := bucket("ingress", r.Pods[0].Ingress.Allow[0]), bucket("egress", r.Pods[0].Egress.Allow[0])
 	for _, want := range []string{
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
-		"add rule inet vnetlab-netpol ingress-x/a counter comment \"evaluated\"\nadd rule inet vnetlab-netpol ingress-x/a ip saddr { 10.244.1.10 } accept\nadd rule inet vnetlab-netpol ingress-x/a ip6 saddr { fd00:10:244:1::10 } accept\n",
-		"add rule inet vnetlab-netpol ingress-x/a ip saddr { 10.244.2.20 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"add rule inet vnetlab-netpol ingress-x/a ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } accept\n",
-		"add rule inet vnetlab-netpol egress-x/a meta l4proto . th dport { tcp . 53 } return\n",
-		"add rule inet vnetlab-netpol egress-x/a counter drop comment \"denied\"\n",
+		"add rule inet vnetlab-netpol filter-forward ip6 saddr vmap @egress-v6\nadd rule inet vnetlab-netpol filter-forward goto filter-ingress\n",
+		"add rule inet vnetlab-netpol filter-ingress ip6 daddr vmap @ingress-v6\nadd rule inet vnetlab-netpol filter-ingress accept\n",
+		"add counter inet vnetlab-netpol ingress-x/a/evaluated\nadd counter inet vnetlab-netpol ingress-x/a/denied\nadd chain inet vnetlab-netpol ingress-x/a\n",
+		"add rule inet vnetlab-netpol ingress-x/a counter name ingress-x/a/evaluated\nadd rule inet vnetlab-netpol ingress-x/a ip saddr { 10.244.1.10 } accept\nadd rule inet vnetlab-netpol ingress-x/a ip6 saddr { fd00:10:244:1::10 } accept\n",
+		"add rule inet vnetlab-netpol ingress-x/a jump " + in + "\n",
+		"add rule inet vnetlab-netpol " + in + " ip saddr { 10.244.2.20 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
+		"ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } accept\n",
+		"add rule inet vnetlab-netpol ingress-x/a counter name ingress-x/a/denied drop\n",
+		"add rule inet vnetlab-netpol " + out + " meta l4proto . th dport { tcp . 53 } goto filter-ingress\n",
+		"add rule inet vnetlab-netpol egress-x/a counter name egress-x/a/denied drop\n",
 		"add element inet vnetlab-netpol ingress-v4 { 10.244.1.10 : goto ingress-x/a }\n",
-		"add element inet vnetlab-netpol egress-v6 { fd00:10:244:1::10 : jump egress-x/a }\n",
+		"add element inet vnetlab-netpol egress-v6 { fd00:10:244:1::10 : goto egress-x/a }\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)
@@ -47,6 +60,59 @@ func TestScript(t *testing.T) {
 	}
 	if strings.Contains(s, "x/b") {
 		t.Errorf("pod x/b is isolated by nothing but has a chain:\n%s", s)
+	}
+	if n := Objects(s); n != 27 {
+		t.Errorf("Objects: %d, want 8 rules of the frame, 6 of egress-x/a's chains, 9 of ingress-x/a's (two buckets) and 4 elements", n)
+	}
+}
+
+// A change writes what it changes: an Allow added to a pod rewrites its
+// bucket (and its pod chain, the bucket being new), the pod's map elements
+// stay; the pod no longer isolated loses its chains, its counters and its
+// elements, the elements first, the jumps to a bucket before the bucket;
+// no change, no script.
+func TestDelta(t *testing.T) {
+	old := rules()
+	grown := rules()
+	extra := netpol.Allow{Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("192.0.2.0/24")}}, AnyPort: true}
+	grown.Pods[0].Ingress.Allow = append(grown.Pods[0].Ingress.Allow, extra)
+	b := fmt.Sprintf("ingress-x/a/%d", extra.Hash()%Buckets)
+	d := Delta(netpol.Diff(old, grown))
+	for _, want := range []string{
+		"add chain inet vnetlab-netpol " + b + "\nadd rule inet vnetlab-netpol " + b + " ip saddr 192.0.2.0/24 accept\nflush chain inet vnetlab-netpol ingress-x/a\n",
+		"add rule inet vnetlab-netpol ingress-x/a jump " + b + "\n",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("delta lacks %q:\n%s", want, d)
+		}
+	}
+	for _, not := range []string{"egress", "element", "counter inet", "delete"} {
+		if strings.Contains(d, not) {
+			t.Errorf("delta has %q, which the change does not touch:\n%s", not, d)
+		}
+	}
+	open := rules()
+	open.Pods[0].Ingress = netpol.Side{}
+	d = Delta(netpol.Diff(old, open))
+	order := []string{
+		"delete element inet vnetlab-netpol ingress-v4 { 10.244.1.10 }\n",
+		"flush chain inet vnetlab-netpol ingress-x/a\ndelete chain inet vnetlab-netpol ingress-x/a\n",
+		"flush chain inet vnetlab-netpol ingress-x/a/",
+		"delete counter inet vnetlab-netpol ingress-x/a/denied\n",
+	}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(d[at:], want)
+		if i < 0 {
+			t.Fatalf("delta lacks %q after byte %d:\n%s", want, at, d)
+		}
+		at += i
+	}
+	if strings.Contains(d, "egress") || strings.Contains(d, "add ") {
+		t.Errorf("delta touches egress or adds:\n%s", d)
+	}
+	if d := Delta(netpol.Diff(old, rules())); d != "" {
+		t.Errorf("no change: delta %q", d)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Held is what a loaded table holds: its rules and its maps' elements, and
-// the packets its counters commented Evaluated and Denied saw.
+// the packets its pod chains' counters Evaluated and Denied saw.
 type Held struct {
 	Objects           int
 	Evaluated, Denied uint64
@@ -48,14 +48,11 @@ func parseListing(listing []byte) (Held, error) {
 			Map *struct {
 				Elem []json.RawMessage `json:"elem"`
 			} `json:"map"`
-			Rule *struct {
-				Comment string `json:"comment"`
-				Expr    []struct {
-					Counter *struct {
-						Packets uint64 `json:"packets"`
-					} `json:"counter"`
-				} `json:"expr"`
-			} `json:"rule"`
+			Rule    *struct{} `json:"rule"`
+			Counter *struct {
+				Name    string `json:"name"`
+				Packets uint64 `json:"packets"`
+			} `json:"counter"`
 		} `json:"nftables"`
 	}
 	var h Held
@@ -63,22 +60,17 @@ func parseListing(listing []byte) (Held, error) {
 		return h, fmt.Errorf("nft's JSON listing: %v", err)
 	}
 	for _, o := range doc.Nftables {
-		if o.Map != nil {
+		switch {
+		case o.Map != nil:
 			h.Objects += len(o.Map.Elem)
-		}
-		if o.Rule == nil {
-			continue
-		}
-		h.Objects++
-		for _, e := range o.Rule.Expr {
-			if e.Counter == nil {
-				continue
-			}
-			switch o.Rule.Comment {
+		case o.Rule != nil:
+			h.Objects++
+		case o.Counter != nil:
+			switch o.Counter.Name[strings.LastIndexByte(o.Counter.Name, '/')+1:] {
 			case Evaluated:
-				h.Evaluated += e.Counter.Packets
+				h.Evaluated += o.Counter.Packets
 			case Denied:
-				h.Denied += e.Counter.Packets
+				h.Denied += o.Counter.Packets
 			}
 		}
 	}

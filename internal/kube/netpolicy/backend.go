@@ -23,11 +23,13 @@ type Backend interface {
 }
 
 // nftBackend writes the table of internal/datapath/polnft into the
-// namespace the controller runs in, in one nft transaction, when its text
-// changed.
+// namespace the controller runs in: the whole table at the first Apply (and
+// after a failed one), then one nft transaction of what the pods whose
+// rules changed since the last Apply change (polnft.Delta), none when none
+// did.
 type nftBackend struct {
-	ns   string // "": the controller's own
-	last string
+	ns   string        // "": the controller's own
+	last *netpol.Rules // the rules in force; nil: unknown
 }
 
 // NewNFTables is the nftables backend in namespace ns ("": the caller's).
@@ -37,14 +39,19 @@ func (b *nftBackend) Name() string { return "nftables (table inet " + polnft.Tab
 
 func (b *nftBackend) Everywhere() bool { return false }
 
+// Apply keeps r: a Compiler's rules of a pod that changes are new values,
+// so those of the last Apply still say what is in force.
 func (b *nftBackend) Apply(r *netpol.Rules, _ map[string]bool) error {
-	script := polnft.Script(r)
-	if script == b.last {
-		return nil
+	var err error
+	if b.last == nil {
+		err = polnft.Load(b.ns, polnft.Script(r))
+	} else {
+		err = polnft.Change(b.ns, polnft.Delta(netpol.Diff(b.last, r)), r)
 	}
-	if err := polnft.Load(b.ns, script); err != nil {
+	if err != nil {
+		b.last = nil
 		return err
 	}
-	b.last = script
+	b.last = r
 	return nil
 }

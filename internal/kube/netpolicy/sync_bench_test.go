@@ -57,7 +57,7 @@ func benchSync(b *testing.B, n int, be *fakeBackend) {
 // BenchmarkSync: what one Sync costs a node when one policy comes and goes
 // while n others select the same pod (kube converge --policy's shape: each
 // admits one ipBlock address), with no backend work (nop), with the
-// nftables backend's script made (nft) and with the eBPF backend's map
+// nftables backend's delta from the last Sync made (nft) and with the eBPF backend's map
 // entries made for every pod (bpf); the data path's own write is not in it
 // (internal/datapath/polbpf's TestLoadAtScale logs that one).
 //
@@ -66,7 +66,11 @@ func BenchmarkSync(b *testing.B) {
 	for _, n := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("nop/%d", n), func(b *testing.B) { benchSync(b, n, &fakeBackend{work: func(*netpol.Rules) {}}) })
 		b.Run(fmt.Sprintf("nft/%d", n), func(b *testing.B) {
-			benchSync(b, n, &fakeBackend{work: func(r *netpol.Rules) { _ = polnft.Script(r) }})
+			last := &netpol.Rules{}
+			benchSync(b, n, &fakeBackend{work: func(r *netpol.Rules) {
+				_ = polnft.Delta(netpol.Diff(last, r))
+				last = r
+			}})
 		})
 		b.Run(fmt.Sprintf("bpf/%d", n), func(b *testing.B) {
 			benchSync(b, n, &fakeBackend{everywhere: true, work: func(r *netpol.Rules) { _ = polbpf.Compile(r) }})

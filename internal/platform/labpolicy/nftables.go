@@ -10,7 +10,8 @@ import (
 // nftables: the shape of SIG Network's kube-network-policies, in every
 // node's namespace: the table internal/datapath/polnft writes (its package
 // comment describes it), the whole table loaded in one nft transaction at
-// Install and at every Update.
+// Install, and at every Update one transaction of what the changed pods
+// change (polnft.Delta; the whole table when a node refuses it).
 type nftablesProvider struct{}
 
 func init() { Register(nftablesProvider{}) }
@@ -19,7 +20,7 @@ func init() { Register(nftablesProvider{}) }
 const NftTable = polnft.Table
 
 func (nftablesProvider) Info() Info {
-	return Info{Name: NFTables, Summary: "kube-network-policies' shape: table inet vnetlab-netpol in each node, conntrack established first, verdict maps of isolated pods' addresses to per-pod chains of sets", Stages: []string{"tables", "nf_sets"}}
+	return Info{Name: NFTables, Summary: "kube-network-policies' shape: table inet vnetlab-netpol in each node, conntrack established first, verdict maps of isolated pods' addresses to per-pod chains, their rules of sets in bucket chains by hash", Stages: []string{"tables", "nf_sets"}}
 }
 
 func (nftablesProvider) Supports(m modes.Mode, options map[string]string) string {
@@ -31,8 +32,9 @@ func (nftablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 	return st.EachNode(func(ns string) error { return polnft.Load(ns, script) })
 }
 
-func (p nftablesProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChange) error {
-	return p.Install(st, r)
+func (nftablesProvider) Update(st *lab.State, _, r *netpol.Rules, changes []netpol.PodChange) error {
+	delta := polnft.Delta(changes)
+	return st.EachNode(func(ns string) error { return polnft.Change(ns, delta, r) })
 }
 
 func (nftablesProvider) Remove(st *lab.State) error { return st.EachNode(polnft.Remove) }

@@ -1,6 +1,7 @@
 package labpolicy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,16 +40,28 @@ spec:
 }
 
 func TestNftScript(t *testing.T) {
-	s := polnft.Script(scriptRules(t))
+	r := scriptRules(t)
+	s := polnft.Script(r)
+	var a *netpol.PodRules
+	for i := range r.Pods {
+		if r.Pods[i].Pod == "pod-a" {
+			a = &r.Pods[i]
+		}
+	}
+	if a == nil || len(a.Ingress.Allow) != 1 {
+		t.Fatalf("pod-a's rules: %+v", a)
+	}
+	in := fmt.Sprintf("ingress-default/pod-a/%d", a.Ingress.Allow[0].Hash()%polnft.Buckets)
 	for _, want := range []string{
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
-		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"add rule inet vnetlab-netpol ingress-default/pod-a ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"add chain inet vnetlab-netpol ingress-default/pod-a\nadd rule inet vnetlab-netpol ingress-default/pod-a counter comment \"evaluated\"\n",
-		"add rule inet vnetlab-netpol ingress-default/pod-a counter drop comment \"denied\"\n",
+		"add rule inet vnetlab-netpol " + in + " ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
+		"add rule inet vnetlab-netpol " + in + " ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
+		"add chain inet vnetlab-netpol ingress-default/pod-a\n",
+		"add rule inet vnetlab-netpol ingress-default/pod-a counter name ingress-default/pod-a/evaluated\n",
+		"add rule inet vnetlab-netpol ingress-default/pod-a jump " + in + "\nadd rule inet vnetlab-netpol ingress-default/pod-a counter name ingress-default/pod-a/denied drop\n",
 		"add element inet vnetlab-netpol ingress-v4 { 192.168.10.10 : goto ingress-default/pod-a }\n",
-		"add rule inet vnetlab-netpol egress-default/pod-a counter drop comment \"denied\"\n",
-		"add element inet vnetlab-netpol egress-v4 { 192.168.10.10 : jump egress-default/pod-a }\n",
+		"add rule inet vnetlab-netpol egress-default/pod-a counter name egress-default/pod-a/denied drop\n",
+		"add element inet vnetlab-netpol egress-v4 { 192.168.10.10 : goto egress-default/pod-a }\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("nft script lacks %q:\n%s", want, s)

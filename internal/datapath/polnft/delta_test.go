@@ -1,0 +1,203 @@
+package polnft
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol/netpoltest"
+	"github.com/vnetlab/vnetlab/internal/platform/testnet"
+	"github.com/vnetlab/vnetlab/internal/system/nsutil"
+	"github.com/vnetlab/vnetlab/internal/system/proc"
+)
+
+// A delta makes the table a whole script makes: random worlds
+// (netpoltest), each changed step by step as a cluster's informers change
+// it (a Compiler's rules, as a node's controller has them); at each step
+// the table of the rules before, with the step's Delta loaded on it, must
+// list as the table Script makes of the rules after, loaded fresh in a
+// second namespace (the listings without handles and counters' values,
+// chains and map elements in name order), and a pod isolated before and
+// after keeps its counters (the same objects: their counts go on). Odd
+// sequences spread the Allows over Buckets buckets, even ones over 3, so
+// that buckets are refilled as well as added and deleted.
+//
+// VNETLAB_POLNFT_SEQUENCES and VNETLAB_POLNFT_STEPS scale it up;
+// VNETLAB_POLNFT_SEED is the first sequence's seed, which a failure names.
+func TestDeltaMakesScript(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it creates network namespaces")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft")
+	}
+	seqs, steps, first := testnet.EnvInt("VNETLAB_POLNFT_SEQUENCES", 12), testnet.EnvInt("VNETLAB_POLNFT_STEPS", 25), testnet.EnvInt("VNETLAB_POLNFT_SEED", 1)
+	delta, whole := "vnl-polnft-delta", "vnl-polnft-whole"
+	for _, ns := range []string{delta, whole} {
+		if nsutil.Exists(ns) { // a run killed before its cleanup
+			_ = nsutil.Delete(ns)
+		}
+		if err := nsutil.Create(ns, "vnetlab polnft delta test"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nsutil.Delete(ns) })
+	}
+	did := map[string]int{}
+	for seed := first; seed < first+seqs; seed++ {
+		nb := uint64(Buckets)
+		if seed%2 == 0 {
+			nb = 3
+		}
+		g := netpoltest.New(uint64(seed))
+		c := netpol.NewCompilerOf(g.World, nil)
+		old := c.Rules()
+		if err := Load(delta, scriptOf(&old, nb)); err != nil {
+			t.Fatalf("sequence %d: the world loaded: %v", seed, err)
+		}
+		var done []string
+		for step := 1; step <= steps; step++ {
+			ch := g.Change()
+			done = append(done, ch.String())
+			ch.ApplyTo(c)
+			now := c.Rules()
+			changes := netpol.Diff(&old, &now)
+			d := deltaOf(changes, nb)
+			fail := func(format string, args ...any) {
+				t.Fatalf("sequence %d (%d buckets) step %d: %s\nthe delta:\n%s\nthe changes:\n%s\nthe world now:\n%s\nrerun: VNETLAB_POLNFT_SEED=%d VNETLAB_POLNFT_SEQUENCES=1 VNETLAB_POLNFT_STEPS=%d",
+					seed, nb, step, fmt.Sprintf(format, args...), d, strings.Join(done, "\n"), g, seed, step)
+			}
+			before := listing(t, delta)
+			if d != "" {
+				if err := Load(delta, d); err != nil {
+					fail("%v", err)
+				}
+			}
+			if err := Load(whole, scriptOf(&now, nb)); err != nil {
+				fail("the whole table: %v", err)
+			}
+			got, want := listing(t, delta), listing(t, whole)
+			if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
+				fail("the table after the delta lacks\n  %s\nand has besides\n  %s", strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
+			}
+			for _, pc := range changes {
+				for _, dir := range directions {
+					o, n := dir.of(pc.Old, nb), dir.of(pc.New, nb)
+					if o == nil || n == nil {
+						continue
+					}
+					for _, k := range []string{Evaluated, Denied} {
+						if h := before.counters[o.counter(k)]; h != got.counters[n.counter(k)] {
+							fail("counter %s was made anew (handle %d, now %d)", o.counter(k), h, got.counters[n.counter(k)])
+						}
+					}
+				}
+			}
+			count(did, d)
+			old = now
+		}
+	}
+	t.Logf("%d sequences of %d steps from seed %d; the deltas did: %v", seqs, steps, first, did)
+	if seqs*steps >= 100 {
+		for _, k := range []string{"bucket added", "bucket refilled", "bucket deleted", "pod chain rewritten", "pod isolated", "pod no longer isolated"} {
+			if did[k] == 0 {
+				t.Errorf("no delta had a %s", k)
+			}
+		}
+	}
+}
+
+// What a delta's commands did, by kind.
+var deltaKinds = []struct {
+	kind string
+	re   *regexp.Regexp
+}{
+	{"bucket added", regexp.MustCompile(`(?m)^add chain \S+ \S+ [^ /]+/[^ /]+/\d+$`)},
+	{"bucket refilled", regexp.MustCompile(`(?m)^flush chain \S+ \S+ [^ /]+/[^ /]+/\d+\nadd rule`)},
+	{"bucket deleted", regexp.MustCompile(`(?m)^delete chain \S+ \S+ [^ /]+/[^ /]+/\d+$`)},
+	{"pod chain rewritten", regexp.MustCompile(`(?m)^flush chain \S+ \S+ [^ /]+/[^ /]+\nadd rule`)},
+	{"pod isolated", regexp.MustCompile(`(?m)^add counter \S+ \S+ \S+/evaluated$`)},
+	{"pod no longer isolated", regexp.MustCompile(`(?m)^delete counter \S+ \S+ \S+/evaluated$`)},
+}
+
+func count(did map[string]int, delta string) {
+	for _, k := range deltaKinds {
+		did[k.kind] += len(k.re.FindAllString(delta, -1))
+	}
+}
+
+// listed is a table as nft lists it, in lines that do not depend on the
+// order it was made in: each object without its handle, a counter without
+// its counts, a map's elements sorted, each rule after its chain's name
+// and its place in the chain, all sorted; and the counters' handles by
+// name.
+type listed struct {
+	lines    []string
+	counters map[string]int
+}
+
+func listing(t *testing.T, ns string) listed {
+	t.Helper()
+	out, err := proc.Command(context.Background(), ns, "nft", "-j", "list", "table", "inet", Table).Output()
+	if err != nil {
+		t.Fatalf("nft list table in %s: %v", ns, err)
+	}
+	var doc struct {
+		Nftables []map[string]map[string]any `json:"nftables"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	l := listed{counters: map[string]int{}}
+	place := map[string]int{}
+	for _, o := range doc.Nftables {
+		for kind, v := range o {
+			if kind == "metainfo" {
+				continue
+			}
+			if kind == "counter" {
+				l.counters[v["name"].(string)] = int(v["handle"].(float64))
+				delete(v, "packets")
+				delete(v, "bytes")
+			}
+			delete(v, "handle")
+			line := kind
+			if el, ok := v["elem"].([]any); ok {
+				slices.SortFunc(el, func(a, b any) int { return strings.Compare(jsonOf(t, a), jsonOf(t, b)) })
+			}
+			if kind == "rule" {
+				ch := v["chain"].(string)
+				line = fmt.Sprintf("rule %s #%03d", ch, place[ch])
+				place[ch]++
+			}
+			l.lines = append(l.lines, line+" "+jsonOf(t, v))
+		}
+	}
+	slices.Sort(l.lines)
+	return l
+}
+
+func jsonOf(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// minus is the lines of a not in b (both sorted).
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if _, ok := slices.BinarySearch(b, x); !ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
