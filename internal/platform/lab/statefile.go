@@ -45,8 +45,13 @@ func WriteFile(labName, file string, v any) error {
 	if err != nil {
 		return err
 	}
+	return WriteBytes(labName, file, append(b, '\n'))
+}
+
+// WriteBytes writes b as lab labName's file file, atomically.
+func WriteBytes(labName, file string, b []byte) error {
 	p := filepath.Join(Dir(labName), file)
-	if err := os.WriteFile(p+".tmp", append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(p+".tmp", b, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(p+".tmp", p)

@@ -1,6 +1,7 @@
 package labpolicy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,6 +36,9 @@ type Session struct {
 	comp  *netpol.Compiler
 	rules netpol.Rules
 	w     Writer
+	// enc holds each saved policy's JSON by key, so that saving after a
+	// change encodes only the policies it brought (save).
+	enc map[string][]byte
 }
 
 // Writer writes a lab's compiled rules through its provider for a
@@ -227,7 +231,12 @@ func (s *Session) Add(d netpol.Doc, provider string) (Result, error) {
 		for _, u := range undo {
 			u()
 		}
-	}, func() { s.c.Merge(d) })
+	}, func() {
+		s.c.Merge(d)
+		for i := range d.Policies {
+			delete(s.enc, netpol.PolicyKey(&d.Policies[i]))
+		}
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -245,7 +254,10 @@ func (s *Session) Del(namespace, name string) (Result, error) {
 	}
 	was := &s.c.Policies[i]
 	err := s.change(func() { s.comp.DeletePolicy(namespace, name) }, func() { s.comp.SetPolicy(was) },
-		func() { s.c.Policies = slices.Delete(s.c.Policies, i, i+1) })
+		func() {
+			s.c.Policies = slices.Delete(s.c.Policies, i, i+1)
+			delete(s.enc, namespace+"/"+name)
+		})
 	if err != nil {
 		return Result{}, err
 	}
@@ -282,7 +294,7 @@ func (s *Session) change(do, undo, commit func()) error {
 	s.c.LoadSeconds = time.Since(start).Seconds()
 	s.rules = next
 	commit()
-	return s.c.Save(s.st.Name)
+	return s.save()
 }
 
 // Edit runs change on the lab's policies and applies the result the whole
@@ -338,10 +350,13 @@ func (s *Session) replace(next *Config) error {
 	}
 	next.Installed = true
 	next.LoadSeconds = time.Since(start).Seconds()
-	if err := next.Save(s.st.Name); err != nil {
+	was := s.c
+	s.c, s.enc = next, nil
+	if err := s.save(); err != nil {
+		s.c = was
 		return err
 	}
-	s.c, s.comp, s.rules = next, comp, r
+	s.comp, s.rules = comp, r
 	return nil
 }
 
@@ -355,8 +370,46 @@ func (s *Session) Clear() error {
 	if err := Remove(s.st, s.c); err != nil {
 		return err
 	}
-	s.c, s.comp, s.rules = &Config{}, nil, netpol.Rules{}
-	return s.c.Save(s.st.Name)
+	s.c, s.comp, s.rules, s.enc = &Config{}, nil, netpol.Rules{}, nil
+	return s.save()
+}
+
+// save writes the lab's policies.json: compact, each policy's JSON kept
+// from the last save unless a change brought it (a change among thousands
+// of policies would otherwise spend more on writing the file than on the
+// change itself).
+func (s *Session) save() error {
+	head := *s.c
+	head.Policies = nil
+	b, err := json.Marshal(&head)
+	if err != nil || len(s.c.Policies) == 0 {
+		if err == nil {
+			err = lab.WriteBytes(s.st.Name, FileName, append(b, '\n'))
+		}
+		return err
+	}
+	enc := make(map[string][]byte, len(s.c.Policies))
+	out := append(b[:len(b)-1:len(b)-1], `,"policies":[`...)
+	for i := range s.c.Policies {
+		p := &s.c.Policies[i]
+		k := netpol.PolicyKey(p)
+		pb, ok := s.enc[k]
+		if !ok {
+			if pb, err = json.Marshal(p); err != nil {
+				return err
+			}
+		}
+		enc[k] = pb
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, pb...)
+	}
+	if err := lab.WriteBytes(s.st.Name, FileName, append(out, "]}\n"...)); err != nil {
+		return err
+	}
+	s.enc = enc
+	return nil
 }
 
 func (s *Session) result(msg string) Result {
