@@ -65,35 +65,28 @@ func (c *Config) Clone() *Config {
 // Merge adds a parsed file to the config: a policy, namespace or pod of the
 // same name replaces the one there.
 func (c *Config) Merge(d netpol.Doc) {
-	at := make(map[[2]string]int, len(c.Policies)) // a policy's index by namespace and name
-	for i, q := range c.Policies {
-		at[[2]string{q.Namespace, q.Name}] = i
+	c.Policies = merge(c.Policies, d.Policies, func(p *networkingv1.NetworkPolicy) [2]string { return [2]string{p.Namespace, p.Name} })
+	c.Namespaces = merge(c.Namespaces, d.Namespaces, func(n *netpol.Namespace) string { return n.Name })
+	c.Pods = merge(c.Pods, d.Pods, func(p *netpol.Pod) string { return p.Name })
+}
+
+// merge is have with each of add in the place of the element of the same
+// key (the first), or appended when there is none.
+func merge[T any, K comparable](have, add []T, key func(*T) K) []T {
+	at := make(map[K]int, len(have)) // an element's index by its key
+	for i := len(have) - 1; i >= 0; i-- {
+		at[key(&have[i])] = i
 	}
-	for _, p := range d.Policies {
-		k := [2]string{p.Namespace, p.Name}
-		if i, ok := at[k]; ok {
-			c.Policies[i] = p
+	for i := range add {
+		k := key(&add[i])
+		if j, ok := at[k]; ok {
+			have[j] = add[i]
 		} else {
-			at[k] = len(c.Policies)
-			c.Policies = append(c.Policies, p)
+			at[k] = len(have)
+			have = append(have, add[i])
 		}
 	}
-	for _, n := range d.Namespaces {
-		i := slices.IndexFunc(c.Namespaces, func(q netpol.Namespace) bool { return q.Name == n.Name })
-		if i >= 0 {
-			c.Namespaces[i] = n
-		} else {
-			c.Namespaces = append(c.Namespaces, n)
-		}
-	}
-	for _, p := range d.Pods {
-		i := slices.IndexFunc(c.Pods, func(q netpol.Pod) bool { return q.Name == p.Name })
-		if i >= 0 {
-			c.Pods[i] = p
-		} else {
-			c.Pods = append(c.Pods, p)
-		}
-	}
+	return have
 }
 
 // World is the model of lab st with c's policies: every lab pod with its
