@@ -143,15 +143,10 @@ static __always_inline int sock_mine(struct bpf_sock_addr *ctx, int proto_ok)
 
 enum { SOCK_MISS = 0, SOCK_XLATED = 1, SOCK_REJECT = 2 };
 
+/* sock_mix: a socket cookie folded to 32 bits through lb_hash's finaliser. */
 static __always_inline __u32 sock_mix(__u64 c)
 {
-	__u32 h = (__u32)c ^ (__u32)(c >> 32);
-	h ^= h >> 16;
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	h ^= h >> 16;
-	return h;
+	return lb_hash_mix((__u32)c ^ (__u32)(c >> 32));
 }
 
 enum { SOCK_PEER = 0, SOCK_DEST = 1 };

@@ -31,9 +31,10 @@ set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-# compile SRC NAME: prints the path of the binary built from SRC's current text.
+# compile SRC NAME: prints the path of the binary built from SRC's current
+# text and the header the references share (tools/rr-ref/ref.h).
 compile() {
-	out="$cache/$2-$(sha256sum "$1" | cut -c1-16)"
+	out="$cache/$2-$(cat "$1" tools/rr-ref/ref.h | sha256sum | cut -c1-16)"
 	if [ ! -x "$out" ]; then
 		${CC:-cc} -O2 -Wall -o "$out.tmp" "$1"
 		mv "$out.tmp" "$out"

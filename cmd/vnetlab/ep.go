@@ -77,17 +77,12 @@ func newEpDelCmd() *cobra.Command {
 }
 
 func newEpLsCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
+	return showLabCmd(&cobra.Command{
 		Use:   "ls LAB",
 		Short: "List the pods the ebpf provider's programs are attached to",
 		Example: `  vnetlab ep ls lab
   vnetlab ep ls lab -o json`,
-		Args: cobra.ExactArgs(1),
-		RunE: showLab(&output, readEndpoints, printEndpoints),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	return cmd
+	}, readEndpoints, printEndpoints)
 }
 
 func orNone(s string) string {

@@ -68,12 +68,15 @@ func checkTableOrJSON(output string) error {
 	return nil
 }
 
-// showLab is the RunE of a verb that shows what read takes from lab
-// args[0]: a table (table) or, with -o json, the value itself for scripts.
-// A bad -o is refused before the lab is read.
-func showLab[T any](output *string, read func(st *lab.State) (T, error), table func(w io.Writer, st *lab.State, v T)) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := checkTableOrJSON(*output); err != nil {
+// showLabCmd completes cmd (its Use, Short, Example) as a verb that shows
+// what read takes from the lab its one argument names: a table (table) or,
+// with -o json, the value itself for scripts. A bad -o is refused before
+// the lab is read.
+func showLabCmd[T any](cmd *cobra.Command, read func(st *lab.State) (T, error), table func(w io.Writer, st *lab.State, v T)) *cobra.Command {
+	var output string
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkTableOrJSON(output); err != nil {
 			return err
 		}
 		st, err := lab.Load(args[0])
@@ -84,12 +87,14 @@ func showLab[T any](output *string, read func(st *lab.State) (T, error), table f
 		if err != nil {
 			return err
 		}
-		if *output == "json" {
+		if output == "json" {
 			return printJSON(v)
 		}
 		table(os.Stdout, st, v)
 		return nil
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
 }
 
 func printJSON(v any) error {

@@ -97,23 +97,18 @@ func newPolicyDelCmd() *cobra.Command {
 }
 
 func newPolicyLsCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
+	return showLabCmd(&cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's policies, the pods each selects, and every pod's isolation (-o json for scripts)",
 		Example: `  vnetlab policy ls lab
   vnetlab policy ls lab -o json`,
-		Args: cobra.ExactArgs(1),
-		RunE: showLab(&output, func(st *lab.State) (labpolicy.Listing, error) {
-			c, err := labpolicy.Load(st.Name)
-			if err != nil {
-				return labpolicy.Listing{}, err
-			}
-			return labpolicy.List(st, c)
-		}, printPolicies),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	return cmd
+	}, func(st *lab.State) (labpolicy.Listing, error) {
+		c, err := labpolicy.Load(st.Name)
+		if err != nil {
+			return labpolicy.Listing{}, err
+		}
+		return labpolicy.List(st, c)
+	}, printPolicies)
 }
 
 func printPolicies(w io.Writer, _ *lab.State, l labpolicy.Listing) {

@@ -12,17 +12,12 @@ import (
 )
 
 func newSvcLsCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
+	return showLabCmd(&cobra.Command{
 		Use:   "ls LAB",
 		Short: "List a lab's services, their backends and provider (-o json for scripts)",
 		Example: `  vnetlab svc ls lab
   vnetlab svc ls lab -o json`,
-		Args: cobra.ExactArgs(1),
-		RunE: showLab(&output, readServices, printServices),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	return cmd
+	}, readServices, printServices)
 }
 
 // readServices reads a lab's services for a listing (none: an empty list

@@ -12,8 +12,7 @@ import (
 )
 
 func newSvcStatsCmd() *cobra.Command {
-	var output string
-	cmd := &cobra.Command{
+	return showLabCmd(&cobra.Command{
 		Use:   "stats LAB",
 		Short: "The lab's eBPF programs' counters: what they translated, refused, passed to the stack (-o json for scripts)",
 		Long: `Counters of vnetlab's eBPF programs in a lab, summed over CPUs since its maps were created,
@@ -31,11 +30,7 @@ read from the pinned maps (nothing is loaded or changed):
 A lab without eBPF programs (a netfilter provider on a mode without programs) has none.`,
 		Example: `  vnetlab svc stats lab1
   vnetlab svc stats lab1 -o json | jq .tc.ipv6`,
-		Args: cobra.ExactArgs(1),
-		RunE: showLab(&output, func(st *lab.State) (labservice.Counters, error) { return labservice.ReadCounters(st.Name) }, printCounters),
-	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	return cmd
+	}, func(st *lab.State) (labservice.Counters, error) { return labservice.ReadCounters(st.Name) }, printCounters)
 }
 
 // printCounters: the tc programs' counters by family side by side, then

@@ -10,65 +10,24 @@
  *   crr server PORT SIZE              prints "crr-ref ready" once listening
  *   crr client IP PORT SIZE SECONDS   prints "transactions N seconds S rate R errors E"
  *
- * Build: cc -O2 -o crr crr.c
+ * Build: cc -O2 -o crr crr.c (it includes ../rr-ref/ref.h)
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* io: read or write exactly n bytes, again after EINTR; 0 on success. */
-static int io(int fd, char *b, size_t n, int writing)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = writing ? send(fd, b + done, n - done, MSG_NOSIGNAL)
-				    : recv(fd, b + done, n - done, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
+#include "../rr-ref/ref.h"
 
 static int server(int port, size_t size)
 {
 	char *buf = malloc(size);
-	int one = 1;
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) || listen(lfd, SOMAXCONN)) {
-		perror("crr server: bind/listen");
+	int lfd = ref_listen("crr", SOCK_STREAM, port);
+	if (lfd < 0)
 		return 1;
-	}
-	printf("crr-ref ready\n");
-	fflush(stdout);
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("crr server: accept");
+		int fd = ref_accept("crr", lfd);
+		if (fd < 0)
 			return 1;
-		}
 		/* Answer until the client resets: the server never closes first. */
 		while (io(fd, buf, size, 0) == 0 && io(fd, buf, size, 1) == 0)
 			;

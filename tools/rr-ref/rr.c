@@ -14,21 +14,15 @@
  *   rr server tcp|udp PORT SIZE             prints "rr-ref ready" once listening
  *   rr client tcp|udp IP PORT SIZE SECONDS  prints "transactions N seconds S rate R"
  *
- * Build: cc -O2 -o rr rr.c
+ * Build: cc -O2 -o rr rr.c (it includes ref.h, beside it)
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "ref.h"
 
 static volatile sig_atomic_t times_up;
 
@@ -38,42 +32,13 @@ static void on_alarm(int sig)
 	times_up = 1;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* io: send or receive exactly n bytes of a TCP stream, again after EINTR; 0 on success. */
-static int io(int fd, char *b, size_t n, int sending)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = sending ? send(fd, b + done, n - done, MSG_NOSIGNAL)
-				    : recv(fd, b + done, n - done, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += r;
-	}
-	return 0;
-}
-
 static int server(int udp, int port, size_t size)
 {
 	char *buf = malloc(size);
 	int one = 1;
-	int lfd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) || (!udp && listen(lfd, SOMAXCONN))) {
-		perror("rr server: bind/listen");
+	int lfd = ref_listen("rr", udp ? SOCK_DGRAM : SOCK_STREAM, port);
+	if (lfd < 0)
 		return 1;
-	}
-	printf("rr-ref ready\n");
-	fflush(stdout);
 	if (udp) {
 		for (;;) {
 			struct sockaddr_storage from;
@@ -84,13 +49,9 @@ static int server(int udp, int port, size_t size)
 		}
 	}
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			perror("rr server: accept");
+		int fd = ref_accept("rr", lfd);
+		if (fd < 0)
 			return 1;
-		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		while (io(fd, buf, size, 0) == 0 && io(fd, buf, size, 1) == 0)
 			;

@@ -119,16 +119,13 @@ func detachDir(dir string) error {
 
 // detachAll detaches every interface of a plane's directory.
 func detachAll(dir string) error {
-	ents, err := os.ReadDir(filepath.Join(dir, LinksDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	names, err := tcx.Dir(filepath.Join(dir, LinksDir))
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, e := range ents {
-		errs = append(errs, detachDir(filepath.Join(dir, LinksDir, e.Name())))
+	for _, name := range names {
+		errs = append(errs, detachDir(filepath.Join(dir, LinksDir, name)))
 	}
 	return errors.Join(errs...)
 }
@@ -149,16 +146,13 @@ func (p *Plane) Attached() ([]Interface, error) {
 // Pinned lists every interface with links pinned in the plane, also those
 // whose interface has gone with its namespace (Detach removes their pins).
 func (p *Plane) Pinned() ([]Interface, error) {
-	ents, err := os.ReadDir(filepath.Join(p.dir, LinksDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := tcx.Dir(filepath.Join(p.dir, LinksDir))
 	if err != nil {
 		return nil, err
 	}
 	var out []Interface
-	for _, e := range ents {
-		ns, ifname, ok := strings.Cut(e.Name(), "@")
+	for _, name := range names {
+		ns, ifname, ok := strings.Cut(name, "@")
 		if !ok {
 			continue
 		}

@@ -351,16 +351,13 @@ func (p *Plane) endpointAt(name string) (Endpoint, bool) {
 
 // ListEndpoints lists the lab's endpoints, read from its pin directory.
 func (p *Plane) ListEndpoints() ([]Endpoint, error) {
-	ents, err := os.ReadDir(p.epRoot())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := tcx.Dir(p.epRoot())
 	if err != nil {
 		return nil, err
 	}
 	var out []Endpoint
-	for _, e := range ents {
-		if ep, ok := p.endpointAt(e.Name()); ok {
+	for _, name := range names {
+		if ep, ok := p.endpointAt(name); ok {
 			out = append(out, ep)
 		}
 	}

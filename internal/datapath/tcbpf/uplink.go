@@ -164,18 +164,15 @@ func (p *Plane) NodePortStats() (NodePortStats, error) {
 // links the plane's pins record (DetachUplink each), whichever namespace
 // and hook they name.
 func (p *Plane) DetachUplinks() error {
-	ents, err := os.ReadDir(filepath.Join(p.dir, UplinksDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	names, err := tcx.Dir(filepath.Join(p.dir, UplinksDir))
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, e := range ents {
-		ep, ok := parseEpDir(e.Name())
+	for _, name := range names {
+		ep, ok := parseEpDir(name)
 		if !ok {
-			errs = append(errs, fmt.Errorf("uplink pins %s: not an uplink's directory", e.Name()))
+			errs = append(errs, fmt.Errorf("uplink pins %s: not an uplink's directory", name))
 			continue
 		}
 		errs = append(errs, p.DetachUplink(ep.NS, ep.Ifname))

@@ -2,7 +2,7 @@
 // cluster (`vnetlab kube-netpol`, started by kube up --network-policy
 // vnetlab on every node), shaped like the Service proxy
 // (internal/kube/proxy): client-go informers on NetworkPolicies, Pods and
-// Namespaces whose handlers only record changes (changes.go), and one Sync
+// Namespaces whose handlers only record changes (resync.Changes), and one Sync
 // that feeds what they recorded to the cluster's netpol.Compiler (the
 // model's pods: world.go), which compiles again only the pods a change
 // touches, and hands the rules of the node's own pods to the node's
@@ -17,17 +17,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
+	"github.com/vnetlab/vnetlab/internal/kube/resync"
 )
 
 // Controller is one node's policy controller.
@@ -40,10 +39,10 @@ type Controller struct {
 	warn        func(p *networkingv1.NetworkPolicy, reason, msg string)
 	logf        func(string, ...any)
 
-	policies   changes[networkingv1.NetworkPolicy]
-	pods       changes[corev1.Pod]
-	namespaces changes[corev1.Namespace]
-	kick       chan struct{}
+	policies   resync.Changes[networkingv1.NetworkPolicy]
+	pods       resync.Changes[corev1.Pod]
+	namespaces resync.Changes[corev1.Namespace]
+	kick       resync.Kick
 
 	// What the syncs applied.
 	havePolicies   map[string]*networkingv1.NetworkPolicy
@@ -71,7 +70,7 @@ func NewController(node string, backend Backend, unsupported map[netpol.Proto]st
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Controller{node: node, backend: backend, unsupported: unsupported, warn: warn, logf: logf, kick: make(chan struct{}, 1),
+	return &Controller{node: node, backend: backend, unsupported: unsupported, warn: warn, logf: logf, kick: resync.NewKick(),
 		havePolicies: map[string]*networkingv1.NetworkPolicy{}, havePods: map[string]*corev1.Pod{},
 		haveNamespaces: map[string]*corev1.Namespace{}, warned: map[string]bool{}, enforced: map[string]enforcedPolicy{}}
 }
@@ -84,16 +83,16 @@ type enforcedPolicy struct {
 
 // PolicyHandler, PodHandler and NamespaceHandler are the informers' event
 // handlers: they record the change and wake Loop.
-func (c *Controller) PolicyHandler() cache.ResourceEventHandler { return c.handler(c.policies.record) }
-func (c *Controller) PodHandler() cache.ResourceEventHandler    { return c.handler(c.pods.record) }
+func (c *Controller) PolicyHandler() cache.ResourceEventHandler { return c.handler(c.policies.Record) }
+func (c *Controller) PodHandler() cache.ResourceEventHandler    { return c.handler(c.pods.Record) }
 func (c *Controller) NamespaceHandler() cache.ResourceEventHandler {
-	return c.handler(c.namespaces.record)
+	return c.handler(c.namespaces.Record)
 }
 
 func (c *Controller) handler(record func(obj any, gone bool) bool) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
 		if record(obj, gone) {
-			c.kickNow()
+			c.kick.Now()
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -110,7 +109,7 @@ func (c *Controller) handler(record func(obj any, gone bool) bool) cache.Resourc
 // changes the data path only where the result differs.
 func (c *Controller) Sync() (Stats, error) {
 	t0 := time.Now()
-	policies, pods, namespaces := c.policies.take(), c.pods.take(), c.namespaces.take()
+	policies, pods, namespaces := c.policies.Take(), c.pods.Take(), c.namespaces.Take()
 	changed := apply(c.havePolicies, policies)
 	changed = apply(c.havePods, pods) || changed
 	changed = apply(c.haveNamespaces, namespaces) || changed
@@ -242,41 +241,18 @@ func (c *Controller) enforce(k string, p *networkingv1.NetworkPolicy) *networkin
 	return p
 }
 
-// kickNow wakes Loop for a sync.
-func (c *Controller) kickNow() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
-
 // Loop syncs whenever a change is recorded, until ctx ends; a failed sync
-// is retried after a backoff (100 ms doubling to 30 s), sooner if another
-// change comes.
+// is retried after a backoff (resync.MinRetry doubling to MaxRetry), sooner
+// if another change comes.
 func (c *Controller) Loop(ctx context.Context) {
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
-	next := backoff
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.kick:
-		case <-retry:
-		}
+	c.kick.Loop(ctx, false, func() error {
 		st, err := c.Sync()
-		if err != nil {
-			d := next.Step()
-			retry = time.After(d)
-			c.logf("sync: %v (retrying in %s)", err, d)
-			continue
-		}
-		next, retry = backoff, nil
-		if st.Took > 0 {
+		if err == nil && st.Took > 0 {
 			c.logf("synced: %d policies, %d pods (%d here, %d isolated) in %s (compile %s)", st.Policies, st.Pods, st.Local, st.Isolated,
 				st.Took.Round(time.Microsecond), st.Compile.Round(time.Microsecond))
 		}
-	}
+		return err
+	}, func(err error, in time.Duration) { c.logf("sync: %v (retrying in %s)", err, in) })
 }
 
 // errNotSynced: the informers never listed everything.

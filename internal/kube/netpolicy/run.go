@@ -107,7 +107,7 @@ func Run(ctx context.Context, c Config) error {
 	st, err := ctl.Sync()
 	if err != nil {
 		logf("first sync: %v (retrying)", err)
-		ctl.kickNow() // Loop retries it, with its backoff, without waiting for a change
+		ctl.kick.Now() // Loop retries it, with its backoff, without waiting for a change
 	} else {
 		logf("node %s: %s: %d policies, %d pods (%d here, %d isolated) in force %s after start", c.Node, backend.Name(), st.Policies, st.Pods, st.Local, st.Isolated, time.Since(start).Round(time.Millisecond))
 	}

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -13,48 +12,8 @@ import (
 // (the last state of each object, nil when it went), and Proxier.Sync
 // takes the records and applies them, as kube-proxy's Service and
 // endpoints change trackers do. Many changes of one object between two
-// syncs cost one sync.
-
-// serviceChanges records Services by namespace/name.
-type serviceChanges struct {
-	mu      sync.Mutex
-	pending map[string]*corev1.Service // nil: deleted
-}
-
-func (c *serviceChanges) record(obj any, gone bool) string {
-	obj, gone = unwrapDeleted(obj, gone)
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return ""
-	}
-	key := svc.Namespace + "/" + svc.Name
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.pending == nil {
-		c.pending = map[string]*corev1.Service{}
-	}
-	if gone {
-		svc = nil
-	}
-	c.pending[key] = svc
-	return key
-}
-
-// size is the number of Services with a change pending.
-func (c *serviceChanges) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
-}
-
-// take returns the records and forgets them.
-func (c *serviceChanges) take() map[string]*corev1.Service {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.pending
-	c.pending = nil
-	return p
-}
+// syncs cost one sync. Services are recorded by a resync.Changes; the
+// EndpointSlices and the Node here.
 
 // sliceChanges records EndpointSlices by their Service (namespace/name,
 // from the kubernetes.io/service-name label), then by slice name, and the
@@ -68,15 +27,15 @@ type sliceChanges struct {
 	triggers map[string][]trigger
 }
 
-func (c *sliceChanges) record(obj any, gone bool) string {
+func (c *sliceChanges) record(obj any, gone bool) bool {
 	obj, gone = unwrapDeleted(obj, gone)
 	es, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
-		return ""
+		return false
 	}
 	name := es.Labels[discoveryv1.LabelServiceName]
 	if name == "" {
-		return "" // not a Service's (kube-proxy ignores them too)
+		return false // not a Service's (kube-proxy ignores them too)
 	}
 	key := es.Namespace + "/" + name
 	c.mu.Lock()
@@ -99,7 +58,7 @@ func (c *sliceChanges) record(obj any, gone bool) string {
 			c.triggers[key] = append(c.triggers[key], t)
 		}
 	}
-	return key
+	return true
 }
 
 // size is the number of slices with a change pending.

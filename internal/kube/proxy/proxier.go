@@ -15,11 +15,12 @@ import (
 
 	"github.com/vnetlab/vnetlab/internal/datapath/svcsync"
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/kube/resync"
 )
 
 // Proxier is one node's Service proxy, shaped like kube-proxy's nftables
 // proxier: the informers' handlers record changes in the change trackers
-// (changes.go), Sync applies them to the node's Service maps, and Loop runs
+// (changes.go, resync.Changes), Sync applies them to the node's Service maps, and Loop runs
 // Sync whenever something was recorded. Sync needs no cluster: the unit
 // tests feed the handlers objects and read a fake Plane.
 type Proxier struct {
@@ -32,10 +33,10 @@ type Proxier struct {
 	status  *proxyHealth // the proxy health server's view of the syncs (nil: none)
 	logf    func(string, ...any)
 
-	services serviceChanges
+	services resync.Changes[corev1.Service]
 	slices   sliceChanges
 	nodes    nodeChanges
-	kick     chan struct{} // a change was recorded
+	kick     resync.Kick // a change was recorded
 
 	zone string // the node's zone, as the syncs applied it (zone hints)
 
@@ -64,7 +65,7 @@ func NewProxier(node string, nodeIPs []netip.Addr, plane svcsync.Plane, flows Fl
 		logf = func(string, ...any) {}
 	}
 	return &Proxier{node: node, nodeIPs: nodeIPs, syncer: syncer, clean: newUDPCleaner(flows, logf), health: health, logf: logf,
-		kick: make(chan struct{}, 1), slices: sliceChanges{since: time.Now()},
+		kick: resync.NewKick(), slices: sliceChanges{since: time.Now()},
 		svcs: map[string]*corev1.Service{}, eps: map[string]map[string]*discoveryv1.EndpointSlice{},
 		udp: map[string]map[netip.AddrPort][]tcbpf.Backend{}, failed: map[string]bool{}}, nil
 }
@@ -72,7 +73,7 @@ func NewProxier(node string, nodeIPs []netip.Addr, plane svcsync.Plane, flows Fl
 // ServiceHandler and SliceHandler are the informers' event handlers: they
 // record the change and wake Loop.
 func (p *Proxier) ServiceHandler() cache.ResourceEventHandler {
-	return p.handler(p.services.record)
+	return p.handler(p.services.Record)
 }
 
 func (p *Proxier) SliceHandler() cache.ResourceEventHandler { return p.handler(p.slices.record) }
@@ -83,10 +84,7 @@ func (p *Proxier) Instrument(m *Metrics) { p.metrics = m }
 // changed notes a recorded change and wakes Loop.
 func (p *Proxier) changed() {
 	p.status.queued()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.kick.Now()
 }
 
 // NodeHandler follows the proxy's own Node (an informer on its name): the
@@ -115,16 +113,16 @@ func (p *Proxier) NodeHandler() cache.ResourceEventHandler {
 	}
 }
 
-func (p *Proxier) handler(record func(obj any, gone bool) string) cache.ResourceEventHandlerFuncs {
+func (p *Proxier) handler(record func(obj any, gone bool) bool) cache.ResourceEventHandlerFuncs {
 	note := func(obj any, gone bool) {
-		if record(obj, gone) == "" {
+		if !record(obj, gone) {
 			return
 		}
 		_, slice := obj.(*discoveryv1.EndpointSlice)
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			_, slice = t.Obj.(*discoveryv1.EndpointSlice)
 		}
-		p.metrics.queued(slice, p.services.size(), p.slices.size())
+		p.metrics.queued(slice, p.services.Len(), p.slices.size())
 		p.changed()
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -153,7 +151,7 @@ func (p *Proxier) Sync() (svcsync.Changes, error) {
 			touched[key] = true
 		}
 	}
-	for key, svc := range p.services.take() {
+	for key, svc := range p.services.Take() {
 		touched[key] = true
 		if svc == nil {
 			delete(p.svcs, key)
@@ -228,7 +226,7 @@ func (p *Proxier) SyncMeasured() (svcsync.Changes, error) {
 	if err != nil {
 		p.slices.putTriggers(triggers)
 	}
-	p.metrics.synced(t0, full, triggers, err, p.services.size(), p.slices.size())
+	p.metrics.synced(t0, full, triggers, err, p.services.Len(), p.slices.size())
 	return ch, err
 }
 
@@ -296,40 +294,18 @@ func lost(had, now []tcbpf.Backend) bool {
 // syncs so far noted (what Loop's cleanup goroutine does after them).
 func (p *Proxier) CleanUDP() error { return p.clean.clean() }
 
-// Retry bounds of a failed sync (doubling in between).
-const (
-	minRetry = 100 * time.Millisecond
-	maxRetry = 30 * time.Second
-)
-
 // Loop syncs whenever a change is recorded, until ctx ends. A failed sync
-// is retried after a backoff (minRetry doubling to maxRetry), sooner if
-// another change comes. Beside it a goroutine forgets the stale UDP flows
-// the syncs noted (udpCleaner.run).
+// is retried after a backoff (resync.MinRetry doubling to MaxRetry), sooner
+// if another change comes. Beside it a goroutine forgets the stale UDP
+// flows the syncs noted (udpCleaner.run).
 func (p *Proxier) Loop(ctx context.Context) {
 	go p.clean.run(ctx)
 	p.clean.wake() // what the syncs before Loop noted
-	var backoff time.Duration
-	var retry <-chan time.Time
-	if len(p.failed) > 0 { // the sync before failed
-		backoff = minRetry
-		retry = time.After(backoff)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.kick:
-		case <-retry:
-		}
-		retry = nil
-		if _, err := p.SyncMeasured(); err != nil {
-			backoff = min(max(2*backoff, minRetry), maxRetry)
-			retry = time.After(backoff)
-			continue
-		}
-		backoff = 0
-	}
+	// Services failed in the sync before Loop: it retries them after a backoff.
+	p.kick.Loop(ctx, len(p.failed) > 0, func() error {
+		_, err := p.SyncMeasured()
+		return err
+	}, nil)
 }
 
 // Len is the number of entries installed.

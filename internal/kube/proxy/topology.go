@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -106,14 +108,4 @@ func zoneHints(e *discoveryv1.Endpoint) []string {
 
 // hinted: name is one of the hints (never the empty name: a node without a
 // zone matches no zone hint).
-func hinted(hints []string, name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, h := range hints {
-		if h == name {
-			return true
-		}
-	}
-	return false
-}
+func hinted(hints []string, name string) bool { return name != "" && slices.Contains(hints, name) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/tcbpf"
+	"github.com/vnetlab/vnetlab/internal/kube/resync"
 )
 
 // udpCleaner forgets, after the syncs, the UDP flows whose backend left
@@ -46,7 +47,7 @@ import (
 type udpCleaner struct {
 	flows FlowCleaner // nil: nothing to clean
 	logf  func(string, ...any)
-	kick  chan struct{}
+	kick  resync.Kick
 
 	mu        sync.Mutex
 	frontends map[netip.AddrPort][]tcbpf.Backend // every UDP frontend's backends, as the maps hold them (mu)
@@ -54,7 +55,7 @@ type udpCleaner struct {
 }
 
 func newUDPCleaner(flows FlowCleaner, logf func(string, ...any)) *udpCleaner {
-	return &udpCleaner{flows: flows, logf: logf, kick: make(chan struct{}, 1),
+	return &udpCleaner{flows: flows, logf: logf, kick: resync.NewKick(),
 		frontends: map[netip.AddrPort][]tcbpf.Backend{}, pending: map[netip.AddrPort]bool{}}
 }
 
@@ -112,33 +113,12 @@ func (c *udpCleaner) wake() {
 	if n == 0 {
 		return
 	}
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.kick.Now()
 }
 
 // run cleans whenever woken, until ctx ends; a failed cleanup is tried
 // again after a backoff (its frontends stay requested).
-func (c *udpCleaner) run(ctx context.Context) {
-	var backoff time.Duration
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.kick:
-		case <-retry:
-		}
-		retry = nil
-		if err := c.clean(); err != nil {
-			backoff = min(max(2*backoff, minRetry), maxRetry)
-			retry = time.After(backoff)
-			continue
-		}
-		backoff = 0
-	}
-}
+func (c *udpCleaner) run(ctx context.Context) { c.kick.Loop(ctx, false, c.clean, nil) }
 
 // clean forgets the stale flows of the frontends requested so far, keeping
 // what each has now (a frontend gone since keeps nothing to forget: its

@@ -17,6 +17,14 @@ const (
 	LegacyGSO = 65536
 )
 
+// maxSizeKnob is knob name (gso, gro): every link's name_max_size and
+// name_ipv4_max_size, set with set and set4, read with get.
+func maxSizeKnob(name Name, order int, help string, set, set4 func(netlink.Link, int) error, get func(*netlink.LinkAttrs) (size, size4 uint32)) Knob {
+	return Knob{Name: name, Scope: Lab, order: order, Whole: true, Example: "65536",
+		canonical: intIn(name, 1, MaxGSO, "GSO_MAX_SIZE"), Help: help,
+		Applier: maxSize{name: name, what: string(name) + "_max_size", what4: string(name) + "_ipv4_max_size", set: set, set4: set4, get: get}}
+}
+
 // maxSize is a knob setting a link's largest GSO or GRO packet: the size
 // (what), its IPv4 twin (Linux 6.3+), how each is set and read.
 type maxSize struct {

@@ -8,7 +8,7 @@ const IPBlocks Name = "ipblocks"
 const MaxIPBlocks = 100000
 
 func init() {
-	register(Knob{Name: IPBlocks, Scope: Cluster, order: 100, Whole: true, Example: "16", canonical: intIn(IPBlocks, 0, MaxIPBlocks, ""),
-		Help:     "address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies-cost.md)",
-		intField: func(s *Settings) *int { return &s.Policy.IPBlocks }})
+	register(policyKnob(IPBlocks, 100, MaxIPBlocks, "16",
+		"address blocks (ipBlock CIDRs) of one more policy selecting the measured server pod, none matching the flow (docs/policies-cost.md)",
+		func(p *PolicySet) *int { return &p.IPBlocks }))
 }

@@ -9,7 +9,7 @@ const Policies Name = "policies"
 const MaxPolicies = 100000
 
 func init() {
-	register(Knob{Name: Policies, Scope: Cluster, order: 90, Whole: true, Example: "100", canonical: intIn(Policies, 0, MaxPolicies, ""),
-		Help:     "NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies-cost.md)",
-		intField: func(s *Settings) *int { return &s.Policy.Policies }})
+	register(policyKnob(Policies, 90, MaxPolicies, "100",
+		"NetworkPolicies selecting the measured server pod that the flow is checked against without matching (each allows one other address), plus the one allowing it, loaded by each --policy-providers provider (docs/policies-cost.md)",
+		func(p *PolicySet) *int { return &p.Policies }))
 }

@@ -34,6 +34,13 @@ type PolicySet struct {
 	Policies, IPBlocks int
 }
 
+// policyKnob is a policy knob: scope Cluster, a count from 0 to most kept
+// in the PolicySet's field.
+func policyKnob(name Name, order, most int, example, help string, field func(*PolicySet) *int) Knob {
+	return Knob{Name: name, Scope: Cluster, order: order, Whole: true, Example: example, canonical: intIn(name, 0, most, ""),
+		Help: help, intField: func(s *Settings) *int { return field(&s.Policy) }}
+}
+
 // IsZero says no policy knob is set.
 func (p PolicySet) IsZero() bool { return p == PolicySet{} }
 

@@ -66,35 +66,28 @@ func (c *Config) Clone() *Config {
 // same name replaces the one there (a policy without a namespace is in the
 // default one).
 func (c *Config) Merge(d netpol.Doc) {
-	at := make(map[string]int, len(c.Policies)) // a policy's index by key (an empty namespace is the default)
-	for i := range c.Policies {
-		at[netpol.PolicyKey(&c.Policies[i])] = i
+	c.Policies = merge(c.Policies, d.Policies, netpol.PolicyKey)
+	c.Namespaces = merge(c.Namespaces, d.Namespaces, func(n *netpol.Namespace) string { return n.Name })
+	c.Pods = merge(c.Pods, d.Pods, func(p *netpol.Pod) string { return p.Name })
+}
+
+// merge is have with each of add in the place of the element of the same
+// key (the first), or appended when there is none.
+func merge[T any, K comparable](have, add []T, key func(*T) K) []T {
+	at := make(map[K]int, len(have)) // an element's index by its key
+	for i := len(have) - 1; i >= 0; i-- {
+		at[key(&have[i])] = i
 	}
-	for _, p := range d.Policies {
-		k := netpol.PolicyKey(&p)
-		if i, ok := at[k]; ok {
-			c.Policies[i] = p
+	for i := range add {
+		k := key(&add[i])
+		if j, ok := at[k]; ok {
+			have[j] = add[i]
 		} else {
-			at[k] = len(c.Policies)
-			c.Policies = append(c.Policies, p)
+			at[k] = len(have)
+			have = append(have, add[i])
 		}
 	}
-	for _, n := range d.Namespaces {
-		i := slices.IndexFunc(c.Namespaces, func(q netpol.Namespace) bool { return q.Name == n.Name })
-		if i >= 0 {
-			c.Namespaces[i] = n
-		} else {
-			c.Namespaces = append(c.Namespaces, n)
-		}
-	}
-	for _, p := range d.Pods {
-		i := slices.IndexFunc(c.Pods, func(q netpol.Pod) bool { return q.Name == p.Name })
-		if i >= 0 {
-			c.Pods[i] = p
-		} else {
-			c.Pods = append(c.Pods, p)
-		}
-	}
+	return have
 }
 
 // World is the model of lab st with c's policies: every lab pod with its

@@ -61,3 +61,43 @@ func TestMergeKeysPolicies(t *testing.T) {
 		t.Errorf("merged %v, want %v", got, want)
 	}
 }
+
+// TestMergeReplacesByName: a policy of the same namespace and name, a
+// namespace or a pod of the same name replaces the one there, in its place;
+// the others are appended in the file's order.
+func TestMergeReplacesByName(t *testing.T) {
+	pol := func(ns, name, app string) networkingv1.NetworkPolicy {
+		return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	}
+	c := &Config{
+		Policies:   []networkingv1.NetworkPolicy{pol("a", "p", "old"), pol("b", "p", "old")},
+		Namespaces: []netpol.Namespace{{Name: "a", Labels: netpol.Labels{"v": "old"}}},
+		Pods:       []netpol.Pod{{Name: "pod-a", Namespace: "a"}, {Name: "pod-b", Namespace: "a"}},
+	}
+	c.Merge(netpol.Doc{
+		Policies:   []networkingv1.NetworkPolicy{pol("b", "p", "new"), pol("a", "q", "new"), pol("b", "q", "new")},
+		Namespaces: []netpol.Namespace{{Name: "c"}, {Name: "a", Labels: netpol.Labels{"v": "new"}}},
+		Pods:       []netpol.Pod{{Name: "pod-b", Namespace: "c"}, {Name: "pod-c", Namespace: "a"}},
+	})
+	var pols []string
+	for _, p := range c.Policies {
+		pols = append(pols, p.Namespace+"/"+p.Name+"="+p.Spec.PodSelector.MatchLabels["app"])
+	}
+	var nss, pods []string
+	for _, n := range c.Namespaces {
+		nss = append(nss, n.Name+"="+n.Labels["v"])
+	}
+	for _, p := range c.Pods {
+		pods = append(pods, p.Name+"@"+p.Namespace)
+	}
+	for _, g := range []struct{ got, want []string }{
+		{pols, []string{"a/p=old", "b/p=new", "a/q=new", "b/q=new"}},
+		{nss, []string{"a=new", "c="}},
+		{pods, []string{"pod-a@a", "pod-b@c", "pod-c@a"}},
+	} {
+		if !slices.Equal(g.got, g.want) {
+			t.Errorf("after Merge: %q, want %q", g.got, g.want)
+		}
+	}
+}

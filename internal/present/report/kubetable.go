@@ -13,7 +13,6 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 
 	"github.com/vnetlab/vnetlab/internal/results"
-	"github.com/vnetlab/vnetlab/internal/results/analysis"
 )
 
 // ConfigTable is that table, formatted.
@@ -90,12 +89,7 @@ func cellRatio(num, den *results.Cell) string {
 	if num == nil || den == nil || len(num.Values()) == 0 || len(den.Values()) == 0 {
 		return "-"
 	}
-	r := analysis.CompareCells(num, den, analysis.HigherIsBetter(num.Unit))
-	s := fmt.Sprintf("%.3f", r.Ratio)
-	if r.HasCI {
-		s += fmt.Sprintf(" [%.3f, %.3f]", r.RatioCI[0], r.RatioCI[1])
-	}
-	return s
+	return ratioOf(num, den, 3)
 }
 
 // configTable prints the table on a terminal.

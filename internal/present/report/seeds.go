@@ -1,6 +1,10 @@
 package report
 
-import "github.com/vnetlab/vnetlab/internal/datapath/modes"
+import (
+	"slices"
+
+	"github.com/vnetlab/vnetlab/internal/datapath/modes"
+)
 
 // The seeds' published numbers (the five seed articles, docs/seeds.md),
 // keyed to vnetlab's cells. Absolute numbers differ by machine,
@@ -84,51 +88,25 @@ var SeedTables = []SeedTable{
 		Seed: modes.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, TCP",
 		Setup: "iperf (v2) -P 3 -t 300, TCP, CentOS 7.3 on a Dell R730; VMs are qemu-kvm with virtio",
-		Rows: []SeedRow{
-			{What: "bridge, ns to ns (veth)", Value: 10.7, Mode: "bridge", Path: "pod"},
-			{What: "OVS, ns to ns (veth)", Value: 10.7, Mode: "ovs", Path: "pod"},
-			{What: "OVS, ns to ns (internal ports)", Value: 10.7, Mode: "ovs-internal", Path: "pod"},
-			{What: "bridge, kvm to kvm", Value: 5.57, Mode: "tap-offload", Path: "pod",
-				Note: "stand-in for a VM: tap devices and vnetlab's userspace forwarder, not qemu/vhost"},
-			{What: "OVS, kvm to kvm", Value: 5.83, Note: "no VM-behind-OVS mode in vnetlab"},
-		},
+		Rows:  valued(ovsSameHost, 10.7, 10.7, 10.7, 5.57, 5.83),
 	},
 	{
 		Seed: modes.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch, same host, UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300, server-side (received) rate",
-		Rows: []SeedRow{
-			{What: "bridge, ns to ns (veth)", Value: 4.93, Mode: "bridge", Path: "pod"},
-			{What: "OVS, ns to ns (veth)", Value: 3.85, Mode: "ovs", Path: "pod"},
-			{What: "OVS, ns to ns (internal ports)", Value: 3.91, Mode: "ovs-internal", Path: "pod"},
-			{What: "bridge, kvm to kvm", Value: 5.39, Mode: "tap-offload", Path: "pod",
-				Note: "stand-in for a VM: tap devices and vnetlab's userspace forwarder, not qemu/vhost"},
-			{What: "OVS, kvm to kvm", Value: 5.18, Note: "no VM-behind-OVS mode in vnetlab"},
-		},
+		Rows:  valued(ovsSameHost, 4.93, 3.85, 3.91, 5.39, 5.18),
 	},
 	{
 		Seed: modes.SeedBridgeOVS, Test: "tcp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), TCP",
 		Setup: "iperf (v2) -P 3 -t 300 across a 10GbE switch; the seed's VXLAN rows are empty",
-		Rows: []SeedRow{
-			{What: "em1 to em1 (physical baseline)", Value: 7.02, Mode: "host", Path: "pod", Nodes: 2},
-			{What: "bridge, ns to ns (veth)", Value: 6.24, Mode: "bridge", Path: "pod", Nodes: 2},
-			{What: "OVS, ns to ns (veth)", Value: 6.09, Mode: "ovs", Path: "pod", Nodes: 2},
-			{What: "OVS, ns to ns (internal ports)", Value: 6.28, Mode: "ovs-internal", Path: "pod", Nodes: 2},
-			{What: "bridge, kvm to kvm", Value: 5.94, Note: "no cross-host VM mode in vnetlab"},
-			{What: "OVS, kvm to kvm", Value: 5.50, Note: "no cross-host VM mode in vnetlab"},
-		},
+		Rows:  valued(ovsTwoHosts, 7.02, 6.24, 6.09, 6.28, 5.94, 5.50),
 	},
 	{
 		Seed: modes.SeedBridgeOVS, Test: "udp_stream", Unit: "Gbit/s",
 		Title: "Bridge vs Open vSwitch across two hosts (10GbE), UDP (received rate)",
 		Setup: "iperf (v2) -u -b 10G -P 3 -t 300 across a 10GbE switch, server-side (received) rate",
-		Rows: []SeedRow{
-			{What: "em1 to em1 (physical baseline)", Value: 8.08, Mode: "host", Path: "pod", Nodes: 2},
-			{What: "bridge, ns to ns (veth)", Value: 6.88, Mode: "bridge", Path: "pod", Nodes: 2},
-			{What: "OVS, ns to ns (veth)", Value: 5.60, Mode: "ovs", Path: "pod", Nodes: 2},
-			{What: "OVS, ns to ns (internal ports)", Value: 7.04, Mode: "ovs-internal", Path: "pod", Nodes: 2},
-		},
+		Rows:  valued(ovsTwoHosts[:4], 8.08, 6.88, 5.60, 7.04), // no VM rows
 	},
 	{
 		Seed: modes.SeedDocker, Test: "tcp_stream", Unit: "Gbit/s",
@@ -152,4 +130,37 @@ var SeedTables = []SeedTable{
 				Note: "the seed's link capped every case at 9.4: compare with a shaped underlay"},
 		},
 	},
+}
+
+// The bridge vs Open vSwitch seed measured the same cases with TCP and with
+// UDP: its tables give their values (valued) in these rows' order.
+var (
+	ovsSameHost = []SeedRow{
+		{What: "bridge, ns to ns (veth)", Mode: "bridge", Path: "pod"},
+		{What: "OVS, ns to ns (veth)", Mode: "ovs", Path: "pod"},
+		{What: "OVS, ns to ns (internal ports)", Mode: "ovs-internal", Path: "pod"},
+		{What: "bridge, kvm to kvm", Mode: "tap-offload", Path: "pod",
+			Note: "stand-in for a VM: tap devices and vnetlab's userspace forwarder, not qemu/vhost"},
+		{What: "OVS, kvm to kvm", Note: "no VM-behind-OVS mode in vnetlab"},
+	}
+	ovsTwoHosts = []SeedRow{
+		{What: "em1 to em1 (physical baseline)", Mode: "host", Path: "pod", Nodes: 2},
+		{What: "bridge, ns to ns (veth)", Mode: "bridge", Path: "pod", Nodes: 2},
+		{What: "OVS, ns to ns (veth)", Mode: "ovs", Path: "pod", Nodes: 2},
+		{What: "OVS, ns to ns (internal ports)", Mode: "ovs-internal", Path: "pod", Nodes: 2},
+		{What: "bridge, kvm to kvm", Note: "no cross-host VM mode in vnetlab"},
+		{What: "OVS, kvm to kvm", Note: "no cross-host VM mode in vnetlab"},
+	}
+)
+
+// valued is rows, each given its value in order: a value for every row.
+func valued(rows []SeedRow, values ...float64) []SeedRow {
+	if len(values) != len(rows) {
+		panic("report: a seed table's values and rows differ in number")
+	}
+	out := slices.Clone(rows)
+	for i, v := range values {
+		out[i].Value = v
+	}
+	return out
 }

@@ -366,10 +366,26 @@ func ratioText(c, ceil *results.Cell) string {
 	if c == ceil {
 		return "1 (ceiling)"
 	}
-	r := analysis.CompareCells(c, ceil, analysis.HigherIsBetter(c.Unit))
-	s := fmt.Sprintf("%.2f", r.Ratio)
+	return ratioOf(c, ceil, 2)
+}
+
+// ratioOf is num's median over den's with the bootstrap CI of that ratio,
+// digits decimals each.
+func ratioOf(num, den *results.Cell, digits int) string {
+	r := analysis.CompareCells(num, den, analysis.HigherIsBetter(num.Unit))
+	var ci []float64
 	if r.HasCI {
-		s += fmt.Sprintf(" [%.2f, %.2f]", r.RatioCI[0], r.RatioCI[1])
+		ci = r.RatioCI[:]
+	}
+	return ratioWithCI(r.Ratio, ci, digits)
+}
+
+// ratioWithCI is a ratio and, when ci holds one ([low, high]), its CI,
+// digits decimals each: "0.93 [0.91, 0.95]".
+func ratioWithCI(ratio float64, ci []float64, digits int) string {
+	s := strconv.FormatFloat(ratio, 'f', digits, 64)
+	if len(ci) == 2 {
+		s += " [" + strconv.FormatFloat(ci[0], 'f', digits, 64) + ", " + strconv.FormatFloat(ci[1], 'f', digits, 64) + "]"
 	}
 	return s
 }
@@ -388,11 +404,7 @@ func comparisonText(vb *results.Comparison) string {
 	if vb.Method == analysis.MethodPaired {
 		digits = 3
 	}
-	s := strconv.FormatFloat(vb.Ratio, 'f', digits, 64)
-	if len(vb.RatioCI95) == 2 {
-		s += fmt.Sprintf(" [%s, %s]", strconv.FormatFloat(vb.RatioCI95[0], 'f', digits, 64), strconv.FormatFloat(vb.RatioCI95[1], 'f', digits, 64))
-	}
-	s += " " + analysis.ParseVerdict(vb.Verdict).ResultsWord()
+	s := ratioWithCI(vb.Ratio, vb.RatioCI95, digits) + " " + analysis.ParseVerdict(vb.Verdict).ResultsWord()
 	if vb.Test != "" && !math.IsNaN(vb.PValue) {
 		s += fmt.Sprintf(" (p=%.3f)", vb.PValue)
 	}

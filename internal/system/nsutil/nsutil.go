@@ -41,36 +41,52 @@ func Create(name, mark string, sysctls ...string) error {
 	if err := ensureDir(); err != nil {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
+	enter := func() error {
+		ns, err := netns.NewNamed(name)
+		if err != nil {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+		ns.Close() // the bind mount holds it
+		return nil
+	}
+	// Inside the new namespace: mark and configure it while there.
+	return inside(enter, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err == nil && mark != "" {
+			err = netlink.LinkSetAlias(lo, mark)
+		}
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		for i := 0; i+1 < len(sysctls) && err == nil; i += 2 {
+			err = WriteSysctl(sysctls[i], sysctls[i+1])
+		}
+		return err
+	})
+}
+
+// inside runs fn with the calling goroutine's thread in the namespace
+// enter moves it to, then moves it back. A thread that cannot go back (or
+// whose fn panicked) is in the wrong namespace: it stays locked to its
+// goroutine, so it ends with it (runtime.Goexit) and no other goroutine
+// ever runs on it.
+func inside(enter, fn func() error) error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
+		runtime.UnlockOSThread()
 		return err
 	}
 	defer orig.Close()
-	ns, err := netns.NewNamed(name)
-	if err != nil {
-		netns.Set(orig)
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
-	defer ns.Close()
-	// The thread is now inside the new namespace: mark and configure it
-	// while here.
-	lo, lerr := netlink.LinkByName("lo")
-	if lerr == nil && mark != "" {
-		lerr = netlink.LinkSetAlias(lo, mark)
-	}
-	if lerr == nil {
-		lerr = netlink.LinkSetUp(lo)
-	}
-	for i := 0; i+1 < len(sysctls) && lerr == nil; i += 2 {
-		lerr = WriteSysctl(sysctls[i], sysctls[i+1])
+	ferr := enter()
+	if ferr == nil {
+		ferr = fn()
 	}
 	if err := netns.Set(orig); err != nil {
-		// The thread is stuck in the wrong namespace: never reuse it.
 		runtime.Goexit()
 	}
-	return lerr
+	runtime.UnlockOSThread()
+	return ferr
 }
 
 // Delete unmounts and removes a named namespace. Missing namespaces are not
@@ -119,21 +135,12 @@ func DoPath(path string, fn func() error) error {
 		return fmt.Errorf("open namespace %s: %w", path, err)
 	}
 	defer target.Close()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(target); err != nil {
-		return fmt.Errorf("enter namespace %s: %w", path, err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		runtime.Goexit()
-	}
-	return ferr
+	return inside(func() error {
+		if err := netns.Set(target); err != nil {
+			return fmt.Errorf("enter namespace %s: %w", path, err)
+		}
+		return nil
+	}, fn)
 }
 
 // Mark returns the ownership mark (loopback alias) of a named namespace.
@@ -152,23 +159,14 @@ func Mark(name string) string {
 // Scratch runs fn in a fresh anonymous namespace that disappears afterwards
 // (used to probe kernel features without touching any real namespace).
 func Scratch(fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		return fmt.Errorf("create scratch namespace: %w", err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		runtime.Goexit()
-	}
-	ns.Close()
-	return ferr
+	return inside(func() error {
+		ns, err := netns.New()
+		if err != nil {
+			return fmt.Errorf("create scratch namespace: %w", err)
+		}
+		ns.Close() // the thread holds it until it leaves
+		return nil
+	}, fn)
 }
 
 // Handle opens a netlink handle bound to the named namespace. Close it when done.

@@ -48,6 +48,24 @@ func Detach(pin string) error {
 	return nil
 }
 
+// Dir lists the names in dir, a plane's directory of pinned links (or of
+// an interface's directories of them): none when it does not exist, as
+// before anything was attached.
+func Dir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
 // Linked says whether the link pinned at pin still holds an interface (a
 // tcx link's ifindex reads 0 once its interface has gone).
 func Linked(pin string) bool {

@@ -82,3 +82,23 @@ func TestAttachDetach(t *testing.T) {
 		t.Errorf("detach of no pin: %v", err)
 	}
 }
+
+// Dir lists a directory's names, and none for a directory that is not
+// there (a plane that never attached anything).
+func TestDir(t *testing.T) {
+	dir := t.TempDir()
+	if names, err := Dir(filepath.Join(dir, "none")); names != nil || err != nil {
+		t.Errorf("Dir of a missing directory = %v, %v; want none", names, err)
+	}
+	for _, n := range []string{"b", "a"} {
+		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := Dir(dir); err != nil || fmt.Sprint(names) != "[a b]" {
+		t.Errorf("Dir = %v, %v; want [a b]", names, err)
+	}
+	if _, err := Dir(filepath.Join(dir, "a", "\x00")); err == nil {
+		t.Error("Dir of a bad path: no error")
+	}
+}
