@@ -28,22 +28,27 @@ import (
 // isolated pod address, a linear walk, as kube-router's per-pod firewall
 // chains. A pod chain jumps to its bucket chains (<chain>-<XX>) in turn,
 // then DROPs: an Allow's rules are in bucket Allow.Hash() mod iptBuckets,
-// in the pod's order, so that a change rewrites only the buckets it
-// touches. An ingress rule ACCEPTs; an egress rule jumps to VNL-PASS,
-// which sends the packet through VNL-INGRESS and ACCEPTs what that lets
-// pass (a RETURN in a bucket would return to the pod chain, not past it;
-// kube-router, too, accepts what its pod chains passed). The peers of a
-// compiled Allow are an ipset (hash:ip) of the peer pods' addresses, or an
-// ipBlock's CIDR with its excepts as an ipset (hash:net) matched with
-// `! --match-set`, each set named by its bucket and its members; its ports
-// are -p PROTO -m multiport --dports lists. An Update writes what the
-// changed pods (netpol.Diff) change: new sets first (ipset restore, each
-// filled through a temporary set and swapped in), then one
-// iptables-restore --noflush per family: the bucket chains whose Allows
-// changed rewritten whole, the jumps of the pod chains and of VNL-NETPOL
-// and VNL-INGRESS deleted (-D) and inserted at their place (-I), so the
-// other rules keep their counters, and the chains no longer named
-// deleted; then the sets no longer named are destroyed.
+// in the pod's order. An ingress rule ACCEPTs; an egress rule jumps to
+// VNL-PASS, which sends the packet through VNL-INGRESS and ACCEPTs what
+// that lets pass (a RETURN in a bucket would return to the pod chain, not
+// past it; kube-router, too, accepts what its pod chains passed). The
+// peers of a compiled Allow are an ipset (hash:ip) of the peer pods'
+// addresses, or an ipBlock's CIDR with its excepts as an ipset (hash:net)
+// matched with `! --match-set`, each set named by its bucket and its
+// members, so that a set never changes; its ports are -p PROTO -m
+// multiport --dports lists.
+//
+// An Update writes only what the changed pods (netpol.Diff) change: the
+// new sets first (ipset restore, each filled through a temporary set and
+// swapped in), then one iptables-restore --noflush per family: the rules
+// that go deleted (-D), those that come inserted at their place (-I) in
+// the buckets whose Allows changed, the pod chains and VNL-NETPOL and
+// VNL-INGRESS, new chains written and chains no longer named deleted;
+// then the sets no longer named are destroyed. The other rules stay, with
+// their counters. A bucket bounds what iptables-restore reads back to
+// place a rule (iptables-nft fetches the rules of the chain it edits), and
+// a change that only adds rules is cheap: nf_tables frees deleted rules
+// after an RCU grace period, which the transaction's end waits for.
 type iptablesProvider struct{}
 
 func init() { Register(iptablesProvider{}) }
@@ -57,7 +62,7 @@ const (
 	iptEgress   = "VNL-EG-"
 	ipsetPrefix = "vnl-"
 	// iptBuckets: the bucket chains a pod chain spreads its Allows over
-	// (at most 256: a bucket is named by two hex digits).
+	// (at most 256: a bucket is a byte, named by two hex digits).
 	iptBuckets = 64
 	// multiportMax: entries one multiport match takes (a range counts two).
 	multiportMax = 15
@@ -211,7 +216,7 @@ func run(ns, script, prog string, args ...string) error {
 
 // iptScript is what an Update writes in every node for one family: an
 // ipset restore script creating the new sets; one iptables-restore
-// --noflush transaction: the chains written whole or deleted declared
+// --noflush transaction: the chains written whole or deleted, declared
 // first (which flushes them), then the written chains' rules, the rules
 // deleted and inserted one by one, the chains deleted; and an ipset
 // restore script destroying the sets no rule names any more.
@@ -322,17 +327,90 @@ func (d iptDir) chain(f iptFamily, p *netpol.PodRules) string {
 	return d.prefix + iptHash(p.Namespace, p.Pod)
 }
 
-// buckets is pod p's Allows of direction d by bucket (nil: none).
-func (d iptDir) buckets(p *netpol.PodRules) [][]netpol.Allow {
-	if p == nil || !d.side(p).Isolated {
+// iptSide is a pod's Allows of one direction and, by bucket, the indices
+// of those in it.
+type iptSide struct {
+	allow []netpol.Allow
+	by    [iptBuckets][]int32
+}
+
+// iptBucketed is one direction of a changed pod: its Allows by bucket
+// before and after (nil: not isolated that way), and the buckets that hold
+// an Allow not in both.
+type iptBucketed struct {
+	was, is *iptSide
+	changed [iptBuckets]bool
+}
+
+// bucketed is direction d of changed pod c by bucket; the Allows both
+// sides share at their start and at their end (all, when the other
+// direction changed) are hashed once.
+func (d iptDir) bucketed(c netpol.PodChange) iptBucketed {
+	var out iptBucketed
+	isolated := func(p *netpol.PodRules) bool { return p != nil && d.side(p).Isolated }
+	var old []netpol.Allow
+	var oldK []uint8
+	if isolated(c.Old) {
+		old = d.side(c.Old).Allow
+		oldK = make([]uint8, len(old))
+		for i, a := range old {
+			oldK[i] = uint8(a.Hash() % iptBuckets)
+		}
+		out.was = newIptSide(old, oldK)
+	}
+	if !isolated(c.New) {
+		return out
+	}
+	now := d.side(c.New).Allow
+	head, tail, both := 0, 0, min(len(old), len(now))
+	for head < both && old[head].Equal(now[head]) {
+		head++
+	}
+	for tail < both-head && old[len(old)-1-tail].Equal(now[len(now)-1-tail]) {
+		tail++
+	}
+	nowK := make([]uint8, len(now))
+	for i, a := range now {
+		switch {
+		case i < head:
+			nowK[i] = oldK[i]
+		case i >= len(now)-tail:
+			nowK[i] = oldK[i-len(now)+len(old)]
+		default:
+			nowK[i] = uint8(a.Hash() % iptBuckets)
+			out.changed[nowK[i]] = true
+		}
+	}
+	for _, k := range oldK[head : len(old)-tail] {
+		out.changed[k] = true
+	}
+	out.is = newIptSide(now, nowK)
+	return out
+}
+
+// newIptSide is allow by bucket, bucket[i] being allow[i]'s.
+func newIptSide(allow []netpol.Allow, bucket []uint8) *iptSide {
+	s := &iptSide{allow: allow}
+	var n [iptBuckets]int
+	for _, k := range bucket {
+		n[k]++
+	}
+	all, at := make([]int32, len(allow)), 0
+	for k := range n {
+		s.by[k], at = all[at:at:at+n[k]], at+n[k]
+	}
+	for i, k := range bucket {
+		s.by[k] = append(s.by[k], int32(i))
+	}
+	return s
+}
+
+// in is bucket k's Allows (their indices; none on a nil side).
+func (s *iptSide) in(k int) []int32 {
+	if s == nil {
 		return nil
 	}
-	out := make([][]netpol.Allow, iptBuckets)
-	for _, a := range d.side(p).Allow {
-		k := a.Hash() % iptBuckets
-		out[k] = append(out[k], a)
-	}
-	return out
+	return s.by[k]
 }
 
 // iptPlan is the scripts, one per family of fams, that take a node from
@@ -353,9 +431,9 @@ func iptPlan(fams []iptFamily, old, r *netpol.Rules, changes []netpol.PodChange)
 	}
 	for _, c := range changes {
 		for _, d := range iptDirs {
-			was, is := d.buckets(c.Old), d.buckets(c.New)
+			b := d.bucketed(c)
 			for _, s := range plan {
-				s.pod(d, c, was, is)
+				s.pod(d, c, b)
 			}
 		}
 	}
@@ -390,14 +468,14 @@ func iptDispatch(f iptFamily, r *netpol.Rules) (eg, in *iptList) {
 	return eg, in
 }
 
-// pod writes direction d of changed pod c, its Allows by bucket before
-// (was) and after (is): the pod chain's jumps to the buckets that hold
-// Allows, then DROP; the buckets whose Allows changed, and the sets they
-// name that they did not (created first), and those they named and no
-// longer do (destroyed after).
-func (s *iptScript) pod(d iptDir, c netpol.PodChange, was, is [][]netpol.Allow) {
+// pod writes direction d of changed pod c, its Allows by bucket b: the pod
+// chain's jumps to the buckets that hold Allows, then DROP; the buckets
+// whose Allows changed, and the sets they name that they did not (created
+// first), and those they named and no longer do (destroyed after).
+func (s *iptScript) pod(d iptDir, c netpol.PodChange, b iptBucketed) {
 	chain := d.prefix + iptHash(c.Key.Namespace, c.Key.Name)
 	var wasPod, isPod *iptList
+	was, is := b.was, b.is
 	if d.chain(s.f, c.Old) != "" {
 		wasPod = &iptList{name: chain, tail: []string{"-j DROP"}}
 	} else {
@@ -409,26 +487,27 @@ func (s *iptScript) pod(d iptDir, c netpol.PodChange, was, is [][]netpol.Allow) 
 		is = nil
 	}
 	for k := range iptBuckets {
-		var wb, ib []netpol.Allow
 		bucket := fmt.Sprintf("%s-%02X", chain, k)
-		if was != nil && len(was[k]) > 0 {
-			wb = was[k]
+		wb, ib := was.in(k), is.in(k)
+		if len(wb) > 0 {
 			wasPod.items = append(wasPod.items, "-j "+bucket)
 		}
-		if is != nil && len(is[k]) > 0 {
-			ib = is[k]
+		if len(ib) > 0 {
 			isPod.items = append(isPod.items, "-j "+bucket)
 		}
-		if slices.EqualFunc(wb, ib, netpol.Allow.Equal) {
+		if len(wb)+len(ib) == 0 || was != nil && is != nil && !b.changed[k] {
 			continue
 		}
-		_, wasSets := iptBucket(s.f, d, bucket, wb)
-		rules, isSets := iptBucket(s.f, d, bucket, ib)
-		if len(ib) > 0 {
-			s.write(bucket, rules...)
-		} else {
-			s.drop(bucket)
+		var wasB, isB *iptList
+		wasRules, wasSets := was.rules(s.f, d, bucket, k)
+		isRules, isSets := is.rules(s.f, d, bucket, k)
+		if len(wb) > 0 {
+			wasB = &iptList{name: bucket, items: wasRules}
 		}
+		if len(ib) > 0 {
+			isB = &iptList{name: bucket, items: isRules}
+		}
+		s.chain(wasB, isB)
 		for _, set := range isSets {
 			if !slices.ContainsFunc(wasSets, set.same) {
 				s.create(set)
@@ -443,10 +522,12 @@ func (s *iptScript) pod(d iptDir, c netpol.PodChange, was, is [][]netpol.Allow) 
 	s.chain(wasPod, isPod)
 }
 
-// iptBucket is the rules of bucket chain chain holding allows of
-// direction d in family f, and the sets they name.
-func iptBucket(f iptFamily, d iptDir, chain string, allows []netpol.Allow) (rules []string, sets []iptSet) {
-	for _, a := range allows {
+// rules is the rules of bucket k, chain chain, of direction d in family f,
+// each once (a rule twice would never decide), and the sets they name.
+func (s *iptSide) rules(f iptFamily, d iptDir, chain string, k int) (rules []string, sets []iptSet) {
+	seen := map[string]bool{}
+	for _, i := range s.in(k) {
+		a := s.allow[i]
 		peers, named := iptPeers(f, a, d.peer, chain)
 		for _, set := range named {
 			if !slices.ContainsFunc(sets, set.same) {
@@ -455,7 +536,10 @@ func iptBucket(f iptFamily, d iptDir, chain string, allows []netpol.Allow) (rule
 		}
 		for _, peer := range peers {
 			for _, ports := range iptPorts(a) {
-				rules = append(rules, peer+ports+"-j "+d.verdict)
+				if r := peer + ports + "-j " + d.verdict; !seen[r] {
+					seen[r] = true
+					rules = append(rules, r)
+				}
 			}
 		}
 	}
