@@ -3,6 +3,7 @@ package labpolicy
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/modes"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
@@ -21,8 +25,10 @@ import (
 )
 
 // The iptables provider's Update leaves what a fresh Install leaves: random
-// worlds (netpoltest), each taken through random changes by a Compiler (as
-// a cluster's controller takes them), Updated change by change in one lab's
+// worlds (netpoltest; every other one with the policies knob's 100
+// generated policies selecting its first pod, every other change one of
+// them deleted or set again), each taken through random
+// changes by a Compiler (as a cluster's controller takes them), Updated change by change in one lab's
 // node and Installed afresh in another's at every change; the two
 // nodes' rules (iptables-save, ip6tables-save: every chain's rules in
 // order, counters aside) and sets (ipset save, members sorted) must be the
@@ -51,13 +57,28 @@ func TestIptablesUpdateEqualsInstall(t *testing.T) {
 	compared := 0
 	for seed := first; seed < first+seqs; seed++ {
 		g := netpoltest.New(uint64(seed))
+		var gen []networkingv1.NetworkPolicy
+		if seed%2 == 1 { // many Allows in a pod's buckets
+			var err error
+			gen, _, err = Generate(100, 0, g.World.Pods[0], nil, g.World.Pods, g.Family.HasIPv4(), g.Family.HasIPv6(), nil)
+			for i := range gen { // every pod of the first pod\'s namespace
+				gen[i].Spec.PodSelector = metav1.LabelSelector{}
+			}
+			must("generate", err)
+			g.World.Policies = append(g.World.Policies, gen...)
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), 0))
 		c := netpol.NewCompilerOf(g.World, nil)
 		prev := c.Rules()
 		must("remove", p.Remove(updated))
 		must("install", p.Install(updated, &prev))
 		var done []string
 		for step := 1; step <= steps; step++ {
-			ch := g.Change()
+			draw := g.Change
+			if len(gen) > 0 && step%2 == 0 { // a generated policy deleted or set again, amid its bucket
+				draw = func() netpoltest.Change { return churn(g.World, gen, rng) }
+			}
+			ch := draw()
 			done = append(done, ch.String())
 			ch.ApplyTo(c)
 			next := c.Rules()
@@ -76,6 +97,27 @@ func TestIptablesUpdateEqualsInstall(t *testing.T) {
 	must("remove", p.Remove(updated))
 	must("remove", p.Remove(fresh))
 	t.Logf("%d sequences, %d changes, every update equal to a fresh install", seqs, compared)
+}
+
+// churn deletes one of the generated policies gen from world w, or sets
+// one that w lacks again, at random.
+func churn(w *netpol.World, gen []networkingv1.NetworkPolicy, rng *rand.Rand) netpoltest.Change {
+	p := gen[rng.IntN(len(gen))]
+	i := slices.IndexFunc(w.Policies, func(q networkingv1.NetworkPolicy) bool { return q.Namespace == p.Namespace && q.Name == p.Name })
+	if i < 0 {
+		w.Policies = append(w.Policies, p)
+		return netpoltest.Change{Kind: netpoltest.SetPolicy, Policy: &p}
+	}
+	if rng.IntN(2) == 0 { // mostly a deleted one set again
+		for _, q := range gen {
+			if !slices.ContainsFunc(w.Policies, func(r networkingv1.NetworkPolicy) bool { return r.Namespace == q.Namespace && r.Name == q.Name }) {
+				w.Policies = append(w.Policies, q)
+				return netpoltest.Change{Kind: netpoltest.SetPolicy, Policy: &q}
+			}
+		}
+	}
+	w.Policies = slices.Delete(w.Policies, i, i+1)
+	return netpoltest.Change{Kind: netpoltest.DeletePolicy, NS: p.Namespace, Name: p.Name}
 }
 
 func requireIpset(t *testing.T) {
