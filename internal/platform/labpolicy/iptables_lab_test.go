@@ -25,15 +25,16 @@ import (
 )
 
 // The iptables provider's Update leaves what a fresh Install leaves: random
-// worlds (netpoltest; every other one with the policies knob's 100
-// generated policies selecting its first pod, every other change one of
-// them deleted or set again), each taken through random
-// changes by a Compiler (as a cluster's controller takes them), Updated change by change in one lab's
-// node and Installed afresh in another's at every change; the two
-// nodes' rules (iptables-save, ip6tables-save: every chain's rules in
-// order, counters aside) and sets (ipset save, members sorted) must be the
-// same. VNETLAB_IPTEQ_SEQS and VNETLAB_IPTEQ_STEPS scale it;
-// VNETLAB_IPTEQ_SEED is the first sequence's seed.
+// worlds (netpoltest), each taken through random changes by a Compiler (as
+// a cluster's controller takes them), every other world with 100
+// generated policies (the policies knob's) selecting every pod of its
+// first pod's namespace, one of them deleted or set again at every other
+// change, amid its bucket; Updated change by change in one lab's node and
+// Installed afresh in another's at every change; the two nodes' rules
+// (iptables-save, ip6tables-save: every chain's rules in order, counters
+// aside) and sets (ipset save, members sorted) must be the same.
+// VNETLAB_IPTEQ_SEQS and VNETLAB_IPTEQ_STEPS scale it; VNETLAB_IPTEQ_SEED
+// is the first sequence's seed.
 func TestIptablesUpdateEqualsInstall(t *testing.T) {
 	requireIpset(t)
 	seqs, steps, first := testnet.EnvInt("VNETLAB_IPTEQ_SEQS", 6), testnet.EnvInt("VNETLAB_IPTEQ_STEPS", 10), testnet.EnvInt("VNETLAB_IPTEQ_SEED", 1)
@@ -58,13 +59,13 @@ func TestIptablesUpdateEqualsInstall(t *testing.T) {
 	for seed := first; seed < first+seqs; seed++ {
 		g := netpoltest.New(uint64(seed))
 		var gen []networkingv1.NetworkPolicy
-		if seed%2 == 1 { // many Allows in a pod's buckets
+		if seed%2 == 1 {
 			var err error
 			gen, _, err = Generate(100, 0, g.World.Pods[0], nil, g.World.Pods, g.Family.HasIPv4(), g.Family.HasIPv6(), nil)
-			for i := range gen { // every pod of the first pod\'s namespace
+			must("generate", err)
+			for i := range gen { // every pod of the first pod's namespace
 				gen[i].Spec.PodSelector = metav1.LabelSelector{}
 			}
-			must("generate", err)
 			g.World.Policies = append(g.World.Policies, gen...)
 		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 0))
@@ -75,7 +76,7 @@ func TestIptablesUpdateEqualsInstall(t *testing.T) {
 		var done []string
 		for step := 1; step <= steps; step++ {
 			draw := g.Change
-			if len(gen) > 0 && step%2 == 0 { // a generated policy deleted or set again, amid its bucket
+			if len(gen) > 0 && step%2 == 0 {
 				draw = func() netpoltest.Change { return churn(g.World, gen, rng) }
 			}
 			ch := draw()
