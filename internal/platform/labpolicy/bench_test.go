@@ -83,14 +83,21 @@ func TestReadBack(t *testing.T) {
 :VNL-NETPOL - [0:0]
 [40:2400] -A FORWARD -j VNL-NETPOL
 [30:1800] -A VNL-NETPOL -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
-[10:600] -A VNL-NETPOL -d 192.168.10.10/32 -j VNL-IN-ABC
-[7:420] -A VNL-IN-ABC -s 198.18.0.0/32 -j ACCEPT
+[10:600] -A VNL-NETPOL -j VNL-INGRESS
+[2:120] -A VNL-NETPOL -s 192.168.10.11/32 -j VNL-EG-DEF
+[10:600] -A VNL-INGRESS -d 192.168.10.10/32 -j VNL-IN-ABC
+[10:600] -A VNL-IN-ABC -j VNL-IN-ABC-05
 [3:180] -A VNL-IN-ABC -j DROP
+[7:420] -A VNL-IN-ABC-05 -s 198.18.0.0/32 -j ACCEPT
+[2:120] -A VNL-EG-DEF -j VNL-EG-DEF-3F
+[2:120] -A VNL-EG-DEF-3F -d 192.168.10.10/32 -j VNL-PASS
+[2:120] -A VNL-PASS -j VNL-INGRESS
+[2:120] -A VNL-PASS -j ACCEPT
 [5:300] -A INPUT -j ACCEPT
 COMMIT
 `
 	iptReadBack(saved, &p)
-	if p != (Proof{Objects: 5, Evaluated: 10, Denied: 3}) {
-		t.Errorf("iptables: %+v, want 5 rules, 10 evaluated, 3 denied", p)
+	if p != (Proof{Objects: 12, Evaluated: 12, Denied: 3}) {
+		t.Errorf("iptables: %+v, want 12 rules, 12 evaluated, 3 denied", p)
 	}
 }
