@@ -25,11 +25,11 @@ import (
 // it, so the measured path pays the lookup. Every generated policy selects
 // the server pod and allows ingress from an address block no pod is in
 // (one /32 or /128 each); the ipblocks knob adds one policy allowing M
-// such blocks. The allowing policy comes last (iptables walks a pod's
-// rules in the policies' order; nftables walks them by bucket, so the
-// measured flow pays the buckets walked before the allowing rule's), and
-// admits the client on the measured ports only: a connection to DeniedPort is what the policies deny, the
-// probe of a cell's proof.
+// such blocks. The allowing policy comes last; nftables and iptables walk
+// a pod's rules bucket by bucket (Allow.Hash), so the measured flow pays
+// the buckets walked before the allowing rule's, and a denied packet all
+// of them. It admits the client on the measured ports only: a connection
+// to DeniedPort is what the policies deny, the probe of a cell's proof.
 
 // The address blocks generated peers are taken from, one address each:
 // RFC 2544's benchmarking range and the shared address space for IPv4,
