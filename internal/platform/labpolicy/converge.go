@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -150,11 +151,21 @@ type policyWriter struct {
 func (w policyWriter) add(context.Context) (int64, error) {
 	at := time.Now().UnixNano()
 	_, err := w.s.Add(netpol.Doc{Policies: []networkingv1.NetworkPolicy{w.allow}}, "")
+	collect()
 	return at, err
 }
 
 func (w policyWriter) del(context.Context) (int64, error) {
 	at := time.Now().UnixNano()
 	_, err := w.s.Del(w.allow.Namespace, w.allow.Name)
+	collect()
 	return at, err
 }
+
+// collect collects this process's garbage after a change's write, while
+// the run waits for the probes to show it and pauses: with thousands of
+// policies held, a collection that fell inside a later change's window
+// took CPU from the probers and the kernel beside it (measured: p99 of
+// 27.5 ms at 10,000 policies with the ebpf provider, 14.3 ms with no
+// collection at all), the measuring process's work, not the provider's.
+func collect() { runtime.GC() }

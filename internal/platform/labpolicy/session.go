@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -266,7 +267,10 @@ func (s *Session) Del(namespace, name string) (Result, error) {
 
 // policyIndex is where policy key is in the lab's file, -1 when it is not.
 func (s *Session) policyIndex(key string) int {
-	return slices.IndexFunc(s.c.Policies, func(p networkingv1.NetworkPolicy) bool { return netpol.PolicyKey(&p) == key })
+	ns, name, _ := strings.Cut(key, "/")
+	return slices.IndexFunc(s.c.Policies, func(p networkingv1.NetworkPolicy) bool {
+		return p.Name == name && (p.Namespace == ns || p.Namespace == "" && ns == netpol.DefaultNamespace)
+	})
 }
 
 // change applies an incremental change: do changes the compiler, the
