@@ -115,13 +115,16 @@ bench-harness: build
 
 # The lab NetworkPolicy cost table: tcp_crr and tcp_rr at 0/100/1000/10000 NetworkPolicies
 # per mode and policy provider, ratios to 0 with CIs, from one interleaved run;
-# then apply latency per provider at 0 and 10000; under the lab lock (~25 min).
+# then apply latency per provider at 0, 1000 and 10000 (CELLS=0: apply latency alone, ~10 min);
+# under the lab lock (~35 min).
 bench-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-policies.sh
 
 # The cluster NetworkPolicy cost table: tcp_crr and tcp_rr at 0/100/1000 NetworkPolicies on a
 # cluster per enforcer (vnetlab eBPF, vnetlab nftables, kube-router), each beside a
-# one-node lab of its shape, profiled (the enforcer's CPU); under the lab lock (~25 min).
+# one-node lab of its shape, profiled (the enforcer's CPU); then each enforcer's apply latency
+# (kube converge --policy) at 0, 1000 and 10000, with the controllers' CPU and memory
+# (CELLS=0: apply latency alone, ~10 min); under the lab lock (~40 min).
 bench-kube-policies: build
 	flock $(TEST_LOCK) env VNETLAB_BIN=$(CURDIR)/bin/vnetlab ./scripts/bench-kube-policies.sh
 
