@@ -82,8 +82,9 @@ func podControllers(name string) []Daemon {
 			}
 			pids, _ := cgroup.Procs(path)
 			for _, pid := range pids {
-				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && filepath.Base(string(bytes.SplitN(b, []byte{0}, 2)[0])) == kubeRouterName {
-					out = append(out, Daemon{Role: RoleNetpol, Node: n.Name, PID: pid})
+				if d, ok := daemonAt(pid); ok && d.Role == RoleNetpol {
+					d.Node, d.PID = n.Name, pid
+					out = append(out, d)
 				}
 			}
 			return nil
@@ -135,6 +136,8 @@ func daemonOf(argv []string) (Daemon, bool) {
 		return Daemon{Role: RoleProxy, Node: filepath.Base(filepath.Dir(flag("--config")))}, true
 	case len(argv) > 1 && argv[1] == "kube-proxy":
 		return Daemon{Role: RoleProxy, Node: flag("--node")}, true
+	case base == kubeRouterName: // a pod's: its node is the cgroup's (podControllers)
+		return Daemon{Role: RoleNetpol}, true
 	case len(argv) > 1 && argv[1] == "kube-netpol":
 		return Daemon{Role: RoleNetpol, Node: flag("--node")}, true
 	}

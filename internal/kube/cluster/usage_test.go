@@ -20,6 +20,7 @@ func TestDaemonOf(t *testing.T) {
 		{[]string{"/c/bin/kube-proxy", "--config", "/var/lib/vnetlab/k/k-node2/kube-proxy.yaml"}, "k-node2 proxy", true},
 		{[]string{"/usr/bin/vnetlab", "kube-proxy", "--kubeconfig", "f", "--node", "k-node1", "--netns", "n"}, "k-node1 proxy", true},
 		{[]string{"/usr/bin/vnetlab", "kube-netpol", "--kubeconfig", "f", "--node", "k-node3"}, "k-node3 netpol", true},
+		{[]string{"/usr/local/bin/kube-router", "--run-firewall=true"}, "netpol", true},
 		{[]string{"/usr/bin/vnetlab", "kube", "forward"}, "", false},
 		{[]string{"/c/bin/kubelet"}, "", false},
 	} {

@@ -60,9 +60,14 @@ func (ebpfProvider) CheckLab(st *lab.State) string {
 // lab's bpffs directory, which its teardown removes.
 func ebpfDir(st *lab.State) string { return filepath.Join(tcbpf.PinDir(st.Name), "policy") }
 
+// openPlane opens the lab's policy plane (its maps made at the first).
+func openPlane(st *lab.State) (*polbpf.Plane, error) {
+	return polbpf.OpenFamily(ebpfDir(st), st.Spec.Family, polbpf.Frontends{})
+}
+
 // withPlane opens the lab's policy plane for do.
 func withPlane(st *lab.State, do func(*polbpf.Plane) error) error {
-	pl, err := polbpf.OpenFamily(ebpfDir(st), st.Spec.Family, polbpf.Frontends{})
+	pl, err := openPlane(st)
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,7 @@ func (ebpfProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChan
 // wrote, so that a change writes only the keys that differ (polbpf's
 // Load) rather than every key of a plane opened afresh.
 func (ebpfProvider) Hold(st *lab.State) (Writer, error) {
-	pl, err := polbpf.OpenFamily(ebpfDir(st), st.Spec.Family, polbpf.Frontends{})
+	pl, err := openPlane(st)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +138,7 @@ type heldPlane struct {
 }
 
 func (h heldPlane) Write(old, r *netpol.Rules, _ []netpol.PodChange) error {
-	err := load(h.pl, h.st, r, old == nil)
-	if err != nil && old == nil {
-		_ = ebpfProvider{}.Remove(h.st) // leave nothing half-built
-	}
-	return err
+	return load(h.pl, h.st, r, old == nil)
 }
 
 func (h heldPlane) Close() error { return h.pl.Close() }

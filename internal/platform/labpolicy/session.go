@@ -69,11 +69,7 @@ func (w providerWriter) Write(old, r *netpol.Rules, changes []netpol.PodChange) 
 	if old != nil {
 		return w.p.Update(w.st, old, r, changes)
 	}
-	if err := w.p.Install(w.st, r); err != nil {
-		_ = w.p.Remove(w.st) // leave nothing half-built
-		return err
-	}
-	return nil
+	return w.p.Install(w.st, r)
 }
 
 func (providerWriter) Close() error { return nil }
@@ -106,7 +102,7 @@ func sessionOf(st *lab.State, c *Config) (*Session, error) {
 	s := &Session{st: st, c: c}
 	if c.Installed {
 		var err error
-		if s.comp, err = compile(st, c.Clone()); err != nil {
+		if s.comp, err = compile(st, c); err != nil {
 			return nil, fmt.Errorf("lab %s: its saved policies no longer compile (%v): remove %s", st.Name, err, FileName)
 		}
 		s.rules = s.comp.Rules()
@@ -150,6 +146,14 @@ func (s *Session) Warm() error {
 		}
 	}
 	return nil
+}
+
+// dropWriter closes the provider's writer, if one was made.
+func (s *Session) dropWriter() {
+	if s.w != nil {
+		s.w.Close()
+		s.w = nil
+	}
 }
 
 func (s *Session) writer() (Writer, error) {
@@ -207,10 +211,8 @@ func (s *Session) Add(d netpol.Doc, provider string) (Result, error) {
 		if err := w.CheckPolicy(p); err != nil {
 			return Result{}, err
 		}
-		if netpol.PolicyUses(p, netpol.SCTP) {
-			if err := kernel.Check(kernel.SCTP); err != nil {
-				return Result{}, fmt.Errorf("a policy names protocol SCTP, which this kernel cannot carry: %v (use TCP or UDP)", err)
-			}
+		if err := checkSCTP(netpol.PolicyUses(p, netpol.SCTP)); err != nil {
+			return Result{}, err
 		}
 	}
 	// What each policy replaces, to put back if the change fails.
@@ -332,10 +334,7 @@ func (s *Session) replace(next *Config) error {
 	}
 	if !s.c.Installed {
 		// Nothing in force: the writer is the next provider's, afresh.
-		if s.w != nil {
-			s.w.Close()
-			s.w = nil
-		}
+		s.dropWriter()
 		s.c.Provider = next.Provider
 	}
 	w, err := s.writer()
@@ -346,8 +345,11 @@ func (s *Session) replace(next *Config) error {
 	start := time.Now()
 	if s.c.Installed {
 		err = w.Write(&s.rules, &r, netpol.Diff(&s.rules, &r))
-	} else {
-		err = w.Write(nil, &r, nil)
+	} else if err = w.Write(nil, &r, nil); err != nil {
+		s.dropWriter()
+		if p, perr := Get(next.Provider); perr == nil {
+			_ = p.Remove(s.st) // leave nothing half-built
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("policy provider %s: %w", next.Provider, err)
@@ -367,10 +369,7 @@ func (s *Session) replace(next *Config) error {
 // Clear removes every policy and the provider's objects: the lab as it was
 // before its first policy.
 func (s *Session) Clear() error {
-	if s.w != nil {
-		s.w.Close()
-		s.w = nil
-	}
+	s.dropWriter()
 	if err := Remove(s.st, s.c); err != nil {
 		return err
 	}
@@ -437,10 +436,19 @@ func compile(st *lab.State, c *Config) (*netpol.Compiler, error) {
 	if err := netpol.Check(w); err != nil {
 		return nil, err
 	}
-	if w.Uses(netpol.SCTP) {
-		if err := kernel.Check(kernel.SCTP); err != nil {
-			return nil, fmt.Errorf("a policy names protocol SCTP, which this kernel cannot carry: %v (use TCP or UDP)", err)
-		}
+	if err := checkSCTP(w.Uses(netpol.SCTP)); err != nil {
+		return nil, err
 	}
 	return netpol.NewCompilerOf(w, nil), nil
+}
+
+// checkSCTP refuses policies that name SCTP (uses) on a kernel without it.
+func checkSCTP(uses bool) error {
+	if !uses {
+		return nil
+	}
+	if err := kernel.Check(kernel.SCTP); err != nil {
+		return fmt.Errorf("a policy names protocol SCTP, which this kernel cannot carry: %v (use TCP or UDP)", err)
+	}
+	return nil
 }
