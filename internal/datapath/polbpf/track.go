@@ -233,13 +233,8 @@ func sameShape(a, b *netpol.PodRules) bool {
 // first: a policy's change moves a run of Allows in a long list.
 func allowDiff(a, b netpol.PodRules) netpol.PodRules {
 	side := func(x, y netpol.Side) netpol.Side {
-		xs, ys := x.Allow, y.Allow
-		for len(xs) > 0 && len(ys) > 0 && xs[0].Equal(ys[0]) {
-			xs, ys = xs[1:], ys[1:]
-		}
-		for len(xs) > 0 && len(ys) > 0 && xs[len(xs)-1].Equal(ys[len(ys)-1]) {
-			xs, ys = xs[:len(xs)-1], ys[:len(ys)-1]
-		}
+		head, tail := netpol.CommonEnds(x.Allow, y.Allow)
+		xs, ys := x.Allow[head:len(x.Allow)-tail], y.Allow[head:len(y.Allow)-tail]
 		out := netpol.Side{Isolated: x.Isolated}
 		if len(ys) == 0 {
 			out.Allow = xs

@@ -88,7 +88,7 @@ func TestDeltaMakesScript(t *testing.T) {
 			}
 			for _, pc := range changes {
 				for _, dir := range directions {
-					o, n := dir.of(pc.Old, nb), dir.of(pc.New, nb)
+					o, n := dir.of(pc.Old, nb, nil), dir.of(pc.New, nb, nil)
 					if o == nil || n == nil {
 						continue
 					}

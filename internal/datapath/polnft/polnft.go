@@ -191,7 +191,8 @@ func deltaOf(changes []netpol.PodChange, nb uint64) string {
 			if c.Old != nil && c.New != nil && slices.Equal(c.Old.IPs, c.New.IPs) && d.side(c.Old).Equal(d.side(c.New)) {
 				continue // the pod's other side changed
 			}
-			d.delta(&del, &chains, &add, d.of(c.Old, nb), d.of(c.New, nb))
+			old := d.of(c.Old, nb, nil)
+			d.delta(&del, &chains, &add, old, d.of(c.New, nb, old))
 		}
 	}
 	return del.String() + chains.String() + add.String()
@@ -211,43 +212,25 @@ var directions = []direction{
 }
 
 // podChains is one isolated side of a pod as the table holds it: the pod
-// chain's name, the pod's addresses and Allows, the Allows' indices by
-// bucket (bucket n's are at[start[n]:start[n+1]], in Allow order) and the
-// non-empty buckets in order.
+// chain's name, the pod's addresses, and its Allows by bucket.
 type podChains struct {
-	name      string
-	ips       []netip.Addr
-	allow     []netpol.Allow
-	at, start []int32
-	order     []int
+	name string
+	ips  []netip.Addr
+	*netpol.Buckets
 }
 
 // of is pod p's side in direction d over nb buckets, nil when p has no
-// rules or is not isolated that way.
-func (d direction) of(p *netpol.PodRules, nb uint64) *podChains {
+// rules or is not isolated that way; was (nil: none) is the same side
+// before, whose buckets the Allows both hold at their ends keep.
+func (d direction) of(p *netpol.PodRules, nb uint64, was *podChains) *podChains {
 	if p == nil || !d.side(p).Isolated {
 		return nil
 	}
-	allow := d.side(p).Allow
-	c := &podChains{name: d.name + "-" + p.Namespace + "/" + p.Pod, ips: p.IPs, allow: allow,
-		at: make([]int32, len(allow)), start: make([]int32, nb+1)}
-	bucket := make([]int32, len(allow))
-	for i, a := range allow {
-		bucket[i] = int32(a.Hash() % nb)
-		c.start[bucket[i]+1]++
+	var prev *netpol.Buckets
+	if was != nil {
+		prev = was.Buckets
 	}
-	for n := range int(nb) {
-		if c.start[n+1] > 0 {
-			c.order = append(c.order, n)
-		}
-		c.start[n+1] += c.start[n]
-	}
-	next := slices.Clone(c.start)
-	for i, n := range bucket {
-		c.at[next[n]] = int32(i)
-		next[n]++
-	}
-	return c
+	return &podChains{name: d.name + "-" + p.Namespace + "/" + p.Pod, ips: p.IPs, Buckets: netpol.NewBuckets(d.side(p).Allow, int(nb), prev)}
 }
 
 // in is the indices of bucket n's Allows (none when c is nil).
@@ -255,13 +238,7 @@ func (c *podChains) in(n int) []int32 {
 	if c == nil {
 		return nil
 	}
-	return c.at[c.start[n]:c.start[n+1]]
-}
-
-// sameBucket says whether bucket n holds the same Allows in a and b.
-func sameBucket(a, b *podChains, n int) bool {
-	x, y := a.in(n), b.in(n)
-	return slices.EqualFunc(x, y, func(i, j int32) bool { return a.allow[i].Equal(b.allow[j]) })
+	return c.In(n)
 }
 
 // counter is the name of the pod chain's counter that ends in kind.
@@ -282,23 +259,23 @@ func (d direction) delta(del, chains, add *script, old, new *podChains) {
 		chains.line("add chain %s %s", new.name)
 	}
 	if new != nil {
-		for _, n := range new.order {
+		for _, n := range new.Used {
 			b := new.name + "/" + strconv.Itoa(n)
 			switch {
 			case len(old.in(n)) == 0:
 				chains.line("add chain %s %s", b)
-			case sameBucket(old, new, n):
+			case old.Same(new.Buckets, n):
 				continue
 			default:
 				chains.line("flush chain %s %s", b)
 			}
 			for _, i := range new.in(n) {
-				for _, m := range allow(new.allow[i], d.peer) {
+				for _, m := range allow(new.Allow[i], d.peer) {
 					chains.line("add rule %s %s %s%s", b, m, d.verdict)
 				}
 			}
 		}
-		if old == nil || !slices.Equal(old.ips, new.ips) || !slices.Equal(old.order, new.order) {
+		if old == nil || !slices.Equal(old.ips, new.ips) || !slices.Equal(old.Used, new.Used) {
 			if old != nil {
 				chains.line("flush chain %s %s", new.name)
 			}
@@ -311,7 +288,7 @@ func (d direction) delta(del, chains, add *script, old, new *podChains) {
 	if old == nil {
 		return
 	}
-	for _, n := range old.order {
+	for _, n := range old.Used {
 		if len(new.in(n)) == 0 {
 			b := old.name + "/" + strconv.Itoa(n)
 			chains.line("flush chain %s %s", b)
@@ -338,7 +315,7 @@ func (d direction) podChain(s *script, c *podChains) {
 			s.line("add rule %s %s %s %s { %s } %s", c.name, f.match, d.peer, strings.Join(own, ", "), d.verdict)
 		}
 	}
-	for _, n := range c.order {
+	for _, n := range c.Used {
 		s.line("add rule %s %s jump %s/%d", c.name, c.name, n)
 	}
 	s.line("add rule %s %s counter name %s drop", c.name, c.counter(Denied))

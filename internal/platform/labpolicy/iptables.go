@@ -327,18 +327,11 @@ func (d iptDir) chain(f iptFamily, p *netpol.PodRules) string {
 	return d.prefix + iptHash(p.Namespace, p.Pod)
 }
 
-// iptSide is a pod's Allows of one direction and, by bucket, the indices
-// of those in it.
-type iptSide struct {
-	allow []netpol.Allow
-	by    [iptBuckets][]int32
-}
-
 // iptBucketed is one direction of a changed pod: its Allows by bucket
 // before and after (nil: not isolated that way), and the buckets that hold
 // an Allow not in both.
 type iptBucketed struct {
-	was, is *iptSide
+	was, is *netpol.Buckets
 	changed [iptBuckets]bool
 }
 
@@ -349,68 +342,23 @@ func (d iptDir) bucketed(c netpol.PodChange) iptBucketed {
 	var out iptBucketed
 	isolated := func(p *netpol.PodRules) bool { return p != nil && d.side(p).Isolated }
 	var old []netpol.Allow
-	var oldK []uint8
 	if isolated(c.Old) {
 		old = d.side(c.Old).Allow
-		oldK = make([]uint8, len(old))
-		for i, a := range old {
-			oldK[i] = uint8(a.Hash() % iptBuckets)
-		}
-		out.was = newIptSide(old, oldK)
+		out.was = netpol.NewBuckets(old, iptBuckets, nil)
 	}
 	if !isolated(c.New) {
 		return out
 	}
 	now := d.side(c.New).Allow
-	head, tail, both := 0, 0, min(len(old), len(now))
-	for head < both && old[head].Equal(now[head]) {
-		head++
+	out.is = netpol.NewBuckets(now, iptBuckets, out.was)
+	head, tail := netpol.CommonEnds(old, now)
+	for i := head; i < len(now)-tail; i++ {
+		out.changed[out.is.Key(i)] = true
 	}
-	for tail < both-head && old[len(old)-1-tail].Equal(now[len(now)-1-tail]) {
-		tail++
+	for i := head; i < len(old)-tail; i++ {
+		out.changed[out.was.Key(i)] = true
 	}
-	nowK := make([]uint8, len(now))
-	for i, a := range now {
-		switch {
-		case i < head:
-			nowK[i] = oldK[i]
-		case i >= len(now)-tail:
-			nowK[i] = oldK[i-len(now)+len(old)]
-		default:
-			nowK[i] = uint8(a.Hash() % iptBuckets)
-			out.changed[nowK[i]] = true
-		}
-	}
-	for _, k := range oldK[head : len(old)-tail] {
-		out.changed[k] = true
-	}
-	out.is = newIptSide(now, nowK)
 	return out
-}
-
-// newIptSide is allow by bucket, bucket[i] being allow[i]'s.
-func newIptSide(allow []netpol.Allow, bucket []uint8) *iptSide {
-	s := &iptSide{allow: allow}
-	var n [iptBuckets]int
-	for _, k := range bucket {
-		n[k]++
-	}
-	all, at := make([]int32, len(allow)), 0
-	for k := range n {
-		s.by[k], at = all[at:at:at+n[k]], at+n[k]
-	}
-	for i, k := range bucket {
-		s.by[k] = append(s.by[k], int32(i))
-	}
-	return s
-}
-
-// in is bucket k's Allows (their indices; none on a nil side).
-func (s *iptSide) in(k int) []int32 {
-	if s == nil {
-		return nil
-	}
-	return s.by[k]
 }
 
 // iptPlan is the scripts, one per family of fams, that take a node from
@@ -488,7 +436,7 @@ func (s *iptScript) pod(d iptDir, c netpol.PodChange, b iptBucketed) {
 	}
 	for k := range iptBuckets {
 		bucket := fmt.Sprintf("%s-%02X", chain, k)
-		wb, ib := was.in(k), is.in(k)
+		wb, ib := was.In(k), is.In(k)
 		if len(wb) > 0 {
 			wasPod.items = append(wasPod.items, "-j "+bucket)
 		}
@@ -499,8 +447,8 @@ func (s *iptScript) pod(d iptDir, c netpol.PodChange, b iptBucketed) {
 			continue
 		}
 		var wasB, isB *iptList
-		wasRules, wasSets := was.rules(s.f, d, bucket, k)
-		isRules, isSets := is.rules(s.f, d, bucket, k)
+		wasRules, wasSets := iptRules(was, s.f, d, bucket, k)
+		isRules, isSets := iptRules(is, s.f, d, bucket, k)
 		if len(wb) > 0 {
 			wasB = &iptList{name: bucket, items: wasRules}
 		}
@@ -522,12 +470,13 @@ func (s *iptScript) pod(d iptDir, c netpol.PodChange, b iptBucketed) {
 	s.chain(wasPod, isPod)
 }
 
-// rules is the rules of bucket k, chain chain, of direction d in family f,
-// each once (a rule twice would never decide), and the sets they name.
-func (s *iptSide) rules(f iptFamily, d iptDir, chain string, k int) (rules []string, sets []iptSet) {
+// iptRules is the rules of bucket k of b (nil: none), chain chain, of
+// direction d in family f, each once (a rule twice would never decide),
+// and the sets they name.
+func iptRules(b *netpol.Buckets, f iptFamily, d iptDir, chain string, k int) (rules []string, sets []iptSet) {
 	seen := map[string]bool{}
-	for _, i := range s.in(k) {
-		a := s.allow[i]
+	for _, i := range b.In(k) {
+		a := b.Allow[i]
 		peers, named := iptPeers(f, a, d.peer, chain)
 		for _, set := range named {
 			if !slices.ContainsFunc(sets, set.same) {
