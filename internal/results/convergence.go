@@ -319,7 +319,7 @@ func ParseConvergence(path string, b []byte) (*Convergence, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: not a kube converge file: %w", path, err)
 	}
-	if c.ConvergenceVersion == 0 || c.ConvergenceVersion > ConvergenceVersion {
+	if c.ConvergenceVersion < 1 || c.ConvergenceVersion > ConvergenceVersion {
 		return nil, fmt.Errorf("%s: convergence_version %d is not supported (this vnetlab reads up to %d)", path, c.ConvergenceVersion, ConvergenceVersion)
 	}
 	return &c, nil

@@ -592,7 +592,7 @@ func Parse(path string, b []byte) (*File, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: not a vnetlab results file: %w", path, err)
 	}
-	if f.SchemaVersion == 0 || f.SchemaVersion > SchemaVersion {
+	if f.SchemaVersion < 1 || f.SchemaVersion > SchemaVersion {
 		return nil, fmt.Errorf("%s: schema_version %d is not supported (this vnetlab reads up to %d)", path, f.SchemaVersion, SchemaVersion)
 	}
 	if err := f.checkNulls(); err != nil {
