@@ -56,6 +56,11 @@ TEST_SKIP ?= ^TestNetpolSmoke$$
 # TEST_FUZZTIME (go test has run their seed corpora already; about a minute in all). The
 # fuzzing binaries (instrumented: minutes of building on an empty cache) are built at the
 # lowest priority while the suite runs, so the fuzzing after it costs only its own time.
+# So are the pinned Kubernetes, CoreDNS, peer and e2e builds (`vnetlab kube build`, in the
+# order the suite first needs them): on a fresh machine the first cluster test finds them
+# built, or waits for the one under way, instead of building from the start while the
+# tests before it leave a CPU idle. A failed build ahead of time fails nothing: its log is
+# printed, and the test that needs it builds it again.
 # Labs and clusters an earlier run left (no vnetlab process uses them) are
 # removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
@@ -63,8 +68,10 @@ test-locked:
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
 	fuzzbin=$$(mktemp -d /tmp/vnetlab-fuzzbin-XXXXXX) && \
 	{ GO=$(GO) CGO_ENABLED=0 nice -n 19 ./scripts/fuzz.sh --build $$fuzzbin >$$fuzzbin/build.log 2>&1 & fuzzbuild=$$!; \
+	  nice -n 19 ./bin/vnetlab kube build >$$fuzzbin/kube-build.log 2>&1 & kubebuild=$$!; \
 	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' ./...; code=$$?; \
 	  wait $$fuzzbuild || { cat $$fuzzbin/build.log; code=1; }; \
+	  wait $$kubebuild || { echo "vnetlab kube build, ahead of the tests, failed (the tests built what they needed):"; cat $$fuzzbin/kube-build.log; }; \
 	  FUZZBIN=$$fuzzbin FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh || code=1; rm -rf $$fuzzbin; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 

@@ -32,7 +32,7 @@ server is published on a 127.0.0.1 port.
   kubectl --kubeconfig "$(vnetlab kube kubeconfig k)" get nodes -o wide
   vnetlab kube down k`,
 	}
-	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
+	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeBuildCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
 		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(),
 		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd(), newKubeSetProxyCmd())
 	return cmd

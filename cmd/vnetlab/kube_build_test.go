@@ -1,0 +1,21 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// A name kube build does not know is refused before anything is built,
+// naming the builds there are.
+func TestKubeBuildOnlyRefusesAnUnknownBuild(t *testing.T) {
+	t.Setenv("VNETLAB_KUBE_CACHE", t.TempDir())
+	cmd := newKubeBuildCmd()
+	cmd.SetArgs([]string{"--only", "coredns,kubernets"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `--only "kubernets" is no build`) || !strings.Contains(err.Error(), "kube-router-rules") {
+		t.Fatalf("err = %v, want the unknown name refused with the list of builds", err)
+	}
+}
