@@ -12,6 +12,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "netns.h"
 
 enum dir { DIR_TX, DIR_RX };
 
@@ -45,22 +46,8 @@ struct {
 	__type(value, __u8);
 } watch_netns SEC(".maps");
 
-// Only the fields read, relocated against the kernel's BTF (CO-RE).
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-struct net_device {
-	int ifindex;
-	struct {
-		struct net *net;
-	} nd_net;
-} __attribute__((preserve_access_index));
-
+// Only the fields read, relocated against the kernel's BTF (CO-RE); a
+// device's network namespace: netns.h.
 struct sk_buff {
 	unsigned int len;
 	struct net_device *dev;
@@ -81,7 +68,7 @@ static __always_inline void count(struct sk_buff *skb, struct net_device *dev, _
 
 	if (!dev)
 		return;
-	k.netns = dev->nd_net.net->ns.inum;
+	k.netns = dev_netns(dev);
 	if (!bpf_map_lookup_elem(&watch_netns, &k.netns))
 		return;
 	k.ifindex = dev->ifindex;

@@ -12,6 +12,7 @@
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "netns.h"
 
 #define MAX_STACK_DEPTH 127
 #define COMM_LEN 16
@@ -88,21 +89,8 @@ struct {
 // other programs' loopback traffic would blur the counts). 0: count all.
 volatile const __u32 root_netns_ino = 0;
 
-// Only the fields read, relocated against the kernel's BTF (CO-RE).
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-struct net_device {
-	struct {
-		struct net *net;
-	} nd_net;
-} __attribute__((preserve_access_index));
-
+// Only the fields read, relocated against the kernel's BTF (CO-RE); a
+// device's network namespace: netns.h.
 struct sk_buff {
 	struct net_device *dev;
 } __attribute__((preserve_access_index));
@@ -141,7 +129,7 @@ static __always_inline int in_lab(struct sk_buff *skb)
 
 	if (!dev)
 		return 1; // no device (a socket-level drop): cannot tell, count it
-	return lab_ns(dev->nd_net.net->ns.inum);
+	return lab_ns(dev_netns(dev));
 }
 
 SEC("perf_event")

@@ -78,14 +78,23 @@ func (id CellID) Series() string {
 		}
 		s += "(" + p + ")"
 	}
+	return s + id.marked("")
+}
+
+// marked is what Series and Key both end with: the policy provider, the
+// placement and the sweep's point, those set, each with its mark
+// (":iptables", "@cross-node", "{streams=4}") and after sep ("" in Series,
+// "|" in Key).
+func (id CellID) marked(sep string) string {
+	s := ""
 	if id.PolicyProvider != "" {
-		s += ":" + id.PolicyProvider
+		s += sep + ":" + id.PolicyProvider
 	}
 	if id.Placement != "" {
-		s += "@" + id.Placement
+		s += sep + "@" + id.Placement
 	}
 	if id.Point != "" {
-		s += "{" + id.Point + "}"
+		s += sep + "{" + id.Point + "}"
 	}
 	return s
 }
@@ -124,15 +133,7 @@ func (id CellID) Key() string {
 	if id.ExtraServices > 0 {
 		k += fmt.Sprintf("|+%d", id.ExtraServices)
 	}
-	if id.PolicyProvider != "" {
-		k += "|:" + id.PolicyProvider
-	}
-	if id.Placement != "" {
-		k += "|@" + id.Placement
-	}
-	if id.Point != "" {
-		k += "|{" + id.Point + "}"
-	}
+	k += id.marked("|")
 	if id.Family != "" {
 		k += "|" + id.Family
 	}
