@@ -207,8 +207,8 @@ func TestLatencyUnderLoad(t *testing.T) {
 		t.Fatalf("%d cells, want 3 (tcp_stream at load 0 only, tcp_rr at 0 and 2)", len(f.Cells))
 	}
 	idle, loaded := cellAt(t, f, engine.TCPRR, "load=0"), cellAt(t, f, engine.TCPRR, "load=2")
-	// The probe is open-loop at LoadProbeRate, idle and loaded alike (issue
-	// 46): 10^4 latencies a 2 s sample, enough for a p99 in both cells,
+	// The probe is open-loop at LoadProbeRate, idle and loaded alike:
+	// 10^4 latencies a 2 s sample, enough for a p99 in both cells,
 	// each timed from its intended send time.
 	for _, c := range []*results.Cell{idle, loaded} {
 		if c.Valid != spec.Repeat || c.Latency["p99"] <= 0 {

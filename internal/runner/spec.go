@@ -73,8 +73,8 @@ type Spec struct {
 	// Service path (path "service"): one lab per mode x provider x count of
 	// extra services; the pod paths get a lab of their own without services.
 	Providers []string // default: labservice.DefaultProviderFor(mode)
-	// PolicyProviders enforce the policy knobs' NetworkPolicies (issue
-	// 44, policies.go): a lab per provider, each a cell coordinate
+	// PolicyProviders enforce the policy knobs' NetworkPolicies
+	// (policies.go): a lab per provider, each a cell coordinate
 	// (results.CellID.PolicyProvider). Default, when a policy knob is set
 	// or swept: labpolicy.DefaultProvider.
 	PolicyProviders []string

@@ -25,8 +25,8 @@ import (
 // entry deleted, when it left. Its walk was what a cleanup cost: the
 // probers of kube converge keep that LRU full (131,072 entries), and each
 // removal's walk of it took both nodes' proxies ~50 ms of CPU at the same
-// moment, which on 2 vCPUs stalled the pods' own sends by 35-150 ms (issue
-// 47: a removal's p99 was 90-160 ms, 5-10 ms without it). What that leaves:
+// moment, which on 2 vCPUs stalled the pods' own sends by 35-150 ms (kube
+// converge: a removal's p99 was 90-160 ms, 5-10 ms without it). What that leaves:
 // a pod flow that sends nothing more keeps its entries until the LRU evicts
 // them, so a late reply from the backend that left is still made the
 // Service's until then (kube-proxy's deletion would leave it untranslated).

@@ -184,8 +184,8 @@ func Check(provider string, m modes.Mode) error {
 }
 
 // CheckFamily refuses Services of provider in a lab with IPv6 (ipv6 or
-// dual) unless the provider writes IPv6 rules or maps (Info.IPv6; issue
-// 27): a clusterIP that reached only some of a dual lab's families would
+// dual) unless the provider writes IPv6 rules or maps (Info.IPv6): a
+// clusterIP that reached only some of a dual lab's families would
 // measure half a path.
 func CheckFamily(provider string, f family.Family) error {
 	if i, err := Describe(provider); err == nil && f.HasIPv6() && !i.IPv6 {
