@@ -22,13 +22,15 @@ func newKubeBuildCmd() *cobra.Command {
 		Short: "Build the pinned Kubernetes, CoreDNS, peers and e2e binaries into the cache ahead of their first use",
 		Long: `Build, from the Go module proxy, every pinned module that a local cluster, its peers or
 its conformance run would otherwise build on first use, and cache it under
-~/.cache/vnetlab/kube (or $VNETLAB_KUBE_CACHE). What is cached already is not built again.
+~/.cache/vnetlab/kube (or $VNETLAB_KUBE_CACHE). What is cached already is not built again;
+a build marked "only when named" is built only with --only.
 A machine that will go offline, or a test suite that builds while it waits, fills the
 cache this way. Another process building the same module is waited for, not repeated.
 
 The builds, in order:` + help.String(),
 		Example: `  vnetlab kube build
   vnetlab kube build --only kubernetes,coredns
+  vnetlab kube build --only cilium
   nice -n 19 vnetlab kube build >build.log 2>&1 &`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -38,7 +40,7 @@ The builds, in order:` + help.String(),
 				}
 			}
 			for _, b := range binaries.Builds {
-				if len(only) > 0 && !slices.Contains(only, b.Name) {
+				if named := slices.Contains(only, b.Name); len(only) > 0 && !named || len(only) == 0 && b.OnRequest {
 					continue
 				}
 				start := time.Now()

@@ -28,6 +28,15 @@ type module struct {
 	// -extldflags -static); everything else builds without.
 	cgo      bool
 	estimate string // how long a first build takes, for the message
+	// tags are build tags, comma-separated, for every package.
+	tags string
+	// names renames what `go build` wrote (named after each package's
+	// directory) to the file names in outputs.
+	names map[string]string
+	// after, when set, runs in the module's source directory once the
+	// commands are built, to put more into bin (tmp): files of the module
+	// the commands read at run time. What it writes belongs in outputs too.
+	after func(ctx context.Context, goTool, src, tmp string) error
 }
 
 // ensureCommand builds the module mk describes unless it is cached, and
@@ -94,9 +103,13 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", err
 	}
-	runs := [][]string{append([]string{"build", "-trimpath", "-ldflags", m.ldflags, "-o", tmp + "/"}, m.pkgs...)}
+	flags := []string{"-trimpath", "-ldflags", m.ldflags}
+	if m.tags != "" {
+		flags = append(flags, "-tags", m.tags)
+	}
+	runs := [][]string{append(append(append([]string{"build"}, flags...), "-o", tmp+"/"), m.pkgs...)}
 	for file, pkg := range m.tests {
-		runs = append(runs, []string{"test", "-c", "-trimpath", "-ldflags", m.ldflags, "-o", filepath.Join(tmp, file), pkg})
+		runs = append(runs, append(append([]string{"test", "-c"}, flags...), "-o", filepath.Join(tmp, file), pkg))
 	}
 	say("building %s from the Go module proxy into %s: the first time takes %s", m.what, m.dir, m.estimate)
 	start := time.Now()
@@ -115,6 +128,18 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 				return "", ctx.Err()
 			}
 			return "", m.buildError(err, out)
+		}
+	}
+	for from, to := range m.names {
+		if err := os.Rename(filepath.Join(tmp, from), filepath.Join(tmp, to)); err != nil {
+			_ = os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	if m.after != nil {
+		if err := m.after(ctx, goTool, src, tmp); err != nil {
+			_ = os.RemoveAll(tmp)
+			return "", fmt.Errorf("%s: %w", m.what, err)
 		}
 	}
 	bin := filepath.Join(m.dir, "bin")

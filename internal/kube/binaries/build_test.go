@@ -100,3 +100,63 @@ func TestKubeRouterRulesVersion(t *testing.T) {
 		}
 	}
 }
+
+// A module's build tags reach the compiler, what go build wrote is renamed
+// to the outputs' names, and the after step's files are in bin (and count
+// for the cache: a bin without them is built again).
+func TestEnsureTagsNamesAndAfter(t *testing.T) {
+	dir := t.TempDir()
+	m := module{
+		what: "a test command",
+		dir:  dir,
+		files: map[string][]byte{
+			"go.mod":         []byte("module example.com/hello\n\ngo 1.22\n"),
+			"daemon/main.go": []byte("//go:build withtag\n\npackage main\n\nfunc main() { println(\"tagged\") }\n"),
+			"daemon/doc.go":  []byte("// Package main builds only with withtag.\npackage main\n"),
+		},
+		pkgs: []string{"./daemon"}, outputs: []string{"agent", "lib/data.txt"}, ldflags: "-s -w", estimate: "a second",
+		tags: "osusergo,withtag", names: map[string]string{"daemon": "agent"},
+		after: func(_ context.Context, _, src, tmp string) error {
+			if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Join(tmp, "lib"), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(tmp, "lib", "data.txt"), []byte("x"), 0o755)
+		},
+	}
+	bin, err := m.ensure(context.Background(), func(string, ...any) {})
+	if err != nil {
+		t.Fatalf("ensure: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(bin, "agent")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("the renamed command: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "daemon")); !os.IsNotExist(err) {
+		t.Errorf("go build's own name is still there: %v", err)
+	}
+	if err := os.Remove(filepath.Join(bin, "lib", "data.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if m.cached() != "" {
+		t.Error("a bin without the after step's file counts as cached")
+	}
+}
+
+// The Cilium pin requires its release and repeats the release's replace
+// directives, which a dependency's go.mod does not apply.
+func TestCiliumPin(t *testing.T) {
+	for _, want := range []string{
+		"\t" + ciliumPkg + " " + CiliumVersion + " ",
+		"replace sigs.k8s.io/controller-tools => github.com/cilium/controller-tools ",
+		"replace github.com/osrg/gobgp/v3 => github.com/cilium/gobgp/v3 ",
+	} {
+		if !bytes.Contains(ciliumMod, []byte(want)) {
+			t.Errorf("cilium.mod lacks %q", want)
+		}
+	}
+	if !bytes.Contains(ciliumSum, []byte("github.com/cilium/gobgp/v3 v3.0.0-20260130142103-27e5da2a39e6 h1:")) {
+		t.Error("cilium.sum lacks the gobgp fork's hash, which no checksum database holds")
+	}
+}
