@@ -58,9 +58,10 @@ TEST_SKIP ?= ^TestNetpolSmoke$$
 # lowest priority while the suite runs, so the fuzzing after it costs only its own time.
 # So are the pinned Kubernetes, CoreDNS, peer and e2e builds (`vnetlab kube build`, in the
 # order the suite first needs them): on a fresh machine the first cluster test finds them
-# built, or waits for the one under way, instead of building from the start while the
-# tests before it leave a CPU idle. A failed build ahead of time fails nothing: its log is
-# printed, and the test that needs it builds it again.
+# built, or waits for the one under way, instead of starting each build when it gets there.
+# On 2 cores the tests leave little CPU idle, so it mostly moves work: a cold suite took
+# a minute less with it (docs/measurements/2026-11-29-cold-suite-and-cilium-build.md). A failed build ahead of
+# time fails nothing: its log is printed, and the test that needs it builds it again.
 # Labs and clusters an earlier run left (no vnetlab process uses them) are
 # removed first, as `vnetlab clean` does, so the snapshot is the machine's own.
 test-locked:
