@@ -40,7 +40,8 @@ The builds, in order:` + help.String(),
 				}
 			}
 			for _, b := range binaries.Builds {
-				if named := slices.Contains(only, b.Name); len(only) > 0 && !named || len(only) == 0 && b.OnRequest {
+				// Named ones with --only; without it, all but those built on request.
+				if len(only) > 0 && !slices.Contains(only, b.Name) || len(only) == 0 && b.OnRequest {
 					continue
 				}
 				start := time.Now()

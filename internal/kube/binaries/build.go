@@ -35,8 +35,11 @@ type module struct {
 	names map[string]string
 	// after, when set, runs in the module's source directory once the
 	// commands are built, to put more into bin (tmp): files of the module
-	// the commands read at run time. What it writes belongs in outputs too.
+	// the commands read at run time. What it writes belongs in afterFiles.
 	after func(ctx context.Context, goTool, src, tmp string) error
+	// afterFiles are files after writes in bin, which a cached bin holds
+	// too (data, not commands: they need not be executable).
+	afterFiles []string
 }
 
 // ensureCommand builds the module mk describes unless it is cached, and
@@ -58,6 +61,11 @@ func (m module) cached() string {
 	bin := filepath.Join(m.dir, "bin")
 	for _, c := range m.outputs {
 		if fi, err := os.Stat(filepath.Join(bin, c)); err != nil || fi.Mode()&0o111 == 0 {
+			return ""
+		}
+	}
+	for _, f := range m.afterFiles {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
 			return ""
 		}
 	}

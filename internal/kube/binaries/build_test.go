@@ -15,18 +15,10 @@ import (
 // finds its build; neither removes the other's bin.building under it.
 func TestEnsureOneBuildAtATime(t *testing.T) {
 	dir := t.TempDir()
-	m := module{
-		what: "a test command",
-		dir:  dir,
-		files: map[string][]byte{
-			"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n"),
-			"main.go": []byte("package main\n\nfunc main() { println(\"hello\") }\n"),
-		},
-		pkgs:     []string{"."},
-		outputs:  []string{"hello"},
-		ldflags:  "-s -w",
-		estimate: "a second",
-	}
+	m := testModule(dir, map[string][]byte{
+		"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n"),
+		"main.go": []byte("package main\n\nfunc main() { println(\"hello\") }\n"),
+	})
 	var wg sync.WaitGroup
 	bins := make([]string, 3)
 	errs := make([]error, 3)
@@ -71,15 +63,10 @@ func TestEnsureWithoutTheModuleProxy(t *testing.T) {
 	t.Setenv("GOMODCACHE", filepath.Join(dir, "modcache"))
 	t.Setenv("GOFLAGS", "-modcacherw")
 	t.Setenv("GOSUMDB", "off")
-	m := module{
-		what: "a test command",
-		dir:  filepath.Join(dir, "build"),
-		files: map[string][]byte{
-			"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n\nrequire example.com/absent v1.0.0\n"),
-			"main.go": []byte("package main\n\nimport _ \"example.com/absent\"\n\nfunc main() {}\n"),
-		},
-		pkgs: []string{"."}, outputs: []string{"hello"}, ldflags: "-s -w", estimate: "a second",
-	}
+	m := testModule(filepath.Join(dir, "build"), map[string][]byte{
+		"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n\nrequire example.com/absent v1.0.0\n"),
+		"main.go": []byte("package main\n\nimport _ \"example.com/absent\"\n\nfunc main() {}\n"),
+	})
 	_, err := m.ensure(context.Background(), func(string, ...any) {})
 	if err == nil {
 		t.Fatal("the build succeeded without its module")
@@ -102,29 +89,25 @@ func TestKubeRouterRulesVersion(t *testing.T) {
 }
 
 // A module's build tags reach the compiler, what go build wrote is renamed
-// to the outputs' names, and the after step's files are in bin (and count
-// for the cache: a bin without them is built again).
+// to the outputs' names, and the after step's data files are in bin and
+// count for the cache, executable or not: a bin without them is built again.
 func TestEnsureTagsNamesAndAfter(t *testing.T) {
 	dir := t.TempDir()
-	m := module{
-		what: "a test command",
-		dir:  dir,
-		files: map[string][]byte{
-			"go.mod":         []byte("module example.com/hello\n\ngo 1.22\n"),
-			"daemon/main.go": []byte("//go:build withtag\n\npackage main\n\nfunc main() { println(\"tagged\") }\n"),
-			"daemon/doc.go":  []byte("// Package main builds only with withtag.\npackage main\n"),
-		},
-		pkgs: []string{"./daemon"}, outputs: []string{"agent", "lib/data.txt"}, ldflags: "-s -w", estimate: "a second",
-		tags: "osusergo,withtag", names: map[string]string{"daemon": "agent"},
-		after: func(_ context.Context, _, src, tmp string) error {
-			if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Join(tmp, "lib"), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(tmp, "lib", "data.txt"), []byte("x"), 0o755)
-		},
+	m := testModule(dir, map[string][]byte{
+		"go.mod":         []byte("module example.com/hello\n\ngo 1.22\n"),
+		"daemon/main.go": []byte("//go:build withtag\n\npackage main\n\nfunc main() { println(\"tagged\") }\n"),
+		"daemon/doc.go":  []byte("// Package main builds only with withtag.\npackage main\n"),
+	})
+	m.pkgs, m.outputs, m.afterFiles = []string{"./daemon"}, []string{"agent"}, []string{"lib/data.txt"}
+	m.tags, m.names = "osusergo,withtag", map[string]string{"daemon": "agent"}
+	m.after = func(_ context.Context, _, src, tmp string) error {
+		if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, "lib"), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, "lib", "data.txt"), []byte("x"), 0o644)
 	}
 	bin, err := m.ensure(context.Background(), func(string, ...any) {})
 	if err != nil {
@@ -135,6 +118,9 @@ func TestEnsureTagsNamesAndAfter(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(bin, "daemon")); !os.IsNotExist(err) {
 		t.Errorf("go build's own name is still there: %v", err)
+	}
+	if m.cached() != bin {
+		t.Fatal("a bin with every output and the after step's data file does not count as cached")
 	}
 	if err := os.Remove(filepath.Join(bin, "lib", "data.txt")); err != nil {
 		t.Fatal(err)
@@ -159,4 +145,11 @@ func TestCiliumPin(t *testing.T) {
 	if !bytes.Contains(ciliumSum, []byte("github.com/cilium/gobgp/v3 v3.0.0-20260130142103-27e5da2a39e6 h1:")) {
 		t.Error("cilium.sum lacks the gobgp fork's hash, which no checksum database holds")
 	}
+}
+
+// testModule is a module of files in dir whose one package "." builds the
+// command hello.
+func testModule(dir string, files map[string][]byte) module {
+	return module{what: "a test command", dir: dir, files: files, pkgs: []string{"."}, outputs: []string{"hello"},
+		ldflags: "-s -w", estimate: "a second"}
 }

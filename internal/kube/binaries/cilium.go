@@ -61,13 +61,13 @@ func cilium() (module, error) {
 		files: map[string][]byte{"go.mod": ciliumMod, "go.sum": ciliumSum},
 		pkgs: []string{ciliumPkg + "/daemon", ciliumPkg + "/operator", ciliumPkg + "/plugins/cilium-cni",
 			ciliumPkg + "/cilium-dbg", ciliumPkg + "/cilium-health/responder"},
-		names: map[string]string{"daemon": CiliumAgent, "operator": CiliumOperator, "responder": CiliumHealthResponse},
-		outputs: []string{CiliumAgent, CiliumOperator, CiliumCNI, CiliumDbg, CiliumHealthResponse,
-			filepath.Join(CiliumLibDir, "bpf", "bpf_lxc.c")},
-		tags:     "osusergo,ipam_provider_operator",
-		ldflags:  "-s -w -X " + ciliumPkg + "/pkg/version.ciliumVersion=" + strings.TrimPrefix(CiliumVersion, "v"),
-		after:    copyCiliumBPF,
-		estimate: "about 6 minutes on 2 idle cores with a cold Go build cache, and 2.5 GB of memory"}, nil
+		names:      map[string]string{"daemon": CiliumAgent, "operator": CiliumOperator, "responder": CiliumHealthResponse},
+		outputs:    []string{CiliumAgent, CiliumOperator, CiliumCNI, CiliumDbg, CiliumHealthResponse},
+		tags:       "osusergo,ipam_provider_operator",
+		ldflags:    "-s -w -X " + ciliumPkg + "/pkg/version.ciliumVersion=" + strings.TrimPrefix(CiliumVersion, "v"),
+		after:      copyCiliumBPF,
+		afterFiles: []string{filepath.Join(CiliumLibDir, "bpf", "bpf_lxc.c")},
+		estimate:   "about 6 minutes on 2 idle cores with a cold Go build cache, and 2.5 GB of memory"}, nil
 }
 
 // copyCiliumBPF copies the module's bpf/ tree, the datapath's C sources the
