@@ -340,12 +340,7 @@ func (s Side) Admits(addr netip.Addr, proto Proto, port uint16) bool {
 
 // At is the pod rules of the pod holding address a, nil when none does.
 func (r *Rules) At(a netip.Addr) *PodRules {
-	for i := range r.Pods {
-		if slices.Contains(r.Pods[i].IPs, a) {
-			return &r.Pods[i]
-		}
-	}
-	return nil
+	return holding(r.Pods, func(p *PodRules) []netip.Addr { return p.IPs }, a)
 }
 
 // Allowed is World.Allowed computed from the compiled rules (tests hold

@@ -121,9 +121,14 @@ func (w *World) NamespaceLabels(ns string) Labels {
 
 // PodAt is the pod holding address a, nil when no pod does.
 func (w *World) PodAt(a netip.Addr) *Pod {
-	for i := range w.Pods {
-		if slices.Contains(w.Pods[i].IPs, a) {
-			return &w.Pods[i]
+	return holding(w.Pods, func(p *Pod) []netip.Addr { return p.IPs }, a)
+}
+
+// holding is the element of xs whose addresses (ips) hold a, nil when none does.
+func holding[T any](xs []T, ips func(*T) []netip.Addr, a netip.Addr) *T {
+	for i := range xs {
+		if slices.Contains(ips(&xs[i]), a) {
+			return &xs[i]
 		}
 	}
 	return nil
@@ -210,25 +215,26 @@ func WithoutProto(p *networkingv1.NetworkPolicy, proto Proto) (q *networkingv1.N
 		}
 		return kept, len(ports) > 0 && len(kept) == 0
 	}
-	var ingress []networkingv1.NetworkPolicyIngressRule
-	for i, r := range q.Spec.Ingress {
-		ports, none := strip(fmt.Sprintf("spec.ingress[%d]", i), r.Ports)
-		if !none {
-			r.Ports = ports
-			ingress = append(ingress, r)
-		}
-	}
-	var egress []networkingv1.NetworkPolicyEgressRule
-	for i, r := range q.Spec.Egress {
-		ports, none := strip(fmt.Sprintf("spec.egress[%d]", i), r.Ports)
-		if !none {
-			r.Ports = ports
-			egress = append(egress, r)
-		}
-	}
+	ingress := keepRules(q.Spec.Ingress, "spec.ingress", func(r *networkingv1.NetworkPolicyIngressRule) *[]networkingv1.NetworkPolicyPort { return &r.Ports }, strip)
+	egress := keepRules(q.Spec.Egress, "spec.egress", func(r *networkingv1.NetworkPolicyEgressRule) *[]networkingv1.NetworkPolicyPort { return &r.Ports }, strip)
 	if len(fields) == 0 {
 		return p, nil
 	}
 	q.Spec.Ingress, q.Spec.Egress = ingress, egress
 	return q, fields
+}
+
+// keepRules is rules (an ingress or egress list, named at) with each rule's
+// ports passed through strip; a rule left with no port is dropped.
+func keepRules[R any](rules []R, at string, ports func(*R) *[]networkingv1.NetworkPolicyPort,
+	strip func(string, []networkingv1.NetworkPolicyPort) ([]networkingv1.NetworkPolicyPort, bool)) []R {
+	var kept []R
+	for i, r := range rules {
+		pp, none := strip(fmt.Sprintf("%s[%d]", at, i), *ports(&r))
+		if !none {
+			*ports(&r) = pp
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
