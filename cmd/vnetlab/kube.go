@@ -34,7 +34,7 @@ server is published on a 127.0.0.1 port.
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeBuildCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
 		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(),
-		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd(), newKubeSetProxyCmd())
+		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd(), newKubeSetProxyCmd(), newKubeReadinessCmd(), newKubeHelloCmd(), newKubeHelloListenCmd())
 	return cmd
 }
 

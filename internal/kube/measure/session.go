@@ -262,22 +262,30 @@ type PodSpec struct {
 	Name, Node  string
 	HostNetwork bool
 	Server      bool // selected by its Service
+	// Command is the container's command; none: the image's entrypoint
+	// (idle until stopped).
+	Command []string
 }
 
 // CreatePod makes an idle measuring pod pinned to its node.
 func CreatePod(ctx context.Context, cs kubernetes.Interface, ns, image string, pull corev1.PullPolicy, p PodSpec) error {
-	labels := map[string]string{LabelKey: LabelValue, "vnetlab.pod": p.Name}
-	zero := int64(0)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: p.Node, HostNetwork: p.HostNetwork, TerminationGracePeriodSeconds: &zero,
-			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: new(bool),
-			Containers: []corev1.Container{{Name: "vnetlab", Image: image, ImagePullPolicy: pull}}}}
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if _, err := cs.CoreV1().Pods(ns).Create(cctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods(ns).Create(cctx, Pod(image, pull, p), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod %s: %v", p.Name, err)
 	}
 	return nil
+}
+
+// Pod is the measuring pod p: its node named, never restarted, stopped
+// without a grace period.
+func Pod(image string, pull corev1.PullPolicy, p PodSpec) *corev1.Pod {
+	labels := map[string]string{LabelKey: LabelValue, "vnetlab.pod": p.Name}
+	zero := int64(0)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: labels},
+		Spec: corev1.PodSpec{NodeName: p.Node, HostNetwork: p.HostNetwork, TerminationGracePeriodSeconds: &zero,
+			RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{Name: "vnetlab", Image: image, ImagePullPolicy: pull, Command: p.Command}}}}
 }
 
 // CreateService makes a ClusterIP Service in front of one pod and returns
@@ -381,12 +389,20 @@ func notReady(cs kubernetes.Interface, ns string, p *corev1.Pod, waiting []strin
 	if len(waiting) > 1 {
 		others = fmt.Sprintf(" (and %d more: %s)", len(waiting)-1, strings.Join(waiting[1:], ", "))
 	}
+	if p != nil && p.Spec.NodeName != "" {
+		name += " on " + p.Spec.NodeName
+	}
+	return fmt.Errorf("pod %s not Ready after %s%s: %s: fix what the event says (kubectl -n %s describe pod %s), or wait longer with --ready-timeout",
+		name, timeout, others, PodState(cs, ns, p), ns, waiting[0])
+}
+
+// PodState says on one line what pod p is doing: its phase, a container
+// that waits (and why) or runs unready, a condition not met, and the last
+// warning event about it ("not created" for nil).
+func PodState(cs kubernetes.Interface, ns string, p *corev1.Pod) string {
 	state := "not created"
 	if p != nil {
 		state = "phase " + string(p.Status.Phase)
-		if p.Spec.NodeName != "" {
-			name += " on " + p.Spec.NodeName
-		}
 		for _, c := range p.Status.ContainerStatuses {
 			switch {
 			case c.State.Waiting != nil:
@@ -407,8 +423,7 @@ func notReady(cs kubernetes.Interface, ns string, p *corev1.Pod, waiting []strin
 			state += ", last event " + ev
 		}
 	}
-	return fmt.Errorf("pod %s not Ready after %s%s: %s: fix what the event says (kubectl -n %s describe pod %s), or wait longer with --ready-timeout",
-		name, timeout, others, state, ns, waiting[0])
+	return state
 }
 
 // lastWarning is the newest Warning event about a pod, as "Reason: message"
