@@ -94,6 +94,8 @@ func (s Spec) Network() clusternet.Network {
 		n.CNIMode = s.cniMode()
 	case clusternet.CNIFlannel:
 		n.CNIMode = s.flannelBackend()
+	case clusternet.CNICilium:
+		n.CNIMode = clusternet.CiliumNative
 	}
 	n.Policy = s.networkPolicy()
 	return n
@@ -163,6 +165,9 @@ func (s Spec) validateFamily() error {
 		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its
 		// IPv4 subnet.env keys into the conflist so far.
 		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs flannel IPv4-only so far: use {ip_family} ipv4, or {cni} %s|%s", clusternet.CNIFlannel, f, clusternet.CNIBridge, clusternet.CNIVnetlab)
+	}
+	if s.CNI == clusternet.CNICilium {
+		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs Cilium IPv4-only so far: use {ip_family} ipv4", clusternet.CNICilium, f)
 	}
 	if s.CNI == clusternet.CNIVnetlab {
 		if m, err := modes.Get(s.cniMode()); err == nil && !m.IPv6 {
