@@ -166,8 +166,17 @@ func (b *builder) ciliumExec(ns, run, cgroupDir, program string, args ...string)
 // the agents wait for. Its watcher of pods Cilium does not manage is off
 // (it would delete them).
 func (b *builder) startCiliumOperator(kubeconfig string) error {
-	if err := os.MkdirAll(CiliumRun, 0o755); err != nil {
-		return err
+	// The mount point of every daemon's run directory: journaled when
+	// this cluster makes it, also while another cluster is up
+	// (recordMachinePaths journals nothing then), so that kube down
+	// removes it.
+	if _, err := os.Stat(CiliumRun); err != nil {
+		if err := b.l.Journal().Record(lab.KindDir, CiliumRun); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(CiliumRun, 0o755); err != nil {
+			return err
+		}
 	}
 	run := filepath.Join(b.dir, ciliumOperatorRun)
 	if err := os.MkdirAll(run, 0o755); err != nil {
