@@ -25,10 +25,12 @@ package cluster
 // "kubernetes"; kube up sets it), keeps identities in CRDs (no kvstore),
 // routes natively between the nodes (they share the control plane's
 // bridge), compiles its datapath with Debian's clang-19, and writes the
-// node's CNI configuration once ready: then the node gets Ready. kube-proxy
-// runs beside it (no kube-proxy replacement); pods' ClusterIP connections are
-// balanced by the agent's programs on their veths before kube-proxy sees
-// them.
+// node's CNI configuration once ready: then the node gets Ready. With
+// --proxy iptables|nftables kube-proxy runs beside it (no kube-proxy
+// replacement); pods' ClusterIP connections are balanced by the agent's
+// programs on their veths before kube-proxy sees them. With --proxy cilium
+// the agent replaces kube-proxy (clusternet.CiliumKPR): its socket LB sits
+// on its cgroup root, the node's cgroup, and no kube-proxy runs.
 
 import (
 	"context"
@@ -87,9 +89,9 @@ func (s Spec) validateCilium() error {
 	if s.CNIMode != "" {
 		return field.Errorf("cni_mode", "{cni_mode} %s: modes are vnetlab's plugin's: {cni} %s routes natively", s.CNIMode, clusternet.CNICilium)
 	}
-	if clusternet.IsVnetlab(s.Proxy) {
-		return field.Errorf("proxy", "{proxy} %s with {cni} %s: vnetlab's proxy attaches programs to the node's cgroup and veths, where Cilium's are: use {proxy} %s|%s",
-			s.Proxy, clusternet.CNICilium, clusternet.IPTables, clusternet.NFTables)
+	if p, err := clusternet.GetProxy(s.Proxy); err == nil && p.Vnetlab {
+		return field.Errorf("proxy", "{proxy} %s with {cni} %s: vnetlab's proxy attaches programs to the node's cgroup and veths, where Cilium's are: use {proxy} %s, or %s (Cilium's own)",
+			s.Proxy, clusternet.CNICilium, clusternet.IPTables+"|"+clusternet.NFTables, clusternet.CiliumKPR)
 	}
 	if s.NetworkPolicy != "" && s.NetworkPolicy != clusternet.PolicyNone {
 		return field.Errorf("network_policy", "{network_policy} %s with {cni} %s: Cilium's agent runs here with its own policy enforcement off: use {network_policy} %s",
@@ -259,23 +261,29 @@ func (b *builder) startCiliumAgent(n node, kubeconfig string) error {
 		return err
 	}
 	run := filepath.Join(n.dir, ciliumRunDir)
-	c := b.ciliumExec(n.ns, run, cg, binaries.CiliumAgent, ciliumAgentArgs(n, kubeconfig)...)
+	p, err := clusternet.GetProxy(b.spec.Proxy)
+	if err != nil {
+		return err
+	}
+	c := b.ciliumExec(n.ns, run, cg, binaries.CiliumAgent, ciliumAgentArgs(n, kubeconfig, p.CNI == clusternet.CNICilium)...)
 	c.Env = append(os.Environ(), "K8S_NODE_NAME="+n.name, "PATH="+ciliumClangDir+":"+os.Getenv("PATH"))
 	return b.startDaemon(c, n.name+"-cilium-agent")
 }
 
 // ciliumAgentArgs are node n's agent's flags: IPv4 only, the node's eth0,
-// native routing over the control plane's bridge, and off what this
-// machine or a local cluster has no use for (Envoy, health probes, Hubble,
-// the bandwidth manager (no fq qdisc here), encryption, gops, policy).
-func ciliumAgentArgs(n node, kubeconfig string) []string {
+// native routing over the control plane's bridge, its kube-proxy
+// replacement when kpr (its socket LB attaches to its cgroup root: the
+// node's cgroup), and off what this machine or a local cluster has no use
+// for (Envoy, health probes, Hubble, the bandwidth manager (no fq qdisc
+// here), encryption, gops, policy).
+func ciliumAgentArgs(n node, kubeconfig string, kpr bool) []string {
 	return []string{
 		"--k8s-kubeconfig-path=" + kubeconfig,
 		"--ipam=kubernetes", "--identity-allocation-mode=crd",
 		"--enable-ipv4=true", "--enable-ipv6=false",
 		"--devices=" + uplink, "--direct-routing-device=" + uplink,
 		"--routing-mode=native", "--ipv4-native-routing-cidr=" + clusterCIDR.String(), "--auto-direct-node-routes=true",
-		"--kube-proxy-replacement=false",
+		fmt.Sprintf("--kube-proxy-replacement=%t", kpr),
 		// Into its run directory, not the node's CNI directory: the agent
 		// writes a temporary file and renames it, and containerd 1.6's
 		// watcher of that directory reloads on the temporary file's

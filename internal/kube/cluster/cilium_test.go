@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,6 +46,8 @@ func TestSpecValidateCilium(t *testing.T) {
 		{Spec{CNI: clusternet.CNICilium, NetworkPolicy: clusternet.PolicyVnetlab}, "--network-policy vnetlab with --cni cilium: Cilium's agent runs here with its own policy enforcement off: use --network-policy none"},
 		{Spec{CNI: clusternet.CNICilium, Family: family.Dual}, "--cni cilium with --ip-family dual: vnetlab runs Cilium IPv4-only so far"},
 		{Spec{CNI: clusternet.CNICilium, FlannelBackend: clusternet.FlannelHostGW}, "backends are flannel's"},
+		{Spec{Proxy: clusternet.CiliumKPR}, "--proxy cilium is cilium's own: add --cni cilium (the cluster's CNI is bridge)"},
+		{Spec{CNI: clusternet.CNIVnetlab, Proxy: clusternet.CiliumKPR}, "--proxy cilium is cilium's own: add --cni cilium"},
 	} {
 		c.spec.Name, c.spec.Nodes = "k", 2
 		if c.spec.Proxy == "" {
@@ -57,7 +61,7 @@ func TestSpecValidateCilium(t *testing.T) {
 			t.Errorf("%+v: %q is more than one line", c.spec, err)
 		}
 	}
-	for _, proxy := range []string{clusternet.IPTables, clusternet.NFTables} {
+	for _, proxy := range []string{clusternet.IPTables, clusternet.NFTables, clusternet.CiliumKPR} {
 		s := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: clusternet.CNICilium}
 		if err := s.Validate(); err != nil {
 			t.Errorf("%s: %v", proxy, err)
@@ -74,7 +78,7 @@ func TestSpecValidateCilium(t *testing.T) {
 // bound one, its devices the node's uplink, IPv4 only.
 func TestCiliumAgentArgs(t *testing.T) {
 	n := node{name: "k-node1", dir: "/run/vnetlab/labs/k/k-node1"}
-	args := strings.Join(ciliumAgentArgs(n, "/kc"), " ")
+	args := strings.Join(ciliumAgentArgs(n, "/kc", false), " ")
 	for _, want := range []string{"--bpf-root=/run/vnetlab/labs/k/k-node1/bpffs", "--cgroup-root=/run/cilium/cgroupv2",
 		"--lib-dir=/run/vnetlab/labs/k/k-node1/cilium-lib", "--write-cni-conf-when-ready=/run/vnetlab/labs/k/k-node1/cilium-run/05-cilium.conflist",
 		"--cni-log-file=/run/vnetlab/labs/k/k-node1/cilium-run/cilium-cni.log", "--devices=eth0", "--enable-ipv6=false",
@@ -82,6 +86,9 @@ func TestCiliumAgentArgs(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("agent args lack %s: %s", want, args)
 		}
+	}
+	if !strings.Contains(args, "--kube-proxy-replacement=false") || !strings.Contains(strings.Join(ciliumAgentArgs(n, "/kc", true), " "), "--kube-proxy-replacement=true") {
+		t.Error("--kube-proxy-replacement does not follow kpr")
 	}
 }
 
@@ -135,6 +142,15 @@ func TestCiliumExecNamespace(t *testing.T) {
 // with Cilium); kube down leaves nothing, nor /run/cilium.
 func TestCiliumCluster(t *testing.T) {
 	needCilium(t)
+	for _, c := range []struct{ name, proxy string }{{"cil", clusternet.IPTables}, {"cilk", clusternet.CiliumKPR}} {
+		t.Run(c.proxy, func(t *testing.T) { ciliumCluster(t, c.name, c.proxy) })
+	}
+}
+
+// ciliumCluster is TestCiliumCluster with one proxy: kube-proxy beside the
+// agents, or their kube-proxy replacement, whose socket programs are on
+// each node's cgroup and whose nodes run no kube-proxy.
+func ciliumCluster(t *testing.T, name, proxy string) {
 	keys := append(append([]string{}, CiliumLockedSysctls...), cgroupRootKey)
 	before := MachineState()
 	unchanged := func(when string) {
@@ -148,7 +164,7 @@ func TestCiliumCluster(t *testing.T) {
 	_, runBefore := os.Stat(CiliumRun)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	st := upTestCluster(ctx, t, Spec{Name: "cil", Nodes: 2, Proxy: clusternet.IPTables, CNI: clusternet.CNICilium}, func(*lab.State) {
+	st := upTestCluster(ctx, t, Spec{Name: name, Nodes: 2, Proxy: proxy, CNI: clusternet.CNICilium}, func(*lab.State) {
 		unchanged("after kube down")
 		if _, err := os.Stat(CiliumRun); err == nil && runBefore != nil {
 			t.Errorf("kube down left %s", CiliumRun)
@@ -158,6 +174,20 @@ func TestCiliumCluster(t *testing.T) {
 		t.Errorf("fact cni = %q", st.Facts[FactCNI])
 	}
 	unchanged("while the cluster runs")
+	for _, n := range st.Nodes {
+		cg, err := NodeCgroup(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		connect := cgroupPrograms(t, cg, ebpf.AttachCGroupInet4Connect)
+		if kpr := proxy == clusternet.CiliumKPR; kpr != (connect > 0) {
+			t.Errorf("%s: %d connect4 programs on %s with --proxy %s", n.Name, connect, cg, proxy)
+		}
+		_, err = os.Stat(filepath.Join(lab.Dir(st.Name), "logs", n.Name+"-kube-proxy.log"))
+		if kubeProxy := err == nil; kubeProxy != (proxy != clusternet.CiliumKPR) {
+			t.Errorf("%s: kube-proxy started %v with --proxy %s", n.Name, kubeProxy, proxy)
+		}
+	}
 	for _, n := range st.Nodes {
 		log, _ := os.ReadFile(filepath.Join(lab.Dir(st.Name), "logs", n.Name+"-cilium-agent.log"))
 		for _, s := range CiliumLockedSysctls {
@@ -215,4 +245,19 @@ func TestCiliumCluster(t *testing.T) {
 		t.Errorf("%s's route to %s: %v (%v), want via %s", st.Nodes[0].Name, podCIDR(2), routes, err, st.Nodes[1].IP)
 	}
 	unchanged("after the pods ran")
+}
+
+// cgroupPrograms counts the programs attached to cgroup dir at at.
+func cgroupPrograms(t *testing.T, dir string, at ebpf.AttachType) int {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.Programs)
 }

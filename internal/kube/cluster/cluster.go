@@ -288,12 +288,12 @@ func (b *builder) build(ctx context.Context) error {
 }
 
 // dnsQuery asks a DNS server from node n as its Service proxy serves the
-// node: from its namespace, or with vnetlab's proxy, which translates
-// ClusterIPs for the sockets of the node's cgroup (kube-proxy's OUTPUT
-// chain sees every socket of the namespace), from a process of the node
-// (IPv4 only: Spec.validateFamily).
+// node: from its namespace, or with a proxy that translates ClusterIPs
+// for the sockets of the node's cgroup only (vnetlab's, Cilium's;
+// kube-proxy's OUTPUT chain sees every socket of the namespace), from a
+// process of the node (IPv4 only: Spec.validateFamily).
 func (b *builder) dnsQuery(ctx context.Context, n node) func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
-	if clusternet.IsVnetlab(b.spec.Proxy) {
+	if p, err := clusternet.GetProxy(b.spec.Proxy); err == nil && p.NodeCgroup {
 		return func(server, name string, _ dnsmessage.Type) ([]net.IP, error) {
 			return b.nodeQuery(ctx, n, server, name)
 		}

@@ -145,6 +145,9 @@ func (s Spec) Validate() error {
 	if err != nil {
 		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, clusternet.ProxyHelp())
 	}
+	if cni := s.Network().CNI; !p.Serves(cni) {
+		return field.Errorf("proxy", "{proxy} %s is %s's own: add {cni} %s (the cluster's CNI is %s)", p.Name, p.CNI, p.CNI, cni)
+	}
 	if s.SocketLB && !p.SocketLB {
 		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, clusternet.VnetlabEBPF)
 	}

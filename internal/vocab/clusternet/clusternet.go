@@ -55,6 +55,8 @@ const (
 	NFTables    = "nftables"
 	VnetlabEBPF = "vnetlab-ebpf"
 	VnetlabSock = "vnetlab-sock"
+	// CiliumKPR is Cilium's kube-proxy replacement, its agent's own.
+	CiliumKPR = "cilium"
 )
 
 // DefaultProxy is kube-proxy's default mode.
@@ -73,6 +75,13 @@ type Proxy struct {
 	// SocketLB: the proxy takes --socket-lb (its pods' connect() and
 	// sendmsg() translated at the socket too).
 	SocketLB bool
+	// CNI: the proxy is this CNI's own (its agent serves the Services; no
+	// proxy process of its own): it runs only with that CNI ("": any).
+	CNI string
+	// NodeCgroup: the node's own processes get ClusterIPs translated only
+	// in the node's cgroup, where the proxy's socket programs are, not
+	// everywhere in its namespace as with kube-proxy's netfilter rules.
+	NodeCgroup bool
 	// LabProvider is the lab Service provider (internal/platform/labservice's name)
 	// with the same data path: `compare lab.json cluster.json` pairs a lab's
 	// service cells of that provider with the cluster's Service cells.
@@ -83,11 +92,16 @@ type Proxy struct {
 var Proxies = []Proxy{
 	{Name: IPTables, LabProvider: "iptables", Summary: "kube-proxy in mode iptables"},
 	{Name: NFTables, LabProvider: "nftables", Summary: "kube-proxy in mode nftables"},
-	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, LabProvider: "ebpf",
+	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, NodeCgroup: true, LabProvider: "ebpf",
 		Summary: "vnetlab's own (vnetlab kube-proxy, no kube-proxy process): tc programs on the pods' veths"},
-	{Name: VnetlabSock, Vnetlab: true, LabProvider: "ebpf-sock",
+	{Name: VnetlabSock, Vnetlab: true, NodeCgroup: true, LabProvider: "ebpf-sock",
 		Summary: "vnetlab's own: socket programs on the node's cgroup (no per-packet NAT)"},
+	{Name: CiliumKPR, CNI: CNICilium, NodeCgroup: true, LabProvider: "ebpf-sock",
+		Summary: "Cilium's kube-proxy replacement, with --cni cilium (its agent, no kube-proxy process): socket LB on the node's cgroup"},
 }
+
+// Serves says whether the proxy runs with CNI cni.
+func (p Proxy) Serves(cni string) bool { return p.CNI == "" || p.CNI == cni }
 
 // ProxyNames lists the proxies' names in Proxies' order.
 func ProxyNames() []string {
