@@ -33,7 +33,7 @@ server is published on a 127.0.0.1 port.
   vnetlab kube down k`,
 	}
 	cmd.AddCommand(newKubeUpCmd(), newKubeDownCmd(), newKubeLsCmd(), newKubeBuildCmd(), newKubeKubeconfigCmd(), newKubeLoadCmd(),
-		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(),
+		newKubeRunCmd(), newKubeImageCmd(), newKubeCleanCmd(), newKubeConformanceCmd(), newKubePauseCmd(), newKubeGuardCmd(), newKubeCPUAgentCmd(), newKubeForwardCmd(), newKubeResolveCmd(), newKubeDialCmd(), newKubeCiliumExecCmd(),
 		newKubeConvergeCmd(), newKubeProbeCmd(), newKubeConvergeReportCmd(), newKubeSetProxyCmd(), newKubeReadinessCmd(), newKubeHelloCmd(), newKubeHelloListenCmd())
 	return cmd
 }
@@ -70,7 +70,7 @@ func newKubeUpCmd() *cobra.Command {
 	cmd.Flags().IntVar(&spec.Zones, "zones", 0, "label the nodes with this many zones, round robin (topology.kubernetes.io/zone zone-1..N, region "+cluster.Region+"): topology-aware routing needs them; 0: none")
 	cmd.Flags().StringVar(&spec.Proxy, "proxy", clusternet.DefaultProxy, clusternet.ProxyHelp())
 	cmd.Flags().BoolVar(&spec.SocketLB, "socket-lb", false, "with --proxy "+clusternet.VnetlabEBPF+": also translate the pods' connect()/sendmsg() at the socket (Cilium's socket LB: no per-packet NAT or conntrack for them); Services without endpoints or with sessionAffinity stay with the tc programs")
-	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md) or "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes-vs-lab.md)")
+	cmd.Flags().StringVar(&spec.CNI, "cni", clusternet.CNIBridge, "CNI plugin wiring the pods: "+clusternet.CNIBridge+" (Debian's bridge + host-local), "+clusternet.CNIVnetlab+" (vnetlab's modes, docs/cni.md), "+clusternet.CNIFlannel+" (flanneld built from its Go module, as a DaemonSet; docs/kubernetes-vs-lab.md) or "+clusternet.CNICilium+" (Cilium built from its Go module, kube build --only cilium: its agent a daemon of every node, native routing, beside kube-proxy; needs clang-19; docs/kubernetes.md)")
 	cmd.Flags().Var(&spec.Family, "ip-family", "the cluster's IP family: ipv4, ipv6 or dual (dual-stack Service and pod ranges, node addresses and routes; IPv4 primary); with any --proxy, and --cni "+clusternet.CNIBridge+" or --cni "+clusternet.CNIVnetlab+" with dual and --cni-mode "+strings.Join(cluster.CNIModes6(), " or "))
 	cmd.Flags().StringVar(&spec.CNIMode, "cni-mode", "", "with --cni vnetlab: the mode wiring each pod, "+strings.Join(modes.AttachModes(), ", ")+" (default "+cluster.DefaultCNIMode+")")
 	cmd.Flags().StringVar(&spec.NetworkPolicy, "network-policy", "", clusternet.EnforcerHelp()+" (default "+clusternet.PolicyVnetlab+" with --cni "+clusternet.CNIVnetlab+" in a mode it serves, else "+clusternet.PolicyNone+")")

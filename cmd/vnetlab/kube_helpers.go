@@ -172,3 +172,19 @@ func newKubeDialCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long an unanswered connection waits")
 	return cmd
 }
+
+// newKubeCiliumExecCmd is what each Cilium daemon of a cluster is started
+// as: it makes the daemon's mount namespace, then becomes the daemon.
+func newKubeCiliumExecCmd() *cobra.Command {
+	var run, cg string
+	cmd := &cobra.Command{
+		Use:    "cilium-exec --run DIR [--cgroup DIR] -- PROGRAM [ARGS...]",
+		Short:  "Run a Cilium daemon in a mount namespace of its own (started by kube up --cni cilium)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE:   func(cmd *cobra.Command, args []string) error { return cluster.CiliumExec(run, cg, args) },
+	}
+	cmd.Flags().StringVar(&run, "run", "", "the daemon's run directory, bound on "+cluster.CiliumRun)
+	cmd.Flags().StringVar(&cg, "cgroup", "", "the node's cgroup v2 directory, bound on the agent's cgroup root")
+	return cmd
+}

@@ -63,7 +63,7 @@ func TestKubeClustersErrors(t *testing.T) {
 	head := "kube:\n  clusters:\n"
 	cases := []struct{ body, want string }{
 		{head + "    - {name: a, proxy: ipvs}\n", `x.yaml:3: field kube.clusters[0].proxy: unknown proxy "ipvs" (known: iptables, nftables, vnetlab-ebpf`},
-		{head + "    - {name: a}\n    - name: b\n      cni: calico\n", `x.yaml:5: field kube.clusters[1].cni: unknown CNI "calico" (known: bridge, vnetlab, flannel)`},
+		{head + "    - {name: a}\n    - name: b\n      cni: calico\n", `x.yaml:5: field kube.clusters[1].cni: unknown CNI "calico" (known: bridge, vnetlab, flannel, cilium)`},
 		{head + "    - {name: a, cni: vnetlab, cni_mode: ovs-dpdk}\n", `x.yaml:3: field kube.clusters[0].cni_mode: cni_mode "ovs-dpdk": vnetlab's CNI plugin wires pods with`},
 		{head + "    - {name: a, cni_mode: veth-routed}\n", `x.yaml:3: field kube.clusters[0].cni_mode: cni_mode veth-routed: modes are vnetlab's plugin's: add cni vnetlab`},
 		{head + "    - {name: a}\n    - {name: a, proxy: nftables}\n", `x.yaml:4: field kube.clusters[1].name: "a" is also the name of kube.clusters[0]`},

@@ -58,6 +58,8 @@ type builder struct {
 	dnsRef, dnsTar string
 	// flannel's image and its archive, with --cni flannel
 	flannelRef, flannelTar string
+	// Cilium's build (binaries.EnsureCilium), with --cni cilium
+	cilium string
 	// kube-router's image and its archive, with --network-policy kube-router
 	kubeRouterRef, kubeRouterTar string
 	// daemons started, checked alive once the cluster is up
@@ -108,6 +110,15 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 			return nil, err
 		}
 	}
+	var ciliumDir string
+	if spec.CNI == clusternet.CNICilium {
+		if err := ciliumPreflight(); err != nil {
+			return nil, err
+		}
+		if ciliumDir, err = binaries.EnsureCilium(ctx, say); err != nil {
+			return nil, err
+		}
+	}
 	var kubeRouterRef, kubeRouterTar string
 	if spec.networkPolicy() == clusternet.PolicyKubeRouter {
 		if kubeRouterRef, kubeRouterTar, err = kubeRouterImage(ctx, say); err != nil {
@@ -119,7 +130,7 @@ func Up(ctx context.Context, spec Spec, say func(string, ...any)) (*lab.State, e
 		return nil, err
 	}
 	b := &builder{l: l, spec: spec, addrs: addrPlan{fam: spec.Family.Or()}, dir: lab.Dir(spec.Name), bin: bin, self: self, say: say, dnsRef: dnsRef, dnsTar: dnsTar,
-		flannelRef: flannelRef, flannelTar: flannelTar, kubeRouterRef: kubeRouterRef, kubeRouterTar: kubeRouterTar}
+		flannelRef: flannelRef, flannelTar: flannelTar, cilium: ciliumDir, kubeRouterRef: kubeRouterRef, kubeRouterTar: kubeRouterTar}
 	if err := b.build(ctx); err != nil {
 		say("removing the half-built cluster %s", spec.Name)
 		_ = l.Teardown(nil)
@@ -235,9 +246,21 @@ func (b *builder) build(ctx context.Context) error {
 	if err := b.recordMachinePaths(); err != nil {
 		return err
 	}
+	// Cilium's operator after the machine's paths are journaled: it is
+	// given /run/cilium (CiliumRun), which kube down removes.
+	if b.cilium != "" {
+		if err := b.startCiliumOperator(internal); err != nil {
+			return err
+		}
+	}
 	for _, n := range b.nodes {
 		if err := b.startNode(ctx, n, img.Ref, tarPath, internal); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
+	if b.cilium != "" {
+		if err := b.startCilium(ctx, cs, internal); err != nil {
+			return err
 		}
 	}
 	if b.flannelRef != "" {
@@ -265,12 +288,12 @@ func (b *builder) build(ctx context.Context) error {
 }
 
 // dnsQuery asks a DNS server from node n as its Service proxy serves the
-// node: from its namespace, or with vnetlab's proxy, which translates
-// ClusterIPs for the sockets of the node's cgroup (kube-proxy's OUTPUT
-// chain sees every socket of the namespace), from a process of the node
-// (IPv4 only: Spec.validateFamily).
+// node: from its namespace, or with a proxy that translates ClusterIPs
+// for the sockets of the node's cgroup only (vnetlab's, Cilium's;
+// kube-proxy's OUTPUT chain sees every socket of the namespace), from a
+// process of the node (IPv4 only: Spec.validateFamily).
 func (b *builder) dnsQuery(ctx context.Context, n node) func(server, name string, t dnsmessage.Type) ([]net.IP, error) {
-	if clusternet.IsVnetlab(b.spec.Proxy) {
+	if p, err := clusternet.GetProxy(b.spec.Proxy); err == nil && p.NodeCgroup {
 		return func(server, name string, _ dnsmessage.Type) ([]net.IP, error) {
 			return b.nodeQuery(ctx, n, server, name)
 		}

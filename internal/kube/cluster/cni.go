@@ -43,6 +43,8 @@ func (s Spec) validateCNI() error {
 		return nil
 	case clusternet.CNIFlannel:
 		return s.validateFlannel()
+	case clusternet.CNICilium:
+		return s.validateCilium()
 	}
 	return field.Errorf("cni", "{cni} %q: choose %s", s.CNI, strings.Join(clusternet.CNIs, ", "))
 }
@@ -61,11 +63,15 @@ func (s Spec) cniMode() string {
 // programs the CNI put on the pods translate the proxy's Services.
 func NodePlane(k string, i int) string { return ProxyPlane(k, NodeName(k, i)) }
 
-// cniBinDir prepares the directory containerd runs CNI plugins from: with
-// vnetlab's plugin, the cluster's own directory of links (vnetlab-cni to
-// this vnetlab binary; loopback, host-local, portmap to Debian's), so that
-// nothing is installed into the system's plugin directory.
-func (b *builder) cniBinDir() (string, error) {
+// cniBinDir prepares the directory node n's containerd runs CNI plugins
+// from: with vnetlab's plugin, the cluster's own directory of links
+// (vnetlab-cni to this vnetlab binary; loopback, host-local, portmap to
+// Debian's); with Cilium, the node's own (ciliumCNIBinDir); so that nothing
+// is installed into the system's plugin directory.
+func (b *builder) cniBinDir(n node) (string, error) {
+	if b.spec.CNI == clusternet.CNICilium {
+		return b.ciliumCNIBinDir(n)
+	}
 	if b.spec.CNI != clusternet.CNIVnetlab {
 		return systemCNIDir, nil
 	}

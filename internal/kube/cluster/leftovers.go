@@ -17,11 +17,19 @@ import (
 )
 
 // MachineState is what a cluster must leave as it found: the sysctls kubelet
-// changes and whether the fixed paths the daemons use exist.
+// changes, those cilium-agent would change (CiliumLockedSysctls: never, not
+// even while the cluster runs), the programs attached to the cgroup v2 root
+// (none is ever a cluster's) and whether the fixed paths the daemons use
+// exist.
 func MachineState() map[string]string {
 	out := map[string]string{}
-	for _, s := range rootns.KubeletSysctls {
+	for _, s := range append(append([]string{}, rootns.KubeletSysctls...), CiliumLockedSysctls...) {
 		out[s], _ = lab.ReadSysctl(s)
+	}
+	if progs, err := cgroup.RootPrograms(); err != nil {
+		out[cgroupRootKey] = "error: " + err.Error()
+	} else {
+		out[cgroupRootKey] = progs
 	}
 	for _, p := range machinePaths {
 		_, err := os.Stat(p)
@@ -29,6 +37,9 @@ func MachineState() map[string]string {
 	}
 	return out
 }
+
+// cgroupRootKey is MachineState's key of the cgroup v2 root's programs.
+const cgroupRootKey = "cgroup v2 root programs"
 
 // Leftovers says what a removed cluster (its daemons, namespaces, state,
 // mounts, cgroups, its vnetlab proxies' pins) left on the machine ("" = nothing);

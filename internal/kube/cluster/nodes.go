@@ -49,7 +49,8 @@ func (b *builder) recordSysctls() error {
 }
 
 // Paths kubelet and containerd use whatever their configuration says.
-var machinePaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd"}
+// (CiliumRun: the mount point of each Cilium daemon's own run directory.)
+var machinePaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/containerd", CiliumRun}
 
 // recordMachinePaths journals the fixed paths the daemons will create, when
 // they do not exist yet and no other local cluster could be using them.
@@ -78,7 +79,7 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 			return err
 		}
 	}
-	binDir, err := b.cniBinDir()
+	binDir, err := b.cniBinDir(n)
 	if err != nil {
 		return err
 	}
@@ -93,6 +94,11 @@ func (b *builder) startNode(ctx context.Context, n node, img, tarPath, kubeconfi
 		}
 	case clusternet.CNIFlannel:
 		// written from flanneld's subnet.env once it runs (writeFlannelCNI)
+	case clusternet.CNICilium:
+		// written by the node's agent once it is ready (startCilium)
+		if err := b.prepareCiliumNode(n); err != nil {
+			return err
+		}
 	default:
 		files["cni/10-vnetlab.conflist"] = cniTmpl
 	}

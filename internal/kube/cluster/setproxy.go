@@ -233,6 +233,11 @@ func switchable(name string) (*lab.State, error) {
 // enforcer cannot run with is refused, naming why.
 func switchSpec(st *lab.State, proxy string, socketLB bool) (Spec, error) {
 	n := Network(st)
+	for _, name := range []string{n.Proxy, proxy} {
+		if p, err := clusternet.GetProxy(name); err == nil && p.CNI != "" {
+			return Spec{}, fmt.Errorf("cluster %s cannot switch from %s to %s: %s is %s's agent's own, set when kube up starts it", st.Name, n.Proxy, proxy, p.Name, p.CNI)
+		}
+	}
 	s := Spec{Name: st.Name, Nodes: len(st.Nodes), Proxy: proxy, SocketLB: socketLB, CNI: n.CNI, Family: Family(st), NetworkPolicy: n.Policy}
 	switch n.CNI {
 	case clusternet.CNIVnetlab:

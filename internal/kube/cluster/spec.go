@@ -94,6 +94,8 @@ func (s Spec) Network() clusternet.Network {
 		n.CNIMode = s.cniMode()
 	case clusternet.CNIFlannel:
 		n.CNIMode = s.flannelBackend()
+	case clusternet.CNICilium:
+		n.CNIMode = clusternet.CiliumNative
 	}
 	n.Policy = s.networkPolicy()
 	return n
@@ -143,6 +145,9 @@ func (s Spec) Validate() error {
 	if err != nil {
 		return field.Errorf("proxy", "{proxy} %q: %s", s.Proxy, clusternet.ProxyHelp())
 	}
+	if cni := s.Network().CNI; !p.Serves(cni) {
+		return field.Errorf("proxy", "{proxy} %s is %s's own: add {cni} %s (the cluster's CNI is %s)", p.Name, p.CNI, p.CNI, cni)
+	}
 	if s.SocketLB && !p.SocketLB {
 		return field.Errorf("socket_lb", "{proxy} %s with {socket_lb}: socket LB is an option of {proxy} %s (vnetlab-sock translates every socket already; kube-proxy has none)", s.Proxy, clusternet.VnetlabEBPF)
 	}
@@ -163,6 +168,9 @@ func (s Spec) validateFamily() error {
 		// flannel can do dual-stack (EnableIPv6), but vnetlab reads only its
 		// IPv4 subnet.env keys into the conflist so far.
 		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs flannel IPv4-only so far: use {ip_family} ipv4, or {cni} %s|%s", clusternet.CNIFlannel, f, clusternet.CNIBridge, clusternet.CNIVnetlab)
+	}
+	if s.CNI == clusternet.CNICilium {
+		return field.Errorf("ip_family", "{cni} %s with {ip_family} %s: vnetlab runs Cilium IPv4-only so far: use {ip_family} ipv4", clusternet.CNICilium, f)
 	}
 	if s.CNI == clusternet.CNIVnetlab {
 		if m, err := modes.Get(s.cniMode()); err == nil && !m.IPv6 {

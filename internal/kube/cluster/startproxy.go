@@ -28,6 +28,9 @@ func ProxyPlane(cluster, node string) string {
 }
 
 func (s Spec) proxyProcess() string {
+	if p, err := clusternet.GetProxy(s.Proxy); err == nil && p.CNI != "" {
+		return "Services by " + p.CNI + "'s agent"
+	}
 	switch {
 	case s.SocketLB:
 		return "vnetlab kube-proxy (" + s.Proxy + ", socket LB)"
@@ -56,6 +59,9 @@ func (b *builder) writeKubeProxyConfig(n node, name, mode string) error {
 // vnetlab's (its maps and programs journaled as pins, so teardown removes
 // them after stopping it).
 func (b *builder) startProxy(n node, kubeconfig string) error {
+	if p, err := clusternet.GetProxy(b.spec.Proxy); err == nil && p.CNI != "" {
+		return nil // the CNI's agent (startCilium)
+	}
 	if !clusternet.IsVnetlab(b.spec.Proxy) {
 		return b.daemon(n.ns, n.name+proxyLogSuffix(b.spec.Proxy), b.k8s(binaries.KubeProxy), "--config", filepath.Join(n.dir, kubeProxyConfig))
 	}

@@ -78,8 +78,8 @@ func (b *builder) wire(cpNS string) error {
 			return err
 		}
 		for _, o := range b.nodes {
-			// flannel routes to the other nodes' pods itself.
-			if o.name != n.name && b.spec.CNI != clusternet.CNIFlannel {
+			// flannel and Cilium route to the other nodes' pods themselves.
+			if o.name != n.name && b.spec.CNI != clusternet.CNIFlannel && b.spec.CNI != clusternet.CNICilium {
 				if err := h.RouteAdd(&netlink.Route{Dst: o.pods, Gw: o.ip}); err != nil {
 					return fmt.Errorf("%s route to %s's pods: %w", n.name, o.name, err)
 				}

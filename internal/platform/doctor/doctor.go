@@ -72,6 +72,7 @@ var programs = []struct {
 	{"nft", "--version", "nftables Services", "nftables", false},
 	{"ovs-vswitchd", "--version", "ovs modes", "openvswitch-switch", false},
 	{"ethtool", "--version", "offload settings (ovs, tap)", "ethtool", false},
+	{"clang-19", "--version", "kube up --cni cilium (its agent compiles its datapath with it)", "clang-19", false},
 }
 
 // DefaultModes are the modes of plain `vnetlab run` (seed 002's podIP row).

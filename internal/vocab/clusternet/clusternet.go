@@ -25,10 +25,14 @@ const (
 	// node, with one of its backends (Network.CNIMode), and the bridge +
 	// host-local configuration flannel's CNI plugin generates.
 	CNIFlannel = "flannel"
+	// CNICilium is Cilium (built from its Go module): its agent on every
+	// node as a node daemon, its operator beside the control plane, its
+	// own CNI plugin; native routing between the nodes (Network.CNIMode).
+	CNICilium = "cilium"
 )
 
 // CNIs lists --cni's values, the default first.
-var CNIs = []string{CNIBridge, CNIVnetlab, CNIFlannel}
+var CNIs = []string{CNIBridge, CNIVnetlab, CNIFlannel, CNICilium}
 
 // flannel's backends a local cluster runs (kube up --flannel-backend): the
 // data paths vnetlab's vxlan and host-gw lab modes claim to reproduce.
@@ -40,12 +44,19 @@ const (
 // FlannelBackends lists --flannel-backend's values, the default first.
 var FlannelBackends = []string{FlannelVXLAN, FlannelHostGW}
 
+// CiliumNative is Cilium's routing mode a local cluster runs: pod packets
+// routed between the nodes as they are, each node's route to the others'
+// pods installed by the agent (auto-direct-node-routes), no tunnel.
+const CiliumNative = "native"
+
 // The Service proxies a local cluster's nodes can run (kube up --proxy).
 const (
 	IPTables    = "iptables"
 	NFTables    = "nftables"
 	VnetlabEBPF = "vnetlab-ebpf"
 	VnetlabSock = "vnetlab-sock"
+	// CiliumKPR is Cilium's kube-proxy replacement, its agent's own.
+	CiliumKPR = "cilium"
 )
 
 // DefaultProxy is kube-proxy's default mode.
@@ -64,6 +75,13 @@ type Proxy struct {
 	// SocketLB: the proxy takes --socket-lb (its pods' connect() and
 	// sendmsg() translated at the socket too).
 	SocketLB bool
+	// CNI: the proxy is this CNI's own (its agent serves the Services; no
+	// proxy process of its own): it runs only with that CNI ("": any).
+	CNI string
+	// NodeCgroup: the node's own processes get ClusterIPs translated only
+	// in the node's cgroup, where the proxy's socket programs are, not
+	// everywhere in its namespace as with kube-proxy's netfilter rules.
+	NodeCgroup bool
 	// LabProvider is the lab Service provider (internal/platform/labservice's name)
 	// with the same data path: `compare lab.json cluster.json` pairs a lab's
 	// service cells of that provider with the cluster's Service cells.
@@ -74,11 +92,16 @@ type Proxy struct {
 var Proxies = []Proxy{
 	{Name: IPTables, LabProvider: "iptables", Summary: "kube-proxy in mode iptables"},
 	{Name: NFTables, LabProvider: "nftables", Summary: "kube-proxy in mode nftables"},
-	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, LabProvider: "ebpf",
+	{Name: VnetlabEBPF, Vnetlab: true, SocketLB: true, NodeCgroup: true, LabProvider: "ebpf",
 		Summary: "vnetlab's own (vnetlab kube-proxy, no kube-proxy process): tc programs on the pods' veths"},
-	{Name: VnetlabSock, Vnetlab: true, LabProvider: "ebpf-sock",
+	{Name: VnetlabSock, Vnetlab: true, NodeCgroup: true, LabProvider: "ebpf-sock",
 		Summary: "vnetlab's own: socket programs on the node's cgroup (no per-packet NAT)"},
+	{Name: CiliumKPR, CNI: CNICilium, NodeCgroup: true, LabProvider: "ebpf-sock",
+		Summary: "Cilium's kube-proxy replacement, with --cni cilium (its agent, no kube-proxy process): socket LB on the node's cgroup"},
 }
+
+// Serves says whether the proxy runs with CNI cni.
+func (p Proxy) Serves(cni string) bool { return p.CNI == "" || p.CNI == cni }
 
 // ProxyNames lists the proxies' names in Proxies' order.
 func ProxyNames() []string {
@@ -131,7 +154,7 @@ type Network struct {
 	// (first) detected one for another ("calico", "unknown").
 	CNI string
 	// CNIMode is the plugin's variant: the mode CNIVnetlab wires pods with,
-	// CNIFlannel's backend ("" for other plugins).
+	// CNIFlannel's backend, CNICilium's routing ("" for other plugins).
 	CNIMode string
 	// Proxy is the Service proxy (one of Proxies, or kube-proxy's detected
 	// mode on another cluster, e.g. "ipvs").
@@ -145,7 +168,7 @@ type Network struct {
 
 // CNIText is the CNI as people read it (the results' cni field, kube up's
 // line): "bridge+host-local", "vnetlab veth-routed + host-local",
-// "flannel vxlan + bridge+host-local".
+// "flannel vxlan + bridge+host-local", "cilium native".
 func (n Network) CNIText() string {
 	switch n.CNI {
 	case CNIBridge:
@@ -154,6 +177,8 @@ func (n Network) CNIText() string {
 		return "vnetlab " + n.CNIMode + " + host-local"
 	case CNIFlannel:
 		return "flannel " + n.CNIMode + " + bridge+host-local"
+	case CNICilium:
+		return "cilium " + n.CNIMode
 	}
 	return n.CNI
 }
@@ -176,10 +201,10 @@ func FromText(cni, proxy string) Network {
 	n := Network{Proxy: strings.TrimSuffix(proxy, socketLBSuffix), SocketLB: strings.HasSuffix(proxy, socketLBSuffix)}
 	// The plugin is the first word before "+" ("bridge+host-local",
 	// "calico+cilium": the first detected); vnetlab's names its mode next,
-	// flannel its backend.
+	// flannel its backend, cilium its routing.
 	plugin, _, _ := strings.Cut(cni, "+")
 	n.CNI = strings.TrimSpace(plugin)
-	if f := strings.Fields(n.CNI); len(f) == 2 && (f[0] == CNIVnetlab || f[0] == CNIFlannel) {
+	if f := strings.Fields(n.CNI); len(f) == 2 && (f[0] == CNIVnetlab || f[0] == CNIFlannel || f[0] == CNICilium) {
 		n.CNI, n.CNIMode = f[0], f[1]
 	}
 	return n

@@ -14,6 +14,7 @@ func TestTextsReadBack(t *testing.T) {
 		{CNI: CNIVnetlab, CNIMode: "veth-ebpf", Proxy: VnetlabEBPF, SocketLB: true},
 		{CNI: CNIFlannel, CNIMode: FlannelVXLAN, Proxy: IPTables},
 		{CNI: CNIFlannel, CNIMode: FlannelHostGW, Proxy: NFTables},
+		{CNI: CNICilium, CNIMode: CiliumNative, Proxy: IPTables},
 		{CNI: "calico", Proxy: "ipvs"},
 	} {
 		if got := FromText(n.CNIText(), n.ProxyText()); got != n {
