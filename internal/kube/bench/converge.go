@@ -148,14 +148,9 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 			}
 		}
 	}
-	pull := corev1.PullIfNotPresent
-	img := spec.Image
-	if img == "" {
-		var err error
-		if img, err = vnetlabImage(ctx, spec.Local, say); err != nil {
-			return nil, err
-		}
-		pull = corev1.PullNever
+	img, pull, err := measuringImage(ctx, spec.Image, spec.Local, say)
+	if err != nil {
+		return nil, err
 	}
 	cs, cfg, version, err := measure.Connect(ctx, kubeconfig, spec.Context)
 	if err != nil {

@@ -5,10 +5,22 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/vnetlab/vnetlab/internal/kube/cluster"
 	"github.com/vnetlab/vnetlab/internal/kube/image"
 	"github.com/vnetlab/vnetlab/internal/measure/engine"
 )
+
+// measuringImage is the image a run's pods use, and its pull policy: image
+// as given ("" : this vnetlab's, never pulled: vnetlabImage).
+func measuringImage(ctx context.Context, image, local string, say func(string, ...any)) (string, corev1.PullPolicy, error) {
+	if image != "" {
+		return image, corev1.PullIfNotPresent, nil
+	}
+	img, err := vnetlabImage(ctx, local, say)
+	return img, corev1.PullNever, err
+}
 
 // vnetlabImage is this vnetlab's image reference; a local cluster gets the
 // image imported into its nodes when it does not have it yet.

@@ -184,12 +184,9 @@ func newReadier(ctx context.Context, spec ReadinessSpec, local string, say func(
 		n := cluster.Network(st)
 		network, kubeconfig = &n, st.Facts[cluster.FactKubeconfig]
 	}
-	pull, img := corev1.PullIfNotPresent, spec.Image
-	if img == "" {
-		if img, err = vnetlabImage(ctx, local, say); err != nil {
-			return nil, err
-		}
-		pull = corev1.PullNever
+	img, pull, err := measuringImage(ctx, spec.Image, local, say)
+	if err != nil {
+		return nil, err
 	}
 	cs, cfg, version, err := measure.Connect(ctx, kubeconfig, spec.Context)
 	if err != nil {
