@@ -45,7 +45,8 @@ type Session struct {
 // Writer writes a lab's compiled rules through its provider for a
 // Session: old nil installs r in a lab holding none of the provider's
 // objects; else it changes the objects from old to r, changes being the
-// pods whose rules differ.
+// pods whose rules differ (the compiler's Changes: with the Allows that
+// came and went where it knows them).
 type Writer interface {
 	Write(old, r *netpol.Rules, changes []netpol.PodChange) error
 	Close() error
@@ -287,12 +288,10 @@ func (s *Session) change(do, undo, commit func()) error {
 	old := s.rules
 	do()
 	next := s.comp.Rules()
-	s.comp.Changed()
 	start := time.Now()
-	if err := w.Write(&old, &next, netpol.Diff(&old, &next)); err != nil {
+	if err := w.Write(&old, &next, s.comp.Changes()); err != nil {
 		undo()
-		s.comp.Changed()
-		if back := w.Write(&next, &old, netpol.Diff(&next, &old)); back != nil {
+		if back := w.Write(&next, &old, s.comp.Changes()); back != nil {
 			err = errors.Join(err, fmt.Errorf("and writing the rules in force again: %w", back))
 		}
 		return fmt.Errorf("policy provider %s: %w", s.c.Provider, err)
