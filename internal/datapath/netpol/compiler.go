@@ -67,18 +67,29 @@ type Compiler struct {
 	// since Changed last took them.
 	rules   map[PodKey]*PodRules
 	changed map[PodKey]bool
-	dirty   map[PodKey]bool
+	// was are the changed pods' rules when Changed or Changes last took
+	// them, with the Allows that came and went since (changes.go).
+	was   map[PodKey]podWas
+	dirty map[PodKey]bool
 	// stale are the policies whose rules are resolved again before the
 	// pods' rules are put together.
 	stale map[string]bool
 	// batch: the pods' rules wait for the end of Batch.
 	batch bool
+	// gen numbers the policies' resolutions.
+	gen uint64
 }
 
 type podState struct {
 	kept bool
 	// by are the policies selecting the pod, sorted by key.
 	by []*policyState
+	// segs are the Allows each policy gave the pod when its rules were
+	// last put together (segments.go), sorted by key; spare is the buffer
+	// the next are put in. whole: the pod itself changed since, so each
+	// segment is made again.
+	segs, spare []segment
+	whole       bool
 }
 
 type policyState struct {
@@ -90,6 +101,9 @@ type policyState struct {
 	ingress, egress []ruleForm
 	// selected are the pods its pod selector selects.
 	selected map[PodKey]bool
+	// gen changes each time its rules are resolved: a pod's segment of
+	// another gen is made again.
+	gen uint64
 }
 
 // NewCompiler is an empty world's compiler keeping the rules of the pods
@@ -98,7 +112,7 @@ type policyState struct {
 func NewCompiler(keep func(*Pod) bool) *Compiler {
 	c := &Compiler{keep: keep, pods: map[PodKey]*podState{}, policies: map[string]*policyState{},
 		selectors: map[string]selIndex{}, podPeers: map[string]selIndex{}, anyNS: selIndex{}, nsPeers: selIndex{},
-		named: map[string]map[string]int{}, rules: map[PodKey]*PodRules{}, changed: map[PodKey]bool{}, dirty: map[PodKey]bool{}, stale: map[string]bool{}}
+		named: map[string]map[string]int{}, rules: map[PodKey]*PodRules{}, changed: map[PodKey]bool{}, was: map[PodKey]podWas{}, dirty: map[PodKey]bool{}, stale: map[string]bool{}}
 	c.w.memo = &memo{selectors: map[*metav1.LabelSelector]labels.Selector{}, namespace: map[string]labels.Set{}}
 	return c
 }
@@ -167,14 +181,21 @@ func (c *Compiler) PodRules(k PodKey) *PodRules { return c.rules[k] }
 // Changed takes the pods whose rules were added, changed or removed since
 // the last call, sorted.
 func (c *Compiler) Changed() []PodKey {
-	out := slices.SortedFunc(maps.Keys(c.changed), func(a, b PodKey) int {
+	out := c.changedKeys()
+	clear(c.changed)
+	clear(c.was)
+	return out
+}
+
+// changedKeys are the pods changed since Changed or Changes last took
+// them, sorted.
+func (c *Compiler) changedKeys() []PodKey {
+	return slices.SortedFunc(maps.Keys(c.changed), func(a, b PodKey) int {
 		if a.Namespace != b.Namespace {
 			return strings.Compare(a.Namespace, b.Namespace)
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	clear(c.changed)
-	return out
 }
 
 // Pod is the pod named k, nil when there is none (read it, never write
@@ -266,7 +287,7 @@ func (c *Compiler) changePod(k PodKey, old, new *Pod, kept bool) {
 	for _, ps := range now {
 		ps.selected[k] = true
 	}
-	st.by, st.kept = now, kept
+	st.by, st.kept, st.whole = now, kept, true
 	if new == nil {
 		delete(c.pods, k)
 	}
@@ -529,6 +550,8 @@ func (c *Compiler) resolve(ps *policyState) {
 			ps.egress = append(ps.egress, c.w.resolveRule(ps.ns, r.To, r.Ports, true))
 		}
 	}
+	c.gen++
+	ps.gen = c.gen
 	for k := range ps.selected {
 		c.dirty[k] = true
 	}
@@ -551,73 +574,18 @@ func (c *Compiler) recompute() {
 		st := c.pods[k]
 		if st == nil || !st.kept {
 			if had != nil {
+				c.note(k, had, nil)
 				delete(c.rules, k)
-				c.changed[k] = true
 			}
 			continue
 		}
 		i, _ := c.podIndex(k)
-		r := c.assemble(&c.w.Pods[i], st)
-		if had == nil || !had.Equal(r) {
+		if r, d := c.assemble(&c.w.Pods[i], st, had); r != nil {
+			c.note(k, had, d)
 			c.rules[k] = r
-			c.changed[k] = true
 		}
 	}
 	clear(c.dirty)
-}
-
-// assemble is pod's rules: Compile's, from the policies selecting it (st)
-// in order, each rule as resolved.
-func (c *Compiler) assemble(pod *Pod, st *podState) *PodRules {
-	pr := &PodRules{Pod: pod.Name, Namespace: pod.Namespace, IPs: slices.Clone(pod.IPs)}
-	// The Allows counted first: a pod many policies select has as many.
-	var in, eg int
-	for _, ps := range st.by {
-		if ps.in {
-			for i := range ps.ingress {
-				in += len(ps.ingress[i].fixed) + min(len(ps.ingress[i].named), 1)
-			}
-		}
-		if ps.eg {
-			for i := range ps.egress {
-				eg += len(ps.egress[i].fixed)
-			}
-		}
-	}
-	if in > 0 {
-		pr.Ingress.Allow = make([]Allow, 0, in)
-	}
-	if eg > 0 {
-		pr.Egress.Allow = make([]Allow, 0, eg)
-	}
-	for _, ps := range st.by {
-		if ps.in {
-			pr.Ingress.Isolated = true
-			for i := range ps.ingress {
-				// One at a time: most rules are one Allow, and appending a
-				// slice of one costs a call per policy.
-				for _, a := range ps.ingress[i].allows(pod) {
-					pr.Ingress.Allow = append(pr.Ingress.Allow, a)
-				}
-			}
-		}
-		if ps.eg {
-			pr.Egress.Isolated = true
-			for i := range ps.egress {
-				for _, a := range ps.egress[i].allows(pod) {
-					pr.Egress.Allow = append(pr.Egress.Allow, a)
-				}
-			}
-		}
-	}
-	// Compile leaves an Allow list that nothing was added to nil.
-	if len(pr.Ingress.Allow) == 0 {
-		pr.Ingress.Allow = nil
-	}
-	if len(pr.Egress.Allow) == 0 {
-		pr.Egress.Allow = nil
-	}
-	return pr
 }
 
 func byKey(a, b *policyState) int { return strings.Compare(a.key, b.key) }

@@ -91,8 +91,17 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 			return step
 		}
 		wantChanged := changedPods(prev, want)
-		if got := c.Changed(); !slices.Equal(got, wantChanged) {
+		changes := c.Changes()
+		var got []netpol.PodKey
+		for _, ch := range changes {
+			got = append(got, ch.Key)
+		}
+		if !slices.Equal(got, wantChanged) {
 			fail(fmt.Sprintf("the compiler says pods %v changed; their rules say %v", got, wantChanged))
+			return step
+		}
+		if msg := checkChanges(changes, &before, c.Rules()); msg != "" {
+			fail(msg)
 			return step
 		}
 		// Diff of the rules before and after (which share the unchanged
@@ -114,6 +123,62 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 		prev = want
 	}
 	return steps
+}
+
+// checkChanges holds a Compiler's changes to the rules before and after
+// them: each change's Old and New are the pod's rules there, and its
+// Delta, when given, takes Old's Allows to New's (as multisets) on the
+// same addresses and isolation. It says what is wrong ("": nothing).
+func checkChanges(changes []netpol.PodChange, before *netpol.Rules, after netpol.Rules) string {
+	find := func(r *netpol.Rules, k netpol.PodKey) *netpol.PodRules {
+		for i := range r.Pods {
+			if r.Pods[i].Namespace == k.Namespace && r.Pods[i].Pod == k.Name {
+				return &r.Pods[i]
+			}
+		}
+		return nil
+	}
+	for _, ch := range changes {
+		old, now := find(before, ch.Key), find(&after, ch.Key)
+		if !reflect.DeepEqual(old, ch.Old) || !reflect.DeepEqual(now, ch.New) {
+			return fmt.Sprintf("the change of pod %v: its Old or New is not the pod's rules before or after", ch.Key)
+		}
+		if ch.Delta == nil {
+			continue
+		}
+		if !slices.Equal(old.IPs, now.IPs) || old.Ingress.Isolated != now.Ingress.Isolated || old.Egress.Isolated != now.Egress.Isolated {
+			return fmt.Sprintf("the change of pod %v has a delta, but its addresses or isolation changed", ch.Key)
+		}
+		sides := []struct {
+			name       string
+			was, is    []netpol.Allow
+			came, went []netpol.Allow
+		}{{"ingress", old.Ingress.Allow, now.Ingress.Allow, ch.Delta.Ingress.Came, ch.Delta.Ingress.Went},
+			{"egress", old.Egress.Allow, now.Egress.Allow, ch.Delta.Egress.Came, ch.Delta.Egress.Went}}
+		for _, sd := range sides {
+			count := map[string]int{}
+			for _, a := range sd.was {
+				count[fmt.Sprint(a)]++
+			}
+			for _, a := range sd.went {
+				if count[fmt.Sprint(a)]--; count[fmt.Sprint(a)] < 0 {
+					return fmt.Sprintf("the delta of pod %v takes %s Allow %v away, which it did not have", ch.Key, sd.name, a)
+				}
+			}
+			for _, a := range sd.came {
+				count[fmt.Sprint(a)]++
+			}
+			for _, a := range sd.is {
+				count[fmt.Sprint(a)]--
+			}
+			for a, n := range count {
+				if n != 0 {
+					return fmt.Sprintf("the delta of pod %v leaves %s Allow %s %+d times against its rules after", ch.Key, sd.name, a, n)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // reference is Compile's rules of w, its pods and policies put in the

@@ -8,6 +8,10 @@ import "strings"
 type PodChange struct {
 	Key      PodKey
 	Old, New *PodRules
+	// Delta, when not nil, is the Allows that came and went between Old
+	// and New, which have the same addresses and isolation (a Compiler's
+	// Changes knows it; Diff does not).
+	Delta *AllowDelta
 }
 
 // Diff is the pods whose rules differ between old and new (nil: no

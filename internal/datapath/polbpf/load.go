@@ -32,12 +32,19 @@ type LoadStats struct {
 // at all. Load waits for one grace period instead, after the bump, when
 // the change is already in force: then no program still reads the slot
 // it left, and the next Load may edit it.
-func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) {
+func (p *Plane) Load(r *netpol.Rules) (LoadStats, error) { return p.LoadChanges(r, nil) }
+
+// LoadChanges is Load with changes, the pods whose rules changed since the
+// last Load (a netpol.Compiler's Changes): a pod's change that carries the
+// Allows that came and went is made by those alone, its rules not compared
+// with the last Load's. A change whose Old is not what the last Load held
+// is not trusted: that pod is compared.
+func (p *Plane) LoadChanges(r *netpol.Rules, changes []netpol.PodChange) (LoadStats, error) {
 	start := time.Now()
 	if p.track == nil {
 		p.track = newTracker()
 	}
-	p.track.update(r)
+	p.track.update(r, changes)
 	e := p.track.e
 	st := LoadStats{Entries: e.Count(), Compile: time.Since(start)}
 	if err := p.fits(e); err != nil {

@@ -70,16 +70,25 @@ func newTracker() *tracker {
 
 // update makes the tracker's entries r's; it says how many pods' rule
 // keys it made again. A pod whose addresses and isolation are as they were
-// is changed by the Allows that came and went alone (allowDiff): a pod
-// many policies select costs what its change touches.
-func (t *tracker) update(r *netpol.Rules) int {
+// is changed by the Allows that came and went alone: those a change of
+// changes gives (its Delta, from the rules the tracker holds: a
+// Compiler's Changes since the last update), else allowDiff's. A pod many
+// policies select costs what its change touches.
+func (t *tracker) update(r *netpol.Rules, changes []netpol.PodChange) int {
+	deltas := map[netpol.PodKey]*netpol.AllowDelta{}
+	for i := range changes {
+		ch := &changes[i]
+		if had := t.pods[ch.Key]; ch.Delta != nil && had != nil && holds(&had.rules, ch.Old) {
+			deltas[ch.Key] = ch.Delta
+		}
+	}
 	seen := make(map[netpol.PodKey]bool, len(r.Pods))
 	var changed []*netpol.PodRules
 	for i := range r.Pods {
 		p := &r.Pods[i]
 		k := netpol.PodKey{Namespace: p.Namespace, Name: p.Pod}
 		seen[k] = true
-		if had := t.pods[k]; had == nil || !had.rules.Equal(p) {
+		if had := t.pods[k]; had == nil || deltas[k] != nil || !had.rules.Equal(p) {
 			changed = append(changed, p)
 		}
 	}
@@ -117,8 +126,12 @@ func (t *tracker) update(r *netpol.Rules) int {
 		k := netpol.PodKey{Namespace: p.Namespace, Name: p.Pod}
 		had := t.pods[k]
 		if had != nil && sameShape(&had.rules, p) {
-			e := allowEdit{pe: had, gone: allowDiff(had.rules, *p)}
-			e.came = allowDiff(*p, had.rules)
+			e := allowEdit{pe: had}
+			if d := deltas[k]; d != nil {
+				e.gone, e.came = fromDelta(p, d.Ingress.Went, d.Egress.Went), fromDelta(p, d.Ingress.Came, d.Egress.Came)
+			} else {
+				e.gone, e.came = allowDiff(had.rules, *p), allowDiff(*p, had.rules)
+			}
 			// The keys of the Allows that go, with the identities they
 			// were made with (before any prefix goes).
 			e.goneKeys = t.ruleKeys(&e.gone)
@@ -258,6 +271,22 @@ func allowDiff(a, b netpol.PodRules) netpol.PodRules {
 		return out
 	}
 	return netpol.PodRules{Pod: a.Pod, Namespace: a.Namespace, IPs: a.IPs, Ingress: side(a.Ingress, b.Ingress), Egress: side(a.Egress, b.Egress)}
+}
+
+// holds says whether a tracker's rules of a pod are a change's Old: the
+// same addresses and isolation, each side's Allows the same slice (a
+// Compiler's rules share them), so that the change's delta applies.
+func holds(had, old *netpol.PodRules) bool {
+	same := func(a, b []netpol.Allow) bool {
+		return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+	}
+	return old != nil && sameShape(had, old) && same(had.Ingress.Allow, old.Ingress.Allow) && same(had.Egress.Allow, old.Egress.Allow)
+}
+
+// fromDelta is pod p's rules holding the Allows in and eg alone.
+func fromDelta(p *netpol.PodRules, in, eg []netpol.Allow) netpol.PodRules {
+	return netpol.PodRules{Pod: p.Pod, Namespace: p.Namespace, IPs: p.IPs,
+		Ingress: netpol.Side{Isolated: p.Ingress.Isolated, Allow: in}, Egress: netpol.Side{Isolated: p.Egress.Isolated, Allow: eg}}
 }
 
 // count counts a pod's prefixes and addresses in (1) or out (-1).

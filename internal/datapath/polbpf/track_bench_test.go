@@ -20,7 +20,8 @@ func BenchmarkTrackerPolicyAdd(b *testing.B) {
 			c := netpol.NewCompilerOf(w, nil)
 			t := newTracker()
 			r := c.Rules()
-			t.update(&r)
+			c.Changes()
+			t.update(&r, nil)
 			b.ResetTimer()
 			for i := range b.N {
 				if i%2 == 0 {
@@ -29,7 +30,7 @@ func BenchmarkTrackerPolicyAdd(b *testing.B) {
 					c.DeletePolicy(allow.Namespace, allow.Name)
 				}
 				r := c.Rules()
-				if t.update(&r) != 1 {
+				if t.update(&r, c.Changes()) != 1 {
 					b.Fatal("one pod's keys should be made again")
 				}
 			}

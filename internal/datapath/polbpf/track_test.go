@@ -19,7 +19,9 @@ import (
 // must be Compile's, identities aside (each named by its prefix), and two
 // slots written in turn with only the keys the tracker says changed since
 // each was written must hold exactly its entries. No kernel: the slots are
-// Go maps.
+// Go maps. Odd sequences give the tracker the Compiler's changes (their
+// deltas), some steps making two changes before they are taken; even
+// sequences give it the rules alone, which it compares.
 //
 // 50 sequences of 40 steps by default; VNETLAB_TRACK_SEQS and
 // VNETLAB_TRACK_STEPS scale it, VNETLAB_TRACK_SEED=N runs sequence N alone.
@@ -49,13 +51,23 @@ func TestTrackerMatchesCompile(t *testing.T) {
 		}
 		for step := 0; step <= steps; step++ {
 			what := "the world loaded"
+			withDeltas := seed%2 == 1
 			if step > 0 {
 				ch := g.Change()
 				what = ch.String()
 				ch.ApplyTo(c)
+				if withDeltas && step%3 == 0 {
+					ch := g.Change()
+					what += "; " + ch.String()
+					ch.ApplyTo(c)
+				}
 			}
 			r := c.Rules()
-			tr.update(&r)
+			var changes []netpol.PodChange
+			if withDeltas {
+				changes = c.Changes()
+			}
+			tr.update(&r, changes)
 			fail := func(msg string) {
 				t.Errorf("sequence %d step %d (%s): %s\nthe world now:\n%s\nrerun: VNETLAB_TRACK_SEED=%d VNETLAB_TRACK_STEPS=%d go test -run TestTrackerMatchesCompile ./internal/datapath/polbpf/",
 					seed, step, what, msg, g, seed, steps)

@@ -32,11 +32,16 @@
 // others, writing only what differs: of a changed pod, the bucket chains
 // whose Allows changed are refilled, its pod chain is rewritten only when
 // its buckets or its addresses changed, its map elements are added or
-// deleted only where its isolation or its addresses changed. A policy added
-// to 10,000 that select one pod refills one bucket of some 40 rules. The
-// counters are named objects, so rewriting a pod chain keeps them: a pod's
-// counts only grow while it stays isolated. Script is Delta from no rules
-// behind the table's frame, so the two make the same ruleset.
+// deleted only where its isolation or its addresses changed. A change that
+// carries the Allows that came and went (a netpol.Compiler's Changes) and
+// keeps the pod's buckets is written by them alone: Allows added append
+// their rules to their buckets (a policy added to 10,000 that select one
+// pod: one rule), Allows taken refill their buckets from the Allows now.
+// The counters are named objects, so rewriting a pod chain keeps them: a
+// pod's counts only grow while it stays isolated. Script is Delta from no
+// rules behind the table's frame, so the two make the same ruleset, but
+// for the order of a bucket's rules (which only allow: any order decides
+// alike).
 //
 // kube-network-policies decides the first packet of a connection in
 // userspace through nfqueue; this kernel has no nftables queue statement,
@@ -49,6 +54,7 @@ package polnft
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -188,6 +194,9 @@ func deltaOf(changes []netpol.PodChange, nb uint64) string {
 	var del, chains, add script
 	for _, c := range changes {
 		for _, d := range directions {
+			if c.Delta != nil && d.appended(&chains, c, nb) {
+				continue
+			}
 			if c.Old != nil && c.New != nil && slices.Equal(c.Old.IPs, c.New.IPs) && d.side(c.Old).Equal(d.side(c.New)) {
 				continue // the pod's other side changed
 			}
@@ -231,6 +240,96 @@ func (d direction) of(p *netpol.PodRules, nb uint64, was *podChains) *podChains 
 		prev = was.Buckets
 	}
 	return &podChains{name: d.name + "-" + p.Namespace + "/" + p.Pod, ips: p.IPs, Buckets: netpol.NewBuckets(d.side(p).Allow, int(nb), prev)}
+}
+
+// appended writes to chains the side d of change c when its delta only
+// adds Allows to buckets the pod's side already has: their rules appended
+// to those bucket chains (a bucket's rules only allow, so their order does
+// not matter), nothing else of the pod written; it says whether it did
+// (else the side is written by its buckets, delta). Whether a bucket is
+// there is found by hashing the old Allows until one of each bucket
+// needed turns up: a pod of 10,000 Allows over Buckets buckets costs some
+// hundreds of hashes, not 10,000 and a comparison of both lists.
+func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool {
+	sd := d.sideDelta(c.Delta)
+	switch {
+	case len(sd.Came)+len(sd.Went) == 0:
+		return true // this side did not change
+	case !d.side(c.New).Isolated:
+		return false
+	case len(sd.Went) > 0:
+		return d.refilled(chains, c, sd, nb)
+	}
+	need := map[uint64][]netpol.Allow{}
+	for _, a := range sd.Came {
+		k := a.Hash() % nb
+		need[k] = append(need[k], a)
+	}
+	missing, seen := len(need), map[uint64]bool{}
+	for _, a := range d.side(c.Old).Allow {
+		if missing == 0 {
+			break
+		}
+		k := a.Hash() % nb
+		if _, ok := need[k]; ok && !seen[k] {
+			seen[k] = true
+			missing--
+		}
+	}
+	if missing > 0 {
+		return false
+	}
+	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
+	for _, k := range slices.Sorted(maps.Keys(need)) {
+		for _, a := range need[k] {
+			for _, m := range allow(a, d.peer) {
+				chains.line("add rule %s %s/%d %s%s", name, k, m, d.verdict)
+			}
+		}
+	}
+	return true
+}
+
+// refilled writes to chains the side d of change c when its delta only
+// takes Allows (sd.Went) from buckets that keep others: those bucket
+// chains flushed and filled again from the side's Allows now, nothing else
+// of the pod written; it says whether it did. The Allows now are hashed
+// once, the old ones not at all.
+func (d direction) refilled(chains *script, c netpol.PodChange, sd netpol.SideDelta, nb uint64) bool {
+	if len(sd.Came) > 0 {
+		return false
+	}
+	now := netpol.NewBuckets(d.side(c.New).Allow, int(nb), nil)
+	var ks []int
+	for _, a := range sd.Went {
+		k := int(a.Hash() % nb)
+		if len(now.In(k)) == 0 {
+			return false // a bucket emptied: the pod chain changes
+		}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
+	for _, k := range ks {
+		b := name + "/" + strconv.Itoa(k)
+		chains.line("flush chain %s %s", b)
+		for _, i := range now.In(k) {
+			for _, m := range allow(now.Allow[i], d.peer) {
+				chains.line("add rule %s %s %s%s", b, m, d.verdict)
+			}
+		}
+	}
+	return true
+}
+
+// sideDelta is direction d's side of delta x.
+func (d direction) sideDelta(x *netpol.AllowDelta) netpol.SideDelta {
+	if d.name == ingress {
+		return x.Ingress
+	}
+	return x.Egress
 }
 
 // in is the indices of bucket n's Allows (none when c is nil).

@@ -17,9 +17,11 @@ type Backend interface {
 	// peers from every pod).
 	Everywhere() bool
 	// Apply makes the node's rules r (only what differs from the last
-	// Apply need change). attach are the node's own pods that are not
-	// being deleted, by namespace/name.
-	Apply(r *netpol.Rules, attach map[string]bool) error
+	// Apply need change); changes are the pods whose rules changed since
+	// the last Apply (the compiler's Changes, with the Allows that came and
+	// went where it knows them). attach are the node's own pods that are
+	// not being deleted, by namespace/name.
+	Apply(r *netpol.Rules, changes []netpol.PodChange, attach map[string]bool) error
 }
 
 // nftBackend writes the table of internal/datapath/polnft into the
@@ -40,13 +42,14 @@ func (b *nftBackend) Name() string { return "nftables (table inet " + polnft.Tab
 func (b *nftBackend) Everywhere() bool { return false }
 
 // Apply keeps r: a Compiler's rules of a pod that changes are new values,
-// so those of the last Apply still say what is in force.
-func (b *nftBackend) Apply(r *netpol.Rules, _ map[string]bool) error {
+// so those of the last Apply still say what is in force. After a failed
+// Apply the whole table is loaded (the changes since are lost with it).
+func (b *nftBackend) Apply(r *netpol.Rules, changes []netpol.PodChange, _ map[string]bool) error {
 	var err error
 	if b.last == nil {
 		err = polnft.Load(b.ns, polnft.Script(r))
 	} else {
-		err = polnft.Change(b.ns, polnft.Delta(netpol.Diff(b.last, r)), r)
+		err = polnft.Change(b.ns, polnft.Delta(changes), r)
 	}
 	if err != nil {
 		b.last = nil

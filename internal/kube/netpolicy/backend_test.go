@@ -57,7 +57,7 @@ func TestNFTablesBackend(t *testing.T) {
 				r = c.Rules()
 			}
 		}
-		if err := b.Apply(&r, nil); err != nil {
+		if err := b.Apply(&r, c.Changes(), nil); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		holds(step, &r)

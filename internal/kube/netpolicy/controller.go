@@ -146,6 +146,7 @@ func (c *Controller) Sync() (Stats, error) {
 		}
 	})
 	r := c.comp.Rules()
+	changes := c.comp.Changes()
 	npods, npolicies := c.comp.Len()
 	st := Stats{Pods: npods, Local: len(c.local), Policies: npolicies}
 	for _, p := range r.Pods {
@@ -160,7 +161,7 @@ func (c *Controller) Sync() (Stats, error) {
 			attach[k] = true
 		}
 	}
-	err := c.backend.Apply(&r, attach)
+	err := c.backend.Apply(&r, changes, attach)
 	c.failed = err != nil
 	st.Took = time.Since(t0)
 	if err != nil {

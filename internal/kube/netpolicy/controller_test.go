@@ -30,7 +30,7 @@ type fakeBackend struct {
 
 func (*fakeBackend) Name() string       { return "fake" }
 func (b *fakeBackend) Everywhere() bool { return b.everywhere }
-func (b *fakeBackend) Apply(r *netpol.Rules, _ map[string]bool) error {
+func (b *fakeBackend) Apply(r *netpol.Rules, _ []netpol.PodChange, _ map[string]bool) error {
 	if b.work != nil {
 		b.work(r)
 		return nil

@@ -114,7 +114,9 @@ func (b *ebpfBackend) frontends() error {
 	return nil
 }
 
-func (b *ebpfBackend) Apply(r *netpol.Rules, attach map[string]bool) error {
+// Apply loads r with the node's addresses allowed (withNode): rules of
+// their own, so changes are not the tracker's to trust (it compares).
+func (b *ebpfBackend) Apply(r *netpol.Rules, _ []netpol.PodChange, attach map[string]bool) error {
 	if err := b.open(); err != nil {
 		return err
 	}

@@ -79,13 +79,13 @@ func withPlane(st *lab.State, do func(*polbpf.Plane) error) error {
 // puts the programs on every pod's interface that has none, with the lab's
 // Service frontends (the Service plane's maps, created if the lab has none
 // yet: tcbpf.FrontendMaps).
-func load(pl *polbpf.Plane, st *lab.State, r *netpol.Rules, install bool) error {
+func load(pl *polbpf.Plane, st *lab.State, r *netpol.Rules, changes []netpol.PodChange, install bool) error {
 	if install {
 		if err := pl.ResetCounters(); err != nil {
 			return err
 		}
 	}
-	if _, err := pl.Load(r); err != nil {
+	if _, err := pl.LoadChanges(r, changes); err != nil {
 		return err
 	}
 	var missing []lab.PodState
@@ -113,11 +113,11 @@ func load(pl *polbpf.Plane, st *lab.State, r *netpol.Rules, install bool) error 
 }
 
 func (ebpfProvider) Install(st *lab.State, r *netpol.Rules) error {
-	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, true) })
+	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, nil, true) })
 }
 
 func (ebpfProvider) Update(st *lab.State, _, r *netpol.Rules, _ []netpol.PodChange) error {
-	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, false) })
+	return withPlane(st, func(pl *polbpf.Plane) error { return load(pl, st, r, nil, false) })
 }
 
 // Hold keeps the lab's plane open for a Session: it remembers what it
@@ -137,8 +137,8 @@ type heldPlane struct {
 	st *lab.State
 }
 
-func (h heldPlane) Write(old, r *netpol.Rules, _ []netpol.PodChange) error {
-	return load(h.pl, h.st, r, old == nil)
+func (h heldPlane) Write(old, r *netpol.Rules, changes []netpol.PodChange) error {
+	return load(h.pl, h.st, r, changes, old == nil)
 }
 
 func (h heldPlane) Close() error { return h.pl.Close() }

@@ -40,12 +40,35 @@ type Session struct {
 	// enc holds each saved policy's JSON by key, so that saving after a
 	// change encodes only the policies it brought (save).
 	enc map[string][]byte
+	// later: an incremental change's save waits for Flush (SaveLater);
+	// unsaved: one waits.
+	later, unsaved bool
+}
+
+// SaveLater has the session's incremental changes (Add, Del) leave
+// policies.json to the next Flush (or Close): a caller holding the lab
+// for a run of changes, which writes each change's file in the pause
+// after it, not while the change is being shown (thousands of policies
+// make the file megabytes). The lab's lock is held all the while.
+func (s *Session) SaveLater() { s.later = true }
+
+// Flush saves policies.json if a change left it to Flush.
+func (s *Session) Flush() error {
+	if !s.unsaved {
+		return nil
+	}
+	if err := s.save(); err != nil {
+		return err
+	}
+	s.unsaved = false
+	return nil
 }
 
 // Writer writes a lab's compiled rules through its provider for a
 // Session: old nil installs r in a lab holding none of the provider's
 // objects; else it changes the objects from old to r, changes being the
-// pods whose rules differ.
+// pods whose rules differ (the compiler's Changes: with the Allows that
+// came and went where it knows them).
 type Writer interface {
 	Write(old, r *netpol.Rules, changes []netpol.PodChange) error
 	Close() error
@@ -110,11 +133,12 @@ func sessionOf(st *lab.State, c *Config) (*Session, error) {
 	return s, nil
 }
 
-// Close releases the provider's objects and the lab.
+// Close saves what waits for Flush, and releases the provider's objects
+// and the lab.
 func (s *Session) Close() error {
-	var err error
+	err := s.Flush()
 	if s.w != nil {
-		err = s.w.Close()
+		err = errors.Join(err, s.w.Close())
 	}
 	if s.l != nil {
 		s.l.Release()
@@ -235,9 +259,18 @@ func (s *Session) Add(d netpol.Doc, provider string) (Result, error) {
 			u()
 		}
 	}, func() {
-		s.c.Merge(d)
+		// The policies alone (this path has no namespaces or pods), each
+		// in the place of the one of its key: no index of every policy
+		// made for a change of one.
 		for i := range d.Policies {
-			delete(s.enc, netpol.PolicyKey(&d.Policies[i]))
+			p := &d.Policies[i]
+			k := netpol.PolicyKey(p)
+			if j := s.policyIndex(k); j >= 0 {
+				s.c.Policies[j] = *p
+			} else {
+				s.c.Policies = append(s.c.Policies, *p)
+			}
+			delete(s.enc, k)
 		}
 	})
 	if err != nil {
@@ -287,12 +320,10 @@ func (s *Session) change(do, undo, commit func()) error {
 	old := s.rules
 	do()
 	next := s.comp.Rules()
-	s.comp.Changed()
 	start := time.Now()
-	if err := w.Write(&old, &next, netpol.Diff(&old, &next)); err != nil {
+	if err := w.Write(&old, &next, s.comp.Changes()); err != nil {
 		undo()
-		s.comp.Changed()
-		if back := w.Write(&next, &old, netpol.Diff(&next, &old)); back != nil {
+		if back := w.Write(&next, &old, s.comp.Changes()); back != nil {
 			err = errors.Join(err, fmt.Errorf("and writing the rules in force again: %w", back))
 		}
 		return fmt.Errorf("policy provider %s: %w", s.c.Provider, err)
@@ -300,6 +331,10 @@ func (s *Session) change(do, undo, commit func()) error {
 	s.c.LoadSeconds = time.Since(start).Seconds()
 	s.rules = next
 	commit()
+	if s.later {
+		s.unsaved = true
+		return nil
+	}
 	return s.save()
 }
 
@@ -362,6 +397,7 @@ func (s *Session) replace(next *Config) error {
 		s.c = was
 		return err
 	}
+	s.unsaved = false
 	s.comp, s.rules = comp, r
 	return nil
 }
@@ -373,7 +409,7 @@ func (s *Session) Clear() error {
 	if err := Remove(s.st, s.c); err != nil {
 		return err
 	}
-	s.c, s.comp, s.rules, s.enc = &Config{}, nil, netpol.Rules{}, nil
+	s.c, s.comp, s.rules, s.enc, s.unsaved = &Config{}, nil, netpol.Rules{}, nil, false
 	return s.save()
 }
 
@@ -391,8 +427,14 @@ func (s *Session) save() error {
 		}
 		return err
 	}
-	enc := make(map[string][]byte, len(s.c.Policies))
-	out := append(b[:len(b)-1:len(b)-1], `,"policies":[`...)
+	// s.enc is kept in place: a change deletes the keys of the policies
+	// it brings or removes, and a failed save leaves only encodings of
+	// policies as they are.
+	if s.enc == nil {
+		s.enc = make(map[string][]byte, len(s.c.Policies))
+	}
+	size := len(b)
+	encs := make([][]byte, len(s.c.Policies))
 	for i := range s.c.Policies {
 		p := &s.c.Policies[i]
 		k := netpol.PolicyKey(p)
@@ -401,18 +443,20 @@ func (s *Session) save() error {
 			if pb, err = json.Marshal(p); err != nil {
 				return err
 			}
+			s.enc[k] = pb
 		}
-		enc[k] = pb
+		encs[i] = pb
+		size += len(pb) + 1
+	}
+	out := make([]byte, 0, size+len(`,"policies":[`)+len("]}\n"))
+	out = append(append(out, b[:len(b)-1]...), `,"policies":[`...)
+	for i, pb := range encs {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, pb...)
 	}
-	if err := lab.WriteBytes(s.st.Name, FileName, append(out, "]}\n"...)); err != nil {
-		return err
-	}
-	s.enc = enc
-	return nil
+	return lab.WriteBytes(s.st.Name, FileName, append(out, "]}\n"...))
 }
 
 func (s *Session) result(msg string) Result {
