@@ -152,11 +152,8 @@ func Converge(ctx context.Context, spec ConvergeSpec, say func(string, ...any)) 
 	if err != nil {
 		return nil, err
 	}
-	cs, cfg, version, err := measure.Connect(ctx, kubeconfig, spec.Context)
+	cs, cfg, version, err := measure.ConnectChecked(ctx, kubeconfig, spec.Context)
 	if err != nil {
-		return nil, err
-	}
-	if err := measure.CheckRBAC(ctx, cs); err != nil {
 		return nil, err
 	}
 	ready, err := measure.ReadyNodes(ctx, cs)

@@ -188,11 +188,8 @@ func newReadier(ctx context.Context, spec ReadinessSpec, local string, say func(
 	if err != nil {
 		return nil, err
 	}
-	cs, cfg, version, err := measure.Connect(ctx, kubeconfig, spec.Context)
+	cs, cfg, version, err := measure.ConnectChecked(ctx, kubeconfig, spec.Context)
 	if err != nil {
-		return nil, err
-	}
-	if err := measure.CheckRBAC(ctx, cs); err != nil {
 		return nil, err
 	}
 	nodes, err := measure.ReadyNodes(ctx, cs)

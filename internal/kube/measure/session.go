@@ -98,6 +98,19 @@ var permissions = []authv1.ResourceAttributes{
 	{Verb: "create", Resource: "services"},
 }
 
+// ConnectChecked is Connect, then CheckRBAC: a client that may make what
+// a measuring run makes.
+func ConnectChecked(ctx context.Context, kubeconfig, kubeContext string) (*kubernetes.Clientset, *rest.Config, string, error) {
+	cs, cfg, version, err := Connect(ctx, kubeconfig, kubeContext)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := CheckRBAC(ctx, cs); err != nil {
+		return nil, nil, "", err
+	}
+	return cs, cfg, version, nil
+}
+
 // CheckRBAC names the first permission the caller lacks.
 func CheckRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	for _, p := range permissions {

@@ -117,11 +117,8 @@ func Setup(ctx context.Context, o Options, say func(string, ...any)) (*Session, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	cs, cfg, version, err := Connect(ctx, o.Kubeconfig, o.Context)
+	cs, cfg, version, err := ConnectChecked(ctx, o.Kubeconfig, o.Context)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckRBAC(ctx, cs); err != nil {
 		return nil, err
 	}
 	nodes, err := PickNodes(ctx, cs, o.Nodes, slices.Contains(o.Placements, CrossNode))
