@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"reflect"
@@ -163,12 +162,6 @@ func TestHealthCheck(t *testing.T) {
 // The health server answers 200 with the count while there are local
 // endpoints, 503 without; moves with its port; stops when told.
 func TestHealthServers(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
 	h := newHealthServers(t.Logf)
 	h.host = "127.0.0.1" // this test runs in the machine's namespace: loopback only
 	defer h.Close()
@@ -189,9 +182,7 @@ func TestHealthServers(t *testing.T) {
 		}
 		return r.StatusCode, m, nil
 	}
-	if err := h.Set("ns/web", port, 2); err != nil {
-		t.Fatal(err)
-	}
+	port := serveOnFreePort(t, h, "ns/web", 2)
 	code, m, err := get(port)
 	if err != nil || code != 200 || m["localEndpoints"] != float64(2) || m["service"].(map[string]any)["name"] != "web" {
 		t.Fatalf("2 local endpoints: %d %v %v, want 200 with localEndpoints 2", code, m, err)

@@ -3,12 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,10 +168,7 @@ func TestProxierSyncHealth(t *testing.T) {
 	hs.host = "127.0.0.1" // the machine's namespace: loopback only
 	hs.healthy = p.status.Healthy
 	defer hs.Close()
-	port := freePort(t)
-	if err := hs.Set("ns/web", port, 1); err != nil {
-		t.Fatal(err)
-	}
+	port := serveOnFreePort(t, hs, "ns/web", 1)
 	code, _, raw := healthGet2(t, fmt.Sprintf("127.0.0.1:%d", port))
 	if code != 503 || raw["serviceProxyHealthy"] != false {
 		t.Fatalf("healthCheckNodePort while the syncs lag: %d %v, want 503 with serviceProxyHealthy false", code, raw)
@@ -238,13 +237,25 @@ func TestStatusServer(t *testing.T) {
 	}
 }
 
-// freePort is a loopback TCP port free a moment ago.
-func freePort(t *testing.T) uint16 {
+// serveOnFreePort makes h serve Service name's health on a loopback port
+// that was free a moment ago, and returns the port. Another process may
+// take the port in that moment: then it tries another.
+func serveOnFreePort(t *testing.T, h *healthServers, name string, local int) uint16 {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 5 {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := uint16(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+		if err = h.Set(name, port, local); err == nil {
+			return port
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
 	}
-	defer ln.Close()
-	return uint16(ln.Addr().(*net.TCPAddr).Port)
+	t.Fatal("no loopback port stayed free long enough to serve on, in 5 tries")
+	return 0
 }
