@@ -93,9 +93,9 @@ func (s Spec) validateCilium() error {
 		return field.Errorf("proxy", "{proxy} %s with {cni} %s: vnetlab's proxy attaches programs to the node's cgroup and veths, where Cilium's are: use {proxy} %s, or %s (Cilium's own)",
 			s.Proxy, clusternet.CNICilium, clusternet.IPTables+"|"+clusternet.NFTables, clusternet.CiliumKPR)
 	}
-	if s.NetworkPolicy != "" && s.NetworkPolicy != clusternet.PolicyNone {
-		return field.Errorf("network_policy", "{network_policy} %s with {cni} %s: Cilium's agent runs here with its own policy enforcement off: use {network_policy} %s",
-			s.NetworkPolicy, clusternet.CNICilium, clusternet.PolicyNone)
+	if s.NetworkPolicy != "" && s.NetworkPolicy != clusternet.PolicyCilium && s.NetworkPolicy != clusternet.PolicyNone {
+		return field.Errorf("network_policy", "{network_policy} %s with {cni} %s: Cilium's programs on the pods' veths route past other enforcers' rules: use {network_policy} %s (its agent's own) or %s",
+			s.NetworkPolicy, clusternet.CNICilium, clusternet.PolicyCilium, clusternet.PolicyNone)
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func (b *builder) startCiliumAgent(n node, kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	c := b.ciliumExec(n.ns, run, cg, binaries.CiliumAgent, ciliumAgentArgs(n, kubeconfig, p.CNI == clusternet.CNICilium)...)
+	c := b.ciliumExec(n.ns, run, cg, binaries.CiliumAgent, ciliumAgentArgs(n, kubeconfig, p.CNI == clusternet.CNICilium, b.spec.networkPolicy() == clusternet.PolicyCilium)...)
 	c.Env = append(os.Environ(), "K8S_NODE_NAME="+n.name, "PATH="+ciliumClangDir+":"+os.Getenv("PATH"))
 	return b.startDaemon(c, n.name+"-cilium-agent")
 }
@@ -273,10 +273,15 @@ func (b *builder) startCiliumAgent(n node, kubeconfig string) error {
 // ciliumAgentArgs are node n's agent's flags: IPv4 only, the node's eth0,
 // native routing over the control plane's bridge, its kube-proxy
 // replacement when kpr (its socket LB attaches to its cgroup root: the
-// node's cgroup), and off what this machine or a local cluster has no use
-// for (Envoy, health probes, Hubble, the bandwidth manager (no fq qdisc
-// here), encryption, gops, policy).
-func ciliumAgentArgs(n node, kubeconfig string, kpr bool) []string {
+// node's cgroup), its NetworkPolicy enforcement when policy (Cilium's
+// default mode: an endpoint no policy selects allows all), and off what
+// this machine or a local cluster has no use for (Envoy, health probes,
+// Hubble, the bandwidth manager (no fq qdisc here), encryption, gops).
+func ciliumAgentArgs(n node, kubeconfig string, kpr, policy bool) []string {
+	enforce := "never"
+	if policy {
+		enforce = "default"
+	}
 	return []string{
 		"--k8s-kubeconfig-path=" + kubeconfig,
 		"--ipam=kubernetes", "--identity-allocation-mode=crd",
@@ -293,7 +298,7 @@ func ciliumAgentArgs(n node, kubeconfig string, kpr bool) []string {
 		"--bpf-root=" + filepath.Join(n.dir, ciliumBPFFS),
 		"--cgroup-root=" + ciliumCgroupMount,
 		"--lib-dir=" + filepath.Join(n.dir, ciliumLibDir),
-		"--enable-policy=never",
+		"--enable-policy=" + enforce,
 		"--enable-l7-proxy=false", "--enable-health-checking=false", "--enable-endpoint-health-checking=false",
 		"--enable-hubble=false", "--enable-bandwidth-manager=false", "--enable-ipsec=false", "--enable-wireguard=false",
 		"--enable-gops=false",

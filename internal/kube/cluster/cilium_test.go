@@ -43,7 +43,10 @@ func TestSpecValidateCilium(t *testing.T) {
 	}{
 		{Spec{CNI: clusternet.CNICilium, CNIMode: "veth-routed"}, "--cni-mode veth-routed: modes are vnetlab's plugin's: --cni cilium routes natively"},
 		{Spec{CNI: clusternet.CNICilium, Proxy: clusternet.VnetlabSock}, "--proxy vnetlab-sock with --cni cilium: vnetlab's proxy attaches programs"},
-		{Spec{CNI: clusternet.CNICilium, NetworkPolicy: clusternet.PolicyVnetlab}, "--network-policy vnetlab with --cni cilium: Cilium's agent runs here with its own policy enforcement off: use --network-policy none"},
+		{Spec{CNI: clusternet.CNICilium, NetworkPolicy: clusternet.PolicyVnetlab}, "--network-policy vnetlab with --cni cilium: Cilium's programs on the pods' veths route past other enforcers' rules: use --network-policy cilium (its agent's own) or none"},
+		{Spec{CNI: clusternet.CNICilium, NetworkPolicy: clusternet.PolicyKubeRouter}, "--network-policy kube-router with --cni cilium"},
+		{Spec{NetworkPolicy: clusternet.PolicyCilium}, "--network-policy cilium is cilium's own: add --cni cilium (the cluster's CNI is bridge)"},
+		{Spec{CNI: clusternet.CNIFlannel, NetworkPolicy: clusternet.PolicyCilium}, "--network-policy cilium is cilium's own: add --cni cilium (the cluster's CNI is flannel)"},
 		{Spec{CNI: clusternet.CNICilium, Family: family.Dual}, "--cni cilium with --ip-family dual: vnetlab runs Cilium IPv4-only so far"},
 		{Spec{CNI: clusternet.CNICilium, FlannelBackend: clusternet.FlannelHostGW}, "backends are flannel's"},
 		{Spec{Proxy: clusternet.CiliumKPR}, "--proxy cilium is cilium's own: add --cni cilium (the cluster's CNI is bridge)"},
@@ -61,14 +64,22 @@ func TestSpecValidateCilium(t *testing.T) {
 			t.Errorf("%+v: %q is more than one line", c.spec, err)
 		}
 	}
-	for _, proxy := range []string{clusternet.IPTables, clusternet.NFTables, clusternet.CiliumKPR} {
-		s := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: clusternet.CNICilium}
-		if err := s.Validate(); err != nil {
-			t.Errorf("%s: %v", proxy, err)
+	// Cilium's own enforcement is its default, as Cilium installs; none
+	// may be asked for.
+	for _, policy := range []string{"", clusternet.PolicyCilium, clusternet.PolicyNone} {
+		want := policy
+		if want == "" {
+			want = clusternet.PolicyCilium
 		}
-		f := s.networkFacts()
-		if f[FactCNIPlugin] != clusternet.CNICilium || f[FactCNIMode] != clusternet.CiliumNative || f[FactCNI] != "cilium native" || f[FactPolicy] != clusternet.PolicyNone {
-			t.Errorf("%s: facts %v", proxy, f)
+		for _, proxy := range []string{clusternet.IPTables, clusternet.NFTables, clusternet.CiliumKPR} {
+			s := Spec{Name: "k", Nodes: 2, Proxy: proxy, CNI: clusternet.CNICilium, NetworkPolicy: policy}
+			if err := s.Validate(); err != nil {
+				t.Errorf("%s, policy %q: %v", proxy, policy, err)
+			}
+			f := s.networkFacts()
+			if f[FactCNIPlugin] != clusternet.CNICilium || f[FactCNIMode] != clusternet.CiliumNative || f[FactCNI] != "cilium native" || f[FactPolicy] != want {
+				t.Errorf("%s, policy %q: facts %v, want policy %s", proxy, policy, f, want)
+			}
 		}
 	}
 }
@@ -78,17 +89,21 @@ func TestSpecValidateCilium(t *testing.T) {
 // bound one, its devices the node's uplink, IPv4 only.
 func TestCiliumAgentArgs(t *testing.T) {
 	n := node{name: "k-node1", dir: "/run/vnetlab/labs/k/k-node1"}
-	args := strings.Join(ciliumAgentArgs(n, "/kc", false), " ")
+	args := strings.Join(ciliumAgentArgs(n, "/kc", false, true), " ")
 	for _, want := range []string{"--bpf-root=/run/vnetlab/labs/k/k-node1/bpffs", "--cgroup-root=/run/cilium/cgroupv2",
 		"--lib-dir=/run/vnetlab/labs/k/k-node1/cilium-lib", "--write-cni-conf-when-ready=/run/vnetlab/labs/k/k-node1/cilium-run/05-cilium.conflist",
 		"--cni-log-file=/run/vnetlab/labs/k/k-node1/cilium-run/cilium-cni.log", "--devices=eth0", "--enable-ipv6=false",
-		"--ipam=kubernetes", "--identity-allocation-mode=crd", "--k8s-kubeconfig-path=/kc", "--ipv4-native-routing-cidr=10.244.0.0/16"} {
+		"--ipam=kubernetes", "--identity-allocation-mode=crd", "--k8s-kubeconfig-path=/kc", "--ipv4-native-routing-cidr=10.244.0.0/16", "--enable-policy=default"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("agent args lack %s: %s", want, args)
 		}
 	}
-	if !strings.Contains(args, "--kube-proxy-replacement=false") || !strings.Contains(strings.Join(ciliumAgentArgs(n, "/kc", true), " "), "--kube-proxy-replacement=true") {
+	off := strings.Join(ciliumAgentArgs(n, "/kc", true, false), " ")
+	if !strings.Contains(args, "--kube-proxy-replacement=false") || !strings.Contains(off, "--kube-proxy-replacement=true") {
 		t.Error("--kube-proxy-replacement does not follow kpr")
+	}
+	if !strings.Contains(off, "--enable-policy=never") {
+		t.Errorf("policy off, yet the agent enforces: %s", off)
 	}
 }
 

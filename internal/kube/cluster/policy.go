@@ -3,7 +3,8 @@ package cluster
 // A cluster's NetworkPolicy enforcer (kube up --network-policy): vnetlab's
 // controller (`vnetlab kube-netpol`, internal/kube/netpolicy) as a process
 // of every node, beside its Service proxy, as the cluster runs its other
-// node daemons; kube-router's as a DaemonSet (kuberouter.go); or none.
+// node daemons; kube-router's as a DaemonSet (kuberouter.go); Cilium's
+// agent's own (cilium.go); or none.
 
 import (
 	"context"
@@ -21,11 +22,15 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/field"
 )
 
-// networkPolicy is the spec's enforcer: the one asked for, else vnetlab's
-// with vnetlab's CNI in a mode it serves, else none.
+// networkPolicy is the spec's enforcer: the one asked for, else Cilium's
+// own with its CNI (as Cilium installs), else vnetlab's with vnetlab's CNI
+// in a mode it serves, else none.
 func (s Spec) networkPolicy() string {
 	if s.NetworkPolicy != "" {
 		return s.NetworkPolicy
+	}
+	if s.CNI == clusternet.CNICilium {
+		return clusternet.PolicyCilium
 	}
 	if s.CNI == clusternet.CNIVnetlab && (s.nodeFilterUnseen() == "" || (s.podIfPolicy() && s.podIfUnserved() == "")) {
 		return clusternet.PolicyVnetlab
@@ -98,6 +103,9 @@ func (s Spec) validatePolicy() error {
 	e, err := clusternet.GetEnforcer(s.networkPolicy())
 	if err != nil {
 		return field.Errorf("network_policy", "{network_policy} %q: %s", s.NetworkPolicy, clusternet.EnforcerHelp())
+	}
+	if cni := s.Network().CNI; !e.Serves(cni) {
+		return field.Errorf("network_policy", "{network_policy} %s is %s's own: add {cni} %s (the cluster's CNI is %s)", e.Name, e.CNI, e.CNI, cni)
 	}
 	if e.PodIf && s.podIfPolicy() {
 		if why := s.podIfUnserved(); why != "" {

@@ -17,6 +17,9 @@ const (
 	// and ipset), built from its Go module and run as a DaemonSet with only
 	// its firewall on.
 	PolicyKubeRouter = "kube-router"
+	// PolicyCilium is Cilium's agent's own enforcement (its policy maps,
+	// read by its programs on every endpoint), with CNICilium.
+	PolicyCilium = "cilium"
 	// PolicyNone: nothing enforces NetworkPolicy (the objects are accepted
 	// by the API server and have no effect).
 	PolicyNone = "none"
@@ -30,6 +33,9 @@ type Enforcer struct {
 	Summary string
 	// Enforces: it enforces policies (PolicyNone does not).
 	Enforces bool
+	// CNI: the enforcer is this CNI's own (its agent enforces; no process
+	// of its own): it runs only with that CNI ("": any).
+	CNI string
 	// Vnetlab: the nodes run vnetlab's own controller (`vnetlab kube-netpol`).
 	Vnetlab bool
 	// NodeFilter: its rules sit in the node's netfilter (forward hook), so
@@ -66,8 +72,13 @@ var Enforcers = []Enforcer{
 		Summary: "vnetlab's controller on every node (vnetlab kube-netpol): the netpol model compiled into the node's nftables, or into eBPF programs on each pod's eth0 with --cni-mode veth-ebpf"},
 	{Name: PolicyKubeRouter, Enforces: true, NodeFilter: true, LabProvider: "iptables",
 		Summary: "kube-router's network policy controller (iptables + ipset), a DaemonSet with only its firewall on"},
+	{Name: PolicyCilium, Enforces: true, CNI: CNICilium, LabProvider: "ebpf",
+		Summary: "Cilium's agent's own (its policy maps, read by its programs on every pod's veth), with --cni cilium, whose default it is"},
 	{Name: PolicyNone, Summary: "no NetworkPolicy enforcement"},
 }
+
+// Serves says whether the enforcer runs with CNI cni.
+func (e Enforcer) Serves(cni string) bool { return e.CNI == "" || e.CNI == cni }
 
 // EnforcerNames lists the enforcers' names in Enforcers' order.
 func EnforcerNames() []string {
