@@ -35,14 +35,16 @@ import (
 // mode veth-routed, vnetlab's eBPF Service proxy: nftables in the nodes;
 // and in mode veth-ebpf: eBPF programs on the pods' eth0, subtest
 // vnetlab+veth-ebpf) and kube-router's (the bridge CNI, kube-proxy in mode
-// iptables). Each cluster comes up and goes down leaving nothing
-// (upTestCluster). VNETLAB_NETPOL_ENFORCERS=vnetlab runs vnetlab's.
+// iptables), and Cilium's agent's own (with VNETLAB_CILIUM=1). Each
+// cluster comes up and goes down leaving nothing (upTestCluster).
+// VNETLAB_NETPOL_ENFORCERS=vnetlab runs vnetlab's.
 func TestNetworkPolicies(t *testing.T) {
 	needCluster(t)
 	specs := []Spec{
 		{Name: "npv", Nodes: 2, Proxy: clusternet.VnetlabEBPF, CNI: clusternet.CNIVnetlab, CNIMode: "veth-routed", NetworkPolicy: clusternet.PolicyVnetlab},
 		{Name: "npe", Nodes: 2, Proxy: clusternet.VnetlabEBPF, CNI: clusternet.CNIVnetlab, CNIMode: "veth-ebpf", NetworkPolicy: clusternet.PolicyVnetlab},
 		{Name: "npk", Nodes: 2, Proxy: clusternet.IPTables, CNI: clusternet.CNIBridge, NetworkPolicy: clusternet.PolicyKubeRouter},
+		{Name: "npc", Nodes: 2, Proxy: clusternet.IPTables, CNI: clusternet.CNICilium, NetworkPolicy: clusternet.PolicyCilium},
 	}
 	only := os.Getenv("VNETLAB_NETPOL_ENFORCERS")
 	for _, s := range specs {
@@ -53,7 +55,12 @@ func TestNetworkPolicies(t *testing.T) {
 		if s.podIfPolicy() {
 			name += "+" + s.CNIMode
 		}
-		t.Run(name, func(t *testing.T) { policyBehaviours(t, s) })
+		t.Run(name, func(t *testing.T) {
+			if s.CNI == clusternet.CNICilium {
+				needCilium(t)
+			}
+			policyBehaviours(t, s)
+		})
 	}
 }
 
