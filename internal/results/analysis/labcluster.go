@@ -30,8 +30,12 @@ const (
 var cniShapes = map[string]map[string]string{
 	clusternet.CNIBridge:  {sameNode: "bridge", crossNode: "host-gw"}, // vnetlab kube up: CNI bridge + host-local, routes between nodes
 	clusternet.CNIFlannel: {sameNode: "bridge", crossNode: "vxlan"},   // cni0 + flannel.1 (vxlan backend, flannel's default)
-	"calico":              {sameNode: "veth-routed", crossNode: "veth-routed"},
-	"kindnet":             {sameNode: "veth-routed", crossNode: "veth-routed"},
+	// The agent's programs on each pod's veth deliver to a pod of the same
+	// node by redirect, as the lab's veth-ebpf does; across nodes it routes
+	// natively, which no lab has.
+	clusternet.CNICilium: {sameNode: "veth-ebpf"},
+	"calico":             {sameNode: "veth-routed", crossNode: "veth-routed"},
+	"kindnet":            {sameNode: "veth-routed", crossNode: "veth-routed"},
 }
 
 // LabClusterShape says, for the comparison of a lab and a cluster file, which
@@ -56,6 +60,10 @@ func LabClusterShape(n clusternet.Network) map[string]string {
 	return cniShapes[n.CNI]
 }
 
+// ciliumBesideKubeProxy is the lab Service provider with the data path of
+// Cilium's agent's Service balancing when kube-proxy runs beside it.
+const ciliumBesideKubeProxy = "ebpf"
+
 // labProvider is the lab Service provider with the data path of the
 // cluster's proxy ("" when no lab provider has it: vnetlab-ebpf's socket LB
 // is tc and socket programs at once).
@@ -66,6 +74,11 @@ func labProvider(n clusternet.Network) string {
 		return n.Proxy // a kube-proxy mode vnetlab does not run: its lab name, if any, is the same
 	case n.SocketLB:
 		return ""
+	case n.CNI == clusternet.CNICilium && p.CNI == "":
+		// Beside kube-proxy, Cilium's agent still balances its pods'
+		// ClusterIP connections, per packet at their veths, before
+		// kube-proxy's rules see them: vnetlab's tc proxy's shape.
+		return ciliumBesideKubeProxy
 	}
 	return p.LabProvider
 }

@@ -69,9 +69,9 @@ func TestDiffLabAgainstCluster(t *testing.T) {
 		t.Errorf("lab vs lab: %d deltas, note %q", len(two.Deltas), two.Note)
 	}
 	// A CNI vnetlab has no lab shape for: only host matches.
-	cluster.Metadata.Cluster.CNI = "cilium"
-	if fd := Diff(lab, cluster); len(fd.Deltas) != 1 || !strings.Contains(fd.Note, `no lab mode has the shape of CNI "cilium"`) {
-		t.Errorf("cilium: %d deltas, note %q", len(fd.Deltas), fd.Note)
+	cluster.Metadata.Cluster.CNI = "weave"
+	if fd := Diff(lab, cluster); len(fd.Deltas) != 1 || !strings.Contains(fd.Note, `no lab mode has the shape of CNI "weave"`) {
+		t.Errorf("weave: %d deltas, note %q", len(fd.Deltas), fd.Note)
 	}
 }
 
@@ -168,6 +168,26 @@ func TestDiffLabAgainstVnetlabCNIClusterFiles(t *testing.T) {
 	}
 	if got := names(Diff(read(labPath), old)); !slices.Equal(got, want[:1]) {
 		t.Errorf("old file with socket LB: matched %q, want only %q", got, want[:1])
+	}
+}
+
+// Cilium's same-node pod path is the lab's veth-ebpf, and it has no
+// cross-node lab; its Services pair with the lab provider of their data
+// path: the socket LB of its kube-proxy replacement (ebpf-sock), else its
+// agent's balancing at the pods' veths, which kube-proxy beside it never
+// sees (ebpf).
+func TestLabClusterShapeCilium(t *testing.T) {
+	for proxy, provider := range map[string]string{clusternet.CiliumKPR: "ebpf-sock", clusternet.IPTables: "ebpf", clusternet.NFTables: "ebpf"} {
+		n := clusternet.Network{CNI: clusternet.CNICilium, CNIMode: clusternet.CiliumNative, Proxy: proxy}
+		if s := LabClusterShape(n); s[sameNode] != "veth-ebpf" || s[crossNode] != "" {
+			t.Errorf("cilium: %v, want veth-ebpf / none", s)
+		}
+		if got := labProvider(n); got != provider {
+			t.Errorf("cilium with %s: lab provider %q, want %s", proxy, got, provider)
+		}
+	}
+	if got := labProvider(clusternet.Network{CNI: clusternet.CNIBridge, Proxy: clusternet.IPTables}); got != "iptables" {
+		t.Errorf("bridge with iptables: lab provider %q, want iptables", got)
 	}
 }
 
