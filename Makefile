@@ -87,7 +87,7 @@ test-kernels: deps build
 # by default the [sig-network] Services suite against vnetlab's CNI (veth-ebpf) and
 # eBPF proxy; PROXY=iptables is the stock kube-proxy baseline. Variables (each passed
 # only when set): SUITE (services, granular-services, conntrack, network, smoke, dual, dual-smoke, netpol),
-# PROXY (vnetlab-ebpf, vnetlab-sock, iptables, nftables), NETWORK_POLICY (vnetlab, kube-router, none),
+# PROXY (vnetlab-ebpf, vnetlab-sock, iptables, nftables, cilium), NETWORK_POLICY (vnetlab, kube-router, cilium, none),
 # SOCKET_LB=1, CNI, CNI_MODE, FAMILY (ipv4, ipv6, dual), NODES, ZONES, PROCS, FOCUS, SKIP, REPORT_DIR,
 # NAME (the cluster's). Needs root; the first run builds e2e.test (~10 min). Exits 1 when a spec fails.
 conformance: deps build
