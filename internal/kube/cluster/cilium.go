@@ -93,7 +93,7 @@ func (s Spec) validateCilium() error {
 		return field.Errorf("proxy", "{proxy} %s with {cni} %s: vnetlab's proxy attaches programs to the node's cgroup and veths, where Cilium's are: use {proxy} %s, or %s (Cilium's own)",
 			s.Proxy, clusternet.CNICilium, clusternet.IPTables+"|"+clusternet.NFTables, clusternet.CiliumKPR)
 	}
-	if s.NetworkPolicy != "" && s.NetworkPolicy != clusternet.PolicyCilium && s.NetworkPolicy != clusternet.PolicyNone {
+	if e, err := clusternet.GetEnforcer(s.networkPolicy()); err == nil && e.Enforces && e.CNI != clusternet.CNICilium {
 		return field.Errorf("network_policy", "{network_policy} %s with {cni} %s: Cilium's programs on the pods' veths route past other enforcers' rules: use {network_policy} %s (its agent's own) or %s",
 			s.NetworkPolicy, clusternet.CNICilium, clusternet.PolicyCilium, clusternet.PolicyNone)
 	}
