@@ -40,11 +40,7 @@ func throughServices(t *testing.T, w *policyWorld, spec Spec) {
 			w.expect(t, probes...)
 			return
 		}
-		if wrong := w.outcomes(15*time.Second, probes); len(wrong) > 0 {
-			t.Logf("%s (the peer: reported, not required) differs from the model in %d of %d probes:\n  %s", spec.NetworkPolicy, len(wrong), len(probes), strings.Join(wrong, "\n  "))
-		} else {
-			t.Logf("%s (the peer) agrees with the model in all %d probes", spec.NetworkPolicy, len(probes))
-		}
+		w.report(t, spec.NetworkPolicy, "the peer: reported, not required", probes)
 	}
 	svc := func(from, to, proto string, port int, want bool) probe {
 		return probe{from, proto, net.JoinHostPort(w.vip["via-"+to], fmt.Sprint(port)), to, want}

@@ -80,15 +80,15 @@ var notYet = map[string]map[string]string{
 	},
 }
 
-// report logs how enforcer's outcomes compare with the model's (it lacks
-// the behaviour: why).
+// report logs how enforcer's outcomes compare with the model's, which it
+// is not held to (why).
 func (w *policyWorld) report(t *testing.T, enforcer, why string, probes []probe) {
 	t.Helper()
 	if wrong := w.outcomes(15*time.Second, probes); len(wrong) > 0 {
-		t.Logf("%s differs from the model in %d of %d probes (%s):\n  %s", enforcer, len(wrong), len(probes), why, strings.Join(wrong, "\n  "))
+		t.Logf("%s (%s) differs from the model in %d of %d probes:\n  %s", enforcer, why, len(wrong), len(probes), strings.Join(wrong, "\n  "))
 		return
 	}
-	t.Logf("%s agrees with the model in all %d probes, though %s", enforcer, len(probes), why)
+	t.Logf("%s (%s) agrees with the model in all %d probes", enforcer, why, len(probes))
 }
 
 // policyWorld is a test's pods: a server in namespaces np-a (srv1 on node

@@ -98,21 +98,21 @@ var permissions = []authv1.ResourceAttributes{
 	{Verb: "create", Resource: "services"},
 }
 
-// ConnectChecked is Connect, then CheckRBAC: a client that may make what
+// ConnectChecked is Connect, then checkRBAC: a client that may make what
 // a measuring run makes.
 func ConnectChecked(ctx context.Context, kubeconfig, kubeContext string) (*kubernetes.Clientset, *rest.Config, string, error) {
 	cs, cfg, version, err := Connect(ctx, kubeconfig, kubeContext)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := CheckRBAC(ctx, cs); err != nil {
+	if err := checkRBAC(ctx, cs); err != nil {
 		return nil, nil, "", err
 	}
 	return cs, cfg, version, nil
 }
 
-// CheckRBAC names the first permission the caller lacks.
-func CheckRBAC(ctx context.Context, cs kubernetes.Interface) error {
+// checkRBAC names the first permission the caller lacks.
+func checkRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	for _, p := range permissions {
 		p := p
 		rev := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &p}}
