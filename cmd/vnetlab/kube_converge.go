@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -103,21 +104,27 @@ local cluster whose enforcer is none (kube up --network-policy).`,
 }
 
 // runConvergence runs measure (kube converge, svc converge, policy
-// converge) until it returns or Ctrl-C, its progress on stderr, then
-// prints its table and writes it to output ("": nowhere).
+// converge) as runMeasured does: a convergence file's table and writer.
 func runConvergence(cmd *cobra.Command, output string, measure func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error)) error {
+	return runMeasured(cmd, output, measure, report.PrintConvergence, results.WriteConvergence)
+}
+
+// runMeasured runs measure (the kube converge and readiness verbs, svc and
+// policy converge) until it returns or Ctrl-C, its progress on stderr, then
+// prints its table on stdout and writes it to output ("": nowhere).
+func runMeasured[T any](cmd *cobra.Command, output string, measure func(ctx context.Context, say func(string, ...any)) (T, error), table func(io.Writer, T), write func(path string, v T) error) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-	c, err := measure(ctx, say)
+	v, err := measure(ctx, say)
 	if err != nil {
 		return err
 	}
-	report.PrintConvergence(os.Stdout, c)
+	table(os.Stdout, v)
 	if output == "" {
 		return nil
 	}
-	if err := results.WriteConvergence(output, c); err != nil {
+	if err := write(output, v); err != nil {
 		return err
 	}
 	say("wrote %s", output)

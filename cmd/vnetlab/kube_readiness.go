@@ -17,6 +17,7 @@ import (
 	"github.com/vnetlab/vnetlab/internal/kube/bench"
 	"github.com/vnetlab/vnetlab/internal/measure/readiness"
 	"github.com/vnetlab/vnetlab/internal/present/report"
+	"github.com/vnetlab/vnetlab/internal/results"
 )
 
 // newKubeReadinessCmd measures pod network readiness.
@@ -55,26 +56,9 @@ Everything created is deleted at the end, also on Ctrl-C.`,
 			if err := spec.Check(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			say := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-			r, err := bench.MeasureReadiness(ctx, spec, say)
-			if err != nil {
-				return err
-			}
-			report.PrintReadiness(os.Stdout, r)
-			if output == "" {
-				return nil
-			}
-			b, err := json.MarshalIndent(r, "", "  ")
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(output, append(b, '\n'), 0o644); err != nil {
-				return err
-			}
-			say("wrote %s", output)
-			return nil
+			return runMeasured(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.ReadinessRun, error) {
+				return bench.MeasureReadiness(ctx, spec, say)
+			}, report.PrintReadiness, writeReadiness)
 		},
 	}
 	cf.add(cmd)
@@ -87,6 +71,15 @@ Everything created is deleted at the end, also on Ctrl-C.`,
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every pod's time and the table's rows as JSON here")
 	return cmd
+}
+
+// writeReadiness writes kube readiness's run to path as JSON.
+func writeReadiness(path string, r *results.ReadinessRun) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // newKubeHelloCmd is a measured pod's command: its first packet, then idle.
