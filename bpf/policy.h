@@ -160,24 +160,29 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pol_gen SEC(".maps");
 
-/* The inner maps give sizes, not types: clang emits a struct reached only
- * through the outer map's pointer to the inner one as a forward
- * declaration, which cannot be loaded. polbpf's Go types mirror them. */
-struct pol_rules_inner {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, POL_MAX_RULES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct pol_rule_key));
-	__uint(value_size, sizeof(__u8));
-};
+/* POL_SLOTS: a double-buffered rule map name, an array of two maps
+ * (pinned; slot pol_gen & 1 in force) of struct inner: their type, size,
+ * key and value (unpreallocated). The inner maps give sizes, not types:
+ * clang emits a struct reached only through the outer map's pointer to the
+ * inner one as a forward declaration, which cannot be loaded. polbpf's Go
+ * types mirror them. */
+#define POL_SLOTS(name, inner, itype, max, ktype, vtype)     \
+	struct inner {                                       \
+		__uint(type, itype);                         \
+		__uint(max_entries, max);                    \
+		__uint(map_flags, BPF_F_NO_PREALLOC);        \
+		__uint(key_size, sizeof(ktype));             \
+		__uint(value_size, sizeof(vtype));           \
+	};                                                   \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);    \
+		__uint(max_entries, 2);                      \
+		__type(key, __u32);                          \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);         \
+		__array(values, struct inner);               \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, struct pol_rules_inner);
-} pol_rules SEC(".maps");
+POL_SLOTS(pol_rules, pol_rules_inner, BPF_MAP_TYPE_LPM_TRIE, POL_MAX_RULES, struct pol_rule_key, __u8);
 
 /* pol_allows: does a rule of endpoint ep allow peer identity peer in
  * direction dir on proto/port? Two lookups: the peer, then any peer. The

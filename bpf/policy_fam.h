@@ -18,21 +18,7 @@
  */
 
 /* pol_eps4/6: a pod's address -> its endpoint. */
-struct POLF(eps_inner) {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, POL_MAX_EPS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(POL_ADDR));
-	__uint(value_size, sizeof(struct pol_ep));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, struct POLF(eps_inner));
-} POLF(eps) SEC(".maps");
+POL_SLOTS(POLF(eps), POLF(eps_inner), BPF_MAP_TYPE_HASH, POL_MAX_EPS, POL_ADDR, struct pol_ep);
 
 /* pol_ipcache4/6: a prefix (pods' addresses, ipBlocks, excepts) -> its identity. */
 struct POLF(lpm_key) {
@@ -40,21 +26,7 @@ struct POLF(lpm_key) {
 	POL_ADDR addr;
 };
 
-struct POLF(ipcache_inner) {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, POL_MAX_PREFIXES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(key_size, sizeof(struct POLF(lpm_key)));
-	__uint(value_size, sizeof(__u32));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__array(values, struct POLF(ipcache_inner));
-} POLF(ipcache) SEC(".maps");
+POL_SLOTS(POLF(ipcache), POLF(ipcache_inner), BPF_MAP_TYPE_LPM_TRIE, POL_MAX_PREFIXES, struct POLF(lpm_key), __u32);
 
 /* pol_flows4/6: a flow's tuple as the packet carries it -> its decision. */
 struct POLF(flow_key) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"structs"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -63,14 +64,14 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 		}
 		allowed[fe] = set
 	}
-	// stale: a forward entry of a UDP flow from frontend fe to a backend
-	// that fe no longer has.
-	stale := func(dir, proto uint8, fe, backend netip.AddrPort) bool {
+	// stale: a forward entry of UDP flow f, whose frontend no longer has
+	// its backend.
+	stale := func(dir, proto uint8, f flowOf) bool {
 		if dir != ctFwd || Proto(proto) != UDP {
 			return false
 		}
-		set, ok := allowed[fe]
-		return ok && !set[backend]
+		set, ok := allowed[f.fe]
+		return ok && !set[f.backend]
 	}
 	// still: under g's lock, whether the flow from fe to backend is still
 	// stale (fe has not got backend back since keep was made).
@@ -81,35 +82,16 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 	if g == nil {
 		still = nil
 	}
-	// stale4 and stale6: whether forward entry k, a flow to backend
-	// addr:port, is stale, and the key of its reverse entry as the programs
-	// write it: towards the client, or when moved towards dst:dport (a
-	// SNATed flow's reply address).
-	stale4 := func(k *serviceLbCtKey, addr uint32, port uint16, moved bool, dst uint32, dport uint16) (serviceLbCtKey, flowOf, bool) {
-		rev := serviceLbCtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
-		if moved {
-			rev.Daddr, rev.Dport = dst, dport
-		}
-		f := flowOf{addrPort(addrOf(k.Daddr), k.Dport), addrPort(addrOf(addr), port)}
-		return rev, f, stale(k.Dir, k.Proto, f.fe, f.backend)
-	}
-	stale6 := func(k *serviceLb6CtKey, addr serviceLb6Addr, port uint16, moved bool, dst serviceLb6Addr, dport uint16) (serviceLb6CtKey, flowOf, bool) {
-		rev := serviceLb6CtKey{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
-		if moved {
-			rev.Daddr, rev.Dport = dst, dport
-		}
-		f := flowOf{addrPort(addrOf6(k.Daddr), k.Dport), addrPort(addrOf6(addr), port)}
-		return rev, f, stale(k.Dir, k.Proto, f.fe, f.backend)
-	}
 	// A SNATed flow's replies go to the SNAT address and port: the node IP,
 	// or for a flow made before np_node existed the address the client
 	// reached (IPv4 only: np6_new_flow always sets it).
-	outside := func(k *serviceLbCtKey, v *serviceNpCt) (serviceLbCtKey, flowOf, bool) {
-		snat := cmp.Or(v.Client, k.Daddr)
-		return stale4(k, v.Addr, v.Port, v.Flags&npSNAT != 0, snat, v.SnatPort)
+	outside := func(k *ctKey[uint32], v *serviceNpCt) (ctKey[uint32], flowOf, bool) {
+		rev, f := k.reverse(v.Addr, v.Port, v.Flags&npSNAT != 0, cmp.Or(v.Client, k.Daddr), v.SnatPort)
+		return rev, f, stale(k.Dir, k.Proto, f)
 	}
-	outside6 := func(k *serviceLb6CtKey, v *serviceNp6Ct) (serviceLb6CtKey, flowOf, bool) {
-		return stale6(k, v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
+	outside6 := func(k *ctKey[serviceLb6Addr], v *serviceNp6Ct) (ctKey[serviceLb6Addr], flowOf, bool) {
+		rev, f := k.reverse(v.Addr, v.Port, v.Flags&npSNAT != 0, v.Client, v.SnatPort)
+		return rev, f, stale(k.Dir, k.Proto, f)
 	}
 
 	// A family's maps hold only flows to its frontends: the other's are
@@ -131,6 +113,41 @@ func (p *Plane) ForgetUDPFlowsGuarded(keep map[netip.AddrPort][]Backend, g FlowG
 
 // flowOf is a forward entry's frontend and backend.
 type flowOf struct{ fe, backend netip.AddrPort }
+
+// ctKey is the key of np_conntrack (struct lb_ct_key, A uint32) and of
+// np6_conntrack (struct lb6_ct_key, A serviceLb6Addr), written once for
+// both families' walks; the conversions below keep it bpf2go's layout.
+type ctKey[A uint32 | serviceLb6Addr] struct {
+	_            structs.HostLayout
+	Saddr, Daddr A
+	Sport, Dport uint16
+	Proto, Dir   uint8
+	Pad          uint16
+}
+
+var (
+	_ = ctKey[uint32](serviceLbCtKey{})
+	_ = ctKey[serviceLb6Addr](serviceLb6CtKey{})
+)
+
+// reverse is the flow of forward entry k to backend addr:port, and the
+// key of its reverse entry as the programs write it: towards the client,
+// or when moved towards dst:dport (a SNATed flow's reply address).
+func (k *ctKey[A]) reverse(addr A, port uint16, moved bool, dst A, dport uint16) (ctKey[A], flowOf) {
+	rev := ctKey[A]{Saddr: addr, Daddr: k.Saddr, Sport: port, Dport: k.Sport, Proto: k.Proto, Dir: ctRev}
+	if moved {
+		rev.Daddr, rev.Dport = dst, dport
+	}
+	return rev, flowOf{addrPort(netAddr(k.Daddr), k.Dport), addrPort(netAddr(addr), port)}
+}
+
+// netAddr is a conntrack key's or entry's address of either family.
+func netAddr[A uint32 | serviceLb6Addr](a A) netip.Addr {
+	if v, ok := any(a).(uint32); ok {
+		return addrOf(v)
+	}
+	return addrOf6(any(a).(serviceLb6Addr))
+}
 
 // forgetFlows deletes from conntrack map m each forward entry that pick
 // chooses, and the reverse entry pick names for it; it returns how many
