@@ -63,12 +63,16 @@ var ipv6Maps = []string{policyMapPol6Flows, policyMapPol6Frags}
 // families the first time: OpenFamily(dir, family.Dual, fe).
 func Open(dir string, fe Frontends) (*Plane, error) { return OpenFamily(dir, family.Dual, fe) }
 
-// OpenFamily opens the maps pinned in dir, creating them (and dir) the
-// first time for the pods' family fam. Maps already pinned keep the size
-// they were made with (tcbpf.SizeMaps). fe are the Service frontends the
-// programs will consult (Attach loads them; UseFrontends gives them
-// later). The caller keeps fe open until Close.
+// OpenFamily opens the maps pinned in dir, creating them (and dir, and
+// bpffs's mount at tcbpf.BPFFS when there is none) the first time for the
+// pods' family fam. Maps already pinned keep the size they were made with
+// (tcbpf.SizeMaps). fe are the Service frontends the programs will consult
+// (Attach loads them; UseFrontends gives them later). The caller keeps fe
+// open until Close.
 func OpenFamily(dir string, fam family.Family, fe Frontends) (*Plane, error) {
+	if err := tcbpf.MountBPFFS(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("policy pin directory: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 // find them, so that Services added later are seen too. The caller closes
 // both.
 func FrontendMaps(lab string) (v4, v6 *ebpf.Map, err error) {
-	if err := mountBPFFS(); err != nil {
+	if err := MountBPFFS(); err != nil {
 		return nil, nil, err
 	}
 	dir := PinDir(lab)

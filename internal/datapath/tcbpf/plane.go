@@ -81,7 +81,7 @@ func OpenFamily(lab string, fam family.Family) (*Plane, error) {
 	if lab == "" || filepath.Base(lab) != lab {
 		return nil, fmt.Errorf("ebpf: bad lab name %q", lab)
 	}
-	if err := mountBPFFS(); err != nil {
+	if err := MountBPFFS(); err != nil {
 		return nil, err
 	}
 	dir := PinDir(lab)
@@ -192,9 +192,9 @@ func Remove(lab string) error {
 	return os.RemoveAll(PinDir(lab))
 }
 
-// mountBPFFS mounts bpffs at /sys/fs/bpf unless it already is (this touches
+// MountBPFFS mounts bpffs at /sys/fs/bpf unless it already is (this touches
 // no network: it is the filesystem pins live in).
-func mountBPFFS() error {
+func MountBPFFS() error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(BPFFS, &st); err == nil && st.Type == unix.BPF_FS_MAGIC {
 		return nil
