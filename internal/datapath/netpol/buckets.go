@@ -7,7 +7,7 @@ import "slices"
 // change rewrites only the buckets whose Allows changed (polnft and the
 // lab's iptables provider keep a pod's Allows this way).
 type Buckets struct {
-	Allow []Allow
+	Allow []*Allow
 	// Used are the non-empty buckets, in order.
 	Used []int
 	// keys are each Allow's bucket; bucket k's Allows are
@@ -19,7 +19,7 @@ type Buckets struct {
 // was (nil: none) at its start and its end (CommonEnds) take their
 // buckets from it, unhashed: a policy's change moves a run of Allows in a
 // long list.
-func NewBuckets(allow []Allow, n int, was *Buckets) *Buckets {
+func NewBuckets(allow []*Allow, n int, was *Buckets) *Buckets {
 	b := &Buckets{Allow: allow, keys: make([]int32, len(allow)), at: make([]int32, len(allow)), start: make([]int32, n+1)}
 	head, tail := 0, 0
 	if was != nil {
@@ -63,17 +63,17 @@ func (b *Buckets) In(k int) []int32 {
 
 // Same says whether bucket k holds the same Allows in b and o.
 func (b *Buckets) Same(o *Buckets, k int) bool {
-	return slices.EqualFunc(b.In(k), o.In(k), func(i, j int32) bool { return b.Allow[i].Equal(o.Allow[j]) })
+	return slices.EqualFunc(b.In(k), o.In(k), func(i, j int32) bool { return b.Allow[i].Same(o.Allow[j]) })
 }
 
 // CommonEnds is how many Allows a and b share at their start (head) and,
 // after those, at their end (tail).
-func CommonEnds(a, b []Allow) (head, tail int) {
+func CommonEnds(a, b []*Allow) (head, tail int) {
 	both := min(len(a), len(b))
-	for head < both && a[head].Equal(b[head]) {
+	for head < both && a[head].Same(b[head]) {
 		head++
 	}
-	for tail < both-head && a[len(a)-1-tail].Equal(b[len(b)-1-tail]) {
+	for tail < both-head && a[len(a)-1-tail].Same(b[len(b)-1-tail]) {
 		tail++
 	}
 	return head, tail

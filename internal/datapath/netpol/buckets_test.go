@@ -12,9 +12,9 @@ import (
 // buckets taken from an earlier side for the Allows both share at their
 // ends are those a fresh spread gives; Same tells a changed bucket.
 func TestBuckets(t *testing.T) {
-	var allow []netpol.Allow
+	var allow []*netpol.Allow
 	for i := range 40 {
-		allow = append(allow, netpol.Allow{Pods: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})}, AnyPort: true})
+		allow = append(allow, &netpol.Allow{Pods: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})}, AnyPort: true})
 	}
 	const n = 8
 	was := netpol.NewBuckets(allow, n, nil)
@@ -32,7 +32,7 @@ func TestBuckets(t *testing.T) {
 			t.Errorf("bucket %d: %d Allows, used %v", k, len(in), was.Used)
 		}
 	}
-	extra := netpol.Allow{AnyPeer: true, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 80}}}
+	extra := &netpol.Allow{AnyPeer: true, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 80}}}
 	now := slices.Insert(slices.Clone(allow), 17, extra)
 	if h, tl := netpol.CommonEnds(allow, now); h != 17 || tl != 23 {
 		t.Errorf("CommonEnds: %d and %d, want 17 and 23", h, tl)

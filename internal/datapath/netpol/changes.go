@@ -13,7 +13,7 @@ type AllowDelta struct {
 
 // SideDelta is one side's Allows that came and went.
 type SideDelta struct {
-	Came, Went []Allow
+	Came, Went []*Allow
 }
 
 func (d *AllowDelta) came(s segment) {

@@ -32,10 +32,13 @@ type PodRules struct {
 }
 
 // Side is one direction of a pod: not isolated (everything passes), or
-// isolated and then only what one of Allow matches passes.
+// isolated and then only what one of Allow matches passes. An Allow is
+// shared by every pod its rule gives it to and by every version of their
+// rules (a change copies a pod's pointers, not its Allows): read Allows,
+// never write them.
 type Side struct {
 	Isolated bool
-	Allow    []Allow
+	Allow    []*Allow
 }
 
 // Allow is one rule, compiled: the peer (the source for ingress, the
@@ -137,7 +140,7 @@ type ruleForm struct {
 	// named are the ingress ports given by name.
 	named []networkingv1.NetworkPolicyPort
 	// fixed are the rule's Allows when named is empty.
-	fixed []Allow
+	fixed []*Allow
 }
 
 // resolveRule resolves one rule of a policy in namespace ns against w's
@@ -176,7 +179,8 @@ func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 	base.Ports = mergePorts(base.Ports)
 	f := ruleForm{base: base, named: named}
 	if len(named) == 0 && base.peers() && (base.AnyPort || len(base.Ports) > 0) {
-		f.fixed = append(f.fixed, base)
+		b := base
+		f.fixed = append(f.fixed, &b)
 	}
 	if len(egNamed) == 0 {
 		return f
@@ -196,7 +200,7 @@ func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			}
 		}
 		if len(ips) > 0 && len(pr) > 0 {
-			f.fixed = append(f.fixed, Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
+			f.fixed = append(f.fixed, &Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
 		}
 	}
 	return f
@@ -205,7 +209,7 @@ func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 // allows are the rule's Allows for the pod owner its policy selects. The
 // slices are shared by every pod the rule's Allows do not depend on: read
 // them, never write them.
-func (f *ruleForm) allows(owner *Pod) []Allow {
+func (f *ruleForm) allows(owner *Pod) []*Allow {
 	if len(f.named) == 0 {
 		return f.fixed
 	}
@@ -218,7 +222,7 @@ func (f *ruleForm) allows(owner *Pod) []Allow {
 	}
 	b.Ports = mergePorts(b.Ports)
 	if b.peers() && (b.AnyPort || len(b.Ports) > 0) {
-		return []Allow{b}
+		return []*Allow{&b}
 	}
 	return nil
 }

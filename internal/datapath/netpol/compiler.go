@@ -610,8 +610,12 @@ func (s Side) Equal(o Side) bool {
 	if len(s.Allow) == 0 || &s.Allow[0] == &o.Allow[0] {
 		return true
 	}
-	return slices.EqualFunc(s.Allow, o.Allow, Allow.Equal)
+	return slices.EqualFunc(s.Allow, o.Allow, (*Allow).Same)
 }
+
+// Same says whether two Allows are the same: at once when they are one
+// (an Allow is shared by every pod a rule gives it to).
+func (a *Allow) Same(b *Allow) bool { return a == b || a.Equal(*b) }
 
 // Equal says whether two Allows are the same.
 func (a Allow) Equal(b Allow) bool {

@@ -151,8 +151,8 @@ func checkChanges(changes []netpol.PodChange, before *netpol.Rules, after netpol
 		}
 		sides := []struct {
 			name       string
-			was, is    []netpol.Allow
-			came, went []netpol.Allow
+			was, is    []*netpol.Allow
+			came, went []*netpol.Allow
 		}{{"ingress", old.Ingress.Allow, now.Ingress.Allow, ch.Delta.Ingress.Came, ch.Delta.Ingress.Went},
 			{"egress", old.Egress.Allow, now.Egress.Allow, ch.Delta.Egress.Came, ch.Delta.Egress.Went}}
 		for _, sd := range sides {
@@ -266,7 +266,7 @@ func TestAllowHash(t *testing.T) {
 	if h := base.Hash(); h != 0xbb89f50d03b7534c {
 		t.Errorf("the base hashes to %#x, pinned at 0xbb89f50d03b7534c", h)
 	}
-	others := []netpol.Allow{
+	others := []*netpol.Allow{
 		{AnyPeer: true, Blocks: base.Blocks, Ports: base.Ports, Pods: base.Pods},
 		{AnyPort: true, Blocks: base.Blocks, Pods: base.Pods},
 		{Pods: []netip.Addr{netip.MustParseAddr("10.0.0.2")}, Blocks: base.Blocks, Ports: base.Ports},

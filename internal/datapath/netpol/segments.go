@@ -19,7 +19,7 @@ import (
 type segment struct {
 	ps     *policyState
 	gen    uint64
-	in, eg []Allow
+	in, eg []*Allow
 }
 
 // segmentOf is policy ps's segment of pod.
@@ -37,8 +37,8 @@ func segmentOf(pod *Pod, ps *policyState) segment {
 // ruleAllows are the Allows rules give pod, end to end: a rule's own
 // slice when it is the only one giving any (a policy of one rule, which
 // most are, costs no copy).
-func ruleAllows(pod *Pod, rules []ruleForm) []Allow {
-	var out []Allow
+func ruleAllows(pod *Pod, rules []ruleForm) []*Allow {
+	var out []*Allow
 	shared := false
 	for i := range rules {
 		a := rules[i].allows(pod)
@@ -168,8 +168,8 @@ func join(pod *Pod, had *PodRules, segs []segment, pieces []piece) *PodRules {
 		if n[k] == 0 {
 			continue
 		}
-		side.Allow = make([]Allow, 0, n[k])
-		var was []Allow
+		side.Allow = make([]*Allow, 0, n[k])
+		var was []*Allow
 		if had != nil {
 			was = []Side{had.Ingress, had.Egress}[k].Allow
 		}
@@ -190,7 +190,7 @@ func join(pod *Pod, had *PodRules, segs []segment, pieces []piece) *PodRules {
 }
 
 // side is the segment's Allows of side k (0: ingress, 1: egress).
-func (s segment) side(k int) []Allow {
+func (s segment) side(k int) []*Allow {
 	if k == 0 {
 		return s.in
 	}

@@ -200,7 +200,7 @@ func sortPrefixes(ps []prefixID) {
 // peerIDs are the identities of family v6 (IPv6 true) an Allow's peers
 // cover; fam are the family's prefixes, sorted, podID gives a pod
 // address's.
-func peerIDs(a netpol.Allow, v6 bool, podID func(netip.Addr) (uint32, bool), fam []prefixID) []uint32 {
+func peerIDs(a *netpol.Allow, v6 bool, podID func(netip.Addr) (uint32, bool), fam []prefixID) []uint32 {
 	if a.AnyPeer {
 		return []uint32{IDAny}
 	}
@@ -271,7 +271,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 // portPrefixes are an Allow's ports as rule keys (protocol, port, prefix
 // length): every protocol (a prefix that stops before it), or each range
 // split into the aligned blocks an LPM trie matches.
-func portPrefixes(a netpol.Allow) []RuleKey {
+func portPrefixes(a *netpol.Allow) []RuleKey {
 	if a.AnyPort {
 		return []RuleKey{{Prefixlen: ruleAnyBits}}
 	}

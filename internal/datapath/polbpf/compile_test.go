@@ -23,7 +23,7 @@ func TestPortPrefixes(t *testing.T) {
 		{65534, 65535, []string{"65534/15"}},
 	} {
 		var got []string
-		for _, k := range portPrefixes(netpol.Allow{Ports: []netpol.PortRange{{Proto: netpol.TCP, First: c.first, Last: c.last}}}) {
+		for _, k := range portPrefixes(&netpol.Allow{Ports: []netpol.PortRange{{Proto: netpol.TCP, First: c.first, Last: c.last}}}) {
 			port := k.Port>>8 | k.Port<<8
 			got = append(got, fmt.Sprintf("%d/%d", port, k.Prefixlen-ruleFixedBits))
 			if k.Proto != 6 {
@@ -34,7 +34,7 @@ func TestPortPrefixes(t *testing.T) {
 			t.Errorf("%d-%d: %v, want %v", c.first, c.last, got, c.want)
 		}
 	}
-	if k := portPrefixes(netpol.Allow{AnyPort: true}); len(k) != 1 || k[0].Prefixlen != ruleAnyBits {
+	if k := portPrefixes(&netpol.Allow{AnyPort: true}); len(k) != 1 || k[0].Prefixlen != ruleAnyBits {
 		t.Errorf("any port: %+v", k)
 	}
 }
@@ -46,7 +46,7 @@ func TestBlockIdentities(t *testing.T) {
 	pfx := netip.MustParsePrefix
 	a, b := netip.MustParseAddr("10.0.1.1"), netip.MustParseAddr("10.0.2.1")
 	r := &netpol.Rules{Pods: []netpol.PodRules{
-		{Pod: "a", IPs: []netip.Addr{a}, Ingress: netpol.Side{Isolated: true, Allow: []netpol.Allow{
+		{Pod: "a", IPs: []netip.Addr{a}, Ingress: netpol.Side{Isolated: true, Allow: []*netpol.Allow{
 			{Blocks: []netpol.Block{{CIDR: pfx("10.0.0.0/16"), Except: []netip.Prefix{pfx("10.0.2.0/24")}}}, AnyPort: true},
 			{Blocks: []netpol.Block{{CIDR: pfx("10.0.2.1/32")}, {CIDR: pfx("10.0.3.0/24")}}, AnyPort: true},
 		}}},

@@ -42,14 +42,14 @@ func testRules() *netpol.Rules {
 	pfx := netip.MustParsePrefix
 	return &netpol.Rules{Pods: []netpol.PodRules{
 		{Pod: "pod-a", Namespace: "x", IPs: []netip.Addr{podA, podA6},
-			Ingress: netpol.Side{Isolated: true, Allow: []netpol.Allow{
+			Ingress: netpol.Side{Isolated: true, Allow: []*netpol.Allow{
 				{Pods: []netip.Addr{podB, podB6}, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 80}}},
 				{Blocks: []netpol.Block{
 					{CIDR: pfx("192.168.0.0/16"), Except: []netip.Prefix{pfx("192.168.1.0/24")}},
 					{CIDR: pfx("fd10::/32"), Except: []netip.Prefix{pfx("fd10:0:1::/48")}}},
 					Ports: []netpol.PortRange{{Proto: netpol.UDP, First: 5000, Last: 5010}}},
 			}},
-			Egress: netpol.Side{Isolated: true, Allow: []netpol.Allow{
+			Egress: netpol.Side{Isolated: true, Allow: []*netpol.Allow{
 				{Pods: []netip.Addr{podB, podB6}, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 8080, Last: 8090}}},
 				{Blocks: []netpol.Block{{CIDR: pfx("172.16.0.0/12")}, {CIDR: pfx("fd20::/16")}}, AnyPort: true},
 			}},

@@ -261,7 +261,7 @@ func allowDiff(a, b netpol.PodRules) netpol.PodRules {
 		for _, al := range xs {
 			h := al.Hash()
 			is := byHash[h]
-			j := slices.IndexFunc(is, func(i int) bool { return ys[i].Equal(al) })
+			j := slices.IndexFunc(is, func(i int) bool { return ys[i].Same(al) })
 			if j < 0 {
 				out.Allow = append(out.Allow, al)
 				continue
@@ -277,14 +277,14 @@ func allowDiff(a, b netpol.PodRules) netpol.PodRules {
 // same addresses and isolation, each side's Allows the same slice (a
 // Compiler's rules share them), so that the change's delta applies.
 func holds(had, old *netpol.PodRules) bool {
-	same := func(a, b []netpol.Allow) bool {
+	same := func(a, b []*netpol.Allow) bool {
 		return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 	}
 	return old != nil && sameShape(had, old) && same(had.Ingress.Allow, old.Ingress.Allow) && same(had.Egress.Allow, old.Egress.Allow)
 }
 
 // fromDelta is pod p's rules holding the Allows in and eg alone.
-func fromDelta(p *netpol.PodRules, in, eg []netpol.Allow) netpol.PodRules {
+func fromDelta(p *netpol.PodRules, in, eg []*netpol.Allow) netpol.PodRules {
 	return netpol.PodRules{Pod: p.Pod, Namespace: p.Namespace, IPs: p.IPs,
 		Ingress: netpol.Side{Isolated: p.Ingress.Isolated, Allow: in}, Egress: netpol.Side{Isolated: p.Egress.Isolated, Allow: eg}}
 }

@@ -260,7 +260,7 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 	case len(sd.Went) > 0:
 		return d.refilled(chains, c, sd, nb)
 	}
-	need := map[uint64][]netpol.Allow{}
+	need := map[uint64][]*netpol.Allow{}
 	for _, a := range sd.Came {
 		k := a.Hash() % nb
 		need[k] = append(need[k], a)
@@ -446,7 +446,7 @@ func (d direction) elements(s *script, verb string, a, b *podChains) {
 // allow is the matches (each ending in a space) of one compiled Allow: one
 // per family for its pod addresses and one per ipBlock, or one for any
 // peer; peer is "saddr" (ingress) or "daddr" (egress).
-func allow(a netpol.Allow, peer string) []string {
+func allow(a *netpol.Allow, peer string) []string {
 	ports := ""
 	if !a.AnyPort {
 		var el []string

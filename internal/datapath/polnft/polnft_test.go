@@ -21,10 +21,10 @@ func rules() *netpol.Rules {
 	ports := []netpol.PortRange{{Proto: netpol.TCP, First: 80, Last: 80}, {Proto: netpol.TCP, First: 1000, Last: 2000}, {Proto: netpol.UDP, First: 0, Last: 65535}}
 	return &netpol.Rules{Pods: []netpol.PodRules{
 		{Pod: "a", Namespace: "x", IPs: []netip.Addr{a4, a6},
-			Ingress: netpol.Side{Isolated: true, Allow: []netpol.Allow{
+			Ingress: netpol.Side{Isolated: true, Allow: []*netpol.Allow{
 				{Pods: []netip.Addr{b4, b6}, Ports: ports},
 				{Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("10.0.0.0/8"), Except: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}}}, AnyPort: true}}},
-			Egress: netpol.Side{Isolated: true, Allow: []netpol.Allow{{AnyPeer: true, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 53, Last: 53}}}}}},
+			Egress: netpol.Side{Isolated: true, Allow: []*netpol.Allow{{AnyPeer: true, Ports: []netpol.PortRange{{Proto: netpol.TCP, First: 53, Last: 53}}}}}},
 		{Pod: "b", Namespace: "x", IPs: []netip.Addr{b4, b6}},
 	}}
 }
@@ -35,7 +35,7 @@ func rules() *netpol.Rules {
 func TestScript(t *testing.T) {
 	r := rules()
 	s := Script(r)
-	bucket := func(dir string, a netpol.Allow) string {
+	bucket := func(dir string, a *netpol.Allow) string {
 		return fmt.Sprintf("%s-x/a/%d", dir, a.Hash()%Buckets)
 	}
 	in, out := bucket("ingress", r.Pods[0].Ingress.Allow[0]), bucket("egress", r.Pods[0].Egress.Allow[0])
@@ -74,7 +74,7 @@ func TestScript(t *testing.T) {
 func TestDelta(t *testing.T) {
 	old := rules()
 	grown := rules()
-	extra := netpol.Allow{Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("192.0.2.0/24")}}, AnyPort: true}
+	extra := &netpol.Allow{Blocks: []netpol.Block{{CIDR: netip.MustParsePrefix("192.0.2.0/24")}}, AnyPort: true}
 	grown.Pods[0].Ingress.Allow = append(grown.Pods[0].Ingress.Allow, extra)
 	b := fmt.Sprintf("ingress-x/a/%d", extra.Hash()%Buckets)
 	d := Delta(netpol.Diff(old, grown))

@@ -203,7 +203,7 @@ func (b *ebpfBackend) withNode(r *netpol.Rules, attach map[string]bool) *netpol.
 	if len(blocks) == 0 {
 		return out
 	}
-	node := netpol.Allow{Blocks: blocks, AnyPort: true}
+	node := &netpol.Allow{Blocks: blocks, AnyPort: true}
 	for i := range out.Pods {
 		p := &out.Pods[i]
 		if !attach[p.Namespace+"/"+p.Pod] {

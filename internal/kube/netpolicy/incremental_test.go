@@ -148,7 +148,7 @@ func sortedAllows(r netpol.Rules) netpol.Rules {
 	for i := range out.Pods {
 		for _, s := range []*netpol.Side{&out.Pods[i].Ingress, &out.Pods[i].Egress} {
 			s.Allow = slices.Clone(s.Allow)
-			slices.SortStableFunc(s.Allow, func(a, b netpol.Allow) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+			slices.SortStableFunc(s.Allow, func(a, b *netpol.Allow) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 		}
 	}
 	return out

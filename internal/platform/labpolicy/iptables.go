@@ -341,7 +341,7 @@ type iptBucketed struct {
 func (d iptDir) bucketed(c netpol.PodChange) iptBucketed {
 	var out iptBucketed
 	isolated := func(p *netpol.PodRules) bool { return p != nil && d.side(p).Isolated }
-	var old []netpol.Allow
+	var old []*netpol.Allow
 	if isolated(c.Old) {
 		old = d.side(c.Old).Allow
 		out.was = netpol.NewBuckets(old, iptBuckets, nil)
@@ -528,7 +528,7 @@ func iptHash(parts ...string) string {
 // iptPeers is the peer matches (each ending in a space) of Allow a in
 // family f, in bucket chain chain, and the sets they name: "" for any
 // peer; none when it has no peer of the family.
-func iptPeers(f iptFamily, a netpol.Allow, dir, chain string) (matches []string, sets []iptSet) {
+func iptPeers(f iptFamily, a *netpol.Allow, dir, chain string) (matches []string, sets []iptSet) {
 	if a.AnyPeer {
 		return []string{""}, nil
 	}
@@ -566,7 +566,7 @@ func iptPeers(f iptFamily, a netpol.Allow, dir, chain string) (matches []string,
 // iptPorts is the port matches (each ending in a space) of Allow a: ""
 // for any port, else -p PROTO with multiport lists of at most
 // multiportMax entries (none for a protocol's every port).
-func iptPorts(a netpol.Allow) []string {
+func iptPorts(a *netpol.Allow) []string {
 	if a.AnyPort {
 		return []string{""}
 	}

@@ -58,7 +58,7 @@ func TestIptablesScript(t *testing.T) {
 		many = append(many, netpol.PortRange{Proto: netpol.TCP, First: p, Last: p})
 	}
 	many = append(many, netpol.PortRange{Proto: netpol.TCP, First: 29, Last: 40})
-	if got := iptPorts(netpol.Allow{Ports: many}); len(got) != 2 || !strings.HasSuffix(got[1], "--dports 29:40 ") {
+	if got := iptPorts(&netpol.Allow{Ports: many}); len(got) != 2 || !strings.HasSuffix(got[1], "--dports 29:40 ") {
 		t.Errorf("14 ports and a range are two multiport matches: %q", got)
 	}
 	empty := iptInstall(iptV6, r)
@@ -74,7 +74,7 @@ func blockRules(n int, isolated bool) *netpol.Rules {
 	server.Ingress.Isolated = true
 	for i := range n {
 		b := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 32)
-		server.Ingress.Allow = append(server.Ingress.Allow, netpol.Allow{Blocks: []netpol.Block{{CIDR: b}}, AnyPort: true})
+		server.Ingress.Allow = append(server.Ingress.Allow, &netpol.Allow{Blocks: []netpol.Block{{CIDR: b}}, AnyPort: true})
 	}
 	other := netpol.PodRules{Pod: "pod-b", Namespace: "default", IPs: []netip.Addr{netip.MustParseAddr("192.168.10.11")}}
 	other.Ingress.Isolated = isolated
