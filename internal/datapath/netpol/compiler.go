@@ -158,6 +158,15 @@ func (c *Compiler) World() *World {
 	return w
 }
 
+// Policy is the policy of key (PolicyKey's), nil when there is none (read
+// it, never write it).
+func (c *Compiler) Policy(key string) *networkingv1.NetworkPolicy {
+	if ps := c.policies[key]; ps != nil {
+		return ps.p
+	}
+	return nil
+}
+
 // Len says how many pods and policies the world holds.
 func (c *Compiler) Len() (pods, policies int) { return len(c.w.Pods), len(c.policies) }
 

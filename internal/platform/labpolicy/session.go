@@ -239,12 +239,12 @@ func (s *Session) Add(d netpol.Doc, provider string) (Result, error) {
 			return Result{}, err
 		}
 	}
-	// What each policy replaces, to put back if the change fails.
+	// What each policy replaces, to put back if the change fails (the
+	// compiler's copy: no walk over the file's policies before the write).
 	var undo []func()
 	for i := range d.Policies {
 		p := &d.Policies[i]
-		if j := s.policyIndex(netpol.PolicyKey(p)); j >= 0 {
-			was := &s.c.Policies[j]
+		if was := s.comp.Policy(netpol.PolicyKey(p)); was != nil {
 			undo = append(undo, func() { s.comp.SetPolicy(was) })
 		} else {
 			undo = append(undo, func() { s.comp.DeletePolicy(p.Namespace, p.Name) })
@@ -284,15 +284,20 @@ func (s *Session) Del(namespace, name string) (Result, error) {
 	if namespace == "" {
 		namespace = netpol.DefaultNamespace
 	}
-	i := s.policyIndex(namespace + "/" + name)
-	if i < 0 {
+	key := namespace + "/" + name
+	var was *networkingv1.NetworkPolicy
+	if s.comp != nil {
+		was = s.comp.Policy(key)
+	}
+	if was == nil {
 		return Result{}, fmt.Errorf("lab %s has no policy %s/%s (see vnetlab policy ls %s)", s.st.Name, namespace, name, s.st.Name)
 	}
-	was := &s.c.Policies[i]
 	err := s.change(func() { s.comp.DeletePolicy(namespace, name) }, func() { s.comp.SetPolicy(was) },
 		func() {
-			s.c.Policies = slices.Delete(s.c.Policies, i, i+1)
-			delete(s.enc, namespace+"/"+name)
+			if i := s.policyIndex(key); i >= 0 {
+				s.c.Policies = slices.Delete(s.c.Policies, i, i+1)
+			}
+			delete(s.enc, key)
 		})
 	if err != nil {
 		return Result{}, err
