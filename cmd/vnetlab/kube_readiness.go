@@ -58,7 +58,7 @@ Everything created is deleted at the end, also on Ctrl-C.`,
 			}
 			return runMeasured(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.ReadinessRun, error) {
 				return bench.MeasureReadiness(ctx, spec, say)
-			}, report.PrintReadiness, writeReadiness)
+			}, report.PrintReadiness, results.WriteReadiness)
 		},
 	}
 	cf.add(cmd)
@@ -71,15 +71,6 @@ Everything created is deleted at the end, also on Ctrl-C.`,
 	f.StringVar(&spec.Image, "image", "", "image with vnetlab in /usr/bin (default: vnetlab's own, loaded into a local cluster)")
 	f.StringVarP(&output, "output", "o", "", "write every pod's time and the table's rows as JSON here")
 	return cmd
-}
-
-// writeReadiness writes kube readiness's run to path as JSON.
-func writeReadiness(path string, r *results.ReadinessRun) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // newKubeHelloCmd is a measured pod's command: its first packet, then idle.

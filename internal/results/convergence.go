@@ -3,7 +3,6 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -302,11 +301,7 @@ type QuantileCI struct {
 // WriteConvergence writes c as indented JSON to path.
 func WriteConvergence(path string, c *Convergence) error {
 	c.ConvergenceVersion = ConvergenceVersion
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(path, c); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

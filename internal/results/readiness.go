@@ -58,3 +58,6 @@ type Round struct {
 	FirstPacketUS []float64 `json:"first_packet_us"`
 	LastUS        float64   `json:"last_pod_us"`
 }
+
+// WriteReadiness writes `kube readiness`'s run to path as indented JSON.
+func WriteReadiness(path string, r *ReadinessRun) error { return writeJSON(path, r) }

@@ -568,8 +568,12 @@ func (c *Cell) Values() []float64 {
 }
 
 // Write writes the file as indented JSON.
-func Write(path string, f *File) error {
-	b, err := json.MarshalIndent(f, "", "  ")
+func Write(path string, f *File) error { return writeJSON(path, f) }
+
+// writeJSON writes v to path as indented JSON, a newline after it: every
+// file vnetlab writes its results in.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
