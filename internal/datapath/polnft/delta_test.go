@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/nftables"
+
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol/netpoltest"
 	"github.com/vnetlab/vnetlab/internal/platform/testnet"
@@ -80,7 +82,13 @@ func TestDeltaMakesScript(t *testing.T) {
 					seed, nb, step, fmt.Sprintf(format, args...), d, strings.Join(done, "\n"), g, seed, step)
 			}
 			before := listing(t, delta)
-			if d != "" {
+			if dr, ok := dropsOf(changes, nb); ok {
+				// As Apply does, with no whole table to fall back on.
+				if err := dr.delete(delta); err != nil {
+					fail("deleting the rules %v: %v", dr, err)
+				}
+				did["rules deleted by their comments"]++
+			} else if d != "" {
 				if err := Load(delta, d); err != nil {
 					fail("%v", err)
 				}
@@ -224,9 +232,10 @@ func minus(a, b []string) []string {
 
 // TestDeltaByAllows: a policy added to and deleted from many that select
 // one pod (the apply-latency runs' shape, netpoltest.BenchWorld) changes
-// the pod by its delta alone (its rules appended to their buckets, or
-// those buckets refilled), and the table then lists as Script's of the
-// rules after, a bucket's rules in any order.
+// the pod by its delta alone: added, its rules appended to their buckets;
+// deleted, its rules deleted by their comments (as Apply does); and the
+// table then lists as Script's of the rules after, a bucket's rules in
+// any order.
 func TestDeltaByAllows(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it creates network namespaces")
@@ -248,7 +257,8 @@ func TestDeltaByAllows(t *testing.T) {
 	w, allow := netpoltest.BenchWorld(40)
 	c := netpol.NewCompilerOf(w, nil)
 	r := c.Rules()
-	if err := Load(delta, scriptOf(&r, nb)); err != nil {
+	err := Load(delta, scriptOf(&r, nb))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for step := range 4 {
@@ -275,7 +285,16 @@ func TestDeltaByAllows(t *testing.T) {
 			t.Errorf("step %d: the delta names a chain when it should only (a deletion, refilling) or never (an addition, appending):\n%s", step, d)
 		}
 		now := c.Rules()
-		if err := Load(delta, d); err != nil {
+		dr, ok := dropsOf(changes, nb)
+		if ok != (step%2 == 1) {
+			t.Fatalf("step %d: the changes are rules to delete: %v, want %v (%v)", step, ok, step%2 == 1, dr)
+		}
+		if ok {
+			err = dr.delete(delta)
+		} else {
+			err = Load(delta, d)
+		}
+		if err != nil {
 			t.Fatalf("step %d: %v\n%s", step, err, d)
 		}
 		if err := Load(whole, scriptOf(&now, nb)); err != nil {
@@ -286,4 +305,101 @@ func TestDeltaByAllows(t *testing.T) {
 			t.Fatalf("step %d: the table after the delta lacks\n  %s\nand has besides\n  %s", step, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
 		}
 	}
+}
+
+// TestApplyFindsOrFallsBack: Apply deletes a deleted policy's rules from a
+// pod whose buckets keep others (1,000 policies over Buckets buckets) by
+// their comments, not by an nft transaction; applied again to the table it
+// already changed, it cannot find them and writes the Delta instead; after
+// each the table lists as Script's of the rules after.
+func TestApplyFindsOrFallsBack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it creates network namespaces")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft")
+	}
+	applied, whole := "vnl-polnft-apply", "vnl-polnft-applywhole"
+	for _, ns := range []string{applied, whole} {
+		if nsutil.Exists(ns) {
+			_ = nsutil.Delete(ns)
+		}
+		if err := nsutil.Create(ns, "vnetlab polnft apply test"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nsutil.Delete(ns) })
+	}
+	w, allow := netpoltest.BenchWorld(1000)
+	c := netpol.NewCompilerOf(w, nil)
+	c.SetPolicy(allow)
+	r := c.Rules()
+	c.Changes() // those of making the world
+	if err := Load(applied, Script(&r)); err != nil {
+		t.Fatal(err)
+	}
+	c.DeletePolicy(allow.Namespace, allow.Name)
+	changes, now := c.Changes(), c.Rules()
+	dr, ok := dropsOf(changes, Buckets)
+	if !ok {
+		t.Fatalf("deleting one of 1,001 policies selecting one pod is not rules to delete: %v", dr)
+	}
+	if err := Load(whole, Script(&now)); err != nil {
+		t.Fatal(err)
+	}
+	var bucket string
+	for bucket = range dr {
+	}
+	for _, again := range []bool{false, true} {
+		before := handles(t, applied, bucket)
+		if err := Apply(changes, &now)(applied); err != nil {
+			t.Fatal(err)
+		}
+		// Deleted, the bucket's other rules keep their handles; written
+		// again by the Delta, they have new ones.
+		if fresh := len(minusHandles(handles(t, applied, bucket), before)); fresh > 0 != again {
+			t.Errorf("again %v: %d of bucket %s's rules have new handles", again, fresh, bucket)
+		}
+		if err := dr.delete(applied); err == nil {
+			t.Fatalf("the rules %v are still in the table after Apply (again: %v)", dr, again)
+		}
+		got, want := listing(t, applied), listing(t, whole)
+		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
+			t.Fatalf("again %v: the table after Apply lacks\n  %s\nand has besides\n  %s", again, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
+		}
+	}
+}
+
+// handles is the handles of the rules of chain name in the table in ns.
+func handles(t *testing.T, ns, name string) []uint64 {
+	t.Helper()
+	h, err := nsutil.FD(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &nftables.Table{Name: Table, Family: nftables.TableFamilyINet}
+	rules, err := c.GetRules(tb, &nftables.Chain{Name: name, Table: tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []uint64
+	for _, r := range rules {
+		out = append(out, r.Handle)
+	}
+	return out
+}
+
+// minusHandles is the handles of a not in b.
+func minusHandles(a, b []uint64) []uint64 {
+	var out []uint64
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

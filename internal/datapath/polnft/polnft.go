@@ -37,6 +37,10 @@
 // keeps the pod's buckets is written by them alone: Allows added append
 // their rules to their buckets (a policy added to 10,000 that select one
 // pod: one rule), Allows taken refill their buckets from the Allows now.
+// Apply writes changes: when they only take Allows, it deletes those
+// Allows' rules by handle through netlink instead, each found by its
+// comment (the hash of its text, which every Allow's rule carries), and
+// loads the Delta otherwise.
 // The counters are named objects, so rewriting a pod chain keeps them: a
 // pod's counts only grow while it stays isolated. Script is Delta from no
 // rules behind the table's frame, so the two make the same ruleset, but
@@ -97,11 +101,11 @@ const Buckets = 256
 // one nft transaction.
 func Load(ns, script string) error { return proc.Nft(ns, script) }
 
-// Change makes the table in namespace ns hold rules r, from the table of
+// change makes the table in namespace ns hold rules r, from the table of
 // the rules a Delta (delta) starts from: it loads the delta, and if nft
 // refuses it (the table there is not the one the delta starts from), the
 // whole table (Script(r)) once. An empty delta is nothing to do.
-func Change(ns, delta string, r *netpol.Rules) error {
+func change(ns, delta string, r *netpol.Rules) error {
 	if delta == "" {
 		return nil
 	}
@@ -282,9 +286,7 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
 	for _, k := range slices.Sorted(maps.Keys(need)) {
 		for _, a := range need[k] {
-			for _, m := range allow(a, d.peer) {
-				chains.line("add rule %s %s/%d %s%s", name, k, m, d.verdict)
-			}
+			d.rules(chains, name+"/"+strconv.FormatUint(k, 10), a)
 		}
 	}
 	return true
@@ -316,9 +318,7 @@ func (d direction) refilled(chains *script, c netpol.PodChange, sd netpol.SideDe
 		b := name + "/" + strconv.Itoa(k)
 		chains.line("flush chain %s %s", b)
 		for _, i := range now.In(k) {
-			for _, m := range allow(now.Allow[i], d.peer) {
-				chains.line("add rule %s %s %s%s", b, m, d.verdict)
-			}
+			d.rules(chains, b, now.Allow[i])
 		}
 	}
 	return true
@@ -369,9 +369,7 @@ func (d direction) delta(del, chains, add *script, old, new *podChains) {
 				chains.line("flush chain %s %s", b)
 			}
 			for _, i := range new.in(n) {
-				for _, m := range allow(new.Allow[i], d.peer) {
-					chains.line("add rule %s %s %s%s", b, m, d.verdict)
-				}
+				d.rules(chains, b, new.Allow[i])
 			}
 		}
 		if old == nil || !slices.Equal(old.ips, new.ips) || !slices.Equal(old.Used, new.Used) {
@@ -440,6 +438,16 @@ func (d direction) elements(s *script, verb string, a, b *podChains) {
 		if len(el) > 0 {
 			s.line(verb+" element %s %s%s { %s }", d.name, f.suffix, strings.Join(el, ", "))
 		}
+	}
+}
+
+// rules writes to s the rules of Allow a in bucket chain b, each with the
+// key of its text as its comment (ruleKey), by which Apply finds it to
+// delete it.
+func (d direction) rules(s *script, b string, a *netpol.Allow) {
+	for _, m := range allow(a, d.peer) {
+		r := m + d.verdict
+		s.line("add rule %s %s %s comment %q", b, r, ruleKey(r))
 	}
 }
 

@@ -46,10 +46,10 @@ func TestScript(t *testing.T) {
 		"add counter inet vnetlab-netpol ingress-x/a/evaluated\nadd counter inet vnetlab-netpol ingress-x/a/denied\nadd chain inet vnetlab-netpol ingress-x/a\n",
 		"add rule inet vnetlab-netpol ingress-x/a counter name ingress-x/a/evaluated\nadd rule inet vnetlab-netpol ingress-x/a ip saddr { 10.244.1.10 } accept\nadd rule inet vnetlab-netpol ingress-x/a ip6 saddr { fd00:10:244:1::10 } accept\n",
 		"add rule inet vnetlab-netpol ingress-x/a jump " + in + "\n",
-		"add rule inet vnetlab-netpol " + in + " ip saddr { 10.244.2.20 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } accept\n",
+		allowRule(in, "ip saddr { 10.244.2.20 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept"),
+		"ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } accept comment ",
 		"add rule inet vnetlab-netpol ingress-x/a counter name ingress-x/a/denied drop\n",
-		"add rule inet vnetlab-netpol " + out + " meta l4proto . th dport { tcp . 53 } goto filter-ingress\n",
+		allowRule(out, "meta l4proto . th dport { tcp . 53 } goto filter-ingress"),
 		"add rule inet vnetlab-netpol egress-x/a counter name egress-x/a/denied drop\n",
 		"add element inet vnetlab-netpol ingress-v4 { 10.244.1.10 : goto ingress-x/a }\n",
 		"add element inet vnetlab-netpol egress-v6 { fd00:10:244:1::10 : goto egress-x/a }\n",
@@ -79,7 +79,7 @@ func TestDelta(t *testing.T) {
 	b := fmt.Sprintf("ingress-x/a/%d", extra.Hash()%Buckets)
 	d := Delta(netpol.Diff(old, grown))
 	for _, want := range []string{
-		"add chain inet vnetlab-netpol " + b + "\nadd rule inet vnetlab-netpol " + b + " ip saddr 192.0.2.0/24 accept\nflush chain inet vnetlab-netpol ingress-x/a\n",
+		"add chain inet vnetlab-netpol " + b + "\n" + allowRule(b, "ip saddr 192.0.2.0/24 accept") + "flush chain inet vnetlab-netpol ingress-x/a\n",
 		"add rule inet vnetlab-netpol ingress-x/a jump " + b + "\n",
 	} {
 		if !strings.Contains(d, want) {
@@ -114,6 +114,12 @@ func TestDelta(t *testing.T) {
 	if d := Delta(netpol.Diff(old, rules())); d != "" {
 		t.Errorf("no change: delta %q", d)
 	}
+}
+
+// allowRule is the line adding an Allow's rule r to bucket chain b, with
+// the comment Apply finds it by.
+func allowRule(b, r string) string {
+	return fmt.Sprintf("add rule inet vnetlab-netpol %s %s comment %q\n", b, r, ruleKey(r))
 }
 
 // Load puts the table in a namespace (nft takes the script) and replaces

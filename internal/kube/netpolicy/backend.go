@@ -26,9 +26,8 @@ type Backend interface {
 
 // nftBackend writes the table of internal/datapath/polnft into the
 // namespace the controller runs in: the whole table at the first Apply (and
-// after a failed one), then one nft transaction of what the pods whose
-// rules changed since the last Apply change (polnft.Delta), none when none
-// did.
+// after a failed one), then one transaction of what the pods whose rules
+// changed since the last Apply change (polnft.Apply), none when none did.
 type nftBackend struct {
 	ns   string        // "": the controller's own
 	last *netpol.Rules // the rules in force; nil: unknown
@@ -49,7 +48,7 @@ func (b *nftBackend) Apply(r *netpol.Rules, changes []netpol.PodChange, _ map[st
 	if b.last == nil {
 		err = polnft.Load(b.ns, polnft.Script(r))
 	} else {
-		err = polnft.Change(b.ns, polnft.Delta(changes), r)
+		err = polnft.Apply(changes, r)(b.ns)
 	}
 	if err != nil {
 		b.last = nil

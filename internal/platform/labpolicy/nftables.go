@@ -11,7 +11,8 @@ import (
 // node's namespace: the table internal/datapath/polnft writes (its package
 // comment describes it), the whole table loaded in one nft transaction at
 // Install, and at every Update one transaction of what the changed pods
-// change (polnft.Delta; the whole table when a node refuses it).
+// change (polnft.Apply: their Allows' rules deleted, or their Delta; the
+// whole table when a node refuses it).
 type nftablesProvider struct{}
 
 func init() { Register(nftablesProvider{}) }
@@ -33,8 +34,7 @@ func (nftablesProvider) Install(st *lab.State, r *netpol.Rules) error {
 }
 
 func (nftablesProvider) Update(st *lab.State, _, r *netpol.Rules, changes []netpol.PodChange) error {
-	delta := polnft.Delta(changes)
-	return st.EachNode(func(ns string) error { return polnft.Change(ns, delta, r) })
+	return st.EachNode(polnft.Apply(changes, r))
 }
 
 func (nftablesProvider) Remove(st *lab.State) error { return st.EachNode(polnft.Remove) }

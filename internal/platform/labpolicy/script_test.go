@@ -54,8 +54,9 @@ func TestNftScript(t *testing.T) {
 	in := fmt.Sprintf("ingress-default/pod-a/%d", a.Ingress.Allow[0].Hash()%polnft.Buckets)
 	for _, want := range []string{
 		"add chain inet vnetlab-netpol filter-forward { type filter hook forward priority filter ; policy accept ; }\nadd rule inet vnetlab-netpol filter-forward ct state established,related accept\n",
-		"add rule inet vnetlab-netpol " + in + " ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
-		"add rule inet vnetlab-netpol " + in + " ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept\n",
+		// An Allow's rule ends in the comment polnft.Apply deletes it by.
+		"add rule inet vnetlab-netpol " + in + " ip saddr { 192.168.10.11 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept comment ",
+		"add rule inet vnetlab-netpol " + in + " ip saddr 10.0.0.0/8 ip saddr != { 10.1.0.0/16 } meta l4proto . th dport { tcp . 80, tcp . 1000-2000, udp . 0-65535 } accept comment ",
 		"add chain inet vnetlab-netpol ingress-default/pod-a\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a counter name ingress-default/pod-a/evaluated\n",
 		"add rule inet vnetlab-netpol ingress-default/pod-a jump " + in + "\nadd rule inet vnetlab-netpol ingress-default/pod-a counter name ingress-default/pod-a/denied drop\n",
