@@ -102,9 +102,8 @@ func (d direction) dropped(dr drops, c netpol.PodChange, nb uint64) bool {
 	if missing > 0 {
 		return false
 	}
-	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
 	for _, a := range sd.Went {
-		b := name + "/" + strconv.FormatUint(a.Hash()%nb, 10)
+		b := bucket(d.chain(c.New), int(a.Hash()%nb))
 		for _, m := range allow(a, d.peer) {
 			dr[b] = append(dr[b], ruleKey(m+d.verdict))
 		}

@@ -224,6 +224,12 @@ var directions = []direction{
 	{ingress, "saddr", "accept", func(p *netpol.PodRules) netpol.Side { return p.Ingress }},
 }
 
+// chain is the name of pod p's chain of direction d.
+func (d direction) chain(p *netpol.PodRules) string { return d.name + "-" + p.Namespace + "/" + p.Pod }
+
+// bucket is the name of pod chain c's bucket chain k.
+func bucket(c string, k int) string { return c + "/" + strconv.Itoa(k) }
+
 // podChains is one isolated side of a pod as the table holds it: the pod
 // chain's name, the pod's addresses, and its Allows by bucket.
 type podChains struct {
@@ -243,7 +249,7 @@ func (d direction) of(p *netpol.PodRules, nb uint64, was *podChains) *podChains 
 	if was != nil {
 		prev = was.Buckets
 	}
-	return &podChains{name: d.name + "-" + p.Namespace + "/" + p.Pod, ips: p.IPs, Buckets: netpol.NewBuckets(d.side(p).Allow, int(nb), prev)}
+	return &podChains{name: d.chain(p), ips: p.IPs, Buckets: netpol.NewBuckets(d.side(p).Allow, int(nb), prev)}
 }
 
 // appended writes to chains the side d of change c when its delta only
@@ -283,10 +289,9 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 	if missing > 0 {
 		return false
 	}
-	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
 	for _, k := range slices.Sorted(maps.Keys(need)) {
 		for _, a := range need[k] {
-			d.rules(chains, name+"/"+strconv.FormatUint(k, 10), a)
+			d.rules(chains, bucket(d.chain(c.New), int(k)), a)
 		}
 	}
 	return true
@@ -313,9 +318,8 @@ func (d direction) refilled(chains *script, c netpol.PodChange, sd netpol.SideDe
 		}
 	}
 	slices.Sort(ks)
-	name := d.name + "-" + c.New.Namespace + "/" + c.New.Pod
 	for _, k := range ks {
-		b := name + "/" + strconv.Itoa(k)
+		b := bucket(d.chain(c.New), k)
 		chains.line("flush chain %s %s", b)
 		for _, i := range now.In(k) {
 			d.rules(chains, b, now.Allow[i])
@@ -359,7 +363,7 @@ func (d direction) delta(del, chains, add *script, old, new *podChains) {
 	}
 	if new != nil {
 		for _, n := range new.Used {
-			b := new.name + "/" + strconv.Itoa(n)
+			b := bucket(new.name, n)
 			switch {
 			case len(old.in(n)) == 0:
 				chains.line("add chain %s %s", b)
@@ -387,7 +391,7 @@ func (d direction) delta(del, chains, add *script, old, new *podChains) {
 	}
 	for _, n := range old.Used {
 		if len(new.in(n)) == 0 {
-			b := old.name + "/" + strconv.Itoa(n)
+			b := bucket(old.name, n)
 			chains.line("flush chain %s %s", b)
 			chains.line("delete chain %s %s", b)
 		}
@@ -413,7 +417,7 @@ func (d direction) podChain(s *script, c *podChains) {
 		}
 	}
 	for _, n := range c.Used {
-		s.line("add rule %s %s jump %s/%d", c.name, c.name, n)
+		s.line("add rule %s %s jump %s", c.name, bucket(c.name, n))
 	}
 	s.line("add rule %s %s counter name %s drop", c.name, c.counter(Denied))
 }
