@@ -35,23 +35,9 @@ import (
 // VNETLAB_POLNFT_SEQUENCES and VNETLAB_POLNFT_STEPS scale it up;
 // VNETLAB_POLNFT_SEED is the first sequence's seed, which a failure names.
 func TestDeltaMakesScript(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it creates network namespaces")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft")
-	}
 	seqs, steps, first := testnet.EnvInt("VNETLAB_POLNFT_SEQUENCES", 12), testnet.EnvInt("VNETLAB_POLNFT_STEPS", 25), testnet.EnvInt("VNETLAB_POLNFT_SEED", 1)
 	delta, whole := "vnl-polnft-delta", "vnl-polnft-whole"
-	for _, ns := range []string{delta, whole} {
-		if nsutil.Exists(ns) { // a run killed before its cleanup
-			_ = nsutil.Delete(ns)
-		}
-		if err := nsutil.Create(ns, "vnetlab polnft delta test"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = nsutil.Delete(ns) })
-	}
+	namespaces(t, delta, whole)
 	did := map[string]int{}
 	for seed := first; seed < first+seqs; seed++ {
 		nb := uint64(Buckets)
@@ -237,22 +223,8 @@ func minus(a, b []string) []string {
 // table then lists as Script's of the rules after, a bucket's rules in
 // any order.
 func TestDeltaByAllows(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it creates network namespaces")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft")
-	}
 	delta, whole := "vnl-polnft-bydelta", "vnl-polnft-bywhole"
-	for _, ns := range []string{delta, whole} {
-		if nsutil.Exists(ns) {
-			_ = nsutil.Delete(ns)
-		}
-		if err := nsutil.Create(ns, "vnetlab polnft delta test"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = nsutil.Delete(ns) })
-	}
+	namespaces(t, delta, whole)
 	const nb = 3
 	w, allow := netpoltest.BenchWorld(40)
 	c := netpol.NewCompilerOf(w, nil)
@@ -313,22 +285,8 @@ func TestDeltaByAllows(t *testing.T) {
 // already changed, it cannot find them and writes the Delta instead; after
 // each the table lists as Script's of the rules after.
 func TestApplyFindsOrFallsBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it creates network namespaces")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft")
-	}
 	applied, whole := "vnl-polnft-apply", "vnl-polnft-applywhole"
-	for _, ns := range []string{applied, whole} {
-		if nsutil.Exists(ns) {
-			_ = nsutil.Delete(ns)
-		}
-		if err := nsutil.Create(ns, "vnetlab polnft apply test"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = nsutil.Delete(ns) })
-	}
+	namespaces(t, applied, whole)
 	w, allow := netpoltest.BenchWorld(1000)
 	c := netpol.NewCompilerOf(w, nil)
 	c.SetPolicy(allow)
@@ -402,4 +360,26 @@ func minusHandles(a, b []uint64) []uint64 {
 		}
 	}
 	return out
+}
+
+// namespaces makes network namespaces of these names for the test (one
+// left by a run killed before its cleanup deleted first), deleted after
+// it; without root or nft it skips the test.
+func namespaces(t *testing.T, names ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it creates network namespaces")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft")
+	}
+	for _, ns := range names {
+		if nsutil.Exists(ns) {
+			_ = nsutil.Delete(ns)
+		}
+		if err := nsutil.Create(ns, "vnetlab polnft test"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nsutil.Delete(ns) })
+	}
 }
