@@ -76,9 +76,8 @@ func dropsOf(changes []netpol.PodChange, nb uint64) (dr drops, ok bool) {
 }
 
 // dropped adds to dr the rules of the Allows side d of change c lost, and
-// says whether that is all the side's change is. Whether a bucket keeps an
-// Allow is found by hashing the Allows now until one of each bucket turns
-// up, as appended does.
+// says whether that is all the side's change is: whether each bucket the
+// Allows went from keeps one (holdsEach, as appended asks it).
 func (d direction) dropped(dr drops, c netpol.PodChange, nb uint64) bool {
 	sd := d.sideDelta(c.Delta)
 	switch {
@@ -87,21 +86,14 @@ func (d direction) dropped(dr drops, c netpol.PodChange, nb uint64) bool {
 	case len(sd.Came) > 0 || !d.side(c.New).Isolated:
 		return false
 	}
-	need := map[uint64]bool{}
-	for _, a := range sd.Went {
-		need[a.Hash()%nb] = true
-	}
-	missing := len(need)
-	for _, a := range d.side(c.New).Allow {
-		if missing == 0 {
-			break
-		}
-		if k := a.Hash() % nb; need[k] {
-			need[k] = false
-			missing--
+	went := func(yield func(uint64) bool) {
+		for _, a := range sd.Went {
+			if !yield(a.Hash() % nb) {
+				return
+			}
 		}
 	}
-	if missing > 0 {
+	if !holdsEach(d.side(c.New).Allow, went, nb) {
 		return false
 	}
 	for _, a := range sd.Went {

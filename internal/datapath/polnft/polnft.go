@@ -58,6 +58,7 @@ package polnft
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -275,18 +276,7 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 		k := a.Hash() % nb
 		need[k] = append(need[k], a)
 	}
-	missing, seen := len(need), map[uint64]bool{}
-	for _, a := range d.side(c.Old).Allow {
-		if missing == 0 {
-			break
-		}
-		k := a.Hash() % nb
-		if _, ok := need[k]; ok && !seen[k] {
-			seen[k] = true
-			missing--
-		}
-	}
-	if missing > 0 {
+	if !holdsEach(d.side(c.Old).Allow, maps.Keys(need), nb) {
 		return false
 	}
 	for _, k := range slices.Sorted(maps.Keys(need)) {
@@ -295,6 +285,22 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 		}
 	}
 	return true
+}
+
+// holdsEach says whether allow has an Allow in each of buckets ks (of nb),
+// hashing its Allows only until one of each turns up.
+func holdsEach(allow []*netpol.Allow, ks iter.Seq[uint64], nb uint64) bool {
+	need := map[uint64]bool{}
+	for k := range ks {
+		need[k] = true
+	}
+	for _, a := range allow {
+		if len(need) == 0 {
+			break
+		}
+		delete(need, a.Hash()%nb)
+	}
+	return len(need) == 0
 }
 
 // refilled writes to chains the side d of change c when its delta only
