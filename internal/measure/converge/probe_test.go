@@ -22,12 +22,11 @@ import (
 // of the instant (with the scheduler's slack on a loaded 2-vCPU machine),
 // never before it.
 func TestProbeResolution(t *testing.T) {
-	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := ln.LocalAddr().(*net.UDPAddr).AddrPort()
-	ln.Close() // refused until the server below starts
+	// Refused until the server below starts. The port is below the
+	// probes' source range: a port inside it is, for a moment of the
+	// clock, a probe's own source port, and that probe would hold the
+	// port the server binds.
+	target := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), firstProbePort-24)
 
 	const interval = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
