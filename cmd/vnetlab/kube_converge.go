@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -89,7 +90,7 @@ local cluster whose enforcer is none (kube up --network-policy).`,
 	}
 	cf.add(cmd)
 	f := cmd.Flags()
-	registerPaceFlags(f, &spec.Pace)
+	registerPaceFlags(f, &spec.Pace, kindsHelp(converge.ServiceKinds)+", or with --policy "+kindsHelp(converge.PolicyLabelKinds))
 	f.DurationVar(&spec.FlowTimeout, "probe-conntrack-timeout", spec.FlowTimeout, "the conntrack timeout of the probers' own UDP flows on a local cluster's nodes (a probe is a flow: with the kernel's 30 s, a prober keeps some 30,000 entries per target, which kube-proxy's conntrack reconciler lists after each sync that took a UDP endpoint away); whole seconds; 0: the kernel's")
 	f.IntVar(&spec.ExtraServices, "extra-services", 0, "other Services the cluster holds while the changes are measured (created first, deleted after unless --keep-extra); refused before anything is made when a local cluster's API server and etcd could not hold them")
 	f.IntVar(&spec.ExtraEndpoints, "extra-endpoints", spec.ExtraEndpoints, "endpoints of each extra Service")
@@ -131,13 +132,19 @@ func runMeasured[T any](cmd *cobra.Command, output string, measure func(ctx cont
 	return nil
 }
 
-// registerPaceFlags binds the changes' pace (kube converge, svc converge).
-func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace) {
-	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through the five kinds (the default: 200 of each)")
+// registerPaceFlags binds the changes' pace (kube converge, svc converge,
+// policy converge); cycle names the kinds --changes cycles through.
+func registerPaceFlags(f *pflag.FlagSet, p *converge.Pace, cycle string) {
+	f.IntVar(&p.Changes, "changes", p.Changes, "changes to write, cycling through "+cycle)
 	f.DurationVar(&p.Interval, "interval", p.Interval, "between a prober's probes: the latencies' resolution")
 	f.DurationVar(&p.ProbeTimeout, "probe-timeout", p.ProbeTimeout, "a probe unanswered for this long was not answered")
 	f.DurationVar(&p.ChangeTimeout, "change-timeout", p.ChangeTimeout, "a prober that has not shown a change by then did not apply it (counted apart, never a latency)")
 	f.Var((*pauseValue)(p), "pause", "random pause after a change is shown, before the next: MIN-MAX or one duration (longer than a proxy's minimum sync period, such as 1.5s-2s for kube-proxy's 1 s, measures each change alone)")
+}
+
+// kindsHelp names a cycle's kinds for --changes' help.
+func kindsHelp(kinds []string) string {
+	return fmt.Sprintf("the %d kinds (%s)", len(kinds), strings.Join(kinds, ", "))
 }
 
 // pauseValue is --pause over a Pace's PauseMin and PauseMax.

@@ -17,7 +17,7 @@ import (
 func newKubeConvergeReportCmd() *cobra.Command {
 	var kind, svg string
 	var reanalyze bool
-	kinds := append(slices.Clone(converge.Kinds), converge.KindAllowAdded, converge.KindAllowDeleted, converge.KindLabelRemoved, converge.KindLabelAdded) // a kind no run has is no row
+	kinds := append(slices.Clone(converge.ServiceKinds), converge.KindAllowAdded, converge.KindAllowDeleted, converge.KindLabelRemoved, converge.KindLabelAdded) // a kind no run has is no row
 	cmd := &cobra.Command{
 		Use:   "converge-report FILE.json... [--kinds K,...] [--chart-kind endpoint-added] [--svg chart.svg]",
 		Short: "Tabulate kube converge files side by side (per proxy, E, pause and N) and chart a kind's p99 against N",

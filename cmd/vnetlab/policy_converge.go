@@ -48,7 +48,7 @@ measures it: a change that overlapped more than 0.1 CPUs of it is flagged.`,
 					return fmt.Errorf("--%s: %v", k, err)
 				}
 			}
-			if err := spec.Pace.Check(); err != nil {
+			if err := spec.Pace.Check(converge.PolicyKinds); err != nil {
 				return err
 			}
 			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
@@ -64,7 +64,7 @@ measures it: a change that overlapped more than 0.1 CPUs of it is flagged.`,
 	f.StringVar(&spec.Provider, "provider", "", strings.Join(labpolicy.Names(), ", ")+" (default "+labpolicy.DefaultProvider+")")
 	f.IntVar(&spec.Policies, "policies", 0, "generated policies selecting the probed pod, present while the changes are written")
 	f.IntVar(&spec.IPBlocks, "ipblocks", 0, "address blocks of one more generated policy selecting the probed pod")
-	registerPaceFlags(f, &spec.Pace)
+	registerPaceFlags(f, &spec.Pace, kindsHelp(converge.PolicyKinds))
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per prober and the rows as JSON here")
 	return cmd
 }

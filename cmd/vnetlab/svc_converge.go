@@ -44,7 +44,7 @@ it is flagged.`,
 				}
 				spec.VIP = a
 			}
-			if err := spec.Pace.Check(); err != nil {
+			if err := spec.Pace.Check(converge.ServiceKinds); err != nil {
 				return err
 			}
 			return runConvergence(cmd, output, func(ctx context.Context, say func(string, ...any)) (*results.Convergence, error) {
@@ -59,7 +59,7 @@ it is flagged.`,
 	f := cmd.Flags()
 	f.StringVar(&spec.Provider, "provider", "", "provider for a lab without Services (default: the mode's)")
 	f.StringVar(&vip, "vip", "", "the changed Service's address (default "+labservice.DefaultFloorVIP.String()+")")
-	registerPaceFlags(f, &spec.Pace)
+	registerPaceFlags(f, &spec.Pace, kindsHelp(converge.ServiceKinds))
 	f.StringVarP(&output, "output", "o", "", "write every change, its latency per prober and the rows as JSON here")
 	return cmd
 }

@@ -85,7 +85,16 @@ func (s ConvergeSpec) Check() error {
 	if err := s.checkPolicy(); err != nil {
 		return err
 	}
-	return s.Pace.Check()
+	return s.Pace.Check(s.Kinds())
+}
+
+// Kinds are the kinds of change the cycle writes: a policy's and a pod's
+// label's with --policy, else a Service's.
+func (s ConvergeSpec) Kinds() []string {
+	if s.Policy {
+		return converge.PolicyLabelKinds
+	}
+	return converge.ServiceKinds
 }
 
 // The probed Service: a selectorless one whose EndpointSlice the run

@@ -25,6 +25,9 @@ func TestConvergePolicyFlags(t *testing.T) {
 		{with(func(s *ConvergeSpec) { s.Policy, s.ExtraPolicies = true, -1 }), "--extra-policies -1: use 0 to 131072"},
 		{with(func(s *ConvergeSpec) { s.Policy, s.ExtraPolicies = true, MaxExtraPolicies+1 }), "--extra-policies 131073"},
 		{with(func(s *ConvergeSpec) { s.Policy, s.CRR = true, time.Second }), "--crr measures a Service made after Service changes: not with --policy"},
+		{with(func(s *ConvergeSpec) { s.Policy, s.Changes = true, 4 }), ""},
+		{with(func(s *ConvergeSpec) { s.Policy, s.Changes = true, 3 }), "--changes 3: use 4 to 100000 (a cycle writes one change of each kind: allow-added, label-removed, label-added, allow-deleted)"},
+		{with(func(s *ConvergeSpec) { s.Changes = 4 }), "--changes 4: use 5 to 100000 (a cycle writes one change of each kind: service-created,"},
 	} {
 		err := c.spec.Check()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

@@ -45,7 +45,7 @@ import (
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
-	n := 2 * len(converge.Kinds)
+	n := 2 * len(converge.ServiceKinds)
 	loop := exec.Command("nice", "-n", "19", "sh", "-c", "while :; do :; done")
 	if err := loop.Start(); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestKubeConverge(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range converge.Kinds {
+	for _, k := range converge.ServiceKinds {
 		if whole[k] == 0 {
 			t.Errorf("no %s change reached every node in time", k)
 		}
@@ -93,7 +93,7 @@ func TestKubeConverge(t *testing.T) {
 	for _, r := range c.Rows {
 		rows[r.Kind+"/"+r.Node] = true
 	}
-	for _, k := range converge.Kinds {
+	for _, k := range converge.ServiceKinds {
 		for _, n := range []string{testState.Nodes[0].Name, testState.Nodes[1].Name, analysis.AllNodes} {
 			if !rows[k+"/"+n] {
 				t.Errorf("no row for %s on %s", k, n)

@@ -35,8 +35,14 @@ const (
 	KindLabelAdded   = "label-added"
 )
 
-// Kinds are the kinds in the order a cycle writes them.
-var Kinds = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindPortChanged, KindServiceDeleted}
+// The kinds of each cycle, in the order it writes them: a Service's
+// (ServiceSteps), a policy's (PolicySteps) and a policy's with a pod's
+// label update between (PolicyLabelSteps).
+var (
+	ServiceKinds     = []string{KindServiceCreated, KindEndpointAdded, KindEndpointRemoved, KindPortChanged, KindServiceDeleted}
+	PolicyKinds      = []string{KindAllowAdded, KindAllowDeleted}
+	PolicyLabelKinds = []string{KindAllowAdded, KindLabelRemoved, KindLabelAdded, KindAllowDeleted}
+)
 
 // What Change.Shows holds besides a backend's name.
 const (

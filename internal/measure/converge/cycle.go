@@ -34,7 +34,7 @@ type Targets struct{ Main, Moved string }
 
 // Pace is how changes are written, probed and waited for.
 type Pace struct {
-	Changes       int           // written, cycling through Kinds
+	Changes       int           // written, cycling through the cycle's kinds
 	Interval      time.Duration // between a prober's probes: the latencies' resolution
 	ProbeTimeout  time.Duration // a probe unanswered for this long was Silent; a removed backend's or a deleted Service's last answers must be Settle of it old, by a prober's evidence
 	ChangeTimeout time.Duration // a node that has not shown a change by then did not apply it
@@ -51,7 +51,7 @@ type Pace struct {
 // DefaultPace: 1,000 changes (200 of each kind), a probe every
 // millisecond, a pause of 50-250 ms after each change (DefaultPause*).
 func DefaultPace() Pace {
-	return Pace{Changes: 200 * len(Kinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute,
+	return Pace{Changes: 200 * len(ServiceKinds), Interval: time.Millisecond, ProbeTimeout: 100 * time.Millisecond, ChangeTimeout: 10 * time.Second, WarmUpTimeout: 10 * time.Minute,
 		PauseMin: DefaultPauseMin, PauseMax: DefaultPauseMax}
 }
 
@@ -109,10 +109,10 @@ const (
 )
 
 // Check refuses a pace that cannot run, in one line naming the flag.
-func (p Pace) Check() error {
+func (p Pace) Check(kinds []string) error {
 	switch {
-	case p.Changes < len(Kinds) || p.Changes > MaxChanges:
-		return fmt.Errorf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", p.Changes, len(Kinds), MaxChanges, strings.Join(Kinds, ", "))
+	case p.Changes < len(kinds) || p.Changes > MaxChanges:
+		return fmt.Errorf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", p.Changes, len(kinds), MaxChanges, strings.Join(kinds, ", "))
 	case p.Interval < MinInterval:
 		return fmt.Errorf("--interval %s: use %s or more (a probe's source port comes back after %s, within conntrack's %s UDP timeout: an earlier probe's entry would decide its path)", p.Interval, MinInterval, ReuseAfter(p.Interval), UDPConntrackTimeout)
 	case p.ProbeTimeout < p.Interval:
@@ -136,9 +136,9 @@ type Step struct {
 	Write  func(ctx context.Context) (int64, error)
 }
 
-// ServiceSteps are a Service's changes written through w, in Kinds'
-// order: created, an endpoint added, removed, its port changed (shown at
-// t.Moved), deleted (at the port it then has).
+// ServiceSteps are a Service's changes written through w, in
+// ServiceKinds' order: created, an endpoint added, removed, its port
+// changed (shown at t.Moved), deleted (at the port it then has).
 func ServiceSteps(w Writer, t Targets) []Step {
 	return []Step{
 		{KindServiceCreated, t.Main, ShowsAny, w.Create},

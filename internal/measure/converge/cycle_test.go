@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -42,6 +43,48 @@ func TestCycleTimesTheWrite(t *testing.T) {
 	}
 }
 
+// Each cycle writes its kinds in the order its list gives (the list
+// --changes is bounded by), and --changes below one of each is refused in
+// one line naming that cycle's kinds.
+func TestCycleKinds(t *testing.T) {
+	write := func(context.Context) (int64, error) { return 0, nil }
+	for _, c := range []struct {
+		steps []Step
+		kinds []string
+	}{
+		{ServiceSteps(nopWriter{}, Targets{}), ServiceKinds},
+		{PolicySteps("t", write, write), PolicyKinds},
+		{PolicyLabelSteps("t", write, write, write, write), PolicyLabelKinds},
+	} {
+		var got []string
+		for _, s := range c.steps {
+			got = append(got, s.Kind)
+		}
+		if strings.Join(got, " ") != strings.Join(c.kinds, " ") {
+			t.Errorf("a cycle writes %v, its kinds are %v", got, c.kinds)
+		}
+		p := DefaultPace()
+		p.Changes = len(c.kinds)
+		if err := p.Check(c.kinds); err != nil {
+			t.Errorf("--changes %d for %v: %v", p.Changes, c.kinds, err)
+		}
+		p.Changes--
+		want := fmt.Sprintf("--changes %d: use %d to %d (a cycle writes one change of each kind: %s)", p.Changes, len(c.kinds), MaxChanges, strings.Join(c.kinds, ", "))
+		if err := p.Check(c.kinds); err == nil || err.Error() != want {
+			t.Errorf("--changes %d for %v: %v, want %q", p.Changes, c.kinds, err, want)
+		}
+	}
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Create(context.Context) (int64, error)         { return 0, nil }
+func (nopWriter) AddEndpoint(context.Context) (int64, error)    { return 0, nil }
+func (nopWriter) RemoveEndpoint(context.Context) (int64, error) { return 0, nil }
+func (nopWriter) ChangePort(context.Context) (int64, error)     { return 0, nil }
+func (nopWriter) Delete(context.Context) (int64, error)         { return 0, nil }
+func (nopWriter) Second() string                                { return "b" }
+
 // --pause: MIN-MAX or one duration; refused, in one line naming the flag,
 // when unreadable, reversed, negative or above MaxPause. A cycle waits a
 // pause within the bounds after each change: with a fixed 300 ms and no
@@ -62,7 +105,7 @@ func TestPause(t *testing.T) {
 		p := DefaultPace()
 		var err error
 		if p.PauseMin, p.PauseMax, err = ParsePause(in); err == nil {
-			err = p.Check()
+			err = p.Check(ServiceKinds)
 		}
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("--pause %s: %v; want %q", in, err, want)
