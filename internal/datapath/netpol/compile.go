@@ -50,6 +50,8 @@ type Allow struct {
 	Blocks  []Block      `json:"blocks,omitempty"`
 	AnyPort bool         `json:"any_port,omitempty"`
 	Ports   []PortRange  `json:"ports,omitempty"`
+	// key is Hash, stored by sealed (0: not stored).
+	key uint64
 }
 
 // Block is an ipBlock: CIDR except the Except prefixes (each inside it).
@@ -180,7 +182,7 @@ func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 	f := ruleForm{base: base, named: named}
 	if len(named) == 0 && base.peers() && (base.AnyPort || len(base.Ports) > 0) {
 		b := base
-		f.fixed = append(f.fixed, &b)
+		f.fixed = append(f.fixed, sealed(&b))
 	}
 	if len(egNamed) == 0 {
 		return f
@@ -200,7 +202,7 @@ func (w *World) resolveRule(ns string, peers []networkingv1.NetworkPolicyPeer, p
 			}
 		}
 		if len(ips) > 0 && len(pr) > 0 {
-			f.fixed = append(f.fixed, &Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)})
+			f.fixed = append(f.fixed, sealed(&Allow{Pods: sortedUnique(ips), Ports: mergePorts(pr)}))
 		}
 	}
 	return f
@@ -222,7 +224,7 @@ func (f *ruleForm) allows(owner *Pod) []*Allow {
 	}
 	b.Ports = mergePorts(b.Ports)
 	if b.peers() && (b.AnyPort || len(b.Ports) > 0) {
-		return []*Allow{&b}
+		return []*Allow{sealed(&b)}
 	}
 	return nil
 }

@@ -104,6 +104,15 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 			fail(msg)
 			return step
 		}
+		// The Allows the compiler handed out, before the change and after,
+		// still hash as their fields do (the hash they carry was not left
+		// behind by a change to an Allow after it was made).
+		for _, r := range []netpol.Rules{before, c.Rules()} {
+			if msg := staleHash(r); msg != "" {
+				fail(msg)
+				return step
+			}
+		}
 		// Diff of the rules before and after (which share the unchanged
 		// pods' Allows) names the same pods, with each side's rules.
 		after := c.Rules()
@@ -123,6 +132,19 @@ func compilerSequence(t *testing.T, seed uint64, steps int) int {
 		prev = want
 	}
 	return steps
+}
+
+// staleHash names an Allow of r whose Hash is not its fields' ("": none).
+func staleHash(r netpol.Rules) string {
+	for _, p := range r.Pods {
+		for _, a := range slices.Concat(p.Ingress.Allow, p.Egress.Allow) {
+			fresh := netpol.Allow{AnyPeer: a.AnyPeer, Pods: a.Pods, Blocks: a.Blocks, AnyPort: a.AnyPort, Ports: a.Ports}
+			if a.Hash() != fresh.Hash() {
+				return fmt.Sprintf("pod %s/%s: an Allow hashes to %#x, its fields to %#x", p.Namespace, p.Pod, a.Hash(), fresh.Hash())
+			}
+		}
+	}
+	return ""
 }
 
 // checkChanges holds a Compiler's changes to the rules before and after

@@ -2,6 +2,7 @@ package labpolicy
 
 import (
 	"fmt"
+	"github.com/vnetlab/vnetlab/internal/datapath/netpol/netpoltest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -144,3 +145,24 @@ func BenchmarkIptablesPlan(b *testing.B) {
 		iptPlan([]iptFamily{iptV4}, few, more, changes)
 	}
 }
+
+// What an Update computes for one policy added to, or deleted from, a pod
+// that 10,000 others select, as a session's compiler hands the change
+// over (the Allows both sides keep are the same pointers).
+//
+//	go test -run XXX -bench IptablesChange ./internal/platform/labpolicy/
+func BenchmarkIptablesChange(b *testing.B) {
+	w, allow := netpoltest.BenchWorld(10000)
+	c := netpol.NewCompilerOf(w, nil)
+	c.Changes()
+	for b.Loop() {
+		old := c.Rules()
+		c.SetPolicy(allow)
+		iptPlan([]iptFamily{iptV4}, &old, ptr(c.Rules()), c.Changes())
+		old = c.Rules()
+		c.DeletePolicy(allow.Namespace, allow.Name)
+		iptPlan([]iptFamily{iptV4}, &old, ptr(c.Rules()), c.Changes())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
