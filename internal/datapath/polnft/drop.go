@@ -86,14 +86,11 @@ func (d direction) dropped(dr drops, c netpol.PodChange, nb uint64) bool {
 	case len(sd.Came) > 0 || !d.side(c.New).Isolated:
 		return false
 	}
-	went := func(yield func(uint64) bool) {
-		for _, a := range sd.Went {
-			if !yield(a.Hash() % nb) {
-				return
-			}
-		}
+	went := make([]uint64, len(sd.Went))
+	for i, a := range sd.Went {
+		went[i] = a.Hash() % nb
 	}
-	if !holdsEach(d.side(c.New).Allow, went, nb) {
+	if !holdsEach(d.side(c.New).Allow, slices.Values(went), nb) {
 		return false
 	}
 	for _, a := range sd.Went {

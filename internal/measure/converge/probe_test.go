@@ -34,7 +34,7 @@ func TestProbeResolution(t *testing.T) {
 	r, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := Probe(ctx, ProbeConfig{Node: "n1", Targets: []netip.AddrPort{netip.AddrPortFrom(target.Addr(), target.Port())}, Interval: interval, Timeout: 50 * time.Millisecond}, w)
+		err := Probe(ctx, ProbeConfig{Node: "n1", Targets: []netip.AddrPort{target}, Interval: interval, Timeout: 50 * time.Millisecond}, w)
 		w.CloseWithError(err)
 		done <- err
 	}()

@@ -136,19 +136,10 @@ func TestIptablesUpdateWritesTheChange(t *testing.T) {
 	}
 }
 
-// What an Update computes for one Allow added to a pod of 10,000 (the
-// policies knob's largest set), before iptables-restore runs.
-func BenchmarkIptablesPlan(b *testing.B) {
-	few, more := blockRules(10000, false), blockRules(10001, false)
-	changes := netpol.Diff(few, more)
-	for b.Loop() {
-		iptPlan([]iptFamily{iptV4}, few, more, changes)
-	}
-}
-
-// What an Update computes for one policy added to, or deleted from, a pod
-// that 10,000 others select, as a session's compiler hands the change
-// over (the Allows both sides keep are the same pointers).
+// What an Update computes, before iptables-restore runs, for one policy
+// added to, or deleted from, a pod that 10,000 others select (the policies
+// knob's largest set), as a session's compiler hands the change over (the
+// Allows both sides keep are the same pointers).
 //
 //	go test -run XXX -bench IptablesChange ./internal/platform/labpolicy/
 func BenchmarkIptablesChange(b *testing.B) {
@@ -158,11 +149,9 @@ func BenchmarkIptablesChange(b *testing.B) {
 	for b.Loop() {
 		old := c.Rules()
 		c.SetPolicy(allow)
-		iptPlan([]iptFamily{iptV4}, &old, ptr(c.Rules()), c.Changes())
+		iptPlan([]iptFamily{iptV4}, &old, new(c.Rules()), c.Changes())
 		old = c.Rules()
 		c.DeletePolicy(allow.Namespace, allow.Name)
-		iptPlan([]iptFamily{iptV4}, &old, ptr(c.Rules()), c.Changes())
+		iptPlan([]iptFamily{iptV4}, &old, new(c.Rules()), c.Changes())
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
