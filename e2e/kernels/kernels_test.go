@@ -38,6 +38,15 @@ var (
 	ipv6Modes = guestBinary{"modes", "./internal/datapath/modes", "^TestIPv6Modes$/^(ipvlan|netkit)/"}
 )
 
+// A guest binary's and a whole boot's limits. They are wide: `make test`
+// runs these guests at the lowest priority beside its cluster packages, where
+// they get the CPU the clusters leave idle and take about twice their time
+// on an idle machine. Only a guest that hangs comes near them.
+const (
+	binaryLimit = "20m"
+	bootLimit   = 30 * time.Minute
+)
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
@@ -89,7 +98,7 @@ func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...gu
 	progress("kernel %s (%s)", k.Release, k.Root)
 
 	dir := t.TempDir()
-	g := vm.Guest{Env: map[string]string{kernel.GuestEnv: "1", kernel.GuestLacksEnv: strings.Join(lacks, ","), "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: "8m",
+	g := vm.Guest{Env: map[string]string{kernel.GuestEnv: "1", kernel.GuestLacksEnv: strings.Join(lacks, ","), "VNETLAB_BIN": "/usr/bin/vnetlab"}, Timeout: binaryLimit,
 		Before: []string{"vnetlab doctor"}}
 	if g.Vnetlab = os.Getenv("VNETLAB_BIN"); g.Vnetlab == "" {
 		g.Vnetlab = filepath.Join(dir, "vnetlab")
@@ -112,7 +121,7 @@ func testKernel(t *testing.T, series string, lacks []string, guestBinaries ...gu
 	}
 	progress("built vnetlab and %d guest test binaries", len(g.Binaries))
 
-	boot := vm.Boot{Kernel: k.Vmlinuz(), MemMB: 2048, CPUs: 2, Timeout: 10 * time.Minute,
+	boot := vm.Boot{Kernel: k.Vmlinuz(), MemMB: 2048, CPUs: 2, Timeout: bootLimit,
 		Append: "console=ttyS0 quiet panic=-1 random.trust_cpu=on"}
 	// run boots the guest with binaries and returns its console.
 	run := func(binaries []vm.GuestBinary, attempt int) (*consoleLog, error) {

@@ -40,8 +40,8 @@ import (
 // the newest Service, each write call is timed, the EndpointSlice
 // controller's share is measured apart (six pod label changes), the
 // machine's other work is measured (a shell's loop at the lowest
-// priority, started by the test beside the run, is found, named and flags
-// the changes), and nothing is left in the cluster.
+// priority, started by the test beside the run, is found, named among the
+// busiest and flags the changes), and nothing is left in the cluster.
 func TestKubeConverge(t *testing.T) {
 	cs := needCluster(t)
 	out := filepath.Join(t.TempDir(), "c.json")
@@ -382,8 +382,10 @@ func checkOtherWork(t *testing.T, c *results.Convergence) {
 	if o.Phases[results.PhaseChanges] < 0.2*secs {
 		t.Errorf("other work %.1f CPU s in the changes' %.1f s, while a shell looped beside them", o.Phases[results.PhaseChanges], secs)
 	}
-	if len(o.Top) == 0 || o.Top[0].Name != "sh" {
-		t.Errorf("the busiest other processes %v, want the shell (sh) first", o.Top)
+	// The shell is named among the busiest with a share of its loop's CPU;
+	// not always first: `make test` runs stock-kernel guests (qemu) beside.
+	if i := slices.IndexFunc(o.Top, func(n results.NamedCPU) bool { return n.Name == "sh" }); i < 0 || o.Top[i].CPUSeconds < 0.2*secs {
+		t.Errorf("the busiest other processes %v, want the shell (sh) among them with %.1f CPU s or more", o.Top, 0.2*secs)
 	}
 	// The cluster's own processes are not other work: its daemons, the
 	// shims of its pods (the init process's children) and the pods.
