@@ -68,7 +68,8 @@ TEST_SKIP ?= ^TestNetpolSmoke$$
 # at a time. Then the packages that run local clusters (KUBE_PKGS: one cluster at a time,
 # as kubelet's sysctls are the machine's), and beside them, at the lowest priority, the
 # stock-kernel guests (GUEST_PKGS: qemu with no network, nothing on the host but its own
-# processes). A cluster leaves much of the CPU idle, and the guests take that.
+# processes). A cluster leaves much of the CPU idle, and the guests take that
+# (docs/measurements/2026-11-30-suite-guests-beside-clusters.md).
 MODULE := $(shell sed -n 's/^module //p' go.mod)
 KUBE_PKGS = ./internal/kube/cluster ./internal/kube/conformance ./internal/kube/proxy
 GUEST_PKGS = ./e2e/kernels
