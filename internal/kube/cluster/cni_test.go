@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State, serviceReady ...
 	n1, n2 := st.Nodes[0].Name, st.Nodes[1].Name
 	servers := map[string]string{"srv1": n1, "srv2": n2}
 	for s, node := range servers {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, vnetlabPod(img, s, node, corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001"), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pathServer(img, s, node), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,6 +179,16 @@ func podPaths(ctx context.Context, t *testing.T, st *lab.State, serviceReady ...
 		"same-clusterip":   {n2, svc.Spec.ClusterIP},
 	})
 	return cs, ns.Name, done
+}
+
+// pathServer is a pod of a test's paths: an rr server on TCP 7001 that
+// serves its clients' connections at once (--flows). Serving one at a
+// time, it leaves a client that connects while another runs waiting in
+// the accept queue until that one ends: a one-second client started a
+// moment after another gets few transactions or none.
+func pathServer(img, name, node string, args ...string) *corev1.Pod {
+	return vnetlabPod(img, name, node, corev1.RestartPolicyAlways,
+		append([]string{"rr-server", "--proto", "tcp", "--port", "7001", "--flows", strconv.Itoa(rrbench.MaxFlows)}, args...)...)
 }
 
 // vnetlabPod is a pod of vnetlab's image img on node running vnetlab args,

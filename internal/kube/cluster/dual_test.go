@@ -63,7 +63,7 @@ func TestDualStackCluster(t *testing.T) {
 	n1, n2 := st.Nodes[0].Name, st.Nodes[1].Name
 	servers := map[string]int{"srv1": 1, "srv2": 2}
 	for s, i := range servers {
-		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, vnetlabPod(st.Facts[FactImage], s, NodeName(name, i), corev1.RestartPolicyAlways, "rr-server", "--proto", "tcp", "--port", "7001", "--bind", "::"), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns.Name).Create(ctx, pathServer(st.Facts[FactImage], s, NodeName(name, i), "--bind", "::"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
