@@ -56,8 +56,8 @@ TEST_SKIP ?= ^TestNetpolSmoke$$
 # TEST_FUZZTIME (go test has run their seed corpora already; about a minute in all). The
 # fuzzing binaries (instrumented: minutes of building on an empty cache) are built at the
 # lowest priority while the suite runs, so the fuzzing after it costs only its own time.
-# So are the pinned Kubernetes, CoreDNS, peer and e2e builds (`vnetlab kube build`, in the
-# order the suite first needs them): on a fresh machine the first cluster test finds them
+# So are the pinned Kubernetes, CoreDNS, peer, e2e and Cilium builds (`vnetlab kube build --all`,
+# in the order the suite first needs them): on a fresh machine the first cluster test finds them
 # built, or waits for the one under way, instead of starting each build when it gets there.
 # On 2 cores the tests leave little CPU idle, so it mostly moves work: a cold suite took
 # a minute less with it (docs/measurements/2026-11-29-cold-suite-and-cilium-build.md). A failed build ahead of
@@ -75,16 +75,22 @@ GUEST_PKGS = ./e2e/kernels
 # The guests' go test limit (its own `make test-kernels` too): the two guests took 16 minutes
 # beside the clusters; this leaves room for a boot run again after an emulator crash.
 GUEST_TIMEOUT = 70m
+# Last of the cluster tests, the Cilium smoke: a Cilium cluster with kube-proxy and one with
+# Cilium's kube-proxy replacement, each with pods across nodes, a Service and one
+# NetworkPolicy (TestCilium*, which a plain go test skips without VNETLAB_CILIUM=1). Cilium's
+# build, last of those ahead of time, has had the longest by then.
+CILIUM_SMOKE = -run '^TestCilium' ./internal/kube/cluster
 test-locked:
 	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
 	fuzzbin=$$(mktemp -d /tmp/vnetlab-fuzzbin-XXXXXX) && \
 	{ GO=$(GO) CGO_ENABLED=0 nice -n 19 ./scripts/fuzz.sh --build $$fuzzbin >$$fuzzbin/build.log 2>&1 & fuzzbuild=$$!; \
-	  nice -n 19 ./bin/vnetlab kube build >$$fuzzbin/kube-build.log 2>&1 & kubebuild=$$!; \
+	  nice -n 19 ./bin/vnetlab kube build --all >$$fuzzbin/kube-build.log 2>&1 & kubebuild=$$!; \
 	  apart=$$($(GO) list $(KUBE_PKGS) $(GUEST_PKGS)) && labpkgs=$$($(GO) list ./... | grep -v -x -F "$$apart") || exit 1; \
 	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $$labpkgs; code=$$?; \
 	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab nice -n 19 $(GO) test -count=1 -timeout $(GUEST_TIMEOUT) $(GUEST_PKGS) >$$fuzzbin/guests.log 2>&1 & guests=$$!; \
 	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $(KUBE_PKGS) || code=1; \
+	  CGO_ENABLED=0 VNETLAB_CILIUM=1 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -count=1 -timeout 30m $(CILIUM_SMOKE) || code=1; \
 	  wait $$guests || code=1; cat $$fuzzbin/guests.log; \
 	  wait $$fuzzbuild || { cat $$fuzzbin/build.log; code=1; }; \
 	  wait $$kubebuild || { echo "vnetlab kube build, ahead of the tests, failed (the tests built what they needed):"; cat $$fuzzbin/kube-build.log; }; \

@@ -13,6 +13,7 @@ import (
 
 func newKubeBuildCmd() *cobra.Command {
 	var only []string
+	var all bool
 	var help strings.Builder
 	for _, b := range binaries.Builds {
 		fmt.Fprintf(&help, "\n  %-18s %s", b.Name, b.For)
@@ -23,7 +24,7 @@ func newKubeBuildCmd() *cobra.Command {
 		Long: `Build, from the Go module proxy, every pinned module that a local cluster, its peers or
 its conformance run would otherwise build on first use, and cache it under
 ~/.cache/vnetlab/kube (or $VNETLAB_KUBE_CACHE). What is cached already is not built again;
-a build marked "only when named" is built only with --only.
+a build marked "only when named" is built only with --only, or with --all.
 A machine that will go offline, or a test suite that builds while it waits, fills the
 cache this way. Another process building the same module is waited for, not repeated.
 
@@ -31,6 +32,7 @@ The builds, in order:` + help.String(),
 		Example: `  vnetlab kube build
   vnetlab kube build --only kubernetes,coredns
   vnetlab kube build --only cilium
+  vnetlab kube build --all
   nice -n 19 vnetlab kube build >build.log 2>&1 &`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,8 +42,9 @@ The builds, in order:` + help.String(),
 				}
 			}
 			for _, b := range binaries.Builds {
-				// Named ones with --only; without it, all but those built on request.
-				if len(only) > 0 && !slices.Contains(only, b.Name) || len(only) == 0 && b.OnRequest {
+				// Named ones with --only; every one with --all; otherwise all
+				// but those built on request.
+				if len(only) > 0 && !slices.Contains(only, b.Name) || len(only) == 0 && !all && b.OnRequest {
 					continue
 				}
 				start := time.Now()
@@ -55,5 +58,7 @@ The builds, in order:` + help.String(),
 		},
 	}
 	cmd.Flags().StringSliceVar(&only, "only", nil, "build only these, comma-separated: "+strings.Join(binaries.BuildNames(), ", "))
+	cmd.Flags().BoolVar(&all, "all", false, "build every one, those only built when named too (make test runs a Cilium cluster)")
+	cmd.MarkFlagsMutuallyExclusive("only", "all")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -17,5 +18,22 @@ func TestKubeBuildOnlyRefusesAnUnknownBuild(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), `--only "kubernets" is no build`) || !strings.Contains(err.Error(), "kube-router-rules") {
 		t.Fatalf("err = %v, want the unknown name refused with the list of builds", err)
+	}
+}
+
+// --all and --only cannot be asked together: refused before anything is
+// built.
+func TestKubeBuildAllOrOnly(t *testing.T) {
+	t.Setenv("VNETLAB_KUBE_CACHE", t.TempDir())
+	cmd := newKubeBuildCmd()
+	cmd.SetArgs([]string{"--all", "--only", "coredns"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "all") || !strings.Contains(err.Error(), "only") {
+		t.Fatalf("err = %v, want --all with --only refused", err)
+	}
+	if entries, _ := os.ReadDir(os.Getenv("VNETLAB_KUBE_CACHE")); len(entries) > 0 {
+		t.Errorf("the refused build left %d entries in the cache", len(entries))
 	}
 }

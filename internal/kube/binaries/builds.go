@@ -14,8 +14,9 @@ type Build struct {
 	// Ensure builds it unless it is cached, and returns the path of a
 	// command, or of the directory of its commands.
 	Ensure func(ctx context.Context, say func(string, ...any)) (string, error)
-	// OnRequest: built only when named (kube build --only), for it is
-	// long to build and nothing of the test suite runs it.
+	// OnRequest: built only when named (kube build --only) or with every
+	// other (--all, as make test asks), for it is long to build and no
+	// default cluster runs it.
 	OnRequest bool
 }
 
@@ -29,7 +30,7 @@ var Builds = []Build{
 	{Name: "kube-router", For: "kube up --network-policy kube-router", Ensure: EnsureKubeRouter},
 	{Name: "e2e", For: "kube conformance: e2e.test, ginkgo, agnhost", Ensure: EnsureE2E},
 	{Name: "kube-router-rules", For: "the lab's kube-router NetworkPolicy provider", Ensure: EnsureKubeRouterRules},
-	{Name: "cilium", For: "Cilium's agent, generic operator, CNI plugin, cilium-dbg and health responder, with its datapath's C sources (only when named)",
+	{Name: "cilium", For: "Cilium's agent, generic operator, CNI plugin, cilium-dbg and health responder, with its datapath's C sources (only when named, or with --all)",
 		Ensure: EnsureCilium, OnRequest: true},
 }
 

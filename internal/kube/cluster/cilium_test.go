@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +15,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
@@ -21,9 +25,11 @@ import (
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
 )
 
-// ciliumEnv asks for the Cilium cluster tests: they build Cilium (about 20
-// minutes on 2 cores when not cached) and compile its datapath at start,
-// more than make test's time budget allows.
+// ciliumEnv asks for the Cilium cluster tests: they build Cilium (about 6
+// minutes on 2 idle cores when not cached) and compile its datapath at
+// start. make test runs TestCilium* with it, in a go test of their own
+// after the cluster packages (CILIUM_SMOKE), with Cilium built ahead of
+// time; the policy behaviours with Cilium's enforcer run only when asked.
 const ciliumEnv = "VNETLAB_CILIUM"
 
 func needCilium(t *testing.T) {
@@ -151,7 +157,7 @@ func TestCiliumExecNamespace(t *testing.T) {
 // kube up --cni cilium: the operator and an agent per node in their own
 // mount namespaces; pods reach each other on the same node and across
 // nodes and a ClusterIP (podPaths); each agent's endpoints are the node's
-// pods; the agent's writes of the machine-wide sysctls were refused and
+// pods; one NetworkPolicy denies and, deleted, allows again (ciliumPolicy); the agent's writes of the machine-wide sysctls were refused and
 // they, and the cgroup v2 root's programs, are unchanged while it runs and
 // after; node 1's route to node 2's pods is the agent's (vnetlab adds none
 // with Cilium); kube down leaves nothing, nor /run/cilium.
@@ -250,6 +256,7 @@ func ciliumCluster(t *testing.T, name, proxy string) {
 			}
 		}
 	}
+	ciliumPolicy(ctx, t, st, cs, ns, pods.Items)
 	h, err := nsutil.Handle(st.Nodes[0].NS)
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +267,45 @@ func ciliumCluster(t *testing.T, name, proxy string) {
 		t.Errorf("%s's route to %s: %v (%v), want via %s", st.Nodes[0].Name, podCIDR(2), routes, err, st.Nodes[1].IP)
 	}
 	unchanged("after the pods ran")
+}
+
+// ciliumPolicy: one NetworkPolicy, enforced by the agents: while a policy
+// selecting srv2 with no ingress rule stands, srv1 (on the other node)
+// cannot connect to srv2's pod IP; once it is deleted, it can again.
+func ciliumPolicy(ctx context.Context, t *testing.T, st *lab.State, cs kubernetes.Interface, ns string, pods []corev1.Pod) {
+	t.Helper()
+	ip := map[string]string{}
+	for _, p := range pods {
+		ip[p.Name] = p.Status.PodIP
+	}
+	from, to := podNetnsHolding(t, st.Name, ip["srv1"]), net.JoinHostPort(ip["srv2"], "7001")
+	connects := func(want bool, what string) {
+		t.Helper()
+		if err := waitFor(ctx, 30*time.Second, fmt.Sprintf("srv1's connection to srv2 (%s) to succeed %v %s", to, want, what), func() bool {
+			err := nsutil.DoPath(from, func() error {
+				c, err := net.DialTimeout("tcp", to, time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err
+			})
+			return (err == nil) == want
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	connects(true, "before the policy")
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "srv2-deny-ingress"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "srv2"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	connects(false, "while the policy denies srv2's ingress")
+	if err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, deny.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	connects(true, "once the policy is deleted")
 }
 
 // cgroupPrograms counts the programs attached to cgroup dir at at.
