@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -157,9 +156,10 @@ func TestCiliumExecNamespace(t *testing.T) {
 // kube up --cni cilium: the operator and an agent per node in their own
 // mount namespaces; pods reach each other on the same node and across
 // nodes and a ClusterIP (podPaths); each agent's endpoints are the node's
-// pods; one NetworkPolicy denies and, deleted, allows again (ciliumPolicy); the agent's writes of the machine-wide sysctls were refused and
-// they, and the cgroup v2 root's programs, are unchanged while it runs and
-// after; node 1's route to node 2's pods is the agent's (vnetlab adds none
+// pods; one NetworkPolicy denies, and once deleted allows again
+// (ciliumPolicy); the agent's writes of the machine-wide sysctls were
+// refused and they, and the cgroup v2 root's programs, are unchanged while
+// it runs and after; node 1's route to node 2's pods is the agent's (vnetlab adds none
 // with Cilium); kube down leaves nothing, nor /run/cilium.
 func TestCiliumCluster(t *testing.T) {
 	needCilium(t)
@@ -279,9 +279,13 @@ func ciliumPolicy(ctx context.Context, t *testing.T, st *lab.State, cs kubernete
 		ip[p.Name] = p.Status.PodIP
 	}
 	from, to := podNetnsHolding(t, st.Name, ip["srv1"]), net.JoinHostPort(ip["srv2"], "7001")
-	connects := func(want bool, what string) {
+	connects := func(want bool, when string) {
 		t.Helper()
-		if err := waitFor(ctx, 30*time.Second, fmt.Sprintf("srv1's connection to srv2 (%s) to succeed %v %s", to, want, what), func() bool {
+		what := "srv1 to connect to srv2 (" + to + ") " + when
+		if !want {
+			what = "srv2 (" + to + ") to refuse srv1 " + when
+		}
+		if err := waitFor(ctx, 30*time.Second, what, func() bool {
 			err := nsutil.DoPath(from, func() error {
 				c, err := net.DialTimeout("tcp", to, time.Second)
 				if err == nil {
@@ -301,7 +305,7 @@ func ciliumPolicy(ctx context.Context, t *testing.T, st *lab.State, cs kubernete
 	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	connects(false, "while the policy denies srv2's ingress")
+	connects(false, "while a policy denies its ingress")
 	if err := cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, deny.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
