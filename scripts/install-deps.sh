@@ -19,8 +19,8 @@ declare -A need=(
   [dig]=bind9-dnsutils [nslookup]=bind9-dnsutils [host]=bind9-host [getent]=libc-bin [hostname]=hostname
   # e2e/kernels boots Debian's stock kernel under qemu with these programs in its initramfs
   [qemu-system-x86_64]=qemu-system-x86 [busybox]=busybox-static [depmod]=kmod [xz]=xz-utils
-  # `kube up --cni cilium` (make test's Cilium smoke): its agent compiles its datapath with LLVM 19
-  [clang-19]=clang-19 [llc-19]=llvm-19
+  # `kube up --cni cilium` (make test's Cilium smoke): its agent compiles its datapath with clang 19
+  [clang-19]=clang-19
 )
 missing=()
 for prog in "${!need[@]}"; do

@@ -58,7 +58,7 @@ The builds, in order:` + help.String(),
 		},
 	}
 	cmd.Flags().StringSliceVar(&only, "only", nil, "build only these, comma-separated: "+strings.Join(binaries.BuildNames(), ", "))
-	cmd.Flags().BoolVar(&all, "all", false, "build every one, those only built when named too (make test runs a Cilium cluster)")
+	cmd.Flags().BoolVar(&all, "all", false, "build every one, those only built when named too")
 	cmd.MarkFlagsMutuallyExclusive("only", "all")
 	return cmd
 }

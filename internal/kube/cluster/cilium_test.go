@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/vnetlab/vnetlab/internal/kube/measure"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/system/nsutil"
 	"github.com/vnetlab/vnetlab/internal/vocab/clusternet"
@@ -159,8 +160,9 @@ func TestCiliumExecNamespace(t *testing.T) {
 // pods; one NetworkPolicy denies, and once deleted allows again
 // (ciliumPolicy); the agent's writes of the machine-wide sysctls were
 // refused and they, and the cgroup v2 root's programs, are unchanged while
-// it runs and after; node 1's route to node 2's pods is the agent's (vnetlab adds none
-// with Cilium); kube down leaves nothing, nor /run/cilium.
+// it runs and after; node 1's route to node 2's pods is the agent's
+// (vnetlab adds none with Cilium); kube down leaves nothing, nor
+// /run/cilium.
 func TestCiliumCluster(t *testing.T) {
 	needCilium(t)
 	for _, c := range []struct{ name, proxy string }{{"cil", clusternet.IPTables}, {"cilk", clusternet.CiliumKPR}} {
@@ -286,14 +288,9 @@ func ciliumPolicy(ctx context.Context, t *testing.T, st *lab.State, cs kubernete
 			what = "srv2 (" + to + ") to refuse srv1 " + when
 		}
 		if err := waitFor(ctx, 30*time.Second, what, func() bool {
-			err := nsutil.DoPath(from, func() error {
-				c, err := net.DialTimeout("tcp", to, time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			})
-			return (err == nil) == want
+			var got string
+			_ = nsutil.DoPath(from, func() error { got = measure.Dial(to, time.Second); return nil })
+			return (got == measure.Connected) == want
 		}); err != nil {
 			t.Error(err)
 		}
