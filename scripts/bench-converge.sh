@@ -41,7 +41,8 @@
 # veth-ebpf here, not on Debian's bridge as in the per-proxy clusters (the report tells them
 # apart: "on veth-ebpf"). The cluster goes at the end, also on an error or Ctrl-C.
 #
-# PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all).
+# PROXIES: iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock (the default: all), and
+# cilium (Cilium's CNI and kube-proxy replacement, built on first use; not with SHARED=1).
 # OUT (converge-bench, or converge-bench-shared): the directory of the files, the table (table.txt) and chart (converge.svg).
 set -eu
 cd "$(dirname "$0")/.."
@@ -73,6 +74,7 @@ if [ -z "${RESULTS:-}" ]; then
 		case $1 in
 		iptables | nftables | vnetlab-ebpf | vnetlab-sock) echo "--proxy $1" ;;
 		vnetlab-ebpf+socket-lb) echo "--proxy vnetlab-ebpf --socket-lb" ;;
+		cilium) echo "cilium is its own CNI, which set-proxy cannot switch in: run it without SHARED=1" >&2; exit 2 ;;
 		*) echo "unknown proxy $1 (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2 ;;
 		esac
 	}
@@ -113,7 +115,8 @@ if [ -z "${RESULTS:-}" ]; then
 		vnetlab-ebpf) name=i47ebpf args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf" ;;
 		vnetlab-ebpf+socket-lb) name=i47slb args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-ebpf --socket-lb" ;;
 		vnetlab-sock) name=i47sock args="--cni vnetlab --cni-mode veth-ebpf --proxy vnetlab-sock" ;;
-		*) echo "unknown proxy $p (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock)" >&2; exit 2 ;;
+		cilium) name=i47cil args="--cni cilium --proxy cilium" ;;
+		*) echo "unknown proxy $p (use iptables nftables vnetlab-ebpf vnetlab-ebpf+socket-lb vnetlab-sock cilium)" >&2; exit 2 ;;
 		esac
 		up=$name
 		# shellcheck disable=SC2086

@@ -103,7 +103,7 @@ func (s Spec) validateCilium() error {
 // ciliumPreflight checks what the agent needs of this machine.
 func ciliumPreflight() error {
 	if _, err := os.Stat(filepath.Join(ciliumClangDir, "clang")); err != nil {
-		return fmt.Errorf("--cni %s needs clang-19 (%s/clang) to compile its datapath: apt-get install clang-19 llvm-19", clusternet.CNICilium, ciliumClangDir)
+		return fmt.Errorf("--cni %s needs clang-19 (%s/clang) to compile its datapath: apt-get install clang-19", clusternet.CNICilium, ciliumClangDir)
 	}
 	if _, err := NodeCgroup("probe"); err != nil {
 		return fmt.Errorf("--cni %s needs a cgroup v2 hierarchy for each node's cgroup: %v", clusternet.CNICilium, err)
@@ -277,6 +277,11 @@ func (b *builder) startCiliumAgent(n node, kubeconfig string) error {
 // default mode: an endpoint no policy selects allows all), and off what
 // this machine or a local cluster has no use for (Envoy, health probes,
 // Hubble, the bandwidth manager (no fq qdisc here), encryption, gops).
+// Its policies read a peer as upstream's API does: with
+// policy-default-local-cluster (its default) the agent gives a peer's nil
+// podSelector its cluster's label, so an ipBlock-only peer selects every pod
+// of the policy's namespace as well as the block; a local cluster has no
+// cluster mesh for that label to tell apart.
 func ciliumAgentArgs(n node, kubeconfig string, kpr, policy bool) []string {
 	enforce := "never"
 	if policy {
@@ -298,7 +303,7 @@ func ciliumAgentArgs(n node, kubeconfig string, kpr, policy bool) []string {
 		"--bpf-root=" + filepath.Join(n.dir, ciliumBPFFS),
 		"--cgroup-root=" + ciliumCgroupMount,
 		"--lib-dir=" + filepath.Join(n.dir, ciliumLibDir),
-		"--enable-policy=" + enforce,
+		"--enable-policy=" + enforce, "--policy-default-local-cluster=false",
 		"--enable-l7-proxy=false", "--enable-health-checking=false", "--enable-endpoint-health-checking=false",
 		"--enable-hubble=false", "--enable-bandwidth-manager=false", "--enable-ipsec=false", "--enable-wireguard=false",
 		"--enable-gops=false",

@@ -76,7 +76,6 @@ var peerLacks = map[string]map[string]string{
 var notYet = map[string]map[string]string{
 	clusternet.PolicyCilium: {
 		"converge": "not with Cilium's enforcer: a pod's label change takes it 6-34 s (a new identity waits a jitter of up to identity-max-jitter, 30 s, and identity-change-grace-period, 5 s), beyond this run's 5 s change timeout",
-		"sweep":    "not with Cilium's enforcer: Cilium reads an ipBlock-only peer as every pod of the policy's namespace too (with policy-default-local-cluster, its default, parseNetworkPolicyPeer gives the peer's nil podSelector the cluster's label), so the generated policies open the denied port to the clients beside the server",
 	},
 }
 
