@@ -27,8 +27,8 @@
 #   nftables     vnetlab's controller, nftables backend: --cni vnetlab --cni-mode veth-routed --proxy vnetlab-ebpf; lab veth-routed + nftables
 #   kube-router  kube-router's controller: --cni bridge --network-policy kube-router (kube-proxy iptables); lab bridge + iptables
 #   cilium       Cilium's agent (built on first use): --cni cilium --proxy cilium; lab veth-ebpf + ebpf, the shape
-#                that claims to be it. No apply latency: a pod's label change takes its agent seconds (a new
-#                identity), past kube converge's change timeout.
+#                that claims to be it. Its apply latency takes CILIUM_CHANGES changes (20) with a change
+#                timeout of 60 s: a pod's label change takes its agent seconds (a new identity).
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${VNETLAB_BIN:-bin/vnetlab}
@@ -43,6 +43,7 @@ APPLY=${APPLY:-1}
 APPLY_COUNTS=${APPLY_COUNTS:-0 1000 10000}
 KR_APPLY_COUNTS=${KR_APPLY_COUNTS:-0 1000}
 CHANGES=${CHANGES:-100}
+CILIUM_CHANGES=${CILIUM_CHANGES:-20}
 mkdir -p "$OUT"
 
 # config sets name, mode (the lab's, the cluster's CNI shape), prov (the
@@ -91,15 +92,14 @@ EOF
 		"$BIN" kube run -f "$OUT/$e.yaml" -o "$OUT/$e.json" --report "$OUT/$e-report"
 		echo "machine load after $e's run: $(uptime)"
 	fi
-	if [ "$APPLY" = 1 ] && [ "$e" = cilium ]; then
-		echo "apply latency, cilium: not measured (a pod's label change takes its agent seconds, past kube converge's change timeout)"
-	elif [ "$APPLY" = 1 ]; then
-		counts=$APPLY_COUNTS
+	if [ "$APPLY" = 1 ]; then
+		counts=$APPLY_COUNTS changes=$CHANGES timeout=10s
 		[ "$e" = kube-router ] && counts=$KR_APPLY_COUNTS
+		[ "$e" = cilium ] && changes=$CILIUM_CHANGES timeout=60s
 		for n in $counts; do
 			echo "apply latency, $e, $n policies; machine load: $(uptime)"
-			"$BIN" kube converge --cluster "$name" --policy --extra-policies "$n" --changes "$CHANGES" \
-				-o "$OUT/$e-apply-$n.json" 2>/dev/null
+			"$BIN" kube converge --cluster "$name" --policy --extra-policies "$n" --changes "$changes" \
+				--change-timeout "$timeout" -o "$OUT/$e-apply-$n.json" 2>/dev/null
 		done
 	fi
 	"$BIN" kube down "$name"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 	"github.com/vnetlab/vnetlab/internal/kube/netpolicy"
 	"github.com/vnetlab/vnetlab/internal/platform/lab"
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -47,10 +48,15 @@ func (d Daemon) Name() string {
 // Daemons lists cluster name's running etcd, API server, node proxies and
 // policy controllers, found by their command lines among its processes
 // (lab.Procs) and, for kube-router's controller, in its nodes' cgroups.
+// A Cilium agent is listed once for each role it plays (ciliumRoles).
 func Daemons(name string) ([]Daemon, error) {
 	var out []Daemon
 	for _, pid := range lab.Procs(name) {
 		if d, ok := daemonAt(pid); ok {
+			d.PID = pid
+			out = append(out, d)
+		}
+		for _, d := range ciliumRoles(cmdline(pid)) {
 			d.PID = pid
 			out = append(out, d)
 		}
@@ -107,11 +113,53 @@ func ProxyPIDs(name string) map[string]int {
 
 // daemonAt names process pid as daemonOf does, from its command line.
 func daemonAt(pid int) (Daemon, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
+	argv := cmdline(pid)
+	if argv == nil {
 		return Daemon{}, false
 	}
-	return daemonOf(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"))
+	return daemonOf(argv)
+}
+
+// cmdline is process pid's arguments (nil when it is gone).
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+}
+
+// ciliumRoles are the roles of a Cilium agent (argv as ciliumAgentArgs
+// makes it; none for another process): its node's Service proxy with its
+// kube-proxy replacement, and its policy controller unless enforcement is
+// off. It stays out of daemonOf, which kube set-proxy reads to stop a
+// node's proxies: the agent is the cluster's CNI too, and set-proxy
+// refuses a Cilium cluster.
+func ciliumRoles(argv []string) []Daemon {
+	if len(argv) == 0 || filepath.Base(argv[0]) != binaries.CiliumAgent {
+		return nil
+	}
+	var node string
+	kpr, policy := false, true
+	for _, a := range argv[1:] {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "--bpf-root":
+			node = filepath.Base(filepath.Dir(v))
+		case "--kube-proxy-replacement":
+			kpr = v == "true"
+		case "--enable-policy":
+			policy = v != "never"
+		}
+	}
+	var out []Daemon
+	if kpr {
+		out = append(out, Daemon{Role: RoleProxy, Node: node})
+	}
+	if policy {
+		out = append(out, Daemon{Role: RoleNetpol, Node: node})
+	}
+	return out
 }
 
 // daemonOf names a daemon by its arguments (as startProxy and the control

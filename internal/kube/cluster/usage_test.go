@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vnetlab/vnetlab/internal/results"
@@ -27,6 +28,35 @@ func TestDaemonOf(t *testing.T) {
 		d, ok := daemonOf(c.argv)
 		if ok != c.ok || ok && d.Name() != c.want {
 			t.Errorf("%v: %q (%v), want %q (%v)", c.argv, d.Name(), ok, c.want, c.ok)
+		}
+	}
+}
+
+// A Cilium agent, started as the cluster starts it, is its node's proxy
+// with its kube-proxy replacement and its policy controller unless
+// enforcement is off; nothing else is an agent.
+func TestCiliumRoles(t *testing.T) {
+	n := node{name: "k-node1", dir: "/run/vnetlab/labs/k/k-node1"}
+	agent := func(kpr, policy bool) []string {
+		return append([]string{"/root/.cache/vnetlab/kube/cilium/v/bin/cilium-agent"}, ciliumAgentArgs(n, "kc", kpr, policy)...)
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{agent(true, true), "k-node1 proxy, k-node1 netpol"},
+		{agent(false, true), "k-node1 netpol"},
+		{agent(true, false), "k-node1 proxy"},
+		{agent(false, false), ""},
+		{[]string{"/c/bin/kube-proxy", "--config", "/var/lib/vnetlab/k/k-node1/kube-proxy.yaml"}, ""},
+		{nil, ""},
+	} {
+		var got []string
+		for _, d := range ciliumRoles(c.argv) {
+			got = append(got, d.Name())
+		}
+		if strings.Join(got, ", ") != c.want {
+			t.Errorf("%v: %q, want %q", c.argv, got, c.want)
 		}
 	}
 }
