@@ -277,11 +277,11 @@ func (b *builder) startCiliumAgent(n node, kubeconfig string) error {
 // default mode: an endpoint no policy selects allows all), and off what
 // this machine or a local cluster has no use for (Envoy, health probes,
 // Hubble, the bandwidth manager (no fq qdisc here), encryption, gops).
-// Its policies read a peer as upstream's API does: with
-// policy-default-local-cluster (its default) the agent gives a peer's nil
-// podSelector its cluster's label, so an ipBlock-only peer selects every pod
-// of the policy's namespace as well as the block; a local cluster has no
-// cluster mesh for that label to tell apart.
+// policy-default-local-cluster is off, so that a NetworkPolicy peer means
+// what upstream's API says: on (Cilium's default), the agent gives a peer's
+// nil podSelector its cluster's label, and an ipBlock-only peer then selects
+// every pod of the policy's namespace as well as the block. A local cluster
+// has no cluster mesh for that label to tell apart.
 func ciliumAgentArgs(n node, kubeconfig string, kpr, policy bool) []string {
 	enforce := "never"
 	if policy {
