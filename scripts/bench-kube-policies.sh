@@ -93,13 +93,14 @@ EOF
 		echo "machine load after $e's run: $(uptime)"
 	fi
 	if [ "$APPLY" = 1 ]; then
-		counts=$APPLY_COUNTS changes=$CHANGES timeout=10s
+		counts=$APPLY_COUNTS changes=$CHANGES slow=""
 		[ "$e" = kube-router ] && counts=$KR_APPLY_COUNTS
-		[ "$e" = cilium ] && changes=$CILIUM_CHANGES timeout=60s
+		[ "$e" = cilium ] && changes=$CILIUM_CHANGES slow="--change-timeout 60s"
 		for n in $counts; do
 			echo "apply latency, $e, $n policies; machine load: $(uptime)"
-			"$BIN" kube converge --cluster "$name" --policy --extra-policies "$n" --changes "$changes" \
-				--change-timeout "$timeout" -o "$OUT/$e-apply-$n.json" 2>/dev/null
+			# shellcheck disable=SC2086 # slow holds a flag and its value, or nothing
+			"$BIN" kube converge --cluster "$name" --policy --extra-policies "$n" --changes "$changes" $slow \
+				-o "$OUT/$e-apply-$n.json" 2>/dev/null
 		done
 	fi
 	"$BIN" kube down "$name"

@@ -139,24 +139,12 @@ func ciliumRoles(argv []string) []Daemon {
 	if len(argv) == 0 || filepath.Base(argv[0]) != binaries.CiliumAgent {
 		return nil
 	}
-	var node string
-	kpr, policy := false, true
-	for _, a := range argv[1:] {
-		k, v, _ := strings.Cut(a, "=")
-		switch k {
-		case "--bpf-root":
-			node = filepath.Base(filepath.Dir(v))
-		case "--kube-proxy-replacement":
-			kpr = v == "true"
-		case "--enable-policy":
-			policy = v != "never"
-		}
-	}
+	node := filepath.Base(filepath.Dir(flagOf(argv, "--bpf-root")))
 	var out []Daemon
-	if kpr {
+	if flagOf(argv, "--kube-proxy-replacement") == "true" {
 		out = append(out, Daemon{Role: RoleProxy, Node: node})
 	}
-	if policy {
+	if flagOf(argv, "--enable-policy") != "never" {
 		out = append(out, Daemon{Role: RoleNetpol, Node: node})
 	}
 	return out
@@ -166,17 +154,7 @@ func ciliumRoles(argv []string) []Daemon {
 // plane start them): etcd, kube-apiserver, kube-proxy --config
 // DIR/NODE/kube-proxy.yaml, vnetlab kube-proxy ... --node NODE.
 func daemonOf(argv []string) (Daemon, bool) {
-	flag := func(name string) string {
-		for i, a := range argv {
-			if a == name && i+1 < len(argv) {
-				return argv[i+1]
-			}
-			if v, ok := strings.CutPrefix(a, name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	flag := func(name string) string { return flagOf(argv, name) }
 	switch base := filepath.Base(argv[0]); {
 	case base == RoleEtcd || base == RoleAPIServer:
 		return Daemon{Role: base}, true
@@ -255,4 +233,18 @@ func mapPart(rel string) string {
 		return results.MapPartRouting
 	}
 	return results.MapPartOther
+}
+
+// flagOf is flag name's value in argv, given as "name value" or
+// "name=value" ("" when it is not there).
+func flagOf(argv []string, name string) string {
+	for i, a := range argv {
+		if a == name && i+1 < len(argv) {
+			return argv[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
