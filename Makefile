@@ -80,21 +80,27 @@ GUEST_TIMEOUT = 70m
 # NetworkPolicy (TestCilium*, which a plain go test skips without VNETLAB_CILIUM=1). Cilium's
 # build, last of those ahead of time, has had the longest by then.
 CILIUM_SMOKE = -run '^TestCilium' ./internal/kube/cluster
+# At the end the suite prints where the machine's CPU went: each part's wall time and
+# CPU, and the machine's busy and idle CPU over the run (scripts/suite-cpu.sh), with the
+# time and CPU of each build made ahead of time (none when all were cached).
+CPU = ./scripts/suite-cpu.sh
 test-locked:
 	./bin/vnetlab clean
 	before=$$(mktemp /tmp/vnetlab-rootns-XXXXXX.json) && $(GO) run ./tools/rootns save $$before && \
-	fuzzbin=$$(mktemp -d /tmp/vnetlab-fuzzbin-XXXXXX) && \
-	{ GO=$(GO) CGO_ENABLED=0 nice -n 19 ./scripts/fuzz.sh --build $$fuzzbin >$$fuzzbin/build.log 2>&1 & fuzzbuild=$$!; \
-	  nice -n 19 ./bin/vnetlab kube build --all >$$fuzzbin/kube-build.log 2>&1 & kubebuild=$$!; \
+	fuzzbin=$$(mktemp -d /tmp/vnetlab-fuzzbin-XXXXXX) && cpu=$$fuzzbin/cpu && $(CPU) $$cpu start && \
+	{ GO=$(GO) CGO_ENABLED=0 $(CPU) $$cpu run fuzz-build nice -n 19 ./scripts/fuzz.sh --build $$fuzzbin >$$fuzzbin/build.log 2>&1 & fuzzbuild=$$!; \
+	  $(CPU) $$cpu run kube-build nice -n 19 ./bin/vnetlab kube build --all >$$fuzzbin/kube-build.log 2>&1 & kubebuild=$$!; \
 	  apart=$$($(GO) list $(KUBE_PKGS) $(GUEST_PKGS)) && labpkgs=$$($(GO) list ./... | grep -v -x -F "$$apart") || exit 1; \
-	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $$labpkgs; code=$$?; \
-	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab nice -n 19 $(GO) test -count=1 -timeout $(GUEST_TIMEOUT) $(GUEST_PKGS) >$$fuzzbin/guests.log 2>&1 & guests=$$!; \
-	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $(KUBE_PKGS) || code=1; \
-	  CGO_ENABLED=0 VNETLAB_CILIUM=1 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(GO) test -count=1 -timeout 30m $(CILIUM_SMOKE) || code=1; \
+	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(CPU) $$cpu run lab-packages $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $$labpkgs; code=$$?; \
+	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(CPU) $$cpu run guests nice -n 19 $(GO) test -count=1 -timeout $(GUEST_TIMEOUT) $(GUEST_PKGS) >$$fuzzbin/guests.log 2>&1 & guests=$$!; \
+	  CGO_ENABLED=0 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(CPU) $$cpu run cluster-packages $(GO) test -p 1 -count=1 -timeout 60m -skip '$(TEST_SKIP)' $(KUBE_PKGS) || code=1; \
+	  CGO_ENABLED=0 VNETLAB_CILIUM=1 VNETLAB_BIN=$(CURDIR)/bin/vnetlab $(CPU) $$cpu run cilium-smoke $(GO) test -count=1 -timeout 30m $(CILIUM_SMOKE) || code=1; \
 	  wait $$guests || code=1; cat $$fuzzbin/guests.log; \
 	  wait $$fuzzbuild || { cat $$fuzzbin/build.log; code=1; }; \
 	  wait $$kubebuild || { echo "vnetlab kube build, ahead of the tests, failed (the tests built what they needed):"; cat $$fuzzbin/kube-build.log; }; \
-	  FUZZBIN=$$fuzzbin FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 ./scripts/fuzz.sh || code=1; rm -rf $$fuzzbin; \
+	  grep -h ' of CPU)' $$fuzzbin/kube-build.log; \
+	  FUZZBIN=$$fuzzbin FUZZTIME=$(TEST_FUZZTIME) GO=$(GO) CGO_ENABLED=0 $(CPU) $$cpu run fuzzing ./scripts/fuzz.sh || code=1; \
+	  $(CPU) $$cpu report; rm -rf $$fuzzbin; \
 	  $(GO) run ./tools/rootns check $$before || code=1; rm -f $$before; exit $$code; }
 
 # vnetlab on Debian 12's stock 6.12 and 6.1 kernels under qemu (software

@@ -121,6 +121,8 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	}
 	say("building %s from the Go module proxy into %s: the first time takes %s", m.what, m.dir, m.estimate)
 	start := time.Now()
+	// cpu: the go commands' CPU, with the compilers and linkers they waited for.
+	var cpu time.Duration
 	for _, args := range runs {
 		cmd := exec.CommandContext(ctx, goTool, args...)
 		cmd.Dir = src
@@ -130,6 +132,9 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 		}
 		cmd.Env = append(os.Environ(), cgo, "GOFLAGS=-mod=mod")
 		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState != nil {
+			cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
 		if err != nil {
 			_ = os.RemoveAll(tmp)
 			if ctx.Err() != nil {
@@ -155,7 +160,7 @@ func (m module) ensure(ctx context.Context, say func(string, ...any)) (string, e
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
-	say("built %s in %s", m.what, time.Since(start).Round(time.Second))
+	say("built %s in %s (%s of CPU)", m.what, time.Since(start).Round(time.Second), cpu.Round(time.Second))
 	return bin, nil
 }
 

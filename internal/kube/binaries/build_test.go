@@ -46,7 +46,7 @@ func TestEnsureOneBuildAtATime(t *testing.T) {
 	}
 	builds := 0
 	for _, s := range said {
-		if s == "built %s in %s" {
+		if s == "built %s in %s (%s of CPU)" {
 			builds++
 		}
 	}
