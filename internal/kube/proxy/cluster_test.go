@@ -499,14 +499,19 @@ func endpointRemovedTrafficMoves(t *testing.T, cs kubernetes.Interface) {
 	if _, err := cs.CoreV1().Pods(ns).Patch(testCtx, "srv-a", "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(10*time.Second, func() bool { s := answers(10); return s["srv-b"] == 10 }); err != nil {
+	// Moved: inARow connections in a row on srv-b. While srv-a still
+	// serves, a poll passes by chance with odds of 2^-inARow. With 10 (1 in
+	// 1,024), a removal that takes seconds on a loaded machine gives that
+	// chance hundreds of times, and the check after it would see srv-a.
+	const inARow = 30
+	if err := waitFor(10*time.Second, func() bool { s := answers(inARow); return s["srv-b"] == inARow }); err != nil {
 		t.Fatalf("srv-b never answered alone: %v", answers(20))
 	}
 	moved := time.Since(start)
 	if s := answers(30); s["srv-b"] != 30 {
 		t.Fatalf("after srv-a left the Service: %v, want srv-b only", s)
 	}
-	t.Logf("endpoint removed through the API -> 10 connections in a row on the remaining endpoint within %s", moved.Round(time.Millisecond))
+	t.Logf("endpoint removed through the API -> %d connections in a row on the remaining endpoint within %s", inARow, moved.Round(time.Millisecond))
 	patch = []byte(`{"metadata":{"labels":{"app":"pair"}}}`)
 	if _, err := cs.CoreV1().Pods(ns).Patch(testCtx, "srv-a", "application/strategic-merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
