@@ -82,7 +82,8 @@ GUEST_TIMEOUT = 70m
 CILIUM_SMOKE = -run '^TestCilium' ./internal/kube/cluster
 # At the end the suite prints where the machine's CPU went: each part's wall time and
 # CPU, and the machine's busy and idle CPU over the run (scripts/suite-cpu.sh), with the
-# time and CPU of each build made ahead of time (none when all were cached).
+# time and CPU of each build made ahead of time (none when all were cached). A cold suite
+# keeps both cores busy, half of it building (docs/measurements/2026-12-01-cold-suite-cpu.md).
 CPU = ./scripts/suite-cpu.sh
 test-locked:
 	./bin/vnetlab clean
