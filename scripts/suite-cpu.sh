@@ -14,11 +14,12 @@ set -uo pipefail
 file=$1 verb=$2
 shift 2
 
-# ticks: the first line of /proc/stat as busy and idle clock ticks (idle counts iowait).
+# ticks: the first line of /proc/stat as busy, idle (with iowait) and stolen clock ticks
+# (stolen: the hypervisor ran something else while this machine's CPU had work).
 ticks() {
 	local _ user nice system idle iowait irq softirq steal
 	read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
-	echo "$((user + nice + system + irq + softirq + steal)) $((idle + iowait))"
+	echo "$((user + nice + system + irq + softirq)) $((idle + iowait)) $steal"
 }
 
 case $verb in
@@ -33,12 +34,13 @@ run)
 	{ time "$@" 2>&3; } 3>&2 2>>"$file"
 	;;
 report)
-	read -r _ busy0 idle0 t0 < <(grep '^start ' "$file")
-	read -r busy1 idle1 < <(ticks)
+	read -r _ busy0 idle0 steal0 t0 < <(grep '^start ' "$file")
+	read -r busy1 idle1 steal1 < <(ticks)
 	echo "suite CPU: each part's wall time, and the CPU of its processes and those they waited for"
 	grep '^part ' "$file" | awk '{ printf "  %-20s %6.0f s wall %7.0f s CPU\n", $2, $3, $4 + $5 }'
-	awk -v hz="$(getconf CLK_TCK)" -v busy=$((busy1 - busy0)) -v idle=$((idle1 - idle0)) -v wall=$((EPOCHSECONDS - t0)) -v cpus="$(nproc)" \
-		'BEGIN { printf "  %-20s %6d s wall %7.0f s CPU busy and %.0f s idle, of %d CPUs\n", "the machine", wall, busy / hz, idle / hz, cpus }'
+	awk -v hz="$(getconf CLK_TCK)" -v busy=$((busy1 - busy0)) -v idle=$((idle1 - idle0)) -v steal=$((steal1 - steal0)) \
+		-v wall=$((EPOCHSECONDS - t0)) -v cpus="$(nproc)" \
+		'BEGIN { printf "  %-20s %6d s wall %7.0f s CPU busy, %.0f s idle and %.0f s stolen, of %d CPUs\n", "the machine", wall, busy / hz, idle / hz, steal / hz, cpus }'
 	;;
 *)
 	echo "suite-cpu.sh: unknown verb $verb (start, run or report)" >&2
