@@ -81,7 +81,7 @@ GUEST_TIMEOUT = 70m
 # build, last of those ahead of time, has had the longest by then.
 CILIUM_SMOKE = -run '^TestCilium' ./internal/kube/cluster
 # At the end the suite prints where the machine's CPU went: each part's wall time and
-# CPU, and the machine's busy and idle CPU over the run (scripts/suite-cpu.sh), with the
+# CPU, and the machine's busy, idle and stolen CPU over the run (scripts/suite-cpu.sh), with the
 # time and CPU of each build made ahead of time (none when all were cached). A cold suite
 # keeps both cores busy, half of it building (docs/measurements/2026-12-01-cold-suite-cpu.md).
 CPU = ./scripts/suite-cpu.sh
