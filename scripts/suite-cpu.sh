@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a run of `make test` spent the machine's CPU: each part's wall time and the CPU
-# of its process tree, and the whole machine's busy and idle CPU over the run. On two
+# of its process tree, and the whole machine's busy, idle and stolen CPU over the run. On two
 # cores a cold suite is bound by CPU, not by waiting; this says by how much.
 #
 #   scripts/suite-cpu.sh FILE start          note the machine's CPU counters (/proc/stat)

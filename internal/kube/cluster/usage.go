@@ -154,18 +154,17 @@ func ciliumRoles(argv []string) []Daemon {
 // plane start them): etcd, kube-apiserver, kube-proxy --config
 // DIR/NODE/kube-proxy.yaml, vnetlab kube-proxy ... --node NODE.
 func daemonOf(argv []string) (Daemon, bool) {
-	flag := func(name string) string { return flagOf(argv, name) }
 	switch base := filepath.Base(argv[0]); {
 	case base == RoleEtcd || base == RoleAPIServer:
 		return Daemon{Role: base}, true
 	case base == "kube-proxy":
-		return Daemon{Role: RoleProxy, Node: filepath.Base(filepath.Dir(flag("--config")))}, true
+		return Daemon{Role: RoleProxy, Node: filepath.Base(filepath.Dir(flagOf(argv, "--config")))}, true
 	case len(argv) > 1 && argv[1] == "kube-proxy":
-		return Daemon{Role: RoleProxy, Node: flag("--node")}, true
+		return Daemon{Role: RoleProxy, Node: flagOf(argv, "--node")}, true
 	case base == kubeRouterName: // a pod's: its node is the cgroup's (podControllers)
 		return Daemon{Role: RoleNetpol}, true
 	case len(argv) > 1 && argv[1] == "kube-netpol":
-		return Daemon{Role: RoleNetpol, Node: flag("--node")}, true
+		return Daemon{Role: RoleNetpol, Node: flagOf(argv, "--node")}, true
 	}
 	return Daemon{}, false
 }
