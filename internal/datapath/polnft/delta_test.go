@@ -23,14 +23,15 @@ import (
 // A delta makes the table a whole script makes: random worlds
 // (netpoltest), each changed step by step as a cluster's informers change
 // it (a Compiler's rules, as a node's controller has them); at each step
-// the table of the rules before, with the step's Delta loaded on it, must
-// list as the table Script makes of the rules after, loaded fresh in a
-// second namespace (the listings without handles and counters' values,
-// chains and map elements in name order, a bucket chain's rules in any
-// order), and a pod isolated before and after keeps its counters (the same
-// objects: their counts go on). Odd
-// sequences spread the Allows over Buckets buckets, even ones over 3, so
-// that buckets are refilled as well as added and deleted.
+// the table of the rules before, with the step's changes written on it as
+// Apply writes them (rules taken or added through netlink, or the Delta
+// loaded), must list as the table Script makes of the rules after, loaded
+// fresh in a second namespace (the listings without handles and counters'
+// values, chains and map elements in name order, a bucket chain's rules
+// in any order), and a pod isolated before and after keeps its counters
+// (the same objects: their counts go on). Odd sequences spread the Allows
+// over Buckets buckets, even ones over 3, so that buckets are refilled as
+// well as added and deleted.
 //
 // VNETLAB_POLNFT_SEQUENCES and VNETLAB_POLNFT_STEPS scale it up;
 // VNETLAB_POLNFT_SEED is the first sequence's seed, which a failure names.
@@ -68,12 +69,13 @@ func TestDeltaMakesScript(t *testing.T) {
 					seed, nb, step, fmt.Sprintf(format, args...), d, strings.Join(done, "\n"), g, seed, step)
 			}
 			before := listing(t, delta)
-			if dr, ok := dropsOf(changes, nb); ok {
-				// As Apply does, with no whole table to fall back on.
-				if err := dr.delete(delta); err != nil {
-					fail("deleting the rules %v: %v", dr, err)
+			if ed, ok := editsOf(changes, nb); ok {
+				// As Apply does, with no whole table to fall back on:
+				// the rules added through netlink must list as nft's own.
+				if err := ed.write(delta); err != nil {
+					fail("writing %d deletions and %d Allows added through netlink: %v", len(ed.drops), len(ed.adds), err)
 				}
-				did["rules deleted by their comments"]++
+				did[editKind(ed)]++
 			} else if d != "" {
 				if err := Load(delta, d); err != nil {
 					fail("%v", err)
@@ -119,6 +121,17 @@ func TestDeltaMakesScript(t *testing.T) {
 			}
 		}
 	}
+}
+
+// editKind is what edits ed do, as TestDeltaMakesScript counts them.
+func editKind(ed edits) string {
+	switch {
+	case len(ed.adds) == 0:
+		return "rules deleted through netlink"
+	case len(ed.drops) == 0:
+		return "rules added through netlink"
+	}
+	return "rules deleted and added through netlink"
 }
 
 // bucketChain matches a bucket chain's name (a pod chain's, then /N).
@@ -218,8 +231,9 @@ func minus(a, b []string) []string {
 
 // TestDeltaByAllows: a policy added to and deleted from many that select
 // one pod (the apply-latency runs' shape, netpoltest.BenchWorld) changes
-// the pod by its delta alone: added, its rules appended to their buckets;
-// deleted, its rules deleted by their comments (as Apply does); and the
+// the pod by its delta alone: added, its rules appended to their buckets
+// through netlink; deleted, its rules deleted by their comments (as Apply
+// does either); and the
 // table then lists as Script's of the rules after, a bucket's rules in
 // any order.
 func TestDeltaByAllows(t *testing.T) {
@@ -257,16 +271,11 @@ func TestDeltaByAllows(t *testing.T) {
 			t.Errorf("step %d: the delta names a chain when it should only (a deletion, refilling) or never (an addition, appending):\n%s", step, d)
 		}
 		now := c.Rules()
-		dr, ok := dropsOf(changes, nb)
-		if ok != (step%2 == 1) {
-			t.Fatalf("step %d: the changes are rules to delete: %v, want %v (%v)", step, ok, step%2 == 1, dr)
+		ed, ok := editsOf(changes, nb)
+		if !ok || len(ed.drops) > 0 != (step%2 == 1) || len(ed.adds) > 0 != (step%2 == 0) {
+			t.Fatalf("step %d: the changes are not only rules to delete (a deletion) or to add (an addition): %v %+v", step, ok, ed)
 		}
-		if ok {
-			err = dr.delete(delta)
-		} else {
-			err = Load(delta, d)
-		}
-		if err != nil {
+		if err := ed.write(delta); err != nil {
 			t.Fatalf("step %d: %v\n%s", step, err, d)
 		}
 		if err := Load(whole, scriptOf(&now, nb)); err != nil {
@@ -297,15 +306,15 @@ func TestApplyFindsOrFallsBack(t *testing.T) {
 	}
 	c.DeletePolicy(allow.Namespace, allow.Name)
 	changes, now := c.Changes(), c.Rules()
-	dr, ok := dropsOf(changes, Buckets)
-	if !ok {
-		t.Fatalf("deleting one of 1,001 policies selecting one pod is not rules to delete: %v", dr)
+	ed, ok := editsOf(changes, Buckets)
+	if !ok || len(ed.adds) > 0 {
+		t.Fatalf("deleting one of 1,001 policies selecting one pod is not rules to delete: %v %+v", ok, ed)
 	}
 	if err := Load(whole, Script(&now)); err != nil {
 		t.Fatal(err)
 	}
 	var bucket string
-	for bucket = range dr {
+	for bucket = range ed.drops {
 	}
 	for _, again := range []bool{false, true} {
 		before := handles(t, applied, bucket)
@@ -317,8 +326,8 @@ func TestApplyFindsOrFallsBack(t *testing.T) {
 		if fresh := len(minusHandles(handles(t, applied, bucket), before)); fresh > 0 != again {
 			t.Errorf("again %v: %d of bucket %s's rules have new handles", again, fresh, bucket)
 		}
-		if err := dr.delete(applied); err == nil {
-			t.Fatalf("the rules %v are still in the table after Apply (again: %v)", dr, again)
+		if err := ed.write(applied); err == nil {
+			t.Fatalf("the rules %v are still in the table after Apply (again: %v)", ed.drops, again)
 		}
 		got, want := listing(t, applied), listing(t, whole)
 		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {

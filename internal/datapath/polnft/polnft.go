@@ -39,8 +39,10 @@
 // pod: one rule), Allows taken refill their buckets from the Allows now.
 // Apply writes changes: when they only take Allows, it deletes those
 // Allows' rules by handle through netlink instead, each found by its
-// comment (the hash of its text, which every Allow's rule carries), and
-// loads the Delta otherwise.
+// comment (the hash of its text, which every Allow's rule carries); when
+// they only add Allows to buckets a pod has, it appends their rules
+// through netlink, as the expressions nft would make of the same text
+// (exprs.go); it loads the Delta otherwise.
 // The counters are named objects, so rewriting a pod chain keeps them: a
 // pod's counts only grow while it stays isolated. Script is Delta from no
 // rules behind the table's frame, so the two make the same ruleset, but
@@ -59,7 +61,6 @@ package polnft
 import (
 	"fmt"
 	"iter"
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -254,13 +255,10 @@ func (d direction) of(p *netpol.PodRules, nb uint64, was *podChains) *podChains 
 }
 
 // appended writes to chains the side d of change c when its delta only
-// adds Allows to buckets the pod's side already has: their rules appended
-// to those bucket chains (a bucket's rules only allow, so their order does
-// not matter), nothing else of the pod written; it says whether it did
-// (else the side is written by its buckets, delta). Whether a bucket is
-// there is found by hashing the old Allows until one of each bucket
-// needed turns up: a pod of 10,000 Allows over Buckets buckets costs some
-// hundreds of hashes, not 10,000 and a comparison of both lists.
+// adds Allows to buckets the pod's side already has (appends): their rules
+// appended to those bucket chains (a bucket's rules only allow, so their
+// order does not matter), nothing else of the pod written; it says whether
+// it did (else the side is written by its buckets, delta).
 func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool {
 	sd := d.sideDelta(c.Delta)
 	switch {
@@ -271,20 +269,56 @@ func (d direction) appended(chains *script, c netpol.PodChange, nb uint64) bool 
 	case len(sd.Went) > 0:
 		return d.refilled(chains, c, sd, nb)
 	}
-	need := map[uint64][]*netpol.Allow{}
-	for _, a := range sd.Came {
-		k := a.Hash() % nb
-		need[k] = append(need[k], a)
-	}
-	if !holdsEach(d.side(c.Old).Allow, maps.Keys(need), nb) {
+	need, ok := d.appends(c, nb)
+	if !ok {
 		return false
 	}
-	for _, k := range slices.Sorted(maps.Keys(need)) {
-		for _, a := range need[k] {
-			d.rules(chains, bucket(d.chain(c.New), int(k)), a)
-		}
+	for _, x := range need {
+		d.rules(chains, x.chain, x.a)
 	}
 	return true
+}
+
+// appendTo is an Allow whose rules are appended to a bucket chain.
+type appendTo struct {
+	chain string
+	a     *netpol.Allow
+}
+
+// appends is the Allows side d of change c gains, with the bucket chain
+// each goes to, when that is all the side's change is (ok): Allows added
+// to buckets it already has, none taken. Whether a bucket is there is
+// found by hashing the old Allows until one of each bucket needed turns
+// up: a pod of 10,000 Allows over Buckets buckets costs some hundreds of
+// hashes, not 10,000 and a comparison of both lists.
+func (d direction) appends(c netpol.PodChange, nb uint64) (need []appendTo, ok bool) {
+	sd := d.sideDelta(c.Delta)
+	if len(sd.Went) > 0 || !d.side(c.New).Isolated || !holdsEach(d.side(c.Old).Allow, bucketsOf(sd.Came, nb), nb) {
+		return nil, false
+	}
+	return d.inBuckets(c, sd.Came, nb), true
+}
+
+// inBuckets is Allows as of side d of change c's pod, each with its bucket
+// chain, in bucket order.
+func (d direction) inBuckets(c netpol.PodChange, as []*netpol.Allow, nb uint64) []appendTo {
+	out := make([]appendTo, 0, len(as))
+	for _, a := range as {
+		out = append(out, appendTo{bucket(d.chain(c.New), int(a.Hash()%nb)), a})
+	}
+	slices.SortStableFunc(out, func(x, y appendTo) int { return int(x.a.Hash()%nb) - int(y.a.Hash()%nb) })
+	return out
+}
+
+// bucketsOf is the buckets (of nb) of Allows as.
+func bucketsOf(as []*netpol.Allow, nb uint64) iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		for _, a := range as {
+			if !yield(a.Hash() % nb) {
+				return
+			}
+		}
+	}
 }
 
 // holdsEach says whether allow has an Allow in each of buckets ks (of nb),
@@ -455,56 +489,90 @@ func (d direction) elements(s *script, verb string, a, b *podChains) {
 // key of its text as its comment (ruleKey), by which Apply finds it to
 // delete it.
 func (d direction) rules(s *script, b string, a *netpol.Allow) {
-	for _, m := range allow(a, d.peer) {
-		r := m + d.verdict
+	for _, r := range d.ruleTexts(a) {
 		s.line("add rule %s %s %s comment %q", b, r, ruleKey(r))
 	}
 }
 
-// allow is the matches (each ending in a space) of one compiled Allow: one
-// per family for its pod addresses and one per ipBlock, or one for any
-// peer; peer is "saddr" (ingress) or "daddr" (egress).
-func allow(a *netpol.Allow, peer string) []string {
-	ports := ""
-	if !a.AnyPort {
-		var el []string
-		for _, r := range a.Ports {
-			if r.First == r.Last {
-				el = append(el, fmt.Sprintf("%s . %d", r.Proto.Lower(), r.First))
-			} else {
-				el = append(el, fmt.Sprintf("%s . %d-%d", r.Proto.Lower(), r.First, r.Last))
-			}
-		}
-		ports = "meta l4proto . th dport { " + strings.Join(el, ", ") + " } "
-	}
-	if a.AnyPeer {
-		return []string{ports}
-	}
+// ruleTexts is the rules of Allow a in direction d, in nft's words: a rule
+// per peerMatch, each its match, its ports' match and d's verdict.
+func (d direction) ruleTexts(a *netpol.Allow) []string {
+	ports := portsText(a)
 	var out []string
-	for _, f := range families {
-		var addrs []string
+	for _, m := range matchesOf(a) {
+		out = append(out, m.text(d.peer)+ports+d.verdict)
+	}
+	return out
+}
+
+// peerMatch is the peers one rule of an Allow matches: any (f nil), the
+// pod addresses of family f, or one ipBlock of it.
+type peerMatch struct {
+	f     *family
+	pods  []netip.Addr
+	block *netpol.Block
+}
+
+// matchesOf is the peers of Allow a, a rule each: per family its pod
+// addresses, then each of its ipBlocks; or any peer.
+func matchesOf(a *netpol.Allow) []peerMatch {
+	if a.AnyPeer {
+		return []peerMatch{{}}
+	}
+	var out []peerMatch
+	for i := range families {
+		f := &families[i]
+		var pods []netip.Addr
 		for _, ip := range a.Pods {
 			if f.has(ip) {
-				addrs = append(addrs, ip.String())
+				pods = append(pods, ip)
 			}
 		}
-		if len(addrs) > 0 {
-			out = append(out, fmt.Sprintf("%s %s { %s } %s", f.match, peer, strings.Join(addrs, ", "), ports))
+		if len(pods) > 0 {
+			out = append(out, peerMatch{f: f, pods: pods})
 		}
-		for _, blk := range a.Blocks {
-			if !f.has(blk.CIDR.Addr()) {
-				continue
+		for j := range a.Blocks {
+			if f.has(a.Blocks[j].CIDR.Addr()) {
+				out = append(out, peerMatch{f: f, block: &a.Blocks[j]})
 			}
-			m := fmt.Sprintf("%s %s %s ", f.match, peer, blk.CIDR)
-			if len(blk.Except) > 0 {
-				var ex []string
-				for _, e := range blk.Except {
-					ex = append(ex, e.String())
-				}
-				m += fmt.Sprintf("%s %s != { %s } ", f.match, peer, strings.Join(ex, ", "))
-			}
-			out = append(out, m+ports)
 		}
 	}
 	return out
+}
+
+// text is m in nft's words, ending in a space ("" for any peer); peer is
+// "saddr" (ingress) or "daddr" (egress).
+func (m peerMatch) text(peer string) string {
+	switch {
+	case m.f == nil:
+		return ""
+	case m.block == nil:
+		return fmt.Sprintf("%s %s { %s } ", m.f.match, peer, strings.Join(m.f.of(m.pods), ", "))
+	}
+	s := fmt.Sprintf("%s %s %s ", m.f.match, peer, m.block.CIDR)
+	if len(m.block.Except) > 0 {
+		var ex []string
+		for _, e := range m.block.Except {
+			ex = append(ex, e.String())
+		}
+		s += fmt.Sprintf("%s %s != { %s } ", m.f.match, peer, strings.Join(ex, ", "))
+	}
+	return s
+}
+
+// portsText is the match of Allow a's ports in nft's words, ending in a
+// space ("" for any port): a set of `l4proto . port` intervals.
+func portsText(a *netpol.Allow) string {
+	if a.AnyPort {
+		return ""
+	}
+	var el []string
+	for _, r := range a.Ports {
+		if r.First == r.Last {
+			el = append(el, fmt.Sprintf("%s . %d", r.Proto.Lower(), r.First))
+		} else {
+			el = append(el, fmt.Sprintf("%s . %d-%d", r.Proto.Lower(), r.First, r.Last))
+		}
+	}
+	return "meta l4proto . th dport { " + strings.Join(el, ", ") + " } "
 }
