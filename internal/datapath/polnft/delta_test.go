@@ -230,12 +230,15 @@ func minus(a, b []string) []string {
 }
 
 // TestDeltaByAllows: a policy added to and deleted from many that select
-// one pod (the apply-latency runs' shape, netpoltest.BenchWorld) changes
-// the pod by its delta alone: added, its rules appended to their buckets
-// through netlink; deleted, its rules deleted by their comments (as Apply
-// does either); and the
-// table then lists as Script's of the rules after, a bucket's rules in
-// any order.
+// one pod (the apply-latency runs' shape, netpoltest.BenchWorld), and a
+// pod labelled into and out of its peers, change the selected pod by its
+// Allows alone, written through netlink as Apply writes them: added, the
+// policy's rules appended to their buckets; deleted, deleted by their
+// comments; a peer come or gone, the policy's Allow replaced (the old
+// one's rules deleted, the new one's added, in one transaction). The
+// Delta, too, appends an added policy's rules and refills the buckets
+// otherwise. After each step the table lists as Script's of the rules
+// after, a bucket's rules in any order.
 func TestDeltaByAllows(t *testing.T) {
 	delta, whole := "vnl-polnft-bydelta", "vnl-polnft-bywhole"
 	namespaces(t, delta, whole)
@@ -243,16 +246,30 @@ func TestDeltaByAllows(t *testing.T) {
 	w, allow := netpoltest.BenchWorld(40)
 	c := netpol.NewCompilerOf(w, nil)
 	r := c.Rules()
-	err := Load(delta, scriptOf(&r, nb))
-	if err != nil {
+	if err := Load(delta, scriptOf(&r, nb)); err != nil {
 		t.Fatal(err)
 	}
-	for step := range 4 {
-		if step%2 == 0 {
-			c.SetPolicy(allow)
-		} else {
-			c.DeletePolicy(allow.Namespace, allow.Name)
+	relabel := func(label string) func() {
+		return func() {
+			p2 := *c.Pod(netpol.PodKey{Namespace: "m", Name: "p2"})
+			p2.Labels = netpol.Labels{"vnetlab.pod": label}
+			c.SetPod(p2)
 		}
+	}
+	add, del := func() { c.SetPolicy(allow) }, func() { c.DeletePolicy(allow.Namespace, allow.Name) }
+	for _, step := range []struct {
+		what        string
+		change      func()
+		drops, adds bool
+	}{
+		{"the policy added", add, false, true},
+		{"the policy deleted", del, true, false},
+		{"the policy added again", add, false, true},
+		{"p2 labelled into its peers", relabel("p1"), true, true},
+		{"p2 labelled out of them", relabel("p2"), true, true},
+		{"the policy deleted again", del, true, false},
+	} {
+		step.change()
 		changes := c.Changes()
 		var byDelta int
 		for _, pc := range changes {
@@ -263,29 +280,40 @@ func TestDeltaByAllows(t *testing.T) {
 				}
 			}
 		}
-		if byDelta != 1 {
-			t.Fatalf("step %d: %d sides changed by their delta, want 1", step, byDelta)
+		if want := map[bool]int{true: 0, false: 1}[step.drops && step.adds]; byDelta != want {
+			t.Fatalf("%s: %d sides changed by their delta, want %d", step.what, byDelta, want)
 		}
 		d := deltaOf(changes, nb)
-		if strings.Contains(d, "chain") != (step%2 == 1) {
-			t.Errorf("step %d: the delta names a chain when it should only (a deletion, refilling) or never (an addition, appending):\n%s", step, d)
+		if strings.Contains(d, "chain") != step.drops {
+			t.Errorf("%s: the delta names a chain when it should only (Allows taken: refilling) or never (only added: appending):\n%s", step.what, d)
 		}
-		now := c.Rules()
 		ed, ok := editsOf(changes, nb)
-		if !ok || len(ed.drops) > 0 != (step%2 == 1) || len(ed.adds) > 0 != (step%2 == 0) {
-			t.Fatalf("step %d: the changes are not only rules to delete (a deletion) or to add (an addition): %v %+v", step, ok, ed)
+		if !ok || len(ed.drops) > 0 != step.drops || len(ed.adds) > 0 != step.adds {
+			t.Fatalf("%s: the changes are not rules to delete (%v) and to add (%v): %v %+v", step.what, step.drops, step.adds, ok, ed)
 		}
 		if err := ed.write(delta); err != nil {
-			t.Fatalf("step %d: %v\n%s", step, err, d)
+			t.Fatalf("%s: %v\n%s", step.what, err, d)
 		}
+		now := c.Rules()
 		if err := Load(whole, scriptOf(&now, nb)); err != nil {
 			t.Fatal(err)
 		}
-		got, want := listing(t, delta), listing(t, whole)
-		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
-			t.Fatalf("step %d: the table after the delta lacks\n  %s\nand has besides\n  %s", step, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
+		if diff := differs(t, delta, whole); diff != "" {
+			t.Fatalf("%s: the table after the edits %s", step.what, diff)
 		}
 	}
+}
+
+// differs is how the table in namespace ns lists unlike the one in want:
+// the lines it lacks and those it has besides ("" when alike).
+func differs(t *testing.T, ns, want string) string {
+	t.Helper()
+	got, w := listing(t, ns), listing(t, want)
+	only, extra := minus(w.lines, got.lines), minus(got.lines, w.lines)
+	if len(only)+len(extra) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lacks\n  %s\nand has besides\n  %s", strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
 }
 
 // TestApplyFindsOrFallsBack: Apply deletes a deleted policy's rules from a
@@ -329,9 +357,8 @@ func TestApplyFindsOrFallsBack(t *testing.T) {
 		if err := ed.write(applied); err == nil {
 			t.Fatalf("the rules %v are still in the table after Apply (again: %v)", ed.drops, again)
 		}
-		got, want := listing(t, applied), listing(t, whole)
-		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
-			t.Fatalf("again %v: the table after Apply lacks\n  %s\nand has besides\n  %s", again, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
+		if diff := differs(t, applied, whole); diff != "" {
+			t.Fatalf("again %v: the table after Apply %s", again, diff)
 		}
 	}
 }

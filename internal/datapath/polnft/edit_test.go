@@ -71,9 +71,8 @@ func TestAddedRulesListAsNft(t *testing.T) {
 			}
 			ad = ad[n:]
 		}
-		got, want := listing(t, viaNetlink), listing(t, viaNft)
-		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
-			t.Fatalf("world %d: the rules added through netlink lack\n  %s\nand have besides\n  %s\nthe rules as nft added them:\n%s", seed, strings.Join(only, "\n  "), strings.Join(extra, "\n  "), s.String())
+		if diff := differs(t, viaNetlink, viaNft); diff != "" {
+			t.Fatalf("world %d: the table with the rules added through netlink %s\nthe rules as nft added them:\n%s", seed, diff, s.String())
 		}
 	}
 	t.Logf("the shapes of the rules added: %v", seen)
@@ -154,9 +153,8 @@ func TestApplyAppendsOrFallsBack(t *testing.T) {
 		if err := Apply(changes, &now)(ns); err != nil {
 			t.Fatalf("%s: %v", ns, err)
 		}
-		got, want := listing(t, ns), listing(t, whole)
-		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
-			t.Fatalf("%s: the table after Apply lacks\n  %s\nand has besides\n  %s", ns, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
+		if diff := differs(t, ns, whole); diff != "" {
+			t.Fatalf("%s: the table after Apply %s", ns, diff)
 		}
 	}
 	after := handles(t, applied, ad[0].chain)
@@ -172,43 +170,4 @@ func rulesOf(ad []added) int {
 		n += len(matchesOf(x.a))
 	}
 	return n
-}
-
-// TestEditsReplaceAllows: a pod labelled into and out of the peers of a
-// policy that selects another (netpoltest.BenchWorld over 3 buckets)
-// replaces that policy's Allow in the selected pod: the old one's rules
-// deleted and the new one's added, through netlink in one transaction;
-// the table then lists as Script's of the rules after.
-func TestEditsReplaceAllows(t *testing.T) {
-	edited, whole := "vnl-polnft-replace", "vnl-polnft-replacewhole"
-	namespaces(t, edited, whole)
-	const nb = 3
-	w, allow := netpoltest.BenchWorld(40)
-	c := netpol.NewCompilerOf(w, nil)
-	c.SetPolicy(allow)
-	r := c.Rules()
-	c.Changes()
-	if err := Load(edited, scriptOf(&r, nb)); err != nil {
-		t.Fatal(err)
-	}
-	p2 := *c.Pod(netpol.PodKey{Namespace: "m", Name: "p2"})
-	for step, label := range []string{"p1", "p2", "p1", "p2"} {
-		p2.Labels = netpol.Labels{"vnetlab.pod": label}
-		c.SetPod(p2)
-		changes, now := c.Changes(), c.Rules()
-		ed, ok := editsOf(changes, nb)
-		if !ok || len(ed.drops) != 1 || len(ed.adds) != 1 {
-			t.Fatalf("step %d: p2 labelled %s is not one Allow replaced: %v %+v", step, label, ok, ed)
-		}
-		if err := ed.write(edited); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		if err := Load(whole, scriptOf(&now, nb)); err != nil {
-			t.Fatal(err)
-		}
-		got, want := listing(t, edited), listing(t, whole)
-		if only, extra := minus(want.lines, got.lines), minus(got.lines, want.lines); len(only) > 0 || len(extra) > 0 {
-			t.Fatalf("step %d: the table after the edits lacks\n  %s\nand has besides\n  %s", step, strings.Join(only, "\n  "), strings.Join(extra, "\n  "))
-		}
-	}
 }

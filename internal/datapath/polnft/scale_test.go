@@ -23,7 +23,9 @@ import (
 // policies select one pod, each allowing its ingress from one /32 (the
 // policies knob's generated set, docs/policies-cost.md), at n = 0, 1,000
 // and 10,000; each load timed from the nft call to its return, the table
-// read back after each delta. Logged, not asserted: a busy machine's times
+// read back after each delta. Alternately, the compiler's changes written
+// by Apply (through netlink, as a lab's or a node's change is), timed from
+// Apply's plan to its return. Logged, not asserted: a busy machine's times
 // prove nothing. Set VNETLAB_POLNFT_SCALE=1 (root):
 //
 //	VNETLAB_POLNFT_SCALE=1 flock /run/vnetlab-dev.lock go test -count=1 -v -run TestDeltaAtScale ./internal/datapath/polnft/
@@ -42,6 +44,14 @@ func TestDeltaAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = nsutil.Delete(ns) })
+	applied := func(changes []netpol.PodChange, r *netpol.Rules) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := Apply(changes, r)(ns); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
 	timed := func(script string) time.Duration {
 		t.Helper()
 		start := time.Now()
@@ -54,23 +64,34 @@ func TestDeltaAtScale(t *testing.T) {
 		w := scaleWorld(n)
 		c := netpol.NewCompilerOf(w, nil)
 		r := c.Rules()
-		var whole, added, deleted, made []time.Duration
+		c.Changes() // those of making the world
+		var whole, added, deleted, applyAdded, applyDeleted, made []time.Duration
 		for range 5 {
 			whole = append(whole, timed(Script(&r)))
 		}
 		extra := generated(w.Pods[0], n)
 		lines := 0
-		for range 20 {
+		for i := range 40 {
+			// Alternately a delta loaded by nft and the compiler's
+			// changes written as Apply writes them (through netlink).
 			c.SetPolicy(&extra)
-			more := c.Rules()
-			start := time.Now()
-			d := Delta(netpol.Diff(&r, &more))
-			made = append(made, time.Since(start))
-			lines = strings.Count(d, "\n")
-			added = append(added, timed(d))
+			more, changes := c.Rules(), c.Changes()
+			if i%2 == 1 {
+				applyAdded = append(applyAdded, applied(changes, &more))
+			} else {
+				start := time.Now()
+				d := Delta(netpol.Diff(&r, &more))
+				made = append(made, time.Since(start))
+				lines = strings.Count(d, "\n")
+				added = append(added, timed(d))
+			}
 			c.DeletePolicy(extra.Namespace, extra.Name)
-			back := c.Rules()
-			deleted = append(deleted, timed(Delta(netpol.Diff(&more, &back))))
+			back, changes := c.Rules(), c.Changes()
+			if i%2 == 1 {
+				applyDeleted = append(applyDeleted, applied(changes, &back))
+			} else {
+				deleted = append(deleted, timed(Delta(netpol.Diff(&more, &back))))
+			}
 			r = back
 		}
 		h, err := Read(ns)
@@ -80,8 +101,8 @@ func TestDeltaAtScale(t *testing.T) {
 		if want := Objects(Script(&r)); h.Objects != want {
 			t.Errorf("%d policies: the table holds %d objects after the deltas, the rules make %d", n, h.Objects, want)
 		}
-		t.Logf("%5d policies: whole table %s; one policy added %s, deleted %s (a delta of %d commands, made in %s)",
-			n, spread(whole), spread(added), spread(deleted), lines, spread(made))
+		t.Logf("%5d policies: whole table %s; one policy added %s, deleted %s (a delta of %d commands, made in %s); through Apply (planned and written) added %s, deleted %s",
+			n, spread(whole), spread(added), spread(deleted), lines, spread(made), spread(applyAdded), spread(applyDeleted))
 	}
 }
 
