@@ -37,11 +37,11 @@
 // keeps the pod's buckets is written by them alone: Allows added append
 // their rules to their buckets (a policy added to 10,000 that select one
 // pod: one rule), Allows taken refill their buckets from the Allows now.
-// Apply writes changes: when they only take Allows, it deletes those
-// Allows' rules by handle through netlink instead, each found by its
-// comment (the hash of its text, which every Allow's rule carries); when
-// they only add Allows to buckets a pod has, it appends their rules
-// through netlink, as the expressions nft would make of the same text
+// Apply writes changes: when they only take Allows from buckets that keep
+// one and add Allows to buckets a pod has, it writes them through netlink
+// instead (edit.go): a taken Allow's rules deleted by handle, each found
+// by its comment (the hash of its text, which every Allow's rule carries),
+// an added one's appended as the expressions nft makes of the same text
 // (exprs.go); it loads the Delta otherwise.
 // The counters are named objects, so rewriting a pod chain keeps them: a
 // pod's counts only grow while it stays isolated. Script is Delta from no
