@@ -13,7 +13,7 @@ import (
 
 // A rule's matches as nf_tables expressions, written the way nft 1.0
 // writes the same text, so that nft lists a rule added through netlink as
-// it lists one it added itself (TestDeltaMakesScript compares the two):
+// it lists one it added itself (TestAddedRulesListAsNft compares the two):
 //   - an address family's match starts with its nfproto;
 //   - one address is compared, several are looked up in an anonymous set;
 //   - a prefix loads only its whole bytes when it has no others (10.0.0.0/8:
