@@ -61,14 +61,6 @@ func (f family) setType() nftables.SetDatatype {
 	return nftables.TypeIP6Addr
 }
 
-// verdictExpr is what a rule of direction d that matches does.
-func (d direction) verdictExpr() *expr.Verdict {
-	if d.name == egress {
-		return &expr.Verdict{Kind: expr.VerdictGoto, Chain: toIngress}
-	}
-	return &expr.Verdict{Kind: expr.VerdictAccept}
-}
-
 // writable says whether nftExprs writes Allow a's rules: all but an
 // ipBlock whose excepts reach the family's last address, an interval that
 // nft marks open in the element's user data, which the library does not
@@ -128,7 +120,8 @@ func (d direction) nftExprs(c *nftables.Conn, t *nftables.Table, m peerMatch, a 
 		}
 		e = append(e, pe...)
 	}
-	return append(e, d.verdictExpr()), nil
+	v := d.verdictExpr
+	return append(e, &v), nil
 }
 
 // loadAddr loads the whole address at off (of a's family) into regKey.
@@ -148,32 +141,28 @@ func prefixExprs(p netip.Prefix, off uint32, op expr.CmpOp) []expr.Any {
 		load.Len = uint32(bits / 8)
 		addr = addr[:bits/8]
 	default:
-		m := make([]byte, len(addr))
-		for i := range m {
-			switch n := bits - 8*i; {
-			case n >= 8:
-				m[i] = 0xff
-			case n > 0:
-				m[i] = byte(0xff << (8 - n))
-			}
-		}
 		return []expr.Any{load,
-			&expr.Bitwise{SourceRegister: regKey, DestRegister: regKey, Len: uint32(len(addr)), Mask: m, Xor: make([]byte, len(addr))},
+			&expr.Bitwise{SourceRegister: regKey, DestRegister: regKey, Len: uint32(len(addr)), Mask: mask(p), Xor: make([]byte, len(addr))},
 			&expr.Cmp{Op: op, Register: regKey, Data: addr}}
 	}
 	return []expr.Any{load, &expr.Cmp{Op: op, Register: regKey, Data: addr}}
 }
 
-// lastOf is the last address of prefix p.
+// mask is prefix p's netmask, as many bytes as its address.
+func mask(p netip.Prefix) []byte {
+	m := make([]byte, p.Addr().BitLen()/8)
+	for i := range m {
+		m[i] = byte(0xff << max(0, min(8, 8-(p.Bits()-8*i))))
+	}
+	return m
+}
+
+// lastOf is the last address of prefix p: its address with every bit
+// outside the mask set.
 func lastOf(p netip.Prefix) netip.Addr {
 	b := p.Masked().Addr().AsSlice()
-	for i := range b {
-		switch n := p.Bits() - 8*i; {
-		case n <= 0:
-			b[i] = 0xff
-		case n < 8:
-			b[i] |= 0xff >> n
-		}
+	for i, m := range mask(p) {
+		b[i] |= ^m
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a

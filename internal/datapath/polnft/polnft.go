@@ -66,6 +66,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/nftables/expr"
+
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/system/proc"
 )
@@ -214,16 +216,18 @@ func deltaOf(changes []netpol.PodChange, nb uint64) string {
 }
 
 // direction is one side of a pod in the table: its maps' and chains'
-// prefix, the peer's address field, what a rule allowing does, and which
-// of a pod's sides it is.
+// prefix, the peer's address field, what a rule allowing does (in nft's
+// words, and as the expression netlink writes), and which of a pod's sides
+// it is.
 type direction struct {
 	name, peer, verdict string
+	verdictExpr         expr.Verdict
 	side                func(*netpol.PodRules) netpol.Side
 }
 
 var directions = []direction{
-	{egress, "daddr", "goto " + toIngress, func(p *netpol.PodRules) netpol.Side { return p.Egress }},
-	{ingress, "saddr", "accept", func(p *netpol.PodRules) netpol.Side { return p.Ingress }},
+	{egress, "daddr", "goto " + toIngress, expr.Verdict{Kind: expr.VerdictGoto, Chain: toIngress}, func(p *netpol.PodRules) netpol.Side { return p.Egress }},
+	{ingress, "saddr", "accept", expr.Verdict{Kind: expr.VerdictAccept}, func(p *netpol.PodRules) netpol.Side { return p.Ingress }},
 }
 
 // chain is the name of pod p's chain of direction d.
