@@ -63,6 +63,13 @@ type Compiler struct {
 	anyNS     selIndex
 	nsPeers   selIndex
 	named     map[string]map[string]int
+	// The same pod selectors by the label keys they read, for a pod whose
+	// labels alone change: the policies' own, per namespace; their peers'
+	// (alone: per the policy's namespace; with a namespace selector:
+	// anyNSKeys).
+	selKeys   map[string]keyIndex
+	peerKeys  map[string]keyIndex
+	anyNSKeys keyIndex
 	// rules are the kept pods' rules; changed the pods whose rules changed
 	// since Changed last took them.
 	rules   map[PodKey]*PodRules
@@ -112,7 +119,7 @@ type policyState struct {
 func NewCompiler(keep func(*Pod) bool) *Compiler {
 	c := &Compiler{keep: keep, pods: map[PodKey]*podState{}, policies: map[string]*policyState{},
 		selectors: map[string]selIndex{}, podPeers: map[string]selIndex{}, anyNS: selIndex{}, nsPeers: selIndex{},
-		named: map[string]map[string]int{}, rules: map[PodKey]*PodRules{}, changed: map[PodKey]bool{}, was: map[PodKey]podWas{}, dirty: map[PodKey]bool{}, stale: map[string]bool{}}
+		named: map[string]map[string]int{}, selKeys: map[string]keyIndex{}, peerKeys: map[string]keyIndex{}, anyNSKeys: keyIndex{}, rules: map[PodKey]*PodRules{}, changed: map[PodKey]bool{}, was: map[PodKey]podWas{}, dirty: map[PodKey]bool{}, stale: map[string]bool{}}
 	c.w.memo = &memo{selectors: map[*metav1.LabelSelector]labels.Selector{}, namespace: map[string]labels.Set{}}
 	return c
 }
@@ -258,12 +265,24 @@ func (c *Compiler) DeletePod(namespace, name string) {
 
 // changePod makes pod k new (nil: gone) where it was old (nil: none).
 func (c *Compiler) changePod(k PodKey, old, new *Pod, kept bool) {
+	// relabel: its labels alone changed, so only the selectors reading a
+	// changed label can answer otherwise (changed: those labels' keys).
+	relabel := old != nil && new != nil && slices.Equal(old.IPs, new.IPs) && slices.Equal(old.Ports, new.Ports)
+	var changed []string
+	if relabel {
+		changed = changedKeys(old.Labels, new.Labels)
+	}
 	// The policies whose peers or egress named ports mention the pod,
 	// before the change (their resolution reads the world's pods).
 	touched := map[string]bool{}
-	for _, p := range []*Pod{old, new} {
-		if p != nil {
-			c.mentioning(p, touched)
+	switch {
+	case relabel:
+		c.mentioningRelabelled(old, new, changed, touched)
+	default:
+		for _, p := range []*Pod{old, new} {
+			if p != nil {
+				c.mentioning(p, touched)
+			}
 		}
 	}
 	i, found := c.podIndex(k)
@@ -281,10 +300,34 @@ func (c *Compiler) changePod(k PodKey, old, new *Pod, kept bool) {
 		c.pods[k] = st
 	}
 	// The policies selecting it.
+	if relabel {
+		c.reselect(k, st, new, changed)
+	} else {
+		c.selectAgain(k, st, new)
+	}
+	// Its segments read its named ports: made again unless its labels
+	// alone changed.
+	st.kept, st.whole = kept, st.whole || !relabel
+	if new == nil {
+		delete(c.pods, k)
+	}
+	c.dirty[k] = true
+	maps.Copy(c.stale, touched)
+	c.recompute()
+}
+
+// selectAgain makes the policies selecting pod k, new (nil: gone), st.by.
+func (c *Compiler) selectAgain(k PodKey, st *podState, new *Pod) {
 	var now []*policyState
 	if new != nil {
+		// A policy may come more than once; each is tried once.
+		tried := map[string]bool{}
 		c.selectors[k.Namespace].candidates(new.Labels, func(key string) {
-			if ps := c.policies[key]; ps != nil && c.w.selects(ps.p, new) && !slices.Contains(now, ps) {
+			if tried[key] {
+				return
+			}
+			tried[key] = true
+			if ps := c.policies[key]; ps != nil && c.w.selects(ps.p, new) {
 				now = append(now, ps)
 			}
 		})
@@ -296,13 +339,44 @@ func (c *Compiler) changePod(k PodKey, old, new *Pod, kept bool) {
 	for _, ps := range now {
 		ps.selected[k] = true
 	}
-	st.by, st.kept, st.whole = now, kept, true
-	if new == nil {
-		delete(c.pods, k)
+	st.by = now
+}
+
+// reselect is selectAgain for pod k whose labels alone changed (the keys
+// changed): only the policies whose pod selectors read a changed label
+// are asked again, and st.by is edited where their answers differ.
+func (c *Compiler) reselect(k PodKey, st *podState, new *Pod, changed []string) {
+	c.selKeys[k.Namespace].reading(changed, func(key string) {
+		ps := c.policies[key]
+		if ps == nil {
+			return
+		}
+		j, was := slices.BinarySearchFunc(st.by, ps, byKey)
+		switch is := c.w.selects(ps.p, new); {
+		case is && !was:
+			st.by = slices.Insert(st.by, j, ps)
+			ps.selected[k] = true
+		case was && !is:
+			st.by = slices.Delete(st.by, j, j+1)
+			delete(ps.selected, k)
+		}
+	})
+}
+
+// mentioningRelabelled is mentioning for a pod whose labels alone changed
+// from old's to new's (the keys changed): only the peers reading a
+// changed label can answer otherwise.
+func (c *Compiler) mentioningRelabelled(old, new *Pod, changed []string, touched map[string]bool) {
+	check := func(key string) {
+		if touched[key] {
+			return
+		}
+		if ps := c.policies[key]; ps != nil && (c.mentions(ps, old) || c.mentions(ps, new)) {
+			touched[key] = true
+		}
 	}
-	c.dirty[k] = true
-	maps.Copy(c.stale, touched)
-	c.recompute()
+	c.peerKeys[new.Namespace].reading(changed, check)
+	c.anyNSKeys.reading(changed, check)
 }
 
 // mentioning adds to touched the policies with a peer selecting pod p or
@@ -502,26 +576,21 @@ func (ps *policyState) peers(f func(networkingv1.NetworkPolicyPeer)) {
 
 // file enters policy key in the indexes (delta 1) or takes it out (-1).
 func (c *Compiler) file(key string, ps *policyState, delta int) {
-	index := func(m map[string]selIndex, ns string) selIndex {
-		x := m[ns]
-		if x == nil {
-			x = selIndex{}
-			m[ns] = x
-		}
-		return x
-	}
-	index(c.selectors, ps.ns).add(&ps.p.Spec.PodSelector, key, delta)
+	inNamespace(c.selectors, ps.ns).add(&ps.p.Spec.PodSelector, key, delta)
+	inNamespace(c.selKeys, ps.ns).add(&ps.p.Spec.PodSelector, key, delta)
 	ps.peers(func(pe networkingv1.NetworkPolicyPeer) {
 		switch {
 		case pe.IPBlock != nil:
 		case pe.NamespaceSelector == nil:
 			if pe.PodSelector != nil {
-				index(c.podPeers, ps.ns).add(pe.PodSelector, key, delta)
+				inNamespace(c.podPeers, ps.ns).add(pe.PodSelector, key, delta)
+				inNamespace(c.peerKeys, ps.ns).add(pe.PodSelector, key, delta)
 			}
 		default:
 			c.nsPeers.add(pe.NamespaceSelector, key, delta)
 			if pe.PodSelector != nil {
 				c.anyNS.add(pe.PodSelector, key, delta)
+				c.anyNSKeys.add(pe.PodSelector, key, delta)
 			}
 		}
 	})
@@ -530,17 +599,7 @@ func (c *Compiler) file(key string, ps *policyState, delta int) {
 			if pp.Port == nil || pp.Port.StrVal == "" {
 				continue
 			}
-			m := c.named[pp.Port.StrVal]
-			if m == nil {
-				m = map[string]int{}
-				c.named[pp.Port.StrVal] = m
-			}
-			if m[key] += delta; m[key] <= 0 {
-				delete(m, key)
-				if len(m) == 0 {
-					delete(c.named, pp.Port.StrVal)
-				}
-			}
+			count(c.named, pp.Port.StrVal, key, delta)
 		}
 	}
 }

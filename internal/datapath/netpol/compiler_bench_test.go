@@ -48,3 +48,33 @@ func BenchmarkPolicyAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPodRelabel: the pod n policies select gains a label (and,
+// every other iteration, loses it again) that one more policy selects it
+// by, as `kube converge --policy`'s label steps do: the Compiler's change.
+//
+//	go test -run XXX -bench PodRelabel ./internal/datapath/netpol/
+func BenchmarkPodRelabel(b *testing.B) {
+	for _, n := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprintf("incremental/%d", n), func(b *testing.B) {
+			w, allow := netpoltest.BenchWorld(n)
+			allow.Spec.PodSelector.MatchLabels = map[string]string{"vnetlab.pod": "p0", "allowed": "yes"}
+			w.Policies = append(w.Policies, *allow)
+			c := netpol.NewCompilerOf(w, nil)
+			plain := *c.Pod(netpol.PodKey{Namespace: "m", Name: "p0"})
+			labelled := plain
+			labelled.Labels = netpol.Labels{"vnetlab.pod": "p0", "allowed": "yes"}
+			b.ResetTimer()
+			for i := range b.N {
+				if i%2 == 0 {
+					c.SetPod(labelled)
+				} else {
+					c.SetPod(plain)
+				}
+				if ch := c.Changes(); len(ch) != 1 {
+					b.Fatalf("one pod's rules should change, not %d", len(ch))
+				}
+			}
+		})
+	}
+}

@@ -64,19 +64,32 @@ func mapKeys(m map[string]string) []string {
 
 // add files sel for entry (delta 1) or takes one filing back (delta -1).
 func (x selIndex) add(sel *metav1.LabelSelector, entry string, delta int) {
-	b := bucket(sel)
+	count(x, bucket(sel), entry, delta)
+}
+
+// count adds delta to entry's count under b, dropping what reaches 0.
+func count[X ~map[string]map[string]int](x X, b, entry string, delta int) {
 	m := x[b]
 	if m == nil {
 		m = map[string]int{}
 		x[b] = m
 	}
-	m[entry] += delta
-	if m[entry] <= 0 {
+	if m[entry] += delta; m[entry] <= 0 {
 		delete(m, entry)
 		if len(m) == 0 {
 			delete(x, b)
 		}
 	}
+}
+
+// inNamespace is m's index of namespace ns, made if it has none.
+func inNamespace[X ~map[string]map[string]int](m map[string]X, ns string) X {
+	x := m[ns]
+	if x == nil {
+		x = X{}
+		m[ns] = x
+	}
+	return x
 }
 
 // candidates calls visit with every entry filed for a selector that may
@@ -95,4 +108,50 @@ func (x selIndex) candidates(l Labels, visit func(entry string)) {
 		each(kvBucket(k, v))
 		each(keyBucket(k))
 	}
+}
+
+// keyIndex finds the label selectors that read a label key: each
+// selector is filed under every key its matchLabels and matchExpressions
+// name. A pod whose labels alone change keeps every other selector's
+// answer, so only these are asked again.
+//
+// Entries are what the caller files selectors for (a policy's key), each
+// counted once per key per selector filed for it.
+type keyIndex map[string]map[string]int
+
+// add files sel for entry (delta 1) or takes one filing back (delta -1).
+func (x keyIndex) add(sel *metav1.LabelSelector, entry string, delta int) {
+	for k := range sel.MatchLabels {
+		count(x, k, entry, delta)
+	}
+	for _, e := range sel.MatchExpressions {
+		count(x, e.Key, entry, delta)
+	}
+}
+
+// reading calls visit with every entry filed for a selector that reads
+// one of keys (an entry may come more than once).
+func (x keyIndex) reading(keys []string, visit func(entry string)) {
+	for _, k := range keys {
+		for e := range x[k] {
+			visit(e)
+		}
+	}
+}
+
+// changedKeys are the label keys whose presence or value differs between
+// a and b.
+func changedKeys(a, b Labels) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
