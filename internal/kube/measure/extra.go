@@ -57,12 +57,15 @@ func (e *Extra) Rate() float64 { return float64(e.Count) / e.Took.Seconds() }
 // (5 requests/s, burst 10) would make 10k Services take over an hour. It
 // speaks protobuf, as Kubernetes' own components do: JSON's encoding and
 // decoding cost the API server and the client more CPU per object.
-func extraClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
+func extraClient(cfg *rest.Config) (*kubernetes.Clientset, error) { return bulkClient(cfg, apiTimeout) }
+
+// bulkClient is extraClient with each request's timeout.
+func bulkClient(cfg *rest.Config, timeout time.Duration) (*kubernetes.Clientset, error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = -1, 0 // no client-side limit; the server's flow control still applies
 	c.ContentType = runtime.ContentTypeProtobuf
 	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	c.Timeout = apiTimeout
+	c.Timeout = timeout
 	return kubernetes.NewForConfig(c)
 }
 
