@@ -128,7 +128,7 @@ const deletePoliciesTimeout = 5 * time.Minute
 // run's ctx was cancelled.
 func DeletePolicies(cfg *rest.Config, ns string) error {
 	// One request, which the API server answers once every policy is
-	// gone: 10,000 take it about 40 s on a 2-vCPU machine.
+	// gone: 10,000 outlast extraClient's timeout on a 2-vCPU machine.
 	cs, err := bulkClient(cfg, deletePoliciesTimeout)
 	if err != nil {
 		return err
