@@ -1,17 +1,44 @@
 package cluster
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/vnetlab/vnetlab/internal/kube/binaries"
 )
+
+// etcdDir is etcd's data directory in the cluster's directory: a tmpfs of
+// its own (the lab's teardown unmounts it). A local cluster is thrown
+// away, and its writes should not wait for a disk: etcd syncs its log on
+// every write, and where /run is on a disk, that sync was most of an API
+// write's time (docs/kubernetes.md, "A local cluster").
+const etcdDir = "etcd"
+
+// etcdData mounts the tmpfs etcd keeps its data in, and returns its path.
+func (b *builder) etcdData() (string, error) {
+	dir := filepath.Join(b.dir, etcdDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700"); err != nil {
+		return "", fmt.Errorf("mount a tmpfs for etcd's data on %s: %w", dir, err)
+	}
+	return dir, nil
+}
 
 func (b *builder) startControlPlane(ns string) error {
 	b.say("control plane: etcd, kube-apiserver; then kube-controller-manager, kube-scheduler")
 	etcd, _ := exec.LookPath("etcd")
-	if err := b.daemon(ns, "etcd", etcd, "--name", "etcd", "--data-dir", filepath.Join(b.dir, "etcd"),
+	data, err := b.etcdData()
+	if err != nil {
+		return err
+	}
+	if err := b.daemon(ns, "etcd", etcd, "--name", "etcd", "--data-dir", data,
 		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
 		"--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
 		"--initial-cluster", "etcd=http://127.0.0.1:2380"); err != nil {
