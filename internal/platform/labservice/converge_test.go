@@ -132,9 +132,10 @@ func checkOtherWork(t *testing.T, c *converge.Run, loop bool) {
 		return
 	}
 	// The shell is named with the CPU it took (first, unless some other
-	// process of this machine was busier still).
+	// process of this machine was busier still; not always most of a CPU:
+	// `make test` builds at the same lowest priority beside the tests).
 	shell := slices.IndexFunc(o.Top, func(n converge.NamedCPU) bool { return n.Name == "sh" })
-	if o.Phases[results.PhaseChanges] < 0.2*secs || shell < 0 || o.Top[shell].CPUSeconds < 0.2*secs {
+	if o.Phases[results.PhaseChanges] < 0.2*secs || shell < 0 || o.Top[shell].CPUSeconds < 0.05*secs {
 		t.Errorf("other work %.1f CPU s in the changes' %.1f s, busiest %v, while a shell looped beside them", o.Phases[results.PhaseChanges], secs, o.Top)
 	}
 	// What the report flags reads the file: the changes and samples as
