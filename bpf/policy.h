@@ -33,7 +33,12 @@
  * Flows (pol_flows4/6, LRU): a new flow is decided once, then its entry
  * (and its reply's) lets the next packets through with one hash lookup.
  * An entry remembers the generation it was decided in: after an update the
- * initiator's next packet is decided again (a reply still passes).
+ * initiator's next packet is decided again (a reply still passes). It
+ * also remembers when it last passed a packet, and lives as long after
+ * that as conntrack keeps a flow (pol_flow_life_*): an older one is as if
+ * absent, so an entry outlives its flow's traffic by that much, not until
+ * the LRU evicts it (a reply entry left by a flow denied since would
+ * otherwise let its tuple in again whenever the port comes back).
  *
  * Services: egress must be decided against the backend, not the clusterIP.
  * A pod's egress to a Service frontend (the Service plane's lb_services /
@@ -108,10 +113,34 @@ struct pol_rule_key {
 #define POL_RULE_FULL 96
 
 struct pol_flow {
+	__u64 seen;  /* bpf_jiffies64 of its last packet, to pol_flow_touch */
 	__u32 gen;   /* pol_gen when it was decided */
 	__u8 flags;  /* POL_FLOW_* */
 	__u8 pad[3];
 };
+
+/* A flow entry's lifetime after its last packet, TCP's and every other
+ * protocol's, and how stale its seen may grow before a packet writes it
+ * again (a second: not each packet's write), all in jiffies: set at load
+ * (polbpf's FlowLifetimes). The verifier inlines bpf_jiffies64, where
+ * bpf_ktime_get_coarse_ns is a helper call (a return costs ~20 ns on a
+ * CPU with Safe RET). */
+volatile const __u64 pol_flow_life_tcp = 0;
+volatile const __u64 pol_flow_life_other = 0;
+volatile const __u64 pol_flow_touch = 0;
+
+/* pol_flow_live: the entry f (may be NULL) for a packet of protocol proto
+ * at now, refreshed, or NULL when it has outlived its lifetime. */
+static __always_inline struct pol_flow *pol_flow_live(struct pol_flow *f, __u8 proto, __u64 now)
+{
+	__u64 life = proto == IPPROTO_TCP ? pol_flow_life_tcp : pol_flow_life_other;
+
+	if (!f || now - f->seen > life)
+		return NULL;
+	if (now - f->seen > pol_flow_touch)
+		f->seen = now;
+	return f;
+}
 
 struct pol_svc {
 	__u32 id;

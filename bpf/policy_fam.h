@@ -144,12 +144,13 @@ static __always_inline int POLF(later_frag)(const struct POLF(pkt) *p, int isola
 	return POL_DROP;
 }
 
-/* POLF(remember): p's flow was allowed with flags in generation gen: its
- * entry, its reply's, and its datagram's when it is a first fragment. */
-static __always_inline void POLF(remember)(const struct POLF(pkt) *p, __u8 flags, __u32 gen)
+/* POLF(remember): p's flow was allowed with flags in generation gen, at
+ * now: its entry, its reply's, and its datagram's when it is a first
+ * fragment. */
+static __always_inline void POLF(remember)(const struct POLF(pkt) *p, __u8 flags, __u32 gen, __u64 now)
 {
 	struct POLF(flow_key) k;
-	struct pol_flow f = { .gen = gen, .flags = flags };
+	struct pol_flow f = { .seen = now, .gen = gen, .flags = flags };
 
 	POLF(flow_key_of)(p, &k, 0);
 	bpf_map_update_elem(&POLF(flows), &k, &f, BPF_ANY);
@@ -160,7 +161,8 @@ static __always_inline void POLF(remember)(const struct POLF(pkt) *p, __u8 flags
 }
 
 /* POLF(deny): drop p, and the entries an earlier decision left for its
- * flow (so that no "reply" of it passes either). */
+ * flow (so that no "reply" of it passes either): known, when its entry
+ * was found, live or not. */
 static __always_inline int POLF(deny)(const struct POLF(pkt) *p, int known)
 {
 	struct POLF(flow_key) k;
@@ -193,10 +195,11 @@ static __always_inline int POLF(egress)(struct __sk_buff *skb)
 	struct POLF(flow_key) k;
 	struct POLF(pkt) p;
 	struct pol_view v;
-	struct pol_flow *f;
+	struct pol_flow *found, *f;
 	struct pol_ep *ep;
 	void *eps;
 	__u8 flags = POL_FLOW_EG;
+	__u64 now;
 	int r;
 
 	eps = POLF(begin)(skb, &p, &v, &r);
@@ -218,7 +221,9 @@ static __always_inline int POLF(egress)(struct __sk_buff *skb)
 	if (p.kind == POL_FRAG_LATER)
 		return POLF(later_frag)(&p, ep->flags & POL_ISO_EG);
 	POLF(flow_key_of)(&p, &k, 0);
-	f = bpf_map_lookup_elem(&POLF(flows), &k);
+	found = bpf_map_lookup_elem(&POLF(flows), &k);
+	now = bpf_jiffies64();
+	f = pol_flow_live(found, p.proto, now);
 	if (f && ((f->flags & POL_FLOW_REPLY) || (f->gen == v.gen && (f->flags & POL_FLOW_EG)))) {
 		POLF(frag_allowed)(&p);
 		pol_count(POL_STAT_FLOW);
@@ -232,9 +237,9 @@ static __always_inline int POLF(egress)(struct __sk_buff *skb)
 	} else if (pol_allows(v.rules, ep->id, POLF(identity)(v.slot, &p.daddr), POL_DIR_EG, p.proto, p.dport)) {
 		pol_count(POL_STAT_ALLOWED);
 	} else {
-		return POLF(deny)(&p, f != NULL);
+		return POLF(deny)(&p, found != NULL);
 	}
-	POLF(remember)(&p, flags, v.gen);
+	POLF(remember)(&p, flags, v.gen, now);
 	return POL_ACCEPT;
 }
 
@@ -247,11 +252,12 @@ static __always_inline int POLF(ingress)(struct __sk_buff *skb)
 	struct POLF(flow_key) k;
 	struct POLF(pkt) p;
 	struct pol_view v;
-	struct pol_flow *f;
+	struct pol_flow *found, *f;
 	struct pol_ep *ep, *src;
 	void *eps;
 	__u8 have = 0;
 	__u32 src_id = 0; /* the sender's identity when it is a pod */
+	__u64 now;
 	int need_in, need_eg = 0, r;
 
 	eps = POLF(begin)(skb, &p, &v, &r);
@@ -281,7 +287,9 @@ static __always_inline int POLF(ingress)(struct __sk_buff *skb)
 	if (p.kind == POL_FRAG_LATER)
 		return POLF(later_frag)(&p, need_in || need_eg);
 	POLF(flow_key_of)(&p, &k, 0);
-	f = bpf_map_lookup_elem(&POLF(flows), &k);
+	found = bpf_map_lookup_elem(&POLF(flows), &k);
+	now = bpf_jiffies64();
+	f = pol_flow_live(found, p.proto, now);
 	if (f) {
 		if (f->flags & POL_FLOW_REPLY)
 			have = POL_FLOW_EG | POL_FLOW_IN;
@@ -294,12 +302,12 @@ static __always_inline int POLF(ingress)(struct __sk_buff *skb)
 		return POL_ACCEPT;
 	}
 	if (need_eg && !(have & POL_FLOW_EG) && !pol_allows(v.rules, src_id, ep->id, POL_DIR_EG, p.proto, p.dport))
-		return POLF(deny)(&p, f != NULL);
+		return POLF(deny)(&p, found != NULL);
 	if (need_in && !(have & POL_FLOW_IN) &&
 	    !pol_allows(v.rules, ep->id, src_id ? src_id : POLF(identity)(v.slot, &p.saddr), POL_DIR_IN, p.proto, p.dport))
-		return POLF(deny)(&p, f != NULL);
+		return POLF(deny)(&p, found != NULL);
 	pol_count(POL_STAT_ALLOWED);
-	POLF(remember)(&p, POL_FLOW_EG | POL_FLOW_IN, v.gen);
+	POLF(remember)(&p, POL_FLOW_EG | POL_FLOW_IN, v.gen, now);
 	return POL_ACCEPT;
 }
 

@@ -12,7 +12,8 @@
 //   - compile.go: netpol.Rules to map entries (identities, prefixes, rule
 //     keys with port prefixes);
 //   - load.go: Load (fresh maps filled, swapped in, the generation bumped);
-//   - read.go: Counters, Objects (what the proof of a cell reads back).
+//   - read.go: Counters, Objects (what the proof of a cell reads back);
+//   - flows.go: how long a flow's entries outlive its last packet.
 //
 // bpf/policy.h has the design; docs/policies.md compares it with Cilium's.
 package polbpf

@@ -27,6 +27,7 @@ type Plane struct {
 	maps  policyMaps
 	spec  *ebpf.CollectionSpec
 	progs *policyPrograms
+	life  FlowLifetimes // the programs' flow lifetimes, set when they load
 	// track holds the entries of the rules last loaded, pod by pod, and
 	// the keys changed since each slot was written; valid says which
 	// slots hold what this Plane's Load last wrote there (else the slot's
@@ -90,7 +91,7 @@ func OpenFamily(dir string, fam family.Family, fe Frontends) (*Plane, error) {
 		}
 		return nil, fmt.Errorf("policy maps: %w", err)
 	}
-	p := &Plane{dir: dir, fe: fe, spec: spec}
+	p := &Plane{dir: dir, fe: fe, spec: spec, life: DefaultFlowLifetimes}
 	p.maps = policyMaps{Pol4Eps: m.Pol4Eps, Pol4Flows: m.Pol4Flows, Pol4Frags: m.Pol4Frags, Pol4Ipcache: m.Pol4Ipcache,
 		Pol6Eps: m.Pol6Eps, Pol6Flows: m.Pol6Flows, Pol6Frags: m.Pol6Frags, Pol6Ipcache: m.Pol6Ipcache,
 		PolGen: m.PolGen, PolRules: m.PolRules, PolStats: m.PolStats}
@@ -105,7 +106,7 @@ func (p *Plane) UseFrontends(fe Frontends) { p.fe = fe }
 func (p *Plane) Dir() string { return p.dir }
 
 // programs loads the two programs once, on the pinned maps and the
-// frontends given to Open.
+// frontends given to Open, with the plane's flow lifetimes.
 func (p *Plane) programs() (*policyPrograms, error) {
 	if p.progs != nil {
 		return p.progs, nil
@@ -127,6 +128,9 @@ func (p *Plane) programs() (*policyPrograms, error) {
 		if ms, ok := p.spec.Maps[name]; ok {
 			ms.MaxEntries = m.MaxEntries()
 		}
+	}
+	if err := p.setFlowLifetimes(p.life); err != nil {
+		return nil, err
 	}
 	var progs policyPrograms
 	if err := p.spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {

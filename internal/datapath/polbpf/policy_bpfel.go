@@ -84,6 +84,7 @@ type policyPol6SvcKey struct {
 
 type policyPolFlow struct {
 	_     structs.HostLayout
+	Seen  uint64
 	Gen   uint32
 	Flags uint8
 	Pad   [3]uint8
@@ -104,21 +105,24 @@ type policyPolSvc struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	policyMapPol4Eps       = "pol4_eps"
-	policyMapPol4Flows     = "pol4_flows"
-	policyMapPol4Frags     = "pol4_frags"
-	policyMapPol4Frontends = "pol4_frontends"
-	policyMapPol4Ipcache   = "pol4_ipcache"
-	policyMapPol6Eps       = "pol6_eps"
-	policyMapPol6Flows     = "pol6_flows"
-	policyMapPol6Frags     = "pol6_frags"
-	policyMapPol6Frontends = "pol6_frontends"
-	policyMapPol6Ipcache   = "pol6_ipcache"
-	policyMapPolGen        = "pol_gen"
-	policyMapPolRules      = "pol_rules"
-	policyMapPolStats      = "pol_stats"
-	policyProgPolEgress    = "pol_egress"
-	policyProgPolIngress   = "pol_ingress"
+	policyMapPol4Eps          = "pol4_eps"
+	policyMapPol4Flows        = "pol4_flows"
+	policyMapPol4Frags        = "pol4_frags"
+	policyMapPol4Frontends    = "pol4_frontends"
+	policyMapPol4Ipcache      = "pol4_ipcache"
+	policyMapPol6Eps          = "pol6_eps"
+	policyMapPol6Flows        = "pol6_flows"
+	policyMapPol6Frags        = "pol6_frags"
+	policyMapPol6Frontends    = "pol6_frontends"
+	policyMapPol6Ipcache      = "pol6_ipcache"
+	policyMapPolGen           = "pol_gen"
+	policyMapPolRules         = "pol_rules"
+	policyMapPolStats         = "pol_stats"
+	policyProgPolEgress       = "pol_egress"
+	policyProgPolIngress      = "pol_ingress"
+	policyVarPolFlowLifeOther = "pol_flow_life_other"
+	policyVarPolFlowLifeTcp   = "pol_flow_life_tcp"
+	policyVarPolFlowTouch     = "pol_flow_touch"
 )
 
 // loadPolicy returns the embedded CollectionSpec for policy.
@@ -190,6 +194,9 @@ type policyMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type policyVariableSpecs struct {
+	PolFlowLifeOther *ebpf.VariableSpec `ebpf:"pol_flow_life_other"`
+	PolFlowLifeTcp   *ebpf.VariableSpec `ebpf:"pol_flow_life_tcp"`
+	PolFlowTouch     *ebpf.VariableSpec `ebpf:"pol_flow_touch"`
 }
 
 // policyObjects contains all objects after they have been loaded into the kernel.
@@ -249,6 +256,9 @@ func (m *policyMaps) Close() error {
 //
 // It can be passed to loadPolicyObjects or ebpf.CollectionSpec.LoadAndAssign.
 type policyVariables struct {
+	PolFlowLifeOther *ebpf.Variable `ebpf:"pol_flow_life_other"`
+	PolFlowLifeTcp   *ebpf.Variable `ebpf:"pol_flow_life_tcp"`
+	PolFlowTouch     *ebpf.Variable `ebpf:"pol_flow_touch"`
 }
 
 // policyPrograms contains all programs after they have been loaded into the kernel.

@@ -1,13 +1,20 @@
 package polbpf
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/vnetlab/vnetlab/internal/datapath/netpol"
 	"github.com/vnetlab/vnetlab/internal/vocab/family"
@@ -62,13 +69,13 @@ func testRules() *netpol.Rules {
 // testPlane opens a plane in a directory of its own under vnetlab's bpffs
 // root, removed when the test ends, with frontend maps holding vip:80/TCP
 // and vip6:80/TCP.
-func testPlane(t *testing.T) *Plane {
+func testPlane(t testing.TB) *Plane {
 	t.Helper()
 	return testPlaneFamily(t, family.Dual)
 }
 
 // testPlaneFamily is testPlane with its maps made for fam.
-func testPlaneFamily(t *testing.T, fam family.Family) *Plane {
+func testPlaneFamily(t testing.TB, fam family.Family) *Plane {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF)")
@@ -117,7 +124,7 @@ func testPlaneFamily(t *testing.T, fam family.Family) *Plane {
 
 // run passes f through the program of the direction (egress: the pod sends
 // it) and returns its verdict.
-func run(t *testing.T, p *Plane, egress bool, f frame) int {
+func run(t testing.TB, p *Plane, egress bool, f frame) int {
 	t.Helper()
 	prog := p.progs.PolIngress
 	if egress {
@@ -259,6 +266,57 @@ func TestFlows(t *testing.T) {
 	}
 }
 
+// TestFlowLifetimes: a flow's entries live their protocol's lifetime after
+// the last packet that used them, each packet refreshing them; an expired
+// entry is as if absent. pod-a is isolated both ways, and its egress
+// allows neither reply's destination: only the inbound flow's entry lets
+// the reply out.
+func TestFlowLifetimes(t *testing.T) {
+	const other = 3 * time.Second
+	p := testPlane(t)
+	p.progs.Close() // loaded again with these lifetimes
+	p.progs = nil
+	p.life = FlowLifetimes{TCP: time.Hour, Other: other}
+	if _, err := p.programs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Load(testRules()); err != nil {
+		t.Fatal(err)
+	}
+	type flow struct{ in, reply frame }
+	var udp, tcp []flow
+	for _, ips := range [][3]netip.Addr{{podA, podB, netip.MustParseAddr("192.168.5.5")}, {podA6, podB6, netip.MustParseAddr("fd10:0:5::5")}} {
+		a, b, block := ips[0], ips[1], ips[2]
+		udp = append(udp, flow{frame{src: block, dst: a, proto: protoUDP, sport: 40000, dport: 5005}, frame{src: a, dst: block, proto: protoUDP, sport: 5005, dport: 40000}})
+		tcp = append(tcp, flow{frame{src: b, dst: a, proto: protoTCP, sport: 42000, dport: 80}, frame{src: a, dst: b, proto: protoTCP, sport: 80, dport: 42000}})
+	}
+	for _, f := range append(slices.Clone(udp), tcp...) {
+		checkVerdicts(t, p, []verdictCase{
+			{fmt.Sprintf("%v: the inbound flow", f.in.proto), false, f.in, true},
+			{fmt.Sprintf("%v: its reply", f.in.proto), true, f.reply, true},
+		})
+	}
+	// The UDP replies go on for more than the lifetime, a packet each
+	// half second: each refreshes its entries.
+	for end := time.Now().Add(other + time.Second); time.Now().Before(end); {
+		time.Sleep(500 * time.Millisecond)
+		for _, f := range udp {
+			checkVerdicts(t, p, []verdictCase{{"a UDP reply within its lifetime", true, f.reply, true}})
+		}
+	}
+	time.Sleep(other + 500*time.Millisecond)
+	for _, f := range udp {
+		checkVerdicts(t, p, []verdictCase{
+			{"a UDP reply after its flow's lifetime (its entry expired: decided as a new flow)", true, f.reply, false},
+			{"the inbound flow's next packet, decided again", false, f.in, true},
+			{"its reply again", true, f.reply, true},
+		})
+	}
+	for _, f := range tcp {
+		checkVerdicts(t, p, []verdictCase{{"a TCP reply after UDP's lifetime, within TCP's", true, f.reply, true}})
+	}
+}
+
 // TestServiceFrontend: pod-a's egress to a Service frontend is deferred;
 // the backend's ingress decides pod-a's egress against the translated
 // address, and the translated-back reply passes pod-a's ingress.
@@ -349,4 +407,54 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 	if c.Unparsed != 1 || c.NDP != 2 {
 		t.Errorf("counters %+v: want 1 unparsed, 2 neighbour discovery", c)
 	}
+}
+
+// TestKernelHZ: the tick rate measured is the kernel configuration's
+// CONFIG_HZ, where the configuration can be read.
+func TestKernelHZ(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (BPF)")
+	}
+	want := configHZ(t)
+	got, err := kernelHZ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("measured %v Hz; the kernel's configuration says CONFIG_HZ=%v", got, want)
+	}
+}
+
+// configHZ is CONFIG_HZ from /proc/config.gz or /boot/config-RELEASE.
+func configHZ(t *testing.T) float64 {
+	var cfg []byte
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg, err = io.ReadAll(z); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			t.Fatal(err)
+		}
+		if cfg, err = os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:])); err != nil {
+			t.Skipf("no kernel configuration to compare with: %v", err)
+		}
+	}
+	for _, l := range strings.Split(string(cfg), "\n") {
+		if v, ok := strings.CutPrefix(l, "CONFIG_HZ="); ok {
+			hz, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return hz
+		}
+	}
+	t.Skip("the kernel's configuration gives no CONFIG_HZ")
+	return 0
 }
