@@ -33,19 +33,16 @@ const flowTouch = time.Second
 // setFlowLifetimes writes l into the programs' constants, in the kernel's
 // jiffies, before they load.
 func (p *Plane) setFlowLifetimes(l FlowLifetimes) error {
+	if min(l.TCP, l.Other) < 2*flowTouch {
+		return fmt.Errorf("policy flow lifetimes %+v: use %s or more (a busy flow's entry is refreshed every %s)", l, 2*flowTouch, flowTouch)
+	}
 	hz, err := kernelHZ()
 	if err != nil {
 		return err
 	}
-	for _, v := range []struct {
-		name string
-		d    time.Duration
-	}{{policyVarPolFlowLifeTcp, l.TCP}, {policyVarPolFlowLifeOther, l.Other}, {policyVarPolFlowTouch, flowTouch}} {
-		if v.name != policyVarPolFlowTouch && v.d < 2*flowTouch {
-			return fmt.Errorf("policy flow lifetime %s (%s): use %s or more (a busy flow's entry is refreshed every %s)", v.d, v.name, 2*flowTouch, flowTouch)
-		}
-		if err := p.spec.Variables[v.name].Set(uint64(v.d.Seconds() * hz)); err != nil {
-			return fmt.Errorf("policy programs: %s: %w", v.name, err)
+	for name, d := range map[string]time.Duration{policyVarPolFlowLifeTcp: l.TCP, policyVarPolFlowLifeOther: l.Other, policyVarPolFlowTouch: flowTouch} {
+		if err := p.spec.Variables[name].Set(uint64(d.Seconds() * hz)); err != nil {
+			return fmt.Errorf("policy programs: %s: %w", name, err)
 		}
 	}
 	return nil
@@ -72,29 +69,29 @@ func measureHZ() (float64, error) {
 		return 0, fmt.Errorf("policy programs: reading the kernel's jiffies (bpf_jiffies64, Linux 5.5 or later): %w", err)
 	}
 	defer prog.Close()
+	// jiffies reads them, with the monotonic clock's time halfway through.
 	jiffies := func() (uint32, time.Time, error) {
 		before := time.Now()
 		j, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 14)})
-		after := time.Now()
-		return j, before.Add(after.Sub(before) / 2), err
+		return j, before.Add(time.Since(before) / 2), err
 	}
 	j0, t0, err := jiffies()
-	if err == nil {
-		time.Sleep(100 * time.Millisecond)
-		var j1 uint32
-		var t1 time.Time
-		if j1, t1, err = jiffies(); err == nil {
-			hz := float64(j1-j0) / t1.Sub(t0).Seconds()
-			if hz <= 0 {
-				return 0, errors.New("policy programs: the kernel's jiffies did not advance in 100 ms")
-			}
-			for _, c := range hzChoices {
-				if math.Abs(hz-c) < c/10 {
-					return c, nil
-				}
-			}
-			return hz, nil
+	if err != nil {
+		return 0, fmt.Errorf("policy programs: reading the kernel's jiffies: %w", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	j1, t1, err := jiffies()
+	if err != nil {
+		return 0, fmt.Errorf("policy programs: reading the kernel's jiffies: %w", err)
+	}
+	hz := float64(j1-j0) / t1.Sub(t0).Seconds()
+	if hz <= 0 {
+		return 0, errors.New("policy programs: the kernel's jiffies did not advance in 100 ms")
+	}
+	for _, c := range hzChoices {
+		if math.Abs(hz-c) < c/10 {
+			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("policy programs: reading the kernel's jiffies: %w", err)
+	return hz, nil
 }

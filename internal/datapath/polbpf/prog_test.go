@@ -77,6 +77,13 @@ func testPlane(t testing.TB) *Plane {
 // testPlaneFamily is testPlane with its maps made for fam.
 func testPlaneFamily(t testing.TB, fam family.Family) *Plane {
 	t.Helper()
+	return testPlaneLife(t, fam, DefaultFlowLifetimes)
+}
+
+// testPlaneLife is testPlaneFamily with its programs loaded with the flow
+// lifetimes life.
+func testPlaneLife(t testing.TB, fam family.Family, life FlowLifetimes) *Plane {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF)")
 	}
@@ -107,6 +114,7 @@ func testPlaneFamily(t testing.TB, fam family.Family) *Plane {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.life = life
 	t.Cleanup(func() {
 		p.Close()
 		fe4.Close()
@@ -273,13 +281,7 @@ func TestFlows(t *testing.T) {
 // the reply out.
 func TestFlowLifetimes(t *testing.T) {
 	const other = 3 * time.Second
-	p := testPlane(t)
-	p.progs.Close() // loaded again with these lifetimes
-	p.progs = nil
-	p.life = FlowLifetimes{TCP: time.Hour, Other: other}
-	if _, err := p.programs(); err != nil {
-		t.Fatal(err)
-	}
+	p := testPlaneLife(t, family.Dual, FlowLifetimes{TCP: time.Hour, Other: other})
 	if _, err := p.Load(testRules()); err != nil {
 		t.Fatal(err)
 	}
